@@ -1,0 +1,1 @@
+"""Where llmc keeps its files, and the TOML profiles that describe servers, policy and LLM."""

@@ -1,0 +1,32 @@
+"""File locations. Resolved inside functions, never at import, so tests can point them elsewhere."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def config_dir() -> Path:
+    """$LLMC_CONFIG_DIR, else $XDG_CONFIG_HOME/llmc, else ~/.config/llmc."""
+    if os.environ.get("LLMC_CONFIG_DIR"):
+        return Path(os.environ["LLMC_CONFIG_DIR"]).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base).expanduser() / "llmc"
+
+
+def state_dir() -> Path:
+    """$LLMC_STATE_DIR, else $XDG_STATE_HOME/llmc, else ~/.local/state/llmc."""
+    if os.environ.get("LLMC_STATE_DIR"):
+        return Path(os.environ["LLMC_STATE_DIR"]).expanduser()
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base).expanduser() / "llmc"
+
+
+def profiles_dir() -> Path:
+    return config_dir() / "profiles"
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create a directory only the user can read (state may hold session ids and tokens)."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path

@@ -1,0 +1,87 @@
+"""JSON-RPC 2.0 messages as MCP uses them: shared by the client session and the built-in server."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from llmc_cli.errors import ProtocolError
+
+# Standard JSON-RPC codes
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+# MCP codes
+URL_ELICITATION_REQUIRED = -32042
+RESOURCE_NOT_FOUND = -32002
+# 2026-07-28 ("modern") codes: a reply carrying one of these comes from a modern server
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
+HEADER_MISMATCH = -32020
+MODERN_ERROR_CODES = frozenset({UNSUPPORTED_PROTOCOL_VERSION, MISSING_REQUIRED_CLIENT_CAPABILITY, HEADER_MISMATCH})
+
+
+def request(id: int | str, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    msg: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
+    if params is not None:
+        msg["params"] = params
+    return msg
+
+
+def notification(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        msg["params"] = params
+    return msg
+
+
+def result(id: int | str | None, value: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id, "result": value}
+
+
+def error(id: int | str | None, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    err: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        err["data"] = data
+    return {"jsonrpc": "2.0", "id": id, "error": err}
+
+
+def encode(message: dict[str, Any]) -> str:
+    """One message on one line (stdio forbids embedded newlines; json.dumps escapes them)."""
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+
+
+def kind_of(message: Any) -> str:
+    """'request' | 'notification' | 'response' | 'error'; ProtocolError for anything else."""
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        raise ProtocolError(f"not a JSON-RPC 2.0 message: {_preview(message)}")
+    if "method" in message:
+        if not isinstance(message["method"], str):
+            raise ProtocolError(f"JSON-RPC method is not a string: {_preview(message)}")
+        return "request" if "id" in message else "notification"
+    if "id" in message:
+        if "result" in message:
+            return "response"
+        if isinstance(message.get("error"), dict):
+            return "error"
+    raise ProtocolError(f"JSON-RPC message is neither request, notification nor response: {_preview(message)}")
+
+
+def decode(line: str | bytes) -> list[dict[str, Any]]:
+    """Parse one line or HTTP body; a JSON array is a batch (2025-03-26 allowed them)."""
+    try:
+        value = json.loads(line)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ProtocolError(f"invalid JSON from server: {_preview(line)}") from exc
+    messages = value if isinstance(value, list) else [value]
+    for m in messages:
+        kind_of(m)
+    return messages
+
+
+def _preview(value: Any, limit: int = 120) -> str:
+    text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value if isinstance(value, str) else repr(value)
+    text = text.strip().replace("\n", "\\n")
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -1,0 +1,128 @@
+"""Neutral data the whole program shares: what a server is, what a tool is, what a call returned.
+
+Nothing here knows about a transport, a provider or the CLI.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """How to reach one MCP server. The core does not care where this description came from
+    (an ad-hoc `--stdio`/`--url` flag, a profile, an imported desktop config)."""
+
+    name: str
+    command: tuple[str, ...] = ()  # stdio: argv of the server process
+    env: Mapping[str, str] = field(default_factory=dict)  # added to the allow-listed environment
+    cwd: str | None = None
+    url: str | None = None  # remote: the MCP endpoint (or the legacy SSE endpoint)
+    headers: Mapping[str, str] = field(default_factory=dict)
+    transport: str = "auto"  # remote only: auto | http | sse
+    timeout: float = 60.0  # seconds per request
+    builtin: str | None = None  # a server shipped with llmc, run in-process (e.g. "workspace")
+    options: Mapping[str, Any] = field(default_factory=dict)  # options of a builtin server
+    description: str | None = None
+
+    @property
+    def kind(self) -> str:
+        if self.builtin:
+            return "builtin"
+        return "stdio" if self.command else "remote"
+
+    def cache_key(self) -> str:
+        """Identity of the server configuration, for caches (era detection, sessions)."""
+        if self.builtin:
+            return f"builtin:{self.builtin}"
+        if self.command:
+            return "stdio:" + "\x1f".join(self.command) + f"\x1f{self.cwd or ''}"
+        return f"remote:{self.url}"
+
+
+@dataclass
+class Tool:
+    """One tool of one server, as the server described it (`raw` keeps it byte for byte)."""
+
+    server: str
+    name: str
+    input_schema: dict[str, Any]
+    description: str = ""
+    title: str | None = None
+    output_schema: dict[str, Any] | None = None
+    annotations: dict[str, Any] = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.server}.{self.name}"
+
+    @classmethod
+    def from_mcp(cls, server: str, raw: dict[str, Any]) -> "Tool":
+        schema = raw.get("inputSchema")
+        return cls(
+            server=server,
+            name=str(raw.get("name", "")),
+            input_schema=schema if isinstance(schema, dict) else {"type": "object"},
+            description=raw.get("description") or "",
+            title=raw.get("title") or (raw.get("annotations") or {}).get("title"),
+            output_schema=raw.get("outputSchema") if isinstance(raw.get("outputSchema"), dict) else None,
+            annotations=dict(raw.get("annotations") or {}),
+            raw=raw,
+        )
+
+
+@dataclass
+class ToolCall:
+    server: str
+    tool: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    call_id: str | None = None  # the provider's id for this call, when an LLM made it
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.server}.{self.tool}"
+
+
+@dataclass
+class ToolResult:
+    """A CallToolResult. `is_error` means the tool ran and failed: a result, not an exception."""
+
+    content: list[dict[str, Any]] = field(default_factory=list)
+    structured_content: Any = None
+    is_error: bool = False
+    meta: dict[str, Any] | None = None
+
+    @classmethod
+    def from_mcp(cls, raw: dict[str, Any]) -> "ToolResult":
+        content = raw.get("content")
+        return cls(
+            content=[c for c in content if isinstance(c, dict)] if isinstance(content, list) else [],
+            structured_content=raw.get("structuredContent"),
+            is_error=bool(raw.get("isError")),
+            meta=raw.get("_meta"),
+        )
+
+    @property
+    def text(self) -> str:
+        """The text parts joined; other parts named by a placeholder, so nothing vanishes silently."""
+        parts = []
+        for item in self.content:
+            kind = item.get("type")
+            if kind == "text":
+                parts.append(str(item.get("text", "")))
+            elif kind == "resource" and isinstance(item.get("resource"), dict) and "text" in item["resource"]:
+                parts.append(str(item["resource"]["text"]))
+            else:
+                label = item.get("mimeType") or item.get("uri") or ""
+                parts.append(f"[{kind} {label}]".replace(" ]", "]"))
+        return "\n".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"content": self.content, "isError": self.is_error}
+        if self.structured_content is not None:
+            out["structuredContent"] = self.structured_content
+        if self.meta:
+            out["_meta"] = self.meta
+        return out
