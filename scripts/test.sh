@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The whole test suite from a fresh clone: creates .venv, installs llmc with its test extras,
+# installs the real MCP peers the tests start (tests/node: npm reference servers, the official
+# conformance suite, Node 22 for it), then runs pytest. Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$python" -m venv .venv
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+
+if [ ! -x tests/node/node_modules/.bin/conformance ] || [ tests/node/package.json -nt tests/node/node_modules ]; then
+  (cd tests/node && npm install --no-audit --no-fund --loglevel=error)
+  touch tests/node/node_modules
+fi
+
+exec .venv/bin/python -m pytest "$@"

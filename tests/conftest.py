@@ -1,0 +1,53 @@
+"""Shared test set-up: every test gets its own config and state directories, and helpers to find
+the real MCP peers (npm packages in tests/node, SDK servers in tests/servers)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NODE_BIN = ROOT / "tests" / "node" / "node_modules" / ".bin"
+SERVERS = ROOT / "tests" / "servers"
+SECRET_ENV_PREFIXES = ("OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_", "LLMC_")
+
+
+@pytest.fixture(autouse=True)
+def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point config and state at a temp dir and drop credentials a developer may have set."""
+    for name in list(os.environ):
+        if name.startswith(SECRET_ENV_PREFIXES):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("LLMC_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("LLMC_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("PATH", f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    return tmp_path
+
+
+def node_tool(name: str) -> str:
+    """Path of an npm-installed executable; scripts/test.sh installs them (never skipped silently)."""
+    path = NODE_BIN / name
+    if not path.exists():
+        pytest.fail(f"{path} is missing: run scripts/test.sh, which installs tests/node")
+    return str(path)
+
+
+def sdk_server(name: str) -> list[str]:
+    """argv that runs one of the Python test servers in tests/servers with this interpreter."""
+    return [sys.executable, str(SERVERS / name)]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def llmc_executable() -> str:
+    path = Path(sys.executable).parent / "llmc"
+    return str(path) if path.exists() else shutil.which("llmc") or "llmc"
