@@ -1,19 +1,14 @@
-"""Shared test set-up: every test gets its own config and state directories, and helpers to find
-the real MCP peers (npm packages in tests/node, SDK servers in tests/servers)."""
+"""Every test gets its own config and state directories and no developer credentials."""
 
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-NODE_BIN = ROOT / "tests" / "node" / "node_modules" / ".bin"
-SERVERS = ROOT / "tests" / "servers"
+from tests.helpers import NODE_BIN
+
 SECRET_ENV_PREFIXES = ("OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_", "LLMC_")
 
 
@@ -28,26 +23,3 @@ def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("PATH", f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     return tmp_path
 
-
-def node_tool(name: str) -> str:
-    """Path of an npm-installed executable; scripts/test.sh installs them (never skipped silently)."""
-    path = NODE_BIN / name
-    if not path.exists():
-        pytest.fail(f"{path} is missing: run scripts/test.sh, which installs tests/node")
-    return str(path)
-
-
-def sdk_server(name: str) -> list[str]:
-    """argv that runs one of the Python test servers in tests/servers with this interpreter."""
-    return [sys.executable, str(SERVERS / name)]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def llmc_executable() -> str:
-    path = Path(sys.executable).parent / "llmc"
-    return str(path) if path.exists() else shutil.which("llmc") or "llmc"

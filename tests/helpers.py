@@ -1,0 +1,38 @@
+"""Helpers to find and start the real MCP peers: npm packages in tests/node, SDK servers in tests/servers."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NODE_BIN = ROOT / "tests" / "node" / "node_modules" / ".bin"
+SERVERS = ROOT / "tests" / "servers"
+
+
+def node_tool(name: str) -> str:
+    """Path of an npm-installed executable; scripts/test.sh installs them (never skipped silently)."""
+    path = NODE_BIN / name
+    if not path.exists():
+        pytest.fail(f"{path} is missing: run scripts/test.sh, which installs tests/node")
+    return str(path)
+
+
+def sdk_server(name: str) -> list[str]:
+    """argv that runs one of the Python test servers in tests/servers with this interpreter."""
+    return [sys.executable, str(SERVERS / name)]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def llmc_executable() -> str:
+    path = Path(sys.executable).parent / "llmc"
+    return str(path) if path.exists() else shutil.which("llmc") or "llmc"
