@@ -1,0 +1,198 @@
+"""Connect to a server described by a ServerSpec: choose the transport, detect the era, negotiate.
+
+Detection follows 2026-07-28 basic/versioning.mdx and 2025-11-25 basic/transports.mdx:
+- stdio: probe with `server/discover`; a DiscoverResult or a recognised modern error means modern,
+  anything else (another error, silence) means legacy -> `initialize`.
+- HTTP: a modern request first; a 4xx without a modern JSON-RPC error means legacy -> POST
+  `initialize`; a 400/404/405 to that means the deprecated HTTP+SSE transport -> GET the stream.
+What was found is cached per server in the state directory, so the next run skips the probe; a
+cached answer that stops working is probed again once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from typing import Any, Callable, Mapping
+
+from llmc_cli.config import paths
+from llmc_cli.errors import ConnectionFailed, HttpStatusError, LlmcError, ProtocolError, RpcError, TimeoutExpired
+from llmc_cli.mcp import jsonrpc
+from llmc_cli.mcp.session import LEGACY_VERSIONS, MODERN_VERSIONS, ClientHooks, Session
+from llmc_cli.mcp.transports.base import Transport
+from llmc_cli.model import ServerSpec
+
+STDIO_PROBE_TIMEOUT = 10.0  # a legacy server may stay silent on server/discover: fall back then
+Builtins = Mapping[str, Callable[[ServerSpec], Any]]  # builtin name -> endpoint factory
+
+
+def connect(spec: ServerSpec, *, hooks: ClientHooks | None = None, builtins: Builtins | None = None,
+            on_stderr: Callable[[str], None] | None = None, use_cache: bool = True) -> Session:
+    """An open, negotiated session; the caller closes it. Errors are LlmcErrors with exit codes."""
+    cached = _load_cache().get(spec.cache_key()) if use_cache else None
+    try:
+        return _connect(spec, hooks, builtins, on_stderr, cached)
+    except LlmcError:
+        if not cached:
+            raise
+    # The cached assumption failed: forget it and probe from scratch, once.
+    _store_cache(spec, None)
+    return _connect(spec, hooks, builtins, on_stderr, None)
+
+
+def _connect(spec: ServerSpec, hooks: ClientHooks | None, builtins: Builtins | None,
+             on_stderr: Callable[[str], None] | None, cached: dict[str, str] | None) -> Session:
+    if spec.kind == "remote":
+        return _connect_remote(spec, hooks, cached)
+    if spec.kind == "builtin":
+        factory = (builtins or {}).get(spec.builtin or "")
+        if factory is None:
+            raise ConnectionFailed(f"{spec.name}: unknown built-in server {spec.builtin!r}")
+        from llmc_cli.mcp.transports.memory import MemoryTransport
+        transport: Transport = MemoryTransport(factory(spec))
+    else:
+        from llmc_cli.mcp.transports.stdio import StdioTransport
+        transport = StdioTransport(spec.command, env=dict(spec.env), cwd=spec.cwd, on_stderr=on_stderr)
+    session = Session(transport, name=spec.name, timeout=spec.timeout, hooks=hooks)
+    try:
+        _negotiate_stdio(session, spec, cached)
+    except BaseException as exc:
+        session.close()
+        if isinstance(exc, LlmcError):
+            _add_diagnostics(exc, transport)
+        raise
+    return session
+
+
+def _negotiate_stdio(session: Session, spec: ServerSpec, cached: dict[str, str] | None) -> None:
+    if cached and cached.get("era") == "legacy":
+        session.initialize()
+        return
+    if cached and cached.get("era") == "modern" and cached.get("version") in MODERN_VERSIONS:
+        session.adopt("modern", cached["version"])
+        return
+    try:
+        session.discover(timeout=min(spec.timeout, STDIO_PROBE_TIMEOUT))
+        era = "modern"
+    except RpcError as exc:
+        if exc.code in jsonrpc.MODERN_ERROR_CODES:
+            raise ProtocolError(f"{spec.name}: server speaks only MCP versions llmc does not: {exc.data}") from None
+        session.initialize()
+        era = "legacy"
+    except TimeoutExpired:
+        session.initialize()
+        era = "legacy"
+    _store_cache(spec, {"era": era, "version": session.protocol_version or ""})
+
+
+def _connect_remote(spec: ServerSpec, hooks: ClientHooks | None, cached: dict[str, str] | None) -> Session:
+    from llmc_cli.mcp.transports.legacy_sse import LegacySseTransport
+    from llmc_cli.mcp.transports.streamable_http import StreamableHttpTransport
+
+    assert spec.url
+    headers = dict(spec.headers)
+    choice = spec.transport
+    if choice == "auto" and cached:
+        choice = cached.get("transport", "auto")
+    if choice == "sse":
+        session = Session(LegacySseTransport(spec.url, headers=headers, timeout=spec.timeout),
+                          name=spec.name, timeout=spec.timeout, hooks=hooks)
+        _guarded(session, session.initialize)
+        _store_cache(spec, {"era": "legacy", "transport": "sse", "version": session.protocol_version or ""})
+        return session
+
+    session = Session(StreamableHttpTransport(spec.url, headers=headers, timeout=spec.timeout),
+                      name=spec.name, timeout=spec.timeout, hooks=hooks)
+    if cached and cached.get("era") == "legacy" and choice == "http":
+        _guarded(session, session.initialize)
+        return session
+    if cached and cached.get("era") == "modern" and cached.get("version") in MODERN_VERSIONS:
+        session.adopt("modern", cached["version"])
+        return session
+    try:
+        session.discover()
+        era = "modern"
+    except RpcError as exc:
+        if exc.code in jsonrpc.MODERN_ERROR_CODES:
+            session.close()
+            raise ProtocolError(f"{spec.name}: server speaks only MCP versions llmc does not: {exc.data}") from None
+        era = "legacy"
+    except HttpStatusError as exc:
+        if not 400 <= exc.status < 500 or exc.status in (401, 403):
+            session.close()
+            raise
+        era = "legacy"
+    except BaseException:
+        session.close()
+        raise
+    if era == "legacy":
+        try:
+            session.initialize()
+        except HttpStatusError as exc:
+            session.close()
+            if spec.transport == "http" or exc.status not in (400, 404, 405):
+                raise
+            # The deprecated HTTP+SSE transport of 2024-11-05 answers POSTs like this.
+            return _connect_remote(ServerSpec(**{**_spec_fields(spec), "transport": "sse"}), hooks, None)
+        except BaseException:
+            session.close()
+            raise
+    _store_cache(spec, {"era": era, "transport": "http", "version": session.protocol_version or ""})
+    return session
+
+
+def _guarded(session: Session, step: Callable[[], Any]) -> None:
+    try:
+        step()
+    except BaseException:
+        session.close()
+        raise
+
+
+def _spec_fields(spec: ServerSpec) -> dict[str, Any]:
+    return {f: getattr(spec, f) for f in spec.__dataclass_fields__}
+
+
+def _add_diagnostics(exc: LlmcError, transport: Transport) -> None:
+    tail = transport.diagnostics().strip().splitlines()
+    if tail and "stderr" not in exc.details:
+        exc.details["stderr"] = tail[-10:]
+
+
+# -- era cache ------------------------------------------------------------------------------------
+
+def _cache_file() -> str:
+    return str(paths.state_dir() / "servers.json")
+
+
+def _load_cache() -> dict[str, dict[str, str]]:
+    try:
+        with open(_cache_file(), encoding="utf-8") as fh:
+            data = json.load(fh)
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _store_cache(spec: ServerSpec, entry: dict[str, str] | None) -> None:
+    """Best effort: a cache that cannot be written only costs a probe next time."""
+    cache = _load_cache()
+    key = spec.cache_key()
+    if cache.get(key) == entry:
+        return
+    if entry is None:
+        cache.pop(key, None)
+    else:
+        cache[key] = entry
+    try:
+        directory = paths.ensure_private_dir(paths.state_dir())
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".servers.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(cache, fh, indent=1, sort_keys=True)
+        os.replace(tmp, _cache_file())
+    except OSError:
+        pass
+
+
+__all__ = ["connect", "ClientHooks", "Session", "LEGACY_VERSIONS", "MODERN_VERSIONS"]

@@ -1,0 +1,361 @@
+"""One MCP client session over any transport: era and version negotiation, requests with
+timeouts and cancellation, notifications, server->client requests, pagination.
+
+The session never knows which transport it runs on. Two eras exist (2026-07-28 basic/versioning):
+- legacy (2024-11-05 .. 2025-11-25): an `initialize` handshake fixes the version for the session;
+  the server may send requests (ping, roots/list, elicitation/create, sampling/createMessage).
+- modern (2026-07-28): no handshake; every request carries `_meta` with the protocol version,
+  client info and capabilities; server->client requests arrive as `input_required` results
+  (multi round-trip requests) that the client fulfils and retries.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from llmc_cli import __version__
+from llmc_cli.errors import ConnectionFailed, LlmcError, ProtocolError, RpcError, TimeoutExpired
+from llmc_cli.mcp import jsonrpc
+from llmc_cli.mcp.transports.base import Transport
+
+MODERN_VERSIONS = ("2026-07-28",)
+LEGACY_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+SUPPORTED_VERSIONS = MODERN_VERSIONS + LEGACY_VERSIONS
+CLIENT_INFO = {"name": "llmc", "version": __version__}
+META_PREFIX = "io.modelcontextprotocol/"
+MAX_PAGES = 1000  # a server that paginates forever is lying
+MAX_INPUT_ROUNDS = 8  # input_required round trips for one request
+PROGRESS_EXTENSION_CAP = 10  # progress may extend a request's deadline, up to this many timeouts
+
+
+@dataclass
+class ClientHooks:
+    """How the client reacts to what a server sends on its own. All optional."""
+
+    on_progress: Callable[[dict[str, Any]], None] | None = None
+    on_log: Callable[[dict[str, Any]], None] | None = None
+    on_list_changed: Callable[[str], None] | None = None
+    # elicitation/create params -> ElicitResult ({"action": "accept"|"decline"|"cancel", ...})
+    elicit: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    # sampling/createMessage params -> CreateMessageResult; None: declined with a clear error
+    sample: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    roots: list[dict[str, Any]] = field(default_factory=list)
+
+
+def accept_defaults(params: dict[str, Any]) -> dict[str, Any]:
+    """Answer a form elicitation with the defaults its schema declares (headless use)."""
+    if params.get("mode", "form") != "form":
+        return {"action": "decline"}
+    properties = (params.get("requestedSchema") or {}).get("properties") or {}
+    content = {k: v["default"] for k, v in properties.items() if isinstance(v, dict) and "default" in v}
+    return {"action": "accept", "content": content}
+
+
+def decline(params: dict[str, Any]) -> dict[str, Any]:
+    return {"action": "decline"}
+
+
+class Session:
+    """A connected session. Thread-safe: several threads may send requests concurrently."""
+
+    def __init__(self, transport: Transport, *, name: str = "server", timeout: float = 60.0,
+                 hooks: ClientHooks | None = None) -> None:
+        self.transport = transport
+        self.name = name
+        self.timeout = timeout
+        self.hooks = hooks or ClientHooks()
+        self.era: str | None = None  # "legacy" | "modern"
+        self.protocol_version: str | None = None
+        self.server_info: dict[str, Any] = {}
+        self.capabilities: dict[str, Any] = {}
+        self.instructions: str | None = None
+        self._ids = itertools.count(1)
+        self._pending: dict[int | str, Future[dict[str, Any]]] = {}
+        self._activity: dict[int | str, float] = {}  # request id -> time of last progress
+        self._lock = threading.Lock()
+        self._closed_error: LlmcError | None = None
+        self._started = False
+
+    # -- life cycle ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if not self._started:
+            self.transport.start(self._on_message, self._on_closed)
+            self._started = True
+
+    def initialize(self, version: str = LEGACY_VERSIONS[0]) -> dict[str, Any]:
+        """The legacy handshake. Raises ProtocolError when no common version exists."""
+        self.start()
+        result = self._request_raw("initialize", {
+            "protocolVersion": version,
+            "capabilities": self._capabilities(legacy_version=version),
+            "clientInfo": CLIENT_INFO,
+        })
+        agreed = result.get("protocolVersion")
+        if not isinstance(agreed, str) or not isinstance(result.get("capabilities", {}), dict):
+            raise ProtocolError(f"{self.name}: invalid initialize result (no protocolVersion)")
+        if agreed not in LEGACY_VERSIONS:
+            raise ProtocolError(
+                f"{self.name}: server speaks MCP {agreed}; llmc supports {', '.join(SUPPORTED_VERSIONS)}")
+        self.era, self.protocol_version = "legacy", agreed
+        self.transport.protocol_version = agreed
+        self.server_info = result.get("serverInfo") or {}
+        self.capabilities = result.get("capabilities") or {}
+        self.instructions = result.get("instructions")
+        self.notify("notifications/initialized")
+        return result
+
+    def discover(self, version: str = MODERN_VERSIONS[0], timeout: float | None = None) -> dict[str, Any]:
+        """The modern era's `server/discover`. Adopts a version both sides support.
+
+        Raises RpcError for any error reply; the caller decides what it means for the era."""
+        self.start()
+        self.era, self.protocol_version = "modern", version
+        self.transport.protocol_version = version
+        try:
+            result = self.request("server/discover", {}, timeout=timeout)
+        except RpcError as exc:
+            supported = (exc.data or {}).get("supported") if isinstance(exc.data, dict) else None
+            common = [v for v in MODERN_VERSIONS if isinstance(supported, list) and v in supported]
+            if exc.code == jsonrpc.UNSUPPORTED_PROTOCOL_VERSION and common and common[0] != version:
+                return self.discover(common[0], timeout)
+            self.era = self.protocol_version = self.transport.protocol_version = None
+            raise
+        except LlmcError:
+            self.era = self.protocol_version = self.transport.protocol_version = None
+            raise
+        versions = result.get("supportedVersions")
+        if not isinstance(versions, list):
+            raise ProtocolError(f"{self.name}: invalid server/discover result (no supportedVersions)")
+        if version not in versions:
+            common = [v for v in MODERN_VERSIONS if v in versions]
+            if not common:
+                raise ProtocolError(
+                    f"{self.name}: server supports MCP {', '.join(map(str, versions))}; "
+                    f"llmc supports {', '.join(SUPPORTED_VERSIONS)}")
+            self.protocol_version = self.transport.protocol_version = common[0]
+        self.server_info = (result.get("_meta") or {}).get(META_PREFIX + "serverInfo") or {}
+        self.capabilities = result.get("capabilities") or {}
+        self.instructions = result.get("instructions")
+        return result
+
+    def adopt(self, era: str, version: str) -> None:
+        """Continue with an era and version known from a previous run (no probe, no handshake
+        for modern servers; legacy servers still need `initialize`)."""
+        self.start()
+        self.era, self.protocol_version = era, version
+        self.transport.protocol_version = version
+
+    def close(self) -> None:
+        try:
+            self.transport.close()
+        finally:
+            self._fail_pending(ConnectionFailed(f"{self.name}: session closed"))
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- requests ------------------------------------------------------------------------------
+
+    def request(self, method: str, params: dict[str, Any] | None = None, *,
+                timeout: float | None = None) -> dict[str, Any]:
+        """Send a request and wait for its result; fulfils `input_required` rounds (modern)."""
+        params = dict(params or {})
+        for _ in range(MAX_INPUT_ROUNDS):
+            result = self._request_raw(method, params, timeout)
+            if result.get("resultType") != "input_required":
+                return result
+            params = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
+            requests = result.get("inputRequests")
+            if isinstance(requests, dict):
+                params["inputResponses"] = {key: self._answer_server_request(r.get("method"), r.get("params") or {})
+                                            for key, r in requests.items() if isinstance(r, dict)}
+            if "requestState" in result:
+                params["requestState"] = result["requestState"]
+        raise ProtocolError(f"{self.name}: {method} still needs input after {MAX_INPUT_ROUNDS} rounds")
+
+    def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        self.transport.send(jsonrpc.notification(method, params))
+
+    def list_all(self, method: str, key: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Every page of a paginated list method. A repeated cursor is a lying server."""
+        items: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            page = self.request(method, {**(params or {}), **({"cursor": cursor} if cursor else {})})
+            batch = page.get(key)
+            if not isinstance(batch, list):
+                raise ProtocolError(f"{self.name}: {method} result has no '{key}' list")
+            items.extend(x for x in batch if isinstance(x, dict))
+            cursor = page.get("nextCursor")
+            if not cursor:
+                return items
+            if cursor in seen:
+                raise ProtocolError(f"{self.name}: {method} returned the same cursor twice")
+            seen.add(cursor)
+        raise ProtocolError(f"{self.name}: {method} returned more than {MAX_PAGES} pages")
+
+    def list_tools(self) -> list[dict[str, Any]]:
+        return self.list_all("tools/list", "tools")
+
+    def call_tool(self, name: str, arguments: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
+        return self.request("tools/call", {"name": name, "arguments": arguments}, timeout=timeout)
+
+    def ping(self) -> None:
+        self.request("ping")
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _capabilities(self, legacy_version: str | None = None) -> dict[str, Any]:
+        caps: dict[str, Any] = {"roots": {"listChanged": False}}
+        if legacy_version in ("2024-11-05",):
+            caps.pop("roots")
+        if self.hooks.elicit is not None and legacy_version != "2024-11-05":
+            caps["elicitation"] = {"form": {}} if legacy_version in (None, "2025-11-25") else {}
+        if self.hooks.sample is not None:
+            caps["sampling"] = {}
+        return caps
+
+    def _request_raw(self, method: str, params: dict[str, Any] | None, timeout: float | None = None) -> dict[str, Any]:
+        if self._closed_error is not None:
+            raise self._closed_error
+        request_id = next(self._ids)
+        params = dict(params or {})
+        meta = dict(params.get("_meta") or {})
+        if self.era == "modern":
+            meta.update({
+                META_PREFIX + "protocolVersion": self.protocol_version,
+                META_PREFIX + "clientInfo": CLIENT_INFO,
+                META_PREFIX + "clientCapabilities": self._capabilities(),
+            })
+            if self.hooks.on_log is not None:  # modern servers log only when a request opts in
+                meta[META_PREFIX + "logLevel"] = "info"
+        if self.hooks.on_progress is not None and method not in ("initialize", "server/discover", "ping"):
+            meta["progressToken"] = request_id
+        if meta:
+            params["_meta"] = meta
+        future: Future[dict[str, Any]] = Future()
+        with self._lock:
+            self._pending[request_id] = future
+            self._activity[request_id] = time.monotonic()
+        try:
+            self.transport.send(jsonrpc.request(request_id, method, params or None))
+            return self._wait(request_id, future, method, timeout if timeout is not None else self.timeout)
+        finally:
+            with self._lock:
+                self._pending.pop(request_id, None)
+                self._activity.pop(request_id, None)
+
+    def _wait(self, request_id: int, future: Future[dict[str, Any]], method: str, timeout: float) -> dict[str, Any]:
+        started = time.monotonic()
+        hard_deadline = started + timeout * PROGRESS_EXTENSION_CAP
+        try:
+            while True:
+                deadline = min(self._activity.get(request_id, started) + timeout, hard_deadline)
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    self._cancel(request_id, "timeout")
+                    raise TimeoutExpired(f"{self.name}: no reply to {method} within {timeout:g}s")
+                try:
+                    message = future.result(timeout=min(remaining, 0.5))
+                    break
+                except FutureTimeout:
+                    continue
+        except KeyboardInterrupt:
+            self._cancel(request_id, "interrupted by the user")
+            raise
+        if "error" in message:
+            err = message["error"]
+            raise RpcError(f"{self.name}: {method} failed: {err.get('message', 'error')} (code {err.get('code')})",
+                           code=err.get("code", 0), data=err.get("data"))
+        result = message.get("result")
+        if not isinstance(result, dict):
+            raise ProtocolError(f"{self.name}: {method} result is not an object")
+        return result
+
+    def _cancel(self, request_id: int, reason: str) -> None:
+        try:
+            self.notify("notifications/cancelled", {"requestId": request_id, "reason": reason})
+        except LlmcError:
+            pass
+
+    def _on_message(self, message: dict[str, Any]) -> None:
+        kind = jsonrpc.kind_of(message)
+        if kind in ("response", "error"):
+            with self._lock:
+                future = self._pending.get(message.get("id"))  # type: ignore[arg-type]
+            if future is not None and not future.done():
+                future.set_result(message)
+            # A reply to nothing we asked (late reply after a timeout, a confused server): dropped.
+        elif kind == "notification":
+            self._on_notification(message["method"], message.get("params") or {})
+        else:
+            threading.Thread(target=self._serve_request, args=(message,), daemon=True,
+                             name="llmc-server-request").start()
+
+    def _on_notification(self, method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/progress":
+            token = params.get("progressToken")
+            with self._lock:
+                if token in self._activity:
+                    self._activity[token] = time.monotonic()
+            if self.hooks.on_progress:
+                self.hooks.on_progress(params)
+        elif method == "notifications/message":
+            if self.hooks.on_log:
+                self.hooks.on_log(params)
+        elif method.endswith("/list_changed"):
+            if self.hooks.on_list_changed:
+                self.hooks.on_list_changed(method)
+
+    def _serve_request(self, message: dict[str, Any]) -> None:
+        method, params = message["method"], message.get("params") or {}
+        try:
+            reply = jsonrpc.result(message["id"], self._answer_server_request(method, params))
+        except RpcError as exc:
+            reply = jsonrpc.error(message["id"], exc.code, exc.message)
+        except Exception as exc:  # a hook failed: the server must still get an answer
+            reply = jsonrpc.error(message["id"], jsonrpc.INTERNAL_ERROR, f"client error: {exc}")
+        try:
+            self.transport.send(reply)
+        except LlmcError:
+            pass
+
+    def _answer_server_request(self, method: str | None, params: dict[str, Any]) -> dict[str, Any]:
+        if method == "ping":
+            return {}
+        if method == "roots/list":
+            return {"roots": self.hooks.roots}
+        if method == "elicitation/create":
+            return (self.hooks.elicit or decline)(params)
+        if method == "sampling/createMessage":
+            if self.hooks.sample is None:
+                raise RpcError("sampling is not enabled for this client (set [llm] allow_sampling)", code=-1)
+            return self.hooks.sample(params)
+        raise RpcError(f"method not found: {method}", code=jsonrpc.METHOD_NOT_FOUND)
+
+    def _on_closed(self, error: LlmcError | None) -> None:
+        if error is None:
+            error = ConnectionFailed(f"{self.name}: server closed the connection")
+        elif not error.message.startswith(self.name + ":"):
+            error.message = f"{self.name}: {error.message}"
+            error.args = (error.message,)
+        self._closed_error = error
+        self._fail_pending(error)
+
+    def _fail_pending(self, error: LlmcError) -> None:
+        with self._lock:
+            pending = list(self._pending.values())
+        for future in pending:
+            if not future.done():
+                future.set_exception(error)

@@ -1,0 +1,93 @@
+"""A real MCP server built with the official `mcp` SDK, for the client tests.
+
+Usage: python sdk_server.py [stdio|sse|streamable-http] [--port N] [--stateless] [--json]
+Tools cover what the client must handle: text, structured output, tool errors, progress,
+logging, elicitation, slow replies and a crash.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+
+from pydantic import BaseModel, Field
+
+from mcp.server.mcpserver import Context, MCPServer
+
+
+class Weather(BaseModel):
+    city: str
+    celsius: float = Field(description="Temperature in degrees Celsius")
+
+
+def build() -> MCPServer:
+    server = MCPServer(name="llmc-test-server", version="1.2.3", instructions="Test server for llmc.")
+
+    @server.tool(description="Echo a message back.")
+    def echo(message: str) -> str:
+        return message
+
+    @server.tool(description="Add two integers.")
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    @server.tool(description="Structured weather for a city.")
+    def weather(city: str) -> Weather:
+        return Weather(city=city, celsius=21.5)
+
+    @server.tool(description="Always fails with a tool error.")
+    def fail(reason: str = "boom") -> str:
+        raise ValueError(reason)
+
+    @server.tool(description="Sleep, reporting progress.")
+    async def slow(seconds: float, ctx: Context) -> str:
+        steps = max(1, int(seconds * 10))
+        for i in range(steps):
+            await ctx.report_progress(i + 1, steps)
+            await asyncio.sleep(seconds / steps)
+        return f"slept {seconds}"
+
+    @server.tool(description="Log a message to the client, then answer.")
+    async def log(message: str, ctx: Context) -> str:
+        await ctx.info(message)
+        return "logged"
+
+    @server.tool(description="Exit the server process abruptly (crash mid-call).")
+    def crash() -> str:
+        os._exit(3)
+
+    @server.resource("test://greeting", description="A greeting resource.")
+    def greeting() -> str:
+        return "hello from a resource"
+
+    @server.prompt(description="Review some code.")
+    def review(code: str) -> str:
+        return f"Please review:\n{code}"
+
+    return server
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("transport", nargs="?", default="stdio", choices=["stdio", "sse", "streamable-http"])
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--stateless", action="store_true")
+    parser.add_argument("--json", action="store_true", help="JSON replies instead of SSE")
+    args = parser.parse_args()
+    server = build()
+    if args.transport == "stdio":
+        server.run("stdio")
+        return
+    import uvicorn
+
+    if args.transport == "sse":
+        app = server.sse_app()
+    else:
+        app = server.streamable_http_app(stateless_http=args.stateless, json_response=args.json)
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
