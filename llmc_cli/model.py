@@ -93,6 +93,7 @@ class ToolResult:
     structured_content: Any = None
     is_error: bool = False
     meta: dict[str, Any] | None = None
+    duration_ms: float | None = None  # measured by llmc around the call
 
     @classmethod
     def from_mcp(cls, raw: dict[str, Any]) -> "ToolResult":

@@ -1,0 +1,3 @@
+from llmc_cli.cli.main import main
+
+main()

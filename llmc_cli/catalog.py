@@ -1,0 +1,104 @@
+"""Many servers, one toolbox: sessions opened concurrently and lazily, tools namespaced by server,
+bare tool names routed when unambiguous. A dead server never blocks the others."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from llmc_cli.errors import LlmcError, UsageError
+from llmc_cli.mcp.client import connect
+from llmc_cli.mcp.session import ClientHooks, Session
+from llmc_cli.model import ServerSpec, Tool
+
+
+@dataclass
+class ServerFailure:
+    server: str
+    error: LlmcError
+
+    def to_json(self) -> dict[str, Any]:
+        return {"server": self.server, **self.error.to_json()}
+
+
+class Catalog:
+    def __init__(self, specs: list[ServerSpec], *, hooks: ClientHooks | None = None,
+                 builtins: Mapping[str, Callable[[ServerSpec], Any]] | None = None,
+                 on_stderr: Callable[[str, str], None] | None = None) -> None:
+        names = [s.name for s in specs]
+        if len(set(names)) != len(names):
+            raise UsageError(f"duplicate server name among {names}")
+        self.specs = {s.name: s for s in specs}
+        self.hooks = hooks
+        self.builtins = builtins
+        self.on_stderr = on_stderr
+        self._sessions: dict[str, Session] = {}
+        self._tools: dict[str, list[Tool]] = {}
+        self._locks = {name: threading.Lock() for name in self.specs}
+
+    def session(self, server: str) -> Session:
+        """The server's session, connecting on first use (one connection per server)."""
+        if server not in self.specs:
+            raise UsageError(f"unknown server {server!r} (servers: {', '.join(self.specs) or 'none'})")
+        with self._locks[server]:
+            if server not in self._sessions:
+                spec = self.specs[server]
+                stderr = (lambda line, s=server: self.on_stderr(s, line)) if self.on_stderr else None
+                self._sessions[server] = connect(spec, hooks=self.hooks, builtins=self.builtins, on_stderr=stderr)
+            return self._sessions[server]
+
+    def tools_of(self, server: str) -> list[Tool]:
+        if server not in self._tools:
+            raw = self.session(server).list_tools()
+            self._tools[server] = [Tool.from_mcp(server, t) for t in raw]
+        return self._tools[server]
+
+    def each(self, work: Callable[[str], Any], servers: list[str] | None = None) -> tuple[dict[str, Any], list[ServerFailure]]:
+        """Run work(server) for every server concurrently; failures are collected, not raised."""
+        names = servers or list(self.specs)
+        results: dict[str, Any] = {}
+        failures: list[ServerFailure] = []
+        with ThreadPoolExecutor(max_workers=max(1, min(8, len(names)))) as pool:
+            futures = {name: pool.submit(work, name) for name in names}
+            for name, future in futures.items():
+                try:
+                    results[name] = future.result()
+                except LlmcError as exc:
+                    failures.append(ServerFailure(name, exc))
+        return results, failures
+
+    def list_tools(self, servers: list[str] | None = None) -> tuple[list[Tool], list[ServerFailure]]:
+        per_server, failures = self.each(self.tools_of, servers)
+        return [t for name in (servers or self.specs) for t in per_server.get(name, [])], failures
+
+    def resolve(self, name: str) -> tuple[str, str]:
+        """'server.tool' -> (server, tool); a bare name when exactly one server has that tool."""
+        server, dot, tool = name.partition(".")
+        if dot and server in self.specs:
+            return server, tool
+        if len(self.specs) == 1:
+            return next(iter(self.specs)), name
+        tools, failures = self.list_tools()
+        owners = [t.server for t in tools if t.name == name]
+        if len(owners) == 1:
+            return owners[0], name
+        if not owners:
+            unreachable = f" ({len(failures)} server(s) unreachable)" if failures else ""
+            raise UsageError(f"no server has a tool named {name!r}{unreachable}")
+        raise UsageError(f"tool name {name!r} is ambiguous: " + ", ".join(f"{s}.{name}" for s in owners))
+
+    def find_tool(self, server: str, tool: str) -> Tool | None:
+        return next((t for t in self.tools_of(server) if t.name == tool), None)
+
+    def close(self) -> None:
+        sessions, self._sessions = list(self._sessions.values()), {}
+        with ThreadPoolExecutor(max_workers=max(1, min(8, len(sessions)))) as pool:
+            list(pool.map(lambda s: s.close(), sessions))
+
+    def __enter__(self) -> "Catalog":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,64 @@
+"""`llmc call SERVER.TOOL key=value ...`: one tool call, its CallToolResult as JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from llmc_cli.cli.arguments import needs_schema, parse_json_option, parse_pairs
+from llmc_cli.cli.output import emit
+from llmc_cli.cli.targets import target_options
+from llmc_cli.errors import ToolFailed, UsageError
+
+
+@click.command()
+@click.argument("tool")
+@click.argument("pairs", nargs=-1, metavar="[KEY=VALUE | KEY:=JSON]...")
+@click.option("--json", "json_args", metavar="'{...}'|@FILE|-", help="All arguments as one JSON object.")
+@click.option("--text", is_flag=True, help="Print only the text content.")
+@click.option("--yes", "-y", is_flag=True, help="Answer yes to confirmations the policy asks for.")
+@click.option("--format", "fmt", type=click.Choice(["json", "table"]), default="json", show_default=True)
+@target_options
+@click.pass_context
+def call(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str | None, text: bool,
+         yes: bool, fmt: str, **target: Any) -> None:
+    """Call one tool. TOOL is SERVER.TOOL, or a bare name when exactly one server has it.
+
+    Values are typed by the tool's inputSchema (integers, numbers, booleans, JSON for objects
+    and arrays); KEY:=JSON passes raw JSON. Exit 1 when the tool reports an error.
+    """
+    from llmc_cli import services
+    from llmc_cli.cli.common import open_catalog
+    from llmc_cli.model import ToolCall
+
+    if json_args and pairs:
+        raise UsageError("give arguments either as KEY=VALUE pairs or with --json, not both")
+    catalog, profile = open_catalog(ctx, target)
+    with catalog:
+        server, name = catalog.resolve(tool)
+        if json_args:
+            arguments = parse_json_option(json_args)
+        else:
+            schema = None
+            if needs_schema(pairs):
+                found = catalog.find_tool(server, name)
+                if found is None:
+                    raise UsageError(f"server {server} has no tool named {name!r}")
+                schema = found.input_schema
+            arguments = parse_pairs(pairs, schema)
+        invocation = services.Invocation(profile=profile, command="call", assume_yes=yes,
+                                         interactive=_interactive())
+        result = services.call_tool(catalog, invocation, ToolCall(server, name, arguments))
+    if text:
+        click.echo(result.text)
+    else:
+        emit({"server": server, "tool": name, **result.to_json(), "durationMs": result.duration_ms}, fmt)
+    if result.is_error:
+        raise ToolFailed(f"{server}.{name} reported an error: {result.text[:200]}")
+
+
+def _interactive() -> bool:
+    import sys
+
+    return sys.stdin.isatty() and sys.stderr.isatty()

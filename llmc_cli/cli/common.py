@@ -1,0 +1,69 @@
+"""What every server-facing command does first: pick the profile and servers, wire the client
+hooks (progress, logs, elicitation) to the terminal, open the catalog."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from llmc_cli.cli.output import note
+from llmc_cli.cli.targets import adhoc_spec
+
+
+def open_catalog(ctx: click.Context, target: dict[str, Any]) -> Any:
+    """target: the keyword arguments of @target_options. Returns (catalog, loaded profile)."""
+    from llmc_cli import services
+    from llmc_cli.config.profiles import load_profile
+    from llmc_cli.mcp.session import ClientHooks, accept_defaults, decline
+
+    verbose = ctx.obj.get("verbose", 0) if ctx.obj else 0
+    adhoc = adhoc_spec(target["stdio"], target["url"], target["env"], target["cwd"], target["headers"],
+                       target["transport"], target["timeout"])
+    profile = load_profile(ctx.obj.get("profile") if ctx.obj else None)
+    elicit_mode = target.get("elicit") or ("prompt" if sys.stdin.isatty() and sys.stderr.isatty() else "decline")
+    hooks = ClientHooks(
+        on_progress=_progress_line if sys.stderr.isatty() else None,
+        on_log=(lambda p: note(f"[server log {p.get('level', '')}] {_short(p.get('data'))}")) if verbose else None,
+        elicit={"prompt": _prompt_elicitation, "accept-defaults": accept_defaults, "decline": decline}[elicit_mode],
+    )
+    on_stderr = (lambda server, line: note(f"[{server} stderr] {line}")) if verbose else None
+    catalog = services.open_catalog(profile, tuple(target["servers"]), adhoc, hooks, on_stderr, target["timeout"])
+    return catalog, profile
+
+
+def _short(value: Any, limit: int = 300) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _progress_line(params: dict[str, Any]) -> None:
+    total = params.get("total")
+    done = params.get("progress")
+    message = params.get("message") or ""
+    amount = f"{done}/{total}" if total else f"{done}"
+    click.echo(f"\r\x1b[2K[progress] {amount} {message}", err=True, nl=False)
+
+
+def _prompt_elicitation(params: dict[str, Any]) -> dict[str, Any]:
+    """Ask the human on the terminal, one field at a time, defaults offered."""
+    note("")
+    note(f"The server asks: {params.get('message', '')}")
+    if params.get("mode", "form") != "form":
+        note(f"Open this URL to continue: {params.get('url', '')}")
+        return {"action": "accept" if click.confirm("Done?", err=True) else "decline"}
+    if not click.confirm("Answer?", default=True, err=True):
+        return {"action": "decline"}
+    schema = params.get("requestedSchema") or {}
+    content: dict[str, Any] = {}
+    for name, prop in (schema.get("properties") or {}).items():
+        kind = {"integer": int, "number": float, "boolean": bool}.get(prop.get("type"), str)
+        label = prop.get("title") or name
+        if kind is bool:
+            content[name] = click.confirm(label, default=prop.get("default", False), err=True)
+        else:
+            content[name] = click.prompt(label, default=prop.get("default"), type=kind, err=True,
+                                         show_default=True)
+    return {"action": "accept", "content": content}

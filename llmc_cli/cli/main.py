@@ -1,0 +1,88 @@
+"""The `llmc` root command. Subcommands load lazily so `llmc --help` stays fast."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from llmc_cli import __version__
+from llmc_cli.errors import INTERRUPTED_EXIT_CODE, LlmcError
+
+# name -> ("module:attribute", one-line help). A command's module (and what it imports) loads
+# only when that command runs; `llmc --help` reads the help text from here.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "tools": ("llmc_cli.cli.tools:tools", "List, translate, export, lint and pin tool manifests."),
+    "call": ("llmc_cli.cli.call:call", "Call one tool: llmc call SERVER.TOOL key=value ..."),
+    "resources": ("llmc_cli.cli.resources:resources", "List and read server resources."),
+    "prompts": ("llmc_cli.cli.resources:prompts", "List and get server prompts."),
+    "ping": ("llmc_cli.cli.resources:ping", "Check that servers answer."),
+}
+
+EXIT_CODES_HELP = """\b
+Exit codes:
+  0 ok            1 tool error / failed check   2 usage
+  3 config        4 denied by policy            5 connection / transport
+  6 protocol      7 timeout                     8 LLM provider
+  9 auth          10 tool manifest drift        130 interrupted
+"""
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(COMMANDS))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in COMMANDS:
+            module, attr = COMMANDS[name][0].split(":")
+            return getattr(importlib.import_module(module), attr)
+        return super().get_command(ctx, name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][1]) for name in sorted(COMMANDS)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, epilog=EXIT_CODES_HELP, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="llmc")
+@click.option("--profile", "-p", envvar="LLMC_PROFILE", metavar="NAME|PATH",
+              help="Profile to use (default: 'default', else the built-in read-only workspace).")
+@click.option("-v", "--verbose", count=True, help="Show server stderr and log messages on stderr.")
+@click.pass_context
+def cli(ctx: click.Context, profile: str | None, verbose: int) -> None:
+    """Let any LLM use the tools of any MCP server: under a policy, with an audit trail.
+
+    stdout carries only data (JSON by default); messages for people go to stderr.
+    """
+    ctx.obj = {"profile": profile, "verbose": verbose}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: every LlmcError becomes one line on stderr and its exit code."""
+    try:
+        cli.main(args=argv, prog_name="llmc", standalone_mode=False)
+    except LlmcError as exc:
+        from llmc_cli.cli.output import report_error
+
+        report_error(exc)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("llmc: interrupted", err=True)
+        sys.exit(INTERRUPTED_EXIT_CODE)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("llmc: interrupted", err=True)
+        sys.exit(INTERRUPTED_EXIT_CODE)
+    except BrokenPipeError:
+        # `llmc ... | head`: the reader went away; nothing left to say.
+        sys.stderr.close()
+        sys.exit(0)
+
+
+def run(**kwargs: Any) -> None:  # pragma: no cover - convenience for `python -m`
+    main()

@@ -1,0 +1,142 @@
+"""`llmc resources list|read`, `llmc prompts list|get`, `llmc ping`."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import click
+
+from llmc_cli.cli.arguments import parse_pairs
+from llmc_cli.cli.output import emit, note
+from llmc_cli.cli.targets import target_options
+from llmc_cli.errors import ConnectionFailed
+
+FORMAT = click.option("--format", "fmt", type=click.Choice(["json", "jsonl", "table"]), default="json",
+                      show_default=True)
+
+
+def _gather(ctx: click.Context, target: dict[str, Any], method: str, key: str) -> None:
+    from llmc_cli.cli.common import open_catalog
+
+    catalog, _ = open_catalog(ctx, target)
+    with catalog:
+        per_server, failures = catalog.each(lambda s: catalog.session(s).list_all(method, key))
+    rows = [{"server": server, **item} for server, items in per_server.items() for item in items]
+    return_rows(rows, failures, target, key)
+
+
+def return_rows(rows: list[dict[str, Any]], failures: list[Any], target: dict[str, Any], key: str) -> None:
+    fmt = target.get("fmt", "json")
+    emit({key: rows, "errors": [f.to_json() for f in failures]} if fmt == "json" else rows, fmt)
+    for failure in failures:
+        note(f"llmc: {failure.error.message}")
+    if failures:
+        raise ConnectionFailed(f"{len(failures)} server(s) failed")
+
+
+@click.group()
+def resources() -> None:
+    """List and read server resources."""
+
+
+@resources.command("list")
+@FORMAT
+@target_options
+@click.pass_context
+def resources_list(ctx: click.Context, **target: Any) -> None:
+    """Resources of every server: {"resources": [...], "errors": [...]}."""
+    _gather(ctx, target, "resources/list", "resources")
+
+
+@resources.command("templates")
+@FORMAT
+@target_options
+@click.pass_context
+def resources_templates(ctx: click.Context, **target: Any) -> None:
+    """Resource templates of every server."""
+    _gather(ctx, target, "resources/templates/list", "resourceTemplates")
+
+
+@resources.command("read")
+@click.argument("uri")
+@target_options
+@click.pass_context
+def resources_read(ctx: click.Context, uri: str, **target: Any) -> None:
+    """Read one resource (SERVER:URI or a URI when one server is targeted)."""
+    from llmc_cli.cli.common import open_catalog
+
+    catalog, _ = open_catalog(ctx, target)
+    with catalog:
+        server, _, rest = uri.partition(":")
+        if server in catalog.specs and rest and not rest.startswith("//"):
+            uri = rest
+        else:
+            server = _only_server(catalog)
+        result = catalog.session(server).request("resources/read", {"uri": uri})
+    emit({"server": server, **result})
+
+
+@click.group()
+def prompts() -> None:
+    """List and get server prompts."""
+
+
+@prompts.command("list")
+@FORMAT
+@target_options
+@click.pass_context
+def prompts_list(ctx: click.Context, **target: Any) -> None:
+    """Prompts of every server: {"prompts": [...], "errors": [...]}."""
+    _gather(ctx, target, "prompts/list", "prompts")
+
+
+@prompts.command("get")
+@click.argument("name")
+@click.argument("pairs", nargs=-1, metavar="[KEY=VALUE]...")
+@target_options
+@click.pass_context
+def prompts_get(ctx: click.Context, name: str, pairs: tuple[str, ...], **target: Any) -> None:
+    """Get one prompt (SERVER.NAME, or NAME when one server is targeted) with its arguments."""
+    from llmc_cli.cli.common import open_catalog
+
+    catalog, _ = open_catalog(ctx, target)
+    with catalog:
+        server, dot, rest = name.partition(".")
+        if not (dot and server in catalog.specs):
+            server, rest = _only_server(catalog), name
+        arguments = {k: str(v) for k, v in parse_pairs(pairs, None).items()}  # prompt arguments are strings
+        result = catalog.session(server).request("prompts/get", {"name": rest, "arguments": arguments})
+    emit({"server": server, **result})
+
+
+@click.command()
+@click.option("--format", "fmt", type=click.Choice(["json", "jsonl", "table"]), default="json", show_default=True)
+@target_options
+@click.pass_context
+def ping(ctx: click.Context, **target: Any) -> None:
+    """Connect to every server and ping it: era, protocol version, server info, round trip."""
+    from llmc_cli.cli.common import open_catalog
+
+    catalog, _ = open_catalog(ctx, target)
+
+    def check(server: str) -> dict[str, Any]:
+        started = time.monotonic()
+        session = catalog.session(server)
+        connected = time.monotonic()
+        session.ping()
+        return {"server": server, "era": session.era, "protocolVersion": session.protocol_version,
+                "serverInfo": session.server_info, "connectMs": round((connected - started) * 1000, 1),
+                "pingMs": round((time.monotonic() - connected) * 1000, 1)}
+
+    with catalog:
+        results, failures = catalog.each(check)
+    return_rows(list(results.values()), failures, target, "servers")
+
+
+def _only_server(catalog: Any) -> str:
+    from llmc_cli.errors import UsageError
+
+    if len(catalog.specs) != 1:
+        raise UsageError(f"name the server: SERVER.NAME (servers: {', '.join(catalog.specs)})")
+    return next(iter(catalog.specs))

@@ -1,0 +1,69 @@
+"""Which servers a command talks to: an ad-hoc `--stdio`/`--url` target, or the profile's servers."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any, Callable
+
+import click
+
+from llmc_cli.errors import UsageError
+from llmc_cli.model import ServerSpec
+
+ADHOC_NAME = "server"
+
+
+def target_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Options shared by every command that talks to servers."""
+    options = [
+        click.option("-s", "--server", "servers", multiple=True, metavar="NAME",
+                     help="Only these servers of the profile (repeatable)."),
+        click.option("--stdio", metavar="'COMMAND ARGS'", help="Ad-hoc stdio server (shell-split)."),
+        click.option("--env", "env", multiple=True, metavar="K=V", help="Environment for --stdio (repeatable)."),
+        click.option("--cwd", type=click.Path(file_okay=False), help="Working directory for --stdio."),
+        click.option("--url", metavar="URL", help="Ad-hoc remote server (Streamable HTTP or HTTP+SSE)."),
+        click.option("--header", "headers", multiple=True, metavar="'K: V'",
+                     help="HTTP header for --url (repeatable; ${VAR} expands from the environment)."),
+        click.option("--transport", type=click.Choice(["auto", "http", "sse"]), default="auto",
+                     show_default=True, help="Remote transport for --url."),
+        click.option("--timeout", type=click.FloatRange(min=0.1), metavar="SECONDS",
+                     help="Per-request timeout (default: the server's, else 60)."),
+        click.option("--elicit", type=click.Choice(["prompt", "accept-defaults", "decline"]), default=None,
+                     help="How to answer server elicitation (default: prompt on a terminal, else decline)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def adhoc_spec(stdio: str | None, url: str | None, env: tuple[str, ...], cwd: str | None,
+               headers: tuple[str, ...], transport: str, timeout: float | None) -> ServerSpec | None:
+    from llmc_cli.config.profiles import expand
+
+    if stdio and url:
+        raise UsageError("give either --stdio or --url, not both")
+    if not stdio and not url:
+        if env or cwd or headers:
+            raise UsageError("--env/--cwd need --stdio; --header needs --url")
+        return None
+    extra: dict[str, Any] = {"timeout": timeout} if timeout else {}
+    if stdio:
+        try:
+            argv = shlex.split(stdio)
+        except ValueError as exc:
+            raise UsageError(f"--stdio: {exc}") from None
+        if not argv:
+            raise UsageError("--stdio needs a command")
+        return ServerSpec(name=ADHOC_NAME, command=tuple(argv), env=dict(_pair(e, "=", "--env") for e in env),
+                          cwd=cwd, **extra)
+    parsed = {k: expand(v, f"--header {k}") for k, v in (_pair(h, ":", "--header") for h in headers)}
+    if not (url or "").startswith(("http://", "https://")):
+        raise UsageError(f"--url must start with http:// or https://: {url}")
+    return ServerSpec(name=ADHOC_NAME, url=url, headers=parsed, transport=transport, **extra)
+
+
+def _pair(text: str, sep: str, option: str) -> tuple[str, str]:
+    key, found, value = text.partition(sep)
+    if not found or not key.strip():
+        raise UsageError(f"{option} expects K{sep}V, got {text!r}")
+    return key.strip(), value.strip() if sep == ":" else value
