@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping
 from llmc_cli.config import paths
 from llmc_cli.errors import ConnectionFailed, HttpStatusError, LlmcError, ProtocolError, RpcError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
-from llmc_cli.mcp.session import LEGACY_VERSIONS, MODERN_VERSIONS, ClientHooks, Session
+from llmc_cli.mcp.session import LEGACY_VERSIONS, MODERN_VERSIONS, ClientHooks, NotADiscoverResult, Session
 from llmc_cli.mcp.transports.base import Transport
 from llmc_cli.model import ServerSpec
 
@@ -80,7 +80,8 @@ def _negotiate_stdio(session: Session, spec: ServerSpec, cached: dict[str, str] 
             raise ProtocolError(f"{spec.name}: server speaks only MCP versions llmc does not: {exc.data}") from None
         session.initialize()
         era = "legacy"
-    except TimeoutExpired:
+    except (TimeoutExpired, NotADiscoverResult):
+        # Silence or a reply that is no DiscoverResult: a legacy server (transports/stdio.mdx).
         session.initialize()
         era = "legacy"
     _store_cache(spec, {"era": era, "version": session.protocol_version or ""})
@@ -122,6 +123,8 @@ def _connect_remote(spec: ServerSpec, hooks: ClientHooks | None, cached: dict[st
         if not 400 <= exc.status < 500 or exc.status in (401, 403):
             session.close()
             raise
+        era = "legacy"
+    except NotADiscoverResult:
         era = "legacy"
     except BaseException:
         session.close()

@@ -34,6 +34,10 @@ MAX_INPUT_ROUNDS = 8  # input_required round trips for one request
 PROGRESS_EXTENSION_CAP = 10  # progress may extend a request's deadline, up to this many timeouts
 
 
+class NotADiscoverResult(ProtocolError):
+    """`server/discover` got a result that is no DiscoverResult: a legacy server answering loosely."""
+
+
 @dataclass
 class ClientHooks:
     """How the client reacts to what a server sends on its own. All optional."""
@@ -132,7 +136,9 @@ class Session:
             raise
         versions = result.get("supportedVersions")
         if not isinstance(versions, list):
-            raise ProtocolError(f"{self.name}: invalid server/discover result (no supportedVersions)")
+            # Not a DiscoverResult: a legacy server answering an unknown method loosely.
+            self.era = self.protocol_version = self.transport.protocol_version = None
+            raise NotADiscoverResult(f"{self.name}: invalid server/discover result (no supportedVersions)")
         if version not in versions:
             common = [v for v in MODERN_VERSIONS if v in versions]
             if not common:

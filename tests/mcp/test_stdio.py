@@ -1,0 +1,179 @@
+"""The protocol core against real stdio servers: the official SDK's, the npm reference servers,
+and a hand-written server that misbehaves in every way the issue lists."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from llmc_cli.errors import ConnectionFailed, ProtocolError, TimeoutExpired
+from llmc_cli.mcp.client import connect
+from llmc_cli.mcp.session import ClientHooks
+from llmc_cli.model import ServerSpec
+from tests.helpers import node_tool, sdk_server
+
+MISBEHAVING = str(Path(__file__).resolve().parents[1] / "servers" / "misbehaving_stdio.py")
+
+
+def spec(*argv: str, timeout: float = 20.0, **kw) -> ServerSpec:
+    return ServerSpec(name="t", command=tuple(argv), timeout=timeout, **kw)
+
+
+def bad(mode: str, timeout: float = 5.0) -> ServerSpec:
+    return spec(sys.executable, MISBEHAVING, mode, timeout=timeout)
+
+
+def test_sdk_server_speaks_the_modern_era_and_tools_work():
+    progress: list[dict] = []
+    with connect(spec(*sdk_server("sdk_server.py")), hooks=ClientHooks(on_progress=progress.append)) as s:
+        assert (s.era, s.protocol_version) == ("modern", "2026-07-28")
+        assert s.server_info["name"] == "llmc-test-server"
+        names = [t["name"] for t in s.list_tools()]
+        assert {"echo", "add", "weather", "fail", "slow"} <= set(names)
+        assert s.call_tool("add", {"a": 2, "b": 40})["structuredContent"] == {"result": 42}
+        weather = s.call_tool("weather", {"city": "Oslo"})
+        assert weather["structuredContent"] == {"city": "Oslo", "celsius": 21.5}
+        failed = s.call_tool("fail", {"reason": "no"})
+        assert failed["isError"] is True  # a result, not an exception
+        s.call_tool("slow", {"seconds": 0.3})
+    assert progress and progress[-1]["progress"] == progress[-1]["total"]
+
+
+def test_sdk_server_legacy_handshake_still_works():
+    """The same dual-era server, driven through the initialize handshake of 2025-11-25."""
+    from llmc_cli.mcp.session import Session
+    from llmc_cli.mcp.transports.stdio import StdioTransport
+
+    with Session(StdioTransport(sdk_server("sdk_server.py")), name="t", timeout=20) as s:
+        result = s.initialize("2025-11-25")
+        assert result["protocolVersion"] == "2025-11-25" and s.era == "legacy"
+        assert s.call_tool("echo", {"message": "hi"})["content"][0]["text"] == "hi"
+
+
+def test_server_everything_is_legacy_and_the_era_is_cached(isolated_dirs):
+    everything = spec(node_tool("mcp-server-everything"))
+    with connect(everything) as s:
+        assert s.era == "legacy" and s.protocol_version == "2025-11-25"
+        assert s.call_tool("get-sum", {"a": 2, "b": 3})["content"][0]["text"].endswith("5.")
+    cache = json.loads((isolated_dirs / "state" / "servers.json").read_text())
+    assert cache[everything.cache_key()]["era"] == "legacy"
+    with connect(everything) as s:  # no probe this time: straight to initialize
+        assert s.era == "legacy"
+
+
+def test_server_filesystem_reads_a_file(tmp_path):
+    (tmp_path / "errors.log").write_text("disk full\n")
+    with connect(spec(node_tool("mcp-server-filesystem"), str(tmp_path))) as s:
+        result = s.call_tool("read_text_file", {"path": str(tmp_path / "errors.log")})
+        assert "disk full" in result["content"][0]["text"]
+
+
+def test_pagination_collects_every_page():
+    with connect(bad("paginate")) as s:
+        assert [t["name"] for t in s.list_tools()] == [f"tool{i}" for i in range(15)]
+
+
+@pytest.mark.parametrize("mode, error, text", [
+    ("lie-cursor", ProtocolError, "same cursor twice"),
+    ("lie-result", ProtocolError, "no 'tools' list"),
+])
+def test_a_lying_server_is_a_protocol_error(mode, error, text):
+    with connect(bad(mode)) as s, pytest.raises(error, match=text):
+        s.list_tools()
+
+
+def test_no_common_version_is_a_protocol_error():
+    with pytest.raises(ProtocolError, match="1999-01-01"):
+        connect(bad("bad-version"))
+
+
+def test_crash_mid_call_is_a_connection_error_with_the_servers_stderr():
+    with connect(bad("crash")) as s, pytest.raises(ConnectionFailed) as caught:
+        s.call_tool("echo", {"message": "x"})
+    assert "exit status 7" in caught.value.message
+    assert "simulated crash" in caught.value.message
+
+
+def test_garbage_on_stdout_is_skipped():
+    with connect(bad("garbage")) as s:
+        assert s.call_tool("echo", {"message": "ok"})["content"][0]["text"] == "ok"
+
+
+def test_a_server_that_never_answers_times_out_without_hanging():
+    started = time.monotonic()
+    with connect(bad("silent", timeout=1.0)) as s, pytest.raises(TimeoutExpired, match="tools/list"):
+        s.list_tools()
+    assert time.monotonic() - started < 10
+
+
+def test_out_of_order_replies_reach_the_right_callers():
+    with connect(bad("out-of-order")) as s:
+        results: dict[int, str] = {}
+
+        def call(i: int) -> None:
+            results[i] = s.call_tool("echo", {"message": f"m{i}"})["content"][0]["text"]
+
+        threads = [threading.Thread(target=call, args=(i,)) for i in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=10)
+    assert results == {0: "m0", 1: "m1", 2: "m2"}
+
+
+def test_missing_command_is_a_connection_error():
+    with pytest.raises(ConnectionFailed, match="command not found"):
+        connect(spec("/nonexistent/server"))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_close_kills_a_server_that_ignores_eof_and_sigterm():
+    session = connect(bad("hang-on-exit"))
+    pid = session.transport._proc.pid
+    started = time.monotonic()
+    session.close()
+    assert time.monotonic() - started < 5
+    assert not _alive(pid)
+
+
+def test_close_leaves_no_orphaned_grandchild():
+    session = connect(bad("fork"))
+    pgid = session.transport._proc.pid
+    session.close()
+    deadline = time.monotonic() + 5
+    while _live_members(pgid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _live_members(pgid) == []
+
+
+def _live_members(pgid: int) -> list[int]:
+    """Processes of a group that still run (zombies awaiting a reaper do not count)."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            members.append(int(stat.parent.name))
+    return members
+
+
+def test_child_gets_an_allow_listed_environment(monkeypatch):
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "do-not-leak")
+    with connect(spec(node_tool("mcp-server-everything"), env={"DECLARED": "yes"})) as s:
+        text = s.call_tool("get-env", {})["content"][0]["text"]
+    assert "do-not-leak" not in text and "DECLARED" in text

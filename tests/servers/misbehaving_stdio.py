@@ -1,0 +1,95 @@
+"""A stdio MCP server (legacy era, hand-written) that misbehaves on purpose, one way per mode.
+
+Usage: python misbehaving_stdio.py MODE
+  good          behaves: initialize, tools/list, tools/call echo
+  paginate      tools/list in 5 pages of 3 tools
+  crash         exits in the middle of tools/call
+  garbage       prints non-JSON lines on stdout before every reply
+  silent        answers initialize, then never answers anything
+  out-of-order  holds replies and sends them in reverse order
+  lie-cursor    tools/list repeats the same cursor forever
+  lie-result    tools/list result has no tools list
+  bad-version   answers initialize with protocol version 1999-01-01
+  hang-on-exit  ignores stdin EOF and SIGTERM (needs SIGKILL)
+  fork          spawns a grandchild that would outlive it
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+MODE = sys.argv[1] if len(sys.argv) > 1 else "good"
+TOOL = {"name": "echo", "description": "Echo", "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}}}
+
+
+def send(msg: dict) -> None:
+    sys.stdout.write(json.dumps(msg) + "\n")
+    sys.stdout.flush()
+
+
+def reply(msg: dict, result: dict) -> None:
+    if MODE == "garbage":
+        sys.stdout.write("Server starting... not JSON\n")
+    send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+
+
+def main() -> None:
+    if MODE == "hang-on-exit":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if MODE == "fork":
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    held: list[dict] = []
+    for line in sys.stdin:
+        msg = json.loads(line)
+        method, ident = msg.get("method"), msg.get("id")
+        if ident is None:
+            continue  # notifications
+        if method == "initialize":
+            version = "1999-01-01" if MODE == "bad-version" else msg["params"]["protocolVersion"]
+            reply(msg, {"protocolVersion": version, "capabilities": {"tools": {}},
+                        "serverInfo": {"name": f"misbehaving-{MODE}", "version": "0"}})
+        elif method == "server/discover" or MODE == "silent":
+            if method == "server/discover":
+                send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32601, "message": "Method not found"}})
+        elif method == "tools/list":
+            cursor = (msg.get("params") or {}).get("cursor")
+            if MODE == "lie-cursor":
+                reply(msg, {"tools": [TOOL], "nextCursor": "again"})
+            elif MODE == "lie-result":
+                reply(msg, {"tools": "none"})
+            elif MODE == "paginate":
+                page = int(cursor or 0)
+                tools = [{**TOOL, "name": f"tool{page * 3 + i}"} for i in range(3)]
+                reply(msg, {"tools": tools, **({"nextCursor": str(page + 1)} if page < 4 else {})})
+            else:
+                reply(msg, {"tools": [TOOL]})
+        elif method == "tools/call":
+            if MODE == "crash":
+                sys.stderr.write("fatal: simulated crash in tools/call\n")
+                sys.stderr.flush()
+                os._exit(7)
+            text = (msg["params"].get("arguments") or {}).get("message", "")
+            result = {"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": text}]}}
+            if MODE == "out-of-order":
+                held.append(result)
+                if len(held) == 3:
+                    for r in reversed(held):
+                        send(r)
+                    held.clear()
+            else:
+                send(result)
+        elif method == "ping":
+            reply(msg, {})
+        else:
+            send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32601, "message": "Method not found"}})
+    if MODE == "hang-on-exit":
+        time.sleep(300)
+
+
+if __name__ == "__main__":
+    main()
