@@ -35,6 +35,7 @@ class Catalog:
         self.builtins = builtins
         self.on_stderr = on_stderr
         self._sessions: dict[str, Session] = {}
+        self._failed: dict[str, LlmcError] = {}  # a server that failed to connect is not retried
         self._tools: dict[str, list[Tool]] = {}
         self._locks = {name: threading.Lock() for name in self.specs}
 
@@ -43,11 +44,30 @@ class Catalog:
         if server not in self.specs:
             raise UsageError(f"unknown server {server!r} (servers: {', '.join(self.specs) or 'none'})")
         with self._locks[server]:
+            if server in self._failed:
+                raise self._failed[server]
             if server not in self._sessions:
                 spec = self.specs[server]
                 stderr = (lambda line, s=server: self.on_stderr(s, line)) if self.on_stderr else None
-                self._sessions[server] = connect(spec, hooks=self.hooks, builtins=self.builtins, on_stderr=stderr)
+                try:
+                    self._sessions[server] = connect(spec, hooks=self.hooks, builtins=self.builtins, on_stderr=stderr)
+                except LlmcError as exc:
+                    self._failed[server] = exc
+                    raise
             return self._sessions[server]
+
+    def warm_up(self) -> None:
+        """Start connecting every server in the background, so server start-up overlaps with
+        whatever the command does next (loading the profile, the policy)."""
+        for name in self.specs:
+            threading.Thread(target=self._connect_quietly, args=(name,), daemon=True,
+                             name=f"llmc-connect-{name}").start()
+
+    def _connect_quietly(self, server: str) -> None:
+        try:
+            self.session(server)
+        except LlmcError:
+            pass  # kept in self._failed; reported when the command uses the server
 
     def tools_of(self, server: str) -> list[Tool]:
         if server not in self._tools:

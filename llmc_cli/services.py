@@ -36,10 +36,12 @@ def builtin_servers() -> dict[str, Callable[[ServerSpec], Any]]:
     return {"workspace": workspace}
 
 
-def open_catalog(profile: LoadedProfile, only: tuple[str, ...] = (), adhoc: ServerSpec | None = None,
+def open_catalog(profile: LoadedProfile | None, only: tuple[str, ...] = (), adhoc: ServerSpec | None = None,
                  hooks: ClientHooks | None = None, on_stderr: Callable[[str, str], None] | None = None,
                  timeout: float | None = None) -> Catalog:
-    specs = [adhoc] if adhoc else server_specs(profile, only)
+    if adhoc is None and profile is None:
+        raise ValueError("open_catalog needs a profile or an ad-hoc server")
+    specs = [adhoc] if adhoc else server_specs(profile, only)  # type: ignore[arg-type]
     if timeout:
         specs = [replace(spec, timeout=timeout) for spec in specs]
     return Catalog(specs, hooks=hooks, builtins=builtin_servers(), on_stderr=on_stderr)

@@ -22,7 +22,6 @@ def open_catalog(ctx: click.Context, target: dict[str, Any]) -> Any:
     verbose = ctx.obj.get("verbose", 0) if ctx.obj else 0
     adhoc = adhoc_spec(target["stdio"], target["url"], target["env"], target["cwd"], target["headers"],
                        target["transport"], target["timeout"])
-    profile = load_profile(ctx.obj.get("profile") if ctx.obj else None)
     elicit_mode = target.get("elicit") or ("prompt" if sys.stdin.isatty() and sys.stderr.isatty() else "decline")
     hooks = ClientHooks(
         on_progress=_progress_line if sys.stderr.isatty() else None,
@@ -30,7 +29,15 @@ def open_catalog(ctx: click.Context, target: dict[str, Any]) -> Any:
         elicit={"prompt": _prompt_elicitation, "accept-defaults": accept_defaults, "decline": decline}[elicit_mode],
     )
     on_stderr = (lambda server, line: note(f"[{server} stderr] {line}")) if verbose else None
-    catalog = services.open_catalog(profile, tuple(target["servers"]), adhoc, hooks, on_stderr, target["timeout"])
+    profile_name = ctx.obj.get("profile") if ctx.obj else None
+    if adhoc:
+        # The server starts while the profile (and its policy) loads: start-up overlaps.
+        catalog = services.open_catalog(None, (), adhoc, hooks, on_stderr, target["timeout"])
+        catalog.warm_up()
+        return catalog, load_profile(profile_name)
+    profile = load_profile(profile_name)
+    catalog = services.open_catalog(profile, tuple(target["servers"]), None, hooks, on_stderr, target["timeout"])
+    catalog.warm_up()
     return catalog, profile
 
 

@@ -1,14 +1,20 @@
 """Profiles: TOML files that say which servers a person or a job uses, under which policy, with
-which LLM. Loading validates against config/schema.py; ${VAR} expands when a server is used."""
+which LLM. Loading validates against config/schema.py; ${VAR} expands when a server is used.
+
+Writing (update_profile, save_profile) round-trips the parsed TOML: every table llmc did not
+change is written back with the same values, ${VAR}s stay unexpanded, and the file is replaced
+atomically. tomli-w cannot keep comments, so a profile llmc has edited loses its comments.
+"""
 
 from __future__ import annotations
 
 import os
 import re
+import tempfile
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from llmc_cli.config import paths
 from llmc_cli.errors import ConfigError
@@ -17,6 +23,11 @@ from llmc_cli.model import ServerSpec
 DEFAULT_PROFILE = "default"
 BUILTIN_NAME = "builtin:default"
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_TOML_LINE = re.compile(r"\(at line (\d+), column \d+\)")
+# Names of env variables and headers whose literal values are secrets: masked when shown, never
+# copied from an imported file.
+_SECRET_NAME = re.compile(r"token|secret|passw|api[-_]?key|apikey|auth(?!or)|credential|cookie|private|\bpat\b|_pat$",
+                          re.IGNORECASE)
 
 
 @dataclass
@@ -65,6 +76,7 @@ def load_profile(name_or_path: str | None) -> LoadedProfile:
 
 
 def parse_profile(text: str, where: str) -> Any:
+    """Validate TOML text as a Profile; errors are one line: FILE:LINE: KEY: problem."""
     from pydantic import ValidationError
 
     from llmc_cli.config.schema import Profile
@@ -72,29 +84,49 @@ def parse_profile(text: str, where: str) -> Any:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{where}: invalid TOML: {exc}") from None
+        found = _TOML_LINE.search(str(exc))
+        line = f":{found.group(1)}" if found else ""
+        raise ConfigError(f"{where}{line}: invalid TOML: {exc}") from None
     try:
         return Profile.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        key = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        loc = [str(p) for p in first["loc"]]
+        key = ".".join(loc) or "(top level)"
         message = first["msg"].removeprefix("Value error, ")
         if first["type"] == "extra_forbidden":
             message = "unknown key"
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise ConfigError(f"{where}: {key}: {message}{more}") from None
+        line = _line_of(text, loc)
+        raise ConfigError(f"{where}{f':{line}' if line else ''}: {key}: {message}{more}") from None
+
+
+def _line_of(text: str, loc: list[str]) -> int | None:
+    """The line of the failing key, when the text says so unambiguously (TOML parsers do not
+    keep positions): its `key =` line, or its `[table]` header; None when unsure."""
+    if not loc:
+        return None
+    lines = text.splitlines()
+    key = re.escape(loc[-1])
+    assignment = re.compile(rf"^\s*[\"']?{key}[\"']?\s*=")
+    hits = [n for n, line in enumerate(lines, 1) if assignment.match(line)]
+    if len(hits) != 1:
+        header = re.compile(rf"^\s*\[+\s*{re.escape('.'.join(loc))}\s*\]+")
+        hits = [n for n, line in enumerate(lines, 1) if header.match(line)]
+    return hits[0] if len(hits) == 1 else None
 
 
 def builtin_default() -> LoadedProfile:
     """With no profile at all: the built-in workspace server, rooted at the current directory,
     read-only. `llmc profiles init` writes this out so it can be edited."""
-    from llmc_cli.config.schema import Profile
+    from llmc_cli.config.schema import Profile, ServerConfig
 
-    profile = Profile.model_validate({
-        "description": "Built-in default: the llmc workspace server, read-only, rooted at the current directory.",
-        "servers": {"workspace": {"builtin": "workspace", "options": {"roots": ["."], "read_only": True}}},
-        "policy": {"read_only": True},
-    })
+    # Trusted data: model_construct skips validation, so no validator is built at start-up.
+    workspace = ServerConfig.model_construct(builtin="workspace", options={"roots": ["."], "read_only": True})
+    profile = Profile.model_construct(
+        description="Built-in default: the llmc workspace server, read-only, rooted at the current directory.",
+        servers={"workspace": workspace},
+    )
     return LoadedProfile(name=BUILTIN_NAME, path=None, profile=profile)
 
 
@@ -127,3 +159,144 @@ def to_spec(name: str, server: Any, profile_name: str) -> ServerSpec:
         )
     return ServerSpec(name=name, builtin=server.builtin, options=dict(server.options),
                       timeout=server.timeout, description=server.description)
+
+
+def is_secret_name(name: str) -> bool:
+    """Does an env variable or header with this name usually hold a secret?"""
+    return bool(_SECRET_NAME.search(name))
+
+
+def has_placeholder(value: str) -> bool:
+    """Does the value contain a ${VAR} (expanded from the environment when used)?"""
+    return bool(_VAR.search(value))
+
+
+def mask_secrets(table: dict[str, Any]) -> dict[str, Any]:
+    """A server table fit to print: literal values of secret-looking env/header names masked
+    (${VAR} placeholders are not secrets and stay visible)."""
+    out = dict(table)
+    for field in ("env", "headers"):
+        if isinstance(out.get(field), dict):
+            out[field] = {k: "***" if is_secret_name(k) and isinstance(v, str) and not has_placeholder(v) else v
+                          for k, v in out[field].items()}
+    return out
+
+
+def server_table(server: Any) -> dict[str, Any]:
+    """A ServerConfig as the TOML table llmc writes: only the keys that differ from defaults."""
+    return server.model_dump(mode="json", exclude_defaults=True, exclude_none=True)
+
+
+def raw_profile(path: Path) -> dict[str, Any]:
+    """The parsed TOML of a profile file, unvalidated and unexpanded ({} when it does not exist)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read profile {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        found = _TOML_LINE.search(str(exc))
+        raise ConfigError(f"{path}{':' + found.group(1) if found else ''}: invalid TOML: {exc}") from None
+
+
+def update_profile(path: Path, mutate: Callable[[dict[str, Any]], None]) -> LoadedProfile:
+    """Read the profile's TOML (or the built-in default when the file does not exist yet), let
+    `mutate` change the dict in place, validate, and write it back atomically.
+
+    Every table `mutate` leaves alone is written back with its values unchanged; ${VAR}s are
+    never expanded. Comments and formatting are lost (tomli-w writes plain TOML).
+    """
+    data = raw_profile(path) if path.exists() else default_profile_data()
+    mutate(data)
+    import tomli_w
+
+    text = tomli_w.dumps(data)
+    profile = parse_profile(text, str(path))  # never write a file llmc itself could not load
+    write_atomic(path, text)
+    return LoadedProfile(name=path.stem, path=path, profile=profile)
+
+
+def save_profile(loaded: LoadedProfile, profile: Any) -> LoadedProfile:
+    """Write `profile`'s servers table to `loaded.path`, keeping every other table of the file
+    as it is on disk (a new file gets the whole profile). Comments are lost (tomli-w)."""
+    if loaded.path is None:
+        raise ConfigError("the built-in default profile has no file: run `llmc profiles init` first")
+    servers = {name: server_table(server) for name, server in profile.servers.items()}
+    if not loaded.path.exists():
+        whole = profile.model_dump(mode="json", exclude_defaults=True, exclude_none=True)
+        whole["servers"] = servers
+        return update_profile(loaded.path, lambda data: (data.clear(), data.update(whole)))
+    return update_profile(loaded.path, lambda data: data.__setitem__("servers", servers))
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write text to path all or nothing: a temp file in the same directory, fsync, os.replace.
+    An existing file keeps its mode; a new one is private (0600) as profiles may name secrets."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            mode = path.stat().st_mode & 0o7777
+        except FileNotFoundError:
+            mode = 0o600
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def default_profile_data() -> dict[str, Any]:
+    """The built-in default profile as a TOML-ready dict (what `llmc profiles init` writes)."""
+    return {
+        "description": "Built-in default: the llmc workspace server, read-only, rooted at the current directory.",
+        "servers": {"workspace": {"builtin": "workspace", "options": {"roots": ["."], "read_only": True}}},
+        "policy": {"read_only": True},
+    }
+
+
+def init_default(force: bool = False) -> Path:
+    """Write the built-in default profile to profiles/default.toml; refuse to overwrite unless force."""
+    path = profile_path(DEFAULT_PROFILE)
+    if path.exists() and not force:
+        raise ConfigError(f"{path} already exists (use --force to overwrite it)")
+    import tomli_w
+
+    write_atomic(path, tomli_w.dumps(default_profile_data()))
+    return path
+
+
+def editable_path(name_or_path: str | None) -> Path:
+    """The file `servers add/remove/import` edit: the chosen profile, else `default`."""
+    return profile_path(name_or_path or DEFAULT_PROFILE)
+
+
+def list_profiles() -> list[dict[str, Any]]:
+    """Every profiles/*.toml under the config directory: name, path, description, servers, or
+    the one-line error that stops it loading (one broken file does not hide the others)."""
+    rows = []
+    directory = paths.profiles_dir()
+    for path in sorted(directory.glob("*.toml")) if directory.is_dir() else []:
+        row: dict[str, Any] = {"name": path.stem, "path": str(path)}
+        try:
+            loaded = load_profile(str(path))
+        except ConfigError as exc:
+            row["error"] = exc.message
+        else:
+            row["description"] = loaded.profile.description
+            row["servers"] = list(loaded.profile.servers)
+        rows.append(row)
+    return rows

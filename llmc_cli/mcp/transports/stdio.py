@@ -45,7 +45,8 @@ class StdioTransport:
         env: dict[str, str] | None = None,
         cwd: str | None = None,
         on_stderr: Callable[[str], None] | None = None,
-        shutdown_timeout: float = 0.5,
+        shutdown_timeout: float = 2.0,
+        eof_grace: float = 0.05,
     ) -> None:
         if not command:
             raise ConnectionFailed("empty command for a stdio server")
@@ -54,6 +55,7 @@ class StdioTransport:
         self.cwd = cwd
         self.on_stderr = on_stderr
         self.shutdown_timeout = shutdown_timeout
+        self.eof_grace = eof_grace  # many servers (Node ones with timers) never exit on EOF alone
         self.protocol_version: str | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_LINES_KEPT)
@@ -110,7 +112,7 @@ class StdioTransport:
         except OSError:
             pass
         try:
-            proc.wait(timeout=self.shutdown_timeout)
+            proc.wait(timeout=self.eof_grace)
         except subprocess.TimeoutExpired:
             self._signal_group(proc, signal.SIGTERM)
             try:
