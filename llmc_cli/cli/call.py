@@ -7,13 +7,14 @@ from typing import Any
 import click
 
 from llmc_cli.cli.arguments import needs_schema, parse_json_option, parse_pairs
+from llmc_cli.cli.complete import complete_tools
 from llmc_cli.cli.output import emit
 from llmc_cli.cli.targets import target_options
 from llmc_cli.errors import ToolFailed, UsageError
 
 
 @click.command()
-@click.argument("tool")
+@click.argument("tool", shell_complete=complete_tools)
 @click.argument("pairs", nargs=-1, metavar="[KEY=VALUE | KEY:=JSON]...")
 @click.option("--json", "json_args", metavar="'{...}'|@FILE|-", help="All arguments as one JSON object.")
 @click.option("--text", is_flag=True, help="Print only the text content.")

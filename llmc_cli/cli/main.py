@@ -19,6 +19,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "resources": ("llmc_cli.cli.resources:resources", "List and read server resources."),
     "prompts": ("llmc_cli.cli.resources:prompts", "List and get server prompts."),
     "ping": ("llmc_cli.cli.resources:ping", "Check that servers answer."),
+    "servers": ("llmc_cli.cli.servers:servers", "Add, list, show, remove and import the servers of a profile."),
+    "profiles": ("llmc_cli.cli.profiles:profiles", "List, show and initialise profiles."),
 }
 
 EXIT_CODES_HELP = """\b
@@ -46,9 +48,15 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
+def _complete_profiles(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    from llmc_cli.cli.complete import complete_profiles  # only when the shell asks
+
+    return complete_profiles(ctx, param, incomplete)
+
+
 @click.group(cls=LazyGroup, epilog=EXIT_CODES_HELP, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="llmc")
-@click.option("--profile", "-p", envvar="LLMC_PROFILE", metavar="NAME|PATH",
+@click.option("--profile", "-p", envvar="LLMC_PROFILE", metavar="NAME|PATH", shell_complete=_complete_profiles,
               help="Profile to use (default: 'default', else the built-in read-only workspace).")
 @click.option("-v", "--verbose", count=True, help="Show server stderr and log messages on stderr.")
 @click.pass_context

@@ -13,10 +13,16 @@ from llmc_cli.model import ServerSpec
 ADHOC_NAME = "server"
 
 
+def _complete_servers(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    from llmc_cli.cli.complete import complete_servers  # only when the shell asks
+
+    return complete_servers(ctx, param, incomplete)
+
+
 def target_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Options shared by every command that talks to servers."""
     options = [
-        click.option("-s", "--server", "servers", multiple=True, metavar="NAME",
+        click.option("-s", "--server", "servers", multiple=True, metavar="NAME", shell_complete=_complete_servers,
                      help="Only these servers of the profile (repeatable)."),
         click.option("--stdio", metavar="'COMMAND ARGS'", help="Ad-hoc stdio server (shell-split)."),
         click.option("--env", "env", multiple=True, metavar="K=V", help="Environment for --stdio (repeatable)."),

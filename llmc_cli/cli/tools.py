@@ -34,6 +34,11 @@ def list_(ctx: click.Context, fmt: str, **target: Any) -> None:
     catalog, _profile = open_catalog(ctx, target)
     with catalog:
         found, failures = catalog.list_tools(list(target["servers"]) or None)
+    if not (target["stdio"] or target["url"]):  # for shell completion of tool names
+        from llmc_cli.cli.complete import profile_key, remember_tools
+
+        listed = [s for s in catalog.specs if s not in {f.server for f in failures}]
+        remember_tools(profile_key(ctx.obj.get("profile")), [t.qualified_name for t in found], listed)
     rows = [{"server": t.server, **t.raw} for t in found]
     if fmt == "table":
         emit([{"server": t.server, "tool": t.name, "description": t.description} for t in found], "table")

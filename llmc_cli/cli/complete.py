@@ -1,0 +1,87 @@
+"""Dynamic shell completion (click's shell_complete callbacks). These run on every <TAB>, so they
+stay cheap: profile and server names come from the files, tool names only from the cache that
+`llmc tools list` leaves behind; no server is ever started to complete a word."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from click.shell_completion import CompletionItem
+
+from llmc_cli.config import paths
+
+
+def complete_profiles(ctx: Any, param: Any, incomplete: str) -> list[CompletionItem]:
+    if "/" in incomplete:
+        return [CompletionItem(incomplete, type="file")]
+    directory = paths.profiles_dir()
+    names = sorted(p.stem for p in directory.glob("*.toml")) if directory.is_dir() else []
+    return [CompletionItem(n) for n in names if n.startswith(incomplete)]
+
+
+def complete_servers(ctx: Any, param: Any, incomplete: str) -> list[CompletionItem]:
+    servers = _profile_data(ctx).get("servers")
+    names = sorted(servers) if isinstance(servers, dict) else []
+    return [CompletionItem(n) for n in names if n.startswith(incomplete)]
+
+
+def complete_tools(ctx: Any, param: Any, incomplete: str) -> list[CompletionItem]:
+    names = _read_cache().get(_profile_key(ctx), [])
+    return [CompletionItem(n) for n in names if isinstance(n, str) and n.startswith(incomplete)]
+
+
+def remember_tools(profile_key: str, qualified_names: list[str], servers: list[str]) -> None:
+    """Record the tool names just listed from `servers` of a profile (other servers' names stay).
+    A cache: failures to write it are ignored."""
+    cache = _read_cache()
+    kept = [n for n in cache.get(profile_key, []) if isinstance(n, str) and n.split(".", 1)[0] not in servers]
+    cache[profile_key] = sorted(set(kept) | set(qualified_names))
+    try:
+        directory = paths.ensure_private_dir(paths.state_dir())
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".completion-tools.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(cache, fh)
+        os.replace(tmp, _cache_path())
+    except OSError:
+        pass
+
+
+def profile_key(name_or_path: str | None) -> str:
+    """The cache key of a profile: its file, or the built-in default."""
+    path = _profile_file(name_or_path)
+    return str(path.resolve()) if path.exists() else "builtin:default"
+
+
+def _profile_key(ctx: Any) -> str:
+    return profile_key(ctx.find_root().params.get("profile"))
+
+
+def _profile_file(name_or_path: str | None) -> Path:
+    name = name_or_path or os.environ.get("LLMC_PROFILE") or "default"
+    if "/" in name or name.endswith(".toml"):
+        return Path(name).expanduser()
+    return paths.profiles_dir() / f"{name}.toml"
+
+
+def _profile_data(ctx: Any) -> dict[str, Any]:
+    try:
+        return tomllib.loads(_profile_file(ctx.find_root().params.get("profile")).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _cache_path() -> Path:
+    return paths.state_dir() / "completion-tools.json"
+
+
+def _read_cache() -> dict[str, Any]:
+    try:
+        data = json.loads(_cache_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

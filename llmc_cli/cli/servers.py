@@ -1,0 +1,251 @@
+"""`llmc servers add|list|show|remove|import`: the servers table of a profile.
+
+The profile edited is --profile / LLMC_PROFILE, else `default`; a profile that does not exist yet
+starts as the built-in default (read-only workspace). Files are rewritten atomically with every
+other table kept (comments are lost: tomli-w does not keep them).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from llmc_cli.cli.complete import complete_servers
+from llmc_cli.cli.output import FORMATS, emit, note
+from llmc_cli.errors import ConfigError, UsageError
+
+FORMAT = click.option("--format", "fmt", type=click.Choice(FORMATS), default="json", show_default=True,
+                      help="json (default), jsonl (one server per line) or table.")
+
+
+@click.group()
+def servers() -> None:
+    """Add, list, show, remove and import the MCP servers of a profile."""
+
+
+@servers.command("add")
+@click.argument("name")
+@click.argument("command", nargs=-1, metavar="[-- COMMAND ARGS...]")
+@click.option("--url", metavar="URL", help="A remote server (Streamable HTTP or HTTP+SSE).")
+@click.option("--header", "headers", multiple=True, metavar="'K: V'",
+              help="HTTP header for --url (repeatable). Write secrets as ${VAR}: they expand when used.")
+@click.option("--transport", type=click.Choice(["auto", "http", "sse"]), help="Remote transport (default: auto).")
+@click.option("--env", "env", multiple=True, metavar="K=V", help="Environment for a stdio server (repeatable).")
+@click.option("--cwd", metavar="DIR", help="Working directory of a stdio server.")
+@click.option("--timeout", type=click.FloatRange(min=0.1), metavar="SECONDS", help="Per-request timeout (default 60).")
+@click.option("--description", metavar="TEXT", help="What this server is for.")
+@click.option("--disabled", is_flag=True, help="Add it disabled (used only when named with -s).")
+@click.option("--replace", is_flag=True, help="Replace a server of the same name.")
+@click.pass_context
+def add(ctx: click.Context, name: str, command: tuple[str, ...], url: str | None, headers: tuple[str, ...],
+        transport: str | None, env: tuple[str, ...], cwd: str | None, timeout: float | None,
+        description: str | None, disabled: bool, replace: bool) -> None:
+    """Add a server: `llmc servers add NAME -- COMMAND ARGS...` (stdio) or
+    `llmc servers add NAME --url URL [--header 'K: V']` (remote).
+
+    Prints {"added": NAME, "profile": PATH, "server": {...}}. A name already in the profile is an
+    error (exit 3) unless --replace.
+    """
+    from llmc_cli.config.profiles import editable_path, has_placeholder, is_secret_name, update_profile
+
+    table = _server_table(name, command, url, headers, transport, env, cwd, timeout, description, disabled)
+    for header, value in table.get("headers", {}).items():
+        if is_secret_name(header) and not has_placeholder(value):
+            note(f"llmc: header {header} holds a literal secret; prefer ${{VAR}} (it expands when used)")
+    path = editable_path(_profile_option(ctx))
+    created = not path.exists()
+
+    def mutate(data: dict[str, Any]) -> None:
+        entries = data.setdefault("servers", {})
+        if name in entries and not replace:
+            raise ConfigError(f"{path}: server {name!r} already exists (use --replace to overwrite it)")
+        entries[name] = table
+
+    update_profile(path, mutate)
+    if created:
+        note(f"llmc: created profile {path} from the built-in default")
+    note(f"llmc: {'replaced' if replace else 'added'} server {name} in {path}")
+    emit({"added": name, "profile": str(path), "server": _shown(table)})
+
+
+@servers.command("list")
+@FORMAT
+@click.pass_context
+def list_(ctx: click.Context, fmt: str) -> None:
+    """The servers of the profile as saved (${VAR}s unexpanded, literal secrets masked):
+    {"profile": NAME, "path": PATH, "servers": [...]}."""
+    from llmc_cli.config.profiles import load_profile
+
+    loaded = load_profile(_profile_option(ctx))
+    rows = [_row(name, server) for name, server in loaded.profile.servers.items()]
+    if fmt == "json":
+        emit({"profile": loaded.name, "path": str(loaded.path) if loaded.path else None, "servers": rows})
+    elif fmt == "table":
+        emit([{"name": r["name"], "kind": r["kind"], "enabled": r["enabled"], "target": _target(r),
+               "description": r.get("description")} for r in rows], "table",
+             columns=["name", "kind", "enabled", "target", "description"])
+    else:
+        emit(rows, fmt)
+
+
+@servers.command("show")
+@click.argument("name", shell_complete=complete_servers)
+@click.option("--format", "fmt", type=click.Choice(["json", "table"]), default="json", show_default=True)
+@click.pass_context
+def show(ctx: click.Context, name: str, fmt: str) -> None:
+    """One server of the profile as saved (${VAR}s unexpanded, literal secrets masked)."""
+    from llmc_cli.config.profiles import load_profile
+
+    loaded = load_profile(_profile_option(ctx))
+    server = loaded.profile.servers.get(name)
+    if server is None:
+        raise ConfigError(_no_server(loaded.name, name, loaded.profile.servers))
+    emit({"profile": loaded.name, **_row(name, server)}, fmt)
+
+
+@servers.command("remove")
+@click.argument("name", shell_complete=complete_servers)
+@click.pass_context
+def remove(ctx: click.Context, name: str) -> None:
+    """Remove a server from the profile: {"removed": NAME, "profile": PATH}."""
+    from llmc_cli.config.profiles import editable_path, update_profile
+
+    path = editable_path(_profile_option(ctx))
+
+    def mutate(data: dict[str, Any]) -> None:
+        entries = data.get("servers") or {}
+        if name not in entries:
+            raise ConfigError(_no_server(path.stem, name, entries))
+        del entries[name]
+
+    update_profile(path, mutate)
+    note(f"llmc: removed server {name} from {path}")
+    emit({"removed": name, "profile": str(path)})
+
+
+@servers.command("import")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--dry-run", is_flag=True, help="Print what would be added; change nothing.")
+@click.option("--replace", is_flag=True, help="Overwrite servers whose names are already in the profile.")
+@click.pass_context
+def import_(ctx: click.Context, file: Path, dry_run: bool, replace: bool) -> None:
+    """Import servers from Claude Desktop / Claude Code (.mcp.json) / Cursor / Windsurf
+    (`mcpServers`) or VS Code (`servers` in mcp.json) config files.
+
+    Secrets are not copied: VS Code inputs, ${env:VAR} and literal tokens become ${VAR}
+    placeholders, listed on stderr and under "placeholders". Names already in the profile are
+    reported under "skipped" and left alone unless --replace.
+    """
+    import tomli_w
+
+    from llmc_cli.config.importers import read_config
+    from llmc_cli.config.profiles import (
+        default_profile_data, editable_path, parse_profile, raw_profile, update_profile)
+
+    imported = read_config(file)
+    path = editable_path(_profile_option(ctx))
+    existing = raw_profile(path) if path.exists() else default_profile_data()
+    clashes = [n for n in imported.servers if n in (existing.get("servers") or {})]
+    chosen = {n: t for n, t in imported.servers.items() if replace or n not in clashes}
+
+    def mutate(data: dict[str, Any]) -> None:
+        data.setdefault("servers", {}).update(chosen)
+
+    if dry_run:
+        mutate(existing)
+        parse_profile(tomli_w.dumps(existing), f"{path} (after import)")  # would it load?
+    elif chosen:
+        update_profile(path, mutate)
+    for line in imported.notes:
+        note(f"llmc: {line}")
+    for item in imported.placeholders:
+        note(f"llmc: set ${{{item['variable']}}} for server {item['server']}: {item['reason']}")
+    for name in clashes:
+        note(f"llmc: server {name} already in {path}: " + ("replaced" if replace else "skipped (use --replace)"))
+    verb = "would import" if dry_run else "imported"
+    note(f"llmc: {verb} {len(chosen)} of {len(imported.servers)} server(s) into {path}")
+    emit({
+        "profile": str(path), "source": imported.source, "dryRun": dry_run,
+        "added": [n for n in chosen if n not in clashes],
+        "replaced": [n for n in chosen if n in clashes],
+        "skipped": [] if replace else clashes,
+        "servers": {n: _shown(t) for n, t in chosen.items()},
+        "placeholders": imported.placeholders,
+    })
+
+
+def _profile_option(ctx: click.Context) -> str | None:
+    return (ctx.find_root().obj or {}).get("profile")
+
+
+def _server_table(name: str, command: tuple[str, ...], url: str | None, headers: tuple[str, ...],
+                  transport: str | None, env: tuple[str, ...], cwd: str | None, timeout: float | None,
+                  description: str | None, disabled: bool) -> dict[str, Any]:
+    """The TOML table for one server from the options, validated by the profile schema."""
+    from pydantic import ValidationError
+
+    from llmc_cli.cli.targets import _pair
+    from llmc_cli.config.schema import Profile
+
+    if bool(command) == bool(url):
+        raise UsageError("give either `-- COMMAND ARGS...` (stdio) or --url URL (remote)")
+    if command and (headers or transport):
+        raise UsageError("--header and --transport apply to --url servers only")
+    if url and (env or cwd):
+        raise UsageError("--env and --cwd apply to stdio servers only")
+    if url and not url.startswith(("http://", "https://", "${")):
+        raise UsageError(f"--url must start with http:// or https://: {url}")
+    table: dict[str, Any] = {}
+    if command:
+        table["command"] = command[0]
+        if command[1:]:
+            table["args"] = list(command[1:])
+        if env:
+            table["env"] = dict(_pair(e, "=", "--env") for e in env)
+        if cwd:
+            table["cwd"] = cwd
+    else:
+        table["url"] = url
+        if headers:
+            table["headers"] = dict(_pair(h, ":", "--header") for h in headers)
+        if transport and transport != "auto":
+            table["transport"] = transport
+    if timeout:
+        table["timeout"] = timeout
+    if disabled:
+        table["enabled"] = False
+    if description:
+        table["description"] = description
+    try:
+        Profile.model_validate({"servers": {name: table}})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise UsageError(f"server {name!r}: {first['msg'].removeprefix('Value error, ')}") from None
+    return table
+
+
+def _row(name: str, server: Any) -> dict[str, Any]:
+    from llmc_cli.config.profiles import server_table
+
+    kind = "builtin" if server.builtin else "stdio" if server.command else "remote"
+    return {"name": name, "kind": kind, "enabled": server.enabled, **_shown(server_table(server))}
+
+
+def _shown(table: dict[str, Any]) -> dict[str, Any]:
+    from llmc_cli.config.profiles import mask_secrets
+
+    return mask_secrets(table)
+
+
+def _target(row: dict[str, Any]) -> str:
+    import shlex
+
+    if row.get("command"):
+        return shlex.join([row["command"], *row.get("args", [])])
+    return row.get("url") or f"builtin:{row.get('builtin')}"
+
+
+def _no_server(profile: str, name: str, known: Any) -> str:
+    return f"profile {profile} has no server {name!r} (servers: {', '.join(sorted(known)) or 'none'})"
