@@ -1,0 +1,95 @@
+"""Time `llmc tools list` against the same stdio server-everything, in one run, with:
+(a) the floor: a standard-library-only client (bench/floor_tools_list.py),
+(b) the official `mcp` SDK client (bench/sdk_tools_list.py),
+(c) the MCP Inspector CLI (`inspector --cli --method tools/list`),
+and `llmc --help` / `llmc --version` against `python -c "import click"`.
+
+    .venv/bin/python bench/tools_list_bench.py [--runs N] [--json]
+
+Reports the median wall time of N runs of each, and ratios to the floor. The first run of each
+is a warm-up (llmc caches the server's era on its first contact) and is not counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+PY = sys.executable
+LLMC = str(Path(PY).parent / "llmc")
+
+
+def node_bin(name: str) -> str:
+    for base in (BENCH / "node", ROOT / "tests" / "node"):
+        path = base / "node_modules" / ".bin" / name
+        if path.exists():
+            return str(path)
+    return ""
+
+
+def ensure_peers() -> None:
+    if not node_bin("mcp-inspector") or not node_bin("mcp-server-everything"):
+        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"],
+                       cwd=BENCH / "node", check=True)
+
+
+def timed(argv: list[str], runs: int, env: dict[str, str]) -> list[float]:
+    times = []
+    for i in range(runs + 1):
+        started = time.perf_counter()
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=120)
+        elapsed = time.perf_counter() - started
+        if proc.returncode != 0:
+            raise SystemExit(f"{argv[:3]} failed ({proc.returncode}): {proc.stderr.decode()[-500:]}")
+        if i:  # the first run warms caches
+            times.append(elapsed)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    ensure_peers()
+    server = node_bin("mcp-server-everything")
+    node = node_bin("node") or shutil.which("node") or "node"
+    state = tempfile.mkdtemp(prefix="llmc-bench-")
+    env = {**os.environ, "LLMC_STATE_DIR": state, "LLMC_CONFIG_DIR": state}
+    env["PATH"] = f"{Path(node).parent}{os.pathsep}{env['PATH']}"
+    cases = {
+        "floor (stdlib client)": [PY, str(BENCH / "floor_tools_list.py"), server],
+        "llmc tools list": [LLMC, "tools", "list", "--stdio", server],
+        "mcp SDK client": [PY, str(BENCH / "sdk_tools_list.py"), server],
+        "Inspector CLI": [node_bin("mcp-inspector"), "--cli", server, "--method", "tools/list"],
+        "python -c 'import click'": [PY, "-c", "import click"],
+        "llmc --help": [LLMC, "--help"],
+        "llmc --version": [LLMC, "--version"],
+    }
+    medians = {name: statistics.median(timed(argv, args.runs, env)) for name, argv in cases.items()}
+    floor, click_floor = medians["floor (stdlib client)"], medians["python -c 'import click'"]
+    rows = []
+    for name, seconds in medians.items():
+        base = click_floor if name.startswith(("llmc --", "python -c")) else floor
+        rows.append({"case": name, "median_s": round(seconds, 3), "ratio": round(seconds / base, 2)})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        print(f"{'case':30} {'median s':>9} {'ratio':>6}   (tools/list rows: x floor; start-up rows: x import click)")
+        for row in rows:
+            print(f"{row['case']:30} {row['median_s']:9.3f} {row['ratio']:6.2f}")
+    shutil.rmtree(state, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
