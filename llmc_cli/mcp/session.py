@@ -218,7 +218,8 @@ class Session:
         return self.request("tools/call", {"name": name, "arguments": arguments}, timeout=timeout)
 
     def ping(self) -> None:
-        self.request("ping")
+        """A liveness round trip. 2026-07-28 removed `ping`; `server/discover` serves instead."""
+        self.request("server/discover" if self.era == "modern" else "ping")
 
     # -- internals -------------------------------------------------------------------------------
 
