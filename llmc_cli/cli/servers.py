@@ -138,11 +138,8 @@ def import_(ctx: click.Context, file: Path, dry_run: bool, replace: bool) -> Non
     placeholders, listed on stderr and under "placeholders". Names already in the profile are
     reported under "skipped" and left alone unless --replace.
     """
-    import tomli_w
-
     from llmc_cli.config.importers import read_config
-    from llmc_cli.config.profiles import (
-        default_profile_data, editable_path, parse_profile, raw_profile, update_profile)
+    from llmc_cli.config.profiles import default_profile_data, editable_path, raw_profile, update_profile, validate
 
     imported = read_config(file)
     path = editable_path(_profile_option(ctx))
@@ -155,7 +152,7 @@ def import_(ctx: click.Context, file: Path, dry_run: bool, replace: bool) -> Non
 
     if dry_run:
         mutate(existing)
-        parse_profile(tomli_w.dumps(existing), f"{path} (after import)")  # would it load?
+        validate(existing, f"{path} (after import)")  # would it load?
     elif chosen:
         update_profile(path, mutate)
     for line in imported.notes:

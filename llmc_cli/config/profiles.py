@@ -26,7 +26,7 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _TOML_LINE = re.compile(r"\(at line (\d+), column \d+\)")
 # Names of env variables and headers whose literal values are secrets: masked when shown, never
 # copied from an imported file.
-_SECRET_NAME = re.compile(r"token|secret|passw|api[-_]?key|apikey|auth(?!or)|credential|cookie|private|\bpat\b|_pat$",
+_SECRET_NAME = re.compile(r"token|secret|passw|api[-_]?key|apikey|authori[sz]|auth(?!or)|credential|cookie|private|\bpat\b|_pat$",
                           re.IGNORECASE)
 
 
@@ -77,16 +77,21 @@ def load_profile(name_or_path: str | None) -> LoadedProfile:
 
 def parse_profile(text: str, where: str) -> Any:
     """Validate TOML text as a Profile; errors are one line: FILE:LINE: KEY: problem."""
-    from pydantic import ValidationError
-
-    from llmc_cli.config.schema import Profile
-
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         found = _TOML_LINE.search(str(exc))
         line = f":{found.group(1)}" if found else ""
         raise ConfigError(f"{where}{line}: invalid TOML: {exc}") from None
+    return validate(data, where, text)
+
+
+def validate(data: dict[str, Any], where: str, text: str | None = None) -> Any:
+    """A Profile from parsed TOML; `text` (the file's) lets the error name the line."""
+    from pydantic import ValidationError
+
+    from llmc_cli.config.schema import Profile
+
     try:
         return Profile.model_validate(data)
     except ValidationError as exc:
@@ -97,7 +102,7 @@ def parse_profile(text: str, where: str) -> Any:
         if first["type"] == "extra_forbidden":
             message = "unknown key"
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        line = _line_of(text, loc)
+        line = _line_of(text, loc) if text else None
         raise ConfigError(f"{where}{f':{line}' if line else ''}: {key}: {message}{more}") from None
 
 
@@ -209,12 +214,16 @@ def update_profile(path: Path, mutate: Callable[[dict[str, Any]], None]) -> Load
     Every table `mutate` leaves alone is written back with its values unchanged; ${VAR}s are
     never expanded. Comments and formatting are lost (tomli-w writes plain TOML).
     """
-    data = raw_profile(path) if path.exists() else default_profile_data()
+    if path.exists():
+        data = raw_profile(path)
+        validate(data, str(path), path.read_text(encoding="utf-8"))  # errors name the file's lines
+    else:
+        data = default_profile_data()
     mutate(data)
     import tomli_w
 
+    profile = validate(data, str(path))  # never write a file llmc itself could not load
     text = tomli_w.dumps(data)
-    profile = parse_profile(text, str(path))  # never write a file llmc itself could not load
     write_atomic(path, text)
     return LoadedProfile(name=path.stem, path=path, profile=profile)
 

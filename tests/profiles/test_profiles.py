@@ -1,0 +1,279 @@
+"""Profiles as a user meets them: loading, one-line errors, and writes that keep the file whole."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from llmc_cli.config import profiles
+from llmc_cli.errors import ConfigError
+from tests.helpers import ROOT, sdk_server
+from tests.profiles.runner import llmc, toml_str, write_profile
+
+SDK_PY, SDK_SCRIPT = sdk_server("sdk_server.py")
+
+
+@pytest.fixture
+def config(isolated_dirs: Path) -> Path:
+    return isolated_dirs / "config"
+
+
+def sdk_profile(extra: str = "") -> str:
+    return f"""description = "test"
+[servers.sdk]
+command = {toml_str(SDK_PY)}
+args = [{toml_str(SDK_SCRIPT)}]
+{extra}
+"""
+
+
+def one_line(text: str) -> str:
+    assert text.count("\n") == 1, text
+    return text.strip()
+
+
+@pytest.mark.parametrize("example", sorted((ROOT / "profiles").glob("*.toml")), ids=lambda p: p.name)
+def test_example_profiles_load_as_they_are(example: Path):
+    loaded = profiles.load_profile(str(example))
+    assert loaded.profile.description and loaded.profile.servers
+    run = llmc("--profile", str(example), "servers", "list")
+    assert run.code == 0, run.stderr
+    assert [s["name"] for s in run.json()["servers"]] == list(loaded.profile.servers)
+
+
+def test_no_profile_means_the_builtin_default_then_default_toml(config: Path):
+    run = llmc("servers", "list")
+    assert run.code == 0
+    assert run.json()["profile"] == "builtin:default" and run.json()["path"] is None
+    assert [s["name"] for s in run.json()["servers"]] == ["workspace"]
+    write_profile(config, sdk_profile())
+    assert [s["name"] for s in llmc("servers", "list").json()["servers"]] == ["sdk"]
+
+
+def test_profile_by_name_path_and_environment(config: Path, tmp_path: Path):
+    write_profile(config, sdk_profile(), "work")
+    other = tmp_path / "elsewhere.toml"
+    other.write_text(sdk_profile().replace("[servers.sdk]", "[servers.other]"))
+    assert llmc("-p", "work", "servers", "list").json()["profile"] == "work"
+    assert llmc("--profile", str(other), "servers", "list").json()["servers"][0]["name"] == "other"
+    assert llmc("servers", "list", env={"LLMC_PROFILE": "work"}).json()["profile"] == "work"
+    missing = llmc("-p", "nope", "servers", "list")
+    assert missing.code == 3 and "profile not found" in one_line(missing.stderr)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("[servers.a]\ncommand = \"x\"\nargs = [oops]\n", ["default.toml:3:", "invalid TOML"]),
+    ("description = \"x\"\n[servers.a]\ncomand = \"x\"\n", ["default.toml:3:", "servers.a.comand", "unknown key"]),
+    ("[servers.a]\ncommand = \"x\"\ntimeout = \"fast\"\n", ["default.toml:3:", "servers.a.timeout", "number"]),
+    ("[servers.a]\nenabled = true\n", ["default.toml:1:", "servers.a", "exactly one of"]),
+    ("[servers.a]\ncommand = \"x\"\nheaders = { A = \"b\" }\n", ["servers.a", "remote servers"]),
+    ("[policy]\nread_olny = true\n", ["default.toml:2:", "policy.read_olny", "unknown key"]),
+])
+def test_a_broken_profile_is_one_line_naming_file_line_and_key(config: Path, text: str, expected: list[str]):
+    write_profile(config, text)
+    for argv in (["servers", "list"], ["tools", "list"], ["servers", "add", "x", "--url", "http://127.0.0.1:9/"]):
+        run = llmc(*argv)
+        assert run.code == 3, (argv, run.stderr)
+        line = one_line(run.stderr)
+        assert all(part in line for part in expected), line
+    assert (config / "profiles" / "default.toml").read_text() == text  # nothing rewritten
+
+
+def test_an_unknown_server_named_with_s_is_a_config_error(config: Path):
+    write_profile(config, sdk_profile())
+    run = llmc("tools", "list", "-s", "nope")
+    assert run.code == 3
+    assert "has no server 'nope' (servers: sdk)" in one_line(run.stderr)
+    assert llmc("servers", "show", "nope").code == 3
+    assert llmc("servers", "remove", "nope").code == 3
+
+
+def test_variables_expand_when_used_and_a_missing_one_is_named(config: Path, monkeypatch: pytest.MonkeyPatch):
+    write_profile(config, f"""
+[servers.sdk]
+command = "${{LLMC_TEST_PYTHON}}"
+args = ["${{LLMC_TEST_SCRIPT_DIR:-{Path(SDK_SCRIPT).parent}}}/sdk_server.py"]
+""")
+    run = llmc("tools", "list")
+    assert run.code == 3
+    assert "environment variable LLMC_TEST_PYTHON is not set" in one_line(run.stderr)
+    assert "server sdk" in run.stderr
+    monkeypatch.setenv("LLMC_TEST_PYTHON", sys.executable)
+    run = llmc("tools", "list")
+    assert run.code == 0, run.stderr
+    assert "echo" in [t["name"] for t in run.json()["tools"]]
+    # shown and saved unexpanded
+    assert llmc("servers", "show", "sdk").json()["command"] == "${LLMC_TEST_PYTHON}"
+    assert llmc("servers", "add", "extra", "--url", "http://127.0.0.1:9/mcp", "--disabled").code == 0
+    assert "${LLMC_TEST_PYTHON}" in (config / "profiles" / "default.toml").read_text()
+
+
+def test_writing_keeps_every_other_table_and_the_file_mode(config: Path):
+    original = """description = "keep me"
+audit_results = true
+
+[servers.sdk]
+command = "${PY:-python3}"
+args = ["-m", "x"]
+env = { TOKEN = "${MY_TOKEN}" }
+
+[policy]
+default = "deny"
+allow = ["sdk.echo"]
+
+[policy.hints."sdk.echo"]
+readOnly = true
+
+[llm]
+provider = "anthropic"
+model = "m"
+"""
+    path = write_profile(config, original)
+    path.chmod(0o640)
+    run = llmc("servers", "add", "remote", "--url", "https://example.com/mcp",
+               "--header", "Authorization: Bearer ${ERP_TOKEN}", "--timeout", "5")
+    assert run.code == 0, run.stderr
+    before, after = tomllib.loads(original), tomllib.loads(path.read_text())
+    assert after["servers"].pop("remote") == {
+        "url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${ERP_TOKEN}"}, "timeout": 5.0}
+    assert after == before
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    assert llmc("servers", "remove", "remote").code == 0
+    assert tomllib.loads(path.read_text()) == before
+    assert sorted(p.name for p in path.parent.iterdir()) == ["default.toml"]  # no temp files left
+
+
+def test_save_and_update_profile_functions(config: Path):
+    path = write_profile(config, sdk_profile("[llm]\nmodel = \"m\"\n"))
+    loaded = profiles.load_profile(None)
+    from llmc_cli.config.schema import ServerConfig
+
+    loaded.profile.servers["more"] = ServerConfig(url="https://${HOST}/mcp", timeout=9)
+    saved = profiles.save_profile(loaded, loaded.profile)
+    data = tomllib.loads(path.read_text())
+    assert data["servers"]["more"] == {"url": "https://${HOST}/mcp", "timeout": 9.0}
+    assert data["llm"] == {"model": "m"} and "policy" not in data  # other tables untouched
+    assert list(saved.profile.servers) == ["sdk", "more"]
+    with pytest.raises(ConfigError, match="built-in default profile has no file"):
+        profiles.save_profile(profiles.builtin_default(), loaded.profile)
+
+    def bad(data: dict) -> None:
+        data["servers"]["more"]["transport"] = "carrier-pigeon"
+
+    text = path.read_text()
+    with pytest.raises(ConfigError, match="servers.more.transport"):
+        profiles.update_profile(path, bad)
+    assert path.read_text() == text  # an invalid result is never written
+
+
+def test_a_duplicate_server_name_is_refused_unless_replace(config: Path):
+    path = write_profile(config, sdk_profile())
+    text = path.read_text()
+    run = llmc("servers", "add", "sdk", "--", "other-command")
+    assert run.code == 3 and "already exists (use --replace" in one_line(run.stderr)
+    assert path.read_text() == text
+    run = llmc("servers", "add", "sdk", "--replace", "--", "other-command", "--flag")
+    assert run.code == 0
+    assert llmc("servers", "show", "sdk").json()["args"] == ["--flag"]
+
+
+def test_an_unwritable_config_directory_is_one_line_and_writes_nothing(isolated_dirs: Path):
+    blocker = isolated_dirs / "not-a-dir"
+    blocker.write_text("a file where the config directory should be")
+    run = llmc("servers", "add", "sdk", "--", "x", env={"LLMC_CONFIG_DIR": str(blocker)})
+    assert run.code == 3
+    line = one_line(run.stderr)
+    assert "cannot write" in line and str(blocker) in line
+    assert blocker.read_text() == "a file where the config directory should be"
+    assert llmc("profiles", "init", env={"LLMC_CONFIG_DIR": str(blocker)}).code == 3
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write into a read-only directory")
+def test_a_read_only_profiles_directory_keeps_the_old_file(config: Path):
+    path = write_profile(config, sdk_profile())
+    text = path.read_text()
+    path.parent.chmod(0o500)
+    try:
+        run = llmc("servers", "add", "x", "--", "y")
+        assert run.code == 3 and str(path) in one_line(run.stderr)
+        assert path.read_text() == text and os.listdir(path.parent) == ["default.toml"]
+    finally:
+        path.parent.chmod(0o700)
+
+
+def test_servers_add_on_an_empty_config_writes_the_default_profile_first(config: Path):
+    run = llmc("servers", "add", "sdk", "--env", "DEBUG=1", "--cwd", "/tmp", "--description", "d", "--",
+               SDK_PY, SDK_SCRIPT)
+    assert run.code == 0, run.stderr
+    assert "created profile" in run.stderr
+    path = config / "profiles" / "default.toml"
+    data = tomllib.loads(path.read_text())
+    assert data["policy"] == {"read_only": True}
+    assert data["servers"]["workspace"]["builtin"] == "workspace"
+    assert data["servers"]["sdk"] == {"command": SDK_PY, "args": [SDK_SCRIPT], "env": {"DEBUG": "1"},
+                                      "cwd": "/tmp", "description": "d"}
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600  # a new profile is private
+    assert run.json() == {"added": "sdk", "profile": str(path), "server": data["servers"]["sdk"]}
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["servers", "add", "x"], "either `-- COMMAND"),
+    (["servers", "add", "x", "--url", "https://h/", "--", "cmd"], "either `-- COMMAND"),
+    (["servers", "add", "x", "--url", "ftp://h/"], "must start with http"),
+    (["servers", "add", "x", "--url", "https://h/", "--env", "A=1"], "stdio servers only"),
+    (["servers", "add", "x", "--header", "A: b", "--", "cmd"], "--url servers only"),
+    (["servers", "add", "x", "--url", "https://h/", "--header", "no-colon"], "expects K:V"),
+    (["servers", "add", "a.b", "--", "cmd"], "must be non-empty and contain no '.'"),
+])
+def test_servers_add_usage_errors(config: Path, argv: list[str], message: str):
+    run = llmc(*argv)
+    assert run.code == 2 and message in one_line(run.stderr), run.stderr
+    assert not (config / "profiles").exists()
+
+
+def test_a_literal_secret_typed_by_the_user_is_kept_but_never_shown(config: Path):
+    run = llmc("servers", "add", "erp", "--url", "https://erp.example.com/mcp", "--header",
+               "Authorization: Bearer s3cr3t-value")
+    assert run.code == 0
+    assert "literal secret" in run.stderr and "s3cr3t-value" not in run.stdout + run.stderr
+    assert "s3cr3t-value" in (config / "profiles" / "default.toml").read_text()
+    for argv in (["servers", "list"], ["servers", "show", "erp"], ["profiles", "show"],
+                 ["servers", "list", "--format", "jsonl"]):
+        out = llmc(*argv).stdout
+        assert "s3cr3t-value" not in out and "***" in out, argv
+
+
+def test_listing_formats_and_no_colour(config: Path):
+    write_profile(config, sdk_profile("[servers.remote]\nurl = \"https://h/mcp\"\nenabled = false\n"))
+    rows = [__import__("json").loads(line) for line in llmc("servers", "list", "--format", "jsonl").stdout.splitlines()]
+    assert [(r["name"], r["kind"], r["enabled"]) for r in rows] == [("sdk", "stdio", True), ("remote", "remote", False)]
+    table = llmc("servers", "list", "--format", "table", env={"NO_COLOR": "1"}).stdout
+    assert table.splitlines()[0].split() == ["name", "kind", "enabled", "target", "description"]
+    assert "https://h/mcp" in table and "\x1b" not in table
+    error = llmc("servers", "show", "nope", env={"NO_COLOR": "1"})
+    assert error.stderr.startswith("llmc: ") and "\x1b" not in error.stderr
+
+
+def test_profiles_init_list_show(config: Path):
+    run = llmc("profiles", "init")
+    assert run.code == 0
+    path = Path(run.json()["created"])
+    assert profiles.load_profile(None).profile.servers["workspace"].builtin == "workspace"
+    again = llmc("profiles", "init")
+    assert again.code == 3 and "already exists" in one_line(again.stderr)
+    assert llmc("profiles", "init", "--force").code == 0
+    write_profile(config, "[servers.a]\ncomand = 1\n", "broken")
+    listed = llmc("profiles", "list").json()
+    assert listed["directory"] == str(path.parent)
+    by_name = {p["name"]: p for p in listed["profiles"]}
+    assert by_name["default"]["servers"] == ["workspace"]
+    assert "unknown key" in by_name["broken"]["error"]
+    assert "broken" in llmc("profiles", "list", "--format", "table").stdout
+    shown = llmc("profiles", "show", "default").json()
+    assert shown["profile"]["policy"]["read_only"] is True and shown["path"] == str(path)
+    assert llmc("profiles", "show", "broken").code == 3
