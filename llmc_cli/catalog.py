@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
 from llmc_cli.errors import LlmcError, UsageError
@@ -49,12 +49,20 @@ class Catalog:
             if server not in self._sessions:
                 spec = self.specs[server]
                 stderr = (lambda line, s=server: self.on_stderr(s, line)) if self.on_stderr else None
+                hooks = replace(self.hooks or ClientHooks(), on_list_changed=lambda method, s=server: self._changed(s, method))
                 try:
-                    self._sessions[server] = connect(spec, hooks=self.hooks, builtins=self.builtins, on_stderr=stderr)
+                    self._sessions[server] = connect(spec, hooks=hooks, builtins=self.builtins, on_stderr=stderr)
                 except LlmcError as exc:
                     self._failed[server] = exc
                     raise
             return self._sessions[server]
+
+    def _changed(self, server: str, method: str) -> None:
+        """notifications/tools/list_changed: the next listing asks the server again."""
+        if method == "notifications/tools/list_changed":
+            self._tools.pop(server, None)
+        if self.hooks and self.hooks.on_list_changed:
+            self.hooks.on_list_changed(method)
 
     def warm_up(self) -> None:
         """Start connecting every server in the background, so server start-up overlaps with

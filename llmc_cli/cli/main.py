@@ -77,20 +77,22 @@ def main(argv: list[str] | None = None) -> None:
 
         report_error(exc)
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        click.echo("llmc: interrupted", err=True)
-        sys.exit(INTERRUPTED_EXIT_CODE)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        _interrupted()
     except click.ClickException as exc:
         exc.show()
         sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
-    except KeyboardInterrupt:
-        click.echo("llmc: interrupted", err=True)
-        sys.exit(INTERRUPTED_EXIT_CODE)
     except BrokenPipeError:
         # `llmc ... | head`: the reader went away; nothing left to say.
         sys.stderr.close()
         sys.exit(0)
 
 
-def run(**kwargs: Any) -> None:  # pragma: no cover - convenience for `python -m`
-    main()
+def _interrupted() -> None:
+    """Ctrl-C: requests in flight were cancelled where they waited; stop the servers we started
+    (their own process groups do not get the terminal's SIGINT), then exit 130."""
+    stdio = sys.modules.get("llmc_cli.mcp.transports.stdio")
+    if stdio is not None:
+        stdio.StdioTransport.close_all()
+    click.echo("llmc: interrupted", err=True)
+    sys.exit(INTERRUPTED_EXIT_CODE)

@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import threading
+import weakref
 from typing import Any, Callable
 
 from llmc_cli.errors import ConnectionFailed, LlmcError, ProtocolError
@@ -39,6 +40,15 @@ def child_environment(declared: dict[str, str]) -> dict[str, str]:
 
 
 class StdioTransport:
+    #: Every started transport, so an interrupted command can stop its servers (they run in
+    #: their own process groups and do not get the terminal's Ctrl-C).
+    live: "weakref.WeakSet[StdioTransport]" = weakref.WeakSet()
+
+    @classmethod
+    def close_all(cls) -> None:
+        for transport in list(cls.live):
+            transport.close()
+
     def __init__(
         self,
         command: list[str] | tuple[str, ...],
@@ -84,6 +94,7 @@ class StdioTransport:
             if self.cwd and not os.path.isdir(self.cwd):
                 raise ConnectionFailed(f"cannot start server: working directory not found: {self.cwd}") from None
             raise ConnectionFailed(f"cannot start server {self.command[0]}: {exc.strerror or exc}") from None
+        StdioTransport.live.add(self)
         for target, args in ((self._read_stdout, (deliver, closed)), (self._read_stderr, ())):
             t = threading.Thread(target=target, args=args, daemon=True, name=f"llmc-stdio-{target.__name__}")
             t.start()
@@ -103,9 +114,10 @@ class StdioTransport:
 
     def close(self) -> None:
         proc = self._proc
-        if proc is None:
+        if proc is None or self._closing:
             return
         self._closing = True
+        StdioTransport.live.discard(self)
         try:
             if proc.stdin:
                 proc.stdin.close()
