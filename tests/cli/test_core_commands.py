@@ -107,3 +107,35 @@ def test_help_and_version_do_not_import_heavy_packages():
             "print('HEAVY', heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30).stdout
     assert "HEAVY []" in out
+
+
+def test_ctrl_c_cancels_stops_the_server_and_exits_130():
+    import os
+    import signal
+    import time
+
+    proc = subprocess.Popen([llmc_executable(), "call", "slow", "seconds=30", "--stdio", SDK, "--yes"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(3)  # connected and waiting for the slow tool
+    children = [int(p.parent.name) for p in Path("/proc").glob("[0-9]*/stat")
+                if _ppid(p) == proc.pid]
+    assert children, "the server should be running"
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=15)
+    assert proc.returncode == 130 and "interrupted" in stderr and "Traceback" not in stderr
+    for pid in children:
+        assert not Path(f"/proc/{pid}").exists() or _state(pid) == "Z", f"server {pid} outlived llmc"
+
+
+def _ppid(stat: Path) -> int:
+    try:
+        return int(stat.read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return -1
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
