@@ -1,0 +1,85 @@
+"""completions/ and man/ match the Click tree; <TAB> completes commands, options, profile,
+server and (cached) tool names without starting any server."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import ROOT, llmc_executable, sdk_server
+from tests.profiles.runner import llmc, toml_str, write_profile
+
+PY, SDK = sdk_server("sdk_server.py")
+
+
+def generator():
+    spec = importlib.util.spec_from_file_location("gen", ROOT / "scripts" / "gen_completions_and_man.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_completions_and_man_pages_are_up_to_date():
+    stale = generator().stale()
+    assert stale == [], f"stale: {stale}; run: python scripts/gen_completions_and_man.py"
+
+
+def test_generator_covers_every_command_and_check_mode_notices_changes(tmp_path: Path):
+    gen = generator()
+    pages = gen.man_pages()
+    for name in ("llmc", "llmc-servers", "llmc-servers-add", "llmc-servers-import", "llmc-profiles-init",
+                 "llmc-tools-list", "llmc-call"):
+        assert f"man/{name}.1" in pages
+    add = pages["man/llmc-servers-add.1"]
+    assert add.startswith('.TH "LLMC-SERVERS-ADD" "1"') and "\\fB\\-\\-replace\\fR" in add
+    assert ".SH EXIT CODES" in pages["man/llmc.1"]
+    gen.write(tmp_path)
+    assert gen.stale(tmp_path) == []
+    (tmp_path / "man" / "llmc-call.1").write_text("old\n")
+    (tmp_path / "man" / "llmc-gone.1").write_text("a command that no longer exists\n")
+    assert gen.stale(tmp_path) == ["man/llmc-call.1", "man/llmc-gone.1"]
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_completions_and_man.py"), "--check"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+
+
+def complete(words: str, env: dict[str, str] | None = None) -> list[str]:
+    """What bash would offer: the installed llmc asked the way completions/llmc.bash asks it."""
+    parts = words.split(" ")
+    proc = subprocess.run([llmc_executable()], capture_output=True, text=True, timeout=30,
+                          env={**os.environ, **(env or {}), "COMP_WORDS": words, "COMP_CWORD": str(len(parts) - 1),
+                               "_LLMC_COMPLETE": "bash_complete"})
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    return [line.split(",", 1)[1] for line in proc.stdout.splitlines() if line]
+
+
+@pytest.fixture
+def two_profiles(isolated_dirs: Path) -> Path:
+    config = isolated_dirs / "config"
+    write_profile(config, f"[servers.sdk]\ncommand = {toml_str(PY)}\nargs = [{toml_str(SDK)}]\n"
+                          "[servers.spare]\nurl = \"https://h/mcp\"\n")
+    write_profile(config, "[servers.ops]\nurl = \"https://h/mcp\"\n", "devops")
+    return config
+
+
+def test_commands_options_profiles_and_servers_complete(two_profiles: Path):
+    assert complete("llmc ser") == ["servers"]
+    assert "--replace" in complete("llmc servers add x --re")
+    assert complete("llmc --profile ") == ["default", "devops"]
+    assert complete("llmc servers show s") == ["sdk", "spare"]
+    assert complete("llmc tools list -s ") == ["sdk", "spare"]
+    assert complete("llmc -p devops servers remove ") == ["ops"]
+    assert complete("llmc servers show ", env={"LLMC_PROFILE": "devops"}) == ["ops"]
+
+
+def test_tool_names_complete_from_the_cache_only(two_profiles: Path):
+    assert complete("llmc call ") == []  # nothing cached: no server is started to complete a word
+    assert llmc("tools", "list", "-s", "sdk").code == 0
+    names = complete("llmc call sdk.")
+    assert {"sdk.echo", "sdk.add", "sdk.weather"} <= set(names) and all(n.startswith("sdk.") for n in names)
+    assert complete("llmc -p devops call ") == []  # the cache is per profile
