@@ -25,6 +25,7 @@ class ServerSpec:
     builtin: str | None = None  # a server shipped with llmc, run in-process (e.g. "workspace")
     options: Mapping[str, Any] = field(default_factory=dict)  # options of a builtin server
     description: str | None = None
+    oauth: "OAuthSpec | None" = None  # remote only: how to authorize when the server answers 401
 
     @property
     def kind(self) -> str:
@@ -39,6 +40,19 @@ class ServerSpec:
         if self.command:
             return "stdio:" + "\x1f".join(self.command) + f"\x1f{self.cwd or ''}"
         return f"remote:{self.url}"
+
+
+@dataclass(frozen=True)
+class OAuthSpec:
+    """OAuth client settings of a remote server (profile `[servers.NAME.oauth]`). The secret stays
+    in the environment: only the variable's name is kept here."""
+
+    client_id: str | None = None
+    client_secret_env: str | None = None
+    client_metadata_url: str | None = None  # a client ID metadata document URL (https)
+    scopes: tuple[str, ...] = ()
+    grant: str = "authorization_code"  # or client_credentials (machine to machine)
+    token_auth_method: str = "auto"  # auto | none | client_secret_basic | client_secret_post
 
 
 @dataclass

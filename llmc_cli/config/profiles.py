@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from llmc_cli.config import paths
 from llmc_cli.errors import ConfigError
-from llmc_cli.model import ServerSpec
+from llmc_cli.model import OAuthSpec, ServerSpec
 
 DEFAULT_PROFILE = "default"
 BUILTIN_NAME = "builtin:default"
@@ -161,9 +161,18 @@ def to_spec(name: str, server: Any, profile_name: str) -> ServerSpec:
             name=name, url=expand(server.url, where),
             headers={k: expand(v, f"{where}, header {k}") for k, v in server.headers.items()},
             transport=server.transport, timeout=server.timeout, description=server.description,
+            oauth=_oauth_spec(server.oauth),
         )
     return ServerSpec(name=name, builtin=server.builtin, options=dict(server.options),
                       timeout=server.timeout, description=server.description)
+
+
+def _oauth_spec(oauth: Any) -> OAuthSpec | None:
+    if oauth is None:
+        return None
+    return OAuthSpec(client_id=oauth.client_id, client_secret_env=oauth.client_secret_env,
+                     client_metadata_url=oauth.client_metadata_url, scopes=tuple(oauth.scopes),
+                     grant=oauth.grant, token_auth_method=oauth.token_auth_method)
 
 
 def is_secret_name(name: str) -> bool:
