@@ -1,0 +1,387 @@
+"""The `ask` loop: a model, the profile's tools, bounded in steps and time.
+
+    record = ask("What's in the newest log?", provider=p, tools=tools, call_tool=run_one)
+
+Each model turn may ask for tool calls; they run through the injected `call_tool` (in llmc,
+services.call_tool: policy -> call -> audit), concurrently when every tool of the batch is
+read-only, else in order. A denied or failed call goes back to the model as an error result it
+can read. Results over the budget are cut before the model sees them; the run record keeps them
+whole. Conversations are saved as JSON in the state directory and can be continued.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from llmc_cli.errors import LlmcError, PolicyDenied, ProviderError, UsageError
+from llmc_cli.model import Tool, ToolCall, ToolResult
+from llmc_cli.providers.base import (END, LENGTH, TOOL_CALLS, AssistantTurn, Message, Provider, ProviderToolCall,
+                                     ToolResultItem, ToolResults, UserMessage, message_from_json)
+
+CallTool = Callable[[ToolCall], ToolResult]
+Progress = Callable[[dict[str, Any]], None]
+
+# Stop reasons of a run.
+STOP_END, STOP_MAX_STEPS, STOP_TIMEOUT, STOP_LENGTH, STOP_OTHER = "end", "max_steps", "timeout", "length", "other"
+
+
+# --- conversations ----------------------------------------------------------------------------
+
+@dataclass
+class Conversation:
+    id: str
+    provider: str
+    model: str | None
+    system: str | None = None
+    messages: list[Message] = field(default_factory=list)
+    runs: list[dict[str, Any]] = field(default_factory=list)  # every run's record, full results included
+    created: float = field(default_factory=time.time)
+
+    @classmethod
+    def new(cls, provider: str, model: str | None, system: str | None = None) -> "Conversation":
+        return cls(id=uuid.uuid4().hex, provider=provider, model=model, system=system)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": 1, "id": self.id, "provider": self.provider, "model": self.model, "system": self.system,
+                "created": self.created, "messages": [m.to_json() for m in self.messages], "runs": self.runs}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Conversation":
+        return cls(id=d["id"], provider=d.get("provider") or "", model=d.get("model"), system=d.get("system"),
+                   messages=[message_from_json(m) for m in d.get("messages") or []], runs=list(d.get("runs") or []),
+                   created=d.get("created") or time.time())
+
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+def conversations_dir() -> Path:
+    from llmc_cli.config.paths import state_dir
+
+    return state_dir() / "conversations"
+
+
+def save_conversation(conv: Conversation, name: str | None = None) -> Path:
+    """Write the conversation to conversations/NAME.json (NAME defaults to its id), atomically and
+    readable only by the user (it holds tool results)."""
+    from llmc_cli.config.paths import ensure_private_dir
+
+    name = name or conv.id
+    if not NAME_RE.match(name) or name == "last":
+        raise UsageError(f"bad conversation name {name!r}: use letters, digits, '.', '_', '-' (not 'last')")
+    folder = ensure_private_dir(conversations_dir())
+    path = folder / f"{name}.json"
+    tmp = folder / f".{name}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(conv.to_json(), f, ensure_ascii=False)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def load_conversation(name: str) -> Conversation:
+    """conversations/NAME.json, or the most recently saved one for 'last'."""
+    folder = conversations_dir()
+    if name == "last":
+        saved = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime) if folder.is_dir() else []
+        if not saved:
+            raise UsageError("no saved conversation to continue")
+        path = saved[-1]
+    elif not NAME_RE.match(name):
+        raise UsageError(f"bad conversation name {name!r}")
+    else:
+        path = folder / f"{name}.json"
+    try:
+        return Conversation.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        raise UsageError(f"no saved conversation named {name!r} (in {folder})") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"{path}: not a readable conversation ({exc})") from None
+
+
+# --- compaction -------------------------------------------------------------------------------
+
+PAGING_PARAMS = ("offset", "start", "start_line", "line", "lines", "page", "cursor", "skip", "head", "tail",
+                 "limit", "range", "from")
+
+
+def compact(result: ToolResult, budget: int, tool: Tool | None = None) -> tuple[ToolResult, dict[str, Any] | None]:
+    """The result the model sees: text over `budget` characters is cut at a line boundary with a
+    note saying how much was left out and how to get the rest. Non-text parts are kept."""
+    texts, others = [], []
+    for c in result.content:
+        if c.get("type") == "text":
+            texts.append(str(c.get("text", "")))
+        elif c.get("type") == "resource" and isinstance(c.get("resource"), dict) and "text" in c["resource"]:
+            texts.append(str(c["resource"]["text"]))
+        else:
+            others.append(c)
+    text = "\n".join(texts)
+    if len(text) <= budget:
+        return result, None
+    lines = text.splitlines(keepends=True)
+    kept, size = 0, 0
+    while kept < len(lines) and size + len(lines[kept]) <= budget:
+        size += len(lines[kept])
+        kept += 1
+    shown = "".join(lines[:kept]) if kept else text[:budget]  # one huge line: cut inside it
+    left_lines = len(lines) - kept
+    note = (f"\n[llmc: output cut to {len(shown)} of {len(text)} characters; "
+            f"{left_lines} of {len(lines)} lines ({len(text) - len(shown)} characters) left out. ")
+    paging = [p for p in PAGING_PARAMS if tool and p in (tool.input_schema.get("properties") or {})]
+    if paging:
+        note += (f"To get the rest, call {tool.name if tool else 'the tool'} again with "  # type: ignore[union-attr]
+                 f"{', '.join(paging)} to read from line {kept + 1} on.]")
+    else:
+        note += "To get the rest, call the tool again for a smaller part (a narrower query, a range or an offset).]"
+    seen = ToolResult(content=[{"type": "text", "text": shown.rstrip("\n") + note}] + others,
+                      structured_content=None, is_error=result.is_error, meta=result.meta,
+                      duration_ms=result.duration_ms)
+    info = {"characters": len(text), "characters_shown": len(shown), "lines": len(lines), "lines_shown": kept}
+    return seen, info
+
+
+# --- the loop ---------------------------------------------------------------------------------
+
+@dataclass
+class RunRecord:
+    conversation: str
+    provider: str
+    model: str | None
+    prompt: str
+    answer: str = ""
+    stop_reason: str = STOP_END
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    usage: list[dict[str, Any]] = field(default_factory=list)
+    duration_ms: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        totals = {k: sum(u.get(k) or 0 for u in self.usage) for k in ("input_tokens", "output_tokens")}
+        return {"conversation": self.conversation, "provider": self.provider, "model": self.model,
+                "prompt": self.prompt, "answer": self.answer, "stop_reason": self.stop_reason,
+                "steps": self.steps, "usage": self.usage, "usage_total": totals,
+                "duration_ms": self.duration_ms, "warnings": self.warnings}
+
+
+def ask(prompt: str, *, provider: Provider, tools: list[Tool], call_tool: CallTool,
+        conversation: Conversation | None = None, system: str | None = None, max_steps: int = 10,
+        timeout: float = 300.0, result_budget: int = 20_000, max_parallel: int = 8,
+        progress: Progress | None = None, strict: bool = False) -> RunRecord:
+    """Run the loop until the model answers without tool calls, `max_steps` model turns were
+    taken, or `timeout` seconds passed. Appends to `conversation` (a new one if None) and its
+    `runs`; the caller saves it. ProviderError propagates with `.record` (the run so far) set."""
+    started = time.monotonic()
+    deadline = started + timeout
+    conv = conversation or Conversation.new(provider.name, provider.settings.model, system)
+    if system is not None:
+        conv.system = system
+    record = RunRecord(conv.id, provider.name, provider.settings.model, prompt)
+    translation = None
+    by_name: dict[str, Tool] = {}
+    if tools:
+        from llmc_cli.translate import translate
+
+        translation = translate(tools, provider.format, strict=strict)
+        record.warnings.extend(str(w) for w in getattr(translation, "warnings", []) or [])
+        tools_by_key = {(t.server, t.name): t for t in tools}
+        for provider_name in _provider_names(translation, tools):
+            owner = _owner(translation.names, provider_name)
+            if owner in tools_by_key:
+                by_name[provider_name] = tools_by_key[owner]
+    emit = _locked(progress)
+    conv.messages.append(UserMessage(prompt))
+    try:
+        for step in range(1, max_steps + 1):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                record.stop_reason = STOP_TIMEOUT
+                break
+            emit({"event": "model", "step": step})
+            t0 = time.monotonic()
+            try:
+                turn = provider.complete(conv.system, conv.messages, translation, timeout=remaining)
+            except ProviderError as exc:
+                if time.monotonic() >= deadline:
+                    record.stop_reason = STOP_TIMEOUT
+                    break
+                raise
+            record.usage.append({"step": step, **turn.usage.to_json(), "stop_reason": turn.stop_reason,
+                                 "duration_ms": _ms(t0)})
+            conv.messages.append(turn)
+            if turn.text:
+                record.answer = turn.text
+            if not turn.tool_calls:
+                record.stop_reason = {END: STOP_END, LENGTH: STOP_LENGTH}.get(turn.stop_reason, STOP_OTHER) \
+                    if turn.stop_reason != TOOL_CALLS else STOP_OTHER
+                break
+            results, timed_out = _run_batch(step, turn.tool_calls, by_name, call_tool, deadline, max_parallel,
+                                            result_budget, record, emit)
+            conv.messages.append(ToolResults(results))
+            if timed_out:
+                record.stop_reason = STOP_TIMEOUT
+                break
+        else:
+            record.stop_reason = STOP_MAX_STEPS
+    except ProviderError as exc:
+        record.stop_reason = "error"
+        record.duration_ms = _ms(started)
+        conv.runs.append(record.to_json())
+        exc.record = record.to_json()  # type: ignore[attr-defined]
+        raise
+    record.duration_ms = _ms(started)
+    conv.runs.append(record.to_json())
+    return record
+
+
+def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool], call_tool: CallTool,
+               deadline: float, max_parallel: int, budget: int, record: RunRecord,
+               emit: Progress) -> tuple[list[ToolResultItem], bool]:
+    """Run one turn's calls; every call gets a result, in the model's order, so the conversation
+    stays valid for every API even when time runs out."""
+    entries: list[dict[str, Any]] = []
+    runnable: list[int] = []
+    for c in calls:
+        tool = by_name.get(c.name)
+        entry: dict[str, Any] = {"step": step, "call_id": c.id, "tool": tool.qualified_name if tool else c.name,
+                                 "provider_name": c.name, "arguments": c.arguments}
+        if c.error:
+            _fail(entry, "invalid", f"llmc could not read this tool call: {c.error}")
+        elif tool is None:
+            _fail(entry, "unknown_tool", f"there is no tool named {c.name!r}; use one of: "
+                  + ", ".join(sorted(by_name)) if by_name else f"there is no tool named {c.name!r}; no tools are available")
+        else:
+            runnable.append(len(entries))
+        entries.append(entry)
+
+    lock = threading.Lock()
+    closed = False  # set when the batch timed out: a late result must not change the record
+
+    def work(i: int) -> None:
+        c = calls[i]
+        tool = by_name[c.name]
+        emit({"event": "tool_start", "step": step, "tool": entries[i]["tool"], "arguments": c.arguments})
+        t0 = time.monotonic()
+        out: dict[str, Any] = {}
+        try:
+            result = call_tool(ToolCall(tool.server, tool.name, dict(c.arguments), call_id=c.id))
+        except PolicyDenied as exc:
+            _fail(out, "denied", f"llmc's policy denied this call: {exc.message}", exc)
+        except LlmcError as exc:
+            _fail(out, "failed", f"the call failed ({exc.kind}): {exc.message}", exc)
+        else:
+            seen, cut = compact(result, budget, tool)
+            out.update(outcome="error" if result.is_error else "ok", result=result.to_json(), seen_result=seen)
+            if cut:
+                out["compacted"] = cut
+        out["duration_ms"] = _ms(t0)
+        with lock:
+            if closed:
+                return
+            entries[i].update(out)
+        emit({"event": "tool_end", "step": step, "tool": entries[i]["tool"], "outcome": out["outcome"],
+              "duration_ms": out["duration_ms"]})
+
+    parallel = len(runnable) > 1 and all(by_name[calls[i].name].annotations.get("readOnlyHint") is True for i in runnable)
+    timed_out = not _run_bounded(work, runnable, max_parallel if parallel else 1, deadline)
+    with lock:
+        closed = True
+    items = []
+    for entry, c in zip(entries, calls):
+        if "outcome" not in entry:
+            _fail(entry, "timeout", "llmc stopped waiting for this call: the run's time limit was reached")
+            entry["duration_ms"] = None
+        seen = entry.pop("seen_result")
+        entry["seen"] = seen.text
+        record.steps.append(entry)
+        items.append(ToolResultItem(c.id, c.name, seen, c.echo_id))
+    return items, timed_out
+
+
+def _fail(entry: dict[str, Any], outcome: str, text: str, exc: LlmcError | None = None) -> None:
+    entry["outcome"] = outcome
+    entry["seen_result"] = ToolResult(content=[{"type": "text", "text": text}], is_error=True)
+    if exc is not None:
+        entry["error"] = exc.to_json()
+
+
+def _run_bounded(work: Callable[[int], None], indexes: list[int], workers: int, deadline: float) -> bool:
+    """Run work(i) for each index on at most `workers` daemon threads (a stuck tool must not keep
+    llmc alive); False when the deadline passed first. A bug (a non-llmc exception) is re-raised."""
+    if not indexes:
+        return True
+    todo: queue.Queue[int] = queue.Queue()
+    for i in indexes:
+        todo.put(i)
+    errors: list[BaseException] = []
+    done = threading.Semaphore(0)
+
+    def worker() -> None:
+        while True:
+            try:
+                i = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                work(i)
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+                errors.append(exc)
+            done.release()
+
+    for n in range(min(workers, len(indexes))):
+        threading.Thread(target=worker, daemon=True, name=f"llmc-tool-{n}").start()
+    for _ in indexes:
+        if not done.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            # Unstarted calls must not start after the run ended.
+            while not todo.empty():
+                try:
+                    todo.get_nowait()
+                except queue.Empty:
+                    break
+            return False
+    if errors:
+        raise errors[0]
+    return True
+
+
+def _provider_names(translation: Any, tools: list[Tool]) -> list[str]:
+    names = translation.names
+    if hasattr(names, "keys"):
+        return list(names.keys())
+    return [n for n in getattr(names, "provider_names", [])]
+
+
+def _owner(names: Any, provider_name: str) -> tuple[str, str] | None:
+    """translate's NameMap: provider tool name -> (server, tool)."""
+    if hasattr(names, "resolve"):
+        return names.resolve(provider_name)
+    return names.get(provider_name)
+
+
+def _locked(progress: Progress | None) -> Progress:
+    """Progress events come from tool threads too: deliver them one at a time."""
+    if progress is None:
+        return lambda event: None
+    lock = threading.Lock()
+
+    def emit(event: dict[str, Any]) -> None:
+        with lock:
+            progress(event)
+    return emit
+
+
+def _ms(t0: float) -> float:
+    return round((time.monotonic() - t0) * 1000, 1)

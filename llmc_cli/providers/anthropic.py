@@ -1,0 +1,105 @@
+"""Anthropic Messages. The model's content blocks (thinking blocks with their signatures
+included) are sent back unchanged; every tool result of a turn goes in ONE user message as
+tool_result blocks with is_error; images are allowed inside a tool_result."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llmc_cli.providers.base import (END, LENGTH, OTHER, TOOL_CALLS, AssistantTurn, Failure, Message, ProviderSettings,
+                                     ProviderToolCall, ToolResults, Usage, UserMessage, call_with_retries,
+                                     http_failure, images)
+
+STOP = {"end_turn": END, "stop_sequence": END, "tool_use": TOOL_CALLS, "max_tokens": LENGTH}
+DEFAULT_MAX_TOKENS = 4096  # the API requires max_tokens
+
+
+def classify_anthropic(exc: BaseException) -> Failure | None:
+    import anthropic
+
+    if isinstance(exc, anthropic.APITimeoutError):
+        return Failure("timeout", "the request timed out")
+    if isinstance(exc, anthropic.APIConnectionError):
+        return Failure("connection", str(exc.__cause__ or exc) or "connection error")
+    if isinstance(exc, anthropic.APIStatusError):
+        failure = http_failure(exc.status_code, exc.body, exc.message, exc.response.headers)
+        err = exc.body.get("error") if isinstance(exc.body, dict) else None
+        if isinstance(err, dict) and err.get("type") == "overloaded_error":
+            failure.reason = "overloaded"
+        elif isinstance(err, dict) and "prompt is too long" in str(err.get("message", "")):
+            failure.reason = "context_length"
+        return failure
+    if isinstance(exc, anthropic.APIError):
+        return Failure("other", exc.message)
+    return None
+
+
+class AnthropicMessages:
+    name = "anthropic"
+    format = "anthropic"
+
+    def __init__(self, settings: ProviderSettings) -> None:
+        import anthropic
+
+        self.settings = settings
+        self.client = anthropic.Anthropic(api_key=settings.api_key, base_url=settings.base_url,
+                                          max_retries=0, timeout=settings.timeout)
+
+    def messages(self, history: list[Message]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for m in history:
+            if isinstance(m, UserMessage):
+                role, blocks = "user", [{"type": "text", "text": m.text}]
+            elif isinstance(m, AssistantTurn):
+                role = "assistant"
+                if m.provider == self.name and isinstance(m.raw, list):
+                    blocks = m.raw
+                else:
+                    blocks = ([{"type": "text", "text": m.text}] if m.text else []) + [
+                        {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in m.tool_calls]
+            else:
+                role, blocks = "user", [self.tool_result(i.call_id, i.result) for i in m.items]
+            # Consecutive user messages (tool results, then a new question) merge into one.
+            if out and out[-1]["role"] == role == "user":
+                out[-1]["content"].extend(blocks)
+            else:
+                out.append({"role": role, "content": list(blocks)})
+        return out
+
+    @staticmethod
+    def tool_result(call_id: str, result: Any) -> dict[str, Any]:
+        content: list[dict[str, Any]] = []
+        text = result.text
+        if text or not images(result):
+            content.append({"type": "text", "text": text or "(no output)"})
+        content.extend({"type": "image", "source": {"type": "base64", "media_type": p.get("mimeType", "image/png"),
+                                                    "data": p["data"]}} for p in images(result))
+        return {"type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": result.is_error}
+
+    def complete(self, system: str | None, history: list[Message], tools: Any | None,
+                 timeout: float | None = None) -> AssistantTurn:
+        s = self.settings
+        kwargs: dict[str, Any] = {"model": s.model, "messages": self.messages(history),
+                                  "max_tokens": s.max_tokens or DEFAULT_MAX_TOKENS}
+        if system:
+            kwargs["system"] = system
+        if tools is not None and tools.definitions:
+            kwargs["tools"] = tools.definitions
+        if s.temperature is not None:
+            kwargs["temperature"] = s.temperature
+        resp = call_with_retries(self.name, s, lambda t: self.client.messages.create(**kwargs, timeout=t),
+                                 classify_anthropic, timeout)
+        texts, calls, raw = [], [], []
+        for block in resp.content or []:
+            raw.append(block.model_dump(mode="json", exclude_none=True))
+            if block.type == "text":
+                texts.append(block.text)
+            elif block.type == "tool_use":
+                args = block.input if isinstance(block.input, dict) else {}
+                error = None if isinstance(block.input, dict) else f"the input must be an object, got {block.input!r:.200}"
+                calls.append(ProviderToolCall(block.id, block.name, args, error))
+        stop = TOOL_CALLS if calls else STOP.get(resp.stop_reason or "", OTHER)
+        u = resp.usage
+        return AssistantTurn(text="".join(texts), tool_calls=calls, stop_reason=stop,
+                             usage=Usage(getattr(u, "input_tokens", None), getattr(u, "output_tokens", None)),
+                             provider=self.name, raw=raw)

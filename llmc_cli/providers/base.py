@@ -1,0 +1,297 @@
+"""What every provider shares: neutral conversation types, settings, the Provider protocol,
+error mapping with bounded retries, and the factory that imports only the SDK that runs.
+
+A conversation is a list of messages: `UserMessage`, `AssistantTurn` (the model's text and tool
+calls, plus its raw payload so the same provider can be sent it back unchanged), and
+`ToolResults` (one message holding the results of every call of the previous turn). Everything
+here serialises to JSON so a conversation can be saved and continued.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol, TypeVar
+
+from llmc_cli.errors import ProviderError
+from llmc_cli.model import ToolResult
+
+PROVIDERS = ("openai", "openai-responses", "anthropic", "gemini", "text")
+
+# The provider's usual environment variable for its key, when the profile names none.
+DEFAULT_KEY_ENV = {
+    "openai": "OPENAI_API_KEY",
+    "openai-responses": "OPENAI_API_KEY",
+    "text": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+}
+
+# Stop reasons of one model turn, the same words for every provider.
+END, TOOL_CALLS, LENGTH, OTHER = "end", "tool_calls", "length", "other"
+
+
+@dataclass
+class Usage:
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+
+
+@dataclass
+class ProviderToolCall:
+    """One call the model asked for, in the provider's own names.
+
+    `error` is set when the call could not be read (arguments that are not a JSON object, a
+    malformed text block): the agent sends the error back instead of running anything."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    echo_id: bool = True  # False when the provider gave no id and llmc made one up (Gemini)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments, "error": self.error,
+                "echo_id": self.echo_id}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "ProviderToolCall":
+        return cls(id=d["id"], name=d["name"], arguments=d.get("arguments") or {}, error=d.get("error"),
+                   echo_id=d.get("echo_id", True))
+
+
+@dataclass
+class UserMessage:
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "user", "text": self.text}
+
+
+@dataclass
+class AssistantTurn:
+    text: str = ""
+    tool_calls: list[ProviderToolCall] = field(default_factory=list)
+    stop_reason: str = END
+    usage: Usage = field(default_factory=Usage)
+    provider: str = ""
+    raw: Any = None  # the provider's own payload (JSON-able), echoed back to that provider only
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "assistant", "text": self.text, "tool_calls": [c.to_json() for c in self.tool_calls],
+                "stop_reason": self.stop_reason, "usage": self.usage.to_json(), "provider": self.provider,
+                "raw": self.raw}
+
+
+@dataclass
+class ToolResultItem:
+    call_id: str
+    name: str  # the provider's tool name
+    result: ToolResult  # what the model sees (already compacted by the agent)
+    echo_id: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {"call_id": self.call_id, "name": self.name, "result": self.result.to_json(), "echo_id": self.echo_id}
+
+
+@dataclass
+class ToolResults:
+    items: list[ToolResultItem]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "tool_results", "items": [i.to_json() for i in self.items]}
+
+
+Message = UserMessage | AssistantTurn | ToolResults
+
+
+def message_from_json(d: dict[str, Any]) -> Message:
+    kind = d.get("kind")
+    if kind == "user":
+        return UserMessage(str(d.get("text", "")))
+    if kind == "assistant":
+        usage = d.get("usage") or {}
+        return AssistantTurn(text=d.get("text") or "", tool_calls=[ProviderToolCall.from_json(c) for c in d.get("tool_calls") or []],
+                             stop_reason=d.get("stop_reason") or END,
+                             usage=Usage(usage.get("input_tokens"), usage.get("output_tokens")),
+                             provider=d.get("provider") or "", raw=d.get("raw"))
+    if kind == "tool_results":
+        return ToolResults([ToolResultItem(i["call_id"], i["name"], ToolResult.from_mcp(i["result"]), i.get("echo_id", True))
+                            for i in d.get("items") or []])
+    raise ValueError(f"unknown message kind {kind!r}")
+
+
+@dataclass
+class ProviderSettings:
+    model: str | None = None
+    api_key: str | None = None  # resolved from the environment by make_provider; never logged
+    api_key_env: str | None = None
+    base_url: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    timeout: float = 120.0  # seconds per HTTP request
+    max_retries: int = 3  # llmc's own retries of transient errors (the SDKs' are turned off)
+    max_backoff: float = 30.0  # cap on one wait, retry-after included
+
+
+class Provider(Protocol):
+    name: str
+    format: str  # the translate format of its tool definitions
+    settings: ProviderSettings
+
+    def complete(self, system: str | None, history: list[Message], tools: Any | None,
+                 timeout: float | None = None) -> AssistantTurn:
+        """One model turn. `tools` is a translate.Translation in this provider's format (or None).
+        `timeout` (seconds) bounds this call, retries included. Raises ProviderError."""
+        ...
+
+
+TRANSLATE_FORMAT = {"openai": "openai", "openai-responses": "openai-responses", "anthropic": "anthropic",
+                    "gemini": "gemini", "text": "text"}
+
+
+def make_provider(name: str, settings: ProviderSettings) -> Provider:
+    """The provider named `name`; its SDK is imported here, only for the provider that runs."""
+    if name not in PROVIDERS:
+        raise ProviderError(f"unknown provider {name!r} (choose from {', '.join(PROVIDERS)})", provider=name)
+    if not settings.model:
+        raise ProviderError(f"{name}: no model given (--model or [llm] model)", provider=name)
+    if settings.api_key is None:
+        env = settings.api_key_env or DEFAULT_KEY_ENV[name]
+        settings.api_key = os.environ.get(env) or None
+        if settings.api_key is None and not (name in ("openai", "text") and settings.base_url):
+            # A local OpenAI-compatible server usually needs no key; the hosted APIs always do.
+            raise ProviderError(f"{name}: no API key: set ${env}", provider=name)
+    if name == "openai":
+        from llmc_cli.providers.openai import OpenAIChat
+        return OpenAIChat(settings)
+    if name == "openai-responses":
+        from llmc_cli.providers.openai_responses import OpenAIResponses
+        return OpenAIResponses(settings)
+    if name == "anthropic":
+        from llmc_cli.providers.anthropic import AnthropicMessages
+        return AnthropicMessages(settings)
+    if name == "gemini":
+        from llmc_cli.providers.gemini import Gemini
+        return Gemini(settings)
+    from llmc_cli.providers.text import TextProtocol
+    return TextProtocol(settings)
+
+
+# --- errors and retries -------------------------------------------------------------------
+
+TRANSIENT = {"rate_limit", "overloaded", "server", "connection", "timeout"}
+
+
+@dataclass
+class Failure:
+    """A provider error, classified: `reason` is one of auth, rate_limit, overloaded,
+    context_length, bad_request, not_found, server, connection, timeout, other."""
+
+    reason: str
+    message: str
+    status: int | None = None
+    retry_after: float | None = None
+
+
+def reason_for_status(status: int | None, message: str) -> str:
+    low = message.lower()
+    if status in (401, 403) or (status == 400 and "api key not valid" in low):
+        return "auth"
+    if status == 429:
+        return "rate_limit"
+    if status == 529 or "overloaded" in low:
+        return "overloaded"
+    if status in (400, 413) and any(s in low for s in ("context length", "context_length", "too long",
+                                                        "maximum context", "token count", "too many tokens")):
+        return "context_length"
+    if status == 404:
+        return "not_found"
+    if status is not None and status >= 500:
+        return "server"
+    if status is not None and 400 <= status < 500:
+        return "bad_request"
+    return "other"
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """Seconds from `retry-after-ms` or `retry-after` (seconds; an HTTP date is ignored)."""
+    if headers is None:
+        return None
+    try:
+        if headers.get("retry-after-ms"):
+            return float(headers.get("retry-after-ms")) / 1000
+        if headers.get("retry-after"):
+            return float(headers.get("retry-after"))
+    except (TypeError, ValueError):
+        return None
+    return None
+
+
+T = TypeVar("T")
+
+
+def call_with_retries(provider: str, settings: ProviderSettings, send: Callable[[float], T],
+                      classify: Callable[[BaseException], Failure | None], timeout: float | None = None,
+                      sleep: Callable[[float], None] = time.sleep) -> T:
+    """Run send(per_request_timeout); retry transient failures with exponential backoff (honouring
+    retry-after, capped) at most settings.max_retries times and never past `timeout`.
+    Every failure leaves as ProviderError with the provider's message, the API key masked."""
+    deadline = time.monotonic() + (timeout if timeout is not None else float("inf"))
+    attempt = 0
+    while True:
+        remaining = deadline - time.monotonic()
+        try:
+            return send(max(0.1, min(settings.timeout, remaining)))
+        except Exception as exc:  # noqa: BLE001 - classify() decides; unknown ones are re-raised
+            failure = classify(exc)
+            if failure is None:
+                raise
+        wait = min(settings.max_backoff, failure.retry_after if failure.retry_after is not None
+                   else 0.5 * 2 ** attempt * (1 + random.random() / 4))
+        if failure.reason not in TRANSIENT or attempt >= settings.max_retries or \
+                time.monotonic() + wait >= deadline:
+            tries = f" (after {attempt + 1} attempts)" if attempt else ""
+            raise ProviderError(_mask(f"{provider}: {failure.reason.replace('_', ' ')}: {failure.message}{tries}",
+                                      settings.api_key),
+                                provider=provider, reason=failure.reason, status=failure.status) from None
+        attempt += 1
+        sleep(wait)
+
+
+def _mask(text: str, secret: str | None) -> str:
+    text = " ".join(text.split())  # one line
+    if secret and len(secret) >= 4:
+        text = text.replace(secret, "***")
+    return text
+
+
+def http_failure(status: int | None, body: Any, fallback: str, headers: Any = None) -> Failure:
+    """A Failure from an HTTP error: the message the provider put in its error body."""
+    message = None
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict):
+            message = err.get("message")
+        elif isinstance(err, str):
+            message = err
+    message = str(message or fallback or f"HTTP {status}")
+    return Failure(reason_for_status(status, message), message, status, retry_after_seconds(headers))
+
+
+# --- shared rendering helpers -------------------------------------------------------------
+
+def result_text(result: ToolResult) -> str:
+    """The text of a result for an API that takes only text; errors say so since not every API
+    has an error flag."""
+    text = result.text
+    return f"[tool error] {text}" if result.is_error else text
+
+
+def images(result: ToolResult) -> list[dict[str, Any]]:
+    return [c for c in result.content if c.get("type") == "image" and c.get("data")]

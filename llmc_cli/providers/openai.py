@@ -1,0 +1,115 @@
+"""OpenAI Chat Completions, and any OpenAI-compatible endpoint (Ollama, vLLM, LM Studio, ...)
+through base_url. Tool results are text only in this API: images become a placeholder."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from llmc_cli.providers.base import (END, LENGTH, OTHER, TOOL_CALLS, AssistantTurn, Failure, Message, ProviderSettings,
+                                     ProviderToolCall, ToolResults, Usage, UserMessage, call_with_retries,
+                                     http_failure, result_text)
+
+FINISH = {"stop": END, "tool_calls": TOOL_CALLS, "function_call": TOOL_CALLS, "length": LENGTH}
+
+
+def openai_client(settings: ProviderSettings) -> Any:
+    import openai
+
+    # max_retries=0: llmc retries itself (bounded, retry-after honoured, one error shape).
+    return openai.OpenAI(api_key=settings.api_key or "not-needed", base_url=settings.base_url,
+                         max_retries=0, timeout=settings.timeout)
+
+
+def classify_openai(exc: BaseException) -> Failure | None:
+    import openai
+
+    if isinstance(exc, openai.APITimeoutError):
+        return Failure("timeout", "the request timed out")
+    if isinstance(exc, openai.APIConnectionError):
+        return Failure("connection", str(exc.__cause__ or exc) or "connection error")
+    if isinstance(exc, openai.APIStatusError):
+        failure = http_failure(exc.status_code, exc.body if isinstance(exc.body, dict) else {"error": exc.body},
+                               exc.message, exc.response.headers)
+        code = exc.body.get("code") if isinstance(exc.body, dict) else None
+        if code == "context_length_exceeded":
+            failure.reason = "context_length"
+        return failure
+    if isinstance(exc, openai.APIError):
+        return Failure("other", exc.message)
+    return None
+
+
+def parse_arguments(raw: str | None) -> tuple[dict[str, Any], str | None]:
+    """Arguments arrive as a JSON string; anything but an object is an error for the model."""
+    if not raw or not raw.strip():
+        return {}, None
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return {}, f"the arguments are not valid JSON ({exc.msg} at position {exc.pos}): {raw[:200]}"
+    if not isinstance(value, dict):
+        return {}, f"the arguments must be a JSON object, got: {raw[:200]}"
+    return value, None
+
+
+class OpenAIChat:
+    name = "openai"
+    format = "openai"
+
+    def __init__(self, settings: ProviderSettings) -> None:
+        self.settings = settings
+        self.client = openai_client(settings)
+
+    def messages(self, system: str | None, history: list[Message]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+        for m in history:
+            if isinstance(m, UserMessage):
+                out.append({"role": "user", "content": m.text})
+            elif isinstance(m, AssistantTurn):
+                msg: dict[str, Any] = {"role": "assistant", "content": m.text or None}
+                if m.tool_calls:
+                    raw_args = (m.raw or {}).get("arguments", {}) if m.provider == self.name else {}
+                    msg["tool_calls"] = [{"id": c.id, "type": "function", "function": {
+                        "name": c.name, "arguments": raw_args.get(c.id, json.dumps(c.arguments))}} for c in m.tool_calls]
+                out.append(msg)
+            elif isinstance(m, ToolResults):
+                out.extend({"role": "tool", "tool_call_id": i.call_id, "content": result_text(i.result)} for i in m.items)
+        return out
+
+    def complete(self, system: str | None, history: list[Message], tools: Any | None,
+                 timeout: float | None = None) -> AssistantTurn:
+        s = self.settings
+        kwargs: dict[str, Any] = {"model": s.model, "messages": self.messages(system, history)}
+        if tools is not None and tools.definitions:
+            kwargs["tools"] = tools.definitions
+        if s.temperature is not None:
+            kwargs["temperature"] = s.temperature
+        if s.max_tokens is not None:
+            # api.openai.com wants max_completion_tokens (max_tokens fails on reasoning models);
+            # compatible servers mostly know only max_tokens.
+            kwargs["max_tokens" if s.base_url else "max_completion_tokens"] = s.max_tokens
+        resp = call_with_retries(self.name, s, lambda t: self.client.chat.completions.create(**kwargs, timeout=t),
+                                 classify_openai, timeout)
+        if not resp.choices:
+            return AssistantTurn(stop_reason=OTHER, provider=self.name, usage=_usage(resp))
+        choice = resp.choices[0]
+        msg = choice.message
+        calls, raw_args = [], {}
+        for tc in msg.tool_calls or []:
+            fn = getattr(tc, "function", None)
+            if fn is None:  # a custom (non-function) tool call: not something llmc offered
+                continue
+            args, error = parse_arguments(fn.arguments)
+            calls.append(ProviderToolCall(tc.id, fn.name, args, error))
+            raw_args[tc.id] = fn.arguments or "{}"
+        stop = TOOL_CALLS if calls else FINISH.get(choice.finish_reason or "", OTHER)
+        if stop == TOOL_CALLS and not calls:
+            stop = OTHER
+        return AssistantTurn(text=msg.content or "", tool_calls=calls, stop_reason=stop, usage=_usage(resp),
+                             provider=self.name, raw={"arguments": raw_args})
+
+
+def _usage(resp: Any) -> Usage:
+    u = getattr(resp, "usage", None)
+    return Usage(getattr(u, "prompt_tokens", None), getattr(u, "completion_tokens", None))

@@ -1,0 +1,172 @@
+"""Tool use for models with no native tool calling, over an OpenAI-compatible chat endpoint sent
+no `tools`. The tool listing goes into the system prompt; the model calls tools by writing
+
+    <mcp:tool>
+    name: server.tool
+    parameters: {"path": "/var/log"}
+    </mcp:tool>
+
+(several blocks per answer allowed); llmc answers with <mcp:tool_result> blocks. Small models
+write almost-JSON, so the parameters get a small repair before they are refused."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from llmc_cli.providers.base import (END, TOOL_CALLS, AssistantTurn, Message, ProviderSettings, ProviderToolCall,
+                                     ToolResults, UserMessage, call_with_retries)
+from llmc_cli.providers.openai import FINISH, classify_openai, openai_client, _usage
+
+PROTOCOL = """\
+You can use the tools listed below. To call a tool, write a block exactly like this:
+
+<mcp:tool>
+name: TOOL_NAME
+parameters: {"argument": "value"}
+</mcp:tool>
+
+`parameters` is one JSON object with the tool's arguments. You may write several blocks in one
+answer. Then stop and wait: the results come back in <mcp:tool_result> blocks. When you can
+answer the question, answer in plain text without any <mcp:tool> block.
+
+Tools:
+"""
+
+BLOCK = re.compile(r"<mcp:tool>(.*?)(?:</mcp:tool>|(?=<mcp:tool>)|\Z)", re.S | re.I)
+NAME = re.compile(r"^\s*name\s*:\s*[\"'`]?([^\s\"'`]+)[\"'`]?\s*$", re.M | re.I)
+PARAMS = re.compile(r"^\s*(?:parameters|arguments|params)\s*:", re.M | re.I)
+
+
+def system_prompt(system: str | None, tools: Any | None) -> str | None:
+    if tools is None or not tools.definitions:
+        return system
+    listing = tools.definitions if isinstance(tools.definitions, str) else json.dumps(tools.definitions, indent=1)
+    return (system + "\n\n" if system else "") + PROTOCOL + listing
+
+
+def parse_answer(text: str, prefix: str = "call") -> tuple[str, list[ProviderToolCall]]:
+    """(the text outside the blocks, one call per block). A block that cannot be read becomes a
+    call with `error` set, so the model hears what was wrong."""
+    calls = []
+    for n, match in enumerate(BLOCK.finditer(text), 1):
+        body = match.group(1)
+        call_id = f"{prefix}-{n}"
+        name = NAME.search(body)
+        if not name:
+            calls.append(ProviderToolCall(call_id, "", {}, "the block has no `name:` line"))
+            continue
+        params = PARAMS.search(body)
+        args, error = ({}, None) if params is None else parse_parameters(body[params.end():])
+        calls.append(ProviderToolCall(call_id, name.group(1), args, error))
+    outside = BLOCK.sub("", text).strip()
+    return outside, calls
+
+
+def parse_parameters(raw: str) -> tuple[dict[str, Any], str | None]:
+    raw = re.sub(r"^\s*```(?:json)?|```\s*$", "", raw.strip()).strip()
+    if not raw:
+        return {}, None
+    start, end = raw.find("{"), raw.rfind("}")
+    if start < 0 or end < start:
+        return {}, f"`parameters:` must be a JSON object, got: {raw[:200]}"
+    candidate = raw[start:end + 1]
+    for attempt in (candidate, repair_json(candidate)):
+        try:
+            value = json.loads(attempt)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            return value, None
+    return {}, f"`parameters:` is not valid JSON: {candidate[:200]}"
+
+
+LITERALS = {"True": "true", "False": "false", "None": "null"}
+
+
+def repair_json(s: str) -> str:
+    """Almost-JSON to JSON: single-quoted strings, unquoted keys, Python literals, trailing
+    commas. Only what small models commonly write; anything else stays broken."""
+    out: list[str] = []
+    i, n = 0, len(s)
+    while i < n:
+        c = s[i]
+        if c in "\"'":  # a string: re-emit double-quoted
+            j, chars = i + 1, []
+            while j < n and s[j] != c:
+                if s[j] == "\\" and j + 1 < n:
+                    chars.append(s[j:j + 2] if s[j + 1] != "'" else "'")
+                    j += 2
+                    continue
+                chars.append('\\"' if s[j] == '"' else s[j])
+                j += 1
+            out.append('"' + "".join(chars) + '"')
+            i = j + 1
+        elif c.isalpha() or c == "_":  # a bare word: a key, or a Python literal
+            j = i
+            while j < n and (s[j].isalnum() or s[j] in "_-"):
+                j += 1
+            word = s[i:j]
+            rest = s[j:].lstrip()
+            if rest.startswith(":"):
+                out.append(json.dumps(word))
+            else:
+                out.append(LITERALS.get(word, word))
+            i = j
+        elif c == ",":  # drop a trailing comma
+            rest = s[i + 1:].lstrip()
+            if not rest.startswith(("}", "]")):
+                out.append(c)
+            i += 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def results_message(results: ToolResults) -> str:
+    blocks = []
+    for item in results.items:
+        status = "error" if item.result.is_error else "ok"
+        blocks.append(f'<mcp:tool_result name="{item.name}" id="{item.call_id}" status="{status}">\n'
+                      f"{item.result.text}\n</mcp:tool_result>")
+    return "\n".join(blocks)
+
+
+class TextProtocol:
+    name = "text"
+    format = "text"
+
+    def __init__(self, settings: ProviderSettings) -> None:
+        self.settings = settings
+        self.client = openai_client(settings)
+
+    def messages(self, system: str | None, history: list[Message]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+        for m in history:
+            if isinstance(m, UserMessage):
+                out.append({"role": "user", "content": m.text})
+            elif isinstance(m, AssistantTurn):
+                text = m.raw if m.provider == self.name and isinstance(m.raw, str) else m.text
+                out.append({"role": "assistant", "content": text})
+            elif isinstance(m, ToolResults):
+                out.append({"role": "user", "content": results_message(m)})
+        return out
+
+    def complete(self, system: str | None, history: list[Message], tools: Any | None,
+                 timeout: float | None = None) -> AssistantTurn:
+        s = self.settings
+        kwargs: dict[str, Any] = {"model": s.model, "messages": self.messages(system_prompt(system, tools), history)}
+        if s.temperature is not None:
+            kwargs["temperature"] = s.temperature
+        if s.max_tokens is not None:
+            kwargs["max_tokens" if s.base_url else "max_completion_tokens"] = s.max_tokens
+        resp = call_with_retries(self.name, s, lambda t: self.client.chat.completions.create(**kwargs, timeout=t),
+                                 classify_openai, timeout)
+        content = (resp.choices[0].message.content or "") if resp.choices else ""
+        turn_no = 1 + sum(isinstance(m, AssistantTurn) for m in history)
+        text, calls = parse_answer(content, prefix=f"t{turn_no}")
+        stop = TOOL_CALLS if calls else FINISH.get((resp.choices[0].finish_reason if resp.choices else "") or "", END)
+        return AssistantTurn(text=text, tool_calls=calls, stop_reason=stop, usage=_usage(resp),
+                             provider=self.name, raw=content)

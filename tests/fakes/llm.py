@@ -1,0 +1,264 @@
+"""Wire-level fakes of the LLM providers' HTTP APIs, for the real SDKs to talk to.
+
+    with FakeLLM("anthropic", [anthropic_reply(text="hi")]) as fake:
+        client = anthropic.Anthropic(base_url=fake.base_url, api_key="x", max_retries=0)
+        ...
+        fake.requests[0].body   # exactly what the SDK sent
+
+A FakeLLM serves one API on 127.0.0.1 (stdlib http.server in a thread), plays its script of
+replies in order (one per request) and records every request's path, headers and JSON body.
+Replies are built by the functions below in each API's documented shape, errors included.
+A request past the end of the script gets a 500 and is recorded in `unexpected`, so a test that
+sends more than it planned fails loudly instead of looping.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+PATHS = {
+    "openai": re.compile(r"^/v1/chat/completions$"),
+    "openai-responses": re.compile(r"^/v1/responses$"),
+    "anthropic": re.compile(r"^/v1/messages$"),
+    "gemini": re.compile(r"^/(v1beta|v1)/models/(?P<model>[^/:]+):generateContent$"),
+}
+PATHS["text"] = PATHS["openai"]  # the text protocol talks to a plain chat endpoint
+
+_ids = itertools.count(1)
+
+
+@dataclass
+class Reply:
+    status: int
+    body: Any
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0  # seconds before answering (timeouts)
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    headers: dict[str, str]  # lower-case names
+    body: Any
+
+
+class FakeLLM:
+    def __init__(self, api: str, script: list[Reply] | None = None) -> None:
+        if api not in PATHS:
+            raise ValueError(f"unknown api {api}")
+        self.api = api
+        self.script = list(script or [])
+        self.requests: list[Request] = []
+        self.unexpected: list[Request] = []
+        self._lock = threading.Lock()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(raw) if raw else None
+                except ValueError:
+                    body = raw.decode("utf-8", "replace")
+                request = Request("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                reply = fake._next(request)
+                if reply.delay:
+                    time.sleep(reply.delay)
+                data = json.dumps(reply.body).encode()
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    for k, v in reply.headers.items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout test)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def _next(self, request: Request) -> Reply:
+        path = request.path.split("?", 1)[0]
+        with self._lock:
+            if not PATHS[self.api].match(path):
+                self.unexpected.append(request)
+                return Reply(404, {"error": {"message": f"fake {self.api}: no route {path}"}})
+            self.requests.append(request)
+            if not self.script:
+                self.unexpected.append(request)
+                return Reply(500, {"error": {"message": "fake script exhausted"}})
+            return self.script.pop(0)
+
+    @property
+    def base_url(self) -> str:
+        """What the provider's SDK takes as base URL (OpenAI's includes /v1)."""
+        root = f"http://127.0.0.1:{self.port}"
+        return root + "/v1" if self.api in ("openai", "openai-responses", "text") else root
+
+    @property
+    def bodies(self) -> list[Any]:
+        return [r.body for r in self.requests]
+
+    def __enter__(self) -> "FakeLLM":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self._thread.join(timeout=5)
+
+
+# --- OpenAI Chat Completions -----------------------------------------------------------------
+
+def chat_reply(content: str | None = None, tool_calls: list[tuple[str, str, Any]] = (), finish: str | None = None,
+               usage: tuple[int, int] = (11, 7), model: str = "gpt-fake") -> Reply:
+    """tool_calls: (id, name, arguments as a dict or a raw string)."""
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
+    if tool_calls:
+        message["tool_calls"] = [{"id": i, "type": "function", "function": {
+            "name": n, "arguments": a if isinstance(a, str) else json.dumps(a)}} for i, n, a in tool_calls]
+    return Reply(200, {
+        "id": f"chatcmpl-{next(_ids)}", "object": "chat.completion", "created": int(time.time()), "model": model,
+        "choices": [{"index": 0, "message": message, "logprobs": None,
+                     "finish_reason": finish or ("tool_calls" if tool_calls else "stop")}],
+        "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)},
+    })
+
+
+def openai_error(status: int, message: str, type_: str, code: str | None = None, param: str | None = None,
+                 headers: dict[str, str] | None = None) -> Reply:
+    return Reply(status, {"error": {"message": message, "type": type_, "param": param, "code": code}}, headers or {})
+
+
+OPENAI_ERRORS = {
+    "auth": lambda: openai_error(401, "Incorrect API key provided: sk-fake***. You can find your API key at "
+                                      "https://platform.openai.com/account/api-keys.", "invalid_request_error",
+                                 "invalid_api_key"),
+    "rate_limit": lambda retry="1": openai_error(429, "Rate limit reached for gpt-fake on requests per min (RPM): "
+                                                      "Limit 3, Used 3, Requested 1.", "requests", "rate_limit_exceeded",
+                                                 headers={"retry-after": retry}),
+    "server": lambda: openai_error(500, "The server had an error while processing your request. Sorry about that!",
+                                   "server_error"),
+    "overloaded": lambda: openai_error(503, "The engine is currently overloaded, please try again later.",
+                                       "server_error"),
+    "context_length": lambda: openai_error(400, "This model's maximum context length is 128000 tokens. However, your "
+                                                "messages resulted in 130001 tokens. Please reduce the length of the "
+                                                "messages.", "invalid_request_error", "context_length_exceeded",
+                                           "messages"),
+}
+
+
+# --- OpenAI Responses ------------------------------------------------------------------------
+
+def responses_reply(text: str | None = None, calls: list[tuple[str, str, Any]] = (), reasoning: bool = False,
+                    status: str = "completed", usage: tuple[int, int] = (13, 9), model: str = "gpt-fake") -> Reply:
+    """calls: (call_id, name, arguments dict). `reasoning` adds an encrypted reasoning item that a
+    client must send back unchanged."""
+    output: list[dict[str, Any]] = []
+    if reasoning:
+        output.append({"type": "reasoning", "id": f"rs_{next(_ids)}", "summary": [],
+                       "encrypted_content": "gAAAAB-opaque-reasoning-state"})
+    if text is not None:
+        output.append({"type": "message", "id": f"msg_{next(_ids)}", "status": "completed", "role": "assistant",
+                       "content": [{"type": "output_text", "text": text, "annotations": []}]})
+    for call_id, name, args in calls:
+        output.append({"type": "function_call", "id": f"fc_{next(_ids)}", "call_id": call_id, "name": name,
+                       "arguments": args if isinstance(args, str) else json.dumps(args), "status": "completed"})
+    body = {"id": f"resp_{next(_ids)}", "object": "response", "created_at": int(time.time()), "model": model,
+            "status": status, "output": output, "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+            "usage": {"input_tokens": usage[0], "output_tokens": usage[1], "total_tokens": sum(usage),
+                      "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}}
+    if status == "incomplete":
+        body["incomplete_details"] = {"reason": "max_output_tokens"}
+    return Reply(200, body)
+
+
+# --- Anthropic Messages ----------------------------------------------------------------------
+
+def anthropic_reply(text: str | None = None, tool_uses: list[tuple[str, str, Any]] = (), thinking: str | None = None,
+                    stop: str | None = None, usage: tuple[int, int] = (21, 8), model: str = "claude-fake") -> Reply:
+    """tool_uses: (id, name, input dict). `thinking` adds a signed thinking block that must come
+    back unchanged."""
+    content: list[dict[str, Any]] = []
+    if thinking:
+        content.append({"type": "thinking", "thinking": thinking, "signature": "EqQBCkYIARgCIkBsig=="})
+    if text is not None:
+        content.append({"type": "text", "text": text})
+    content += [{"type": "tool_use", "id": i, "name": n, "input": a} for i, n, a in tool_uses]
+    return Reply(200, {"id": f"msg_{next(_ids)}", "type": "message", "role": "assistant", "model": model,
+                       "content": content, "stop_reason": stop or ("tool_use" if tool_uses else "end_turn"),
+                       "stop_sequence": None, "usage": {"input_tokens": usage[0], "output_tokens": usage[1]}})
+
+
+def anthropic_error(status: int, type_: str, message: str, headers: dict[str, str] | None = None) -> Reply:
+    return Reply(status, {"type": "error", "error": {"type": type_, "message": message},
+                          "request_id": f"req_{next(_ids)}"}, headers or {})
+
+
+ANTHROPIC_ERRORS = {
+    "auth": lambda: anthropic_error(401, "authentication_error", "invalid x-api-key"),
+    "rate_limit": lambda retry="1": anthropic_error(429, "rate_limit_error", "Number of request tokens has exceeded "
+                                                    "your per-minute rate limit", {"retry-after": retry}),
+    "server": lambda: anthropic_error(500, "api_error", "Internal server error"),
+    "overloaded": lambda: anthropic_error(529, "overloaded_error", "Overloaded"),
+    "context_length": lambda: anthropic_error(400, "invalid_request_error",
+                                              "prompt is too long: 210012 tokens > 200000 maximum"),
+}
+
+
+# --- Gemini generateContent ------------------------------------------------------------------
+
+def gemini_reply(text: str | None = None, calls: list[tuple[str | None, str, Any]] = (), signature: str | None = None,
+                 finish: str = "STOP", usage: tuple[int, int] = (17, 6), model: str = "gemini-fake") -> Reply:
+    """calls: (id or None, name, args dict). `signature` (base64) is put on the first function
+    call part as thoughtSignature, as Gemini 3 does; it must come back unchanged."""
+    parts: list[dict[str, Any]] = [{"text": text}] if text is not None else []
+    for n, (call_id, name, args) in enumerate(calls):
+        fc: dict[str, Any] = {"name": name, "args": args}
+        if call_id:
+            fc["id"] = call_id
+        part: dict[str, Any] = {"functionCall": fc}
+        if signature and n == 0:
+            part["thoughtSignature"] = signature
+        parts.append(part)
+    return Reply(200, {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": finish, "index": 0}],
+                       "usageMetadata": {"promptTokenCount": usage[0], "candidatesTokenCount": usage[1],
+                                         "totalTokenCount": sum(usage)},
+                       "modelVersion": model, "responseId": f"r{next(_ids)}"})
+
+
+def gemini_error(status: int, grpc_status: str, message: str, headers: dict[str, str] | None = None) -> Reply:
+    return Reply(status, {"error": {"code": status, "message": message, "status": grpc_status}}, headers or {})
+
+
+GEMINI_ERRORS = {
+    "auth": lambda: gemini_error(400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key."),
+    "rate_limit": lambda retry="1": gemini_error(429, "RESOURCE_EXHAUSTED", "Resource has been exhausted "
+                                                 "(e.g. check quota).", {"retry-after": retry}),
+    "server": lambda: gemini_error(500, "INTERNAL", "An internal error has occurred."),
+    "overloaded": lambda: gemini_error(503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
+    "context_length": lambda: gemini_error(400, "INVALID_ARGUMENT", "The input token count (1200000) exceeds the "
+                                           "maximum number of tokens allowed (1048576)."),
+}
+
+ERRORS = {"openai": OPENAI_ERRORS, "openai-responses": OPENAI_ERRORS, "text": OPENAI_ERRORS,
+          "anthropic": ANTHROPIC_ERRORS, "gemini": GEMINI_ERRORS}
