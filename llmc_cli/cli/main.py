@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ping": ("llmc_cli.cli.resources:ping", "Check that servers answer."),
     "servers": ("llmc_cli.cli.servers:servers", "Add, list, show, remove and import the servers of a profile."),
     "profiles": ("llmc_cli.cli.profiles:profiles", "List, show and initialise profiles."),
+    "auth": ("llmc_cli.cli.auth:auth", "Log in to remote servers (OAuth); show and remove stored tokens."),
 }
 
 EXIT_CODES_HELP = """\b

@@ -183,6 +183,7 @@ def public_view(record: dict[str, Any]) -> dict[str, Any]:
     tokens = record.get("tokens") or {}
     expires_at = tokens.get("expires_at")
     return {
+        "server": record.get("server"),
         "server_url": record.get("server_url"),
         "resource": record.get("resource"),
         "issuer": record.get("issuer"),
