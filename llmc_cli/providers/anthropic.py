@@ -8,7 +8,7 @@ from typing import Any
 
 from llmc_cli.providers.base import (END, LENGTH, OTHER, TOOL_CALLS, AssistantTurn, Failure, Message, ProviderSettings,
                                      ProviderToolCall, ToolResults, Usage, UserMessage, call_with_retries,
-                                     http_failure, images)
+                                     http_failure, images, text_besides_images)
 
 STOP = {"end_turn": END, "stop_sequence": END, "tool_use": TOOL_CALLS, "max_tokens": LENGTH}
 DEFAULT_MAX_TOKENS = 4096  # the API requires max_tokens
@@ -69,7 +69,7 @@ class AnthropicMessages:
     @staticmethod
     def tool_result(call_id: str, result: Any) -> dict[str, Any]:
         content: list[dict[str, Any]] = []
-        text = result.text
+        text = text_besides_images(result)
         if text or not images(result):
             content.append({"type": "text", "text": text or "(no output)"})
         content.extend({"type": "image", "source": {"type": "base64", "media_type": p.get("mimeType", "image/png"),

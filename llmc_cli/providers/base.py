@@ -295,3 +295,8 @@ def result_text(result: ToolResult) -> str:
 
 def images(result: ToolResult) -> list[dict[str, Any]]:
     return [c for c in result.content if c.get("type") == "image" and c.get("data")]
+
+
+def text_besides_images(result: ToolResult) -> str:
+    """The text of every part but the images, for APIs that take the images natively."""
+    return ToolResult(content=[c for c in result.content if c not in images(result)]).text

@@ -11,7 +11,7 @@ from typing import Any
 
 from llmc_cli.providers.base import (END, LENGTH, OTHER, TOOL_CALLS, AssistantTurn, Failure, Message, ProviderSettings,
                                      ProviderToolCall, ToolResults, Usage, UserMessage, call_with_retries,
-                                     http_failure, images)
+                                     http_failure, images, text_besides_images)
 
 FINISH = {"STOP": END, "MAX_TOKENS": LENGTH}
 _ids = itertools.count(1)
@@ -78,7 +78,8 @@ class Gemini:
     @staticmethod
     def function_response(item: Any) -> dict[str, Any]:
         result = item.result
-        response = {"error": result.text} if result.is_error else {"output": result.text}
+        text = text_besides_images(result) if images(result) else result.text
+        response = {"error": text} if result.is_error else {"output": text}
         fr: dict[str, Any] = {"name": item.name, "response": response}
         if item.echo_id:
             fr["id"] = item.call_id

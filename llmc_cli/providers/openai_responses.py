@@ -8,7 +8,7 @@ from typing import Any
 
 from llmc_cli.providers.base import (END, LENGTH, OTHER, TOOL_CALLS, AssistantTurn, Message, ProviderSettings,
                                      ProviderToolCall, ToolResults, Usage, UserMessage, call_with_retries, images,
-                                     result_text)
+                                     result_text, text_besides_images)
 from llmc_cli.providers.openai import classify_openai, openai_client, parse_arguments
 
 
@@ -38,7 +38,8 @@ class OpenAIResponses:
                     pics = images(i.result)
                     output: Any = result_text(i.result)
                     if pics:  # this API takes images in a tool's output
-                        output = [{"type": "input_text", "text": output}] + [
+                        text = text_besides_images(i.result)
+                        output = ([{"type": "input_text", "text": text}] if text else []) + [
                             {"type": "input_image", "image_url": f"data:{p.get('mimeType', 'image/png')};base64,{p['data']}"}
                             for p in pics]
                     out.append({"type": "function_call_output", "call_id": i.call_id, "output": output})

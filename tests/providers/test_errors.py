@@ -1,0 +1,123 @@
+"""Provider errors through the real SDKs: each kind maps to ProviderError (exit 8) with the
+provider's own message and never the key; transient ones are retried, bounded, honouring
+retry-after; permanent ones are not retried."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from llmc_cli.errors import ProviderError
+from llmc_cli.providers.base import UserMessage
+from tests.fakes.llm import ERRORS, FakeLLM, Reply
+from tests.fakes.scripts import APIS, turn
+from tests.helpers import free_port
+from tests.providers.wire_helpers import KEY, provider
+
+MESSAGES = {  # a word of each provider's own message that must reach the user
+    "auth": {"openai": "Incorrect API key", "anthropic": "invalid x-api-key", "gemini": "API key not valid"},
+    "context_length": {"openai": "maximum context length", "anthropic": "prompt is too long",
+                       "gemini": "input token count"},
+}
+
+
+def family(api: str) -> str:
+    return "openai" if api in ("openai", "openai-responses", "text") else api
+
+
+def ask_once(api: str, script: list[Reply], **settings):
+    with FakeLLM(api, script) as fake:
+        p = provider(api, fake.base_url, **settings)
+        try:
+            return p.complete(None, [UserMessage("q")], None, timeout=20), fake
+        except ProviderError as exc:
+            return exc, fake
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("kind", ["auth", "context_length"])
+def test_permanent_errors_are_not_retried(api, kind):
+    exc, fake = ask_once(api, [ERRORS[api][kind]()])
+    assert isinstance(exc, ProviderError) and exc.exit_code == 8
+    assert exc.details["reason"] == kind
+    assert MESSAGES[kind][family(api)] in exc.message
+    assert KEY not in exc.message and "\n" not in exc.message
+    assert len(fake.requests) == 1
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_rate_limit_honours_retry_after_then_succeeds(api):
+    started = time.monotonic()
+    result, fake = ask_once(api, [ERRORS[api]["rate_limit"]("1"), turn(api, "fine")], max_backoff=5)
+    assert result.text == "fine"
+    assert len(fake.requests) == 2
+    assert time.monotonic() - started >= 0.95  # waited the second the server asked for
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_server_errors_and_overload_are_retried(api):
+    result, fake = ask_once(api, [ERRORS[api]["server"](), ERRORS[api]["overloaded"](), turn(api, "fine")])
+    assert result.text == "fine" and len(fake.requests) == 3
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_retries_are_bounded(api):
+    exc, fake = ask_once(api, [ERRORS[api]["overloaded"]() for _ in range(5)], max_retries=2)
+    assert isinstance(exc, ProviderError) and exc.details["reason"] == "overloaded"
+    assert "after 3 attempts" in exc.message
+    assert len(fake.requests) == 3 and len(fake.script) == 2  # the rest was never asked for
+
+
+def test_retry_after_is_capped():
+    """A server asking for an hour does not hold llmc for an hour."""
+    started = time.monotonic()
+    result, fake = ask_once("anthropic", [ERRORS["anthropic"]["rate_limit"]("3600"), turn("anthropic", "fine")],
+                            max_backoff=0.2)
+    assert result.text == "fine" and time.monotonic() - started < 5
+
+
+def test_retries_stop_at_the_callers_timeout():
+    with FakeLLM("openai", [ERRORS["openai"]["rate_limit"]("2"), turn("openai", "late")]) as fake:
+        p = provider("openai", fake.base_url, max_backoff=10)
+        started = time.monotonic()
+        with pytest.raises(ProviderError) as info:
+            p.complete(None, [UserMessage("q")], None, timeout=1.0)
+    assert time.monotonic() - started < 1.5 and info.value.details["reason"] == "rate_limit"
+    assert len(fake.requests) == 1
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_connection_refused(api):
+    p = provider(api, f"http://127.0.0.1:{free_port()}" + ("/v1" if family(api) == "openai" else ""), max_retries=1)
+    with pytest.raises(ProviderError) as info:
+        p.complete(None, [UserMessage("q")], None, timeout=10)
+    assert info.value.details["reason"] == "connection" and "after 2 attempts" in info.value.message
+    assert KEY not in info.value.message
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_slow_server_times_out(api):
+    reply = turn(api, "too late")
+    reply.delay = 3
+    started = time.monotonic()
+    exc, _ = ask_once(api, [reply], timeout=0.5, max_retries=0)
+    assert isinstance(exc, ProviderError) and exc.details["reason"] == "timeout"
+    assert time.monotonic() - started < 3
+
+
+def test_missing_key_and_model_are_one_line_errors(monkeypatch):
+    from llmc_cli.providers.base import ProviderSettings, make_provider
+
+    with pytest.raises(ProviderError, match=r"set \$ANTHROPIC_API_KEY"):
+        make_provider("anthropic", ProviderSettings(model="m"))
+    with pytest.raises(ProviderError, match=r"set \$MY_KEY"):
+        make_provider("gemini", ProviderSettings(model="m", api_key_env="MY_KEY"))
+    with pytest.raises(ProviderError, match="no model"):
+        make_provider("openai", ProviderSettings())
+    with pytest.raises(ProviderError, match="unknown provider"):
+        make_provider("palm", ProviderSettings(model="m"))
+    monkeypatch.setenv("MY_KEY", "k-from-env")
+    assert make_provider("gemini", ProviderSettings(model="m", api_key_env="MY_KEY")).settings.api_key == "k-from-env"
+    # a local OpenAI-compatible server needs no key
+    assert make_provider("openai", ProviderSettings(model="m", base_url="http://127.0.0.1:1/v1")).name == "openai"
