@@ -198,10 +198,8 @@ def ask(prompt: str, *, provider: Provider, tools: list[Tool], call_tool: CallTo
         translation = translate(tools, provider.format, strict=strict)
         record.warnings.extend(str(w) for w in getattr(translation, "warnings", []) or [])
         tools_by_key = {(t.server, t.name): t for t in tools}
-        for provider_name in _provider_names(translation, tools):
-            owner = _owner(translation.names, provider_name)
-            if owner in tools_by_key:
-                by_name[provider_name] = tools_by_key[owner]
+        by_name = {name: tools_by_key[owner] for name, owner in provider_tool_names(translation).items()
+                   if owner in tools_by_key}
     emit = _locked(progress)
     conv.messages.append(UserMessage(prompt))
     try:
@@ -357,18 +355,10 @@ def _run_bounded(work: Callable[[int], None], indexes: list[int], workers: int, 
     return True
 
 
-def _provider_names(translation: Any, tools: list[Tool]) -> list[str]:
+def provider_tool_names(translation: Any) -> dict[str, tuple[str, str]]:
+    """translate's NameMap as a plain dict: the provider's tool name -> (server, tool)."""
     names = translation.names
-    if hasattr(names, "keys"):
-        return list(names.keys())
-    return [n for n in getattr(names, "provider_names", [])]
-
-
-def _owner(names: Any, provider_name: str) -> tuple[str, str] | None:
-    """translate's NameMap: provider tool name -> (server, tool)."""
-    if hasattr(names, "resolve"):
-        return names.resolve(provider_name)
-    return names.get(provider_name)
+    return {name: tuple(names[name]) for name in names}  # type: ignore[misc]
 
 
 def _locked(progress: Progress | None) -> Progress:

@@ -60,7 +60,7 @@ def parse_answer(text: str, prefix: str = "call") -> tuple[str, list[ProviderToo
         params = PARAMS.search(body)
         args, error = ({}, None) if params is None else parse_parameters(body[params.end():])
         calls.append(ProviderToolCall(call_id, name.group(1), args, error))
-    outside = BLOCK.sub("", text).strip()
+    outside = re.sub(r"\n{3,}", "\n\n", BLOCK.sub("", text)).strip()
     return outside, calls
 
 
