@@ -63,6 +63,10 @@ class FakeLLM:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # One segment per reply and no Nagle: otherwise headers and body go out apart and
+            # delayed ACKs add ~40 ms to every request (it would swamp the agent benchmark).
+            wbufsize = 1 << 16
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass
