@@ -232,6 +232,10 @@ class OAuth:
         self._step_ups = 0
         self._logins = 0
         self._http_client: Any = None
+        # Requests may run on several threads: one authorization at a time, and a thread whose
+        # token was replaced meanwhile just retries with the new one.
+        self._lock = threading.RLock()
+        self._sent = threading.local()
 
     @classmethod
     def for_spec(cls, spec: ServerSpec) -> "OAuth | None":
@@ -243,21 +247,24 @@ class OAuth:
     # -- the transport hooks ----------------------------------------------------------------------
 
     def authorization_header(self) -> str | None:
-        record = self._load()
-        tokens = (record or {}).get("tokens") or {}
-        if not tokens.get("access_token"):
-            return None
-        expires_at = tokens.get("expires_at")
-        if expires_at and expires_at - REFRESH_MARGIN <= time.time():
-            if not (tokens.get("refresh_token") and self._refresh(record)):  # type: ignore[arg-type]
-                return None  # the server's 401 starts a new authorization
-            tokens = self._record["tokens"]  # type: ignore[index]
-        return f"Bearer {tokens['access_token']}"
+        with self._lock:
+            if self._expiring():
+                self._refresh_shared()
+            self._sent.header = self._header()
+            return self._sent.header
 
     def on_unauthorized(self, status: int, www_authenticate: str | None) -> bool:
         """True: authorized anew, send the request again. False: not an auth matter. Raises
         AuthError when authorization failed or the retry budget is spent."""
-        challenge = parse_www_authenticate(www_authenticate)
+        if status not in (401, 403):
+            return False
+        with self._lock:
+            current = self._header()
+            if current and current != getattr(self._sent, "header", None):
+                return True  # another thread authorized meanwhile
+            return self._unauthorized(status, parse_www_authenticate(www_authenticate))
+
+    def _unauthorized(self, status: int, challenge: dict[str, str]) -> bool:
         if status == 403:
             if challenge.get("error") != "insufficient_scope":
                 return False
@@ -269,16 +276,52 @@ class OAuth:
             wanted = list(dict.fromkeys(granted + challenge.get("scope", "").split()))
             self.authorize(challenge, wanted)
             return True
-        if status != 401:
-            return False
         if self._logins >= MAX_LOGINS:
             raise AuthError(f"{self.name}: the server still answers 401 after authorization")
         self._logins += 1
         record = self._load()
+        discovery = self.discover(challenge.get("resource_metadata"))
+        if record and record.get("issuer") != discovery.issuer:
+            # The server moved to another authorization server: its tokens and clients are useless
+            # (2026-07-28 client-registration, Authorization Server Binding).
+            if (record.get("client") or {}).get("source") == "profile":
+                raise AuthError(f"{self.name}: the authorization server changed from {record.get('issuer')} to"
+                                f" {discovery.issuer}; the profile's client_id was issued by the old one: update"
+                                f" [servers.{self.name}.oauth] and run `llmc auth logout {self.name}`")
+            self.notify(f"llmc: {self.name}: the authorization server changed to {discovery.issuer}; registering again")
+            self.store.delete(self.server_url)
+            self._record = record = None
         if self._logins == 1 and record and (record.get("tokens") or {}).get("refresh_token") and self._refresh(record):
             return True  # the access token was revoked or expired early: a refresh may be enough
-        self.authorize(challenge)
+        self.authorize(challenge, discovery=discovery)
         return True
+
+    def _header(self) -> str | None:
+        token = (((self._load() or {}).get("tokens") or {}).get("access_token"))
+        return f"Bearer {token}" if token else None
+
+    def _expiring(self) -> bool:
+        tokens = (self._load() or {}).get("tokens") or {}
+        expires_at = tokens.get("expires_at")
+        return bool(tokens.get("access_token") and expires_at and expires_at - REFRESH_MARGIN <= time.time())
+
+    def _refresh_shared(self) -> None:
+        """Refresh under a file lock: another llmc may be refreshing the same (rotating) refresh
+        token; if it did, use its result."""
+        from filelock import FileLock, Timeout
+
+        paths.ensure_private_dir(self.store.directory)
+        try:
+            with FileLock(str(self.store.directory / ".refresh.lock"), timeout=HTTP_TIMEOUT):
+                self._loaded = False
+                record = self._load()
+                if not self._expiring():
+                    return
+                if not ((record or {}).get("tokens") or {}).get("refresh_token") or not self._refresh(record):  # type: ignore[arg-type]
+                    # No way to refresh: send no token, the server's 401 starts a new authorization.
+                    record["tokens"] = {}  # type: ignore[index]
+        except Timeout:
+            raise AuthError(f"{self.name}: another llmc holds the token refresh lock for too long") from None
 
     # -- commands -----------------------------------------------------------------------------------
 
@@ -294,8 +337,8 @@ class OAuth:
         return self.store.delete(self.server_url)
 
     def authorize(self, challenge: dict[str, str], scopes: list[str] | None = None, *,
-                  force_interactive: bool = False) -> None:
-        discovery = self.discover(challenge.get("resource_metadata"))
+                  force_interactive: bool = False, discovery: Discovery | None = None) -> None:
+        discovery = discovery or self.discover(challenge.get("resource_metadata"))
         if scopes is None:
             scopes = self._choose_scopes(challenge, discovery)
         if self.settings.grant == "client_credentials":

@@ -34,6 +34,7 @@ DEFAULTS: dict[str, Any] = {
     "auth_methods": ["none"],
     "clients": {},  # pre-registered: client_id -> secret
     "grant_only": None,  # grant this scope whatever was asked (a server that never steps up)
+    "issuer_path": "/as",  # change it to migrate the resource to another authorization server
 }
 
 
@@ -70,13 +71,13 @@ class FakeOAuthServer:
 
     @property
     def issuer(self) -> str:
-        return f"{self.base}/as"
+        return self.base + self.options["issuer_path"]
 
     def paths(self, method: str | None = None) -> list[str]:
         return [r["path"] for r in self.requests if method is None or r["method"] == method]
 
     def grants(self) -> list[str]:
-        return [r["form"].get("grant_type", "") for r in self.requests if r["path"] == "/as/token"]
+        return [r["form"].get("grant_type", "") for r in self.requests if r["path"].endswith("/token")]
 
     def revoke_refresh_tokens(self) -> None:
         with self.lock:
@@ -132,7 +133,8 @@ def _handler(fake: FakeOAuthServer) -> type[BaseHTTPRequestHandler]:
                 if o["scopes_supported"] is not None:
                     prm["scopes_supported"] = o["scopes_supported"]
                 return self._reply(200, prm)
-            if parts.path == "/.well-known/oauth-authorization-server/as":
+            asp = o["issuer_path"]
+            if parts.path == "/.well-known/oauth-authorization-server" + asp:
                 meta: dict[str, Any] = {
                     "issuer": o["metadata_issuer"] or fake.issuer,
                     "authorization_endpoint": f"{fake.issuer}/authorize", "token_endpoint": f"{fake.issuer}/token",
@@ -145,7 +147,7 @@ def _handler(fake: FakeOAuthServer) -> type[BaseHTTPRequestHandler]:
                 if o["registration"]:
                     meta["registration_endpoint"] = f"{fake.issuer}/register"
                 return self._reply(200, meta)
-            if parts.path == "/as/authorize":
+            if parts.path == asp + "/authorize":
                 client = fake.clients.get(query.get("client_id", ""))
                 redirect = query.get("redirect_uri", "")
                 if client is None or (client.get("redirect_uris") and redirect not in client["redirect_uris"]):
@@ -169,14 +171,15 @@ def _handler(fake: FakeOAuthServer) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length).decode()
             path = urlsplit(self.path).path
-            if path == "/as/register":
+            asp = fake.options["issuer_path"]
+            if path == asp + "/register":
                 body = json.loads(raw)
                 self._record({}, body)
                 client_id = "dyn-" + secrets.token_urlsafe(8)
                 fake.clients[client_id] = {"redirect_uris": body.get("redirect_uris", []), "secret": None}
                 return self._reply(201, {"client_id": client_id, "redirect_uris": body.get("redirect_uris", []),
                                          "token_endpoint_auth_method": "none"})
-            if path == "/as/token":
+            if path == asp + "/token":
                 form = dict(parse_qsl(raw))
                 self._record(form)
                 return self._token(form)

@@ -221,3 +221,40 @@ def test_logout_deletes_the_tokens(isolated_dirs):
         assert TokenStore().find(fake.mcp_url)
         assert auth.logout() == 1
         assert TokenStore().find(fake.mcp_url) is None and not list((isolated_dirs / "state" / "oauth").glob("*"))
+
+
+def test_migrated_authorization_server_means_registering_again(isolated_dirs):
+    with FakeOAuthServer() as fake:
+        assert rpc(oauth_for(fake, interactive=True), fake.mcp_url).status_code == 200
+        fake.options["issuer_path"] = "/as2"  # the resource now names another authorization server
+        fake.expire_access_tokens()
+        fake.requests.clear()
+        auth = oauth_for(fake, interactive=True)
+        assert rpc(auth, fake.mcp_url).status_code == 200
+        assert "/as2/register" in fake.paths() and "/as2/authorize" in fake.paths()
+        assert not any(p.startswith("/as/") for p in fake.paths())  # nothing sent to the old one
+        assert TokenStore().find(fake.mcp_url)["issuer"] == fake.issuer
+        assert len(list((isolated_dirs / "state" / "oauth").glob("*.json"))) == 1
+        assert any("authorization server changed" in m for m in auth.messages)  # type: ignore[attr-defined]
+
+
+def test_migration_with_a_preregistered_client_is_an_error(isolated_dirs, monkeypatch):
+    monkeypatch.setenv("ERP_SECRET", "pre-secret")
+    with FakeOAuthServer(clients={"pre": "pre-secret"}) as fake:
+        spec = OAuthSpec(client_id="pre", client_secret_env="ERP_SECRET")
+        assert rpc(oauth_for(fake, spec, interactive=True), fake.mcp_url).status_code == 200
+        fake.options["issuer_path"] = "/as2"
+        fake.expire_access_tokens()
+        with pytest.raises(AuthError, match="client_id was issued by the old one"):
+            rpc(oauth_for(fake, spec, interactive=True), fake.mcp_url)
+
+
+def test_concurrent_401s_authorize_once(isolated_dirs):
+    import concurrent.futures
+
+    with FakeOAuthServer() as fake:
+        auth = oauth_for(fake, interactive=True)
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            statuses = list(pool.map(lambda _: rpc(auth, fake.mcp_url).status_code, range(4)))
+        assert statuses == [200] * 4
+        assert fake.paths().count("/as/authorize") == 1
