@@ -249,7 +249,10 @@ class OAuth:
     def authorization_header(self) -> str | None:
         with self._lock:
             if self._expiring():
-                self._refresh_shared()
+                try:
+                    self._refresh_shared()
+                finally:
+                    self.close()
             self._sent.header = self._header()
             return self._sent.header
 
@@ -262,7 +265,10 @@ class OAuth:
             current = self._header()
             if current and current != getattr(self._sent, "header", None):
                 return True  # another thread authorized meanwhile
-            return self._unauthorized(status, parse_www_authenticate(www_authenticate))
+            try:
+                return self._unauthorized(status, parse_www_authenticate(www_authenticate))
+            finally:
+                self.close()  # the HTTP client to the authorization server is needed only now
 
     def _unauthorized(self, status: int, challenge: dict[str, str]) -> bool:
         if status == 403:
