@@ -18,14 +18,15 @@ import re
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
 from llmc_cli.errors import LlmcError, PolicyDenied, ProviderError, UsageError
 from llmc_cli.model import Tool, ToolCall, ToolResult
 from llmc_cli.providers.base import (END, LENGTH, TOOL_CALLS, AssistantTurn, Message, Provider, ProviderToolCall,
-                                     ToolResultItem, ToolResults, UserMessage, message_from_json)
+                                     ToolResultItem, ToolResults, UserMessage, make_provider,
+                                     message_from_json)
 
 CallTool = Callable[[ToolCall], ToolResult]
 Progress = Callable[[dict[str, Any]], None]
@@ -154,6 +155,34 @@ def compact(result: ToolResult, budget: int, tool: Tool | None = None) -> tuple[
     return seen, info
 
 
+# --- sampling -----------------------------------------------------------------------------
+
+def sampler(provider: Provider, *, max_tokens: int = 1024, timeout: float = 120.0) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A ClientHooks.sample handler: a server's sampling/createMessage answered by the profile's
+    model, with no tools (only when the profile sets [llm] allow_sampling). Text content only;
+    other parts reach the model as placeholders."""
+
+    def sample(params: dict[str, Any]) -> dict[str, Any]:
+        history: list[Message] = []
+        for m in params.get("messages") or []:
+            parts = m.get("content")
+            parts = parts if isinstance(parts, list) else [parts]
+            text = ToolResult(content=[p for p in parts if isinstance(p, dict)]).text
+            history.append(UserMessage(text) if m.get("role") == "user" else AssistantTurn(text=text))
+        wanted = params.get("maxTokens")
+        cap = min(int(wanted), max_tokens) if isinstance(wanted, int) and wanted > 0 else max_tokens
+        temperature = params.get("temperature")
+        # A provider of its own: a server may sample while the loop's provider is in use.
+        settings = replace(provider.settings, max_tokens=cap, temperature=float(temperature)
+                           if isinstance(temperature, (int, float)) else provider.settings.temperature)
+        turn = make_provider(provider.name, settings).complete(params.get("systemPrompt"), history, None,
+                                                               timeout=timeout)
+        return {"role": "assistant", "content": {"type": "text", "text": turn.text}, "model": settings.model,
+                "stopReason": "maxTokens" if turn.stop_reason == LENGTH else "endTurn"}
+
+    return sample
+
+
 # --- the loop ---------------------------------------------------------------------------------
 
 @dataclass
@@ -190,6 +219,7 @@ def ask(prompt: str, *, provider: Provider, tools: list[Tool], call_tool: CallTo
     if system is not None:
         conv.system = system
     record = RunRecord(conv.id, provider.name, provider.settings.model, prompt)
+    record.warnings.extend(getattr(provider, "warnings", []))
     translation = None
     by_name: dict[str, Tool] = {}
     if tools:

@@ -42,6 +42,9 @@ class AnthropicMessages:
         import anthropic
 
         self.settings = settings
+        # The Messages API of anthropic 2.12 has no temperature parameter any more.
+        self.warnings = ["anthropic: temperature is not supported by the Messages API; ignored"] \
+            if settings.temperature is not None else []
         self.client = anthropic.Anthropic(api_key=settings.api_key, base_url=settings.base_url,
                                           max_retries=0, timeout=settings.timeout)
 
@@ -85,8 +88,6 @@ class AnthropicMessages:
             kwargs["system"] = system
         if tools is not None and tools.definitions:
             kwargs["tools"] = tools.definitions
-        if s.temperature is not None:
-            kwargs["temperature"] = s.temperature
         resp = call_with_retries(self.name, s, lambda t: self.client.messages.create(**kwargs, timeout=t),
                                  classify_anthropic, timeout)
         texts, calls, raw = [], [], []

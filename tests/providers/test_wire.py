@@ -94,7 +94,7 @@ def test_responses_wire():
     turn, final, reqs = round_trip("openai-responses", first, [image])
     body = reqs[1].body
     assert body["instructions"] == "Be brief." and body["tools"] == DEFINITIONS["openai-responses"]
-    first_output = reqs and first.body["output"]
+    first_output = first.body["output"]
     # the prior output items (the encrypted reasoning item included) are re-sent unchanged
     assert body["input"][0] == {"role": "user", "content": "What is in the logs?"}
     assert body["input"][1:3] == first_output
@@ -212,3 +212,12 @@ def test_history_serialises_and_replays_identically(api):
         reloaded = [message_from_json(json.loads(json.dumps(m.to_json()))) for m in history]
         p.complete(None, reloaded, tools(api), timeout=10)
     assert fake.requests[1].body == fake.requests[2].body
+
+
+def test_anthropic_temperature_is_not_sent_but_reported():
+    """anthropic 2.12's Messages.create has no temperature: sending one would raise TypeError."""
+    with FakeLLM("anthropic", [anthropic_reply("ok")]) as fake:
+        p = provider("anthropic", fake.base_url, temperature=0.3, max_tokens=99)
+        p.complete(None, [UserMessage("q")], None, timeout=10)
+    assert "temperature" not in fake.bodies[0] and fake.bodies[0]["max_tokens"] == 99
+    assert p.warnings == ["anthropic: temperature is not supported by the Messages API; ignored"]
