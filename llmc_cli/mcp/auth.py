@@ -227,6 +227,8 @@ class OAuth:
         self.notify = notify or (lambda message: print(message, file=sys.stderr, flush=True))
         self.store = store or TokenStore()
         self.login_timeout = login_timeout
+        # What to tell a user to run; an ad-hoc --url target (named "server") is logged in by URL.
+        self.login_command = f"llmc auth login {spec.url if spec.name == 'server' else spec.name}"
         self._record: dict[str, Any] | None = None
         self._loaded = False
         self._step_ups = 0
@@ -334,8 +336,11 @@ class OAuth:
     def login(self) -> dict[str, Any]:
         """`llmc auth login`: probe the server for its challenge, then authorize; the stored
         record's public view."""
-        challenge = parse_www_authenticate(self._probe())
-        self.authorize(challenge, force_interactive=True)
+        try:
+            challenge = parse_www_authenticate(self._probe())
+            self.authorize(challenge, force_interactive=True)
+        finally:
+            self.close()
         return public_view(self._record or {})
 
     def logout(self) -> int:
@@ -353,7 +358,7 @@ class OAuth:
             tokens = self._token_request(discovery.metadata["token_endpoint"], discovery.resource, client, form)
         else:
             if not (self.interactive or force_interactive):
-                raise AuthError(f"{self.name}: the server requires authorization; run `llmc auth login {self.name}`")
+                raise AuthError(f"{self.name}: the server requires authorization; run `{self.login_command}`")
             client, tokens = self._authorization_code(discovery, scopes)
         self._save(discovery, client, tokens)
 
@@ -630,7 +635,7 @@ class OAuth:
                 return False
             reason = exc.details.get("oauth_error") or "refused"
             raise AuthError(f"{self.name}: the stored refresh token was refused ({_one_line(reason, 60)});"
-                            f" run `llmc auth login {self.name}`") from None
+                            f" run `{self.login_command}`") from None
         record["tokens"] = tokens
         self.store.save(record)
         return True
