@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from llmc_cli.errors import LlmcError, PolicyDenied, ProviderError, UsageError
 from llmc_cli.model import Tool, ToolCall, ToolResult
-from llmc_cli.providers.base import (END, LENGTH, TOOL_CALLS, AssistantTurn, Message, Provider, ProviderToolCall,
+from llmc_cli.providers.base import (END, LENGTH, AssistantTurn, Message, Provider, ProviderToolCall,
                                      ToolResultItem, ToolResults, UserMessage, make_provider,
                                      message_from_json)
 
@@ -242,19 +242,17 @@ def ask(prompt: str, *, provider: Provider, tools: list[Tool], call_tool: CallTo
             t0 = time.monotonic()
             try:
                 turn = provider.complete(conv.system, conv.messages, translation, timeout=remaining)
-            except ProviderError as exc:
+            except ProviderError:
                 if time.monotonic() >= deadline:
                     record.stop_reason = STOP_TIMEOUT
                     break
                 raise
             record.usage.append({"step": step, **turn.usage.to_json(), "stop_reason": turn.stop_reason,
-                                 "duration_ms": _ms(t0)})
+                                 "duration_ms": _ms(t0), "text": turn.text})
             conv.messages.append(turn)
-            if turn.text:
-                record.answer = turn.text
             if not turn.tool_calls:
-                record.stop_reason = {END: STOP_END, LENGTH: STOP_LENGTH}.get(turn.stop_reason, STOP_OTHER) \
-                    if turn.stop_reason != TOOL_CALLS else STOP_OTHER
+                record.answer = turn.text  # only a turn that calls no tool is the answer
+                record.stop_reason = {END: STOP_END, LENGTH: STOP_LENGTH}.get(turn.stop_reason, STOP_OTHER)
                 break
             results, timed_out = _run_batch(step, turn.tool_calls, by_name, call_tool, deadline, max_parallel,
                                             result_budget, record, emit)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from llmc_cli.providers.base import (END, LENGTH, OTHER, TOOL_CALLS, AssistantTurn, Failure, Message, ProviderSettings,
-                                     ProviderToolCall, ToolResults, Usage, UserMessage, call_with_retries,
+                                     ProviderToolCall, Usage, UserMessage, call_with_retries,
                                      http_failure, images, text_besides_images)
 
 STOP = {"end_turn": END, "stop_sequence": END, "tool_use": TOOL_CALLS, "max_tokens": LENGTH}

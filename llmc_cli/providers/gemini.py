@@ -6,7 +6,7 @@ FunctionResponse part with the call's id (when the model gave one), its name and
 from __future__ import annotations
 
 import base64
-import itertools
+import uuid
 from typing import Any
 
 from llmc_cli.providers.base import (END, LENGTH, OTHER, TOOL_CALLS, AssistantTurn, Failure, Message, ProviderSettings,
@@ -14,7 +14,6 @@ from llmc_cli.providers.base import (END, LENGTH, OTHER, TOOL_CALLS, AssistantTu
                                      http_failure, images, text_besides_images)
 
 FINISH = {"STOP": END, "MAX_TOKENS": LENGTH}
-_ids = itertools.count(1)
 
 
 def classify_gemini(exc: BaseException) -> Failure | None:
@@ -116,7 +115,7 @@ class Gemini:
             if part.function_call is not None:
                 fc = part.function_call
                 args = fc.args if isinstance(fc.args, dict) else {}
-                calls.append(ProviderToolCall(fc.id or f"llmc-{next(_ids)}", fc.name or "", args, echo_id=bool(fc.id)))
+                calls.append(ProviderToolCall(fc.id or f"llmc-{uuid.uuid4().hex[:12]}", fc.name or "", args, echo_id=bool(fc.id)))
             elif part.text and not part.thought:
                 texts.append(part.text)
         finish = getattr(candidate.finish_reason, "value", candidate.finish_reason) or ""
