@@ -389,6 +389,18 @@ def provider_tool_names(translation: Any) -> dict[str, tuple[str, str]]:
     return {name: tuple(names[name]) for name in names}  # type: ignore[misc]
 
 
+def progress_line(event: dict[str, Any]) -> str | None:
+    """One line for people (stderr on a terminal) per progress event, or None."""
+    kind = event.get("event")
+    if kind == "model":
+        return f"[step {event['step']}] asking the model..."
+    if kind == "tool_start":
+        return f"[step {event['step']}] running {event['tool']}"
+    if kind == "tool_end":
+        return f"[step {event['step']}] {event['tool']}: {event['outcome']} ({event['duration_ms']:.0f} ms)"
+    return None
+
+
 def _locked(progress: Progress | None) -> Progress:
     """Progress events come from tool threads too: deliver them one at a time."""
     if progress is None:

@@ -221,3 +221,15 @@ def test_anthropic_temperature_is_not_sent_but_reported():
         p.complete(None, [UserMessage("q")], None, timeout=10)
     assert "temperature" not in fake.bodies[0] and fake.bodies[0]["max_tokens"] == 99
     assert p.warnings == ["anthropic: temperature is not supported by the Messages API; ignored"]
+
+
+def test_gemini_results_and_next_question_share_one_user_turn():
+    with FakeLLM("gemini", [gemini_reply("ok")]) as fake:
+        history = [UserMessage("q1"), AssistantTurn(tool_calls=[], provider="gemini", raw={
+                       "role": "model", "parts": [{"function_call": {"id": "f1", "name": "fs_read", "args": {}}}]}),
+                   ToolResults([ToolResultItem("f1", "fs_read", text_result("x"))]), UserMessage("q2")]
+        provider("gemini", fake.base_url).complete(None, history, None, timeout=10)
+    contents = fake.bodies[0]["contents"]
+    assert [c["role"] for c in contents] == ["user", "model", "user"]
+    assert contents[2]["parts"] == [{"functionResponse": {"id": "f1", "name": "fs_read", "response": {"output": "x"}}},
+                                    {"text": "q2"}]
