@@ -74,7 +74,8 @@ class Gemini:
                 out.append({"role": "user", "parts": [self.function_response(i) for i in m.items]})
             if len(out) > 1 and out[-1]["role"] == out[-2]["role"] == "user":
                 # results, then a new question (a continued conversation): one user turn
-                out[-2] = {"role": "user", "parts": out[-2]["parts"] + out.pop()["parts"]}
+                last = out.pop()
+                out[-1] = {"role": "user", "parts": out[-1]["parts"] + last["parts"]}
         return out
 
     @staticmethod
