@@ -20,13 +20,13 @@ from llmc_cli.model import ToolResult
 
 PROVIDERS = ("openai", "openai-responses", "anthropic", "gemini", "text")
 
-# The provider's usual environment variable for its key, when the profile names none.
+# The provider's usual environment variables for its key, when the profile names none.
 DEFAULT_KEY_ENV = {
-    "openai": "OPENAI_API_KEY",
-    "openai-responses": "OPENAI_API_KEY",
-    "text": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "gemini": "GEMINI_API_KEY",
+    "openai": ("OPENAI_API_KEY",),
+    "openai-responses": ("OPENAI_API_KEY",),
+    "text": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),  # google-genai reads both
 }
 
 # Stop reasons of one model turn, the same words for every provider.
@@ -162,11 +162,11 @@ def make_provider(name: str, settings: ProviderSettings) -> Provider:
     if not settings.model:
         raise ProviderError(f"{name}: no model given (--model or [llm] model)", provider=name)
     if settings.api_key is None:
-        env = settings.api_key_env or DEFAULT_KEY_ENV[name]
-        settings.api_key = os.environ.get(env) or None
+        envs = (settings.api_key_env,) if settings.api_key_env else DEFAULT_KEY_ENV[name]
+        settings.api_key = next((os.environ[e] for e in envs if os.environ.get(e)), None)
         if settings.api_key is None and not (name in ("openai", "text") and settings.base_url):
             # A local OpenAI-compatible server usually needs no key; the hosted APIs always do.
-            raise ProviderError(f"{name}: no API key: set ${env}", provider=name)
+            raise ProviderError(f"{name}: no API key: set ${envs[0]}", provider=name)
     if name == "openai":
         from llmc_cli.providers.openai import OpenAIChat
         return OpenAIChat(settings)

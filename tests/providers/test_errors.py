@@ -121,3 +121,10 @@ def test_missing_key_and_model_are_one_line_errors(monkeypatch):
     assert make_provider("gemini", ProviderSettings(model="m", api_key_env="MY_KEY")).settings.api_key == "k-from-env"
     # a local OpenAI-compatible server needs no key
     assert make_provider("openai", ProviderSettings(model="m", base_url="http://127.0.0.1:1/v1")).name == "openai"
+
+
+def test_gemini_key_from_google_api_key(monkeypatch):
+    from llmc_cli.providers.base import ProviderSettings, make_provider
+
+    monkeypatch.setenv("GOOGLE_API_KEY", "g-key")
+    assert make_provider("gemini", ProviderSettings(model="m")).settings.api_key == "g-key"
