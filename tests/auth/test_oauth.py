@@ -258,3 +258,28 @@ def test_concurrent_401s_authorize_once(isolated_dirs):
             statuses = list(pool.map(lambda _: rpc(auth, fake.mcp_url).status_code, range(4)))
         assert statuses == [200] * 4
         assert fake.paths().count("/as/authorize") == 1
+
+
+def test_pasted_redirect_address_is_accepted(monkeypatch):
+    """--no-browser over SSH: the person pastes the address the browser was sent to."""
+    import io
+
+    from llmc_cli.mcp.auth import _Loopback
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("http://127.0.0.1:1/callback?code=abc&state=xyz\n"))
+    listener = _Loopback(0)
+    try:
+        assert listener.wait(10, paste=True) == {"code": "abc", "state": "xyz"}
+    finally:
+        listener.close()
+
+
+def test_no_redirect_in_time_is_an_auth_error():
+    from llmc_cli.mcp.auth import _Loopback
+
+    listener = _Loopback(0)
+    try:
+        with pytest.raises(AuthError, match="no authorization response within 0 s"):
+            listener.wait(0.2, paste=False)
+    finally:
+        listener.close()
