@@ -1,0 +1,1 @@
+"""llmc's built-in MCP servers. `workspace` is the zero-setup default (run in-process)."""

@@ -1,0 +1,238 @@
+"""Confinement of every path to the workspace roots.
+
+Two checks, because the file system can change between them: `resolve` turns the path a model
+gave into a real path (symlinks and `..` resolved) and refuses it outside the roots; the `open_*`
+functions then open that real path without following a symlink in its last component
+(O_NOFOLLOW) and ask the kernel where the opened descriptor really is (/proc/self/fd), so a
+symlink or directory swapped in after the check cannot lead outside. Files with more than one
+hard link are refused: the other name may be outside the roots, and nothing tells where.
+Directory walks descend through descriptors opened with O_NOFOLLOW, never through names.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import stat
+from typing import Iterator
+
+from llmc_cli.errors import ConfigError
+from llmc_cli.server.protocol import ToolError
+
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
+# O_NONBLOCK: opening a FIFO must not hang the server; non-regular files are refused after fstat.
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC
+
+
+class Jail:
+    def __init__(self, roots: list[str]) -> None:
+        if not roots:
+            raise ConfigError("workspace: at least one root directory is needed")
+        self.roots: list[str] = []
+        for root in roots:
+            if not isinstance(root, str) or not root:
+                raise ConfigError(f"workspace: root must be a directory path, got {root!r}")
+            real = os.path.realpath(os.path.expanduser(root))
+            if not os.path.isdir(real):
+                raise ConfigError(f"workspace: root {root!r} is not a directory")
+            if real not in self.roots:
+                self.roots.append(real)
+
+    # ------------------------------------------------------------------ names
+    def inside(self, real: str) -> bool:
+        return any(real == r or real.startswith(r.rstrip("/") + "/") for r in self.roots)
+
+    def resolve(self, path: str) -> str:
+        """The real path of `path` (relative paths start at the first root), inside the roots."""
+        if not isinstance(path, str) or not path:
+            raise ToolError("path must be a non-empty string")
+        if "\0" in path:
+            raise ToolError("path contains a NUL byte")
+        joined = path if os.path.isabs(path) else os.path.join(self.roots[0], path)
+        real = os.path.realpath(joined)
+        if self.inside(real):
+            return real
+        if self.inside(os.path.normpath(joined)):
+            raise ToolError(f"{path}: refused: a symbolic link in this path leads outside the workspace roots")
+        if not os.path.isabs(path) and ".." in path.split(os.sep):
+            raise ToolError(f"{path}: refused: '..' climbs out of the workspace roots")
+        raise ToolError(f"{path}: refused: outside the workspace roots ({', '.join(self.roots)})")
+
+    def relative(self, real: str) -> str:
+        """How a result names a path: relative to the first root when inside it, else absolute."""
+        root = self.roots[0]
+        return os.path.relpath(real, root) if real == root or real.startswith(root.rstrip("/") + "/") else real
+
+    # ------------------------------------------------------------------ descriptors
+    def check_fd(self, fd: int, shown: str) -> None:
+        where = fd_path(fd)
+        if where is not None and not self.inside(where):
+            os.close(fd)
+            raise ToolError(f"{shown}: refused: it changed after the check and now leads outside the workspace roots")
+
+    def open_dir(self, real: str, shown: str) -> int:
+        try:
+            fd = os.open(real, _DIR_FLAGS)
+        except OSError as exc:
+            raise os_error(shown, exc) from None
+        self.check_fd(fd, shown)
+        return fd
+
+    def open_read(self, real: str, shown: str) -> int:
+        """A descriptor of the regular file at `real`, confined and with one link only."""
+        try:
+            fd = os.open(real, _READ_FLAGS)
+        except OSError as exc:
+            raise os_error(shown, exc) from None
+        self.check_fd(fd, shown)
+        check_regular(fd, shown)
+        return fd
+
+    def parent(self, real: str, shown: str) -> tuple[int, str]:
+        """(descriptor of the parent directory, last name): writes go through the parent's fd."""
+        parent, name = os.path.split(real)
+        if not name:
+            raise ToolError(f"{shown}: refused: not a file name")
+        return self.open_dir(parent, shown), name
+
+    def write_atomic(self, real: str, shown: str, data: bytes) -> bool:
+        """Replace (or create) the file with `data`: written to a temporary file beside it, then
+        renamed over it, so a failure never leaves it half-written. Returns True if created."""
+        dfd, name = self.parent(real, shown)
+        tmp = f".{name}.llmc-{secrets.token_hex(4)}.tmp"
+        try:
+            existing = lstat_at(dfd, name)
+            if existing is not None:
+                refuse_special(existing, shown)
+            mode = stat.S_IMODE(existing.st_mode) if existing is not None else 0o666
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC, mode, dir_fd=dfd)
+            try:
+                _write_all(fd, data)
+                if existing is not None:
+                    os.fchmod(fd, mode)
+            finally:
+                os.close(fd)
+            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            return existing is None
+        except OSError as exc:
+            try:
+                os.unlink(tmp, dir_fd=dfd)
+            except OSError:
+                pass
+            raise os_error(shown, exc) from None
+        finally:
+            os.close(dfd)
+
+    def append(self, real: str, shown: str, data: bytes) -> bool:
+        dfd, name = self.parent(real, shown)
+        try:
+            created = lstat_at(dfd, name) is None
+            fd = os.open(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC,
+                         0o666, dir_fd=dfd)
+        except OSError as exc:
+            raise os_error(shown, exc) from None
+        finally:
+            os.close(dfd)
+        check_regular(fd, shown)  # before a single byte goes in (closes fd when it refuses)
+        try:
+            _write_all(fd, data)
+        except OSError as exc:
+            raise os_error(shown, exc) from None
+        finally:
+            os.close(fd)
+        return created
+
+    def walk(self, real_dir: str, shown: str, max_depth: int) -> Iterator[tuple[str, os.stat_result]]:
+        """(path relative to real_dir, lstat) of every entry down to max_depth levels, sorted by
+        name, never following a symbolic link."""
+        fd = self.open_dir(real_dir, shown)
+        try:
+            yield from _walk_fd(fd, "", max_depth)
+        finally:
+            os.close(fd)
+
+
+def _walk_fd(dfd: int, prefix: str, depth: int) -> Iterator[tuple[str, os.stat_result]]:
+    try:
+        with os.scandir(dfd) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
+        return  # unreadable directory: nothing to list
+    for entry in entries:
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        rel = prefix + entry.name
+        yield rel, st
+        if depth > 1 and stat.S_ISDIR(st.st_mode):
+            try:
+                sub = os.open(entry.name, _DIR_FLAGS, dir_fd=dfd)
+            except OSError:
+                continue
+            try:
+                yield from _walk_fd(sub, rel + "/", depth - 1)
+            finally:
+                os.close(sub)
+
+
+def fd_path(fd: int) -> str | None:
+    """Where an open descriptor really is, as the kernel sees it."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        pass
+    try:  # macOS
+        import fcntl
+
+        raw = fcntl.fcntl(fd, 50, b"\0" * 1024)  # F_GETPATH
+        return raw.split(b"\0", 1)[0].decode()
+    except (OSError, ImportError, AttributeError):
+        return None
+
+
+def lstat_at(dfd: int, name: str) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+
+
+def refuse_special(st: os.stat_result, shown: str) -> None:
+    if stat.S_ISLNK(st.st_mode):
+        raise ToolError(f"{shown}: refused: it is a symbolic link (it changed after the check)")
+    if stat.S_ISDIR(st.st_mode):
+        raise ToolError(f"{shown}: is a directory")
+    if not stat.S_ISREG(st.st_mode):
+        raise ToolError(f"{shown}: refused: not a regular file")
+    if st.st_nlink > 1:
+        raise ToolError(f"{shown}: refused: the file has {st.st_nlink} hard links and another one may be "
+                        "outside the workspace roots")
+
+
+def check_regular(fd: int, shown: str) -> os.stat_result:
+    st = os.fstat(fd)
+    try:
+        refuse_special(st, shown)
+    except ToolError:
+        os.close(fd)
+        raise
+    return st
+
+
+def os_error(shown: str, exc: OSError) -> ToolError:
+    if exc.errno == errno.ELOOP:
+        return ToolError(f"{shown}: refused: it is a symbolic link (it changed after the check)")
+    reasons = {errno.ENOENT: "not found", errno.EACCES: "permission denied", errno.EPERM: "permission denied",
+               errno.EEXIST: "already exists", errno.ENOTDIR: "not a directory", errno.EISDIR: "is a directory",
+               errno.ENOTEMPTY: "directory not empty", errno.ENOSPC: "no space left on the device",
+               errno.EXDEV: "cannot move across file systems", errno.EROFS: "read-only file system"}
+    return ToolError(f"{shown}: {reasons.get(exc.errno or 0, exc.strerror or str(exc))}")
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]

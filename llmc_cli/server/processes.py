@@ -1,0 +1,288 @@
+"""Processes the model may start: allow-listed executables, argv only, contained.
+
+An executable is allowed by what it IS, not by how it is spelled: argv[0] is looked up with a
+fixed PATH (never the model's, never the workspace) and resolved to its real path, which must be
+one of the allow-list's real paths. There is no shell unless the configuration allows one
+explicitly. Each process gets a scrubbed environment, its own process group (so killpg reaches
+its forks), a time limit, an output cap, and, with bubblewrap, its own PID namespace (so even a
+fork that left the group dies with it), the roots bound writable, the rest of the system
+read-only, a private /tmp and no network unless allowed.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from llmc_cli.errors import ConfigError
+from llmc_cli.server.protocol import ToolError
+
+FIXED_PATH = "/usr/local/bin:/usr/bin:/bin"
+SHELL = "/bin/sh"
+MAX_KEPT = 64  # finished processes remembered for list_processes / read_process_output
+
+
+def find_bwrap() -> str | None:
+    found = shutil.which("bwrap", path=FIXED_PATH)
+    return os.path.realpath(found) if found else None
+
+
+@dataclass
+class ProcessConfig:
+    roots: list[str]
+    allow_commands: list[str]
+    allow_shell: bool = False
+    allow_network: bool = False
+    sandbox: str = "auto"  # auto | bwrap | none
+    timeout: float = 300.0  # seconds a process may live
+    max_output_bytes: int = 1_000_000  # per process; reaching it ends the process
+    max_processes: int = 4  # running at once
+    env: dict[str, str] = field(default_factory=dict)
+
+
+class Launcher:
+    """Checks a command against the allow-list and builds the contained argv and environment."""
+
+    def __init__(self, config: ProcessConfig) -> None:
+        self.config = config
+        self.allowed: dict[str, str] = {}  # real path -> the name the configuration used
+        for name in config.allow_commands:
+            real = _lookup(name, cwd=None)
+            if real is None:
+                raise ConfigError(f"workspace: allowed command {name!r} is not an executable on {FIXED_PATH}")
+            self.allowed[real] = name
+        self.bwrap = find_bwrap() if config.sandbox in ("auto", "bwrap") else None
+        if config.sandbox == "bwrap" and self.bwrap is None:
+            raise ConfigError("workspace: sandbox = \"bwrap\" but bwrap is not installed (Debian: bubblewrap)")
+
+    @property
+    def sandbox(self) -> str:
+        """bwrap | none | off (processes disabled)."""
+        if self.config.sandbox == "none":
+            return "none"
+        return "bwrap" if self.bwrap else "off"
+
+    def enabled(self) -> tuple[bool, str]:
+        if self.sandbox == "off":
+            return False, "bwrap (bubblewrap) is not installed; processes need it unless sandbox = \"none\""
+        if not self.allowed and not self.config.allow_shell:
+            return False, "no command is allowed (allow_commands is empty)"
+        return True, f"processes run {'inside bwrap' if self.sandbox == 'bwrap' else 'WITHOUT a sandbox'}"
+
+    def resolve(self, argv: Any, command: Any, cwd: str) -> list[str]:
+        """The argv to run (executable as a real path), or ToolError saying why not."""
+        if command is not None:
+            if argv is not None:
+                raise ToolError("give either argv or command, not both")
+            if not self.config.allow_shell:
+                raise ToolError("refused: shell commands are not allowed; pass argv (a list of strings)")
+            if not isinstance(command, str) or not command.strip() or "\0" in command:
+                raise ToolError("command must be a non-empty string")
+            return [SHELL, "-c", command]
+        if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+            raise ToolError("argv must be a non-empty list of strings, e.g. [\"ls\", \"-l\"]")
+        if any("\0" in a for a in argv):
+            raise ToolError("refused: an argument contains a NUL byte")
+        exe = argv[0]
+        real = _lookup(exe, cwd)
+        if real is None or real not in self.allowed:
+            allowed = ", ".join(sorted(set(self.allowed.values()))) or "none"
+            shown = exe.encode("unicode_escape").decode()
+            raise ToolError(f"refused: {shown!r} is not an allowed command (allowed: {allowed})")
+        return [real, *argv[1:]]
+
+    def wrap(self, argv: list[str], cwd: str) -> list[str]:
+        if self.sandbox != "bwrap":
+            return argv
+        assert self.bwrap is not None
+        cmd = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        for root in self.config.roots:  # after the /tmp tmpfs, so a root under /tmp stays visible
+            cmd += ["--bind", root, root]
+        cmd += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+        if not self.config.allow_network:
+            cmd.append("--unshare-net")
+        cmd += ["--die-with-parent", "--new-session", "--chdir", cwd, "--", *argv]
+        return cmd
+
+    def environment(self) -> dict[str, str]:
+        env = {"PATH": FIXED_PATH, "HOME": self.config.roots[0], "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+               "TERM": "dumb", "TMPDIR": "/tmp", "PYTHONUNBUFFERED": "1"}
+        env.update(self.config.env)
+        return env
+
+
+def _lookup(exe: str, cwd: str | None) -> str | None:
+    """Real path of an executable: names through the fixed PATH, paths as written (relative to
+    cwd). The result is compared with the allow-list, so `./ls` or `../../bin/sh` only pass if
+    they are the very file allowed."""
+    if not exe or "\0" in exe:
+        return None
+    if "/" in exe:
+        path = exe if os.path.isabs(exe) or cwd is None else os.path.join(cwd, exe)
+        found = path if os.path.isfile(path) and os.access(path, os.X_OK) else None
+    else:
+        found = shutil.which(exe, path=FIXED_PATH)
+    return os.path.realpath(found) if found else None
+
+
+class Process:
+    """One running (or finished) process: output collected by a reader thread, merged
+    stdout+stderr, addressed by absolute byte offsets."""
+
+    def __init__(self, handle: str, argv: list[str], popen: subprocess.Popen[bytes], limit: int, timeout: float) -> None:
+        self.handle, self.argv, self.popen = handle, argv, popen
+        self.started = time.time()
+        self.output = bytearray()
+        self.limit = limit
+        self.ended_by: str | None = None  # why llmc ended it: timeout | output limit | terminated
+        self.eof = False
+        self.last_output = time.monotonic()
+        self.cond = threading.Condition()
+        self._timer = threading.Timer(timeout, self.kill, args=(f"time limit of {timeout:g} s",))
+        self._timer.daemon = True
+        self._timer.start()
+        threading.Thread(target=self._read, daemon=True, name=f"llmc-proc-{handle}").start()
+
+    def _read(self) -> None:
+        assert self.popen.stdout is not None
+        fd = self.popen.stdout.fileno()
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                chunk = b""
+            with self.cond:
+                if not chunk:
+                    self.eof = True
+                    self.cond.notify_all()
+                    break
+                room = self.limit - len(self.output)
+                self.output += chunk[:max(room, 0)]
+                self.last_output = time.monotonic()
+                self.cond.notify_all()
+            if len(chunk) > room:
+                self.kill(f"output limit of {self.limit} bytes")
+        self.popen.wait()
+        self._timer.cancel()
+        with self.cond:
+            self.cond.notify_all()
+
+    @property
+    def running(self) -> bool:
+        return self.popen.poll() is None
+
+    def kill(self, reason: str) -> None:
+        """End the whole process group: SIGTERM, then SIGKILL after a grace period."""
+        if self.popen.poll() is not None and self.eof:
+            return
+        self.ended_by = self.ended_by or reason
+        _killpg(self.popen.pid, signal.SIGTERM)
+        try:
+            self.popen.wait(timeout=2.0)
+        except subprocess.TimeoutExpired:
+            pass
+        _killpg(self.popen.pid, signal.SIGKILL)  # forks that ignored SIGTERM, or outlived the leader
+
+    def wait_quiet(self, since: int, wait_s: float, quiet_s: float) -> None:
+        """Return once the process ended, or printed something after `since` and then stayed quiet
+        for quiet_s, or wait_s passed."""
+        deadline = time.monotonic() + wait_s
+        with self.cond:
+            while True:
+                now = time.monotonic()
+                if self.eof and self.popen.poll() is not None:
+                    return
+                if len(self.output) > since and now - self.last_output >= quiet_s:
+                    return
+                if now >= deadline:
+                    return
+                self.cond.wait(timeout=min(deadline - now, quiet_s, 0.2))
+
+    def status(self) -> dict[str, Any]:
+        code = self.popen.poll()
+        out: dict[str, Any] = {"handle": self.handle, "argv": self.argv, "pid": self.popen.pid,
+                               "running": code is None, "exitCode": code, "outputBytes": len(self.output),
+                               "startedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started))}
+        if self.ended_by:
+            out["endedBy"] = self.ended_by
+        return out
+
+
+def _killpg(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class ProcessTable:
+    """The processes of this server instance (one client connection)."""
+
+    def __init__(self, launcher: Launcher) -> None:
+        self.launcher = launcher
+        self.config = launcher.config
+        self.procs: dict[str, Process] = {}
+        self.lock = threading.Lock()
+
+    def start(self, argv: list[str], cwd: str, *, stdin: bool, input_data: bytes | None = None,
+              timeout: float | None = None) -> Process:
+        limit = min(timeout or self.config.timeout, self.config.timeout)
+        with self.lock:
+            running = sum(1 for p in self.procs.values() if p.running)
+            if running >= self.config.max_processes:
+                raise ToolError(f"refused: {running} processes are running, the limit is {self.config.max_processes}; "
+                                "terminate one first")
+            try:
+                popen = subprocess.Popen(
+                    self.launcher.wrap(argv, cwd), cwd=cwd, env=self.launcher.environment(),
+                    stdin=subprocess.PIPE if stdin or input_data is not None else subprocess.DEVNULL,
+                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
+            except OSError as exc:
+                raise ToolError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
+            handle = f"proc-{secrets.token_hex(4)}"
+            proc = Process(handle, argv, popen, self.config.max_output_bytes, limit)
+            self.procs[handle] = proc
+            self._forget_old()
+        if input_data is not None:
+            self.write(proc, input_data, close=not stdin)
+        return proc
+
+    def get(self, handle: Any) -> Process:
+        with self.lock:
+            proc = self.procs.get(handle) if isinstance(handle, str) else None
+        if proc is None:
+            raise ToolError(f"no process with handle {handle!r} in this session (list_processes shows them)")
+        return proc
+
+    def write(self, proc: Process, data: bytes, *, close: bool = False) -> None:
+        if proc.popen.stdin is None or proc.popen.stdin.closed:
+            raise ToolError(f"{proc.handle}: its input is closed")
+        try:
+            proc.popen.stdin.write(data)
+            proc.popen.stdin.flush()
+            if close:
+                proc.popen.stdin.close()
+        except (BrokenPipeError, ValueError, OSError):
+            raise ToolError(f"{proc.handle}: the process no longer reads its input (exit code "
+                            f"{proc.popen.poll()})") from None
+
+    def list(self) -> list[Process]:
+        with self.lock:
+            return list(self.procs.values())
+
+    def close(self) -> None:
+        for proc in self.list():
+            if proc.running:
+                proc.kill("server shut down")
+
+    def _forget_old(self) -> None:
+        finished = [h for h, p in self.procs.items() if not p.running]
+        for handle in finished[:max(0, len(self.procs) - MAX_KEPT)]:
+            del self.procs[handle]

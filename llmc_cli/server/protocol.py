@@ -1,0 +1,284 @@
+"""A small synchronous MCP server core: a registry of tools and the protocol around them.
+
+Dual-era, as basic/versioning.mdx (2026-07-28) describes: an `initialize` request selects legacy
+semantics (2024-11-05 .. 2025-11-25) for this connection; a request whose `_meta` names
+`io.modelcontextprotocol/protocolVersion` is served statelessly under that modern version.
+The transport is not our business: `handle(message, send)` is all a host calls (stdio.py, or the
+client's in-memory transport), and `send` may be called later from a worker thread.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from llmc_cli.errors import ProtocolError
+from llmc_cli.mcp import jsonrpc
+
+MODERN_VERSIONS = ("2026-07-28",)
+LEGACY_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")  # newest first
+META = "io.modelcontextprotocol/"
+
+Send = Callable[[dict[str, Any]], None]
+
+
+class ToolError(Exception):
+    """Raised by a handler: the tool ran and failed. Becomes a result with isError, so the model
+    can read the message and correct itself (tools.mdx, "Tool Execution Errors")."""
+
+
+@dataclass
+class ToolDef:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    handler: Callable[[dict[str, Any]], Any]  # returns the structured result (a dict) or text
+    output_schema: dict[str, Any] | None = None
+    annotations: dict[str, Any] = field(default_factory=dict)
+    title: str | None = None
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
+        if self.title:
+            out["title"] = self.title
+        if self.output_schema:
+            out["outputSchema"] = self.output_schema
+        if self.annotations:
+            out["annotations"] = self.annotations
+        return out
+
+
+class _RequestError(Exception):
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.data = code, message, data
+
+
+class McpServer:
+    """One connection's server. Tool calls run on a small pool so a slow tool never stops the
+    server from answering ping or honouring a cancellation; everything else answers inline."""
+
+    def __init__(self, name: str, version: str, tools: list[ToolDef], *, instructions: str | None = None,
+                 page_size: int = 100, workers: int = 4, on_close: Callable[[], None] | None = None) -> None:
+        self.server_info = {"name": name, "version": version}
+        self.instructions = instructions
+        self.tools = {t.name: t for t in tools}
+        self.page_size = page_size
+        self.legacy_version: str | None = None  # set by `initialize`
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="llmc-tool")
+        self._lock = threading.Lock()
+        self._cancelled: set[Any] = set()
+        self._running: set[Any] = set()
+        self._on_close = on_close
+        self._closed = False
+
+    # ------------------------------------------------------------------ entry point
+    def handle(self, message: dict[str, Any], send: Send) -> None:
+        try:
+            kind = jsonrpc.kind_of(message)
+        except ProtocolError as exc:
+            msg_id = message.get("id") if isinstance(message, dict) else None
+            send(jsonrpc.error(msg_id, jsonrpc.INVALID_REQUEST, exc.message))
+            return
+        if kind == "notification":
+            self._notification(message)
+            return
+        if kind != "request":
+            return  # we never send requests, so a response is stray: ignore it
+        msg_id, method = message["id"], message["method"]
+        params = message.get("params") or {}
+        try:
+            if not isinstance(params, dict):
+                raise _RequestError(jsonrpc.INVALID_PARAMS, "params must be an object")
+            modern = self._era(method, params)
+            if method == "tools/call":
+                tool = self._tool_for(params)
+                with self._lock:
+                    self._running.add(msg_id)
+                self._pool.submit(self._call_tool, msg_id, tool, params, modern, send)
+                return
+            value = self._dispatch(method, params, modern)
+            send(jsonrpc.result(msg_id, self._finish(value, modern)))
+        except _RequestError as exc:
+            send(jsonrpc.error(msg_id, exc.code, exc.message, exc.data))
+        except Exception as exc:  # a bug: answer the request, keep serving, log the trace to stderr
+            traceback.print_exc(file=sys.stderr)
+            send(jsonrpc.error(msg_id, jsonrpc.INTERNAL_ERROR, f"internal error: {exc}"))
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._on_close is not None:
+            self._on_close()  # stop processes and searches first, so running calls return
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # ------------------------------------------------------------------ eras
+    def _era(self, method: str, params: dict[str, Any]) -> str | None:
+        """The modern version this request is served under, or None for the legacy session."""
+        meta = params.get("_meta")
+        version = meta.get(META + "protocolVersion") if isinstance(meta, dict) else None
+        if method in ("initialize", "ping") and version is None:
+            return None
+        if version is None:
+            if self.legacy_version is not None:
+                return None
+            raise _RequestError(jsonrpc.INVALID_PARAMS,
+                                f"missing _meta['{META}protocolVersion']: send initialize first (MCP up to "
+                                f"2025-11-25) or put the version in every request's _meta ({MODERN_VERSIONS[0]})")
+        if version in LEGACY_VERSIONS and self.legacy_version is not None:
+            return None
+        if version not in MODERN_VERSIONS:
+            raise _RequestError(jsonrpc.UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
+                                {"supported": list(MODERN_VERSIONS + LEGACY_VERSIONS), "requested": str(version)})
+        if not isinstance(meta.get(META + "clientCapabilities"), dict):  # type: ignore[union-attr]
+            raise _RequestError(jsonrpc.INVALID_PARAMS, f"missing _meta['{META}clientCapabilities']")
+        return version
+
+    def _finish(self, value: dict[str, Any], modern: str | None) -> dict[str, Any]:
+        """Modern results name their type and the server on every reply (basic/index.mdx)."""
+        if modern:
+            value = {"resultType": "complete", **value}
+            value["_meta"] = {**value.get("_meta", {}), META + "serverInfo": self.server_info}
+        return value
+
+    # ------------------------------------------------------------------ methods
+    def _capabilities(self) -> dict[str, Any]:
+        return {"tools": {"listChanged": False}}
+
+    def _dispatch(self, method: str, params: dict[str, Any], modern: str | None) -> dict[str, Any]:
+        if method == "initialize":
+            requested = params.get("protocolVersion")
+            # Same version when we speak it, else our latest legacy one (lifecycle.mdx).
+            self.legacy_version = requested if requested in LEGACY_VERSIONS else LEGACY_VERSIONS[0]
+            out: dict[str, Any] = {"protocolVersion": self.legacy_version, "capabilities": self._capabilities(),
+                                   "serverInfo": self.server_info}
+            if self.instructions:
+                out["instructions"] = self.instructions
+            return out
+        if method == "server/discover":
+            out = {"supportedVersions": list(MODERN_VERSIONS + LEGACY_VERSIONS), "capabilities": self._capabilities(),
+                   "ttlMs": 0, "cacheScope": "private"}
+            if self.instructions:
+                out["instructions"] = self.instructions
+            return out
+        if method == "ping":
+            return {}
+        if method == "tools/list":
+            return self._list_tools(params, modern)
+        raise _RequestError(jsonrpc.METHOD_NOT_FOUND, f"method not found: {method}")
+
+    def _list_tools(self, params: dict[str, Any], modern: str | None) -> dict[str, Any]:
+        names = list(self.tools)  # registration order: deterministic (tools.mdx)
+        cursor = params.get("cursor")
+        start = 0
+        if cursor is not None:
+            if not (isinstance(cursor, str) and cursor.isdigit() and int(cursor) < len(names)):
+                raise _RequestError(jsonrpc.INVALID_PARAMS, f"invalid cursor: {cursor!r}")
+            start = int(cursor)
+        page = names[start:start + self.page_size]
+        out: dict[str, Any] = {"tools": [self.tools[n].describe() for n in page]}
+        if start + self.page_size < len(names):
+            out["nextCursor"] = str(start + self.page_size)
+        if modern:
+            # The list depends on the server's configuration only; "private": it names local paths.
+            out.update(ttlMs=0, cacheScope="private")
+        return out
+
+    def _tool_for(self, params: dict[str, Any]) -> ToolDef:
+        name = params.get("name")
+        tool = self.tools.get(name) if isinstance(name, str) else None
+        if tool is None:
+            raise _RequestError(jsonrpc.INVALID_PARAMS, f"Unknown tool: {name}")
+        if not isinstance(params.get("arguments", {}), dict):
+            raise _RequestError(jsonrpc.INVALID_PARAMS, "arguments must be an object")
+        return tool
+
+    def _call_tool(self, msg_id: Any, tool: ToolDef, params: dict[str, Any], modern: str | None, send: Send) -> None:
+        try:
+            value = self._run_tool(tool, params.get("arguments") or {})
+            reply = jsonrpc.result(msg_id, self._finish(value, modern))
+        except Exception as exc:
+            traceback.print_exc(file=sys.stderr)
+            reply = jsonrpc.error(msg_id, jsonrpc.INTERNAL_ERROR, f"internal error in {tool.name}: {exc}")
+        with self._lock:
+            self._running.discard(msg_id)
+            cancelled = msg_id in self._cancelled
+            self._cancelled.discard(msg_id)
+        if not cancelled:  # a cancelled request gets no further messages (cancellation.mdx)
+            send(reply)
+
+    @staticmethod
+    def _run_tool(tool: ToolDef, arguments: dict[str, Any]) -> dict[str, Any]:
+        try:
+            problem = check_arguments(tool.input_schema, arguments)
+            if problem:
+                raise ToolError(f"invalid arguments for {tool.name}: {problem}")
+            value = tool.handler(arguments)
+        except ToolError as exc:
+            return {"content": [{"type": "text", "text": str(exc)}], "isError": True}
+        if isinstance(value, str):
+            return {"content": [{"type": "text", "text": value}], "isError": False}
+        # Structured results also go out as serialized JSON text, for clients that ignore
+        # structuredContent (tools.mdx, "Structured Content").
+        text = json.dumps(value, ensure_ascii=False)
+        return {"content": [{"type": "text", "text": text}], "structuredContent": value, "isError": False}
+
+    def _notification(self, message: dict[str, Any]) -> None:
+        if message["method"] == "notifications/cancelled":
+            request_id = (message.get("params") or {}).get("requestId")
+            with self._lock:
+                if request_id in self._running:
+                    self._cancelled.add(request_id)
+        # notifications/initialized and anything unknown need no answer
+
+
+# ---------------------------------------------------------------------- argument checks
+_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "number": (int, float),
+                                       "boolean": (bool,), "array": (list,), "object": (dict,)}
+
+
+def check_arguments(schema: dict[str, Any], value: Any, where: str = "") -> str | None:
+    """The subset of JSON Schema our own tool schemas use (type, required, properties,
+    additionalProperties: false, items, enum, minimum, maximum, minItems, maxItems, minLength).
+    Returns the first problem as one line, or None."""
+    kind = schema.get("type")
+    label = where or "arguments"
+    if kind:
+        ok = isinstance(value, _TYPES[kind]) and not (kind in ("integer", "number") and isinstance(value, bool))
+        if not ok:
+            return f"{label} must be of type {kind}"
+    if "enum" in schema and value not in schema["enum"]:
+        return f"{label} must be one of {', '.join(map(str, schema['enum']))}"
+    if isinstance(value, str) and len(value) < schema.get("minLength", 0):
+        return f"{label} must not be empty"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if "minimum" in schema and value < schema["minimum"]:
+            return f"{label} must be >= {schema['minimum']}"
+        if "maximum" in schema and value > schema["maximum"]:
+            return f"{label} must be <= {schema['maximum']}"
+    if isinstance(value, list):
+        if len(value) < schema.get("minItems", 0):
+            return f"{label} needs at least {schema['minItems']} item(s)"
+        if "maxItems" in schema and len(value) > schema["maxItems"]:
+            return f"{label} takes at most {schema['maxItems']} items"
+        for i, item in enumerate(value):
+            if problem := check_arguments(schema.get("items", {}), item, f"{label}[{i}]"):
+                return problem
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        for name in schema.get("required", []):
+            if name not in value:
+                return f"missing required argument '{name}'"
+        for name, item in value.items():
+            if name in props:
+                if problem := check_arguments(props[name], item, name if not where else f"{where}.{name}"):
+                    return problem
+            elif schema.get("additionalProperties") is False:
+                return f"unknown argument '{name}'"
+    return None

@@ -1,0 +1,79 @@
+"""Serve an endpoint over stdio: newline-delimited JSON-RPC on stdin/stdout (transports/stdio.mdx).
+
+Nothing but MCP messages may reach stdout, so the real stdout is kept for the protocol and file
+descriptor 1 is pointed at stderr: a stray print (ours, a library's) lands in the log instead
+of corrupting the stream.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from typing import Any, BinaryIO
+
+from llmc_cli.errors import ProtocolError
+from llmc_cli.mcp import jsonrpc
+
+MAX_LINE_BYTES = 16 * 1024 * 1024  # one message; longer lines are refused, not buffered forever
+
+
+def log(message: str) -> None:
+    print(f"llmc-workspace: {message}", file=sys.stderr, flush=True)
+
+
+def run_stdio(endpoint: Any, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+    """Read messages until end of input, then close the endpoint (stops its processes)."""
+    if stdout is None:
+        stdout = os.fdopen(os.dup(1), "wb", buffering=0)
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+    stdin = stdin if stdin is not None else sys.stdin.buffer
+    lock = threading.Lock()
+
+    def send(message: dict[str, Any]) -> None:
+        data = (jsonrpc.encode(message) + "\n").encode("utf-8")
+        with lock:  # whole lines only, whichever thread answers
+            try:
+                stdout.write(data)
+                stdout.flush()
+            except (BrokenPipeError, ValueError):
+                pass  # the client went away; end of input follows
+
+    try:
+        while line := stdin.readline(MAX_LINE_BYTES + 1):
+            if len(line) > MAX_LINE_BYTES:
+                send(jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "message too long"))
+                while line and not line.endswith(b"\n"):  # skip the rest of that line
+                    line = stdin.readline(MAX_LINE_BYTES)
+                continue
+            if not line.strip():
+                continue
+            for message in _decode(line, send):
+                endpoint.handle(message, send)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        endpoint.close()
+
+
+def _decode(line: bytes, send: Any) -> list[dict[str, Any]]:
+    try:
+        return jsonrpc.decode(line)
+    except ProtocolError:
+        try:
+            value = json.loads(line)
+        except (ValueError, UnicodeDecodeError):
+            send(jsonrpc.error(None, jsonrpc.PARSE_ERROR, "Parse error: not JSON"))
+            return []
+    # Valid JSON that is not a valid message: answer each bad one, pass the good ones on.
+    good = []
+    for item in value if isinstance(value, list) else [value]:
+        try:
+            jsonrpc.kind_of(item)
+            good.append(item)
+        except ProtocolError as exc:
+            msg_id = item.get("id") if isinstance(item, dict) else None
+            send(jsonrpc.error(msg_id, jsonrpc.INVALID_REQUEST, exc.message))
+    return good
