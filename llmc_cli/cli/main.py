@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "servers": ("llmc_cli.cli.servers:servers", "Add, list, show, remove and import the servers of a profile."),
     "profiles": ("llmc_cli.cli.profiles:profiles", "List, show and initialise profiles."),
     "auth": ("llmc_cli.cli.auth:auth", "Log in to remote servers (OAuth); show and remove stored tokens."),
+    "serve": ("llmc_cli.cli.serve:serve", "Run the built-in workspace MCP server on stdio."),
 }
 
 EXIT_CODES_HELP = """\b
