@@ -26,6 +26,7 @@ from llmc_cli.server.protocol import ToolError
 
 FIXED_PATH = "/usr/local/bin:/usr/bin:/bin"
 SHELL = "/bin/sh"
+TAG_VAR = "LLMC_WORKSPACE_PROCESS"  # marks every process we start, and what it forks
 MAX_KEPT = 64  # finished processes remembered for list_processes / read_process_output
 
 
@@ -111,8 +112,8 @@ class Launcher:
         cmd += ["--die-with-parent", "--new-session", "--chdir", cwd, "--", *argv]
         return cmd
 
-    def environment(self) -> dict[str, str]:
-        env = {"PATH": FIXED_PATH, "HOME": self.config.roots[0], "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+    def environment(self, tag: str = "") -> dict[str, str]:
+        env = {TAG_VAR: tag, "PATH": FIXED_PATH, "HOME": self.config.roots[0], "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
                "TERM": "dumb", "TMPDIR": "/tmp", "PYTHONUNBUFFERED": "1"}
         env.update(self.config.env)
         return env
@@ -136,8 +137,9 @@ class Process:
     """One running (or finished) process: output collected by a reader thread, merged
     stdout+stderr, addressed by absolute byte offsets."""
 
-    def __init__(self, handle: str, argv: list[str], popen: subprocess.Popen[bytes], limit: int, timeout: float) -> None:
-        self.handle, self.argv, self.popen = handle, argv, popen
+    def __init__(self, handle: str, argv: list[str], popen: subprocess.Popen[bytes], limit: int, timeout: float,
+                 tag: str) -> None:
+        self.handle, self.argv, self.popen, self.tag = handle, argv, popen, tag
         self.started = time.time()
         self.output = bytearray()
         self.limit = limit
@@ -180,15 +182,15 @@ class Process:
 
     def kill(self, reason: str) -> None:
         """End the whole process group: SIGTERM, then SIGKILL after a grace period."""
-        if self.popen.poll() is not None and self.eof:
-            return
-        self.ended_by = self.ended_by or reason
-        _killpg(self.popen.pid, signal.SIGTERM)
-        try:
-            self.popen.wait(timeout=2.0)
-        except subprocess.TimeoutExpired:
-            pass
-        _killpg(self.popen.pid, signal.SIGKILL)  # forks that ignored SIGTERM, or outlived the leader
+        if not (self.popen.poll() is not None and self.eof):
+            self.ended_by = self.ended_by or reason
+            _killpg(self.popen.pid, signal.SIGTERM)
+            try:
+                self.popen.wait(timeout=2.0)
+            except subprocess.TimeoutExpired:
+                pass
+            _killpg(self.popen.pid, signal.SIGKILL)  # forks that ignored SIGTERM, or outlived the leader
+        _kill_tagged(self.tag)  # forks that left the group (setsid) but kept our environment tag
 
     def wait_quiet(self, since: int, wait_s: float, quiet_s: float) -> None:
         """Return once the process ended, or printed something after `since` and then stayed quiet
@@ -215,6 +217,24 @@ class Process:
         return out
 
 
+def _kill_tagged(tag: str) -> None:
+    """Without bwrap's PID namespace, a fork that called setsid() is out of reach of killpg; find
+    it by the tag in its environment (a process that also wiped its environment still escapes:
+    only bwrap contains that)."""
+    needle = f"{TAG_VAR}={tag}".encode()
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if needle in f.read().split(b"\0"):
+                    os.kill(pid, signal.SIGKILL)
+        except (OSError, ProcessLookupError):
+            continue
+
+
 def _killpg(pid: int, sig: int) -> None:
     try:
         os.killpg(pid, sig)
@@ -239,15 +259,16 @@ class ProcessTable:
             if running >= self.config.max_processes:
                 raise ToolError(f"refused: {running} processes are running, the limit is {self.config.max_processes}; "
                                 "terminate one first")
+            tag = secrets.token_hex(8)
             try:
                 popen = subprocess.Popen(
-                    self.launcher.wrap(argv, cwd), cwd=cwd, env=self.launcher.environment(),
+                    self.launcher.wrap(argv, cwd), cwd=cwd, env=self.launcher.environment(tag),
                     stdin=subprocess.PIPE if stdin or input_data is not None else subprocess.DEVNULL,
                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
             except OSError as exc:
                 raise ToolError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
             handle = f"proc-{secrets.token_hex(4)}"
-            proc = Process(handle, argv, popen, self.config.max_output_bytes, limit)
+            proc = Process(handle, argv, popen, self.config.max_output_bytes, limit, tag)
             self.procs[handle] = proc
             self._forget_old()
         if input_data is not None:
