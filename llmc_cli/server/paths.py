@@ -51,7 +51,10 @@ class Jail:
         if "\0" in path:
             raise ToolError("path contains a NUL byte")
         joined = path if os.path.isabs(path) else os.path.join(self.roots[0], path)
-        real = os.path.realpath(joined)
+        try:
+            real = os.path.realpath(joined)
+        except OSError as exc:  # e.g. a link replaced while realpath walked it
+            raise ToolError(f"{path}: refused: it changed while it was being checked ({exc.strerror})") from None
         if self.inside(real):
             return real
         if self.inside(os.path.normpath(joined)):
@@ -76,6 +79,8 @@ class Jail:
         try:
             fd = os.open(real, _DIR_FLAGS)
         except OSError as exc:
+            if os.path.islink(real):  # O_DIRECTORY|O_NOFOLLOW on a link says ENOTDIR: say what it is
+                exc = OSError(errno.ELOOP, "symbolic link")
             raise os_error(shown, exc) from None
         self.check_fd(fd, shown)
         return fd
