@@ -14,4 +14,7 @@ if [ ! -x tests/node/node_modules/.bin/conformance ] || [ tests/node/package.jso
   touch tests/node/node_modules
 fi
 
+# The workspace server's process tests run inside bubblewrap where it can be installed (root only).
+if [ "$(id -u)" = 0 ]; then command -v bwrap >/dev/null || apt-get install -y -qq bubblewrap >/dev/null 2>&1 || true; fi
+
 exec .venv/bin/python -m pytest "$@"
