@@ -14,7 +14,7 @@ import os
 import stat
 import time
 from collections import deque
-from typing import Any, Callable
+from typing import Any
 
 from llmc_cli import __version__
 from llmc_cli.errors import ConfigError
