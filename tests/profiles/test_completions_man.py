@@ -68,7 +68,7 @@ def two_profiles(isolated_dirs: Path) -> Path:
 
 
 def test_commands_options_profiles_and_servers_complete(two_profiles: Path):
-    assert complete("llmc ser") == ["servers"]
+    assert complete("llmc ser") == ["serve", "servers"]
     assert "--replace" in complete("llmc servers add x --re")
     assert complete("llmc --profile ") == ["default", "devops"]
     assert complete("llmc servers show s") == ["sdk", "spare"]
