@@ -27,7 +27,7 @@ _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC
 
 
 class Jail:
-    def __init__(self, roots: list[str]) -> None:
+    def __init__(self, roots: list[str], forbidden: list[str] = ()) -> None:  # type: ignore[assignment]
         if not roots:
             raise ConfigError("workspace: at least one root directory is needed")
         self.roots: list[str] = []
@@ -39,10 +39,14 @@ class Jail:
                 raise ConfigError(f"workspace: root {root!r} is not a directory")
             if real not in self.roots:
                 self.roots.append(real)
+        # Off limits even inside a root: llmc's own configuration and state (profiles, tokens,
+        # audit log). A model that could edit its profile could loosen its own policy.
+        self.forbidden = [os.path.realpath(f) for f in forbidden]
+        self._forbidden_ids = {(st.st_dev, st.st_ino) for f in self.forbidden if (st := _stat(f)) is not None}
 
     # ------------------------------------------------------------------ names
     def inside(self, real: str) -> bool:
-        return any(real == r or real.startswith(r.rstrip("/") + "/") for r in self.roots)
+        return _under(real, self.roots) and not _under(real, self.forbidden)
 
     def resolve(self, path: str) -> str:
         """The real path of `path` (relative paths start at the first root), inside the roots."""
@@ -57,6 +61,8 @@ class Jail:
             raise ToolError(f"{path}: refused: it changed while it was being checked ({exc.strerror})") from None
         if self.inside(real):
             return real
+        if _under(real, self.forbidden):
+            raise ToolError(f"{path}: refused: llmc's own configuration and state are off limits")
         if self.inside(os.path.normpath(joined)):
             raise ToolError(f"{path}: refused: a symbolic link in this path leads outside the workspace roots")
         if not os.path.isabs(path) and ".." in path.split(os.sep):
@@ -154,12 +160,23 @@ class Jail:
         name, never following a symbolic link."""
         fd = self.open_dir(real_dir, shown)
         try:
-            yield from _walk_fd(fd, "", max_depth)
+            yield from _walk_fd(fd, "", max_depth, self._forbidden_ids)
         finally:
             os.close(fd)
 
 
-def _walk_fd(dfd: int, prefix: str, depth: int) -> Iterator[tuple[str, os.stat_result]]:
+def _under(real: str, dirs: list[str]) -> bool:
+    return any(real == d or real.startswith(d.rstrip("/") + "/") for d in dirs)
+
+
+def _stat(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
+
+
+def _walk_fd(dfd: int, prefix: str, depth: int, skip: set[tuple[int, int]]) -> Iterator[tuple[str, os.stat_result]]:
     try:
         with os.scandir(dfd) as it:
             entries = sorted(it, key=lambda e: e.name)
@@ -172,13 +189,13 @@ def _walk_fd(dfd: int, prefix: str, depth: int) -> Iterator[tuple[str, os.stat_r
             continue
         rel = prefix + entry.name
         yield rel, st
-        if depth > 1 and stat.S_ISDIR(st.st_mode):
+        if depth > 1 and stat.S_ISDIR(st.st_mode) and (st.st_dev, st.st_ino) not in skip:
             try:
                 sub = os.open(entry.name, _DIR_FLAGS, dir_fd=dfd)
             except OSError:
                 continue
             try:
-                yield from _walk_fd(sub, rel + "/", depth - 1)
+                yield from _walk_fd(sub, rel + "/", depth - 1, skip)
             finally:
                 os.close(sub)
 

@@ -39,6 +39,7 @@ def find_bwrap() -> str | None:
 class ProcessConfig:
     roots: list[str]
     allow_commands: list[str]
+    hidden: list[str] = field(default_factory=list)  # directories a sandboxed process must not see
     allow_shell: bool = False
     allow_network: bool = False
     sandbox: str = "auto"  # auto | bwrap | none
@@ -106,6 +107,9 @@ class Launcher:
         cmd = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
         for root in self.config.roots:  # after the /tmp tmpfs, so a root under /tmp stays visible
             cmd += ["--bind", root, root]
+        for hidden in self.config.hidden:  # after the roots: hidden even inside a root
+            if os.path.isdir(hidden):
+                cmd += ["--tmpfs", hidden]
         cmd += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         if not self.config.allow_network:
             cmd.append("--unshare-net")

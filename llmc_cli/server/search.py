@@ -117,7 +117,8 @@ class Search:
         return hits
 
     def _in_root(self, real: str) -> bool:
-        return real == self.root or real.startswith(self.root.rstrip("/") + "/")
+        jail = self._args[0]
+        return (real == self.root or real.startswith(self.root.rstrip("/") + "/")) and jail.inside(real)
 
     def stop(self) -> None:
         if not self.done:

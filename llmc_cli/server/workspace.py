@@ -96,11 +96,13 @@ class Workspace:
         if not isinstance(read_only, bool):
             raise ConfigError("workspace: read_only must be true or false")
         self.options = _check_options(options)
-        self.jail = P.Jail(roots)
+        from llmc_cli.config.paths import config_dir, state_dir
+
+        self.jail = P.Jail(roots, forbidden=[str(config_dir()), str(state_dir())])
         self.read_only = read_only
         self.searches = Searches()
         self.launcher = Launcher(ProcessConfig(
-            roots=self.jail.roots, allow_commands=self.options["allow_commands"],
+            roots=self.jail.roots, hidden=self.jail.forbidden, allow_commands=self.options["allow_commands"],
             allow_shell=self.options["allow_shell"], allow_network=self.options["allow_network"],
             sandbox=self.options["sandbox"], timeout=float(self.options["timeout"]),
             max_output_bytes=self.options["max_output_bytes"], max_processes=self.options["max_processes"],
@@ -495,7 +497,7 @@ class Workspace:
     # ------------------------------------------------------------------ configuration
     def get_config(self, args: dict[str, Any]) -> dict[str, Any]:
         o = self.options
-        return {"roots": self.jail.roots, "readOnly": self.read_only,
+        return {"roots": self.jail.roots, "readOnly": self.read_only, "offLimits": self.jail.forbidden,
                 "processes": {"enabled": self.processes_enabled, "note": self.process_note,
                               "sandbox": self.launcher.sandbox, "allowCommands": sorted(self.launcher.allowed),
                               "allowShell": o["allow_shell"], "allowNetwork": o["allow_network"],

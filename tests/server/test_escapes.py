@@ -267,3 +267,25 @@ def test_bwrap_sandbox_contains_writes_and_network(workspace, root: Path, outsid
     assert out["output"].splitlines()[-1] == "1"  # one interface: lo
     assert not probe.exists() and not (outside / "new.txt").exists()
     assert (root / "made.txt").read_text() == "inside\n"  # the root itself is writable
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_llmc_config_and_state_off_limits_even_inside_a_root(workspace, tmp_path: Path, sandbox: str) -> None:
+    """REFUSED: with a root that contains llmc's own config and state directories (profiles,
+    tokens, audit log), the model can neither read nor rewrite them: editing its profile would
+    loosen its own policy. CONTAINED with bwrap: processes see them empty."""
+    config, state = tmp_path / "config", tmp_path / "state"  # LLMC_CONFIG_DIR / LLMC_STATE_DIR (conftest)
+    (config / "profiles").mkdir(parents=True)
+    (config / "profiles" / "default.toml").write_text("[policy]\ndefault = \"deny\"\n")
+    state.mkdir(exist_ok=True)
+    (state / "tokens.json").write_text('{"token": "SECRET-TOKEN"}')
+    ws = workspace(roots=[str(tmp_path)], sandbox=sandbox, allow_commands=COMMANDS)
+    assert "off limits" in ws.error("write_file", path="config/profiles/default.toml", content="[policy]\n")
+    assert "off limits" in ws.error("read_file", path="state/tokens.json")
+    assert "off limits" in ws.error("list_directory", path="config")
+    assert ws.ok("start_search", pattern="SECRET-TOKEN", kind="content", wait_ms=5000)["results"] == []
+    assert ws.ok("start_search", pattern="default.toml", wait_ms=5000)["results"] == []
+    assert (config / "profiles" / "default.toml").read_text() == "[policy]\ndefault = \"deny\"\n"
+    if sandbox == "bwrap":
+        out = ws.ok("run_command", argv=["sh", "-c", f"cat {state}/tokens.json; ls -A {config} | wc -l"])["output"]
+        assert "SECRET-TOKEN" not in out and out.strip().endswith("0")
