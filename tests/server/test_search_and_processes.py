@@ -132,3 +132,16 @@ def test_no_process_tools_without_a_sandbox_or_an_allow_list(workspace) -> None:
     if "bwrap" not in SANDBOXES:
         auto = workspace(sandbox="auto", allow_commands=["echo"])
         assert "run_command" not in auto.tools and "bwrap" in auto.ok("get_config")["processes"]["note"]
+
+
+def test_auto_sandbox_without_bwrap_turns_processes_off(root: Path) -> None:
+    """A host without bubblewrap (simulated by clearing what find_bwrap found): sandbox=auto offers
+    no process tool; only an explicit sandbox="none" runs processes unsandboxed."""
+    from llmc_cli.server.processes import Launcher, ProcessConfig
+
+    launcher = Launcher(ProcessConfig(roots=[str(root)], allow_commands=["echo"], sandbox="auto"))
+    launcher.bwrap = None
+    assert launcher.sandbox == "off" and launcher.enabled()[0] is False
+    assert "bubblewrap" in launcher.enabled()[1]
+    explicit = Launcher(ProcessConfig(roots=[str(root)], allow_commands=["echo"], sandbox="none"))
+    assert explicit.sandbox == "none" and explicit.enabled() == (True, "processes run WITHOUT a sandbox")
