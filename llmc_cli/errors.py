@@ -65,6 +65,10 @@ class HttpStatusError(ConnectionFailed):
         self.headers = headers or {}
 
 
+class SessionExpired(ConnectionFailed):
+    """The server no longer knows the HTTP session (404 to a request carrying Mcp-Session-Id)."""
+
+
 class ProtocolError(LlmcError):
     """The peer broke the protocol: bad JSON-RPC, no common version, a lying reply."""
 

@@ -88,22 +88,24 @@ def _negotiate_stdio(session: Session, spec: ServerSpec, cached: dict[str, str] 
 
 
 def _connect_remote(spec: ServerSpec, hooks: ClientHooks | None, cached: dict[str, str] | None) -> Session:
+    from llmc_cli.mcp.auth import OAuth
     from llmc_cli.mcp.transports.legacy_sse import LegacySseTransport
     from llmc_cli.mcp.transports.streamable_http import StreamableHttpTransport
 
     assert spec.url
     headers = dict(spec.headers)
+    auth = OAuth.for_spec(spec)
     choice = spec.transport
     if choice == "auto" and cached:
         choice = cached.get("transport", "auto")
     if choice == "sse":
-        session = Session(LegacySseTransport(spec.url, headers=headers, timeout=spec.timeout),
+        session = Session(LegacySseTransport(spec.url, headers=headers, timeout=spec.timeout, auth=auth),
                           name=spec.name, timeout=spec.timeout, hooks=hooks)
         _guarded(session, session.initialize)
         _store_cache(spec, {"era": "legacy", "transport": "sse", "version": session.protocol_version or ""})
         return session
 
-    session = Session(StreamableHttpTransport(spec.url, headers=headers, timeout=spec.timeout),
+    session = Session(StreamableHttpTransport(spec.url, headers=headers, timeout=spec.timeout, auth=auth),
                       name=spec.name, timeout=spec.timeout, hooks=hooks)
     if cached and cached.get("era") == "legacy" and choice == "http":
         _guarded(session, session.initialize)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from llmc_cli import __version__
-from llmc_cli.errors import ConnectionFailed, LlmcError, ProtocolError, RpcError, TimeoutExpired
+from llmc_cli.errors import ConnectionFailed, LlmcError, ProtocolError, RpcError, SessionExpired, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.transports.base import Transport
 
@@ -85,6 +85,7 @@ class Session:
         self._lock = threading.Lock()
         self._closed_error: LlmcError | None = None
         self._started = False
+        self._reinitialized = False  # an expired HTTP session is initialized again once
 
     # -- life cycle ------------------------------------------------------------------------------
 
@@ -256,12 +257,23 @@ class Session:
             self._pending[request_id] = future
             self._activity[request_id] = time.monotonic()
         try:
-            self.transport.send(jsonrpc.request(request_id, method, params or None))
+            self._send_request(jsonrpc.request(request_id, method, params or None))
             return self._wait(request_id, future, method, timeout if timeout is not None else self.timeout)
         finally:
             with self._lock:
                 self._pending.pop(request_id, None)
                 self._activity.pop(request_id, None)
+
+    def _send_request(self, message: dict[str, Any]) -> None:
+        try:
+            self.transport.send(message)
+        except SessionExpired:
+            # 2025-11-25 transports, Session Management: start a new session, then send again.
+            if self.era != "legacy" or message["method"] == "initialize" or self._reinitialized:
+                raise
+            self._reinitialized = True
+            self.initialize(self.protocol_version or LEGACY_VERSIONS[0])
+            self.transport.send(message)
 
     def _wait(self, request_id: int, future: Future[dict[str, Any]], method: str, timeout: float) -> dict[str, Any]:
         started = time.monotonic()

@@ -1,0 +1,231 @@
+"""Server-sent events as the HTTP transports read them, plus the HTTP plumbing both share.
+
+Why not sseclient-py: it skips every event whose `data` is empty, and with it the event's `id`
+and `retry`. The 2025-11-25 Streamable HTTP transport relies on exactly such an event (the
+"priming" event: an id and a retry delay, no data) to make a stream resumable, so the parser here
+follows the WHATWG algorithm instead: `id` and `retry` take effect whether or not data follows.
+
+httpx2 is imported inside functions: the CLI must start without an HTTP stack.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator
+from urllib.parse import urlsplit
+
+from llmc_cli.errors import AuthError, ConnectionFailed, HttpStatusError, LlmcError, TimeoutExpired
+from llmc_cli.mcp import jsonrpc
+
+MAX_ERROR_BODY = 64 * 1024  # bytes of an error reply kept to look for a JSON-RPC error
+MAX_AUTH_RETRIES = 3  # 401/403 -> authorize -> send again, at most this many times per request
+
+
+@dataclass
+class Event:
+    event: str = "message"
+    data: str = ""
+    id: str | None = None  # the stream's last event id after this event (carried over)
+    retry: int | None = None  # reconnection delay in ms, when this event set one
+
+
+def events(lines: Iterable[str]) -> Iterator[Event]:
+    """Events of an SSE stream given its lines (without line endings). Events without data are
+    yielded too (their `id`/`retry` matter); callers skip them for delivery."""
+    last_id: str | None = None
+    name, data, retry, seen = "", [], None, False
+    for line in lines:
+        if not line:
+            if seen:
+                yield Event(name or "message", "\n".join(data), last_id, retry)
+            name, data, retry, seen = "", [], None, False
+            continue
+        if line.startswith(":"):
+            continue  # comment (keep-alive)
+        field, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        seen = True
+        if field == "data":
+            data.append(value)
+        elif field == "event":
+            name = value
+        elif field == "id" and "\0" not in value:
+            last_id = value
+        elif field == "retry" and value.isdigit():
+            retry = int(value)
+    if seen and data:  # a final event without its blank line: deliver what arrived
+        yield Event(name or "message", "\n".join(data), last_id, retry)
+
+
+def preview(text: str, limit: int = 160) -> str:
+    return " ".join(text.split())[:limit]
+
+
+def origin(url: str) -> tuple[str, str, int | None]:
+    p = urlsplit(url)
+    return p.scheme.lower(), (p.hostname or "").lower(), p.port or {"http": 80, "https": 443}.get(p.scheme.lower())
+
+
+class HttpChannel:
+    """HTTP plumbing shared by both transports: one httpx2 client, the user's headers on every
+    request (never logged), the OAuth hooks, error mapping, and streams that close() can stop."""
+
+    def __init__(self, url: str, headers: dict[str, str] | None, timeout: float, auth: Any,
+                 connect_timeout: float) -> None:
+        scheme = urlsplit(url).scheme.lower()
+        if scheme not in ("http", "https") or not urlsplit(url).hostname:
+            raise ConnectionFailed(f"not an http(s) URL: {url}")
+        self.url = url
+        self.headers = dict(headers or {})
+        self.timeout = timeout
+        self.auth = auth
+        self.connect_timeout = min(connect_timeout, timeout)
+        self.closing = False
+        self._client: Any = None
+        self._client_lock = threading.Lock()
+        self._streams: set[Any] = set()
+        self._streams_lock = threading.Lock()
+
+    def client(self) -> Any:
+        import httpx2
+
+        with self._client_lock:
+            if self._client is None:
+                self._client = httpx2.Client(
+                    timeout=httpx2.Timeout(self.timeout, connect=self.connect_timeout),
+                    follow_redirects=False)
+            return self._client
+
+    def request(self, method: str, url: str, headers: dict[str, str], *, body: bytes | None = None,
+                read_timeout: float | None | str = "default") -> Any:
+        """Send one request and return the open (streamed) response; the caller closes it.
+        401/403 go through the OAuth hooks and are retried; transport failures become LlmcErrors."""
+        import httpx2
+
+        client = self.client()
+        timeout = None if read_timeout == "default" else httpx2.Timeout(
+            self.timeout, connect=self.connect_timeout, read=read_timeout)  # type: ignore[arg-type]
+        for _ in range(MAX_AUTH_RETRIES + 1):
+            all_headers = {**headers, **self.headers}
+            authorization = self.auth.authorization_header() if self.auth is not None else None
+            if authorization and not any(k.lower() == "authorization" for k in self.headers):
+                all_headers["Authorization"] = authorization
+            try:
+                req = client.build_request(method, url, headers=all_headers, content=body,
+                                           **({"timeout": timeout} if timeout is not None else {}))
+                response = client.send(req, stream=True)
+            except httpx2.TimeoutException:
+                raise TimeoutExpired(f"{method} {self._where(url)}: no answer within the timeout") from None
+            except httpx2.HTTPError as exc:
+                if self.closing:
+                    raise ConnectionFailed("connection closed") from None
+                raise ConnectionFailed(f"cannot reach {self._where(url)}: {preview(str(exc)) or type(exc).__name__}") from None
+            if response.status_code in (401, 403):
+                challenge = response.headers.get("www-authenticate")
+                self.discard(response)
+                if self.auth is not None and self.auth.on_unauthorized(response.status_code, challenge):
+                    continue
+                raise AuthError(f"{self._where(url)} answered HTTP {response.status_code}: authorization "
+                                f"{'refused' if response.status_code == 403 else 'required'}")
+            return response
+        raise AuthError(f"{self._where(url)} still refuses authorization after {MAX_AUTH_RETRIES} attempts")
+
+    def read_body(self, response: Any, limit: int | None = None) -> bytes:
+        import httpx2
+
+        chunks, size = [], 0
+        try:
+            for chunk in response.iter_bytes():
+                chunks.append(chunk)
+                size += len(chunk)
+                if limit is not None and size >= limit:
+                    break
+        except httpx2.TimeoutException:
+            raise TimeoutExpired(f"{self._where(self.url)}: reply body not complete within the timeout") from None
+        except httpx2.HTTPError as exc:
+            raise ConnectionFailed(f"{self._where(self.url)}: reply cut off: {preview(str(exc))}") from None
+        finally:
+            response.close()
+        return b"".join(chunks)
+
+    def status_error(self, response: Any, request: dict[str, Any] | None, deliver: Any) -> None:
+        """An HTTP error reply: deliver it when it is the JSON-RPC error answering `request`
+        (modern servers answer 400/404 with one), else raise HttpStatusError."""
+        body = self.read_body(response, MAX_ERROR_BODY)
+        text = body.decode("utf-8", "replace")
+        if request is not None and "id" in request and "json" in response.headers.get("content-type", ""):
+            try:
+                messages = jsonrpc.decode(body)
+            except LlmcError:
+                messages = []
+            if len(messages) == 1 and "error" in messages[0] and messages[0].get("id") == request["id"]:
+                deliver(messages[0])
+                return
+        reason = preview(text, 120) if text.strip() and not text.lstrip().startswith("<") else response.reason_phrase
+        raise HttpStatusError(f"{self._where(self.url)} answered HTTP {response.status_code}"
+                              + (f": {reason}" if reason else ""), response.status_code, text,
+                              {k.lower(): v for k, v in response.headers.items() if k.lower() != "set-cookie"})
+
+    def read_events(self, response: Any) -> Iterator[Event]:
+        """Events of an open SSE response until it ends; closing() interrupts it."""
+        import httpx2
+
+        with self._streams_lock:
+            if self.closing:
+                response.close()
+                return
+            self._streams.add(response)
+        try:
+            yield from events(response.iter_lines())
+        except (httpx2.HTTPError, OSError, ValueError, RuntimeError):
+            pass  # the stream broke (or was stopped): the caller decides whether to resume
+        finally:
+            with self._streams_lock:
+                self._streams.discard(response)
+            try:
+                response.close()
+            except Exception:  # noqa: BLE001 - closing a broken stream may fail again
+                pass
+
+    def discard(self, response: Any) -> None:
+        try:
+            response.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+    def stop_stream(self, response: Any) -> None:
+        """Unblock a thread reading `response`: shut its socket down (closing an httpx response
+        from another thread does not wake a blocked read)."""
+        stream = response.extensions.get("network_stream") if hasattr(response, "extensions") else None
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if isinstance(sock, socket.socket):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def stop_all(self) -> None:
+        self.closing = True
+        with self._streams_lock:
+            streams = list(self._streams)
+        for response in streams:
+            self.stop_stream(response)
+
+    def close_client(self) -> None:
+        with self._client_lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+
+    def _where(self, url: str) -> str:
+        # Never the query string or user info: they may carry a key or a session id.
+        p = urlsplit(url)
+        host = p.hostname or ""
+        return f"{p.scheme}://{host}{f':{p.port}' if p.port else ''}{p.path}"
+
+
+def sleep_unless(stop: threading.Event, seconds: float) -> bool:
+    """Sleep; False when `stop` was set meanwhile."""
+    return not stop.wait(max(0.0, seconds))

@@ -1,0 +1,265 @@
+"""Streamable HTTP: every message a POST; replies as JSON or as an SSE stream.
+
+Two shapes share this class, chosen by `protocol_version` (set by the session):
+- modern (2026-07-28, basic/transports/streamable-http.mdx): each POST carries
+  `MCP-Protocol-Version`, `Mcp-Method` and, for tools/call, prompts/get and resources/read,
+  `Mcp-Name`; no session id, no standalone GET stream, no DELETE, no resumption. Cancelling a
+  request is closing its response stream.
+- legacy (2025-03-26 .. 2025-11-25, 2025-11-25 basic/transports.mdx): `Mcp-Session-Id` from the
+  initialize reply on every later request, `MCP-Protocol-Version` once negotiated, a standalone
+  GET stream for server-initiated messages (405 = not offered), resumable streams (event ids, the
+  `retry` field, GET + `Last-Event-ID`), 404 on a request with a session id = session expired,
+  DELETE on close.
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from llmc_cli.errors import ConnectionFailed, HttpStatusError, LlmcError, ProtocolError, SessionExpired
+from llmc_cli.mcp import jsonrpc
+from llmc_cli.mcp.transports.base import Closed, Deliver
+from llmc_cli.mcp.transports.sse import HttpChannel, preview, sleep_unless
+
+MODERN_FROM = "2026-07-28"  # protocol versions are dates: string order is time order
+NAME_PARAM = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+DEFAULT_RETRY_MS = 1000  # reconnection delay when the server sets none
+MAX_RECONNECTS = 5  # resumption attempts per stream
+CLOSE_TIMEOUT = 2.0  # DELETE on close, joining reader threads
+NOTES_KEPT = 20
+
+
+def header_value(value: str) -> str:
+    """A header-safe value: plain printable ASCII as is, anything else in the Base64 sentinel form
+    (2026-07-28 streamable-http, Value Encoding)."""
+    plain = (all(0x20 <= ord(c) <= 0x7E for c in value) and value == value.strip()
+             and not (value.startswith("=?base64?") and value.endswith("?=")))
+    return value if plain else "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
+
+
+@dataclass
+class _StreamState:
+    last_id: str | None = None
+    retry_ms: int = DEFAULT_RETRY_MS
+
+
+class StreamableHttpTransport:
+    def __init__(self, url: str, headers: dict[str, str] | None = None, timeout: float = 60.0, *,
+                 auth: Any = None, connect_timeout: float = 10.0, idle_timeout: float | None = None,
+                 max_reconnects: int = MAX_RECONNECTS) -> None:
+        self.http = HttpChannel(url, headers, timeout, auth, connect_timeout)
+        self.url = url
+        self.idle_timeout = idle_timeout if idle_timeout is not None else timeout
+        self.max_reconnects = max_reconnects
+        self.protocol_version: str | None = None
+        self.session_id: str | None = None
+        self._deliver: Deliver | None = None
+        self._closed: Closed | None = None
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._inflight: dict[Any, Any] = {}  # request id -> its open SSE response (modern cancel)
+        self._cancelled: set[Any] = set()
+        self._lock = threading.Lock()
+        self._reported = False
+        self._notes: collections.deque[str] = collections.deque(maxlen=NOTES_KEPT)
+
+    @property
+    def modern(self) -> bool:
+        return bool(self.protocol_version and self.protocol_version >= MODERN_FROM)
+
+    # -- Transport ------------------------------------------------------------------------------
+
+    def start(self, deliver: Deliver, closed: Closed) -> None:
+        # Nothing to open: HTTP has no connection of its own; the first POST shows what is there.
+        self._deliver, self._closed = deliver, closed
+
+    def send(self, message: dict[str, Any]) -> None:
+        if self._stop.is_set() or self._deliver is None:
+            raise ConnectionFailed("HTTP transport is not open")
+        method = message.get("method")
+        is_request = method is not None and "id" in message
+        if self.modern and method == "notifications/cancelled":
+            self._cancel((message.get("params") or {}).get("requestId"))
+            return
+        sent_session = self.session_id if not self.modern else None
+        response = self.http.request("POST", self.url, self._headers(message),
+                                     body=jsonrpc.encode(message).encode("utf-8"))
+        status = response.status_code
+        if method == "initialize" and 200 <= status < 300:
+            self.session_id = response.headers.get("mcp-session-id") or None
+        if status == 404 and sent_session:
+            self.http.discard(response)
+            self.session_id = None
+            raise SessionExpired(f"{self.http._where(self.url)}: the server ended the session (HTTP 404)")
+        if not 200 <= status < 300:
+            self.http.status_error(response, message if is_request else None, self._deliver)
+            return
+        if status == 202 or not is_request:
+            self.http.read_body(response, 0)
+        else:
+            self._reply(response, message)
+        if method == "notifications/initialized" and not self.modern:
+            self._spawn(self._listen, "llmc-http-get")
+
+    def close(self) -> None:
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        self.http.stop_all()
+        for t in self._threads:
+            t.join(timeout=CLOSE_TIMEOUT / max(1, len(self._threads)))
+        if self.session_id and not self.modern:
+            # Tell the server the session is over; 405 means it does not let clients end sessions.
+            try:
+                self.http.read_body(self.http.request("DELETE", self.url, self._headers(None), read_timeout=CLOSE_TIMEOUT), 0)
+            except LlmcError:
+                pass
+        self.http.close_client()
+
+    def diagnostics(self) -> str:
+        return "\n".join(self._notes)
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _headers(self, message: dict[str, Any] | None, last_event_id: str | None = None) -> dict[str, str]:
+        if message is None:
+            headers = {"Accept": "text/event-stream"}
+        else:
+            headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        if self.protocol_version:
+            headers["MCP-Protocol-Version"] = self.protocol_version
+        if self.modern:
+            method = (message or {}).get("method")
+            if method is not None:
+                headers["Mcp-Method"] = header_value(method)
+                name = ((message or {}).get("params") or {}).get(NAME_PARAM.get(method, ""))
+                if isinstance(name, str):
+                    headers["Mcp-Name"] = header_value(name)
+        elif self.session_id:
+            headers["Mcp-Session-Id"] = self.session_id
+        if last_event_id is not None:
+            headers["Last-Event-ID"] = last_event_id
+        return headers
+
+    def _reply(self, response: Any, request: dict[str, Any]) -> None:
+        ctype = response.headers.get("content-type", "").lower()
+        if "text/event-stream" in ctype:
+            with self._lock:
+                self._inflight[request["id"]] = response
+            self._spawn(lambda: self._post_stream(response, request), "llmc-http-sse")
+            return
+        body = self.http.read_body(response)
+        if "application/json" not in ctype:
+            text = body.decode("utf-8", "replace")
+            raise HttpStatusError(
+                f"{self.http._where(self.url)} answered {ctype.split(';')[0] or 'no content type'} instead of"
+                f" JSON or an event stream" + (f": {preview(text, 80)}" if text.strip() and not text.lstrip().startswith("<") else ""),
+                response.status_code, text)
+        for reply in jsonrpc.decode(body):
+            self._deliver(reply)  # type: ignore[misc]
+
+    def _post_stream(self, response: Any, request: dict[str, Any]) -> None:
+        rid, state = request["id"], _StreamState()
+        answered = self._pump(response, rid, state)
+        attempts = 0
+        # Resumption (2025-11-25 Resumability and Redelivery): only a stream that gave event ids,
+        # only in the legacy era, after the delay the server asked for.
+        while (not answered and not self._stop.is_set() and not self.modern and state.last_id is not None
+               and attempts < self.max_reconnects and rid not in self._cancelled):
+            attempts += 1
+            if not sleep_unless(self._stop, state.retry_ms / 1000):
+                break
+            try:
+                resumed = self.http.request("GET", self.url, self._headers(None, state.last_id),
+                                            read_timeout=self.idle_timeout)
+            except LlmcError as exc:
+                self._note(f"resuming the stream of {request.get('method')} failed: {exc.message}")
+                continue
+            if resumed.status_code != 200 or "text/event-stream" not in resumed.headers.get("content-type", ""):
+                self._note(f"resuming the stream of {request.get('method')}: HTTP {resumed.status_code}")
+                self.http.discard(resumed)
+                break
+            answered = self._pump(resumed, rid, state)
+        with self._lock:
+            self._inflight.pop(rid, None)
+            cancelled = rid in self._cancelled
+            self._cancelled.discard(rid)
+        if not answered and not cancelled:
+            self._report(ConnectionFailed(
+                f"the server closed the event stream of {request.get('method')} before replying"
+                + (f" (resumption failed after {attempts} attempt{'s' if attempts != 1 else ''})" if attempts else "")))
+
+    def _listen(self) -> None:
+        """The standalone GET stream: server requests and notifications outside any POST."""
+        state, attempts = _StreamState(), 0
+        while not self._stop.is_set() and attempts <= self.max_reconnects:
+            try:
+                response = self.http.request("GET", self.url, self._headers(None, state.last_id), read_timeout=None)
+            except LlmcError as exc:
+                self._note(f"standalone GET stream: {exc.message}")
+                return
+            if response.status_code != 200 or "text/event-stream" not in response.headers.get("content-type", ""):
+                # 405: the server offers no such stream; anything else: it does not work, do without.
+                self._note(f"standalone GET stream not offered (HTTP {response.status_code})")
+                self.http.discard(response)
+                return
+            self._pump(response, None, state)
+            if state.last_id is None:
+                return  # not resumable: the server ended it on purpose
+            attempts += 1
+            if not sleep_unless(self._stop, state.retry_ms / 1000):
+                return
+
+    def _pump(self, response: Any, rid: Any, state: _StreamState) -> bool:
+        """Deliver each message event; True once the reply to `rid` was delivered."""
+        events = self.http.read_events(response)
+        try:
+            for event in events:
+                if event.id is not None:
+                    state.last_id = event.id
+                if event.retry is not None:
+                    state.retry_ms = event.retry
+                if not event.data or event.event != "message":
+                    continue  # priming events, keep-alives
+                try:
+                    messages = jsonrpc.decode(event.data)
+                except ProtocolError as exc:
+                    self._note(f"skipped an event that is no JSON-RPC message: {exc.message}")
+                    continue
+                answered = False
+                for message in messages:
+                    self._deliver(message)  # type: ignore[misc]
+                    answered = answered or (rid is not None and message.get("id") == rid and "method" not in message)
+                if answered:
+                    return True
+            return False
+        finally:
+            events.close()
+
+    def _cancel(self, request_id: Any) -> None:
+        with self._lock:
+            response = self._inflight.get(request_id)
+            if response is not None:
+                self._cancelled.add(request_id)
+        if response is not None:
+            self.http.stop_stream(response)
+
+    def _spawn(self, target: Any, name: str) -> None:
+        t = threading.Thread(target=target, daemon=True, name=name)
+        self._threads.append(t)
+        t.start()
+
+    def _report(self, error: LlmcError) -> None:
+        with self._lock:
+            if self._reported or self._stop.is_set():
+                return
+            self._reported = True
+        if self._closed is not None:
+            self._closed(error)
+
+    def _note(self, text: str) -> None:
+        self._notes.append(text)
