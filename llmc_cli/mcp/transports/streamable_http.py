@@ -17,10 +17,11 @@ from __future__ import annotations
 import base64
 import collections
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
-from llmc_cli.errors import ConnectionFailed, HttpStatusError, LlmcError, ProtocolError, SessionExpired
+from llmc_cli.errors import ConnectionFailed, HttpStatusError, LlmcError, ProtocolError, SessionExpired, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.transports.base import Closed, Deliver
 from llmc_cli.mcp.transports.sse import HttpChannel, preview, sleep_unless
@@ -31,6 +32,9 @@ DEFAULT_RETRY_MS = 1000  # reconnection delay when the server sets none
 MAX_RECONNECTS = 5  # resumption attempts per stream
 CLOSE_TIMEOUT = 2.0  # DELETE on close, joining reader threads
 NOTES_KEPT = 20
+HEAD_WAIT = 1.0  # seconds send() waits for a request's reply headers before returning
+# The era probe and the handshake: their HTTP status decides what comes next, so wait for it.
+WAIT_FOR_ANSWER = ("server/discover", "initialize")
 
 
 def header_value(value: str) -> str:
@@ -39,6 +43,16 @@ def header_value(value: str) -> str:
     plain = (all(0x20 <= ord(c) <= 0x7E for c in value) and value == value.strip()
              and not (value.startswith("=?base64?") and value.endswith("?=")))
     return value if plain else "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
+
+
+class _Head:
+    """How a request's POST went, as far as send() waits for it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.error: LlmcError | None = None
+        self.abandoned = False
 
 
 @dataclass
@@ -81,10 +95,41 @@ class StreamableHttpTransport:
         if self._stop.is_set() or self._deliver is None:
             raise ConnectionFailed("HTTP transport is not open")
         method = message.get("method")
-        is_request = method is not None and "id" in message
         if self.modern and method == "notifications/cancelled":
             self._cancel((message.get("params") or {}).get("requestId"))
             return
+        if method is None or "id" not in message or method in WAIT_FOR_ANSWER:
+            self._post(message)
+            return
+        # A request: a server may hold the reply's headers back until it is done (the SDK does so
+        # for up to seconds), so wait for them only briefly and let the session's own per-request
+        # timeout (and cancellation) govern the rest. Failures that come later end the session.
+        head = _Head()
+        self._spawn(lambda: self._post_in_background(message, head), "llmc-http-post")
+        if not head.done.wait(HEAD_WAIT):
+            with head.lock:
+                head.abandoned = not head.done.is_set()
+            if head.abandoned:
+                return
+        if head.error is not None:
+            raise head.error
+
+    def _post_in_background(self, message: dict[str, Any], head: "_Head") -> None:
+        try:
+            self._post(message)
+        except LlmcError as exc:
+            with head.lock:
+                if not head.abandoned:
+                    head.error = exc
+                    head.done.set()
+                    return
+            if not isinstance(exc, TimeoutExpired):  # a timeout: the session's own will report it
+                self._report(exc)
+        head.done.set()
+
+    def _post(self, message: dict[str, Any]) -> None:
+        method = message.get("method")
+        is_request = method is not None and "id" in message
         sent_session = self.session_id if not self.modern else None
         response = self.http.request("POST", self.url, self._headers(message),
                                      body=jsonrpc.encode(message).encode("utf-8"))
@@ -110,8 +155,9 @@ class StreamableHttpTransport:
             return
         self._stop.set()
         self.http.stop_all()
+        deadline = time.monotonic() + CLOSE_TIMEOUT
         for t in self._threads:
-            t.join(timeout=CLOSE_TIMEOUT / max(1, len(self._threads)))
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
         if self.session_id and not self.modern:
             # Tell the server the session is over; 405 means it does not let clients end sessions.
             try:
@@ -147,6 +193,11 @@ class StreamableHttpTransport:
 
     def _reply(self, response: Any, request: dict[str, Any]) -> None:
         ctype = response.headers.get("content-type", "").lower()
+        with self._lock:
+            if request["id"] in self._cancelled:
+                self._cancelled.discard(request["id"])
+                self.http.discard(response)
+                return
         if "text/event-stream" in ctype:
             with self._lock:
                 self._inflight[request["id"]] = response
@@ -243,14 +294,13 @@ class StreamableHttpTransport:
     def _cancel(self, request_id: Any) -> None:
         with self._lock:
             response = self._inflight.get(request_id)
-            if response is not None:
-                self._cancelled.add(request_id)
+            self._cancelled.add(request_id)  # a reply whose headers are still to come is dropped
         if response is not None:
             self.http.stop_stream(response)
 
     def _spawn(self, target: Any, name: str) -> None:
         t = threading.Thread(target=target, daemon=True, name=name)
-        self._threads.append(t)
+        self._threads = [old for old in self._threads if old.is_alive()] + [t]
         t.start()
 
     def _report(self, error: LlmcError) -> None:

@@ -1,0 +1,184 @@
+"""A legacy-era (2025-11-25) Streamable HTTP server that misbehaves on purpose, for the transport
+tests. The first path segment picks the misbehaviour of `tools/call` (and friends):
+
+  /ok/mcp          behaves (the control)
+  /500/mcp         tools/call -> 500 with a text body
+  /invalid-json/mcp  tools/call -> 200 application/json that is no JSON
+  /html/mcp        tools/call -> 200 text/html; /html400/mcp -> 400 text/html
+  /hang/mcp        tools/call -> never answers (until the client gives up; bounded at 60 s)
+  /resume/mcp      tools/call -> SSE priming event (id, retry: 300) then closed; the reply comes
+                   on GET with Last-Event-ID
+  /cut/mcp         tools/call -> SSE stream closed early without event ids (not resumable)
+  /expire/mcp      the first tools/list of every odd-numbered session -> 404 (session expired),
+                   so a client that initializes again gets an even-numbered one that works
+  /modern-error/mcp  server/discover -> 400 with a modern JSON-RPC error (-32022, no common version)
+  /sse-elsewhere/sse  legacy HTTP+SSE whose endpoint event points to another origin
+  /sse-silent/sse  legacy HTTP+SSE that never sends its endpoint event
+
+GET /stats returns what the server saw (method, path, JSON-RPC method, selected headers, time).
+Usage: python misbehaving_http.py --port N
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+SEEN: list[dict[str, Any]] = []
+SESSIONS: list[str] = []  # in order of creation
+EXPIRED: set[str] = set()
+PENDING: dict[str, Any] = {}  # resume: last event id -> the reply to send on reconnection
+LOCK = threading.Lock()
+RETRY_MS = 300
+TOOL = {"name": "echo", "description": "Echo a message.",
+        "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}}}
+
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _record(self, rpc: dict[str, Any] | None) -> None:
+        keep = ("mcp-session-id", "mcp-protocol-version", "last-event-id", "accept", "x-custom", "authorization",
+                "mcp-method", "mcp-name")
+        with LOCK:
+            SEEN.append({"method": self.command, "path": self.path, "t": time.monotonic(),
+                         "rpc": (rpc or {}).get("method"), "id": (rpc or {}).get("id"),
+                         "headers": {k: v for k, v in ((k.lower(), v) for k, v in self.headers.items()) if k in keep}})
+
+    def _send(self, status: int, body: bytes = b"", ctype: str | None = None, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        if ctype:
+            self.send_header("Content-Type", ctype)
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _json(self, value: Any, status: int = 200, headers: dict[str, str] | None = None) -> None:
+        self._send(status, json.dumps(value).encode(), "application/json", headers)
+
+    def _sse_start(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+
+    def _event(self, text: str) -> None:
+        self.wfile.write(text.encode())
+        self.wfile.flush()
+
+    @property
+    def mode(self) -> str:
+        return self.path.strip("/").split("/")[0]
+
+    # -- verbs --------------------------------------------------------------------------------
+
+    def do_GET(self) -> None:  # noqa: N802
+        if self.path == "/stats":
+            with LOCK:
+                return self._json(SEEN)
+        self._record(None)
+        if self.mode == "sse-elsewhere":
+            self._sse_start()
+            self._event("event: endpoint\ndata: http://elsewhere.invalid:9/messages\n\n")
+            time.sleep(2)
+            return
+        if self.mode == "sse-silent":
+            self._sse_start()
+            for _ in range(100):  # bounded: 10 s of keep-alive comments, no endpoint
+                self._event(": waiting\n\n")
+                time.sleep(0.1)
+            return
+        last = self.headers.get("Last-Event-ID")
+        with LOCK:
+            reply = PENDING.pop(last, None) if last else None
+        if reply is None:
+            return self._send(405, b"Method Not Allowed", "text/plain")
+        self._sse_start()
+        self._event(f"id: {last}-r\nevent: message\ndata: {json.dumps(reply)}\n\n")
+
+    def do_DELETE(self) -> None:  # noqa: N802
+        self._record(None)
+        self._send(200)
+
+    def do_POST(self) -> None:  # noqa: N802
+        raw = self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
+        try:
+            rpc = json.loads(raw)
+        except ValueError:
+            self._record(None)
+            return self._json({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}, 400)
+        self._record(rpc)
+        method, rid, mode = rpc.get("method"), rpc.get("id"), self.mode
+        session = self.headers.get("Mcp-Session-Id")
+        if method == "server/discover":
+            if mode == "modern-error":
+                return self._json({"jsonrpc": "2.0", "id": rid, "error": {
+                    "code": -32022, "message": "Unsupported protocol version",
+                    "data": {"supported": ["2099-01-01"], "requested": "2026-07-28"}}}, 400)
+            return self._send(400)  # a legacy server: 400, empty body
+        if method == "initialize":
+            session = uuid.uuid4().hex
+            with LOCK:
+                SESSIONS.append(session)
+            return self._json({"jsonrpc": "2.0", "id": rid, "result": {
+                "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                "serverInfo": {"name": f"misbehaving-{mode}", "version": "0"}}},
+                headers={"Mcp-Session-Id": session})
+        if not session:
+            return self._json({"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": "no session"}}, 400)
+        if rid is None or "method" not in rpc:
+            return self._send(202)
+        if method == "tools/list":
+            if mode == "expire" and session not in EXPIRED and session in SESSIONS[::2]:
+                EXPIRED.add(session)
+                return self._json({"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": "Session not found"}}, 404)
+            return self._json({"jsonrpc": "2.0", "id": rid, "result": {"tools": [TOOL]}})
+        if method != "tools/call":
+            return self._json({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "Method not found"}})
+        result = {"jsonrpc": "2.0", "id": rid, "result": {"content": [
+            {"type": "text", "text": str((rpc.get("params") or {}).get("arguments", {}).get("message", ""))}]}}
+        if mode == "500":
+            return self._send(500, b"Internal Server Error: database on fire", "text/plain")
+        if mode == "invalid-json":
+            return self._send(200, b"{this is not json", "application/json")
+        if mode in ("html", "html400"):
+            return self._send(200 if mode == "html" else 400, b"<html><body><h1>Proxy error</h1></body></html>", "text/html")
+        if mode == "hang":
+            time.sleep(60)
+            return
+        if mode == "resume":
+            event_id = uuid.uuid4().hex
+            with LOCK:
+                PENDING[event_id] = result
+            self._sse_start()
+            self._event(f"id: {event_id}\nretry: {RETRY_MS}\ndata: \n\n")
+            return  # the connection closes: the client must come back with GET + Last-Event-ID
+        if mode == "cut":
+            self._sse_start()
+            progress = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": rid, "progress": 1}}
+            self._event(f"event: message\ndata: {json.dumps(progress)}\n\n")
+            return
+        self._json(result)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    args = parser.parse_args()
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    server.daemon_threads = True
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
