@@ -30,7 +30,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 SEEN: list[dict[str, Any]] = []
-SESSIONS: list[str] = []  # in order of creation
+SESSIONS: list[str] = []  # /expire/ sessions in order of creation
 EXPIRED: set[str] = set()
 PENDING: dict[str, Any] = {}  # resume: last event id -> the reply to send on reconnection
 LOCK = threading.Lock()
@@ -128,8 +128,9 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(400)  # a legacy server: 400, empty body
         if method == "initialize":
             session = uuid.uuid4().hex
-            with LOCK:
-                SESSIONS.append(session)
+            if mode == "expire":
+                with LOCK:
+                    SESSIONS.append(session)
             return self._json({"jsonrpc": "2.0", "id": rid, "result": {
                 "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
                 "serverInfo": {"name": f"misbehaving-{mode}", "version": "0"}}},
