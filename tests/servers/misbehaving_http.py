@@ -12,6 +12,7 @@ tests. The first path segment picks the misbehaviour of `tools/call` (and friend
   /expire/mcp      the first tools/list of every odd-numbered session -> 404 (session expired),
                    so a client that initializes again gets an even-numbered one that works
   /modern-error/mcp  server/discover -> 400 with a modern JSON-RPC error (-32022, no common version)
+  /moved/mcp       307 to /ok/mcp (same origin); /moved-away/mcp -> 307 to another origin
   /sse-elsewhere/sse  legacy HTTP+SSE whose endpoint event points to another origin
   /sse-silent/sse  legacy HTTP+SSE that never sends its endpoint event
 
@@ -76,6 +77,15 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(text.encode())
         self.wfile.flush()
 
+    def _moved(self) -> bool:
+        if self.mode == "moved":
+            self._send(307, headers={"Location": "/ok/mcp"})
+        elif self.mode == "moved-away":
+            self._send(307, headers={"Location": "http://elsewhere.invalid:9/mcp"})
+        else:
+            return False
+        return True
+
     @property
     def mode(self) -> str:
         return self.path.strip("/").split("/")[0]
@@ -87,6 +97,8 @@ class Handler(BaseHTTPRequestHandler):
             with LOCK:
                 return self._json(SEEN)
         self._record(None)
+        if self._moved():
+            return
         if self.mode == "sse-elsewhere":
             self._sse_start()
             self._event("event: endpoint\ndata: http://elsewhere.invalid:9/messages\n\n")
@@ -118,6 +130,8 @@ class Handler(BaseHTTPRequestHandler):
             self._record(None)
             return self._json({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}, 400)
         self._record(rpc)
+        if self._moved():
+            return
         method, rid, mode = rpc.get("method"), rpc.get("id"), self.mode
         session = self.headers.get("Mcp-Session-Id")
         if method == "server/discover":

@@ -112,3 +112,15 @@ def test_nothing_listening_is_a_quick_connection_error():
     proc = llmc("call", "echo", "--yes", "--url", f"http://127.0.0.1:{free_port()}/mcp")
     assert_one_line_error(proc, 5, "cannot reach http://127.0.0.1:")
     assert time.monotonic() - started < 5
+
+
+def test_same_origin_redirects_are_followed_and_others_refused(misbehaving):
+    before = len(seen(misbehaving))
+    proc = call(misbehaving, "moved", "--header", "X-Custom: s3cret-value")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["content"][0]["text"] == "hi"
+    log = seen(misbehaving)[before:]
+    # Once moved, later requests go straight to the new address.
+    assert [r["rpc"] for r in log if r["path"] == "/moved/mcp"] == ["server/discover"]
+    assert all(r["headers"].get("x-custom") == "s3cret-value" for r in log)
+    assert_one_line_error(call(misbehaving, "moved-away"), 5, "redirects to another origin (elsewhere.invalid): refused")

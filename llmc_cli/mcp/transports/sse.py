@@ -14,13 +14,14 @@ import socket
 import threading
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from llmc_cli.errors import AuthError, ConnectionFailed, HttpStatusError, LlmcError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
 
 MAX_ERROR_BODY = 64 * 1024  # bytes of an error reply kept to look for a JSON-RPC error
 MAX_AUTH_RETRIES = 3  # 401/403 -> authorize -> send again, at most this many times per request
+MAX_REDIRECTS = 3
 
 
 @dataclass
@@ -85,6 +86,7 @@ class HttpChannel:
         self.closing = False
         self._client: Any = None
         self._client_lock = threading.Lock()
+        self._moved: dict[str, str] = {}  # URL -> where a same-origin redirect sent it
         self._streams: set[Any] = set()
         self._streams_lock = threading.Lock()
 
@@ -107,7 +109,9 @@ class HttpChannel:
         client = self.client()
         timeout = None if read_timeout == "default" else httpx2.Timeout(
             self.timeout, connect=self.connect_timeout, read=read_timeout)  # type: ignore[arg-type]
-        for _ in range(MAX_AUTH_RETRIES + 1):
+        url = self._moved.get(url, url)
+        auth_tries = redirects = 0
+        while True:
             all_headers = {**headers, **self.headers}
             authorization = self.auth.authorization_header() if self.auth is not None else None
             if authorization and not any(k.lower() == "authorization" for k in self.headers):
@@ -122,15 +126,30 @@ class HttpChannel:
                 if self.closing:
                     raise ConnectionFailed("connection closed") from None
                 raise ConnectionFailed(f"cannot reach {self._where(url)}: {preview(str(exc)) or type(exc).__name__}") from None
-            if response.status_code in (401, 403):
+            status, location = response.status_code, response.headers.get("location")
+            if location and (status in (307, 308) or (status in (301, 302) and method == "GET")):
+                # /mcp/ -> /mcp and the like. Only on the same origin: the user's headers (and
+                # token) must not follow a redirect elsewhere.
+                target = urljoin(url, location)
+                self.discard(response)
+                if origin(target) != origin(url):
+                    raise ConnectionFailed(f"{self._where(url)} redirects to another origin ({origin(target)[1]}): refused")
+                redirects += 1
+                if redirects > MAX_REDIRECTS:
+                    raise ConnectionFailed(f"{self._where(url)}: too many redirects")
+                self._moved[url] = url = target
+                continue
+            if status in (401, 403):
                 challenge = response.headers.get("www-authenticate")
                 self.discard(response)
-                if self.auth is not None and self.auth.on_unauthorized(response.status_code, challenge):
+                auth_tries += 1
+                if auth_tries > MAX_AUTH_RETRIES:
+                    raise AuthError(f"{self._where(url)} still refuses authorization after {MAX_AUTH_RETRIES} attempts")
+                if self.auth is not None and self.auth.on_unauthorized(status, challenge):
                     continue
-                raise AuthError(f"{self._where(url)} answered HTTP {response.status_code}: authorization "
-                                f"{'refused' if response.status_code == 403 else 'required'}")
+                raise AuthError(f"{self._where(url)} answered HTTP {status}: authorization "
+                                f"{'refused' if status == 403 else 'required'}")
             return response
-        raise AuthError(f"{self._where(url)} still refuses authorization after {MAX_AUTH_RETRIES} attempts")
 
     def read_body(self, response: Any, limit: int | None = None) -> bytes:
         import httpx2
