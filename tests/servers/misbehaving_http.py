@@ -2,7 +2,7 @@
 tests. The first path segment picks the misbehaviour of `tools/call` (and friends):
 
   /ok/mcp          behaves (the control)
-  /500/mcp         tools/call -> 500 with a text body
+  /500/mcp         tools/call -> 500 with a text body; /late500/mcp -> the same after 1.5 s
   /invalid-json/mcp  tools/call -> 200 application/json that is no JSON
   /html/mcp        tools/call -> 200 text/html; /html400/mcp -> 400 text/html
   /hang/mcp        tools/call -> never answers (until the client gives up; bounded at 60 s)
@@ -162,7 +162,9 @@ class Handler(BaseHTTPRequestHandler):
             return self._json({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "Method not found"}})
         result = {"jsonrpc": "2.0", "id": rid, "result": {"content": [
             {"type": "text", "text": str((rpc.get("params") or {}).get("arguments", {}).get("message", ""))}]}}
-        if mode == "500":
+        if mode == "late500":
+            time.sleep(1.5)
+        if mode in ("500", "late500"):
             return self._send(500, b"Internal Server Error: database on fire", "text/plain")
         if mode == "invalid-json":
             return self._send(200, b"{this is not json", "application/json")

@@ -37,6 +37,7 @@ def assert_one_line_error(proc: subprocess.CompletedProcess[str], code: int, fra
 
 @pytest.mark.parametrize(("mode", "code", "fragment"), [
     ("500", 5, "answered HTTP 500: Internal Server Error: database on fire"),
+    ("late500", 5, "answered HTTP 500: Internal Server Error: database on fire"),  # after send() returned
     ("invalid-json", 6, "invalid JSON from server"),
     ("html", 5, "answered text/html instead of JSON or an event stream"),
     ("html400", 5, "answered HTTP 400"),

@@ -32,6 +32,10 @@ DEFAULT_RETRY_MS = 1000  # reconnection delay when the server sets none
 MAX_RECONNECTS = 5  # resumption attempts per stream
 CLOSE_TIMEOUT = 2.0  # DELETE on close, joining reader threads
 NOTES_KEPT = 20
+# The session may wait longer than `timeout` for a reply (a longer per-call timeout, or progress
+# extending the deadline up to 10 timeouts); reads behind it are bounded by that instead, so the
+# session's own timeout speaks first and a dead connection still ends.
+LONGEST_WAIT_FACTOR = 10
 HEAD_WAIT = 1.0  # seconds send() waits for a request's reply headers before returning
 # The era probe and the handshake: their HTTP status decides what comes next, so wait for it.
 WAIT_FOR_ANSWER = ("server/discover", "initialize")
@@ -67,7 +71,7 @@ class StreamableHttpTransport:
                  max_reconnects: int = MAX_RECONNECTS) -> None:
         self.http = HttpChannel(url, headers, timeout, auth, connect_timeout)
         self.url = url
-        self.idle_timeout = idle_timeout if idle_timeout is not None else timeout
+        self.idle_timeout = idle_timeout if idle_timeout is not None else timeout * LONGEST_WAIT_FACTOR
         self.max_reconnects = max_reconnects
         self.protocol_version: str | None = None
         self.session_id: str | None = None
@@ -115,24 +119,25 @@ class StreamableHttpTransport:
             raise head.error
 
     def _post_in_background(self, message: dict[str, Any], head: "_Head") -> None:
+        error: LlmcError | None = None
         try:
-            self._post(message)
+            self._post(message, read_timeout=self.idle_timeout)
         except LlmcError as exc:
-            with head.lock:
-                if not head.abandoned:
-                    head.error = exc
-                    head.done.set()
-                    return
-            if not isinstance(exc, TimeoutExpired):  # a timeout: the session's own will report it
-                self._report(exc)
-        head.done.set()
+            error = exc
+        finally:
+            with head.lock:  # decided together with send()'s giving up: exactly one reports
+                late = head.abandoned
+                head.error = None if late else error
+                head.done.set()
+        if error is not None and late and not isinstance(error, TimeoutExpired):
+            self._report(error)  # a timeout is not reported: the session's own speaks
 
-    def _post(self, message: dict[str, Any]) -> None:
+    def _post(self, message: dict[str, Any], read_timeout: float | str = "default") -> None:
         method = message.get("method")
         is_request = method is not None and "id" in message
         sent_session = self.session_id if not self.modern else None
         response = self.http.request("POST", self.url, self._headers(message),
-                                     body=jsonrpc.encode(message).encode("utf-8"))
+                                     body=jsonrpc.encode(message).encode("utf-8"), read_timeout=read_timeout)
         status = response.status_code
         if method == "initialize" and 200 <= status < 300:
             self.session_id = response.headers.get("mcp-session-id") or None
