@@ -53,7 +53,7 @@ def test_a_server_that_never_answers_times_out_without_hanging(misbehaving):
     proc = llmc("call", "echo", "message=hi", "--yes", "--timeout", "2", "--url", f"{misbehaving}/hang/mcp")
     elapsed = time.monotonic() - started
     assert_one_line_error(proc, 7, "tools/call")
-    assert elapsed < 6, elapsed
+    assert elapsed < 4.5, elapsed  # the timeout, start-up, and no waiting for the hung POST
 
 
 def test_a_stream_closed_early_is_resumed_with_last_event_id_after_retry(misbehaving):

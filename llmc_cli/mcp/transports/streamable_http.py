@@ -109,7 +109,9 @@ class StreamableHttpTransport:
         # for up to seconds), so wait for them only briefly and let the session's own per-request
         # timeout (and cancellation) govern the rest. Failures that come later end the session.
         head = _Head()
-        self._spawn(lambda: self._post_in_background(message, head), "llmc-http-post")
+        # Not joined on close: a POST still waiting for headers cannot be interrupted (no socket to
+        # shut down yet); it is a daemon thread bounded by its read timeout.
+        self._spawn(lambda: self._post_in_background(message, head), "llmc-http-post", joined=False)
         if not head.done.wait(HEAD_WAIT):
             with head.lock:
                 head.abandoned = not head.done.is_set()
@@ -303,9 +305,10 @@ class StreamableHttpTransport:
         if response is not None:
             self.http.stop_stream(response)
 
-    def _spawn(self, target: Any, name: str) -> None:
+    def _spawn(self, target: Any, name: str, joined: bool = True) -> None:
         t = threading.Thread(target=target, daemon=True, name=name)
-        self._threads = [old for old in self._threads if old.is_alive()] + [t]
+        if joined:
+            self._threads = [old for old in self._threads if old.is_alive()] + [t]
         t.start()
 
     def _report(self, error: LlmcError) -> None:
