@@ -101,9 +101,10 @@ class HttpChannel:
             return self._client
 
     def request(self, method: str, url: str, headers: dict[str, str], *, body: bytes | None = None,
-                read_timeout: float | None | str = "default") -> Any:
+                read_timeout: float | None | str = "default", reauthorize: bool = True) -> Any:
         """Send one request and return the open (streamed) response; the caller closes it.
-        401/403 go through the OAuth hooks and are retried; transport failures become LlmcErrors."""
+        401/403 go through the OAuth hooks and are retried (unless `reauthorize` is False: closing
+        a session or an optional stream must not start a login); failures become LlmcErrors."""
         import httpx2
 
         client = self.client()
@@ -145,7 +146,7 @@ class HttpChannel:
                 auth_tries += 1
                 if auth_tries > MAX_AUTH_RETRIES:
                     raise AuthError(f"{self._where(url)} still refuses authorization after {MAX_AUTH_RETRIES} attempts")
-                if self.auth is not None and self.auth.on_unauthorized(status, challenge):
+                if reauthorize and self.auth is not None and self.auth.on_unauthorized(status, challenge):
                     continue
                 raise AuthError(f"{self._where(url)} answered HTTP {status}: authorization "
                                 f"{'refused' if status == 403 else 'required'}")

@@ -168,7 +168,8 @@ class StreamableHttpTransport:
         if self.session_id and not self.modern:
             # Tell the server the session is over; 405 means it does not let clients end sessions.
             try:
-                self.http.read_body(self.http.request("DELETE", self.url, self._headers(None), read_timeout=CLOSE_TIMEOUT), 0)
+                self.http.read_body(self.http.request("DELETE", self.url, self._headers(None),
+                                                     read_timeout=CLOSE_TIMEOUT, reauthorize=False), 0)
             except LlmcError:
                 pass
         self.http.close_client()
@@ -256,7 +257,8 @@ class StreamableHttpTransport:
         state, attempts = _StreamState(), 0
         while not self._stop.is_set() and attempts <= self.max_reconnects:
             try:
-                response = self.http.request("GET", self.url, self._headers(None, state.last_id), read_timeout=None)
+                response = self.http.request("GET", self.url, self._headers(None, state.last_id), read_timeout=None,
+                                             reauthorize=False)
             except LlmcError as exc:
                 self._note(f"standalone GET stream: {exc.message}")
                 return
