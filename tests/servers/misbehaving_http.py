@@ -5,7 +5,7 @@ tests. The first path segment picks the misbehaviour of `tools/call` (and friend
   /500/mcp         tools/call -> 500 with a text body; /late500/mcp -> the same after 1.5 s
   /invalid-json/mcp  tools/call -> 200 application/json that is no JSON
   /html/mcp        tools/call -> 200 text/html; /html400/mcp -> 400 text/html
-  /hang/mcp        tools/call -> never answers (until the client gives up; bounded at 60 s)
+  /hang/mcp        tools/call and notifications/cancelled -> never answer (bounded at 60 s)
   /resume/mcp      tools/call -> SSE priming event (id, retry: 300) then closed; the reply comes
                    on GET with Last-Event-ID
   /cut/mcp         tools/call -> SSE stream closed early without event ids (not resumable)
@@ -151,6 +151,9 @@ class Handler(BaseHTTPRequestHandler):
                 headers={"Mcp-Session-Id": session})
         if not session:
             return self._json({"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": "no session"}}, 400)
+        if mode == "hang" and method == "notifications/cancelled":
+            time.sleep(60)
+            return
         if rid is None or "method" not in rpc:
             return self._send(202)
         if method == "tools/list":

@@ -59,6 +59,20 @@ class LegacySseTransport:
     def send(self, message: dict[str, Any]) -> None:
         if self.endpoint is None or self._stopped:
             raise ConnectionFailed("SSE transport is not open")
+        if message.get("method") == "notifications/cancelled":
+            # Sent when a request timed out, often because the server hangs: never wait for it.
+            threading.Thread(target=self._post_quietly, args=(message,), daemon=True, name="llmc-sse-cancel").start()
+            return
+        self._post(message)
+
+    def _post_quietly(self, message: dict[str, Any]) -> None:
+        try:
+            self._post(message)
+        except LlmcError as exc:
+            self._notes.append(f"{message.get('method')} not delivered: {exc.message}")
+
+    def _post(self, message: dict[str, Any]) -> None:
+        assert self.endpoint is not None
         headers = {"Content-Type": "application/json"}
         if self.protocol_version and self.protocol_version != "2024-11-05":
             headers["MCP-Protocol-Version"] = self.protocol_version

@@ -102,6 +102,10 @@ class StreamableHttpTransport:
         if self.modern and method == "notifications/cancelled":
             self._cancel((message.get("params") or {}).get("requestId"))
             return
+        if method == "notifications/cancelled":
+            # Sent when a request timed out, often because the server hangs: never wait for it.
+            self._spawn(lambda: self._post_quietly(message), "llmc-http-cancel", joined=False)
+            return
         if method is None or "id" not in message or method in WAIT_FOR_ANSWER:
             self._post(message)
             return
@@ -133,6 +137,12 @@ class StreamableHttpTransport:
                 head.done.set()
         if error is not None and late and not isinstance(error, TimeoutExpired):
             self._report(error)  # a timeout is not reported: the session's own speaks
+
+    def _post_quietly(self, message: dict[str, Any]) -> None:
+        try:
+            self._post(message, read_timeout=CLOSE_TIMEOUT)
+        except LlmcError as exc:
+            self._note(f"{message.get('method')} not delivered: {exc.message}")
 
     def _post(self, message: dict[str, Any], read_timeout: float | str = "default") -> None:
         method = message.get("method")
