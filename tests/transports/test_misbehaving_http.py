@@ -49,11 +49,16 @@ def test_bad_replies_are_one_line_errors_with_their_exit_code(misbehaving, mode,
 
 
 def test_a_server_that_never_answers_times_out_without_hanging(misbehaving):
+    before = len(seen(misbehaving))
     started = time.monotonic()
     proc = llmc("call", "echo", "message=hi", "--yes", "--timeout", "2", "--url", f"{misbehaving}/hang/mcp")
     elapsed = time.monotonic() - started
     assert_one_line_error(proc, 7, "tools/call")
-    assert elapsed < 4.5, elapsed  # the timeout, start-up, and no waiting for the hung POST
+    assert elapsed < 4.5, elapsed  # the timeout, start-up, and no waiting for the hung POSTs
+    # The request was cancelled (the server hangs on that too, which must not delay the exit).
+    time.sleep(0.2)
+    cancels = [r for r in seen(misbehaving)[before:] if r["rpc"] == "notifications/cancelled"]
+    assert len(cancels) == 1 and cancels[0]["path"] == "/hang/mcp"
 
 
 def test_a_stream_closed_early_is_resumed_with_last_event_id_after_retry(misbehaving):
