@@ -13,6 +13,8 @@ tests. The first path segment picks the misbehaviour of `tools/call` (and friend
                    so a client that initializes again gets an even-numbered one that works
   /modern-error/mcp  server/discover -> 400 with a modern JSON-RPC error (-32022, no common version)
   /moved/mcp       307 to /ok/mcp (same origin); /moved-away/mcp -> 307 to another origin
+  /modern-tools/mcp  a 2026-07-28 server listing a valid tool and one with an invalid
+                   x-mcp-header annotation (which clients must leave out)
   /sse-elsewhere/sse  legacy HTTP+SSE whose endpoint event points to another origin
   /sse-silent/sse  legacy HTTP+SSE that never sends its endpoint event
 
@@ -134,6 +136,13 @@ class Handler(BaseHTTPRequestHandler):
             return
         method, rid, mode = rpc.get("method"), rpc.get("id"), self.mode
         session = self.headers.get("Mcp-Session-Id")
+        if mode == "modern-tools":
+            if method == "server/discover":
+                return self._json({"jsonrpc": "2.0", "id": rid, "result": {
+                    "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}})
+            bad = {"name": "bad", "inputSchema": {"type": "object", "properties": {
+                "xs": {"type": "array", "items": {"type": "string", "x-mcp-header": "X"}}}}}
+            return self._json({"jsonrpc": "2.0", "id": rid, "result": {"tools": [TOOL, bad]}})
         if method == "server/discover":
             if mode == "modern-error":
                 return self._json({"jsonrpc": "2.0", "id": rid, "error": {

@@ -102,3 +102,10 @@ def misbehaving() -> Iterator[str]:
     port = free_port()
     with http_server([sys.executable, str(SERVERS / "misbehaving_http.py"), "--port", str(port)], port) as base:
         yield base
+
+
+@pytest.fixture(scope="module")
+def sdk_param_headers() -> Iterator[str]:
+    port = free_port()
+    with http_server([sys.executable, str(SERVERS / "sdk_param_headers.py"), "--port", str(port)], port) as base:
+        yield base + "/mcp"

@@ -130,3 +130,9 @@ def test_same_origin_redirects_are_followed_and_others_refused(misbehaving):
     assert [r["rpc"] for r in log if r["path"] == "/moved/mcp"] == ["server/discover"]
     assert all(r["headers"].get("x-custom") == "s3cret-value" for r in log)
     assert_one_line_error(call(misbehaving, "moved-away"), 5, "redirects to another origin (elsewhere.invalid): refused")
+
+
+def test_a_tool_with_an_invalid_x_mcp_header_is_left_out_of_the_listing(misbehaving):
+    proc = llmc("tools", "list", "--url", f"{misbehaving}/modern-tools/mcp")
+    assert proc.returncode == 0, proc.stderr
+    assert [t["name"] for t in json.loads(proc.stdout)["tools"]] == ["echo"]

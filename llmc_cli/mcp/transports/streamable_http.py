@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import collections
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -32,6 +33,9 @@ DEFAULT_RETRY_MS = 1000  # reconnection delay when the server sets none
 MAX_RECONNECTS = 5  # resumption attempts per stream
 CLOSE_TIMEOUT = 2.0  # DELETE on close, joining reader threads
 NOTES_KEPT = 20
+X_MCP_HEADER = "x-mcp-header"
+HTTP_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 field-name token
+SCHEMA_DATA_KEYS = frozenset({"default", "examples", "const", "enum"})
 # The session may wait longer than `timeout` for a reply (a longer per-call timeout, or progress
 # extending the deadline up to 10 timeouts); reads behind it are bounded by that instead, so the
 # session's own timeout speaks first and a dead connection still ends.
@@ -59,6 +63,58 @@ class _Head:
         self.abandoned = False
 
 
+def annotated_parameters(schema: Any) -> dict[tuple[str, ...], str]:
+    """The `x-mcp-header` annotations of an inputSchema: property path -> header name token.
+    ValueError (the reason) when one is invalid: off a plain chain of `properties`, not an HTTP
+    token, not on a string/integer/boolean property, or a duplicate (case-insensitive)."""
+    found: dict[tuple[str, ...], str] = {}
+    seen: dict[str, str] = {}
+
+    def walk(node: Any, path: tuple[str, ...] | None) -> None:
+        if isinstance(node, list):
+            for item in node:
+                walk(item, None)
+            return
+        if not isinstance(node, dict):
+            return
+        if X_MCP_HEADER in node:
+            token, where = node[X_MCP_HEADER], ".".join(path or ())
+            if not path:
+                raise ValueError("an annotation outside a plain chain of `properties`")
+            if not isinstance(token, str) or not HTTP_TOKEN.fullmatch(token):
+                raise ValueError(f"property {where!r}: {str(token)[:40]!r} is not an HTTP header token")
+            if node.get("type") not in ("string", "integer", "boolean"):
+                raise ValueError(f"property {where!r}: only string, integer and boolean properties may be mirrored")
+            if token.lower() in seen:
+                raise ValueError(f"property {where!r}: {token!r} is also used by {seen[token.lower()]!r}")
+            seen[token.lower()], found[path] = where, token
+        for key, value in node.items():
+            if key in SCHEMA_DATA_KEYS or key == X_MCP_HEADER:
+                continue  # instance data, not schemas
+            if key == "properties" and isinstance(value, dict):
+                for prop, sub in value.items():
+                    walk(sub, (*path, prop) if path is not None else None)
+            else:
+                walk(value, None)
+
+    walk(schema, ())
+    return found
+
+
+def mirrored_arguments(annotated: dict[tuple[str, ...], str], arguments: dict[str, Any]) -> dict[str, str]:
+    """`Mcp-Param-{Name}` headers for a tools/call; a parameter without a value sends none."""
+    headers = {}
+    for path, token in annotated.items():
+        value: Any = arguments
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        if isinstance(value, bool):
+            headers[f"Mcp-Param-{token}"] = "true" if value else "false"
+        elif isinstance(value, (str, int)):
+            headers[f"Mcp-Param-{token}"] = header_value(str(value))
+    return headers
+
+
 @dataclass
 class _StreamState:
     last_id: str | None = None
@@ -84,6 +140,7 @@ class StreamableHttpTransport:
         self._lock = threading.Lock()
         self._reported = False
         self._notes: collections.deque[str] = collections.deque(maxlen=NOTES_KEPT)
+        self._param_headers: dict[str, dict[tuple[str, ...], str]] = {}  # tool -> x-mcp-header paths
 
     @property
     def modern(self) -> bool:
@@ -200,9 +257,12 @@ class StreamableHttpTransport:
             method = (message or {}).get("method")
             if method is not None:
                 headers["Mcp-Method"] = header_value(method)
-                name = ((message or {}).get("params") or {}).get(NAME_PARAM.get(method, ""))
+                params = (message or {}).get("params") or {}
+                name = params.get(NAME_PARAM.get(method, ""))
                 if isinstance(name, str):
                     headers["Mcp-Name"] = header_value(name)
+                if method == "tools/call" and isinstance(params.get("arguments"), dict):
+                    headers.update(mirrored_arguments(self._param_headers.get(name, {}), params["arguments"]))
         elif self.session_id:
             headers["Mcp-Session-Id"] = self.session_id
         if last_event_id is not None:
@@ -229,11 +289,11 @@ class StreamableHttpTransport:
                 f" JSON or an event stream" + (f": {preview(text, 80)}" if text.strip() and not text.lstrip().startswith("<") else ""),
                 response.status_code, text)
         for reply in jsonrpc.decode(body):
-            self._deliver(reply)  # type: ignore[misc]
+            self._deliver(self._inspect(reply, request))  # type: ignore[misc]
 
     def _post_stream(self, response: Any, request: dict[str, Any]) -> None:
         rid, state = request["id"], _StreamState()
-        answered = self._pump(response, rid, state)
+        answered = self._pump(response, request, state)
         attempts = 0
         # Resumption (2025-11-25 Resumability and Redelivery): only a stream that gave event ids,
         # only in the legacy era, after the delay the server asked for.
@@ -252,7 +312,7 @@ class StreamableHttpTransport:
                 self._note(f"resuming the stream of {request.get('method')}: HTTP {resumed.status_code}")
                 self.http.discard(resumed)
                 break
-            answered = self._pump(resumed, rid, state)
+            answered = self._pump(resumed, request, state)
         with self._lock:
             self._inflight.pop(rid, None)
             cancelled = rid in self._cancelled
@@ -284,8 +344,9 @@ class StreamableHttpTransport:
             if not sleep_unless(self._stop, state.retry_ms / 1000):
                 return
 
-    def _pump(self, response: Any, rid: Any, state: _StreamState) -> bool:
-        """Deliver each message event; True once the reply to `rid` was delivered."""
+    def _pump(self, response: Any, request: dict[str, Any] | None, state: _StreamState) -> bool:
+        """Deliver each message event; True once the reply to `request` was delivered."""
+        rid = request["id"] if request is not None else None
         events = self.http.read_events(response)
         try:
             for event in events:
@@ -302,6 +363,8 @@ class StreamableHttpTransport:
                     continue
                 answered = False
                 for message in messages:
+                    if request is not None:
+                        message = self._inspect(message, request)
                     self._deliver(message)  # type: ignore[misc]
                     answered = answered or (rid is not None and message.get("id") == rid and "method" not in message)
                 if answered:
@@ -309,6 +372,27 @@ class StreamableHttpTransport:
             return False
         finally:
             events.close()
+
+    def _inspect(self, message: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+        """Modern tools/list replies: learn each tool's `x-mcp-header` parameters, and drop the
+        tools whose annotations are invalid (2026-07-28 streamable-http, Custom Headers: the
+        client MUST exclude them from the tools/list result)."""
+        result = message.get("result")
+        if (not self.modern or request.get("method") != "tools/list" or message.get("id") != request.get("id")
+                or not isinstance(result, dict) or not isinstance(result.get("tools"), list)):
+            return message
+        kept = []
+        for tool in result["tools"]:
+            name = tool.get("name") if isinstance(tool, dict) else None
+            try:
+                found = annotated_parameters(tool.get("inputSchema") if isinstance(tool, dict) else None)
+            except ValueError as exc:
+                self._note(f"warning: tool {name!r} left out: invalid x-mcp-header: {exc}")
+                continue
+            if isinstance(name, str):
+                self._param_headers[name] = found
+            kept.append(tool)
+        return {**message, "result": {**result, "tools": kept}}
 
     def _cancel(self, request_id: Any) -> None:
         with self._lock:
