@@ -175,15 +175,22 @@ class HttpChannel:
         (modern servers answer 400/404 with one), else raise HttpStatusError."""
         body = self.read_body(response, MAX_ERROR_BODY)
         text = body.decode("utf-8", "replace")
-        if request is not None and "id" in request and "json" in response.headers.get("content-type", ""):
+        messages: list[dict[str, Any]] = []
+        if "json" in response.headers.get("content-type", ""):
             try:
                 messages = jsonrpc.decode(body)
             except LlmcError:
-                messages = []
-            if len(messages) == 1 and "error" in messages[0] and messages[0].get("id") == request["id"]:
-                deliver(messages[0])
-                return
-        reason = preview(text, 120) if text.strip() and not text.lstrip().startswith("<") else response.reason_phrase
+                pass
+        if (request is not None and "id" in request and len(messages) == 1 and "error" in messages[0]
+                and messages[0].get("id") == request["id"]):
+            deliver(messages[0])
+            return
+        if len(messages) == 1 and isinstance(messages[0].get("error"), dict):
+            reason = preview(str(messages[0]["error"].get("message", "")), 120)  # an error for no request
+        elif text.strip() and not text.lstrip().startswith("<"):
+            reason = preview(text, 120)
+        else:
+            reason = response.reason_phrase  # HTML error pages say nothing useful in one line
         raise HttpStatusError(f"{self._where(self.url)} answered HTTP {response.status_code}"
                               + (f": {reason}" if reason else ""), response.status_code, text,
                               {k.lower(): v for k, v in response.headers.items() if k.lower() != "set-cookie"})
