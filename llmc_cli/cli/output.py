@@ -51,6 +51,24 @@ def use_color() -> bool:
     return sys.stderr.isatty() and "NO_COLOR" not in os.environ
 
 
+def raise_failures(failures: list[Any], total: int) -> None:
+    """After a listing across servers: each failed server is one line on stderr. When every
+    server failed the same way, exit with that error's own code (an expired login is 9, a
+    timeout 7); when only some did, 5, so a CI step notices while the others' results stand."""
+    if not failures:
+        return
+    codes = {f.error.exit_code for f in failures}
+    if len(failures) == total and len(codes) == 1:
+        for failure in failures[1:]:
+            note(f"llmc: {failure.error.message}")
+        raise failures[0].error
+    for failure in failures:
+        note(f"llmc: {failure.error.message}")
+    from llmc_cli.errors import ConnectionFailed
+
+    raise ConnectionFailed(f"{len(failures)} of {total} server(s) failed")
+
+
 def report_error(exc: LlmcError) -> None:
     prefix = click.style("llmc:", fg="red", bold=True) if use_color() else "llmc:"
     click.echo(f"{prefix} {exc.message}", err=True)

@@ -8,9 +8,8 @@ from typing import Any
 import click
 
 from llmc_cli.cli.arguments import parse_pairs
-from llmc_cli.cli.output import emit, note
+from llmc_cli.cli.output import emit, raise_failures
 from llmc_cli.cli.targets import target_options
-from llmc_cli.errors import ConnectionFailed
 
 FORMAT = click.option("--format", "fmt", type=click.Choice(["json", "jsonl", "table"]), default="json",
                       show_default=True)
@@ -23,16 +22,14 @@ def _gather(ctx: click.Context, target: dict[str, Any], method: str, key: str) -
     with catalog:
         per_server, failures = catalog.each(lambda s: catalog.session(s).list_all(method, key))
     rows = [{"server": server, **item} for server, items in per_server.items() for item in items]
-    return_rows(rows, failures, target, key)
+    return_rows(rows, failures, target, key, len(catalog.specs))
 
 
-def return_rows(rows: list[dict[str, Any]], failures: list[Any], target: dict[str, Any], key: str) -> None:
+def return_rows(rows: list[dict[str, Any]], failures: list[Any], target: dict[str, Any], key: str,
+                total: int) -> None:
     fmt = target.get("fmt", "json")
     emit({key: rows, "errors": [f.to_json() for f in failures]} if fmt == "json" else rows, fmt)
-    for failure in failures:
-        note(f"llmc: {failure.error.message}")
-    if failures:
-        raise ConnectionFailed(f"{len(failures)} server(s) failed")
+    raise_failures(failures, total)
 
 
 @click.group()
@@ -131,7 +128,7 @@ def ping(ctx: click.Context, **target: Any) -> None:
 
     with catalog:
         results, failures = catalog.each(check)
-    return_rows(list(results.values()), failures, target, "servers")
+    return_rows(list(results.values()), failures, target, "servers", len(catalog.specs))
 
 
 def _only_server(catalog: Any) -> str:

@@ -6,9 +6,8 @@ from typing import Any
 
 import click
 
-from llmc_cli.cli.output import emit, note
+from llmc_cli.cli.output import emit, raise_failures
 from llmc_cli.cli.targets import target_options
-from llmc_cli.errors import ConnectionFailed
 
 LIST_FORMATS = ["json", "jsonl", "table"]
 
@@ -27,7 +26,8 @@ def list_(ctx: click.Context, fmt: str, **target: Any) -> None:
     "server" key: {"tools": [...], "errors": [...]}.
 
     A server that cannot be reached is reported on stderr and in the output; the others' tools
-    are still printed, and the exit code is 5.
+    are still printed, and the exit code is 5 (or, when every server failed the same way, that
+    error's own code).
     """
     from llmc_cli.cli.common import open_catalog
 
@@ -46,7 +46,4 @@ def list_(ctx: click.Context, fmt: str, **target: Any) -> None:
         emit(rows, "jsonl")
     else:
         emit({"tools": rows, "errors": [f.to_json() for f in failures]}, "json")
-    for failure in failures:
-        note(f"llmc: {failure.error.message}")
-    if failures:
-        raise ConnectionFailed(f"{len(failures)} of {len(catalog.specs)} server(s) failed")
+    raise_failures(failures, len(catalog.specs))
