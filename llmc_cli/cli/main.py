@@ -73,7 +73,9 @@ def cli(ctx: click.Context, profile: str | None, verbose: int) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: every LlmcError becomes one line on stderr and its exit code."""
     try:
-        cli.main(args=argv, prog_name="llmc", standalone_mode=False)
+        code = cli.main(args=argv, prog_name="llmc", standalone_mode=False)
+        if isinstance(code, int) and code:  # ctx.exit(N) in a command
+            sys.exit(code)
     except LlmcError as exc:
         from llmc_cli.cli.output import report_error
 
