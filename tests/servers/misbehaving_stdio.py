@@ -24,7 +24,8 @@ import sys
 import time
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "good"
-TOOL = {"name": "echo", "description": "Echo", "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}}}
+# TOOL_DESCRIPTION lets a test change the manifest between runs (drift, tool poisoning).
+TOOL = {"name": "echo", "description": os.environ.get("TOOL_DESCRIPTION", "Echo"), "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}}}
 
 
 def send(msg: dict) -> None:

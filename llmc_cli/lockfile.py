@@ -1,0 +1,90 @@
+"""Tool-manifest pinning: a small JSON lock file, meant to be committed, that records per server
+and tool a hash of what the model reads and what the tool accepts (name, description, input and
+output schema, annotations). A server that changes its tools silently — how tool poisoning
+arrives — is drift: `tools diff` exits 10, and a profile naming the lock refuses drifted tools."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from llmc_cli.errors import ConfigError, DriftError
+from llmc_cli.model import Tool
+
+LOCK_VERSION = 1
+PINNED_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
+
+
+def tool_hash(tool: Tool) -> str:
+    pinned = {k: tool.raw.get(k) for k in PINNED_FIELDS if k in tool.raw}
+    canonical = json.dumps(pinned, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def build(tools: list[Tool], server_info: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    servers: dict[str, Any] = {}
+    for name, info in server_info.items():
+        servers[name] = {"serverInfo": {k: info.get(k) for k in ("name", "version") if k in info}, "tools": {}}
+    for tool in tools:
+        servers.setdefault(tool.server, {"serverInfo": {}, "tools": {}})["tools"][tool.name] = {
+            "hash": tool_hash(tool), "description": tool.description}
+    return {"version": LOCK_VERSION, "servers": servers}
+
+
+def write(path: str | Path, lock: dict[str, Any]) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(lock, fh, indent=2, sort_keys=True, ensure_ascii=False)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise ConfigError(f"cannot write lock file {path}: {exc.strerror}") from None
+
+
+def read(path: str | Path) -> dict[str, Any]:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"lock file not found: {path}") from None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read lock file {path}: {exc}") from None
+    if not isinstance(data, dict) or data.get("version") != LOCK_VERSION or not isinstance(data.get("servers"), dict):
+        raise ConfigError(f"{path}: not an llmc lock file (version {LOCK_VERSION})")
+    return data
+
+
+def diff(lock: dict[str, Any], tools: list[Tool], servers: list[str]) -> dict[str, Any]:
+    """What was added, removed or changed, for the servers that were listed."""
+    current = {(t.server, t.name): t for t in tools}
+    added, removed, changed = [], [], []
+    for server in servers:
+        pinned = (lock["servers"].get(server) or {}).get("tools") or {}
+        for name, entry in pinned.items():
+            tool = current.get((server, name))
+            if tool is None:
+                removed.append({"server": server, "tool": name})
+            elif tool_hash(tool) != entry.get("hash"):
+                change: dict[str, Any] = {"server": server, "tool": name}
+                if tool.description != entry.get("description"):
+                    change["description"] = {"old": entry.get("description"), "new": tool.description}
+                changed.append(change)
+        added += [{"server": server, "tool": name} for (s, name) in current if s == server and name not in pinned]
+    return {"drift": bool(added or removed or changed), "added": added, "removed": removed, "changed": changed}
+
+
+def check(lock_path: str | Path, tool: Tool) -> None:
+    """Refuse a tool that is not pinned as it is now (DriftError, exit 10)."""
+    entry = ((read(lock_path)["servers"].get(tool.server) or {}).get("tools") or {}).get(tool.name)
+    if entry is None:
+        raise DriftError(f"{tool.qualified_name} is not in the lock file {lock_path}: review it, then `llmc tools lock`")
+    if entry.get("hash") != tool_hash(tool):
+        raise DriftError(f"{tool.qualified_name} changed since it was locked in {lock_path} "
+                         "(description, schema or annotations): review with `llmc tools diff`")
