@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from llmc_cli.catalog import Catalog
 from llmc_cli.config.profiles import LoadedProfile, server_specs
-from llmc_cli.errors import ProtocolError
+from llmc_cli.errors import LlmcError, PolicyDenied, ProtocolError, TimeoutExpired, UsageError
 from llmc_cli.mcp.session import ClientHooks
 from llmc_cli.model import ServerSpec, Tool, ToolCall, ToolResult
 
@@ -47,12 +49,93 @@ def open_catalog(profile: LoadedProfile | None, only: tuple[str, ...] = (), adho
     return Catalog(specs, hooks=hooks, builtins=builtin_servers(), on_stderr=on_stderr)
 
 
+def visible_tools(catalog: Catalog, profile: LoadedProfile, servers: list[str] | None = None
+                  ) -> tuple[list[Tool], list[Tool], list[Any]]:
+    """(allowed, denied, failures): the model and listings see only the allowed ones."""
+    from llmc_cli import policy
+
+    tools, failures = catalog.list_tools(servers)
+    config = profile.profile.policy
+    allowed = [t for t in tools if policy.visible(t, config).action == "allow"]
+    return allowed, [t for t in tools if t not in allowed], failures
+
+
 def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeout: float | None = None) -> ToolResult:
-    """Run one tool call. Returns the result (is_error included); raises LlmcError otherwise."""
+    """The ONLY path that runs a tool: policy decision (and confirmation) -> audit record of the
+    decision -> rate limit -> the call -> audit record of the outcome. A denial is audited, then
+    raised as PolicyDenied. Returns the result (is_error included); raises LlmcError otherwise."""
+    from llmc_cli import audit, policy
+    from llmc_cli.config.paths import state_dir
+
+    profile = invocation.profile
+    config = profile.profile.policy
+    tool = catalog.find_tool(call.server, call.tool)
+    if tool is None:
+        raise UsageError(f"server {call.server} has no tool named {call.tool!r}")
+    if profile.profile.lock:
+        from llmc_cli.lockfile import check
+
+        check(_relative_to_profile(profile, profile.profile.lock), tool)
+    decision = policy.decide(call, tool, config)
+    if decision.action == "confirm":
+        decision = _confirm(invocation, call, tool, decision)
+    log = audit.AuditLog(profile.profile.audit_log)
+    base = {**audit.identity(), "profile": profile.name, "command": invocation.command,
+            "conversation": invocation.conversation_id, "server": call.server, "tool": call.tool,
+            "arguments": audit.mask_secrets(call.arguments), "callHash": decision.call_hash}
+    base = {k: v for k, v in base.items() if v is not None}
+    log.append({**base, "event": "decision", "decision": decision.action, "rule": decision.rule,
+                "reason": decision.reason})
+    if decision.action != "allow":
+        raise PolicyDenied(f"denied: {decision.reason} [{decision.rule}]", rule=decision.rule,
+                           callHash=decision.call_hash)
+    try:
+        policy.acquire_rate(profile.name, call.qualified_name, config, state_dir())
+    except PolicyDenied as exc:
+        log.append({**base, "event": "outcome", "outcome": "denied", "rule": exc.details.get("rule"),
+                    "reason": exc.message})
+        raise
     started = time.monotonic()
-    raw = catalog.session(call.server).call_tool(call.tool, call.arguments, timeout=timeout)
-    if not isinstance(raw.get("content", []), list):
-        raise ProtocolError(f"{call.server}: tools/call result has no content list")
+    try:
+        raw = catalog.session(call.server).call_tool(call.tool, call.arguments, timeout=timeout)
+        if not isinstance(raw.get("content", []), list):
+            raise ProtocolError(f"{call.server}: tools/call result has no content list")
+    except LlmcError as exc:
+        outcome = "timeout" if isinstance(exc, TimeoutExpired) else "transport_error"
+        log.append({**base, "event": "outcome", "outcome": outcome, "error": exc.message,
+                    "durationMs": round((time.monotonic() - started) * 1000, 1)})
+        raise
     result = ToolResult.from_mcp(raw)
     result.duration_ms = round((time.monotonic() - started) * 1000, 1)
+    body = json.dumps(raw, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    outcome_record = {**base, "event": "outcome", "outcome": "tool_error" if result.is_error else "ok",
+                      "durationMs": result.duration_ms, "resultBytes": len(body),
+                      "resultSha256": hashlib.sha256(body).hexdigest()}
+    if profile.profile.audit_results:
+        outcome_record["result"] = audit.mask_secrets(raw)
+    log.append(outcome_record)
     return result
+
+
+def _relative_to_profile(profile: LoadedProfile, name: str) -> str:
+    """A relative lock path is relative to the profile file that names it."""
+    from pathlib import Path
+
+    path = Path(name).expanduser()
+    return str(path if path.is_absolute() or profile.path is None else profile.path.parent / path)
+
+
+def _confirm(invocation: Invocation, call: ToolCall, tool: Tool, decision: Any) -> Any:
+    """A confirmation: --yes, a human on a terminal, or a denial that says how to approve."""
+    from llmc_cli.policy import Decision
+
+    if invocation.assume_yes:
+        return Decision("allow", f"{decision.rule} (--yes)", "confirmed with --yes", decision.call_hash)
+    if invocation.interactive and invocation.confirm is not None:
+        if invocation.confirm(call, tool):
+            return Decision("allow", f"{decision.rule} (confirmed)", "confirmed by the user", decision.call_hash)
+        return Decision("deny", f"{decision.rule} (refused)", "refused by the user", decision.call_hash)
+    return Decision("deny", decision.rule,
+                    f"{decision.reason}, and there is no terminal to ask: pass --yes, or pre-approve this exact "
+                    f"call with `llmc policy approve {call.qualified_name} ... --write` ({decision.call_hash})",
+                    decision.call_hash)

@@ -49,7 +49,7 @@ def call(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str |
                 schema = found.input_schema
             arguments = parse_pairs(pairs, schema)
         invocation = services.Invocation(profile=profile, command="call", assume_yes=yes,
-                                         interactive=_interactive())
+                                         interactive=_interactive(), confirm=ask_human)
         result = services.call_tool(catalog, invocation, ToolCall(server, name, arguments))
     if text:
         click.echo(result.text)
@@ -57,6 +57,15 @@ def call(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str |
         emit({"server": server, "tool": name, **result.to_json(), "durationMs": result.duration_ms}, fmt)
     if result.is_error:
         raise ToolFailed(f"{server}.{name} reported an error: {result.text[:200]}")
+
+
+def ask_human(call: Any, tool: Any) -> bool:
+    """The confirmation prompt: server, tool and the exact arguments, on stderr."""
+    import json
+
+    click.echo(f"llmc: {call.server}.{call.tool} needs your confirmation. Arguments:", err=True)
+    click.echo(json.dumps(call.arguments, indent=2, ensure_ascii=False), err=True)
+    return click.confirm("Run it?", default=False, err=True)
 
 
 def _interactive() -> bool:

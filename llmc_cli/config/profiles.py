@@ -281,8 +281,9 @@ def default_profile_data() -> dict[str, Any]:
     """The built-in default profile as a TOML-ready dict (what `llmc profiles init` writes)."""
     return {
         "description": "Built-in default: the llmc workspace server, read-only, rooted at the current directory.",
+        # Read-only through the server's own option (it hides every writing and process tool);
+        # servers added later fall under the default policy (destructive tools need a yes).
         "servers": {"workspace": {"builtin": "workspace", "options": {"roots": ["."], "read_only": True}}},
-        "policy": {"read_only": True},
     }
 
 

@@ -50,7 +50,8 @@ def toolbox(tmp_path_factory: pytest.TempPathFactory) -> Any:
     (logs / "notes.txt").write_text("not a log\n")
     specs = [ServerSpec("fs", command=(node_tool("mcp-server-filesystem"), str(logs))),
              ServerSpec("sdk", command=tuple(sdk_server("sdk_server.py")))]
-    invocation = services.Invocation(profile=LoadedProfile("test", None, Profile()), command="ask")
+    # --yes: these tests stand for an unattended run that may use every tool of the test servers.
+    invocation = services.Invocation(profile=LoadedProfile("test", None, Profile()), command="ask", assume_yes=True)
     with pytest.MonkeyPatch.context() as mp, Catalog(specs) as catalog:
         mp.setenv("LLMC_STATE_DIR", str(tmp_path / "state"))
         tools, failures = catalog.list_tools()

@@ -104,9 +104,9 @@ def test_call_server_dot_tool_and_unambiguous_bare_names(profile: Path):
     run = llmc("call", "fs.read_text_file", f"path={profile.parent.parent.parent / 'data' / 'errors.log'}", "--text")
     assert run.code == 0, run.stderr
     assert run.stdout.strip() == "disk full"
-    run = llmc("call", "add", "a=1", "b=2", "--text")  # only sdk has `add`
+    run = llmc("call", "add", "a=1", "b=2", "--text", "--yes")  # only sdk has `add`
     assert run.code == 0 and run.stdout == "3\n"
-    run = llmc("call", "get-sum", "a=1", "b=2")
+    run = llmc("call", "get-sum", "a=1", "b=2", "--yes")
     assert run.code == 0 and run.json()["server"] == "everything"
 
 
@@ -114,7 +114,7 @@ def test_an_ambiguous_bare_name_lists_the_candidates(profile: Path):
     run = llmc("call", "echo", "message=hi")
     assert run.code == 2
     assert run.stderr.strip() == "llmc: tool name 'echo' is ambiguous: sdk.echo, everything.echo"
-    narrowed = llmc("call", "echo", "message=hi", "-s", "everything", "--text")
+    narrowed = llmc("call", "echo", "message=hi", "-s", "everything", "--text", "--yes")
     assert narrowed.code == 0 and "hi" in narrowed.stdout
     missing = llmc("call", "nope")
     assert missing.code == 2 and "no server has a tool named 'nope'" in missing.stderr
@@ -125,7 +125,7 @@ def test_server_option_narrows_and_reaches_disabled_servers(profile: Path):
     assert run.code == 0 and {t["server"] for t in run.json()["tools"]} == {"fs"}
     run = llmc("tools", "list", "-s", "off", "-s", "sdk")
     assert {t["server"] for t in run.json()["tools"]} == {"off", "sdk"}
-    run = llmc("call", "off.echo", "message=on demand", "--text", "-s", "off")
+    run = llmc("call", "off.echo", "message=on demand", "--text", "-s", "off", "--yes")
     assert run.code == 0 and run.stdout == "on demand\n"
     run = llmc("call", "off.echo", "message=x")  # not enabled, not named: not contacted
     assert run.code == 2 and "no server has a tool named 'off.echo'" in run.stderr

@@ -138,5 +138,5 @@ def test_imported_servers_work_together(tmp_path: Path):
     assert run.code == 0, run.stderr
     servers = {t["server"] for t in run.json()["tools"]}
     assert servers == {"sdk", "everything"}
-    call = llmc("call", "sdk.add", "a=2", "b=40", "--text", "-s", "sdk", "-s", "everything")
+    call = llmc("call", "sdk.add", "a=2", "b=40", "--text", "--yes", "-s", "sdk", "-s", "everything")  # destructive by default
     assert call.code == 0 and call.stdout == "42\n"

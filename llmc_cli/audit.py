@@ -1,0 +1,178 @@
+"""The audit trail: one append-only JSON Lines file, one record per policy decision and per
+outcome, each carrying the hash of the record before it (a hash chain), so an edited, removed or
+reordered line is found by `verify`.
+
+Appends are serialised across processes with a file lock and written with one write() of a
+whole line followed by fsync. Files rotate by size (`audit.jsonl.1`, `.2`, ...); the chain runs
+on across files, and `verify` walks them oldest first. A record that cannot be written stops the
+tool call before it runs (AuditError, exit 3): there is no unaudited action.
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import json
+import os
+import re
+import socket
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+from llmc_cli.errors import ConfigError
+
+GENESIS = "0" * 64
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+SECRET_KEY = re.compile(r"(pass(word|wd)?|secret|token|api[_-]?key|auth|credential|private[_-]?key|cookie|session)", re.I)
+SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.I)
+MASK = "***"
+
+
+class AuditError(ConfigError):
+    """The audit log cannot be written: the action must not happen."""
+
+
+def default_path() -> Path:
+    from llmc_cli.config.paths import state_dir
+
+    return state_dir() / "audit.jsonl"
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def identity() -> dict[str, Any]:
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = str(os.getuid())
+    return {"user": user, "host": socket.gethostname(), "pid": os.getpid()}
+
+
+def mask_secrets(value: Any, secrets: set[str] | None = None) -> Any:
+    """Values under secret-looking keys, and any string equal to (or containing) the value of a
+    secret-looking environment variable, become '***'."""
+    secrets = secret_values() if secrets is None else secrets
+    if isinstance(value, dict):
+        return {k: MASK if isinstance(k, str) and SECRET_KEY.search(k) else mask_secrets(v, secrets)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [mask_secrets(v, secrets) for v in value]
+    if isinstance(value, str):
+        for secret in secrets:
+            if secret in value:
+                value = value.replace(secret, MASK)
+    return value
+
+
+def secret_values() -> set[str]:
+    return {v for k, v in os.environ.items() if SECRET_ENV.search(k) and len(v) >= 6}
+
+
+def record_hash(record: dict[str, Any]) -> str:
+    body = {k: v for k, v in record.items() if k != "hash"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+                          .encode("utf-8")).hexdigest()
+
+
+class AuditLog:
+    def __init__(self, path: Path | str | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.path = Path(path).expanduser() if path else default_path()
+        self.max_bytes = max_bytes
+
+    def append(self, record: dict[str, Any]) -> dict[str, Any]:
+        from filelock import FileLock, Timeout
+
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            with FileLock(str(self.path) + ".lock", timeout=30):
+                if self.path.exists() and self.path.stat().st_size >= self.max_bytes:
+                    self._rotate()
+                full = {"time": now_iso(), **record, "prev": self._last_hash()}
+                full["hash"] = record_hash(full)
+                line = (json.dumps(full, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                try:
+                    os.write(fd, line)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                return full
+        except (OSError, Timeout) as exc:
+            raise AuditError(f"cannot write the audit log {self.path}: {getattr(exc, 'strerror', None) or exc}; "
+                             "the tool was not run") from None
+
+    def files(self) -> list[Path]:
+        """Oldest first: audit.jsonl.N ... audit.jsonl.1, audit.jsonl."""
+        rotated = sorted((p for p in self.path.parent.glob(self.path.name + ".*") if p.suffix[1:].isdigit()),
+                         key=lambda p: -int(p.suffix[1:]))
+        return rotated + ([self.path] if self.path.exists() else [])
+
+    def records(self) -> Iterator[tuple[Path, int, str]]:
+        for path in self.files():
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                for number, line in enumerate(fh, 1):
+                    yield path, number, line
+
+    def _last_hash(self) -> str:
+        for path in reversed(self.files()):
+            last = _last_line(path)
+            if last:
+                try:
+                    return json.loads(last)["hash"]
+                except (ValueError, KeyError, TypeError):
+                    raise AuditError(f"the audit log {path} ends with a damaged record: run `llmc audit verify`") from None
+        return GENESIS
+
+    def _rotate(self) -> None:
+        # Oldest first, so no file overwrites another; none is deleted: an audit trail is kept.
+        for path in self.files()[:-1]:
+            os.replace(path, path.with_suffix(f".{int(path.suffix[1:]) + 1}"))
+        os.replace(self.path, self.path.with_name(self.path.name + ".1"))
+
+    def verify(self) -> dict[str, Any]:
+        prev, count = GENESIS, 0
+        for path, number, line in self.records():
+            where = {"file": str(path), "line": number}
+            try:
+                record = json.loads(line)
+                stored = record["hash"]
+            except (ValueError, KeyError, TypeError):
+                return {"ok": False, "records": count, **where, "reason": "not a valid audit record"}
+            if record.get("prev") != prev:
+                return {"ok": False, "records": count, **where,
+                        "reason": "broken link: a record before this one was removed, added or reordered"}
+            if record_hash(record) != stored:
+                return {"ok": False, "records": count, **where, "reason": "record was modified (hash mismatch)"}
+            prev, count = stored, count + 1
+        return {"ok": True, "records": count, "files": [str(p) for p in self.files()], "last": prev}
+
+
+def _last_line(path: Path) -> str:
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        block = min(size, 64 * 1024)
+        while True:
+            fh.seek(size - block)
+            data = fh.read(block)
+            lines = data.rstrip(b"\n").split(b"\n")
+            if len(lines) > 1 or block == size:
+                return lines[-1].decode("utf-8", "replace") if lines[-1] else ""
+            block = min(size, block * 4)
+
+
+def parse_since(text: str) -> float:
+    """'90s', '15m', '1h', '2d' ago, or an ISO time -> a UNIX timestamp."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)([smhd])", text.strip())
+    if match:
+        seconds = float(match.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
+        return time.time() - seconds
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"--since expects 30m, 1h, 2d or an ISO time, got {text!r}") from None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()

@@ -1,0 +1,104 @@
+"""`llmc audit tail|verify`: read and check the tamper-evident audit trail."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import time
+from datetime import datetime
+from typing import Any, Iterator
+
+import click
+
+from llmc_cli.cli.output import emit
+from llmc_cli.errors import ToolFailed, UsageError
+
+FOLLOW_POLL_SECONDS = 0.5
+
+
+@click.group()
+def audit() -> None:
+    """Read and verify the audit trail of every tool invocation."""
+
+
+def _log(ctx: click.Context) -> Any:
+    from llmc_cli.audit import AuditLog
+    from llmc_cli.config.profiles import load_profile
+
+    profile = load_profile(ctx.find_root().obj.get("profile"))
+    return AuditLog(profile.profile.audit_log)
+
+
+@audit.command("verify")
+@click.pass_context
+def verify(ctx: click.Context) -> None:
+    """Check the hash chain across every audit file: ok, or the first broken or missing link (exit 1)."""
+    report = _log(ctx).verify()
+    emit(report)
+    if not report["ok"]:
+        raise ToolFailed(f"audit log broken at {report['file']}:{report['line']}: {report['reason']}")
+
+
+@audit.command("tail")
+@click.option("-n", "--lines", "count", type=click.IntRange(min=0), default=20, show_default=True)
+@click.option("-f", "--follow", is_flag=True, help="Keep printing new records (across rotation) until Ctrl-C.")
+@click.option("--since", metavar="30m|1h|2d|ISO", help="Only records from then on.")
+@click.option("--server", "servers", multiple=True, help="Only these servers (repeatable).")
+@click.option("--tool", "tool_glob", metavar="GLOB", help="Only tools matching this glob.")
+@click.option("--outcome", type=click.Choice(["ok", "tool_error", "transport_error", "timeout", "denied"]))
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "table"]), default="jsonl", show_default=True)
+@click.pass_context
+def tail(ctx: click.Context, count: int, follow: bool, since: str | None, servers: tuple[str, ...],
+         tool_glob: str | None, outcome: str | None, fmt: str) -> None:
+    """The last records, as JSON Lines (or a table)."""
+    from llmc_cli.audit import parse_since
+
+    log = _log(ctx)
+    try:
+        since_ts = parse_since(since) if since else None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+    def keep(record: dict[str, Any]) -> bool:
+        if servers and record.get("server") not in servers:
+            return False
+        if tool_glob and not fnmatch.fnmatchcase(f"{record.get('server')}.{record.get('tool')}", tool_glob) \
+                and not fnmatch.fnmatchcase(str(record.get("tool")), tool_glob):
+            return False
+        if outcome and (record.get("outcome") or ("denied" if record.get("decision") == "deny" else None)) != outcome:
+            return False
+        if since_ts is not None:
+            try:
+                return datetime.fromisoformat(record["time"].replace("Z", "+00:00")).timestamp() >= since_ts
+            except (KeyError, ValueError):
+                return False
+        return True
+
+    records = [r for r in _parse(line for _, _, line in log.records()) if keep(r)]
+    shown = records[-count:] if count else []
+    _print(shown, fmt)
+    if not follow:
+        return
+    seen = len(list(log.records()))
+    while True:  # ends with Ctrl-C (exit 130)
+        time.sleep(FOLLOW_POLL_SECONDS)
+        lines = [line for _, _, line in log.records()]
+        if len(lines) > seen:
+            _print([r for r in _parse(lines[seen:]) if keep(r)], fmt)
+            seen = len(lines)
+
+
+def _parse(lines: Any) -> Iterator[dict[str, Any]]:
+    for line in lines:
+        try:
+            yield json.loads(line)
+        except ValueError:
+            continue
+
+
+def _print(records: list[dict[str, Any]], fmt: str) -> None:
+    if fmt == "table":
+        emit([{k: r.get(k) for k in ("time", "event", "server", "tool", "decision", "outcome", "durationMs")}
+              for r in records], "table")
+    else:
+        emit(records, "jsonl")

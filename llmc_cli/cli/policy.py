@@ -1,0 +1,89 @@
+"""`llmc policy check|approve`: explain a decision without running the tool; pre-approve a call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from llmc_cli.cli.arguments import needs_schema, parse_json_option, parse_pairs
+from llmc_cli.cli.output import emit, note
+from llmc_cli.cli.targets import target_options
+from llmc_cli.errors import UsageError
+
+
+@click.group()
+def policy() -> None:
+    """Explain and pre-approve policy decisions."""
+
+
+def _decide(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str | None,
+            target: dict[str, Any]) -> tuple[Any, Any, Any]:
+    from llmc_cli import policy as rules
+    from llmc_cli.cli.common import open_catalog
+    from llmc_cli.model import ToolCall
+
+    if json_args and pairs:
+        raise UsageError("give arguments either as KEY=VALUE pairs or with --json, not both")
+    catalog, profile = open_catalog(ctx, target)
+    with catalog:
+        server, name = catalog.resolve(tool)
+        found = catalog.find_tool(server, name)
+        if found is None:
+            raise UsageError(f"server {server} has no tool named {name!r}")
+        arguments = parse_json_option(json_args) if json_args else parse_pairs(
+            pairs, found.input_schema if needs_schema(pairs) else None)
+    call = ToolCall(server, name, arguments)
+    config = profile.profile.policy
+    return profile, call, (rules.decide(call, found, config), rules.effective_hints(found, call.qualified_name, config))
+
+
+ARGS = [click.argument("tool"), click.argument("pairs", nargs=-1, metavar="[KEY=VALUE | KEY:=JSON]..."),
+        click.option("--json", "json_args", metavar="'{...}'|@FILE|-", help="All arguments as one JSON object.")]
+
+
+def _with_args(func: Any) -> Any:
+    for decorator in reversed(ARGS):
+        func = decorator(func)
+    return func
+
+
+@policy.command("check")
+@_with_args
+@target_options
+@click.pass_context
+def check(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str | None, **target: Any) -> None:
+    """The decision for a call, and why, without running it (JSON). Exit 4 unless allowed."""
+    profile, call, (decision, hints) = _decide(ctx, tool, pairs, json_args, target)
+    emit({"profile": profile.name, "server": call.server, "tool": call.tool, "arguments": call.arguments,
+          **decision.to_json(), "hints": hints})
+    if decision.action != "allow":
+        ctx.exit(4)
+
+
+@policy.command("approve")
+@_with_args
+@click.option("--write", is_flag=True, help="Add the hash to the profile's [policy] approved list.")
+@target_options
+@click.pass_context
+def approve(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str | None, write: bool,
+            **target: Any) -> None:
+    """The hash that pre-approves this exact call (tool and arguments), for pipelines that must
+    run without a human: review once, then `--write` it into the profile."""
+    from llmc_cli.config.profiles import update_profile
+
+    profile, call, (decision, _) = _decide(ctx, tool, pairs, json_args, target)
+    digest = decision.call_hash
+    if write:
+        if profile.path is None:
+            raise UsageError("the built-in default profile cannot be written: run `llmc profiles init` first")
+
+        def add(data: dict[str, Any]) -> None:
+            approved = data.setdefault("policy", {}).setdefault("approved", [])
+            if digest not in approved:
+                approved.append(digest)
+
+        update_profile(profile.path, add)
+        note(f"llmc: approved {call.qualified_name} with these exact arguments in {profile.path}")
+    emit({"profile": profile.name, "server": call.server, "tool": call.tool, "arguments": call.arguments,
+          "hash": digest, "written": write})

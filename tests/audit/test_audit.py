@@ -1,0 +1,124 @@
+"""The audit trail: every decision and outcome recorded, secrets masked, appends serialised
+across processes, tampering found by `audit verify`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from llmc_cli.audit import AuditLog, mask_secrets
+from tests.helpers import llmc_executable, sdk_server
+
+WRITER = """
+import sys
+from llmc_cli.audit import AuditLog
+log = AuditLog(sys.argv[1])
+for i in range(500):
+    log.append({"event": "outcome", "server": "s", "tool": "t", "n": i, "writer": sys.argv[2]})
+"""
+
+
+def llmc(*args: str) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([llmc_executable(), *args], capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+def write_profile(isolated_dirs: Path, extra: str = "") -> None:
+    path = isolated_dirs / "config" / "profiles" / "default.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"""{extra}
+[servers.sdk]
+command = "{sys.executable}"
+args = ["{sdk_server('sdk_server.py')[1]}"]
+[policy]
+confirm_destructive = false
+""")
+
+
+def test_eight_processes_append_4000_records_with_an_intact_chain(tmp_path):
+    path = tmp_path / "audit.jsonl"
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(i)]) for i in range(8)]
+    assert [p.wait(timeout=120) for p in procs] == [0] * 8
+    report = AuditLog(path).verify()
+    assert report == {**report, "ok": True, "records": 4000}
+    lines = path.read_text().splitlines()
+    assert len(lines) == 4000 and all(json.loads(line)["hash"] for line in lines)
+
+
+@pytest.mark.parametrize("tamper, first_bad_line", [("edit", 6), ("delete", 6), ("swap", 5)])
+def test_tampering_in_the_middle_is_caught(tmp_path, tamper, first_bad_line):
+    path = tmp_path / "audit.jsonl"
+    log = AuditLog(path)
+    for i in range(10):
+        log.append({"event": "outcome", "n": i})
+    lines = path.read_text().splitlines(keepends=True)
+    if tamper == "edit":
+        lines[5] = lines[5].replace('"n":5', '"n":50')
+    elif tamper == "delete":
+        del lines[5]
+    else:
+        lines[4], lines[5] = lines[5], lines[4]
+    path.write_text("".join(lines))
+    report = AuditLog(path).verify()
+    assert report["ok"] is False and report["line"] == first_bad_line
+    assert report["records"] == first_bad_line - 1
+
+
+def test_rotation_keeps_the_chain_verifiable(tmp_path):
+    log = AuditLog(tmp_path / "audit.jsonl", max_bytes=2000)
+    for i in range(60):
+        log.append({"event": "outcome", "n": i})
+    files = log.files()
+    assert len(files) > 3 and files[-1].name == "audit.jsonl"
+    assert log.verify() == {**log.verify(), "ok": True, "records": 60}
+    files[1].unlink()  # a whole rotated file removed
+    assert log.verify()["ok"] is False
+
+
+def test_secrets_are_masked(monkeypatch):
+    monkeypatch.setenv("ERP_TOKEN", "s3cr3t-value")
+    masked = mask_secrets({"password": "hunter2", "query": "token is s3cr3t-value", "n": [{"api_key": "x"}]})
+    assert masked == {"password": "***", "query": "token is ***", "n": [{"api_key": "***"}]}
+
+
+def test_calls_are_audited_through_the_cli(isolated_dirs, monkeypatch):
+    monkeypatch.setenv("MY_API_TOKEN", "tok-123456")
+    write_profile(isolated_dirs)
+    assert llmc("call", "sdk.echo", "message=uses tok-123456").returncode == 0
+    assert llmc("call", "sdk.fail", "reason=x").returncode == 1
+    records = [json.loads(line) for line in llmc("audit", "tail", "-n", "10").stdout.splitlines()]
+    assert [(r["event"], r.get("decision") or r.get("outcome")) for r in records] == [
+        ("decision", "allow"), ("outcome", "ok"), ("decision", "allow"), ("outcome", "tool_error")]
+    first = records[0]
+    assert first["arguments"] == {"message": "uses ***"} and first["profile"] == "default"
+    assert {"user", "host", "pid", "time", "rule", "command"} <= set(first)
+    assert records[1]["resultSha256"] and records[1]["resultBytes"] > 0 and "result" not in records[1]
+    assert "tok-123456" not in (isolated_dirs / "state" / "audit.jsonl").read_text()
+    only_errors = llmc("audit", "tail", "--outcome", "tool_error").stdout.splitlines()
+    assert len(only_errors) == 1 and json.loads(only_errors[0])["tool"] == "fail"
+    assert llmc("audit", "tail", "--since", "1h", "--tool", "sdk.echo").stdout.count("\n") == 2
+    assert json.loads(llmc("audit", "verify").stdout)["ok"] is True
+
+
+def test_a_denial_is_audited_and_an_unwritable_log_stops_the_call(isolated_dirs, tmp_path):
+    blocked = tmp_path / "not-a-dir"
+    blocked.write_text("a file where the log's folder should be")
+    write_profile(isolated_dirs, extra=f'audit_log = "{blocked}/audit.jsonl"')
+    proc = llmc("call", "sdk.echo", "message=x")
+    assert proc.returncode == 3 and "audit log" in proc.stderr and "not run" in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_verify_reports_a_broken_log_with_exit_1(isolated_dirs):
+    write_profile(isolated_dirs)
+    llmc("call", "sdk.echo", "message=x")
+    log = isolated_dirs / "state" / "audit.jsonl"
+    log.write_text(log.read_text().replace('"message":"x"', '"message":"y"'))
+    proc = llmc("audit", "verify")
+    assert proc.returncode == 1 and json.loads(proc.stdout)["ok"] is False
