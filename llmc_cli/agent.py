@@ -255,7 +255,8 @@ def ask(prompt: str, *, provider: Provider, tools: list[Tool], call_tool: CallTo
                 record.stop_reason = {END: STOP_END, LENGTH: STOP_LENGTH}.get(turn.stop_reason, STOP_OTHER)
                 break
             results, timed_out = _run_batch(step, turn.tool_calls, by_name, call_tool, deadline, max_parallel,
-                                            result_budget, record, emit)
+                                            result_budget, record, emit,
+                                            getattr(translation, "arguments_back", None))
             conv.messages.append(ToolResults(results))
             if timed_out:
                 record.stop_reason = STOP_TIMEOUT
@@ -275,7 +276,8 @@ def ask(prompt: str, *, provider: Provider, tools: list[Tool], call_tool: CallTo
 
 def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool], call_tool: CallTool,
                deadline: float, max_parallel: int, budget: int, record: RunRecord,
-               emit: Progress) -> tuple[list[ToolResultItem], bool]:
+               emit: Progress, arguments_back: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
+               ) -> tuple[list[ToolResultItem], bool]:
     """Run one turn's calls; every call gets a result, in the model's order, so the conversation
     stays valid for every API even when time runs out."""
     entries: list[dict[str, Any]] = []
@@ -303,7 +305,9 @@ def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool
         t0 = time.monotonic()
         out: dict[str, Any] = {}
         try:
-            result = call_tool(ToolCall(tool.server, tool.name, dict(c.arguments), call_id=c.id))
+            # Property names a provider could not take (Gemini) go back to the server's own names.
+            arguments = arguments_back(c.name, dict(c.arguments)) if arguments_back else dict(c.arguments)
+            result = call_tool(ToolCall(tool.server, tool.name, arguments, call_id=c.id))
         except PolicyDenied as exc:
             _fail(out, "denied", f"llmc's policy denied this call: {exc.message}", exc)
         except LlmcError as exc:

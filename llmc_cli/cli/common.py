@@ -13,7 +13,7 @@ from llmc_cli.cli.output import note
 from llmc_cli.cli.targets import adhoc_spec
 
 
-def open_catalog(ctx: click.Context, target: dict[str, Any]) -> Any:
+def open_catalog(ctx: click.Context, target: dict[str, Any], sample: Any = None) -> Any:
     """target: the keyword arguments of @target_options. Returns (catalog, loaded profile)."""
     from llmc_cli import services
     from llmc_cli.config.profiles import load_profile
@@ -27,6 +27,7 @@ def open_catalog(ctx: click.Context, target: dict[str, Any]) -> Any:
         on_progress=_progress_line if sys.stderr.isatty() else None,
         on_log=(lambda p: note(f"[server log {p.get('level', '')}] {_short(p.get('data'))}")) if verbose else None,
         elicit={"prompt": _prompt_elicitation, "accept-defaults": accept_defaults, "decline": decline}[elicit_mode],
+        sample=sample,  # sampling/createMessage: the profile's LLM answers only when it allows it
     )
     on_stderr = (lambda server, line: note(f"[{server} stderr] {line}")) if verbose else None
     profile_name = ctx.obj.get("profile") if ctx.obj else None

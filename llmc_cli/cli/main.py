@@ -14,10 +14,13 @@ from llmc_cli.errors import INTERRUPTED_EXIT_CODE, LlmcError
 # name -> ("module:attribute", one-line help). A command's module (and what it imports) loads
 # only when that command runs; `llmc --help` reads the help text from here.
 COMMANDS: dict[str, tuple[str, str]] = {
+    "ask": ("llmc_cli.cli.ask:ask", "Ask an LLM; it uses the profile's tools under its policy."),
     "tools": ("llmc_cli.cli.tools:tools", "List, translate, export, lint and pin tool manifests."),
     "call": ("llmc_cli.cli.call:call", "Call one tool: llmc call SERVER.TOOL key=value ..."),
     "resources": ("llmc_cli.cli.resources:resources", "List and read server resources."),
     "prompts": ("llmc_cli.cli.resources:prompts", "List and get server prompts."),
+    "policy": ("llmc_cli.cli.policy:policy", "Explain and pre-approve policy decisions."),
+    "audit": ("llmc_cli.cli.audit:audit", "Read and verify the audit trail of every tool invocation."),
     "ping": ("llmc_cli.cli.resources:ping", "Check that servers answer."),
     "servers": ("llmc_cli.cli.servers:servers", "Add, list, show, remove and import the servers of a profile."),
     "profiles": ("llmc_cli.cli.profiles:profiles", "List, show and initialise profiles."),

@@ -6,10 +6,14 @@ from typing import Any
 
 import click
 
-from llmc_cli.cli.output import emit, raise_failures
+from llmc_cli.cli.output import emit, note, raise_failures
 from llmc_cli.cli.targets import target_options
+from llmc_cli.errors import ToolFailed, UsageError
 
 LIST_FORMATS = ["json", "jsonl", "table"]
+PROVIDER_FORMATS = ["mcp", "openai", "openai-responses", "anthropic", "gemini", "gemini-legacy", "text"]
+STRICT = click.option("--strict", is_flag=True,
+                      help="OpenAI strict-mode schemas; any loss or rewrite fails the command (exit 1).")
 
 
 @click.group()
@@ -18,10 +22,13 @@ def tools() -> None:
 
 
 @tools.command("list")
-@click.option("--format", "fmt", type=click.Choice(LIST_FORMATS), default="json", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(LIST_FORMATS + PROVIDER_FORMATS), default="json",
+              show_default=True, help="A listing, or the tools translated for a provider's API.")
+@STRICT
+@click.option("--all", "show_all", is_flag=True, help="Also the tools the profile's policy denies, marked \"denied\".")
 @target_options
 @click.pass_context
-def list_(ctx: click.Context, fmt: str, **target: Any) -> None:
+def list_(ctx: click.Context, fmt: str, strict: bool, show_all: bool, **target: Any) -> None:
     """The tools of every server (or -s ones), exactly as each server sent them, each with a
     "server" key: {"tools": [...], "errors": [...]}.
 
@@ -29,21 +36,140 @@ def list_(ctx: click.Context, fmt: str, **target: Any) -> None:
     are still printed, and the exit code is 5 (or, when every server failed the same way, that
     error's own code).
     """
+    from llmc_cli import services
     from llmc_cli.cli.common import open_catalog
 
-    catalog, _profile = open_catalog(ctx, target)
+    catalog, profile = open_catalog(ctx, target)
     with catalog:
-        found, failures = catalog.list_tools(list(target["servers"]) or None)
+        found, denied, failures = services.visible_tools(catalog, profile, list(target["servers"]) or None)
+    if show_all:
+        found = found + denied
     if not (target["stdio"] or target["url"]):  # for shell completion of tool names
         from llmc_cli.cli.complete import profile_key, remember_tools
 
         listed = [s for s in catalog.specs if s not in {f.server for f in failures}]
         remember_tools(profile_key(ctx.obj.get("profile")), [t.qualified_name for t in found], listed)
-    rows = [{"server": t.server, **t.raw} for t in found]
+    if fmt in PROVIDER_FORMATS:
+        if show_all:
+            raise UsageError("--all lists denied tools; a translation holds only the tools the profile allows")
+        _print_translation(found, fmt, strict)
+        raise_failures(failures, len(catalog.specs))
+        return
+    rows = [{"server": t.server, **t.raw, **({"denied": True} if t in denied else {})} for t in found]
     if fmt == "table":
-        emit([{"server": t.server, "tool": t.name, "description": t.description} for t in found], "table")
+        emit([{"server": t.server, "tool": t.name, **({"denied": "yes" if t in denied else ""} if show_all else {}),
+               "description": t.description} for t in found], "table")
     elif fmt == "jsonl":
         emit(rows, "jsonl")
     else:
         emit({"tools": rows, "errors": [f.to_json() for f in failures]}, "json")
     raise_failures(failures, len(catalog.specs))
+
+
+def _translate(found: list[Any], fmt: str, strict: bool) -> Any:
+    """Translate, print every warning on stderr; with --strict a warning is a failure (exit 1)."""
+    from llmc_cli.translate import translate
+
+    result = translate(found, fmt, strict=strict)
+    for warning in result.warnings:
+        note(f"llmc: warning: {warning}")
+    return result
+
+
+def _fail_on_warnings(result: Any, strict: bool) -> None:
+    if strict and result.warnings:
+        raise ToolFailed(f"{len(result.warnings)} translation warning(s) with --strict")
+
+
+def _print_translation(found: list[Any], fmt: str, strict: bool) -> None:
+    result = _translate(found, fmt, strict)
+    if isinstance(result.definitions, str):
+        click.echo(result.definitions)
+    else:
+        emit(result.definitions)
+    _fail_on_warnings(result, strict)
+
+
+def _allowed_tools(ctx: click.Context, target: dict[str, Any]) -> tuple[list[Any], list[Any], Any, Any]:
+    from llmc_cli import services
+    from llmc_cli.cli.common import open_catalog
+
+    catalog, profile = open_catalog(ctx, target)
+    with catalog:
+        found, _denied, failures = services.visible_tools(catalog, profile, list(target["servers"]) or None)
+        infos = {name: catalog.session(name).server_info for name in catalog.specs
+                 if name not in {f.server for f in failures}}
+    return found, failures, catalog, infos
+
+
+@tools.command("export")
+@click.option("--format", "fmt", type=click.Choice(PROVIDER_FORMATS), required=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="File to write.")
+@STRICT
+@target_options
+@click.pass_context
+def export(ctx: click.Context, fmt: str, output: str, strict: bool, **target: Any) -> None:
+    """Translate the manifest for a provider and write it to a file (atomically)."""
+    from llmc_cli.lockfile import write
+
+    found, failures, catalog, _ = _allowed_tools(ctx, target)
+    result = _translate(found, fmt, strict)
+    _fail_on_warnings(result, strict)
+    raise_failures(failures, len(catalog.specs))
+    definitions = result.definitions
+    if isinstance(definitions, str):
+        definitions = {"text": definitions}
+    write(output, definitions)  # same atomic JSON writer as lock files
+    emit({"file": output, "format": fmt, "tools": len(found), "warnings": len(result.warnings)})
+
+
+@tools.command("lint")
+@click.option("--provider", "providers", multiple=True, type=click.Choice(PROVIDER_FORMATS[1:6]),
+              help="Only these providers (repeatable; default: all).")
+@STRICT
+@target_options
+@click.pass_context
+def lint(ctx: click.Context, providers: tuple[str, ...], strict: bool, **target: Any) -> None:
+    """What each provider would reject or lose, and why (JSON). --strict: exit 1 on any finding."""
+    from llmc_cli.translate import PROVIDERS, lint as lint_tools
+
+    found, failures, catalog, _ = _allowed_tools(ctx, target)
+    findings = lint_tools(found, providers or PROVIDERS, strict=strict)
+    emit([f.to_json() for f in findings])
+    raise_failures(failures, len(catalog.specs))
+    if strict and findings:
+        raise ToolFailed(f"{len(findings)} portability finding(s)")
+
+
+@tools.command("lock")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default="llmc.lock", show_default=True)
+@target_options
+@click.pass_context
+def lock(ctx: click.Context, output: str, **target: Any) -> None:
+    """Pin every tool (hash of name, description, schemas, annotations; server name and version)."""
+    from llmc_cli import lockfile
+
+    found, failures, catalog, infos = _allowed_tools(ctx, target)
+    raise_failures(failures, len(catalog.specs))  # never pin a partial manifest
+    lockfile.write(output, lockfile.build(found, infos))
+    emit({"file": output, "servers": len(infos), "tools": len(found)})
+
+
+@tools.command("diff")
+@click.option("--lock", "lock_path", type=click.Path(dir_okay=False), default="llmc.lock", show_default=True)
+@target_options
+@click.pass_context
+def diff(ctx: click.Context, lock_path: str, **target: Any) -> None:
+    """What was added, removed or changed since the lock (changed descriptions shown in full).
+    Exit 10 on drift."""
+    from llmc_cli import lockfile
+    from llmc_cli.errors import DriftError
+
+    pinned = lockfile.read(lock_path)
+    found, failures, catalog, infos = _allowed_tools(ctx, target)
+    report = lockfile.diff(pinned, found, list(infos))
+    emit(report)
+    raise_failures(failures, len(catalog.specs))
+    if report["drift"]:
+        raise DriftError(f"tools drifted from {lock_path}: {len(report['added'])} added, "
+                         f"{len(report['removed'])} removed, {len(report['changed'])} changed")

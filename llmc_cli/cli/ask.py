@@ -1,0 +1,92 @@
+"""`llmc ask "question"`: the profile's LLM uses the profile's tools, under its policy, audited."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from llmc_cli.cli.output import emit, note
+from llmc_cli.cli.targets import target_options
+from llmc_cli.errors import TimeoutExpired, ToolFailed, UsageError
+
+PROVIDERS = ["openai", "openai-responses", "anthropic", "gemini", "text"]
+
+
+@click.command()
+@click.argument("prompt")
+@click.option("--provider", type=click.Choice(PROVIDERS), help="Default: the profile's [llm] provider.")
+@click.option("--model", help="Default: the profile's [llm] model.")
+@click.option("--base-url", help="API base URL (any OpenAI-compatible server with --provider openai or text).")
+@click.option("--api-key-env", metavar="VAR", help="Environment variable holding the API key.")
+@click.option("--temperature", type=float)
+@click.option("--max-tokens", type=click.IntRange(min=1))
+@click.option("--max-steps", type=click.IntRange(min=1), help="Model turns at most (default 10).")
+@click.option("--total-timeout", type=click.FloatRange(min=1), metavar="SECONDS", help="The whole run (default 300).")
+@click.option("--system", help="System prompt.")
+@click.option("--save", "save_as", metavar="NAME", help="Save the conversation under this name.")
+@click.option("--continue", "continue_from", metavar="NAME|last", help="Go on with a saved conversation.")
+@click.option("--text", is_flag=True, help="Print only the answer.")
+@click.option("--yes", "-y", is_flag=True, help="Answer yes to confirmations the policy asks for.")
+@click.option("--strict", is_flag=True, help="OpenAI strict-mode tool schemas.")
+@target_options
+@click.pass_context
+def ask(ctx: click.Context, prompt: str, provider: str | None, model: str | None, base_url: str | None,
+        api_key_env: str | None, temperature: float | None, max_tokens: int | None, max_steps: int | None,
+        total_timeout: float | None, system: str | None, save_as: str | None, continue_from: str | None,
+        text: bool, yes: bool, strict: bool, **target: Any) -> None:
+    """Ask the profile's LLM; it may use the tools the policy allows. PROMPT '-' reads stdin.
+
+    Output: JSON with the answer, every step (tool, arguments, outcome, duration, what the model
+    saw), token usage per model call and the stop reason; `--text` prints only the answer.
+    Exit 1 when --max-steps ran out, 7 on the total timeout, 8 on a provider error.
+    """
+    from llmc_cli import agent, services
+    from llmc_cli.cli.call import ask_human
+    from llmc_cli.cli.common import open_catalog
+    from llmc_cli.config.profiles import load_profile
+    from llmc_cli.providers.base import ProviderSettings, make_provider
+
+    if prompt == "-":
+        prompt = sys.stdin.read()
+    if not prompt.strip():
+        raise UsageError("the prompt is empty")
+    llm = load_profile(ctx.obj.get("profile") if ctx.obj else None).profile.llm
+    conversation = agent.load_conversation(continue_from) if continue_from else None
+    name = provider or (conversation.provider if conversation else None) or llm.provider
+    if not name:
+        raise UsageError("no provider: give --provider or set [llm] provider in the profile")
+    settings = ProviderSettings(model=model or (conversation.model if conversation else None) or llm.model,
+                                api_key_env=api_key_env or llm.api_key_env, base_url=base_url or llm.base_url,
+                                temperature=temperature if temperature is not None else llm.temperature,
+                                max_tokens=max_tokens or llm.max_tokens)
+    model_client = make_provider(name, settings)
+    sample = agent.sampler(model_client) if llm.allow_sampling else None
+    catalog, profile = open_catalog(ctx, target, sample=sample)
+    interactive = sys.stdin.isatty() and sys.stderr.isatty()
+    conversation = conversation or agent.Conversation.new(name, settings.model, system or llm.system)
+    invocation = services.Invocation(profile=profile, command="ask", interactive=interactive, assume_yes=yes,
+                                     confirm=ask_human, conversation_id=conversation.id)
+    progress = (lambda event: (line := agent.progress_line(event)) and note(line)) if sys.stderr.isatty() else None
+    with catalog:
+        tools, _denied, failures = services.visible_tools(catalog, profile, list(target["servers"]) or None)
+        for failure in failures:
+            note(f"llmc: {failure.error.message} (its tools are not available to the model)")
+        try:
+            record = agent.ask(prompt, provider=model_client, tools=tools,
+                               call_tool=lambda call: services.call_tool(catalog, invocation, call),
+                               conversation=conversation, system=system, max_steps=max_steps or llm.max_steps,
+                               timeout=total_timeout or llm.timeout, result_budget=llm.result_budget,
+                               progress=progress, strict=strict)
+        finally:
+            saved = agent.save_conversation(conversation, save_as)
+    out = {**record.to_json(), "saved": str(saved)}
+    if text:
+        click.echo(record.answer)
+    else:
+        emit(out)
+    if record.stop_reason == agent.STOP_TIMEOUT:
+        raise TimeoutExpired(f"the run reached its time limit after {len(record.steps)} tool call(s)")
+    if record.stop_reason == agent.STOP_MAX_STEPS:
+        raise ToolFailed(f"no answer within {max_steps or llm.max_steps} model turns (--max-steps)")
