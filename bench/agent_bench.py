@@ -77,7 +77,8 @@ def main() -> None:
     from llmc_cli.translate import translate
 
     spec = ServerSpec("sdk", command=(sys.executable, str(ROOT / "tests" / "servers" / "sdk_server.py")))
-    invocation = services.Invocation(profile=LoadedProfile("bench", None, Profile()), command="ask")
+    # assume_yes: an unattended run allowed every tool of the test server (echo has no annotations).
+    invocation = services.Invocation(profile=LoadedProfile("bench", None, Profile()), command="ask", assume_yes=True)
     with Catalog([spec]) as catalog:
         tools = [t for t in catalog.tools_of("sdk") if t.name == "echo"]
         translation = translate(tools, "openai")

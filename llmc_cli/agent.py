@@ -284,8 +284,11 @@ def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool
     runnable: list[int] = []
     for c in calls:
         tool = by_name.get(c.name)
+        # Property names a provider could not take (Gemini) go back to the server's own names; the
+        # record shows what the server was sent.
+        arguments = arguments_back(c.name, dict(c.arguments)) if tool and arguments_back else dict(c.arguments)
         entry: dict[str, Any] = {"step": step, "call_id": c.id, "tool": tool.qualified_name if tool else c.name,
-                                 "provider_name": c.name, "arguments": c.arguments}
+                                 "provider_name": c.name, "arguments": arguments}
         if c.error:
             _fail(entry, "invalid", f"llmc could not read this tool call: {c.error}")
         elif tool is None:
@@ -301,13 +304,11 @@ def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool
     def work(i: int) -> None:
         c = calls[i]
         tool = by_name[c.name]
-        emit({"event": "tool_start", "step": step, "tool": entries[i]["tool"], "arguments": c.arguments})
+        emit({"event": "tool_start", "step": step, "tool": entries[i]["tool"], "arguments": entries[i]["arguments"]})
         t0 = time.monotonic()
         out: dict[str, Any] = {}
         try:
-            # Property names a provider could not take (Gemini) go back to the server's own names.
-            arguments = arguments_back(c.name, dict(c.arguments)) if arguments_back else dict(c.arguments)
-            result = call_tool(ToolCall(tool.server, tool.name, arguments, call_id=c.id))
+            result = call_tool(ToolCall(tool.server, tool.name, dict(entries[i]["arguments"]), call_id=c.id))
         except PolicyDenied as exc:
             _fail(out, "denied", f"llmc's policy denied this call: {exc.message}", exc)
         except LlmcError as exc:
