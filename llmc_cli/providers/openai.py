@@ -67,7 +67,10 @@ class OpenAIChat:
             if isinstance(m, UserMessage):
                 out.append({"role": "user", "content": m.text})
             elif isinstance(m, AssistantTurn):
-                msg: dict[str, Any] = {"role": "assistant", "content": m.text or None}
+                # content is optional beside tool_calls; an explicit null only costs the SDK time
+                msg: dict[str, Any] = {"role": "assistant"}
+                if m.text or not m.tool_calls:
+                    msg["content"] = m.text
                 if m.tool_calls:
                     raw_args = (m.raw or {}).get("arguments", {}) if m.provider == self.name else {}
                     msg["tool_calls"] = [{"id": c.id, "type": "function", "function": {

@@ -54,7 +54,7 @@ def test_openai_chat_wire():
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "What is in the logs?"},
         # the arguments go back byte for byte as the model wrote them
-        {"role": "assistant", "content": None, "tool_calls": [
+        {"role": "assistant", "tool_calls": [
             {"id": "call_a", "type": "function", "function": {"name": "fs_read", "arguments": '{"path": "/var/log/a.log"}'}},
             {"id": "call_b", "type": "function", "function": {"name": "fs_read", "arguments": '{"path":"/var/log/b.log"}'}}]},
         {"role": "tool", "tool_call_id": "call_a", "content": "line a"},
