@@ -213,8 +213,8 @@ def test_servers_add_on_an_empty_config_writes_the_default_profile_first(config:
     assert "created profile" in run.stderr
     path = config / "profiles" / "default.toml"
     data = tomllib.loads(path.read_text())
-    assert data["policy"] == {"read_only": True}
-    assert data["servers"]["workspace"]["builtin"] == "workspace"
+    assert "policy" not in data  # the default policy: destructive tools of added servers need a yes
+    assert data["servers"]["workspace"]["options"]["read_only"] is True
     assert data["servers"]["sdk"] == {"command": SDK_PY, "args": [SDK_SCRIPT], "env": {"DEBUG": "1"},
                                       "cwd": "/tmp", "description": "d"}
     assert stat.S_IMODE(path.stat().st_mode) == 0o600  # a new profile is private
@@ -275,5 +275,5 @@ def test_profiles_init_list_show(config: Path):
     assert "unknown key" in by_name["broken"]["error"]
     assert "broken" in llmc("profiles", "list", "--format", "table").stdout
     shown = llmc("profiles", "show", "default").json()
-    assert shown["profile"]["policy"]["read_only"] is True and shown["path"] == str(path)
+    assert shown["profile"]["servers"]["workspace"]["options"]["read_only"] is True and shown["path"] == str(path)
     assert llmc("profiles", "show", "broken").code == 3

@@ -204,6 +204,10 @@ class StdioTransport:
                 code = proc.wait(timeout=0.5)
             except subprocess.TimeoutExpired:
                 code = None
+        if code is not None:  # the server is gone: let the stderr reader take its last lines
+            for t in self._threads:
+                if t.name.endswith("_read_stderr") and t is not threading.current_thread():
+                    t.join(timeout=0.5)
         detail = f"{what}" + (f" (exit status {code})" if code is not None else "")
         tail = [line for line in self._stderr_tail if line.strip()]
         if tail:
