@@ -139,3 +139,100 @@ def _confirm(invocation: Invocation, call: ToolCall, tool: Tool, decision: Any) 
                     f"{decision.reason}, and there is no terminal to ask: pass --yes, or pre-approve this exact "
                     f"call with `llmc policy approve {call.qualified_name} ... --write` ({decision.call_hash})",
                     decision.call_hash)
+
+
+@dataclass
+class BatchItem:
+    """One line of a batch: its id, the call (None when the line could not be read) or the error."""
+
+    index: int
+    id: Any
+    call: ToolCall | None = None
+    error: LlmcError | None = None
+    result: ToolResult | None = None
+    duration_ms: float | None = None
+
+    @property
+    def exit_code(self) -> int:
+        if self.error is not None:
+            return self.error.exit_code
+        return 1 if self.result is not None and self.result.is_error else 0
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id}
+        if self.call is not None:
+            out.update(server=self.call.server, tool=self.call.tool)
+        if self.error is not None:
+            out["error"] = self.error.to_json()
+        elif self.result is not None:
+            out["result"] = self.result.to_json()
+        out["durationMs"] = self.duration_ms
+        return out
+
+
+def run_batch(catalog: Catalog, invocation: Invocation, items: list[BatchItem], *, parallel: int = 1,
+              fail_fast: bool = False, on_done: Callable[[BatchItem], None] | None = None) -> None:
+    """Run many calls over one connection per server: servers concurrently; within a server in
+    input order, except that up to `parallel` consecutive read-only calls run at once. Every call
+    goes through call_tool (policy, audit). `on_done` gets the items in input order as soon as
+    every earlier one is done, so results stream. With `fail_fast`, calls not yet started after
+    a failure are skipped (an error result saying so)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from llmc_cli import policy
+
+    stop = threading.Event()
+    done = [threading.Event() for _ in items]
+    by_server: dict[str, list[BatchItem]] = {}
+    for item in items:
+        if item.call is None:
+            done[item.index].set()
+        else:
+            by_server.setdefault(item.call.server, []).append(item)
+
+    def run_one(item: BatchItem) -> None:
+        assert item.call is not None
+        if stop.is_set():
+            item.error = LlmcError("skipped: an earlier call failed (--fail-fast)")
+        else:
+            started = time.monotonic()
+            try:
+                item.result = call_tool(catalog, invocation, item.call)
+            except LlmcError as exc:
+                item.error = exc
+            item.duration_ms = round((time.monotonic() - started) * 1000, 1)
+            if fail_fast and item.exit_code:
+                stop.set()
+        done[item.index].set()
+
+    def read_only(item: BatchItem) -> bool:
+        assert item.call is not None
+        try:
+            tool = catalog.find_tool(item.call.server, item.call.tool)
+        except LlmcError:
+            return False
+        return tool is not None and policy.effective_hints(tool, item.call.qualified_name,
+                                                           invocation.profile.profile.policy)["readOnly"]
+
+    def run_server(queue: list[BatchItem]) -> None:
+        with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
+            i = 0
+            while i < len(queue):
+                group = [queue[i]]
+                if parallel > 1 and read_only(queue[i]):
+                    while len(group) < parallel and i + len(group) < len(queue) and read_only(queue[i + len(group)]):
+                        group.append(queue[i + len(group)])
+                list(pool.map(run_one, group))
+                i += len(group)
+
+    workers = [threading.Thread(target=run_server, args=(queue,), daemon=True, name=f"llmc-batch-{server}")
+               for server, queue in by_server.items()]
+    for worker in workers:
+        worker.start()
+    for item in items:  # in input order, each as soon as it and every earlier one are done
+        done[item.index].wait()
+        if on_done:
+            on_done(item)
+    for worker in workers:
+        worker.join()

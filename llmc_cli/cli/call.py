@@ -14,25 +14,41 @@ from llmc_cli.errors import ToolFailed, UsageError
 
 
 @click.command()
-@click.argument("tool", shell_complete=complete_tools)
+@click.argument("tool", required=False, shell_complete=complete_tools)
 @click.argument("pairs", nargs=-1, metavar="[KEY=VALUE | KEY:=JSON]...")
 @click.option("--json", "json_args", metavar="'{...}'|@FILE|-", help="All arguments as one JSON object.")
 @click.option("--text", is_flag=True, help="Print only the text content.")
 @click.option("--yes", "-y", is_flag=True, help="Answer yes to confirmations the policy asks for.")
 @click.option("--format", "fmt", type=click.Choice(["json", "table"]), default="json", show_default=True)
+@click.option("--batch", "batch", metavar="FILE|-",
+              help='Many calls, one connection per server: JSON Lines {"id", "tool", "arguments"} in, '
+                   "one JSON Lines result per input out, in input order.")
+@click.option("--parallel", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="With --batch: consecutive read-only calls to one server run this many at once.")
+@click.option("--fail-fast", is_flag=True, help="With --batch: skip the rest after the first failure.")
 @target_options
 @click.pass_context
-def call(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str | None, text: bool,
-         yes: bool, fmt: str, **target: Any) -> None:
+def call(ctx: click.Context, tool: str | None, pairs: tuple[str, ...], json_args: str | None, text: bool,
+         yes: bool, fmt: str, batch: str | None, parallel: int, fail_fast: bool, **target: Any) -> None:
     """Call one tool. TOOL is SERVER.TOOL, or a bare name when exactly one server has it.
 
     Values are typed by the tool's inputSchema (integers, numbers, booleans, JSON for objects
-    and arrays); KEY:=JSON passes raw JSON. Exit 1 when the tool reports an error.
+    and arrays); KEY:=JSON passes raw JSON. Exit 1 when the tool reports an error. With
+    --batch, the exit code is the worst of all calls.
     """
     from llmc_cli import services
     from llmc_cli.cli.common import open_catalog
     from llmc_cli.model import ToolCall
 
+    if batch:
+        if tool or pairs or json_args or text:
+            raise UsageError("--batch reads every call from its file: give no TOOL, arguments, --json or --text")
+        from llmc_cli.cli.batch import run
+
+        run(ctx, batch, parallel, fail_fast, yes, target)
+        return
+    if tool is None:
+        raise UsageError("name the TOOL to call (or use --batch FILE)")
     if json_args and pairs:
         raise UsageError("give arguments either as KEY=VALUE pairs or with --json, not both")
     catalog, profile = open_catalog(ctx, target)

@@ -1,0 +1,68 @@
+"""`llmc call --batch FILE|-`: JSON Lines in ({"id", "tool": "server.tool", "arguments"}), one
+JSON Lines result per input out, in input order."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, TextIO
+
+import click
+
+from llmc_cli.errors import LlmcError, UsageError
+
+
+def read_items(stream: TextIO, catalog: Any) -> list[Any]:
+    """Every line becomes an item; a line that cannot be read becomes an error result for it."""
+    from llmc_cli.services import BatchItem
+    from llmc_cli.model import ToolCall
+
+    items = []
+    for index, line in enumerate(line for line in stream if line.strip()):
+        ident: Any = None
+        try:
+            entry = json.loads(line)
+            if not isinstance(entry, dict):
+                raise UsageError("a batch line must be a JSON object")
+            ident = entry.get("id")
+            tool, arguments = entry.get("tool"), entry.get("arguments", {})
+            if not isinstance(tool, str) or not tool:
+                raise UsageError("a batch line needs \"tool\": \"server.tool\"")
+            if not isinstance(arguments, dict):
+                raise UsageError("\"arguments\" must be a JSON object")
+            server, name = catalog.resolve(tool)
+            items.append(BatchItem(index, ident, call=ToolCall(server, name, arguments)))
+        except ValueError as exc:
+            items.append(BatchItem(index, ident, error=UsageError(f"line {index + 1}: invalid JSON: {exc}")))
+        except LlmcError as exc:
+            exc.message = f"line {index + 1}: {exc.message}"
+            items.append(BatchItem(index, ident, error=exc))
+    return items
+
+
+def run(ctx: click.Context, source: str, parallel: int, fail_fast: bool, yes: bool, target: dict[str, Any]) -> None:
+    from llmc_cli import services
+    from llmc_cli.cli.common import open_catalog
+
+    catalog, profile = open_catalog(ctx, target)
+    worst = 0
+    with catalog:
+        if source == "-":
+            items = read_items(sys.stdin, catalog)
+        else:
+            try:
+                with open(source, encoding="utf-8") as fh:
+                    items = read_items(fh, catalog)
+            except OSError as exc:
+                raise UsageError(f"--batch {source}: {exc.strerror}") from None
+        # No prompts in a batch: confirmations need --yes or pre-approved hashes.
+        invocation = services.Invocation(profile=profile, command="batch", assume_yes=yes)
+
+        def done(item: Any) -> None:
+            nonlocal worst
+            worst = max(worst, item.exit_code)
+            click.echo(json.dumps(item.to_json(), ensure_ascii=False, separators=(",", ":")))
+
+        services.run_batch(catalog, invocation, items, parallel=parallel, fail_fast=fail_fast, on_done=done)
+    if worst:
+        ctx.exit(worst)

@@ -1,0 +1,101 @@
+"""`llmc call --batch`: many calls over one connection per server, results in input order."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+from tests.helpers import llmc_executable, sdk_server
+
+
+def write_profile(isolated_dirs: Path, policy: str = "") -> None:
+    path = isolated_dirs / "config" / "profiles" / "default.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    server = sdk_server("sdk_server.py")
+    path.write_text(f"""
+[servers.a]
+command = "{server[0]}"
+args = ["{server[1]}"]
+[servers.b]
+command = "{server[0]}"
+args = ["{server[1]}"]
+[policy]
+confirm_destructive = false
+{policy}
+[policy.hints."*.slow"]
+readOnly = true
+""")
+
+
+def batch(lines: list[object], *args: str) -> tuple[int, list[dict], str]:
+    text = "\n".join(line if isinstance(line, str) else json.dumps(line) for line in lines) + "\n"
+    proc = subprocess.run([llmc_executable(), "call", "--batch", "-", *args], input=text, capture_output=True,
+                          text=True, timeout=120)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.returncode, [json.loads(line) for line in proc.stdout.splitlines()], proc.stderr
+
+
+def test_results_come_in_input_order_with_ids_and_errors(isolated_dirs):
+    write_profile(isolated_dirs)
+    code, out, _ = batch([
+        {"id": 1, "tool": "a.add", "arguments": {"a": 1, "b": 2}},
+        "{not json",
+        {"id": "two", "tool": "b.echo", "arguments": {"message": "hi"}},
+        {"id": 3, "tool": "a.fail", "arguments": {}},
+        {"id": 4, "tool": "nope.x"},
+        {"id": 5, "tool": "a.echo", "arguments": "not an object"},
+    ])
+    assert [o["id"] for o in out] == [1, None, "two", 3, 4, 5]
+    assert out[0]["result"]["structuredContent"] == {"result": 3} and out[0]["server"] == "a"
+    assert out[1]["error"]["exitCode"] == 2 and "line 2" in out[1]["error"]["message"]
+    assert out[2]["result"]["content"][0]["text"] == "hi" and out[2]["server"] == "b"
+    assert out[3]["result"]["isError"] is True
+    assert out[4]["error"]["error"] == "usage" and out[5]["error"]["error"] == "usage"
+    assert code == 2  # the worst seen
+
+
+def test_fail_fast_skips_the_rest(isolated_dirs):
+    write_profile(isolated_dirs)
+    code, out, _ = batch([{"id": i, "tool": "a.fail" if i == 1 else "a.echo", "arguments": {"message": "m"}}
+                          for i in range(4)], "--fail-fast")
+    assert code == 1
+    assert "result" in out[0] and out[1]["result"]["isError"]
+    assert all("skipped" in o["error"]["message"] for o in out[2:])
+
+
+def test_read_only_calls_run_in_parallel_and_servers_concurrently(isolated_dirs):
+    write_profile(isolated_dirs)
+    calls = [{"id": i, "tool": "a.slow", "arguments": {"seconds": 1}} for i in range(4)]
+    calls += [{"id": 10 + i, "tool": "b.slow", "arguments": {"seconds": 1}} for i in range(4)]
+    started = time.monotonic()
+    code, out, _ = batch(calls, "--parallel", "4")
+    elapsed = time.monotonic() - started
+    assert code == 0 and [o["id"] for o in out] == [c["id"] for c in calls]
+    assert elapsed < 6, f"8 one-second calls took {elapsed:.1f}s: not run concurrently"
+
+
+def test_policy_and_audit_apply_to_every_call(isolated_dirs):
+    write_profile(isolated_dirs, 'deny = ["b.*"]')
+    code, out, _ = batch([{"id": 1, "tool": "a.echo", "arguments": {"message": "ok"}},
+                          {"id": 2, "tool": "b.echo", "arguments": {"message": "no"}}])
+    assert code == 4 and out[1]["error"]["error"] == "denied", out
+    audit = [json.loads(line) for line in (isolated_dirs / "state" / "audit.jsonl").read_text().splitlines()]
+    assert [(r["server"], r.get("decision") or r.get("outcome")) for r in audit] == [
+        ("a", "allow"), ("a", "ok"), ("b", "deny")]
+    assert all(r["command"] == "batch" for r in audit)
+
+
+def test_a_batch_file_and_usage_errors(isolated_dirs, tmp_path):
+    write_profile(isolated_dirs)
+    calls = tmp_path / "calls.jsonl"
+    calls.write_text(json.dumps({"id": 1, "tool": "a.echo", "arguments": {"message": "f"}}) + "\n")
+    proc = subprocess.run([llmc_executable(), "call", "--batch", str(calls)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["result"]["content"][0]["text"] == "f"
+    proc = subprocess.run([llmc_executable(), "call", "a.echo", "--batch", str(calls)], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2 and "--batch" in proc.stderr
+    proc = subprocess.run([llmc_executable(), "call", "--batch", str(tmp_path / "missing")], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2 and "No such file" in proc.stderr
