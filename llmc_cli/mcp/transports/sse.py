@@ -20,7 +20,7 @@ from llmc_cli.errors import AuthError, ConnectionFailed, HttpStatusError, LlmcEr
 from llmc_cli.mcp import jsonrpc
 
 MAX_ERROR_BODY = 64 * 1024  # bytes of an error reply kept to look for a JSON-RPC error
-MAX_AUTH_RETRIES = 3  # 401/403 -> authorize -> send again, at most this many times per request
+MAX_AUTH_RETRIES = 6  # backstop: the auth hook bounds logins and step-ups itself (and says which ran out)
 MAX_REDIRECTS = 3
 
 
