@@ -238,6 +238,7 @@ class OAuth:
         # token was replaced meanwhile just retries with the new one.
         self._lock = threading.RLock()
         self._sent = threading.local()
+        self._refreshed_token: str | None = None
 
     @classmethod
     def for_spec(cls, spec: ServerSpec) -> "OAuth | None":
@@ -255,6 +256,7 @@ class OAuth:
                     self._refresh_shared()
                 finally:
                     self.close()
+                self._refreshed_token = ((self._load() or {}).get("tokens") or {}).get("access_token")
             self._sent.header = self._header()
             return self._sent.header
 
@@ -311,7 +313,12 @@ class OAuth:
     def _expiring(self) -> bool:
         tokens = (self._load() or {}).get("tokens") or {}
         expires_at = tokens.get("expires_at")
-        return bool(tokens.get("access_token") and expires_at and expires_at - REFRESH_MARGIN <= time.time())
+        if not (tokens.get("access_token") and expires_at):
+            return False
+        # A token this process just refreshed is used until it really expires: a server that
+        # issues tokens shorter-lived than the margin must not get a refresh per request.
+        margin = 0.0 if tokens.get("access_token") == self._refreshed_token else REFRESH_MARGIN
+        return expires_at - margin <= time.time()
 
     def _refresh_shared(self) -> None:
         """Refresh under a file lock: another llmc may be refreshing the same (rotating) refresh

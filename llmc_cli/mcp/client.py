@@ -33,7 +33,9 @@ def connect(spec: ServerSpec, *, hooks: ClientHooks | None = None, builtins: Bui
     cached = _load_cache().get(spec.cache_key()) if use_cache else None
     try:
         return _connect(spec, hooks, builtins, on_stderr, cached)
-    except LlmcError:
+    except (ProtocolError, HttpStatusError):
+        # What a wrong era or transport assumption looks like; a refused login, a dead server
+        # or a timeout is not, and probing again would only hide the real error.
         if not cached:
             raise
     # The cached assumption failed: forget it and probe from scratch, once.
