@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -36,3 +38,13 @@ def free_port() -> int:
 def llmc_executable() -> str:
     path = Path(sys.executable).parent / "llmc"
     return str(path) if path.exists() else shutil.which("llmc") or "llmc"
+
+
+def llmc(*args: str, stdin: str | None = None, env: dict[str, str] | None = None,
+         timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run the installed `llmc` as a user would (no terminal); a traceback is always a failure."""
+    proc = subprocess.run([llmc_executable(), *args], input=stdin, capture_output=True, text=True, timeout=timeout,
+                          stdin=None if stdin is not None else subprocess.DEVNULL,
+                          env={**os.environ, **(env or {})})
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc

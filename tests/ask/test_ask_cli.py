@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,18 +12,11 @@ import pytest
 
 from tests.fakes.llm import FakeLLM, anthropic_error
 from tests.fakes.scripts import APIS, sent_results, turn
-from tests.helpers import llmc_executable, node_tool, sdk_server
+from tests.helpers import llmc, node_tool, sdk_server
 
 KEY_ENV = {"openai": "OPENAI_API_KEY", "openai-responses": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY",
            "gemini": "GEMINI_API_KEY", "text": "OPENAI_API_KEY"}
 
-
-def llmc(*args: str, env: dict[str, str] | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([llmc_executable(), *args], capture_output=True, text=True, timeout=120,
-                          input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
-                          env={**os.environ, **(env or {})})
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc
 
 
 @pytest.fixture

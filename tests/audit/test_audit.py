@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from llmc_cli.audit import AuditLog, mask_secrets
-from tests.helpers import llmc_executable, sdk_server
+from tests.helpers import llmc, sdk_server
 
 WRITER = """
 import sys
@@ -21,12 +21,6 @@ for i in range(500):
     log.append({"event": "outcome", "server": "s", "tool": "t", "n": i, "writer": sys.argv[2]})
 """
 
-
-def llmc(*args: str) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([llmc_executable(), *args], capture_output=True, text=True, timeout=60,
-                          stdin=subprocess.DEVNULL)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc
 
 
 def write_profile(isolated_dirs: Path, extra: str = "") -> None:

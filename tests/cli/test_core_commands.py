@@ -10,17 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import llmc_executable, node_tool, sdk_server
+from tests.helpers import llmc, llmc_executable, node_tool, sdk_server
 
 MISBEHAVING = str(Path(__file__).resolve().parents[1] / "servers" / "misbehaving_stdio.py")
 SDK = " ".join(sdk_server("sdk_server.py"))
 
-
-def llmc(*args: str, stdin: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([llmc_executable(), *args], input=stdin, capture_output=True, text=True,
-                          timeout=timeout)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc
 
 
 def test_tools_list_prints_the_tools_as_the_server_sent_them():

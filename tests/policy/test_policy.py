@@ -10,14 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import llmc_executable, node_tool, sdk_server
+from tests.helpers import llmc, node_tool, sdk_server
 
-
-def llmc(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([llmc_executable(), *args], capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc
 
 
 @pytest.fixture

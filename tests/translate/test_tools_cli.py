@@ -4,20 +4,13 @@ installed llmc, against real servers."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-from tests.helpers import llmc_executable, node_tool
+from tests.helpers import llmc, node_tool
 
 MISBEHAVING = str(Path(__file__).resolve().parents[1] / "servers" / "misbehaving_stdio.py")
 
-
-def llmc(*args: str) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([llmc_executable(), *args], capture_output=True, text=True, timeout=60,
-                          stdin=subprocess.DEVNULL)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc
 
 
 def test_list_in_provider_formats_and_strict_fails_on_warnings():
