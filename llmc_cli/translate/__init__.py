@@ -1,31 +1,46 @@
 """MCP tool definitions -> exactly what each LLM API accepts, with an honest report of what changed.
 
-    from llmc_cli.translate import translate, lint, FORMATS
-    t = translate(tools, "gemini")          # tools: list[llmc_cli.model.Tool]
-    t.definitions                           # JSON to print or send (str for "text")
-    t.names["server_tool"]                  # -> ("server", "tool"): route a call back
-    t.arguments_back("server_tool", args)   # the model's arguments in the MCP names
-    t.warnings                              # list[Finding]: tool, JSON path, what, why
+    from llmc_cli.translate import FORMATS, PROVIDERS, translate, lint
 
-Pure functions over the neutral model: no SDK is imported here (tests validate the output with
-each SDK's own types).
+    t = translate(tools, "gemini")               # tools: list[llmc_cli.model.Tool]; fmt: one of FORMATS
+    t.definitions                                # the JSON to print or send (a str for "text")
+    t.names["server_tool"]                       # -> ("server", "tool"): route a model's call back
+    t.names.provider_name("server", "tool")      # -> "server_tool"
+    t.arguments_back("server_tool", arguments)   # the model's arguments as the MCP server wants them
+    t.warnings                                   # list[Finding]: tool, path, what, why, target
+    lint(tools, ["openai", "gemini"])            # list[Finding]: what each provider rejects or loses
+
+FORMATS: mcp (Tool.raw, untouched) · openai (Chat Completions) · openai-responses · anthropic ·
+gemini (google-genai `parameters_json_schema`) · gemini-legacy (the OpenAPI subset of older
+Gemini/Vertex SDKs) · text (a listing for a system prompt, for models without tool calling).
+
+Names: with one server, a tool keeps its name when the provider allows it; with several, names
+are `server_tool`. Illegal names are sanitised deterministically (hash suffix on a clash or when
+too long) and reported. `strict=True` asks for OpenAI strict-mode schemas (other formats ignore
+it); a tool that cannot be strict goes out non-strict with findings saying why. Strict mode
+makes optional properties required-but-nullable, and Gemini renames illegal property names:
+`arguments_back` undoes both, so always pass the model's arguments through it.
+
+`definitions` is fresh JSON (never shares objects with the input tools) except for "mcp".
+No SDK is imported here: the tests validate the output with each SDK's own types.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from importlib import import_module
 from typing import Any
 
 from llmc_cli.model import Tool
 
+from .findings import Finding, Report
 from .names import NameMap, assign
-from .schema import Finding, Rewriter, gemini, object_root, openai_strict, openapi_subset
+from .schema import restore_arguments
 
 FORMATS = ("mcp", "openai", "openai-responses", "anthropic", "gemini", "gemini-legacy", "text")
-PROVIDERS = ("openai", "openai-responses", "anthropic", "gemini", "gemini-legacy")
-DIALECT = {"openai": "openai", "openai-responses": "openai", "anthropic": "anthropic", "gemini": "gemini",
-           "gemini-legacy": "gemini", "text": None, "mcp": None}
-MAX_TOOLS = {"openai": 128, "openai-responses": 128, "gemini": 128, "gemini-legacy": 128}
+PROVIDERS = ("openai", "openai-responses", "anthropic", "gemini", "gemini-legacy")  # what lint checks
+RENAMES_PROPERTIES = ("gemini", "gemini-legacy")
 
 
 @dataclass
@@ -34,111 +49,66 @@ class Translation:
     definitions: Any
     names: NameMap
     warnings: list[Finding] = field(default_factory=list)
-    property_renames: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> {new: old}
+    tools: dict[str, Tool] = field(default_factory=dict, repr=False)  # provider name -> Tool
+    strict_names: frozenset[str] = frozenset()  # tools that went out in OpenAI strict mode
 
     def arguments_back(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """A model's arguments with renamed properties (Gemini) mapped back to the MCP names."""
-        renames = self.property_renames.get(name) or {}
-        return {renames.get(k, k): v for k, v in arguments.items()}
+        """A model's arguments for tool `name` in the MCP server's terms: renamed properties
+        (Gemini) get their original names, nulls that strict mode allowed for optional
+        properties are removed. Unknown names and keys pass through unchanged."""
+        tool = self.tools.get(name)
+        renamed = self.format in RENAMES_PROPERTIES
+        drop_nulls = name in self.strict_names
+        if tool is None or not (renamed or drop_nulls) or not isinstance(arguments, dict):
+            return arguments
+        schema = tool.input_schema
+        return restore_arguments(arguments, schema, schema, renamed=renamed, drop_nulls=drop_nulls)
 
 
-def describe(tool: Tool) -> str:
-    """The description, with what no provider has a field for (title, annotations) folded in."""
-    text = tool.description.strip()
-    title = (tool.title or "").strip()
-    if title and title.lower() not in text.lower():
-        text = f"{title}. {text}" if text else title
-    hints = tool.annotations
-    flags = []
-    if hints.get("readOnlyHint") is True:
-        flags.append("read-only")
-    elif hints.get("destructiveHint") is True:
-        flags.append("destructive")
-    if hints.get("idempotentHint") is True and not hints.get("readOnlyHint"):
-        flags.append("idempotent")
-    if hints.get("openWorldHint") is True:
-        flags.append("reaches outside systems")
-    if flags:
-        text = f"{text} [{', '.join(flags)}]" if text else f"[{', '.join(flags)}]"
-    return text or tool.name
+def _target(fmt: str) -> Any:
+    return import_module(f"{__name__}.{fmt.replace('-', '_')}")
 
 
 def translate(tools: list[Tool], fmt: str, *, strict: bool = False) -> Translation:
+    """`tools` in format `fmt` (see FORMATS); ValueError for an unknown format."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
-    names, renamed = assign([(t.server, t.name) for t in tools], DIALECT[fmt])
-    warnings = [Finding(f"{s}.{t}", "$.name", why.split(":")[0], why.split(": ", 1)[-1], fmt) for s, t, why in renamed]
-    if fmt in MAX_TOOLS and len(tools) > MAX_TOOLS[fmt]:
-        warnings.append(Finding("*", "$", f"{len(tools)} tools, more than {MAX_TOOLS[fmt]}",
-                                f"{fmt} rejects requests with more than {MAX_TOOLS[fmt]} tools", fmt))
-    if fmt == "mcp":
-        return Translation(fmt, [t.raw for t in tools], names, warnings)
-    out = Translation(fmt, None, names, warnings)
-    defs = [_one(t, names.provider_name(t.server, t.name), fmt, strict, out) for t in tools]
-    if fmt == "text":
-        out.definitions = _text_listing(defs)
-    elif fmt in ("gemini", "gemini-legacy"):
-        out.definitions = [{"function_declarations": defs}]  # a `tools` list as the API takes it
-    else:
-        out.definitions = defs
-    return out
-
-
-def _one(tool: Tool, name: str, fmt: str, strict: bool, out: Translation) -> Any:
-    rw = Rewriter(tool.qualified_name, fmt)
-    schema = object_root(tool.input_schema, rw, "$.inputSchema")
-    description = describe(tool)
-    if fmt in ("openai", "openai-responses"):
-        params = {k: v for k, v in schema.items() if k != "$schema"}
-        is_strict = False
-        if strict:
-            converted = openai_strict(params, rw, "$.parameters")
-            if converted is not None:
-                params, is_strict = converted, True
-        out.warnings.extend(rw.findings)
-        if fmt == "openai":
-            return {"type": "function", "function": {"name": name, "description": description,
-                                                      "parameters": params, "strict": is_strict}}
-        return {"type": "function", "name": name, "description": description, "parameters": params,
-                "strict": is_strict}
-    if fmt == "anthropic":
-        out.warnings.extend(rw.findings)
-        return {"name": name, "description": description,
-                "input_schema": {k: v for k, v in schema.items() if k != "$schema"}}
-    if fmt == "gemini":
-        renames: dict[str, str] = {}
-        params = gemini(schema, rw, "$.parameters_json_schema", renames)
-        if renames:
-            out.property_renames[name] = renames
-        out.warnings.extend(rw.findings)
-        return {"name": name, "description": description, "parameters_json_schema": params}
-    if fmt == "gemini-legacy":
-        renames = {}
-        params = openapi_subset(schema, rw, "$.parameters", renames)
-        if renames:
-            out.property_renames[name] = renames
-        out.warnings.extend(rw.findings)
-        return {"name": name, "description": description, "parameters": params}
-    out.warnings.extend(rw.findings)
-    return {"name": name, "description": description, "parameters": schema}
-
-
-def _text_listing(defs: list[dict[str, Any]]) -> str:
-    import json
-
-    blocks = []
-    for d in defs:
-        blocks.append(f"## {d['name']}\n{d['description']}\nparameters (JSON Schema): "
-                      f"{json.dumps(d['parameters'], ensure_ascii=False, separators=(',', ':'))}")
-    return "\n\n".join(blocks)
+    target = _target(fmt)
+    warnings: list[Finding] = []
+    unique: dict[tuple[str, str], Tool] = {}
+    for tool in tools:
+        if (tool.server, tool.name) in unique:
+            warnings.append(Finding(tool.qualified_name, "$", "duplicate tool left out",
+                                    "the server listed two tools with this name; the first one is kept", fmt))
+        else:
+            unique[(tool.server, tool.name)] = tool
+    names, renamed = assign(list(unique), target.NAMES, fmt)
+    warnings += renamed
+    if target.MAX_TOOLS and len(unique) > target.MAX_TOOLS:
+        warnings.append(Finding("*", "$", f"{len(unique)} tools, more than {target.MAX_TOOLS}",
+                                f"{fmt} rejects a request with more than {target.MAX_TOOLS} tools", fmt))
+    definitions, by_name, strict_names = [], {}, set()
+    for (server, tool_name), tool in unique.items():
+        name = names.provider_name(server, tool_name)
+        report = Report(tool.qualified_name, fmt)
+        definitions.append(target.definition(tool, name, report, strict))
+        warnings += report.findings
+        by_name[name] = tool
+        if report.strict:
+            strict_names.add(name)
+    document = target.document(definitions)
+    if fmt != "mcp" and not isinstance(document, str):
+        document = json.loads(json.dumps(document))  # fresh, plain JSON: nothing shared with the input
+    return Translation(fmt, document, names, warnings, by_name, frozenset(strict_names))
 
 
 def lint(tools: list[Tool], providers: tuple[str, ...] | list[str] = PROVIDERS, *, strict: bool = False) -> list[Finding]:
-    """What each provider would reject or lose, and why."""
+    """What each provider would reject or lose, and why: the findings of translating `tools`
+    for every one of `providers` (each Finding's `target` says which)."""
     findings: list[Finding] = []
     for provider in providers:
         findings.extend(translate(tools, provider, strict=strict).warnings)
     return findings
 
 
-__all__ = ["FORMATS", "PROVIDERS", "Finding", "NameMap", "Translation", "describe", "lint", "translate"]
+__all__ = ["FORMATS", "PROVIDERS", "Finding", "NameMap", "Translation", "lint", "translate"]

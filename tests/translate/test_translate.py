@@ -1,233 +1,253 @@
-"""Translation of real manifests into every provider's format, validated offline by each
-provider SDK's own types plus llmc's own name and schema checks (the SDK types check neither)."""
+"""Behaviour of translate() and lint() on the hard cases: names, strict mode, Gemini's property
+names and the way back, unions and references, limits, descriptions."""
 
 from __future__ import annotations
 
+import copy
 import json
-import re
-from typing import Any
 
 import pytest
-from pydantic import BaseModel, TypeAdapter
+from jsonschema import Draft202012Validator
 
-from llmc_cli.mcp.client import connect
-from llmc_cli.model import ServerSpec, Tool
-from llmc_cli.translate import FORMATS, lint, translate
-from tests.helpers import node_tool, sdk_server
-
-class Address(BaseModel):
-    street: str
-    city: str | None = None
+from llmc_cli.model import Tool
+from llmc_cli.translate import FORMATS, PROVIDERS, lint, translate
+from llmc_cli.translate.names import RULES, assign, property_names
+from tests.translate.cases import hard_tools, many_tools, sdk_tools, stored, validate
 
 
-class Order(BaseModel):
-    items: list[str]
-    ship_to: Address
-    priority: int | None = None
+def by_owner(result, server, tool):
+    return result.names.provider_name(server, tool)
 
 
-OPENAI_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-GEMINI_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_.:-]{0,127}$")
-GEMINI_PROPERTY = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,63}$")
-GEMINI_REJECTS = {"$schema", "const", "not", "examples", "patternProperties", "uniqueItems"}  # the service takes $ref, anyOf
-LEGACY_KEYS = {"type", "format", "description", "nullable", "enum", "items", "properties", "required",
-               "minItems", "maxItems"}
-
-
-@pytest.fixture(scope="module")
-def real_tools(tmp_path_factory) -> list[Tool]:
-    """The live manifests of server-everything, server-filesystem and an SDK server."""
-    root = tmp_path_factory.mktemp("fs")
-    servers = {"everything": (node_tool("mcp-server-everything"),),
-               "fs": (node_tool("mcp-server-filesystem"), str(root)),
-               "sdk": tuple(sdk_server("sdk_server.py"))}
-    tools: list[Tool] = []
-    for name, argv in servers.items():
-        with connect(ServerSpec(name=name, command=argv), use_cache=False) as session:
-            tools += [Tool.from_mcp(name, raw) for raw in session.list_tools()]
-    return tools
-
-
-def pydantic_tools() -> list[Tool]:
-    """An SDK server's manifest with $defs/$ref, anyOf with null, enums and nested objects."""
-    import anyio
-
-    from mcp.server.mcpserver import MCPServer
-
-    server = MCPServer(name="shop")
-
-    @server.tool(description="Place an order.")
-    def place(order: Order, mode: str = "normal") -> str:
-        return "ok"
-
-    raw = anyio.run(server.list_tools)
-    return [Tool.from_mcp("shop", t.model_dump(mode="json", by_alias=True, exclude_none=True)) for t in raw]
-
-
-def hard_tools() -> list[Tool]:
-    node = {"type": "object", "properties": {"value": {"type": "string"}, "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}}
-    return [
-        Tool("h", "tree", {"type": "object", "properties": {"root": {"$ref": "#/$defs/Node"}}, "$defs": {"Node": node}}),
-        Tool("h", "shapes", {"type": "object", "properties": {"shape": {"oneOf": [
-            {"type": "object", "properties": {"r": {"type": "number"}}},
-            {"type": "object", "properties": {"w": {"type": "number"}, "h": {"type": "number"}}}]}}}),
-        Tool("h", "merged", {"type": "object", "properties": {"x": {"allOf": [{"type": "string"}, {"minLength": 2}]}}}),
-        Tool("h", "fixed", {"type": "object", "properties": {"kind": {"const": "v1"}, "n": {"type": "integer", "exclusiveMinimum": 0}},
-                             "$schema": "https://json-schema.org/draft/2020-12/schema"}),
-        Tool("h", "odd.props", {"type": "object", "properties": {"file-name": {"type": "string"}, "a.b": {"type": "integer"}},
-                                 "required": ["file-name"]}),
-        Tool("h", "files/read", {"type": "object"}, title="Read files", annotations={"readOnlyHint": True}),
-        Tool("h", "files.read", {"type": "object"}),
-    ]
-
-
-def validate(fmt: str, definitions: Any) -> None:
-    """The SDKs' own types, offline."""
-    if fmt == "openai":
-        from openai.types.chat import ChatCompletionToolParam
-        for d in definitions:
-            TypeAdapter(ChatCompletionToolParam).validate_python(d)
-            assert OPENAI_NAME.match(d["function"]["name"]) and isinstance(d["function"]["strict"], bool)
-    elif fmt == "openai-responses":
-        from openai.types.responses import FunctionToolParam
-        for d in definitions:
-            TypeAdapter(FunctionToolParam).validate_python(d)
-            assert OPENAI_NAME.match(d["name"]) and "parameters" in d and "strict" in d
-    elif fmt == "anthropic":
-        from anthropic.types import ToolParam
-        for d in definitions:
-            TypeAdapter(ToolParam).validate_python(d)
-            assert OPENAI_NAME.match(d["name"]) and d["input_schema"]["type"] == "object"
-    elif fmt in ("gemini", "gemini-legacy"):
-        from google.genai import types
-        for tool in definitions:
-            types.Tool.model_validate(tool)
-            for d in tool["function_declarations"]:
-                assert GEMINI_NAME.match(d["name"])
-                schema = d["parameters_json_schema"] if fmt == "gemini" else d["parameters"]
-                if fmt == "gemini-legacy":
-                    types.Schema.model_validate(schema)
-                for key, value in walk(schema):
-                    if fmt == "gemini":
-                        assert key not in GEMINI_REJECTS, (d["name"], key)
-                    else:
-                        assert key in LEGACY_KEYS, (d["name"], key)
-                    if key == "properties":
-                        assert all(GEMINI_PROPERTY.match(p) for p in value), list(value)
-                    if key == "enum" and fmt == "gemini-legacy":
-                        assert all(isinstance(v, str) for v in value)
-
-
-def walk(schema: Any):
-    if isinstance(schema, dict):
-        for key, value in schema.items():
-            yield key, value
-            if key == "properties":
-                for prop in value.values():
-                    yield from walk(prop)
-            elif key in ("items", "additionalProperties", "anyOf", "oneOf", "allOf"):
-                yield from walk(value)
-    elif isinstance(schema, list):
-        for item in schema:
-            yield from walk(item)
-
-
-@pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("strict", [False, True])
-def test_real_manifests_translate_to_valid_definitions(real_tools, fmt, strict):
-    result = translate(real_tools, fmt, strict=strict)
-    if fmt == "text":
-        assert all(t.name in result.definitions or t.qualified_name.replace(".", "_") in result.definitions for t in real_tools)
-        return
-    validate(fmt, result.definitions)
-    assert sorted(result.names.values()) == sorted((t.server, t.name) for t in real_tools)
-
-
-@pytest.mark.parametrize("fmt", [f for f in FORMATS if f not in ("mcp", "text")])
-@pytest.mark.parametrize("strict", [False, True])
-def test_hard_and_sdk_cases_translate_to_valid_definitions(fmt, strict):
-    tools = hard_tools() + pydantic_tools()
-    result = translate(tools, fmt, strict=strict)
-    validate(fmt, result.definitions)
-    assert len(set(result.names)) == len(tools)  # no collisions after sanitising
-    for name, (server, tool) in result.names.items():
-        assert result.names.provider_name(server, tool) == name
-
-
-def test_mcp_format_is_the_servers_own_json(real_tools):
-    assert translate(real_tools, "mcp").definitions == [t.raw for t in real_tools]
+def definition(result, name):
+    if result.format in ("gemini", "gemini-legacy"):
+        decls = result.definitions[0]["function_declarations"]
+    else:
+        decls = [d.get("function", d) for d in result.definitions]
+    return next(d for d in decls if d["name"] == name)
 
 
 def test_one_server_keeps_its_names_several_are_namespaced():
-    one = [Tool("fs", "read_file", {"type": "object"})]
-    assert list(translate(one, "openai").names) == ["read_file"]
+    one = [Tool("fs", "read_file", {"type": "object"}), Tool("fs", "get-sum", {"type": "object"})]
+    assert sorted(translate(one, "openai").names) == ["get-sum", "read_file"]
     two = one + [Tool("erp", "read_file", {"type": "object"})]
-    assert sorted(translate(two, "openai").names) == ["erp_read_file", "fs_read_file"]
+    names = translate(two, "anthropic").names
+    assert dict(names) == {"fs_read_file": ("fs", "read_file"), "fs_get-sum": ("fs", "get-sum"),
+                           "erp_read_file": ("erp", "read_file")}
 
 
-def test_colliding_names_are_kept_apart_and_reported():
-    result = translate(hard_tools(), "openai")
-    names = [d["function"]["name"] for d in result.definitions]
-    assert len(names) == len(set(names))
-    assert result.names[names[-1]] == ("h", "files.read") and result.names[names[-2]] == ("h", "files/read")
-    assert any(w.path == "$.name" for w in result.warnings)
+def test_names_that_collide_after_sanitising_stay_apart_whatever_the_order():
+    owners = [("h", "files/read"), ("h", "files.read"), ("h", "files_read")]
+    first, findings = assign(owners, "openai", "openai")
+    second, _ = assign(owners[::-1], "openai", "openai")
+    assert dict(first) == dict(second) and len(first) == 3
+    assert first.provider_name("h", "files_read") == "files_read"  # the legal name is the server's own
+    assert all(RULES["openai"].legal(n) for n in first)
+    assert {f.tool for f in findings} == {"h.files/read", "h.files.read"}
+    assert all(f.path == "$.name" and "must match" in f.why for f in findings)
 
 
-def test_openai_strict_mode():
-    order = pydantic_tools()[0]
-    strict = translate([order], "openai", strict=True).definitions[0]["function"]
-    assert strict["strict"] is True
-    for key, value in walk(strict["parameters"]):
-        if key == "properties":
-            pass
-    params = strict["parameters"]
-    assert params["additionalProperties"] is False and set(params["required"]) == set(params["properties"])
-    assert "$defs" not in params and "$ref" not in json.dumps(params)
-    mode = params["properties"]["mode"]
-    assert "null" in json.dumps(mode)  # optional -> nullable
-    merged = translate([hard_tools()[2]], "openai", strict=True)
-    assert merged.definitions[0]["function"]["strict"] is False
-    assert any("cannot be strict" in w.what for w in merged.warnings)
+def test_namespacing_collisions_are_kept_apart_too():
+    names, findings = assign([("a_b", "c"), ("a", "b_c")], "openai", "openai")
+    assert len(set(names)) == 2 and all(n.startswith("a_b_c_") for n in names)
+    assert all("same name" in f.why for f in findings)
 
 
-def test_gemini_rewrites_are_reported_and_arguments_map_back():
+def test_long_and_odd_names_follow_each_providers_rules():
+    owners = [("s", "x" * 200), ("s", "9.start:here/now")]
+    for rules in ("openai", "gemini", "gemini-legacy", "text"):
+        names, _ = assign(owners, rules, rules)
+        assert all(RULES[rules].legal(n) for n in names), (rules, list(names))
+    gemini, _ = assign(owners, "gemini", "gemini")
+    assert gemini.provider_name("s", "9.start:here/now") == "_9.start:here_now"  # `.` and `:` are legal there
+
+
+def test_property_names_are_legal_distinct_and_stable():
+    names = ["file-name", "a.b", "a_b", "9lives", "ok", "é"]
+    mapped = property_names(names)
+    assert mapped == property_names(reversed(names))
+    assert mapped["ok"] == "ok" and mapped["a_b"] == "a_b" and mapped["file-name"] == "file_name"
+    assert len(set(mapped.values())) == len(names)
+    assert all(RULES["gemini"].legal(n) and "." not in n for n in mapped.values())
+
+
+@pytest.mark.parametrize("fmt", ["gemini", "gemini-legacy"])
+def test_gemini_renamed_arguments_map_back_to_the_mcp_names(fmt):
+    result = translate(hard_tools(), fmt)
+    name = by_owner(result, "h", "odd.props")
+    schema = definition(result, name)["parameters_json_schema" if fmt == "gemini" else "parameters"]
+    assert set(schema["properties"]) == {"file_name", "a_b", "a_b_2e7336dc", "_9lives"}
+    assert schema["required"] == ["file_name"]
+    args = {"file_name": "x", "a_b": 1, "a_b_2e7336dc": 2, "_9lives": {"x_y": "deep"}, "extra": True}
+    assert result.arguments_back(name, args) == {"file-name": "x", "a_b": 1, "a.b": 2, "9lives": {"x-y": "deep"},
+                                                 "extra": True}
+    assert any("'a.b' renamed to 'a_b_2e7336dc'" in w.what for w in result.warnings)
+
+
+def test_gemini_renames_inside_refs_and_unions_map_back():
+    schema = {"type": "object", "$defs": {"P": {"type": "object", "properties": {"first-name": {"type": "string"}}}},
+              "properties": {"people": {"type": "array", "items": {"$ref": "#/$defs/P"}},
+                             "either": {"anyOf": [{"type": "object", "properties": {"x-1": {"type": "integer"}}},
+                                                  {"type": "null"}]}}}
+    result = translate([Tool("s", "t", schema)], "gemini")
+    sent = definition(result, "t")["parameters_json_schema"]
+    assert "first_name" in sent["$defs"]["P"]["properties"]
+    back = result.arguments_back("t", {"people": [{"first_name": "Ada"}], "either": {"x_1": 3}})
+    assert back == {"people": [{"first-name": "Ada"}], "either": {"x-1": 3}}
+
+
+def test_openai_strict_mode_keeps_refs_and_makes_optional_properties_nullable():
+    place = sdk_tools()[1]  # find(customer_id, since=None, limit=10)
+    result = translate([place], "openai", strict=True)
+    fn = result.definitions[0]["function"]
+    assert fn["strict"] is True
+    params = fn["parameters"]
+    assert params["additionalProperties"] is False and params["required"] == ["customer_id", "since", "limit"]
+    assert params["properties"]["limit"]["type"] == ["integer", "null"]
+    # the model must send every key; nulls for what the server treats as optional are removed again
+    sent = {"customer_id": 7, "since": None, "limit": None}
+    Draft202012Validator(params).validate(sent)
+    back = result.arguments_back("find", sent)
+    assert back == {"customer_id": 7, "since": None}  # `since` accepts null on the server; `limit` does not
+    Draft202012Validator(place.input_schema).validate(back)
+
+
+def test_strict_recursive_refs_stay_refs():
+    result = translate([hard_tools()[0]], "openai-responses", strict=True)
+    params = result.definitions[0]["parameters"]
+    assert result.definitions[0]["strict"] is True
+    assert params["$defs"]["Node"]["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
+    assert params["$defs"]["Node"]["additionalProperties"] is False
+
+
+def test_strict_explains_each_tool_that_cannot_be_strict():
+    result = translate(hard_tools(), "openai", strict=True)
+    by_tool = {}
+    for w in result.warnings:
+        if w.what.startswith("cannot be strict"):
+            by_tool.setdefault(w.tool, []).append(w)
+    assert set(by_tool) == {"h.merged", "h.map"}
+    assert by_tool["h.merged"][0].path.endswith("properties.x.allOf")
+    assert by_tool["h.map"][0].path.endswith("properties.labels.additionalProperties")
+    assert definition(result, "merged")["strict"] is False and definition(result, "tree")["strict"] is True
+    # a tool that went out non-strict gets no null-dropping on the way back
+    assert result.arguments_back("merged", {"x": None}) == {"x": None}
+    shapes = [w for w in result.warnings if w.tool == "h.shapes"]
+    assert [w.what for w in shapes] == ["oneOf turned into anyOf"]
+
+
+def test_without_strict_openai_and_anthropic_pass_the_schema_through():
+    tools = stored("filesystem")
+    for fmt in ("openai", "openai-responses", "anthropic"):
+        result = translate(tools, fmt)
+        assert not result.warnings
+        for tool, d in zip(tools, result.definitions):
+            d = d.get("function", d)
+            assert d.get("parameters", d.get("input_schema")) == tool.input_schema
+            assert d.get("strict", False) is False
+
+
+def test_gemini_json_schema_cleaning():
     result = translate(hard_tools(), "gemini")
-    decls = {d["name"]: d for d in result.definitions[0]["function_declarations"]}
-    fixed = decls["h_fixed" if "h_fixed" in decls else "fixed"]["parameters_json_schema"]
-    assert fixed["properties"]["kind"] == {"enum": ["v1"]} and "$schema" not in fixed
-    odd_name = next(n for n, owner in result.names.items() if owner == ("h", "odd.props"))
-    odd = decls[odd_name]["parameters_json_schema"]
-    assert set(odd["properties"]) == {"file_name", "a_b"} and odd["required"] == ["file_name"]
-    assert result.arguments_back(odd_name, {"file_name": "x", "a_b": 1}) == {"file-name": "x", "a.b": 1}
-    paths = {(w.tool, w.what) for w in result.warnings}
-    assert ("h.fixed", "const turned into a one-value enum") in paths
+    fixed = definition(result, "fixed")["parameters_json_schema"]
+    assert "$schema" not in fixed and fixed["properties"]["kind"] == {"enum": ["v1"]}
+    assert fixed["properties"]["n"] == {"type": "integer", "description": "(exclusiveMinimum: 0)"}
+    merged = definition(result, "merged")["parameters_json_schema"]["properties"]["x"]
+    assert merged["required"] == ["a"] and set(merged["properties"]) == {"a", "b"} and "allOf" not in merged
+    tree = definition(result, "tree")["parameters_json_schema"]
+    assert tree["$defs"]["Node"]["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}  # Gemini reads $ref
+    what = {(w.tool, w.what) for w in result.warnings}
+    assert {("h.fixed", "const turned into a one-value enum"), ("h.fixed", "$schema dropped"),
+            ("h.merged", "allOf merged into one schema")} <= what
 
 
-def test_gemini_legacy_inlines_refs_and_flattens_nullable():
-    result = translate(pydantic_tools() + hard_tools()[:2], "gemini-legacy")
-    decls = result.definitions[0]["function_declarations"]
-    place = decls[0]["parameters"]
-    order = place["properties"]["order"]
-    assert order["properties"]["ship_to"]["properties"]["city"] == {"type": "string", "nullable": True}
-    assert any("recursive $ref" in w.what for w in result.warnings)
-    assert any("oneOf" in w.what for w in result.warnings)
+def test_gemini_legacy_openapi_subset():
+    result = translate(sdk_tools() + hard_tools(), "gemini-legacy")
+    assert by_owner(result, "shop", "place") == "shop_place"  # two servers: namespaced
+    place = definition(result, "shop_place")["parameters"]
+    ship_to = place["properties"]["order"]["properties"]["ship_to"]
+    assert ship_to["properties"]["city"] == {"type": "string", "nullable": True}  # anyOf with null -> nullable
+    assert ship_to["properties"]["tags"] == {"description": "Free-form labels", "type": "object"}
+    assert place["properties"]["mode"]["enum"] == ["normal", "express"]
+    fixed = definition(result, "h_fixed")["parameters"]["properties"]
+    assert fixed["level"] == {"type": "integer", "description": "(one of: [1, 2, 3])"}  # not strings: words
+    assert fixed["url"] == {"type": "string", "description": '(format: "uri")'}
+    tree = definition(result, "h_tree")["parameters"]["properties"]["root"]
+    assert tree["properties"]["children"]["items"] == {"type": "object"}
+    shape = definition(result, "h_shapes")["parameters"]["properties"]["shape"]
+    assert shape["type"] == "object" and "oneOf" in shape["description"]
+    what = {(w.tool, w.what) for w in result.warnings}
+    assert ("h.tree", "recursive $ref #/$defs/Node replaced by any object") in what
+    assert ("h.shapes", "oneOf of 2 options dropped (kept as words in the description)") in what
+    assert ("shop.place", "additionalProperties dropped") in what
 
 
 def test_title_and_annotations_are_folded_into_the_description():
     tool = Tool("h", "files_read", {"type": "object"}, description="Reads files.", title="File reader",
                 annotations={"readOnlyHint": True, "openWorldHint": False})
-    text = translate([tool], "anthropic").definitions[0]["description"]
-    assert text.startswith("File reader. Reads files.") and "[read-only]" in text
+    for fmt in ("openai-responses", "anthropic", "gemini"):
+        d = translate([tool], fmt).definitions
+        d = d[0]["function_declarations"][0] if fmt == "gemini" else d[0]
+        assert d["description"] == "[read-only] File reader. Reads files."
+    assert "[read-only] File reader. Reads files." in translate([tool], "text").definitions
+    same = Tool("h", "read_file", {"type": "object"}, description="Read a file.", title="Read File")
+    assert translate([same], "anthropic").definitions[0]["description"] == "Read a file."  # title says nothing new
+    empty = Tool("h", "read_file", {"type": "object"}, title="Read File", annotations={"destructiveHint": True})
+    assert translate([empty], "anthropic").definitions[0]["description"] == "[destructive] Read File"
 
 
 def test_provider_limits_are_reported():
-    tools = [Tool("s", f"t{i}", {"type": "object"}) for i in range(200)]
-    for fmt in ("openai", "gemini"):
-        assert any("more than 128" in w.what for w in translate(tools, fmt).warnings)
-    assert not any("more than" in w.what for w in translate(tools, "anthropic").warnings)
+    tools = many_tools(200)
+    for fmt in ("openai", "openai-responses", "gemini", "gemini-legacy"):
+        result = translate(tools, fmt)
+        limit = [w for w in result.warnings if w.tool == "*"]
+        assert len(limit) == 1 and limit[0].what == "200 tools, more than 128", fmt
+        validate(fmt, result.definitions)
+        assert len(result.names) == 200
+    assert not [w for w in translate(tools, "anthropic").warnings if w.tool == "*"]
 
 
-def test_lint_covers_every_provider(real_tools):
-    findings = lint(real_tools + hard_tools())
-    assert {f.target for f in findings} >= {"openai", "gemini", "gemini-legacy"}
-    assert all(f.tool and f.path.startswith("$") and f.why for f in findings)
+def test_duplicate_tools_are_reported_and_the_first_kept():
+    a = Tool("s", "t", {"type": "object"}, description="first")
+    b = Tool("s", "t", {"type": "object"}, description="second")
+    result = translate([a, b], "anthropic")
+    assert [d["description"] for d in result.definitions] == ["first"]
+    assert [w.what for w in result.warnings] == ["duplicate tool left out"]
+
+
+def test_non_object_roots_are_reported():
+    result = translate([Tool("s", "t", {"type": "string"}), Tool("s", "u", {"properties": {"a": {"type": "string"}}})], "anthropic")
+    assert [d["input_schema"] for d in result.definitions] == [
+        {"type": "object", "properties": {}}, {"type": "object", "properties": {"a": {"type": "string"}}}]
+    assert [w.what for w in result.warnings] == ["root schema is not an object: replaced by an object with no properties",
+                                                 '"type": "object" added']
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_translation_leaves_the_input_alone_and_is_plain_json(fmt):
+    tools = hard_tools() + sdk_tools()
+    before = copy.deepcopy([t.raw or t.input_schema for t in tools])
+    result = translate(tools, fmt, strict=True)
+    assert [t.raw or t.input_schema for t in tools] == before
+    assert json.loads(json.dumps(result.definitions)) == result.definitions
+
+
+def test_text_listing_names_what_to_write():
+    tools = stored("everything")
+    text = translate(tools, "text").definitions
+    assert "## get-sum\n" in text and "- a (number, required): First number" in text
+    two = translate(tools[:1] + [Tool("other", "x", {"type": "object"})], "text")
+    assert "## everything_echo\n" in two.definitions and two.names["everything_echo"] == ("everything", "echo")
+
+
+def test_unknown_format_is_a_value_error():
+    with pytest.raises(ValueError, match="unknown format 'cohere'"):
+        translate([], "cohere")
+
+
+def test_lint_reports_every_provider_with_a_reason():
+    findings = lint(stored("everything") + hard_tools(), strict=True)
+    assert {f.target for f in findings} == set(PROVIDERS)
+    assert all(f.tool and f.path.startswith("$") and f.what and f.why for f in findings)
+    assert {f.target for f in lint(hard_tools(), ["gemini-legacy"])} == {"gemini-legacy"}
+    assert lint(stored("filesystem"), ["openai", "anthropic"]) == []

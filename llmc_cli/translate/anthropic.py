@@ -1,0 +1,24 @@
+"""Anthropic Messages API: `{name, description, input_schema}`; the schema passes through (Claude
+reads JSON Schema as MCP servers write it), with an object root."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llmc_cli.model import Tool
+
+from .description import describe
+from .findings import Report
+from .schema import object_root
+
+NAMES = "anthropic"
+MAX_TOOLS = None  # no documented per-request limit
+
+
+def definition(tool: Tool, name: str, report: Report, strict: bool) -> dict[str, Any]:
+    return {"name": name, "description": describe(tool),
+            "input_schema": object_root(tool.input_schema, report, "$.input_schema")}
+
+
+def document(definitions: list[Any]) -> list[Any]:
+    return definitions

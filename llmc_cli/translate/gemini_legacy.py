@@ -1,0 +1,25 @@
+"""Older Gemini/Vertex SDKs: function declarations whose `parameters` use the OpenAPI subset
+(type, format, description, nullable, enum of strings, items, properties, required, min/maxItems)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llmc_cli.model import Tool
+
+from .description import describe
+from .findings import Report
+from .schema import object_root, openapi_subset
+
+NAMES = "gemini-legacy"
+MAX_TOOLS = 128
+
+
+def definition(tool: Tool, name: str, report: Report, strict: bool) -> dict[str, Any]:
+    path = "$.parameters"
+    return {"name": name, "description": describe(tool),
+            "parameters": openapi_subset(object_root(tool.input_schema, report, path), report, path)}
+
+
+def document(definitions: list[Any]) -> list[Any]:
+    return [{"function_declarations": definitions}]
