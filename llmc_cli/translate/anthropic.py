@@ -9,7 +9,7 @@ from llmc_cli.model import Tool
 
 from .description import describe
 from .findings import Report
-from .schema import object_root
+from .schema import prepare
 
 NAMES = "anthropic"
 MAX_TOOLS = None  # no documented per-request limit
@@ -17,7 +17,7 @@ MAX_TOOLS = None  # no documented per-request limit
 
 def definition(tool: Tool, name: str, report: Report, strict: bool) -> dict[str, Any]:
     return {"name": name, "description": describe(tool),
-            "input_schema": object_root(tool.input_schema, report, "$.input_schema")}
+            "input_schema": prepare(tool.input_schema, report, "$.input_schema")}
 
 
 def document(definitions: list[Any]) -> list[Any]:

@@ -9,7 +9,7 @@ from llmc_cli.model import Tool
 
 from .description import describe
 from .findings import Report
-from .schema import gemini_json, object_root
+from .schema import gemini_json, prepare
 
 NAMES = "gemini"
 MAX_TOOLS = 128
@@ -18,7 +18,7 @@ MAX_TOOLS = 128
 def definition(tool: Tool, name: str, report: Report, strict: bool) -> dict[str, Any]:
     path = "$.parameters_json_schema"
     return {"name": name, "description": describe(tool),
-            "parameters_json_schema": gemini_json(object_root(tool.input_schema, report, path), report, path)}
+            "parameters_json_schema": gemini_json(prepare(tool.input_schema, report, path), report, path)}
 
 
 def document(definitions: list[Any]) -> list[Any]:

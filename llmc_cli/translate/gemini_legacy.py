@@ -9,7 +9,7 @@ from llmc_cli.model import Tool
 
 from .description import describe
 from .findings import Report
-from .schema import object_root, openapi_subset
+from .schema import prepare, openapi_subset
 
 NAMES = "gemini-legacy"
 MAX_TOOLS = 128
@@ -18,7 +18,7 @@ MAX_TOOLS = 128
 def definition(tool: Tool, name: str, report: Report, strict: bool) -> dict[str, Any]:
     path = "$.parameters"
     return {"name": name, "description": describe(tool),
-            "parameters": openapi_subset(object_root(tool.input_schema, report, path), report, path)}
+            "parameters": openapi_subset(prepare(tool.input_schema, report, path), report, path)}
 
 
 def document(definitions: list[Any]) -> list[Any]:

@@ -10,7 +10,7 @@ from llmc_cli.model import Tool
 
 from .description import describe
 from .findings import Report
-from .schema import Schema, object_root, openai_strict
+from .schema import Schema, prepare, openai_strict
 
 NAMES = "openai"
 MAX_TOOLS = 128
@@ -19,7 +19,7 @@ MAX_TOOLS = 128
 def parameters(tool: Tool, report: Report, strict: bool, path: str) -> Schema:
     """The JSON Schema passed through, or its strict-mode form when asked and possible
     (`report.strict` says which went out). Shared with the Responses API."""
-    schema = object_root(tool.input_schema, report, path)
+    schema = prepare(tool.input_schema, report, path)
     if strict:
         converted = openai_strict(schema, report, path)
         if converted is not None:

@@ -78,16 +78,30 @@ def inline_refs(node: Any, root: Schema, report: Report, path: str, seen: tuple[
     return map_children(node, path, lambda child, p: inline_refs(child, root, report, p, seen))
 
 
-def object_root(schema: Schema, report: Report, path: str) -> Schema:
-    """Every provider wants an object at the root of a tool's parameters."""
-    if schema.get("type") == "object":
-        return schema
-    if "type" not in schema and not any(k in schema for k in SCHEMA_LISTS):
-        report.note(at(path, "type"), '"type": "object" added', "providers require an object root")
-        return {"type": "object", **schema}
-    report.note(path, "root schema is not an object: replaced by an object with no properties",
-                "providers require an object root")
-    return {"type": "object", "properties": {}}
+def prepare(schema: Schema, report: Report, path: str) -> Schema:
+    """What every target starts from: an object at the root (every provider wants one), and
+    draft-7 tuples (`items: [...]`) spelt the JSON Schema 2020-12 way (`prefixItems`)."""
+    if schema.get("type") != "object":
+        if "type" not in schema and not any(k in schema for k in SCHEMA_LISTS):
+            report.note(at(path, "type"), '"type": "object" added', "providers require an object root")
+            schema = {"type": "object", **schema}
+        else:
+            report.note(path, "root schema is not an object: replaced by an object with no properties",
+                        "providers require an object root")
+            return {"type": "object", "properties": {}}
+    return modernise(schema, report, path)
+
+
+def modernise(node: Any, report: Report, path: str) -> Any:
+    if not isinstance(node, dict):
+        return node
+    out = map_children(node, path, lambda child, p: modernise(child, report, p))
+    if isinstance(out.get("items"), list):
+        out["prefixItems"] = out.pop("items")
+        if isinstance(out.get("additionalItems"), (dict, bool)):
+            out["items"] = out.pop("additionalItems")
+        report.note(at(path, "items"), "tuple items written as prefixItems", "JSON Schema 2020-12 spells tuples so")
+    return out
 
 
 def drop_schema_keyword(schema: Schema, report: Report, path: str) -> Schema:
@@ -175,6 +189,8 @@ def openai_strict(schema: Schema, report: Report, path: str) -> Schema | None:
     rewrites: list[tuple[str, str, str]] = []
 
     def walk(node: Any, where: str, expanding: tuple[str, ...] = ()) -> Any:
+        if isinstance(node, bool):
+            blockers.append((where, f"it is the boolean schema {str(node).lower()}"))
         if not isinstance(node, dict):
             return node
         node = {k: v for k, v in node.items() if k != "$schema"}
@@ -224,11 +240,12 @@ def openai_strict(schema: Schema, report: Report, path: str) -> Schema | None:
 
 # -- Gemini ----------------------------------------------------------------------------------------
 
-# What google-genai's JSONSchema model describes, plus propertyOrdering (FunctionDeclaration docs).
+# Exactly the fields of google-genai's `types.JSONSchema` (extra keys forbidden there), which the
+# tests validate every `parameters_json_schema` with.
 GEMINI_KEYS = {"$defs", "$ref", "additionalProperties", "anyOf", "default", "description", "enum", "format",
                "items", "maxItems", "maxLength", "maxProperties", "maximum", "minItems", "minLength",
                "minProperties", "minimum", "oneOf", "pattern", "properties", "required", "title", "type",
-               "uniqueItems", "propertyOrdering"}
+               "uniqueItems"}
 PROPERTY_WHY = "Gemini property names allow letters, digits and _ only (at most 64, not starting with a digit)"
 
 
@@ -260,6 +277,11 @@ def gemini_json(schema: Schema, report: Report, path: str) -> Schema:
         report.note(at(path, "definitions"), "definitions moved to $defs", "Gemini reads $defs")
 
     def walk(node: Any, where: str) -> Any:
+        if isinstance(node, bool):  # Gemini wants schema objects, not JSON Schema's true/false
+            if node is False:
+                report.note(where, "a schema that allows nothing replaced by one that allows anything",
+                            "Gemini has no boolean schemas")
+            return {}
         if not isinstance(node, dict):
             return node
         if "allOf" in node:
@@ -276,7 +298,8 @@ def gemini_json(schema: Schema, report: Report, path: str) -> Schema:
 def keep_only(node: Schema, allowed: set[str], report: Report, where: str, why: str) -> Schema:
     """`node` without the keywords outside `allowed`; scalar constraints move into the description."""
     out = {k: v for k, v in node.items() if k in allowed}
-    folded = {k: v for k, v in node.items() if k not in allowed and not isinstance(v, (dict, list))}
+    folded = {k: v for k, v in node.items()
+              if k not in allowed and not isinstance(v, (dict, list)) and k not in ("$schema", "$id", "$comment")}
     for key in node:
         if key not in allowed:
             what = f"{key} moved into the description" if key in folded else f"{key} dropped"

@@ -12,7 +12,7 @@ from llmc_cli.model import Tool
 
 from .description import describe
 from .findings import Report
-from .schema import Schema, inline_refs, object_root
+from .schema import Schema, inline_refs, prepare
 
 NAMES = "text"
 MAX_TOOLS = None
@@ -66,7 +66,7 @@ def parameter_lines(schema: Schema) -> list[str]:
 
 
 def definition(tool: Tool, name: str, report: Report, strict: bool) -> str:
-    schema = object_root(tool.input_schema, report, "$.parameters")
+    schema = prepare(tool.input_schema, report, "$.parameters")
     schema = inline_refs(schema, schema, report, "$.parameters")
     lines = parameter_lines(schema)
     block = [f"## {name}"] + ([describe(tool)] if describe(tool) else [])

@@ -95,6 +95,11 @@ def hard_tools() -> list[Tool]:
         Tool("h", "files_read", {"type": "object", "properties": {}}),
         Tool("h", "x" * 80, {"type": "object", "properties": {"q": {"type": ["string", "null"]}}}),
         Tool("h", "map", {"type": "object", "properties": {"labels": {"type": "object", "additionalProperties": {"type": "string"}}}}),
+        Tool("h", "draft7", {"type": "object", "definitions": {"D": {"type": "string"}}, "required": ["missing", "any"],
+                             "properties": {"any": {}, "yes": True, "no": False, "d": {"$ref": "#/definitions/D"},
+                                            "pair": {"type": "array", "items": [{"type": "string"}, {"type": "integer"}]},
+                                            "mixed": {"enum": ["a", 1, None]}, "inner": {"$schema": "x", "type": "string"},
+                                            "pat": {"type": "object", "patternProperties": {"^x": {"type": "string"}}}}}),
     ]
 
 
@@ -173,6 +178,7 @@ def validate(fmt: str, definitions: Any) -> None:
             if fmt == "gemini":
                 assert GEMINI_NAME.match(d["name"]) and set(d) == {"name", "description", "parameters_json_schema"}
                 schema = d["parameters_json_schema"]
+                types.JSONSchema.model_validate(schema)  # the SDK's own JSON Schema model forbids unknown keys
                 check_json_schema(schema)
                 for where, node in subschemas(schema):
                     assert not GEMINI_REJECTS & set(node), (d["name"], where, node)

@@ -126,7 +126,8 @@ def test_strict_explains_each_tool_that_cannot_be_strict():
     for w in result.warnings:
         if w.what.startswith("cannot be strict"):
             by_tool.setdefault(w.tool, []).append(w)
-    assert set(by_tool) == {"h.merged", "h.map"}
+    assert set(by_tool) == {"h.merged", "h.map", "h.draft7"}
+    assert {w.path.rsplit(".", 1)[-1] for w in by_tool["h.draft7"]} == {"any", "yes", "no", "patternProperties", "pat"}
     assert by_tool["h.merged"][0].path.endswith("properties.x.allOf")
     assert by_tool["h.map"][0].path.endswith("properties.labels.additionalProperties")
     assert definition(result, "merged")["strict"] is False and definition(result, "tree")["strict"] is True
