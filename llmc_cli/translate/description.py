@@ -11,21 +11,23 @@ from llmc_cli.model import Tool
 # shown: MCP's defaults (e.g. destructiveHint defaults to true) say nothing about this tool.
 HINTS = (("readOnlyHint", "read-only"), ("destructiveHint", "destructive"), ("idempotentHint", "idempotent"),
          ("openWorldHint", "open-world"))
+FILLER = {"tool", "the", "a", "an", "of", "to"}
 
 
-def _plain(text: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", text.lower())
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+", text.lower()))
 
 
 def describe(tool: Tool) -> str:
-    """`[read-only] Title. Description`: the title only when it says more than the name and the
-    description already do; an empty description gets the title."""
+    """`[read-only] Title. Description`: the title only when it has words the name and the
+    description lack ("Echo Tool" adds nothing to `echo`); an empty description gets the title."""
     text = tool.description.strip()
     title = (tool.title or "").strip()
-    if title and (not text or (_plain(title) != _plain(tool.name) and _plain(title) not in _plain(text))):
+    if title and (not text or not _words(title) - FILLER <= _words(tool.name) | _words(text)):
         text = f"{title}. {text}" if text else title
     hints = tool.annotations or {}
-    flags = [word for key, word in HINTS if hints.get(key) is True and not (key == "destructiveHint" and hints.get("readOnlyHint") is True)]
+    flags = [word for key, word in HINTS
+             if hints.get(key) is True and not (key == "destructiveHint" and hints.get("readOnlyHint") is True)]
     if flags:
         text = f"[{', '.join(flags)}] {text}".rstrip()
     return text

@@ -21,7 +21,8 @@ SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "depen
 SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 SCHEMA_ONE = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
               "unevaluatedProperties", "unevaluatedItems")
-MAX_REF_DEPTH = 16  # a chain of $refs deeper than this is treated as recursive (bounds the output size)
+MAX_REF_DEPTH = 16  # a chain of $refs deeper than this is treated as recursive
+MAX_INLINED = 500  # $ref expansions per schema, so a wide web of definitions cannot explode the output
 
 
 def at(path: str, key: str) -> str:
@@ -57,25 +58,33 @@ def resolve(root: Schema, ref: str) -> Schema | None:
     return copy.deepcopy(node) if isinstance(node, dict) else None
 
 
-def inline_refs(node: Any, root: Schema, report: Report, path: str, seen: tuple[str, ...] = ()) -> Any:
+def inline_refs(node: Any, root: Schema, report: Report, path: str) -> Any:
     """`node` with every local `$ref` replaced by its target and `$defs` removed. A recursive
-    reference degrades to a permissive schema of the target's type, with a finding."""
-    if not isinstance(node, dict):
-        return node
-    ref = node.get("$ref")
-    if isinstance(ref, str):
-        rest = {k: v for k, v in node.items() if k != "$ref"}
-        target = resolve(root, ref)
-        if target is None:
-            report.note(path, f"unresolvable $ref {ref} dropped", "only local references can be inlined")
-            return inline_refs(rest, root, report, path, seen)
-        if ref in seen or len(seen) >= MAX_REF_DEPTH:
-            kind = target.get("type") if isinstance(target.get("type"), str) else "object"
-            report.note(path, f"recursive $ref {ref} replaced by any {kind}", "this dialect has no references")
-            return {"type": kind, **{k: v for k, v in rest.items() if k == "description"}}
-        return inline_refs({**target, **rest}, root, report, path, seen + (ref,))
-    node = {k: v for k, v in node.items() if k not in ("$defs", "definitions")}  # all inlined now
-    return map_children(node, path, lambda child, p: inline_refs(child, root, report, p, seen))
+    reference degrades to a permissive schema of the target's type, with a finding; so does any
+    reference past MAX_INLINED expansions (a server's schema must not blow up the output)."""
+    budget = [MAX_INLINED]
+
+    def walk(node: Any, path: str, seen: tuple[str, ...]) -> Any:
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            rest = {k: v for k, v in node.items() if k != "$ref"}
+            target = resolve(root, ref)
+            if target is None:
+                report.note(path, f"unresolvable $ref {ref} dropped", "only local references can be inlined")
+                return walk(rest, path, seen)
+            if ref in seen or len(seen) >= MAX_REF_DEPTH or budget[0] <= 0:
+                kind = target.get("type") if isinstance(target.get("type"), str) else "object"
+                why = "it is recursive" if ref in seen else "the schema grows too large when inlined"
+                report.note(path, f"$ref {ref} replaced by any {kind}", f"this dialect has no references and {why}")
+                return {"type": kind, **{k: v for k, v in rest.items() if k == "description"}}
+            budget[0] -= 1
+            return walk({**target, **rest}, path, seen + (ref,))
+        node = {k: v for k, v in node.items() if k not in ("$defs", "definitions")}  # all inlined now
+        return map_children(node, path, lambda child, p: walk(child, p, seen))
+
+    return walk(node, path, ())
 
 
 def prepare(schema: Schema, report: Report, path: str) -> Schema:
@@ -434,7 +443,8 @@ def restore_arguments(value: Any, schema: Any, root: Schema, *, renamed: bool, d
 
 
 def _branches(schema: Schema, root: Schema, depth: int = 0) -> list[Schema]:
-    """`schema` and what it stands for: its `$ref` target and union members, recursively."""
+    """`schema` and what it stands for: its `$ref` target and union members, recursively
+    (bounded in depth and, by MAX_INLINED, in count)."""
     if depth > MAX_REF_DEPTH:
         return []
     out = [schema]
@@ -444,6 +454,6 @@ def _branches(schema: Schema, root: Schema, depth: int = 0) -> list[Schema]:
             out += _branches(target, root, depth + 1)
     for key in ("anyOf", "oneOf", "allOf"):
         for member in schema.get(key) or []:
-            if isinstance(member, dict):
+            if isinstance(member, dict) and len(out) < MAX_INLINED:
                 out += _branches(member, root, depth + 1)
     return out

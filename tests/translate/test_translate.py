@@ -178,7 +178,8 @@ def test_gemini_legacy_openapi_subset():
     shape = definition(result, "h_shapes")["parameters"]["properties"]["shape"]
     assert shape["type"] == "object" and "oneOf" in shape["description"]
     what = {(w.tool, w.what) for w in result.warnings}
-    assert ("h.tree", "recursive $ref #/$defs/Node replaced by any object") in what
+    assert ("h.tree", "$ref #/$defs/Node replaced by any object") in what
+    assert any(w.tool == "h.tree" and w.why.endswith("it is recursive") for w in result.warnings)
     assert ("h.shapes", "oneOf of 2 options dropped (kept as words in the description)") in what
     assert ("shop.place", "additionalProperties dropped") in what
 
@@ -193,6 +194,8 @@ def test_title_and_annotations_are_folded_into_the_description():
     assert "[read-only] File reader. Reads files." in translate([tool], "text").definitions
     same = Tool("h", "read_file", {"type": "object"}, description="Read a file.", title="Read File")
     assert translate([same], "anthropic").definitions[0]["description"] == "Read a file."  # title says nothing new
+    echo = Tool("h", "echo", {"type": "object"}, description="Echoes back the input", title="Echo Tool")
+    assert translate([echo], "anthropic").definitions[0]["description"] == "Echoes back the input"
     empty = Tool("h", "read_file", {"type": "object"}, title="Read File", annotations={"destructiveHint": True})
     assert translate([empty], "anthropic").definitions[0]["description"] == "[destructive] Read File"
 
@@ -252,3 +255,14 @@ def test_lint_reports_every_provider_with_a_reason():
     assert all(f.tool and f.path.startswith("$") and f.what and f.why for f in findings)
     assert {f.target for f in lint(hard_tools(), ["gemini-legacy"])} == {"gemini-legacy"}
     assert lint(stored("filesystem"), ["openai", "anthropic"]) == []
+
+
+def test_a_web_of_references_cannot_blow_up_the_output():
+    defs = {f"D{i}": {"type": "object", "properties": {"l": {"$ref": f"#/$defs/D{i + 1}"}, "r": {"$ref": f"#/$defs/D{i + 1}"}}}
+            for i in range(14)}  # 2**14 paths when inlined
+    defs["D14"] = {"type": "string"}
+    tool = Tool("s", "web", {"type": "object", "properties": {"root": {"$ref": "#/$defs/D0"}}, "$defs": defs})
+    result = translate([tool], "gemini-legacy")
+    validate("gemini-legacy", result.definitions)
+    assert len(json.dumps(result.definitions)) < 200_000
+    assert any(w.why.endswith("grows too large when inlined") for w in result.warnings)
