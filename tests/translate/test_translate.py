@@ -78,9 +78,13 @@ def test_gemini_renamed_arguments_map_back_to_the_mcp_names(fmt):
     schema = definition(result, name)["parameters_json_schema" if fmt == "gemini" else "parameters"]
     assert set(schema["properties"]) == {"file_name", "a_b", "a_b_2e7336dc", "_9lives"}
     assert schema["required"] == ["file_name"]
-    args = {"file_name": "x", "a_b": 1, "a_b_2e7336dc": 2, "_9lives": {"x_y": "deep"}, "extra": True}
-    assert result.arguments_back(name, args) == {"file-name": "x", "a_b": 1, "a.b": 2, "9lives": {"x-y": "deep"},
-                                                 "extra": True}
+    args = {"file_name": "x", "a_b": 1, "a_b_2e7336dc": 2, "_9lives": {"x_y": "deep"}}
+    Draft202012Validator(schema).validate(args)  # what the model may send ...
+    back = result.arguments_back(name, args)
+    assert back == {"file-name": "x", "a_b": 1, "a.b": 2, "9lives": {"x-y": "deep"}}
+    Draft202012Validator(result.tools[name].input_schema).validate(back)  # ... is what the server accepts
+    assert result.arguments_back(name, {"unknown-key": 1}) == {"unknown-key": 1}
+    assert result.arguments_back("no-such-tool", {"a_b": 1}) == {"a_b": 1}
     assert any("'a.b' renamed to 'a_b_2e7336dc'" in w.what for w in result.warnings)
 
 
