@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
 from llmc_cli.errors import LlmcError, UsageError
-from llmc_cli.mcp.client import connect
+from llmc_cli.mcp.client import attach, connect
 from llmc_cli.mcp.session import ClientHooks, Session
 from llmc_cli.model import ServerSpec, Tool
 
@@ -26,7 +26,8 @@ class ServerFailure:
 class Catalog:
     def __init__(self, specs: list[ServerSpec], *, hooks: ClientHooks | None = None,
                  builtins: Mapping[str, Callable[[ServerSpec], Any]] | None = None,
-                 on_stderr: Callable[[str, str], None] | None = None) -> None:
+                 on_stderr: Callable[[str, str], None] | None = None,
+                 keeper: tuple[str, str] | None = None) -> None:
         names = [s.name for s in specs]
         if len(set(names)) != len(names):
             raise UsageError(f"duplicate server name among {names}")
@@ -34,6 +35,7 @@ class Catalog:
         self.hooks = hooks
         self.builtins = builtins
         self.on_stderr = on_stderr
+        self.keeper = keeper  # (socket path, session name): the servers live in a session keeper
         self._sessions: dict[str, Session] = {}
         self._failed: dict[str, LlmcError] = {}  # a server that failed to connect is not retried
         self._tools: dict[str, list[Tool]] = {}
@@ -51,7 +53,11 @@ class Catalog:
                 stderr = (lambda line, s=server: self.on_stderr(s, line)) if self.on_stderr else None
                 hooks = replace(self.hooks or ClientHooks(), on_list_changed=lambda method, s=server: self._changed(s, method))
                 try:
-                    self._sessions[server] = connect(spec, hooks=hooks, builtins=self.builtins, on_stderr=stderr)
+                    if self.keeper:
+                        path, session_name = self.keeper
+                        self._sessions[server] = attach(path, session_name, server, timeout=spec.timeout, hooks=hooks)
+                    else:
+                        self._sessions[server] = connect(spec, hooks=hooks, builtins=self.builtins, on_stderr=stderr)
                 except LlmcError as exc:
                     self._failed[server] = exc
                     raise

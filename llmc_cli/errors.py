@@ -108,3 +108,12 @@ class DriftError(LlmcError):
 
 
 INTERRUPTED_EXIT_CODE = 130
+
+
+def from_json(data: dict[str, Any]) -> LlmcError:
+    """The error another llmc process reported with `LlmcError.to_json()` (the session keeper)."""
+    kinds = {cls.kind: cls for cls in (ToolFailed, UsageError, ConfigError, PolicyDenied, ConnectionFailed,
+                                       ProtocolError, TimeoutExpired, ProviderError, AuthError, DriftError)}
+    kinds["rpc_error"] = ProtocolError
+    cls = kinds.get(str(data.get("error")), ConnectionFailed)
+    return cls(str(data.get("message") or "the session keeper reported an error"))

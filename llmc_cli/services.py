@@ -40,13 +40,24 @@ def builtin_servers() -> dict[str, Callable[[ServerSpec], Any]]:
 
 def open_catalog(profile: LoadedProfile | None, only: tuple[str, ...] = (), adhoc: ServerSpec | None = None,
                  hooks: ClientHooks | None = None, on_stderr: Callable[[str, str], None] | None = None,
-                 timeout: float | None = None) -> Catalog:
+                 timeout: float | None = None, session: str | None = None) -> Catalog:
+    """The servers a command talks to: an ad-hoc one, the profile's, or those a session keeper
+    holds (`session`: its name; the servers then run in the keeper, policy and audit still here)."""
     if adhoc is None and profile is None:
         raise ValueError("open_catalog needs a profile or an ad-hoc server")
-    specs = [adhoc] if adhoc else server_specs(profile, only)  # type: ignore[arg-type]
+    keeper = None
+    if session:
+        if adhoc:
+            raise UsageError(f"--session {session} uses the servers its keeper holds: drop --stdio/--url")
+        from llmc_cli import sessions
+
+        path, specs = sessions.server_specs(session, only)
+        keeper = (path, session)
+    else:
+        specs = [adhoc] if adhoc else server_specs(profile, only)  # type: ignore[arg-type]
     if timeout:
         specs = [replace(spec, timeout=timeout) for spec in specs]
-    return Catalog(specs, hooks=hooks, builtins=builtin_servers(), on_stderr=on_stderr)
+    return Catalog(specs, hooks=hooks, builtins=builtin_servers(), on_stderr=on_stderr, keeper=keeper)
 
 
 def visible_tools(catalog: Catalog, profile: LoadedProfile, servers: list[str] | None = None

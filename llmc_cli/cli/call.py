@@ -37,7 +37,7 @@ def call(ctx: click.Context, tool: str | None, pairs: tuple[str, ...], json_args
     --batch, the exit code is the worst of all calls.
     """
     from llmc_cli import services
-    from llmc_cli.cli.common import open_catalog
+    from llmc_cli.cli.common import open_catalog, warnings
     from llmc_cli.model import ToolCall
 
     if batch:
@@ -70,7 +70,8 @@ def call(ctx: click.Context, tool: str | None, pairs: tuple[str, ...], json_args
     if text:
         click.echo(result.text)
     else:
-        emit({"server": server, "tool": name, **result.to_json(), "durationMs": result.duration_ms}, fmt)
+        emit({"server": server, "tool": name, **result.to_json(), "durationMs": result.duration_ms,
+              **warnings(ctx)}, fmt)
     if result.is_error:
         raise ToolFailed(f"{server}.{name} reported an error: {result.text[:200]}")
 

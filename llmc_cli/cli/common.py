@@ -28,18 +28,34 @@ def open_catalog(ctx: click.Context, target: dict[str, Any], sample: Any = None)
         on_log=(lambda p: note(f"[server log {p.get('level', '')}] {_short(p.get('data'))}")) if verbose else None,
         elicit={"prompt": _prompt_elicitation, "accept-defaults": accept_defaults, "decline": decline}[elicit_mode],
         sample=sample,  # sampling/createMessage: the profile's LLM answers only when it allows it
+        on_notice=lambda text: _warn(ctx, text),
     )
     on_stderr = (lambda server, line: note(f"[{server} stderr] {line}")) if verbose else None
     profile_name = ctx.obj.get("profile") if ctx.obj else None
     if adhoc:
         # The server starts while the profile (and its policy) loads: start-up overlaps.
-        catalog = services.open_catalog(None, (), adhoc, hooks, on_stderr, target["timeout"])
+        catalog = services.open_catalog(None, (), adhoc, hooks, on_stderr, target["timeout"], target.get("session"))
         catalog.warm_up()
         return catalog, load_profile(profile_name)
     profile = load_profile(profile_name)
-    catalog = services.open_catalog(profile, tuple(target["servers"]), None, hooks, on_stderr, target["timeout"])
+    catalog = services.open_catalog(profile, tuple(target["servers"]), None, hooks, on_stderr, target["timeout"],
+                                    target.get("session"))
     catalog.warm_up()
     return catalog, profile
+
+
+def _warn(ctx: click.Context, text: str) -> None:
+    """A notice from the protocol layer (server state lost): stderr now, and kept in ctx.obj
+    so a command can put it into its JSON output for scripts that do not read stderr."""
+    note(f"llmc: warning: {text}")
+    if ctx.obj is not None:
+        ctx.obj.setdefault("warnings", []).append(text)
+
+
+def warnings(ctx: click.Context) -> dict[str, Any]:
+    """{"warnings": [...]} for a command's JSON output, or nothing."""
+    found = (ctx.obj or {}).get("warnings")
+    return {"warnings": list(found)} if found else {}
 
 
 def _short(value: Any, limit: int = 300) -> str:

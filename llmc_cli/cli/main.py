@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "profiles": ("llmc_cli.cli.profiles:profiles", "List, show and initialise profiles."),
     "auth": ("llmc_cli.cli.auth:auth", "Log in to remote servers (OAuth); show and remove stored tokens."),
     "serve": ("llmc_cli.cli.serve:serve", "Run the built-in workspace MCP server on stdio."),
+    "session": ("llmc_cli.cli.session:session", "Keep servers running between commands: start, list, stop, forget."),
 }
 
 EXIT_CODES_HELP = """\b

@@ -21,6 +21,15 @@ def _complete_servers(ctx: click.Context, param: click.Parameter, incomplete: st
 
 def target_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Options shared by every command that talks to servers."""
+    return _options(func, session=True)
+
+
+def server_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Which servers to start, for `session start` (which is no place for --session)."""
+    return _options(func, session=False)
+
+
+def _options(func: Callable[..., Any], session: bool) -> Callable[..., Any]:
     options = [
         click.option("-s", "--server", "servers", multiple=True, metavar="NAME", shell_complete=_complete_servers,
                      help="Only these servers of the profile (repeatable)."),
@@ -37,9 +46,24 @@ def target_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--elicit", type=click.Choice(["prompt", "accept-defaults", "decline"]), default=None,
                      help="How to answer server elicitation (default: prompt on a terminal, else decline)."),
     ]
+    if session:
+        options.append(click.option(
+            "--session", metavar="NAME", envvar="LLMC_SESSION", shell_complete=_complete_sessions,
+            help="Use the servers that session keeper NAME holds (see `llmc session start`) [env: LLMC_SESSION]."))
     for option in reversed(options):
         func = option(func)
     return func
+
+
+def _complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    from click.shell_completion import CompletionItem
+
+    from llmc_cli import sessions
+
+    try:
+        return [CompletionItem(n) for n in sessions.names() if n.startswith(incomplete)]
+    except Exception:  # completion must never break the shell
+        return []
 
 
 def adhoc_spec(stdio: str | None, url: str | None, env: tuple[str, ...], cwd: str | None,

@@ -30,3 +30,12 @@ def ensure_private_dir(path: Path) -> Path:
     """Create a directory only the user can read (state may hold session ids and tokens)."""
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     return path
+
+
+def sessions_dir() -> Path:
+    """Where session keepers listen (NAME.sock) and log (NAME.log). Only the user may enter it:
+    whoever can reach a keeper's socket can run tools with the user's rights."""
+    path = ensure_private_dir(state_dir() / "sessions")
+    if path.stat().st_mode & 0o077:
+        path.chmod(0o700)  # a directory made by something else, too open: tighten it
+    return path

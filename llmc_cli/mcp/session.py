@@ -50,6 +50,9 @@ class ClientHooks:
     # sampling/createMessage params -> CreateMessageResult; None: declined with a clear error
     sample: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     roots: list[dict[str, Any]] = field(default_factory=list)
+    # Something the user must hear that is no error: the server lost state the caller may rely
+    # on (an HTTP session it ended, a server restarted inside a session keeper).
+    on_notice: Callable[[str], None] | None = None
 
 
 def accept_defaults(params: dict[str, Any]) -> dict[str, Any]:
@@ -190,6 +193,35 @@ class Session:
                 params["requestState"] = result["requestState"]
         raise ProtocolError(f"{self.name}: {method} still needs input after {MAX_INPUT_ROUNDS} rounds")
 
+    def forward(self, message: dict[str, Any]) -> tuple[int, "Future[dict[str, Any]]"]:
+        """Relay a request that another client wrote (the session keeper does this): it goes out
+        as it is, `_meta` included, under a fresh id of this session. The future completes with
+        the raw reply (result or error object, still carrying that fresh id), or fails with the
+        error that closed the session. Waiting and timeouts are the original client's business."""
+        if self._closed_error is not None:
+            raise self._closed_error
+        request_id = next(self._ids)
+        future: Future[dict[str, Any]] = Future()
+        with self._lock:
+            self._pending[request_id] = future
+        future.add_done_callback(lambda _: self.abandon(request_id))
+        try:
+            self._send_request({**message, "id": request_id})
+        except BaseException:
+            self.abandon(request_id)
+            raise
+        return request_id, future
+
+    def abandon(self, request_id: int) -> None:
+        """Stop waiting for a reply (a late one is then dropped)."""
+        with self._lock:
+            self._pending.pop(request_id, None)
+
+    @property
+    def closed_error(self) -> LlmcError | None:
+        """Why the connection ended, or None while it is open."""
+        return self._closed_error
+
     def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         self.transport.send(jsonrpc.notification(method, params))
 
@@ -273,6 +305,9 @@ class Session:
                 raise
             self._reinitialized = True
             self.initialize(self.protocol_version or LEGACY_VERSIONS[0])
+            if self.hooks.on_notice:
+                self.hooks.on_notice(f"{self.name}: the server ended the HTTP session; a new one was started, "
+                                     "so state kept by the server (handles, processes, ids) is lost")
             self.transport.send(message)
 
     def _wait(self, request_id: int, future: Future[dict[str, Any]], method: str, timeout: float) -> dict[str, Any]:

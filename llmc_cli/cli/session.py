@@ -1,0 +1,152 @@
+"""`llmc session start|list|stop|forget`: servers that outlive one command."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import click
+
+from llmc_cli.cli.output import FORMATS, emit, note
+from llmc_cli.cli.targets import server_options
+from llmc_cli.errors import ConnectionFailed, LlmcError, UsageError
+
+DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd]?)$")
+UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str) -> float:
+    """'90s', '30m', '2h', '1d', a bare number of seconds; 0 means never."""
+    match = DURATION.match(text.strip().lower())
+    if not match:
+        raise UsageError(f"--idle expects a duration like 90s, 30m, 2h or 0 (never), got {text!r}")
+    return float(match.group(1)) * UNIT_SECONDS[match.group(2)]
+
+
+def _complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    from llmc_cli.cli.targets import _complete_sessions as complete
+
+    return complete(ctx, param, incomplete)
+
+
+@click.group()
+def session() -> None:
+    """Keep servers running between commands: a session keeper holds their connections (and a
+    shell started through a process tool stays alive); commands join it with --session NAME or
+    LLMC_SESSION=NAME. Policy and the audit log still run in each command."""
+
+
+@session.command()
+@click.argument("name")
+@click.option("--idle", default="30m", show_default=True, metavar="DURATION",
+              help="Stop after this long without a command (90s, 30m, 2h; 0: never).")
+@server_options
+@click.pass_context
+def start(ctx: click.Context, name: str, idle: str, **target: Any) -> None:
+    """Start session NAME with the profile's servers (or -s ones, or --stdio/--url) and print it.
+
+    Exit 5 when a server failed to start (the session holds the others); when none started,
+    no session is left behind."""
+    from llmc_cli import sessions
+    from llmc_cli.cli.targets import adhoc_spec
+    from llmc_cli.config.profiles import load_profile, server_specs
+
+    seconds = parse_duration(idle)
+    profile_name = ctx.obj.get("profile") if ctx.obj else None
+    adhoc = adhoc_spec(target["stdio"], target["url"], target["env"], target["cwd"], target["headers"],
+                       target["transport"], target["timeout"])
+    if adhoc:
+        specs = [adhoc]
+    else:
+        profile = load_profile(profile_name)
+        specs = server_specs(profile, tuple(target["servers"]))
+        if target["timeout"]:
+            from dataclasses import replace
+
+            specs = [replace(s, timeout=target["timeout"]) for s in specs]
+    if not specs:
+        raise UsageError("no servers to keep: the profile has none enabled (add one, or use -s/--stdio/--url)")
+    status = sessions.start(name, specs, idle=seconds, profile=profile_name)
+    emit(_public(status, name))
+    failed = [s for s in status.get("servers", []) if s.get("state") != "running"]
+    for server in failed:
+        note(f"llmc: {server['name']}: {server.get('error', server.get('state'))}")
+    if failed:
+        raise ConnectionFailed(f"{len(failed)} of {len(specs)} server(s) failed to start; session {name} "
+                               "holds the others and tries the failed ones again when they are called")
+
+
+@session.command("list")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="json", show_default=True)
+def list_(fmt: str) -> None:
+    """Running sessions with their servers, clients and idle time. Stale sockets (a killed
+    keeper, a reboot) are removed and reported on stderr."""
+    from llmc_cli import sessions
+
+    rows = []
+    for name in sessions.names():
+        try:
+            rows.append(_public(sessions.status(name, timeout=3.0), name))
+        except ConnectionFailed:
+            note(f"llmc: removed stale session {name} (its keeper is gone)")
+        except LlmcError as exc:  # one unresponsive keeper must not hide the others
+            rows.append({"name": name, "state": "unresponsive", "error": exc.message})
+    if fmt == "table":
+        emit([{**r, "servers": ", ".join(f"{s['name']}:{s['state']}" for s in r.get("servers", []))} for r in rows],
+             "table", columns=["name", "pid", "servers", "clients", "idleFor", "idleTimeout", "started"])
+    else:
+        emit(rows, fmt)
+
+
+@session.command()
+@click.argument("names", nargs=-1, shell_complete=_complete_sessions)
+@click.option("--all", "every", is_flag=True, help="Stop every running session.")
+def stop(names: tuple[str, ...], every: bool) -> None:
+    """Stop sessions (their servers stop with them). Exit 5 when one was not running."""
+    from llmc_cli import sessions
+
+    if every == bool(names):
+        raise UsageError("name the sessions to stop, or give --all")
+    targets = sessions.names() if every else list(names)
+    results, missing = [], []
+    for name in targets:
+        try:
+            results.append(sessions.stop(name))
+        except ConnectionFailed as exc:
+            if not every:
+                missing.append(exc)
+    emit(results, "jsonl")
+    if missing:
+        for exc in missing[1:]:
+            note(f"llmc: {exc.message}")
+        raise missing[0]
+
+
+@session.command()
+@click.option("-s", "--server", "servers", multiple=True, metavar="NAME",
+              help="Only the remembered sessions of these servers of the profile (repeatable).")
+@click.option("--url", "urls", multiple=True, metavar="URL", help="Only the session with this server URL.")
+@click.pass_context
+def forget(ctx: click.Context, servers: tuple[str, ...], urls: tuple[str, ...]) -> None:
+    """Drop remembered HTTP sessions (Mcp-Session-Id), so the next command starts a new one.
+    Without options: all of them. The server is told where it listens (HTTP DELETE)."""
+    from llmc_cli.mcp.client import forget_http_sessions
+    from llmc_cli.model import ServerSpec
+
+    keys: set[str] | None = None
+    if servers or urls:
+        from llmc_cli.config.profiles import load_profile, server_specs
+
+        specs = server_specs(load_profile(ctx.obj.get("profile") if ctx.obj else None), servers) if servers else []
+        keys = {s.cache_key() for s in specs} | {ServerSpec(name="url", url=u).cache_key() for u in urls}
+    emit(forget_http_sessions(keys), "jsonl")
+
+
+def _public(status: dict[str, Any], name: str) -> dict[str, Any]:
+    from llmc_cli import sessions
+
+    out = {k: v for k, v in status.items() if k != "llmc"}
+    out.setdefault("name", name)
+    out["socket"] = str(sessions.socket_path(name))
+    out["log"] = str(sessions.log_path(name))
+    return out

@@ -1,0 +1,434 @@
+"""The session keeper: a background process that keeps MCP servers running between llmc
+invocations and relays protocol messages for the llmc processes that attach to it.
+
+`llmc session start` runs `python -m llmc_cli.keeper` detached, hands it the server definitions
+on stdin and waits for one line on stdout (ready, or the error). Then it serves its Unix socket
+(see mcp/transports/keeper.py for the wire format) until `session stop`, SIGTERM, the idle
+timeout, or every server is gone for good.
+
+It decides and records nothing: each attached llmc process runs its own policy and audit
+(services.call_tool), so a session changes where a server lives, never what may run. It only
+rewrites what must be unique on a shared connection: request ids and progress tokens.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from datetime import datetime, timezone
+from typing import Any
+
+from llmc_cli.errors import ConnectionFailed, LlmcError, RpcError
+from llmc_cli.mcp import jsonrpc
+from llmc_cli.mcp.client import connect
+from llmc_cli.mcp.session import ClientHooks, Session
+from llmc_cli.mcp.transports.keeper import read_line, send_line
+from llmc_cli.model import ServerSpec
+
+ACCEPT_POLL = 0.5  # how often the accept loop looks at the idle clock and the stop flag
+FIRST_LINE_TIMEOUT = 10.0  # an attaching client says what it wants at once
+
+
+def log(message: str) -> None:
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    print(f"{stamp} {message}", file=sys.stderr, flush=True)
+
+
+class Client:
+    """One attached connection (one llmc process's session with one server)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.lock = threading.Lock()
+        self.upstream: Upstream | None = None
+        self.pending: dict[Any, tuple[int, int | None]] = {}  # its request id -> (upstream id, token)
+
+    def send(self, message: dict[str, Any]) -> None:
+        try:
+            with self.lock:
+                send_line(self.sock, message)
+        except OSError:
+            pass  # it went away; its reader notices and cleans up
+
+    def hang_up(self, reason: str) -> None:
+        """The server is gone: say why, then end the connection (the caller sees exit 5)."""
+        self.send({"llmc": "closed", "message": reason})
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+class Upstream:
+    """One server the keeper holds; restarted on the next attach after it died."""
+
+    def __init__(self, spec: ServerSpec, keeper: "Keeper") -> None:
+        self.spec = spec
+        self.keeper = keeper
+        self.session: Session | None = None
+        self.error: LlmcError | None = None  # why the last start failed
+        self.restarts = 0
+        self.lock = threading.Lock()
+        self.tokens: dict[int, tuple[Client, Any]] = {}  # our progress token -> (client, its token)
+        self.clients: set[Client] = set()
+        self.recent: Client | None = None  # sent the latest request: server requests go to it
+
+    def open(self) -> str | None:
+        """Connect if not connected. Returns a notice when a server that died was restarted."""
+        with self.lock:
+            if self.session is not None and self.session.closed_error is None:
+                return None
+            notice = None
+            if self.session is not None:
+                reason = self.session.closed_error.message if self.session.closed_error else "closed"
+                self.session.close()
+                self.session = None
+                notice = (f"{self.spec.name} stopped inside session {self.keeper.name} ({reason}) and was "
+                          "restarted: state the server kept (processes, handles, ids) is lost")
+            from llmc_cli.services import builtin_servers
+
+            try:
+                self.session = connect(self.spec, hooks=self._hooks(), builtins=builtin_servers())
+            except LlmcError as exc:
+                self.error = exc
+                log(f"{self.spec.name}: cannot start: {exc.message}")
+                raise
+            self.error = None
+            if notice:
+                self.restarts += 1
+                log(notice)
+            return notice
+
+    @property
+    def state(self) -> str:
+        if self.session is None:
+            return "failed" if self.error else "stopped"
+        return "exited" if self.session.closed_error else "running"
+
+    def _hooks(self) -> ClientHooks:
+        # Sampling is not declared: the keeper cannot know that an attached caller may sample.
+        return ClientHooks(on_progress=self._progress, on_log=self._log, on_list_changed=self._list_changed,
+                           elicit=self._elicit)
+
+    # -- client -> server --------------------------------------------------------------------
+
+    def forward(self, client: Client, message: dict[str, Any]) -> None:
+        original_id = message["id"]
+        token: int | None = None
+        params = message.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        if isinstance(meta, dict) and "progressToken" in meta:
+            token = next(self.keeper.counter)  # callers all count from 1: make theirs unique
+            self.tokens[token] = (client, meta["progressToken"])
+            message = {**message, "params": {**params, "_meta": {**meta, "progressToken": token}}}
+        session = self.session
+        try:
+            if session is None:
+                raise ConnectionFailed(f"{self.spec.name}: not running")
+            upstream_id, future = session.forward(message)
+        except LlmcError as exc:
+            self.tokens.pop(token, None)  # type: ignore[arg-type]
+            client.hang_up(exc.message)
+            return
+        self.recent = client
+        client.pending[original_id] = (upstream_id, token)
+        future.add_done_callback(lambda f: self._reply(client, original_id, token, f))
+
+    def _reply(self, client: Client, original_id: Any, token: int | None, future: "Future[dict[str, Any]]") -> None:
+        client.pending.pop(original_id, None)
+        self.tokens.pop(token, None)  # type: ignore[arg-type]
+        self.keeper.touch()
+        try:
+            reply = future.result()
+        except LlmcError as exc:
+            client.hang_up(exc.message)
+            return
+        client.send({**reply, "id": original_id})
+
+    def cancel(self, client: Client, original_id: Any, reason: str) -> None:
+        entry = client.pending.pop(original_id, None)
+        if entry is None or self.session is None:
+            return
+        upstream_id, token = entry
+        self.tokens.pop(token, None)  # type: ignore[arg-type]
+        self.session.abandon(upstream_id)
+        try:
+            self.session.notify("notifications/cancelled", {"requestId": upstream_id, "reason": reason})
+        except LlmcError:
+            pass
+
+    def notify(self, message: dict[str, Any]) -> None:
+        if self.session is not None:
+            try:
+                self.session.notify(message["method"], message.get("params"))
+            except LlmcError:
+                pass
+
+    # -- server -> clients ------------------------------------------------------------------
+
+    def _progress(self, params: dict[str, Any]) -> None:
+        route = self.tokens.get(params.get("progressToken"))  # type: ignore[arg-type]
+        if route:
+            client, token = route
+            client.send(jsonrpc.notification("notifications/progress", {**params, "progressToken": token}))
+
+    def _log(self, params: dict[str, Any]) -> None:
+        for client in list(self.clients):
+            client.send(jsonrpc.notification("notifications/message", params))
+
+    def _list_changed(self, method: str) -> None:
+        for client in list(self.clients):
+            client.send(jsonrpc.notification(method))
+
+    def _elicit(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The server asks the user: ask the caller whose request is running (it may prompt)."""
+        client = self.recent if self.recent in self.clients else next(iter(self.clients), None)
+        if client is None:
+            return {"action": "decline"}
+        return self.keeper.ask(client, "elicitation/create", params, self.spec.timeout)
+
+
+class Keeper:
+    def __init__(self, name: str, specs: list[ServerSpec], idle: float, profile: str | None) -> None:
+        self.name = name
+        self.idle = idle
+        self.profile = profile
+        self.upstreams = {spec.name: Upstream(spec, self) for spec in specs}
+        self.clients: set[Client] = set()
+        self.counter = itertools.count(1)
+        self.asks: dict[str, Future[dict[str, Any]]] = {}  # our requests to callers, by id
+        self.started = datetime.now(timezone.utc)
+        self.last_activity = time.monotonic()
+        self.stopping = threading.Event()
+        self.stop_reason = ""
+        self.lock = threading.Lock()
+
+    def touch(self) -> None:
+        self.last_activity = time.monotonic()
+
+    def stop(self, reason: str) -> None:
+        if not self.stopping.is_set():
+            self.stop_reason = reason
+            self.stopping.set()
+
+    # -- life cycle --------------------------------------------------------------------------
+
+    def run(self, listener: socket.socket, ready: Any) -> int:
+        """Open the servers, report on `ready`, serve until told to stop."""
+        with ThreadPoolExecutor(max_workers=max(1, min(8, len(self.upstreams)))) as pool:
+            outcomes = list(pool.map(self._open_quietly, self.upstreams.values()))
+        if not any(outcomes):
+            first = next(u.error for u in self.upstreams.values() if u.error)
+            ready.write(json.dumps({"llmc": "error", **first.to_json()}) + "\n")
+            ready.close()
+            return first.exit_code
+        ready.write(json.dumps(self.status()) + "\n")
+        ready.close()
+        log(f"session {self.name} ready: pid {os.getpid()}, servers {', '.join(self.upstreams)}")
+        listener.settimeout(ACCEPT_POLL)
+        while not self.stopping.is_set():
+            try:
+                conn, _ = listener.accept()
+            except socket.timeout:
+                if self.idle and not self.clients and time.monotonic() - self.last_activity > self.idle:
+                    self.stop(f"idle for {self.idle:g}s")
+                continue
+            if not _same_user(conn):
+                conn.close()
+                continue
+            self.touch()
+            threading.Thread(target=self._serve, args=(conn,), daemon=True, name="llmc-keeper-client").start()
+        log(f"session {self.name} stopping: {self.stop_reason}")
+        self._shutdown()
+        return 0
+
+    def _open_quietly(self, upstream: Upstream) -> bool:
+        try:
+            upstream.open()
+            return True
+        except LlmcError:
+            return False
+
+    def _shutdown(self) -> None:
+        for client in list(self.clients):
+            client.hang_up(f"session {self.name} stopped ({self.stop_reason})")
+        sessions = [u.session for u in self.upstreams.values() if u.session is not None]
+        with ThreadPoolExecutor(max_workers=max(1, min(8, len(sessions)))) as pool:
+            list(pool.map(lambda s: s.close(), sessions))
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "llmc": "status", "name": self.name, "pid": os.getpid(), "profile": self.profile,
+            "started": self.started.isoformat(timespec="seconds"), "idleTimeout": self.idle,
+            "idleFor": round(time.monotonic() - self.last_activity, 1) if not self.clients else 0.0,
+            "clients": len(self.clients),
+            "servers": [{"name": name, "state": u.state, "restarts": u.restarts, "timeout": u.spec.timeout,
+                         "protocolVersion": u.session.protocol_version if u.session else None,
+                         **({"error": u.error.message} if u.error else {})}
+                        for name, u in self.upstreams.items()],
+        }
+
+    # -- one connection ----------------------------------------------------------------------
+
+    def _serve(self, conn: socket.socket) -> None:
+        client = Client(conn)
+        stream = conn.makefile("rb")
+        try:
+            conn.settimeout(FIRST_LINE_TIMEOUT)
+            first = read_line(stream)
+            conn.settimeout(None)
+            if first is None:
+                return
+            command = first.get("llmc")
+            if command == "status":
+                client.send(self.status())
+            elif command == "stop":
+                client.send({"llmc": "stopping", "pid": os.getpid()})
+                self.stop("asked to stop")
+            elif command == "attach":
+                self._attach(client, str(first.get("server")), stream)
+            else:
+                client.send({"llmc": "error", "error": "usage", "message": f"unknown keeper command {command!r}"})
+        except (OSError, ValueError, LlmcError) as exc:
+            log(f"a client connection failed: {exc}")
+        finally:
+            stream.close()
+            conn.close()
+
+    def _attach(self, client: Client, server: str, stream: Any) -> None:
+        upstream = self.upstreams.get(server)
+        if upstream is None:
+            client.send({"llmc": "error", "error": "usage",
+                         "message": f"session {self.name} does not hold server {server!r}"})
+            return
+        try:
+            notice = upstream.open()
+        except LlmcError as exc:
+            client.send({"llmc": "error", **exc.to_json()})
+            if all(u.session is None for u in self.upstreams.values()):
+                self.stop("no server is left running")
+            return
+        session = upstream.session
+        assert session is not None
+        client.upstream = upstream
+        with self.lock:
+            self.clients.add(client)
+            upstream.clients.add(client)
+        try:
+            client.send({"llmc": "attached", "era": session.era, "protocolVersion": session.protocol_version,
+                         "serverInfo": session.server_info, "capabilities": session.capabilities,
+                         "instructions": session.instructions, "notice": notice})
+            while True:
+                message = read_line(stream)
+                if message is None:
+                    return
+                self.touch()
+                self._route(client, upstream, message)
+        finally:
+            with self.lock:
+                self.clients.discard(client)
+                upstream.clients.discard(client)
+            for original_id in list(client.pending):
+                upstream.cancel(client, original_id, "the client went away")
+            self.touch()
+
+    def _route(self, client: Client, upstream: Upstream, message: dict[str, Any]) -> None:
+        kind = jsonrpc.kind_of(message)
+        if kind == "request":
+            upstream.forward(client, message)
+        elif kind in ("response", "error"):
+            future = self.asks.get(message.get("id"))  # type: ignore[arg-type]
+            if future is not None and not future.done():
+                future.set_result(message)
+        elif message["method"] == "notifications/cancelled":
+            params = message.get("params") or {}
+            upstream.cancel(client, params.get("requestId"), str(params.get("reason") or "cancelled"))
+        else:
+            upstream.notify(message)
+
+    def ask(self, client: Client, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """A request from the server, put to a caller; its answer goes back to the server."""
+        ask_id = f"llmc-keeper-{next(self.counter)}"
+        future: Future[dict[str, Any]] = Future()
+        self.asks[ask_id] = future
+        try:
+            client.send(jsonrpc.request(ask_id, method, params))
+            reply = future.result(timeout=timeout)
+        except FutureTimeout:
+            raise RpcError(f"no answer from the user within {timeout:g}s", code=jsonrpc.INTERNAL_ERROR) from None
+        finally:
+            self.asks.pop(ask_id, None)
+        if "error" in reply:
+            error = reply["error"] if isinstance(reply["error"], dict) else {}
+            raise RpcError(str(error.get("message", "declined")), code=int(error.get("code", jsonrpc.INTERNAL_ERROR)))
+        return reply.get("result") or {}
+
+
+def _same_user(conn: socket.socket) -> bool:
+    """The directory's 0700 keeps others out; the peer's credentials say so again (Linux)."""
+    if not hasattr(socket, "SO_PEERCRED"):
+        return True
+    try:
+        _, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    except OSError:
+        return False
+    return uid == os.getuid()
+
+
+def _listen(path: str) -> socket.socket:
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)  # the socket is born 0600: no window where others could connect
+    try:
+        listener.bind(path)
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    listener.listen(64)
+    return listener
+
+
+def main() -> int:
+    from llmc_cli.sessions import socket_path, spec_from_json
+
+    config = json.loads(sys.stdin.read())
+    sys.stdin.close()
+    ready = os.fdopen(os.dup(1), "w")
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)  # once ready is sent, nothing may write to the starter's pipe
+    keeper = Keeper(config["name"], [spec_from_json(s) for s in config["specs"]], float(config["idle"]),
+                    config.get("profile"))
+    path = str(socket_path(keeper.name))
+    signal.signal(signal.SIGTERM, lambda *_: keeper.stop("SIGTERM"))
+    signal.signal(signal.SIGINT, lambda *_: keeper.stop("SIGINT"))
+    try:
+        listener = _listen(path)
+    except OSError as exc:
+        ready.write(json.dumps({"llmc": "error", "error": "connection",
+                                "message": f"session {keeper.name}: cannot listen on {path}: {exc.strerror}"}) + "\n")
+        ready.close()
+        return 5
+    inode = os.stat(path).st_ino
+    try:
+        return keeper.run(listener, ready)
+    finally:
+        listener.close()
+        try:
+            if os.stat(path).st_ino == inode:  # still ours, not a successor's
+                os.unlink(path)
+        except OSError:
+            pass
+        log(f"session {keeper.name} stopped")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""A transport to a server held by a session keeper (`llmc session start`), over its Unix socket.
+
+The keeper keeps the server process (or HTTP session) alive between llmc invocations and relays
+protocol messages; the session on this side runs as over any transport, so policy and audit stay
+in the calling process. Wire format: newline-delimited JSON, like stdio. The first line each way
+is the keeper's own: {"llmc": "attach", "server": NAME} -> {"llmc": "attached", era, version,
+serverInfo, capabilities, instructions, notice} or {"llmc": "error", ...}. After that, JSON-RPC
+messages both ways, and {"llmc": "closed", "message": ...} when the keeper lost the server.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from typing import Any
+
+from llmc_cli.errors import ConnectionFailed, LlmcError, ProtocolError, TimeoutExpired, from_json
+from llmc_cli.mcp.transports.base import Closed, Deliver
+
+MAX_LINE = 64 * 1024 * 1024  # one message; a larger one is a broken peer, not a big result
+
+
+def connect_unix(path: str, timeout: float, session_name: str) -> socket.socket:
+    """A connected socket, or the error a user can act on."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(path)
+    except (FileNotFoundError, ConnectionRefusedError):
+        sock.close()
+        raise ConnectionFailed(f"session {session_name} is not running (start it with `llmc session start "
+                               f"{session_name}`)") from None
+    except socket.timeout:
+        sock.close()
+        raise TimeoutExpired(f"session {session_name}: its keeper did not accept within {timeout:g}s") from None
+    except OSError as exc:
+        sock.close()
+        raise ConnectionFailed(f"session {session_name}: cannot reach its keeper: {exc.strerror}") from None
+    return sock
+
+
+def send_line(sock: socket.socket, message: dict[str, Any]) -> None:
+    sock.sendall((json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8"))
+
+
+def read_line(stream: Any) -> dict[str, Any] | None:
+    """The next message of a socket's binary file object; None at end of stream."""
+    line = stream.readline(MAX_LINE + 1)
+    if not line:
+        return None
+    if len(line) > MAX_LINE:
+        raise ProtocolError("message too large")
+    message = json.loads(line)
+    if not isinstance(message, dict):
+        raise ProtocolError("message is not a JSON object")
+    return message
+
+
+def exchange(path: str, request: dict[str, Any], session_name: str, timeout: float = 10.0) -> dict[str, Any]:
+    """One keeper command (status, stop): send a line, read the reply line."""
+    sock = connect_unix(path, timeout, session_name)
+    try:
+        send_line(sock, request)
+        with sock.makefile("rb") as stream:
+            reply = read_line(stream)
+    except socket.timeout:
+        raise TimeoutExpired(f"session {session_name}: its keeper did not answer within {timeout:g}s") from None
+    except (OSError, ValueError) as exc:
+        raise ConnectionFailed(f"session {session_name}: broken reply from its keeper: {exc}") from None
+    finally:
+        sock.close()
+    if reply is None:
+        raise ConnectionFailed(f"session {session_name}: its keeper closed the connection")
+    if reply.get("llmc") == "error":
+        raise from_json(reply)
+    return reply
+
+
+class KeeperTransport:
+    def __init__(self, path: str, session_name: str, server: str, timeout: float = 60.0) -> None:
+        self.path = path
+        self.session_name = session_name
+        self.server = server
+        self.timeout = timeout
+        self.protocol_version: str | None = None
+        self.attached: dict[str, Any] = {}  # the keeper's answer to attach
+        self._sock: socket.socket | None = None
+        self._send_lock = threading.Lock()
+        self._reader: threading.Thread | None = None
+
+    def start(self, deliver: Deliver, closed: Closed) -> None:
+        sock = connect_unix(self.path, self.timeout, self.session_name)
+        stream = sock.makefile("rb")
+        try:
+            send_line(sock, {"llmc": "attach", "server": self.server})
+            # The keeper may restart a dead server before it answers: allow a server's start-up.
+            reply = read_line(stream)
+        except socket.timeout:
+            sock.close()
+            raise TimeoutExpired(f"session {self.session_name}: no answer from its keeper within "
+                                 f"{self.timeout:g}s") from None
+        except (OSError, ValueError) as exc:
+            sock.close()
+            raise ConnectionFailed(f"session {self.session_name}: broken reply from its keeper: {exc}") from None
+        if reply is None or reply.get("llmc") != "attached":
+            sock.close()
+            if reply is not None and reply.get("llmc") == "error":
+                raise from_json(reply)
+            raise ConnectionFailed(f"session {self.session_name}: its keeper closed the connection")
+        self.attached = reply
+        sock.settimeout(None)  # from here on the session's per-request timeouts govern
+        self._sock = sock
+        self._reader = threading.Thread(target=self._read, args=(stream, deliver, closed), daemon=True,
+                                        name=f"llmc-keeper-{self.server}")
+        self._reader.start()
+
+    def _read(self, stream: Any, deliver: Deliver, closed: Closed) -> None:
+        error: LlmcError | None = None
+        try:
+            while True:
+                message = read_line(stream)
+                if message is None:
+                    error = ConnectionFailed(f"session {self.session_name}: its keeper went away")
+                    break
+                if message.get("llmc") == "closed":
+                    error = ConnectionFailed(str(message.get("message") or "the keeper lost the server"))
+                    break
+                deliver(message)
+        except (OSError, ValueError, LlmcError) as exc:
+            error = None if self._sock is None else ConnectionFailed(
+                f"session {self.session_name}: connection to its keeper broke: {exc}")
+        finally:
+            stream.close()
+        if self._sock is not None:
+            closed(error)
+
+    def send(self, message: dict[str, Any]) -> None:
+        sock = self._sock
+        if sock is None:
+            raise ConnectionFailed(f"session {self.session_name}: not connected to its keeper")
+        try:
+            with self._send_lock:
+                send_line(sock, message)
+        except OSError as exc:
+            raise ConnectionFailed(f"session {self.session_name}: cannot write to its keeper: {exc}") from None
+
+    def close(self) -> None:
+        sock, self._sock = self._sock, None
+        if sock is None:
+            return
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        sock.close()
+        if self._reader is not None and self._reader is not threading.current_thread():
+            self._reader.join(timeout=2.0)
+
+    def diagnostics(self) -> str:
+        return ""

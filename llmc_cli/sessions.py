@@ -1,0 +1,191 @@
+"""Named sessions: start, find, inspect and stop session keepers (the process is keeper.py).
+
+A keeper listens on `$STATE/sessions/NAME.sock` (directory 0700, socket 0600) and logs to
+`NAME.log` beside it. A socket file nobody answers on is stale (the keeper was killed, or the
+machine rebooted): it is removed where it is found, and the session counts as not running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from llmc_cli.config import paths
+from llmc_cli.errors import ConfigError, ConnectionFailed, TimeoutExpired, UsageError, from_json
+from llmc_cli.model import OAuthSpec, ServerSpec
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
+START_GRACE = 15.0  # on top of the slowest server's timeout, for the keeper's own start-up
+STOP_WAIT = 10.0
+
+
+def socket_path(name: str) -> Path:
+    if not NAME_PATTERN.match(name):
+        raise UsageError(f"invalid session name {name!r}: letters, digits, '.', '_', '-' (at most 64)")
+    path = paths.sessions_dir() / f"{name}.sock"
+    if len(os.fsencode(str(path))) > SOCKET_PATH_MAX:
+        raise ConfigError(f"the state directory's path is too long for a Unix socket ({path}); "
+                          "set LLMC_STATE_DIR to a shorter one")
+    return path
+
+
+def log_path(name: str) -> Path:
+    return socket_path(name).with_suffix(".log")
+
+
+def status(name: str, timeout: float = 5.0) -> dict[str, Any]:
+    """What the keeper reports about itself. A stale socket is removed and reported as not running."""
+    from llmc_cli.mcp.transports.keeper import exchange
+
+    path = socket_path(name)
+    try:
+        return exchange(str(path), {"llmc": "status"}, name, timeout)
+    except ConnectionFailed:
+        _remove_stale(path)
+        raise
+
+
+def _remove_stale(path: Path) -> None:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+
+
+def names() -> list[str]:
+    return sorted(p.stem for p in paths.sessions_dir().glob("*.sock"))
+
+
+def server_specs(name: str, only: tuple[str, ...] = ()) -> tuple[str, list[ServerSpec]]:
+    """(socket path, the servers the keeper holds) for a command run with `--session NAME`."""
+    held = status(name)
+    specs = [ServerSpec(name=s["name"], timeout=float(s.get("timeout") or 60.0),
+                        description=f"held by session {name}") for s in held.get("servers", [])]
+    unknown = [s for s in only if s not in {spec.name for spec in specs}]
+    if unknown:
+        raise UsageError(f"session {name} does not hold server(s) {', '.join(unknown)} "
+                         f"(it holds: {', '.join(s.name for s in specs) or 'none'})")
+    return str(socket_path(name)), [s for s in specs if not only or s.name in only]
+
+
+# -- start and stop -------------------------------------------------------------------------------
+
+def start(name: str, specs: list[ServerSpec], *, idle: float, profile: str | None) -> dict[str, Any]:
+    """Launch a keeper in the background and wait until its servers are up (or failed).
+
+    The server definitions reach it on a pipe: they may carry expanded secrets (headers), which
+    must not be written to disk or appear in a process listing."""
+    path = socket_path(name)
+    if path.exists():
+        try:
+            running = status(name)
+        except ConnectionFailed:
+            pass  # stale, and removed
+        else:
+            raise UsageError(f"session {name} is already running (pid {running.get('pid')}); "
+                             f"stop it with `llmc session stop {name}` or pick another name")
+    fd = os.open(log_path(name), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    with os.fdopen(fd, "ab") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "llmc_cli.keeper"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=log, close_fds=True,
+                                start_new_session=True)  # no terminal, own process group
+    assert proc.stdin is not None and proc.stdout is not None
+    config = {"name": name, "idle": idle, "profile": profile, "specs": [spec_to_json(s) for s in specs]}
+    try:
+        proc.stdin.write(json.dumps(config).encode("utf-8"))
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass  # it died at once: reported below with its log
+    deadline = time.monotonic() + max((s.timeout for s in specs), default=60.0) + START_GRACE
+    line = b""
+    while time.monotonic() < deadline and not line.endswith(b"\n"):
+        ready, _, _ = select.select([proc.stdout], [], [], min(0.5, max(0.0, deadline - time.monotonic())))
+        if ready:
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            line += chunk
+        elif proc.poll() is not None:
+            break
+    proc.stdout.close()
+    if not line.endswith(b"\n"):
+        if proc.poll() is None:
+            _kill_group(proc.pid)
+            raise TimeoutExpired(f"session {name}: its servers did not start in time (log: {log_path(name)})")
+        raise ConnectionFailed(f"session {name}: the keeper exited during start-up: {_log_tail(name)}")
+    reply = json.loads(line)
+    if reply.get("llmc") == "error":
+        raise from_json(reply)
+    return reply
+
+
+def stop(name: str) -> dict[str, Any]:
+    """Ask the keeper to stop and wait until it has (its servers stopped with it)."""
+    from llmc_cli.mcp.transports.keeper import exchange
+
+    path = socket_path(name)
+    try:
+        reply = exchange(str(path), {"llmc": "stop"}, name)
+    except ConnectionFailed:
+        _remove_stale(path)
+        raise
+    pid = int(reply.get("pid") or 0)
+    deadline = time.monotonic() + STOP_WAIT
+    while pid and _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    forced = bool(pid) and _alive(pid)
+    if forced:
+        _kill_group(pid)
+    _remove_stale(path)
+    return {"name": name, "pid": pid, "stopped": True, **({"forced": True} if forced else {})}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)  # the keeper leads its own process group
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _log_tail(name: str, lines: int = 5) -> str:
+    try:
+        text = log_path(name).read_text(encoding="utf-8", errors="replace").strip().splitlines()
+    except OSError:
+        return "(no log)"
+    return " | ".join(text[-lines:]) or "(empty log)"
+
+
+# -- server definitions on the pipe ---------------------------------------------------------------
+
+def spec_to_json(spec: ServerSpec) -> dict[str, Any]:
+    data = {f: getattr(spec, f) for f in spec.__dataclass_fields__}
+    data.update(command=list(spec.command), env=dict(spec.env), headers=dict(spec.headers),
+                options=dict(spec.options), oauth=asdict(spec.oauth) if spec.oauth else None)
+    return data
+
+
+def spec_from_json(data: dict[str, Any]) -> ServerSpec:
+    oauth = data.get("oauth")
+    return ServerSpec(**{**data, "command": tuple(data.get("command") or ()),
+                         "oauth": OAuthSpec(**{**oauth, "scopes": tuple(oauth.get("scopes") or ())}) if oauth else None})
+
