@@ -107,10 +107,18 @@ def _connect_remote(spec: ServerSpec, hooks: ClientHooks | None, cached: dict[st
         _store_cache(spec, {"era": "legacy", "transport": "sse", "version": session.protocol_version or ""})
         return session
 
-    session = Session(StreamableHttpTransport(spec.url, headers=headers, timeout=spec.timeout, auth=auth),
-                      name=spec.name, timeout=spec.timeout, hooks=hooks)
+    transport = StreamableHttpTransport(spec.url, headers=headers, timeout=spec.timeout, auth=auth)
+    session = Session(transport, name=spec.name, timeout=spec.timeout, hooks=hooks)
+    # A legacy session outlives this process: its id is remembered after every handshake (the
+    # one after a 404 included) and the server is not told to end it on close.
+    transport.end_session_on_close = False
+    session.on_initialized = lambda: _remember_http_session(spec, session)
     if cached and cached.get("era") == "legacy" and choice == "http":
-        _guarded(session, session.initialize)
+        remembered = cached.get("session")
+        if isinstance(remembered, dict) and remembered.get("id") and cached.get("version") in LEGACY_VERSIONS:
+            _resume(session, cached["version"], remembered)
+        else:
+            _guarded(session, session.initialize)
         return session
     if cached and cached.get("era") == "modern" and cached.get("version") in MODERN_VERSIONS:
         session.adopt("modern", cached["version"])
@@ -145,8 +153,63 @@ def _connect_remote(spec: ServerSpec, hooks: ClientHooks | None, cached: dict[st
         except BaseException:
             session.close()
             raise
-    _store_cache(spec, {"era": era, "transport": "http", "version": session.protocol_version or ""})
+    if era == "legacy":
+        _remember_http_session(spec, session)
+    else:
+        _store_cache(spec, {"era": era, "transport": "http", "version": session.protocol_version or ""})
     return session
+
+
+def _resume(session: Session, version: str, remembered: dict[str, Any]) -> None:
+    """Continue the HTTP session an earlier invocation left: no handshake, the server's state
+    (handles, processes) is still there. A server that ended it answers 404 on the first
+    request, and the session starts a new one and says so (ClientHooks.on_notice)."""
+    session.adopt("legacy", version)
+    session.server_info = remembered.get("serverInfo") or {}
+    session.capabilities = remembered.get("capabilities") or {}
+    session.instructions = remembered.get("instructions")
+    session.transport.resume(str(remembered["id"]))  # type: ignore[attr-defined]
+
+
+def _remember_http_session(spec: ServerSpec, session: Session) -> None:
+    session_id = getattr(session.transport, "session_id", None)
+    entry: dict[str, Any] = {"era": "legacy", "transport": "http", "version": session.protocol_version or ""}
+    if session_id:
+        entry["session"] = {"id": session_id, "serverInfo": session.server_info,
+                            "capabilities": session.capabilities, "instructions": session.instructions}
+    _store_cache(spec, entry)
+
+
+def forget_http_sessions(keys: set[str] | None = None,
+                         known: Mapping[str, ServerSpec] | None = None) -> list[dict[str, Any]]:
+    """Drop remembered HTTP sessions (all, or those of the servers with these cache keys) and
+    tell each server to end its session (DELETE; best effort, 405 means it does not let
+    clients do that). `known` supplies headers and login for servers of the profile.
+    Returns one row per session, its id shortened: a session id is a bearer token."""
+    from llmc_cli.mcp.auth import OAuth
+    from llmc_cli.mcp.transports.streamable_http import StreamableHttpTransport
+
+    rows = []
+    for key, entry in sorted(_load_cache().items()):
+        remembered = entry.get("session") if isinstance(entry, dict) else None
+        if not isinstance(remembered, dict) or not key.startswith("remote:") or (keys is not None and key not in keys):
+            continue
+        url = key[len("remote:"):]
+        spec = (known or {}).get(key) or ServerSpec(name=url, url=url)
+        _store_cache(spec, {k: v for k, v in entry.items() if k != "session"})
+        transport = StreamableHttpTransport(url, headers=dict(spec.headers), timeout=5.0, auth=OAuth.for_spec(spec))
+        transport.protocol_version = str(entry.get("version") or LEGACY_VERSIONS[0])
+        transport.session_id = str(remembered.get("id"))
+        transport.start(lambda message: None, lambda error: None)
+        transport.close()  # sends the DELETE
+        rows.append({"server": spec.name, "url": url, "session": _id_hint(str(remembered.get("id"))),
+                     "forgotten": True})
+    return rows
+
+
+def _id_hint(session_id: str) -> str:
+    """Enough of a session id to tell sessions apart, too little to use one."""
+    return session_id[:6] + "…" if len(session_id) > 8 else "…"
 
 
 def _guarded(session: Session, step: Callable[[], Any]) -> None:

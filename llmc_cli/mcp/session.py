@@ -89,6 +89,9 @@ class Session:
         self._closed_error: LlmcError | None = None
         self._started = False
         self._reinitialized = False  # an expired HTTP session is initialized again once
+        # Called after every completed handshake, the one after an expired HTTP session included
+        # (the client remembers the new session id for the next invocation).
+        self.on_initialized: Callable[[], None] | None = None
 
     # -- life cycle ------------------------------------------------------------------------------
 
@@ -117,6 +120,8 @@ class Session:
         self.capabilities = result.get("capabilities") or {}
         self.instructions = result.get("instructions")
         self.notify("notifications/initialized")
+        if self.on_initialized:
+            self.on_initialized()
         return result
 
     def discover(self, version: str = MODERN_VERSIONS[0], timeout: float | None = None) -> dict[str, Any]:

@@ -1,8 +1,10 @@
 """A real MCP server built with the official `mcp` SDK, for the client tests.
 
-Usage: python sdk_server.py [stdio|sse|streamable-http] [--port N] [--stateless] [--json]
+Usage: python sdk_server.py [stdio|sse|streamable-http] [--port N] [--stateless] [--json] [--legacy]
 Tools cover what the client must handle: text, structured output, tool errors, progress,
-logging, elicitation, slow replies and a crash.
+logging, elicitation, slow replies, a crash, and state kept per session (remember/recall).
+--legacy serves only the initialize era (no `server/discover`): Streamable HTTP with
+`Mcp-Session-Id` sessions, the shape whose sessions llmc remembers between invocations.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import sys
 from pydantic import BaseModel, Field
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 
 
 class Weather(BaseModel):
@@ -54,6 +57,24 @@ def build() -> MCPServer:
         await ctx.info(message)
         return "logged"
 
+    notes: dict[str, dict[str, str]] = {}  # per session: HTTP session id, else the connection
+
+    def session_key(ctx: Context) -> str:
+        headers = ctx.headers or {}
+        return headers.get("mcp-session-id") or f"connection-{id(ctx.session)}"
+
+    @server.tool(description="Remember a value in this session.")
+    def remember(key: str, value: str, ctx: Context) -> str:
+        notes.setdefault(session_key(ctx), {})[key] = value
+        return f"remembered {key}"
+
+    @server.tool(description="Recall a value remembered earlier in this session.")
+    def recall(key: str, ctx: Context) -> str:
+        try:
+            return notes[session_key(ctx)][key]
+        except KeyError:
+            raise ToolError(f"nothing remembered under {key!r} in this session") from None
+
     @server.tool(description="Exit the server process abruptly (crash mid-call).")
     def crash() -> str:
         os._exit(3)
@@ -75,8 +96,12 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--stateless", action="store_true")
     parser.add_argument("--json", action="store_true", help="JSON replies instead of SSE")
+    parser.add_argument("--legacy", action="store_true", help="no server/discover: initialize-era clients only")
     args = parser.parse_args()
     server = build()
+    if args.legacy:
+        # The SDK exposes no switch for this; without the handler, discover is "method not found".
+        server._lowlevel_server._request_handlers.pop("server/discover")
     if args.transport == "stdio":
         server.run("stdio")
         return

@@ -73,6 +73,13 @@ def sdk_json() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
+def sdk_legacy() -> Iterator[str]:
+    """SDK Streamable HTTP server that only speaks the initialize era: Mcp-Session-Id sessions."""
+    for base in sdk("streamable-http", "--legacy"):
+        yield base + "/mcp"
+
+
+@pytest.fixture(scope="module")
 def sdk_sse() -> Iterator[str]:
     for base in sdk("sse"):
         yield base + "/sse"

@@ -131,6 +131,8 @@ class StreamableHttpTransport:
         self.max_reconnects = max_reconnects
         self.protocol_version: str | None = None
         self.session_id: str | None = None
+        # False when the session is remembered for the next invocation: closing then leaves it be.
+        self.end_session_on_close = True
         self._deliver: Deliver | None = None
         self._closed: Closed | None = None
         self._stop = threading.Event()
@@ -224,6 +226,13 @@ class StreamableHttpTransport:
         if method == "notifications/initialized" and not self.modern:
             self._spawn(self._listen, "llmc-http-get")
 
+    def resume(self, session_id: str) -> None:
+        """Continue a legacy session an earlier process started (after `start`, with the version
+        set): its id goes on every request, and the server's own stream is listened to again.
+        An id the server no longer knows is answered with 404, which the session handles."""
+        self.session_id = session_id
+        self._spawn(self._listen, "llmc-http-get")
+
     def close(self) -> None:
         if self._stop.is_set():
             return
@@ -232,7 +241,7 @@ class StreamableHttpTransport:
         deadline = time.monotonic() + CLOSE_TIMEOUT
         for t in self._threads:
             t.join(timeout=max(0.0, deadline - time.monotonic()))
-        if self.session_id and not self.modern:
+        if self.session_id and not self.modern and self.end_session_on_close:
             # Tell the server the session is over; 405 means it does not let clients end sessions.
             try:
                 self.http.read_body(self.http.request("DELETE", self.url, self._headers(None),
