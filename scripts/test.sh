@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite from a fresh clone: creates .venv, installs llmc with its test extras,
 # installs the real MCP peers the tests start (tests/node: npm reference servers, the official
-# conformance suite, Node 22 for it), then runs pytest. Extra arguments go to pytest.
+# conformance suite, Node 22 for it; tests/node-dc: Desktop Commander), then runs pytest.
+# Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +13,13 @@ python=${PYTHON:-python3}
 if [ ! -x tests/node/node_modules/.bin/conformance ] || [ tests/node/package.json -nt tests/node/node_modules ]; then
   (cd tests/node && npm install --no-audit --no-fund --loglevel=error)
   touch tests/node/node_modules
+fi
+# Desktop Commander (a process/shell server for the session tests) apart: its puppeteer dependency
+# would download a browser, so no install scripts and no download here (tests/node needs its scripts).
+if [ ! -e tests/node-dc/node_modules/@wonderwhy-er/desktop-commander/package.json ] \
+   || [ tests/node-dc/package.json -nt tests/node-dc/node_modules ]; then
+  (cd tests/node-dc && PUPPETEER_SKIP_DOWNLOAD=1 npm install --ignore-scripts --no-audit --no-fund --loglevel=error)
+  touch tests/node-dc/node_modules
 fi
 
 # The workspace server's process tests run inside bubblewrap where it can be installed (root only).

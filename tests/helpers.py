@@ -1,4 +1,5 @@
-"""Helpers to find and start the real MCP peers: npm packages in tests/node, SDK servers in tests/servers."""
+"""Helpers to find and start the real MCP peers: npm packages in tests/node and tests/node-dc, SDK servers
+in tests/servers."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 NODE_BIN = ROOT / "tests" / "node" / "node_modules" / ".bin"
 SERVERS = ROOT / "tests" / "servers"
+DESKTOP_COMMANDER = ROOT / "tests" / "node-dc" / "node_modules" / "@wonderwhy-er" / "desktop-commander"
 
 
 def node_tool(name: str) -> str:
@@ -22,6 +24,20 @@ def node_tool(name: str) -> str:
     if not path.exists():
         pytest.fail(f"{path} is missing: run scripts/test.sh, which installs tests/node")
     return str(path)
+
+
+def desktop_commander() -> list[str]:
+    """argv that runs Desktop Commander (its package.json "bin": dist/index.js, an ES module) on stdio.
+
+    With the pinned Node 22 of tests/node when it is there (DC asks for Node >= 18), else the system's
+    node. scripts/test.sh installs it into tests/node-dc (never skipped silently)."""
+    entry = DESKTOP_COMMANDER / "dist" / "index.js"
+    if not entry.exists():
+        pytest.fail(f"{entry} is missing: run scripts/test.sh, which installs tests/node-dc")
+    node = str(NODE_BIN / "node") if (NODE_BIN / "node").exists() else shutil.which("node")
+    if not node:
+        pytest.fail("no node to run Desktop Commander: run scripts/test.sh, which installs Node 22 in tests/node")
+    return [node, str(entry)]
 
 
 def sdk_server(name: str) -> list[str]:

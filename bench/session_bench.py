@@ -1,0 +1,78 @@
+"""Sequential `llmc call` invocations through a session keeper, against the same calls without
+one, and against the floor: `python -c "import click"` plus one round trip to the keeper (a
+stdlib client that attaches over the Unix socket and makes the same tools/call).
+
+    .venv/bin/python bench/session_bench.py [--calls 200]
+
+The server is the SDK test server over stdio (tests/servers/sdk_server.py), tool `echo`. Each
+llmc call also loads the profile, applies the policy and writes two fsync'd audit records,
+which the floor does not. Prints the mean wall time per call of each and the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVER = [sys.executable, str(ROOT / "tests" / "servers" / "sdk_server.py")]
+LLMC = str(Path(sys.executable).parent / "llmc")
+
+# The floor: interpreter start-up with click imported, then one attach + tools/call round trip.
+FLOOR = r"""
+import json, socket, sys
+import click
+sock = socket.socket(socket.AF_UNIX)
+sock.connect(sys.argv[1])
+stream = sock.makefile("rb")
+def send(m):
+    sock.sendall((json.dumps(m) + "\n").encode())
+send({"llmc": "attach", "server": "t"})
+stream.readline()
+send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"message": "hi"}}})
+assert json.loads(stream.readline())["id"] == 1
+"""
+
+
+def mean_seconds(argv: list[str], env: dict[str, str], calls: int) -> float:
+    started = time.perf_counter()
+    for _ in range(calls):
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL)
+        if proc.returncode:
+            raise SystemExit(f"{argv[:4]} failed: {proc.stderr[-500:]}")
+    return (time.perf_counter() - started) / calls
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--calls", type=int, default=200)
+    calls = parser.parse_args().calls
+    home = tempfile.mkdtemp(prefix="llmc-bench-")
+    env = {**os.environ, "LLMC_STATE_DIR": f"{home}/s", "LLMC_CONFIG_DIR": f"{home}/c"}
+    env.pop("LLMC_SESSION", None)
+    subprocess.run([LLMC, "servers", "add", "t", "--", *SERVER], env=env, check=True, capture_output=True)
+    started = subprocess.run([LLMC, "session", "start", "bench", "-s", "t", "--idle", "10m"], env=env,
+                             capture_output=True, text=True)
+    if started.returncode:
+        raise SystemExit(f"session start failed: {started.stderr}")
+    socket_path = json.loads(started.stdout)["socket"]
+    try:
+        call = [LLMC, "call", "t.echo", "message=hi", "--yes"]
+        keeper = mean_seconds([*call, "--session", "bench"], env, calls)
+        floor = mean_seconds([sys.executable, "-c", FLOOR, socket_path], env, calls)
+        without = mean_seconds(call, env, calls)
+    finally:
+        subprocess.run([LLMC, "session", "stop", "bench"], env=env, capture_output=True)
+    print(f"{calls} sequential calls, mean per call: floor (import click + 1 round trip) {floor * 1000:.0f} ms, "
+          f"through the keeper {keeper * 1000:.0f} ms, without a session {without * 1000:.0f} ms")
+    print(f"keeper / floor {keeper / floor:.2f} (target 1.5), without / keeper {without / keeper:.2f}")
+
+
+if __name__ == "__main__":
+    main()
