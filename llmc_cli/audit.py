@@ -82,25 +82,51 @@ class AuditLog:
     def __init__(self, path: Path | str | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.path = Path(path).expanduser() if path else default_path()
         self.max_bytes = max_bytes
+        self._tail: tuple[int, int] | None = None  # (inode, size) of the file after our last write
+        self._tail_hash = GENESIS
 
     def append(self, record: dict[str, Any]) -> dict[str, Any]:
+        return self.append_many([record])[-1]
+
+    def record(self, record: dict[str, Any], *, before_action: bool) -> None:
+        """What call_tool writes through: every record on disk at once (see Deferred)."""
+        self.append(record)
+
+    def flush(self) -> None:
+        """Nothing waits here: every record was written when it was made."""
+
+    def append_many(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Chain and write records under the lock: one write() of whole lines, one fsync."""
         from filelock import FileLock, Timeout
 
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             with FileLock(str(self.path) + ".lock", timeout=30):
-                if self.path.exists() and self.path.stat().st_size >= self.max_bytes:
+                try:
+                    seen = os.stat(self.path)
+                except FileNotFoundError:
+                    seen = None
+                if seen is not None and seen.st_size >= self.max_bytes:
                     self._rotate()
-                full = {"time": now_iso(), **record, "prev": self._last_hash()}
-                full["hash"] = record_hash(full)
-                line = (json.dumps(full, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+                    seen = None
+                # The last hash is what this object wrote last, unless the file changed since
+                # (another process appended, or rotated): then it is read from the file.
+                known = seen is not None and self._tail == (seen.st_ino, seen.st_size)
+                prev, written, lines = (self._tail_hash if known else self._last_hash()), [], []
+                for record in records:
+                    full = {"time": now_iso(), **record, "prev": prev}  # a record may bring its own time
+                    full["hash"] = prev = record_hash(full)
+                    written.append(full)
+                    lines.append(json.dumps(full, ensure_ascii=False, separators=(",", ":")) + "\n")
                 fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
                 try:
-                    os.write(fd, line)
+                    os.write(fd, "".join(lines).encode("utf-8"))
                     os.fsync(fd)
+                    after = os.fstat(fd)
+                    self._tail, self._tail_hash = (after.st_ino, after.st_size), prev
                 finally:
                     os.close(fd)
-                return full
+                return written
         except (OSError, Timeout) as exc:
             raise AuditError(f"cannot write the audit log {self.path}: {getattr(exc, 'strerror', None) or exc}; "
                              "the tool was not run") from None
@@ -149,6 +175,34 @@ class AuditLog:
                 return {"ok": False, "records": count, **where, "reason": "record was modified (hash mismatch)"}
             prev, count = stored, count + 1
         return {"ok": True, "records": count, "files": [str(p) for p in self.files()], "last": prev}
+
+
+class Deferred:
+    """The audit trail of a batch: a record written before an action (a decision) goes to disk
+    at once, as always, and takes every outcome recorded since with it, in one write and one
+    fsync. So call N's outcome is on disk before call N+1 runs, at half the fsyncs; `flush`
+    writes the last outcomes. Outcome records keep the time they were recorded at."""
+
+    def __init__(self, log: AuditLog) -> None:
+        import threading
+
+        self.log = log
+        self.pending: list[dict[str, Any]] = []
+        self.lock = threading.Lock()  # one batch runs servers in threads
+
+    def record(self, record: dict[str, Any], *, before_action: bool) -> None:
+        with self.lock:
+            if not before_action:
+                self.pending.append({"time": now_iso(), **record})
+                return
+            self.log.append_many([*self.pending, record])
+            self.pending = []  # kept when the write failed: the next one (or flush) takes them
+
+    def flush(self) -> None:
+        with self.lock:
+            records, self.pending = self.pending, []
+            if records:
+                self.log.append_many(records)
 
 
 def _last_line(path: Path) -> str:

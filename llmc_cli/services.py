@@ -26,6 +26,7 @@ class Invocation:
     confirm: Callable[[ToolCall, Tool | None], bool] | None = None
     conversation_id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    audit: Any = None  # where call_tool writes: None = the profile's audit log; a batch's audit.Deferred
 
 
 def builtin_servers() -> dict[str, Callable[[ServerSpec], Any]]:
@@ -90,21 +91,21 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
     decision = policy.decide(call, tool, config)
     if decision.action == "confirm":
         decision = _confirm(invocation, call, tool, decision)
-    log = audit.AuditLog(profile.profile.audit_log)
+    log = invocation.audit or audit.AuditLog(profile.profile.audit_log)
     base = {**audit.identity(), "profile": profile.name, "command": invocation.command,
             "conversation": invocation.conversation_id, "server": call.server, "tool": call.tool,
             "arguments": audit.mask_secrets(call.arguments), "callHash": decision.call_hash}
     base = {k: v for k, v in base.items() if v is not None}
-    log.append({**base, "event": "decision", "decision": decision.action, "rule": decision.rule,
-                "reason": decision.reason})
+    log.record({**base, "event": "decision", "decision": decision.action, "rule": decision.rule,
+                "reason": decision.reason}, before_action=True)
     if decision.action != "allow":
         raise PolicyDenied(f"denied: {decision.reason} [{decision.rule}]", rule=decision.rule,
                            callHash=decision.call_hash)
     try:
         policy.acquire_rate(profile.name, call.qualified_name, config, state_dir())
     except PolicyDenied as exc:
-        log.append({**base, "event": "outcome", "outcome": "denied", "rule": exc.details.get("rule"),
-                    "reason": exc.message})
+        log.record({**base, "event": "outcome", "outcome": "denied", "rule": exc.details.get("rule"),
+                    "reason": exc.message}, before_action=False)
         raise
     started = time.monotonic()
     try:
@@ -113,8 +114,8 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
             raise ProtocolError(f"{call.server}: tools/call result has no content list")
     except LlmcError as exc:
         outcome = "timeout" if isinstance(exc, TimeoutExpired) else "transport_error"
-        log.append({**base, "event": "outcome", "outcome": outcome, "error": exc.message,
-                    "durationMs": round((time.monotonic() - started) * 1000, 1)})
+        log.record({**base, "event": "outcome", "outcome": outcome, "error": exc.message,
+                    "durationMs": round((time.monotonic() - started) * 1000, 1)}, before_action=False)
         raise
     result = ToolResult.from_mcp(raw)
     result.duration_ms = round((time.monotonic() - started) * 1000, 1)
@@ -124,7 +125,7 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
                       "resultSha256": hashlib.sha256(body).hexdigest()}
     if profile.profile.audit_results:
         outcome_record["result"] = audit.mask_secrets(raw)
-    log.append(outcome_record)
+    log.record(outcome_record, before_action=False)
     return result
 
 
@@ -193,6 +194,10 @@ def run_batch(catalog: Catalog, invocation: Invocation, items: list[BatchItem], 
 
     from llmc_cli import policy
 
+    from llmc_cli import audit
+
+    if invocation.audit is None:
+        invocation = replace(invocation, audit=audit.Deferred(audit.AuditLog(invocation.profile.profile.audit_log)))
     stop = threading.Event()
     done = [threading.Event() for _ in items]
     by_server: dict[str, list[BatchItem]] = {}
@@ -234,16 +239,22 @@ def run_batch(catalog: Catalog, invocation: Invocation, items: list[BatchItem], 
                 if parallel > 1 and read_only(queue[i]):
                     while len(group) < parallel and i + len(group) < len(queue) and read_only(queue[i + len(group)]):
                         group.append(queue[i + len(group)])
-                list(pool.map(run_one, group))
+                if len(group) == 1:
+                    run_one(group[0])  # no hand-over to a pool thread for a sequential call
+                else:
+                    list(pool.map(run_one, group))
                 i += len(group)
 
     workers = [threading.Thread(target=run_server, args=(queue,), daemon=True, name=f"llmc-batch-{server}")
                for server, queue in by_server.items()]
     for worker in workers:
         worker.start()
-    for item in items:  # in input order, each as soon as it and every earlier one are done
-        done[item.index].wait()
-        if on_done:
-            on_done(item)
-    for worker in workers:
-        worker.join()
+    try:
+        for item in items:  # in input order, each as soon as it and every earlier one are done
+            done[item.index].wait()
+            if on_done:
+                on_done(item)
+        for worker in workers:
+            worker.join()
+    finally:
+        invocation.audit.flush()

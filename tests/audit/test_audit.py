@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from llmc_cli.audit import AuditLog, mask_secrets
+from llmc_cli.audit import AuditLog, Deferred, mask_secrets
 from tests.helpers import llmc, sdk_server
 
 WRITER = """
@@ -116,3 +116,21 @@ def test_verify_reports_a_broken_log_with_exit_1(isolated_dirs):
     log.write_text(log.read_text().replace('"message":"x"', '"message":"y"'))
     proc = llmc("audit", "verify")
     assert proc.returncode == 1 and json.loads(proc.stdout)["ok"] is False
+
+
+def test_a_batch_trail_writes_each_outcome_with_the_next_decision(tmp_path):
+    log = AuditLog(tmp_path / "audit.jsonl")
+    other = AuditLog(tmp_path / "audit.jsonl")  # another process appending between our writes
+    trail = Deferred(log)
+    trail.record({"event": "decision", "n": 1}, before_action=True)
+    trail.record({"event": "outcome", "n": 1}, before_action=False)
+    assert [json.loads(x)["n"] for x in log.path.read_text().splitlines()] == [1]  # the outcome waits...
+    other.append({"event": "elsewhere"})
+    trail.record({"event": "decision", "n": 2}, before_action=True)  # ...and goes with the next decision
+    trail.record({"event": "outcome", "n": 2}, before_action=False)
+    trail.flush()
+    records = [json.loads(x) for x in log.path.read_text().splitlines()]
+    assert [(r["event"], r.get("n")) for r in records] == [
+        ("decision", 1), ("elsewhere", None), ("outcome", 1), ("decision", 2), ("outcome", 2)]
+    assert records[2]["time"] <= records[3]["time"]  # an outcome keeps the time it happened at
+    assert log.verify()["ok"] and log.verify()["records"] == 5

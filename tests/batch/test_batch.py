@@ -100,3 +100,16 @@ def test_a_batch_file_and_usage_errors(isolated_dirs, tmp_path):
     proc = subprocess.run([llmc_executable(), "call", "--batch", str(tmp_path / "missing")], capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 2 and "No such file" in proc.stderr
+
+
+def test_the_audit_trail_of_a_batch_is_complete_ordered_and_verifiable(isolated_dirs):
+    write_profile(isolated_dirs)
+    code, out, _ = batch([{"id": i, "tool": "a.echo", "arguments": {"message": str(i)}} for i in range(5)])
+    assert code == 0 and len(out) == 5
+    audit = [json.loads(line) for line in (isolated_dirs / "state" / "audit.jsonl").read_text().splitlines()]
+    # Sequential calls to one server: each decision is on disk before its call, each outcome with
+    # the next decision (or at the end), so the trail reads in the order things happened.
+    assert [(r["event"], r["arguments"]["message"]) for r in audit] == [
+        (event, str(i)) for i in range(5) for event in ("decision", "outcome")]
+    proc = subprocess.run([llmc_executable(), "audit", "verify"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["records"] == 10
