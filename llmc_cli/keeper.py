@@ -204,6 +204,10 @@ class Keeper:
         self.profile = profile
         self.upstreams = {spec.name: Upstream(spec, self) for spec in specs}
         self.clients: set[Client] = set()
+        # Connections that are or may become attached (counted from accept() until they say they
+        # want something else): an attach that restarts a server may take seconds, and the idle
+        # timeout must not cut it off meanwhile.
+        self.connections = 0
         self.counter = itertools.count(1)
         self.asks: dict[str, Future[dict[str, Any]]] = {}  # our requests to callers, by id
         self.started = datetime.now(timezone.utc)
@@ -231,21 +235,31 @@ class Keeper:
             ready.write(json.dumps({"llmc": "error", **first.to_json()}) + "\n")
             ready.close()
             return first.exit_code
+        self.touch()  # the idle clock starts when the session is ready, not while its servers start
         ready.write(json.dumps(self.status()) + "\n")
         ready.close()
         log(f"session {self.name} ready: pid {os.getpid()}, servers {', '.join(self.upstreams)}")
         listener.settimeout(ACCEPT_POLL)
         while not self.stopping.is_set():
             try:
-                conn, _ = listener.accept()
+                conn: socket.socket | None = listener.accept()[0]
             except socket.timeout:
-                if self.idle and not self.clients and time.monotonic() - self.last_activity > self.idle:
-                    self.stop(f"idle for {self.idle:g}s")
+                conn = None
+            # Checked after every accept, not only when accept() times out, and before the new
+            # connection counts: a stream of `session list` queries must not keep an idle session
+            # alive (status queries do not touch the clock either).
+            if self.idle and not self.connections and time.monotonic() - self.last_activity > self.idle:
+                if conn is not None:
+                    conn.close()  # came too late: the session is stopping
+                self.stop(f"idle for {self.idle:g}s")
+                continue
+            if conn is None:
                 continue
             if not _same_user(conn):
                 conn.close()
                 continue
-            self.touch()
+            with self.lock:
+                self.connections += 1
             threading.Thread(target=self._serve, args=(conn,), daemon=True, name="llmc-keeper-client").start()
         log(f"session {self.name} stopping: {self.stop_reason}")
         self._shutdown()
@@ -256,6 +270,12 @@ class Keeper:
             upstream.open()
             return True
         except LlmcError:
+            return False
+        except Exception as exc:  # a bug: in the log with its traceback, and the start fails cleanly
+            import traceback
+
+            log(f"{upstream.spec.name}: internal error while starting:\n{traceback.format_exc()}")
+            upstream.error = ConnectionFailed(f"{upstream.spec.name}: internal error while starting: {exc!r}")
             return False
 
     def _shutdown(self) -> None:
@@ -282,6 +302,7 @@ class Keeper:
     def _serve(self, conn: socket.socket) -> None:
         client = Client(conn)
         stream = conn.makefile("rb")
+        counted = True  # in self.connections
         try:
             conn.settimeout(FIRST_LINE_TIMEOUT)
             first = read_line(stream)
@@ -289,6 +310,9 @@ class Keeper:
             if first is None:
                 return
             command = first.get("llmc")
+            if command != "attach":  # a status query or a stop is no use of the session
+                self._uncount()
+                counted = False
             if command == "status":
                 client.send(self.status())
             elif command == "stop":
@@ -303,6 +327,12 @@ class Keeper:
         finally:
             stream.close()
             conn.close()
+            if counted:
+                self._uncount()
+
+    def _uncount(self) -> None:
+        with self.lock:
+            self.connections -= 1
 
     def _attach(self, client: Client, server: str, stream: Any) -> None:
         upstream = self.upstreams.get(server)
@@ -400,10 +430,9 @@ def main() -> int:
     from llmc_cli.sessions import socket_path, spec_from_json
 
     config = json.loads(sys.stdin.read())
-    sys.stdin.close()
     ready = os.fdopen(os.dup(1), "w")
     devnull = os.open(os.devnull, os.O_RDWR)
-    os.dup2(devnull, 0)
+    os.dup2(devnull, 0)  # sys.stdin stays usable (isatty() is asked): it reads nothing now
     os.dup2(devnull, 1)  # once ready is sent, nothing may write to the starter's pipe
     keeper = Keeper(config["name"], [spec_from_json(s) for s in config["specs"]], float(config["idle"]),
                     config.get("profile"))

@@ -56,6 +56,21 @@ def status(name: str, timeout: float = 5.0) -> dict[str, Any]:
 
 
 def _remove_stale(path: Path) -> None:
+    """Remove a socket file nobody listens on; one whose keeper is alive (it closed a connection
+    while stopping, say) is left to it."""
+    import socket
+
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(str(path))
+        return  # someone answers: not stale
+    except (FileNotFoundError, TimeoutError):
+        return  # gone already, or a keeper too busy to accept
+    except OSError:
+        pass  # refused: nobody listens
+    finally:
+        probe.close()
     try:
         path.unlink()
     except FileNotFoundError:
@@ -96,7 +111,9 @@ def start(name: str, specs: list[ServerSpec], *, idle: float, profile: str | Non
                              f"stop it with `llmc session stop {name}` or pick another name")
     fd = os.open(log_path(name), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     with os.fdopen(fd, "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "llmc_cli.keeper"], stdin=subprocess.PIPE,
+        # -P: `-m` would put the current directory first on sys.path, so a json.py or socket.py
+        # in whatever directory `session start` runs in would be imported by the keeper.
+        proc = subprocess.Popen([sys.executable, "-P", "-m", "llmc_cli.keeper"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=log, close_fds=True,
                                 start_new_session=True)  # no terminal, own process group
     assert proc.stdin is not None and proc.stdout is not None
@@ -157,7 +174,17 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """An exited keeper its parent has not reaped yet: the keeper outlives `session start`, so its
+    parent is init, and a container's pid 1 often reaps nothing. Linux only; elsewhere False."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return False
 
 
 def _kill_group(pid: int) -> None:

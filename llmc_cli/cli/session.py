@@ -108,18 +108,20 @@ def stop(names: tuple[str, ...], every: bool) -> None:
     if every == bool(names):
         raise UsageError("name the sessions to stop, or give --all")
     targets = sessions.names() if every else list(names)
-    results, missing = [], []
+    results, errors = [], []
     for name in targets:
         try:
             results.append(sessions.stop(name))
         except ConnectionFailed as exc:
             if not every:
-                missing.append(exc)
+                errors.append(exc)
+        except LlmcError as exc:  # a hung keeper (timeout) must not keep the other sessions running
+            errors.insert(0, exc)
     emit(results, "jsonl")
-    if missing:
-        for exc in missing[1:]:
+    if errors:
+        for exc in errors[1:]:
             note(f"llmc: {exc.message}")
-        raise missing[0]
+        raise errors[0]
 
 
 @session.command()
@@ -129,17 +131,24 @@ def stop(names: tuple[str, ...], every: bool) -> None:
 @click.pass_context
 def forget(ctx: click.Context, servers: tuple[str, ...], urls: tuple[str, ...]) -> None:
     """Drop remembered HTTP sessions (Mcp-Session-Id), so the next command starts a new one.
-    Without options: all of them. The server is told where it listens (HTTP DELETE)."""
+    Without options: all of them. Each server is asked to end its session (HTTP DELETE)."""
+    from llmc_cli.config.profiles import load_profile, server_specs
     from llmc_cli.mcp.client import forget_http_sessions
     from llmc_cli.model import ServerSpec
 
+    profile_name = ctx.obj.get("profile") if ctx.obj else None
+    if servers:
+        known = {s.cache_key(): s for s in server_specs(load_profile(profile_name), servers)}
+    else:
+        try:  # headers and logins of the profile's servers, for the DELETE
+            known = {s.cache_key(): s for s in server_specs(load_profile(profile_name), ())}
+        except LlmcError:
+            known = {}
     keys: set[str] | None = None
     if servers or urls:
-        from llmc_cli.config.profiles import load_profile, server_specs
-
-        specs = server_specs(load_profile(ctx.obj.get("profile") if ctx.obj else None), servers) if servers else []
-        keys = {s.cache_key() for s in specs} | {ServerSpec(name="url", url=u).cache_key() for u in urls}
-    emit(forget_http_sessions(keys), "jsonl")
+        keys = ({k for k, s in known.items() if s.name in servers}
+                | {ServerSpec(name="url", url=u).cache_key() for u in urls})
+    emit(forget_http_sessions(keys, known), "jsonl")
 
 
 def _public(status: dict[str, Any], name: str) -> dict[str, Any]:
