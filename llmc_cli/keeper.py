@@ -94,6 +94,10 @@ class Upstream:
                 self.session = None
                 notice = (f"{self.spec.name} stopped inside session {self.keeper.name} ({reason}) and was "
                           "restarted: state the server kept (processes, handles, ids) is lost")
+                # Callers still attached hold handles of the dead server: end their connections
+                # (they see why) rather than let their next request reach the new one silently.
+                for client in list(self.clients):
+                    client.hang_up(notice)
             from llmc_cli.services import builtin_servers
 
             try:

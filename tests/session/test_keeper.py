@@ -432,3 +432,24 @@ def test_ids_and_progress_tokens_are_remapped_per_caller(keepers: Keepers) -> No
         assert {p["total"] for p in progress[i]} == {count}, progress[i]
         assert len(progress[i]) == count
         assert len({p["progressToken"] for p in progress[i]}) == 1
+
+
+def test_a_caller_attached_across_a_restart_is_told_not_rerouted(keepers: Keepers) -> None:
+    """A long-lived caller (a batch, say) holds handles of the server it attached to: when that
+    server dies and another caller's attach restarts it, the first caller's connection ends with
+    the reason, instead of its next request silently reaching a server that knows nothing."""
+    from llmc_cli.errors import ConnectionFailed
+    from llmc_cli.mcp.client import attach
+
+    path = keepers.start("long", "-s", "t")["socket"]
+    session = attach(path, "long", "t", timeout=30)
+    try:
+        assert session.call_tool("remember", {"key": "k", "value": "v"})["isError"] is False
+        assert keepers.call("t.crash", session="long").returncode == 5
+        restarted = keepers.call("t.echo", "message=after", session="long")
+        assert restarted.returncode == 0 and "warning" in restarted.stderr
+        with pytest.raises(ConnectionFailed) as caught:
+            session.call_tool("recall", {"key": "k"})
+        assert "restarted" in caught.value.message and "state the server kept" in caught.value.message
+    finally:
+        session.close()
