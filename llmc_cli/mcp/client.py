@@ -83,9 +83,17 @@ def _negotiate_stdio(session: Session, spec: ServerSpec, cached: dict[str, str] 
         session.initialize()
         era = "legacy"
     except (TimeoutExpired, NotADiscoverResult):
-        # Silence or a reply that is no DiscoverResult: a legacy server (transports/stdio.mdx).
-        session.initialize()
-        era = "legacy"
+        # Silence or a reply that is no DiscoverResult: a legacy server (transports/stdio.mdx)...
+        try:
+            session.initialize()
+            era = "legacy"
+        except RpcError as exc:
+            if exc.code not in jsonrpc.MODERN_ERROR_CODES:
+                raise
+            # ...or a modern one that was slow to start (a loaded machine): it took the probe,
+            # so it refuses the handshake with a modern error. Ask again, with the whole timeout.
+            session.discover(timeout=spec.timeout)
+            era = "modern"
     _store_cache(spec, {"era": era, "version": session.protocol_version or ""})
 
 

@@ -177,3 +177,12 @@ def test_child_gets_an_allow_listed_environment(monkeypatch):
     with connect(spec(node_tool("mcp-server-everything"), env={"DECLARED": "yes"})) as s:
         text = s.call_tool("get-env", {})["content"][0]["text"]
     assert "do-not-leak" not in text and "DECLARED" in text
+
+
+def test_a_modern_server_too_slow_for_the_probe_is_not_taken_for_a_legacy_one(isolated_dirs):
+    # The probe times out (2s) while the server still works on it; the initialize that follows
+    # is refused with a modern error, which means "modern, but slow": llmc asks again.
+    slow = spec(*sdk_server("sdk_server.py"), "stdio", "--slow-discover", "5", timeout=2.0)
+    with connect(slow) as s:
+        assert (s.era, s.protocol_version) == ("modern", "2026-07-28")
+        assert s.call_tool("echo", {"message": "late"})["content"][0]["text"] == "late"

@@ -126,7 +126,7 @@ def test_rate_limit_holds_across_parallel_processes(isolated_dirs, data):
     with ThreadPoolExecutor(8) as pool:
         results = list(pool.map(lambda i: llmc("call", "sdk.echo", f"message={i}"), range(8)))
     codes = sorted(r.returncode for r in results)
-    assert codes == [0] * 5 + [4] * 3
+    assert codes == [0] * 5 + [4] * 3, [r.stderr for r in results]
     limited = next(r for r in results if r.returncode == 4)
     assert "retry after" in limited.stderr
 

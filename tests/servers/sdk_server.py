@@ -97,11 +97,23 @@ def main() -> None:
     parser.add_argument("--stateless", action="store_true")
     parser.add_argument("--json", action="store_true", help="JSON replies instead of SSE")
     parser.add_argument("--legacy", action="store_true", help="no server/discover: initialize-era clients only")
+    parser.add_argument("--slow-discover", type=float, default=0.0, metavar="SECONDS",
+                        help="answer the first server/discover this late (a slow start, as on a loaded machine)")
     args = parser.parse_args()
     server = build()
+    handlers = server._lowlevel_server._request_handlers  # the SDK exposes no switch for these
     if args.legacy:
-        # The SDK exposes no switch for this; without the handler, discover is "method not found".
-        server._lowlevel_server._request_handlers.pop("server/discover")
+        handlers.pop("server/discover")  # discover is then "method not found"
+    elif args.slow_discover:
+        entry = handlers["server/discover"]
+        first = [True]
+
+        async def slow_discover(ctx, params):  # type: ignore[no-untyped-def]
+            if first.pop() if first else False:
+                await asyncio.sleep(args.slow_discover)
+            return await entry.handler(ctx, params)
+
+        handlers["server/discover"] = type(entry)(entry.params_type, slow_discover)
     if args.transport == "stdio":
         server.run("stdio")
         return
