@@ -178,10 +178,14 @@ class AuditLog:
 
 
 class Deferred:
-    """The audit trail of a batch: a record written before an action (a decision) goes to disk
-    at once, as always, and takes every outcome recorded since with it, in one write and one
-    fsync. So call N's outcome is on disk before call N+1 runs, at half the fsyncs; `flush`
-    writes the last outcomes. Outcome records keep the time they were recorded at."""
+    """The audit trail of a batch (a context manager). Records written before an action
+    (decisions) go to disk at once, as always, taking every waiting outcome with them in the
+    same write and fsync; outcome records wait in memory for at most FLUSH_RECORDS records or
+    FLUSH_SECONDS (a background flush), keeping the time they were recorded at. Leaving the
+    context writes what is left."""
+
+    FLUSH_RECORDS = 64
+    FLUSH_SECONDS = 1.0
 
     def __init__(self, log: AuditLog) -> None:
         import threading
@@ -189,20 +193,46 @@ class Deferred:
         self.log = log
         self.pending: list[dict[str, Any]] = []
         self.lock = threading.Lock()  # one batch runs servers in threads
+        self.closed = threading.Event()
+        self.flusher = threading.Thread(target=self._flush_every_second, daemon=True, name="llmc-audit-flush")
+
+    def __enter__(self) -> "Deferred":
+        self.flusher.start()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.closed.set()
+        self.flusher.join(timeout=self.FLUSH_SECONDS * 2)
+        self.flush()
 
     def record(self, record: dict[str, Any], *, before_action: bool) -> None:
+        if before_action:
+            self.record_before_actions([record])
+            return
         with self.lock:
-            if not before_action:
-                self.pending.append({"time": now_iso(), **record})
-                return
-            self.log.append_many([*self.pending, record])
-            self.pending = []  # kept when the write failed: the next one (or flush) takes them
+            self.pending.append({"time": now_iso(), **record})
+            if len(self.pending) >= self.FLUSH_RECORDS:
+                self._write([])
+
+    def record_before_actions(self, records: list[dict[str, Any]]) -> None:
+        with self.lock:
+            self._write(records)
 
     def flush(self) -> None:
         with self.lock:
-            records, self.pending = self.pending, []
-            if records:
-                self.log.append_many(records)
+            self._write([])
+
+    def _flush_every_second(self) -> None:
+        while not self.closed.wait(self.FLUSH_SECONDS):
+            try:
+                self.flush()
+            except AuditError:
+                pass  # the records stay pending; the next decision or the final flush reports it
+
+    def _write(self, records: list[dict[str, Any]]) -> None:
+        if self.pending or records:
+            self.log.append_many([*self.pending, *records])
+            self.pending = []  # kept when the write failed: the next one (or flush) takes them
 
 
 def _last_line(path: Path) -> str:

@@ -72,15 +72,24 @@ def visible_tools(catalog: Catalog, profile: LoadedProfile, servers: list[str] |
     return allowed, [t for t in tools if t not in allowed], failures
 
 
-def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeout: float | None = None) -> ToolResult:
-    """The ONLY path that runs a tool: policy decision (and confirmation) -> audit record of the
-    decision -> rate limit -> the call -> audit record of the outcome. A denial is audited, then
-    raised as PolicyDenied. Returns the result (is_error included); raises LlmcError otherwise."""
+@dataclass
+class Authorization:
+    """A call the policy has decided on, with the fields every audit record of it carries."""
+
+    call: ToolCall
+    decision: Any  # policy.Decision
+    base: dict[str, Any]
+
+    def decision_record(self) -> dict[str, Any]:
+        d = self.decision
+        return {**self.base, "event": "decision", "decision": d.action, "rule": d.rule, "reason": d.reason}
+
+
+def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Authorization:
+    """The policy's decision on a call (a confirmation asked or answered here); nothing runs."""
     from llmc_cli import audit, policy
-    from llmc_cli.config.paths import state_dir
 
     profile = invocation.profile
-    config = profile.profile.policy
     tool = catalog.find_tool(call.server, call.tool)
     if tool is None:
         raise UsageError(f"server {call.server} has no tool named {call.tool!r}")
@@ -88,21 +97,41 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
         from llmc_cli.lockfile import check
 
         check(_relative_to_profile(profile, profile.profile.lock), tool)
-    decision = policy.decide(call, tool, config)
+    decision = policy.decide(call, tool, profile.profile.policy)
     if decision.action == "confirm":
         decision = _confirm(invocation, call, tool, decision)
-    log = invocation.audit or audit.AuditLog(profile.profile.audit_log)
     base = {**audit.identity(), "profile": profile.name, "command": invocation.command,
             "conversation": invocation.conversation_id, "server": call.server, "tool": call.tool,
             "arguments": audit.mask_secrets(call.arguments), "callHash": decision.call_hash}
-    base = {k: v for k, v in base.items() if v is not None}
-    log.record({**base, "event": "decision", "decision": decision.action, "rule": decision.rule,
-                "reason": decision.reason}, before_action=True)
+    return Authorization(call, decision, {k: v for k, v in base.items() if v is not None})
+
+
+def audit_trail(invocation: Invocation) -> Any:
+    from llmc_cli import audit
+
+    return invocation.audit or audit.AuditLog(invocation.profile.profile.audit_log)
+
+
+def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeout: float | None = None,
+              authorized: Authorization | None = None) -> ToolResult:
+    """The ONLY path that runs a tool: policy decision (and confirmation) -> audit record of the
+    decision, on disk -> rate limit -> the call -> audit record of the outcome. A denial is
+    audited, then raised as PolicyDenied. Returns the result (is_error included); raises
+    LlmcError otherwise. `authorized`: decided, and its decision record written, by the caller
+    (run_batch writes all of a batch's decisions at once)."""
+    from llmc_cli import audit, policy
+    from llmc_cli.config.paths import state_dir
+
+    log = audit_trail(invocation)
+    if authorized is None:
+        authorized = authorize(catalog, invocation, call)
+        log.record(authorized.decision_record(), before_action=True)
+    decision, base, profile = authorized.decision, authorized.base, invocation.profile
     if decision.action != "allow":
         raise PolicyDenied(f"denied: {decision.reason} [{decision.rule}]", rule=decision.rule,
                            callHash=decision.call_hash)
     try:
-        policy.acquire_rate(profile.name, call.qualified_name, config, state_dir())
+        policy.acquire_rate(profile.name, call.qualified_name, profile.profile.policy, state_dir())
     except PolicyDenied as exc:
         log.record({**base, "event": "outcome", "outcome": "denied", "rule": exc.details.get("rule"),
                     "reason": exc.message}, before_action=False)
@@ -185,36 +214,54 @@ class BatchItem:
 def run_batch(catalog: Catalog, invocation: Invocation, items: list[BatchItem], *, parallel: int = 1,
               fail_fast: bool = False, on_done: Callable[[BatchItem], None] | None = None) -> None:
     """Run many calls over one connection per server: servers concurrently; within a server in
-    input order, except that up to `parallel` consecutive read-only calls run at once. Every call
-    goes through call_tool (policy, audit). `on_done` gets the items in input order as soon as
-    every earlier one is done, so results stream. With `fail_fast`, calls not yet started after
-    a failure are skipped (an error result saying so)."""
+    input order, except that up to `parallel` consecutive read-only calls run at once. `on_done`
+    gets the items in input order as soon as every earlier one is done, so results stream. With
+    `fail_fast`, calls not yet started after a failure are skipped (an error result saying so).
+
+    Every call is decided first and all decision records go to disk in one write, before any
+    call runs; then each runs through call_tool, whose outcome records are written in groups
+    (audit.Deferred). A batch costs a few fsyncs, not two per call."""
+    from llmc_cli import audit
+
+    with audit.Deferred(audit.AuditLog(invocation.profile.profile.audit_log)) as trail:
+        _run_batch(catalog, replace(invocation, audit=trail), items, parallel, fail_fast, on_done)
+
+
+def _run_batch(catalog: Catalog, invocation: Invocation, items: list[BatchItem], parallel: int,
+               fail_fast: bool, on_done: Callable[[BatchItem], None] | None) -> None:
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
     from llmc_cli import policy
 
-    from llmc_cli import audit
-
-    if invocation.audit is None:
-        invocation = replace(invocation, audit=audit.Deferred(audit.AuditLog(invocation.profile.profile.audit_log)))
+    trail = invocation.audit
+    authorized: dict[int, Authorization] = {}
+    for item in items:
+        if item.call is not None:
+            try:
+                authorized[item.index] = authorize(catalog, invocation, item.call)
+            except LlmcError as exc:
+                item.error = exc
+    trail.record_before_actions([a.decision_record() for a in authorized.values()])
     stop = threading.Event()
     done = [threading.Event() for _ in items]
     by_server: dict[str, list[BatchItem]] = {}
     for item in items:
-        if item.call is None:
+        if item.index not in authorized:
             done[item.index].set()
         else:
-            by_server.setdefault(item.call.server, []).append(item)
+            by_server.setdefault(item.call.server, []).append(item)  # type: ignore[union-attr]
 
     def run_one(item: BatchItem) -> None:
         assert item.call is not None
         if stop.is_set():
             item.error = LlmcError("skipped: an earlier call failed (--fail-fast)")
+            trail.record({**authorized[item.index].base, "event": "outcome", "outcome": "skipped",
+                          "reason": item.error.message}, before_action=False)
         else:
             started = time.monotonic()
             try:
-                item.result = call_tool(catalog, invocation, item.call)
+                item.result = call_tool(catalog, invocation, item.call, authorized=authorized[item.index])
             except LlmcError as exc:
                 item.error = exc
             item.duration_ms = round((time.monotonic() - started) * 1000, 1)
@@ -249,12 +296,9 @@ def run_batch(catalog: Catalog, invocation: Invocation, items: list[BatchItem], 
                for server, queue in by_server.items()]
     for worker in workers:
         worker.start()
-    try:
-        for item in items:  # in input order, each as soon as it and every earlier one are done
-            done[item.index].wait()
-            if on_done:
-                on_done(item)
-        for worker in workers:
-            worker.join()
-    finally:
-        invocation.audit.flush()
+    for item in items:  # in input order, each as soon as it and every earlier one are done
+        done[item.index].wait()
+        if on_done:
+            on_done(item)
+    for worker in workers:
+        worker.join()

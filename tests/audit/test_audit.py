@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from tests.helpers import llmc, sdk_server
 
 WRITER = """
 import sys
+import time
 from llmc_cli.audit import AuditLog
 log = AuditLog(sys.argv[1])
 for i in range(500):
@@ -134,3 +136,24 @@ def test_a_batch_trail_writes_each_outcome_with_the_next_decision(tmp_path):
         ("decision", 1), ("elsewhere", None), ("outcome", 1), ("decision", 2), ("outcome", 2)]
     assert records[2]["time"] <= records[3]["time"]  # an outcome keeps the time it happened at
     assert log.verify()["ok"] and log.verify()["records"] == 5
+
+
+def test_a_waiting_outcome_reaches_the_disk_within_the_flush_interval(tmp_path):
+    log = AuditLog(tmp_path / "audit.jsonl")
+    trail = Deferred(log)
+    trail.FLUSH_SECONDS = 0.1
+    with trail:
+        trail.record_before_actions([{"event": "decision", "n": 1}, {"event": "decision", "n": 2}])
+        trail.record({"event": "outcome", "n": 1}, before_action=False)  # then a long call, say
+        deadline = time.monotonic() + 5
+        while len(log.path.read_text().splitlines()) < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(log.path.read_text().splitlines()) == 3
+        trail.FLUSH_SECONDS = 60.0
+        trail.record({"event": "outcome", "n": 2}, before_action=False)
+    assert [json.loads(x)["n"] for x in log.path.read_text().splitlines()][-1] == 2  # leaving flushes
+    untimed = Deferred(log)  # not entered: no background flush, only the count
+    for n in range(Deferred.FLUSH_RECORDS):
+        untimed.record({"event": "outcome", "n": 100 + n}, before_action=False)
+    assert len(log.path.read_text().splitlines()) == 4 + Deferred.FLUSH_RECORDS  # a full group at once
+    assert log.verify()["ok"]
