@@ -10,6 +10,7 @@ tool call before it runs (AuditError, exit 3): there is no unaudited action.
 
 from __future__ import annotations
 
+import functools
 import getpass
 import hashlib
 import json
@@ -45,11 +46,17 @@ def now_iso() -> str:
 
 
 def identity() -> dict[str, Any]:
+    return {**_user_and_host(), "pid": os.getpid()}
+
+
+@functools.lru_cache(maxsize=1)
+def _user_and_host() -> dict[str, str]:
+    """Looked up once per process: a batch writes them into every record."""
     try:
         user = getpass.getuser()
     except (KeyError, OSError):
         user = str(os.getuid())
-    return {"user": user, "host": socket.gethostname(), "pid": os.getpid()}
+    return {"user": user, "host": socket.gethostname()}
 
 
 def mask_secrets(value: Any, secrets: set[str] | None = None) -> Any:

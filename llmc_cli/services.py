@@ -6,6 +6,7 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any, Callable
 
 from llmc_cli.catalog import Catalog
@@ -27,6 +28,14 @@ class Invocation:
     conversation_id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     audit: Any = None  # where call_tool writes: None = the profile's audit log; a batch's audit.Deferred
+
+    @cached_property
+    def secrets(self) -> set[str]:
+        """Values of secret-looking environment variables, masked in audit records; read once
+        per invocation (a batch would otherwise scan the environment twice per call)."""
+        from llmc_cli.audit import secret_values
+
+        return secret_values()
 
 
 def builtin_servers() -> dict[str, Callable[[ServerSpec], Any]]:
@@ -102,7 +111,7 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
         decision = _confirm(invocation, call, tool, decision)
     base = {**audit.identity(), "profile": profile.name, "command": invocation.command,
             "conversation": invocation.conversation_id, "server": call.server, "tool": call.tool,
-            "arguments": audit.mask_secrets(call.arguments), "callHash": decision.call_hash}
+            "arguments": audit.mask_secrets(call.arguments, invocation.secrets), "callHash": decision.call_hash}
     return Authorization(call, decision, {k: v for k, v in base.items() if v is not None})
 
 
@@ -153,7 +162,7 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
                       "durationMs": result.duration_ms, "resultBytes": len(body),
                       "resultSha256": hashlib.sha256(body).hexdigest()}
     if profile.profile.audit_results:
-        outcome_record["result"] = audit.mask_secrets(raw)
+        outcome_record["result"] = audit.mask_secrets(raw, invocation.secrets)
     log.record(outcome_record, before_action=False)
     return result
 
