@@ -23,7 +23,7 @@ import re
 import time
 from dataclasses import asdict, dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, Callable
 
 from llmc_cli.config.profiles import expand
 from llmc_cli.errors import PolicyDenied
@@ -164,10 +164,11 @@ def _path_regex(pattern: str) -> re.Pattern[str]:
 
 # -- rate limits ------------------------------------------------------------------------------------
 
-def acquire_rate(profile_name: str, qualified: str, config: Any, state_dir: Any) -> None:
+def acquire_rate(profile_name: str, qualified: str, config: Any, state_dir: Callable[[], Any]) -> None:
     """Count this call against the profile's and the tool's per-minute limits, across every llmc
     process of this user (a JSON file in the state directory under a file lock). PolicyDenied
-    with a retry-after hint when a limit is reached; nothing is counted then."""
+    with a retry-after hint when a limit is reached; nothing is counted then. `state_dir` is
+    called only when a limit applies (most calls have none and touch no file)."""
     limits: list[tuple[str, int]] = []
     if config.calls_per_minute:
         limits.append((f"profile:{profile_name}", config.calls_per_minute))
@@ -180,7 +181,7 @@ def acquire_rate(profile_name: str, qualified: str, config: Any, state_dir: Any)
 
     from llmc_cli.config.paths import ensure_private_dir
 
-    directory = ensure_private_dir(state_dir)
+    directory = ensure_private_dir(state_dir())
     path = directory / "ratelimit.json"
     with FileLock(str(path) + ".lock", timeout=10):
         try:

@@ -140,7 +140,7 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
         raise PolicyDenied(f"denied: {decision.reason} [{decision.rule}]", rule=decision.rule,
                            callHash=decision.call_hash)
     try:
-        policy.acquire_rate(profile.name, call.qualified_name, profile.profile.policy, state_dir())
+        policy.acquire_rate(profile.name, call.qualified_name, profile.profile.policy, state_dir)
     except PolicyDenied as exc:
         log.record({**base, "event": "outcome", "outcome": "denied", "rule": exc.details.get("rule"),
                     "reason": exc.message}, before_action=False)
