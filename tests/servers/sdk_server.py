@@ -57,11 +57,12 @@ def build() -> MCPServer:
         await ctx.info(message)
         return "logged"
 
-    notes: dict[str, dict[str, str]] = {}  # per session: HTTP session id, else the connection
+    # Per session: the HTTP session (Mcp-Session-Id), else the process (over stdio, the one
+    # connection; the modern era has no sessions, and the SDK gives each request its own).
+    notes: dict[str, dict[str, str]] = {}
 
     def session_key(ctx: Context) -> str:
-        headers = ctx.headers or {}
-        return headers.get("mcp-session-id") or f"connection-{id(ctx.session)}"
+        return (ctx.headers or {}).get("mcp-session-id") or "process"
 
     @server.tool(description="Remember a value in this session.")
     def remember(key: str, value: str, ctx: Context) -> str:

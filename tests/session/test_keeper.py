@@ -453,3 +453,20 @@ def test_a_caller_attached_across_a_restart_is_told_not_rerouted(keepers: Keeper
         assert "restarted" in caught.value.message and "state the server kept" in caught.value.message
     finally:
         session.close()
+
+
+def test_server_state_lives_across_invocations_and_batches(keepers: Keepers) -> None:
+    keepers.start("state", "-s", "t")
+    assert keepers.call("t.remember", "key=colour", "value=teal", session="state").returncode == 0
+    proc = keepers.call("t.recall", "key=colour", session="state")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["content"][0]["text"] == "teal"
+    # Without the session, a fresh server knows nothing.
+    assert keepers.call("t.recall", "key=colour").returncode == 1
+    # A batch through the session: one connection to the same server.
+    lines = [{"id": 1, "tool": "t.remember", "arguments": {"key": "k", "value": "v"}},
+             {"id": 2, "tool": "t.recall", "arguments": {"key": "colour"}}]
+    proc = llmc("call", "--batch", "-", "--yes", "--session", "state", env=keepers.env, timeout=TIMEOUT,
+                stdin="".join(json.dumps(line) + "\n" for line in lines))
+    assert proc.returncode == 0, proc.stderr
+    assert [json.loads(line)["result"]["content"][0]["text"] for line in proc.stdout.splitlines()] == [
+        "remembered k", "teal"]
