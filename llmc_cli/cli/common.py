@@ -32,14 +32,17 @@ def open_catalog(ctx: click.Context, target: dict[str, Any], sample: Any = None)
     )
     on_stderr = (lambda server, line: note(f"[{server} stderr] {line}")) if verbose else None
     profile_name = ctx.obj.get("profile") if ctx.obj else None
+    session = target.get("session")
+    if adhoc and ctx.get_parameter_source("session") == click.core.ParameterSource.ENVIRONMENT:
+        session = None  # --stdio/--url on the command line beat an LLMC_SESSION of the shell
     if adhoc:
         # The server starts while the profile (and its policy) loads: start-up overlaps.
-        catalog = services.open_catalog(None, (), adhoc, hooks, on_stderr, target["timeout"], target.get("session"))
+        catalog = services.open_catalog(None, (), adhoc, hooks, on_stderr, target["timeout"], session)
         catalog.warm_up()
         return catalog, load_profile(profile_name)
     profile = load_profile(profile_name)
     catalog = services.open_catalog(profile, tuple(target["servers"]), None, hooks, on_stderr, target["timeout"],
-                                    target.get("session"))
+                                    session)
     catalog.warm_up()
     return catalog, profile
 

@@ -470,3 +470,12 @@ def test_server_state_lives_across_invocations_and_batches(keepers: Keepers) -> 
     assert proc.returncode == 0, proc.stderr
     assert [json.loads(line)["result"]["content"][0]["text"] for line in proc.stdout.splitlines()] == [
         "remembered k", "teal"]
+
+
+def test_an_explicit_stdio_server_beats_llmc_session_from_the_shell(keepers: Keepers) -> None:
+    server = " ".join(sdk_server("sdk_server.py"))
+    proc = keepers.run("call", "echo", "message=adhoc", "--yes", "--text", "--stdio", server,
+                       env={"LLMC_SESSION": "not-running"})
+    assert proc.returncode == 0 and proc.stdout.strip() == "adhoc", proc.stderr
+    proc = keepers.run("call", "echo", "message=x", "--yes", "--session", "not-running", "--stdio", server)
+    assert proc.returncode == 2 and "drop --stdio/--url" in one_line(proc.stderr)
