@@ -60,7 +60,7 @@ def effective_hints(tool: Tool | None, qualified: str, config: Any) -> dict[str,
             hints[key] = value
     for pattern, override in config.hints.items():
         if glob_match(pattern, qualified):
-            hints.update({k: v for k, v in override.model_dump().items() if v is not None})
+            hints.update({k: v for k, v in asdict(override).items() if v is not None})
     if hints["readOnly"] and not any(glob_match(p, qualified) and o.destructive for p, o in config.hints.items()):
         hints["destructive"] = False  # the spec: destructiveHint is meaningful only when not read-only
     return hints

@@ -39,10 +39,10 @@ def list_(fmt: str) -> None:
 def show(ctx: click.Context, name: str | None) -> None:
     """The profile (NAME|PATH, else --profile, else the default) with every default filled in,
     ${VAR}s unexpanded, literal secrets masked."""
-    from llmc_cli.config.profiles import load_profile, mask_secrets
+    from llmc_cli.config.profiles import dump, load_profile, mask_secrets
 
     loaded = load_profile(name or (ctx.find_root().obj or {}).get("profile"))
-    data: dict[str, Any] = loaded.profile.model_dump(mode="json")
+    data: dict[str, Any] = dump(loaded.profile)
     data["servers"] = {n: mask_secrets(s) for n, s in data["servers"].items()}
     emit({"name": loaded.name, "path": str(loaded.path) if loaded.path else None, "profile": data})
 

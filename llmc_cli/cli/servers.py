@@ -184,6 +184,7 @@ def _server_table(name: str, command: tuple[str, ...], url: str | None, headers:
     from pydantic import ValidationError
 
     from llmc_cli.cli.targets import _pair
+    from llmc_cli.config.profiles import adapter
     from llmc_cli.config.schema import Profile
 
     if bool(command) == bool(url):
@@ -216,7 +217,7 @@ def _server_table(name: str, command: tuple[str, ...], url: str | None, headers:
     if description:
         table["description"] = description
     try:
-        Profile.model_validate({"servers": {name: table}})
+        adapter(Profile).validate_python({"servers": {name: table}})
     except ValidationError as exc:
         first = exc.errors()[0]
         raise UsageError(f"server {name!r}: {first['msg'].removeprefix('Value error, ')}") from None

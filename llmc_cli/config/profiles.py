@@ -4,15 +4,23 @@ which LLM. Loading validates against config/schema.py; ${VAR} expands when a ser
 Writing (update_profile, save_profile) round-trips the parsed TOML: every table llmc did not
 change is written back with the same values, ${VAR}s stay unexpanded, and the file is replaced
 atomically. tomli-w cannot keep comments, so a profile llmc has edited loses its comments.
+
+Start-up: importing pydantic and building its validator costs ~200 ms, more than the rest of a
+command's start-up. So a profile text that validated once is cached (state dir, profile-cache/)
+as the validated data in JSON, keyed by the schema's source and the text; a hit rebuilds the
+dataclasses without pydantic (schema.from_json).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import tempfile
 import tomllib
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any, Callable
 
@@ -34,7 +42,7 @@ _SECRET_NAME = re.compile(r"token|secret|passw|api[-_]?key|apikey|authori[sz]|au
 class LoadedProfile:
     name: str
     path: Path | None  # None for the built-in default profile
-    profile: Any  # config.schema.Profile (pydantic is imported only when a profile loads)
+    profile: Any  # config.schema.Profile
 
 
 def expand(value: str, where: str) -> str:
@@ -76,14 +84,35 @@ def load_profile(name_or_path: str | None) -> LoadedProfile:
 
 
 def parse_profile(text: str, where: str) -> Any:
-    """Validate TOML text as a Profile; errors are one line: FILE:LINE: KEY: problem."""
+    """Validate TOML text as a Profile; errors are one line: FILE:LINE: KEY: problem.
+    A text that validated before comes from the profile cache, without pydantic."""
+    key = _cache_key(text)
+    cached = _cache_read(key)
+    if cached is not None:
+        return cached
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         found = _TOML_LINE.search(str(exc))
         line = f":{found.group(1)}" if found else ""
         raise ConfigError(f"{where}{line}: invalid TOML: {exc}") from None
-    return validate(data, where, text)
+    profile = validate(data, where, text)  # raises on errors: they are never cached
+    _cache_write(key, profile)
+    return profile
+
+
+@cache
+def adapter(cls: type) -> Any:
+    """pydantic's validator/serializer for a schema dataclass (imports pydantic: call only when
+    validating or dumping)."""
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(cls)
+
+
+def dump(obj: Any, **options: Any) -> dict[str, Any]:
+    """A schema dataclass as JSON-ready data (pydantic's model_dump(mode="json", ...))."""
+    return adapter(type(obj)).dump_python(obj, mode="json", **options)
 
 
 def validate(data: dict[str, Any], where: str, text: str | None = None) -> Any:
@@ -93,17 +122,83 @@ def validate(data: dict[str, Any], where: str, text: str | None = None) -> Any:
     from llmc_cli.config.schema import Profile
 
     try:
-        return Profile.model_validate(data)
+        return adapter(Profile).validate_python(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = [str(p) for p in first["loc"]]
-        key = ".".join(loc) or "(top level)"
+        # No loc: a check across the whole profile (server names), its message says what.
+        key = f"{'.'.join(loc)}: " if loc else ""
         message = first["msg"].removeprefix("Value error, ")
-        if first["type"] == "extra_forbidden":
+        if first["type"] in ("extra_forbidden", "unexpected_keyword_argument"):  # dataclasses say the latter
             message = "unknown key"
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         line = _line_of(text, loc) if text else None
-        raise ConfigError(f"{where}{f':{line}' if line else ''}: {key}: {message}{more}") from None
+        raise ConfigError(f"{where}{f':{line}' if line else ''}: {key}{message}{more}") from None
+
+
+# -- the profile cache ------------------------------------------------------------------------
+# Entries are JSON: {"key": KEY, "profile": TypeAdapter(Profile).dump_python(mode="json")}, in
+# files named KEY.json. The key covers the schema's source, so a changed schema (or builder)
+# misses. Anything unreadable or unexpected is a miss: the text is validated again.
+
+_CACHE_VERSION = b"llmc profile cache 1\0"
+_CACHE_ENTRIES = 16  # newest kept; one per profile text in use is enough
+
+
+def _cache_dir() -> Path:
+    return paths.state_dir() / "profile-cache"
+
+
+def _cache_key(text: str) -> str:
+    from llmc_cli.config import schema
+
+    digest = hashlib.sha256(_CACHE_VERSION)
+    digest.update(Path(schema.__file__).read_bytes())
+    digest.update(b"\0")
+    digest.update(text.encode("utf-8"))
+    return digest.hexdigest()
+
+
+def _cache_read(key: str) -> Any:
+    from llmc_cli.config.schema import from_json
+
+    try:
+        entry = json.loads((_cache_dir() / f"{key}.json").read_bytes())
+        if entry["key"] != key:
+            return None
+        return from_json(entry["profile"])
+    except Exception:  # missing, unreadable, corrupt or from another schema: validate instead
+        return None
+
+
+def _cache_write(key: str, profile: Any) -> None:
+    """Store a validated profile, if it rebuilds equal (JSON loses nothing for it; a TOML date in
+    a server's options, say, would come back a string), replacing the file atomically. Failing
+    to write is no error: the next load validates again."""
+    from llmc_cli.config.schema import from_json
+
+    data = dump(profile)
+    try:
+        if from_json(json.loads(json.dumps(data))) != profile:
+            return
+    except Exception:
+        return
+    try:
+        directory = paths.ensure_private_dir(_cache_dir())
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".entry.", suffix=".tmp")  # mode 0600
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump({"key": key, "profile": data}, fh, ensure_ascii=False, separators=(",", ":"))
+            os.replace(tmp, directory / f"{key}.json")
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        # Bounded: a profile edit leaves its old entry behind; keep only the newest few.
+        entries = sorted(directory.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in entries[_CACHE_ENTRIES:]:
+            old.unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 def _line_of(text: str, loc: list[str]) -> int | None:
@@ -126,9 +221,9 @@ def builtin_default() -> LoadedProfile:
     read-only. `llmc profiles init` writes this out so it can be edited."""
     from llmc_cli.config.schema import Profile, ServerConfig
 
-    # Trusted data: model_construct skips validation, so no validator is built at start-up.
-    workspace = ServerConfig.model_construct(builtin="workspace", options={"roots": ["."], "read_only": True})
-    profile = Profile.model_construct(
+    # Trusted data, built directly: no pydantic.
+    workspace = ServerConfig(builtin="workspace", options={"roots": ["."], "read_only": True})
+    profile = Profile(
         description="Built-in default: the llmc workspace server, read-only, rooted at the current directory.",
         servers={"workspace": workspace},
     )
@@ -198,7 +293,7 @@ def mask_secrets(table: dict[str, Any]) -> dict[str, Any]:
 
 def server_table(server: Any) -> dict[str, Any]:
     """A ServerConfig as the TOML table llmc writes: only the keys that differ from defaults."""
-    return server.model_dump(mode="json", exclude_defaults=True, exclude_none=True)
+    return dump(server, exclude_defaults=True, exclude_none=True)
 
 
 def raw_profile(path: Path) -> dict[str, Any]:
@@ -244,7 +339,7 @@ def save_profile(loaded: LoadedProfile, profile: Any) -> LoadedProfile:
         raise ConfigError("the built-in default profile has no file: run `llmc profiles init` first")
     servers = {name: server_table(server) for name, server in profile.servers.items()}
     if not loaded.path.exists():
-        whole = profile.model_dump(mode="json", exclude_defaults=True, exclude_none=True)
+        whole = dump(profile, exclude_defaults=True, exclude_none=True)
         whole["servers"] = servers
         return update_profile(loaded.path, lambda data: (data.clear(), data.update(whole)))
     return update_profile(loaded.path, lambda data: data.__setitem__("servers", servers))

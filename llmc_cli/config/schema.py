@@ -1,4 +1,4 @@
-"""The profile schema: one pydantic model per TOML table. Unknown keys are errors (typos in a
+"""The profile schema: one dataclass per TOML table. Unknown keys are errors (typos in a
 security policy must never be silently ignored).
 
     description = "..."            # what this profile is for
@@ -12,52 +12,64 @@ security policy must never be silently ignored).
 
 Values may contain ${VAR} or ${VAR:-default}; they expand from the environment when a server is
 used (config/profiles.py), never when a profile is saved.
+
+Plain stdlib dataclasses, not pydantic models, so that this module imports without pydantic
+(~200 ms of start-up): config/profiles.py validates with pydantic.TypeAdapter(Profile) only when
+a profile's text is new, and otherwise rebuilds it with from_json() from its profile cache.
+pydantic reads each class's __pydantic_config__, and the Field arguments (gt=0) from
+dataclasses.field metadata; checks across fields are in __post_init__. Building a class directly
+checks only __post_init__ (like pydantic's model_construct, for trusted data).
+
+This module's source is part of the profile cache key: any change here invalidates the cache.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+# What pydantic reads from a stdlib dataclass (a plain dict: ConfigDict is a TypedDict).
+_STRICT = {"extra": "forbid"}
+_POSITIVE = {"gt": 0}  # pydantic.Field(gt=0), without importing pydantic here
 
 
-class _Strict(BaseModel):
-    # defer_build: validators are built on first validation, not at import (start-up time).
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
-
-
-class OAuthConfig(_Strict):
+@dataclass
+class OAuthConfig:
     """Pre-registered OAuth client for a remote server (secrets come from the environment)."""
+
+    __pydantic_config__ = _STRICT
 
     client_id: str | None = None
     client_secret_env: str | None = None  # name of the env var holding the client secret
     client_metadata_url: str | None = None  # a client ID metadata document URL
-    scopes: list[str] = Field(default_factory=list)
+    scopes: list[str] = field(default_factory=list)
     grant: Literal["authorization_code", "client_credentials"] = "authorization_code"
     token_auth_method: Literal["auto", "none", "client_secret_basic", "client_secret_post"] = "auto"
 
 
-class ServerConfig(_Strict):
+@dataclass
+class ServerConfig:
+    __pydantic_config__ = _STRICT
+
     # stdio
     command: str | None = None
-    args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
     cwd: str | None = None
     # remote
     url: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
     transport: Literal["auto", "http", "sse"] = "auto"
     oauth: OAuthConfig | None = None
     # built into llmc, run in-process
     builtin: Literal["workspace"] | None = None
-    options: dict[str, Any] = Field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
     # all kinds
-    timeout: float = Field(default=60.0, gt=0)
+    timeout: float = field(default=60.0, metadata=_POSITIVE)
     enabled: bool = True
     description: str | None = None
 
-    @model_validator(mode="after")
-    def _one_kind(self) -> "ServerConfig":
+    def __post_init__(self) -> None:
         kinds = [k for k in ("command", "url", "builtin") if getattr(self, k)]
         if len(kinds) != 1:
             raise ValueError("a server needs exactly one of 'command', 'url' or 'builtin'")
@@ -65,11 +77,13 @@ class ServerConfig(_Strict):
             raise ValueError("'headers' and 'oauth' apply to remote servers ('url') only")
         if self.url and (self.args or self.env or self.cwd):
             raise ValueError("'args', 'env' and 'cwd' apply to stdio servers ('command') only")
-        return self
 
 
-class ToolHints(_Strict):
+@dataclass
+class ToolHints:
     """Per-tool override of the annotations a server declares (servers mislabel them)."""
+
+    __pydantic_config__ = _STRICT
 
     readOnly: bool | None = None
     destructive: bool | None = None
@@ -77,48 +91,69 @@ class ToolHints(_Strict):
     openWorld: bool | None = None
 
 
-class PolicyConfig(_Strict):
+@dataclass
+class PolicyConfig:
+    __pydantic_config__ = _STRICT
+
     default: Literal["allow", "deny"] = "allow"
-    allow: list[str] = Field(default_factory=list)  # globs over server.tool
-    deny: list[str] = Field(default_factory=list)  # deny wins
+    allow: list[str] = field(default_factory=list)  # globs over server.tool
+    deny: list[str] = field(default_factory=list)  # deny wins
     read_only: bool = False  # only tools whose (effective) readOnlyHint is true
-    confirm: list[str] = Field(default_factory=list)  # globs that need a human's yes
+    confirm: list[str] = field(default_factory=list)  # globs that need a human's yes
     confirm_destructive: bool = True  # every effectively destructive tool needs a yes
-    approved: list[str] = Field(default_factory=list)  # hashes of pre-approved exact calls
-    hints: dict[str, ToolHints] = Field(default_factory=dict)  # "server.tool" -> overrides
-    args: dict[str, dict[str, list[str]]] = Field(default_factory=dict)  # tool glob -> arg -> globs
-    calls_per_minute: int | None = Field(default=None, gt=0)
-    tool_calls_per_minute: dict[str, int] = Field(default_factory=dict)  # tool glob -> limit
+    approved: list[str] = field(default_factory=list)  # hashes of pre-approved exact calls
+    hints: dict[str, ToolHints] = field(default_factory=dict)  # "server.tool" -> overrides
+    args: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # tool glob -> arg -> globs
+    calls_per_minute: int | None = field(default=None, metadata=_POSITIVE)
+    tool_calls_per_minute: dict[str, int] = field(default_factory=dict)  # tool glob -> limit
 
 
-class LlmConfig(_Strict):
+@dataclass
+class LlmConfig:
+    __pydantic_config__ = _STRICT
+
     provider: Literal["openai", "openai-responses", "anthropic", "gemini", "text"] | None = None
     model: str | None = None
     api_key_env: str | None = None
     base_url: str | None = None
     temperature: float | None = None
-    max_tokens: int | None = Field(default=None, gt=0)
-    max_steps: int = Field(default=10, gt=0)
-    timeout: float = Field(default=300.0, gt=0)  # whole run
-    result_budget: int = Field(default=20_000, gt=0)  # characters of one tool result the model sees
+    max_tokens: int | None = field(default=None, metadata=_POSITIVE)
+    max_steps: int = field(default=10, metadata=_POSITIVE)
+    timeout: float = field(default=300.0, metadata=_POSITIVE)  # whole run
+    result_budget: int = field(default=20_000, metadata=_POSITIVE)  # characters of one tool result the model sees
     summarize_with: str | None = None  # "provider:model"
     allow_sampling: bool = False
     system: str | None = None
 
 
-class Profile(_Strict):
+@dataclass
+class Profile:
+    __pydantic_config__ = _STRICT
+
     description: str | None = None
     lock: str | None = None
     audit_log: str | None = None
     audit_results: bool = False
-    servers: dict[str, ServerConfig] = Field(default_factory=dict)
-    policy: PolicyConfig = Field(default_factory=PolicyConfig)
-    llm: LlmConfig = Field(default_factory=LlmConfig)
+    servers: dict[str, ServerConfig] = field(default_factory=dict)
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    llm: LlmConfig = field(default_factory=LlmConfig)
 
-    @field_validator("servers")
-    @classmethod
-    def _server_names(cls, servers: dict[str, ServerConfig]) -> dict[str, ServerConfig]:
-        for name in servers:
+    def __post_init__(self) -> None:
+        for name in self.servers:
             if not name or "." in name or "/" in name or name.strip() != name:
                 raise ValueError(f"server name {name!r} must be non-empty and contain no '.', '/' or spaces")
-        return servers
+
+
+def from_json(data: dict[str, Any]) -> Profile:
+    """A Profile from what TypeAdapter(Profile).dump_python(mode="json") gave for a validated one
+    (the profile cache; no pydantic). Every key is present there; a missing one raises KeyError.
+    A new nested dataclass must be built here too (the cache refuses profiles that do not
+    rebuild equal, so a miss here costs speed, never correctness)."""
+    policy = data["policy"]
+    return Profile(**{
+        **data,
+        "servers": {name: ServerConfig(**{**server, "oauth": server["oauth"] and OAuthConfig(**server["oauth"])})
+                    for name, server in data["servers"].items()},
+        "policy": PolicyConfig(**{**policy, "hints": {glob: ToolHints(**h) for glob, h in policy["hints"].items()}}),
+        "llm": LlmConfig(**data["llm"]),
+    })
