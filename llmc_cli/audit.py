@@ -99,9 +99,6 @@ class AuditLog:
         """What call_tool writes through: every record on disk at once (see Deferred)."""
         self.append(record)
 
-    def flush(self) -> None:
-        """Nothing waits here: every record was written when it was made."""
-
     def append_many(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Chain and write records under the lock: one write() of whole lines, one fsync."""
         from filelock import FileLock, Timeout

@@ -115,12 +115,6 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
     return Authorization(call, decision, {k: v for k, v in base.items() if v is not None})
 
 
-def audit_trail(invocation: Invocation) -> Any:
-    from llmc_cli import audit
-
-    return invocation.audit or audit.AuditLog(invocation.profile.profile.audit_log)
-
-
 def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeout: float | None = None,
               authorized: Authorization | None = None) -> ToolResult:
     """The ONLY path that runs a tool: policy decision (and confirmation) -> audit record of the
@@ -131,7 +125,7 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
     from llmc_cli import audit, policy
     from llmc_cli.config.paths import state_dir
 
-    log = audit_trail(invocation)
+    log = invocation.audit or audit.AuditLog(invocation.profile.profile.audit_log)
     if authorized is None:
         authorized = authorize(catalog, invocation, call)
         log.record(authorized.decision_record(), before_action=True)

@@ -197,14 +197,14 @@ def forget_http_sessions(keys: set[str] | None = None,
     from llmc_cli.mcp.auth import OAuth
     from llmc_cli.mcp.transports.streamable_http import StreamableHttpTransport
 
-    rows = []
-    for key, entry in sorted(_load_cache().items()):
+    rows, cache = [], _load_cache()
+    for key, entry in sorted(cache.items()):
         remembered = entry.get("session") if isinstance(entry, dict) else None
         if not isinstance(remembered, dict) or not key.startswith("remote:") or (keys is not None and key not in keys):
             continue
         url = key[len("remote:"):]
         spec = (known or {}).get(key) or ServerSpec(name=url, url=url)
-        _store_cache(spec, {k: v for k, v in entry.items() if k != "session"})
+        cache[key] = {k: v for k, v in entry.items() if k != "session"}
         transport = StreamableHttpTransport(url, headers=dict(spec.headers), timeout=5.0, auth=OAuth.for_spec(spec))
         transport.protocol_version = str(entry.get("version") or LEGACY_VERSIONS[0])
         transport.session_id = str(remembered.get("id"))
@@ -212,6 +212,8 @@ def forget_http_sessions(keys: set[str] | None = None,
         transport.close()  # sends the DELETE
         rows.append({"server": spec.name, "url": url, "session": _id_hint(str(remembered.get("id"))),
                      "forgotten": True})
+    if rows:
+        _write_cache(cache)
     return rows
 
 
@@ -286,6 +288,10 @@ def _store_cache(spec: ServerSpec, entry: dict[str, str] | None) -> None:
         cache.pop(key, None)
     else:
         cache[key] = entry
+    _write_cache(cache)
+
+
+def _write_cache(cache: dict[str, Any]) -> None:
     try:
         directory = paths.ensure_private_dir(paths.state_dir())
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".servers.", suffix=".tmp")
