@@ -92,6 +92,13 @@ class TimeoutExpired(LlmcError):
     kind = "timeout"
 
 
+class Cancelled(LlmcError):
+    """The caller withdrew the request (an MCP host's notifications/cancelled, relayed upstream)."""
+
+    exit_code = 130
+    kind = "cancelled"
+
+
 class ProviderError(LlmcError):
     exit_code = 8
     kind = "provider"

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from llmc_cli.catalog import Catalog
 from llmc_cli.config.profiles import LoadedProfile, server_specs
-from llmc_cli.errors import LlmcError, PolicyDenied, ProtocolError, TimeoutExpired, UsageError
+from llmc_cli.errors import Cancelled, LlmcError, PolicyDenied, ProtocolError, TimeoutExpired, UsageError
 from llmc_cli.mcp.session import ClientHooks
 from llmc_cli.model import ServerSpec, Tool, ToolCall, ToolResult
 
@@ -28,6 +28,9 @@ class Invocation:
     conversation_id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     audit: Any = None  # where call_tool writes: None = the profile's audit log; a batch's audit.Deferred
+    # Who asked, when that is not this process's user: an MCP host through the gateway (its
+    # clientInfo and, over HTTP, the authenticated principal). Recorded in every audit record.
+    client: dict[str, Any] | None = None
 
     @cached_property
     def secrets(self) -> set[str]:
@@ -105,23 +108,24 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
     if profile.profile.lock:
         from llmc_cli.lockfile import check
 
-        check(_relative_to_profile(profile, profile.profile.lock), tool)
+        check(lock_path(profile), tool)
     decision = policy.decide(call, tool, profile.profile.policy)
     if decision.action == "confirm":
         decision = _confirm(invocation, call, tool, decision)
     base = {**audit.identity(), "profile": profile.name, "command": invocation.command,
-            "conversation": invocation.conversation_id, "server": call.server, "tool": call.tool,
+            "conversation": invocation.conversation_id, "client": invocation.client, "server": call.server, "tool": call.tool,
             "arguments": audit.mask_secrets(call.arguments, invocation.secrets), "callHash": decision.call_hash}
     return Authorization(call, decision, {k: v for k, v in base.items() if v is not None})
 
 
 def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeout: float | None = None,
-              authorized: Authorization | None = None) -> ToolResult:
+              authorized: Authorization | None = None, meta: dict[str, Any] | None = None) -> ToolResult:
     """The ONLY path that runs a tool: policy decision (and confirmation) -> audit record of the
     decision, on disk -> rate limit -> the call -> audit record of the outcome. A denial is
     audited, then raised as PolicyDenied. Returns the result (is_error included); raises
     LlmcError otherwise. `authorized`: decided, and its decision record written, by the caller
-    (run_batch writes all of a batch's decisions at once)."""
+    (run_batch writes all of a batch's decisions at once). `meta`: the request's _meta, relayed
+    (the gateway's progress token)."""
     from llmc_cli import audit, policy
     from llmc_cli.config.paths import state_dir
 
@@ -141,11 +145,11 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
         raise
     started = time.monotonic()
     try:
-        raw = catalog.session(call.server).call_tool(call.tool, call.arguments, timeout=timeout)
+        raw = catalog.session(call.server).call_tool(call.tool, call.arguments, timeout=timeout, meta=meta)
         if not isinstance(raw.get("content", []), list):
             raise ProtocolError(f"{call.server}: tools/call result has no content list")
     except LlmcError as exc:
-        outcome = "timeout" if isinstance(exc, TimeoutExpired) else "transport_error"
+        outcome = {TimeoutExpired: "timeout", Cancelled: "cancelled"}.get(type(exc), "transport_error")
         log.record({**base, "event": "outcome", "outcome": outcome, "error": exc.message,
                     "durationMs": round((time.monotonic() - started) * 1000, 1)}, before_action=False)
         raise
@@ -161,11 +165,11 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
     return result
 
 
-def _relative_to_profile(profile: LoadedProfile, name: str) -> str:
-    """A relative lock path is relative to the profile file that names it."""
+def lock_path(profile: LoadedProfile) -> str:
+    """The profile's lock file; a relative path is relative to the profile file that names it."""
     from pathlib import Path
 
-    path = Path(name).expanduser()
+    path = Path(profile.profile.lock or "").expanduser()
     return str(path if path.is_absolute() or profile.path is None else profile.path.parent / path)
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from llmc_cli import __version__
-from llmc_cli.errors import ConnectionFailed, LlmcError, ProtocolError, RpcError, SessionExpired, TimeoutExpired
+from llmc_cli.errors import Cancelled, ConnectionFailed, LlmcError, ProtocolError, RpcError, SessionExpired, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.transports.base import Transport
 
@@ -85,6 +85,7 @@ class Session:
         self._ids = itertools.count(1)
         self._pending: dict[int | str, Future[dict[str, Any]]] = {}
         self._activity: dict[int | str, float] = {}  # request id -> time of last progress
+        self._by_token: dict[Any, int] = {}  # a caller's own progress token -> request id
         self._lock = threading.Lock()
         self._closed_error: LlmcError | None = None
         self._started = False
@@ -252,8 +253,26 @@ class Session:
     def list_tools(self) -> list[dict[str, Any]]:
         return self.list_all("tools/list", "tools")
 
-    def call_tool(self, name: str, arguments: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
-        return self.request("tools/call", {"name": name, "arguments": arguments}, timeout=timeout)
+    def call_tool(self, name: str, arguments: dict[str, Any], *, timeout: float | None = None,
+                  meta: dict[str, Any] | None = None) -> dict[str, Any]:
+        """`meta`: the request's _meta, as a caller relays it (the gateway: the host's progress
+        token, mapped to one of its own)."""
+        params: dict[str, Any] = {"name": name, "arguments": arguments}
+        if meta:
+            params["_meta"] = meta
+        return self.request("tools/call", params, timeout=timeout)
+
+    def cancel(self, progress_token: Any, reason: str) -> None:
+        """Withdraw the request that was sent with this progress token (a cancellation the
+        caller's own client sent): the server is told, the waiting caller gets Cancelled."""
+        with self._lock:
+            request_id = self._by_token.get(progress_token)
+            future = self._pending.get(request_id) if request_id is not None else None
+        if request_id is None:
+            return
+        self._cancel(request_id, reason)
+        if future is not None and not future.done():
+            future.set_exception(Cancelled(f"{self.name}: cancelled: {reason}"))
 
     def ping(self) -> None:
         """A liveness round trip. 2026-07-28 removed `ping`; `server/discover` serves instead."""
@@ -285,7 +304,11 @@ class Session:
             })
             if self.hooks.on_log is not None:  # modern servers log only when a request opts in
                 meta[META_PREFIX + "logLevel"] = "info"
-        if self.hooks.on_progress is not None and method not in ("initialize", "server/discover", "ping"):
+        if "progressToken" in meta:
+            token = meta["progressToken"]  # the caller's: progress is relayed, not shown here
+            with self._lock:
+                self._by_token[token] = request_id
+        elif self.hooks.on_progress is not None and method not in ("initialize", "server/discover", "ping"):
             meta["progressToken"] = request_id
         if meta:
             params["_meta"] = meta
@@ -300,6 +323,8 @@ class Session:
             with self._lock:
                 self._pending.pop(request_id, None)
                 self._activity.pop(request_id, None)
+                if "progressToken" in meta and meta["progressToken"] != request_id:
+                    self._by_token.pop(meta["progressToken"], None)
 
     def _send_request(self, message: dict[str, Any]) -> None:
         try:
@@ -366,6 +391,7 @@ class Session:
         if method == "notifications/progress":
             token = params.get("progressToken")
             with self._lock:
+                token = self._by_token.get(token, token)
                 if token in self._activity:
                     self._activity[token] = time.monotonic()
             if self.hooks.on_progress:

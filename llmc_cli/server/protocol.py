@@ -9,15 +9,17 @@ client's in-memory transport), and `send` may be called later from a worker thre
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import threading
 import traceback
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from llmc_cli.errors import ProtocolError
+from llmc_cli.errors import ProtocolError, RpcError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
 
 MODERN_VERSIONS = ("2026-07-28",)
@@ -53,15 +55,20 @@ class ToolDef:
         return out
 
 
-class _RequestError(Exception):
+class RequestError(Exception):
+    """Raised while serving a request: the reply is this JSON-RPC error."""
+
     def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(message)
         self.code, self.message, self.data = code, message, data
 
 
 class McpServer:
-    """One connection's server. Tool calls run on a small pool so a slow tool never stops the
-    server from answering ping or honouring a cancellation; everything else answers inline."""
+    """One connection's server. Tool calls (and `pooled` methods) run on a small pool so a slow
+    one never stops the server from answering ping or honouring a cancellation; everything else
+    answers inline."""
+
+    pooled: frozenset[str] = frozenset()  # methods besides tools/call that may take long
 
     def __init__(self, name: str, version: str, tools: list[ToolDef], *, instructions: str | None = None,
                  page_size: int = 100, workers: int = 4, on_close: Callable[[], None] | None = None) -> None:
@@ -70,12 +77,22 @@ class McpServer:
         self.tools = {t.name: t for t in tools}
         self.page_size = page_size
         self.legacy_version: str | None = None  # set by `initialize`
+        self.client_info: dict[str, Any] = {}  # from `initialize`; modern requests carry theirs in _meta
+        self.client_capabilities: dict[str, Any] = {}
+        # Where messages that answer no request go (list_changed): set by the host (stdio: stdout).
+        self.channel: Send | None = None
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="llmc-tool")
         self._lock = threading.Lock()
         self._cancelled: set[Any] = set()
         self._running: set[Any] = set()
         self._on_close = on_close
         self._closed = False
+        self._asked: dict[str, Future[dict[str, Any]]] = {}  # our requests to the client, by id
+        self._ask_ids = itertools.count(1)
+
+    def attach(self, channel: Send) -> None:
+        """The connection's own way to the client, for notifications that answer no request."""
+        self.channel = channel
 
     # ------------------------------------------------------------------ entry point
     def handle(self, message: dict[str, Any], send: Send) -> None:
@@ -89,22 +106,23 @@ class McpServer:
             self._notification(message)
             return
         if kind != "request":
-            return  # we never send requests, so a response is stray: ignore it
+            self._on_reply(message)
+            return
         msg_id, method = message["id"], message["method"]
         params = message.get("params") or {}
         try:
             if not isinstance(params, dict):
-                raise _RequestError(jsonrpc.INVALID_PARAMS, "params must be an object")
+                raise RequestError(jsonrpc.INVALID_PARAMS, "params must be an object")
             modern = self._era(method, params)
             if method == "tools/call":
-                tool = self._tool_for(params)
-                with self._lock:
-                    self._running.add(msg_id)
-                self._pool.submit(self._call_tool, msg_id, tool, params, modern, send)
+                self._start_call(msg_id, params, modern, send)
+                return
+            if method in self.pooled:
+                self.run_in_pool(msg_id, lambda: self._dispatch(method, params, modern), modern, send, method)
                 return
             value = self._dispatch(method, params, modern)
-            send(jsonrpc.result(msg_id, self._finish(value, modern)))
-        except _RequestError as exc:
+            send(jsonrpc.result(msg_id, self.finish(value, modern)))
+        except RequestError as exc:
             send(jsonrpc.error(msg_id, exc.code, exc.message, exc.data))
         except Exception as exc:  # a bug: answer the request, keep serving, log the trace to stderr
             traceback.print_exc(file=sys.stderr)
@@ -128,19 +146,19 @@ class McpServer:
         if version is None:
             if self.legacy_version is not None:
                 return None
-            raise _RequestError(jsonrpc.INVALID_PARAMS,
+            raise RequestError(jsonrpc.INVALID_PARAMS,
                                 f"missing _meta['{META}protocolVersion']: send initialize first (MCP up to "
                                 f"2025-11-25) or put the version in every request's _meta ({MODERN_VERSIONS[0]})")
         if version in LEGACY_VERSIONS and self.legacy_version is not None:
             return None
         if version not in MODERN_VERSIONS:
-            raise _RequestError(jsonrpc.UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
+            raise RequestError(jsonrpc.UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
                                 {"supported": list(MODERN_VERSIONS + LEGACY_VERSIONS), "requested": str(version)})
         if not isinstance(meta.get(META + "clientCapabilities"), dict):  # type: ignore[union-attr]
-            raise _RequestError(jsonrpc.INVALID_PARAMS, f"missing _meta['{META}clientCapabilities']")
+            raise RequestError(jsonrpc.INVALID_PARAMS, f"missing _meta['{META}clientCapabilities']")
         return version
 
-    def _finish(self, value: dict[str, Any], modern: str | None) -> dict[str, Any]:
+    def finish(self, value: dict[str, Any], modern: str | None) -> dict[str, Any]:
         """Modern results name their type and the server on every reply (basic/index.mdx)."""
         if modern:
             value = {"resultType": "complete", **value}
@@ -154,6 +172,9 @@ class McpServer:
     def _dispatch(self, method: str, params: dict[str, Any], modern: str | None) -> dict[str, Any]:
         if method == "initialize":
             requested = params.get("protocolVersion")
+            info, caps = params.get("clientInfo"), params.get("capabilities")
+            self.client_info = info if isinstance(info, dict) else {}
+            self.client_capabilities = caps if isinstance(caps, dict) else {}
             # Same version when we speak it, else our latest legacy one (lifecycle.mdx).
             self.legacy_version = requested if requested in LEGACY_VERSIONS else LEGACY_VERSIONS[0]
             out: dict[str, Any] = {"protocolVersion": self.legacy_version, "capabilities": self._capabilities(),
@@ -171,41 +192,58 @@ class McpServer:
             return {}
         if method == "tools/list":
             return self._list_tools(params, modern)
-        raise _RequestError(jsonrpc.METHOD_NOT_FOUND, f"method not found: {method}")
+        raise RequestError(jsonrpc.METHOD_NOT_FOUND, f"method not found: {method}")
 
     def _list_tools(self, params: dict[str, Any], modern: str | None) -> dict[str, Any]:
-        names = list(self.tools)  # registration order: deterministic (tools.mdx)
-        cursor = params.get("cursor")
-        start = 0
-        if cursor is not None:
-            if not (isinstance(cursor, str) and cursor.isdigit() and int(cursor) < len(names)):
-                raise _RequestError(jsonrpc.INVALID_PARAMS, f"invalid cursor: {cursor!r}")
-            start = int(cursor)
-        page = names[start:start + self.page_size]
-        out: dict[str, Any] = {"tools": [self.tools[n].describe() for n in page]}
-        if start + self.page_size < len(names):
-            out["nextCursor"] = str(start + self.page_size)
+        # registration order: deterministic (tools.mdx)
+        out = self.page("tools", [t.describe() for t in self.tools.values()], params)
         if modern:
             # The list depends on the server's configuration only; "private": it names local paths.
             out.update(ttlMs=0, cacheScope="private")
         return out
 
+    def page(self, key: str, items: list[Any], params: dict[str, Any]) -> dict[str, Any]:
+        """One page of a list result; the cursor is the index of the page's first item."""
+        cursor = params.get("cursor")
+        start = 0
+        if cursor is not None:
+            if not (isinstance(cursor, str) and cursor.isdigit() and int(cursor) < len(items)):
+                raise RequestError(jsonrpc.INVALID_PARAMS, f"invalid cursor: {cursor!r}")
+            start = int(cursor)
+        out: dict[str, Any] = {key: items[start:start + self.page_size]}
+        if start + self.page_size < len(items):
+            out["nextCursor"] = str(start + self.page_size)
+        return out
+
+    def _start_call(self, msg_id: Any, params: dict[str, Any], modern: str | None, send: Send) -> None:
+        tool = self._tool_for(params)
+        self.run_in_pool(msg_id, lambda: self._run_tool(tool, params.get("arguments") or {}), modern, send, tool.name)
+
     def _tool_for(self, params: dict[str, Any]) -> ToolDef:
         name = params.get("name")
         tool = self.tools.get(name) if isinstance(name, str) else None
         if tool is None:
-            raise _RequestError(jsonrpc.INVALID_PARAMS, f"Unknown tool: {name}")
+            raise RequestError(jsonrpc.INVALID_PARAMS, f"Unknown tool: {name}")
         if not isinstance(params.get("arguments", {}), dict):
-            raise _RequestError(jsonrpc.INVALID_PARAMS, "arguments must be an object")
+            raise RequestError(jsonrpc.INVALID_PARAMS, "arguments must be an object")
         return tool
 
-    def _call_tool(self, msg_id: Any, tool: ToolDef, params: dict[str, Any], modern: str | None, send: Send) -> None:
+    def run_in_pool(self, msg_id: Any, work: Callable[[], dict[str, Any]], modern: str | None, send: Send,
+                    label: str) -> None:
+        """Answer a request from a pool thread: a slow one never holds up ping or a cancellation."""
+        with self._lock:
+            self._running.add(msg_id)
+        self._pool.submit(self._answer_from_pool, msg_id, work, modern, send, label)
+
+    def _answer_from_pool(self, msg_id: Any, work: Callable[[], dict[str, Any]], modern: str | None, send: Send,
+                          label: str) -> None:
         try:
-            value = self._run_tool(tool, params.get("arguments") or {})
-            reply = jsonrpc.result(msg_id, self._finish(value, modern))
+            reply = jsonrpc.result(msg_id, self.finish(work(), modern))
+        except RequestError as exc:
+            reply = jsonrpc.error(msg_id, exc.code, exc.message, exc.data)
         except Exception as exc:
             traceback.print_exc(file=sys.stderr)
-            reply = jsonrpc.error(msg_id, jsonrpc.INTERNAL_ERROR, f"internal error in {tool.name}: {exc}")
+            reply = jsonrpc.error(msg_id, jsonrpc.INTERNAL_ERROR, f"internal error in {label}: {exc}")
         with self._lock:
             self._running.discard(msg_id)
             cancelled = msg_id in self._cancelled
@@ -228,6 +266,43 @@ class McpServer:
         # structuredContent (tools.mdx, "Structured Content").
         text = json.dumps(value, ensure_ascii=False)
         return {"content": [{"type": "text", "text": text}], "structuredContent": value, "isError": False}
+
+    def cancelled(self, msg_id: Any) -> bool:
+        """Has the client cancelled this request (its reply will be dropped)?"""
+        with self._lock:
+            return msg_id in self._cancelled
+
+    # ------------------------------------------------------------------ requests to the client
+    def ask_client(self, method: str, params: dict[str, Any], send: Send, timeout: float = 600.0) -> dict[str, Any]:
+        """A request to the client (initialize era: elicitation, sampling, roots), sent where the
+        request being served is answered; waits for the reply. RpcError for an error reply."""
+        ask_id = f"llmc-{next(self._ask_ids)}"
+        future: Future[dict[str, Any]] = Future()
+        with self._lock:
+            self._asked[ask_id] = future
+        try:
+            send(jsonrpc.request(ask_id, method, params))
+            reply = future.result(timeout)
+        except FutureTimeout:
+            raise TimeoutExpired(f"the client did not answer {method} within {timeout:g}s") from None
+        finally:
+            with self._lock:
+                self._asked.pop(ask_id, None)
+        if "error" in reply:
+            err = reply["error"] if isinstance(reply["error"], dict) else {}
+            raise RpcError(f"the client refused {method}: {err.get('message', 'error')}",
+                           code=err.get("code", 0), data=err.get("data"))
+        result = reply.get("result")
+        if not isinstance(result, dict):
+            raise RpcError(f"the client's reply to {method} is not an object", code=jsonrpc.INVALID_REQUEST)
+        return result
+
+    def _on_reply(self, message: dict[str, Any]) -> None:
+        with self._lock:
+            future = self._asked.get(message.get("id"))  # type: ignore[arg-type]
+        if future is not None and not future.done():
+            future.set_result(message)
+        # a reply to nothing we asked (late, after a timeout): dropped
 
     def _notification(self, message: dict[str, Any]) -> None:
         if message["method"] == "notifications/cancelled":

@@ -41,6 +41,7 @@ def run_stdio(endpoint: Any, stdin: BinaryIO | None = None, stdout: BinaryIO | N
             except (BrokenPipeError, ValueError):
                 pass  # the client went away; end of input follows
 
+    endpoint.attach(send)
     try:
         while line := stdin.readline(MAX_LINE_BYTES + 1):
             if len(line) > MAX_LINE_BYTES:

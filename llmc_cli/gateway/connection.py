@@ -1,0 +1,257 @@
+"""One host's connection to the gateway: server/protocol.py's dual-era core (initialize, discover,
+pagination, cancellation, requests to the client) with the toolbox's methods behind it.
+
+Every tools/call goes through services.call_tool (policy, audit with the host's identity, rate
+limits, argument rules, the lock). The caller behind a host is a model, so confirmations apply:
+the host's user is asked by elicitation when the host can be asked (initialize era: a request
+on the connection; 2026-07-28: an input_required result the host answers by retrying), and
+otherwise the call is refused with a tool error that says how to pre-approve it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from llmc_cli import __version__
+from llmc_cli.errors import Cancelled, DriftError, LlmcError, PolicyDenied, RpcError
+from llmc_cli.gateway.toolbox import HostCall, Toolbox, namespaced, own_result
+from llmc_cli.mcp import jsonrpc
+from llmc_cli.model import ToolCall
+from llmc_cli.server.protocol import META, McpServer, RequestError, Send
+
+PAGE_SIZE = 100
+CONFIRM_KEY = "confirm"  # the input request's key in a 2026-07-28 input_required result
+
+
+class _InputRequired(Exception):
+    """A 2026-07-28 host must answer an elicitation first: the reply is this input_required result."""
+
+    def __init__(self, result: dict[str, Any]) -> None:
+        super().__init__("input required")
+        self.result = result
+
+
+class GatewayConnection(McpServer):
+    pooled = frozenset({"tools/list", "resources/list", "resources/templates/list", "resources/read",
+                        "prompts/list", "prompts/get", "completion/complete"})
+
+    def __init__(self, toolbox: Toolbox, *, transport: str = "stdio", principal: str | None = None) -> None:
+        profile = toolbox.profile.name
+        super().__init__("llmc-gateway", __version__, [], page_size=PAGE_SIZE, on_close=self._forget,
+                         instructions=f"llmc gateway for profile {profile}: the tools of its servers, named "
+                                      "SERVER.TOOL; every call is checked by the profile's policy and audited.")
+        self.toolbox = toolbox
+        self.transport = transport
+        self.principal = principal
+        self._upstream: dict[Any, tuple[str, str]] = {}  # host request id -> (server, our progress token)
+        toolbox.connections.add(self)
+
+    def _forget(self) -> None:
+        self.toolbox.connections.discard(self)
+
+    def _capabilities(self) -> dict[str, Any]:
+        return {"tools": {"listChanged": True}, "resources": {"listChanged": True},
+                "prompts": {"listChanged": True}, "completions": {}, "logging": {}}
+
+    # -- who is asking -----------------------------------------------------------------------------
+
+    def host_capabilities(self, params: dict[str, Any], modern: str | None) -> dict[str, Any]:
+        if modern:
+            caps = (params.get("_meta") or {}).get(META + "clientCapabilities")
+            return caps if isinstance(caps, dict) else {}
+        return self.client_capabilities
+
+    def host_identity(self, params: dict[str, Any], modern: str | None) -> dict[str, Any]:
+        """What the audit trail records of the host: its clientInfo (what it says it is), the
+        transport and, over HTTP, the principal its token proved."""
+        info = (params.get("_meta") or {}).get(META + "clientInfo") if modern else self.client_info
+        info = info if isinstance(info, dict) else {}
+        out = {"name": str(info.get("name", ""))[:200], "version": str(info.get("version", ""))[:100],
+               "transport": self.transport, "protocolVersion": modern or self.legacy_version}
+        if self.principal:
+            out["principal"] = self.principal
+        return out
+
+    # -- methods -----------------------------------------------------------------------------------
+
+    def _dispatch(self, method: str, params: dict[str, Any], modern: str | None) -> dict[str, Any]:
+        toolbox = self.toolbox
+        if method == "resources/list":
+            return self._listing(self.page("resources", toolbox.gather(method, "resources", "uri", "resources"),
+                                           params), modern)
+        if method == "resources/templates/list":
+            items = toolbox.gather(method, "resourceTemplates", "uriTemplate", "resources")
+            return self._listing(self.page("resourceTemplates", items, params), modern)
+        if method == "prompts/list":
+            return self._listing(self.page("prompts", toolbox.gather(method, "prompts", "name", "prompts"), params),
+                                 modern)
+        if method == "resources/read":
+            server, uri = self._route(params.get("uri"), "resource")
+            result = self._upstream_request(method, server, {"uri": uri})
+            contents = result.get("contents")
+            if isinstance(contents, list):
+                result["contents"] = [{**c, "uri": namespaced(server, str(c.get("uri", "")))}
+                                      if isinstance(c, dict) else c for c in contents]
+            return result
+        if method == "prompts/get":
+            server, name = self._route(params.get("name"), "prompt")
+            arguments = params.get("arguments")
+            return self._upstream_request(method, server, {"name": name, **({"arguments": arguments}
+                                                                            if isinstance(arguments, dict) else {})})
+        if method == "completion/complete":
+            return self._complete(params)
+        if method == "logging/setLevel":
+            return {}  # upstream log messages are relayed as they come
+        return super()._dispatch(method, params, modern)
+
+    @staticmethod
+    def _listing(out: dict[str, Any], modern: str | None) -> dict[str, Any]:
+        if modern:  # depends on the profile and the upstreams' state: not cacheable, not shared
+            out.update(ttlMs=0, cacheScope="private")
+        return out
+
+    def _list_tools(self, params: dict[str, Any], modern: str | None) -> dict[str, Any]:
+        tools = [self.toolbox.describe(t) for t in self.toolbox.tools()]
+        return self._listing(self.page("tools", tools, params), modern)
+
+    def _route(self, name: Any, what: str) -> tuple[str, str]:
+        route = self.toolbox.route(name)
+        if route is None:
+            raise RequestError(jsonrpc.RESOURCE_NOT_FOUND if what == "resource" else jsonrpc.INVALID_PARAMS,
+                               f"Unknown {what}: {name}")
+        return route
+
+    def _upstream_request(self, method: str, server: str, params: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return self.toolbox.forward(method, server, params)
+        except RpcError as exc:
+            raise RequestError(exc.code or jsonrpc.INTERNAL_ERROR, exc.message, exc.data) from None
+        except LlmcError as exc:
+            raise RequestError(jsonrpc.INTERNAL_ERROR, exc.message) from None
+
+    def _complete(self, params: dict[str, Any]) -> dict[str, Any]:
+        ref = params.get("ref")
+        if not isinstance(ref, dict):
+            raise RequestError(jsonrpc.INVALID_PARAMS, "completion/complete needs a ref")
+        field = "uri" if ref.get("type") == "ref/resource" else "name"
+        server, rest = self._route(ref.get(field), "prompt" if field == "name" else "resource")
+        forwarded = {k: v for k, v in params.items() if k in ("argument", "context")}
+        return self._upstream_request("completion/complete", server, {**forwarded, "ref": {**ref, field: rest}})
+
+    # -- tools/call --------------------------------------------------------------------------------
+
+    def _start_call(self, msg_id: Any, params: dict[str, Any], modern: str | None, send: Send) -> None:
+        if not isinstance(params.get("name"), str):
+            raise RequestError(jsonrpc.INVALID_PARAMS, "tools/call needs a tool name")
+        if not isinstance(params.get("arguments", {}), dict):
+            raise RequestError(jsonrpc.INVALID_PARAMS, "arguments must be an object")
+        self.run_in_pool(msg_id, lambda: self._call(msg_id, params, modern, send), modern, send, params["name"])
+
+    def _call(self, msg_id: Any, params: dict[str, Any], modern: str | None, send: Send) -> dict[str, Any]:
+        from llmc_cli import services
+
+        name = params["name"]
+        toolbox = self.toolbox
+        route = toolbox.route(name)
+        try:
+            tool = toolbox.catalog.find_tool(*route) if route else None
+        except LlmcError as exc:  # the server is down: the model may try something else
+            return _tool_error(f"{name} is unavailable: {exc.message}")
+        if route is None or tool is None:
+            raise RequestError(jsonrpc.INVALID_PARAMS, f"Unknown tool: {name}")
+        call = ToolCall(route[0], route[1], dict(params.get("arguments") or {}))
+        capabilities = self.host_capabilities(params, modern)
+        can_ask = "elicitation" in capabilities
+        invocation = services.Invocation(
+            profile=toolbox.profile, command="serve", interactive=can_ask,
+            confirm=lambda c, t: self._confirm(c, params, modern, send), client=self.host_identity(params, modern))
+        meta = params.get("_meta") or {}
+        host_call = HostCall(self, send, meta.get("progressToken"), capabilities, modern,
+                             meta.get(META + "logLevel"))
+        try:
+            with toolbox.hosting(host_call) as token:
+                with self._lock:
+                    self._upstream[msg_id] = (call.server, token)
+                try:
+                    result = services.call_tool(toolbox.catalog, invocation, call, meta={"progressToken": token})
+                finally:
+                    with self._lock:
+                        self._upstream.pop(msg_id, None)
+        except _InputRequired as exc:
+            return exc.result
+        except PolicyDenied as exc:
+            if not toolbox.visible(tool):  # hidden: as if it did not exist, whatever the spelling
+                raise RequestError(jsonrpc.INVALID_PARAMS, f"Unknown tool: {name}") from None
+            return _tool_error(self._denial_text(exc, call, can_ask))
+        except DriftError as exc:
+            raise RequestError(jsonrpc.INVALID_PARAMS, f"Unknown tool: {name} ({exc.message})") from None
+        except Cancelled as exc:
+            return _tool_error(exc.message)  # the host cancelled: this reply is dropped
+        except RpcError as exc:  # the upstream refused the request itself: the host hears the same
+            raise RequestError(exc.code or jsonrpc.INTERNAL_ERROR, exc.message, exc.data) from None
+        except LlmcError as exc:
+            return _tool_error(f"{name} failed: {exc.message}")
+        return own_result(result.to_json())
+
+    def _denial_text(self, exc: PolicyDenied, call: ToolCall, can_ask: bool) -> str:
+        rule = str(exc.details.get("rule") or "")
+        if not rule.startswith("confirm") or can_ask:
+            return exc.message
+        import shlex
+
+        arguments = json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)
+        loaded = self.toolbox.profile
+        # A profile loaded by path is named by its path: `-p NAME` would not find it.
+        profile = loaded.name if loaded.path is None or loaded.path.parent.name == "profiles" else str(loaded.path)
+        return (f"{call.qualified_name} needs a person's confirmation ({rule}) and this MCP host cannot ask for "
+                f"one (it declares no elicitation capability). To pre-approve this exact call: "
+                f"llmc -p {shlex.quote(profile)} policy approve {call.qualified_name} --json {shlex.quote(arguments)} "
+                f"--write ({exc.details.get('callHash')})")
+
+    def _confirm(self, call: ToolCall, params: dict[str, Any], modern: str | None, send: Send) -> bool:
+        """Ask the host's user about this exact call (services.authorize calls this)."""
+        question: dict[str, Any] = {"message": f"Run {call.qualified_name} with {_summary(call.arguments)}?",
+                                    "requestedSchema": {"type": "object", "properties": {}}}
+        if modern:
+            seal = self.toolbox.seal(call)
+            answer = (params.get("inputResponses") or {}).get(CONFIRM_KEY)
+            if not isinstance(answer, dict) or params.get("requestState") != seal:
+                raise _InputRequired({"resultType": "input_required", "requestState": seal, "inputRequests": {
+                    CONFIRM_KEY: {"method": "elicitation/create", "params": {"mode": "form", **question}}}})
+            return answer.get("action") == "accept"
+        if self.legacy_version == "2025-11-25":
+            question["mode"] = "form"
+        try:
+            return self.ask_client("elicitation/create", question, send).get("action") == "accept"
+        except LlmcError:
+            return False  # no answer is no yes
+
+    def _notification(self, message: dict[str, Any]) -> None:
+        super()._notification(message)
+        if message["method"] == "notifications/cancelled":
+            params = message.get("params") or {}
+            with self._lock:
+                upstream = self._upstream.get(params.get("requestId"))
+            if upstream is not None:
+                server, token = upstream
+                try:
+                    self.toolbox.catalog.session(server).cancel(token, str(params.get("reason") or "cancelled by the host"))
+                except LlmcError:
+                    pass
+
+
+def _tool_error(text: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+def _summary(arguments: dict[str, Any], limit: int = 120) -> str:
+    """The arguments as a person reads them in a question: key=value, long values shortened."""
+    if not arguments:
+        return "no arguments"
+    parts = []
+    for key, value in arguments.items():
+        text = json.dumps(value, ensure_ascii=False)
+        parts.append(f"{key}={text if len(text) <= limit else text[:limit] + '…'}")
+    return ", ".join(parts)
+

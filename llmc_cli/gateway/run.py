@@ -1,0 +1,39 @@
+"""Start the gateway on a transport, and stop it: the upstream servers go with it."""
+
+from __future__ import annotations
+
+import sys
+
+from llmc_cli.config.profiles import LoadedProfile
+
+
+def log(message: str) -> None:
+    print(f"llmc serve: {message}", file=sys.stderr, flush=True)
+
+
+def _toolbox(profile: LoadedProfile, verbose: int) -> "Toolbox":  # type: ignore[name-defined] # noqa: F821
+    from llmc_cli.gateway.toolbox import Toolbox
+
+    on_stderr = (lambda server, line: log(f"[{server} stderr] {line}")) if verbose else None
+    toolbox = Toolbox(profile, on_stderr=on_stderr)
+    toolbox.catalog.warm_up()  # upstreams start while the host connects
+    return toolbox
+
+
+def serve_stdio(profile: LoadedProfile, *, verbose: int = 0) -> None:
+    """One host on stdin/stdout until end of input."""
+    from llmc_cli.gateway.connection import GatewayConnection
+    from llmc_cli.server.stdio import run_stdio
+
+    toolbox = _toolbox(profile, verbose)
+    log(f"profile {profile.name}: {len(toolbox.catalog.specs)} server(s) on stdio")
+    try:
+        run_stdio(GatewayConnection(toolbox, transport="stdio"))
+    finally:
+        toolbox.close()
+
+
+def serve_http(profile: LoadedProfile, address: str, *, verbose: int = 0) -> None:
+    from llmc_cli.gateway.http import serve
+
+    serve(_toolbox(profile, verbose), address)

@@ -1,0 +1,207 @@
+"""What every host connection of one gateway shares: the profile, one connection per upstream
+server (a catalog), the namespaced listings and the way back from a namespaced name to its server.
+
+Names are `SERVER.NAME` for tools and prompts and `SERVER.URI` for resources and templates:
+server names contain no dot (config/schema.py), so the first dot splits them back, and a name
+does not change when another server is added or removed. Tools the policy hides and tools that
+drifted from the profile's lock are left out of the listing.
+
+Messages an upstream sends on its own while a host's call runs (progress, logs, elicitation,
+sampling) go to the host whose call is in flight: progress by its token, the others to the
+newest call in flight (upstream requests carry no token that says whose call they serve).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import itertools
+import os
+import sys
+import threading
+import weakref
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+from llmc_cli.config.profiles import LoadedProfile
+from llmc_cli.errors import LlmcError, RpcError
+from llmc_cli.mcp import jsonrpc
+from llmc_cli.mcp.session import ClientHooks
+from llmc_cli.model import Tool, ToolCall
+
+Send = Callable[[dict[str, Any]], None]
+PROTOCOL_META = "io.modelcontextprotocol/"
+LIST_CHANGED = ("notifications/tools/list_changed", "notifications/resources/list_changed",
+                "notifications/prompts/list_changed")
+
+
+@dataclass
+class HostCall:
+    """A host's request in flight: where the upstream's messages about it go."""
+
+    connection: Any  # connection.GatewayConnection
+    send: Send
+    host_token: Any  # the host's progressToken, or None: the host did not ask for progress
+    capabilities: dict[str, Any]  # the host's client capabilities
+    modern: str | None  # the host's modern version, or None (initialize era)
+    log_level: str | None  # modern hosts opt in to log messages per request
+
+
+def namespaced(server: str, name: str) -> str:
+    return f"{server}.{name}"
+
+
+def own_result(result: dict[str, Any]) -> dict[str, Any]:
+    """An upstream's result without what belongs to the upstream's connection (its era's result
+    type and caching, its serverInfo): the gateway answers the host in the host's era."""
+    out = {k: v for k, v in result.items() if k not in ("resultType", "ttlMs", "cacheScope")}
+    meta = out.get("_meta")
+    if isinstance(meta, dict):
+        meta = {k: v for k, v in meta.items() if not k.startswith(PROTOCOL_META)}
+        if meta:
+            out["_meta"] = meta
+        else:
+            del out["_meta"]
+    return out
+
+
+class Toolbox:
+    def __init__(self, profile: LoadedProfile, *, on_stderr: Callable[[str, str], None] | None = None) -> None:
+        from llmc_cli import services
+
+        self.profile = profile
+        hooks = ClientHooks(on_progress=self._progress, on_log=self._log, on_list_changed=self._list_changed,
+                            elicit=self._elicit, sample=self._sample)
+        self.catalog = services.open_catalog(profile, hooks=hooks, on_stderr=on_stderr)
+        self.connections: weakref.WeakSet[Any] = weakref.WeakSet()  # for list_changed
+        self._calls: dict[str, HostCall] = {}  # our progress token upstream -> the host's call
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._secret = os.urandom(32)  # binds a confirmation answer to the exact call it was asked for
+        self._reported: set[str] = set()
+
+    def close(self) -> None:
+        self.catalog.close()
+
+    # -- tools -----------------------------------------------------------------------------------
+
+    def tools(self) -> list[Tool]:
+        """The tools a host sees: allowed by the policy and, with a lock, pinned as they are now."""
+        from llmc_cli import services
+
+        allowed, _hidden, failures = services.visible_tools(self.catalog, self.profile)
+        self._report(failures)
+        if not self.profile.profile.lock:
+            return allowed
+        from llmc_cli import lockfile
+
+        pinned = lockfile.read(services.lock_path(self.profile))["servers"]
+        return [t for t in allowed
+                if ((pinned.get(t.server) or {}).get("tools") or {}).get(t.name, {}).get("hash") == lockfile.tool_hash(t)]
+
+    def describe(self, tool: Tool) -> dict[str, Any]:
+        """The tool as the host sees it: namespaced, with the hints the profile's policy goes by
+        (a profile corrects servers that mislabel their tools)."""
+        from llmc_cli import policy
+
+        hints = policy.effective_hints(tool, tool.qualified_name, self.profile.profile.policy)
+        annotations = {**tool.annotations, **{f"{k}Hint": v for k, v in hints.items()}}
+        return {**tool.raw, "name": tool.qualified_name, "annotations": annotations}
+
+    def route(self, name: Any) -> tuple[str, str] | None:
+        """'server.name' -> (server, name) for a server of this profile; anything else: None."""
+        if not isinstance(name, str):
+            return None
+        server, dot, rest = name.partition(".")
+        return (server, rest) if dot and rest and server in self.catalog.specs else None
+
+    def visible(self, tool: Tool) -> bool:
+        from llmc_cli import policy
+
+        return policy.visible(tool, self.profile.profile.policy).action == "allow"
+
+    def seal(self, call: ToolCall) -> str:
+        """A requestState that only this process can make for this exact call (tool and arguments)."""
+        from llmc_cli.policy import call_hash
+
+        return hmac.new(self._secret, call_hash(call).encode(), hashlib.sha256).hexdigest()
+
+    # -- resources, templates, prompts -------------------------------------------------------------
+
+    def gather(self, method: str, key: str, field: str, capability: str) -> list[dict[str, Any]]:
+        """Every server's items of a list method (all pages), their `field` namespaced."""
+        def one(server: str) -> list[dict[str, Any]]:
+            session = self.catalog.session(server)
+            if capability not in (session.capabilities or {}):
+                return []
+            return [{**item, field: namespaced(server, str(item.get(field, "")))}
+                    for item in session.list_all(method, key)]
+
+        per_server, failures = self.catalog.each(one)
+        self._report(failures)
+        return [item for server in self.catalog.specs for item in per_server.get(server, [])]
+
+    def forward(self, method: str, server: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A request for one server's resource, prompt or completion; RpcError as the server said."""
+        return own_result(self.catalog.session(server).request(method, params))
+
+    # -- relayed upstream messages -------------------------------------------------------------
+
+    @contextmanager
+    def hosting(self, call: HostCall) -> Iterator[str]:
+        """Register a host's call for the upstream messages about it; yields our progress token."""
+        token = f"llmc-gateway-{next(self._ids)}"
+        with self._lock:
+            self._calls[token] = call
+        try:
+            yield token
+        finally:
+            with self._lock:
+                self._calls.pop(token, None)
+
+    def _newest(self) -> HostCall | None:
+        with self._lock:
+            return next(reversed(self._calls.values()), None)
+
+    def _progress(self, params: dict[str, Any]) -> None:
+        with self._lock:
+            call = self._calls.get(params.get("progressToken"))  # type: ignore[arg-type]
+        if call is not None and call.host_token is not None:
+            call.send(jsonrpc.notification("notifications/progress", {**params, "progressToken": call.host_token}))
+
+    def _log(self, params: dict[str, Any]) -> None:
+        call = self._newest()
+        if call is not None and (call.modern is None or call.log_level):
+            call.send(jsonrpc.notification("notifications/message", params))
+
+    def _list_changed(self, method: str) -> None:
+        if method not in LIST_CHANGED:
+            return
+        for connection in list(self.connections):
+            if connection.channel is not None:
+                connection.channel(jsonrpc.notification(method))
+
+    def _elicit(self, params: dict[str, Any]) -> dict[str, Any]:
+        """An upstream asks its user: the host's user, when the host can be asked (spec: else decline)."""
+        call = self._newest()
+        if call is None or "elicitation" not in call.capabilities or call.modern:
+            return {"action": "decline"}
+        try:
+            return call.connection.ask_client("elicitation/create", params, call.send)
+        except LlmcError:
+            return {"action": "cancel"}
+
+    def _sample(self, params: dict[str, Any]) -> dict[str, Any]:
+        call = self._newest()
+        if call is None or "sampling" not in call.capabilities or call.modern:
+            raise RpcError("sampling declined: the MCP host behind the llmc gateway does not offer it", code=-1)
+        return call.connection.ask_client("sampling/createMessage", params, call.send)
+
+    def _report(self, failures: list[Any]) -> None:
+        """An upstream that cannot be reached: said once on stderr, its items left out."""
+        for failure in failures:
+            if failure.server not in self._reported:
+                self._reported.add(failure.server)
+                print(f"llmc serve: {failure.server} is unavailable: {failure.error.message}", file=sys.stderr,
+                      flush=True)
