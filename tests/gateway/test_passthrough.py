@@ -1,0 +1,157 @@
+"""What the gateway passes through between a host (the `mcp` SDK client) and real upstreams
+(the SDK test server, npm server-everything): progress, logs, cancellation, images, upstream
+elicitation; and what it holds back: drifted tools, upstream protocol fields."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.gateway.conftest import audit_records
+from tests.gateway.test_stdio import ERAS, host, run
+from tests.helpers import llmc, node_tool
+
+EVERYTHING = """
+[servers.every]
+command = {everything}
+
+[policy.hints."every.*"]
+readOnly = true
+"""
+
+
+@pytest.fixture
+def everything_profile(gateway_profile: Path) -> Path:
+    with gateway_profile.open("a") as fh:
+        fh.write(EVERYTHING.format(everything=json.dumps(node_tool("mcp-server-everything"))))
+    return gateway_profile
+
+
+@pytest.mark.parametrize("mode, version", ERAS)
+def test_progress_and_logs_reach_the_host(gateway_profile: Path, mode: str, version: str) -> None:
+    progress: list[tuple[float, float | None]] = []
+    logs: list[Any] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, total))
+
+    async def on_log(params: Any) -> None:
+        logs.append(params.data)
+
+    async def work() -> None:
+        async with host(gateway_profile, mode, logging_callback=on_log, log_level="info") as client:
+            slept = await client.call_tool("sdk.slow", {"seconds": 0.3}, progress_callback=on_progress)
+            assert slept.is_error is False
+            logged = await client.call_tool("sdk.log", {"message": "hello from upstream"})
+            assert logged.is_error is False
+
+    run(work)
+    assert progress and progress[-1] == (3, 3)
+    assert "hello from upstream" in logs
+
+
+@pytest.mark.parametrize("mode, version", ERAS)
+def test_a_cancelled_call_is_cancelled_upstream_and_audited(gateway_profile: Path, tmp_path: Path, mode: str,
+                                                            version: str) -> None:
+    started = anyio.Event()
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        started.set()
+
+    async def work() -> None:
+        async with host(gateway_profile, mode) as client:
+            async with anyio.create_task_group() as group:
+                async def slow() -> None:
+                    await client.call_tool("sdk.slow", {"seconds": 30}, progress_callback=on_progress)
+
+                group.start_soon(slow)
+                await started.wait()  # the upstream is working on it
+                group.cancel_scope.cancel()
+            # the gateway still answers, and the cancelled call's outcome is on disk
+            assert (await client.call_tool("sdk.add", {"a": 1, "b": 1})).structured_content == {"result": 2}
+            for _ in range(100):
+                if any(r.get("outcome") == "cancelled" for r in audit_records(tmp_path)):
+                    break
+                await anyio.sleep(0.1)
+
+    run(work)
+    outcome = next(r for r in audit_records(tmp_path) if r["event"] == "outcome" and r["tool"] == "slow")
+    assert outcome["outcome"] == "cancelled"
+
+
+@pytest.mark.parametrize("mode, version", ERAS)
+def test_images_and_structured_content_pass_through(everything_profile: Path, mode: str, version: str) -> None:
+    async def work() -> None:
+        async with host(everything_profile, mode) as client:
+            image = await client.call_tool("every.get-tiny-image", {})
+            kinds = [c.type for c in image.content]
+            assert "image" in kinds
+            data = next(c for c in image.content if c.type == "image")
+            assert data.mime_type == "image/png" and len(data.data) > 100
+            structured = await client.call_tool("every.get-structured-content", {"location": "Chicago"})
+            assert structured.structured_content and "temperature" in structured.structured_content
+
+    run(work)
+
+
+@pytest.mark.parametrize("mode, version, reaches_host", [("legacy", "2025-11-25", True),
+                                                         ("auto", "2026-07-28", False)])
+def test_an_upstreams_elicitation_goes_to_a_host_that_can_answer(everything_profile: Path, mode: str, version: str,
+                                                                 reaches_host: bool) -> None:
+    from mcp_types import ElicitResult
+
+    asked: list[str] = []
+
+    async def answer(context: Any, params: Any) -> Any:
+        asked.append(params.message)
+        properties = (params.requested_schema or {}).get("properties", {})
+        content = {k: v.get("default", "x") if v.get("type") == "string" else v.get("default", 1)
+                   for k, v in properties.items() if k in (params.requested_schema or {}).get("required", [])}
+        return ElicitResult(action="accept", content=content)
+
+    async def work() -> None:
+        async with host(everything_profile, mode, elicitation_callback=answer) as client:
+            result = await client.call_tool("every.trigger-elicitation-request", {})
+            text = " ".join(c.text for c in result.content if c.type == "text")
+            assert ("accept" in text.lower()) is reaches_host, text
+
+    run(work)
+    assert bool(asked) is reaches_host
+
+
+def test_drifted_tools_are_absent_and_refused(gateway_profile: Path) -> None:
+    lock = gateway_profile.parent / "gw.lock"
+    locked = llmc("-p", str(gateway_profile), "tools", "lock", "-o", str(lock))
+    assert locked.returncode == 0, locked.stderr
+    pinned = json.loads(lock.read_text())
+    pinned["servers"]["sdk"]["tools"]["add"]["hash"] = "sha256:" + "0" * 64  # as if sdk.add had changed
+    lock.write_text(json.dumps(pinned))
+    gateway_profile.write_text(f'lock = "{lock.name}"\n' + gateway_profile.read_text())
+
+    async def work() -> None:
+        from mcp.shared.exceptions import MCPError
+
+        async with host(gateway_profile, "auto") as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert "sdk.add" not in names and "sdk.weather" in names
+            with pytest.raises(MCPError, match="changed since it was locked"):
+                await client.call_tool("sdk.add", {"a": 1, "b": 2})
+            assert (await client.call_tool("sdk.weather", {"city": "Rome"})).is_error is False
+
+    run(work)
+
+
+def test_upstream_protocol_fields_stay_upstream(gateway_profile: Path) -> None:
+    """The upstream's serverInfo and result type do not leak into the host's results."""
+    async def work() -> None:
+        async with host(gateway_profile, "legacy") as client:
+            result = await client.call_tool("sdk.add", {"a": 1, "b": 2})
+            assert not (result.meta or {}), result.meta
+            read = await client.read_resource("sdk.test://greeting")
+            assert not (read.meta or {})
+
+    run(work)
