@@ -51,6 +51,52 @@ def builtin_servers() -> dict[str, Callable[[ServerSpec], Any]]:
     return {"workspace": workspace}
 
 
+def protected_paths(profile: LoadedProfile | None) -> list[str]:
+    """llmc's own files, which no tool of its workspace server may touch: the config and state
+    directories, the profile file, its audit log and its manifest lock, wherever they are."""
+    import os
+
+    from llmc_cli.audit import AuditLog
+    from llmc_cli.config.paths import PROTECTED_PATHS_VAR, config_dir, state_dir
+
+    paths = [f"{config_dir()}/", f"{state_dir()}/"]  # "/": a directory, protected as one before it exists
+    if profile is not None:
+        if profile.path is not None:
+            paths.append(str(profile.path))
+        paths.append(str(AuditLog(profile.profile.audit_log).path))
+        if profile.profile.lock:
+            paths.append(_relative_to_profile(profile, profile.profile.lock))
+    else:
+        paths.append(str(AuditLog().path))
+    inherited = os.environ.get(PROTECTED_PATHS_VAR)  # this llmc is itself a server of another llmc
+    if inherited:
+        try:
+            paths += [p for p in json.loads(inherited) if isinstance(p, str) and p]
+        except (ValueError, TypeError):
+            pass  # the workspace server refuses a malformed list; here it only adds
+    return list(dict.fromkeys(os.path.abspath(os.path.expanduser(p)) + ("/" if p.endswith("/") else "")
+                              for p in paths))
+
+
+def protect(specs: list[ServerSpec], profile: LoadedProfile | None) -> list[ServerSpec]:
+    """Tell each server where llmc's own files are: the built-in workspace server through its
+    options, a spawned one (`llmc serve workspace` as a stdio child, whose environment is
+    allow-listed) through PROTECTED_PATHS_VAR, set after the profile's env so it cannot be replaced.
+    Both only ever add paths to what the server protects."""
+    from llmc_cli.config.paths import PROTECTED_PATHS_VAR
+
+    paths = protected_paths(profile)
+    out = []
+    for spec in specs:
+        if spec.builtin == "workspace" and isinstance(spec.options.get("protect", []), list):
+            extra = [p for p in spec.options.get("protect", []) if p not in paths]
+            spec = replace(spec, options={**spec.options, "protect": [*extra, *paths]})
+        elif spec.command:
+            spec = replace(spec, env={**spec.env, PROTECTED_PATHS_VAR: json.dumps(paths)})
+        out.append(spec)
+    return out
+
+
 def open_catalog(profile: LoadedProfile | None, only: tuple[str, ...] = (), adhoc: ServerSpec | None = None,
                  hooks: ClientHooks | None = None, on_stderr: Callable[[str, str], None] | None = None,
                  timeout: float | None = None, session: str | None = None) -> Catalog:
@@ -67,7 +113,7 @@ def open_catalog(profile: LoadedProfile | None, only: tuple[str, ...] = (), adho
         path, specs = sessions.server_specs(session, only)
         keeper = (path, session)
     else:
-        specs = [adhoc] if adhoc else server_specs(profile, only)  # type: ignore[arg-type]
+        specs = protect([adhoc] if adhoc else server_specs(profile, only), profile)  # type: ignore[arg-type]
     if timeout:
         specs = [replace(spec, timeout=timeout) for spec in specs]
     return Catalog(specs, hooks=hooks, builtins=builtin_servers(), on_stderr=on_stderr, keeper=keeper)

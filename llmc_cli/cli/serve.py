@@ -54,14 +54,18 @@ def serve(ctx: click.Context, profile_name: str | None, http: str | None) -> Non
 @click.option("--allow-network", is_flag=True, help="Give processes the network (bwrap sandbox only).")
 @click.option("--sandbox", type=click.Choice(["auto", "bwrap", "none"]), default="auto", show_default=True,
               help="auto: bwrap when installed, else no process tools; none: run processes unsandboxed.")
+@click.option("--protect", "protect", multiple=True, metavar="PATH",
+              help="Also keep this file or directory off limits (repeatable). llmc's own config and state "
+                   "directories always are, and llmc names its profile, audit log and lock when it starts this.")
 def workspace(roots: tuple[str, ...], read_only: bool, allow_commands: tuple[str, ...], allow_shell: bool,
-              allow_network: bool, sandbox: str) -> None:
+              allow_network: bool, sandbox: str, protect: tuple[str, ...]) -> None:
     """Files, search and processes under the given roots, over stdio (stdout carries MCP only)."""
     from llmc_cli.server.stdio import log, run_stdio
     from llmc_cli.server.workspace import make_workspace_server
 
     endpoint = make_workspace_server(list(roots) or ["."], read_only, allow_commands=list(allow_commands),
-                                     allow_shell=allow_shell, allow_network=allow_network, sandbox=sandbox)
+                                     allow_shell=allow_shell, allow_network=allow_network, sandbox=sandbox,
+                                     protect=list(protect))
     log(endpoint.instructions or "ready")
     run_stdio(endpoint)
 

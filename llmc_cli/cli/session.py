@@ -66,7 +66,9 @@ def start(ctx: click.Context, name: str, idle: str, **target: Any) -> None:
             specs = [replace(s, timeout=target["timeout"]) for s in specs]
     if not specs:
         raise UsageError("no servers to keep: the profile has none enabled (add one, or use -s/--stdio/--url)")
-    status = sessions.start(name, specs, idle=seconds, profile=profile_name)
+    from llmc_cli.services import protect
+
+    status = sessions.start(name, protect(specs, None if adhoc else profile), idle=seconds, profile=profile_name)
     emit(_public(status, name))
     failed = [s for s in status.get("servers", []) if s.get("state") != "running"]
     for server in failed:

@@ -6,6 +6,12 @@ import os
 from pathlib import Path
 
 
+# Set by llmc in the environment of every stdio server it spawns: the real locations of its own
+# files (a JSON list), which a `llmc serve workspace` child must protect but could not know from
+# its allow-listed environment (no LLMC_CONFIG_DIR, no XDG_*).
+PROTECTED_PATHS_VAR = "LLMC_PROTECTED_PATHS"
+
+
 def config_dir() -> Path:
     """$LLMC_CONFIG_DIR, else $XDG_CONFIG_HOME/llmc, else ~/.config/llmc."""
     if os.environ.get("LLMC_CONFIG_DIR"):

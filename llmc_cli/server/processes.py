@@ -39,7 +39,8 @@ def find_bwrap() -> str | None:
 class ProcessConfig:
     roots: list[str]
     allow_commands: list[str]
-    hidden: list[str] = field(default_factory=list)  # directories a sandboxed process must not see
+    hidden: list[str] = field(default_factory=list)  # llmc's own files: a sandboxed process must not see them
+    hidden_dirs: list[str] = field(default_factory=list)  # those of them that are directories, existing or not
     allow_shell: bool = False
     allow_network: bool = False
     sandbox: str = "auto"  # auto | bwrap | none
@@ -107,14 +108,54 @@ class Launcher:
         cmd = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
         for root in self.config.roots:  # after the /tmp tmpfs, so a root under /tmp stays visible
             cmd += ["--bind", root, root]
-        for hidden in self.config.hidden:  # after the roots: hidden even inside a root
-            if os.path.isdir(hidden):
-                cmd += ["--tmpfs", hidden]
+        cmd += self._hide()  # after the roots: hidden even inside a root
         cmd += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         if not self.config.allow_network:
             cmd.append("--unshare-net")
         cmd += ["--die-with-parent", "--new-session", "--chdir", cwd, "--", *argv]
         return cmd
+
+    def _hide(self) -> list[str]:
+        """bwrap arguments that cover llmc's own files: an empty read-only tmpfs on each protected
+        directory, /dev/null (read-only) on each protected file and the files beside it that
+        extend its name (audit.jsonl.1, .lock, ...). A mount point can be neither renamed, nor
+        replaced, nor hard-linked to (EBUSY/EXDEV); the kernel does let a directory that CONTAINS
+        one be renamed, so every ancestor inside a root is bound onto itself first. A protected
+        directory that does not exist yet inside a root is created (empty, 0700) so it can be
+        covered; otherwise a process could create it with content of its choosing."""
+        args: list[str] = []
+        for name in self.config.hidden_dirs:
+            if not os.path.lexists(name) and any(name.startswith(r.rstrip("/") + "/") for r in self.config.roots):
+                try:
+                    os.makedirs(name, mode=0o700, exist_ok=True)
+                except OSError:
+                    pass
+        pinned: set[str] = set()
+        for name in self.config.hidden:  # then: each ancestor inside a root becomes a mount point
+            for root in self.config.roots:
+                if name.startswith(root.rstrip("/") + "/"):
+                    parts = os.path.relpath(os.path.dirname(name), root).split("/")
+                    for i in range(1, len(parts) + 1):
+                        ancestor = os.path.join(root, *parts[:i])
+                        if parts[0] != "." and ancestor not in pinned and os.path.isdir(ancestor) \
+                                and not os.path.islink(ancestor):
+                            pinned.add(ancestor)
+                            args += ["--bind", ancestor, ancestor]
+        for name in self.config.hidden:
+            if os.path.islink(name):
+                continue  # its target is in the list too
+            if os.path.isdir(name):
+                args += ["--tmpfs", name, "--remount-ro", name]
+            elif os.path.isfile(name):
+                head, tail = os.path.split(name)
+                try:
+                    siblings = sorted(n for n in os.listdir(head) if n.startswith(tail + "."))
+                except OSError:
+                    siblings = []
+                for path in [name, *(os.path.join(head, n) for n in siblings)]:
+                    if os.path.isfile(path) and not os.path.islink(path):
+                        args += ["--ro-bind", "/dev/null", path]
+        return args
 
     def environment(self, tag: str = "") -> dict[str, str]:
         env = {TAG_VAR: tag, "PATH": FIXED_PATH, "HOME": self.config.roots[0], "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",

@@ -1,6 +1,6 @@
 """Background searches by file name (glob) or content (plain text or regex), read page by page.
 
-A search walks the tree in its own thread, through descriptors (paths.Jail.walk), so a large
+A search walks the tree in its own thread, through descriptors (jail.Jail.walk), so a large
 tree never blocks the server; it stops at its result limit, its time limit or stop_search.
 """
 
@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any
 
-from llmc_cli.server.paths import Jail, fd_path
+from llmc_cli.server.jail import Jail, fd_path
 from llmc_cli.server.protocol import ToolError
 
 MAX_SEARCHES = 32  # remembered at once; the oldest finished ones are forgotten first
@@ -102,7 +102,8 @@ class Search:
         with os.fdopen(fd, "rb") as f:
             real = fd_path(fd) or path  # where it really is, should a directory have been swapped
             st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1 or not self._in_root(real):
+            if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1 or not self._in_root(real) \
+                    or (st.st_dev, st.st_ino) in self._args[0].protected.ids:
                 return []
             if b"\0" in f.read(SNIFF_BYTES):
                 return []  # binary

@@ -1,6 +1,6 @@
 """The built-in workspace server: files, search and processes under the workspace roots.
 
-Desktop Commander's abilities without its weak points: nothing outside the roots (paths.py),
+Desktop Commander's abilities without its weak points: nothing outside the roots (jail.py),
 no command that is not allow-listed and no shell unless configured (processes.py), and no tool
 that changes the configuration. `read_only` hides every writing tool and every process tool.
 
@@ -18,7 +18,7 @@ from typing import Any
 
 from llmc_cli import __version__
 from llmc_cli.errors import ConfigError
-from llmc_cli.server import paths as P
+from llmc_cli.server import jail as P
 from llmc_cli.server.processes import FIXED_PATH, Launcher, ProcessConfig, ProcessTable
 from llmc_cli.server.protocol import McpServer, ToolDef, ToolError
 from llmc_cli.server.search import Searches, iso_time
@@ -40,6 +40,7 @@ OPTIONS: dict[str, tuple[tuple[type, ...], Any]] = {
     "search_timeout": ((int, float), 60),
     "env": ((dict,), {}),  # extra environment for processes (the rest is scrubbed)
     "page_size": ((int,), 100),  # tools per tools/list page
+    "protect": ((list,), []),  # more paths off limits; llmc adds its own files (never fewer)
 }
 SNIFF_BYTES = 8192
 PAGE_BYTES = 20_000  # default output page of a process
@@ -96,13 +97,12 @@ class Workspace:
         if not isinstance(read_only, bool):
             raise ConfigError("workspace: read_only must be true or false")
         self.options = _check_options(options)
-        from llmc_cli.config.paths import config_dir, state_dir
-
-        self.jail = P.Jail(roots, forbidden=[str(config_dir()), str(state_dir())])
+        self.jail = P.Jail(roots, protect=protected_paths(self.options["protect"]))
         self.read_only = read_only
         self.searches = Searches()
         self.launcher = Launcher(ProcessConfig(
-            roots=self.jail.roots, hidden=self.jail.forbidden, allow_commands=self.options["allow_commands"],
+            roots=self.jail.roots, hidden=self.jail.protected.names,
+            hidden_dirs=self.jail.protected.dirs, allow_commands=self.options["allow_commands"],
             allow_shell=self.options["allow_shell"], allow_network=self.options["allow_network"],
             sandbox=self.options["sandbox"], timeout=float(self.options["timeout"]),
             max_output_bytes=self.options["max_output_bytes"], max_processes=self.options["max_processes"],
@@ -395,6 +395,10 @@ class Workspace:
         try:
             dfd, dname = self.jail.parent(dst, dst_shown)
             try:
+                # Neither end may be (or hold, or be the place of) one of llmc's own files: moving an
+                # ancestor away would let the profile be edited under another name.
+                self.jail.guard(sfd, sname, src_shown)
+                self.jail.guard(dfd, dname, dst_shown)
                 if P.lstat_at(sfd, sname) is None:
                     raise ToolError(f"{src_shown}: not found")
                 if P.lstat_at(dfd, dname) is not None:
@@ -497,7 +501,7 @@ class Workspace:
     # ------------------------------------------------------------------ configuration
     def get_config(self, args: dict[str, Any]) -> dict[str, Any]:
         o = self.options
-        return {"roots": self.jail.roots, "readOnly": self.read_only, "offLimits": self.jail.forbidden,
+        return {"roots": self.jail.roots, "readOnly": self.read_only, "offLimits": self.jail.protected.names,
                 "processes": {"enabled": self.processes_enabled, "note": self.process_note,
                               "sandbox": self.launcher.sandbox, "allowCommands": sorted(self.launcher.allowed),
                               "allowShell": o["allow_shell"], "allowNetwork": o["allow_network"],
@@ -534,6 +538,27 @@ def _utf8_prefix(head: bytes) -> bool:
         return False
 
 
+def protected_paths(extra: list[str]) -> list[str]:
+    """llmc's own files, off limits (a directory's path ends with "/"): the config and state
+    directories as this process sees them, those its parent llmc named in PROTECTED_PATHS_VAR,
+    and `extra`. A union: nothing can shrink it."""
+    import json
+
+    from llmc_cli.config.paths import PROTECTED_PATHS_VAR, config_dir, state_dir
+
+    paths = [f"{config_dir()}/", f"{state_dir()}/", *extra]
+    raw = os.environ.get(PROTECTED_PATHS_VAR)
+    if raw:
+        try:
+            inherited = json.loads(raw)
+        except ValueError:
+            inherited = None
+        if not isinstance(inherited, list) or not all(isinstance(p, str) and p for p in inherited):
+            raise ConfigError(f"workspace: {PROTECTED_PATHS_VAR} must be a JSON list of paths")
+        paths += inherited
+    return paths
+
+
 def _check_options(options: dict[str, Any]) -> dict[str, Any]:
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
@@ -550,6 +575,8 @@ def _check_options(options: dict[str, Any]) -> dict[str, Any]:
         raise ConfigError(f"workspace: sandbox must be auto, bwrap or none, not {out['sandbox']!r}")
     if not all(isinstance(c, str) and c for c in out["allow_commands"]):
         raise ConfigError("workspace: allow_commands must be a list of executable names or paths")
+    if not all(isinstance(p, str) and p for p in out["protect"]):
+        raise ConfigError("workspace: protect must be a list of paths")
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in out["env"].items()):
         raise ConfigError("workspace: env must map names to strings")
     return out

@@ -1,4 +1,4 @@
-"""Confinement of every path to the workspace roots.
+"""The path jail: confinement of every path to the workspace roots, and llmc's own files off limits.
 
 Two checks, because the file system can change between them: `resolve` turns the path a model
 gave into a real path (symlinks and `..` resolved) and refuses it outside the roots; the `open_*`
@@ -7,6 +7,11 @@ functions then open that real path without following a symlink in its last compo
 symlink or directory swapped in after the check cannot lead outside. Files with more than one
 hard link are refused: the other name may be outside the roots, and nothing tells where.
 Directory walks descend through descriptors opened with O_NOFOLLOW, never through names.
+
+llmc's own files (config and state directories, the profile file, its audit log and lock) are
+off limits even inside a root, judged by IDENTITY as well as by name (see Protected): a model
+that moved an ancestor directory away, edited the profile under its new name and moved it back
+would otherwise have rewritten its own policy.
 """
 
 from __future__ import annotations
@@ -26,8 +31,100 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC
 
 
+class Protected:
+    """llmc's own files: every tool must leave them alone.
+
+    Three views, because each alone has a hole:
+    - names (as the kernel resolved them at start, a symbolic link AND its target): a protected
+      path that does not exist yet cannot be created; a name beside a protected file that extends
+      it (`audit.jsonl.1`, `audit.jsonl.lock`, `default.toml.lock`) counts as that file;
+    - identities (st_dev, st_ino) of the protected objects: no other name (a hard link, a renamed
+      ancestor) reaches them; a descriptor's chain of parents ("..") is checked against them, so
+      "inside a protected directory" is what the kernel says, not what a path string says;
+    - identities of every directory that contains one: such a directory cannot be moved away,
+      replaced or deleted (that is how the profile was reached under another name).
+    Identities are refreshed before every check, so a file llmc creates later (the audit log
+    after a rotation, a state directory made by the first call) is covered too.
+    """
+
+    def __init__(self, paths: list[str]) -> None:
+        """`paths`: files and directories; end a directory's path with "/" (it may not exist yet)."""
+        self.names: list[str] = []
+        self.dirs: list[str] = []  # names given with a trailing "/": directories, existing or not
+        for path in paths:
+            if not isinstance(path, str) or not path or "\0" in path:
+                raise ConfigError(f"workspace: a protected path must be a path, got {path!r}")
+            is_dir = path.endswith("/")
+            path = os.path.abspath(os.path.expanduser(path))
+            link = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+            for name in (link, os.path.realpath(path)):
+                if name not in self.names:
+                    self.names.append(name)
+                if is_dir and name not in self.dirs:
+                    self.dirs.append(name)
+        self.ids: set[tuple[int, int]] = set()
+        self.ancestor_ids: set[tuple[int, int]] = set()
+        self.refresh()
+
+    def refresh(self) -> None:
+        for name in self.names:
+            st = _lstat(name)
+            if st is not None:
+                self.ids.add((st.st_dev, st.st_ino))
+            parent = os.path.dirname(name)
+            for _ in range(PATH_MAX_DEPTH):
+                st = _lstat(parent)
+                if st is not None:
+                    self.ancestor_ids.add((st.st_dev, st.st_ino))
+                if parent == "/":
+                    break
+                parent = os.path.dirname(parent)
+
+    def covers(self, real: str) -> bool:
+        """Is `real` a protected name, inside one, or a name that extends a protected one?"""
+        head, tail = os.path.split(real)
+        for name in self.names:
+            if real == name or real.startswith(name.rstrip("/") + "/"):
+                return True
+            name_head, name_tail = os.path.split(name)
+            if head == name_head and tail.startswith(name_tail + "."):
+                return True
+        return False
+
+    def contains(self, real: str) -> bool:
+        """Is `real` a directory name above a protected name?"""
+        prefix = real.rstrip("/") + "/"
+        return any(name.startswith(prefix) for name in self.names)
+
+    def chain_hit(self, dfd: int) -> bool:
+        """Is the directory open as `dfd`, or any directory above it, a protected object?"""
+        st = os.fstat(dfd)
+        fd = dfd
+        try:
+            for _ in range(PATH_MAX_DEPTH):
+                if (st.st_dev, st.st_ino) in self.ids:
+                    return True
+                parent = os.open("..", os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC, dir_fd=fd)
+                if fd != dfd:
+                    os.close(fd)
+                fd = parent
+                up = os.fstat(fd)
+                if (up.st_dev, up.st_ino) == (st.st_dev, st.st_ino):
+                    return False  # "/" is its own parent
+                st = up
+            return True  # deeper than any real path: refuse rather than guess
+        finally:
+            if fd != dfd:
+                os.close(fd)
+
+
+OFF_LIMITS = "refused: llmc's own configuration and state are off limits"
+CONTAINS = "refused: it contains llmc's own configuration or state, which must stay where they are"
+PATH_MAX_DEPTH = 4096
+
+
 class Jail:
-    def __init__(self, roots: list[str], forbidden: list[str] = ()) -> None:  # type: ignore[assignment]
+    def __init__(self, roots: list[str], protect: list[str] = ()) -> None:  # type: ignore[assignment]
         if not roots:
             raise ConfigError("workspace: at least one root directory is needed")
         self.roots: list[str] = []
@@ -41,12 +138,11 @@ class Jail:
                 self.roots.append(real)
         # Off limits even inside a root: llmc's own configuration and state (profiles, tokens,
         # audit log). A model that could edit its profile could loosen its own policy.
-        self.forbidden = [os.path.realpath(f) for f in forbidden]
-        self._forbidden_ids = {(st.st_dev, st.st_ino) for f in self.forbidden if (st := _stat(f)) is not None}
+        self.protected = Protected(list(protect))
 
     # ------------------------------------------------------------------ names
     def inside(self, real: str) -> bool:
-        return _under(real, self.roots) and not _under(real, self.forbidden)
+        return _under(real, self.roots) and not self.protected.covers(real)
 
     def resolve(self, path: str) -> str:
         """The real path of `path` (relative paths start at the first root), inside the roots."""
@@ -61,8 +157,8 @@ class Jail:
             raise ToolError(f"{path}: refused: it changed while it was being checked ({exc.strerror})") from None
         if self.inside(real):
             return real
-        if _under(real, self.forbidden):
-            raise ToolError(f"{path}: refused: llmc's own configuration and state are off limits")
+        if self.protected.covers(real):
+            raise ToolError(f"{path}: {OFF_LIMITS}")
         if self.inside(os.path.normpath(joined)):
             raise ToolError(f"{path}: refused: a symbolic link in this path leads outside the workspace roots")
         if not os.path.isabs(path) and ".." in path.split(os.sep):
@@ -75,11 +171,37 @@ class Jail:
         return os.path.relpath(real, root) if real == root or real.startswith(root.rstrip("/") + "/") else real
 
     # ------------------------------------------------------------------ descriptors
-    def check_fd(self, fd: int, shown: str) -> None:
+    def check_fd(self, fd: int, shown: str, *, directory: bool = False) -> None:
+        """Refuse (and close) a descriptor that is not where the check said: outside the roots, or
+        one of llmc's own files (by identity), or (a directory) inside one of them."""
         where = fd_path(fd)
-        if where is not None and not self.inside(where):
+        st = os.fstat(fd)
+        self.protected.refresh()
+        if (st.st_dev, st.st_ino) in self.protected.ids or (where is not None and self.protected.covers(where)) \
+                or (directory and self.protected.chain_hit(fd)):
+            os.close(fd)
+            raise ToolError(f"{shown}: {OFF_LIMITS}")
+        if where is not None and not _under(where, self.roots):
             os.close(fd)
             raise ToolError(f"{shown}: refused: it changed after the check and now leads outside the workspace roots")
+
+    def guard(self, dfd: int, name: str, shown: str) -> None:
+        """Before `name` in the (checked) directory `dfd` is created, replaced, moved or deleted:
+        refuse if it is one of llmc's own files or contains one, by identity or by name."""
+        self.protected.refresh()
+        st = lstat_at(dfd, name)
+        if st is not None and (st.st_dev, st.st_ino) in self.protected.ids:
+            raise ToolError(f"{shown}: {OFF_LIMITS}")
+        if st is not None and (st.st_dev, st.st_ino) in self.protected.ancestor_ids:
+            raise ToolError(f"{shown}: {CONTAINS}")
+        where = fd_path(dfd)
+        if where is None:
+            return
+        full = os.path.join(where, name)
+        if self.protected.covers(full):
+            raise ToolError(f"{shown}: {OFF_LIMITS}")
+        if self.protected.contains(full):
+            raise ToolError(f"{shown}: {CONTAINS}")
 
     def open_dir(self, real: str, shown: str) -> int:
         try:
@@ -88,15 +210,19 @@ class Jail:
             if os.path.islink(real):  # O_DIRECTORY|O_NOFOLLOW on a link says ENOTDIR: say what it is
                 exc = OSError(errno.ELOOP, "symbolic link")
             raise os_error(shown, exc) from None
-        self.check_fd(fd, shown)
+        self.check_fd(fd, shown, directory=True)
         return fd
 
     def open_read(self, real: str, shown: str) -> int:
-        """A descriptor of the regular file at `real`, confined and with one link only."""
+        """A descriptor of the regular file at `real`, confined and with one link only. Opened
+        through its (checked) parent directory, so the kernel's own chain of parents is judged."""
+        dfd, name = self.parent(real, shown)
         try:
-            fd = os.open(real, _READ_FLAGS)
+            fd = os.open(name, _READ_FLAGS, dir_fd=dfd)
         except OSError as exc:
             raise os_error(shown, exc) from None
+        finally:
+            os.close(dfd)
         self.check_fd(fd, shown)
         check_regular(fd, shown)
         return fd
@@ -114,6 +240,7 @@ class Jail:
         dfd, name = self.parent(real, shown)
         tmp = f".{name}.llmc-{secrets.token_hex(4)}.tmp"
         try:
+            self.guard(dfd, name, shown)
             existing = lstat_at(dfd, name)
             if existing is not None:
                 refuse_special(existing, shown)
@@ -139,6 +266,7 @@ class Jail:
     def append(self, real: str, shown: str, data: bytes) -> bool:
         dfd, name = self.parent(real, shown)
         try:
+            self.guard(dfd, name, shown)
             created = lstat_at(dfd, name) is None
             fd = os.open(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC,
                          0o666, dir_fd=dfd)
@@ -160,7 +288,8 @@ class Jail:
         name, never following a symbolic link."""
         fd = self.open_dir(real_dir, shown)
         try:
-            yield from _walk_fd(fd, "", max_depth, self._forbidden_ids)
+            self.protected.refresh()
+            yield from _walk_fd(fd, "", max_depth, self.protected.ids)
         finally:
             os.close(fd)
 
@@ -169,9 +298,9 @@ def _under(real: str, dirs: list[str]) -> bool:
     return any(real == d or real.startswith(d.rstrip("/") + "/") for d in dirs)
 
 
-def _stat(path: str) -> os.stat_result | None:
+def _lstat(path: str) -> os.stat_result | None:
     try:
-        return os.stat(path)
+        return os.lstat(path)
     except OSError:
         return None
 
