@@ -1,6 +1,6 @@
 """llmc's own overhead per agent step, in one run, against a minimal loop written directly
 against the openai SDK. Both talk to the same wire-level fake Chat Completions server (answering
-instantly) and run the same tool (`echo` of tests/servers/sdk_server.py, a real stdio MCP server)
+instantly) and run the same tool (`echo` of tests/peers/sdk_server.py, a real stdio MCP server)
 through the same session, so the difference is what llmc's loop adds: translation, neutral
 history, compaction, the run record, threads for tool calls.
 
@@ -76,7 +76,7 @@ def main() -> None:
     os.environ.setdefault("LLMC_STATE_DIR", tempfile.mkdtemp(prefix="llmc-bench-"))
     from llmc_cli.translate import translate
 
-    spec = ServerSpec("sdk", command=(sys.executable, str(ROOT / "tests" / "servers" / "sdk_server.py")))
+    spec = ServerSpec("sdk", command=(sys.executable, str(ROOT / "tests" / "peers" / "sdk_server.py")))
     # assume_yes: an unattended run allowed every tool of the test server (echo has no annotations).
     invocation = services.Invocation(profile=LoadedProfile("bench", None, Profile()), command="ask", assume_yes=True)
     with Catalog([spec]) as catalog:

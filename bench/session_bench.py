@@ -4,7 +4,7 @@ stdlib client that attaches over the Unix socket and makes the same tools/call).
 
     .venv/bin/python bench/session_bench.py [--calls 200]
 
-The server is the SDK test server over stdio (tests/servers/sdk_server.py), tool `echo`. Each
+The server is the SDK test server over stdio (tests/peers/sdk_server.py), tool `echo`. Each
 llmc call also loads the profile, applies the policy and writes two fsync'd audit records,
 which the floor does not. Prints the mean wall time per call of each and the ratios.
 """
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SERVER = [sys.executable, str(ROOT / "tests" / "servers" / "sdk_server.py")]
+SERVER = [sys.executable, str(ROOT / "tests" / "peers" / "sdk_server.py")]
 LLMC = str(Path(sys.executable).parent / "llmc")
 
 # The floor: interpreter start-up with click imported, then one attach + tools/call round trip.

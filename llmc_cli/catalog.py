@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
 from llmc_cli.errors import LlmcError, UsageError
-from llmc_cli.mcp.client import attach, connect
+from llmc_cli.mcp.client import connect
 from llmc_cli.mcp.session import ClientHooks, Session
 from llmc_cli.model import ServerSpec, Tool
 
@@ -54,6 +54,8 @@ class Catalog:
                 hooks = replace(self.hooks or ClientHooks(), on_list_changed=lambda method, s=server: self._changed(s, method))
                 try:
                     if self.keeper:
+                        from llmc_cli.keeper.transport import attach
+
                         path, session_name = self.keeper
                         self._sessions[server] = attach(path, session_name, server, timeout=spec.timeout, hooks=hooks)
                     else:

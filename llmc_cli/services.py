@@ -108,9 +108,9 @@ def open_catalog(profile: LoadedProfile | None, only: tuple[str, ...] = (), adho
     if session:
         if adhoc:
             raise UsageError(f"--session {session} uses the servers its keeper holds: drop --stdio/--url")
-        from llmc_cli import sessions
+        from llmc_cli.keeper import lifecycle
 
-        path, specs = sessions.server_specs(session, only)
+        path, specs = lifecycle.server_specs(session, only)
         keeper = (path, session)
     else:
         specs = protect([adhoc] if adhoc else server_specs(profile, only), profile)  # type: ignore[arg-type]

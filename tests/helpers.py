@@ -1,5 +1,5 @@
 """Helpers to find and start the real MCP peers: npm packages in tests/node and tests/node-dc, SDK servers
-in tests/servers."""
+in tests/peers."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE_BIN = ROOT / "tests" / "node" / "node_modules" / ".bin"
-SERVERS = ROOT / "tests" / "servers"
+PEERS = ROOT / "tests" / "peers"
 DESKTOP_COMMANDER = ROOT / "tests" / "node-dc" / "node_modules" / "@wonderwhy-er" / "desktop-commander"
 
 
@@ -41,8 +41,8 @@ def desktop_commander() -> list[str]:
 
 
 def sdk_server(name: str) -> list[str]:
-    """argv that runs one of the Python test servers in tests/servers with this interpreter."""
-    return [sys.executable, str(SERVERS / name)]
+    """argv that runs one of the Python test servers in tests/peers with this interpreter."""
+    return [sys.executable, str(PEERS / name)]
 
 
 def free_port() -> int:

@@ -47,7 +47,7 @@ def start(ctx: click.Context, name: str, idle: str, **target: Any) -> None:
 
     Exit 5 when a server failed to start (the session holds the others); when none started,
     no session is left behind."""
-    from llmc_cli import sessions
+    from llmc_cli.keeper import lifecycle
     from llmc_cli.cli.targets import adhoc_spec
     from llmc_cli.config.profiles import load_profile, server_specs
 
@@ -68,7 +68,7 @@ def start(ctx: click.Context, name: str, idle: str, **target: Any) -> None:
         raise UsageError("no servers to keep: the profile has none enabled (add one, or use -s/--stdio/--url)")
     from llmc_cli.services import protect
 
-    status = sessions.start(name, protect(specs, None if adhoc else profile), idle=seconds, profile=profile_name)
+    status = lifecycle.start(name, protect(specs, None if adhoc else profile), idle=seconds, profile=profile_name)
     emit(_public(status, name))
     failed = [s for s in status.get("servers", []) if s.get("state") != "running"]
     for server in failed:
@@ -83,12 +83,12 @@ def start(ctx: click.Context, name: str, idle: str, **target: Any) -> None:
 def list_(fmt: str) -> None:
     """Running sessions with their servers, clients and idle time. Stale sockets (a killed
     keeper, a reboot) are removed and reported on stderr."""
-    from llmc_cli import sessions
+    from llmc_cli.keeper import lifecycle
 
     rows = []
-    for name in sessions.names():
+    for name in lifecycle.names():
         try:
-            rows.append(_public(sessions.status(name, timeout=3.0), name))
+            rows.append(_public(lifecycle.status(name, timeout=3.0), name))
         except ConnectionFailed:
             note(f"llmc: removed stale session {name} (its keeper is gone)")
         except LlmcError as exc:  # one unresponsive keeper must not hide the others
@@ -105,15 +105,15 @@ def list_(fmt: str) -> None:
 @click.option("--all", "every", is_flag=True, help="Stop every running session.")
 def stop(names: tuple[str, ...], every: bool) -> None:
     """Stop sessions (their servers stop with them). Exit 5 when one was not running."""
-    from llmc_cli import sessions
+    from llmc_cli.keeper import lifecycle
 
     if every == bool(names):
         raise UsageError("name the sessions to stop, or give --all")
-    targets = sessions.names() if every else list(names)
+    targets = lifecycle.names() if every else list(names)
     results, errors = [], []
     for name in targets:
         try:
-            results.append(sessions.stop(name))
+            results.append(lifecycle.stop(name))
         except ConnectionFailed as exc:
             if not every:
                 errors.append(exc)
@@ -154,10 +154,10 @@ def forget(ctx: click.Context, servers: tuple[str, ...], urls: tuple[str, ...]) 
 
 
 def _public(status: dict[str, Any], name: str) -> dict[str, Any]:
-    from llmc_cli import sessions
+    from llmc_cli.keeper import lifecycle
 
     out = {k: v for k, v in status.items() if k != "llmc"}
     out.setdefault("name", name)
-    out["socket"] = str(sessions.socket_path(name))
-    out["log"] = str(sessions.log_path(name))
+    out["socket"] = str(lifecycle.socket_path(name))
+    out["log"] = str(lifecycle.log_path(name))
     return out

@@ -58,10 +58,10 @@ def _options(func: Callable[..., Any], session: bool) -> Callable[..., Any]:
 def _complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
     from click.shell_completion import CompletionItem
 
-    from llmc_cli import sessions
+    from llmc_cli.keeper import lifecycle
 
     try:
-        return [CompletionItem(n) for n in sessions.names() if n.startswith(incomplete)]
+        return [CompletionItem(n) for n in lifecycle.names() if n.startswith(incomplete)]
     except Exception:  # completion must never break the shell
         return []
 

@@ -240,29 +240,6 @@ def _add_diagnostics(exc: LlmcError, transport: Transport) -> None:
         exc.details["stderr"] = tail[-10:]
 
 
-def attach(socket_path: str, session_name: str, server: str, *, timeout: float = 60.0,
-           hooks: ClientHooks | None = None) -> Session:
-    """A session with a server that a session keeper holds: no probe and no handshake (the keeper
-    did both when it started the server); the era and version are the keeper's."""
-    from llmc_cli.mcp.transports.keeper import KeeperTransport
-
-    transport = KeeperTransport(socket_path, session_name, server, timeout)
-    session = Session(transport, name=server, timeout=timeout, hooks=hooks)
-    session.start()
-    info = transport.attached
-    try:
-        session.adopt(str(info["era"]), str(info["protocolVersion"]))
-    except KeyError:
-        session.close()
-        raise ProtocolError(f"session {session_name}: its keeper did not say how {server} speaks") from None
-    session.server_info = info.get("serverInfo") or {}
-    session.capabilities = info.get("capabilities") or {}
-    session.instructions = info.get("instructions")
-    if info.get("notice") and session.hooks.on_notice:
-        session.hooks.on_notice(str(info["notice"]))
-    return session
-
-
 # -- era cache ------------------------------------------------------------------------------------
 
 def _cache_file() -> str:

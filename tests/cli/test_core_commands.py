@@ -12,7 +12,7 @@ import pytest
 
 from tests.helpers import llmc, llmc_executable, node_tool, sdk_server
 
-MISBEHAVING = str(Path(__file__).resolve().parents[1] / "servers" / "misbehaving_stdio.py")
+MISBEHAVING = str(Path(__file__).resolve().parents[1] / "peers" / "misbehaving_stdio.py")
 SDK = " ".join(sdk_server("sdk_server.py"))
 
 

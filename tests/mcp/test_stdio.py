@@ -18,7 +18,7 @@ from llmc_cli.mcp.session import ClientHooks
 from llmc_cli.model import ServerSpec
 from tests.helpers import node_tool, sdk_server
 
-MISBEHAVING = str(Path(__file__).resolve().parents[1] / "servers" / "misbehaving_stdio.py")
+MISBEHAVING = str(Path(__file__).resolve().parents[1] / "peers" / "misbehaving_stdio.py")
 
 
 def spec(*argv: str, timeout: float = 20.0, **kw) -> ServerSpec:

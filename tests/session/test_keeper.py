@@ -400,7 +400,7 @@ def test_concurrent_callers_get_their_own_answers(keepers: Keepers) -> None:
 def test_ids_and_progress_tokens_are_remapped_per_caller(keepers: Keepers) -> None:
     """Two attached callers both number their requests from 1 and use them as progress tokens:
     each must get its own reply and only its own progress."""
-    from llmc_cli.mcp.client import attach
+    from llmc_cli.keeper.transport import attach
     from llmc_cli.mcp.session import ClientHooks
 
     path = keepers.start("prog", "-s", "t")["socket"]
@@ -439,7 +439,7 @@ def test_a_caller_attached_across_a_restart_is_told_not_rerouted(keepers: Keeper
     server dies and another caller's attach restarts it, the first caller's connection ends with
     the reason, instead of its next request silently reaching a server that knows nothing."""
     from llmc_cli.errors import ConnectionFailed
-    from llmc_cli.mcp.client import attach
+    from llmc_cli.keeper.transport import attach
 
     path = keepers.start("long", "-s", "t")["socket"]
     session = attach(path, "long", "t", timeout=30)

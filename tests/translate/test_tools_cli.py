@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.helpers import llmc, node_tool
 
-MISBEHAVING = str(Path(__file__).resolve().parents[1] / "servers" / "misbehaving_stdio.py")
+MISBEHAVING = str(Path(__file__).resolve().parents[1] / "peers" / "misbehaving_stdio.py")
 
 
 

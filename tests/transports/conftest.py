@@ -12,7 +12,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.helpers import NODE_BIN, SERVERS, free_port, node_tool
+from tests.helpers import NODE_BIN, PEERS, free_port, node_tool
 
 READY_TIMEOUT = 30.0
 
@@ -49,7 +49,7 @@ def http_server(argv: list[str], port: int, env: dict[str, str] | None = None) -
 
 def sdk(mode: str, *flags: str) -> Iterator[str]:
     port = free_port()
-    with http_server([sys.executable, str(SERVERS / "sdk_server.py"), mode, "--port", str(port), *flags], port) as base:
+    with http_server([sys.executable, str(PEERS / "sdk_server.py"), mode, "--port", str(port), *flags], port) as base:
         yield base
 
 
@@ -105,14 +105,14 @@ def everything_http() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def misbehaving() -> Iterator[str]:
-    """Base URL of tests/servers/misbehaving_http.py; the first path segment picks a misbehaviour."""
+    """Base URL of tests/peers/misbehaving_http.py; the first path segment picks a misbehaviour."""
     port = free_port()
-    with http_server([sys.executable, str(SERVERS / "misbehaving_http.py"), "--port", str(port)], port) as base:
+    with http_server([sys.executable, str(PEERS / "misbehaving_http.py"), "--port", str(port)], port) as base:
         yield base
 
 
 @pytest.fixture(scope="module")
 def sdk_param_headers() -> Iterator[str]:
     port = free_port()
-    with http_server([sys.executable, str(SERVERS / "sdk_param_headers.py"), "--port", str(port)], port) as base:
+    with http_server([sys.executable, str(PEERS / "sdk_param_headers.py"), "--port", str(port)], port) as base:
         yield base + "/mcp"

@@ -16,7 +16,7 @@ import pytest
 
 from llmc_cli.mcp.client import connect
 from llmc_cli.model import ServerSpec
-from tests.helpers import SERVERS, free_port, llmc
+from tests.helpers import PEERS, free_port, llmc
 from tests.transports.conftest import http_server
 
 pytestmark = pytest.mark.usefixtures("isolated_dirs")
@@ -52,7 +52,7 @@ def test_the_next_invocation_continues_the_session(sdk_legacy):
 def test_a_session_the_server_lost_is_replaced_and_the_caller_is_told(tmp_path):
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
-    argv = [sys.executable, str(SERVERS / "sdk_server.py"), "streamable-http", "--port", str(port), "--legacy"]
+    argv = [sys.executable, str(PEERS / "sdk_server.py"), "streamable-http", "--port", str(port), "--legacy"]
     with http_server(argv, port):
         assert call(url, "remember", "key=k", "value=v").returncode == 0
         old = session_id(url)
@@ -97,7 +97,7 @@ def test_forget_ends_the_session_at_the_server(sdk_legacy):
 def test_forget_by_profile_server_leaves_the_others(sdk_legacy, tmp_path):
     port = free_port()
     other = f"http://127.0.0.1:{port}/mcp"
-    argv = [sys.executable, str(SERVERS / "sdk_server.py"), "streamable-http", "--port", str(port), "--legacy"]
+    argv = [sys.executable, str(PEERS / "sdk_server.py"), "streamable-http", "--port", str(port), "--legacy"]
     assert llmc("servers", "add", "mem", "--url", sdk_legacy).returncode == 0
     with http_server(argv, port):
         assert llmc("call", "mem.remember", "key=x", "value=1", "--yes").returncode == 0

@@ -1,4 +1,4 @@
-"""Servers that misbehave over HTTP (tests/servers/misbehaving_http.py), used through `llmc` the way
+"""Servers that misbehave over HTTP (tests/peers/misbehaving_http.py), used through `llmc` the way
 a user does: a clear one-line error with the documented exit code, no traceback, no hang."""
 
 from __future__ import annotations

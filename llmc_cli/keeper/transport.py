@@ -16,6 +16,7 @@ import threading
 from typing import Any
 
 from llmc_cli.errors import ConnectionFailed, LlmcError, ProtocolError, TimeoutExpired, from_json
+from llmc_cli.mcp.session import ClientHooks, Session
 from llmc_cli.mcp.transports.base import Closed, Deliver
 
 MAX_LINE = 64 * 1024 * 1024  # one message; a larger one is a broken peer, not a big result
@@ -159,3 +160,24 @@ class KeeperTransport:
 
     def diagnostics(self) -> str:
         return ""
+
+
+def attach(socket_path: str, session_name: str, server: str, *, timeout: float = 60.0,
+           hooks: ClientHooks | None = None) -> Session:
+    """A session with a server that a session keeper holds: no probe and no handshake (the keeper
+    did both when it started the server); the era and version are the keeper's."""
+    transport = KeeperTransport(socket_path, session_name, server, timeout)
+    session = Session(transport, name=server, timeout=timeout, hooks=hooks)
+    session.start()
+    info = transport.attached
+    try:
+        session.adopt(str(info["era"]), str(info["protocolVersion"]))
+    except KeyError:
+        session.close()
+        raise ProtocolError(f"session {session_name}: its keeper did not say how {server} speaks") from None
+    session.server_info = info.get("serverInfo") or {}
+    session.capabilities = info.get("capabilities") or {}
+    session.instructions = info.get("instructions")
+    if info.get("notice") and session.hooks.on_notice:
+        session.hooks.on_notice(str(info["notice"]))
+    return session

@@ -1,4 +1,4 @@
-"""Named sessions: start, find, inspect and stop session keepers (the process is keeper.py).
+"""Named sessions: start, find, inspect and stop session keepers (the process is keeper/daemon.py).
 
 A keeper listens on `$STATE/sessions/NAME.sock` (directory 0700, socket 0600) and logs to
 `NAME.log` beside it. A socket file nobody answers on is stale (the keeper was killed, or the
@@ -45,7 +45,7 @@ def log_path(name: str) -> Path:
 
 def status(name: str, timeout: float = 5.0) -> dict[str, Any]:
     """What the keeper reports about itself. A stale socket is removed and reported as not running."""
-    from llmc_cli.mcp.transports.keeper import exchange
+    from llmc_cli.keeper.transport import exchange
 
     path = socket_path(name)
     try:
@@ -113,7 +113,7 @@ def start(name: str, specs: list[ServerSpec], *, idle: float, profile: str | Non
     with os.fdopen(fd, "ab") as log:
         # -P: `-m` would put the current directory first on sys.path, so a json.py or socket.py
         # in whatever directory `session start` runs in would be imported by the keeper.
-        proc = subprocess.Popen([sys.executable, "-P", "-m", "llmc_cli.keeper"], stdin=subprocess.PIPE,
+        proc = subprocess.Popen([sys.executable, "-P", "-m", "llmc_cli.keeper.daemon"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=log, close_fds=True,
                                 start_new_session=True)  # no terminal, own process group
     assert proc.stdin is not None and proc.stdout is not None
@@ -148,7 +148,7 @@ def start(name: str, specs: list[ServerSpec], *, idle: float, profile: str | Non
 
 def stop(name: str) -> dict[str, Any]:
     """Ask the keeper to stop and wait until it has (its servers stopped with it)."""
-    from llmc_cli.mcp.transports.keeper import exchange
+    from llmc_cli.keeper.transport import exchange
 
     path = socket_path(name)
     try:

@@ -1,9 +1,9 @@
 """The session keeper: a background process that keeps MCP servers running between llmc
 invocations and relays protocol messages for the llmc processes that attach to it.
 
-`llmc session start` runs `python -m llmc_cli.keeper` detached, hands it the server definitions
+`llmc session start` runs `python -P -m llmc_cli.keeper.daemon` detached, hands it the server definitions
 on stdin and waits for one line on stdout (ready, or the error). Then it serves its Unix socket
-(see mcp/transports/keeper.py for the wire format) until `session stop`, SIGTERM, the idle
+(see keeper/transport.py for the wire format) until `session stop`, SIGTERM, the idle
 timeout, or every server is gone for good.
 
 It decides and records nothing: each attached llmc process runs its own policy and audit
@@ -31,7 +31,7 @@ from llmc_cli.errors import ConnectionFailed, LlmcError, RpcError
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.client import connect
 from llmc_cli.mcp.session import ClientHooks, Session
-from llmc_cli.mcp.transports.keeper import read_line, send_line
+from llmc_cli.keeper.transport import read_line, send_line
 from llmc_cli.model import ServerSpec
 
 ACCEPT_POLL = 0.5  # how often the accept loop looks at the idle clock and the stop flag
@@ -431,7 +431,7 @@ def _listen(path: str) -> socket.socket:
 
 
 def main() -> int:
-    from llmc_cli.sessions import socket_path, spec_from_json
+    from llmc_cli.keeper.lifecycle import socket_path, spec_from_json
 
     config = json.loads(sys.stdin.read())
     ready = os.fdopen(os.dup(1), "w")
