@@ -19,7 +19,8 @@ from typing import Any, Callable, Mapping
 from llmc_cli.config import paths
 from llmc_cli.errors import ConnectionFailed, HttpStatusError, LlmcError, ProtocolError, RpcError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
-from llmc_cli.mcp.session import LEGACY_VERSIONS, MODERN_VERSIONS, ClientHooks, NotADiscoverResult, Session
+from llmc_cli.mcp.session import ClientHooks, NotADiscoverResult, Session
+from llmc_cli.mcp.versions import LEGACY_VERSIONS, MODERN_VERSIONS
 from llmc_cli.mcp.transports.base import Transport
 from llmc_cli.model import ServerSpec
 

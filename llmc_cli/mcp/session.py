@@ -23,12 +23,9 @@ from llmc_cli import __version__
 from llmc_cli.errors import Cancelled, ConnectionFailed, LlmcError, ProtocolError, RpcError, SessionExpired, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.transports.base import Transport
+from llmc_cli.mcp.versions import LEGACY_VERSIONS, META_PREFIX, MODERN_VERSIONS, SUPPORTED_VERSIONS
 
-MODERN_VERSIONS = ("2026-07-28",)
-LEGACY_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-SUPPORTED_VERSIONS = MODERN_VERSIONS + LEGACY_VERSIONS
 CLIENT_INFO = {"name": "llmc", "version": __version__}
-META_PREFIX = "io.modelcontextprotocol/"
 MAX_PAGES = 1000  # a server that paginates forever is lying
 MAX_INPUT_ROUNDS = 8  # input_required round trips for one request
 PROGRESS_EXTENSION_CAP = 10  # progress may extend a request's deadline, up to this many timeouts

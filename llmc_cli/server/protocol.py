@@ -21,10 +21,8 @@ from typing import Any, Callable
 
 from llmc_cli.errors import ProtocolError, RpcError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
-
-MODERN_VERSIONS = ("2026-07-28",)
-LEGACY_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")  # newest first
-META = "io.modelcontextprotocol/"
+from llmc_cli.mcp.versions import LEGACY_VERSIONS, MODERN_VERSIONS
+from llmc_cli.mcp.versions import META_PREFIX as META
 
 Send = Callable[[dict[str, Any]], None]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 
-from llmc_cli.mcp.transports.sse import events
+from llmc_cli.mcp.transports.sse_parser import events
 from llmc_cli.mcp.transports.streamable_http import header_value
 
 

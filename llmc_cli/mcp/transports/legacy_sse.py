@@ -16,7 +16,7 @@ from urllib.parse import urljoin
 from llmc_cli.errors import ConnectionFailed, LlmcError, ProtocolError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.transports.base import Closed, Deliver
-from llmc_cli.mcp.transports.sse import HttpChannel, origin
+from llmc_cli.mcp.transports.http_channel import HttpChannel, origin
 
 ENDPOINT_WAIT = 10.0  # seconds for the `endpoint` event (bounded by the timeout too)
 NOTES_KEPT = 20

@@ -25,9 +25,9 @@ from typing import Any
 from llmc_cli.errors import ConnectionFailed, HttpStatusError, LlmcError, ProtocolError, SessionExpired, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.transports.base import Closed, Deliver
-from llmc_cli.mcp.transports.sse import HttpChannel, preview, sleep_unless
+from llmc_cli.mcp.transports.http_channel import HttpChannel, preview, sleep_unless
+from llmc_cli.mcp.versions import MODERN_FROM
 
-MODERN_FROM = "2026-07-28"  # protocol versions are dates: string order is time order
 NAME_PARAM = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 DEFAULT_RETRY_MS = 1000  # reconnection delay when the server sets none
 MAX_RECONNECTS = 5  # resumption attempts per stream
