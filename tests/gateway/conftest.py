@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import SERVERS
+from tests.helpers import PEERS
 
 PROFILE = """\
 description = "gateway tests"
@@ -46,7 +46,7 @@ def gateway_profile(tmp_path: Path) -> Path:
     (root / "allowed" / "notes.txt").write_text("alpha\n")
     (root / "secret" / "key.txt").write_text("hunter2\n")
     path = tmp_path / "gw.toml"
-    path.write_text(PROFILE.format(python=json.dumps(sys.executable), server=json.dumps(str(SERVERS / "sdk_server.py")),
+    path.write_text(PROFILE.format(python=json.dumps(sys.executable), server=json.dumps(str(PEERS / "sdk_server.py")),
                                    root=json.dumps(str(root)), allowed=json.dumps(str(root / "allowed") + "/**")))
     return path
 
