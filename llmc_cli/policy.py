@@ -6,8 +6,9 @@ Configured in the profile's [policy] table (config/schema.py PolicyConfig):
 - `read_only`: only tools whose effective readOnlyHint is true. Effective hints are the tool's
   annotations with the profile's `hints` on top; missing annotations take the spec's defaults
   (not read-only, destructive, not idempotent, open world).
-- `confirm` globs, and every effectively destructive tool when `confirm_destructive`: a human's
-  yes, `--yes`, or the exact call pre-approved by its hash in `approved`.
+- `confirm` globs (every caller), and every effectively destructive tool when
+  `confirm_destructive` (only calls a model chose: a command a person typed is its own
+  confirmation): a human's yes, `--yes`, or the exact call pre-approved by its hash in `approved`.
 - `args`: globs that string arguments must match, checked on normalised paths (`~`, `..`,
   symlinks resolved) so a denied path cannot be reached by spelling it differently.
 - `calls_per_minute` and `tool_calls_per_minute`: enforced across processes (state dir + lock).
@@ -23,11 +24,17 @@ import re
 import time
 from dataclasses import asdict, dataclass
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 from llmc_cli.config.profiles import expand
 from llmc_cli.errors import PolicyDenied
 from llmc_cli.model import Tool, ToolCall
+
+# Who chose a call. A person who typed `llmc call` (or wrote a batch file) has decided; a call a
+# model chose (`ask`, sampling, the gateway) is what confirm_destructive guards against.
+Caller = Literal["human", "model"]
+HUMAN: Caller = "human"
+MODEL: Caller = "model"
 
 SPEC_DEFAULT_HINTS = {"readOnly": False, "destructive": True, "idempotent": False, "openWorld": True}
 WINDOW_SECONDS = 60.0
@@ -71,7 +78,9 @@ def visible(tool: Tool, config: Any) -> Decision:
     return _access(tool.qualified_name, tool, config)
 
 
-def decide(call: ToolCall, tool: Tool | None, config: Any) -> Decision:
+def decide(call: ToolCall, tool: Tool | None, config: Any, *, caller: Caller) -> Decision:
+    """The decision on one call. Deny, read-only and argument rules hold for every caller;
+    `confirm` patterns too; `confirm_destructive` only for calls a model chose."""
     qualified = call.qualified_name
     access = _access(qualified, tool, config)
     digest = call_hash(call)
@@ -94,7 +103,7 @@ def decide(call: ToolCall, tool: Tool | None, config: Any) -> Decision:
                                 f"argument {arg}={value!r} (resolved {normal}) matches none of {globs}", digest)
     hints = effective_hints(tool, qualified, config)
     needs = next((f"confirm: {p}" for p in config.confirm if glob_match(p, qualified)), None)
-    if needs is None and config.confirm_destructive and hints["destructive"]:
+    if needs is None and caller == MODEL and config.confirm_destructive and hints["destructive"]:
         needs = "confirm_destructive"
     if needs is None:
         return Decision("allow", access.rule, access.reason, digest)

@@ -22,6 +22,9 @@ class Invocation:
 
     profile: LoadedProfile
     command: str = "call"  # call | ask | batch
+    # "human": a command a person typed (call, call --batch); "model": calls an LLM chose (ask,
+    # sampling, the gateway). The default is the guarded one.
+    caller: str = "model"
     interactive: bool = False  # a human can answer a confirmation prompt
     assume_yes: bool = False  # --yes: confirmations answered yes
     confirm: Callable[[ToolCall, Tool | None], bool] | None = None
@@ -155,7 +158,7 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
         from llmc_cli.lockfile import check
 
         check(lock_path(profile), tool)
-    decision = policy.decide(call, tool, profile.profile.policy)
+    decision = policy.decide(call, tool, profile.profile.policy, caller=invocation.caller)  # type: ignore[arg-type]
     if decision.action == "confirm":
         decision = _confirm(invocation, call, tool, decision)
     base = {**audit.identity(), "profile": profile.name, "command": invocation.command,

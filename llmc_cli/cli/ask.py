@@ -66,7 +66,8 @@ def ask(ctx: click.Context, prompt: str, provider: str | None, model: str | None
     catalog, profile = open_catalog(ctx, target, sample=sample)
     interactive = sys.stdin.isatty() and sys.stderr.isatty()
     conversation = conversation or agent.Conversation.new(name, settings.model, system or llm.system)
-    invocation = services.Invocation(profile=profile, command="ask", interactive=interactive, assume_yes=yes,
+    invocation = services.Invocation(profile=profile, command="ask", caller="model", interactive=interactive,
+                                     assume_yes=yes,
                                      confirm=ask_human, conversation_id=conversation.id)
     progress = (lambda event: (line := agent.progress_line(event)) and note(line)) if sys.stderr.isatty() else None
     with catalog:

@@ -55,8 +55,9 @@ def run(ctx: click.Context, source: str, parallel: int, fail_fast: bool, yes: bo
                     items = read_items(fh, catalog)
             except OSError as exc:
                 raise UsageError(f"--batch {source}: {exc.strerror}") from None
-        # No prompts in a batch: confirmations need --yes or pre-approved hashes.
-        invocation = services.Invocation(profile=profile, command="batch", assume_yes=yes)
+        # The batch file is the person's decision (no confirm_destructive); the profile's
+        # `confirm` patterns still apply, and a batch never prompts: --yes or pre-approved hashes.
+        invocation = services.Invocation(profile=profile, command="batch", caller="human", assume_yes=yes)
 
         def done(item: Any) -> None:
             nonlocal worst

@@ -18,7 +18,7 @@ from llmc_cli.errors import ToolFailed, UsageError
 @click.argument("pairs", nargs=-1, metavar="[KEY=VALUE | KEY:=JSON]...")
 @click.option("--json", "json_args", metavar="'{...}'|@FILE|-", help="All arguments as one JSON object.")
 @click.option("--text", is_flag=True, help="Print only the text content.")
-@click.option("--yes", "-y", is_flag=True, help="Answer yes to confirmations the policy asks for.")
+@click.option("--yes", "-y", is_flag=True, help="Answer yes to the confirmations the profile's `confirm` patterns ask for.")
 @click.option("--format", "fmt", type=click.Choice(["json", "table"]), default="json", show_default=True)
 @click.option("--batch", "batch", metavar="FILE|-",
               help='Many calls, one connection per server: JSON Lines {"id", "tool", "arguments"} in, '
@@ -64,7 +64,7 @@ def call(ctx: click.Context, tool: str | None, pairs: tuple[str, ...], json_args
                     raise UsageError(f"server {server} has no tool named {name!r}")
                 schema = found.input_schema
             arguments = parse_pairs(pairs, schema)
-        invocation = services.Invocation(profile=profile, command="call", assume_yes=yes,
+        invocation = services.Invocation(profile=profile, command="call", caller="human", assume_yes=yes,
                                          interactive=_interactive(), confirm=ask_human)
         result = services.call_tool(catalog, invocation, ToolCall(server, name, arguments))
     if text:

@@ -18,7 +18,7 @@ def policy() -> None:
 
 
 def _decide(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str | None,
-            target: dict[str, Any]) -> tuple[Any, Any, Any]:
+            target: dict[str, Any], caller: str = "human") -> tuple[Any, Any, Any]:
     from llmc_cli import policy as rules
     from llmc_cli.cli.common import open_catalog
     from llmc_cli.model import ToolCall
@@ -35,7 +35,8 @@ def _decide(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: st
             pairs, found.input_schema if needs_schema(pairs) else None)
     call = ToolCall(server, name, arguments)
     config = profile.profile.policy
-    return profile, call, (rules.decide(call, found, config), rules.effective_hints(found, call.qualified_name, config))
+    return profile, call, (rules.decide(call, found, config, caller=caller),  # type: ignore[arg-type]
+                           rules.effective_hints(found, call.qualified_name, config))
 
 
 ARGS = [click.argument("tool"), click.argument("pairs", nargs=-1, metavar="[KEY=VALUE | KEY:=JSON]..."),
@@ -50,13 +51,17 @@ def _with_args(func: Any) -> Any:
 
 @policy.command("check")
 @_with_args
+@click.option("--caller", type=click.Choice(["human", "model"]), default="human", show_default=True,
+              help="Who makes the call: a person's `llmc call`, or a model's (`ask`), which "
+                   "confirm_destructive also guards.")
 @target_options
 @click.pass_context
-def check(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str | None, **target: Any) -> None:
+def check(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str | None, caller: str,
+          **target: Any) -> None:
     """The decision for a call, and why, without running it (JSON). Exit 4 unless allowed."""
-    profile, call, (decision, hints) = _decide(ctx, tool, pairs, json_args, target)
+    profile, call, (decision, hints) = _decide(ctx, tool, pairs, json_args, target, caller)
     emit({"profile": profile.name, "server": call.server, "tool": call.tool, "arguments": call.arguments,
-          **decision.to_json(), "hints": hints})
+          "caller": caller, **decision.to_json(), "hints": hints})
     if decision.action != "allow":
         ctx.exit(4)
 

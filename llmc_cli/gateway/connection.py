@@ -164,7 +164,7 @@ class GatewayConnection(McpServer):
         capabilities = self.host_capabilities(params, modern)
         can_ask = "elicitation" in capabilities
         invocation = services.Invocation(
-            profile=toolbox.profile, command="serve", interactive=can_ask,
+            profile=toolbox.profile, command="serve", caller="model", interactive=can_ask,
             confirm=lambda c, t: self._confirm(c, params, modern, send), client=self.host_identity(params, modern))
         meta = params.get("_meta") or {}
         host_call = HostCall(self, send, meta.get("progressToken"), capabilities, modern,

@@ -52,7 +52,7 @@ def run(home: Path, profile: str, context: dict[str, str]) -> int:
            "BROWSER": BROWSER}
     if context.get("client_secret"):
         env[SECRET_ENV] = context["client_secret"]
-    for command in (["tools", "list", "-s", "srv"], ["call", "srv.test-tool", "--yes"]):
+    for command in (["tools", "list", "-s", "srv"], ["call", "srv.test-tool"]):
         code = subprocess.run([LLMC, "-p", "conformance", *command], env=env, timeout=120).returncode
         if code:
             return code  # stop at the first failure, as a script would (auth/scope-retry-limit counts attempts)

@@ -11,10 +11,10 @@ LLMC = str(Path(sys.executable).parent / "llmc")
 
 SCENARIOS = {
     "initialize": ["tools", "list"],
-    "tools_call": ["call", "add_numbers", "a=2", "b=3", "--yes"],
+    "tools_call": ["call", "add_numbers", "a=2", "b=3"],
     "elicitation-sep1034-client-defaults": ["call", "test_client_elicitation_defaults", "--elicit",
-                                            "accept-defaults", "--yes"],
-    "sse-retry": ["call", "test_reconnection", "--yes"],
+                                            "accept-defaults"],
+    "sse-retry": ["call", "test_reconnection"],
 }
 
 

@@ -97,8 +97,8 @@ def test_argument_rule_with_tilde(isolated_dirs, data, monkeypatch):
     assert llmc("call", "fs.write_file", f"path={data}/errors.log", "content=no").returncode == 4
 
 
-def test_destructive_without_a_terminal_yes_and_a_preapproved_hash(isolated_dirs, data):
-    name = profile(isolated_dirs, data, "[policy]")
+def test_confirm_without_a_terminal_yes_and_a_preapproved_hash(isolated_dirs, data):
+    name = profile(isolated_dirs, data, '[policy]\nconfirm = ["fs.write_*"]')
     args = ("fs.write_file", f"path={data}/reports/r.txt", "content=hi")
     denied = llmc("call", *args)
     assert denied.returncode == 4 and "no terminal" in denied.stderr and "sha256:" in denied.stderr
