@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Collection, Mapping
 
 from llmc_cli.errors import LlmcError, UsageError
 from llmc_cli.mcp.client import connect
@@ -72,10 +72,10 @@ class Catalog:
         if self.hooks and self.hooks.on_list_changed:
             self.hooks.on_list_changed(method)
 
-    def warm_up(self) -> None:
-        """Start connecting every server in the background, so server start-up overlaps with
-        whatever the command does next (loading the profile, the policy)."""
-        for name in self.specs:
+    def warm_up(self, servers: list[str] | None = None) -> None:
+        """Start connecting every server (or these) in the background, so server start-up
+        overlaps with whatever the command does next (loading the profile, the policy)."""
+        for name in servers if servers is not None else self.specs:
             threading.Thread(target=self._connect_quietly, args=(name,), daemon=True,
                              name=f"llmc-connect-{name}").start()
 
@@ -109,21 +109,33 @@ class Catalog:
         per_server, failures = self.each(self.tools_of, servers)
         return [t for name in (servers or self.specs) for t in per_server.get(name, [])], failures
 
-    def resolve(self, name: str) -> tuple[str, str]:
-        """'server.tool' -> (server, tool); a bare name when exactly one server has that tool."""
+    def resolve(self, name: str, known: Mapping[str, Collection[str]] | None = None) -> tuple[str, str]:
+        """'server.tool' -> (server, tool), starting no server; a bare name when exactly one
+        server has that tool. `known`: tool names per server from an earlier listing (a cache
+        handed in from above). Only the servers the cache names as owners, or knows nothing
+        about, are asked; all of them only when those do not have the tool (a stale cache)."""
         server, dot, tool = name.partition(".")
         if dot and server in self.specs:
             return server, tool
         if len(self.specs) == 1:
             return next(iter(self.specs)), name
-        tools, failures = self.list_tools()
+        known = known or {}
+        candidates = [s for s in self.specs if s not in known or name in known[s]]
+        tools, failures = self.list_tools(candidates) if candidates else ([], [])
         owners = [t.server for t in tools if t.name == name]
+        if not owners and len(candidates) < len(self.specs):
+            tools, failures = self.list_tools()
+            owners = [t.server for t in tools if t.name == name]
         if len(owners) == 1:
             return owners[0], name
         if not owners:
             unreachable = f" ({len(failures)} server(s) unreachable)" if failures else ""
             raise UsageError(f"no server has a tool named {name!r}{unreachable}")
         raise UsageError(f"tool name {name!r} is ambiguous: " + ", ".join(f"{s}.{name}" for s in owners))
+
+    def listed(self) -> dict[str, list[str]]:
+        """The tool names of every server listed so far (for the caller's cache)."""
+        return {server: [t.name for t in tools] for server, tools in self._tools.items()}
 
     def find_tool(self, server: str, tool: str) -> Tool | None:
         return next((t for t in self.tools_of(server) if t.name == tool), None)

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 import click
 
 from llmc_cli.errors import LlmcError, UsageError
 
 
-def read_items(stream: TextIO, catalog: Any) -> list[Any]:
+def read_items(stream: TextIO, resolve: Callable[[str], tuple[str, str]]) -> list[Any]:
     """Every line becomes an item; a line that cannot be read becomes an error result for it."""
     from llmc_cli.services import BatchItem
     from llmc_cli.model import ToolCall
@@ -30,7 +30,7 @@ def read_items(stream: TextIO, catalog: Any) -> list[Any]:
                 raise UsageError("a batch line needs \"tool\": \"server.tool\"")
             if not isinstance(arguments, dict):
                 raise UsageError("\"arguments\" must be a JSON object")
-            server, name = catalog.resolve(tool)
+            server, name = resolve(tool)
             items.append(BatchItem(index, ident, call=ToolCall(server, name, arguments)))
         except ValueError as exc:
             items.append(BatchItem(index, ident, error=UsageError(f"line {index + 1}: invalid JSON: {exc}")))
@@ -42,19 +42,24 @@ def read_items(stream: TextIO, catalog: Any) -> list[Any]:
 
 def run(ctx: click.Context, source: str, parallel: int, fail_fast: bool, yes: bool, target: dict[str, Any]) -> None:
     from llmc_cli import services
-    from llmc_cli.cli.common import open_catalog
+    from llmc_cli.cli.common import open_catalog, resolve_tool
 
-    catalog, profile = open_catalog(ctx, target)
+    catalog, profile = open_catalog(ctx, target, warm=False)
     worst = 0
     with catalog:
+        def resolve(tool: str) -> tuple[str, str]:
+            return resolve_tool(ctx, catalog, tool)
+
         if source == "-":
-            items = read_items(sys.stdin, catalog)
+            items = read_items(sys.stdin, resolve)
         else:
             try:
                 with open(source, encoding="utf-8") as fh:
-                    items = read_items(fh, catalog)
+                    items = read_items(fh, resolve)
             except OSError as exc:
                 raise UsageError(f"--batch {source}: {exc.strerror}") from None
+        # Only the servers the batch names start, all at once.
+        catalog.warm_up(sorted({item.call.server for item in items if item.call is not None}))
         # The batch file is the person's decision (no confirm_destructive); the profile's
         # `confirm` patterns still apply, and a batch never prompts: --yes or pre-approved hashes.
         invocation = services.Invocation(profile=profile, command="batch", caller="human", assume_yes=yes)

@@ -37,7 +37,7 @@ def call(ctx: click.Context, tool: str | None, pairs: tuple[str, ...], json_args
     --batch, the exit code is the worst of all calls.
     """
     from llmc_cli import services
-    from llmc_cli.cli.common import open_catalog, warnings
+    from llmc_cli.cli.common import open_catalog, resolve_tool, warnings
     from llmc_cli.model import ToolCall
 
     if batch:
@@ -51,9 +51,9 @@ def call(ctx: click.Context, tool: str | None, pairs: tuple[str, ...], json_args
         raise UsageError("name the TOOL to call (or use --batch FILE)")
     if json_args and pairs:
         raise UsageError("give arguments either as KEY=VALUE pairs or with --json, not both")
-    catalog, profile = open_catalog(ctx, target)
+    catalog, profile = open_catalog(ctx, target, warm=False)
     with catalog:
-        server, name = catalog.resolve(tool)
+        server, name = resolve_tool(ctx, catalog, tool)
         if json_args:
             arguments = parse_json_option(json_args)
         else:

@@ -13,8 +13,10 @@ from llmc_cli.cli.output import note
 from llmc_cli.cli.targets import adhoc_spec
 
 
-def open_catalog(ctx: click.Context, target: dict[str, Any], sample: Any = None) -> Any:
-    """target: the keyword arguments of @target_options. Returns (catalog, loaded profile)."""
+def open_catalog(ctx: click.Context, target: dict[str, Any], sample: Any = None, warm: bool = True) -> Any:
+    """target: the keyword arguments of @target_options. Returns (catalog, loaded profile).
+    `warm`: start every server now; a command that needs only some (a call) starts those when
+    it knows them (resolve_tool, Catalog.warm_up)."""
     from llmc_cli import services
     from llmc_cli.config.profiles import load_profile
     from llmc_cli.mcp.session import ClientHooks, accept_defaults, decline
@@ -43,8 +45,26 @@ def open_catalog(ctx: click.Context, target: dict[str, Any], sample: Any = None)
     profile = load_profile(profile_name)
     catalog = services.open_catalog(profile, tuple(target["servers"]), None, hooks, on_stderr, target["timeout"],
                                     session)
-    catalog.warm_up()
+    if warm:
+        catalog.warm_up()
     return catalog, profile
+
+
+def resolve_tool(ctx: click.Context, catalog: Any, name: str) -> tuple[str, str]:
+    """SERVER.TOOL, or a bare tool name, to (server, tool): the tool names cached by earlier
+    listings decide which servers are asked (no server is started for SERVER.TOOL); what had
+    to be listed is cached for the next time."""
+    from llmc_cli.cli.complete import known_tools, profile_key, remember_tools
+
+    if len(catalog.specs) == 1 or "." in name and name.partition(".")[0] in catalog.specs:
+        return catalog.resolve(name)  # nothing to look up (an ad-hoc server, or SERVER.TOOL)
+    key = profile_key(ctx.obj.get("profile") if ctx.obj else None)
+    before = set(catalog.listed())
+    resolved = catalog.resolve(name, known_tools(key))
+    fresh = {s: names for s, names in catalog.listed().items() if s not in before}
+    if fresh:
+        remember_tools(key, [f"{s}.{n}" for s, names in fresh.items() for n in names], list(fresh))
+    return resolved
 
 
 def _warn(ctx: click.Context, text: str) -> None:

@@ -51,6 +51,16 @@ def remember_tools(profile_key: str, qualified_names: list[str], servers: list[s
         pass
 
 
+def known_tools(profile_key: str) -> dict[str, list[str]]:
+    """The cached tool names of a profile, per server (servers never listed are absent)."""
+    known: dict[str, list[str]] = {}
+    for qualified in _read_cache().get(profile_key, []):
+        if isinstance(qualified, str) and "." in qualified:
+            server, _, tool = qualified.partition(".")
+            known.setdefault(server, []).append(tool)
+    return known
+
+
 def profile_key(name_or_path: str | None) -> str:
     """The cache key of a profile: its file, or the built-in default."""
     path = _profile_file(name_or_path)

@@ -20,14 +20,14 @@ def policy() -> None:
 def _decide(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str | None,
             target: dict[str, Any], caller: str = "human") -> tuple[Any, Any, Any]:
     from llmc_cli import policy as rules
-    from llmc_cli.cli.common import open_catalog
+    from llmc_cli.cli.common import open_catalog, resolve_tool
     from llmc_cli.model import ToolCall
 
     if json_args and pairs:
         raise UsageError("give arguments either as KEY=VALUE pairs or with --json, not both")
-    catalog, profile = open_catalog(ctx, target)
+    catalog, profile = open_catalog(ctx, target, warm=False)
     with catalog:
-        server, name = catalog.resolve(tool)
+        server, name = resolve_tool(ctx, catalog, tool)
         found = catalog.find_tool(server, name)
         if found is None:
             raise UsageError(f"server {server} has no tool named {name!r}")

@@ -63,7 +63,7 @@ def resources_read(ctx: click.Context, uri: str, **target: Any) -> None:
     """Read one resource (SERVER:URI or a URI when one server is targeted)."""
     from llmc_cli.cli.common import open_catalog
 
-    catalog, _ = open_catalog(ctx, target)
+    catalog, _ = open_catalog(ctx, target, warm=False)  # only the one server starts
     with catalog:
         server, _, rest = uri.partition(":")
         if server in catalog.specs and rest and not rest.startswith("//"):
@@ -97,7 +97,7 @@ def prompts_get(ctx: click.Context, name: str, pairs: tuple[str, ...], **target:
     """Get one prompt (SERVER.NAME, or NAME when one server is targeted) with its arguments."""
     from llmc_cli.cli.common import open_catalog
 
-    catalog, _ = open_catalog(ctx, target)
+    catalog, _ = open_catalog(ctx, target, warm=False)  # only the one server starts
     with catalog:
         server, dot, rest = name.partition(".")
         if not (dot and server in catalog.specs):
