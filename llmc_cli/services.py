@@ -68,7 +68,7 @@ def protected_paths(profile: LoadedProfile | None) -> list[str]:
             paths.append(str(profile.path))
         paths.append(str(AuditLog(profile.profile.audit_log).path))
         if profile.profile.lock:
-            paths.append(_relative_to_profile(profile, profile.profile.lock))
+            paths.append(lock_path(profile))
     else:
         paths.append(str(AuditLog().path))
     inherited = os.environ.get(PROTECTED_PATHS_VAR)  # this llmc is itself a server of another llmc
@@ -154,11 +154,14 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
     tool = catalog.find_tool(call.server, call.tool)
     if tool is None:
         raise UsageError(f"server {call.server} has no tool named {call.tool!r}")
-    if profile.profile.lock:
+    decision = policy.decide(call, tool, profile.profile.policy, caller=invocation.caller)  # type: ignore[arg-type]
+    if profile.profile.lock and decision.action != "deny":
+        # A denied tool is denied (exit 4), whatever the lock says: `tools lock` pins only
+        # the tools the policy allows, so asking the lock first would demand a re-lock that
+        # can never help. A drifted tool is refused before anyone is asked to confirm it.
         from llmc_cli.lockfile import check
 
         check(lock_path(profile), tool)
-    decision = policy.decide(call, tool, profile.profile.policy, caller=invocation.caller)  # type: ignore[arg-type]
     if decision.action == "confirm":
         decision = _confirm(invocation, call, tool, decision)
     base = {**audit.identity(), "profile": profile.name, "command": invocation.command,

@@ -90,7 +90,14 @@ def _print_translation(found: list[Any], fmt: str, strict: bool) -> None:
     _fail_on_warnings(result, strict)
 
 
-def _allowed_tools(ctx: click.Context, target: dict[str, Any]) -> tuple[list[Any], list[Any], Any, Any]:
+def _profile_lock(profile: Any) -> str:
+    """The lock file `call` checks: the profile's `lock`, relative to the profile; else llmc.lock."""
+    from llmc_cli import services
+
+    return services.lock_path(profile) if profile.profile.lock else "llmc.lock"
+
+
+def _allowed_tools(ctx: click.Context, target: dict[str, Any]) -> tuple[list[Any], list[Any], Any, Any, Any]:
     from llmc_cli import services
     from llmc_cli.cli.common import open_catalog
 
@@ -99,7 +106,7 @@ def _allowed_tools(ctx: click.Context, target: dict[str, Any]) -> tuple[list[Any
         found, _denied, failures = services.visible_tools(catalog, profile, list(target["servers"]) or None)
         infos = {name: catalog.session(name).server_info for name in catalog.specs
                  if name not in {f.server for f in failures}}
-    return found, failures, catalog, infos
+    return found, failures, catalog, infos, profile
 
 
 @tools.command("export")
@@ -112,7 +119,7 @@ def export(ctx: click.Context, fmt: str, output: str, strict: bool, **target: An
     """Translate the manifest for a provider and write it to a file (atomically)."""
     from llmc_cli.lockfile import write
 
-    found, failures, catalog, _ = _allowed_tools(ctx, target)
+    found, failures, catalog, _, _ = _allowed_tools(ctx, target)
     result = _translate(found, fmt, strict)
     _fail_on_warnings(result, strict)
     raise_failures(failures, len(catalog.specs))
@@ -133,7 +140,7 @@ def lint(ctx: click.Context, providers: tuple[str, ...], strict: bool, **target:
     """What each provider would reject or lose, and why (JSON). --strict: exit 1 on any finding."""
     from llmc_cli.translate import PROVIDERS, lint as lint_tools
 
-    found, failures, catalog, _ = _allowed_tools(ctx, target)
+    found, failures, catalog, _, _ = _allowed_tools(ctx, target)
     findings = lint_tools(found, providers or PROVIDERS, strict=strict)
     emit([f.to_json() for f in findings])
     raise_failures(failures, len(catalog.specs))
@@ -142,31 +149,37 @@ def lint(ctx: click.Context, providers: tuple[str, ...], strict: bool, **target:
 
 
 @tools.command("lock")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default="llmc.lock", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Lock file to write. Default: the profile's `lock` (relative to the profile), else llmc.lock.")
 @target_options
 @click.pass_context
-def lock(ctx: click.Context, output: str, **target: Any) -> None:
-    """Pin every tool (hash of name, description, schemas, annotations; server name and version)."""
+def lock(ctx: click.Context, output: str | None, **target: Any) -> None:
+    """Pin every tool the policy allows (hash of name, description, schemas, annotations;
+    server name and version)."""
     from llmc_cli import lockfile
 
-    found, failures, catalog, infos = _allowed_tools(ctx, target)
+    found, failures, catalog, infos, profile = _allowed_tools(ctx, target)
+    output = output or _profile_lock(profile)
     raise_failures(failures, len(catalog.specs))  # never pin a partial manifest
     lockfile.write(output, lockfile.build(found, infos))
     emit({"file": output, "servers": len(infos), "tools": len(found)})
 
 
 @tools.command("diff")
-@click.option("--lock", "lock_path", type=click.Path(dir_okay=False), default="llmc.lock", show_default=True)
+@click.option("--lock", "lock_path", type=click.Path(dir_okay=False),
+              help="Lock file to compare with. Default: the profile's `lock` (relative to the profile), else llmc.lock.")
 @target_options
 @click.pass_context
-def diff(ctx: click.Context, lock_path: str, **target: Any) -> None:
+def diff(ctx: click.Context, lock_path: str | None, **target: Any) -> None:
     """What was added, removed or changed since the lock (changed descriptions shown in full).
     Exit 10 on drift."""
     from llmc_cli import lockfile
+    from llmc_cli.config.profiles import load_profile
     from llmc_cli.errors import DriftError
 
+    lock_path = lock_path or _profile_lock(load_profile(ctx.obj.get("profile") if ctx.obj else None))
     pinned = lockfile.read(lock_path)
-    found, failures, catalog, infos = _allowed_tools(ctx, target)
+    found, failures, catalog, infos, _ = _allowed_tools(ctx, target)
     report = lockfile.diff(pinned, found, list(infos))
     emit(report)
     raise_failures(failures, len(catalog.specs))
