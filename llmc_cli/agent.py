@@ -12,7 +12,6 @@ whole. Conversations are saved as JSON in the state directory and can be continu
 from __future__ import annotations
 
 import json
-import os
 import queue
 import re
 import threading
@@ -74,22 +73,14 @@ def conversations_dir() -> Path:
 def save_conversation(conv: Conversation, name: str | None = None) -> Path:
     """Write the conversation to conversations/NAME.json (NAME defaults to its id), atomically and
     readable only by the user (it holds tool results)."""
-    from llmc_cli.config.paths import ensure_private_dir
+    from llmc_cli.config.files import write_atomic
 
     name = name or conv.id
     if not NAME_RE.match(name) or name == "last":
         raise UsageError(f"bad conversation name {name!r}: use letters, digits, '.', '_', '-' (not 'last')")
-    folder = ensure_private_dir(conversations_dir())
-    path = folder / f"{name}.json"
-    tmp = folder / f".{name}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(conv.to_json(), f, ensure_ascii=False)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    path = conversations_dir() / f"{name}.json"
+    # ASCII JSON: text with a lone surrogate (a model's or a server's) is stored, not a crash.
+    write_atomic(path, json.dumps(conv.to_json()))
     return path
 
 

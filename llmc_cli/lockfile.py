@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from llmc_cli.config.files import write_atomic
 from llmc_cli.errors import ConfigError, DriftError
 from llmc_cli.model import Tool
 
@@ -36,17 +35,10 @@ def build(tools: list[Tool], server_info: dict[str, dict[str, Any]]) -> dict[str
 
 
 def write(path: str | Path, lock: dict[str, Any]) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(lock, fh, indent=2, sort_keys=True, ensure_ascii=False)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise ConfigError(f"cannot write lock file {path}: {exc.strerror}") from None
+    """Write a lock file (or an exported manifest) atomically, with the mode any file the user
+    creates gets: it is meant to be shared and committed."""
+    text = json.dumps(lock, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    write_atomic(Path(path), text, mode=None)
 
 
 def read(path: str | Path) -> dict[str, Any]:

@@ -34,12 +34,39 @@ class ServerSpec:
         return "stdio" if self.command else "remote"
 
     def cache_key(self) -> str:
-        """Identity of the server configuration, for caches (era detection, sessions)."""
+        """Identity of the server configuration, for caches (era detection, sessions): a digest,
+        never the text itself, as a URL's query or userinfo or a command's arguments may carry
+        an expanded ${SECRET}, and caches are files."""
+        import hashlib
+
         if self.builtin:
             return f"builtin:{self.builtin}"
         if self.command:
-            return "stdio:" + "\x1f".join(self.command) + f"\x1f{self.cwd or ''}"
-        return f"remote:{self.url}"
+            identity = "\x1f".join(self.command) + f"\x1f{self.cwd or ''}"
+        else:
+            identity = self.url or ""
+        digest = hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        return f"{self.kind}:{digest}"
+
+    def shown_url(self) -> str | None:
+        """The URL fit to print or store: without userinfo, query and fragment (where secrets go)."""
+        return redact_url(self.url) if self.url else None
+
+
+def redact_url(url: str) -> str:
+    """scheme://host[:port]/path of a URL: no userinfo, query or fragment."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        netloc = parts.hostname or ""
+        if ":" in netloc:
+            netloc = f"[{netloc}]"  # an IPv6 literal
+        if parts.port is not None:
+            netloc += f":{parts.port}"
+    except ValueError:
+        return "<unparsable URL>"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 @dataclass(frozen=True)

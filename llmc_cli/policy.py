@@ -186,20 +186,19 @@ def acquire_rate(profile_name: str, qualified: str, config: Any, state_dir: Call
             limits.append((f"tool:{profile_name}:{pattern}", limit))
     if not limits:
         return
-    from filelock import FileLock
+    from llmc_cli.config import files
 
-    from llmc_cli.config.paths import ensure_private_dir
-
-    directory = ensure_private_dir(state_dir())
-    path = directory / "ratelimit.json"
-    with FileLock(str(path) + ".lock", timeout=10):
+    path = state_dir() / "ratelimit.json"
+    with files.locked(path):
         try:
-            state = json.loads(path.read_text())
+            state = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
+            state = {}  # missing or torn by an older llmc: start counting afresh
+        if not isinstance(state, dict):
             state = {}
         now = time.time()
         for key, limit in limits:
-            recent = [t for t in state.get(key, []) if now - t < WINDOW_SECONDS]
+            recent = [t for t in state.get(key) or [] if isinstance(t, (int, float)) and now - t < WINDOW_SECONDS]
             state[key] = recent
             if len(recent) >= limit:
                 retry = max(0.1, WINDOW_SECONDS - (now - min(recent)))
@@ -207,6 +206,6 @@ def acquire_rate(profile_name: str, qualified: str, config: Any, state_dir: Call
                                    f"retry after {retry:.1f}s", retryAfter=round(retry, 1), rule=key)
         for key, _ in limits:
             state[key].append(now)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(state))
-        os.replace(tmp, path)
+        # Counted before the call runs: if the count cannot be stored (ConfigError, exit 3), the
+        # call does not run either, or a full disk would lift every limit.
+        files.write_atomic(path, json.dumps(state))

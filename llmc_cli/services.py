@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from llmc_cli.catalog import Catalog
 from llmc_cli.config.profiles import LoadedProfile, server_specs
-from llmc_cli.errors import Cancelled, LlmcError, PolicyDenied, ProtocolError, TimeoutExpired, UsageError
+from llmc_cli.errors import Cancelled, ConfigError, LlmcError, PolicyDenied, ProtocolError, TimeoutExpired, UsageError
 from llmc_cli.mcp.session import ClientHooks
 from llmc_cli.model import ServerSpec, Tool, ToolCall, ToolResult
 
@@ -191,7 +191,7 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
                            callHash=decision.call_hash)
     try:
         policy.acquire_rate(profile.name, call.qualified_name, profile.profile.policy, state_dir)
-    except PolicyDenied as exc:
+    except (PolicyDenied, ConfigError) as exc:  # limit reached, or the count could not be stored: not run
         log.record({**base, "event": "outcome", "outcome": "denied", "rule": exc.details.get("rule"),
                     "reason": exc.message}, before_action=False)
         raise

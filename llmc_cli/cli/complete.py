@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import tomllib
 from pathlib import Path
 from typing import Any
 
 from click.shell_completion import CompletionItem
 
-from llmc_cli.config import paths
+from llmc_cli.config import files, paths
+from llmc_cli.errors import ConfigError
 
 
 def complete_profiles(ctx: Any, param: Any, incomplete: str) -> list[CompletionItem]:
@@ -42,12 +42,8 @@ def remember_tools(profile_key: str, qualified_names: list[str], servers: list[s
     kept = [n for n in cache.get(profile_key, []) if isinstance(n, str) and n.split(".", 1)[0] not in servers]
     cache[profile_key] = sorted(set(kept) | set(qualified_names))
     try:
-        directory = paths.ensure_private_dir(paths.state_dir())
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".completion-tools.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(cache, fh)
-        os.replace(tmp, _cache_path())
-    except OSError:
+        files.write_atomic(_cache_path(), json.dumps(cache), durable=False)
+    except ConfigError:
         pass
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+PRIVATE_DIR = 0o700
+
 
 # Set by llmc in the environment of every stdio server it spawns: the real locations of its own
 # files (a JSON list), which a `llmc serve workspace` child must protect but could not know from
@@ -33,8 +35,28 @@ def profiles_dir() -> Path:
 
 
 def ensure_private_dir(path: Path) -> Path:
-    """Create a directory only the user can read (state may hold session ids and tokens)."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    """Create `path` and every missing parent, each 0700: state may hold session ids, tokens and
+    tool results, and `mkdir(parents=True, mode=...)` would give the parents the umask's mode.
+    An existing directory is left as it is. ConfigError (exit 3) when it cannot be made."""
+    from llmc_cli.errors import ConfigError
+
+    missing = []
+    level = path
+    while not level.is_dir():
+        missing.append(level)
+        if level.parent == level:
+            break
+        level = level.parent
+    for level in reversed(missing):
+        try:
+            os.mkdir(level, PRIVATE_DIR)
+        except FileExistsError:
+            if not level.is_dir():
+                raise ConfigError(f"cannot create directory {level}: a file is in the way") from None
+            continue  # a concurrent llmc made it
+        except OSError as exc:
+            raise ConfigError(f"cannot create directory {level}: {exc.strerror or exc}") from None
+        os.chmod(level, PRIVATE_DIR)  # exact, whatever the umask took away
     return path
 
 

@@ -17,14 +17,13 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 import tomllib
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any, Callable
 
-from llmc_cli.config import paths
+from llmc_cli.config import files, paths
 from llmc_cli.errors import ConfigError
 from llmc_cli.model import OAuthSpec, ServerSpec
 
@@ -185,19 +184,13 @@ def _cache_write(key: str, profile: Any) -> None:
         return
     try:
         directory = paths.ensure_private_dir(_cache_dir())
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".entry.", suffix=".tmp")  # mode 0600
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump({"key": key, "profile": data}, fh, ensure_ascii=False, separators=(",", ":"))
-            os.replace(tmp, directory / f"{key}.json")
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        text = json.dumps({"key": key, "profile": data}, ensure_ascii=False, separators=(",", ":"))
+        files.write_atomic(directory / f"{key}.json", text, durable=False)
         # Bounded: a profile edit leaves its old entry behind; keep only the newest few.
         entries = sorted(directory.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
         for old in entries[_CACHE_ENTRIES:]:
             old.unlink(missing_ok=True)
-    except OSError:
+    except (OSError, ConfigError):
         pass
 
 
@@ -318,17 +311,18 @@ def update_profile(path: Path, mutate: Callable[[dict[str, Any]], None]) -> Load
     Every table `mutate` leaves alone is written back with its values unchanged; ${VAR}s are
     never expanded. Comments and formatting are lost (tomli-w writes plain TOML).
     """
-    if path.exists():
-        data = raw_profile(path)
-        validate(data, str(path), path.read_text(encoding="utf-8"))  # errors name the file's lines
-    else:
-        data = default_profile_data()
-    mutate(data)
     import tomli_w
 
-    profile = validate(data, str(path))  # never write a file llmc itself could not load
-    text = tomli_w.dumps(data)
-    write_atomic(path, text)
+    # Locked from read to write: concurrent `servers add/remove` must not lose each other's edit.
+    with files.locked(path):
+        if path.exists():
+            data = raw_profile(path)
+            validate(data, str(path), path.read_text(encoding="utf-8"))  # errors name the file's lines
+        else:
+            data = default_profile_data()
+        mutate(data)
+        profile = validate(data, str(path))  # never write a file llmc itself could not load
+        write_profile(path, tomli_w.dumps(data))
     return LoadedProfile(name=path.stem, path=path, profile=profile)
 
 
@@ -345,31 +339,16 @@ def save_profile(loaded: LoadedProfile, profile: Any) -> LoadedProfile:
     return update_profile(loaded.path, lambda data: data.__setitem__("servers", servers))
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write text to path all or nothing: a temp file in the same directory, fsync, os.replace.
-    An existing file keeps its mode; a new one is private (0600) as profiles may name secrets."""
+def write_profile(path: Path, text: str) -> None:
+    """Replace a profile file atomically. An existing file keeps its mode; a new one is private
+    (0600) as profiles may name secrets."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        try:
-            mode = path.stat().st_mode & 0o7777
-        except FileNotFoundError:
-            mode = 0o600
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        mode = path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = files.PRIVATE_FILE
     except OSError as exc:
         raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    files.write_atomic(path, text, mode)
 
 
 def default_profile_data() -> dict[str, Any]:
@@ -389,7 +368,7 @@ def init_default(force: bool = False) -> Path:
         raise ConfigError(f"{path} already exists (use --force to overwrite it)")
     import tomli_w
 
-    write_atomic(path, tomli_w.dumps(default_profile_data()))
+    write_profile(path, tomli_w.dumps(default_profile_data()))
     return path
 
 

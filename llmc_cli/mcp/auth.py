@@ -28,7 +28,6 @@ import queue
 import re
 import secrets
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -147,17 +146,12 @@ class TokenStore:
         """Atomic, 0600 in a 0700 directory; the record replaces any other for the same server
         (a migrated authorization server leaves no stale tokens behind)."""
         record["updated_at"] = time.time()
+        from llmc_cli.config import files
+
         paths.ensure_private_dir(self.directory)
         os.chmod(self.directory, 0o700)
         target = self._path(record["issuer"], record["resource"])
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".token.", suffix=".tmp")  # mode 0600
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(record, fh, indent=1, sort_keys=True)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        files.write_atomic(target, json.dumps(record, indent=1, sort_keys=True))
         for other in self.directory.glob("*.json"):
             if other != target and self._server_of(other) == record["server_url"]:
                 other.unlink(missing_ok=True)
@@ -327,7 +321,7 @@ class OAuth:
 
         paths.ensure_private_dir(self.store.directory)
         try:
-            with FileLock(str(self.store.directory / ".refresh.lock"), timeout=HTTP_TIMEOUT):
+            with FileLock(str(self.store.directory / ".refresh.lock"), timeout=HTTP_TIMEOUT, mode=0o600):
                 self._loaded = False
                 record = self._load()
                 if not self._expiring():

@@ -12,12 +12,12 @@ cached answer that stops working is probed again once.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
+import re
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from llmc_cli.config import paths
-from llmc_cli.errors import ConnectionFailed, HttpStatusError, LlmcError, ProtocolError, RpcError, TimeoutExpired
+from llmc_cli.errors import ConfigError, ConnectionFailed, HttpStatusError, LlmcError, ProtocolError, RpcError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.session import ClientHooks, NotADiscoverResult, Session
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, MODERN_VERSIONS
@@ -198,23 +198,30 @@ def forget_http_sessions(keys: set[str] | None = None,
     from llmc_cli.mcp.auth import OAuth
     from llmc_cli.mcp.transports.streamable_http import StreamableHttpTransport
 
-    rows, cache = [], _load_cache()
-    for key, entry in sorted(cache.items()):
-        remembered = entry.get("session") if isinstance(entry, dict) else None
+    rows, forgotten = [], set()
+    for key, entry in sorted(_load_cache().items()):
+        remembered = entry.get("session")
         if not isinstance(remembered, dict) or not key.startswith("remote:") or (keys is not None and key not in keys):
             continue
-        url = key[len("remote:"):]
-        spec = (known or {}).get(key) or ServerSpec(name=url, url=url)
-        cache[key] = {k: v for k, v in entry.items() if k != "session"}
-        transport = StreamableHttpTransport(url, headers=dict(spec.headers), timeout=5.0, auth=OAuth.for_spec(spec))
+        spec = (known or {}).get(key)
+        if spec is None:
+            if not isinstance(entry.get("url"), str):
+                continue
+            spec = ServerSpec(name=entry["url"], url=entry["url"])
+        assert spec.url
+        transport = StreamableHttpTransport(spec.url, headers=dict(spec.headers), timeout=5.0, auth=OAuth.for_spec(spec))
         transport.protocol_version = str(entry.get("version") or LEGACY_VERSIONS[0])
         transport.session_id = str(remembered.get("id"))
         transport.start(lambda message: None, lambda error: None)
         transport.close()  # sends the DELETE
-        rows.append({"server": spec.name, "url": url, "session": _id_hint(str(remembered.get("id"))),
+        forgotten.add(key)
+        rows.append({"server": spec.name, "url": spec.shown_url(), "session": _id_hint(str(remembered.get("id"))),
                      "forgotten": True})
-    if rows:
-        _write_cache(cache)
+    if forgotten:
+        def drop_sessions(cache: dict[str, dict[str, Any]]) -> None:
+            for key in forgotten & set(cache):
+                cache[key] = {k: v for k, v in cache[key].items() if k != "session"}
+        _update_cache(drop_sessions)
     return rows
 
 
@@ -242,41 +249,49 @@ def _add_diagnostics(exc: LlmcError, transport: Transport) -> None:
 
 
 # -- era cache ------------------------------------------------------------------------------------
+# servers.json: {ServerSpec.cache_key(): {"era", "version", "transport"?, "url"?, "session"?}}.
+# Keys are digests (a URL's query may hold an expanded ${SECRET}); "url" is the URL without
+# userinfo and query, for `session forget` to name and reach a server no profile describes.
 
-def _cache_file() -> str:
-    return str(paths.state_dir() / "servers.json")
+_KEY = re.compile(r"(stdio|remote):[0-9a-f]{32}|builtin:.+")
 
 
-def _load_cache() -> dict[str, dict[str, str]]:
+def _cache_path() -> Path:
+    return paths.state_dir() / "servers.json"
+
+
+def _load_cache() -> dict[str, dict[str, Any]]:
     try:
-        with open(_cache_file(), encoding="utf-8") as fh:
-            data = json.load(fh)
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
+        data = json.loads(_cache_path().read_bytes())
+    except (OSError, ValueError):  # ValueError: not JSON, not UTF-8, nested too deep
         return {}
+    if not isinstance(data, dict):
+        return {}
+    # Entries written under keys of another form (older llmc: the URL itself) are dropped.
+    return {k: v for k, v in data.items() if _KEY.fullmatch(k) and isinstance(v, dict)}
 
 
-def _store_cache(spec: ServerSpec, entry: dict[str, str] | None) -> None:
+def _store_cache(spec: ServerSpec, entry: dict[str, Any] | None) -> None:
     """Best effort: a cache that cannot be written only costs a probe next time."""
-    cache = _load_cache()
     key = spec.cache_key()
-    if cache.get(key) == entry:
-        return
-    if entry is None:
-        cache.pop(key, None)
-    else:
-        cache[key] = entry
-    _write_cache(cache)
+    if entry is not None and spec.url:
+        entry = {**entry, "url": spec.shown_url()}
+    if _load_cache().get(key) == entry:
+        return  # the common case: nothing new, no lock taken
+    _update_cache(lambda cache: cache.pop(key, None) if entry is None else cache.__setitem__(key, entry))
 
 
-def _write_cache(cache: dict[str, Any]) -> None:
+def _update_cache(mutate: Callable[[dict[str, dict[str, Any]]], Any]) -> None:
+    """Read, change and write servers.json under its lock (concurrent llmc processes keep each
+    other's entries); failures are ignored, it is a cache."""
+    from llmc_cli.config import files
+
     try:
-        directory = paths.ensure_private_dir(paths.state_dir())
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".servers.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(cache, fh, indent=1, sort_keys=True)
-        os.replace(tmp, _cache_file())
-    except OSError:
+        with files.locked(_cache_path()):
+            cache = _load_cache()
+            mutate(cache)
+            files.write_atomic(_cache_path(), json.dumps(cache, indent=1, sort_keys=True), durable=False)
+    except ConfigError:
         pass
 
 

@@ -30,7 +30,7 @@ def test_llmc_tools_list_and_call_with_auto_transport(server, transport, request
     called = llmc("call", "get-sum", "a=2", "b=3", "--yes", "--text", "--url", url)
     assert called.returncode == 0, called.stderr
     assert "5" in called.stdout
-    entry = json.loads((isolated_dirs / "state" / "servers.json").read_text())[f"remote:{url}"]
+    entry = json.loads((isolated_dirs / "state" / "servers.json").read_text())[ServerSpec(name="s", url=url).cache_key()]
     assert (entry["transport"], entry["era"]) == (transport, "legacy")
 
 

@@ -28,7 +28,7 @@ def remembered(state: os.PathLike[str] | str) -> dict:
 
 
 def session_id(url: str) -> str:
-    return remembered(os.environ["LLMC_STATE_DIR"])[f"remote:{url}"]["session"]["id"]
+    return remembered(os.environ["LLMC_STATE_DIR"])[ServerSpec(name="s", url=url).cache_key()]["session"]["id"]
 
 
 def call(url: str, tool: str, *pairs: str):
@@ -80,7 +80,7 @@ def test_forget_ends_the_session_at_the_server(sdk_legacy):
     rows = [json.loads(line) for line in proc.stdout.splitlines()]
     assert [(r["url"], r["forgotten"]) for r in rows] == [(sdk_legacy, True)]
     assert old not in proc.stdout and rows[0]["session"].startswith(old[:6])
-    entry = remembered(os.environ["LLMC_STATE_DIR"])[f"remote:{sdk_legacy}"]
+    entry = remembered(os.environ["LLMC_STATE_DIR"])[ServerSpec(name="s", url=sdk_legacy).cache_key()]
     assert "session" not in entry and entry["era"] == "legacy"  # the era is still known
     # The server was told (DELETE): the old id is unknown to it now.
     ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
@@ -114,7 +114,7 @@ def test_forget_by_profile_server_leaves_the_others(sdk_legacy, tmp_path):
 def test_sessionless_servers_remember_nothing(sdk_stateful, sdk_stateless):
     for url in (sdk_stateful, sdk_stateless):
         assert call(url, "echo", "message=hi").returncode == 0
-        assert "session" not in remembered(os.environ["LLMC_STATE_DIR"])[f"remote:{url}"]
+        assert "session" not in remembered(os.environ["LLMC_STATE_DIR"])[ServerSpec(name="s", url=url).cache_key()]
 
 
 def test_a_session_keeper_holds_one_http_session_for_every_caller(sdk_legacy):

@@ -87,7 +87,7 @@ def test_llmc_tools_list_and_call_with_auto_transport(server, request, isolated_
     assert called.returncode == 0, called.stderr
     assert json.loads(called.stdout)["structuredContent"] == {"result": 5}
     cache = json.loads((isolated_dirs / "state" / "servers.json").read_text())
-    entry = cache[f"remote:{url}"]
+    entry = cache[ServerSpec(name="s", url=url).cache_key()]
     assert (entry["transport"], entry["era"]) == (("sse", "legacy") if server == "sdk_sse" else ("http", "modern"))
     # The next run uses what was detected (no probe) and still works.
     again = llmc("call", "add", "a=1", "b=1", "--yes", "--url", url, "--text")
