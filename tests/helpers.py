@@ -56,11 +56,15 @@ def llmc_executable() -> str:
     return str(path) if path.exists() else shutil.which("llmc") or "llmc"
 
 
-def llmc(*args: str, stdin: str | None = None, env: dict[str, str] | None = None,
+def llmc(*args: str, stdin: str | bytes | None = None, env: dict[str, str] | None = None,
          timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run the installed `llmc` as a user would (no terminal); a traceback is always a failure."""
-    proc = subprocess.run([llmc_executable(), *args], input=stdin, capture_output=True, text=True, timeout=timeout,
-                          stdin=None if stdin is not None else subprocess.DEVNULL,
+    """Run the installed `llmc` as a user would (no terminal); a traceback is always a failure.
+    `stdin` as bytes feeds input that need not be UTF-8; the output is text either way."""
+    binary = isinstance(stdin, bytes)
+    proc = subprocess.run([llmc_executable(), *args], input=stdin, capture_output=True, text=not binary,
+                          timeout=timeout, stdin=None if stdin is not None else subprocess.DEVNULL,
                           env={**os.environ, **(env or {})})
+    if binary:
+        proc.stdout, proc.stderr = proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
