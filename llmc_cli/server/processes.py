@@ -3,10 +3,16 @@
 An executable is allowed by what it IS, not by how it is spelled: argv[0] is looked up with a
 fixed PATH (never the model's, never the workspace) and resolved to its real path, which must be
 one of the allow-list's real paths. There is no shell unless the configuration allows one
-explicitly. Each process gets a scrubbed environment, its own process group (so killpg reaches
-its forks), a time limit, an output cap, and, with bubblewrap, its own PID namespace (so even a
-fork that left the group dies with it), the roots bound writable, the rest of the system
-read-only, a private /tmp and no network unless allowed.
+explicitly. Each process gets a scrubbed environment, its own process group, resource limits
+(RLIMIT_NPROC, RLIMIT_AS, RLIMIT_CPU: set by a small exec trampoline, since preexec_fn is unsafe
+in a threaded server), a time limit, an output cap, and, with bubblewrap, its own PID namespace
+(so every fork dies with it), the roots bound writable, the rest of the system read-only,
+llmc's own files covered, a private /tmp and no network unless allowed.
+
+Without bubblewrap, ending a process means ending its whole tree, also what it left running in
+the background after it exited: its process group, what carries its environment tag, what holds
+its marker (an inherited pipe descriptor, which survives setsid and `env -i`), and every
+descendant of those; frozen with SIGSTOP first so nothing forks while the tree is collected.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -28,6 +35,18 @@ FIXED_PATH = "/usr/local/bin:/usr/bin:/bin"
 SHELL = "/bin/sh"
 TAG_VAR = "LLMC_WORKSPACE_PROCESS"  # marks every process we start, and what it forks
 MAX_KEPT = 64  # finished processes remembered for list_processes / read_process_output
+KILL_ROUNDS = 20  # collect-and-kill passes over /proc; each freezes what it finds before killing
+# Sets the limits, then becomes the real program (bwrap, or the command): stdlib only, -I -S.
+_LIMITS_EXEC = (
+    "import os, resource, sys\n"
+    "for name, value in zip(('RLIMIT_NPROC', 'RLIMIT_AS', 'RLIMIT_CPU'), map(int, sys.argv[1:4])):\n"
+    "    kind = getattr(resource, name)\n"
+    "    hard = resource.getrlimit(kind)[1]\n"
+    "    value = value if hard == resource.RLIM_INFINITY else min(value, hard)\n"
+    "    soft_hard = (value, min(value + 1, hard) if hard != resource.RLIM_INFINITY else value + 1) "
+    "if name == 'RLIMIT_CPU' else (value, value)\n"
+    "    resource.setrlimit(kind, soft_hard)\n"
+    "os.execv(sys.argv[4], sys.argv[4:])\n")
 
 
 def find_bwrap() -> str | None:
@@ -47,6 +66,9 @@ class ProcessConfig:
     timeout: float = 300.0  # seconds a process may live
     max_output_bytes: int = 1_000_000  # per process; reaching it ends the process
     max_processes: int = 4  # running at once
+    max_user_processes: int = 1024  # RLIMIT_NPROC: counts ALL processes of the user (not enforced for root)
+    max_memory_bytes: int = 4 << 30  # RLIMIT_AS of each process
+    max_cpu_seconds: int | None = None  # RLIMIT_CPU of each process; None: the time limit
     env: dict[str, str] = field(default_factory=dict)
 
 
@@ -101,7 +123,18 @@ class Launcher:
             raise ToolError(f"refused: {shown!r} is not an allowed command (allowed: {allowed})")
         return [real, *argv[1:]]
 
+    def limits(self) -> dict[str, int]:
+        c = self.config
+        return {"max_user_processes": c.max_user_processes, "max_memory_bytes": c.max_memory_bytes,
+                "max_cpu_seconds": c.max_cpu_seconds or max(int(c.timeout + 0.999), 1)}
+
     def wrap(self, argv: list[str], cwd: str) -> list[str]:
+        """The argv that runs `argv` contained: limits, then bwrap (when used), then the command."""
+        limits = self.limits()
+        return [sys.executable, "-I", "-S", "-c", _LIMITS_EXEC, str(limits["max_user_processes"]),
+                str(limits["max_memory_bytes"]), str(limits["max_cpu_seconds"]), *self._sandbox(argv, cwd)]
+
+    def _sandbox(self, argv: list[str], cwd: str) -> list[str]:
         if self.sandbox != "bwrap":
             return argv
         assert self.bwrap is not None
@@ -183,8 +216,8 @@ class Process:
     stdout+stderr, addressed by absolute byte offsets."""
 
     def __init__(self, handle: str, argv: list[str], popen: subprocess.Popen[bytes], limit: int, timeout: float,
-                 tag: str) -> None:
-        self.handle, self.argv, self.popen, self.tag = handle, argv, popen, tag
+                 tag: str, marker: str) -> None:
+        self.handle, self.argv, self.popen, self.tag, self.marker = handle, argv, popen, tag, marker
         self.started = time.time()
         self.output = bytearray()
         self.limit = limit
@@ -226,7 +259,8 @@ class Process:
         return self.popen.poll() is None
 
     def kill(self, reason: str) -> None:
-        """End the whole process group: SIGTERM, then SIGKILL after a grace period."""
+        """End the process and its whole tree: SIGTERM to the group, a grace period, then every
+        process of the tree frozen and killed, also when the leader has long exited."""
         if not (self.popen.poll() is not None and self.eof):
             self.ended_by = self.ended_by or reason
             _killpg(self.popen.pid, signal.SIGTERM)
@@ -234,8 +268,7 @@ class Process:
                 self.popen.wait(timeout=2.0)
             except subprocess.TimeoutExpired:
                 pass
-            _killpg(self.popen.pid, signal.SIGKILL)  # forks that ignored SIGTERM, or outlived the leader
-        _kill_tagged(self.tag)  # forks that left the group (setsid) but kept our environment tag
+        kill_tree(self.popen.pid, self.tag, self.marker, leader_reaped=self.popen.returncode is not None)
 
     def wait_quiet(self, since: int, wait_s: float, quiet_s: float) -> None:
         """Return once the process ended, or printed something after `since` and then stayed quiet
@@ -262,22 +295,75 @@ class Process:
         return out
 
 
-def _kill_tagged(tag: str) -> None:
-    """Without bwrap's PID namespace, a fork that called setsid() is out of reach of killpg; find
-    it by the tag in its environment (a process that also wiped its environment still escapes:
-    only bwrap contains that)."""
+def kill_tree(leader: int, tag: str, marker: str, *, leader_reaped: bool) -> None:
+    """Kill every process that belongs to the tree of `leader`: its process group, holders of
+    the environment tag or of the marker descriptor, and all their descendants. Each round
+    freezes what it found (SIGSTOP: a frozen process cannot fork) and then kills it, until a
+    round finds nothing. What closes every descriptor, wipes its environment and calls setsid
+    escapes this; only bwrap's PID namespace contains that (README: sandbox = "none")."""
     needle = f"{TAG_VAR}={tag}".encode()
+    me = os.getpid()
+    for _ in range(KILL_ROUNDS):
+        found = _tree_members(leader, needle, marker, leader_reaped) - {me}
+        if not found:
+            return
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for pid in found:
+                try:
+                    os.kill(pid, sig)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        _killpg(leader, signal.SIGKILL)
+
+
+def _tree_members(leader: int, needle: bytes, marker: str, leader_reaped: bool) -> set[int]:
+    parents: dict[int, int] = {}
+    members: set[int] = set()
     try:
         pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
     except OSError:
-        return
+        return members
     for pid in pids:
         try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                if needle in f.read().split(b"\0"):
-                    os.kill(pid, signal.SIGKILL)
-        except (OSError, ProcessLookupError):
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
             continue
+        if fields[0] == b"Z":
+            continue  # a zombie is dead already; its parent reaps it
+        parents[pid] = int(fields[1])
+        # A reaped leader's pid may belong to someone else now; its group id cannot be reused
+        # while a member of the group lives.
+        if (pid == leader and not leader_reaped) or int(fields[2]) == leader or _carries(pid, needle, marker):
+            members.add(pid)
+    grew = True
+    while grew:  # descendants of members (a forked child that has not exec'd yet, or has dropped both marks)
+        grew = False
+        for pid, parent in parents.items():
+            if parent in members and pid not in members:
+                members.add(pid)
+                grew = True
+    return members
+
+
+def _carries(pid: int, needle: bytes, marker: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            if needle in f.read().split(b"\0"):
+                return True
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == marker:
+                return True
+    except OSError:
+        pass
+    return False
+
+
+def _fd_link(fd: int) -> str:
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return "\0"  # no /proc (macOS): matches no descriptor
 
 
 def _killpg(pid: int, sig: int) -> None:
@@ -305,15 +391,23 @@ class ProcessTable:
                 raise ToolError(f"refused: {running} processes are running, the limit is {self.config.max_processes}; "
                                 "terminate one first")
             tag = secrets.token_hex(8)
+            # The marker: one end of a pipe nobody writes to, inherited by every descendant
+            # that does not close it on purpose; /proc/PID/fd shows it as pipe:[inode].
+            mark_r, mark_w = os.pipe()
             try:
+                marker = _fd_link(mark_r)
                 popen = subprocess.Popen(
                     self.launcher.wrap(argv, cwd), cwd=cwd, env=self.launcher.environment(tag),
                     stdin=subprocess.PIPE if stdin or input_data is not None else subprocess.DEVNULL,
-                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
+                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
+                    pass_fds=(mark_r,))
             except OSError as exc:
                 raise ToolError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
+            finally:
+                os.close(mark_r)
+                os.close(mark_w)
             handle = f"proc-{secrets.token_hex(4)}"
-            proc = Process(handle, argv, popen, self.config.max_output_bytes, limit, tag)
+            proc = Process(handle, argv, popen, self.config.max_output_bytes, limit, tag, marker)
             self.procs[handle] = proc
             self._forget_old()
         if input_data is not None:
@@ -344,9 +438,10 @@ class ProcessTable:
             return list(self.procs.values())
 
     def close(self) -> None:
+        """Every process tree ends with the server, also one whose leader exited long ago and
+        left a child running in the background."""
         for proc in self.list():
-            if proc.running:
-                proc.kill("server shut down")
+            proc.kill("server shut down")
 
     def _forget_old(self) -> None:
         finished = [h for h, p in self.procs.items() if not p.running]

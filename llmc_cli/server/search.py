@@ -2,15 +2,25 @@
 
 A search walks the tree in its own thread, through descriptors (jail.Jail.walk), so a large
 tree never blocks the server; it stops at its result limit, its time limit or stop_search.
+
+A regular expression is matched in a separate process (RegexWorker): Python's `re` holds the
+GIL for the whole of one match, so a catastrophic pattern (`(.+)+\x00` on a long line) run in a
+thread would freeze every thread of the server (and of llmc, where the server runs in-process),
+timers included. A process can be killed; the search then ends with a clear reason.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 import re
 import secrets
+import select
+import signal
 import stat
+import subprocess
+import sys
 import threading
 import time
 from typing import Any
@@ -22,6 +32,85 @@ MAX_SEARCHES = 32  # remembered at once; the oldest finished ones are forgotten 
 MAX_RUNNING = 4
 MAX_LINE_CHARS = 500  # of one matching line in a result
 SNIFF_BYTES = 8192
+BATCH_BYTES = 1_000_000  # of lines sent to the regex worker at once
+WORKER_MEMORY = 1 << 30  # address space of the regex worker
+
+# The regex worker: stdlib only, started with -I -S (nothing from the workspace or site-packages
+# is importable). First line: [pattern, flags]; then one JSON list of lines per request, answered
+# with the indexes of the matching ones. It dies with the thread that started it (PDEATHSIG), and
+# the kernel ends it at its CPU limit should everything else fail.
+_WORKER = r"""
+import ctypes, json, re, resource, signal, sys
+try:
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+except Exception:
+    pass
+cpu, memory = int(sys.argv[1]), int(sys.argv[2])
+resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+pattern, flags = json.loads(sys.stdin.readline())
+search = re.compile(pattern, flags).search
+for line in sys.stdin:
+    hits = [i for i, text in enumerate(json.loads(line)) if search(text)]
+    sys.stdout.write(json.dumps(hits) + "\n")
+    sys.stdout.flush()
+"""
+
+
+class MatchTimeout(Exception):
+    pass
+
+
+class RegexWorker:
+    """A process that matches lines against one regular expression, killed when it takes too long."""
+
+    def __init__(self, pattern: str, flags: int, timeout: float) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _WORKER, str(int(timeout) + 5), str(WORKER_MEMORY)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True,
+            env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"})
+        self._send([pattern, flags])
+
+    def _send(self, value: Any) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(value).encode() + b"\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise ToolError(f"the regular expression matcher stopped (exit code {self.proc.poll()})") from None
+
+    def matching(self, lines: list[str], deadline: float, stop: threading.Event) -> list[int]:
+        """Indexes of the lines that match; MatchTimeout at the deadline, [] once stopped."""
+        self._send(lines)
+        assert self.proc.stdout is not None
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.kill()
+                raise MatchTimeout()
+            if stop.is_set():
+                self.kill()
+                return []
+            ready, _, _ = select.select([self.proc.stdout], [], [], min(left, 0.2))
+            if ready:
+                reply = self.proc.stdout.readline()
+                if not reply:
+                    raise ToolError(f"the regular expression matcher stopped (exit code {self.proc.wait()}: "
+                                    "out of memory or CPU time?)")
+                return json.loads(reply)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.send_signal(signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            try:
+                pipe.close()  # type: ignore[union-attr]
+            except OSError:
+                pass
 
 
 class Search:
@@ -37,11 +126,18 @@ class Search:
         self.files_scanned = 0
         self._stop = threading.Event()
         self._cond = threading.Condition()
-        flags = 0 if case_sensitive else re.IGNORECASE
+        self._flags = 0 if case_sensitive else re.IGNORECASE
+        self._regex = regex and kind == "content"
+        self._worker: RegexWorker | None = None
+        self._deadline = self.started + timeout
         try:
-            self._match = re.compile(pattern if regex else re.escape(pattern), flags).search if kind == "content" else None
-        except re.error as exc:
+            # Checked here for a clear error (parsing is linear in the pattern); a regular
+            # expression is matched in the worker, plain text here (an escaped literal cannot
+            # backtrack).
+            compiled = re.compile(pattern if regex else re.escape(pattern), self._flags) if kind == "content" else None
+        except (re.error, RecursionError, OverflowError) as exc:
             raise ToolError(f"invalid regular expression: {exc}") from None
+        self._match = None if self._regex or compiled is None else compiled.search
         self._glob = pattern if case_sensitive else pattern.lower()
         self._max_results = max_results
         self._args = (jail, shown, file_pattern, max_results, max_file_bytes, timeout, max_depth, case_sensitive)
@@ -49,8 +145,10 @@ class Search:
 
     def _run(self) -> None:
         jail, shown, file_pattern, max_results, max_file_bytes, timeout, max_depth, case_sensitive = self._args
-        deadline = self.started + timeout
+        deadline = self._deadline
         try:
+            if self._regex:  # started by this thread: it dies with it (PDEATHSIG)
+                self._worker = RegexWorker(self.pattern, self._flags, timeout)
             for rel, st in jail.walk(self.root, shown, max_depth):
                 if self._stop.is_set():
                     self.stopped_by = self.stopped_by or "stopped"
@@ -71,7 +169,14 @@ class Search:
                     break
         except ToolError as exc:
             self.stopped_by = str(exc)
+        except MatchTimeout:
+            self.stopped_by = (f"time limit of {timeout:g} s: the regular expression was still matching "
+                               f"(catastrophic backtracking?); its matcher process was killed")
+        except OSError as exc:
+            self.stopped_by = f"the search failed: {exc.strerror or exc}"
         finally:
+            if self._worker is not None:
+                self._worker.kill()
             with self._cond:
                 self.done = True
                 self.ended = time.monotonic()
@@ -98,7 +203,6 @@ class Search:
         except OSError:
             return []
         hits: list[dict[str, Any]] = []
-        assert self._match is not None
         with os.fdopen(fd, "rb") as f:
             real = fd_path(fd) or path  # where it really is, should a directory have been swapped
             st = os.fstat(fd)
@@ -109,19 +213,36 @@ class Search:
                 return []  # binary
             f.seek(0)
             self.files_scanned += 1
+            batch: list[str] = []
+            size, first = 0, 1
             for number, raw in enumerate(f, 1):
                 if self._stop.is_set() or len(hits) >= self._max_results:
                     break
                 line = raw[:10 * MAX_LINE_CHARS].decode("utf-8", "replace").rstrip("\r\n")
-                if self._match(line):
-                    hits.append({"path": path, "line": number, "text": line[:MAX_LINE_CHARS]})
-        return hits
+                if self._match is not None:
+                    if self._match(line):
+                        hits.append({"path": path, "line": number, "text": line[:MAX_LINE_CHARS]})
+                    continue
+                batch.append(line)
+                size += len(line)
+                if size >= BATCH_BYTES:
+                    hits += self._worker_hits(path, first, batch)
+                    batch, size, first = [], 0, number + 1
+            if batch and len(hits) < self._max_results:
+                hits += self._worker_hits(path, first, batch)
+        return hits[:self._max_results]
+
+    def _worker_hits(self, path: str, first: int, lines: list[str]) -> list[dict[str, Any]]:
+        assert self._worker is not None
+        found = self._worker.matching(lines, self._deadline, self._stop)
+        return [{"path": path, "line": first + i, "text": lines[i][:MAX_LINE_CHARS]} for i in found]
 
     def _in_root(self, real: str) -> bool:
         jail = self._args[0]
         return (real == self.root or real.startswith(self.root.rstrip("/") + "/")) and jail.inside(real)
 
     def stop(self) -> None:
+        """Ask the search to stop: its thread kills the regex worker within 0.2 s."""
         if not self.done:
             self.stopped_by = self.stopped_by or "stopped"
         self._stop.set()
@@ -180,8 +301,13 @@ class Searches:
             return list(self.searches.values())
 
     def close(self) -> None:
-        for search in self.list():
+        """Stop every search and give each a moment to kill its regex worker (which would die
+        with the process anyway: PDEATHSIG)."""
+        searches = self.list()
+        for search in searches:
             search.stop()
+        for search in searches:
+            search.wait(1.0)
 
 
 def iso_time(ts: float) -> str:

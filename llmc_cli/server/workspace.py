@@ -32,6 +32,9 @@ OPTIONS: dict[str, tuple[tuple[type, ...], Any]] = {
     "sandbox": ((str,), "auto"),
     "timeout": ((int, float), 300),  # seconds a process may live
     "max_processes": ((int,), 4),
+    "max_user_processes": ((int,), 1024),  # RLIMIT_NPROC of each process (the user's processes in all)
+    "max_memory_bytes": ((int,), 4 << 30),  # RLIMIT_AS of each process
+    "max_cpu_seconds": ((int, type(None)), None),  # RLIMIT_CPU of each process; None: `timeout`
     "max_output_bytes": ((int,), 1_000_000),  # output kept per process; reaching it ends the process
     "max_read_bytes": ((int,), 256_000),  # text returned by one read
     "max_file_bytes": ((int,), 50_000_000),  # largest file read_file or a content search will scan
@@ -106,6 +109,8 @@ class Workspace:
             allow_shell=self.options["allow_shell"], allow_network=self.options["allow_network"],
             sandbox=self.options["sandbox"], timeout=float(self.options["timeout"]),
             max_output_bytes=self.options["max_output_bytes"], max_processes=self.options["max_processes"],
+            max_user_processes=self.options["max_user_processes"], max_memory_bytes=self.options["max_memory_bytes"],
+            max_cpu_seconds=self.options["max_cpu_seconds"],
             env=self.options["env"]))
         self.processes = ProcessTable(self.launcher)
         enabled, self.process_note = self.launcher.enabled()
@@ -506,7 +511,8 @@ class Workspace:
                               "sandbox": self.launcher.sandbox, "allowCommands": sorted(self.launcher.allowed),
                               "allowShell": o["allow_shell"], "allowNetwork": o["allow_network"],
                               "path": FIXED_PATH, "timeoutSeconds": o["timeout"], "maxProcesses": o["max_processes"],
-                              "maxOutputBytes": o["max_output_bytes"], "environment": sorted(self.launcher.environment())},
+                              "maxOutputBytes": o["max_output_bytes"], "limits": self.launcher.limits(),
+                              "environment": sorted(self.launcher.environment())},
                 "limits": {k: o[k] for k in ("max_read_bytes", "max_file_bytes", "max_write_bytes", "max_results",
                                              "search_timeout")},
                 "tools": "fixed at start; no tool changes this configuration"}
