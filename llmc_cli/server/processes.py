@@ -380,6 +380,7 @@ class ProcessTable:
         self.launcher = launcher
         self.config = launcher.config
         self.procs: dict[str, Process] = {}
+        self.forgotten: list[Process] = []  # finished and no longer listed
         self.lock = threading.Lock()
 
     def start(self, argv: list[str], cwd: str, *, stdin: bool, input_data: bytes | None = None,
@@ -440,10 +441,12 @@ class ProcessTable:
     def close(self) -> None:
         """Every process tree ends with the server, also one whose leader exited long ago and
         left a child running in the background."""
-        for proc in self.list():
+        with self.lock:
+            everything = [*self.forgotten, *self.procs.values()]
+        for proc in everything:
             proc.kill("server shut down")
 
     def _forget_old(self) -> None:
         finished = [h for h, p in self.procs.items() if not p.running]
         for handle in finished[:max(0, len(self.procs) - MAX_KEPT)]:
-            del self.procs[handle]
+            self.forgotten.append(self.procs.pop(handle))  # its background children still end with us

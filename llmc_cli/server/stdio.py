@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import threading
 from typing import Any, BinaryIO
@@ -24,7 +25,20 @@ def log(message: str) -> None:
 
 
 def run_stdio(endpoint: Any, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
-    """Read messages until end of input, then close the endpoint (stops its processes)."""
+    """Read messages until end of input, then close the endpoint (stops its processes).
+
+    SIGTERM and SIGHUP end the server the same way (exit 143 / 129 after closing): a client
+    shuts a stdio server down with end of input, then SIGTERM a moment later, and the endpoint
+    must still end the process trees it started (they live in their own sessions, out of reach
+    of the client's killpg). A signal that arrives while closing is ignored."""
+    closing = threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        def terminate(signum: int, frame: Any) -> None:
+            if not closing.is_set():
+                raise SystemExit(128 + signum)
+
+        signal.signal(signal.SIGTERM, terminate)
+        signal.signal(signal.SIGHUP, terminate)
     if stdout is None:
         stdout = os.fdopen(os.dup(1), "wb", buffering=0)
         os.dup2(2, 1)
@@ -56,6 +70,7 @@ def run_stdio(endpoint: Any, stdin: BinaryIO | None = None, stdout: BinaryIO | N
     except KeyboardInterrupt:
         pass
     finally:
+        closing.set()
         endpoint.close()
 
 

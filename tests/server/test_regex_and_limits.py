@@ -121,6 +121,14 @@ def _alive(marker: str) -> list[int]:
     return found
 
 
+def _started(marker: str) -> bool:
+    """Is `sleep MARKER` running? (It may still be between fork and exec when its parent answers.)"""
+    deadline = time.monotonic() + 5
+    while not _alive(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return bool(_alive(marker))
+
+
 # Ways a child can try to outlive the server; each line is a shell script whose background
 # `sleep MARKER` must be gone once the server closes, though the script itself has ended.
 OUTLIVE = [
@@ -142,10 +150,7 @@ def test_background_child_does_not_outlive_the_server(runner, sandbox: str, scri
     out = ws.ok("run_command", argv=["sh", "-c", script.format(m=marker) + "\necho started"])
     assert out["output"].strip().endswith("started") and out["running"] is False
     if sandbox == "none":
-        deadline = time.monotonic() + 5  # the child may still be between fork and exec
-        while not _alive(marker) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert _alive(marker), "the child runs after its parent exited"
+        assert _started(marker), "the child runs after its parent exited"
     ws.session.close()
     deadline = time.monotonic() + 10
     while _alive(marker) and time.monotonic() < deadline:
@@ -184,3 +189,69 @@ def test_memory_limit_stops_a_runaway_allocation(runner) -> None:
     ws = runner(max_memory_bytes=256 << 20)
     out = ws.ok("run_command", argv=["sh", "-c", "x=$(head -c 2000000000 /dev/zero | tr '\\0' a); echo ${#x}"])
     assert out["exitCode"] != 0 or out["output"].strip() != "2000000000"
+
+
+@pytest.mark.parametrize("server", ["builtin", "stdio"])
+def test_background_child_ends_with_llmc_call(tmp_path: Path, server: str) -> None:
+    """Through the real CLI: `llmc call` runs a command that leaves `sleep` in the background
+    and exits; the workspace server (in-process, or `llmc serve workspace` as a stdio child that
+    gets end of input and then SIGTERM) takes the child down with it."""
+    from tests.helpers import llmc_executable
+
+    marker = "787" if server == "builtin" else "797"
+    if server == "builtin":
+        table = (f'builtin = "workspace"\noptions = {{ roots = ["{tmp_path}"], read_only = false, '
+                 'sandbox = "none", allow_commands = ["sh"] }\n')
+    else:
+        table = (f'command = "{llmc_executable()}"\nargs = ["serve", "workspace", "--root", "{tmp_path}", '
+                 '"--sandbox", "none", "--allow-command", "sh"]\n')
+    profile = tmp_path / "p.toml"
+    profile.write_text(f"[servers.ws]\n{table}")
+    script = f"setsid sleep {marker} >/dev/null 2>&1 & echo started"
+    proc = llmc("-p", str(profile), "call", "--yes", "ws.run_command", "--json",
+                f'{{"argv": ["sh", "-c", "{script}"]}}')
+    assert proc.returncode == 0 and "started" in proc.stdout, (proc.stdout, proc.stderr)
+    deadline = time.monotonic() + 10
+    while _alive(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _alive(marker) == []
+
+
+def test_sigterm_ends_the_stdio_server_and_its_process_trees(tmp_path: Path) -> None:
+    """`llmc serve workspace` killed with SIGTERM (its input still open) closes like at end of
+    input: the background child of a finished command is gone, and the exit status is 143."""
+    import json
+    import signal
+    import subprocess
+
+    from tests.helpers import llmc_executable
+
+    marker = "807"
+    server = subprocess.Popen([llmc_executable(), "serve", "workspace", "--root", str(tmp_path), "--sandbox", "none",
+                               "--allow-command", "sh"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL)
+    assert server.stdin is not None and server.stdout is not None
+    messages = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                 "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                 "params": {"name": "run_command",
+                            "arguments": {"argv": ["sh", "-c", f"setsid sleep {marker} >/dev/null 2>&1 & echo ok"]}}}]
+    try:
+        server.stdin.write("".join(json.dumps(m) + "\n" for m in messages).encode())
+        server.stdin.flush()
+        for _ in range(10):  # the initialize answer, then the call's
+            reply = json.loads(server.stdout.readline())
+            if reply.get("id") == 2:
+                break
+        assert reply["result"]["structuredContent"]["output"] == "ok\n"
+        assert _started(marker)
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=30) == 143
+    finally:
+        server.kill()
+        server.wait()
+    deadline = time.monotonic() + 10
+    while _alive(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _alive(marker) == []
