@@ -255,3 +255,23 @@ def test_sigterm_ends_the_stdio_server_and_its_process_trees(tmp_path: Path) -> 
     while _alive(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _alive(marker) == []
+
+
+def test_catastrophic_regex_in_ask_honours_total_timeout(tmp_path: Path) -> None:
+    """`llmc ask --total-timeout 3`: the model asks for a catastrophic regex search that would
+    wait 30 s; llmc stops at its total timeout (exit 7) instead of hanging, no matcher left."""
+    from tests.fakes.llm import FakeLLM
+    from tests.fakes.scripts import turn
+
+    (tmp_path / "long.txt").write_text("a" * 40 + "\n")
+    search = {"pattern": CATASTROPHIC[0], "kind": "content", "regex": True, "wait_ms": 30000}
+    before = _workers()
+    with FakeLLM("openai", [turn("openai", calls=[("c1", "start_search", search)]),
+                            turn("openai", text="done")]) as fake:
+        profile = tmp_path / "p.toml"
+        profile.write_text(f'[servers.ws]\nbuiltin = "workspace"\noptions = {{ roots = ["{tmp_path}"] }}\n\n'
+                           f'[llm]\nprovider = "openai"\nmodel = "m"\nbase_url = "{fake.base_url}"\n')
+        proc = llmc("-p", str(profile), "ask", "find it", "--total-timeout", "3", env={"OPENAI_API_KEY": "k"},
+                    timeout=60)
+    assert proc.returncode == 7, (proc.stdout, proc.stderr)
+    assert _gone([p for p in _workers() if p not in before])
