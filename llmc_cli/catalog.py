@@ -137,6 +137,23 @@ class Catalog:
         """The tool names of every server listed so far (for the caller's cache)."""
         return {server: [t.name for t in tools] for server, tools in self._tools.items()}
 
+    def status(self) -> list[dict[str, Any]]:
+        """Each server's state for a health page: no addresses, commands or error texts (they may
+        carry secrets), nothing connected or listed by asking."""
+        rows = []
+        for name in self.specs:
+            session = self._sessions.get(name)
+            state = "failed" if name in self._failed else "connected" if session is not None else "not connected"
+            if session is not None and session.closed_error is not None:
+                state = "closed"
+            row: dict[str, Any] = {"name": name, "state": state}
+            if session is not None:
+                row.update(era=session.era, protocolVersion=session.protocol_version)
+            if name in self._tools:
+                row["tools"] = len(self._tools[name])
+            rows.append(row)
+        return rows
+
     def find_tool(self, server: str, tool: str) -> Tool | None:
         return next((t for t in self.tools_of(server) if t.name == tool), None)
 

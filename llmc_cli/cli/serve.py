@@ -15,8 +15,10 @@ from llmc_cli.errors import UsageError
               help="The profile whose servers the gateway serves (default: llmc's own -p / LLMC_PROFILE).")
 @click.option("--http", "http", metavar="[HOST:]PORT",
               help="Serve Streamable HTTP on this address (default host 127.0.0.1) instead of stdio.")
+@click.option("--idle-timeout", type=click.FloatRange(min=1), default=1800, show_default=True, metavar="SECONDS",
+              help="With --http: end host sessions unused this long.")
 @click.pass_context
-def serve(ctx: click.Context, profile_name: str | None, http: str | None) -> None:
+def serve(ctx: click.Context, profile_name: str | None, http: str | None, idle_timeout: float) -> None:
     """Serve a profile's tools to any MCP host: tools named SERVER.TOOL, every call under the
     profile's policy and in its audit trail. stdout carries MCP only (stdio).
 
@@ -26,9 +28,12 @@ def serve(ctx: click.Context, profile_name: str | None, http: str | None) -> Non
     llmc serve workspace --root DIR              # the built-in workspace server
     """
     if ctx.invoked_subcommand is not None:
-        if profile_name or http:
+        if http or (profile_name and ctx.invoked_subcommand != "token"):
             raise UsageError(f"-p/--http belong to the gateway (llmc serve -p PROFILE), not to serve "
                              f"{ctx.invoked_subcommand}")
+        ctx.ensure_object(dict)
+        if profile_name:
+            ctx.obj["profile"] = profile_name  # the profile `serve token` edits
         return
     from llmc_cli.config.profiles import load_profile
     from llmc_cli.gateway import run
@@ -39,7 +44,7 @@ def serve(ctx: click.Context, profile_name: str | None, http: str | None) -> Non
     verbose = (ctx.obj or {}).get("verbose", 0)
     profile = load_profile(name)
     if http:
-        run.serve_http(profile, http, verbose=verbose)
+        run.serve_http(profile, http, verbose=verbose, idle_seconds=idle_timeout)
     else:
         run.serve_stdio(profile, verbose=verbose)
 
@@ -70,3 +75,69 @@ def workspace(roots: tuple[str, ...], read_only: bool, allow_commands: tuple[str
     run_stdio(endpoint)
 
 
+
+
+@serve.group()
+def token() -> None:
+    """Bearer tokens of the HTTP gateway's principals ([serve.principals.NAME] in the profile)."""
+
+
+@token.command("create")
+@click.argument("name")
+@click.option("--for-profile", "for_profile", metavar="NAME",
+              help="The profile whose tools this principal gets (default: the profile served).")
+@click.pass_context
+def token_create(ctx: click.Context, name: str, for_profile: str | None) -> None:
+    """Make a new token for principal NAME: its SHA-256 goes into the profile, the token itself
+    is printed once on stdout ({"principal", "token"}) and kept nowhere."""
+    from llmc_cli.cli.output import emit, note
+    from llmc_cli.config.profiles import editable_path, update_profile
+    from llmc_cli.gateway.principals import new_token, token_hash
+
+    if not name or not all(c.isalnum() or c in "-_" for c in name):
+        raise UsageError(f"principal name {name!r}: use letters, digits, '-' and '_'")
+    path = editable_path((ctx.obj or {}).get("profile"))
+    secret = new_token()
+
+    def add(data: dict) -> None:  # type: ignore[type-arg]
+        principals = data.setdefault("serve", {}).setdefault("principals", {})
+        entry = {"token_sha256": token_hash(secret)}
+        if for_profile:
+            entry["profile"] = for_profile
+        principals[name] = entry
+
+    update_profile(path, add)
+    note(f"llmc: principal {name} added to {path}; the token is shown only now")
+    emit({"principal": name, "profile": for_profile, "token": secret}, "json")
+
+
+@token.command("list")
+@click.pass_context
+def token_list(ctx: click.Context) -> None:
+    """The principals of the profile (names and profiles; tokens are never stored)."""
+    from llmc_cli.cli.output import emit
+    from llmc_cli.config.profiles import load_profile
+
+    profile = load_profile((ctx.obj or {}).get("profile"))
+    emit({"principals": [{"principal": n, "profile": p.profile, "token": "env:" + p.token_env if p.token_env
+                          else "sha256"} for n, p in profile.profile.serve.principals.items()]}, "json")
+
+
+@token.command("revoke")
+@click.argument("name")
+@click.pass_context
+def token_revoke(ctx: click.Context, name: str) -> None:
+    """Remove principal NAME: its token stops working when the gateway next starts."""
+    from llmc_cli.cli.output import emit
+    from llmc_cli.config.profiles import editable_path, update_profile
+
+    path = editable_path((ctx.obj or {}).get("profile"))
+
+    def remove(data: dict) -> None:  # type: ignore[type-arg]
+        principals = (data.get("serve") or {}).get("principals") or {}
+        if name not in principals:
+            raise UsageError(f"no principal {name!r} in {path}")
+        del principals[name]
+
+    update_profile(path, remove)
+    emit({"principal": name, "revoked": True}, "json")

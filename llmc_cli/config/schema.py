@@ -9,6 +9,7 @@ security policy must never be silently ignored).
     [servers.NAME]                 # one table per MCP server: command | url | builtin
     [policy]                       # least privilege: allow/deny, read-only, confirm, args, rates
     [llm]                          # which model `llmc ask` talks to
+    [serve]                        # the gateway over HTTP: principals (inbound tokens), origins, hosts
 
 Values may contain ${VAR} or ${VAR:-default}; they expand from the environment when a server is
 used (config/profiles.py), never when a profile is saved.
@@ -127,6 +128,36 @@ class LlmConfig:
 
 
 @dataclass
+class PrincipalConfig:
+    """One caller of the HTTP gateway (`[serve.principals.NAME]`): its bearer token, kept only as
+    a SHA-256 hash (`llmc serve token create`) or read from an environment variable, and the
+    profile whose tools it gets (default: the profile being served)."""
+
+    __pydantic_config__ = _STRICT
+
+    token_sha256: str | None = None
+    token_env: str | None = None
+    profile: str | None = None
+    description: str | None = None
+
+    def __post_init__(self) -> None:
+        if bool(self.token_sha256) == bool(self.token_env):
+            raise ValueError("a principal needs exactly one of 'token_sha256' or 'token_env'")
+        if self.token_sha256 and not (len(self.token_sha256) == 64
+                                      and all(c in "0123456789abcdef" for c in self.token_sha256)):
+            raise ValueError("token_sha256 must be 64 lowercase hex digits")
+
+
+@dataclass
+class ServeConfig:
+    __pydantic_config__ = _STRICT
+
+    principals: dict[str, PrincipalConfig] = field(default_factory=dict)
+    allowed_origins: list[str] = field(default_factory=list)  # browser origins besides loopback ones
+    allowed_hosts: list[str] = field(default_factory=list)  # Host header values besides loopback ones
+
+
+@dataclass
 class Profile:
     __pydantic_config__ = _STRICT
 
@@ -137,6 +168,7 @@ class Profile:
     servers: dict[str, ServerConfig] = field(default_factory=dict)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     llm: LlmConfig = field(default_factory=LlmConfig)
+    serve: ServeConfig = field(default_factory=ServeConfig)
 
     def __post_init__(self) -> None:
         for name in self.servers:
@@ -156,4 +188,6 @@ def from_json(data: dict[str, Any]) -> Profile:
                     for name, server in data["servers"].items()},
         "policy": PolicyConfig(**{**policy, "hints": {glob: ToolHints(**h) for glob, h in policy["hints"].items()}}),
         "llm": LlmConfig(**data["llm"]),
+        "serve": ServeConfig(**{**data["serve"], "principals": {name: PrincipalConfig(**p) for name, p in
+                                                                data["serve"]["principals"].items()}}),
     })

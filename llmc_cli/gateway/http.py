@@ -1,0 +1,466 @@
+"""The gateway over Streamable HTTP (2025-11-25 and 2026-07-28 basic/transports.mdx), on the
+standard library's threading HTTP server: one endpoint, /mcp, plus GET /healthz and GET /status.
+
+- Binds 127.0.0.1 unless told otherwise; a non-loopback address needs principals (tokens).
+- DNS rebinding: the Host header must name a loopback host (or one the profile allows), and an
+  Origin header, when a browser sends one, a loopback origin (or one the profile allows): 403.
+- Inbound auth: with `[serve.principals]` every request carries `Authorization: Bearer TOKEN`;
+  401 with WWW-Authenticate otherwise. The principal picks the profile whose tools it gets.
+- Initialize era: `initialize` starts a session (Mcp-Session-Id, a random 256-bit id), later
+  requests carry it (404 once it is gone), GET opens the session's stream for notifications,
+  DELETE ends it; sessions idle longer than the limit are ended.
+- 2026-07-28: no session; each POST is served on its own by a fresh connection.
+- A tools/call is answered on an SSE stream when the client accepts one, so progress, logs and
+  requests to the client (elicitation) travel before the result; other requests get JSON. A
+  client that drops the stream cancels its request.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import queue
+import secrets
+import signal
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import urlsplit
+
+from llmc_cli.config.profiles import LoadedProfile
+from llmc_cli.errors import LlmcError, ProtocolError, UsageError
+from llmc_cli.gateway.connection import GatewayConnection
+from llmc_cli.gateway.principals import Principal, authenticate, principals_of
+from llmc_cli.gateway.toolbox import Toolbox
+from llmc_cli.mcp import jsonrpc
+
+ENDPOINT = "/mcp"
+MAX_BODY_BYTES = 4 * 1024 * 1024
+MAX_SESSIONS = 256
+IDLE_SECONDS = 1800.0
+REPLY_SECONDS = 3600.0  # the longest a request may take (upstream timeouts end calls long before)
+KEEPALIVE_SECONDS = 15.0
+LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
+STREAMED = {"tools/call"}  # answered on SSE when the client accepts it: messages come before the result
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """'[HOST:]PORT' -> (host, port); the host defaults to 127.0.0.1, IPv6 in brackets."""
+    host, port = "127.0.0.1", text
+    if text.startswith("["):
+        host, _, port = text[1:].partition("]")
+        port = port.removeprefix(":")
+    elif ":" in text:
+        host, _, port = text.rpartition(":")
+    if not port.isdigit() or not 0 <= int(port) <= 65535 or not host:
+        raise UsageError(f"--http {text}: expected [HOST:]PORT, e.g. 127.0.0.1:8765")
+    return host, int(port)
+
+
+def is_loopback(host: str) -> bool:
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass
+class HostSession:
+    connection: GatewayConnection
+    principal: str | None
+    last_used: float = field(default_factory=time.monotonic)
+    stream: "queue.Queue[dict[str, Any] | None] | None" = None  # the GET stream's messages
+
+
+class HttpGateway:
+    """What the request handlers share: toolboxes per profile, principals, sessions."""
+
+    def __init__(self, toolbox: Toolbox, host: str, port: int, *, idle_seconds: float = IDLE_SECONDS) -> None:
+        served = toolbox.profile
+        self.served = served
+        self.toolboxes: dict[str, Toolbox] = {served.name: toolbox}
+        self.principals = principals_of(served)
+        if not self.principals and not is_loopback(host):
+            raise UsageError(f"--http {host}: a non-loopback address needs inbound authentication; add "
+                             f"principals with `llmc serve -p {served.name} token create NAME`")
+        self.host, self.port = host, port
+        self.allowed_hosts = {h.lower() for h in served.profile.serve.allowed_hosts}
+        self.allowed_origins = {o.rstrip("/").lower() for o in served.profile.serve.allowed_origins}
+        self.idle_seconds = idle_seconds
+        self.sessions: dict[str, HostSession] = {}
+        self.lock = threading.Lock()
+        self.stopped = threading.Event()
+
+    # -- who may ask ---------------------------------------------------------------------------
+
+    def host_allowed(self, header: str | None) -> bool:
+        if not header:
+            return False
+        name = urlsplit("//" + header).hostname or ""
+        return name.lower() in LOOPBACK_NAMES or is_loopback(name) or header.lower() in self.allowed_hosts \
+            or name.lower() in self.allowed_hosts
+
+    def origin_allowed(self, origin: str | None) -> bool:
+        if origin is None:
+            return True  # not a browser: DNS rebinding needs one
+        parts = urlsplit(origin)
+        return is_loopback(parts.hostname or "") or origin.rstrip("/").lower() in self.allowed_origins
+
+    def toolbox_for(self, principal: Principal | None) -> Toolbox:
+        name = principal.profile if principal and principal.profile else self.served.name
+        with self.lock:
+            if name not in self.toolboxes:
+                from llmc_cli.config.profiles import load_profile
+
+                toolbox = Toolbox(load_profile(name))
+                toolbox.catalog.warm_up()
+                self.toolboxes[name] = toolbox
+            return self.toolboxes[name]
+
+    # -- sessions (initialize era) -------------------------------------------------------------
+
+    def open_session(self, principal: Principal | None) -> tuple[str, HostSession] | None:
+        connection = GatewayConnection(self.toolbox_for(principal), transport="http",
+                                       principal=principal.name if principal else None)
+        with self.lock:
+            if len(self.sessions) >= MAX_SESSIONS:
+                connection.close()
+                return None
+            session_id = secrets.token_urlsafe(32)
+            session = self.sessions[session_id] = HostSession(connection, principal.name if principal else None)
+        connection.attach(lambda message: self._to_stream(session, message))
+        return session_id, session
+
+    def find_session(self, session_id: str, principal: Principal | None) -> HostSession | None:
+        with self.lock:
+            session = self.sessions.get(session_id)
+        # A session belongs to the principal that opened it: another token cannot ride on it.
+        if session is None or session.principal != (principal.name if principal else None):
+            return None
+        session.last_used = time.monotonic()
+        return session
+
+    def end_session(self, session_id: str) -> None:
+        with self.lock:
+            session = self.sessions.pop(session_id, None)
+        if session is not None:
+            if session.stream is not None:
+                session.stream.put(None)
+            session.connection.close()
+
+    @staticmethod
+    def _to_stream(session: HostSession, message: dict[str, Any]) -> None:
+        if session.stream is not None:  # no GET stream open: a notification nobody listens for
+            session.stream.put(message)
+
+    def expire_idle(self) -> None:
+        """End sessions nobody used for idle_seconds; runs until the server stops."""
+        while not self.stopped.wait(min(30.0, max(0.5, self.idle_seconds / 4))):
+            cutoff = time.monotonic() - self.idle_seconds
+            with self.lock:
+                idle = [sid for sid, s in self.sessions.items() if s.last_used < cutoff and s.stream is None]
+            for session_id in idle:
+                self.end_session(session_id)
+
+    def status(self) -> dict[str, Any]:
+        with self.lock:
+            sessions = len(self.sessions)
+        return {"status": "ok", "profile": self.served.name, "sessions": sessions,
+                "profiles": {name: {"servers": toolbox.catalog.status()} for name, toolbox in self.toolboxes.items()},
+                "auth": "bearer" if self.principals else "none"}
+
+    def close(self) -> None:
+        self.stopped.set()
+        for session_id in list(self.sessions):
+            self.end_session(session_id)
+        for toolbox in self.toolboxes.values():
+            toolbox.close()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "llmc-gateway"
+    sys_version = ""
+    timeout = 30  # seconds to send a request: a client that trickles bytes is cut off
+    gateway: HttpGateway  # set on the subclass serve() makes
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # no access log on stderr: request lines carry session ids
+
+    # -- responses -------------------------------------------------------------------------------
+
+    def _send(self, status: int, body: dict[str, Any] | None, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8") if body is not None else b""
+        self.send_response(status)
+        if body is not None:
+            self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _refuse(self, status: int, message: str, code: int = jsonrpc.INVALID_REQUEST,
+                headers: dict[str, str] | None = None) -> None:
+        self._send(status, jsonrpc.error(None, code, message), headers)
+
+    def _admit(self, *, needs_auth: bool = True) -> tuple[bool, Principal | None]:
+        """Host and Origin checks, then the bearer token. Answers the refusal itself."""
+        gateway = self.gateway
+        if not gateway.host_allowed(self.headers.get("Host")):
+            self._refuse(403, "Forbidden: Host header not allowed (DNS rebinding protection)")
+            return False, None
+        if not gateway.origin_allowed(self.headers.get("Origin")):
+            self._refuse(403, "Forbidden: Origin not allowed (DNS rebinding protection)")
+            return False, None
+        if not needs_auth or not gateway.principals:
+            return True, None
+        principal = authenticate(gateway.principals, self.headers.get("Authorization"))
+        if principal is None:
+            challenge = 'Bearer realm="llmc"'
+            if self.headers.get("Authorization"):
+                challenge += ', error="invalid_token", error_description="unknown bearer token"'
+            self._refuse(401, "Unauthorized: a valid bearer token is required", headers={"WWW-Authenticate": challenge})
+            return False, None
+        return True, principal
+
+    # -- methods ---------------------------------------------------------------------------------
+
+    def do_GET(self) -> None:
+        path = urlsplit(self.path).path
+        if path == "/healthz":
+            ok, _ = self._admit(needs_auth=False)
+            if ok:
+                self._send(200, {"status": "ok"})
+            return
+        if path == "/status":
+            ok, _ = self._admit()
+            if ok:
+                self._send(200, self.gateway.status())
+            return
+        if path != ENDPOINT:
+            self._refuse(404, "Not Found")
+            return
+        ok, principal = self._admit()
+        if not ok:
+            return
+        session_id = self.headers.get("Mcp-Session-Id")
+        if not session_id:
+            self._send(405, None, {"Allow": "POST, DELETE"})
+            return
+        session = self.gateway.find_session(session_id, principal)
+        if session is None:
+            self._refuse(404, "Session not found")
+            return
+        stream: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        if session.stream is not None:
+            session.stream.put(None)  # one stream per session: the newer one wins
+        session.stream = stream
+        self._start_stream({})
+        try:
+            while not self.gateway.stopped.is_set():
+                try:
+                    message = stream.get(timeout=KEEPALIVE_SECONDS)
+                except queue.Empty:
+                    self._write(b": keepalive\n\n")
+                    continue
+                if message is None:
+                    break
+                self._event(message)
+        except OSError:
+            pass  # the client went away
+        finally:
+            if session.stream is stream:
+                session.stream = None
+
+    def do_DELETE(self) -> None:
+        if urlsplit(self.path).path != ENDPOINT:
+            self._refuse(404, "Not Found")
+            return
+        ok, principal = self._admit()
+        if not ok:
+            return
+        session_id = self.headers.get("Mcp-Session-Id") or ""
+        if self.gateway.find_session(session_id, principal) is None:
+            self._refuse(404, "Session not found")
+            return
+        self.gateway.end_session(session_id)
+        self._send(200, None)
+
+    def do_POST(self) -> None:
+        if urlsplit(self.path).path != ENDPOINT:
+            self._refuse(404, "Not Found")
+            return
+        ok, principal = self._admit()
+        if not ok:
+            return
+        message = self._read_message()
+        if message is None:
+            return
+        gateway = self.gateway
+        kind = jsonrpc.kind_of(message)
+        method = message.get("method")
+        session_id = self.headers.get("Mcp-Session-Id")
+        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        modern = isinstance(params.get("_meta"), dict) and "io.modelcontextprotocol/protocolVersion" in params["_meta"]
+        header_method = self.headers.get("Mcp-Method")
+        if header_method is not None and kind == "request" and header_method != method:
+            self._refuse(400, f"Mcp-Method header {header_method!r} does not match the body's {method!r}",
+                         jsonrpc.HEADER_MISMATCH)
+            return
+        extra: dict[str, str] = {}
+        stateless = None
+        if session_id:
+            session = gateway.find_session(session_id, principal)
+            if session is None:
+                self._refuse(404, "Session not found")
+                return
+            connection = session.connection
+        elif kind == "request" and method == "initialize":
+            opened = gateway.open_session(principal)
+            if opened is None:
+                self._refuse(503, "Too many sessions; try again later")
+                return
+            extra["Mcp-Session-Id"] = opened[0]
+            connection = opened[1].connection
+        elif modern or kind != "request":
+            connection = stateless = GatewayConnection(gateway.toolbox_for(principal), transport="http",
+                                                       principal=principal.name if principal else None)
+        else:
+            self._refuse(400, "Bad Request: no Mcp-Session-Id; send initialize first (MCP up to 2025-11-25) or put "
+                              "the protocol version in the request's _meta (2026-07-28)")
+            return
+        try:
+            if kind != "request":  # a notification, or the client's answer to our request
+                connection.handle(message, lambda reply: None)
+                self._send(202, None, extra)
+                return
+            self._answer(connection, message, extra)
+        finally:
+            if stateless is not None:
+                stateless.close()
+
+    def _read_message(self) -> dict[str, Any] | None:
+        length_header = self.headers.get("Content-Length")
+        if length_header is None or not length_header.isdigit():
+            self._refuse(411, "Length Required")
+            self.close_connection = True
+            return None
+        length = int(length_header)
+        if length > MAX_BODY_BYTES:
+            self._refuse(413, f"Payload Too Large: at most {MAX_BODY_BYTES} bytes per message")
+            self.close_connection = True  # the body was not read
+            return None
+        body = self.rfile.read(length)
+        try:
+            message = json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            self._refuse(400, "Parse error: not JSON", jsonrpc.PARSE_ERROR)
+            return None
+        try:
+            if not isinstance(message, dict):
+                raise ProtocolError("one JSON-RPC message per POST")
+            jsonrpc.kind_of(message)
+        except ProtocolError as exc:
+            self._refuse(400, exc.message)
+            return None
+        return message
+
+    def _answer(self, connection: GatewayConnection, message: dict[str, Any], extra: dict[str, str]) -> None:
+        replies: queue.Queue[dict[str, Any]] = queue.Queue()
+        msg_id = message["id"]
+        connection.handle(message, replies.put)
+        streamed = message["method"] in STREAMED and "text/event-stream" in (self.headers.get("Accept") or "")
+        deadline = time.monotonic() + REPLY_SECONDS
+        if streamed:
+            self._start_stream(extra)
+        try:
+            while True:
+                try:
+                    reply = replies.get(timeout=min(KEEPALIVE_SECONDS, max(0.1, deadline - time.monotonic())))
+                except queue.Empty:
+                    if time.monotonic() >= deadline:
+                        reply = jsonrpc.error(msg_id, jsonrpc.INTERNAL_ERROR, "no reply in time")
+                    elif streamed:
+                        self._write(b": keepalive\n\n")  # also finds a client that went away
+                        continue
+                    else:
+                        continue
+                final = "method" not in reply and reply.get("id") == msg_id
+                if streamed:
+                    self._event(reply)
+                elif final:
+                    self._send(200, reply, extra)
+                if final:
+                    return
+        except OSError:
+            # The client dropped the stream: that cancels its request (2026-07-28 transports).
+            connection.handle(jsonrpc.notification("notifications/cancelled",
+                                                   {"requestId": msg_id, "reason": "the client disconnected"}),
+                              lambda reply: None)
+
+    def _start_stream(self, extra: dict[str, str]) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        for name, value in extra.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.close_connection = True  # an SSE body ends when the connection does
+
+    def _event(self, message: dict[str, Any]) -> None:
+        self._write(b"event: message\ndata: " + json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n\n")
+
+    def _write(self, data: bytes) -> None:
+        self.wfile.write(data)
+        self.wfile.flush()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def serve(toolbox: Toolbox, address: str, *, idle_seconds: float = IDLE_SECONDS,
+          log: Any = None) -> None:
+    """Serve until SIGINT/SIGTERM; then end sessions and stop the upstream servers."""
+    host, port = parse_address(address)
+    try:
+        gateway = HttpGateway(toolbox, host, port, idle_seconds=idle_seconds)
+    except LlmcError:
+        toolbox.close()
+        raise
+    handler = type("GatewayHandler", (Handler,), {"gateway": gateway})
+    server_class = _Server
+    if ":" in host:
+        server_class = type("_Server6", (_Server,), {"address_family": socket.AF_INET6})
+    try:
+        httpd = server_class((host, port), handler)
+    except OSError as exc:
+        gateway.close()
+        from llmc_cli.errors import ConnectionFailed
+
+        raise ConnectionFailed(f"cannot listen on {address}: {exc.strerror or exc}") from None
+    bound = httpd.server_address[1]
+    shown = f"[{host}]" if ":" in host else host
+    if log:
+        log(f"profile {toolbox.profile.name}: http://{shown}:{bound}{ENDPOINT} "
+            f"({'bearer tokens' if gateway.principals else 'no inbound auth: loopback only'})")
+    threading.Thread(target=gateway.expire_idle, daemon=True, name="llmc-gateway-idle").start()
+
+    def stop(signum: int, frame: Any) -> None:
+        threading.Thread(target=httpd.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        httpd.serve_forever(poll_interval=0.5)
+    finally:
+        httpd.server_close()
+        gateway.close()

@@ -1,0 +1,245 @@
+"""`llmc serve -p PROFILE --http`: the `mcp` SDK client (both eras) and llmc itself as hosts over
+Streamable HTTP; DNS rebinding protection, bearer tokens per principal, principal -> profile,
+sessions, limits, health pages."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from tests.gateway.conftest import audit_records
+from tests.gateway.test_stdio import ERAS, accept, run
+from tests.helpers import free_port, llmc, llmc_executable
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
+
+
+class Gateway:
+    def __init__(self, port: int, proc: subprocess.Popen[str]) -> None:
+        self.port, self.proc = port, proc
+        self.url = f"http://127.0.0.1:{port}/mcp"
+
+    def request(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
+                ) -> tuple[int, dict[str, str], bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            data = body if isinstance(body, bytes) else json.dumps(body).encode() if body is not None else None
+            all_headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                           **(headers or {})}
+            conn.request(method, path, body=data, headers=all_headers)
+            response = conn.getresponse()
+            return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+        finally:
+            conn.close()
+
+
+def start(profile: Path, *extra: str, env: dict[str, str] | None = None) -> Gateway:
+    port = free_port()
+    proc = subprocess.Popen([llmc_executable(), "serve", "-p", str(profile), "--http", f"127.0.0.1:{port}", *extra],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})})
+    gateway = Gateway(port, proc)
+    for _ in range(240):  # up to a minute on a loaded machine
+        if proc.poll() is not None:
+            pytest.fail(f"the gateway exited {proc.returncode}: {proc.stderr.read()}")  # type: ignore[union-attr]
+        try:
+            if gateway.request("GET", "/healthz")[0] == 200:
+                return gateway
+        except OSError:
+            pass
+        time.sleep(0.25)
+    proc.kill()
+    pytest.fail("the gateway did not come up")
+
+
+def stop(gateway: Gateway) -> str:
+    gateway.proc.terminate()
+    _, stderr = gateway.proc.communicate(timeout=30)
+    assert gateway.proc.returncode == 0, stderr
+    assert "Traceback" not in stderr, stderr
+    return stderr
+
+
+@pytest.fixture
+def gateway(gateway_profile: Path) -> Iterator[Gateway]:
+    running = start(gateway_profile)
+    yield running
+    stop(running)
+
+
+def sdk_host(url: str, mode: str, token: str | None = None, **options: Any) -> Any:
+    import httpx2
+    from mcp.client.client import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp_types import Implementation
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    transport = streamable_http_client(url, http_client=httpx2.AsyncClient(headers=headers, timeout=60))
+    return Client(transport, mode=mode, client_info=Implementation(name="http-host", version="2.0"), **options)
+
+
+@pytest.mark.parametrize("mode, version", ERAS)
+def test_sdk_host_over_http(gateway: Gateway, tmp_path: Path, mode: str, version: str) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    seen: list[str] = []
+
+    async def work() -> None:
+        async with sdk_host(gateway.url, mode, elicitation_callback=accept("accept", seen)) as client:
+            assert client.session.protocol_version == version
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert "sdk.add" in names and "sdk.crash" not in names
+            added = await client.call_tool("sdk.add", {"a": 40, "b": 2})
+            assert added.structured_content == {"result": 42}
+            echoed = await client.call_tool("sdk.echo", {"message": "over http"})  # confirmed by elicitation
+            assert echoed.is_error is False and echoed.structured_content == {"result": "over http"}
+            with pytest.raises(MCPError, match="Unknown tool"):
+                await client.call_tool("sdk.crash", {})
+            contents = (await client.read_resource("sdk.test://greeting")).contents
+            assert contents[0].text == "hello from a resource"
+
+    run(work)
+    assert seen == ['Run sdk.echo with message="over http"?']
+    records = audit_records(tmp_path)
+    assert {r["tool"] for r in records if r["event"] == "outcome"} == {"add", "echo"}
+    assert all(r["client"]["name"] == "http-host" and r["client"]["transport"] == "http" for r in records)
+
+
+def test_llmc_is_a_host_over_http(gateway: Gateway) -> None:
+    listed = llmc("tools", "list", "--url", gateway.url)
+    assert listed.returncode == 0, listed.stderr
+    assert "sdk.add" in {t["name"] for t in json.loads(listed.stdout)["tools"]}
+    called = llmc("call", "--url", gateway.url, "sdk.add", "a=1", "b=2")
+    assert called.returncode == 0, called.stderr
+    assert json.loads(called.stdout)["structuredContent"] == {"result": 3}
+
+
+# (Host, Origin, status): a request a browser was tricked into making names another host.
+REBINDING = [
+    ("evil.example.com", None, 403),
+    ("evil.example.com:{port}", "http://evil.example.com:{port}", 403),
+    ("localhost:{port}", "http://evil.example.com", 403),
+    ("localhost:{port}", "http://localhost:{port}", 200),
+    ("127.0.0.1:{port}", None, 200),
+    ("[::1]:{port}", "http://[::1]:{port}", 200),
+]
+
+
+@pytest.mark.parametrize("host, origin, status", REBINDING)
+def test_dns_rebinding_protection(gateway: Gateway, host: str, origin: str | None, status: int) -> None:
+    headers = {"Host": host.format(port=gateway.port)}
+    if origin:
+        headers["Origin"] = origin.format(port=gateway.port)
+    got, _, _ = gateway.request("POST", "/mcp", INIT, headers)
+    assert got == status
+
+
+def test_limits_sessions_and_pages(gateway: Gateway) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", gateway.port, timeout=30)
+    conn.putrequest("POST", "/mcp")
+    conn.putheader("Content-Length", str(4 * 1024 * 1024 + 1))  # refused before a byte of it is read
+    conn.endheaders()
+    assert conn.getresponse().status == 413
+    conn.close()
+    status, _, _ = gateway.request("POST", "/mcp", b"{not json")
+    assert status == 400
+    status, _, _ = gateway.request("POST", "/mcp", {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    assert status == 400  # neither a session nor a 2026-07-28 _meta
+    status, headers, _ = gateway.request("POST", "/mcp", INIT)
+    session = headers["mcp-session-id"]
+    assert status == 200 and len(session) >= 32
+    status, _, body = gateway.request("POST", "/mcp", {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                                      {"Mcp-Session-Id": session})
+    assert status == 200 and "sdk.add" in {t["name"] for t in json.loads(body)["result"]["tools"]}
+    page = json.loads(gateway.request("GET", "/status")[2])
+    assert page["sessions"] == 1 and page["auth"] == "none"
+    servers = {s["name"]: s for s in page["profiles"]["gw"]["servers"]}
+    assert servers["sdk"]["state"] == "connected" and servers["sdk"]["tools"] > 0
+    assert "command" not in json.dumps(page) and "python" not in json.dumps(page)  # no commands, paths or secrets
+    assert gateway.request("DELETE", "/mcp", None, {"Mcp-Session-Id": session})[0] == 200
+    assert gateway.request("POST", "/mcp", {"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
+                           {"Mcp-Session-Id": session})[0] == 404
+    assert gateway.request("GET", "/mcp")[0] == 405
+
+
+def test_idle_sessions_expire(gateway_profile: Path) -> None:
+    running = start(gateway_profile, "--idle-timeout", "1")
+    try:
+        session = running.request("POST", "/mcp", INIT)[1]["mcp-session-id"]
+        for _ in range(100):
+            if json.loads(running.request("GET", "/status")[2])["sessions"] == 0:
+                break
+            time.sleep(0.2)
+        assert running.request("POST", "/mcp", {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                               {"Mcp-Session-Id": session})[0] == 404
+    finally:
+        stop(running)
+
+
+
+
+def test_bearer_tokens_principals_and_their_profiles(gateway_profile: Path, tmp_path: Path) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    # principal "ops" (token from `llmc serve token create`) gets the served profile; "ci" (token
+    # from the environment) gets a profile that allows sdk.add only.
+    config = Path(os.environ["LLMC_CONFIG_DIR"]) / "profiles"
+    config.mkdir(parents=True)
+    sdk = gateway_profile.read_text().split("[servers.sdk]\n")[1].split("\n\n")[0]
+    (config / "ci-only.toml").write_text("[servers.sdk]\n" + sdk + '\n\n[policy]\ndefault = "deny"\nallow = ["sdk.add"]\n\n[policy.hints."sdk.add"]\nreadOnly = true\n')
+    created = llmc("serve", "-p", str(gateway_profile), "token", "create", "ops")
+    assert created.returncode == 0, created.stderr
+    ops_token = json.loads(created.stdout)["token"]
+    assert ops_token not in gateway_profile.read_text()  # only its hash is kept
+    with gateway_profile.open("a") as fh:
+        fh.write('\n[serve.principals.ci]\ntoken_env = "GW_CI_TOKEN"\nprofile = "ci-only"\n')
+    ci_token = "ci-token-0123456789abcdef"
+    running = start(gateway_profile, env={"GW_CI_TOKEN": ci_token})
+    try:
+        for headers, challenge in [({}, 'Bearer realm="llmc"'),
+                                   ({"Authorization": "Bearer wrong-token"}, "invalid_token"),
+                                   ({"Authorization": f"Basic {ops_token}"}, 'Bearer realm="llmc"')]:
+            status, got, _ = running.request("POST", "/mcp", INIT, headers)
+            assert status == 401 and challenge in got["www-authenticate"]
+        assert running.request("GET", "/status")[0] == 401
+        assert running.request("GET", "/healthz")[0] == 200
+
+        async def work() -> None:
+            async with sdk_host(running.url, "auto", ops_token) as client:
+                assert "sdk.weather" in {t.name for t in (await client.list_tools()).tools}
+            async with sdk_host(running.url, "legacy", ci_token) as client:
+                assert {t.name for t in (await client.list_tools()).tools} == {"sdk.add"}
+                assert (await client.call_tool("sdk.add", {"a": 1, "b": 1})).structured_content == {"result": 2}
+                with pytest.raises(MCPError, match="Unknown tool"):
+                    await client.call_tool("sdk.weather", {"city": "Oslo"})
+
+        run(work)
+        # a session opened with one token cannot be used with another
+        session = running.request("POST", "/mcp", INIT, {"Authorization": f"Bearer {ops_token}"})[1]["mcp-session-id"]
+        assert running.request("POST", "/mcp", {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                               {"Mcp-Session-Id": session, "Authorization": f"Bearer {ci_token}"})[0] == 404
+    finally:
+        stderr = stop(running)
+    assert ops_token not in stderr and ci_token not in stderr
+    records = audit_records(tmp_path)
+    add = next(r for r in records if r["event"] == "outcome" and r["tool"] == "add")
+    assert add["client"]["principal"] == "ci" and add["profile"] == "ci-only"
+    denied = next(r for r in records if r["event"] == "decision" and r["tool"] == "weather")
+    assert denied["decision"] == "deny" and denied["client"]["principal"] == "ci"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--http", "nonsense"], "expected [HOST:]PORT"),
+    (["--http", "0.0.0.0:8765"], "needs inbound authentication"),
+])
+def test_bad_http_options(gateway_profile: Path, args: list[str], message: str) -> None:
+    proc = llmc("serve", "-p", str(gateway_profile), *args)
+    assert proc.returncode == 2 and message in proc.stderr and proc.stdout == ""
