@@ -26,7 +26,8 @@ def open_catalog(ctx: click.Context, target: dict[str, Any], sample: Any = None,
                        target["transport"], target["timeout"])
     elicit_mode = target.get("elicit") or ("prompt" if sys.stdin.isatty() and sys.stderr.isatty() else "decline")
     hooks = ClientHooks(
-        on_progress=_progress_line if sys.stderr.isatty() else None,
+        # Presentation only: progress extends --timeout whether it is shown or not.
+        on_progress=_progress_line if sys.stderr.isatty() else _progress_note if verbose else None,
         on_log=(lambda p: note(f"[server log {p.get('level', '')}] {_short(p.get('data'))}")) if verbose else None,
         elicit={"prompt": _prompt_elicitation, "accept-defaults": accept_defaults, "decline": decline}[elicit_mode],
         sample=sample,  # sampling/createMessage: the profile's LLM answers only when it allows it
@@ -92,6 +93,12 @@ def _progress_line(params: dict[str, Any]) -> None:
     message = params.get("message") or ""
     amount = f"{done}/{total}" if total else f"{done}"
     click.echo(f"\r\x1b[2K[progress] {amount} {message}", err=True, nl=False)
+
+
+def _progress_note(params: dict[str, Any]) -> None:
+    """Progress without a terminal (-v): one plain line per notification."""
+    total, done = params.get("total"), params.get("progress")
+    note(f"[progress] {f'{done}/{total}' if total else done} {params.get('message') or ''}".rstrip())
 
 
 def _prompt_elicitation(params: dict[str, Any]) -> dict[str, Any]:

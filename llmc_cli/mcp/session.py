@@ -305,7 +305,9 @@ class Session:
             token = meta["progressToken"]  # the caller's: progress is relayed, not shown here
             with self._lock:
                 self._by_token[token] = request_id
-        elif self.hooks.on_progress is not None and method not in ("initialize", "server/discover", "ping"):
+        elif method not in ("initialize", "server/discover", "ping"):
+            # Always asked for, shown or not: progress is what extends a slow request's
+            # deadline, so a call that works on a terminal works the same in cron.
             meta["progressToken"] = request_id
         if meta:
             params["_meta"] = meta
