@@ -35,6 +35,7 @@ FIXED_PATH = "/usr/local/bin:/usr/bin:/bin"
 SHELL = "/bin/sh"
 TAG_VAR = "LLMC_WORKSPACE_PROCESS"  # marks every process we start, and what it forks
 MAX_KEPT = 64  # finished processes remembered for list_processes / read_process_output
+TERM_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
 KILL_ROUNDS = 20  # collect-and-kill passes over /proc; each freezes what it finds before killing
 # Sets the limits, then becomes the real program (bwrap, or the command): stdlib only, -I -S.
 _LIMITS_EXEC = (
@@ -261,14 +262,26 @@ class Process:
     def kill(self, reason: str) -> None:
         """End the process and its whole tree: SIGTERM to the group, a grace period, then every
         process of the tree frozen and killed, also when the leader has long exited."""
-        if not (self.popen.poll() is not None and self.eof):
-            self.ended_by = self.ended_by or reason
-            _killpg(self.popen.pid, signal.SIGTERM)
-            try:
-                self.popen.wait(timeout=2.0)
-            except subprocess.TimeoutExpired:
-                pass
-        kill_tree(self.popen.pid, self.tag, self.marker, leader_reaped=self.popen.returncode is not None)
+        if self.terminate(reason):
+            self.wait_gone(time.monotonic() + TERM_GRACE)
+        kill_trees([self.tree()])
+
+    def terminate(self, reason: str) -> bool:
+        """SIGTERM to the process group, if the process still runs; True if it did."""
+        if self.popen.poll() is not None and self.eof:
+            return False
+        self.ended_by = self.ended_by or reason
+        _killpg(self.popen.pid, signal.SIGTERM)
+        return True
+
+    def wait_gone(self, deadline: float) -> None:
+        try:
+            self.popen.wait(timeout=max(deadline - time.monotonic(), 0))
+        except subprocess.TimeoutExpired:
+            pass
+
+    def tree(self) -> Tree:
+        return Tree(self.popen.pid, self.tag, self.marker, leader_reaped=self.popen.returncode is not None)
 
     def wait_quiet(self, since: int, wait_s: float, quiet_s: float) -> None:
         """Return once the process ended, or printed something after `since` and then stayed quiet
@@ -295,16 +308,27 @@ class Process:
         return out
 
 
-def kill_tree(leader: int, tag: str, marker: str, *, leader_reaped: bool) -> None:
-    """Kill every process that belongs to the tree of `leader`: its process group, holders of
-    the environment tag or of the marker descriptor, and all their descendants. Each round
-    freezes what it found (SIGSTOP: a frozen process cannot fork) and then kills it, until a
-    round finds nothing. What closes every descriptor, wipes its environment and calls setsid
-    escapes this; only bwrap's PID namespace contains that (README: sandbox = "none")."""
-    needle = f"{TAG_VAR}={tag}".encode()
+@dataclass(frozen=True)
+class Tree:
+    """How to recognise the processes of one started process's tree."""
+
+    leader: int
+    tag: str  # value of TAG_VAR in their environment
+    marker: str  # readlink of the inherited marker descriptor, "pipe:[inode]"
+    leader_reaped: bool  # then its pid may belong to someone else now
+
+
+def kill_trees(trees: list[Tree]) -> None:
+    """Kill every process of these trees: each leader's process group, holders of a tree's
+    environment tag or marker descriptor, and all their descendants. Each round freezes what
+    it found (SIGSTOP: a frozen process cannot fork) and then kills it, until a round finds
+    nothing. What closes every descriptor, wipes its environment and calls setsid escapes this;
+    only bwrap's PID namespace contains that (README: sandbox = "none")."""
+    if not trees:
+        return
     me = os.getpid()
     for _ in range(KILL_ROUNDS):
-        found = _tree_members(leader, needle, marker, leader_reaped) - {me}
+        found = _members(trees) - {me}
         if not found:
             return
         for sig in (signal.SIGSTOP, signal.SIGKILL):
@@ -313,10 +337,15 @@ def kill_tree(leader: int, tag: str, marker: str, *, leader_reaped: bool) -> Non
                     os.kill(pid, sig)
                 except (ProcessLookupError, PermissionError):
                     pass
-        _killpg(leader, signal.SIGKILL)
+        for tree in trees:
+            _killpg(tree.leader, signal.SIGKILL)
 
 
-def _tree_members(leader: int, needle: bytes, marker: str, leader_reaped: bool) -> set[int]:
+def _members(trees: list[Tree]) -> set[int]:
+    leaders = {t.leader for t in trees if not t.leader_reaped}
+    groups = {t.leader for t in trees}  # a group id cannot be reused while a member lives
+    needles = {f"{TAG_VAR}={t.tag}".encode() for t in trees}
+    markers = {t.marker for t in trees}
     parents: dict[int, int] = {}
     members: set[int] = set()
     try:
@@ -332,9 +361,7 @@ def _tree_members(leader: int, needle: bytes, marker: str, leader_reaped: bool) 
         if fields[0] == b"Z":
             continue  # a zombie is dead already; its parent reaps it
         parents[pid] = int(fields[1])
-        # A reaped leader's pid may belong to someone else now; its group id cannot be reused
-        # while a member of the group lives.
-        if (pid == leader and not leader_reaped) or int(fields[2]) == leader or _carries(pid, needle, marker):
+        if pid in leaders or int(fields[2]) in groups or _carries(pid, needles, markers):
             members.add(pid)
     grew = True
     while grew:  # descendants of members (a forked child that has not exec'd yet, or has dropped both marks)
@@ -346,13 +373,13 @@ def _tree_members(leader: int, needle: bytes, marker: str, leader_reaped: bool) 
     return members
 
 
-def _carries(pid: int, needle: bytes, marker: str) -> bool:
+def _carries(pid: int, needles: set[bytes], markers: set[str]) -> bool:
     try:
         with open(f"/proc/{pid}/environ", "rb") as f:
-            if needle in f.read().split(b"\0"):
+            if needles & set(f.read().split(b"\0")):
                 return True
         for fd in os.listdir(f"/proc/{pid}/fd"):
-            if os.readlink(f"/proc/{pid}/fd/{fd}") == marker:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") in markers:
                 return True
     except OSError:
         pass
@@ -443,8 +470,11 @@ class ProcessTable:
         left a child running in the background."""
         with self.lock:
             everything = [*self.forgotten, *self.procs.values()]
-        for proc in everything:
-            proc.kill("server shut down")
+        running = [p for p in everything if p.terminate("server shut down")]
+        deadline = time.monotonic() + TERM_GRACE  # one grace period for all, not one each
+        for proc in running:
+            proc.wait_gone(deadline)
+        kill_trees([p.tree() for p in everything])
 
     def _forget_old(self) -> None:
         finished = [h for h, p in self.procs.items() if not p.running]
