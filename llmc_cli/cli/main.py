@@ -22,7 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "policy": ("llmc_cli.cli.policy:policy", "Explain and pre-approve policy decisions."),
     "audit": ("llmc_cli.cli.audit:audit", "Read and verify the audit trail of every tool invocation."),
     "ping": ("llmc_cli.cli.resources:ping", "Check that servers answer."),
-    "servers": ("llmc_cli.cli.servers:servers", "Add, list, show, remove and import the servers of a profile."),
+    "servers": ("llmc_cli.cli.servers:servers", "Add, list, show, remove, import the servers of a profile; install the gateway in a host."),
     "profiles": ("llmc_cli.cli.profiles:profiles", "List, show and initialise profiles."),
     "auth": ("llmc_cli.cli.auth:auth", "Log in to remote servers (OAuth); show and remove stored tokens."),
     "serve": ("llmc_cli.cli.serve:serve", "Run the built-in workspace MCP server on stdio."),
