@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from llmc_cli.errors import LlmcError, PolicyDenied, ProviderError, UsageError
+from llmc_cli.errors import ConfigError, LlmcError, PolicyDenied, ProviderError, UsageError
 from llmc_cli.model import Tool, ToolCall, ToolResult
 from llmc_cli.providers.base import (END, LENGTH, AssistantTurn, Message, Provider, ProviderToolCall,
                                      ToolResultItem, ToolResults, UserMessage, make_provider,
@@ -100,8 +100,10 @@ def load_conversation(name: str) -> Conversation:
         return Conversation.from_json(json.loads(path.read_text(encoding="utf-8")))
     except FileNotFoundError:
         raise UsageError(f"no saved conversation named {name!r} (in {folder})") from None
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
         raise UsageError(f"{path}: not a readable conversation ({exc})") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 # --- compaction -------------------------------------------------------------------------------

@@ -46,8 +46,10 @@ def read(path: str | Path) -> dict[str, Any]:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"lock file not found: {path}") from None
+    except RecursionError:
+        raise ConfigError(f"cannot read lock file {path}: JSON nested too deeply") from None
     except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot read lock file {path}: {exc}") from None
+        raise ConfigError(f"cannot read lock file {path}: {getattr(exc, 'strerror', None) or exc}") from None
     if not isinstance(data, dict) or data.get("version") != LOCK_VERSION or not isinstance(data.get("servers"), dict):
         raise ConfigError(f"{path}: not an llmc lock file (version {LOCK_VERSION})")
     return data

@@ -192,7 +192,7 @@ def acquire_rate(profile_name: str, qualified: str, config: Any, state_dir: Call
     with files.locked(path):
         try:
             state = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             state = {}  # missing or torn by an older llmc: start counting afresh
         if not isinstance(state, dict):
             state = {}

@@ -13,21 +13,71 @@ _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
 
 
-def parse_json_option(value: str) -> dict[str, Any]:
-    if value == "-":
-        text, where = sys.stdin.read(), "stdin"
-    elif value.startswith("@"):
-        try:
-            with open(value[1:], encoding="utf-8") as fh:
-                text, where = fh.read(), value[1:]
-        except OSError as exc:
-            raise UsageError(f"--json {value}: {exc.strerror}") from None
-    else:
-        text, where = value, "--json"
+MAX_DEPTH = 64  # nesting of argument JSON: far beyond any tool's schema, far below Python's recursion limit
+
+
+def read_input(source: str, what: str) -> str:
+    """The text of `-` (stdin) or a file, which must be UTF-8: UsageError (exit 2) otherwise.
+    Read as bytes and decoded strictly, so no undecodable byte travels on as a lone surrogate."""
+    where = "stdin" if source == "-" else source
     try:
-        data = json.loads(text)
+        if source == "-":
+            data = sys.stdin.buffer.read() if sys.stdin is not None else b""
+        else:
+            with open(source, "rb") as fh:
+                data = fh.read()
+    except OSError as exc:
+        raise UsageError(f"{what}: {where}: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise UsageError(f"{what}: {where} is not UTF-8 text (line {line}, byte {exc.start + 1})") from None
+
+
+def check_text(text: str, where: str) -> str:
+    """Text from the command line: undecodable bytes in argv arrive as lone surrogates."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise UsageError(f"{where}: not UTF-8 text (character {exc.start + 1})") from None
+    return text
+
+
+def load_json(text: str, where: str) -> Any:
+    """Parse JSON a person supplied: UsageError for invalid or too deeply nested JSON (which
+    would otherwise end in a RecursionError here or in whatever walks the value later)."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise UsageError(f"{where}: JSON nested more than {MAX_DEPTH} levels deep") from None
     except ValueError as exc:
         raise UsageError(f"{where}: invalid JSON: {exc}") from None
+    if _depth(value) > MAX_DEPTH:
+        raise UsageError(f"{where}: JSON nested more than {MAX_DEPTH} levels deep")
+    return value
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of parsed JSON, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth)
+            if depth <= MAX_DEPTH:  # deeper is refused anyway: stop counting
+                stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def parse_json_option(value: str) -> dict[str, Any]:
+    """--json '{...}' | @FILE | - (stdin): one JSON object, the tool's arguments."""
+    if value == "-" or value.startswith("@"):
+        where = "stdin" if value == "-" else value[1:]
+        text = read_input(value if value == "-" else value[1:], "--json")
+    else:
+        where, text = "--json", check_text(value, "--json")
+    data = load_json(text, where)
     if not isinstance(data, dict):
         raise UsageError(f"{where}: tool arguments must be a JSON object")
     return data
@@ -42,15 +92,12 @@ def parse_pairs(pairs: tuple[str, ...], schema: dict[str, Any] | None) -> dict[s
     properties = (schema or {}).get("properties") or {}
     out: dict[str, Any] = {}
     for pair in pairs:
-        key, sep, value = pair.partition("=")
+        key, sep, value = check_text(pair, "argument").partition("=")
         if not sep or not key:
             raise UsageError(f"argument {pair!r} is not KEY=VALUE or KEY:=JSON")
         if key.endswith(":"):
             key = key[:-1]
-            try:
-                out[key] = json.loads(value)
-            except ValueError:
-                raise UsageError(f"argument {key}: invalid JSON: {value!r}") from None
+            out[key] = load_json(value, f"argument {key}")
             continue
         out[key] = coerce(key, value, properties.get(key) or {})
     return out
@@ -76,12 +123,12 @@ def coerce(key: str, value: str, prop: dict[str, Any]) -> Any:
                     return lowered in _TRUE
                 continue
             if kind in ("object", "array"):
-                parsed = json.loads(value)
+                parsed = load_json(value, f"argument {key}")
                 if isinstance(parsed, dict if kind == "object" else list):
                     return parsed
                 continue
             if kind == "string":
                 return value
-        except ValueError:
+        except (ValueError, UsageError):
             continue
     raise UsageError(f"argument {key}: {value!r} is not a valid {' or '.join(types)}")

@@ -43,13 +43,13 @@ def ask(ctx: click.Context, prompt: str, provider: str | None, model: str | None
     Exit 1 when --max-steps ran out, 7 on the total timeout, 8 on a provider error.
     """
     from llmc_cli import agent, services
+    from llmc_cli.cli.arguments import check_text, read_input
     from llmc_cli.cli.call import ask_human
     from llmc_cli.cli.common import open_catalog
     from llmc_cli.config.profiles import load_profile
     from llmc_cli.providers.base import ProviderSettings, make_provider
 
-    if prompt == "-":
-        prompt = sys.stdin.read()
+    prompt = read_input("-", "ask") if prompt == "-" else check_text(prompt, "ask")
     if not prompt.strip():
         raise UsageError("the prompt is empty")
     llm = load_profile(ctx.obj.get("profile") if ctx.obj else None).profile.llm
@@ -63,9 +63,12 @@ def ask(ctx: click.Context, prompt: str, provider: str | None, model: str | None
                                 max_tokens=max_tokens or llm.max_tokens)
     model_client = make_provider(name, settings)
     sample = agent.sampler(model_client) if llm.allow_sampling else None
+    conversation = conversation or agent.Conversation.new(name, settings.model, system or llm.system)
+    # Saved once before the first token is spent: a state directory that cannot take it is
+    # exit 3 now, not after the model has answered.
+    agent.save_conversation(conversation, save_as)
     catalog, profile = open_catalog(ctx, target, sample=sample)
     interactive = sys.stdin.isatty() and sys.stderr.isatty()
-    conversation = conversation or agent.Conversation.new(name, settings.model, system or llm.system)
     invocation = services.Invocation(profile=profile, command="ask", caller="model", interactive=interactive,
                                      assume_yes=yes,
                                      confirm=ask_human, conversation_id=conversation.id)

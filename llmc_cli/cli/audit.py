@@ -92,7 +92,7 @@ def _parse(lines: Any) -> Iterator[dict[str, Any]]:
     for line in lines:
         try:
             yield json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
 
 

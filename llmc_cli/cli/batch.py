@@ -4,24 +4,24 @@ JSON Lines result per input out, in input order."""
 from __future__ import annotations
 
 import json
-import sys
-from typing import Any, Callable, TextIO
+from typing import Any, Callable, Iterable
 
 import click
 
+from llmc_cli.cli.arguments import load_json, read_input
 from llmc_cli.errors import LlmcError, UsageError
 
 
-def read_items(stream: TextIO, resolve: Callable[[str], tuple[str, str]]) -> list[Any]:
+def read_items(lines: Iterable[str], resolve: Callable[[str], tuple[str, str]]) -> list[Any]:
     """Every line becomes an item; a line that cannot be read becomes an error result for it."""
     from llmc_cli.services import BatchItem
     from llmc_cli.model import ToolCall
 
     items = []
-    for index, line in enumerate(line for line in stream if line.strip()):
+    for index, line in enumerate(line for line in lines if line.strip()):
         ident: Any = None
         try:
-            entry = json.loads(line)
+            entry = load_json(line, "invalid line")
             if not isinstance(entry, dict):
                 raise UsageError("a batch line must be a JSON object")
             ident = entry.get("id")
@@ -32,10 +32,8 @@ def read_items(stream: TextIO, resolve: Callable[[str], tuple[str, str]]) -> lis
                 raise UsageError("\"arguments\" must be a JSON object")
             server, name = resolve(tool)
             items.append(BatchItem(index, ident, call=ToolCall(server, name, arguments)))
-        except ValueError as exc:
-            items.append(BatchItem(index, ident, error=UsageError(f"line {index + 1}: invalid JSON: {exc}")))
         except LlmcError as exc:
-            exc.message = f"line {index + 1}: {exc.message}"
+            exc.message = f"line {index + 1}: {exc.message.removeprefix('invalid line: ')}"
             items.append(BatchItem(index, ident, error=exc))
     return items
 
@@ -44,20 +42,15 @@ def run(ctx: click.Context, source: str, parallel: int, fail_fast: bool, yes: bo
     from llmc_cli import services
     from llmc_cli.cli.common import open_catalog, resolve_tool
 
+    # The whole input first: a file that cannot be read, or is not UTF-8, starts no server.
+    lines = read_input(source, "--batch").splitlines()
     catalog, profile = open_catalog(ctx, target, warm=False)
     worst = 0
     with catalog:
         def resolve(tool: str) -> tuple[str, str]:
             return resolve_tool(ctx, catalog, tool)
 
-        if source == "-":
-            items = read_items(sys.stdin, resolve)
-        else:
-            try:
-                with open(source, encoding="utf-8") as fh:
-                    items = read_items(fh, resolve)
-            except OSError as exc:
-                raise UsageError(f"--batch {source}: {exc.strerror}") from None
+        items = read_items(lines, resolve)
         # Only the servers the batch names start, all at once.
         catalog.warm_up(sorted({item.call.server for item in items if item.call is not None}))
         # The batch file is the person's decision (no confirm_destructive); the profile's

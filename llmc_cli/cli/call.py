@@ -51,12 +51,12 @@ def call(ctx: click.Context, tool: str | None, pairs: tuple[str, ...], json_args
         raise UsageError("name the TOOL to call (or use --batch FILE)")
     if json_args and pairs:
         raise UsageError("give arguments either as KEY=VALUE pairs or with --json, not both")
+    # Bad input is found before any server starts.
+    arguments = parse_json_option(json_args) if json_args else None
     catalog, profile = open_catalog(ctx, target, warm=False)
     with catalog:
         server, name = resolve_tool(ctx, catalog, tool)
-        if json_args:
-            arguments = parse_json_option(json_args)
-        else:
+        if arguments is None:
             schema = None
             if needs_schema(pairs):
                 found = catalog.find_tool(server, name)

@@ -88,6 +88,6 @@ def _cache_path() -> Path:
 def _read_cache() -> dict[str, Any]:
     try:
         data = json.loads(_cache_path().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}

@@ -55,6 +55,8 @@ def read_config(path: Path) -> Imported:
         raise ConfigError(f"{path}: not UTF-8 text") from None
     try:
         data = json.loads(strip_jsonc(text))
+    except RecursionError:
+        raise ConfigError(f"{path}: JSON nested too deeply") from None
     except ValueError as exc:
         raise ConfigError(f"{path}: invalid JSON: {exc}") from None
     if not isinstance(data, dict):

@@ -131,7 +131,7 @@ class TokenStore:
         for path in sorted(self.directory.glob("*.json")) if self.directory.is_dir() else []:
             try:
                 record = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+            except (OSError, ValueError, RecursionError):
                 continue
             if isinstance(record, dict):
                 out.append(record)
@@ -168,7 +168,7 @@ class TokenStore:
     def _server_of(path: Path) -> str | None:
         try:
             return json.loads(path.read_text(encoding="utf-8")).get("server_url")
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ValueError, AttributeError, RecursionError):
             return None
 
 

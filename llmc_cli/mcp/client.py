@@ -263,7 +263,7 @@ def _cache_path() -> Path:
 def _load_cache() -> dict[str, dict[str, Any]]:
     try:
         data = json.loads(_cache_path().read_bytes())
-    except (OSError, ValueError):  # ValueError: not JSON, not UTF-8, nested too deep
+    except (OSError, ValueError, RecursionError):  # not there, not JSON, not UTF-8, nested too deep
         return {}
     if not isinstance(data, dict):
         return {}

@@ -73,7 +73,7 @@ def decode(line: str | bytes) -> list[dict[str, Any]]:
     """Parse one line or HTTP body; a JSON array is a batch (2025-03-26 allowed them)."""
     try:
         value = json.loads(line)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: arrays nested a hundred thousand deep
         raise ProtocolError(f"invalid JSON from server: {_preview(line)}") from exc
     messages = value if isinstance(value, list) else [value]
     for m in messages:

@@ -35,20 +35,16 @@ def small_fs(tmp_path: Path) -> Iterator[Callable[..., Path]]:
 
 def fill(directory: Path) -> None:
     """Fill the filesystem holding `directory` to the last byte (bounded by its size)."""
-    with open(directory / "filler", "wb") as fh:
-        try:
-            while True:
-                fh.write(b"\0" * 4096)
-                fh.flush()
-        except OSError:
-            pass
-    with open(directory / "filler-tail", "wb") as fh:  # the last partial block
-        try:
-            while True:
-                fh.write(b"\0")
-                fh.flush()
-        except OSError:
-            pass
+    fd = os.open(directory / "filler", os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        for size in (65536, 4096, 1):  # big blocks, then what is left of the last one
+            try:
+                while os.write(fd, b"\0" * size):
+                    pass
+            except OSError:
+                continue
+    finally:
+        os.close(fd)
 
 
 def temp_files(root: Path) -> list[str]:
