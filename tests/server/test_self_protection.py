@@ -227,3 +227,21 @@ def test_processes_in_bwrap_cannot_reach_protected_files(workspace, root: Path) 
     assert not (root / "hard.toml").exists() and (root / ".config").is_dir() and (root / "logs").is_dir()
     assert not (root / MISSING / "profiles" / "default.toml").exists()
     shutil.rmtree(root / "fresh", ignore_errors=True)
+
+
+@pytest.mark.parametrize("server", ["builtin", "stdio"])
+def test_escape_refused_through_a_session(tmp_path: Path, server: str) -> None:
+    """A session keeper holds the server: llmc still tells it where its files are."""
+    profile = tmp_path / "config" / "profiles" / "default.toml"
+    _profile(profile, server, tmp_path)
+    before = profile.read_bytes()
+    started = llmc("session", "start", "held")
+    assert started.returncode == 0, started.stderr
+    try:
+        for args in (["ws.write_file", "path=config/profiles/default.toml", "content=[policy]"],
+                     ["ws.read_file", "path=state/audit.jsonl"], ["ws.move_file", "source=config", "destination=x"]):
+            proc = llmc("call", "--session", "held", "--yes", *args)
+            assert proc.returncode == 1 and "llmc's own configuration" in proc.stdout + proc.stderr, (args, proc)
+    finally:
+        llmc("session", "stop", "held")
+    assert profile.read_bytes() == before
