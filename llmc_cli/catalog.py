@@ -11,6 +11,7 @@ from typing import Any, Callable, Collection, Mapping
 from llmc_cli.errors import LlmcError, UsageError
 from llmc_cli.mcp.client import connect
 from llmc_cli.mcp.session import ClientHooks, Session
+from llmc_cli.mcp.stores import Stores
 from llmc_cli.model import ServerSpec, Tool
 
 
@@ -27,7 +28,7 @@ class Catalog:
     def __init__(self, specs: list[ServerSpec], *, hooks: ClientHooks | None = None,
                  builtins: Mapping[str, Callable[[ServerSpec], Any]] | None = None,
                  on_stderr: Callable[[str, str], None] | None = None,
-                 keeper: tuple[str, str] | None = None) -> None:
+                 keeper: tuple[str, str] | None = None, stores: Stores | None = None) -> None:
         names = [s.name for s in specs]
         if len(set(names)) != len(names):
             raise UsageError(f"duplicate server name among {names}")
@@ -36,6 +37,7 @@ class Catalog:
         self.builtins = builtins
         self.on_stderr = on_stderr
         self.keeper = keeper  # (socket path, session name): the servers live in a session keeper
+        self.stores = stores  # era cache and OAuth tokens for connect()
         self._sessions: dict[str, Session] = {}
         self._failed: dict[str, LlmcError] = {}  # a server that failed to connect is not retried
         self._tools: dict[str, list[Tool]] = {}
@@ -59,7 +61,8 @@ class Catalog:
                         path, session_name = self.keeper
                         self._sessions[server] = attach(path, session_name, server, timeout=spec.timeout, hooks=hooks)
                     else:
-                        self._sessions[server] = connect(spec, hooks=hooks, builtins=self.builtins, on_stderr=stderr)
+                        self._sessions[server] = connect(spec, stores=self.stores, hooks=hooks, builtins=self.builtins,
+                                                          on_stderr=stderr)
                 except LlmcError as exc:
                     self._failed[server] = exc
                     raise

@@ -119,7 +119,10 @@ def open_catalog(profile: LoadedProfile | None, only: tuple[str, ...] = (), adho
         specs = protect([adhoc] if adhoc else server_specs(profile, only), profile)  # type: ignore[arg-type]
     if timeout:
         specs = [replace(spec, timeout=timeout) for spec in specs]
-    return Catalog(specs, hooks=hooks, builtins=builtin_servers(), on_stderr=on_stderr, keeper=keeper)
+    from llmc_cli.store import client_stores
+
+    return Catalog(specs, hooks=hooks, builtins=builtin_servers(), on_stderr=on_stderr, keeper=keeper,
+                   stores=client_stores())
 
 
 def visible_tools(catalog: Catalog, profile: LoadedProfile, servers: list[str] | None = None

@@ -34,9 +34,10 @@ def login(ctx: click.Context, server: str, no_browser: bool) -> None:
     """Authorize llmc for SERVER (a server of the profile, or a URL) and store the tokens.
     Prints the stored login (no token values)."""
     from llmc_cli.mcp.auth import OAuth
+    from llmc_cli.store import client_stores
 
     spec = _remote_spec(ctx, server)
-    oauth = OAuth(spec, interactive=True, open_browser=not no_browser, notify=note)
+    oauth = OAuth(spec, interactive=True, open_browser=not no_browser, notify=note, store=client_stores().tokens)
     try:
         view = oauth.login()
     finally:
@@ -50,9 +51,10 @@ def login(ctx: click.Context, server: str, no_browser: bool) -> None:
 def status(fmt: str) -> None:
     """Stored logins: server, resource, authorization server, client, scope, expiry; never a
     token. JSON: {"logins": [...]}."""
-    from llmc_cli.mcp.auth import TokenStore, public_view
+    from llmc_cli.mcp.auth import public_view
+    from llmc_cli.store import client_stores
 
-    rows = [public_view(r) for r in TokenStore().records()]
+    rows = [public_view(r) for r in client_stores().tokens.records()]  # type: ignore[union-attr]
     if fmt == "json":
         emit({"logins": rows})
     else:
@@ -64,10 +66,11 @@ def status(fmt: str) -> None:
 @click.pass_context
 def logout(ctx: click.Context, server: str) -> None:
     """Delete the stored tokens (and registered client) of SERVER. Prints {"server", "removed"}."""
-    from llmc_cli.mcp.auth import TokenStore
+    from llmc_cli.mcp.auth import canonical_uri
+    from llmc_cli.store import client_stores
 
     spec = _remote_spec(ctx, server)
-    removed = TokenStore().delete(spec.url or "")
+    removed = client_stores().tokens.delete(canonical_uri(spec.url or ""))  # type: ignore[union-attr]
     note(f"llmc: {spec.name}: " + ("logged out" if removed else "no stored login"))
     emit({"server": spec.name, "removed": removed})
 

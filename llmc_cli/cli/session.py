@@ -135,7 +135,8 @@ def forget(ctx: click.Context, servers: tuple[str, ...], urls: tuple[str, ...]) 
     """Drop remembered HTTP sessions (Mcp-Session-Id), so the next command starts a new one.
     Without options: all of them. Each server is asked to end its session (HTTP DELETE)."""
     from llmc_cli.config.profiles import load_profile, server_specs
-    from llmc_cli.mcp.client import forget_http_sessions
+    from llmc_cli.mcp import http_sessions
+    from llmc_cli.store import client_stores
     from llmc_cli.model import ServerSpec
 
     profile_name = ctx.obj.get("profile") if ctx.obj else None
@@ -150,7 +151,7 @@ def forget(ctx: click.Context, servers: tuple[str, ...], urls: tuple[str, ...]) 
     if servers or urls:
         keys = ({k for k, s in known.items() if s.name in servers}
                 | {ServerSpec(name="url", url=u).cache_key() for u in urls})
-    emit(forget_http_sessions(keys, known), "jsonl")
+    emit(http_sessions.forget(client_stores(), keys, known), "jsonl")
 
 
 def _public(status: dict[str, Any], name: str) -> dict[str, Any]:

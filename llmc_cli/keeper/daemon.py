@@ -99,9 +99,10 @@ class Upstream:
                 for client in list(self.clients):
                     client.hang_up(notice)
             from llmc_cli.services import builtin_servers
+            from llmc_cli.store import client_stores
 
             try:
-                self.session = connect(self.spec, hooks=self._hooks(), builtins=builtin_servers())
+                self.session = connect(self.spec, stores=client_stores(), hooks=self._hooks(), builtins=builtin_servers())
             except LlmcError as exc:
                 self.error = exc
                 log(f"{self.spec.name}: cannot start: {exc.message}")

@@ -14,15 +14,14 @@ client registration (profile, client ID metadata document, dynamic registration)
 code + PKCE S256 through a loopback listener with `state` and `iss` (RFC 9207) checks, refresh
 before expiry, step-up on 403 insufficient_scope, client credentials for machines.
 
-Tokens live in the state directory (oauth/, 0700; one 0600 file per authorization server and
-resource). No token, secret or authorization code is ever put into a message or an exception.
+Tokens live in a TokenStore handed in from above (llmc_cli/store/tokens.py: the state
+directory's oauth/, one 0600 file per authorization server and resource). No token, secret or authorization code is ever put into a message or an exception.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import os
 import queue
 import re
@@ -31,12 +30,11 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
-from llmc_cli.config import paths
 from llmc_cli.errors import AuthError
+from llmc_cli.mcp.stores import MemoryTokenStore, TokenStore
 from llmc_cli.model import OAuthSpec, ServerSpec
 
 REFRESH_MARGIN = 60.0  # refresh an access token this many seconds before it expires
@@ -113,65 +111,6 @@ def _is_loopback(url: str) -> bool:
     return (urlsplit(url).hostname or "").lower() in LOOPBACK_HOSTS
 
 
-# -- token store ----------------------------------------------------------------------------------
-
-class TokenStore:
-    """One JSON file per (authorization server, resource) under state/oauth; each also records
-    the MCP server URL it serves, so a connection finds its tokens before any discovery."""
-
-    def __init__(self, directory: Path | None = None) -> None:
-        self.directory = directory or paths.state_dir() / "oauth"
-
-    def _path(self, issuer: str, resource: str) -> Path:
-        key = hashlib.sha256(f"{issuer}\n{resource}".encode()).hexdigest()[:32]
-        return self.directory / f"{key}.json"
-
-    def records(self) -> list[dict[str, Any]]:
-        out = []
-        for path in sorted(self.directory.glob("*.json")) if self.directory.is_dir() else []:
-            try:
-                record = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError, RecursionError):
-                continue
-            if isinstance(record, dict):
-                out.append(record)
-        return out
-
-    def find(self, server_url: str) -> dict[str, Any] | None:
-        url = canonical_uri(server_url)
-        found = [r for r in self.records() if r.get("server_url") == url]
-        return max(found, key=lambda r: r.get("updated_at", 0)) if found else None
-
-    def save(self, record: dict[str, Any]) -> None:
-        """Atomic, 0600 in a 0700 directory; the record replaces any other for the same server
-        (a migrated authorization server leaves no stale tokens behind)."""
-        record["updated_at"] = time.time()
-        from llmc_cli.config import files
-
-        paths.ensure_private_dir(self.directory)
-        os.chmod(self.directory, 0o700)
-        target = self._path(record["issuer"], record["resource"])
-        files.write_atomic(target, json.dumps(record, indent=1, sort_keys=True))
-        for other in self.directory.glob("*.json"):
-            if other != target and self._server_of(other) == record["server_url"]:
-                other.unlink(missing_ok=True)
-
-    def delete(self, server_url: str) -> int:
-        url, removed = canonical_uri(server_url), 0
-        for path in self.directory.glob("*.json") if self.directory.is_dir() else []:
-            if self._server_of(path) == url:
-                path.unlink(missing_ok=True)
-                removed += 1
-        return removed
-
-    @staticmethod
-    def _server_of(path: Path) -> str | None:
-        try:
-            return json.loads(path.read_text(encoding="utf-8")).get("server_url")
-        except (OSError, ValueError, AttributeError, RecursionError):
-            return None
-
-
 def public_view(record: dict[str, Any]) -> dict[str, Any]:
     """What `auth status` may show: never a token or a secret."""
     tokens = record.get("tokens") or {}
@@ -219,7 +158,7 @@ class OAuth:
         self.interactive = interactive
         self.open_browser = open_browser
         self.notify = notify or (lambda message: print(message, file=sys.stderr, flush=True))
-        self.store = store or TokenStore()
+        self.store: TokenStore = store if store is not None else MemoryTokenStore()
         self.login_timeout = login_timeout
         # What to tell a user to run; an ad-hoc --url target (named "server") is logged in by URL.
         self.login_command = f"llmc auth login {spec.url if spec.name == 'server' else spec.name}"
@@ -235,11 +174,11 @@ class OAuth:
         self._refreshed_token: str | None = None
 
     @classmethod
-    def for_spec(cls, spec: ServerSpec) -> "OAuth | None":
+    def for_spec(cls, spec: ServerSpec, store: TokenStore | None = None) -> "OAuth | None":
         """The auth a transport should use: none for a server with a static Authorization header."""
         if spec.kind != "remote" or any(k.lower() == "authorization" for k in spec.headers):
             return None
-        return cls(spec)
+        return cls(spec, store=store)
 
     # -- the transport hooks ----------------------------------------------------------------------
 
@@ -317,11 +256,8 @@ class OAuth:
     def _refresh_shared(self) -> None:
         """Refresh under a file lock: another llmc may be refreshing the same (rotating) refresh
         token; if it did, use its result."""
-        from filelock import FileLock, Timeout
-
-        paths.ensure_private_dir(self.store.directory)
         try:
-            with FileLock(str(self.store.directory / ".refresh.lock"), timeout=HTTP_TIMEOUT, mode=0o600):
+            with self.store.refresh_lock(HTTP_TIMEOUT):
                 self._loaded = False
                 record = self._load()
                 if not self._expiring():
@@ -329,7 +265,7 @@ class OAuth:
                 if not ((record or {}).get("tokens") or {}).get("refresh_token") or not self._refresh(record):  # type: ignore[arg-type]
                     # No way to refresh: send no token, the server's 401 starts a new authorization.
                     record["tokens"] = {}  # type: ignore[index]
-        except Timeout:
+        except TimeoutError:
             raise AuthError(f"{self.name}: another llmc holds the token refresh lock for too long") from None
 
     # -- commands -----------------------------------------------------------------------------------
@@ -755,5 +691,5 @@ class _Loopback:
         self.server.server_close()
 
 
-__all__ = ["OAuth", "TokenStore", "Discovery", "parse_www_authenticate", "canonical_uri", "resource_matches",
+__all__ = ["OAuth", "Discovery", "parse_www_authenticate", "canonical_uri", "resource_matches",
            "protected_resource_metadata_urls", "authorization_server_metadata_urls", "pkce_pair", "public_view"]

@@ -11,7 +11,8 @@ import httpx2
 import pytest
 
 from llmc_cli.errors import AuthError
-from llmc_cli.mcp.auth import OAuth, TokenStore
+from llmc_cli.mcp.auth import OAuth
+from llmc_cli.store import client_stores
 from llmc_cli.model import OAuthSpec, ServerSpec
 from tests.auth.fake_oauth import FakeOAuthServer
 
@@ -26,7 +27,7 @@ def headless_browser(monkeypatch: pytest.MonkeyPatch) -> None:
 def oauth_for(fake: FakeOAuthServer, oauth: OAuthSpec | None = None, **kwargs) -> OAuth:
     messages: list[str] = []
     auth = OAuth(ServerSpec(name="erp", url=fake.mcp_url, oauth=oauth), notify=messages.append,
-                 login_timeout=20, **kwargs)
+                 login_timeout=20, store=client_stores().tokens, **kwargs)
     auth.messages = messages  # type: ignore[attr-defined]
     return auth
 
@@ -139,7 +140,7 @@ def test_revoked_refresh_token_without_a_browser_is_a_clear_auth_error(isolated_
         assert info.value.message == ("erp: the stored refresh token was refused (invalid_grant);"
                                       " run `llmc auth login erp`")
         # The dead tokens are gone; the next run says "log in" without asking the server again.
-        record = TokenStore().find(fake.mcp_url)
+        record = client_stores().tokens.find(fake.mcp_url)
         assert record and record["tokens"] == {}
         with pytest.raises(AuthError, match="requires authorization; run `llmc auth login erp`"):
             rpc(oauth_for(fake, interactive=False), fake.mcp_url)
@@ -218,9 +219,9 @@ def test_logout_deletes_the_tokens(isolated_dirs):
     with FakeOAuthServer() as fake:
         auth = oauth_for(fake, interactive=True)
         rpc(auth, fake.mcp_url)
-        assert TokenStore().find(fake.mcp_url)
+        assert client_stores().tokens.find(fake.mcp_url)
         assert auth.logout() == 1
-        assert TokenStore().find(fake.mcp_url) is None and not list((isolated_dirs / "state" / "oauth").glob("*"))
+        assert client_stores().tokens.find(fake.mcp_url) is None and not list((isolated_dirs / "state" / "oauth").glob("*"))
 
 
 def test_migrated_authorization_server_means_registering_again(isolated_dirs):
@@ -233,7 +234,7 @@ def test_migrated_authorization_server_means_registering_again(isolated_dirs):
         assert rpc(auth, fake.mcp_url).status_code == 200
         assert "/as2/register" in fake.paths() and "/as2/authorize" in fake.paths()
         assert not any(p.startswith("/as/") for p in fake.paths())  # nothing sent to the old one
-        assert TokenStore().find(fake.mcp_url)["issuer"] == fake.issuer
+        assert client_stores().tokens.find(fake.mcp_url)["issuer"] == fake.issuer
         assert len(list((isolated_dirs / "state" / "oauth").glob("*.json"))) == 1
         assert any("authorization server changed" in m for m in auth.messages)  # type: ignore[attr-defined]
 

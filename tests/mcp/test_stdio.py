@@ -14,6 +14,7 @@ import pytest
 
 from llmc_cli.errors import ConnectionFailed, ProtocolError, TimeoutExpired
 from llmc_cli.mcp.client import connect
+from llmc_cli.store import client_stores
 from llmc_cli.mcp.session import ClientHooks
 from llmc_cli.model import ServerSpec
 from tests.helpers import node_tool, sdk_server
@@ -58,12 +59,12 @@ def test_sdk_server_legacy_handshake_still_works():
 
 def test_server_everything_is_legacy_and_the_era_is_cached(isolated_dirs):
     everything = spec(node_tool("mcp-server-everything"))
-    with connect(everything) as s:
+    with connect(everything, stores=client_stores()) as s:
         assert s.era == "legacy" and s.protocol_version == "2025-11-25"
         assert s.call_tool("get-sum", {"a": 2, "b": 3})["content"][0]["text"].endswith("5.")
     cache = json.loads((isolated_dirs / "state" / "servers.json").read_text())
     assert cache[everything.cache_key()]["era"] == "legacy"
-    with connect(everything) as s:  # no probe this time: straight to initialize
+    with connect(everything, stores=client_stores()) as s:  # no probe this time: straight to initialize
         assert s.era == "legacy"
 
 

@@ -11,6 +11,7 @@ import pytest
 from llmc_cli.errors import AuthError
 from llmc_cli.mcp.auth import OAuth
 from llmc_cli.mcp.client import connect
+from llmc_cli.store import client_stores
 from llmc_cli.mcp.session import Session
 from llmc_cli.mcp.transports.streamable_http import StreamableHttpTransport
 from llmc_cli.model import ServerSpec
@@ -22,7 +23,7 @@ BROWSER = str(Path(__file__).resolve().parent.parent / "auth" / "browser.py")
 def test_401_and_403_are_authorized_and_the_request_sent_again(monkeypatch):
     monkeypatch.setenv("BROWSER", BROWSER)
     with FakeOAuthServer(call_scope="mcp:write") as fake:
-        with connect(ServerSpec("erp", url=fake.mcp_url, timeout=20)) as session:  # auth from OAuth.for_spec
+        with connect(ServerSpec("erp", url=fake.mcp_url, timeout=20), stores=client_stores()) as session:  # auth from OAuth.for_spec
             assert [t["name"] for t in session.list_tools()] == ["whoami"]
             text = session.call_tool("whoami", {})["content"][0]["text"]
         assert text == "scopes: mcp:read mcp:write"

@@ -15,6 +15,7 @@ import httpx2
 import pytest
 
 from llmc_cli.mcp.client import connect
+from llmc_cli.store import client_stores
 from llmc_cli.model import ServerSpec
 from tests.helpers import PEERS, free_port, llmc
 from tests.transports.conftest import http_server
@@ -131,10 +132,10 @@ def test_a_session_keeper_holds_one_http_session_for_every_caller(sdk_legacy):
 
 def test_the_client_api_resumes_without_a_handshake(sdk_legacy):
     spec = ServerSpec("mem", url=sdk_legacy, timeout=20)
-    with connect(spec) as first:
+    with connect(spec, stores=client_stores()) as first:
         first.call_tool("remember", {"key": "k", "value": "api"})
         sid = first.transport.session_id
-    with connect(spec) as second:
+    with connect(spec, stores=client_stores()) as second:
         assert (second.era, second.transport.session_id) == ("legacy", sid)
         assert second.server_info["name"] == "llmc-test-server"
         assert second.call_tool("recall", {"key": "k"})["content"][0]["text"] == "api"

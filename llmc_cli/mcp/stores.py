@@ -1,0 +1,86 @@
+"""What the protocol package remembers between runs, behind small protocols.
+
+mcp/ never decides where state lives (the layout rule: it depends on nothing but errors and
+model). The caller hands implementations to connect() and OAuth: llmc_cli/store/ has the
+file-backed ones. Without them an era is probed every time, no HTTP session is remembered, and
+tokens last as long as the process (MemoryTokenStore).
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Mapping, Protocol
+
+
+class EraCache(Protocol):
+    """Per server (ServerSpec.cache_key()): what connect() found (era, transport, version) and,
+    for a legacy HTTP server, its remembered HTTP session (mcp/http_sessions.py). Best effort
+    both ways: a cache that cannot be read or written costs a probe, never a failure."""
+
+    def load(self) -> dict[str, dict[str, Any]]:
+        """Every entry, by cache key ({} when there is nothing or it cannot be read)."""
+        ...
+
+    def save(self, changes: Mapping[str, dict[str, Any] | None]) -> None:
+        """Replace these entries in one write (None removes one)."""
+        ...
+
+
+class TokenStore(Protocol):
+    """OAuth records (mcp/auth.py), one per authorization server and resource; each names the
+    MCP server URL it serves, so a connection finds its tokens before any discovery."""
+
+    def records(self) -> list[dict[str, Any]]: ...
+
+    def find(self, server_url: str) -> dict[str, Any] | None:
+        """The newest record for this canonical server URL."""
+        ...
+
+    def save(self, record: dict[str, Any]) -> None:
+        """Store a record; it replaces any other for the same server URL."""
+        ...
+
+    def delete(self, server_url: str) -> int:
+        """Remove the server's records; how many there were."""
+        ...
+
+    def refresh_lock(self, timeout: float) -> AbstractContextManager[Any]:
+        """Held while refreshing a token: another llmc process may be refreshing the same
+        (rotating) refresh token. Raises TimeoutError when not acquired within `timeout`."""
+        ...
+
+
+@dataclass(frozen=True)
+class Stores:
+    """The state connect() may use; each part optional."""
+
+    era_cache: EraCache | None = None
+    tokens: TokenStore | None = None
+
+
+class MemoryTokenStore:
+    """Tokens for the life of one process: what OAuth uses when no store is handed in."""
+
+    def __init__(self) -> None:
+        self._records: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+
+    def records(self) -> list[dict[str, Any]]:
+        return list(self._records)
+
+    def find(self, server_url: str) -> dict[str, Any] | None:
+        found = [r for r in self._records if r.get("server_url") == server_url]
+        return found[-1] if found else None
+
+    def save(self, record: dict[str, Any]) -> None:
+        self._records = [r for r in self._records if r.get("server_url") != record["server_url"]] + [record]
+
+    def delete(self, server_url: str) -> int:
+        before = len(self._records)
+        self._records = [r for r in self._records if r.get("server_url") != server_url]
+        return before - len(self._records)
+
+    def refresh_lock(self, timeout: float) -> AbstractContextManager[Any]:
+        return self._lock

@@ -1,0 +1,81 @@
+"""OAuth records as files (mcp.stores.TokenStore): one JSON file per (authorization server,
+resource) in a 0700 directory, each 0600. No token ever leaves these files for a message."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from llmc_cli.config import paths
+
+
+class FileTokenStore:
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def _path(self, issuer: str, resource: str) -> Path:
+        key = hashlib.sha256(f"{issuer}\n{resource}".encode()).hexdigest()[:32]
+        return self.directory / f"{key}.json"
+
+    def records(self) -> list[dict[str, Any]]:
+        out = []
+        for path in sorted(self.directory.glob("*.json")) if self.directory.is_dir() else []:
+            try:
+                record = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError, RecursionError):
+                continue
+            if isinstance(record, dict):
+                out.append(record)
+        return out
+
+    def find(self, server_url: str) -> dict[str, Any] | None:
+        found = [r for r in self.records() if r.get("server_url") == server_url]
+        return max(found, key=lambda r: r.get("updated_at", 0)) if found else None
+
+    def save(self, record: dict[str, Any]) -> None:
+        """Atomic, 0600 in a 0700 directory; the record replaces any other for the same server
+        (a migrated authorization server leaves no stale tokens behind)."""
+        from llmc_cli.config import files
+
+        record["updated_at"] = time.time()
+        self._private_dir()
+        target = self._path(record["issuer"], record["resource"])
+        files.write_atomic(target, json.dumps(record, indent=1, sort_keys=True))
+        for other in self.directory.glob("*.json"):
+            if other != target and self._server_of(other) == record["server_url"]:
+                other.unlink(missing_ok=True)
+
+    def delete(self, server_url: str) -> int:
+        removed = 0
+        for path in self.directory.glob("*.json") if self.directory.is_dir() else []:
+            if self._server_of(path) == server_url:
+                path.unlink(missing_ok=True)
+                removed += 1
+        return removed
+
+    @contextmanager
+    def refresh_lock(self, timeout: float) -> Iterator[None]:
+        from filelock import FileLock, Timeout
+
+        self._private_dir()
+        try:
+            with FileLock(str(self.directory / ".refresh.lock"), timeout=timeout, mode=0o600):
+                yield
+        except Timeout:
+            raise TimeoutError(f"token refresh lock held for more than {timeout:g}s") from None
+
+    def _private_dir(self) -> None:
+        paths.ensure_private_dir(self.directory)
+        os.chmod(self.directory, 0o700)
+
+    @staticmethod
+    def _server_of(path: Path) -> str | None:
+        try:
+            return json.loads(path.read_text(encoding="utf-8")).get("server_url")
+        except (OSError, ValueError, AttributeError, RecursionError):
+            return None
