@@ -1,0 +1,193 @@
+"""The layout rules of DESIGN.md, checked by parsing every module's imports (nothing is imported).
+
+Direction: cli -> (agent, gateway) -> services -> (catalog, policy, audit, store, config,
+telemetry) -> mcp -> (errors, model), and agent -> providers -> translate -> model.
+
+- ALLOWED below says which component may import which. It applies to every import, module-level
+  or inside a function: a lazy import is about start-up time, not a licence to reach upwards.
+- Module-level imports form no cycle (imports inside functions may close one: that is how a
+  module reaches a sibling it must not load at start-up, and Python resolves it at call time).
+- click is imported only under llmc_cli/cli/.
+
+A new component (a new top-level module or package) fails here until it is given its place.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "llmc_cli"
+
+# component -> the components it may import (besides itself). "llmc_cli" is the package root
+# (__version__ only). Components are top-level modules and packages, except the keeper's
+# process, which is a program at the level of the gateway (it starts the built-in servers).
+ALLOWED: dict[str, set[str]] = {
+    "llmc_cli": set(),
+    "errors": set(),
+    "model": set(),
+    "mcp": {"llmc_cli", "errors", "model"},
+    "translate": {"errors", "model"},
+    "providers": {"translate", "errors", "model"},
+    "config": {"errors", "model"},
+    "store": {"config", "mcp", "errors", "model"},
+    "policy": {"config", "store", "errors", "model"},
+    "audit": {"config", "store", "errors", "model"},
+    "lockfile": {"config", "translate", "errors", "model"},
+    "server": {"llmc_cli", "config", "mcp", "errors", "model"},  # the built-in MCP servers
+    "keeper": {"config", "store", "mcp", "errors", "model"},  # lifecycle.py, transport.py
+    "catalog": {"keeper", "mcp", "errors", "model"},
+    "services": {"catalog", "policy", "audit", "store", "config", "keeper", "lockfile", "server", "mcp",
+                 "errors", "model"},
+    "keeper.daemon": {"keeper", "services", "store", "config", "mcp", "errors", "model"},
+    "agent": {"services", "catalog", "policy", "audit", "providers", "translate", "config", "mcp", "errors",
+              "model"},
+    "gateway": {"llmc_cli", "services", "catalog", "policy", "audit", "lockfile", "server", "config", "mcp",
+                "errors", "model"},
+    "cli": {"llmc_cli", "agent", "gateway", "services", "catalog", "policy", "audit", "store", "config",
+            "keeper", "lockfile", "server", "translate", "providers", "mcp", "errors", "model"},
+    "__main__": {"cli"},
+}
+
+
+@dataclass(frozen=True)
+class Import:
+    source: str  # importing module, dotted
+    target: str  # imported module (or the package, for a name that is not a module)
+    line: int
+    lazy: bool  # inside a function
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def component(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "llmc_cli"
+    if parts[1:3] == ["keeper", "daemon"]:
+        return "keeper.daemon"
+    return parts[1]
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def imports_of(module: str) -> list[Import]:
+    """Every import statement of a module; those under `if TYPE_CHECKING:` are left out (they
+    never run)."""
+    path = MODULES[module]
+    is_package = path.name == "__init__.py"
+    found: list[Import] = []
+
+    def visit(node: ast.AST, lazy: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child):
+                for other in child.orelse:
+                    visit(other, lazy)
+                continue
+            if isinstance(child, ast.Import):
+                found.extend(Import(module, a.name, child.lineno, lazy) for a in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    anchor = module.split(".")[: len(module.split(".")) - child.level + (1 if is_package else 0)]
+                    base = ".".join(anchor + ([child.module] if child.module else []))
+                for alias in child.names:
+                    full = f"{base}.{alias.name}"
+                    found.append(Import(module, full if full in MODULES else base, child.lineno, lazy))
+            visit(child, lazy or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+    visit(ast.parse(path.read_text(encoding="utf-8"), str(path)), False)
+    return found
+
+
+ALL_IMPORTS = [imp for module in MODULES for imp in imports_of(module)]
+INTERNAL = [imp for imp in ALL_IMPORTS if imp.target.split(".")[0] == "llmc_cli"]
+
+
+def where(imp: Import) -> str:
+    return f"{MODULES[imp.source].relative_to(PACKAGE.parent)}:{imp.line} imports {imp.target}"
+
+
+def test_every_component_has_a_place() -> None:
+    unknown = sorted({component(m) for m in MODULES} - set(ALLOWED))
+    assert not unknown, f"give these components a place in ALLOWED (and in README's layout): {unknown}"
+
+
+def test_the_allowed_directions_form_no_cycle() -> None:
+    """ALLOWED itself is a direction: no component may reach itself through others."""
+    def reach(start: str) -> set[str]:
+        seen, todo = set(), list(ALLOWED[start])
+        while todo:
+            name = todo.pop()
+            if name not in seen:
+                seen.add(name)
+                todo.extend(ALLOWED.get(name, ()))
+        return seen
+    assert [name for name in ALLOWED if name in reach(name)] == []
+
+
+@pytest.mark.parametrize("name", sorted(ALLOWED))
+def test_imports_follow_the_direction(name: str) -> None:
+    wrong = [where(imp) + (" (inside a function)" if imp.lazy else "") for imp in INTERNAL
+             if component(imp.source) == name and component(imp.target) not in ALLOWED[name] | {name}]
+    assert wrong == [], f"{name} may import only {sorted(ALLOWED[name])}"
+
+
+def test_the_protocol_package_depends_on_errors_and_model_only() -> None:
+    """Spelled out on its own: the rule that keeps mcp/ a library (no config, no files)."""
+    wrong = [where(imp) for imp in INTERNAL if component(imp.source) == "mcp"
+             and component(imp.target) not in {"mcp", "errors", "model", "llmc_cli"}]
+    assert wrong == []
+
+
+def test_click_only_under_cli() -> None:
+    wrong = [where(imp) for imp in ALL_IMPORTS
+             if imp.target.split(".")[0] == "click" and component(imp.source) != "cli"]
+    assert wrong == []
+
+
+def test_no_import_cycles_at_module_level() -> None:
+    graph: dict[str, set[str]] = {m: set() for m in MODULES}
+    for imp in INTERNAL:
+        if not imp.lazy and imp.target in MODULES and imp.target != imp.source:
+            graph[imp.source].add(imp.target)
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the stack, 2: done
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycles.append(stack[stack.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module)
+    assert cycles == [], "module-level import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+def test_the_parser_sees_the_imports() -> None:
+    """Guards the test itself: a parser that found nothing would pass every rule above."""
+    pairs = {(imp.source, imp.target) for imp in INTERNAL}
+    assert ("llmc_cli.catalog", "llmc_cli.mcp.client") in pairs
+    assert any(imp.lazy and imp.source == "llmc_cli.services" for imp in INTERNAL)
+    assert any(imp.target.split(".")[0] == "click" for imp in ALL_IMPORTS)
