@@ -243,3 +243,42 @@ def test_bearer_tokens_principals_and_their_profiles(gateway_profile: Path, tmp_
 def test_bad_http_options(gateway_profile: Path, args: list[str], message: str) -> None:
     proc = llmc("serve", "-p", str(gateway_profile), *args)
     assert proc.returncode == 2 and message in proc.stderr and proc.stdout == ""
+
+
+def test_a_dropped_stream_cancels_the_call(gateway: Gateway, tmp_path: Path) -> None:
+    session = gateway.request("POST", "/mcp", INIT)[1]["mcp-session-id"]
+    conn = http.client.HTTPConnection("127.0.0.1", gateway.port, timeout=30)
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "sdk.slow", "arguments": {"seconds": 30}, "_meta": {"progressToken": "p"}}}
+    conn.request("POST", "/mcp", body=json.dumps(call), headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream", "Mcp-Session-Id": session})
+    response = conn.getresponse()
+    assert response.status == 200 and response.getheader("Content-Type") == "text/event-stream"
+    first = b""
+    while b"notifications/progress" not in first:  # the upstream is working on it
+        line = response.fp.readline()
+        assert line, "the stream ended before any progress"
+        first += line
+    response.close()  # the host goes away mid-call
+    conn.close()
+    for _ in range(150):
+        if any(r.get("outcome") == "cancelled" for r in audit_records(tmp_path)):
+            break
+        time.sleep(0.2)
+    outcome = next(r for r in audit_records(tmp_path) if r["event"] == "outcome")
+    assert outcome["outcome"] == "cancelled" and outcome["tool"] == "slow"
+
+
+# The official conformance suite's server scenarios that need no purpose-built target server
+# (the others call tools by the target's own names, e.g. test_simple_text).
+CONFORMANCE = ["server-initialize", "ping", "logging-set-level", "tools-list", "dns-rebinding-protection"]
+
+
+@pytest.mark.parametrize("scenario", CONFORMANCE)
+def test_conformance_server_scenarios(gateway: Gateway, tmp_path: Path, scenario: str) -> None:
+    from tests.helpers import node_tool
+
+    proc = subprocess.run([node_tool("conformance"), "server", "--url", f"http://localhost:{gateway.port}/mcp",
+                           "--scenario", scenario], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert " 0 failed" in proc.stdout

@@ -155,3 +155,5 @@ def test_upstream_protocol_fields_stay_upstream(gateway_profile: Path) -> None:
             assert not (read.meta or {})
 
     run(work)
+
+
