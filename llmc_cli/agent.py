@@ -3,8 +3,8 @@
     record = ask("What's in the newest log?", provider=p, tools=tools, call_tool=run_one)
 
 Each model turn may ask for tool calls; they run through the injected `call_tool` (in llmc,
-services.call_tool: policy -> call -> audit), concurrently when every tool of the batch is
-read-only, else in order. A denied or failed call goes back to the model as an error result it
+services.call_tool: policy -> call -> audit), concurrently when the injected `read_only` says
+so for every tool of the batch (in llmc: the profile's policy, hints included), else in order. A denied or failed call goes back to the model as an error result it
 can read. Results over the budget are cut before the model sees them; the run record keeps them
 whole. Conversations are saved as JSON in the state directory and can be continued.
 """
@@ -28,6 +28,7 @@ from llmc_cli.providers.base import (END, LENGTH, AssistantTurn, Message, Provid
                                      message_from_json)
 
 CallTool = Callable[[ToolCall], ToolResult]
+ReadOnly = Callable[[Tool], bool]  # may this tool run beside others? (default: no)
 Progress = Callable[[dict[str, Any]], None]
 
 # Stop reasons of a run.
@@ -200,11 +201,13 @@ class RunRecord:
 
 
 def ask(prompt: str, *, provider: Provider, tools: list[Tool], call_tool: CallTool,
-        conversation: Conversation | None = None, system: str | None = None, max_steps: int = 10,
+        read_only: ReadOnly = lambda tool: False, conversation: Conversation | None = None, system: str | None = None, max_steps: int = 10,
         timeout: float = 300.0, result_budget: int = 20_000, max_parallel: int = 8,
         progress: Progress | None = None, strict: bool = False) -> RunRecord:
     """Run the loop until the model answers without tool calls, `max_steps` model turns were
-    taken, or `timeout` seconds passed. Appends to `conversation` (a new one if None) and its
+    taken, or `timeout` seconds passed. `read_only`: the profile's answer for a tool (llmc:
+    policy.is_read_only, hints included); a turn's calls run concurrently only when it is true
+    for every one of them. Appends to `conversation` (a new one if None) and its
     `runs`; the caller saves it. ProviderError propagates with `.record` (the run so far) set."""
     started = time.monotonic()
     deadline = started + timeout
@@ -247,7 +250,7 @@ def ask(prompt: str, *, provider: Provider, tools: list[Tool], call_tool: CallTo
                 record.answer = turn.text  # only a turn that calls no tool is the answer
                 record.stop_reason = {END: STOP_END, LENGTH: STOP_LENGTH}.get(turn.stop_reason, STOP_OTHER)
                 break
-            results, timed_out = _run_batch(step, turn.tool_calls, by_name, call_tool, deadline, max_parallel,
+            results, timed_out = _run_batch(step, turn.tool_calls, by_name, call_tool, read_only, deadline, max_parallel,
                                             result_budget, record, emit,
                                             getattr(translation, "arguments_back", None))
             conv.messages.append(ToolResults(results))
@@ -267,7 +270,7 @@ def ask(prompt: str, *, provider: Provider, tools: list[Tool], call_tool: CallTo
     return record
 
 
-def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool], call_tool: CallTool,
+def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool], call_tool: CallTool, read_only: ReadOnly,
                deadline: float, max_parallel: int, budget: int, record: RunRecord,
                emit: Progress, arguments_back: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
                ) -> tuple[list[ToolResultItem], bool]:
@@ -319,7 +322,7 @@ def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool
         emit({"event": "tool_end", "step": step, "tool": entries[i]["tool"], "outcome": out["outcome"],
               "duration_ms": out["duration_ms"]})
 
-    parallel = len(runnable) > 1 and all(by_name[calls[i].name].annotations.get("readOnlyHint") is True for i in runnable)
+    parallel = len(runnable) > 1 and all(read_only(by_name[calls[i].name]) for i in runnable)
     timed_out = not _run_bounded(work, runnable, max_parallel if parallel else 1, deadline)
     with lock:
         closed = True

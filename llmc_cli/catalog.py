@@ -68,6 +68,29 @@ class Catalog:
                     raise
             return self._sessions[server]
 
+    def working_directory(self, server: str) -> str | None:
+        """Where the server resolves relative paths, when llmc knows it (the policy judges
+        relative path arguments there). A stdio server runs in its `cwd`, relative to llmc's;
+        without one it inherits llmc's (the stdio transport passes no other). The built-in
+        workspace starts relative paths at its first root. None for a remote server, and for a
+        server a session keeper runs with a relative or no `cwd` (it started wherever the keeper
+        was started)."""
+        import os
+
+        spec = self.specs.get(server)
+        if spec is None or spec.kind == "remote":
+            return None
+        if spec.kind == "builtin":
+            if spec.builtin != "workspace":
+                return None
+            roots = spec.options.get("roots") or ["."]
+            base = os.path.expanduser(roots[0]) if isinstance(roots[0], str) and roots[0] else "."
+        else:
+            base = spec.cwd or "."
+        if self.keeper and not os.path.isabs(base):
+            return None
+        return os.path.join(os.getcwd(), base)  # an absolute base stays as it is
+
     def _changed(self, server: str, method: str) -> None:
         """notifications/tools/list_changed: the next listing asks the server again."""
         if method == "notifications/tools/list_changed":

@@ -9,8 +9,10 @@ Configured in the profile's [policy] table (config/schema.py PolicyConfig):
 - `confirm` globs (every caller), and every effectively destructive tool when
   `confirm_destructive` (only calls a model chose: a command a person typed is its own
   confirmation): a human's yes, `--yes`, or the exact call pre-approved by its hash in `approved`.
-- `args`: globs that string arguments must match, checked on normalised paths (`~`, `..`,
-  symlinks resolved) so a denied path cannot be reached by spelling it differently.
+- `args`: path globs per argument. Every string under a ruled argument (in lists and objects
+  too) must be a path under one of them, judged as the kernel walks it (touched_paths): a
+  denied file cannot be reached by spelling it differently, relative paths start at the
+  server's working directory (unknown: refused).
 - `calls_per_minute` and `tool_calls_per_minute`: enforced across processes (state dir + lock).
 """
 
@@ -21,10 +23,11 @@ import hashlib
 import json
 import os
 import re
+import stat
 import time
 from dataclasses import asdict, dataclass
 from functools import lru_cache
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Iterator, Literal
 
 from llmc_cli.config.profiles import expand
 from llmc_cli.errors import PolicyDenied
@@ -78,9 +81,17 @@ def visible(tool: Tool, config: Any) -> Decision:
     return _access(tool.qualified_name, tool, config)
 
 
-def decide(call: ToolCall, tool: Tool | None, config: Any, *, caller: Caller) -> Decision:
+def is_read_only(tool: Tool | None, qualified: str, config: Any) -> bool:
+    """The one answer to "is this tool read-only?" under a profile: its annotations with the
+    profile's [policy.hints] on top. `read_only` profiles, batch and `ask` parallelism all ask here."""
+    return effective_hints(tool, qualified, config)["readOnly"]
+
+
+def decide(call: ToolCall, tool: Tool | None, config: Any, *, caller: Caller, cwd: str | None = None) -> Decision:
     """The decision on one call. Deny, read-only and argument rules hold for every caller;
-    `confirm` patterns too; `confirm_destructive` only for calls a model chose."""
+    `confirm` patterns too; `confirm_destructive` only for calls a model chose. `cwd`: the
+    server's working directory when llmc knows it (relative path arguments are judged against
+    it; unknown, they are refused under a path rule)."""
     qualified = call.qualified_name
     access = _access(qualified, tool, config)
     digest = call_hash(call)
@@ -91,16 +102,17 @@ def decide(call: ToolCall, tool: Tool | None, config: Any, *, caller: Caller) ->
         if not glob_match(pattern, qualified):
             continue
         for arg, globs in rules.items():
-            if arg not in call.arguments:
-                continue
-            value = call.arguments[arg]
-            if not isinstance(value, str):
-                return Decision("deny", f"args.{pattern}.{arg}", f"argument {arg} must be a string path", digest)
-            normal = normalise_path(value)
-            globs = [expand(g, f"policy.args.{pattern}.{arg}") for g in globs]  # ${VAR} as in servers
-            if not any(glob_match(g, normal, path=True) for g in globs):
-                return Decision("deny", f"args.{pattern}.{arg}",
-                                f"argument {arg}={value!r} (resolved {normal}) matches none of {globs}", digest)
+            where = f"args.{pattern}.{arg}"
+            if arg in call.arguments:
+                value = call.arguments[arg]
+            else:
+                value = _schema_default(tool, arg)  # the server falls back to it: judge what it touches
+                if value is None:
+                    continue
+            globs = [expand(g, f"policy.{where}") for g in globs]  # ${VAR} as in servers
+            refusal = _judge_argument(arg, value, globs, cwd)
+            if refusal:
+                return Decision("deny", where, refusal, digest)
     hints = effective_hints(tool, qualified, config)
     needs = next((f"confirm: {p}" for p in config.confirm if glob_match(p, qualified)), None)
     if needs is None and caller == MODEL and config.confirm_destructive and hints["destructive"]:
@@ -113,6 +125,46 @@ def decide(call: ToolCall, tool: Tool | None, config: Any, *, caller: Caller) ->
     return Decision("confirm", needs, f"{qualified} needs a confirmation: {why}", digest)
 
 
+def _schema_default(tool: Tool | None, arg: str) -> Any:
+    prop = ((tool.input_schema or {}).get("properties") or {}).get(arg) if tool else None
+    return prop.get("default") if isinstance(prop, dict) else None
+
+
+def _judge_argument(arg: str, value: Any, globs: list[str], cwd: str | None) -> str | None:
+    """Why the value of a ruled argument is refused, or None. Every string inside it (lists and
+    objects at any depth) must be a path under one of the globs; any other leaf (number, bool,
+    null) is refused: a server could read it as a path or fall back to a default we cannot see."""
+    patterns = [p for g in globs for p in glob_patterns(g, cwd)]
+    try:
+        leaves = list(_leaves(arg, value))
+    except PathRefused as exc:
+        return f"argument {arg} {exc}"
+    for where, leaf in leaves:
+        if not isinstance(leaf, str):
+            return f"argument {where} is {json.dumps(leaf)}: under a path rule every value must be a string path"
+        try:
+            touched = touched_paths(leaf, cwd)
+        except PathRefused as exc:
+            return f"argument {where}={leaf!r} is refused: {exc}"
+        for real in touched:
+            if not any(_path_regex(head, tail).match(real) for head, tail in patterns):
+                return f"argument {where}={leaf!r} (resolved {real}) matches none of {globs}"
+    return None
+
+
+def _leaves(where: str, value: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
+    if isinstance(value, (list, dict)) and depth >= MAX_NESTING:
+        raise PathRefused(f"nests deeper than {MAX_NESTING} levels")  # no recursion a model can exhaust
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _leaves(f"{where}[{i}]", item, depth + 1)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _leaves(f"{where}.{key}", item, depth + 1)
+    else:
+        yield where, value
+
+
 def _access(qualified: str, tool: Tool | None, config: Any) -> Decision:
     denied = next((p for p in config.deny if glob_match(p, qualified)), None)
     if denied:
@@ -120,53 +172,151 @@ def _access(qualified: str, tool: Tool | None, config: Any) -> Decision:
     allowed = next((p for p in config.allow if glob_match(p, qualified)), None)
     if not allowed and config.default == "deny":
         return Decision("deny", "default: deny", f"{qualified} matches no allow pattern and the default is deny")
-    if config.read_only and not effective_hints(tool, qualified, config)["readOnly"]:
+    if config.read_only and not is_read_only(tool, qualified, config):
         return Decision("deny", "read_only", f"the profile is read-only and {qualified} is not a read-only tool")
     return Decision("allow", f"allow: {allowed}" if allowed else "default: allow",
                     f"{qualified} is allowed" + (f" by {allowed!r}" if allowed else " by default"))
 
 
-def normalise_path(value: str) -> str:
-    """`~` expanded, relative paths anchored at the working directory, `..` and symlinks resolved
-    (where they exist locally), so one file has one spelling."""
-    return os.path.realpath(os.path.abspath(os.path.expanduser(value)))
+# -- paths, as the kernel resolves them -------------------------------------------------------------
+
+MAX_SYMLINKS = 40  # the kernel's own limit (ELOOP beyond it): a longer chain is refused, not followed
+MAX_NESTING = 64  # lists/objects under a ruled argument deeper than this are refused
 
 
-def glob_match(pattern: str, text: str, *, path: bool = False) -> bool:
-    """Tool globs: fnmatch. Path globs: `*` stays within one path segment, `**` crosses them."""
+class PathRefused(Exception):
+    """A path argument llmc cannot judge safely; the call is denied with this reason."""
+
+
+def touched_paths(value: str, cwd: str | None) -> list[str]:
+    """The physical paths a server may touch when given the path `value`: resolved the way the
+    kernel walks it, component by component, following each symlink where it is met (so
+    `link/..` is the parent of the link's target, not the folder holding the link). A path whose
+    last component is a symlink also names the link itself (unlink and rename act on the link,
+    open on its target), so both are returned. Components that do not exist (yet) are taken as
+    written; a `..` after one only cancels it. `~` is expanded, a `file:` URI read as its path,
+    a relative path joined to `cwd` (the server's working directory; None: unknown, refused).
+    Raises PathRefused for NUL bytes, symlink chains longer than the kernel follows (loops
+    included), unreadable components, and relative paths without a known cwd."""
+    return _resolve(_absolute(value, cwd))
+
+
+def _absolute(value: str, cwd: str | None) -> str:
+    if "\x00" in value:
+        raise PathRefused("it contains a NUL byte")
+    if value.startswith("file:"):
+        value = _file_uri_path(value)
+    path = os.path.expanduser(value) if value.startswith("~") else value
+    if not path.startswith("/"):
+        if cwd is None:
+            raise PathRefused("it is a relative path and llmc does not know the server's working directory "
+                              "(remote, or run by a session keeper without a `cwd`): give an absolute path")
+        path = os.path.join(cwd, path)  # "" is the working directory itself, as servers read it
+    return path
+
+
+def _file_uri_path(uri: str) -> str:
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(uri)
+    if parts.netloc not in ("", "localhost") or parts.query or parts.fragment:
+        raise PathRefused("it is a file: URI with a host, query or fragment (only file:///absolute/path is judged)")
+    path = unquote(parts.path)
+    if "\x00" in path:
+        raise PathRefused("it contains a NUL byte")
+    return path
+
+
+def _resolve(path: str) -> list[str]:
+    todo = path.split("/")[::-1]  # components still to walk, the next one last
+    done: list[str] = []  # the physical path walked so far, one component each
+    missing = 0  # how many trailing components of `done` do not exist (none of them can be a link)
+    links = 0
+    touched: list[str] = []
+    while todo:
+        name = todo.pop()
+        if name in ("", "."):
+            continue
+        if name == "..":
+            if done:
+                done.pop()
+                missing = max(0, missing - 1)
+            continue
+        if missing:
+            done.append(name)
+            missing += 1
+            continue
+        here = "/" + "/".join([*done, name])
+        try:
+            st = os.lstat(here)
+        except (FileNotFoundError, NotADirectoryError):
+            done.append(name)
+            missing = 1
+            continue
+        except OSError as exc:
+            raise PathRefused(f"{here} cannot be examined ({exc.strerror})") from None
+        if not stat.S_ISLNK(st.st_mode):
+            done.append(name)
+            continue
+        links += 1
+        if links > MAX_SYMLINKS:
+            raise PathRefused(f"too many levels of symbolic links at {here} (a loop?)")
+        if all(rest in ("", ".") for rest in todo):
+            touched.append(here)  # the last component: the link itself may be what is acted on
+        try:
+            target = os.readlink(here)
+        except OSError as exc:
+            raise PathRefused(f"{here} cannot be examined ({exc.strerror})") from None
+        if target.startswith("/"):
+            done = []
+        todo.extend(target.split("/")[::-1])
+    touched.append("/" + "/".join(done))
+    return touched
+
+
+def glob_patterns(glob: str, cwd: str | None) -> list[tuple[str, str]]:
+    """A rule's path glob as (literal head, wildcard tail) pairs, the head resolved like the paths
+    it is matched against (a relative head at `cwd`, else at llmc's working directory). A head
+    whose last component is a symlink gives two pairs: its target, and the link itself. A head
+    that cannot be resolved matches nothing."""
+    cut = min((glob.find(c) for c in "*?[" if c in glob), default=len(glob))
+    if cut == 0:
+        return [("", glob)]  # starts with a wildcard: matched as written
+    slash = glob.rfind("/", 0, cut) if cut < len(glob) else len(glob)
+    head, tail = (glob[:slash], glob[slash:]) if slash >= 0 else (".", "/" + glob)
+    try:
+        heads = touched_paths(head or "/", cwd or os.getcwd())
+    except PathRefused:
+        return []
+    return [(h if not tail else h.rstrip("/"), tail) for h in heads]
+
+
+def glob_match(pattern: str, text: str, *, path: bool = False, cwd: str | None = None) -> bool:
+    """Tool globs: fnmatch. Path globs (over resolved paths): `*` stays within one path segment,
+    `**` crosses them."""
     if not path:
         return fnmatch.fnmatchcase(text, pattern)
-    return bool(_path_regex(normalise_glob(pattern)).match(text))
-
-
-def normalise_glob(pattern: str) -> str:
-    """The literal part before the first wildcard, resolved like the paths it is matched against."""
-    cut = min((pattern.find(c) for c in "*?[" if c in pattern), default=len(pattern))
-    head, tail = pattern[:cut], pattern[cut:]
-    base = os.path.realpath(os.path.expanduser(head)) if head else ""
-    if head.endswith("/") and not base.endswith("/"):
-        base += "/"
-    return base + tail
+    return any(_path_regex(head, tail).match(text) for head, tail in glob_patterns(pattern, cwd))
 
 
 @lru_cache(maxsize=256)
-def _path_regex(pattern: str) -> re.Pattern[str]:
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern.startswith("/**", i) and (i + 3 == len(pattern)):
+def _path_regex(head: str, tail: str) -> re.Pattern[str]:
+    out, i = [re.escape(head)], 0
+    while i < len(tail):
+        if tail.startswith("/**", i) and (i + 3 == len(tail)):
             out.append(r"(?:/.*)?")
             i += 3
-        elif pattern.startswith("**", i):
+        elif tail.startswith("**", i):
             out.append(".*")
             i += 2
-        elif pattern[i] == "*":
+        elif tail[i] == "*":
             out.append("[^/]*")
             i += 1
-        elif pattern[i] == "?":
+        elif tail[i] == "?":
             out.append("[^/]")
             i += 1
         else:
-            out.append(re.escape(pattern[i]))
+            out.append(re.escape(tail[i]))
             i += 1
     return re.compile("".join(out) + r"\Z")
 

@@ -157,7 +157,8 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
     tool = catalog.find_tool(call.server, call.tool)
     if tool is None:
         raise UsageError(f"server {call.server} has no tool named {call.tool!r}")
-    decision = policy.decide(call, tool, profile.profile.policy, caller=invocation.caller)  # type: ignore[arg-type]
+    decision = policy.decide(call, tool, profile.profile.policy, caller=invocation.caller,  # type: ignore[arg-type]
+                             cwd=catalog.working_directory(call.server))
     if profile.profile.lock and decision.action != "deny":
         # A denied tool is denied (exit 4), whatever the lock says: `tools lock` pins only
         # the tools the policy allows, so asking the lock first would demand a re-lock that
@@ -337,8 +338,7 @@ def _run_batch(catalog: Catalog, invocation: Invocation, items: list[BatchItem],
             tool = catalog.find_tool(item.call.server, item.call.tool)
         except LlmcError:
             return False
-        return tool is not None and policy.effective_hints(tool, item.call.qualified_name,
-                                                           invocation.profile.profile.policy)["readOnly"]
+        return tool is not None and policy.is_read_only(tool, item.call.qualified_name, invocation.profile.profile.policy)
 
     def run_server(queue: list[BatchItem]) -> None:
         with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:

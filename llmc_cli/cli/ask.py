@@ -42,7 +42,7 @@ def ask(ctx: click.Context, prompt: str, provider: str | None, model: str | None
     saw), token usage per model call and the stop reason; `--text` prints only the answer.
     Exit 1 when --max-steps ran out, 7 on the total timeout, 8 on a provider error.
     """
-    from llmc_cli import agent, services
+    from llmc_cli import agent, policy, services
     from llmc_cli.cli.arguments import check_text, read_input
     from llmc_cli.cli.call import ask_human
     from llmc_cli.cli.common import open_catalog
@@ -80,6 +80,8 @@ def ask(ctx: click.Context, prompt: str, provider: str | None, model: str | None
         try:
             record = agent.ask(prompt, provider=model_client, tools=tools,
                                call_tool=lambda call: services.call_tool(catalog, invocation, call),
+                               read_only=lambda tool: policy.is_read_only(tool, tool.qualified_name,
+                                                                          profile.profile.policy),
                                conversation=conversation, system=system, max_steps=max_steps or llm.max_steps,
                                timeout=total_timeout or llm.timeout, result_budget=llm.result_budget,
                                progress=progress, strict=strict)

@@ -35,7 +35,9 @@ def _decide(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: st
             pairs, found.input_schema if needs_schema(pairs) else None)
     call = ToolCall(server, name, arguments)
     config = profile.profile.policy
-    return profile, call, (rules.decide(call, found, config, caller=caller),  # type: ignore[arg-type]
+    decision = rules.decide(call, found, config, caller=caller,  # type: ignore[arg-type]
+                            cwd=catalog.working_directory(server))
+    return profile, call, (decision,
                            rules.effective_hints(found, call.qualified_name, config))
 
 

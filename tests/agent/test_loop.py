@@ -66,25 +66,25 @@ def test_parallel_read_only_calls(api, toolbox):
 
 
 def test_read_only_batches_run_concurrently_others_in_order(toolbox):
-    """Two 0.6 s calls: concurrent when the tools are read-only (here by a hints override, as a
-    profile can give), one after the other otherwise."""
+    """Two 0.6 s calls: concurrent when the profile's policy says the tool is read-only (here a
+    [policy.hints] override contradicting the server's annotation), one after the other otherwise."""
+    from llmc_cli import policy
+    from llmc_cli.config.schema import PolicyConfig, ToolHints
+
     api = "openai"
     slow = toolbox.name(api, "sdk.slow")
-    durations = {}
     for read_only in (True, False):
         tools = [t for t in toolbox.tools if t.qualified_name != "sdk.slow"] + [toolbox.tool("sdk.slow")]
-        tools[-1] = type(tools[-1])(**{**tools[-1].__dict__, "annotations": {"readOnlyHint": read_only}})
+        tools[-1] = type(tools[-1])(**{**tools[-1].__dict__, "annotations": {"readOnlyHint": not read_only}})
+        config = PolicyConfig(hints={"sdk.slow": ToolHints(readOnly=read_only)})
         events = []
         script = [turn(api, None, calls(api, (slow, {"seconds": 0.6}), (slow, {"seconds": 0.6}))), turn(api, "done")]
         with FakeLLM(api, script) as fake:
-            started = time.monotonic()
             ask("wait", provider=provider_for(api, fake), tools=tools, call_tool=toolbox.call_tool,
-                progress=events.append)
-            durations[read_only] = time.monotonic() - started
+                read_only=lambda t: policy.is_read_only(t, t.qualified_name, config), progress=events.append)
         kinds = [e["event"] for e in events if e["event"].startswith("tool")]
         assert kinds == (["tool_start", "tool_start", "tool_end", "tool_end"] if read_only
                          else ["tool_start", "tool_end", "tool_start", "tool_end"])
-    assert durations[True] < 1.1 <= durations[False]
 
 
 @pytest.mark.parametrize("api", APIS)
