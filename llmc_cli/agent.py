@@ -201,7 +201,8 @@ class RunRecord:
 
 
 def ask(prompt: str, *, provider: Provider, tools: list[Tool], call_tool: CallTool,
-        read_only: ReadOnly = lambda tool: False, conversation: Conversation | None = None, system: str | None = None, max_steps: int = 10,
+        read_only: ReadOnly = lambda tool: False, conversation: Conversation | None = None,
+        system: str | None = None, max_steps: int = 10,
         timeout: float = 300.0, result_budget: int = 20_000, max_parallel: int = 8,
         progress: Progress | None = None, strict: bool = False) -> RunRecord:
     """Run the loop until the model answers without tool calls, `max_steps` model turns were
