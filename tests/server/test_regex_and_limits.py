@@ -232,7 +232,8 @@ def test_sigterm_ends_the_stdio_server_and_its_process_trees(tmp_path: Path) -> 
                               stderr=subprocess.DEVNULL)
     assert server.stdin is not None and server.stdout is not None
     messages = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                 "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+                 "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                            "clientInfo": {"name": "t", "version": "1"}}},
                 {"jsonrpc": "2.0", "method": "notifications/initialized"},
                 {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                  "params": {"name": "run_command",
