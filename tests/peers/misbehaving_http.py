@@ -15,6 +15,11 @@ tests. The first path segment picks the misbehaviour of `tools/call` (and friend
   /moved/mcp       307 to /ok/mcp (same origin); /moved-away/mcp -> 307 to another origin
   /modern-tools/mcp  a 2026-07-28 server listing a valid tool and one with an invalid
                    x-mcp-header annotation (which clients must leave out)
+  /huge-json/mcp   tools/call -> 200 application/json body of HUGE bytes without Content-Length;
+                   /huge-declared/mcp -> a Content-Length of 10 GB (then a bounded body)
+  /endless-line/mcp  tools/call -> SSE whose `data:` line never ends (HUGE bytes, then closed)
+  /endless-event/mcp tools/call -> SSE event of short `data:` lines that never ends (HUGE bytes)
+  /sse-endless/sse legacy HTTP+SSE: the endpoint event, then an event that never ends (HUGE bytes)
   /sse-elsewhere/sse  legacy HTTP+SSE whose endpoint event points to another origin
   /sse-silent/sse  legacy HTTP+SSE that never sends its endpoint event
 
@@ -38,6 +43,7 @@ EXPIRED: set[str] = set()
 PENDING: dict[str, Any] = {}  # resume: last event id -> the reply to send on reconnection
 LOCK = threading.Lock()
 RETRY_MS = 300
+HUGE = 4 * 1024 * 1024  # what the "endless" modes send before they give up: far over a test's lowered limit
 TOOL = {"name": "echo", "description": "Echo a message.",
         "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}}}
 
@@ -79,6 +85,17 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(text.encode())
         self.wfile.flush()
 
+    def _stream(self, head: bytes, filler: bytes) -> None:
+        """`head`, then `filler` repeated up to HUGE bytes; the client hanging up ends it early."""
+        try:
+            self.wfile.write(head)
+            for _ in range(HUGE // len(filler)):
+                self.wfile.write(filler)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.close_connection = True
+
     def _moved(self) -> bool:
         if self.mode == "moved":
             self._send(307, headers={"Location": "/ok/mcp"})
@@ -105,6 +122,11 @@ class Handler(BaseHTTPRequestHandler):
             self._sse_start()
             self._event("event: endpoint\ndata: http://elsewhere.invalid:9/messages\n\n")
             time.sleep(2)
+            return
+        if self.mode == "sse-endless":
+            self._sse_start()
+            self._event("event: endpoint\ndata: /sse-endless/messages\n\n")
+            self._stream(b"event: message\ndata: ", b"x" * 65536)
             return
         if self.mode == "sse-silent":
             self._sse_start()
@@ -185,6 +207,22 @@ class Handler(BaseHTTPRequestHandler):
         if mode == "hang":
             time.sleep(60)
             return
+        if mode in ("huge-json", "huge-declared"):
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            if mode == "huge-declared":
+                self.send_header("Content-Length", str(10 * 1024 ** 3))
+            else:
+                self.send_header("Connection", "close")  # no length: the body ends when the connection does
+            self.end_headers()
+            return self._stream(b'{"jsonrpc": "2.0", "id": %d, "result": {"content": [{"type": "text", "text": "' % rid,
+                                b"x" * 65536)
+        if mode == "endless-line":
+            self._sse_start()
+            return self._stream(b"event: message\ndata: ", b"x" * 65536)
+        if mode == "endless-event":
+            self._sse_start()
+            return self._stream(b"event: message\n", b"data: " + b"x" * 1018 + b"\n")
         if mode == "resume":
             event_id = uuid.uuid4().hex
             with LOCK:

@@ -12,6 +12,7 @@ Usage: python misbehaving_stdio.py MODE
   bad-version   answers initialize with protocol version 1999-01-01
   hang-on-exit  ignores stdin EOF and SIGTERM (needs SIGKILL)
   fork          spawns a grandchild that would outlive it
+  huge-line     answers tools/call with a line that does not end (4 MB, then exits)
 """
 
 from __future__ import annotations
@@ -70,6 +71,15 @@ def main() -> None:
             else:
                 reply(msg, {"tools": [TOOL]})
         elif method == "tools/call":
+            if MODE == "huge-line":
+                try:
+                    sys.stdout.write('{"jsonrpc": "2.0", "id": %d, "result": {"content": [{"type": "text", "text": "' % ident)
+                    for _ in range(64):
+                        sys.stdout.write("x" * 65536)
+                    sys.stdout.flush()
+                except BrokenPipeError:
+                    pass
+                os._exit(0)
             if MODE == "crash":
                 sys.stderr.write("fatal: simulated crash in tools/call\n")
                 sys.stderr.flush()

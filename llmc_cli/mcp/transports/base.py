@@ -9,12 +9,31 @@ so a transport never has to know which request a message answers.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable, Protocol
 
-from llmc_cli.errors import LlmcError
+from llmc_cli.errors import LlmcError, ProtocolError
 
 Deliver = Callable[[dict[str, Any]], None]
 Closed = Callable[[LlmcError | None], None]
+
+# One message (a stdio line, an HTTP body, an SSE event) may be at most this big, on every
+# transport: a server that streams without end must not take the machine's memory with it.
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+MESSAGE_LIMIT_VAR = "LLMC_MAX_MESSAGE_BYTES"  # lower it to bound memory further (tests do)
+
+
+def max_message_bytes() -> int:
+    """The limit in force: $LLMC_MAX_MESSAGE_BYTES when it is a positive number, else 64 MiB."""
+    value = os.environ.get(MESSAGE_LIMIT_VAR, "")
+    return int(value) if value.isdigit() and int(value) > 0 else MAX_MESSAGE_BYTES
+
+
+def too_large(limit: int, what: str = "a message") -> ProtocolError:
+    """The error (exit 6) for a message over the limit; it names the limit and how to change it."""
+    size = f"{limit // (1024 * 1024)} MiB" if limit % (1024 * 1024) == 0 else f"{limit} bytes"
+    return ProtocolError(f"the server sent {what} larger than the {size} limit (set {MESSAGE_LIMIT_VAR} to change it)",
+                         limit=limit)
 
 
 class Transport(Protocol):

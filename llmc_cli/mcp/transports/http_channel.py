@@ -13,7 +13,8 @@ from urllib.parse import urljoin, urlsplit
 
 from llmc_cli.errors import AuthError, ConnectionFailed, HttpStatusError, LlmcError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
-from llmc_cli.mcp.transports.sse_parser import Event, events
+from llmc_cli.mcp.transports.base import max_message_bytes, too_large
+from llmc_cli.mcp.transports.sse_parser import Event, events, lines
 
 MAX_ERROR_BODY = 64 * 1024  # bytes of an error reply kept to look for a JSON-RPC error
 MAX_AUTH_RETRIES = 6  # backstop: the auth hook bounds logins and step-ups itself (and says which ran out)
@@ -130,6 +131,31 @@ class HttpChannel:
             response.close()
         return b"".join(chunks)
 
+    def read_message(self, response: Any) -> bytes:
+        """A whole reply body that is one JSON-RPC message (or batch): ProtocolError (exit 6)
+        when it is larger than the message limit, found before it is all in memory."""
+        import httpx2
+
+        limit = max_message_bytes()
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            self.discard(response)
+            raise too_large(limit, "a reply body")
+        chunks, size = [], 0
+        try:
+            for chunk in response.iter_bytes():
+                size += len(chunk)
+                if size > limit:
+                    raise too_large(limit, "a reply body")
+                chunks.append(chunk)
+        except httpx2.TimeoutException:
+            raise TimeoutExpired(f"{self._where(self.url)}: reply body not complete within the timeout") from None
+        except httpx2.HTTPError as exc:
+            raise ConnectionFailed(f"{self._where(self.url)}: reply cut off: {preview(str(exc))}") from None
+        finally:
+            response.close()
+        return b"".join(chunks)
+
     def status_error(self, response: Any, request: dict[str, Any] | None, deliver: Any) -> None:
         """An HTTP error reply: deliver it when it is the JSON-RPC error answering `request`
         (modern servers answer 400/404 with one), else raise HttpStatusError."""
@@ -156,7 +182,8 @@ class HttpChannel:
                               {k.lower(): v for k, v in response.headers.items() if k.lower() != "set-cookie"})
 
     def read_events(self, response: Any) -> Iterator[Event]:
-        """Events of an open SSE response until it ends; closing() interrupts it."""
+        """Events of an open SSE response until it ends; closing() interrupts it. A line or an
+        event larger than the message limit raises ProtocolError (the stream is closed)."""
         import httpx2
 
         with self._streams_lock:
@@ -165,7 +192,8 @@ class HttpChannel:
                 return
             self._streams.add(response)
         try:
-            yield from events(response.iter_lines())
+            limit = max_message_bytes()
+            yield from events(lines(response.iter_bytes(), limit), limit)
         except (httpx2.HTTPError, OSError, ValueError, RuntimeError):
             pass  # the stream broke (or was stopped): the caller decides whether to resume
         finally:

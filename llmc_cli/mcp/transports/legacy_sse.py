@@ -103,6 +103,23 @@ class LegacySseTransport:
             self._deliver(message)
 
     def _read(self, response: Any, deliver: Deliver, closed: Closed) -> None:
+        try:
+            self._read_events(response, deliver)
+        except ProtocolError as exc:  # an event over the message limit: the server is unusable
+            self._endpoint_error = self._endpoint_error or (exc if self.endpoint is None else None)
+            self._endpoint_ready.set()
+            if not self._stopped:
+                closed(exc)
+            return
+        if not self._stopped:
+            if self.endpoint is None:
+                self._endpoint_error = ConnectionFailed(
+                    f"{self.http._where(self.url)} closed the SSE stream before sending its `endpoint` event")
+                self._endpoint_ready.set()
+                return
+            closed(ConnectionFailed("the server closed the SSE stream"))
+
+    def _read_events(self, response: Any, deliver: Deliver) -> None:
         for event in self.http.read_events(response):
             if event.event == "endpoint" and self.endpoint is None:
                 self._set_endpoint(event.data.strip())
@@ -116,13 +133,6 @@ class LegacySseTransport:
                 continue
             for message in messages:
                 deliver(message)
-        if not self._stopped:
-            if self.endpoint is None:
-                self._endpoint_error = ConnectionFailed(
-                    f"{self.http._where(self.url)} closed the SSE stream before sending its `endpoint` event")
-                self._endpoint_ready.set()
-                return
-            closed(ConnectionFailed("the server closed the SSE stream"))
 
     def _set_endpoint(self, data: str) -> None:
         endpoint = urljoin(self.url, data)

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from llmc_cli.errors import ConnectionFailed, LlmcError, ProtocolError
 from llmc_cli.mcp import jsonrpc
-from llmc_cli.mcp.transports.base import Closed, Deliver
+from llmc_cli.mcp.transports.base import Closed, Deliver, max_message_bytes, too_large
 
 # Variables a server legitimately needs to start (the MCP SDKs pass a similar list).
 INHERITED_ENV = (
@@ -29,7 +29,6 @@ INHERITED_ENV = (
     "PYTHONPATH",
 )
 STDERR_LINES_KEPT = 50
-MAX_LINE_BYTES = 64 * 1024 * 1024  # one message; a server that streams without newlines is broken
 GARBAGE_LINES_TOLERATED = 100  # servers that log to stdout: skip a few lines, then give up
 
 
@@ -159,8 +158,12 @@ class StdioTransport:
         assert self._proc is not None and self._proc.stdout is not None
         error: LlmcError | None = None
         garbage = 0
+        limit = max_message_bytes()  # one message per line; a server that streams without newlines is broken
         try:
-            for raw in iter(lambda: self._proc.stdout.readline(MAX_LINE_BYTES), b""):  # type: ignore[union-attr]
+            for raw in iter(lambda: self._proc.stdout.readline(limit + 1), b""):  # type: ignore[union-attr]
+                if len(raw) > limit:
+                    error = too_large(limit, "a line")
+                    break
                 line = raw.strip()
                 if not line:
                     continue

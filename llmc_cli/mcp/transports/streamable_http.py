@@ -290,7 +290,7 @@ class StreamableHttpTransport:
                 self._inflight[request["id"]] = response
             self._spawn(lambda: self._post_stream(response, request), "llmc-http-sse")
             return
-        body = self.http.read_body(response)
+        body = self.http.read_message(response)
         if "application/json" not in ctype:
             text = body.decode("utf-8", "replace")
             raise HttpStatusError(
@@ -301,6 +301,14 @@ class StreamableHttpTransport:
             self._deliver(self._inspect(reply, request))  # type: ignore[misc]
 
     def _post_stream(self, response: Any, request: dict[str, Any]) -> None:
+        try:
+            self._post_stream_resuming(response, request)
+        except ProtocolError as exc:  # an event over the message limit: the server is unusable
+            with self._lock:
+                self._inflight.pop(request["id"], None)
+            self._report(exc)
+
+    def _post_stream_resuming(self, response: Any, request: dict[str, Any]) -> None:
         rid, state = request["id"], _StreamState()
         answered = self._pump(response, request, state)
         attempts = 0
@@ -346,7 +354,11 @@ class StreamableHttpTransport:
                 self._note(f"standalone GET stream not offered (HTTP {response.status_code})")
                 self.http.discard(response)
                 return
-            self._pump(response, None, state)
+            try:
+                self._pump(response, None, state)
+            except ProtocolError as exc:  # an event over the message limit: the server is unusable
+                self._report(exc)
+                return
             if state.last_id is None:
                 return  # not resumable: the server ended it on purpose
             attempts += 1
