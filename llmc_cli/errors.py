@@ -1,18 +1,32 @@
-"""One exception tree. Each class carries the exit code documented in README and `llmc --help`.
-
-Exit codes: 0 ok, 1 tool error / failed check, 2 usage, 3 config, 4 policy, 5 connection,
-6 protocol, 7 timeout, 8 LLM provider, 9 auth, 10 manifest drift, 130 interrupted.
+"""One exception tree. Each class carries the exit code documented in README and `llmc --help`;
+ExitCode names them, so no code says a bare 4 or 130.
 """
 
 from __future__ import annotations
 
+from enum import IntEnum
 from typing import Any
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    TOOL_ERROR = 1  # the tool reported an error (isError), or a check failed
+    USAGE = 2
+    CONFIG = 3  # config or profile
+    DENIED = 4  # by policy, or a confirmation needed without a terminal
+    CONNECTION = 5  # cannot spawn, refused, crashed
+    PROTOCOL = 6  # bad JSON-RPC, no common version, message too large
+    TIMEOUT = 7
+    PROVIDER = 8  # the LLM provider
+    AUTH = 9
+    DRIFT = 10  # tool manifest drift
+    INTERRUPTED = 130  # SIGINT (128 + 2)
 
 
 class LlmcError(Exception):
     """Base of every error llmc reports to a user: one line, one exit code."""
 
-    exit_code = 1
+    exit_code: ExitCode = ExitCode.TOOL_ERROR
     kind = "error"
 
     def __init__(self, message: str, **details: Any) -> None:
@@ -21,7 +35,7 @@ class LlmcError(Exception):
         self.details = details
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"error": self.kind, "message": self.message, "exitCode": self.exit_code}
+        out: dict[str, Any] = {"error": self.kind, "message": self.message, "exitCode": int(self.exit_code)}
         out.update({k: v for k, v in self.details.items() if v is not None})
         return out
 
@@ -29,29 +43,29 @@ class LlmcError(Exception):
 class ToolFailed(LlmcError):
     """The tool ran and reported an error (isError), or a check such as `audit verify` failed."""
 
-    exit_code = 1
+    exit_code = ExitCode.TOOL_ERROR
     kind = "tool_error"
 
 
 class UsageError(LlmcError):
-    exit_code = 2
+    exit_code = ExitCode.USAGE
     kind = "usage"
 
 
 class ConfigError(LlmcError):
-    exit_code = 3
+    exit_code = ExitCode.CONFIG
     kind = "config"
 
 
 class PolicyDenied(LlmcError):
-    exit_code = 4
+    exit_code = ExitCode.DENIED
     kind = "denied"
 
 
 class ConnectionFailed(LlmcError):
     """Cannot spawn, connection refused, the server crashed or closed the stream."""
 
-    exit_code = 5
+    exit_code = ExitCode.CONNECTION
     kind = "connection"
 
 
@@ -72,7 +86,7 @@ class SessionExpired(ConnectionFailed):
 class ProtocolError(LlmcError):
     """The peer broke the protocol: bad JSON-RPC, no common version, a lying reply."""
 
-    exit_code = 6
+    exit_code = ExitCode.PROTOCOL
     kind = "protocol"
 
 
@@ -88,39 +102,50 @@ class RpcError(ProtocolError):
 
 
 class TimeoutExpired(LlmcError):
-    exit_code = 7
+    exit_code = ExitCode.TIMEOUT
     kind = "timeout"
 
 
 class Cancelled(LlmcError):
     """The caller withdrew the request (an MCP host's notifications/cancelled, relayed upstream)."""
 
-    exit_code = 130
+    exit_code = ExitCode.INTERRUPTED
     kind = "cancelled"
 
 
 class ProviderError(LlmcError):
-    exit_code = 8
+    exit_code = ExitCode.PROVIDER
     kind = "provider"
 
 
 class AuthError(LlmcError):
-    exit_code = 9
+    exit_code = ExitCode.AUTH
     kind = "auth"
 
 
 class DriftError(LlmcError):
-    exit_code = 10
+    exit_code = ExitCode.DRIFT
     kind = "drift"
 
 
-INTERRUPTED_EXIT_CODE = 130
+JSON_RPC_INTERNAL_ERROR = -32603  # what an rpc_error without its code is taken for (mcp.jsonrpc has the rest)
 
 
 def from_json(data: dict[str, Any]) -> LlmcError:
-    """The error another llmc process reported with `LlmcError.to_json()` (the session keeper)."""
-    kinds = {cls.kind: cls for cls in (ToolFailed, UsageError, ConfigError, PolicyDenied, ConnectionFailed,
-                                       ProtocolError, TimeoutExpired, ProviderError, AuthError, DriftError)}
-    kinds["rpc_error"] = ProtocolError
-    cls = kinds.get(str(data.get("error")), ConnectionFailed)
-    return cls(str(data.get("message") or "the session keeper reported an error"))
+    """The error another llmc process reported with `LlmcError.to_json()` (the session keeper),
+    with its class, message and details (a server's stderr, an HTTP status, a JSON-RPC code)."""
+    message = str(data.get("message") or "the session keeper reported an error")
+    details = {k: v for k, v in data.items() if k not in ("llmc", "error", "message", "exitCode")}
+    kind = str(data.get("error"))
+    if kind == RpcError.kind:
+        code = details.pop("code", None)
+        error: LlmcError = RpcError(message, code if isinstance(code, int) else JSON_RPC_INTERNAL_ERROR,
+                                    details.pop("data", None))
+        error.details.update(details)
+        return error
+    return _KINDS.get(kind, ConnectionFailed)(message, **details)
+
+
+_KINDS: dict[str, type[LlmcError]] = {cls.kind: cls for cls in (
+    LlmcError, ToolFailed, UsageError, ConfigError, PolicyDenied, ConnectionFailed, ProtocolError, TimeoutExpired,
+    Cancelled, ProviderError, AuthError, DriftError)}

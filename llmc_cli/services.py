@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from llmc_cli.catalog import Catalog
 from llmc_cli.config.profiles import LoadedProfile, server_specs
-from llmc_cli.errors import Cancelled, ConfigError, LlmcError, PolicyDenied, ProtocolError, TimeoutExpired, UsageError
+from llmc_cli.errors import Cancelled, ConfigError, ExitCode, LlmcError, PolicyDenied, ProtocolError, TimeoutExpired, UsageError
 from llmc_cli.mcp.session import ClientHooks
 from llmc_cli.model import ServerSpec, Tool, ToolCall, ToolResult
 
@@ -260,7 +260,7 @@ class BatchItem:
     def exit_code(self) -> int:
         if self.error is not None:
             return self.error.exit_code
-        return 1 if self.result is not None and self.result.is_error else 0
+        return ExitCode.TOOL_ERROR if self.result is not None and self.result.is_error else ExitCode.OK
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id}

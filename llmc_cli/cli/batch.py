@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterable
 import click
 
 from llmc_cli.cli.arguments import load_json, read_input
-from llmc_cli.errors import LlmcError, UsageError
+from llmc_cli.errors import ExitCode, LlmcError, UsageError
 
 
 def read_items(lines: Iterable[str], resolve: Callable[[str], tuple[str, str]]) -> list[Any]:
@@ -45,7 +45,7 @@ def run(ctx: click.Context, source: str, parallel: int, fail_fast: bool, yes: bo
     # The whole input first: a file that cannot be read, or is not UTF-8, starts no server.
     lines = read_input(source, "--batch").splitlines()
     catalog, profile = open_catalog(ctx, target, warm=False)
-    worst = 0
+    worst: int = ExitCode.OK
     with catalog:
         def resolve(tool: str) -> tuple[str, str]:
             return resolve_tool(ctx, catalog, tool)

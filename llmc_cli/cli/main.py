@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from llmc_cli import __version__
-from llmc_cli.errors import INTERRUPTED_EXIT_CODE, LlmcError
+from llmc_cli.errors import ExitCode, LlmcError
 
 # name -> ("module:attribute", one-line help). A command's module (and what it imports) loads
 # only when that command runs; `llmc --help` reads the help text from here.
@@ -89,11 +89,11 @@ def main(argv: list[str] | None = None) -> None:
         _interrupted()
     except click.ClickException as exc:
         exc.show()
-        sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
+        sys.exit(ExitCode.USAGE if isinstance(exc, click.UsageError) else exc.exit_code)
     except BrokenPipeError:
         # `llmc ... | head`: the reader went away; nothing left to say.
         sys.stderr.close()
-        sys.exit(0)
+        sys.exit(ExitCode.OK)
 
 
 def _interrupted() -> None:
@@ -103,4 +103,4 @@ def _interrupted() -> None:
     if stdio is not None:
         stdio.StdioTransport.close_all()
     click.echo("llmc: interrupted", err=True)
-    sys.exit(INTERRUPTED_EXIT_CODE)
+    sys.exit(ExitCode.INTERRUPTED)

@@ -9,7 +9,7 @@ import click
 from llmc_cli.cli.arguments import needs_schema, parse_json_option, parse_pairs
 from llmc_cli.cli.output import emit, note
 from llmc_cli.cli.targets import target_options
-from llmc_cli.errors import UsageError
+from llmc_cli.errors import ExitCode, UsageError
 
 
 @click.group()
@@ -65,7 +65,7 @@ def check(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str 
     emit({"profile": profile.name, "server": call.server, "tool": call.tool, "arguments": call.arguments,
           "caller": caller, **decision.to_json(), "hints": hints})
     if decision.action != "allow":
-        ctx.exit(4)
+        ctx.exit(ExitCode.DENIED)
 
 
 @policy.command("approve")

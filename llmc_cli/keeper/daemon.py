@@ -27,7 +27,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import datetime, timezone
 from typing import Any
 
-from llmc_cli.errors import ConnectionFailed, LlmcError, RpcError
+from llmc_cli.errors import ConnectionFailed, ExitCode, LlmcError, RpcError
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.client import connect
 from llmc_cli.mcp.session import ClientHooks, Session
@@ -268,7 +268,7 @@ class Keeper:
             threading.Thread(target=self._serve, args=(conn,), daemon=True, name="llmc-keeper-client").start()
         log(f"session {self.name} stopping: {self.stop_reason}")
         self._shutdown()
-        return 0
+        return ExitCode.OK
 
     def _open_quietly(self, upstream: Upstream) -> bool:
         try:
@@ -450,7 +450,7 @@ def main() -> int:
         ready.write(json.dumps({"llmc": "error", "error": "connection",
                                 "message": f"session {keeper.name}: cannot listen on {path}: {exc.strerror}"}) + "\n")
         ready.close()
-        return 5
+        return ExitCode.CONNECTION
     inode = os.stat(path).st_ino
     try:
         return keeper.run(listener, ready)
