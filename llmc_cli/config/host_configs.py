@@ -109,6 +109,8 @@ def plan(client: str, config: Path | None, name: str, profile_ref: str, replace:
         if text.strip():
             try:
                 data = json.loads(text)
+            except RecursionError:
+                raise ConfigError(f"{path}: JSON nested too deeply") from None
             except ValueError:
                 from llmc_cli.config.importers import strip_jsonc
 

@@ -109,7 +109,10 @@ def start(name: str, specs: list[ServerSpec], *, idle: float, profile: str | Non
         else:
             raise UsageError(f"session {name} is already running (pid {running.get('pid')}); "
                              f"stop it with `llmc session stop {name}` or pick another name")
-    fd = os.open(log_path(name), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        fd = os.open(log_path(name), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    except OSError as exc:
+        raise ConfigError(f"cannot write {log_path(name)}: {exc.strerror or exc}") from None
     with os.fdopen(fd, "ab") as log:
         # -P: `-m` would put the current directory first on sys.path, so a json.py or socket.py
         # in whatever directory `session start` runs in would be imported by the keeper.
