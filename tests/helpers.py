@@ -26,6 +26,18 @@ def node_tool(name: str) -> str:
     return str(path)
 
 
+def conformance_suite(spec: str) -> str:
+    """The official conformance suite's executable for a spec version: 0.1.x tests up to
+    2025-11-25; the 2026-07-28 suite is a pre-release installed under the alias conformance-2026
+    (its bin would clash with the other's). scripts/test.sh installs both."""
+    if spec != "2026-07-28":
+        return node_tool("conformance")
+    path = NODE_BIN.parent / "conformance-2026" / "dist" / "index.js"
+    if not path.exists():
+        pytest.fail(f"{path} is missing: run scripts/test.sh, which installs tests/node")
+    return str(path)
+
+
 def desktop_commander() -> list[str]:
     """argv that runs Desktop Commander (its package.json "bin": dist/index.js, an ES module) on stdio.
 

@@ -17,9 +17,9 @@ from typing import Any, Callable, Mapping
 from llmc_cli.errors import ConnectionFailed, HttpStatusError, LlmcError, ProtocolError, RpcError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp import http_sessions
-from llmc_cli.mcp.session import ClientHooks, NotADiscoverResult, Session
+from llmc_cli.mcp.session import ClientHooks, NotADiscoverResult, Session, supported_versions
 from llmc_cli.mcp.stores import EraCache, Stores
-from llmc_cli.mcp.versions import LEGACY_VERSIONS, MODERN_VERSIONS
+from llmc_cli.mcp.versions import LEGACY_VERSIONS, MODERN_VERSIONS, SUPPORTED_VERSIONS
 from llmc_cli.mcp.transports.base import Transport
 from llmc_cli.model import ServerSpec
 
@@ -100,9 +100,7 @@ def _negotiate_stdio(session: Session, spec: ServerSpec, memo: _Memo, cached: di
         session.discover(timeout=min(spec.timeout, STDIO_PROBE_TIMEOUT))
         era = "modern"
     except RpcError as exc:
-        if exc.code in jsonrpc.MODERN_ERROR_CODES:
-            raise ProtocolError(f"{spec.name}: server speaks only MCP versions llmc does not: {exc.data}") from None
-        session.initialize()
+        session.initialize(_refused(spec, exc) if exc.code in jsonrpc.MODERN_ERROR_CODES else LEGACY_VERSIONS[0])
         era = "legacy"
     except (TimeoutExpired, NotADiscoverResult):
         # Silence or a reply that is no DiscoverResult: a legacy server (transports/stdio.mdx)...
@@ -154,13 +152,17 @@ def _connect_remote(spec: ServerSpec, stores: Stores, memo: _Memo, hooks: Client
     if cached and cached.get("era") == "modern" and cached.get("version") in MODERN_VERSIONS:
         session.adopt("modern", cached["version"])
         return session
+    legacy_version = LEGACY_VERSIONS[0]
     try:
         session.discover()
         era = "modern"
     except RpcError as exc:
         if exc.code in jsonrpc.MODERN_ERROR_CODES:
-            session.close()
-            raise ProtocolError(f"{spec.name}: server speaks only MCP versions llmc does not: {exc.data}") from None
+            try:
+                legacy_version = _refused(spec, exc)
+            except ProtocolError:
+                session.close()
+                raise
         era = "legacy"
     except HttpStatusError as exc:
         if not 400 <= exc.status < 500 or exc.status in (401, 403):
@@ -174,7 +176,7 @@ def _connect_remote(spec: ServerSpec, stores: Stores, memo: _Memo, hooks: Client
         raise
     if era == "legacy":
         try:
-            session.initialize()
+            session.initialize(legacy_version)
         except HttpStatusError as exc:
             session.close()
             if spec.transport == "http" or exc.status not in (400, 404, 405):
@@ -189,6 +191,24 @@ def _connect_remote(spec: ServerSpec, stores: Stores, memo: _Memo, hooks: Client
     else:
         memo.put({"era": era, "transport": "http", "version": session.protocol_version or ""})
     return session
+
+
+def _refused(spec: ServerSpec, exc: RpcError) -> str:
+    """A modern error in answer to the era probe (after the session's one version retry). An
+    UnsupportedProtocolVersion listing initialize-era versions llmc speaks: the best of them,
+    for the handshake. Otherwise a ProtocolError that says what happened."""
+    offered = supported_versions(exc)
+    legacy = next((v for v in LEGACY_VERSIONS if v in offered), None)
+    if legacy:
+        return legacy
+    if exc.code != jsonrpc.UNSUPPORTED_PROTOCOL_VERSION:
+        raise ProtocolError(exc.message)
+    if any(v in offered for v in MODERN_VERSIONS):
+        requested = exc.data.get("requested") if isinstance(exc.data, dict) else None
+        raise ProtocolError(f"{spec.name}: the server refused MCP {requested or 'its own version'} again after a "
+                            f"retry, though it lists it as supported ({', '.join(offered)})")
+    raise ProtocolError(f"{spec.name}: no common MCP version: the server speaks {', '.join(offered) or 'none it names'}; "
+                        f"llmc speaks {', '.join(SUPPORTED_VERSIONS)}")
 
 
 def _guarded(session: Session, step: Callable[[], Any]) -> None:

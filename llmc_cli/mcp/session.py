@@ -65,6 +65,20 @@ def decline(params: dict[str, Any]) -> dict[str, Any]:
     return {"action": "decline"}
 
 
+def supported_versions(exc: RpcError) -> list[str]:
+    """The versions an UnsupportedProtocolVersion error lists (`data.supported`), else []."""
+    if exc.code != jsonrpc.UNSUPPORTED_PROTOCOL_VERSION or not isinstance(exc.data, dict):
+        return []
+    supported = exc.data.get("supported")
+    return [v for v in supported if isinstance(v, str)] if isinstance(supported, list) else []
+
+
+def retry_version(exc: RpcError) -> str | None:
+    """The best modern version both sides speak, when the error is an UnsupportedProtocolVersion."""
+    offered = supported_versions(exc)
+    return next((v for v in MODERN_VERSIONS if v in offered), None)
+
+
 class Session:
     """A connected session. Thread-safe: several threads may send requests concurrently."""
 
@@ -130,14 +144,7 @@ class Session:
         self.era, self.protocol_version = "modern", version
         self.transport.protocol_version = version
         try:
-            result = self.request("server/discover", {}, timeout=timeout)
-        except RpcError as exc:
-            supported = (exc.data or {}).get("supported") if isinstance(exc.data, dict) else None
-            common = [v for v in MODERN_VERSIONS if isinstance(supported, list) and v in supported]
-            if exc.code == jsonrpc.UNSUPPORTED_PROTOCOL_VERSION and common and common[0] != version:
-                return self.discover(common[0], timeout)
-            self.era = self.protocol_version = self.transport.protocol_version = None
-            raise
+            result = self.request("server/discover", {}, timeout=timeout)  # one version retry inside
         except LlmcError:
             self.era = self.protocol_version = self.transport.protocol_version = None
             raise
@@ -288,6 +295,18 @@ class Session:
         return caps
 
     def _request_raw(self, method: str, params: dict[str, Any] | None, timeout: float | None = None) -> dict[str, Any]:
+        """One request; a modern server that refuses its version (UnsupportedProtocolVersion)
+        listing one llmc speaks gets one retry with the best common version (basic/versioning)."""
+        try:
+            return self._request_once(method, params, timeout)
+        except RpcError as exc:
+            version = self.era == "modern" and retry_version(exc)
+            if not version:
+                raise
+            self.protocol_version = self.transport.protocol_version = version
+            return self._request_once(method, params, timeout)
+
+    def _request_once(self, method: str, params: dict[str, Any] | None, timeout: float | None = None) -> dict[str, Any]:
         if self._closed_error is not None:
             raise self._closed_error
         request_id = next(self._ids)

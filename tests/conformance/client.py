@@ -15,6 +15,8 @@ SCENARIOS = {
     "elicitation-sep1034-client-defaults": ["call", "test_client_elicitation_defaults", "--elicit",
                                             "accept-defaults"],
     "sse-retry": ["call", "test_reconnection"],
+    # 2026-07-28 suite
+    "request-metadata": ["tools", "list"],
 }
 
 

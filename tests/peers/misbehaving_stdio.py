@@ -13,6 +13,8 @@ Usage: python misbehaving_stdio.py MODE
   hang-on-exit  ignores stdin EOF and SIGTERM (needs SIGKILL)
   fork          spawns a grandchild that would outlive it
   huge-line     answers tools/call with a line that does not end (4 MB, then exits)
+  versions V,.. answers server/discover with UnsupportedProtocolVersion (-32022) listing the
+                versions V (comma-separated); initialize agrees on the first of them
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import sys
 import time
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "good"
+VERSIONS = sys.argv[2].split(",") if MODE == "versions" and len(sys.argv) > 2 else []
 # TOOL_DESCRIPTION lets a test change the manifest between runs (drift, tool poisoning).
 TOOL = {"name": "echo", "description": os.environ.get("TOOL_DESCRIPTION", "Echo"), "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}}}
 
@@ -53,8 +56,14 @@ def main() -> None:
             continue  # notifications
         if method == "initialize":
             version = "1999-01-01" if MODE == "bad-version" else msg["params"]["protocolVersion"]
+            if VERSIONS:
+                version = msg["params"]["protocolVersion"] if msg["params"]["protocolVersion"] in VERSIONS else VERSIONS[0]
             reply(msg, {"protocolVersion": version, "capabilities": {"tools": {}},
                         "serverInfo": {"name": f"misbehaving-{MODE}", "version": "0"}})
+        elif method == "server/discover" and VERSIONS:
+            requested = ((msg.get("params") or {}).get("_meta") or {}).get("io.modelcontextprotocol/protocolVersion")
+            send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32022, "message": "Unsupported protocol version",
+                                                           "data": {"supported": VERSIONS, "requested": requested}}})
         elif method == "server/discover" or MODE == "silent":
             if method == "server/discover":
                 send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32601, "message": "Method not found"}})

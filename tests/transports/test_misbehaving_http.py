@@ -42,7 +42,7 @@ def assert_one_line_error(proc: subprocess.CompletedProcess[str], code: int, fra
     ("html", 5, "answered text/html instead of JSON or an event stream"),
     ("html400", 5, "answered HTTP 400"),
     ("cut", 5, "closed the event stream of tools/call before replying"),
-    ("modern-error", 6, "speaks only MCP versions llmc does not"),
+    ("modern-error", 6, "no common MCP version: the server speaks 2099-01-01; llmc speaks 2026-07-28"),
 ])
 def test_bad_replies_are_one_line_errors_with_their_exit_code(misbehaving, mode, code, fragment):
     assert_one_line_error(call(misbehaving, mode), code, fragment)
