@@ -359,7 +359,7 @@ class Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length)
         try:
             message = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, RecursionError):  # RecursionError: arrays nested a million deep
             self._refuse(400, "Parse error: not JSON", jsonrpc.PARSE_ERROR)
             return None
         try:

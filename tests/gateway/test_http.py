@@ -151,6 +151,8 @@ def test_limits_sessions_and_pages(gateway: Gateway) -> None:
     conn.close()
     status, _, _ = gateway.request("POST", "/mcp", b"{not json")
     assert status == 400
+    status, _, _ = gateway.request("POST", "/mcp", b"[" * 1_000_000 + b"]" * 1_000_000)  # RecursionError to parse
+    assert status == 400
     status, _, _ = gateway.request("POST", "/mcp", {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
     assert status == 400  # neither a session nor a 2026-07-28 _meta
     status, headers, _ = gateway.request("POST", "/mcp", INIT)
