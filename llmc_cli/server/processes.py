@@ -37,17 +37,70 @@ TAG_VAR = "LLMC_WORKSPACE_PROCESS"  # marks every process we start, and what it 
 MAX_KEPT = 64  # finished processes remembered for list_processes / read_process_output
 TERM_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
 KILL_ROUNDS = 20  # collect-and-kill passes over /proc; each freezes what it finds before killing
-# Sets the limits, then becomes the real program (bwrap, or the command): stdlib only, -I -S.
-_LIMITS_EXEC = (
-    "import os, resource, sys\n"
-    "for name, value in zip(('RLIMIT_NPROC', 'RLIMIT_AS', 'RLIMIT_CPU'), map(int, sys.argv[1:4])):\n"
-    "    kind = getattr(resource, name)\n"
-    "    hard = resource.getrlimit(kind)[1]\n"
-    "    value = value if hard == resource.RLIM_INFINITY else min(value, hard)\n"
-    "    soft_hard = (value, min(value + 1, hard) if hard != resource.RLIM_INFINITY else value + 1) "
-    "if name == 'RLIMIT_CPU' else (value, value)\n"
-    "    resource.setrlimit(kind, soft_hard)\n"
-    "os.execv(sys.argv[4], sys.argv[4:])\n")
+# What llmc starts for each process (stdlib only, run with -I -S): set the resource limits, then
+# argv[5:] runs. With bwrap (argv[4] == "exec") it becomes bwrap, whose PID namespace holds the
+# tree. Without (argv[4] == "keep"), a KEEPER stays beside the command: a child subreaper
+# (PR_SET_CHILD_SUBREAPER), so every process of the tree that is orphaned (background children,
+# double forks, setsid, closed descriptors, wiped environment: nothing escapes this) becomes its
+# child, and it lives, ignoring SIGTERM/SIGHUP/SIGINT and reaping, until the last one is gone.
+# It keeps the tree's marker and tag, so kill_trees finds it and, through it, all of them. This
+# process itself waits for the command and exits with its status (128+N for signal N), so
+# `running` and `exitCode` are the command's.
+_LAUNCH = r"""
+import os, resource, signal, sys
+for name, value in zip(("RLIMIT_NPROC", "RLIMIT_AS", "RLIMIT_CPU"), map(int, sys.argv[1:4])):
+    kind = getattr(resource, name)
+    hard = resource.getrlimit(kind)[1]
+    value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+    cpu_hard = value + 1 if hard == resource.RLIM_INFINITY else min(value + 1, hard)
+    resource.setrlimit(kind, (value, cpu_hard if name == "RLIMIT_CPU" else value))
+argv = sys.argv[5:]
+try:
+    import ctypes
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+except Exception:
+    prctl = None
+if sys.argv[4] == "exec" or prctl is None:
+    os.execv(argv[0], argv)
+status_r, status_w = os.pipe()
+if os.fork() == 0:  # the keeper
+    os.close(status_r)
+    prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER (not inherited: set here, before the command starts)
+    command = os.fork()
+    if command == 0:
+        os.close(status_w)
+        try:
+            os.execv(argv[0], argv)
+        except OSError as exc:
+            os.write(2, f"cannot run {argv[0]}: {exc.strerror}\n".encode())
+        os._exit(127)
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)  # the command's pipes are the command's: their end of file is its
+    while True:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            os._exit(0)
+        except InterruptedError:
+            continue
+        if pid == command:
+            os.write(status_w, str(status).encode())
+            os.close(status_w)
+os.close(status_w)
+null = os.open(os.devnull, os.O_RDWR)
+for fd in (0, 1, 2):
+    os.dup2(null, fd)
+data = b""
+while chunk := os.read(status_r, 64):
+    data += chunk
+if not data:
+    os._exit(125)  # the keeper died before the command ended
+status = int(data)
+os._exit(128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
+"""
 
 
 def find_bwrap() -> str | None:
@@ -132,8 +185,9 @@ class Launcher:
     def wrap(self, argv: list[str], cwd: str) -> list[str]:
         """The argv that runs `argv` contained: limits, then bwrap (when used), then the command."""
         limits = self.limits()
-        return [sys.executable, "-I", "-S", "-c", _LIMITS_EXEC, str(limits["max_user_processes"]),
-                str(limits["max_memory_bytes"]), str(limits["max_cpu_seconds"]), *self._sandbox(argv, cwd)]
+        return [sys.executable, "-I", "-S", "-c", _LAUNCH, str(limits["max_user_processes"]),
+                str(limits["max_memory_bytes"]), str(limits["max_cpu_seconds"]),
+                "exec" if self.sandbox == "bwrap" else "keep", *self._sandbox(argv, cwd)]
 
     def _sandbox(self, argv: list[str], cwd: str) -> list[str]:
         if self.sandbox != "bwrap":

@@ -138,6 +138,8 @@ OUTLIVE = [
     ("double fork", "( ( sleep {m} >/dev/null 2>&1 & ) & )"),
     ("double fork, setsid, clean env", "( env -i setsid sh -c 'sleep {m} >/dev/null 2>&1 &' & )"),
     ("nohup", "nohup sleep {m} >/dev/null 2>&1 &"),
+    ("every mark dropped", "( env -i python3 -I -c 'import os; os.closerange(3, 65536); os.setsid(); "
+                           "os.execvp(\"sleep\", [\"sleep\", \"{m}\"])' </dev/null >/dev/null 2>&1 & )"),
 ]
 
 
