@@ -12,7 +12,8 @@ llmc's own files covered, a private /tmp and no network unless allowed.
 Without bubblewrap, ending a process means ending its whole tree, also what it left running in
 the background after it exited: its process group, what carries its environment tag, what holds
 its marker (an inherited pipe descriptor, which survives setsid and `env -i`), and every
-descendant of those; frozen with SIGSTOP first so nothing forks while the tree is collected.
+descendant of those (a keeper process adopts every orphan of the tree: see _LAUNCH); frozen
+with SIGSTOP first so nothing forks while the tree is collected.
 """
 
 from __future__ import annotations
