@@ -137,11 +137,17 @@ def export(ctx: click.Context, fmt: str, output: str, strict: bool, **target: An
 @target_options
 @click.pass_context
 def lint(ctx: click.Context, providers: tuple[str, ...], strict: bool, **target: Any) -> None:
-    """What each provider would reject or lose, and why (JSON). --strict: exit 1 on any finding."""
-    from llmc_cli.translate import PROVIDERS, lint as lint_tools
+    """What each provider would reject or lose, and why, and which path-like arguments of tools
+    under a [policy.args] rule no rule covers (target "policy") (JSON). --strict: exit 1 on any
+    finding."""
+    from llmc_cli import policy
+    from llmc_cli.translate import PROVIDERS, Finding, lint as lint_tools
 
-    found, failures, catalog, _, _ = _allowed_tools(ctx, target)
+    found, failures, catalog, _, profile = _allowed_tools(ctx, target)
     findings = lint_tools(found, providers or PROVIDERS, strict=strict)
+    findings += [Finding(tool.qualified_name, f"$.inputSchema.properties.{arg}",
+                         "path-like argument that no [policy.args] rule covers", why, "policy")
+                 for tool in found for arg, why in policy.uncovered_path_arguments(tool, profile.profile.policy)]
     emit([f.to_json() for f in findings])
     raise_failures(failures, len(catalog.specs))
     if strict and findings:
