@@ -35,6 +35,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from llmc_cli.errors import AuthError
 from llmc_cli.mcp.stores import MemoryTokenStore, TokenStore
+from llmc_cli.mcp.transports.base import max_message_bytes, too_large
 from llmc_cli.model import OAuthSpec, ServerSpec
 
 REFRESH_MARGIN = 60.0  # refresh an access token this many seconds before it expires
@@ -610,8 +611,28 @@ class OAuth:
         if self._http_client is None:
             self._http_client = httpx2.Client(timeout=HTTP_TIMEOUT, follow_redirects=False,
                                               headers={"Accept": "application/json"})
+        limit = max_message_bytes()
         try:
-            return self._http_client.request(method, url, **kwargs)
+            # Streamed and counted: a server (or one it names as its authorization server) that
+            # sends an endless body is stopped at the message limit, not read into memory.
+            request = self._http_client.build_request(method, url, **kwargs)
+            response = self._http_client.send(request, stream=True)
+            try:
+                declared = response.headers.get("content-length", "")
+                if declared.isdigit() and int(declared) > limit:
+                    raise too_large(limit, "an authorization reply")
+                body, size = [], 0
+                for chunk in response.iter_bytes():
+                    size += len(chunk)
+                    if size > limit:
+                        raise too_large(limit, "an authorization reply")
+                    body.append(chunk)
+            finally:
+                response.close()
+            # Decoded already: the rebuilt reply must not claim an encoding or length of the wire's.
+            headers = [(k, v) for k, v in response.headers.multi_items()
+                       if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+            return httpx2.Response(response.status_code, headers=headers, content=b"".join(body), request=request)
         except httpx2.HTTPError as exc:
             raise AuthError(f"{self.name}: cannot reach {urlsplit(url).netloc} for authorization:"
                             f" {_one_line(exc, 120) or type(exc).__name__}") from None
@@ -620,7 +641,7 @@ class OAuth:
     def _json_of(response: Any) -> dict[str, Any]:
         try:
             data = response.json()
-        except ValueError:
+        except (ValueError, RecursionError):
             return {}
         return data if isinstance(data, dict) else {}
 

@@ -23,6 +23,7 @@ OVERSIZED = [
     ("streamable-http SSE data line without end", ("url", "/endless-line/mcp")),
     ("streamable-http SSE event without end", ("url", "/endless-event/mcp")),
     ("HTTP+SSE event without end", ("url", "/sse-endless/sse")),
+    ("OAuth resource metadata without end", ("url", "/oauth-huge/mcp")),
     ("stdio line without end", ("stdio", "huge-line")),
 ]
 

@@ -20,6 +20,7 @@ tests. The first path segment picks the misbehaviour of `tools/call` (and friend
   /endless-line/mcp  tools/call -> SSE whose `data:` line never ends (HUGE bytes, then closed)
   /endless-event/mcp tools/call -> SSE event of short `data:` lines that never ends (HUGE bytes)
   /sse-endless/sse legacy HTTP+SSE: the endpoint event, then an event that never ends (HUGE bytes)
+  /oauth-huge/mcp  every POST -> 401 naming resource metadata whose JSON never ends (HUGE bytes)
   /sse-elsewhere/sse  legacy HTTP+SSE whose endpoint event points to another origin
   /sse-silent/sse  legacy HTTP+SSE that never sends its endpoint event
 
@@ -128,6 +129,13 @@ class Handler(BaseHTTPRequestHandler):
             self._event("event: endpoint\ndata: /sse-endless/messages\n\n")
             self._stream(b"event: message\ndata: ", b"x" * 65536)
             return
+        if self.mode == "oauth-huge":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self._stream(b'{"resource": "', b"x" * 65536)
+            return
         if self.mode == "sse-silent":
             self._sse_start()
             for _ in range(100):  # bounded: 10 s of keep-alive comments, no endpoint
@@ -157,6 +165,9 @@ class Handler(BaseHTTPRequestHandler):
         if self._moved():
             return
         method, rid, mode = rpc.get("method"), rpc.get("id"), self.mode
+        if mode == "oauth-huge":
+            metadata = f"http://{self.headers['Host']}/oauth-huge/.well-known/oauth-protected-resource"
+            return self._send(401, b"", "text/plain", {"WWW-Authenticate": f'Bearer resource_metadata="{metadata}"'})
         session = self.headers.get("Mcp-Session-Id")
         if mode == "modern-tools":
             if method == "server/discover":
