@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from llmc_cli.cli.output import emit, note
+from llmc_cli.cli.output import emit, note, plain_text
 from llmc_cli.cli.targets import target_options
 from llmc_cli.errors import TimeoutExpired, ToolFailed, UsageError
 
@@ -43,8 +43,8 @@ def ask(ctx: click.Context, prompt: str, provider: str | None, model: str | None
     Exit 1 when --max-steps ran out, 7 on the total timeout, 8 on a provider error.
     """
     from llmc_cli import agent, policy, services
+    from llmc_cli.cli import prompt as terminal
     from llmc_cli.cli.arguments import check_text, read_input
-    from llmc_cli.cli.call import ask_human
     from llmc_cli.cli.common import open_catalog
     from llmc_cli.config.profiles import load_profile
     from llmc_cli.providers.base import ProviderSettings, make_provider
@@ -68,10 +68,8 @@ def ask(ctx: click.Context, prompt: str, provider: str | None, model: str | None
     # exit 3 now, not after the model has answered.
     agent.save_conversation(conversation, save_as)
     catalog, profile = open_catalog(ctx, target, sample=sample)
-    interactive = sys.stdin.isatty() and sys.stderr.isatty()
-    invocation = services.Invocation(profile=profile, command="ask", caller="model", interactive=interactive,
-                                     assume_yes=yes,
-                                     confirm=ask_human, conversation_id=conversation.id)
+    invocation = services.Invocation(profile=profile, command="ask", caller="model", interactive=terminal.interactive(),
+                                     assume_yes=yes, confirm=terminal.confirm_call, conversation_id=conversation.id)
     progress = (lambda event: (line := agent.progress_line(event)) and note(line)) if sys.stderr.isatty() else None
     with catalog:
         tools, _denied, failures = services.visible_tools(catalog, profile, list(target["servers"]) or None)
@@ -89,7 +87,7 @@ def ask(ctx: click.Context, prompt: str, provider: str | None, model: str | None
             saved = agent.save_conversation(conversation, save_as)
     out = {**record.to_json(), "saved": str(saved)}
     if text:
-        click.echo(record.answer)
+        plain_text(record.answer)
     else:
         emit(out)
     if record.stop_reason == agent.STOP_TIMEOUT:

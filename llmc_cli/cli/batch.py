@@ -9,6 +9,7 @@ from typing import Any, Callable, Iterable
 import click
 
 from llmc_cli.cli.arguments import load_json, read_input
+from llmc_cli.cli.output import json_line
 from llmc_cli.errors import ExitCode, LlmcError, UsageError
 
 
@@ -60,7 +61,7 @@ def run(ctx: click.Context, source: str, parallel: int, fail_fast: bool, yes: bo
         def done(item: Any) -> None:
             nonlocal worst
             worst = max(worst, item.exit_code)
-            click.echo(json.dumps(item.to_json(), ensure_ascii=False, separators=(",", ":")))
+            click.echo(json_line(item.to_json()))
 
         services.run_batch(catalog, invocation, items, parallel=parallel, fail_fast=fail_fast, on_done=done)
     if worst:

@@ -8,7 +8,7 @@ import click
 
 from llmc_cli.cli.arguments import needs_schema, parse_json_option, parse_pairs
 from llmc_cli.cli.complete import complete_tools
-from llmc_cli.cli.output import emit
+from llmc_cli.cli.output import emit, plain_text
 from llmc_cli.cli.targets import target_options
 from llmc_cli.errors import ToolFailed, UsageError
 
@@ -37,6 +37,7 @@ def call(ctx: click.Context, tool: str | None, pairs: tuple[str, ...], json_args
     --batch, the exit code is the worst of all calls.
     """
     from llmc_cli import services
+    from llmc_cli.cli import prompt
     from llmc_cli.cli.common import open_catalog, resolve_tool, warnings
     from llmc_cli.model import ToolCall
 
@@ -65,27 +66,12 @@ def call(ctx: click.Context, tool: str | None, pairs: tuple[str, ...], json_args
                 schema = found.input_schema
             arguments = parse_pairs(pairs, schema)
         invocation = services.Invocation(profile=profile, command="call", caller="human", assume_yes=yes,
-                                         interactive=_interactive(), confirm=ask_human)
+                                         interactive=prompt.interactive(), confirm=prompt.confirm_call)
         result = services.call_tool(catalog, invocation, ToolCall(server, name, arguments))
     if text:
-        click.echo(result.text)
+        plain_text(result.text)
     else:
         emit({"server": server, "tool": name, **result.to_json(), "durationMs": result.duration_ms,
               **warnings(ctx)}, fmt)
     if result.is_error:
         raise ToolFailed(f"{server}.{name} reported an error: {result.text[:200]}")
-
-
-def ask_human(call: Any, tool: Any) -> bool:
-    """The confirmation prompt: server, tool and the exact arguments, on stderr."""
-    import json
-
-    click.echo(f"llmc: {call.server}.{call.tool} needs your confirmation. Arguments:", err=True)
-    click.echo(json.dumps(call.arguments, indent=2, ensure_ascii=False), err=True)
-    return click.confirm("Run it?", default=False, err=True)
-
-
-def _interactive() -> bool:
-    import sys
-
-    return sys.stdin.isatty() and sys.stderr.isatty()

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from llmc_cli.cli.output import note
+from llmc_cli.cli.output import note, status_line
 from llmc_cli.cli.targets import adhoc_spec
 
 
@@ -24,12 +24,14 @@ def open_catalog(ctx: click.Context, target: dict[str, Any], sample: Any = None,
     verbose = ctx.obj.get("verbose", 0) if ctx.obj else 0
     adhoc = adhoc_spec(target["stdio"], target["url"], target["env"], target["cwd"], target["headers"],
                        target["transport"], target["timeout"])
-    elicit_mode = target.get("elicit") or ("prompt" if sys.stdin.isatty() and sys.stderr.isatty() else "decline")
+    from llmc_cli.cli import prompt
+
+    elicit_mode = target.get("elicit") or ("prompt" if prompt.interactive() else "decline")
     hooks = ClientHooks(
         # Presentation only: progress extends --timeout whether it is shown or not.
         on_progress=_progress_line if sys.stderr.isatty() else _progress_note if verbose else None,
         on_log=(lambda p: note(f"[server log {p.get('level', '')}] {_short(p.get('data'))}")) if verbose else None,
-        elicit={"prompt": _prompt_elicitation, "accept-defaults": accept_defaults, "decline": decline}[elicit_mode],
+        elicit={"prompt": prompt.elicit, "accept-defaults": accept_defaults, "decline": decline}[elicit_mode],
         sample=sample,  # sampling/createMessage: the profile's LLM answers only when it allows it
         on_notice=lambda text: _warn(ctx, text),
     )
@@ -92,7 +94,7 @@ def _progress_line(params: dict[str, Any]) -> None:
     done = params.get("progress")
     message = params.get("message") or ""
     amount = f"{done}/{total}" if total else f"{done}"
-    click.echo(f"\r\x1b[2K[progress] {amount} {message}", err=True, nl=False)
+    status_line(f"[progress] {amount} {message}")
 
 
 def _progress_note(params: dict[str, Any]) -> None:
@@ -100,24 +102,3 @@ def _progress_note(params: dict[str, Any]) -> None:
     total, done = params.get("total"), params.get("progress")
     note(f"[progress] {f'{done}/{total}' if total else done} {params.get('message') or ''}".rstrip())
 
-
-def _prompt_elicitation(params: dict[str, Any]) -> dict[str, Any]:
-    """Ask the human on the terminal, one field at a time, defaults offered."""
-    note("")
-    note(f"The server asks: {params.get('message', '')}")
-    if params.get("mode", "form") != "form":
-        note(f"Open this URL to continue: {params.get('url', '')}")
-        return {"action": "accept" if click.confirm("Done?", err=True) else "decline"}
-    if not click.confirm("Answer?", default=True, err=True):
-        return {"action": "decline"}
-    schema = params.get("requestedSchema") or {}
-    content: dict[str, Any] = {}
-    for name, prop in (schema.get("properties") or {}).items():
-        kind = {"integer": int, "number": float, "boolean": bool}.get(prop.get("type"), str)
-        label = prop.get("title") or name
-        if kind is bool:
-            content[name] = click.confirm(label, default=prop.get("default", False), err=True)
-        else:
-            content[name] = click.prompt(label, default=prop.get("default"), type=kind, err=True,
-                                         show_default=True)
-    return {"action": "accept", "content": content}

@@ -1,11 +1,19 @@
-"""Rendering: JSON (default) and JSON Lines for machines, tables for people; errors on stderr."""
+"""Rendering: JSON (default) and JSON Lines for machines, tables for people; errors on stderr.
+
+Text that reaches a person's terminal passes through `clean`: servers and models write it, and an
+escape sequence in it would act on the terminal (OSC 52 clipboard writes, cursor movement, bidi
+overrides that reorder what is shown). JSON on stdout is data and stays as it is (JSON escapes
+control characters itself)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
-from typing import Any, Iterable
+import threading
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator
 
 import click
 
@@ -18,11 +26,33 @@ def emit(data: Any, fmt: str = "json", *, columns: list[str] | None = None) -> N
     """Write data to stdout in the requested format. Lists become rows for jsonl/table."""
     if fmt == "jsonl":
         for item in data if isinstance(data, list) else [data]:
-            click.echo(json.dumps(item, ensure_ascii=False, separators=(",", ":")))
+            click.echo(json_line(item))
     elif fmt == "table":
         click.echo(table(data if isinstance(data, list) else [data], columns))
     else:
-        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        click.echo(_json_safe(json.dumps(data, ensure_ascii=False, indent=2)))
+
+
+def json_line(item: Any) -> str:
+    """One JSON Lines record."""
+    return _json_safe(json.dumps(item, ensure_ascii=False, separators=(",", ":")))
+
+
+# Characters json.dumps(ensure_ascii=False) leaves raw that act on a terminal or cannot be encoded:
+# DEL, C1 controls, bidi controls, line/paragraph separators, lone surrogates. In JSON output
+# they can only be inside strings, and there \uXXXX is the same data: escaped, a document is
+# unchanged for every JSON reader and harmless on a terminal.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+                          "\ud800-\udfff]")
+
+
+def _json_safe(text: str) -> str:
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def plain_text(text: str) -> None:
+    """--text output: into a pipe as it is (data); on a terminal cleaned, as anything shown to people."""
+    click.echo(clean(text) if sys.stdout.isatty() else text)
 
 
 def table(rows: Iterable[dict[str, Any]], columns: list[str] | None = None) -> str:
@@ -38,13 +68,74 @@ def table(rows: Iterable[dict[str, Any]], columns: list[str] | None = None) -> s
 
 def _cell(value: Any, width: int = 60) -> str:
     text = value if isinstance(value, str) else "" if value is None else json.dumps(value, ensure_ascii=False)
-    text = " ".join(text.split())
+    text = clean(" ".join(text.split()))
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+# C0 controls but tab and newline (ESC starts CSI/OSC sequences, CR overwrites a line), DEL, C1
+# controls (U+009B is a one-character CSI, U+009D an OSC), bidi embeddings, overrides, isolates and
+# marks (they reorder what is shown: "Trojan Source"), line/paragraph separators, and lone
+# surrogates (they cannot be encoded, so printing one would crash).
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029"
+                     "\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def clean(text: str) -> str:
+    """Text from a server or a model, safe to show on a terminal: every control character is
+    replaced by a visible escape (ESC becomes the four characters \\x1b); tab and newline stay."""
+    return _UNSAFE.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+# One prompt at a time on the terminal: whoever holds _prompt_lock is showing a question and
+# waiting for its answer. Messages from other threads meanwhile are held back and shown after the
+# answer, so they neither interleave with the question nor wipe its line.
+_prompt_lock = threading.RLock()
+_state = threading.Lock()
+_prompt_owner: int | None = None
+_held: list[str] = []
+
+
+@contextmanager
+def prompt_turn() -> Iterator[None]:
+    """Hold the terminal for one question and its answer."""
+    global _prompt_owner
+    with _prompt_lock:
+        with _state:
+            outer = _prompt_owner
+            _prompt_owner = threading.get_ident()
+        try:
+            yield
+        finally:
+            with _state:
+                _prompt_owner = outer
+                held = _held[:] if outer is None else []
+                if outer is None:
+                    _held.clear()
+            for message in held:
+                click.echo(message, err=True)
+
+
 def note(message: str) -> None:
-    """A message for people: stderr, never stdout."""
+    """A message for people: stderr, never stdout, control characters made visible."""
+    message = clean(message)
+    with _state:
+        if _prompt_owner is not None and _prompt_owner != threading.get_ident():
+            _held.append(message)
+            return
     click.echo(message, err=True)
+
+
+def status_line(message: str) -> None:
+    """A line that replaces itself (progress): drawn only while no prompt is open."""
+    with _state:
+        if _prompt_owner is not None:
+            return
+    click.echo(f"\r\x1b[2K{clean(message)}", err=True, nl=False)
 
 
 def use_color() -> bool:
@@ -71,6 +162,6 @@ def raise_failures(failures: list[Any], total: int) -> None:
 
 def report_error(exc: LlmcError) -> None:
     prefix = click.style("llmc:", fg="red", bold=True) if use_color() else "llmc:"
-    click.echo(f"{prefix} {exc.message}", err=True)
+    click.echo(f"{prefix} {clean(exc.message)}", err=True)
     for line in exc.details.get("stderr") or []:
-        click.echo(f"  server stderr | {line}", err=True)
+        click.echo(f"  server stderr | {clean(str(line))}", err=True)

@@ -1,0 +1,167 @@
+"""Questions on a real terminal (a pty, tests/terminal.py): a confirmation's answer belongs to the
+call shown with it, Ctrl-C at any question exits 130 cleanly, and nothing a server or a model
+wrote acts on the terminal. The installed llmc, real MCP servers, a wire-level fake model."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakes.llm import FakeLLM
+from tests.fakes.scripts import turn
+from tests.helpers import node_tool, sdk_server
+from tests.peers.hostile_text import PAYLOAD, RAW_MARKERS
+from tests.terminal import Terminal
+
+KEY = {"OPENAI_API_KEY": "test-key"}
+
+
+def write_profile(root: Path, base_url: str = "http://127.0.0.1:9", policy: str = "") -> None:
+    path = root / "config" / "profiles" / "default.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"""
+[servers.h]
+command = "{sys.executable}"
+args = ["{sdk_server('hostile_text.py')[1]}"]
+
+[servers.every]
+command = "{node_tool('mcp-server-everything')}"
+
+[llm]
+provider = "openai"
+model = "model-fake"
+base_url = "{base_url}"
+
+[policy]
+{policy}
+""")
+
+
+def audit(root: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (root / "state" / "audit.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("approve", ["first shown", "second shown"])
+def test_each_answer_approves_exactly_the_call_shown_with_it(isolated_dirs, approve):
+    """Two read-only calls run in parallel threads and both need a confirmation: one question is
+    visible at a time, and the call that runs is the one whose arguments were on screen with the
+    'y' (the bug: both questions printed, and the 'y' under the second approved the first)."""
+    script = [turn("openai", calls=[("c1", "echo", {"message": "/etc/hostname"}),
+                                    ("c2", "echo", {"message": "/etc/shadow"})]),
+              turn("openai", text="done")]
+    with FakeLLM("openai", script) as fake:
+        write_profile(isolated_dirs, fake.base_url, 'confirm = ["h.echo"]')
+        with Terminal("ask", "go", "-s", "h", env=KEY) as term:
+            shown = []
+            for n in range(2):
+                question = term.expect("Run it?")
+                assert question.count("needs your confirmation") == 1, question
+                (message,) = [m for m in ("/etc/hostname", "/etc/shadow") if f'"{m}"' in question]
+                shown.append(message)
+                term.type("y" if approve == ("first shown", "second shown")[n] else "n")
+            code = term.wait()
+    assert code == 0, term.screen
+    approved = shown[0] if approve == "first shown" else shown[1]
+    outcomes = {s["arguments"]["message"]: s["outcome"] for s in json.loads(term.stdout)["steps"]}
+    assert sorted(shown) == ["/etc/hostname", "/etc/shadow"]
+    assert outcomes == {m: "ok" if m == approved else "denied" for m in shown}
+    decisions = {r["arguments"]["message"]: r["decision"] for r in audit(isolated_dirs) if r["event"] == "decision"}
+    assert decisions == {m: "allow" if m == approved else "deny" for m in shown}
+
+
+# (what is asked, where the question runs, command, model turns, (wait for, answer) before the
+# question that gets the Ctrl-C, that question)
+ASK_ECHO = [turn("openai", calls=[("c1", "echo", {"message": "a"}), ("c2", "echo", {"message": "b"})])]
+ASK_ELICIT = [turn("openai", calls=[("c1", "ask", {})])]
+INTERRUPTED_QUESTIONS = [
+    ("confirmation, main thread", ["call", "h.echo", "message=hi"], None, [], "Run it?"),
+    ("confirmation, a parallel tool thread of ask", ["ask", "go", "-s", "h"], ASK_ECHO, [], "Run it?"),
+    ("second confirmation, ask", ["ask", "go", "-s", "h"], ASK_ECHO, [("Run it?", "n")], "Run it?"),
+    ("elicitation, 2026-07-28 (input_required, main thread)", ["call", "h.ask"], None, [], "Answer?"),
+    ("elicitation field, 2026-07-28", ["call", "h.ask"], None, [("Answer?", "y")], "(required"),
+    ("elicitation, initialize era (a request served on another thread)",
+     ["call", "every.trigger-elicitation-request", "--yes"], None, [], "Answer?"),
+    ("elicitation field, initialize era", ["call", "every.trigger-elicitation-request", "--yes"], None,
+     [("Answer?", "y")], "Your full, legal name"),
+    ("elicitation in a tool thread of ask", ["ask", "go", "-s", "h"], ASK_ELICIT, [], "Answer?"),
+]
+
+
+@pytest.mark.parametrize("what,argv,script,before,question", INTERRUPTED_QUESTIONS,
+                         ids=[case[0] for case in INTERRUPTED_QUESTIONS])
+def test_ctrl_c_at_any_question_exits_130_cleanly(isolated_dirs, what, argv, script, before, question):
+    """The bug: a question read in another thread held stdin's buffer lock, and Ctrl-C ended in
+    'Fatal Python error: _enter_buffered_busy' (exit 134) and ate the shell's next line."""
+    with FakeLLM("openai", list(script or [])) as fake:
+        write_profile(isolated_dirs, fake.base_url, 'confirm = ["h.echo"]')
+        with Terminal(*argv, env=KEY) as term:
+            for wait_for, answer in before:
+                term.expect(wait_for)
+                term.type(answer)
+            term.expect(question)
+            term.interrupt()
+            code = term.wait()
+            assert code == 130, term.screen
+            assert "interrupted" in term.screen
+            assert "Fatal Python error" not in term.screen and "Traceback" not in term.screen, term.screen
+            assert term.line_reaches_the_shell()
+
+
+def test_an_elicitation_shows_descriptions_and_takes_empty_optional_fields(isolated_dirs):
+    """Each field with its description and whether it is required; an optional field left empty
+    is left out; an answer of the wrong type is asked again."""
+    write_profile(isolated_dirs)
+    with Terminal("call", "h.ask", env=KEY) as term:
+        term.expect("Answer?")
+        term.type("y")
+        assert "Who you are" in term.expect("(required")
+        term.type("Ada")
+        assert "Years, if you like" in term.expect("(optional")
+        term.type("many")
+        term.expect("expected an integer")
+        term.expect("(optional")
+        term.type("")
+        assert "one of: red, blue" in term.expect("default \"blue\")")
+        term.type("green")
+        term.expect("answer one of: red, blue")
+        term.type("red")
+        code = term.wait()
+    assert code == 0, term.screen
+    answer = json.loads(json.loads(term.stdout)["content"][0]["text"])
+    assert answer == {"action": "accept", "data": {"name": "Ada", "age": None, "colour": "red"}}
+
+
+# How each kind of text a server or a model writes reaches the terminal: (name, command, model
+# turns, (wait for, answer) pairs). The payload holds OSC 52, cursor movement, a C1 CSI, a bidi
+# override and a bell; it must show only as visible escapes.
+ESCAPES = [
+    ("tool description in a table", ["tools", "list", "-s", "h", "--format", "table"], None, []),
+    ("error result", ["call", "h.fail"], None, []),
+    ("progress message", ["call", "h.progress"], None, []),
+    ("log notification (-v)", ["-v", "call", "h.log"], None, []),
+    ("server stderr (-v)", ["-v", "call", "h.stderr"], None, []),
+    ("elicitation message and field description", ["call", "h.ask"], None, [("Answer?", "n")]),
+    ("confirmation prompt with a model's arguments", ["ask", "go", "-s", "h"],
+     [turn("openai", calls=[("c1", "echo", {"message": PAYLOAD})]), turn("openai", text="ok")],
+     [("Run it?", "n")]),
+    ("an answer printed with --text", ["ask", "go", "-s", "h", "--text"], [turn("openai", text=PAYLOAD)], []),
+]
+
+
+@pytest.mark.parametrize("what,argv,script,answers", ESCAPES, ids=[case[0] for case in ESCAPES])
+def test_server_and_model_text_cannot_act_on_the_terminal(isolated_dirs, what, argv, script, answers):
+    with FakeLLM("openai", list(script or [])) as fake:
+        write_profile(isolated_dirs, fake.base_url, 'confirm = ["h.echo"]')
+        with Terminal(*argv, env=KEY, stdout_on_terminal=True) as term:
+            for wait_for, answer in answers:
+                term.expect(wait_for)
+                term.type(answer)
+            term.wait()
+    # the text was shown, made visible (in JSON, as JSON escapes it)
+    assert "\\x1b]52;c;cHduZWQ=" in term.screen or "\\u001b]52;c;cHduZWQ=" in term.screen, term.screen
+    raw = [marker for marker in RAW_MARKERS if marker in term.screen]
+    assert not raw, f"{what}: {raw} reached the terminal raw"
