@@ -51,10 +51,9 @@ def login(ctx: click.Context, server: str, no_browser: bool) -> None:
 def status(fmt: str) -> None:
     """Stored logins: server, resource, authorization server, client, scope, expiry; never a
     token. JSON: {"logins": [...]}."""
-    from llmc_cli.mcp.auth import public_view
     from llmc_cli.store import client_stores
 
-    rows = [public_view(r) for r in client_stores().tokens.records()]  # type: ignore[union-attr]
+    rows = [r.public_view() for r in client_stores().tokens.records()]  # type: ignore[union-attr]
     if fmt == "json":
         emit({"logins": rows})
     else:

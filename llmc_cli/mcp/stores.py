@@ -11,7 +11,10 @@ from __future__ import annotations
 import threading
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Mapping, Protocol
+
+if TYPE_CHECKING:
+    from llmc_cli.mcp.auth.records import TokenRecord
 
 
 class EraCache(Protocol):
@@ -29,16 +32,17 @@ class EraCache(Protocol):
 
 
 class TokenStore(Protocol):
-    """OAuth records (mcp/auth.py), one per authorization server and resource; each names the
-    MCP server URL it serves, so a connection finds its tokens before any discovery."""
+    """OAuth records (mcp/auth/records.py), one per authorization server and resource; each
+    names the MCP server URL it serves (canonical, mcp.auth.canonical_uri), so a connection
+    finds its tokens before any discovery."""
 
-    def records(self) -> list[dict[str, Any]]: ...
+    def records(self) -> list[TokenRecord]: ...
 
-    def find(self, server_url: str) -> dict[str, Any] | None:
+    def find(self, server_url: str) -> TokenRecord | None:
         """The newest record for this canonical server URL."""
         ...
 
-    def save(self, record: dict[str, Any]) -> None:
+    def save(self, record: TokenRecord) -> None:
         """Store a record; it replaces any other for the same server URL."""
         ...
 
@@ -64,22 +68,22 @@ class MemoryTokenStore:
     """Tokens for the life of one process: what OAuth uses when no store is handed in."""
 
     def __init__(self) -> None:
-        self._records: list[dict[str, Any]] = []
+        self._records: list[TokenRecord] = []
         self._lock = threading.Lock()
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[TokenRecord]:
         return list(self._records)
 
-    def find(self, server_url: str) -> dict[str, Any] | None:
-        found = [r for r in self._records if r.get("server_url") == server_url]
+    def find(self, server_url: str) -> TokenRecord | None:
+        found = [r for r in self._records if r.server_url == server_url]
         return found[-1] if found else None
 
-    def save(self, record: dict[str, Any]) -> None:
-        self._records = [r for r in self._records if r.get("server_url") != record["server_url"]] + [record]
+    def save(self, record: TokenRecord) -> None:
+        self._records = [r for r in self._records if r.server_url != record.server_url] + [record]
 
     def delete(self, server_url: str) -> int:
         before = len(self._records)
-        self._records = [r for r in self._records if r.get("server_url") != server_url]
+        self._records = [r for r in self._records if r.server_url != server_url]
         return before - len(self._records)
 
     def refresh_lock(self, timeout: float) -> AbstractContextManager[Any]:

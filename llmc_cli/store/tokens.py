@@ -9,9 +9,10 @@ import os
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from llmc_cli.config import paths
+from llmc_cli.mcp.auth.records import TokenRecord
 
 
 class FileTokenStore:
@@ -22,32 +23,32 @@ class FileTokenStore:
         key = hashlib.sha256(f"{issuer}\n{resource}".encode()).hexdigest()[:32]
         return self.directory / f"{key}.json"
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[TokenRecord]:
         out = []
         for path in sorted(self.directory.glob("*.json")) if self.directory.is_dir() else []:
             try:
-                record = json.loads(path.read_text(encoding="utf-8"))
+                record = TokenRecord.from_json(json.loads(path.read_text(encoding="utf-8")))
             except (OSError, ValueError, RecursionError):
                 continue
-            if isinstance(record, dict):
+            if record is not None:
                 out.append(record)
         return out
 
-    def find(self, server_url: str) -> dict[str, Any] | None:
-        found = [r for r in self.records() if r.get("server_url") == server_url]
-        return max(found, key=lambda r: r.get("updated_at", 0)) if found else None
+    def find(self, server_url: str) -> TokenRecord | None:
+        found = [r for r in self.records() if r.server_url == server_url]
+        return max(found, key=lambda r: r.updated_at) if found else None
 
-    def save(self, record: dict[str, Any]) -> None:
+    def save(self, record: TokenRecord) -> None:
         """Atomic, 0600 in a 0700 directory; the record replaces any other for the same server
         (a migrated authorization server leaves no stale tokens behind)."""
         from llmc_cli.config import files
 
-        record["updated_at"] = time.time()
+        record.updated_at = time.time()
         self._private_dir()
-        target = self._path(record["issuer"], record["resource"])
-        files.write_atomic(target, json.dumps(record, indent=1, sort_keys=True))
+        target = self._path(record.issuer, record.resource)
+        files.write_atomic(target, json.dumps(record.to_json(), indent=1, sort_keys=True))
         for other in self.directory.glob("*.json"):
-            if other != target and self._server_of(other) == record["server_url"]:
+            if other != target and self._server_of(other) == record.server_url:
                 other.unlink(missing_ok=True)
 
     def delete(self, server_url: str) -> int:

@@ -11,7 +11,8 @@ import httpx2
 import pytest
 
 from llmc_cli.errors import AuthError
-from llmc_cli.mcp.auth import OAuth
+from llmc_cli.mcp.auth import OAuth, Tokens
+from llmc_cli.mcp.auth.discovery import require_secure
 from llmc_cli.store import client_stores
 from llmc_cli.model import OAuthSpec, ServerSpec
 from tests.auth.fake_oauth import FakeOAuthServer
@@ -141,7 +142,7 @@ def test_revoked_refresh_token_without_a_browser_is_a_clear_auth_error(isolated_
                                       " run `llmc auth login erp`")
         # The dead tokens are gone; the next run says "log in" without asking the server again.
         record = client_stores().tokens.find(fake.mcp_url)
-        assert record and record["tokens"] == {}
+        assert record and record.tokens == Tokens()
         with pytest.raises(AuthError, match="requires authorization; run `llmc auth login erp`"):
             rpc(oauth_for(fake, interactive=False), fake.mcp_url)
 
@@ -210,9 +211,9 @@ def test_missing_secret_variable_is_named(isolated_dirs):
 def test_plain_http_authorization_server_is_refused_unless_loopback():
     auth = OAuth(ServerSpec(name="erp", url="https://mcp.example.com/mcp"), interactive=False)
     with pytest.raises(AuthError, match="not https"):
-        auth._require_secure("http://auth.example.com/token", "token_endpoint")
-    auth._require_secure("http://127.0.0.1:9/token", "token_endpoint")
-    auth._require_secure("https://auth.example.com/token", "token_endpoint")
+        require_secure(auth.name, "http://auth.example.com/token", "token_endpoint")
+    require_secure(auth.name, "http://127.0.0.1:9/token", "token_endpoint")
+    require_secure(auth.name, "https://auth.example.com/token", "token_endpoint")
 
 
 def test_logout_deletes_the_tokens(isolated_dirs):
@@ -234,7 +235,7 @@ def test_migrated_authorization_server_means_registering_again(isolated_dirs):
         assert rpc(auth, fake.mcp_url).status_code == 200
         assert "/as2/register" in fake.paths() and "/as2/authorize" in fake.paths()
         assert not any(p.startswith("/as/") for p in fake.paths())  # nothing sent to the old one
-        assert client_stores().tokens.find(fake.mcp_url)["issuer"] == fake.issuer
+        assert client_stores().tokens.find(fake.mcp_url).issuer == fake.issuer
         assert len(list((isolated_dirs / "state" / "oauth").glob("*.json"))) == 1
         assert any("authorization server changed" in m for m in auth.messages)  # type: ignore[attr-defined]
 
@@ -265,10 +266,10 @@ def test_pasted_redirect_address_is_accepted(monkeypatch):
     """--no-browser over SSH: the person pastes the address the browser was sent to."""
     import io
 
-    from llmc_cli.mcp.auth import _Loopback
+    from llmc_cli.mcp.auth.loopback import LoopbackListener
 
     monkeypatch.setattr("sys.stdin", io.StringIO("http://127.0.0.1:1/callback?code=abc&state=xyz\n"))
-    listener = _Loopback(0)
+    listener = LoopbackListener(0)
     try:
         assert listener.wait(10, paste=True) == {"code": "abc", "state": "xyz"}
     finally:
@@ -276,9 +277,9 @@ def test_pasted_redirect_address_is_accepted(monkeypatch):
 
 
 def test_no_redirect_in_time_is_an_auth_error():
-    from llmc_cli.mcp.auth import _Loopback
+    from llmc_cli.mcp.auth.loopback import LoopbackListener
 
-    listener = _Loopback(0)
+    listener = LoopbackListener(0)
     try:
         with pytest.raises(AuthError, match="no authorization response within 0 s"):
             listener.wait(0.2, paste=False)
