@@ -2,10 +2,18 @@
 outcome, each carrying the hash of the record before it (a hash chain), so an edited, removed or
 reordered line is found by `verify`.
 
-Appends are serialised across processes with a file lock and written with one write() of a
-whole line followed by fsync. Files rotate by size (`audit.jsonl.1`, `.2`, ...); the chain runs
-on across files, and `verify` walks them oldest first. A record that cannot be written stops the
-tool call before it runs (AuditError, exit 3): there is no unaudited action.
+Appends are serialised across processes with a file lock and written whole (short writes are
+continued) followed by fsync; a write that fails part-way is cut back to the last complete record,
+so a full disk never leaves half a line that would stop every later call. Files rotate by size
+(`audit.jsonl.1`, `.2`, ...); the chain runs on across files, and `verify` walks them oldest first.
+A record that cannot be written stops the tool call before it runs (AuditError, exit 3): there is
+no unaudited action.
+
+The anchor (`audit.jsonl.anchor`, 0600) holds the head hash and the record count, replaced
+atomically under the same lock with every append. The chain alone shows an edited, removed or
+reordered record; with the anchor, `verify` also sees the end cut off, the whole log deleted and
+the chain rewritten from a point on (unless the anchor was rewritten too: only a head recorded
+elsewhere, checked with `verify --expect`, catches that).
 """
 
 from __future__ import annotations
@@ -79,6 +87,37 @@ def secret_values() -> set[str]:
     return {v for k, v in os.environ.items() if SECRET_ENV.search(k) and len(v) >= 6}
 
 
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_lone_surrogate(value: Any) -> bool:
+    """Text no UTF-8 encoder accepts: what a JSON escape such as "\\ud800" decodes to."""
+    if isinstance(value, str):
+        return LONE_SURROGATE.search(value) is not None
+    if isinstance(value, dict):
+        return any(has_lone_surrogate(k) or has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(has_lone_surrogate(v) for v in value)
+    return False
+
+
+def replace_lone_surrogates(value: Any) -> Any:
+    """The same value with every lone surrogate replaced by U+FFFD, so it can be written as UTF-8."""
+    if isinstance(value, str):
+        return LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {replace_lone_surrogates(k): replace_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [replace_lone_surrogates(v) for v in value]
+    return value
+
+
+def mask_text_fields(record: dict[str, Any], secrets: set[str]) -> dict[str, Any]:
+    """A record with the secret values masked in every free-text field (reason, error, message,
+    ...): the structured fields (arguments, result) are masked where they are built."""
+    return {k: mask_secrets(v, secrets) if isinstance(v, str) else v for k, v in record.items()}
+
+
 def record_hash(record: dict[str, Any]) -> str:
     body = {k: v for k, v in record.items() if k != "hash"}
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -91,6 +130,7 @@ class AuditLog:
         self.max_bytes = max_bytes
         self._tail: tuple[int, int] | None = None  # (inode, size) of the file after our last write
         self._tail_hash = GENESIS
+        self._tail_count = 0
 
     def append(self, record: dict[str, Any]) -> dict[str, Any]:
         return self.append_many([record])[-1]
@@ -100,40 +140,123 @@ class AuditLog:
         self.append(record)
 
     def append_many(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Chain and write records under the lock: one write() of whole lines, one fsync."""
+        """Chain and write records under the lock: whole lines, one fsync, then the anchor. Nothing
+        is left behind when any step fails: the log is cut back to where it was."""
         from filelock import FileLock, Timeout
+
+        from llmc_cli import interrupts
 
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            with FileLock(str(self.path) + ".lock", timeout=30):
+            with FileLock(str(self.path) + ".lock", timeout=30), interrupts.deferred():
                 try:
                     seen = os.stat(self.path)
                 except FileNotFoundError:
                     seen = None
+                # The head is what this object wrote last, unless the file changed since
+                # (another process appended, or rotated): then it comes from the anchor and the file.
+                known = seen is not None and self._tail == (seen.st_ino, seen.st_size)
+                prev, count = (self._tail_hash, self._tail_count) if known else self._head(seen)
                 if seen is not None and seen.st_size >= self.max_bytes:
                     self._rotate()
-                    seen = None
-                # The last hash is what this object wrote last, unless the file changed since
-                # (another process appended, or rotated): then it is read from the file.
-                known = seen is not None and self._tail == (seen.st_ino, seen.st_size)
-                prev, written, lines = (self._tail_hash if known else self._last_hash()), [], []
+                written, lines = [], []
                 for record in records:
-                    full = {"time": now_iso(), **record, "prev": prev}  # a record may bring its own time
+                    full = {"time": now_iso(), **replace_lone_surrogates(record), "prev": prev}
                     full["hash"] = prev = record_hash(full)
                     written.append(full)
                     lines.append(json.dumps(full, ensure_ascii=False, separators=(",", ":")) + "\n")
-                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-                try:
-                    os.write(fd, "".join(lines).encode("utf-8"))
-                    os.fsync(fd)
-                    after = os.fstat(fd)
-                    self._tail, self._tail_hash = (after.st_ino, after.st_size), prev
-                finally:
-                    os.close(fd)
+                count += len(written)
+                after = self._write_whole("".join(lines).encode("utf-8"), prev, count)
+                self._tail, self._tail_hash, self._tail_count = after, prev, count
                 return written
         except (OSError, Timeout) as exc:
             raise AuditError(f"cannot write the audit log {self.path}: {getattr(exc, 'strerror', None) or exc}; "
                              "the tool was not run") from None
+
+    def _write_whole(self, data: bytes, head: str, count: int) -> tuple[int, int]:
+        """Append data in full (a write may be short on a full disk), fsync, update the anchor;
+        on any failure cut the file back to its old end and re-raise. (inode, size) after."""
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            start = os.fstat(fd).st_size  # under the lock: nobody else appends meanwhile
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+                after = os.fstat(fd)
+                self._write_anchor(head, count, after.st_ino, after.st_size)
+            except BaseException:
+                os.ftruncate(fd, start)
+                os.fsync(fd)
+                raise
+            return after.st_ino, after.st_size
+        finally:
+            os.close(fd)
+
+    @property
+    def anchor_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".anchor")
+
+    def anchor(self) -> dict[str, Any] | None:
+        """The anchor as written with the last append; None when there is none."""
+        try:
+            data = json.loads(self.anchor_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise AuditError(f"cannot read the audit anchor {self.anchor_path}: {exc}") from None
+        if not (isinstance(data, dict) and isinstance(data.get("head"), str) and isinstance(data.get("records"), int)):
+            raise AuditError(f"the audit anchor {self.anchor_path} is damaged: run `llmc audit verify`")
+        return data
+
+    def head(self) -> dict[str, Any]:
+        """What `llmc audit head` prints: the head hash and record count, read under the lock."""
+        from filelock import FileLock, Timeout
+
+        try:
+            with FileLock(str(self.path) + ".lock", timeout=30):
+                anchor = self.anchor()
+        except (OSError, Timeout) as exc:
+            raise AuditError(f"cannot read the audit anchor {self.anchor_path}: "
+                             f"{getattr(exc, 'strerror', None) or exc}") from None
+        if anchor is None:
+            return {"head": GENESIS, "records": 0, "anchor": None} if not self.files() else \
+                {"head": None, "records": None, "anchor": None}
+        return {"head": anchor["head"], "records": anchor["records"], "anchor": str(self.anchor_path)}
+
+    def _head(self, seen: os.stat_result | None) -> tuple[str, int]:
+        """(last hash, record count) before an append: from the anchor when it describes the file
+        as it is; else counted from the files (a log from before anchors, or a crash between the
+        log write and the anchor write)."""
+        anchor = self.anchor()
+        if anchor is not None and seen is not None and (anchor.get("inode"), anchor.get("size")) == \
+                (seen.st_ino, seen.st_size):
+            return anchor["head"], anchor["records"]
+        count = sum(1 for _ in self.records())
+        # Never below the anchor: records cut off or deleted must stay visible to `verify`
+        # after later appends, not be counted away.
+        return self._last_hash(), max(count, anchor["records"] if anchor else 0)
+
+    def _write_anchor(self, head: str, count: int, inode: int, size: int) -> None:
+        """Replace the anchor atomically (temp file, fsync, rename), 0600."""
+        import tempfile
+
+        body = json.dumps({"head": head, "records": count, "inode": inode, "size": size, "time": now_iso()})
+        fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.anchor.", suffix=".tmp")
+        try:
+            view = memoryview(body.encode("utf-8"))
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+            os.close(fd)
+            fd = -1
+            os.replace(temp, self.anchor_path)
+        except BaseException:
+            if fd >= 0:
+                os.close(fd)
+            os.unlink(temp)
+            raise
 
     def files(self) -> list[Path]:
         """Oldest first: audit.jsonl.N ... audit.jsonl.1, audit.jsonl."""
@@ -163,8 +286,12 @@ class AuditLog:
             os.replace(path, path.with_suffix(f".{int(path.suffix[1:]) + 1}"))
         os.replace(self.path, self.path.with_name(self.path.name + ".1"))
 
-    def verify(self) -> dict[str, Any]:
-        prev, count = GENESIS, 0
+    def verify(self, expect: str | None = None) -> dict[str, Any]:
+        """Walk the chain; then compare with the anchor (its head must be the record at its count:
+        records appended after it are fine, a chain cut or rewritten before it is not), and with
+        `expect`, a head recorded elsewhere (it must be somewhere in the chain)."""
+        anchor = self.anchor()  # read first: appends during the walk only add records after it
+        prev, count, anchored, expected = GENESIS, 0, anchor is not None and anchor["records"] == 0, None
         for path, number, line in self.records():
             where = {"file": str(path), "line": number}
             try:
@@ -178,7 +305,32 @@ class AuditLog:
             if record_hash(record) != stored:
                 return {"ok": False, "records": count, **where, "reason": "record was modified (hash mismatch)"}
             prev, count = stored, count + 1
-        return {"ok": True, "records": count, "files": [str(p) for p in self.files()], "last": prev}
+            if anchor is not None and count == anchor["records"]:
+                if stored != anchor["head"]:
+                    return {"ok": False, "records": count, **where,
+                            "reason": "the chain differs from its anchor: rewritten from this record back"}
+                anchored = True
+            if expect is not None and stored == expect:
+                expected = where
+        report: dict[str, Any] = {"ok": True, "records": count, "files": [str(p) for p in self.files()],
+                                  "last": prev, "anchor": anchor and {"head": anchor["head"], "records": anchor["records"]}}
+        where = {"file": str(self.path), "line": None}
+        if anchor is None and count:
+            return {**report, "ok": False, **where, "reason": f"no anchor ({self.anchor_path}): the end of the log "
+                    "cannot be checked (it is deleted, or the log was written before llmc kept one; "
+                    "the next recorded call writes it)"}
+        if anchor is not None and not anchored:
+            what = "the audit log is missing" if not self.files() else "the log ends before its anchor"
+            return {**report, "ok": False, **where,
+                    "reason": f"{what}: the anchor counts {anchor['records']} records, the log has {count} "
+                              "(records were cut off or deleted)"}
+        if expect is not None:
+            report["expect"] = expect
+            if expected is None and expect != GENESIS:
+                return {**report, "ok": False, **where,
+                        "reason": f"the expected head {expect} is not in the chain (records were cut off, "
+                                  "deleted or rewritten after it was recorded)"}
+        return report
 
 
 class Deferred:

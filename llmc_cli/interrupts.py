@@ -1,0 +1,76 @@
+"""Interruption as one thing: SIGINT (Ctrl-C), SIGTERM (what `timeout`, systemd, CI and Kubernetes
+send) and SIGHUP (the terminal went away) all raise `Interrupted` in the main thread, where every
+wait of llmc is interruptible, so the command unwinds the way Ctrl-C always did: requests in flight
+are cancelled, every decided call gets an `interrupted` outcome record, servers are stopped.
+
+A signal that arrives while the main thread writes an audit record waits until the record is
+whole (`deferred()`): a record is never cut in half by an interruption. Worker threads (a batch,
+the calls of `ask`) are never interrupted themselves; they ask `requested()` before starting a call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from typing import Any, Iterator
+
+SIGNAL_EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 143}
+
+_requested = threading.Event()
+_received: list[int] = []  # the first signal received, for the exit code
+_state = threading.local()  # per thread: how deep in deferred() (only the main thread's counts)
+
+
+class Interrupted(KeyboardInterrupt):
+    """Raised in the main thread by SIGINT, SIGTERM or SIGHUP. A KeyboardInterrupt, so every
+    place that already unwinds cleanly on Ctrl-C (cancelling a request, a prompt) does so here."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return SIGNAL_EXIT_CODES.get(self.signum, 130)
+
+
+def install() -> None:
+    """Handle SIGINT, SIGTERM and SIGHUP (main thread only; a signal the parent set to be ignored,
+    as `nohup` does for SIGHUP, stays ignored)."""
+    for signum in SIGNAL_EXIT_CODES:
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, _handle)
+
+
+def requested() -> bool:
+    return _requested.is_set()
+
+
+def exit_code(default: int = 130) -> int:
+    return SIGNAL_EXIT_CODES.get(_received[0], default) if _received else default
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """A signal arriving inside is raised when the block ends, not in the middle of it."""
+    _state.depth = getattr(_state, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _state.depth -= 1
+        signum = getattr(_state, "pending", None)
+        if _state.depth == 0 and signum is not None:
+            _state.pending = None
+            raise Interrupted(signum)  # noqa: B012 - the interruption wins over the block's own error
+
+
+def _handle(signum: int, frame: Any) -> None:
+    if _requested.is_set():
+        return  # already unwinding: the clean-up is bounded, let it finish
+    _received.append(signum)
+    _requested.set()
+    if getattr(_state, "depth", 0):
+        _state.pending = signum
+        return
+    raise Interrupted(signum)
