@@ -137,7 +137,11 @@ class AuditLog:
 
     def record(self, record: dict[str, Any], *, before_action: bool) -> None:
         """What call_tool writes through: every record on disk at once (see Deferred)."""
-        self.append(record)
+        try:
+            self.append(record)
+        except AuditError as exc:
+            raise AuditError(f"{exc.message}; " + ("the tool was not run" if before_action else
+                                                   "the call ran, but its outcome is not recorded")) from None
 
     def append_many(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Chain and write records under the lock: whole lines, one fsync, then the anchor. Nothing
@@ -170,8 +174,8 @@ class AuditLog:
                 self._tail, self._tail_hash, self._tail_count = after, prev, count
                 return written
         except (OSError, Timeout) as exc:
-            raise AuditError(f"cannot write the audit log {self.path}: {getattr(exc, 'strerror', None) or exc}; "
-                             "the tool was not run") from None
+            raise AuditError(f"cannot write the audit log {self.path}: "
+                             f"{getattr(exc, 'strerror', None) or exc}") from None
 
     def _write_whole(self, data: bytes, head: str, count: int) -> tuple[int, int]:
         """Append data in full (a write may be short on a full disk), fsync, update the anchor;
@@ -387,8 +391,14 @@ class Deferred:
 
     def _write(self, records: list[dict[str, Any]]) -> None:
         if self.pending or records:
-            self.log.append_many([*self.pending, *records])
-            self.pending = []  # kept when the write failed: the next one (or flush) takes them
+            try:
+                self.log.append_many([*self.pending, *records])
+            except AuditError as exc:
+                # The pending records stay: the next write (or the final flush) takes them.
+                ran = f"{len(self.pending)} outcome records of calls that ran are not written yet"
+                raise AuditError(f"{exc.message}; " + (f"no call was run ({ran})" if records and self.pending else
+                                                       "no call was run" if records else ran)) from None
+            self.pending = []
 
 
 def _last_line(path: Path) -> str:

@@ -21,6 +21,7 @@ class ExitCode(IntEnum):
     AUTH = 9
     DRIFT = 10  # tool manifest drift
     INTERRUPTED = 130  # SIGINT (128 + 2)
+    TERMINATED = 143  # SIGTERM (128 + 15), and SIGHUP: stopped from outside, unwound like Ctrl-C
 
 
 class LlmcError(Exception):

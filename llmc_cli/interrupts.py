@@ -15,7 +15,10 @@ import signal
 import threading
 from typing import Any, Iterator
 
-SIGNAL_EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 143}
+from llmc_cli.errors import ExitCode
+
+SIGNAL_EXIT_CODES = {signal.SIGINT: ExitCode.INTERRUPTED, signal.SIGTERM: ExitCode.TERMINATED,
+                     signal.SIGHUP: ExitCode.TERMINATED}
 
 _requested = threading.Event()
 _received: list[int] = []  # the first signal received, for the exit code
@@ -32,7 +35,7 @@ class Interrupted(KeyboardInterrupt):
 
     @property
     def exit_code(self) -> int:
-        return SIGNAL_EXIT_CODES.get(self.signum, 130)
+        return SIGNAL_EXIT_CODES.get(self.signum, ExitCode.INTERRUPTED)
 
 
 def install() -> None:
@@ -47,7 +50,7 @@ def requested() -> bool:
     return _requested.is_set()
 
 
-def exit_code(default: int = 130) -> int:
+def exit_code(default: int = ExitCode.INTERRUPTED) -> int:
     return SIGNAL_EXIT_CODES.get(_received[0], default) if _received else default
 
 
@@ -74,3 +77,13 @@ def _handle(signum: int, frame: Any) -> None:
         _state.pending = signum
         return
     raise Interrupted(signum)
+
+
+def check() -> None:
+    """Raise Interrupted (in any thread) when the command was interrupted: no new call starts."""
+    if _received:
+        raise Interrupted(_received[0])
+
+
+def signal_name() -> str:
+    return signal.Signals(_received[0]).name if _received else "SIGINT"

@@ -30,7 +30,7 @@ from functools import lru_cache
 from typing import Any, Callable, Iterator, Literal
 
 from llmc_cli.config.profiles import expand
-from llmc_cli.errors import PolicyDenied
+from llmc_cli.errors import ConfigError, PolicyDenied
 from llmc_cli.model import Tool, ToolCall
 
 # Who chose a call. A person who typed `llmc call` (or wrote a batch file) has decided; a call a
@@ -55,10 +55,66 @@ class Decision:
 
 
 def call_hash(call: ToolCall) -> str:
-    """Identity of one exact call: sha256 over canonical JSON of server.tool and arguments."""
+    """Identity of one exact call: HMAC-SHA256 under this installation's approval key over
+    canonical JSON of server.tool and the (unmasked) arguments. Keyed, because the hash is written
+    next to masked arguments in the audit log: an unkeyed hash of a short password is undone by
+    guessing. Lone surrogates pass through (surrogatepass) so that any call has a hash."""
+    import hmac
+
     canonical = json.dumps({"tool": call.qualified_name, "arguments": call.arguments},
                            sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    digest = hmac.new(approval_key(), canonical.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+    return "hmac-sha256:" + digest
+
+
+APPROVAL_KEY_ENV = "LLMC_APPROVAL_KEY"
+APPROVAL_KEY_MIN_CHARS = 32
+
+
+def approval_key() -> bytes:
+    """$LLMC_APPROVAL_KEY (the same value on every machine that shares approved hashes), else
+    `approval.key` in the state directory, created on first use."""
+    shared = os.environ.get(APPROVAL_KEY_ENV)
+    if shared:
+        if len(shared) < APPROVAL_KEY_MIN_CHARS:
+            raise ConfigError(f"{APPROVAL_KEY_ENV} must be at least {APPROVAL_KEY_MIN_CHARS} characters "
+                              "(e.g. 64 random hex digits)")
+        return shared.encode("utf-8")
+    from llmc_cli.config.paths import state_dir
+
+    return _key_file(state_dir() / "approval.key")
+
+
+@lru_cache(maxsize=4)
+def _key_file(path: Any) -> bytes:
+    """Read the key, or create it: 0600, written whole under a temporary name, then hard-linked
+    to its name, which fails if another process got there first (then its key is the key)."""
+    import secrets
+    import tempfile
+
+    try:
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".approval.key.", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "w", encoding="ascii") as fh:
+                    fh.write(secrets.token_hex(32) + "\n")
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                try:
+                    os.link(temp, path)
+                except FileExistsError:
+                    pass
+            finally:
+                os.unlink(temp)
+        key = path.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read or create the approval key {path}: {getattr(exc, 'strerror', None) or exc}") \
+            from None
+    if len(key) < APPROVAL_KEY_MIN_CHARS:
+        raise ConfigError(f"the approval key {path} is damaged (too short): remove it to make a new one "
+                          "(approved hashes must then be approved again)")
+    return key.encode("ascii")
 
 
 def effective_hints(tool: Tool | None, qualified: str, config: Any) -> dict[str, bool]:

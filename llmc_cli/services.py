@@ -143,10 +143,90 @@ class Authorization:
     call: ToolCall
     decision: Any  # policy.Decision
     base: dict[str, Any]
+    opened: int | None = None  # its entry in OPEN_CALLS once an allow decision is on disk
 
     def decision_record(self) -> dict[str, Any]:
         d = self.decision
         return {**self.base, "event": "decision", "decision": d.action, "rule": d.rule, "reason": d.reason}
+
+
+class OpenCalls:
+    """Calls whose "allow" decision is on disk and whose outcome is not: exactly one outcome
+    record each. When the command is interrupted (Ctrl-C, SIGTERM, SIGHUP) the main thread
+    records `interrupted` for every call still open, those a batch decided but had not started
+    included; a worker thread that finishes later finds its call closed and records nothing."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._lock = threading.Lock()
+        self._calls: dict[int, tuple[Any, dict[str, Any], set[str]]] = {}
+        self._next = 0
+
+    def open(self, log: Any, base: dict[str, Any], secrets: set[str]) -> int:
+        with self._lock:
+            self._next += 1
+            self._calls[self._next] = (log, base, secrets)
+            return self._next
+
+    def close(self, opened: int | None) -> bool:
+        """True once per call: the caller writes its outcome record. Once the command is
+        interrupted, False: what a call in flight reports then (its server was stopped under
+        it) is not its outcome; interrupt_all records `interrupted` instead."""
+        from llmc_cli import interrupts
+
+        with self._lock:
+            if interrupts.requested():
+                return False
+            return self._calls.pop(opened, None) is not None  # type: ignore[arg-type]
+
+    def interrupt_all(self, reason: str) -> None:
+        """An `interrupted` outcome for every open call, on disk before this returns."""
+        with self._lock:
+            calls, self._calls = list(self._calls.values()), {}
+        logs: list[Any] = []
+        for log, base, secrets in calls:
+            _write(log, {**base, "event": "outcome", "outcome": "interrupted", "reason": reason}, secrets,
+                   before_action=False)
+            if log not in logs:
+                logs.append(log)
+        for log in logs:
+            if hasattr(log, "flush"):  # a batch's trail keeps outcome records in memory
+                log.flush()
+
+
+OPEN_CALLS = OpenCalls()
+
+# Record fields that are not free text (hashes) or are masked where they are built.
+_NOT_FREE_TEXT = frozenset({"arguments", "result", "callHash", "resultSha256"})
+
+
+def _write(log: Any, record: dict[str, Any], secrets: set[str], *, before_action: bool) -> None:
+    """Every record goes out through here: secret values masked in every free-text field (a
+    reason or an error message may quote an argument or the environment)."""
+    from llmc_cli.audit import mask_secrets
+
+    log.record({k: v if k in _NOT_FREE_TEXT else mask_secrets(v, secrets) for k, v in record.items()},
+               before_action=before_action)
+
+
+def record_decisions(log: Any, invocation: Invocation, authorizations: list[Authorization]) -> None:
+    """The decision records of calls about to run, on disk in one write; each allowed call is
+    then open until its outcome is recorded. An interruption waits until both are done, so no
+    decision is ever on disk without being open."""
+    from llmc_cli import audit, interrupts
+
+    with interrupts.deferred():
+        records = [{k: v if k in _NOT_FREE_TEXT else audit.mask_secrets(v, invocation.secrets)
+                    for k, v in a.decision_record().items()} for a in authorizations]
+        if hasattr(log, "record_before_actions"):
+            log.record_before_actions(records)
+        else:
+            for record in records:
+                log.record(record, before_action=True)
+        for a in authorizations:
+            if a.decision.action == "allow":
+                a.opened = OPEN_CALLS.open(log, a.base, invocation.secrets)
 
 
 def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Authorization:
@@ -182,42 +262,58 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
     LlmcError otherwise. `authorized`: decided, and its decision record written, by the caller
     (run_batch writes all of a batch's decisions at once). `meta`: the request's _meta, relayed
     (the gateway's progress token)."""
-    from llmc_cli import audit, policy
+    from llmc_cli import audit, interrupts, policy
     from llmc_cli.config.paths import state_dir
 
     log = invocation.audit or audit.AuditLog(invocation.profile.profile.audit_log)
     if authorized is None:
+        interrupts.check()  # an interrupted command starts no new call (the calls of `ask` run in threads)
         authorized = authorize(catalog, invocation, call)
-        log.record(authorized.decision_record(), before_action=True)
+        record_decisions(log, invocation, [authorized])
     decision, base, profile = authorized.decision, authorized.base, invocation.profile
     if decision.action != "allow":
         raise PolicyDenied(f"denied: {decision.reason} [{decision.rule}]", rule=decision.rule,
                            callHash=decision.call_hash)
+    started = time.monotonic()
+
+    def outcome(record: dict[str, Any]) -> None:
+        if OPEN_CALLS.close(authorized.opened):  # type: ignore[union-attr]
+            _write(log, {**base, "event": "outcome", **record}, invocation.secrets, before_action=False)
+
+    def elapsed() -> float:
+        return round((time.monotonic() - started) * 1000, 1)
+
     try:
+        interrupts.check()  # a batch's call not yet started when the command was interrupted
         policy.acquire_rate(profile.name, call.qualified_name, profile.profile.policy, state_dir)
     except (PolicyDenied, ConfigError) as exc:  # limit reached, or the count could not be stored: not run
-        log.record({**base, "event": "outcome", "outcome": "denied", "rule": exc.details.get("rule"),
-                    "reason": exc.message}, before_action=False)
+        outcome({"outcome": "denied", "rule": exc.details.get("rule"), "reason": exc.message})
         raise
-    started = time.monotonic()
     try:
         raw = catalog.session(call.server).call_tool(call.tool, call.arguments, timeout=timeout, meta=meta)
         if not isinstance(raw.get("content", []), list):
             raise ProtocolError(f"{call.server}: tools/call result has no content list")
+        if audit.has_lone_surrogate(raw):
+            # JSON escapes such as "\\ud800" decode to text no UTF-8 writer accepts (the audit
+            # log, stdout, a provider's API): the result cannot be passed on as it is.
+            raise ProtocolError(f"{call.server}: the result of {call.tool} contains a lone surrogate "
+                                "(invalid Unicode text)")
     except LlmcError as exc:
-        outcome = {TimeoutExpired: "timeout", Cancelled: "cancelled"}.get(type(exc), "transport_error")
-        log.record({**base, "event": "outcome", "outcome": outcome, "error": exc.message,
-                    "durationMs": round((time.monotonic() - started) * 1000, 1)}, before_action=False)
+        kind = {TimeoutExpired: "timeout", Cancelled: "cancelled"}.get(type(exc), "transport_error")
+        outcome({"outcome": kind, "error": exc.message, "durationMs": elapsed()})
+        raise
+    except Exception as exc:  # a bug must not leave a decision without an outcome
+        outcome({"outcome": "internal_error", "error": f"{type(exc).__name__}: {exc}", "durationMs": elapsed()})
         raise
     result = ToolResult.from_mcp(raw)
-    result.duration_ms = round((time.monotonic() - started) * 1000, 1)
+    result.duration_ms = elapsed()
     body = json.dumps(raw, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    outcome_record = {**base, "event": "outcome", "outcome": "tool_error" if result.is_error else "ok",
+    outcome_record = {"outcome": "tool_error" if result.is_error else "ok",
                       "durationMs": result.duration_ms, "resultBytes": len(body),
                       "resultSha256": hashlib.sha256(body).hexdigest()}
     if profile.profile.audit_results:
         outcome_record["result"] = audit.mask_secrets(raw, invocation.secrets)
-    log.record(outcome_record, before_action=False)
+    outcome(outcome_record)
     return result
 
 
@@ -305,7 +401,7 @@ def _run_batch(catalog: Catalog, invocation: Invocation, items: list[BatchItem],
                 authorized[item.index] = authorize(catalog, invocation, item.call)
             except LlmcError as exc:
                 item.error = exc
-    trail.record_before_actions([a.decision_record() for a in authorized.values()])
+    record_decisions(trail, invocation, list(authorized.values()))
     stop = threading.Event()
     done = [threading.Event() for _ in items]
     by_server: dict[str, list[BatchItem]] = {}
@@ -315,22 +411,35 @@ def _run_batch(catalog: Catalog, invocation: Invocation, items: list[BatchItem],
         else:
             by_server.setdefault(item.call.server, []).append(item)  # type: ignore[union-attr]
 
+    def give_up(item: BatchItem, error: LlmcError, outcome: str) -> None:
+        """A call that will not run (or whose run broke): its error result and outcome record."""
+        item.error = error
+        if OPEN_CALLS.close(authorized[item.index].opened):
+            _write(trail, {**authorized[item.index].base, "event": "outcome", "outcome": outcome,
+                           "reason": error.message}, invocation.secrets, before_action=False)
+
     def run_one(item: BatchItem) -> None:
+        # Never raises: every item gets a result and is marked done, or the batch would wait forever.
         assert item.call is not None
-        if stop.is_set():
-            item.error = LlmcError("skipped: an earlier call failed (--fail-fast)")
-            trail.record({**authorized[item.index].base, "event": "outcome", "outcome": "skipped",
-                          "reason": item.error.message}, before_action=False)
-        else:
-            started = time.monotonic()
+        started = time.monotonic()
+        try:
+            if stop.is_set():
+                give_up(item, LlmcError("skipped: an earlier call failed (--fail-fast)"), "skipped")
+            else:
+                try:
+                    item.result = call_tool(catalog, invocation, item.call, authorized=authorized[item.index])
+                except LlmcError as exc:
+                    item.error = exc
+                item.duration_ms = round((time.monotonic() - started) * 1000, 1)
+                if fail_fast and item.exit_code:
+                    stop.set()
+        except BaseException as exc:  # noqa: BLE001 - an interruption or a bug: this item's result says so
             try:
-                item.result = call_tool(catalog, invocation, item.call, authorized=authorized[item.index])
-            except LlmcError as exc:
-                item.error = exc
-            item.duration_ms = round((time.monotonic() - started) * 1000, 1)
-            if fail_fast and item.exit_code:
-                stop.set()
-        done[item.index].set()
+                give_up(item, LlmcError(f"the call did not complete: {type(exc).__name__}: {exc}"), "internal_error")
+            except BaseException as error:  # noqa: BLE001 - e.g. the audit log is unwritable
+                item.error = error if isinstance(error, LlmcError) else LlmcError(str(error))
+        finally:
+            done[item.index].set()
 
     def read_only(item: BatchItem) -> bool:
         assert item.call is not None
@@ -341,18 +450,31 @@ def _run_batch(catalog: Catalog, invocation: Invocation, items: list[BatchItem],
         return tool is not None and policy.is_read_only(tool, item.call.qualified_name, invocation.profile.profile.policy)
 
     def run_server(queue: list[BatchItem]) -> None:
-        with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
-            i = 0
-            while i < len(queue):
-                group = [queue[i]]
-                if parallel > 1 and read_only(queue[i]):
-                    while len(group) < parallel and i + len(group) < len(queue) and read_only(queue[i + len(group)]):
-                        group.append(queue[i + len(group)])
-                if len(group) == 1:
-                    run_one(group[0])  # no hand-over to a pool thread for a sequential call
-                else:
-                    list(pool.map(run_one, group))
-                i += len(group)
+        try:
+            with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
+                i = 0
+                while i < len(queue):
+                    group = [queue[i]]
+                    if parallel > 1 and read_only(queue[i]):
+                        while len(group) < parallel and i + len(group) < len(queue) and read_only(queue[i + len(group)]):
+                            group.append(queue[i + len(group)])
+                    if len(group) == 1:
+                        run_one(group[0])  # no hand-over to a pool thread for a sequential call
+                    else:
+                        list(pool.map(run_one, group))
+                    i += len(group)
+        finally:  # whatever broke this thread, no item is left waiting
+            for item in queue:
+                if not done[item.index].is_set():
+                    run_one_failed(item)
+
+    def run_one_failed(item: BatchItem) -> None:
+        try:
+            give_up(item, LlmcError("the call did not run: the batch worker of its server failed"), "internal_error")
+        except BaseException as error:  # noqa: BLE001 - the next items must still be marked done
+            item.error = error if isinstance(error, LlmcError) else LlmcError(str(error))
+        finally:
+            done[item.index].set()
 
     workers = [threading.Thread(target=run_server, args=(queue,), daemon=True, name=f"llmc-batch-{server}")
                for server, queue in by_server.items()]

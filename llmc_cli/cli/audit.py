@@ -1,4 +1,4 @@
-"""`llmc audit tail|verify`: read and check the tamper-evident audit trail."""
+"""`llmc audit tail|verify|head`: read and check the tamper-evident audit trail."""
 
 from __future__ import annotations
 
@@ -30,13 +30,25 @@ def _log(ctx: click.Context) -> Any:
 
 
 @audit.command("verify")
+@click.option("--expect", metavar="HASH", help="A head printed earlier by `llmc audit head`: it must still be in "
+              "the chain (catches a log and anchor rewritten together).")
 @click.pass_context
-def verify(ctx: click.Context) -> None:
-    """Check the hash chain across every audit file: ok, or the first broken or missing link (exit 1)."""
-    report = _log(ctx).verify()
+def verify(ctx: click.Context, expect: str | None) -> None:
+    """Check the hash chain across every audit file and against its anchor: ok, or the first
+    broken or missing link, a cut-off end, a deleted log (exit 1)."""
+    report = _log(ctx).verify(expect=expect)
     emit(report)
     if not report["ok"]:
-        raise ToolFailed(f"audit log broken at {report['file']}:{report['line']}: {report['reason']}")
+        where = f"{report['file']}:{report['line']}" if report.get("line") else report["file"]
+        raise ToolFailed(f"audit log broken at {where}: {report['reason']}")
+
+
+@audit.command("head")
+@click.pass_context
+def head(ctx: click.Context) -> None:
+    """The current head hash and record count: record them elsewhere (a CI log, a ticket) and
+    check later with `llmc audit verify --expect HASH`."""
+    emit(_log(ctx).head())
 
 
 @audit.command("tail")
@@ -45,7 +57,8 @@ def verify(ctx: click.Context) -> None:
 @click.option("--since", metavar="30m|1h|2d|ISO", help="Only records from then on.")
 @click.option("--server", "servers", multiple=True, help="Only these servers (repeatable).")
 @click.option("--tool", "tool_glob", metavar="GLOB", help="Only tools matching this glob.")
-@click.option("--outcome", type=click.Choice(["ok", "tool_error", "transport_error", "timeout", "denied"]))
+@click.option("--outcome", type=click.Choice(["ok", "tool_error", "transport_error", "timeout", "cancelled", "denied",
+                                              "interrupted", "skipped", "internal_error"]))
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "table"]), default="jsonl", show_default=True)
 @click.pass_context
 def tail(ctx: click.Context, count: int, follow: bool, since: str | None, servers: tuple[str, ...],

@@ -34,7 +34,8 @@ Exit codes:
   0 ok            1 tool error / failed check   2 usage
   3 config        4 denied by policy            5 connection / transport
   6 protocol      7 timeout                     8 LLM provider
-  9 auth          10 tool manifest drift        130 interrupted
+  9 auth          10 tool manifest drift        130 interrupted (SIGINT)
+  143 terminated (SIGTERM, SIGHUP)
 """
 
 
@@ -76,6 +77,9 @@ def cli(ctx: click.Context, profile: str | None, verbose: int) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: every LlmcError becomes one line on stderr and its exit code."""
+    from llmc_cli import interrupts
+
+    interrupts.install()
     try:
         code = cli.main(args=argv, prog_name="llmc", standalone_mode=False)
         if isinstance(code, int) and code:  # ctx.exit(N) in a command
@@ -97,10 +101,27 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _interrupted() -> None:
-    """Ctrl-C: requests in flight were cancelled where they waited; stop the servers we started
-    (their own process groups do not get the terminal's SIGINT), then exit 130."""
+    """Ctrl-C, SIGTERM or SIGHUP: requests in flight were cancelled where they waited or when
+    their session closed on the way out; record `interrupted` for every call decided and not
+    finished, stop the servers we started (their own process groups get no signal from the
+    terminal or from whoever signalled us), then exit 130 (SIGINT) or 143 (SIGTERM, SIGHUP)."""
+    from llmc_cli import interrupts
+
+    code = interrupts.exit_code(ExitCode.INTERRUPTED)
+    reason = "interrupted" if code == ExitCode.INTERRUPTED else "terminated"
+    services = sys.modules.get("llmc_cli.services")
+    if services is not None:
+        try:
+            services.OPEN_CALLS.interrupt_all(f"{reason} ({interrupts.signal_name()})")
+        except LlmcError as exc:
+            from llmc_cli.cli.output import report_error
+
+            report_error(exc)
     stdio = sys.modules.get("llmc_cli.mcp.transports.stdio")
     if stdio is not None:
         stdio.StdioTransport.close_all()
-    click.echo("llmc: interrupted", err=True)
-    sys.exit(ExitCode.INTERRUPTED)
+    try:
+        click.echo(f"llmc: {reason}", err=True)
+    except OSError:
+        pass  # SIGHUP: the terminal may be gone
+    sys.exit(code)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-import weakref
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -83,19 +82,6 @@ def retry_version(exc: RpcError) -> str | None:
 class Session:
     """A connected session. Thread-safe: several threads may send requests concurrently."""
 
-    #: Every session of this process, so an interrupted command can cancel what other threads wait for.
-    live: "weakref.WeakSet[Session]" = weakref.WeakSet()
-
-    @classmethod
-    def cancel_in_flight(cls, reason: str) -> None:
-        """notifications/cancelled for every request still waiting for a reply, in every session
-        (an interrupted command: the main thread cancels what the worker threads wait for)."""
-        for session in list(cls.live):
-            with session._lock:
-                waiting = list(session._pending)
-            for request_id in waiting:
-                session._cancel(request_id, reason)
-
     def __init__(self, transport: Transport, *, name: str = "server", timeout: float = 60.0,
                  hooks: ClientHooks | None = None) -> None:
         self.transport = transport
@@ -118,7 +104,6 @@ class Session:
         # Called after every completed handshake, the one after an expired HTTP session included
         # (the client remembers the new session id for the next invocation).
         self.on_initialized: Callable[[], None] | None = None
-        Session.live.add(self)
 
     # -- life cycle ------------------------------------------------------------------------------
 
@@ -188,6 +173,12 @@ class Session:
         self.transport.protocol_version = version
 
     def close(self) -> None:
+        # Requests still waiting (other threads' calls when the command was interrupted, or
+        # calls abandoned at a time limit) are cancelled before the connection goes.
+        with self._lock:
+            waiting = list(self._pending)
+        for request_id in waiting:
+            self._cancel(request_id, "the client closed the session")
         try:
             self.transport.close()
         finally:

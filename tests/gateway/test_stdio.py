@@ -147,7 +147,7 @@ def test_a_host_that_cannot_be_asked_is_told_how_to_pre_approve(gateway_profile:
             text = result.content[0].text
             assert "declares no elicitation" in text and "policy approve sdk.echo" in text
             # the command it names works: approve, and the same call runs
-            argv = shlex.split(text.split("pre-approve this exact call: ")[1].split(" (sha256:")[0])
+            argv = shlex.split(text.split("pre-approve this exact call: ")[1].split(" (hmac-sha256:")[0])
             assert argv[0] == "llmc"
             approved = llmc(*argv[1:])
             assert approved.returncode == 0, approved.stderr

@@ -101,13 +101,13 @@ def test_confirm_without_a_terminal_yes_and_a_preapproved_hash(isolated_dirs, da
     name = profile(isolated_dirs, data, '[policy]\nconfirm = ["fs.write_*"]')
     args = ("fs.write_file", f"path={data}/reports/r.txt", "content=hi")
     denied = llmc("call", *args)
-    assert denied.returncode == 4 and "no terminal" in denied.stderr and "sha256:" in denied.stderr
+    assert denied.returncode == 4 and "no terminal" in denied.stderr and "hmac-sha256:" in denied.stderr
     assert not (data / "reports" / "r.txt").exists()
     assert llmc("call", *args, "--yes").returncode == 0
     check = llmc("policy", "check", *args)
     assert check.returncode == 4 and json.loads(check.stdout)["action"] == "confirm"
     approved = json.loads(llmc("policy", "approve", *args, "--write").stdout)
-    assert approved["written"] and approved["hash"].startswith("sha256:")
+    assert approved["written"] and approved["hash"].startswith("hmac-sha256:")
     assert llmc("call", *args).returncode == 0  # the exact call, now pre-approved
     other = llmc("call", "fs.write_file", f"path={data}/reports/r.txt", "content=other")
     assert other.returncode == 4  # different arguments, different hash
