@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from llmc_cli.errors import ConfigError, LlmcError, PolicyDenied, ProviderError, UsageError
+from llmc_cli.mcp.jsonrpc import has_lone_surrogate, replace_lone_surrogates
 from llmc_cli.model import Tool, ToolCall, ToolResult
 from llmc_cli.providers.base import (END, LENGTH, AssistantTurn, Message, Provider, ProviderToolCall,
                                      ToolResultItem, ToolResults, UserMessage, make_provider,
@@ -244,6 +245,8 @@ def ask(prompt: str, *, provider: Provider, tools: list[Tool], call_tool: CallTo
                     record.stop_reason = STOP_TIMEOUT
                     break
                 raise
+            calls = turn.tool_calls  # as the model wrote them: services refuses arguments it cannot record
+            turn = _without_lone_surrogates(turn)
             record.usage.append({"step": step, **turn.usage.to_json(), "stop_reason": turn.stop_reason,
                                  "duration_ms": _ms(t0), "text": turn.text})
             conv.messages.append(turn)
@@ -251,7 +254,7 @@ def ask(prompt: str, *, provider: Provider, tools: list[Tool], call_tool: CallTo
                 record.answer = turn.text  # only a turn that calls no tool is the answer
                 record.stop_reason = {END: STOP_END, LENGTH: STOP_LENGTH}.get(turn.stop_reason, STOP_OTHER)
                 break
-            results, timed_out = _run_batch(step, turn.tool_calls, by_name, call_tool, read_only, deadline, max_parallel,
+            results, timed_out = _run_batch(step, calls, by_name, call_tool, read_only, deadline, max_parallel,
                                             result_budget, record, emit,
                                             getattr(translation, "arguments_back", None))
             conv.messages.append(ToolResults(results))
@@ -271,6 +274,16 @@ def ask(prompt: str, *, provider: Provider, tools: list[Tool], call_tool: CallTo
     return record
 
 
+def _without_lone_surrogates(turn: AssistantTurn) -> AssistantTurn:
+    """The turn as the conversation keeps it: a model's "\\ud800" escape decodes to text that no
+    UTF-8 writer accepts (the next request to the provider, a saved conversation, stdout), so
+    it becomes U+FFFD there."""
+    if not has_lone_surrogate(turn.to_json()):
+        return turn
+    return replace(turn, text=replace_lone_surrogates(turn.text), raw=replace_lone_surrogates(turn.raw),
+                   tool_calls=[replace(c, arguments=replace_lone_surrogates(c.arguments)) for c in turn.tool_calls])
+
+
 def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool], call_tool: CallTool, read_only: ReadOnly,
                deadline: float, max_parallel: int, budget: int, record: RunRecord,
                emit: Progress, arguments_back: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
@@ -278,14 +291,16 @@ def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool
     """Run one turn's calls; every call gets a result, in the model's order, so the conversation
     stays valid for every API even when time runs out."""
     entries: list[dict[str, Any]] = []
+    sent: list[dict[str, Any]] = []
     runnable: list[int] = []
     for c in calls:
         tool = by_name.get(c.name)
         # Property names a provider could not take (Gemini) go back to the server's own names; the
         # record shows what the server was sent.
         arguments = arguments_back(c.name, dict(c.arguments)) if tool and arguments_back else dict(c.arguments)
+        sent.append(arguments)
         entry: dict[str, Any] = {"step": step, "call_id": c.id, "tool": tool.qualified_name if tool else c.name,
-                                 "provider_name": c.name, "arguments": arguments}
+                                 "provider_name": c.name, "arguments": replace_lone_surrogates(arguments)}
         if c.error:
             _fail(entry, "invalid", f"llmc could not read this tool call: {c.error}")
         elif tool is None:
@@ -305,7 +320,7 @@ def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool
         t0 = time.monotonic()
         out: dict[str, Any] = {}
         try:
-            result = call_tool(ToolCall(tool.server, tool.name, dict(entries[i]["arguments"]), call_id=c.id))
+            result = call_tool(ToolCall(tool.server, tool.name, dict(sent[i]), call_id=c.id))
         except PolicyDenied as exc:
             _fail(out, "denied", f"llmc's policy denied this call: {exc.message}", exc)
         except LlmcError as exc:

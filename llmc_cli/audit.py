@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from llmc_cli.errors import ConfigError
+from llmc_cli.mcp.jsonrpc import replace_lone_surrogates
 
 GENESIS = "0" * 64
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
@@ -85,37 +86,6 @@ def mask_secrets(value: Any, secrets: set[str] | None = None) -> Any:
 
 def secret_values() -> set[str]:
     return {v for k, v in os.environ.items() if SECRET_ENV.search(k) and len(v) >= 6}
-
-
-LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def has_lone_surrogate(value: Any) -> bool:
-    """Text no UTF-8 encoder accepts: what a JSON escape such as "\\ud800" decodes to."""
-    if isinstance(value, str):
-        return LONE_SURROGATE.search(value) is not None
-    if isinstance(value, dict):
-        return any(has_lone_surrogate(k) or has_lone_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(has_lone_surrogate(v) for v in value)
-    return False
-
-
-def replace_lone_surrogates(value: Any) -> Any:
-    """The same value with every lone surrogate replaced by U+FFFD, so it can be written as UTF-8."""
-    if isinstance(value, str):
-        return LONE_SURROGATE.sub("\ufffd", value)
-    if isinstance(value, dict):
-        return {replace_lone_surrogates(k): replace_lone_surrogates(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [replace_lone_surrogates(v) for v in value]
-    return value
-
-
-def mask_text_fields(record: dict[str, Any], secrets: set[str]) -> dict[str, Any]:
-    """A record with the secret values masked in every free-text field (reason, error, message,
-    ...): the structured fields (arguments, result) are masked where they are built."""
-    return {k: mask_secrets(v, secrets) if isinstance(v, str) else v for k, v in record.items()}
 
 
 def record_hash(record: dict[str, Any]) -> str:

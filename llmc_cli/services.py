@@ -12,6 +12,7 @@ from typing import Any, Callable
 from llmc_cli.catalog import Catalog
 from llmc_cli.config.profiles import LoadedProfile, server_specs
 from llmc_cli.errors import Cancelled, ConfigError, ExitCode, LlmcError, PolicyDenied, ProtocolError, TimeoutExpired, UsageError
+from llmc_cli.mcp.jsonrpc import has_lone_surrogate
 from llmc_cli.mcp.session import ClientHooks
 from llmc_cli.model import ServerSpec, Tool, ToolCall, ToolResult
 
@@ -237,8 +238,14 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
     tool = catalog.find_tool(call.server, call.tool)
     if tool is None:
         raise UsageError(f"server {call.server} has no tool named {call.tool!r}")
-    decision = policy.decide(call, tool, profile.profile.policy, caller=invocation.caller,  # type: ignore[arg-type]
-                             cwd=catalog.working_directory(call.server))
+    if has_lone_surrogate(call.arguments):
+        # Text no UTF-8 writer accepts (a model's "\\ud800" escape): not checked against path
+        # rules, not recorded faithfully, not sent; the record shows it as U+FFFD.
+        decision = policy.Decision("deny", "invalid_text", "the arguments contain a lone surrogate "
+                                   "(invalid Unicode text)", policy.call_hash(call))
+    else:
+        decision = policy.decide(call, tool, profile.profile.policy, caller=invocation.caller,  # type: ignore[arg-type]
+                                 cwd=catalog.working_directory(call.server))
     if profile.profile.lock and decision.action != "deny":
         # A denied tool is denied (exit 4), whatever the lock says: `tools lock` pins only
         # the tools the policy allows, so asking the lock first would demand a re-lock that
@@ -293,7 +300,7 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
         raw = catalog.session(call.server).call_tool(call.tool, call.arguments, timeout=timeout, meta=meta)
         if not isinstance(raw.get("content", []), list):
             raise ProtocolError(f"{call.server}: tools/call result has no content list")
-        if audit.has_lone_surrogate(raw):
+        if has_lone_surrogate(raw):
             # JSON escapes such as "\\ud800" decode to text no UTF-8 writer accepts (the audit
             # log, stdout, a provider's API): the result cannot be passed on as it is.
             raise ProtocolError(f"{call.server}: the result of {call.tool} contains a lone surrogate "

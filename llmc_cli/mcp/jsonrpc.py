@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from llmc_cli.errors import ProtocolError
@@ -78,7 +79,48 @@ def decode(line: str | bytes) -> list[dict[str, Any]]:
     messages = value if isinstance(value, list) else [value]
     for m in messages:
         kind_of(m)
+    if ("\\u" if isinstance(line, str) else b"\\u") in line:  # only an escape makes a lone surrogate
+        messages = [_without_lone_surrogates(m) for m in messages]
     return messages
+
+
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_lone_surrogates(message: dict[str, Any]) -> dict[str, Any]:
+    """A JSON escape such as "\\ud800" alone decodes to text that no UTF-8 writer accepts (the
+    audit log, stdout, the next request): a reply carrying it becomes an error reply for its
+    request; in a notification it becomes U+FFFD. Requests stay as they are: whoever answers
+    them refuses such arguments (services.authorize)."""
+    if kind_of(message) == "request" or not has_lone_surrogate(message):
+        return message
+    if kind_of(message) in ("response", "error"):
+        return error(message["id"] if not has_lone_surrogate(message["id"]) else None, INTERNAL_ERROR,
+                     "the reply contains a lone surrogate (a \\uD800-\\uDFFF escape without its pair): "
+                     "not valid Unicode text")
+    return replace_lone_surrogates(message)
+
+
+def has_lone_surrogate(value: Any) -> bool:
+    """Anywhere in a JSON value, keys included."""
+    if isinstance(value, str):
+        return LONE_SURROGATE.search(value) is not None
+    if isinstance(value, dict):
+        return any(has_lone_surrogate(k) or has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(has_lone_surrogate(v) for v in value)
+    return False
+
+
+def replace_lone_surrogates(value: Any) -> Any:
+    """The same JSON value with each lone surrogate replaced by U+FFFD."""
+    if isinstance(value, str):
+        return LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {replace_lone_surrogates(k): replace_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [replace_lone_surrogates(v) for v in value]
+    return value
 
 
 def _preview(value: Any, limit: int = 120) -> str:

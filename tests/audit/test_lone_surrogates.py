@@ -1,0 +1,107 @@
+"""Lone surrogates ("\\ud800" escapes without their pair) from a server's reply or in a model's
+arguments: an error result for that call, recorded in the audit trail; a batch always finishes;
+`ask` hands the error back to the model. Against a hostile stdio server (tests/peers/hostile_stdio.py)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.llm import FakeLLM
+from tests.fakes.scripts import sent_results, turn
+from tests.helpers import llmc, sdk_server
+
+# tool of the hostile server -> where its reply carries the lone surrogate
+HOSTILE_TOOLS = ["text", "key", "low", "rpc_error"]
+
+
+def write_profile(isolated_dirs: Path, extra: str = "") -> None:
+    path = isolated_dirs / "config" / "profiles" / "default.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"""
+[servers.h]
+command = "{sys.executable}"
+args = ["{sdk_server("hostile_stdio.py")[1]}"]
+{extra}
+""")
+
+
+def audit_records(isolated_dirs: Path) -> list[dict]:
+    return [json.loads(line) for line in (isolated_dirs / "state" / "audit.jsonl").read_text().splitlines()]
+
+
+def assert_verified() -> None:
+    proc = llmc("audit", "verify")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["ok"], proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("tool", HOSTILE_TOOLS)
+def test_a_reply_with_a_lone_surrogate_is_a_recorded_protocol_error(isolated_dirs, tool):
+    write_profile(isolated_dirs)
+    proc = llmc("call", f"h.{tool}", "message=x")
+    assert proc.returncode == 6 and "lone surrogate" in proc.stderr and proc.stdout == ""
+    outcomes = [r for r in audit_records(isolated_dirs) if r["event"] == "outcome"]
+    assert [(r["tool"], r["outcome"]) for r in outcomes] == [(tool, "transport_error")]
+    assert "lone surrogate" in outcomes[0]["error"]
+    assert_verified()
+
+
+@pytest.mark.parametrize("arguments", [
+    '{"message": "a\\ud800"}',
+    '{"message": "\\udfff"}',
+    '{"message": ["nested", {"deep": "\\udc80"}]}',
+    '{"k\\ud800": "in a key"}',
+])
+def test_arguments_with_a_lone_surrogate_are_denied_and_recorded(isolated_dirs, arguments):
+    write_profile(isolated_dirs)
+    proc = llmc("call", "h.echo", "--json", arguments)
+    assert proc.returncode == 4 and "lone surrogate" in proc.stderr
+    [record] = audit_records(isolated_dirs)
+    assert record["decision"] == "deny" and record["rule"] == "invalid_text"
+    assert "\ufffd" in json.dumps(record["arguments"], ensure_ascii=False)  # shown, not dropped
+    assert_verified()
+
+
+def test_a_batch_with_lone_surrogates_always_finishes(isolated_dirs):
+    write_profile(isolated_dirs)
+    lines = [{"id": i, "tool": f"h.{tool}", "arguments": {"message": "x"}} for i, tool in enumerate(HOSTILE_TOOLS)]
+    lines.insert(2, {"id": "bad-args", "tool": "h.echo", "arguments": {"message": "\ud800"}})
+    lines.append({"id": "fine", "tool": "h.echo", "arguments": {"message": "fine"}})
+    batch = "".join(json.dumps(line) + "\n" for line in lines)  # json.dumps escapes the surrogate
+    proc = llmc("call", "--batch", "-", "--parallel", "4", stdin=batch, timeout=60)
+    assert proc.returncode == 6, proc.stderr
+    out = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [o["id"] for o in out] == [line["id"] for line in lines]
+    assert out[-1]["result"]["content"][0]["text"] == "fine"
+    assert {o["error"]["error"] for o in out[:-1]} == {"rpc_error", "denied"}
+    records = audit_records(isolated_dirs)
+    assert len([r for r in records if r["event"] == "outcome"]) == len(HOSTILE_TOOLS) + 1
+    assert_verified()
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic", "gemini"])
+def test_ask_gives_the_error_back_to_the_model(isolated_dirs, api):
+    script = [turn(api, calls=[("c1", "text", {"message": "x"}), ("c2", "echo", {"message": "a\ud800"})]),
+              turn(api, text="Both calls failed.")]
+    with FakeLLM(api, script) as fake:
+        write_profile(isolated_dirs, f"""
+[llm]
+provider = "{api}"
+model = "{'gemini-fake' if api == 'gemini' else 'model-fake'}"
+base_url = "{fake.base_url}"
+""")
+        key = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY"}[api]
+        proc = llmc("ask", "try them", env={key: "test-key"}, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["answer"] == "Both calls failed."
+    assert [s["outcome"] for s in out["steps"]] == ["failed", "denied"]
+    results = sent_results(api, fake.requests[1].body)
+    assert len(results) == 2 and all("lone surrogate" in r["text"] for r in results)
+    outcomes = [(r["tool"], r.get("outcome") or r["decision"]) for r in audit_records(isolated_dirs)
+                if r["event"] == "outcome" or r["decision"] == "deny"]
+    assert sorted(outcomes) == [("echo", "deny"), ("text", "transport_error")]
+    assert_verified()
