@@ -1,0 +1,120 @@
+"""The anchor beside the log (head hash + record count, 0600, replaced with every append): what
+`audit verify` finds with it, what `audit head` and `verify --expect` add, and rotation."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from llmc_cli.audit import AuditLog, record_hash
+from tests.helpers import llmc
+
+
+def fill(path: Path, count: int = 10, max_bytes: int = 16 * 1024 * 1024) -> AuditLog:
+    log = AuditLog(path, max_bytes=max_bytes)
+    for i in range(count):
+        log.append({"event": "outcome", "n": i})
+    return log
+
+
+def cut_end(path: Path) -> None:
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:-3]))
+
+
+def delete_log(path: Path) -> None:
+    path.unlink()
+
+
+def rewrite_from_line_5(path: Path) -> None:
+    """A valid chain again from record 5 on, with other content: only the anchor knows."""
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    prev = records[3]["hash"]
+    for record in records[4:]:
+        record["n"] = -1
+        record["prev"] = prev
+        record["hash"] = prev = record_hash(record)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in records))
+
+
+def rewrite_shorter(path: Path) -> None:
+    rewrite_from_line_5(path)
+    cut_end(path)
+
+
+def delete_anchor(path: Path) -> None:
+    path.with_name(path.name + ".anchor").unlink()
+
+
+# tampering -> what verify says
+TAMPERING: dict[str, tuple[Callable[[Path], None], str]] = {
+    "end cut off": (cut_end, "ends before its anchor"),
+    "log deleted": (delete_log, "audit log is missing"),
+    "rewritten from a point on": (rewrite_from_line_5, "differs from its anchor"),
+    "rewritten and shortened": (rewrite_shorter, "ends before its anchor"),
+    "anchor deleted": (delete_anchor, "no anchor"),
+}
+
+
+@pytest.mark.parametrize("name", TAMPERING)
+def test_verify_finds_what_the_chain_alone_cannot(tmp_path, name):
+    tamper, says = TAMPERING[name]
+    path = tmp_path / "audit.jsonl"
+    fill(path)
+    assert AuditLog(path).verify()["ok"]
+    tamper(path)
+    report = AuditLog(path).verify()
+    assert report["ok"] is False and says in report["reason"], report
+
+
+@pytest.mark.parametrize("name", ["end cut off", "log deleted"])
+def test_a_later_append_does_not_hide_records_cut_off(tmp_path, name):
+    path = tmp_path / "audit.jsonl"
+    fill(path)
+    TAMPERING[name][0](path)
+    fill(path, 2)  # another process appends afterwards
+    assert AuditLog(path).verify()["ok"] is False
+
+
+def test_the_anchor_is_private_and_follows_rotation(tmp_path):
+    path = tmp_path / "audit.jsonl"
+    log = fill(path, 60, max_bytes=2000)
+    assert len(log.files()) > 3
+    anchor = path.with_name("audit.jsonl.anchor")
+    assert stat.S_IMODE(anchor.stat().st_mode) == 0o600
+    assert json.loads(anchor.read_text())["records"] == 60
+    report = AuditLog(path).verify()
+    assert report["ok"] and report["records"] == 60 and report["anchor"]["head"] == report["last"]
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_a_log_from_before_anchors_gets_one_on_its_next_append(tmp_path):
+    path = tmp_path / "audit.jsonl"
+    fill(path)
+    delete_anchor(path)
+    fill(path, 1)
+    report = AuditLog(path).verify()
+    assert report["ok"] and report["records"] == 11
+
+
+def test_audit_head_and_verify_expect_through_the_cli(isolated_dirs):
+    path = isolated_dirs / "state" / "audit.jsonl"
+    empty = json.loads(llmc("audit", "head").stdout)
+    assert empty["records"] == 0 and llmc("audit", "verify", "--expect", empty["head"]).returncode == 0
+    fill(path, 5)
+    head = json.loads(llmc("audit", "head").stdout)
+    assert head["records"] == 5 and head["head"] == json.loads(path.read_text().splitlines()[-1])["hash"]
+    fill(path, 3)
+    assert llmc("audit", "verify", "--expect", head["head"]).returncode == 0  # still in the chain
+    # The log AND its anchor rewritten from record 2 on: only the head kept elsewhere tells.
+    records = [json.loads(line) for line in path.read_text().splitlines()][:2]
+    path.write_text("".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in records))
+    delete_anchor(path)
+    fill(path, 6)
+    assert llmc("audit", "verify").returncode == 0
+    proc = llmc("audit", "verify", "--expect", head["head"])
+    assert proc.returncode == 1 and "expected head" in proc.stderr

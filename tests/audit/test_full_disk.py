@@ -1,0 +1,95 @@
+"""A full disk under the audit log, through the real CLI: a record that does not fit stops the
+call before it runs (exit 3) and leaves no partial line; an outcome that does not fit after the
+call ran is reported as such (exit 3); either way the log is cut back to its last complete record,
+so once there is space again the next call works and `audit verify` passes. A small tmpfs, so
+root only."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import llmc, node_tool
+
+BIG = 40 * 1024  # a result that cannot fit in what is left
+
+
+@pytest.fixture
+def disk(tmp_path: Path):
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs (the full disk) needs root")
+    path = tmp_path / "disk"
+    path.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", str(path)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def fill(disk: Path, leave: int) -> Path:
+    """Fill the disk, then give back `leave` bytes."""
+    filler = disk / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        for _ in range(1024):  # the disk is 256k: full long before
+            os.write(fd, b"\0" * 4096)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    os.truncate(filler, max(0, filler.stat().st_size - leave))
+    return filler
+
+
+# what does not fit -> (the call, what it must not have done / must say)
+CASES = {
+    "decision": dict(leave=0, tool="fs.write_file", args=lambda files: ["path=" + str(files / "made.txt"), "content=x"],
+                     says="the tool was not run"),
+    "outcome": dict(leave=12 * 1024, tool="fs.read_text_file", args=lambda files: ["path=" + str(files / "big.txt")],
+                    says="the call ran, but its outcome is not recorded"),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_full_disk_never_leaves_a_partial_record(isolated_dirs, disk, case):
+    spec = CASES[case]
+    files = isolated_dirs / "files"
+    files.mkdir()
+    (files / "big.txt").write_text("y" * BIG)
+    log = disk / "audit.jsonl"
+    profile = isolated_dirs / "config" / "profiles" / "default.toml"
+    profile.parent.mkdir(parents=True)
+    profile.write_text(f"""
+audit_log = "{log}"
+audit_results = true
+[servers.fs]
+command = "{node_tool('mcp-server-filesystem')}"
+args = ["{files}"]
+""")
+    assert llmc("call", "fs.list_allowed_directories").returncode == 0  # log, anchor, lock exist
+    before = log.read_bytes()
+    filler = fill(disk, spec["leave"])
+
+    proc = llmc("call", spec["tool"], *spec["args"](files))
+    assert proc.returncode == 3 and spec["says"] in proc.stderr, proc.stderr
+    assert not (files / "made.txt").exists()
+    after = log.read_bytes()
+    assert after.startswith(before) and after.endswith(b"\n")  # complete records only
+    new = [json.loads(line) for line in after[len(before):].splitlines()]
+    assert [r["event"] for r in new] == (["decision"] if case == "outcome" else [])
+
+    filler.unlink()  # space again: the next call works and the whole trail verifies
+    again = llmc("call", spec["tool"], *spec["args"](files))
+    assert again.returncode == 0, again.stderr
+    verify = llmc("audit", "verify")
+    assert verify.returncode == 0 and json.loads(verify.stdout)["ok"], verify.stdout + verify.stderr
+    assert not [p.name for p in disk.iterdir() if p.name.endswith(".tmp")]

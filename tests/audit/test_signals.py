@@ -1,0 +1,174 @@
+"""SIGTERM and SIGHUP unwind like Ctrl-C: every decided call gets an `interrupted` outcome record
+(a batch's decided-but-not-started calls included), the trail verifies, the stdio servers are
+gone (no orphans), exit 143 (130 for SIGINT). The real CLI against the SDK test server's slow tool."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from tests.fakes.llm import FakeLLM
+from tests.fakes.scripts import turn
+from tests.helpers import llmc, llmc_executable, sdk_server
+
+WAIT_SECONDS = 60  # bound on every wait below (a loaded machine is slow, never this slow)
+SIGNALS = [(signal.SIGTERM, 143), (signal.SIGHUP, 143), (signal.SIGINT, 130)]
+
+
+def write_profile(isolated_dirs: Path, marker: str, servers: tuple[str, ...] = ("sdk",), extra: str = "") -> None:
+    path = isolated_dirs / "config" / "profiles" / "default.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # The marker in each server's environment finds its processes afterwards (orphans included).
+    path.write_text("".join(f"""
+[servers.{name}]
+command = "{sys.executable}"
+args = ["{sdk_server('sdk_server.py')[1]}"]
+env = {{ LLMC_SIGNAL_TEST = "{marker}" }}
+""" for name in servers) + f"""
+[policy]
+confirm_destructive = false
+{extra}""")
+
+
+def marked_processes(marker: str) -> list[int]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if f"LLMC_SIGNAL_TEST={marker}".encode() in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                found.append(int(pid))
+        except OSError:
+            continue  # gone, or not ours to read
+    return found
+
+
+def wait_for(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def audit_records(isolated_dirs: Path) -> list[dict]:
+    path = isolated_dirs / "state" / "audit.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def decided(isolated_dirs: Path, tool: str) -> Callable[[], bool]:
+    return lambda: any(r.get("tool") == tool and r.get("event") == "decision" for r in audit_records(isolated_dirs))
+
+
+def start(*args: str, env: dict[str, str] | None = None, stdin: str | None = None) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([llmc_executable(), *args], stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
+    if stdin is not None:
+        proc.stdin.write(stdin)  # type: ignore[union-attr]
+        proc.stdin.close()  # type: ignore[union-attr]
+        proc.stdin = None  # communicate() must not flush it again
+    return proc
+
+
+def finish(proc: subprocess.Popen[str], sig: int) -> tuple[int, str, str]:
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=WAIT_SECONDS)
+    assert "Traceback" not in err, err
+    return proc.returncode, out, err
+
+
+def assert_every_decided_call_has_one_outcome(isolated_dirs: Path, interrupted: list[str]) -> None:
+    records = audit_records(isolated_dirs)
+    allowed = [r["tool"] for r in records if r["event"] == "decision" and r["decision"] == "allow"]
+    outcomes = [(r["tool"], r["outcome"]) for r in records if r["event"] == "outcome"]
+    assert sorted(t for t, _ in outcomes) == sorted(allowed), outcomes
+    assert sorted(t for t, o in outcomes if o == "interrupted") == sorted(interrupted), outcomes
+    proc = llmc("audit", "verify")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def assert_no_server_left(marker: str) -> None:
+    wait_for(lambda: not marked_processes(marker), "the servers to be gone")
+
+
+@pytest.mark.parametrize("sig, code", SIGNALS)
+def test_a_single_call(isolated_dirs, sig, code):
+    marker = uuid.uuid4().hex
+    write_profile(isolated_dirs, marker)
+    proc = start("call", "sdk.slow", "seconds=300")
+    wait_for(decided(isolated_dirs, "slow"), "the decision record")
+    wait_for(lambda: marked_processes(marker), "the server")
+    returncode, out, err = finish(proc, sig)
+    assert returncode == code and out == "" and ("terminated" if code == 143 else "interrupted") in err
+    assert_every_decided_call_has_one_outcome(isolated_dirs, ["slow"])
+    assert [r["reason"] for r in audit_records(isolated_dirs) if r.get("outcome") == "interrupted"] == \
+        [f"{'terminated' if code == 143 else 'interrupted'} ({signal.Signals(sig).name})"]
+    assert_no_server_left(marker)
+
+
+@pytest.mark.parametrize("sig, code", SIGNALS[:2])
+@pytest.mark.parametrize("parallel", ["1", "3"])
+def test_a_batch_records_every_decided_call(isolated_dirs, sig, code, parallel):
+    """Two servers (two worker threads): one finished call, calls in flight, and calls decided
+    but not started when the signal comes."""
+    marker = uuid.uuid4().hex
+    write_profile(isolated_dirs, marker, ("a", "b"), extra='[policy.hints."*.slow"]\nreadOnly = true\n')
+    lines = [("1", "a.echo", {"message": "first"}), ("2", "a.slow", {"seconds": 300}),
+             ("3", "b.slow", {"seconds": 300}), ("4", "a.slow", {"seconds": 1}), ("5", "b.echo", {"message": "x"}),
+             ("6", "a.echo", {"message": "last"})]
+    batch = "".join(json.dumps({"id": i, "tool": t, "arguments": a}) + "\n" for i, t, a in lines)
+    proc = start("call", "--batch", "-", "--parallel", parallel, stdin=batch)
+    first = proc.stdout.readline()  # type: ignore[union-attr]  # "1" is done: the slow calls run
+    assert json.loads(first)["id"] == "1"
+    wait_for(lambda: len(marked_processes(marker)) == 2, "both servers")
+    returncode, out, err = finish(proc, sig)
+    assert returncode == code, err
+    assert out == ""  # nothing after the interruption: the calls still waiting never finished
+    assert_every_decided_call_has_one_outcome(isolated_dirs, ["slow", "slow", "slow", "echo", "echo"])
+    assert_no_server_left(marker)
+
+
+def test_a_session_keeper_call(isolated_dirs):
+    """--session: the servers belong to the keeper and stay; the call is cancelled and recorded."""
+    marker = uuid.uuid4().hex
+    write_profile(isolated_dirs, marker)
+    assert llmc("session", "start", "sig", timeout=WAIT_SECONDS).returncode == 0
+    try:
+        proc = start("call", "--session", "sig", "sdk.slow", "seconds=300")
+        wait_for(decided(isolated_dirs, "slow"), "the decision record")
+        returncode, out, err = finish(proc, signal.SIGTERM)
+        assert returncode == 143, err
+        assert_every_decided_call_has_one_outcome(isolated_dirs, ["slow"])
+        again = llmc("call", "--session", "sig", "sdk.echo", "message=still here", timeout=WAIT_SECONDS)
+        assert again.returncode == 0 and "still here" in again.stdout, again.stderr
+    finally:
+        llmc("session", "stop", "sig", timeout=WAIT_SECONDS)
+    assert_no_server_left(marker)
+
+
+def test_ask_records_the_call_in_flight(isolated_dirs):
+    marker = uuid.uuid4().hex
+    script = [turn("openai", calls=[("c1", "slow", {"seconds": 300})]), turn("openai", text="never")]
+    with FakeLLM("openai", script) as fake:
+        write_profile(isolated_dirs, marker, extra=f"""
+[llm]
+provider = "openai"
+model = "model-fake"
+base_url = "{fake.base_url}"
+""")
+        proc = start("ask", "be slow", env={"OPENAI_API_KEY": "test-key"})
+        wait_for(decided(isolated_dirs, "slow"), "the decision record")
+        returncode, out, err = finish(proc, signal.SIGTERM)
+    assert returncode == 143, err
+    assert_every_decided_call_has_one_outcome(isolated_dirs, ["slow"])
+    assert_no_server_left(marker)
+
+
+def test_help_documents_143():
+    assert "143 terminated (SIGTERM, SIGHUP)" in llmc("--help").stdout
