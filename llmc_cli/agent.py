@@ -86,26 +86,36 @@ def save_conversation(conv: Conversation, name: str | None = None) -> Path:
     return path
 
 
-def load_conversation(name: str) -> Conversation:
-    """conversations/NAME.json, or the most recently saved one for 'last'."""
+def conversation_path(name: str) -> Path:
+    """conversations/NAME.json; for 'last', the most recently saved one."""
     folder = conversations_dir()
     if name == "last":
-        saved = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime) if folder.is_dir() else []
+        saved = saved_conversations()
         if not saved:
-            raise UsageError("no saved conversation to continue")
-        path = saved[-1]
-    elif not NAME_RE.match(name):
+            raise UsageError("no saved conversation")
+        return saved[-1]
+    if not NAME_RE.match(name):
         raise UsageError(f"bad conversation name {name!r}")
-    else:
-        path = folder / f"{name}.json"
+    return folder / f"{name}.json"
+
+
+def load_conversation(name: str) -> Conversation:
+    """conversations/NAME.json, or the most recently saved one for 'last'."""
+    path = conversation_path(name)
     try:
         return Conversation.from_json(json.loads(path.read_text(encoding="utf-8")))
     except FileNotFoundError:
-        raise UsageError(f"no saved conversation named {name!r} (in {folder})") from None
+        raise UsageError(f"no saved conversation named {name!r} (in {path.parent})") from None
     except (ValueError, KeyError, TypeError, RecursionError) as exc:
         raise UsageError(f"{path}: not a readable conversation ({exc})") from None
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def saved_conversations() -> list[Path]:
+    """Every saved conversation, the most recently saved last."""
+    folder = conversations_dir()
+    return sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime) if folder.is_dir() else []
 
 
 # --- compaction -------------------------------------------------------------------------------
@@ -309,6 +319,8 @@ def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool
         else:
             runnable.append(len(entries))
         entries.append(entry)
+        if "outcome" in entry:  # the model sees an error for it: say so now, as for a denied call
+            _ended(emit, step, entry["tool"], entry["outcome"], None, entry["seen_result"])
 
     lock = threading.Lock()
     closed = False  # set when the batch timed out: a late result must not change the record
@@ -335,8 +347,7 @@ def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool
             if closed:
                 return
             entries[i].update(out)
-        emit({"event": "tool_end", "step": step, "tool": entries[i]["tool"], "outcome": out["outcome"],
-              "duration_ms": out["duration_ms"]})
+        _ended(emit, step, entries[i]["tool"], out["outcome"], out["duration_ms"], out["seen_result"])
 
     parallel = len(runnable) > 1 and all(read_only(by_name[calls[i].name]) for i in runnable)
     timed_out = not _run_bounded(work, runnable, max_parallel if parallel else 1, deadline)
@@ -347,11 +358,22 @@ def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool
         if "outcome" not in entry:
             _fail(entry, "timeout", "llmc stopped waiting for this call: the run's time limit was reached")
             entry["duration_ms"] = None
+            _ended(emit, step, entry["tool"], "timeout", None, entry["seen_result"])
         seen = entry.pop("seen_result")
         entry["seen"] = seen.text
         record.steps.append(entry)
         items.append(ToolResultItem(c.id, c.name, seen, c.echo_id))
     return items, timed_out
+
+
+def _ended(emit: Progress, step: int, tool: str, outcome: str, duration_ms: float | None, seen: ToolResult) -> None:
+    """The tool_end event; unless the call went well, with what the model was told (cut short)."""
+    event: dict[str, Any] = {"event": "tool_end", "step": step, "tool": tool, "outcome": outcome,
+                             "duration_ms": duration_ms}
+    if outcome != "ok":
+        text = " ".join(seen.text.split())
+        event["message"] = text if len(text) <= 300 else text[:299] + "…"
+    emit(event)
 
 
 def _fail(entry: dict[str, Any], outcome: str, text: str, exc: LlmcError | None = None) -> None:
@@ -407,14 +429,16 @@ def provider_tool_names(translation: Any) -> dict[str, tuple[str, str]]:
 
 
 def progress_line(event: dict[str, Any]) -> str | None:
-    """One line for people (stderr on a terminal) per progress event, or None."""
+    """One line for people (stderr) per progress event, or None."""
     kind = event.get("event")
     if kind == "model":
         return f"[step {event['step']}] asking the model..."
     if kind == "tool_start":
         return f"[step {event['step']}] running {event['tool']}"
     if kind == "tool_end":
-        return f"[step {event['step']}] {event['tool']}: {event['outcome']} ({event['duration_ms']:.0f} ms)"
+        took = f" ({event['duration_ms']:.0f} ms)" if event.get("duration_ms") is not None else ""
+        told = f": {event['message']}" if event.get("message") else ""
+        return f"[step {event['step']}] {event['tool']}: {event['outcome']}{took}{told}"
     return None
 
 

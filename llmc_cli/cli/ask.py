@@ -25,8 +25,9 @@ PROVIDERS = ["openai", "openai-responses", "anthropic", "gemini", "text"]
 @click.option("--max-steps", type=click.IntRange(min=1), help="Model turns at most (default 10).")
 @click.option("--total-timeout", type=click.FloatRange(min=1), metavar="SECONDS", help="The whole run (default 300).")
 @click.option("--system", help="System prompt.")
-@click.option("--save", "save_as", metavar="NAME", help="Save the conversation under this name.")
-@click.option("--continue", "continue_from", metavar="NAME|last", help="Go on with a saved conversation.")
+@click.option("--save", "save_as", metavar="NAME", help="Save the conversation under this name (default: its id).")
+@click.option("--continue", "continue_from", metavar="NAME|last",
+              help="Go on with a saved conversation; it is saved back under its name unless --save says otherwise.")
 @click.option("--text", is_flag=True, help="Print only the answer.")
 @click.option("--yes", "-y", is_flag=True, help="Answer yes to confirmations the policy asks for.")
 @click.option("--strict", is_flag=True, help="OpenAI strict-mode tool schemas.")
@@ -54,6 +55,8 @@ def ask(ctx: click.Context, prompt: str, provider: str | None, model: str | None
         raise UsageError("the prompt is empty")
     llm = load_profile(ctx.obj.get("profile") if ctx.obj else None).profile.llm
     conversation = agent.load_conversation(continue_from) if continue_from else None
+    if continue_from and not save_as:  # a continued conversation is saved back where it came from
+        save_as = agent.conversation_path(continue_from).stem
     name = provider or (conversation.provider if conversation else None) or llm.provider
     if not name:
         raise UsageError("no provider: give --provider or set [llm] provider in the profile")
@@ -70,7 +73,13 @@ def ask(ctx: click.Context, prompt: str, provider: str | None, model: str | None
     catalog, profile = open_catalog(ctx, target, sample=sample)
     invocation = services.Invocation(profile=profile, command="ask", caller="model", interactive=terminal.interactive(),
                                      assume_yes=yes, confirm=terminal.confirm_call, conversation_id=conversation.id)
-    progress = (lambda event: (line := agent.progress_line(event)) and note(line)) if sys.stderr.isatty() else None
+    # Steps on a terminal or with -v; a call that went wrong for the model is reported either way.
+    show_steps = sys.stderr.isatty() or bool(ctx.obj and ctx.obj.get("verbose"))
+
+    def progress(event: dict[str, Any]) -> None:
+        line = agent.progress_line(event)
+        if line and (show_steps or event.get("message")):
+            note(line if show_steps else f"llmc: {line}")
     with catalog:
         tools, _denied, failures = services.visible_tools(catalog, profile, list(target["servers"]) or None)
         for failure in failures:

@@ -44,3 +44,7 @@ def test_progress_lines():
         == "[step 2] fs.read: ok (12 ms)"
     assert progress_line({"event": "model", "step": 1}) == "[step 1] asking the model..."
     assert progress_line({"event": "other"}) is None
+    # a call the model was told failed: what it was told; no duration when it never ran
+    assert progress_line({"event": "tool_end", "step": 1, "tool": "nope", "outcome": "unknown_tool",
+                          "duration_ms": None, "message": "there is no tool named 'nope'"}) \
+        == "[step 1] nope: unknown_tool: there is no tool named 'nope'"
