@@ -347,12 +347,9 @@ def glob_patterns(glob: str, cwd: str | None) -> list[tuple[str, str]]:
     return [(h if not tail else h.rstrip("/"), tail) for h in heads]
 
 
-def glob_match(pattern: str, text: str, *, path: bool = False, cwd: str | None = None) -> bool:
-    """Tool globs: fnmatch. Path globs (over resolved paths): `*` stays within one path segment,
-    `**` crosses them."""
-    if not path:
-        return fnmatch.fnmatchcase(text, pattern)
-    return any(_path_regex(head, tail).match(text) for head, tail in glob_patterns(pattern, cwd))
+def glob_match(pattern: str, text: str) -> bool:
+    """Tool globs over `server.tool` (fnmatch). Path globs go through glob_patterns."""
+    return fnmatch.fnmatchcase(text, pattern)
 
 
 @lru_cache(maxsize=256)

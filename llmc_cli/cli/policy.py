@@ -37,6 +37,8 @@ def _decide(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: st
     config = profile.profile.policy
     decision = rules.decide(call, found, config, caller=caller,  # type: ignore[arg-type]
                             cwd=catalog.working_directory(server))
+    for arg, why in rules.uncovered_path_arguments(found, config):  # the hole `tools lint` reports too
+        note(f"llmc: warning: argument {arg!r} of {call.qualified_name}: {why}")
     return profile, call, (decision,
                            rules.effective_hints(found, call.qualified_name, config))
 

@@ -97,20 +97,27 @@ def test_paths_inside_run(isolated_dirs, tree, monkeypatch, tool, arguments, cwd
     assert journal.read_text() == touched.replace("{root}", str(tree)) + "\n"
 
 
+@pytest.mark.parametrize("command", ["ask", "batch"])
 @pytest.mark.parametrize("hint,together", [
     ("", True),                   # annotated read-only, and the profile agrees: together
     ("readOnly = false", False),  # annotated read-only, the profile says not: one after the other
 ])
-def test_ask_parallelism_follows_the_profiles_hints(isolated_dirs, tree, hint, together):
-    """Both calls wait (bounded) until two have started: concurrent calls overlap in the journal,
-    sequential ones cannot. No timing is measured."""
+def test_parallelism_follows_the_profiles_hints(isolated_dirs, tree, command, hint, together):
+    """`ask` (two calls in one model turn) and `call --batch --parallel 2` decide what runs at
+    once by the same policy.is_read_only. Both calls wait (bounded) until two have started:
+    concurrent calls overlap in the journal, sequential ones cannot. No timing is measured."""
     script = [turn("openai", calls=[("c1", "stamp", {"label": "a"}), ("c2", "stamp", {"label": "b"})]),
               turn("openai", text="done")]
     with FakeLLM("openai", script) as fake:
         journal = write_profile(isolated_dirs, tree, extra=f'[policy.hints."naive.stamp"]\n{hint}')
         path = isolated_dirs / "config" / "profiles" / "default.toml"
         path.write_text(path.read_text() + f'\n[llm]\nprovider = "openai"\nmodel = "m"\nbase_url = "{fake.base_url}"\n')
-        proc = llmc("ask", "stamp twice", env={"OPENAI_API_KEY": "k"})
+        if command == "ask":
+            proc = llmc("ask", "stamp twice", env={"OPENAI_API_KEY": "k"})
+        else:
+            calls = "".join(json.dumps({"id": label, "tool": "naive.stamp", "arguments": {"label": label}}) + "\n"
+                            for label in "ab")
+            proc = llmc("call", "--batch", "-", "--parallel", "2", stdin=calls)
     assert proc.returncode == 0, proc.stderr
     lines = journal.read_text().splitlines()
     if together:
