@@ -32,8 +32,12 @@ def write_atomic(path: Path, data: str | bytes, mode: int | None = PRIVATE_FILE,
     mode: the new file's permission bits; None for a file the user shares like any other
     (0666 minus the umask: exported manifests, tool lock files meant to be committed).
     durable=False skips the fsyncs, for caches (a cache lost in a crash costs only a miss).
-    Missing parent directories are created 0700 (or, with mode None, like any the user makes)."""
+    Missing parent directories are created 0700 (or, with mode None, like any the user makes).
+    A symlink is written through, as open() would: a profile linked from a dotfiles repository
+    stays a link."""
     path = Path(path)
+    if path.is_symlink():
+        path = path.resolve()
     if mode is None:
         _make_dirs(path)
     else:

@@ -131,3 +131,16 @@ def test_write_atomic_into_a_directory_it_cannot_make_is_a_config_error(tmp_path
     (tmp_path / "blocker").write_text("a file where a directory should be")
     with pytest.raises(ConfigError, match="cannot create directory"):
         files.write_atomic(tmp_path / "blocker" / "sub" / "x.json", "{}")
+
+
+def test_a_profile_that_is_a_symlink_stays_one(isolated_dirs: Path, tmp_path: Path) -> None:
+    """A profile linked from elsewhere (a dotfiles repository) is edited where it lives."""
+    real = tmp_path / "dotfiles" / "llmc.toml"
+    real.parent.mkdir()
+    real.write_text('[servers.a]\ncommand = "true"\n')
+    link = isolated_dirs / "config" / "profiles" / "default.toml"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(real)
+    assert llmc("servers", "add", "b", "--", "true").returncode == 0
+    assert link.is_symlink() and servers_in(real) == {"a", "b"}
+    assert sorted(os.listdir(real.parent)) == ["llmc.toml"]
