@@ -139,3 +139,14 @@ def test_a_full_disk_at_the_rate_limit_runs_nothing_and_records_why(small_fs, is
     assert temp_files(state) == []
     records = [json.loads(line) for line in audit_log.read_text().splitlines()]
     assert [r.get("outcome") or r["decision"] for r in records[-2:]] == ["allow", "denied"]
+
+
+def test_caches_that_cannot_be_written_cost_nothing_and_leave_nothing(small_fs, isolated_dirs: Path) -> None:
+    """A full state directory: `tools list` still works (servers.json, the completion and
+    profile caches are only caches), and no temp file of theirs is left behind."""
+    state = _full(small_fs("state"))
+    proc = llmc("tools", "list", *STDIO, env={"LLMC_STATE_DIR": str(state)}, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "add" in {t["name"] for t in json.loads(proc.stdout)["tools"]}
+    assert temp_files(state) == []
+    assert not (state / "servers.json").exists() and not (state / "completion-tools.json").exists()
