@@ -89,7 +89,8 @@ class Catalog:
             base = spec.cwd or "."
         if self.keeper and not os.path.isabs(base):
             return None
-        return os.path.join(os.getcwd(), base)  # an absolute base stays as it is
+        # Joined, not normalised: the policy resolves it as the kernel does (`link/..` included).
+        return os.getcwd() if base == "." else os.path.join(os.getcwd(), base)
 
     def _changed(self, server: str, method: str) -> None:
         """notifications/tools/list_changed: the next listing asks the server again."""

@@ -252,9 +252,17 @@ def touched_paths(value: str, cwd: str | None) -> list[str]:
     open on its target), so both are returned. Components that do not exist (yet) are taken as
     written; a `..` after one only cancels it. `~` is expanded, a `file:` URI read as its path,
     a relative path joined to `cwd` (the server's working directory; None: unknown, refused).
+    Many servers normalise a path as text first (Node's path.resolve, Python's abspath) and so
+    touch what the text means once `..` has eaten the link, so that reading is resolved and
+    returned too: every reading a server may take must be allowed.
     Raises PathRefused for NUL bytes, symlink chains longer than the kernel follows (loops
     included), unreadable components, and relative paths without a known cwd."""
-    return _resolve(_absolute(value, cwd))
+    path = _absolute(value, cwd)
+    touched = _resolve(path)
+    for textual in _resolve(os.path.normpath(path)):
+        if textual not in touched:
+            touched.append(textual)
+    return touched
 
 
 def _absolute(value: str, cwd: str | None) -> str:
@@ -341,7 +349,7 @@ def glob_patterns(glob: str, cwd: str | None) -> list[tuple[str, str]]:
     slash = glob.rfind("/", 0, cut) if cut < len(glob) else len(glob)
     head, tail = (glob[:slash], glob[slash:]) if slash >= 0 else (".", "/" + glob)
     try:
-        heads = touched_paths(head or "/", cwd or os.getcwd())
+        heads = _resolve(_absolute(head or "/", cwd or os.getcwd()))  # the kernel's reading only: never widen a rule
     except PathRefused:
         return []
     return [(h if not tail else h.rstrip("/"), tail) for h in heads]

@@ -81,6 +81,7 @@ DENIED = [
     ("file://otherhost{root}/allowed/notes.txt", "allowed"),   # a host we cannot judge
     ("{root}/allowed/notes.txt\x00/../../outside", "allowed"),  # NUL
     ("~/../outside/etc/passwd", "allowed"),
+    ("{root}/allowed/inner/../../outside/etc/passwd", "allowed"),  # kernel: allowed/outside/...; as text: outside
 ]
 
 ALLOWED = [
@@ -198,3 +199,23 @@ def test_relative_rule_globs_start_at_the_servers_cwd(tree):
     call = ToolCall("fs", "read", {"path": f"{tree}/allowed/notes.txt"})
     assert policy.decide(call, None, config, caller="human", cwd=f"{tree}/allowed").action == "allow"
     assert policy.decide(call, None, config, caller="human", cwd=f"{tree}/outside").action == "deny"
+
+
+# Where each kind of server resolves relative paths, as the policy is told (None: unknown).
+@pytest.mark.parametrize("spec,keeper,expected", [
+    ({"command": ("srv",)}, False, "{here}"),                        # stdio without cwd: inherits llmc's
+    ({"command": ("srv",), "cwd": "sub"}, False, "{here}/sub"),      # relative to llmc's
+    ({"command": ("srv",), "cwd": "/srv/x"}, False, "/srv/x"),
+    ({"url": "http://127.0.0.1:9/mcp"}, False, None),                # remote: unknown
+    ({"builtin": "workspace", "options": {"roots": ["/data", "/more"]}}, False, "/data"),  # its first root
+    ({"builtin": "workspace"}, False, "{here}"),
+    ({"command": ("srv",)}, True, None),                             # a keeper runs it, started elsewhere
+    ({"command": ("srv",), "cwd": "/srv/x"}, True, "/srv/x"),
+])
+def test_the_servers_working_directory(tmp_path, monkeypatch, spec, keeper, expected):
+    from llmc_cli.catalog import Catalog
+    from llmc_cli.model import ServerSpec
+
+    monkeypatch.chdir(tmp_path)
+    catalog = Catalog([ServerSpec(name="s", **spec)], keeper=("/nonexistent.sock", "k") if keeper else None)
+    assert catalog.working_directory("s") == (expected.format(here=os.getcwd()) if expected else None)
