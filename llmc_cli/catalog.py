@@ -8,7 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Collection, Mapping
 
-from llmc_cli.errors import LlmcError, UsageError
+from llmc_cli.errors import LlmcError, RpcError, UsageError
+from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.client import connect
 from llmc_cli.mcp.session import ClientHooks, Session
 from llmc_cli.mcp.stores import Stores
@@ -28,18 +29,23 @@ class Catalog:
     def __init__(self, specs: list[ServerSpec], *, hooks: ClientHooks | None = None,
                  builtins: Mapping[str, Callable[[ServerSpec], Any]] | None = None,
                  on_stderr: Callable[[str, str], None] | None = None,
-                 keeper: tuple[str, str] | None = None, stores: Stores | None = None) -> None:
-        names = [s.name for s in specs]
+                 keeper: tuple[str, str] | None = None, stores: Stores | None = None,
+                 unusable: Mapping[str, LlmcError] | None = None) -> None:
+        """`unusable`: servers that cannot even be configured (an unset ${VAR}), each with its
+        error. They stay in the catalog, failed from the start: every listing reports them as
+        failures, with their own exit code, beside the others' results."""
+        names = [s.name for s in specs] + list(unusable or {})
         if len(set(names)) != len(names):
             raise UsageError(f"duplicate server name among {names}")
         self.specs = {s.name: s for s in specs}
+        self.specs.update({name: ServerSpec(name=name) for name in unusable or {}})  # never connected
         self.hooks = hooks
         self.builtins = builtins
         self.on_stderr = on_stderr
         self.keeper = keeper  # (socket path, session name): the servers live in a session keeper
         self.stores = stores  # era cache and OAuth tokens for connect()
         self._sessions: dict[str, Session] = {}
-        self._failed: dict[str, LlmcError] = {}  # a server that failed to connect is not retried
+        self._failed: dict[str, LlmcError] = dict(unusable or {})  # a server that failed to connect is not retried
         self._tools: dict[str, list[Tool]] = {}
         self._locks = {name: threading.Lock() for name in self.specs}
 
@@ -135,6 +141,28 @@ class Catalog:
     def list_tools(self, servers: list[str] | None = None) -> tuple[list[Tool], list[ServerFailure]]:
         per_server, failures = self.each(self.tools_of, servers)
         return [t for name in (servers or self.specs) for t in per_server.get(name, [])], failures
+
+    def list_offered(self, method: str, key: str, capability: str
+                     ) -> tuple[dict[str, list[dict[str, Any]]], list[str], list[ServerFailure]]:
+        """Every page of `method` from each server that offers `capability` (resources,
+        prompts): (items per server, servers skipped as not offering it, failures). A server
+        whose declared capabilities lack it is not asked; one whose capabilities are unknown
+        here (a session resumed from the era cache) is asked, and "method not found" skips it."""
+
+        def gather(server: str) -> list[dict[str, Any]] | None:
+            session = self.session(server)
+            if session.capabilities and capability not in session.capabilities:
+                return None
+            try:
+                return session.list_all(method, key)
+            except RpcError as exc:
+                if exc.code != jsonrpc.METHOD_NOT_FOUND:
+                    raise
+                return None
+
+        results, failures = self.each(gather)
+        skipped = [server for server, items in results.items() if items is None]
+        return {server: items for server, items in results.items() if items is not None}, skipped, failures
 
     def resolve(self, name: str, known: Mapping[str, Collection[str]] | None = None) -> tuple[str, str]:
         """'server.tool' -> (server, tool), starting no server; a bare name when exactly one

@@ -10,7 +10,7 @@ from functools import cached_property
 from typing import Any, Callable
 
 from llmc_cli.catalog import Catalog
-from llmc_cli.config.profiles import LoadedProfile, server_specs
+from llmc_cli.config.profiles import LoadedProfile, usable_specs
 from llmc_cli.errors import Cancelled, ConfigError, ExitCode, LlmcError, PolicyDenied, ProtocolError, TimeoutExpired, UsageError
 from llmc_cli.mcp.jsonrpc import has_lone_surrogate
 from llmc_cli.mcp.session import ClientHooks
@@ -109,6 +109,7 @@ def open_catalog(profile: LoadedProfile | None, only: tuple[str, ...] = (), adho
     if adhoc is None and profile is None:
         raise ValueError("open_catalog needs a profile or an ad-hoc server")
     keeper = None
+    unusable: dict[str, Any] = {}  # servers of the profile that cannot be configured
     if session:
         if adhoc:
             raise UsageError(f"--session {session} uses the servers its keeper holds: drop --stdio/--url")
@@ -117,13 +118,14 @@ def open_catalog(profile: LoadedProfile | None, only: tuple[str, ...] = (), adho
         path, specs = lifecycle.server_specs(session, only)
         keeper = (path, session)
     else:
-        specs = protect([adhoc] if adhoc else server_specs(profile, only), profile)  # type: ignore[arg-type]
+        specs, unusable = ([adhoc], {}) if adhoc else usable_specs(profile, only)  # type: ignore[arg-type]
+        specs = protect(specs, profile)
     if timeout:
         specs = [replace(spec, timeout=timeout) for spec in specs]
     from llmc_cli.store import client_stores
 
     return Catalog(specs, hooks=hooks, builtins=builtin_servers(), on_stderr=on_stderr, keeper=keeper,
-                   stores=client_stores())
+                   stores=client_stores(), unusable=unusable)
 
 
 def visible_tools(catalog: Catalog, profile: LoadedProfile, servers: list[str] | None = None

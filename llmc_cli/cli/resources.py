@@ -8,19 +8,23 @@ from typing import Any
 import click
 
 from llmc_cli.cli.arguments import parse_pairs
-from llmc_cli.cli.output import emit, raise_failures
+from llmc_cli.cli.output import emit, note, raise_failures
 from llmc_cli.cli.targets import target_options
 
 FORMAT = click.option("--format", "fmt", type=click.Choice(["json", "jsonl", "table"]), default="json",
                       show_default=True)
 
 
-def _gather(ctx: click.Context, target: dict[str, Any], method: str, key: str) -> None:
+def _gather(ctx: click.Context, target: dict[str, Any], method: str, key: str, capability: str) -> None:
+    """A listing across servers; a server without the capability is skipped, not failed."""
     from llmc_cli.cli.common import open_catalog
 
     catalog, _ = open_catalog(ctx, target)
     with catalog:
-        per_server, failures = catalog.each(lambda s: catalog.session(s).list_all(method, key))
+        per_server, skipped, failures = catalog.list_offered(method, key, capability)
+    if ctx.obj and ctx.obj.get("verbose"):
+        for server in skipped:
+            note(f"llmc: {server} offers no {capability}: skipped")
     rows = [{"server": server, **item} for server, items in per_server.items() for item in items]
     return_rows(rows, failures, target, key, len(catalog.specs))
 
@@ -43,7 +47,7 @@ def resources() -> None:
 @click.pass_context
 def resources_list(ctx: click.Context, **target: Any) -> None:
     """Resources of every server: {"resources": [...], "errors": [...]}."""
-    _gather(ctx, target, "resources/list", "resources")
+    _gather(ctx, target, "resources/list", "resources", "resources")
 
 
 @resources.command("templates")
@@ -52,7 +56,7 @@ def resources_list(ctx: click.Context, **target: Any) -> None:
 @click.pass_context
 def resources_templates(ctx: click.Context, **target: Any) -> None:
     """Resource templates of every server."""
-    _gather(ctx, target, "resources/templates/list", "resourceTemplates")
+    _gather(ctx, target, "resources/templates/list", "resourceTemplates", "resources")
 
 
 @resources.command("read")
@@ -85,7 +89,7 @@ def prompts() -> None:
 @click.pass_context
 def prompts_list(ctx: click.Context, **target: Any) -> None:
     """Prompts of every server: {"prompts": [...], "errors": [...]}."""
-    _gather(ctx, target, "prompts/list", "prompts")
+    _gather(ctx, target, "prompts/list", "prompts", "prompts")
 
 
 @prompts.command("get")

@@ -224,14 +224,33 @@ def builtin_default() -> LoadedProfile:
 
 
 def server_specs(loaded: LoadedProfile, only: tuple[str, ...] | list[str] = ()) -> list[ServerSpec]:
-    """The enabled servers of a profile (or just `only`), with ${VAR}s expanded now."""
+    """The enabled servers of a profile (or just `only`), with ${VAR}s expanded now; the first
+    that cannot be configured is a ConfigError (for commands about these very servers)."""
+    specs, unusable = usable_specs(loaded, only)
+    if unusable:
+        raise next(iter(unusable.values()))
+    return specs
+
+
+def usable_specs(loaded: LoadedProfile, only: tuple[str, ...] | list[str] = ()
+                 ) -> tuple[list[ServerSpec], dict[str, ConfigError]]:
+    """The enabled servers of a profile (or just `only`), with ${VAR}s expanded now, and apart
+    the ones that cannot be configured (an unset variable): one server's problem is that
+    server's, so the others still work. An unknown name in `only` is the command's error."""
     servers = loaded.profile.servers
     unknown = [name for name in only if name not in servers]
     if unknown:
         known = ", ".join(sorted(servers)) or "none"
         raise ConfigError(f"profile {loaded.name} has no server {unknown[0]!r} (servers: {known})")
     names = list(only) if only else [n for n, s in servers.items() if s.enabled]
-    return [to_spec(name, servers[name], loaded.name) for name in names]
+    specs: list[ServerSpec] = []
+    unusable: dict[str, ConfigError] = {}
+    for name in names:
+        try:
+            specs.append(to_spec(name, servers[name], loaded.name))
+        except ConfigError as exc:
+            unusable[name] = exc
+    return specs, unusable
 
 
 def to_spec(name: str, server: Any, profile_name: str) -> ServerSpec:
