@@ -322,7 +322,9 @@ class Deferred:
 
         self.log = log
         self.pending: list[dict[str, Any]] = []
-        self.lock = threading.Lock()  # one batch runs servers in threads
+        self.lock = threading.Lock()  # one batch runs servers in threads; the gateway serves hosts in threads
+        self.queue_lock = threading.Lock()
+        self.queued: list[dict[str, Any]] = []  # decision records waiting for the next write
         self.closed = threading.Event()
         self.flusher = threading.Thread(target=self._flush_every_second, daemon=True, name="llmc-audit-flush")
 
@@ -345,8 +347,29 @@ class Deferred:
                 self._write([])
 
     def record_before_actions(self, records: list[dict[str, Any]]) -> None:
+        """On disk before this returns. Concurrent callers (the gateway's hosts) share writes:
+        while one write+fsync runs, the others queue, and the next writer takes every queued
+        record in one write (group commit); each caller still returns only once its own are on disk."""
+        import threading
+
+        ticket: dict[str, Any] = {"records": records, "done": threading.Event(), "error": None}
+        with self.queue_lock:
+            self.queued.append(ticket)
         with self.lock:
-            self._write(records)
+            if not ticket["done"].is_set():
+                with self.queue_lock:
+                    batch, self.queued = self.queued, []
+                try:
+                    self._write([r for t in batch for r in t["records"]])
+                except AuditError as exc:
+                    for t in batch:
+                        t["error"] = exc
+                    raise
+                finally:
+                    for t in batch:
+                        t["done"].set()
+        if ticket["error"] is not None:
+            raise ticket["error"]
 
     def flush(self) -> None:
         with self.lock:

@@ -165,7 +165,8 @@ class GatewayConnection(McpServer):
         can_ask = "elicitation" in capabilities
         invocation = services.Invocation(
             profile=toolbox.profile, command="serve", caller="model", interactive=can_ask,
-            confirm=lambda c, t: self._confirm(c, params, modern, send), client=self.host_identity(params, modern))
+            confirm=lambda c, t: self._confirm(c, params, modern, send), client=self.host_identity(params, modern),
+            audit=toolbox.audit)
         meta = params.get("_meta") or {}
         host_call = HostCall(self, send, meta.get("progressToken"), capabilities, modern,
                              meta.get(META + "logLevel"))

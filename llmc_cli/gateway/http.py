@@ -189,6 +189,12 @@ class Handler(BaseHTTPRequestHandler):
     timeout = 30  # seconds to send a request: a client that trickles bytes is cut off
     gateway: HttpGateway  # set on the subclass serve() makes
 
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body go out in separate writes; with Nagle's algorithm the body would wait
+        # for the client's delayed ACK (~40 ms) on a kept-alive connection.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def log_message(self, format: str, *args: Any) -> None:
         pass  # no access log on stderr: request lines carry session ids
 
@@ -375,7 +381,8 @@ class Handler(BaseHTTPRequestHandler):
         replies: queue.Queue[dict[str, Any]] = queue.Queue()
         msg_id = message["id"]
         connection.handle(message, replies.put)
-        streamed = message["method"] in STREAMED and "text/event-stream" in (self.headers.get("Accept") or "")
+        streamed = (message["method"] in STREAMED and "text/event-stream" in (self.headers.get("Accept") or "")
+                    and _may_send_first(connection, message))
         deadline = time.monotonic() + REPLY_SECONDS
         if streamed:
             self._start_stream(extra)
@@ -422,9 +429,21 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+def _may_send_first(connection: GatewayConnection, message: dict[str, Any]) -> bool:
+    """Could anything reach the host before this call's result? Progress it asked for, log
+    messages it opted into (2026-07-28), requests to it (elicitation, sampling: initialize era).
+    Otherwise the result goes as plain JSON, and the connection stays open for the next request."""
+    params = message.get("params") if isinstance(message.get("params"), dict) else {}
+    meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+    if "progressToken" in meta or meta.get("io.modelcontextprotocol/logLevel"):
+        return True
+    return connection.legacy_version is not None  # a session: upstream logs, elicitation, sampling
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128  # hosts connecting at once are queued, not reset
 
 
 def serve(toolbox: Toolbox, address: str, *, idle_seconds: float = IDLE_SECONDS,

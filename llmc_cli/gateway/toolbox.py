@@ -68,12 +68,16 @@ def own_result(result: dict[str, Any]) -> dict[str, Any]:
 
 class Toolbox:
     def __init__(self, profile: LoadedProfile, *, on_stderr: Callable[[str, str], None] | None = None) -> None:
-        from llmc_cli import services
+        from llmc_cli import audit, services
 
         self.profile = profile
         hooks = ClientHooks(on_progress=self._progress, on_log=self._log, on_list_changed=self._list_changed,
                             elicit=self._elicit, sample=self._sample)
         self.catalog = services.open_catalog(profile, hooks=hooks, on_stderr=on_stderr)
+        # Every host's calls share one audit trail: decisions on disk before each call runs (hosts
+        # calling at once share a write and fsync), outcomes written with the next decision or
+        # within a second, as in a batch.
+        self.audit = audit.Deferred(audit.AuditLog(profile.profile.audit_log)).__enter__()
         self.connections: weakref.WeakSet[Any] = weakref.WeakSet()  # for list_changed
         self._calls: dict[str, HostCall] = {}  # our progress token upstream -> the host's call
         self._ids = itertools.count(1)
@@ -82,7 +86,10 @@ class Toolbox:
         self._reported: set[str] = set()
 
     def close(self) -> None:
-        self.catalog.close()
+        try:
+            self.catalog.close()
+        finally:
+            self.audit.__exit__(None, None, None)  # the outcomes still waiting
 
     # -- tools -----------------------------------------------------------------------------------
 

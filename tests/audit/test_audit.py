@@ -157,3 +157,28 @@ def test_a_waiting_outcome_reaches_the_disk_within_the_flush_interval(tmp_path):
         untimed.record({"event": "outcome", "n": 100 + n}, before_action=False)
     assert len(log.path.read_text().splitlines()) == 4 + Deferred.FLUSH_RECORDS  # a full group at once
     assert log.verify()["ok"]
+
+
+def test_concurrent_decisions_share_writes_and_keep_the_chain(tmp_path: Path) -> None:
+    """The gateway's hosts record decisions at once: every record lands, each caller returns only
+    after its own is on disk, and the chain verifies."""
+    import threading
+
+    log = AuditLog(tmp_path / "audit.jsonl")
+    seen_on_return: list[bool] = []
+    with Deferred(log) as trail:
+        def decide(n: int) -> None:
+            trail.record({"event": "decision", "n": n}, before_action=True)
+            seen_on_return.append(f'"n":{n}' in (tmp_path / "audit.jsonl").read_text().replace(" ", ""))
+            trail.record({"event": "outcome", "n": n}, before_action=False)
+
+        threads = [threading.Thread(target=decide, args=(n,)) for n in range(24)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+    records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    assert sorted(r["n"] for r in records if r["event"] == "decision") == list(range(24))
+    assert sorted(r["n"] for r in records if r["event"] == "outcome") == list(range(24))
+    assert seen_on_return == [True] * 24
+    assert log.verify()["ok"] is True
