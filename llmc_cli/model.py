@@ -168,3 +168,22 @@ class ToolResult:
         if self.meta:
             out["_meta"] = self.meta
         return out
+
+
+# Tool arguments nested deeper than this are refused wherever they come from (a person's --json,
+# a model's tool call): far beyond any tool's schema, and far below Python's recursion limit, so
+# nothing that walks the arguments later (policy, masking, the JSON encoder) can overflow.
+MAX_ARGUMENT_DEPTH = 64
+
+
+def nesting_depth(value: Any, stop_at: int = MAX_ARGUMENT_DEPTH + 1) -> int:
+    """How deep JSON-like data nests (a scalar is 0, [] and {} are 1), counted without recursion;
+    counting stops at `stop_at`."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list, tuple)):
+            deepest = max(deepest, depth)
+            if depth < stop_at:
+                stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest

@@ -8,12 +8,12 @@ import sys
 from typing import Any
 
 from llmc_cli.errors import UsageError
+from llmc_cli.model import MAX_ARGUMENT_DEPTH, nesting_depth
 
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
 
 
-MAX_DEPTH = 64  # nesting of argument JSON: far beyond any tool's schema, far below Python's recursion limit
 
 
 def read_input(source: str, what: str) -> str:
@@ -50,24 +50,12 @@ def load_json(text: str, where: str) -> Any:
     try:
         value = json.loads(text)
     except RecursionError:
-        raise UsageError(f"{where}: JSON nested more than {MAX_DEPTH} levels deep") from None
+        raise UsageError(f"{where}: JSON nested more than {MAX_ARGUMENT_DEPTH} levels deep") from None
     except ValueError as exc:
         raise UsageError(f"{where}: invalid JSON: {exc}") from None
-    if _depth(value) > MAX_DEPTH:
-        raise UsageError(f"{where}: JSON nested more than {MAX_DEPTH} levels deep")
+    if nesting_depth(value) > MAX_ARGUMENT_DEPTH:
+        raise UsageError(f"{where}: JSON nested more than {MAX_ARGUMENT_DEPTH} levels deep")
     return value
-
-
-def _depth(value: Any) -> int:
-    """Nesting depth of parsed JSON, without recursion."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, (dict, list)):
-            deepest = max(deepest, depth)
-            if depth <= MAX_DEPTH:  # deeper is refused anyway: stop counting
-                stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
-    return deepest
 
 
 def parse_json_option(value: str) -> dict[str, Any]:

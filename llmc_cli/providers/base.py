@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, TypeVar
 
 from llmc_cli.errors import ProviderError
-from llmc_cli.model import ToolResult
+from llmc_cli.model import MAX_ARGUMENT_DEPTH, ToolResult, nesting_depth
 
 PROVIDERS = ("openai", "openai-responses", "anthropic", "gemini", "text")
 
@@ -54,6 +54,13 @@ class ProviderToolCall:
     arguments: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     echo_id: bool = True  # False when the provider gave no id and llmc made one up (Gemini)
+
+    def __post_init__(self) -> None:
+        # Checked here, for every provider, before anything walks the arguments (the agent, the
+        # policy, audit masking, the conversation file): deep nesting would overflow the stack.
+        if nesting_depth(self.arguments) > MAX_ARGUMENT_DEPTH:
+            self.arguments = {}
+            self.error = self.error or f"the arguments are nested more than {MAX_ARGUMENT_DEPTH} levels deep"
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "arguments": self.arguments, "error": self.error,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from llmc_cli.model import MAX_ARGUMENT_DEPTH
 from llmc_cli.providers.base import (END, LENGTH, OTHER, TOOL_CALLS, AssistantTurn, Failure, Message, ProviderSettings,
                                      ProviderToolCall, ToolResults, Usage, UserMessage, call_with_retries,
                                      http_failure, result_text)
@@ -48,6 +49,8 @@ def parse_arguments(raw: str | None) -> tuple[dict[str, Any], str | None]:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
         return {}, f"the arguments are not valid JSON ({exc.msg} at position {exc.pos}): {raw[:200]}"
+    except RecursionError:
+        return {}, f"the arguments are nested more than {MAX_ARGUMENT_DEPTH} levels deep"
     if not isinstance(value, dict):
         return {}, f"the arguments must be a JSON object, got: {raw[:200]}"
     return value, None

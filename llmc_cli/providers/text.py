@@ -15,6 +15,7 @@ import json
 import re
 from typing import Any
 
+from llmc_cli.model import MAX_ARGUMENT_DEPTH
 from llmc_cli.providers.base import (END, TOOL_CALLS, AssistantTurn, Message, ProviderSettings, ProviderToolCall,
                                      ToolResults, UserMessage, call_with_retries)
 from llmc_cli.providers.openai import FINISH, classify_openai, openai_client, _usage
@@ -77,6 +78,8 @@ def parse_parameters(raw: str) -> tuple[dict[str, Any], str | None]:
             value = json.loads(attempt)
         except json.JSONDecodeError:
             continue
+        except RecursionError:
+            return {}, f"`parameters:` is nested more than {MAX_ARGUMENT_DEPTH} levels deep"
         if isinstance(value, dict):
             return value, None
     return {}, f"`parameters:` is not valid JSON: {candidate[:200]}"

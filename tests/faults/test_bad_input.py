@@ -150,3 +150,27 @@ def test_caches_that_cannot_be_written_cost_nothing_and_leave_nothing(small_fs, 
     assert "add" in {t["name"] for t in json.loads(proc.stdout)["tools"]}
     assert temp_files(state) == []
     assert not (state / "servers.json").exists() and not (state / "completion-tools.json").exists()
+
+
+DEEP_ARGUMENTS = [("100k levels", '{"message": ' + DEEP_ARRAYS + "}"),
+                  ("65 levels", '{"message": ' + "[" * 64 + "]" * 64 + "}")]
+
+
+@pytest.mark.parametrize("api", ["openai", "openai-responses", "text"])
+@pytest.mark.parametrize("label, raw", DEEP_ARGUMENTS, ids=[d[0] for d in DEEP_ARGUMENTS])
+def test_a_model_sending_arguments_nested_too_deep_gets_an_error_back(api, label, raw, isolated_dirs: Path) -> None:
+    """The call is not run; the model hears why and answers; ask ends normally (no RecursionError
+    in the agent, the audit masking or the conversation file)."""
+    script = [turn(api, calls=[("c1", "sdk_echo", raw)]), turn(api, text="gave up")]
+    with FakeLLM(api, script) as fake:
+        profile = isolated_dirs / "p.toml"
+        profile.write_text(f'[servers.sdk]\ncommand = "{sys.executable}"\nargs = ["{PEERS / "sdk_server.py"}"]\n'
+                           f'[llm]\nprovider = "{api}"\nmodel = "m"\nbase_url = "{fake.base_url}"\n')
+        proc = llmc("-p", str(profile), "ask", "echo something", env={"OPENAI_API_KEY": "k"}, timeout=90)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["answer"] == "gave up"
+    assert [s["outcome"] for s in out["steps"]] == ["invalid"]
+    assert "nested more than 64 levels" in json.dumps(fake.requests[1].body)
+    assert not (isolated_dirs / "state" / "audit.jsonl").exists() or "sdk.echo" not in (
+        isolated_dirs / "state" / "audit.jsonl").read_text()  # nothing decided, nothing ran
