@@ -3,7 +3,6 @@ JSON Lines result per input out, in input order."""
 
 from __future__ import annotations
 
-import json
 from typing import Any, Callable, Iterable
 
 import click
