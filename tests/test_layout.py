@@ -22,33 +22,35 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "llmc_cli"
 
-# component -> the components it may import (besides itself). "llmc_cli" is the package root
+# component -> the components it may import (besides itself); the middle layer (config, store,
+# policy, audit, lockfile, keeper, catalog) may use the protocol package below it. "llmc_cli" is the package root
 # (__version__ only). Components are top-level modules and packages, except the keeper's
 # process, which is a program at the level of the gateway (it starts the built-in servers).
 ALLOWED: dict[str, set[str]] = {
     "llmc_cli": set(),
     "errors": set(),
     "model": set(),
+    "interrupts": {"errors"},  # SIGINT/SIGTERM/SIGHUP as one Interrupted, asked by audit and services
     "mcp": {"llmc_cli", "errors", "model"},
     "translate": {"errors", "model"},
     "providers": {"translate", "errors", "model"},
-    "config": {"errors", "model"},
+    "config": {"mcp", "errors", "model"},
     "store": {"config", "mcp", "errors", "model"},
-    "policy": {"config", "store", "errors", "model"},
-    "audit": {"config", "store", "errors", "model"},
-    "lockfile": {"config", "translate", "errors", "model"},
+    "policy": {"config", "store", "mcp", "errors", "model"},
+    "audit": {"config", "store", "interrupts", "mcp", "errors", "model"},
+    "lockfile": {"config", "translate", "mcp", "errors", "model"},
     "server": {"llmc_cli", "config", "mcp", "errors", "model"},  # the built-in MCP servers
     "keeper": {"config", "store", "mcp", "errors", "model"},  # lifecycle.py, transport.py
     "catalog": {"keeper", "mcp", "errors", "model"},
-    "services": {"catalog", "policy", "audit", "store", "config", "keeper", "lockfile", "server", "mcp",
-                 "errors", "model"},
+    "services": {"catalog", "policy", "audit", "store", "config", "keeper", "lockfile", "server", "interrupts",
+                 "mcp", "errors", "model"},
     "keeper.daemon": {"keeper", "services", "store", "config", "mcp", "errors", "model"},
     "agent": {"services", "catalog", "policy", "audit", "providers", "translate", "config", "mcp", "errors",
               "model"},
     "gateway": {"llmc_cli", "services", "catalog", "policy", "audit", "lockfile", "server", "config", "mcp",
                 "errors", "model"},
     "cli": {"llmc_cli", "agent", "gateway", "services", "catalog", "policy", "audit", "store", "config",
-            "keeper", "lockfile", "server", "translate", "providers", "mcp", "errors", "model"},
+            "keeper", "lockfile", "server", "translate", "providers", "interrupts", "mcp", "errors", "model"},
     "__main__": {"cli"},
 }
 

@@ -79,7 +79,7 @@ def approve(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: st
             **target: Any) -> None:
     """The hash that pre-approves this exact call (tool and arguments), for pipelines that must
     run without a human: review once, then `--write` it into the profile."""
-    from llmc_cli.config.profiles import update_profile
+    from llmc_cli.config.profile_writer import update_profile
 
     profile, call, (decision, _) = _decide(ctx, tool, pairs, json_args, target)
     digest = decision.call_hash

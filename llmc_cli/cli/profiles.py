@@ -39,7 +39,9 @@ def list_(fmt: str) -> None:
 def show(ctx: click.Context, name: str | None) -> None:
     """The profile (NAME|PATH, else --profile, else the default) with every default filled in,
     ${VAR}s unexpanded, literal secrets masked."""
-    from llmc_cli.config.profiles import dump, load_profile, mask_secrets
+    from llmc_cli.config.profiles import load_profile
+    from llmc_cli.config.secrets import mask_secrets
+    from llmc_cli.config.validation import dump
 
     loaded = load_profile(name or (ctx.find_root().obj or {}).get("profile"))
     data: dict[str, Any] = dump(loaded.profile)
@@ -52,7 +54,7 @@ def show(ctx: click.Context, name: str | None) -> None:
 def init(force: bool) -> None:
     """Write the built-in default profile (the workspace server, read-only) to
     profiles/default.toml so it can be edited. Prints {"created": PATH}."""
-    from llmc_cli.config.profiles import init_default
+    from llmc_cli.config.profile_writer import init_default
 
     path = init_default(force)
     note(f"llmc: wrote {path}")

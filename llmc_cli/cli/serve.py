@@ -91,7 +91,8 @@ def token_create(ctx: click.Context, name: str, for_profile: str | None) -> None
     """Make a new token for principal NAME: its SHA-256 goes into the profile, the token itself
     is printed once on stdout ({"principal", "token"}) and kept nowhere."""
     from llmc_cli.cli.output import emit, note
-    from llmc_cli.config.profiles import editable_path, update_profile
+    from llmc_cli.config.profile_writer import update_profile
+    from llmc_cli.config.profiles import editable_path
     from llmc_cli.gateway.principals import new_token, token_hash
 
     if not name or not all(c.isalnum() or c in "-_" for c in name):
@@ -129,7 +130,8 @@ def token_list(ctx: click.Context) -> None:
 def token_revoke(ctx: click.Context, name: str) -> None:
     """Remove principal NAME: its token stops working when the gateway next starts."""
     from llmc_cli.cli.output import emit
-    from llmc_cli.config.profiles import editable_path, update_profile
+    from llmc_cli.config.profile_writer import update_profile
+    from llmc_cli.config.profiles import editable_path
 
     path = editable_path((ctx.obj or {}).get("profile"))
 

@@ -48,7 +48,9 @@ def add(ctx: click.Context, name: str, command: tuple[str, ...], url: str | None
     Prints {"added": NAME, "profile": PATH, "server": {...}}. A name already in the profile is an
     error (exit 3) unless --replace.
     """
-    from llmc_cli.config.profiles import editable_path, has_placeholder, is_secret_name, update_profile
+    from llmc_cli.config.profile_writer import update_profile
+    from llmc_cli.config.profiles import editable_path, has_placeholder
+    from llmc_cli.config.secrets import is_secret_name
 
     table = _server_table(name, command, url, headers, transport, env, cwd, timeout, description, disabled)
     for header, value in table.get("headers", {}).items():
@@ -110,7 +112,8 @@ def show(ctx: click.Context, name: str, fmt: str) -> None:
 @click.pass_context
 def remove(ctx: click.Context, name: str) -> None:
     """Remove a server from the profile: {"removed": NAME, "profile": PATH}."""
-    from llmc_cli.config.profiles import editable_path, update_profile
+    from llmc_cli.config.profile_writer import update_profile
+    from llmc_cli.config.profiles import editable_path
 
     path = editable_path(_profile_option(ctx))
 
@@ -139,7 +142,9 @@ def import_(ctx: click.Context, file: Path, dry_run: bool, replace: bool) -> Non
     reported under "skipped" and left alone unless --replace.
     """
     from llmc_cli.config.importers import read_config
-    from llmc_cli.config.profiles import default_profile_data, editable_path, raw_profile, update_profile, validate
+    from llmc_cli.config.profile_writer import default_profile_data, raw_profile, update_profile
+    from llmc_cli.config.profiles import editable_path
+    from llmc_cli.config.validation import validate
 
     imported = read_config(file)
     path = editable_path(_profile_option(ctx))
@@ -220,7 +225,7 @@ def _server_table(name: str, command: tuple[str, ...], url: str | None, headers:
     from pydantic import ValidationError
 
     from llmc_cli.cli.targets import _pair
-    from llmc_cli.config.profiles import adapter
+    from llmc_cli.config.validation import adapter
     from llmc_cli.config.schema import Profile
 
     if bool(command) == bool(url):
@@ -261,14 +266,14 @@ def _server_table(name: str, command: tuple[str, ...], url: str | None, headers:
 
 
 def _row(name: str, server: Any) -> dict[str, Any]:
-    from llmc_cli.config.profiles import server_table
+    from llmc_cli.config.profile_writer import server_table
 
     kind = "builtin" if server.builtin else "stdio" if server.command else "remote"
     return {"name": name, "kind": kind, "enabled": server.enabled, **_shown(server_table(server))}
 
 
 def _shown(table: dict[str, Any]) -> dict[str, Any]:
-    from llmc_cli.config.profiles import mask_secrets
+    from llmc_cli.config.secrets import mask_secrets
 
     return mask_secrets(table)
 

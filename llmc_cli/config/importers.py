@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llmc_cli.config.profiles import has_placeholder, is_secret_name
+from llmc_cli.config.profiles import has_placeholder
+from llmc_cli.config.secrets import is_secret_name
 from llmc_cli.errors import ConfigError
 
 _INPUT = re.compile(r"\$\{input:([^}]+)\}")

@@ -7,11 +7,12 @@ import json
 import stat
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
-from llmc_cli.config import profiles, schema
+from llmc_cli.config import profile_cache, profiles, schema, validation
 from llmc_cli.errors import ConfigError
 
 # Every nested dataclass of the schema appears, so schema.from_json is checked for each.
@@ -80,7 +81,7 @@ def test_the_second_load_needs_no_pydantic_and_loads_the_same(isolated_dirs: Pat
     assert stat.S_IMODE(entry.stat().st_mode) == 0o600
     assert stat.S_IMODE(entry.parent.stat().st_mode) == 0o700
     # In-process too: the cached object equals the validated one, type for type.
-    validated = profiles.validate(profiles.tomllib.loads(RICH), "x")
+    validated = validation.validate(tomllib.loads(RICH), "x")
     assert profiles.load_profile(str(profile)).profile == validated
 
 
@@ -93,11 +94,11 @@ def test_an_edited_profile_is_validated_again(isolated_dirs: Path, profile: Path
 
 
 def test_a_changed_schema_misses(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    before = profiles._cache_key(RICH)
+    before = profile_cache.key_of(RICH)
     changed = tmp_path / "schema.py"
     changed.write_bytes(Path(schema.__file__).read_bytes() + b"\n# changed\n")
     monkeypatch.setattr(schema, "__file__", str(changed))
-    assert profiles._cache_key(RICH) != before
+    assert profile_cache.key_of(RICH) != before
 
 
 @pytest.mark.parametrize("garbage", [b"", b"{not json", b'{"key": "other", "profile": {}}', b'{"key": "KEY"}',
@@ -130,9 +131,9 @@ def test_a_profile_json_cannot_carry_is_not_cached(isolated_dirs: Path, profile:
 
 
 def test_the_cache_stays_bounded(isolated_dirs: Path):
-    for n in range(profiles._CACHE_ENTRIES + 5):
+    for n in range(profile_cache.ENTRIES + 5):
         profiles.parse_profile(f'description = "{n}"\n', "x")
-    assert len(list(cache_dir(isolated_dirs).iterdir())) == profiles._CACHE_ENTRIES
+    assert len(list(cache_dir(isolated_dirs).iterdir())) == profile_cache.ENTRIES
 
 
 def test_an_unwritable_state_dir_only_costs_speed(isolated_dirs: Path, profile: Path, monkeypatch: pytest.MonkeyPatch):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from llmc_cli.config import profiles
+from llmc_cli.config import profile_writer, profiles
 from llmc_cli.errors import ConfigError
 from tests.helpers import ROOT, sdk_server
 from tests.profiles.runner import llmc, toml_str, write_profile
@@ -154,20 +154,20 @@ def test_save_and_update_profile_functions(config: Path):
     from llmc_cli.config.schema import ServerConfig
 
     loaded.profile.servers["more"] = ServerConfig(url="https://${HOST}/mcp", timeout=9)
-    saved = profiles.save_profile(loaded, loaded.profile)
+    saved = profile_writer.save_profile(loaded, loaded.profile)
     data = tomllib.loads(path.read_text())
     assert data["servers"]["more"] == {"url": "https://${HOST}/mcp", "timeout": 9.0}
     assert data["llm"] == {"model": "m"} and "policy" not in data  # other tables untouched
     assert list(saved.profile.servers) == ["sdk", "more"]
     with pytest.raises(ConfigError, match="built-in default profile has no file"):
-        profiles.save_profile(profiles.builtin_default(), loaded.profile)
+        profile_writer.save_profile(profiles.builtin_default(), loaded.profile)
 
     def bad(data: dict) -> None:
         data["servers"]["more"]["transport"] = "carrier-pigeon"
 
     text = path.read_text()
     with pytest.raises(ConfigError, match="servers.more.transport"):
-        profiles.update_profile(path, bad)
+        profile_writer.update_profile(path, bad)
     assert path.read_text() == text  # an invalid result is never written
 
 

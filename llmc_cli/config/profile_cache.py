@@ -1,0 +1,73 @@
+"""The profile cache: a profile text that validated once is kept (state dir, profile-cache/) as
+the validated data in JSON, and a later load rebuilds the dataclasses without pydantic
+(schema.from_json): importing pydantic and building its validator costs ~200 ms, more than the
+rest of a command's start-up.
+
+Entries are JSON: {"key": KEY, "profile": TypeAdapter(Profile).dump_python(mode="json")}, in
+files named KEY.json. The key covers the schema's source, so a changed schema (or builder)
+misses. Anything unreadable or unexpected is a miss: the text is validated again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from llmc_cli.config import files, paths
+from llmc_cli.config.validation import dump
+from llmc_cli.errors import ConfigError
+
+VERSION = b"llmc profile cache 1\0"
+ENTRIES = 16  # newest kept; one per profile text in use is enough
+
+
+def directory() -> Path:
+    return paths.state_dir() / "profile-cache"
+
+
+def key_of(text: str) -> str:
+    from llmc_cli.config import schema
+
+    digest = hashlib.sha256(VERSION)
+    digest.update(Path(schema.__file__).read_bytes())
+    digest.update(b"\0")
+    digest.update(text.encode("utf-8"))
+    return digest.hexdigest()
+
+
+def read(key: str) -> Any:
+    from llmc_cli.config.schema import from_json
+
+    try:
+        entry = json.loads((directory() / f"{key}.json").read_bytes())
+        if entry["key"] != key:
+            return None
+        return from_json(entry["profile"])
+    except Exception:  # missing, unreadable, corrupt or from another schema: validate instead
+        return None
+
+
+def write(key: str, profile: Any) -> None:
+    """Store a validated profile, if it rebuilds equal (JSON loses nothing for it; a TOML date in
+    a server's options, say, would come back a string), replacing the file atomically. Failing
+    to write is no error: the next load validates again."""
+    from llmc_cli.config.schema import from_json
+
+    data = dump(profile)
+    try:
+        if from_json(json.loads(json.dumps(data))) != profile:
+            return
+    except Exception:
+        return
+    try:
+        where = paths.ensure_private_dir(directory())
+        text = json.dumps({"key": key, "profile": data}, ensure_ascii=False, separators=(",", ":"))
+        files.write_atomic(where / f"{key}.json", text, durable=False)
+        # Bounded: a profile edit leaves its old entry behind; keep only the newest few.
+        entries = sorted(where.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in entries[ENTRIES:]:
+            old.unlink(missing_ok=True)
+    except (OSError, ConfigError):
+        pass

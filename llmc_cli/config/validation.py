@@ -1,0 +1,76 @@
+"""Profile data -> the schema's dataclasses, and every error on the way as one line that names
+the file, the line when it can be known, and the key: FILE:LINE: KEY: problem.
+
+pydantic is imported only here and only when validating or dumping (it costs ~200 ms).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from functools import cache
+from typing import Any
+
+from llmc_cli.errors import ConfigError
+
+_TOML_LINE = re.compile(r"\(at line (\d+), column \d+\)")
+
+
+def parse_toml(text: str, where: str) -> dict[str, Any]:
+    """Parsed TOML, or a ConfigError naming the line of the syntax error."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        found = _TOML_LINE.search(str(exc))
+        line = f":{found.group(1)}" if found else ""
+        raise ConfigError(f"{where}{line}: invalid TOML: {exc}") from None
+
+
+@cache
+def adapter(cls: type) -> Any:
+    """pydantic's validator/serializer for a schema dataclass (imports pydantic: call only when
+    validating or dumping)."""
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(cls)
+
+
+def dump(obj: Any, **options: Any) -> dict[str, Any]:
+    """A schema dataclass as JSON-ready data (pydantic's model_dump(mode="json", ...))."""
+    return adapter(type(obj)).dump_python(obj, mode="json", **options)
+
+
+def validate(data: dict[str, Any], where: str, text: str | None = None) -> Any:
+    """A Profile from parsed TOML; `text` (the file's) lets the error name the line."""
+    from pydantic import ValidationError
+
+    from llmc_cli.config.schema import Profile
+
+    try:
+        return adapter(Profile).validate_python(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = [str(p) for p in first["loc"]]
+        # No loc: a check across the whole profile (server names), its message says what.
+        key = f"{'.'.join(loc)}: " if loc else ""
+        message = first["msg"].removeprefix("Value error, ")
+        if first["type"] in ("extra_forbidden", "unexpected_keyword_argument"):  # dataclasses say the latter
+            message = "unknown key"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        line = line_of(text, loc) if text else None
+        raise ConfigError(f"{where}{f':{line}' if line else ''}: {key}{message}{more}") from None
+
+
+def line_of(text: str, loc: list[str]) -> int | None:
+    """The line of the failing key, when the text says so unambiguously (TOML parsers do not
+    keep positions): its `key =` line, or its `[table]` header; None when unsure."""
+    if not loc:
+        return None
+    lines = text.splitlines()
+    key = re.escape(loc[-1])
+    assignment = re.compile(rf"^\s*[\"']?{key}[\"']?\s*=")
+    hits = [n for n, line in enumerate(lines, 1) if assignment.match(line)]
+    if len(hits) != 1:
+        header = re.compile(rf"^\s*\[+\s*{re.escape('.'.join(loc))}\s*\]+")
+        hits = [n for n, line in enumerate(lines, 1) if header.match(line)]
+    return hits[0] if len(hits) == 1 else None
