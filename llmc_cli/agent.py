@@ -215,7 +215,8 @@ def ask(prompt: str, *, provider: Provider, tools: list[Tool], call_tool: CallTo
         read_only: ReadOnly = lambda tool: False, conversation: Conversation | None = None,
         system: str | None = None, max_steps: int = 10,
         timeout: float = 300.0, result_budget: int = 20_000, max_parallel: int = 8,
-        progress: Progress | None = None, strict: bool = False) -> RunRecord:
+        progress: Progress | None = None, strict: bool = False,
+        on_text: Callable[[str], None] | None = None) -> RunRecord:
     """Run the loop until the model answers without tool calls, `max_steps` model turns were
     taken, or `timeout` seconds passed. `read_only`: the profile's answer for a tool (llmc:
     policy.is_read_only, hints included); a turn's calls run concurrently only when it is true
@@ -249,7 +250,9 @@ def ask(prompt: str, *, provider: Provider, tools: list[Tool], call_tool: CallTo
             emit({"event": "model", "step": step})
             t0 = time.monotonic()
             try:
-                turn = provider.complete(conv.system, conv.messages, translation, timeout=remaining)
+                # on_text: the model's text, streamed as it arrives (every turn's, not only the answer's)
+                turn = provider.complete(conv.system, conv.messages, translation, timeout=remaining,
+                                         **({"on_text": on_text} if on_text else {}))
             except ProviderError:
                 if time.monotonic() >= deadline:
                     record.stop_reason = STOP_TIMEOUT

@@ -76,7 +76,15 @@ def ask(ctx: click.Context, prompt: str, provider: str | None, model: str | None
     # Steps on a terminal or with -v; a call that went wrong for the model is reported either way.
     show_steps = sys.stderr.isatty() or bool(ctx.obj and ctx.obj.get("verbose"))
 
+    # The model's text streams to a terminal as it arrives: with --text to stdout (it is the
+    # output there), else to stderr (the JSON document follows on stdout). Into a pipe nothing
+    # streams: the output is the same whole document either way.
+    live = LiveText(sys.stdout) if text and sys.stdout.isatty() else LiveText(sys.stderr) if sys.stderr.isatty() \
+        else None
+
     def progress(event: dict[str, Any]) -> None:
+        if live:
+            live.end_line()
         line = agent.progress_line(event)
         if line and (show_steps or event.get("message")):
             note(line if show_steps else f"llmc: {line}")
@@ -91,15 +99,43 @@ def ask(ctx: click.Context, prompt: str, provider: str | None, model: str | None
                                                                           profile.profile.policy),
                                conversation=conversation, system=system, max_steps=max_steps or llm.max_steps,
                                timeout=total_timeout or llm.timeout, result_budget=llm.result_budget,
-                               progress=progress, strict=strict)
+                               progress=progress, strict=strict, on_text=live.write if live else None)
         finally:
+            if live:
+                live.end_line()
             saved = agent.save_conversation(conversation, save_as)
     out = {**record.to_json(), "saved": str(saved)}
     if text:
-        plain_text(record.answer)
+        if not (live and live.stream is sys.stdout and live.shown):  # streamed already
+            plain_text(record.answer)
     else:
         emit(out)
     if record.stop_reason == agent.STOP_TIMEOUT:
         raise TimeoutExpired(f"the run reached its time limit after {len(record.steps)} tool call(s)")
     if record.stop_reason == agent.STOP_MAX_STEPS:
         raise ToolFailed(f"no answer within {max_steps or llm.max_steps} model turns (--max-steps)")
+
+
+class LiveText:
+    """The model's text on a terminal as it arrives, cleaned of control characters like all text
+    shown to people; end_line() ends a line left open (before a step line, at the end)."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.open = False
+        self.shown = False
+
+    def write(self, piece: str) -> None:
+        from llmc_cli.cli.output import clean
+
+        if piece:
+            self.stream.write(clean(piece))
+            self.stream.flush()
+            self.open = not piece.endswith("\n")
+            self.shown = True
+
+    def end_line(self) -> None:
+        if self.open:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.open = False

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmc_cli.providers.base import (END, LENGTH, OTHER, TOOL_CALLS, AssistantTurn, Failure, Message, ProviderSettings,
+from llmc_cli.providers.base import (END, LENGTH, OTHER, TOOL_CALLS, AssistantTurn, Failure, Message, OnText,
+                                     ProviderSettings,
                                      ProviderToolCall, Usage, UserMessage, call_with_retries,
                                      http_failure, images, text_besides_images)
 
@@ -80,7 +81,7 @@ class AnthropicMessages:
         return {"type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": result.is_error}
 
     def complete(self, system: str | None, history: list[Message], tools: Any | None,
-                 timeout: float | None = None) -> AssistantTurn:
+                 timeout: float | None = None, on_text: OnText | None = None) -> AssistantTurn:
         s = self.settings
         kwargs: dict[str, Any] = {"model": s.model, "messages": self.messages(history),
                                   "max_tokens": s.max_tokens or DEFAULT_MAX_TOKENS}
@@ -88,8 +89,15 @@ class AnthropicMessages:
             kwargs["system"] = system
         if tools is not None and tools.definitions:
             kwargs["tools"] = tools.definitions
-        resp = call_with_retries(self.name, s, lambda t: self.client.messages.create(**kwargs, timeout=t),
-                                 classify_anthropic, timeout)
+        def send(t: float) -> Any:
+            if on_text is None:
+                return self.client.messages.create(**kwargs, timeout=t)
+            with self.client.messages.stream(**kwargs, timeout=t) as stream:
+                for piece in stream.text_stream:
+                    on_text(piece)
+                return stream.get_final_message()  # the same Message a create() returns
+
+        resp = call_with_retries(self.name, s, send, classify_anthropic, timeout)
         texts, calls, raw = [], [], []
         for block in resp.content or []:
             raw.append(block.model_dump(mode="json", exclude_none=True))

@@ -146,15 +146,20 @@ class ProviderSettings:
     max_backoff: float = 30.0  # cap on one wait, retry-after included
 
 
+OnText = Callable[[str], None]  # pieces of a model turn's text as they arrive (streaming)
+
+
 class Provider(Protocol):
     name: str
     format: str  # the translate format of its tool definitions
     settings: ProviderSettings
 
     def complete(self, system: str | None, history: list[Message], tools: Any | None,
-                 timeout: float | None = None) -> AssistantTurn:
+                 timeout: float | None = None, on_text: OnText | None = None) -> AssistantTurn:
         """One model turn. `tools` is a translate.Translation in this provider's format (or None).
-        `timeout` (seconds) bounds this call, retries included. Raises ProviderError."""
+        `timeout` (seconds) bounds this call, retries included. With `on_text`, the reply is
+        streamed and its text handed to on_text piece by piece as it arrives (the turn returned
+        is the same). Raises ProviderError."""
         ...
 
 

@@ -9,7 +9,8 @@ import base64
 import uuid
 from typing import Any
 
-from llmc_cli.providers.base import (END, LENGTH, OTHER, TOOL_CALLS, AssistantTurn, Failure, Message, ProviderSettings,
+from llmc_cli.providers.base import (END, LENGTH, OTHER, TOOL_CALLS, AssistantTurn, Failure, Message, OnText,
+                                     ProviderSettings,
                                      ProviderToolCall, ToolResults, Usage, UserMessage, call_with_retries,
                                      http_failure, images, text_besides_images)
 
@@ -93,7 +94,7 @@ class Gemini:
         return {"function_response": fr}
 
     def complete(self, system: str | None, history: list[Message], tools: Any | None,
-                 timeout: float | None = None) -> AssistantTurn:
+                 timeout: float | None = None, on_text: OnText | None = None) -> AssistantTurn:
         from google.genai import types
 
         s = self.settings
@@ -105,7 +106,24 @@ class Gemini:
                 tools=tool_list(tools.definitions) if tools is not None and tools.definitions else None,
                 automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
                 http_options=types.HttpOptions(timeout=int(t * 1000), retry_options=types.HttpRetryOptions(attempts=1)))
-            return self.client.models.generate_content(model=s.model, contents=contents, config=config)
+            if on_text is None:
+                return self.client.models.generate_content(model=s.model, contents=contents, config=config)
+            # Streamed: text parts go to on_text as they come; every chunk's parts, in order, make
+            # the one candidate of a whole response (finish reason and usage from the last).
+            parts, last = [], None
+            for chunk in self.client.models.generate_content_stream(model=s.model, contents=contents, config=config):
+                last = chunk
+                content = chunk.candidates[0].content if chunk.candidates else None
+                for part in (content.parts if content is not None else None) or []:
+                    parts.append(part)
+                    if part.text and not part.thought and part.function_call is None:
+                        on_text(part.text)
+            if last is None:
+                return types.GenerateContentResponse()
+            finish = last.candidates[0].finish_reason if last.candidates else None
+            return types.GenerateContentResponse(
+                candidates=[types.Candidate(content=types.Content(role="model", parts=parts), finish_reason=finish)],
+                usage_metadata=last.usage_metadata)
 
         resp = call_with_retries(self.name, s, send, classify_gemini, timeout)
         u = resp.usage_metadata

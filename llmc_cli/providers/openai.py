@@ -8,7 +8,7 @@ from typing import Any
 
 from llmc_cli.model import MAX_ARGUMENT_DEPTH
 from llmc_cli.providers.base import (END, LENGTH, OTHER, TOOL_CALLS, AssistantTurn, Failure, Message, ProviderSettings,
-                                     ProviderToolCall, ToolResults, Usage, UserMessage, call_with_retries,
+                                     OnText, ProviderToolCall, ToolResults, Usage, UserMessage, call_with_retries,
                                      http_failure, result_text)
 
 FINISH = {"stop": END, "tool_calls": TOOL_CALLS, "function_call": TOOL_CALLS, "length": LENGTH}
@@ -56,6 +56,41 @@ def parse_arguments(raw: str | None) -> tuple[dict[str, Any], str | None]:
     return value, None
 
 
+def chat_create(client: Any, kwargs: dict[str, Any], timeout: float, on_text: OnText | None) -> Any:
+    """One Chat Completions request. With `on_text`, streamed: each piece of text goes to on_text as
+    it arrives, and the pieces are put together into the shape of a whole ChatCompletion
+    (choices[0].message.content/tool_calls, finish_reason, usage), so one parser reads both."""
+    if on_text is None:
+        return client.chat.completions.create(**kwargs, timeout=timeout)
+    from types import SimpleNamespace as NS
+
+    text: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    finish, usage, seen = None, None, False
+    for chunk in client.chat.completions.create(**kwargs, stream=True, stream_options={"include_usage": True},
+                                                timeout=timeout):
+        usage = getattr(chunk, "usage", None) or usage
+        for choice in chunk.choices or []:
+            seen = True
+            finish = choice.finish_reason or finish
+            delta = choice.delta
+            if delta is None:
+                continue
+            if delta.content:
+                text.append(delta.content)
+                on_text(delta.content)
+            for tc in delta.tool_calls or []:
+                call = calls.setdefault(tc.index, {"id": None, "name": "", "arguments": ""})
+                call["id"] = tc.id or call["id"]
+                if tc.function is not None:
+                    call["name"] += tc.function.name or ""
+                    call["arguments"] += tc.function.arguments or ""
+    tool_calls = [NS(id=c["id"] or f"call_{i}", function=NS(name=c["name"], arguments=c["arguments"]))
+                  for i, c in sorted(calls.items())]
+    message = NS(content="".join(text), tool_calls=tool_calls)
+    return NS(choices=[NS(message=message, finish_reason=finish)] if seen else [], usage=usage)
+
+
 class OpenAIChat:
     name = "openai"
     format = "openai"
@@ -84,7 +119,7 @@ class OpenAIChat:
         return out
 
     def complete(self, system: str | None, history: list[Message], tools: Any | None,
-                 timeout: float | None = None) -> AssistantTurn:
+                 timeout: float | None = None, on_text: OnText | None = None) -> AssistantTurn:
         s = self.settings
         kwargs: dict[str, Any] = {"model": s.model, "messages": self.messages(system, history)}
         if tools is not None and tools.definitions:
@@ -95,7 +130,7 @@ class OpenAIChat:
             # api.openai.com wants max_completion_tokens (max_tokens fails on reasoning models);
             # compatible servers mostly know only max_tokens.
             kwargs["max_tokens" if s.base_url else "max_completion_tokens"] = s.max_tokens
-        resp = call_with_retries(self.name, s, lambda t: self.client.chat.completions.create(**kwargs, timeout=t),
+        resp = call_with_retries(self.name, s, lambda t: chat_create(self.client, kwargs, t, on_text),
                                  classify_openai, timeout)
         if not resp.choices:
             return AssistantTurn(stop_reason=OTHER, provider=self.name, usage=_usage(resp))

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from llmc_cli.providers.base import (END, LENGTH, OTHER, TOOL_CALLS, AssistantTurn, Message, ProviderSettings,
+from llmc_cli.errors import ProviderError
+from llmc_cli.providers.base import (END, LENGTH, OTHER, TOOL_CALLS, AssistantTurn, Message, OnText,
+                                     ProviderSettings,
                                      ProviderToolCall, ToolResults, Usage, UserMessage, call_with_retries, images,
                                      result_text, text_besides_images)
 from llmc_cli.providers.openai import classify_openai, openai_client, parse_arguments
@@ -46,7 +48,7 @@ class OpenAIResponses:
         return out
 
     def complete(self, system: str | None, history: list[Message], tools: Any | None,
-                 timeout: float | None = None) -> AssistantTurn:
+                 timeout: float | None = None, on_text: OnText | None = None) -> AssistantTurn:
         s = self.settings
         kwargs: dict[str, Any] = {"model": s.model, "input": self.input_items(history)}
         if system:
@@ -57,8 +59,24 @@ class OpenAIResponses:
             kwargs["temperature"] = s.temperature
         if s.max_tokens is not None:
             kwargs["max_output_tokens"] = s.max_tokens
-        resp = call_with_retries(self.name, s, lambda t: self.client.responses.create(**kwargs, timeout=t),
-                                 classify_openai, timeout)
+        def send(t: float) -> Any:
+            if on_text is None:
+                return self.client.responses.create(**kwargs, timeout=t)
+            final = None
+            for event in self.client.responses.create(**kwargs, stream=True, timeout=t):
+                if event.type == "response.output_text.delta":
+                    on_text(event.delta)
+                elif event.type in ("response.completed", "response.incomplete"):
+                    final = event.response  # the whole Response, as create() returns it
+                elif event.type in ("response.failed", "error"):
+                    message = getattr(getattr(getattr(event, "response", None), "error", None), "message", None)
+                    raise ProviderError(f"{self.name}: {message or getattr(event, 'message', None) or event.type}",
+                                        provider=self.name)
+            if final is None:
+                raise ProviderError(f"{self.name}: the stream ended without a response", provider=self.name)
+            return final
+
+        resp = call_with_retries(self.name, s, send, classify_openai, timeout)
         texts, calls, raw = [], [], []
         for item in resp.output or []:
             raw.append(item.model_dump(mode="json", exclude_none=True))

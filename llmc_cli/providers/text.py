@@ -17,8 +17,8 @@ from typing import Any
 
 from llmc_cli.model import MAX_ARGUMENT_DEPTH
 from llmc_cli.providers.base import (END, TOOL_CALLS, AssistantTurn, Message, ProviderSettings, ProviderToolCall,
-                                     ToolResults, UserMessage, call_with_retries)
-from llmc_cli.providers.openai import FINISH, classify_openai, openai_client, _usage
+                                     ToolResults, UserMessage, OnText, call_with_retries)
+from llmc_cli.providers.openai import FINISH, _usage, chat_create, classify_openai, openai_client
 
 PROTOCOL = """\
 You can use the tools listed below. To call a tool, write a block exactly like this:
@@ -158,18 +158,46 @@ class TextProtocol:
         return out
 
     def complete(self, system: str | None, history: list[Message], tools: Any | None,
-                 timeout: float | None = None) -> AssistantTurn:
+                 timeout: float | None = None, on_text: OnText | None = None) -> AssistantTurn:
         s = self.settings
         kwargs: dict[str, Any] = {"model": s.model, "messages": self.messages(system_prompt(system, tools), history)}
         if s.temperature is not None:
             kwargs["temperature"] = s.temperature
         if s.max_tokens is not None:
             kwargs["max_tokens" if s.base_url else "max_completion_tokens"] = s.max_tokens
-        resp = call_with_retries(self.name, s, lambda t: self.client.chat.completions.create(**kwargs, timeout=t),
-                                 classify_openai, timeout)
+        shown = _ProseOnly(on_text) if on_text else None
+        resp = call_with_retries(self.name, s, lambda t: chat_create(self.client, kwargs, t, shown), classify_openai,
+                                 timeout)
         content = (resp.choices[0].message.content or "") if resp.choices else ""
         turn_no = 1 + sum(isinstance(m, AssistantTurn) for m in history)
         text, calls = parse_answer(content, prefix=f"t{turn_no}")
         stop = TOOL_CALLS if calls else FINISH.get((resp.choices[0].finish_reason if resp.choices else "") or "", END)
         return AssistantTurn(text=text, tool_calls=calls, stop_reason=stop, usage=_usage(resp),
                              provider=self.name, raw=content)
+
+
+class _ProseOnly:
+    """Streams a text-protocol reply's prose and holds back its tool blocks: text is passed on up
+    to the first '<mcp:' (a piece that could be the start of one waits for the next piece)."""
+
+    MARK = "<mcp:"
+
+    def __init__(self, on_text: OnText) -> None:
+        self.on_text = on_text
+        self.pending = ""
+        self.done = False
+
+    def __call__(self, piece: str) -> None:
+        if self.done:
+            return
+        text = self.pending + piece
+        at = text.find(self.MARK)
+        if at >= 0:
+            self.done = True
+            if text[:at]:
+                self.on_text(text[:at])
+            return
+        keep = next((n for n in range(len(self.MARK) - 1, 0, -1) if text.endswith(self.MARK[:n])), 0)
+        self.pending = text[len(text) - keep:] if keep else ""
+        if text[:len(text) - keep]:
+            self.on_text(text[:len(text) - keep])

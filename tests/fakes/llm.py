@@ -27,7 +27,7 @@ PATHS = {
     "openai": re.compile(r"^/v1/chat/completions$"),
     "openai-responses": re.compile(r"^/v1/responses$"),
     "anthropic": re.compile(r"^/v1/messages$"),
-    "gemini": re.compile(r"^/(v1beta|v1)/models/(?P<model>[^/:]+):generateContent$"),
+    "gemini": re.compile(r"^/(v1beta|v1)/models/(?P<model>[^/:]+):(generateContent|streamGenerateContent)$"),
 }
 PATHS["text"] = PATHS["openai"]  # the text protocol talks to a plain chat endpoint
 
@@ -40,6 +40,9 @@ class Reply:
     body: Any
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0  # seconds before answering (timeouts)
+    # Streamed replies only: after the first piece of text the fake waits for this event (set by
+    # the test once it saw that piece arrive), so a test proves streaming without timing.
+    gate: threading.Event | None = None
 
 
 @dataclass
@@ -82,6 +85,10 @@ class FakeLLM:
                 reply = fake._next(request)
                 if reply.delay:
                     time.sleep(reply.delay)
+                streamed = (isinstance(body, dict) and body.get("stream") is True) or ":streamGenerateContent" in self.path
+                if streamed and reply.status == 200:
+                    self._stream(reply)
+                    return
                 data = json.dumps(reply.body).encode()
                 try:
                     self.send_response(reply.status)
@@ -93,6 +100,25 @@ class FakeLLM:
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout test)
+
+            def _stream(self, reply: Reply) -> None:
+                """The reply as the API's server-sent events, text cut into pieces."""
+                try:
+                    self.send_response(200)
+                    self.send_header("content-type", "text/event-stream")
+                    self.send_header("connection", "close")
+                    self.end_headers()
+                    gated = False
+                    for name, data in STREAMS[fake.api](reply.body):
+                        event = (f"event: {name}\n" if name else "") + f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n"
+                        self.wfile.write(event.encode())
+                        self.wfile.flush()
+                        if reply.gate is not None and not gated and _has_text(fake.api, data):
+                            gated = True
+                            reply.gate.wait(30)
+                    self.close_connection = True
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
@@ -266,3 +292,122 @@ GEMINI_ERRORS = {
 
 ERRORS = {"openai": OPENAI_ERRORS, "openai-responses": OPENAI_ERRORS, "text": OPENAI_ERRORS,
           "anthropic": ANTHROPIC_ERRORS, "gemini": GEMINI_ERRORS}
+
+
+# --- streamed replies: each API's server-sent events for a whole reply body ------------------
+
+def _pieces(text: str) -> list[str]:
+    """Text in three pieces (fewer for short text), as a model streams it."""
+    size = max(1, -(-len(text) // 3))
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+def _chat_events(body: dict[str, Any]) -> list[tuple[str | None, Any]]:
+    base = {"id": body["id"], "object": "chat.completion.chunk", "created": body["created"], "model": body["model"]}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> tuple[None, dict[str, Any]]:
+        return None, {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+
+    choice = body["choices"][0]
+    message = choice["message"]
+    events = [chunk({"role": "assistant", "content": ""})]
+    events += [chunk({"content": piece}) for piece in _pieces(message.get("content") or "")]
+    for i, call in enumerate(message.get("tool_calls") or []):
+        events.append(chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
+                                             "function": {"name": call["function"]["name"], "arguments": ""}}]}))
+        events += [chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
+                   for piece in _pieces(call["function"]["arguments"])]
+    events.append(chunk({}, choice["finish_reason"]))
+    events.append((None, {**base, "choices": [], "usage": body["usage"]}))
+    return events + [(None, "[DONE]")]
+
+
+def _anthropic_events(body: dict[str, Any]) -> list[tuple[str | None, Any]]:
+    start = {**body, "content": [], "stop_reason": None,
+             "usage": {"input_tokens": body["usage"]["input_tokens"], "output_tokens": 0}}
+    events: list[tuple[str | None, Any]] = [("message_start", {"type": "message_start", "message": start})]
+    for i, block in enumerate(body["content"]):
+        if block["type"] == "text":
+            first, deltas = {"type": "text", "text": ""}, [{"type": "text_delta", "text": p} for p in _pieces(block["text"])]
+        elif block["type"] == "tool_use":
+            first = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+            deltas = [{"type": "input_json_delta", "partial_json": p} for p in _pieces(json.dumps(block["input"]))]
+        else:  # thinking
+            first = {"type": "thinking", "thinking": "", "signature": ""}
+            deltas = [{"type": "thinking_delta", "thinking": block["thinking"]},
+                      {"type": "signature_delta", "signature": block["signature"]}]
+        events.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": first}))
+        events += [("content_block_delta", {"type": "content_block_delta", "index": i, "delta": d}) for d in deltas]
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
+    events.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": body["stop_reason"],
+                                                                        "stop_sequence": None},
+                                     "usage": {"output_tokens": body["usage"]["output_tokens"]}}))
+    return events + [("message_stop", {"type": "message_stop"})]
+
+
+def _responses_events(body: dict[str, Any]) -> list[tuple[str | None, Any]]:
+    seq = itertools.count()
+    events: list[tuple[str | None, Any]] = []
+
+    def add(kind: str, **fields: Any) -> None:
+        events.append((kind, {"type": kind, "sequence_number": next(seq), **fields}))
+
+    add("response.created", response={**body, "status": "in_progress", "output": [], "usage": None})
+    for n, item in enumerate(body["output"]):
+        if item["type"] == "message":
+            add("response.output_item.added", output_index=n, item={**item, "status": "in_progress", "content": []})
+            text = item["content"][0]["text"]
+            part = {"type": "output_text", "text": "", "annotations": []}
+            add("response.content_part.added", item_id=item["id"], output_index=n, content_index=0, part=part)
+            for piece in _pieces(text):
+                add("response.output_text.delta", item_id=item["id"], output_index=n, content_index=0, delta=piece,
+                    logprobs=[])
+            add("response.output_text.done", item_id=item["id"], output_index=n, content_index=0, text=text, logprobs=[])
+            add("response.content_part.done", item_id=item["id"], output_index=n, content_index=0,
+                part={**part, "text": text})
+        elif item["type"] == "function_call":
+            add("response.output_item.added", output_index=n, item={**item, "arguments": "", "status": "in_progress"})
+            add("response.function_call_arguments.delta", item_id=item["id"], output_index=n, delta=item["arguments"])
+            add("response.function_call_arguments.done", item_id=item["id"], output_index=n,
+                arguments=item["arguments"], name=item["name"])
+        else:
+            add("response.output_item.added", output_index=n, item=item)
+        add("response.output_item.done", output_index=n, item=item)
+    add("response.incomplete" if body["status"] == "incomplete" else "response.completed", response=body)
+    return events
+
+
+def _gemini_events(body: dict[str, Any]) -> list[tuple[str | None, Any]]:
+    candidate = body["candidates"][0]
+    parts = candidate["content"]["parts"]
+    texts = [p for p in parts if "text" in p and "thoughtSignature" not in p]
+    rest = [p for p in parts if p not in texts]
+
+    def chunk(chunk_parts: list[dict[str, Any]], last: bool) -> tuple[None, dict[str, Any]]:
+        c: dict[str, Any] = {"content": {"role": "model", "parts": chunk_parts}, "index": 0}
+        out: dict[str, Any] = {"candidates": [c], "modelVersion": body["modelVersion"], "responseId": body["responseId"]}
+        if last:
+            c["finishReason"] = candidate["finishReason"]
+            out["usageMetadata"] = body["usageMetadata"]
+        return None, out
+
+    pieces = [{"text": piece} for p in texts for piece in _pieces(p["text"])]
+    events = [chunk([piece], False) for piece in pieces]
+    return events + [chunk(rest, True)]
+
+
+STREAMS = {"openai": _chat_events, "text": _chat_events, "anthropic": _anthropic_events,
+           "openai-responses": _responses_events, "gemini": _gemini_events}
+
+
+def _has_text(api: str, data: Any) -> bool:
+    """Whether this event carried a piece of the reply's text."""
+    if not isinstance(data, dict):
+        return False
+    if api in ("openai", "text"):
+        return any((c.get("delta") or {}).get("content") for c in data.get("choices") or [])
+    if api == "anthropic":
+        return (data.get("delta") or {}).get("type") == "text_delta"
+    if api == "openai-responses":
+        return data.get("type") == "response.output_text.delta"
+    return any("text" in p for c in data.get("candidates") or [] for p in c["content"]["parts"])
