@@ -10,7 +10,7 @@ python=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 
-if [ ! -x tests/node/node_modules/.bin/conformance ] || [ tests/node/package.json -nt tests/node/node_modules ]; then
+if [ ! -e tests/node/node_modules/conformance-2026/dist/index.js ] || [ tests/node/package.json -nt tests/node/node_modules ]; then
   (cd tests/node && npm install --no-audit --no-fund --loglevel=error)
   touch tests/node/node_modules
 fi

@@ -27,12 +27,12 @@ def node_tool(name: str) -> str:
 
 
 def conformance_suite(spec: str) -> str:
-    """The official conformance suite's executable for a spec version: 0.1.x tests up to
-    2025-11-25; the 2026-07-28 suite is a pre-release installed under the alias conformance-2026
-    (its bin would clash with the other's). scripts/test.sh installs both."""
-    if spec != "2026-07-28":
-        return node_tool("conformance")
-    path = NODE_BIN.parent / "conformance-2026" / "dist" / "index.js"
+    """The official conformance suite's entry point for a spec version: 0.1.x tests up to
+    2025-11-25; the 2026-07-28 suite is a pre-release installed under the alias conformance-2026.
+    Both packages name their bin `conformance`, and which one npm links there is not fixed, so
+    each is run from its own package. scripts/test.sh installs both (never skipped silently)."""
+    package = "conformance-2026" if spec == "2026-07-28" else "@modelcontextprotocol/conformance"
+    path = NODE_BIN.parent / package / "dist" / "index.js"
     if not path.exists():
         pytest.fail(f"{path} is missing: run scripts/test.sh, which installs tests/node")
     return str(path)

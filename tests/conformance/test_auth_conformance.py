@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import NODE_BIN, node_tool
+from tests.helpers import NODE_BIN, conformance_suite
 
 CLIENT = Path(__file__).with_name("auth_client.py")
 SCENARIOS = [
@@ -33,7 +33,7 @@ REFUSALS = {"auth/resource-mismatch": "not this server", "auth/scope-retry-limit
 def test_auth_scenario_passes_without_warnings(scenario, tmp_path):
     env = {**os.environ, "PATH": f"{NODE_BIN}{os.pathsep}{os.environ['PATH']}"}  # Node 22 first
     proc = subprocess.run(
-        [node_tool("conformance"), "client", "--command", f"{sys.executable} {CLIENT}",
+        [conformance_suite("2025-11-25"), "client", "--command", f"{sys.executable} {CLIENT}",
          "--scenario", scenario, "--timeout", "90000", "-o", str(tmp_path)],
         capture_output=True, text=True, timeout=240, env=env)
     checks = [c for f in tmp_path.rglob("checks.json") for c in json.loads(f.read_text())]
