@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from llmc_cli.cli.output import emit, note, raise_failures
+from llmc_cli.cli.output import emit, note, plain_text, raise_failures
 from llmc_cli.cli.targets import target_options
 from llmc_cli.errors import ToolFailed, UsageError
 
@@ -84,7 +84,7 @@ def _fail_on_warnings(result: Any, strict: bool) -> None:
 def _print_translation(found: list[Any], fmt: str, strict: bool) -> None:
     result = _translate(found, fmt, strict)
     if isinstance(result.definitions, str):
-        click.echo(result.definitions)
+        plain_text(result.definitions)  # a prompt for a model: cleaned only on a terminal
     else:
         emit(result.definitions)
     _fail_on_warnings(result, strict)

@@ -148,7 +148,9 @@ ESCAPES = [
     ("confirmation prompt with a model's arguments", ["ask", "go", "-s", "h"],
      [turn("openai", calls=[("c1", "echo", {"message": PAYLOAD})]), turn("openai", text="ok")],
      [("Run it?", "n")]),
-    ("an answer printed with --text", ["ask", "go", "-s", "h", "--text"], [turn("openai", text=PAYLOAD)], []),
+    ("an answer streamed with --text", ["ask", "go", "-s", "h", "--text"], [turn("openai", text=PAYLOAD)], []),
+    ("an answer streamed beside the JSON", ["ask", "go", "-s", "h"], [turn("openai", text=PAYLOAD)], []),
+    ("a manifest for a text-protocol model", ["tools", "list", "-s", "h", "--format", "text"], None, []),
 ]
 
 
