@@ -92,9 +92,11 @@ def _key_file(path: Any) -> bytes:
     import secrets
     import tempfile
 
+    from llmc_cli.config.paths import ensure_private_dir
+
     try:
         if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            ensure_private_dir(path.parent)
             fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".approval.key.", suffix=".tmp")
             try:
                 with os.fdopen(fd, "w", encoding="ascii") as fh:
