@@ -46,6 +46,7 @@ class Catalog:
         self.stores = stores  # era cache and OAuth tokens for connect()
         self._sessions: dict[str, Session] = {}
         self._failed: dict[str, LlmcError] = dict(unusable or {})  # a server that failed to connect is not retried
+        self._unusable = set(unusable or {})  # ...and one that cannot be configured never is
         self._tools: dict[str, list[Tool]] = {}
         self._locks = {name: threading.Lock() for name in self.specs}
 
@@ -97,6 +98,21 @@ class Catalog:
             return None
         # Joined, not normalised: the policy resolves it as the kernel does (`link/..` included).
         return os.getcwd() if base == "." else os.path.join(os.getcwd(), base)
+
+    def restart(self, server: str) -> bool:
+        """For a long-lived caller (the gateway): forget a server whose connection ended, or whose
+        start failed, so that the next use starts it again. True when there was one to forget.
+        What the old process or session kept (handles, memory) is lost."""
+        if server not in self.specs or server in self._unusable:
+            return False
+        with self._locks[server]:
+            session = self._sessions.get(server)
+            if session is not None and session.closed_error is not None:
+                del self._sessions[server]
+                self._tools.pop(server, None)
+                session.close()
+                return True
+            return self._failed.pop(server, None) is not None
 
     def _changed(self, server: str, method: str) -> None:
         """notifications/tools/list_changed: the next listing asks the server again."""

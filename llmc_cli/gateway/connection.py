@@ -154,6 +154,8 @@ class GatewayConnection(McpServer):
         name = params["name"]
         toolbox = self.toolbox
         route = toolbox.route(name)
+        if route:
+            toolbox.revive(route[0])
         try:
             tool = toolbox.catalog.find_tool(*route) if route else None
         except LlmcError as exc:  # the server is down: the model may try something else

@@ -19,6 +19,7 @@ import itertools
 import os
 import sys
 import threading
+import time
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from llmc_cli.model import Tool, ToolCall
 
 Send = Callable[[dict[str, Any]], None]
 PROTOCOL_META = "io.modelcontextprotocol/"
+RETRY_SECONDS = 5.0
 LIST_CHANGED = ("notifications/tools/list_changed", "notifications/resources/list_changed",
                 "notifications/prompts/list_changed")
 
@@ -84,6 +86,7 @@ class Toolbox:
         self._lock = threading.Lock()
         self._secret = os.urandom(32)  # binds a confirmation answer to the exact call it was asked for
         self._reported: set[str] = set()
+        self._revived: dict[str, float] = {}  # server -> when it was last set to start again
 
     def close(self) -> None:
         try:
@@ -93,10 +96,24 @@ class Toolbox:
 
     # -- tools -----------------------------------------------------------------------------------
 
+    def revive(self, server: str | None = None) -> None:
+        """Start again, on next use, an upstream that crashed or could not start (one server, or
+        all), at most every RETRY_SECONDS: a gateway outlives its upstreams' troubles."""
+        now = time.monotonic()
+        for name in [server] if server else list(self.catalog.specs):
+            if now - self._revived.get(name, 0.0) < RETRY_SECONDS:
+                continue
+            if self.catalog.restart(name):
+                self._revived[name] = now
+                self._reported.discard(name)
+                print(f"llmc serve: {name} will be started again (what it kept in memory is lost)", file=sys.stderr,
+                      flush=True)
+
     def tools(self) -> list[Tool]:
         """The tools a host sees: allowed by the policy and, with a lock, pinned as they are now."""
         from llmc_cli import services
 
+        self.revive()
         allowed, _hidden, failures = services.visible_tools(self.catalog, self.profile)
         self._report(failures)
         if not self.profile.profile.lock:

@@ -284,7 +284,8 @@ CONFORMANCE = ["server-initialize", "ping", "logging-set-level", "tools-list", "
 def test_conformance_server_scenarios(gateway: Gateway, tmp_path: Path, scenario: str) -> None:
     from tests.helpers import conformance_suite
 
-    proc = subprocess.run([conformance_suite("2025-11-25"), "server", "--url", f"http://localhost:{gateway.port}/mcp",
+    # 127.0.0.1, not localhost: Node may try ::1 first, where the gateway does not listen
+    proc = subprocess.run([conformance_suite("2025-11-25"), "server", "--url", f"http://127.0.0.1:{gateway.port}/mcp",
                            "--scenario", scenario], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert " 0 failed" in proc.stdout

@@ -157,3 +157,25 @@ def test_upstream_protocol_fields_stay_upstream(gateway_profile: Path) -> None:
     run(work)
 
 
+
+
+def test_a_crashed_upstream_is_started_again(gateway_profile: Path, tmp_path: Path) -> None:
+    """The gateway outlives its upstreams: the call that crashed sdk fails as a tool error, a
+    later call starts sdk again (after the retry pause) and works."""
+    gateway_profile.write_text(gateway_profile.read_text().replace('deny = ["sdk.crash", ', 'deny = [')
+                               + '\n[policy.hints."sdk.crash"]\nreadOnly = true\n')
+
+    async def work() -> None:
+        async with host(gateway_profile, "legacy") as client:
+            crashed = await client.call_tool("sdk.crash", {})
+            assert crashed.is_error is True and "sdk.crash failed" in crashed.content[0].text
+            for _ in range(100):  # RETRY_SECONDS pass, then sdk starts again
+                result = await client.call_tool("sdk.add", {"a": 2, "b": 2})
+                if not result.is_error:
+                    break
+                await anyio.sleep(0.2)
+            assert result.structured_content == {"result": 4}
+
+    run(work)
+    outcomes = [r["outcome"] for r in audit_records(tmp_path) if r["event"] == "outcome" and r["tool"] == "crash"]
+    assert outcomes == ["transport_error"]
