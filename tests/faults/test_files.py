@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import stat
 import subprocess
 import sys
@@ -68,6 +69,15 @@ calls_per_minute = 100
     assert all(p.returncode == 0 for p in done), [p.stderr for p in done]
     counted = json.loads((isolated_dirs / "state" / "ratelimit.json").read_text())
     assert len(counted["profile:limited"]) == PROCESSES
+
+
+def test_concurrent_connections_keep_every_era_cache_entry(isolated_dirs: Path) -> None:
+    """servers.json is read, changed and written under its lock: 8 servers found at once, 8 entries."""
+    commands = [shlex.join([*SDK, "stdio", "--port", str(i)]) for i in range(PROCESSES)]  # 8 distinct servers
+    done = run_together([["tools", "list", "--stdio", command] for command in commands])
+    assert all(p.returncode == 0 for p in done), [p.stderr for p in done]
+    cache = json.loads((isolated_dirs / "state" / "servers.json").read_text())
+    assert len([key for key in cache if key.startswith("stdio:")]) == PROCESSES
 
 
 def test_everything_llmc_creates_is_private(tmp_path: Path) -> None:
