@@ -1,31 +1,57 @@
-"""The client command the official conformance suite runs: it appends the server URL and names
-the scenario in MCP_CONFORMANCE_SCENARIO. Every scenario goes through the real `llmc` CLI."""
+"""The client command the official conformance suite runs: it appends the server URL, names the
+scenario in MCP_CONFORMANCE_SCENARIO and may pass data in MCP_CONFORMANCE_CONTEXT. Every scenario
+goes through the real `llmc` CLI, command after command as a user would type them (no --yes: a
+typed call is the person's own decision); the first failing command's exit code is the client's."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 LLMC = str(Path(sys.executable).parent / "llmc")
 
-SCENARIOS = {
-    "initialize": ["tools", "list"],
-    "tools_call": ["call", "add_numbers", "a=2", "b=3"],
-    "elicitation-sep1034-client-defaults": ["call", "test_client_elicitation_defaults", "--elicit",
-                                            "accept-defaults"],
-    "sse-retry": ["call", "test_reconnection"],
+SCENARIOS: dict[str, list[list[str]]] = {
+    # 2025-11-25 suite (and the same scenarios in the 2026-07-28 one)
+    "initialize": [["tools", "list"]],
+    "tools_call": [["call", "add_numbers", "a=2", "b=3"]],
+    "elicitation-sep1034-client-defaults": [["call", "test_client_elicitation_defaults", "--elicit", "accept-defaults"]],
+    "sse-retry": [["call", "test_reconnection"]],
     # 2026-07-28 suite
-    "request-metadata": ["tools", "list"],
+    "request-metadata": [["tools", "list"]],
+    "json-schema-ref-no-deref": [["tools", "list"]],
+    "http-invalid-tool-headers": [["tools", "list"], ["call", "valid_tool"]],
+    "http-standard-headers": [
+        ["tools", "list"], ["call", "test_headers"], ["call", "my-hyphenated-tool"],
+        ["resources", "list"], ["resources", "read", "file:///path/to/file%20name.txt"],
+        ["resources", "read", "https://example.com/resource?id=123"],
+        ["prompts", "list"], ["prompts", "get", "test_prompt"]],
+    "sep-2322-client-request-state": [["call", name] for name in (
+        "test_mrtr_echo_state", "test_mrtr_no_state", "test_mrtr_unrelated", "test_mrtr_no_result_type")],
 }
 
 
-def main() -> None:
+def commands(scenario: str, context: dict[str, Any]) -> list[list[str]]:
+    if scenario == "http-custom-headers":  # the suite names the calls to make in its context
+        return [["call", c["name"], "--json", json.dumps(c.get("arguments") or {})] for c in context.get("toolCalls", [])]
+    return SCENARIOS.get(scenario, [])
+
+
+def main() -> int:
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
-    if scenario not in SCENARIOS or len(sys.argv) < 2:
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    todo = commands(scenario, context)
+    if not todo or len(sys.argv) < 2:
         sys.exit(f"conformance client: unknown scenario {scenario!r}")
-    os.execv(LLMC, [LLMC, *SCENARIOS[scenario], "--url", sys.argv[-1]])
+    for command in todo:
+        code = subprocess.run([LLMC, *command, "--url", sys.argv[-1]], timeout=120).returncode
+        if code:
+            return code
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

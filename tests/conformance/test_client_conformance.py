@@ -20,7 +20,8 @@ CLIENT = Path(__file__).with_name("client.py")
 LEGACY = ["initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"]
 # request-metadata: _meta and MCP-Protocol-Version on every request, and one retry with a
 # version the server lists after it refused the first (UnsupportedProtocolVersion, -32022)
-MODERN = ["tools_call", "request-metadata"]
+MODERN = ["tools_call", "request-metadata", "sep-2322-client-request-state", "http-standard-headers",
+          "http-custom-headers", "http-invalid-tool-headers", "json-schema-ref-no-deref"]
 CASES = [("2025-11-25", s) for s in LEGACY] + [("2026-07-28", s) for s in MODERN]
 
 
