@@ -22,10 +22,11 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "llmc_cli"
 
-# component -> the components it may import (besides itself); the middle layer (config, store,
-# policy, audit, lockfile, keeper, catalog) may use the protocol package below it. "llmc_cli" is the package root
-# (__version__ only). Components are top-level modules and packages, except the keeper's
-# process, which is a program at the level of the gateway (it starts the built-in servers).
+# component -> the components it may import (besides itself). The middle layer (config, store,
+# policy, audit, lockfile, keeper, catalog) may use the protocol package below it. "llmc_cli" is
+# the package root (__version__ only). Components are top-level modules and packages, except the
+# keeper's process (keeper/daemon.py, keeper/upstream.py): a program at the level of the gateway
+# (it starts the built-in servers through services).
 ALLOWED: dict[str, set[str]] = {
     "llmc_cli": set(),
     "errors": set(),
@@ -44,7 +45,7 @@ ALLOWED: dict[str, set[str]] = {
     "catalog": {"keeper", "mcp", "errors", "model"},
     "services": {"catalog", "policy", "audit", "store", "config", "keeper", "lockfile", "server", "interrupts",
                  "mcp", "errors", "model"},
-    "keeper.daemon": {"keeper", "services", "store", "config", "mcp", "errors", "model"},
+    "keeper.process": {"keeper", "services", "store", "config", "mcp", "errors", "model"},
     "agent": {"services", "catalog", "policy", "audit", "providers", "translate", "config", "mcp", "errors",
               "model"},
     "gateway": {"llmc_cli", "services", "catalog", "policy", "audit", "lockfile", "server", "config", "mcp",
@@ -75,8 +76,8 @@ def component(module: str) -> str:
     parts = module.split(".")
     if len(parts) == 1:
         return "llmc_cli"
-    if parts[1:3] == ["keeper", "daemon"]:
-        return "keeper.daemon"
+    if parts[1] == "keeper" and parts[2:3] in (["daemon"], ["upstream"]):
+        return "keeper.process"
     return parts[1]
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+from dataclasses import dataclass, field
 from typing import Any
 
 from llmc_cli.errors import ConnectionFailed, LlmcError, ProtocolError, TimeoutExpired, from_json
@@ -20,6 +21,39 @@ from llmc_cli.mcp.session import ClientHooks, Session
 from llmc_cli.mcp.transports.base import Closed, Deliver
 
 MAX_LINE = 64 * 1024 * 1024  # one message; a larger one is a broken peer, not a big result
+
+
+@dataclass
+class AttachReply:
+    """The keeper's answer to attach: how the server it holds speaks (it negotiated once, for
+    every caller) and a notice for the caller (the server was restarted, say)."""
+
+    era: str
+    protocol_version: str
+    server_info: dict[str, Any] = field(default_factory=dict)
+    capabilities: dict[str, Any] = field(default_factory=dict)
+    instructions: str | None = None
+    notice: str | None = None
+
+    @classmethod
+    def of(cls, session: Session, notice: str | None) -> "AttachReply":
+        return cls(session.era or "", session.protocol_version or "", session.server_info, session.capabilities,
+                   session.instructions, notice)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"llmc": "attached", "era": self.era, "protocolVersion": self.protocol_version,
+                "serverInfo": self.server_info, "capabilities": self.capabilities,
+                "instructions": self.instructions, "notice": self.notice}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], session_name: str) -> "AttachReply":
+        era, version = data.get("era"), data.get("protocolVersion")
+        if not (isinstance(era, str) and era and isinstance(version, str) and version):
+            raise ProtocolError(f"session {session_name}: its keeper did not say how {data.get('server', 'the server')}"
+                                " speaks")
+        notice, instructions = data.get("notice"), data.get("instructions")
+        return cls(era, version, data.get("serverInfo") or {}, data.get("capabilities") or {},
+                   instructions if isinstance(instructions, str) else None, notice if isinstance(notice, str) else None)
 
 
 def connect_unix(path: str, timeout: float, session_name: str) -> socket.socket:
@@ -85,7 +119,7 @@ class KeeperTransport:
         self.server = server
         self.timeout = timeout
         self.protocol_version: str | None = None
-        self.attached: dict[str, Any] = {}  # the keeper's answer to attach
+        self.attached: AttachReply | None = None  # the keeper's answer to attach
         self._sock: socket.socket | None = None
         self._send_lock = threading.Lock()
         self._reader: threading.Thread | None = None
@@ -109,7 +143,11 @@ class KeeperTransport:
             if reply is not None and reply.get("llmc") == "error":
                 raise from_json(reply)
             raise ConnectionFailed(f"session {self.session_name}: its keeper closed the connection")
-        self.attached = reply
+        try:
+            self.attached = AttachReply.from_json({"server": self.server, **reply}, self.session_name)
+        except ProtocolError:
+            sock.close()
+            raise
         sock.settimeout(None)  # from here on the session's per-request timeouts govern
         self._sock = sock
         self._reader = threading.Thread(target=self._read, args=(stream, deliver, closed), daemon=True,
@@ -170,14 +208,9 @@ def attach(socket_path: str, session_name: str, server: str, *, timeout: float =
     session = Session(transport, name=server, timeout=timeout, hooks=hooks)
     session.start()
     info = transport.attached
-    try:
-        session.adopt(str(info["era"]), str(info["protocolVersion"]))
-    except KeyError:
-        session.close()
-        raise ProtocolError(f"session {session_name}: its keeper did not say how {server} speaks") from None
-    session.server_info = info.get("serverInfo") or {}
-    session.capabilities = info.get("capabilities") or {}
-    session.instructions = info.get("instructions")
-    if info.get("notice") and session.hooks.on_notice:
-        session.hooks.on_notice(str(info["notice"]))
+    assert info is not None  # start() raised otherwise
+    session.adopt(info.era, info.protocol_version)
+    session.server_info, session.capabilities, session.instructions = info.server_info, info.capabilities, info.instructions
+    if info.notice and session.hooks.on_notice:
+        session.hooks.on_notice(info.notice)
     return session

@@ -1,0 +1,187 @@
+"""What a session keeper holds: the servers (Upstream: started, restarted after it died, its
+protocol traffic multiplexed) and the llmc processes attached to them (Client). Request ids and
+progress tokens are rewritten here so callers that all count from 1 do not collide.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import threading
+from concurrent.futures import Future
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from llmc_cli.errors import ConnectionFailed, LlmcError
+from llmc_cli.keeper.transport import send_line
+from llmc_cli.mcp import jsonrpc
+from llmc_cli.mcp.client import connect
+from llmc_cli.mcp.session import ClientHooks, Session
+from llmc_cli.model import ServerSpec
+
+if TYPE_CHECKING:
+    from llmc_cli.keeper.daemon import Keeper
+
+
+def log(message: str) -> None:
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    print(f"{stamp} {message}", file=sys.stderr, flush=True)
+
+
+class Client:
+    """One attached connection (one llmc process's session with one server)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.lock = threading.Lock()
+        self.upstream: Upstream | None = None
+        self.pending: dict[Any, tuple[int, int | None]] = {}  # its request id -> (upstream id, token)
+
+    def send(self, message: dict[str, Any]) -> None:
+        try:
+            with self.lock:
+                send_line(self.sock, message)
+        except OSError:
+            pass  # it went away; its reader notices and cleans up
+
+    def hang_up(self, reason: str) -> None:
+        """The server is gone: say why, then end the connection (the caller sees exit 5)."""
+        self.send({"llmc": "closed", "message": reason})
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+class Upstream:
+    """One server the keeper holds; restarted on the next attach after it died."""
+
+    def __init__(self, spec: ServerSpec, keeper: "Keeper") -> None:
+        self.spec = spec
+        self.keeper = keeper
+        self.session: Session | None = None
+        self.error: LlmcError | None = None  # why the last start failed
+        self.restarts = 0
+        self.lock = threading.Lock()
+        self.tokens: dict[int, tuple[Client, Any]] = {}  # our progress token -> (client, its token)
+        self.clients: set[Client] = set()
+        self.recent: Client | None = None  # sent the latest request: server requests go to it
+
+    def open(self) -> str | None:
+        """Connect if not connected. Returns a notice when a server that died was restarted."""
+        with self.lock:
+            if self.session is not None and self.session.closed_error is None:
+                return None
+            notice = None
+            if self.session is not None:
+                reason = self.session.closed_error.message if self.session.closed_error else "closed"
+                self.session.close()
+                self.session = None
+                notice = (f"{self.spec.name} stopped inside session {self.keeper.name} ({reason}) and was "
+                          "restarted: state the server kept (processes, handles, ids) is lost")
+                # Callers still attached hold handles of the dead server: end their connections
+                # (they see why) rather than let their next request reach the new one silently.
+                for client in list(self.clients):
+                    client.hang_up(notice)
+            from llmc_cli.services import builtin_servers
+            from llmc_cli.store import client_stores
+
+            try:
+                self.session = connect(self.spec, stores=client_stores(), hooks=self._hooks(), builtins=builtin_servers())
+            except LlmcError as exc:
+                self.error = exc
+                log(f"{self.spec.name}: cannot start: {exc.message}")
+                raise
+            self.error = None
+            if notice:
+                self.restarts += 1
+                log(notice)
+            return notice
+
+    @property
+    def state(self) -> str:
+        if self.session is None:
+            return "failed" if self.error else "stopped"
+        return "exited" if self.session.closed_error else "running"
+
+    def _hooks(self) -> ClientHooks:
+        # Sampling is not declared: the keeper cannot know that an attached caller may sample.
+        return ClientHooks(on_progress=self._progress, on_log=self._log, on_list_changed=self._list_changed,
+                           elicit=self._elicit)
+
+    # -- client -> server --------------------------------------------------------------------
+
+    def forward(self, client: Client, message: dict[str, Any]) -> None:
+        original_id = message["id"]
+        token: int | None = None
+        params = message.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        if isinstance(meta, dict) and "progressToken" in meta:
+            token = next(self.keeper.counter)  # callers all count from 1: make theirs unique
+            self.tokens[token] = (client, meta["progressToken"])
+            message = {**message, "params": {**params, "_meta": {**meta, "progressToken": token}}}
+        session = self.session
+        try:
+            if session is None:
+                raise ConnectionFailed(f"{self.spec.name}: not running")
+            upstream_id, future = session.forward(message)
+        except LlmcError as exc:
+            self.tokens.pop(token, None)  # type: ignore[arg-type]
+            client.hang_up(exc.message)
+            return
+        self.recent = client
+        client.pending[original_id] = (upstream_id, token)
+        future.add_done_callback(lambda f: self._reply(client, original_id, token, f))
+
+    def _reply(self, client: Client, original_id: Any, token: int | None, future: "Future[dict[str, Any]]") -> None:
+        client.pending.pop(original_id, None)
+        self.tokens.pop(token, None)  # type: ignore[arg-type]
+        self.keeper.touch()
+        try:
+            reply = future.result()
+        except LlmcError as exc:
+            client.hang_up(exc.message)
+            return
+        client.send({**reply, "id": original_id})
+
+    def cancel(self, client: Client, original_id: Any, reason: str) -> None:
+        entry = client.pending.pop(original_id, None)
+        if entry is None or self.session is None:
+            return
+        upstream_id, token = entry
+        self.tokens.pop(token, None)  # type: ignore[arg-type]
+        self.session.abandon(upstream_id)
+        try:
+            self.session.notify("notifications/cancelled", {"requestId": upstream_id, "reason": reason})
+        except LlmcError:
+            pass
+
+    def notify(self, message: dict[str, Any]) -> None:
+        if self.session is not None:
+            try:
+                self.session.notify(message["method"], message.get("params"))
+            except LlmcError:
+                pass
+
+    # -- server -> clients ------------------------------------------------------------------
+
+    def _progress(self, params: dict[str, Any]) -> None:
+        route = self.tokens.get(params.get("progressToken"))  # type: ignore[arg-type]
+        if route:
+            client, token = route
+            client.send(jsonrpc.notification("notifications/progress", {**params, "progressToken": token}))
+
+    def _log(self, params: dict[str, Any]) -> None:
+        for client in list(self.clients):
+            client.send(jsonrpc.notification("notifications/message", params))
+
+    def _list_changed(self, method: str) -> None:
+        for client in list(self.clients):
+            client.send(jsonrpc.notification(method))
+
+    def _elicit(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The server asks the user: ask the caller whose request is running (it may prompt)."""
+        client = self.recent if self.recent in self.clients else next(iter(self.clients), None)
+        if client is None:
+            return {"action": "decline"}
+        return self.keeper.ask(client, "elicitation/create", params, self.spec.timeout)
