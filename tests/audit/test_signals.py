@@ -120,7 +120,7 @@ def test_a_batch_records_every_decided_call(isolated_dirs, sig, code, parallel):
     marker = uuid.uuid4().hex
     write_profile(isolated_dirs, marker, ("a", "b"), extra='[policy.hints."*.slow"]\nreadOnly = true\n')
     lines = [("1", "a.echo", {"message": "first"}), ("2", "a.slow", {"seconds": 300}),
-             ("3", "b.slow", {"seconds": 300}), ("4", "a.slow", {"seconds": 1}), ("5", "b.echo", {"message": "x"}),
+             ("3", "b.slow", {"seconds": 300}), ("4", "a.slow", {"seconds": 200}), ("5", "b.echo", {"message": "x"}),
              ("6", "a.echo", {"message": "last"})]
     batch = "".join(json.dumps({"id": i, "tool": t, "arguments": a}) + "\n" for i, t, a in lines)
     proc = start("call", "--batch", "-", "--parallel", parallel, stdin=batch)
