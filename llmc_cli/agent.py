@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
+from llmc_cli.audit import AuditError
 from llmc_cli.errors import ConfigError, LlmcError, PolicyDenied, ProviderError, UsageError
 from llmc_cli.mcp.jsonrpc import has_lone_surrogate, replace_lone_surrogates
 from llmc_cli.model import Tool, ToolCall, ToolResult
@@ -338,6 +339,8 @@ def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool
             result = call_tool(ToolCall(tool.server, tool.name, dict(sent[i]), call_id=c.id))
         except PolicyDenied as exc:
             _fail(out, "denied", f"llmc's policy denied this call: {exc.message}", exc)
+        except AuditError:
+            raise  # the trail cannot be written: the run stops (exit 3), as `call` does
         except LlmcError as exc:
             _fail(out, "failed", f"the call failed ({exc.kind}): {exc.message}", exc)
         else:

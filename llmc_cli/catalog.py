@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Collection, Mapping
 
-from llmc_cli.errors import LlmcError, RpcError, UsageError
+from llmc_cli.errors import ConnectionFailed, LlmcError, RpcError, UsageError
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.client import connect
 from llmc_cli.mcp.session import ClientHooks, Session
@@ -49,6 +49,7 @@ class Catalog:
         self._unusable = set(unusable or {})  # ...and one that cannot be configured never is
         self._tools: dict[str, list[Tool]] = {}
         self._locks = {name: threading.Lock() for name in self.specs}
+        self._closed = False
 
     def session(self, server: str) -> Session:
         """The server's session, connecting on first use (one connection per server)."""
@@ -57,6 +58,10 @@ class Catalog:
         with self._locks[server]:
             if server in self._failed:
                 raise self._failed[server]
+            if self._closed:
+                # A thread still working after the command ended (interrupted) must not start
+                # a server nobody will stop.
+                raise ConnectionFailed(f"{server}: the command is ending; no new connection")
             if server not in self._sessions:
                 spec = self.specs[server]
                 stderr = (lambda line, s=server: self.on_stderr(s, line)) if self.on_stderr else None
@@ -229,6 +234,7 @@ class Catalog:
         return next((t for t in self.tools_of(server) if t.name == tool), None)
 
     def close(self) -> None:
+        self._closed = True
         sessions, self._sessions = list(self._sessions.values()), {}
         with ThreadPoolExecutor(max_workers=max(1, min(8, len(sessions)))) as pool:
             list(pool.map(lambda s: s.close(), sessions))

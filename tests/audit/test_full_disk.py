@@ -93,3 +93,41 @@ args = ["{files}"]
     verify = llmc("audit", "verify")
     assert verify.returncode == 0 and json.loads(verify.stdout)["ok"], verify.stdout + verify.stderr
     assert not [p.name for p in disk.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_ask_stops_when_an_outcome_cannot_be_recorded(isolated_dirs, disk):
+    """The model's call ran, its outcome does not fit: the run ends with exit 3 instead of
+    going on unrecorded."""
+    from tests.fakes.llm import FakeLLM
+    from tests.fakes.scripts import turn
+
+    files = isolated_dirs / "files"
+    files.mkdir()
+    (files / "big.txt").write_text("y" * BIG)
+    log = disk / "audit.jsonl"
+    script = [turn("openai", calls=[("c1", "read_text_file", {"path": str(files / "big.txt")})]),
+              turn("openai", text="never")]
+    with FakeLLM("openai", script) as fake:
+        profile = isolated_dirs / "config" / "profiles" / "default.toml"
+        profile.parent.mkdir(parents=True)
+        profile.write_text(f"""
+audit_log = "{log}"
+audit_results = true
+[servers.fs]
+command = "{node_tool('mcp-server-filesystem')}"
+args = ["{files}"]
+[llm]
+provider = "openai"
+model = "model-fake"
+base_url = "{fake.base_url}"
+[policy]
+confirm_destructive = false
+""")
+        assert llmc("call", "fs.list_allowed_directories").returncode == 0
+        filler = fill(disk, 12 * 1024)
+        proc = llmc("ask", "read it", env={"OPENAI_API_KEY": "test-key"})
+    assert proc.returncode == 3 and "the call ran, but its outcome is not recorded" in proc.stderr, proc.stderr
+    assert len(fake.requests) == 1  # the model was not asked again
+    filler.unlink()
+    verify = llmc("audit", "verify")
+    assert verify.returncode == 0, verify.stdout + verify.stderr
