@@ -35,15 +35,6 @@ def read_input(source: str, what: str) -> str:
         raise UsageError(f"{what}: {where} is not UTF-8 text (line {line}, byte {exc.start + 1})") from None
 
 
-def check_text(text: str, where: str) -> str:
-    """Text from the command line: undecodable bytes in argv arrive as lone surrogates."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise UsageError(f"{where}: not UTF-8 text (character {exc.start + 1})") from None
-    return text
-
-
 def load_json(text: str, where: str) -> Any:
     """Parse JSON a person supplied: UsageError for invalid or too deeply nested JSON (which
     would otherwise end in a RecursionError here or in whatever walks the value later)."""
@@ -64,7 +55,7 @@ def parse_json_option(value: str) -> dict[str, Any]:
         where = "stdin" if value == "-" else value[1:]
         text = read_input(value if value == "-" else value[1:], "--json")
     else:
-        where, text = "--json", check_text(value, "--json")
+        where, text = "--json", value
     data = load_json(text, where)
     if not isinstance(data, dict):
         raise UsageError(f"{where}: tool arguments must be a JSON object")
@@ -80,7 +71,7 @@ def parse_pairs(pairs: tuple[str, ...], schema: dict[str, Any] | None) -> dict[s
     properties = (schema or {}).get("properties") or {}
     out: dict[str, Any] = {}
     for pair in pairs:
-        key, sep, value = check_text(pair, "argument").partition("=")
+        key, sep, value = pair.partition("=")
         if not sep or not key:
             raise UsageError(f"argument {pair!r} is not KEY=VALUE or KEY:=JSON")
         if key.endswith(":"):

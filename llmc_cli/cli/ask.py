@@ -45,12 +45,13 @@ def ask(ctx: click.Context, prompt: str, provider: str | None, model: str | None
     """
     from llmc_cli import agent, policy, services
     from llmc_cli.cli import prompt as terminal
-    from llmc_cli.cli.arguments import check_text, read_input
+    from llmc_cli.cli.arguments import read_input
     from llmc_cli.cli.common import open_catalog
     from llmc_cli.config.profiles import load_profile
     from llmc_cli.providers.base import ProviderSettings, make_provider
 
-    prompt = read_input("-", "ask") if prompt == "-" else check_text(prompt, "ask")
+    if prompt == "-":
+        prompt = read_input("-", "ask")
     if not prompt.strip():
         raise UsageError("the prompt is empty")
     llm = load_profile(ctx.obj.get("profile") if ctx.obj else None).profile.llm

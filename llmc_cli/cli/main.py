@@ -76,12 +76,26 @@ def cli(ctx: click.Context, profile: str | None, verbose: int) -> None:
     ctx.obj = {"profile": profile, "verbose": verbose}
 
 
+def _require_utf8(args: list[str]) -> None:
+    """Bytes in argv that are not UTF-8 arrive as lone surrogates and would fail wherever the text
+    is encoded again (a request body, a file, the audit log): refuse them here, for every option."""
+    from llmc_cli.errors import UsageError
+
+    for position, arg in enumerate(args, 1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            raise UsageError(f"argument {position} is not UTF-8 text (character {exc.start + 1}): {shown[:80]}") from None
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: every LlmcError becomes one line on stderr and its exit code."""
     from llmc_cli import interrupts
 
     interrupts.install()
     try:
+        _require_utf8(sys.argv[1:] if argv is None else argv)
         code = cli.main(args=argv, prog_name="llmc", standalone_mode=False)
         if isinstance(code, int) and code:  # ctx.exit(N) in a command
             sys.exit(code)
