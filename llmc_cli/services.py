@@ -183,13 +183,13 @@ class OpenCalls:
                 return False
             return self._calls.pop(opened, None) is not None  # type: ignore[arg-type]
 
-    def interrupt_all(self, reason: str) -> None:
-        """An `interrupted` outcome for every open call, on disk before this returns."""
+    def interrupt_all(self, reason: str, outcome: str = "interrupted") -> None:
+        """An `interrupted` (or `abandoned`) outcome for every open call, on disk before this returns."""
         with self._lock:
             calls, self._calls = list(self._calls.values()), {}
         logs: list[Any] = []
         for log, base, secrets in calls:
-            _write(log, {**base, "event": "outcome", "outcome": "interrupted", "reason": reason}, secrets,
+            _write(log, {**base, "event": "outcome", "outcome": outcome, "reason": reason}, secrets,
                    before_action=False)
             if log not in logs:
                 logs.append(log)

@@ -58,7 +58,7 @@ def head(ctx: click.Context) -> None:
 @click.option("--server", "servers", multiple=True, help="Only these servers (repeatable).")
 @click.option("--tool", "tool_glob", metavar="GLOB", help="Only tools matching this glob.")
 @click.option("--outcome", type=click.Choice(["ok", "tool_error", "transport_error", "timeout", "cancelled", "denied",
-                                              "interrupted", "skipped", "internal_error"]))
+                                              "interrupted", "abandoned", "skipped", "internal_error"]))
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "table"]), default="jsonl", show_default=True)
 @click.pass_context
 def tail(ctx: click.Context, count: int, follow: bool, since: str | None, servers: tuple[str, ...],

@@ -95,6 +95,13 @@ def main(argv: list[str] | None = None) -> None:
 
     interrupts.install()
     try:
+        _run(argv)
+    finally:
+        _record_abandoned()
+
+
+def _run(argv: list[str] | None) -> None:
+    try:
         _require_utf8(sys.argv[1:] if argv is None else argv)
         code = cli.main(args=argv, prog_name="llmc", standalone_mode=False)
         if isinstance(code, int) and code:  # ctx.exit(N) in a command
@@ -113,6 +120,20 @@ def main(argv: list[str] | None = None) -> None:
         # `llmc ... | head`: the reader went away; nothing left to say.
         sys.stderr.close()
         sys.exit(ExitCode.OK)
+
+
+def _record_abandoned() -> None:
+    """Calls still running when llmc exits anyway (a model's call past `ask --total-timeout`, a
+    gateway stopped by a signal) get an `abandoned` outcome: no decision stays without one."""
+    services = sys.modules.get("llmc_cli.services")
+    if services is None:
+        return
+    try:
+        services.OPEN_CALLS.interrupt_all("llmc exited before the call finished", outcome="abandoned")
+    except LlmcError as exc:
+        from llmc_cli.cli.output import report_error
+
+        report_error(exc)
 
 
 def _interrupted() -> None:

@@ -172,3 +172,21 @@ base_url = "{fake.base_url}"
 
 def test_help_documents_143():
     assert "143 terminated (SIGTERM, SIGHUP)" in llmc("--help").stdout
+
+
+def test_ask_past_its_time_limit_leaves_no_decision_without_an_outcome(isolated_dirs):
+    marker = uuid.uuid4().hex
+    script = [turn("openai", calls=[("c1", "slow", {"seconds": 300})]), turn("openai", text="never")]
+    with FakeLLM("openai", script) as fake:
+        write_profile(isolated_dirs, marker, extra=f"""
+[llm]
+provider = "openai"
+model = "model-fake"
+base_url = "{fake.base_url}"
+""")
+        proc = llmc("ask", "be slow", "--total-timeout", "2", env={"OPENAI_API_KEY": "test-key"}, timeout=WAIT_SECONDS)
+    assert json.loads(proc.stdout)["stop_reason"] == "timeout", proc.stderr
+    records = audit_records(isolated_dirs)
+    outcomes = [r["outcome"] for r in records if r["event"] == "outcome"]
+    assert len(outcomes) == 1 and outcomes[0] in ("abandoned", "transport_error"), records
+    assert_no_server_left(marker)
