@@ -25,15 +25,22 @@ SCENARIOS = [
     "auth/resource-mismatch", "auth/offline-access-scope", "auth/offline-access-not-supported",
     "auth/client-credentials-basic",
 ]
+# The 2026-07-28 suite: the scenarios above that it keeps (against modern servers), and its own.
+SCENARIOS_2026 = [s for s in SCENARIOS if "2025-03-26" not in s and s != "auth/client-credentials-basic"] + [
+    "auth/authorization-server-migration", "auth/iss-supported", "auth/iss-not-advertised",
+    "auth/iss-supported-missing", "auth/iss-wrong-issuer", "auth/iss-unexpected", "auth/iss-normalized",
+    "auth/metadata-issuer-mismatch",
+]
+CASES = [("2025-11-25", s) for s in SCENARIOS] + [("2026-07-28", s) for s in SCENARIOS_2026]
 # Scenarios where the right behaviour is to give up: llmc must then fail with exit 9 (auth).
 REFUSALS = {"auth/resource-mismatch": "not this server", "auth/scope-retry-limit": "still insufficient scope"}
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
-def test_auth_scenario_passes_without_warnings(scenario, tmp_path):
+@pytest.mark.parametrize("suite, scenario", CASES)
+def test_auth_scenario_passes_without_warnings(suite, scenario, tmp_path):
     env = {**os.environ, "PATH": f"{NODE_BIN}{os.pathsep}{os.environ['PATH']}"}  # Node 22 first
     proc = subprocess.run(
-        [conformance_suite("2025-11-25"), "client", "--command", f"{sys.executable} {CLIENT}",
+        [conformance_suite(suite), "client", "--command", f"{sys.executable} {CLIENT}",
          "--scenario", scenario, "--timeout", "90000", "-o", str(tmp_path)],
         capture_output=True, text=True, timeout=240, env=env)
     checks = [c for f in tmp_path.rglob("checks.json") for c in json.loads(f.read_text())]
