@@ -80,7 +80,7 @@ def _decode(line: bytes, send: Any) -> list[dict[str, Any]]:
     except ProtocolError:
         try:
             value = json.loads(line)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
             send(jsonrpc.error(None, jsonrpc.PARSE_ERROR, "Parse error: not JSON"))
             return []
     # Valid JSON that is not a valid message: answer each bad one, pass the good ones on.

@@ -56,6 +56,7 @@ def test_stdout_carries_only_messages_and_eof_ends_the_server(root: Path) -> Non
                     "params": {"protocolVersion": "2025-11-25", "capabilities": {},
                                "clientInfo": {"name": "t", "version": "1"}}}),
         "this is not json",
+        "[" * 100_000 + "]" * 100_000,  # valid JSON too deep for the parser: a parse error, not a crash
         json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                     "params": {"name": "list_directory", "arguments": {}}}),
         json.dumps([{"jsonrpc": "2.0", "id": 3, "method": "ping"}, {"bogus": True}]),
@@ -70,7 +71,7 @@ def test_stdout_carries_only_messages_and_eof_ends_the_server(root: Path) -> Non
     assert by_id[2]["result"]["isError"] is False
     assert by_id[3]["result"] == {}
     codes = sorted(r["error"]["code"] for r in replies if r.get("id") is None)
-    assert codes == [-32700, -32600]
+    assert codes == [-32700, -32700, -32600]
     assert "llmc-workspace:" in proc.stderr  # people's messages go to stderr
 
 
