@@ -7,7 +7,7 @@ import json
 import time
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from llmc_cli.catalog import Catalog
 from llmc_cli.config.profiles import LoadedProfile, usable_specs
@@ -15,6 +15,9 @@ from llmc_cli.errors import Cancelled, ConfigError, ExitCode, LlmcError, PolicyD
 from llmc_cli.mcp.jsonrpc import has_lone_surrogate
 from llmc_cli.mcp.session import ClientHooks
 from llmc_cli.model import ServerSpec, Tool, ToolCall, ToolResult
+
+if TYPE_CHECKING:
+    from llmc_cli.policy import Decision
 
 
 @dataclass
@@ -144,7 +147,7 @@ class Authorization:
     """A call the policy has decided on, with the fields every audit record of it carries."""
 
     call: ToolCall
-    decision: Any  # policy.Decision
+    decision: Decision
     base: dict[str, Any]
     opened: int | None = None  # its entry in OPEN_CALLS once an allow decision is on disk
 

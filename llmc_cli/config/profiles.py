@@ -12,12 +12,15 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llmc_cli.config import paths, profile_cache
 from llmc_cli.config.validation import parse_toml, validate
 from llmc_cli.errors import ConfigError
 from llmc_cli.model import OAuthSpec, ServerSpec
+
+if TYPE_CHECKING:
+    from llmc_cli.config.schema import Profile  # a type only: the schema is imported where profiles are built
 
 DEFAULT_PROFILE = "default"
 BUILTIN_NAME = "builtin:default"
@@ -28,7 +31,7 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 class LoadedProfile:
     name: str
     path: Path | None  # None for the built-in default profile
-    profile: Any  # config.schema.Profile
+    profile: Profile
 
 
 def expand(value: str, where: str) -> str:

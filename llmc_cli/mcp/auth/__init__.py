@@ -1,8 +1,9 @@
 """OAuth 2.1 for remote MCP servers (2025-03-26, 2025-11-25 and 2026-07-28 basic/authorization).
 
-oauth.py       OAuth: the hooks an HTTP transport consults, login/logout, registration, the
-               authorization code flow with PKCE, refresh, step-up, client credentials
+oauth.py       OAuth: the hooks an HTTP transport consults, login/logout, the authorization
+               code flow with PKCE, refresh, step-up, client credentials
 discovery.py   where to authorize: resource and authorization server metadata, their checks
+registration.py  which client llmc is: the profile's, a metadata document, dynamic registration
 records.py     the typed token record (TokenRecord, Client, Tokens) a TokenStore keeps
 primitives.py  pure functions of the RFCs: challenges, canonical URIs, metadata URLs, PKCE
 loopback.py    the redirect listener on 127.0.0.1

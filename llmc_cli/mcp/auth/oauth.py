@@ -29,6 +29,7 @@ from llmc_cli.mcp.auth.discovery import HTTP_TIMEOUT, AuthHttp, Discovery, disco
 from llmc_cli.mcp.auth.loopback import LoopbackListener
 from llmc_cli.mcp.auth.primitives import canonical_uri, one_line, parse_www_authenticate, pkce_pair
 from llmc_cli.mcp.auth.records import Client, TokenRecord, Tokens
+from llmc_cli.mcp.auth.registration import Registration
 from llmc_cli.mcp.stores import MemoryTokenStore, TokenStore
 from llmc_cli.model import OAuthSpec, ServerSpec
 
@@ -36,7 +37,6 @@ REFRESH_MARGIN = 60.0  # refresh an access token this many seconds before it exp
 MAX_STEP_UPS = 2  # re-authorizations for 403 insufficient_scope per connection
 MAX_LOGINS = 2  # fresh authorizations for 401 per connection
 LOGIN_TIMEOUT = 300.0  # seconds to wait for the browser to come back
-CLIENT_NAME = "llmc"
 
 
 class OAuth:
@@ -66,6 +66,7 @@ class OAuth:
         self._step_ups = 0
         self._logins = 0
         self.http = AuthHttp(spec.name)
+        self.registration = Registration(spec.name, self.settings, self.http)
         # Requests may run on several threads: one authorization at a time, and a thread whose
         # token was replaced meanwhile just retries with the new one.
         self._lock = threading.RLock()
@@ -193,7 +194,7 @@ class OAuth:
         if scopes is None:
             scopes = self._choose_scopes(challenge, discovery)
         if self.settings.grant == "client_credentials":
-            client = self._preregistered(discovery)
+            client = self.registration.preregistered(discovery)
             form = {"grant_type": "client_credentials", **({"scope": " ".join(scopes)} if scopes else {})}
             tokens = self._token_request(discovery.metadata["token_endpoint"], discovery.resource, client, form)
         else:
@@ -219,82 +220,12 @@ class OAuth:
             scopes.append("offline_access")
         return scopes
 
-    # -- registration -------------------------------------------------------------------------------
-
-    def _client(self, d: Discovery, redirect_uri: str) -> Client:
-        """Registration in the spec's order: the profile's client, a client ID metadata document,
-        a client registered earlier with this server and redirect URI, dynamic registration."""
-        s = self.settings
-        if s.client_id:
-            return self._preregistered(d)
-        if s.client_metadata_url and d.metadata.get("client_id_metadata_document_supported") is True:
-            if not s.client_metadata_url.startswith("https://") or not urlsplit(s.client_metadata_url).path.strip("/"):
-                raise AuthError(f"{self.name}: client_metadata_url must be an https URL with a path")
-            return Client(s.client_metadata_url, "metadata_document")
-        record = self._load()
-        stored = record.client if record else None
-        if (stored and stored.source == "dynamic" and stored.redirect_uri == redirect_uri
-                and record and record.issuer == d.issuer):
-            return stored
-        if isinstance(d.metadata.get("registration_endpoint"), str):
-            return self._register(d, redirect_uri)
-        raise AuthError(f"{self.name}: the authorization server {d.issuer} offers no client registration;"
-                        f" set client_id (and client_secret_env) or client_metadata_url under"
-                        f" [servers.{self.name}.oauth] in the profile")
-
-    def _preregistered(self, d: Discovery) -> Client:
-        s = self.settings
-        if not s.client_id:
-            raise AuthError(f"{self.name}: the client_credentials grant needs client_id and client_secret_env"
-                            f" under [servers.{self.name}.oauth] in the profile")
-        secret = self._secret()
-        if self.settings.grant == "client_credentials" and not secret:
-            raise AuthError(f"{self.name}: the client_credentials grant needs client_secret_env")
-        return Client(s.client_id, "profile", self._auth_method(d, bool(secret), None))
-
-    def _secret(self) -> str | None:
-        name = self.settings.client_secret_env
-        if not name:
-            return None
-        value = os.environ.get(name)
-        if not value:
-            raise AuthError(f"{self.name}: environment variable {name} (the OAuth client secret) is not set")
-        return value
-
-    def _auth_method(self, d: Discovery, has_secret: bool, registered: str | None) -> str:
-        if self.settings.token_auth_method != "auto":
-            return self.settings.token_auth_method
-        if registered in ("none", "client_secret_basic", "client_secret_post"):
-            return registered  # type: ignore[return-value]
-        if not has_secret:
-            return "none"
-        # RFC 8414: client_secret_basic is the default when the server lists nothing.
-        supported = d.metadata.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
-        return "client_secret_post" if "client_secret_basic" not in supported and "client_secret_post" in supported \
-            else "client_secret_basic"
-
-    def _register(self, d: Discovery, redirect_uri: str) -> Client:
-        supported = d.metadata.get("token_endpoint_auth_methods_supported") or ["none"]
-        wanted = self.settings.token_auth_method
-        if wanted == "auto":
-            wanted = next((m for m in ("none", "client_secret_basic", "client_secret_post") if m in supported), "none")
-        body = {"client_name": CLIENT_NAME, "redirect_uris": [redirect_uri], "application_type": "native",
-                "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
-                "token_endpoint_auth_method": wanted}
-        response = self.http.request("POST", d.metadata["registration_endpoint"], json=body)
-        reply = self.http.json_of(response)
-        if response.status_code not in (200, 201) or not isinstance(reply.get("client_id"), str):
-            raise AuthError(f"{self.name}: dynamic client registration failed: {self.http.oauth_error(response, reply)}")
-        secret = reply.get("client_secret") if isinstance(reply.get("client_secret"), str) else None
-        return Client(reply["client_id"], "dynamic", self._auth_method(d, bool(secret), reply.get("token_endpoint_auth_method")),
-                      redirect_uri, secret)
-
     # -- authorization code -------------------------------------------------------------------------
 
     def _authorization_code(self, d: Discovery, scopes: list[str]) -> tuple[Client, Tokens]:
         listener = self._listener()
         try:
-            client = self._client(d, listener.redirect_uri)
+            client = self.registration.client(d, listener.redirect_uri, self._load())
             verifier, challenge = pkce_pair()
             state = secrets.token_urlsafe(32)
             params = {"response_type": "code", "client_id": client.client_id, "redirect_uri": listener.redirect_uri,
@@ -368,7 +299,7 @@ class OAuth:
         form = {**form, "resource": resource}
         headers = {"Accept": "application/json"}
         method = client.auth_method
-        secret = client.client_secret if client.source != "profile" else self._secret()
+        secret = client.client_secret if client.source != "profile" else self.registration.secret()
         if method == "client_secret_basic" and secret:
             pair = f"{quote(client.client_id, safe='')}:{quote(secret, safe='')}"
             headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
