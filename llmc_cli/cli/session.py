@@ -49,17 +49,21 @@ def start(ctx: click.Context, name: str, idle: str, **target: Any) -> None:
     no session is left behind."""
     from llmc_cli.keeper import lifecycle
     from llmc_cli.cli.targets import adhoc_spec
-    from llmc_cli.config.profiles import load_profile, server_specs
+    from llmc_cli.config.profiles import load_profile, usable_specs
 
     seconds = parse_duration(idle)
     profile_name = ctx.obj.get("profile") if ctx.obj else None
     adhoc = adhoc_spec(target["stdio"], target["url"], target["env"], target["cwd"], target["headers"],
                        target["transport"], target["timeout"])
+    unusable: dict[str, LlmcError] = {}
     if adhoc:
         specs = [adhoc]
     else:
         profile = load_profile(profile_name)
-        specs = server_specs(profile, tuple(target["servers"]))
+        # A server that cannot be configured (an unset ${VAR}) is that server's problem.
+        specs, unusable = usable_specs(profile, tuple(target["servers"]))
+        if unusable and not specs:
+            raise next(iter(unusable.values()))
         if target["timeout"]:
             from dataclasses import replace
 
@@ -69,13 +73,16 @@ def start(ctx: click.Context, name: str, idle: str, **target: Any) -> None:
     from llmc_cli.services import protect
 
     status = lifecycle.start(name, protect(specs, None if adhoc else profile), idle=seconds, profile=profile_name)
+    status["servers"] = [*status.get("servers", []),
+                         *({"name": n, "state": "unusable", "error": e.message} for n, e in unusable.items())]
     emit(_public(status, name))
-    failed = [s for s in status.get("servers", []) if s.get("state") != "running"]
+    failed = [s for s in status["servers"] if s.get("state") != "running"]
     for server in failed:
         note(f"llmc: {server['name']}: {server.get('error', server.get('state'))}")
     if failed:
-        raise ConnectionFailed(f"{len(failed)} of {len(specs)} server(s) failed to start; session {name} "
-                               "holds the others and tries the failed ones again when they are called")
+        retried = " and tries the ones that failed to start again when they are called" if len(failed) > len(unusable) else ""
+        raise ConnectionFailed(f"{len(failed)} of {len(specs) + len(unusable)} server(s) failed to start; session "
+                               f"{name} holds the others{retried}")
 
 
 @session.command("list")

@@ -90,3 +90,18 @@ def test_an_imported_server_with_a_missing_token_does_not_block_the_others(isola
     assert [(e["server"], e["exitCode"]) for e in out["errors"]] == [("github", 3)]
     assert "GITHUB_TOKEN" in out["errors"][0]["message"] and "ghp_" not in listed.stdout + listed.stderr
     assert llmc("call", "sdk.add", "a=40", "b=2", "--text").stdout == "42\n"
+
+
+def test_a_session_keeps_the_servers_that_can_be_configured(isolated_dirs, monkeypatch):
+    monkeypatch.delenv(UNSET, raising=False)
+    write_profile(isolated_dirs, BROKEN_HEADER)
+    started = llmc("session", "start", "work")
+    try:
+        assert started.returncode == 5, started.stderr
+        states = {s["name"]: s["state"] for s in json.loads(started.stdout)["servers"]}
+        assert states == {"sdk": "running", "remote": "unusable"}
+        assert UNSET in started.stderr
+        called = llmc("call", "sdk.echo", "message=kept", "--text", "--session", "work")
+        assert called.returncode == 0 and called.stdout == "kept\n", called.stderr
+    finally:
+        assert llmc("session", "stop", "work").returncode == 0
