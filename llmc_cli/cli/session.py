@@ -1,4 +1,5 @@
-"""`llmc session start|list|stop|forget`: servers that outlive one command."""
+"""`llmc session start|list|stop|forget`: session keepers (servers that outlive one command), and
+`forget` for remembered HTTP sessions (mcp/http_sessions.py), which are not keepers."""
 
 from __future__ import annotations
 
@@ -135,8 +136,8 @@ def stop(names: tuple[str, ...], every: bool) -> None:
 
 @session.command()
 @click.option("-s", "--server", "servers", multiple=True, metavar="NAME",
-              help="Only the remembered sessions of these servers of the profile (repeatable).")
-@click.option("--url", "urls", multiple=True, metavar="URL", help="Only the session with this server URL.")
+              help="Only the remembered HTTP sessions of these servers of the profile (repeatable).")
+@click.option("--url", "urls", multiple=True, metavar="URL", help="Only the remembered HTTP session with this server URL.")
 @click.pass_context
 def forget(ctx: click.Context, servers: tuple[str, ...], urls: tuple[str, ...]) -> None:
     """Drop remembered HTTP sessions (Mcp-Session-Id), so the next command starts a new one.
