@@ -1,4 +1,4 @@
-"""`llmc auth login|status|logout`: OAuth for remote servers (llmc_cli/mcp/auth.py does the work).
+"""`llmc auth login|status|logout`: OAuth for remote servers (llmc_cli/mcp/auth/ does the work).
 
 Tokens never reach stdout or stderr: these commands print who is logged in where, not with what.
 """
