@@ -135,6 +135,10 @@ def _convert(text: str, kind: Any, prop: dict[str, Any], choices: list[tuple[str
         wrong = [v for v in values if allowed and v not in allowed]
         if wrong:
             raise ValueError(f"not a choice: {', '.join(wrong)}")
+        if isinstance(prop.get("minItems"), int) and len(values) < prop["minItems"]:
+            raise ValueError(f"give at least {prop['minItems']}, separated by commas")
+        if isinstance(prop.get("maxItems"), int) and len(values) > prop["maxItems"]:
+            raise ValueError(f"give at most {prop['maxItems']}")
         return values
     if choices and text not in {v for v, _ in choices}:
         raise ValueError("answer one of: " + ", ".join(v for v, _ in choices))

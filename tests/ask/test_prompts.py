@@ -167,3 +167,42 @@ def test_server_and_model_text_cannot_act_on_the_terminal(isolated_dirs, what, a
     assert "\\x1b]52;c;cHduZWQ=" in term.screen or "\\u001b]52;c;cHduZWQ=" in term.screen, term.screen
     raw = [marker for marker in RAW_MARKERS if marker in term.screen]
     assert not raw, f"{what}: {raw} reached the terminal raw"
+
+
+# server-everything's form, field by field: (title, what is typed, what llmc says before asking again)
+EVERYTHING_FORM = [
+    ("String", "Ada", None),                              # required
+    ("Boolean", "", None),                                # optional, no default: left out
+    ("String with default", "", None),                    # the default
+    ("String with email format", "", None),
+    ("String with uri format", "", None),
+    ("String with date format", "", None),
+    ("Integer", "500", "at most 100"),
+    ("Integer", "7", None),
+    ("Number in range 1-1000", "", None),
+    ("Untitled Single Select Enum", "Rachel", None),
+    ("Untitled Multiple Select Enum", "Guitar, Piano, Violin, Drums", "give at most 3"),
+    ("Untitled Multiple Select Enum", "Piano, Drums", None),
+    ("Titled Single Select Enum", "hero-3", None),
+    ("Titled Multiple Select Enum", "", None),
+    ("Legacy Titled Single Select Enum", "pet-2", None),
+]
+
+
+def test_a_whole_form_of_the_reference_server(isolated_dirs):
+    write_profile(isolated_dirs)
+    with Terminal("call", "every.trigger-elicitation-request", "--yes", env=KEY) as term:
+        term.expect("Answer?")
+        term.type("y")
+        for title, typed, complaint in EVERYTHING_FORM:
+            term.expect(f"{title} (")
+            term.type(typed)
+            if complaint:
+                term.expect(complaint)
+        code = term.wait()
+    assert code == 0, term.screen
+    assert "Your full, legal name" in term.screen and "(required" in term.screen
+    assert "one of: hero-1 (Superman), hero-2 (Green Lantern), hero-3 (Wonder Woman)" in term.screen
+    text = "\n".join(c.get("text", "") for c in json.loads(term.stdout)["content"])
+    assert "- Name: Ada" in text and "- Favorite Integer: 7" in text and "- Favorite Number: 3.14" in text
+    assert "Agreed to terms" not in text  # the optional boolean left empty was left out
