@@ -93,7 +93,7 @@ class GatewayConnection(McpServer):
             if isinstance(contents, list):
                 result["contents"] = [{**c, "uri": namespaced(server, str(c.get("uri", "")))}
                                       if isinstance(c, dict) else c for c in contents]
-            return result
+            return self._listing(result, modern)  # cacheable in 2026-07-28, like the lists
         if method == "prompts/get":
             server, name = self._route(params.get("name"), "prompt")
             arguments = params.get("arguments")
@@ -103,7 +103,13 @@ class GatewayConnection(McpServer):
             return self._complete(params)
         if method == "logging/setLevel":
             return {}  # upstream log messages are relayed as they come
-        return super()._dispatch(method, params, modern)
+        out = super()._dispatch(method, params, modern)
+        if method == "server/discover":
+            # 2026-07-28 hosts hear of changes only through subscriptions/listen, which the
+            # gateway does not offer yet: promise no notifications.
+            out["capabilities"] = {k: ({**v, "listChanged": False} if isinstance(v, dict) and "listChanged" in v else v)
+                                   for k, v in out["capabilities"].items()}
+        return out
 
     @staticmethod
     def _listing(out: dict[str, Any], modern: str | None) -> dict[str, Any]:

@@ -36,6 +36,7 @@ from llmc_cli.gateway.connection import GatewayConnection
 from llmc_cli.gateway.principals import Principal, authenticate, principals_of
 from llmc_cli.gateway.toolbox import Toolbox
 from llmc_cli.mcp import jsonrpc
+from llmc_cli.server.protocol import LEGACY_VERSIONS, META, MODERN_VERSIONS
 
 ENDPOINT = "/mcp"
 MAX_BODY_BYTES = 4 * 1024 * 1024
@@ -44,7 +45,9 @@ IDLE_SECONDS = 1800.0
 REPLY_SECONDS = 3600.0  # the longest a request may take (upstream timeouts end calls long before)
 KEEPALIVE_SECONDS = 15.0
 LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
-STREAMED = {"tools/call"}  # answered on SSE when the client accepts it: messages come before the result
+STREAMED = {"tools/call"}
+REMOVED = {"initialize", "ping", "logging/setLevel"}  # initialize-era methods a 2026-07-28 request cannot use
+NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}  # what Mcp-Name repeats  # answered on SSE when the client accepts it: messages come before the result
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -212,8 +215,10 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _refuse(self, status: int, message: str, code: int = jsonrpc.INVALID_REQUEST,
-                headers: dict[str, str] | None = None) -> None:
-        self._send(status, jsonrpc.error(None, code, message), headers)
+                headers: dict[str, str] | None = None, msg_id: Any = None, data: Any = None) -> None:
+        # The request's body may be unread: the connection cannot carry another request.
+        self.close_connection = True
+        self._send(status, jsonrpc.error(msg_id, code, message, data), {**(headers or {}), "Connection": "close"})
 
     def _admit(self, *, needs_auth: bool = True) -> tuple[bool, Principal | None]:
         """Host and Origin checks, then the bearer token. Answers the refusal itself."""
@@ -314,17 +319,19 @@ class Handler(BaseHTTPRequestHandler):
         session_id = self.headers.get("Mcp-Session-Id")
         params = message.get("params") if isinstance(message.get("params"), dict) else {}
         modern = isinstance(params.get("_meta"), dict) and "io.modelcontextprotocol/protocolVersion" in params["_meta"]
-        header_method = self.headers.get("Mcp-Method")
-        if header_method is not None and kind == "request" and header_method != method:
-            self._refuse(400, f"Mcp-Method header {header_method!r} does not match the body's {method!r}",
-                         jsonrpc.HEADER_MISMATCH)
-            return
+        header_version = (self.headers.get("MCP-Protocol-Version") or "").strip()
+        if kind == "request" and not session_id and (modern or header_version in MODERN_VERSIONS):
+            problem = self._modern_problem(message, header_version)
+            if problem is not None:
+                self._refuse(400, problem[1], problem[0], msg_id=message.get("id"), data=problem[2])
+                return
+            modern = True
         extra: dict[str, str] = {}
         stateless = None
         if session_id:
             session = gateway.find_session(session_id, principal)
             if session is None:
-                self._refuse(404, "Session not found")
+                self._refuse(404, "Session not found", msg_id=message.get("id"))
                 return
             connection = session.connection
         elif kind == "request" and method == "initialize":
@@ -339,17 +346,50 @@ class Handler(BaseHTTPRequestHandler):
                                                        principal=principal.name if principal else None)
         else:
             self._refuse(400, "Bad Request: no Mcp-Session-Id; send initialize first (MCP up to 2025-11-25) or put "
-                              "the protocol version in the request's _meta (2026-07-28)")
+                              "the protocol version in the request's _meta (2026-07-28)", msg_id=message.get("id"))
             return
         try:
             if kind != "request":  # a notification, or the client's answer to our request
                 connection.handle(message, lambda reply: None)
                 self._send(202, None, extra)
                 return
-            self._answer(connection, message, extra)
+            if modern and method in REMOVED:
+                self._refuse(404, f"Method not found: {method} (removed in 2026-07-28)", jsonrpc.METHOD_NOT_FOUND,
+                             msg_id=message["id"])
+                return
+            self._answer(connection, message, extra, modern=modern and not session_id)
         finally:
             if stateless is not None:
                 stateless.close()
+
+    def _modern_problem(self, message: dict[str, Any], header_version: str) -> tuple[int, str, Any] | None:
+        """What makes a 2026-07-28 request malformed (basic/index.mdx _meta; transports, Server
+        Validation): (JSON-RPC code, message, data), answered with 400; None when it is well formed."""
+        method = message["method"]
+        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        meta = params.get("_meta")
+        version = meta.get(META + "protocolVersion") if isinstance(meta, dict) else None
+        if not isinstance(version, str):
+            return jsonrpc.INVALID_PARAMS, f"missing _meta['{META}protocolVersion']", None
+        if header_version != version:
+            return jsonrpc.HEADER_MISMATCH, (f"Header mismatch: MCP-Protocol-Version {header_version or '(missing)'} "
+                                             f"does not match the body's {version}"), None
+        if version not in MODERN_VERSIONS:
+            return (jsonrpc.UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
+                    {"supported": list(MODERN_VERSIONS + LEGACY_VERSIONS), "requested": version})
+        if not isinstance(meta.get(META + "clientCapabilities"), dict):
+            return jsonrpc.INVALID_PARAMS, f"missing _meta['{META}clientCapabilities']", None
+        header_method = (self.headers.get("Mcp-Method") or "").strip()
+        if header_method != method:
+            return jsonrpc.HEADER_MISMATCH, (f"Header mismatch: Mcp-Method {header_method or '(missing)'} does not "
+                                             f"match the body's {method}"), None
+        field = NAMED.get(method)
+        if field and isinstance(params.get(field), str):
+            header_name = _decoded(self.headers.get("Mcp-Name"))
+            if header_name != params[field]:
+                return jsonrpc.HEADER_MISMATCH, (f"Header mismatch: Mcp-Name {header_name!r} does not match the "
+                                                 f"body's {field} {params[field]!r}"), None
+        return None
 
     def _read_message(self) -> dict[str, Any] | None:
         length_header = self.headers.get("Content-Length")
@@ -377,7 +417,8 @@ class Handler(BaseHTTPRequestHandler):
             return None
         return message
 
-    def _answer(self, connection: GatewayConnection, message: dict[str, Any], extra: dict[str, str]) -> None:
+    def _answer(self, connection: GatewayConnection, message: dict[str, Any], extra: dict[str, str], *,
+                modern: bool = False) -> None:
         replies: queue.Queue[dict[str, Any]] = queue.Queue()
         msg_id = message["id"]
         connection.handle(message, replies.put)
@@ -402,7 +443,7 @@ class Handler(BaseHTTPRequestHandler):
                 if streamed:
                     self._event(reply)
                 elif final:
-                    self._send(200, reply, extra)
+                    self._send(_status_of(reply) if modern else 200, reply, extra)
                 if final:
                     return
         except OSError:
@@ -427,6 +468,33 @@ class Handler(BaseHTTPRequestHandler):
     def _write(self, data: bytes) -> None:
         self.wfile.write(data)
         self.wfile.flush()
+
+
+def _status_of(reply: dict[str, Any]) -> int:
+    """2026-07-28 on HTTP: an unknown method is 404; a request refused for its protocol fields 400."""
+    code = (reply.get("error") or {}).get("code") if isinstance(reply.get("error"), dict) else None
+    if code == jsonrpc.METHOD_NOT_FOUND:
+        return 404
+    if code in jsonrpc.MODERN_ERROR_CODES:
+        return 400
+    return 200
+
+
+def _decoded(value: str | None) -> str | None:
+    """A header value as sent: surrounding whitespace is not part of it (RFC 9110 5.5), and the
+    =?base64?...?= form carries what a header cannot (2026-07-28 transports, Value Encoding)."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.startswith("=?base64?") and value.endswith("?="):
+        import base64
+        import binascii
+
+        try:
+            return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            return None
+    return value
 
 
 def _may_send_first(connection: GatewayConnection, message: dict[str, Any]) -> bool:

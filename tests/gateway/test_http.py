@@ -275,17 +275,21 @@ def test_a_dropped_stream_cancels_the_call(gateway: Gateway, tmp_path: Path) -> 
     assert outcome["outcome"] == "cancelled" and outcome["tool"] == "slow"
 
 
-# The official conformance suite's server scenarios that need no purpose-built target server
-# (the others call tools by the target's own names, e.g. test_simple_text).
-CONFORMANCE = ["server-initialize", "ping", "logging-set-level", "tools-list", "dns-rebinding-protection"]
+# The official conformance suites' server scenarios that need no purpose-built target server
+# (the others call tools by the target's own names, e.g. test_simple_text): (suite, scenario).
+CONFORMANCE = [(suite, scenario) for suite in ("2025-11-25", "2026-07-28") for scenario in
+               ("server-initialize", "ping", "logging-set-level", "tools-list", "dns-rebinding-protection")] + [
+    ("2026-07-28", scenario) for scenario in ("server-session-lifecycle", "http-header-validation", "caching",
+                                              "sep-2164-resource-not-found")]
 
 
-@pytest.mark.parametrize("scenario", CONFORMANCE)
-def test_conformance_server_scenarios(gateway: Gateway, tmp_path: Path, scenario: str) -> None:
-    from tests.helpers import conformance_suite
+@pytest.mark.parametrize("suite, scenario", CONFORMANCE)
+def test_conformance_server_scenarios(gateway: Gateway, tmp_path: Path, suite: str, scenario: str) -> None:
+    from tests.helpers import conformance_suite, node_tool
 
     # 127.0.0.1, not localhost: Node may try ::1 first, where the gateway does not listen
-    proc = subprocess.run([conformance_suite("2025-11-25"), "server", "--url", f"http://127.0.0.1:{gateway.port}/mcp",
-                           "--scenario", scenario], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    proc = subprocess.run([node_tool("node"), conformance_suite(suite), "server", "--url",
+                           f"http://127.0.0.1:{gateway.port}/mcp", "--scenario", scenario],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert " 0 failed" in proc.stdout
