@@ -195,8 +195,10 @@ class AuditLog:
             raise AuditError(f"cannot read the audit anchor {self.anchor_path}: "
                              f"{getattr(exc, 'strerror', None) or exc}") from None
         if anchor is None:
-            return {"head": GENESIS, "records": 0, "anchor": None} if not self.files() else \
-                {"head": None, "records": None, "anchor": None}
+            if self.files():
+                raise AuditError(f"the audit log has no anchor ({self.anchor_path}): it was written before llmc "
+                                 "kept one, or the anchor was deleted; the next recorded call writes it")
+            return {"head": GENESIS, "records": 0, "anchor": None}
         return {"head": anchor["head"], "records": anchor["records"], "anchor": str(self.anchor_path)}
 
     def _head(self, seen: os.stat_result | None) -> tuple[str, int]:

@@ -118,3 +118,11 @@ def test_audit_head_and_verify_expect_through_the_cli(isolated_dirs):
     assert llmc("audit", "verify").returncode == 0
     proc = llmc("audit", "verify", "--expect", head["head"])
     assert proc.returncode == 1 and "expected head" in proc.stderr
+
+
+def test_audit_head_without_an_anchor_says_so(isolated_dirs):
+    path = isolated_dirs / "state" / "audit.jsonl"
+    fill(path, 2)
+    delete_anchor(path)
+    proc = llmc("audit", "head")
+    assert proc.returncode == 3 and "no anchor" in proc.stderr and proc.stdout == ""
