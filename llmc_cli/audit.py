@@ -119,10 +119,11 @@ class AuditLog:
         from filelock import FileLock, Timeout
 
         from llmc_cli import interrupts
+        from llmc_cli.config.paths import ensure_private_dir
 
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            with FileLock(str(self.path) + ".lock", timeout=30), interrupts.deferred():
+            ensure_private_dir(self.path.parent)
+            with FileLock(str(self.path) + ".lock", timeout=30, mode=0o600), interrupts.deferred():
                 try:
                     seen = os.stat(self.path)
                 except FileNotFoundError:
@@ -143,9 +144,9 @@ class AuditLog:
                 after = self._write_whole("".join(lines).encode("utf-8"), prev, count)
                 self._tail, self._tail_hash, self._tail_count = after, prev, count
                 return written
-        except (OSError, Timeout) as exc:
+        except (OSError, Timeout, ConfigError) as exc:  # ConfigError: the anchor or the directory
             raise AuditError(f"cannot write the audit log {self.path}: "
-                             f"{getattr(exc, 'strerror', None) or exc}") from None
+                             f"{getattr(exc, 'strerror', None) or getattr(exc, 'message', None) or exc}") from None
 
     def _write_whole(self, data: bytes, head: str, count: int) -> tuple[int, int]:
         """Append data in full (a write may be short on a full disk), fsync, update the anchor;
@@ -189,7 +190,7 @@ class AuditLog:
         from filelock import FileLock, Timeout
 
         try:
-            with FileLock(str(self.path) + ".lock", timeout=30):
+            with FileLock(str(self.path) + ".lock", timeout=30, mode=0o600):
                 anchor = self.anchor()
         except (OSError, Timeout) as exc:
             raise AuditError(f"cannot read the audit anchor {self.anchor_path}: "
@@ -215,24 +216,12 @@ class AuditLog:
         return self._last_hash(), max(count, anchor["records"] if anchor else 0)
 
     def _write_anchor(self, head: str, count: int, inode: int, size: int) -> None:
-        """Replace the anchor atomically (temp file, fsync, rename), 0600."""
-        import tempfile
+        """Replace the anchor all or nothing, 0600 (config.files.write_atomic: temp file, fsync,
+        rename, directory fsync so the new anchor survives a crash)."""
+        from llmc_cli.config.files import write_atomic
 
         body = json.dumps({"head": head, "records": count, "inode": inode, "size": size, "time": now_iso()})
-        fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.anchor.", suffix=".tmp")
-        try:
-            view = memoryview(body.encode("utf-8"))
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-            os.close(fd)
-            fd = -1
-            os.replace(temp, self.anchor_path)
-        except BaseException:
-            if fd >= 0:
-                os.close(fd)
-            os.unlink(temp)
-            raise
+        write_atomic(self.anchor_path, body)
 
     def files(self) -> list[Path]:
         """Oldest first: audit.jsonl.N ... audit.jsonl.1, audit.jsonl."""

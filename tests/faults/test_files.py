@@ -22,7 +22,6 @@ from tests.profiles.runner import toml_str
 
 SDK = [sys.executable, str(PEERS / "sdk_server.py")]
 PROCESSES = 8
-AUDIT_OWN = ("audit.jsonl.lock",)
 
 
 def run_together(argvs: list[list[str]]) -> list[subprocess.CompletedProcess[str]]:
@@ -102,9 +101,8 @@ def test_everything_llmc_creates_is_private(tmp_path: Path) -> None:
     seen = {p.name for top in created for p in top.rglob("*")}
     assert {"default.toml", "servers.json", "ratelimit.json", "completion-tools.json"} <= seen, seen
     assert any(name.endswith(".lock") for name in seen), seen
-    # AUDIT_OWN: the audit log's own lock file is audit.py's (its FileLock still follows the umask).
     loose = [f"{p} {stat.filemode(p.stat().st_mode)}" for top in created for p in [top, *top.rglob("*")]
-             if stat.S_IMODE(p.stat().st_mode) != (0o700 if p.is_dir() else 0o600) and not p.name.startswith(AUDIT_OWN)]
+             if stat.S_IMODE(p.stat().st_mode) != (0o700 if p.is_dir() else 0o600)]
     assert loose == []
 
 
