@@ -436,11 +436,13 @@ def _path_like(name: str, schema: Any, depth: int = 0) -> str | None:
 
 # -- rate limits ------------------------------------------------------------------------------------
 
-def acquire_rate(profile_name: str, qualified: str, config: Any, state_dir: Callable[[], Any]) -> None:
+def acquire_rate(profile_name: str, qualified: str, config: Any, state_dir: Callable[[], Any],
+                 database_url: str | None = None) -> None:
     """Count this call against the profile's and the tool's per-minute limits, across every llmc
-    process of this user (a JSON file in the state directory under a file lock). PolicyDenied
-    with a retry-after hint when a limit is reached; nothing is counted then. `state_dir` is
-    called only when a limit applies (most calls have none and touch no file)."""
+    process of this user (a JSON file in the state directory under a file lock), or of every
+    llmc on every machine using the state database `database_url`. PolicyDenied with a
+    retry-after hint when a limit is reached; nothing is counted then. `state_dir` is called
+    only when a limit applies (most calls have none and touch no file)."""
     limits: list[tuple[str, int]] = []
     if config.calls_per_minute:
         limits.append((f"profile:{profile_name}", config.calls_per_minute))
@@ -448,6 +450,17 @@ def acquire_rate(profile_name: str, qualified: str, config: Any, state_dir: Call
         if glob_match(pattern, qualified):
             limits.append((f"tool:{profile_name}:{pattern}", limit))
     if not limits:
+        return
+    if database_url:
+        from llmc_cli.store.postgres import Database
+
+        now = time.time()
+        full = Database.for_url(database_url).acquire_rate(limits, now, WINDOW_SECONDS)
+        if full is not None:
+            key, limit, oldest = full
+            retry = max(0.1, WINDOW_SECONDS - (now - oldest))
+            raise PolicyDenied(f"rate limit: {key.split(':')[0]} limit of {limit} calls per minute reached; "
+                               f"retry after {retry:.1f}s", retryAfter=round(retry, 1), rule=key)
         return
     from llmc_cli.config import files
 

@@ -276,8 +276,9 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
     (the gateway's progress token)."""
     from llmc_cli import audit, interrupts, policy
     from llmc_cli.config.paths import state_dir
+    from llmc_cli.store.postgres import state_url
 
-    log = invocation.audit or audit.AuditLog(invocation.profile.profile.audit_log)
+    log = invocation.audit or audit.open_log(invocation.profile.profile)
     if authorized is None:
         interrupts.check()  # an interrupted command starts no new call (the calls of `ask` run in threads)
         authorized = authorize(catalog, invocation, call)
@@ -297,7 +298,8 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
 
     try:
         interrupts.check()  # a batch's call not yet started when the command was interrupted
-        policy.acquire_rate(profile.name, call.qualified_name, profile.profile.policy, state_dir)
+        policy.acquire_rate(profile.name, call.qualified_name, profile.profile.policy, state_dir,
+                            state_url(profile.profile.state.url))
     except (PolicyDenied, ConfigError) as exc:  # limit reached, or the count could not be stored: not run
         outcome({"outcome": "denied", "rule": exc.details.get("rule"), "reason": exc.message})
         raise
@@ -394,7 +396,7 @@ def run_batch(catalog: Catalog, invocation: Invocation, items: list[BatchItem], 
     (audit.Deferred). A batch costs a few fsyncs, not two per call."""
     from llmc_cli import audit
 
-    with audit.Deferred(audit.AuditLog(invocation.profile.profile.audit_log)) as trail:
+    with audit.Deferred(audit.open_log(invocation.profile.profile)) as trail:
         _run_batch(catalog, replace(invocation, audit=trail), items, parallel, fail_fast, on_done)
 
 

@@ -24,5 +24,10 @@ fi
 
 # The workspace server's process tests run inside bubblewrap where it can be installed (root only).
 if [ "$(id -u)" = 0 ]; then command -v bwrap >/dev/null || apt-get install -y -qq bubblewrap >/dev/null 2>&1 || true; fi
+# tests/state runs a real PostgreSQL and HAProxy (skipped with a reason where they cannot be installed).
+if [ "$(id -u)" = 0 ] && { ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || ! command -v haproxy >/dev/null; }; then
+  apt-get install -y -qq postgresql haproxy >/dev/null 2>&1 \
+    || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq postgresql haproxy >/dev/null 2>&1; } || true
+fi
 
 exec .venv/bin/python -m pytest "$@"

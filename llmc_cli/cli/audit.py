@@ -22,11 +22,11 @@ def audit() -> None:
 
 
 def _log(ctx: click.Context) -> Any:
-    from llmc_cli.audit import AuditLog
+    from llmc_cli.audit import open_log
     from llmc_cli.config.profiles import load_profile
 
     profile = load_profile(ctx.find_root().obj.get("profile"))
-    return AuditLog(profile.profile.audit_log)
+    return open_log(profile.profile)
 
 
 @audit.command("verify")

@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "profiles": ("llmc_cli.cli.profiles:profiles", "List, show and initialise profiles."),
     "auth": ("llmc_cli.cli.auth:auth", "Log in to remote servers (OAuth); show and remove stored tokens."),
     "serve": ("llmc_cli.cli.serve:serve", "Run the built-in workspace MCP server on stdio."),
+    "state": ("llmc_cli.cli.state:state", "Shared state in PostgreSQL: llmc state migrate."),
     "session": ("llmc_cli.cli.session:session", "Keep servers running between commands: start, list, stop, forget."),
 }
 

@@ -158,6 +158,15 @@ class ServeConfig:
 
 
 @dataclass
+class StateConfig:
+    __pydantic_config__ = _STRICT
+
+    # postgresql://user@host:port/db: the audit chain and rate windows shared by every llmc using
+    # it (gateway replicas on many machines). No password here: libpq reads PGPASSWORD/.pgpass.
+    url: str | None = None
+
+
+@dataclass
 class Profile:
     __pydantic_config__ = _STRICT
 
@@ -169,6 +178,7 @@ class Profile:
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     llm: LlmConfig = field(default_factory=LlmConfig)
     serve: ServeConfig = field(default_factory=ServeConfig)
+    state: StateConfig = field(default_factory=StateConfig)
 
     def __post_init__(self) -> None:
         for name in self.servers:
@@ -190,4 +200,5 @@ def from_json(data: dict[str, Any]) -> Profile:
         "llm": LlmConfig(**data["llm"]),
         "serve": ServeConfig(**{**data["serve"], "principals": {name: PrincipalConfig(**p) for name, p in
                                                                 data["serve"]["principals"].items()}}),
+        "state": StateConfig(**data["state"]),
     })

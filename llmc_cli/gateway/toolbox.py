@@ -79,7 +79,7 @@ class Toolbox:
         # Every host's calls share one audit trail: decisions on disk before each call runs (hosts
         # calling at once share a write and fsync), outcomes written with the next decision or
         # within a second, as in a batch.
-        self.audit = audit.Deferred(audit.AuditLog(profile.profile.audit_log)).__enter__()
+        self.audit = audit.Deferred(audit.open_log(profile.profile)).__enter__()
         self.connections: weakref.WeakSet[Any] = weakref.WeakSet()  # for list_changed
         self._calls: dict[str, HostCall] = {}  # our progress token upstream -> the host's call
         self._ids = itertools.count(1)

@@ -1,0 +1,28 @@
+"""`llmc state migrate`: create or upgrade the shared-state schema in PostgreSQL."""
+
+from __future__ import annotations
+
+import click
+
+from llmc_cli.cli.output import emit
+from llmc_cli.errors import ConfigError
+
+
+@click.group()
+def state() -> None:
+    """Shared state in PostgreSQL ([state] url in the profile, or LLMC_STATE_URL)."""
+
+
+@state.command("migrate")
+@click.pass_context
+def migrate(ctx: click.Context) -> None:
+    """Apply the missing schema versions (safe to run again, and from many machines at once).
+    JSON: {"database": "PostgreSQL database HOST:PORT/DB", "version": N, "applied": [...]}."""
+    from llmc_cli.config.profiles import load_profile
+    from llmc_cli.store.postgres import URL_VAR, Database, state_url
+
+    profile = load_profile(ctx.find_root().obj.get("profile"))
+    url = state_url(profile.profile.state.url)
+    if not url:
+        raise ConfigError(f"no state database: set [state] url in the profile or {URL_VAR}")
+    emit(Database.for_url(url).migrate())
