@@ -124,3 +124,26 @@ def test_a_database_that_is_down_stops_every_call_until_it_returns(isolated_dirs
         assert json.loads(llmc("audit", "verify").stdout)["records"] == 4
     finally:
         server.close()
+
+
+def test_a_rate_limit_holds_across_processes(isolated_dirs: Path, state_url: str) -> None:
+    """60 calls a minute between two concurrent batches and a loop of single calls, all counted in
+    the database: 60 run, the rest are denied (and audited as denied)."""
+    write_profile(isolated_dirs, extra="")
+    profile = isolated_dirs / "config" / "profiles" / "default.toml"
+    profile.write_text(profile.read_text() + "calls_per_minute = 60\n")
+    batch = "".join(json.dumps({"tool": "sdk.echo", "arguments": {"message": str(i)}}) + "\n" for i in range(35))
+    from tests.helpers import llmc_executable
+
+    procs = [subprocess.Popen([llmc_executable(), "call", "--batch", "-"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    singles = [llmc("call", "sdk.echo", f"message=single-{i}").returncode for i in range(5)]
+    outputs = [p.communicate(batch, timeout=300)[0] for p in procs]
+    lines = [json.loads(line) for out in outputs for line in out.splitlines()]
+    ran = sum(1 for line in lines if "result" in line) + singles.count(0)
+    denied = sum(1 for line in lines if "rate limit" in json.dumps(line.get("error"))) + singles.count(4)
+    assert (ran, denied) == (60, 15), lines[:3]
+    with psycopg.connect(state_url) as conn:
+        assert conn.execute("SELECT count(*) FROM llmc_rate").fetchone() == (60,)
+    outcomes = [json.loads(line).get("outcome") for line in llmc("audit", "tail", "-n", "1000").stdout.splitlines()]
+    assert outcomes.count("ok") == 60 and outcomes.count("denied") == 15
