@@ -513,6 +513,15 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 128  # hosts connecting at once are queued, not reset
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A peer that hung up (a load balancer's health check resets its connection) is not an
+        error worth a traceback; anything else still gets socketserver's report."""
+        import sys
+
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)
+
 
 def serve(toolbox: Toolbox, address: str, *, idle_seconds: float = IDLE_SECONDS,
           log: Any = None) -> None:
