@@ -149,10 +149,38 @@ class PrincipalConfig:
 
 
 @dataclass
+class ServeOAuthConfig:
+    """OAuth 2.1 resource-server mode of the HTTP gateway (`[serve.oauth]`): access tokens are JWTs
+    from `issuer`, checked against its JWKS (`jwks_uri`, or found in the issuer's metadata), bound
+    to `resource` (this gateway's canonical MCP URL, the `aud` they must carry). `claim` names the
+    token claim (a string or a list, e.g. groups) whose value picks the profile in `profiles`
+    ("*" matches any value; a token matching none is refused with 403)."""
+
+    __pydantic_config__ = _STRICT
+
+    issuer: str
+    resource: str
+    jwks_uri: str | None = None
+    scopes: list[str] = field(default_factory=list)  # every one must be granted (403 insufficient_scope)
+    claim: str = "sub"
+    profiles: dict[str, str] = field(default_factory=dict)  # claim value -> profile name
+    algorithms: list[str] = field(default_factory=lambda: ["RS256", "ES256"])
+    leeway: int = field(default=30, metadata=_POSITIVE)  # seconds of clock skew allowed on exp/nbf
+
+    def __post_init__(self) -> None:
+        unsafe = [a for a in self.algorithms if a not in ("RS256", "RS384", "RS512", "ES256", "ES384", "PS256")]
+        if unsafe or not self.algorithms:
+            raise ValueError(f"algorithms must be asymmetric signature algorithms (RS256, ES256, ...), not {unsafe}")
+        if not self.profiles:
+            raise ValueError("'profiles' must map at least one claim value (or \"*\") to a profile")
+
+
+@dataclass
 class ServeConfig:
     __pydantic_config__ = _STRICT
 
     principals: dict[str, PrincipalConfig] = field(default_factory=dict)
+    oauth: ServeOAuthConfig | None = None
     allowed_origins: list[str] = field(default_factory=list)  # browser origins besides loopback ones
     allowed_hosts: list[str] = field(default_factory=list)  # Host header values besides loopback ones
 
@@ -199,6 +227,7 @@ def from_json(data: dict[str, Any]) -> Profile:
         "policy": PolicyConfig(**{**policy, "hints": {glob: ToolHints(**h) for glob, h in policy["hints"].items()}}),
         "llm": LlmConfig(**data["llm"]),
         "serve": ServeConfig(**{**data["serve"], "principals": {name: PrincipalConfig(**p) for name, p in
-                                                                data["serve"]["principals"].items()}}),
+                                                                data["serve"]["principals"].items()},
+                                 "oauth": data["serve"]["oauth"] and ServeOAuthConfig(**data["serve"]["oauth"])}),
         "state": StateConfig(**data["state"]),
     })

@@ -88,7 +88,12 @@ class HttpGateway:
         self.served = served
         self.toolboxes: dict[str, Toolbox] = {served.name: toolbox}
         self.principals = principals_of(served)
-        if not self.principals and not is_loopback(host):
+        self.oauth = None
+        if served.profile.serve.oauth is not None:
+            from llmc_cli.gateway.oauth_rs import ResourceServer
+
+            self.oauth = ResourceServer(served.profile.serve.oauth)
+        if not self.principals and self.oauth is None and not is_loopback(host):
             raise UsageError(f"--http {host}: a non-loopback address needs inbound authentication; add "
                              f"principals with `llmc serve -p {served.name} token create NAME`")
         self.host, self.port = host, port
@@ -175,7 +180,10 @@ class HttpGateway:
             sessions = len(self.sessions)
         return {"status": "ok", "profile": self.served.name, "sessions": sessions,
                 "profiles": {name: {"servers": toolbox.catalog.status()} for name, toolbox in self.toolboxes.items()},
-                "auth": "bearer" if self.principals else "none"}
+                "auth": self.auth_mode()}
+
+    def auth_mode(self) -> str:
+        return "+".join(m for m, on in (("bearer", self.principals), ("oauth", self.oauth)) if on) or "none"
 
     def close(self) -> None:
         self.stopped.set()
@@ -229,9 +237,17 @@ class Handler(BaseHTTPRequestHandler):
         if not gateway.origin_allowed(self.headers.get("Origin")):
             self._refuse(403, "Forbidden: Origin not allowed (DNS rebinding protection)")
             return False, None
-        if not needs_auth or not gateway.principals:
+        if not needs_auth or not (gateway.principals or gateway.oauth):
             return True, None
         principal = authenticate(gateway.principals, self.headers.get("Authorization"))
+        if principal is None and gateway.oauth is not None:
+            from llmc_cli.gateway.oauth_rs import Refusal
+
+            verdict = gateway.oauth.authenticate(self.headers.get("Authorization"))
+            if isinstance(verdict, Refusal):
+                self._refuse(verdict.status, verdict.message, headers={"WWW-Authenticate": verdict.challenge})
+                return False, None
+            principal = verdict
         if principal is None:
             challenge = 'Bearer realm="llmc"'
             if self.headers.get("Authorization"):
@@ -248,6 +264,11 @@ class Handler(BaseHTTPRequestHandler):
             ok, _ = self._admit(needs_auth=False)
             if ok:
                 self._send(200, {"status": "ok"})
+            return
+        if self.gateway.oauth is not None and path in self.gateway.oauth.prm_paths():
+            ok, _ = self._admit(needs_auth=False)  # public: it is how a client finds where to log in
+            if ok:
+                self._send(200, self.gateway.oauth.metadata())
             return
         if path == "/status":
             ok, _ = self._admit()
@@ -547,7 +568,7 @@ def serve(toolbox: Toolbox, address: str, *, idle_seconds: float = IDLE_SECONDS,
     shown = f"[{host}]" if ":" in host else host
     if log:
         log(f"profile {toolbox.profile.name}: http://{shown}:{bound}{ENDPOINT} "
-            f"({'bearer tokens' if gateway.principals else 'no inbound auth: loopback only'})")
+            f"(inbound auth: {gateway.auth_mode() if gateway.auth_mode() != 'none' else 'none, loopback only'})")
     threading.Thread(target=gateway.expire_idle, daemon=True, name="llmc-gateway-idle").start()
 
     def stop(signum: int, frame: Any) -> None:

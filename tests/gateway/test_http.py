@@ -41,8 +41,8 @@ class Gateway:
             conn.close()
 
 
-def start(profile: Path, *extra: str, env: dict[str, str] | None = None) -> Gateway:
-    port = free_port()
+def start(profile: Path, *extra: str, env: dict[str, str] | None = None, port: int | None = None) -> Gateway:
+    port = port or free_port()
     proc = subprocess.Popen([llmc_executable(), "serve", "-p", str(profile), "--http", f"127.0.0.1:{port}", *extra],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, **(env or {})})
