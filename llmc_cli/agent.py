@@ -150,7 +150,7 @@ def compact(result: ToolResult, budget: int, tool: Tool | None = None) -> tuple[
             f"{left_lines} of {len(lines)} lines ({len(text) - len(shown)} characters) left out. ")
     paging = [p for p in PAGING_PARAMS if tool and p in (tool.input_schema.get("properties") or {})]
     if paging:
-        note += (f"To get the rest, call {tool.name if tool else 'the tool'} again with "  # type: ignore[union-attr]
+        note += (f"To get the rest, call {tool.name if tool else 'the tool'} again with "
                  f"{', '.join(paging)} to read from line {kept + 1} on.]")
     else:
         note += "To get the rest, call the tool again for a smaller part (a narrower query, a range or an offset).]"
@@ -431,7 +431,7 @@ def _run_bounded(work: Callable[[int], None], indexes: list[int], workers: int, 
 def provider_tool_names(translation: Any) -> dict[str, tuple[str, str]]:
     """translate's NameMap as a plain dict: the provider's tool name -> (server, tool)."""
     names = translation.names
-    return {name: tuple(names[name]) for name in names}  # type: ignore[misc]
+    return {name: tuple(names[name]) for name in names}
 
 
 def progress_line(event: dict[str, Any]) -> str | None:

@@ -240,7 +240,7 @@ class AuditLog:
             last = _last_line(path)
             if last:
                 try:
-                    return json.loads(last)["hash"]
+                    return str(json.loads(last)["hash"])
                 except (ValueError, KeyError, TypeError):
                     raise AuditError(f"the audit log {path} ends with a damaged record: run `llmc audit verify`") from None
         return GENESIS

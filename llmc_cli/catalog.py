@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, Callable, Collection, Mapping
 
 from llmc_cli.errors import ConnectionFailed, LlmcError, RpcError, UsageError
@@ -26,6 +27,13 @@ class ServerFailure:
 
 
 class Catalog:
+    def _stderr_of(self, server: str) -> Callable[[str], None] | None:
+        """The stderr handler for one server's process lines (None: the lines go nowhere)."""
+        on_stderr = self.on_stderr
+        if on_stderr is None:
+            return None
+        return lambda line: on_stderr(server, line)
+
     def __init__(self, specs: list[ServerSpec], *, hooks: ClientHooks | None = None,
                  builtins: Mapping[str, Callable[[ServerSpec], Any]] | None = None,
                  on_stderr: Callable[[str, str], None] | None = None,
@@ -64,8 +72,8 @@ class Catalog:
                 raise ConnectionFailed(f"{server}: the command is ending; no new connection")
             if server not in self._sessions:
                 spec = self.specs[server]
-                stderr = (lambda line, s=server: self.on_stderr(s, line)) if self.on_stderr else None
-                hooks = replace(self.hooks or ClientHooks(), on_list_changed=lambda method, s=server: self._changed(s, method))
+                stderr = self._stderr_of(server)
+                hooks = replace(self.hooks or ClientHooks(), on_list_changed=partial(self._changed, server))
                 try:
                     if self.keeper:
                         from llmc_cli.keeper.transport import attach

@@ -17,7 +17,7 @@ from typing import Any, Iterator
 
 from llmc_cli.errors import ExitCode
 
-SIGNAL_EXIT_CODES = {signal.SIGINT: ExitCode.INTERRUPTED, signal.SIGTERM: ExitCode.TERMINATED,
+SIGNAL_EXIT_CODES: dict[int, int] = {signal.SIGINT: ExitCode.INTERRUPTED, signal.SIGTERM: ExitCode.TERMINATED,
                      signal.SIGHUP: ExitCode.TERMINATED}
 
 _requested = threading.Event()

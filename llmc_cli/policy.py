@@ -27,6 +27,7 @@ import stat
 import time
 from dataclasses import asdict, dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Callable, Iterator, Literal
 
 from llmc_cli.config.profiles import expand
@@ -86,7 +87,7 @@ def approval_key() -> bytes:
 
 
 @lru_cache(maxsize=4)
-def _key_file(path: Any) -> bytes:
+def _key_file(path: Path) -> bytes:
     """Read the key, or create it: 0600, written whole under a temporary name, then hard-linked
     to its name, which fails if another process got there first (then its key is the key)."""
     import secrets

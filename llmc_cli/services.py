@@ -290,7 +290,7 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
     started = time.monotonic()
 
     def outcome(record: dict[str, Any]) -> None:
-        if OPEN_CALLS.close(authorized.opened):  # type: ignore[union-attr]
+        if OPEN_CALLS.close(authorized.opened):
             _write(log, {**base, "event": "outcome", **record}, invocation.secrets, before_action=False)
 
     def elapsed() -> float:

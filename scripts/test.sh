@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite from a fresh clone: creates .venv, installs llmc with its test extras,
 # installs the real MCP peers the tests start (tests/node: npm reference servers, the official
-# conformance suite, Node 22 for it; tests/node-dc: Desktop Commander), then runs pytest.
+# conformance suite, Node 22 for it; tests/node-dc: Desktop Commander), then checks types (mypy) and runs pytest.
 # Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,4 +30,6 @@ if [ "$(id -u)" = 0 ] && { ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1
     || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq postgresql haproxy >/dev/null 2>&1; } || true
 fi
 
+# Types first (config in pyproject.toml [tool.mypy]): a type error fails the run (set -e).
+.venv/bin/python -m mypy
 exec .venv/bin/python -m pytest "$@"

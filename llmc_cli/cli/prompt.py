@@ -110,9 +110,11 @@ def _field(name: str, prop: dict[str, Any], required: bool) -> Any:
 def _choices(prop: dict[str, Any]) -> list[tuple[str, str]]:
     """(value, title) of an enum field: `enum` (+ `enumNames`), or `oneOf`/`anyOf` of consts;
     for a multi-select (type array) those of its items."""
-    source = prop.get("items") if prop.get("type") == "array" and isinstance(prop.get("items"), dict) else prop
+    items = prop.get("items")
+    source: dict[str, Any] = items if prop.get("type") == "array" and isinstance(items, dict) else prop
     if isinstance(source.get("enum"), list):
-        names = source.get("enumNames") if isinstance(source.get("enumNames"), list) else []
+        enum_names = source.get("enumNames")
+        names: list[Any] = enum_names if isinstance(enum_names, list) else []
         return [(str(v), str(names[i]) if i < len(names) else str(v)) for i, v in enumerate(source["enum"])]
     options = source.get("oneOf") or source.get("anyOf")
     if isinstance(options, list):

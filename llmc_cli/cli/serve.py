@@ -100,7 +100,7 @@ def token_create(ctx: click.Context, name: str, for_profile: str | None) -> None
     path = editable_path((ctx.obj or {}).get("profile"))
     secret = new_token()
 
-    def add(data: dict) -> None:  # type: ignore[type-arg]
+    def add(data: dict) -> None:
         principals = data.setdefault("serve", {}).setdefault("principals", {})
         entry = {"token_sha256": token_hash(secret)}
         if for_profile:
@@ -135,7 +135,7 @@ def token_revoke(ctx: click.Context, name: str) -> None:
 
     path = editable_path((ctx.obj or {}).get("profile"))
 
-    def remove(data: dict) -> None:  # type: ignore[type-arg]
+    def remove(data: dict) -> None:
         principals = (data.get("serve") or {}).get("principals") or {}
         if name not in principals:
             raise UsageError(f"no principal {name!r} in {path}")

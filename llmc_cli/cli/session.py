@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Mapping
 
 import click
 
@@ -56,7 +56,7 @@ def start(ctx: click.Context, name: str, idle: str, **target: Any) -> None:
     profile_name = ctx.obj.get("profile") if ctx.obj else None
     adhoc = adhoc_spec(target["stdio"], target["url"], target["env"], target["cwd"], target["headers"],
                        target["transport"], target["timeout"])
-    unusable: dict[str, LlmcError] = {}
+    unusable: Mapping[str, LlmcError] = {}
     if adhoc:
         specs = [adhoc]
     else:
@@ -118,7 +118,8 @@ def stop(names: tuple[str, ...], every: bool) -> None:
     if every == bool(names):
         raise UsageError("name the sessions to stop, or give --all")
     targets = lifecycle.names() if every else list(names)
-    results, errors = [], []
+    results: list[dict[str, Any]] = []
+    errors: list[LlmcError] = []
     for name in targets:
         try:
             results.append(lifecycle.stop(name))
@@ -129,8 +130,8 @@ def stop(names: tuple[str, ...], every: bool) -> None:
             errors.insert(0, exc)
     emit(results, "jsonl")
     if errors:
-        for exc in errors[1:]:
-            note(f"llmc: {exc.message}")
+        for error in errors[1:]:
+            note(f"llmc: {error.message}")
         raise errors[0]
 
 

@@ -62,7 +62,10 @@ def save_profile(loaded: LoadedProfile, profile: Any) -> LoadedProfile:
     if not loaded.path.exists():
         whole = dump(profile, exclude_defaults=True, exclude_none=True)
         whole["servers"] = servers
-        return update_profile(loaded.path, lambda data: (data.clear(), data.update(whole)))
+        def replace_whole(data: dict[str, Any]) -> None:
+            data.clear()
+            data.update(whole)
+        return update_profile(loaded.path, replace_whole)
     return update_profile(loaded.path, lambda data: data.__setitem__("servers", servers))
 
 

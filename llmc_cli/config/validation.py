@@ -27,7 +27,7 @@ def parse_toml(text: str, where: str) -> dict[str, Any]:
 
 
 @cache
-def adapter(cls: type) -> Any:
+def adapter(cls: type[Any]) -> Any:
     """pydantic's validator/serializer for a schema dataclass (imports pydantic: call only when
     validating or dumping)."""
     from pydantic import TypeAdapter
@@ -37,7 +37,8 @@ def adapter(cls: type) -> Any:
 
 def dump(obj: Any, **options: Any) -> dict[str, Any]:
     """A schema dataclass as JSON-ready data (pydantic's model_dump(mode="json", ...))."""
-    return adapter(type(obj)).dump_python(obj, mode="json", **options)
+    cls: type = type(obj)
+    return adapter(cls).dump_python(obj, mode="json", **options)
 
 
 def validate(data: dict[str, Any], where: str, text: str | None = None) -> Any:

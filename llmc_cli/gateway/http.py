@@ -338,7 +338,7 @@ class Handler(BaseHTTPRequestHandler):
         kind = jsonrpc.kind_of(message)
         method = message.get("method")
         session_id = self.headers.get("Mcp-Session-Id")
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        params = _params(message)
         modern = isinstance(params.get("_meta"), dict) and "io.modelcontextprotocol/protocolVersion" in params["_meta"]
         header_version = (self.headers.get("MCP-Protocol-Version") or "").strip()
         if kind == "request" and not session_id and (modern or header_version in MODERN_VERSIONS):
@@ -387,9 +387,10 @@ class Handler(BaseHTTPRequestHandler):
         """What makes a 2026-07-28 request malformed (basic/index.mdx _meta; transports, Server
         Validation): (JSON-RPC code, message, data), answered with 400; None when it is well formed."""
         method = message["method"]
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
-        meta = params.get("_meta")
-        version = meta.get(META + "protocolVersion") if isinstance(meta, dict) else None
+        params = _params(message)
+        stated = params.get("_meta")
+        meta: dict[str, Any] = stated if isinstance(stated, dict) else {}
+        version = meta.get(META + "protocolVersion")
         if not isinstance(version, str):
             return jsonrpc.INVALID_PARAMS, f"missing _meta['{META}protocolVersion']", None
         if header_version != version:
@@ -518,12 +519,19 @@ def _decoded(value: str | None) -> str | None:
     return value
 
 
+def _params(message: dict[str, Any]) -> dict[str, Any]:
+    """A message's params object; {} when it has none (or something else in their place)."""
+    params = message.get("params")
+    return params if isinstance(params, dict) else {}
+
+
 def _may_send_first(connection: GatewayConnection, message: dict[str, Any]) -> bool:
     """Could anything reach the host before this call's result? Progress it asked for, log
     messages it opted into (2026-07-28), requests to it (elicitation, sampling: initialize era).
     Otherwise the result goes as plain JSON, and the connection stays open for the next request."""
-    params = message.get("params") if isinstance(message.get("params"), dict) else {}
-    meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+    params = _params(message)
+    stated = params.get("_meta")
+    meta: dict[str, Any] = stated if isinstance(stated, dict) else {}
     if "progressToken" in meta or meta.get("io.modelcontextprotocol/logLevel"):
         return True
     return connection.legacy_version is not None  # a session: upstream logs, elicitation, sampling
@@ -554,7 +562,7 @@ def serve(toolbox: Toolbox, address: str, *, idle_seconds: float = IDLE_SECONDS,
         toolbox.close()
         raise
     handler = type("GatewayHandler", (Handler,), {"gateway": gateway})
-    server_class = _Server
+    server_class: type[_Server] = _Server
     if ":" in host:
         server_class = type("_Server6", (_Server,), {"address_family": socket.AF_INET6})
     try:

@@ -116,7 +116,7 @@ class Upstream:
         token: int | None = None
         params = message.get("params")
         meta = params.get("_meta") if isinstance(params, dict) else None
-        if isinstance(meta, dict) and "progressToken" in meta:
+        if isinstance(params, dict) and isinstance(meta, dict) and "progressToken" in meta:
             token = next(self.keeper.counter)  # callers all count from 1: make theirs unique
             self.tokens[token] = (client, meta["progressToken"])
             message = {**message, "params": {**params, "_meta": {**meta, "progressToken": token}}}

@@ -79,7 +79,7 @@ def decode(line: str | bytes) -> list[dict[str, Any]]:
     messages = value if isinstance(value, list) else [value]
     for m in messages:
         kind_of(m)
-    if ("\\u" if isinstance(line, str) else b"\\u") in line:  # only an escape makes a lone surrogate
+    if (isinstance(line, str) and "\\u" in line) or (isinstance(line, bytes) and b"\\u" in line):  # only an escape makes a lone surrogate
         messages = [_without_lone_surrogates(m) for m in messages]
     return messages
 

@@ -391,7 +391,7 @@ class Session:
             raise ProtocolError(f"{self.name}: {method} result is not an object")
         return result
 
-    def _cancel(self, request_id: int, reason: str) -> None:
+    def _cancel(self, request_id: int | str, reason: str) -> None:
         try:
             self.notify("notifications/cancelled", {"requestId": request_id, "reason": reason})
         except LlmcError:

@@ -52,6 +52,7 @@ class AnthropicMessages:
     def messages(self, history: list[Message]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         for m in history:
+            blocks: list[dict[str, Any]]
             if isinstance(m, UserMessage):
                 role, blocks = "user", [{"type": "text", "text": m.text}]
             elif isinstance(m, AssistantTurn):

@@ -98,6 +98,7 @@ class Gemini:
         from google.genai import types
 
         s = self.settings
+        model = s.model or ""  # never empty: make_provider refuses a provider without a model
         contents = self.contents(history)
 
         def send(t: float) -> Any:
@@ -107,11 +108,11 @@ class Gemini:
                 automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
                 http_options=types.HttpOptions(timeout=int(t * 1000), retry_options=types.HttpRetryOptions(attempts=1)))
             if on_text is None:
-                return self.client.models.generate_content(model=s.model, contents=contents, config=config)
+                return self.client.models.generate_content(model=model, contents=contents, config=config)
             # Streamed: text parts go to on_text as they come; every chunk's parts, in order, make
             # the one candidate of a whole response (finish reason and usage from the last).
             parts, last = [], None
-            for chunk in self.client.models.generate_content_stream(model=s.model, contents=contents, config=config):
+            for chunk in self.client.models.generate_content_stream(model=model, contents=contents, config=config):
                 last = chunk
                 content = chunk.candidates[0].content if chunk.candidates else None
                 for part in (content.parts if content is not None else None) or []:

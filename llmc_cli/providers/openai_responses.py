@@ -77,7 +77,9 @@ class OpenAIResponses:
             return final
 
         resp = call_with_retries(self.name, s, send, classify_openai, timeout)
-        texts, calls, raw = [], [], []
+        texts: list[str] = []
+        calls: list[ProviderToolCall] = []
+        raw: list[dict[str, Any]] = []
         for item in resp.output or []:
             raw.append(item.model_dump(mode="json", exclude_none=True))
             if item.type == "message":

@@ -281,7 +281,8 @@ class Workspace:
             if b"\0" in head or not _utf8_prefix(head):
                 raise ToolError(f"{shown}: refused: a binary file (not UTF-8 text); read_file returns text only")
             f.seek(0)
-            total, picked, used, truncated = 0, deque(maxlen=-offset if offset < 0 else None), 0, False
+            picked: deque[bytes] = deque(maxlen=-offset if offset < 0 else None)
+            total, used, truncated = 0, 0, False
             for line in f:
                 if offset < 0:
                     picked.append(line)
@@ -320,7 +321,8 @@ class Workspace:
     def list_directory(self, args: dict[str, Any]) -> dict[str, Any]:
         shown = args.get("path", ".")
         real = self.jail.resolve(shown)
-        entries, truncated = [], False
+        entries: list[dict[str, Any]] = []
+        truncated = False
         for rel, st in self.jail.walk(real, shown, args.get("depth", 1)):
             if len(entries) >= self.options["max_results"]:
                 truncated = True
@@ -569,7 +571,7 @@ def _check_options(options: dict[str, Any]) -> dict[str, Any]:
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise ConfigError(f"workspace: unknown option(s) {', '.join(unknown)}; known: {', '.join(sorted(OPTIONS))}")
-    out = {}
+    out: dict[str, Any] = {}
     for name, (types, default) in OPTIONS.items():
         value = options.get(name, default)
         if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):

@@ -349,8 +349,8 @@ def openapi_subset(schema: Schema, report: Report, path: str) -> Schema:
                 if len(rest) == 1 and isinstance(rest[0], dict):
                     node = {**rest[0], **node}
                 elif rest:
-                    kinds = {json.dumps(o.get("type")) for o in rest if isinstance(o, dict)}
-                    if len(kinds) == 1 and "type" not in node and isinstance(rest[0].get("type"), str):
+                    rest_kinds = {json.dumps(o.get("type")) for o in rest if isinstance(o, dict)}
+                    if len(rest_kinds) == 1 and "type" not in node and isinstance(rest[0].get("type"), str):
                         node["type"] = rest[0]["type"]  # at least the type all options share
                     fold_into_description(node, {union: rest})
                     report.note(at(where, union), f"{union} of {len(rest)} options dropped (kept as words in the description)",
@@ -434,7 +434,7 @@ def restore_arguments(value: Any, schema: Any, root: Schema, *, renamed: bool, d
     extra = schema.get("additionalProperties")
     out = {}
     for key, item in value.items():
-        name = back.get(key, key) if renamed else key
+        name = back[key] if renamed and key in back else key
         sub = props.get(name, extra)
         if drop_nulls and item is None and name in props and name not in required and not accepts_null(sub, root):
             continue

@@ -143,7 +143,8 @@ def _discover_2025_03_26(http: AuthHttp, url: str, settings: OAuthSpec) -> Disco
                     "token_endpoint": f"{base}/token", "registration_endpoint": f"{base}/register",
                     "code_challenge_methods_supported": ["S256"]}
     # 2025-03-26 defines no issuer check; the metadata's own issuer is what `iss` must match.
-    issuer = metadata.get("issuer") if isinstance(metadata.get("issuer"), str) else base
+    stated = metadata.get("issuer")
+    issuer = stated if isinstance(stated, str) else base
     discovery = Discovery(canonical_uri(url), issuer, metadata, None)
     check_metadata(http.name, discovery, settings)
     return discovery

@@ -26,7 +26,7 @@ class Tokens:
         expires_at = data.get("expires_at")
         return cls(_str(data.get("access_token")), _str(data.get("refresh_token")),
                    float(expires_at) if isinstance(expires_at, (int, float)) else None,
-                   data.get("scope") if isinstance(data.get("scope"), str) else "")
+                   _str(data.get("scope")) or "")
 
 
 @dataclass

@@ -65,7 +65,7 @@ class Registration:
         if self.settings.token_auth_method != "auto":
             return self.settings.token_auth_method
         if registered in ("none", "client_secret_basic", "client_secret_post"):
-            return registered  # type: ignore[return-value]
+            return registered
         if not has_secret:
             return "none"
         # RFC 8414: client_secret_basic is the default when the server lists nothing.

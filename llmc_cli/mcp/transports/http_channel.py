@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import socket
 import threading
-from typing import Any, Iterator
+from typing import Any, Generator, Iterator
 from urllib.parse import urljoin, urlsplit
 
 from llmc_cli.errors import AuthError, ConnectionFailed, HttpStatusError, LlmcError, TimeoutExpired
@@ -181,7 +181,7 @@ class HttpChannel:
                               + (f": {reason}" if reason else ""), response.status_code, text,
                               {k.lower(): v for k, v in response.headers.items() if k.lower() != "set-cookie"})
 
-    def read_events(self, response: Any) -> Iterator[Event]:
+    def read_events(self, response: Any) -> Generator[Event, None, None]:
         """Events of an open SSE response until it ends; closing() interrupts it. A line or an
         event larger than the message limit raises ProtocolError (the stream is closed)."""
         import httpx2

@@ -52,7 +52,8 @@ def events(lines: Iterable[str], limit: int | None = None) -> Iterator[Event]:
     yielded too (their `id`/`retry` matter); callers skip them for delivery. An event whose data
     grows past `limit` characters raises ProtocolError (one event is one message)."""
     last_id: str | None = None
-    name, data, retry, seen, size = "", [], None, False, 0
+    data: list[str] = []
+    name, retry, seen, size = "", None, False, 0
     for line in lines:
         if not line:
             if seen:

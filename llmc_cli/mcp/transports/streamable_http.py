@@ -270,7 +270,7 @@ class StreamableHttpTransport:
                 name = params.get(NAME_PARAM.get(method, ""))
                 if isinstance(name, str):
                     headers["Mcp-Name"] = header_value(name)
-                if method == "tools/call" and isinstance(params.get("arguments"), dict):
+                if method == "tools/call" and isinstance(name, str) and isinstance(params.get("arguments"), dict):
                     headers.update(mirrored_arguments(self._param_headers.get(name, {}), params["arguments"]))
         elif self.session_id:
             headers["Mcp-Session-Id"] = self.session_id
