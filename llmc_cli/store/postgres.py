@@ -133,7 +133,7 @@ class Database:
             applied = []
             for version in sorted(v for v in MIGRATIONS if v > current):
                 for statement in MIGRATIONS[version]:
-                    cur.execute(statement)  # type: ignore[arg-type]  # fixed text, no parameters
+                    cur.execute(statement)  # fixed text, no parameters
                 cur.execute("INSERT INTO llmc_schema (version) VALUES (%s)", (version,))
                 applied.append(version)
             return applied
