@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Callable, Collection, Mapping
 
-from llmc_cli.errors import ConnectionFailed, LlmcError, RpcError, UsageError
+from llmc_cli.errors import ConnectionFailed, LlmcError, RpcError, UsageError, did_you_mean
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.client import connect
 from llmc_cli.mcp.session import ClientHooks, Session
@@ -62,7 +62,8 @@ class Catalog:
     def session(self, server: str) -> Session:
         """The server's session, connecting on first use (one connection per server)."""
         if server not in self.specs:
-            raise UsageError(f"unknown server {server!r} (servers: {', '.join(self.specs) or 'none'})")
+            raise UsageError(f"unknown server {server!r}{did_you_mean(server, self.specs)} "
+                             f"(servers: {', '.join(self.specs) or 'none'})")
         with self._locks[server]:
             if server in self._failed:
                 raise self._failed[server]
@@ -214,7 +215,11 @@ class Catalog:
             return owners[0], name
         if not owners:
             unreachable = f" ({len(failures)} server(s) unreachable)" if failures else ""
-            raise UsageError(f"no server has a tool named {name!r}{unreachable}")
+            if dot and server not in self.specs and did_you_mean(server, self.specs):
+                hint = did_you_mean(server, self.specs)  # SERVER.TOOL with a misspelt server
+            else:
+                hint = did_you_mean(name, {t.name for t in tools} | {t.qualified_name for t in tools})
+            raise UsageError(f"no server has a tool named {name!r}{unreachable}{hint}")
         raise UsageError(f"tool name {name!r} is ambiguous: " + ", ".join(f"{s}.{name}" for s in owners))
 
     def listed(self) -> dict[str, list[str]]:

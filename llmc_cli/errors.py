@@ -5,7 +5,7 @@ ExitCode names them, so no code says a bare 4 or 130.
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import Any
+from typing import Any, Iterable
 
 
 class ExitCode(IntEnum):
@@ -130,6 +130,16 @@ class DriftError(LlmcError):
 
 
 JSON_RPC_INTERNAL_ERROR = -32603  # what an rpc_error without its code is taken for (mcp.jsonrpc has the rest)
+
+
+def did_you_mean(word: str, choices: "Iterable[str]") -> str:
+    """' (did you mean 'x'?)' for a misspelt name, or '' when nothing is close."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=3, cutoff=0.6)
+    if not close:
+        return ""
+    return " (did you mean " + " or ".join(repr(c) for c in close) + "?)"
 
 
 def from_json(data: dict[str, Any]) -> LlmcError:

@@ -6,11 +6,11 @@ from typing import Any
 
 import click
 
-from llmc_cli.cli.arguments import needs_schema, parse_json_option, parse_pairs
+from llmc_cli.cli.arguments import needs_schema, parse_json_option, parse_pairs, validate_arguments
 from llmc_cli.cli.complete import complete_tools
 from llmc_cli.cli.output import emit, plain_text
 from llmc_cli.cli.targets import target_options
-from llmc_cli.errors import ToolFailed, UsageError
+from llmc_cli.errors import ToolFailed, UsageError, did_you_mean
 
 
 @click.command()
@@ -26,10 +26,13 @@ from llmc_cli.errors import ToolFailed, UsageError
 @click.option("--parallel", type=click.IntRange(1, 64), default=1, show_default=True,
               help="With --batch: consecutive read-only calls to one server run this many at once.")
 @click.option("--fail-fast", is_flag=True, help="With --batch: skip the rest after the first failure.")
+@click.option("--validate/--no-validate", default=True, show_default=True,
+              help="Check the arguments against the tool's inputSchema before calling (exit 2 when they do not fit).")
 @target_options
 @click.pass_context
 def call(ctx: click.Context, tool: str | None, pairs: tuple[str, ...], json_args: str | None, text: bool,
-         yes: bool, fmt: str, batch: str | None, parallel: int, fail_fast: bool, **target: Any) -> None:
+         yes: bool, fmt: str, batch: str | None, parallel: int, fail_fast: bool, validate: bool,
+         **target: Any) -> None:
     """Call one tool. TOOL is SERVER.TOOL, or a bare name when exactly one server has it.
 
     Values are typed by the tool's inputSchema (integers, numbers, booleans, JSON for objects
@@ -57,14 +60,16 @@ def call(ctx: click.Context, tool: str | None, pairs: tuple[str, ...], json_args
     catalog, profile = open_catalog(ctx, target, warm=False)
     with catalog:
         server, name = resolve_tool(ctx, catalog, tool)
+        found = None
+        if validate or (arguments is None and needs_schema(pairs)):
+            found = catalog.find_tool(server, name)
+            if found is None:
+                hint = did_you_mean(name, [t.name for t in catalog.tools_of(server)])
+                raise UsageError(f"server {server} has no tool named {name!r}{hint}")
         if arguments is None:
-            schema = None
-            if needs_schema(pairs):
-                found = catalog.find_tool(server, name)
-                if found is None:
-                    raise UsageError(f"server {server} has no tool named {name!r}")
-                schema = found.input_schema
-            arguments = parse_pairs(pairs, schema)
+            arguments = parse_pairs(pairs, found.input_schema if found else None)
+        if validate and found is not None:
+            validate_arguments(arguments, found.input_schema, f"{server}.{name}")
         invocation = services.Invocation(profile=profile, command="call", caller="human", assume_yes=yes,
                                          interactive=prompt.interactive(), confirm=prompt.confirm_call)
         result = services.call_tool(catalog, invocation, ToolCall(server, name, arguments))

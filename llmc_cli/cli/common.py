@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from llmc_cli.cli.output import note, status_line
+from llmc_cli.cli.output import note, status_line, warn
 from llmc_cli.cli.targets import adhoc_spec
 
 
@@ -73,7 +73,7 @@ def resolve_tool(ctx: click.Context, catalog: Any, name: str) -> tuple[str, str]
 def _warn(ctx: click.Context, text: str) -> None:
     """A notice from the protocol layer (server state lost): stderr now, and kept in ctx.obj
     so a command can put it into its JSON output for scripts that do not read stderr."""
-    note(f"llmc: warning: {text}")
+    warn(text)
     if ctx.obj is not None:
         ctx.obj.setdefault("warnings", []).append(text)
 

@@ -48,8 +48,18 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name in COMMANDS:
             module, attr = COMMANDS[name][0].split(":")
-            return getattr(importlib.import_module(module), attr)
+            command = getattr(importlib.import_module(module), attr)
+            _accept_global_options(command)
+            return command
         return super().get_command(ctx, name)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if args and not name.startswith("-") and self.get_command(ctx, name) is None:
+            from llmc_cli.errors import did_you_mean
+
+            raise click.UsageError(f"No such command {name!r}{did_you_mean(name, self.list_commands(ctx))}.", ctx)
+        return super().resolve_command(ctx, args)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][1]) for name in sorted(COMMANDS)]
@@ -68,13 +78,55 @@ def _complete_profiles(ctx: click.Context, param: click.Parameter, incomplete: s
 @click.option("--profile", "-p", envvar="LLMC_PROFILE", metavar="NAME|PATH", shell_complete=_complete_profiles,
               help="Profile to use (default: 'default', else the built-in read-only workspace).")
 @click.option("-v", "--verbose", count=True, help="Show server stderr and log messages on stderr.")
+@click.option("-q", "--quiet", is_flag=True, help="No warnings on stderr (errors still show).")
 @click.pass_context
-def cli(ctx: click.Context, profile: str | None, verbose: int) -> None:
+def cli(ctx: click.Context, profile: str | None, verbose: int, quiet: bool) -> None:
     """Let any LLM use the tools of any MCP server: under a policy, with an audit trail.
 
     stdout carries only data (JSON by default); messages for people go to stderr.
+    -p, -v and -q may also follow the subcommand (llmc tools list -p ops -v).
     """
     ctx.obj = {"profile": profile, "verbose": verbose}
+    if quiet:
+        from llmc_cli.cli import output
+
+        output.QUIET = True
+
+
+def _set_global(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+    """-p/-v/-q given after the subcommand: the same as before it (a later -p wins, -v adds up)."""
+    obj = ctx.find_root().obj
+    if obj is None or value is None or value is False or value == 0:
+        return
+    if param.name == "global_profile":
+        obj["profile"] = value
+    elif param.name == "global_verbose":
+        obj["verbose"] = obj.get("verbose", 0) + value
+    else:
+        from llmc_cli.cli import output
+
+        output.QUIET = True
+
+
+def _accept_global_options(command: click.Command) -> None:
+    """Give a subcommand (and every command below it) the root's -p, -v and -q, unless it has
+    an option of that name itself (`serve -p`, `servers install -p` mean the same profile and
+    keep their own). Done once per command object, when the command is first looked up."""
+    if getattr(command, "_llmc_globals", False):
+        return
+    command._llmc_globals = True  # type: ignore[attr-defined]
+    taken = {opt for p in command.params for opt in getattr(p, "opts", []) + getattr(p, "secondary_opts", [])}
+    extra = [
+        click.Option(["--profile", "-p", "global_profile"], metavar="NAME|PATH", expose_value=False,
+                     callback=_set_global, help="Profile to use (as `llmc -p`).", shell_complete=_complete_profiles),
+        click.Option(["-v", "--verbose", "global_verbose"], count=True, expose_value=False, callback=_set_global,
+                     help="As `llmc -v`."),
+        click.Option(["-q", "--quiet", "global_quiet"], is_flag=True, expose_value=False, callback=_set_global,
+                     help="As `llmc -q`."),
+    ]
+    command.params.extend(o for o in extra if not taken & set(o.opts))
+    for sub in getattr(command, "commands", {}).values():
+        _accept_global_options(sub)
 
 
 def _require_utf8(args: list[str]) -> None:
@@ -96,15 +148,48 @@ def main(argv: list[str] | None = None) -> None:
 
     interrupts.install()
     try:
-        _run(argv)
-    finally:
-        _record_abandoned()
+        try:
+            _run(argv)
+        finally:
+            _record_abandoned()
+    except SystemExit:
+        _flush_stdout()
+        raise
+    _flush_stdout()
+
+
+def _flush_stdout() -> None:
+    """Flush now, not at interpreter exit, where a reader that went away (`llmc ... | head -1`)
+    would turn into 'Exception ignored ... BrokenPipeError' and exit status 120."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _reader_gone()
+
+
+def _reader_gone() -> None:
+    """stdout's reader went away: nothing left to say to it. Point stdout at /dev/null so the
+    interpreter's own final flush has nowhere to fail."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def _run(argv: list[str] | None) -> None:
     try:
         _require_utf8(sys.argv[1:] if argv is None else argv)
-        code = cli.main(args=argv, prog_name="llmc", standalone_mode=False)
+        stdout = sys.stdout
+        try:
+            code = cli.main(args=argv, prog_name="llmc", standalone_mode=False)
+        except SystemExit:
+            if sys.stdout is not stdout:
+                # Click met EPIPE on stdout, wrapped the streams and exits 1: the reader went
+                # away (`llmc ... | head -c1`), which is no failure of ours.
+                sys.stdout = stdout
+                raise BrokenPipeError from None
+            raise
         if isinstance(code, int) and code:  # ctx.exit(N) in a command
             sys.exit(code)
     except LlmcError as exc:
@@ -118,8 +203,8 @@ def _run(argv: list[str] | None) -> None:
         exc.show()
         sys.exit(ExitCode.USAGE if isinstance(exc, click.UsageError) else exc.exit_code)
     except BrokenPipeError:
-        # `llmc ... | head`: the reader went away; nothing left to say.
-        sys.stderr.close()
+        # `llmc ... | head`: the reader went away; nothing left to say, and that is no failure.
+        _reader_gone()
         sys.exit(ExitCode.OK)
 
 

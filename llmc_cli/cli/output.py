@@ -130,6 +130,16 @@ def note(message: str) -> None:
     click.echo(message, err=True)
 
 
+# -q: warnings are left out; errors (report_error) and answers to questions still show.
+QUIET = False
+
+
+def warn(message: str) -> None:
+    """A warning for people ("llmc: warning: ..." on stderr), silenced by -q."""
+    if not QUIET:
+        note(f"llmc: warning: {message}")
+
+
 def status_line(message: str) -> None:
     """A line that replaces itself (progress): drawn only while no prompt is open."""
     with _state:

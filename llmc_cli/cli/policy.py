@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from llmc_cli.cli.arguments import needs_schema, parse_json_option, parse_pairs
-from llmc_cli.cli.output import emit, note
+from llmc_cli.cli.output import emit, note, warn
 from llmc_cli.cli.targets import target_options
 from llmc_cli.errors import ExitCode, UsageError
 
@@ -38,7 +38,7 @@ def _decide(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: st
     decision = rules.decide(call, found, config, caller=caller,  # type: ignore[arg-type]
                             cwd=catalog.working_directory(server))
     for arg, why in rules.uncovered_path_arguments(found, config):  # the hole `tools lint` reports too
-        note(f"llmc: warning: argument {arg!r} of {call.qualified_name}: {why}")
+        warn(f"argument {arg!r} of {call.qualified_name}: {why}")
     return profile, call, (decision,
                            rules.effective_hints(found, call.qualified_name, config))
 

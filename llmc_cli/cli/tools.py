@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from llmc_cli.cli.output import emit, note, plain_text, raise_failures
+from llmc_cli.cli.output import emit, plain_text, raise_failures, warn
 from llmc_cli.cli.targets import target_options
 from llmc_cli.errors import ToolFailed, UsageError
 
@@ -71,9 +71,19 @@ def _translate(found: list[Any], fmt: str, strict: bool) -> Any:
     from llmc_cli.translate import translate
 
     result = translate(found, fmt, strict=strict)
-    for warning in result.warnings:
-        note(f"llmc: warning: {warning}")
+    for line in grouped_warnings(result.warnings):
+        warn(line)
     return result
+
+
+def grouped_warnings(findings: list[Any]) -> list[str]:
+    """One line per kind of finding (what happened, why, for which target) naming every tool
+    and place it happened, instead of one line per tool: forty tools losing `format` is one fact."""
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for f in findings:
+        groups.setdefault((f.target, f.what, f.why), []).append(f.tool)
+    return [f"{target}: {what} ({why}): {len(tools)} place(s) in {', '.join(dict.fromkeys(tools))}"
+            for (target, what, why), tools in groups.items()]
 
 
 def _fail_on_warnings(result: Any, strict: bool) -> None:
@@ -111,12 +121,14 @@ def _allowed_tools(ctx: click.Context, target: dict[str, Any]) -> tuple[list[Any
 
 @tools.command("export")
 @click.option("--format", "fmt", type=click.Choice(PROVIDER_FORMATS), required=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="File to write.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), required=True,
+              help="File to write; - for stdout.")
 @STRICT
 @target_options
 @click.pass_context
 def export(ctx: click.Context, fmt: str, output: str, strict: bool, **target: Any) -> None:
-    """Translate the manifest for a provider and write it to a file (atomically)."""
+    """Translate the manifest for a provider and write it to a file (atomically), or with -o -
+    to stdout."""
     from llmc_cli.lockfile import write
 
     found, failures, catalog, _, _ = _allowed_tools(ctx, target)
@@ -126,6 +138,9 @@ def export(ctx: click.Context, fmt: str, output: str, strict: bool, **target: An
     definitions = result.definitions
     if isinstance(definitions, str):
         definitions = {"text": definitions}
+    if output == "-":  # the translation itself is the output: no summary beside it
+        emit(definitions)
+        return
     write(output, definitions)  # same atomic JSON writer as lock files
     emit({"file": output, "format": fmt, "tools": len(found), "warnings": len(result.warnings)})
 

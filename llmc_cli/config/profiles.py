@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from llmc_cli.config import paths, profile_cache
 from llmc_cli.config.validation import parse_toml, validate
-from llmc_cli.errors import ConfigError
+from llmc_cli.errors import ConfigError, did_you_mean
 from llmc_cli.model import OAuthSpec, ServerSpec
 
 if TYPE_CHECKING:
@@ -66,7 +66,8 @@ def load_profile(name_or_path: str | None) -> LoadedProfile:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ConfigError(f"profile not found: {path}") from None
+        known = sorted(p.stem for p in paths.profiles_dir().glob("*.toml")) if path.parent == paths.profiles_dir() else []
+        raise ConfigError(f"profile not found: {path}{did_you_mean(path.stem, known)}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read profile {path}: {getattr(exc, 'strerror', None) or exc}") from None
     return LoadedProfile(name=path.stem, path=path, profile=parse_profile(text, str(path)))

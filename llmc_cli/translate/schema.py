@@ -113,10 +113,8 @@ def modernise(node: Any, report: Report, path: str) -> Any:
     return out
 
 
-def drop_schema_keyword(schema: Schema, report: Report, path: str) -> Schema:
-    if "$schema" not in schema:
-        return schema
-    report.note(at(path, "$schema"), "$schema dropped", "this API rejects it or ignores it")
+def drop_schema_keyword(schema: Schema) -> Schema:
+    # Not a finding: the dialect marker says nothing the model or the API needs, so nothing is lost.
     return {k: v for k, v in schema.items() if k != "$schema"}
 
 
@@ -279,7 +277,7 @@ def gemini_json(schema: Schema, report: Report, path: str) -> Schema:
     """`parameters_json_schema` Gemini accepts: legal property names, `const` as a one-value
     enum, `allOf` merged, draft-7 `definitions` as `$defs`, other keywords dropped (constraints
     kept as words in the description)."""
-    schema = rename_properties(drop_schema_keyword(schema, report, path), report, path)
+    schema = rename_properties(drop_schema_keyword(schema), report, path)
     if "definitions" in schema:
         schema = json.loads(json.dumps(schema).replace('"#/definitions/', '"#/$defs/'))
         schema["$defs"] = {**schema.pop("definitions"), **schema.get("$defs", {})}
@@ -331,7 +329,7 @@ def openapi_subset(schema: Schema, report: Report, path: str) -> Schema:
     properties, required, min/maxItems): `$ref` inlined, anyOf-with-null as `nullable`, other
     unions and keywords dropped with a finding, constraints kept as words in the description.
     Schema `title`s and null defaults go without a finding: labels, not constraints."""
-    schema = rename_properties(drop_schema_keyword(schema, report, path), report, path)
+    schema = rename_properties(drop_schema_keyword(schema), report, path)
     schema = inline_refs(schema, schema, report, path)
 
     def walk(node: Any, where: str) -> Any:

@@ -162,8 +162,7 @@ def test_gemini_json_schema_cleaning():
     tree = definition(result, "tree")["parameters_json_schema"]
     assert tree["$defs"]["Node"]["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}  # Gemini reads $ref
     what = {(w.tool, w.what) for w in result.warnings}
-    assert {("h.fixed", "const turned into a one-value enum"), ("h.fixed", "$schema dropped"),
-            ("h.merged", "allOf merged into one schema")} <= what
+    assert {("h.fixed", "const turned into a one-value enum"), ("h.merged", "allOf merged into one schema")} <= what
 
 
 def test_gemini_legacy_openapi_subset():
