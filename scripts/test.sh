@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite from a fresh clone: creates .venv, installs llmc with its test extras,
 # installs the real MCP peers the tests start (tests/node: npm reference servers, the official
-# conformance suite, Node 22 for it; tests/node-dc: Desktop Commander), then checks types (mypy) and runs pytest.
+# conformance suite, Node 22 for it, the MCP Inspector CLI and mcporter as hosts; tests/node-dc: Desktop
+# Commander), then checks types (mypy) and runs pytest.
 # Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +11,8 @@ python=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 
-if [ ! -e tests/node/node_modules/conformance-2026/dist/index.js ] || [ tests/node/package.json -nt tests/node/node_modules ]; then
+if [ ! -e tests/node/node_modules/conformance-2026/dist/index.js ] || [ ! -e tests/node/node_modules/mcporter/package.json ] \
+   || [ ! -e tests/node/node_modules/@modelcontextprotocol/inspector/package.json ] || [ tests/node/package.json -nt tests/node/node_modules ]; then
   (cd tests/node && npm install --no-audit --no-fund --loglevel=error)
   touch tests/node/node_modules
 fi
