@@ -4,7 +4,8 @@
 
 Server: npm server-everything over stdio. Operations: list tools; one call (echo); ten calls,
 each through the tool's keep-alive mechanism where it has one (llmc: one `call --batch` of ten;
-mcp SDK: ten calls on one session; Inspector CLI: none, ten processes; mcporter: ten processes).
+mcp SDK: ten calls on one session; Inspector CLI: none, ten processes; mcporter: ten processes,
+its keep-alive daemon is not wired in yet).
 Peers not installed (bench/node: `npm install`) are reported as such. Cases alternate within
 each round so that load on a shared machine hits every peer alike; medians and ratios to
 llmc are written as a Markdown table. Prints and exits 0 whatever the numbers are.
