@@ -118,7 +118,11 @@ def validate_arguments(arguments: dict[str, Any], schema: Any, tool: str) -> Non
     naming the argument and what was expected. A name the schema does not declare is refused when
     the schema forbids extra names, or when it is close to a declared one (a typo is far likelier
     than a deliberate undeclared argument). A schema that is itself broken, or refers to other
-    documents, is the server's business: the call goes ahead unchecked."""
+    documents, is the server's business: the call goes ahead unchecked.
+
+    A null given for an optional property counts as leaving it out (it is still sent as given):
+    models in strict mode send null for every optional property, and the spec asks clients to
+    treat a null x-mcp-header value as absent, so servers commonly read null as "not provided"."""
     import jsonschema
     from jsonschema.exceptions import best_match
 
@@ -130,10 +134,12 @@ def validate_arguments(arguments: dict[str, Any], schema: Any, tool: str) -> Non
             hint = did_you_mean(key, properties)
             if hint or schema.get("additionalProperties") is False:
                 raise UsageError(f"{tool}: unknown argument {key!r}{hint or ' (arguments: ' + ', '.join(properties) + ')'}")
+    required = schema.get("required") if isinstance(schema.get("required"), list) else []
+    checked = {k: v for k, v in arguments.items() if v is not None or k in required}
     try:
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         cls.check_schema(schema)
-        error = best_match(cls(schema).iter_errors(arguments))
+        error = best_match(cls(schema).iter_errors(checked))
     except Exception:  # noqa: BLE001 - an unusable schema (invalid, unresolvable $ref) is not the user's error
         return
     if error is None:

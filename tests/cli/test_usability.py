@@ -18,6 +18,7 @@ BAD_INPUT = [
     (["call", "workspace.read_file", "pth=x"], "unknown argument 'pth' (did you mean 'path'?)"),
     (["call", "workspace.read_file"], "missing required argument 'path'"),
     (["call", "workspace.read_file", "path:=3"], "argument path: expected string, got 3"),
+    (["call", "workspace.read_file", "path:=null"], "argument path: expected string, got null"),  # required
 ]
 
 
@@ -31,6 +32,14 @@ def test_bad_input_says_what_was_meant(argv, expected):
 def test_no_validate_passes_anything_through():
     proc = llmc("call", "--no-validate", "workspace.read_file", "pth=x")
     assert proc.returncode == 1 and json.loads(proc.stdout)["isError"] is True  # the server judged it
+
+
+def test_null_for_an_optional_argument_is_left_to_the_server(tmp_path):
+    """Strict-mode models (and the spec's x-mcp-header rules) use null for 'not provided'."""
+    (tmp_path / "notes.txt").write_text("alpha\n")
+    proc = llmc("call", "workspace.read_file", f"path={tmp_path / 'notes.txt'}", "offset:=null")
+    assert "argument offset" not in proc.stderr
+    assert proc.returncode in (0, 1) and "content" in json.loads(proc.stdout), proc.stderr  # the server judged it
 
 
 def test_unknown_profile_suggests_the_close_one(tmp_path):

@@ -23,7 +23,7 @@ SCENARIOS: dict[str, list[list[str]]] = {
     # 2026-07-28 suite
     "request-metadata": [["tools", "list"]],
     "json-schema-ref-no-deref": [["tools", "list"]],
-    "http-invalid-tool-headers": [["tools", "list"], ["call", "valid_tool"]],
+    "http-invalid-tool-headers": [["tools", "list"], ["call", "valid_tool", "region=us-east1"]],  # region is required
     "http-standard-headers": [
         ["tools", "list"], ["call", "test_headers"], ["call", "my-hyphenated-tool"],
         ["resources", "list"], ["resources", "read", "file:///path/to/file%20name.txt"],
