@@ -134,7 +134,8 @@ def validate_arguments(arguments: dict[str, Any], schema: Any, tool: str) -> Non
             hint = did_you_mean(key, properties)
             if hint or schema.get("additionalProperties") is False:
                 raise UsageError(f"{tool}: unknown argument {key!r}{hint or ' (arguments: ' + ', '.join(properties) + ')'}")
-    required = schema.get("required") if isinstance(schema.get("required"), list) else []
+    declared = schema.get("required")
+    required: list[Any] = declared if isinstance(declared, list) else []
     checked = {k: v for k, v in arguments.items() if v is not None or k in required}
     try:
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
