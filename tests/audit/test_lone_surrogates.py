@@ -57,7 +57,9 @@ def test_a_reply_with_a_lone_surrogate_is_a_recorded_protocol_error(isolated_dir
 ])
 def test_arguments_with_a_lone_surrogate_are_denied_and_recorded(isolated_dirs, arguments):
     write_profile(isolated_dirs)
-    proc = llmc("call", "h.echo", "--json", arguments)
+    # --no-validate: the nested case does not fit echo's schema (exit 2 before any policy); a
+    # model's arguments reach the policy unvalidated, and that is the path under test.
+    proc = llmc("call", "h.echo", "--no-validate", "--json", arguments)
     assert proc.returncode == 4 and "lone surrogate" in proc.stderr
     [record] = audit_records(isolated_dirs)
     assert record["decision"] == "deny" and record["rule"] == "invalid_text"
