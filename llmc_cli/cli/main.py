@@ -183,8 +183,10 @@ def _run(argv: list[str] | None) -> None:
         stdout = sys.stdout
         try:
             code = cli.main(args=argv, prog_name="llmc", standalone_mode=False)
-        except SystemExit:
-            if sys.stdout is not stdout:
+        except SystemExit as exc:
+            # Only click's EPIPE exit (1): `serve workspace` points sys.stdout at stderr on
+            # purpose and leaves by SystemExit(143) on SIGTERM, which must keep its code.
+            if exc.code == 1 and sys.stdout is not stdout:
                 # Click met EPIPE on stdout, wrapped the streams and exits 1: the reader went
                 # away (`llmc ... | head -c1`), which is no failure of ours.
                 sys.stdout = stdout
