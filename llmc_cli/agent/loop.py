@@ -11,23 +11,20 @@ whole. Conversations are saved as JSON in the state directory and can be continu
 
 from __future__ import annotations
 
-import json
 import queue
-import re
 import threading
 import time
-import uuid
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Callable
 
+from llmc_cli.agent.compaction import compact
+from llmc_cli.agent.conversations import Conversation
 from llmc_cli.audit import AuditError
-from llmc_cli.errors import ConfigError, LlmcError, PolicyDenied, ProviderError, UsageError
+from llmc_cli.errors import LlmcError, PolicyDenied, ProviderError
 from llmc_cli.mcp.jsonrpc import has_lone_surrogate, replace_lone_surrogates
 from llmc_cli.model import Tool, ToolCall, ToolResult
-from llmc_cli.providers.base import (END, LENGTH, AssistantTurn, Message, Provider, ProviderToolCall,
-                                     ToolResultItem, ToolResults, UserMessage, make_provider,
-                                     message_from_json)
+from llmc_cli.providers.base import (END, LENGTH, AssistantTurn, Provider, ProviderToolCall, ToolResultItem,
+                                     ToolResults, UserMessage)
 
 CallTool = Callable[[ToolCall], ToolResult]
 ReadOnly = Callable[[Tool], bool]  # may this tool run beside others? (default: no)
@@ -36,160 +33,6 @@ Progress = Callable[[dict[str, Any]], None]
 # Stop reasons of a run.
 STOP_END, STOP_MAX_STEPS, STOP_TIMEOUT, STOP_LENGTH, STOP_OTHER = "end", "max_steps", "timeout", "length", "other"
 
-
-# --- conversations ----------------------------------------------------------------------------
-
-@dataclass
-class Conversation:
-    id: str
-    provider: str
-    model: str | None
-    system: str | None = None
-    messages: list[Message] = field(default_factory=list)
-    runs: list[dict[str, Any]] = field(default_factory=list)  # every run's record, full results included
-    created: float = field(default_factory=time.time)
-
-    @classmethod
-    def new(cls, provider: str, model: str | None, system: str | None = None) -> "Conversation":
-        return cls(id=uuid.uuid4().hex, provider=provider, model=model, system=system)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"version": 1, "id": self.id, "provider": self.provider, "model": self.model, "system": self.system,
-                "created": self.created, "messages": [m.to_json() for m in self.messages], "runs": self.runs}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Conversation":
-        return cls(id=d["id"], provider=d.get("provider") or "", model=d.get("model"), system=d.get("system"),
-                   messages=[message_from_json(m) for m in d.get("messages") or []], runs=list(d.get("runs") or []),
-                   created=d.get("created") or time.time())
-
-
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-
-
-def conversations_dir() -> Path:
-    from llmc_cli.config.paths import state_dir
-
-    return state_dir() / "conversations"
-
-
-def save_conversation(conv: Conversation, name: str | None = None) -> Path:
-    """Write the conversation to conversations/NAME.json (NAME defaults to its id), atomically and
-    readable only by the user (it holds tool results)."""
-    from llmc_cli.config.files import write_atomic
-
-    name = name or conv.id
-    if not NAME_RE.match(name) or name == "last":
-        raise UsageError(f"bad conversation name {name!r}: use letters, digits, '.', '_', '-' (not 'last')")
-    path = conversations_dir() / f"{name}.json"
-    # ASCII JSON: text with a lone surrogate (a model's or a server's) is stored, not a crash.
-    write_atomic(path, json.dumps(conv.to_json()))
-    return path
-
-
-def conversation_path(name: str) -> Path:
-    """conversations/NAME.json; for 'last', the most recently saved one."""
-    folder = conversations_dir()
-    if name == "last":
-        saved = saved_conversations()
-        if not saved:
-            raise UsageError("no saved conversation")
-        return saved[-1]
-    if not NAME_RE.match(name):
-        raise UsageError(f"bad conversation name {name!r}")
-    return folder / f"{name}.json"
-
-
-def load_conversation(name: str) -> Conversation:
-    """conversations/NAME.json, or the most recently saved one for 'last'."""
-    path = conversation_path(name)
-    try:
-        return Conversation.from_json(json.loads(path.read_text(encoding="utf-8")))
-    except FileNotFoundError:
-        raise UsageError(f"no saved conversation named {name!r} (in {path.parent})") from None
-    except (ValueError, KeyError, TypeError, RecursionError) as exc:
-        raise UsageError(f"{path}: not a readable conversation ({exc})") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
-
-
-def saved_conversations() -> list[Path]:
-    """Every saved conversation, the most recently saved last."""
-    folder = conversations_dir()
-    return sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime) if folder.is_dir() else []
-
-
-# --- compaction -------------------------------------------------------------------------------
-
-PAGING_PARAMS = ("offset", "start", "start_line", "line", "lines", "page", "cursor", "skip", "head", "tail",
-                 "limit", "range", "from")
-
-
-def compact(result: ToolResult, budget: int, tool: Tool | None = None) -> tuple[ToolResult, dict[str, Any] | None]:
-    """The result the model sees: text over `budget` characters is cut at a line boundary with a
-    note saying how much was left out and how to get the rest. Non-text parts are kept."""
-    texts, others = [], []
-    for c in result.content:
-        if c.get("type") == "text":
-            texts.append(str(c.get("text", "")))
-        elif c.get("type") == "resource" and isinstance(c.get("resource"), dict) and "text" in c["resource"]:
-            texts.append(str(c["resource"]["text"]))
-        else:
-            others.append(c)
-    text = "\n".join(texts)
-    if len(text) <= budget:
-        return result, None
-    lines = text.splitlines(keepends=True)
-    kept, size = 0, 0
-    while kept < len(lines) and size + len(lines[kept]) <= budget:
-        size += len(lines[kept])
-        kept += 1
-    shown = "".join(lines[:kept]) if kept else text[:budget]  # one huge line: cut inside it
-    left_lines = len(lines) - kept
-    note = (f"\n[llmc: output cut to {len(shown)} of {len(text)} characters; "
-            f"{left_lines} of {len(lines)} lines ({len(text) - len(shown)} characters) left out. ")
-    paging = [p for p in PAGING_PARAMS if tool and p in (tool.input_schema.get("properties") or {})]
-    if paging:
-        note += (f"To get the rest, call {tool.name if tool else 'the tool'} again with "
-                 f"{', '.join(paging)} to read from line {kept + 1} on.]")
-    else:
-        note += "To get the rest, call the tool again for a smaller part (a narrower query, a range or an offset).]"
-    seen = ToolResult(content=[{"type": "text", "text": shown.rstrip("\n") + note}] + others,
-                      structured_content=None, is_error=result.is_error, meta=result.meta,
-                      duration_ms=result.duration_ms)
-    info = {"characters": len(text), "characters_shown": len(shown), "lines": len(lines), "lines_shown": kept}
-    return seen, info
-
-
-# --- sampling -----------------------------------------------------------------------------
-
-def sampler(provider: Provider, *, max_tokens: int = 1024, timeout: float = 120.0) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """A ClientHooks.sample handler: a server's sampling/createMessage answered by the profile's
-    model, with no tools (only when the profile sets [llm] allow_sampling). Text content only;
-    other parts reach the model as placeholders."""
-
-    def sample(params: dict[str, Any]) -> dict[str, Any]:
-        history: list[Message] = []
-        for m in params.get("messages") or []:
-            parts = m.get("content")
-            parts = parts if isinstance(parts, list) else [parts]
-            text = ToolResult(content=[p for p in parts if isinstance(p, dict)]).text
-            history.append(UserMessage(text) if m.get("role") == "user" else AssistantTurn(text=text))
-        wanted = params.get("maxTokens")
-        cap = min(int(wanted), max_tokens) if isinstance(wanted, int) and wanted > 0 else max_tokens
-        temperature = params.get("temperature")
-        # A provider of its own: a server may sample while the loop's provider is in use.
-        settings = replace(provider.settings, max_tokens=cap, temperature=float(temperature)
-                           if isinstance(temperature, (int, float)) else provider.settings.temperature)
-        turn = make_provider(provider.name, settings).complete(params.get("systemPrompt"), history, None,
-                                                               timeout=timeout)
-        return {"role": "assistant", "content": {"type": "text", "text": turn.text}, "model": settings.model,
-                "stopReason": "maxTokens" if turn.stop_reason == LENGTH else "endTurn"}
-
-    return sample
-
-
-# --- the loop ---------------------------------------------------------------------------------
 
 @dataclass
 class RunRecord:
