@@ -146,11 +146,13 @@ def is_read_only(tool: Tool | None, qualified: str, config: Any) -> bool:
     return effective_hints(tool, qualified, config)["readOnly"]
 
 
-def decide(call: ToolCall, tool: Tool | None, config: Any, *, caller: Caller, cwd: str | None = None) -> Decision:
+def decide(call: ToolCall, tool: Tool | None, config: Any, *, caller: Caller, cwd: str | None = None,
+           approved: Callable[[str], bool] | None = None) -> Decision:
     """The decision on one call. Deny, read-only and argument rules hold for every caller;
     `confirm` patterns too; `confirm_destructive` only for calls a model chose. `cwd`: the
     server's working directory when llmc knows it (relative path arguments are judged against
-    it; unknown, they are refused under a path rule)."""
+    it; unknown, they are refused under a path rule). `approved`: hashes pre-approved outside
+    the profile (the state database), asked only for a call that needs a confirmation."""
     qualified = call.qualified_name
     access = _access(qualified, tool, config)
     digest = call_hash(call)
@@ -178,7 +180,7 @@ def decide(call: ToolCall, tool: Tool | None, config: Any, *, caller: Caller, cw
         needs = "confirm_destructive"
     if needs is None:
         return Decision("allow", access.rule, access.reason, digest)
-    if digest in config.approved:
+    if digest in config.approved or (approved is not None and approved(digest)):
         return Decision("allow", "approved", f"this exact call is pre-approved ({needs})", digest)
     why = "the tool is destructive" if needs == "confirm_destructive" else f"it matches {needs[9:]}"
     return Decision("confirm", needs, f"{qualified} needs a confirmation: {why}", digest)

@@ -33,10 +33,13 @@ def _decide(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: st
             raise UsageError(f"server {server} has no tool named {name!r}")
         arguments = parse_json_option(json_args) if json_args else parse_pairs(
             pairs, found.input_schema if needs_schema(pairs) else None)
+    from llmc_cli.store.postgres import approvals, state_url
+
     call = ToolCall(server, name, arguments)
     config = profile.profile.policy
     decision = rules.decide(call, found, config, caller=caller,  # type: ignore[arg-type]
-                            cwd=catalog.working_directory(server))
+                            cwd=catalog.working_directory(server),
+                            approved=approvals(state_url(profile.profile.state.url), profile.name))
     for arg, why in rules.uncovered_path_arguments(found, config):  # the hole `tools lint` reports too
         warn(f"argument {arg!r} of {call.qualified_name}: {why}")
     return profile, call, (decision,
@@ -72,18 +75,27 @@ def check(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str 
 
 @policy.command("approve")
 @_with_args
-@click.option("--write", is_flag=True, help="Add the hash to the profile's [policy] approved list.")
+@click.option("--write", is_flag=True, help="Add the hash to the profile's [policy] approved list (to the "
+              "state database instead when [state] url or LLMC_STATE_URL is set).")
 @target_options
 @click.pass_context
 def approve(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str | None, write: bool,
             **target: Any) -> None:
     """The hash that pre-approves this exact call (tool and arguments), for pipelines that must
-    run without a human: review once, then `--write` it into the profile."""
+    run without a human: review once, then `--write` it into the profile (or the state database,
+    which every machine using it reads)."""
     from llmc_cli.config.profile_writer import update_profile
+    from llmc_cli.store.postgres import Database, state_url
 
     profile, call, (decision, _) = _decide(ctx, tool, pairs, json_args, target)
     digest = decision.call_hash
-    if write:
+    url = state_url(profile.profile.state.url)
+    if write and url:
+        database = Database.for_url(url)
+        database.approve(profile.name, digest, call.qualified_name)
+        note(f"llmc: approved {call.qualified_name} with these exact arguments for profile {profile.name} "
+             f"in the {database.name}")
+    elif write:
         if profile.path is None:
             raise UsageError("the built-in default profile cannot be written: run `llmc profiles init` first")
 

@@ -1,5 +1,6 @@
-"""Shared state in PostgreSQL (`[state] url` in the profile, or LLMC_STATE_URL): the audit chain
-and the rate-limit windows of every llmc that uses the same database, on any machine.
+"""Shared state in PostgreSQL (`[state] url` in the profile, or LLMC_STATE_URL): the audit chain,
+the rate-limit windows and the pre-approved call hashes of every llmc that uses the same
+database, on any machine.
 
 psycopg is imported only here, and only when a url is set (`pip install 'llmc-cli[postgres]'`).
 One connection per url per process, reused by every call of a batch and every host of the
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     import psycopg
 
 URL_VAR = "LLMC_STATE_URL"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 AUDIT_LOCK = 0x6C6C6D63  # "llmc": the advisory lock that keeps the audit chain linear
 T = TypeVar("T")
 
@@ -37,6 +38,11 @@ MIGRATIONS: dict[int, list[str]] = {
     2: [
         "CREATE TABLE IF NOT EXISTS llmc_rate (key text NOT NULL, at double precision NOT NULL)",
         "CREATE INDEX IF NOT EXISTS llmc_rate_key_at ON llmc_rate (key, at)",
+    ],
+    3: [
+        # Pre-approved exact calls, per profile name as the profile's own `approved` list is.
+        "CREATE TABLE IF NOT EXISTS llmc_approved (profile text NOT NULL, hash text NOT NULL, tool text NOT NULL, "
+        "approved_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (profile, hash))",
     ],
 }
 
@@ -222,6 +228,35 @@ class Database:
             return None
 
         return self.run("cannot count the rate limit", work)
+
+    # -- pre-approved calls ------------------------------------------------------------------------
+
+    def approve(self, profile: str, digest: str, tool: str) -> None:
+        """Pre-approve one exact call (its hash) for a profile; approving twice is one approval."""
+
+        def work(cur: "psycopg.Cursor[Any]") -> None:
+            self.check_schema(cur)
+            cur.execute("INSERT INTO llmc_approved (profile, hash, tool) VALUES (%s, %s, %s) "
+                        "ON CONFLICT (profile, hash) DO NOTHING", (profile, digest, tool))
+
+        self.run("cannot record the approval", work)
+
+    def is_approved(self, profile: str, digest: str) -> bool:
+        def work(cur: "psycopg.Cursor[Any]") -> bool:
+            self.check_schema(cur)
+            cur.execute("SELECT 1 FROM llmc_approved WHERE profile = %s AND hash = %s", (profile, digest))
+            return cur.fetchone() is not None
+
+        return self.run("cannot read the approved calls", work)
+
+
+def approvals(url: str | None, profile: str) -> Callable[[str], bool] | None:
+    """The database's pre-approved hashes of a profile as a predicate for policy.decide (asked
+    only when a call needs a confirmation), or None without a state database."""
+    if not url:
+        return None
+    database = Database.for_url(url)
+    return lambda digest: database.is_approved(profile, digest)
 
 
 GENESIS = "0" * 64

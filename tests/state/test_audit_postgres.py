@@ -13,6 +13,7 @@ import psycopg
 import pytest
 
 from llmc_cli.audit import PostgresAuditLog
+from llmc_cli.store.postgres import MIGRATIONS
 from tests.audit.test_audit import write_profile
 from tests.helpers import llmc
 from tests.state.postgres import PASSWORD, PostgresServer
@@ -20,6 +21,7 @@ from tests.state.postgres import PASSWORD, PostgresServer
 WRITER = """
 import sys
 from llmc_cli.audit import PostgresAuditLog
+from llmc_cli.store.postgres import MIGRATIONS
 log = PostgresAuditLog(sys.argv[1])
 for i in range(500):
     log.append({"event": "outcome", "server": "s", "tool": "t", "n": i, "writer": sys.argv[2]})
@@ -96,7 +98,7 @@ def test_migrate_is_idempotent_and_a_database_without_schema_is_refused(postgres
     proc = llmc("call", "sdk.echo", "message=x")
     assert proc.returncode == 3 and "llmc state migrate" in proc.stderr and proc.stdout == ""
     first = json.loads(llmc("state", "migrate").stdout)
-    assert first["applied"] == [1, 2] and first["database"] == f"PostgreSQL database 127.0.0.1:{postgres.port}/fresh"
+    assert first["applied"] == sorted(MIGRATIONS) and first["database"] == f"PostgreSQL database 127.0.0.1:{postgres.port}/fresh"
     assert json.loads(llmc("state", "migrate").stdout)["applied"] == []
     assert llmc("call", "sdk.echo", "message=x").returncode == 0
 
