@@ -4,25 +4,34 @@
     python scripts/gen_completions_and_man.py          # write the files
     python scripts/gen_completions_and_man.py --check  # exit 1 and name the stale files
 
-Completion scripts are Click's own (`_LLMC_COMPLETE=<shell>_source llmc`): they call back into
+Completion scripts are Click's own (what `llmc completion SHELL` prints): they call back into
 llmc on <TAB>, where the shell_complete callbacks add profile, server and tool names. Man pages
 come from a small generator here, walking the real commands with group.get_command (the root
-group loads its subcommands lazily, so a walker of `group.commands` would miss them).
+group loads its subcommands lazily, so a walker of `group.commands` would miss them). EXAMPLES,
+ENVIRONMENT and FILES are written here (tests check every example parses and every LLMC_*
+variable the code reads is listed).
+
+--check compares byte for byte. `stale(exact=False)` compares what the files say instead (the
+pages, their options, subcommands, sections and examples; which shell each completion script is
+for): Click's help and script formatting differ between Click versions, and a test that fails
+on a newer Click while every command and option is documented would only teach people to
+ignore it.
 """
 
 from __future__ import annotations
 
 import inspect
+import re
 import sys
 from pathlib import Path
 
 import click
-from click.shell_completion import get_completion_class
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from llmc_cli import __version__  # noqa: E402
+from llmc_cli.cli.completion import completion_script  # noqa: E402
 from llmc_cli.cli.main import cli  # noqa: E402
 
 PROG = "llmc"
@@ -31,12 +40,111 @@ COMPLETION_FILES = {"bash": "llmc.bash", "zsh": "_llmc", "fish": "llmc.fish"}
 
 def completions() -> dict[str, str]:
     """completions/FILE -> Click's completion script for that shell."""
-    out = {}
-    for shell, filename in COMPLETION_FILES.items():
-        cls = get_completion_class(shell)
-        assert cls is not None, shell
-        out[f"completions/{filename}"] = cls(cli, {}, PROG, "_LLMC_COMPLETE").source()
-    return out
+    return {f"completions/{filename}": completion_script(shell) for shell, filename in COMPLETION_FILES.items()}
+
+
+# Command path (as in the man page's name) -> (what it does, the command line). Shown in the
+# page's EXAMPLES section; a test parses every line against the Click tree.
+EXAMPLES: dict[str, list[tuple[str, str]]] = {
+    "llmc": [
+        ("The tools of every server of the default profile, as a table", "llmc tools list --format table"),
+        ("Call one tool; the typed command is the confirmation", "llmc call fs.read_text_file path=README.md"),
+        ("Ask a model, which uses the tools under the profile's policy",
+         "llmc -p ops ask 'Which pods restarted today?' --provider openai --model gpt-4.1-mini"),
+    ],
+    "llmc-call": [
+        ("key=value arguments, typed by the tool's inputSchema", "llmc call calc.add a=40 b=2"),
+        ("Arguments as one JSON object", "llmc call fs.write_file --json '{\"path\": \"a.txt\", \"content\": \"hi\"}'"),
+        ("Only the text of the result", "llmc call fs.read_text_file path=README.md --text"),
+        ("Many calls from a JSON Lines file, one result line each", "llmc call --batch calls.jsonl"),
+    ],
+    "llmc-tools-list": [
+        ("A table for people", "llmc tools list --format table"),
+        ("Only the tools whose names match a glob", "llmc tools list --match 'read_*'"),
+        ("Translated for a provider's API", "llmc tools list -s fs --format openai"),
+    ],
+    "llmc-tools-show": [
+        ("One tool: arguments, schemas, annotations, the policy's decision", "llmc tools show fs.write_file"),
+        ("The same as JSON", "llmc tools show fs.write_file --format json"),
+    ],
+    "llmc-tools-export": [
+        ("Write the manifest for Anthropic's API", "llmc tools export --format anthropic -o tools.json"),
+    ],
+    "llmc-tools-lock": [
+        ("Pin the tools, then check for drift in CI (exit 10)", "llmc tools lock -o llmc.lock"),
+    ],
+    "llmc-tools-diff": [
+        ("What changed since the lock", "llmc tools diff --lock llmc.lock"),
+    ],
+    "llmc-servers-add": [
+        ("A stdio server", "llmc servers add fs -- npx -y @modelcontextprotocol/server-filesystem ."),
+        ("A remote server; the token expands from the environment when used",
+         "llmc servers add api --url https://mcp.example.com/mcp --header 'Authorization: Bearer ${API_TOKEN}'"),
+    ],
+    "llmc-servers-disable": [
+        ("Keep a server in the profile but use it only when named with -s", "llmc servers disable fs"),
+    ],
+    "llmc-servers-enable": [
+        ("Use a disabled server again", "llmc servers enable fs"),
+    ],
+    "llmc-servers-import": [
+        ("See what would be imported from Claude Desktop's config", "llmc servers import claude_desktop_config.json --dry-run"),
+    ],
+    "llmc-completion": [
+        ("bash, in ~/.bashrc", "eval \"$(llmc completion bash)\""),
+        ("fish", "llmc completion fish > ~/.config/fish/completions/llmc.fish"),
+    ],
+    "llmc-auth-login": [
+        ("Log in from an SSH session: print the URL, paste the redirect back", "llmc auth login api --no-browser"),
+    ],
+    "llmc-audit-tail": [
+        ("The last 20 records as they arrive", "llmc audit tail -n 20 -f"),
+    ],
+    "llmc-session-start": [
+        ("Keep the profile's servers running between commands", "llmc session start ops"),
+    ],
+    "llmc-serve": [
+        ("The profile's tools as one MCP server, for any MCP host", "llmc serve -p ops"),
+    ],
+}
+
+# Every LLMC_* variable the code reads (a test greps the package for them), and the others that
+# change what llmc does.
+ENVIRONMENT: list[tuple[str, str]] = [
+    ("LLMC_PROFILE", "The profile to use when -p is not given (a name in the profiles directory, or a path)."),
+    ("LLMC_CONFIG_DIR", "The config directory (default $XDG_CONFIG_HOME/llmc, else ~/.config/llmc)."),
+    ("LLMC_STATE_DIR", "The state directory (default $XDG_STATE_HOME/llmc, else ~/.local/state/llmc)."),
+    ("LLMC_SESSION", "Use the servers this session keeper holds (as --session)."),
+    ("LLMC_STATE_URL", "A PostgreSQL URL for shared state (audit chain, rate windows); wins over [state] url."),
+    ("LLMC_APPROVAL_KEY", "The key of approved call hashes, shared by machines that share approvals "
+                          "(at least 32 characters); else approval.key in the state directory."),
+    ("LLMC_MAX_MESSAGE_BYTES", "The largest message accepted from a server, in bytes (default 64 MiB)."),
+    ("LLMC_PROTECTED_PATHS", "Set by llmc for the stdio servers it starts: its own config and state "
+                             "directories, which `llmc serve workspace` refuses to touch."),
+    ("LLMC_WORKSPACE_PROCESS", "Set by the workspace server on every process it starts, to find and stop them."),
+    ("_LLMC_COMPLETE", "Set by the completion scripts when the shell asks llmc to complete a word."),
+    ("XDG_CONFIG_HOME, XDG_STATE_HOME", "Base directories when LLMC_CONFIG_DIR / LLMC_STATE_DIR are not set."),
+    ("OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, GOOGLE_API_KEY",
+     "The providers' API keys (or the variable [llm] api_key_env names)."),
+    ("BROWSER", "A browser for `llmc auth login` (also makes a login possible without a terminal)."),
+    ("NO_COLOR", "No colour on stderr."),
+]
+
+FILES: list[tuple[str, str]] = [
+    ("$LLMC_CONFIG_DIR/profiles/NAME.toml", "Profiles: servers, policy, LLM settings (config directory: "
+                                           "$LLMC_CONFIG_DIR, else $XDG_CONFIG_HOME/llmc, else ~/.config/llmc)."),
+    ("$LLMC_STATE_DIR/audit.jsonl", "The hash-chained audit log (and audit.jsonl.anchor); state directory: "
+                                    "$LLMC_STATE_DIR, else $XDG_STATE_HOME/llmc, else ~/.local/state/llmc."),
+    ("$LLMC_STATE_DIR/oauth/", "OAuth tokens and registered clients, one 0600 file per authorization server and resource."),
+    ("$LLMC_STATE_DIR/servers.json", "Per server: protocol era, transport, version, remembered HTTP sessions."),
+    ("$LLMC_STATE_DIR/sessions/", "Session keepers' sockets (NAME.sock) and logs (NAME.log)."),
+    ("$LLMC_STATE_DIR/conversations/", "Conversations `llmc ask` saved."),
+    ("$LLMC_STATE_DIR/approval.key", "The key of approved call hashes (unless LLMC_APPROVAL_KEY is set)."),
+    ("$LLMC_STATE_DIR/ratelimit.json", "Rate-limit windows."),
+    ("$LLMC_STATE_DIR/profile-cache/", "Profiles that validated, so they load faster (safe to delete)."),
+    ("$LLMC_STATE_DIR/completion-tools.json", "Tool names `llmc tools list` has seen, for completion."),
+    ("$LLMC_STATE_DIR/locks/", "Locks held while a file is read, changed and written."),
+]
 
 
 def man_pages() -> dict[str, str]:
@@ -85,6 +193,18 @@ def _page(command: click.Command, ctx: click.Context, path: list[str],
     if epilog:
         heading, _, body = epilog.partition("\n")
         lines += [f".SH {_esc(heading.rstrip(':').upper())}", ".nf", *(_esc(l) for l in body.splitlines()), ".fi"]
+    examples = EXAMPLES.get(title, [])
+    if examples:
+        lines.append(".SH EXAMPLES")
+        for text, line in examples:
+            lines += [".PP", _esc(text) + ":", ".PP", ".RS 4", ".nf", _esc(line), ".fi", ".RE"]
+    if len(path) == 1:
+        lines.append(".SH ENVIRONMENT")
+        for name, text in ENVIRONMENT:
+            lines += [".TP", f"\\fB{_esc(name)}\\fR", _esc(text)]
+        lines.append(".SH FILES")
+        for name, text in FILES:
+            lines += [".TP", f"\\fI{_esc(name)}\\fR", _esc(text)]
     see_also = ["-".join(path[:-1])] if len(path) > 1 else []
     see_also += ["-".join([*path, name]) for name, _ in subcommands]
     if see_also:
@@ -115,11 +235,35 @@ def generated() -> dict[str, str]:
     return {**completions(), **man_pages()}
 
 
-def stale(root: Path = ROOT) -> list[str]:
-    """Files that differ from what the Click tree generates now, plus leftovers no command owns."""
+def meaning(name: str, text: str) -> object:
+    """What a generated file says, without Click's formatting: for a man page its sections, the
+    option flags and subcommands listed and the example lines; for a completion script, which
+    shell asks llmc, through which variable."""
+    if name.startswith("completions/"):
+        return sorted(set(re.findall(r"_LLMC_COMPLETE=\w+", text)))
+    sections: dict[str, list[str]] = {}
+    current = ""
+    for line in text.splitlines():
+        if line.startswith(".SH "):
+            current = line[4:]
+            sections[current] = []
+        elif current in ("OPTIONS", "COMMANDS", "ENVIRONMENT", "FILES"):  # the names; their help is Click's
+            sections[current] += re.findall(r"^\\f[BI](.*?)\\fR", line)
+        elif current != "SYNOPSIS" and not line.startswith("."):  # Click writes the usage line
+            sections[current].append(line)
+    return sections
+
+
+def stale(root: Path = ROOT, exact: bool = True) -> list[str]:
+    """Files that differ from what the Click tree generates now, plus leftovers no command owns.
+    exact=False: differ in what they say (see `meaning`), not in how Click formatted it."""
     wanted = generated()
-    out = [name for name, text in wanted.items()
-           if not (root / name).exists() or (root / name).read_text(encoding="utf-8") != text]
+
+    def same(name: str, text: str) -> bool:
+        old = (root / name).read_text(encoding="utf-8")
+        return old == text if exact else meaning(name, old) == meaning(name, text)
+
+    out = [name for name, text in wanted.items() if not (root / name).exists() or not same(name, text)]
     existing = {f"man/{p.name}" for p in (root / "man").glob("*.1")} | {
         f"completions/{p.name}" for p in (root / "completions").glob("*") if p.is_file()}
     return sorted(out + sorted(existing - set(wanted)))

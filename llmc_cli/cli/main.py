@@ -15,6 +15,7 @@ from llmc_cli.errors import ExitCode, LlmcError
 # only when that command runs; `llmc --help` reads the help text from here.
 COMMANDS: dict[str, tuple[str, str]] = {
     "ask": ("llmc_cli.cli.ask:ask", "Ask an LLM; it uses the profile's tools under its policy."),
+    "completion": ("llmc_cli.cli.completion:completion", "Print the shell completion script: bash, zsh or fish."),
     "conversations": ("llmc_cli.cli.conversations:conversations", "List, show and remove the conversations ask saved."),
     "tools": ("llmc_cli.cli.tools:tools", "List, translate, export, lint and pin tool manifests."),
     "call": ("llmc_cli.cli.call:call", "Call one tool: llmc call SERVER.TOOL key=value ..."),

@@ -1,4 +1,4 @@
-"""`llmc servers add|list|show|remove|import`: the servers table of a profile.
+"""`llmc servers add|list|show|remove|enable|disable|import`: the servers table of a profile.
 
 The profile edited is --profile / LLMC_PROFILE, else `default`; a profile that does not exist yet
 starts as the built-in default (read-only workspace). Files are rewritten atomically with every
@@ -126,6 +126,49 @@ def remove(ctx: click.Context, name: str) -> None:
     update_profile(path, mutate)
     note(f"llmc: removed server {name} from {path}")
     emit({"removed": name, "profile": str(path)})
+
+
+@servers.command("enable")
+@click.argument("name", shell_complete=complete_servers)
+@click.pass_context
+def enable(ctx: click.Context, name: str) -> None:
+    """Enable a server: every command uses it again.
+    Prints {"server": NAME, "enabled": true, "changed": BOOL, "profile": PATH}."""
+    _set_enabled(ctx, name, True)
+
+
+@servers.command("disable")
+@click.argument("name", shell_complete=complete_servers)
+@click.pass_context
+def disable(ctx: click.Context, name: str) -> None:
+    """Disable a server: kept in the profile, used only when named with -s.
+    Prints {"server": NAME, "enabled": false, "changed": BOOL, "profile": PATH}."""
+    _set_enabled(ctx, name, False)
+
+
+def _set_enabled(ctx: click.Context, name: str, enabled: bool) -> None:
+    from llmc_cli.config.profile_writer import update_profile
+    from llmc_cli.config.profiles import editable_path
+
+    path = editable_path(_profile_option(ctx))
+    changed = False
+
+    def mutate(data: dict[str, Any]) -> None:
+        nonlocal changed
+        entries = data.get("servers") or {}
+        if name not in entries:
+            raise ConfigError(_no_server(path.stem, name, entries))
+        table = entries[name]
+        changed = table.get("enabled", True) != enabled
+        if enabled:
+            table.pop("enabled", None)  # true is the default: the file says only what differs
+        else:
+            table["enabled"] = False
+
+    update_profile(path, mutate)  # a profile that does not exist yet starts as the built-in default
+    verb = "enabled" if enabled else "disabled"
+    note(f"llmc: {verb} server {name} in {path}" if changed else f"llmc: server {name} was already {verb}")
+    emit({"server": name, "enabled": enabled, "changed": changed, "profile": str(path)})
 
 
 @servers.command("import")
@@ -287,4 +330,7 @@ def _target(row: dict[str, Any]) -> str:
 
 
 def _no_server(profile: str, name: str, known: Any) -> str:
-    return f"profile {profile} has no server {name!r} (servers: {', '.join(sorted(known)) or 'none'})"
+    from llmc_cli.errors import did_you_mean
+
+    hint = did_you_mean(name, known)
+    return f"profile {profile} has no server {name!r}" + (hint or f" (servers: {', '.join(sorted(known)) or 'none'})")

@@ -12,6 +12,12 @@ from llmc_cli.errors import ToolFailed, UsageError
 
 LIST_FORMATS = ["json", "jsonl", "table"]
 PROVIDER_FORMATS = ["mcp", "openai", "openai-responses", "anthropic", "gemini", "gemini-legacy", "text"]
+def _complete_tools(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    from llmc_cli.cli.complete import complete_tools  # only when the shell asks
+
+    return complete_tools(ctx, param, incomplete)
+
+
 STRICT = click.option("--strict", is_flag=True,
                       help="OpenAI strict-mode schemas; any loss or rewrite fails the command (exit 1).")
 
@@ -26,9 +32,12 @@ def tools() -> None:
               show_default=True, help="A listing, or the tools translated for a provider's API.")
 @STRICT
 @click.option("--all", "show_all", is_flag=True, help="Also the tools the profile's policy denies, marked \"denied\".")
+@click.option("--match", "globs", multiple=True, metavar="GLOB",
+              help="Only tools whose name or SERVER.TOOL matches this glob (repeatable: any of them).")
 @target_options
 @click.pass_context
-def list_(ctx: click.Context, fmt: str, strict: bool, show_all: bool, **target: Any) -> None:
+def list_(ctx: click.Context, fmt: str, strict: bool, show_all: bool, globs: tuple[str, ...],
+          **target: Any) -> None:
     """The tools of every server (or -s ones), exactly as each server sent them, each with a
     "server" key: {"tools": [...], "errors": [...]}.
 
@@ -49,6 +58,8 @@ def list_(ctx: click.Context, fmt: str, strict: bool, show_all: bool, **target: 
 
         listed = [s for s in catalog.specs if s not in {f.server for f in failures}]
         remember_tools(profile_key(ctx.obj.get("profile")), [t.qualified_name for t in found], listed)
+    if globs:
+        found = [t for t in found if _matches(t, globs)]
     if fmt in PROVIDER_FORMATS:
         if show_all:
             raise UsageError("--all lists denied tools; a translation holds only the tools the profile allows")
@@ -64,6 +75,61 @@ def list_(ctx: click.Context, fmt: str, strict: bool, show_all: bool, **target: 
     else:
         emit({"tools": rows, "errors": [f.to_json() for f in failures]}, "json")
     raise_failures(failures, len(catalog.specs))
+
+
+@tools.command("show")
+@click.argument("tool", shell_complete=_complete_tools)
+@click.option("--format", "fmt", type=click.Choice(["json", "table"]), default="json", show_default=True,
+              help="json: one document; table: a page for people.")
+@target_options
+@click.pass_context
+def show(ctx: click.Context, tool: str, fmt: str, **target: Any) -> None:
+    """One tool: description, arguments (name, type, required, default, allowed values), output
+    schema, annotations, what the profile's policy decides for a call of it by you (`llmc
+    call`) and by a model (`ask`), and an example `llmc call` line. TOOL is SERVER.TOOL, or a
+    bare name when one server has it. Starts only the server that has the tool."""
+    from llmc_cli import policy
+    from llmc_cli.cli.common import open_catalog, resolve_tool
+    from llmc_cli.cli.output import clean
+    from llmc_cli.cli.tool_info import arguments, example_call, readable
+    from llmc_cli.errors import did_you_mean
+    from llmc_cli.model import ToolCall
+
+    catalog, profile = open_catalog(ctx, target, warm=False)
+    with catalog:
+        server, name = resolve_tool(ctx, catalog, tool)
+        found = catalog.find_tool(server, name)
+        if found is None:
+            hint = did_you_mean(name, [t.name for t in catalog.tools_of(server)])
+            raise UsageError(f"server {server} has no tool named {name!r}{hint}")
+        cwd = catalog.working_directory(server)
+    config = profile.profile.policy
+    call = ToolCall(server, name, {})  # no arguments: what the tool alone decides (argument rules judge defaults)
+    rows = arguments(found.input_schema)
+    info = {
+        "server": server, "tool": name, "title": found.title, "description": found.description,
+        "arguments": rows, "inputSchema": found.input_schema, "outputSchema": found.output_schema,
+        "annotations": found.annotations, "hints": policy.effective_hints(found, call.qualified_name, config),
+        "policy": {caller: _decision(policy.decide(call, found, config, caller=caller, cwd=cwd))
+                   for caller in ("human", "model")},
+        "example": example_call(call.qualified_name, rows),
+    }
+    if fmt == "json":
+        emit(info)
+    else:
+        click.echo(clean(readable(info)))
+
+
+def _decision(decision: Any) -> dict[str, Any]:
+    """A decision without its call hash: the hash is of a call with no arguments, which is not
+    the call anyone would approve."""
+    return {k: v for k, v in decision.to_json().items() if k != "callHash" and k != "call_hash"}
+
+
+def _matches(tool: Any, globs: tuple[str, ...]) -> bool:
+    from fnmatch import fnmatchcase
+
+    return any(fnmatchcase(tool.name, g) or fnmatchcase(tool.qualified_name, g) for g in globs)
 
 
 def _translate(found: list[Any], fmt: str, strict: bool) -> Any:

@@ -7,8 +7,10 @@ import importlib.util
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
+import click
 import pytest
 
 from tests.helpers import ROOT, llmc_executable, sdk_server
@@ -25,8 +27,82 @@ def generator():
 
 
 def test_completions_and_man_pages_are_up_to_date():
-    stale = generator().stale()
+    """What the files say, not how the installed Click formats it (see `meaning`)."""
+    stale = generator().stale(exact=False)
     assert stale == [], f"stale: {stale}; run: python scripts/gen_completions_and_man.py"
+
+
+def test_a_change_in_meaning_is_stale_and_one_in_click_formatting_is_not(tmp_path: Path):
+    gen = generator()
+    gen.write(tmp_path)
+    page = tmp_path / "man" / "llmc-servers-add.1"
+    original = page.read_text()
+    page.write_text(original.replace("Replace a server of the same name.", "Replace it, said a newer Click."))
+    assert gen.stale(tmp_path, exact=False) == []
+    page.write_text(original.replace("\\fB\\-\\-replace\\fR", "\\fB\\-\\-replaced\\fR"))
+    assert gen.stale(tmp_path, exact=False) == ["man/llmc-servers-add.1"]
+    script = tmp_path / "completions" / "llmc.bash"
+    script.write_text(script.read_text().replace("_LLMC_COMPLETE=bash_complete", "_LLMC_COMPLETE=zsh_complete"))
+    assert "completions/llmc.bash" in gen.stale(tmp_path, exact=False)
+
+
+def test_every_llmc_variable_the_code_reads_is_in_environment():
+    import re
+
+    read = {m for path in (ROOT / "llmc_cli").rglob("*.py")
+            for m in re.findall(r"\bLLMC_[A-Z_]+\b", path.read_text(encoding="utf-8"))}
+    listed = {name for names, _ in generator().ENVIRONMENT for name in names.split(", ")}
+    assert read and read <= listed, read - listed
+    page = generator().man_pages()["man/llmc.1"]
+    assert ".SH ENVIRONMENT" in page and ".SH FILES" in page and ".SH EXAMPLES" in page
+
+
+def test_every_example_names_a_page_and_parses_against_the_commands():
+    import shlex
+
+    gen = generator()
+    pages = gen.man_pages()
+    for page, examples in gen.EXAMPLES.items():
+        assert f"man/{page}.1" in pages, page
+        for _, line in examples:
+            argv = shlex.split(line)
+            if argv[0] == "eval":  # eval "$(llmc completion bash)"
+                argv = shlex.split(argv[1].removeprefix("$(").removesuffix(")"))
+            argv = argv[: argv.index(">")] if ">" in argv else argv  # a redirection is the shell's
+            assert argv[0] == "llmc", line
+            path = "-".join(["llmc", *_parse(argv[1:])])
+            assert page == "llmc" or path == page, (line, path)
+
+
+def _parse(words: list[str]) -> list[str]:
+    """Parse argv like `llmc` would, without running it: every option must exist and every
+    required argument be there. Returns the command path."""
+    from llmc_cli.cli.main import cli
+
+    ctx = cli.make_context("llmc", list(words))
+    path: list[str] = []
+    while isinstance(ctx.command, click.Group):
+        with warnings.catch_warnings():  # Click 8.2 deprecates protected_args; Click 9 puts them in args
+            warnings.simplefilter("ignore", DeprecationWarning)
+            rest = [*getattr(ctx, "protected_args", []), *ctx.args]
+        if not rest:
+            break
+        name, sub, remaining = ctx.command.resolve_command(ctx, rest)
+        path.append(name)
+        ctx = sub.make_context(name, remaining, parent=ctx)
+    return path
+
+
+def test_completion_prints_the_script_the_files_hold():
+    gen = generator()
+    for shell, filename in gen.COMPLETION_FILES.items():
+        proc = subprocess.run([llmc_executable(), "completion", shell], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        name = f"completions/{filename}"
+        assert gen.meaning(name, proc.stdout) == gen.meaning(name, (ROOT / name).read_text())
+        assert f"_LLMC_COMPLETE={shell}_complete" in proc.stdout
+    bad = subprocess.run([llmc_executable(), "completion", "tcsh"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "'tcsh' is not one of" in bad.stderr
 
 
 def test_generator_covers_every_command_and_check_mode_notices_changes(tmp_path: Path):
