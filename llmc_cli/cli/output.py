@@ -56,20 +56,102 @@ def plain_text(text: str) -> None:
 
 
 def table(rows: Iterable[dict[str, Any]], columns: list[str] | None = None) -> str:
+    """Rows as a table for people: one line per row; durations and sizes humanised (by the
+    column's name), nested JSON summarised, every cell one line, cleaned and cut to width."""
     from tabulate import tabulate
 
     rows = list(rows)
     if not rows:
         return "(none)"
     columns = columns or list(dict.fromkeys(k for row in rows for k in row))
-    body = [[_cell(row.get(c)) for c in columns] for row in rows]
-    return tabulate(body, headers=columns, tablefmt="simple")
+    body = [[_cell(c, row.get(c)) for c in columns] for row in rows]
+    return tabulate(body, headers=columns, tablefmt="simple", disable_numparse=True)
 
 
-def _cell(value: Any, width: int = 60) -> str:
-    text = value if isinstance(value, str) else "" if value is None else json.dumps(value, ensure_ascii=False)
+def _cell(column: str, value: Any, width: int = 60) -> str:
+    unit = _unit(column)
+    if unit and isinstance(value, (int, float)) and not isinstance(value, bool):
+        text = human_size(value) if unit == "bytes" else human_duration(value / 1000 if unit == "ms" else value)
+    else:
+        text = summary(value)
     text = clean(" ".join(text.split()))
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+# Columns whose numbers are durations in seconds; any column ending in "ms" (durationMs, pingMs,
+# duration_ms) is milliseconds; size/bytes columns are byte counts.
+_SECONDS = {"idlefor", "idletimeout", "timeout", "seconds", "elapsed"}
+
+
+def _unit(column: str) -> str | None:
+    name = column.replace("_", "").lower()
+    if name.endswith("ms"):
+        return "ms"
+    if name in _SECONDS or name.endswith("seconds"):
+        return "s"
+    if name in ("size", "bytes") or name.endswith(("bytes", "size")):
+        return "bytes"
+    return None
+
+
+def human_duration(seconds: float) -> str:
+    """0.4 ms, 12 ms, 1.5 s, 2m 05s, 3h 20m, 2d 4h."""
+    if seconds < 1:
+        ms = seconds * 1000
+        return f"{ms:.1f} ms" if ms < 10 and ms != int(ms) else f"{ms:.0f} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
+    minutes, secs = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m {secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours}h {minutes:02d}m"
+    days, hours = divmod(hours, 24)
+    return f"{days}d {hours}h"
+
+
+def human_size(count: float) -> str:
+    """512 B, 1.5 KiB, 20 MiB, 3.2 GiB (binary units, as `ls -h`)."""
+    size = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(size) < 1024 or unit == "TiB":
+            return f"{size:.0f} {unit}" if unit == "B" or size >= 10 else f"{size:.1f} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")
+
+
+def summary(value: Any, depth: int = 0) -> str:
+    """A value in one short line: text as it is, yes/no, lists joined (objects by their name),
+    objects as `key: value` pairs; deeper levels as {…} and [n items]."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)):
+        return json.dumps(value)
+    if isinstance(value, list):
+        if not value:
+            return ""
+        if depth:
+            return f"[{len(value)} item{'s' if len(value) != 1 else ''}]"
+        return ", ".join(_named(v) for v in value)
+    if isinstance(value, dict):
+        if depth:
+            return "{…}" if value else "{}"
+        return ", ".join(f"{k}: {summary(v, depth + 1)}" for k, v in value.items())
+    return str(value)
+
+
+def _named(item: Any) -> str:
+    """One list item: an object by its name (tools, prompts' arguments, servers), else summarised."""
+    if isinstance(item, dict):
+        for key in ("name", "uri", "id", "text"):
+            if isinstance(item.get(key), str):
+                return item[key]
+    return summary(item, 1)
 
 
 # C0 controls but tab and newline (ESC starts CSI/OSC sequences, CR overwrites a line), DEL, C1

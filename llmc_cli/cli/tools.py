@@ -215,9 +215,10 @@ def export(ctx: click.Context, fmt: str, output: str, strict: bool, **target: An
 @click.option("--provider", "providers", multiple=True, type=click.Choice(PROVIDER_FORMATS[1:6]),
               help="Only these providers (repeatable; default: all).")
 @STRICT
+@click.option("--format", "fmt", type=click.Choice(LIST_FORMATS), default="json", show_default=True)
 @target_options
 @click.pass_context
-def lint(ctx: click.Context, providers: tuple[str, ...], strict: bool, **target: Any) -> None:
+def lint(ctx: click.Context, providers: tuple[str, ...], strict: bool, fmt: str, **target: Any) -> None:
     """What each provider would reject or lose, and why, and which path-like arguments of tools
     under a [policy.args] rule no rule covers (target "policy") (JSON). --strict: exit 1 on any
     finding."""
@@ -229,7 +230,7 @@ def lint(ctx: click.Context, providers: tuple[str, ...], strict: bool, **target:
     findings += [Finding(tool.qualified_name, f"$.inputSchema.properties.{arg}",
                          "path-like argument that no [policy.args] rule covers", why, "policy")
                  for tool in found for arg, why in policy.uncovered_path_arguments(tool, profile.profile.policy)]
-    emit([f.to_json() for f in findings])
+    emit([f.to_json() for f in findings], fmt)
     raise_failures(failures, len(catalog.specs))
     if strict and findings:
         raise ToolFailed(f"{len(findings)} portability finding(s)")

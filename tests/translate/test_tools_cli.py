@@ -26,6 +26,22 @@ def test_list_in_provider_formats_and_strict_fails_on_warnings():
     assert "## get-sum" in text
 
 
+def test_translation_warnings_one_line_per_kind_and_q_silences_them():
+    """server-everything's schemas carry $schema (16 of them): dropping it loses nothing, so
+    gemini --strict passes with nothing on stderr; gemini-legacy loses real keywords, one line per
+    kind naming every tool; -q leaves stdout and the exit code as they are and says nothing."""
+    everything = node_tool("mcp-server-everything")
+    gemini = llmc("tools", "list", "--format", "gemini", "--strict", "--stdio", everything)
+    assert gemini.returncode == 0 and gemini.stderr == "", gemini.stderr
+    legacy = llmc("tools", "list", "--format", "gemini-legacy", "--stdio", everything)
+    lines = legacy.stderr.splitlines()
+    kinds = [line.split(" (")[0] for line in lines]
+    assert legacy.returncode == 0 and lines and len(kinds) == len(set(kinds)), legacy.stderr
+    assert all(line.startswith("llmc: warning: gemini-legacy: ") and "place(s) in" in line for line in lines)
+    quiet = llmc("tools", "list", "--format", "gemini-legacy", "-q", "--stdio", everything)
+    assert quiet.returncode == 0 and quiet.stderr == "" and quiet.stdout == legacy.stdout
+
+
 def test_export_writes_the_file_atomically(tmp_path):
     out = tmp_path / "tools" / "anthropic.json"
     proc = llmc("tools", "export", "--format", "anthropic", "-o", str(out), "--stdio", node_tool("mcp-server-everything"))
