@@ -40,10 +40,25 @@ def commands(scenario: str, context: dict[str, Any]) -> list[list[str]]:
     return SCENARIOS.get(scenario, [])
 
 
+def echo_a_schema(url: str) -> list[list[str]]:
+    """json-schema-2020-12-preservation: list the tools (as a script would, from llmc's JSON),
+    then hand the focal tool's inputSchema, as llmc printed it, to the echo tool. Every keyword
+    the suite finds missing or changed is one llmc lost on the way."""
+    listed = subprocess.run([LLMC, "tools", "list", "--url", url], capture_output=True, text=True, timeout=120)
+    if listed.returncode:
+        sys.stderr.write(listed.stderr)
+        sys.exit(listed.returncode)
+    focal = next(t for t in json.loads(listed.stdout)["tools"] if t["name"] != "json_schema_echo")
+    return [["call", "json_schema_echo", "--json", json.dumps({"schema": focal["inputSchema"]})]]
+
+
 def main() -> int:
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
-    todo = commands(scenario, context)
+    if scenario == "json-schema-2020-12-preservation" and len(sys.argv) >= 2:
+        todo = echo_a_schema(sys.argv[-1])
+    else:
+        todo = commands(scenario, context)
     if not todo or len(sys.argv) < 2:
         sys.exit(f"conformance client: unknown scenario {scenario!r}")
     for command in todo:
