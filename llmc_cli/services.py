@@ -334,6 +334,16 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
     return result
 
 
+def host_sessions(profile: LoadedProfile, idle_seconds: float) -> Any:
+    """Where the gateway shares its initialize-era host sessions between replicas: the state
+    database's (store/postgres.py PostgresHostSessions) when `[state] url` is set, else None
+    (a session lives in the replica that opened it)."""
+    from llmc_cli.store.postgres import PostgresHostSessions, state_url
+
+    url = state_url(profile.profile.state.url)
+    return PostgresHostSessions(url, idle_seconds) if url else None
+
+
 def lock_path(profile: LoadedProfile) -> str:
     """The profile's lock file; a relative path is relative to the profile file that names it."""
     from pathlib import Path

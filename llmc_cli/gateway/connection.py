@@ -11,7 +11,7 @@ otherwise the call is refused with a tool error that says how to pre-approve it.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 from llmc_cli import __version__
 from llmc_cli.errors import Cancelled, DriftError, LlmcError, PolicyDenied, RpcError
@@ -45,6 +45,7 @@ class GatewayConnection(McpServer):
         self.transport = transport
         self.principal = principal
         self._upstream: dict[Any, tuple[str, str]] = {}  # host request id -> (server, our progress token)
+        self.on_initialize: Callable[[], None] | None = None  # after the handshake, before its result is sent
         toolbox.connections.add(self)
 
     def _forget(self) -> None:
@@ -104,6 +105,8 @@ class GatewayConnection(McpServer):
         if method == "logging/setLevel":
             return {}  # upstream log messages are relayed as they come
         out = super()._dispatch(method, params, modern)
+        if method == "initialize" and self.on_initialize is not None:
+            self.on_initialize()  # the HTTP gateway shares the session with its other replicas
         if method == "server/discover":
             # 2026-07-28 hosts hear of changes only through subscriptions/listen, which the
             # gateway does not offer yet: promise no notifications.

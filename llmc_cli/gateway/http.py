@@ -8,7 +8,9 @@ standard library's threading HTTP server: one endpoint, /mcp, plus GET /healthz 
   401 with WWW-Authenticate otherwise. The principal picks the profile whose tools it gets.
 - Initialize era: `initialize` starts a session (Mcp-Session-Id, a random 256-bit id), later
   requests carry it (404 once it is gone), GET opens the session's stream for notifications,
-  DELETE ends it; sessions idle longer than the limit are ended.
+  DELETE ends it; sessions idle longer than the limit are ended. With a state database the
+  session's handshake is shared (SharedSessions), so any replica resumes a session another one
+  opened (a replica that died, a balancer that does not pin sessions).
 - 2026-07-28: no session; each POST is served on its own by a fresh connection.
 - A tools/call is answered on an SSE stream when the client accepts one, so progress, logs and
   requests to the client (elicitation) travel before the result; other requests get JSON. A
@@ -27,7 +29,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from llmc_cli.config.profiles import LoadedProfile
@@ -78,6 +80,20 @@ class HostSession:
     principal: str | None
     last_used: float = field(default_factory=time.monotonic)
     stream: "queue.Queue[dict[str, Any] | None] | None" = None  # the GET stream's messages
+    last_shared: float = field(default_factory=time.monotonic)  # when the shared store last saw it used
+
+
+class SharedSessions(Protocol):
+    """Initialize-era sessions shared by the replicas of a gateway (services.host_sessions): what
+    a replica needs to go on serving a session it did not open (its handshake and principal).
+    Failures are LlmcError (a state database that is down)."""
+
+    def save(self, session_id: str, record: dict[str, Any]) -> None: ...
+
+    def resume(self, session_id: str) -> dict[str, Any] | None:
+        """The record, marked as used now; None when unknown or idle too long."""
+
+    def forget(self, session_id: str) -> None: ...
 
 
 class HttpGateway:
@@ -101,6 +117,9 @@ class HttpGateway:
         self.allowed_origins = {o.rstrip("/").lower() for o in served.profile.serve.allowed_origins}
         self.idle_seconds = idle_seconds
         self.sessions: dict[str, HostSession] = {}
+        from llmc_cli import services
+
+        self.shared: SharedSessions | None = services.host_sessions(served, idle_seconds)
         self.lock = threading.Lock()
         self.stopped = threading.Event()
 
@@ -142,18 +161,70 @@ class HttpGateway:
             session_id = secrets.token_urlsafe(32)
             session = self.sessions[session_id] = HostSession(connection, principal.name if principal else None)
         connection.attach(lambda message: self._to_stream(session, message))
+        if self.shared is not None:
+            # Shared before the initialize result leaves, so the host's next request may reach any replica.
+            connection.on_initialize = lambda: self._share(session_id, session)
         return session_id, session
+
+    def _share(self, session_id: str, session: HostSession) -> None:
+        assert self.shared is not None
+        connection = session.connection
+        try:
+            self.shared.save(session_id, {"principal": session.principal, "protocolVersion": connection.legacy_version,
+                                          "clientInfo": connection.client_info,
+                                          "clientCapabilities": connection.client_capabilities})
+        except LlmcError as exc:
+            from llmc_cli.server.protocol import RequestError
+
+            raise RequestError(jsonrpc.INTERNAL_ERROR, f"cannot start a session: {exc.message}") from None
 
     def find_session(self, session_id: str, principal: Principal | None) -> HostSession | None:
         with self.lock:
             session = self.sessions.get(session_id)
+        if session is None and self.shared is not None:
+            session = self._resume(session_id, principal)
         # A session belongs to the principal that opened it: another token cannot ride on it.
         if session is None or session.principal != (principal.name if principal else None):
             return None
         session.last_used = time.monotonic()
+        if self.shared is not None and session.last_used - session.last_shared > self.idle_seconds / 4:
+            session.last_shared = session.last_used
+            try:
+                self.shared.resume(session_id)  # keeps it alive for the other replicas
+            except LlmcError:
+                pass  # the database is down: the request goes on here, its calls refuse if they need it
         return session
 
-    def end_session(self, session_id: str) -> None:
+    def _resume(self, session_id: str, principal: Principal | None) -> HostSession | None:
+        """A session another replica opened, from the shared store: a new connection with its
+        handshake (version, client info and capabilities); what ran in the old one is gone."""
+        assert self.shared is not None
+        try:
+            record = self.shared.resume(session_id)
+        except LlmcError:
+            return None  # cannot tell: the host hears 404 and starts a new session
+        if record is None or record.get("principal") != (principal.name if principal else None):
+            return None
+        connection = GatewayConnection(self.toolbox_for(principal), transport="http", principal=record["principal"])
+        connection.legacy_version = record.get("protocolVersion")
+        connection.client_info = record.get("clientInfo") or {}
+        connection.client_capabilities = record.get("clientCapabilities") or {}
+        with self.lock:
+            if session_id in self.sessions or len(self.sessions) >= MAX_SESSIONS:
+                connection.close()
+                return self.sessions.get(session_id)  # resumed by a concurrent request, or too many
+            session = self.sessions[session_id] = HostSession(connection, record["principal"])
+        connection.attach(lambda message: self._to_stream(session, message))
+        return session
+
+    def end_session(self, session_id: str, *, forget: bool = False) -> None:
+        """End a session here; `forget`: everywhere (the host's DELETE), not just on this replica
+        (idle here, or this replica stopping: another may still serve it)."""
+        if forget and self.shared is not None:
+            try:
+                self.shared.forget(session_id)
+            except LlmcError:
+                pass  # it expires there by itself
         with self.lock:
             session = self.sessions.pop(session_id, None)
         if session is not None:
@@ -321,7 +392,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.gateway.find_session(session_id, principal) is None:
             self._refuse(404, "Session not found")
             return
-        self.gateway.end_session(session_id)
+        self.gateway.end_session(session_id, forget=True)
         self._send(200, None)
 
     def do_POST(self) -> None:
@@ -352,7 +423,9 @@ class Handler(BaseHTTPRequestHandler):
         if session_id:
             session = gateway.find_session(session_id, principal)
             if session is None:
-                self._refuse(404, "Session not found", msg_id=message.get("id"))
+                self._refuse(404, "Session not found: it ended, expired, or its server state was lost with the "
+                                  "gateway replica that held it; send initialize to start a new session",
+                             msg_id=message.get("id"))
                 return
             connection = session.connection
         elif kind == "request" and method == "initialize":

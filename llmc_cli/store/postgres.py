@@ -1,6 +1,7 @@
 """Shared state in PostgreSQL (`[state] url` in the profile, or LLMC_STATE_URL): the audit chain,
 the rate-limit windows and the pre-approved call hashes of every llmc that uses the same
-database, on any machine.
+database, on any machine, and the gateway's initialize-era host sessions (so that another replica
+can resume one).
 
 psycopg is imported only here, and only when a url is set (`pip install 'llmc-cli[postgres]'`).
 One connection per url per process, reused by every call of a batch and every host of the
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     import psycopg
 
 URL_VAR = "LLMC_STATE_URL"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 AUDIT_LOCK = 0x6C6C6D63  # "llmc": the advisory lock that keeps the audit chain linear
 T = TypeVar("T")
 
@@ -43,6 +44,14 @@ MIGRATIONS: dict[int, list[str]] = {
         # Pre-approved exact calls, per profile name as the profile's own `approved` list is.
         "CREATE TABLE IF NOT EXISTS llmc_approved (profile text NOT NULL, hash text NOT NULL, tool text NOT NULL, "
         "approved_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (profile, hash))",
+    ],
+    4: [
+        # The gateway's initialize-era sessions, keyed by the SHA-256 of the session id (the id is
+        # a bearer secret: whoever reads this table must not be able to ride on a session). The
+        # database's clock decides idleness, so replicas with skewed clocks agree.
+        "CREATE TABLE IF NOT EXISTS llmc_host_session (id_sha256 text PRIMARY KEY, record jsonb NOT NULL, "
+        "touched timestamptz NOT NULL DEFAULT now())",
+        "CREATE INDEX IF NOT EXISTS llmc_host_session_touched ON llmc_host_session (touched)",
     ],
 }
 
@@ -248,6 +257,63 @@ class Database:
             return cur.fetchone() is not None
 
         return self.run("cannot read the approved calls", work)
+
+    # -- the gateway's host sessions ---------------------------------------------------------------
+
+    def save_host_session(self, key: str, record: dict[str, Any], idle_seconds: float) -> None:
+        """Keep a session's record; sessions idle longer than idle_seconds are swept out on the way."""
+        from psycopg.types.json import Jsonb
+
+        def work(cur: "psycopg.Cursor[Any]") -> None:
+            self.check_schema(cur)
+            cur.execute("DELETE FROM llmc_host_session WHERE touched < now() - make_interval(secs => %s)",
+                        (idle_seconds,))
+            cur.execute("INSERT INTO llmc_host_session (id_sha256, record) VALUES (%s, %s) ON CONFLICT (id_sha256) "
+                        "DO UPDATE SET record = excluded.record, touched = now()", (key, Jsonb(record)))
+
+        self.run("cannot keep the session", work)
+
+    def resume_host_session(self, key: str, idle_seconds: float) -> dict[str, Any] | None:
+        """A session's record, marked as used now, unless it is unknown or idle too long."""
+
+        def work(cur: "psycopg.Cursor[Any]") -> dict[str, Any] | None:
+            self.check_schema(cur)
+            cur.execute("UPDATE llmc_host_session SET touched = now() WHERE id_sha256 = %s "
+                        "AND touched >= now() - make_interval(secs => %s) RETURNING record", (key, idle_seconds))
+            row = cur.fetchone()
+            return dict(row[0]) if row else None
+
+        return self.run("cannot read the session", work)
+
+    def forget_host_session(self, key: str) -> None:
+        def work(cur: "psycopg.Cursor[Any]") -> None:
+            cur.execute("DELETE FROM llmc_host_session WHERE id_sha256 = %s", (key,))
+
+        self.run("cannot end the session", work)
+
+
+class PostgresHostSessions:
+    """The gateway's shared sessions (gateway/http.py SharedSessions) in the state database: any
+    replica resumes a session another one opened. Only the SHA-256 of a session id is stored."""
+
+    def __init__(self, url: str, idle_seconds: float) -> None:
+        self.database = Database.for_url(url)
+        self.idle_seconds = idle_seconds
+
+    @staticmethod
+    def _key(session_id: str) -> str:
+        import hashlib
+
+        return hashlib.sha256(session_id.encode("utf-8")).hexdigest()
+
+    def save(self, session_id: str, record: dict[str, Any]) -> None:
+        self.database.save_host_session(self._key(session_id), record, self.idle_seconds)
+
+    def resume(self, session_id: str) -> dict[str, Any] | None:
+        return self.database.resume_host_session(self._key(session_id), self.idle_seconds)
+
+    def forget(self, session_id: str) -> None:
+        self.database.forget_host_session(self._key(session_id))
 
 
 def approvals(url: str | None, profile: str) -> Callable[[str], bool] | None:

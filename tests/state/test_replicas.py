@@ -1,6 +1,8 @@
 """deploy/ for real, without docker: PostgreSQL, two gateway replicas and HAProxy started with
 deploy/haproxy.cfg (its addresses from the environment). A host's calls spread over both
-replicas all succeed, into one audit chain."""
+replicas all succeed, into one audit chain; an initialize-era host whose replica is killed goes
+on with its session on the other (resumed from the database), or, without the database, is told
+its session is gone."""
 
 from __future__ import annotations
 
@@ -9,25 +11,27 @@ import os
 import shutil
 import subprocess
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
 from tests.audit.test_audit import write_profile
-from tests.gateway.test_http import Gateway, start, stop
+from tests.gateway.test_http import Gateway, sdk_host, start, stop
+from tests.gateway.test_stdio import run
 from tests.helpers import free_port, llmc
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
 
-@pytest.fixture
-def balancer(isolated_dirs: Path, state_url: str) -> Iterator[tuple[Gateway, list[Gateway]]]:
+@contextmanager
+def deployment(profile: Path) -> Iterator[tuple[Gateway, list[Gateway]]]:
+    """Two replicas of `llmc serve -p PROFILE --http` and HAProxy with deploy/haproxy.cfg in front;
+    the replicas share state when LLMC_STATE_URL is set."""
     haproxy = shutil.which("haproxy") or ("/usr/sbin/haproxy" if os.path.exists("/usr/sbin/haproxy") else None)
     if haproxy is None:
         pytest.skip("HAProxy is not installed (scripts/test.sh installs it with apt-get when run as root)")
-    write_profile(isolated_dirs)
-    profile = isolated_dirs / "config" / "profiles" / "default.toml"
     replicas = [start(profile), start(profile)]
     port = free_port()
     env = {**os.environ, "LLMC_LB_ADDR": f"127.0.0.1:{port}",
@@ -53,6 +57,13 @@ def balancer(isolated_dirs: Path, state_url: str) -> Iterator[tuple[Gateway, lis
                 stop(replica)
 
 
+@pytest.fixture
+def balancer(isolated_dirs: Path, state_url: str) -> Iterator[tuple[Gateway, list[Gateway]]]:
+    write_profile(isolated_dirs)
+    with deployment(isolated_dirs / "config" / "profiles" / "default.toml") as running:
+        yield running
+
+
 def test_a_hosts_calls_spread_over_both_replicas_all_succeed(balancer: tuple[Gateway, list[Gateway]]) -> None:
     front, replicas = balancer
     batch = "".join(json.dumps({"tool": "sdk.add", "arguments": {"a": i, "b": 1}}) + "\n" for i in range(10))
@@ -73,3 +84,49 @@ def test_a_hosts_calls_spread_over_both_replicas_all_succeed(balancer: tuple[Gat
     assert [r["outcome"] for r in gateway_records if r["event"] == "outcome"] == ["ok"] * 10, gateway_records
     report = json.loads(llmc("audit", "verify").stdout)
     assert report["ok"] is True and report["records"] == len(records)
+
+
+def _sessions(replica: Gateway) -> int:
+    return int(json.loads(replica.request("GET", "/status")[2])["sessions"])
+
+
+@pytest.mark.parametrize("shared", [pytest.param(True, id="resumed from the database"),
+                                    pytest.param(False, id="pinned only: state lost")])
+def test_an_initialize_era_host_whose_replica_is_killed(isolated_dirs: Path, state_url: str,
+                                                        monkeypatch: pytest.MonkeyPatch, shared: bool) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    if not shared:
+        monkeypatch.delenv("LLMC_STATE_URL")
+    write_profile(isolated_dirs)
+    with deployment(isolated_dirs / "config" / "profiles" / "default.toml") as (front, replicas):
+        async def work() -> None:
+            async with sdk_host(front.url, "legacy") as client:
+                assert client.session.protocol_version == "2025-11-25"
+                for i in range(4):  # pinned: every request of the session reaches one replica
+                    added = await client.call_tool("sdk.add", {"a": i, "b": 1})
+                    assert added.structured_content == {"result": i + 1}
+                holders = [r for r in replicas if _sessions(r) == 1]
+                assert len(holders) == 1 and sum(_sessions(r) for r in replicas) == 1
+                holders[0].proc.kill()
+                holders[0].proc.wait(timeout=30)
+                survivor = next(r for r in replicas if r is not holders[0])
+                if shared:
+                    added = await client.call_tool("sdk.add", {"a": 41, "b": 1})
+                    assert added.structured_content == {"result": 42}
+                    assert _sessions(survivor) == 1  # the same session, resumed there
+                else:
+                    with pytest.raises(MCPError, match="server state was lost"):  # the host is told why
+                        await client.call_tool("sdk.add", {"a": 41, "b": 1})
+
+        run(work)
+        # What the host hears at the HTTP level, without an SDK in between: 404 and why.
+        status, _, body = front.request("POST", "/mcp", {"jsonrpc": "2.0", "id": 9, "method": "tools/list"},
+                                        {"Mcp-Session-Id": "a-session-no-replica-knows-" + "x" * 20})
+        assert status == 404 and "server state was lost" in json.loads(body)["error"]["message"]
+    if shared:
+        # The resumed session kept the host's handshake: the call is recorded under its name and version.
+        records = [json.loads(line) for line in llmc("audit", "tail", "-n", "100").stdout.splitlines()]
+        resumed = [r for r in records if r["event"] == "outcome" and r["arguments"] == {"a": 41, "b": 1}]
+        assert [(r["outcome"], r["client"]["name"], r["client"]["protocolVersion"]) for r in resumed] == \
+            [("ok", "http-host", "2025-11-25")]
