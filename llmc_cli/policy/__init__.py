@@ -1,0 +1,33 @@
+"""Least privilege per profile: decide(call) -> allow | deny | confirm, with the rule behind it.
+
+Configured in the profile's [policy] table (config/schema.py PolicyConfig):
+- `default`, `allow`, `deny`: globs over `server.tool`; deny wins; a tool the profile may not
+  use is also hidden from listings and from the model.
+- `read_only`: only tools whose effective readOnlyHint is true. Effective hints are the tool's
+  annotations with the profile's `hints` on top; missing annotations take the spec's defaults
+  (not read-only, destructive, not idempotent, open world).
+- `confirm` globs (every caller), and every effectively destructive tool when
+  `confirm_destructive` (only calls a model chose: a command a person typed is its own
+  confirmation): a human's yes, `--yes`, or the exact call pre-approved by its hash in `approved`.
+- `args`: path globs per argument. Every string under a ruled argument (in lists and objects
+  too) must be a path under one of them, judged as the kernel walks it (touched_paths): a
+  denied file cannot be reached by spelling it differently, relative paths start at the
+  server's working directory (unknown: refused).
+- `calls_per_minute` and `tool_calls_per_minute`: enforced across processes (state dir + lock).
+
+The package: rules.py (decide, visibility, hints), paths.py (paths as the kernel resolves them,
+path globs), approval.py (the keyed call hash), rate.py (per-minute limits), lint.py (path-like
+arguments no rule covers). The names below are its interface.
+"""
+
+from llmc_cli.policy.approval import APPROVAL_KEY_ENV, APPROVAL_KEY_MIN_CHARS, approval_key, call_hash
+from llmc_cli.policy.lint import PATH_FORMATS, PATH_WORDS, uncovered_path_arguments
+from llmc_cli.policy.paths import MAX_NESTING, MAX_SYMLINKS, PathRefused, glob_patterns, touched_paths
+from llmc_cli.policy.rate import WINDOW_SECONDS, acquire_rate
+from llmc_cli.policy.rules import (HUMAN, MODEL, SPEC_DEFAULT_HINTS, Caller, Decision, decide, effective_hints,
+                                   glob_match, is_read_only, visible)
+
+__all__ = ["APPROVAL_KEY_ENV", "APPROVAL_KEY_MIN_CHARS", "approval_key", "call_hash", "PATH_FORMATS", "PATH_WORDS",
+           "uncovered_path_arguments", "MAX_NESTING", "MAX_SYMLINKS", "PathRefused", "glob_patterns",
+           "touched_paths", "WINDOW_SECONDS", "acquire_rate", "HUMAN", "MODEL", "SPEC_DEFAULT_HINTS", "Caller",
+           "Decision", "decide", "effective_hints", "glob_match", "is_read_only", "visible"]

@@ -1,0 +1,77 @@
+"""Approval: the keyed hash that names one exact call, so a call can be pre-approved by it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from functools import lru_cache
+from pathlib import Path
+
+from llmc_cli.errors import ConfigError
+from llmc_cli.model import ToolCall
+
+
+def call_hash(call: ToolCall) -> str:
+    """Identity of one exact call: HMAC-SHA256 under this installation's approval key over
+    canonical JSON of server.tool and the (unmasked) arguments. Keyed, because the hash is written
+    next to masked arguments in the audit log: an unkeyed hash of a short password is undone by
+    guessing. Lone surrogates pass through (surrogatepass) so that any call has a hash."""
+    import hmac
+
+    canonical = json.dumps({"tool": call.qualified_name, "arguments": call.arguments},
+                           sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    digest = hmac.new(approval_key(), canonical.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+    return "hmac-sha256:" + digest
+
+
+APPROVAL_KEY_ENV = "LLMC_APPROVAL_KEY"
+APPROVAL_KEY_MIN_CHARS = 32
+
+
+def approval_key() -> bytes:
+    """$LLMC_APPROVAL_KEY (the same value on every machine that shares approved hashes), else
+    `approval.key` in the state directory, created on first use."""
+    shared = os.environ.get(APPROVAL_KEY_ENV)
+    if shared:
+        if len(shared) < APPROVAL_KEY_MIN_CHARS:
+            raise ConfigError(f"{APPROVAL_KEY_ENV} must be at least {APPROVAL_KEY_MIN_CHARS} characters "
+                              "(e.g. 64 random hex digits)")
+        return shared.encode("utf-8")
+    from llmc_cli.config.paths import state_dir
+
+    return _key_file(state_dir() / "approval.key")
+
+
+@lru_cache(maxsize=4)
+def _key_file(path: Path) -> bytes:
+    """Read the key, or create it: 0600, written whole under a temporary name, then hard-linked
+    to its name, which fails if another process got there first (then its key is the key)."""
+    import secrets
+    import tempfile
+
+    from llmc_cli.config.paths import ensure_private_dir
+
+    try:
+        if not path.exists():
+            ensure_private_dir(path.parent)
+            fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".approval.key.", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "w", encoding="ascii") as fh:
+                    fh.write(secrets.token_hex(32) + "\n")
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                try:
+                    os.link(temp, path)
+                except FileExistsError:
+                    pass
+            finally:
+                os.unlink(temp)
+        key = path.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read or create the approval key {path}: {getattr(exc, 'strerror', None) or exc}") \
+            from None
+    if len(key) < APPROVAL_KEY_MIN_CHARS:
+        raise ConfigError(f"the approval key {path} is damaged (too short): remove it to make a new one "
+                          "(approved hashes must then be approved again)")
+    return key.encode("ascii")
