@@ -11,16 +11,18 @@ import os
 import shutil
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+import psycopg
 import pytest
 
 from tests.audit.test_audit import write_profile
 from tests.gateway.test_http import Gateway, sdk_host, start, stop
 from tests.gateway.test_stdio import run
-from tests.helpers import free_port, llmc
+from tests.helpers import free_port, llmc, llmc_executable
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
@@ -130,3 +132,51 @@ def test_an_initialize_era_host_whose_replica_is_killed(isolated_dirs: Path, sta
         resumed = [r for r in records if r["event"] == "outcome" and r["arguments"] == {"a": 41, "b": 1}]
         assert [(r["outcome"], r["client"]["name"], r["client"]["protocolVersion"]) for r in resumed] == \
             [("ok", "http-host", "2025-11-25")]
+
+
+def test_a_rate_limit_holds_across_two_replicas_and_two_call_loops(isolated_dirs: Path, state_url: str,
+                                                                   tmp_path: Path) -> None:
+    """calls_per_minute = 60, counted in the database, while two hosts send batches through
+    HAProxy to both replicas and two loops of `llmc call` run beside them: exactly 60 calls run
+    (the whole run takes well under the minute of the window); the gateway refuses the rest as
+    a tool error naming the limit, `llmc call` with exit 4."""
+    write_profile(isolated_dirs)
+    profile = isolated_dirs / "config" / "profiles" / "default.toml"
+    profile.write_text(profile.read_text() + "calls_per_minute = 60\n")
+    # The hosts are llmc without a profile or the database: only the replicas count their calls.
+    host_env = {"LLMC_STATE_URL": "", "LLMC_CONFIG_DIR": str(tmp_path / "host-config"),
+                "LLMC_STATE_DIR": str(tmp_path / "host-state")}
+    with deployment(profile) as (front, replicas):
+        batch = "".join(json.dumps({"tool": "sdk.echo", "arguments": {"message": f"gw-{i}"}}) + "\n"
+                        for i in range(40))
+        hosts = [subprocess.Popen([llmc_executable(), "call", "--url", front.url, "--batch", "-"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env={**os.environ, **host_env}) for _ in range(2)]
+
+        def loop(n: int) -> list[subprocess.CompletedProcess[str]]:
+            return [llmc("call", "sdk.echo", f"message=loop{n}-{i}") for i in range(10)]
+
+        with ThreadPoolExecutor(2) as pool:
+            loops = list(pool.map(loop, range(2)))
+        outputs = [h.communicate(batch, timeout=300)[0] for h in hosts]
+        pids = {r.proc.pid for r in replicas}
+
+    lines = [json.loads(line) for out in outputs for line in out.splitlines()]
+    assert len(lines) == 80
+    gateway_ran = [line for line in lines if line.get("result", {}).get("isError") is False]
+    gateway_refused = [line for line in lines if line.get("result", {}).get("isError") is True
+                       and "rate limit: profile limit of 60 calls per minute reached" in line["result"]["content"][0]["text"]]
+    calls = [proc for runs in loops for proc in runs]
+    loop_ran = [p for p in calls if p.returncode == 0]
+    loop_refused = [p for p in calls if p.returncode == 4 and "rate limit" in p.stderr]
+    assert len(gateway_ran) + len(gateway_refused) == 80 and len(loop_ran) + len(loop_refused) == 20, \
+        (lines[:2], [(p.returncode, p.stderr) for p in calls][:2])
+    assert len(gateway_ran) + len(loop_ran) == 60
+    with psycopg.connect(state_url) as conn:
+        assert conn.execute("SELECT count(*) FROM llmc_rate").fetchone() == (60,)
+    records = [json.loads(line) for line in llmc("audit", "tail", "-n", "1000").stdout.splitlines()]
+    outcomes = [r["outcome"] for r in records if r["event"] == "outcome"]
+    assert outcomes.count("ok") == 60 and outcomes.count("denied") == 40
+    gateway_outcomes = [r for r in records if r["event"] == "outcome" and r["pid"] in pids]
+    assert {r["pid"] for r in gateway_outcomes} == pids and len(gateway_outcomes) == 80  # both replicas counted
+    assert json.loads(llmc("audit", "verify").stdout)["ok"] is True
