@@ -2,7 +2,8 @@
 
 Desktop Commander's abilities without its weak points: nothing outside the roots (jail.py),
 no command that is not allow-listed and no shell unless configured (processes.py), and no tool
-that changes the configuration. `read_only` hides every writing tool and every process tool.
+that changes the configuration. The tools are declared in workspace_tools.py, the options
+checked in workspace_options.py. `read_only` hides every writing tool and every process tool.
 
     make_workspace_server(roots, read_only, **options) -> endpoint with handle(message, send)
 """
@@ -22,38 +23,10 @@ from llmc_cli.server import jail as P
 from llmc_cli.server.processes import FIXED_PATH, Launcher, ProcessConfig, ProcessTable
 from llmc_cli.server.protocol import McpServer, ToolDef, ToolError
 from llmc_cli.server.search import Searches, iso_time
+from llmc_cli.server.workspace_options import check_options, protected_paths
+from llmc_cli.server.workspace_tools import PAGE_BYTES, workspace_tools
 
-# option -> (accepted types, default). Unknown options are errors: a typo must never loosen
-# (or silently fail to tighten) the sandbox.
-OPTIONS: dict[str, tuple[tuple[type, ...], Any]] = {
-    "allow_commands": ((list,), []),
-    "allow_shell": ((bool,), False),
-    "allow_network": ((bool,), False),
-    "sandbox": ((str,), "auto"),
-    "timeout": ((int, float), 300),  # seconds a process may live
-    "max_processes": ((int,), 4),
-    "max_user_processes": ((int,), 1024),  # RLIMIT_NPROC of each process (the user's processes in all)
-    "max_memory_bytes": ((int,), 4 << 30),  # RLIMIT_AS of each process
-    "max_cpu_seconds": ((int, type(None)), None),  # RLIMIT_CPU of each process; None: `timeout`
-    "max_output_bytes": ((int,), 1_000_000),  # output kept per process; reaching it ends the process
-    "max_read_bytes": ((int,), 256_000),  # text returned by one read
-    "max_file_bytes": ((int,), 50_000_000),  # largest file read_file or a content search will scan
-    "max_write_bytes": ((int,), 1_000_000),  # largest write or edited file
-    "max_results": ((int,), 1000),  # search results and directory entries
-    "search_timeout": ((int, float), 60),
-    "env": ((dict,), {}),  # extra environment for processes (the rest is scrubbed)
-    "page_size": ((int,), 100),  # tools per tools/list page
-    "protect": ((list,), []),  # more paths off limits; llmc adds its own files (never fewer)
-}
 SNIFF_BYTES = 8192
-PAGE_BYTES = 20_000  # default output page of a process
-
-READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
-
-
-def _hints(destructive: bool, idempotent: bool, open_world: bool = False) -> dict[str, bool]:
-    return {"readOnlyHint": False, "destructiveHint": destructive, "idempotentHint": idempotent,
-            "openWorldHint": open_world}
 
 
 def make_workspace_server(roots: list[str] | None = None, read_only: bool = True, **options: Any) -> McpServer:
@@ -63,43 +36,13 @@ def make_workspace_server(roots: list[str] | None = None, read_only: bool = True
                      page_size=workspace.options["page_size"], on_close=workspace.close)
 
 
-def _obj(props: dict[str, Any], required: list[str] | None = None, *, closed: bool = True) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object", "properties": props}
-    if required:
-        schema["required"] = required
-    if closed:
-        schema["additionalProperties"] = False
-    return schema
-
-
-STR = {"type": "string"}
-INT = {"type": "integer"}
-BOOL = {"type": "boolean"}
-NINT = {"type": ["integer", "null"]}
-PATH = {"type": "string", "description": "Path inside a workspace root; relative paths start at the first root."}
-ENTRY = _obj({"name": STR, "type": {"type": "string", "enum": ["file", "directory", "symlink", "other"]},
-              "size": INT, "modified": STR}, ["name", "type", "size", "modified"], closed=False)
-READ_OUT = _obj({"path": STR, "content": STR, "offset": INT, "lines": INT, "totalLines": INT, "size": INT,
-                 "truncated": BOOL, "nextOffset": INT},
-                ["path", "content", "offset", "lines", "totalLines", "size", "truncated"], closed=False)
-PROC_STATUS = {"handle": STR, "argv": {"type": "array", "items": STR}, "pid": INT, "running": BOOL,
-               "exitCode": NINT, "outputBytes": INT, "startedAt": STR, "endedBy": STR}
-PROC_OUT = _obj({**PROC_STATUS, "offset": INT, "output": STR, "nextOffset": INT, "skippedBytes": INT},
-                ["handle", "running", "exitCode", "offset", "output", "nextOffset"], closed=False)
-SEARCH_STATUS = {"searchId": STR, "kind": STR, "pattern": STR, "path": STR, "done": BOOL, "resultCount": INT,
-                 "elapsedMs": INT, "stoppedBy": STR}
-SEARCH_PAGE = _obj({**SEARCH_STATUS, "offset": INT, "totalResults": INT, "nextOffset": INT,
-                    "results": {"type": "array", "items": {"type": "object"}}},
-                   ["searchId", "done", "offset", "results", "totalResults"], closed=False)
-
-
 class Workspace:
     def __init__(self, roots: list[str], read_only: bool, options: dict[str, Any]) -> None:
         if not isinstance(roots, list) or not all(isinstance(r, str) for r in roots):
             raise ConfigError("workspace: roots must be a list of directory paths")
         if not isinstance(read_only, bool):
             raise ConfigError("workspace: read_only must be true or false")
-        self.options = _check_options(options)
+        self.options = check_options(options)
         self.jail = P.Jail(roots, protect=protected_paths(self.options["protect"]))
         self.read_only = read_only
         self.searches = Searches()
@@ -130,140 +73,7 @@ class Workspace:
 
     # ------------------------------------------------------------------ registry
     def tools(self) -> list[ToolDef]:
-        limit = self.options["max_results"]
-        tools = [
-            ToolDef("read_file", "Read a UTF-8 text file by lines: `offset` is the first line (0-based; negative "
-                    "counts from the end, e.g. -20 = the last 20 lines), `length` the number of lines. Returns the "
-                    "total line count. Binary files are refused.",
-                    _obj({"path": PATH, "offset": {**INT, "default": 0},
-                          "length": {**INT, "minimum": 1, "maximum": 100_000, "default": 1000}}, ["path"]),
-                    self.read_file, READ_OUT, READ_ONLY),
-            ToolDef("read_multiple_files", "Read several text files at once (first `length` lines of each); a file "
-                    "that cannot be read gets an error entry instead of failing the call.",
-                    _obj({"paths": {"type": "array", "items": STR, "minItems": 1, "maxItems": 50},
-                          "length": {**INT, "minimum": 1, "maximum": 100_000, "default": 1000}}, ["paths"]),
-                    self.read_multiple_files,
-                    _obj({"files": {"type": "array", "items": {"type": "object"}}}, ["files"]), READ_ONLY),
-            ToolDef("list_directory", f"List a directory, `depth` levels deep (1 = its entries only), at most "
-                    f"{limit} entries, with type, size and modification time (UTC). Symbolic links are listed, "
-                    "not followed.",
-                    _obj({"path": {**PATH, "default": "."},
-                          "depth": {**INT, "minimum": 1, "maximum": 10, "default": 1}}),
-                    self.list_directory,
-                    _obj({"path": STR, "entries": {"type": "array", "items": ENTRY}, "truncated": BOOL},
-                         ["path", "entries", "truncated"]), READ_ONLY),
-            ToolDef("get_file_info", "Type, size, times (UTC), permissions and link count of a file or directory.",
-                    _obj({"path": PATH}, ["path"]), self.get_file_info,
-                    _obj({"path": STR, "type": STR, "size": INT, "modified": STR, "accessed": STR, "changed": STR,
-                          "permissions": STR, "links": INT},
-                         ["path", "type", "size", "modified", "permissions", "links"], closed=False), READ_ONLY),
-            ToolDef("start_search", "Start a background search under `path`: kind 'files' matches file names "
-                    "against a glob `pattern` (e.g. '*.log'; a pattern with '/' matches the relative path), kind "
-                    "'content' finds lines containing `pattern` (plain text, or a regular expression with "
-                    "regex=true) in text files, optionally only files matching `file_pattern`. Returns the first "
-                    f"results and a searchId for get_more_search_results. At most {limit} results.",
-                    _obj({"pattern": {**STR, "minLength": 1}, "path": {**PATH, "default": "."},
-                          "kind": {"type": "string", "enum": ["files", "content"], "default": "files"},
-                          "regex": {**BOOL, "default": False}, "case_sensitive": {**BOOL, "default": False},
-                          "file_pattern": STR,
-                          "max_results": {**INT, "minimum": 1, "maximum": limit, "default": limit},
-                          "max_depth": {**INT, "minimum": 1, "maximum": 100, "default": 30},
-                          "wait_ms": {**INT, "minimum": 0, "maximum": 30_000, "default": 500}}, ["pattern"]),
-                    self.start_search, SEARCH_PAGE, READ_ONLY),
-            ToolDef("get_more_search_results", "Results of a search from `offset` on (a page of at most `limit`).",
-                    _obj({"search_id": STR, "offset": {**INT, "minimum": 0, "default": 0},
-                          "limit": {**INT, "minimum": 1, "maximum": 1000, "default": 100}}, ["search_id"]),
-                    self.get_more_search_results, SEARCH_PAGE, READ_ONLY),
-            ToolDef("stop_search", "Stop a running search; its results so far stay readable.",
-                    _obj({"search_id": STR}, ["search_id"]), self.stop_search,
-                    _obj(SEARCH_STATUS, ["searchId", "done"], closed=False), READ_ONLY),
-            ToolDef("list_searches", "The searches of this session, running and finished.", _obj({}),
-                    self.list_searches,
-                    _obj({"searches": {"type": "array", "items": _obj(SEARCH_STATUS, closed=False)}}, ["searches"]),
-                    READ_ONLY),
-            ToolDef("get_config", "The effective configuration of this server (roots, modes, allowed commands, "
-                    "sandbox, limits). Read-only: no tool can change it.", _obj({}), self.get_config,
-                    _obj({"roots": {"type": "array", "items": STR}, "readOnly": BOOL}, ["roots", "readOnly"],
-                         closed=False), READ_ONLY),
-        ]
-        if not self.read_only:
-            tools += [
-                ToolDef("write_file", "Write a UTF-8 text file: mode 'rewrite' replaces it (atomically: never "
-                        "half-written), 'append' adds to its end. Creates the file, not its directory. At most "
-                        f"{self.options['max_write_bytes']} bytes per call.",
-                        _obj({"path": PATH, "content": STR,
-                              "mode": {"type": "string", "enum": ["rewrite", "append"], "default": "rewrite"}},
-                             ["path", "content"]), self.write_file,
-                        _obj({"path": STR, "mode": STR, "bytesWritten": INT, "created": BOOL},
-                             ["path", "mode", "bytesWritten", "created"]), _hints(destructive=True, idempotent=False)),
-                ToolDef("edit_block", "Replace exact text in a file: `old_text` must occur exactly "
-                        "`expected_replacements` times (default 1), otherwise nothing is written.",
-                        _obj({"path": PATH, "old_text": {**STR, "minLength": 1}, "new_text": STR,
-                              "expected_replacements": {**INT, "minimum": 1, "default": 1}},
-                             ["path", "old_text", "new_text"]), self.edit_block,
-                        _obj({"path": STR, "replacements": INT}, ["path", "replacements"]),
-                        _hints(destructive=True, idempotent=False)),
-                ToolDef("create_directory", "Create a directory and any missing parents (fine if it exists).",
-                        _obj({"path": PATH}, ["path"]), self.create_directory,
-                        _obj({"path": STR, "created": BOOL}, ["path", "created"]),
-                        _hints(destructive=False, idempotent=True)),
-                ToolDef("move_file", "Move or rename a file or directory inside the roots. Refuses to overwrite "
-                        "an existing destination.",
-                        _obj({"source": PATH, "destination": PATH}, ["source", "destination"]), self.move_file,
-                        _obj({"source": STR, "destination": STR}, ["source", "destination"]),
-                        _hints(destructive=True, idempotent=False)),
-            ]
-        if self.processes_enabled:
-            tools += self._process_tools()
-        return tools
-
-    def _process_tools(self) -> list[ToolDef]:
-        allowed = ", ".join(sorted(set(self.launcher.allowed.values()))) or "none"
-        run = {"argv": {"type": "array", "items": STR, "minItems": 1,
-                        "description": f"Program and arguments, no shell. Allowed programs: {allowed}."},
-               "cwd": {**PATH, "default": "."}}
-        if self.options["allow_shell"]:
-            run["command"] = {**STR, "description": "A shell command line run by /bin/sh -c (instead of argv)."}
-        limit = float(self.options["timeout"])
-        return [
-            ToolDef("start_process", "Start a process (argv, no shell) in its own sandbox and return its handle "
-                    "with the first output, once it is quiet (e.g. waiting for input) or `wait_ms` passed. "
-                    f"It is ended after `timeout_s` (at most {limit:g} s) or "
-                    f"{self.options['max_output_bytes']} bytes of output.",
-                    _obj({**run, "timeout_s": {"type": "number", "minimum": 0.1, "maximum": limit},
-                          "wait_ms": {**INT, "minimum": 0, "maximum": 60_000, "default": 3000},
-                          "quiet_ms": {**INT, "minimum": 10, "maximum": 10_000, "default": 500}}),
-                    self.start_process, PROC_OUT, _hints(destructive=True, idempotent=False, open_world=True)),
-            ToolDef("read_process_output", "Output of a process (stdout and stderr merged) from byte `offset` on; "
-                    "optionally wait up to `wait_ms` for more.",
-                    _obj({"handle": STR, "offset": {**INT, "minimum": 0, "default": 0},
-                          "length": {**INT, "minimum": 1, "maximum": 200_000, "default": PAGE_BYTES},
-                          "wait_ms": {**INT, "minimum": 0, "maximum": 60_000, "default": 0}}, ["handle"]),
-                    self.read_process_output, PROC_OUT, READ_ONLY),
-            ToolDef("interact_with_process", "Send a line of input to a process and return what it prints in "
-                    "reply (once quiet or after `wait_ms`).",
-                    _obj({"handle": STR, "input": STR, "newline": {**BOOL, "default": True},
-                          "wait_ms": {**INT, "minimum": 0, "maximum": 60_000, "default": 3000},
-                          "quiet_ms": {**INT, "minimum": 10, "maximum": 10_000, "default": 300}},
-                         ["handle", "input"]),
-                    self.interact_with_process, PROC_OUT, _hints(destructive=True, idempotent=False, open_world=True)),
-            ToolDef("terminate_process", "End a process and everything it started (SIGTERM, then SIGKILL).",
-                    _obj({"handle": STR}, ["handle"]), self.terminate_process,
-                    _obj(PROC_STATUS, ["handle", "running", "exitCode"], closed=False),
-                    _hints(destructive=True, idempotent=True)),
-            ToolDef("list_processes", "The processes started in this session, running and finished.", _obj({}),
-                    self.list_processes,
-                    _obj({"processes": {"type": "array", "items": _obj(PROC_STATUS, closed=False)}}, ["processes"]),
-                    READ_ONLY),
-            ToolDef("run_command", "Run a command to completion (argv, no shell) with a time limit; returns its "
-                    "exit code and output (stdout and stderr merged). `input` is sent to its standard input.",
-                    _obj({**run, "input": STR,
-                          "timeout_s": {"type": "number", "minimum": 0.1, "maximum": limit, "default": min(30, limit)}}),
-                    self.run_command,
-                    _obj({**PROC_STATUS, "output": STR, "timedOut": BOOL, "truncated": BOOL},
-                         ["handle", "exitCode", "output", "timedOut", "truncated"], closed=False),
-                    _hints(destructive=True, idempotent=False, open_world=True)),
-        ]
+        return workspace_tools(self)
 
     # ------------------------------------------------------------------ files
     def read_file(self, args: dict[str, Any], budget: int | None = None) -> dict[str, Any]:
@@ -544,47 +354,3 @@ def _utf8_prefix(head: bytes) -> bool:
         return True
     except UnicodeDecodeError:
         return False
-
-
-def protected_paths(extra: list[str]) -> list[str]:
-    """llmc's own files, off limits (a directory's path ends with "/"): the config and state
-    directories as this process sees them, those its parent llmc named in PROTECTED_PATHS_VAR,
-    and `extra`. A union: nothing can shrink it."""
-    import json
-
-    from llmc_cli.config.paths import PROTECTED_PATHS_VAR, config_dir, state_dir
-
-    paths = [f"{config_dir()}/", f"{state_dir()}/", *extra]
-    raw = os.environ.get(PROTECTED_PATHS_VAR)
-    if raw:
-        try:
-            inherited = json.loads(raw)
-        except ValueError:
-            inherited = None
-        if not isinstance(inherited, list) or not all(isinstance(p, str) and p for p in inherited):
-            raise ConfigError(f"workspace: {PROTECTED_PATHS_VAR} must be a JSON list of paths")
-        paths += inherited
-    return paths
-
-
-def _check_options(options: dict[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(options) - set(OPTIONS))
-    if unknown:
-        raise ConfigError(f"workspace: unknown option(s) {', '.join(unknown)}; known: {', '.join(sorted(OPTIONS))}")
-    out: dict[str, Any] = {}
-    for name, (types, default) in OPTIONS.items():
-        value = options.get(name, default)
-        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
-            raise ConfigError(f"workspace: option {name} has the wrong type ({type(value).__name__})")
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0:
-            raise ConfigError(f"workspace: option {name} must be positive")
-        out[name] = value
-    if out["sandbox"] not in ("auto", "bwrap", "none"):
-        raise ConfigError(f"workspace: sandbox must be auto, bwrap or none, not {out['sandbox']!r}")
-    if not all(isinstance(c, str) and c for c in out["allow_commands"]):
-        raise ConfigError("workspace: allow_commands must be a list of executable names or paths")
-    if not all(isinstance(p, str) and p for p in out["protect"]):
-        raise ConfigError("workspace: protect must be a list of paths")
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in out["env"].items()):
-        raise ConfigError("workspace: env must map names to strings")
-    return out
