@@ -9,7 +9,8 @@ from llmc_cli.model import Tool
 
 from .description import describe
 from .findings import Report
-from .schema import gemini_json, prepare
+from .dialects import gemini_json
+from .schema import prepare
 
 NAMES = "gemini"
 MAX_TOOLS = 128

@@ -9,7 +9,8 @@ from llmc_cli.model import Tool
 
 from .description import describe
 from .findings import Report
-from .schema import prepare, openapi_subset
+from .dialects import openapi_subset
+from .schema import prepare
 
 NAMES = "gemini-legacy"
 MAX_TOOLS = 128

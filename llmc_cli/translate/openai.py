@@ -10,7 +10,8 @@ from llmc_cli.model import Tool
 
 from .description import describe
 from .findings import Report
-from .schema import Schema, prepare, openai_strict
+from .dialects import openai_strict
+from .schema import Schema, prepare
 
 NAMES = "openai"
 MAX_TOOLS = 128
