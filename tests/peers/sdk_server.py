@@ -1,10 +1,13 @@
 """A real MCP server built with the official `mcp` SDK, for the client tests.
 
 Usage: python sdk_server.py [stdio|sse|streamable-http] [--port N] [--stateless] [--json] [--legacy]
+                            [--call-log FILE]
 Tools cover what the client must handle: text, structured output, tool errors, progress,
 logging, elicitation, slow replies, a crash, and state kept per session (remember/recall).
 --legacy serves only the initialize era (no `server/discover`): Streamable HTTP with
 `Mcp-Session-Id` sessions, the shape whose sessions llmc remembers between invocations.
+--call-log appends every tools/call it receives to FILE (a JSON line: tool, arguments) before
+running it: what really ran upstream, to compare with llmc's audit trail.
 """
 
 from __future__ import annotations
@@ -100,9 +103,22 @@ def main() -> None:
     parser.add_argument("--legacy", action="store_true", help="no server/discover: initialize-era clients only")
     parser.add_argument("--slow-discover", type=float, default=0.0, metavar="SECONDS",
                         help="answer the first server/discover this late (a slow start, as on a loaded machine)")
+    parser.add_argument("--call-log", metavar="FILE", help="append every tools/call received to FILE")
     args = parser.parse_args()
     server = build()
     handlers = server._lowlevel_server._request_handlers  # the SDK exposes no switch for these
+    if args.call_log:
+        import json
+
+        call = handlers["tools/call"]
+
+        async def logged_call(ctx, params):  # type: ignore[no-untyped-def]
+            line = json.dumps({"tool": params.name, "arguments": params.arguments or {}}) + "\n"
+            with open(args.call_log, "a", encoding="utf-8") as fh:  # one append per line: writers do not interleave
+                fh.write(line)
+            return await call.handler(ctx, params)
+
+        handlers["tools/call"] = type(call)(call.params_type, logged_call)
     if args.legacy:
         handlers.pop("server/discover")  # discover is then "method not found"
     elif args.slow_discover:
