@@ -23,20 +23,17 @@ import getpass
 import hashlib
 import json
 import os
-import re
 import socket
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
+from llmc_cli.config.secrets import is_secret_name
 from llmc_cli.errors import ConfigError
 from llmc_cli.mcp.jsonrpc import replace_lone_surrogates
-
-GENESIS = "0" * 64
+from llmc_cli.model import canonical_json
+from llmc_cli.store.chain import GENESIS
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
-SECRET_KEY = re.compile(r"(pass(word|wd)?|secret|token|api[_-]?key|auth|credential|private[_-]?key|cookie|session)", re.I)
-SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.I)
 MASK = "***"
 
 
@@ -73,7 +70,7 @@ def mask_secrets(value: Any, secrets: set[str] | None = None) -> Any:
     secret-looking environment variable, become '***'."""
     secrets = secret_values() if secrets is None else secrets
     if isinstance(value, dict):
-        return {k: MASK if isinstance(k, str) and SECRET_KEY.search(k) else mask_secrets(v, secrets)
+        return {k: MASK if isinstance(k, str) and is_secret_name(k) else mask_secrets(v, secrets)
                 for k, v in value.items()}
     if isinstance(value, list):
         return [mask_secrets(v, secrets) for v in value]
@@ -85,13 +82,12 @@ def mask_secrets(value: Any, secrets: set[str] | None = None) -> Any:
 
 
 def secret_values() -> set[str]:
-    return {v for k, v in os.environ.items() if SECRET_ENV.search(k) and len(v) >= 6}
+    return {v for k, v in os.environ.items() if is_secret_name(k) and len(v) >= 6}
 
 
 def record_hash(record: dict[str, Any]) -> str:
     body = {k: v for k, v in record.items() if k != "hash"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-                          .encode("utf-8")).hexdigest()
+    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
 
 
 class AuditLog:
@@ -477,16 +473,3 @@ def _last_line(path: Path) -> str:
             if len(lines) > 1 or block == size:
                 return lines[-1].decode("utf-8", "replace") if lines[-1] else ""
             block = min(size, block * 4)
-
-
-def parse_since(text: str) -> float:
-    """'90s', '15m', '1h', '2d' ago, or an ISO time -> a UNIX timestamp."""
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)([smhd])", text.strip())
-    if match:
-        seconds = float(match.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
-        return time.time() - seconds
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise ValueError(f"--since expects 30m, 1h, 2d or an ISO time, got {text!r}") from None
-    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()

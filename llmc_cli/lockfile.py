@@ -12,7 +12,7 @@ from typing import Any
 
 from llmc_cli.config.files import write_atomic
 from llmc_cli.errors import ConfigError, DriftError
-from llmc_cli.model import Tool
+from llmc_cli.model import Tool, canonical_json
 
 LOCK_VERSION = 1
 PINNED_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
@@ -20,8 +20,7 @@ PINNED_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", 
 
 def tool_hash(tool: Tool) -> str:
     pinned = {k: tool.raw.get(k) for k in PINNED_FIELDS if k in tool.raw}
-    canonical = json.dumps(pinned, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return "sha256:" + hashlib.sha256(canonical_json(pinned).encode("utf-8")).hexdigest()
 
 
 def build(tools: list[Tool], server_info: dict[str, dict[str, Any]]) -> dict[str, Any]:

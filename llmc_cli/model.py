@@ -5,8 +5,27 @@ Nothing here knows about a transport, a provider or the CLI.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping, get_args
+
+# The one registry of what llmc speaks to models. The LLM providers `ask` runs ([llm] provider,
+# --provider); each sends its tools in the translate format of the same name.
+ProviderName = Literal["openai", "openai-responses", "anthropic", "gemini", "text"]
+PROVIDERS: tuple[str, ...] = get_args(ProviderName)
+# The formats tool definitions translate to (`tools list/export --format`): MCP itself, every
+# provider's, and gemini-legacy (the OpenAPI subset of older Gemini/Vertex SDKs, no provider runs it).
+TOOL_FORMATS: tuple[str, ...] = ("mcp", "openai", "openai-responses", "anthropic", "gemini", "gemini-legacy", "text")
+# The formats of APIs that reject or lose parts of a tool (what `tools lint` checks): all but
+# MCP itself and the text listing, which take anything.
+LINT_FORMATS: tuple[str, ...] = tuple(f for f in TOOL_FORMATS if f not in ("mcp", "text"))
+
+
+def canonical_json(value: Any) -> str:
+    """The one serialisation that hashes, HMACs and fingerprints are taken over: sorted keys, no
+    white space, text as it is (not \\u-escaped). Changing it changes every audit hash, call hash
+    and lock-file hash already written."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 @dataclass(frozen=True)

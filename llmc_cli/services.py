@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -14,7 +14,7 @@ from llmc_cli.config.profiles import LoadedProfile, usable_specs
 from llmc_cli.errors import Cancelled, ConfigError, ExitCode, LlmcError, PolicyDenied, ProtocolError, TimeoutExpired, UsageError
 from llmc_cli.mcp.jsonrpc import has_lone_surrogate
 from llmc_cli.mcp.session import ClientHooks
-from llmc_cli.model import ServerSpec, Tool, ToolCall, ToolResult
+from llmc_cli.model import ServerSpec, Tool, ToolCall, ToolResult, canonical_json
 
 if TYPE_CHECKING:
     from llmc_cli.policy import Decision
@@ -33,7 +33,6 @@ class Invocation:
     assume_yes: bool = False  # --yes: confirmations answered yes
     confirm: Callable[[ToolCall, Tool | None], bool] | None = None
     conversation_id: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
     audit: Any = None  # where call_tool writes: None = the profile's audit log; a batch's audit.Deferred
     # Who asked, when that is not this process's user: an MCP host through the gateway (its
     # clientInfo and, over HTTP, the authenticated principal). Recorded in every audit record.
@@ -324,7 +323,7 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
         raise
     result = ToolResult.from_mcp(raw)
     result.duration_ms = elapsed()
-    body = json.dumps(raw, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    body = canonical_json(raw).encode("utf-8")
     outcome_record = {"outcome": "tool_error" if result.is_error else "ok",
                       "durationMs": result.duration_ms, "resultBytes": len(body),
                       "resultSha256": hashlib.sha256(body).hexdigest()}

@@ -10,8 +10,7 @@ import click
 from llmc_cli.cli.output import emit, note, plain_text
 from llmc_cli.cli.targets import target_options
 from llmc_cli.errors import TimeoutExpired, ToolFailed, UsageError
-
-PROVIDERS = ["openai", "openai-responses", "anthropic", "gemini", "text"]
+from llmc_cli.model import PROVIDERS
 
 
 @click.command()

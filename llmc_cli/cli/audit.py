@@ -64,7 +64,7 @@ def head(ctx: click.Context) -> None:
 def tail(ctx: click.Context, count: int, follow: bool, since: str | None, servers: tuple[str, ...],
          tool_glob: str | None, outcome: str | None, fmt: str) -> None:
     """The last records, as JSON Lines (or a table)."""
-    from llmc_cli.audit import parse_since
+    from llmc_cli.cli.durations import parse_since
 
     log = _log(ctx)
     try:

@@ -3,25 +3,21 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any, Mapping
 
 import click
 
+from llmc_cli.cli.durations import parse_duration
 from llmc_cli.cli.output import FORMATS, emit, note
 from llmc_cli.cli.targets import server_options
 from llmc_cli.errors import ConnectionFailed, LlmcError, UsageError
 
-DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd]?)$")
-UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_duration(text: str) -> float:
-    """'90s', '30m', '2h', '1d', a bare number of seconds; 0 means never."""
-    match = DURATION.match(text.strip().lower())
-    if not match:
+def parse_idle(text: str) -> float:
+    """--idle: a duration; 0 means never."""
+    seconds = parse_duration(text)
+    if seconds is None:
         raise UsageError(f"--idle expects a duration like 90s, 30m, 2h or 0 (never), got {text!r}")
-    return float(match.group(1)) * UNIT_SECONDS[match.group(2)]
+    return seconds
 
 
 def _complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
@@ -52,7 +48,7 @@ def start(ctx: click.Context, name: str, idle: str, **target: Any) -> None:
     from llmc_cli.cli.targets import adhoc_spec
     from llmc_cli.config.profiles import load_profile, usable_specs
 
-    seconds = parse_duration(idle)
+    seconds = parse_idle(idle)
     profile_name = ctx.obj.get("profile") if ctx.obj else None
     adhoc = adhoc_spec(target["stdio"], target["url"], target["env"], target["cwd"], target["headers"],
                        target["transport"], target["timeout"])

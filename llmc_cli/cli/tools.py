@@ -9,9 +9,9 @@ import click
 from llmc_cli.cli.output import emit, plain_text, raise_failures, warn
 from llmc_cli.cli.targets import target_options
 from llmc_cli.errors import ToolFailed, UsageError
+from llmc_cli.model import LINT_FORMATS, TOOL_FORMATS
 
 LIST_FORMATS = ["json", "jsonl", "table"]
-PROVIDER_FORMATS = ["mcp", "openai", "openai-responses", "anthropic", "gemini", "gemini-legacy", "text"]
 def _complete_tools(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
     from llmc_cli.cli.complete import complete_tools  # only when the shell asks
 
@@ -28,7 +28,7 @@ def tools() -> None:
 
 
 @tools.command("list")
-@click.option("--format", "fmt", type=click.Choice(LIST_FORMATS + PROVIDER_FORMATS), default="json",
+@click.option("--format", "fmt", type=click.Choice(LIST_FORMATS + list(TOOL_FORMATS)), default="json",
               show_default=True, help="A listing, or the tools translated for a provider's API.")
 @STRICT
 @click.option("--all", "show_all", is_flag=True, help="Also the tools the profile's policy denies, marked \"denied\".")
@@ -60,7 +60,7 @@ def list_(ctx: click.Context, fmt: str, strict: bool, show_all: bool, globs: tup
         remember_tools(profile_key(ctx.obj.get("profile")), [t.qualified_name for t in found], listed)
     if globs:
         found = [t for t in found if _matches(t, globs)]
-    if fmt in PROVIDER_FORMATS:
+    if fmt in TOOL_FORMATS:
         if show_all:
             raise UsageError("--all lists denied tools; a translation holds only the tools the profile allows")
         _print_translation(found, fmt, strict)
@@ -186,7 +186,7 @@ def _allowed_tools(ctx: click.Context, target: dict[str, Any]) -> tuple[list[Any
 
 
 @tools.command("export")
-@click.option("--format", "fmt", type=click.Choice(PROVIDER_FORMATS), required=True)
+@click.option("--format", "fmt", type=click.Choice(TOOL_FORMATS), required=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), required=True,
               help="File to write; - for stdout.")
 @STRICT
@@ -212,7 +212,7 @@ def export(ctx: click.Context, fmt: str, output: str, strict: bool, **target: An
 
 
 @tools.command("lint")
-@click.option("--provider", "providers", multiple=True, type=click.Choice(PROVIDER_FORMATS[1:6]),
+@click.option("--provider", "providers", multiple=True, type=click.Choice(LINT_FORMATS),
               help="Only these providers (repeatable; default: all).")
 @STRICT
 @click.option("--format", "fmt", type=click.Choice(LIST_FORMATS), default="json", show_default=True)
@@ -223,10 +223,10 @@ def lint(ctx: click.Context, providers: tuple[str, ...], strict: bool, fmt: str,
     under a [policy.args] rule no rule covers (target "policy") (JSON). --strict: exit 1 on any
     finding."""
     from llmc_cli import policy
-    from llmc_cli.translate import PROVIDERS, Finding, lint as lint_tools
+    from llmc_cli.translate import Finding, lint as lint_tools
 
     found, failures, catalog, _, profile = _allowed_tools(ctx, target)
-    findings = lint_tools(found, providers or PROVIDERS, strict=strict)
+    findings = lint_tools(found, providers or LINT_FORMATS, strict=strict)
     findings += [Finding(tool.qualified_name, f"$.inputSchema.properties.{arg}",
                          "path-like argument that no [policy.args] rule covers", why, "policy")
                  for tool in found for arg, why in policy.uncovered_path_arguments(tool, profile.profile.policy)]

@@ -29,6 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from llmc_cli.model import ProviderName
+
 # What pydantic reads from a stdlib dataclass (a plain dict: ConfigDict is a TypedDict).
 _STRICT = {"extra": "forbid"}
 _POSITIVE = {"gt": 0}  # pydantic.Field(gt=0), without importing pydantic here
@@ -113,7 +115,7 @@ class PolicyConfig:
 class LlmConfig:
     __pydantic_config__ = _STRICT
 
-    provider: Literal["openai", "openai-responses", "anthropic", "gemini", "text"] | None = None
+    provider: ProviderName | None = None
     model: str | None = None
     api_key_env: str | None = None
     base_url: str | None = None
@@ -122,7 +124,6 @@ class LlmConfig:
     max_steps: int = field(default=10, metadata=_POSITIVE)
     timeout: float = field(default=300.0, metadata=_POSITIVE)  # whole run
     result_budget: int = field(default=20_000, metadata=_POSITIVE)  # characters of one tool result the model sees
-    summarize_with: str | None = None  # "provider:model"
     allow_sampling: bool = False
     system: str | None = None
 

@@ -9,13 +9,26 @@ from typing import Any
 
 from llmc_cli.config.profiles import has_placeholder
 
-_SECRET_NAME = re.compile(r"token|secret|passw|api[-_]?key|apikey|authori[sz]|auth(?!or)|credential|cookie|private|\bpat\b|_pat$",
-                          re.IGNORECASE)
+# A name holds a secret when one of its words says so. Words are split at anything that is not a
+# letter or digit and at camelCase humps, so "apiKey", "API_KEY", "x-api-key" and "AccessKeyId"
+# read alike, while "author", "keyboard", "monkey" and "compass" are not secrets.
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+# Stems that say "secret" wherever they stand in a word ("githubtoken", "dbpassword") ...
+_SECRET_STEMS = ("token", "secret", "passw", "passphrase", "apikey", "credential", "cookie", "authori")
+# ... and short words that say it only on their own ("pat" is a personal access token).
+_SECRET_WORDS = frozenset({"key", "keys", "pass", "pwd", "pat", "auth", "oauth", "jwt", "bearer", "private",
+                           "session", "sessions"})
 
 
 def is_secret_name(name: str) -> bool:
-    """Does an env variable or header with this name usually hold a secret?"""
-    return bool(_SECRET_NAME.search(name))
+    """Does a field with this name usually hold a secret? The one rule for env variables and
+    headers of a profile (masked when shown, never imported as literals), for argument and
+    result keys in audit records, and for the environment variables whose values the audit masks."""
+    for word in _WORDS.findall(name):
+        word = word.lower()
+        if word in _SECRET_WORDS or any(stem in word for stem in _SECRET_STEMS):
+            return True
+    return False
 
 
 def mask_secrets(table: dict[str, Any]) -> dict[str, Any]:

@@ -14,6 +14,12 @@ from typing import Any
 from llmc_cli.errors import ConfigError
 
 _TOML_LINE = re.compile(r"\(at line (\d+), column \d+\)")
+# Keys that were accepted once and are gone: a profile that still sets one is told why, not
+# just "unknown key".
+REMOVED_KEYS = {
+    "llm.summarize_with": "removed: it was accepted but never had an effect (long tool results are cut to "
+                          "[llm] result_budget); delete the line",
+}
 
 
 def parse_toml(text: str, where: str) -> dict[str, Any]:
@@ -56,7 +62,7 @@ def validate(data: dict[str, Any], where: str, text: str | None = None) -> Any:
         key = f"{'.'.join(loc)}: " if loc else ""
         message = first["msg"].removeprefix("Value error, ")
         if first["type"] in ("extra_forbidden", "unexpected_keyword_argument"):  # dataclasses say the latter
-            message = "unknown key"
+            message = REMOVED_KEYS.get(".".join(loc), "unknown key")
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         line = line_of(text, loc) if text else None
         raise ConfigError(f"{where}{f':{line}' if line else ''}: {key}{message}{more}") from None

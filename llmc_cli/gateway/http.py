@@ -327,6 +327,13 @@ class Handler(BaseHTTPRequestHandler):
             return False, None
         return True, principal
 
+    def _admit_to_endpoint(self) -> tuple[bool, Principal | None]:
+        """The MCP endpoint's door for every method: 404 elsewhere, then _admit."""
+        if urlsplit(self.path).path != ENDPOINT:
+            self._refuse(404, "Not Found")
+            return False, None
+        return self._admit()
+
     # -- methods ---------------------------------------------------------------------------------
 
     def do_GET(self) -> None:
@@ -346,10 +353,7 @@ class Handler(BaseHTTPRequestHandler):
             if ok:
                 self._send(200, self.gateway.status())
             return
-        if path != ENDPOINT:
-            self._refuse(404, "Not Found")
-            return
-        ok, principal = self._admit()
+        ok, principal = self._admit_to_endpoint()
         if not ok:
             return
         session_id = self.headers.get("Mcp-Session-Id")
@@ -382,10 +386,7 @@ class Handler(BaseHTTPRequestHandler):
                 session.stream = None
 
     def do_DELETE(self) -> None:
-        if urlsplit(self.path).path != ENDPOINT:
-            self._refuse(404, "Not Found")
-            return
-        ok, principal = self._admit()
+        ok, principal = self._admit_to_endpoint()
         if not ok:
             return
         session_id = self.headers.get("Mcp-Session-Id") or ""
@@ -396,10 +397,7 @@ class Handler(BaseHTTPRequestHandler):
         self._send(200, None)
 
     def do_POST(self) -> None:
-        if urlsplit(self.path).path != ENDPOINT:
-            self._refuse(404, "Not Found")
-            return
-        ok, principal = self._admit()
+        ok, principal = self._admit_to_endpoint()
         if not ok:
             return
         message = self._read_message()

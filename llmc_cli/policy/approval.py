@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from functools import lru_cache
 from pathlib import Path
 
 from llmc_cli.errors import ConfigError
-from llmc_cli.model import ToolCall
+from llmc_cli.model import ToolCall, canonical_json
 
 
 def call_hash(call: ToolCall) -> str:
@@ -19,8 +18,7 @@ def call_hash(call: ToolCall) -> str:
     guessing. Lone surrogates pass through (surrogatepass) so that any call has a hash."""
     import hmac
 
-    canonical = json.dumps({"tool": call.qualified_name, "arguments": call.arguments},
-                           sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    canonical = canonical_json({"tool": call.qualified_name, "arguments": call.arguments})
     digest = hmac.new(approval_key(), canonical.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
     return "hmac-sha256:" + digest
 

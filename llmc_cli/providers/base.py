@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, TypeVar
 
 from llmc_cli.errors import ProviderError
-from llmc_cli.model import MAX_ARGUMENT_DEPTH, ToolResult, nesting_depth
+from llmc_cli.model import MAX_ARGUMENT_DEPTH, PROVIDERS, ToolResult, nesting_depth
 
-PROVIDERS = ("openai", "openai-responses", "anthropic", "gemini", "text")
 
 # The provider's usual environment variables for its key, when the profile names none.
 DEFAULT_KEY_ENV = {
@@ -161,10 +160,6 @@ class Provider(Protocol):
         streamed and its text handed to on_text piece by piece as it arrives (the turn returned
         is the same). Raises ProviderError."""
         ...
-
-
-TRANSLATE_FORMAT = {"openai": "openai", "openai-responses": "openai-responses", "anthropic": "anthropic",
-                    "gemini": "gemini", "text": "text"}
 
 
 def make_provider(name: str, settings: ProviderSettings) -> Provider:

@@ -123,7 +123,6 @@ class Search:
         self.stopped_by: str | None = None  # limit | timeout | stopped | error text
         self.started = time.monotonic()
         self.ended: float | None = None
-        self.files_scanned = 0
         self._stop = threading.Event()
         self._cond = threading.Condition()
         self._flags = 0 if case_sensitive else re.IGNORECASE
@@ -212,7 +211,6 @@ class Search:
             if b"\0" in f.read(SNIFF_BYTES):
                 return []  # binary
             f.seek(0)
-            self.files_scanned += 1
             batch: list[str] = []
             size, first = 0, 1
             for number, raw in enumerate(f, 1):

@@ -17,6 +17,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
 from llmc_cli.errors import ConfigError
+from llmc_cli.store.chain import GENESIS
 
 if TYPE_CHECKING:
     import psycopg
@@ -323,6 +324,3 @@ def approvals(url: str | None, profile: str) -> Callable[[str], bool] | None:
         return None
     database = Database.for_url(url)
     return lambda digest: database.is_approved(profile, digest)
-
-
-GENESIS = "0" * 64

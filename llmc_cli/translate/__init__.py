@@ -1,6 +1,6 @@
 """MCP tool definitions -> exactly what each LLM API accepts, with an honest report of what changed.
 
-    from llmc_cli.translate import FORMATS, PROVIDERS, translate, lint
+    from llmc_cli.translate import FORMATS, LINT_FORMATS, translate, lint
 
     t = translate(tools, "gemini")               # tools: list[llmc_cli.model.Tool]; fmt: one of FORMATS
     t.definitions                                # the JSON to print or send (a str for "text")
@@ -32,14 +32,13 @@ from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any
 
-from llmc_cli.model import Tool
+from llmc_cli.model import LINT_FORMATS, TOOL_FORMATS, Tool
 
 from .findings import Finding, Report
 from .names import NameMap, assign
 from .schema import restore_arguments
 
-FORMATS = ("mcp", "openai", "openai-responses", "anthropic", "gemini", "gemini-legacy", "text")
-PROVIDERS = ("openai", "openai-responses", "anthropic", "gemini", "gemini-legacy")  # what lint checks
+FORMATS = TOOL_FORMATS  # the registry is model.py's: the CLI and the config name the same formats
 RENAMES_PROPERTIES = ("gemini", "gemini-legacy")
 
 
@@ -102,7 +101,7 @@ def translate(tools: list[Tool], fmt: str, *, strict: bool = False) -> Translati
     return Translation(fmt, document, names, warnings, by_name, frozenset(strict_names))
 
 
-def lint(tools: list[Tool], providers: tuple[str, ...] | list[str] = PROVIDERS, *, strict: bool = False) -> list[Finding]:
+def lint(tools: list[Tool], providers: tuple[str, ...] | list[str] = LINT_FORMATS, *, strict: bool = False) -> list[Finding]:
     """What each provider would reject or lose, and why: the findings of translating `tools`
     for every one of `providers` (each Finding's `target` says which)."""
     findings: list[Finding] = []
@@ -111,4 +110,4 @@ def lint(tools: list[Tool], providers: tuple[str, ...] | list[str] = PROVIDERS, 
     return findings
 
 
-__all__ = ["FORMATS", "PROVIDERS", "Finding", "NameMap", "Translation", "lint", "translate"]
+__all__ = ["FORMATS", "LINT_FORMATS", "Finding", "NameMap", "Translation", "lint", "translate"]

@@ -10,7 +10,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from llmc_cli.model import Tool
-from llmc_cli.translate import FORMATS, PROVIDERS, lint, translate
+from llmc_cli.translate import FORMATS, LINT_FORMATS, lint, translate
 from llmc_cli.translate.names import RULES, assign, property_names
 from tests.translate.cases import hard_tools, many_tools, sdk_tools, stored, validate
 
@@ -254,7 +254,7 @@ def test_unknown_format_is_a_value_error():
 
 def test_lint_reports_every_provider_with_a_reason():
     findings = lint(stored("everything") + hard_tools(), strict=True)
-    assert {f.target for f in findings} == set(PROVIDERS)
+    assert {f.target for f in findings} == set(LINT_FORMATS)
     assert all(f.tool and f.path.startswith("$") and f.what and f.why for f in findings)
     assert {f.target for f in lint(hard_tools(), ["gemini-legacy"])} == {"gemini-legacy"}
     assert lint(stored("filesystem"), ["openai", "anthropic"]) == []

@@ -114,40 +114,32 @@ class HttpChannel:
             return response
 
     def read_body(self, response: Any, limit: int | None = None) -> bytes:
-        import httpx2
-
-        chunks, size = [], 0
-        try:
-            for chunk in response.iter_bytes():
-                chunks.append(chunk)
-                size += len(chunk)
-                if limit is not None and size >= limit:
-                    break
-        except httpx2.TimeoutException:
-            raise TimeoutExpired(f"{self._where(self.url)}: reply body not complete within the timeout") from None
-        except httpx2.HTTPError as exc:
-            raise ConnectionFailed(f"{self._where(self.url)}: reply cut off: {preview(str(exc))}") from None
-        finally:
-            response.close()
-        return b"".join(chunks)
+        """A reply body, or its first `limit` bytes (what follows is not read)."""
+        return self._read(response, limit, over_limit=None)
 
     def read_message(self, response: Any) -> bytes:
         """A whole reply body that is one JSON-RPC message (or batch): ProtocolError (exit 6)
         when it is larger than the message limit, found before it is all in memory."""
-        import httpx2
-
         limit = max_message_bytes()
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
             self.discard(response)
             raise too_large(limit, "a reply body")
+        return self._read(response, limit, over_limit=too_large(limit, "a reply body"))
+
+    def _read(self, response: Any, limit: int | None, over_limit: Exception | None) -> bytes:
+        """Read and close `response`; past `limit` bytes raise `over_limit`, or stop when it is None."""
+        import httpx2
+
         chunks, size = [], 0
         try:
             for chunk in response.iter_bytes():
                 size += len(chunk)
-                if size > limit:
-                    raise too_large(limit, "a reply body")
+                if limit is not None and size > limit and over_limit is not None:
+                    raise over_limit
                 chunks.append(chunk)
+                if limit is not None and size >= limit and over_limit is None:
+                    break
         except httpx2.TimeoutException:
             raise TimeoutExpired(f"{self._where(self.url)}: reply body not complete within the timeout") from None
         except httpx2.HTTPError as exc:
@@ -239,6 +231,11 @@ class HttpChannel:
         p = urlsplit(url)
         host = p.hostname or ""
         return f"{p.scheme}://{host}{f':{p.port}' if p.port else ''}{p.path}"
+
+
+def is_event_stream(response: Any) -> bool:
+    """A 200 reply that opens an SSE stream (what a GET for a stream must get)."""
+    return bool(response.status_code == 200 and "text/event-stream" in response.headers.get("content-type", ""))
 
 
 def sleep_unless(stop: threading.Event, seconds: float) -> bool:

@@ -16,7 +16,7 @@ from urllib.parse import urljoin
 from llmc_cli.errors import ConnectionFailed, LlmcError, ProtocolError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.transports.base import Closed, Deliver
-from llmc_cli.mcp.transports.http_channel import HttpChannel, origin
+from llmc_cli.mcp.transports.http_channel import HttpChannel, is_event_stream, origin
 
 ENDPOINT_WAIT = 10.0  # seconds for the `endpoint` event (bounded by the timeout too)
 NOTES_KEPT = 20
@@ -40,7 +40,7 @@ class LegacySseTransport:
     def start(self, deliver: Deliver, closed: Closed) -> None:
         self._deliver = deliver
         response = self.http.request("GET", self.url, {"Accept": "text/event-stream"}, read_timeout=None)
-        if response.status_code != 200 or "text/event-stream" not in response.headers.get("content-type", ""):
+        if not is_event_stream(response):
             if response.status_code == 200:
                 self.http.discard(response)
                 raise ConnectionFailed(f"{self.http._where(self.url)} is no SSE endpoint (content type "

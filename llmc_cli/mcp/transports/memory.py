@@ -25,11 +25,8 @@ class MemoryTransport:
         self.protocol_version: str | None = None
         self._inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._worker: threading.Thread | None = None
-        self._closed_cb: Closed | None = None
 
     def start(self, deliver: Deliver, closed: Closed) -> None:
-        self._closed_cb = closed
-
         def serve() -> None:
             # One worker keeps the server's view sequential, like a stdio server reading its input.
             while (message := self._inbox.get()) is not None:

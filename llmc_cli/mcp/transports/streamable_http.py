@@ -25,7 +25,7 @@ from typing import Any
 from llmc_cli.errors import ConnectionFailed, HttpStatusError, LlmcError, ProtocolError, SessionExpired, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.transports.base import Closed, Deliver
-from llmc_cli.mcp.transports.http_channel import HttpChannel, preview, sleep_unless
+from llmc_cli.mcp.transports.http_channel import HttpChannel, is_event_stream, preview, sleep_unless
 from llmc_cli.mcp.versions import MODERN_FROM
 
 NAME_PARAM = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
@@ -325,7 +325,7 @@ class StreamableHttpTransport:
             except LlmcError as exc:
                 self._note(f"resuming the stream of {request.get('method')} failed: {exc.message}")
                 continue
-            if resumed.status_code != 200 or "text/event-stream" not in resumed.headers.get("content-type", ""):
+            if not is_event_stream(resumed):
                 self._note(f"resuming the stream of {request.get('method')}: HTTP {resumed.status_code}")
                 self.http.discard(resumed)
                 break
@@ -349,7 +349,7 @@ class StreamableHttpTransport:
             except LlmcError as exc:
                 self._note(f"standalone GET stream: {exc.message}")
                 return
-            if response.status_code != 200 or "text/event-stream" not in response.headers.get("content-type", ""):
+            if not is_event_stream(response):
                 # 405: the server offers no such stream; anything else: it does not work, do without.
                 self._note(f"standalone GET stream not offered (HTTP {response.status_code})")
                 self.http.discard(response)
