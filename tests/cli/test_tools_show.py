@@ -85,7 +85,7 @@ def test_control_characters_from_a_server_are_made_visible_on_the_page():
 # (arguments after `tools show`, exit code, stderr must contain)
 SHOW_ERRORS = [
     (["workspace.reed_file"], 2, "did you mean 'read_file'?"),
-    (["nosuch.tool"], 2, ""),
+    (["nosuch.tool"], 2, "has no tool named 'nosuch.tool'"),  # one server: the whole word is a tool name
     ([], 2, "Missing argument"),
 ]
 
