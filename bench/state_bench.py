@@ -1,13 +1,15 @@
-"""Audit appends per second, the file store against PostgreSQL, in one run: N single-record
-appends (what `llmc call` does: one transaction or one fsync each) and N records through a
-batch's Deferred trail, for each store.
+"""The file store against PostgreSQL, in one run: audit appends per second (N single-record
+appends, what `llmc call` does: one transaction or one fsync each, and N records through a
+batch's Deferred trail) and gateway tools/call per second (`llmc serve --http` in front of the
+SDK test server over stateless Streamable HTTP, one keep-alive client calling in turn, then
+several at once; bench/gateway_bench.py's client), once with each store.
 
-    .venv/bin/python bench/state_bench.py [--records N] [--json]
+    .venv/bin/python bench/state_bench.py [--records N] [--calls N] [--clients N] [--json]
 
 PostgreSQL: LLMC_STATE_URL (migrated; PGPASSWORD in the environment), else a throwaway cluster
 started like the tests do (Debian's postgresql package) — that one runs with fsync=off, so its
 numbers flatter PostgreSQL against the file store (which fsyncs): give LLMC_STATE_URL of a real
-database for a fair comparison. Gateway calls/s is not measured here yet.
+database for a fair comparison.
 """
 
 from __future__ import annotations
@@ -38,9 +40,48 @@ def rate(log: Any, records: int, deferred: bool) -> float:
     return records / (time.perf_counter() - started)
 
 
+def gateway_rates(url: str | None, calls: int, clients: int) -> tuple[float, float]:
+    """(sequential calls/s, concurrent calls/s) through a gateway whose state is in files (url
+    None) or in the database `url`."""
+    import subprocess
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from gateway_bench import LLMC, ROOT, concurrent, free_port, sequential, wait_up
+
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "LLMC_CONFIG_DIR": f"{tmp}/config", "LLMC_STATE_DIR": f"{tmp}/state",
+               "LLMC_STATE_URL": url or ""}
+        up_port, gw_port = free_port(), free_port()
+        upstream = subprocess.Popen([sys.executable, str(ROOT / "tests" / "peers" / "sdk_server.py"),
+                                     "streamable-http", "--port", str(up_port), "--stateless", "--json"],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        profile = Path(tmp) / "bench.toml"
+        profile.write_text(f'[servers.up]\nurl = "http://127.0.0.1:{up_port}/mcp"\n\n'
+                           '[policy.hints."up.echo"]\nreadOnly = true\n')
+        gateway = None
+        try:
+            wait_up(up_port, "/mcp", upstream)
+            gateway = subprocess.Popen([LLMC, "serve", "-p", str(profile), "--http", f"127.0.0.1:{gw_port}"],
+                                       env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            wait_up(gw_port, "/healthz", gateway)
+            latencies = sequential(gw_port, "up.echo", calls)
+            in_turn = len(latencies) / sum(latencies)
+            at_once, errors = concurrent(gw_port, "up.echo", clients, calls)
+            if errors:
+                sys.exit(f"{len(errors)} gateway calls failed: {sorted(set(errors))[:3]}")
+            return in_turn, at_once
+        finally:
+            for proc in (gateway, upstream):
+                if proc is not None:
+                    proc.terminate()
+                    proc.wait(timeout=30)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=500)
+    parser.add_argument("--calls", type=int, default=200, help="gateway calls per measurement")
+    parser.add_argument("--clients", type=int, default=8, help="concurrent gateway clients")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     from llmc_cli.audit import AuditLog, PostgresAuditLog
@@ -63,6 +104,10 @@ def main() -> None:
                 "postgres appends/s": rate(PostgresAuditLog(url), args.records, False),
                 "postgres batch records/s": rate(PostgresAuditLog(url), args.records, True),
             }
+        for store, store_url in (("file", None), ("postgres", url)):
+            in_turn, at_once = gateway_rates(store_url, args.calls, args.clients)
+            results[f"{store} gateway calls/s (1 client)"] = in_turn
+            results[f"{store} gateway calls/s ({args.clients} clients)"] = at_once
     finally:
         if server is not None:
             server.close()
@@ -70,7 +115,7 @@ def main() -> None:
         print(json.dumps({k: round(v, 1) for k, v in results.items()}))
     else:
         for name, value in results.items():
-            print(f"{name:28} {value:10.1f}")
+            print(f"{name:36} {value:10.1f}")
 
 
 if __name__ == "__main__":
