@@ -12,7 +12,8 @@ from typing import Any, Callable, Collection, Mapping
 from llmc_cli.errors import ConnectionFailed, LlmcError, RpcError, UsageError, did_you_mean
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.client import connect
-from llmc_cli.mcp.session import ClientHooks, Session
+from llmc_cli.mcp.hooks import ClientHooks
+from llmc_cli.mcp.session import Session
 from llmc_cli.mcp.stores import Stores
 from llmc_cli.model import ServerSpec, Tool
 

@@ -13,7 +13,7 @@ from llmc_cli.catalog import Catalog
 from llmc_cli.config.profiles import LoadedProfile, usable_specs
 from llmc_cli.errors import Cancelled, ConfigError, ExitCode, LlmcError, PolicyDenied, ProtocolError, TimeoutExpired, UsageError
 from llmc_cli.mcp.jsonrpc import has_lone_surrogate
-from llmc_cli.mcp.session import ClientHooks
+from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.model import ServerSpec, Tool, ToolCall, ToolResult, canonical_json
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ def open_catalog(ctx: click.Context, target: dict[str, Any], sample: Any = None,
     it knows them (resolve_tool, Catalog.warm_up)."""
     from llmc_cli import services
     from llmc_cli.config.profiles import load_profile
-    from llmc_cli.mcp.session import ClientHooks, accept_defaults, decline
+    from llmc_cli.mcp.hooks import ClientHooks, accept_defaults, decline
 
     verbose = ctx.obj.get("verbose", 0) if ctx.obj else 0
     adhoc = adhoc_spec(target["stdio"], target["url"], target["env"], target["cwd"], target["headers"],

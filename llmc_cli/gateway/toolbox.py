@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator
 from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.errors import LlmcError, RpcError
 from llmc_cli.mcp import jsonrpc
-from llmc_cli.mcp.session import ClientHooks
+from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.model import Tool, ToolCall
 
 Send = Callable[[dict[str, Any]], None]

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llmc_cli.errors import ConnectionFailed, LlmcError, ProtocolError, TimeoutExpired, from_json
-from llmc_cli.mcp.session import ClientHooks, Session
+from llmc_cli.mcp.hooks import ClientHooks
+from llmc_cli.mcp.session import Session
 from llmc_cli.mcp.transports.base import Closed, Deliver
 
 MAX_LINE = 64 * 1024 * 1024  # one message; a larger one is a broken peer, not a big result

@@ -16,7 +16,8 @@ from llmc_cli.errors import ConnectionFailed, LlmcError
 from llmc_cli.keeper.transport import send_line
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.client import connect
-from llmc_cli.mcp.session import ClientHooks, Session
+from llmc_cli.mcp.hooks import ClientHooks
+from llmc_cli.mcp.session import Session
 from llmc_cli.model import ServerSpec
 
 if TYPE_CHECKING:

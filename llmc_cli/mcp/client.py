@@ -17,7 +17,8 @@ from typing import Any, Callable, Mapping
 from llmc_cli.errors import ConnectionFailed, HttpStatusError, LlmcError, ProtocolError, RpcError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp import http_sessions
-from llmc_cli.mcp.session import ClientHooks, NotADiscoverResult, Session, supported_versions
+from llmc_cli.mcp.hooks import ClientHooks
+from llmc_cli.mcp.session import NotADiscoverResult, Session, supported_versions
 from llmc_cli.mcp.stores import EraCache, Stores
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, MODERN_VERSIONS, SUPPORTED_VERSIONS
 from llmc_cli.mcp.transports.base import Transport

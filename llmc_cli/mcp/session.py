@@ -16,12 +16,12 @@ import threading
 import time
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from llmc_cli import __version__
 from llmc_cli.errors import Cancelled, ConnectionFailed, LlmcError, ProtocolError, RpcError, SessionExpired, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
+from llmc_cli.mcp.hooks import ClientHooks, answer_server_request
 from llmc_cli.mcp.transports.base import Transport
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, META_PREFIX, MODERN_VERSIONS, SUPPORTED_VERSIONS
 
@@ -33,36 +33,6 @@ PROGRESS_EXTENSION_CAP = 10  # progress may extend a request's deadline, up to t
 
 class NotADiscoverResult(ProtocolError):
     """`server/discover` got a result that is no DiscoverResult: a legacy server answering loosely."""
-
-
-@dataclass
-class ClientHooks:
-    """How the client reacts to what a server sends on its own. All optional."""
-
-    on_progress: Callable[[dict[str, Any]], None] | None = None
-    on_log: Callable[[dict[str, Any]], None] | None = None
-    on_list_changed: Callable[[str], None] | None = None
-    # elicitation/create params -> ElicitResult ({"action": "accept"|"decline"|"cancel", ...})
-    elicit: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-    # sampling/createMessage params -> CreateMessageResult; None: declined with a clear error
-    sample: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-    roots: list[dict[str, Any]] = field(default_factory=list)
-    # Something the user must hear that is no error: the server lost state the caller may rely
-    # on (an HTTP session it ended, a server restarted inside a session keeper).
-    on_notice: Callable[[str], None] | None = None
-
-
-def accept_defaults(params: dict[str, Any]) -> dict[str, Any]:
-    """Answer a form elicitation with the defaults its schema declares (headless use)."""
-    if params.get("mode", "form") != "form":
-        return {"action": "decline"}
-    properties = (params.get("requestedSchema") or {}).get("properties") or {}
-    content = {k: v["default"] for k, v in properties.items() if isinstance(v, dict) and "default" in v}
-    return {"action": "accept", "content": content}
-
-
-def decline(params: dict[str, Any]) -> dict[str, Any]:
-    return {"action": "decline"}
 
 
 def supported_versions(exc: RpcError) -> list[str]:
@@ -203,7 +173,7 @@ class Session:
             params = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
             requests = result.get("inputRequests")
             if isinstance(requests, dict):
-                params["inputResponses"] = {key: self._answer_server_request(r.get("method"), r.get("params") or {})
+                params["inputResponses"] = {key: answer_server_request(self.hooks, r.get("method"), r.get("params") or {})
                                             for key, r in requests.items() if isinstance(r, dict)}
             if "requestState" in result:
                 params["requestState"] = result["requestState"]
@@ -430,7 +400,7 @@ class Session:
     def _serve_request(self, message: dict[str, Any]) -> None:
         method, params = message["method"], message.get("params") or {}
         try:
-            reply = jsonrpc.result(message["id"], self._answer_server_request(method, params))
+            reply = jsonrpc.result(message["id"], answer_server_request(self.hooks, method, params))
         except RpcError as exc:
             reply = jsonrpc.error(message["id"], exc.code, exc.message)
         except Exception as exc:  # a hook failed: the server must still get an answer
@@ -439,19 +409,6 @@ class Session:
             self.transport.send(reply)
         except LlmcError:
             pass
-
-    def _answer_server_request(self, method: str | None, params: dict[str, Any]) -> dict[str, Any]:
-        if method == "ping":
-            return {}
-        if method == "roots/list":
-            return {"roots": self.hooks.roots}
-        if method == "elicitation/create":
-            return (self.hooks.elicit or decline)(params)
-        if method == "sampling/createMessage":
-            if self.hooks.sample is None:
-                raise RpcError("sampling is not enabled for this client (set [llm] allow_sampling)", code=-1)
-            return self.hooks.sample(params)
-        raise RpcError(f"method not found: {method}", code=jsonrpc.METHOD_NOT_FOUND)
 
     def _on_closed(self, error: LlmcError | None) -> None:
         if error is None:

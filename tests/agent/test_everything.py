@@ -60,7 +60,7 @@ def _call(catalog, call):
 
 
 def test_sampling_request_answered_by_the_model():
-    from llmc_cli.mcp.session import ClientHooks
+    from llmc_cli.mcp.hooks import ClientHooks
 
     api = "anthropic"
     with FakeLLM(api, [turn(api, "Sampled words.")]) as sampling_fake, FakeLLM(api, []) as loop_fake:

@@ -401,7 +401,7 @@ def test_ids_and_progress_tokens_are_remapped_per_caller(keepers: Keepers) -> No
     """Two attached callers both number their requests from 1 and use them as progress tokens:
     each must get its own reply and only its own progress."""
     from llmc_cli.keeper.transport import attach
-    from llmc_cli.mcp.session import ClientHooks
+    from llmc_cli.mcp.hooks import ClientHooks
 
     path = keepers.start("prog", "-s", "t")["socket"]
     steps = {0: 5, 1: 8}  # slow reports progress every tenth of a second

@@ -11,7 +11,8 @@ import pytest
 
 from llmc_cli.errors import TimeoutExpired
 from llmc_cli.mcp.client import connect
-from llmc_cli.mcp.session import ClientHooks, Session
+from llmc_cli.mcp.hooks import ClientHooks
+from llmc_cli.mcp.session import Session
 from llmc_cli.mcp.transports.legacy_sse import LegacySseTransport
 from llmc_cli.mcp.transports.streamable_http import StreamableHttpTransport
 from llmc_cli.model import ServerSpec

@@ -1,0 +1,57 @@
+"""How the client answers what a server sends on its own: the hooks a caller hands to a Session,
+and the answers to server->client requests (ping, roots/list, elicitation/create,
+sampling/createMessage), whichever era they arrive in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from llmc_cli.errors import RpcError
+from llmc_cli.mcp import jsonrpc
+
+
+@dataclass
+class ClientHooks:
+    """How the client reacts to what a server sends on its own. All optional."""
+
+    on_progress: Callable[[dict[str, Any]], None] | None = None
+    on_log: Callable[[dict[str, Any]], None] | None = None
+    on_list_changed: Callable[[str], None] | None = None
+    # elicitation/create params -> ElicitResult ({"action": "accept"|"decline"|"cancel", ...})
+    elicit: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    # sampling/createMessage params -> CreateMessageResult; None: declined with a clear error
+    sample: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    roots: list[dict[str, Any]] = field(default_factory=list)
+    # Something the user must hear that is no error: the server lost state the caller may rely
+    # on (an HTTP session it ended, a server restarted inside a session keeper).
+    on_notice: Callable[[str], None] | None = None
+
+
+def accept_defaults(params: dict[str, Any]) -> dict[str, Any]:
+    """Answer a form elicitation with the defaults its schema declares (headless use)."""
+    if params.get("mode", "form") != "form":
+        return {"action": "decline"}
+    properties = (params.get("requestedSchema") or {}).get("properties") or {}
+    content = {k: v["default"] for k, v in properties.items() if isinstance(v, dict) and "default" in v}
+    return {"action": "accept", "content": content}
+
+
+def decline(params: dict[str, Any]) -> dict[str, Any]:
+    return {"action": "decline"}
+
+
+def answer_server_request(hooks: ClientHooks, method: str | None, params: dict[str, Any]) -> dict[str, Any]:
+    """The client's answer to a server->client request (initialize era: a request on the wire;
+    2026-07-28: one entry of an input_required result)."""
+    if method == "ping":
+        return {}
+    if method == "roots/list":
+        return {"roots": hooks.roots}
+    if method == "elicitation/create":
+        return (hooks.elicit or decline)(params)
+    if method == "sampling/createMessage":
+        if hooks.sample is None:
+            raise RpcError("sampling is not enabled for this client (set [llm] allow_sampling)", code=-1)
+        return hooks.sample(params)
+    raise RpcError(f"method not found: {method}", code=jsonrpc.METHOD_NOT_FOUND)
