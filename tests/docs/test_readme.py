@@ -3,7 +3,8 @@ from the code: through bash (pipes, `&&`, `~` and `$(...)` as a user's shell has
 installed llmc first on PATH, in a fresh world per code block (HOME, config and state in a temp
 dir), the example servers swapped for the test peers (SUBSTITUTIONS), and each line's exit code
 asserted. A line that cannot run here is in NOT_RUN with the reason; a NOT_RUN entry the README
-no longer has fails, as does a relative link that does not resolve inside the repository."""
+no longer has fails, as does a relative link that does not resolve inside the repository. The
+README's profile snippets (TOML blocks) must load as llmc loads a profile."""
 
 from __future__ import annotations
 
@@ -99,9 +100,8 @@ class Block:
         return f"line {self.lines[0].number}: {self.section}"
 
 
-def shell_blocks(text: str) -> list[Block]:
-    """Indented code blocks whose first line is a shell command, one Line per command line
-    (comment-only continuation lines dropped)."""
+def code_blocks(text: str) -> list[Block]:
+    """Every indented code block, dedented, with the nearest heading above it."""
     blocks: list[Block] = []
     section = ""
     current: list[tuple[int, str]] = []
@@ -111,10 +111,7 @@ def shell_blocks(text: str) -> list[Block]:
         lines = [(n, t) for n, t in current if t.strip()]
         if lines:
             indent = min(len(t) - len(t.lstrip()) for _, t in lines)
-            first = lines[0][1][indent:]
-            if first.startswith(SHELL_WORDS):
-                blocks.append(Block(section, [Line(n, t[indent:]) for n, t in lines
-                                              if not t.strip().startswith("#")]))
+            blocks.append(Block(section, [Line(n, t[indent:]) for n, t in lines]))
         current.clear()
 
     for number, raw in enumerate(text.splitlines(), 1):
@@ -130,6 +127,13 @@ def shell_blocks(text: str) -> list[Block]:
         previous_blank = not raw.strip()
     close()
     return blocks
+
+
+def shell_blocks(text: str) -> list[Block]:
+    """Code blocks whose first line is a shell command, one Line per command line (comment-only
+    continuation lines dropped)."""
+    return [Block(b.section, [line for line in b.lines if not line.text.lstrip().startswith("#")])
+            for b in code_blocks(text) if b.lines[0].text.startswith(SHELL_WORDS)]
 
 
 BLOCKS = shell_blocks(README.read_text(encoding="utf-8"))
@@ -318,6 +322,23 @@ def test_the_readme_has_the_shell_blocks_and_every_not_run_line():
     assert len(BLOCKS) >= 10 and sum(len(b.lines) for b in BLOCKS) >= 50
     assert set(NOT_RUN) <= commands, set(NOT_RUN) - commands  # a line the README dropped: drop it here too
     assert BACKGROUND <= commands, BACKGROUND - commands
+
+
+TOML_BLOCKS = [b for b in code_blocks(README.read_text(encoding="utf-8")) if b.lines[0].text.startswith("[")]
+
+
+@pytest.mark.parametrize("block", TOML_BLOCKS, ids=[b.name for b in TOML_BLOCKS])
+def test_readme_profile_snippet_is_valid(block: Block):
+    """A profile fragment in the README loads as llmc loads profiles (a server table that shows
+    only its `oauth` part gets a url: the fragment is about the rest)."""
+    import tomllib
+
+    from llmc_cli.config.validation import validate
+
+    data = tomllib.loads("\n".join(line.text for line in block.lines))
+    for server in data.get("servers", {}).values():
+        server.setdefault("url", "https://mcp.example.com/mcp")
+    validate(data, f"README.md line {block.lines[0].number}")
 
 
 def test_every_relative_link_resolves_inside_the_repository():
