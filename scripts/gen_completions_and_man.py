@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Regenerate completions/ (bash, zsh, fish) and man/ (roff, section 1) from the Click tree.
 
-    python scripts/gen_completions_and_man.py          # write the files
-    python scripts/gen_completions_and_man.py --check  # exit 1 and name the stale files
+    python scripts/gen_completions_and_man.py                  # write the files
+    python scripts/gen_completions_and_man.py --check          # exit 1 and name the stale files
+    python scripts/gen_completions_and_man.py --check --exact  # the same, byte for byte
 
 Completion scripts are Click's own (what `llmc completion SHELL` prints): they call back into
 llmc on <TAB>, where the shell_complete callbacks add profile, server and tool names. Man pages
@@ -11,11 +12,11 @@ group loads its subcommands lazily, so a walker of `group.commands` would miss t
 ENVIRONMENT and FILES are written here (tests check every example parses and every LLMC_*
 variable the code reads is listed).
 
---check compares byte for byte. `stale(exact=False)` compares what the files say instead (the
-pages, their options, subcommands, sections and examples; which shell each completion script is
-for): Click's help and script formatting differ between Click versions, and a test that fails
-on a newer Click while every command and option is documented would only teach people to
-ignore it.
+--check compares what the files say (the pages, their options, subcommands, sections and
+examples; which shell each completion script is for), not how Click formatted them: Click's help
+and script formatting differ between Click versions, and a check that fails on a newer Click
+while every command and option is documented would only teach people to ignore it. --exact
+compares byte for byte (what regenerating with this Click would change).
 """
 
 from __future__ import annotations
@@ -250,11 +251,11 @@ def meaning(name: str, text: str) -> object:
         elif current in ("OPTIONS", "COMMANDS", "ENVIRONMENT", "FILES"):  # the names; their help is Click's
             sections[current] += re.findall(r"^\\f[BI](.*?)\\fR", line)
         elif current != "SYNOPSIS" and not line.startswith("."):  # Click writes the usage line
-            sections[current].append(line)
+            sections.setdefault(current, []).append(line)  # "": text before any section
     return sections
 
 
-def stale(root: Path = ROOT, exact: bool = True) -> list[str]:
+def stale(root: Path = ROOT, exact: bool = False) -> list[str]:
     """Files that differ from what the Click tree generates now, plus leftovers no command owns.
     exact=False: differ in what they say (see `meaning`), not in how Click formatted it."""
     wanted = generated()
@@ -281,8 +282,8 @@ def write(root: Path = ROOT) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    if argv[1:] == ["--check"]:
-        names = stale()
+    if argv[1:2] == ["--check"] and argv[2:] in ([], ["--exact"]):
+        names = stale(exact=argv[2:] == ["--exact"])
         for name in names:
             print(f"stale: {name} (run python scripts/gen_completions_and_man.py)", file=sys.stderr)
         return 1 if names else 0
