@@ -18,76 +18,23 @@ elsewhere, checked with `verify --expect`, catches that).
 
 from __future__ import annotations
 
-import functools
-import getpass
-import hashlib
 import json
 import os
-import socket
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
-from llmc_cli.config.secrets import is_secret_name
+from llmc_cli.audit.records import AuditError, now_iso, record_hash
 from llmc_cli.errors import ConfigError
 from llmc_cli.mcp.jsonrpc import replace_lone_surrogates
-from llmc_cli.model import canonical_json
 from llmc_cli.store.chain import GENESIS
+
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
-MASK = "***"
-
-
-class AuditError(ConfigError):
-    """The audit log cannot be written: the action must not happen."""
 
 
 def default_path() -> Path:
     from llmc_cli.config.paths import state_dir
 
     return state_dir() / "audit.jsonl"
-
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def identity() -> dict[str, Any]:
-    return {**_user_and_host(), "pid": os.getpid()}
-
-
-@functools.lru_cache(maxsize=1)
-def _user_and_host() -> dict[str, str]:
-    """Looked up once per process: a batch writes them into every record."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = str(os.getuid())
-    return {"user": user, "host": socket.gethostname()}
-
-
-def mask_secrets(value: Any, secrets: set[str] | None = None) -> Any:
-    """Values under secret-looking keys, and any string equal to (or containing) the value of a
-    secret-looking environment variable, become '***'."""
-    secrets = secret_values() if secrets is None else secrets
-    if isinstance(value, dict):
-        return {k: MASK if isinstance(k, str) and is_secret_name(k) else mask_secrets(v, secrets)
-                for k, v in value.items()}
-    if isinstance(value, list):
-        return [mask_secrets(v, secrets) for v in value]
-    if isinstance(value, str):
-        for secret in secrets:
-            if secret in value:
-                value = value.replace(secret, MASK)
-    return value
-
-
-def secret_values() -> set[str]:
-    return {v for k, v in os.environ.items() if is_secret_name(k) and len(v) >= 6}
-
-
-def record_hash(record: dict[str, Any]) -> str:
-    body = {k: v for k, v in record.items() if k != "hash"}
-    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
 
 
 class AuditLog:
@@ -297,168 +244,11 @@ class AuditLog:
 def open_log(profile: Any) -> "AuditLog":
     """The audit trail of a profile (config.schema.Profile): in the state database when `[state]
     url` or LLMC_STATE_URL names one, else the JSON Lines file."""
+    from llmc_cli.audit.postgres import PostgresAuditLog
     from llmc_cli.store.postgres import state_url
 
     url = state_url(profile.state.url)
     return PostgresAuditLog(url) if url else AuditLog(profile.audit_log)
-
-
-class PostgresAuditLog(AuditLog):
-    """The same hash chain, records and anchor in PostgreSQL (store/postgres.py): the anchor is the
-    head row, moved in the transaction that appends, under an advisory lock every writer on every
-    machine takes, so there is one linear chain. `verify`, `tail` and `head` read it as they read
-    the file; a record is one row (`file` in reports is the database, `line` the row's seq)."""
-
-    def __init__(self, url: str) -> None:
-        from llmc_cli.store.postgres import Database
-
-        self.db = Database.for_url(url)
-        self.path = Path(self.db.name)  # only ever shown, never opened
-        self.max_bytes = 0
-
-    def append_many(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        from llmc_cli import interrupts
-        from llmc_cli.store.postgres import StateError
-
-        written: list[dict[str, Any]] = []
-
-        def seal(prev: str, count: int) -> list[str]:
-            written.clear()  # a retried transaction seals again
-            lines = []
-            for record in records:
-                full = {"time": now_iso(), **replace_lone_surrogates(record), "prev": prev}
-                full["hash"] = prev = record_hash(full)
-                written.append(full)
-                lines.append(json.dumps(full, ensure_ascii=False, separators=(",", ":")))
-            return lines
-
-        try:
-            with interrupts.deferred():
-                self.db.append_chained(seal)
-        except StateError as exc:
-            raise AuditError(exc.message) from None
-        return written
-
-    @property
-    def anchor_path(self) -> Path:
-        return self.path
-
-    def anchor(self) -> dict[str, Any] | None:
-        head = self._db_head()
-        return None if head is None else {"head": head[0], "records": head[1]}
-
-    def head(self) -> dict[str, Any]:
-        head = self._db_head()
-        if head is None:
-            return {"head": GENESIS, "records": 0, "anchor": None}
-        return {"head": head[0], "records": head[1], "anchor": self.db.name}
-
-    def _db_head(self) -> tuple[str, int] | None:
-        from llmc_cli.store.postgres import StateError
-
-        try:
-            return self.db.audit_head()
-        except StateError as exc:
-            raise AuditError(exc.message) from None
-
-    def files(self) -> list[Path]:
-        return [self.path]
-
-    def records(self) -> Iterator[tuple[Path, int, str]]:
-        from llmc_cli.store.postgres import StateError
-
-        try:
-            for seq, line in self.db.audit_records():
-                yield self.path, seq, line
-        except StateError as exc:
-            raise AuditError(exc.message) from None
-
-
-class Deferred:
-    """The audit trail of a batch (a context manager). Records written before an action
-    (decisions) go to disk at once, as always, taking every waiting outcome with them in the
-    same write and fsync; outcome records wait in memory for at most FLUSH_RECORDS records or
-    FLUSH_SECONDS (a background flush), keeping the time they were recorded at. Leaving the
-    context writes what is left."""
-
-    FLUSH_RECORDS = 64
-    FLUSH_SECONDS = 1.0
-
-    def __init__(self, log: AuditLog) -> None:
-        import threading
-
-        self.log = log
-        self.pending: list[dict[str, Any]] = []
-        self.lock = threading.Lock()  # one batch runs servers in threads; the gateway serves hosts in threads
-        self.queue_lock = threading.Lock()
-        self.queued: list[dict[str, Any]] = []  # decision records waiting for the next write
-        self.closed = threading.Event()
-        self.flusher = threading.Thread(target=self._flush_every_second, daemon=True, name="llmc-audit-flush")
-
-    def __enter__(self) -> "Deferred":
-        self.flusher.start()
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.closed.set()
-        self.flusher.join(timeout=self.FLUSH_SECONDS * 2)
-        self.flush()
-
-    def record(self, record: dict[str, Any], *, before_action: bool) -> None:
-        if before_action:
-            self.record_before_actions([record])
-            return
-        with self.lock:
-            self.pending.append({"time": now_iso(), **record})
-            if len(self.pending) >= self.FLUSH_RECORDS:
-                self._write([])
-
-    def record_before_actions(self, records: list[dict[str, Any]]) -> None:
-        """On disk before this returns. Concurrent callers (the gateway's hosts) share writes:
-        while one write+fsync runs, the others queue, and the next writer takes every queued
-        record in one write (group commit); each caller still returns only once its own are on disk."""
-        import threading
-
-        ticket: dict[str, Any] = {"records": records, "done": threading.Event(), "error": None}
-        with self.queue_lock:
-            self.queued.append(ticket)
-        with self.lock:
-            if not ticket["done"].is_set():
-                with self.queue_lock:
-                    batch, self.queued = self.queued, []
-                try:
-                    self._write([r for t in batch for r in t["records"]])
-                except AuditError as exc:
-                    for t in batch:
-                        t["error"] = exc
-                    raise
-                finally:
-                    for t in batch:
-                        t["done"].set()
-        if ticket["error"] is not None:
-            raise ticket["error"]
-
-    def flush(self) -> None:
-        with self.lock:
-            self._write([])
-
-    def _flush_every_second(self) -> None:
-        while not self.closed.wait(self.FLUSH_SECONDS):
-            try:
-                self.flush()
-            except AuditError:
-                pass  # the records stay pending; the next decision or the final flush reports it
-
-    def _write(self, records: list[dict[str, Any]]) -> None:
-        if self.pending or records:
-            try:
-                self.log.append_many([*self.pending, *records])
-            except AuditError as exc:
-                # The pending records stay: the next write (or the final flush) takes them.
-                ran = f"{len(self.pending)} outcome records of calls that ran are not written yet"
-                raise AuditError(f"{exc.message}; " + (f"no call was run ({ran})" if records and self.pending else
-                                                       "no call was run" if records else ran)) from None
-            self.pending = []
 
 
 def _last_line(path: Path) -> str:

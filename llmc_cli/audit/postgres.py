@@ -1,0 +1,83 @@
+"""The audit chain kept in PostgreSQL (store/postgres.py) instead of the JSON Lines file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+from llmc_cli.audit.log import AuditLog
+from llmc_cli.audit.records import AuditError, now_iso, record_hash
+from llmc_cli.mcp.jsonrpc import replace_lone_surrogates
+from llmc_cli.store.chain import GENESIS
+
+
+class PostgresAuditLog(AuditLog):
+    """The same hash chain, records and anchor in PostgreSQL (store/postgres.py): the anchor is the
+    head row, moved in the transaction that appends, under an advisory lock every writer on every
+    machine takes, so there is one linear chain. `verify`, `tail` and `head` read it as they read
+    the file; a record is one row (`file` in reports is the database, `line` the row's seq)."""
+
+    def __init__(self, url: str) -> None:
+        from llmc_cli.store.postgres import Database
+
+        self.db = Database.for_url(url)
+        self.path = Path(self.db.name)  # only ever shown, never opened
+        self.max_bytes = 0
+
+    def append_many(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        from llmc_cli import interrupts
+        from llmc_cli.store.postgres import StateError
+
+        written: list[dict[str, Any]] = []
+
+        def seal(prev: str, count: int) -> list[str]:
+            written.clear()  # a retried transaction seals again
+            lines = []
+            for record in records:
+                full = {"time": now_iso(), **replace_lone_surrogates(record), "prev": prev}
+                full["hash"] = prev = record_hash(full)
+                written.append(full)
+                lines.append(json.dumps(full, ensure_ascii=False, separators=(",", ":")))
+            return lines
+
+        try:
+            with interrupts.deferred():
+                self.db.append_chained(seal)
+        except StateError as exc:
+            raise AuditError(exc.message) from None
+        return written
+
+    @property
+    def anchor_path(self) -> Path:
+        return self.path
+
+    def anchor(self) -> dict[str, Any] | None:
+        head = self._db_head()
+        return None if head is None else {"head": head[0], "records": head[1]}
+
+    def head(self) -> dict[str, Any]:
+        head = self._db_head()
+        if head is None:
+            return {"head": GENESIS, "records": 0, "anchor": None}
+        return {"head": head[0], "records": head[1], "anchor": self.db.name}
+
+    def _db_head(self) -> tuple[str, int] | None:
+        from llmc_cli.store.postgres import StateError
+
+        try:
+            return self.db.audit_head()
+        except StateError as exc:
+            raise AuditError(exc.message) from None
+
+    def files(self) -> list[Path]:
+        return [self.path]
+
+    def records(self) -> Iterator[tuple[Path, int, str]]:
+        from llmc_cli.store.postgres import StateError
+
+        try:
+            for seq, line in self.db.audit_records():
+                yield self.path, seq, line
+        except StateError as exc:
+            raise AuditError(exc.message) from None
