@@ -192,5 +192,5 @@ def test_the_parser_sees_the_imports() -> None:
     """Guards the test itself: a parser that found nothing would pass every rule above."""
     pairs = {(imp.source, imp.target) for imp in INTERNAL}
     assert ("llmc_cli.catalog", "llmc_cli.mcp.client") in pairs
-    assert any(imp.lazy and imp.source == "llmc_cli.services" for imp in INTERNAL)
+    assert any(imp.lazy and imp.source.startswith("llmc_cli.services") for imp in INTERNAL)
     assert any(imp.target.split(".")[0] == "click" for imp in ALL_IMPORTS)

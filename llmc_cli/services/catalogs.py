@@ -1,0 +1,120 @@
+"""The servers a command talks to: the profile's (or an ad-hoc one, or those a session keeper
+holds) as one catalog, told where llmc's own files are; the tools a profile may see; where the
+gateway shares its host sessions."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any, Callable
+
+from llmc_cli.catalog import Catalog
+from llmc_cli.config.profiles import LoadedProfile, usable_specs
+from llmc_cli.errors import UsageError
+from llmc_cli.mcp.hooks import ClientHooks
+from llmc_cli.model import ServerSpec, Tool
+from llmc_cli.services.calls import lock_path
+
+
+def builtin_servers() -> dict[str, Callable[[ServerSpec], Any]]:
+    def workspace(spec: ServerSpec) -> Any:
+        from llmc_cli.server.workspace import make_workspace_server
+
+        options = dict(spec.options)
+        return make_workspace_server(**options)
+
+    return {"workspace": workspace}
+
+
+def protected_paths(profile: LoadedProfile | None) -> list[str]:
+    """llmc's own files, which no tool of its workspace server may touch: the config and state
+    directories, the profile file, its audit log and its manifest lock, wherever they are."""
+    import os
+
+    from llmc_cli.audit import AuditLog
+    from llmc_cli.config.paths import PROTECTED_PATHS_VAR, config_dir, state_dir
+
+    paths = [f"{config_dir()}/", f"{state_dir()}/"]  # "/": a directory, protected as one before it exists
+    if profile is not None:
+        if profile.path is not None:
+            paths.append(str(profile.path))
+        paths.append(str(AuditLog(profile.profile.audit_log).path))
+        if profile.profile.lock:
+            paths.append(lock_path(profile))
+    else:
+        paths.append(str(AuditLog().path))
+    inherited = os.environ.get(PROTECTED_PATHS_VAR)  # this llmc is itself a server of another llmc
+    if inherited:
+        try:
+            paths += [p for p in json.loads(inherited) if isinstance(p, str) and p]
+        except (ValueError, TypeError):
+            pass  # the workspace server refuses a malformed list; here it only adds
+    return list(dict.fromkeys(os.path.abspath(os.path.expanduser(p)) + ("/" if p.endswith("/") else "")
+                              for p in paths))
+
+
+def protect(specs: list[ServerSpec], profile: LoadedProfile | None) -> list[ServerSpec]:
+    """Tell each server where llmc's own files are: the built-in workspace server through its
+    options, a spawned one (`llmc serve workspace` as a stdio child, whose environment is
+    allow-listed) through PROTECTED_PATHS_VAR, set after the profile's env so it cannot be replaced.
+    Both only ever add paths to what the server protects."""
+    from llmc_cli.config.paths import PROTECTED_PATHS_VAR
+
+    paths = protected_paths(profile)
+    out = []
+    for spec in specs:
+        if spec.builtin == "workspace" and isinstance(spec.options.get("protect", []), list):
+            extra = [p for p in spec.options.get("protect", []) if p not in paths]
+            spec = replace(spec, options={**spec.options, "protect": [*extra, *paths]})
+        elif spec.command:
+            spec = replace(spec, env={**spec.env, PROTECTED_PATHS_VAR: json.dumps(paths)})
+        out.append(spec)
+    return out
+
+
+def open_catalog(profile: LoadedProfile | None, only: tuple[str, ...] = (), adhoc: ServerSpec | None = None,
+                 hooks: ClientHooks | None = None, on_stderr: Callable[[str, str], None] | None = None,
+                 timeout: float | None = None, session: str | None = None) -> Catalog:
+    """The servers a command talks to: an ad-hoc one, the profile's, or those a session keeper
+    holds (`session`: its name; the servers then run in the keeper, policy and audit still here)."""
+    if adhoc is None and profile is None:
+        raise ValueError("open_catalog needs a profile or an ad-hoc server")
+    keeper = None
+    unusable: dict[str, Any] = {}  # servers of the profile that cannot be configured
+    if session:
+        if adhoc:
+            raise UsageError(f"--session {session} uses the servers its keeper holds: drop --stdio/--url")
+        from llmc_cli.keeper import lifecycle
+
+        path, specs = lifecycle.server_specs(session, only)
+        keeper = (path, session)
+    else:
+        specs, unusable = ([adhoc], {}) if adhoc else usable_specs(profile, only)  # type: ignore[arg-type]
+        specs = protect(specs, profile)
+    if timeout:
+        specs = [replace(spec, timeout=timeout) for spec in specs]
+    from llmc_cli.store import client_stores
+
+    return Catalog(specs, hooks=hooks, builtins=builtin_servers(), on_stderr=on_stderr, keeper=keeper,
+                   stores=client_stores(), unusable=unusable)
+
+
+def visible_tools(catalog: Catalog, profile: LoadedProfile, servers: list[str] | None = None
+                  ) -> tuple[list[Tool], list[Tool], list[Any]]:
+    """(allowed, denied, failures): the model and listings see only the allowed ones."""
+    from llmc_cli import policy
+
+    tools, failures = catalog.list_tools(servers)
+    config = profile.profile.policy
+    allowed = [t for t in tools if policy.visible(t, config).action == "allow"]
+    return allowed, [t for t in tools if t not in allowed], failures
+
+
+def host_sessions(profile: LoadedProfile, idle_seconds: float) -> Any:
+    """Where the gateway shares its initialize-era host sessions between replicas: the state
+    database's (store/postgres.py PostgresHostSessions) when `[state] url` is set, else None
+    (a session lives in the replica that opened it)."""
+    from llmc_cli.store.postgres import PostgresHostSessions, state_url
+
+    url = state_url(profile.profile.state.url)
+    return PostgresHostSessions(url, idle_seconds) if url else None
