@@ -164,4 +164,5 @@ def _expected(error: Any) -> str:
         return f"expected {wanted}, got {got}"
     if error.validator == "enum":
         return f"expected one of {', '.join(json.dumps(v) for v in error.validator_value)}, got {got}"
-    return error.message if len(error.message) <= 200 else error.message[:197] + "..."
+    message = str(error.message)
+    return message if len(message) <= 200 else message[:197] + "..."

@@ -6,12 +6,15 @@ import fnmatch
 import json
 import time
 from datetime import datetime
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import click
 
 from llmc_cli.cli.output import emit
 from llmc_cli.errors import ToolFailed, UsageError
+
+if TYPE_CHECKING:
+    from llmc_cli.audit import AuditLog
 
 FOLLOW_POLL_SECONDS = 0.5
 
@@ -21,7 +24,7 @@ def audit() -> None:
     """Read and verify the audit trail of every tool invocation."""
 
 
-def _log(ctx: click.Context) -> Any:
+def _log(ctx: click.Context) -> "AuditLog":
     from llmc_cli.audit import open_log
     from llmc_cli.config.profiles import load_profile
 

@@ -5,15 +5,20 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from llmc_cli.cli.output import note, status_line, warn
 from llmc_cli.cli.targets import adhoc_spec
 
+if TYPE_CHECKING:
+    from llmc_cli.catalog import Catalog
+    from llmc_cli.config.profiles import LoadedProfile
 
-def open_catalog(ctx: click.Context, target: dict[str, Any], sample: Any = None, warm: bool = True) -> Any:
+
+def open_catalog(ctx: click.Context, target: dict[str, Any], sample: Any = None,
+                 warm: bool = True) -> "tuple[Catalog, LoadedProfile]":
     """target: the keyword arguments of @target_options. Returns (catalog, loaded profile).
     `warm`: start every server now; a command that needs only some (a call) starts those when
     it knows them (resolve_tool, Catalog.warm_up)."""
@@ -53,7 +58,7 @@ def open_catalog(ctx: click.Context, target: dict[str, Any], sample: Any = None,
     return catalog, profile
 
 
-def resolve_tool(ctx: click.Context, catalog: Any, name: str) -> tuple[str, str]:
+def resolve_tool(ctx: click.Context, catalog: "Catalog", name: str) -> tuple[str, str]:
     """SERVER.TOOL, or a bare tool name, to (server, tool): the tool names cached by earlier
     listings decide which servers are asked (no server is started for SERVER.TOOL); what had
     to be listed is cached for the next time."""

@@ -49,7 +49,7 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name in COMMANDS:
             module, attr = COMMANDS[name][0].split(":")
-            command = getattr(importlib.import_module(module), attr)
+            command: click.Command = getattr(importlib.import_module(module), attr)
             _accept_global_options(command)
             return command
         return super().get_command(ctx, name)

@@ -65,7 +65,7 @@ def table(rows: Iterable[dict[str, Any]], columns: list[str] | None = None) -> s
         return "(none)"
     columns = columns or list(dict.fromkeys(k for row in rows for k in row))
     body = [[_cell(c, row.get(c)) for c in columns] for row in rows]
-    return tabulate(body, headers=columns, tablefmt="simple", disable_numparse=True)
+    return str(tabulate(body, headers=columns, tablefmt="simple", disable_numparse=True))
 
 
 def _cell(column: str, value: Any, width: int = 60) -> str:
@@ -149,8 +149,9 @@ def _named(item: Any) -> str:
     """One list item: an object by its name (tools, prompts' arguments, servers), else summarised."""
     if isinstance(item, dict):
         for key in ("name", "uri", "id", "text"):
-            if isinstance(item.get(key), str):
-                return item[key]
+            value = item.get(key)
+            if isinstance(value, str):
+                return value
     return summary(item, 1)
 
 

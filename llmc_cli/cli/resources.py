@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from llmc_cli.cli.arguments import parse_pairs
 from llmc_cli.cli.output import emit, note, raise_failures
 from llmc_cli.cli.targets import target_options
+
+if TYPE_CHECKING:
+    from llmc_cli.catalog import Catalog
 
 FORMAT = click.option("--format", "fmt", type=click.Choice(["json", "jsonl", "table"]), default="json",
                       show_default=True)
@@ -135,7 +138,7 @@ def ping(ctx: click.Context, **target: Any) -> None:
     return_rows(list(results.values()), failures, target, "servers", len(catalog.specs))
 
 
-def _only_server(catalog: Any) -> str:
+def _only_server(catalog: "Catalog") -> str:
     from llmc_cli.errors import UsageError
 
     if len(catalog.specs) != 1:

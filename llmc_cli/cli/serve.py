@@ -3,6 +3,7 @@ any MCP host; `llmc serve workspace`: the built-in workspace server on stdio."""
 
 from __future__ import annotations
 
+from typing import Any
 
 import click
 
@@ -100,7 +101,7 @@ def token_create(ctx: click.Context, name: str, for_profile: str | None) -> None
     path = editable_path((ctx.obj or {}).get("profile"))
     secret = new_token()
 
-    def add(data: dict) -> None:
+    def add(data: dict[str, Any]) -> None:
         principals = data.setdefault("serve", {}).setdefault("principals", {})
         entry = {"token_sha256": token_hash(secret)}
         if for_profile:
@@ -137,7 +138,7 @@ def token_revoke(ctx: click.Context, name: str) -> None:
 
     path = editable_path((ctx.obj or {}).get("profile"))
 
-    def remove(data: dict) -> None:
+    def remove(data: dict[str, Any]) -> None:
         principals = (data.get("serve") or {}).get("principals") or {}
         if name not in principals:
             raise UsageError(f"no principal {name!r} in {path}")

@@ -70,8 +70,7 @@ def start(ctx: click.Context, name: str, idle: str, **target: Any) -> None:
     from llmc_cli.services import protect
 
     status = lifecycle.start(name, protect(specs, None if adhoc else profile), idle=seconds, profile=profile_name)
-    status["servers"] = [*status.get("servers", []),
-                         *({"name": n, "state": "unusable", "error": e.message} for n, e in unusable.items())]
+    status["servers"] += [{"name": n, "state": "unusable", "error": e.message} for n, e in unusable.items()]
     emit(_public(status, name))
     failed = [s for s in status["servers"] if s.get("state") != "running"]
     for server in failed:
@@ -159,7 +158,7 @@ def forget(ctx: click.Context, servers: tuple[str, ...], urls: tuple[str, ...]) 
     emit(http_sessions.forget(client_stores(), keys, known), "jsonl")
 
 
-def _public(status: dict[str, Any], name: str) -> dict[str, Any]:
+def _public(status: Mapping[str, Any], name: str) -> dict[str, Any]:
     from llmc_cli.keeper import lifecycle
 
     out = {k: v for k, v in status.items() if k != "llmc"}

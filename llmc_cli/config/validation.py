@@ -44,7 +44,8 @@ def adapter(cls: type[Any]) -> Any:
 def dump(obj: Any, **options: Any) -> dict[str, Any]:
     """A schema dataclass as JSON-ready data (pydantic's model_dump(mode="json", ...))."""
     cls: type = type(obj)
-    return adapter(cls).dump_python(obj, mode="json", **options)
+    data: dict[str, Any] = adapter(cls).dump_python(obj, mode="json", **options)
+    return data
 
 
 def validate(data: dict[str, Any], where: str, text: str | None = None) -> Any:

@@ -18,7 +18,8 @@ from llmc_cli.errors import Cancelled, DriftError, LlmcError, PolicyDenied, RpcE
 from llmc_cli.gateway.toolbox import HostCall, Toolbox, namespaced, own_result
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.model import ToolCall
-from llmc_cli.server.protocol import META, McpServer, RequestError, Send
+from llmc_cli.mcp.versions import META_PREFIX as META
+from llmc_cli.server.protocol import McpServer, RequestError, Send
 
 PAGE_SIZE = 100
 CONFIRM_KEY = "confirm"  # the input request's key in a 2026-07-28 input_required result

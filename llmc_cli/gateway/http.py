@@ -32,13 +32,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.errors import LlmcError, ProtocolError, UsageError
 from llmc_cli.gateway.connection import GatewayConnection
 from llmc_cli.gateway.principals import Principal, authenticate, principals_of
 from llmc_cli.gateway.toolbox import Toolbox
 from llmc_cli.mcp import jsonrpc
-from llmc_cli.server.protocol import LEGACY_VERSIONS, META, MODERN_VERSIONS
+from llmc_cli.mcp.versions import LEGACY_VERSIONS, MODERN_VERSIONS
+from llmc_cli.mcp.versions import META_PREFIX as META
 
 ENDPOINT = "/mcp"
 MAX_BODY_BYTES = 4 * 1024 * 1024

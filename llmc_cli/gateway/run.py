@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from llmc_cli.config.profiles import LoadedProfile
+
+if TYPE_CHECKING:
+    from llmc_cli.gateway.toolbox import Toolbox  # imported when the gateway starts, not with this module
 
 
 def log(message: str) -> None:
     print(f"llmc serve: {message}", file=sys.stderr, flush=True)
 
 
-def _toolbox(profile: LoadedProfile, verbose: int) -> "Toolbox":  # type: ignore[name-defined] # noqa: F821
+def _toolbox(profile: LoadedProfile, verbose: int) -> "Toolbox":
     from llmc_cli.gateway.toolbox import Toolbox
 
     on_stderr = (lambda server, line: log(f"[{server} stderr] {line}")) if verbose else None

@@ -23,13 +23,16 @@ import time
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.errors import LlmcError, RpcError
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.model import Tool, ToolCall
+
+if TYPE_CHECKING:
+    from llmc_cli.gateway.connection import GatewayConnection  # it imports this module
 
 Send = Callable[[dict[str, Any]], None]
 PROTOCOL_META = "io.modelcontextprotocol/"
@@ -42,7 +45,7 @@ LIST_CHANGED = ("notifications/tools/list_changed", "notifications/resources/lis
 class HostCall:
     """A host's request in flight: where the upstream's messages about it go."""
 
-    connection: Any  # connection.GatewayConnection
+    connection: GatewayConnection
     send: Send
     host_token: Any  # the host's progressToken, or None: the host did not ask for progress
     capabilities: dict[str, Any]  # the host's client capabilities
@@ -80,7 +83,7 @@ class Toolbox:
         # calling at once share a write and fsync), outcomes written with the next decision or
         # within a second, as in a batch.
         self.audit = audit.Deferred(audit.open_log(profile.profile)).__enter__()
-        self.connections: weakref.WeakSet[Any] = weakref.WeakSet()  # for list_changed
+        self.connections: weakref.WeakSet[GatewayConnection] = weakref.WeakSet()  # for list_changed
         self._calls: dict[str, HostCall] = {}  # our progress token upstream -> the host's call
         self._ids = itertools.count(1)
         self._lock = threading.Lock()

@@ -29,7 +29,7 @@ from typing import Any
 
 from llmc_cli.errors import ConnectionFailed, ExitCode, LlmcError, RpcError
 from llmc_cli.mcp import jsonrpc
-from llmc_cli.keeper.transport import AttachReply, read_line
+from llmc_cli.keeper.transport import AttachReply, HeldServer, KeeperStatus, read_line
 from llmc_cli.keeper.upstream import Client, Upstream, log
 from llmc_cli.model import ServerSpec
 
@@ -125,16 +125,13 @@ class Keeper:
         with ThreadPoolExecutor(max_workers=max(1, min(8, len(sessions)))) as pool:
             list(pool.map(lambda s: s.close(), sessions))
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> KeeperStatus:
         return {
             "llmc": "status", "name": self.name, "pid": os.getpid(), "profile": self.profile,
             "started": self.started.isoformat(timespec="seconds"), "idleTimeout": self.idle,
             "idleFor": round(time.monotonic() - self.last_activity, 1) if not self.clients else 0.0,
             "clients": len(self.clients),
-            "servers": [{"name": name, "state": u.state, "restarts": u.restarts, "timeout": u.spec.timeout,
-                         "protocolVersion": u.session.protocol_version if u.session else None,
-                         **({"error": u.error.message} if u.error else {})}
-                        for name, u in self.upstreams.items()],
+            "servers": [_held(name, u) for name, u in self.upstreams.items()],
         }
 
     # -- one connection ----------------------------------------------------------------------
@@ -241,6 +238,15 @@ class Keeper:
         return reply.get("result") or {}
 
 
+def _held(name: str, upstream: Upstream) -> HeldServer:
+    held: HeldServer = {"name": name, "state": upstream.state, "restarts": upstream.restarts,
+                        "timeout": upstream.spec.timeout,
+                        "protocolVersion": upstream.session.protocol_version if upstream.session else None}
+    if upstream.error:
+        held["error"] = upstream.error.message
+    return held
+
+
 def _same_user(conn: socket.socket) -> bool:
     """The directory's 0700 keeps others out; the peer's credentials say so again (Linux)."""
     if not hasattr(socket, "SO_PEERCRED"):
@@ -249,7 +255,7 @@ def _same_user(conn: socket.socket) -> bool:
         _, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
     except OSError:
         return False
-    return uid == os.getuid()
+    return bool(uid == os.getuid())
 
 
 def _listen(path: str) -> socket.socket:

@@ -17,11 +17,14 @@ import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from llmc_cli.config import paths
 from llmc_cli.errors import ConfigError, ConnectionFailed, TimeoutExpired, UsageError, from_json
 from llmc_cli.model import OAuthSpec, ServerSpec
+
+if TYPE_CHECKING:
+    from llmc_cli.keeper.transport import KeeperStatus
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
@@ -43,13 +46,13 @@ def log_path(name: str) -> Path:
     return socket_path(name).with_suffix(".log")
 
 
-def status(name: str, timeout: float = 5.0) -> dict[str, Any]:
+def status(name: str, timeout: float = 5.0) -> "KeeperStatus":
     """What the keeper reports about itself. A stale socket is removed and reported as not running."""
     from llmc_cli.keeper.transport import exchange
 
     path = socket_path(name)
     try:
-        return exchange(str(path), {"llmc": "status"}, name, timeout)
+        return cast("KeeperStatus", exchange(str(path), {"llmc": "status"}, name, timeout))  # our own keeper's reply
     except ConnectionFailed:
         _remove_stale(path)
         raise
@@ -95,7 +98,7 @@ def server_specs(name: str, only: tuple[str, ...] = ()) -> tuple[str, list[Serve
 
 # -- start and stop -------------------------------------------------------------------------------
 
-def start(name: str, specs: list[ServerSpec], *, idle: float, profile: str | None) -> dict[str, Any]:
+def start(name: str, specs: list[ServerSpec], *, idle: float, profile: str | None) -> "KeeperStatus":
     """Launch a keeper in the background and wait until its servers are up (or failed).
 
     The server definitions reach it on a pipe: they may carry expanded secrets (headers), which
@@ -146,7 +149,7 @@ def start(name: str, specs: list[ServerSpec], *, idle: float, profile: str | Non
     reply = json.loads(line)
     if reply.get("llmc") == "error":
         raise from_json(reply)
-    return reply
+    return cast("KeeperStatus", reply)  # the keeper's own status line (daemon.Keeper.status)
 
 
 def stop(name: str) -> dict[str, Any]:

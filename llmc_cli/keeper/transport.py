@@ -14,7 +14,7 @@ import json
 import socket
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping, NotRequired, TypedDict
 
 from llmc_cli.errors import ConnectionFailed, LlmcError, ProtocolError, TimeoutExpired, from_json
 from llmc_cli.mcp.hooks import ClientHooks
@@ -22,6 +22,33 @@ from llmc_cli.mcp.session import Session
 from llmc_cli.mcp.transports.base import Closed, Deliver
 
 MAX_LINE = 64 * 1024 * 1024  # one message; a larger one is a broken peer, not a big result
+
+
+class HeldServer(TypedDict):
+    """One server in a keeper's status (`session start` adds the profile's unusable ones, with
+    state "unusable" and the error only)."""
+
+    name: str
+    state: str  # starting | running | failed | unusable
+    restarts: NotRequired[int]
+    timeout: NotRequired[float]  # seconds per request, as the profile set it
+    protocolVersion: NotRequired[str | None]
+    error: NotRequired[str]
+
+
+class KeeperStatus(TypedDict):
+    """What a keeper says about itself: its answer to {"llmc": "status"}, and the line it writes
+    to `session start` when its servers are up (or failed)."""
+
+    llmc: str  # "status"
+    name: str
+    pid: int
+    profile: str | None
+    started: str  # ISO time
+    idleTimeout: float  # seconds; 0: never
+    idleFor: float
+    clients: int
+    servers: list[HeldServer]
 
 
 @dataclass
@@ -76,7 +103,7 @@ def connect_unix(path: str, timeout: float, session_name: str) -> socket.socket:
     return sock
 
 
-def send_line(sock: socket.socket, message: dict[str, Any]) -> None:
+def send_line(sock: socket.socket, message: Mapping[str, Any]) -> None:
     sock.sendall((json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8"))
 
 

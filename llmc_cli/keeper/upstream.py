@@ -10,7 +10,7 @@ import sys
 import threading
 from concurrent.futures import Future
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from llmc_cli.errors import ConnectionFailed, LlmcError
 from llmc_cli.keeper.transport import send_line
@@ -38,7 +38,7 @@ class Client:
         self.upstream: Upstream | None = None
         self.pending: dict[Any, tuple[int, int | None]] = {}  # its request id -> (upstream id, token)
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: Mapping[str, Any]) -> None:
         try:
             with self.lock:
                 send_line(self.sock, message)

@@ -97,7 +97,8 @@ def _without_lone_surrogates(message: dict[str, Any]) -> dict[str, Any]:
         return error(message["id"] if not has_lone_surrogate(message["id"]) else None, INTERNAL_ERROR,
                      "the reply contains a lone surrogate (a \\uD800-\\uDFFF escape without its pair): "
                      "not valid Unicode text")
-    return replace_lone_surrogates(message)
+    replaced: dict[str, Any] = replace_lone_surrogates(message)  # a dict stays a dict
+    return replaced
 
 
 def has_lone_surrogate(value: Any) -> bool:

@@ -138,7 +138,8 @@ class McpServer:
     def _era(self, method: str, params: dict[str, Any]) -> str | None:
         """The modern version this request is served under, or None for the legacy session."""
         meta = params.get("_meta")
-        version = meta.get(META + "protocolVersion") if isinstance(meta, dict) else None
+        meta = meta if isinstance(meta, dict) else {}
+        version = meta.get(META + "protocolVersion")
         if method in ("initialize", "ping") and version is None:
             return None
         if version is None:
@@ -152,9 +153,9 @@ class McpServer:
         if version not in MODERN_VERSIONS:
             raise RequestError(jsonrpc.UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
                                 {"supported": list(MODERN_VERSIONS + LEGACY_VERSIONS), "requested": str(version)})
-        if not isinstance(meta.get(META + "clientCapabilities"), dict):  # type: ignore[union-attr]
+        if not isinstance(meta.get(META + "clientCapabilities"), dict):
             raise RequestError(jsonrpc.INVALID_PARAMS, f"missing _meta['{META}clientCapabilities']")
-        return version
+        return str(version)
 
     def finish(self, value: dict[str, Any], modern: str | None) -> dict[str, Any]:
         """Modern results name their type and the server on every reply (basic/index.mdx)."""

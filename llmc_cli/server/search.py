@@ -97,7 +97,8 @@ class RegexWorker:
                 if not reply:
                     raise ToolError(f"the regular expression matcher stopped (exit code {self.proc.wait()}: "
                                     "out of memory or CPU time?)")
-                return json.loads(reply)
+                found: list[int] = json.loads(reply)  # the matcher's reply: line numbers
+                return found
 
     def kill(self) -> None:
         if self.proc.poll() is None:

@@ -77,6 +77,7 @@ class FileTokenStore:
     @staticmethod
     def _server_of(path: Path) -> str | None:
         try:
-            return json.loads(path.read_text(encoding="utf-8")).get("server_url")
+            server = json.loads(path.read_text(encoding="utf-8")).get("server_url")
+            return server if isinstance(server, str) else None
         except (OSError, ValueError, AttributeError, RecursionError):
             return None

@@ -61,7 +61,8 @@ class Translation:
         if tool is None or not (renamed or drop_nulls) or not isinstance(arguments, dict):
             return arguments
         schema = tool.input_schema
-        return restore_arguments(arguments, schema, schema, renamed=renamed, drop_nulls=drop_nulls)
+        restored: dict[str, Any] = restore_arguments(arguments, schema, schema, renamed=renamed, drop_nulls=drop_nulls)
+        return restored
 
 
 def _target(fmt: str) -> Any:

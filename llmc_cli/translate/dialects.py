@@ -83,7 +83,7 @@ def openai_strict(schema: Schema, report: Report, path: str) -> Schema | None:
             blockers.append((where, "it accepts any value (no type)"))
         return node
 
-    result = walk(schema, path)
+    result: Schema = walk(schema, path)  # an object root stays an object
     for where, reason in blockers:
         report.note(where, "cannot be strict: " + reason, "OpenAI strict mode does not support this; sent non-strict")
     if blockers:
@@ -147,7 +147,8 @@ def gemini_json(schema: Schema, report: Report, path: str) -> Schema:
         node = keep_only(node, GEMINI_KEYS, report, where, "Gemini rejects or ignores it")
         return map_children(node, where, walk)
 
-    return walk(schema, path)
+    root: Schema = walk(schema, path)  # an object root stays an object
+    return root
 
 
 def keep_only(node: Schema, allowed: set[str], report: Report, where: str, why: str) -> Schema:
@@ -249,4 +250,5 @@ def openapi_subset(schema: Schema, report: Report, path: str) -> Schema:
                 node["required"] = [k for k in node["required"] if k in node["properties"]]
         return node
 
-    return walk(schema, path)
+    root: Schema = walk(schema, path)  # an object root stays an object
+    return root

@@ -100,7 +100,8 @@ def prepare(schema: Schema, report: Report, path: str) -> Schema:
             report.note(path, "root schema is not an object: replaced by an object with no properties",
                         "providers require an object root")
             return {"type": "object", "properties": {}}
-    return modernise(schema, report, path)
+    modern: Schema = modernise(schema, report, path)  # an object stays an object
+    return modern
 
 
 def modernise(node: Any, report: Report, path: str) -> Any:

@@ -90,8 +90,8 @@ class OAuth:
                 finally:
                     self.close()
                 self._refreshed_token = self._tokens().access_token
-            self._sent.header = self._header()
-            return self._sent.header
+            header = self._sent.header = self._header()
+            return header
 
     def on_unauthorized(self, status: int, www_authenticate: str | None) -> bool:
         """True: authorized anew, send the request again. False: not an auth matter. Raises

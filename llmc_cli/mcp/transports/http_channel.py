@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import socket
 import threading
-from typing import Any, Generator, Iterator
+from typing import Any, Generator
 from urllib.parse import urljoin, urlsplit
 
 from llmc_cli.errors import AuthError, ConnectionFailed, HttpStatusError, LlmcError, TimeoutExpired
