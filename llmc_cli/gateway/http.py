@@ -176,6 +176,7 @@ class HttpGateway:
         except LlmcError as exc:
             from llmc_cli.server.protocol import RequestError
 
+            self.end_session(session_id)  # not resumable elsewhere: no session at all
             raise RequestError(jsonrpc.INTERNAL_ERROR, f"cannot start a session: {exc.message}") from None
 
     def find_session(self, session_id: str, principal: Principal | None) -> HostSession | None:
@@ -190,9 +191,12 @@ class HttpGateway:
         if self.shared is not None and session.last_used - session.last_shared > self.idle_seconds / 4:
             session.last_shared = session.last_used
             try:
-                self.shared.resume(session_id)  # keeps it alive for the other replicas
+                kept = self.shared.resume(session_id)  # keeps it alive for the other replicas
             except LlmcError:
-                pass  # the database is down: the request goes on here, its calls refuse if they need it
+                kept = {}  # the database is down: the request goes on here, its calls refuse if they need it
+            if kept is None:  # the host ended it through another replica
+                self.end_session(session_id)
+                return None
         return session
 
     def _resume(self, session_id: str, principal: Principal | None) -> HostSession | None:

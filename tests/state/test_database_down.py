@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gateway.test_http import start, stop
+from tests.gateway.test_http import INIT, start, stop
 from tests.helpers import PEERS, llmc
 from tests.state.postgres import PASSWORD, PostgresServer
 
@@ -78,6 +78,13 @@ confirm_destructive = false
             assert through.returncode == 1 and result["isError"] is True, through.stderr
             assert database in result["content"][0]["text"] and "no call was run" in result["content"][0]["text"]
             assert PASSWORD not in through.stdout + through.stderr
+
+            # An initialize-era host cannot start a session the other replicas could not resume.
+            status, headers, body = gateway.request("POST", "/mcp", INIT)
+            error = json.loads(body)["error"]["message"]
+            assert status == 200 and error.startswith("cannot start a session") and database in error, body
+            assert PASSWORD not in body.decode()
+            assert json.loads(gateway.request("GET", "/status")[2])["sessions"] == 0
 
             server.start()
             assert cli("cli-after").returncode == 0

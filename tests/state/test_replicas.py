@@ -20,7 +20,7 @@ import psycopg
 import pytest
 
 from tests.audit.test_audit import write_profile
-from tests.gateway.test_http import Gateway, sdk_host, start, stop
+from tests.gateway.test_http import INIT, Gateway, sdk_host, start, stop
 from tests.gateway.test_stdio import run
 from tests.helpers import free_port, llmc, llmc_executable
 
@@ -180,3 +180,31 @@ def test_a_rate_limit_holds_across_two_replicas_and_two_call_loops(isolated_dirs
     gateway_outcomes = [r for r in records if r["event"] == "outcome" and r["pid"] in pids]
     assert {r["pid"] for r in gateway_outcomes} == pids and len(gateway_outcomes) == 80  # both replicas counted
     assert json.loads(llmc("audit", "verify").stdout)["ok"] is True
+
+
+def test_a_session_resumes_only_for_its_principal_and_the_database_keeps_no_session_id(
+        isolated_dirs: Path, state_url: str) -> None:
+    write_profile(isolated_dirs)
+    profile = isolated_dirs / "config" / "profiles" / "default.toml"
+    tokens = [json.loads(llmc("serve", "-p", str(profile), "token", "create", name).stdout)["token"]
+              for name in ("ops", "ci")]
+    ops, ci = ({"Authorization": f"Bearer {token}"} for token in tokens)
+    replicas = [start(profile), start(profile)]
+    try:
+        session = replicas[0].request("POST", "/mcp", INIT, ops)[1]["mcp-session-id"]
+        listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+        # Another principal cannot ride on it, on the replica that did not open it either.
+        assert replicas[1].request("POST", "/mcp", listing, {**ci, "Mcp-Session-Id": session})[0] == 404
+        status, _, body = replicas[1].request("POST", "/mcp", listing, {**ops, "Mcp-Session-Id": session})
+        assert status == 200 and "sdk.add" in {t["name"] for t in json.loads(body)["result"]["tools"]}
+        with psycopg.connect(state_url) as conn:
+            rows = conn.execute("SELECT id_sha256, record::text FROM llmc_host_session").fetchall()
+        assert len(rows) == 1 and session not in json.dumps(rows)
+        assert json.loads(rows[0][1])["principal"] == "ops"
+        # The host's DELETE, on either replica, ends it for every replica that has not seen it yet.
+        assert replicas[1].request("DELETE", "/mcp", None, {**ops, "Mcp-Session-Id": session})[0] == 200
+        with psycopg.connect(state_url) as conn:
+            assert conn.execute("SELECT count(*) FROM llmc_host_session").fetchone() == (0,)
+    finally:
+        for replica in replicas:
+            stop(replica)
