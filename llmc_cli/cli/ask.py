@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import emit, note, plain_text
 from llmc_cli.cli.targets import target_options
 from llmc_cli.errors import TimeoutExpired, ToolFailed, UsageError
@@ -46,35 +47,32 @@ def ask(ctx: click.Context, prompt: str, provider: str | None, model: str | None
     from llmc_cli.cli import prompt as terminal
     from llmc_cli.cli.arguments import read_input
     from llmc_cli.cli.common import open_catalog
-    from llmc_cli.config.profiles import load_profile
-    from llmc_cli.providers.base import ProviderSettings, make_provider
+    from llmc_cli.providers.base import make_provider
 
     if prompt == "-":
         prompt = read_input("-", "ask")
     if not prompt.strip():
         raise UsageError("the prompt is empty")
-    llm = load_profile(ctx.obj.get("profile") if ctx.obj else None).profile.llm
+    llm = app_of(ctx).load_profile().profile.llm
     conversation = agent.load_conversation(continue_from) if continue_from else None
     if continue_from and not save_as:  # a continued conversation is saved back where it came from
         save_as = agent.conversation_path(continue_from).stem
-    name = provider or (conversation.provider if conversation else None) or llm.provider
-    if not name:
-        raise UsageError("no provider: give --provider or set [llm] provider in the profile")
-    settings = ProviderSettings(model=model or (conversation.model if conversation else None) or llm.model,
-                                api_key_env=api_key_env or llm.api_key_env, base_url=base_url or llm.base_url,
-                                temperature=temperature if temperature is not None else llm.temperature,
-                                max_tokens=max_tokens or llm.max_tokens)
-    model_client = make_provider(name, settings)
-    sample = agent.sampler(model_client) if llm.allow_sampling else None
-    conversation = conversation or agent.Conversation.new(name, settings.model, system or llm.system)
+    given = agent.AskOptions(provider=provider, model=model, base_url=base_url, api_key_env=api_key_env,
+                             temperature=temperature, max_tokens=max_tokens, max_steps=max_steps,
+                             total_timeout=total_timeout, system=system)
+    settings = agent.resolve_settings(given, llm, conversation)
+    model_client = make_provider(settings.provider, settings.provider_settings)
+    sample = agent.sampler(model_client) if settings.allow_sampling else None
+    conversation = conversation or agent.Conversation.new(settings.provider, settings.provider_settings.model,
+                                                          settings.system_for_new)
     # Saved once before the first token is spent: a state directory that cannot take it is
     # exit 3 now, not after the model has answered.
     agent.save_conversation(conversation, save_as)
     catalog, profile = open_catalog(ctx, target, sample=sample)
-    invocation = services.Invocation(profile=profile, command="ask", caller="model", interactive=terminal.interactive(),
+    invocation = services.Invocation(profile=profile, command="ask", caller="model", interactive=app_of(ctx).interactive,
                                      assume_yes=yes, confirm=terminal.confirm_call, conversation_id=conversation.id)
     # Steps on a terminal or with -v; a call that went wrong for the model is reported either way.
-    show_steps = sys.stderr.isatty() or bool(ctx.obj and ctx.obj.get("verbose"))
+    show_steps = sys.stderr.isatty() or bool(app_of(ctx).verbose)
 
     # The model's text streams to a terminal as it arrives: with --text to stdout (it is the
     # output there), else to stderr (the JSON document follows on stdout). Into a pipe nothing
@@ -97,8 +95,9 @@ def ask(ctx: click.Context, prompt: str, provider: str | None, model: str | None
                                call_tool=lambda call: services.call_tool(catalog, invocation, call),
                                read_only=lambda tool: policy.is_read_only(tool, tool.qualified_name,
                                                                           profile.profile.policy),
-                               conversation=conversation, system=system, max_steps=max_steps or llm.max_steps,
-                               timeout=total_timeout or llm.timeout, result_budget=llm.result_budget,
+                               conversation=conversation, system=settings.system_override,
+                               max_steps=settings.max_steps, timeout=settings.timeout,
+                               result_budget=settings.result_budget,
                                progress=progress, strict=strict, on_text=live.write if live else None)
         finally:
             if live:
@@ -113,7 +112,7 @@ def ask(ctx: click.Context, prompt: str, provider: str | None, model: str | None
     if record.stop_reason == agent.STOP_TIMEOUT:
         raise TimeoutExpired(f"the run reached its time limit after {len(record.steps)} tool call(s)")
     if record.stop_reason == agent.STOP_MAX_STEPS:
-        raise ToolFailed(f"no answer within {max_steps or llm.max_steps} model turns (--max-steps)")
+        raise ToolFailed(f"no answer within {settings.max_steps} model turns (--max-steps)")
 
 
 class LiveText:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import click
 
+from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import emit
 from llmc_cli.errors import ToolFailed, UsageError
 
@@ -28,7 +29,7 @@ def _log(ctx: click.Context) -> "AuditLog":
     from llmc_cli.audit import open_log
     from llmc_cli.config.profiles import load_profile
 
-    profile = load_profile(ctx.find_root().obj.get("profile"))
+    profile = load_profile(app_of(ctx).profile)
     return open_log(profile.profile)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import FORMATS, emit, note
 from llmc_cli.cli.targets import _complete_servers
 
@@ -81,7 +82,7 @@ def _remote_spec(ctx: click.Context, server: str) -> Any:
 
     if server.startswith(("http://", "https://")):
         return ServerSpec(name=server, url=server)
-    loaded = load_profile((ctx.find_root().obj or {}).get("profile"))
+    loaded = load_profile(app_of(ctx).profile)
     spec = server_specs(loaded, [server])[0]
     if spec.kind != "remote":
         raise UsageError(f"server {server} is not a remote server: OAuth applies to url servers only")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import note, status_line, warn
 from llmc_cli.cli.targets import adhoc_spec
 
@@ -26,7 +27,7 @@ def open_catalog(ctx: click.Context, target: dict[str, Any], sample: Any = None,
     from llmc_cli.config.profiles import load_profile
     from llmc_cli.mcp.hooks import ClientHooks, accept_defaults, decline
 
-    verbose = ctx.obj.get("verbose", 0) if ctx.obj else 0
+    verbose = app_of(ctx).verbose
     adhoc = adhoc_spec(target["stdio"], target["url"], target["env"], target["cwd"], target["headers"],
                        target["transport"], target["timeout"])
     from llmc_cli.cli import prompt
@@ -41,7 +42,7 @@ def open_catalog(ctx: click.Context, target: dict[str, Any], sample: Any = None,
         on_notice=lambda text: _warn(ctx, text),
     )
     on_stderr = (lambda server, line: note(f"[{server} stderr] {line}")) if verbose else None
-    profile_name = ctx.obj.get("profile") if ctx.obj else None
+    profile_name = app_of(ctx).profile
     session = target.get("session")
     if adhoc and ctx.get_parameter_source("session") == click.core.ParameterSource.ENVIRONMENT:
         session = None  # --stdio/--url on the command line beat an LLMC_SESSION of the shell
@@ -66,7 +67,7 @@ def resolve_tool(ctx: click.Context, catalog: "Catalog", name: str) -> tuple[str
 
     if len(catalog.specs) == 1 or "." in name and name.partition(".")[0] in catalog.specs:
         return catalog.resolve(name)  # nothing to look up (an ad-hoc server, or SERVER.TOOL)
-    key = profile_key(ctx.obj.get("profile") if ctx.obj else None)
+    key = profile_key(app_of(ctx).profile)
     before = set(catalog.listed())
     resolved = catalog.resolve(name, known_tools(key))
     fresh = {s: names for s, names in catalog.listed().items() if s not in before}
@@ -76,16 +77,15 @@ def resolve_tool(ctx: click.Context, catalog: "Catalog", name: str) -> tuple[str
 
 
 def _warn(ctx: click.Context, text: str) -> None:
-    """A notice from the protocol layer (server state lost): stderr now, and kept in ctx.obj
+    """A notice from the protocol layer (server state lost): stderr now, and kept in the App
     so a command can put it into its JSON output for scripts that do not read stderr."""
     warn(text)
-    if ctx.obj is not None:
-        ctx.obj.setdefault("warnings", []).append(text)
+    app_of(ctx).warnings.append(text)
 
 
 def warnings(ctx: click.Context) -> dict[str, Any]:
     """{"warnings": [...]} for a command's JSON output, or nothing."""
-    found = (ctx.obj or {}).get("warnings")
+    found = app_of(ctx).warnings
     return {"warnings": list(found)} if found else {}
 
 

@@ -87,7 +87,9 @@ def cli(ctx: click.Context, profile: str | None, verbose: int, quiet: bool) -> N
     stdout carries only data (JSON by default); messages for people go to stderr.
     -p, -v and -q may also follow the subcommand (llmc tools list -p ops -v).
     """
-    ctx.obj = {"profile": profile, "verbose": verbose}
+    from llmc_cli.cli.context import App
+
+    ctx.obj = App(profile=profile, verbose=verbose, quiet=quiet)
     if quiet:
         from llmc_cli.cli import output
 
@@ -96,17 +98,19 @@ def cli(ctx: click.Context, profile: str | None, verbose: int, quiet: bool) -> N
 
 def _set_global(ctx: click.Context, param: click.Parameter, value: Any) -> None:
     """-p/-v/-q given after the subcommand: the same as before it (a later -p wins, -v adds up)."""
-    obj = ctx.find_root().obj
-    if obj is None or value is None or value is False or value == 0:
+    from llmc_cli.cli.context import app_of
+
+    if value is None or value is False or value == 0:
         return
+    app = app_of(ctx)
     if param.name == "global_profile":
-        obj["profile"] = value
+        app.profile = value
     elif param.name == "global_verbose":
-        obj["verbose"] = obj.get("verbose", 0) + value
+        app.verbose += value
     else:
         from llmc_cli.cli import output
 
-        output.QUIET = True
+        app.quiet = output.QUIET = True
 
 
 def _accept_global_options(command: click.Command) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from llmc_cli.cli.complete import complete_profiles
+from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import FORMATS, emit, note
 
 
@@ -43,7 +44,7 @@ def show(ctx: click.Context, name: str | None) -> None:
     from llmc_cli.config.secrets import mask_secrets
     from llmc_cli.config.validation import dump
 
-    loaded = load_profile(name or (ctx.find_root().obj or {}).get("profile"))
+    loaded = load_profile(name or app_of(ctx).profile)
     data: dict[str, Any] = dump(loaded.profile)
     data["servers"] = {n: mask_secrets(s) for n, s in data["servers"].items()}
     emit({"name": loaded.name, "path": str(loaded.path) if loaded.path else None, "profile": data})

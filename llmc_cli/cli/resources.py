@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from llmc_cli.cli.arguments import parse_pairs
+from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import emit, note, raise_failures
 from llmc_cli.cli.targets import target_options
 
@@ -25,7 +26,7 @@ def _gather(ctx: click.Context, target: dict[str, Any], method: str, key: str, c
     catalog, _ = open_catalog(ctx, target)
     with catalog:
         per_server, skipped, failures = catalog.list_offered(method, key, capability)
-    if ctx.obj and ctx.obj.get("verbose"):
+    if app_of(ctx).verbose:
         for server in skipped:
             note(f"llmc: {server} offers no {capability}: skipped")
     rows = [{"server": server, **item} for server, items in per_server.items() for item in items]

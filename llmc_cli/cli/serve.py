@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from llmc_cli.cli.complete import complete_profiles
+from llmc_cli.cli.context import app_of
 from llmc_cli.errors import UsageError
 
 
@@ -34,15 +35,15 @@ def serve(ctx: click.Context, profile_name: str | None, http: str | None, idle_t
                              f"{ctx.invoked_subcommand}")
         ctx.ensure_object(dict)
         if profile_name:
-            ctx.obj["profile"] = profile_name  # the profile `serve token` edits
+            app_of(ctx).profile = profile_name  # the profile `serve token` edits
         return
     from llmc_cli.config.profiles import load_profile
     from llmc_cli.gateway import run
 
-    name = profile_name or (ctx.obj or {}).get("profile")
+    name = profile_name or app_of(ctx).profile
     if not name:
         raise UsageError("name the profile to serve: llmc serve -p PROFILE (or run llmc serve workspace)")
-    verbose = (ctx.obj or {}).get("verbose", 0)
+    verbose = app_of(ctx).verbose
     profile = load_profile(name)
     if http:
         run.serve_http(profile, http, verbose=verbose, idle_seconds=idle_timeout)
@@ -98,7 +99,7 @@ def token_create(ctx: click.Context, name: str, for_profile: str | None) -> None
 
     if not name or not all(c.isalnum() or c in "-_" for c in name):
         raise UsageError(f"principal name {name!r}: use letters, digits, '-' and '_'")
-    path = editable_path((ctx.obj or {}).get("profile"))
+    path = editable_path(app_of(ctx).profile)
     secret = new_token()
 
     def add(data: dict[str, Any]) -> None:
@@ -121,7 +122,7 @@ def token_list(ctx: click.Context, fmt: str) -> None:
     from llmc_cli.cli.output import emit
     from llmc_cli.config.profiles import load_profile
 
-    profile = load_profile((ctx.obj or {}).get("profile"))
+    profile = load_profile(app_of(ctx).profile)
     rows = [{"principal": n, "profile": p.profile, "token": "env:" + p.token_env if p.token_env else "sha256"}
             for n, p in profile.profile.serve.principals.items()]
     emit({"principals": rows} if fmt == "json" else rows, fmt)
@@ -136,7 +137,7 @@ def token_revoke(ctx: click.Context, name: str) -> None:
     from llmc_cli.config.profile_writer import update_profile
     from llmc_cli.config.profiles import editable_path
 
-    path = editable_path((ctx.obj or {}).get("profile"))
+    path = editable_path(app_of(ctx).profile)
 
     def remove(data: dict[str, Any]) -> None:
         principals = (data.get("serve") or {}).get("principals") or {}

@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from llmc_cli.cli.complete import complete_servers
+from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import FORMATS, emit, note
 from llmc_cli.errors import ConfigError, UsageError
 
@@ -258,7 +259,7 @@ def install(ctx: click.Context, client: str, profile_name: str | None, name: str
 
 
 def _profile_option(ctx: click.Context) -> str | None:
-    return (ctx.find_root().obj or {}).get("profile")
+    return app_of(ctx).profile
 
 
 def _server_table(name: str, command: tuple[str, ...], url: str | None, headers: tuple[str, ...],

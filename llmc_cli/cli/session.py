@@ -7,6 +7,7 @@ from typing import Any, Mapping
 
 import click
 
+from llmc_cli.cli.context import app_of
 from llmc_cli.cli.durations import parse_duration
 from llmc_cli.cli.output import FORMATS, emit, note
 from llmc_cli.cli.targets import server_options
@@ -49,7 +50,7 @@ def start(ctx: click.Context, name: str, idle: str, **target: Any) -> None:
     from llmc_cli.config.profiles import load_profile, usable_specs
 
     seconds = parse_idle(idle)
-    profile_name = ctx.obj.get("profile") if ctx.obj else None
+    profile_name = app_of(ctx).profile
     adhoc = adhoc_spec(target["stdio"], target["url"], target["env"], target["cwd"], target["headers"],
                        target["transport"], target["timeout"])
     unusable: Mapping[str, LlmcError] = {}
@@ -143,7 +144,7 @@ def forget(ctx: click.Context, servers: tuple[str, ...], urls: tuple[str, ...]) 
     from llmc_cli.store import client_stores
     from llmc_cli.model import ServerSpec
 
-    profile_name = ctx.obj.get("profile") if ctx.obj else None
+    profile_name = app_of(ctx).profile
     if servers:
         known = {s.cache_key(): s for s in server_specs(load_profile(profile_name), servers)}
     else:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import emit
 from llmc_cli.errors import ConfigError
 
@@ -21,7 +22,7 @@ def migrate(ctx: click.Context) -> None:
     from llmc_cli.config.profiles import load_profile
     from llmc_cli.store.postgres import URL_VAR, Database, state_url
 
-    profile = load_profile(ctx.find_root().obj.get("profile"))
+    profile = load_profile(app_of(ctx).profile)
     url = state_url(profile.profile.state.url)
     if not url:
         raise ConfigError(f"no state database: set [state] url in the profile or {URL_VAR}")

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import emit, plain_text, raise_failures, warn
 from llmc_cli.cli.targets import target_options
 from llmc_cli.errors import ToolFailed, UsageError
@@ -57,7 +58,7 @@ def list_(ctx: click.Context, fmt: str, strict: bool, show_all: bool, globs: tup
         from llmc_cli.cli.complete import profile_key, remember_tools
 
         listed = [s for s in catalog.specs if s not in {f.server for f in failures}]
-        remember_tools(profile_key(ctx.obj.get("profile")), [t.qualified_name for t in found], listed)
+        remember_tools(profile_key(app_of(ctx).profile), [t.qualified_name for t in found], listed)
     if globs:
         found = [t for t in found if _matches(t, globs)]
     if fmt in TOOL_FORMATS:
@@ -265,7 +266,7 @@ def diff(ctx: click.Context, lock_path: str | None, **target: Any) -> None:
     from llmc_cli.config.profiles import load_profile
     from llmc_cli.errors import DriftError
 
-    lock_path = lock_path or _profile_lock(load_profile(ctx.obj.get("profile") if ctx.obj else None))
+    lock_path = lock_path or _profile_lock(load_profile(app_of(ctx).profile))
     pinned = lockfile.read(lock_path)
     found, failures, catalog, infos, _ = _allowed_tools(ctx, target)
     report = lockfile.diff(pinned, found, list(infos))
