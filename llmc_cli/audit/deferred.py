@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmc_cli.audit.log import AuditLog
+from llmc_cli.audit.trail import ChainedLog
 from llmc_cli.audit.records import AuditError, now_iso
 
 
 class Deferred:
-    """The audit trail of a batch (a context manager). Records written before an action
+    """The audit trail of a batch (a context manager, and an AuditSink in front of the log). Records written before an action
     (decisions) go to disk at once, as always, taking every waiting outcome with them in the
     same write and fsync; outcome records wait in memory for at most FLUSH_RECORDS records or
     FLUSH_SECONDS (a background flush), keeping the time they were recorded at. Leaving the
@@ -18,7 +18,7 @@ class Deferred:
     FLUSH_RECORDS = 64
     FLUSH_SECONDS = 1.0
 
-    def __init__(self, log: AuditLog) -> None:
+    def __init__(self, log: ChainedLog) -> None:
         import threading
 
         self.log = log

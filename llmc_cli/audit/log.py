@@ -21,12 +21,15 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-from llmc_cli.audit.records import AuditError, now_iso, record_hash
+from llmc_cli.audit.records import AuditError, now_iso
+from llmc_cli.audit.trail import ChainedLog, Seal
 from llmc_cli.errors import ConfigError
-from llmc_cli.mcp.jsonrpc import replace_lone_surrogates
 from llmc_cli.store.chain import GENESIS
+
+if TYPE_CHECKING:
+    from llmc_cli.config.schema import Profile
 
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 
@@ -37,7 +40,9 @@ def default_path() -> Path:
     return state_dir() / "audit.jsonl"
 
 
-class AuditLog:
+class AuditLog(ChainedLog):
+    """The chain in a JSON Lines file (see the module's docstring)."""
+
     def __init__(self, path: Path | str | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.path = Path(path).expanduser() if path else default_path()
         self.max_bytes = max_bytes
@@ -45,20 +50,9 @@ class AuditLog:
         self._tail_hash = GENESIS
         self._tail_count = 0
 
-    def append(self, record: dict[str, Any]) -> dict[str, Any]:
-        return self.append_many([record])[-1]
-
-    def record(self, record: dict[str, Any], *, before_action: bool) -> None:
-        """What call_tool writes through: every record on disk at once (see Deferred)."""
-        try:
-            self.append(record)
-        except AuditError as exc:
-            raise AuditError(f"{exc.message}; " + ("the tool was not run" if before_action else
-                                                   "the call ran, but its outcome is not recorded")) from None
-
-    def append_many(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Chain and write records under the lock: whole lines, one fsync, then the anchor. Nothing
-        is left behind when any step fails: the log is cut back to where it was."""
+    def _append_chained(self, seal: Seal) -> None:
+        """Under the file lock: whole lines, one fsync, then the anchor. Nothing is left behind
+        when any step fails: the log is cut back to where it was."""
         from filelock import FileLock, Timeout
 
         from llmc_cli import interrupts
@@ -77,16 +71,11 @@ class AuditLog:
                 prev, count = (self._tail_hash, self._tail_count) if known else self._head(seen)
                 if seen is not None and seen.st_size >= self.max_bytes:
                     self._rotate()
-                written, lines = [], []
-                for record in records:
-                    full = {"time": now_iso(), **replace_lone_surrogates(record), "prev": prev}
-                    full["hash"] = prev = record_hash(full)
-                    written.append(full)
-                    lines.append(json.dumps(full, ensure_ascii=False, separators=(",", ":")) + "\n")
-                count += len(written)
-                after = self._write_whole("".join(lines).encode("utf-8"), prev, count)
-                self._tail, self._tail_hash, self._tail_count = after, prev, count
-                return written
+                lines = seal(prev, count)
+                head = str(json.loads(lines[-1])["hash"]) if lines else prev
+                count += len(lines)
+                after = self._write_whole("".join(line + "\n" for line in lines).encode("utf-8"), head, count)
+                self._tail, self._tail_hash, self._tail_count = after, head, count
         except (OSError, Timeout, ConfigError) as exc:  # ConfigError: the anchor or the directory
             raise AuditError(f"cannot write the audit log {self.path}: "
                              f"{getattr(exc, 'strerror', None) or getattr(exc, 'message', None) or exc}") from None
@@ -194,55 +183,8 @@ class AuditLog:
             os.replace(path, path.with_suffix(f".{int(path.suffix[1:]) + 1}"))
         os.replace(self.path, self.path.with_name(self.path.name + ".1"))
 
-    def verify(self, expect: str | None = None) -> dict[str, Any]:
-        """Walk the chain; then compare with the anchor (its head must be the record at its count:
-        records appended after it are fine, a chain cut or rewritten before it is not), and with
-        `expect`, a head recorded elsewhere (it must be somewhere in the chain)."""
-        anchor = self.anchor()  # read first: appends during the walk only add records after it
-        prev, count, anchored, expected = GENESIS, 0, anchor is not None and anchor["records"] == 0, None
-        for path, number, line in self.records():
-            where = {"file": str(path), "line": number}
-            try:
-                record = json.loads(line)
-                stored = record["hash"]
-            except (ValueError, KeyError, TypeError):
-                return {"ok": False, "records": count, **where, "reason": "not a valid audit record"}
-            if record.get("prev") != prev:
-                return {"ok": False, "records": count, **where,
-                        "reason": "broken link: a record before this one was removed, added or reordered"}
-            if record_hash(record) != stored:
-                return {"ok": False, "records": count, **where, "reason": "record was modified (hash mismatch)"}
-            prev, count = stored, count + 1
-            if anchor is not None and count == anchor["records"]:
-                if stored != anchor["head"]:
-                    return {"ok": False, "records": count, **where,
-                            "reason": "the chain differs from its anchor: rewritten from this record back"}
-                anchored = True
-            if expect is not None and stored == expect:
-                expected = where
-        report: dict[str, Any] = {"ok": True, "records": count, "files": [str(p) for p in self.files()],
-                                  "last": prev, "anchor": anchor and {"head": anchor["head"], "records": anchor["records"]}}
-        where = {"file": str(self.path), "line": None}
-        if anchor is None and count:
-            return {**report, "ok": False, **where, "reason": f"no anchor ({self.anchor_path}): the end of the log "
-                    "cannot be checked (it is deleted, or the log was written before llmc kept one; "
-                    "the next recorded call writes it)"}
-        if anchor is not None and not anchored:
-            what = "the audit log is missing" if not self.files() else "the log ends before its anchor"
-            return {**report, "ok": False, **where,
-                    "reason": f"{what}: the anchor counts {anchor['records']} records, the log has {count} "
-                              "(records were cut off or deleted)"}
-        if expect is not None:
-            report["expect"] = expect
-            if expected is None and expect != GENESIS:
-                return {**report, "ok": False, **where,
-                        "reason": f"the expected head {expect} is not in the chain (records were cut off, "
-                                  "deleted or rewritten after it was recorded)"}
-        return report
-
-
-def open_log(profile: Any) -> "AuditLog":
-    """The audit trail of a profile (config.schema.Profile): in the state database when `[state]
+def open_log(profile: "Profile") -> ChainedLog:
+    """The audit trail of a profile: in the state database when `[state]
     url` or LLMC_STATE_URL names one, else the JSON Lines file."""
     from llmc_cli.audit.postgres import PostgresAuditLog
     from llmc_cli.store.postgres import state_url

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Iterator
 
-from llmc_cli.audit.log import AuditLog
-from llmc_cli.audit.records import AuditError, now_iso, record_hash
-from llmc_cli.mcp.jsonrpc import replace_lone_surrogates
+from llmc_cli.audit.records import AuditError
+from llmc_cli.audit.trail import ChainedLog, Seal
 from llmc_cli.store.chain import GENESIS
 
 
-class PostgresAuditLog(AuditLog):
+class PostgresAuditLog(ChainedLog):
     """The same hash chain, records and anchor in PostgreSQL (store/postgres.py): the anchor is the
     head row, moved in the transaction that appends, under an advisory lock every writer on every
     machine takes, so there is one linear chain. `verify`, `tail` and `head` read it as they read
@@ -23,30 +21,16 @@ class PostgresAuditLog(AuditLog):
 
         self.db = Database.for_url(url)
         self.path = Path(self.db.name)  # only ever shown, never opened
-        self.max_bytes = 0
 
-    def append_many(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _append_chained(self, seal: Seal) -> None:
         from llmc_cli import interrupts
         from llmc_cli.store.postgres import StateError
-
-        written: list[dict[str, Any]] = []
-
-        def seal(prev: str, count: int) -> list[str]:
-            written.clear()  # a retried transaction seals again
-            lines = []
-            for record in records:
-                full = {"time": now_iso(), **replace_lone_surrogates(record), "prev": prev}
-                full["hash"] = prev = record_hash(full)
-                written.append(full)
-                lines.append(json.dumps(full, ensure_ascii=False, separators=(",", ":")))
-            return lines
 
         try:
             with interrupts.deferred():
                 self.db.append_chained(seal)
         except StateError as exc:
             raise AuditError(exc.message) from None
-        return written
 
     @property
     def anchor_path(self) -> Path:

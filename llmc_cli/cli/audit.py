@@ -15,7 +15,7 @@ from llmc_cli.cli.output import emit
 from llmc_cli.errors import ToolFailed, UsageError
 
 if TYPE_CHECKING:
-    from llmc_cli.audit import AuditLog
+    from llmc_cli.audit import ChainedLog
 
 FOLLOW_POLL_SECONDS = 0.5
 
@@ -25,7 +25,7 @@ def audit() -> None:
     """Read and verify the audit trail of every tool invocation."""
 
 
-def _log(ctx: click.Context) -> "AuditLog":
+def _log(ctx: click.Context) -> "ChainedLog":
     from llmc_cli.audit import open_log
     from llmc_cli.config.profiles import load_profile
 

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from llmc_cli.catalog import Catalog
 from llmc_cli.errors import ExitCode, LlmcError
 from llmc_cli.model import ToolCall, ToolResult
 from llmc_cli.services.calls import OPEN_CALLS, Authorization, Invocation, authorize, call_tool, record_decisions, write_record
+
+if TYPE_CHECKING:
+    from llmc_cli.store.chain import AuditSink
 
 
 @dataclass
@@ -55,17 +58,16 @@ def run_batch(catalog: Catalog, invocation: Invocation, items: list[BatchItem], 
     from llmc_cli import audit
 
     with audit.Deferred(audit.open_log(invocation.profile.profile)) as trail:
-        _run_batch(catalog, replace(invocation, audit=trail), items, parallel, fail_fast, on_done)
+        _run_batch(catalog, replace(invocation, audit=trail), trail, items, parallel, fail_fast, on_done)
 
 
-def _run_batch(catalog: Catalog, invocation: Invocation, items: list[BatchItem], parallel: int,
+def _run_batch(catalog: Catalog, invocation: Invocation, trail: AuditSink, items: list[BatchItem], parallel: int,
                fail_fast: bool, on_done: Callable[[BatchItem], None] | None) -> None:
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
     from llmc_cli import policy
 
-    trail = invocation.audit
     authorized: dict[int, Authorization] = {}
     for item in items:
         if item.call is not None:

@@ -17,6 +17,7 @@ from llmc_cli.model import Tool, ToolCall, ToolResult, canonical_json
 
 if TYPE_CHECKING:
     from llmc_cli.policy import Decision
+    from llmc_cli.store.chain import AuditSink
 
 
 @dataclass
@@ -32,7 +33,7 @@ class Invocation:
     assume_yes: bool = False  # --yes: confirmations answered yes
     confirm: Callable[[ToolCall, Tool | None], bool] | None = None
     conversation_id: str | None = None
-    audit: Any = None  # where call_tool writes: None = the profile's audit log; a batch's audit.Deferred
+    audit: AuditSink | None = None  # where call_tool writes: None = the profile's audit log; a batch's audit.Deferred
     # Who asked, when that is not this process's user: an MCP host through the gateway (its
     # clientInfo and, over HTTP, the authenticated principal). Recorded in every audit record.
     client: dict[str, Any] | None = None
@@ -70,10 +71,10 @@ class OpenCalls:
         import threading
 
         self._lock = threading.Lock()
-        self._calls: dict[int, tuple[Any, dict[str, Any], set[str]]] = {}
+        self._calls: dict[int, tuple[AuditSink, dict[str, Any], set[str]]] = {}
         self._next = 0
 
-    def open(self, log: Any, base: dict[str, Any], secrets: set[str]) -> int:
+    def open(self, log: AuditSink, base: dict[str, Any], secrets: set[str]) -> int:
         with self._lock:
             self._next += 1
             self._calls[self._next] = (log, base, secrets)
@@ -94,15 +95,14 @@ class OpenCalls:
         """An `interrupted` (or `abandoned`) outcome for every open call, on disk before this returns."""
         with self._lock:
             calls, self._calls = list(self._calls.values()), {}
-        logs: list[Any] = []
+        logs: list[AuditSink] = []
         for log, base, secrets in calls:
             write_record(log, {**base, "event": "outcome", "outcome": outcome, "reason": reason}, secrets,
                    before_action=False)
             if log not in logs:
                 logs.append(log)
         for log in logs:
-            if hasattr(log, "flush"):  # a batch's trail keeps outcome records in memory
-                log.flush()
+            log.flush()  # a batch's trail keeps outcome records in memory
 
 
 OPEN_CALLS = OpenCalls()
@@ -111,7 +111,7 @@ OPEN_CALLS = OpenCalls()
 _NOT_FREE_TEXT = frozenset({"arguments", "result", "callHash", "resultSha256"})
 
 
-def write_record(log: Any, record: dict[str, Any], secrets: set[str], *, before_action: bool) -> None:
+def write_record(log: AuditSink, record: dict[str, Any], secrets: set[str], *, before_action: bool) -> None:
     """Every record goes out through here: secret values masked in every free-text field (a
     reason or an error message may quote an argument or the environment)."""
     from llmc_cli.audit import mask_secrets
@@ -120,7 +120,7 @@ def write_record(log: Any, record: dict[str, Any], secrets: set[str], *, before_
                before_action=before_action)
 
 
-def record_decisions(log: Any, invocation: Invocation, authorizations: list[Authorization]) -> None:
+def record_decisions(log: AuditSink, invocation: Invocation, authorizations: list[Authorization]) -> None:
     """The decision records of calls about to run, on disk in one write; each allowed call is
     then open until its outcome is recorded. An interruption waits until both are done, so no
     decision is ever on disk without being open."""
@@ -129,11 +129,7 @@ def record_decisions(log: Any, invocation: Invocation, authorizations: list[Auth
     with interrupts.deferred():
         records = [{k: v if k in _NOT_FREE_TEXT else audit.mask_secrets(v, invocation.secrets)
                     for k, v in a.decision_record().items()} for a in authorizations]
-        if hasattr(log, "record_before_actions"):
-            log.record_before_actions(records)
-        else:
-            for record in records:
-                log.record(record, before_action=True)
+        log.record_before_actions(records)
         for a in authorizations:
             if a.decision.action == "allow":
                 a.opened = OPEN_CALLS.open(log, a.base, invocation.secrets)
@@ -246,7 +242,7 @@ def lock_path(profile: LoadedProfile) -> str:
     return str(path if path.is_absolute() or profile.path is None else profile.path.parent / path)
 
 
-def _confirm(invocation: Invocation, call: ToolCall, tool: Tool, decision: Any) -> Any:
+def _confirm(invocation: Invocation, call: ToolCall, tool: Tool, decision: Decision) -> Decision:
     """A confirmation: --yes, a human on a terminal, or a denial that says how to approve."""
     from llmc_cli.policy import Decision
 

@@ -1,0 +1,132 @@
+"""What the two stores of the chain share (audit/log.py: the JSON Lines file; audit/postgres.py:
+PostgreSQL): sealing records into the chain, writing as an AuditSink, and verify."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from llmc_cli.audit.records import AuditError, now_iso, record_hash
+from llmc_cli.mcp.jsonrpc import replace_lone_surrogates
+from llmc_cli.store.chain import GENESIS
+
+# seal(head, count) -> the new records as JSON lines, each chained to the one before, the first
+# to `head`; the store calls it under its lock (PostgreSQL: again when a transaction is retried).
+Seal = Callable[[str, int], list[str]]
+
+
+class ChainedLog:
+    """A hash chain of audit records in some store. A subclass says where records go
+    (_append_chained) and how they are read back (anchor, head, files, records)."""
+
+    path: Path  # shown in messages and reports (the database's name for PostgreSQL)
+
+    @property
+    def anchor_path(self) -> Path:
+        raise NotImplementedError
+
+    def _append_chained(self, seal: Seal) -> None:
+        """Under the store's lock: read the head, write seal(head, count) after it, move the head."""
+        raise NotImplementedError
+
+    def anchor(self) -> dict[str, Any] | None:
+        raise NotImplementedError
+
+    def head(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def files(self) -> list[Path]:
+        raise NotImplementedError
+
+    def records(self) -> Iterator[tuple[Path, int, str]]:
+        raise NotImplementedError
+
+    # -- writing -----------------------------------------------------------------------------------
+
+    def append_many(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Chain `records` after the head and store them in one write; the records as stored."""
+        written: list[dict[str, Any]] = []
+
+        def seal(prev: str, count: int) -> list[str]:
+            written.clear()  # sealed again when the store retries
+            lines = []
+            for record in records:
+                full = {"time": now_iso(), **replace_lone_surrogates(record), "prev": prev}
+                full["hash"] = prev = record_hash(full)
+                written.append(full)
+                lines.append(json.dumps(full, ensure_ascii=False, separators=(",", ":")))
+            return lines
+
+        self._append_chained(seal)
+        return written
+
+    def append(self, record: dict[str, Any]) -> dict[str, Any]:
+        return self.append_many([record])[-1]
+
+    def record(self, record: dict[str, Any], *, before_action: bool) -> None:
+        """What call_tool writes through (AuditSink): every record stored at once (see Deferred)."""
+        if before_action:
+            self.record_before_actions([record])
+            return
+        try:
+            self.append(record)
+        except AuditError as exc:
+            raise AuditError(f"{exc.message}; the call ran, but its outcome is not recorded") from None
+
+    def record_before_actions(self, records: list[dict[str, Any]]) -> None:
+        try:
+            self.append_many(records)
+        except AuditError as exc:
+            raise AuditError(f"{exc.message}; the tool was not run") from None
+
+    def flush(self) -> None:
+        """Nothing waits: every record was stored when it was written."""
+
+    # -- checking ----------------------------------------------------------------------------------
+
+    def verify(self, expect: str | None = None) -> dict[str, Any]:
+        """Walk the chain; then compare with the anchor (its head must be the record at its count:
+        records appended after it are fine, a chain cut or rewritten before it is not), and with
+        `expect`, a head recorded elsewhere (it must be somewhere in the chain)."""
+        anchor = self.anchor()  # read first: appends during the walk only add records after it
+        prev, count, anchored, expected = GENESIS, 0, anchor is not None and anchor["records"] == 0, None
+        for path, number, line in self.records():
+            where = {"file": str(path), "line": number}
+            try:
+                record = json.loads(line)
+                stored = record["hash"]
+            except (ValueError, KeyError, TypeError):
+                return {"ok": False, "records": count, **where, "reason": "not a valid audit record"}
+            if record.get("prev") != prev:
+                return {"ok": False, "records": count, **where,
+                        "reason": "broken link: a record before this one was removed, added or reordered"}
+            if record_hash(record) != stored:
+                return {"ok": False, "records": count, **where, "reason": "record was modified (hash mismatch)"}
+            prev, count = stored, count + 1
+            if anchor is not None and count == anchor["records"]:
+                if stored != anchor["head"]:
+                    return {"ok": False, "records": count, **where,
+                            "reason": "the chain differs from its anchor: rewritten from this record back"}
+                anchored = True
+            if expect is not None and stored == expect:
+                expected = where
+        report: dict[str, Any] = {"ok": True, "records": count, "files": [str(p) for p in self.files()],
+                                  "last": prev, "anchor": anchor and {"head": anchor["head"], "records": anchor["records"]}}
+        where = {"file": str(self.path), "line": None}
+        if anchor is None and count:
+            return {**report, "ok": False, **where, "reason": f"no anchor ({self.anchor_path}): the end of the log "
+                    "cannot be checked (it is deleted, or the log was written before llmc kept one; "
+                    "the next recorded call writes it)"}
+        if anchor is not None and not anchored:
+            what = "the audit log is missing" if not self.files() else "the log ends before its anchor"
+            return {**report, "ok": False, **where,
+                    "reason": f"{what}: the anchor counts {anchor['records']} records, the log has {count} "
+                              "(records were cut off or deleted)"}
+        if expect is not None:
+            report["expect"] = expect
+            if expected is None and expect != GENESIS:
+                return {**report, "ok": False, **where,
+                        "reason": f"the expected head {expect} is not in the chain (records were cut off, "
+                                  "deleted or rewritten after it was recorded)"}
+        return report
