@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 
 from llmc_cli import errors
+from llmc_cli.audit import AuditError
 from llmc_cli.errors import (AuthError, Cancelled, ConfigError, ConnectionFailed, DriftError, ExitCode,
-                             HttpStatusError, LlmcError, PolicyDenied, ProtocolError, ProviderError, RpcError,
+                             HttpStatusError, LlmcError, PolicyDenied, ProtocolError, ProviderError, RpcError, SessionExpired,
                              TimeoutExpired, ToolFailed, UsageError)
+from llmc_cli.store.postgres import StateError
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -24,6 +26,7 @@ CROSSING = [
     (PolicyDenied("denied", rule="deny[0]"), PolicyDenied, ExitCode.DENIED),
     (ConnectionFailed("crashed", stderr=["Traceback", "boom"]), ConnectionFailed, ExitCode.CONNECTION),
     (HttpStatusError("HTTP 502", 502, "body"), ConnectionFailed, ExitCode.CONNECTION),
+    (SessionExpired("the server ended the session (HTTP 404)"), ConnectionFailed, ExitCode.CONNECTION),
     (ProtocolError("no common version", supported=["2025-11-25"]), ProtocolError, ExitCode.PROTOCOL),
     (RpcError("Method not found", -32601, {"method": "x"}), RpcError, ExitCode.PROTOCOL),
     (TimeoutExpired("no answer within 5s"), TimeoutExpired, ExitCode.TIMEOUT),
@@ -32,7 +35,17 @@ CROSSING = [
     (AuthError("login required"), AuthError, ExitCode.AUTH),
     (DriftError("tools changed"), DriftError, ExitCode.DRIFT),
     (LlmcError("something"), LlmcError, ExitCode.TOOL_ERROR),
+    # Subclasses outside errors.py cross as their base class: message, details and exit code kept.
+    (AuditError("cannot write the audit log: disk full"), ConfigError, ExitCode.CONFIG),
+    (StateError("the state database 127.0.0.1:5432/llmc is down", database="127.0.0.1:5432/llmc"), ConfigError,
+     ExitCode.CONFIG),
 ]
+
+
+def test_every_error_class_is_tried_across_the_socket() -> None:
+    """A new class in errors.py gets a row above (and a kind from_json knows)."""
+    classes = {c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, LlmcError)}
+    assert classes <= {type(raised) for raised, _, _ in CROSSING}
 
 
 @pytest.mark.parametrize("raised, arrives_as, code", CROSSING, ids=lambda v: getattr(v, "kind", None))
