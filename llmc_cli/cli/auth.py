@@ -5,13 +5,16 @@ Tokens never reach stdout or stderr: these commands print who is logged in where
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import FORMATS, emit, note
 from llmc_cli.cli.targets import _complete_servers
+
+if TYPE_CHECKING:
+    from llmc_cli.model import ServerSpec
 
 
 @click.group()
@@ -35,10 +38,10 @@ def login(ctx: click.Context, server: str, no_browser: bool) -> None:
     """Authorize llmc for SERVER (a server of the profile, or a URL) and store the tokens.
     Prints the stored login (no token values)."""
     from llmc_cli.mcp.auth import OAuth
-    from llmc_cli.store import client_stores
+    from llmc_cli.store import token_store
 
     spec = _remote_spec(ctx, server)
-    oauth = OAuth(spec, interactive=True, open_browser=not no_browser, notify=note, store=client_stores().tokens)
+    oauth = OAuth(spec, interactive=True, open_browser=not no_browser, notify=note, store=token_store())
     try:
         view = oauth.login()
     finally:
@@ -52,9 +55,9 @@ def login(ctx: click.Context, server: str, no_browser: bool) -> None:
 def status(fmt: str) -> None:
     """Stored logins: server, resource, authorization server, client, scope, expiry; never a
     token. JSON: {"logins": [...]}."""
-    from llmc_cli.store import client_stores
+    from llmc_cli.store import token_store
 
-    rows = [r.public_view() for r in client_stores().tokens.records()]  # type: ignore[union-attr]
+    rows = [r.public_view() for r in token_store().records()]
     if fmt == "json":
         emit({"logins": rows})
     else:
@@ -66,16 +69,16 @@ def status(fmt: str) -> None:
 @click.pass_context
 def logout(ctx: click.Context, server: str) -> None:
     """Delete the stored tokens (and registered client) of SERVER. Prints {"server", "removed"}."""
-    from llmc_cli.mcp.auth import canonical_uri
-    from llmc_cli.store import client_stores
+    from llmc_cli.mcp.auth import OAuth
+    from llmc_cli.store import token_store
 
     spec = _remote_spec(ctx, server)
-    removed = client_stores().tokens.delete(canonical_uri(spec.url or ""))  # type: ignore[union-attr]
+    removed = OAuth(spec, store=token_store(), interactive=False).logout()
     note(f"llmc: {spec.name}: " + ("logged out" if removed else "no stored login"))
     emit({"server": spec.name, "removed": removed})
 
 
-def _remote_spec(ctx: click.Context, server: str) -> Any:
+def _remote_spec(ctx: click.Context, server: str) -> "ServerSpec":
     from llmc_cli.config.profiles import load_profile, server_specs
     from llmc_cli.errors import UsageError
     from llmc_cli.model import ServerSpec

@@ -91,6 +91,18 @@ def chat_create(client: Any, kwargs: dict[str, Any], timeout: float, on_text: On
     return NS(choices=[NS(message=message, finish_reason=finish)] if seen else [], usage=usage)
 
 
+def chat_options(s: ProviderSettings) -> dict[str, Any]:
+    """The model and its settings as Chat Completions takes them (the openai and text providers)."""
+    options: dict[str, Any] = {"model": s.model}
+    if s.temperature is not None:
+        options["temperature"] = s.temperature
+    if s.max_tokens is not None:
+        # api.openai.com wants max_completion_tokens (max_tokens fails on reasoning models);
+        # compatible servers mostly know only max_tokens.
+        options["max_tokens" if s.base_url else "max_completion_tokens"] = s.max_tokens
+    return options
+
+
 class OpenAIChat:
     name = "openai"
     format = "openai"
@@ -121,19 +133,13 @@ class OpenAIChat:
     def complete(self, system: str | None, history: list[Message], tools: Any | None,
                  timeout: float | None = None, on_text: OnText | None = None) -> AssistantTurn:
         s = self.settings
-        kwargs: dict[str, Any] = {"model": s.model, "messages": self.messages(system, history)}
+        kwargs = {**chat_options(s), "messages": self.messages(system, history)}
         if tools is not None and tools.definitions:
             kwargs["tools"] = tools.definitions
-        if s.temperature is not None:
-            kwargs["temperature"] = s.temperature
-        if s.max_tokens is not None:
-            # api.openai.com wants max_completion_tokens (max_tokens fails on reasoning models);
-            # compatible servers mostly know only max_tokens.
-            kwargs["max_tokens" if s.base_url else "max_completion_tokens"] = s.max_tokens
         resp = call_with_retries(self.name, s, lambda t: chat_create(self.client, kwargs, t, on_text),
                                  classify_openai, timeout)
         if not resp.choices:
-            return AssistantTurn(stop_reason=OTHER, provider=self.name, usage=_usage(resp))
+            return AssistantTurn(stop_reason=OTHER, provider=self.name, usage=usage_of(resp))
         choice = resp.choices[0]
         msg = choice.message
         calls, raw_args = [], {}
@@ -147,10 +153,10 @@ class OpenAIChat:
         stop = TOOL_CALLS if calls else FINISH.get(choice.finish_reason or "", OTHER)
         if stop == TOOL_CALLS and not calls:
             stop = OTHER
-        return AssistantTurn(text=msg.content or "", tool_calls=calls, stop_reason=stop, usage=_usage(resp),
+        return AssistantTurn(text=msg.content or "", tool_calls=calls, stop_reason=stop, usage=usage_of(resp),
                              provider=self.name, raw={"arguments": raw_args})
 
 
-def _usage(resp: Any) -> Usage:
+def usage_of(resp: Any) -> Usage:
     u = getattr(resp, "usage", None)
     return Usage(getattr(u, "prompt_tokens", None), getattr(u, "completion_tokens", None))

@@ -18,7 +18,7 @@ from typing import Any
 from llmc_cli.model import MAX_ARGUMENT_DEPTH
 from llmc_cli.providers.base import (END, TOOL_CALLS, AssistantTurn, Message, ProviderSettings, ProviderToolCall,
                                      ToolResults, UserMessage, OnText, call_with_retries)
-from llmc_cli.providers.openai import FINISH, _usage, chat_create, classify_openai, openai_client
+from llmc_cli.providers.openai import FINISH, chat_create, chat_options, classify_openai, openai_client, usage_of
 
 PROTOCOL = """\
 You can use the tools listed below. To call a tool, write a block exactly like this:
@@ -160,11 +160,7 @@ class TextProtocol:
     def complete(self, system: str | None, history: list[Message], tools: Any | None,
                  timeout: float | None = None, on_text: OnText | None = None) -> AssistantTurn:
         s = self.settings
-        kwargs: dict[str, Any] = {"model": s.model, "messages": self.messages(system_prompt(system, tools), history)}
-        if s.temperature is not None:
-            kwargs["temperature"] = s.temperature
-        if s.max_tokens is not None:
-            kwargs["max_tokens" if s.base_url else "max_completion_tokens"] = s.max_tokens
+        kwargs = {**chat_options(s), "messages": self.messages(system_prompt(system, tools), history)}
         shown = _ProseOnly(on_text) if on_text else None
         resp = call_with_retries(self.name, s, lambda t: chat_create(self.client, kwargs, t, shown), classify_openai,
                                  timeout)
@@ -172,7 +168,7 @@ class TextProtocol:
         turn_no = 1 + sum(isinstance(m, AssistantTurn) for m in history)
         text, calls = parse_answer(content, prefix=f"t{turn_no}")
         stop = TOOL_CALLS if calls else FINISH.get((resp.choices[0].finish_reason if resp.choices else "") or "", END)
-        return AssistantTurn(text=text, tool_calls=calls, stop_reason=stop, usage=_usage(resp),
+        return AssistantTurn(text=text, tool_calls=calls, stop_reason=stop, usage=usage_of(resp),
                              provider=self.name, raw=content)
 
 

@@ -13,6 +13,15 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from llmc_cli.mcp.stores import Stores
+    from llmc_cli.store.tokens import FileTokenStore
+
+
+def token_store() -> "FileTokenStore":
+    """The OAuth logins under the state directory (`oauth/`, one 0600 file per server)."""
+    from llmc_cli.config import paths
+    from llmc_cli.store.tokens import FileTokenStore
+
+    return FileTokenStore(paths.state_dir() / "oauth")
 
 
 def client_stores() -> "Stores":
@@ -21,7 +30,5 @@ def client_stores() -> "Stores":
     from llmc_cli.config import paths
     from llmc_cli.mcp.stores import Stores
     from llmc_cli.store.era_cache import FileEraCache
-    from llmc_cli.store.tokens import FileTokenStore
 
-    state = paths.state_dir()
-    return Stores(era_cache=FileEraCache(state / "servers.json"), tokens=FileTokenStore(state / "oauth"))
+    return Stores(era_cache=FileEraCache(paths.state_dir() / "servers.json"), tokens=token_store())
