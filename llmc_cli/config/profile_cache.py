@@ -13,11 +13,14 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llmc_cli.config import files, paths
 from llmc_cli.config.validation import dump
 from llmc_cli.errors import ConfigError
+
+if TYPE_CHECKING:
+    from llmc_cli.config.schema import Profile
 
 VERSION = b"llmc profile cache 1\0"
 ENTRIES = 16  # newest kept; one per profile text in use is enough
@@ -49,7 +52,7 @@ def read(key: str) -> Any:
         return None
 
 
-def write(key: str, profile: Any) -> None:
+def write(key: str, profile: Profile) -> None:
     """Store a validated profile, if it rebuilds equal (JSON loses nothing for it; a TOML date in
     a server's options, say, would come back a string), replacing the file atomically. Failing
     to write is no error: the next load validates again."""

@@ -7,12 +7,15 @@ tomli-w cannot keep comments, so a profile llmc has edited loses its comments.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from llmc_cli.config import files
 from llmc_cli.config.profiles import DEFAULT_PROFILE, LoadedProfile, profile_path
 from llmc_cli.config.validation import dump, parse_toml, validate
 from llmc_cli.errors import ConfigError
+
+if TYPE_CHECKING:
+    from llmc_cli.config.schema import Profile
 
 
 def server_table(server: Any) -> dict[str, Any]:
@@ -53,7 +56,7 @@ def update_profile(path: Path, mutate: Callable[[dict[str, Any]], None]) -> Load
     return LoadedProfile(name=path.stem, path=path, profile=profile)
 
 
-def save_profile(loaded: LoadedProfile, profile: Any) -> LoadedProfile:
+def save_profile(loaded: LoadedProfile, profile: Profile) -> LoadedProfile:
     """Write `profile`'s servers table to `loaded.path`, keeping every other table of the file
     as it is on disk (a new file gets the whole profile). Comments are lost (tomli-w)."""
     if loaded.path is None:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llmc_cli.model import Tool
 from llmc_cli.policy.rules import glob_match
+
+if TYPE_CHECKING:
+    from llmc_cli.config.schema import PolicyConfig
 
 # Words that, in an argument's name (any word of sourcePath, output_file, ...), usually mean a path.
 PATH_WORDS = frozenset({"path", "paths", "file", "files", "filename", "filenames", "filepath", "dir", "dirs",
@@ -17,7 +20,7 @@ _PATH_DESCRIPTION = re.compile(r"\b(paths?|director(?:y|ies)|folders?|file ?name
 _NOT_TEXT = frozenset({"number", "integer", "boolean", "null"})
 
 
-def uncovered_path_arguments(tool: Tool, config: Any) -> list[tuple[str, str]]:
+def uncovered_path_arguments(tool: Tool, config: PolicyConfig) -> list[tuple[str, str]]:
     """(argument, why) for each argument of a tool under an argument rule that looks like a path
     (by its name, its schema's format or its description, at any depth) but that no rule
     covers: the hole a rule on `path` leaves when the tool also takes `paths` or `destination`.

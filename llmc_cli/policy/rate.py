@@ -5,15 +5,20 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from llmc_cli.errors import PolicyDenied
 from llmc_cli.policy.rules import glob_match
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from llmc_cli.config.schema import PolicyConfig
+
 WINDOW_SECONDS = 60.0
 
 
-def acquire_rate(profile_name: str, qualified: str, config: Any, state_dir: Callable[[], Any],
+def acquire_rate(profile_name: str, qualified: str, config: PolicyConfig, state_dir: Callable[[], Path],
                  database_url: str | None = None) -> None:
     """Count this call against the profile's and the tool's per-minute limits, across every llmc
     process of this user (a JSON file in the state directory under a file lock), or of every

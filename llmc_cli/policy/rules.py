@@ -6,12 +6,15 @@ from __future__ import annotations
 import fnmatch
 import json
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Iterator, Literal
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal
 
 from llmc_cli.config.profiles import expand
 from llmc_cli.model import Tool, ToolCall
 from llmc_cli.policy.approval import call_hash
 from llmc_cli.policy.paths import MAX_NESTING, PathRefused, glob_patterns, path_regex, touched_paths
+
+if TYPE_CHECKING:
+    from llmc_cli.config.schema import PolicyConfig
 
 # Who chose a call. A person who typed `llmc call` (or wrote a batch file) has decided; a call a
 # model chose (`ask`, sampling, the gateway) is what confirm_destructive guards against.
@@ -33,7 +36,7 @@ class Decision:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
-def effective_hints(tool: Tool | None, qualified: str, config: Any) -> dict[str, bool]:
+def effective_hints(tool: Tool | None, qualified: str, config: PolicyConfig) -> dict[str, bool]:
     hints = dict(SPEC_DEFAULT_HINTS)
     annotations = tool.annotations if tool else {}
     for key in hints:
@@ -48,18 +51,18 @@ def effective_hints(tool: Tool | None, qualified: str, config: Any) -> dict[str,
     return hints
 
 
-def visible(tool: Tool, config: Any) -> Decision:
+def visible(tool: Tool, config: PolicyConfig) -> Decision:
     """May this profile use this tool at all? (Listings and the model see only allowed tools.)"""
     return _access(tool.qualified_name, tool, config)
 
 
-def is_read_only(tool: Tool | None, qualified: str, config: Any) -> bool:
+def is_read_only(tool: Tool | None, qualified: str, config: PolicyConfig) -> bool:
     """The one answer to "is this tool read-only?" under a profile: its annotations with the
     profile's [policy.hints] on top. `read_only` profiles, batch and `ask` parallelism all ask here."""
     return effective_hints(tool, qualified, config)["readOnly"]
 
 
-def decide(call: ToolCall, tool: Tool | None, config: Any, *, caller: Caller, cwd: str | None = None,
+def decide(call: ToolCall, tool: Tool | None, config: PolicyConfig, *, caller: Caller, cwd: str | None = None,
            approved: Callable[[str], bool] | None = None) -> Decision:
     """The decision on one call. Deny, read-only and argument rules hold for every caller;
     `confirm` patterns too; `confirm_destructive` only for calls a model chose. `cwd`: the
@@ -139,7 +142,7 @@ def _leaves(where: str, value: Any, depth: int = 0) -> Iterator[tuple[str, Any]]
         yield where, value
 
 
-def _access(qualified: str, tool: Tool | None, config: Any) -> Decision:
+def _access(qualified: str, tool: Tool | None, config: PolicyConfig) -> Decision:
     denied = next((p for p in config.deny if glob_match(p, qualified)), None)
     if denied:
         return Decision("deny", f"deny: {denied}", f"{qualified} matches deny pattern {denied!r}")
