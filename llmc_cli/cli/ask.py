@@ -9,7 +9,7 @@ import click
 
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import emit, note, plain_text
-from llmc_cli.cli.targets import target_options
+from llmc_cli.cli.targets import Target, target_options
 from llmc_cli.errors import TimeoutExpired, ToolFailed, UsageError
 from llmc_cli.model import PROVIDERS
 
@@ -36,7 +36,7 @@ from llmc_cli.model import PROVIDERS
 def ask(ctx: click.Context, prompt: str, provider: str | None, model: str | None, base_url: str | None,
         api_key_env: str | None, temperature: float | None, max_tokens: int | None, max_steps: int | None,
         total_timeout: float | None, system: str | None, save_as: str | None, continue_from: str | None,
-        text: bool, yes: bool, strict: bool, **target: Any) -> None:
+        text: bool, yes: bool, strict: bool, target: Target) -> None:
     """Ask the profile's LLM; it may use the tools the policy allows. PROMPT '-' reads stdin.
 
     Output: JSON with the answer, every step (tool, arguments, outcome, duration, what the model
@@ -87,7 +87,7 @@ def ask(ctx: click.Context, prompt: str, provider: str | None, model: str | None
         if line and (show_steps or event.get("message")):
             note(line if show_steps else f"llmc: {line}")
     with catalog:
-        tools, _denied, failures = services.visible_tools(catalog, profile, list(target["servers"]) or None)
+        tools, _denied, failures = services.visible_tools(catalog, profile, list(target.servers) or None)
         for failure in failures:
             note(f"llmc: {failure.error.message} (its tools are not available to the model)")
         try:

@@ -9,6 +9,7 @@ import click
 
 from llmc_cli.cli.arguments import load_json, read_input
 from llmc_cli.cli.output import json_line
+from llmc_cli.cli.targets import Target
 from llmc_cli.errors import ExitCode, LlmcError, UsageError
 
 
@@ -38,7 +39,7 @@ def read_items(lines: Iterable[str], resolve: Callable[[str], tuple[str, str]]) 
     return items
 
 
-def run(ctx: click.Context, source: str, parallel: int, fail_fast: bool, yes: bool, target: dict[str, Any]) -> None:
+def run(ctx: click.Context, source: str, parallel: int, fail_fast: bool, yes: bool, target: Target) -> None:
     from llmc_cli import services
     from llmc_cli.cli.common import open_catalog, resolve_tool
 

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from llmc_cli.cli.arguments import needs_schema, parse_json_option, parse_pairs, validate_arguments
 from llmc_cli.cli.complete import complete_tools
 from llmc_cli.cli.output import emit, plain_text
-from llmc_cli.cli.targets import target_options
+from llmc_cli.cli.targets import Target, target_options
 from llmc_cli.errors import ToolFailed, UsageError, did_you_mean
 
 
@@ -32,7 +30,7 @@ from llmc_cli.errors import ToolFailed, UsageError, did_you_mean
 @click.pass_context
 def call(ctx: click.Context, tool: str | None, pairs: tuple[str, ...], json_args: str | None, text: bool,
          yes: bool, fmt: str, batch: str | None, parallel: int, fail_fast: bool, validate: bool,
-         **target: Any) -> None:
+         target: Target) -> None:
     """Call one tool. TOOL is SERVER.TOOL, or a bare name when exactly one server has it.
 
     Values are typed by the tool's inputSchema (integers, numbers, booleans, JSON for objects

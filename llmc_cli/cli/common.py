@@ -11,16 +11,16 @@ import click
 
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import note, status_line, warn
-from llmc_cli.cli.targets import adhoc_spec
+from llmc_cli.cli.targets import Target
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
     from llmc_cli.config.profiles import LoadedProfile
 
 
-def open_catalog(ctx: click.Context, target: dict[str, Any], sample: Any = None,
+def open_catalog(ctx: click.Context, target: Target, sample: Any = None,
                  warm: bool = True) -> "tuple[Catalog, LoadedProfile]":
-    """target: the keyword arguments of @target_options. Returns (catalog, loaded profile).
+    """target: what @target_options gave. Returns (catalog, loaded profile).
     `warm`: start every server now; a command that needs only some (a call) starts those when
     it knows them (resolve_tool, Catalog.warm_up)."""
     from llmc_cli import services
@@ -28,11 +28,10 @@ def open_catalog(ctx: click.Context, target: dict[str, Any], sample: Any = None,
     from llmc_cli.mcp.hooks import ClientHooks, accept_defaults, decline
 
     verbose = app_of(ctx).verbose
-    adhoc = adhoc_spec(target["stdio"], target["url"], target["env"], target["cwd"], target["headers"],
-                       target["transport"], target["timeout"])
+    adhoc = target.adhoc_spec()
     from llmc_cli.cli import prompt
 
-    elicit_mode = target.get("elicit") or ("prompt" if prompt.interactive() else "decline")
+    elicit_mode = target.elicit or ("prompt" if prompt.interactive() else "decline")
     hooks = ClientHooks(
         # Presentation only: progress extends --timeout whether it is shown or not.
         on_progress=_progress_line if sys.stderr.isatty() else _progress_note if verbose else None,
@@ -43,16 +42,16 @@ def open_catalog(ctx: click.Context, target: dict[str, Any], sample: Any = None,
     )
     on_stderr = (lambda server, line: note(f"[{server} stderr] {line}")) if verbose else None
     profile_name = app_of(ctx).profile
-    session = target.get("session")
+    session = target.session
     if adhoc and ctx.get_parameter_source("session") == click.core.ParameterSource.ENVIRONMENT:
         session = None  # --stdio/--url on the command line beat an LLMC_SESSION of the shell
     if adhoc:
         # The server starts while the profile (and its policy) loads: start-up overlaps.
-        catalog = services.open_catalog(None, (), adhoc, hooks, on_stderr, target["timeout"], session)
+        catalog = services.open_catalog(None, (), adhoc, hooks, on_stderr, target.timeout, session)
         catalog.warm_up()
         return catalog, load_profile(profile_name)
     profile = load_profile(profile_name)
-    catalog = services.open_catalog(profile, tuple(target["servers"]), None, hooks, on_stderr, target["timeout"],
+    catalog = services.open_catalog(profile, tuple(target.servers), None, hooks, on_stderr, target.timeout,
                                     session)
     if warm:
         catalog.warm_up()

@@ -8,7 +8,7 @@ import click
 
 from llmc_cli.cli.arguments import needs_schema, parse_json_option, parse_pairs
 from llmc_cli.cli.output import emit, note, warn
-from llmc_cli.cli.targets import target_options
+from llmc_cli.cli.targets import Target, target_options
 from llmc_cli.errors import ExitCode, UsageError
 
 
@@ -18,7 +18,7 @@ def policy() -> None:
 
 
 def _decide(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str | None,
-            target: dict[str, Any], caller: str = "human") -> tuple[Any, Any, Any]:
+            target: Target, caller: str = "human") -> tuple[Any, Any, Any]:
     from llmc_cli import policy as rules
     from llmc_cli.cli.common import open_catalog, resolve_tool
     from llmc_cli.model import ToolCall
@@ -64,7 +64,7 @@ def _with_args(func: Any) -> Any:
 @target_options
 @click.pass_context
 def check(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str | None, caller: str,
-          **target: Any) -> None:
+          target: Target) -> None:
     """The decision for a call, and why, without running it (JSON). Exit 4 unless allowed."""
     profile, call, (decision, hints) = _decide(ctx, tool, pairs, json_args, target, caller)
     emit({"profile": profile.name, "server": call.server, "tool": call.tool, "arguments": call.arguments,
@@ -80,7 +80,7 @@ def check(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str 
 @target_options
 @click.pass_context
 def approve(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str | None, write: bool,
-            **target: Any) -> None:
+            target: Target) -> None:
     """The hash that pre-approves this exact call (tool and arguments), for pipelines that must
     run without a human: review once, then `--write` it into the profile (or the state database,
     which every machine using it reads)."""

@@ -10,7 +10,7 @@ import click
 from llmc_cli.cli.arguments import parse_pairs
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import emit, note, raise_failures
-from llmc_cli.cli.targets import target_options
+from llmc_cli.cli.targets import Target, target_options
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
@@ -19,7 +19,7 @@ FORMAT = click.option("--format", "fmt", type=click.Choice(["json", "jsonl", "ta
                       show_default=True)
 
 
-def _gather(ctx: click.Context, target: dict[str, Any], method: str, key: str, capability: str) -> None:
+def _gather(ctx: click.Context, target: Target, fmt: str, method: str, key: str, capability: str) -> None:
     """A listing across servers; a server without the capability is skipped, not failed."""
     from llmc_cli.cli.common import open_catalog
 
@@ -30,12 +30,11 @@ def _gather(ctx: click.Context, target: dict[str, Any], method: str, key: str, c
         for server in skipped:
             note(f"llmc: {server} offers no {capability}: skipped")
     rows = [{"server": server, **item} for server, items in per_server.items() for item in items]
-    return_rows(rows, failures, target, key, len(catalog.specs))
+    return_rows(rows, failures, fmt, key, len(catalog.specs))
 
 
-def return_rows(rows: list[dict[str, Any]], failures: list[Any], target: dict[str, Any], key: str,
+def return_rows(rows: list[dict[str, Any]], failures: list[Any], fmt: str, key: str,
                 total: int) -> None:
-    fmt = target.get("fmt", "json")
     emit({key: rows, "errors": [f.to_json() for f in failures]} if fmt == "json" else rows, fmt)
     raise_failures(failures, total)
 
@@ -49,25 +48,25 @@ def resources() -> None:
 @FORMAT
 @target_options
 @click.pass_context
-def resources_list(ctx: click.Context, **target: Any) -> None:
+def resources_list(ctx: click.Context, fmt: str, target: Target) -> None:
     """Resources of every server: {"resources": [...], "errors": [...]}."""
-    _gather(ctx, target, "resources/list", "resources", "resources")
+    _gather(ctx, target, fmt, "resources/list", "resources", "resources")
 
 
 @resources.command("templates")
 @FORMAT
 @target_options
 @click.pass_context
-def resources_templates(ctx: click.Context, **target: Any) -> None:
+def resources_templates(ctx: click.Context, fmt: str, target: Target) -> None:
     """Resource templates of every server."""
-    _gather(ctx, target, "resources/templates/list", "resourceTemplates", "resources")
+    _gather(ctx, target, fmt, "resources/templates/list", "resourceTemplates", "resources")
 
 
 @resources.command("read")
 @click.argument("uri")
 @target_options
 @click.pass_context
-def resources_read(ctx: click.Context, uri: str, **target: Any) -> None:
+def resources_read(ctx: click.Context, uri: str, target: Target) -> None:
     """Read one resource (SERVER:URI or a URI when one server is targeted)."""
     from llmc_cli.cli.common import open_catalog
 
@@ -91,9 +90,9 @@ def prompts() -> None:
 @FORMAT
 @target_options
 @click.pass_context
-def prompts_list(ctx: click.Context, **target: Any) -> None:
+def prompts_list(ctx: click.Context, fmt: str, target: Target) -> None:
     """Prompts of every server: {"prompts": [...], "errors": [...]}."""
-    _gather(ctx, target, "prompts/list", "prompts", "prompts")
+    _gather(ctx, target, fmt, "prompts/list", "prompts", "prompts")
 
 
 @prompts.command("get")
@@ -101,7 +100,7 @@ def prompts_list(ctx: click.Context, **target: Any) -> None:
 @click.argument("pairs", nargs=-1, metavar="[KEY=VALUE]...")
 @target_options
 @click.pass_context
-def prompts_get(ctx: click.Context, name: str, pairs: tuple[str, ...], **target: Any) -> None:
+def prompts_get(ctx: click.Context, name: str, pairs: tuple[str, ...], target: Target) -> None:
     """Get one prompt (SERVER.NAME, or NAME when one server is targeted) with its arguments."""
     from llmc_cli.cli.common import open_catalog
 
@@ -119,7 +118,7 @@ def prompts_get(ctx: click.Context, name: str, pairs: tuple[str, ...], **target:
 @click.option("--format", "fmt", type=click.Choice(["json", "jsonl", "table"]), default="json", show_default=True)
 @target_options
 @click.pass_context
-def ping(ctx: click.Context, **target: Any) -> None:
+def ping(ctx: click.Context, fmt: str, target: Target) -> None:
     """Connect to every server and ping it: era, protocol version, server info, round trip."""
     from llmc_cli.cli.common import open_catalog
 
@@ -136,7 +135,7 @@ def ping(ctx: click.Context, **target: Any) -> None:
 
     with catalog:
         results, failures = catalog.each(check)
-    return_rows(list(results.values()), failures, target, "servers", len(catalog.specs))
+    return_rows(list(results.values()), failures, fmt, "servers", len(catalog.specs))
 
 
 def _only_server(catalog: "Catalog") -> str:

@@ -10,7 +10,7 @@ import click
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.durations import parse_duration
 from llmc_cli.cli.output import FORMATS, emit, note
-from llmc_cli.cli.targets import server_options
+from llmc_cli.cli.targets import Target, server_options
 from llmc_cli.errors import ConnectionFailed, LlmcError, UsageError
 
 def parse_idle(text: str) -> float:
@@ -40,32 +40,30 @@ def session() -> None:
               help="Stop after this long without a command (90s, 30m, 2h; 0: never).")
 @server_options
 @click.pass_context
-def start(ctx: click.Context, name: str, idle: str, **target: Any) -> None:
+def start(ctx: click.Context, name: str, idle: str, target: Target) -> None:
     """Start session NAME with the profile's servers (or -s ones, or --stdio/--url) and print it.
 
     Exit 5 when a server failed to start (the session holds the others); when none started,
     no session is left behind."""
     from llmc_cli.keeper import lifecycle
-    from llmc_cli.cli.targets import adhoc_spec
     from llmc_cli.config.profiles import load_profile, usable_specs
 
     seconds = parse_idle(idle)
     profile_name = app_of(ctx).profile
-    adhoc = adhoc_spec(target["stdio"], target["url"], target["env"], target["cwd"], target["headers"],
-                       target["transport"], target["timeout"])
+    adhoc = target.adhoc_spec()
     unusable: Mapping[str, LlmcError] = {}
     if adhoc:
         specs = [adhoc]
     else:
         profile = load_profile(profile_name)
         # A server that cannot be configured (an unset ${VAR}) is that server's problem.
-        specs, unusable = usable_specs(profile, tuple(target["servers"]))
+        specs, unusable = usable_specs(profile, tuple(target.servers))
         if unusable and not specs:
             raise next(iter(unusable.values()))
-        if target["timeout"]:
+        if target.timeout:
             from dataclasses import replace
 
-            specs = [replace(s, timeout=target["timeout"]) for s in specs]
+            specs = [replace(s, timeout=target.timeout) for s in specs]
     if not specs:
         raise UsageError("no servers to keep: the profile has none enabled (add one, or use -s/--stdio/--url)")
     from llmc_cli.services import protect

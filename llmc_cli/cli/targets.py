@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import shlex
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import click
@@ -13,6 +15,35 @@ from llmc_cli.model import ServerSpec
 ADHOC_NAME = "server"
 
 
+@dataclass(frozen=True)
+class Target:
+    """The servers a command talks to, as its target options gave them (one typed value instead of
+    ten keyword arguments): the profile's (`servers`: only these), an ad-hoc one (`--stdio` or
+    `--url` with their settings), or those a session keeper holds (`session`)."""
+
+    servers: tuple[str, ...] = ()
+    stdio: str | None = None
+    env: tuple[str, ...] = ()
+    cwd: str | None = None
+    url: str | None = None
+    headers: tuple[str, ...] = ()
+    transport: str = "auto"
+    timeout: float | None = None
+    elicit: str | None = None  # prompt | accept-defaults | decline; None: prompt on a terminal, else decline
+    session: str | None = None
+
+    @property
+    def is_adhoc(self) -> bool:
+        return bool(self.stdio or self.url)
+
+    def adhoc_spec(self) -> ServerSpec | None:
+        """The ad-hoc server (UsageError for contradictory options), or None for the profile's."""
+        return adhoc_spec(self.stdio, self.url, self.env, self.cwd, self.headers, self.transport, self.timeout)
+
+
+TARGET_FIELDS = tuple(Target.__dataclass_fields__)
+
+
 def _complete_servers(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
     from llmc_cli.cli.complete import complete_servers  # only when the shell asks
 
@@ -20,7 +51,8 @@ def _complete_servers(ctx: click.Context, param: click.Parameter, incomplete: st
 
 
 def target_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Options shared by every command that talks to servers."""
+    """Options shared by every command that talks to servers; the command gets them as one
+    `target: Target` keyword argument."""
     return _options(func, session=True)
 
 
@@ -50,9 +82,16 @@ def _options(func: Callable[..., Any], session: bool) -> Callable[..., Any]:
         options.append(click.option(
             "--session", metavar="NAME", envvar="LLMC_SESSION", shell_complete=_complete_sessions,
             help="Use the servers that session keeper NAME holds (see `llmc session start`) [env: LLMC_SESSION]."))
+
+    @functools.wraps(func)
+    def with_target(*args: Any, **kwargs: Any) -> Any:
+        given = {name: kwargs.pop(name) for name in TARGET_FIELDS if name in kwargs}
+        return func(*args, target=Target(**given), **kwargs)
+
+    command: Callable[..., Any] = with_target
     for option in reversed(options):
-        func = option(func)
-    return func
+        command = option(command)
+    return command
 
 
 def _complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:

@@ -8,7 +8,7 @@ import click
 
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import emit, plain_text, raise_failures, warn
-from llmc_cli.cli.targets import target_options
+from llmc_cli.cli.targets import Target, target_options
 from llmc_cli.errors import ToolFailed, UsageError
 from llmc_cli.model import LINT_FORMATS, TOOL_FORMATS
 
@@ -38,7 +38,7 @@ def tools() -> None:
 @target_options
 @click.pass_context
 def list_(ctx: click.Context, fmt: str, strict: bool, show_all: bool, globs: tuple[str, ...],
-          **target: Any) -> None:
+          target: Target) -> None:
     """The tools of every server (or -s ones), exactly as each server sent them, each with a
     "server" key: {"tools": [...], "errors": [...]}.
 
@@ -51,10 +51,10 @@ def list_(ctx: click.Context, fmt: str, strict: bool, show_all: bool, globs: tup
 
     catalog, profile = open_catalog(ctx, target)
     with catalog:
-        found, denied, failures = services.visible_tools(catalog, profile, list(target["servers"]) or None)
+        found, denied, failures = services.visible_tools(catalog, profile, list(target.servers) or None)
     if show_all:
         found = found + denied
-    if not (target["stdio"] or target["url"]):  # for shell completion of tool names
+    if not target.is_adhoc:  # for shell completion of tool names
         from llmc_cli.cli.complete import profile_key, remember_tools
 
         listed = [s for s in catalog.specs if s not in {f.server for f in failures}]
@@ -84,7 +84,7 @@ def list_(ctx: click.Context, fmt: str, strict: bool, show_all: bool, globs: tup
               help="json: one document; table: a page for people.")
 @target_options
 @click.pass_context
-def show(ctx: click.Context, tool: str, fmt: str, **target: Any) -> None:
+def show(ctx: click.Context, tool: str, fmt: str, target: Target) -> None:
     """One tool: description, arguments (name, type, required, default, allowed values), output
     schema, annotations, what the profile's policy decides for a call of it by you (`llmc
     call`) and by a model (`ask`), and an example `llmc call` line. TOOL is SERVER.TOOL, or a
@@ -174,13 +174,13 @@ def _profile_lock(profile: Any) -> str:
     return services.lock_path(profile) if profile.profile.lock else "llmc.lock"
 
 
-def _allowed_tools(ctx: click.Context, target: dict[str, Any]) -> tuple[list[Any], list[Any], Any, Any, Any]:
+def _allowed_tools(ctx: click.Context, target: Target) -> tuple[list[Any], list[Any], Any, Any, Any]:
     from llmc_cli import services
     from llmc_cli.cli.common import open_catalog
 
     catalog, profile = open_catalog(ctx, target)
     with catalog:
-        found, _denied, failures = services.visible_tools(catalog, profile, list(target["servers"]) or None)
+        found, _denied, failures = services.visible_tools(catalog, profile, list(target.servers) or None)
         infos = {name: catalog.session(name).server_info for name in catalog.specs
                  if name not in {f.server for f in failures}}
     return found, failures, catalog, infos, profile
@@ -193,7 +193,7 @@ def _allowed_tools(ctx: click.Context, target: dict[str, Any]) -> tuple[list[Any
 @STRICT
 @target_options
 @click.pass_context
-def export(ctx: click.Context, fmt: str, output: str, strict: bool, **target: Any) -> None:
+def export(ctx: click.Context, fmt: str, output: str, strict: bool, target: Target) -> None:
     """Translate the manifest for a provider and write it to a file (atomically), or with -o -
     to stdout."""
     from llmc_cli.lockfile import write
@@ -219,7 +219,7 @@ def export(ctx: click.Context, fmt: str, output: str, strict: bool, **target: An
 @click.option("--format", "fmt", type=click.Choice(LIST_FORMATS), default="json", show_default=True)
 @target_options
 @click.pass_context
-def lint(ctx: click.Context, providers: tuple[str, ...], strict: bool, fmt: str, **target: Any) -> None:
+def lint(ctx: click.Context, providers: tuple[str, ...], strict: bool, fmt: str, target: Target) -> None:
     """What each provider would reject or lose, and why, and which path-like arguments of tools
     under a [policy.args] rule no rule covers (target "policy") (JSON). --strict: exit 1 on any
     finding."""
@@ -242,7 +242,7 @@ def lint(ctx: click.Context, providers: tuple[str, ...], strict: bool, fmt: str,
               help="Lock file to write. Default: the profile's `lock` (relative to the profile), else llmc.lock.")
 @target_options
 @click.pass_context
-def lock(ctx: click.Context, output: str | None, **target: Any) -> None:
+def lock(ctx: click.Context, output: str | None, target: Target) -> None:
     """Pin every tool the policy allows (hash of name, description, schemas, annotations;
     server name and version)."""
     from llmc_cli import lockfile
@@ -259,7 +259,7 @@ def lock(ctx: click.Context, output: str | None, **target: Any) -> None:
               help="Lock file to compare with. Default: the profile's `lock` (relative to the profile), else llmc.lock.")
 @target_options
 @click.pass_context
-def diff(ctx: click.Context, lock_path: str | None, **target: Any) -> None:
+def diff(ctx: click.Context, lock_path: str | None, target: Target) -> None:
     """What was added, removed or changed since the lock (changed descriptions shown in full).
     Exit 10 on drift."""
     from llmc_cli import lockfile
