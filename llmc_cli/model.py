@@ -21,6 +21,12 @@ TOOL_FORMATS: tuple[str, ...] = ("mcp", "openai", "openai-responses", "anthropic
 LINT_FORMATS: tuple[str, ...] = tuple(f for f in TOOL_FORMATS if f not in ("mcp", "text"))
 
 
+def compact_json(value: Any) -> str:
+    """One line of JSON, text as it is (not \\u-escaped): JSON-RPC on the wire, JSON Lines, the
+    audit log, cache files."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def canonical_json(value: Any) -> str:
     """The one serialisation that hashes, HMACs and fingerprints are taken over: sorted keys, no
     white space, text as it is (not \\u-escaped). Changing it changes every audit hash, call hash

@@ -10,6 +10,7 @@ from typing import Any, Callable, Iterator
 from llmc_cli.audit.records import AuditError, now_iso, record_hash
 from llmc_cli.mcp.jsonrpc import replace_lone_surrogates
 from llmc_cli.store.chain import GENESIS
+from llmc_cli.model import compact_json
 
 # seal(head, count) -> the new records as JSON lines, each chained to the one before, the first
 # to `head`; the store calls it under its lock (PostgreSQL: again when a transaction is retried).
@@ -55,7 +56,7 @@ class ChainedLog:
                 full = {"time": now_iso(), **replace_lone_surrogates(record), "prev": prev}
                 full["hash"] = prev = record_hash(full)
                 written.append(full)
-                lines.append(json.dumps(full, ensure_ascii=False, separators=(",", ":")))
+                lines.append(compact_json(full))
             return lines
 
         self._append_chained(seal)

@@ -18,6 +18,7 @@ from typing import Any, Iterable, Iterator
 import click
 
 from llmc_cli.errors import LlmcError
+from llmc_cli.model import compact_json
 
 FORMATS = ("json", "jsonl", "table")
 
@@ -35,7 +36,7 @@ def emit(data: Any, fmt: str = "json", *, columns: list[str] | None = None) -> N
 
 def json_line(item: Any) -> str:
     """One JSON Lines record."""
-    return _json_safe(json.dumps(item, ensure_ascii=False, separators=(",", ":")))
+    return _json_safe(compact_json(item))
 
 
 # Characters json.dumps(ensure_ascii=False) leaves raw that act on a terminal or cannot be encoded:

@@ -102,27 +102,12 @@ def plan(client: str, config: Path | None, name: str, profile_ref: str, replace:
     path = Path(config).expanduser() if config else default_path()
     data: dict[str, Any] = {}
     if path.exists():
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
-        if text.strip():
-            try:
-                data = json.loads(text)
-            except RecursionError:
-                raise ConfigError(f"{path}: JSON nested too deeply") from None
-            except ValueError:
-                from llmc_cli.config.importers import strip_jsonc
+        from llmc_cli.config.importers import read_json_object
 
-                try:
-                    json.loads(strip_jsonc(text))
-                except ValueError as exc:
-                    raise ConfigError(f"{path}: invalid JSON: {exc}") from None
-                raise ConfigError(f"{path} has comments, which rewriting it would lose: add this entry under "
-                                  f'"{fmt.key}" by hand: "{name}": '
-                                  + json.dumps(gateway_entry(profile_ref, fmt))) from None
-        if not isinstance(data, dict):
-            raise ConfigError(f"{path}: expected a JSON object")
+        data, commented = read_json_object(path)
+        if commented:
+            raise ConfigError(f"{path} has comments, which rewriting it would lose: add this entry under "
+                              f'"{fmt.key}" by hand: "{name}": ' + json.dumps(gateway_entry(profile_ref, fmt)))
     servers = data.setdefault(fmt.key, {})
     if not isinstance(servers, dict):
         raise ConfigError(f"{path}: '{fmt.key}' is not an object")

@@ -47,21 +47,32 @@ def env_name(text: str) -> str:
     return f"_{name}" if name[0].isdigit() else name
 
 
-def read_config(path: Path) -> Imported:
+def read_json_object(path: Path) -> tuple[dict[str, Any], bool]:
+    """An MCP host's JSON config file (comments and trailing commas allowed, as VS Code writes
+    them) as an object, and whether it had any (rewriting the file would lose them). An empty
+    file is an empty object. ConfigError naming the file for anything else."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not UTF-8 text") from None
+    if not text.strip():
+        return {}, False
+    plain = strip_jsonc(text)
     try:
-        data = json.loads(strip_jsonc(text))
+        data = json.loads(plain)
     except RecursionError:
         raise ConfigError(f"{path}: JSON nested too deeply") from None
     except ValueError as exc:
         raise ConfigError(f"{path}: invalid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a JSON object")
+    return data, plain != text
+
+
+def read_config(path: Path) -> Imported:
+    data, _ = read_json_object(path)
     if isinstance(data.get("mcpServers"), dict):
         return convert(data["mcpServers"], "mcpServers", {}, str(path))
     vscode = data if isinstance(data.get("servers"), dict) else data.get("mcp")

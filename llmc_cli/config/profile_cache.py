@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from llmc_cli.config import files, paths
 from llmc_cli.config.validation import dump
 from llmc_cli.errors import ConfigError
+from llmc_cli.model import compact_json
 
 if TYPE_CHECKING:
     from llmc_cli.config.schema import Profile
@@ -66,7 +67,7 @@ def write(key: str, profile: Profile) -> None:
         return
     try:
         where = paths.ensure_private_dir(directory())
-        text = json.dumps({"key": key, "profile": data}, ensure_ascii=False, separators=(",", ":"))
+        text = compact_json({"key": key, "profile": data})
         files.write_atomic(where / f"{key}.json", text, durable=False)
         # Bounded: a profile edit leaves its old entry behind; keep only the newest few.
         entries = sorted(where.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)

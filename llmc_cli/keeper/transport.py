@@ -20,6 +20,7 @@ from llmc_cli.errors import ConnectionFailed, LlmcError, ProtocolError, TimeoutE
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.mcp.session import Session
 from llmc_cli.mcp.transports.base import Closed, Deliver
+from llmc_cli.model import compact_json
 
 MAX_LINE = 64 * 1024 * 1024  # one message; a larger one is a broken peer, not a big result
 
@@ -104,7 +105,7 @@ def connect_unix(path: str, timeout: float, session_name: str) -> socket.socket:
 
 
 def send_line(sock: socket.socket, message: Mapping[str, Any]) -> None:
-    sock.sendall((json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8"))
+    sock.sendall((compact_json(message) + "\n").encode("utf-8"))
 
 
 def read_line(stream: Any) -> dict[str, Any] | None:

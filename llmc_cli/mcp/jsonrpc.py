@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from llmc_cli.errors import ProtocolError
+from llmc_cli.model import compact_json
 
 # Standard JSON-RPC codes
 PARSE_ERROR = -32700
@@ -50,7 +51,7 @@ def error(id: int | str | None, code: int, message: str, data: Any = None) -> di
 
 def encode(message: dict[str, Any]) -> str:
     """One message on one line (stdio forbids embedded newlines; json.dumps escapes them)."""
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+    return compact_json(message)
 
 
 def kind_of(message: Any) -> str:

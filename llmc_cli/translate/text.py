@@ -5,10 +5,9 @@ parameters too intricate for words are shown as compact JSON Schema."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from llmc_cli.model import Tool
+from llmc_cli.model import Tool, compact_json
 
 from .description import describe
 from .findings import Report
@@ -20,7 +19,7 @@ SCALARS = ("string", "number", "integer", "boolean", "null")
 
 
 def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return compact_json(value)
 
 
 def label(schema: Any) -> str | None:
