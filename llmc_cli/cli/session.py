@@ -45,30 +45,19 @@ def start(ctx: click.Context, name: str, idle: str, target: Target) -> None:
 
     Exit 5 when a server failed to start (the session holds the others); when none started,
     no session is left behind."""
+    from llmc_cli import services
     from llmc_cli.keeper import lifecycle
-    from llmc_cli.config.profiles import load_profile, usable_specs
 
     seconds = parse_idle(idle)
     profile_name = app_of(ctx).profile
     adhoc = target.adhoc_spec()
-    unusable: Mapping[str, LlmcError] = {}
-    if adhoc:
-        specs = [adhoc]
-    else:
-        profile = load_profile(profile_name)
-        # A server that cannot be configured (an unset ${VAR}) is that server's problem.
-        specs, unusable = usable_specs(profile, tuple(target.servers))
-        if unusable and not specs:
-            raise next(iter(unusable.values()))
-        if target.timeout:
-            from dataclasses import replace
-
-            specs = [replace(s, timeout=target.timeout) for s in specs]
+    profile = None if adhoc else app_of(ctx).load_profile()
+    specs, unusable = services.server_specs(profile, tuple(target.servers), adhoc, target.timeout)
+    if unusable and not specs:
+        raise next(iter(unusable.values()))
     if not specs:
         raise UsageError("no servers to keep: the profile has none enabled (add one, or use -s/--stdio/--url)")
-    from llmc_cli.services import protect
-
-    status = lifecycle.start(name, protect(specs, None if adhoc else profile), idle=seconds, profile=profile_name)
+    status = lifecycle.start(name, specs, idle=seconds, profile=profile_name)
     status["servers"] += [{"name": n, "state": "unusable", "error": e.message} for n, e in unusable.items()]
     emit(_public(status, name))
     failed = [s for s in status["servers"] if s.get("state") != "running"]

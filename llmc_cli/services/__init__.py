@@ -9,8 +9,8 @@ from llmc_cli.services.batch import BatchItem, run_batch
 from llmc_cli.services.calls import (OPEN_CALLS, Authorization, Invocation, OpenCalls, authorize, call_tool,
                                      lock_path, record_decisions)
 from llmc_cli.services.catalogs import (builtin_servers, host_sessions, open_catalog, protect, protected_paths,
-                                        visible_tools)
+                                        server_specs, visible_tools)
 
 __all__ = ["BatchItem", "run_batch", "OPEN_CALLS", "Authorization", "Invocation", "OpenCalls", "authorize",
            "call_tool", "lock_path", "record_decisions", "builtin_servers", "host_sessions", "open_catalog",
-           "protect", "protected_paths", "visible_tools"]
+           "protect", "protected_paths", "server_specs", "visible_tools"]

@@ -72,6 +72,21 @@ def protect(specs: list[ServerSpec], profile: LoadedProfile | None) -> list[Serv
     return out
 
 
+def server_specs(profile: LoadedProfile | None, only: tuple[str, ...] = (), adhoc: ServerSpec | None = None,
+                 timeout: float | None = None) -> tuple[list[ServerSpec], dict[str, Any]]:
+    """The servers a command starts itself (a catalog, a session keeper): the ad-hoc one, or the
+    profile's (only those named in `only`, when given) that can be configured, each told where
+    llmc's own files are and given `timeout`. Second: the profile's servers that cannot be
+    configured (an unset ${VAR}), each with its error: that server's problem, not the command's."""
+    if adhoc is None and profile is None:
+        raise ValueError("server_specs needs a profile or an ad-hoc server")
+    specs, unusable = ([adhoc], {}) if adhoc else usable_specs(profile, only)  # type: ignore[arg-type]
+    specs = protect(specs, profile)
+    if timeout:
+        specs = [replace(spec, timeout=timeout) for spec in specs]
+    return specs, unusable
+
+
 def open_catalog(profile: LoadedProfile | None, only: tuple[str, ...] = (), adhoc: ServerSpec | None = None,
                  hooks: ClientHooks | None = None, on_stderr: Callable[[str, str], None] | None = None,
                  timeout: float | None = None, session: str | None = None) -> Catalog:
@@ -88,11 +103,10 @@ def open_catalog(profile: LoadedProfile | None, only: tuple[str, ...] = (), adho
 
         path, specs = lifecycle.server_specs(session, only)
         keeper = (path, session)
+        if timeout:
+            specs = [replace(spec, timeout=timeout) for spec in specs]
     else:
-        specs, unusable = ([adhoc], {}) if adhoc else usable_specs(profile, only)  # type: ignore[arg-type]
-        specs = protect(specs, profile)
-    if timeout:
-        specs = [replace(spec, timeout=timeout) for spec in specs]
+        specs, unusable = server_specs(profile, only, adhoc, timeout)
     from llmc_cli.store import client_stores
 
     return Catalog(specs, hooks=hooks, builtins=builtin_servers(), on_stderr=on_stderr, keeper=keeper,
