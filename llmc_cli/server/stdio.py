@@ -12,10 +12,13 @@ import os
 import signal
 import sys
 import threading
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from llmc_cli.errors import ProtocolError
 from llmc_cli.mcp import jsonrpc
+
+if TYPE_CHECKING:
+    from llmc_cli.server.protocol import McpServer, Send
 
 MAX_LINE_BYTES = 16 * 1024 * 1024  # one message; longer lines are refused, not buffered forever
 
@@ -24,7 +27,7 @@ def log(message: str) -> None:
     print(f"llmc-workspace: {message}", file=sys.stderr, flush=True)
 
 
-def run_stdio(endpoint: Any, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+def run_stdio(endpoint: McpServer, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
     """Read messages until end of input, then close the endpoint (stops its processes).
 
     SIGTERM and SIGHUP end the server the same way (exit 143 / 129 after closing): a client
@@ -74,7 +77,7 @@ def run_stdio(endpoint: Any, stdin: BinaryIO | None = None, stdout: BinaryIO | N
         endpoint.close()
 
 
-def _decode(line: bytes, send: Any) -> list[dict[str, Any]]:
+def _decode(line: bytes, send: Send) -> list[dict[str, Any]]:
     try:
         return jsonrpc.decode(line)
     except ProtocolError:

@@ -20,7 +20,7 @@ from typing import Any
 from llmc_cli import __version__
 from llmc_cli.errors import ConfigError
 from llmc_cli.server import jail as P
-from llmc_cli.server.processes import FIXED_PATH, Launcher, ProcessConfig, ProcessTable
+from llmc_cli.server.processes import FIXED_PATH, Launcher, Process, ProcessConfig, ProcessTable
 from llmc_cli.server.protocol import McpServer, ToolDef, ToolError
 from llmc_cli.server.search import Searches, iso_time
 from llmc_cli.server.workspace_options import check_options, protected_paths
@@ -330,7 +330,7 @@ class Workspace:
                 "tools": "fixed at start; no tool changes this configuration"}
 
 
-def _output(proc: Any, offset: int, length: int) -> dict[str, Any]:
+def _output(proc: Process, offset: int, length: int) -> dict[str, Any]:
     with proc.cond:
         data = bytes(proc.output[offset:offset + length])
         total = len(proc.output)
