@@ -49,7 +49,7 @@ def add(ctx: click.Context, name: str, command: tuple[str, ...], url: str | None
     Prints {"added": NAME, "profile": PATH, "server": {...}}. A name already in the profile is an
     error (exit 3) unless --replace.
     """
-    from llmc_cli.config.profile_writer import update_profile
+    from llmc_cli.config.profile_writer import add_server
     from llmc_cli.config.profiles import editable_path, has_placeholder
     from llmc_cli.config.secrets import is_secret_name
 
@@ -59,14 +59,7 @@ def add(ctx: click.Context, name: str, command: tuple[str, ...], url: str | None
             note(f"llmc: header {header} holds a literal secret; prefer ${{VAR}} (it expands when used)")
     path = editable_path(_profile_option(ctx))
     created = not path.exists()
-
-    def mutate(data: dict[str, Any]) -> None:
-        entries = data.setdefault("servers", {})
-        if name in entries and not replace:
-            raise ConfigError(f"{path}: server {name!r} already exists (use --replace to overwrite it)")
-        entries[name] = table
-
-    update_profile(path, mutate)
+    add_server(path, name, table, replace=replace)
     if created:
         note(f"llmc: created profile {path} from the built-in default")
     note(f"llmc: {'replaced' if replace else 'added'} server {name} in {path}")
@@ -99,12 +92,13 @@ def list_(ctx: click.Context, fmt: str) -> None:
 @click.pass_context
 def show(ctx: click.Context, name: str, fmt: str) -> None:
     """One server of the profile as saved (${VAR}s unexpanded, literal secrets masked)."""
+    from llmc_cli.config.profile_writer import no_server
     from llmc_cli.config.profiles import load_profile
 
     loaded = load_profile(_profile_option(ctx))
     server = loaded.profile.servers.get(name)
     if server is None:
-        raise ConfigError(_no_server(loaded.name, name, loaded.profile.servers))
+        raise ConfigError(no_server(loaded.name, name, loaded.profile.servers))
     emit({"profile": loaded.name, **_row(name, server)}, fmt)
 
 
@@ -113,18 +107,11 @@ def show(ctx: click.Context, name: str, fmt: str) -> None:
 @click.pass_context
 def remove(ctx: click.Context, name: str) -> None:
     """Remove a server from the profile: {"removed": NAME, "profile": PATH}."""
-    from llmc_cli.config.profile_writer import update_profile
+    from llmc_cli.config.profile_writer import remove_server
     from llmc_cli.config.profiles import editable_path
 
     path = editable_path(_profile_option(ctx))
-
-    def mutate(data: dict[str, Any]) -> None:
-        entries = data.get("servers") or {}
-        if name not in entries:
-            raise ConfigError(_no_server(path.stem, name, entries))
-        del entries[name]
-
-    update_profile(path, mutate)
+    remove_server(path, name)
     note(f"llmc: removed server {name} from {path}")
     emit({"removed": name, "profile": str(path)})
 
@@ -148,25 +135,11 @@ def disable(ctx: click.Context, name: str) -> None:
 
 
 def _set_enabled(ctx: click.Context, name: str, enabled: bool) -> None:
-    from llmc_cli.config.profile_writer import update_profile
+    from llmc_cli.config.profile_writer import set_server_enabled
     from llmc_cli.config.profiles import editable_path
 
     path = editable_path(_profile_option(ctx))
-    changed = False
-
-    def mutate(data: dict[str, Any]) -> None:
-        nonlocal changed
-        entries = data.get("servers") or {}
-        if name not in entries:
-            raise ConfigError(_no_server(path.stem, name, entries))
-        table = entries[name]
-        changed = table.get("enabled", True) != enabled
-        if enabled:
-            table.pop("enabled", None)  # true is the default: the file says only what differs
-        else:
-            table["enabled"] = False
-
-    update_profile(path, mutate)  # a profile that does not exist yet starts as the built-in default
+    changed = set_server_enabled(path, name, enabled)  # a profile not there yet starts as the built-in default
     verb = "enabled" if enabled else "disabled"
     note(f"llmc: {verb} server {name} in {path}" if changed else f"llmc: server {name} was already {verb}")
     emit({"server": name, "enabled": enabled, "changed": changed, "profile": str(path)})
@@ -328,10 +301,3 @@ def _target(row: dict[str, Any]) -> str:
     if row.get("command"):
         return shlex.join([row["command"], *row.get("args", [])])
     return row.get("url") or f"builtin:{row.get('builtin')}"
-
-
-def _no_server(profile: str, name: str, known: Any) -> str:
-    from llmc_cli.errors import did_you_mean
-
-    hint = did_you_mean(name, known)
-    return f"profile {profile} has no server {name!r}" + (hint or f" (servers: {', '.join(sorted(known)) or 'none'})")

@@ -72,6 +72,58 @@ def save_profile(loaded: LoadedProfile, profile: Profile) -> LoadedProfile:
     return update_profile(loaded.path, lambda data: data.__setitem__("servers", servers))
 
 
+def add_server(path: Path, name: str, table: dict[str, Any], *, replace: bool = False) -> LoadedProfile:
+    """Put server `name` (its TOML table) into the profile at `path`; a name already there is a
+    ConfigError unless `replace`. A profile that does not exist yet starts as the built-in default."""
+    def mutate(data: dict[str, Any]) -> None:
+        entries = data.setdefault("servers", {})
+        if name in entries and not replace:
+            raise ConfigError(f"{path}: server {name!r} already exists (use --replace to overwrite it)")
+        entries[name] = table
+
+    return update_profile(path, mutate)
+
+
+def remove_server(path: Path, name: str) -> LoadedProfile:
+    """Take server `name` out of the profile at `path` (ConfigError, with a suggestion, when it is not there)."""
+    def mutate(data: dict[str, Any]) -> None:
+        entries = data.get("servers") or {}
+        if name not in entries:
+            raise ConfigError(no_server(path.stem, name, entries))
+        del entries[name]
+
+    return update_profile(path, mutate)
+
+
+def set_server_enabled(path: Path, name: str, enabled: bool) -> bool:
+    """Enable or disable server `name` in the profile at `path`; True when that changed anything.
+    `enabled = true` is the default, so an enabled server's table says nothing about it."""
+    changed = False
+
+    def mutate(data: dict[str, Any]) -> None:
+        nonlocal changed
+        entries = data.get("servers") or {}
+        if name not in entries:
+            raise ConfigError(no_server(path.stem, name, entries))
+        table = entries[name]
+        changed = table.get("enabled", True) != enabled
+        if enabled:
+            table.pop("enabled", None)
+        else:
+            table["enabled"] = False
+
+    update_profile(path, mutate)
+    return changed
+
+
+def no_server(profile: str, name: str, known: Any) -> str:
+    """The error for a server name the profile does not have: a suggestion, else the names it has."""
+    from llmc_cli.errors import did_you_mean
+
+    hint = did_you_mean(name, known)
+    return f"profile {profile} has no server {name!r}" + (hint or f" (servers: {', '.join(sorted(known)) or 'none'})")
+
+
 def write_profile(path: Path, text: str) -> None:
     """Replace a profile file atomically. An existing file keeps its mode; a new one is private
     (0600) as profiles may name secrets."""
