@@ -3,12 +3,14 @@ in tests/peers."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -68,15 +70,46 @@ def llmc_executable() -> str:
     return str(path) if path.exists() else shutil.which("llmc") or "llmc"
 
 
+class Result(subprocess.CompletedProcess[str]):
+    """What a run of llmc gave: returncode, stdout, stderr (text), and stdout as JSON."""
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
 def llmc(*args: str, stdin: str | bytes | None = None, env: dict[str, str] | None = None,
-         timeout: float = 120) -> subprocess.CompletedProcess[str]:
+         timeout: float = 120) -> Result:
     """Run the installed `llmc` as a user would (no terminal); a traceback is always a failure.
-    `stdin` as bytes feeds input that need not be UTF-8; the output is text either way."""
+    `stdin` as bytes feeds input that need not be UTF-8; the output is text either way.
+    The one test runner of llmc; llmc_in_process() is its fast twin for commands where a
+    process proves nothing more."""
     binary = isinstance(stdin, bytes)
     proc = subprocess.run([llmc_executable(), *args], input=stdin, capture_output=True, text=not binary,
                           timeout=timeout, stdin=None if stdin is not None else subprocess.DEVNULL,
                           env={**os.environ, **(env or {})})
     if binary:
         proc.stdout, proc.stderr = proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc
+    return _checked(Result(proc.args, proc.returncode, proc.stdout, proc.stderr))
+
+
+def llmc_in_process(*args: str, stdin: str | None = None, env: dict[str, str | None] | None = None) -> Result:
+    """The real `llmc` entry point run in this process (Click's isolation: stdin/stdout/stderr
+    captured, the environment patched), keeping main()'s error handling and exit codes."""
+    from click.testing import CliRunner
+
+    from llmc_cli.cli.main import main
+
+    with CliRunner().isolation(input=stdin, env=env) as (out, err, _):
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        result = Result(["llmc", *args], code, out.getvalue().decode(), err.getvalue().decode())
+    return _checked(result)
+
+
+def _checked(result: Result) -> Result:
+    """What every run must satisfy, whichever way it was started."""
+    assert "Traceback" not in result.stderr, result.stderr
+    return result

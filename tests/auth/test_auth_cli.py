@@ -10,14 +10,9 @@ import urllib.request
 from pathlib import Path
 
 from tests.auth.fake_oauth import FakeOAuthServer
-from tests.helpers import llmc_executable
+from tests.helpers import llmc, llmc_executable
 
 BROWSER = str(Path(__file__).with_name("browser.py"))
-
-
-def llmc(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([llmc_executable(), *args], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
 
 
 def write_profile(home: Path, text: str) -> None:

@@ -5,20 +5,20 @@ appears in stdout, stderr, or any state file other than the token store (the aud
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.auth.fake_oauth import FakeOAuthServer
-from tests.helpers import llmc_executable
+from tests.helpers import llmc
 
 BROWSER = str(Path(__file__).with_name("browser.py"))
 
 
-def llmc(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if k != "BROWSER"}
-    return subprocess.run([llmc_executable(), *args], capture_output=True, text=True, timeout=90,
-                          env={**base, **(env or {})}, stdin=subprocess.DEVNULL)
+@pytest.fixture(autouse=True)
+def no_browser_of_the_developer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run without BROWSER must not open the developer's browser."""
+    monkeypatch.delenv("BROWSER", raising=False)
 
 
 def leaks(fake: FakeOAuthServer, state: Path, *outputs: str) -> list[str]:

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import llmc_executable, node_tool, sdk_server
-from tests.profiles.runner import llmc, toml_str, write_profile
+from tests.helpers import llmc_in_process as llmc
+from tests.profiles.runner import toml_str, write_profile
 
 PY, SDK = sdk_server("sdk_server.py")
 
@@ -62,7 +63,7 @@ command = {toml_str(node_tool("mcp-server-everything"))}
 
 def test_tools_list_covers_every_enabled_server(profile: Path):
     run = llmc("tools", "list")
-    assert run.code == 0, run.stderr
+    assert run.returncode == 0, run.stderr
     data = run.json()
     assert data["errors"] == []
     by_server: dict[str, set[str]] = {}
@@ -78,7 +79,7 @@ def test_a_dead_and_a_silent_server_do_not_block_the_live_ones(isolated_dirs: Pa
     started = time.monotonic()
     run = llmc("tools", "list")
     elapsed = time.monotonic() - started
-    assert run.code == 5
+    assert run.returncode == 5
     data = run.json()
     assert {t["server"] for t in data["tools"]} == {"sdk", "everything"}
     failed = {e["server"]: e for e in data["errors"]}
@@ -93,42 +94,42 @@ def test_a_dead_and_a_silent_server_do_not_block_the_live_ones(isolated_dirs: Pa
 def test_jsonl_and_table_still_list_the_live_servers_tools(isolated_dirs: Path):
     add_dead_and_silent(isolated_dirs)
     run = llmc("tools", "list", "--format", "jsonl", "-s", "sdk", "-s", "dead")
-    assert run.code == 5
+    assert run.returncode == 5
     rows = [json.loads(line) for line in run.stdout.splitlines()]
     assert rows and {r["server"] for r in rows} == {"sdk"}
     table = llmc("tools", "list", "--format", "table", "-s", "sdk", "-s", "dead")
-    assert table.code == 5 and table.stdout.splitlines()[0].split() == ["server", "tool", "description"]
+    assert table.returncode == 5 and table.stdout.splitlines()[0].split() == ["server", "tool", "description"]
 
 
 def test_call_server_dot_tool_and_unambiguous_bare_names(profile: Path):
     run = llmc("call", "fs.read_text_file", f"path={profile.parent.parent.parent / 'data' / 'errors.log'}", "--text")
-    assert run.code == 0, run.stderr
+    assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "disk full"
     run = llmc("call", "add", "a=1", "b=2", "--text", "--yes")  # only sdk has `add`
-    assert run.code == 0 and run.stdout == "3\n"
+    assert run.returncode == 0 and run.stdout == "3\n"
     run = llmc("call", "get-sum", "a=1", "b=2", "--yes")
-    assert run.code == 0 and run.json()["server"] == "everything"
+    assert run.returncode == 0 and run.json()["server"] == "everything"
 
 
 def test_an_ambiguous_bare_name_lists_the_candidates(profile: Path):
     run = llmc("call", "echo", "message=hi")
-    assert run.code == 2
+    assert run.returncode == 2
     assert run.stderr.strip() == "llmc: tool name 'echo' is ambiguous: sdk.echo, everything.echo"
     narrowed = llmc("call", "echo", "message=hi", "-s", "everything", "--text", "--yes")
-    assert narrowed.code == 0 and "hi" in narrowed.stdout
+    assert narrowed.returncode == 0 and "hi" in narrowed.stdout
     missing = llmc("call", "nope")
-    assert missing.code == 2 and "no server has a tool named 'nope'" in missing.stderr
+    assert missing.returncode == 2 and "no server has a tool named 'nope'" in missing.stderr
 
 
 def test_server_option_narrows_and_reaches_disabled_servers(profile: Path):
     run = llmc("tools", "list", "-s", "fs")
-    assert run.code == 0 and {t["server"] for t in run.json()["tools"]} == {"fs"}
+    assert run.returncode == 0 and {t["server"] for t in run.json()["tools"]} == {"fs"}
     run = llmc("tools", "list", "-s", "off", "-s", "sdk")
     assert {t["server"] for t in run.json()["tools"]} == {"off", "sdk"}
     run = llmc("call", "off.echo", "message=on demand", "--text", "-s", "off", "--yes")
-    assert run.code == 0 and run.stdout == "on demand\n"
+    assert run.returncode == 0 and run.stdout == "on demand\n"
     run = llmc("call", "off.echo", "message=x")  # not enabled, not named: not contacted
-    assert run.code == 2 and "no server has a tool named 'off.echo'" in run.stderr
+    assert run.returncode == 2 and "no server has a tool named 'off.echo'" in run.stderr
 
 
 def test_the_installed_llmc_in_a_subprocess(isolated_dirs: Path):

@@ -14,7 +14,8 @@ import click
 import pytest
 
 from tests.helpers import ROOT, llmc_executable, sdk_server
-from tests.profiles.runner import llmc, toml_str, write_profile
+from tests.helpers import llmc_in_process as llmc
+from tests.profiles.runner import toml_str, write_profile
 
 PY, SDK = sdk_server("sdk_server.py")
 
@@ -155,7 +156,7 @@ def test_commands_options_profiles_and_servers_complete(two_profiles: Path):
 
 def test_tool_names_complete_from_the_cache_only(two_profiles: Path):
     assert complete("llmc call ") == []  # nothing cached: no server is started to complete a word
-    assert llmc("tools", "list", "-s", "sdk").code == 0
+    assert llmc("tools", "list", "-s", "sdk").returncode == 0
     names = complete("llmc call sdk.")
     assert {"sdk.echo", "sdk.add", "sdk.weather"} <= set(names) and all(n.startswith("sdk.") for n in names)
     assert complete("llmc -p devops call ") == []  # the cache is per profile

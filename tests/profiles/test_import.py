@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ROOT, node_tool, sdk_server
-from tests.profiles.runner import llmc, write_profile
+from tests.helpers import llmc_in_process as llmc
+from tests.profiles.runner import write_profile
 
 SAMPLES = ROOT / "tests" / "data" / "imports"
 
@@ -26,7 +27,7 @@ def imported(path: Path) -> dict:
 
 def test_claude_desktop_stdio_servers_and_a_literal_token_left_behind(profile_file: Path):
     run = llmc("servers", "import", str(SAMPLES / "claude_desktop_config.json"))
-    assert run.code == 0, run.stderr
+    assert run.returncode == 0, run.stderr
     out = run.json()
     assert out["source"] == "mcpServers" and out["added"] == ["filesystem", "github"] and out["skipped"] == []
     servers = imported(profile_file)
@@ -39,7 +40,7 @@ def test_claude_desktop_stdio_servers_and_a_literal_token_left_behind(profile_fi
 
 
 def test_claude_code_types_headers_and_existing_placeholders(profile_file: Path):
-    assert llmc("servers", "import", str(SAMPLES / "claude_code.mcp.json")).code == 0
+    assert llmc("servers", "import", str(SAMPLES / "claude_code.mcp.json")).returncode == 0
     servers = imported(profile_file)
     assert servers["api-server"] == {"url": "${API_BASE_URL:-https://api.example.com}/mcp", "transport": "http",
                                      "headers": {"Authorization": "Bearer ${API_KEY}"}}
@@ -49,7 +50,7 @@ def test_claude_code_types_headers_and_existing_placeholders(profile_file: Path)
 
 def test_cursor_env_syntax_renamed_server_and_unsupported_keys_reported(profile_file: Path):
     run = llmc("servers", "import", str(SAMPLES / "cursor.mcp.json"))
-    assert run.code == 0
+    assert run.returncode == 0
     servers = imported(profile_file)
     assert servers["remote-example"] == {"url": "http://localhost:3000/mcp", "headers": {"API_KEY": "${MY_SERVICE_KEY}"}}
     assert servers["server-name"]["env"] == {"API_KEY": "${API_KEY}"}
@@ -60,7 +61,7 @@ def test_cursor_env_syntax_renamed_server_and_unsupported_keys_reported(profile_
 
 
 def test_windsurf_server_url_and_disabled(profile_file: Path):
-    assert llmc("servers", "import", str(SAMPLES / "windsurf_mcp_config.json")).code == 0
+    assert llmc("servers", "import", str(SAMPLES / "windsurf_mcp_config.json")).returncode == 0
     servers = imported(profile_file)
     assert servers["figma"] == {"url": "https://your-server-url/mcp", "headers": {"API_KEY": "${FIGMA_API_KEY}"}}
     assert servers["old-one"] == {"command": "uvx", "args": ["mcp-server-time"], "enabled": False}
@@ -69,7 +70,7 @@ def test_windsurf_server_url_and_disabled(profile_file: Path):
 
 def test_vscode_inputs_become_environment_placeholders(profile_file: Path):
     run = llmc("servers", "import", str(SAMPLES / "vscode.mcp.json"))
-    assert run.code == 0, run.stderr
+    assert run.returncode == 0, run.stderr
     out = run.json()
     assert out["source"] == "vscode"
     assert {(p["server"], p["variable"]) for p in out["placeholders"]} == {
@@ -84,13 +85,13 @@ def test_vscode_inputs_become_environment_placeholders(profile_file: Path):
 
 
 def test_vscode_user_settings(profile_file: Path):
-    assert llmc("servers", "import", str(SAMPLES / "vscode_settings.json")).code == 0
+    assert llmc("servers", "import", str(SAMPLES / "vscode_settings.json")).returncode == 0
     assert imported(profile_file)["memory"]["args"] == ["-y", "@modelcontextprotocol/server-memory"]
 
 
 def test_dry_run_writes_nothing(profile_file: Path):
     run = llmc("servers", "import", "--dry-run", str(SAMPLES / "vscode.mcp.json"))
-    assert run.code == 0
+    assert run.returncode == 0
     assert run.json()["dryRun"] is True and sorted(run.json()["servers"]) == ["Perplexity", "fetch", "github", "my-remote"]
     assert "would import 4 of 4" in run.stderr
     assert not profile_file.exists()
@@ -100,7 +101,7 @@ def test_clashes_are_reported_not_overwritten_unless_replace(isolated_dirs: Path
     write_profile(isolated_dirs / "config", '[servers.github]\nurl = "https://mine.example/mcp"\n')
     before = profile_file.read_text()
     run = llmc("servers", "import", str(SAMPLES / "claude_desktop_config.json"))
-    assert run.code == 0
+    assert run.returncode == 0
     assert run.json()["skipped"] == ["github"] and run.json()["added"] == ["filesystem"]
     assert "server github already in" in run.stderr and "skipped (use --replace)" in run.stderr
     assert imported(profile_file)["github"] == {"url": "https://mine.example/mcp"}
@@ -121,7 +122,7 @@ def test_bad_import_files_are_one_line_exit_3(tmp_path: Path, profile_file: Path
     source = tmp_path / "in.json"
     source.write_text(content)
     run = llmc("servers", "import", str(source))
-    assert run.code == 3 and run.stderr.count("\n") == 1 and message in run.stderr, run.stderr
+    assert run.returncode == 3 and run.stderr.count("\n") == 1 and message in run.stderr, run.stderr
     assert not profile_file.exists()
 
 
@@ -133,10 +134,10 @@ def test_imported_servers_work_together(tmp_path: Path):
         "sdk": {"command": python, "args": [script]},
         "everything": {"command": node_tool("mcp-server-everything")},
     }}))
-    assert llmc("servers", "import", str(source)).code == 0
+    assert llmc("servers", "import", str(source)).returncode == 0
     run = llmc("tools", "list", "-s", "sdk", "-s", "everything")
-    assert run.code == 0, run.stderr
+    assert run.returncode == 0, run.stderr
     servers = {t["server"] for t in run.json()["tools"]}
     assert servers == {"sdk", "everything"}
     call = llmc("call", "sdk.add", "a=2", "b=40", "--text", "--yes", "-s", "sdk", "-s", "everything")  # destructive by default
-    assert call.code == 0 and call.stdout == "42\n"
+    assert call.returncode == 0 and call.stdout == "42\n"

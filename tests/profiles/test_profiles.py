@@ -13,7 +13,8 @@ import pytest
 from llmc_cli.config import profile_writer, profiles
 from llmc_cli.errors import ConfigError
 from tests.helpers import ROOT, sdk_server
-from tests.profiles.runner import llmc, toml_str, write_profile
+from tests.helpers import llmc_in_process as llmc
+from tests.profiles.runner import toml_str, write_profile
 
 SDK_PY, SDK_SCRIPT = sdk_server("sdk_server.py")
 
@@ -42,13 +43,13 @@ def test_example_profiles_load_as_they_are(example: Path):
     loaded = profiles.load_profile(str(example))
     assert loaded.profile.description and loaded.profile.servers
     run = llmc("--profile", str(example), "servers", "list")
-    assert run.code == 0, run.stderr
+    assert run.returncode == 0, run.stderr
     assert [s["name"] for s in run.json()["servers"]] == list(loaded.profile.servers)
 
 
 def test_no_profile_means_the_builtin_default_then_default_toml(config: Path):
     run = llmc("servers", "list")
-    assert run.code == 0
+    assert run.returncode == 0
     assert run.json()["profile"] == "builtin:default" and run.json()["path"] is None
     assert [s["name"] for s in run.json()["servers"]] == ["workspace"]
     write_profile(config, sdk_profile())
@@ -63,7 +64,7 @@ def test_profile_by_name_path_and_environment(config: Path, tmp_path: Path):
     assert llmc("--profile", str(other), "servers", "list").json()["servers"][0]["name"] == "other"
     assert llmc("servers", "list", env={"LLMC_PROFILE": "work"}).json()["profile"] == "work"
     missing = llmc("-p", "nope", "servers", "list")
-    assert missing.code == 3 and "profile not found" in one_line(missing.stderr)
+    assert missing.returncode == 3 and "profile not found" in one_line(missing.stderr)
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -79,7 +80,7 @@ def test_a_broken_profile_is_one_line_naming_file_line_and_key(config: Path, tex
     write_profile(config, text)
     for argv in (["servers", "list"], ["tools", "list"], ["servers", "add", "x", "--url", "http://127.0.0.1:9/"]):
         run = llmc(*argv)
-        assert run.code == 3, (argv, run.stderr)
+        assert run.returncode == 3, (argv, run.stderr)
         line = one_line(run.stderr)
         assert all(part in line for part in expected), line
     assert (config / "profiles" / "default.toml").read_text() == text  # nothing rewritten
@@ -88,10 +89,10 @@ def test_a_broken_profile_is_one_line_naming_file_line_and_key(config: Path, tex
 def test_an_unknown_server_named_with_s_is_a_config_error(config: Path):
     write_profile(config, sdk_profile())
     run = llmc("tools", "list", "-s", "nope")
-    assert run.code == 3
+    assert run.returncode == 3
     assert "has no server 'nope' (servers: sdk)" in one_line(run.stderr)
-    assert llmc("servers", "show", "nope").code == 3
-    assert llmc("servers", "remove", "nope").code == 3
+    assert llmc("servers", "show", "nope").returncode == 3
+    assert llmc("servers", "remove", "nope").returncode == 3
 
 
 def test_variables_expand_when_used_and_a_missing_one_is_named(config: Path, monkeypatch: pytest.MonkeyPatch):
@@ -101,16 +102,16 @@ command = "${{LLMC_TEST_PYTHON}}"
 args = ["${{LLMC_TEST_SCRIPT_DIR:-{Path(SDK_SCRIPT).parent}}}/sdk_server.py"]
 """)
     run = llmc("tools", "list")
-    assert run.code == 3
+    assert run.returncode == 3
     assert "environment variable LLMC_TEST_PYTHON is not set" in one_line(run.stderr)
     assert "server sdk" in run.stderr
     monkeypatch.setenv("LLMC_TEST_PYTHON", sys.executable)
     run = llmc("tools", "list")
-    assert run.code == 0, run.stderr
+    assert run.returncode == 0, run.stderr
     assert "echo" in [t["name"] for t in run.json()["tools"]]
     # shown and saved unexpanded
     assert llmc("servers", "show", "sdk").json()["command"] == "${LLMC_TEST_PYTHON}"
-    assert llmc("servers", "add", "extra", "--url", "http://127.0.0.1:9/mcp", "--disabled").code == 0
+    assert llmc("servers", "add", "extra", "--url", "http://127.0.0.1:9/mcp", "--disabled").returncode == 0
     assert "${LLMC_TEST_PYTHON}" in (config / "profiles" / "default.toml").read_text()
 
 
@@ -138,13 +139,13 @@ model = "m"
     path.chmod(0o640)
     run = llmc("servers", "add", "remote", "--url", "https://example.com/mcp",
                "--header", "Authorization: Bearer ${ERP_TOKEN}", "--timeout", "5")
-    assert run.code == 0, run.stderr
+    assert run.returncode == 0, run.stderr
     before, after = tomllib.loads(original), tomllib.loads(path.read_text())
     assert after["servers"].pop("remote") == {
         "url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${ERP_TOKEN}"}, "timeout": 5.0}
     assert after == before
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
-    assert llmc("servers", "remove", "remote").code == 0
+    assert llmc("servers", "remove", "remote").returncode == 0
     assert tomllib.loads(path.read_text()) == before
     assert sorted(p.name for p in path.parent.iterdir()) == ["default.toml"]  # no temp files left
 
@@ -176,10 +177,10 @@ def test_a_duplicate_server_name_is_refused_unless_replace(config: Path):
     path = write_profile(config, sdk_profile())
     text = path.read_text()
     run = llmc("servers", "add", "sdk", "--", "other-command")
-    assert run.code == 3 and "already exists (use --replace" in one_line(run.stderr)
+    assert run.returncode == 3 and "already exists (use --replace" in one_line(run.stderr)
     assert path.read_text() == text
     run = llmc("servers", "add", "sdk", "--replace", "--", "other-command", "--flag")
-    assert run.code == 0
+    assert run.returncode == 0
     assert llmc("servers", "show", "sdk").json()["args"] == ["--flag"]
 
 
@@ -187,11 +188,11 @@ def test_an_unwritable_config_directory_is_one_line_and_writes_nothing(isolated_
     blocker = isolated_dirs / "not-a-dir"
     blocker.write_text("a file where the config directory should be")
     run = llmc("servers", "add", "sdk", "--", "x", env={"LLMC_CONFIG_DIR": str(blocker)})
-    assert run.code == 3
+    assert run.returncode == 3
     line = one_line(run.stderr)
     assert "cannot write" in line and str(blocker) in line
     assert blocker.read_text() == "a file where the config directory should be"
-    assert llmc("profiles", "init", env={"LLMC_CONFIG_DIR": str(blocker)}).code == 3
+    assert llmc("profiles", "init", env={"LLMC_CONFIG_DIR": str(blocker)}).returncode == 3
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root may write into a read-only directory")
@@ -201,7 +202,7 @@ def test_a_read_only_profiles_directory_keeps_the_old_file(config: Path):
     path.parent.chmod(0o500)
     try:
         run = llmc("servers", "add", "x", "--", "y")
-        assert run.code == 3 and str(path) in one_line(run.stderr)
+        assert run.returncode == 3 and str(path) in one_line(run.stderr)
         assert path.read_text() == text and os.listdir(path.parent) == ["default.toml"]
     finally:
         path.parent.chmod(0o700)
@@ -210,7 +211,7 @@ def test_a_read_only_profiles_directory_keeps_the_old_file(config: Path):
 def test_servers_add_on_an_empty_config_writes_the_default_profile_first(config: Path):
     run = llmc("servers", "add", "sdk", "--env", "DEBUG=1", "--cwd", "/tmp", "--description", "d", "--",
                SDK_PY, SDK_SCRIPT)
-    assert run.code == 0, run.stderr
+    assert run.returncode == 0, run.stderr
     assert "created profile" in run.stderr
     path = config / "profiles" / "default.toml"
     data = tomllib.loads(path.read_text())
@@ -233,14 +234,14 @@ def test_servers_add_on_an_empty_config_writes_the_default_profile_first(config:
 ])
 def test_servers_add_usage_errors(config: Path, argv: list[str], message: str):
     run = llmc(*argv)
-    assert run.code == 2 and message in one_line(run.stderr), run.stderr
+    assert run.returncode == 2 and message in one_line(run.stderr), run.stderr
     assert not (config / "profiles").exists()
 
 
 def test_a_literal_secret_typed_by_the_user_is_kept_but_never_shown(config: Path):
     run = llmc("servers", "add", "erp", "--url", "https://erp.example.com/mcp", "--header",
                "Authorization: Bearer s3cr3t-value")
-    assert run.code == 0
+    assert run.returncode == 0
     assert "literal secret" in run.stderr and "s3cr3t-value" not in run.stdout + run.stderr
     assert "s3cr3t-value" in (config / "profiles" / "default.toml").read_text()
     for argv in (["servers", "list"], ["servers", "show", "erp"], ["profiles", "show"],
@@ -262,12 +263,12 @@ def test_listing_formats_and_no_colour(config: Path):
 
 def test_profiles_init_list_show(config: Path):
     run = llmc("profiles", "init")
-    assert run.code == 0
+    assert run.returncode == 0
     path = Path(run.json()["created"])
     assert profiles.load_profile(None).profile.servers["workspace"].builtin == "workspace"
     again = llmc("profiles", "init")
-    assert again.code == 3 and "already exists" in one_line(again.stderr)
-    assert llmc("profiles", "init", "--force").code == 0
+    assert again.returncode == 3 and "already exists" in one_line(again.stderr)
+    assert llmc("profiles", "init", "--force").returncode == 0
     write_profile(config, "[servers.a]\ncomand = 1\n", "broken")
     listed = llmc("profiles", "list").json()
     assert listed["directory"] == str(path.parent)
@@ -277,4 +278,4 @@ def test_profiles_init_list_show(config: Path):
     assert "broken" in llmc("profiles", "list", "--format", "table").stdout
     shown = llmc("profiles", "show", "default").json()
     assert shown["profile"]["servers"]["workspace"]["options"]["read_only"] is True and shown["path"] == str(path)
-    assert llmc("profiles", "show", "broken").code == 3
+    assert llmc("profiles", "show", "broken").returncode == 3

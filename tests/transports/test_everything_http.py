@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 
@@ -13,12 +12,7 @@ from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.mcp.transports.legacy_sse import LegacySseTransport
 from llmc_cli.mcp.transports.streamable_http import StreamableHttpTransport
 from llmc_cli.model import ServerSpec
-from tests.helpers import llmc_executable
-
-
-def llmc(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([llmc_executable(), *args], capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+from tests.helpers import llmc
 
 
 @pytest.mark.parametrize(("server", "transport"), [("everything_http", "http"), ("everything_sse", "sse")])

@@ -11,12 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import free_port, llmc_executable
-
-
-def llmc(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([llmc_executable(), *args], capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+from tests.helpers import free_port, llmc
 
 
 def seen(base: str) -> list[dict[str, Any]]:

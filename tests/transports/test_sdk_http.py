@@ -4,7 +4,6 @@ stateful (SSE replies), stateless and JSON replies, and the deprecated HTTP+SSE 
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 
 import pytest
@@ -16,14 +15,9 @@ from llmc_cli.mcp.session import Session
 from llmc_cli.mcp.transports.legacy_sse import LegacySseTransport
 from llmc_cli.mcp.transports.streamable_http import StreamableHttpTransport
 from llmc_cli.model import ServerSpec
-from tests.helpers import llmc_executable
+from tests.helpers import llmc
 
 STREAMABLE = ["sdk_stateful", "sdk_stateless", "sdk_json"]
-
-
-def llmc(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([llmc_executable(), *args], capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
 
 
 @pytest.mark.parametrize("server", STREAMABLE)
