@@ -78,7 +78,7 @@ class Result(subprocess.CompletedProcess[str]):
 
 
 def llmc(*args: str, stdin: str | bytes | None = None, env: dict[str, str] | None = None,
-         timeout: float = 120) -> Result:
+         timeout: float = 120, cwd: Path | None = None) -> Result:
     """Run the installed `llmc` as a user would (no terminal); a traceback is always a failure.
     `stdin` as bytes feeds input that need not be UTF-8; the output is text either way.
     The one test runner of llmc; llmc_in_process() is its fast twin for commands where a
@@ -86,7 +86,7 @@ def llmc(*args: str, stdin: str | bytes | None = None, env: dict[str, str] | Non
     binary = isinstance(stdin, bytes)
     proc = subprocess.run([llmc_executable(), *args], input=stdin, capture_output=True, text=not binary,
                           timeout=timeout, stdin=None if stdin is not None else subprocess.DEVNULL,
-                          env={**os.environ, **(env or {})})
+                          env={**os.environ, **(env or {})}, cwd=cwd)
     if binary:
         proc.stdout, proc.stderr = proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
     return _checked(Result(proc.args, proc.returncode, proc.stdout, proc.stderr))

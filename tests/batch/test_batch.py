@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from pathlib import Path
 
-from tests.helpers import llmc_executable, sdk_server
+from tests.helpers import llmc, sdk_server
 
 
 def write_profile(isolated_dirs: Path, policy: str = "") -> None:
@@ -31,9 +30,7 @@ readOnly = true
 
 def batch(lines: list[object], *args: str) -> tuple[int, list[dict], str]:
     text = "\n".join(line if isinstance(line, str) else json.dumps(line) for line in lines) + "\n"
-    proc = subprocess.run([llmc_executable(), "call", "--batch", "-", *args], input=text, capture_output=True,
-                          text=True, timeout=120)
-    assert "Traceback" not in proc.stderr, proc.stderr
+    proc = llmc("call", "--batch", "-", *args, stdin=text)
     return proc.returncode, [json.loads(line) for line in proc.stdout.splitlines()], proc.stderr
 
 
@@ -97,13 +94,11 @@ def test_a_batch_file_and_usage_errors(isolated_dirs, tmp_path):
     write_profile(isolated_dirs)
     calls = tmp_path / "calls.jsonl"
     calls.write_text(json.dumps({"id": 1, "tool": "a.echo", "arguments": {"message": "f"}}) + "\n")
-    proc = subprocess.run([llmc_executable(), "call", "--batch", str(calls)], capture_output=True, text=True, timeout=60)
+    proc = llmc("call", "--batch", str(calls), timeout=60)
     assert proc.returncode == 0 and json.loads(proc.stdout)["result"]["content"][0]["text"] == "f"
-    proc = subprocess.run([llmc_executable(), "call", "a.echo", "--batch", str(calls)], capture_output=True, text=True,
-                          timeout=60)
+    proc = llmc("call", "a.echo", "--batch", str(calls), timeout=60)
     assert proc.returncode == 2 and "--batch" in proc.stderr
-    proc = subprocess.run([llmc_executable(), "call", "--batch", str(tmp_path / "missing")], capture_output=True,
-                          text=True, timeout=60)
+    proc = llmc("call", "--batch", str(tmp_path / "missing"), timeout=60)
     assert proc.returncode == 2 and "No such file" in proc.stderr
 
 
@@ -115,5 +110,5 @@ def test_the_audit_trail_of_a_batch_is_complete_ordered_and_verifiable(isolated_
     # Every decision is on disk before any call runs; then the outcomes, in the order they happened.
     assert [(r["event"], r["arguments"]["message"]) for r in audit] == [
         *(("decision", str(i)) for i in range(5)), *(("outcome", str(i)) for i in range(5))]
-    proc = subprocess.run([llmc_executable(), "audit", "verify"], capture_output=True, text=True, timeout=60)
+    proc = llmc("audit", "verify", timeout=60)
     assert proc.returncode == 0 and json.loads(proc.stdout)["records"] == 10

@@ -4,14 +4,14 @@ reported without blocking the others, names routed by server, -s narrowing."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import llmc_executable, node_tool, sdk_server
+from tests.helpers import llmc as llmc_subprocess
+from tests.helpers import node_tool, sdk_server
 from tests.helpers import llmc_in_process as llmc
 from tests.profiles.runner import toml_str, write_profile
 
@@ -134,11 +134,9 @@ def test_server_option_narrows_and_reaches_disabled_servers(profile: Path):
 
 def test_the_installed_llmc_in_a_subprocess(isolated_dirs: Path):
     add_dead_and_silent(isolated_dirs)
-    proc = subprocess.run([llmc_executable(), "tools", "list", "-s", "sdk", "-s", "dead"], capture_output=True,
-                          text=True, timeout=60)
+    proc = llmc_subprocess("tools", "list", "-s", "sdk", "-s", "dead", timeout=60)
     assert proc.returncode == 5 and "Traceback" not in proc.stderr
     data = json.loads(proc.stdout)
     assert {t["server"] for t in data["tools"]} == {"sdk"} and data["errors"][0]["server"] == "dead"
-    proc = subprocess.run([llmc_executable(), "servers", "list", "--format", "table"], capture_output=True,
-                          text=True, timeout=60)
+    proc = llmc_subprocess("servers", "list", "--format", "table", timeout=60)
     assert proc.returncode == 0 and "silent" in proc.stdout and "\x1b" not in proc.stdout

@@ -14,6 +14,7 @@ import click
 import pytest
 
 from tests.helpers import ROOT, llmc_executable, sdk_server
+from tests.helpers import llmc as llmc_subprocess
 from tests.helpers import llmc_in_process as llmc
 from tests.profiles.runner import toml_str, write_profile
 
@@ -97,12 +98,12 @@ def _parse(words: list[str]) -> list[str]:
 def test_completion_prints_the_script_the_files_hold():
     gen = generator()
     for shell, filename in gen.COMPLETION_FILES.items():
-        proc = subprocess.run([llmc_executable(), "completion", shell], capture_output=True, text=True, timeout=60)
+        proc = llmc_subprocess("completion", shell, timeout=60)
         assert proc.returncode == 0, proc.stderr
         name = f"completions/{filename}"
         assert gen.meaning(name, proc.stdout) == gen.meaning(name, (ROOT / name).read_text())
         assert f"_LLMC_COMPLETE={shell}_complete" in proc.stdout
-    bad = subprocess.run([llmc_executable(), "completion", "tcsh"], capture_output=True, text=True, timeout=60)
+    bad = llmc_subprocess("completion", "tcsh", timeout=60)
     assert bad.returncode == 2 and "'tcsh' is not one of" in bad.stderr
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.helpers import llmc_executable
+from tests.helpers import llmc, llmc_executable
 
 
 def _serve_args(root: Path, *extra: str) -> list[str]:
@@ -76,8 +76,7 @@ def test_stdout_carries_only_messages_and_eof_ends_the_server(root: Path) -> Non
 
 
 def test_bad_configuration_exits_3(tmp_path: Path) -> None:
-    proc = subprocess.run([llmc_executable(), "serve", "workspace", "--root", str(tmp_path / "missing")],
-                          capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    proc = llmc("serve", "workspace", "--root", str(tmp_path / "missing"), timeout=30)
     assert proc.returncode == 3 and proc.stdout == ""
     assert "is not a directory" in proc.stderr and "Traceback" not in proc.stderr
 

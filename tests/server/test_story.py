@@ -4,18 +4,16 @@ logs, find the newest, read it."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 from pathlib import Path
 
-from tests.helpers import llmc_executable
+from tests.helpers import llmc
 
 
 def llmc_call(cwd: Path, *args: str) -> dict:
-    proc = subprocess.run([llmc_executable(), "call", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+    proc = llmc("call", *args, cwd=cwd, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+    return proc.json()
 
 
 def test_list_logs_find_the_newest_read_it(root: Path) -> None:
@@ -41,6 +39,5 @@ def test_list_logs_find_the_newest_read_it(root: Path) -> None:
     assert tail["content"].splitlines()[-1] == "2026-01-03 ERROR disk full"
 
     # The default is read-only: the story cannot change anything.
-    proc = subprocess.run([llmc_executable(), "call", "workspace.write_file", "path=x.txt", "content=y"], cwd=root,
-                          capture_output=True, text=True, timeout=60)
+    proc = llmc("call", "workspace.write_file", "path=x.txt", "content=y", cwd=root, timeout=60)
     assert proc.returncode != 0 and not (root / "x.txt").exists()

@@ -246,9 +246,7 @@ def test_keeper_ignores_modules_in_the_current_directory(keepers: Keepers, tmp_p
     json.py or selectors.py lying where `session start` runs."""
     for module in ("json", "selectors", "socket"):
         (tmp_path / f"{module}.py").write_text('raise SystemExit("imported from the current directory")\n')
-    proc = subprocess.run([llmc_executable(), "session", "start", "here", "-s", "t"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL,
-                          env={**os.environ, **keepers.env})
+    proc = llmc("session", "start", "here", "-s", "t", cwd=tmp_path, timeout=TIMEOUT, env=keepers.env)
     assert proc.returncode == 0, proc.stderr
     keepers.pids.add(json.loads(proc.stdout)["pid"])
     proc = keepers.call("t.echo", "message=safe", session="here")
