@@ -3,7 +3,9 @@
 # installs the real MCP peers the tests start (tests/node: npm reference servers, the official
 # conformance suite, Node 22 for it, the MCP Inspector CLI and mcporter as hosts; tests/node-dc: Desktop
 # Commander), then checks types (mypy) and runs pytest.
-# Extra arguments go to pytest.
+# Extra arguments go to pytest. Tests run on two pytest-xdist workers (`-n 2 --dist loadgroup`;
+# tests that must not run beside each other share an xdist_group, tests/conftest.py); give
+# `-n 0` to run them serially in this process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,4 +36,4 @@ fi
 
 # Types first (config in pyproject.toml [tool.mypy]): a type error fails the run (set -e).
 .venv/bin/python -m mypy
-exec .venv/bin/python -m pytest "$@"
+exec .venv/bin/python -m pytest -n 2 --dist loadgroup "$@"

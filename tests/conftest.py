@@ -23,3 +23,24 @@ def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("PATH", f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     return tmp_path
 
+
+
+# Tests that share something beyond their own temp dirs and free ports, run by one pytest-xdist
+# worker in turn (scripts/test.sh runs `-n 2 --dist loadgroup`). One line per group; the path
+# prefix is relative to tests/.
+XDIST_GROUPS = {
+    "state/": "postgres",  # one PostgreSQL cluster (and HAProxy) per worker otherwise: half the memory wasted
+    # These scan every process of the machine (/proc) for regex workers and `sleep 300`: another
+    # worker's searches and process tests would show up in their counts.
+    "server/test_regex_and_limits.py": "process-scan",
+    "server/test_escapes.py": "process-scan",
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    tests = Path(__file__).parent
+    for item in items:
+        where = Path(str(item.fspath)).relative_to(tests).as_posix()
+        group = next((name for prefix, name in XDIST_GROUPS.items() if where.startswith(prefix)), None)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
