@@ -59,6 +59,14 @@ def sdk_server(name: str) -> list[str]:
     return [sys.executable, str(PEERS / name)]
 
 
+def profile_file(config: Path, text: str, name: str = "default") -> Path:
+    """Write profile NAME under a config directory (LLMC_CONFIG_DIR); its path."""
+    path = config / "profiles" / f"{name}.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -12,7 +12,7 @@ import pytest
 
 from tests.fakes.llm import FakeLLM, anthropic_error
 from tests.fakes.scripts import APIS, sent_results, turn
-from tests.helpers import llmc, node_tool, sdk_server
+from tests.helpers import llmc, node_tool, profile_file, sdk_server
 
 KEY_ENV = {"openai": "OPENAI_API_KEY", "openai-responses": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY",
            "gemini": "GEMINI_API_KEY", "text": "OPENAI_API_KEY"}
@@ -32,9 +32,7 @@ def logs(isolated_dirs: Path) -> Path:
 
 
 def write_profile(isolated_dirs: Path, logs: Path, api: str, base_url: str, policy: str = "") -> None:
-    path = isolated_dirs / "config" / "profiles" / "default.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"""
+    profile_file(isolated_dirs / "config", f"""
 [servers.fs]
 command = "{node_tool('mcp-server-filesystem')}"
 args = ["{logs}"]

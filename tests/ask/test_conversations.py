@@ -12,15 +12,13 @@ import pytest
 
 from tests.fakes.llm import FakeLLM
 from tests.fakes.scripts import turn
-from tests.helpers import llmc, sdk_server
+from tests.helpers import llmc, profile_file, sdk_server
 
 KEY = {"OPENAI_API_KEY": "test-key"}
 
 
 def write_profile(root: Path, base_url: str, policy: str = "") -> None:
-    path = root / "config" / "profiles" / "default.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"""
+    profile_file(root / "config", f"""
 [servers.sdk]
 command = "{sys.executable}"
 args = ["{sdk_server('sdk_server.py')[1]}"]

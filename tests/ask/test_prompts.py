@@ -13,7 +13,7 @@ import pytest
 
 from tests.fakes.llm import FakeLLM
 from tests.fakes.scripts import turn
-from tests.helpers import node_tool, sdk_server
+from tests.helpers import node_tool, profile_file, sdk_server
 from tests.peers.hostile_text import PAYLOAD, RAW_MARKERS
 from tests.terminal import Terminal
 
@@ -21,9 +21,7 @@ KEY = {"OPENAI_API_KEY": "test-key"}
 
 
 def write_profile(root: Path, base_url: str = "http://127.0.0.1:9", policy: str = "") -> None:
-    path = root / "config" / "profiles" / "default.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"""
+    profile_file(root / "config", f"""
 [servers.h]
 command = "{sys.executable}"
 args = ["{sdk_server('hostile_text.py')[1]}"]

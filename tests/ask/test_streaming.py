@@ -13,7 +13,7 @@ import pytest
 
 from tests.fakes.llm import FakeLLM, _pieces
 from tests.fakes.scripts import APIS, turn
-from tests.helpers import sdk_server
+from tests.helpers import profile_file, sdk_server
 from tests.terminal import Terminal
 
 KEY_ENV = {"openai": "OPENAI_API_KEY", "openai-responses": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY",
@@ -22,9 +22,7 @@ ANSWER = "The newest log says the disk on /var is full; nothing else went wrong.
 
 
 def write_profile(root: Path, api: str, base_url: str) -> None:
-    path = root / "config" / "profiles" / "default.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"""
+    profile_file(root / "config", f"""
 [servers.h]
 command = "{sys.executable}"
 args = ["{sdk_server('hostile_text.py')[1]}"]

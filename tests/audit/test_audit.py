@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from llmc_cli.audit import AuditLog, Deferred, mask_secrets
-from tests.helpers import llmc, sdk_server
+from tests.helpers import llmc, profile_file, sdk_server
 
 WRITER = """
 import sys
@@ -26,9 +26,7 @@ for i in range(500):
 
 
 def write_profile(isolated_dirs: Path, extra: str = "") -> None:
-    path = isolated_dirs / "config" / "profiles" / "default.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"""{extra}
+    profile_file(isolated_dirs / "config", f"""{extra}
 [servers.sdk]
 command = "{sys.executable}"
 args = ["{sdk_server('sdk_server.py')[1]}"]

@@ -9,12 +9,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import llmc, node_tool
+from tests.helpers import llmc, node_tool, profile_file
 
 BIG = 40 * 1024  # a result that cannot fit in what is left
 
@@ -66,9 +65,7 @@ def test_a_full_disk_never_leaves_a_partial_record(isolated_dirs, disk, case):
     files.mkdir()
     (files / "big.txt").write_text("y" * BIG)
     log = disk / "audit.jsonl"
-    profile = isolated_dirs / "config" / "profiles" / "default.toml"
-    profile.parent.mkdir(parents=True)
-    profile.write_text(f"""
+    profile_file(isolated_dirs / "config", f"""
 audit_log = "{log}"
 audit_results = true
 [servers.fs]
@@ -108,9 +105,7 @@ def test_ask_stops_when_an_outcome_cannot_be_recorded(isolated_dirs, disk):
     script = [turn("openai", calls=[("c1", "read_text_file", {"path": str(files / "big.txt")})]),
               turn("openai", text="never")]
     with FakeLLM("openai", script) as fake:
-        profile = isolated_dirs / "config" / "profiles" / "default.toml"
-        profile.parent.mkdir(parents=True)
-        profile.write_text(f"""
+        profile_file(isolated_dirs / "config", f"""
 audit_log = "{log}"
 audit_results = true
 [servers.fs]

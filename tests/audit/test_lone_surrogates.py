@@ -12,16 +12,14 @@ import pytest
 
 from tests.fakes.llm import FakeLLM
 from tests.fakes.scripts import sent_results, turn
-from tests.helpers import llmc, sdk_server
+from tests.helpers import llmc, profile_file, sdk_server
 
 # tool of the hostile server -> where its reply carries the lone surrogate
 HOSTILE_TOOLS = ["text", "key", "low", "rpc_error"]
 
 
 def write_profile(isolated_dirs: Path, extra: str = "") -> None:
-    path = isolated_dirs / "config" / "profiles" / "default.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"""
+    profile_file(isolated_dirs / "config", f"""
 [servers.h]
 command = "{sys.executable}"
 args = ["{sdk_server("hostile_stdio.py")[1]}"]

@@ -13,16 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import llmc, sdk_server
+from tests.helpers import llmc, profile_file, sdk_server
 
 SECRET = "hunter2-very-secret"
 SHARED_KEY = "0123456789abcdef" * 4
 
 
 def write_profile(config: Path, policy: str = "") -> None:
-    path = config / "profiles" / "default.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"""
+    profile_file(config, f"""
 [servers.sdk]
 command = "{sys.executable}"
 args = ["{sdk_server('sdk_server.py')[1]}"]

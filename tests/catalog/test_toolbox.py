@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import llmc as llmc_subprocess
-from tests.helpers import node_tool, sdk_server
+from tests.helpers import node_tool, profile_file, sdk_server
 from tests.helpers import llmc_in_process as llmc
-from tests.profiles.runner import toml_str, write_profile
+from tests.profiles.runner import toml_str
 
 PY, SDK = sdk_server("sdk_server.py")
 
@@ -23,7 +23,7 @@ def profile(isolated_dirs: Path) -> Path:
     data = isolated_dirs / "data"
     data.mkdir()
     (data / "errors.log").write_text("disk full\n")
-    return write_profile(isolated_dirs / "config", f"""
+    return profile_file(isolated_dirs / "config", f"""
 [servers.sdk]
 command = {toml_str(PY)}
 args = [{toml_str(SDK)}]
@@ -43,7 +43,7 @@ enabled = false
 
 
 def add_dead_and_silent(isolated_dirs: Path) -> None:
-    write_profile(isolated_dirs / "config", f"""
+    profile_file(isolated_dirs / "config", f"""
 [servers.sdk]
 command = {toml_str(PY)}
 args = [{toml_str(SDK)}]

@@ -11,16 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import PEERS, llmc, sdk_server
+from tests.helpers import PEERS, llmc, profile_file, sdk_server
 
 UNSET = "LLMC_TEST_TOKEN_NEVER_SET"
 MISBEHAVING = str(PEERS / "misbehaving_stdio.py")
 
 
 def write_profile(isolated_dirs: Path, other: str) -> None:
-    path = isolated_dirs / "config" / "profiles" / "default.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f'[servers.sdk]\ncommand = "{sys.executable}"\nargs = ["{sdk_server("sdk_server.py")[1]}"]\n\n{other}\n')
+    profile_file(isolated_dirs / "config", f'[servers.sdk]\ncommand = "{sys.executable}"\nargs = ["{sdk_server("sdk_server.py")[1]}"]\n\n{other}\n')
 
 
 BROKEN_HEADER = f'[servers.remote]\nurl = "http://127.0.0.1:9/mcp"\nheaders = {{ Authorization = "Bearer ${{{UNSET}}}" }}\n'

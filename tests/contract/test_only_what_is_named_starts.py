@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import llmc, node_tool, sdk_server
+from tests.helpers import llmc, node_tool, profile_file, sdk_server
 
 BATCH = '{"id": 1, "tool": "sdk.add", "arguments": {"a": 1, "b": 2}}\n{"id": 2, "tool": "sdk.echo", "arguments": {"message": "hi"}}\n'
 
@@ -20,9 +20,7 @@ def write_profile(isolated_dirs: Path, marker: Path) -> None:
     # The tripwire is a real server (npm server-everything: no tool named add or weather), so a
     # listing can cache its tools; starting it leaves a line in the marker.
     tripwire = f"echo started >> {shlex.quote(str(marker))}; exec {shlex.quote(node_tool('mcp-server-everything'))}"
-    path = isolated_dirs / "config" / "profiles" / "default.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f'[servers.sdk]\ncommand = "{sys.executable}"\nargs = ["{sdk_server("sdk_server.py")[1]}"]\n\n'
+    profile_file(isolated_dirs / "config", f'[servers.sdk]\ncommand = "{sys.executable}"\nargs = ["{sdk_server("sdk_server.py")[1]}"]\n\n'
                     f'[servers.tripwire]\ncommand = "/bin/sh"\nargs = ["-c", {json.dumps(tripwire)}]\n')
 
 

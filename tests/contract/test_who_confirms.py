@@ -13,16 +13,14 @@ import pytest
 
 from tests.fakes.llm import FakeLLM
 from tests.fakes.scripts import sent_results, turn
-from tests.helpers import llmc, sdk_server
+from tests.helpers import llmc, profile_file, sdk_server
 
 ADD = ["sdk.add", "a=40", "b=2"]
 BATCH_LINE = '{"id": 1, "tool": "sdk.add", "arguments": {"a": 40, "b": 2}}\n'
 
 
 def write_profile(isolated_dirs: Path, policy: str, llm: str = "") -> None:
-    path = isolated_dirs / "config" / "profiles" / "default.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f'[servers.sdk]\ncommand = "{sys.executable}"\nargs = ["{sdk_server("sdk_server.py")[1]}"]\n'
+    profile_file(isolated_dirs / "config", f'[servers.sdk]\ncommand = "{sys.executable}"\nargs = ["{sdk_server("sdk_server.py")[1]}"]\n'
                     f"{llm}\n[policy]\n{policy}\n")
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from tests.fakes.llm import FakeLLM
 from tests.fakes.scripts import turn
-from tests.helpers import PEERS, llmc
+from tests.helpers import PEERS, llmc, profile_file
 
 
 @pytest.fixture
@@ -34,9 +34,7 @@ def tree(isolated_dirs: Path) -> Path:
 def write_profile(isolated_dirs: Path, tree: Path, *, cwd: str | None = "allowed", extra: str = "") -> Path:
     journal = isolated_dirs / "journal.txt"
     journal.write_text("")
-    path = isolated_dirs / "config" / "profiles" / "default.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"""
+    profile_file(isolated_dirs / "config", f"""
 [servers.naive]
 command = "{sys.executable}"
 args = ["{PEERS / 'naive_files.py'}"]

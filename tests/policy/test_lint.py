@@ -13,7 +13,7 @@ from llmc_cli import policy
 from llmc_cli.config.profiles import load_profile
 from llmc_cli.config.schema import PolicyConfig
 from llmc_cli.model import Tool
-from tests.helpers import PEERS, llmc, node_tool
+from tests.helpers import PEERS, llmc, node_tool, profile_file
 
 RULE = PolicyConfig(args={"fs.*": {"path": ["/srv/**"]}})
 STR = {"type": "string"}
@@ -61,9 +61,7 @@ def test_shipped_profiles_cover_every_path_argument_of_server_filesystem(isolate
 
 
 def test_tools_lint_reports_the_hole_and_strict_fails(isolated_dirs):
-    path = isolated_dirs / "config" / "profiles" / "default.toml"
-    path.parent.mkdir(parents=True)
-    path.write_text(f"""
+    path = profile_file(isolated_dirs / "config", f"""
 [servers.naive]
 command = "{sys.executable}"
 args = ["{PEERS / 'naive_files.py'}"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import llmc, node_tool, sdk_server
+from tests.helpers import llmc, node_tool, profile_file, sdk_server
 
 
 
@@ -25,9 +25,7 @@ def data(tmp_path: Path) -> Path:
 
 
 def profile(isolated_dirs: Path, data: Path, policy: str, name: str = "default") -> str:
-    path = isolated_dirs / "config" / "profiles" / f"{name}.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"""
+    profile_file(isolated_dirs / "config", f"""
 [servers.fs]
 command = "{node_tool('mcp-server-filesystem')}"
 args = ["{data}"]
@@ -37,7 +35,7 @@ command = "{sys.executable}"
 args = ["{sdk_server('sdk_server.py')[1]}"]
 
 {policy}
-""")
+""", name)
     return name
 
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import click
 import pytest
 
-from tests.helpers import ROOT, llmc_executable, sdk_server
+from tests.helpers import ROOT, llmc_executable, profile_file, sdk_server
 from tests.helpers import llmc as llmc_subprocess
 from tests.helpers import llmc_in_process as llmc
-from tests.profiles.runner import toml_str, write_profile
+from tests.profiles.runner import toml_str
 
 PY, SDK = sdk_server("sdk_server.py")
 
@@ -139,9 +139,9 @@ def complete(words: str, env: dict[str, str] | None = None) -> list[str]:
 @pytest.fixture
 def two_profiles(isolated_dirs: Path) -> Path:
     config = isolated_dirs / "config"
-    write_profile(config, f"[servers.sdk]\ncommand = {toml_str(PY)}\nargs = [{toml_str(SDK)}]\n"
+    profile_file(config, f"[servers.sdk]\ncommand = {toml_str(PY)}\nargs = [{toml_str(SDK)}]\n"
                           "[servers.spare]\nurl = \"https://h/mcp\"\n")
-    write_profile(config, "[servers.ops]\nurl = \"https://h/mcp\"\n", "devops")
+    profile_file(config, "[servers.ops]\nurl = \"https://h/mcp\"\n", "devops")
     return config
 
 

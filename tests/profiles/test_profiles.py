@@ -12,9 +12,9 @@ import pytest
 
 from llmc_cli.config import profile_writer, profiles
 from llmc_cli.errors import ConfigError
-from tests.helpers import ROOT, sdk_server
+from tests.helpers import ROOT, profile_file, sdk_server
 from tests.helpers import llmc_in_process as llmc
-from tests.profiles.runner import toml_str, write_profile
+from tests.profiles.runner import toml_str
 
 SDK_PY, SDK_SCRIPT = sdk_server("sdk_server.py")
 
@@ -52,12 +52,12 @@ def test_no_profile_means_the_builtin_default_then_default_toml(config: Path):
     assert run.returncode == 0
     assert run.json()["profile"] == "builtin:default" and run.json()["path"] is None
     assert [s["name"] for s in run.json()["servers"]] == ["workspace"]
-    write_profile(config, sdk_profile())
+    profile_file(config, sdk_profile())
     assert [s["name"] for s in llmc("servers", "list").json()["servers"]] == ["sdk"]
 
 
 def test_profile_by_name_path_and_environment(config: Path, tmp_path: Path):
-    write_profile(config, sdk_profile(), "work")
+    profile_file(config, sdk_profile(), "work")
     other = tmp_path / "elsewhere.toml"
     other.write_text(sdk_profile().replace("[servers.sdk]", "[servers.other]"))
     assert llmc("-p", "work", "servers", "list").json()["profile"] == "work"
@@ -77,7 +77,7 @@ def test_profile_by_name_path_and_environment(config: Path, tmp_path: Path):
     ("[llm]\nmodel = \"m\"\nsummarize_with = \"openai:m\"\n", ["default.toml:3:", "llm.summarize_with", "removed"]),
 ])
 def test_a_broken_profile_is_one_line_naming_file_line_and_key(config: Path, text: str, expected: list[str]):
-    write_profile(config, text)
+    profile_file(config, text)
     for argv in (["servers", "list"], ["tools", "list"], ["servers", "add", "x", "--url", "http://127.0.0.1:9/"]):
         run = llmc(*argv)
         assert run.returncode == 3, (argv, run.stderr)
@@ -87,7 +87,7 @@ def test_a_broken_profile_is_one_line_naming_file_line_and_key(config: Path, tex
 
 
 def test_an_unknown_server_named_with_s_is_a_config_error(config: Path):
-    write_profile(config, sdk_profile())
+    profile_file(config, sdk_profile())
     run = llmc("tools", "list", "-s", "nope")
     assert run.returncode == 3
     assert "has no server 'nope' (servers: sdk)" in one_line(run.stderr)
@@ -96,7 +96,7 @@ def test_an_unknown_server_named_with_s_is_a_config_error(config: Path):
 
 
 def test_variables_expand_when_used_and_a_missing_one_is_named(config: Path, monkeypatch: pytest.MonkeyPatch):
-    write_profile(config, f"""
+    profile_file(config, f"""
 [servers.sdk]
 command = "${{LLMC_TEST_PYTHON}}"
 args = ["${{LLMC_TEST_SCRIPT_DIR:-{Path(SDK_SCRIPT).parent}}}/sdk_server.py"]
@@ -135,7 +135,7 @@ readOnly = true
 provider = "anthropic"
 model = "m"
 """
-    path = write_profile(config, original)
+    path = profile_file(config, original)
     path.chmod(0o640)
     run = llmc("servers", "add", "remote", "--url", "https://example.com/mcp",
                "--header", "Authorization: Bearer ${ERP_TOKEN}", "--timeout", "5")
@@ -151,7 +151,7 @@ model = "m"
 
 
 def test_save_and_update_profile_functions(config: Path):
-    path = write_profile(config, sdk_profile("[llm]\nmodel = \"m\"\n"))
+    path = profile_file(config, sdk_profile("[llm]\nmodel = \"m\"\n"))
     loaded = profiles.load_profile(None)
     from llmc_cli.config.schema import ServerConfig
 
@@ -174,7 +174,7 @@ def test_save_and_update_profile_functions(config: Path):
 
 
 def test_a_duplicate_server_name_is_refused_unless_replace(config: Path):
-    path = write_profile(config, sdk_profile())
+    path = profile_file(config, sdk_profile())
     text = path.read_text()
     run = llmc("servers", "add", "sdk", "--", "other-command")
     assert run.returncode == 3 and "already exists (use --replace" in one_line(run.stderr)
@@ -197,7 +197,7 @@ def test_an_unwritable_config_directory_is_one_line_and_writes_nothing(isolated_
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root may write into a read-only directory")
 def test_a_read_only_profiles_directory_keeps_the_old_file(config: Path):
-    path = write_profile(config, sdk_profile())
+    path = profile_file(config, sdk_profile())
     text = path.read_text()
     path.parent.chmod(0o500)
     try:
@@ -251,7 +251,7 @@ def test_a_literal_secret_typed_by_the_user_is_kept_but_never_shown(config: Path
 
 
 def test_listing_formats_and_no_colour(config: Path):
-    write_profile(config, sdk_profile("[servers.remote]\nurl = \"https://h/mcp\"\nenabled = false\n"))
+    profile_file(config, sdk_profile("[servers.remote]\nurl = \"https://h/mcp\"\nenabled = false\n"))
     rows = [__import__("json").loads(line) for line in llmc("servers", "list", "--format", "jsonl").stdout.splitlines()]
     assert [(r["name"], r["kind"], r["enabled"]) for r in rows] == [("sdk", "stdio", True), ("remote", "remote", False)]
     table = llmc("servers", "list", "--format", "table", env={"NO_COLOR": "1"}).stdout
@@ -269,7 +269,7 @@ def test_profiles_init_list_show(config: Path):
     again = llmc("profiles", "init")
     assert again.returncode == 3 and "already exists" in one_line(again.stderr)
     assert llmc("profiles", "init", "--force").returncode == 0
-    write_profile(config, "[servers.a]\ncomand = 1\n", "broken")
+    profile_file(config, "[servers.a]\ncomand = 1\n", "broken")
     listed = llmc("profiles", "list").json()
     assert listed["directory"] == str(path.parent)
     by_name = {p["name"]: p for p in listed["profiles"]}

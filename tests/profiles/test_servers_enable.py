@@ -11,17 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import llmc, sdk_server
+from tests.helpers import llmc, profile_file, sdk_server
 
 PY, SDK = sdk_server("sdk_server.py")
 
 
 @pytest.fixture
 def profile(isolated_dirs: Path) -> Path:
-    path = isolated_dirs / "config" / "profiles" / "default.toml"
-    path.parent.mkdir(parents=True)
-    path.write_text(f"[servers.sdk]\ncommand = {json.dumps(PY)}\nargs = [{json.dumps(SDK)}]\ntimeout = 30\n"
-                    "[policy]\ndeny = [\"sdk.log\"]\n")
+    path = profile_file(isolated_dirs / "config", f"[servers.sdk]\ncommand = {json.dumps(PY)}\nargs = [{json.dumps(SDK)}]\n"
+                        "timeout = 30\n[policy]\ndeny = [\"sdk.log\"]\n")
     os.chmod(path, 0o640)
     return path
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import llmc, llmc_executable, sdk_server
+from tests.helpers import llmc, llmc_executable, profile_file, sdk_server
 
 WAIT = 15.0  # upper bound for any process to come or go
 TIMEOUT = 60  # upper bound for one llmc command
@@ -130,10 +130,8 @@ def keepers(isolated_dirs: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Ke
     state = Path(tempfile.mkdtemp(prefix="llmc-ks-", dir="/tmp" if os.path.isdir("/tmp") else None))
     config = isolated_dirs / "config"
     server = sdk_server("sdk_server.py")
-    profile = config / "profiles" / "default.toml"
-    profile.parent.mkdir(parents=True, exist_ok=True)
-    profile.write_text("".join(f'[servers.{name}]\ncommand = "{server[0]}"\nargs = ["{server[1]}"]\n'
-                               for name in ("t", "u")))
+    profile_file(config, "".join(f'[servers.{name}]\ncommand = "{server[0]}"\nargs = ["{server[1]}"]\n'
+                                 for name in ("t", "u")))
     env = {"LLMC_CONFIG_DIR": str(config), "LLMC_STATE_DIR": str(state)}
     for key, value in env.items():
         monkeypatch.setenv(key, value)  # for the tests that attach in-process

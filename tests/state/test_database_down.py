@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.gateway.test_http import INIT, start, stop
-from tests.helpers import PEERS, llmc
+from tests.helpers import PEERS, llmc, profile_file
 from tests.state.postgres import PASSWORD, PostgresServer
 
 
@@ -25,9 +25,7 @@ def _messages(lines: list[dict]) -> list[str]:
 def test_the_database_stopped_under_the_gateway_and_llmc_call(isolated_dirs: Path, tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     calls_log = tmp_path / "upstream-calls.jsonl"
-    profile = isolated_dirs / "config" / "profiles" / "default.toml"
-    profile.parent.mkdir(parents=True)
-    profile.write_text(f"""[servers.sdk]
+    profile = profile_file(isolated_dirs / "config", f"""[servers.sdk]
 command = {json.dumps(sys.executable)}
 args = [{json.dumps(str(PEERS / "sdk_server.py"))}, "stdio", "--call-log", {json.dumps(str(calls_log))}]
 [policy]
