@@ -107,14 +107,31 @@ def test_ctrl_c_cancels_stops_the_server_and_exits_130():
     import signal
     import time
 
-    proc = subprocess.Popen([llmc_executable(), "call", "slow", "seconds=30", "--stdio", SDK, "--yes"],
+    import threading
+
+    # -v: a line per progress notification, so the test knows the call is running (no sleep).
+    proc = subprocess.Popen([llmc_executable(), "-v", "call", "slow", "seconds=30", "--stdio", SDK, "--yes"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(3)  # connected and waiting for the slow tool
+    lines: list[str] = []
+    running = threading.Event()
+
+    def read_stderr() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:  # ends when llmc exits
+            lines.append(line)
+            if line.startswith("[progress]"):
+                running.set()
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
+    assert running.wait(60), "".join(lines)
     children = [int(p.parent.name) for p in Path("/proc").glob("[0-9]*/stat")
                 if _ppid(p) == proc.pid]
     assert children, "the server should be running"
     proc.send_signal(signal.SIGINT)
-    _, stderr = proc.communicate(timeout=15)
+    proc.wait(timeout=15)
+    reader.join(timeout=15)
+    stderr = "".join(lines)
     assert proc.returncode == 130 and "interrupted" in stderr and "Traceback" not in stderr
     for pid in children:
         assert not Path(f"/proc/{pid}").exists() or _state(pid) == "Z", f"server {pid} outlived llmc"
