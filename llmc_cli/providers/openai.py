@@ -103,9 +103,12 @@ def chat_options(s: ProviderSettings) -> dict[str, Any]:
     return options
 
 
-class OpenAIChat:
-    name = "openai"
-    format = "openai"
+class ChatCompletions:
+    """What the providers that speak Chat Completions share (openai; text, which has the model
+    write tool calls as text): the client, and a conversation as its messages. Each says how an
+    assistant turn and a turn's tool results are sent."""
+
+    name: str
 
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings
@@ -117,18 +120,35 @@ class OpenAIChat:
             if isinstance(m, UserMessage):
                 out.append({"role": "user", "content": m.text})
             elif isinstance(m, AssistantTurn):
-                # content is optional beside tool_calls; an explicit null only costs the SDK time
-                msg: dict[str, Any] = {"role": "assistant"}
-                if m.text or not m.tool_calls:
-                    msg["content"] = m.text
-                if m.tool_calls:
-                    raw_args = (m.raw or {}).get("arguments", {}) if m.provider == self.name else {}
-                    msg["tool_calls"] = [{"id": c.id, "type": "function", "function": {
-                        "name": c.name, "arguments": raw_args.get(c.id, json.dumps(c.arguments))}} for c in m.tool_calls]
-                out.append(msg)
+                out.append(self.assistant_message(m))
             elif isinstance(m, ToolResults):
-                out.extend({"role": "tool", "tool_call_id": i.call_id, "content": result_text(i.result)} for i in m.items)
+                out.extend(self.results_messages(m))
         return out
+
+    def assistant_message(self, turn: AssistantTurn) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def results_messages(self, results: ToolResults) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+
+class OpenAIChat(ChatCompletions):
+    name = "openai"
+    format = "openai"
+
+    def assistant_message(self, turn: AssistantTurn) -> dict[str, Any]:
+        # content is optional beside tool_calls; an explicit null only costs the SDK time
+        msg: dict[str, Any] = {"role": "assistant"}
+        if turn.text or not turn.tool_calls:
+            msg["content"] = turn.text
+        if turn.tool_calls:
+            raw_args = (turn.raw or {}).get("arguments", {}) if turn.provider == self.name else {}
+            msg["tool_calls"] = [{"id": c.id, "type": "function", "function": {
+                "name": c.name, "arguments": raw_args.get(c.id, json.dumps(c.arguments))}} for c in turn.tool_calls]
+        return msg
+
+    def results_messages(self, results: ToolResults) -> list[dict[str, Any]]:
+        return [{"role": "tool", "tool_call_id": i.call_id, "content": result_text(i.result)} for i in results.items]
 
     def complete(self, system: str | None, history: list[Message], tools: Any | None,
                  timeout: float | None = None, on_text: OnText | None = None) -> AssistantTurn:

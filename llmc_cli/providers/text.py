@@ -16,9 +16,9 @@ import re
 from typing import Any
 
 from llmc_cli.model import MAX_ARGUMENT_DEPTH
-from llmc_cli.providers.base import (END, TOOL_CALLS, AssistantTurn, Message, ProviderSettings, ProviderToolCall,
-                                     ToolResults, UserMessage, OnText, call_with_retries)
-from llmc_cli.providers.openai import FINISH, chat_create, chat_options, classify_openai, openai_client, usage_of
+from llmc_cli.providers.base import (END, TOOL_CALLS, AssistantTurn, Message, OnText, ProviderToolCall, ToolResults,
+                                     call_with_retries)
+from llmc_cli.providers.openai import FINISH, ChatCompletions, chat_create, chat_options, classify_openai, usage_of
 
 PROTOCOL = """\
 You can use the tools listed below. To call a tool, write a block exactly like this:
@@ -137,25 +137,17 @@ def results_message(results: ToolResults) -> str:
     return "\n".join(blocks)
 
 
-class TextProtocol:
+class TextProtocol(ChatCompletions):
     name = "text"
     format = "text"
 
-    def __init__(self, settings: ProviderSettings) -> None:
-        self.settings = settings
-        self.client = openai_client(settings)
+    def assistant_message(self, turn: AssistantTurn) -> dict[str, Any]:
+        # Our own turn goes back as the model wrote it, tool blocks included.
+        text = turn.raw if turn.provider == self.name and isinstance(turn.raw, str) else turn.text
+        return {"role": "assistant", "content": text}
 
-    def messages(self, system: str | None, history: list[Message]) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-        for m in history:
-            if isinstance(m, UserMessage):
-                out.append({"role": "user", "content": m.text})
-            elif isinstance(m, AssistantTurn):
-                text = m.raw if m.provider == self.name and isinstance(m.raw, str) else m.text
-                out.append({"role": "assistant", "content": text})
-            elif isinstance(m, ToolResults):
-                out.append({"role": "user", "content": results_message(m)})
-        return out
+    def results_messages(self, results: ToolResults) -> list[dict[str, Any]]:
+        return [{"role": "user", "content": results_message(results)}]
 
     def complete(self, system: str | None, history: list[Message], tools: Any | None,
                  timeout: float | None = None, on_text: OnText | None = None) -> AssistantTurn:
