@@ -8,7 +8,7 @@ import pytest
 from llmc_cli.errors import RpcError
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.client import connect
-from llmc_cli.mcp.transports.streamable_http import annotated_parameters, mirrored_arguments
+from llmc_cli.mcp.transports.param_headers import annotated_parameters, mirrored_arguments
 from llmc_cli.model import ServerSpec
 
 

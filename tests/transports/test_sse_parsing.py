@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 
 from llmc_cli.mcp.transports.sse_parser import events
-from llmc_cli.mcp.transports.streamable_http import header_value
+from llmc_cli.mcp.transports.param_headers import header_value
 
 
 def lines(text: str) -> list[str]:

@@ -14,9 +14,7 @@ Two shapes share this class, chosen by `protocol_version` (set by the session):
 
 from __future__ import annotations
 
-import base64
 import collections
-import re
 import threading
 import time
 from dataclasses import dataclass
@@ -26,16 +24,13 @@ from llmc_cli.errors import ConnectionFailed, HttpStatusError, LlmcError, Protoc
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.transports.base import Closed, Deliver
 from llmc_cli.mcp.transports.http_channel import HttpChannel, is_event_stream, preview, sleep_unless
+from llmc_cli.mcp.transports.param_headers import NAME_PARAM, annotated_parameters, header_value, mirrored_arguments
 from llmc_cli.mcp.versions import MODERN_FROM
 
-NAME_PARAM = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 DEFAULT_RETRY_MS = 1000  # reconnection delay when the server sets none
 MAX_RECONNECTS = 5  # resumption attempts per stream
 CLOSE_TIMEOUT = 2.0  # DELETE on close, joining reader threads
 NOTES_KEPT = 20
-X_MCP_HEADER = "x-mcp-header"
-HTTP_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 field-name token
-SCHEMA_DATA_KEYS = frozenset({"default", "examples", "const", "enum"})
 # The session may wait longer than `timeout` for a reply (a longer per-call timeout, or progress
 # extending the deadline up to 10 timeouts); reads behind it are bounded by that instead, so the
 # session's own timeout speaks first and a dead connection still ends.
@@ -43,14 +38,6 @@ LONGEST_WAIT_FACTOR = 10
 HEAD_WAIT = 1.0  # seconds send() waits for a request's reply headers before returning
 # The era probe and the handshake: their HTTP status decides what comes next, so wait for it.
 WAIT_FOR_ANSWER = ("server/discover", "initialize")
-
-
-def header_value(value: str) -> str:
-    """A header-safe value: plain printable ASCII as is, anything else in the Base64 sentinel form
-    (2026-07-28 streamable-http, Value Encoding)."""
-    plain = (all(0x20 <= ord(c) <= 0x7E for c in value) and value == value.strip()
-             and not (value.startswith("=?base64?") and value.endswith("?=")))
-    return value if plain else "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
 
 
 class _Head:
@@ -61,58 +48,6 @@ class _Head:
         self.done = threading.Event()
         self.error: LlmcError | None = None
         self.abandoned = False
-
-
-def annotated_parameters(schema: Any) -> dict[tuple[str, ...], str]:
-    """The `x-mcp-header` annotations of an inputSchema: property path -> header name token.
-    ValueError (the reason) when one is invalid: off a plain chain of `properties`, not an HTTP
-    token, not on a string/integer/boolean property, or a duplicate (case-insensitive)."""
-    found: dict[tuple[str, ...], str] = {}
-    seen: dict[str, str] = {}
-
-    def walk(node: Any, path: tuple[str, ...] | None) -> None:
-        if isinstance(node, list):
-            for item in node:
-                walk(item, None)
-            return
-        if not isinstance(node, dict):
-            return
-        if X_MCP_HEADER in node:
-            token, where = node[X_MCP_HEADER], ".".join(path or ())
-            if not path:
-                raise ValueError("an annotation outside a plain chain of `properties`")
-            if not isinstance(token, str) or not HTTP_TOKEN.fullmatch(token):
-                raise ValueError(f"property {where!r}: {str(token)[:40]!r} is not an HTTP header token")
-            if node.get("type") not in ("string", "integer", "boolean"):
-                raise ValueError(f"property {where!r}: only string, integer and boolean properties may be mirrored")
-            if token.lower() in seen:
-                raise ValueError(f"property {where!r}: {token!r} is also used by {seen[token.lower()]!r}")
-            seen[token.lower()], found[path] = where, token
-        for key, value in node.items():
-            if key in SCHEMA_DATA_KEYS or key == X_MCP_HEADER:
-                continue  # instance data, not schemas
-            if key == "properties" and isinstance(value, dict):
-                for prop, sub in value.items():
-                    walk(sub, (*path, prop) if path is not None else None)
-            else:
-                walk(value, None)
-
-    walk(schema, ())
-    return found
-
-
-def mirrored_arguments(annotated: dict[tuple[str, ...], str], arguments: dict[str, Any]) -> dict[str, str]:
-    """`Mcp-Param-{Name}` headers for a tools/call; a parameter without a value sends none."""
-    headers = {}
-    for path, token in annotated.items():
-        value: Any = arguments
-        for key in path:
-            value = value.get(key) if isinstance(value, dict) else None
-        if isinstance(value, bool):
-            headers[f"Mcp-Param-{token}"] = "true" if value else "false"
-        elif isinstance(value, (str, int)):
-            headers[f"Mcp-Param-{token}"] = header_value(str(value))
-    return headers
 
 
 @dataclass

@@ -1,0 +1,74 @@
+"""The request headers of 2026-07-28 Streamable HTTP (basic/transports/streamable-http.mdx):
+`Mcp-Method`, `Mcp-Name` and `Mcp-Param-{Name}` for the parameters a tool's inputSchema marks with
+`x-mcp-header`, values in the Base64 sentinel form when not plain ASCII."""
+
+from __future__ import annotations
+
+import base64
+import re
+from typing import Any
+
+NAME_PARAM = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}  # -> Mcp-Name
+X_MCP_HEADER = "x-mcp-header"
+HTTP_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 field-name token
+SCHEMA_DATA_KEYS = frozenset({"default", "examples", "const", "enum"})
+
+
+def header_value(value: str) -> str:
+    """A header-safe value: plain printable ASCII as is, anything else in the Base64 sentinel form
+    (2026-07-28 streamable-http, Value Encoding)."""
+    plain = (all(0x20 <= ord(c) <= 0x7E for c in value) and value == value.strip()
+             and not (value.startswith("=?base64?") and value.endswith("?=")))
+    return value if plain else "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
+
+
+def annotated_parameters(schema: Any) -> dict[tuple[str, ...], str]:
+    """The `x-mcp-header` annotations of an inputSchema: property path -> header name token.
+    ValueError (the reason) when one is invalid: off a plain chain of `properties`, not an HTTP
+    token, not on a string/integer/boolean property, or a duplicate (case-insensitive)."""
+    found: dict[tuple[str, ...], str] = {}
+    seen: dict[str, str] = {}
+
+    def walk(node: Any, path: tuple[str, ...] | None) -> None:
+        if isinstance(node, list):
+            for item in node:
+                walk(item, None)
+            return
+        if not isinstance(node, dict):
+            return
+        if X_MCP_HEADER in node:
+            token, where = node[X_MCP_HEADER], ".".join(path or ())
+            if not path:
+                raise ValueError("an annotation outside a plain chain of `properties`")
+            if not isinstance(token, str) or not HTTP_TOKEN.fullmatch(token):
+                raise ValueError(f"property {where!r}: {str(token)[:40]!r} is not an HTTP header token")
+            if node.get("type") not in ("string", "integer", "boolean"):
+                raise ValueError(f"property {where!r}: only string, integer and boolean properties may be mirrored")
+            if token.lower() in seen:
+                raise ValueError(f"property {where!r}: {token!r} is also used by {seen[token.lower()]!r}")
+            seen[token.lower()], found[path] = where, token
+        for key, value in node.items():
+            if key in SCHEMA_DATA_KEYS or key == X_MCP_HEADER:
+                continue  # instance data, not schemas
+            if key == "properties" and isinstance(value, dict):
+                for prop, sub in value.items():
+                    walk(sub, (*path, prop) if path is not None else None)
+            else:
+                walk(value, None)
+
+    walk(schema, ())
+    return found
+
+
+def mirrored_arguments(annotated: dict[tuple[str, ...], str], arguments: dict[str, Any]) -> dict[str, str]:
+    """`Mcp-Param-{Name}` headers for a tools/call; a parameter without a value sends none."""
+    headers = {}
+    for path, token in annotated.items():
+        value: Any = arguments
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        if isinstance(value, bool):
+            headers[f"Mcp-Param-{token}"] = "true" if value else "false"
+        elif isinstance(value, (str, int)):
+            headers[f"Mcp-Param-{token}"] = header_value(str(value))
+    return headers
