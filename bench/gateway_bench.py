@@ -23,7 +23,9 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 LLMC = str(Path(sys.executable).parent / "llmc")
@@ -133,6 +135,37 @@ def idle_sessions(port: int, pid: int, sessions: int) -> float:
     return (rss_kib(pid) - before) / sessions
 
 
+@contextmanager
+def upstream_and_gateway(tmp: str, env: dict[str, str],
+                         *gateway_options: str) -> Iterator[tuple[int, int, subprocess.Popen[bytes]]]:
+    """The SDK server over Streamable HTTP and `llmc serve` in front of it (a profile that marks
+    up.echo read-only): (upstream port, gateway port, gateway process). Both stop on leaving; a
+    traceback the gateway wrote is printed."""
+    up_port, gw_port = free_port(), free_port()
+    upstream = subprocess.Popen([sys.executable, str(ROOT / "tests" / "peers" / "sdk_server.py"),
+                                 "streamable-http", "--port", str(up_port), "--stateless", "--json"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    profile = Path(tmp) / "bench.toml"
+    profile.write_text(f'[servers.up]\nurl = "http://127.0.0.1:{up_port}/mcp"\n\n'
+                       '[policy.hints."up.echo"]\nreadOnly = true\n')
+    errors = Path(tmp) / "gateway.err"
+    gateway = None
+    try:
+        wait_up(up_port, "/mcp", upstream)
+        with open(errors, "w") as err:
+            gateway = subprocess.Popen([LLMC, "serve", "-p", str(profile), "--http", f"127.0.0.1:{gw_port}",
+                                        *gateway_options], env=env, stdout=subprocess.DEVNULL, stderr=err)
+        wait_up(gw_port, "/healthz", gateway)
+        yield up_port, gw_port, gateway
+    finally:
+        if errors.exists() and "Traceback" in errors.read_text():
+            print("gateway stderr:\n" + errors.read_text()[-3000:])
+        for proc in (gateway, upstream):
+            if proc is not None:
+                proc.terminate()
+                proc.wait(timeout=30)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=300)
@@ -142,20 +175,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "LLMC_CONFIG_DIR": f"{tmp}/config", "LLMC_STATE_DIR": f"{tmp}/state"}
-        up_port, gw_port = free_port(), free_port()
-        upstream = subprocess.Popen([sys.executable, str(ROOT / "tests" / "peers" / "sdk_server.py"),
-                                     "streamable-http", "--port", str(up_port), "--stateless", "--json"],
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        profile = Path(tmp) / "bench.toml"
-        profile.write_text(f'[servers.up]\nurl = "http://127.0.0.1:{up_port}/mcp"\n\n'
-                           '[policy.hints."up.echo"]\nreadOnly = true\n')
-        gateway = None
-        try:
-            wait_up(up_port, "/mcp", upstream)
-            gateway = subprocess.Popen([LLMC, "serve", "-p", str(profile), "--http", f"127.0.0.1:{gw_port}",
-                                        "--idle-timeout", "3600"], env=env,
-                                       stdout=subprocess.DEVNULL, stderr=open(Path(tmp) / "gateway.err", "w"))
-            wait_up(gw_port, "/healthz", gateway)
+        with upstream_and_gateway(tmp, env, "--idle-timeout", "3600") as (up_port, gw_port, gateway):
             direct = sequential(up_port, "echo", args.calls)
             through = sequential(gw_port, "up.echo", args.calls)
             d_med, g_med = statistics.median(direct) * 1000, statistics.median(through) * 1000
@@ -172,14 +192,6 @@ def main() -> None:
             print(f"memory per idle initialize-era session ({args.sessions} sessions): {per_session:.1f} KiB")
             audit = Path(tmp) / "state" / "audit.jsonl"
             print(f"audit records written by the gateway: {len(audit.read_text().splitlines())}")
-        finally:
-            errors = (Path(tmp) / "gateway.err")
-            if errors.exists() and "Traceback" in errors.read_text():
-                print("gateway stderr:\n" + errors.read_text()[-3000:])
-            for proc in (gateway, upstream):
-                if proc is not None:
-                    proc.terminate()
-                    proc.wait(timeout=30)
 
 
 if __name__ == "__main__":

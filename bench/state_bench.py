@@ -43,38 +43,19 @@ def rate(log: Any, records: int, deferred: bool) -> float:
 def gateway_rates(url: str | None, calls: int, clients: int) -> tuple[float, float]:
     """(sequential calls/s, concurrent calls/s) through a gateway whose state is in files (url
     None) or in the database `url`."""
-    import subprocess
-
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from gateway_bench import LLMC, ROOT, concurrent, free_port, sequential, wait_up
+    from gateway_bench import concurrent, sequential, upstream_and_gateway
 
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "LLMC_CONFIG_DIR": f"{tmp}/config", "LLMC_STATE_DIR": f"{tmp}/state",
                "LLMC_STATE_URL": url or ""}
-        up_port, gw_port = free_port(), free_port()
-        upstream = subprocess.Popen([sys.executable, str(ROOT / "tests" / "peers" / "sdk_server.py"),
-                                     "streamable-http", "--port", str(up_port), "--stateless", "--json"],
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        profile = Path(tmp) / "bench.toml"
-        profile.write_text(f'[servers.up]\nurl = "http://127.0.0.1:{up_port}/mcp"\n\n'
-                           '[policy.hints."up.echo"]\nreadOnly = true\n')
-        gateway = None
-        try:
-            wait_up(up_port, "/mcp", upstream)
-            gateway = subprocess.Popen([LLMC, "serve", "-p", str(profile), "--http", f"127.0.0.1:{gw_port}"],
-                                       env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            wait_up(gw_port, "/healthz", gateway)
+        with upstream_and_gateway(tmp, env) as (_, gw_port, _gateway):
             latencies = sequential(gw_port, "up.echo", calls)
             in_turn = len(latencies) / sum(latencies)
             at_once, errors = concurrent(gw_port, "up.echo", clients, calls)
             if errors:
                 sys.exit(f"{len(errors)} gateway calls failed: {sorted(set(errors))[:3]}")
             return in_turn, at_once
-        finally:
-            for proc in (gateway, upstream):
-                if proc is not None:
-                    proc.terminate()
-                    proc.wait(timeout=30)
 
 
 def main() -> None:
