@@ -39,7 +39,8 @@ def serve_stdio(profile: LoadedProfile, *, verbose: int = 0) -> None:
 
 def serve_http(profile: LoadedProfile, address: str, *, verbose: int = 0, idle_seconds: float | None = None) -> None:
     """Streamable HTTP until SIGINT/SIGTERM."""
-    from llmc_cli.gateway.http import IDLE_SECONDS, parse_address, serve
+    from llmc_cli.gateway.hosts import IDLE_SECONDS, parse_address
+    from llmc_cli.gateway.http import serve
 
     parse_address(address)  # a bad address is a usage error before any server starts
     serve(_toolbox(profile, verbose), address, idle_seconds=idle_seconds or IDLE_SECONDS, log=log)

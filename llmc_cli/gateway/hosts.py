@@ -1,0 +1,240 @@
+"""What the gateway's HTTP request handlers share: who may ask (Host, Origin, principals), a
+toolbox per profile, and the initialize-era host sessions (their connections, the GET stream's
+queue, idle expiry, sharing with other replicas through a state database)."""
+
+from __future__ import annotations
+
+import ipaddress
+import queue
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from llmc_cli.errors import LlmcError, UsageError
+from llmc_cli.gateway.connection import GatewayConnection
+from llmc_cli.gateway.principals import Principal, principals_of
+from llmc_cli.gateway.toolbox import Toolbox
+from llmc_cli.mcp import jsonrpc
+
+MAX_SESSIONS = 256
+IDLE_SECONDS = 1800.0
+LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """'[HOST:]PORT' -> (host, port); the host defaults to 127.0.0.1, IPv6 in brackets."""
+    host, port = "127.0.0.1", text
+    if text.startswith("["):
+        host, _, port = text[1:].partition("]")
+        port = port.removeprefix(":")
+    elif ":" in text:
+        host, _, port = text.rpartition(":")
+    if not port.isdigit() or not 0 <= int(port) <= 65535 or not host:
+        raise UsageError(f"--http {text}: expected [HOST:]PORT, e.g. 127.0.0.1:8765")
+    return host, int(port)
+
+
+def is_loopback(host: str) -> bool:
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass
+class HostSession:
+    connection: GatewayConnection
+    principal: str | None
+    last_used: float = field(default_factory=time.monotonic)
+    stream: "queue.Queue[dict[str, Any] | None] | None" = None  # the GET stream's messages
+    last_shared: float = field(default_factory=time.monotonic)  # when the shared store last saw it used
+
+
+class SharedSessions(Protocol):
+    """Initialize-era sessions shared by the replicas of a gateway (services.host_sessions): what
+    a replica needs to go on serving a session it did not open (its handshake and principal).
+    Failures are LlmcError (a state database that is down)."""
+
+    def save(self, session_id: str, record: dict[str, Any]) -> None: ...
+
+    def resume(self, session_id: str) -> dict[str, Any] | None:
+        """The record, marked as used now; None when unknown or idle too long."""
+
+    def forget(self, session_id: str) -> None: ...
+
+
+class HttpGateway:
+    """What the request handlers share: toolboxes per profile, principals, sessions."""
+
+    def __init__(self, toolbox: Toolbox, host: str, port: int, *, idle_seconds: float = IDLE_SECONDS) -> None:
+        served = toolbox.profile
+        self.served = served
+        self.toolboxes: dict[str, Toolbox] = {served.name: toolbox}
+        self.principals = principals_of(served)
+        self.oauth = None
+        if served.profile.serve.oauth is not None:
+            from llmc_cli.gateway.oauth_rs import ResourceServer
+
+            self.oauth = ResourceServer(served.profile.serve.oauth)
+        if not self.principals and self.oauth is None and not is_loopback(host):
+            raise UsageError(f"--http {host}: a non-loopback address needs inbound authentication; add "
+                             f"principals with `llmc serve -p {served.name} token create NAME`")
+        self.host, self.port = host, port
+        self.allowed_hosts = {h.lower() for h in served.profile.serve.allowed_hosts}
+        self.allowed_origins = {o.rstrip("/").lower() for o in served.profile.serve.allowed_origins}
+        self.idle_seconds = idle_seconds
+        self.sessions: dict[str, HostSession] = {}
+        from llmc_cli import services
+
+        self.shared: SharedSessions | None = services.host_sessions(served, idle_seconds)
+        self.lock = threading.Lock()
+        self.stopped = threading.Event()
+
+    # -- who may ask ---------------------------------------------------------------------------
+
+    def host_allowed(self, header: str | None) -> bool:
+        if not header:
+            return False
+        name = urlsplit("//" + header).hostname or ""
+        return name.lower() in LOOPBACK_NAMES or is_loopback(name) or header.lower() in self.allowed_hosts \
+            or name.lower() in self.allowed_hosts
+
+    def origin_allowed(self, origin: str | None) -> bool:
+        if origin is None:
+            return True  # not a browser: DNS rebinding needs one
+        parts = urlsplit(origin)
+        return is_loopback(parts.hostname or "") or origin.rstrip("/").lower() in self.allowed_origins
+
+    def toolbox_for(self, principal: Principal | None) -> Toolbox:
+        name = principal.profile if principal and principal.profile else self.served.name
+        with self.lock:
+            if name not in self.toolboxes:
+                from llmc_cli.config.profiles import load_profile
+
+                toolbox = Toolbox(load_profile(name))
+                toolbox.catalog.warm_up()
+                self.toolboxes[name] = toolbox
+            return self.toolboxes[name]
+
+    # -- sessions (initialize era) -------------------------------------------------------------
+
+    def open_session(self, principal: Principal | None) -> tuple[str, HostSession] | None:
+        connection = GatewayConnection(self.toolbox_for(principal), transport="http",
+                                       principal=principal.name if principal else None)
+        with self.lock:
+            if len(self.sessions) >= MAX_SESSIONS:
+                connection.close()
+                return None
+            session_id = secrets.token_urlsafe(32)
+            session = self.sessions[session_id] = HostSession(connection, principal.name if principal else None)
+        connection.attach(lambda message: self._to_stream(session, message))
+        if self.shared is not None:
+            # Shared before the initialize result leaves, so the host's next request may reach any replica.
+            connection.on_initialize = lambda: self._share(session_id, session)
+        return session_id, session
+
+    def _share(self, session_id: str, session: HostSession) -> None:
+        assert self.shared is not None
+        connection = session.connection
+        try:
+            self.shared.save(session_id, {"principal": session.principal, "protocolVersion": connection.legacy_version,
+                                          "clientInfo": connection.client_info,
+                                          "clientCapabilities": connection.client_capabilities})
+        except LlmcError as exc:
+            from llmc_cli.server.protocol import RequestError
+
+            self.end_session(session_id)  # not resumable elsewhere: no session at all
+            raise RequestError(jsonrpc.INTERNAL_ERROR, f"cannot start a session: {exc.message}") from None
+
+    def find_session(self, session_id: str, principal: Principal | None) -> HostSession | None:
+        with self.lock:
+            session = self.sessions.get(session_id)
+        if session is None and self.shared is not None:
+            session = self._resume(session_id, principal)
+        # A session belongs to the principal that opened it: another token cannot ride on it.
+        if session is None or session.principal != (principal.name if principal else None):
+            return None
+        session.last_used = time.monotonic()
+        if self.shared is not None and session.last_used - session.last_shared > self.idle_seconds / 4:
+            session.last_shared = session.last_used
+            try:
+                kept = self.shared.resume(session_id)  # keeps it alive for the other replicas
+            except LlmcError:
+                kept = {}  # the database is down: the request goes on here, its calls refuse if they need it
+            if kept is None:  # the host ended it through another replica
+                self.end_session(session_id)
+                return None
+        return session
+
+    def _resume(self, session_id: str, principal: Principal | None) -> HostSession | None:
+        """A session another replica opened, from the shared store: a new connection with its
+        handshake (version, client info and capabilities); what ran in the old one is gone."""
+        assert self.shared is not None
+        try:
+            record = self.shared.resume(session_id)
+        except LlmcError:
+            return None  # cannot tell: the host hears 404 and starts a new session
+        if record is None or record.get("principal") != (principal.name if principal else None):
+            return None
+        connection = GatewayConnection(self.toolbox_for(principal), transport="http", principal=record["principal"])
+        connection.legacy_version = record.get("protocolVersion")
+        connection.client_info = record.get("clientInfo") or {}
+        connection.client_capabilities = record.get("clientCapabilities") or {}
+        with self.lock:
+            if session_id in self.sessions or len(self.sessions) >= MAX_SESSIONS:
+                connection.close()
+                return self.sessions.get(session_id)  # resumed by a concurrent request, or too many
+            session = self.sessions[session_id] = HostSession(connection, record["principal"])
+        connection.attach(lambda message: self._to_stream(session, message))
+        return session
+
+    def end_session(self, session_id: str, *, forget: bool = False) -> None:
+        """End a session here; `forget`: everywhere (the host's DELETE), not just on this replica
+        (idle here, or this replica stopping: another may still serve it)."""
+        if forget and self.shared is not None:
+            try:
+                self.shared.forget(session_id)
+            except LlmcError:
+                pass  # it expires there by itself
+        with self.lock:
+            session = self.sessions.pop(session_id, None)
+        if session is not None:
+            if session.stream is not None:
+                session.stream.put(None)
+            session.connection.close()
+
+    @staticmethod
+    def _to_stream(session: HostSession, message: dict[str, Any]) -> None:
+        if session.stream is not None:  # no GET stream open: a notification nobody listens for
+            session.stream.put(message)
+
+    def expire_idle(self) -> None:
+        """End sessions nobody used for idle_seconds; runs until the server stops."""
+        while not self.stopped.wait(min(30.0, max(0.5, self.idle_seconds / 4))):
+            cutoff = time.monotonic() - self.idle_seconds
+            with self.lock:
+                idle = [sid for sid, s in self.sessions.items() if s.last_used < cutoff and s.stream is None]
+            for session_id in idle:
+                self.end_session(session_id)
+
+    def status(self) -> dict[str, Any]:
+        with self.lock:
+            sessions = len(self.sessions)
+        return {"status": "ok", "profile": self.served.name, "sessions": sessions,
+                "profiles": {name: {"servers": toolbox.catalog.status()} for name, toolbox in self.toolboxes.items()},
+                "auth": self.auth_mode()}
+
+    def auth_mode(self) -> str:
+        return "+".join(m for m, on in (("bearer", self.principals), ("oauth", self.oauth)) if on) or "none"
+
+    def close(self) -> None:
+        self.stopped.set()
+        for session_id in list(self.sessions):
+            self.end_session(session_id)
+        for toolbox in self.toolboxes.values():
+            toolbox.close()
