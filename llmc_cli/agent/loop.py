@@ -15,7 +15,7 @@ import queue
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any, Callable, TypedDict
 
 from llmc_cli.agent.compaction import compact
 from llmc_cli.agent.conversations import Conversation
@@ -34,6 +34,29 @@ Progress = Callable[[dict[str, Any]], None]
 STOP_END, STOP_MAX_STEPS, STOP_TIMEOUT, STOP_LENGTH, STOP_OTHER = "end", "max_steps", "timeout", "length", "other"
 
 
+class StepOutcome(TypedDict, total=False):
+    """How a tool call of a run ended (filled in while it runs; every key is set by the time the
+    turn ends, except error, result and compacted)."""
+
+    outcome: str  # ok | error | denied | failed | invalid | unknown_tool | timeout
+    error: dict[str, Any]  # the LlmcError (to_json) of a denied or failed call
+    result: dict[str, Any]  # the whole result (ToolResult.to_json)
+    compacted: dict[str, Any]  # what was cut before the model saw the result
+    duration_ms: float | None  # None: the run stopped waiting
+    seen_result: ToolResult  # what the model is shown, while the turn runs ...
+    seen: str  # ... and its text in the record
+
+
+class Step(StepOutcome):
+    """One tool call of a run, as `ask` prints it and a saved conversation keeps it."""
+
+    step: int
+    call_id: str
+    tool: str  # server.tool, or the name the model wrote when no tool has it
+    provider_name: str
+    arguments: dict[str, Any]  # as the server was sent them
+
+
 @dataclass
 class RunRecord:
     conversation: str
@@ -42,7 +65,7 @@ class RunRecord:
     prompt: str
     answer: str = ""
     stop_reason: str = STOP_END
-    steps: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
     usage: list[dict[str, Any]] = field(default_factory=list)
     duration_ms: float = 0.0
     warnings: list[str] = field(default_factory=list)
@@ -147,7 +170,7 @@ def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool
                ) -> tuple[list[ToolResultItem], bool]:
     """Run one turn's calls; every call gets a result, in the model's order, so the conversation
     stays valid for every API even when time runs out."""
-    entries: list[dict[str, Any]] = []
+    entries: list[Step] = []
     sent: list[dict[str, Any]] = []
     runnable: list[int] = []
     for c in calls:
@@ -156,7 +179,7 @@ def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool
         # record shows what the server was sent.
         arguments = arguments_back(c.name, dict(c.arguments)) if tool and arguments_back else dict(c.arguments)
         sent.append(arguments)
-        entry: dict[str, Any] = {"step": step, "call_id": c.id, "tool": tool.qualified_name if tool else c.name,
+        entry: Step = {"step": step, "call_id": c.id, "tool": tool.qualified_name if tool else c.name,
                                  "provider_name": c.name, "arguments": replace_lone_surrogates(arguments)}
         if c.error:
             _fail(entry, "invalid", f"llmc could not read this tool call: {c.error}")
@@ -177,7 +200,7 @@ def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool
         tool = by_name[c.name]
         emit({"event": "tool_start", "step": step, "tool": entries[i]["tool"], "arguments": entries[i]["arguments"]})
         t0 = time.monotonic()
-        out: dict[str, Any] = {}
+        out: StepOutcome = {}
         try:
             result = call_tool(ToolCall(tool.server, tool.name, dict(sent[i]), call_id=c.id))
         except PolicyDenied as exc:
@@ -188,7 +211,7 @@ def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool
             _fail(out, "failed", f"the call failed ({exc.kind}): {exc.message}", exc)
         else:
             seen, cut = compact(result, budget, tool)
-            out.update(outcome="error" if result.is_error else "ok", result=result.to_json(), seen_result=seen)
+            out.update({"outcome": "error" if result.is_error else "ok", "result": result.to_json(), "seen_result": seen})
             if cut:
                 out["compacted"] = cut
         out["duration_ms"] = _ms(t0)
@@ -225,7 +248,7 @@ def _ended(emit: Progress, step: int, tool: str, outcome: str, duration_ms: floa
     emit(event)
 
 
-def _fail(entry: dict[str, Any], outcome: str, text: str, exc: LlmcError | None = None) -> None:
+def _fail(entry: StepOutcome, outcome: str, text: str, exc: LlmcError | None = None) -> None:
     entry["outcome"] = outcome
     entry["seen_result"] = ToolResult(content=[{"type": "text", "text": text}], is_error=True)
     if exc is not None:
