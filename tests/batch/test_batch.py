@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 from tests.helpers import llmc, sdk_server
@@ -16,14 +15,16 @@ def write_profile(isolated_dirs: Path, policy: str = "") -> None:
     path.write_text(f"""
 [servers.a]
 command = "{server[0]}"
-args = ["{server[1]}"]
+args = ["{server[1]}", "--rendezvous"]
 [servers.b]
 command = "{server[0]}"
-args = ["{server[1]}"]
+args = ["{server[1]}", "--rendezvous"]
 [policy]
 confirm_destructive = false
 {policy}
 [policy.hints."*.slow"]
+readOnly = true
+[policy.hints."*.meet"]
 readOnly = true
 """)
 
@@ -67,15 +68,18 @@ def test_fail_fast_skips_the_rest(isolated_dirs):
 
 
 def test_read_only_calls_run_in_parallel_and_servers_concurrently(isolated_dirs):
+    """Each call waits inside the tool until all eight are inside at once (sdk_server's `meet`):
+    every call answers "met" only if the four of each server ran in parallel and both servers
+    at the same time. Run one after another, the first would wait alone until its timeout."""
     write_profile(isolated_dirs)
-    calls = [{"id": i, "tool": "a.slow", "arguments": {"seconds": 2}} for i in range(4)]
-    calls += [{"id": 10 + i, "tool": "b.slow", "arguments": {"seconds": 2}} for i in range(4)]
-    started = time.monotonic()
+    place = isolated_dirs / "meeting"
+    place.mkdir()
+    meet = {"place": str(place), "count": 8, "timeout": 60}
+    calls = [{"id": i, "tool": "a.meet", "arguments": meet} for i in range(4)]
+    calls += [{"id": 10 + i, "tool": "b.meet", "arguments": meet} for i in range(4)]
     code, out, _ = batch(calls, "--parallel", "4")
-    elapsed = time.monotonic() - started
     assert code == 0 and [o["id"] for o in out] == [c["id"] for c in calls]
-    # One after another: 16s at least. All at once: 2s plus start-up, with room for a loaded machine.
-    assert elapsed < 12, f"8 two-second calls took {elapsed:.1f}s: not run concurrently"
+    assert [o["result"]["content"][0]["text"] for o in out] == ["met"] * 8
 
 
 def test_policy_and_audit_apply_to_every_call(isolated_dirs):

@@ -104,8 +104,22 @@ def main() -> None:
     parser.add_argument("--slow-discover", type=float, default=0.0, metavar="SECONDS",
                         help="answer the first server/discover this late (a slow start, as on a loaded machine)")
     parser.add_argument("--call-log", metavar="FILE", help="append every tools/call received to FILE")
+    parser.add_argument("--rendezvous", action="store_true", help="add the `meet` tool (a proof of concurrency)")
     args = parser.parse_args()
     server = build()
+    if args.rendezvous:
+        from pathlib import Path
+        from uuid import uuid4
+
+        @server.tool(description="Wait until `count` calls, from any process, are inside this tool at once "
+                                 "(each leaves a mark in the directory `place`).")
+        async def meet(place: str, count: int, timeout: float = 60.0) -> str:
+            (Path(place) / f"{os.getpid()}-{uuid4().hex}").touch()
+            for _ in range(int(timeout / 0.02)):  # bounded: "alone" once the timeout has passed
+                if sum(1 for _ in Path(place).iterdir()) >= count:
+                    return "met"
+                await asyncio.sleep(0.02)
+            return "alone"
     handlers = server._lowlevel_server._request_handlers  # the SDK exposes no switch for these
     if args.call_log:
         import json
