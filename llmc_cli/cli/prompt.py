@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from llmc_cli.cli.output import clean, prompt_turn
+
+if TYPE_CHECKING:
+    from llmc_cli.model import Tool, ToolCall
 
 MAX_ATTEMPTS = 5  # a question asked again after an answer it cannot take, at most this often
 MAX_LINE = 64 * 1024  # bytes of one answer
@@ -36,7 +39,7 @@ def interactive() -> bool:
     return sys.stdin.isatty() and sys.stderr.isatty()
 
 
-def confirm_call(call: Any, tool: Any) -> bool:
+def confirm_call(call: ToolCall, tool: Tool | None) -> bool:
     """Invocation.confirm: the exact call (server, tool, arguments) and its question, answered as one."""
     with prompt_turn():
         say(f"llmc: {call.server}.{call.tool} needs your confirmation. Arguments:")

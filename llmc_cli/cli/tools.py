@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -10,7 +10,12 @@ from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import emit, plain_text, raise_failures, warn
 from llmc_cli.cli.targets import Target, target_options
 from llmc_cli.errors import ToolFailed, UsageError
-from llmc_cli.model import LINT_FORMATS, TOOL_FORMATS
+from llmc_cli.model import LINT_FORMATS, TOOL_FORMATS, Tool
+
+if TYPE_CHECKING:
+    from llmc_cli.config.profiles import LoadedProfile
+    from llmc_cli.policy import Decision
+    from llmc_cli.translate import Translation
 
 LIST_FORMATS = ["json", "jsonl", "table"]
 def _complete_tools(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
@@ -121,19 +126,19 @@ def show(ctx: click.Context, tool: str, fmt: str, target: Target) -> None:
         click.echo(clean(readable(info)))
 
 
-def _decision(decision: Any) -> dict[str, Any]:
+def _decision(decision: Decision) -> dict[str, Any]:
     """A decision without its call hash: the hash is of a call with no arguments, which is not
     the call anyone would approve."""
     return {k: v for k, v in decision.to_json().items() if k != "callHash" and k != "call_hash"}
 
 
-def _matches(tool: Any, globs: tuple[str, ...]) -> bool:
+def _matches(tool: Tool, globs: tuple[str, ...]) -> bool:
     from fnmatch import fnmatchcase
 
     return any(fnmatchcase(tool.name, g) or fnmatchcase(tool.qualified_name, g) for g in globs)
 
 
-def _translate(found: list[Any], fmt: str, strict: bool) -> Any:
+def _translate(found: list[Tool], fmt: str, strict: bool) -> Translation:
     """Translate, print every warning on stderr; with --strict a warning is a failure (exit 1)."""
     from llmc_cli.translate import translate
 
@@ -167,7 +172,7 @@ def _print_translation(found: list[Any], fmt: str, strict: bool) -> None:
     _fail_on_warnings(result, strict)
 
 
-def _profile_lock(profile: Any) -> str:
+def _profile_lock(profile: LoadedProfile) -> str:
     """The lock file `call` checks: the profile's `lock`, relative to the profile; else llmc.lock."""
     from llmc_cli import services
 
