@@ -184,6 +184,9 @@ class ServeConfig:
     oauth: ServeOAuthConfig | None = None
     allowed_origins: list[str] = field(default_factory=list)  # browser origins besides loopback ones
     allowed_hosts: list[str] = field(default_factory=list)  # Host header values besides loopback ones
+    # The gateway fronting exactly one server under that server's own names (no `server.` prefix):
+    # a drop-in in front of a server whose hosts (or test suites) call it by fixed names.
+    bare_names: bool = False
 
 
 @dataclass
@@ -213,6 +216,8 @@ class Profile:
         for name in self.servers:
             if not name or "." in name or "/" in name or name.strip() != name:
                 raise ValueError(f"server name {name!r} must be non-empty and contain no '.', '/' or spaces")
+        if self.serve.bare_names and len(self.servers) != 1:
+            raise ValueError("[serve] bare_names needs exactly one server: with more, names could clash")
 
 
 def from_json(data: dict[str, Any]) -> Profile:

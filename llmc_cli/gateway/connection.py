@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from llmc_cli import __version__
 from llmc_cli.errors import Cancelled, DriftError, LlmcError, PolicyDenied, RpcError
-from llmc_cli.gateway.toolbox import HostCall, Toolbox, namespaced, own_result
+from llmc_cli.gateway.toolbox import HostCall, Toolbox, own_result
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.model import ToolCall
 from llmc_cli.mcp.versions import META_PREFIX as META
@@ -93,7 +93,7 @@ class GatewayConnection(McpServer):
             result = self._upstream_request(method, server, {"uri": uri})
             contents = result.get("contents")
             if isinstance(contents, list):
-                result["contents"] = [{**c, "uri": namespaced(server, str(c.get("uri", "")))}
+                result["contents"] = [{**c, "uri": toolbox.expose(server, str(c.get("uri", "")))}
                                       if isinstance(c, dict) else c for c in contents]
             return self._listing(result, modern)  # cacheable in 2026-07-28, like the lists
         if method == "prompts/get":

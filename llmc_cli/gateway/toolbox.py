@@ -3,8 +3,9 @@ server (a catalog), the namespaced listings and the way back from a namespaced n
 
 Names are `SERVER.NAME` for tools and prompts and `SERVER.URI` for resources and templates:
 server names contain no dot (config/schema.py), so the first dot splits them back, and a name
-does not change when another server is added or removed. Tools the policy hides and tools that
-drifted from the profile's lock are left out of the listing.
+does not change when another server is added or removed. A profile of exactly one server may
+say `[serve] bare_names = true`: its names are then presented as the server gives them. Tools the
+policy hides and tools that drifted from the profile's lock are left out of the listing.
 
 Messages an upstream sends on its own while a host's call runs (progress, logs, elicitation,
 sampling) go to the host whose call is in flight: progress by its token, the others to the
@@ -53,10 +54,6 @@ class HostCall:
     log_level: str | None  # modern hosts opt in to log messages per request
 
 
-def namespaced(server: str, name: str) -> str:
-    return f"{server}.{name}"
-
-
 def own_result(result: dict[str, Any]) -> dict[str, Any]:
     """An upstream's result without what belongs to the upstream's connection (its era's result
     type and caching, its serverInfo): the gateway answers the host in the host's era."""
@@ -76,6 +73,8 @@ class Toolbox:
         from llmc_cli import audit, services
 
         self.profile = profile
+        # the schema allows bare names with exactly one server, so every name routes back to it
+        self.bare = next(iter(profile.profile.servers)) if profile.profile.serve.bare_names else None
         hooks = ClientHooks(on_progress=self._progress, on_log=self._log, on_list_changed=self._list_changed,
                             elicit=self._elicit, sample=self._sample)
         self.catalog = services.open_catalog(profile, hooks=hooks, on_stderr=on_stderr)
@@ -134,12 +133,18 @@ class Toolbox:
 
         hints = policy.effective_hints(tool, tool.qualified_name, self.profile.profile.policy)
         annotations = {**tool.annotations, **{f"{k}Hint": v for k, v in hints.items()}}
-        return {**tool.raw, "name": tool.qualified_name, "annotations": annotations}
+        return {**tool.raw, "name": self.expose(tool.server, tool.name), "annotations": annotations}
+
+    def expose(self, server: str, name: str) -> str:
+        """The name a host sees for a server's tool, prompt or resource URI."""
+        return name if self.bare else f"{server}.{name}"
 
     def route(self, name: Any) -> tuple[str, str] | None:
         """'server.name' -> (server, name) for a server of this profile; anything else: None."""
         if not isinstance(name, str):
             return None
+        if self.bare:
+            return (self.bare, name) if name else None
         server, dot, rest = name.partition(".")
         return (server, rest) if dot and rest and server in self.catalog.specs else None
 
@@ -162,7 +167,7 @@ class Toolbox:
             session = self.catalog.session(server)
             if capability not in (session.capabilities or {}):
                 return []
-            return [{**item, field: namespaced(server, str(item.get(field, "")))}
+            return [{**item, field: self.expose(server, str(item.get(field, "")))}
                     for item in session.list_all(method, key)]
 
         per_server, failures = self.catalog.each(one)

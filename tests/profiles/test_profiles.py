@@ -74,6 +74,8 @@ def test_profile_by_name_path_and_environment(config: Path, tmp_path: Path):
     ("[servers.a]\nenabled = true\n", ["default.toml:1:", "servers.a", "exactly one of"]),
     ("[servers.a]\ncommand = \"x\"\nheaders = { A = \"b\" }\n", ["servers.a", "remote servers"]),
     ("[policy]\nread_olny = true\n", ["default.toml:2:", "policy.read_olny", "unknown key"]),
+    ("[servers.a]\ncommand = \"x\"\n[servers.b]\ncommand = \"y\"\n[serve]\nbare_names = true\n",
+     ["default.toml", "bare_names needs exactly one server"]),
     ("[llm]\nmodel = \"m\"\nsummarize_with = \"openai:m\"\n", ["default.toml:3:", "llm.summarize_with", "removed"]),
 ])
 def test_a_broken_profile_is_one_line_naming_file_line_and_key(config: Path, text: str, expected: list[str]):
