@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from llmc_cli.cli.context import app_of
+from llmc_cli.cli.context import App, pass_app
 from llmc_cli.cli.output import emit
 from llmc_cli.errors import ConfigError
 
@@ -15,14 +15,13 @@ def state() -> None:
 
 
 @state.command("migrate")
-@click.pass_context
-def migrate(ctx: click.Context) -> None:
+@pass_app
+def migrate(app: App) -> None:
     """Apply the missing schema versions (safe to run again, and from many machines at once).
     JSON: {"database": "PostgreSQL database HOST:PORT/DB", "version": N, "applied": [...]}."""
-    from llmc_cli.config.profiles import load_profile
     from llmc_cli.store.postgres import URL_VAR, Database, state_url
 
-    profile = load_profile(app_of(ctx).profile)
+    profile = app.load_profile()
     url = state_url(profile.profile.state.url)
     if not url:
         raise ConfigError(f"no state database: set [state] url in the profile or {URL_VAR}")
