@@ -132,7 +132,7 @@ def token_list(ctx: click.Context, fmt: str) -> None:
 @click.argument("name")
 @click.pass_context
 def token_revoke(ctx: click.Context, name: str) -> None:
-    """Remove principal NAME: its token stops working when the gateway next starts."""
+    """Remove principal NAME: its token stops working at once, a running gateway included."""
     from llmc_cli.cli.output import emit
     from llmc_cli.config.profile_writer import update_profile
     from llmc_cli.config.profiles import editable_path

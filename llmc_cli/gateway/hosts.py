@@ -5,14 +5,17 @@ queue, idle expiry, sharing with other replicas through a state database)."""
 from __future__ import annotations
 
 import ipaddress
+import os
 import queue
 import secrets
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.errors import LlmcError, UsageError
 from llmc_cli.gateway.connection import GatewayConnection
 from llmc_cli.gateway.principals import Principal, principals_of
@@ -55,6 +58,17 @@ class HostSession:
     last_shared: float = field(default_factory=time.monotonic)  # when the shared store last saw it used
 
 
+def _stamp(profile: LoadedProfile) -> tuple[int, int, int] | None:
+    """What changes when the profile file is rewritten (in place or by rename)."""
+    if profile.path is None:
+        return None
+    try:
+        st = os.stat(profile.path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
 class SharedSessions(Protocol):
     """Initialize-era sessions shared by the replicas of a gateway (services.host_sessions): what
     a replica needs to go on serving a session it did not open (its handshake and principal).
@@ -76,6 +90,7 @@ class HttpGateway:
         self.served = served
         self.toolboxes: dict[str, Toolbox] = {served.name: toolbox}
         self.principals = principals_of(served)
+        self._principals_stamp = _stamp(served)
         self.oauth = None
         if served.profile.serve.oauth is not None:
             from llmc_cli.gateway.oauth_rs import ResourceServer
@@ -96,6 +111,31 @@ class HttpGateway:
         self.stopped = threading.Event()
 
     # -- who may ask ---------------------------------------------------------------------------
+
+    def current_principals(self) -> list[Principal]:
+        """The principals as the profile file says now: a token revoked or rotated (`llmc serve
+        token revoke/create`, or an edit) counts from the next request, without a restart. A stat
+        per request; the file is re-read only when it changed. A profile broken mid-edit keeps
+        the principals it had (said once on stderr) until it is valid again."""
+        stamp = _stamp(self.served)
+        if stamp == self._principals_stamp:
+            return self.principals
+        with self.lock:
+            if stamp != self._principals_stamp:
+                from llmc_cli.config.profiles import load_profile
+
+                try:
+                    self.principals = principals_of(load_profile(str(self.served.path)))
+                except LlmcError as exc:
+                    print(f"llmc serve: {self.served.name}: principals not re-read, the old ones stay: {exc.message}",
+                          file=sys.stderr, flush=True)
+                self._principals_stamp = stamp
+            return self.principals
+
+    def auth_required(self, principals: list[Principal]) -> bool:
+        """Tokens are needed with principals or OAuth, and always off loopback (a gateway whose
+        principals were all revoked lets nobody in rather than everybody)."""
+        return bool(principals) or self.oauth is not None or not is_loopback(self.host)
 
     def host_allowed(self, header: str | None) -> bool:
         if not header:

@@ -93,9 +93,10 @@ class Handler(BaseHTTPRequestHandler):
         if not gateway.origin_allowed(self.headers.get("Origin")):
             self._refuse(403, "Forbidden: Origin not allowed (DNS rebinding protection)")
             return False, None
-        if not needs_auth or not (gateway.principals or gateway.oauth):
+        principals = gateway.current_principals()
+        if not needs_auth or not gateway.auth_required(principals):
             return True, None
-        principal = authenticate(gateway.principals, self.headers.get("Authorization"))
+        principal = authenticate(principals, self.headers.get("Authorization"))
         if principal is None and gateway.oauth is not None:
             from llmc_cli.gateway.oauth_rs import Refusal
 

@@ -242,6 +242,37 @@ def test_bearer_tokens_principals_and_their_profiles(gateway_profile: Path, tmp_
     assert denied["decision"] == "deny" and denied["client"]["principal"] == "ci"
 
 
+def test_revoked_and_rotated_tokens_count_without_a_restart(gateway_profile: Path) -> None:
+    """`token create` (again: rotation) and `token revoke` change what a running gateway accepts
+    from the next request on; a profile broken mid-edit keeps the principals it had."""
+    def token(name: str) -> str:
+        created = llmc("serve", "-p", str(gateway_profile), "token", "create", name)
+        assert created.returncode == 0, created.stderr
+        return str(json.loads(created.stdout)["token"])
+
+    def status(secret: str) -> int:
+        return running.request("POST", "/mcp", INIT, {"Authorization": f"Bearer {secret}"})[0]
+
+    first = token("ops")
+    running = start(gateway_profile)
+    try:
+        assert status(first) == 200
+        second = token("ops")  # rotated: the old token is gone, the new one works
+        bot = token("bot")
+        assert (status(first), status(second), status(bot)) == (401, 200, 200)
+        revoked = llmc("serve", "-p", str(gateway_profile), "token", "revoke", "bot")
+        assert revoked.returncode == 0, revoked.stderr
+        assert (status(bot), status(second)) == (401, 200)
+        good = gateway_profile.read_text()
+        gateway_profile.write_text(good + "\n[serve\n")  # broken mid-edit
+        assert (status(second), status(bot)) == (200, 401)
+        gateway_profile.write_text(good)
+        assert status(second) == 200
+    finally:
+        stderr = stop(running)
+    assert "principals not re-read" in stderr and first not in stderr and second not in stderr
+
+
 @pytest.mark.parametrize("args, message", [
     (["--http", "nonsense"], "expected [HOST:]PORT"),
     (["--http", "0.0.0.0:8765"], "needs inbound authentication"),
