@@ -1,6 +1,7 @@
 """The `ask` agent: the loop (loop.py), saved conversations (conversations.py), the cut of results
 the model sees (compaction.py) and a server's sampling answered by the profile's model
-(sampling.py), the precedence of a run's settings (settings.py). The names below are the package's interface."""
+(sampling.py), the precedence of a run's settings (settings.py), a whole run for a front end (runs.py:
+prepare, run). The names below are the package's interface."""
 
 from llmc_cli.agent.compaction import compact
 from llmc_cli.agent.conversations import (Conversation, conversation_path, conversations_dir, load_conversation,

@@ -43,36 +43,27 @@ def ask(ctx: click.Context, prompt: str, provider: str | None, model: str | None
     saw), token usage per model call and the stop reason; `--text` prints only the answer.
     Exit 1 when --max-steps ran out, 7 on the total timeout, 8 on a provider error.
     """
-    from llmc_cli import agent, policy, services
+    from llmc_cli import agent, services
+    from llmc_cli.agent import runs
     from llmc_cli.cli import prompt as terminal
     from llmc_cli.cli.arguments import read_input
     from llmc_cli.cli.common import open_catalog
-    from llmc_cli.providers.base import make_provider
 
     if prompt == "-":
         prompt = read_input("-", "ask")
     if not prompt.strip():
         raise UsageError("the prompt is empty")
-    llm = app_of(ctx).load_profile().profile.llm
-    conversation = agent.load_conversation(continue_from) if continue_from else None
-    if continue_from and not save_as:  # a continued conversation is saved back where it came from
-        save_as = agent.conversation_path(continue_from).stem
+    app = app_of(ctx)
     given = agent.AskOptions(provider=provider, model=model, base_url=base_url, api_key_env=api_key_env,
                              temperature=temperature, max_tokens=max_tokens, max_steps=max_steps,
                              total_timeout=total_timeout, system=system)
-    settings = agent.resolve_settings(given, llm, conversation)
-    model_client = make_provider(settings.provider, settings.provider_settings)
-    sample = agent.sampler(model_client) if settings.allow_sampling else None
-    conversation = conversation or agent.Conversation.new(settings.provider, settings.provider_settings.model,
-                                                          settings.system_for_new)
-    # Saved once before the first token is spent: a state directory that cannot take it is
-    # exit 3 now, not after the model has answered.
-    agent.save_conversation(conversation, save_as)
-    catalog, profile = open_catalog(ctx, target, sample=sample)
-    invocation = services.Invocation(profile=profile, command="ask", caller="model", interactive=app_of(ctx).interactive,
-                                     assume_yes=yes, confirm=terminal.confirm_call, conversation_id=conversation.id)
+    prepared = runs.prepare(given, app.load_profile().profile.llm, continue_from=continue_from, save_as=save_as)
+    catalog, profile = open_catalog(ctx, target, sample=prepared.sample)
+    invocation = services.Invocation(profile=profile, command="ask", caller="model", interactive=app.interactive,
+                                     assume_yes=yes, confirm=terminal.confirm_call,
+                                     conversation_id=prepared.conversation.id)
     # Steps on a terminal or with -v; a call that went wrong for the model is reported either way.
-    show_steps = sys.stderr.isatty() or bool(app_of(ctx).verbose)
+    show_steps = sys.stderr.isatty() or bool(app.verbose)
 
     # The model's text streams to a terminal as it arrives: with --text to stdout (it is the
     # output there), else to stderr (the JSON document follows on stdout). Into a pipe nothing
@@ -86,34 +77,24 @@ def ask(ctx: click.Context, prompt: str, provider: str | None, model: str | None
         line = agent.progress_line(event)
         if line and (show_steps or event.get("message")):
             note(line if show_steps else f"llmc: {line}")
-    with catalog:
-        tools, _denied, failures = services.visible_tools(catalog, profile, list(target.servers) or None)
-        for failure in failures:
-            note(f"llmc: {failure.error.message} (its tools are not available to the model)")
-        try:
-            record = agent.ask(prompt, provider=model_client, tools=tools,
-                               call_tool=lambda call: services.call_tool(catalog, invocation, call),
-                               read_only=lambda tool: policy.is_read_only(tool, tool.qualified_name,
-                                                                          profile.profile.policy),
-                               conversation=conversation, system=settings.system_override,
-                               max_steps=settings.max_steps, timeout=settings.timeout,
-                               result_budget=settings.result_budget,
-                               progress=progress, strict=strict, on_text=live.write if live else None)
-        finally:
-            if live:
-                live.end_line()
-            saved = agent.save_conversation(conversation, save_as)
-    out = {**record.to_json(), "saved": str(saved)}
+
+    try:
+        record, saved = runs.run(prepared, prompt, catalog, profile, invocation, servers=list(target.servers) or None,
+                                 progress=progress, strict=strict, on_text=live.write if live else None,
+                                 on_unavailable=lambda error: note(
+                                     f"llmc: {error.message} (its tools are not available to the model)"))
+    finally:
+        if live:
+            live.end_line()
     if text:
         if not (live and live.stream is sys.stdout and live.shown):  # streamed already
             plain_text(record.answer)
     else:
-        emit(out)
+        emit({**record.to_json(), "saved": str(saved)})
     if record.stop_reason == agent.STOP_TIMEOUT:
         raise TimeoutExpired(f"the run reached its time limit after {len(record.steps)} tool call(s)")
     if record.stop_reason == agent.STOP_MAX_STEPS:
-        raise ToolFailed(f"no answer within {settings.max_steps} model turns (--max-steps)")
-
+        raise ToolFailed(f"no answer within {prepared.settings.max_steps} model turns (--max-steps)")
 
 class LiveText:
     """The model's text on a terminal as it arrives, cleaned of control characters like all text

@@ -1,0 +1,79 @@
+"""An `ask` run from settings to saved conversation, for any front end: prepare() decides the
+settings, makes the model client and holds the conversation (saved once before a token is
+spent); run() gives the model the profile's visible tools, runs the loop with every call through
+services.call_tool, and saves the conversation whatever happened."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from llmc_cli.agent.conversations import Conversation, conversation_path, load_conversation, save_conversation
+from llmc_cli.agent.loop import Progress, RunRecord, ask
+from llmc_cli.agent.sampling import sampler
+from llmc_cli.agent.settings import AskOptions, AskSettings, resolve_settings
+from llmc_cli.providers.base import Provider, make_provider
+
+if TYPE_CHECKING:
+    from llmc_cli.catalog import Catalog
+    from llmc_cli.config.profiles import LoadedProfile
+    from llmc_cli.config.schema import LlmConfig
+    from llmc_cli.errors import LlmcError
+    from llmc_cli.services import Invocation
+
+
+@dataclass
+class PreparedRun:
+    settings: AskSettings
+    provider: Provider
+    conversation: Conversation
+    save_as: str | None  # the name it is saved under (None: its id)
+
+    @property
+    def sample(self) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+        """The sampling hook for the servers, when the profile allows sampling."""
+        return sampler(self.provider) if self.settings.allow_sampling else None
+
+
+def prepare(given: AskOptions, llm: LlmConfig, *, continue_from: str | None = None,
+            save_as: str | None = None) -> PreparedRun:
+    """Settings, model client and conversation (a saved one to continue, else a new one); the
+    conversation is saved now, so a state directory that cannot take it fails before the model
+    is asked (exit 3), not after it answered."""
+    conversation = load_conversation(continue_from) if continue_from else None
+    if continue_from and not save_as:  # a continued conversation is saved back where it came from
+        save_as = conversation_path(continue_from).stem
+    settings = resolve_settings(given, llm, conversation)
+    provider = make_provider(settings.provider, settings.provider_settings)
+    conversation = conversation or Conversation.new(settings.provider, settings.provider_settings.model,
+                                                    settings.system_for_new)
+    save_conversation(conversation, save_as)
+    return PreparedRun(settings, provider, conversation, save_as)
+
+
+def run(prepared: PreparedRun, prompt: str, catalog: Catalog, profile: LoadedProfile, invocation: Invocation, *,
+        servers: list[str] | None = None, progress: Progress | None = None, strict: bool = False,
+        on_text: Callable[[str], None] | None = None,
+        on_unavailable: Callable[[LlmcError], None] | None = None) -> tuple[RunRecord, Path]:
+    """The loop over the tools the profile lets the model see (`servers`: only theirs); a server
+    that cannot list its tools is reported to `on_unavailable` and left out. Returns the record
+    and where the conversation was saved (it is saved when the run fails too)."""
+    from llmc_cli import policy, services
+
+    settings, config = prepared.settings, profile.profile.policy
+    with catalog:
+        tools, _denied, failures = services.visible_tools(catalog, profile, servers)
+        for failure in failures:
+            if on_unavailable:
+                on_unavailable(failure.error)
+        try:
+            record = ask(prompt, provider=prepared.provider, tools=tools,
+                         call_tool=lambda call: services.call_tool(catalog, invocation, call),
+                         read_only=lambda tool: policy.is_read_only(tool, tool.qualified_name, config),
+                         conversation=prepared.conversation, system=settings.system_override,
+                         max_steps=settings.max_steps, timeout=settings.timeout,
+                         result_budget=settings.result_budget, progress=progress, strict=strict, on_text=on_text)
+        finally:
+            saved = save_conversation(prepared.conversation, prepared.save_as)
+    return record, saved
