@@ -107,10 +107,9 @@ def test_garbage_on_stdout_is_skipped():
 
 
 def test_a_server_that_never_answers_times_out_without_hanging():
-    started = time.monotonic()
+    # The TimeoutExpired is the proof: hanging, the call would never raise (pytest-timeout ends it).
     with connect(bad("silent", timeout=1.0)) as s, pytest.raises(TimeoutExpired, match="tools/list"):
         s.list_tools()
-    assert time.monotonic() - started < 10
 
 
 def test_out_of_order_replies_reach_the_right_callers():
@@ -144,10 +143,10 @@ def _alive(pid: int) -> bool:
 def test_close_kills_a_server_that_ignores_eof_and_sigterm():
     session = connect(bad("hang-on-exit"))
     pid = session.transport._proc.pid
-    started = time.monotonic()
-    session.close()
-    assert time.monotonic() - started < 5
-    assert not _alive(pid)
+    closing = threading.Thread(target=session.close, daemon=True)
+    closing.start()
+    closing.join(30)  # a close that waited for the server to give up would still be running
+    assert not closing.is_alive() and not _alive(pid)
 
 
 def test_close_leaves_no_orphaned_grandchild():
