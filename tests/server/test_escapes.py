@@ -232,9 +232,7 @@ def _sleepers() -> list[int]:
 
 def test_process_that_prints_forever_contained(runner) -> None:
     """CONTAINED: `yes` is ended at the output cap; memory and the tool result stay bounded."""
-    started = time.monotonic()
     out = runner.ok("run_command", argv=["yes"], timeout_s=10)
-    assert time.monotonic() - started < 8
     assert out["endedBy"] == "output limit of 1000000 bytes" and out["truncated"] is True
     assert out["outputBytes"] == 1_000_000 and len(out["output"]) <= 256_000
 
