@@ -6,6 +6,7 @@ import click
 
 from llmc_cli.cli.arguments import needs_schema, parse_json_option, parse_pairs, validate_arguments
 from llmc_cli.cli.complete import complete_tools
+from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import emit, plain_text
 from llmc_cli.cli.targets import Target, target_options
 from llmc_cli.errors import ToolFailed, UsageError, did_you_mean
@@ -69,7 +70,7 @@ def call(ctx: click.Context, tool: str | None, pairs: tuple[str, ...], json_args
         if validate and found is not None:
             validate_arguments(arguments, found.input_schema, f"{server}.{name}")
         invocation = services.Invocation(profile=profile, command="call", caller="human", assume_yes=yes,
-                                         interactive=prompt.interactive(), confirm=prompt.confirm_call)
+                                         interactive=app_of(ctx).interactive, confirm=prompt.confirm_call)
         result = services.call_tool(catalog, invocation, ToolCall(server, name, arguments))
     if text:
         plain_text(result.text)

@@ -31,7 +31,7 @@ def open_catalog(ctx: click.Context, target: Target, sample: Any = None,
     adhoc = target.adhoc_spec()
     from llmc_cli.cli import prompt
 
-    elicit_mode = target.elicit or ("prompt" if prompt.interactive() else "decline")
+    elicit_mode = target.elicit or ("prompt" if app_of(ctx).interactive else "decline")
     hooks = ClientHooks(
         # Presentation only: progress extends --timeout whether it is shown or not.
         on_progress=_progress_line if sys.stderr.isatty() else _progress_note if verbose else None,
