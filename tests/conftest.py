@@ -37,10 +37,17 @@ XDIST_GROUPS = {
 }
 
 
+# Modules whose module-scoped fixtures start servers: each module stays on one worker, so they
+# start once (spread over two workers, each would start its own).
+WHOLE_MODULES = ("transports/", "agent/", "conformance/test_server_conformance.py")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     tests = Path(__file__).parent
     for item in items:
         where = Path(str(item.fspath)).relative_to(tests).as_posix()
         group = next((name for prefix, name in XDIST_GROUPS.items() if where.startswith(prefix)), None)
+        if group is None and where.startswith(WHOLE_MODULES):
+            group = where
         if group:
             item.add_marker(pytest.mark.xdist_group(group))
