@@ -76,7 +76,7 @@ class Toolbox:
         # the schema allows bare names with exactly one server, so every name routes back to it
         self.bare = next(iter(profile.profile.servers)) if profile.profile.serve.bare_names else None
         hooks = ClientHooks(on_progress=self._progress, on_log=self._log, on_list_changed=self._list_changed,
-                            elicit=self._elicit, sample=self._sample)
+                            elicit=self._elicit, sample=self._sample, list_roots=self._roots)
         self.catalog = services.open_catalog(profile, hooks=hooks, on_stderr=on_stderr)
         # Every host's calls share one audit trail: decisions on disk before each call runs (hosts
         # calling at once share a write and fsync), outcomes written with the next decision or
@@ -229,6 +229,18 @@ class Toolbox:
         if call is None or "sampling" not in call.capabilities or call.modern:
             raise RpcError("sampling declined: the MCP host behind the llmc gateway does not offer it", code=-1)
         return call.connection.ask_client("sampling/createMessage", params, call.send)
+
+    def _roots(self) -> list[dict[str, Any]]:
+        """An upstream asks for roots: the roots of the host whose call is in flight, when it
+        declared them (initialize era); else none (a gateway has no roots of its own to offer)."""
+        call = self._newest()
+        if call is None or "roots" not in call.capabilities or call.modern:
+            return []
+        try:
+            roots = call.connection.ask_client("roots/list", {}, call.send).get("roots")
+        except LlmcError:
+            return []
+        return [r for r in roots if isinstance(r, dict)] if isinstance(roots, list) else []
 
     def _report(self, failures: list[Any]) -> None:
         """An upstream that cannot be reached: said once on stderr, its items left out."""

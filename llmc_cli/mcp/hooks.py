@@ -23,6 +23,8 @@ class ClientHooks:
     # sampling/createMessage params -> CreateMessageResult; None: declined with a clear error
     sample: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     roots: list[dict[str, Any]] = field(default_factory=list)
+    # roots/list answered at the moment it is asked (a gateway asks its host); None: `roots`
+    list_roots: Callable[[], list[dict[str, Any]]] | None = None
     # Something the user must hear that is no error: the server lost state the caller may rely
     # on (an HTTP session it ended, a server restarted inside a session keeper).
     on_notice: Callable[[str], None] | None = None
@@ -47,7 +49,7 @@ def answer_server_request(hooks: ClientHooks, method: str | None, params: dict[s
     if method == "ping":
         return {}
     if method == "roots/list":
-        return {"roots": hooks.roots}
+        return {"roots": hooks.list_roots() if hooks.list_roots else hooks.roots}
     if method == "elicitation/create":
         return (hooks.elicit or decline)(params)
     if method == "sampling/createMessage":

@@ -179,3 +179,43 @@ def test_a_crashed_upstream_is_started_again(gateway_profile: Path, tmp_path: Pa
     run(work)
     outcomes = [r["outcome"] for r in audit_records(tmp_path) if r["event"] == "outcome" and r["tool"] == "crash"]
     assert outcomes == ["transport_error"]
+
+
+TARGET = """
+[servers.target]
+command = {python}
+args = [{target}]
+
+[policy.hints."target.*"]
+readOnly = true
+"""
+
+
+@pytest.mark.parametrize("mode, declares_roots, expected", [
+    ("legacy", True, ["file:///work/project"]),  # initialize era: the host is asked
+    ("legacy", False, []),  # a host without roots is not asked
+    ("auto", True, []),  # 2026-07-28 host: not relayed (yet)
+])
+def test_an_upstreams_roots_request_goes_to_a_host_that_has_roots(gateway_profile: Path, mode: str,
+                                                                  declares_roots: bool, expected: list[str]) -> None:
+    import sys
+
+    from mcp_types import ListRootsResult, Root
+
+    from tests.helpers import PEERS
+
+    with gateway_profile.open("a") as fh:
+        fh.write(TARGET.format(python=json.dumps(sys.executable),
+                               target=json.dumps(str(PEERS / "conformance_target.py"))))
+
+    async def roots(context: Any) -> Any:
+        return ListRootsResult(roots=[Root(uri="file:///work/project", name="project")])
+
+    async def work() -> None:
+        options = {"list_roots_callback": roots} if declares_roots else {}
+        async with host(gateway_profile, mode, **options) as client:
+            result = await client.call_tool("target.test_list_roots", {})
+            assert result.is_error is False, result
+            assert json.loads(result.content[0].text) == expected
+
+    run(work)

@@ -17,7 +17,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field
 
 from mcp import types
-from mcp.server.mcpserver import AcceptedElicitation, Context, Elicit, ElicitationResult, MCPServer, Resolve, Sample
+from mcp.server.mcpserver import (AcceptedElicitation, Context, Elicit, ElicitationResult, ListRoots, MCPServer, Resolve,
+                                  Sample)
 from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
 from mcp.types import JSONRPCMessage
 
@@ -109,6 +110,10 @@ def ask_enums() -> Elicit[Enums]:
     return Elicit("Please select values using different enum schema types", Enums)
 
 
+def client_roots() -> ListRoots:
+    return ListRoots()
+
+
 def outcome(label: str, answer: ElicitationResult[Any]) -> str:
     content = answer.data.model_dump_json() if isinstance(answer, AcceptedElicitation) else "{}"
     return f"{label}: action={answer.action}, content={content}"
@@ -178,6 +183,10 @@ def build() -> MCPServer:
     @server.tool(description="Elicits with every enum shape (SEP-1330)")
     async def test_elicitation_sep1330_enums(answer: Annotated[ElicitationResult[Enums], Resolve(ask_enums)]) -> str:
         return outcome("Elicitation completed", answer)
+
+    @server.tool(description="The client's roots (roots/list), as JSON")
+    async def test_list_roots(roots: Annotated[types.ListRootsResult, Resolve(client_roots)]) -> str:
+        return json.dumps([str(root.uri) for root in roots.roots])
 
     @server.tool(description="Closes its SSE stream mid-call: the client resumes it (SEP-1699)")
     async def test_reconnection(ctx: Context) -> str:
