@@ -51,9 +51,11 @@ class GatewayConnection(McpServer):
 
     def _forget(self) -> None:
         self.toolbox.connections.discard(self)
+        self.toolbox.forget(self)
 
     def _capabilities(self) -> dict[str, Any]:
-        return {"tools": {"listChanged": True}, "resources": {"listChanged": True},
+        resources = {"listChanged": True, **({"subscribe": True} if self.toolbox.can_subscribe() else {})}
+        return {"tools": {"listChanged": True}, "resources": resources,
                 "prompts": {"listChanged": True}, "completions": {}, "logging": {}}
 
     # -- who is asking -----------------------------------------------------------------------------
@@ -101,6 +103,8 @@ class GatewayConnection(McpServer):
             arguments = params.get("arguments")
             return self._upstream_request(method, server, {"name": name, **({"arguments": arguments}
                                                                             if isinstance(arguments, dict) else {})})
+        if method in ("resources/subscribe", "resources/unsubscribe"):
+            return self._subscription(method, params, modern)
         if method == "completion/complete":
             return self._complete(params)
         if method == "logging/setLevel":
@@ -111,7 +115,8 @@ class GatewayConnection(McpServer):
         if method == "server/discover":
             # 2026-07-28 hosts hear of changes only through subscriptions/listen, which the
             # gateway does not offer yet: promise no notifications.
-            out["capabilities"] = {k: ({**v, "listChanged": False} if isinstance(v, dict) and "listChanged" in v else v)
+            out["capabilities"] = {k: ({**{f: x for f, x in v.items() if f != "subscribe"}, "listChanged": False}
+                                       if isinstance(v, dict) and "listChanged" in v else v)
                                    for k, v in out["capabilities"].items()}
         return out
 
@@ -139,6 +144,23 @@ class GatewayConnection(McpServer):
             raise RequestError(exc.code or jsonrpc.INTERNAL_ERROR, exc.message, exc.data) from None
         except LlmcError as exc:
             raise RequestError(jsonrpc.INTERNAL_ERROR, exc.message) from None
+
+    def _subscription(self, method: str, params: dict[str, Any], modern: str | None) -> dict[str, Any]:
+        """resources/(un)subscribe of the initialize era (2026-07-28 has subscriptions/listen, which
+        the gateway does not offer yet); updates reach this connection's channel."""
+        if modern:
+            raise RequestError(jsonrpc.METHOD_NOT_FOUND, f"method not found: {method}")
+        server, uri = self._route(params.get("uri"), "resource")
+        try:
+            if method == "resources/subscribe":
+                self.toolbox.subscribe(self, server, uri)
+            else:
+                self.toolbox.unsubscribe(self, server, uri)
+        except RpcError as exc:
+            raise RequestError(exc.code or jsonrpc.INTERNAL_ERROR, exc.message, exc.data) from None
+        except LlmcError as exc:
+            raise RequestError(jsonrpc.INTERNAL_ERROR, exc.message) from None
+        return {}
 
     def _complete(self, params: dict[str, Any]) -> dict[str, Any]:
         ref = params.get("ref")

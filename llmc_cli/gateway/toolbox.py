@@ -76,7 +76,8 @@ class Toolbox:
         # the schema allows bare names with exactly one server, so every name routes back to it
         self.bare = next(iter(profile.profile.servers)) if profile.profile.serve.bare_names else None
         hooks = ClientHooks(on_progress=self._progress, on_log=self._log, on_list_changed=self._list_changed,
-                            elicit=self._elicit, sample=self._sample, list_roots=self._roots)
+                            on_resource_updated=self._resource_updated, elicit=self._elicit, sample=self._sample,
+                            list_roots=self._roots)
         self.catalog = services.open_catalog(profile, hooks=hooks, on_stderr=on_stderr)
         # Every host's calls share one audit trail: decisions on disk before each call runs (hosts
         # calling at once share a write and fsync), outcomes written with the next decision or
@@ -89,6 +90,9 @@ class Toolbox:
         self._secret = os.urandom(32)  # binds a confirmation answer to the exact call it was asked for
         self._reported: set[str] = set()
         self._revived: dict[str, float] = {}  # server -> when it was last set to start again
+        # (server, upstream URI) -> the host connections subscribed to it: the upstream connection
+        # is shared, so it is subscribed while at least one host is
+        self._subscribers: dict[tuple[str, str], set[GatewayConnection]] = {}
 
     def close(self) -> None:
         try:
@@ -178,7 +182,70 @@ class Toolbox:
         """A request for one server's resource, prompt or completion; RpcError as the server said."""
         return own_result(self.catalog.session(server).request(method, params))
 
+    def can_subscribe(self) -> bool:
+        """Whether some upstream offers resources/subscribe: an initialize-era one that declares it
+        (2026-07-28 upstreams have subscriptions/listen instead, not relayed yet; one that cannot
+        start offers nothing)."""
+        from llmc_cli.mcp.versions import MODERN_VERSIONS
+
+        def offers(server: str) -> bool:
+            session = self.catalog.session(server)
+            resources = (session.capabilities or {}).get("resources") or {}
+            return session.protocol_version not in MODERN_VERSIONS and resources.get("subscribe") is True
+
+        per_server, _failures = self.catalog.each(offers)
+        return any(per_server.values())
+
+    def subscribe(self, connection: GatewayConnection, server: str, uri: str) -> None:
+        """A host subscribes to an upstream resource; RpcError/LlmcError as the upstream refused."""
+        key = (server, uri)
+        with self._lock:
+            first = key not in self._subscribers
+            self._subscribers.setdefault(key, set()).add(connection)
+        if first:
+            try:
+                self.forward("resources/subscribe", server, {"uri": uri})
+            except LlmcError:
+                with self._lock:
+                    self._subscribers.pop(key, None)
+                raise
+
+    def unsubscribe(self, connection: GatewayConnection, server: str, uri: str) -> None:
+        key = (server, uri)
+        with self._lock:
+            hosts = self._subscribers.get(key)
+            if hosts is None or connection not in hosts:
+                return
+            hosts.discard(connection)
+            last = not hosts
+            if last:
+                del self._subscribers[key]
+        if last:
+            try:
+                self.forward("resources/unsubscribe", server, {"uri": uri})
+            except LlmcError:
+                pass  # the upstream may be gone: nothing is subscribed there any more either way
+
+    def forget(self, connection: GatewayConnection) -> None:
+        """A host connection closed: its subscriptions end with it."""
+        with self._lock:
+            keys = [key for key, hosts in self._subscribers.items() if connection in hosts]
+        for server, uri in keys:
+            self.unsubscribe(connection, server, uri)
+
     # -- relayed upstream messages -------------------------------------------------------------
+
+    def _resource_updated(self, params: dict[str, Any]) -> None:
+        """An upstream's resource changed: every host subscribed to it hears, under its name there.
+        The hook does not say which upstream sent it, so a URI two servers share reaches the
+        subscribers of both (they re-read; nothing is revealed that a read would not)."""
+        uri = params.get("uri")
+        with self._lock:
+            targets = [(server, host) for (server, u), hosts in self._subscribers.items() if u == uri for host in hosts]
+        for server, host in targets:
+            if host.channel is not None:
+                host.channel(jsonrpc.notification("notifications/resources/updated",
+                                                  {**params, "uri": self.expose(server, str(uri))}))
 
     @contextmanager
     def hosting(self, call: HostCall) -> Iterator[str]:

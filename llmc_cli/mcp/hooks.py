@@ -18,6 +18,7 @@ class ClientHooks:
     on_progress: Callable[[dict[str, Any]], None] | None = None
     on_log: Callable[[dict[str, Any]], None] | None = None
     on_list_changed: Callable[[str], None] | None = None
+    on_resource_updated: Callable[[dict[str, Any]], None] | None = None  # notifications/resources/updated params
     # elicitation/create params -> ElicitResult ({"action": "accept"|"decline"|"cancel", ...})
     elicit: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     # sampling/createMessage params -> CreateMessageResult; None: declined with a clear error

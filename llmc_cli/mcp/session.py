@@ -396,6 +396,9 @@ class Session:
         elif method.endswith("/list_changed"):
             if self.hooks.on_list_changed:
                 self.hooks.on_list_changed(method)
+        elif method == "notifications/resources/updated":
+            if self.hooks.on_resource_updated:
+                self.hooks.on_resource_updated(params)
 
     def _serve_request(self, message: dict[str, Any]) -> None:
         method, params = message["method"], message.get("params") or {}

@@ -219,3 +219,60 @@ def test_an_upstreams_roots_request_goes_to_a_host_that_has_roots(gateway_profil
             assert json.loads(result.content[0].text) == expected
 
     run(work)
+
+
+@pytest.mark.parametrize("mode, version", ERAS)
+def test_resource_subscriptions_reach_an_initialize_era_upstream(gateway_profile: Path, mode: str,
+                                                                 version: str) -> None:
+    """resources/subscribe goes to an initialize-era upstream (the target over HTTP: over stdio the
+    SDK answers in the era of its first message), and its notifications/resources/updated reach the
+    subscribed host under the gateway's name."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from mcp.shared.exceptions import MCPError
+
+    from tests.helpers import PEERS, free_port
+
+    port = free_port()
+    target = subprocess.Popen([sys.executable, str(PEERS / "conformance_target.py"), "streamable-http", "--port",
+                               str(port), "--legacy"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    for _ in range(120):  # up to half a minute on a loaded machine
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.25)
+    with gateway_profile.open("a") as fh:
+        fh.write(f'\n[servers.target]\nurl = "http://127.0.0.1:{port}/mcp"\n\n[policy.hints."target.*"]\nreadOnly = true\n')
+    updated: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        root = getattr(message, "root", message)
+        if getattr(root, "method", None) == "notifications/resources/updated":
+            updated.append(str(root.params.uri))
+
+    async def work() -> None:
+        async with host(gateway_profile, mode, message_handler=on_message) as client:
+            uri = "target.test://watched-resource"
+            if version == "2026-07-28":  # subscriptions/listen there, not relayed yet
+                with pytest.raises(MCPError, match="method not found"):
+                    await client.subscribe_resource(uri)
+                return
+            assert client.session.server_capabilities.resources.subscribe is True
+            await client.subscribe_resource(uri)
+            assert (await client.call_tool("target.test_touch_watched", {})).is_error is False
+            with anyio.fail_after(30):
+                while not updated:
+                    await anyio.sleep(0.05)
+            assert updated == [uri]
+            await client.unsubscribe_resource(uri)
+
+    try:
+        run(work)
+    finally:
+        target.terminate()
+        target.wait(timeout=30)

@@ -2,7 +2,7 @@
 the tools, resources, prompts and completions those scenarios call by name, each answering what
 the scenario checks. Run directly and behind `llmc serve` (tests/conformance/test_server_conformance.py).
 
-Usage: python conformance_target.py [stdio|streamable-http] [--port N]
+Usage: python conformance_target.py [stdio|streamable-http] [--port N] [--legacy]
 """
 
 from __future__ import annotations
@@ -188,6 +188,11 @@ def build() -> MCPServer:
     async def test_list_roots(roots: Annotated[types.ListRootsResult, Resolve(client_roots)]) -> str:
         return json.dumps([str(root.uri) for root in roots.roots])
 
+    @server.tool(description="Tells subscribers that test://watched-resource changed (initialize era)")
+    async def test_touch_watched(ctx: Context) -> str:
+        await ctx.session.send_resource_updated("test://watched-resource")
+        return "touched"
+
     @server.tool(description="Closes its SSE stream mid-call: the client resumes it (SEP-1699)")
     async def test_reconnection(ctx: Context) -> str:
         await ctx.info("Before disconnect")
@@ -259,8 +264,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("transport", nargs="?", default="stdio", choices=["stdio", "streamable-http"])
     parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--legacy", action="store_true", help="no server/discover: initialize-era clients only")
     args = parser.parse_args()
     server = build()
+    if args.legacy:
+        server._lowlevel_server._request_handlers.pop("server/discover")  # the SDK exposes no switch for it
     if args.transport == "stdio":
         server.run("stdio")
         return
