@@ -38,19 +38,20 @@ ALLOWED: dict[str, set[str]] = {
     "config": {"mcp", "errors", "model"},
     "store": {"config", "mcp", "errors", "model"},
     "policy": {"config", "store", "mcp", "errors", "model"},
-    "audit": {"config", "store", "interrupts", "mcp", "errors", "model"},
+    "audit": {"config", "store", "interrupts", "telemetry", "mcp", "errors", "model"},
     "lockfile": {"config", "translate", "mcp", "errors", "model"},
-    "server": {"llmc_cli", "config", "mcp", "errors", "model"},  # the built-in MCP servers
+    "server": {"llmc_cli", "config", "telemetry", "mcp", "errors", "model"},  # the built-in MCP servers
     "keeper": {"config", "store", "mcp", "errors", "model"},  # lifecycle.py, transport.py
     "catalog": {"keeper", "mcp", "errors", "model"},
+    "telemetry": {"llmc_cli", "config", "mcp", "errors", "model"},  # imported by what it observes
     "services": {"catalog", "policy", "audit", "store", "config", "keeper", "lockfile", "server", "interrupts",
-                 "mcp", "errors", "model"},
+                 "telemetry", "mcp", "errors", "model"},
     "keeper.process": {"keeper", "services", "store", "config", "mcp", "errors", "model"},
-    "agent": {"services", "catalog", "policy", "audit", "providers", "translate", "config", "mcp", "errors",
-              "model"},
-    "gateway": {"llmc_cli", "services", "catalog", "policy", "audit", "lockfile", "server", "config", "mcp",
+    "agent": {"services", "catalog", "policy", "audit", "providers", "translate", "config", "telemetry", "mcp",
+              "errors", "model"},
+    "gateway": {"llmc_cli", "telemetry", "services", "catalog", "policy", "audit", "lockfile", "server", "config", "mcp",
                 "errors", "model"},
-    "cli": {"llmc_cli", "agent", "gateway", "services", "catalog", "policy", "audit", "store", "config",
+    "cli": {"llmc_cli", "agent", "gateway", "services", "telemetry", "catalog", "policy", "audit", "store", "config",
             "keeper", "lockfile", "server", "translate", "providers", "interrupts", "mcp", "errors", "model"},
     "__main__": {"cli"},
 }

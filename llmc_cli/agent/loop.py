@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, TypedDict
 
+from llmc_cli import telemetry
 from llmc_cli.agent.compaction import compact
 from llmc_cli.agent.conversations import Conversation
 from llmc_cli.audit import AuditError
@@ -89,9 +90,27 @@ def ask(prompt: str, *, provider: Provider, tools: list[Tool], call_tool: CallTo
     policy.is_read_only, hints included); a turn's calls run concurrently only when it is true
     for every one of them. Appends to `conversation` (a new one if None) and its
     `runs`; the caller saves it. ProviderError propagates with `.record` (the run so far) set."""
+    conv = conversation or Conversation.new(provider.name, provider.settings.model, system)
+    attributes = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "llmc",
+                  "gen_ai.provider.name": genai_provider(provider.name), "gen_ai.request.model": provider.settings.model,
+                  "gen_ai.conversation.id": conv.id}
+    with telemetry.span("invoke_agent llmc", "internal", attributes):
+        return _ask(prompt, provider, tools, call_tool, read_only, conv, system, max_steps, timeout, result_budget,
+                    max_parallel, progress, strict, on_text)
+
+
+def genai_provider(name: str) -> str:
+    """gen_ai.provider.name of the conventions for a provider of llmc's (`text` speaks Chat
+    Completions, as the OpenAI-compatible local servers do)."""
+    return {"openai-responses": "openai", "text": "openai", "gemini": "gcp.gemini"}.get(name, name)
+
+
+def _ask(prompt: str, provider: Provider, tools: list[Tool], call_tool: CallTool, read_only: ReadOnly,
+         conv: Conversation, system: str | None, max_steps: int, timeout: float, result_budget: int,
+         max_parallel: int, progress: Progress | None, strict: bool,
+         on_text: Callable[[str], None] | None) -> RunRecord:
     started = time.monotonic()
     deadline = started + timeout
-    conv = conversation or Conversation.new(provider.name, provider.settings.model, system)
     if system is not None:
         conv.system = system
     record = RunRecord(conv.id, provider.name, provider.settings.model, prompt)
@@ -118,8 +137,7 @@ def ask(prompt: str, *, provider: Provider, tools: list[Tool], call_tool: CallTo
             t0 = time.monotonic()
             try:
                 # on_text: the model's text, streamed as it arrives (every turn's, not only the answer's)
-                turn = provider.complete(conv.system, conv.messages, translation, timeout=remaining,
-                                         **({"on_text": on_text} if on_text else {}))
+                turn = _chat(provider, conv, translation, remaining, on_text)
             except ProviderError:
                 if time.monotonic() >= deadline:
                     record.stop_reason = STOP_TIMEOUT
@@ -152,6 +170,32 @@ def ask(prompt: str, *, provider: Provider, tools: list[Tool], call_tool: CallTo
     record.duration_ms = _ms(started)
     conv.runs.append(record.to_json())
     return record
+
+
+def _chat(provider: Provider, conv: Conversation, translation: Any, timeout: float,
+          on_text: Callable[[str], None] | None) -> AssistantTurn:
+    """One model call, as a `chat {model}` CLIENT span and the GenAI client metrics."""
+    model = provider.settings.model or ""
+    name = genai_provider(provider.name)
+    attributes = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": name, "gen_ai.request.model": model,
+                  "gen_ai.conversation.id": conv.id}
+    t0 = time.monotonic()
+    with telemetry.span(f"chat {model}".strip(), "client", attributes) as span:
+        try:
+            turn = provider.complete(conv.system, conv.messages, translation, timeout=timeout,
+                                     **({"on_text": on_text} if on_text else {}))
+        except ProviderError as exc:
+            telemetry.chat_usage(name, model, None, None, time.monotonic() - t0, type(exc).__name__)
+            raise
+        usage = turn.usage
+        for key, value in (("gen_ai.usage.input_tokens", usage.input_tokens),
+                           ("gen_ai.usage.output_tokens", usage.output_tokens)):
+            if value is not None:
+                span.set(key, value)
+        if turn.stop_reason:
+            span.set("gen_ai.response.finish_reasons", [turn.stop_reason])
+        telemetry.chat_usage(name, model, usage.input_tokens, usage.output_tokens, time.monotonic() - t0)
+    return turn
 
 
 def _without_lone_surrogates(turn: AssistantTurn) -> AssistantTurn:
@@ -201,8 +245,13 @@ def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool
         emit({"event": "tool_start", "step": step, "tool": entries[i]["tool"], "arguments": entries[i]["arguments"]})
         t0 = time.monotonic()
         out: StepOutcome = {}
+        attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool.name,
+                      "gen_ai.tool.call.id": c.id, "gen_ai.tool.type": "extension", "llmc.server": tool.server}
         try:
-            result = call_tool(ToolCall(tool.server, tool.name, dict(sent[i]), call_id=c.id))
+            with telemetry.span(f"execute_tool {tool.name}", "internal", attributes) as span:
+                result = call_tool(ToolCall(tool.server, tool.name, dict(sent[i]), call_id=c.id))
+                if result.is_error:
+                    span.error("tool_error", "the tool reported an error")
         except PolicyDenied as exc:
             _fail(out, "denied", f"llmc's policy denied this call: {exc.message}", exc)
         except AuditError:
@@ -222,7 +271,7 @@ def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool
         _ended(emit, step, entries[i]["tool"], out["outcome"], out["duration_ms"], out["seen_result"])
 
     parallel = len(runnable) > 1 and all(read_only(by_name[calls[i].name]) for i in runnable)
-    timed_out = not _run_bounded(work, runnable, max_parallel if parallel else 1, deadline)
+    timed_out = not _run_bounded(telemetry.in_context(work), runnable, max_parallel if parallel else 1, deadline)
     with lock:
         closed = True
     items = []

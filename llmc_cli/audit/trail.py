@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from llmc_cli import telemetry
 from llmc_cli.audit.records import AuditError, now_iso, record_hash
 from llmc_cli.mcp.jsonrpc import replace_lone_surrogates
 from llmc_cli.store.chain import GENESIS
@@ -60,6 +61,8 @@ class ChainedLog:
             return lines
 
         self._append_chained(seal)
+        for full in written:  # stored: now they may also leave as OTLP log records ([telemetry] audit_logs)
+            telemetry.audit_record(full)
         return written
 
     def append(self, record: dict[str, Any]) -> dict[str, Any]:

@@ -49,13 +49,32 @@ def open_catalog(ctx: click.Context, target: Target, sample: Any = None,
         # The server starts while the profile (and its policy) loads: start-up overlaps.
         catalog = services.open_catalog(None, (), adhoc, hooks, on_stderr, target.timeout, session)
         catalog.warm_up()
-        return catalog, load_profile(profile_name)
+        profile = load_profile(profile_name)
+        _telemetry(ctx, profile)
+        return catalog, profile
     profile = load_profile(profile_name)
+    _telemetry(ctx, profile)
     catalog = services.open_catalog(profile, tuple(target.servers), None, hooks, on_stderr, target.timeout,
                                     session)
     if warm:
         catalog.warm_up()
     return catalog, profile
+
+
+def start_telemetry(command: str, loaded: "LoadedProfile | None" = None) -> None:
+    """OpenTelemetry for this command: from --otel or LLMC_OTEL (no profile yet), or the
+    profile's [telemetry]. Captured tool content is masked as the audit log masks it."""
+    from llmc_cli import telemetry
+    from llmc_cli.audit import mask_secrets
+
+    if loaded is None:
+        telemetry.enable(command, mask_secrets)
+    else:
+        telemetry.enable_for_profile(command, mask_secrets, loaded.profile.telemetry)
+
+
+def _telemetry(ctx: click.Context, loaded: "LoadedProfile") -> None:
+    start_telemetry(ctx.command_path, loaded)
 
 
 def resolve_tool(ctx: click.Context, catalog: "Catalog", name: str) -> tuple[str, str]:

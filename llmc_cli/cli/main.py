@@ -80,8 +80,9 @@ def _complete_profiles(ctx: click.Context, param: click.Parameter, incomplete: s
               help="Profile to use (default: 'default', else the built-in read-only workspace).")
 @click.option("-v", "--verbose", count=True, help="Show server stderr and log messages on stderr.")
 @click.option("-q", "--quiet", is_flag=True, help="No warnings on stderr (errors still show).")
+@click.option("--otel", is_flag=True, help="Export OpenTelemetry traces and metrics (OTEL_* variables; also LLMC_OTEL=1).")
 @click.pass_context
-def cli(ctx: click.Context, profile: str | None, verbose: int, quiet: bool) -> None:
+def cli(ctx: click.Context, profile: str | None, verbose: int, quiet: bool, otel: bool) -> None:
     """Let any LLM use the tools of any MCP server: under a policy, with an audit trail.
 
     stdout carries only data (JSON by default); messages for people go to stderr.
@@ -90,6 +91,12 @@ def cli(ctx: click.Context, profile: str | None, verbose: int, quiet: bool) -> N
     from llmc_cli.cli.context import App
 
     ctx.obj = App(profile=profile, verbose=verbose, quiet=quiet)
+    from llmc_cli import telemetry
+
+    if otel or telemetry.env_requested():
+        from llmc_cli.cli.common import start_telemetry
+
+        start_telemetry(f"llmc {ctx.invoked_subcommand or ''}".strip())
     if quiet:
         from llmc_cli.cli import output
 
@@ -157,10 +164,24 @@ def main(argv: list[str] | None = None) -> None:
             _run(argv)
         finally:
             _record_abandoned()
+            _end_telemetry()
     except SystemExit:
         _flush_stdout()
         raise
     _flush_stdout()
+
+
+def _end_telemetry() -> None:
+    """Export what telemetry holds, within its bounded time; a collector that is down is a
+    warning, never a different exit code."""
+    telemetry = sys.modules.get("llmc_cli.telemetry")
+    if telemetry is None:
+        return
+    warning = telemetry.shutdown()
+    if warning:
+        from llmc_cli.cli.output import warn
+
+        warn(warning)
 
 
 def _flush_stdout() -> None:

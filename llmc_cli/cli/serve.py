@@ -45,6 +45,9 @@ def serve(ctx: click.Context, profile_name: str | None, http: str | None, idle_t
         raise UsageError("name the profile to serve: llmc serve -p PROFILE (or run llmc serve workspace)")
     verbose = app_of(ctx).verbose
     profile = load_profile(name)
+    from llmc_cli.cli.common import start_telemetry
+
+    start_telemetry("llmc serve", profile)
     if http:
         run.serve_http(profile, http, verbose=verbose, idle_seconds=idle_timeout)
     else:

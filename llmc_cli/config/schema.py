@@ -199,6 +199,18 @@ class StateConfig:
 
 
 @dataclass
+class TelemetryConfig:
+    __pydantic_config__ = _STRICT
+
+    # OpenTelemetry (the `otel` extra). Where data goes and what the service is called come from
+    # the standard OTEL_* environment variables, as for any instrumented program.
+    enabled: bool = False
+    audit_logs: bool = False  # audit records also leave as OTLP log records (the file stays the truth)
+    capture_content: bool = False  # tool arguments/results on spans (masked like the audit log)
+    flush_timeout: float = field(default=2.0, metadata=_POSITIVE)  # seconds a command waits for its export
+
+
+@dataclass
 class Profile:
     __pydantic_config__ = _STRICT
 
@@ -211,6 +223,7 @@ class Profile:
     llm: LlmConfig = field(default_factory=LlmConfig)
     serve: ServeConfig = field(default_factory=ServeConfig)
     state: StateConfig = field(default_factory=StateConfig)
+    telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
 
     def __post_init__(self) -> None:
         for name in self.servers:

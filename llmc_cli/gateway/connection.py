@@ -49,6 +49,12 @@ class GatewayConnection(McpServer):
         self.on_initialize: Callable[[], None] | None = None  # after the handshake, before its result is sent
         toolbox.connections.add(self)
 
+    def span_attributes(self, params: dict[str, Any]) -> dict[str, Any]:
+        attributes = super().span_attributes(params)
+        if self.transport == "http":
+            attributes.update({"network.transport": "tcp", "network.protocol.name": "http"})
+        return attributes
+
     def _forget(self) -> None:
         self.toolbox.connections.discard(self)
         self.toolbox.forget(self)

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from llmc_cli import __version__
 from llmc_cli.errors import Cancelled, ConnectionFailed, LlmcError, ProtocolError, RpcError, SessionExpired, TimeoutExpired
-from llmc_cli.mcp import jsonrpc
+from llmc_cli.mcp import jsonrpc, observe
 from llmc_cli.mcp.hooks import ClientHooks, answer_server_request
 from llmc_cli.mcp.transports.base import Transport
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, META_PREFIX, MODERN_VERSIONS, SUPPORTED_VERSIONS
@@ -70,6 +70,7 @@ class Session:
         self._lock = threading.Lock()
         self._closed_error: LlmcError | None = None
         self._started = False
+        self._born = time.monotonic()
         self._reinitialized = False  # an expired HTTP session is initialized again once
         # Called after every completed handshake, the one after an expired HTTP session included
         # (the client remembers the new session id for the next invocation).
@@ -153,6 +154,8 @@ class Session:
             self.transport.close()
         finally:
             self._fail_pending(ConnectionFailed(f"{self.name}: session closed"))
+            if observe.OBSERVER is not None and self._started:
+                observe.OBSERVER.session_ended(self, time.monotonic() - self._born)
 
     def __enter__(self) -> "Session":
         return self
@@ -304,16 +307,27 @@ class Session:
             # Always asked for, shown or not: progress is what extends a slow request's
             # deadline, so a call that works on a terminal works the same in cron.
             meta["progressToken"] = request_id
+        watch = observe.OBSERVER.request(self, request_id, method, params) if observe.OBSERVER else None
+        if watch is not None:
+            meta.update(watch.meta())
         if meta:
             params["_meta"] = meta
         future: Future[dict[str, Any]] = Future()
         with self._lock:
             self._pending[request_id] = future
             self._activity[request_id] = time.monotonic()
+        result: dict[str, Any] | None = None
+        error: BaseException | None = None
         try:
             self._send_request(jsonrpc.request(request_id, method, params or None))
-            return self._wait(request_id, future, method, timeout if timeout is not None else self.timeout)
+            result = self._wait(request_id, future, method, timeout if timeout is not None else self.timeout)
+            return result
+        except BaseException as exc:
+            error = exc
+            raise
         finally:
+            if watch is not None:
+                watch.finish(result, error)
             with self._lock:
                 self._pending.pop(request_id, None)
                 self._activity.pop(request_id, None)

@@ -19,6 +19,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from llmc_cli import telemetry
 from llmc_cli.errors import ProtocolError, RpcError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, MODERN_VERSIONS
@@ -108,6 +109,22 @@ class McpServer:
             return
         msg_id, method = message["id"], message["method"]
         params = message.get("params") or {}
+        span = telemetry.server_span(method, params, msg_id, self.span_attributes(params)) \
+            if telemetry.enabled() and isinstance(params, dict) else None
+        if span is None:
+            self._request(msg_id, method, params, send)
+            return
+        with span.current():  # pool threads take the context along (run_in_pool)
+            self._request(msg_id, method, params, span.sending(send))
+
+    def span_attributes(self, params: dict[str, Any]) -> dict[str, Any]:
+        """What the transport and era say about a request, for its SERVER span (telemetry on)."""
+        meta = params.get("_meta")
+        version = meta.get(META + "protocolVersion") if isinstance(meta, dict) else None
+        version = version if isinstance(version, str) else self.legacy_version
+        return {"network.transport": "pipe", **({"mcp.protocol.version": version} if version else {})}
+
+    def _request(self, msg_id: Any, method: str, params: Any, send: Send) -> None:
         try:
             if not isinstance(params, dict):
                 raise RequestError(jsonrpc.INVALID_PARAMS, "params must be an object")
@@ -232,7 +249,7 @@ class McpServer:
         """Answer a request from a pool thread: a slow one never holds up ping or a cancellation."""
         with self._lock:
             self._running.add(msg_id)
-        self._pool.submit(self._answer_from_pool, msg_id, work, modern, send, label)
+        self._pool.submit(telemetry.in_context(self._answer_from_pool), msg_id, work, modern, send, label)
 
     def _answer_from_pool(self, msg_id: Any, work: Callable[[], dict[str, Any]], modern: str | None, send: Send,
                           label: str) -> None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Callable
 
+from llmc_cli import telemetry
 from llmc_cli.catalog import Catalog
 from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.errors import Cancelled, ConfigError, LlmcError, PolicyDenied, ProtocolError, TimeoutExpired, UsageError
@@ -163,6 +164,7 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
         check(lock_path(profile), tool)
     if decision.action == "confirm":
         decision = _confirm(invocation, call, tool, decision)
+    telemetry.policy_decision(call.qualified_name, decision.action, decision.rule, invocation.caller)
     base = {**audit.identity(), "profile": profile.name, "command": invocation.command,
             "conversation": invocation.conversation_id, "client": invocation.client, "server": call.server, "tool": call.tool,
             "arguments": audit.mask_secrets(call.arguments, invocation.secrets), "callHash": decision.call_hash}

@@ -83,6 +83,12 @@ def build() -> MCPServer:
     def crash() -> str:
         os._exit(3)
 
+    @server.tool(description="The W3C trace context the request carried in params._meta (SEP-414).")
+    def trace_context(ctx: Context) -> dict[str, str]:
+        meta = ctx.request_context.meta or {}
+        get = meta.get if isinstance(meta, dict) else lambda key: getattr(meta, key, None)
+        return {key: value for key in ("traceparent", "tracestate", "baggage") if isinstance(value := get(key), str)}
+
     @server.resource("test://greeting", description="A greeting resource.")
     def greeting() -> str:
         return "hello from a resource"
