@@ -298,7 +298,7 @@ class Otel:
         worker = threading.Thread(target=flush, name="llmc-otel-flush", daemon=True)
         started = time.monotonic()
         worker.start()
-        worker.join(bound + 0.5)
+        worker.join(bound)
         endpoint = (os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
                     or "http://localhost:4318")
         if worker.is_alive():

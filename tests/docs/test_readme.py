@@ -40,9 +40,11 @@ NOT_RUN = {
                                                    "(`llmc tools list` runs in the workspace section)",
     "bash scripts/test.sh": "the whole test suite, this test included",
     "bash scripts/test.sh tests/mcp -x": "the test suite again",
+    "bash scripts/test.sh -n 0": "the test suite again, serially",
     "(cd bench/node && npm install) && .venv/bin/python bench/peers.py --runs 10": "installs npm packages, then "
                                                                                   "a benchmark",
     "pip install 'llmc-cli[postgres]'": "installs a package (the test environment has psycopg already)",
+    "pip install 'llmc-cli[otel]'": "installs a package (the test environment has the OpenTelemetry SDK already)",
     "llmc state migrate": "needs the PostgreSQL server at db.internal the example names "
                           "(tests/state migrates a real one)",
     "llmc auth login erp --no-browser": "waits until a person opens the URL it prints "
