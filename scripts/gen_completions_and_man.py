@@ -119,6 +119,7 @@ ENVIRONMENT: list[tuple[str, str]] = [
     ("LLMC_STATE_URL", "A PostgreSQL URL for shared state (audit chain, rate windows); wins over [state] url."),
     ("LLMC_APPROVAL_KEY", "The key of approved call hashes, shared by machines that share approvals "
                           "(at least 32 characters); else approval.key in the state directory."),
+    ("LLMC_OTEL", "1 turns on OpenTelemetry export (as --otel); the standard OTEL_* variables configure it."),
     ("LLMC_MAX_MESSAGE_BYTES", "The largest message accepted from a server, in bytes (default 64 MiB)."),
     ("LLMC_PROTECTED_PATHS", "Set by llmc for the stdio servers it starts: its own config and state "
                              "directories, which `llmc serve workspace` refuses to touch."),
