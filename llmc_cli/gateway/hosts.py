@@ -49,6 +49,24 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+MAX_RESUMABLE = 16  # a session's newest call streams that a host may resume (Last-Event-ID)
+
+
+@dataclass
+class ResumableStream:
+    """A tools/call's SSE stream in a session: every event it carried (event k is events[k-1], its
+    id `STREAM-k`), and the replies still to come. Whoever owns it (the POST that opened it, or the
+    GET that resumed it) writes the events; a host whose stream broke resumes it with GET and
+    Last-Event-ID, and the call goes on meanwhile (initialize era: a broken stream is no cancel)."""
+
+    msg_id: Any
+    replies: "queue.Queue[dict[str, Any]]"
+    events: list[dict[str, Any]] = field(default_factory=list)
+    owner: int = 0  # the thread writing it now
+    done: bool = False  # its final reply is among the events
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
 @dataclass
 class HostSession:
     connection: GatewayConnection
@@ -56,6 +74,12 @@ class HostSession:
     last_used: float = field(default_factory=time.monotonic)
     stream: "queue.Queue[dict[str, Any] | None] | None" = None  # the GET stream's messages
     last_shared: float = field(default_factory=time.monotonic)  # when the shared store last saw it used
+    streams: dict[str, ResumableStream] = field(default_factory=dict)  # stream id -> stream, oldest first
+
+    def keep_stream(self, stream_id: str, stream: ResumableStream) -> None:
+        self.streams[stream_id] = stream
+        while len(self.streams) > MAX_RESUMABLE:
+            del self.streams[next(iter(self.streams))]
 
 
 def _stamp(profile: LoadedProfile) -> tuple[int, int, int] | None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import queue
+import secrets
 import signal
 import socket
 import threading
@@ -33,7 +34,7 @@ from urllib.parse import urlsplit
 
 from llmc_cli.errors import LlmcError, ProtocolError
 from llmc_cli.gateway.connection import GatewayConnection
-from llmc_cli.gateway.hosts import IDLE_SECONDS, HttpGateway, parse_address
+from llmc_cli.gateway.hosts import IDLE_SECONDS, HostSession, HttpGateway, ResumableStream, parse_address
 from llmc_cli.gateway.principals import Principal, authenticate
 from llmc_cli.gateway.toolbox import Toolbox
 from llmc_cli.mcp import jsonrpc
@@ -44,6 +45,7 @@ ENDPOINT = "/mcp"
 MAX_BODY_BYTES = 4 * 1024 * 1024
 REPLY_SECONDS = 3600.0  # the longest a request may take (upstream timeouts end calls long before)
 KEEPALIVE_SECONDS = 15.0
+RETRY_MS = 500  # how soon a host whose stream broke should resume it (SSE retry field)
 STREAMED = {"tools/call"}
 REMOVED = {"initialize", "ping", "logging/setLevel"}  # initialize-era methods a 2026-07-28 request cannot use
 NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}  # what Mcp-Name repeats  # answered on SSE when the client accepts it: messages come before the result
@@ -150,6 +152,12 @@ class Handler(BaseHTTPRequestHandler):
         if session is None:
             self._refuse(404, "Session not found")
             return
+        stream_id, _, seen = (self.headers.get("Last-Event-ID") or "").rpartition("-")
+        resumed = session.streams.get(stream_id)
+        if resumed is not None and seen.isdigit():
+            self._start_stream({})
+            self._pump(resumed, stream_id, int(seen), time.monotonic() + REPLY_SECONDS)
+            return
         stream: queue.Queue[dict[str, Any] | None] = queue.Queue()
         if session.stream is not None:
             session.stream.put(None)  # one stream per session: the newer one wins
@@ -204,6 +212,7 @@ class Handler(BaseHTTPRequestHandler):
             modern = True
         extra: dict[str, str] = {}
         stateless = None
+        session: HostSession | None = None  # initialize-era session of the request (not initialize's own)
         if session_id:
             session = gateway.find_session(session_id, principal)
             if session is None:
@@ -235,7 +244,8 @@ class Handler(BaseHTTPRequestHandler):
                 self._refuse(404, f"Method not found: {method} (removed in 2026-07-28)", jsonrpc.METHOD_NOT_FOUND,
                              msg_id=message["id"])
                 return
-            self._answer(connection, message, extra, modern=modern and not session_id)
+            self._answer(connection, message, extra, modern=modern and not session_id,
+                         session=session)
         finally:
             if stateless is not None:
                 stateless.close()
@@ -297,13 +307,22 @@ class Handler(BaseHTTPRequestHandler):
         return message
 
     def _answer(self, connection: GatewayConnection, message: dict[str, Any], extra: dict[str, str], *,
-                modern: bool = False) -> None:
+                modern: bool = False, session: HostSession | None = None) -> None:
         replies: queue.Queue[dict[str, Any]] = queue.Queue()
         msg_id = message["id"]
         connection.handle(message, replies.put)
         streamed = (message["method"] in STREAMED and "text/event-stream" in (self.headers.get("Accept") or "")
                     and _may_send_first(connection, message))
         deadline = time.monotonic() + REPLY_SECONDS
+        if streamed and session is not None and session.connection.legacy_version is not None:
+            stream_id = secrets.token_hex(8)
+            resumable = ResumableStream(msg_id, replies)
+            session.keep_stream(stream_id, resumable)
+            self._start_stream(extra)
+            if session.connection.legacy_version >= "2025-11-25":  # SEP-1699: an id to resume from at once
+                self._write(f"id: {stream_id}-0\nretry: {RETRY_MS}\ndata: \n\n".encode())
+            self._pump(resumable, stream_id, 0, deadline)
+            return
         if streamed:
             self._start_stream(extra)
         try:
@@ -331,6 +350,39 @@ class Handler(BaseHTTPRequestHandler):
                                                    {"requestId": msg_id, "reason": "the client disconnected"}),
                               lambda reply: None)
 
+    def _pump(self, stream: ResumableStream, stream_id: str, seen: int, deadline: float) -> None:
+        """Write a session's call stream from event `seen` on until its final reply, taking it over
+        from any other writer. A broken connection just stops: the host may resume again."""
+        me = threading.get_ident()
+        with stream.lock:
+            stream.owner = me
+        cursor = seen
+        try:
+            while True:
+                with stream.lock:
+                    if stream.owner != me:
+                        return  # resumed elsewhere
+                    pending = stream.events[cursor:]
+                    done = stream.done
+                for offset, event in enumerate(pending, start=cursor + 1):
+                    self._event(event, f"{stream_id}-{offset}")
+                cursor += len(pending)
+                if done and cursor >= len(stream.events):
+                    return
+                try:
+                    reply = stream.replies.get(timeout=min(KEEPALIVE_SECONDS, max(0.1, deadline - time.monotonic())))
+                except queue.Empty:
+                    if time.monotonic() >= deadline:
+                        reply = jsonrpc.error(stream.msg_id, jsonrpc.INTERNAL_ERROR, "no reply in time")
+                    else:
+                        self._write(b": keepalive\n\n")  # also finds a client that went away
+                        continue
+                with stream.lock:
+                    stream.events.append(reply)
+                    stream.done = stream.done or ("method" not in reply and reply.get("id") == stream.msg_id)
+        except OSError:
+            pass  # the host lost the stream: the call goes on, its events wait for a GET with Last-Event-ID
+
     def _start_stream(self, extra: dict[str, str]) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -341,8 +393,10 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.close_connection = True  # an SSE body ends when the connection does
 
-    def _event(self, message: dict[str, Any]) -> None:
-        self._write(b"event: message\ndata: " + json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n\n")
+    def _event(self, message: dict[str, Any], event_id: str | None = None) -> None:
+        head = f"id: {event_id}\n".encode() if event_id else b""
+        self._write(head + b"event: message\ndata: " + json.dumps(message, ensure_ascii=False).encode("utf-8")
+                    + b"\n\n")
 
     def _write(self, data: bytes) -> None:
         self.wfile.write(data)

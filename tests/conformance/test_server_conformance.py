@@ -125,3 +125,5 @@ def test_every_scenario_the_target_passes_passes_through_the_gateway(
             for name in sorted(direct_passes - NOT_YET_THROUGH_GATEWAY) if not passed(through.get(name, []))}
     assert not lost, json.dumps(lost, indent=1)[:6000]
     assert passed(through["dns-rebinding-protection"])
+    if spec == "2025-11-25":  # resumable session streams: a priming event with an id and a retry field
+        assert all(c["status"] in ("SUCCESS", "INFO") for c in through["server-sse-polling"]), through["server-sse-polling"]

@@ -282,21 +282,48 @@ def test_bad_http_options(gateway_profile: Path, args: list[str], message: str) 
     assert proc.returncode == 2 and message in proc.stderr and proc.stdout == ""
 
 
-def test_a_dropped_stream_cancels_the_call(gateway: Gateway, tmp_path: Path) -> None:
-    session = gateway.request("POST", "/mcp", INIT)[1]["mcp-session-id"]
-    conn = http.client.HTTPConnection("127.0.0.1", gateway.port, timeout=30)
+def slow_call(gateway: Gateway, seconds: float, session: str | None) -> tuple[http.client.HTTPConnection, Any]:
+    """POST sdk.slow with a progress token; the open SSE response, read up to the first progress."""
+    meta: dict[str, Any] = {"progressToken": "p"}
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if session:
+        headers["Mcp-Session-Id"] = session
+    else:  # 2026-07-28: no session, the version in _meta and headers
+        meta.update({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                     "io.modelcontextprotocol/clientCapabilities": {}})
+        headers.update({"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "sdk.slow"})
     call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-            "params": {"name": "sdk.slow", "arguments": {"seconds": 30}, "_meta": {"progressToken": "p"}}}
-    conn.request("POST", "/mcp", body=json.dumps(call), headers={
-        "Content-Type": "application/json", "Accept": "application/json, text/event-stream", "Mcp-Session-Id": session})
+            "params": {"name": "sdk.slow", "arguments": {"seconds": seconds}, "_meta": meta}}
+    conn = http.client.HTTPConnection("127.0.0.1", gateway.port, timeout=30)
+    conn.request("POST", "/mcp", body=json.dumps(call), headers=headers)
     response = conn.getresponse()
     assert response.status == 200 and response.getheader("Content-Type") == "text/event-stream"
-    first = b""
-    while b"notifications/progress" not in first:  # the upstream is working on it
+    return conn, response
+
+
+def read_events(response: Any, until: bytes) -> list[tuple[str | None, bytes]]:
+    """SSE events (id, data) up to and including the first whose data holds `until`."""
+    events: list[tuple[str | None, bytes]] = []
+    event_id, data = None, b""
+    for _ in range(10_000):
         line = response.fp.readline()
-        assert line, "the stream ended before any progress"
-        first += line
-    response.close()  # the host goes away mid-call
+        assert line, f"the stream ended before {until!r}: {events}"
+        if line.startswith(b"id: "):
+            event_id = line[4:].strip().decode()
+        elif line.startswith(b"data: "):
+            data += line[6:].strip()
+        elif line in (b"\n", b"\r\n") and (event_id or data):
+            events.append((event_id, data))
+            if until in data:
+                return events
+            event_id, data = None, b""
+    raise AssertionError("too many events")
+
+
+def test_a_dropped_stream_cancels_a_2026_call(gateway: Gateway, tmp_path: Path) -> None:
+    conn, response = slow_call(gateway, 30, None)
+    read_events(response, b"notifications/progress")  # the upstream is working on it
+    response.close()  # the host goes away mid-call: in 2026-07-28 that is a cancel
     conn.close()
     for _ in range(150):
         if any(r.get("outcome") == "cancelled" for r in audit_records(tmp_path)):
@@ -304,6 +331,36 @@ def test_a_dropped_stream_cancels_the_call(gateway: Gateway, tmp_path: Path) -> 
         time.sleep(0.2)
     outcome = next(r for r in audit_records(tmp_path) if r["event"] == "outcome")
     assert outcome["outcome"] == "cancelled" and outcome["tool"] == "slow"
+
+
+def test_a_session_resumes_a_dropped_stream_with_last_event_id(gateway: Gateway, tmp_path: Path) -> None:
+    """Initialize era: a broken stream is no cancel (2025-11-25 transports); GET with
+    Last-Event-ID replays what the host missed and goes on to the result."""
+    session = gateway.request("POST", "/mcp", INIT)[1]["mcp-session-id"]
+    conn, response = slow_call(gateway, 1.5, session)
+    events = read_events(response, b"notifications/progress")
+    assert events[0] == (events[0][0], b"") and events[0][0].endswith("-0")  # the priming event (SEP-1699)
+    last_id = events[-1][0]
+    assert last_id and not last_id.endswith("-0")
+    response.close()
+    conn.close()
+    resume = http.client.HTTPConnection("127.0.0.1", gateway.port, timeout=30)
+    resume.request("GET", "/mcp", headers={"Accept": "text/event-stream", "Mcp-Session-Id": session,
+                                           "Last-Event-ID": last_id})
+    resumed = resume.getresponse()
+    assert resumed.status == 200
+    rest = read_events(resumed, b'"id": 7')
+    resume.close()
+    ids = [event_id for event_id, _ in rest]
+    stream, number = last_id.rsplit("-", 1)
+    assert ids == [f"{stream}-{n}" for n in range(int(number) + 1, int(number) + 1 + len(ids))]  # nothing twice
+    assert json.loads(rest[-1][1])["result"]["content"][0]["text"] == "slept 1.5"
+    for _ in range(50):  # the outcome record follows within a second
+        if any(r["event"] == "outcome" for r in audit_records(tmp_path)):
+            break
+        time.sleep(0.2)
+    outcome = next(r for r in audit_records(tmp_path) if r["event"] == "outcome")
+    assert outcome["outcome"] == "ok" and outcome["tool"] == "slow"
 
 
 # The official conformance suites' server scenarios that need no purpose-built target server
