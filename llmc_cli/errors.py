@@ -107,6 +107,17 @@ class TimeoutExpired(LlmcError):
     kind = "timeout"
 
 
+class InputRequired(LlmcError):
+    """A call paused for its caller's answers (2026-07-28 input_required, relayed by the gateway to
+    its host): `requests` are the input requests by key; the caller retries with the answers."""
+
+    kind = "input_required"
+
+    def __init__(self, requests: dict[str, Any]) -> None:
+        super().__init__("input required from the MCP host")
+        self.requests = requests
+
+
 class Cancelled(LlmcError):
     """The caller withdrew the request (an MCP host's notifications/cancelled, relayed upstream)."""
 

@@ -14,7 +14,7 @@ import json
 from typing import Any, Callable
 
 from llmc_cli import __version__
-from llmc_cli.errors import Cancelled, DriftError, LlmcError, PolicyDenied, RpcError
+from llmc_cli.errors import InputRequired, Cancelled, DriftError, LlmcError, PolicyDenied, RpcError
 from llmc_cli.gateway.toolbox import HostCall, Toolbox, own_result
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.model import ToolCall
@@ -203,13 +203,21 @@ class GatewayConnection(McpServer):
         call = ToolCall(route[0], route[1], dict(params.get("arguments") or {}))
         capabilities = self.host_capabilities(params, modern)
         can_ask = "elicitation" in capabilities
+        # 2026-07-28: what earlier rounds of this call settled (requestState, sealed by us) and the
+        # host's answers to the round it retries
+        confirmed, answers = self.toolbox.unpack_state(call, params.get("requestState")) if modern else (False, {})
+        responses = params.get("inputResponses")
+        if isinstance(responses, dict):
+            answers = {**answers, **{k: v for k, v in responses.items() if k.startswith("upstream-")}}
+        round_state = {"confirmed": confirmed}
         invocation = services.Invocation(
             profile=toolbox.profile, command="serve", caller="model", interactive=can_ask,
-            confirm=lambda c, t: self._confirm(c, params, modern, send), client=self.host_identity(params, modern),
+            confirm=lambda c, t: self._confirm(c, params, modern, send, round_state),
+            client=self.host_identity(params, modern),
             audit=toolbox.audit)
         meta = params.get("_meta") or {}
         host_call = HostCall(self, send, meta.get("progressToken"), capabilities, modern,
-                             meta.get(META + "logLevel"))
+                             meta.get(META + "logLevel"), answers)
         try:
             with toolbox.hosting(host_call) as token:
                 with self._lock:
@@ -221,6 +229,9 @@ class GatewayConnection(McpServer):
                         self._upstream.pop(msg_id, None)
         except _InputRequired as exc:
             return exc.result
+        except InputRequired as exc:  # the upstream asks the host (2026-07-28): a round for the host
+            state = self.toolbox.pack_state(call, bool(round_state["confirmed"]), answers)
+            return {"resultType": "input_required", "inputRequests": exc.requests, "requestState": state}
         except PolicyDenied as exc:
             if not toolbox.visible(tool):  # hidden: as if it did not exist, whatever the spelling
                 raise RequestError(jsonrpc.INVALID_PARAMS, f"Unknown tool: {name}") from None
@@ -250,17 +261,22 @@ class GatewayConnection(McpServer):
                 f"llmc -p {shlex.quote(profile)} policy approve {call.qualified_name} --json {shlex.quote(arguments)} "
                 f"--write ({exc.details.get('callHash')})")
 
-    def _confirm(self, call: ToolCall, params: dict[str, Any], modern: str | None, send: Send) -> bool:
+    def _confirm(self, call: ToolCall, params: dict[str, Any], modern: str | None, send: Send,
+                 round_state: dict[str, bool]) -> bool:
         """Ask the host's user about this exact call (services.authorize calls this)."""
         question: dict[str, Any] = {"message": f"Run {call.qualified_name} with {_summary(call.arguments)}?",
                                     "requestedSchema": {"type": "object", "properties": {}}}
         if modern:
-            seal = self.toolbox.seal(call)
+            if round_state["confirmed"]:  # a yes of an earlier round, sealed in the requestState
+                return True
             answer = (params.get("inputResponses") or {}).get(CONFIRM_KEY)
-            if not isinstance(answer, dict) or params.get("requestState") != seal:
-                raise _InputRequired({"resultType": "input_required", "requestState": seal, "inputRequests": {
-                    CONFIRM_KEY: {"method": "elicitation/create", "params": {"mode": "form", **question}}}})
-            return answer.get("action") == "accept"
+            if not isinstance(answer, dict) or not self.toolbox.asked_to_confirm(call, params.get("requestState")):
+                raise _InputRequired({"resultType": "input_required",
+                                      "requestState": self.toolbox.pack_state(call, False, {}, confirming=True),
+                                      "inputRequests": {CONFIRM_KEY: {"method": "elicitation/create",
+                                                                      "params": {"mode": "form", **question}}}})
+            round_state["confirmed"] = answer.get("action") == "accept"
+            return round_state["confirmed"]
         if self.legacy_version == "2025-11-25":
             question["mode"] = "form"
         try:

@@ -17,17 +17,18 @@ from __future__ import annotations
 import hashlib
 import hmac
 import itertools
+import json
 import os
 import sys
 import threading
 import time
 import weakref
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from llmc_cli.config.profiles import LoadedProfile
-from llmc_cli.errors import LlmcError, RpcError
+from llmc_cli.errors import InputRequired, LlmcError, RpcError
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.model import Tool, ToolCall
@@ -52,6 +53,16 @@ class HostCall:
     capabilities: dict[str, Any]  # the host's client capabilities
     modern: str | None  # the host's modern version, or None (initialize era)
     log_level: str | None  # modern hosts opt in to log messages per request
+    # 2026-07-28 hosts: answers to upstream requests, by key, from earlier rounds of this call
+    answers: dict[str, Any] = field(default_factory=dict)
+    thread: int = field(default_factory=threading.get_ident)  # where the upstream call runs
+
+
+def input_key(method: str, params: dict[str, Any]) -> str:
+    """The key of an upstream's request in the host's input_required round: the same request
+    (an upstream asks again with the same words when the call is retried) gets the same key."""
+    text = json.dumps([method, params], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "upstream-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
 
 
 def own_result(result: dict[str, Any]) -> dict[str, Any]:
@@ -157,11 +168,47 @@ class Toolbox:
 
         return policy.visible(tool, self.profile.profile.policy).action == "allow"
 
-    def seal(self, call: ToolCall) -> str:
-        """A requestState that only this process can make for this exact call (tool and arguments)."""
+    def pack_state(self, call: ToolCall, confirmed: bool, answers: dict[str, Any], *, confirming: bool = False) -> str:
+        """A 2026-07-28 requestState only this process can make, bound to this exact call (tool
+        and arguments): whether the host's user said yes, the host's answers to upstream requests
+        so far, and whether it carries a confirmation question."""
+        import base64
+
         from llmc_cli.policy import call_hash
 
-        return hmac.new(self._secret, call_hash(call).encode(), hashlib.sha256).hexdigest()
+        body = json.dumps({"call": call_hash(call), "confirmed": confirmed, "confirming": confirming,
+                           "answers": answers}, sort_keys=True, separators=(",", ":")).encode("utf-8")
+        payload = base64.urlsafe_b64encode(body).decode("ascii").rstrip("=")
+        return payload + "." + hmac.new(self._secret, payload.encode(), hashlib.sha256).hexdigest()
+
+    def _state(self, call: ToolCall, state: Any) -> dict[str, Any] | None:
+        import base64
+
+        from llmc_cli.policy import call_hash
+
+        if not isinstance(state, str) or "." not in state:
+            return None
+        payload, _, mac = state.rpartition(".")
+        if not hmac.compare_digest(mac, hmac.new(self._secret, payload.encode(), hashlib.sha256).hexdigest()):
+            return None  # tampered with, or made by another gateway process
+        try:
+            data = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        except ValueError:
+            return None
+        return data if isinstance(data, dict) and data.get("call") == call_hash(call) else None
+
+    def unpack_state(self, call: ToolCall, state: Any) -> tuple[bool, dict[str, Any]]:
+        """(confirmed, answers) of a requestState this process made for this call; else (False, {})."""
+        data = self._state(call, state)
+        if data is None:
+            return False, {}
+        answers = data.get("answers")
+        return data.get("confirmed") is True, answers if isinstance(answers, dict) else {}
+
+    def asked_to_confirm(self, call: ToolCall, state: Any) -> bool:
+        """Whether this requestState went out with the confirmation question for this call."""
+        data = self._state(call, state)
+        return data is not None and data.get("confirming") is True
 
     # -- resources, templates, prompts -------------------------------------------------------------
 
@@ -281,30 +328,58 @@ class Toolbox:
             if connection.channel is not None:
                 connection.channel(jsonrpc.notification(method))
 
+    def _asking(self) -> HostCall | None:
+        """The host call an upstream's request is about: the one whose thread is waiting on the
+        upstream (2026-07-28 upstreams ask in their result), else the newest in flight."""
+        me = threading.get_ident()
+        with self._lock:
+            mine = next((c for c in self._calls.values() if c.thread == me), None)
+        return mine or self._newest()
+
+    def _ask_host(self, call: HostCall, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Ask the host: initialize era, a request on its connection; 2026-07-28, an answer it gave
+        in an earlier round of this call, else a new round (InputRequired: the host retries). A
+        2026-07-28 host can only be asked when the upstream asked in its result (this thread)."""
+        if not call.modern:
+            return call.connection.ask_client(method, params, call.send)
+        key = input_key(method, params)
+        if key in call.answers:
+            answer = call.answers[key]
+            if not isinstance(answer, dict):
+                raise RpcError(f"the MCP host's answer to {method} is not an object", code=jsonrpc.INVALID_PARAMS)
+            return answer
+        if call.thread != threading.get_ident():
+            raise RpcError(f"{method} declined: a 2026-07-28 host is asked only in an input_required result", code=-1)
+        raise InputRequired({key: {"method": method, "params": params}})
+
     def _elicit(self, params: dict[str, Any]) -> dict[str, Any]:
         """An upstream asks its user: the host's user, when the host can be asked (spec: else decline)."""
-        call = self._newest()
-        if call is None or "elicitation" not in call.capabilities or call.modern:
+        call = self._asking()
+        if call is None or "elicitation" not in call.capabilities:
             return {"action": "decline"}
         try:
-            return call.connection.ask_client("elicitation/create", params, call.send)
+            return self._ask_host(call, "elicitation/create", params)
+        except InputRequired:
+            raise
         except LlmcError:
-            return {"action": "cancel"}
+            return {"action": "decline" if call.modern else "cancel"}
 
     def _sample(self, params: dict[str, Any]) -> dict[str, Any]:
-        call = self._newest()
-        if call is None or "sampling" not in call.capabilities or call.modern:
+        call = self._asking()
+        if call is None or "sampling" not in call.capabilities:
             raise RpcError("sampling declined: the MCP host behind the llmc gateway does not offer it", code=-1)
-        return call.connection.ask_client("sampling/createMessage", params, call.send)
+        return self._ask_host(call, "sampling/createMessage", params)
 
     def _roots(self) -> list[dict[str, Any]]:
         """An upstream asks for roots: the roots of the host whose call is in flight, when it
         declared them (initialize era); else none (a gateway has no roots of its own to offer)."""
-        call = self._newest()
-        if call is None or "roots" not in call.capabilities or call.modern:
+        call = self._asking()
+        if call is None or "roots" not in call.capabilities:
             return []
         try:
-            roots = call.connection.ask_client("roots/list", {}, call.send).get("roots")
+            roots = self._ask_host(call, "roots/list", {}).get("roots")
+        except InputRequired:
+            raise
         except LlmcError:
             return []
         return [r for r in roots if isinstance(r, dict)] if isinstance(roots, list) else []

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from llmc_cli import telemetry
 from llmc_cli.catalog import Catalog
 from llmc_cli.config.profiles import LoadedProfile
-from llmc_cli.errors import Cancelled, ConfigError, LlmcError, PolicyDenied, ProtocolError, TimeoutExpired, UsageError
+from llmc_cli.errors import (Cancelled, ConfigError, InputRequired, LlmcError, PolicyDenied, ProtocolError,
+                             TimeoutExpired, UsageError)
 from llmc_cli.mcp.jsonrpc import has_lone_surrogate
 from llmc_cli.model import Tool, ToolCall, ToolResult, canonical_json
 
@@ -218,7 +219,8 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
             raise ProtocolError(f"{call.server}: the result of {call.tool} contains a lone surrogate "
                                 "(invalid Unicode text)")
     except LlmcError as exc:
-        kind = {TimeoutExpired: "timeout", Cancelled: "cancelled"}.get(type(exc), "transport_error")
+        kind = {TimeoutExpired: "timeout", Cancelled: "cancelled",
+                InputRequired: "input_required"}.get(type(exc), "transport_error")
         outcome({"outcome": kind, "error": exc.message, "durationMs": elapsed()})
         raise
     except Exception as exc:  # a bug must not leave a decision without an outcome

@@ -194,7 +194,8 @@ readOnly = true
 @pytest.mark.parametrize("mode, declares_roots, expected", [
     ("legacy", True, ["file:///work/project"]),  # initialize era: the host is asked
     ("legacy", False, []),  # a host without roots is not asked
-    ("auto", True, []),  # 2026-07-28 host: not relayed (yet)
+    ("auto", True, ["file:///work/project"]),  # 2026-07-28: an input_required round of its own
+    ("auto", False, []),
 ])
 def test_an_upstreams_roots_request_goes_to_a_host_that_has_roots(gateway_profile: Path, mode: str,
                                                                   declares_roots: bool, expected: list[str]) -> None:
@@ -276,3 +277,60 @@ def test_resource_subscriptions_reach_an_initialize_era_upstream(gateway_profile
     finally:
         target.terminate()
         target.wait(timeout=30)
+
+
+# tool of the target, its arguments, what the host's answer makes of it; adding a request = one line
+ASKS = {
+    "elicitation": ("target.test_elicitation", {"message": "Your name?"}, 'User response: action=accept, content={"response":"Ada"}'),
+    "sampling": ("target.test_sampling", {"prompt": "Say hi"}, "LLM response: hi from the host's model"),
+    "roots": ("target.test_list_roots", {}, '["file:///work/project"]'),
+}
+
+
+@pytest.mark.parametrize("ask", sorted(ASKS))
+@pytest.mark.parametrize("mode, version", ERAS)
+@pytest.mark.parametrize("confirm", [False, True])
+def test_an_upstreams_requests_reach_the_host_in_both_eras(gateway_profile: Path, tmp_path: Path, mode: str,
+                                                           version: str, ask: str, confirm: bool) -> None:
+    """The target speaks 2026-07-28 to the gateway, so it asks in input_required results; the
+    gateway asks an initialize-era host with a request, a 2026-07-28 host with its own
+    input_required round (after the confirmation round when the tool needs a yes)."""
+    import sys
+
+    from mcp_types import CreateMessageResult, ElicitResult, ListRootsResult, Root, TextContent
+
+    from tests.helpers import PEERS
+
+    profile = TARGET.format(python=json.dumps(sys.executable), target=json.dumps(str(PEERS / "conformance_target.py")))
+    if confirm:  # no readOnly hint: the gateway's own confirmation comes first
+        profile = profile.split("[policy.hints")[0]
+    with gateway_profile.open("a") as fh:
+        fh.write(profile)
+    asked: list[str] = []
+
+    async def elicit(context: Any, params: Any) -> Any:
+        asked.append(params.message)
+        return ElicitResult(action="accept", content={} if params.message.startswith("Run ") else {"response": "Ada"})
+
+    async def sample(context: Any, params: Any) -> Any:
+        asked.append("sampling")
+        return CreateMessageResult(role="assistant", model="host-model",
+                                   content=TextContent(type="text", text="hi from the host's model"))
+
+    async def roots(context: Any) -> Any:
+        asked.append("roots")
+        return ListRootsResult(roots=[Root(uri="file:///work/project", name="project")])
+
+    tool, arguments, expected = ASKS[ask]
+
+    async def work() -> None:
+        async with host(gateway_profile, mode, elicitation_callback=elicit, sampling_callback=sample,
+                        list_roots_callback=roots) as client:
+            result = await client.call_tool(tool, arguments)
+            assert result.is_error is False, result
+            assert result.content[0].text == expected
+
+    run(work)
+    assert (asked[0].startswith("Run ") and len(asked) == 2) if confirm else len(asked) == 1, asked
+    outcomes = [r["outcome"] for r in audit_records(tmp_path) if r["event"] == "outcome"]
+    assert outcomes[-1] == "ok" and set(outcomes[:-1]) <= {"input_required"}, outcomes
