@@ -46,6 +46,8 @@ SUITES = {
         "input-required-result-missing-input-response", "input-required-result-unsupported-methods",
         "input-required-result-ignore-extra-params", "input-required-result-validate-input"},
 }
+# The 2026 package's scenarios for 2025-11-25: the 0.1.x ones and server-session-lifecycle
+SUITES["2026-package/2025-11-25"] = SUITES["2025-11-25"] | {"server-session-lifecycle"}
 RESULT_DIR = re.compile(r"^server-(.+)-\d{4}-\d\d-\d\dT[\d-]+Z$")
 
 # The target speaks 2026-07-28 to the gateway, where subscriptions are subscriptions/listen, which
@@ -66,10 +68,13 @@ confirm_destructive = false
 """
 
 
-def run_suite(spec: str, url: str, out: Path) -> dict[str, list[dict[str, object]]]:
-    """Every server scenario of the suite for `spec`: scenario -> its checks."""
+def run_suite(suite: str, url: str, out: Path) -> dict[str, list[dict[str, object]]]:
+    """Every server scenario of a suite: scenario -> its checks. `suite` is a spec version, run by
+    the package for it, or "2026-package/VERSION": the 2026 package testing an older version."""
     env = {**os.environ, "PATH": f"{NODE_BIN}{os.pathsep}{os.environ['PATH']}"}  # Node 22 first
-    proc = subprocess.run([conformance_suite(spec), "server", "--url", url, "--suite", "all", "--spec-version", spec,
+    package, _, spec = suite.rpartition("/")
+    entry = conformance_suite("2026-07-28" if package else spec)
+    proc = subprocess.run([entry, "server", "--url", url, "--suite", "all", "--spec-version", spec,
                            "-o", str(out)], capture_output=True, text=True, timeout=900, env=env)
     results = {}
     for checks in out.glob("*/checks.json"):
@@ -114,7 +119,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     stop(running)
 
 
-@pytest.mark.parametrize("spec", sorted(SUITES))
+@pytest.mark.parametrize("spec", sorted(SUITES))  # the suite: a spec version, or "2026-package/VERSION"
 def test_every_scenario_the_target_passes_passes_through_the_gateway(
         spec: str, target: str, gateway: str, tmp_path: Path) -> None:
     direct = run_suite(spec, target, tmp_path / "direct")
@@ -125,5 +130,5 @@ def test_every_scenario_the_target_passes_passes_through_the_gateway(
             for name in sorted(direct_passes - NOT_YET_THROUGH_GATEWAY) if not passed(through.get(name, []))}
     assert not lost, json.dumps(lost, indent=1)[:6000]
     assert passed(through["dns-rebinding-protection"])
-    if spec == "2025-11-25":  # resumable session streams: a priming event with an id and a retry field
+    if spec.endswith("2025-11-25"):  # resumable session streams: a priming event with an id and a retry field
         assert all(c["status"] in ("SUCCESS", "INFO") for c in through["server-sse-polling"]), through["server-sse-polling"]
