@@ -249,4 +249,5 @@ def from_json(data: dict[str, Any]) -> Profile:
                                                                 data["serve"]["principals"].items()},
                                  "oauth": data["serve"]["oauth"] and ServeOAuthConfig(**data["serve"]["oauth"])}),
         "state": StateConfig(**data["state"]),
+        "telemetry": TelemetryConfig(**data["telemetry"]),
     })
