@@ -43,8 +43,8 @@ class StepOutcome(TypedDict, total=False):
     error: dict[str, Any]  # the LlmcError (to_json) of a denied or failed call
     result: dict[str, Any]  # the whole result (ToolResult.to_json)
     compacted: dict[str, Any]  # what was cut before the model saw the result
-    duration_ms: float | None  # None: the run stopped waiting
-    seen_result: ToolResult  # what the model is shown, while the turn runs ...
+    durationMs: float | None  # None: the run stopped waiting
+    seenResult: ToolResult  # what the model is shown, while the turn runs ...
     seen: str  # ... and its text in the record
 
 
@@ -52,9 +52,9 @@ class Step(StepOutcome):
     """One tool call of a run, as `ask` prints it and a saved conversation keeps it."""
 
     step: int
-    call_id: str
+    callId: str
     tool: str  # server.tool, or the name the model wrote when no tool has it
-    provider_name: str
+    providerName: str
     arguments: dict[str, Any]  # as the server was sent them
 
 
@@ -72,11 +72,11 @@ class RunRecord:
     warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        totals = {k: sum(u.get(k) or 0 for u in self.usage) for k in ("input_tokens", "output_tokens")}
+        totals = {k: sum(u.get(k) or 0 for u in self.usage) for k in ("inputTokens", "outputTokens")}
         return {"conversation": self.conversation, "provider": self.provider, "model": self.model,
-                "prompt": self.prompt, "answer": self.answer, "stop_reason": self.stop_reason,
-                "steps": self.steps, "usage": self.usage, "usage_total": totals,
-                "duration_ms": self.duration_ms, "warnings": self.warnings}
+                "prompt": self.prompt, "answer": self.answer, "stopReason": self.stop_reason,
+                "steps": self.steps, "usage": self.usage, "usageTotal": totals,
+                "durationMs": self.duration_ms, "warnings": self.warnings}
 
 
 def ask(prompt: str, *, provider: Provider, tools: list[Tool], call_tool: CallTool,
@@ -145,8 +145,8 @@ def _ask(prompt: str, provider: Provider, tools: list[Tool], call_tool: CallTool
                 raise
             calls = turn.tool_calls  # as the model wrote them: services refuses arguments it cannot record
             turn = _without_lone_surrogates(turn)
-            record.usage.append({"step": step, **turn.usage.to_json(), "stop_reason": turn.stop_reason,
-                                 "duration_ms": _ms(t0), "text": turn.text})
+            record.usage.append({"step": step, **turn.usage.to_json(), "stopReason": turn.stop_reason,
+                                 "durationMs": _ms(t0), "text": turn.text})
             conv.messages.append(turn)
             if not turn.tool_calls:
                 record.answer = turn.text  # only a turn that calls no tool is the answer
@@ -223,8 +223,8 @@ def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool
         # record shows what the server was sent.
         arguments = arguments_back(c.name, dict(c.arguments)) if tool and arguments_back else dict(c.arguments)
         sent.append(arguments)
-        entry: Step = {"step": step, "call_id": c.id, "tool": tool.qualified_name if tool else c.name,
-                                 "provider_name": c.name, "arguments": replace_lone_surrogates(arguments)}
+        entry: Step = {"step": step, "callId": c.id, "tool": tool.qualified_name if tool else c.name,
+                                 "providerName": c.name, "arguments": replace_lone_surrogates(arguments)}
         if c.error:
             _fail(entry, "invalid", f"llmc could not read this tool call: {c.error}")
         elif tool is None:
@@ -234,7 +234,7 @@ def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool
             runnable.append(len(entries))
         entries.append(entry)
         if "outcome" in entry:  # the model sees an error for it: say so now, as for a denied call
-            _ended(emit, step, entry["tool"], entry["outcome"], None, entry["seen_result"])
+            _ended(emit, step, entry["tool"], entry["outcome"], None, entry["seenResult"])
 
     lock = threading.Lock()
     closed = False  # set when the batch timed out: a late result must not change the record
@@ -260,15 +260,15 @@ def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool
             _fail(out, "failed", f"the call failed ({exc.kind}): {exc.message}", exc)
         else:
             seen, cut = compact(result, budget, tool)
-            out.update({"outcome": "error" if result.is_error else "ok", "result": result.to_json(), "seen_result": seen})
+            out.update({"outcome": "error" if result.is_error else "ok", "result": result.to_json(), "seenResult": seen})
             if cut:
                 out["compacted"] = cut
-        out["duration_ms"] = _ms(t0)
+        out["durationMs"] = _ms(t0)
         with lock:
             if closed:
                 return
             entries[i].update(out)
-        _ended(emit, step, entries[i]["tool"], out["outcome"], out["duration_ms"], out["seen_result"])
+        _ended(emit, step, entries[i]["tool"], out["outcome"], out["durationMs"], out["seenResult"])
 
     parallel = len(runnable) > 1 and all(read_only(by_name[calls[i].name]) for i in runnable)
     timed_out = not _run_bounded(telemetry.in_context(work), runnable, max_parallel if parallel else 1, deadline)
@@ -278,9 +278,9 @@ def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool
     for entry, c in zip(entries, calls):
         if "outcome" not in entry:
             _fail(entry, "timeout", "llmc stopped waiting for this call: the run's time limit was reached")
-            entry["duration_ms"] = None
-            _ended(emit, step, entry["tool"], "timeout", None, entry["seen_result"])
-        seen = entry.pop("seen_result")
+            entry["durationMs"] = None
+            _ended(emit, step, entry["tool"], "timeout", None, entry["seenResult"])
+        seen = entry.pop("seenResult")
         entry["seen"] = seen.text
         record.steps.append(entry)
         items.append(ToolResultItem(c.id, c.name, seen, c.echo_id))
@@ -290,7 +290,7 @@ def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool
 def _ended(emit: Progress, step: int, tool: str, outcome: str, duration_ms: float | None, seen: ToolResult) -> None:
     """The tool_end event; unless the call went well, with what the model was told (cut short)."""
     event: dict[str, Any] = {"event": "tool_end", "step": step, "tool": tool, "outcome": outcome,
-                             "duration_ms": duration_ms}
+                             "durationMs": duration_ms}
     if outcome != "ok":
         text = " ".join(seen.text.split())
         event["message"] = text if len(text) <= 300 else text[:299] + "…"
@@ -299,7 +299,7 @@ def _ended(emit: Progress, step: int, tool: str, outcome: str, duration_ms: floa
 
 def _fail(entry: StepOutcome, outcome: str, text: str, exc: LlmcError | None = None) -> None:
     entry["outcome"] = outcome
-    entry["seen_result"] = ToolResult(content=[{"type": "text", "text": text}], is_error=True)
+    entry["seenResult"] = ToolResult(content=[{"type": "text", "text": text}], is_error=True)
     if exc is not None:
         entry["error"] = exc.to_json()
 
@@ -357,7 +357,7 @@ def progress_line(event: dict[str, Any]) -> str | None:
     if kind == "tool_start":
         return f"[step {event['step']}] running {event['tool']}"
     if kind == "tool_end":
-        took = f" ({event['duration_ms']:.0f} ms)" if event.get("duration_ms") is not None else ""
+        took = f" ({event['durationMs']:.0f} ms)" if event.get("durationMs") is not None else ""
         told = f": {event['message']}" if event.get("message") else ""
         return f"[step {event['step']}] {event['tool']}: {event['outcome']}{took}{told}"
     return None

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from llmc_cli.cli.context import app_of
-from llmc_cli.cli.output import FORMATS, emit, note
+from llmc_cli.cli.output import FORMATS, emit, emit_listing, note
 from llmc_cli.cli.targets import _complete_servers
 
 if TYPE_CHECKING:
@@ -58,10 +58,7 @@ def status(fmt: str) -> None:
     from llmc_cli.store import token_store
 
     rows = [r.public_view() for r in token_store().records()]
-    if fmt == "json":
-        emit({"logins": rows})
-    else:
-        emit(rows, fmt, columns=["server", "server_url", "issuer", "scope", "expires_at", "has_refresh_token"])
+    emit_listing("logins", rows, fmt, columns=["server", "serverUrl", "issuer", "scope", "expiresAt", "hasRefreshToken"])
 
 
 @auth.command("logout")

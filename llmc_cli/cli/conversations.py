@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from llmc_cli.cli.output import FORMATS, emit, note
+from llmc_cli.cli.output import FORMATS, emit, emit_listing, note
 
 
 @click.group()
@@ -29,10 +29,7 @@ def list_(fmt: str) -> None:
             note(f"llmc: {getattr(exc, 'message', exc)}")
             continue
         rows.append(_summary(path.stem, conv, path.stat().st_mtime))
-    if fmt == "table":
-        emit(rows, "table", columns=["name", "turns", "provider", "model", "updated", "firstPrompt"])
-    else:
-        emit(rows if fmt == "jsonl" else {"conversations": rows}, fmt)
+    emit_listing("conversations", rows, fmt, columns=["name", "turns", "provider", "model", "updated", "firstPrompt"])
 
 
 @conversations.command()

@@ -34,6 +34,21 @@ def emit(data: Any, fmt: str = "json", *, columns: list[str] | None = None) -> N
         click.echo(_json_safe(json.dumps(data, ensure_ascii=False, indent=2)))
 
 
+def emit_listing(key: str, rows: list[dict[str, Any]], fmt: str, errors: list[dict[str, Any]] | None = None, *,
+                 table_rows: list[dict[str, Any]] | None = None, columns: list[str] | None = None) -> None:
+    """The one shape of every listing. JSON: {KEY: rows, "errors": [...]}. JSON Lines: one line
+    per row, then one per error (an error line is the only kind with an "error" key), so a
+    script reading lines loses nothing. Table: the rows for people (`table_rows` when they are
+    shaped differently); errors are on stderr, as always."""
+    errors = errors or []
+    if fmt == "json":
+        emit({key: rows, "errors": errors})
+    elif fmt == "jsonl":
+        emit([*rows, *errors], "jsonl")
+    else:
+        emit(rows if table_rows is None else table_rows, fmt, columns=columns)
+
+
 def json_line(item: Any) -> str:
     """One JSON Lines record."""
     return _json_safe(compact_json(item))

@@ -9,7 +9,7 @@ import click
 
 from llmc_cli.cli.arguments import parse_pairs
 from llmc_cli.cli.context import app_of
-from llmc_cli.cli.output import emit, note, raise_failures
+from llmc_cli.cli.output import emit, emit_listing, note, raise_failures
 from llmc_cli.cli.targets import Target, target_options
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ def _gather(ctx: click.Context, target: Target, fmt: str, method: str, key: str,
 
 def return_rows(rows: list[dict[str, Any]], failures: list[Any], fmt: str, key: str,
                 total: int) -> None:
-    emit({key: rows, "errors": [f.to_json() for f in failures]} if fmt == "json" else rows, fmt)
+    emit_listing(key, rows, fmt, [f.to_json() for f in failures])
     raise_failures(failures, total)
 
 

@@ -122,13 +122,13 @@ def token_create(ctx: click.Context, name: str, for_profile: str | None) -> None
 @click.pass_context
 def token_list(ctx: click.Context, fmt: str) -> None:
     """The principals of the profile (names and profiles; tokens are never stored)."""
-    from llmc_cli.cli.output import emit
+    from llmc_cli.cli.output import emit_listing
     from llmc_cli.config.profiles import load_profile
 
     profile = load_profile(app_of(ctx).profile)
     rows = [{"principal": n, "profile": p.profile, "token": "env:" + p.token_env if p.token_env else "sha256"}
             for n, p in profile.profile.serve.principals.items()]
-    emit({"principals": rows} if fmt == "json" else rows, fmt)
+    emit_listing("principals", rows, fmt)
 
 
 @token.command("revoke")

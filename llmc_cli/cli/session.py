@@ -9,7 +9,7 @@ import click
 
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.durations import parse_duration
-from llmc_cli.cli.output import FORMATS, emit, note
+from llmc_cli.cli.output import FORMATS, emit, emit_listing, note
 from llmc_cli.cli.targets import Target, server_options
 from llmc_cli.errors import ConnectionFailed, LlmcError, UsageError
 
@@ -84,11 +84,9 @@ def list_(fmt: str) -> None:
             note(f"llmc: removed stale session {name} (its keeper is gone)")
         except LlmcError as exc:  # one unresponsive keeper must not hide the others
             rows.append({"name": name, "state": "unresponsive", "error": exc.message})
-    if fmt == "table":
-        emit([{**r, "servers": ", ".join(f"{s['name']}:{s['state']}" for s in r.get("servers", []))} for r in rows],
-             "table", columns=["name", "pid", "servers", "clients", "idleFor", "idleTimeout", "started"])
-    else:
-        emit(rows, fmt)
+    people = [{**r, "servers": ", ".join(f"{s['name']}:{s['state']}" for s in r.get("servers", []))} for r in rows]
+    emit_listing("sessions", rows, fmt, table_rows=people,
+                 columns=["name", "pid", "servers", "clients", "idleFor", "idleTimeout", "started"])
 
 
 @session.command()

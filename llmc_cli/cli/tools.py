@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from llmc_cli.cli.context import app_of
-from llmc_cli.cli.output import emit, plain_text, raise_failures, warn
+from llmc_cli.cli.output import emit, emit_listing, plain_text, raise_failures, warn
 from llmc_cli.cli.targets import Target, target_options
 from llmc_cli.errors import ToolFailed, UsageError
 from llmc_cli.model import LINT_FORMATS, TOOL_FORMATS, Tool
@@ -73,13 +73,9 @@ def list_(ctx: click.Context, fmt: str, strict: bool, show_all: bool, globs: tup
         raise_failures(failures, len(catalog.specs))
         return
     rows = [{"server": t.server, **t.raw, **({"denied": True} if t in denied else {})} for t in found]
-    if fmt == "table":
-        emit([{"server": t.server, "tool": t.name, **({"denied": "yes" if t in denied else ""} if show_all else {}),
-               "description": t.description} for t in found], "table")
-    elif fmt == "jsonl":
-        emit(rows, "jsonl")
-    else:
-        emit({"tools": rows, "errors": [f.to_json() for f in failures]}, "json")
+    people = [{"server": t.server, "tool": t.name, **({"denied": "yes" if t in denied else ""} if show_all else {}),
+               "description": t.description} for t in found]
+    emit_listing("tools", rows, fmt, [f.to_json() for f in failures], table_rows=people)
     raise_failures(failures, len(catalog.specs))
 
 
@@ -129,7 +125,7 @@ def show(ctx: click.Context, tool: str, fmt: str, target: Target) -> None:
 def _decision(decision: Decision) -> dict[str, Any]:
     """A decision without its call hash: the hash is of a call with no arguments, which is not
     the call anyone would approve."""
-    return {k: v for k, v in decision.to_json().items() if k != "callHash" and k != "call_hash"}
+    return {k: v for k, v in decision.to_json().items() if k != "callHash"}
 
 
 def _matches(tool: Tool, globs: tuple[str, ...]) -> bool:
@@ -236,7 +232,7 @@ def lint(ctx: click.Context, providers: tuple[str, ...], strict: bool, fmt: str,
     findings += [Finding(tool.qualified_name, f"$.inputSchema.properties.{arg}",
                          "path-like argument that no [policy.args] rule covers", why, "policy")
                  for tool in found for arg, why in policy.uncovered_path_arguments(tool, profile.profile.policy)]
-    emit([f.to_json() for f in findings], fmt)
+    emit_listing("findings", [f.to_json() for f in findings], fmt, [f.to_json() for f in failures])
     raise_failures(failures, len(catalog.specs))
     if strict and findings:
         raise ToolFailed(f"{len(findings)} portability finding(s)")

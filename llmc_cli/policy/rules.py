@@ -33,7 +33,8 @@ class Decision:
     call_hash: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None}
+        out = {"action": self.action, "rule": self.rule, "reason": self.reason, "callHash": self.call_hash}
+        return {k: v for k, v in out.items() if v is not None}
 
 
 def effective_hints(tool: Tool | None, qualified: str, config: PolicyConfig) -> dict[str, bool]:

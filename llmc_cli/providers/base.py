@@ -38,7 +38,7 @@ class Usage:
     output_tokens: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        return {"inputTokens": self.input_tokens, "outputTokens": self.output_tokens}
 
 
 @dataclass
@@ -63,12 +63,12 @@ class ProviderToolCall:
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "arguments": self.arguments, "error": self.error,
-                "echo_id": self.echo_id}
+                "echoId": self.echo_id}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "ProviderToolCall":
         return cls(id=d["id"], name=d["name"], arguments=d.get("arguments") or {}, error=d.get("error"),
-                   echo_id=d.get("echo_id", True))
+                   echo_id=d.get("echoId", d.get("echo_id", True)))
 
 
 @dataclass
@@ -89,8 +89,8 @@ class AssistantTurn:
     raw: Any = None  # the provider's own payload (JSON-able), echoed back to that provider only
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": "assistant", "text": self.text, "tool_calls": [c.to_json() for c in self.tool_calls],
-                "stop_reason": self.stop_reason, "usage": self.usage.to_json(), "provider": self.provider,
+        return {"kind": "assistant", "text": self.text, "toolCalls": [c.to_json() for c in self.tool_calls],
+                "stopReason": self.stop_reason, "usage": self.usage.to_json(), "provider": self.provider,
                 "raw": self.raw}
 
 
@@ -102,7 +102,7 @@ class ToolResultItem:
     echo_id: bool = True
 
     def to_json(self) -> dict[str, Any]:
-        return {"call_id": self.call_id, "name": self.name, "result": self.result.to_json(), "echo_id": self.echo_id}
+        return {"callId": self.call_id, "name": self.name, "result": self.result.to_json(), "echoId": self.echo_id}
 
 
 @dataclass
@@ -110,24 +110,32 @@ class ToolResults:
     items: list[ToolResultItem]
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": "tool_results", "items": [i.to_json() for i in self.items]}
+        return {"kind": "toolResults", "items": [i.to_json() for i in self.items]}
 
 
 Message = UserMessage | AssistantTurn | ToolResults
 
 
 def message_from_json(d: dict[str, Any]) -> Message:
+    """A saved message; conversations saved before the output contract went camelCase
+    (tool_calls, stop_reason, call_id, echo_id, input_tokens, kind tool_results) still load."""
+    def get(camel: str, snake: str, default: Any = None) -> Any:
+        return d.get(camel, d.get(snake, default)) if isinstance(d, dict) else default
+
     kind = d.get("kind")
     if kind == "user":
         return UserMessage(str(d.get("text", "")))
     if kind == "assistant":
         usage = d.get("usage") or {}
-        return AssistantTurn(text=d.get("text") or "", tool_calls=[ProviderToolCall.from_json(c) for c in d.get("tool_calls") or []],
-                             stop_reason=d.get("stop_reason") or END,
-                             usage=Usage(usage.get("input_tokens"), usage.get("output_tokens")),
+        return AssistantTurn(text=d.get("text") or "", tool_calls=[ProviderToolCall.from_json(c)
+                                                                   for c in get("toolCalls", "tool_calls") or []],
+                             stop_reason=get("stopReason", "stop_reason") or END,
+                             usage=Usage(usage.get("inputTokens", usage.get("input_tokens")),
+                                         usage.get("outputTokens", usage.get("output_tokens"))),
                              provider=d.get("provider") or "", raw=d.get("raw"))
-    if kind == "tool_results":
-        return ToolResults([ToolResultItem(i["call_id"], i["name"], ToolResult.from_mcp(i["result"]), i.get("echo_id", True))
+    if kind in ("toolResults", "tool_results"):
+        return ToolResults([ToolResultItem(i.get("callId", i.get("call_id")), i["name"], ToolResult.from_mcp(i["result"]),
+                                           i.get("echoId", i.get("echo_id", True)))
                             for i in d.get("items") or []])
     raise ValueError(f"unknown message kind {kind!r}")
 

@@ -40,7 +40,7 @@ class BatchItem:
         if self.error is not None:
             out["error"] = self.error.to_json()
         elif self.result is not None:
-            out["result"] = self.result.to_json()
+            out.update(self.result.to_json())  # the fields of `llmc call`'s output, at the top
         out["durationMs"] = self.duration_ms
         return out
 

@@ -17,7 +17,11 @@ class Finding:
     target: str = ""
 
     def to_json(self) -> dict[str, str]:
-        return {"tool": self.tool, "target": self.target, "path": self.path, "what": self.what, "why": self.why}
+        """server and tool apart, as `tools diff` and every other output names a tool (a server
+        name never contains a dot); "*" (the whole request) has no server."""
+        server, dot, tool = self.tool.partition(".")
+        where = {"server": server, "tool": tool} if dot else {"tool": self.tool}
+        return {**where, "target": self.target, "path": self.path, "what": self.what, "why": self.why}
 
     def __str__(self) -> str:
         return f"{self.target}: {self.tool} {self.path}: {self.what} ({self.why})"

@@ -39,12 +39,12 @@ def test_single_tool_call(api, toolbox):
     with FakeLLM(api, [turn(api, None, calls(api, (add, {"a": 2, "b": 3}))), turn(api, "2 + 3 = 5")]) as fake:
         record = ask("What is 2 + 3?", provider=provider_for(api, fake), tools=toolbox.tools,
                      call_tool=toolbox.call_tool).to_json()
-    assert record["answer"] == "2 + 3 = 5" and record["stop_reason"] == "end"
+    assert record["answer"] == "2 + 3 = 5" and record["stopReason"] == "end"
     [step] = record["steps"]
     assert step["tool"] == "sdk.add" and step["arguments"] == {"a": 2, "b": 3}
-    assert step["outcome"] == "ok" and step["seen"] == "5" and step["duration_ms"] >= 0
+    assert step["outcome"] == "ok" and step["seen"] == "5" and step["durationMs"] >= 0
     assert step["result"]["content"] == [{"type": "text", "text": "5"}]
-    assert [u["step"] for u in record["usage"]] == [1, 2] and record["usage"][0]["input_tokens"] > 0
+    assert [u["step"] for u in record["usage"]] == [1, 2] and record["usage"][0]["inputTokens"] > 0
     results = sent_results(api, fake.bodies[1])
     assert [(r["text"], r["is_error"]) for r in results] == [("5", False)]
     if api != "gemini":  # gemini: the fake's call carried the id, so it comes back
@@ -103,7 +103,7 @@ def test_multi_step_chain_across_two_servers(api, toolbox):
     assert "ERROR connection reset by peer" in record["steps"][1]["seen"]
     assert "app-2026-11-21.log" in sent_results(api, fake.bodies[1])[0]["text"]
     assert "connection reset" in sent_results(api, fake.bodies[2])[0]["text"]
-    assert len(fake.requests) == 4 and record["stop_reason"] == "end"
+    assert len(fake.requests) == 4 and record["stopReason"] == "end"
     assert record["answer"] == "The latest log shows a connection reset by peer."
 
 
@@ -227,7 +227,7 @@ def test_provider_error_mid_run_keeps_the_record(api, toolbox):
         with pytest.raises(ProviderError) as info:
             ask("go", provider=provider_for(api, fake), tools=toolbox.tools, call_tool=toolbox.call_tool)
     assert info.value.exit_code == 8 and info.value.details["reason"] == "auth"
-    assert info.value.record["steps"][0]["seen"] == "one" and info.value.record["stop_reason"] == "error"
+    assert info.value.record["steps"][0]["seen"] == "one" and info.value.record["stopReason"] == "error"
 
 
 @pytest.mark.parametrize("api", APIS)

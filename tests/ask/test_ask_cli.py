@@ -66,7 +66,7 @@ def test_the_data_analyst_story(isolated_dirs, logs, api):
         proc = llmc("ask", "What's in the latest error log?", env={KEY_ENV[api]: "test-key"})
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert out["answer"].endswith("ERROR disk full on /var.") and out["stop_reason"] == "end"
+    assert out["answer"].endswith("ERROR disk full on /var.") and out["stopReason"] == "end"
     assert [s["tool"] for s in out["steps"]] == ["fs.list_directory_with_sizes", "fs.read_text_file"]
     assert all(s["outcome"] == "ok" for s in out["steps"])
     assert "disk full" in sent_results(api, fake.requests[-1].body)[0]["text"]
@@ -107,7 +107,7 @@ def test_max_steps_and_provider_errors_have_their_exit_codes(isolated_dirs, logs
     with FakeLLM("openai", loop) as fake:
         write_profile(isolated_dirs, logs, "openai", fake.base_url, '[policy.hints."sdk.echo"]\nreadOnly = true')
         proc = llmc("ask", "loop", "--max-steps", "2", env={"OPENAI_API_KEY": "k"})
-    assert proc.returncode == 1 and json.loads(proc.stdout)["stop_reason"] == "max_steps"
+    assert proc.returncode == 1 and json.loads(proc.stdout)["stopReason"] == "max_steps"
     with FakeLLM("anthropic", [anthropic_error(401, "authentication_error", "invalid x-api-key")]) as fake:
         write_profile(isolated_dirs, logs, "anthropic", fake.base_url)
         proc = llmc("ask", "hi", env={"ANTHROPIC_API_KEY": "wrong-key"})

@@ -62,4 +62,4 @@ def test_the_answer_streams_to_a_terminal(isolated_dirs, api, text_flag):
         # the tool call was put together from the streamed pieces and ran
         assert [(s["tool"], s["arguments"], s["outcome"]) for s in out["steps"]] == \
             [("h.echo", {"message": "from a streamed call"}, "ok")]
-        assert out["usage_total"]["output_tokens"] > 0 or out["usage_total"].get("outputTokens", 0) > 0
+        assert out["usageTotal"]["outputTokens"] > 0

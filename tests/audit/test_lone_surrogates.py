@@ -75,7 +75,7 @@ def test_a_batch_with_lone_surrogates_always_finishes(isolated_dirs):
     assert proc.returncode == 6, proc.stderr
     out = [json.loads(line) for line in proc.stdout.splitlines()]
     assert [o["id"] for o in out] == [line["id"] for line in lines]
-    assert out[-1]["result"]["content"][0]["text"] == "fine"
+    assert out[-1]["content"][0]["text"] == "fine"
     assert {o["error"]["error"] for o in out[:-1]} == {"rpc_error", "denied"}
     records = audit_records(isolated_dirs)
     assert len([r for r in records if r["event"] == "outcome"]) == len(HOSTILE_TOOLS) + 1

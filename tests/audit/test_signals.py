@@ -185,7 +185,7 @@ model = "model-fake"
 base_url = "{fake.base_url}"
 """)
         proc = llmc("ask", "be slow", "--total-timeout", "2", env={"OPENAI_API_KEY": "test-key"}, timeout=WAIT_SECONDS)
-    assert json.loads(proc.stdout)["stop_reason"] == "timeout", proc.stderr
+    assert json.loads(proc.stdout)["stopReason"] == "timeout", proc.stderr
     records = audit_records(isolated_dirs)
     outcomes = [r["outcome"] for r in records if r["event"] == "outcome"]
     assert len(outcomes) == 1 and outcomes[0] in ("abandoned", "transport_error"), records

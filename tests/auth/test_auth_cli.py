@@ -30,14 +30,14 @@ def test_login_status_logout_without_printing_tokens(isolated_dirs, monkeypatch)
         login = llmc("auth", "login", "erp", env={"BROWSER": BROWSER})
         assert login.returncode == 0, login.stderr
         view = json.loads(login.stdout)
-        assert view["server"] == "erp" and view["server_url"] == fake.mcp_url and view["issuer"] == fake.issuer
-        assert view["has_access_token"] and view["has_refresh_token"] and view["scope"] == "mcp:read"
+        assert view["server"] == "erp" and view["serverUrl"] == fake.mcp_url and view["issuer"] == fake.issuer
+        assert view["hasAccessToken"] and view["hasRefreshToken"] and view["scope"] == "mcp:read"
         assert "opening a browser" in login.stderr and "authorized erp" in login.stderr
 
         status = llmc("auth", "status")
         assert status.returncode == 0
         (row,) = json.loads(status.stdout)["logins"]
-        assert row["client_id"] == "llmc-erp" and row["registration"] == "profile" and not row["expired"]
+        assert row["clientId"] == "llmc-erp" and row["registration"] == "profile" and not row["expired"]
 
         outputs = login.stdout + login.stderr + status.stdout + status.stderr
         assert fake.issued and not any(token in outputs for token in fake.issued)
@@ -72,7 +72,7 @@ def test_login_no_browser_prints_the_url_and_waits_for_the_redirect(isolated_dir
         finally:
             proc.kill()
         assert proc.returncode == 0, stderr
-        assert json.loads(stdout)["has_access_token"] is True
+        assert json.loads(stdout)["hasAccessToken"] is True
         assert not any(token in stdout + stderr for token in fake.issued)
 
 

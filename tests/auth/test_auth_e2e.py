@@ -80,5 +80,5 @@ def test_status_after_use_shows_no_token(isolated_dirs):
         assert llmc("tools", "list", "--url", fake.mcp_url, env={"BROWSER": BROWSER}).returncode == 0
         status = llmc("auth", "status")
         (row,) = json.loads(status.stdout)["logins"]
-        assert row["server_url"] == fake.mcp_url and row["has_access_token"]
+        assert row["serverUrl"] == fake.mcp_url and row["hasAccessToken"]
         assert not leaks(fake, isolated_dirs / "state", status.stdout, status.stderr)

@@ -49,4 +49,4 @@ def test_damaged_parts_of_a_record_are_dropped_not_trusted(field: str, value: ob
 def test_the_public_view_shows_no_token_or_secret() -> None:
     shown = json.dumps(FULL.public_view())
     assert not any(secret in shown for secret in ('"at"', '"rt"', "reg-secret"))
-    assert FULL.public_view()["has_refresh_token"] is True
+    assert FULL.public_view()["hasRefreshToken"] is True

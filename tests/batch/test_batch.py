@@ -46,10 +46,10 @@ def test_results_come_in_input_order_with_ids_and_errors(isolated_dirs):
         {"id": 5, "tool": "a.echo", "arguments": "not an object"},
     ])
     assert [o["id"] for o in out] == [1, None, "two", 3, 4, 5]
-    assert out[0]["result"]["structuredContent"] == {"result": 3} and out[0]["server"] == "a"
+    assert out[0]["structuredContent"] == {"result": 3} and out[0]["server"] == "a"
     assert out[1]["error"]["exitCode"] == 2 and "line 2" in out[1]["error"]["message"]
-    assert out[2]["result"]["content"][0]["text"] == "hi" and out[2]["server"] == "b"
-    assert out[3]["result"]["isError"] is True
+    assert out[2]["content"][0]["text"] == "hi" and out[2]["server"] == "b"
+    assert out[3]["isError"] is True
     assert out[4]["error"]["error"] == "usage" and out[5]["error"]["error"] == "usage"
     assert code == 2  # the worst seen
 
@@ -59,7 +59,7 @@ def test_fail_fast_skips_the_rest(isolated_dirs):
     code, out, _ = batch([{"id": i, "tool": "a.fail" if i == 1 else "a.echo", "arguments": {"message": "m"}}
                           for i in range(4)], "--fail-fast")
     assert code == 1
-    assert "result" in out[0] and out[1]["result"]["isError"]
+    assert "content" in out[0] and out[1]["isError"]
     assert all("skipped" in o["error"]["message"] for o in out[2:])
     # Decided (and audited) up front, so a skipped call is audited as skipped: no decision dangles.
     audit = [json.loads(line) for line in (isolated_dirs / "state" / "audit.jsonl").read_text().splitlines()]
@@ -79,7 +79,7 @@ def test_read_only_calls_run_in_parallel_and_servers_concurrently(isolated_dirs)
     calls += [{"id": 10 + i, "tool": "b.meet", "arguments": meet} for i in range(4)]
     code, out, _ = batch(calls, "--parallel", "4")
     assert code == 0 and [o["id"] for o in out] == [c["id"] for c in calls]
-    assert [o["result"]["content"][0]["text"] for o in out] == ["met"] * 8
+    assert [o["content"][0]["text"] for o in out] == ["met"] * 8
 
 
 def test_policy_and_audit_apply_to_every_call(isolated_dirs):
@@ -99,7 +99,7 @@ def test_a_batch_file_and_usage_errors(isolated_dirs, tmp_path):
     calls = tmp_path / "calls.jsonl"
     calls.write_text(json.dumps({"id": 1, "tool": "a.echo", "arguments": {"message": "f"}}) + "\n")
     proc = llmc("call", "--batch", str(calls), timeout=60)
-    assert proc.returncode == 0 and json.loads(proc.stdout)["result"]["content"][0]["text"] == "f"
+    assert proc.returncode == 0 and json.loads(proc.stdout)["content"][0]["text"] == "f"
     proc = llmc("call", "a.echo", "--batch", str(calls), timeout=60)
     assert proc.returncode == 2 and "--batch" in proc.stderr
     proc = llmc("call", "--batch", str(tmp_path / "missing"), timeout=60)
@@ -116,3 +116,15 @@ def test_the_audit_trail_of_a_batch_is_complete_ordered_and_verifiable(isolated_
         *(("decision", str(i)) for i in range(5)), *(("outcome", str(i)) for i in range(5))]
     proc = llmc("audit", "verify", timeout=60)
     assert proc.returncode == 0 and json.loads(proc.stdout)["records"] == 10
+
+
+def test_a_batch_line_has_the_fields_of_calls_output(isolated_dirs):
+    """One output contract: what `llmc call` prints for a call, a batch line prints too (plus its id)."""
+    write_profile(isolated_dirs)
+    single = llmc("call", "a.add", "a=1", "b=2")
+    _, out, _ = batch([{"id": 7, "tool": "a.add", "arguments": {"a": 1, "b": 2}}])
+    assert single.returncode == 0, single.stderr
+    line = out[0]
+    assert set(line) - {"id"} == set(single.json()) and line["id"] == 7
+    assert {k: v for k, v in line.items() if k not in ("id", "durationMs")} == \
+        {k: v for k, v in single.json().items() if k != "durationMs"}

@@ -95,8 +95,10 @@ def test_jsonl_and_table_still_list_the_live_servers_tools(isolated_dirs: Path):
     add_dead_and_silent(isolated_dirs)
     run = llmc("tools", "list", "--format", "jsonl", "-s", "sdk", "-s", "dead")
     assert run.returncode == 5
-    rows = [json.loads(line) for line in run.stdout.splitlines()]
+    lines = [json.loads(line) for line in run.stdout.splitlines()]
+    rows, errors = [r for r in lines if "error" not in r], [r for r in lines if "error" in r]
     assert rows and {r["server"] for r in rows} == {"sdk"}
+    assert [e["server"] for e in errors] == ["dead"] and lines[-1] == errors[-1]  # errors are lines too, after the rows
     table = llmc("tools", "list", "--format", "table", "-s", "sdk", "-s", "dead")
     assert table.returncode == 5 and table.stdout.splitlines()[0].split() == ["server", "tool", "description"]
 

@@ -54,7 +54,7 @@ def test_who_confirms(isolated_dirs, policy, argv, code):
     elif code == 0:
         line = proc.stdout.splitlines()[0] if "--batch" in argv else proc.stdout
         out = json.loads(line)
-        assert (out.get("result") or out)["structuredContent"] == {"result": 42}
+        assert out["structuredContent"] == {"result": 42}
     else:
         assert "denied" in proc.stderr or '"denied"' in proc.stdout
 

@@ -72,11 +72,11 @@ path = ["/srv/**"]
 """)
     proc = llmc("tools", "lint", "--provider", "openai")
     assert proc.returncode == 0, proc.stderr
-    holes = [f for f in json.loads(proc.stdout) if f["target"] == "policy"]
-    assert [(f["tool"], f["path"]) for f in holes] == [("naive.read_many", "$.inputSchema.properties.paths")]
+    holes = [f for f in json.loads(proc.stdout)["findings"] if f["target"] == "policy"]
+    assert [(f["server"], f["tool"], f["path"]) for f in holes] == [("naive", "read_many", "$.inputSchema.properties.paths")]
     assert llmc("tools", "lint", "--provider", "openai", "--strict").returncode == 1
     check = llmc("policy", "check", "naive.read_many", "--json", '{"paths": ["/etc/passwd"]}')
     assert check.returncode == 0 and "warning: argument 'paths' of naive.read_many" in check.stderr
     path.write_text(path.read_text() + 'paths = ["/srv/**"]\n')
     assert llmc("policy", "check", "naive.read_many", "--json", '{"paths": ["/etc/passwd"]}').returncode == 4
-    assert [f for f in json.loads(llmc("tools", "lint").stdout) if f["target"] == "policy"] == []
+    assert [f for f in json.loads(llmc("tools", "lint").stdout)["findings"] if f["target"] == "policy"] == []

@@ -117,7 +117,7 @@ class Keepers:
     def listed(self) -> list[dict[str, Any]]:
         proc = self.run("session", "list")
         assert proc.returncode == 0, proc.stderr
-        return json.loads(proc.stdout)
+        return json.loads(proc.stdout)["sessions"]
 
     def sock(self, name: str) -> Path:
         return self.state / "sessions" / f"{name}.sock"
@@ -272,7 +272,7 @@ def test_killed_keeper_is_detected_and_cleaned(keepers: Keepers) -> None:
     os.kill(pid, signal.SIGKILL)
     assert wait_until(lambda: gone(pid))
     proc = keepers.run("session", "list")
-    assert proc.returncode == 0 and json.loads(proc.stdout) == []
+    assert proc.returncode == 0 and json.loads(proc.stdout) == {"sessions": [], "errors": []}
     assert "removed stale session k" in proc.stderr
     assert not keepers.sock("k").exists()
 
@@ -302,7 +302,7 @@ def test_hand_made_stale_sockets_are_removed(keepers: Keepers) -> None:
     assert status["name"] == "reuse"
     proc = keepers.run("session", "list")
     assert proc.returncode == 0
-    assert [r["name"] for r in json.loads(proc.stdout)] == ["reuse"]
+    assert [r["name"] for r in json.loads(proc.stdout)["sessions"]] == ["reuse"]
     assert "removed stale session ghost2" in proc.stderr and "reuse" not in proc.stderr
     assert sorted(p.name for p in sessions_dir.glob("*.sock")) == ["reuse.sock"]
 
@@ -464,7 +464,7 @@ def test_server_state_lives_across_invocations_and_batches(keepers: Keepers) -> 
     proc = llmc("call", "--batch", "-", "--yes", "--session", "state", env=keepers.env, timeout=TIMEOUT,
                 stdin="".join(json.dumps(line) + "\n" for line in lines))
     assert proc.returncode == 0, proc.stderr
-    assert [json.loads(line)["result"]["content"][0]["text"] for line in proc.stdout.splitlines()] == [
+    assert [json.loads(line)["content"][0]["text"] for line in proc.stdout.splitlines()] == [
         "remembered k", "teal"]
 
 

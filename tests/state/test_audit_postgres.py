@@ -142,7 +142,7 @@ def test_a_rate_limit_holds_across_processes(isolated_dirs: Path, state_url: str
     singles = [llmc("call", "sdk.echo", f"message=single-{i}").returncode for i in range(5)]
     outputs = [p.communicate(batch, timeout=300)[0] for p in procs]
     lines = [json.loads(line) for out in outputs for line in out.splitlines()]
-    ran = sum(1 for line in lines if "result" in line) + singles.count(0)
+    ran = sum(1 for line in lines if "content" in line) + singles.count(0)
     denied = sum(1 for line in lines if "rate limit" in json.dumps(line.get("error"))) + singles.count(4)
     assert (ran, denied) == (60, 15), lines[:3]
     with psycopg.connect(state_url) as conn:

@@ -71,7 +71,7 @@ def test_a_hosts_calls_spread_over_both_replicas_all_succeed(balancer: tuple[Gat
     batch = "".join(json.dumps({"tool": "sdk.add", "arguments": {"a": i, "b": 1}}) + "\n" for i in range(10))
     proc = llmc("call", "--url", front.url, "--batch", "-", stdin=batch)
     assert proc.returncode == 0, proc.stderr
-    results = [json.loads(line)["result"]["structuredContent"]["result"] for line in proc.stdout.splitlines()]
+    results = [json.loads(line)["structuredContent"]["result"] for line in proc.stdout.splitlines()]
     assert results == [i + 1 for i in range(10)]
     # The host (llmc itself, with the same LLMC_STATE_URL) and the replicas write to one chain:
     # 10 outcomes each side; the replicas' reach the database within a second.
@@ -163,9 +163,9 @@ def test_a_rate_limit_holds_across_two_replicas_and_two_call_loops(isolated_dirs
 
     lines = [json.loads(line) for out in outputs for line in out.splitlines()]
     assert len(lines) == 80
-    gateway_ran = [line for line in lines if line.get("result", {}).get("isError") is False]
-    gateway_refused = [line for line in lines if line.get("result", {}).get("isError") is True
-                       and "rate limit: profile limit of 60 calls per minute reached" in line["result"]["content"][0]["text"]]
+    gateway_ran = [line for line in lines if line.get("isError") is False]
+    gateway_refused = [line for line in lines if line.get("isError") is True
+                       and "rate limit: profile limit of 60 calls per minute reached" in line["content"][0]["text"]]
     calls = [proc for runs in loops for proc in runs]
     loop_ran = [p for p in calls if p.returncode == 0]
     loop_refused = [p for p in calls if p.returncode == 4 and "rate limit" in p.stderr]

@@ -51,9 +51,10 @@ def test_export_writes_the_file_atomically(tmp_path):
 
 
 def test_lint_reports_per_provider():
-    findings = json.loads(llmc("tools", "lint", "--provider", "gemini-legacy", "--stdio",
-                               node_tool("mcp-server-everything")).stdout)
-    assert findings and {f["target"] for f in findings} == {"gemini-legacy"}
+    out = json.loads(llmc("tools", "lint", "--provider", "gemini-legacy", "--stdio",
+                          node_tool("mcp-server-everything")).stdout)
+    findings = out["findings"]
+    assert out["errors"] == [] and findings and all(f["server"] == "server" for f in findings) and {f["target"] for f in findings} == {"gemini-legacy"}
     assert llmc("tools", "lint", "--strict", "--stdio", node_tool("mcp-server-everything")).returncode == 1
 
 

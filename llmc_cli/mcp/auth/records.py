@@ -81,15 +81,15 @@ class TokenRecord:
         expires_at = self.tokens.expires_at
         return {
             "server": self.server,
-            "server_url": self.server_url,
+            "serverUrl": self.server_url,
             "resource": self.resource,
             "issuer": self.issuer,
-            "client_id": self.client.client_id if self.client else None,
+            "clientId": self.client.client_id if self.client else None,
             "registration": self.client.source if self.client else None,
             "scope": self.tokens.scope,
-            "has_access_token": bool(self.tokens.access_token),
-            "has_refresh_token": bool(self.tokens.refresh_token),
-            "expires_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(expires_at)) if expires_at else None,
+            "hasAccessToken": bool(self.tokens.access_token),
+            "hasRefreshToken": bool(self.tokens.refresh_token),
+            "expiresAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(expires_at)) if expires_at else None,
             "expired": bool(expires_at and expires_at <= time.time()),
         }
 
