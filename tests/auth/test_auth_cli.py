@@ -47,7 +47,7 @@ def test_login_status_logout_without_printing_tokens(isolated_dirs, monkeypatch)
 
         logout = llmc("auth", "logout", "erp")
         assert logout.returncode == 0 and json.loads(logout.stdout) == {"server": "erp", "removed": 1}
-        assert json.loads(llmc("auth", "status").stdout) == {"logins": []}
+        assert json.loads(llmc("auth", "status").stdout) == {"logins": [], "errors": []}
         again = llmc("auth", "logout", "erp")
         assert json.loads(again.stdout)["removed"] == 0 and "no stored login" in again.stderr
 
