@@ -342,18 +342,8 @@ class OtelServerSpan(ServerSpan):
         self.otel = otel
         self.method = method
         self.request_id = request_id
-        self.attributes: dict[str, Any] = {"mcp.method.name": method, **attributes}
-        name = method
-        if method in TARGET_PARAM:
-            key, attribute = TARGET_PARAM[method]
-            target = params.get(key)
-            if isinstance(target, str):
-                name = f"{method} {target}"
-                self.attributes[attribute] = target
-        if method == "tools/call":
-            self.attributes["gen_ai.operation.name"] = "execute_tool"
-        if method in RESOURCE_METHODS and isinstance(params.get("uri"), str):
-            self.attributes["mcp.resource.uri"] = params["uri"]
+        name, described = describe_request(method, params)
+        self.attributes: dict[str, Any] = {**described, **attributes}
         if request_id is not None:
             self.attributes["jsonrpc.request.id"] = str(request_id)
         meta = params.get("_meta")
@@ -404,18 +394,8 @@ class McpObserver:
         self.otel = otel
 
     def request(self, session: Any, request_id: int, method: str, params: dict[str, Any]) -> "_RequestWatch":
-        attributes: dict[str, Any] = {"mcp.method.name": method, "jsonrpc.request.id": str(request_id)}
-        name = method
-        if method in TARGET_PARAM:
-            key, attribute = TARGET_PARAM[method]
-            target = params.get(key)
-            if isinstance(target, str):
-                name = f"{method} {target}"
-                attributes[attribute] = target
-        if method == "tools/call":
-            attributes["gen_ai.operation.name"] = "execute_tool"
-        if method in RESOURCE_METHODS and isinstance(params.get("uri"), str):
-            attributes["mcp.resource.uri"] = params["uri"]
+        name, attributes = describe_request(method, params)
+        attributes["jsonrpc.request.id"] = str(request_id)
         version = session.protocol_version or (params.get("protocolVersion") if method == "initialize" else None)
         if isinstance(version, str):
             attributes["mcp.protocol.version"] = version
@@ -474,6 +454,24 @@ class _RequestWatch:
         if failure:
             metric["error.type"] = failure
         self.otel.mcp_client_duration.record(time.monotonic() - self.started, metric)
+
+
+def describe_request(method: str, params: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A request's span name `{mcp.method.name} {target}` and the attributes its method and
+    params give, the same on the client and the server side (gen-ai/mcp.md)."""
+    attributes: dict[str, Any] = {"mcp.method.name": method}
+    name = method
+    if method in TARGET_PARAM:
+        key, attribute = TARGET_PARAM[method]
+        target = params.get(key)
+        if isinstance(target, str):
+            name = f"{method} {target}"
+            attributes[attribute] = target
+    if method == "tools/call":
+        attributes["gen_ai.operation.name"] = "execute_tool"
+    if method in RESOURCE_METHODS and isinstance(params.get("uri"), str):
+        attributes["mcp.resource.uri"] = params["uri"]
+    return name, attributes
 
 
 def transport_attributes(transport: Any) -> dict[str, Any]:
