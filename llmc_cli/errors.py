@@ -113,9 +113,10 @@ class InputRequired(LlmcError):
 
     kind = "input_required"
 
-    def __init__(self, requests: dict[str, Any]) -> None:
-        super().__init__("input required from the MCP host")
-        self.requests = requests
+    def __init__(self, message: str = "input required from the MCP host", *,
+                 requests: dict[str, Any] | None = None) -> None:
+        super().__init__(message, requests=requests)
+        self.requests = requests or {}
 
 
 class Cancelled(LlmcError):
@@ -170,4 +171,4 @@ def from_json(data: dict[str, Any]) -> LlmcError:
 
 _KINDS: dict[str, type[LlmcError]] = {cls.kind: cls for cls in (
     LlmcError, ToolFailed, UsageError, ConfigError, PolicyDenied, ConnectionFailed, ProtocolError, TimeoutExpired,
-    Cancelled, ProviderError, AuthError, DriftError)}
+    InputRequired, Cancelled, ProviderError, AuthError, DriftError)}

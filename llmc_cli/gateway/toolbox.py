@@ -350,7 +350,7 @@ class Toolbox:
             return answer
         if call.thread != threading.get_ident():
             raise RpcError(f"{method} declined: a 2026-07-28 host is asked only in an input_required result", code=-1)
-        raise InputRequired({key: {"method": method, "params": params}})
+        raise InputRequired(requests={key: {"method": method, "params": params}})
 
     def _elicit(self, params: dict[str, Any]) -> dict[str, Any]:
         """An upstream asks its user: the host's user, when the host can be asked (spec: else decline)."""

@@ -12,7 +12,7 @@ import pytest
 from llmc_cli import errors
 from llmc_cli.audit import AuditError
 from llmc_cli.errors import (AuthError, Cancelled, ConfigError, ConnectionFailed, DriftError, ExitCode,
-                             HttpStatusError, LlmcError, PolicyDenied, ProtocolError, ProviderError, RpcError, SessionExpired,
+                             HttpStatusError, InputRequired, LlmcError, PolicyDenied, ProtocolError, ProviderError, RpcError, SessionExpired,
                              TimeoutExpired, ToolFailed, UsageError)
 from llmc_cli.store.postgres import StateError
 
@@ -31,6 +31,8 @@ CROSSING = [
     (RpcError("Method not found", -32601, {"method": "x"}), RpcError, ExitCode.PROTOCOL),
     (TimeoutExpired("no answer within 5s"), TimeoutExpired, ExitCode.TIMEOUT),
     (Cancelled("cancelled by the host"), Cancelled, ExitCode.INTERRUPTED),
+    (InputRequired(requests={"confirm": {"method": "elicitation/create", "params": {"message": "Run it?"}}}),
+     InputRequired, ExitCode.TOOL_ERROR),
     (ProviderError("rate limited"), ProviderError, ExitCode.PROVIDER),
     (AuthError("login required"), AuthError, ExitCode.AUTH),
     (DriftError("tools changed"), DriftError, ExitCode.DRIFT),
@@ -65,6 +67,7 @@ def test_an_rpc_error_keeps_its_code_and_data() -> None:
     ({"llmc": "error", "message": "no kind"}, ConnectionFailed),
     ({"error": "from-a-newer-llmc", "message": "x", "exitCode": 42}, ConnectionFailed),
     ({"error": "rpc_error", "message": "no code"}, RpcError),
+    ({"error": "input_required", "message": "no requests"}, InputRequired),
 ])
 def test_an_unknown_or_partial_error_still_arrives(wire: dict, arrives_as: type) -> None:
     assert type(errors.from_json(wire)) is arrives_as
