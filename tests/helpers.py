@@ -9,8 +9,9 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
@@ -71,6 +72,33 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def wait_until(predicate: Callable[[], object], timeout: float = 15.0, interval: float = 0.05) -> bool:
+    """Poll `predicate` until it holds or `timeout` seconds pass; whether it holds at the end."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return bool(predicate())
+
+
+def wait_listening(proc: subprocess.Popen[bytes], port: int, what: object, timeout: float = 30.0) -> None:
+    """Wait (bounded) until the server `proc` accepts connections on a loopback port. The test
+    fails, with the end of the server's stderr when it was captured, if it exits or never listens."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            stderr = proc.stderr.read().decode(errors="replace")[-2000:] if proc.stderr else ""
+            pytest.fail(f"{what} exited early: {stderr}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                pytest.fail(f"{what} did not listen on {port} within {timeout:g}s")
+            time.sleep(0.05)
 
 
 def llmc_executable() -> str:

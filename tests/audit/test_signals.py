@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 from typing import Callable
@@ -18,7 +17,8 @@ import pytest
 
 from tests.fakes.llm import FakeLLM
 from tests.fakes.scripts import turn
-from tests.helpers import llmc, llmc_executable, sdk_server
+from tests.helpers import llmc, llmc_executable, sdk_server, wait_until
+from tests.processes import live_processes
 
 WAIT_SECONDS = 60  # bound on every wait below (a loaded machine is slow, never this slow)
 SIGNALS = [(signal.SIGTERM, 143), (signal.SIGHUP, 143), (signal.SIGINT, 130)]
@@ -39,22 +39,22 @@ confirm_destructive = false
 {extra}""")
 
 
+def ask_profile(isolated_dirs: Path, marker: str, fake: FakeLLM) -> None:
+    """The profile, with the fake model as its LLM."""
+    write_profile(isolated_dirs, marker, extra=f"""
+[llm]
+provider = "openai"
+model = "model-fake"
+base_url = "{fake.base_url}"
+""")
+
+
 def marked_processes(marker: str) -> list[int]:
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if f"LLMC_SIGNAL_TEST={marker}".encode() in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
-                found.append(int(pid))
-        except OSError:
-            continue  # gone, or not ours to read
-    return found
+    return [p.pid for p in live_processes() if f"LLMC_SIGNAL_TEST={marker}".encode() in p.environ()]
 
 
-def wait_for(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
+def wait_for(condition: Callable[[], object], what: str) -> None:
+    assert wait_until(condition, WAIT_SECONDS), f"timed out waiting for {what}"
 
 
 def audit_records(isolated_dirs: Path) -> list[dict]:
@@ -156,12 +156,7 @@ def test_ask_records_the_call_in_flight(isolated_dirs):
     marker = uuid.uuid4().hex
     script = [turn("openai", calls=[("c1", "slow", {"seconds": 300})]), turn("openai", text="never")]
     with FakeLLM("openai", script) as fake:
-        write_profile(isolated_dirs, marker, extra=f"""
-[llm]
-provider = "openai"
-model = "model-fake"
-base_url = "{fake.base_url}"
-""")
+        ask_profile(isolated_dirs, marker, fake)
         proc = start("ask", "be slow", env={"OPENAI_API_KEY": "test-key"})
         wait_for(decided(isolated_dirs, "slow"), "the decision record")
         returncode, out, err = finish(proc, signal.SIGTERM)
@@ -178,12 +173,7 @@ def test_ask_past_its_time_limit_leaves_no_decision_without_an_outcome(isolated_
     marker = uuid.uuid4().hex
     script = [turn("openai", calls=[("c1", "slow", {"seconds": 300})]), turn("openai", text="never")]
     with FakeLLM("openai", script) as fake:
-        write_profile(isolated_dirs, marker, extra=f"""
-[llm]
-provider = "openai"
-model = "model-fake"
-base_url = "{fake.base_url}"
-""")
+        ask_profile(isolated_dirs, marker, fake)
         proc = llmc("ask", "be slow", "--total-timeout", "2", env={"OPENAI_API_KEY": "test-key"}, timeout=WAIT_SECONDS)
     assert json.loads(proc.stdout)["stopReason"] == "timeout", proc.stderr
     records = audit_records(isolated_dirs)

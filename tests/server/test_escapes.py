@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from llmc_cli.server.jail import Jail
 from llmc_cli.server.protocol import ToolError
+from tests.helpers import wait_until
+from tests.processes import live_processes
 from tests.server.conftest import COMMANDS, SANDBOXES
 
 
@@ -211,23 +212,11 @@ def test_fork_that_outlives_its_parent_contained(runner, root: Path) -> None:
     out = runner.ok("start_process", argv=["sh", "-c", script], wait_ms=2000, quiet_ms=200)
     assert "started" in out["output"]
     runner.ok("terminate_process", handle=out["handle"])
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and _sleepers():
-        time.sleep(0.1)
-    assert _sleepers() == []
+    assert wait_until(lambda: not _sleepers(), 5), _sleepers()
 
 
 def _sleepers() -> list[int]:
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if cmd[:2] in ([b"sleep", b"300"], [b"sleep", b"301"]) and state != "Z":
-            found.append(int(pid))
-    return found
+    return [p.pid for p in live_processes() if p.cmdline()[:2] in ([b"sleep", b"300"], [b"sleep", b"301"])]
 
 
 def test_process_that_prints_forever_contained(runner) -> None:
