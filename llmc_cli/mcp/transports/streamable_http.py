@@ -254,15 +254,13 @@ class StreamableHttpTransport:
             attempts += 1
             if not sleep_unless(self._stop, state.retry_ms / 1000):
                 break
+            what = f"resuming the stream of {request.get('method')}"
             try:
-                resumed = self.http.request("GET", self.url, self._headers(None, state.last_id),
-                                            read_timeout=self.idle_timeout)
+                resumed = self._get_stream(state, what, read_timeout=self.idle_timeout)
             except LlmcError as exc:
-                self._note(f"resuming the stream of {request.get('method')} failed: {exc.message}")
+                self._note(f"{what} failed: {exc.message}")
                 continue
-            if not is_event_stream(resumed):
-                self._note(f"resuming the stream of {request.get('method')}: HTTP {resumed.status_code}")
-                self.http.discard(resumed)
+            if resumed is None:
                 break
             answered = self._pump(resumed, request, state)
         with self._lock:
@@ -279,15 +277,13 @@ class StreamableHttpTransport:
         state, attempts = _StreamState(), 0
         while not self._stop.is_set() and attempts <= self.max_reconnects:
             try:
-                response = self.http.request("GET", self.url, self._headers(None, state.last_id), read_timeout=None,
-                                             reauthorize=False)
+                # 405: the server offers no such stream; anything else: it does not work, do without.
+                response = self._get_stream(state, "standalone GET stream not offered", read_timeout=None,
+                                            reauthorize=False)
             except LlmcError as exc:
                 self._note(f"standalone GET stream: {exc.message}")
                 return
-            if not is_event_stream(response):
-                # 405: the server offers no such stream; anything else: it does not work, do without.
-                self._note(f"standalone GET stream not offered (HTTP {response.status_code})")
-                self.http.discard(response)
+            if response is None:
                 return
             try:
                 self._pump(response, None, state)
@@ -299,6 +295,18 @@ class StreamableHttpTransport:
             attempts += 1
             if not sleep_unless(self._stop, state.retry_ms / 1000):
                 return
+
+    def _get_stream(self, state: _StreamState, what: str, *, read_timeout: float | None,
+                    reauthorize: bool = True) -> Any:
+        """GET the event stream, from after the last event `state` saw (Last-Event-ID). None, noted
+        as `what` with the HTTP status, when the reply is no event stream; transport errors raise."""
+        response = self.http.request("GET", self.url, self._headers(None, state.last_id), read_timeout=read_timeout,
+                                     reauthorize=reauthorize)
+        if is_event_stream(response):
+            return response
+        self._note(f"{what} (HTTP {response.status_code})")
+        self.http.discard(response)
+        return None
 
     def _pump(self, response: Any, request: dict[str, Any] | None, state: _StreamState) -> bool:
         """Deliver each message event; True once the reply to `request` was delivered."""
