@@ -247,6 +247,14 @@ class Catalog:
     def find_tool(self, server: str, tool: str) -> Tool | None:
         return next((t for t in self.tools_of(server) if t.name == tool), None)
 
+    def require_tool(self, server: str, tool: str) -> Tool:
+        """The tool, or a UsageError naming the server and the closest names it has."""
+        found = self.find_tool(server, tool)
+        if found is None:
+            hint = did_you_mean(tool, [t.name for t in self.tools_of(server)])
+            raise UsageError(f"server {server} has no tool named {tool!r}{hint}")
+        return found
+
     def close(self) -> None:
         self._closed = True
         sessions, self._sessions = list(self._sessions.values()), {}

@@ -91,16 +91,12 @@ def show(ctx: click.Context, tool: str, fmt: str, target: Target) -> None:
     from llmc_cli.cli.common import open_catalog, resolve_tool
     from llmc_cli.cli.output import clean
     from llmc_cli.cli.tool_info import arguments, example_call, readable
-    from llmc_cli.errors import did_you_mean
     from llmc_cli.model import ToolCall
 
     catalog, profile = open_catalog(ctx, target, warm=False)
     with catalog:
         server, name = resolve_tool(ctx, catalog, tool)
-        found = catalog.find_tool(server, name)
-        if found is None:
-            hint = did_you_mean(name, [t.name for t in catalog.tools_of(server)])
-            raise UsageError(f"server {server} has no tool named {name!r}{hint}")
+        found = catalog.require_tool(server, name)
         cwd = catalog.working_directory(server)
     config = profile.profile.policy
     call = ToolCall(server, name, {})  # no arguments: what the tool alone decides (argument rules judge defaults)
@@ -151,12 +147,12 @@ def grouped_warnings(findings: list[Any]) -> list[str]:
             for (target, what, why), tools in groups.items()]
 
 
-def _fail_on_warnings(result: Any, strict: bool) -> None:
+def _fail_on_warnings(result: Translation, strict: bool) -> None:
     if strict and result.warnings:
         raise ToolFailed(f"{len(result.warnings)} translation warning(s) with --strict")
 
 
-def _print_translation(found: list[Any], fmt: str, strict: bool) -> None:
+def _print_translation(found: list[Tool], fmt: str, strict: bool) -> None:
     result = _translate(found, fmt, strict)
     if isinstance(result.definitions, str):
         plain_text(result.definitions)  # a prompt for a model: cleaned only on a terminal

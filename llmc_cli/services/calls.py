@@ -13,7 +13,7 @@ from llmc_cli import telemetry
 from llmc_cli.catalog import Catalog
 from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.errors import (Cancelled, ConfigError, InputRequired, LlmcError, PolicyDenied, ProtocolError,
-                             TimeoutExpired, UsageError)
+                             TimeoutExpired)
 from llmc_cli.mcp.jsonrpc import has_lone_surrogate
 from llmc_cli.model import Tool, ToolCall, ToolResult, canonical_json
 
@@ -142,9 +142,7 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
     from llmc_cli import audit, policy
 
     profile = invocation.profile
-    tool = catalog.find_tool(call.server, call.tool)
-    if tool is None:
-        raise UsageError(f"server {call.server} has no tool named {call.tool!r}")
+    tool = catalog.require_tool(call.server, call.tool)
     if has_lone_surrogate(call.arguments):
         # Text no UTF-8 writer accepts (a model's "\\ud800" escape): not checked against path
         # rules, not recorded faithfully, not sent; the record shows it as U+FFFD.
