@@ -10,6 +10,7 @@ from llmc_cli.providers.base import (END, LENGTH, OTHER, TOOL_CALLS, AssistantTu
                                      ProviderSettings,
                                      ProviderToolCall, Usage, UserMessage, call_with_retries,
                                      http_failure, images, text_besides_images)
+from llmc_cli.model import ToolResult
 
 STOP = {"end_turn": END, "stop_sequence": END, "tool_use": TOOL_CALLS, "max_tokens": LENGTH}
 DEFAULT_MAX_TOKENS = 4096  # the API requires max_tokens
@@ -72,7 +73,7 @@ class AnthropicMessages:
         return out
 
     @staticmethod
-    def tool_result(call_id: str, result: Any) -> dict[str, Any]:
+    def tool_result(call_id: str, result: ToolResult) -> dict[str, Any]:
         content: list[dict[str, Any]] = []
         text = text_besides_images(result)
         if text or not images(result):
