@@ -6,6 +6,7 @@ from typing import Any
 
 from llmc_cli.audit.trail import ChainedLog
 from llmc_cli.audit.records import AuditError, now_iso
+from llmc_cli.store.chain import AuditRecord
 
 
 class Deferred:
@@ -22,7 +23,7 @@ class Deferred:
         import threading
 
         self.log = log
-        self.pending: list[dict[str, Any]] = []
+        self.pending: list[AuditRecord] = []
         self.lock = threading.Lock()  # one batch runs servers in threads; the gateway serves hosts in threads
         self.queue_lock = threading.Lock()
         self.queued: list[dict[str, Any]] = []  # decision records waiting for the next write
@@ -38,7 +39,7 @@ class Deferred:
         self.flusher.join(timeout=self.FLUSH_SECONDS * 2)
         self.flush()
 
-    def record(self, record: dict[str, Any], *, before_action: bool) -> None:
+    def record(self, record: AuditRecord, *, before_action: bool) -> None:
         if before_action:
             self.record_before_actions([record])
             return
@@ -47,7 +48,7 @@ class Deferred:
             if len(self.pending) >= self.FLUSH_RECORDS:
                 self._write([])
 
-    def record_before_actions(self, records: list[dict[str, Any]]) -> None:
+    def record_before_actions(self, records: list[AuditRecord]) -> None:
         """On disk before this returns. Concurrent callers (the gateway's hosts) share writes:
         while one write+fsync runs, the others queue, and the next writer takes every queued
         record in one write (group commit); each caller still returns only once its own are on disk."""
@@ -83,7 +84,7 @@ class Deferred:
             except AuditError:
                 pass  # the records stay pending; the next decision or the final flush reports it
 
-    def _write(self, records: list[dict[str, Any]]) -> None:
+    def _write(self, records: list[AuditRecord]) -> None:
         if self.pending or records:
             try:
                 self.log.append_many([*self.pending, *records])
