@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, TypedDict
 
-from llmc_cli import telemetry
+from llmc_cli import interrupts, telemetry
 from llmc_cli.agent.compaction import compact
 from llmc_cli.agent.conversations import Conversation
 from llmc_cli.audit import AuditError
@@ -330,7 +330,7 @@ def _run_bounded(work: Callable[[int], None], indexes: list[int], workers: int, 
     for n in range(min(workers, len(indexes))):
         threading.Thread(target=worker, daemon=True, name=f"llmc-tool-{n}").start()
     for _ in indexes:
-        if not done.acquire(timeout=max(0.0, deadline - time.monotonic())):
+        if not interrupts.wait(lambda seconds: done.acquire(timeout=seconds), max(0.0, deadline - time.monotonic())):
             # Unstarted calls must not start after the run ended.
             while not todo.empty():
                 try:

@@ -4,6 +4,7 @@ gone (no orphans), exit 143 (130 for SIGINT). The real CLI against the SDK test 
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
@@ -76,8 +77,24 @@ def start(*args: str, env: dict[str, str] | None = None, stdin: str | None = Non
     return proc
 
 
-def finish(proc: subprocess.Popen[str], sig: int) -> tuple[int, str, str]:
-    proc.send_signal(sig)
+TGKILL = {"x86_64": 234, "aarch64": 131}.get(os.uname().machine)  # the syscall's number
+
+
+def signal_another_thread(pid: int, sig: int) -> None:
+    """Send `sig` to one of the process's threads that is not the main one, as the kernel may
+    choose to for a signal sent to the process: llmc must still unwind."""
+    others = sorted(int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid)
+    assert others, "the process has no thread but the main one"
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(TGKILL, pid, others[-1], int(sig)) != 0:
+        raise OSError(ctypes.get_errno(), "tgkill")
+
+
+def finish(proc: subprocess.Popen[str], sig: int, to_thread: bool = False) -> tuple[int, str, str]:
+    if to_thread:
+        signal_another_thread(proc.pid, sig)
+    else:
+        proc.send_signal(sig)
     out, err = proc.communicate(timeout=WAIT_SECONDS)
     assert "Traceback" not in err, err
     return proc.returncode, out, err
@@ -97,14 +114,19 @@ def assert_no_server_left(marker: str) -> None:
     wait_for(lambda: not marked_processes(marker), "the servers to be gone")
 
 
+TO_THREAD = pytest.mark.parametrize("to_thread", [False, pytest.param(True, marks=pytest.mark.skipif(
+    TGKILL is None, reason="tgkill's number is known for x86_64 and aarch64 only"))], ids=["process", "thread"])
+
+
 @pytest.mark.parametrize("sig, code", SIGNALS)
-def test_a_single_call(isolated_dirs, sig, code):
+@TO_THREAD
+def test_a_single_call(isolated_dirs, sig, code, to_thread):
     marker = uuid.uuid4().hex
     write_profile(isolated_dirs, marker)
     proc = start("call", "sdk.slow", "seconds=300")
     wait_for(decided(isolated_dirs, "slow"), "the decision record")
     wait_for(lambda: marked_processes(marker), "the server")
-    returncode, out, err = finish(proc, sig)
+    returncode, out, err = finish(proc, sig, to_thread)
     assert returncode == code and out == "" and ("terminated" if code == 143 else "interrupted") in err
     assert_every_decided_call_has_one_outcome(isolated_dirs, ["slow"])
     assert [r["reason"] for r in audit_records(isolated_dirs) if r.get("outcome") == "interrupted"] == \
@@ -114,9 +136,11 @@ def test_a_single_call(isolated_dirs, sig, code):
 
 @pytest.mark.parametrize("sig, code", SIGNALS[:2])
 @pytest.mark.parametrize("parallel", ["1", "3"])
-def test_a_batch_records_every_decided_call(isolated_dirs, sig, code, parallel):
+@TO_THREAD
+def test_a_batch_records_every_decided_call(isolated_dirs, sig, code, parallel, to_thread):
     """Two servers (two worker threads): one finished call, calls in flight, and calls decided
-    but not started when the signal comes."""
+    but not started when the signal comes, sent to the process or to one of its other threads
+    (the main thread, waiting for the results, must wake for it all the same)."""
     marker = uuid.uuid4().hex
     write_profile(isolated_dirs, marker, ("a", "b"), extra='[policy.hints."*.slow"]\nreadOnly = true\n')
     lines = [("1", "a.echo", {"message": "first"}), ("2", "a.slow", {"seconds": 300}),
@@ -127,7 +151,7 @@ def test_a_batch_records_every_decided_call(isolated_dirs, sig, code, parallel):
     first = proc.stdout.readline()  # type: ignore[union-attr]  # "1" is done: the slow calls run
     assert json.loads(first)["id"] == "1"
     wait_for(lambda: len(marked_processes(marker)) == 2, "both servers")
-    returncode, out, err = finish(proc, sig)
+    returncode, out, err = finish(proc, sig, to_thread)
     assert returncode == code, err
     assert out == ""  # nothing after the interruption: the calls still waiting never finished
     assert_every_decided_call_has_one_outcome(isolated_dirs, ["slow", "slow", "slow", "echo", "echo"])

@@ -117,7 +117,9 @@ class StreamableHttpTransport:
         # Not joined on close: a POST still waiting for headers cannot be interrupted (no socket to
         # shut down yet); it is a daemon thread bounded by its read timeout.
         self._spawn(lambda: self._post_in_background(message, head, confirming), "llmc-http-post", joined=False)
-        head.settled.wait(self.idle_timeout if confirming else HEAD_WAIT)
+        deadline = time.monotonic() + (self.idle_timeout if confirming else HEAD_WAIT)
+        while not head.settled.is_set() and (left := deadline - time.monotonic()) > 0:
+            head.settled.wait(min(left, 0.5))  # short sleeps: a signal's handler runs when this thread wakes
         with head.lock:  # decided together with the POST's end: exactly one reports an error
             head.abandoned = not head.finished
         if not head.abandoned and head.error is not None:
