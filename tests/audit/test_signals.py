@@ -4,7 +4,6 @@ gone (no orphans), exit 143 (130 for SIGINT). The real CLI against the SDK test 
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import signal
@@ -19,7 +18,7 @@ import pytest
 
 from tests.fakes.llm import FakeLLM
 from tests.fakes.scripts import turn
-from tests.helpers import llmc, llmc_executable, sdk_server
+from tests.helpers import TO_THREAD, llmc, llmc_executable, sdk_server, signal_another_thread
 
 WAIT_SECONDS = 60  # bound on every wait below (a loaded machine is slow, never this slow)
 SIGNALS = [(signal.SIGTERM, 143), (signal.SIGHUP, 143), (signal.SIGINT, 130)]
@@ -77,19 +76,6 @@ def start(*args: str, env: dict[str, str] | None = None, stdin: str | None = Non
     return proc
 
 
-TGKILL = {"x86_64": 234, "aarch64": 131}.get(os.uname().machine)  # the syscall's number
-
-
-def signal_another_thread(pid: int, sig: int) -> None:
-    """Send `sig` to one of the process's threads that is not the main one, as the kernel may
-    choose to for a signal sent to the process: llmc must still unwind."""
-    others = sorted(int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid)
-    assert others, "the process has no thread but the main one"
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.syscall(TGKILL, pid, others[-1], int(sig)) != 0:
-        raise OSError(ctypes.get_errno(), "tgkill")
-
-
 def finish(proc: subprocess.Popen[str], sig: int, to_thread: bool = False) -> tuple[int, str, str]:
     if to_thread:
         signal_another_thread(proc.pid, sig)
@@ -112,10 +98,6 @@ def assert_every_decided_call_has_one_outcome(isolated_dirs: Path, interrupted: 
 
 def assert_no_server_left(marker: str) -> None:
     wait_for(lambda: not marked_processes(marker), "the servers to be gone")
-
-
-TO_THREAD = pytest.mark.parametrize("to_thread", [False, pytest.param(True, marks=pytest.mark.skipif(
-    TGKILL is None, reason="tgkill's number is known for x86_64 and aarch64 only"))], ids=["process", "thread"])
 
 
 @pytest.mark.parametrize("sig, code", SIGNALS)

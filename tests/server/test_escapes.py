@@ -207,17 +207,19 @@ def test_fork_that_outlives_its_parent_contained(runner, root: Path) -> None:
     """CONTAINED: the parent exits at once, leaving a child in its group and a setsid'd grandchild
     that left the group; terminating the process (or its time limit) kills both. With bwrap the
     PID namespace takes them down; without, killpg plus the environment tag does."""
-    script = "sleep 300 & setsid sleep 301 & echo started"
+    # Durations no other program on the machine sleeps for: the check scans every process.
+    durations = [f"{n}.{os.getpid()}" for n in (300, 301)]
+    script = f"sleep {durations[0]} & setsid sleep {durations[1]} & echo started"
     out = runner.ok("start_process", argv=["sh", "-c", script], wait_ms=2000, quiet_ms=200)
     assert "started" in out["output"]
     runner.ok("terminate_process", handle=out["handle"])
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and _sleepers():
+    while time.monotonic() < deadline and _sleepers(durations):
         time.sleep(0.1)
-    assert _sleepers() == []
+    assert _sleepers(durations) == []
 
 
-def _sleepers() -> list[int]:
+def _sleepers(durations: list[str]) -> list[int]:
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -225,7 +227,7 @@ def _sleepers() -> list[int]:
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if cmd[:2] in ([b"sleep", b"300"], [b"sleep", b"301"]) and state != "Z":
+        if cmd[0] == b"sleep" and cmd[1:2] and cmd[1].decode(errors="replace") in durations and state != "Z":
             found.append(int(pid))
     return found
 
