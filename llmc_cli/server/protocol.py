@@ -298,6 +298,16 @@ class McpServer:
         """A request to the client (initialize era: elicitation, sampling, roots), sent where the
         request being served is answered; waits for the reply. RpcError for an error reply."""
         ask_id = f"llmc-{next(self._ask_ids)}"
+        # A request llmc sends: a CLIENT span of its own (the conventions: a server reports the
+        # operations it initiates as client spans) whose context goes in _meta (SEP-414).
+        with telemetry.span(method, "client", {"mcp.method.name": method, "jsonrpc.request.id": ask_id}):
+            context = telemetry.trace_context()
+            if context:
+                params = {**params, "_meta": {**(params.get("_meta") or {}), **context}}
+            return self._ask_client(ask_id, method, params, send, timeout)
+
+    def _ask_client(self, ask_id: str, method: str, params: dict[str, Any], send: Send,
+                    timeout: float) -> dict[str, Any]:
         future: Future[dict[str, Any]] = Future()
         with self._lock:
             self._asked[ask_id] = future

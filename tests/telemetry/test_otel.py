@@ -243,3 +243,44 @@ def test_over_http_the_context_travels_in_meta_and_the_span_names_the_server(iso
     assert attributes["mcp.session.id"] and attributes["mcp.protocol.version"]
     assert seen["traceparent"].split("-")[2] == call["spanId"]
     assert got.named("initialize")[0]["attributes"]["mcp.session.id"] == attributes["mcp.session.id"]
+
+
+def test_a_request_the_gateway_sends_its_host_is_a_client_span_with_its_context_in_meta(isolated_dirs, receiver):
+    """An initialize-era host (the mcp SDK client) calls a tool the policy has the host's user
+    confirm: the gateway's elicitation/create is a CLIENT span, child of the tools/call SERVER
+    span it serves, and that span's context arrives in the request's _meta (SEP-414)."""
+    import os
+
+    import anyio
+    from mcp.client.client import Client
+    from mcp.client.stdio import StdioServerParameters
+    from mcp_types import ElicitResult, Implementation
+
+    profile(isolated_dirs)  # sdk.echo has no read-only hint: confirm_destructive asks the host
+    seen: list[dict[str, Any]] = []
+
+    async def answer(context: Any, params: Any) -> Any:
+        meta = getattr(params, "meta", None)
+        seen.append(meta if isinstance(meta, dict) else meta.model_dump(by_alias=True) if meta is not None else {})
+        return ElicitResult(action="accept")
+
+    env = {**{k: v for k, v in os.environ.items() if k.startswith("LLMC_") or k == "PATH"},
+           "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
+    gateway = StdioServerParameters(command=llmc_executable(), env=env, args=[
+        "--otel", "serve", "-p", str(isolated_dirs / "config" / "profiles" / "default.toml")])
+
+    async def work() -> None:
+        with anyio.fail_after(90):
+            async with Client(gateway, mode="legacy", client_info=Implementation(name="host", version="1"),
+                              elicitation_callback=answer) as client:
+                result = await client.call_tool("sdk.echo", {"message": "hi"})
+                assert result.is_error is False
+
+    anyio.run(work)
+    got = receiver.got
+    assert got.wait_for(lambda g: g.named("elicitation/create") and g.named("tools/call sdk.echo"))
+    asked = got.named("elicitation/create")[0]
+    served = next(s for s in got.named("tools/call sdk.echo") if s["kind"] == "server")
+    assert asked["kind"] == "client" and asked["parentSpanId"] == served["spanId"]
+    assert asked["attributes"]["mcp.method.name"] == "elicitation/create"
+    assert len(seen) == 1 and seen[0]["traceparent"].split("-")[1:3] == [asked["traceId"], asked["spanId"]]
