@@ -115,7 +115,16 @@ def test_a_batch_is_one_trace(isolated_dirs, receiver):
     got = receiver.got
     assert got.wait_for(lambda g: len(g.named("tools/call add")) == 3 and g.named("llmc call"))
     root = got.named("llmc call")[0]
-    assert {s["traceId"] for s in got.named("tools/call add")} == {root["traceId"]}
+    calls = got.named("tools/call add")
+    assert {(s["traceId"], s["parentSpanId"], s["kind"]) for s in calls} == {(root["traceId"], root["spanId"], "client")}
+    assert len({s["attributes"]["jsonrpc.request.id"] for s in calls}) == 3
+    decisions = [e for e in root["events"] if e["name"] == "llmc.policy.decision"]
+    assert [e["attributes"]["llmc.policy.decision"] for e in decisions] == ["allow"] * 3
+    assert got.wait_for(lambda g: any(p["name"] == "llmc.policy.decisions" for p in g.points))
+    assert sum(p["value"] for p in got.points if p["name"] == "llmc.policy.decisions") == 3
+    durations = [p for p in got.points if p["name"] == "mcp.client.operation.duration"
+                 and p["attributes"].get("gen_ai.tool.name") == "add"]
+    assert sum(p["count"] for p in durations) == 3
 
 
 def test_ask_traces_the_agent_the_model_and_each_tool(isolated_dirs, receiver):
