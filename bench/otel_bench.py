@@ -71,22 +71,25 @@ catalog = services.open_catalog(None, (), adhoc_spec(server, None, (), None, (),
 invocation = services.Invocation(profile=profile, command="call", caller="human")
 name = next(iter(catalog.specs))
 services.call_tool(catalog, invocation, ToolCall(name, "add", {"a": 0, "b": 1}))  # start-up
-started = time.perf_counter()
+started, cpu = time.perf_counter(), time.process_time()
 for i in range(calls):
     services.call_tool(catalog, invocation, ToolCall(name, "add", {"a": i, "b": 1}))
-print(time.perf_counter() - started)
+print(time.perf_counter() - started, time.process_time() - cpu)
 catalog.close()
 telemetry.shutdown()
 """
 
 
-def loop(env: dict[str, str], otel: bool, calls: int) -> float:
-    """Seconds for `calls` calls in one process, start-up and the final flush excluded."""
+def loop(env: dict[str, str], otel: bool, calls: int) -> tuple[float, float]:
+    """Seconds for `calls` calls in one process, start-up and the final flush excluded: wall
+    time, and CPU time of llmc's process (all its threads, the exporter's included; the server's
+    excluded, the same in every mode). CPU time is what telemetry adds when the machine is busy."""
     proc = subprocess.run([sys.executable, "-c", LOOP, "on" if otel else "off", SERVER, str(calls)],
                           capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         raise SystemExit(f"loop failed ({proc.returncode}): {proc.stderr[-500:]}")
-    return float(proc.stdout.split()[0])
+    wall, cpu = proc.stdout.split()[:2]
+    return float(wall), float(cpu)
 
 
 def run(batch: str, env: dict[str, str], otel: bool) -> float:
@@ -120,9 +123,12 @@ def main() -> None:
         times: dict[str, list[float]] = {name: [] for name in modes}
         single: dict[str, list[float]] = {name: [] for name in modes}  # start-up and flush: the fixed part
         loops: dict[str, list[float]] = {name: [] for name in modes}
+        cpus: dict[str, list[float]] = {name: [] for name in modes}
         for _ in range(args.rounds):
             for name, (env, otel) in modes.items():
-                loops[name].append(loop(env, otel, args.calls))
+                wall, cpu = loop(env, otel, args.calls)
+                loops[name].append(wall)
+                cpus[name].append(cpu)
                 times[name].append(run(str(batch), env, otel))
                 single[name].append(run(str(one), env, otel))
         dead.close()
@@ -132,12 +138,15 @@ def main() -> None:
         imported = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=base)
         spans = len(receiver.got.spans)
     loop_off = statistics.median(loops["off"]) / args.calls
+    cpu_off = statistics.median(cpus["off"]) / args.calls
     print(f"{args.calls} calls through services.call_tool in one process (start-up and final flush excluded), "
           f"median of {args.rounds} alternating rounds")
-    print(f"{'mode':<24}{'loop s':>9}{'per call ms':>13}{'added per call ms':>19}")
+    print(f"{'mode':<24}{'loop s':>9}{'wall ms/call':>14}{'added':>9}{'CPU ms/call':>13}{'added':>9}")
     for name, values in loops.items():
         per_call = statistics.median(values) / args.calls
-        print(f"{name:<24}{statistics.median(values):>9.3f}{per_call * 1000:>13.3f}{(per_call - loop_off) * 1000:>+19.3f}")
+        cpu = statistics.median(cpus[name]) / args.calls
+        print(f"{name:<24}{statistics.median(values):>9.3f}{per_call * 1000:>14.3f}{(per_call - loop_off) * 1000:>+9.3f}"
+              f"{cpu * 1000:>13.3f}{(cpu - cpu_off) * 1000:>+9.3f}")
     print()
     off = statistics.median(times["off"])
     off_marginal = (off - statistics.median(single["off"])) / (args.calls - 1)
