@@ -93,9 +93,10 @@ def enable_for_profile(command: str, mask: Mask, config: "TelemetryConfig") -> N
         enable(command, mask, config)
 
 
-def shutdown() -> str | None:
-    """End the root span and export what is left, within the flush timeout. Returns a warning
-    for people (the collector could not be reached in time) or None."""
+def shutdown(exit_code: int = 0) -> str | None:
+    """End the root span (with the command's exit status) and export what is left, within the
+    flush timeout. Returns a warning for people (the collector could not be reached in time) or
+    None."""
     global _ACTIVE
     active, _ACTIVE = _ACTIVE, None
     if active is None:
@@ -103,7 +104,7 @@ def shutdown() -> str | None:
     from llmc_cli.mcp import observe
 
     observe.install(None)
-    return active.shutdown()
+    return active.shutdown(exit_code)
 
 
 def span(name: str, kind: str = "internal", attributes: Mapping[str, Any] | None = None,

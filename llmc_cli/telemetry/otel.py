@@ -30,7 +30,7 @@ from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
-from opentelemetry.trace import SpanKind
+from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from llmc_cli import __version__
 from llmc_cli.telemetry import Settings
@@ -193,10 +193,16 @@ class Otel:
 
     # -- the end -------------------------------------------------------------------------------
 
-    def shutdown(self) -> str | None:
+    def shutdown(self, exit_code: int = 0) -> str | None:
         """End the root span, flush every signal within the flush timeout (in a thread: a
         collector that never answers must not hold the command), and say so if it failed."""
         if self.root is not None:
+            # A command that failed is an error span: what a CI or cron dashboard looks for.
+            # error.type is the documented exit status (4: denied by policy, 7: timeout, ...).
+            self.root.set_attribute("process.exit.code", exit_code)
+            if exit_code != 0:
+                self.root.set_attribute("error.type", str(exit_code))
+                self.root.set_status(Status(StatusCode.ERROR, f"exit status {exit_code}"))
             self.root.end()
         try:
             otel_context.detach(self._token)

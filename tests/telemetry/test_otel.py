@@ -40,6 +40,7 @@ def test_a_call_is_one_trace_from_the_ci_parent_through_the_server(isolated_dirs
                         and any(p["name"] == "mcp.client.operation.duration" for p in g.points))
     root = got.named("llmc call")[0]
     assert (root["traceId"], root["parentSpanId"], root["kind"]) == (PARENT_TRACE, PARENT_SPAN, "internal")
+    assert root["attributes"]["process.exit.code"] == 0 and root["status"] == "unset"
     call = got.named("tools/call trace_context")[0]
     assert call["kind"] == "client" and call["traceId"] == PARENT_TRACE and call["parentSpanId"] == root["spanId"]
     attributes = call["attributes"]
@@ -88,6 +89,10 @@ def test_a_tool_error_a_json_rpc_error_and_a_denial_are_errors_on_their_spans(is
     assert metric["attributes"]["rpc.response.status_code"] == code
     assert "mcp.resource.uri" not in metric["attributes"]  # opt-in on metrics (high cardinality)
     assert not got.named("tools/call add")  # a denied call never reaches the server
+    # The command's root span carries its exit status; a failed command is an error span.
+    roots = {s["attributes"]["process.exit.code"]: s for s in got.named("llmc call")}
+    assert set(roots) == {1, 4} and all(r["status"] == "error" for r in roots.values())
+    assert roots[4]["attributes"]["error.type"] == "4"
     events = [e["attributes"] for s in got.named("llmc call") for e in s["events"]]
     assert {"llmc.policy.decision": "deny", "llmc.policy.rule": "deny: sdk.add"}.items() <= \
         next(e for e in events if e["llmc.policy.decision"] == "deny").items()
