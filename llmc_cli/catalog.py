@@ -4,11 +4,13 @@ bare tool names routed when unambiguous. A dead server never blocks the others."
 from __future__ import annotations
 
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Callable, Collection, Mapping
 
+from llmc_cli import interrupts
 from llmc_cli.errors import ConnectionFailed, LlmcError, RpcError, UsageError, did_you_mean
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.client import connect
@@ -163,6 +165,7 @@ class Catalog:
         with ThreadPoolExecutor(max_workers=max(1, min(8, len(names)))) as pool:
             futures = {name: pool.submit(work, name) for name in names}
             for name, future in futures.items():
+                interrupts.wait(partial(_settled, future))
                 try:
                     results[name] = future.result()
                 except LlmcError as exc:
@@ -266,3 +269,7 @@ class Catalog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _settled(future: "Future[Any]", seconds: float) -> bool:
+    return bool(futures_wait([future], seconds).done)

@@ -3,6 +3,7 @@ in tests/peers."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
@@ -149,3 +150,18 @@ def _checked(result: Result) -> Result:
     """What every run must satisfy, whichever way it was started."""
     assert "Traceback" not in result.stderr, result.stderr
     return result
+
+
+TGKILL = {"x86_64": 234, "aarch64": 131}.get(os.uname().machine)  # the syscall's number
+TO_THREAD = pytest.mark.parametrize("to_thread", [False, pytest.param(True, marks=pytest.mark.skipif(
+    TGKILL is None, reason="tgkill's number is known for x86_64 and aarch64 only"))], ids=["process", "thread"])
+
+
+def signal_another_thread(pid: int, sig: int) -> None:
+    """Send `sig` to one of a process's threads other than the main one, as the kernel may choose
+    to for a signal sent to the process: the process must react all the same."""
+    others = sorted(int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid)
+    assert others, "the process has no thread but the main one"
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(TGKILL, pid, others[-1], int(sig)) != 0:
+        raise OSError(ctypes.get_errno(), "tgkill")

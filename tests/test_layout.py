@@ -43,13 +43,13 @@ ALLOWED: dict[str, set[str]] = {
     "lockfile": {"config", "translate", "mcp", "errors", "model"},
     "server": {"llmc_cli", "config", "telemetry", "mcp", "errors", "model"},  # the built-in MCP servers
     "keeper": {"config", "store", "mcp", "errors", "model"},  # lifecycle.py, transport.py
-    "catalog": {"keeper", "mcp", "errors", "model"},
+    "catalog": {"keeper", "interrupts", "mcp", "errors", "model"},
     "telemetry": {"llmc_cli", "config", "mcp", "errors", "model"},  # imported by what it observes
     "services": {"catalog", "policy", "audit", "store", "config", "keeper", "lockfile", "server", "interrupts",
                  "telemetry", "mcp", "errors", "model"},
     "keeper.process": {"keeper", "services", "store", "config", "mcp", "errors", "model"},
-    "agent": {"services", "catalog", "policy", "audit", "providers", "translate", "config", "telemetry", "mcp",
-              "errors", "model"},
+    "agent": {"services", "catalog", "policy", "audit", "providers", "translate", "config", "telemetry", "interrupts",
+              "mcp", "errors", "model"},
     "gateway": {"llmc_cli", "telemetry", "services", "catalog", "policy", "audit", "lockfile", "server", "config", "mcp",
                 "errors", "model"},
     "cli": {"llmc_cli", "agent", "gateway", "services", "telemetry", "catalog", "policy", "audit", "store", "config",

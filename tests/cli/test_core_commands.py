@@ -98,7 +98,7 @@ def test_resources_prompts_and_ping():
 def test_help_and_version_do_not_import_heavy_packages():
     code = ("import sys; from llmc_cli.cli.main import main\n"
             "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-            "heavy = [m for m in ('httpx2', 'pydantic', 'openai', 'anthropic', 'google.genai', 'mcp') if m in sys.modules]\n"
+            "heavy = [m for m in ('httpx2', 'pydantic', 'openai', 'anthropic', 'google.genai', 'mcp', 'opentelemetry') if m in sys.modules]\n"
             "print('HEAVY', heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30).stdout
     assert "HEAVY []" in out

@@ -208,15 +208,18 @@ def test_fork_that_outlives_its_parent_contained(runner, root: Path) -> None:
     """CONTAINED: the parent exits at once, leaving a child in its group and a setsid'd grandchild
     that left the group; terminating the process (or its time limit) kills both. With bwrap the
     PID namespace takes them down; without, killpg plus the environment tag does."""
-    script = "sleep 300 & setsid sleep 301 & echo started"
+    # Durations no other program on the machine sleeps for: the check scans every process.
+    durations = [f"{n}.{os.getpid()}" for n in (300, 301)]
+    script = f"sleep {durations[0]} & setsid sleep {durations[1]} & echo started"
     out = runner.ok("start_process", argv=["sh", "-c", script], wait_ms=2000, quiet_ms=200)
     assert "started" in out["output"]
     runner.ok("terminate_process", handle=out["handle"])
-    assert wait_until(lambda: not _sleepers(), 5), _sleepers()
+    assert wait_until(lambda: not _sleepers(durations), 5), _sleepers(durations)
 
 
-def _sleepers() -> list[int]:
-    return [p.pid for p in live_processes() if p.cmdline()[:2] in ([b"sleep", b"300"], [b"sleep", b"301"])]
+def _sleepers(durations: list[str]) -> list[int]:
+    return [p.pid for p in live_processes()
+            if (cmd := p.cmdline())[:1] == [b"sleep"] and cmd[1:2] and cmd[1].decode(errors="replace") in durations]
 
 
 def test_process_that_prints_forever_contained(runner) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import llmc, wait_until
+from tests.helpers import TO_THREAD, llmc, wait_until
 from tests.processes import live_processes
 from tests.server.conftest import COMMANDS, SANDBOXES
 
@@ -187,14 +187,16 @@ def test_background_child_ends_with_llmc_call(tmp_path: Path, server: str) -> No
     assert wait_until(lambda: not _alive(marker), 10), _alive(marker)
 
 
-def test_sigterm_ends_the_stdio_server_and_its_process_trees(tmp_path: Path) -> None:
+@TO_THREAD
+def test_sigterm_ends_the_stdio_server_and_its_process_trees(tmp_path: Path, to_thread: bool) -> None:
     """`llmc serve workspace` killed with SIGTERM (its input still open) closes like at end of
-    input: the background child of a finished command is gone, and the exit status is 143."""
+    input: the background child of a finished command is gone, and the exit status is 143, also
+    when the kernel hands the signal to a thread other than the one reading the input."""
     import json
     import signal
     import subprocess
 
-    from tests.helpers import llmc_executable
+    from tests.helpers import llmc_executable, signal_another_thread
 
     marker = "807"
     server = subprocess.Popen([llmc_executable(), "serve", "workspace", "--root", str(tmp_path), "--sandbox", "none",
@@ -217,7 +219,10 @@ def test_sigterm_ends_the_stdio_server_and_its_process_trees(tmp_path: Path) -> 
                 break
         assert reply["result"]["structuredContent"]["output"] == "ok\n"
         assert _started(marker)
-        server.send_signal(signal.SIGTERM)
+        if to_thread:
+            signal_another_thread(server.pid, signal.SIGTERM)
+        else:
+            server.send_signal(signal.SIGTERM)
         assert server.wait(timeout=30) == 143
     finally:
         server.kill()

@@ -18,7 +18,7 @@ import collections
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from llmc_cli.errors import ConnectionFailed, HttpStatusError, LlmcError, ProtocolError, SessionExpired, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
@@ -45,7 +45,8 @@ class _Head:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.done = threading.Event()
+        self.settled = threading.Event()  # the POST finished, or (when asked) its status is known
+        self.finished = False
         self.error: LlmcError | None = None
         self.abandoned = False
 
@@ -66,6 +67,7 @@ class StreamableHttpTransport:
         self.max_reconnects = max_reconnects
         self.protocol_version: str | None = None
         self.session_id: str | None = None
+        self._session_confirmed = True  # False while a resumed session has had no answer yet
         # False when the session is remembered for the next invocation: closing then leaves it be.
         self.end_session_on_close = True
         self._deliver: Deliver | None = None
@@ -106,29 +108,35 @@ class StreamableHttpTransport:
         # A request: a server may hold the reply's headers back until it is done (the SDK does so
         # for up to seconds), so wait for them only briefly and let the session's own per-request
         # timeout (and cancellation) govern the rest. Failures that come later end the session.
+        # A session resumed from an earlier invocation is not known to be alive until the server
+        # answers a request with it: wait for that answer's status however long it takes, so a 404
+        # (the server forgot the session) reaches the session, which starts a new one, instead of
+        # arriving late and ending everything.
+        confirming = not self._session_confirmed
         head = _Head()
         # Not joined on close: a POST still waiting for headers cannot be interrupted (no socket to
         # shut down yet); it is a daemon thread bounded by its read timeout.
-        self._spawn(lambda: self._post_in_background(message, head), "llmc-http-post", joined=False)
-        if not head.done.wait(HEAD_WAIT):
-            with head.lock:
-                head.abandoned = not head.done.is_set()
-            if head.abandoned:
-                return
-        if head.error is not None:
+        self._spawn(lambda: self._post_in_background(message, head, confirming), "llmc-http-post", joined=False)
+        deadline = time.monotonic() + (self.idle_timeout if confirming else HEAD_WAIT)
+        while not head.settled.is_set() and (left := deadline - time.monotonic()) > 0:
+            head.settled.wait(min(left, 0.5))  # short sleeps: a signal's handler runs when this thread wakes
+        with head.lock:  # decided together with the POST's end: exactly one reports an error
+            head.abandoned = not head.finished
+        if not head.abandoned and head.error is not None:
             raise head.error
 
-    def _post_in_background(self, message: dict[str, Any], head: "_Head") -> None:
+    def _post_in_background(self, message: dict[str, Any], head: "_Head", confirming: bool) -> None:
         error: LlmcError | None = None
         try:
-            self._post(message, read_timeout=self.idle_timeout)
+            self._post(message, read_timeout=self.idle_timeout, on_status=head.settled.set if confirming else None)
         except LlmcError as exc:
             error = exc
         finally:
-            with head.lock:  # decided together with send()'s giving up: exactly one reports
+            with head.lock:
                 late = head.abandoned
+                head.finished = True
                 head.error = None if late else error
-                head.done.set()
+            head.settled.set()
         if error is not None and late and not isinstance(error, TimeoutExpired):
             self._report(error)  # a timeout is not reported: the session's own speaks
 
@@ -138,7 +146,10 @@ class StreamableHttpTransport:
         except LlmcError as exc:
             self._note(f"{message.get('method')} not delivered: {exc.message}")
 
-    def _post(self, message: dict[str, Any], read_timeout: float | str = "default") -> None:
+    def _post(self, message: dict[str, Any], read_timeout: float | str = "default",
+              on_status: Callable[[], None] | None = None) -> None:
+        """POST one message and handle the reply; `on_status` is called once the server has
+        accepted the session (any status but 404), before the body is read."""
         method = message.get("method")
         is_request = method is not None and "id" in message
         sent_session = self.session_id if not self.modern else None
@@ -147,10 +158,15 @@ class StreamableHttpTransport:
         status = response.status_code
         if method == "initialize" and 200 <= status < 300:
             self.session_id = response.headers.get("mcp-session-id") or None
+            self._session_confirmed = True
         if status == 404 and sent_session:
             self.http.discard(response)
             self.session_id = None
             raise SessionExpired(f"{self.http._where(self.url)}: the server ended the session (HTTP 404)")
+        if sent_session and 200 <= status < 300:
+            self._session_confirmed = True
+        if on_status is not None:
+            on_status()
         if not 200 <= status < 300:
             self.http.status_error(response, message if is_request else None, self._deliver)
             return
@@ -166,6 +182,7 @@ class StreamableHttpTransport:
         set): its id goes on every request, and the server's own stream is listened to again.
         An id the server no longer knows is answered with 404, which the session handles."""
         self.session_id = session_id
+        self._session_confirmed = False
         self._spawn(self._listen, "llmc-http-get")
 
     def close(self) -> None:
