@@ -13,7 +13,7 @@ import re
 import sys
 import threading
 from contextlib import contextmanager
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import click
 
@@ -21,6 +21,16 @@ from llmc_cli.errors import LlmcError
 from llmc_cli.model import compact_json
 
 FORMATS = ("json", "jsonl", "table")
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def format_option(*choices: str, required: bool = False, help: str | None = None) -> Callable[[F], F]:
+    """The one `--format` option (as `fmt`): these choices, the first the default unless the
+    format is required. Every command declares its output formats through this."""
+    return click.option("--format", "fmt", type=click.Choice(choices), required=required,
+                        default=None if required else choices[0], show_default=not required, help=help)
 
 
 def emit(data: Any, fmt: str = "json", *, columns: list[str] | None = None) -> None:

@@ -9,14 +9,13 @@ import click
 
 from llmc_cli.cli.arguments import parse_pairs
 from llmc_cli.cli.context import app_of
-from llmc_cli.cli.output import emit, emit_listing, note, raise_failures
+from llmc_cli.cli.output import FORMATS, emit, emit_listing, format_option, note, raise_failures
 from llmc_cli.cli.targets import Target, target_options
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
 
-FORMAT = click.option("--format", "fmt", type=click.Choice(["json", "jsonl", "table"]), default="json",
-                      show_default=True)
+FORMAT = format_option(*FORMATS)
 
 
 def _gather(ctx: click.Context, target: Target, fmt: str, method: str, key: str, capability: str) -> None:
@@ -115,7 +114,7 @@ def prompts_get(ctx: click.Context, name: str, pairs: tuple[str, ...], target: T
 
 
 @click.command()
-@click.option("--format", "fmt", type=click.Choice(["json", "jsonl", "table"]), default="json", show_default=True)
+@FORMAT
 @target_options
 @click.pass_context
 def ping(ctx: click.Context, fmt: str, target: Target) -> None:
