@@ -80,7 +80,10 @@ ERROR_DETAILS: dict[str, Schema] = {
     "status": INT,  # HTTP status
     "code": INT, "data": ANY,  # JSON-RPC error
     "requests": ANY,  # InputRequired: what the server asked for
-    "provider": STR, "rule": STR, "callHash": STR, "oauthError": STR,
+    "provider": STR, "reason": STR,  # ProviderError: auth, rate_limit, overloaded, ...
+    "rule": STR, "callHash": STR, "retryAfter": NUM,  # PolicyDenied
+    "limit": INT,  # a message over the size limit
+    "oauthError": STR,
 }
 
 

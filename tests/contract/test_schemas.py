@@ -83,6 +83,25 @@ def test_a_snake_case_key_a_missing_field_or_a_misshapen_error_fails():
         validate_output("audit-tail", {"time": "t", "prev": "p", "hash": "h", "call_hash": "x"}, line=True)
 
 
+def test_every_detail_an_error_is_raised_with_is_in_the_error_schema():
+    """The error shape is closed: a detail given to an exception anywhere in llmc_cli (as a
+    keyword: PolicyDenied(..., retryAfter=...)) must be a camelCase field the schema lists."""
+    import ast
+
+    from llmc_cli import errors
+
+    classes = {name for name, value in vars(errors).items()
+               if isinstance(value, type) and issubclass(value, errors.LlmcError)}
+    given = set()
+    for path in (ROOT / "llmc_cli").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+                if name in classes or name in ("AuditError", "StateError"):
+                    given |= {k.arg for k in node.keywords if k.arg}
+    assert given and given <= set(output_schemas.ERROR_DETAILS), given - set(output_schemas.ERROR_DETAILS)
+
+
 def test_what_servers_send_stays_open():
     """An MCP tool or content block may carry fields llmc does not know (a newer spec, _meta)."""
     tool = {"server": "s", "name": "t", "inputSchema": {"type": "object"}, "x-vendor": {"a": 1}, "_meta": {}}
