@@ -90,10 +90,9 @@ ERROR_DETAILS: dict[str, Schema] = {
 def error(**subject: Schema) -> Schema:
     """An error, with the fields saying what it is about (`server`, `session`) when it is one of many."""
     return obj({**subject, "error": enum(*_kinds()), "message": STR,
-                "exitCode": enum(*sorted({int(c) for c in ExitCode if c})), }, ERROR_DETAILS)
+                "exitCode": enum(*sorted({int(c) for c in ExitCode if c}))}, ERROR_DETAILS)
 
 
-SERVER_ROW = {"server": STR}  # every row about something of a server names it first
 HINTS = obj({"readOnly": BOOL, "destructive": BOOL, "idempotent": BOOL, "openWorld": BOOL})
 DECISION_FIELDS = {"action": enum("allow", "deny", "confirm"), "rule": STR, "reason": STR}
 CALL_RESULT = {"content": array(common("content")), "isError": BOOL}
@@ -118,11 +117,11 @@ COMMON: Schema = {
 }
 
 
-def listing(key: str, row: Schema, title: str, error_def: str = "serverError", **extra: Schema) -> Schema:
+def listing(key: str, row: Schema, title: str, error_def: str = "serverError") -> Schema:
     """The one envelope of listings (output.emit_listing): {KEY: [rows], "errors": [...]}; in JSON
     Lines one line per row, then one per error."""
     return {"title": title, **obj({key: array(local("row")), "errors": array(common(error_def))}),
-            "$defs": {"row": row, "line": {"anyOf": [local("row"), common(error_def)]}, **extra}}
+            "$defs": {"row": row, "line": {"anyOf": [local("row"), common(error_def)]}}}
 
 
 def translated(envelope: Schema) -> Schema:
