@@ -108,10 +108,15 @@ def llmc_executable() -> str:
 
 
 class Result(subprocess.CompletedProcess[str]):
-    """What a run of llmc gave: returncode, stdout, stderr (text), and stdout as JSON."""
+    """What a run of llmc gave: returncode, stdout, stderr (text), and stdout as JSON (already
+    checked against the command's schema in schemas/ when the run ended)."""
 
     def json(self) -> Any:
         return json.loads(self.stdout)
+
+    def lines(self) -> list[Any]:
+        """stdout as JSON Lines."""
+        return [json.loads(line) for line in self.stdout.splitlines() if line.strip()]
 
 
 def llmc(*args: str, stdin: str | bytes | None = None, env: dict[str, str] | None = None,
@@ -147,8 +152,12 @@ def llmc_in_process(*args: str, stdin: str | None = None, env: dict[str, str | N
 
 
 def _checked(result: Result) -> Result:
-    """What every run must satisfy, whichever way it was started."""
+    """What every run must satisfy, whichever way it was started: no traceback, and JSON on
+    stdout that fits the command's schema (tests/schemas.py), line by line for JSON Lines."""
+    from tests.schemas import check_output
+
     assert "Traceback" not in result.stderr, result.stderr
+    check_output(list(result.args)[1:], result.stdout)
     return result
 
 

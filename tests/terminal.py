@@ -25,6 +25,7 @@ import time
 from typing import Any
 
 from tests.helpers import llmc_executable
+from tests.schemas import check_output
 
 
 class Terminal:
@@ -75,6 +76,8 @@ class Terminal:
         """Exit status; the rest of the terminal's output read."""
         out, _ = self.proc.communicate(timeout=self.timeout)
         self.stdout = (out or b"").decode("utf-8", "replace")
+        if self.proc.stdout is not None:  # a pipe: the JSON there fits the command's schema
+            check_output(self.proc.args[1:], self.stdout)
         while self._read(0.2):
             pass
         return self.proc.returncode

@@ -43,5 +43,5 @@ def compact(result: ToolResult, budget: int, tool: Tool | None = None) -> tuple[
     seen = ToolResult(content=[{"type": "text", "text": shown.rstrip("\n") + note}] + others,
                       structured_content=None, is_error=result.is_error, meta=result.meta,
                       duration_ms=result.duration_ms)
-    info = {"characters": len(text), "characters_shown": len(shown), "lines": len(lines), "lines_shown": kept}
+    info = {"characters": len(text), "charactersShown": len(shown), "lines": len(lines), "linesShown": kept}
     return seen, info

@@ -44,7 +44,7 @@ class StepOutcome(TypedDict, total=False):
     error: dict[str, Any]  # the LlmcError (to_json) of a denied or failed call
     result: dict[str, Any]  # the whole result (ToolResult.to_json)
     compacted: dict[str, Any]  # what was cut before the model saw the result
-    durationMs: float | None  # None: the run stopped waiting
+    durationMs: float | None  # None: never run (an unreadable call, no such tool), or the run stopped waiting
     seenResult: ToolResult  # what the model is shown, while the turn runs ...
     seen: str  # ... and its text in the record
 
@@ -199,6 +199,8 @@ def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool
                   + ", ".join(sorted(by_name)) if by_name else f"there is no tool named {c.name!r}; no tools are available")
         else:
             runnable.append(len(entries))
+        if "outcome" in entry:
+            entry["durationMs"] = None  # never run; every step has the same fields
         entries.append(entry)
         if "outcome" in entry:  # the model sees an error for it: say so now, as for a denied call
             _ended(emit, step, entry["tool"], entry["outcome"], None, entry["seenResult"])

@@ -63,7 +63,7 @@ def head(ctx: click.Context) -> None:
 @click.option("--tool", "tool_glob", metavar="GLOB", help="Only tools matching this glob.")
 @click.option("--outcome", type=click.Choice(["ok", "tool_error", "transport_error", "timeout", "cancelled", "denied",
                                               "interrupted", "abandoned", "skipped", "internal_error"]))
-@format_option("jsonl", "table", default="jsonl")
+@format_option("jsonl", "table")
 @click.pass_context
 def tail(ctx: click.Context, count: int, follow: bool, since: str | None, servers: tuple[str, ...],
          tool_glob: str | None, outcome: str | None, fmt: str) -> None:

@@ -7,7 +7,7 @@ import click
 from llmc_cli.cli.arguments import needs_schema, parse_json_option, parse_pairs, validate_arguments
 from llmc_cli.cli.complete import complete_tools
 from llmc_cli.cli.context import app_of
-from llmc_cli.cli.output import emit, plain_text
+from llmc_cli.cli.output import emit, format_option, plain_text
 from llmc_cli.cli.targets import Target, target_options
 from llmc_cli.errors import ToolFailed, UsageError, did_you_mean
 
@@ -18,7 +18,7 @@ from llmc_cli.errors import ToolFailed, UsageError, did_you_mean
 @click.option("--json", "json_args", metavar="'{...}'|@FILE|-", help="All arguments as one JSON object.")
 @click.option("--text", is_flag=True, help="Print only the text content.")
 @click.option("--yes", "-y", is_flag=True, help="Answer yes to the confirmations the profile's `confirm` patterns ask for.")
-@click.option("--format", "fmt", type=click.Choice(["json", "table"]), default="json", show_default=True)
+@format_option("json", "table")
 @click.option("--batch", "batch", metavar="FILE|-",
               help='Many calls, one connection per server: JSON Lines {"id", "tool", "arguments"} in, '
                    "one JSON Lines result per input out, in input order.")

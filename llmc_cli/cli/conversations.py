@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from llmc_cli.cli.output import format_option, emit, emit_listing, note
+from llmc_cli.cli.output import FORMATS, emit, emit_listing, format_option, note
 
 
 @click.group()
@@ -15,7 +15,7 @@ def conversations() -> None:
 
 
 @conversations.command("list")
-@format_option()
+@format_option(*FORMATS)
 def list_(fmt: str) -> None:
     """Every saved conversation, the most recently saved last: name, provider, model, turns,
     the first prompt, when it was created and last saved."""

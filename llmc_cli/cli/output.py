@@ -24,17 +24,11 @@ FORMATS = ("json", "jsonl", "table")  # a listing's formats
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def format_option(*choices: str, default: str | None = "json", help: str | None = None) -> Callable[[F], F]:
-    """`--format` as every command declares it (into `fmt`): the listing formats unless `choices`
-    say otherwise; `default=None` makes it required."""
-    options: dict[str, Any] = {"type": click.Choice(list(choices or FORMATS))}
-    if default is None:
-        options["required"] = True
-    else:
-        options.update(default=default, show_default=True)
-    if help is not None:
-        options["help"] = help
-    return click.option("--format", "fmt", **options)
+def format_option(*choices: str, required: bool = False, help: str | None = None) -> Callable[[F], F]:
+    """The one `--format` option (as `fmt`): these choices, the first the default unless the
+    format is required. Every command declares its output formats through this."""
+    return click.option("--format", "fmt", type=click.Choice(choices), required=required,
+                        default=None if required else choices[0], show_default=not required, help=help)
 
 
 def emit(data: Any, fmt: str = "json", *, columns: list[str] | None = None) -> None:

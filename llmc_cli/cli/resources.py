@@ -9,11 +9,14 @@ import click
 
 from llmc_cli.cli.arguments import parse_pairs
 from llmc_cli.cli.context import app_of
-from llmc_cli.cli.output import emit, emit_listing, format_option, note, raise_failures
+from llmc_cli.cli.output import FORMATS, emit, emit_listing, format_option, note, raise_failures
 from llmc_cli.cli.targets import Target, target_options
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
+
+FORMAT = format_option(*FORMATS)
+
 
 def _gather(ctx: click.Context, target: Target, fmt: str, method: str, key: str, capability: str) -> None:
     """A listing across servers; a server without the capability is skipped, not failed."""
@@ -41,7 +44,7 @@ def resources() -> None:
 
 
 @resources.command("list")
-@format_option()
+@FORMAT
 @target_options
 @click.pass_context
 def resources_list(ctx: click.Context, fmt: str, target: Target) -> None:
@@ -50,7 +53,7 @@ def resources_list(ctx: click.Context, fmt: str, target: Target) -> None:
 
 
 @resources.command("templates")
-@format_option()
+@FORMAT
 @target_options
 @click.pass_context
 def resources_templates(ctx: click.Context, fmt: str, target: Target) -> None:
@@ -83,7 +86,7 @@ def prompts() -> None:
 
 
 @prompts.command("list")
-@format_option()
+@FORMAT
 @target_options
 @click.pass_context
 def prompts_list(ctx: click.Context, fmt: str, target: Target) -> None:
@@ -111,7 +114,7 @@ def prompts_get(ctx: click.Context, name: str, pairs: tuple[str, ...], target: T
 
 
 @click.command()
-@format_option()
+@FORMAT
 @target_options
 @click.pass_context
 def ping(ctx: click.Context, fmt: str, target: Target) -> None:

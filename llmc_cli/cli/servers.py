@@ -14,10 +14,10 @@ import click
 
 from llmc_cli.cli.complete import complete_servers
 from llmc_cli.cli.context import app_of
-from llmc_cli.cli.output import emit, format_option, note
+from llmc_cli.cli.output import FORMATS, emit, format_option, note
 from llmc_cli.errors import ConfigError, UsageError
 
-FORMAT = format_option(help="json (default), jsonl (one server per line) or table.")
+FORMAT = format_option(*FORMATS, help="json (default), jsonl (one server per line) or table.")
 
 
 @click.group()

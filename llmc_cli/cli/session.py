@@ -9,7 +9,7 @@ import click
 
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.durations import parse_duration
-from llmc_cli.cli.output import format_option, emit, emit_listing, note
+from llmc_cli.cli.output import FORMATS, emit, emit_listing, format_option, note
 from llmc_cli.cli.targets import Target, server_options
 from llmc_cli.errors import ConnectionFailed, LlmcError, UsageError
 
@@ -70,22 +70,23 @@ def start(ctx: click.Context, name: str, idle: str, target: Target) -> None:
 
 
 @session.command("list")
-@format_option()
+@format_option(*FORMATS)
 def list_(fmt: str) -> None:
     """Running sessions with their servers, clients and idle time. Stale sockets (a killed
     keeper, a reboot) are removed and reported on stderr."""
     from llmc_cli.keeper import lifecycle
 
-    rows = []
+    rows, errors = [], []
     for name in lifecycle.names():
         try:
             rows.append(_public(lifecycle.status(name, timeout=3.0), name))
         except ConnectionFailed:
             note(f"llmc: removed stale session {name} (its keeper is gone)")
-        except LlmcError as exc:  # one unresponsive keeper must not hide the others
-            rows.append({"name": name, "state": "unresponsive", "error": exc.message})
+        except LlmcError as exc:  # one unresponsive keeper must not hide the others: an `errors` entry
+            note(f"llmc: session {name} does not answer: {exc.message}")
+            errors.append({"session": name, **exc.to_json()})
     people = [{**r, "servers": ", ".join(f"{s['name']}:{s['state']}" for s in r.get("servers", []))} for r in rows]
-    emit_listing("sessions", rows, fmt, table_rows=people,
+    emit_listing("sessions", rows, fmt, errors, table_rows=people,
                  columns=["name", "pid", "servers", "clients", "idleFor", "idleTimeout", "started"])
 
 

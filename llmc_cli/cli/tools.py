@@ -181,7 +181,7 @@ def _allowed_tools(ctx: click.Context, target: Target) -> tuple[list[Any], list[
 
 
 @tools.command("export")
-@format_option(*TOOL_FORMATS, default=None)
+@format_option(*TOOL_FORMATS, required=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), required=True,
               help="File to write; - for stdout.")
 @STRICT
@@ -210,7 +210,7 @@ def export(ctx: click.Context, fmt: str, output: str, strict: bool, target: Targ
 @click.option("--provider", "providers", multiple=True, type=click.Choice(LINT_FORMATS),
               help="Only these providers (repeatable; default: all).")
 @STRICT
-@format_option()
+@format_option(*FORMATS)
 @target_options
 @click.pass_context
 def lint(ctx: click.Context, providers: tuple[str, ...], strict: bool, fmt: str, target: Target) -> None:

@@ -22,7 +22,7 @@ def test_cut_at_line_boundary_with_a_note_naming_paging_arguments():
     assert text.startswith("100\n101\n") and "\n109\n[llmc: output cut to 40 of 400 characters" in text
     assert "90 of 100 lines (360 characters) left out" in text
     assert "call read again with offset, limit to read from line 11 on" in text
-    assert info == {"characters": 400, "characters_shown": 40, "lines": 100, "lines_shown": 10}
+    assert info == {"characters": 400, "charactersShown": 40, "lines": 100, "linesShown": 10}
 
 
 def test_one_huge_line_is_cut_inside_and_other_parts_kept():
@@ -30,7 +30,7 @@ def test_one_huge_line_is_cut_inside_and_other_parts_kept():
     seen, info = compact(result("x" * 1000, image), 100)
     assert seen.content[0]["text"].startswith("x" * 100 + "\n[llmc: output cut to 100 of 1000")
     assert "a narrower query, a range or an offset" in seen.content[0]["text"]
-    assert seen.content[1] == image and info["lines_shown"] == 0
+    assert seen.content[1] == image and info["linesShown"] == 0
 
 
 def test_error_flag_survives_and_embedded_text_resources_count():

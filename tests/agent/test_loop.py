@@ -157,7 +157,7 @@ def test_large_result_is_compacted_for_the_model_but_kept_whole(api, toolbox):
     kept, note = step["seen"].split("\n[llmc: ")
     assert kept.endswith("line 0015 some repeated log text") and len(kept) <= 500  # cut at a line end
     assert "385 of 400 lines" in note and "head, tail" in note and "from line 16" in note
-    assert step["compacted"]["lines_shown"] == 15
+    assert step["compacted"]["linesShown"] == 15
     assert step["result"]["content"][0]["text"].count("\n") == 400  # the record keeps it all
 
 

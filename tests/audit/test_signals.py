@@ -19,6 +19,7 @@ from tests.fakes.llm import FakeLLM
 from tests.fakes.scripts import turn
 from tests.helpers import TO_THREAD, llmc, llmc_executable, sdk_server, signal_another_thread, wait_until
 from tests.processes import live_processes
+from tests.schemas import check_output
 
 WAIT_SECONDS = 60  # bound on every wait below (a loaded machine is slow, never this slow)
 SIGNALS = [(signal.SIGTERM, 143), (signal.SIGHUP, 143), (signal.SIGINT, 130)]
@@ -83,6 +84,7 @@ def finish(proc: subprocess.Popen[str], sig: int, to_thread: bool = False) -> tu
         proc.send_signal(sig)
     out, err = proc.communicate(timeout=WAIT_SECONDS)
     assert "Traceback" not in err, err
+    check_output(proc.args[1:], out)  # what an interrupted command printed still fits its schema
     return proc.returncode, out, err
 
 

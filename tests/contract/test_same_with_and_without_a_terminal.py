@@ -12,6 +12,7 @@ import subprocess
 import pytest
 
 from tests.helpers import llmc, llmc_executable, sdk_server
+from tests.schemas import check_output
 
 SDK = " ".join(sdk_server("sdk_server.py"))
 # sdk.slow reports progress every 0.1s: 12s of work against a 5s timeout (which also has to
@@ -44,6 +45,7 @@ def on_a_terminal(*args: str) -> subprocess.CompletedProcess[str]:
             break
         chunks.append(chunk)
     os.close(controller)
+    check_output(args, proc.stdout)
     return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout, b"".join(chunks).decode(errors="replace"))
 
 

@@ -16,6 +16,7 @@ from llmc_cli.audit import PostgresAuditLog
 from llmc_cli.store.postgres import MIGRATIONS
 from tests.audit.test_audit import write_profile
 from tests.helpers import llmc
+from tests.schemas import check_output
 from tests.state.postgres import PASSWORD, PostgresServer
 
 WRITER = """
@@ -141,6 +142,8 @@ def test_a_rate_limit_holds_across_processes(isolated_dirs: Path, state_url: str
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     singles = [llmc("call", "sdk.echo", f"message=single-{i}").returncode for i in range(5)]
     outputs = [p.communicate(batch, timeout=300)[0] for p in procs]
+    for out in outputs:
+        check_output(["call", "--batch", "-"], out)
     lines = [json.loads(line) for out in outputs for line in out.splitlines()]
     ran = sum(1 for line in lines if "content" in line) + singles.count(0)
     denied = sum(1 for line in lines if "rate limit" in json.dumps(line.get("error"))) + singles.count(4)

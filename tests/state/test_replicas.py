@@ -23,6 +23,7 @@ from tests.audit.test_audit import write_profile
 from tests.gateway.test_http import INIT, Gateway, sdk_host, start, stop
 from tests.gateway.test_stdio import run
 from tests.helpers import free_port, llmc, llmc_executable
+from tests.schemas import check_output
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
@@ -161,6 +162,8 @@ def test_a_rate_limit_holds_across_two_replicas_and_two_call_loops(isolated_dirs
         outputs = [h.communicate(batch, timeout=300)[0] for h in hosts]
         pids = {r.proc.pid for r in replicas}
 
+    for out in outputs:
+        check_output(["call", "--batch", "-"], out)
     lines = [json.loads(line) for out in outputs for line in out.splitlines()]
     assert len(lines) == 80
     gateway_ran = [line for line in lines if line.get("isError") is False]

@@ -311,7 +311,7 @@ class OAuth:
         reply = self.http.json_of(response)
         if response.status_code != 200 or not isinstance(reply.get("access_token"), str):
             raise AuthError(f"{self.name}: token request failed: {self.http.oauth_error(response, reply)}",
-                            oauth_error=reply.get("error") if isinstance(reply.get("error"), str) else None)
+                            oauthError=reply.get("error") if isinstance(reply.get("error"), str) else None)
         if str(reply.get("token_type", "")).lower() != "bearer":
             raise AuthError(f"{self.name}: the token endpoint issued a {one_line(reply.get('token_type'), 40)!r}"
                             " token; only Bearer is supported")
@@ -341,7 +341,7 @@ class OAuth:
             if self.interactive and self.settings.grant != "client_credentials":
                 self.notify(f"llmc: {self.name}: the refresh token was refused; authorizing again")
                 return False
-            reason = exc.details.get("oauth_error") or "refused"
+            reason = exc.details.get("oauthError") or "refused"
             raise AuthError(f"{self.name}: the stored refresh token was refused ({one_line(reason, 60)});"
                             f" run `{self.login_command}`") from None
         record.tokens = tokens
