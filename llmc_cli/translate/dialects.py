@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .findings import Report
+from .findings import Path, Report
 from .names import property_names
-from .schema import Schema, at, drop_schema_keyword, fold_into_description, inline_refs, is_null, map_children, merge_all_of, resolve
+from .schema import Schema, at, drop_schema_keyword, fold_into_description, inline_refs, is_null, map_children, merge_all_of, rebuild, resolve
 
 
 # -- OpenAI strict mode ----------------------------------------------------------------------------
@@ -36,14 +36,14 @@ def nullable(schema: Any) -> Any:
     return out
 
 
-def openai_strict(schema: Schema, report: Report, path: str) -> Schema | None:
+def openai_strict(schema: Schema, report: Report, path: Path) -> Schema | None:
     """The strict-mode form of an object schema: `additionalProperties: false` on every object,
     every property required, the optional ones nullable. `$ref`/`$defs` stay (strict mode allows
     them). None, with one finding per obstacle, when the tool cannot be strict."""
-    blockers: list[tuple[str, str]] = []
-    rewrites: list[tuple[str, str, str]] = []
+    blockers: list[tuple[Path, str]] = []
+    rewrites: list[tuple[Path, str, str]] = []
 
-    def walk(node: Any, where: str, expanding: tuple[str, ...] = ()) -> Any:
+    def walk(node: Any, where: Path, expanding: tuple[str, ...] = ()) -> Any:
         if isinstance(node, bool):
             blockers.append((where, f"it is the boolean schema {str(node).lower()}"))
         if not isinstance(node, dict):
@@ -72,7 +72,7 @@ def openai_strict(schema: Schema, report: Report, path: str) -> Schema | None:
             extra = node.get("additionalProperties")
             if extra not in (None, False):
                 blockers.append((at(where, "additionalProperties"), "it has keys of any name"))
-            elif "properties" not in node and where != path:
+            elif "properties" not in node and where is not path:
                 blockers.append((where, "it is an object with no declared properties"))
             props = node.get("properties") or {}
             required = set(node.get("required") or [])
@@ -104,24 +104,26 @@ GEMINI_KEYS = {"$defs", "$ref", "additionalProperties", "anyOf", "default", "des
 PROPERTY_WHY = "Gemini property names allow letters, digits and _ only (at most 64, not starting with a digit)"
 
 
-def rename_properties(node: Any, report: Report, path: str) -> Any:
+def rename_properties(node: Any, report: Report, path: Path) -> Any:
     """Property names made Gemini-legal everywhere (also inside `$defs`), `required` to match."""
     if not isinstance(node, dict):
         return node
-    out = map_children(node, path, lambda child, p: rename_properties(child, report, p))
+    out = rebuild(node, path, lambda child, p: rename_properties(child, report, p))
     props = out.get("properties")
     if isinstance(props, dict):
         new = property_names(props)
-        for old, name in new.items():
-            if old != name:
+        renamed = [(old, name) for old, name in new.items() if old != name]
+        if renamed:
+            for old, name in renamed:
                 report.note(at(at(path, "properties"), old), f"property {old!r} renamed to {name!r}", PROPERTY_WHY)
-        out["properties"] = {new[k]: v for k, v in props.items()}
-        if isinstance(out.get("required"), list):
-            out["required"] = [new.get(k, k) for k in out["required"]]
+            out = dict(out) if out is node else out
+            out["properties"] = {new[k]: v for k, v in props.items()}
+            if isinstance(out.get("required"), list):
+                out["required"] = [new.get(k, k) for k in out["required"]]
     return out
 
 
-def gemini_json(schema: Schema, report: Report, path: str) -> Schema:
+def gemini_json(schema: Schema, report: Report, path: Path) -> Schema:
     """`parameters_json_schema` Gemini accepts: legal property names, `const` as a one-value
     enum, `allOf` merged, draft-7 `definitions` as `$defs`, other keywords dropped (constraints
     kept as words in the description)."""
@@ -131,7 +133,7 @@ def gemini_json(schema: Schema, report: Report, path: str) -> Schema:
         schema["$defs"] = {**schema.pop("definitions"), **schema.get("$defs", {})}
         report.note(at(path, "definitions"), "definitions moved to $defs", "Gemini reads $defs")
 
-    def walk(node: Any, where: str) -> Any:
+    def walk(node: Any, where: Path) -> Any:
         if isinstance(node, bool):  # Gemini wants schema objects, not JSON Schema's true/false
             if node is False:
                 report.note(where, "a schema that allows nothing replaced by one that allows anything",
@@ -151,8 +153,10 @@ def gemini_json(schema: Schema, report: Report, path: str) -> Schema:
     return root
 
 
-def keep_only(node: Schema, allowed: set[str], report: Report, where: str, why: str) -> Schema:
+def keep_only(node: Schema, allowed: set[str], report: Report, where: Path, why: str) -> Schema:
     """`node` without the keywords outside `allowed`; scalar constraints move into the description."""
+    if node.keys() <= allowed:
+        return node  # nothing to drop (the usual case): the caller copies what it changes
     out = {k: v for k, v in node.items() if k in allowed}
     folded = {k: v for k, v in node.items()
               if k not in allowed and not isinstance(v, (dict, list)) and k not in ("$schema", "$id", "$comment")}
@@ -173,7 +177,7 @@ LEGACY_FORMATS = {"string": {"enum", "date-time"}, "number": {"float", "double"}
 LEGACY_WHY = "not in the OpenAPI subset older Gemini/Vertex SDKs accept"
 
 
-def openapi_subset(schema: Schema, report: Report, path: str) -> Schema:
+def openapi_subset(schema: Schema, report: Report, path: Path) -> Schema:
     """The OpenAPI subset (type, format, description, nullable, enum of strings, items,
     properties, required, min/maxItems): `$ref` inlined, anyOf-with-null as `nullable`, other
     unions and keywords dropped with a finding, constraints kept as words in the description.
@@ -181,7 +185,7 @@ def openapi_subset(schema: Schema, report: Report, path: str) -> Schema:
     schema = rename_properties(drop_schema_keyword(schema), report, path)
     schema = inline_refs(schema, schema, report, path)
 
-    def walk(node: Any, where: str) -> Any:
+    def walk(node: Any, where: Path) -> Any:
         if not isinstance(node, dict):
             return {}
         node = dict(node)
