@@ -15,6 +15,7 @@ from .schema import Schema, at, drop_schema_keyword, fold_into_description, inli
 
 STRICT_BLOCKED = ("allOf", "not", "if", "then", "else", "dependentRequired", "dependentSchemas",
                   "patternProperties", "unevaluatedProperties")
+STRICT_BLOCKED_SET = frozenset(STRICT_BLOCKED)
 
 
 def nullable(schema: Any) -> Any:
@@ -48,7 +49,9 @@ def openai_strict(schema: Schema, report: Report, path: Path) -> Schema | None:
             blockers.append((where, f"it is the boolean schema {str(node).lower()}"))
         if not isinstance(node, dict):
             return node
-        node = {k: v for k, v in node.items() if k != "$schema"}
+        fresh = "$schema" in node  # node is our own copy, free to change before map_children copies it
+        if fresh:
+            node = {k: v for k, v in node.items() if k != "$schema"}
         ref = node.get("$ref")
         if isinstance(ref, str) and len(node) > 1:  # strict mode takes a bare $ref only
             target = resolve(schema, ref)
@@ -58,15 +61,17 @@ def openai_strict(schema: Schema, report: Report, path: Path) -> Schema | None:
                 rewrites.append((where, f"keywords beside the recursive $ref {ref} dropped", "strict mode takes a bare $ref"))
                 return {"$ref": ref}
             else:
-                node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+                node, fresh = {**target, **{k: v for k, v in node.items() if k != "$ref"}}, True
                 expanding += (ref,)
-        blockers.extend((at(where, k), f"it uses {k}") for k in STRICT_BLOCKED if k in node)
-        if "oneOf" in node:
+        if not STRICT_BLOCKED_SET.isdisjoint(node):
+            blockers.extend((at(where, k), f"it uses {k}") for k in STRICT_BLOCKED if k in node)
+        if "oneOf" in node:  # before the children are walked, so their paths say anyOf
+            node = node if fresh else dict(node)
             node["anyOf"] = node.pop("oneOf")
             rewrites.append((at(where, "oneOf"), "oneOf turned into anyOf", "strict mode has no oneOf"))
+        node = map_children(node, where, walk, expanding)
         if "default" in node and node["default"] is None:  # meaningless once null is allowed
             del node["default"]
-        node = map_children(node, where, lambda child, p: walk(child, p, expanding))
         kind = node.get("type")
         if kind == "object" or (isinstance(kind, list) and "object" in kind) or "properties" in node:
             extra = node.get("additionalProperties")
@@ -104,11 +109,11 @@ GEMINI_KEYS = {"$defs", "$ref", "additionalProperties", "anyOf", "default", "des
 PROPERTY_WHY = "Gemini property names allow letters, digits and _ only (at most 64, not starting with a digit)"
 
 
-def rename_properties(node: Any, report: Report, path: Path) -> Any:
+def rename_properties(node: Any, path: Path, report: Report) -> Any:
     """Property names made Gemini-legal everywhere (also inside `$defs`), `required` to match."""
     if not isinstance(node, dict):
         return node
-    out = rebuild(node, path, lambda child, p: rename_properties(child, report, p))
+    out = rebuild(node, path, rename_properties, report)
     props = out.get("properties")
     if isinstance(props, dict):
         new = property_names(props)
@@ -127,7 +132,7 @@ def gemini_json(schema: Schema, report: Report, path: Path) -> Schema:
     """`parameters_json_schema` Gemini accepts: legal property names, `const` as a one-value
     enum, `allOf` merged, draft-7 `definitions` as `$defs`, other keywords dropped (constraints
     kept as words in the description)."""
-    schema = rename_properties(drop_schema_keyword(schema), report, path)
+    schema = rename_properties(drop_schema_keyword(schema), path, report)
     if "definitions" in schema:
         schema = json.loads(json.dumps(schema).replace('"#/definitions/', '"#/$defs/'))
         schema["$defs"] = {**schema.pop("definitions"), **schema.get("$defs", {})}
@@ -182,7 +187,7 @@ def openapi_subset(schema: Schema, report: Report, path: Path) -> Schema:
     properties, required, min/maxItems): `$ref` inlined, anyOf-with-null as `nullable`, other
     unions and keywords dropped with a finding, constraints kept as words in the description.
     Schema `title`s and null defaults go without a finding: labels, not constraints."""
-    schema = rename_properties(drop_schema_keyword(schema), report, path)
+    schema = rename_properties(drop_schema_keyword(schema), path, report)
     schema = inline_refs(schema, schema, report, path)
 
     def walk(node: Any, where: Path) -> Any:
