@@ -109,8 +109,9 @@ def open_catalog(profile: LoadedProfile | None, only: tuple[str, ...] = (), adho
         specs, unusable = server_specs(profile, only, adhoc, timeout)
     from llmc_cli.store import client_stores
 
+    # A keeper's servers are connected in the keeper: no era cache or OAuth tokens here.
     return Catalog(specs, hooks=hooks, builtins=builtin_servers(), on_stderr=on_stderr, keeper=keeper,
-                   stores=client_stores(), unusable=unusable)
+                   stores=None if keeper else client_stores(), unusable=unusable)
 
 
 def visible_tools(catalog: Catalog, profile: LoadedProfile, servers: list[str] | None = None
