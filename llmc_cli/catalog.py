@@ -91,6 +91,13 @@ class Catalog:
                     raise
             return self._sessions[server]
 
+    def add_servers(self, specs: list[ServerSpec]) -> None:
+        """Servers learnt after the catalog was made (a keeper lists what it holds when the first
+        one attaches). A spec for a server already here replaces that spec, not its session."""
+        for spec in specs:
+            self.specs[spec.name] = spec
+            self._locks.setdefault(spec.name, threading.Lock())
+
     def working_directory(self, server: str) -> str | None:
         """Where the server resolves relative paths, when llmc knows it (the policy judges
         relative path arguments there). A stdio server runs in its `cwd`, relative to llmc's;

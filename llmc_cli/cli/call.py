@@ -63,7 +63,8 @@ def call(ctx: click.Context, tool: str | None, pairs: tuple[str, ...], json_args
         raise UsageError("give arguments either as KEY=VALUE pairs or with --json, not both")
     # Bad input is found before any server starts.
     arguments = parse_json_option(json_args) if json_args else None
-    catalog, profile = open_catalog(ctx, target, warm=False)
+    named = tool.partition(".")[0] if "." in tool else None  # SERVER.TOOL (or a bare name with a dot)
+    catalog, profile = open_catalog(ctx, target, warm=False, first=named)
     with catalog:
         server, name = resolve_tool(ctx, catalog, tool)
         found = None
