@@ -57,6 +57,8 @@ def main() -> None:
     n = parser.parse_args().calls
     state = tempfile.mkdtemp(prefix="llmc-bench-")
     env = {**os.environ, "LLMC_STATE_DIR": state, "LLMC_CONFIG_DIR": state}
+    # Users run with bytecode caches; without them every run compiles every module again.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     lines = "".join(json.dumps({"id": i, "tool": "echo", "arguments": {"message": str(i)}}) + "\n" for i in range(n))
     floor = timed([sys.executable, "-c", FLOOR, str(n), SERVER], None, env)
     llmc = timed([LLMC, "call", "--batch", "-", "--yes", "--stdio", SERVER], lines, env)

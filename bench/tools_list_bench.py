@@ -60,6 +60,8 @@ def main() -> None:
     node = node_bin("node") or shutil.which("node") or "node"
     state = tempfile.mkdtemp(prefix="llmc-bench-")
     env = {**os.environ, "LLMC_STATE_DIR": state, "LLMC_CONFIG_DIR": state}
+    # Users run with bytecode caches; without them every run compiles every module again.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PATH"] = f"{Path(node).parent}{os.pathsep}{env['PATH']}"
     cases = {
         "floor (stdlib client)": [PY, str(BENCH / "floor_tools_list.py"), server],

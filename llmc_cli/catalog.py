@@ -13,7 +13,6 @@ from typing import Any, Callable, Collection, Mapping
 from llmc_cli import interrupts
 from llmc_cli.errors import ConnectionFailed, LlmcError, RpcError, UsageError, did_you_mean
 from llmc_cli.mcp import jsonrpc
-from llmc_cli.mcp.client import connect
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.mcp.session import Session
 from llmc_cli.mcp.stores import Stores
@@ -85,12 +84,21 @@ class Catalog:
                         path, session_name = self.keeper
                         self._sessions[server] = attach(path, session_name, server, timeout=spec.timeout, hooks=hooks)
                     else:
+                        from llmc_cli.mcp.client import connect  # not for a keeper's servers
+
                         self._sessions[server] = connect(spec, stores=self.stores, hooks=hooks, builtins=self.builtins,
                                                           on_stderr=stderr)
                 except LlmcError as exc:
                     self._failed[server] = exc
                     raise
             return self._sessions[server]
+
+    def add_servers(self, specs: list[ServerSpec]) -> None:
+        """Servers learnt after the catalog was made (a keeper lists what it holds when the first
+        one attaches). A spec for a server already here replaces that spec, not its session."""
+        for spec in specs:
+            self.specs[spec.name] = spec
+            self._locks.setdefault(spec.name, threading.Lock())
 
     def working_directory(self, server: str) -> str | None:
         """Where the server resolves relative paths, when llmc knows it (the policy judges
@@ -261,6 +269,10 @@ class Catalog:
     def close(self) -> None:
         self._closed = True
         sessions, self._sessions = list(self._sessions.values()), {}
+        if len(sessions) <= 1:  # the usual command: no pool to start for one
+            for session in sessions:
+                session.close()
+            return
         with ThreadPoolExecutor(max_workers=max(1, min(8, len(sessions)))) as pool:
             list(pool.map(lambda s: s.close(), sessions))
 

@@ -53,14 +53,13 @@ class AuditLog(ChainedLog):
     def _append_chained(self, seal: Seal) -> None:
         """Under the file lock: whole lines, one fsync, then the anchor. Nothing is left behind
         when any step fails: the log is cut back to where it was."""
-        from filelock import FileLock, Timeout
-
         from llmc_cli import interrupts
+        from llmc_cli.config.files import LockTimeout, file_lock
         from llmc_cli.config.paths import ensure_private_dir
 
         try:
             ensure_private_dir(self.path.parent)
-            with FileLock(str(self.path) + ".lock", timeout=30, mode=0o600), interrupts.deferred():
+            with file_lock(str(self.path) + ".lock", timeout=30), interrupts.deferred():
                 try:
                     seen = os.stat(self.path)
                 except FileNotFoundError:
@@ -76,7 +75,7 @@ class AuditLog(ChainedLog):
                 count += len(lines)
                 after = self._write_whole("".join(line + "\n" for line in lines).encode("utf-8"), head, count)
                 self._tail, self._tail_hash, self._tail_count = after, head, count
-        except (OSError, Timeout, ConfigError) as exc:  # ConfigError: the anchor or the directory
+        except (OSError, LockTimeout, ConfigError) as exc:  # ConfigError: the anchor or the directory
             raise AuditError(f"cannot write the audit log {self.path}: "
                              f"{getattr(exc, 'strerror', None) or getattr(exc, 'message', None) or exc}") from None
 
@@ -119,12 +118,12 @@ class AuditLog(ChainedLog):
 
     def head(self) -> dict[str, Any]:
         """What `llmc audit head` prints: the head hash and record count, read under the lock."""
-        from filelock import FileLock, Timeout
+        from llmc_cli.config.files import LockTimeout, file_lock
 
         try:
-            with FileLock(str(self.path) + ".lock", timeout=30, mode=0o600):
+            with file_lock(str(self.path) + ".lock", timeout=30):
                 anchor = self.anchor()
-        except (OSError, Timeout) as exc:
+        except (OSError, LockTimeout) as exc:
             raise AuditError(f"cannot read the audit anchor {self.anchor_path}: "
                              f"{getattr(exc, 'strerror', None) or exc}") from None
         if anchor is None:

@@ -19,10 +19,11 @@ if TYPE_CHECKING:
 
 
 def open_catalog(ctx: click.Context, target: Target, sample: Any = None,
-                 warm: bool = True) -> "tuple[Catalog, LoadedProfile]":
+                 warm: bool = True, first: str | None = None) -> "tuple[Catalog, LoadedProfile]":
     """target: what @target_options gave. Returns (catalog, loaded profile).
     `warm`: start every server now; a command that needs only some (a call) starts those when
-    it knows them (resolve_tool, Catalog.warm_up)."""
+    it knows them (resolve_tool, Catalog.warm_up). `first`: the server the command names, if
+    any (services.open_catalog)."""
     from llmc_cli import services
     from llmc_cli.config.profiles import load_profile
     from llmc_cli.mcp.hooks import ClientHooks, accept_defaults, decline
@@ -55,7 +56,7 @@ def open_catalog(ctx: click.Context, target: Target, sample: Any = None,
     profile = load_profile(profile_name)
     _telemetry(ctx, profile)
     catalog = services.open_catalog(profile, tuple(target.servers), None, hooks, on_stderr, target.timeout,
-                                    session)
+                                    session, first)
     if warm:
         catalog.warm_up()
     return catalog, profile

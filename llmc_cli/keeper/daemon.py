@@ -134,6 +134,11 @@ class Keeper:
             "servers": [_held(name, u) for name, u in self.upstreams.items()],
         }
 
+    def roster(self) -> list[dict[str, Any]]:
+        """The servers held, with their timeouts: in every attach reply, so that a command that
+        attaches first needs no status request to learn them (lifecycle.specs_of)."""
+        return [{"name": name, "timeout": u.spec.timeout} for name, u in self.upstreams.items()]
+
     # -- one connection ----------------------------------------------------------------------
 
     def _serve(self, conn: socket.socket) -> None:
@@ -174,7 +179,7 @@ class Keeper:
     def _attach(self, client: Client, server: str, stream: Any) -> None:
         upstream = self.upstreams.get(server)
         if upstream is None:
-            client.send({"llmc": "error", "error": "usage",
+            client.send({"llmc": "error", "error": "usage", "servers": self.roster(),
                          "message": f"session {self.name} does not hold server {server!r}"})
             return
         try:
@@ -191,7 +196,7 @@ class Keeper:
             self.clients.add(client)
             upstream.clients.add(client)
         try:
-            client.send(AttachReply.of(session, notice).to_json())
+            client.send({**AttachReply.of(session, notice).to_json(), "servers": self.roster()})
             while True:
                 message = read_line(stream)
                 if message is None:

@@ -87,13 +87,19 @@ def names() -> list[str]:
 def server_specs(name: str, only: tuple[str, ...] = ()) -> tuple[str, list[ServerSpec]]:
     """(socket path, the servers the keeper holds) for a command run with `--session NAME`."""
     held = status(name)
-    specs = [ServerSpec(name=s["name"], timeout=float(s.get("timeout") or 60.0),
-                        description=f"held by session {name}") for s in held.get("servers", [])]
+    return str(socket_path(name)), specs_of(name, list(held.get("servers", [])), only)
+
+
+def specs_of(name: str, servers: list[Any], only: tuple[str, ...] = ()) -> list[ServerSpec]:
+    """The servers of session `name` as its keeper lists them (status, or an attach reply),
+    only those in `only` when given (UsageError naming any it does not hold)."""
+    specs = [ServerSpec(name=str(s["name"]), timeout=float(s.get("timeout") or 60.0),
+                        description=f"held by session {name}") for s in servers if isinstance(s, dict) and s.get("name")]
     unknown = [s for s in only if s not in {spec.name for spec in specs}]
     if unknown:
         raise UsageError(f"session {name} does not hold server(s) {', '.join(unknown)} "
                          f"(it holds: {', '.join(s.name for s in specs) or 'none'})")
-    return str(socket_path(name)), [s for s in specs if not only or s.name in only]
+    return [s for s in specs if not only or s.name in only]
 
 
 # -- start and stop -------------------------------------------------------------------------------

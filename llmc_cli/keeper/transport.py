@@ -63,6 +63,7 @@ class AttachReply:
     capabilities: dict[str, Any] = field(default_factory=dict)
     instructions: str | None = None
     notice: str | None = None
+    servers: list[dict[str, Any]] | None = None  # every server the keeper holds (None: a keeper too old to say)
 
     @classmethod
     def of(cls, session: Session, notice: str | None) -> "AttachReply":
@@ -80,9 +81,10 @@ class AttachReply:
         if not (isinstance(era, str) and era and isinstance(version, str) and version):
             raise ProtocolError(f"session {session_name}: its keeper did not say how {data.get('server', 'the server')}"
                                 " speaks")
-        notice, instructions = data.get("notice"), data.get("instructions")
+        notice, instructions, servers = data.get("notice"), data.get("instructions"), data.get("servers")
         return cls(era, version, data.get("serverInfo") or {}, data.get("capabilities") or {},
-                   instructions if isinstance(instructions, str) else None, notice if isinstance(notice, str) else None)
+                   instructions if isinstance(instructions, str) else None, notice if isinstance(notice, str) else None,
+                   servers if isinstance(servers, list) else None)
 
 
 def connect_unix(path: str, timeout: float, session_name: str) -> socket.socket:

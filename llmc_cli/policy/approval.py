@@ -45,13 +45,13 @@ def approval_key() -> bytes:
 def _key_file(path: Path) -> bytes:
     """Read the key, or create it: 0600, written whole under a temporary name, then hard-linked
     to its name, which fails if another process got there first (then its key is the key)."""
-    import secrets
-    import tempfile
-
-    from llmc_cli.config.paths import ensure_private_dir
-
     try:
         if not path.exists():
+            import secrets  # only the first call ever creates the key
+            import tempfile
+
+            from llmc_cli.config.paths import ensure_private_dir
+
             ensure_private_dir(path.parent)
             fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".approval.key.", suffix=".tmp")
             try:

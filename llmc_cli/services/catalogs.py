@@ -89,9 +89,11 @@ def server_specs(profile: LoadedProfile | None, only: tuple[str, ...] = (), adho
 
 def open_catalog(profile: LoadedProfile | None, only: tuple[str, ...] = (), adhoc: ServerSpec | None = None,
                  hooks: ClientHooks | None = None, on_stderr: Callable[[str, str], None] | None = None,
-                 timeout: float | None = None, session: str | None = None) -> Catalog:
+                 timeout: float | None = None, session: str | None = None, first: str | None = None) -> Catalog:
     """The servers a command talks to: an ad-hoc one, the profile's, or those a session keeper
-    holds (`session`: its name; the servers then run in the keeper, policy and audit still here)."""
+    holds (`session`: its name; the servers then run in the keeper, policy and audit still here).
+    `first`: the server the command will use first, when it names one (SERVER.TOOL): a keeper's
+    is then attached at once, and its reply lists the rest (no status request before)."""
     if adhoc is None and profile is None:
         raise ValueError("open_catalog needs a profile or an ad-hoc server")
     keeper = None
@@ -101,6 +103,10 @@ def open_catalog(profile: LoadedProfile | None, only: tuple[str, ...] = (), adho
             raise UsageError(f"--session {session} uses the servers its keeper holds: drop --stdio/--url")
         from llmc_cli.keeper import lifecycle
 
+        if first and (not only or first in only):
+            attached = _attach_first(session, first, only, hooks, on_stderr, timeout)
+            if attached is not None:
+                return attached
         path, specs = lifecycle.server_specs(session, only)
         keeper = (path, session)
         if timeout:
@@ -109,8 +115,37 @@ def open_catalog(profile: LoadedProfile | None, only: tuple[str, ...] = (), adho
         specs, unusable = server_specs(profile, only, adhoc, timeout)
     from llmc_cli.store import client_stores
 
+    # A keeper's servers are connected in the keeper: no era cache or OAuth tokens here.
     return Catalog(specs, hooks=hooks, builtins=builtin_servers(), on_stderr=on_stderr, keeper=keeper,
-                   stores=client_stores(), unusable=unusable)
+                   stores=None if keeper else client_stores(), unusable=unusable)
+
+
+def _attach_first(session: str, first: str, only: tuple[str, ...], hooks: ClientHooks | None,
+                  on_stderr: Callable[[str, str], None] | None, timeout: float | None) -> Catalog | None:
+    """The keeper's catalog with `first` attached, its other servers taken from the attach
+    reply; None when that does not work out (the keeper holds no server of that name, is not
+    running, or is too old to list its servers): then the status request says why, or what."""
+    from llmc_cli.errors import ConnectionFailed
+    from llmc_cli.keeper import lifecycle
+
+    path = str(lifecycle.socket_path(session))
+    guess = ServerSpec(name=first, timeout=timeout or 60.0, description=f"held by session {session}")
+    catalog = Catalog([guess], hooks=hooks, builtins=builtin_servers(), on_stderr=on_stderr, keeper=(path, session))
+    try:
+        attached = catalog.session(first)
+    except (UsageError, ConnectionFailed):
+        catalog.close()
+        return None
+    roster = getattr(attached.transport, "attached", None)
+    if roster is None or roster.servers is None:
+        catalog.close()
+        return None
+    specs = lifecycle.specs_of(session, roster.servers, only)
+    if timeout:
+        specs = [replace(spec, timeout=timeout) for spec in specs]
+    catalog.add_servers(specs)
+    attached.timeout = catalog.specs[first].timeout  # the keeper's (the profile's) timeout for this server
+    return catalog
 
 
 def visible_tools(catalog: Catalog, profile: LoadedProfile, servers: list[str] | None = None

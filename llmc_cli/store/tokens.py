@@ -61,13 +61,13 @@ class FileTokenStore:
 
     @contextmanager
     def refresh_lock(self, timeout: float) -> Iterator[None]:
-        from filelock import FileLock, Timeout
+        from llmc_cli.config.files import LockTimeout, file_lock
 
         self._private_dir()
         try:
-            with FileLock(str(self.directory / ".refresh.lock"), timeout=timeout, mode=0o600):
+            with file_lock(self.directory / ".refresh.lock", timeout):
                 yield
-        except Timeout:
+        except LockTimeout:
             raise TimeoutError(f"token refresh lock held for more than {timeout:g}s") from None
 
     def _private_dir(self) -> None:

@@ -6,15 +6,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .findings import Report
+from .findings import Path, Report
 from .names import property_names
-from .schema import Schema, at, drop_schema_keyword, fold_into_description, inline_refs, is_null, map_children, merge_all_of, resolve
+from .schema import Schema, at, drop_schema_keyword, fold_into_description, inline_refs, is_null, map_children, merge_all_of, rebuild, resolve
 
 
 # -- OpenAI strict mode ----------------------------------------------------------------------------
 
 STRICT_BLOCKED = ("allOf", "not", "if", "then", "else", "dependentRequired", "dependentSchemas",
                   "patternProperties", "unevaluatedProperties")
+STRICT_BLOCKED_SET = frozenset(STRICT_BLOCKED)
 
 
 def nullable(schema: Any) -> Any:
@@ -36,19 +37,21 @@ def nullable(schema: Any) -> Any:
     return out
 
 
-def openai_strict(schema: Schema, report: Report, path: str) -> Schema | None:
+def openai_strict(schema: Schema, report: Report, path: Path) -> Schema | None:
     """The strict-mode form of an object schema: `additionalProperties: false` on every object,
     every property required, the optional ones nullable. `$ref`/`$defs` stay (strict mode allows
     them). None, with one finding per obstacle, when the tool cannot be strict."""
-    blockers: list[tuple[str, str]] = []
-    rewrites: list[tuple[str, str, str]] = []
+    blockers: list[tuple[Path, str]] = []
+    rewrites: list[tuple[Path, str, str]] = []
 
-    def walk(node: Any, where: str, expanding: tuple[str, ...] = ()) -> Any:
+    def walk(node: Any, where: Path, expanding: tuple[str, ...] = ()) -> Any:
         if isinstance(node, bool):
             blockers.append((where, f"it is the boolean schema {str(node).lower()}"))
         if not isinstance(node, dict):
             return node
-        node = {k: v for k, v in node.items() if k != "$schema"}
+        fresh = "$schema" in node  # node is our own copy, free to change before map_children copies it
+        if fresh:
+            node = {k: v for k, v in node.items() if k != "$schema"}
         ref = node.get("$ref")
         if isinstance(ref, str) and len(node) > 1:  # strict mode takes a bare $ref only
             target = resolve(schema, ref)
@@ -58,21 +61,23 @@ def openai_strict(schema: Schema, report: Report, path: str) -> Schema | None:
                 rewrites.append((where, f"keywords beside the recursive $ref {ref} dropped", "strict mode takes a bare $ref"))
                 return {"$ref": ref}
             else:
-                node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+                node, fresh = {**target, **{k: v for k, v in node.items() if k != "$ref"}}, True
                 expanding += (ref,)
-        blockers.extend((at(where, k), f"it uses {k}") for k in STRICT_BLOCKED if k in node)
-        if "oneOf" in node:
+        if not STRICT_BLOCKED_SET.isdisjoint(node):
+            blockers.extend((at(where, k), f"it uses {k}") for k in STRICT_BLOCKED if k in node)
+        if "oneOf" in node:  # before the children are walked, so their paths say anyOf
+            node = node if fresh else dict(node)
             node["anyOf"] = node.pop("oneOf")
             rewrites.append((at(where, "oneOf"), "oneOf turned into anyOf", "strict mode has no oneOf"))
+        node = map_children(node, where, walk, expanding)
         if "default" in node and node["default"] is None:  # meaningless once null is allowed
             del node["default"]
-        node = map_children(node, where, lambda child, p: walk(child, p, expanding))
         kind = node.get("type")
         if kind == "object" or (isinstance(kind, list) and "object" in kind) or "properties" in node:
             extra = node.get("additionalProperties")
             if extra not in (None, False):
                 blockers.append((at(where, "additionalProperties"), "it has keys of any name"))
-            elif "properties" not in node and where != path:
+            elif "properties" not in node and where is not path:
                 blockers.append((where, "it is an object with no declared properties"))
             props = node.get("properties") or {}
             required = set(node.get("required") or [])
@@ -104,34 +109,36 @@ GEMINI_KEYS = {"$defs", "$ref", "additionalProperties", "anyOf", "default", "des
 PROPERTY_WHY = "Gemini property names allow letters, digits and _ only (at most 64, not starting with a digit)"
 
 
-def rename_properties(node: Any, report: Report, path: str) -> Any:
+def rename_properties(node: Any, path: Path, report: Report) -> Any:
     """Property names made Gemini-legal everywhere (also inside `$defs`), `required` to match."""
     if not isinstance(node, dict):
         return node
-    out = map_children(node, path, lambda child, p: rename_properties(child, report, p))
+    out = rebuild(node, path, rename_properties, report)
     props = out.get("properties")
     if isinstance(props, dict):
         new = property_names(props)
-        for old, name in new.items():
-            if old != name:
+        renamed = [(old, name) for old, name in new.items() if old != name]
+        if renamed:
+            for old, name in renamed:
                 report.note(at(at(path, "properties"), old), f"property {old!r} renamed to {name!r}", PROPERTY_WHY)
-        out["properties"] = {new[k]: v for k, v in props.items()}
-        if isinstance(out.get("required"), list):
-            out["required"] = [new.get(k, k) for k in out["required"]]
+            out = dict(out) if out is node else out
+            out["properties"] = {new[k]: v for k, v in props.items()}
+            if isinstance(out.get("required"), list):
+                out["required"] = [new.get(k, k) for k in out["required"]]
     return out
 
 
-def gemini_json(schema: Schema, report: Report, path: str) -> Schema:
+def gemini_json(schema: Schema, report: Report, path: Path) -> Schema:
     """`parameters_json_schema` Gemini accepts: legal property names, `const` as a one-value
     enum, `allOf` merged, draft-7 `definitions` as `$defs`, other keywords dropped (constraints
     kept as words in the description)."""
-    schema = rename_properties(drop_schema_keyword(schema), report, path)
+    schema = rename_properties(drop_schema_keyword(schema), path, report)
     if "definitions" in schema:
         schema = json.loads(json.dumps(schema).replace('"#/definitions/', '"#/$defs/'))
         schema["$defs"] = {**schema.pop("definitions"), **schema.get("$defs", {})}
         report.note(at(path, "definitions"), "definitions moved to $defs", "Gemini reads $defs")
 
-    def walk(node: Any, where: str) -> Any:
+    def walk(node: Any, where: Path) -> Any:
         if isinstance(node, bool):  # Gemini wants schema objects, not JSON Schema's true/false
             if node is False:
                 report.note(where, "a schema that allows nothing replaced by one that allows anything",
@@ -151,8 +158,10 @@ def gemini_json(schema: Schema, report: Report, path: str) -> Schema:
     return root
 
 
-def keep_only(node: Schema, allowed: set[str], report: Report, where: str, why: str) -> Schema:
+def keep_only(node: Schema, allowed: set[str], report: Report, where: Path, why: str) -> Schema:
     """`node` without the keywords outside `allowed`; scalar constraints move into the description."""
+    if node.keys() <= allowed:
+        return node  # nothing to drop (the usual case): the caller copies what it changes
     out = {k: v for k, v in node.items() if k in allowed}
     folded = {k: v for k, v in node.items()
               if k not in allowed and not isinstance(v, (dict, list)) and k not in ("$schema", "$id", "$comment")}
@@ -173,15 +182,15 @@ LEGACY_FORMATS = {"string": {"enum", "date-time"}, "number": {"float", "double"}
 LEGACY_WHY = "not in the OpenAPI subset older Gemini/Vertex SDKs accept"
 
 
-def openapi_subset(schema: Schema, report: Report, path: str) -> Schema:
+def openapi_subset(schema: Schema, report: Report, path: Path) -> Schema:
     """The OpenAPI subset (type, format, description, nullable, enum of strings, items,
     properties, required, min/maxItems): `$ref` inlined, anyOf-with-null as `nullable`, other
     unions and keywords dropped with a finding, constraints kept as words in the description.
     Schema `title`s and null defaults go without a finding: labels, not constraints."""
-    schema = rename_properties(drop_schema_keyword(schema), report, path)
+    schema = rename_properties(drop_schema_keyword(schema), path, report)
     schema = inline_refs(schema, schema, report, path)
 
-    def walk(node: Any, where: str) -> Any:
+    def walk(node: Any, where: Path) -> Any:
         if not isinstance(node, dict):
             return {}
         node = dict(node)

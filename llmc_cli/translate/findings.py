@@ -2,7 +2,31 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Union
+
+# Where a finding points, built lazily: the root's text (e.g. "$.parameters"), or (parent, key)
+# with an int key for a list index. A walk makes one for every node it visits but a finding for
+# few of them, so the text is only written when a finding needs it (`render`).
+Path = Union[str, tuple[Any, Any]]
+
+
+def render(path: Path) -> str:
+    """`$.a.b[0]["odd key"]`: a key that would make the path ambiguous is quoted."""
+    keys = []
+    while isinstance(path, tuple):
+        path, key = path
+        keys.append(key)
+    return path + "".join(map(_segment, reversed(keys)))
+
+
+@lru_cache(maxsize=1024)  # the same few keys ("properties", "items", a tool's property names) recur
+def _segment(key: str | int) -> str:
+    if isinstance(key, int):
+        return f"[{key}]"
+    return f".{key}" if key.replace("_", "a").replace("$", "a").isalnum() else f"[{json.dumps(key)}]"
 
 
 @dataclass(frozen=True)
@@ -36,5 +60,5 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
     strict: bool = False  # the definition went out in OpenAI strict mode
 
-    def note(self, path: str, what: str, why: str) -> None:
-        self.findings.append(Finding(self.tool, path, what, why, self.target))
+    def note(self, path: Path, what: str, why: str) -> None:
+        self.findings.append(Finding(self.tool, render(path), what, why, self.target))

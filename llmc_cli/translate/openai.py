@@ -9,7 +9,7 @@ from typing import Any
 from llmc_cli.model import Tool
 
 from .description import describe
-from .findings import Report
+from .findings import Path, Report
 from .dialects import openai_strict
 from .schema import Schema, prepare
 
@@ -17,7 +17,7 @@ NAMES = "openai"
 MAX_TOOLS = 128
 
 
-def parameters(tool: Tool, report: Report, strict: bool, path: str) -> Schema:
+def parameters(tool: Tool, report: Report, strict: bool, path: Path) -> Schema:
     """The JSON Schema passed through, or its strict-mode form when asked and possible
     (`report.strict` says which went out). Shared with the Responses API."""
     schema = prepare(tool.input_schema, report, path)

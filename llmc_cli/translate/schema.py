@@ -8,11 +8,10 @@ Paths in findings point into the generated definition (e.g. `$.parameters.proper
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any, Callable
 
-from .findings import Report
+from .findings import Path, Report
 from .names import property_names
 
 Schema = dict[str, Any]
@@ -27,28 +26,63 @@ MAX_REF_DEPTH = 16  # a chain of $refs deeper than this is treated as recursive
 MAX_INLINED = 500  # $ref expansions per schema, so a wide web of definitions cannot explode the output
 
 
-def at(path: str, key: str) -> str:
-    """`path.key`, or `path['key']` when the key would make the path ambiguous."""
-    return f"{path}.{key}" if key.replace("_", "a").replace("$", "a").isalnum() else f"{path}[{json.dumps(key)}]"
+def at(path: Path, key: str | int) -> Path:
+    """The path of `key` under `path` (written out only if a finding needs it: findings.render)."""
+    return (path, key)
 
 
-def map_children(node: Schema, path: str, fn: Callable[[Any, str], Any]) -> Schema:
-    """A copy of `node` with `fn(child, path)` applied to every direct subschema."""
+# What each keyword's value is: a map of subschemas, a list of them, or one.
+CHILDREN = {**dict.fromkeys(SCHEMA_MAPS, dict), **dict.fromkeys(SCHEMA_LISTS, list), **dict.fromkeys(SCHEMA_ONE, None)}
+
+
+def map_children(node: Schema, path: Path, fn: Callable[..., Any], *args: Any) -> Schema:
+    """A copy of `node` with `fn(child, path, *args)` applied to every direct subschema (args
+    rather than a closure: one call less per node)."""
     out: Schema = {}
     for key, value in node.items():
-        if key in SCHEMA_MAPS and isinstance(value, dict):
-            out[key] = {k: fn(v, at(at(path, key), k)) for k, v in value.items()}
-        elif (key in SCHEMA_LISTS or key == "items") and isinstance(value, list):
-            out[key] = [fn(v, f"{at(path, key)}[{i}]") for i, v in enumerate(value)]
-        elif key in SCHEMA_ONE and isinstance(value, dict):
-            out[key] = fn(value, at(path, key))
+        kind = CHILDREN.get(key, False)
+        if kind is dict and isinstance(value, dict):
+            where = (path, key)
+            out[key] = {k: fn(v, (where, k), *args) for k, v in value.items()}
+        elif (kind is list or key == "items") and isinstance(value, list):
+            where = (path, key)
+            out[key] = [fn(v, (where, i), *args) for i, v in enumerate(value)]
+        elif kind is None and isinstance(value, dict):
+            out[key] = fn(value, (path, key), *args)
         else:
             out[key] = value
     return out
 
 
+def rebuild(node: Schema, path: Path, fn: Callable[..., Any], *args: Any) -> Schema:
+    """`node` with `fn(child, path, *args)` applied to every direct subschema, copied only where a child
+    changed (`fn` returns the child itself when it has nothing to change): the walks that change
+    little (renaming, inlining, modernising) then copy little."""
+    out: Schema | None = None
+    for key, value in node.items():
+        kind = CHILDREN.get(key, False)
+        if kind is dict and isinstance(value, dict):
+            where = (path, key)
+            new: Any = {k: fn(v, (where, k), *args) for k, v in value.items()}
+            changed = any(new[k] is not v for k, v in value.items())
+        elif (kind is list or key == "items") and isinstance(value, list):
+            where = (path, key)
+            new = [fn(v, (where, i), *args) for i, v in enumerate(value)]
+            changed = any(a is not b for a, b in zip(new, value))
+        elif kind is None and isinstance(value, dict):
+            new = fn(value, (path, key), *args)
+            changed = new is not value
+        else:
+            continue
+        if changed:
+            out = dict(node) if out is None else out
+            out[key] = new
+    return node if out is None else out
+
+
 def resolve(root: Schema, ref: str) -> Schema | None:
-    """The local target of `ref` (a JSON pointer such as `#/$defs/Node`), copied, or None."""
+    """The local target of `ref` (a JSON pointer such as `#/$defs/Node`), or None. Not a copy:
+    every walk builds new dicts and never modifies what it reads."""
     if not ref.startswith("#"):
         return None
     node: Any = root
@@ -57,16 +91,16 @@ def resolve(root: Schema, ref: str) -> Schema | None:
         if not isinstance(node, dict) or part not in node:
             return None
         node = node[part]
-    return copy.deepcopy(node) if isinstance(node, dict) else None
+    return node if isinstance(node, dict) else None
 
 
-def inline_refs(node: Any, root: Schema, report: Report, path: str) -> Any:
+def inline_refs(node: Any, root: Schema, report: Report, path: Path) -> Any:
     """`node` with every local `$ref` replaced by its target and `$defs` removed. A recursive
     reference degrades to a permissive schema of the target's type, with a finding; so does any
     reference past MAX_INLINED expansions (a server's schema must not blow up the output)."""
     budget = [MAX_INLINED]
 
-    def walk(node: Any, path: str, seen: tuple[str, ...]) -> Any:
+    def walk(node: Any, path: Path, seen: tuple[str, ...]) -> Any:
         if not isinstance(node, dict):
             return node
         ref = node.get("$ref")
@@ -83,13 +117,14 @@ def inline_refs(node: Any, root: Schema, report: Report, path: str) -> Any:
                 return {"type": kind, **{k: v for k, v in rest.items() if k == "description"}}
             budget[0] -= 1
             return walk({**target, **rest}, path, seen + (ref,))
-        node = {k: v for k, v in node.items() if k not in ("$defs", "definitions")}  # all inlined now
-        return map_children(node, path, lambda child, p: walk(child, p, seen))
+        if "$defs" in node or "definitions" in node:  # all inlined now
+            node = {k: v for k, v in node.items() if k not in ("$defs", "definitions")}
+        return rebuild(node, path, walk, seen)
 
     return walk(node, path, ())
 
 
-def prepare(schema: Schema, report: Report, path: str) -> Schema:
+def prepare(schema: Schema, report: Report, path: Path) -> Schema:
     """What every target starts from: an object at the root (every provider wants one), and
     draft-7 tuples (`items: [...]`) spelt the JSON Schema 2020-12 way (`prefixItems`)."""
     if schema.get("type") != "object":
@@ -104,11 +139,39 @@ def prepare(schema: Schema, report: Report, path: str) -> Schema:
     return modern
 
 
-def modernise(node: Any, report: Report, path: str) -> Any:
+def has_tuples(node: Any) -> bool:
+    """Whether a draft-7 tuple (`items: [...]`) occurs anywhere in `node` (a scan, cheaper than a
+    walk: most schemas have none)."""
+    if not isinstance(node, dict):
+        return False
+    for key, value in node.items():
+        kind = CHILDREN.get(key, False)
+        if kind is False:
+            continue
+        if key == "items" and isinstance(value, list):
+            return True
+        if kind is dict and isinstance(value, dict):
+            if any(has_tuples(v) for v in value.values()):
+                return True
+        elif kind is list and isinstance(value, list):
+            if any(has_tuples(v) for v in value):
+                return True
+        elif has_tuples(value):
+            return True
+    return False
+
+
+def modernise(node: Any, report: Report, path: Path) -> Any:
+    """`node` with draft-7 tuples spelt `prefixItems`, copied only where it has one."""
+    return _modernise(node, path, report) if has_tuples(node) else node
+
+
+def _modernise(node: Any, path: Path, report: Report) -> Any:
     if not isinstance(node, dict):
         return node
-    out = map_children(node, path, lambda child, p: modernise(child, report, p))
+    out = rebuild(node, path, _modernise, report)
     if isinstance(out.get("items"), list):
+        out = dict(out) if out is node else out
         out["prefixItems"] = out.pop("items")
         if isinstance(out.get("additionalItems"), (dict, bool)):
             out["items"] = out.pop("additionalItems")
@@ -128,7 +191,7 @@ def fold_into_description(node: Schema, extra: dict[str, Any]) -> None:
         node["description"] = f"{node['description']} ({words})" if node.get("description") else f"({words})"
 
 
-def merge_all_of(node: Schema, report: Report, path: str) -> Schema:
+def merge_all_of(node: Schema, report: Report, path: Path) -> Schema:
     """`allOf` folded into one schema: properties and required united, other keys first wins."""
     merged = {k: v for k, v in node.items() if k != "allOf"}
     for part in node.get("allOf") or []:
