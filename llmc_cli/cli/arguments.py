@@ -128,8 +128,6 @@ def validate_arguments(arguments: dict[str, Any], schema: Any, tool: str) -> Non
     declared = schema.get("required")
     required: list[Any] = declared if isinstance(declared, list) else []
     checked = {k: v for k, v in arguments.items() if v is not None or k in required}
-    if plainly_valid(checked, schema):
-        return  # the usual case, proved without importing jsonschema (tens of ms at start-up)
     import jsonschema
     from jsonschema.exceptions import best_match
 
@@ -148,73 +146,6 @@ def validate_arguments(arguments: dict[str, Any], schema: Any, tool: str) -> Non
         raise UsageError(f"{tool}: missing required argument {where!r}")
     expected = _expected(error)
     raise UsageError(f"{tool}: argument {where or '(all)'}: {expected}")
-
-
-# -- the plain case, without jsonschema --------------------------------------------------------------
-
-# Keywords whose meaning is the same in every JSON Schema draft since 4 (annotations, and `format`,
-# which jsonschema does not check without a format checker). A schema with any other keyword
-# goes to jsonschema.
-_PLAIN = {"type", "properties", "required", "additionalProperties", "items", "enum", "const", "minimum", "maximum",
-          "minLength", "maxLength", "minItems", "maxItems", "title", "description", "default", "examples",
-          "format", "$schema", "$comment"}
-_TYPES: dict[str, Any] = {"string": str, "object": dict, "array": list, "boolean": bool, "null": type(None)}
-
-
-def plainly_valid(value: Any, schema: Any, depth: int = 0) -> bool:
-    """True only when `value` certainly satisfies `schema` under every draft: a schema of plain
-    keywords only (_PLAIN), values of unambiguous types. False means "not proved", not
-    "invalid": jsonschema then decides, and writes the error. (A float for "integer", a bool or
-    number in an enum: drafts and equality rules differ, so those go to jsonschema too.)"""
-    if depth > 32 or not isinstance(schema, dict) or not _PLAIN.issuperset(schema):
-        return False
-    if "draft-03" in str(schema.get("$schema", "")):
-        return False  # draft 3 spells `required` differently
-    kinds = schema.get("type")
-    if kinds is not None:
-        options = [kinds] if isinstance(kinds, str) else kinds
-        if not (isinstance(options, list) and any(isinstance(k, str) and _is(value, k) for k in options)):
-            return False
-    for key in ("enum", "const"):
-        if key in schema:
-            options = schema[key] if key == "enum" else [schema[key]]
-            if not (isinstance(value, str) and isinstance(options, list) and value in options):
-                return False
-    if isinstance(value, str):
-        return _within(len(value), schema, "minLength", "maxLength")
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return _within(value, schema, "minimum", "maximum")
-    if isinstance(value, list):
-        items = schema.get("items", {})
-        return _within(len(value), schema, "minItems", "maxItems") and \
-            (items is True or all(plainly_valid(v, items, depth + 1) for v in value))
-    if isinstance(value, dict):
-        props = schema.get("properties", {})
-        required = schema.get("required", [])
-        extra = schema.get("additionalProperties", True)
-        if not (isinstance(props, dict) and isinstance(required, list)
-                and all(isinstance(k, str) and k in value for k in required)):
-            return False
-        for key, item in value.items():
-            sub = props.get(key, extra)
-            if sub is not True and not plainly_valid(item, sub, depth + 1):
-                return False
-    return True
-
-
-def _is(value: Any, kind: str) -> bool:
-    if kind == "integer":
-        return type(value) is int
-    if kind == "number":
-        return type(value) in (int, float)
-    wanted = _TYPES.get(kind)
-    return wanted is not None and type(value) is wanted
-
-
-def _within(size: float, schema: dict[str, Any], low: str, high: str) -> bool:
-    lo, hi = schema.get(low), schema.get(high)
-    plain = all(b is None or (type(b) in (int, float)) for b in (lo, hi))
-    return plain and (lo is None or size >= lo) and (hi is None or size <= hi)
 
 
 def _expected(error: Any) -> str:
