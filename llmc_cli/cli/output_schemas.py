@@ -105,6 +105,7 @@ COMMON: Schema = {
         "error": error(),
         "serverError": error(server=STR),
         "sessionError": error(session=STR),
+        "profileError": error(profile=STR, path=STR),
         "warnings": {**STRS, "description": "notices for scripts that do not read stderr (a restarted server)"},
         "content": obj({"type": STR}, closed=False),  # an MCP content block, as the server sent it
         "tool": obj({"name": STR, "inputSchema": OPEN}, closed=False),  # an MCP tool, as the server sent it
@@ -177,7 +178,7 @@ RUN = {"conversation": STR, "provider": STR, "model": null(STR), "prompt": STR, 
        "stopReason": enum("end", "max_steps", "timeout", "length", "other"), "steps": array(STEP),
        "usage": array(USAGE), "usageTotal": obj({"inputTokens": INT, "outputTokens": INT}), "durationMs": NUM,
        "warnings": STRS}
-PROFILE_ROW = obj({"name": STR, "path": STR}, {"description": null(STR), "servers": STRS, "error": STR})
+PROFILE_ROW = obj({"name": STR, "path": STR, "description": null(STR), "servers": STRS})
 TOOL_ROW = {**common("tool"), "required": ["server", "name", "inputSchema"],
             "properties": {"server": STR, "denied": {"const": True}}}
 FINDING = obj({"tool": STR, "target": STR, "path": STR, "what": STR, "why": STR}, {"server": STR})
@@ -220,8 +221,9 @@ SCHEMAS: dict[str, Schema] = {
                                   **DECISION_FIELDS, "hints": common("hints")}, {"callHash": STR}),
                              "llmc policy check"),
     "profiles-init": document(obj({"created": STR}), "llmc profiles init"),
-    "profiles-list": document(obj({"directory": STR, "profiles": array(PROFILE_ROW)}), "llmc profiles list",
-                              PROFILE_ROW),
+    "profiles-list": {**listing("profiles", PROFILE_ROW, "llmc profiles list", "profileError"),
+                      **obj({"directory": STR, "profiles": array(local("row")),
+                             "errors": array(common("profileError"))})},
     "profiles-show": document(obj({"name": STR, "path": null(STR), "profile": OPEN}), "llmc profiles show"),
     "prompts-get": document(obj({"server": STR, "messages": array(OPEN)}, closed=False), "llmc prompts get"),
     "prompts-list": listing("prompts", _mcp_row("name"), "llmc prompts list"),

@@ -8,7 +8,7 @@ import click
 
 from llmc_cli.cli.complete import complete_profiles
 from llmc_cli.cli.context import app_of
-from llmc_cli.cli.output import FORMATS, emit, format_option, note
+from llmc_cli.cli.output import FORMATS, emit, emit_listing, format_option, note
 
 
 @click.group()
@@ -19,19 +19,20 @@ def profiles() -> None:
 @profiles.command("list")
 @format_option(*FORMATS)
 def list_(fmt: str) -> None:
-    """Every profile file: name, path, description, servers; a broken one shows its error.
-    JSON: {"profiles": [...], "directory": DIR}."""
+    """Every profile file: name, path, description, servers; one that does not load is an entry
+    in `errors` with its reason. JSON: {"directory": DIR, "profiles": [...], "errors": [...]}."""
     from llmc_cli.config import paths
     from llmc_cli.config.profiles import list_profiles
 
-    rows = list_profiles()
+    rows, errors = list_profiles()
     if fmt == "json":
-        emit({"directory": str(paths.profiles_dir()), "profiles": rows})
+        emit({"directory": str(paths.profiles_dir()), "profiles": rows, "errors": errors})
     elif fmt == "table":
-        emit([{**r, "servers": ", ".join(r.get("servers", []))} for r in rows], "table",
-             columns=["name", "description", "servers", "error"])
+        shown = [{**r, "servers": ", ".join(r["servers"])} for r in rows]
+        shown += [{"name": e["profile"], "error": e["message"]} for e in errors]
+        emit(shown, "table", columns=["name", "description", "servers", "error"])
     else:
-        emit(rows, "jsonl")
+        emit_listing("profiles", rows, fmt, errors)
 
 
 @profiles.command("show")

@@ -168,19 +168,18 @@ def editable_path(name_or_path: str | None) -> Path:
     return profile_path(name_or_path or DEFAULT_PROFILE)
 
 
-def list_profiles() -> list[dict[str, Any]]:
-    """Every profiles/*.toml under the config directory: name, path, description, servers, or
-    the one-line error that stops it loading (one broken file does not hide the others)."""
-    rows = []
+def list_profiles() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every profiles/*.toml under the config directory: (rows of name, path, description,
+    servers; errors: a file that does not load, with its one-line reason). One broken file does
+    not hide the others."""
+    rows, errors = [], []
     directory = paths.profiles_dir()
     for path in sorted(directory.glob("*.toml")) if directory.is_dir() else []:
-        row: dict[str, Any] = {"name": path.stem, "path": str(path)}
         try:
             loaded = load_profile(str(path))
         except ConfigError as exc:
-            row["error"] = exc.message
+            errors.append({"profile": path.stem, "path": str(path), **exc.to_json()})
         else:
-            row["description"] = loaded.profile.description
-            row["servers"] = list(loaded.profile.servers)
-        rows.append(row)
-    return rows
+            rows.append({"name": path.stem, "path": str(path), "description": loaded.profile.description,
+                         "servers": list(loaded.profile.servers)})
+    return rows, errors

@@ -264,8 +264,13 @@ def test_profiles_init_list_show(config: Path):
     listed = llmc("profiles", "list").json()
     assert listed["directory"] == str(path.parent)
     by_name = {p["name"]: p for p in listed["profiles"]}
-    assert by_name["default"]["servers"] == ["workspace"]
-    assert "unknown key" in by_name["broken"]["error"]
+    assert by_name["default"]["servers"] == ["workspace"] and "broken" not in by_name
+    [broken] = listed["errors"]  # a file that does not load is an error entry, not a row
+    assert (broken["profile"], broken["error"], broken["exitCode"]) == ("broken", "config", 3)
+    assert "unknown key" in broken["message"]
+    lines = llmc("profiles", "list", "--format", "jsonl").lines()
+    assert [line.get("name") or line.get("profile") for line in lines] == ["default", "broken"]
+    assert [("error" in line) for line in lines] == [False, True]
     assert "broken" in llmc("profiles", "list", "--format", "table").stdout
     shown = llmc("profiles", "show", "default").json()
     assert shown["profile"]["servers"]["workspace"]["options"]["read_only"] is True and shown["path"] == str(path)
