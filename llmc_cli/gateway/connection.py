@@ -11,7 +11,7 @@ otherwise the call is refused with a tool error that says how to pre-approve it.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from llmc_cli import __version__
 from llmc_cli.errors import InputRequired, Cancelled, DriftError, LlmcError, PolicyDenied, RpcError
@@ -20,6 +20,9 @@ from llmc_cli.mcp import jsonrpc
 from llmc_cli.model import ToolCall
 from llmc_cli.mcp.versions import META_PREFIX as META
 from llmc_cli.server.protocol import McpServer, RequestError, Send
+
+if TYPE_CHECKING:
+    from llmc_cli.catalog import Catalog
 
 PAGE_SIZE = 100
 CONFIRM_KEY = "confirm"  # the input request's key in a 2026-07-28 input_required result
@@ -37,12 +40,16 @@ class GatewayConnection(McpServer):
     pooled = frozenset({"tools/list", "resources/list", "resources/templates/list", "resources/read",
                         "prompts/list", "prompts/get", "completion/complete"})
 
-    def __init__(self, toolbox: Toolbox, *, transport: str = "stdio", principal: str | None = None) -> None:
+    def __init__(self, toolbox: Toolbox, *, transport: str = "stdio", principal: str | None = None,
+                 upstreams: Catalog | None = None) -> None:
         profile = toolbox.profile.name
         super().__init__("llmc-gateway", __version__, [], page_size=PAGE_SIZE, on_close=self._forget,
                          instructions=f"llmc gateway for profile {profile}: the tools of its servers, named "
                                       "SERVER.TOOL; every call is checked by the profile's policy and audited.")
         self.toolbox = toolbox
+        # The upstream connections this host's requests use (Toolbox.host_upstreams for an HTTP
+        # session; the shared ones otherwise); whoever made them closes them.
+        self.upstreams = upstreams or toolbox.catalog
         self.transport = transport
         self.principal = principal
         self._upstream: dict[Any, tuple[str, str]] = {}  # host request id -> (server, our progress token)
@@ -88,13 +95,14 @@ class GatewayConnection(McpServer):
     def _dispatch(self, method: str, params: dict[str, Any], modern: str | None) -> dict[str, Any]:
         toolbox = self.toolbox
         if method == "resources/list":
-            return self._listing(self.page("resources", toolbox.gather(method, "resources", "uri", "resources"),
+            return self._listing(self.page("resources", toolbox.gather(method, "resources", "uri", "resources", self.upstreams),
                                            params), modern)
         if method == "resources/templates/list":
-            items = toolbox.gather(method, "resourceTemplates", "uriTemplate", "resources")
+            items = toolbox.gather(method, "resourceTemplates", "uriTemplate", "resources", self.upstreams)
             return self._listing(self.page("resourceTemplates", items, params), modern)
         if method == "prompts/list":
-            return self._listing(self.page("prompts", toolbox.gather(method, "prompts", "name", "prompts"), params),
+            return self._listing(self.page("prompts", toolbox.gather(method, "prompts", "name", "prompts", self.upstreams),
+                                           params),
                                  modern)
         if method == "resources/read":
             server, uri = self._route(params.get("uri"), "resource")
@@ -145,7 +153,7 @@ class GatewayConnection(McpServer):
 
     def _upstream_request(self, method: str, server: str, params: dict[str, Any]) -> dict[str, Any]:
         try:
-            return self.toolbox.forward(method, server, params)
+            return self.toolbox.forward(method, server, params, self.upstreams)
         except RpcError as exc:
             raise RequestError(exc.code or jsonrpc.INTERNAL_ERROR, exc.message, exc.data) from None
         except LlmcError as exc:
@@ -193,9 +201,9 @@ class GatewayConnection(McpServer):
         toolbox = self.toolbox
         route = toolbox.route(name)
         if route:
-            toolbox.revive(route[0])
+            toolbox.revive(route[0], self.upstreams)
         try:
-            tool = toolbox.catalog.find_tool(*route) if route else None
+            tool = self.upstreams.find_tool(*route) if route else None
         except LlmcError as exc:  # the server is down: the model may try something else
             return _tool_error(f"{name} is unavailable: {exc.message}")
         if route is None or tool is None:
@@ -223,7 +231,7 @@ class GatewayConnection(McpServer):
                 with self._lock:
                     self._upstream[msg_id] = (call.server, token)
                 try:
-                    result = services.call_tool(toolbox.catalog, invocation, call, meta={"progressToken": token})
+                    result = services.call_tool(self.upstreams, invocation, call, meta={"progressToken": token})
                 finally:
                     with self._lock:
                         self._upstream.pop(msg_id, None)
@@ -293,7 +301,7 @@ class GatewayConnection(McpServer):
             if upstream is not None:
                 server, token = upstream
                 try:
-                    self.toolbox.catalog.session(server).cancel(token, str(params.get("reason") or "cancelled by the host"))
+                    self.upstreams.session(server).cancel(token, str(params.get("reason") or "cancelled by the host"))
                 except LlmcError:
                     pass
 

@@ -229,8 +229,7 @@ class Handler(BaseHTTPRequestHandler):
             extra["Mcp-Session-Id"] = opened[0]
             connection = opened[1].connection
         elif modern or kind != "request":
-            connection = stateless = GatewayConnection(gateway.toolbox_for(principal), transport="http",
-                                                       principal=principal.name if principal else None)
+            connection = stateless = gateway.stateless_connection(principal)
         else:
             self._refuse(400, "Bad Request: no Mcp-Session-Id; send initialize first (MCP up to 2025-11-25) or put "
                               "the protocol version in the request's _meta (2026-07-28)", msg_id=message.get("id"))
