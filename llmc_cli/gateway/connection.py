@@ -19,6 +19,7 @@ from llmc_cli.gateway.toolbox import HostCall, Toolbox, own_result
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.model import ToolCall
 from llmc_cli.mcp.versions import META_PREFIX as META
+from llmc_cli.mcp.workers import shared
 from llmc_cli.server.protocol import McpServer, RequestError, Send
 
 if TYPE_CHECKING:
@@ -43,7 +44,10 @@ class GatewayConnection(McpServer):
     def __init__(self, toolbox: Toolbox, *, transport: str = "stdio", principal: str | None = None,
                  upstreams: Catalog | None = None) -> None:
         profile = toolbox.profile.name
+        # Calls run on threads every connection shares: a 2026-07-28 host gets a connection per
+        # request, which would otherwise start a pool (and a thread) for each.
         super().__init__("llmc-gateway", __version__, [], page_size=PAGE_SIZE, on_close=self._forget,
+                         shared_workers=shared("llmc-gateway-call"),
                          instructions=f"llmc gateway for profile {profile}: the tools of its servers, named "
                                       "SERVER.TOOL; every call is checked by the profile's policy and audited.")
         self.toolbox = toolbox
