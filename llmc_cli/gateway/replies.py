@@ -6,6 +6,7 @@ module only moves a connection's messages to the host."""
 from __future__ import annotations
 
 import json
+import math
 import queue
 import secrets
 import socket
@@ -21,7 +22,8 @@ from llmc_cli.mcp import jsonrpc
 REPLY_SECONDS = 3600.0  # the longest a request may take (upstream timeouts end calls long before)
 KEEPALIVE_SECONDS = 15.0
 RETRY_MS = 500  # how soon a host whose stream broke should resume it (SSE retry field)
-STREAMED = {"tools/call"}  # answered on SSE when the client accepts it: messages come before the result
+STREAMED = {"tools/call", "subscriptions/listen"}  # answered on SSE when the client accepts it: messages come first
+OPEN_ENDED = "subscriptions/listen"  # its stream lasts until the host drops it: no reply deadline
 
 
 class ReplyWriter(BaseHTTPRequestHandler):
@@ -57,7 +59,7 @@ class ReplyWriter(BaseHTTPRequestHandler):
         connection.handle(message, replies.put)
         streamed = (message["method"] in STREAMED and "text/event-stream" in (self.headers.get("Accept") or "")
                     and _may_send_first(connection, message))
-        deadline = time.monotonic() + REPLY_SECONDS
+        deadline = time.monotonic() + (math.inf if message["method"] == OPEN_ENDED else REPLY_SECONDS)
         if streamed and session is not None and session.connection.legacy_version is not None:
             stream_id = secrets.token_hex(8)
             resumable = ResumableStream(msg_id, replies)
@@ -194,6 +196,6 @@ def _may_send_first(connection: GatewayConnection, message: dict[str, Any]) -> b
     params = params_of(message)
     stated = params.get("_meta")
     meta: dict[str, Any] = stated if isinstance(stated, dict) else {}
-    if "progressToken" in meta or meta.get("io.modelcontextprotocol/logLevel"):
+    if "progressToken" in meta or meta.get("io.modelcontextprotocol/logLevel") or message["method"] == OPEN_ENDED:
         return True
     return connection.legacy_version is not None  # a session: upstream logs, elicitation, sampling

@@ -246,8 +246,8 @@ class Toolbox:
 
     def can_subscribe(self) -> bool:
         """Whether some upstream offers resources/subscribe: an initialize-era one that declares it
-        (2026-07-28 upstreams have subscriptions/listen instead, not relayed yet; one that cannot
-        start offers nothing)."""
+        (2026-07-28 upstreams have subscriptions/listen instead, which llmc's client does not
+        speak yet; one that cannot start offers nothing)."""
         from llmc_cli.mcp.versions import MODERN_VERSIONS
 
         def offers(server: str) -> bool:
@@ -307,9 +307,7 @@ class Toolbox:
             targets = [(server, host) for (upstreams, server, u), hosts in self._subscribers.items()
                        if u == uri and upstreams is source for host in hosts]
         for server, host in targets:
-            if host.channel is not None:
-                host.channel(jsonrpc.notification("notifications/resources/updated",
-                                                  {**params, "uri": self.expose(server, str(uri))}))
+            host.subscriptions.updated(server, params)
 
     @contextmanager
     def hosting(self, call: HostCall) -> Iterator[str]:
@@ -342,8 +340,7 @@ class Toolbox:
         if method not in LIST_CHANGED:
             return
         for connection in list(self.connections):
-            if connection.channel is not None:
-                connection.channel(jsonrpc.notification(method))
+            connection.subscriptions.changed(method)
 
     def _asking(self) -> HostCall | None:
         """The host call an upstream's request is about: the one whose thread is waiting on the
