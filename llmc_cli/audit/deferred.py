@@ -67,7 +67,15 @@ class Deferred:
             leads = not self.writing
             self.writing = True
         if not leads:
-            ticket["event"].wait()  # written by another caller, or this one's turn to write
+            try:
+                ticket["event"].wait()  # written by another caller, or this one's turn to write
+            except BaseException:  # interrupted while waiting: leave the queue, pass on a turn
+                with self.queue_lock:
+                    if ticket in self.queued:
+                        self.queued.remove(ticket)
+                        if ticket["event"].is_set():
+                            self._hand_on()
+                raise
         if not ticket["written"]:
             self._commit()
         if ticket["error"] is not None:
@@ -91,10 +99,14 @@ class Deferred:
                 for t in group:
                     t["written"], t["error"] = True, error
                     t["event"].set()
-                if self.queued:
-                    self.queued[0]["event"].set()  # its turn: it writes the next group
-                else:
-                    self.writing = False
+                self._hand_on()
+
+    def _hand_on(self) -> None:
+        """Under queue_lock: the caller that waited longest writes the next group, if any."""
+        if self.queued:
+            self.queued[0]["event"].set()
+        else:
+            self.writing = False
 
     def flush(self) -> None:
         with self.lock:
