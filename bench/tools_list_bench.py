@@ -23,18 +23,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from peers import node_bin  # bench/ is on sys.path when a benchmark runs as a script
+
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 PY = sys.executable
 LLMC = str(Path(PY).parent / "llmc")
-
-
-def node_bin(name: str) -> str:
-    for base in (BENCH / "node", ROOT / "tests" / "node"):
-        path = base / "node_modules" / ".bin" / name
-        if path.exists():
-            return str(path)
-    return ""
 
 
 def ensure_peers() -> None:

@@ -4,11 +4,13 @@ bare tool names routed when unambiguous. A dead server never blocks the others."
 from __future__ import annotations
 
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Callable, Collection, Mapping
 
+from llmc_cli import interrupts
 from llmc_cli.errors import ConnectionFailed, LlmcError, RpcError, UsageError, did_you_mean
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.client import connect
@@ -197,6 +199,7 @@ class Catalog:
         with ThreadPoolExecutor(max_workers=max(1, min(8, len(names)))) as pool:
             futures = {name: pool.submit(work, name) for name in names}
             for name, future in futures.items():
+                interrupts.wait(partial(_settled, future))
                 try:
                     results[name] = future.result()
                 except LlmcError as exc:
@@ -281,6 +284,14 @@ class Catalog:
     def find_tool(self, server: str, tool: str) -> Tool | None:
         return next((t for t in self.tools_of(server) if t.name == tool), None)
 
+    def require_tool(self, server: str, tool: str) -> Tool:
+        """The tool, or a UsageError naming the server and the closest names it has."""
+        found = self.find_tool(server, tool)
+        if found is None:
+            hint = did_you_mean(tool, [t.name for t in self.tools_of(server)])
+            raise UsageError(f"server {server} has no tool named {tool!r}{hint}")
+        return found
+
     def close(self) -> None:
         self._closed = True
         sessions, self._sessions = list(self._sessions.values()), {}
@@ -292,3 +303,7 @@ class Catalog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _settled(future: "Future[Any]", seconds: float) -> bool:
+    return bool(futures_wait([future], seconds).done)

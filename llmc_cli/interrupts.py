@@ -13,12 +13,16 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-from typing import Any, Iterator
+import time
+from typing import Any, Callable, Iterator
 
 from llmc_cli.errors import ExitCode
 
 SIGNAL_EXIT_CODES: dict[int, int] = {signal.SIGINT: ExitCode.INTERRUPTED, signal.SIGTERM: ExitCode.TERMINATED,
                      signal.SIGHUP: ExitCode.TERMINATED}
+
+# How long the main thread sleeps at most in wait(): the longest a signal's handler may be delayed.
+WAKE_SECONDS = 0.2
 
 _requested = threading.Event()
 _received: list[int] = []  # the first signal received, for the exit code
@@ -44,6 +48,22 @@ def install() -> None:
     for signum in SIGNAL_EXIT_CODES:
         if signal.getsignal(signum) is not signal.SIG_IGN:
             signal.signal(signum, _handle)
+
+
+def wait(poll: Callable[[float], bool], timeout: float | None = None) -> bool:
+    """Wait until `poll(seconds)` (an Event's wait, a Semaphore's acquire, ...) returns True, or
+    `timeout` passes (None: no limit), in a way a signal always interrupts. CPython runs a signal's
+    handler only when the main thread next executes bytecode: a signal the kernel hands to one of
+    the other threads, or a wait the C library resumes by itself, leaves a long wait asleep (seen:
+    a batch ignored SIGHUP while it waited 300 s for a call). So the main thread never sleeps more
+    than WAKE_SECONDS at a time; the pending handler raises Interrupted when it wakes."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        left = WAKE_SECONDS if deadline is None else min(WAKE_SECONDS, deadline - time.monotonic())
+        if left <= 0:
+            return False
+        if poll(left):
+            return True
 
 
 def requested() -> bool:

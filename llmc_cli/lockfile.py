@@ -12,7 +12,7 @@ from typing import Any
 
 from llmc_cli.config.files import write_atomic
 from llmc_cli.errors import ConfigError, DriftError
-from llmc_cli.model import Tool, canonical_json
+from llmc_cli.model import Tool, canonical_json, parse_json
 
 LOCK_VERSION = 1
 PINNED_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
@@ -42,12 +42,10 @@ def write(path: str | Path, lock: dict[str, Any]) -> None:
 
 def read(path: str | Path) -> dict[str, Any]:
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = parse_json(Path(path).read_text(encoding="utf-8"), max_depth=None)
     except FileNotFoundError:
         raise ConfigError(f"lock file not found: {path}") from None
-    except RecursionError:
-        raise ConfigError(f"cannot read lock file {path}: JSON nested too deeply") from None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError) as exc:  # unreadable, not UTF-8, not JSON
         raise ConfigError(f"cannot read lock file {path}: {getattr(exc, 'strerror', None) or exc}") from None
     if not isinstance(data, dict) or data.get("version") != LOCK_VERSION or not isinstance(data.get("servers"), dict):
         raise ConfigError(f"{path}: not an llmc lock file (version {LOCK_VERSION})")

@@ -212,3 +212,20 @@ def nesting_depth(value: Any, stop_at: int = MAX_ARGUMENT_DEPTH + 1) -> int:
             if depth < stop_at:
                 stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
     return deepest
+
+
+def parse_json(text: str, max_depth: int | None = MAX_ARGUMENT_DEPTH) -> Any:
+    """JSON that a person or a file supplied, nested at most `max_depth` deep (None: as deep as
+    the parser goes). ValueError saying why for anything else: invalid JSON, or JSON nested so deep
+    that it would end in a RecursionError here or in whatever walks the value later. Each caller
+    wraps the reason in its own error (usage, config) with the name of where the text came from."""
+    too_deep = f"JSON nested more than {max_depth} levels deep" if max_depth is not None else "JSON nested too deeply"
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ValueError(too_deep) from None
+    except ValueError as exc:
+        raise ValueError(f"invalid JSON: {exc}") from None
+    if max_depth is not None and nesting_depth(value, max_depth + 1) > max_depth:
+        raise ValueError(too_deep)
+    return value

@@ -3,14 +3,16 @@ in tests/peers."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
@@ -73,6 +75,33 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_until(predicate: Callable[[], object], timeout: float = 15.0, interval: float = 0.05) -> bool:
+    """Poll `predicate` until it holds or `timeout` seconds pass; whether it holds at the end."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return bool(predicate())
+
+
+def wait_listening(proc: subprocess.Popen[bytes], port: int, what: object, timeout: float = 30.0) -> None:
+    """Wait (bounded) until the server `proc` accepts connections on a loopback port. The test
+    fails, with the end of the server's stderr when it was captured, if it exits or never listens."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            stderr = proc.stderr.read().decode(errors="replace")[-2000:] if proc.stderr else ""
+            pytest.fail(f"{what} exited early: {stderr}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                pytest.fail(f"{what} did not listen on {port} within {timeout:g}s")
+            time.sleep(0.05)
+
+
 def llmc_executable() -> str:
     path = Path(sys.executable).parent / "llmc"
     return str(path) if path.exists() else shutil.which("llmc") or "llmc"
@@ -121,3 +150,18 @@ def _checked(result: Result) -> Result:
     """What every run must satisfy, whichever way it was started."""
     assert "Traceback" not in result.stderr, result.stderr
     return result
+
+
+TGKILL = {"x86_64": 234, "aarch64": 131}.get(os.uname().machine)  # the syscall's number
+TO_THREAD = pytest.mark.parametrize("to_thread", [False, pytest.param(True, marks=pytest.mark.skipif(
+    TGKILL is None, reason="tgkill's number is known for x86_64 and aarch64 only"))], ids=["process", "thread"])
+
+
+def signal_another_thread(pid: int, sig: int) -> None:
+    """Send `sig` to one of a process's threads other than the main one, as the kernel may choose
+    to for a signal sent to the process: the process must react all the same."""
+    others = sorted(int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid)
+    assert others, "the process has no thread but the main one"
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(TGKILL, pid, others[-1], int(sig)) != 0:
+        raise OSError(ctypes.get_errno(), "tgkill")

@@ -3,7 +3,8 @@
 Direction: cli -> (agent, gateway) -> services -> (catalog, policy, audit, store, config,
 telemetry) -> mcp -> (errors, model), and agent -> providers -> translate -> model.
 
-- ALLOWED below says which component may import which. It applies to every import, module-level
+- DESIGN_LAYERS and DESIGN_CHAIN below are those arrows; ALLOWED must agree with them.
+- ALLOWED says which component may import which. It applies to every import, module-level
   or inside a function: a lazy import is about start-up time, not a licence to reach upwards.
 - Module-level imports form no cycle (imports inside functions may close one: that is how a
   module reaches a sibling it must not load at start-up, and Python resolves it at call time).
@@ -42,19 +43,36 @@ ALLOWED: dict[str, set[str]] = {
     "lockfile": {"config", "translate", "mcp", "errors", "model"},
     "server": {"llmc_cli", "config", "telemetry", "mcp", "errors", "model"},  # the built-in MCP servers
     "keeper": {"config", "store", "mcp", "errors", "model"},  # lifecycle.py, transport.py
-    "catalog": {"keeper", "mcp", "errors", "model"},
+    "catalog": {"keeper", "interrupts", "mcp", "errors", "model"},
     "telemetry": {"llmc_cli", "config", "mcp", "errors", "model"},  # imported by what it observes
     "services": {"catalog", "policy", "audit", "store", "config", "keeper", "lockfile", "server", "interrupts",
                  "telemetry", "mcp", "errors", "model"},
     "keeper.process": {"keeper", "services", "store", "config", "mcp", "errors", "model"},
-    "agent": {"services", "catalog", "policy", "audit", "providers", "translate", "config", "telemetry", "mcp",
-              "errors", "model"},
+    "agent": {"services", "catalog", "policy", "audit", "providers", "translate", "config", "telemetry", "interrupts",
+              "mcp", "errors", "model"},
     "gateway": {"llmc_cli", "telemetry", "services", "catalog", "policy", "audit", "lockfile", "server", "config", "mcp",
                 "errors", "model"},
     "cli": {"llmc_cli", "agent", "gateway", "services", "telemetry", "catalog", "policy", "audit", "store", "config",
             "keeper", "lockfile", "server", "translate", "providers", "interrupts", "mcp", "errors", "model"},
     "__main__": {"cli"},
 }
+
+
+# DESIGN.md's arrows, `cli -> (agent, gateway) -> services -> (catalog, policy, audit, store,
+# config, telemetry) -> mcp -> (errors, model)`, as layers from the top: ALLOWED may point only
+# down, never up, and sideways only inside the middle layer (agent and gateway each get call_tool
+# from services, not from each other). Beside them `agent -> providers -> translate -> model`.
+# Components DESIGN does not name (keeper, server, lockfile, interrupts) are placed by ALLOWED alone.
+DESIGN_LAYERS: list[set[str]] = [
+    {"cli"},
+    {"agent", "gateway"},
+    {"services"},
+    {"catalog", "policy", "audit", "store", "config", "telemetry"},
+    {"mcp"},
+    {"errors", "model"},
+]
+SIDEWAYS_ALLOWED = DESIGN_LAYERS[3]
+DESIGN_CHAIN = ["agent", "providers", "translate", "model"]
 
 
 @dataclass(frozen=True)
@@ -148,6 +166,18 @@ def test_imports_follow_the_direction(name: str) -> None:
     wrong = [where(imp) + (" (inside a function)" if imp.lazy else "") for imp in INTERNAL
              if component(imp.source) == name and component(imp.target) not in ALLOWED[name] | {name}]
     assert wrong == [], f"{name} may import only {sorted(ALLOWED[name])}"
+
+
+def test_allowed_follows_the_arrows_of_design_md() -> None:
+    layer = {name: i for i, names in enumerate(DESIGN_LAYERS) for name in names}
+    against = [f"{source} -> {target}" for source, targets in ALLOWED.items() for target in targets
+               if source in layer and target in layer and (layer[target] < layer[source] or (
+                   layer[target] == layer[source] and source not in SIDEWAYS_ALLOWED))]
+    chain = {name: i for i, name in enumerate(DESIGN_CHAIN)}
+    against += [f"{source} -> {target}" for source, targets in ALLOWED.items() for target in targets
+                if source in chain and target in chain and chain[target] < chain[source]]
+    assert against == [], "ALLOWED points against DESIGN.md's arrows (change DESIGN.md first, and say why)"
+    assert set(layer) | set(chain) <= set(ALLOWED), "DESIGN.md names a component ALLOWED does not know"
 
 
 def test_the_protocol_package_depends_on_errors_and_model_only() -> None:

@@ -17,7 +17,8 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, TypedDict
 
-from llmc_cli import telemetry
+from llmc_cli import interrupts, telemetry
+from llmc_cli.agent import genai
 from llmc_cli.agent.compaction import compact
 from llmc_cli.agent.conversations import Conversation
 from llmc_cli.audit import AuditError
@@ -91,18 +92,9 @@ def ask(prompt: str, *, provider: Provider, tools: list[Tool], call_tool: CallTo
     for every one of them. Appends to `conversation` (a new one if None) and its
     `runs`; the caller saves it. ProviderError propagates with `.record` (the run so far) set."""
     conv = conversation or Conversation.new(provider.name, provider.settings.model, system)
-    attributes = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "llmc",
-                  "gen_ai.provider.name": genai_provider(provider.name), "gen_ai.request.model": provider.settings.model,
-                  "gen_ai.conversation.id": conv.id}
-    with telemetry.span("invoke_agent llmc", "internal", attributes):
+    with genai.agent_span(provider, conv):
         return _ask(prompt, provider, tools, call_tool, read_only, conv, system, max_steps, timeout, result_budget,
                     max_parallel, progress, strict, on_text)
-
-
-def genai_provider(name: str) -> str:
-    """gen_ai.provider.name of the conventions for a provider of llmc's (`text` speaks Chat
-    Completions, as the OpenAI-compatible local servers do)."""
-    return {"openai-responses": "openai", "text": "openai", "gemini": "gcp.gemini"}.get(name, name)
 
 
 def _ask(prompt: str, provider: Provider, tools: list[Tool], call_tool: CallTool, read_only: ReadOnly,
@@ -137,7 +129,8 @@ def _ask(prompt: str, provider: Provider, tools: list[Tool], call_tool: CallTool
             t0 = time.monotonic()
             try:
                 # on_text: the model's text, streamed as it arrives (every turn's, not only the answer's)
-                turn = _chat(provider, conv, translation, remaining, on_text)
+                turn = genai.traced_chat(provider, conv, lambda: provider.complete(
+                    conv.system, conv.messages, translation, timeout=remaining, **({"on_text": on_text} if on_text else {})))
             except ProviderError:
                 if time.monotonic() >= deadline:
                     record.stop_reason = STOP_TIMEOUT
@@ -170,32 +163,6 @@ def _ask(prompt: str, provider: Provider, tools: list[Tool], call_tool: CallTool
     record.duration_ms = _ms(started)
     conv.runs.append(record.to_json())
     return record
-
-
-def _chat(provider: Provider, conv: Conversation, translation: Any, timeout: float,
-          on_text: Callable[[str], None] | None) -> AssistantTurn:
-    """One model call, as a `chat {model}` CLIENT span and the GenAI client metrics."""
-    model = provider.settings.model or ""
-    name = genai_provider(provider.name)
-    attributes = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": name, "gen_ai.request.model": model,
-                  "gen_ai.conversation.id": conv.id}
-    t0 = time.monotonic()
-    with telemetry.span(f"chat {model}".strip(), "client", attributes) as span:
-        try:
-            turn = provider.complete(conv.system, conv.messages, translation, timeout=timeout,
-                                     **({"on_text": on_text} if on_text else {}))
-        except ProviderError as exc:
-            telemetry.chat_usage(name, model, None, None, time.monotonic() - t0, type(exc).__name__)
-            raise
-        usage = turn.usage
-        for key, value in (("gen_ai.usage.input_tokens", usage.input_tokens),
-                           ("gen_ai.usage.output_tokens", usage.output_tokens)):
-            if value is not None:
-                span.set(key, value)
-        if turn.stop_reason:
-            span.set("gen_ai.response.finish_reasons", [turn.stop_reason])
-        telemetry.chat_usage(name, model, usage.input_tokens, usage.output_tokens, time.monotonic() - t0)
-    return turn
 
 
 def _without_lone_surrogates(turn: AssistantTurn) -> AssistantTurn:
@@ -245,10 +212,8 @@ def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool
         emit({"event": "tool_start", "step": step, "tool": entries[i]["tool"], "arguments": entries[i]["arguments"]})
         t0 = time.monotonic()
         out: StepOutcome = {}
-        attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool.name,
-                      "gen_ai.tool.call.id": c.id, "gen_ai.tool.type": "extension", "llmc.server": tool.server}
         try:
-            with telemetry.span(f"execute_tool {tool.name}", "internal", attributes) as span:
+            with genai.tool_span(tool, c.id) as span:
                 result = call_tool(ToolCall(tool.server, tool.name, dict(sent[i]), call_id=c.id))
                 if result.is_error:
                     span.error("tool_error", "the tool reported an error")
@@ -330,7 +295,7 @@ def _run_bounded(work: Callable[[int], None], indexes: list[int], workers: int, 
     for n in range(min(workers, len(indexes))):
         threading.Thread(target=worker, daemon=True, name=f"llmc-tool-{n}").start()
     for _ in indexes:
-        if not done.acquire(timeout=max(0.0, deadline - time.monotonic())):
+        if not interrupts.wait(lambda seconds: done.acquire(timeout=seconds), max(0.0, deadline - time.monotonic())):
             # Unstarted calls must not start after the run ended.
             while not todo.empty():
                 try:

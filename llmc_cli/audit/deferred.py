@@ -6,6 +6,7 @@ from typing import Any
 
 from llmc_cli.audit.trail import ChainedLog
 from llmc_cli.audit.records import AuditError, now_iso
+from llmc_cli.store.chain import AuditRecord
 
 
 class Deferred:
@@ -24,7 +25,7 @@ class Deferred:
 
         self.log = log
         log.lazy_anchor = True  # flush() syncs it, at least every second: one fsync per write, not three
-        self.pending: list[dict[str, Any]] = []
+        self.pending: list[AuditRecord] = []
         self.lock = threading.Lock()  # held by the one writer (one batch runs servers in threads; the gateway serves hosts in threads)
         # Guards `pending` and `queued` only, never held across a write: an outcome recorded
         # while a write and fsync runs does not wait for it.
@@ -43,7 +44,7 @@ class Deferred:
         self.flusher.join(timeout=self.FLUSH_SECONDS * 2)
         self.flush()
 
-    def record(self, record: dict[str, Any], *, before_action: bool) -> None:
+    def record(self, record: AuditRecord, *, before_action: bool) -> None:
         if before_action:
             self.record_before_actions([record])
             return
@@ -54,7 +55,7 @@ class Deferred:
             with self.lock:
                 self._write([])
 
-    def record_before_actions(self, records: list[dict[str, Any]]) -> None:
+    def record_before_actions(self, records: list[AuditRecord]) -> None:
         """On disk before this returns. Concurrent callers (the gateway's hosts) share writes
         (group commit): one caller writes at a time, taking every record queued meanwhile in one
         write and fsync; the others wait for their own records, not for the lock, and the one
@@ -120,7 +121,7 @@ class Deferred:
             except AuditError:
                 pass  # the records stay pending; the next decision or the final flush reports it
 
-    def _write(self, records: list[dict[str, Any]]) -> None:
+    def _write(self, records: list[AuditRecord]) -> None:
         """Under self.lock: the pending outcomes and `records` in one append."""
         with self.queue_lock:
             pending, self.pending = self.pending, []

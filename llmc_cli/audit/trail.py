@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterator
 from llmc_cli import telemetry
 from llmc_cli.audit.records import AuditError, now_iso, record_hash
 from llmc_cli.mcp.jsonrpc import replace_lone_surrogates
-from llmc_cli.store.chain import GENESIS
+from llmc_cli.store.chain import GENESIS, AuditRecord
 from llmc_cli.model import compact_json
 
 # seal(head, count) -> the new records as JSON lines, each chained to the one before, the first
@@ -53,7 +53,7 @@ class ChainedLog:
 
     # -- writing -----------------------------------------------------------------------------------
 
-    def append_many(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def append_many(self, records: list[AuditRecord]) -> list[dict[str, Any]]:
         """Chain `records` after the head and store them in one write; the records as stored."""
         written: list[dict[str, Any]] = []
 
@@ -72,10 +72,10 @@ class ChainedLog:
             telemetry.audit_record(full)
         return written
 
-    def append(self, record: dict[str, Any]) -> dict[str, Any]:
+    def append(self, record: AuditRecord) -> dict[str, Any]:
         return self.append_many([record])[-1]
 
-    def record(self, record: dict[str, Any], *, before_action: bool) -> None:
+    def record(self, record: AuditRecord, *, before_action: bool) -> None:
         """What call_tool writes through (AuditSink): every record stored at once (see Deferred)."""
         if before_action:
             self.record_before_actions([record])
@@ -85,7 +85,7 @@ class ChainedLog:
         except AuditError as exc:
             raise AuditError(f"{exc.message}; the call ran, but its outcome is not recorded") from None
 
-    def record_before_actions(self, records: list[dict[str, Any]]) -> None:
+    def record_before_actions(self, records: list[AuditRecord]) -> None:
         try:
             self.append_many(records)
         except AuditError as exc:

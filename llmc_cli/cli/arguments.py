@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from llmc_cli.errors import UsageError, did_you_mean
-from llmc_cli.model import MAX_ARGUMENT_DEPTH, nesting_depth
+from llmc_cli.model import parse_json
 
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
@@ -36,17 +36,11 @@ def read_input(source: str, what: str) -> str:
 
 
 def load_json(text: str, where: str) -> Any:
-    """Parse JSON a person supplied: UsageError for invalid or too deeply nested JSON (which
-    would otherwise end in a RecursionError here or in whatever walks the value later)."""
+    """Parse JSON a person supplied: UsageError for invalid or too deeply nested JSON."""
     try:
-        value = json.loads(text)
-    except RecursionError:
-        raise UsageError(f"{where}: JSON nested more than {MAX_ARGUMENT_DEPTH} levels deep") from None
+        return parse_json(text)
     except ValueError as exc:
-        raise UsageError(f"{where}: invalid JSON: {exc}") from None
-    if nesting_depth(value) > MAX_ARGUMENT_DEPTH:
-        raise UsageError(f"{where}: JSON nested more than {MAX_ARGUMENT_DEPTH} levels deep")
-    return value
+        raise UsageError(f"{where}: {exc}") from None
 
 
 def parse_json_option(value: str) -> dict[str, Any]:

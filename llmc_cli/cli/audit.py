@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 import click
 
 from llmc_cli.cli.context import app_of
-from llmc_cli.cli.output import emit
+from llmc_cli.cli.output import emit, format_option
 from llmc_cli.errors import ToolFailed, UsageError
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ def head(ctx: click.Context) -> None:
 @click.option("--tool", "tool_glob", metavar="GLOB", help="Only tools matching this glob.")
 @click.option("--outcome", type=click.Choice(["ok", "tool_error", "transport_error", "timeout", "cancelled", "denied",
                                               "interrupted", "abandoned", "skipped", "internal_error"]))
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "table"]), default="jsonl", show_default=True)
+@format_option("jsonl", "table", default="jsonl")
 @click.pass_context
 def tail(ctx: click.Context, count: int, follow: bool, since: str | None, servers: tuple[str, ...],
          tool_glob: str | None, outcome: str | None, fmt: str) -> None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from llmc_cli.cli.context import app_of
-from llmc_cli.cli.output import FORMATS, emit, emit_listing, note
+from llmc_cli.cli.output import format_option, emit, emit_listing, note
 from llmc_cli.cli.targets import _complete_servers
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def login(ctx: click.Context, server: str, no_browser: bool) -> None:
 
 
 @auth.command("status")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="json", show_default=True)
+@format_option()
 def status(fmt: str) -> None:
     """Stored logins: server, resource, authorization server, client, scope, expiry; never a
     token. JSON: {"logins": [...]}."""

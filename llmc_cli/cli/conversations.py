@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from llmc_cli.cli.output import FORMATS, emit, emit_listing, note
+from llmc_cli.cli.output import format_option, emit, emit_listing, note
 
 
 @click.group()
@@ -15,7 +15,7 @@ def conversations() -> None:
 
 
 @conversations.command("list")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="json", show_default=True)
+@format_option()
 def list_(fmt: str) -> None:
     """Every saved conversation, the most recently saved last: name, provider, model, turns,
     the first prompt, when it was created and last saved."""

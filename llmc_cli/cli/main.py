@@ -159,25 +159,30 @@ def main(argv: list[str] | None = None) -> None:
     from llmc_cli import interrupts
 
     interrupts.install()
+    code: int | str | None = 0
     try:
         try:
             _run(argv)
+        except SystemExit as exc:
+            code = exc.code
+            raise
         finally:
             _record_abandoned()
-            _end_telemetry()
+            _end_telemetry(code)
     except SystemExit:
         _flush_stdout()
         raise
     _flush_stdout()
 
 
-def _end_telemetry() -> None:
+def _end_telemetry(code: int | str | None) -> None:
     """Export what telemetry holds, within its bounded time; a collector that is down is a
-    warning, never a different exit code."""
+    warning, never a different exit code. `code`: the command's exit status, for its root span
+    (an exception other than SystemExit leaves it 0 here: it is a crash the interpreter reports)."""
     telemetry = sys.modules.get("llmc_cli.telemetry")
     if telemetry is None:
         return
-    warning = telemetry.shutdown()
+    warning = telemetry.shutdown(code if isinstance(code, int) else 0 if code is None else 1)
     if warning:
         from llmc_cli.cli.output import warn
 

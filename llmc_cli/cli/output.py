@@ -13,14 +13,28 @@ import re
 import sys
 import threading
 from contextlib import contextmanager
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import click
 
 from llmc_cli.errors import LlmcError
 from llmc_cli.model import compact_json
 
-FORMATS = ("json", "jsonl", "table")
+FORMATS = ("json", "jsonl", "table")  # a listing's formats
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def format_option(*choices: str, default: str | None = "json", help: str | None = None) -> Callable[[F], F]:
+    """`--format` as every command declares it (into `fmt`): the listing formats unless `choices`
+    say otherwise; `default=None` makes it required."""
+    options: dict[str, Any] = {"type": click.Choice(list(choices or FORMATS))}
+    if default is None:
+        options["required"] = True
+    else:
+        options.update(default=default, show_default=True)
+    if help is not None:
+        options["help"] = help
+    return click.option("--format", "fmt", **options)
 
 
 def emit(data: Any, fmt: str = "json", *, columns: list[str] | None = None) -> None:

@@ -28,9 +28,7 @@ def _decide(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: st
     catalog, profile = open_catalog(ctx, target, warm=False)
     with catalog:
         server, name = resolve_tool(ctx, catalog, tool)
-        found = catalog.find_tool(server, name)
-        if found is None:
-            raise UsageError(f"server {server} has no tool named {name!r}")
+        found = catalog.require_tool(server, name)
         arguments = parse_json_option(json_args) if json_args else parse_pairs(
             pairs, found.input_schema if needs_schema(pairs) else None)
     from llmc_cli.store.postgres import approvals, state_url

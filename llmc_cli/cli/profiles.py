@@ -8,7 +8,7 @@ import click
 
 from llmc_cli.cli.complete import complete_profiles
 from llmc_cli.cli.context import app_of
-from llmc_cli.cli.output import FORMATS, emit, note
+from llmc_cli.cli.output import format_option, emit, note
 
 
 @click.group()
@@ -17,7 +17,7 @@ def profiles() -> None:
 
 
 @profiles.command("list")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="json", show_default=True)
+@format_option()
 def list_(fmt: str) -> None:
     """Every profile file: name, path, description, servers; a broken one shows its error.
     JSON: {"profiles": [...], "directory": DIR}."""

@@ -9,15 +9,11 @@ import click
 
 from llmc_cli.cli.arguments import parse_pairs
 from llmc_cli.cli.context import app_of
-from llmc_cli.cli.output import emit, emit_listing, note, raise_failures
+from llmc_cli.cli.output import emit, emit_listing, format_option, note, raise_failures
 from llmc_cli.cli.targets import Target, target_options
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
-
-FORMAT = click.option("--format", "fmt", type=click.Choice(["json", "jsonl", "table"]), default="json",
-                      show_default=True)
-
 
 def _gather(ctx: click.Context, target: Target, fmt: str, method: str, key: str, capability: str) -> None:
     """A listing across servers; a server without the capability is skipped, not failed."""
@@ -45,7 +41,7 @@ def resources() -> None:
 
 
 @resources.command("list")
-@FORMAT
+@format_option()
 @target_options
 @click.pass_context
 def resources_list(ctx: click.Context, fmt: str, target: Target) -> None:
@@ -54,7 +50,7 @@ def resources_list(ctx: click.Context, fmt: str, target: Target) -> None:
 
 
 @resources.command("templates")
-@FORMAT
+@format_option()
 @target_options
 @click.pass_context
 def resources_templates(ctx: click.Context, fmt: str, target: Target) -> None:
@@ -87,7 +83,7 @@ def prompts() -> None:
 
 
 @prompts.command("list")
-@FORMAT
+@format_option()
 @target_options
 @click.pass_context
 def prompts_list(ctx: click.Context, fmt: str, target: Target) -> None:
@@ -115,7 +111,7 @@ def prompts_get(ctx: click.Context, name: str, pairs: tuple[str, ...], target: T
 
 
 @click.command()
-@click.option("--format", "fmt", type=click.Choice(["json", "jsonl", "table"]), default="json", show_default=True)
+@format_option()
 @target_options
 @click.pass_context
 def ping(ctx: click.Context, fmt: str, target: Target) -> None:

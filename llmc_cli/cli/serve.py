@@ -9,6 +9,7 @@ import click
 
 from llmc_cli.cli.complete import complete_profiles
 from llmc_cli.cli.context import app_of
+from llmc_cli.cli.output import format_option
 from llmc_cli.errors import UsageError
 
 
@@ -118,7 +119,7 @@ def token_create(ctx: click.Context, name: str, for_profile: str | None) -> None
 
 
 @token.command("list")
-@click.option("--format", "fmt", type=click.Choice(["json", "jsonl", "table"]), default="json", show_default=True)
+@format_option()
 @click.pass_context
 def token_list(ctx: click.Context, fmt: str) -> None:
     """The principals of the profile (names and profiles; tokens are never stored)."""

@@ -14,11 +14,10 @@ import click
 
 from llmc_cli.cli.complete import complete_servers
 from llmc_cli.cli.context import app_of
-from llmc_cli.cli.output import FORMATS, emit, note
+from llmc_cli.cli.output import emit, format_option, note
 from llmc_cli.errors import ConfigError, UsageError
 
-FORMAT = click.option("--format", "fmt", type=click.Choice(FORMATS), default="json", show_default=True,
-                      help="json (default), jsonl (one server per line) or table.")
+FORMAT = format_option(help="json (default), jsonl (one server per line) or table.")
 
 
 @click.group()
@@ -88,7 +87,7 @@ def list_(ctx: click.Context, fmt: str) -> None:
 
 @servers.command("show")
 @click.argument("name", shell_complete=complete_servers)
-@click.option("--format", "fmt", type=click.Choice(["json", "table"]), default="json", show_default=True)
+@format_option("json", "table")
 @click.pass_context
 def show(ctx: click.Context, name: str, fmt: str) -> None:
     """One server of the profile as saved (${VAR}s unexpanded, literal secrets masked)."""

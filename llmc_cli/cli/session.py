@@ -9,7 +9,7 @@ import click
 
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.durations import parse_duration
-from llmc_cli.cli.output import FORMATS, emit, emit_listing, note
+from llmc_cli.cli.output import format_option, emit, emit_listing, note
 from llmc_cli.cli.targets import Target, server_options
 from llmc_cli.errors import ConnectionFailed, LlmcError, UsageError
 
@@ -70,7 +70,7 @@ def start(ctx: click.Context, name: str, idle: str, target: Target) -> None:
 
 
 @session.command("list")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="json", show_default=True)
+@format_option()
 def list_(fmt: str) -> None:
     """Running sessions with their servers, clients and idle time. Stale sockets (a killed
     keeper, a reboot) are removed and reported on stderr."""

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from llmc_cli.cli.context import app_of
-from llmc_cli.cli.output import emit, emit_listing, plain_text, raise_failures, warn
+from llmc_cli.cli.output import FORMATS, emit, emit_listing, format_option, plain_text, raise_failures, warn
 from llmc_cli.cli.targets import Target, target_options
 from llmc_cli.errors import ToolFailed, UsageError
 from llmc_cli.model import LINT_FORMATS, TOOL_FORMATS, Tool
@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from llmc_cli.policy import Decision
     from llmc_cli.translate import Translation
 
-LIST_FORMATS = ["json", "jsonl", "table"]
 def _complete_tools(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
     from llmc_cli.cli.complete import complete_tools  # only when the shell asks
 
@@ -34,8 +33,7 @@ def tools() -> None:
 
 
 @tools.command("list")
-@click.option("--format", "fmt", type=click.Choice(LIST_FORMATS + list(TOOL_FORMATS)), default="json",
-              show_default=True, help="A listing, or the tools translated for a provider's API.")
+@format_option(*FORMATS, *TOOL_FORMATS, help="A listing, or the tools translated for a provider's API.")
 @STRICT
 @click.option("--all", "show_all", is_flag=True, help="Also the tools the profile's policy denies, marked \"denied\".")
 @click.option("--match", "globs", multiple=True, metavar="GLOB",
@@ -81,8 +79,7 @@ def list_(ctx: click.Context, fmt: str, strict: bool, show_all: bool, globs: tup
 
 @tools.command("show")
 @click.argument("tool", shell_complete=_complete_tools)
-@click.option("--format", "fmt", type=click.Choice(["json", "table"]), default="json", show_default=True,
-              help="json: one document; table: a page for people.")
+@format_option("json", "table", help="json: one document; table: a page for people.")
 @target_options
 @click.pass_context
 def show(ctx: click.Context, tool: str, fmt: str, target: Target) -> None:
@@ -94,16 +91,12 @@ def show(ctx: click.Context, tool: str, fmt: str, target: Target) -> None:
     from llmc_cli.cli.common import open_catalog, resolve_tool
     from llmc_cli.cli.output import clean
     from llmc_cli.cli.tool_info import arguments, example_call, readable
-    from llmc_cli.errors import did_you_mean
     from llmc_cli.model import ToolCall
 
     catalog, profile = open_catalog(ctx, target, warm=False)
     with catalog:
         server, name = resolve_tool(ctx, catalog, tool)
-        found = catalog.find_tool(server, name)
-        if found is None:
-            hint = did_you_mean(name, [t.name for t in catalog.tools_of(server)])
-            raise UsageError(f"server {server} has no tool named {name!r}{hint}")
+        found = catalog.require_tool(server, name)
         cwd = catalog.working_directory(server)
     config = profile.profile.policy
     call = ToolCall(server, name, {})  # no arguments: what the tool alone decides (argument rules judge defaults)
@@ -154,12 +147,12 @@ def grouped_warnings(findings: list[Any]) -> list[str]:
             for (target, what, why), tools in groups.items()]
 
 
-def _fail_on_warnings(result: Any, strict: bool) -> None:
+def _fail_on_warnings(result: Translation, strict: bool) -> None:
     if strict and result.warnings:
         raise ToolFailed(f"{len(result.warnings)} translation warning(s) with --strict")
 
 
-def _print_translation(found: list[Any], fmt: str, strict: bool) -> None:
+def _print_translation(found: list[Tool], fmt: str, strict: bool) -> None:
     result = _translate(found, fmt, strict)
     if isinstance(result.definitions, str):
         plain_text(result.definitions)  # a prompt for a model: cleaned only on a terminal
@@ -188,7 +181,7 @@ def _allowed_tools(ctx: click.Context, target: Target) -> tuple[list[Any], list[
 
 
 @tools.command("export")
-@click.option("--format", "fmt", type=click.Choice(TOOL_FORMATS), required=True)
+@format_option(*TOOL_FORMATS, default=None)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), required=True,
               help="File to write; - for stdout.")
 @STRICT
@@ -217,7 +210,7 @@ def export(ctx: click.Context, fmt: str, output: str, strict: bool, target: Targ
 @click.option("--provider", "providers", multiple=True, type=click.Choice(LINT_FORMATS),
               help="Only these providers (repeatable; default: all).")
 @STRICT
-@click.option("--format", "fmt", type=click.Choice(LIST_FORMATS), default="json", show_default=True)
+@format_option()
 @target_options
 @click.pass_context
 def lint(ctx: click.Context, providers: tuple[str, ...], strict: bool, fmt: str, target: Target) -> None:

@@ -14,7 +14,6 @@ env variable or header becomes a `${VAR}` placeholder the user must set (reporte
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 from llmc_cli.config.profiles import has_placeholder
 from llmc_cli.config.secrets import is_secret_name
 from llmc_cli.errors import ConfigError
+from llmc_cli.model import parse_json
 
 _INPUT = re.compile(r"\$\{input:([^}]+)\}")
 _ENV = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -61,11 +61,9 @@ def read_json_object(path: Path) -> tuple[dict[str, Any], bool]:
         return {}, False
     plain = strip_jsonc(text)
     try:
-        data = json.loads(plain)
-    except RecursionError:
-        raise ConfigError(f"{path}: JSON nested too deeply") from None
+        data = parse_json(plain, max_depth=None)
     except ValueError as exc:
-        raise ConfigError(f"{path}: invalid JSON: {exc}") from None
+        raise ConfigError(f"{path}: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a JSON object")
     return data, plain != text

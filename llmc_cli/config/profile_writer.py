@@ -7,16 +7,12 @@ tomli-w cannot keep comments, so a profile llmc has edited loses its comments.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from llmc_cli.config import files
 from llmc_cli.config.profiles import DEFAULT_PROFILE, LoadedProfile, profile_path
 from llmc_cli.config.validation import dump, parse_toml, validate
 from llmc_cli.errors import ConfigError
-
-if TYPE_CHECKING:
-    from llmc_cli.config.schema import Profile
-
 
 def server_table(server: Any) -> dict[str, Any]:
     """A ServerConfig as the TOML table llmc writes: only the keys that differ from defaults."""
@@ -54,22 +50,6 @@ def update_profile(path: Path, mutate: Callable[[dict[str, Any]], None]) -> Load
         profile = validate(data, str(path))  # never write a file llmc itself could not load
         write_profile(path, tomli_w.dumps(data))
     return LoadedProfile(name=path.stem, path=path, profile=profile)
-
-
-def save_profile(loaded: LoadedProfile, profile: Profile) -> LoadedProfile:
-    """Write `profile`'s servers table to `loaded.path`, keeping every other table of the file
-    as it is on disk (a new file gets the whole profile). Comments are lost (tomli-w)."""
-    if loaded.path is None:
-        raise ConfigError("the built-in default profile has no file: run `llmc profiles init` first")
-    servers = {name: server_table(server) for name, server in profile.servers.items()}
-    if not loaded.path.exists():
-        whole = dump(profile, exclude_defaults=True, exclude_none=True)
-        whole["servers"] = servers
-        def replace_whole(data: dict[str, Any]) -> None:
-            data.clear()
-            data.update(whole)
-        return update_profile(loaded.path, replace_whole)
-    return update_profile(loaded.path, lambda data: data.__setitem__("servers", servers))
 
 
 def add_server(path: Path, name: str, table: dict[str, Any], *, replace: bool = False) -> LoadedProfile:

@@ -8,7 +8,10 @@ context, as the 2026-07-28 spec's SEP-414 places it) and hears how the request e
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from llmc_cli.mcp.session import Session
 
 
 class RequestWatch(Protocol):
@@ -20,10 +23,10 @@ class RequestWatch(Protocol):
 
 
 class Observer(Protocol):
-    def request(self, session: Any, request_id: int, method: str, params: dict[str, Any]) -> RequestWatch | None:
-        """A request is about to be sent by `session` (a mcp.session.Session)."""
+    def request(self, session: Session, request_id: int, method: str, params: dict[str, Any]) -> RequestWatch | None:
+        """A request is about to be sent by `session`."""
 
-    def session_ended(self, session: Any, seconds: float) -> None:
+    def session_ended(self, session: Session, seconds: float) -> None:
         """`session` was closed after living this long."""
 
 

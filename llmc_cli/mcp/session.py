@@ -1,5 +1,6 @@
 """One MCP client session over any transport: era and version negotiation, requests with
-timeouts and cancellation, notifications, server->client requests, pagination.
+timeouts and cancellation, notifications, server->client requests, pagination. The requests
+awaiting replies, and their progress-extended deadlines, are kept by mcp/inflight.py.
 
 The session never knows which transport it runs on. Two eras exist (2026-07-28 basic/versioning):
 - legacy (2024-11-05 .. 2025-11-25): an `initialize` handshake fixes the version for the session;
@@ -15,20 +16,19 @@ import itertools
 import threading
 import time
 from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Callable
 
 from llmc_cli import __version__
 from llmc_cli.errors import Cancelled, ConnectionFailed, LlmcError, ProtocolError, RpcError, SessionExpired, TimeoutExpired
 from llmc_cli.mcp import jsonrpc, observe
 from llmc_cli.mcp.hooks import ClientHooks, answer_server_request
+from llmc_cli.mcp.inflight import DeadlinePassed, InFlight
 from llmc_cli.mcp.transports.base import Transport
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, META_PREFIX, MODERN_VERSIONS, SUPPORTED_VERSIONS
 
 CLIENT_INFO = {"name": "llmc", "version": __version__}
 MAX_PAGES = 1000  # a server that paginates forever is lying
 MAX_INPUT_ROUNDS = 8  # input_required round trips for one request
-PROGRESS_EXTENSION_CAP = 10  # progress may extend a request's deadline, up to this many timeouts
 
 
 class NotADiscoverResult(ProtocolError):
@@ -64,10 +64,7 @@ class Session:
         self.capabilities: dict[str, Any] = {}
         self.instructions: str | None = None
         self._ids = itertools.count(1)
-        self._pending: dict[int | str, Future[dict[str, Any]]] = {}
-        self._activity: dict[int | str, float] = {}  # request id -> time of last progress
-        self._by_token: dict[Any, int] = {}  # a caller's own progress token -> request id
-        self._lock = threading.Lock()
+        self._inflight = InFlight()
         self._closed_error: LlmcError | None = None
         self._started = False
         self._born = time.monotonic()
@@ -146,14 +143,12 @@ class Session:
     def close(self) -> None:
         # Requests still waiting (other threads' calls when the command was interrupted, or
         # calls abandoned at a time limit) are cancelled before the connection goes.
-        with self._lock:
-            waiting = list(self._pending)
-        for request_id in waiting:
+        for request_id in self._inflight.ids():
             self._cancel(request_id, "the client closed the session")
         try:
             self.transport.close()
         finally:
-            self._fail_pending(ConnectionFailed(f"{self.name}: session closed"))
+            self._inflight.fail_all(ConnectionFailed(f"{self.name}: session closed"))
             if observe.OBSERVER is not None and self._started:
                 observe.OBSERVER.session_ended(self, time.monotonic() - self._born)
 
@@ -190,9 +185,7 @@ class Session:
         if self._closed_error is not None:
             raise self._closed_error
         request_id = next(self._ids)
-        future: Future[dict[str, Any]] = Future()
-        with self._lock:
-            self._pending[request_id] = future
+        future = self._inflight.open(request_id, timed=False)  # the original client keeps the time
         future.add_done_callback(lambda _: self.abandon(request_id))
         try:
             self._send_request({**message, "id": request_id})
@@ -203,8 +196,7 @@ class Session:
 
     def abandon(self, request_id: int) -> None:
         """Stop waiting for a reply (a late one is then dropped)."""
-        with self._lock:
-            self._pending.pop(request_id, None)
+        self._inflight.close(request_id)
 
     @property
     def closed_error(self) -> LlmcError | None:
@@ -248,9 +240,7 @@ class Session:
     def cancel(self, progress_token: Any, reason: str) -> None:
         """Withdraw the request that was sent with this progress token (a cancellation the
         caller's own client sent): the server is told, the waiting caller gets Cancelled."""
-        with self._lock:
-            request_id = self._by_token.get(progress_token)
-            future = self._pending.get(request_id) if request_id is not None else None
+        request_id, future = self._inflight.by_token(progress_token)
         if request_id is None:
             return
         self._cancel(request_id, reason)
@@ -299,11 +289,8 @@ class Session:
             })
             if self.hooks.on_log is not None:  # modern servers log only when a request opts in
                 meta[META_PREFIX + "logLevel"] = "info"
-        if "progressToken" in meta:
-            token = meta["progressToken"]  # the caller's: progress is relayed, not shown here
-            with self._lock:
-                self._by_token[token] = request_id
-        elif method not in ("initialize", "server/discover", "ping"):
+        own_token = meta.get("progressToken")  # the caller's: progress is relayed, not shown here
+        if "progressToken" not in meta and method not in ("initialize", "server/discover", "ping"):
             # Always asked for, shown or not: progress is what extends a slow request's
             # deadline, so a call that works on a terminal works the same in cron.
             meta["progressToken"] = request_id
@@ -312,10 +299,7 @@ class Session:
             meta.update(watch.meta())
         if meta:
             params["_meta"] = meta
-        future: Future[dict[str, Any]] = Future()
-        with self._lock:
-            self._pending[request_id] = future
-            self._activity[request_id] = time.monotonic()
+        future = self._inflight.open(request_id, token=own_token)
         result: dict[str, Any] | None = None
         error: BaseException | None = None
         try:
@@ -328,11 +312,7 @@ class Session:
         finally:
             if watch is not None:
                 watch.finish(result, error)
-            with self._lock:
-                self._pending.pop(request_id, None)
-                self._activity.pop(request_id, None)
-                if "progressToken" in meta and meta["progressToken"] != request_id:
-                    self._by_token.pop(meta["progressToken"], None)
+            self._inflight.close(request_id, token=own_token)
 
     def _send_request(self, message: dict[str, Any]) -> None:
         try:
@@ -349,20 +329,11 @@ class Session:
             self.transport.send(message)
 
     def _wait(self, request_id: int, future: Future[dict[str, Any]], method: str, timeout: float) -> dict[str, Any]:
-        started = time.monotonic()
-        hard_deadline = started + timeout * PROGRESS_EXTENSION_CAP
         try:
-            while True:
-                deadline = min(self._activity.get(request_id, started) + timeout, hard_deadline)
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    self._cancel(request_id, "timeout")
-                    raise TimeoutExpired(f"{self.name}: no reply to {method} within {timeout:g}s")
-                try:
-                    message = future.result(timeout=min(remaining, 0.5))
-                    break
-                except FutureTimeout:
-                    continue
+            message = self._inflight.wait(request_id, future, timeout)
+        except DeadlinePassed:
+            self._cancel(request_id, "timeout")
+            raise TimeoutExpired(f"{self.name}: no reply to {method} within {timeout:g}s") from None
         except KeyboardInterrupt:
             self._cancel(request_id, "interrupted by the user")
             raise
@@ -384,11 +355,7 @@ class Session:
     def _on_message(self, message: dict[str, Any]) -> None:
         kind = jsonrpc.kind_of(message)
         if kind in ("response", "error"):
-            with self._lock:
-                future = self._pending.get(message.get("id"))  # type: ignore[arg-type]
-            if future is not None and not future.done():
-                future.set_result(message)
-            # A reply to nothing we asked (late reply after a timeout, a confused server): dropped.
+            self._inflight.resolve(message)
         elif kind == "notification":
             self._on_notification(message["method"], message.get("params") or {})
         else:
@@ -397,11 +364,7 @@ class Session:
 
     def _on_notification(self, method: str, params: dict[str, Any]) -> None:
         if method == "notifications/progress":
-            token = params.get("progressToken")
-            with self._lock:
-                token = self._by_token.get(token, token)
-                if token in self._activity:
-                    self._activity[token] = time.monotonic()
+            self._inflight.progressed(params.get("progressToken"))
             if self.hooks.on_progress:
                 self.hooks.on_progress(params)
         elif method == "notifications/message":
@@ -434,11 +397,4 @@ class Session:
             error.message = f"{self.name}: {error.message}"
             error.args = (error.message,)
         self._closed_error = error
-        self._fail_pending(error)
-
-    def _fail_pending(self, error: LlmcError) -> None:
-        with self._lock:
-            pending = list(self._pending.values())
-        for future in pending:
-            if not future.done():
-                future.set_exception(error)
+        self._inflight.fail_all(error)

@@ -9,7 +9,8 @@ from typing import Any
 from llmc_cli.providers.base import (END, LENGTH, OTHER, TOOL_CALLS, AssistantTurn, Failure, Message, OnText,
                                      ProviderSettings,
                                      ProviderToolCall, Usage, UserMessage, call_with_retries,
-                                     http_failure, images, text_besides_images)
+                                     classify_sdk_failure, http_failure, images, text_besides_images)
+from llmc_cli.model import ToolResult
 
 STOP = {"end_turn": END, "stop_sequence": END, "tool_use": TOOL_CALLS, "max_tokens": LENGTH}
 DEFAULT_MAX_TOKENS = 4096  # the API requires max_tokens
@@ -18,21 +19,17 @@ DEFAULT_MAX_TOKENS = 4096  # the API requires max_tokens
 def classify_anthropic(exc: BaseException) -> Failure | None:
     import anthropic
 
-    if isinstance(exc, anthropic.APITimeoutError):
-        return Failure("timeout", "the request timed out")
-    if isinstance(exc, anthropic.APIConnectionError):
-        return Failure("connection", str(exc.__cause__ or exc) or "connection error")
-    if isinstance(exc, anthropic.APIStatusError):
-        failure = http_failure(exc.status_code, exc.body, exc.message, exc.response.headers)
-        err = exc.body.get("error") if isinstance(exc.body, dict) else None
-        if isinstance(err, dict) and err.get("type") == "overloaded_error":
-            failure.reason = "overloaded"
-        elif isinstance(err, dict) and "prompt is too long" in str(err.get("message", "")):
-            failure.reason = "context_length"
-        return failure
-    if isinstance(exc, anthropic.APIError):
-        return Failure("other", exc.message)
-    return None
+    return classify_sdk_failure(exc, anthropic, _status_failure)
+
+
+def _status_failure(exc: Any) -> Failure:
+    failure = http_failure(exc.status_code, exc.body, exc.message, exc.response.headers)
+    err = exc.body.get("error") if isinstance(exc.body, dict) else None
+    if isinstance(err, dict) and err.get("type") == "overloaded_error":
+        failure.reason = "overloaded"
+    elif isinstance(err, dict) and "prompt is too long" in str(err.get("message", "")):
+        failure.reason = "context_length"
+    return failure
 
 
 class AnthropicMessages:
@@ -72,7 +69,7 @@ class AnthropicMessages:
         return out
 
     @staticmethod
-    def tool_result(call_id: str, result: Any) -> dict[str, Any]:
+    def tool_result(call_id: str, result: ToolResult) -> dict[str, Any]:
         content: list[dict[str, Any]] = []
         text = text_besides_images(result)
         if text or not images(result):

@@ -9,7 +9,7 @@ from typing import Any
 from llmc_cli.model import MAX_ARGUMENT_DEPTH
 from llmc_cli.providers.base import (END, LENGTH, OTHER, TOOL_CALLS, AssistantTurn, Failure, Message, ProviderSettings,
                                      OnText, ProviderToolCall, ToolResults, Usage, UserMessage, call_with_retries,
-                                     http_failure, result_text)
+                                     classify_sdk_failure, http_failure, result_text)
 
 FINISH = {"stop": END, "tool_calls": TOOL_CALLS, "function_call": TOOL_CALLS, "length": LENGTH}
 
@@ -25,20 +25,16 @@ def openai_client(settings: ProviderSettings) -> Any:
 def classify_openai(exc: BaseException) -> Failure | None:
     import openai
 
-    if isinstance(exc, openai.APITimeoutError):
-        return Failure("timeout", "the request timed out")
-    if isinstance(exc, openai.APIConnectionError):
-        return Failure("connection", str(exc.__cause__ or exc) or "connection error")
-    if isinstance(exc, openai.APIStatusError):
-        failure = http_failure(exc.status_code, exc.body if isinstance(exc.body, dict) else {"error": exc.body},
-                               exc.message, exc.response.headers)
-        code = exc.body.get("code") if isinstance(exc.body, dict) else None
-        if code == "context_length_exceeded":
-            failure.reason = "context_length"
-        return failure
-    if isinstance(exc, openai.APIError):
-        return Failure("other", exc.message)
-    return None
+    return classify_sdk_failure(exc, openai, _status_failure)
+
+
+def _status_failure(exc: Any) -> Failure:
+    failure = http_failure(exc.status_code, exc.body if isinstance(exc.body, dict) else {"error": exc.body},
+                           exc.message, exc.response.headers)
+    code = exc.body.get("code") if isinstance(exc.body, dict) else None
+    if code == "context_length_exceeded":
+        failure.reason = "context_length"
+    return failure
 
 
 def parse_arguments(raw: str | None) -> tuple[dict[str, Any], str | None]:

@@ -13,6 +13,7 @@ import itertools
 import json
 import sys
 import threading
+import time
 import traceback
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -91,6 +92,7 @@ class McpServer:
         self._running: set[Any] = set()
         self._on_close = on_close
         self._closed = False
+        self._born = time.monotonic()
         self._asked: dict[str, Future[dict[str, Any]]] = {}  # our requests to the client, by id
         self._ask_ids = itertools.count(1)
 
@@ -126,8 +128,8 @@ class McpServer:
         """What the transport and era say about a request, for its SERVER span (telemetry on)."""
         meta = params.get("_meta")
         version = meta.get(META + "protocolVersion") if isinstance(meta, dict) else None
-        version = version if isinstance(version, str) else self.legacy_version
-        return {"network.transport": "pipe", **({"mcp.protocol.version": version} if version else {})}
+        version = version if isinstance(version, str) else self.legacy_version or params.get("protocolVersion")
+        return {"network.transport": "pipe", **({"mcp.protocol.version": version} if isinstance(version, str) else {})}
 
     def _request(self, msg_id: Any, method: str, params: Any, send: Send) -> None:
         try:
@@ -152,6 +154,9 @@ class McpServer:
         if self._closed:
             return
         self._closed = True
+        if telemetry.enabled():  # mcp.server.session.duration: this connection's life
+            attributes = {k: v for k, v in self.span_attributes({}).items() if k != "mcp.session.id"}
+            telemetry.server_session_ended(time.monotonic() - self._born, attributes)
         if self._on_close is not None:
             self._on_close()  # stop processes and searches first, so running calls return
         if isinstance(self._pool, ThreadPoolExecutor):
@@ -299,6 +304,16 @@ class McpServer:
         """A request to the client (initialize era: elicitation, sampling, roots), sent where the
         request being served is answered; waits for the reply. RpcError for an error reply."""
         ask_id = f"llmc-{next(self._ask_ids)}"
+        # A request llmc sends: a CLIENT span of its own (the conventions: a server reports the
+        # operations it initiates as client spans) whose context goes in _meta (SEP-414).
+        with telemetry.span(method, "client", {"mcp.method.name": method, "jsonrpc.request.id": ask_id}):
+            context = telemetry.trace_context()
+            if context:
+                params = {**params, "_meta": {**(params.get("_meta") or {}), **context}}
+            return self._ask_client(ask_id, method, params, send, timeout)
+
+    def _ask_client(self, ask_id: str, method: str, params: dict[str, Any], send: Send,
+                    timeout: float) -> dict[str, Any]:
         future: Future[dict[str, Any]] = Future()
         with self._lock:
             self._asked[ask_id] = future

@@ -12,7 +12,7 @@ import os
 import signal
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable
 
 from llmc_cli.errors import ProtocolError
 from llmc_cli.mcp import jsonrpc
@@ -35,13 +35,16 @@ def run_stdio(endpoint: McpServer, stdin: BinaryIO | None = None, stdout: Binary
     must still end the process trees it started (they live in their own sessions, out of reach
     of the client's killpg). A signal that arrives while closing is ignored."""
     closing = threading.Event()
+    stop_relay = None
     if threading.current_thread() is threading.main_thread():
         def terminate(signum: int, frame: Any) -> None:
             if not closing.is_set():
+                closing.set()  # once: a second signal must not cut the closing short
                 raise SystemExit(128 + signum)
 
         signal.signal(signal.SIGTERM, terminate)
         signal.signal(signal.SIGHUP, terminate)
+        stop_relay = _relay_to_main_thread((signal.SIGTERM, signal.SIGHUP))
     if stdout is None:
         stdout = os.fdopen(os.dup(1), "wb", buffering=0)
         os.dup2(2, 1)
@@ -75,6 +78,37 @@ def run_stdio(endpoint: McpServer, stdin: BinaryIO | None = None, stdout: Binary
     finally:
         closing.set()
         endpoint.close()
+        if stop_relay is not None:
+            stop_relay()
+
+
+def _relay_to_main_thread(signums: tuple[int, ...]) -> Callable[[], None]:
+    """Python runs a signal's handler in the main thread, but only once that thread runs again:
+    blocked reading the input, it sleeps through a signal the kernel handed to another thread (a
+    tool's worker, a reader). The C-level handler writes the number of every signal, whichever
+    thread got it, to the wakeup fd; this relay sends it once more to the main thread itself,
+    whose read is then interrupted. Once per signal number: the relayed signal is written to the
+    wakeup fd too. Returns what undoes it."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    previous = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    main = threading.main_thread().ident
+    assert main is not None
+
+    def relay() -> None:
+        relayed: set[int] = set()
+        while data := os.read(read_end, 64):
+            for signum in set(data) & set(signums) - relayed:
+                relayed.add(signum)
+                signal.pthread_kill(main, signum)
+
+    threading.Thread(target=relay, daemon=True, name="llmc-signal-relay").start()
+
+    def undo() -> None:
+        signal.set_wakeup_fd(previous)
+        os.close(write_end)  # the relay reads end of file and returns; it closes nothing else
+
+    return undo
 
 
 def _decode(line: bytes, send: Send) -> list[dict[str, Any]]:

@@ -13,6 +13,8 @@ from llmc_cli.model import ToolCall, ToolResult
 from llmc_cli.services.calls import OPEN_CALLS, Authorization, Invocation, authorize, call_tool, record_decisions, write_record
 
 if TYPE_CHECKING:
+    import threading
+
     from llmc_cli.store.chain import AuditSink
 
 
@@ -66,7 +68,7 @@ def _run_batch(catalog: Catalog, invocation: Invocation, trail: AuditSink, items
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    from llmc_cli import policy
+    from llmc_cli import interrupts, policy
 
     authorized: dict[int, Authorization] = {}
     for item in items:
@@ -155,8 +157,13 @@ def _run_batch(catalog: Catalog, invocation: Invocation, trail: AuditSink, items
     for worker in workers:
         worker.start()
     for item in items:  # in input order, each as soon as it and every earlier one are done
-        done[item.index].wait()
+        interrupts.wait(done[item.index].wait)
         if on_done:
             on_done(item)
     for worker in workers:
-        worker.join()
+        interrupts.wait(lambda seconds: _joined(worker, seconds))
+
+
+def _joined(thread: "threading.Thread", seconds: float) -> bool:
+    thread.join(seconds)
+    return not thread.is_alive()

@@ -7,19 +7,19 @@ import hashlib
 import time
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from llmc_cli import telemetry
 from llmc_cli.catalog import Catalog
 from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.errors import (Cancelled, ConfigError, InputRequired, LlmcError, PolicyDenied, ProtocolError,
-                             TimeoutExpired, UsageError)
+                             TimeoutExpired)
 from llmc_cli.mcp.jsonrpc import has_lone_surrogate
 from llmc_cli.model import Tool, ToolCall, ToolResult, canonical_json
 
 if TYPE_CHECKING:
     from llmc_cli.policy import Decision
-    from llmc_cli.store.chain import AuditSink
+    from llmc_cli.store.chain import AuditRecord, AuditSink
 
 
 @dataclass
@@ -55,10 +55,10 @@ class Authorization:
 
     call: ToolCall
     decision: Decision
-    base: dict[str, Any]
+    base: AuditRecord
     opened: int | None = None  # its entry in OPEN_CALLS once an allow decision is on disk
 
-    def decision_record(self) -> dict[str, Any]:
+    def decision_record(self) -> AuditRecord:
         d = self.decision
         return {**self.base, "event": "decision", "decision": d.action, "rule": d.rule, "reason": d.reason}
 
@@ -73,10 +73,10 @@ class OpenCalls:
         import threading
 
         self._lock = threading.Lock()
-        self._calls: dict[int, tuple[AuditSink, dict[str, Any], set[str]]] = {}
+        self._calls: dict[int, tuple[AuditSink, AuditRecord, set[str]]] = {}
         self._next = 0
 
-    def open(self, log: AuditSink, base: dict[str, Any], secrets: set[str]) -> int:
+    def open(self, log: AuditSink, base: AuditRecord, secrets: set[str]) -> int:
         with self._lock:
             self._next += 1
             self._calls[self._next] = (log, base, secrets)
@@ -113,25 +113,27 @@ OPEN_CALLS = OpenCalls()
 _NOT_FREE_TEXT = frozenset({"arguments", "result", "callHash", "resultSha256"})
 
 
-def write_record(log: AuditSink, record: dict[str, Any], secrets: set[str], *, before_action: bool) -> None:
-    """Every record goes out through here: secret values masked in every free-text field (a
-    reason or an error message may quote an argument or the environment)."""
+def write_record(log: AuditSink, record: AuditRecord, secrets: set[str], *, before_action: bool) -> None:
+    """Every record that is not a batch of decisions goes out through here (those through record_decisions)."""
+    log.record(masked(record, secrets), before_action=before_action)
+
+
+def masked(record: AuditRecord, secrets: set[str]) -> AuditRecord:
+    """Secret values masked in every free-text field (a reason or an error message may quote an
+    argument or the environment)."""
     from llmc_cli.audit import mask_secrets
 
-    log.record({k: v if k in _NOT_FREE_TEXT else mask_secrets(v, secrets) for k, v in record.items()},
-               before_action=before_action)
+    return cast("AuditRecord", {k: v if k in _NOT_FREE_TEXT else mask_secrets(v, secrets) for k, v in record.items()})
 
 
 def record_decisions(log: AuditSink, invocation: Invocation, authorizations: list[Authorization]) -> None:
     """The decision records of calls about to run, on disk in one write; each allowed call is
     then open until its outcome is recorded. An interruption waits until both are done, so no
     decision is ever on disk without being open."""
-    from llmc_cli import audit, interrupts
+    from llmc_cli import interrupts
 
     with interrupts.deferred():
-        records = [{k: v if k in _NOT_FREE_TEXT else audit.mask_secrets(v, invocation.secrets)
-                    for k, v in a.decision_record().items()} for a in authorizations]
-        log.record_before_actions(records)
+        log.record_before_actions([masked(a.decision_record(), invocation.secrets) for a in authorizations])
         for a in authorizations:
             if a.decision.action == "allow":
                 a.opened = OPEN_CALLS.open(log, a.base, invocation.secrets)
@@ -142,9 +144,7 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
     from llmc_cli import audit, policy
 
     profile = invocation.profile
-    tool = catalog.find_tool(call.server, call.tool)
-    if tool is None:
-        raise UsageError(f"server {call.server} has no tool named {call.tool!r}")
+    tool = catalog.require_tool(call.server, call.tool)
     if has_lone_surrogate(call.arguments):
         # Text no UTF-8 writer accepts (a model's "\\ud800" escape): not checked against path
         # rules, not recorded faithfully, not sent; the record shows it as U+FFFD.
@@ -169,7 +169,7 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
     base = {**audit.identity(), "profile": profile.name, "command": invocation.command,
             "conversation": invocation.conversation_id, "client": invocation.client, "server": call.server, "tool": call.tool,
             "arguments": audit.mask_secrets(call.arguments, invocation.secrets), "callHash": decision.call_hash}
-    return Authorization(call, decision, {k: v for k, v in base.items() if v is not None})
+    return Authorization(call, decision, cast("AuditRecord", {k: v for k, v in base.items() if v is not None}))
 
 
 def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeout: float | None = None,
@@ -195,7 +195,7 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
                            callHash=decision.call_hash)
     started = time.monotonic()
 
-    def outcome(record: dict[str, Any]) -> None:
+    def outcome(record: AuditRecord) -> None:
         if OPEN_CALLS.close(authorized.opened):
             write_record(log, {**base, "event": "outcome", **record}, invocation.secrets, before_action=False)
 
@@ -229,7 +229,7 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
     result = ToolResult.from_mcp(raw)
     result.duration_ms = elapsed()
     body = canonical_json(raw).encode("utf-8")
-    outcome_record = {"outcome": "tool_error" if result.is_error else "ok",
+    outcome_record: AuditRecord = {"outcome": "tool_error" if result.is_error else "ok",
                       "durationMs": result.duration_ms, "resultBytes": len(body),
                       "resultSha256": hashlib.sha256(body).hexdigest()}
     if profile.profile.audit_results:

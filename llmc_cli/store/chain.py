@@ -3,9 +3,45 @@ database (audit/postgres.py over store/postgres.py)."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 GENESIS = "0" * 64  # the `prev` of a chain's first record, and the head of an empty chain
+
+
+class AuditRecord(TypedDict, total=False):
+    """One record of the audit trail as services writes it (call_tool, a batch, an interrupted
+    command): who ran which call, then the policy's decision or the call's outcome. Fields with
+    no value are left out. The chain adds time (a Deferred adds it earlier), prev and hash."""
+
+    # who
+    user: str
+    host: str
+    pid: int
+    profile: str
+    command: str  # call | ask | batch | serve ...
+    conversation: str
+    client: dict[str, Any]  # the MCP host through the gateway: clientInfo, principal
+    # which call
+    server: str
+    tool: str
+    arguments: Any  # masked
+    callHash: str
+    event: str  # decision | outcome
+    # a decision
+    decision: str  # allow | deny | confirm
+    rule: str | None
+    reason: str
+    # an outcome
+    outcome: str  # ok | tool_error | denied | timeout | cancelled | interrupted | ...
+    error: str
+    durationMs: float
+    resultBytes: int
+    resultSha256: str
+    result: Any  # with audit_results, masked
+    # the chain
+    time: str
+    prev: str
+    hash: str
 
 
 class AuditSink(Protocol):
@@ -14,9 +50,9 @@ class AuditSink(Protocol):
     Decisions are stored before this returns, and an AuditError (exit 3) says when they cannot
     be: a decision that is not stored stops its call. Outcomes may wait in a Deferred."""
 
-    def record(self, record: dict[str, Any], *, before_action: bool) -> None: ...
+    def record(self, record: AuditRecord, *, before_action: bool) -> None: ...
 
-    def record_before_actions(self, records: list[dict[str, Any]]) -> None:
+    def record_before_actions(self, records: list[AuditRecord]) -> None:
         """Decision records of calls about to run, stored together (one write where the sink can)."""
         ...
 

@@ -85,16 +85,18 @@ def enable(command: str, mask: Mask, config: "TelemetryConfig | None" = None) ->
 
 
 def enable_for_profile(command: str, mask: Mask, config: "TelemetryConfig") -> None:
-    """The profile's [telemetry] enables it too (the flag and LLMC_OTEL did so before)."""
-    if config.enabled or env_requested():
+    """The profile's [telemetry]: enables telemetry, or configures it when --otel or LLMC_OTEL
+    enabled it before the profile was read (its audit_logs, capture_content, flush_timeout)."""
+    if _ACTIVE is not None:
+        _ACTIVE.configure(command, config)
+    elif config.enabled or env_requested():
         enable(command, mask, config)
-    elif _ACTIVE is not None:
-        _ACTIVE.configure(config)
 
 
-def shutdown() -> str | None:
-    """End the root span and export what is left, within the flush timeout. Returns a warning
-    for people (the collector could not be reached in time) or None."""
+def shutdown(exit_code: int = 0) -> str | None:
+    """End the root span (with the command's exit status) and export what is left, within the
+    flush timeout. Returns a warning for people (the collector could not be reached in time) or
+    None."""
     global _ACTIVE
     active, _ACTIVE = _ACTIVE, None
     if active is None:
@@ -102,7 +104,7 @@ def shutdown() -> str | None:
     from llmc_cli.mcp import observe
 
     observe.install(None)
-    return active.shutdown()
+    return active.shutdown(exit_code)
 
 
 def span(name: str, kind: str = "internal", attributes: Mapping[str, Any] | None = None,
@@ -148,20 +150,16 @@ def audit_record(record: Mapping[str, Any]) -> None:
         _ACTIVE.audit_record(record)
 
 
-def chat_usage(provider: str, model: str, input_tokens: int | None, output_tokens: int | None,
-               seconds: float, error_type: str | None = None) -> None:
-    """One model call: gen_ai.client.operation.duration and gen_ai.client.token.usage."""
+def chat_usage(attributes: Mapping[str, Any], input_tokens: int | None, output_tokens: int | None,
+               seconds: float) -> None:
+    """One model call: gen_ai.client.operation.duration and gen_ai.client.token.usage, with the
+    metric attributes of its `chat` span (operation, provider, models, server, error.type)."""
     if _ACTIVE is not None:
-        _ACTIVE.chat_usage(provider, model, input_tokens, output_tokens, seconds, error_type)
-
-
-def server_request(method: str, seconds: float, attributes: Mapping[str, Any]) -> None:
-    """A request a server of llmc's answered: mcp.server.operation.duration."""
-    if _ACTIVE is not None:
-        _ACTIVE.server_request(method, seconds, attributes)
+        _ACTIVE.chat_usage(attributes, input_tokens, output_tokens, seconds)
 
 
 def server_session_ended(seconds: float, attributes: Mapping[str, Any]) -> None:
+    """A connection one of llmc's servers served has closed: mcp.server.session.duration."""
     if _ACTIVE is not None:
         _ACTIVE.server_session_ended(seconds, attributes)
 

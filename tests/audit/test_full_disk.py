@@ -49,6 +49,22 @@ def fill(disk: Path, leave: int) -> Path:
     return filler
 
 
+def files_and_profile(isolated_dirs: Path, log: Path, extra: str = "") -> Path:
+    """A directory with a file too big for what is left on the disk, served by the filesystem
+    server of a profile that logs (results included) to `log`; the directory."""
+    files = isolated_dirs / "files"
+    files.mkdir()
+    (files / "big.txt").write_text("y" * BIG)
+    profile_file(isolated_dirs / "config", f"""
+audit_log = "{log}"
+audit_results = true
+[servers.fs]
+command = "{node_tool('mcp-server-filesystem')}"
+args = ["{files}"]
+{extra}""")
+    return files
+
+
 # what does not fit -> (the call, what it must not have done / must say)
 CASES = {
     "decision": dict(leave=0, tool="fs.write_file", args=lambda files: ["path=" + str(files / "made.txt"), "content=x"],
@@ -61,17 +77,8 @@ CASES = {
 @pytest.mark.parametrize("case", CASES)
 def test_a_full_disk_never_leaves_a_partial_record(isolated_dirs, disk, case):
     spec = CASES[case]
-    files = isolated_dirs / "files"
-    files.mkdir()
-    (files / "big.txt").write_text("y" * BIG)
     log = disk / "audit.jsonl"
-    profile_file(isolated_dirs / "config", f"""
-audit_log = "{log}"
-audit_results = true
-[servers.fs]
-command = "{node_tool('mcp-server-filesystem')}"
-args = ["{files}"]
-""")
+    files = files_and_profile(isolated_dirs, log)
     assert llmc("call", "fs.list_allowed_directories").returncode == 0  # log, anchor, lock exist
     before = log.read_bytes()
     filler = fill(disk, spec["leave"])
@@ -99,19 +106,10 @@ def test_ask_stops_when_an_outcome_cannot_be_recorded(isolated_dirs, disk):
     from tests.fakes.scripts import turn
 
     files = isolated_dirs / "files"
-    files.mkdir()
-    (files / "big.txt").write_text("y" * BIG)
-    log = disk / "audit.jsonl"
     script = [turn("openai", calls=[("c1", "read_text_file", {"path": str(files / "big.txt")})]),
               turn("openai", text="never")]
     with FakeLLM("openai", script) as fake:
-        profile_file(isolated_dirs / "config", f"""
-audit_log = "{log}"
-audit_results = true
-[servers.fs]
-command = "{node_tool('mcp-server-filesystem')}"
-args = ["{files}"]
-[llm]
+        files_and_profile(isolated_dirs, disk / "audit.jsonl", f"""[llm]
 provider = "openai"
 model = "model-fake"
 base_url = "{fake.base_url}"

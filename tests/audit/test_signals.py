@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 from typing import Callable
@@ -18,7 +17,8 @@ import pytest
 
 from tests.fakes.llm import FakeLLM
 from tests.fakes.scripts import turn
-from tests.helpers import llmc, llmc_executable, sdk_server
+from tests.helpers import TO_THREAD, llmc, llmc_executable, sdk_server, signal_another_thread, wait_until
+from tests.processes import live_processes
 
 WAIT_SECONDS = 60  # bound on every wait below (a loaded machine is slow, never this slow)
 SIGNALS = [(signal.SIGTERM, 143), (signal.SIGHUP, 143), (signal.SIGINT, 130)]
@@ -39,22 +39,22 @@ confirm_destructive = false
 {extra}""")
 
 
+def ask_profile(isolated_dirs: Path, marker: str, fake: FakeLLM) -> None:
+    """The profile, with the fake model as its LLM."""
+    write_profile(isolated_dirs, marker, extra=f"""
+[llm]
+provider = "openai"
+model = "model-fake"
+base_url = "{fake.base_url}"
+""")
+
+
 def marked_processes(marker: str) -> list[int]:
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if f"LLMC_SIGNAL_TEST={marker}".encode() in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
-                found.append(int(pid))
-        except OSError:
-            continue  # gone, or not ours to read
-    return found
+    return [p.pid for p in live_processes() if f"LLMC_SIGNAL_TEST={marker}".encode() in p.environ()]
 
 
-def wait_for(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
+def wait_for(condition: Callable[[], object], what: str) -> None:
+    assert wait_until(condition, WAIT_SECONDS), f"timed out waiting for {what}"
 
 
 def audit_records(isolated_dirs: Path) -> list[dict]:
@@ -76,8 +76,11 @@ def start(*args: str, env: dict[str, str] | None = None, stdin: str | None = Non
     return proc
 
 
-def finish(proc: subprocess.Popen[str], sig: int) -> tuple[int, str, str]:
-    proc.send_signal(sig)
+def finish(proc: subprocess.Popen[str], sig: int, to_thread: bool = False) -> tuple[int, str, str]:
+    if to_thread:
+        signal_another_thread(proc.pid, sig)
+    else:
+        proc.send_signal(sig)
     out, err = proc.communicate(timeout=WAIT_SECONDS)
     assert "Traceback" not in err, err
     return proc.returncode, out, err
@@ -98,13 +101,14 @@ def assert_no_server_left(marker: str) -> None:
 
 
 @pytest.mark.parametrize("sig, code", SIGNALS)
-def test_a_single_call(isolated_dirs, sig, code):
+@TO_THREAD
+def test_a_single_call(isolated_dirs, sig, code, to_thread):
     marker = uuid.uuid4().hex
     write_profile(isolated_dirs, marker)
     proc = start("call", "sdk.slow", "seconds=300")
     wait_for(decided(isolated_dirs, "slow"), "the decision record")
     wait_for(lambda: marked_processes(marker), "the server")
-    returncode, out, err = finish(proc, sig)
+    returncode, out, err = finish(proc, sig, to_thread)
     assert returncode == code and out == "" and ("terminated" if code == 143 else "interrupted") in err
     assert_every_decided_call_has_one_outcome(isolated_dirs, ["slow"])
     assert [r["reason"] for r in audit_records(isolated_dirs) if r.get("outcome") == "interrupted"] == \
@@ -114,9 +118,11 @@ def test_a_single_call(isolated_dirs, sig, code):
 
 @pytest.mark.parametrize("sig, code", SIGNALS[:2])
 @pytest.mark.parametrize("parallel", ["1", "3"])
-def test_a_batch_records_every_decided_call(isolated_dirs, sig, code, parallel):
+@TO_THREAD
+def test_a_batch_records_every_decided_call(isolated_dirs, sig, code, parallel, to_thread):
     """Two servers (two worker threads): one finished call, calls in flight, and calls decided
-    but not started when the signal comes."""
+    but not started when the signal comes, sent to the process or to one of its other threads
+    (the main thread, waiting for the results, must wake for it all the same)."""
     marker = uuid.uuid4().hex
     write_profile(isolated_dirs, marker, ("a", "b"), extra='[policy.hints."*.slow"]\nreadOnly = true\n')
     lines = [("1", "a.echo", {"message": "first"}), ("2", "a.slow", {"seconds": 300}),
@@ -127,7 +133,7 @@ def test_a_batch_records_every_decided_call(isolated_dirs, sig, code, parallel):
     first = proc.stdout.readline()  # type: ignore[union-attr]  # "1" is done: the slow calls run
     assert json.loads(first)["id"] == "1"
     wait_for(lambda: len(marked_processes(marker)) == 2, "both servers")
-    returncode, out, err = finish(proc, sig)
+    returncode, out, err = finish(proc, sig, to_thread)
     assert returncode == code, err
     assert out == ""  # nothing after the interruption: the calls still waiting never finished
     assert_every_decided_call_has_one_outcome(isolated_dirs, ["slow", "slow", "slow", "echo", "echo"])
@@ -156,12 +162,7 @@ def test_ask_records_the_call_in_flight(isolated_dirs):
     marker = uuid.uuid4().hex
     script = [turn("openai", calls=[("c1", "slow", {"seconds": 300})]), turn("openai", text="never")]
     with FakeLLM("openai", script) as fake:
-        write_profile(isolated_dirs, marker, extra=f"""
-[llm]
-provider = "openai"
-model = "model-fake"
-base_url = "{fake.base_url}"
-""")
+        ask_profile(isolated_dirs, marker, fake)
         proc = start("ask", "be slow", env={"OPENAI_API_KEY": "test-key"})
         wait_for(decided(isolated_dirs, "slow"), "the decision record")
         returncode, out, err = finish(proc, signal.SIGTERM)
@@ -178,12 +179,7 @@ def test_ask_past_its_time_limit_leaves_no_decision_without_an_outcome(isolated_
     marker = uuid.uuid4().hex
     script = [turn("openai", calls=[("c1", "slow", {"seconds": 300})]), turn("openai", text="never")]
     with FakeLLM("openai", script) as fake:
-        write_profile(isolated_dirs, marker, extra=f"""
-[llm]
-provider = "openai"
-model = "model-fake"
-base_url = "{fake.base_url}"
-""")
+        ask_profile(isolated_dirs, marker, fake)
         proc = llmc("ask", "be slow", "--total-timeout", "2", env={"OPENAI_API_KEY": "test-key"}, timeout=WAIT_SECONDS)
     assert json.loads(proc.stdout)["stopReason"] == "timeout", proc.stderr
     records = audit_records(isolated_dirs)

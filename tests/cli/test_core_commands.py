@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import llmc, llmc_executable, node_tool, sdk_server
+from tests.processes import gone, live_processes
 
 MISBEHAVING = str(Path(__file__).resolve().parents[1] / "peers" / "misbehaving_stdio.py")
 SDK = " ".join(sdk_server("sdk_server.py"))
@@ -97,7 +98,7 @@ def test_resources_prompts_and_ping():
 def test_help_and_version_do_not_import_heavy_packages():
     code = ("import sys; from llmc_cli.cli.main import main\n"
             "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-            "heavy = [m for m in ('httpx2', 'pydantic', 'openai', 'anthropic', 'google.genai', 'mcp') if m in sys.modules]\n"
+            "heavy = [m for m in ('httpx2', 'pydantic', 'openai', 'anthropic', 'google.genai', 'mcp', 'opentelemetry') if m in sys.modules]\n"
             "print('HEAVY', heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30).stdout
     assert "HEAVY []" in out
@@ -105,8 +106,6 @@ def test_help_and_version_do_not_import_heavy_packages():
 
 def test_ctrl_c_cancels_stops_the_server_and_exits_130():
     import signal
-    import time
-
     import threading
 
     # -v: a line per progress notification, so the test knows the call is running (no sleep).
@@ -125,8 +124,7 @@ def test_ctrl_c_cancels_stops_the_server_and_exits_130():
     reader = threading.Thread(target=read_stderr, daemon=True)
     reader.start()
     assert running.wait(60), "".join(lines)
-    children = [int(p.parent.name) for p in Path("/proc").glob("[0-9]*/stat")
-                if _ppid(p) == proc.pid]
+    children = [p.pid for p in live_processes() if p.ppid == proc.pid]
     assert children, "the server should be running"
     proc.send_signal(signal.SIGINT)
     proc.wait(timeout=15)
@@ -134,18 +132,4 @@ def test_ctrl_c_cancels_stops_the_server_and_exits_130():
     stderr = "".join(lines)
     assert proc.returncode == 130 and "interrupted" in stderr and "Traceback" not in stderr
     for pid in children:
-        assert not Path(f"/proc/{pid}").exists() or _state(pid) == "Z", f"server {pid} outlived llmc"
-
-
-def _ppid(stat: Path) -> int:
-    try:
-        return int(stat.read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return -1
-
-
-def _state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return "gone"
+        assert gone(pid), f"server {pid} outlived llmc"

@@ -15,14 +15,13 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
 from tests.gateway.test_http import start, stop
-from tests.helpers import NODE_BIN, PEERS, conformance_suite, free_port
+from tests.helpers import NODE_BIN, PEERS, conformance_suite, free_port, wait_listening
 
 # suite -> the scenarios the target must pass directly (so a broken target cannot hide a broken
 # gateway behind "nothing passed either way"); the rest are listed in the README with the reason
@@ -94,15 +93,7 @@ def target() -> Iterator[str]:
     port = free_port()
     proc = subprocess.Popen([sys.executable, str(PEERS / "conformance_target.py"), "streamable-http", "--port",
                              str(port)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    import socket
-
-    for _ in range(120):  # up to half a minute on a loaded machine
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            assert proc.poll() is None, proc.stderr.read()  # type: ignore[union-attr]
-            time.sleep(0.25)
+    wait_listening(proc, port, "the conformance target")
     yield f"http://127.0.0.1:{port}/mcp"
     proc.terminate()
     proc.wait(timeout=30)

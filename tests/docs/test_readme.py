@@ -14,11 +14,9 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,11 +26,11 @@ import pytest
 
 from tests.auth.fake_oauth import FakeOAuthServer
 from tests.fakes.llm import FakeLLM, anthropic_reply, chat_reply
-from tests.helpers import NODE_BIN, PEERS, ROOT, desktop_commander, free_port, llmc_executable, node_tool, sdk_server
+from tests.helpers import (NODE_BIN, PEERS, ROOT, desktop_commander, free_port, llmc_executable, node_tool, sdk_server,
+                           wait_listening)
 
 README = ROOT / "README.md"
 LINE_TIMEOUT = 120.0
-READY_TIMEOUT = 30.0
 
 # Lines (as written, without their comment) that do not run here, and why.
 NOT_RUN = {
@@ -203,16 +201,7 @@ class World:
                                 cwd=self.work, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, start_new_session=True)
         self.stack.callback(_stop, proc)
-        deadline = time.monotonic() + READY_TIMEOUT
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"{argv} exited early: {proc.stderr.read().decode(errors='replace')[-2000:]}")  # type: ignore[union-attr]
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                return
-            except OSError:
-                assert time.monotonic() < deadline, f"{argv} did not listen on {port} within {READY_TIMEOUT}s"
-                time.sleep(0.05)
+        wait_listening(proc, port, argv)
 
     def sdk_url(self) -> str:
         return self.once("sdk", lambda: f"http://127.0.0.1:{self.serve([*sdk_server('sdk_server.py'), 'streamable-http', '--port', '{port}'])}/mcp")

@@ -7,7 +7,6 @@ import json
 import os
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,8 @@ from llmc_cli.mcp.client import connect
 from llmc_cli.store import client_stores
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.model import ServerSpec
-from tests.helpers import node_tool, sdk_server
+from tests.helpers import node_tool, sdk_server, wait_until
+from tests.processes import live_processes
 
 MISBEHAVING = str(Path(__file__).resolve().parents[1] / "peers" / "misbehaving_stdio.py")
 
@@ -153,23 +153,12 @@ def test_close_leaves_no_orphaned_grandchild():
     session = connect(bad("fork"))
     pgid = session.transport._proc.pid
     session.close()
-    deadline = time.monotonic() + 5
-    while _live_members(pgid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _live_members(pgid) == []
+    assert wait_until(lambda: not _live_members(pgid), 5), _live_members(pgid)
 
 
 def _live_members(pgid: int) -> list[int]:
     """Processes of a group that still run (zombies awaiting a reaper do not count)."""
-    members = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            members.append(int(stat.parent.name))
-    return members
+    return [p.pid for p in live_processes() if p.pgid == pgid]
 
 
 def test_child_gets_an_allow_listed_environment(monkeypatch):

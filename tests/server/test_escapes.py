@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from llmc_cli.server.jail import Jail
 from llmc_cli.server.protocol import ToolError
+from tests.helpers import wait_until
+from tests.processes import live_processes
 from tests.server.conftest import COMMANDS, SANDBOXES
 
 
@@ -207,27 +208,18 @@ def test_fork_that_outlives_its_parent_contained(runner, root: Path) -> None:
     """CONTAINED: the parent exits at once, leaving a child in its group and a setsid'd grandchild
     that left the group; terminating the process (or its time limit) kills both. With bwrap the
     PID namespace takes them down; without, killpg plus the environment tag does."""
-    script = "sleep 300 & setsid sleep 301 & echo started"
+    # Durations no other program on the machine sleeps for: the check scans every process.
+    durations = [f"{n}.{os.getpid()}" for n in (300, 301)]
+    script = f"sleep {durations[0]} & setsid sleep {durations[1]} & echo started"
     out = runner.ok("start_process", argv=["sh", "-c", script], wait_ms=2000, quiet_ms=200)
     assert "started" in out["output"]
     runner.ok("terminate_process", handle=out["handle"])
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and _sleepers():
-        time.sleep(0.1)
-    assert _sleepers() == []
+    assert wait_until(lambda: not _sleepers(durations), 5), _sleepers(durations)
 
 
-def _sleepers() -> list[int]:
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if cmd[:2] in ([b"sleep", b"300"], [b"sleep", b"301"]) and state != "Z":
-            found.append(int(pid))
-    return found
+def _sleepers(durations: list[str]) -> list[int]:
+    return [p.pid for p in live_processes()
+            if (cmd := p.cmdline())[:1] == [b"sleep"] and cmd[1:2] and cmd[1].decode(errors="replace") in durations]
 
 
 def test_process_that_prints_forever_contained(runner) -> None:

@@ -3,14 +3,14 @@ background child that would outlive the server, a shell that forks or allocates 
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import llmc
+from tests.helpers import TO_THREAD, llmc, wait_until
+from tests.processes import live_processes
 from tests.server.conftest import COMMANDS, SANDBOXES
 
 # Patterns that backtrack exponentially on a line of 40 "a"s (one line is enough).
@@ -20,25 +20,11 @@ WORKER_MARK = b"PR_SET_PDEATHSIG"  # in the regex worker's command line
 
 def _workers() -> list[int]:
     """Regex worker processes (any parent) still running."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if WORKER_MARK in cmd and state != "Z":
-            found.append(int(pid))
-    return found
+    return [p.pid for p in live_processes() if any(WORKER_MARK in arg for arg in p.cmdline())]
 
 
 def _gone(pids: list[int], seconds: float = 5.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not set(pids) & set(_workers()):
-            return True
-        time.sleep(0.05)
-    return False
+    return wait_until(lambda: not set(pids) & set(_workers()), seconds)
 
 
 @pytest.mark.parametrize("pattern", CATASTROPHIC)
@@ -109,24 +95,12 @@ def runner(sandbox, workspace):
 
 
 def _alive(marker: str) -> list[int]:
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if cmd[:2] == [b"sleep", marker.encode()] and state != "Z":
-            found.append(int(pid))
-    return found
+    return [p.pid for p in live_processes() if p.cmdline()[:2] == [b"sleep", marker.encode()]]
 
 
 def _started(marker: str) -> bool:
     """Is `sleep MARKER` running? (It may still be between fork and exec when its parent answers.)"""
-    deadline = time.monotonic() + 5
-    while not _alive(marker) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return bool(_alive(marker))
+    return wait_until(lambda: _alive(marker), 5)
 
 
 # Ways a child can try to outlive the server; each line is a shell script whose background
@@ -154,10 +128,7 @@ def test_background_child_does_not_outlive_the_server(runner, sandbox: str, scri
     if sandbox == "none":
         assert _started(marker), "the child runs after its parent exited"
     ws.session.close()
-    deadline = time.monotonic() + 10
-    while _alive(marker) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _alive(marker) == []
+    assert wait_until(lambda: not _alive(marker), 10), _alive(marker)
 
 
 LIMITS = [  # (option, value, /proc/self/limits row, expected soft limit as printed there)
@@ -213,20 +184,19 @@ def test_background_child_ends_with_llmc_call(tmp_path: Path, server: str) -> No
     proc = llmc("-p", str(profile), "call", "--yes", "ws.run_command", "--json",
                 f'{{"argv": ["sh", "-c", "{script}"]}}')
     assert proc.returncode == 0 and "started" in proc.stdout, (proc.stdout, proc.stderr)
-    deadline = time.monotonic() + 10
-    while _alive(marker) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _alive(marker) == []
+    assert wait_until(lambda: not _alive(marker), 10), _alive(marker)
 
 
-def test_sigterm_ends_the_stdio_server_and_its_process_trees(tmp_path: Path) -> None:
+@TO_THREAD
+def test_sigterm_ends_the_stdio_server_and_its_process_trees(tmp_path: Path, to_thread: bool) -> None:
     """`llmc serve workspace` killed with SIGTERM (its input still open) closes like at end of
-    input: the background child of a finished command is gone, and the exit status is 143."""
+    input: the background child of a finished command is gone, and the exit status is 143, also
+    when the kernel hands the signal to a thread other than the one reading the input."""
     import json
     import signal
     import subprocess
 
-    from tests.helpers import llmc_executable
+    from tests.helpers import llmc_executable, signal_another_thread
 
     marker = "807"
     server = subprocess.Popen([llmc_executable(), "serve", "workspace", "--root", str(tmp_path), "--sandbox", "none",
@@ -249,15 +219,15 @@ def test_sigterm_ends_the_stdio_server_and_its_process_trees(tmp_path: Path) -> 
                 break
         assert reply["result"]["structuredContent"]["output"] == "ok\n"
         assert _started(marker)
-        server.send_signal(signal.SIGTERM)
+        if to_thread:
+            signal_another_thread(server.pid, signal.SIGTERM)
+        else:
+            server.send_signal(signal.SIGTERM)
         assert server.wait(timeout=30) == 143
     finally:
         server.kill()
         server.wait()
-    deadline = time.monotonic() + 10
-    while _alive(marker) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _alive(marker) == []
+    assert wait_until(lambda: not _alive(marker), 10), _alive(marker)
 
 
 def test_catastrophic_regex_in_ask_honours_total_timeout(tmp_path: Path) -> None:

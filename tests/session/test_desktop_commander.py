@@ -9,7 +9,6 @@ and environment) and its feature-flag URL pointed at a closed loopback port.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import time
@@ -17,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import desktop_commander, free_port, llmc
+from tests.helpers import desktop_commander, free_port, llmc, wait_until
+from tests.processes import gone
 
 # Interactive, so it prints a prompt Desktop Commander recognises as "waiting for input" (no waiting
 # for its timeout); 2>&1 so the prompt (stderr) comes after a command's output (stdout), in order.
@@ -65,16 +65,6 @@ def call(env: dict[str, str], tool: str, *args: str, session: str | None = "ops"
     return text
 
 
-def process_gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
-
-
 def test_a_shell_survives_across_invocations(dc_env):
     started = llmc("session", "start", "ops", "-s", "dc", "--idle", "5m", env=dc_env, timeout=LLMC_TIMEOUT)
     assert started.returncode == 0, started.stderr
@@ -84,7 +74,7 @@ def test_a_shell_survives_across_invocations(dc_env):
     match = STARTED.search(text)
     assert match, text
     pid = int(match.group(1))
-    assert not process_gone(pid)
+    assert not gone(pid)
 
     call(dc_env, "interact_with_process", f"pid={pid}", "input=export LLMC_MARK=42", f"timeout_ms={WAIT_MS}")
     # A later invocation, joining the session through the environment instead of --session.
@@ -103,9 +93,7 @@ def test_a_shell_survives_across_invocations(dc_env):
     while f"PID: {pid}," in call(dc_env, "list_sessions") and time.monotonic() < deadline:
         time.sleep(0.2)
     assert f"PID: {pid}," not in call(dc_env, "list_sessions")
-    while not process_gone(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert process_gone(pid), f"the shell {pid} outlived force_terminate"
+    assert wait_until(lambda: gone(pid), max(deadline - time.monotonic(), 0)), f"the shell {pid} outlived force_terminate"
 
     stopped = llmc("session", "stop", "ops", env=dc_env, timeout=LLMC_TIMEOUT)
     assert stopped.returncode == 0, stopped.stderr

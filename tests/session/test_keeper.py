@@ -17,73 +17,31 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import llmc, llmc_executable, profile_file, sdk_server
+from tests.helpers import llmc, llmc_executable, profile_file, sdk_server, wait_until
+from tests.processes import PROC, gone, live_processes
 
-WAIT = 15.0  # upper bound for any process to come or go
+WAIT = 15.0  # upper bound for any process to come or go (wait_until's default too)
 TIMEOUT = 60  # upper bound for one llmc command
-PROC = Path("/proc")  # process listings (Linux); elsewhere the checks that need them are skipped
 
 
 # -- processes -------------------------------------------------------------------------------------
 
-def gone(pid: int) -> bool:
-    """Exited. A zombie counts: the keeper's parent is init, which may be slow to reap it."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
-    except (OSError, IndexError):
-        return False
-
-
 def children(pid: int) -> list[int]:
     """Live child processes of pid (the servers a keeper started), read from /proc (Linux)."""
-    found: list[int] = []
-    for entry in PROC.iterdir() if PROC.is_dir() else ():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_bytes().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[1]) == pid and fields[0] != b"Z":
-            found.append(int(entry.name))
-    return found
+    return [p.pid for p in live_processes() if p.ppid == pid]
 
 
 def keeper_pids(state: Path) -> list[int]:
     """Keepers whose environment points at this test's state directory (the last-resort sweep)."""
-    found: list[int] = []
-    for entry in PROC.iterdir() if PROC.is_dir() else ():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if b"llmc_cli.keeper" not in (entry / "cmdline").read_bytes():
-                continue
-            if f"LLMC_STATE_DIR={state}".encode() in (entry / "environ").read_bytes().split(b"\0"):
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = WAIT, interval: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return predicate()
+    return [p.pid for p in live_processes() if any(b"llmc_cli.keeper" in arg for arg in p.cmdline())
+            and f"LLMC_STATE_DIR={state}".encode() in p.environ()]
 
 
 def one_line(text: str) -> str:

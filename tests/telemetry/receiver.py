@@ -38,6 +38,7 @@ class Received:
     points: list[dict[str, Any]] = field(default_factory=list)  # one per metric data point
     logs: list[dict[str, Any]] = field(default_factory=list)
     resources: list[dict[str, Any]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)  # of every export request, names lowercased
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add_traces(self, body: bytes) -> None:
@@ -61,6 +62,7 @@ class Received:
         request = ExportMetricsServiceRequest.FromString(body)
         with self.lock:
             for rm in request.resource_metrics:
+                self.resources.append(attributes(rm.resource.attributes))
                 for sm in rm.scope_metrics:
                     for m in sm.metrics:
                         data = MessageToDict(m)
@@ -106,6 +108,8 @@ class Receiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 - the http.server API
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                with got.lock:
+                    got.headers.append({k.lower(): v for k, v in self.headers.items()})
                 route = {"/v1/traces": got.add_traces, "/v1/metrics": got.add_metrics, "/v1/logs": got.add_logs}
                 handler = route.get(self.path)
                 if handler is None:

@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
 from contextlib import contextmanager
 from typing import Iterator
 
 import pytest
 
-from tests.helpers import NODE_BIN, PEERS, free_port, node_tool
-
-READY_TIMEOUT = 30.0
+from tests.helpers import NODE_BIN, PEERS, free_port, node_tool, wait_listening
 
 
 @contextmanager
@@ -24,17 +20,7 @@ def http_server(argv: list[str], port: int, env: dict[str, str] | None = None) -
                             env={**os.environ, "PATH": f"{NODE_BIN}{os.pathsep}{os.environ['PATH']}", **(env or {})},
                             start_new_session=True)
     try:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"{argv} exited early: {proc.stderr.read().decode(errors='replace')[-2000:]}")  # type: ignore[union-attr]
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"{argv} did not listen on {port} within {READY_TIMEOUT}s")
-                time.sleep(0.05)
+        wait_listening(proc, port, argv)
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()

@@ -6,10 +6,15 @@ per session."""
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
 import os
 import stat
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Iterator
 
 import httpx2
 import pytest
@@ -50,14 +55,70 @@ def test_the_next_invocation_continues_the_session(sdk_legacy):
     assert first not in proc.stdout + proc.stderr
 
 
-def test_a_session_the_server_lost_is_replaced_and_the_caller_is_told(tmp_path):
+SLOW_404_SECONDS = 2.5  # longer than the transport waits for a request's reply before returning
+
+
+@contextlib.contextmanager
+def slow_404_proxy(upstream_port: int) -> Iterator[int]:
+    """A reverse proxy that answers a POST's 404 only after SLOW_404_SECONDS (a slow server or
+    network), passes everything else through, and offers no standalone GET stream."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            self.send_response(405)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def do_POST(self) -> None:
+            self._forward("POST")
+
+        def do_DELETE(self) -> None:
+            self._forward("DELETE")
+
+        def _forward(self, method: str) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+            conn = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=30)
+            try:
+                conn.request(method, self.path, body=body, headers=headers)
+                reply = conn.getresponse()
+                data = reply.read()  # a POST's SSE reply ends with the answer: whole is fine here
+                if reply.status == 404:
+                    threading.Event().wait(SLOW_404_SECONDS)
+                self.send_response(reply.status)
+                for k, v in reply.getheaders():
+                    if k.lower() not in ("transfer-encoding", "content-length", "connection", "date", "server"):
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            finally:
+                conn.close()
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+@pytest.mark.parametrize("slow", [False, True], ids=["prompt-404", "slow-404"])
+def test_a_session_the_server_lost_is_replaced_and_the_caller_is_told(tmp_path, slow):
     port = free_port()
-    url = f"http://127.0.0.1:{port}/mcp"
     argv = [sys.executable, str(PEERS / "sdk_server.py"), "streamable-http", "--port", str(port), "--legacy"]
-    with http_server(argv, port):
-        assert call(url, "remember", "key=k", "value=v").returncode == 0
-        old = session_id(url)
-    with http_server(argv, port):  # a restarted server knows no sessions: 404
+    with contextlib.ExitStack() as stack:
+        url = f"http://127.0.0.1:{stack.enter_context(slow_404_proxy(port)) if slow else port}/mcp"
+        with http_server(argv, port):
+            assert call(url, "remember", "key=k", "value=v").returncode == 0
+            old = session_id(url)
+        stack.enter_context(http_server(argv, port))  # a restarted server knows no sessions: 404
         proc = call(url, "recall", "key=k")
         assert proc.returncode == 1  # the value is gone: a tool error
         out = json.loads(proc.stdout)

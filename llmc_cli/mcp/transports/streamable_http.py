@@ -46,7 +46,8 @@ class _Head:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.done = threading.Event()
+        self.settled = threading.Event()  # the POST finished, or (when asked) its status is known
+        self.finished = False
         self.error: LlmcError | None = None
         self.abandoned = False
 
@@ -67,6 +68,7 @@ class StreamableHttpTransport:
         self.max_reconnects = max_reconnects
         self.protocol_version: str | None = None
         self.session_id: str | None = None
+        self._session_confirmed = True  # False while a resumed session has had no answer yet
         # False when the session is remembered for the next invocation: closing then leaves it be.
         self.end_session_on_close = True
         self._deliver: Deliver | None = None
@@ -107,40 +109,47 @@ class StreamableHttpTransport:
         # A request: a server may hold the reply's headers back until it is done (the SDK does so
         # for up to seconds), so wait for them only briefly and let the session's own per-request
         # timeout (and cancellation) govern the rest. Failures that come later end the session.
+        # A session resumed from an earlier invocation is not known to be alive until the server
+        # answers a request with it: wait for that answer's status however long it takes, so a 404
+        # (the server forgot the session) reaches the session, which starts a new one, instead of
+        # arriving late and ending everything.
+        confirming = not self._session_confirmed
         head = _Head()
         # On a reused thread (a thread start per request is a good part of a fast call's cost).
         # Not joined on close: a POST still waiting for headers cannot be interrupted (no socket to
         # shut down yet); it is a daemon thread bounded by its read timeout.
-        _workers().submit(self._post_in_background, message, head)
-        if not head.done.wait(HEAD_WAIT):
-            with head.lock:
-                head.abandoned = not head.done.is_set()
-            if head.abandoned:
-                return
-        if head.error is not None:
+        _workers().submit(self._post_in_background, message, head, confirming)
+        deadline = time.monotonic() + (self.idle_timeout if confirming else HEAD_WAIT)
+        while not head.settled.is_set() and (left := deadline - time.monotonic()) > 0:
+            head.settled.wait(min(left, 0.5))  # short sleeps: a signal's handler runs when this thread wakes
+        with head.lock:  # decided together with the POST's end: exactly one reports an error
+            head.abandoned = not head.finished
+        if not head.abandoned and head.error is not None:
             raise head.error
 
-    def _post_in_background(self, message: dict[str, Any], head: "_Head") -> None:
+    def _post_in_background(self, message: dict[str, Any], head: "_Head", confirming: bool) -> None:
         error: LlmcError | None = None
         try:
             # A reply stream is read right here, once send() has heard that it started.
-            self._post(message, read_timeout=self.idle_timeout, on_stream=lambda: self._settle(head, None))
+            self._post(message, read_timeout=self.idle_timeout, on_status=head.settled.set if confirming else None,
+                       on_stream=lambda: self._finish(head, None))
         except LlmcError as exc:
             error = exc
         finally:
-            late = self._settle(head, error)
+            late = self._finish(head, error)
         if error is not None and late and not isinstance(error, TimeoutExpired):
             self._report(error)  # a timeout is not reported: the session's own speaks
 
     @staticmethod
-    def _settle(head: "_Head", error: LlmcError | None) -> bool:
-        """Tell send() how its POST went (the first word counts); True when send() no longer
-        listens (it gave up waiting, or heard already): a later error is then reported."""
+    def _finish(head: "_Head", error: LlmcError | None) -> bool:
+        """Tell send() how its POST went (the first word counts) and wake it; True when send() no
+        longer listens (it gave up waiting, or heard already): a later error is then reported."""
         with head.lock:  # decided together with send()'s giving up: exactly one reports
-            late = head.abandoned or head.done.is_set()
+            late = head.abandoned or head.finished
             if not late:
+                head.finished = True
                 head.error = error
-                head.done.set()
+        head.settled.set()
         return late
 
     def _post_quietly(self, message: dict[str, Any]) -> None:
@@ -150,9 +159,11 @@ class StreamableHttpTransport:
             self._note(f"{message.get('method')} not delivered: {exc.message}")
 
     def _post(self, message: dict[str, Any], read_timeout: float | str = "default",
-              on_stream: Callable[[], Any] | None = None) -> None:
-        """POST one message and take its reply. `on_stream`: this thread is the request's own, so
-        a reply stream is read here (on_stream called first) instead of on a new thread."""
+              on_status: Callable[[], None] | None = None, on_stream: Callable[[], Any] | None = None) -> None:
+        """POST one message and handle the reply; `on_status` is called once the server has
+        accepted the session (any status but 404), before the body is read. `on_stream`: this
+        thread is the request's own, so a reply stream is read here (on_stream called first)
+        instead of on a new thread."""
         method = message.get("method")
         is_request = method is not None and "id" in message
         sent_session = self.session_id if not self.modern else None
@@ -161,10 +172,15 @@ class StreamableHttpTransport:
         status = response.status_code
         if method == "initialize" and 200 <= status < 300:
             self.session_id = response.headers.get("mcp-session-id") or None
+            self._session_confirmed = True
         if status == 404 and sent_session:
             self.http.discard(response)
             self.session_id = None
             raise SessionExpired(f"{self.http._where(self.url)}: the server ended the session (HTTP 404)")
+        if sent_session and 200 <= status < 300:
+            self._session_confirmed = True
+        if on_status is not None:
+            on_status()
         if not 200 <= status < 300:
             self.http.status_error(response, message if is_request else None, self._deliver)
             return
@@ -180,6 +196,7 @@ class StreamableHttpTransport:
         set): its id goes on every request, and the server's own stream is listened to again.
         An id the server no longer knows is answered with 404, which the session handles."""
         self.session_id = session_id
+        self._session_confirmed = False
         self._spawn(self._listen, "llmc-http-get")
 
     def close(self) -> None:
@@ -272,15 +289,13 @@ class StreamableHttpTransport:
             attempts += 1
             if not sleep_unless(self._stop, state.retry_ms / 1000):
                 break
+            what = f"resuming the stream of {request.get('method')}"
             try:
-                resumed = self.http.request("GET", self.url, self._headers(None, state.last_id),
-                                            read_timeout=self.idle_timeout)
+                resumed = self._get_stream(state, what, read_timeout=self.idle_timeout)
             except LlmcError as exc:
-                self._note(f"resuming the stream of {request.get('method')} failed: {exc.message}")
+                self._note(f"{what} failed: {exc.message}")
                 continue
-            if not is_event_stream(resumed):
-                self._note(f"resuming the stream of {request.get('method')}: HTTP {resumed.status_code}")
-                self.http.discard(resumed)
+            if resumed is None:
                 break
             answered = self._pump(resumed, request, state)
         with self._lock:
@@ -297,15 +312,13 @@ class StreamableHttpTransport:
         state, attempts = _StreamState(), 0
         while not self._stop.is_set() and attempts <= self.max_reconnects:
             try:
-                response = self.http.request("GET", self.url, self._headers(None, state.last_id), read_timeout=None,
-                                             reauthorize=False)
+                # 405: the server offers no such stream; anything else: it does not work, do without.
+                response = self._get_stream(state, "standalone GET stream not offered", read_timeout=None,
+                                            reauthorize=False)
             except LlmcError as exc:
                 self._note(f"standalone GET stream: {exc.message}")
                 return
-            if not is_event_stream(response):
-                # 405: the server offers no such stream; anything else: it does not work, do without.
-                self._note(f"standalone GET stream not offered (HTTP {response.status_code})")
-                self.http.discard(response)
+            if response is None:
                 return
             try:
                 self._pump(response, None, state)
@@ -317,6 +330,18 @@ class StreamableHttpTransport:
             attempts += 1
             if not sleep_unless(self._stop, state.retry_ms / 1000):
                 return
+
+    def _get_stream(self, state: _StreamState, what: str, *, read_timeout: float | None,
+                    reauthorize: bool = True) -> Any:
+        """GET the event stream, from after the last event `state` saw (Last-Event-ID). None, noted
+        as `what` with the HTTP status, when the reply is no event stream; transport errors raise."""
+        response = self.http.request("GET", self.url, self._headers(None, state.last_id), read_timeout=read_timeout,
+                                     reauthorize=reauthorize)
+        if is_event_stream(response):
+            return response
+        self._note(f"{what} (HTTP {response.status_code})")
+        self.http.discard(response)
+        return None
 
     def _pump(self, response: Any, request: dict[str, Any] | None, state: _StreamState) -> bool:
         """Deliver each message event; True once the reply to `request` was delivered."""

@@ -1,0 +1,101 @@
+"""The requests of one session that await their reply: each id's future, the time of its last sign of
+life (progress), and the progress tokens callers chose themselves. The session decides what to send
+and what a reply means; this table only matches replies to waiters and keeps their deadlines.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+from llmc_cli.errors import LlmcError
+
+PROGRESS_EXTENSION_CAP = 10  # progress may extend a request's deadline, up to this many timeouts
+
+Reply = dict[str, Any]  # a JSON-RPC response or error object
+
+
+class DeadlinePassed(Exception):
+    """No reply within the timeout, extended by progress up to PROGRESS_EXTENSION_CAP timeouts."""
+
+
+class InFlight:
+    """Thread-safe: the transport's reader resolves what the callers' threads wait for."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._futures: dict[int | str, Future[Reply]] = {}
+        self._activity: dict[int | str, float] = {}  # request id -> time of last progress
+        self._by_token: dict[Any, int | str] = {}  # a caller's own progress token -> request id
+
+    def open(self, request_id: int | str, *, timed: bool = True, token: Any = None) -> Future[Reply]:
+        """A future for the reply to `request_id`. `timed`: progress extends its deadline (the
+        session waits for it); `token`: the caller's own progress token, for `cancel`."""
+        future: Future[Reply] = Future()
+        with self._lock:
+            self._futures[request_id] = future
+            if timed:
+                self._activity[request_id] = time.monotonic()
+            if token is not None:
+                self._by_token[token] = request_id
+        return future
+
+    def close(self, request_id: int | str, token: Any = None) -> None:
+        """Stop waiting for `request_id` (a late reply is then dropped)."""
+        with self._lock:
+            self._futures.pop(request_id, None)
+            self._activity.pop(request_id, None)
+            if token is not None:
+                self._by_token.pop(token, None)
+
+    def ids(self) -> list[int | str]:
+        with self._lock:
+            return list(self._futures)
+
+    def by_token(self, token: Any) -> tuple[int | str | None, Future[Reply] | None]:
+        """The request sent with a caller's progress token, and its future while it is awaited."""
+        with self._lock:
+            request_id = self._by_token.get(token)
+            return request_id, self._futures.get(request_id) if request_id is not None else None
+
+    def resolve(self, reply: Reply) -> None:
+        """Hand a reply to its waiter. A reply to nothing awaited (late after a timeout, a confused
+        server) is dropped."""
+        with self._lock:
+            future = self._futures.get(reply.get("id"))  # type: ignore[arg-type]
+        if future is not None and not future.done():
+            future.set_result(reply)
+
+    def progressed(self, token: Any) -> None:
+        """A progress notification: the request it belongs to is alive, its deadline moves."""
+        with self._lock:
+            request_id = self._by_token.get(token, token)
+            if request_id in self._activity:
+                self._activity[request_id] = time.monotonic()
+
+    def wait(self, request_id: int | str, future: Future[Reply], timeout: float) -> Reply:
+        """The reply, or DeadlinePassed `timeout` seconds after the last progress (at most
+        PROGRESS_EXTENSION_CAP timeouts in all). Polls in half seconds so that Ctrl-C is seen."""
+        started = time.monotonic()
+        hard_deadline = started + timeout * PROGRESS_EXTENSION_CAP
+        while True:
+            with self._lock:
+                last = self._activity.get(request_id, started)
+            remaining = min(last + timeout, hard_deadline) - time.monotonic()
+            if remaining <= 0:
+                raise DeadlinePassed
+            try:
+                return future.result(timeout=min(remaining, 0.5))
+            except FutureTimeout:
+                continue
+
+    def fail_all(self, error: LlmcError) -> None:
+        """Every waiter gets `error` (the connection ended)."""
+        with self._lock:
+            futures = list(self._futures.values())
+        for future in futures:
+            if not future.done():
+                future.set_exception(error)

@@ -1,0 +1,118 @@
+"""Where telemetry goes: the OTLP/HTTP exporters and the resource, from the standard OTEL_*
+variables. Imported only when telemetry is enabled (it needs the `otel` extra).
+
+The SDK's exporters read OTEL_EXPORTER_OTLP_ENDPOINT (and the per-signal variants),
+OTEL_EXPORTER_OTLP_HEADERS and the certificate variables themselves; the resource detector reads
+OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES; the tracer provider reads OTEL_TRACES_SAMPLER.
+What llmc adds: a check that the protocol is the one it ships (http/protobuf), a default service
+name, and exporters that remember a failed export (the SDK only logs it) so llmc can say so once.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Sequence
+
+from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
+from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult
+from opentelemetry.sdk.resources import SERVICE_NAME, SERVICE_VERSION, Resource
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from llmc_cli import __version__
+from llmc_cli.errors import ConfigError
+
+SIGNALS = ("TRACES", "METRICS", "LOGS")
+
+
+def check_protocol() -> None:
+    """The `otel` extra carries the OTLP/HTTP protobuf exporter only: another protocol (grpc,
+    http/json) for any signal is a configuration error, not a silent switch."""
+    general = os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf"
+    for signal in SIGNALS:
+        variable = f"OTEL_EXPORTER_OTLP_{signal}_PROTOCOL"
+        protocol = os.environ.get(variable) or general
+        if protocol != "http/protobuf":
+            name = variable if os.environ.get(variable) else "OTEL_EXPORTER_OTLP_PROTOCOL"
+            raise ConfigError(f"{name}={protocol}: llmc exports OTLP over http/protobuf only")
+
+
+def endpoint() -> str:
+    """Where traces go, for the warning when they could not be delivered."""
+    return (os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+            or "http://localhost:4318")
+
+
+def resource() -> Resource:
+    """The SDK's resource (OTEL_RESOURCE_ATTRIBUTES, then OTEL_SERVICE_NAME over its service.name),
+    with llmc's name and version filling only what the user did not set."""
+    detected = Resource.create()
+    name = str(detected.attributes.get(SERVICE_NAME, ""))
+    fill: dict[str, Any] = {}
+    if not name or name.startswith("unknown_service"):  # the SDK's placeholder: nobody named it
+        fill[SERVICE_NAME] = "llmc"
+    if SERVICE_VERSION not in detected.attributes:
+        fill[SERVICE_VERSION] = __version__
+    return detected.merge(Resource(fill))
+
+
+class WatchedSpanExporter(SpanExporter):
+    """The OTLP exporter, remembering whether an export failed."""
+
+    def __init__(self, timeout: float, failures: list[str]) -> None:
+        self.inner, self._failures = OTLPSpanExporter(timeout=timeout), failures
+
+    def export(self, spans: Sequence[Any]) -> SpanExportResult:
+        result = self.inner.export(spans)
+        if result is not SpanExportResult.SUCCESS:
+            self._failures.append("traces")
+        return result
+
+    def retime(self, timeout: float) -> None:
+        """A new HTTP timeout (the profile's flush_timeout, read after telemetry started)."""
+        self.inner = OTLPSpanExporter(timeout=timeout)
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()  # type: ignore[no-untyped-call]
+
+
+class WatchedMetricExporter(MetricExporter):
+    def __init__(self, timeout: float, failures: list[str]) -> None:
+        inner = OTLPMetricExporter(timeout=timeout)
+        super().__init__(preferred_temporality=inner._preferred_temporality,
+                         preferred_aggregation=inner._preferred_aggregation)
+        self.inner, self._failures = inner, failures
+
+    def export(self, metrics_data: Any, timeout_millis: float = 10_000, **kwargs: Any) -> MetricExportResult:
+        result = self.inner.export(metrics_data, timeout_millis=timeout_millis, **kwargs)
+        if result is not MetricExportResult.SUCCESS:
+            self._failures.append("metrics")
+        return result
+
+    def force_flush(self, timeout_millis: float = 10_000) -> bool:
+        return True
+
+    def retime(self, timeout: float) -> None:
+        self.inner = OTLPMetricExporter(timeout=timeout)
+
+    def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
+        self.inner.shutdown(timeout_millis=timeout_millis)
+
+
+class WatchedLogExporter(LogRecordExporter):
+    def __init__(self, timeout: float, failures: list[str]) -> None:
+        self.inner, self._failures = OTLPLogExporter(timeout=timeout), failures
+
+    def export(self, batch: Sequence[Any]) -> LogRecordExportResult:
+        result = self.inner.export(batch)
+        if result is not LogRecordExportResult.SUCCESS:
+            self._failures.append("logs")
+        return result
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return True
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()  # type: ignore[no-untyped-call]
