@@ -113,6 +113,30 @@ def concurrent(port: int, tool: str, clients: int, calls: int) -> tuple[float, l
     return (per_client * clients - len(errors)) / (time.perf_counter() - started), errors
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def fsync_floor(directory: str, writes: int = 50) -> float:
+    """Median seconds of appending one audit-sized line and fsyncing it, in this directory: the
+    least a durable decision record costs on this disk, whoever writes it."""
+    path = Path(directory) / "fsync-probe"
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    times = []
+    try:
+        for _ in range(writes):
+            started = time.perf_counter()
+            os.write(fd, b"x" * 400 + b"\n")
+            os.fsync(fd)
+            times.append(time.perf_counter() - started)
+    finally:
+        os.close(fd)
+        path.unlink()
+    return statistics.median(times)
+
+
 def rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -182,12 +206,17 @@ def main() -> None:
             print(f"sequential, {args.calls} calls each")
             print(f"  direct  median {d_med:.2f} ms   p90 {statistics.quantiles(direct, n=10)[-1] * 1000:.2f} ms")
             print(f"  gateway median {g_med:.2f} ms   p90 {statistics.quantiles(through, n=10)[-1] * 1000:.2f} ms")
-            print(f"  added by the gateway (median): {g_med - d_med:.2f} ms")
+            print(f"  added by the gateway (median): {g_med - d_med:.2f} ms "
+                  f"(target <= 2 ms, audit on: one write+fsync here takes {fsync_floor(tmp) * 1000:.2f} ms)")
             direct_rate, direct_errors = concurrent(up_port, "echo", args.clients, args.concurrent_calls)
+            cpu_before = cpu_seconds(gateway.pid)
             gateway_rate, gateway_errors = concurrent(gw_port, "up.echo", args.clients, args.concurrent_calls)
+            cpu_per_call = (cpu_seconds(gateway.pid) - cpu_before) / args.concurrent_calls
             print(f"{args.clients} concurrent clients, {args.concurrent_calls} calls")
             print(f"  direct  {direct_rate:.0f} calls/s, {len(direct_errors)} failed {sorted(set(direct_errors))[:3]}")
-            print(f"  gateway {gateway_rate:.0f} calls/s, {len(gateway_errors)} failed {sorted(set(gateway_errors))[:3]}")
+            print(f"  gateway {gateway_rate:.0f} calls/s, {len(gateway_errors)} failed {sorted(set(gateway_errors))[:3]} "
+                  f"(target >= 500; the gateway's CPU per call {cpu_per_call * 1000:.2f} ms, "
+                  f"{os.cpu_count()} cores shared with the upstream and these clients)")
             per_session = idle_sessions(gw_port, gateway.pid, args.sessions)
             print(f"memory per idle initialize-era session ({args.sessions} sessions): {per_session:.1f} KiB")
             audit = Path(tmp) / "state" / "audit.jsonl"

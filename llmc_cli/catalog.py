@@ -40,10 +40,10 @@ class Catalog:
                  builtins: Mapping[str, Callable[[ServerSpec], Any]] | None = None,
                  on_stderr: Callable[[str, str], None] | None = None,
                  keeper: tuple[str, str] | None = None, stores: Stores | None = None,
-                 unusable: Mapping[str, LlmcError] | None = None) -> None:
+                 unusable: Mapping[str, LlmcError] | None = None, shared: "Catalog | None" = None) -> None:
         """`unusable`: servers that cannot even be configured (an unset ${VAR}), each with its
         error. They stay in the catalog, failed from the start: every listing reports them as
-        failures, with their own exit code, beside the others' results."""
+        failures, with their own exit code, beside the others' results. `shared`: see for_host()."""
         names = [s.name for s in specs] + list(unusable or {})
         if len(set(names)) != len(names):
             raise UsageError(f"duplicate server name among {names}")
@@ -60,12 +60,44 @@ class Catalog:
         self._tools: dict[str, list[Tool]] = {}
         self._locks = {name: threading.Lock() for name in self.specs}
         self._closed = False
+        self.shared = shared
+
+    def for_host(self, hooks: ClientHooks | None = None) -> "Catalog":
+        """For a long-lived caller with many users (the gateway's hosts): a catalog for one of
+        them, with its own connections to the servers that keep state between requests (a
+        process, an initialize-era session) and this catalog's connections to those that do not.
+        So a process or session one host started is never another host's. Its connections start
+        on first use, are never remembered for later runs, and end when it is closed; tool
+        listings come from this catalog (they are the server's, not the connection's)."""
+        if self.keeper:
+            return self  # the servers live in a session keeper, shared by design
+        stores = replace(self.stores or Stores(), remember_sessions=False)
+        specs = [spec for name, spec in self.specs.items() if name not in self._unusable]
+        return Catalog(specs, hooks=hooks, builtins=self.builtins, on_stderr=self.on_stderr, stores=stores,
+                       unusable={name: self._failed[name] for name in self._unusable}, shared=self)
+
+    def stateless(self, server: str) -> bool:
+        """Whether one connection to the server can serve every user: a remote server of the
+        2026-07-28 era, or a Streamable HTTP one of the initialize era that gave no session id.
+        A process (stdio, built-in) and a session keep what one user did. Connects to know."""
+        if self.specs[server].kind != "remote":
+            return False
+        session = self.session(server)
+        return session.era == "modern" or getattr(session.transport, "session_id", "") is None
+
+    def serving(self, server: str) -> "Catalog":
+        """The catalog whose connection serves this server: the shared one for a stateless server."""
+        if self.shared is not None and self.shared.stateless(server):
+            return self.shared
+        return self
 
     def session(self, server: str) -> Session:
         """The server's session, connecting on first use (one connection per server)."""
         if server not in self.specs:
             raise UsageError(f"unknown server {server!r}{did_you_mean(server, self.specs)} "
                              f"(servers: {', '.join(self.specs) or 'none'})")
+        if self.shared is not None and self.serving(server) is self.shared:
+            return self.shared.session(server)
         with self._locks[server]:
             if server in self._failed:
                 raise self._failed[server]
@@ -160,6 +192,8 @@ class Catalog:
             pass  # kept in self._failed; reported when the command uses the server
 
     def tools_of(self, server: str) -> list[Tool]:
+        if self.shared is not None:
+            return self.shared.tools_of(server)
         if server not in self._tools:
             raw = self.session(server).list_tools()
             self._tools[server] = [Tool.from_mcp(server, t) for t in raw]

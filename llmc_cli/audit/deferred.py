@@ -14,7 +14,8 @@ class Deferred:
     (decisions) go to disk at once, as always, taking every waiting outcome with them in the
     same write and fsync; outcome records wait in memory for at most FLUSH_RECORDS records or
     FLUSH_SECONDS (a background flush), keeping the time they were recorded at. Leaving the
-    context writes what is left."""
+    context writes what is left. The log's anchor is made durable by the same flush (lazy_anchor),
+    so a decision costs one fsync, the record's own."""
 
     FLUSH_RECORDS = 64
     FLUSH_SECONDS = 1.0
@@ -23,10 +24,14 @@ class Deferred:
         import threading
 
         self.log = log
+        log.lazy_anchor = True  # flush() syncs it, at least every second: one fsync per write, not three
         self.pending: list[AuditRecord] = []
-        self.lock = threading.Lock()  # one batch runs servers in threads; the gateway serves hosts in threads
+        self.lock = threading.Lock()  # held by the one writer (one batch runs servers in threads; the gateway serves hosts in threads)
+        # Guards `pending` and `queued` only, never held across a write: an outcome recorded
+        # while a write and fsync runs does not wait for it.
         self.queue_lock = threading.Lock()
-        self.queued: list[dict[str, Any]] = []  # decision records waiting for the next write
+        self.queued: list[dict[str, Any]] = []  # tickets of decision records waiting for the next write
+        self.writing = False  # a caller is writing queued records (others wait on their tickets)
         self.closed = threading.Event()
         self.flusher = threading.Thread(target=self._flush_every_second, daemon=True, name="llmc-audit-flush")
 
@@ -43,39 +48,71 @@ class Deferred:
         if before_action:
             self.record_before_actions([record])
             return
-        with self.lock:
+        with self.queue_lock:
             self.pending.append({"time": now_iso(), **record})
-            if len(self.pending) >= self.FLUSH_RECORDS:
+            full = len(self.pending) >= self.FLUSH_RECORDS
+        if full:
+            with self.lock:
                 self._write([])
 
     def record_before_actions(self, records: list[AuditRecord]) -> None:
-        """On disk before this returns. Concurrent callers (the gateway's hosts) share writes:
-        while one write+fsync runs, the others queue, and the next writer takes every queued
-        record in one write (group commit); each caller still returns only once its own are on disk."""
+        """On disk before this returns. Concurrent callers (the gateway's hosts) share writes
+        (group commit): one caller writes at a time, taking every record queued meanwhile in one
+        write and fsync; the others wait for their own records, not for the lock, and the one
+        that waited longest writes the next group."""
         import threading
 
-        ticket: dict[str, Any] = {"records": records, "done": threading.Event(), "error": None}
+        ticket: dict[str, Any] = {"records": records, "event": threading.Event(), "written": False, "error": None}
         with self.queue_lock:
             self.queued.append(ticket)
-        with self.lock:
-            if not ticket["done"].is_set():
+            leads = not self.writing
+            self.writing = True
+        if not leads:
+            try:
+                ticket["event"].wait()  # written by another caller, or this one's turn to write
+            except BaseException:  # interrupted while waiting: leave the queue, pass on a turn
                 with self.queue_lock:
-                    batch, self.queued = self.queued, []
-                try:
-                    self._write([r for t in batch for r in t["records"]])
-                except AuditError as exc:
-                    for t in batch:
-                        t["error"] = exc
-                    raise
-                finally:
-                    for t in batch:
-                        t["done"].set()
+                    if ticket in self.queued:
+                        self.queued.remove(ticket)
+                        if ticket["event"].is_set():
+                            self._hand_on()
+                raise
+        if not ticket["written"]:
+            self._commit()
         if ticket["error"] is not None:
             raise ticket["error"]
+
+    def _commit(self) -> None:
+        """Write every queued record in one append; then hand the writing on, or stop."""
+        with self.queue_lock:
+            group, self.queued = self.queued, []
+        error: AuditError | None = None
+        try:
+            with self.lock:
+                self._write([r for t in group for r in t["records"]])
+        except AuditError as exc:
+            error = exc
+        except BaseException:  # interrupted: nobody may wait forever for this write
+            error = AuditError("the audit write was interrupted; no call was run")
+            raise
+        finally:
+            with self.queue_lock:
+                for t in group:
+                    t["written"], t["error"] = True, error
+                    t["event"].set()
+                self._hand_on()
+
+    def _hand_on(self) -> None:
+        """Under queue_lock: the caller that waited longest writes the next group, if any."""
+        if self.queued:
+            self.queued[0]["event"].set()
+        else:
+            self.writing = False
 
     def flush(self) -> None:
         with self.lock:
             self._write([])
+            self.log.sync()
 
     def _flush_every_second(self) -> None:
         while not self.closed.wait(self.FLUSH_SECONDS):
@@ -85,12 +122,16 @@ class Deferred:
                 pass  # the records stay pending; the next decision or the final flush reports it
 
     def _write(self, records: list[AuditRecord]) -> None:
-        if self.pending or records:
+        """Under self.lock: the pending outcomes and `records` in one append."""
+        with self.queue_lock:
+            pending, self.pending = self.pending, []
+        if pending or records:
             try:
-                self.log.append_many([*self.pending, *records])
+                self.log.append_many([*pending, *records])
             except AuditError as exc:
                 # The pending records stay: the next write (or the final flush) takes them.
-                ran = f"{len(self.pending)} outcome records of calls that ran are not written yet"
-                raise AuditError(f"{exc.message}; " + (f"no call was run ({ran})" if records and self.pending else
+                with self.queue_lock:
+                    self.pending[:0] = pending
+                ran = f"{len(pending)} outcome records of calls that ran are not written yet"
+                raise AuditError(f"{exc.message}; " + (f"no call was run ({ran})" if records and pending else
                                                        "no call was run" if records else ran)) from None
-            self.pending = []

@@ -49,6 +49,7 @@ class AuditLog(ChainedLog):
         self._tail: tuple[int, int] | None = None  # (inode, size) of the file after our last write
         self._tail_hash = GENESIS
         self._tail_count = 0
+        self._anchor_synced = True  # no anchor written since the last durable one
 
     def _append_chained(self, seal: Seal) -> None:
         """Under the file lock: whole lines, one fsync, then the anchor. Nothing is left behind
@@ -152,7 +153,30 @@ class AuditLog(ChainedLog):
         from llmc_cli.config.files import write_atomic
 
         body = json.dumps({"head": head, "records": count, "inode": inode, "size": size, "time": now_iso()})
-        write_atomic(self.anchor_path, body)
+        # lazy_anchor: the anchor is replaced atomically as ever, its fsyncs left to sync() (within
+        # a second). The records themselves are fsynced above before any call runs; a crash before
+        # sync() leaves an anchor that lags the log, which verify accepts (and never one ahead).
+        write_atomic(self.anchor_path, body, durable=not self.lazy_anchor)
+        self._anchor_synced = not self.lazy_anchor
+
+    def sync(self) -> None:
+        """Make the anchor durable (lazy_anchor): it is written again as it is now, under the
+        lock, through an fsynced temp file, a rename and a directory fsync."""
+        if self._anchor_synced:
+            return
+        from filelock import FileLock, Timeout
+
+        from llmc_cli.config.files import write_atomic
+
+        try:
+            with FileLock(str(self.path) + ".lock", timeout=30, mode=0o600):
+                anchor = self.anchor()
+                if anchor is not None:
+                    write_atomic(self.anchor_path, json.dumps(anchor))
+                self._anchor_synced = True
+        except (OSError, Timeout, ConfigError) as exc:
+            raise AuditError(f"cannot write the audit anchor {self.anchor_path}: "
+                             f"{getattr(exc, 'strerror', None) or getattr(exc, 'message', None) or exc}") from None
 
     def files(self) -> list[Path]:
         """Oldest first: audit.jsonl.N ... audit.jsonl.1, audit.jsonl."""

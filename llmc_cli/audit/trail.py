@@ -44,6 +44,13 @@ class ChainedLog:
     def records(self) -> Iterator[tuple[Path, int, str]]:
         raise NotImplementedError
 
+    # Set by a writer that calls sync() at least every second (audit.Deferred): the store may then
+    # make its anchor durable in sync() rather than with every append.
+    lazy_anchor = False
+
+    def sync(self) -> None:
+        """Make durable what appends left for later (lazy_anchor); nothing for most stores."""
+
     # -- writing -----------------------------------------------------------------------------------
 
     def append_many(self, records: list[AuditRecord]) -> list[dict[str, Any]]:

@@ -4,6 +4,9 @@
                 namespaced listings, routing back to the upstream, relayed upstream messages
 - connection.py one host connection (a stdio host, an HTTP session, a stateless request): the
                 dual-era server core of server/protocol.py with the gateway's methods
-- http.py       Streamable HTTP: loopback by default, Origin/Host checks, sessions, SSE, health
+- hosts.py      what HTTP requests share: Host/Origin/principal checks, toolboxes per profile,
+                initialize-era host sessions (each with its own upstreams where they keep state)
+- http.py       Streamable HTTP: loopback by default, what is admitted, which connection answers
+- replies.py    how replies reach an HTTP host: JSON, a call's (resumable) SSE stream, GET streams
 - principals.py inbound bearer tokens per principal, stored as hashes in the profile
 """

@@ -11,15 +11,20 @@ otherwise the call is refused with a tool error that says how to pre-approve it.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from llmc_cli import __version__
 from llmc_cli.errors import InputRequired, Cancelled, DriftError, LlmcError, PolicyDenied, RpcError
+from llmc_cli.gateway.listening import Subscriptions
 from llmc_cli.gateway.toolbox import HostCall, Toolbox, own_result
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.model import ToolCall
 from llmc_cli.mcp.versions import META_PREFIX as META
+from llmc_cli.mcp.workers import shared
 from llmc_cli.server.protocol import McpServer, RequestError, Send
+
+if TYPE_CHECKING:
+    from llmc_cli.catalog import Catalog
 
 PAGE_SIZE = 100
 CONFIRM_KEY = "confirm"  # the input request's key in a 2026-07-28 input_required result
@@ -37,16 +42,24 @@ class GatewayConnection(McpServer):
     pooled = frozenset({"tools/list", "resources/list", "resources/templates/list", "resources/read",
                         "prompts/list", "prompts/get", "completion/complete"})
 
-    def __init__(self, toolbox: Toolbox, *, transport: str = "stdio", principal: str | None = None) -> None:
+    def __init__(self, toolbox: Toolbox, *, transport: str = "stdio", principal: str | None = None,
+                 upstreams: Catalog | None = None) -> None:
         profile = toolbox.profile.name
+        # Calls run on threads every connection shares: a 2026-07-28 host gets a connection per
+        # request, which would otherwise start a pool (and a thread) for each.
         super().__init__("llmc-gateway", __version__, [], page_size=PAGE_SIZE, on_close=self._forget,
+                         shared_workers=shared("llmc-gateway-call"),
                          instructions=f"llmc gateway for profile {profile}: the tools of its servers, named "
                                       "SERVER.TOOL; every call is checked by the profile's policy and audited.")
         self.toolbox = toolbox
+        # The upstream connections this host's requests use (Toolbox.host_upstreams for an HTTP
+        # session; the shared ones otherwise); whoever made them closes them.
+        self.upstreams = upstreams or toolbox.catalog
         self.transport = transport
         self.principal = principal
         self._upstream: dict[Any, tuple[str, str]] = {}  # host request id -> (server, our progress token)
         self.on_initialize: Callable[[], None] | None = None  # after the handshake, before its result is sent
+        self.subscriptions = Subscriptions(self)
         toolbox.connections.add(self)
 
     def span_attributes(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -56,6 +69,7 @@ class GatewayConnection(McpServer):
         return attributes
 
     def _forget(self) -> None:
+        self.subscriptions.close()
         self.toolbox.connections.discard(self)
         self.toolbox.forget(self)
 
@@ -88,16 +102,17 @@ class GatewayConnection(McpServer):
     def _dispatch(self, method: str, params: dict[str, Any], modern: str | None) -> dict[str, Any]:
         toolbox = self.toolbox
         if method == "resources/list":
-            return self._listing(self.page("resources", toolbox.gather(method, "resources", "uri", "resources"),
+            return self._listing(self.page("resources", toolbox.gather(method, "resources", "uri", "resources", self.upstreams),
                                            params), modern)
         if method == "resources/templates/list":
-            items = toolbox.gather(method, "resourceTemplates", "uriTemplate", "resources")
+            items = toolbox.gather(method, "resourceTemplates", "uriTemplate", "resources", self.upstreams)
             return self._listing(self.page("resourceTemplates", items, params), modern)
         if method == "prompts/list":
-            return self._listing(self.page("prompts", toolbox.gather(method, "prompts", "name", "prompts"), params),
+            return self._listing(self.page("prompts", toolbox.gather(method, "prompts", "name", "prompts", self.upstreams),
+                                           params),
                                  modern)
         if method == "resources/read":
-            server, uri = self._route(params.get("uri"), "resource")
+            server, uri = self.route(params.get("uri"), "resource")
             result = self._upstream_request(method, server, {"uri": uri})
             contents = result.get("contents")
             if isinstance(contents, list):
@@ -105,12 +120,12 @@ class GatewayConnection(McpServer):
                                       if isinstance(c, dict) else c for c in contents]
             return self._listing(result, modern)  # cacheable in 2026-07-28, like the lists
         if method == "prompts/get":
-            server, name = self._route(params.get("name"), "prompt")
+            server, name = self.route(params.get("name"), "prompt")
             arguments = params.get("arguments")
             return self._upstream_request(method, server, {"name": name, **({"arguments": arguments}
                                                                             if isinstance(arguments, dict) else {})})
-        if method in ("resources/subscribe", "resources/unsubscribe"):
-            return self._subscription(method, params, modern)
+        if method in ("resources/subscribe", "resources/unsubscribe") and not modern:
+            return self.subscriptions.subscribe(method, params)  # 2026-07-28: subscriptions/listen
         if method == "completion/complete":
             return self._complete(params)
         if method == "logging/setLevel":
@@ -118,13 +133,20 @@ class GatewayConnection(McpServer):
         out = super()._dispatch(method, params, modern)
         if method == "initialize" and self.on_initialize is not None:
             self.on_initialize()  # the HTTP gateway shares the session with its other replicas
-        if method == "server/discover":
-            # 2026-07-28 hosts hear of changes only through subscriptions/listen, which the
-            # gateway does not offer yet: promise no notifications.
-            out["capabilities"] = {k: ({**{f: x for f, x in v.items() if f != "subscribe"}, "listChanged": False}
-                                       if isinstance(v, dict) and "listChanged" in v else v)
-                                   for k, v in out["capabilities"].items()}
         return out
+
+    def _request(self, msg_id: Any, method: str, params: Any, send: Send) -> None:
+        if method != "subscriptions/listen":
+            super()._request(msg_id, method, params, send)
+            return
+        try:  # a request that stays open: answered only when the connection ends first
+            if not isinstance(params, dict):
+                raise RequestError(jsonrpc.INVALID_PARAMS, "params must be an object")
+            if not self._era(method, params):
+                raise RequestError(jsonrpc.METHOD_NOT_FOUND, f"method not found: {method} (2026-07-28 only)")
+            self.subscriptions.listen(msg_id, params, send)
+        except RequestError as exc:
+            send(jsonrpc.error(msg_id, exc.code, exc.message, exc.data))
 
     @staticmethod
     def _listing(out: dict[str, Any], modern: str | None) -> dict[str, Any]:
@@ -136,7 +158,8 @@ class GatewayConnection(McpServer):
         tools = [self.toolbox.describe(t) for t in self.toolbox.tools()]
         return self._listing(self.page("tools", tools, params), modern)
 
-    def _route(self, name: Any, what: str) -> tuple[str, str]:
+    def route(self, name: Any, what: str) -> tuple[str, str]:
+        """A namespaced name -> (server, its name there); RequestError for an unknown one."""
         route = self.toolbox.route(name)
         if route is None:
             raise RequestError(jsonrpc.RESOURCE_NOT_FOUND if what == "resource" else jsonrpc.INVALID_PARAMS,
@@ -145,35 +168,18 @@ class GatewayConnection(McpServer):
 
     def _upstream_request(self, method: str, server: str, params: dict[str, Any]) -> dict[str, Any]:
         try:
-            return self.toolbox.forward(method, server, params)
+            return self.toolbox.forward(method, server, params, self.upstreams)
         except RpcError as exc:
             raise RequestError(exc.code or jsonrpc.INTERNAL_ERROR, exc.message, exc.data) from None
         except LlmcError as exc:
             raise RequestError(jsonrpc.INTERNAL_ERROR, exc.message) from None
-
-    def _subscription(self, method: str, params: dict[str, Any], modern: str | None) -> dict[str, Any]:
-        """resources/(un)subscribe of the initialize era (2026-07-28 has subscriptions/listen, which
-        the gateway does not offer yet); updates reach this connection's channel."""
-        if modern:
-            raise RequestError(jsonrpc.METHOD_NOT_FOUND, f"method not found: {method}")
-        server, uri = self._route(params.get("uri"), "resource")
-        try:
-            if method == "resources/subscribe":
-                self.toolbox.subscribe(self, server, uri)
-            else:
-                self.toolbox.unsubscribe(self, server, uri)
-        except RpcError as exc:
-            raise RequestError(exc.code or jsonrpc.INTERNAL_ERROR, exc.message, exc.data) from None
-        except LlmcError as exc:
-            raise RequestError(jsonrpc.INTERNAL_ERROR, exc.message) from None
-        return {}
 
     def _complete(self, params: dict[str, Any]) -> dict[str, Any]:
         ref = params.get("ref")
         if not isinstance(ref, dict):
             raise RequestError(jsonrpc.INVALID_PARAMS, "completion/complete needs a ref")
         field = "uri" if ref.get("type") == "ref/resource" else "name"
-        server, rest = self._route(ref.get(field), "prompt" if field == "name" else "resource")
+        server, rest = self.route(ref.get(field), "prompt" if field == "name" else "resource")
         forwarded = {k: v for k, v in params.items() if k in ("argument", "context")}
         return self._upstream_request("completion/complete", server, {**forwarded, "ref": {**ref, field: rest}})
 
@@ -193,9 +199,9 @@ class GatewayConnection(McpServer):
         toolbox = self.toolbox
         route = toolbox.route(name)
         if route:
-            toolbox.revive(route[0])
+            toolbox.revive(route[0], self.upstreams)
         try:
-            tool = toolbox.catalog.find_tool(*route) if route else None
+            tool = self.upstreams.find_tool(*route) if route else None
         except LlmcError as exc:  # the server is down: the model may try something else
             return _tool_error(f"{name} is unavailable: {exc.message}")
         if route is None or tool is None:
@@ -223,7 +229,7 @@ class GatewayConnection(McpServer):
                 with self._lock:
                     self._upstream[msg_id] = (call.server, token)
                 try:
-                    result = services.call_tool(toolbox.catalog, invocation, call, meta={"progressToken": token})
+                    result = services.call_tool(self.upstreams, invocation, call, meta={"progressToken": token})
                 finally:
                     with self._lock:
                         self._upstream.pop(msg_id, None)
@@ -288,12 +294,13 @@ class GatewayConnection(McpServer):
         super()._notification(message)
         if message["method"] == "notifications/cancelled":
             params = message.get("params") or {}
+            self.subscriptions.cancelled(params.get("requestId"))
             with self._lock:
                 upstream = self._upstream.get(params.get("requestId"))
             if upstream is not None:
                 server, token = upstream
                 try:
-                    self.toolbox.catalog.session(server).cancel(token, str(params.get("reason") or "cancelled by the host"))
+                    self.upstreams.session(server).cancel(token, str(params.get("reason") or "cancelled by the host"))
                 except LlmcError:
                     pass
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from llmc_cli.catalog import Catalog
 from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.errors import LlmcError, UsageError
 from llmc_cli.gateway.connection import GatewayConnection
@@ -69,7 +70,7 @@ class ResumableStream:
 
 @dataclass
 class HostSession:
-    connection: GatewayConnection
+    connection: GatewayConnection  # its upstreams are the session's own (Toolbox.host_upstreams)
     principal: str | None
     last_used: float = field(default_factory=time.monotonic)
     stream: "queue.Queue[dict[str, Any] | None] | None" = None  # the GET stream's messages
@@ -128,6 +129,8 @@ class HttpGateway:
         self.allowed_origins = {o.rstrip("/").lower() for o in served.profile.serve.allowed_origins}
         self.idle_seconds = idle_seconds
         self.sessions: dict[str, HostSession] = {}
+        # (profile, principal) -> the upstream connections of its 2026-07-28 requests
+        self.principal_upstreams: dict[tuple[str, str], Catalog] = {}
         from llmc_cli import services
 
         self.shared: SharedSessions | None = services.host_sessions(served, idle_seconds)
@@ -187,12 +190,38 @@ class HttpGateway:
 
     # -- sessions (initialize era) -------------------------------------------------------------
 
+    def stateless_connection(self, principal: Principal | None) -> GatewayConnection:
+        """A connection for one 2026-07-28 request. That era has no host sessions (state lives in
+        handles a server mints into tool arguments), so the nearest thing to a host is its
+        principal: each one gets its own connections to the upstreams that keep state, kept
+        while the gateway runs; requests without a principal share the toolbox's own."""
+        toolbox = self.toolbox_for(principal)
+        upstreams = None
+        if principal is not None:
+            key = (toolbox.profile.name, principal.name)
+            with self.lock:
+                upstreams = self.principal_upstreams.get(key)
+                if upstreams is None:
+                    upstreams = self.principal_upstreams[key] = toolbox.host_upstreams()
+        return GatewayConnection(toolbox, transport="http", principal=principal.name if principal else None,
+                                 upstreams=upstreams)
+
+    def _session_connection(self, principal: Principal | None, name: str | None) -> GatewayConnection:
+        toolbox = self.toolbox_for(principal)
+        return GatewayConnection(toolbox, transport="http", principal=name, upstreams=toolbox.host_upstreams())
+
+    @staticmethod
+    def _close_connection(connection: GatewayConnection) -> None:
+        """End a session's connection and the upstream connections it owned."""
+        connection.close()
+        if connection.upstreams is not connection.toolbox.catalog:
+            connection.upstreams.close()
+
     def open_session(self, principal: Principal | None) -> tuple[str, HostSession] | None:
-        connection = GatewayConnection(self.toolbox_for(principal), transport="http",
-                                       principal=principal.name if principal else None)
+        connection = self._session_connection(principal, principal.name if principal else None)
         with self.lock:
             if len(self.sessions) >= MAX_SESSIONS:
-                connection.close()
+                self._close_connection(connection)
                 return None
             session_id = secrets.token_urlsafe(32)
             session = self.sessions[session_id] = HostSession(connection, principal.name if principal else None)
@@ -245,13 +274,13 @@ class HttpGateway:
             return None  # cannot tell: the host hears 404 and starts a new session
         if record is None or record.get("principal") != (principal.name if principal else None):
             return None
-        connection = GatewayConnection(self.toolbox_for(principal), transport="http", principal=record["principal"])
+        connection = self._session_connection(principal, record["principal"])
         connection.legacy_version = record.get("protocolVersion")
         connection.client_info = record.get("clientInfo") or {}
         connection.client_capabilities = record.get("clientCapabilities") or {}
         with self.lock:
             if session_id in self.sessions or len(self.sessions) >= MAX_SESSIONS:
-                connection.close()
+                self._close_connection(connection)
                 return self.sessions.get(session_id)  # resumed by a concurrent request, or too many
             session = self.sessions[session_id] = HostSession(connection, record["principal"])
         connection.attach(lambda message: self._to_stream(session, message))
@@ -270,7 +299,7 @@ class HttpGateway:
         if session is not None:
             if session.stream is not None:
                 session.stream.put(None)
-            session.connection.close()
+            self._close_connection(session.connection)
 
     @staticmethod
     def _to_stream(session: HostSession, message: dict[str, Any]) -> None:
@@ -300,5 +329,7 @@ class HttpGateway:
         self.stopped.set()
         for session_id in list(self.sessions):
             self.end_session(session_id)
+        for upstreams in self.principal_upstreams.values():
+            upstreams.close()
         for toolbox in self.toolboxes.values():
             toolbox.close()

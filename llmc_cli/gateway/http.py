@@ -16,26 +16,25 @@ standard library's threading HTTP server: one endpoint, /mcp, plus GET /healthz 
   requests to the client (elicitation) travel before the result; other requests get JSON. A
   client that drops the stream cancels its request.
 
-What the handlers share (principals, toolboxes, host sessions) is hosts.py's HttpGateway.
+What the handlers share (principals, toolboxes, host sessions) is hosts.py's HttpGateway; how
+replies and streams are written, replies.py's ReplyWriter, the handler's base class.
 """
 
 from __future__ import annotations
 
 import json
-import queue
-import secrets
 import signal
 import socket
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
 from llmc_cli.errors import LlmcError, ProtocolError
-from llmc_cli.gateway.connection import GatewayConnection
-from llmc_cli.gateway.hosts import IDLE_SECONDS, HostSession, HttpGateway, ResumableStream, parse_address
+from llmc_cli.gateway.hosts import IDLE_SECONDS, HostSession, HttpGateway, parse_address
 from llmc_cli.gateway.principals import Principal, authenticate
+from llmc_cli.gateway.replies import REPLY_SECONDS, ReplyWriter, params_of
 from llmc_cli.gateway.toolbox import Toolbox
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, MODERN_VERSIONS
@@ -43,42 +42,15 @@ from llmc_cli.mcp.versions import META_PREFIX as META
 
 ENDPOINT = "/mcp"
 MAX_BODY_BYTES = 4 * 1024 * 1024
-REPLY_SECONDS = 3600.0  # the longest a request may take (upstream timeouts end calls long before)
-KEEPALIVE_SECONDS = 15.0
-RETRY_MS = 500  # how soon a host whose stream broke should resume it (SSE retry field)
-STREAMED = {"tools/call"}
 REMOVED = {"initialize", "ping", "logging/setLevel"}  # initialize-era methods a 2026-07-28 request cannot use
-NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}  # what Mcp-Name repeats  # answered on SSE when the client accepts it: messages come before the result
+NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}  # what Mcp-Name repeats
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class Handler(ReplyWriter):
     server_version = "llmc-gateway"
     sys_version = ""
     timeout = 30  # seconds to send a request: a client that trickles bytes is cut off
     gateway: HttpGateway  # set on the subclass serve() makes
-
-    def setup(self) -> None:
-        super().setup()
-        # Headers and body go out in separate writes; with Nagle's algorithm the body would wait
-        # for the client's delayed ACK (~40 ms) on a kept-alive connection.
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # no access log on stderr: request lines carry session ids
-
-    # -- responses -------------------------------------------------------------------------------
-
-    def _send(self, status: int, body: dict[str, Any] | None, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(body, ensure_ascii=False).encode("utf-8") if body is not None else b""
-        self.send_response(status)
-        if body is not None:
-            self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
 
     def _refuse(self, status: int, message: str, code: int = jsonrpc.INVALID_REQUEST,
                 headers: dict[str, str] | None = None, msg_id: Any = None, data: Any = None) -> None:
@@ -158,26 +130,7 @@ class Handler(BaseHTTPRequestHandler):
             self._start_stream({})
             self._pump(resumed, stream_id, int(seen), time.monotonic() + REPLY_SECONDS)
             return
-        stream: queue.Queue[dict[str, Any] | None] = queue.Queue()
-        if session.stream is not None:
-            session.stream.put(None)  # one stream per session: the newer one wins
-        session.stream = stream
-        self._start_stream({})
-        try:
-            while not self.gateway.stopped.is_set():
-                try:
-                    message = stream.get(timeout=KEEPALIVE_SECONDS)
-                except queue.Empty:
-                    self._write(b": keepalive\n\n")
-                    continue
-                if message is None:
-                    break
-                self._event(message)
-        except OSError:
-            pass  # the client went away
-        finally:
-            if session.stream is stream:
-                session.stream = None
+        self._session_stream(session, self.gateway.stopped)
 
     def do_DELETE(self) -> None:
         ok, principal = self._admit_to_endpoint()
@@ -201,7 +154,7 @@ class Handler(BaseHTTPRequestHandler):
         kind = jsonrpc.kind_of(message)
         method = message.get("method")
         session_id = self.headers.get("Mcp-Session-Id")
-        params = _params(message)
+        params = params_of(message)
         modern = isinstance(params.get("_meta"), dict) and "io.modelcontextprotocol/protocolVersion" in params["_meta"]
         header_version = (self.headers.get("MCP-Protocol-Version") or "").strip()
         if kind == "request" and not session_id and (modern or header_version in MODERN_VERSIONS):
@@ -229,8 +182,7 @@ class Handler(BaseHTTPRequestHandler):
             extra["Mcp-Session-Id"] = opened[0]
             connection = opened[1].connection
         elif modern or kind != "request":
-            connection = stateless = GatewayConnection(gateway.toolbox_for(principal), transport="http",
-                                                       principal=principal.name if principal else None)
+            connection = stateless = gateway.stateless_connection(principal)
         else:
             self._refuse(400, "Bad Request: no Mcp-Session-Id; send initialize first (MCP up to 2025-11-25) or put "
                               "the protocol version in the request's _meta (2026-07-28)", msg_id=message.get("id"))
@@ -254,7 +206,7 @@ class Handler(BaseHTTPRequestHandler):
         """What makes a 2026-07-28 request malformed (basic/index.mdx _meta; transports, Server
         Validation): (JSON-RPC code, message, data), answered with 400; None when it is well formed."""
         method = message["method"]
-        params = _params(message)
+        params = params_of(message)
         stated = params.get("_meta")
         meta: dict[str, Any] = stated if isinstance(stated, dict) else {}
         version = meta.get(META + "protocolVersion")
@@ -306,113 +258,6 @@ class Handler(BaseHTTPRequestHandler):
             return None
         return message
 
-    def _answer(self, connection: GatewayConnection, message: dict[str, Any], extra: dict[str, str], *,
-                modern: bool = False, session: HostSession | None = None) -> None:
-        replies: queue.Queue[dict[str, Any]] = queue.Queue()
-        msg_id = message["id"]
-        connection.handle(message, replies.put)
-        streamed = (message["method"] in STREAMED and "text/event-stream" in (self.headers.get("Accept") or "")
-                    and _may_send_first(connection, message))
-        deadline = time.monotonic() + REPLY_SECONDS
-        if streamed and session is not None and session.connection.legacy_version is not None:
-            stream_id = secrets.token_hex(8)
-            resumable = ResumableStream(msg_id, replies)
-            session.keep_stream(stream_id, resumable)
-            self._start_stream(extra)
-            if session.connection.legacy_version >= "2025-11-25":  # SEP-1699: an id to resume from at once
-                self._write(f"id: {stream_id}-0\nretry: {RETRY_MS}\ndata: \n\n".encode())
-            self._pump(resumable, stream_id, 0, deadline)
-            return
-        if streamed:
-            self._start_stream(extra)
-        try:
-            while True:
-                try:
-                    reply = replies.get(timeout=min(KEEPALIVE_SECONDS, max(0.1, deadline - time.monotonic())))
-                except queue.Empty:
-                    if time.monotonic() >= deadline:
-                        reply = jsonrpc.error(msg_id, jsonrpc.INTERNAL_ERROR, "no reply in time")
-                    elif streamed:
-                        self._write(b": keepalive\n\n")  # also finds a client that went away
-                        continue
-                    else:
-                        continue
-                final = "method" not in reply and reply.get("id") == msg_id
-                if streamed:
-                    self._event(reply)
-                elif final:
-                    self._send(_status_of(reply) if modern else 200, reply, extra)
-                if final:
-                    return
-        except OSError:
-            # The client dropped the stream: that cancels its request (2026-07-28 transports).
-            connection.handle(jsonrpc.notification("notifications/cancelled",
-                                                   {"requestId": msg_id, "reason": "the client disconnected"}),
-                              lambda reply: None)
-
-    def _pump(self, stream: ResumableStream, stream_id: str, seen: int, deadline: float) -> None:
-        """Write a session's call stream from event `seen` on until its final reply, taking it over
-        from any other writer. A broken connection just stops: the host may resume again."""
-        me = threading.get_ident()
-        with stream.lock:
-            stream.owner = me
-        cursor = seen
-        try:
-            while True:
-                with stream.lock:
-                    if stream.owner != me:
-                        return  # resumed elsewhere
-                    pending = stream.events[cursor:]
-                    done = stream.done
-                for offset, event in enumerate(pending, start=cursor + 1):
-                    self._event(event, f"{stream_id}-{offset}")
-                cursor += len(pending)
-                if done and cursor >= len(stream.events):
-                    return
-                try:
-                    reply = stream.replies.get(timeout=min(KEEPALIVE_SECONDS, max(0.1, deadline - time.monotonic())))
-                except queue.Empty:
-                    if time.monotonic() >= deadline:
-                        reply = jsonrpc.error(stream.msg_id, jsonrpc.INTERNAL_ERROR, "no reply in time")
-                    else:
-                        self._write(b": keepalive\n\n")  # also finds a client that went away
-                        continue
-                with stream.lock:
-                    stream.events.append(reply)
-                    stream.done = stream.done or ("method" not in reply and reply.get("id") == stream.msg_id)
-        except OSError:
-            pass  # the host lost the stream: the call goes on, its events wait for a GET with Last-Event-ID
-
-    def _start_stream(self, extra: dict[str, str]) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Connection", "close")
-        for name, value in extra.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.close_connection = True  # an SSE body ends when the connection does
-
-    def _event(self, message: dict[str, Any], event_id: str | None = None) -> None:
-        head = f"id: {event_id}\n".encode() if event_id else b""
-        self._write(head + b"event: message\ndata: " + json.dumps(message, ensure_ascii=False).encode("utf-8")
-                    + b"\n\n")
-
-    def _write(self, data: bytes) -> None:
-        self.wfile.write(data)
-        self.wfile.flush()
-
-
-def _status_of(reply: dict[str, Any]) -> int:
-    """2026-07-28 on HTTP: an unknown method is 404; a request refused for its protocol fields 400."""
-    code = (reply.get("error") or {}).get("code") if isinstance(reply.get("error"), dict) else None
-    if code == jsonrpc.METHOD_NOT_FOUND:
-        return 404
-    if code in jsonrpc.MODERN_ERROR_CODES:
-        return 400
-    return 200
-
-
 def _decoded(value: str | None) -> str | None:
     """A header value as sent: surrounding whitespace is not part of it (RFC 9110 5.5), and the
     =?base64?...?= form carries what a header cannot (2026-07-28 transports, Value Encoding)."""
@@ -428,24 +273,6 @@ def _decoded(value: str | None) -> str | None:
         except (binascii.Error, UnicodeDecodeError):
             return None
     return value
-
-
-def _params(message: dict[str, Any]) -> dict[str, Any]:
-    """A message's params object; {} when it has none (or something else in their place)."""
-    params = message.get("params")
-    return params if isinstance(params, dict) else {}
-
-
-def _may_send_first(connection: GatewayConnection, message: dict[str, Any]) -> bool:
-    """Could anything reach the host before this call's result? Progress it asked for, log
-    messages it opted into (2026-07-28), requests to it (elicitation, sampling: initialize era).
-    Otherwise the result goes as plain JSON, and the connection stays open for the next request."""
-    params = _params(message)
-    stated = params.get("_meta")
-    meta: dict[str, Any] = stated if isinstance(stated, dict) else {}
-    if "progressToken" in meta or meta.get("io.modelcontextprotocol/logLevel"):
-        return True
-    return connection.legacy_version is not None  # a session: upstream logs, elicitation, sampling
 
 
 class _Server(ThreadingHTTPServer):

@@ -25,6 +25,7 @@ import time
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from llmc_cli.config.profiles import LoadedProfile
@@ -34,6 +35,7 @@ from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.model import Tool, ToolCall
 
 if TYPE_CHECKING:
+    from llmc_cli.catalog import Catalog
     from llmc_cli.gateway.connection import GatewayConnection  # it imports this module
 
 Send = Callable[[dict[str, Any]], None]
@@ -86,10 +88,12 @@ class Toolbox:
         self.profile = profile
         # the schema allows bare names with exactly one server, so every name routes back to it
         self.bare = next(iter(profile.profile.servers)) if profile.profile.serve.bare_names else None
-        hooks = ClientHooks(on_progress=self._progress, on_log=self._log, on_list_changed=self._list_changed,
-                            on_resource_updated=self._resource_updated, elicit=self._elicit, sample=self._sample,
-                            list_roots=self._roots)
-        self.catalog = services.open_catalog(profile, hooks=hooks, on_stderr=on_stderr)
+        self.hooks = ClientHooks(on_progress=self._progress, on_log=self._log, on_list_changed=self._list_changed,
+                                 on_resource_updated=lambda params: self._resource_updated(params, self.catalog),
+                                 elicit=self._elicit, sample=self._sample, list_roots=self._roots)
+        # The upstream connections every host shares (and those of the one host of stdio);
+        # host_upstreams() gives a host session its own to the servers that keep state.
+        self.catalog = services.open_catalog(profile, hooks=self.hooks, on_stderr=on_stderr)
         # Every host's calls share one audit trail: decisions on disk before each call runs (hosts
         # calling at once share a write and fsync), outcomes written with the next decision or
         # within a second, as in a batch.
@@ -101,9 +105,18 @@ class Toolbox:
         self._secret = os.urandom(32)  # binds a confirmation answer to the exact call it was asked for
         self._reported: set[str] = set()
         self._revived: dict[str, float] = {}  # server -> when it was last set to start again
-        # (server, upstream URI) -> the host connections subscribed to it: the upstream connection
-        # is shared, so it is subscribed while at least one host is
-        self._subscribers: dict[tuple[str, str], set[GatewayConnection]] = {}
+        # (upstream catalog, server, upstream URI) -> the host connections subscribed to it: an
+        # upstream connection may be shared, so it is subscribed while at least one host is
+        self._subscribers: dict[tuple[Catalog, str, str], set[GatewayConnection]] = {}
+
+    def host_upstreams(self) -> Catalog:
+        """A host session's upstream connections: its own to every server that keeps state (a
+        process, an initialize-era session: what one host starts there, another never sees), the
+        shared ones to the stateless; each of its own starts on first use. The caller closes it."""
+        holder: list[Catalog] = []
+        hooks = replace(self.hooks, on_resource_updated=lambda params: self._resource_updated(params, holder[0]))
+        holder.append(self.catalog.for_host(hooks))
+        return holder[0]
 
     def close(self) -> None:
         try:
@@ -113,14 +126,16 @@ class Toolbox:
 
     # -- tools -----------------------------------------------------------------------------------
 
-    def revive(self, server: str | None = None) -> None:
+    def revive(self, server: str | None = None, upstreams: Catalog | None = None) -> None:
         """Start again, on next use, an upstream that crashed or could not start (one server, or
-        all), at most every RETRY_SECONDS: a gateway outlives its upstreams' troubles."""
+        all; the shared connection and a host's own), at most every RETRY_SECONDS: a gateway
+        outlives its upstreams' troubles."""
         now = time.monotonic()
         for name in [server] if server else list(self.catalog.specs):
             if now - self._revived.get(name, 0.0) < RETRY_SECONDS:
                 continue
-            if self.catalog.restart(name):
+            restarted = [c.restart(name) for c in {self.catalog, upstreams or self.catalog}]
+            if any(restarted):
                 self._revived[name] = now
                 self._reported.discard(name)
                 print(f"llmc serve: {name} will be started again (what it kept in memory is lost)", file=sys.stderr,
@@ -212,27 +227,27 @@ class Toolbox:
 
     # -- resources, templates, prompts -------------------------------------------------------------
 
-    def gather(self, method: str, key: str, field: str, capability: str) -> list[dict[str, Any]]:
+    def gather(self, method: str, key: str, field: str, capability: str, upstreams: Catalog) -> list[dict[str, Any]]:
         """Every server's items of a list method (all pages), their `field` namespaced."""
         def one(server: str) -> list[dict[str, Any]]:
-            session = self.catalog.session(server)
+            session = upstreams.session(server)
             if capability not in (session.capabilities or {}):
                 return []
             return [{**item, field: self.expose(server, str(item.get(field, "")))}
                     for item in session.list_all(method, key)]
 
-        per_server, failures = self.catalog.each(one)
+        per_server, failures = upstreams.each(one)
         self._report(failures)
         return [item for server in self.catalog.specs for item in per_server.get(server, [])]
 
-    def forward(self, method: str, server: str, params: dict[str, Any]) -> dict[str, Any]:
+    def forward(self, method: str, server: str, params: dict[str, Any], upstreams: Catalog) -> dict[str, Any]:
         """A request for one server's resource, prompt or completion; RpcError as the server said."""
-        return own_result(self.catalog.session(server).request(method, params))
+        return own_result(upstreams.session(server).request(method, params))
 
     def can_subscribe(self) -> bool:
         """Whether some upstream offers resources/subscribe: an initialize-era one that declares it
-        (2026-07-28 upstreams have subscriptions/listen instead, not relayed yet; one that cannot
-        start offers nothing)."""
+        (2026-07-28 upstreams have subscriptions/listen instead, which llmc's client does not
+        speak yet; one that cannot start offers nothing)."""
         from llmc_cli.mcp.versions import MODERN_VERSIONS
 
         def offers(server: str) -> bool:
@@ -245,20 +260,20 @@ class Toolbox:
 
     def subscribe(self, connection: GatewayConnection, server: str, uri: str) -> None:
         """A host subscribes to an upstream resource; RpcError/LlmcError as the upstream refused."""
-        key = (server, uri)
+        key = (connection.upstreams.serving(server), server, uri)
         with self._lock:
             first = key not in self._subscribers
             self._subscribers.setdefault(key, set()).add(connection)
         if first:
             try:
-                self.forward("resources/subscribe", server, {"uri": uri})
+                self.forward("resources/subscribe", server, {"uri": uri}, key[0])
             except LlmcError:
                 with self._lock:
                     self._subscribers.pop(key, None)
                 raise
 
     def unsubscribe(self, connection: GatewayConnection, server: str, uri: str) -> None:
-        key = (server, uri)
+        key = (connection.upstreams.serving(server), server, uri)
         with self._lock:
             hosts = self._subscribers.get(key)
             if hosts is None or connection not in hosts:
@@ -269,7 +284,7 @@ class Toolbox:
                 del self._subscribers[key]
         if last:
             try:
-                self.forward("resources/unsubscribe", server, {"uri": uri})
+                self.forward("resources/unsubscribe", server, {"uri": uri}, key[0])
             except LlmcError:
                 pass  # the upstream may be gone: nothing is subscribed there any more either way
 
@@ -277,22 +292,22 @@ class Toolbox:
         """A host connection closed: its subscriptions end with it."""
         with self._lock:
             keys = [key for key, hosts in self._subscribers.items() if connection in hosts]
-        for server, uri in keys:
+        for _upstreams, server, uri in keys:
             self.unsubscribe(connection, server, uri)
 
     # -- relayed upstream messages -------------------------------------------------------------
 
-    def _resource_updated(self, params: dict[str, Any]) -> None:
-        """An upstream's resource changed: every host subscribed to it hears, under its name there.
-        The hook does not say which upstream sent it, so a URI two servers share reaches the
-        subscribers of both (they re-read; nothing is revealed that a read would not)."""
+    def _resource_updated(self, params: dict[str, Any], source: Catalog) -> None:
+        """An upstream's resource changed: every host subscribed to it through that catalog's
+        connections hears, under its name there. The hook does not say which server sent it, so a
+        URI two servers share reaches the subscribers of both (they re-read; nothing is revealed
+        that a read would not)."""
         uri = params.get("uri")
         with self._lock:
-            targets = [(server, host) for (server, u), hosts in self._subscribers.items() if u == uri for host in hosts]
+            targets = [(server, host) for (upstreams, server, u), hosts in self._subscribers.items()
+                       if u == uri and upstreams is source for host in hosts]
         for server, host in targets:
-            if host.channel is not None:
-                host.channel(jsonrpc.notification("notifications/resources/updated",
-                                                  {**params, "uri": self.expose(server, str(uri))}))
+            host.subscriptions.updated(server, params)
 
     @contextmanager
     def hosting(self, call: HostCall) -> Iterator[str]:
@@ -325,8 +340,7 @@ class Toolbox:
         if method not in LIST_CHANGED:
             return
         for connection in list(self.connections):
-            if connection.channel is not None:
-                connection.channel(jsonrpc.notification(method))
+            connection.subscriptions.changed(method)
 
     def _asking(self) -> HostCall | None:
         """The host call an upstream's request is about: the one whose thread is waiting on the

@@ -141,10 +141,11 @@ def _connect_remote(spec: ServerSpec, stores: Stores, memo: _Memo, hooks: Client
     session = Session(transport, name=spec.name, timeout=spec.timeout, hooks=hooks)
     # A legacy session outlives this process: its id is remembered after every handshake (the
     # one after a 404 included) and the server is not told to end it on close.
-    transport.end_session_on_close = False
-    session.on_initialized = lambda: memo.put(http_sessions.entry_for(session))
+    remember = stores.remember_sessions
+    transport.end_session_on_close = not remember
+    session.on_initialized = lambda: _note_legacy(memo, session, remember)
     if cached and cached.get("era") == "legacy" and choice == "http":
-        remembered = http_sessions.RememberedHttpSession.from_entry(cached)
+        remembered = http_sessions.RememberedHttpSession.from_entry(cached) if remember else None
         if remembered and cached.get("version") in LEGACY_VERSIONS:
             http_sessions.resume(session, cached["version"], remembered)
         else:
@@ -188,10 +189,17 @@ def _connect_remote(spec: ServerSpec, stores: Stores, memo: _Memo, hooks: Client
             session.close()
             raise
     if era == "legacy":
-        memo.put(http_sessions.entry_for(session))
+        _note_legacy(memo, session, remember)
     else:
         memo.put({"era": era, "transport": "http", "version": session.protocol_version or ""})
     return session
+
+
+def _note_legacy(memo: _Memo, session: Session, remember: bool) -> None:
+    """Cache the era (and session id) after a legacy HTTP handshake; a session that is not
+    remembered writes nothing, so it cannot replace the entry of one that is."""
+    if remember:
+        memo.put(http_sessions.entry_for(session))
 
 
 def _refused(spec: ServerSpec, exc: RpcError) -> str:

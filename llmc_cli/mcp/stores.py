@@ -62,6 +62,9 @@ class Stores:
 
     era_cache: EraCache | None = None
     tokens: TokenStore | None = None
+    # False: an initialize-era HTTP session belongs to this connection alone (a gateway's host
+    # session): none is resumed or remembered in the era cache, and each is ended on close.
+    remember_sessions: bool = True
 
 
 class MemoryTokenStore:

@@ -25,6 +25,7 @@ from llmc_cli.errors import ProtocolError, RpcError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, MODERN_VERSIONS
 from llmc_cli.mcp.versions import META_PREFIX as META
+from llmc_cli.mcp.workers import Workers
 
 Send = Callable[[dict[str, Any]], None]
 
@@ -71,7 +72,10 @@ class McpServer:
     pooled: frozenset[str] = frozenset()  # methods besides tools/call that may take long
 
     def __init__(self, name: str, version: str, tools: list[ToolDef], *, instructions: str | None = None,
-                 page_size: int = 100, workers: int = 4, on_close: Callable[[], None] | None = None) -> None:
+                 page_size: int = 100, workers: int = 4, on_close: Callable[[], None] | None = None,
+                 shared_workers: Workers | None = None) -> None:
+        """`shared_workers`: threads shared with other connections (the gateway, whose HTTP hosts
+        may get a connection per request), instead of a pool of `workers` threads of its own."""
         self.server_info = {"name": name, "version": version}
         self.instructions = instructions
         self.tools = {t.name: t for t in tools}
@@ -81,7 +85,8 @@ class McpServer:
         self.client_capabilities: dict[str, Any] = {}
         # Where messages that answer no request go (list_changed): set by the host (stdio: stdout).
         self.channel: Send | None = None
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="llmc-tool")
+        self._pool: ThreadPoolExecutor | Workers = shared_workers or ThreadPoolExecutor(
+            max_workers=workers, thread_name_prefix="llmc-tool")
         self._lock = threading.Lock()
         self._cancelled: set[Any] = set()
         self._running: set[Any] = set()
@@ -154,7 +159,8 @@ class McpServer:
             telemetry.server_session_ended(time.monotonic() - self._born, attributes)
         if self._on_close is not None:
             self._on_close()  # stop processes and searches first, so running calls return
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        if isinstance(self._pool, ThreadPoolExecutor):
+            self._pool.shutdown(wait=False, cancel_futures=True)
 
     # ------------------------------------------------------------------ eras
     def _era(self, method: str, params: dict[str, Any]) -> str | None:

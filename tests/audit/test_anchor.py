@@ -126,3 +126,26 @@ def test_audit_head_without_an_anchor_says_so(isolated_dirs):
     delete_anchor(path)
     proc = llmc("audit", "head")
     assert proc.returncode == 3 and "no anchor" in proc.stderr and proc.stdout == ""
+
+
+def test_under_a_deferred_writer_the_anchor_still_follows_every_write(tmp_path):
+    """audit.Deferred (a batch, the gateway) leaves the anchor's fsyncs to its flush; the anchor is
+    replaced with every write all the same, so a cut-off end is found at any moment, and an
+    anchor behind the log (a crash before the flush made it durable) is no finding."""
+    from llmc_cli.audit import Deferred
+
+    path = tmp_path / "audit.jsonl"
+    anchor = path.with_name("audit.jsonl.anchor")
+    with Deferred(AuditLog(path)) as deferred:
+        deferred.record_before_actions([{"event": "decision", "n": 1}, {"event": "decision", "n": 2}])
+        assert json.loads(anchor.read_text())["records"] == 2  # written with the decisions
+        behind = anchor.read_text()
+        deferred.record({"event": "outcome", "n": 1}, before_action=False)
+        deferred.record_before_actions([{"event": "decision", "n": 3}])
+        assert json.loads(anchor.read_text())["records"] == 4  # the waiting outcome went with it
+    assert AuditLog(path).verify()["ok"] and json.loads(anchor.read_text())["records"] == 4
+    anchor.write_text(behind)  # what a crash before the flush may leave
+    report = AuditLog(path).verify()
+    assert report["ok"] and report["records"] == 4
+    cut_end(path)  # 1 record left, the anchor (behind or not) counts more
+    assert AuditLog(path).verify()["ok"] is False

@@ -50,8 +50,8 @@ SUITES["2026-package/2025-11-25"] = SUITES["2025-11-25"] | {"server-session-life
 RESULT_DIR = re.compile(r"^server-(.+)-\d{4}-\d\d-\d\dT[\d-]+Z$")
 
 # The target speaks 2026-07-28 to the gateway, where subscriptions are subscriptions/listen, which
-# the gateway does not relay yet (resources/subscribe is relayed to initialize-era upstreams:
-# tests/gateway/test_passthrough.py)
+# llmc's client does not speak upstream yet (resources/subscribe and a host's subscriptions/listen
+# are relayed to initialize-era upstreams: tests/gateway/test_passthrough.py)
 NOT_YET_THROUGH_GATEWAY = {"resources-subscribe", "resources-unsubscribe"}
 
 PROFILE = """\

@@ -222,12 +222,14 @@ def test_an_upstreams_roots_request_goes_to_a_host_that_has_roots(gateway_profil
     run(work)
 
 
+@pytest.mark.parametrize("over", ["stdio", "http"])
 @pytest.mark.parametrize("mode, version", ERAS)
 def test_resource_subscriptions_reach_an_initialize_era_upstream(gateway_profile: Path, mode: str,
-                                                                 version: str) -> None:
-    """resources/subscribe goes to an initialize-era upstream (the target over HTTP: over stdio the
-    SDK answers in the era of its first message), and its notifications/resources/updated reach the
-    subscribed host under the gateway's name."""
+                                                                 version: str, over: str) -> None:
+    """resources/subscribe (initialize-era hosts) and subscriptions/listen (2026-07-28 hosts, on an
+    open SSE stream over HTTP) go to an initialize-era upstream as resources/subscribe (the target
+    over HTTP: over stdio the SDK answers in the era of its first message), and its
+    notifications/resources/updated reach the subscribed host under the gateway's name."""
     import socket
     import subprocess
     import sys
@@ -256,12 +258,26 @@ def test_resource_subscriptions_reach_an_initialize_era_upstream(gateway_profile
         if getattr(root, "method", None) == "notifications/resources/updated":
             updated.append(str(root.params.uri))
 
+    from tests.gateway.test_http import sdk_host, start, stop
+
+    gateway = start(gateway_profile) if over == "http" else None
+
     async def work() -> None:
-        async with host(gateway_profile, mode, message_handler=on_message) as client:
+        connected = sdk_host(gateway.url, mode, message_handler=on_message) if gateway else \
+            host(gateway_profile, mode, message_handler=on_message)
+        async with connected as client:
             uri = "target.test://watched-resource"
-            if version == "2026-07-28":  # subscriptions/listen there, not relayed yet
+            if version == "2026-07-28":  # subscriptions/listen: the ack says what is honoured, then events
+                from mcp.shared.subscriptions import ResourceUpdated
+
                 with pytest.raises(MCPError, match="method not found"):
                     await client.subscribe_resource(uri)
+                async with client.listen(resource_subscriptions=[uri, "nosuch.test://x"]) as sub:
+                    assert sub.honored is not None and sub.honored.resource_subscriptions == [uri]
+                    assert (await client.call_tool("target.test_touch_watched", {})).is_error is False
+                    with anyio.fail_after(30):
+                        event = await sub.__anext__()
+                    assert event == ResourceUpdated(uri=uri)
                 return
             assert client.session.server_capabilities.resources.subscribe is True
             await client.subscribe_resource(uri)
@@ -275,6 +291,8 @@ def test_resource_subscriptions_reach_an_initialize_era_upstream(gateway_profile
     try:
         run(work)
     finally:
+        if gateway is not None:
+            stop(gateway)
         target.terminate()
         target.wait(timeout=30)
 

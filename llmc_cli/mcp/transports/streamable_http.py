@@ -26,6 +26,7 @@ from llmc_cli.mcp.transports.base import Closed, Deliver
 from llmc_cli.mcp.transports.http_channel import HttpChannel, is_event_stream, preview, sleep_unless
 from llmc_cli.mcp.transports.param_headers import NAME_PARAM, annotated_parameters, header_value, mirrored_arguments
 from llmc_cli.mcp.versions import MODERN_FROM
+from llmc_cli.mcp.workers import Workers, shared
 
 DEFAULT_RETRY_MS = 1000  # reconnection delay when the server sets none
 MAX_RECONNECTS = 5  # resumption attempts per stream
@@ -100,7 +101,7 @@ class StreamableHttpTransport:
             return
         if method == "notifications/cancelled":
             # Sent when a request timed out, often because the server hangs: never wait for it.
-            self._spawn(lambda: self._post_quietly(message), "llmc-http-cancel", joined=False)
+            _workers().submit(self._post_quietly, message)
             return
         if method is None or "id" not in message or method in WAIT_FOR_ANSWER:
             self._post(message)
@@ -114,9 +115,10 @@ class StreamableHttpTransport:
         # arriving late and ending everything.
         confirming = not self._session_confirmed
         head = _Head()
+        # On a reused thread (a thread start per request is a good part of a fast call's cost).
         # Not joined on close: a POST still waiting for headers cannot be interrupted (no socket to
         # shut down yet); it is a daemon thread bounded by its read timeout.
-        self._spawn(lambda: self._post_in_background(message, head, confirming), "llmc-http-post", joined=False)
+        _workers().submit(self._post_in_background, message, head, confirming)
         deadline = time.monotonic() + (self.idle_timeout if confirming else HEAD_WAIT)
         while not head.settled.is_set() and (left := deadline - time.monotonic()) > 0:
             head.settled.wait(min(left, 0.5))  # short sleeps: a signal's handler runs when this thread wakes
@@ -128,17 +130,27 @@ class StreamableHttpTransport:
     def _post_in_background(self, message: dict[str, Any], head: "_Head", confirming: bool) -> None:
         error: LlmcError | None = None
         try:
-            self._post(message, read_timeout=self.idle_timeout, on_status=head.settled.set if confirming else None)
+            # A reply stream is read right here, once send() has heard that it started.
+            self._post(message, read_timeout=self.idle_timeout, on_status=head.settled.set if confirming else None,
+                       on_stream=lambda: self._finish(head, None))
         except LlmcError as exc:
             error = exc
         finally:
-            with head.lock:
-                late = head.abandoned
-                head.finished = True
-                head.error = None if late else error
-            head.settled.set()
+            late = self._finish(head, error)
         if error is not None and late and not isinstance(error, TimeoutExpired):
             self._report(error)  # a timeout is not reported: the session's own speaks
+
+    @staticmethod
+    def _finish(head: "_Head", error: LlmcError | None) -> bool:
+        """Tell send() how its POST went (the first word counts) and wake it; True when send() no
+        longer listens (it gave up waiting, or heard already): a later error is then reported."""
+        with head.lock:  # decided together with send()'s giving up: exactly one reports
+            late = head.abandoned or head.finished
+            if not late:
+                head.finished = True
+                head.error = error
+        head.settled.set()
+        return late
 
     def _post_quietly(self, message: dict[str, Any]) -> None:
         try:
@@ -147,9 +159,11 @@ class StreamableHttpTransport:
             self._note(f"{message.get('method')} not delivered: {exc.message}")
 
     def _post(self, message: dict[str, Any], read_timeout: float | str = "default",
-              on_status: Callable[[], None] | None = None) -> None:
+              on_status: Callable[[], None] | None = None, on_stream: Callable[[], Any] | None = None) -> None:
         """POST one message and handle the reply; `on_status` is called once the server has
-        accepted the session (any status but 404), before the body is read."""
+        accepted the session (any status but 404), before the body is read. `on_stream`: this
+        thread is the request's own, so a reply stream is read here (on_stream called first)
+        instead of on a new thread."""
         method = message.get("method")
         is_request = method is not None and "id" in message
         sent_session = self.session_id if not self.modern else None
@@ -173,7 +187,7 @@ class StreamableHttpTransport:
         if status == 202 or not is_request:
             self.http.read_body(response, 0)
         else:
-            self._reply(response, message)
+            self._reply(response, message, on_stream)
         if method == "notifications/initialized" and not self.modern:
             self._spawn(self._listen, "llmc-http-get")
 
@@ -230,7 +244,7 @@ class StreamableHttpTransport:
             headers["Last-Event-ID"] = last_event_id
         return headers
 
-    def _reply(self, response: Any, request: dict[str, Any]) -> None:
+    def _reply(self, response: Any, request: dict[str, Any], on_stream: Callable[[], Any] | None = None) -> None:
         ctype = response.headers.get("content-type", "").lower()
         with self._lock:
             if request["id"] in self._cancelled:
@@ -240,7 +254,11 @@ class StreamableHttpTransport:
         if "text/event-stream" in ctype:
             with self._lock:
                 self._inflight[request["id"]] = response
-            self._spawn(lambda: self._post_stream(response, request), "llmc-http-sse")
+            if on_stream is not None:
+                on_stream()
+                self._post_stream(response, request)
+            else:
+                self._spawn(lambda: self._post_stream(response, request), "llmc-http-sse")
             return
         body = self.http.read_message(response)
         if "application/json" not in ctype:
@@ -382,10 +400,10 @@ class StreamableHttpTransport:
         if response is not None:
             self.http.stop_stream(response)
 
-    def _spawn(self, target: Any, name: str, joined: bool = True) -> None:
+    def _spawn(self, target: Any, name: str) -> None:
+        """A thread close() joins (the GET stream, a reply stream read apart from its POST)."""
         t = threading.Thread(target=target, daemon=True, name=name)
-        if joined:
-            self._threads = [old for old in self._threads if old.is_alive()] + [t]
+        self._threads = [old for old in self._threads if old.is_alive()] + [t]
         t.start()
 
     def _report(self, error: LlmcError) -> None:
@@ -398,3 +416,8 @@ class StreamableHttpTransport:
 
     def _note(self, text: str) -> None:
         self._notes.append(text)
+
+
+def _workers() -> Workers:
+    """The threads every Streamable HTTP transport of the process posts its requests on."""
+    return shared("llmc-http-post")

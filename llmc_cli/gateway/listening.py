@@ -1,0 +1,128 @@
+"""What one host connection listens for: initialize-era `resources/subscribe`, and 2026-07-28
+`subscriptions/listen` streams (basic/patterns/subscriptions.mdx), and the delivery of upstream
+changes to them.
+
+A listen request stays open: its acknowledgment goes first, then every notification it asked for
+carries its request id under `_meta` subscriptionId; it ends when the host cancels it (HTTP:
+drops the stream; stdio: notifications/cancelled) and, when the connection closes first, with a
+`complete` result. Resource URIs are honoured where the upstream offers resources/subscribe (the
+toolbox subscribes there while any host listens); list changes of every upstream are relayed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from llmc_cli.errors import LlmcError, RpcError
+from llmc_cli.mcp import jsonrpc
+from llmc_cli.mcp.versions import META_PREFIX as META
+from llmc_cli.server.protocol import RequestError, Send
+
+if TYPE_CHECKING:
+    from llmc_cli.gateway.connection import GatewayConnection
+
+SUBSCRIPTION = META + "subscriptionId"
+FLAGS = {"toolsListChanged": "notifications/tools/list_changed",
+         "promptsListChanged": "notifications/prompts/list_changed",
+         "resourcesListChanged": "notifications/resources/list_changed"}
+
+
+@dataclass
+class Listen:
+    send: Send
+    methods: set[str]  # the list_changed notifications it asked for
+    resources: set[tuple[str, str]] = field(default_factory=set)  # (server, upstream URI)
+
+
+class Subscriptions:
+    def __init__(self, connection: GatewayConnection) -> None:
+        self.connection = connection
+        self.subscribed: set[tuple[str, str]] = set()  # resources/subscribe (initialize era)
+        self.listens: dict[Any, Listen] = {}  # subscriptions/listen request id -> what it asked for
+
+    # -- initialize era ------------------------------------------------------------------------
+
+    def subscribe(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """resources/(un)subscribe; updates reach the connection's channel."""
+        route = self.connection.route(params.get("uri"), "resource")
+        toolbox = self.connection.toolbox
+        try:
+            if method == "resources/subscribe":
+                toolbox.subscribe(self.connection, *route)
+                self.subscribed.add(route)
+            else:
+                self.subscribed.discard(route)
+                self._release(route)
+        except RpcError as exc:
+            raise RequestError(exc.code or jsonrpc.INTERNAL_ERROR, exc.message, exc.data) from None
+        except LlmcError as exc:
+            raise RequestError(jsonrpc.INTERNAL_ERROR, exc.message) from None
+        return {}
+
+    # -- 2026-07-28 ----------------------------------------------------------------------------
+
+    def listen(self, msg_id: Any, params: dict[str, Any], send: Send) -> None:
+        """Open a listen stream: acknowledge what is honoured, then relay it until cancelled."""
+        wanted = params.get("notifications")
+        wanted = wanted if isinstance(wanted, dict) else {}
+        honored: dict[str, Any] = {flag: True for flag in FLAGS if wanted.get(flag) is True}
+        listen = Listen(send, {FLAGS[flag] for flag in honored})
+        uris = wanted.get("resourceSubscriptions")
+        if isinstance(uris, list):
+            honored["resourceSubscriptions"] = []
+            for uri in uris:
+                route = self.connection.toolbox.route(uri)
+                if route is None:
+                    continue
+                try:
+                    self.connection.toolbox.subscribe(self.connection, *route)
+                except LlmcError:
+                    continue  # the upstream offers no subscriptions (or is down): not honoured
+                listen.resources.add(route)
+                honored["resourceSubscriptions"].append(uri)
+        send(jsonrpc.notification("notifications/subscriptions/acknowledged",
+                                  {"_meta": {SUBSCRIPTION: msg_id}, "notifications": honored}))
+        self.listens[msg_id] = listen  # after the acknowledgment: nothing may come before it
+
+    def cancelled(self, msg_id: Any) -> None:
+        """The host cancelled a listen request: it gets no reply (cancellation.mdx)."""
+        listen = self.listens.pop(msg_id, None)
+        if listen is not None:
+            for route in listen.resources:
+                self._release(route)
+
+    def close(self) -> None:
+        """The connection ends: its open listens end gracefully (and the toolbox forgets it)."""
+        listens, self.listens = self.listens, {}
+        for msg_id, listen in listens.items():
+            try:
+                listen.send(jsonrpc.result(msg_id, {"resultType": "complete", "_meta": {SUBSCRIPTION: msg_id}}))
+            except OSError:
+                pass  # the host is gone already
+
+    # -- delivery ------------------------------------------------------------------------------
+
+    def changed(self, method: str) -> None:
+        """An upstream's list changed: on the initialize-era channel, and to listens that asked."""
+        if self.connection.channel is not None and self.connection.legacy_version is not None:
+            self.connection.channel(jsonrpc.notification(method))
+        for msg_id, listen in list(self.listens.items()):
+            if method in listen.methods:
+                listen.send(jsonrpc.notification(method, {"_meta": {SUBSCRIPTION: msg_id}}))
+
+    def updated(self, server: str, params: dict[str, Any]) -> None:
+        """An upstream resource changed: to the channel if subscribed there, and to listens on it."""
+        route = (server, str(params.get("uri")))
+        exposed = {**params, "uri": self.connection.toolbox.expose(*route)}
+        if route in self.subscribed and self.connection.channel is not None:
+            self.connection.channel(jsonrpc.notification("notifications/resources/updated", exposed))
+        for msg_id, listen in list(self.listens.items()):
+            if route in listen.resources:
+                listen.send(jsonrpc.notification("notifications/resources/updated",
+                                                 {**exposed, "_meta": {SUBSCRIPTION: msg_id}}))
+
+    def _release(self, route: tuple[str, str]) -> None:
+        """Unsubscribe upstream unless this connection still wants the resource elsewhere."""
+        if route not in self.subscribed and not any(route in listen.resources for listen in self.listens.values()):
+            self.connection.toolbox.unsubscribe(self.connection, *route)
