@@ -11,6 +11,7 @@ otherwise the call is refused with a tool error that says how to pre-approve it.
 from __future__ import annotations
 
 import json
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Callable
 
 from llmc_cli import __version__
@@ -28,6 +29,11 @@ if TYPE_CHECKING:
 
 PAGE_SIZE = 100
 CONFIRM_KEY = "confirm"  # the input request's key in a 2026-07-28 input_required result
+
+
+# The HTTP peer (address, port) of the request being handled on this thread, set by the HTTP
+# handler around dispatch, for the request's SERVER span.
+HTTP_PEER: ContextVar[tuple[str, int] | None] = ContextVar("llmc_gateway_http_peer", default=None)
 
 
 class _InputRequired(Exception):
@@ -66,6 +72,11 @@ class GatewayConnection(McpServer):
         attributes = super().span_attributes(params)
         if self.transport == "http":
             attributes.update({"network.transport": "tcp", "network.protocol.name": "http"})
+            peer = HTTP_PEER.get()
+            if peer is not None:
+                attributes.update({"client.address": peer[0], "client.port": peer[1]})
+        # No mcp.session.id: a gateway session's id is all an unauthenticated host needs to use
+        # that session, and traces are read by more people than may act as the host.
         return attributes
 
     def _forget(self) -> None:

@@ -32,6 +32,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from llmc_cli.errors import LlmcError, ProtocolError
+from llmc_cli.gateway.connection import HTTP_PEER
 from llmc_cli.gateway.hosts import IDLE_SECONDS, HostSession, HttpGateway, parse_address
 from llmc_cli.gateway.principals import Principal, authenticate
 from llmc_cli.gateway.replies import REPLY_SECONDS, ReplyWriter, params_of
@@ -144,6 +145,13 @@ class Handler(ReplyWriter):
         self._send(200, None)
 
     def do_POST(self) -> None:
+        peer = HTTP_PEER.set((str(self.client_address[0]), int(self.client_address[1])))
+        try:
+            self._post()
+        finally:
+            HTTP_PEER.reset(peer)
+
+    def _post(self) -> None:
         ok, principal = self._admit_to_endpoint()
         if not ok:
             return

@@ -5,13 +5,15 @@ W3C trace context from params._meta and returns it); the gateway as a real child
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from typing import Any
 
 import pytest
 
 from tests.fakes.llm import FakeLLM
 from tests.fakes.scripts import turn
-from tests.helpers import llmc, llmc_executable
+from tests.helpers import free_port, llmc, llmc_executable, wait_listening
 from tests.telemetry.conftest import SERVER, otel_env, profile
 from tests.transports.conftest import sdk
 
@@ -199,6 +201,37 @@ def test_the_gateway_continues_the_hosts_trace_to_the_upstream(isolated_dirs, re
     server_ops = [p for p in got.points if p["name"] == "mcp.server.operation.duration"]
     assert all(p["bounds"] == MCP_BUCKETS for p in server_ops)
     assert any(p["attributes"].get("gen_ai.tool.name") == "sdk.trace_context" for p in server_ops)
+
+
+def test_the_gateway_over_http_names_its_host_peer(isolated_dirs, receiver):
+    """`llmc serve -p --http`: the SERVER span of a host's request says it came over TCP from the
+    host's address and port, continues the host's trace, and carries no gateway session id."""
+    profile(isolated_dirs, extra="[policy]\nconfirm_destructive = false\n")
+    port = free_port()
+    gateway = subprocess.Popen([llmc_executable(), "--otel", "serve", "-p",
+                                str(isolated_dirs / "config" / "profiles" / "default.toml"), "--http", f"127.0.0.1:{port}"],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               env={**os.environ, **otel_env(receiver), "LLMC_STATE_DIR": str(isolated_dirs / "gw-state")})
+    try:
+        wait_listening(gateway, port, "the gateway")
+        for transport in ("auto", "http"):  # a 2026-07-28 request, then an initialize-era session
+            proc = llmc("call", "--url", f"http://127.0.0.1:{port}/mcp", "--transport", transport, "sdk.echo",
+                        "message=hi", env=otel_env(receiver, LLMC_OTEL="1"))
+            assert proc.returncode == 0, proc.stderr
+        got = receiver.got
+        assert got.wait_for(lambda g: len([s for s in g.named("tools/call sdk.echo") if s["kind"] == "server"]) == 2)
+        hosts = {s["spanId"]: s for s in got.named("tools/call sdk.echo") if s["kind"] == "client"}
+        for served in (s for s in got.named("tools/call sdk.echo") if s["kind"] == "server"):
+            attributes = served["attributes"]
+            assert (attributes["network.transport"], attributes["network.protocol.name"]) == ("tcp", "http")
+            assert attributes["client.address"] == "127.0.0.1" and 0 < attributes["client.port"] < 65536
+            assert "mcp.session.id" not in attributes
+            assert served["parentSpanId"] in hosts
+    finally:
+        gateway.terminate()
+        gateway.wait(timeout=30)
+        if gateway.stderr:
+            gateway.stderr.close()
 
 
 @pytest.mark.parametrize("switch", ["profile", "flag"])
