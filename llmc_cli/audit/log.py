@@ -164,17 +164,15 @@ class AuditLog(ChainedLog):
         lock, through an fsynced temp file, a rename and a directory fsync."""
         if self._anchor_synced:
             return
-        from filelock import FileLock, Timeout
-
-        from llmc_cli.config.files import write_atomic
+        from llmc_cli.config.files import LockTimeout, file_lock, write_atomic
 
         try:
-            with FileLock(str(self.path) + ".lock", timeout=30, mode=0o600):
+            with file_lock(str(self.path) + ".lock", timeout=30):
                 anchor = self.anchor()
                 if anchor is not None:
                     write_atomic(self.anchor_path, json.dumps(anchor))
                 self._anchor_synced = True
-        except (OSError, Timeout, ConfigError) as exc:
+        except (OSError, LockTimeout, ConfigError) as exc:
             raise AuditError(f"cannot write the audit anchor {self.anchor_path}: "
                              f"{getattr(exc, 'strerror', None) or getattr(exc, 'message', None) or exc}") from None
 
