@@ -6,6 +6,7 @@ its session is gone."""
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import shutil
@@ -13,6 +14,7 @@ import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Iterator
 
@@ -138,9 +140,10 @@ def test_an_initialize_era_host_whose_replica_is_killed(isolated_dirs: Path, sta
 def test_a_rate_limit_holds_across_two_replicas_and_two_call_loops(isolated_dirs: Path, state_url: str,
                                                                    tmp_path: Path) -> None:
     """calls_per_minute = 60, counted in the database, while two hosts send batches through
-    HAProxy to both replicas and two loops of `llmc call` run beside them: exactly 60 calls run
-    (the whole run takes well under the minute of the window); the gateway refuses the rest as
-    a tool error naming the limit, `llmc call` with exit 4."""
+    HAProxy to both replicas and two loops of `llmc call` run beside them: never more than 60
+    calls in a minute (exactly 60 when the run fits in the window, as it does on a quiet
+    machine); the gateway refuses the rest as a tool error naming the limit, `llmc call` with
+    exit 4."""
     write_profile(isolated_dirs)
     profile = isolated_dirs / "config" / "profiles" / "default.toml"
     profile.write_text(profile.read_text() + "calls_per_minute = 60\n")
@@ -174,12 +177,21 @@ def test_a_rate_limit_holds_across_two_replicas_and_two_call_loops(isolated_dirs
     loop_refused = [p for p in calls if p.returncode == 4 and "rate limit" in p.stderr]
     assert len(gateway_ran) + len(gateway_refused) == 80 and len(loop_ran) + len(loop_refused) == 20, \
         (lines[:2], [(p.returncode, p.stderr) for p in calls][:2])
-    assert len(gateway_ran) + len(loop_ran) == 60
-    with psycopg.connect(state_url) as conn:
-        assert conn.execute("SELECT count(*) FROM llmc_rate").fetchone() == (60,)
+    ran = len(gateway_ran) + len(loop_ran)
     records = [json.loads(line) for line in llmc("audit", "tail", "-n", "1000").stdout.splitlines()]
     outcomes = [r["outcome"] for r in records if r["event"] == "outcome"]
-    assert outcomes.count("ok") == 60 and outcomes.count("denied") == 40
+    assert outcomes.count("ok") == ran and outcomes.count("denied") == 100 - ran
+    # The window slides: on a slow machine the run may outlast the minute, and then calls whose
+    # predecessors left the window may run. What must hold: never more than 60 calls in a minute
+    # (judged by the outcomes' times, less a margin for the time between counting and recording),
+    # at least 60 ran, and exactly 60 when the whole run fitted inside the window.
+    ran_at = sorted(_seconds(r["time"]) for r in records if r["event"] == "outcome" and r["outcome"] == "ok")
+    assert ran >= 60 and all(bisect.bisect_right(ran_at, t + 58) - i <= 60 for i, t in enumerate(ran_at))
+    every = [_seconds(r["time"]) for r in records]
+    if max(every) - min(every) < 58:
+        assert ran == 60
+        with psycopg.connect(state_url) as conn:
+            assert conn.execute("SELECT count(*) FROM llmc_rate").fetchone() == (60,)
     gateway_outcomes = [r for r in records if r["event"] == "outcome" and r["pid"] in pids]
     assert {r["pid"] for r in gateway_outcomes} == pids and len(gateway_outcomes) == 80  # both replicas counted
     assert json.loads(llmc("audit", "verify").stdout)["ok"] is True
@@ -211,3 +223,7 @@ def test_a_session_resumes_only_for_its_principal_and_the_database_keeps_no_sess
     finally:
         for replica in replicas:
             stop(replica)
+
+
+def _seconds(iso: str) -> float:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
