@@ -204,7 +204,8 @@ class Catalog:
         names = servers or list(self.specs)
         results: dict[str, Any] = {}
         failures: list[ServerFailure] = []
-        with ThreadPoolExecutor(max_workers=max(1, min(8, len(names)))) as pool:
+        pool = ThreadPoolExecutor(max_workers=max(1, min(8, len(names))))
+        try:
             futures = {name: pool.submit(work, name) for name in names}
             for name, future in futures.items():
                 interrupts.wait(partial(_settled, future))
@@ -212,6 +213,11 @@ class Catalog:
                     results[name] = future.result()
                 except LlmcError as exc:
                     failures.append(ServerFailure(name, exc))
+        finally:
+            # Not joined: when an interruption leaves the loop early, a worker may still wait for
+            # a silent server, and joining it here would hold the signal up for that request's
+            # whole timeout. Its request ends when the command closes the catalog while unwinding.
+            pool.shutdown(wait=False, cancel_futures=True)
         return results, failures
 
     def list_tools(self, servers: list[str] | None = None) -> tuple[list[Tool], list[ServerFailure]]:

@@ -17,7 +17,7 @@ import pytest
 
 from tests.fakes.llm import FakeLLM
 from tests.fakes.scripts import turn
-from tests.helpers import TO_THREAD, llmc, llmc_executable, sdk_server, signal_another_thread, wait_until
+from tests.helpers import PEERS, TO_THREAD, llmc, llmc_executable, sdk_server, signal_another_thread, wait_until
 from tests.processes import live_processes
 from tests.schemas import check_output
 
@@ -115,6 +115,28 @@ def test_a_single_call(isolated_dirs, sig, code, to_thread):
     assert_every_decided_call_has_one_outcome(isolated_dirs, ["slow"])
     assert [r["reason"] for r in audit_records(isolated_dirs) if r.get("outcome") == "interrupted"] == \
         [f"{'terminated' if code == 143 else 'interrupted'} ({signal.Signals(sig).name})"]
+    assert_no_server_left(marker)
+
+
+@pytest.mark.parametrize("sig, code", SIGNALS[:2])
+@TO_THREAD
+def test_a_listing_with_a_silent_server_ends_at_once(isolated_dirs, sig, code, to_thread):
+    """tools list over a server that answers and one that never does: a signal ends the command
+    while the silent server's request is still waiting (its timeout is 300 s; the wait for the
+    exit is bounded by WAIT_SECONDS), and both servers are stopped."""
+    marker = uuid.uuid4().hex
+    path = isolated_dirs / "config" / "profiles" / "default.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"""
+[servers.{mode}]
+command = "{sys.executable}"
+args = ["{PEERS / 'misbehaving_stdio.py'}", "{mode}"]
+env = {{ LLMC_SIGNAL_TEST = "{marker}" }}
+""" for mode in ("good", "silent")))
+    proc = start("tools", "list", "--timeout", "300")
+    wait_for(lambda: len(marked_processes(marker)) == 2, "both servers")
+    returncode, out, err = finish(proc, sig, to_thread)
+    assert returncode == code and out == "", err
     assert_no_server_left(marker)
 
 
