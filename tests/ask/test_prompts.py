@@ -126,6 +126,7 @@ def test_an_elicitation_shows_descriptions_and_takes_empty_optional_fields(isola
         assert "one of: red, blue" in term.expect("default \"blue\")")
         term.type("green")
         term.expect("answer one of: red, blue")
+        term.expect('default "blue")')  # asked again: typeahead before the question is dropped
         term.type("red")
         code = term.wait()
     assert code == 0, term.screen
