@@ -11,6 +11,7 @@ the calls of `ask`) are never interrupted themselves; they ask `requested()` bef
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 import time
@@ -64,6 +65,39 @@ def wait(poll: Callable[[float], bool], timeout: float | None = None) -> bool:
             return False
         if poll(left):
             return True
+
+
+@contextlib.contextmanager
+def relayed_to_main_thread(signums: tuple[int, ...] = tuple(SIGNAL_EXIT_CODES)) -> Iterator[None]:
+    """For a main thread blocked in a system call that no timeout can slice (reading a terminal,
+    reading a server's input): a signal the kernel hands to another thread does not interrupt it,
+    and CPython runs the handler only once the main thread runs again, after the person typed or
+    the client wrote. Inside this block the C-level handler's wakeup fd, which gets the number of
+    every signal whichever thread took it, is read by a relay thread that sends each signal once
+    more to the main thread itself, whose system call then fails with EINTR and runs the handler.
+    Once per signal number: the relayed signal reaches the wakeup fd too. Main thread only."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    previous = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    main = threading.main_thread().ident
+    assert main is not None
+
+    def relay() -> None:
+        relayed: set[int] = set()
+        try:
+            while data := os.read(read_end, 64):
+                for signum in set(data) & set(signums) - relayed:
+                    relayed.add(signum)
+                    signal.pthread_kill(main, signum)
+        finally:
+            os.close(read_end)
+
+    threading.Thread(target=relay, daemon=True, name="llmc-signal-relay").start()
+    try:
+        yield
+    finally:
+        signal.set_wakeup_fd(previous)
+        os.close(write_end)  # the relay reads end of file, closes its end and returns
 
 
 def requested() -> bool:

@@ -41,7 +41,7 @@ ALLOWED: dict[str, set[str]] = {
     "policy": {"config", "store", "mcp", "errors", "model"},
     "audit": {"config", "store", "interrupts", "telemetry", "mcp", "errors", "model"},
     "lockfile": {"config", "translate", "mcp", "errors", "model"},
-    "server": {"llmc_cli", "config", "telemetry", "mcp", "errors", "model"},  # the built-in MCP servers
+    "server": {"llmc_cli", "config", "telemetry", "interrupts", "mcp", "errors", "model"},  # the built-in MCP servers
     "keeper": {"config", "store", "mcp", "errors", "model"},  # lifecycle.py, transport.py
     "catalog": {"keeper", "interrupts", "mcp", "errors", "model"},
     "telemetry": {"llmc_cli", "config", "mcp", "errors", "model"},  # imported by what it observes

@@ -17,12 +17,15 @@ Everything shown that a server or a model wrote passes through output.clean.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import threading
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from llmc_cli import interrupts
 from llmc_cli.cli.output import clean, prompt_turn
 
 if TYPE_CHECKING:
@@ -190,6 +193,14 @@ def read_line(question: str) -> str | None:
     """Show the question (stderr) and read one line from fd 0; None at end of input."""
     _discard_typeahead()
     click.echo(clean(question), err=True, nl=False)
+    # The main thread waits in read(2) for as long as the person takes: a signal handed to one of
+    # the other threads (session readers, a tool's worker) must interrupt it all the same.
+    on_main = threading.current_thread() is threading.main_thread()
+    with interrupts.relayed_to_main_thread() if on_main else contextlib.nullcontext():
+        return _read_answer()
+
+
+def _read_answer() -> str | None:
     data = bytearray()
     while len(data) < MAX_LINE:
         byte = os.read(0, 1)  # one byte: never read past this line (the next answer's input)

@@ -7,13 +7,15 @@ of corrupting the stream.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, BinaryIO, Callable
+from typing import TYPE_CHECKING, Any, BinaryIO
 
+from llmc_cli import interrupts
 from llmc_cli.errors import ProtocolError
 from llmc_cli.mcp import jsonrpc
 
@@ -30,21 +32,21 @@ def log(message: str) -> None:
 def run_stdio(endpoint: McpServer, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
     """Read messages until end of input, then close the endpoint (stops its processes).
 
-    SIGTERM and SIGHUP end the server the same way (exit 143 / 129 after closing): a client
-    shuts a stdio server down with end of input, then SIGTERM a moment later, and the endpoint
+    SIGTERM and SIGHUP end the server the same way (exit 143 after closing, DESIGN's code for
+    both): a client shuts a stdio server down with end of input, then SIGTERM a moment later, and the endpoint
     must still end the process trees it started (they live in their own sessions, out of reach
     of the client's killpg). A signal that arrives while closing is ignored."""
     closing = threading.Event()
-    stop_relay = None
+    relay: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
     if threading.current_thread() is threading.main_thread():
         def terminate(signum: int, frame: Any) -> None:
             if not closing.is_set():
                 closing.set()  # once: a second signal must not cut the closing short
-                raise SystemExit(128 + signum)
+                raise SystemExit(interrupts.SIGNAL_EXIT_CODES[signum])
 
         signal.signal(signal.SIGTERM, terminate)
         signal.signal(signal.SIGHUP, terminate)
-        stop_relay = _relay_to_main_thread((signal.SIGTERM, signal.SIGHUP))
+        relay = interrupts.relayed_to_main_thread((signal.SIGTERM, signal.SIGHUP))  # see there
     if stdout is None:
         stdout = os.fdopen(os.dup(1), "wb", buffering=0)
         os.dup2(2, 1)
@@ -62,6 +64,11 @@ def run_stdio(endpoint: McpServer, stdin: BinaryIO | None = None, stdout: Binary
                 pass  # the client went away; end of input follows
 
     endpoint.attach(send)
+    with relay:
+        _serve_lines(endpoint, stdin, send, closing)
+
+
+def _serve_lines(endpoint: McpServer, stdin: BinaryIO, send: Send, closing: threading.Event) -> None:
     try:
         while line := stdin.readline(MAX_LINE_BYTES + 1):
             if len(line) > MAX_LINE_BYTES:
@@ -78,37 +85,6 @@ def run_stdio(endpoint: McpServer, stdin: BinaryIO | None = None, stdout: Binary
     finally:
         closing.set()
         endpoint.close()
-        if stop_relay is not None:
-            stop_relay()
-
-
-def _relay_to_main_thread(signums: tuple[int, ...]) -> Callable[[], None]:
-    """Python runs a signal's handler in the main thread, but only once that thread runs again:
-    blocked reading the input, it sleeps through a signal the kernel handed to another thread (a
-    tool's worker, a reader). The C-level handler writes the number of every signal, whichever
-    thread got it, to the wakeup fd; this relay sends it once more to the main thread itself,
-    whose read is then interrupted. Once per signal number: the relayed signal is written to the
-    wakeup fd too. Returns what undoes it."""
-    read_end, write_end = os.pipe()
-    os.set_blocking(write_end, False)
-    previous = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
-    main = threading.main_thread().ident
-    assert main is not None
-
-    def relay() -> None:
-        relayed: set[int] = set()
-        while data := os.read(read_end, 64):
-            for signum in set(data) & set(signums) - relayed:
-                relayed.add(signum)
-                signal.pthread_kill(main, signum)
-
-    threading.Thread(target=relay, daemon=True, name="llmc-signal-relay").start()
-
-    def undo() -> None:
-        signal.set_wakeup_fd(previous)
-        os.close(write_end)  # the relay reads end of file and returns; it closes nothing else
-
-    return undo
 
 
 def _decode(line: bytes, send: Send) -> list[dict[str, Any]]:

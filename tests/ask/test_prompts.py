@@ -5,6 +5,7 @@ wrote acts on the terminal. The installed llmc, real MCP servers, a wire-level f
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ import pytest
 
 from tests.fakes.llm import FakeLLM
 from tests.fakes.scripts import turn
-from tests.helpers import node_tool, profile_file, sdk_server
+from tests.helpers import node_tool, profile_file, sdk_server, signal_another_thread
 from tests.peers.hostile_text import PAYLOAD, RAW_MARKERS
 from tests.terminal import Terminal
 
@@ -107,6 +108,25 @@ def test_ctrl_c_at_any_question_exits_130_cleanly(isolated_dirs, what, argv, scr
             assert "interrupted" in term.screen
             assert "Fatal Python error" not in term.screen and "Traceback" not in term.screen, term.screen
             assert term.line_reaches_the_shell()
+
+
+MAIN_THREAD_QUESTIONS = [("confirmation", ["call", "h.echo", "message=hi"], "Run it?"),
+                         ("elicitation", ["call", "h.ask"], "Answer?")]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: s.name)
+@pytest.mark.parametrize("what,argv,question", MAIN_THREAD_QUESTIONS, ids=[q[0] for q in MAIN_THREAD_QUESTIONS])
+def test_a_signal_taken_by_another_thread_ends_a_question_on_the_main_thread(isolated_dirs, what, argv, question, sig):
+    """The kernel may hand a process's signal to any of its threads (here: one of the server
+    connection's); the main thread waits in read(2) for the person's answer and must not sleep
+    through it until something is typed."""
+    write_profile(isolated_dirs, policy='confirm = ["h.echo"]')
+    with Terminal(*argv, env=KEY) as term:
+        term.expect(question)
+        signal_another_thread(term.proc.pid, sig)
+        code = term.wait()
+    assert code == (130 if sig == signal.SIGINT else 143), term.screen  # DESIGN: SIGTERM and SIGHUP are 143
+    assert "Traceback" not in term.screen, term.screen
 
 
 def test_an_elicitation_shows_descriptions_and_takes_empty_optional_fields(isolated_dirs):

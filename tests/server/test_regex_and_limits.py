@@ -188,10 +188,12 @@ def test_background_child_ends_with_llmc_call(tmp_path: Path, server: str) -> No
 
 
 @TO_THREAD
-def test_sigterm_ends_the_stdio_server_and_its_process_trees(tmp_path: Path, to_thread: bool) -> None:
-    """`llmc serve workspace` killed with SIGTERM (its input still open) closes like at end of
-    input: the background child of a finished command is gone, and the exit status is 143, also
-    when the kernel hands the signal to a thread other than the one reading the input."""
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_sigterm_ends_the_stdio_server_and_its_process_trees(tmp_path: Path, to_thread: bool, signame: str) -> None:
+    """`llmc serve workspace` killed with SIGTERM or SIGHUP (its input still open) closes like at
+    end of input: the background child of a finished command is gone, and the exit status is 143
+    (DESIGN's code for both), also when the kernel hands the signal to a thread other than the one
+    reading the input."""
     import json
     import signal
     import subprocess
@@ -219,10 +221,11 @@ def test_sigterm_ends_the_stdio_server_and_its_process_trees(tmp_path: Path, to_
                 break
         assert reply["result"]["structuredContent"]["output"] == "ok\n"
         assert _started(marker)
+        sig = signal.Signals[signame]
         if to_thread:
-            signal_another_thread(server.pid, signal.SIGTERM)
+            signal_another_thread(server.pid, sig)
         else:
-            server.send_signal(signal.SIGTERM)
+            server.send_signal(sig)
         assert server.wait(timeout=30) == 143
     finally:
         server.kill()
