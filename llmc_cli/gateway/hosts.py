@@ -4,6 +4,7 @@ queue, idle expiry, sharing with other replicas through a state database)."""
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import queue
@@ -12,7 +13,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Iterator, Protocol
 from urllib.parse import urlsplit
 
 from llmc_cli.catalog import Catalog
@@ -25,6 +26,7 @@ from llmc_cli.mcp import jsonrpc
 
 MAX_SESSIONS = 256
 IDLE_SECONDS = 1800.0
+CLOSE_SECONDS = 5.0  # on shutdown, how long open listen streams get to write their `complete`
 LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
 
 
@@ -136,6 +138,11 @@ class HttpGateway:
         self.shared: SharedSessions | None = services.host_sessions(served, idle_seconds)
         self.lock = threading.Lock()
         self.stopped = threading.Event()
+        # The connections of the 2026-07-28 listen streams open now: when the gateway stops, each
+        # stream gets its `complete` result before the process ends (basic/patterns/subscriptions.mdx,
+        # Graceful Closure), so the host knows to listen again rather than suspect a failure.
+        self.listening: set[GatewayConnection] = set()
+        self._drained = threading.Condition(self.lock)
 
     # -- who may ask ---------------------------------------------------------------------------
 
@@ -325,8 +332,26 @@ class HttpGateway:
     def auth_mode(self) -> str:
         return "+".join(m for m, on in (("bearer", self.principals), ("oauth", self.oauth)) if on) or "none"
 
+    @contextlib.contextmanager
+    def listen_stream(self, connection: GatewayConnection) -> Iterator[None]:
+        """Around the answer to subscriptions/listen: the stream is known until it ends."""
+        with self.lock:
+            self.listening.add(connection)
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.listening.discard(connection)
+                self._drained.notify_all()
+
     def close(self) -> None:
         self.stopped.set()
+        with self.lock:
+            streams = list(self.listening)
+        for connection in streams:
+            connection.subscriptions.close()  # its handler writes the `complete` result and returns
+        with self.lock:
+            self._drained.wait_for(lambda: not self.listening, timeout=CLOSE_SECONDS)
         for session_id in list(self.sessions):
             self.end_session(session_id)
         for upstreams in self.principal_upstreams.values():

@@ -22,6 +22,7 @@ replies and streams are written, replies.py's ReplyWriter, the handler's base cl
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import socket
@@ -35,7 +36,7 @@ from llmc_cli.errors import LlmcError, ProtocolError
 from llmc_cli.gateway.connection import HTTP_PEER
 from llmc_cli.gateway.hosts import IDLE_SECONDS, HostSession, HttpGateway, parse_address
 from llmc_cli.gateway.principals import Principal, authenticate
-from llmc_cli.gateway.replies import REPLY_SECONDS, ReplyWriter, params_of
+from llmc_cli.gateway.replies import OPEN_ENDED, REPLY_SECONDS, ReplyWriter, params_of
 from llmc_cli.gateway.toolbox import Toolbox
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, MODERN_VERSIONS
@@ -204,8 +205,9 @@ class Handler(ReplyWriter):
                 self._refuse(404, f"Method not found: {method} (removed in 2026-07-28)", jsonrpc.METHOD_NOT_FOUND,
                              msg_id=message["id"])
                 return
-            self._answer(connection, message, extra, modern=modern and not session_id,
-                         session=session)
+            listening = gateway.listen_stream(connection) if method == OPEN_ENDED else contextlib.nullcontext()
+            with listening:
+                self._answer(connection, message, extra, modern=modern and not session_id, session=session)
         finally:
             if stateless is not None:
                 stateless.close()

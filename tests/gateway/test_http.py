@@ -381,3 +381,29 @@ def test_conformance_server_scenarios(gateway: Gateway, tmp_path: Path, suite: s
                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert " 0 failed" in proc.stdout
+
+
+def test_open_listen_streams_end_with_complete_when_the_gateway_stops(gateway_profile: Path) -> None:
+    """2026-07-28 subscriptions/listen over HTTP: when the gateway shuts down (SIGTERM), each open
+    stream gets the `complete` result for its request before it closes (subscriptions.mdx,
+    Graceful Closure), so the host can tell a clean end from a lost connection."""
+    running = start(gateway_profile)
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    listen = {"jsonrpc": "2.0", "id": "L1", "method": "subscriptions/listen",
+              "params": {"notifications": {"toolsListChanged": True}, "_meta": meta}}
+    conn = http.client.HTTPConnection("127.0.0.1", running.port, timeout=30)
+    try:
+        conn.request("POST", "/mcp", body=json.dumps(listen), headers={
+            "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"})
+        response = conn.getresponse()
+        assert response.status == 200 and response.getheader("Content-Type") == "text/event-stream"
+        read_events(response, b"notifications/subscriptions/acknowledged")
+        running.proc.terminate()
+        (_, data), = read_events(response, b'"complete"')
+        assert json.loads(data) == {"jsonrpc": "2.0", "id": "L1", "result": {
+            "resultType": "complete", "_meta": {"io.modelcontextprotocol/subscriptionId": "L1"}}}
+        assert response.fp.readline() == b""  # then the stream ends
+    finally:
+        conn.close()
+        stop(running)
