@@ -4,11 +4,9 @@ bare tool names routed when unambiguous. A dead server never blocks the others."
 from __future__ import annotations
 
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any, Callable, Collection, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping
 
 from llmc_cli import interrupts
 from llmc_cli.errors import ConnectionFailed, LlmcError, RpcError, UsageError, did_you_mean
@@ -17,6 +15,9 @@ from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.mcp.session import Session
 from llmc_cli.mcp.stores import Stores
 from llmc_cli.model import ServerSpec, Tool
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 
 @dataclass
@@ -201,6 +202,8 @@ class Catalog:
 
     def each(self, work: Callable[[str], Any], servers: list[str] | None = None) -> tuple[dict[str, Any], list[ServerFailure]]:
         """Run work(server) for every server concurrently; failures are collected, not raised."""
+        from concurrent.futures import ThreadPoolExecutor  # not at import: a call to one server needs no pool
+
         names = servers or list(self.specs)
         results: dict[str, Any] = {}
         failures: list[ServerFailure] = []
@@ -313,6 +316,8 @@ class Catalog:
             for session in sessions:
                 session.close()
             return
+        from concurrent.futures import ThreadPoolExecutor
+
         with ThreadPoolExecutor(max_workers=max(1, min(8, len(sessions)))) as pool:
             list(pool.map(lambda s: s.close(), sessions))
 
@@ -324,4 +329,6 @@ class Catalog:
 
 
 def _settled(future: "Future[Any]", seconds: float) -> bool:
+    from concurrent.futures import wait as futures_wait
+
     return bool(futures_wait([future], seconds).done)

@@ -5,12 +5,38 @@ the JSON Lines file (appends, anchor, rotation); postgres.py: the same chain in 
 record (time, identity, masking, hash). The names below are the package's interface.
 """
 
-from llmc_cli.audit.deferred import Deferred
-from llmc_cli.audit.log import DEFAULT_MAX_BYTES, AuditLog, default_path, open_log
-from llmc_cli.audit.postgres import PostgresAuditLog
-from llmc_cli.audit.trail import ChainedLog
-from llmc_cli.audit.records import MASK, AuditError, identity, mask_secrets, now_iso, record_hash, secret_values
-from llmc_cli.store.chain import GENESIS
+from typing import TYPE_CHECKING, Any
+
+# Which module holds each name of the interface.
+_WHERE = {name: module for module, names in {
+    "llmc_cli.audit.deferred": "Deferred",
+    "llmc_cli.audit.log": "DEFAULT_MAX_BYTES AuditLog default_path open_log",
+    "llmc_cli.audit.postgres": "PostgresAuditLog",
+    "llmc_cli.audit.trail": "ChainedLog",
+    "llmc_cli.audit.records": "MASK AuditError identity mask_secrets now_iso record_hash secret_values",
+    "llmc_cli.store.chain": "GENESIS",
+}.items() for name in names.split()}
+
+if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its module, on first use
+    from llmc_cli.audit.deferred import Deferred
+    from llmc_cli.audit.log import DEFAULT_MAX_BYTES, AuditLog, default_path, open_log
+    from llmc_cli.audit.postgres import PostgresAuditLog
+    from llmc_cli.audit.trail import ChainedLog
+    from llmc_cli.audit.records import MASK, AuditError, identity, mask_secrets, now_iso, record_hash, secret_values
+    from llmc_cli.store.chain import GENESIS
+else:
+    def __getattr__(name: str) -> Any:
+        """A name of the interface, imported with its module when first asked for: a single call
+        needs neither a batch's trail nor the PostgreSQL store (start-up time: issue 21)."""
+        module = _WHERE.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from importlib import import_module
+
+        value = getattr(import_module(module), name)
+        globals()[name] = value
+        return value
+
 
 __all__ = ["ChainedLog", "Deferred", "DEFAULT_MAX_BYTES", "AuditLog", "default_path", "open_log", "PostgresAuditLog", "MASK",
            "AuditError", "identity", "mask_secrets", "now_iso", "record_hash", "secret_values", "GENESIS"]

@@ -204,14 +204,18 @@ class AuditLog(ChainedLog):
             os.replace(path, path.with_suffix(f".{int(path.suffix[1:]) + 1}"))
         os.replace(self.path, self.path.with_name(self.path.name + ".1"))
 
+
 def open_log(profile: "Profile") -> ChainedLog:
     """The audit trail of a profile: in the state database when `[state]
     url` or LLMC_STATE_URL names one, else the JSON Lines file."""
-    from llmc_cli.audit.postgres import PostgresAuditLog
     from llmc_cli.store.postgres import state_url
 
     url = state_url(profile.state.url)
-    return PostgresAuditLog(url) if url else AuditLog(profile.audit_log)
+    if not url:
+        return AuditLog(profile.audit_log)
+    from llmc_cli.audit.postgres import PostgresAuditLog  # only for a state database
+
+    return PostgresAuditLog(url)
 
 
 def _last_line(path: Path) -> str:

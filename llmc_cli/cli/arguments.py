@@ -1,19 +1,19 @@
 """Tool arguments from the command line: KEY=VALUE typed by the tool's inputSchema, KEY:=JSON,
-or a whole object with --json '{...}' | @file | - (stdin)."""
+or a whole object with --json '{...}' | @file | - (stdin); checked against that schema."""
 
 from __future__ import annotations
 
-import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from llmc_cli.errors import UsageError, did_you_mean
+from llmc_cli.errors import UsageError
 from llmc_cli.model import parse_json
+
+if TYPE_CHECKING:
+    from llmc_cli.catalog import Catalog
 
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
-
-
 
 
 def read_input(source: str, what: str) -> str:
@@ -107,56 +107,15 @@ def coerce(key: str, value: str, prop: dict[str, Any]) -> Any:
     raise UsageError(f"argument {key}: {value!r} is not a valid {' or '.join(types)}")
 
 
-def validate_arguments(arguments: dict[str, Any], schema: Any, tool: str) -> None:
-    """Check arguments against the tool's inputSchema before anything is sent: UsageError (exit 2)
-    naming the argument and what was expected. A name the schema does not declare is refused when
-    the schema forbids extra names, or when it is close to a declared one (a typo is far likelier
-    than a deliberate undeclared argument). A schema that is itself broken, or refers to other
-    documents, is the server's business: the call goes ahead unchecked.
+def validate_arguments(catalog: "Catalog", server: str, arguments: dict[str, Any], schema: Any, tool: str) -> None:
+    """mcp/validation.py's check (UsageError, exit 2, when the arguments do not fit), run by the
+    session keeper that holds the server when there is one: it keeps jsonschema loaded, which
+    this process would spend ~50 ms importing. Here when there is no keeper, or it cannot."""
+    if catalog.keeper is not None:
+        from llmc_cli.keeper.transport import validate_in_keeper
 
-    A null given for an optional property counts as leaving it out (it is still sent as given):
-    models in strict mode send null for every optional property, and the spec asks clients to
-    treat a null x-mcp-header value as absent, so servers commonly read null as "not provided"."""
-    if not isinstance(schema, dict):
-        return
-    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-    for key in arguments:
-        if properties and key not in properties:
-            hint = did_you_mean(key, properties)
-            if hint or schema.get("additionalProperties") is False:
-                raise UsageError(f"{tool}: unknown argument {key!r}{hint or ' (arguments: ' + ', '.join(properties) + ')'}")
-    declared = schema.get("required")
-    required: list[Any] = declared if isinstance(declared, list) else []
-    checked = {k: v for k, v in arguments.items() if v is not None or k in required}
-    import jsonschema
-    from jsonschema.exceptions import best_match
+        if validate_in_keeper(*catalog.keeper, arguments, schema, tool):
+            return
+    from llmc_cli.mcp.validation import validate_arguments as check
 
-    try:
-        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        cls.check_schema(schema)
-        error = best_match(cls(schema).iter_errors(checked))
-    except Exception:  # noqa: BLE001 - an unusable schema (invalid, unresolvable $ref) is not the user's error
-        return
-    if error is None:
-        return
-    where = ".".join(str(p) for p in error.absolute_path)
-    if error.validator == "required":
-        missing = next((name for name in error.validator_value if name not in (error.instance or {})), "?")
-        where = f"{where}.{missing}" if where else missing
-        raise UsageError(f"{tool}: missing required argument {where!r}")
-    expected = _expected(error)
-    raise UsageError(f"{tool}: argument {where or '(all)'}: {expected}")
-
-
-def _expected(error: Any) -> str:
-    """What the schema wanted, in a few words ('expected integer, got \"x\"')."""
-    got = json.dumps(error.instance, ensure_ascii=False)
-    got = got if len(got) <= 60 else got[:57] + "..."
-    if error.validator == "type":
-        wanted = error.validator_value
-        wanted = " or ".join(wanted) if isinstance(wanted, list) else wanted
-        return f"expected {wanted}, got {got}"
-    if error.validator == "enum":
-        return f"expected one of {', '.join(json.dumps(v) for v in error.validator_value)}, got {got}"
-    message = str(error.message)
-    return message if len(message) <= 200 else message[:197] + "..."
+    check(arguments, schema, tool)

@@ -76,7 +76,7 @@ def call(ctx: click.Context, tool: str | None, pairs: tuple[str, ...], json_args
         if arguments is None:
             arguments = parse_pairs(pairs, found.input_schema if found else None)
         if validate and found is not None:
-            validate_arguments(arguments, found.input_schema, f"{server}.{name}")
+            validate_arguments(catalog, server, arguments, found.input_schema, f"{server}.{name}")
         invocation = services.Invocation(profile=profile, command="call", caller="human", assume_yes=yes,
                                          interactive=app_of(ctx).interactive, confirm=prompt.confirm_call)
         result = services.call_tool(catalog, invocation, ToolCall(server, name, arguments))

@@ -82,10 +82,10 @@ def resolve_tool(ctx: click.Context, catalog: "Catalog", name: str) -> tuple[str
     """SERVER.TOOL, or a bare tool name, to (server, tool): the tool names cached by earlier
     listings decide which servers are asked (no server is started for SERVER.TOOL); what had
     to be listed is cached for the next time."""
-    from llmc_cli.cli.complete import known_tools, profile_key, remember_tools
-
     if len(catalog.specs) == 1 or "." in name and name.partition(".")[0] in catalog.specs:
         return catalog.resolve(name)  # nothing to look up (an ad-hoc server, or SERVER.TOOL)
+    from llmc_cli.cli.complete import known_tools, profile_key, remember_tools
+
     key = profile_key(app_of(ctx).profile)
     before = set(catalog.listed())
     resolved = catalog.resolve(name, known_tools(key))

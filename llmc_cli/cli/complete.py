@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +74,8 @@ def _profile_file(name_or_path: str | None) -> Path:
 
 
 def _profile_data(ctx: Any) -> dict[str, Any]:
+    import tomllib  # only when the shell asks
+
     try:
         return tomllib.loads(_profile_file(ctx.find_root().params.get("profile")).read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import shlex
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -117,6 +116,8 @@ def adhoc_spec(stdio: str | None, url: str | None, env: tuple[str, ...], cwd: st
         return None
     extra: dict[str, Any] = {"timeout": timeout} if timeout else {}
     if stdio:
+        import shlex  # only for --stdio
+
         try:
             argv = shlex.split(stdio)
         except ValueError as exc:

@@ -7,7 +7,9 @@ on stdin and waits for one line on stdout (ready, or the error). Then it serves 
 timeout, or every server is gone for good.
 
 It decides and records nothing: each attached llmc process runs its own policy and audit
-(services.call_tool), so a session changes where a server lives, never what may run. It only
+(services.call_tool), so a session changes where a server lives, never what may run. The one
+check it runs for callers is a pure function of what they send: their tool arguments against the
+inputSchema they send along (`validate`), so that `llmc call` need not import jsonschema. It only
 rewrites what must be unique on a shared connection: request ids and progress tokens.
 """
 
@@ -27,7 +29,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import datetime, timezone
 from typing import Any
 
-from llmc_cli.errors import ConnectionFailed, ExitCode, LlmcError, RpcError
+from llmc_cli.errors import ConnectionFailed, ExitCode, LlmcError, RpcError, UsageError
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.keeper.transport import AttachReply, HeldServer, KeeperStatus, read_line
 from llmc_cli.keeper.upstream import Client, Upstream, log
@@ -160,6 +162,8 @@ class Keeper:
             elif command == "stop":
                 client.send({"llmc": "stopping", "pid": os.getpid()})
                 self.stop("asked to stop")
+            elif command == "validate":
+                client.send(_validated(first))
             elif command == "attach":
                 self._attach(client, str(first.get("server")), stream)
             else:
@@ -241,6 +245,22 @@ class Keeper:
             error = reply["error"] if isinstance(reply["error"], dict) else {}
             raise RpcError(str(error.get("message", "declined")), code=int(error.get("code", jsonrpc.INTERNAL_ERROR)))
         return reply.get("result") or {}
+
+
+def _validated(request: dict[str, Any]) -> dict[str, Any]:
+    """A caller's tool arguments checked against the tool's inputSchema it sends along (the
+    caller's `llmc call` would otherwise import jsonschema every time): "valid", or "invalid"
+    with the UsageError the caller raises as its own."""
+    from llmc_cli.mcp.validation import validate_arguments
+
+    arguments = request.get("arguments")
+    if not isinstance(arguments, dict):
+        return {"llmc": "error", "error": "usage", "message": "validate: arguments must be a JSON object"}
+    try:
+        validate_arguments(arguments, request.get("inputSchema"), str(request.get("tool")))
+    except UsageError as exc:
+        return {"llmc": "invalid", **exc.to_json()}
+    return {"llmc": "valid"}
 
 
 def _held(name: str, upstream: Upstream) -> HeldServer:

@@ -12,7 +12,6 @@ import os
 import re
 import select
 import signal
-import subprocess
 import sys
 import time
 from dataclasses import asdict
@@ -122,6 +121,8 @@ def start(name: str, specs: list[ServerSpec], *, idle: float, profile: str | Non
         fd = os.open(log_path(name), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     except OSError as exc:
         raise ConfigError(f"cannot write {log_path(name)}: {exc.strerror or exc}") from None
+    import subprocess  # only here: a call through a keeper does not pay for it
+
     with os.fdopen(fd, "ab") as log:
         # -P: `-m` would put the current directory first on sys.path, so a json.py or socket.py
         # in whatever directory `session start` runs in would be imported by the keeper.

@@ -6,6 +6,9 @@ in the calling process. Wire format: newline-delimited JSON, like stdio. The fir
 is the keeper's own: {"llmc": "attach", "server": NAME} -> {"llmc": "attached", era, version,
 serverInfo, capabilities, instructions, notice} or {"llmc": "error", ...}. After that, JSON-RPC
 messages both ways, and {"llmc": "closed", "message": ...} when the keeper lost the server.
+Connections for one question and its answer: {"llmc": "status"}, {"llmc": "stop"}, and
+{"llmc": "validate", tool, arguments, inputSchema} -> {"llmc": "valid"} or {"llmc": "invalid",
+...the UsageError}.
 """
 
 from __future__ import annotations
@@ -229,6 +232,25 @@ class KeeperTransport:
 
     def diagnostics(self) -> str:
         return ""
+
+
+def validate_in_keeper(path: str, session_name: str, arguments: dict[str, Any], schema: Any, tool: str) -> bool:
+    """The keeper checks the arguments against the tool's inputSchema (mcp/validation.py, with
+    jsonschema loaded once for all its callers): UsageError when they do not fit, exactly as the
+    check raises it here. False when the keeper cannot (a keeper started by an older llmc, one
+    that went away, text no UTF-8 writer takes): then the caller checks them itself."""
+    from llmc_cli.mcp.jsonrpc import has_lone_surrogate
+
+    if has_lone_surrogate(arguments):
+        return False  # cannot be sent; the policy refuses such a call after the check
+    try:
+        reply = exchange(path, {"llmc": "validate", "tool": tool, "arguments": arguments, "inputSchema": schema},
+                         session_name)
+    except LlmcError:
+        return False
+    if reply.get("llmc") == "invalid":
+        raise from_json(reply)
+    return reply.get("llmc") == "valid"
 
 
 def attach(socket_path: str, session_name: str, server: str, *, timeout: float = 60.0,

@@ -8,7 +8,6 @@ from __future__ import annotations
 import socket
 import sys
 import threading
-from concurrent.futures import Future
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -17,6 +16,7 @@ from llmc_cli.keeper.transport import send_line
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.client import connect
 from llmc_cli.mcp.hooks import ClientHooks
+from llmc_cli.mcp.inflight import Future
 from llmc_cli.mcp.session import Session
 from llmc_cli.model import ServerSpec
 

@@ -7,15 +7,64 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any
+from typing import Any, Callable, Generic, TypeVar
 
 from llmc_cli.errors import LlmcError
+
+T = TypeVar("T")
 
 PROGRESS_EXTENSION_CAP = 10  # progress may extend a request's deadline, up to this many timeouts
 
 Reply = dict[str, Any]  # a JSON-RPC response or error object
+
+
+class Future(Generic[T]):
+    """What one thread waits for and another hands over: the part of concurrent.futures.Future
+    a session uses (result, set_result, set_exception, done, add_done_callback). Not that class
+    itself, because concurrent.futures imports logging: ~5 ms of every command's start-up. The
+    first outcome set wins; a later one (a reply racing the connection's end) is dropped."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._value: T | None = None
+        self._error: BaseException | None = None
+        self._callbacks: list[Callable[["Future[T]"], Any]] = []
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def set_result(self, value: T) -> None:
+        self._settle(value, None)
+
+    def set_exception(self, error: BaseException) -> None:
+        self._settle(None, error)
+
+    def _settle(self, value: T | None, error: BaseException | None) -> None:
+        with self._lock:
+            if self._done.is_set():
+                return
+            self._value, self._error = value, error
+            self._done.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback(self)
+
+    def add_done_callback(self, callback: Callable[["Future[T]"], Any]) -> None:
+        """Called with the future once it is done: at once when it is already."""
+        with self._lock:
+            if not self._done.is_set():
+                self._callbacks.append(callback)
+                return
+        callback(self)
+
+    def result(self, timeout: float | None = None) -> T:
+        """The value, or the exception raised; TimeoutError when not done within `timeout`."""
+        if not self._done.wait(timeout):
+            raise TimeoutError
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]
 
 
 class DeadlinePassed(Exception):
@@ -89,7 +138,7 @@ class InFlight:
                 raise DeadlinePassed
             try:
                 return future.result(timeout=min(remaining, 0.5))
-            except FutureTimeout:
+            except TimeoutError:
                 continue
 
     def fail_all(self, error: LlmcError) -> None:

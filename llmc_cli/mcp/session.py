@@ -15,14 +15,13 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from concurrent.futures import Future
 from typing import Any, Callable
 
 from llmc_cli import __version__
 from llmc_cli.errors import Cancelled, ConnectionFailed, LlmcError, ProtocolError, RpcError, SessionExpired, TimeoutExpired
 from llmc_cli.mcp import jsonrpc, observe
 from llmc_cli.mcp.hooks import ClientHooks, answer_server_request
-from llmc_cli.mcp.inflight import DeadlinePassed, InFlight
+from llmc_cli.mcp.inflight import DeadlinePassed, Future, InFlight
 from llmc_cli.mcp.transports.base import Transport
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, META_PREFIX, MODERN_VERSIONS, SUPPORTED_VERSIONS
 

@@ -20,12 +20,38 @@ path globs), approval.py (the keyed call hash), rate.py (per-minute limits), lin
 arguments no rule covers). The names below are its interface.
 """
 
-from llmc_cli.policy.approval import APPROVAL_KEY_ENV, APPROVAL_KEY_MIN_CHARS, approval_key, call_hash
-from llmc_cli.policy.lint import PATH_FORMATS, PATH_WORDS, uncovered_path_arguments
-from llmc_cli.policy.paths import MAX_NESTING, MAX_SYMLINKS, PathRefused, glob_patterns, touched_paths
-from llmc_cli.policy.rate import WINDOW_SECONDS, acquire_rate
-from llmc_cli.policy.rules import (HUMAN, MODEL, SPEC_DEFAULT_HINTS, Caller, Decision, decide, effective_hints,
-                                   glob_match, is_read_only, visible)
+from typing import TYPE_CHECKING, Any
+
+# Which module holds each name of the interface.
+_WHERE = {name: module for module, names in {
+    "llmc_cli.policy.approval": "APPROVAL_KEY_ENV APPROVAL_KEY_MIN_CHARS approval_key call_hash",
+    "llmc_cli.policy.lint": "PATH_FORMATS PATH_WORDS uncovered_path_arguments",
+    "llmc_cli.policy.paths": "MAX_NESTING MAX_SYMLINKS PathRefused glob_patterns touched_paths",
+    "llmc_cli.policy.rate": "WINDOW_SECONDS acquire_rate",
+    "llmc_cli.policy.rules": ("HUMAN MODEL SPEC_DEFAULT_HINTS Caller Decision decide effective_hints glob_match "
+                              "is_read_only visible"),
+}.items() for name in names.split()}
+
+if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its module, on first use
+    from llmc_cli.policy.approval import APPROVAL_KEY_ENV, APPROVAL_KEY_MIN_CHARS, approval_key, call_hash
+    from llmc_cli.policy.lint import PATH_FORMATS, PATH_WORDS, uncovered_path_arguments
+    from llmc_cli.policy.paths import MAX_NESTING, MAX_SYMLINKS, PathRefused, glob_patterns, touched_paths
+    from llmc_cli.policy.rate import WINDOW_SECONDS, acquire_rate
+    from llmc_cli.policy.rules import (HUMAN, MODEL, SPEC_DEFAULT_HINTS, Caller, Decision, decide, effective_hints,
+                                       glob_match, is_read_only, visible)
+else:
+    def __getattr__(name: str) -> Any:
+        """A name of the interface, imported with its module when first asked for: a call needs no
+        lint (start-up time: issue 21)."""
+        module = _WHERE.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from importlib import import_module
+
+        value = getattr(import_module(module), name)
+        globals()[name] = value
+        return value
+
 
 __all__ = ["APPROVAL_KEY_ENV", "APPROVAL_KEY_MIN_CHARS", "approval_key", "call_hash", "PATH_FORMATS", "PATH_WORDS",
            "uncovered_path_arguments", "MAX_NESTING", "MAX_SYMLINKS", "PathRefused", "glob_patterns",

@@ -5,11 +5,36 @@ that interruptions close); catalogs.py: the servers a command talks to and the t
 sees; batch.py: many calls in one run. The names below are the package's interface.
 """
 
-from llmc_cli.services.batch import BatchItem, run_batch
-from llmc_cli.services.calls import (OPEN_CALLS, Authorization, Invocation, OpenCalls, authorize, call_tool,
-                                     lock_path, record_decisions)
-from llmc_cli.services.catalogs import (builtin_servers, host_sessions, open_catalog, protect, protected_paths,
-                                        server_specs, visible_tools)
+from typing import TYPE_CHECKING, Any
+
+# Which module holds each name of the interface.
+_WHERE = {name: module for module, names in {
+    "llmc_cli.services.batch": "BatchItem run_batch",
+    "llmc_cli.services.calls": ("OPEN_CALLS Authorization Invocation OpenCalls authorize call_tool lock_path "
+                                "record_decisions"),
+    "llmc_cli.services.catalogs": ("builtin_servers host_sessions open_catalog protect protected_paths "
+                                   "server_specs visible_tools"),
+}.items() for name in names.split()}
+
+if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its module, on first use
+    from llmc_cli.services.batch import BatchItem, run_batch
+    from llmc_cli.services.calls import (OPEN_CALLS, Authorization, Invocation, OpenCalls, authorize, call_tool,
+                                         lock_path, record_decisions)
+    from llmc_cli.services.catalogs import (builtin_servers, host_sessions, open_catalog, protect, protected_paths,
+                                            server_specs, visible_tools)
+else:
+    def __getattr__(name: str) -> Any:
+        """A name of the interface, imported with its module when first asked for: a single call
+        needs no batch (start-up time: issue 21)."""
+        module = _WHERE.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from importlib import import_module
+
+        value = getattr(import_module(module), name)
+        globals()[name] = value
+        return value
+
 
 __all__ = ["BatchItem", "run_batch", "OPEN_CALLS", "Authorization", "Invocation", "OpenCalls", "authorize",
            "call_tool", "lock_path", "record_decisions", "builtin_servers", "host_sessions", "open_catalog",

@@ -1,0 +1,78 @@
+"""`llmc call --session`: what the call's own process does and what it leaves to the keeper.
+
+The keeper checks tool arguments against the tool's inputSchema for its callers (so `llmc call`
+need not import jsonschema); the messages and exit codes are those of the check in the calling
+process, and a call refused as bad input is never decided or audited.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from llmc_cli.errors import UsageError
+from llmc_cli.keeper.transport import exchange, validate_in_keeper
+from tests.session.test_keeper import Keepers, keepers, one_line  # noqa: F401 - the fixture
+
+BAD_INPUT = [
+    (["mesage=hi"], "t.echo: unknown argument 'mesage' (did you mean 'message'?)"),
+    ([], "t.echo: missing required argument 'message'"),
+    (["message:=3"], "t.echo: argument message: expected string, got 3"),
+]
+
+# What a call through a keeper must not import (start-up time is most of its cost: issue 21).
+NOT_ON_THE_CALL_PATH = ("jsonschema", "pydantic", "concurrent.futures", "logging", "tomllib", "subprocess",
+                        "llmc_cli.services.batch", "llmc_cli.audit.deferred", "llmc_cli.audit.postgres",
+                        "llmc_cli.policy.lint", "llmc_cli.cli.complete")
+
+
+def audit_records(state: Path) -> list[dict[str, object]]:
+    log = state / "audit.jsonl"
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def test_bad_arguments_are_refused_with_the_same_message_through_a_keeper(keepers: Keepers) -> None:
+    keepers.start("check", "-s", "t")
+    for args, expected in BAD_INPUT:
+        through = keepers.call("t.echo", *args, session="check")
+        assert through.returncode == 2 and one_line(through.stderr) == f"llmc: {expected}", through.stderr
+        here = keepers.call("t.echo", *args, "-s", "t")  # the profile's server, checked in this process
+        assert here.returncode == 2 and one_line(here.stderr) == one_line(through.stderr)
+    assert audit_records(keepers.state) == []  # bad input: nothing decided, nothing run
+    proc = keepers.call("t.echo", "message=fine", session="check")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["content"][0]["text"] == "fine", proc.stderr
+    assert [r["event"] for r in audit_records(keepers.state)] == ["decision", "outcome"]
+
+
+def test_the_keeper_answers_validate_on_its_socket(keepers: Keepers) -> None:
+    keepers.start("answers", "-s", "t")
+    path = str(keepers.sock("answers"))
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    assert validate_in_keeper(path, "answers", {"n": 1}, schema, "t.count") is True
+    with pytest.raises(UsageError) as caught:
+        validate_in_keeper(path, "answers", {"n": "one"}, schema, "t.count")
+    assert caught.value.message == 't.count: argument n: expected integer, got "one"'
+    with pytest.raises(UsageError) as refused:  # a malformed question is the caller's error
+        exchange(path, {"llmc": "validate", "arguments": [1], "inputSchema": schema}, "answers")
+    assert "arguments must be a JSON object" in refused.value.message
+    # A keeper that cannot answer (gone, or too old to know `validate`): the caller checks itself.
+    assert validate_in_keeper(str(keepers.state / "none.sock"), "none", {"n": 1}, schema, "t.count") is False
+    assert validate_in_keeper(path, "answers", {"n": "\ud800"}, schema, "t.count") is False  # cannot be sent
+
+
+def test_a_call_through_a_keeper_imports_only_what_it_uses(keepers: Keepers) -> None:
+    keepers.start("lean", "-s", "t")
+    code = ("import sys\nfrom llmc_cli.cli.main import main\n"
+            "try:\n    main(['call', 't.echo', 'message=hi', '--yes', '--session', 'lean'])\n"
+            "except SystemExit as exc:\n    assert not exc.code, exc.code\n"
+            f"print('LOADED', [m for m in {NOT_ON_THE_CALL_PATH!r} if m in sys.modules], file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL, env={**os.environ, **keepers.env})
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["content"][0]["text"] == "hi"
+    assert "LOADED []" in proc.stderr, proc.stderr
