@@ -26,6 +26,9 @@ STREAMED = {"tools/call", "subscriptions/listen"}  # answered on SSE when the cl
 OPEN_ENDED = "subscriptions/listen"  # its stream lasts until the host drops it: no reply deadline
 
 
+_date: tuple[int, str] = (0, "")  # (second, its Date header) last formatted
+
+
 class ReplyWriter(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -40,6 +43,17 @@ class ReplyWriter(BaseHTTPRequestHandler):
 
     # -- responses -------------------------------------------------------------------------------
 
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        """The Date header, formatted once a second rather than for every reply."""
+        global _date
+        if timestamp is not None:
+            return super().date_time_string(timestamp)
+        now = int(time.time())
+        cached = _date  # a tuple, replaced whole: threads see the old one or the new one
+        if cached[0] != now:
+            cached = _date = (now, super().date_time_string(now))
+        return cached[1]
+
     def _send(self, status: int, body: dict[str, Any] | None, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(body, ensure_ascii=False).encode("utf-8") if body is not None else b""
         self.send_response(status)
@@ -53,12 +67,16 @@ class ReplyWriter(BaseHTTPRequestHandler):
 
 
     def _answer(self, connection: GatewayConnection, message: dict[str, Any], extra: dict[str, str], *,
-                modern: bool = False, session: HostSession | None = None) -> None:
+                modern: bool = False, session: HostSession | None = None, alone: bool = False) -> None:
+        """`alone`: the connection serves only this request (2026-07-28, no session)."""
         replies: queue.Queue[dict[str, Any]] = queue.Queue()
         msg_id = message["id"]
-        connection.handle(message, replies.put)
         streamed = (message["method"] in STREAMED and "text/event-stream" in (self.headers.get("Accept") or "")
                     and _may_send_first(connection, message))
+        # Nothing but the reply can reach the host, and this thread only waits for it: the call
+        # runs here (McpServer.inline_calls), not on a pool thread, saving two thread switches.
+        connection.inline_calls = alone and not streamed
+        connection.handle(message, replies.put)
         deadline = time.monotonic() + (math.inf if message["method"] == OPEN_ENDED else REPLY_SECONDS)
         if streamed and session is not None and session.connection.legacy_version is not None:
             stream_id = secrets.token_hex(8)
