@@ -69,7 +69,8 @@ class ReplyWriter(BaseHTTPRequestHandler):
     def _answer(self, connection: GatewayConnection, message: dict[str, Any], extra: dict[str, str], *,
                 modern: bool = False, session: HostSession | None = None, alone: bool = False) -> None:
         """`alone`: the connection serves only this request (2026-07-28, no session)."""
-        replies: queue.Queue[dict[str, Any]] = queue.Queue()
+        # SimpleQueue: a queue per request, and queue.Queue builds three Conditions for each
+        replies: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
         msg_id = message["id"]
         streamed = (message["method"] in STREAMED and "text/event-stream" in (self.headers.get("Accept") or "")
                     and _may_send_first(connection, message))
