@@ -23,7 +23,6 @@ replies and streams are written, replies.py's ReplyWriter, the handler's base cl
 from __future__ import annotations
 
 import contextlib
-import http.client
 import json
 import signal
 import socket
@@ -45,7 +44,6 @@ from llmc_cli.mcp.versions import META_PREFIX as META
 
 ENDPOINT = "/mcp"
 MAX_BODY_BYTES = 4 * 1024 * 1024
-MAX_HEADER_LINE, MAX_HEADERS = 65536, 100  # http.client's limits for a header line and their number
 REMOVED = {"initialize", "ping", "logging/setLevel"}  # initialize-era methods a 2026-07-28 request cannot use
 NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}  # what Mcp-Name repeats
 
@@ -55,68 +53,6 @@ class Handler(ReplyWriter):
     sys_version = ""
     timeout = 30  # seconds to send a request: a client that trickles bytes is cut off
     gateway: HttpGateway  # set on the subclass serve() makes
-
-    def parse_request(self) -> bool:
-        """http.server's parse_request, without its header parsing through the email package
-        (a tenth of the gateway's CPU per call, even for an empty header block). The request line
-        is checked as the standard library does (same answers: 400, 505; HTTP/0.9 only for GET);
-        header lines follow RFC 9112 section 5 within http.client's limits (431), and a malformed
-        one is refused (400) where the email parser would quietly have ended the headers there."""
-        self.command = ""  # set in case of error on the first line (the standard library sets None)
-        self.request_version = self.default_request_version
-        self.close_connection = True
-        raw_line: bytes = self.raw_requestline  # type: ignore[attr-defined]  # set by handle_one_request
-        self.requestline = str(raw_line, "iso-8859-1").rstrip("\r\n")
-        words = self.requestline.split()
-        if not words:
-            return False
-        if len(words) >= 3:
-            version = words[-1]
-            number = version[5:].split(".") if version.startswith("HTTP/") else []
-            if len(number) != 2 or not all(n.isdigit() and len(n) <= 10 for n in number):
-                self.send_error(400, f"Bad request version ({version!r})")
-                return False
-            if (int(number[0]), int(number[1])) >= (2, 0):
-                self.send_error(505, f"Invalid HTTP version ({version[5:]})")
-                return False
-            self.close_connection = (int(number[0]), int(number[1])) < (1, 1)
-            self.request_version = version
-        if not 2 <= len(words) <= 3 or (len(words) == 2 and words[0] != "GET"):
-            self.send_error(400, f"Bad request syntax ({self.requestline!r})")
-            return False
-        if len(words) == 2:
-            self.close_connection = True
-        self.command, self.path = words[0], words[1]
-        if self.path.startswith("//"):
-            self.path = "/" + self.path.lstrip("/")
-        headers = http.client.HTTPMessage()
-        for _ in range(MAX_HEADERS + 1):
-            raw = self.rfile.readline(MAX_HEADER_LINE + 1)
-            if len(raw) > MAX_HEADER_LINE:
-                self.send_error(431, "Line too long")
-                return False
-            if raw in (b"\r\n", b"\n", b""):
-                break
-            line = raw.decode("iso-8859-1").rstrip("\r\n")
-            name, colon, value = line.partition(":")
-            if not colon or not name or name != name.strip() or " " in name or "\t" in name:
-                # No name, or whitespace in it or before the colon (RFC 9112 5.1: MUST be rejected);
-                # a folded line (obs-fold) too: no client of this endpoint needs one.
-                self.send_error(400, "Bad request header line")
-                return False
-            headers.set_raw(name, value.strip(" \t"))
-        else:
-            self.send_error(431, "Too many headers")
-            return False
-        self.headers = headers
-        connection = (headers.get("Connection") or "").lower()
-        if connection == "close":
-            self.close_connection = True
-        elif connection == "keep-alive":
-            self.close_connection = False
-        if (headers.get("Expect") or "").lower() == "100-continue" and self.request_version >= "HTTP/1.1":
-            return self.handle_expect_100()
-        return True
 
     def _refuse(self, status: int, message: str, code: int = jsonrpc.INVALID_REQUEST,
                 headers: dict[str, str] | None = None, msg_id: Any = None, data: Any = None) -> None:
