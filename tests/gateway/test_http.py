@@ -213,6 +213,31 @@ def test_request_heads_are_parsed_strictly(gateway: Gateway) -> None:
     conn.close()
 
 
+def test_environment_secrets_are_masked_in_the_records_of_every_call(gateway_profile: Path, tmp_path: Path) -> None:
+    """The gateway reads its environment's secret values once, when it starts: every call's
+    audit records still mask them (a 2026-07-28 request answered on the handler's thread)."""
+    secret = "s3cr3t-value-4242"
+    running = start(gateway_profile, env={"GATEWAY_TEST_API_TOKEN": secret})
+    try:
+        for n in range(2):
+            meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                    "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}}
+            call = {"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                    "params": {"name": "sdk.weather", "arguments": {"city": f"{secret} #{n}"}, "_meta": meta}}
+            status, _, body = running.request("POST", "/mcp", call, {
+                "Accept": "application/json", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call",
+                "Mcp-Name": "sdk.weather"})
+            assert status == 200 and not json.loads(body)["result"]["isError"], body
+    finally:
+        stop(running)
+    records = [r for r in audit_records(tmp_path) if r.get("tool") == "weather"]
+    events = [(r["event"], r.get("decision") or r.get("outcome")) for r in records]
+    assert events == [("decision", "allow"), ("outcome", "ok")] * 2
+    assert [r["arguments"]["city"] for r in records] == ["*** #0", "*** #0", "*** #1", "*** #1"]
+    assert secret not in json.dumps(audit_records(tmp_path))
+
+
 def test_idle_sessions_expire(gateway_profile: Path) -> None:
     running = start(gateway_profile, "--idle-timeout", "1")
     try:
