@@ -7,6 +7,6 @@
 - hosts.py      what HTTP requests share: Host/Origin/principal checks, toolboxes per profile,
                 initialize-era host sessions (each with its own upstreams where they keep state)
 - http.py       Streamable HTTP: loopback by default, what is admitted, which connection answers
-- replies.py    how replies reach an HTTP host: JSON, a call's (resumable) SSE stream, GET streams
+- replies.py    request heads; how replies reach an HTTP host: JSON, a call's (resumable) SSE stream, GET streams
 - principals.py inbound bearer tokens per principal, stored as hashes in the profile
 """

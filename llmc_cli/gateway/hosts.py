@@ -63,7 +63,7 @@ class ResumableStream:
     Last-Event-ID, and the call goes on meanwhile (initialize era: a broken stream is no cancel)."""
 
     msg_id: Any
-    replies: "queue.Queue[dict[str, Any]]"
+    replies: "queue.SimpleQueue[dict[str, Any]]"
     events: list[dict[str, Any]] = field(default_factory=list)
     owner: int = 0  # the thread writing it now
     done: bool = False  # its final reply is among the events

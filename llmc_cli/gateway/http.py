@@ -207,7 +207,8 @@ class Handler(ReplyWriter):
                 return
             listening = gateway.listen_stream(connection) if method == OPEN_ENDED else contextlib.nullcontext()
             with listening:
-                self._answer(connection, message, extra, modern=modern and not session_id, session=session)
+                self._answer(connection, message, extra, modern=modern and not session_id, session=session,
+                             alone=stateless is not None)
         finally:
             if stateless is not None:
                 stateless.close()

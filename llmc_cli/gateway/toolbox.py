@@ -98,6 +98,9 @@ class Toolbox:
         # calling at once share a write and fsync), outcomes written with the next decision or
         # within a second, as in a batch.
         self.audit = audit.Deferred(audit.open_log(profile.profile)).__enter__()
+        # The values the audit masks come from the environment, which is fixed for the gateway's
+        # life: read once, not on every call.
+        self.secrets = frozenset(audit.secret_values())
         self.connections: weakref.WeakSet[GatewayConnection] = weakref.WeakSet()  # for list_changed
         self._calls: dict[str, HostCall] = {}  # our progress token upstream -> the host's call
         self._ids = itertools.count(1)

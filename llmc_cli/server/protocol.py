@@ -70,6 +70,10 @@ class McpServer:
     answers inline."""
 
     pooled: frozenset[str] = frozenset()  # methods besides tools/call that may take long
+    # Set by a caller whose thread serves one request alone and waits for its reply anyway (the
+    # HTTP gateway's 2026-07-28 requests answered with JSON): pooled work then runs on that
+    # thread, as a hand-off to a pool thread and back only adds two thread switches.
+    inline_calls = False
 
     def __init__(self, name: str, version: str, tools: list[ToolDef], *, instructions: str | None = None,
                  page_size: int = 100, workers: int = 4, on_close: Callable[[], None] | None = None,
@@ -260,6 +264,9 @@ class McpServer:
         """Answer a request from a pool thread: a slow one never holds up ping or a cancellation."""
         with self._lock:
             self._running.add(msg_id)
+        if self.inline_calls:
+            self._answer_from_pool(msg_id, work, modern, send, label)
+            return
         self._pool.submit(telemetry.in_context(self._answer_from_pool), msg_id, work, modern, send, label)
 
     def _answer_from_pool(self, msg_id: Any, work: Callable[[], dict[str, Any]], modern: str | None, send: Send,

@@ -39,11 +39,16 @@ class Invocation:
     # Who asked, when that is not this process's user: an MCP host through the gateway (its
     # clientInfo and, over HTTP, the authenticated principal). Recorded in every audit record.
     client: dict[str, Any] | None = None
+    # The secret values, when the caller already read them: the gateway makes an invocation per
+    # call, and scanning the environment per call was ~5% of its CPU; its environment is fixed.
+    environment_secrets: frozenset[str] | None = None
 
     @cached_property
     def secrets(self) -> set[str]:
         """Values of secret-looking environment variables, masked in audit records; read once
         per invocation (a batch would otherwise scan the environment twice per call)."""
+        if self.environment_secrets is not None:
+            return set(self.environment_secrets)
         from llmc_cli.audit import secret_values
 
         return secret_values()

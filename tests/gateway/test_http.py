@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -174,6 +175,67 @@ def test_limits_sessions_and_pages(gateway: Gateway) -> None:
     assert gateway.request("POST", "/mcp", {"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
                            {"Mcp-Session-Id": session})[0] == 404
     assert gateway.request("GET", "/mcp")[0] == 405
+
+
+def raw_exchange(port: int, data: bytes) -> bytes:
+    """Send bytes as they are and read the answer until the gateway closes the connection."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(data)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer
+
+
+def test_request_heads_are_parsed_strictly(gateway: Gateway) -> None:
+    """The gateway parses request heads itself (not through the email package): well-formed ones
+    as before, kept alive; malformed header lines 400, over http.client's limits 431."""
+    host = b"Host: 127.0.0.1\r\n"
+    ok = raw_exchange(gateway.port, b"GET /healthz HTTP/1.1\r\nHost:  127.0.0.1  \r\nConnection: close\r\n\r\n")
+    assert ok.startswith(b"HTTP/1.1 200 ") and ok.endswith(b'{"status": "ok"}')
+    for head, status in [(b"Host : 127.0.0.1\r\n", b"400"),  # whitespace before the colon (RFC 9112 5.1)
+                         (host + b"X-A: 1\r\n folded\r\n", b"400"),  # obs-fold
+                         (host + b"no colon here\r\n", b"400"),
+                         (host + b"X-Long: " + b"a" * 70_000 + b"\r\n", b"431"),
+                         (host + b"X-Many: 1\r\n" * 101, b"431")]:
+        answer = raw_exchange(gateway.port, b"GET /healthz HTTP/1.1\r\n" + head + b"\r\n")
+        assert answer.startswith(b"HTTP/1.1 " + status + b" "), (head[:40], answer[:80])
+    assert b"Error code: 505" in raw_exchange(gateway.port, b"GET /healthz HTTP/2.0\r\n" + host + b"\r\n")
+    assert raw_exchange(gateway.port, b"GET /healthz HTTP/1.1\r\nHost: evil.example.com\r\n"
+                                      b"Connection: close\r\n\r\n").startswith(b"HTTP/1.1 403 ")
+    conn = http.client.HTTPConnection("127.0.0.1", gateway.port, timeout=30)  # keep-alive: one connection, two requests
+    conn.request("GET", "/healthz")
+    assert json.loads(conn.getresponse().read()) == {"status": "ok"}
+    kept = conn.sock
+    assert kept is not None  # http.client drops the socket of a response that closes the connection
+    conn.request("GET", "/healthz")
+    assert json.loads(conn.getresponse().read()) == {"status": "ok"} and conn.sock is kept
+    conn.close()
+
+
+def test_environment_secrets_are_masked_in_the_records_of_every_call(gateway_profile: Path, tmp_path: Path) -> None:
+    """The gateway reads its environment's secret values once, when it starts: every call's
+    audit records still mask them (a 2026-07-28 request answered on the handler's thread)."""
+    secret = "s3cr3t-value-4242"
+    running = start(gateway_profile, env={"GATEWAY_TEST_API_TOKEN": secret})
+    try:
+        for n in range(2):
+            meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                    "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}}
+            call = {"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                    "params": {"name": "sdk.weather", "arguments": {"city": f"{secret} #{n}"}, "_meta": meta}}
+            status, _, body = running.request("POST", "/mcp", call, {
+                "Accept": "application/json", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call",
+                "Mcp-Name": "sdk.weather"})
+            assert status == 200 and not json.loads(body)["result"]["isError"], body
+    finally:
+        stop(running)
+    records = [r for r in audit_records(tmp_path) if r.get("tool") == "weather"]
+    events = [(r["event"], r.get("decision") or r.get("outcome")) for r in records]
+    assert events == [("decision", "allow"), ("outcome", "ok")] * 2
+    assert [r["arguments"]["city"] for r in records] == ["*** #0", "*** #0", "*** #1", "*** #1"]
+    assert secret not in json.dumps(audit_records(tmp_path))
 
 
 def test_idle_sessions_expire(gateway_profile: Path) -> None:
