@@ -9,6 +9,7 @@ Paths in findings point into the generated definition (e.g. `$.parameters.proper
 from __future__ import annotations
 
 import json
+from json.encoder import encode_basestring
 from typing import Any, Callable
 
 from .findings import Path, Report
@@ -33,6 +34,7 @@ def at(path: Path, key: str | int) -> Path:
 
 # What each keyword's value is: a map of subschemas, a list of them, or one.
 CHILDREN = {**dict.fromkeys(SCHEMA_MAPS, dict), **dict.fromkeys(SCHEMA_LISTS, list), **dict.fromkeys(SCHEMA_ONE, None)}
+SUBSCHEMA_KEYS = frozenset(CHILDREN)
 
 
 def map_children(node: Schema, path: Path, fn: Callable[..., Any], *args: Any) -> Schema:
@@ -59,6 +61,8 @@ def rebuild(node: Schema, path: Path, fn: Callable[..., Any], *args: Any) -> Sch
     changed (`fn` returns the child itself when it has nothing to change): the walks that change
     little (renaming, inlining, modernising) then copy little. A map or list is copied at its first
     changed child, so an unchanged one costs no second pass."""
+    if SUBSCHEMA_KEYS.isdisjoint(node):  # a leaf (most nodes): nothing to walk
+        return node
     out: Schema | None = None
     for key, value in node.items():
         kind = CHILDREN.get(key, False)
@@ -192,10 +196,22 @@ def drop_schema_keyword(schema: Schema) -> Schema:
     return {k: v for k, v in schema.items() if k != "$schema"}
 
 
+# json.dumps with ensure_ascii=False builds a new encoder on every call; the usual scalars are
+# written directly, exactly as it writes them.
+SCALAR_JSON: dict[Any, Callable[[Any], str]] = {
+    str: encode_basestring, int: int.__repr__, bool: lambda v: "true" if v else "false", type(None): lambda v: "null"}
+
+
+def as_json(value: Any) -> str:
+    """`value` as JSON text, non-ASCII characters kept (what the model reads in a description)."""
+    write = SCALAR_JSON.get(type(value))
+    return write(value) if write else json.dumps(value, ensure_ascii=False)
+
+
 def fold_into_description(node: Schema, extra: dict[str, Any]) -> None:
     """Constraints a dialect cannot express, kept as words the model can still read."""
     if extra:
-        words = "; ".join(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in extra.items())
+        words = "; ".join(f"{k}: {as_json(v)}" for k, v in extra.items())
         node["description"] = f"{node['description']} ({words})" if node.get("description") else f"({words})"
 
 
