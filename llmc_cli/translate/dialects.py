@@ -8,7 +8,7 @@ from typing import Any
 
 from .findings import Path, Report
 from .names import property_names
-from .schema import Schema, at, drop_schema_keyword, fold_into_description, inline_refs, is_null, map_children, merge_all_of, rebuild, resolve
+from .schema import Schema, at, drop_schema_keyword, fold_into_description, inline_refs, is_null, map_children, merge_all_of, rebuild, resolve, SUBSCHEMA_KEYS
 
 
 # -- OpenAI strict mode ----------------------------------------------------------------------------
@@ -111,7 +111,7 @@ PROPERTY_WHY = "Gemini property names allow letters, digits and _ only (at most 
 
 def rename_properties(node: Any, path: Path, report: Report) -> Any:
     """Property names made Gemini-legal everywhere (also inside `$defs`), `required` to match."""
-    if not isinstance(node, dict):
+    if not isinstance(node, dict) or SUBSCHEMA_KEYS.isdisjoint(node):  # a leaf has no properties
         return node
     out = rebuild(node, path, rename_properties, report)
     props = out.get("properties")

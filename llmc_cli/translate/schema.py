@@ -113,8 +113,8 @@ def inline_refs(node: Any, root: Schema, report: Report, path: Path) -> Any:
     budget = [MAX_INLINED]
 
     def walk(node: Any, path: Path, seen: tuple[str, ...]) -> Any:
-        if not isinstance(node, dict):
-            return node
+        if not isinstance(node, dict) or ("$ref" not in node and SUBSCHEMA_KEYS.isdisjoint(node)):
+            return node  # not a schema, or a leaf: nothing to inline
         ref = node.get("$ref")
         if isinstance(ref, str):
             rest = {k: v for k, v in node.items() if k != "$ref"}
@@ -154,7 +154,7 @@ def prepare(schema: Schema, report: Report, path: Path) -> Schema:
 def has_tuples(node: Any) -> bool:
     """Whether a draft-7 tuple (`items: [...]`) occurs anywhere in `node` (a scan, cheaper than a
     walk: most schemas have none)."""
-    if not isinstance(node, dict):
+    if not isinstance(node, dict) or SUBSCHEMA_KEYS.isdisjoint(node):
         return False
     for key, value in node.items():
         kind = CHILDREN.get(key, False)
