@@ -162,13 +162,16 @@ def keep_only(node: Schema, allowed: set[str], report: Report, where: Path, why:
     """`node` without the keywords outside `allowed`; scalar constraints move into the description."""
     if node.keys() <= allowed:
         return node  # nothing to drop (the usual case): the caller copies what it changes
-    out = {k: v for k, v in node.items() if k in allowed}
-    folded = {k: v for k, v in node.items()
-              if k not in allowed and not isinstance(v, (dict, list)) and k not in ("$schema", "$id", "$comment")}
-    for key in node:
-        if key not in allowed:
-            what = f"{key} moved into the description" if key in folded else f"{key} dropped"
-            report.note(at(where, key), what, why)
+    out: Schema = {}
+    folded: dict[str, Any] = {}
+    for key, value in node.items():  # one pass: the findings in the node's key order
+        if key in allowed:
+            out[key] = value
+        elif isinstance(value, (dict, list)) or key in ("$schema", "$id", "$comment"):
+            report.note((where, key), f"{key} dropped", why)
+        else:
+            folded[key] = value
+            report.note((where, key), f"{key} moved into the description", why)
     if "description" in allowed:
         fold_into_description(out, folded)
     return out
