@@ -138,24 +138,26 @@ def gemini_json(schema: Schema, report: Report, path: Path) -> Schema:
         schema["$defs"] = {**schema.pop("definitions"), **schema.get("$defs", {})}
         report.note(at(path, "definitions"), "definitions moved to $defs", "Gemini reads $defs")
 
-    def walk(node: Any, where: Path) -> Any:
-        if isinstance(node, bool):  # Gemini wants schema objects, not JSON Schema's true/false
-            if node is False:
-                report.note(where, "a schema that allows nothing replaced by one that allows anything",
-                            "Gemini has no boolean schemas")
-            return {}
-        if not isinstance(node, dict):
-            return node
-        if "allOf" in node:
-            node = merge_all_of(node, report, where)
-        if "const" in node:
-            node = {**{k: v for k, v in node.items() if k != "const"}, "enum": [node["const"]]}
-            report.note(at(where, "const"), "const turned into a one-value enum", "Gemini has no const")
-        node = keep_only(node, GEMINI_KEYS, report, where, "Gemini rejects or ignores it")
-        return map_children(node, where, walk)
-
-    root: Schema = walk(schema, path)  # an object root stays an object
+    root: Schema = _gemini(schema, path, report)  # an object root stays an object
     return root
+
+
+def _gemini(node: Any, where: Path, report: Report) -> Any:
+    """One node of gemini_json (a fresh dict), then its subschemas."""
+    if isinstance(node, bool):  # Gemini wants schema objects, not JSON Schema's true/false
+        if node is False:
+            report.note(where, "a schema that allows nothing replaced by one that allows anything",
+                        "Gemini has no boolean schemas")
+        return {}
+    if not isinstance(node, dict):
+        return node
+    if "allOf" in node:
+        node = merge_all_of(node, report, where)
+    if "const" in node:
+        node = {**{k: v for k, v in node.items() if k != "const"}, "enum": [node["const"]]}
+        report.note(at(where, "const"), "const turned into a one-value enum", "Gemini has no const")
+    node = keep_only(node, GEMINI_KEYS, report, where, "Gemini rejects or ignores it")
+    return map_children(node, where, _gemini, report)
 
 
 def keep_only(node: Schema, allowed: set[str], report: Report, where: Path, why: str) -> Schema:
