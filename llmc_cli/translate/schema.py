@@ -153,8 +153,8 @@ def prepare(schema: Schema, report: Report, path: Path) -> Schema:
 
 def has_tuples(node: Any) -> bool:
     """Whether a draft-7 tuple (`items: [...]`) occurs anywhere in `node` (a scan, cheaper than a
-    walk: most schemas have none)."""
-    if not isinstance(node, dict) or SUBSCHEMA_KEYS.isdisjoint(node):
+    walk: most schemas have none). Leaves are skipped without a call: most nodes are leaves."""
+    if not isinstance(node, dict):
         return False
     for key, value in node.items():
         kind = CHILDREN.get(key, False)
@@ -163,13 +163,14 @@ def has_tuples(node: Any) -> bool:
         if key == "items" and isinstance(value, list):
             return True
         if kind is dict and isinstance(value, dict):
-            if any(has_tuples(v) for v in value.values()):
-                return True
+            children: Any = value.values()
         elif kind is list and isinstance(value, list):
-            if any(has_tuples(v) for v in value):
+            children = value
+        else:
+            children = (value,)
+        for child in children:
+            if isinstance(child, dict) and not SUBSCHEMA_KEYS.isdisjoint(child) and has_tuples(child):
                 return True
-        elif has_tuples(value):
-            return True
     return False
 
 
