@@ -78,17 +78,18 @@ class _NotPlain(Exception):
 
 def _copy(value: Any) -> Any:
     """A deep copy of plain JSON values (str-keyed dicts, lists, scalars), tuples written as lists,
-    as a JSON round trip would; _NotPlain for anything else."""
+    as a JSON round trip would; _NotPlain for anything else. Scalars, most of the values, are
+    taken as they are without a call."""
     kind = type(value)
     if kind is dict:
         out = {}
         for key, item in value.items():
             if type(key) is not str:
                 raise _NotPlain
-            out[key] = _copy(item)
+            out[key] = item if type(item) in JSON_SCALARS else _copy(item)
         return out
     if kind is list or kind is tuple:
-        return [_copy(item) for item in value]
+        return [item if type(item) in JSON_SCALARS else _copy(item) for item in value]
     if kind in JSON_SCALARS:
         return value
     raise _NotPlain
