@@ -16,6 +16,7 @@ from .schema import Schema, at, drop_schema_keyword, fold_into_description, inli
 STRICT_BLOCKED = ("allOf", "not", "if", "then", "else", "dependentRequired", "dependentSchemas",
                   "patternProperties", "unevaluatedProperties")
 STRICT_BLOCKED_SET = frozenset(STRICT_BLOCKED)
+TYPED_KEYS = frozenset(("type", "anyOf", "$ref", "enum", "const", *STRICT_BLOCKED))  # any of them: not "any value"
 
 
 def nullable(schema: Any) -> Any:
@@ -84,7 +85,7 @@ def openai_strict(schema: Schema, report: Report, path: Path) -> Schema | None:
             node["properties"] = {k: v if k in required else nullable(v) for k, v in props.items()}
             node["required"] = list(props)
             node["additionalProperties"] = False
-        elif not any(k in node for k in ("type", "anyOf", "$ref", "enum", "const", *STRICT_BLOCKED)):
+        elif TYPED_KEYS.isdisjoint(node):
             blockers.append((where, "it accepts any value (no type)"))
         return node
 

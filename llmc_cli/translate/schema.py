@@ -40,6 +40,8 @@ SUBSCHEMA_KEYS = frozenset(CHILDREN)
 def map_children(node: Schema, path: Path, fn: Callable[[Any, Path, Any], Any], arg: Any) -> Schema:
     """A copy of `node` with `fn(child, path, arg)` applied to every direct subschema (the walk's
     state as an argument rather than a closure, and exactly one: a plain call is the fastest)."""
+    if SUBSCHEMA_KEYS.isdisjoint(node):  # a leaf (most nodes): a plain copy
+        return dict(node)
     out: Schema = {}
     for key, value in node.items():
         kind = CHILDREN.get(key, False)
