@@ -69,6 +69,43 @@ def _target(fmt: str) -> Any:
     return import_module(f"{__name__}.{fmt.replace('-', '_')}")
 
 
+JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+class _NotPlain(Exception):
+    """A value `_copy` leaves to the JSON round trip."""
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy of plain JSON values (str-keyed dicts, lists, scalars), tuples written as lists,
+    as a JSON round trip would; _NotPlain for anything else. Scalars, most of the values, are
+    taken as they are without a call."""
+    kind = type(value)
+    if kind is dict:
+        out = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _NotPlain
+            out[key] = item if type(item) in JSON_SCALARS else _copy(item)
+        return out
+    if kind is list or kind is tuple:
+        return [item if type(item) in JSON_SCALARS else _copy(item) for item in value]
+    if kind in JSON_SCALARS:
+        return value
+    raise _NotPlain
+
+
+def fresh(document: Any) -> Any:
+    """`document` as new JSON sharing no object with the input tools nor within itself (an
+    inlined definition used twice is two objects): the same result as a JSON round trip, in
+    half the time. Anything not plain JSON takes the round trip itself, which converts it or
+    says why it cannot."""
+    try:
+        return _copy(document)
+    except (_NotPlain, RecursionError):  # the round trip copes as it always did, or fails as it did
+        return json.loads(json.dumps(document))
+
+
 def translate(tools: list[Tool], fmt: str, *, strict: bool = False) -> Translation:
     """`tools` in format `fmt` (see FORMATS); ValueError for an unknown format."""
     if fmt not in FORMATS:
@@ -98,7 +135,7 @@ def translate(tools: list[Tool], fmt: str, *, strict: bool = False) -> Translati
             strict_names.add(name)
     document = target.document(definitions)
     if fmt != "mcp" and not isinstance(document, str):
-        document = json.loads(json.dumps(document))  # fresh, plain JSON: nothing shared with the input
+        document = fresh(document)
     return Translation(fmt, document, names, warnings, by_name, frozenset(strict_names))
 
 

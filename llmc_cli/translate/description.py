@@ -14,8 +14,11 @@ HINTS = (("readOnlyHint", "read-only"), ("destructiveHint", "destructive"), ("id
 FILLER = {"tool", "the", "a", "an", "of", "to"}
 
 
+WORD = re.compile(r"[a-z0-9]+")
+
+
 def _words(text: str) -> set[str]:
-    return set(re.findall(r"[a-z0-9]+", text.lower()))
+    return set(WORD.findall(text.lower()))
 
 
 def describe(tool: Tool) -> str:

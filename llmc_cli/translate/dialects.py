@@ -8,7 +8,7 @@ from typing import Any
 
 from .findings import Path, Report
 from .names import property_names
-from .schema import Schema, at, drop_schema_keyword, fold_into_description, inline_refs, is_null, map_children, merge_all_of, rebuild, resolve
+from .schema import Schema, at, drop_schema_keyword, fold_into_description, inline_refs, is_null, map_children, merge_all_of, rebuild, resolve, SUBSCHEMA_KEYS
 
 
 # -- OpenAI strict mode ----------------------------------------------------------------------------
@@ -16,6 +16,7 @@ from .schema import Schema, at, drop_schema_keyword, fold_into_description, inli
 STRICT_BLOCKED = ("allOf", "not", "if", "then", "else", "dependentRequired", "dependentSchemas",
                   "patternProperties", "unevaluatedProperties")
 STRICT_BLOCKED_SET = frozenset(STRICT_BLOCKED)
+TYPED_KEYS = frozenset(("type", "anyOf", "$ref", "enum", "const", *STRICT_BLOCKED))  # any of them: not "any value"
 
 
 def nullable(schema: Any) -> Any:
@@ -84,7 +85,7 @@ def openai_strict(schema: Schema, report: Report, path: Path) -> Schema | None:
             node["properties"] = {k: v if k in required else nullable(v) for k, v in props.items()}
             node["required"] = list(props)
             node["additionalProperties"] = False
-        elif not any(k in node for k in ("type", "anyOf", "$ref", "enum", "const", *STRICT_BLOCKED)):
+        elif TYPED_KEYS.isdisjoint(node):
             blockers.append((where, "it accepts any value (no type)"))
         return node
 
@@ -111,7 +112,7 @@ PROPERTY_WHY = "Gemini property names allow letters, digits and _ only (at most 
 
 def rename_properties(node: Any, path: Path, report: Report) -> Any:
     """Property names made Gemini-legal everywhere (also inside `$defs`), `required` to match."""
-    if not isinstance(node, dict):
+    if not isinstance(node, dict) or SUBSCHEMA_KEYS.isdisjoint(node):  # a leaf has no properties
         return node
     out = rebuild(node, path, rename_properties, report)
     props = out.get("properties")
@@ -138,37 +139,42 @@ def gemini_json(schema: Schema, report: Report, path: Path) -> Schema:
         schema["$defs"] = {**schema.pop("definitions"), **schema.get("$defs", {})}
         report.note(at(path, "definitions"), "definitions moved to $defs", "Gemini reads $defs")
 
-    def walk(node: Any, where: Path) -> Any:
-        if isinstance(node, bool):  # Gemini wants schema objects, not JSON Schema's true/false
-            if node is False:
-                report.note(where, "a schema that allows nothing replaced by one that allows anything",
-                            "Gemini has no boolean schemas")
-            return {}
-        if not isinstance(node, dict):
-            return node
-        if "allOf" in node:
-            node = merge_all_of(node, report, where)
-        if "const" in node:
-            node = {**{k: v for k, v in node.items() if k != "const"}, "enum": [node["const"]]}
-            report.note(at(where, "const"), "const turned into a one-value enum", "Gemini has no const")
-        node = keep_only(node, GEMINI_KEYS, report, where, "Gemini rejects or ignores it")
-        return map_children(node, where, walk)
-
-    root: Schema = walk(schema, path)  # an object root stays an object
+    root: Schema = _gemini(schema, path, report)  # an object root stays an object
     return root
+
+
+def _gemini(node: Any, where: Path, report: Report) -> Any:
+    """One node of gemini_json (a fresh dict), then its subschemas."""
+    if isinstance(node, bool):  # Gemini wants schema objects, not JSON Schema's true/false
+        if node is False:
+            report.note(where, "a schema that allows nothing replaced by one that allows anything",
+                        "Gemini has no boolean schemas")
+        return {}
+    if not isinstance(node, dict):
+        return node
+    if "allOf" in node:
+        node = merge_all_of(node, report, where)
+    if "const" in node:
+        node = {**{k: v for k, v in node.items() if k != "const"}, "enum": [node["const"]]}
+        report.note(at(where, "const"), "const turned into a one-value enum", "Gemini has no const")
+    node = keep_only(node, GEMINI_KEYS, report, where, "Gemini rejects or ignores it")
+    return map_children(node, where, _gemini, report)
 
 
 def keep_only(node: Schema, allowed: set[str], report: Report, where: Path, why: str) -> Schema:
     """`node` without the keywords outside `allowed`; scalar constraints move into the description."""
     if node.keys() <= allowed:
         return node  # nothing to drop (the usual case): the caller copies what it changes
-    out = {k: v for k, v in node.items() if k in allowed}
-    folded = {k: v for k, v in node.items()
-              if k not in allowed and not isinstance(v, (dict, list)) and k not in ("$schema", "$id", "$comment")}
-    for key in node:
-        if key not in allowed:
-            what = f"{key} moved into the description" if key in folded else f"{key} dropped"
-            report.note(at(where, key), what, why)
+    out: Schema = {}
+    folded: dict[str, Any] = {}
+    for key, value in node.items():  # one pass: the findings in the node's key order
+        if key in allowed:
+            out[key] = value
+        elif isinstance(value, (dict, list)) or key in ("$schema", "$id", "$comment"):
+            report.note((where, key), f"{key} dropped", why)
+        else:
+            folded[key] = value
+            report.note((where, key), f"{key} moved into the description", why)
     if "description" in allowed:
         fold_into_description(out, folded)
     return out
@@ -190,74 +196,86 @@ def openapi_subset(schema: Schema, report: Report, path: Path) -> Schema:
     schema = rename_properties(drop_schema_keyword(schema), path, report)
     schema = inline_refs(schema, schema, report, path)
 
-    def walk(node: Any, where: Path) -> Any:
-        if not isinstance(node, dict):
-            return {}
-        node = dict(node)
-        if "allOf" in node:
-            node = merge_all_of(node, report, where)
-        for union in ("anyOf", "oneOf"):
-            if isinstance(node.get(union), list):
-                options = node.pop(union)
-                rest = [o for o in options if not is_null(o)]
-                if len(rest) < len(options):
-                    node["nullable"] = True
-                if len(rest) == 1 and isinstance(rest[0], dict):
-                    node = {**rest[0], **node}
-                elif rest:
-                    rest_kinds = {json.dumps(o.get("type")) for o in rest if isinstance(o, dict)}
-                    if len(rest_kinds) == 1 and "type" not in node and isinstance(rest[0].get("type"), str):
-                        node["type"] = rest[0]["type"]  # at least the type all options share
-                    fold_into_description(node, {union: rest})
-                    report.note(at(where, union), f"{union} of {len(rest)} options dropped (kept as words in the description)",
-                                "the OpenAPI subset has no unions")
-        kind = node.get("type")
-        if isinstance(kind, list):
-            kinds = [k for k in kind if k != "null"]
-            if len(kinds) < len(kind):
-                node["nullable"] = True
-            node.pop("type")
-            if len(kinds) == 1:
-                node["type"] = kinds[0]
-            elif kinds:
-                fold_into_description(node, {"type": kinds})
-                report.note(at(where, "type"), f"type {kinds} dropped: any value accepted", "the OpenAPI subset has one type")
-        if "const" in node:
-            node["enum"] = [node.pop("const")]
-        if "enum" in node:
-            values = [v for v in node["enum"] if v is not None]
-            if None in node["enum"]:
-                node["nullable"] = True
-            if values and all(isinstance(v, str) for v in values):
-                node["enum"] = values
-                node.setdefault("type", "string")
-            else:
-                del node["enum"]
-                fold_into_description(node, {"one of": values})
-                report.note(at(where, "enum"), "enum moved into the description", "the OpenAPI subset takes string enums only")
-        fmt = node.get("format")
-        if fmt is not None and fmt not in LEGACY_FORMATS.get(node.get("type"), ()):
-            del node["format"]
-            fold_into_description(node, {"format": fmt})
-            report.note(at(where, "format"), "format moved into the description", f"{LEGACY_WHY} for this type")
-        if node.get("type") == "array" and not isinstance(node.get("items"), dict):
-            node["items"] = {"type": "string"}
-            report.note(at(where, "items"), "array items of unknown type described as strings",
-                        "the OpenAPI subset needs an items schema")
-        # Dropped without a finding: a schema `title` is a label generators derive from the
-        # property name (pydantic's "Street" for `street`), and a null default says no more
-        # than `nullable`.
-        node.pop("title", None)
-        if "default" in node and node["default"] is None:
-            del node["default"]
-        node = keep_only(node, LEGACY_KEYS, report, where, LEGACY_WHY)
-        if isinstance(node.get("items"), dict):
-            node["items"] = walk(node["items"], at(where, "items"))
-        if isinstance(node.get("properties"), dict):
-            node["properties"] = {k: walk(v, at(at(where, "properties"), k)) for k, v in node["properties"].items()}
-            if isinstance(node.get("required"), list):
-                node["required"] = [k for k in node["required"] if k in node["properties"]]
-        return node
-
-    root: Schema = walk(schema, path)  # an object root stays an object
+    root: Schema = _subset(schema, path, report)  # an object root stays an object
     return root
+
+
+def _subset(node: Any, where: Path, report: Report) -> Any:
+    """One node of openapi_subset (a fresh dict), then its items and properties."""
+    if not isinstance(node, dict):
+        return {}
+    node = dict(node)
+    if "allOf" in node:
+        node = merge_all_of(node, report, where)
+    if "anyOf" in node or "oneOf" in node:
+        node = _unions(node, where, report)
+    kind = node.get("type")
+    if isinstance(kind, list):
+        kinds = [k for k in kind if k != "null"]
+        if len(kinds) < len(kind):
+            node["nullable"] = True
+        node.pop("type")
+        if len(kinds) == 1:
+            node["type"] = kinds[0]
+        elif kinds:
+            fold_into_description(node, {"type": kinds})
+            report.note(at(where, "type"), f"type {kinds} dropped: any value accepted", "the OpenAPI subset has one type")
+    if "const" in node:
+        node["enum"] = [node.pop("const")]
+    if "enum" in node:
+        values = [v for v in node["enum"] if v is not None]
+        if None in node["enum"]:
+            node["nullable"] = True
+        if values and all(isinstance(v, str) for v in values):
+            node["enum"] = values
+            node.setdefault("type", "string")
+        else:
+            del node["enum"]
+            fold_into_description(node, {"one of": values})
+            report.note(at(where, "enum"), "enum moved into the description", "the OpenAPI subset takes string enums only")
+    fmt = node.get("format")
+    if fmt is not None and fmt not in LEGACY_FORMATS.get(node.get("type"), ()):
+        del node["format"]
+        fold_into_description(node, {"format": fmt})
+        report.note(at(where, "format"), "format moved into the description", f"{LEGACY_WHY} for this type")
+    if node.get("type") == "array" and not isinstance(node.get("items"), dict):
+        node["items"] = {"type": "string"}
+        report.note(at(where, "items"), "array items of unknown type described as strings",
+                    "the OpenAPI subset needs an items schema")
+    # Dropped without a finding: a schema `title` is a label generators derive from the
+    # property name (pydantic's "Street" for `street`), and a null default says no more
+    # than `nullable`.
+    if "title" in node:
+        del node["title"]
+    if "default" in node and node["default"] is None:
+        del node["default"]
+    node = keep_only(node, LEGACY_KEYS, report, where, LEGACY_WHY)
+    if isinstance(node.get("items"), dict):
+        node["items"] = _subset(node["items"], (where, "items"), report)
+    if isinstance(node.get("properties"), dict):
+        props = (where, "properties")
+        node["properties"] = {k: _subset(v, (props, k), report) for k, v in node["properties"].items()}
+        if isinstance(node.get("required"), list):
+            node["required"] = [k for k in node["required"] if k in node["properties"]]
+    return node
+
+
+def _unions(node: Schema, where: Path, report: Report) -> Schema:
+    """`node` (our own copy) with anyOf/oneOf resolved: null options as `nullable`, a single
+    other option merged in, several kept as words in the description."""
+    for union in ("anyOf", "oneOf"):
+        if isinstance(node.get(union), list):
+            options = node.pop(union)
+            rest = [o for o in options if not is_null(o)]
+            if len(rest) < len(options):
+                node["nullable"] = True
+            if len(rest) == 1 and isinstance(rest[0], dict):
+                node = {**rest[0], **node}
+            elif rest:
+                rest_kinds = {json.dumps(o.get("type")) for o in rest if isinstance(o, dict)}
+                if len(rest_kinds) == 1 and "type" not in node and isinstance(rest[0].get("type"), str):
+                    node["type"] = rest[0]["type"]  # at least the type all options share
+                fold_into_description(node, {union: rest})
+                report.note(at(where, union), f"{union} of {len(rest)} options dropped (kept as words in the description)",
+                            "the OpenAPI subset has no unions")
+    return node

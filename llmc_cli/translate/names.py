@@ -12,6 +12,8 @@ import hashlib
 import re
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
+from types import MappingProxyType
 from typing import Iterable, Iterator, Mapping
 
 from .findings import Finding
@@ -122,12 +124,16 @@ def assign(owners: list[tuple[str, str]], rules: str | None, target: str) -> tup
     return NameMap((n, o) for o, n in names.items()), findings
 
 
-def property_names(names: Iterable[str]) -> dict[str, str]:
+def property_names(names: Iterable[str]) -> Mapping[str, str]:
     """Gemini-legal names for the properties of one object: {original: new}, distinct.
 
     Legal names keep themselves; the others are sanitised, with a hash suffix on a clash. The
     result depends only on the set of names, so mapping arguments back recomputes it."""
-    names = list(names)
+    return _property_names(tuple(names))
+
+
+@lru_cache(maxsize=1024)  # tools of one server, and each call's arguments, repeat the same names
+def _property_names(names: tuple[str, ...]) -> Mapping[str, str]:
     out = {n: n for n in names if PROPERTY.legal(n)}
     taken = set(out)
     for name in sorted(n for n in names if n not in out):
@@ -136,4 +142,4 @@ def property_names(names: Iterable[str]) -> dict[str, str]:
             new = with_suffix(new, name, PROPERTY.limit)
         out[name] = new
         taken.add(new)
-    return out
+    return MappingProxyType(out)  # shared by every caller with the same names: read-only

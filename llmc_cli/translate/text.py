@@ -68,7 +68,8 @@ def definition(tool: Tool, name: str, report: Report, strict: bool) -> str:
     schema = prepare(tool.input_schema, report, "$.parameters")
     schema = inline_refs(schema, schema, report, "$.parameters")
     lines = parameter_lines(schema)
-    block = [f"## {name}"] + ([describe(tool)] if describe(tool) else [])
+    description = describe(tool)
+    block = [f"## {name}"] + ([description] if description else [])
     return "\n".join(block + (["parameters:", *lines] if lines else ["parameters: none"]))
 
 
