@@ -35,16 +35,18 @@ DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 
 
 def default_path() -> Path:
-    from llmc_cli.config.paths import state_dir
+    from llmc_cli.config.paths import audit_log_path
 
-    return state_dir() / "audit.jsonl"
+    return audit_log_path()
 
 
 class AuditLog(ChainedLog):
     """The chain in a JSON Lines file (see the module's docstring)."""
 
     def __init__(self, path: Path | str | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
-        self.path = Path(path).expanduser() if path else default_path()
+        from llmc_cli.config.paths import audit_log_path
+
+        self.path = audit_log_path(path)
         self.max_bytes = max_bytes
         self._tail: tuple[int, int] | None = None  # (inode, size) of the file after our last write
         self._tail_hash = GENESIS

@@ -30,6 +30,12 @@ def state_dir() -> Path:
     return Path(base).expanduser() / "llmc"
 
 
+def audit_log_path(configured: Path | str | None = None) -> Path:
+    """A profile's audit log (`audit_log`), else audit.jsonl in the state directory. Here, not in
+    audit/, so that naming the file (protected_paths, before a server starts) loads no audit code."""
+    return Path(configured).expanduser() if configured else state_dir() / "audit.jsonl"
+
+
 def profiles_dir() -> Path:
     return config_dir() / "profiles"
 

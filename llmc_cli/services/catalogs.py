@@ -31,18 +31,17 @@ def protected_paths(profile: LoadedProfile | None) -> list[str]:
     directories, the profile file, its audit log and its manifest lock, wherever they are."""
     import os
 
-    from llmc_cli.audit import AuditLog
-    from llmc_cli.config.paths import PROTECTED_PATHS_VAR, config_dir, state_dir
+    from llmc_cli.config.paths import PROTECTED_PATHS_VAR, audit_log_path, config_dir, state_dir
 
     paths = [f"{config_dir()}/", f"{state_dir()}/"]  # "/": a directory, protected as one before it exists
     if profile is not None:
         if profile.path is not None:
             paths.append(str(profile.path))
-        paths.append(str(AuditLog(profile.profile.audit_log).path))
+        paths.append(str(audit_log_path(profile.profile.audit_log)))
         if profile.profile.lock:
             paths.append(lock_path(profile))
     else:
-        paths.append(str(AuditLog().path))
+        paths.append(str(audit_log_path()))
     inherited = os.environ.get(PROTECTED_PATHS_VAR)  # this llmc is itself a server of another llmc
     if inherited:
         try:

@@ -9,10 +9,12 @@ import os
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from llmc_cli.config import paths
-from llmc_cli.mcp.auth.records import TokenRecord
+
+if TYPE_CHECKING:  # the auth package loads only when a token is read: not before a stdio server starts
+    from llmc_cli.mcp.auth.records import TokenRecord
 
 
 class FileTokenStore:
@@ -24,6 +26,8 @@ class FileTokenStore:
         return self.directory / f"{key}.json"
 
     def records(self) -> list[TokenRecord]:
+        from llmc_cli.mcp.auth.records import TokenRecord
+
         out = []
         for path in sorted(self.directory.glob("*.json")) if self.directory.is_dir() else []:
             try:
