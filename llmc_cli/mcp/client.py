@@ -65,16 +65,6 @@ class _Memo:
             entry = {**entry, "url": self.url}
         self.cache.save({self.key: entry})
 
-    def note_lingers(self) -> None:
-        """The server outlived the EOF grace on close: the next close sends SIGTERM at once.
-        Best effort, like the rest of the cache (it is called while a command ends)."""
-        try:
-            entry = self.get()
-            if entry is not None:
-                self.put({**entry, "lingers": True})
-        except (LlmcError, OSError):
-            pass
-
 
 def _connect(spec: ServerSpec, stores: Stores, memo: _Memo, hooks: ClientHooks | None, builtins: Builtins | None,
              on_stderr: Callable[[str], None] | None, cached: dict[str, Any] | None) -> Session:
@@ -87,15 +77,8 @@ def _connect(spec: ServerSpec, stores: Stores, memo: _Memo, hooks: ClientHooks |
         from llmc_cli.mcp.transports.memory import MemoryTransport
         transport: Transport = MemoryTransport(factory(spec))
     else:
-        from llmc_cli.mcp.transports.stdio import EOF_GRACE, StdioTransport
-
-        # A server that did not exit on EOF last time (a Node server with timers: server-everything)
-        # gets SIGTERM as soon as its input is closed: waiting out the grace again cost every
-        # command 50 ms for nothing (issue 21). One that did, or is new, gets the grace.
-        lingers = bool(cached and cached.get("lingers"))
-        transport = StdioTransport(spec.command, env=dict(spec.env), cwd=spec.cwd, on_stderr=on_stderr,
-                                   eof_grace=0.0 if lingers else EOF_GRACE,
-                                   on_linger=None if lingers else memo.note_lingers)
+        from llmc_cli.mcp.transports.stdio import StdioTransport
+        transport = StdioTransport(spec.command, env=dict(spec.env), cwd=spec.cwd, on_stderr=on_stderr)
     session = Session(transport, name=spec.name, timeout=spec.timeout, hooks=hooks)
     try:
         _negotiate_stdio(session, spec, memo, cached)
@@ -132,8 +115,7 @@ def _negotiate_stdio(session: Session, spec: ServerSpec, memo: _Memo, cached: di
             # so it refuses the handshake with a modern error. Ask again, with the whole timeout.
             session.discover(timeout=spec.timeout)
             era = "modern"
-    memo.put({"era": era, "version": session.protocol_version or "",
-              **({"lingers": True} if cached and cached.get("lingers") else {})})
+    memo.put({"era": era, "version": session.protocol_version or ""})
 
 
 def _connect_remote(spec: ServerSpec, stores: Stores, memo: _Memo, hooks: ClientHooks | None,

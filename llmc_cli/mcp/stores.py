@@ -18,8 +18,7 @@ if TYPE_CHECKING:
 
 
 class EraCache(Protocol):
-    """Per server (ServerSpec.cache_key()): what connect() found (era, transport, version, whether
-    a stdio server lingers after EOF) and,
+    """Per server (ServerSpec.cache_key()): what connect() found (era, transport, version) and,
     for a legacy HTTP server, its remembered HTTP session (mcp/http_sessions.py). Best effort
     both ways: a cache that cannot be read or written costs a probe, never a failure."""
 

@@ -1,7 +1,6 @@
 """servers.json in the state directory: what connect() found per server (mcp.stores.EraCache).
 
-{ServerSpec.cache_key(): {"era", "version", "transport"?, "url"?, "session"?, "lingers"?}} ("lingers":
-a stdio server that did not exit when its input closed, SIGTERM'd at once next time); keys are digests
+{ServerSpec.cache_key(): {"era", "version", "transport"?, "url"?, "session"?}}; keys are digests
 (a URL's query may hold an expanded ${SECRET})."""
 
 from __future__ import annotations

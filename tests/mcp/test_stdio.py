@@ -68,20 +68,6 @@ def test_server_everything_is_legacy_and_the_era_is_cached(isolated_dirs):
         assert s.era == "legacy"
 
 
-def test_a_server_that_outlives_eof_is_remembered_and_terminated_at_once_next_time(isolated_dirs):
-    """server-everything keeps running once its input closes (its timers): the first close waits
-    the EOF grace, then SIGTERM, and the era cache notes it; the next close sends SIGTERM at once."""
-    everything = spec(node_tool("mcp-server-everything"))
-    with connect(everything, stores=client_stores()) as s:
-        assert s.transport.eof_grace > 0
-    cache = json.loads((isolated_dirs / "state" / "servers.json").read_text())
-    assert cache[everything.cache_key()] == {"era": "legacy", "version": "2025-11-25", "lingers": True}
-    with connect(everything, stores=client_stores()) as s:
-        assert s.transport.eof_grace == 0 and s.call_tool("echo", {"message": "hi"})["content"][0]["text"] == "Echo: hi"
-        pid = s.transport._proc.pid
-    assert not _alive(pid)
-
-
 def test_server_filesystem_reads_a_file(tmp_path):
     (tmp_path / "errors.log").write_text("disk full\n")
     with connect(spec(node_tool("mcp-server-filesystem"), str(tmp_path))) as s:

@@ -30,7 +30,6 @@ INHERITED_ENV = (
 )
 STDERR_LINES_KEPT = 50
 GARBAGE_LINES_TOLERATED = 100  # servers that log to stdout: skip a few lines, then give up
-EOF_GRACE = 0.05  # how long a server may take to exit once its input is closed, before SIGTERM
 
 
 def child_environment(declared: dict[str, str]) -> dict[str, str]:
@@ -56,8 +55,7 @@ class StdioTransport:
         cwd: str | None = None,
         on_stderr: Callable[[str], None] | None = None,
         shutdown_timeout: float = 2.0,
-        eof_grace: float = EOF_GRACE,
-        on_linger: Callable[[], None] | None = None,
+        eof_grace: float = 0.05,
     ) -> None:
         if not command:
             raise ConnectionFailed("empty command for a stdio server")
@@ -67,7 +65,6 @@ class StdioTransport:
         self.on_stderr = on_stderr
         self.shutdown_timeout = shutdown_timeout
         self.eof_grace = eof_grace  # many servers (Node ones with timers) never exit on EOF alone
-        self.on_linger = on_linger  # told when the server outlived eof_grace (connect() remembers it)
         self.protocol_version: str | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_LINES_KEPT)
@@ -129,8 +126,6 @@ class StdioTransport:
             proc.wait(timeout=self.eof_grace)
         except subprocess.TimeoutExpired:
             self._signal_group(proc, signal.SIGTERM)
-            if self.on_linger is not None:
-                self.on_linger()
             try:
                 proc.wait(timeout=self.shutdown_timeout)
             except subprocess.TimeoutExpired:
