@@ -39,7 +39,30 @@ def read_items(lines: Iterable[str], resolve: Callable[[str], tuple[str, str]]) 
     return items
 
 
-def run(ctx: click.Context, source: str, parallel: int, fail_fast: bool, yes: bool, target: Target) -> None:
+def check_arguments(catalog: Any, items: list[Any]) -> None:
+    """--validate: each call's arguments against its tool's inputSchema, before any decision, as
+    `llmc call` checks them: a line that does not fit gets its error (exit 2) and does not run.
+    The check runs here, not in a session keeper: its import is paid once for the whole batch."""
+    from llmc_cli.mcp.validation import validate_arguments
+
+    for item in items:
+        if item.call is None:
+            continue
+        try:
+            tool = catalog.find_tool(item.call.server, item.call.tool)
+        except LlmcError:
+            continue  # a server that cannot list its tools: the call itself reports it
+        if tool is None:
+            continue  # likewise "no tool named ..."
+        try:
+            validate_arguments(item.call.arguments, tool.input_schema, item.call.qualified_name)
+        except UsageError as exc:
+            exc.message = f"line {item.index + 1}: {exc.message}"
+            item.error = exc
+
+
+def run(ctx: click.Context, source: str, parallel: int, fail_fast: bool, yes: bool, validate: bool,
+        target: Target) -> None:
     from llmc_cli import services
     from llmc_cli.cli.common import open_catalog, resolve_tool
 
@@ -54,6 +77,8 @@ def run(ctx: click.Context, source: str, parallel: int, fail_fast: bool, yes: bo
         items = read_items(lines, resolve)
         # Only the servers the batch names start, all at once.
         catalog.warm_up(sorted({item.call.server for item in items if item.call is not None}))
+        if validate:
+            check_arguments(catalog, items)
         # The batch file is the person's decision (no confirm_destructive); the profile's
         # `confirm` patterns still apply, and a batch never prompts: --yes or pre-approved hashes.
         invocation = services.Invocation(profile=profile, command="batch", caller="human", assume_yes=yes)

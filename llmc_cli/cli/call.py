@@ -55,7 +55,7 @@ def call(ctx: click.Context, tool: str | None, pairs: tuple[str, ...], json_args
             raise UsageError("--batch reads every call from its file: give no TOOL, arguments, --json or --text")
         from llmc_cli.cli.batch import run
 
-        run(ctx, batch, parallel, fail_fast, yes, target)
+        run(ctx, batch, parallel, fail_fast, yes, validate, target)
         return
     if tool is None:
         raise UsageError("name the TOOL to call (or use --batch FILE)")

@@ -73,7 +73,7 @@ def _run_batch(catalog: Catalog, invocation: Invocation, trail: AuditSink, items
 
     authorized: dict[int, Authorization] = {}
     for item in items:
-        if item.call is not None:
+        if item.call is not None and item.error is None:  # an error already: refused before any decision
             try:
                 authorized[item.index] = authorize(catalog, invocation, item.call)
             except LlmcError as exc:

@@ -128,3 +128,25 @@ def test_a_batch_line_has_the_fields_of_calls_output(isolated_dirs):
     assert set(line) - {"id"} == set(single.json()) and line["id"] == 7
     assert {k: v for k, v in line.items() if k not in ("id", "durationMs")} == \
         {k: v for k, v in single.json().items() if k != "durationMs"}
+
+
+def test_arguments_are_checked_against_the_schema_as_call_checks_them(isolated_dirs):
+    """A line whose arguments do not fit the tool's inputSchema gets the message `llmc call`
+    gives, exit 2, and is neither run nor audited; the others run. --no-validate sends them as
+    they are (the server's own error comes back as a tool error)."""
+    write_profile(isolated_dirs)
+    single = llmc("call", "a.add", "--json", '{"a": "x", "b": 2}')
+    assert single.returncode == 2, single.stderr
+    code, out, _ = batch([{"id": 1, "tool": "a.add", "arguments": {"a": "x", "b": 2}},
+                          {"id": 2, "tool": "a.add", "arguments": {"a": 1, "b": 2}},
+                          {"id": 3, "tool": "a.add", "arguments": {"a": 1, "bb": 2}}])
+    assert code == 2
+    assert out[0]["error"] == {"error": "usage", "exitCode": 2,
+                               "message": "line 1: " + single.stderr.strip().removeprefix("llmc: ")}
+    assert out[1]["structuredContent"] == {"result": 3}
+    assert out[2]["error"]["exitCode"] == 2 and "unknown argument 'bb'" in out[2]["error"]["message"]
+    audit = [json.loads(line) for line in (isolated_dirs / "state" / "audit.jsonl").read_text().splitlines()]
+    assert [(r["event"], r["arguments"]) for r in audit] == [("decision", {"a": 1, "b": 2}),
+                                                              ("outcome", {"a": 1, "b": 2})]
+    code, out, _ = batch([{"id": 1, "tool": "a.add", "arguments": {"a": "x", "b": 2}}], "--no-validate")
+    assert code == 1 and out[0]["isError"] is True
