@@ -244,10 +244,20 @@ class Handler(ReplyWriter):
         return None
 
     def _read_message(self) -> dict[str, Any] | None:
-        length_header = self.headers.get("Content-Length")
-        if length_header is None or not length_header.isdigit():
+        # Where a message ends must be read the way any proxy in front reads it, or the rest of a
+        # body becomes a request of its own (request smuggling, RFC 9112 6.1 and 6.3): no
+        # Transfer-Encoding (this endpoint reads none), one Content-Length of ASCII digits
+        # (str.isdigit also takes '²'). _refuse closes the connection.
+        if self.headers.get("Transfer-Encoding") is not None:
+            self._refuse(501, "Not Implemented: Transfer-Encoding; send the message with a Content-Length")
+            return None
+        lengths = set(self.headers.get_all("Content-Length") or [])
+        if not lengths:
             self._refuse(411, "Length Required")
-            self.close_connection = True
+            return None
+        length_header = lengths.pop()
+        if lengths or not (length_header.isascii() and length_header.isdigit()):
+            self._refuse(400, "Bad Request: one Content-Length of digits")
             return None
         length = int(length_header)
         if length > MAX_BODY_BYTES:

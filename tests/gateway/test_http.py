@@ -469,3 +469,55 @@ def test_open_listen_streams_end_with_complete_when_the_gateway_stops(gateway_pr
     finally:
         conn.close()
         stop(running)
+
+
+def raw_exchange(port: int, data: bytes) -> bytes:
+    """Send bytes as they are on one connection; everything the gateway answers until it closes."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(data)
+        received = b""
+        for _ in range(1000):
+            chunk = sock.recv(65536)
+            if not chunk:
+                return received
+            received += chunk
+    raise AssertionError("the gateway kept the connection open")
+
+
+PING = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+SMUGGLED = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+FRAMINGS = [
+    ("chunked beside a length", b"Transfer-Encoding: chunked\r\nContent-Length: %d\r\n" % len(PING), 501),
+    ("chunked alone", b"Transfer-Encoding: chunked\r\n", 501),
+    ("two lengths that differ", b"Content-Length: %d\r\nContent-Length: %d\r\n" % (len(PING), len(PING) + 5), 400),
+    ("a length that is no ASCII number", "Content-Length: ²\r\n".encode("latin-1"), 400),
+    ("no length", b"", 411),
+]
+
+
+@pytest.mark.parametrize("what, framing, status", FRAMINGS, ids=[f[0] for f in FRAMINGS])
+def test_a_body_framed_two_ways_is_refused_and_smuggles_nothing(gateway: Gateway, what: str, framing: bytes,
+                                                                status: int) -> None:
+    """Request smuggling (RFC 9112 6.1, 6.3): a message whose end a proxy in front could read
+    differently is refused, the connection closed, and what followed it is never served as a
+    request of its own."""
+    head = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Accept: application/json, text/event-stream\r\n" + framing + b"\r\n")
+    answer = raw_exchange(gateway.port, head + PING + SMUGGLED)
+    assert answer.startswith(f"HTTP/1.0 {status} ".encode()) or answer.startswith(f"HTTP/1.1 {status} ".encode()), answer
+    assert answer.count(b"HTTP/1.") == 1, answer  # the smuggled GET got no answer
+
+
+def test_one_length_given_twice_alike_is_one_length(gateway: Gateway) -> None:
+    discover = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}}}).encode()
+    head = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Accept: application/json, text/event-stream\r\nConnection: close\r\n"
+            b"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: server/discover\r\n"
+            b"Content-Length: %d\r\nContent-Length: %d\r\n\r\n" % (len(discover), len(discover)))
+    answer = raw_exchange(gateway.port, head + discover)
+    assert answer.startswith(b"HTTP/1.1 200 "), answer
+    assert "supportedVersions" in json.loads(answer.split(b"\r\n\r\n", 1)[1])["result"]
