@@ -20,8 +20,11 @@ from llmc_cli.errors import UsageError
               help="Serve Streamable HTTP on this address (default host 127.0.0.1) instead of stdio.")
 @click.option("--idle-timeout", type=click.FloatRange(min=1), default=1800, show_default=True, metavar="SECONDS",
               help="With --http: end host sessions unused this long.")
+@click.option("--max-connections", type=click.IntRange(min=1), default=1024, show_default=True, metavar="N",
+              help="With --http: HTTP connections served at once; past it a connection is answered 503.")
 @click.pass_context
-def serve(ctx: click.Context, profile_name: str | None, http: str | None, idle_timeout: float) -> None:
+def serve(ctx: click.Context, profile_name: str | None, http: str | None, idle_timeout: float,
+          max_connections: int) -> None:
     """Serve a profile's tools to any MCP host: tools named SERVER.TOOL, every call under the
     profile's policy and in its audit trail. stdout carries MCP only (stdio).
 
@@ -50,7 +53,7 @@ def serve(ctx: click.Context, profile_name: str | None, http: str | None, idle_t
 
     start_telemetry("llmc serve", profile)
     if http:
-        run.serve_http(profile, http, verbose=verbose, idle_seconds=idle_timeout)
+        run.serve_http(profile, http, verbose=verbose, idle_seconds=idle_timeout, max_connections=max_connections)
     else:
         run.serve_stdio(profile, verbose=verbose)
 

@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 
 from llmc_cli.errors import LlmcError, ProtocolError
 from llmc_cli.gateway.connection import HTTP_PEER
-from llmc_cli.gateway.hosts import IDLE_SECONDS, HostSession, HttpGateway, parse_address
+from llmc_cli.gateway.hosts import IDLE_SECONDS, MAX_CONNECTIONS, HostSession, HttpGateway, parse_address
 from llmc_cli.gateway.principals import Principal, authenticate
 from llmc_cli.gateway.replies import OPEN_ENDED, REPLY_SECONDS, ReplyWriter, params_of
 from llmc_cli.gateway.toolbox import Toolbox
@@ -296,10 +296,39 @@ def _decoded(value: str | None) -> str | None:
     return value
 
 
+BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\n"
+        b"Connection: close\r\n\r\n")
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 128  # hosts connecting at once are queued, not reset
+    slots: threading.BoundedSemaphore  # connections served at once (--max-connections)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """A thread per connection, up to the limit; past it a connection is answered 503 at once
+        and closed. Without a limit every client that connects holds a thread for up to
+        Handler.timeout before any authentication (that comes with a request), and enough idle
+        connections exhaust the gateway's memory for everyone."""
+        if not self.slots.acquire(blocking=False):
+            try:
+                request.sendall(BUSY)  # a few bytes: they fit the socket's buffer, this never waits
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:  # no thread started (out of threads): its slot is free again
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A peer that hung up (a load balancer's health check resets its connection) is not an
@@ -312,7 +341,7 @@ class _Server(ThreadingHTTPServer):
 
 
 def serve(toolbox: Toolbox, address: str, *, idle_seconds: float = IDLE_SECONDS,
-          log: Any = None) -> None:
+          max_connections: int = MAX_CONNECTIONS, log: Any = None) -> None:
     """Serve until SIGINT/SIGTERM; then end sessions and stop the upstream servers."""
     host, port = parse_address(address)
     try:
@@ -331,6 +360,7 @@ def serve(toolbox: Toolbox, address: str, *, idle_seconds: float = IDLE_SECONDS,
         from llmc_cli.errors import ConnectionFailed
 
         raise ConnectionFailed(f"cannot listen on {address}: {exc.strerror or exc}") from None
+    httpd.slots = threading.BoundedSemaphore(max_connections)
     bound = httpd.server_address[1]
     shown = f"[{host}]" if ":" in host else host
     if log:

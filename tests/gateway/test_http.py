@@ -471,21 +471,6 @@ def test_open_listen_streams_end_with_complete_when_the_gateway_stops(gateway_pr
         stop(running)
 
 
-def raw_exchange(port: int, data: bytes) -> bytes:
-    """Send bytes as they are on one connection; everything the gateway answers until it closes."""
-    import socket
-
-    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
-        sock.sendall(data)
-        received = b""
-        for _ in range(1000):
-            chunk = sock.recv(65536)
-            if not chunk:
-                return received
-            received += chunk
-    raise AssertionError("the gateway kept the connection open")
-
-
 PING = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
 SMUGGLED = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 FRAMINGS = [
@@ -521,3 +506,30 @@ def test_one_length_given_twice_alike_is_one_length(gateway: Gateway) -> None:
     answer = raw_exchange(gateway.port, head + discover)
     assert answer.startswith(b"HTTP/1.1 200 "), answer
     assert "supportedVersions" in json.loads(answer.split(b"\r\n\r\n", 1)[1])["result"]
+
+
+def test_connections_past_the_limit_are_answered_503_and_the_slots_come_back(gateway_profile: Path) -> None:
+    """Each connection holds a thread before any authentication; --max-connections bounds them:
+    past the limit a connection gets 503 at once (not a thread waiting for its request line),
+    and a slot is free again as soon as its connection ends."""
+    running = start(gateway_profile, "--max-connections", "2")
+    idle = [socket.create_connection(("127.0.0.1", running.port), timeout=30) for _ in range(2)]
+    try:
+        for _ in range(100):  # the accept loop takes both idle connections
+            status = raw_exchange(running.port, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            if status.startswith(b"HTTP/1.1 503 "):
+                break
+            time.sleep(0.05)
+        assert status.startswith(b"HTTP/1.1 503 ") and b"Retry-After: 1" in status, status
+    finally:
+        for sock in idle:
+            sock.close()
+    for _ in range(100):  # their handler threads see end of input and give their slots back
+        try:
+            if running.request("GET", "/healthz")[0] == 200:
+                break
+        except OSError:
+            pass
+        time.sleep(0.05)
+    assert running.request("GET", "/healthz")[0] == 200
+    stop(running)
