@@ -93,6 +93,9 @@ class ReplyWriter(BaseHTTPRequestHandler):
         else:
             self.send_error(431, "Too many headers")
             return False
+        if len(headers.get_all("Host") or []) > 1:  # RFC 9112 3.2: MUST be 400; which one would count?
+            self.send_error(400, "More than one Host header")
+            return False
         self.headers = headers
         connection = (headers.get("Connection") or "").lower()
         if connection == "close":

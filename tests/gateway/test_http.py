@@ -196,6 +196,7 @@ def test_request_heads_are_parsed_strictly(gateway: Gateway) -> None:
     for head, status in [(b"Host : 127.0.0.1\r\n", b"400"),  # whitespace before the colon (RFC 9112 5.1)
                          (host + b"X-A: 1\r\n folded\r\n", b"400"),  # obs-fold
                          (host + b"no colon here\r\n", b"400"),
+                         (host + b"Host: evil.example.com\r\n", b"400"),  # two Hosts (RFC 9112 3.2)
                          (host + b"X-Long: " + b"a" * 70_000 + b"\r\n", b"431"),
                          (host + b"X-Many: 1\r\n" * 101, b"431")]:
         answer = raw_exchange(gateway.port, b"GET /healthz HTTP/1.1\r\n" + head + b"\r\n")
