@@ -22,9 +22,12 @@ from llmc_cli.errors import UsageError
               help="With --http: end host sessions unused this long.")
 @click.option("--max-connections", type=click.IntRange(min=1), default=1024, show_default=True, metavar="N",
               help="With --http: HTTP connections served at once; past it a connection is answered 503.")
+@click.option("--request-timeout", type=click.FloatRange(min=0.1), default=30, show_default=True, metavar="SECONDS",
+              help="With --http: a request must arrive whole within this (a client trickling it is cut off), and a "
+                   "kept-alive connection's next request within this too.")
 @click.pass_context
 def serve(ctx: click.Context, profile_name: str | None, http: str | None, idle_timeout: float,
-          max_connections: int) -> None:
+          max_connections: int, request_timeout: float) -> None:
     """Serve a profile's tools to any MCP host: tools named SERVER.TOOL, every call under the
     profile's policy and in its audit trail. stdout carries MCP only (stdio).
 
@@ -53,7 +56,8 @@ def serve(ctx: click.Context, profile_name: str | None, http: str | None, idle_t
 
     start_telemetry("llmc serve", profile)
     if http:
-        run.serve_http(profile, http, verbose=verbose, idle_seconds=idle_timeout, max_connections=max_connections)
+        run.serve_http(profile, http, verbose=verbose, idle_seconds=idle_timeout, max_connections=max_connections,
+                       request_seconds=request_timeout)
     else:
         run.serve_stdio(profile, verbose=verbose)
 

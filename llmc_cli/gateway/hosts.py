@@ -26,6 +26,7 @@ from llmc_cli.mcp import jsonrpc
 
 MAX_SESSIONS = 256
 MAX_CONNECTIONS = 1024  # HTTP connections served at once (a thread each): sessions' streams and calls
+REQUEST_SECONDS = 30.0  # for a whole request to arrive, and for a kept-alive connection's next one
 IDLE_SECONDS = 1800.0
 CLOSE_SECONDS = 5.0  # on shutdown, how long open listen streams get to write their `complete`
 LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}

@@ -34,7 +34,8 @@ from urllib.parse import urlsplit
 
 from llmc_cli.errors import LlmcError, ProtocolError
 from llmc_cli.gateway.connection import HTTP_PEER
-from llmc_cli.gateway.hosts import IDLE_SECONDS, MAX_CONNECTIONS, HostSession, HttpGateway, parse_address
+from llmc_cli.gateway.hosts import (IDLE_SECONDS, MAX_CONNECTIONS, REQUEST_SECONDS, HostSession, HttpGateway,
+                                   parse_address)
 from llmc_cli.gateway.principals import Principal, authenticate
 from llmc_cli.gateway.replies import OPEN_ENDED, REPLY_SECONDS, ReplyWriter, params_of
 from llmc_cli.gateway.toolbox import Toolbox
@@ -51,7 +52,6 @@ NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}  
 class Handler(ReplyWriter):
     server_version = "llmc-gateway"
     sys_version = ""
-    timeout = 30  # seconds to send a request: a client that trickles bytes is cut off
     gateway: HttpGateway  # set on the subclass serve() makes
 
     def _refuse(self, status: int, message: str, code: int = jsonrpc.INVALID_REQUEST,
@@ -264,7 +264,16 @@ class Handler(ReplyWriter):
             self._refuse(413, f"Payload Too Large: at most {MAX_BODY_BYTES} bytes per message")
             self.close_connection = True  # the body was not read
             return None
-        body = self.rfile.read(length)
+        chunks: list[bytes] = []
+        while length:  # each chunk within the request's deadline (ReplyWriter.within_deadline)
+            self.within_deadline()
+            chunk = self.rfile.read1(min(length, 1 << 16))
+            if not chunk:
+                break  # the client closed early: what came is not JSON, or not all of it
+            chunks.append(chunk)
+            length -= len(chunk)
+        self.connection.settimeout(self.timeout)
+        body = b"".join(chunks)
         try:
             message = json.loads(body)
         except (ValueError, RecursionError):  # RecursionError: arrays nested a million deep
@@ -341,7 +350,8 @@ class _Server(ThreadingHTTPServer):
 
 
 def serve(toolbox: Toolbox, address: str, *, idle_seconds: float = IDLE_SECONDS,
-          max_connections: int = MAX_CONNECTIONS, log: Any = None) -> None:
+          max_connections: int = MAX_CONNECTIONS, request_seconds: float = REQUEST_SECONDS,
+          log: Any = None) -> None:
     """Serve until SIGINT/SIGTERM; then end sessions and stop the upstream servers."""
     host, port = parse_address(address)
     try:
@@ -349,7 +359,7 @@ def serve(toolbox: Toolbox, address: str, *, idle_seconds: float = IDLE_SECONDS,
     except LlmcError:
         toolbox.close()
         raise
-    handler = type("GatewayHandler", (Handler,), {"gateway": gateway})
+    handler = type("GatewayHandler", (Handler,), {"gateway": gateway, "timeout": request_seconds})
     server_class: type[_Server] = _Server
     if ":" in host:
         server_class = type("_Server6", (_Server,), {"address_family": socket.AF_INET6})

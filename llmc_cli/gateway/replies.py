@@ -14,10 +14,10 @@ import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler
-from typing import Any
+from typing import Any, ClassVar
 
 from llmc_cli.gateway.connection import GatewayConnection
-from llmc_cli.gateway.hosts import HostSession, ResumableStream
+from llmc_cli.gateway.hosts import REQUEST_SECONDS, HostSession, ResumableStream
 from llmc_cli.mcp import jsonrpc
 
 REPLY_SECONDS = 3600.0  # the longest a request may take (upstream timeouts end calls long before)
@@ -31,6 +31,8 @@ _date: tuple[int, str] = (0, "")  # (second, its Date header) last formatted
 
 class ReplyWriter(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    timeout: ClassVar[float] = REQUEST_SECONDS  # to send a whole request, head and body (--request-timeout)
+    deadline = 0.0  # when the request being read must be whole (monotonic)
 
     def setup(self) -> None:
         super().setup()
@@ -75,7 +77,9 @@ class ReplyWriter(BaseHTTPRequestHandler):
         if self.path.startswith("//"):
             self.path = "/" + self.path.lstrip("/")
         headers = http.client.HTTPMessage()
+        self.deadline = time.monotonic() + self.timeout
         for _ in range(MAX_HEADERS + 1):
+            self.within_deadline()
             raw = self.rfile.readline(MAX_HEADER_LINE + 1)
             if len(raw) > MAX_HEADER_LINE:
                 self.send_error(431, "Line too long")
@@ -93,6 +97,7 @@ class ReplyWriter(BaseHTTPRequestHandler):
         else:
             self.send_error(431, "Too many headers")
             return False
+        self.connection.settimeout(self.timeout)  # answers are written, and bodies read, on their own terms
         if len(headers.get_all("Host") or []) > 1:  # RFC 9112 3.2: MUST be 400; which one would count?
             self.send_error(400, "More than one Host header")
             return False
@@ -105,6 +110,16 @@ class ReplyWriter(BaseHTTPRequestHandler):
         if (headers.get("Expect") or "").lower() == "100-continue" and self.request_version >= "HTTP/1.1":
             return self.handle_expect_100()
         return True
+
+    def within_deadline(self) -> None:
+        """Before each read of a request's head or body: all of it must arrive within `timeout` of
+        its first line. The socket's own timeout is per operation, so a client sending a byte every
+        few seconds would otherwise hold its connection (and its thread) for as long as it likes.
+        The TimeoutError ends the connection (http.server's handle_one_request)."""
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request took too long to arrive")
+        self.connection.settimeout(left)
 
     # -- responses -------------------------------------------------------------------------------
 

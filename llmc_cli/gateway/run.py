@@ -38,11 +38,12 @@ def serve_stdio(profile: LoadedProfile, *, verbose: int = 0) -> None:
 
 
 def serve_http(profile: LoadedProfile, address: str, *, verbose: int = 0, idle_seconds: float | None = None,
-               max_connections: int | None = None) -> None:
+               max_connections: int | None = None, request_seconds: float | None = None) -> None:
     """Streamable HTTP until SIGINT/SIGTERM."""
-    from llmc_cli.gateway.hosts import IDLE_SECONDS, MAX_CONNECTIONS, parse_address
+    from llmc_cli.gateway.hosts import IDLE_SECONDS, MAX_CONNECTIONS, REQUEST_SECONDS, parse_address
     from llmc_cli.gateway.http import serve
 
     parse_address(address)  # a bad address is a usage error before any server starts
     serve(_toolbox(profile, verbose), address, idle_seconds=idle_seconds or IDLE_SECONDS,
-          max_connections=max_connections or MAX_CONNECTIONS, log=log)
+          max_connections=max_connections or MAX_CONNECTIONS, request_seconds=request_seconds or REQUEST_SECONDS,
+          log=log)

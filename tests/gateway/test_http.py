@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import select
 import socket
 import subprocess
 import time
@@ -534,3 +535,34 @@ def test_connections_past_the_limit_are_answered_503_and_the_slots_come_back(gat
         time.sleep(0.05)
     assert running.request("GET", "/healthz")[0] == 200
     stop(running)
+
+
+TRICKLED = [("the head", b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n", b"X-Slow: 1\r\n"),
+            ("the body", b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: 1000\r\n\r\n", b" ")]
+
+
+@pytest.mark.parametrize("what, start_with, trickle", TRICKLED, ids=[t[0] for t in TRICKLED])
+def test_a_request_trickled_in_is_cut_off_at_the_request_timeout(gateway_profile: Path, what: str,
+                                                                 start_with: bytes, trickle: bytes) -> None:
+    """The socket's timeout is per read: a client sending a little every few tenths of a second
+    never trips it, and held its connection (and its thread) as long as it liked. The whole
+    request must arrive within --request-timeout."""
+    running = start(gateway_profile, "--request-timeout", "1")
+    try:
+        with socket.create_connection(("127.0.0.1", running.port), timeout=30) as sock:
+            sock.sendall(start_with)
+            cut = False
+            for _ in range(100):  # 100 x 0.2 s: 20 s of trickling, unless the gateway hangs up
+                try:
+                    sock.sendall(trickle)
+                except OSError:  # reset: the gateway closed the connection
+                    cut = True
+                    break
+                ready, _, _ = select.select([sock], [], [], 0.2)
+                if ready and sock.recv(65536) == b"":
+                    cut = True
+                    break
+            assert cut, "the connection was never closed"
+    finally:
+        stop(running)
