@@ -25,7 +25,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "llmc_cli"
 
 # component -> the components it may import (besides itself). The middle layer (config, store,
 # policy, audit, lockfile, keeper, catalog) may use the protocol package below it. "llmc_cli" is
-# the package root (__version__ only). Components are top-level modules and packages, except the
+# the package root (__version__, lazy_names). Components are top-level modules and packages, except the
 # keeper's process (keeper/daemon.py, keeper/upstream.py): a program at the level of the gateway
 # (it starts the built-in servers through services).
 ALLOWED: dict[str, set[str]] = {
@@ -38,14 +38,14 @@ ALLOWED: dict[str, set[str]] = {
     "providers": {"translate", "errors", "model"},
     "config": {"mcp", "errors", "model"},
     "store": {"config", "mcp", "errors", "model"},
-    "policy": {"config", "store", "mcp", "errors", "model"},
-    "audit": {"config", "store", "interrupts", "telemetry", "mcp", "errors", "model"},
+    "policy": {"llmc_cli", "config", "store", "mcp", "errors", "model"},
+    "audit": {"llmc_cli", "config", "store", "interrupts", "telemetry", "mcp", "errors", "model"},
     "lockfile": {"config", "translate", "mcp", "errors", "model"},
     "server": {"llmc_cli", "config", "telemetry", "interrupts", "mcp", "errors", "model"},  # the built-in MCP servers
     "keeper": {"config", "store", "mcp", "errors", "model"},  # lifecycle.py, transport.py
     "catalog": {"keeper", "interrupts", "mcp", "errors", "model"},
     "telemetry": {"llmc_cli", "config", "mcp", "errors", "model"},  # imported by what it observes
-    "services": {"catalog", "policy", "audit", "store", "config", "keeper", "lockfile", "server", "interrupts",
+    "services": {"llmc_cli", "catalog", "policy", "audit", "store", "config", "keeper", "lockfile", "server", "interrupts",
                  "telemetry", "mcp", "errors", "model"},
     "keeper.process": {"keeper", "services", "store", "config", "mcp", "errors", "model"},
     "agent": {"services", "catalog", "policy", "audit", "providers", "translate", "config", "telemetry", "interrupts",

@@ -5,7 +5,9 @@ the JSON Lines file (appends, anchor, rotation); postgres.py: the same chain in 
 record (time, identity, masking, hash). The names below are the package's interface.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from llmc_cli import lazy_names
 
 # Which module holds each name of the interface.
 _WHERE = {name: module for module, names in {
@@ -25,17 +27,7 @@ if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its modul
     from llmc_cli.audit.records import MASK, AuditError, identity, mask_secrets, now_iso, record_hash, secret_values
     from llmc_cli.store.chain import GENESIS
 else:
-    def __getattr__(name: str) -> Any:
-        """A name of the interface, imported with its module when first asked for: a single call
-        needs neither a batch's trail nor the PostgreSQL store (start-up time: issue 21)."""
-        module = _WHERE.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        from importlib import import_module
-
-        value = getattr(import_module(module), name)
-        globals()[name] = value
-        return value
+    __getattr__ = lazy_names(__name__, globals(), _WHERE)
 
 
 __all__ = ["ChainedLog", "Deferred", "DEFAULT_MAX_BYTES", "AuditLog", "default_path", "open_log", "PostgresAuditLog", "MASK",

@@ -20,7 +20,9 @@ path globs), approval.py (the keyed call hash), rate.py (per-minute limits), lin
 arguments no rule covers). The names below are its interface.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from llmc_cli import lazy_names
 
 # Which module holds each name of the interface.
 _WHERE = {name: module for module, names in {
@@ -40,17 +42,7 @@ if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its modul
     from llmc_cli.policy.rules import (HUMAN, MODEL, SPEC_DEFAULT_HINTS, Caller, Decision, decide, effective_hints,
                                        glob_match, is_read_only, visible)
 else:
-    def __getattr__(name: str) -> Any:
-        """A name of the interface, imported with its module when first asked for: a call needs no
-        lint (start-up time: issue 21)."""
-        module = _WHERE.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        from importlib import import_module
-
-        value = getattr(import_module(module), name)
-        globals()[name] = value
-        return value
+    __getattr__ = lazy_names(__name__, globals(), _WHERE)
 
 
 __all__ = ["APPROVAL_KEY_ENV", "APPROVAL_KEY_MIN_CHARS", "approval_key", "call_hash", "PATH_FORMATS", "PATH_WORDS",

@@ -5,7 +5,9 @@ that interruptions close); catalogs.py: the servers a command talks to and the t
 sees; batch.py: many calls in one run. The names below are the package's interface.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from llmc_cli import lazy_names
 
 # Which module holds each name of the interface.
 _WHERE = {name: module for module, names in {
@@ -23,17 +25,7 @@ if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its modul
     from llmc_cli.services.catalogs import (builtin_servers, host_sessions, open_catalog, protect, protected_paths,
                                             server_specs, visible_tools)
 else:
-    def __getattr__(name: str) -> Any:
-        """A name of the interface, imported with its module when first asked for: a single call
-        needs no batch (start-up time: issue 21)."""
-        module = _WHERE.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        from importlib import import_module
-
-        value = getattr(import_module(module), name)
-        globals()[name] = value
-        return value
+    __getattr__ = lazy_names(__name__, globals(), _WHERE)
 
 
 __all__ = ["BatchItem", "run_batch", "OPEN_CALLS", "Authorization", "Invocation", "OpenCalls", "authorize",
