@@ -100,6 +100,16 @@ def relayed_to_main_thread(signums: tuple[int, ...] = tuple(SIGNAL_EXIT_CODES)) 
         os.close(write_end)  # the relay reads end of file, closes its end and returns
 
 
+def ignore_further() -> None:
+    """The process is on its way out because of a signal: ignore the next SIGINT, SIGTERM and
+    SIGHUP. Its clean-up is bounded, and CPython puts back the default action of every handled
+    signal when the interpreter finalizes, so a second signal then (systemd's or a test's stop
+    after `timeout`'s, Ctrl-C pressed twice) would kill the process by the signal instead of
+    letting it exit with its own code. Main thread only (every signal handler runs there)."""
+    for signum in SIGNAL_EXIT_CODES:
+        signal.signal(signum, signal.SIG_IGN)
+
+
 def requested() -> bool:
     return _requested.is_set()
 
@@ -127,6 +137,7 @@ def _handle(signum: int, frame: Any) -> None:
         return  # already unwinding: the clean-up is bounded, let it finish
     _received.append(signum)
     _requested.set()
+    ignore_further()
     if getattr(_state, "depth", 0):
         _state.pending = signum
         return

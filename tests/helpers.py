@@ -3,6 +3,7 @@ in tests/peers."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -164,6 +165,19 @@ def _checked(result: Result) -> Result:
 TGKILL = {"x86_64": 234, "aarch64": 131}.get(os.uname().machine)  # the syscall's number
 TO_THREAD = pytest.mark.parametrize("to_thread", [False, pytest.param(True, marks=pytest.mark.skipif(
     TGKILL is None, reason="tgkill's number is known for x86_64 and aarch64 only"))], ids=["process", "thread"])
+
+
+def signal_until_exit(proc: subprocess.Popen[Any], sig: int, seconds: float = 60.0, interval: float = 0.002) -> int:
+    """Send `sig` to `proc` again and again, every `interval` seconds, until it exits (bounded by
+    `seconds` and so in count), as an impatient operator or a supervisor that repeats its stop
+    does; the process's exit status. A signal that lands while the interpreter finalizes, when
+    CPython has put back each signal's default action, is in the storm too."""
+    deadline = time.monotonic() + seconds
+    while proc.poll() is None and time.monotonic() < deadline:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, sig)
+        time.sleep(interval)
+    return proc.wait(timeout=max(0.1, deadline - time.monotonic()))
 
 
 def signal_another_thread(pid: int, sig: int) -> None:

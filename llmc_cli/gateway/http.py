@@ -32,6 +32,7 @@ from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
+from llmc_cli import interrupts
 from llmc_cli.errors import LlmcError, ProtocolError
 from llmc_cli.gateway.connection import HTTP_PEER
 from llmc_cli.gateway.hosts import (IDLE_SECONDS, MAX_CONNECTIONS, REQUEST_SECONDS, HostSession, HttpGateway,
@@ -352,7 +353,7 @@ class _Server(ThreadingHTTPServer):
 def serve(toolbox: Toolbox, address: str, *, idle_seconds: float = IDLE_SECONDS,
           max_connections: int = MAX_CONNECTIONS, request_seconds: float = REQUEST_SECONDS,
           log: Any = None) -> None:
-    """Serve until SIGINT/SIGTERM; then end sessions and stop the upstream servers."""
+    """Serve until SIGINT, SIGTERM or SIGHUP; then end sessions and stop the upstream servers (exit 0)."""
     host, port = parse_address(address)
     try:
         gateway = HttpGateway(toolbox, host, port, idle_seconds=idle_seconds)
@@ -379,10 +380,11 @@ def serve(toolbox: Toolbox, address: str, *, idle_seconds: float = IDLE_SECONDS,
     threading.Thread(target=gateway.expire_idle, daemon=True, name="llmc-gateway-idle").start()
 
     def stop(signum: int, frame: Any) -> None:
+        interrupts.ignore_further()  # once: a second signal must not kill the closing gateway
         threading.Thread(target=httpd.shutdown, daemon=True).start()
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+    for signum in interrupts.SIGNAL_EXIT_CODES:  # SIGHUP too: a closed terminal must not orphan the upstreams
+        signal.signal(signum, stop)
     try:
         httpd.serve_forever(poll_interval=0.5)
     finally:

@@ -39,7 +39,7 @@ def serve_stdio(profile: LoadedProfile, *, verbose: int = 0) -> None:
 
 def serve_http(profile: LoadedProfile, address: str, *, verbose: int = 0, idle_seconds: float | None = None,
                max_connections: int | None = None, request_seconds: float | None = None) -> None:
-    """Streamable HTTP until SIGINT/SIGTERM."""
+    """Streamable HTTP until SIGINT, SIGTERM or SIGHUP."""
     from llmc_cli.gateway.hosts import IDLE_SECONDS, MAX_CONNECTIONS, REQUEST_SECONDS, parse_address
     from llmc_cli.gateway.http import serve
 

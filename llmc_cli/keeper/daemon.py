@@ -29,6 +29,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import datetime, timezone
 from typing import Any
 
+from llmc_cli import interrupts
 from llmc_cli.errors import ConnectionFailed, ExitCode, LlmcError, RpcError, UsageError
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.keeper.transport import AttachReply, HeldServer, KeeperStatus, read_line
@@ -306,8 +307,13 @@ def main() -> int:
     keeper = Keeper(config["name"], [spec_from_json(s) for s in config["specs"]], float(config["idle"]),
                     config.get("profile"))
     path = str(socket_path(keeper.name))
-    signal.signal(signal.SIGTERM, lambda *_: keeper.stop("SIGTERM"))
-    signal.signal(signal.SIGINT, lambda *_: keeper.stop("SIGINT"))
+
+    def stop(signum: int, frame: Any) -> None:
+        interrupts.ignore_further()  # once: a second signal must not kill the keeper while it closes
+        keeper.stop(signal.Signals(signum).name)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     try:
         listener = _listen(path)
     except OSError as exc:

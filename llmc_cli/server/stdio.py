@@ -42,6 +42,7 @@ def run_stdio(endpoint: McpServer, stdin: BinaryIO | None = None, stdout: Binary
         def terminate(signum: int, frame: Any) -> None:
             if not closing.is_set():
                 closing.set()  # once: a second signal must not cut the closing short
+                interrupts.ignore_further()
                 raise SystemExit(interrupts.SIGNAL_EXIT_CODES[signum])
 
         signal.signal(signal.SIGTERM, terminate)

@@ -17,7 +17,8 @@ import pytest
 
 from tests.fakes.llm import FakeLLM
 from tests.fakes.scripts import turn
-from tests.helpers import PEERS, TO_THREAD, llmc, llmc_executable, sdk_server, signal_another_thread, wait_until
+from tests.helpers import (PEERS, TO_THREAD, llmc, llmc_executable, sdk_server, signal_another_thread, signal_until_exit,
+                           wait_until)
 from tests.processes import live_processes
 from tests.schemas import check_output
 
@@ -161,6 +162,23 @@ def test_a_batch_records_every_decided_call(isolated_dirs, sig, code, parallel, 
     assert returncode == code, err
     assert out == ""  # nothing after the interruption: the calls still waiting never finished
     assert_every_decided_call_has_one_outcome(isolated_dirs, ["slow", "slow", "slow", "echo", "echo"])
+    assert_no_server_left(marker)
+
+
+@pytest.mark.parametrize("sig, code", [SIGNALS[0], SIGNALS[2]])
+def test_a_storm_of_signals_still_exits_with_its_code(isolated_dirs, sig, code):
+    """The signal again and again (a supervisor repeating its stop, Ctrl-C held down) until the
+    command is gone: the first one unwinds it, the others, also those that land while the
+    interpreter finalizes, change nothing: its exit code, every outcome recorded, no server left."""
+    marker = uuid.uuid4().hex
+    write_profile(isolated_dirs, marker)
+    proc = start("call", "sdk.slow", "seconds=300")
+    wait_for(decided(isolated_dirs, "slow"), "the decision record")
+    wait_for(lambda: marked_processes(marker), "the server")
+    assert signal_until_exit(proc, sig, WAIT_SECONDS) == code
+    out, err = proc.communicate(timeout=WAIT_SECONDS)
+    assert out == "" and "Traceback" not in err, err
+    assert_every_decided_call_has_one_outcome(isolated_dirs, ["slow"])
     assert_no_server_left(marker)
 
 

@@ -8,6 +8,7 @@ import http.client
 import json
 import os
 import select
+import signal
 import socket
 import subprocess
 import time
@@ -18,7 +19,8 @@ import pytest
 
 from tests.gateway.conftest import audit_records
 from tests.gateway.test_stdio import ERAS, accept, run
-from tests.helpers import free_port, llmc, llmc_executable
+from tests.helpers import free_port, llmc, llmc_executable, signal_until_exit, wait_until
+from tests.processes import gone, live_processes
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
@@ -471,6 +473,26 @@ def test_open_listen_streams_end_with_complete_when_the_gateway_stops(gateway_pr
     finally:
         conn.close()
         stop(running)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name)
+def test_a_storm_of_signals_still_stops_the_gateway_cleanly(gateway_profile: Path, sig: signal.Signals) -> None:
+    """The signal again and again until the gateway is gone (a supervisor repeating its stop; one
+    lands while the interpreter finalizes, when CPython has put back each signal's default action):
+    the first one stops it, the others change nothing, it exits 0 as after one. SIGHUP (the
+    terminal it ran in closed) stops it the same way, upstream servers included."""
+    running = start(gateway_profile)
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    status, _, body = running.request("POST", "/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+                                                       "params": {"_meta": meta}},
+                                      {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"})
+    assert status == 200 and b"sdk.add" in body, body
+    upstreams = [p.pid for p in live_processes() if p.ppid == running.proc.pid]
+    assert upstreams  # the SDK server it started for the listing
+    assert signal_until_exit(running.proc, sig) == 0
+    assert wait_until(lambda: all(gone(pid) for pid in upstreams), 30), "an upstream server outlived the gateway"
+    _, stderr = running.proc.communicate(timeout=30)
+    assert "Traceback" not in stderr, stderr
 
 
 PING = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()

@@ -233,6 +233,29 @@ def test_sigterm_ends_the_stdio_server_and_its_process_trees(tmp_path: Path, to_
     assert wait_until(lambda: not _alive(marker), 10), _alive(marker)
 
 
+def test_a_storm_of_sigterms_still_ends_the_stdio_server_with_143(tmp_path: Path) -> None:
+    """A supervisor that repeats its stop, or a signal that lands while the interpreter finalizes
+    (when CPython has put back SIGTERM's default action): the server still closes and exits 143,
+    never killed by the signal half-way."""
+    import signal
+    import subprocess
+
+    from tests.helpers import llmc_executable, signal_until_exit
+
+    server = subprocess.Popen([llmc_executable(), "serve", "workspace", "--root", str(tmp_path), "--sandbox", "none"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert server.stdin is not None and server.stdout is not None
+    try:
+        server.stdin.write(b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n')
+        server.stdin.flush()
+        assert b'"id":1' in server.stdout.readline().replace(b" ", b"")  # it is serving
+        assert signal_until_exit(server, signal.SIGTERM) == 143
+        assert b"Traceback" not in server.stderr.read()  # type: ignore[union-attr]
+    finally:
+        server.kill()
+        server.wait()
+
+
 def test_catastrophic_regex_in_ask_honours_total_timeout(tmp_path: Path) -> None:
     """`llmc ask --total-timeout 3`: the model asks for a catastrophic regex search that would
     wait 30 s; llmc stops at its total timeout (exit 7) instead of hanging, no matcher left."""
