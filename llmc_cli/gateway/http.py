@@ -38,7 +38,7 @@ from llmc_cli.gateway.connection import HTTP_PEER
 from llmc_cli.gateway.hosts import (IDLE_SECONDS, MAX_CONNECTIONS, REQUEST_SECONDS, HostSession, HttpGateway,
                                    parse_address)
 from llmc_cli.gateway.principals import Principal, authenticate
-from llmc_cli.gateway.replies import OPEN_ENDED, REPLY_SECONDS, ReplyWriter, params_of
+from llmc_cli.gateway.replies import OPEN_ENDED, REPLY_SECONDS, Arrivals, ReplyWriter, params_of
 from llmc_cli.gateway.toolbox import Toolbox
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, MODERN_VERSIONS
@@ -266,14 +266,16 @@ class Handler(ReplyWriter):
             self.close_connection = True  # the body was not read
             return None
         chunks: list[bytes] = []
-        while length:  # each chunk within the request's deadline (ReplyWriter.within_deadline)
-            self.within_deadline()
+        while length:  # within the request's deadline (replies.Arrivals cuts a late one off)
             chunk = self.rfile.read1(min(length, 1 << 16))
             if not chunk:
                 break  # the client closed early: what came is not JSON, or not all of it
             chunks.append(chunk)
             length -= len(chunk)
-        self.connection.settimeout(self.timeout)
+        self.arrivals.arrived(self)
+        if self.late:
+            self.close_connection = True
+            return None  # cut off: nobody is left to answer
         body = b"".join(chunks)
         try:
             message = json.loads(body)
@@ -360,7 +362,8 @@ def serve(toolbox: Toolbox, address: str, *, idle_seconds: float = IDLE_SECONDS,
     except LlmcError:
         toolbox.close()
         raise
-    handler = type("GatewayHandler", (Handler,), {"gateway": gateway, "timeout": request_seconds})
+    arrivals = Arrivals()
+    handler = type("GatewayHandler", (Handler,), {"gateway": gateway, "timeout": request_seconds, "arrivals": arrivals})
     server_class: type[_Server] = _Server
     if ":" in host:
         server_class = type("_Server6", (_Server,), {"address_family": socket.AF_INET6})
@@ -378,6 +381,7 @@ def serve(toolbox: Toolbox, address: str, *, idle_seconds: float = IDLE_SECONDS,
         log(f"profile {toolbox.profile.name}: http://{shown}:{bound}{ENDPOINT} "
             f"(inbound auth: {gateway.auth_mode() if gateway.auth_mode() != 'none' else 'none, loopback only'})")
     threading.Thread(target=gateway.expire_idle, daemon=True, name="llmc-gateway-idle").start()
+    threading.Thread(target=arrivals.run, daemon=True, name="llmc-gateway-arrivals").start()
 
     def stop(signum: int, frame: Any) -> None:
         interrupts.ignore_further()  # once: a second signal must not kill the closing gateway
@@ -388,5 +392,6 @@ def serve(toolbox: Toolbox, address: str, *, idle_seconds: float = IDLE_SECONDS,
     try:
         httpd.serve_forever(poll_interval=0.5)
     finally:
+        arrivals.stop()
         httpd.server_close()
         gateway.close()

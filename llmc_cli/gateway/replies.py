@@ -29,10 +29,64 @@ MAX_HEADER_LINE, MAX_HEADERS = 65536, 100  # http.client's limits for a header l
 _date: tuple[int, str] = (0, "")  # (second, its Date header) last formatted
 
 
+class Arrivals:
+    """Whole-request deadlines (--request-timeout), kept by one thread for every connection. The
+    socket's timeout bounds each read, not a request: a client sending a byte now and then, even
+    inside one header line, never trips it, and held its connection and thread as long as it
+    liked. A connection whose request has not arrived whole by its deadline is shut down, which
+    ends the read waiting on it at once, whatever it reads (request line, a header, the body). The
+    wait for the next request on a kept-alive connection is one such wait: idle ones end too."""
+
+    TICK = 0.1  # seconds: how late past its deadline a connection may be cut off
+
+    def __init__(self) -> None:
+        self._due: dict[ReplyWriter, float] = {}
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+
+    def expect(self, handler: "ReplyWriter", seconds: float) -> None:
+        with self._lock:
+            self._due[handler] = time.monotonic() + seconds
+
+    def arrived(self, handler: "ReplyWriter") -> None:
+        with self._lock:
+            self._due.pop(handler, None)
+
+    def run(self) -> None:
+        """Cut off late connections until stop()."""
+        while not self._stopped.wait(self.TICK):
+            now = time.monotonic()
+            with self._lock:
+                late = [handler for handler, due in self._due.items() if due <= now]
+                for handler in late:
+                    del self._due[handler]
+            for handler in late:
+                handler.cut_off()
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+
 class ReplyWriter(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout: ClassVar[float] = REQUEST_SECONDS  # to send a whole request, head and body (--request-timeout)
-    deadline = 0.0  # when the request being read must be whole (monotonic)
+    arrivals: ClassVar[Arrivals]  # set on the subclass serve() makes
+    late = False  # cut off by `arrivals`: nothing more is read or answered on this connection
+
+    def handle_one_request(self) -> None:
+        self.arrivals.expect(self, self.timeout)
+        try:
+            super().handle_one_request()
+        finally:
+            self.arrivals.arrived(self)
+
+    def cut_off(self) -> None:
+        self.late = True
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # already closed
 
     def setup(self) -> None:
         super().setup()
@@ -55,8 +109,8 @@ class ReplyWriter(BaseHTTPRequestHandler):
         raw_line: bytes = self.raw_requestline  # type: ignore[attr-defined]  # set by handle_one_request
         self.requestline = str(raw_line, "iso-8859-1").rstrip("\r\n")
         words = self.requestline.split()
-        if not words:
-            return False
+        if not words or not raw_line.endswith(b"\n"):
+            return False  # nothing, or the line was cut short (the client left, or was cut off): no answer
         if len(words) >= 3:
             version = words[-1]
             number = version[5:].split(".") if version.startswith("HTTP/") else []
@@ -77,14 +131,14 @@ class ReplyWriter(BaseHTTPRequestHandler):
         if self.path.startswith("//"):
             self.path = "/" + self.path.lstrip("/")
         headers = http.client.HTTPMessage()
-        self.deadline = time.monotonic() + self.timeout
         for _ in range(MAX_HEADERS + 1):
-            self.within_deadline()
             raw = self.rfile.readline(MAX_HEADER_LINE + 1)
             if len(raw) > MAX_HEADER_LINE:
                 self.send_error(431, "Line too long")
                 return False
-            if raw in (b"\r\n", b"\n", b""):
+            if not raw.endswith(b"\n"):
+                return False  # the head was cut short (the client left, or was cut off): no answer
+            if raw in (b"\r\n", b"\n"):
                 break
             line = raw.decode("iso-8859-1").rstrip("\r\n")
             name, colon, value = line.partition(":")
@@ -97,7 +151,8 @@ class ReplyWriter(BaseHTTPRequestHandler):
         else:
             self.send_error(431, "Too many headers")
             return False
-        self.connection.settimeout(self.timeout)  # answers are written, and bodies read, on their own terms
+        if self.command != "POST":
+            self.arrivals.arrived(self)  # no body to wait for (the endpoint reads none but a POST's)
         if len(headers.get_all("Host") or []) > 1:  # RFC 9112 3.2: MUST be 400; which one would count?
             self.send_error(400, "More than one Host header")
             return False
@@ -110,16 +165,6 @@ class ReplyWriter(BaseHTTPRequestHandler):
         if (headers.get("Expect") or "").lower() == "100-continue" and self.request_version >= "HTTP/1.1":
             return self.handle_expect_100()
         return True
-
-    def within_deadline(self) -> None:
-        """Before each read of a request's head or body: all of it must arrive within `timeout` of
-        its first line. The socket's own timeout is per operation, so a client sending a byte every
-        few seconds would otherwise hold its connection (and its thread) for as long as it likes.
-        The TimeoutError ends the connection (http.server's handle_one_request)."""
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("the request took too long to arrive")
-        self.connection.settimeout(left)
 
     # -- responses -------------------------------------------------------------------------------
 

@@ -560,6 +560,9 @@ def test_connections_past_the_limit_are_answered_503_and_the_slots_come_back(gat
 
 
 TRICKLED = [("the head", b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n", b"X-Slow: 1\r\n"),
+            ("one header line", b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ", b"a"),
+            ("the request line", b"POST /", b"a"),
+            ("nothing at all", b"", b""),
             ("the body", b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                          b"Content-Length: 1000\r\n\r\n", b" ")]
 
