@@ -4,6 +4,7 @@ the value comes from the environment when the server is used.)"""
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -20,6 +21,7 @@ _SECRET_WORDS = frozenset({"key", "keys", "pass", "pwd", "pat", "auth", "oauth",
                            "session", "sessions"})
 
 
+@functools.lru_cache(maxsize=4096)  # asked for every key of every audit record: the same few names again and again
 def is_secret_name(name: str) -> bool:
     """Does a field with this name usually hold a secret? The one rule for env variables and
     headers of a profile (masked when shown, never imported as literals), for argument and
