@@ -50,6 +50,7 @@ class HttpChannel:
         self._clients: set[Any] = set()  # every open client, leased or idle
         self._idle: list[Any] = []  # clients with no request in flight, newest last
         self._ssl_context: Any = None  # one per channel: building it is most of a client's start (~25 ms)
+        self._cookies: Any = None  # one jar for all of them: a balancer's affinity cookie is the channel's
         self._leases: dict[Any, Any] = {}  # response -> the client it came from, until it is closed
         self._moved: dict[str, str] = {}  # URL -> where a same-origin redirect sent it
         self._urls: dict[str, Any] = {}  # URL -> httpx2.URL (this URL, and where it was moved)
@@ -68,8 +69,9 @@ class HttpChannel:
                 return self._idle.pop()
             if self._ssl_context is None:
                 self._ssl_context = httpx2.create_ssl_context()  # what Client(verify=True) makes, made once
+                self._cookies = httpx2.Cookies().jar  # a jar (not Cookies) is shared, not copied
             client = httpx2.Client(timeout=httpx2.Timeout(self.timeout, connect=self.connect_timeout),
-                                   follow_redirects=False, verify=self._ssl_context,
+                                   follow_redirects=False, verify=self._ssl_context, cookies=self._cookies,
                                    limits=httpx2.Limits(max_connections=1, max_keepalive_connections=1))
             self._clients.add(client)
             return client
