@@ -9,8 +9,11 @@ so a full disk never leaves half a line that would stop every later call. Files 
 A record that cannot be written stops the tool call before it runs (AuditError, exit 3): there is
 no unaudited action.
 
-The anchor (`audit.jsonl.anchor`, 0600) holds the head hash and the record count, replaced
-atomically under the same lock with every append. The chain alone shows an edited, removed or
+The anchor (`audit.jsonl.anchor`, 0600) holds the head hash and the record count, rewritten in
+place under the same lock with every append: one 512-byte write at offset 0, which a disk writes
+whole (a sector), as PostgreSQL keeps pg_control within 512 bytes to update it in place. A
+rename over it costs as much as the record's own fsync on ext4 (it flushes the new file's data);
+readers take the lock, so none sees a write half done. The chain alone shows an edited, removed or
 reordered record; with the anchor, `verify` also sees the end cut off, the whole log deleted and
 the chain rewritten from a point on (unless the anchor was rewritten too: only a head recorded
 elsewhere, checked with `verify --expect`, catches that).
@@ -32,6 +35,7 @@ if TYPE_CHECKING:
     from llmc_cli.config.schema import Profile
 
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+ANCHOR_BYTES = 512  # one sector: written whole or not at all (JSON, padded with spaces)
 
 
 def default_path() -> Path:
@@ -108,7 +112,18 @@ class AuditLog(ChainedLog):
         return self.path.with_name(self.path.name + ".anchor")
 
     def anchor(self) -> dict[str, Any] | None:
-        """The anchor as written with the last append; None when there is none."""
+        """The anchor as written with the last append, read under the lock; None when there is none."""
+        from llmc_cli.config.files import LockTimeout, file_lock
+
+        try:
+            with file_lock(str(self.path) + ".lock", timeout=30):
+                return self._read_anchor()
+        except (OSError, LockTimeout) as exc:
+            raise AuditError(f"cannot read the audit anchor {self.anchor_path}: "
+                             f"{getattr(exc, 'strerror', None) or exc}") from None
+
+    def _read_anchor(self) -> dict[str, Any] | None:
+        """The anchor, read by a holder of the lock (it is rewritten in place)."""
         try:
             data = json.loads(self.anchor_path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -121,14 +136,7 @@ class AuditLog(ChainedLog):
 
     def head(self) -> dict[str, Any]:
         """What `llmc audit head` prints: the head hash and record count, read under the lock."""
-        from llmc_cli.config.files import LockTimeout, file_lock
-
-        try:
-            with file_lock(str(self.path) + ".lock", timeout=30):
-                anchor = self.anchor()
-        except (OSError, LockTimeout) as exc:
-            raise AuditError(f"cannot read the audit anchor {self.anchor_path}: "
-                             f"{getattr(exc, 'strerror', None) or exc}") from None
+        anchor = self.anchor()
         if anchor is None:
             if self.files():
                 raise AuditError(f"the audit log has no anchor ({self.anchor_path}): it was written before llmc "
@@ -140,7 +148,7 @@ class AuditLog(ChainedLog):
         """(last hash, record count) before an append: from the anchor when it describes the file
         as it is; else counted from the files (a log from before anchors, or a crash between the
         log write and the anchor write)."""
-        anchor = self.anchor()
+        anchor = self._read_anchor()
         if anchor is not None and seen is not None and (anchor.get("inode"), anchor.get("size")) == \
                 (seen.st_ino, seen.st_size):
             return anchor["head"], anchor["records"]
@@ -150,29 +158,49 @@ class AuditLog(ChainedLog):
         return self._last_hash(), max(count, anchor["records"] if anchor else 0)
 
     def _write_anchor(self, head: str, count: int, inode: int, size: int) -> None:
-        """Replace the anchor all or nothing, 0600 (config.files.write_atomic: temp file, fsync,
-        rename, directory fsync so the new anchor survives a crash)."""
-        from llmc_cli.config.files import write_atomic
-
-        body = json.dumps({"head": head, "records": count, "inode": inode, "size": size, "time": now_iso()})
-        # lazy_anchor: the anchor is replaced atomically as ever, its fsyncs left to sync() (within
-        # a second). The records themselves are fsynced above before any call runs; a crash before
-        # sync() leaves an anchor that lags the log, which verify accepts (and never one ahead).
-        write_atomic(self.anchor_path, body, durable=not self.lazy_anchor)
+        """Rewrite the anchor in place (see the module's docstring), 0600. Made durable here, or,
+        with lazy_anchor, by sync() within a second: the records themselves are fsynced before
+        any call runs, and a crash before sync() leaves an anchor that lags the log, which verify
+        accepts (never one ahead)."""
+        anchor = {"head": head, "records": count, "inode": inode, "size": size, "time": now_iso()}
+        self._put_anchor(anchor, durable=not self.lazy_anchor)
         self._anchor_synced = not self.lazy_anchor
 
+    def _put_anchor(self, anchor: dict[str, Any], *, durable: bool) -> None:
+        body = json.dumps(anchor).encode("utf-8")
+        data = body.ljust(ANCHOR_BYTES - 1) + b"\n"
+        if len(data) != ANCHOR_BYTES:
+            raise ConfigError(f"the audit anchor would exceed {ANCHOR_BYTES} bytes")  # a head is 64 hex digits: never
+        try:
+            fd = os.open(self.anchor_path, os.O_WRONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            # The first anchor is made whole under another name and renamed into place, so a full
+            # disk or a crash never leaves an empty one behind (which would stop every later call).
+            from llmc_cli.config.files import write_atomic
+
+            write_atomic(self.anchor_path, data, durable=durable)
+            return
+        try:
+            if os.pwrite(fd, data, 0) != ANCHOR_BYTES:  # a short write: the disk is full
+                raise OSError(28, "No space left on device")
+            if os.fstat(fd).st_size > ANCHOR_BYTES:  # written longer by someone else: nothing may follow ours
+                os.ftruncate(fd, ANCHOR_BYTES)
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+
     def sync(self) -> None:
-        """Make the anchor durable (lazy_anchor): it is written again as it is now, under the
-        lock, through an fsynced temp file, a rename and a directory fsync."""
+        """Make the anchor durable (lazy_anchor): rewritten as it is now, under the lock, and fsynced."""
         if self._anchor_synced:
             return
-        from llmc_cli.config.files import LockTimeout, file_lock, write_atomic
+        from llmc_cli.config.files import LockTimeout, file_lock
 
         try:
             with file_lock(str(self.path) + ".lock", timeout=30):
-                anchor = self.anchor()
+                anchor = self._read_anchor()
                 if anchor is not None:
-                    write_atomic(self.anchor_path, json.dumps(anchor))
+                    self._put_anchor(anchor, durable=True)
                 self._anchor_synced = True
         except (OSError, LockTimeout, ConfigError) as exc:
             raise AuditError(f"cannot write the audit anchor {self.anchor_path}: "

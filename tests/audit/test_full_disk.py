@@ -67,8 +67,15 @@ args = ["{files}"]
 
 # what does not fit -> (the call, what it must not have done / must say)
 CASES = {
-    "decision": dict(leave=0, tool="fs.write_file", args=lambda files: ["path=" + str(files / "made.txt"), "content=x"],
+    # The decision record carries the arguments: 8 KiB of content needs pages the disk has not got
+    # (a small record would fit in the slack of the log's last page, and rightly be written).
+    "decision": dict(leave=0, tool="fs.write_file",
+                     args=lambda files: ["path=" + str(files / "made.txt"), "content=" + "x" * 8192],
                      says="the tool was not run"),
+    # The record fits in the log's slack, but the anchor (gone, so made anew) finds no room:
+    # the record is cut back out of the log, as if never written.
+    "anchor": dict(leave=0, tool="fs.write_file", args=lambda files: ["path=" + str(files / "made.txt"), "content=x"],
+                   says="the tool was not run", drop_anchor=True),
     "outcome": dict(leave=12 * 1024, tool="fs.read_text_file", args=lambda files: ["path=" + str(files / "big.txt")],
                     says="the call ran, but its outcome is not recorded"),
 }
@@ -81,6 +88,8 @@ def test_a_full_disk_never_leaves_a_partial_record(isolated_dirs, disk, case):
     files = files_and_profile(isolated_dirs, log)
     assert llmc("call", "fs.list_allowed_directories").returncode == 0  # log, anchor, lock exist
     before = log.read_bytes()
+    if spec.get("drop_anchor"):
+        (disk / "audit.jsonl.anchor").unlink()
     filler = fill(disk, spec["leave"])
 
     proc = llmc("call", spec["tool"], *spec["args"](files))
