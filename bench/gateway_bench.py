@@ -1,7 +1,8 @@
 """tools/call through the gateway (`llmc serve -p P --http`) against the same calls made directly
 to the same upstream, in one run; throughput with concurrent clients; memory per idle session.
 
-    .venv/bin/python bench/gateway_bench.py [--calls 300] [--clients 16] [--concurrent-calls 1600] [--sessions 200]
+    .venv/bin/python bench/gateway_bench.py [--calls 300] [--clients 16] [--concurrent-calls 1600] [--rounds 3]
+                                            [--sessions 200]
 
 The upstream is the SDK test server (tests/peers/sdk_server.py) over Streamable HTTP, stateless,
 JSON replies, tool `echo`. The gateway fronts it over HTTP too, audit on (two fsync'd records
@@ -196,6 +197,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--concurrent-calls", type=int, default=1600)
     parser.add_argument("--sessions", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=3, help="concurrent rounds, alternating direct and gateway")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "LLMC_CONFIG_DIR": f"{tmp}/config", "LLMC_STATE_DIR": f"{tmp}/state"}
@@ -208,15 +210,26 @@ def main() -> None:
             print(f"  gateway median {g_med:.2f} ms   p90 {statistics.quantiles(through, n=10)[-1] * 1000:.2f} ms")
             print(f"  added by the gateway (median): {g_med - d_med:.2f} ms "
                   f"(target <= 2 ms, audit on: one write+fsync here takes {fsync_floor(tmp) * 1000:.2f} ms)")
-            direct_rate, direct_errors = concurrent(up_port, "echo", args.clients, args.concurrent_calls)
-            cpu_before = cpu_seconds(gateway.pid)
-            gateway_rate, gateway_errors = concurrent(gw_port, "up.echo", args.clients, args.concurrent_calls)
-            cpu_per_call = (cpu_seconds(gateway.pid) - cpu_before) / args.concurrent_calls
-            print(f"{args.clients} concurrent clients, {args.concurrent_calls} calls")
-            print(f"  direct  {direct_rate:.0f} calls/s, {len(direct_errors)} failed {sorted(set(direct_errors))[:3]}")
-            print(f"  gateway {gateway_rate:.0f} calls/s, {len(gateway_errors)} failed {sorted(set(gateway_errors))[:3]} "
-                  f"(target >= 500; the gateway's CPU per call {cpu_per_call * 1000:.2f} ms, "
-                  f"{os.cpu_count()} cores shared with the upstream and these clients)")
+            direct_rates, gateway_rates, cpu_per_call = [], [], []
+            direct_errors: list[str] = []
+            gateway_errors: list[str] = []
+            for _ in range(args.rounds):  # alternating: a busy moment of the machine hits both alike
+                rate, errors = concurrent(up_port, "echo", args.clients, args.concurrent_calls)
+                direct_rates.append(rate)
+                direct_errors += errors
+                cpu_before = cpu_seconds(gateway.pid)
+                rate, errors = concurrent(gw_port, "up.echo", args.clients, args.concurrent_calls)
+                cpu_per_call.append((cpu_seconds(gateway.pid) - cpu_before) / args.concurrent_calls)
+                gateway_rates.append(rate)
+                gateway_errors += errors
+            print(f"{args.clients} concurrent clients, {args.concurrent_calls} calls, median of {args.rounds} rounds "
+                  f"(each: {' '.join(f'{r:.0f}' for r in gateway_rates)})")
+            print(f"  direct  {statistics.median(direct_rates):.0f} calls/s, {len(direct_errors)} failed "
+                  f"{sorted(set(direct_errors))[:3]}")
+            print(f"  gateway {statistics.median(gateway_rates):.0f} calls/s, {len(gateway_errors)} failed "
+                  f"{sorted(set(gateway_errors))[:3]} (target >= 500; the gateway's CPU per call "
+                  f"{statistics.median(cpu_per_call) * 1000:.2f} ms, {os.cpu_count()} cores shared with the upstream "
+                  "and these clients)")
             per_session = idle_sessions(gw_port, gateway.pid, args.sessions)
             print(f"memory per idle initialize-era session ({args.sessions} sessions): {per_session:.1f} KiB")
             audit = Path(tmp) / "state" / "audit.jsonl"

@@ -106,10 +106,21 @@ def has_lone_surrogate(value: Any) -> bool:
     """Anywhere in a JSON value, keys included."""
     if isinstance(value, str):
         return LONE_SURROGATE.search(value) is not None
+    if isinstance(value, (dict, list)):
+        try:  # one pass in C over the whole value (dumps keeps surrogates as they are), not one call per node
+            return LONE_SURROGATE.search(json.dumps(value, ensure_ascii=False)) is not None
+        except (TypeError, ValueError):
+            pass  # not plain JSON (a key that is no string, a value of another type): walk it
+    return _has_lone_surrogate(value)
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        return LONE_SURROGATE.search(value) is not None
     if isinstance(value, dict):
-        return any(has_lone_surrogate(k) or has_lone_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(has_lone_surrogate(v) for v in value)
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_has_lone_surrogate(v) for v in value)
     return False
 
 
