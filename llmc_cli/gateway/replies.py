@@ -5,7 +5,6 @@ is admitted and which connection answers; this module only moves bytes between i
 
 from __future__ import annotations
 
-import http.client
 import json
 import math
 import queue
@@ -27,6 +26,34 @@ STREAMED = {"tools/call", "subscriptions/listen"}  # answered on SSE when the cl
 OPEN_ENDED = "subscriptions/listen"  # its stream lasts until the host drops it: no reply deadline
 MAX_HEADER_LINE, MAX_HEADERS = 65536, 100  # http.client's limits for a header line and their number
 _date: tuple[int, str] = (0, "")  # (second, its Date header) last formatted
+
+
+class RequestHeaders:
+    """A request's header fields by lower-cased name, in the order sent: what the handler asks of
+    them (get: the first, get_all). http.client.HTTPMessage lower-cases every name it holds on
+    each lookup, and a request is looked up a dozen times."""
+
+    __slots__ = ("_fields",)
+
+    def __init__(self) -> None:
+        self._fields: dict[str, list[str]] = {}
+
+    def add(self, name: str, value: str) -> None:
+        self._fields.setdefault(name.lower(), []).append(value)
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        values = self._fields.get(name.lower())
+        return values[0] if values else default
+
+    def get_all(self, name: str, failobj: list[str] | None = None) -> list[str] | None:
+        values = self._fields.get(name.lower())
+        return list(values) if values else failobj
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._fields
+
+    def __getitem__(self, name: str) -> str | None:
+        return self.get(name)
 
 
 class Arrivals:
@@ -130,7 +157,7 @@ class ReplyWriter(BaseHTTPRequestHandler):
         self.command, self.path = words[0], words[1]
         if self.path.startswith("//"):
             self.path = "/" + self.path.lstrip("/")
-        headers = http.client.HTTPMessage()
+        headers = RequestHeaders()
         for _ in range(MAX_HEADERS + 1):
             raw = self.rfile.readline(MAX_HEADER_LINE + 1)
             if len(raw) > MAX_HEADER_LINE:
@@ -147,7 +174,7 @@ class ReplyWriter(BaseHTTPRequestHandler):
                 # a folded line (obs-fold) too: no client of this endpoint needs one.
                 self.send_error(400, "Bad request header line")
                 return False
-            headers.set_raw(name, value.strip(" \t"))
+            headers.add(name, value.strip(" \t"))
         else:
             self.send_error(431, "Too many headers")
             return False
@@ -156,7 +183,7 @@ class ReplyWriter(BaseHTTPRequestHandler):
         if len(headers.get_all("Host") or []) > 1:  # RFC 9112 3.2: MUST be 400; which one would count?
             self.send_error(400, "More than one Host header")
             return False
-        self.headers = headers
+        self.headers = headers  # type: ignore[assignment]  # BaseHTTPRequestHandler's own parse is not used
         connection = (headers.get("Connection") or "").lower()
         if connection == "close":
             self.close_connection = True
