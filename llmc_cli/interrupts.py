@@ -101,11 +101,12 @@ def relayed_to_main_thread(signums: tuple[int, ...] = tuple(SIGNAL_EXIT_CODES)) 
 
 
 def ignore_further() -> None:
-    """The process is on its way out because of a signal: ignore the next SIGINT, SIGTERM and
-    SIGHUP. Its clean-up is bounded, and CPython puts back the default action of every handled
-    signal when the interpreter finalizes, so a second signal then (systemd's or a test's stop
-    after `timeout`'s, Ctrl-C pressed twice) would kill the process by the signal instead of
-    letting it exit with its own code. Main thread only (every signal handler runs there)."""
+    """For a process that was stopped by a signal and has cleaned up: ignore SIGINT, SIGTERM and
+    SIGHUP from here to its exit. Until now its handlers ignored a repeated signal, but CPython
+    puts back each handled signal's default action when the interpreter finalizes, so a second
+    signal then (a supervisor repeating its stop, Ctrl-C pressed twice) killed the process by the
+    signal instead of letting it exit with its own code. Called once nothing more is started:
+    an ignored signal would be inherited by a child. Main thread only."""
     for signum in SIGNAL_EXIT_CODES:
         signal.signal(signum, signal.SIG_IGN)
 
@@ -137,7 +138,6 @@ def _handle(signum: int, frame: Any) -> None:
         return  # already unwinding: the clean-up is bounded, let it finish
     _received.append(signum)
     _requested.set()
-    ignore_further()
     if getattr(_state, "depth", 0):
         _state.pending = signum
         return

@@ -383,9 +383,12 @@ def serve(toolbox: Toolbox, address: str, *, idle_seconds: float = IDLE_SECONDS,
     threading.Thread(target=gateway.expire_idle, daemon=True, name="llmc-gateway-idle").start()
     threading.Thread(target=arrivals.run, daemon=True, name="llmc-gateway-arrivals").start()
 
+    signalled = threading.Event()
+
     def stop(signum: int, frame: Any) -> None:
-        interrupts.ignore_further()  # once: a second signal must not kill the closing gateway
-        threading.Thread(target=httpd.shutdown, daemon=True).start()
+        if not signalled.is_set():  # once: a repeated signal changes nothing
+            signalled.set()
+            threading.Thread(target=httpd.shutdown, daemon=True).start()
 
     for signum in interrupts.SIGNAL_EXIT_CODES:  # SIGHUP too: a closed terminal must not orphan the upstreams
         signal.signal(signum, stop)
@@ -395,3 +398,5 @@ def serve(toolbox: Toolbox, address: str, *, idle_seconds: float = IDLE_SECONDS,
         arrivals.stop()
         httpd.server_close()
         gateway.close()
+        if signalled.is_set():
+            interrupts.ignore_further()

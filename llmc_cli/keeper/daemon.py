@@ -309,8 +309,7 @@ def main() -> int:
     path = str(socket_path(keeper.name))
 
     def stop(signum: int, frame: Any) -> None:
-        interrupts.ignore_further()  # once: a second signal must not kill the keeper while it closes
-        keeper.stop(signal.Signals(signum).name)
+        keeper.stop(signal.Signals(signum).name)  # a repeated signal changes nothing
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
@@ -332,6 +331,8 @@ def main() -> int:
         except OSError:
             pass
         log(f"session {keeper.name} stopped")
+        if keeper.stop_reason in ("SIGTERM", "SIGINT"):  # its servers are stopped: nothing may kill the exit
+            interrupts.ignore_further()
 
 
 if __name__ == "__main__":

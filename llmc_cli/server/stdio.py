@@ -37,12 +37,13 @@ def run_stdio(endpoint: McpServer, stdin: BinaryIO | None = None, stdout: Binary
     must still end the process trees it started (they live in their own sessions, out of reach
     of the client's killpg). A signal that arrives while closing is ignored."""
     closing = threading.Event()
+    signalled = threading.Event()
     relay: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
     if threading.current_thread() is threading.main_thread():
         def terminate(signum: int, frame: Any) -> None:
             if not closing.is_set():
                 closing.set()  # once: a second signal must not cut the closing short
-                interrupts.ignore_further()
+                signalled.set()
                 raise SystemExit(interrupts.SIGNAL_EXIT_CODES[signum])
 
         signal.signal(signal.SIGTERM, terminate)
@@ -65,8 +66,12 @@ def run_stdio(endpoint: McpServer, stdin: BinaryIO | None = None, stdout: Binary
                 pass  # the client went away; end of input follows
 
     endpoint.attach(send)
-    with relay:
-        _serve_lines(endpoint, stdin, send, closing)
+    try:
+        with relay:
+            _serve_lines(endpoint, stdin, send, closing)
+    finally:
+        if signalled.is_set():  # closed (the endpoint stopped its processes): leave with 143
+            interrupts.ignore_further()
 
 
 def _serve_lines(endpoint: McpServer, stdin: BinaryIO, send: Send, closing: threading.Event) -> None:
