@@ -36,6 +36,13 @@ def approval_key() -> bytes:
             raise ConfigError(f"{APPROVAL_KEY_ENV} must be at least {APPROVAL_KEY_MIN_CHARS} characters "
                               "(e.g. 64 random hex digits)")
         return shared.encode("utf-8")
+    return _key_in(os.environ.get("LLMC_STATE_DIR"), os.environ.get("XDG_STATE_HOME"), os.environ.get("HOME"))
+
+
+@lru_cache(maxsize=8)
+def _key_in(*where: str | None) -> bytes:
+    """The key file's key for the state directory these variables name (asked once per call,
+    the path is worked out once: a tenth of a gateway call's policy decision)."""
     from llmc_cli.config.paths import state_dir
 
     return _key_file(state_dir() / "approval.key")
