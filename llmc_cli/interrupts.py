@@ -111,6 +111,12 @@ def ignore_further() -> None:
         signal.signal(signum, signal.SIG_IGN)
 
 
+def leaving() -> None:
+    """A command ends: when a signal stopped it (and it has cleaned up), ignore the next ones."""
+    if _requested.is_set():
+        ignore_further()
+
+
 def requested() -> bool:
     return _requested.is_set()
 

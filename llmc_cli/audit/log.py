@@ -21,6 +21,7 @@ elsewhere, checked with `verify --expect`, catches that).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from pathlib import Path
@@ -182,7 +183,7 @@ class AuditLog(ChainedLog):
             return
         try:
             if os.pwrite(fd, data, 0) != ANCHOR_BYTES:  # a short write: the disk is full
-                raise OSError(28, "No space left on device")
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
             if os.fstat(fd).st_size > ANCHOR_BYTES:  # written longer by someone else: nothing may follow ours
                 os.ftruncate(fd, ANCHOR_BYTES)
             if durable:

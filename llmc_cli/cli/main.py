@@ -171,16 +171,10 @@ def main(argv: list[str] | None = None) -> None:
             _end_telemetry(code)
     except SystemExit:
         _flush_stdout()
-        _leaving(interrupts)
+        interrupts.leaving()
         raise
     _flush_stdout()
-    _leaving(interrupts)
-
-
-def _leaving(interrupts: Any) -> None:
-    """Stopped by a signal and cleaned up: the next one must not kill the exiting interpreter."""
-    if interrupts.requested():
-        interrupts.ignore_further()
+    interrupts.leaving()
 
 
 def _end_telemetry(code: int | str | None) -> None:
