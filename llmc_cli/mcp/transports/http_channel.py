@@ -1,11 +1,12 @@
 """The HTTP plumbing both HTTP transports share (Streamable HTTP and the legacy HTTP+SSE):
-httpx2 clients (one per request in flight), the user's headers, OAuth hooks, redirects, error mapping, stoppable streams.
+httpx2 clients (one per request in flight, on the leaner wire of http11.py), the user's headers, OAuth hooks, redirects, error mapping, stoppable streams.
 
 httpx2 is imported inside functions: the CLI must start without an HTTP stack.
 """
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 from typing import Any, Generator
@@ -24,6 +25,21 @@ MAX_IDLE_CLIENTS = 20  # idle keep-alive connections per channel (httpx's own de
 
 def preview(text: str, limit: int = 160) -> str:
     return " ".join(text.split())[:limit]
+
+
+def proxied(url: str) -> bool:
+    """Whether the environment sends requests for `url` through a proxy: read as httpx2 reads it
+    (urllib's getproxies: HTTP_PROXY, HTTPS_PROXY, ALL_PROXY), less the hosts NO_PROXY exempts as
+    curl and urllib match them."""
+    if not any(name.lower().endswith("_proxy") and name.lower() != "no_proxy" for name in os.environ):
+        return False  # the common case, without importing urllib.request (40 ms)
+    import urllib.request
+
+    proxies = urllib.request.getproxies()
+    scheme, host, _ = origin(url)
+    if not (proxies.get(scheme) or proxies.get("all")):
+        return False
+    return not urllib.request.proxy_bypass(host)
 
 
 def origin(url: str) -> tuple[str, str, int | None]:
@@ -56,6 +72,9 @@ class HttpChannel:
         self._urls: dict[str, Any] = {}  # URL -> httpx2.URL (this URL, and where it was moved)
         self._streams: set[Any] = set()
         self._streams_lock = threading.Lock()
+        # Through a proxy httpx2 speaks to it with its own transport (it finds the proxy only when
+        # given none); otherwise the leaner one. Decided once: the environment is the process's.
+        self._proxied = proxied(url)
 
     def _lease(self) -> Any:
         """A client for one request, with at most one connection, idle or new. Not one shared
@@ -63,6 +82,8 @@ class HttpChannel:
         request, so with N connections open to a busy upstream (the gateway's hosts calling at
         once) every request paid 2N system calls: a fifth of the gateway's CPU at 16 hosts."""
         import httpx2
+
+        from llmc_cli.mcp.transports.http11 import Http11Transport
 
         with self._client_lock:
             if self._idle:
@@ -72,7 +93,8 @@ class HttpChannel:
                 self._cookies = httpx2.Cookies().jar  # a jar (not Cookies) is shared, not copied
             client = httpx2.Client(timeout=httpx2.Timeout(self.timeout, connect=self.connect_timeout),
                                    follow_redirects=False, verify=self._ssl_context, cookies=self._cookies,
-                                   limits=httpx2.Limits(max_connections=1, max_keepalive_connections=1))
+                                   limits=httpx2.Limits(max_connections=1, max_keepalive_connections=1),
+                                   transport=None if self._proxied else Http11Transport(self._ssl_context))
             self._clients.add(client)
             return client
 
@@ -196,7 +218,8 @@ class HttpChannel:
             raise ConnectionFailed(f"{self._where(self.url)}: reply cut off: {preview(str(exc))}") from None
         finally:
             self._close(response)
-        return b"".join(chunks)
+        body = b"".join(chunks)
+        return body[:limit] if limit is not None and over_limit is None else body
 
     def status_error(self, response: Any, request: dict[str, Any] | None, deliver: Any) -> None:
         """An HTTP error reply: deliver it when it is the JSON-RPC error answering `request`

@@ -1,0 +1,160 @@
+"""httpx2's wire layer for one keep-alive HTTP/1.1 connection, on the standard library's
+`http.client` instead of httpcore2 + h11.
+
+Why: an MCP request through httpcore2 + h11 costs about 0.5 ms of CPU on loopback, `http.client`
+about 0.2 ms (measured: bench/gateway_ab.py, and the per-request cost alone in
+tests/transports/test_http11.py's docstring). At the gateway every host's call is one such request,
+and the gateway is one process under one GIL, so this is its throughput. httpx2 stays the client:
+its Request/Response, headers, cookies, content decoding, timeouts and proxies (a proxy from the
+environment is mounted by httpx2 with its own transport, untouched by this one) are unchanged;
+only the bytes on the wire go through `http.client`, which parses, frames (Content-Length,
+chunked) and bounds (line and header count) the reply.
+
+One connection per transport, as HttpChannel leases one client per request in flight.
+"""
+
+from __future__ import annotations
+
+import http.client
+import select
+import socket
+import ssl
+from typing import Any, Iterator
+
+import httpx2
+
+READ_CHUNK = 64 * 1024
+
+
+def _stale(sock: socket.socket | None) -> bool:
+    """An idle keep-alive socket that is readable has been closed by the server (or holds bytes
+    nobody asked for): not reusable. What httpcore checks before reusing a connection."""
+    if sock is None:
+        return True
+    try:
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        return bool(poller.poll(0))
+    except (OSError, ValueError):
+        return True
+
+
+class _Socket:
+    """The `network_stream` extension: lets another thread find the socket to shut down a blocked read."""
+
+    def __init__(self, sock: socket.socket | None) -> None:
+        self._sock = sock
+
+    def get_extra_info(self, name: str) -> Any:
+        return self._sock if name == "socket" else None
+
+
+class _Body(httpx2.SyncByteStream):
+    """A reply body as it arrives. Read to its end, the connection is kept for the next request;
+    closed before that, the connection is closed (the unread rest would be taken for the next reply)."""
+
+    def __init__(self, transport: Http11Transport, response: http.client.HTTPResponse) -> None:
+        self._transport = transport
+        self._response = response
+
+    def __iter__(self) -> Iterator[bytes]:
+        response = self._response
+        try:
+            while True:
+                chunk = response.read1(READ_CHUNK)
+                if not chunk:
+                    if not response.chunked and response.length:  # http.client takes a cut-off body as whole
+                        raise httpx2.RemoteProtocolError(
+                            f"peer closed connection without sending complete message body "
+                            f"({response.length} bytes missing)")
+                    return
+                yield chunk
+                if response.length == 0 and not response.chunked:
+                    response.read()  # the last byte is in: this marks the reply read whole (read1 does not)
+                    return
+        except (TimeoutError, socket.timeout) as exc:
+            raise httpx2.ReadTimeout(str(exc) or "timed out") from exc
+        except http.client.HTTPException as exc:
+            raise httpx2.RemoteProtocolError(str(exc) or type(exc).__name__) from exc
+        except (OSError, ValueError) as exc:  # ValueError: read on a socket another thread shut and closed
+            raise httpx2.ReadError(str(exc) or type(exc).__name__) from exc
+
+    def close(self) -> None:
+        response = self._response
+        whole = response.isclosed()  # http.client closes a reply once its last byte is read
+        response.close()
+        if not whole:
+            self._transport.drop()
+
+
+class Http11Transport(httpx2.BaseTransport):
+    """One keep-alive HTTP/1.1 connection to whichever origin the request names (it is
+    reopened when the origin changes, the server closed it, or a reply was not read whole)."""
+
+    def __init__(self, ssl_context: ssl.SSLContext) -> None:
+        self._ssl_context = ssl_context
+        self._conn: http.client.HTTPConnection | None = None
+        self._origin: tuple[str, str, int] | None = None
+
+    def drop(self) -> None:
+        conn, self._conn, self._origin = self._conn, None, None
+        if conn is not None:
+            conn.close()
+
+    def close(self) -> None:
+        self.drop()
+
+    def _connect(self, scheme: str, host: str, port: int, timeout: float | None) -> http.client.HTTPConnection:
+        if scheme == "https":
+            conn: http.client.HTTPConnection = http.client.HTTPSConnection(
+                host, port, timeout=timeout, context=self._ssl_context)
+        elif scheme == "http":
+            conn = http.client.HTTPConnection(host, port, timeout=timeout)
+        else:
+            raise httpx2.UnsupportedProtocol(f"unsupported URL scheme {scheme!r}")
+        try:
+            conn.connect()
+        except (TimeoutError, socket.timeout) as exc:
+            conn.close()
+            raise httpx2.ConnectTimeout(str(exc) or "timed out") from exc
+        except OSError as exc:  # refused, unreachable, name not resolved, TLS failed
+            conn.close()
+            raise httpx2.ConnectError(str(exc) or type(exc).__name__) from exc
+        return conn
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        timeouts = request.extensions.get("timeout", {})
+        url = request.url
+        scheme = url.scheme
+        port = url.port or (443 if scheme == "https" else 80)
+        origin = (scheme, url.host, port)
+        if self._conn is not None and (self._origin != origin or _stale(self._conn.sock)):
+            self.drop()
+        if self._conn is None:
+            self._conn = self._connect(scheme, url.host, port, timeouts.get("connect"))
+            self._origin = origin
+        conn = self._conn
+        sock = conn.sock
+        body = request.read()
+        try:
+            sock.settimeout(timeouts.get("write"))
+            conn.putrequest(request.method, url.raw_path.decode("ascii"), skip_host=True, skip_accept_encoding=True)
+            for name, value in request.headers.raw:
+                conn.putheader(name, value)
+            conn.endheaders(body or None)
+            sock.settimeout(timeouts.get("read"))
+            response = conn.getresponse()
+        except (TimeoutError, socket.timeout) as exc:
+            self.drop()
+            raise httpx2.ReadTimeout(str(exc) or "timed out") from exc
+        except http.client.HTTPException as exc:  # a reply that is not HTTP/1.x, or headers past the limits
+            self.drop()
+            raise httpx2.RemoteProtocolError(str(exc) or type(exc).__name__) from exc
+        except OSError as exc:
+            self.drop()
+            raise httpx2.ReadError(str(exc) or type(exc).__name__) from exc
+        headers = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in response.getheaders()]
+        return httpx2.Response(
+            response.status, headers=headers, stream=_Body(self, response),
+            extensions={"http_version": b"HTTP/1.1", "reason_phrase": response.reason.encode("latin-1"),
+                        "network_stream": _Socket(sock)})
