@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal
 
 from llmc_cli.config.profiles import expand
@@ -46,7 +46,7 @@ def effective_hints(tool: Tool | None, qualified: str, config: PolicyConfig) -> 
             hints[key] = value
     for pattern, override in config.hints.items():
         if glob_match(pattern, qualified):
-            hints.update({k: v for k, v in asdict(override).items() if v is not None})
+            hints.update({k: v for k in hints if (v := getattr(override, k)) is not None})
     if hints["readOnly"] and not any(glob_match(p, qualified) and o.destructive for p, o in config.hints.items()):
         hints["destructive"] = False  # the spec: destructiveHint is meaningful only when not read-only
     return hints

@@ -218,11 +218,13 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
         raw = catalog.session(call.server).call_tool(call.tool, call.arguments, timeout=timeout, meta=meta)
         if not isinstance(raw.get("content", []), list):
             raise ProtocolError(f"{call.server}: tools/call result has no content list")
-        if has_lone_surrogate(raw):
+        try:  # what the outcome record hashes; the encoding fails on a lone surrogate
+            body = canonical_json(raw).encode("utf-8")
+        except UnicodeEncodeError:
             # JSON escapes such as "\\ud800" decode to text no UTF-8 writer accepts (the audit
             # log, stdout, a provider's API): the result cannot be passed on as it is.
             raise ProtocolError(f"{call.server}: the result of {call.tool} contains a lone surrogate "
-                                "(invalid Unicode text)")
+                                "(invalid Unicode text)") from None
     except LlmcError as exc:
         kind = {TimeoutExpired: "timeout", Cancelled: "cancelled",
                 InputRequired: "input_required"}.get(type(exc), "transport_error")
@@ -233,7 +235,6 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
         raise
     result = ToolResult.from_mcp(raw)
     result.duration_ms = elapsed()
-    body = canonical_json(raw).encode("utf-8")
     outcome_record: AuditRecord = {"outcome": "tool_error" if result.is_error else "ok",
                       "durationMs": result.duration_ms, "resultBytes": len(body),
                       "resultSha256": hashlib.sha256(body).hexdigest()}

@@ -411,3 +411,48 @@ def test_a_proxy_from_the_environment_is_used(http_server: ThreadingHTTPServer, 
     monkeypatch.setenv("NO_PROXY", "localhost,.invalid")
     assert not proxied(upstream)
     assert not proxied("https://127.0.0.1:1/mcp")  # HTTP_PROXY is for http:// only
+
+
+def test_interim_replies_before_the_reply_are_skipped(servers: Any) -> None:
+    """RFC 9110 15.2: a client must parse 1xx replies it did not ask for (103 Early Hints from a
+    CDN, 102 Processing); the reply is what follows. A server sending nothing but interim replies
+    is refused, not waited on."""
+
+    def early_hints(server: RawServer, conn: socket.socket, number: int) -> None:
+        while server.next_request(conn):
+            if server.requests == 1:
+                conn.sendall(b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n"
+                             b"HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n" + reply())
+            else:
+                conn.sendall(b"HTTP/1.1 103 Early Hints\r\n\r\n" * 100)
+
+    server = servers(early_hints)
+    ch = channel(server.url)
+    try:
+        assert post(ch) == BODY
+        with pytest.raises(ConnectionFailed, match="interim"):
+            post(ch)
+    finally:
+        ch.close_client()
+
+
+def test_a_reply_sent_before_the_request_was_read_whole_is_read(servers: Any) -> None:
+    """A server refusing a body too large answers after the head and closes: the request's send
+    fails (the peer reset the connection), and the reply that explains it is read all the same."""
+
+    def too_large(server: RawServer, conn: socket.socket, number: int) -> None:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += conn.recv(65536)
+        server.requests += 1
+        conn.sendall(b"HTTP/1.1 413 Content Too Large\r\nConnection: close\r\nContent-Length: 9\r\n\r\ntoo large")
+
+    server = servers(too_large)
+    ch = channel(server.url)
+    try:
+        for _ in range(3):
+            response = ch.request("POST", ch.url, {}, body=b"x" * 8_000_000)
+            assert (response.status_code, ch.read_body(response)) == (413, b"too large")
+    finally:
+        ch.close_client()
+    assert server.connections == server.requests == 3

@@ -39,6 +39,23 @@ def _stale(sock: socket.socket | None) -> bool:
         return True
 
 
+class _Response(http.client.HTTPResponse):
+    """http.client's reply, past any number of interim (1xx) replies, as RFC 9110 15.2 requires
+    of a client "even if the client does not expect one" (http.client skips only 100 Continue,
+    and would take a 103 Early Hints for the reply). At most MAX_INTERIM of them: a server
+    sending them for ever is not waited on for ever."""
+
+    MAX_INTERIM = 16
+
+    def _read_status(self) -> tuple[str, int, str]:
+        for _ in range(self.MAX_INTERIM + 1):
+            version, status, reason = super()._read_status()  # type: ignore[misc]  # not in typeshed; in http.client since 2.x
+            if not 100 <= status < 200 or status == 101:  # 101: a switch nobody asked for, final
+                return version, status, reason
+            http.client.parse_headers(self.fp)  # the interim reply's header fields, within the same limits
+        raise http.client.HTTPException(f"more than {self.MAX_INTERIM} interim (1xx) replies")
+
+
 class _Socket:
     """The `network_stream` extension: lets another thread find the socket to shut down a blocked read."""
 
@@ -50,8 +67,9 @@ class _Socket:
 
 
 class _Body(httpx2.SyncByteStream):
-    """A reply body as it arrives. Read to its end, the connection is kept for the next request;
-    closed before that, the connection is closed (the unread rest would be taken for the next reply)."""
+    """A reply body as it arrives. Read to its end, the connection is kept for the next request
+    (unless the reply or a failed send ends it); closed before that, the connection is closed (the
+    unread rest would be taken for the next reply)."""
 
     def __init__(self, transport: Http11Transport, response: http.client.HTTPResponse) -> None:
         self._transport = transport
@@ -81,9 +99,9 @@ class _Body(httpx2.SyncByteStream):
 
     def close(self) -> None:
         response = self._response
-        whole = response.isclosed()  # http.client closes a reply once its last byte is read
+        reusable = response.isclosed() and not response.will_close  # http.client closes a reply once read whole
         response.close()
-        if not whole:
+        if not reusable:
             self._transport.drop()
 
 
@@ -112,6 +130,7 @@ class Http11Transport(httpx2.BaseTransport):
             conn = http.client.HTTPConnection(host, port, timeout=timeout)
         else:
             raise httpx2.UnsupportedProtocol(f"unsupported URL scheme {scheme!r}")
+        conn.response_class = _Response
         try:
             conn.connect()
         except (TimeoutError, socket.timeout) as exc:
@@ -136,12 +155,21 @@ class Http11Transport(httpx2.BaseTransport):
         conn = self._conn
         sock = conn.sock
         body = request.read()
+        unsent: OSError | None = None
         try:
             sock.settimeout(timeouts.get("write"))
             conn.putrequest(request.method, url.raw_path.decode("ascii"), skip_host=True, skip_accept_encoding=True)
             for name, value in request.headers.raw:
                 conn.putheader(name, value)
             conn.endheaders(body or None)
+        except (TimeoutError, socket.timeout) as exc:
+            self.drop()
+            raise httpx2.WriteTimeout(str(exc) or "timed out") from exc
+        except OSError as exc:
+            # A server may answer before reading the whole request and close (413 for a body too
+            # large): its reply is read all the same, as httpcore does, and explains the failure.
+            unsent = exc
+        try:
             sock.settimeout(timeouts.get("read"))
             response = conn.getresponse()
         except (TimeoutError, socket.timeout) as exc:
@@ -149,10 +177,14 @@ class Http11Transport(httpx2.BaseTransport):
             raise httpx2.ReadTimeout(str(exc) or "timed out") from exc
         except http.client.HTTPException as exc:  # a reply that is not HTTP/1.x, or headers past the limits
             self.drop()
+            if unsent is not None:
+                raise httpx2.WriteError(str(unsent) or type(unsent).__name__) from unsent
             raise httpx2.RemoteProtocolError(str(exc) or type(exc).__name__) from exc
         except OSError as exc:
             self.drop()
-            raise httpx2.ReadError(str(exc) or type(exc).__name__) from exc
+            raise httpx2.ReadError(str(unsent or exc) or type(exc).__name__) from exc
+        if unsent is not None:
+            response.will_close = True  # the request was not sent whole: this connection is done
         headers = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in response.getheaders()]
         return httpx2.Response(
             response.status, headers=headers, stream=_Body(self, response),
