@@ -456,3 +456,40 @@ def test_a_reply_sent_before_the_request_was_read_whole_is_read(servers: Any) ->
     finally:
         ch.close_client()
     assert server.connections == server.requests == 3
+
+
+@pytest.mark.parametrize("lengths", [b"Content-Length: 5\r\nContent-Length: 37\r\n", b"Content-Length: 37, 5\r\n",
+                                     b"Content-Length: abc\r\n", b"Content-Length: +37\r\n", b"Content-Length: 3_7\r\n",
+                                     b"Content-Length: -1\r\n"],
+                         ids=["two-lengths", "a-list-that-differs", "not-a-number", "plus-sign", "underscore", "negative"])
+def test_a_reply_whose_length_cannot_be_trusted_is_refused(servers: Any, lengths: bytes) -> None:
+    """RFC 9112 6.3: a Content-Length that is not one number is an unrecoverable error. Read
+    as http.client reads it (the first, or none: read until the server closes) the reply is
+    cut, or waits for a close that never comes, and what is left is taken for the next reply."""
+
+    def lying(server: RawServer, conn: socket.socket, number: int) -> None:
+        while server.next_request(conn):
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" + lengths + b"\r\n" + BODY)
+
+    server = servers(lying)
+    ch = channel(server.url, timeout=2)
+    try:
+        with pytest.raises(ConnectionFailed, match="Content-Length"):
+            post(ch)
+    finally:
+        ch.close_client()
+
+
+def test_a_repeated_length_that_agrees_is_accepted(servers: Any) -> None:
+    def repeated(server: RawServer, conn: socket.socket, number: int) -> None:
+        while server.next_request(conn):
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nContent-Length: %d, %d\r\n\r\n%s"
+                         % (len(BODY), len(BODY), len(BODY), BODY))
+
+    server = servers(repeated)
+    ch = channel(server.url)
+    try:
+        assert [post(ch) for _ in range(2)] == [BODY] * 2
+    finally:
+        ch.close_client()
+    assert server.connections == 1

@@ -39,6 +39,18 @@ def _stale(sock: socket.socket | None) -> bool:
         return True
 
 
+def _framed(response: http.client.HTTPResponse) -> bool:
+    """A Content-Length http.client can trust: absent, or one string of ASCII digits however
+    often it is repeated. It reads an unparsable one as absent (the body then ends only when the
+    server closes) and the first of several that differ (RFC 9112 6.3: unrecoverable; h11
+    refuses both)."""
+    values = {v.strip() for field in response.headers.get_all("Content-Length") or [] for v in field.split(",")}
+    if not values:
+        return True
+    value = values.pop()  # int() would also take "+1", "1_0" and non-ASCII digits
+    return not values and value.isascii() and value.isdigit() and response.length is not None
+
+
 class _Response(http.client.HTTPResponse):
     """http.client's reply, past any number of interim (1xx) replies, as RFC 9110 15.2 requires
     of a client "even if the client does not expect one" (http.client skips only 100 Continue,
@@ -185,6 +197,10 @@ class Http11Transport(httpx2.BaseTransport):
             raise httpx2.ReadError(str(unsent or exc) or type(exc).__name__) from exc
         if unsent is not None:
             response.will_close = True  # the request was not sent whole: this connection is done
+        if not response.chunked and not _framed(response):
+            response.close()
+            self.drop()
+            raise httpx2.RemoteProtocolError("the reply's Content-Length is not one whole number")
         headers = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in response.getheaders()]
         return httpx2.Response(
             response.status, headers=headers, stream=_Body(self, response),
