@@ -322,10 +322,12 @@ def test_a_gzip_reply_is_decoded(servers: Any) -> None:
 class Answer(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     targets: list[str]  # the request target of each request: absolute-form when sent to a proxy
+    peers: set[int]  # client ports: one per connection
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers["Content-Length"]))
         self.targets.append(self.path)
+        self.peers.add(self.client_address[1])
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(BODY)))
@@ -338,7 +340,7 @@ class Answer(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def http_server() -> Iterator[ThreadingHTTPServer]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (Answer,), {"targets": []}))
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (Answer,), {"targets": [], "peers": set()}))
     httpd.daemon_threads = True
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
@@ -389,6 +391,7 @@ def test_https_is_verified_against_the_ca_the_environment_names(
         assert [post(trusted) for _ in range(3)] == [BODY] * 3
     finally:
         trusted.close_client()
+    assert len(http_server.RequestHandlerClass.peers) == 1  # type: ignore[attr-defined]  # one handshake, kept alive
 
 
 def test_a_proxy_from_the_environment_is_used(http_server: ThreadingHTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:

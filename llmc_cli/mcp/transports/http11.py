@@ -5,10 +5,12 @@ Why: an MCP request through httpcore2 + h11 costs about 0.5 ms of CPU on loopbac
 about 0.2 ms (measured: bench/gateway_ab.py, and the per-request cost alone in
 tests/transports/test_http11.py's docstring). At the gateway every host's call is one such request,
 and the gateway is one process under one GIL, so this is its throughput. httpx2 stays the client:
-its Request/Response, headers, cookies, content decoding, timeouts and proxies (a proxy from the
-environment is mounted by httpx2 with its own transport, untouched by this one) are unchanged;
-only the bytes on the wire go through `http.client`, which parses, frames (Content-Length,
-chunked) and bounds (line and header count) the reply.
+its Request/Response, headers, cookies, content decoding and timeouts are unchanged; only the
+bytes on the wire go through `http.client`, which parses, frames (Content-Length, chunked) and
+bounds (line and header count) the reply. What httpcore did that http.client does not is done
+here: interim replies skipped, a dead kept-alive connection noticed before reuse, a cut-off body
+or an untrustworthy length refused, a reply sent before the request was read whole still read.
+A URL the environment proxies keeps httpx2's own transport (HttpChannel decides: proxied()).
 
 One connection per transport, as HttpChannel leases one client per request in flight.
 """
