@@ -170,8 +170,12 @@ class Http11Transport(httpx2.BaseTransport):
         sock = conn.sock
         body = request.read()
         unsent: OSError | None = None
+        # One timeout for the send and the reply: setting it is a system call (ioctl) each time.
+        # The read timeout is the longer one (a POST's is the session's longest wait, whose own
+        # deadline speaks first; a GET stream's is none, and a GET has no body to stall on).
+        if sock.gettimeout() != timeouts.get("read"):
+            sock.settimeout(timeouts.get("read"))
         try:
-            sock.settimeout(timeouts.get("write"))
             conn.putrequest(request.method, url.raw_path.decode("ascii"), skip_host=True, skip_accept_encoding=True)
             for name, value in request.headers.raw:
                 conn.putheader(name, value)
@@ -184,7 +188,6 @@ class Http11Transport(httpx2.BaseTransport):
             # large): its reply is read all the same, as httpcore does, and explains the failure.
             unsent = exc
         try:
-            sock.settimeout(timeouts.get("read"))
             response = conn.getresponse()
         except (TimeoutError, socket.timeout) as exc:
             self.drop()
