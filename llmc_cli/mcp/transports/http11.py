@@ -170,9 +170,9 @@ class Http11Transport(httpx2.BaseTransport):
         sock = conn.sock
         body = request.read()
         unsent: OSError | None = None
-        # One timeout for the send and the reply: setting it is a system call (ioctl) each time.
-        # The read timeout is the longer one (a POST's is the session's longest wait, whose own
-        # deadline speaks first; a GET stream's is none, and a GET has no body to stall on).
+        # The read timeout bounds the send as well: one setting, not two, each a system call
+        # (ioctl). A send that stalls is still bounded (a GET stream's read timeout is none, but
+        # a GET has no body to stall on).
         if sock.gettimeout() != timeouts.get("read"):
             sock.settimeout(timeouts.get("read"))
         try:
