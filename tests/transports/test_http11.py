@@ -496,3 +496,20 @@ def test_a_repeated_length_that_agrees_is_accepted(servers: Any) -> None:
     finally:
         ch.close_client()
     assert server.connections == 1
+
+
+@pytest.mark.parametrize("headers", [{"X-Api-Key": "k\r\nX-Injected: 1"}, {"X-Api-Key": "k\nX-Injected: 1"},
+                                     {"X-Api-Key": "k\x00"}, {"X Injected": "1"}, {"X-Injected:": "1"}],
+                         ids=["crlf-in-value", "lf-in-value", "nul-in-value", "space-in-name", "colon-in-name"])
+def test_a_header_that_would_split_the_request_is_refused_unsent(servers: Any, headers: dict[str, str]) -> None:
+    """A configured header (or one built from a tool's arguments) holding a line break would
+    add header fields, or a whole request, of the value's choosing: refused before anything is
+    sent, as h11 refused it."""
+    server = servers(keep_alive)
+    ch = HttpChannel(server.url, headers, timeout=5, auth=None, connect_timeout=5)
+    try:
+        with pytest.raises(ConnectionFailed):
+            post(ch)
+    finally:
+        ch.close_client()
+    assert server.requests == 0

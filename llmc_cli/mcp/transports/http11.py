@@ -18,6 +18,7 @@ One connection per transport, as HttpChannel leases one client per request in fl
 from __future__ import annotations
 
 import http.client
+import re
 import select
 import socket
 import ssl
@@ -125,35 +126,34 @@ class Http11Transport(httpx2.BaseTransport):
 
     def __init__(self, ssl_context: ssl.SSLContext) -> None:
         self._ssl_context = ssl_context
-        self._conn: http.client.HTTPConnection | None = None
+        self._sock: socket.socket | None = None
         self._origin: tuple[str, str, int] | None = None
 
     def drop(self) -> None:
-        conn, self._conn, self._origin = self._conn, None, None
-        if conn is not None:
-            conn.close()
+        sock, self._sock, self._origin = self._sock, None, None
+        if sock is not None:
+            sock.close()  # a reply still being read keeps the descriptor open until it is closed
 
     def close(self) -> None:
         self.drop()
 
-    def _connect(self, scheme: str, host: str, port: int, timeout: float | None) -> http.client.HTTPConnection:
-        if scheme == "https":
-            conn: http.client.HTTPConnection = http.client.HTTPSConnection(
-                host, port, timeout=timeout, context=self._ssl_context)
-        elif scheme == "http":
-            conn = http.client.HTTPConnection(host, port, timeout=timeout)
-        else:
+    def _connect(self, scheme: str, host: str, port: int, timeout: float | None) -> socket.socket:
+        if scheme not in ("http", "https"):
             raise httpx2.UnsupportedProtocol(f"unsupported URL scheme {scheme!r}")
-        conn.response_class = _Response
         try:
-            conn.connect()
+            sock = socket.create_connection((host, port), timeout)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # a request goes out in one write
+            if scheme == "https":
+                try:
+                    sock = self._ssl_context.wrap_socket(sock, server_hostname=host)
+                except BaseException:
+                    sock.close()
+                    raise
         except (TimeoutError, socket.timeout) as exc:
-            conn.close()
             raise httpx2.ConnectTimeout(str(exc) or "timed out") from exc
         except OSError as exc:  # refused, unreachable, name not resolved, TLS failed
-            conn.close()
             raise httpx2.ConnectError(str(exc) or type(exc).__name__) from exc
-        return conn
+        return sock
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         timeouts = request.extensions.get("timeout", {})
@@ -161,25 +161,23 @@ class Http11Transport(httpx2.BaseTransport):
         scheme = url.scheme
         port = url.port or (443 if scheme == "https" else 80)
         origin = (scheme, url.host, port)
-        if self._conn is not None and (self._origin != origin or _stale(self._conn.sock)):
+        head = _head(request)  # before connecting: a request that cannot be sent opens nothing
+        if self._sock is not None and (self._origin != origin or _stale(self._sock)):
             self.drop()
-        if self._conn is None:
-            self._conn = self._connect(scheme, url.host, port, timeouts.get("connect"))
+        if self._sock is None:
+            self._sock = self._connect(scheme, url.host, port, timeouts.get("connect"))
             self._origin = origin
-        conn = self._conn
-        sock = conn.sock
-        body = request.read()
-        unsent: OSError | None = None
+        sock = self._sock
         # The read timeout bounds the send as well: one setting, not two, each a system call
         # (ioctl). A send that stalls is still bounded (a GET stream's read timeout is none, but
         # a GET has no body to stall on).
         if sock.gettimeout() != timeouts.get("read"):
             sock.settimeout(timeouts.get("read"))
+        unsent: OSError | None = None
         try:
-            conn.putrequest(request.method, url.raw_path.decode("ascii"), skip_host=True, skip_accept_encoding=True)
-            for name, value in request.headers.raw:
-                conn.putheader(name, value)
-            conn.endheaders(body or None)
+            # Head and body in one write: sent apart, the server wakes and reads twice (http.client
+            # sends them apart), and each write is a system call and a turn of the GIL here.
+            sock.sendall(head + request.read())
         except (TimeoutError, socket.timeout) as exc:
             self.drop()
             raise httpx2.WriteTimeout(str(exc) or "timed out") from exc
@@ -187,17 +185,21 @@ class Http11Transport(httpx2.BaseTransport):
             # A server may answer before reading the whole request and close (413 for a body too
             # large): its reply is read all the same, as httpcore does, and explains the failure.
             unsent = exc
+        response = _Response(sock, method=request.method)
         try:
-            response = conn.getresponse()
+            response.begin()
         except (TimeoutError, socket.timeout) as exc:
+            response.close()
             self.drop()
             raise httpx2.ReadTimeout(str(exc) or "timed out") from exc
         except http.client.HTTPException as exc:  # a reply that is not HTTP/1.x, or headers past the limits
+            response.close()
             self.drop()
             if unsent is not None:
                 raise httpx2.WriteError(str(unsent) or type(unsent).__name__) from unsent
             raise httpx2.RemoteProtocolError(str(exc) or type(exc).__name__) from exc
         except OSError as exc:
+            response.close()
             self.drop()
             raise httpx2.ReadError(str(unsent or exc) or type(exc).__name__) from exc
         if unsent is not None:
@@ -211,3 +213,24 @@ class Http11Transport(httpx2.BaseTransport):
             response.status, headers=headers, stream=_Body(self, response),
             extensions={"http_version": b"HTTP/1.1", "reason_phrase": response.reason.encode("latin-1"),
                         "network_stream": _Socket(sock)})
+
+
+_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 5.1: a field name, a method
+_TARGET = re.compile(rb"[!-~]+")  # visible ASCII: no space, no control character (RFC 9112 3.2)
+_FIELD_VALUE_BREAK = re.compile(rb"[\x00\r\n]")  # RFC 9110 5.5: a value MUST NOT hold CR, LF or NUL
+
+
+def _head(request: httpx2.Request) -> bytes:
+    """The request line and header fields, checked as h11 and http.client check them: a name,
+    value, method or target that would split the head (a CR or LF from a configured header or
+    a tool name) is refused, never sent."""
+    method, target = request.method.encode("ascii"), request.url.raw_path
+    if not _TOKEN.fullmatch(method) or not _TARGET.fullmatch(target):
+        raise httpx2.LocalProtocolError(f"cannot send {request.method} {target!r}: not a valid request line")
+    lines = [b"%s %s HTTP/1.1\r\n" % (method, target)]
+    for name, value in request.headers.raw:
+        if not _TOKEN.fullmatch(name) or _FIELD_VALUE_BREAK.search(value):
+            raise httpx2.LocalProtocolError(f"cannot send the header field {name!r}: invalid name or value")
+        lines.append(b"%s: %s\r\n" % (name, value))
+    lines.append(b"\r\n")
+    return b"".join(lines)
