@@ -513,3 +513,66 @@ def test_a_header_that_would_split_the_request_is_refused_unsent(servers: Any, h
     finally:
         ch.close_client()
     assert server.requests == 0
+
+
+@pytest.mark.parametrize("answer", [b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n",
+                                    b"HTTP/1.1 204 No Content\r\n\r\n"], ids=["202", "204"])
+def test_replies_without_a_body_keep_the_connection(servers: Any, answer: bytes) -> None:
+    """What a notification gets (202, no body): the connection serves the next request."""
+
+    def empty(server: RawServer, conn: socket.socket, number: int) -> None:
+        while server.next_request(conn):
+            conn.sendall(answer)
+
+    server = servers(empty)
+    ch = channel(server.url)
+    try:
+        for _ in range(3):
+            assert ch.read_body(ch.request("POST", ch.url, {}, body=REQUEST), 0) == b""
+    finally:
+        ch.close_client()
+    assert (server.connections, server.requests) == (1, 3)
+
+
+@pytest.mark.parametrize("answer", [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+                                    b"HTTP/1.1 200 OK\r\n Folded: first\r\n\r\n",
+                                    b"HTTP/1.1 200 OK\r\nNo-Colon\r\n\r\n",
+                                    b"HTTP/1.1 200 OK\r\nBad Name: x\r\n\r\n",
+                                    b"HTTP/1.1 200 OK\r\nX: a\rb\r\n\r\n",
+                                    b"HTTP/2 200\r\n\r\n",
+                                    b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"],
+                         ids=["coding-before-chunked", "fold-first", "no-colon", "space-in-name", "bare-cr",
+                              "http2", "head-cut-short"])
+def test_a_reply_head_that_is_not_http_1_1_is_refused(servers: Any, answer: bytes) -> None:
+    def lie(server: RawServer, conn: socket.socket, number: int) -> None:
+        if server.next_request(conn):
+            conn.sendall(answer)
+            conn.shutdown(socket.SHUT_WR)
+
+    server = servers(lie)
+    ch = channel(server.url, timeout=2)
+    try:
+        with pytest.raises(ConnectionFailed):
+            post(ch)
+    finally:
+        ch.close_client()
+
+
+def test_folded_and_repeated_fields_reach_the_caller(servers: Any) -> None:
+    """obs-fold is one space (RFC 9112 5.2); a repeated field stays repeated (two Set-Cookie)."""
+
+    def folded(server: RawServer, conn: socket.socket, number: int) -> None:
+        while server.next_request(conn):
+            conn.sendall(b"HTTP/1.1 200 OK\r\nX-Note: one\r\n \t two\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\n"
+                         b"Content-Length: %d\r\n\r\n%s" % (len(BODY), BODY))
+
+    server = servers(folded)
+    ch = channel(server.url)
+    try:
+        response = ch.request("POST", ch.url, {}, body=REQUEST)
+        assert response.headers["x-note"] == "one two"
+        assert response.headers.get_list("set-cookie") == ["a=1", "b=2"]
+        assert response.reason_phrase == "OK"
+        ch.read_body(response)
+    finally:
+        ch.close_client()

@@ -42,33 +42,93 @@ def _stale(sock: socket.socket | None) -> bool:
         return True
 
 
-def _framed(response: http.client.HTTPResponse) -> bool:
-    """A Content-Length http.client can trust: absent, or one string of ASCII digits however
-    often it is repeated. It reads an unparsable one as absent (the body then ends only when the
-    server closes) and the first of several that differ (RFC 9112 6.3: unrecoverable; h11
-    refuses both)."""
-    values = {v.strip() for field in response.headers.get_all("Content-Length") or [] for v in field.split(",")}
-    if not values:
-        return True
-    value = values.pop()  # int() would also take "+1", "1_0" and non-ASCII digits
-    return not values and value.isascii() and value.isdigit() and response.length is not None
-
-
 class _Response(http.client.HTTPResponse):
-    """http.client's reply, past any number of interim (1xx) replies, as RFC 9110 15.2 requires
-    of a client "even if the client does not expect one" (http.client skips only 100 Continue,
-    and would take a 103 Early Hints for the reply). At most MAX_INTERIM of them: a server
-    sending them for ever is not waited on for ever."""
+    """A reply read off the socket: its head parsed here, its body framed and read by
+    http.client (Content-Length, chunked, until close). http.client's own head parsing goes
+    through the email package (a twentieth of the gateway's CPU per call) and is lax where a
+    client must not be: it takes a 103 Early Hints for the reply (RFC 9110 15.2: a client must
+    skip interim replies), the first of differing Content-Lengths, an unparsable one as none,
+    and "gzip, chunked" as unframed. Here, as h11 did: interim replies skipped (at most
+    MAX_INTERIM), a Content-Length is one run of ASCII digits however often repeated, chunked
+    must be the only coding, obs-fold becomes a space (RFC 9112 5.2), and anything else that is
+    not a header field is refused, within http.client's limits (line length, field count)."""
 
     MAX_INTERIM = 16
+    MAX_LINE = 65536  # http.client's limits
+    MAX_FIELDS = 100
+    fields: list[tuple[bytes, bytes]]  # the header fields, as sent (names not lower-cased)
 
-    def _read_status(self) -> tuple[str, int, str]:
+    def begin(self) -> None:
         for _ in range(self.MAX_INTERIM + 1):
-            version, status, reason = super()._read_status()  # type: ignore[misc]  # not in typeshed; in http.client since 2.x
+            version, status, reason = self._status_line()
+            fields = self._fields()
             if not 100 <= status < 200 or status == 101:  # 101: a switch nobody asked for, final
-                return version, status, reason
-            http.client.parse_headers(self.fp)  # the interim reply's header fields, within the same limits
-        raise http.client.HTTPException(f"more than {self.MAX_INTERIM} interim (1xx) replies")
+                break
+        else:
+            raise http.client.HTTPException(f"more than {self.MAX_INTERIM} interim (1xx) replies")
+        self.code = self.status = status
+        self.reason = reason
+        self.version = 10 if version == b"HTTP/1.0" else 11
+        self.fields = fields
+        named: dict[bytes, list[bytes]] = {}
+        for name, value in fields:
+            named.setdefault(name.lower(), []).append(value)
+        codings = _tokens(named.get(b"transfer-encoding", []))
+        lengths = {v.strip() for field in named.get(b"content-length", []) for v in field.split(b",")}
+        self.chunked, self.chunk_left, self.length = False, None, None
+        if status in (204, 304) or self._method == "HEAD":  # type: ignore[attr-defined]  # set by __init__
+            self.length = 0
+        elif codings:
+            if codings != [b"chunked"]:
+                raise http.client.HTTPException("the reply's Transfer-Encoding is not chunked alone")
+            self.chunked = True
+        elif lengths:
+            value = lengths.pop()
+            if lengths or not value.isdigit():  # bytes.isdigit: ASCII digits only ("+1", "1_0" fail)
+                raise http.client.HTTPException("the reply's Content-Length is not one whole number")
+            self.length = int(value)
+        connection = _tokens(named.get(b"connection", []))
+        self.will_close = (b"close" in connection if self.version == 11 else b"keep-alive" not in connection)
+        if (codings and lengths) or (not self.chunked and self.length is None):
+            self.will_close = True  # read until close; or both framings (RFC 9112 6.3): never reused
+
+    def _status_line(self) -> tuple[bytes, int, str]:
+        line = self.fp.readline(self.MAX_LINE + 1)
+        if not line:
+            raise http.client.RemoteDisconnected("Remote end closed connection without response")
+        if len(line) > self.MAX_LINE:
+            raise http.client.LineTooLong("status line")
+        match = _STATUS_LINE.fullmatch(line.rstrip(b"\r\n"))
+        if match is None:
+            raise http.client.BadStatusLine(line[:80].decode("latin-1"))
+        return match[1], int(match[2]), (match[3] or b"").decode("latin-1")
+
+    def _fields(self) -> list[tuple[bytes, bytes]]:
+        fields: list[tuple[bytes, bytes]] = []
+        for _ in range(self.MAX_FIELDS + 1):
+            line = self.fp.readline(self.MAX_LINE + 1)
+            if len(line) > self.MAX_LINE:
+                raise http.client.LineTooLong("header line")
+            if line in (b"\r\n", b"\n"):
+                return fields
+            if not line.endswith(b"\n"):
+                raise http.client.IncompleteRead(line)  # the head was cut short
+            line = line.rstrip(b"\r\n")
+            if line[:1] in (b" ", b"\t") and fields:  # obs-fold: a continuation, one space (RFC 9112 5.2)
+                name, value = fields[-1]
+                fields[-1] = (name, (value + b" " + line.strip(b" \t")).strip(b" "))
+                continue
+            name, colon, value = line.partition(b":")
+            value = value.strip(b" \t")
+            if not colon or not _TOKEN.fullmatch(name) or _FIELD_VALUE_BREAK.search(value):
+                raise http.client.HTTPException(f"not a header field: {line[:80]!r}")
+            fields.append((name, value))
+        raise http.client.HTTPException(f"more than {self.MAX_FIELDS} header fields")
+
+
+def _tokens(fields: list[bytes]) -> list[bytes]:
+    """The comma-separated tokens of a field's values, lower-cased: ["chunked"], ["close"]."""
+    return [t.strip().lower() for field in fields for t in field.split(b",") if t.strip()]
 
 
 class _Socket:
@@ -94,6 +154,9 @@ class _Body(httpx2.SyncByteStream):
         response = self._response
         try:
             while True:
+                if response.length == 0 and not response.chunked:
+                    response.read()  # all of it is in (or none was to come): marks it read whole, as read1 does not
+                    return
                 chunk = response.read1(READ_CHUNK)
                 if not chunk:
                     if not response.chunked and response.length:  # http.client takes a cut-off body as whole
@@ -102,9 +165,6 @@ class _Body(httpx2.SyncByteStream):
                             f"({response.length} bytes missing)")
                     return
                 yield chunk
-                if response.length == 0 and not response.chunked:
-                    response.read()  # the last byte is in: this marks the reply read whole (read1 does not)
-                    return
         except (TimeoutError, socket.timeout) as exc:
             raise httpx2.ReadTimeout(str(exc) or "timed out") from exc
         except http.client.HTTPException as exc:
@@ -204,17 +264,13 @@ class Http11Transport(httpx2.BaseTransport):
             raise httpx2.ReadError(str(unsent or exc) or type(exc).__name__) from exc
         if unsent is not None:
             response.will_close = True  # the request was not sent whole: this connection is done
-        if not response.chunked and not _framed(response):
-            response.close()
-            self.drop()
-            raise httpx2.RemoteProtocolError("the reply's Content-Length is not one whole number")
-        headers = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in response.getheaders()]
         return httpx2.Response(
-            response.status, headers=headers, stream=_Body(self, response),
+            response.status, headers=response.fields, stream=_Body(self, response),
             extensions={"http_version": b"HTTP/1.1", "reason_phrase": response.reason.encode("latin-1"),
                         "network_stream": _Socket(sock)})
 
 
+_STATUS_LINE = re.compile(rb"(HTTP/1\.[0-9]) ([1-9][0-9][0-9])(?: ([^\x00\r\n]*))?")  # RFC 9112 4
 _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 5.1: a field name, a method
 _TARGET = re.compile(rb"[!-~]+")  # visible ASCII: no space, no control character (RFC 9112 3.2)
 _FIELD_VALUE_BREAK = re.compile(rb"[\x00\r\n]")  # RFC 9110 5.5: a value MUST NOT hold CR, LF or NUL
