@@ -576,3 +576,49 @@ def test_folded_and_repeated_fields_reach_the_caller(servers: Any) -> None:
         ch.read_body(response)
     finally:
         ch.close_client()
+
+
+def test_endless_trailer_fields_are_refused(servers: Any) -> None:
+    """A chunked body, then trailer fields without end: refused after a bounded number, while
+    the server is still sending (the read never ends otherwise: each line comes in time)."""
+
+    def trailers(server: RawServer, conn: socket.socket, number: int) -> None:
+        if server.next_request(conn):
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                         b"%x\r\n%s\r\n0\r\n" % (len(BODY), BODY))
+            for _ in range(10_000):
+                if server.stop.is_set():
+                    return
+                conn.sendall(b"X-Trailer: more\r\n")
+                time.sleep(0.001)
+
+    server = servers(trailers)
+    ch = channel(server.url, timeout=5)
+    started = time.monotonic()
+    try:
+        with pytest.raises(ConnectionFailed, match="trailer"):
+            post(ch)
+    finally:
+        ch.close_client()
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize("size", [b"0x%x" % len(BODY), b"+%x" % len(BODY), b"%x_" % len(BODY), b"-1", b"",
+                                  b"1%016x" % len(BODY)],
+                         ids=["0x", "plus-sign", "underscore", "negative", "empty", "past-64-bits"])
+def test_a_chunk_size_that_is_not_hexadecimal_is_refused(servers: Any, size: bytes) -> None:
+    """RFC 9112 7.1: chunk-size is 1*HEXDIG. The first three are the body's true size in
+    spellings Python's int(x, 16) takes (and http.client with it)."""
+
+    def chunks(server: RawServer, conn: socket.socket, number: int) -> None:
+        if server.next_request(conn):
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                         b"%s\r\n%s\r\n0\r\n\r\n" % (size, BODY))
+
+    server = servers(chunks)
+    ch = channel(server.url, timeout=2)
+    try:
+        with pytest.raises(ConnectionFailed, match="reply cut off"):
+            post(ch)
+    finally:
+        ch.close_client()

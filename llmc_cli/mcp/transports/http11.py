@@ -92,6 +92,29 @@ class _Response(http.client.HTTPResponse):
         if (codings and lengths) or (not self.chunked and self.length is None):
             self.will_close = True  # read until close; or both framings (RFC 9112 6.3): never reused
 
+    def _read_next_chunk_size(self) -> int:
+        """A chunk's size: hexadecimal digits (RFC 9112 7.1), extensions ignored. http.client
+        takes whatever int(x, 16) takes: "-1" (then reads on without framing), "0x10", "1_0"."""
+        line = self.fp.readline(self.MAX_LINE + 1)
+        if len(line) > self.MAX_LINE:
+            raise http.client.LineTooLong("chunk size")
+        size = line.split(b";", 1)[0].strip(b" \t\r\n")
+        if not _HEX.fullmatch(size):
+            self._close_conn()  # type: ignore[attr-defined]  # http.client's own
+            raise ValueError(f"invalid chunk size {size[:20]!r}")  # http.client reports it as IncompleteRead
+        return int(size, 16)
+
+    def _read_and_discard_trailer(self) -> None:
+        """A chunked body's trailer fields, skipped: at most MAX_FIELDS of them (http.client reads
+        any number, so a server sending trailer lines for ever held the call for ever)."""
+        for _ in range(self.MAX_FIELDS + 1):
+            line = self.fp.readline(self.MAX_LINE + 1)
+            if len(line) > self.MAX_LINE:
+                raise http.client.LineTooLong("trailer line")
+            if line in (b"\r\n", b"\n", b""):
+                return
+        raise http.client.HTTPException(f"more than {self.MAX_FIELDS} trailer fields")
+
     def _status_line(self) -> tuple[bytes, int, str]:
         line = self.fp.readline(self.MAX_LINE + 1)
         if not line:
@@ -271,6 +294,7 @@ class Http11Transport(httpx2.BaseTransport):
 
 
 _STATUS_LINE = re.compile(rb"(HTTP/1\.[0-9]) ([1-9][0-9][0-9])(?: ([^\x00\r\n]*))?")  # RFC 9112 4
+_HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
 _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 5.1: a field name, a method
 _TARGET = re.compile(rb"[!-~]+")  # visible ASCII: no space, no control character (RFC 9112 3.2)
 _FIELD_VALUE_BREAK = re.compile(rb"[\x00\r\n]")  # RFC 9110 5.5: a value MUST NOT hold CR, LF or NUL
