@@ -25,6 +25,7 @@ import pytest
 
 from llmc_cli.errors import ConnectionFailed, TimeoutExpired
 from llmc_cli.mcp.transports.http_channel import HttpChannel, proxied
+from tests.helpers import serving
 
 BODY = b'{"jsonrpc":"2.0","id":1,"result":{}}'
 REQUEST = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
@@ -340,13 +341,8 @@ class Answer(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def http_server() -> Iterator[ThreadingHTTPServer]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (Answer,), {"targets": [], "peers": set()}))
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield httpd
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(type("Handler", (Answer,), {"targets": [], "peers": set()})) as httpd:
+        yield httpd
 
 
 def self_signed(tmp: Path) -> tuple[Path, Path]:

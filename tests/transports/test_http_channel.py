@@ -5,7 +5,6 @@ HTTP server on loopback (the standard library's), no mocks."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -14,7 +13,7 @@ import pytest
 
 from llmc_cli.errors import ConnectionFailed
 from llmc_cli.mcp.transports.http_channel import MAX_IDLE_CLIENTS, HttpChannel
-from tests.helpers import free_port
+from tests.helpers import free_port, serving
 
 
 class Recorder(BaseHTTPRequestHandler):
@@ -38,14 +37,8 @@ class Recorder(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server() -> Iterator[ThreadingHTTPServer]:
-    handler = type("Handler", (Recorder,), {"seen": [], "peers": set()})
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield httpd
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(type("Handler", (Recorder,), {"seen": [], "peers": set()})) as httpd:
+        yield httpd
 
 
 def url(httpd: ThreadingHTTPServer, path: str) -> str:
