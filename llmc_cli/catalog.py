@@ -62,6 +62,9 @@ class Catalog:
         self._locks = {name: threading.Lock() for name in self.specs}
         self._closed = False
         self.shared = shared
+        # Every call comes on a thread of its own that only waits for it (the gateway's host
+        # connections): an HTTP server's requests are then posted on that thread.
+        self.posts_on_caller_thread: bool = shared.posts_on_caller_thread if shared is not None else False
 
     def for_host(self, hooks: ClientHooks | None = None) -> "Catalog":
         """For a long-lived caller with many users (the gateway's hosts): a catalog for one of
@@ -119,8 +122,11 @@ class Catalog:
                     else:
                         from llmc_cli.mcp.client import connect  # not for a keeper's servers
 
-                        self._sessions[server] = connect(spec, stores=self.stores, hooks=hooks, builtins=self.builtins,
-                                                          on_stderr=stderr)
+                        session = connect(spec, stores=self.stores, hooks=hooks, builtins=self.builtins,
+                                          on_stderr=stderr)
+                        if self.posts_on_caller_thread and hasattr(session.transport, "posts_on_caller_thread"):
+                            session.transport.posts_on_caller_thread = True
+                        self._sessions[server] = session
                 except LlmcError as exc:
                     self._failed[server] = exc
                     raise

@@ -94,6 +94,7 @@ class Toolbox:
         # The upstream connections every host shares (and those of the one host of stdio);
         # host_upstreams() gives a host session its own to the servers that keep state.
         self.catalog = services.open_catalog(profile, hooks=self.hooks, on_stderr=on_stderr)
+        self.catalog.posts_on_caller_thread = True  # a host's call runs on its connection's thread
         # Every host's calls share one audit trail: decisions on disk before each call runs (hosts
         # calling at once share a write and fsync), outcomes written with the next decision or
         # within a second, as in a batch.

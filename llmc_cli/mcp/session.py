@@ -301,9 +301,18 @@ class Session:
         future = self._inflight.open(request_id, token=own_token)
         result: dict[str, Any] | None = None
         error: BaseException | None = None
+        limit = timeout if timeout is not None else self.timeout
         try:
-            self._send_request(jsonrpc.request(request_id, method, params or None))
-            result = self._wait(request_id, future, method, timeout if timeout is not None else self.timeout)
+            try:
+                self._send_request(jsonrpc.request(request_id, method, params or None))
+            except TimeoutExpired:
+                # A transport that waits for the reply in send() (HTTP posting on the caller's
+                # thread) ran out of the time the wait below would have given: the same ending.
+                if method in ("initialize", "server/discover"):
+                    raise  # not a request a client may cancel (lifecycle)
+                self._cancel(request_id, "timeout")
+                raise TimeoutExpired(f"{self.name}: no reply to {method} within {limit:g}s") from None
+            result = self._wait(request_id, future, method, limit)
             return result
         except BaseException as exc:
             error = exc

@@ -27,6 +27,9 @@ from typing import Any, Iterator
 import httpx2
 
 READ_CHUNK = 64 * 1024
+# A request extension: called with the request's socket before it is sent and with None once the
+# reply's head is in (or the exchange failed), so that another thread may shut it down meanwhile.
+SOCKET_WATCH = "llmc.socket_watch"
 
 
 def _stale(sock: socket.socket | None) -> bool:
@@ -251,6 +254,17 @@ class Http11Transport(httpx2.BaseTransport):
             self._sock = self._connect(scheme, url.host, port, timeouts.get("connect"))
             self._origin = origin
         sock = self._sock
+        watch = request.extensions.get(SOCKET_WATCH)
+        if watch is not None:
+            watch(sock)
+        try:
+            return self._exchange(request, sock, head, timeouts)
+        finally:
+            if watch is not None:
+                watch(None)  # the head is in: from here the reply is the caller's to close
+
+    def _exchange(self, request: httpx2.Request, sock: socket.socket, head: bytes,
+                  timeouts: dict[str, Any]) -> httpx2.Response:
         # The read timeout bounds the send as well: one setting, not two, each a system call
         # (ioctl). A send that stalls is still bounded (a GET stream's read timeout is none, but
         # a GET has no body to stall on).

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
-from typing import Any, Generator
+from typing import Any, Callable, Generator
 from urllib.parse import urljoin, urlsplit
 
 from llmc_cli.errors import AuthError, ConnectionFailed, HttpStatusError, LlmcError, TimeoutExpired
@@ -128,12 +128,24 @@ class HttpChannel:
             parsed = self._urls[url] = httpx2.URL(url)
         return parsed
 
+    @property
+    def direct(self) -> bool:
+        """Requests go straight to the server on http11's transport (no proxy in between)."""
+        return not self._proxied
+
     def request(self, method: str, url: str, headers: dict[str, str], *, body: bytes | None = None,
-                read_timeout: float | None | str = "default", reauthorize: bool = True) -> Any:
+                read_timeout: float | None | str = "default", reauthorize: bool = True,
+                watch_socket: Callable[[socket.socket | None], None] | None = None) -> Any:
         """Send one request and return the open (streamed) response; the caller closes it.
         401/403 go through the OAuth hooks and are retried (unless `reauthorize` is False: closing
-        a session or an optional stream must not start a login); failures become LlmcErrors."""
+        a session or an optional stream must not start a login); failures become LlmcErrors.
+        `watch_socket` (direct channels): given each attempt's socket before it is sent, and
+        None once the reply's head is in (http11.SOCKET_WATCH)."""
         import httpx2
+
+        from llmc_cli.mcp.transports.http11 import SOCKET_WATCH
+
+        extensions = {SOCKET_WATCH: watch_socket} if watch_socket is not None else None
 
         timeout = None if read_timeout == "default" else httpx2.Timeout(
             self.timeout, connect=self.connect_timeout, read=read_timeout)  # type: ignore[arg-type]
@@ -147,6 +159,7 @@ class HttpChannel:
             client = self._lease()
             try:
                 req = client.build_request(method, self._parsed(url), headers=all_headers, content=body,
+                                           extensions=extensions,
                                            **({"timeout": timeout} if timeout is not None else {}))
                 response = client.send(req, stream=True)
             except BaseException as exc:
@@ -245,6 +258,15 @@ class HttpChannel:
         raise HttpStatusError(f"{self._where(self.url)} answered HTTP {response.status_code}"
                               + (f": {reason}" if reason else ""), response.status_code, text,
                               {k.lower(): v for k, v in response.headers.items() if k.lower() != "set-cookie"})
+
+    def extend_read_timeout(self, response: Any, seconds: float | None) -> None:
+        """Let the reads of an open response (a stream) wait up to `seconds` each. On a direct
+        channel the socket's timeout is the request's until it is set again; behind a proxy
+        httpx2 sets its own per read, and this has no effect."""
+        stream = response.extensions.get("network_stream") if hasattr(response, "extensions") else None
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if self.direct and isinstance(sock, socket.socket):
+            sock.settimeout(seconds)
 
     def read_events(self, response: Any) -> Generator[Event, None, None]:
         """Events of an open SSE response until it ends; closing() interrupts it. A line or an

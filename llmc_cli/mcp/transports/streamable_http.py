@@ -15,12 +15,14 @@ Two shapes share this class, chosen by `protocol_version` (set by the session):
 from __future__ import annotations
 
 import collections
+import socket
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from llmc_cli.errors import ConnectionFailed, HttpStatusError, LlmcError, ProtocolError, SessionExpired, TimeoutExpired
+from llmc_cli.errors import (Cancelled, ConnectionFailed, HttpStatusError, LlmcError, ProtocolError, SessionExpired,
+                             TimeoutExpired)
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.transports.base import Closed, Deliver
 from llmc_cli.mcp.transports.http_channel import HttpChannel, is_event_stream, preview, sleep_unless
@@ -52,6 +54,35 @@ class _Head:
         self.abandoned = False
 
 
+class _Posting:
+    """A request posted on its caller's thread: the socket it waits on until the reply's head is
+    in, for a cancel from another thread to shut down (the read then fails at once)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()  # held while shutting down: a socket let go is never touched
+        self.sock: socket.socket | None = None
+        self.aborted = False
+
+    def watch(self, sock: socket.socket | None) -> None:
+        with self.lock:
+            self.sock = sock
+            if sock is not None and self.aborted:
+                _shut(sock)
+
+    def abort(self) -> None:
+        with self.lock:
+            self.aborted = True
+            if self.sock is not None:
+                _shut(self.sock)
+
+
+def _shut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # closed already
+
+
 @dataclass
 class _StreamState:
     last_id: str | None = None
@@ -81,6 +112,10 @@ class StreamableHttpTransport:
         self._reported = False
         self._notes: collections.deque[str] = collections.deque(maxlen=NOTES_KEPT)
         self._param_headers: dict[str, dict[tuple[str, ...], str]] = {}  # tool -> x-mcp-header paths
+        # Set by an owner whose callers each have a thread that only waits for its reply (the
+        # gateway's host connections): a request is then posted on that thread (_post_here).
+        self.posts_on_caller_thread = False
+        self._posting: dict[Any, _Posting] = {}  # request id -> its POST on the caller's thread
 
     @property
     def modern(self) -> bool:
@@ -100,6 +135,7 @@ class StreamableHttpTransport:
             self._cancel((message.get("params") or {}).get("requestId"))
             return
         if method == "notifications/cancelled":
+            self._abort_posting((message.get("params") or {}).get("requestId"))
             # Sent when a request timed out, often because the server hangs: never wait for it.
             _workers().submit(self._post_quietly, message)
             return
@@ -114,6 +150,9 @@ class StreamableHttpTransport:
         # (the server forgot the session) reaches the session, which starts a new one, instead of
         # arriving late and ending everything.
         confirming = not self._session_confirmed
+        if self.posts_on_caller_thread and not confirming and self.http.direct:
+            self._post_here(message)
+            return
         head = _Head()
         # On a reused thread (a thread start per request is a good part of a fast call's cost).
         # Not joined on close: a POST still waiting for headers cannot be interrupted (no socket to
@@ -140,6 +179,34 @@ class StreamableHttpTransport:
         if error is not None and late and not isinstance(error, TimeoutExpired):
             self._report(error)  # a timeout is not reported: the session's own speaks
 
+    def _post_here(self, message: dict[str, Any]) -> None:
+        """POST a request on the calling thread, which would only wait for its reply: no hand-off
+        to a worker and back (two thread wake-ups, ~0.4 ms of a gateway call). The same bounds as
+        the session's wait: the reply's head and a JSON body within the request timeout (a
+        TimeoutExpired the session answers as its own: a cancel upstream, then the error); a
+        stream is read on a worker, each read waiting up to the idle timeout, while the session's
+        progress-extended deadline governs it as on the other path. A cancel meanwhile shuts
+        the socket down: the wait ends at once, as Cancelled."""
+        request_id = message["id"]
+        posting = _Posting()
+        with self._lock:
+            self._posting[request_id] = posting
+        try:
+            self._post(message, watch_socket=posting.watch, stream_on_worker=True)
+        except LlmcError:
+            if posting.aborted:
+                raise Cancelled(f"{self.http._where(self.url)}: request {request_id} cancelled") from None
+            raise
+        finally:
+            with self._lock:
+                self._posting.pop(request_id, None)
+
+    def _abort_posting(self, request_id: Any) -> None:
+        with self._lock:
+            posting = self._posting.get(request_id)
+        if posting is not None:
+            posting.abort()
+
     @staticmethod
     def _finish(head: "_Head", error: LlmcError | None) -> bool:
         """Tell send() how its POST went (the first word counts) and wake it; True when send() no
@@ -159,16 +226,19 @@ class StreamableHttpTransport:
             self._note(f"{message.get('method')} not delivered: {exc.message}")
 
     def _post(self, message: dict[str, Any], read_timeout: float | str = "default",
-              on_status: Callable[[], None] | None = None, on_stream: Callable[[], Any] | None = None) -> None:
+              on_status: Callable[[], None] | None = None, on_stream: Callable[[], Any] | None = None,
+              watch_socket: Callable[[socket.socket | None], None] | None = None,
+              stream_on_worker: bool = False) -> None:
         """POST one message and handle the reply; `on_status` is called once the server has
         accepted the session (any status but 404), before the body is read. `on_stream`: this
         thread is the request's own, so a reply stream is read here (on_stream called first)
-        instead of on a new thread."""
+        instead of on a new thread; `stream_on_worker`: on a worker, with the idle timeout."""
         method = message.get("method")
         is_request = method is not None and "id" in message
         sent_session = self.session_id if not self.modern else None
         response = self.http.request("POST", self.url, self._headers(message),
-                                     body=jsonrpc.encode(message).encode("utf-8"), read_timeout=read_timeout)
+                                     body=jsonrpc.encode(message).encode("utf-8"), read_timeout=read_timeout,
+                                     watch_socket=watch_socket)
         status = response.status_code
         if method == "initialize" and 200 <= status < 300:
             self.session_id = response.headers.get("mcp-session-id") or None
@@ -187,7 +257,7 @@ class StreamableHttpTransport:
         if status == 202 or not is_request:
             self.http.read_body(response, 0)
         else:
-            self._reply(response, message, on_stream)
+            self._reply(response, message, on_stream, stream_on_worker)
         if method == "notifications/initialized" and not self.modern:
             self._spawn(self._listen, "llmc-http-get")
 
@@ -244,7 +314,8 @@ class StreamableHttpTransport:
             headers["Last-Event-ID"] = last_event_id
         return headers
 
-    def _reply(self, response: Any, request: dict[str, Any], on_stream: Callable[[], Any] | None = None) -> None:
+    def _reply(self, response: Any, request: dict[str, Any], on_stream: Callable[[], Any] | None = None,
+               stream_on_worker: bool = False) -> None:
         ctype = response.headers.get("content-type", "").lower()
         with self._lock:
             if request["id"] in self._cancelled:
@@ -257,6 +328,9 @@ class StreamableHttpTransport:
             if on_stream is not None:
                 on_stream()
                 self._post_stream(response, request)
+            elif stream_on_worker:
+                self.http.extend_read_timeout(response, self.idle_timeout)
+                _workers().submit(self._post_stream, response, request)
             else:
                 self._spawn(lambda: self._post_stream(response, request), "llmc-http-sse")
             return
@@ -399,6 +473,7 @@ class StreamableHttpTransport:
             self._cancelled.add(request_id)  # a reply whose headers are still to come is dropped
         if response is not None:
             self.http.stop_stream(response)
+        self._abort_posting(request_id)  # 2026-07-28: closing the request's connection is its cancel
 
     def _spawn(self, target: Any, name: str) -> None:
         """A thread close() joins (the GET stream, a reply stream read apart from its POST)."""
