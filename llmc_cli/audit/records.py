@@ -8,13 +8,13 @@ import hashlib
 import os
 import socket
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Iterable
 
-from llmc_cli.config.secrets import is_secret_name
+from llmc_cli.config.secrets import MASK, Masker, environment_secrets
 from llmc_cli.errors import ConfigError
 from llmc_cli.model import canonical_json
 
-MASK = "***"
+__all__ = ["MASK", "AuditError", "identity", "mask_secrets", "now_iso", "record_hash", "secret_values"]
 
 
 class AuditError(ConfigError):
@@ -39,24 +39,15 @@ def _user_and_host() -> dict[str, str]:
     return {"user": user, "host": socket.gethostname()}
 
 
-def mask_secrets(value: Any, secrets: set[str] | None = None) -> Any:
-    """Values under secret-looking keys, and any string equal to (or containing) the value of a
-    secret-looking environment variable, become '***'."""
-    secrets = secret_values() if secrets is None else secrets
-    if isinstance(value, dict):
-        return {k: MASK if isinstance(k, str) and is_secret_name(k) else mask_secrets(v, secrets)
-                for k, v in value.items()}
-    if isinstance(value, list):
-        return [mask_secrets(v, secrets) for v in value]
-    if isinstance(value, str):
-        for secret in secrets:
-            if secret in value:
-                value = value.replace(secret, MASK)
-    return value
+def mask_secrets(value: Any, secrets: "Iterable[str] | None" = None) -> Any:
+    """A copy of `value` masked by config.secrets.Masker: values under secret-looking keys, and
+    every known secret value wherever it appears (default: the environment's)."""
+    return Masker(secret_values() if secrets is None else secrets)(value)
 
 
 def secret_values() -> set[str]:
-    return {v for k, v in os.environ.items() if is_secret_name(k) and len(v) >= 6}
+    """The values of the environment's secret-looking variables (config.secrets.environment_secrets)."""
+    return environment_secrets()
 
 
 def record_hash(record: dict[str, Any]) -> str:

@@ -64,14 +64,14 @@ def open_catalog(ctx: click.Context, target: Target, sample: Any = None,
 
 def start_telemetry(command: str, loaded: "LoadedProfile | None" = None) -> None:
     """OpenTelemetry for this command: from --otel or LLMC_OTEL (no profile yet), or the
-    profile's [telemetry]. Captured tool content is masked as the audit log masks it."""
+    profile's [telemetry]. What it exports is masked as the audit log is (config.secrets.Masker)."""
     from llmc_cli import telemetry
-    from llmc_cli.audit import mask_secrets
+    from llmc_cli.config.secrets import Masker, environment_secrets
 
     if loaded is None:
-        telemetry.enable(command, mask_secrets)
+        telemetry.enable(command, Masker(environment_secrets()))
     else:
-        telemetry.enable_for_profile(command, mask_secrets, loaded.profile.telemetry)
+        telemetry.enable_for_profile(command, Masker(environment_secrets(loaded.profile)), loaded.profile.telemetry)
 
 
 def _telemetry(ctx: click.Context, loaded: "LoadedProfile") -> None:

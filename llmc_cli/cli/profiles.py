@@ -42,12 +42,14 @@ def show(ctx: click.Context, name: str | None) -> None:
     """The profile (NAME|PATH, else --profile, else the default) with every default filled in,
     ${VAR}s unexpanded, literal secrets masked."""
     from llmc_cli.config.profiles import load_profile
-    from llmc_cli.config.secrets import mask_secrets
+    from llmc_cli.config.secrets import mask_url, shown_server
     from llmc_cli.config.validation import dump
 
     loaded = load_profile(name or app_of(ctx).profile)
     data: dict[str, Any] = dump(loaded.profile)
-    data["servers"] = {n: mask_secrets(s) for n, s in data["servers"].items()}
+    data["servers"] = {n: shown_server(s) for n, s in data["servers"].items()}
+    if isinstance(data.get("state", {}).get("url"), str):
+        data["state"]["url"] = mask_url(data["state"]["url"])
     emit({"name": loaded.name, "path": str(loaded.path) if loaded.path else None, "profile": data})
 
 

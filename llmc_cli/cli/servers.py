@@ -251,7 +251,9 @@ def _server_table(name: str, command: tuple[str, ...], url: str | None, headers:
     if url and (env or cwd):
         raise UsageError("--env and --cwd apply to stdio servers only")
     if url and not url.startswith(("http://", "https://", "${")):
-        raise UsageError(f"--url must start with http:// or https://: {url}")
+        from llmc_cli.config.secrets import mask_url
+
+        raise UsageError(f"--url must start with http:// or https://: {mask_url(url)}")
     table: dict[str, Any] = {}
     if command:
         table["command"] = command[0]
@@ -289,9 +291,9 @@ def _row(name: str, server: Any) -> dict[str, Any]:
 
 
 def _shown(table: dict[str, Any]) -> dict[str, Any]:
-    from llmc_cli.config.secrets import mask_secrets
+    from llmc_cli.config.secrets import shown_server
 
-    return mask_secrets(table)
+    return shown_server(table)
 
 
 def _target(row: dict[str, Any]) -> str:

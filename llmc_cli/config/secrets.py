@@ -5,8 +5,9 @@ the value comes from the environment when the server is used.)"""
 from __future__ import annotations
 
 import functools
+import os
 import re
-from typing import Any
+from typing import Any, Iterable
 
 from llmc_cli.config.profiles import has_placeholder
 
@@ -33,12 +34,213 @@ def is_secret_name(name: str) -> bool:
     return False
 
 
-def mask_secrets(table: dict[str, Any]) -> dict[str, Any]:
+def shown_server(table: dict[str, Any]) -> dict[str, Any]:
     """A server table fit to print: literal values of secret-looking env/header names masked
-    (${VAR} placeholders are not secrets and stay visible)."""
+    (${VAR} placeholders are not secrets and stay visible), and its URL's password and secret
+    query values (mask_url)."""
     out = dict(table)
     for field in ("env", "headers"):
         if isinstance(out.get(field), dict):
-            out[field] = {k: "***" if is_secret_name(k) and isinstance(v, str) and not has_placeholder(v) else v
+            out[field] = {k: MASK if is_secret_name(k) and isinstance(v, str) and not has_placeholder(v) else v
                           for k, v in out[field].items()}
+    if isinstance(out.get("url"), str):
+        out["url"] = mask_url(out["url"])
     return out
+
+MASK = "***"
+# A secret this long is masked wherever it stands, inside any text. A shorter one only where it
+# stands as a word of its own (not next to a letter or digit): replacing every "abc" inside other
+# words would garble the record and tell where the secret was. Under WORD_MIN characters a
+# value is masked only where a whole string is that value (a one-letter "password" is no secret).
+SUBSTRING_MIN = 6
+WORD_MIN = 3
+
+
+def _spellings(secret: str) -> set[str]:
+    """The ways a quoted secret may read in text a server sends back: as it is, JSON-escaped (once
+    inside a JSON string, twice inside JSON quoted in JSON) and URL-encoded."""
+    import json
+    from urllib.parse import quote, quote_plus
+
+    forms = {secret}
+    for ascii_only in (True, False):
+        once = json.dumps(secret, ensure_ascii=ascii_only)[1:-1]
+        forms |= {once, json.dumps(once, ensure_ascii=ascii_only)[1:-1]}
+    forms |= {quote(secret, safe=""), quote(secret), quote_plus(secret)}
+    return forms
+
+
+class Masker:
+    """The one masking of llmc (audit records, OpenTelemetry, messages): values under
+    secret-looking keys become '***', and so does every spelling of every known secret value
+    wherever it appears in a string (keys included, at any depth). Walks without recursion:
+    the values are untrusted JSON of any depth. Immutable; `with_secrets` makes a wider one."""
+
+    __slots__ = ("secrets", "_pattern", "_whole")
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        import re
+
+        self.secrets: frozenset[str] = frozenset(s for s in secrets if isinstance(s, str) and s)
+        forms = {form for s in self.secrets for form in _spellings(s)}
+        self._whole = frozenset(forms)
+        long = sorted((f for f in forms if len(f) >= SUBSTRING_MIN), key=len, reverse=True)
+        words = sorted((f for f in forms if WORD_MIN <= len(f) < SUBSTRING_MIN), key=len, reverse=True)
+        alternatives = [re.escape(f) for f in long]
+        alternatives += [rf"(?<![^\W_]){re.escape(f)}(?![^\W_])" for f in words]
+        self._pattern = re.compile("|".join(alternatives)) if alternatives else None
+
+    def with_secrets(self, more: Iterable[str]) -> "Masker":
+        added = {s for s in more if isinstance(s, str) and s} - self.secrets
+        return Masker(self.secrets | added) if added else self
+
+    def with_arguments(self, arguments: Any) -> "Masker":
+        """This masking, and the values of the secret-looking arguments of a call wherever they
+        are quoted back (a server's error message, a result, a log line)."""
+        return self.with_secrets(argument_secrets(arguments))
+
+    def text(self, value: str) -> str:
+        if value in self._whole:
+            return MASK
+        return self._pattern.sub(MASK, value) if self._pattern is not None else value
+
+    def __call__(self, value: Any) -> Any:
+        """A copy of a JSON-like value with every secret masked, and every value under a
+        secret-looking key."""
+        return self._walk(value, by_name=True)
+
+    def strings(self, value: Any) -> Any:
+        """A copy with every known secret masked wherever it appears, keys judged by what they
+        contain only (OpenTelemetry attributes: "gen_ai.usage.input_tokens" names no secret)."""
+        return self._walk(value, by_name=False)
+
+    def _walk(self, value: Any, by_name: bool) -> Any:
+        if isinstance(value, str):
+            return self.text(value)
+        if not isinstance(value, (dict, list, tuple)):
+            return value
+        root: list[Any] = [None]
+        stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
+        while stack:
+            item, parent, slot = stack.pop()
+            if isinstance(item, dict):
+                out: Any = {}
+                for k, v in item.items():
+                    key = self.text(k) if isinstance(k, str) else k
+                    if by_name and isinstance(k, str) and is_secret_name(k):
+                        out[key] = MASK
+                    else:
+                        out[key] = None
+                        stack.append((v, out, key))
+            elif isinstance(item, (list, tuple)):
+                out = [None] * len(item)
+                stack.extend((v, out, i) for i, v in enumerate(item))
+            elif isinstance(item, str):
+                out = self.text(item)
+            else:
+                out = item
+            parent[slot] = out
+        return root[0]
+
+
+def argument_secrets(arguments: Any) -> set[str]:
+    """The values under secret-looking keys of a call's arguments (every scalar inside one, as
+    text), found without recursion."""
+    found: set[str] = set()
+    stack: list[tuple[Any, bool]] = [(arguments, False)]
+    while stack:
+        item, secret = stack.pop()
+        if isinstance(item, dict):
+            stack.extend((v, secret or (isinstance(k, str) and is_secret_name(k))) for k, v in item.items())
+        elif isinstance(item, (list, tuple)):
+            stack.extend((v, secret) for v in item)
+        elif secret and item is not None and not isinstance(item, bool):
+            found.add(item if isinstance(item, str) else str(item))
+    return found
+
+
+_CONNINFO_PASSWORD = re.compile(r"(\bpassword\s*=\s*)(?:'((?:[^'\\]|\\.)*)'|([^\s']+))")
+
+
+def url_secrets(url: str) -> set[str]:
+    """The secret parts of a URL or a libpq conninfo string: the userinfo password and the
+    values of secret-looking query parameters (as written and decoded), or a conninfo's `password=`."""
+    from urllib.parse import unquote_plus, urlsplit
+
+    if "://" not in url:
+        return {m.group(2) or m.group(3) for m in _CONNINFO_PASSWORD.finditer(url) if m.group(2) or m.group(3)}
+    try:
+        parts = urlsplit(url)
+        found = {parts.password, unquote_plus(parts.password)} if parts.password else set()
+    except ValueError:
+        return set()
+    for pair in parts.query.split("&"):
+        name, _, value = pair.partition("=")
+        if value and is_secret_name(unquote_plus(name)):
+            found |= {value, unquote_plus(value)}
+    return found
+
+
+def mask_url(url: str) -> str:
+    """A URL (or a libpq conninfo string) fit to show: its userinfo password and the values of
+    secret-looking query parameters as '***', everything else as written (${VAR}s included)."""
+    from urllib.parse import unquote_plus, urlsplit, urlunsplit
+
+    if "://" not in url:
+        return _CONNINFO_PASSWORD.sub(lambda m: m.group(1) + MASK, url)
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return url
+    netloc = parts.netloc
+    if password and not has_placeholder(password):
+        userinfo, _, host = netloc.rpartition("@")
+        netloc = f"{userinfo.partition(':')[0]}:{MASK}@{host}"
+    pairs = []
+    for pair in parts.query.split("&") if parts.query else []:
+        name, equals, value = pair.partition("=")
+        secret = value and is_secret_name(unquote_plus(name)) and not has_placeholder(value)
+        pairs.append(f"{name}={MASK}" if secret else pair)
+    return urlunsplit((parts.scheme, netloc, parts.path, "&".join(pairs), parts.fragment))
+
+
+def environment_secrets(profile: Any = None) -> set[str]:
+    """The secret values known outside a call's arguments: those of secret-looking environment
+    variables (SUBSTRING_MIN characters or more: shorter ones are flags and ids, not secrets), and
+    of a profile (config.schema.Profile): what its servers' secret-looking env and header entries
+    hold (literal or expanded, and a header's credential after its scheme: "Bearer TOKEN"), the
+    values of secret-looking ${VAR}s anywhere in them, and the passwords and secret query values
+    of its URLs (servers and [state])."""
+    from llmc_cli.config.profiles import expand
+    from llmc_cli.errors import ConfigError
+
+    found = {v for k, v in os.environ.items() if is_secret_name(k) and len(v) >= SUBSTRING_MIN}
+    if profile is None:
+        return found
+
+    def expanded(value: str) -> str | None:
+        try:
+            return expand(value, "")
+        except ConfigError:  # an unset variable: nothing it could leak
+            return None
+
+    urls = [profile.state.url]
+    for server in profile.servers.values():
+        urls.append(server.url)
+        for table in (server.env, server.headers):
+            for name, value in table.items():
+                if not isinstance(value, str):
+                    continue
+                found |= {os.environ[v] for v in _PLACEHOLDER_NAMES.findall(value) if is_secret_name(v) and v in os.environ}
+                text = expanded(value)
+                if text and is_secret_name(name):
+                    found |= {text, text.split()[-1]} if text.split() else {text}
+    for url in urls:
+        text = expanded(url) if url else None
+        if text:
+            found |= url_secrets(text)
+    return {s for s in found if s}
+
+
+_PLACEHOLDER_NAMES = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)")

@@ -231,7 +231,7 @@ class GatewayConnection(McpServer):
             profile=toolbox.profile, command="serve", caller="model", interactive=can_ask,
             confirm=lambda c, t: self._confirm(c, params, modern, send, round_state),
             client=self.host_identity(params, modern),
-            audit=toolbox.audit, environment_secrets=toolbox.secrets)
+            audit=toolbox.audit, environment_masker=toolbox.masker)
         meta = params.get("_meta") or {}
         host_call = HostCall(self, send, meta.get("progressToken"), capabilities, modern,
                              meta.get(META + "logLevel"), answers)

@@ -29,6 +29,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from llmc_cli.config.profiles import LoadedProfile
+from llmc_cli.config.secrets import Masker, environment_secrets
 from llmc_cli.errors import InputRequired, LlmcError, RpcError
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.hooks import ClientHooks
@@ -99,9 +100,9 @@ class Toolbox:
         # calling at once share a write and fsync), outcomes written with the next decision or
         # within a second, as in a batch.
         self.audit = audit.Deferred(audit.open_log(profile.profile)).__enter__()
-        # The values the audit masks come from the environment, which is fixed for the gateway's
-        # life: read once, not on every call.
-        self.secrets = frozenset(audit.secret_values())
+        # The values the audit masks come from the environment and the profile, which are fixed
+        # for the gateway's life: read once, not on every call.
+        self.masker = Masker(environment_secrets(profile.profile))
         self.connections: weakref.WeakSet[GatewayConnection] = weakref.WeakSet()  # for list_changed
         self._calls: dict[str, HostCall] = {}  # our progress token upstream -> the host's call
         self._ids = itertools.count(1)

@@ -92,7 +92,7 @@ def _run_batch(catalog: Catalog, invocation: Invocation, trail: AuditSink, items
         item.error = error
         if OPEN_CALLS.close(authorized[item.index].opened):
             write_record(trail, {**authorized[item.index].base, "event": "outcome", "outcome": outcome,
-                           "reason": error.message}, invocation.secrets, before_action=False)
+                           "reason": error.message}, authorized[item.index].masker, before_action=False)
 
     def run_one(item: BatchItem) -> None:
         # Never raises: every item gets a result and is marked done, or the batch would wait forever.

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, cast
 from llmc_cli import telemetry
 from llmc_cli.catalog import Catalog
 from llmc_cli.config.profiles import LoadedProfile
+from llmc_cli.config.secrets import Masker, environment_secrets
 from llmc_cli.errors import (Cancelled, ConfigError, InputRequired, LlmcError, PolicyDenied, ProtocolError,
                              TimeoutExpired)
 from llmc_cli.mcp.jsonrpc import has_lone_surrogate
@@ -39,19 +40,17 @@ class Invocation:
     # Who asked, when that is not this process's user: an MCP host through the gateway (its
     # clientInfo and, over HTTP, the authenticated principal). Recorded in every audit record.
     client: dict[str, Any] | None = None
-    # The secret values, when the caller already read them: the gateway makes an invocation per
-    # call, and scanning the environment per call was ~5% of its CPU; its environment is fixed.
-    environment_secrets: frozenset[str] | None = None
+    # The masking of the environment's and the profile's secrets, when the caller already made it:
+    # the gateway makes an invocation per call; its environment and profile are fixed.
+    environment_masker: Masker | None = None
 
     @cached_property
-    def secrets(self) -> set[str]:
-        """Values of secret-looking environment variables, masked in audit records; read once
-        per invocation (a batch would otherwise scan the environment twice per call)."""
-        if self.environment_secrets is not None:
-            return set(self.environment_secrets)
-        from llmc_cli.audit import secret_values
-
-        return secret_values()
+    def masker(self) -> Masker:
+        """Masks the secret values of the environment and the profile in audit records; made
+        once per invocation (a batch would otherwise scan the environment twice per call)."""
+        if self.environment_masker is not None:
+            return self.environment_masker
+        return Masker(environment_secrets(self.profile.profile))
 
 
 @dataclass
@@ -61,6 +60,7 @@ class Authorization:
     call: ToolCall
     decision: Decision
     base: AuditRecord
+    masker: Masker  # the invocation's, and the values of this call's secret-looking arguments
     opened: int | None = None  # its entry in OPEN_CALLS once an allow decision is on disk
 
     def decision_record(self) -> AuditRecord:
@@ -78,13 +78,13 @@ class OpenCalls:
         import threading
 
         self._lock = threading.Lock()
-        self._calls: dict[int, tuple[AuditSink, AuditRecord, set[str]]] = {}
+        self._calls: dict[int, tuple[AuditSink, AuditRecord, Masker]] = {}
         self._next = 0
 
-    def open(self, log: AuditSink, base: AuditRecord, secrets: set[str]) -> int:
+    def open(self, log: AuditSink, base: AuditRecord, masker: Masker) -> int:
         with self._lock:
             self._next += 1
-            self._calls[self._next] = (log, base, secrets)
+            self._calls[self._next] = (log, base, masker)
             return self._next
 
     def close(self, opened: int | None) -> bool:
@@ -103,8 +103,8 @@ class OpenCalls:
         with self._lock:
             calls, self._calls = list(self._calls.values()), {}
         logs: list[AuditSink] = []
-        for log, base, secrets in calls:
-            write_record(log, {**base, "event": "outcome", "outcome": outcome, "reason": reason}, secrets,
+        for log, base, masker in calls:
+            write_record(log, {**base, "event": "outcome", "outcome": outcome, "reason": reason}, masker,
                    before_action=False)
             if log not in logs:
                 logs.append(log)
@@ -114,21 +114,23 @@ class OpenCalls:
 
 OPEN_CALLS = OpenCalls()
 
-# Record fields that are not free text (hashes) or are masked where they are built.
-_NOT_FREE_TEXT = frozenset({"arguments", "result", "callHash", "resultSha256"})
+# Record fields llmc writes itself (names, verdicts, numbers, hashes): never text a server or a
+# person chose, and kept readable even where a short secret happens to equal one of them.
+# "arguments" and "result" are masked where they are built, with the same masker.
+_NOT_FREE_TEXT = frozenset({"time", "event", "decision", "outcome", "rule", "profile", "server", "tool", "command",
+                            "conversation", "user", "host", "pid", "durationMs", "resultBytes", "callHash",
+                            "resultSha256", "arguments", "result"})
 
 
-def write_record(log: AuditSink, record: AuditRecord, secrets: set[str], *, before_action: bool) -> None:
+def write_record(log: AuditSink, record: AuditRecord, masker: Masker, *, before_action: bool) -> None:
     """Every record that is not a batch of decisions goes out through here (those through record_decisions)."""
-    log.record(masked(record, secrets), before_action=before_action)
+    log.record(masked(record, masker), before_action=before_action)
 
 
-def masked(record: AuditRecord, secrets: set[str]) -> AuditRecord:
+def masked(record: AuditRecord, masker: Masker) -> AuditRecord:
     """Secret values masked in every free-text field (a reason or an error message may quote an
-    argument or the environment)."""
-    from llmc_cli.audit import mask_secrets
-
-    return cast("AuditRecord", {k: v if k in _NOT_FREE_TEXT else mask_secrets(v, secrets) for k, v in record.items()})
+    argument or the environment), before the record is hashed into the chain."""
+    return cast("AuditRecord", {k: v if k in _NOT_FREE_TEXT else masker(v) for k, v in record.items()})
 
 
 def record_decisions(log: AuditSink, invocation: Invocation, authorizations: list[Authorization]) -> None:
@@ -138,10 +140,10 @@ def record_decisions(log: AuditSink, invocation: Invocation, authorizations: lis
     from llmc_cli import interrupts
 
     with interrupts.deferred():
-        log.record_before_actions([masked(a.decision_record(), invocation.secrets) for a in authorizations])
+        log.record_before_actions([masked(a.decision_record(), a.masker) for a in authorizations])
         for a in authorizations:
             if a.decision.action == "allow":
-                a.opened = OPEN_CALLS.open(log, a.base, invocation.secrets)
+                a.opened = OPEN_CALLS.open(log, a.base, a.masker)
 
 
 def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Authorization:
@@ -171,10 +173,11 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
     if decision.action == "confirm":
         decision = _confirm(invocation, call, tool, decision)
     telemetry.policy_decision(call.qualified_name, decision.action, decision.rule, invocation.caller)
+    masker = invocation.masker.with_arguments(call.arguments)
     base = {**audit.identity(), "profile": profile.name, "command": invocation.command,
             "conversation": invocation.conversation_id, "client": invocation.client, "server": call.server, "tool": call.tool,
-            "arguments": audit.mask_secrets(call.arguments, invocation.secrets), "callHash": decision.call_hash}
-    return Authorization(call, decision, cast("AuditRecord", {k: v for k, v in base.items() if v is not None}))
+            "arguments": masker(call.arguments), "callHash": decision.call_hash}
+    return Authorization(call, decision, cast("AuditRecord", {k: v for k, v in base.items() if v is not None}), masker)
 
 
 def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeout: float | None = None,
@@ -202,7 +205,7 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
 
     def outcome(record: AuditRecord) -> None:
         if OPEN_CALLS.close(authorized.opened):
-            write_record(log, {**base, "event": "outcome", **record}, invocation.secrets, before_action=False)
+            write_record(log, {**base, "event": "outcome", **record}, authorized.masker, before_action=False)
 
     def elapsed() -> float:
         return round((time.monotonic() - started) * 1000, 1)
@@ -239,7 +242,7 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
                       "durationMs": result.duration_ms, "resultBytes": len(body),
                       "resultSha256": hashlib.sha256(body).hexdigest()}
     if profile.profile.audit_results:
-        outcome_record["result"] = audit.mask_secrets(raw, invocation.secrets)
+        outcome_record["result"] = authorized.masker(raw)
     outcome(outcome_record)
     return result
 

@@ -20,18 +20,19 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 if TYPE_CHECKING:
     from llmc_cli.config.schema import TelemetryConfig
+    from llmc_cli.config.secrets import Masker
     from llmc_cli.telemetry.otel import Otel
 
 ENV_FLAG = "LLMC_OTEL"
 EXTRA_HINT = "pip install 'llmc-cli[otel]'"
 
 
-Mask = Callable[[Any], Any]
-
-
 @dataclass(frozen=True)
 class Settings:
-    mask: Mask  # masks secrets in captured tool arguments and results, as the audit log does
+    # The audit's masking (the environment's and the profile's secrets): every string that
+    # leaves in a span, an event or a log record goes through it, with the values of the
+    # secret-looking arguments of the calls seen so far.
+    mask: "Masker"
     audit_logs: bool = False
     capture_content: bool = False
     flush_timeout: float = 2.0
@@ -63,7 +64,7 @@ def enabled() -> bool:
     return _ACTIVE is not None
 
 
-def enable(command: str, mask: Mask, config: "TelemetryConfig | None" = None) -> None:
+def enable(command: str, mask: "Masker", config: "TelemetryConfig | None" = None) -> None:
     """Start exporting (idempotent). `command`: the root span's name ('llmc call'); a server
     (`llmc serve ...`) has none: each request it serves starts or continues its own trace.
     Raises ConfigError naming the extra when the OpenTelemetry SDK is not installed."""
@@ -84,11 +85,11 @@ def enable(command: str, mask: Mask, config: "TelemetryConfig | None" = None) ->
     observe.install(_ACTIVE.mcp_observer())
 
 
-def enable_for_profile(command: str, mask: Mask, config: "TelemetryConfig") -> None:
+def enable_for_profile(command: str, mask: "Masker", config: "TelemetryConfig") -> None:
     """The profile's [telemetry]: enables telemetry, or configures it when --otel or LLMC_OTEL
     enabled it before the profile was read (its audit_logs, capture_content, flush_timeout)."""
     if _ACTIVE is not None:
-        _ACTIVE.configure(command, config)
+        _ACTIVE.configure(command, config, mask)
     elif config.enabled or env_requested():
         enable(command, mask, config)
 

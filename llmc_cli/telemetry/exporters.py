@@ -11,7 +11,7 @@ name, and exporters that remember a failed export (the SDK only logs it) so llmc
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
@@ -58,14 +58,31 @@ def resource() -> Resource:
     return detected.merge(Resource(fill))
 
 
-class WatchedSpanExporter(SpanExporter):
-    """The OTLP exporter, remembering whether an export failed."""
+def masked_span(span: Any, mask: Callable[[Any], Any]) -> Any:
+    """A finished span with every string that leaves llmc masked: its name, attributes, status
+    description and events (an upstream's error message may quote a secret argument or the
+    environment, whatever capture_content says)."""
+    from opentelemetry.sdk.trace import Event, ReadableSpan
+    from opentelemetry.trace import Status
 
-    def __init__(self, timeout: float, failures: list[str]) -> None:
-        self.inner, self._failures = OTLPSpanExporter(timeout=timeout), failures
+    status = span.status
+    if status.description:
+        status = Status(status.status_code, mask(status.description))
+    events = [Event(mask(e.name), mask(dict(e.attributes or {})), e.timestamp) for e in span.events]
+    return ReadableSpan(name=mask(span.name), context=span.context, parent=span.parent, resource=span.resource,
+                        attributes=mask(dict(span.attributes or {})), events=events, links=span.links,
+                        kind=span.kind, status=status, start_time=span.start_time, end_time=span.end_time,
+                        instrumentation_scope=span.instrumentation_scope)
+
+
+class WatchedSpanExporter(SpanExporter):
+    """The OTLP exporter, masking each span (masked_span) and remembering whether an export failed."""
+
+    def __init__(self, timeout: float, failures: list[str], mask: Callable[[Any], Any]) -> None:
+        self.inner, self._failures, self.mask = OTLPSpanExporter(timeout=timeout), failures, mask
 
     def export(self, spans: Sequence[Any]) -> SpanExportResult:
-        result = self.inner.export(spans)
+        result = self.inner.export([masked_span(span, self.mask) for span in spans])
         if result is not SpanExportResult.SUCCESS:
             self._failures.append("traces")
         return result

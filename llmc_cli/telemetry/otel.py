@@ -43,6 +43,7 @@ MCP_DURATION_BUCKETS = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 12
 GENAI_DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92]
 GENAI_TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864]
 SCOPE = "llmc"
+LEARNED_SECRETS = 256  # secret argument values a long-running process remembers for masking
 
 
 class Otel:
@@ -52,10 +53,12 @@ class Otel:
         logging.getLogger("opentelemetry").addHandler(logging.NullHandler())
         logging.getLogger("opentelemetry").propagate = False
         self.settings = settings
+        self.masker = settings.mask  # and the secret arguments of calls seen since (learn)
+        self._learning = threading.Lock()
         self.failures: list[str] = []
         self.resource: Resource = resource()
         timeout = settings.flush_timeout
-        self.span_exporter = WatchedSpanExporter(timeout, self.failures)
+        self.span_exporter = WatchedSpanExporter(timeout, self.failures, self.mask)
         self.metric_exporter = WatchedMetricExporter(timeout, self.failures)
         self.tracer_provider = TracerProvider(resource=self.resource, shutdown_on_exit=False)  # sampler: OTEL_TRACES_SAMPLER
         self.tracer_provider.add_span_processor(BatchSpanProcessor(self.span_exporter, schedule_delay_millis=1000))
@@ -105,7 +108,27 @@ class Otel:
         self.logger_provider.add_log_record_processor(BatchLogRecordProcessor(
             WatchedLogExporter(self.settings.flush_timeout, self.failures)))
 
-    def configure(self, command: str, config: Any) -> None:
+    def mask(self, value: Any) -> Any:
+        """Every string of `value` with every known secret masked (config.secrets.Masker.strings)."""
+        return self.masker.strings(value)
+
+    def learn(self, arguments: Any) -> Any:
+        """Remember the values of a call's secret-looking arguments, so that spans exported later
+        mask them wherever they are quoted (an upstream's error message); returns the arguments
+        masked. A gateway runs for days: past LEARNED_SECRETS values it starts over from the
+        profile's, which costs only calls whose spans were exported already."""
+        from llmc_cli.config.secrets import Masker, argument_secrets
+
+        found = argument_secrets(arguments)
+        if found - self.masker.secrets:
+            with self._learning:
+                known = self.masker.secrets | found
+                if len(known) > len(self.settings.mask.secrets) + LEARNED_SECRETS:
+                    known = self.settings.mask.secrets | found
+                self.masker = Masker(known)
+        return self.masker(arguments)
+
+    def configure(self, command: str, config: Any, mask: Any = None) -> None:
         """The profile's [telemetry] arrived after --otel/LLMC_OTEL enabled telemetry (before any
         profile was read): its settings apply from now on, and the root span takes the full
         command name ('llmc tools list', where the flag only knew 'llmc tools')."""
@@ -114,6 +137,10 @@ class Otel:
             self.metric_exporter.retime(config.flush_timeout)
         self.settings = replace(self.settings, audit_logs=self.settings.audit_logs or config.audit_logs,
                                 capture_content=config.capture_content, flush_timeout=config.flush_timeout)
+        if mask is not None:  # the profile's secrets, now that it is read
+            self.settings = replace(self.settings, mask=mask)
+            with self._learning:
+                self.masker = mask.with_secrets(self.masker.secrets)
         if self.settings.audit_logs and self.logger_provider is None:
             self._start_logs()
         if self.root is not None:
@@ -171,6 +198,7 @@ class Otel:
     def audit_record(self, record: Mapping[str, Any]) -> None:
         if self.logger_provider is None:
             return
+        record = self.mask(dict(record))  # masked as it was written; and by what telemetry learnt since
         attributes = {f"llmc.audit.{k}": v if isinstance(v, (str, int, float, bool)) else json.dumps(v, default=str)
                       for k, v in record.items() if v is not None}
         denied = record.get("decision") == "deny" or record.get("outcome") not in (None, "ok")

@@ -163,8 +163,8 @@ class OtelServerSpan(ServerSpan):
         self.attributes: dict[str, Any] = {**described, **attributes}
         if request_id is not None:
             self.attributes["jsonrpc.request.id"] = str(request_id)
+        masked = otel.learn(params.get("arguments"))
         if method == "tools/call" and otel.settings.capture_content:
-            masked = otel.settings.mask(params.get("arguments"))
             self.attributes["gen_ai.tool.call.arguments"] = json.dumps(masked, default=str)
         # The host's trace context when it sent one (the conventions: the context from _meta is
         # the parent); else the current one, or a trace of its own.
@@ -197,7 +197,7 @@ class OtelServerSpan(ServerSpan):
         failure, failed = _reply_failure(self.span, reply)
         self.span.set_attributes(failed)
         if failure is None and self.method == "tools/call" and self.otel.settings.capture_content:
-            masked = self.otel.settings.mask(reply.get("result"))
+            masked = self.otel.masker(reply.get("result"))
             self.span.set_attribute("gen_ai.tool.call.result", json.dumps(masked, default=str)[:RESULT_LIMIT])
         self.span.end()
         metric = {k: v for k, v in {**self.attributes, **failed}.items() if k in METRIC_ATTRIBUTES}
@@ -217,8 +217,8 @@ class McpObserver:
         if isinstance(version, str):
             attributes["mcp.protocol.version"] = version
         attributes.update(transport_attributes(session.transport))
+        masked = self.otel.learn(params.get("arguments"))
         if method == "tools/call" and self.otel.settings.capture_content:
-            masked = self.otel.settings.mask(params.get("arguments"))
             attributes["gen_ai.tool.call.arguments"] = json.dumps(masked, default=str)
         span = self.otel.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes,
                                            context=self.otel.parent())
@@ -259,7 +259,7 @@ class RequestWatch:
         elif result is not None:
             failure, failed = _reply_failure(self.span, {"result": result})
             if failure is None and self.method == "tools/call" and self.otel.settings.capture_content:
-                masked = self.otel.settings.mask(result)
+                masked = self.otel.masker(result)
                 self.span.set_attribute("gen_ai.tool.call.result", json.dumps(masked, default=str)[:RESULT_LIMIT])
         self.span.set_attributes(failed)
         session_id = getattr(self.transport, "session_id", None)
