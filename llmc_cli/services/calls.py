@@ -14,7 +14,7 @@ from llmc_cli.catalog import Catalog
 from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.config.secrets import Masker, environment_secrets
 from llmc_cli.errors import (Cancelled, ConfigError, InputRequired, LlmcError, PolicyDenied, ProtocolError,
-                             TimeoutExpired)
+                             RpcError, TimeoutExpired)
 from llmc_cli.mcp.jsonrpc import has_lone_surrogate
 from llmc_cli.model import Tool, ToolCall, ToolResult, canonical_json
 
@@ -232,7 +232,7 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
         kind = {TimeoutExpired: "timeout", Cancelled: "cancelled",
                 InputRequired: "input_required"}.get(type(exc), "transport_error")
         outcome({"outcome": kind, "error": exc.message, "durationMs": elapsed()})
-        raise
+        raise _masked_error(exc, authorized.masker)
     except Exception as exc:  # a bug must not leave a decision without an outcome
         outcome({"outcome": "internal_error", "error": f"{type(exc).__name__}: {exc}", "durationMs": elapsed()})
         raise
@@ -245,6 +245,18 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
         outcome_record["result"] = authorized.masker(raw)
     outcome(outcome_record)
     return result
+
+
+def _masked_error(exc: LlmcError, masker: Masker) -> LlmcError:
+    """The error with the call's secrets masked in its message and details: an upstream's error
+    may quote a secret argument or its own credentials, and the error goes on to a terminal, an
+    MCP host (the gateway's other tenants' operator secrets included) or a model's provider."""
+    exc.message = masker.text(exc.message)
+    exc.args = (exc.message, *exc.args[1:])
+    exc.details = masker.strings(exc.details)
+    if isinstance(exc, RpcError):
+        exc.data = exc.details.get("data")
+    return exc
 
 
 def lock_path(profile: LoadedProfile) -> str:
