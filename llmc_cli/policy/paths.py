@@ -27,7 +27,8 @@ def touched_paths(value: str, cwd: str | None) -> list[str]:
     touch what the text means once `..` has eaten the link, so that reading is resolved and
     returned too: every reading a server may take must be allowed.
     Raises PathRefused for NUL bytes, symlink chains longer than the kernel follows (loops
-    included), unreadable components, and relative paths without a known cwd."""
+    included), unreadable components, relative paths without a known cwd, and paths into a
+    process's own view (/proc/self, /proc/thread-self, /proc/PID, /dev/fd, /dev/stdin, ...)."""
     path = _absolute(value, cwd)
     touched = _resolve(path)
     for textual in _resolve(os.path.normpath(path)):
@@ -82,6 +83,7 @@ def _resolve(path: str) -> list[str]:
             missing += 1
             continue
         here = "/" + "/".join([*done, name])
+        _refuse_process_view(done, name, here)
         try:
             st = os.lstat(here)
         except (FileNotFoundError, NotADirectoryError):
@@ -107,6 +109,23 @@ def _resolve(path: str) -> list[str]:
         todo.extend(target.split("/")[::-1])
     touched.append("/" + "/".join(done))
     return touched
+
+
+# Names that read differently in each process: /proc/self (and thread-self, and /proc/PID for any
+# pid: its cwd, root, fd/N, task/TID/...) and /dev/fd, /dev/stdin... (links into /proc/self/fd).
+# llmc resolving them would see its own process; the server resolves them in its own.
+_PROCESS_VIEWS = {("proc",): lambda name: name in ("self", "thread-self") or name.isdigit(),
+                  ("dev",): lambda name: name in ("fd", "stdin", "stdout", "stderr")}
+
+
+def _refuse_process_view(done: list[str], name: str, here: str) -> None:
+    """PathRefused for a physical path that enters a process's own view (reached as written or
+    through any symlink that leads there)."""
+    judge = _PROCESS_VIEWS.get(tuple(done))
+    if judge is not None and judge(name):
+        raise PathRefused(f"it reaches {here}, which names a process (its working directory, root, open files): "
+                          "the server would resolve it in its own process, not llmc's, so no path rule can "
+                          "judge it; give the path itself")
 
 
 def glob_patterns(glob: str, cwd: str | None) -> list[tuple[str, str]]:
