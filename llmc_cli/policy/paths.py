@@ -6,6 +6,7 @@ import os
 import re
 import stat
 from functools import lru_cache
+from typing import Callable
 
 MAX_SYMLINKS = 40  # the kernel's own limit (ELOOP beyond it): a longer chain is refused, not followed
 MAX_NESTING = 64  # lists/objects under a ruled argument deeper than this are refused
@@ -114,7 +115,7 @@ def _resolve(path: str) -> list[str]:
 # Names that read differently in each process: /proc/self (and thread-self, and /proc/PID for any
 # pid: its cwd, root, fd/N, task/TID/...) and /dev/fd, /dev/stdin... (links into /proc/self/fd).
 # llmc resolving them would see its own process; the server resolves them in its own.
-_PROCESS_VIEWS = {("proc",): lambda name: name in ("self", "thread-self") or name.isdigit(),
+_PROCESS_VIEWS: dict[tuple[str, ...], Callable[[str], bool]] = {("proc",): lambda name: name in ("self", "thread-self") or name.isdigit(),
                   ("dev",): lambda name: name in ("fd", "stdin", "stdout", "stderr")}
 
 
