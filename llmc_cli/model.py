@@ -196,9 +196,19 @@ class ToolResult:
 
 
 # Tool arguments nested deeper than this are refused wherever they come from (a person's --json,
-# a model's tool call): far beyond any tool's schema, and far below Python's recursion limit, so
-# nothing that walks the arguments later (policy, masking, the JSON encoder) can overflow.
+# a batch line, a model's tool call, an MCP host through the gateway), with this one message:
+# far beyond any tool's schema, and far below Python's recursion limit.
 MAX_ARGUMENT_DEPTH = 64
+ARGUMENTS_TOO_DEEP = f"the arguments are nested more than {MAX_ARGUMENT_DEPTH} levels deep"
+# Any JSON-RPC message (a server's reply, a host's request) nested deeper than this is refused
+# where it is decoded: whatever walks a message later (schemas, results, masking) stays far from
+# Python's recursion limit. Arguments, nested at most MAX_ARGUMENT_DEPTH, sit a few levels down.
+MAX_MESSAGE_DEPTH = 256
+MESSAGE_TOO_DEEP = f"a JSON-RPC message nested more than {MAX_MESSAGE_DEPTH} levels deep"
+
+
+def arguments_too_deep(arguments: Any) -> bool:
+    return nesting_depth(arguments, MAX_ARGUMENT_DEPTH + 1) > MAX_ARGUMENT_DEPTH
 
 
 def nesting_depth(value: Any, stop_at: int = MAX_ARGUMENT_DEPTH + 1) -> int:
@@ -214,12 +224,13 @@ def nesting_depth(value: Any, stop_at: int = MAX_ARGUMENT_DEPTH + 1) -> int:
     return deepest
 
 
-def parse_json(text: str, max_depth: int | None = MAX_ARGUMENT_DEPTH) -> Any:
+def parse_json(text: str, max_depth: int | None = MAX_ARGUMENT_DEPTH, too_deep: str = ARGUMENTS_TOO_DEEP) -> Any:
     """JSON that a person or a file supplied, nested at most `max_depth` deep (None: as deep as
     the parser goes). ValueError saying why for anything else: invalid JSON, or JSON nested so deep
-    that it would end in a RecursionError here or in whatever walks the value later. Each caller
-    wraps the reason in its own error (usage, config) with the name of where the text came from."""
-    too_deep = f"JSON nested more than {max_depth} levels deep" if max_depth is not None else "JSON nested too deeply"
+    (`too_deep`, by default the tool arguments' message) that it would end in a RecursionError here
+    or in whatever walks the value later. Each caller wraps the reason in its own error (usage,
+    config) with the name of where the text came from."""
+    too_deep = too_deep if max_depth is not None else "JSON nested too deeply"
     try:
         value = json.loads(text)
     except RecursionError:

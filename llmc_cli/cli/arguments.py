@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from llmc_cli.errors import UsageError
-from llmc_cli.model import parse_json
+from llmc_cli.model import MAX_ARGUMENT_DEPTH, parse_json
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
@@ -35,10 +35,10 @@ def read_input(source: str, what: str) -> str:
         raise UsageError(f"{what}: {where} is not UTF-8 text (line {line}, byte {exc.start + 1})") from None
 
 
-def load_json(text: str, where: str) -> Any:
+def load_json(text: str, where: str, max_depth: int = MAX_ARGUMENT_DEPTH) -> Any:
     """Parse JSON a person supplied: UsageError for invalid or too deeply nested JSON."""
     try:
-        return parse_json(text)
+        return parse_json(text, max_depth)
     except ValueError as exc:
         raise UsageError(f"{where}: {exc}") from None
 

@@ -11,6 +11,7 @@ from llmc_cli.cli.arguments import load_json, read_input
 from llmc_cli.cli.output import json_line
 from llmc_cli.cli.targets import Target
 from llmc_cli.errors import ExitCode, LlmcError, UsageError
+from llmc_cli.model import ARGUMENTS_TOO_DEEP, MAX_ARGUMENT_DEPTH, arguments_too_deep
 
 
 def read_items(lines: Iterable[str], resolve: Callable[[str], tuple[str, str]]) -> list[Any]:
@@ -22,7 +23,7 @@ def read_items(lines: Iterable[str], resolve: Callable[[str], tuple[str, str]]) 
     for index, line in enumerate(line for line in lines if line.strip()):
         ident: Any = None
         try:
-            entry = load_json(line, "invalid line")
+            entry = load_json(line, "invalid line", MAX_ARGUMENT_DEPTH + 1)  # the line wraps the arguments
             if not isinstance(entry, dict):
                 raise UsageError("a batch line must be a JSON object")
             ident = entry.get("id")
@@ -31,6 +32,8 @@ def read_items(lines: Iterable[str], resolve: Callable[[str], tuple[str, str]]) 
                 raise UsageError("a batch line needs \"tool\": \"server.tool\"")
             if not isinstance(arguments, dict):
                 raise UsageError("\"arguments\" must be a JSON object")
+            if arguments_too_deep(arguments):
+                raise UsageError(ARGUMENTS_TOO_DEEP)
             server, name = resolve(tool)
             items.append(BatchItem(index, ident, call=ToolCall(server, name, arguments)))
         except LlmcError as exc:

@@ -43,6 +43,7 @@ from llmc_cli.gateway.toolbox import Toolbox
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, MODERN_VERSIONS
 from llmc_cli.mcp.versions import META_PREFIX as META
+from llmc_cli.model import MAX_MESSAGE_DEPTH, nesting_depth
 
 ENDPOINT = "/mcp"
 MAX_BODY_BYTES = 4 * 1024 * 1024
@@ -279,13 +280,18 @@ class Handler(ReplyWriter):
         body = b"".join(chunks)
         try:
             message = json.loads(body)
-        except (ValueError, RecursionError):  # RecursionError: arrays nested a million deep
+        except RecursionError:  # arrays nested a million deep: the parser gives up
+            self._refuse(400, f"Parse error: JSON nested more than {MAX_MESSAGE_DEPTH} levels deep", jsonrpc.PARSE_ERROR)
+            return None
+        except ValueError:
             self._refuse(400, "Parse error: not JSON", jsonrpc.PARSE_ERROR)
             return None
         try:
             if not isinstance(message, dict):
                 raise ProtocolError("one JSON-RPC message per POST")
-            jsonrpc.kind_of(message)
+            if jsonrpc.kind_of(message) != "request" and body.count(b"[") + body.count(b"{") > MAX_MESSAGE_DEPTH \
+                    and nesting_depth(message, MAX_MESSAGE_DEPTH + 1) > MAX_MESSAGE_DEPTH:  # a request: too_deep
+                raise ProtocolError(f"a message nested more than {MAX_MESSAGE_DEPTH} levels deep")
         except ProtocolError as exc:
             self._refuse(400, exc.message)
             return None

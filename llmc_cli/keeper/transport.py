@@ -120,7 +120,10 @@ def read_line(stream: Any) -> dict[str, Any] | None:
         return None
     if len(line) > MAX_LINE:
         raise ProtocolError("message too large")
-    message = json.loads(line)
+    try:
+        message = json.loads(line)
+    except RecursionError:  # nested a hundred thousand deep: the parser gives up
+        raise ProtocolError("message nested too deeply") from None
     if not isinstance(message, dict):
         raise ProtocolError("message is not a JSON object")
     return message

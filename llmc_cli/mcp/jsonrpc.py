@@ -7,7 +7,8 @@ import re
 from typing import Any
 
 from llmc_cli.errors import ProtocolError
-from llmc_cli.model import compact_json
+from llmc_cli.model import (ARGUMENTS_TOO_DEEP, MAX_MESSAGE_DEPTH, arguments_too_deep, compact_json,
+                            nesting_depth)
 
 # Standard JSON-RPC codes
 PARSE_ERROR = -32700
@@ -74,14 +75,42 @@ def decode(line: str | bytes) -> list[dict[str, Any]]:
     """Parse one line or HTTP body; a JSON array is a batch (2025-03-26 allowed them)."""
     try:
         value = json.loads(line)
-    except (ValueError, RecursionError) as exc:  # RecursionError: arrays nested a hundred thousand deep
+    except RecursionError:  # arrays nested a hundred thousand deep: the parser gives up
+        raise ProtocolError(f"invalid JSON: nested more than {MAX_MESSAGE_DEPTH} levels deep") from None
+    except ValueError as exc:
         raise ProtocolError(f"invalid JSON from server: {_preview(line)}") from exc
     messages = value if isinstance(value, list) else [value]
     for m in messages:
         kind_of(m)
+    if (line.count("[") + line.count("{") if isinstance(line, str) else line.count(b"[") + line.count(b"{")) \
+            > MAX_MESSAGE_DEPTH:  # only then can it be that deep: most messages are not walked at all
+        messages = [bounded for m in messages if (bounded := _bounded(m)) is not None]
     if (isinstance(line, str) and "\\u" in line) or (isinstance(line, bytes) and b"\\u" in line):  # only an escape makes a lone surrogate
         messages = [_without_lone_surrogates(m) for m in messages]
     return messages
+
+
+def too_deep(params: dict[str, Any]) -> str | None:
+    """Why a request's params cannot be served, if they nest too deep: tool or prompt arguments
+    deeper than MAX_ARGUMENT_DEPTH (the message every path gives), else anything deeper than
+    MAX_MESSAGE_DEPTH. Checked without recursion before anything walks the params."""
+    if arguments_too_deep(params.get("arguments")):
+        return ARGUMENTS_TOO_DEEP
+    if nesting_depth(params, MAX_MESSAGE_DEPTH + 1) > MAX_MESSAGE_DEPTH:
+        return f"the params are nested more than {MAX_MESSAGE_DEPTH} levels deep"
+    return None
+
+
+def _bounded(message: dict[str, Any]) -> dict[str, Any] | None:
+    """A reply nested deeper than MAX_MESSAGE_DEPTH becomes an error reply for its request, a
+    notification that deep is dropped; a request is left to whoever serves it (too_deep)."""
+    kind = kind_of(message)
+    if kind == "request" or nesting_depth(message, MAX_MESSAGE_DEPTH + 1) <= MAX_MESSAGE_DEPTH:
+        return message
+    if kind in ("response", "error"):
+        return error(message["id"] if isinstance(message["id"], (str, int)) else None, INTERNAL_ERROR,
+                     f"the reply is nested more than {MAX_MESSAGE_DEPTH} levels deep")
+    return None
 
 
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")

@@ -388,6 +388,9 @@ class Session:
     def _serve_request(self, message: dict[str, Any]) -> None:
         method, params = message["method"], message.get("params") or {}
         try:
+            too_deep = jsonrpc.too_deep(params) if isinstance(params, dict) else None
+            if too_deep:
+                raise RpcError(too_deep, jsonrpc.INVALID_PARAMS)
             reply = jsonrpc.result(message["id"], answer_server_request(self.hooks, method, params))
         except RpcError as exc:
             reply = jsonrpc.error(message["id"], exc.code, exc.message)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, TypeVar
 
 from llmc_cli.errors import ProviderError
-from llmc_cli.model import MAX_ARGUMENT_DEPTH, PROVIDERS, ToolResult, nesting_depth
+from llmc_cli.model import ARGUMENTS_TOO_DEEP, PROVIDERS, ToolResult, arguments_too_deep
 
 
 # The provider's usual environment variables for its key, when the profile names none.
@@ -57,9 +57,9 @@ class ProviderToolCall:
     def __post_init__(self) -> None:
         # Checked here, for every provider, before anything walks the arguments (the agent, the
         # policy, audit masking, the conversation file): deep nesting would overflow the stack.
-        if nesting_depth(self.arguments) > MAX_ARGUMENT_DEPTH:
+        if arguments_too_deep(self.arguments):
             self.arguments = {}
-            self.error = self.error or f"the arguments are nested more than {MAX_ARGUMENT_DEPTH} levels deep"
+            self.error = self.error or ARGUMENTS_TOO_DEEP
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "arguments": self.arguments, "error": self.error,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from llmc_cli.model import MAX_ARGUMENT_DEPTH
+from llmc_cli.model import ARGUMENTS_TOO_DEEP
 from llmc_cli.providers.base import (END, LENGTH, OTHER, TOOL_CALLS, AssistantTurn, Failure, Message, ProviderSettings,
                                      OnText, ProviderToolCall, ToolResults, Usage, UserMessage, call_with_retries,
                                      classify_sdk_failure, http_failure, result_text)
@@ -46,7 +46,7 @@ def parse_arguments(raw: str | None) -> tuple[dict[str, Any], str | None]:
     except json.JSONDecodeError as exc:
         return {}, f"the arguments are not valid JSON ({exc.msg} at position {exc.pos}): {raw[:200]}"
     except RecursionError:
-        return {}, f"the arguments are nested more than {MAX_ARGUMENT_DEPTH} levels deep"
+        return {}, ARGUMENTS_TOO_DEEP
     if not isinstance(value, dict):
         return {}, f"the arguments must be a JSON object, got: {raw[:200]}"
     return value, None

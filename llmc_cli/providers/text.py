@@ -15,7 +15,7 @@ import json
 import re
 from typing import Any
 
-from llmc_cli.model import MAX_ARGUMENT_DEPTH
+from llmc_cli.model import ARGUMENTS_TOO_DEEP
 from llmc_cli.providers.base import (END, TOOL_CALLS, AssistantTurn, Message, OnText, ProviderToolCall, ToolResults,
                                      call_with_retries)
 from llmc_cli.providers.openai import FINISH, ChatCompletions, chat_create, chat_options, classify_openai, usage_of
@@ -79,7 +79,7 @@ def parse_parameters(raw: str) -> tuple[dict[str, Any], str | None]:
         except json.JSONDecodeError:
             continue
         except RecursionError:
-            return {}, f"`parameters:` is nested more than {MAX_ARGUMENT_DEPTH} levels deep"
+            return {}, ARGUMENTS_TOO_DEEP
         if isinstance(value, dict):
             return value, None
     return {}, f"`parameters:` is not valid JSON: {candidate[:200]}"

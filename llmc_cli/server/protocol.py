@@ -139,6 +139,9 @@ class McpServer:
         try:
             if not isinstance(params, dict):
                 raise RequestError(jsonrpc.INVALID_PARAMS, "params must be an object")
+            too_deep = jsonrpc.too_deep(params)
+            if too_deep:
+                raise RequestError(jsonrpc.INVALID_PARAMS, too_deep)
             modern = self._era(method, params)
             if method == "tools/call":
                 self._start_call(msg_id, params, modern, send)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from llmc_cli import interrupts
 from llmc_cli.errors import ProtocolError
 from llmc_cli.mcp import jsonrpc
+from llmc_cli.model import MAX_MESSAGE_DEPTH
 
 if TYPE_CHECKING:
     from llmc_cli.server.protocol import McpServer, Send
@@ -99,7 +100,11 @@ def _decode(line: bytes, send: Send) -> list[dict[str, Any]]:
     except ProtocolError:
         try:
             value = json.loads(line)
-        except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        except RecursionError:
+            send(jsonrpc.error(None, jsonrpc.PARSE_ERROR, f"Parse error: JSON nested more than {MAX_MESSAGE_DEPTH} "
+                                                          "levels deep"))
+            return []
+        except ValueError:  # UnicodeDecodeError is a ValueError
             send(jsonrpc.error(None, jsonrpc.PARSE_ERROR, "Parse error: not JSON"))
             return []
     # Valid JSON that is not a valid message: answer each bad one, pass the good ones on.

@@ -14,9 +14,9 @@ from llmc_cli.catalog import Catalog
 from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.config.secrets import Masker, environment_secrets
 from llmc_cli.errors import (Cancelled, ConfigError, InputRequired, LlmcError, PolicyDenied, ProtocolError,
-                             RpcError, TimeoutExpired)
+                             RpcError, TimeoutExpired, UsageError)
 from llmc_cli.mcp.jsonrpc import has_lone_surrogate
-from llmc_cli.model import Tool, ToolCall, ToolResult, canonical_json
+from llmc_cli.model import ARGUMENTS_TOO_DEEP, Tool, ToolCall, ToolResult, arguments_too_deep, canonical_json
 
 if TYPE_CHECKING:
     from llmc_cli.policy import Decision
@@ -151,6 +151,8 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
     from llmc_cli import audit, policy
 
     profile = invocation.profile
+    if arguments_too_deep(call.arguments):  # whoever sent them (a `KEY:=JSON` pair, a keeper's client)
+        raise UsageError(ARGUMENTS_TOO_DEEP)
     tool = catalog.require_tool(call.server, call.tool)
     if has_lone_surrogate(call.arguments):
         # Text no UTF-8 writer accepts (a model's "\\ud800" escape): not checked against path
