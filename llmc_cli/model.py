@@ -203,7 +203,7 @@ ARGUMENTS_TOO_DEEP = f"the arguments are nested more than {MAX_ARGUMENT_DEPTH} l
 # Any JSON-RPC message (a server's reply, a host's request) nested deeper than this is refused
 # where it is decoded: whatever walks a message later (schemas, results, masking) stays far from
 # Python's recursion limit. Arguments, nested at most MAX_ARGUMENT_DEPTH, sit a few levels down.
-MAX_MESSAGE_DEPTH = 256
+MAX_MESSAGE_DEPTH = 128
 MESSAGE_TOO_DEEP = f"a JSON-RPC message nested more than {MAX_MESSAGE_DEPTH} levels deep"
 
 

@@ -138,30 +138,48 @@ def has_lone_surrogate(value: Any) -> bool:
     if isinstance(value, (dict, list)):
         try:  # one pass in C over the whole value (dumps keeps surrogates as they are), not one call per node
             return LONE_SURROGATE.search(json.dumps(value, ensure_ascii=False)) is not None
-        except (TypeError, ValueError):
-            pass  # not plain JSON (a key that is no string, a value of another type): walk it
+        except (TypeError, ValueError, RecursionError):
+            pass  # not plain JSON (a key that is no string, a value of another type), or deep: walk it
     return _has_lone_surrogate(value)
 
 
 def _has_lone_surrogate(value: Any) -> bool:
-    if isinstance(value, str):
-        return LONE_SURROGATE.search(value) is not None
-    if isinstance(value, dict):
-        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return any(_has_lone_surrogate(v) for v in value)
+    stack = [value]  # without recursion: the value is untrusted JSON of any depth
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if LONE_SURROGATE.search(item) is not None:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
     return False
 
 
 def replace_lone_surrogates(value: Any) -> Any:
-    """The same JSON value with each lone surrogate replaced by U+FFFD."""
-    if isinstance(value, str):
-        return LONE_SURROGATE.sub("\ufffd", value)
-    if isinstance(value, dict):
-        return {replace_lone_surrogates(k): replace_lone_surrogates(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [replace_lone_surrogates(v) for v in value]
-    return value
+    """The same JSON value with each lone surrogate replaced by U+FFFD (built without recursion)."""
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
+    while stack:
+        item, parent, slot = stack.pop()
+        if isinstance(item, str):
+            parent[slot] = LONE_SURROGATE.sub("\ufffd", item)
+        elif isinstance(item, dict):
+            out: dict[Any, Any] = {}
+            parent[slot] = out
+            for k, v in item.items():
+                key = LONE_SURROGATE.sub("\ufffd", k) if isinstance(k, str) else k
+                out[key] = None
+                stack.append((v, out, key))
+        elif isinstance(item, list):
+            copy: list[Any] = [None] * len(item)
+            parent[slot] = copy
+            stack.extend((v, copy, n) for n, v in enumerate(item))
+        else:
+            parent[slot] = item
+    return root[0]
 
 
 def _preview(value: Any, limit: int = 120) -> str:

@@ -105,3 +105,15 @@ base_url = "{fake.base_url}"
                 if r["event"] == "outcome" or r["decision"] == "deny"]
     assert sorted(outcomes) == [("echo", "deny"), ("text", "transport_error")]
     assert_verified()
+
+
+@pytest.mark.parametrize("tool", ["deep", "deep_rpc_error"])
+def test_a_reply_nested_too_deep_is_one_recorded_protocol_error(isolated_dirs, tool):
+    """900 levels parse, but nothing walks them: the reply becomes an error reply for the call."""
+    write_profile(isolated_dirs)
+    proc = llmc("call", f"h.{tool}", "message=x")
+    assert proc.returncode == 6, proc.stderr
+    assert proc.stderr.strip() == "llmc: h: tools/call failed: the reply is nested more than 128 levels deep (code -32603)"
+    outcomes = [r for r in audit_records(isolated_dirs) if r["event"] == "outcome"]
+    assert [(r["tool"], r["outcome"]) for r in outcomes] == [(tool, "transport_error")]
+    assert_verified()

@@ -22,10 +22,23 @@ REPLIES: dict[str, dict] = {
 OBJECT = {"type": "object", "properties": {"message": {"type": "string"}}}
 TOOLS = [{"name": name, "description": f"answers with a lone surrogate ({name})", "inputSchema": OBJECT,
           "annotations": {"readOnlyHint": True}} for name in REPLIES]
+# Replies nested 900 deep (under the parser's limit, far past anything sane), in a result and in
+# an error's data: they must become one clear error, not a RecursionError in whatever walks them.
+DEEP: object = "bottom"
+for _ in range(900):
+    DEEP = [DEEP]
+DEEP_REPLIES: dict[str, dict] = {
+    "deep": {"content": [{"type": "text", "text": "deep"}], "structuredContent": {"v": DEEP}},
+    "deep_rpc_error": {"error": {"code": -32000, "message": "deep", "data": DEEP}},
+}
+REPLIES.update(DEEP_REPLIES)
+TOOLS += [{"name": name, "description": f"answers nested 900 deep ({name})", "inputSchema": OBJECT,
+           "annotations": {"readOnlyHint": True}} for name in DEEP_REPLIES]
 TOOLS.append({"name": "echo", "description": "Echo", "inputSchema": OBJECT, "annotations": {"readOnlyHint": True}})
 
 
 def send(message: dict) -> None:
+    sys.setrecursionlimit(5000)  # json.dumps of DEEP
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
 
