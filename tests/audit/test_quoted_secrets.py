@@ -66,3 +66,34 @@ def test_a_short_secret_argument_is_masked_as_a_word_not_inside_others(quoting_p
     records = [json.loads(line) for line in quoting_profile.read_text(encoding="utf-8").splitlines()]
     assert "login failed for password *** (token ***)" in records[1]["error"]
     assert records[0]["arguments"]["user"] == "ann" and records[1]["outcome"] == "transport_error"
+
+
+def test_the_masker_walks_any_depth_without_recursion() -> None:
+    from llmc_cli.config.secrets import Masker
+
+    value: object = "token hunter22"
+    for _ in range(100_000):
+        value = [value]
+    masked = Masker({"hunter22"})(value)
+    for _ in range(100_000):
+        masked = masked[0]  # type: ignore[index]
+    assert masked == "token ***"
+
+
+def test_environment_secrets_include_what_the_profile_hands_its_servers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A header's credential after its scheme, an env entry's expansion, a URL's password and
+    secret query value: secrets whatever the variable behind them is called."""
+    from llmc_cli.config.schema import Profile, ServerConfig, StateConfig
+    from llmc_cli.config.secrets import environment_secrets
+
+    monkeypatch.setenv("UPSTREAM", "plain-named-value")
+    monkeypatch.setenv("HDR", "hdr-credential")
+    profile = Profile(servers={
+        "a": ServerConfig(command="x", env={"API_TOKEN": "${UPSTREAM}", "MODE": "fast"}),
+        "b": ServerConfig(url="https://u:url-pass@h/mcp?api_key=q-secret&page=2",
+                          headers={"Authorization": "Bearer ${HDR}"})},
+        state=StateConfig(url="postgresql://llmc:db-pass@db/llmc"))
+    found = environment_secrets(profile)
+    assert {"plain-named-value", "Bearer hdr-credential", "hdr-credential", "url-pass", "q-secret",
+            "db-pass"} <= found
+    assert not {"fast", "2", "u", "llmc"} & found

@@ -16,6 +16,7 @@ from llmc_cli.errors import AuthError, ConnectionFailed, HttpStatusError, LlmcEr
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.transports.base import max_message_bytes, too_large
 from llmc_cli.mcp.transports.sse_parser import Event, events, lines
+from llmc_cli.model import redact_url
 
 MAX_ERROR_BODY = 64 * 1024  # bytes of an error reply kept to look for a JSON-RPC error
 MAX_AUTH_RETRIES = 6  # backstop: the auth hook bounds logins and step-ups itself (and says which ran out)
@@ -55,7 +56,7 @@ class HttpChannel:
                  connect_timeout: float) -> None:
         scheme = urlsplit(url).scheme.lower()
         if scheme not in ("http", "https") or not urlsplit(url).hostname:
-            raise ConnectionFailed(f"not an http(s) URL: {url}")
+            raise ConnectionFailed(f"not an http(s) URL: {redact_url(url)}")  # no userinfo or query: secrets go there
         self.url = url
         self.headers = dict(headers or {})
         self.timeout = timeout
