@@ -41,10 +41,12 @@ class Catalog:
                  builtins: Mapping[str, Callable[[ServerSpec], Any]] | None = None,
                  on_stderr: Callable[[str, str], None] | None = None,
                  keeper: tuple[str, str] | None = None, stores: Stores | None = None,
-                 unusable: Mapping[str, LlmcError] | None = None, shared: "Catalog | None" = None) -> None:
+                 unusable: Mapping[str, LlmcError] | None = None, shared: "Catalog | None" = None,
+                 own: Collection[str] | None = None, admit: Callable[[str], None] | None = None) -> None:
         """`unusable`: servers that cannot even be configured (an unset ${VAR}), each with its
         error. They stay in the catalog, failed from the start: every listing reports them as
-        failures, with their own exit code, beside the others' results. `shared`: see for_host()."""
+        failures, with their own exit code, beside the others' results. `shared`, `own` and
+        `admit`: see for_host()."""
         names = [s.name for s in specs] + list(unusable or {})
         if len(set(names)) != len(names):
             raise UsageError(f"duplicate server name among {names}")
@@ -62,23 +64,36 @@ class Catalog:
         self._locks = {name: threading.Lock() for name in self.specs}
         self._closed = False
         self.shared = shared
+        self.own = None if own is None else frozenset(own)
+        self.admit = admit
         # Every call comes on a thread of its own that only waits for it (the gateway's host
         # connections): an HTTP server's requests are then posted on that thread.
         self.posts_on_caller_thread: bool = shared.posts_on_caller_thread if shared is not None else False
 
-    def for_host(self, hooks: ClientHooks | None = None) -> "Catalog":
+    def for_host(self, hooks: ClientHooks | None = None, own: Collection[str] | None = None,
+                 admit: Callable[[str], None] | None = None) -> "Catalog":
         """For a long-lived caller with many users (the gateway's hosts): a catalog for one of
         them, with its own connections to the servers that keep state between requests (a
-        process, an initialize-era session) and this catalog's connections to those that do not.
-        So a process or session one host started is never another host's. Its connections start
+        process, an initialize-era session) and this catalog's connections to the others. So a
+        process or session one user started is never another's. `own`: the only servers it
+        connects to itself (None: every one that keeps state); `admit(server)`: called before
+        each connection of its own starts, raises to refuse it (a cap). Its connections start
         on first use, are never remembered for later runs, and end when it is closed; tool
-        listings come from this catalog (they are the server's, not the connection's)."""
+        listings come from the root catalog (they are the server's, not the connection's)."""
         if self.keeper:
             return self  # the servers live in a session keeper, shared by design
         stores = replace(self.stores or Stores(), remember_sessions=False)
         specs = [spec for name, spec in self.specs.items() if name not in self._unusable]
         return Catalog(specs, hooks=hooks, builtins=self.builtins, on_stderr=self.on_stderr, stores=stores,
-                       unusable={name: self._failed[name] for name in self._unusable}, shared=self)
+                       unusable={name: self._failed[name] for name in self._unusable}, shared=self, own=own,
+                       admit=admit)
+
+    def root(self) -> "Catalog":
+        """The catalog every for_host() one descends from: the connections shared by all."""
+        catalog = self
+        while catalog.shared is not None:
+            catalog = catalog.shared
+        return catalog
 
     def stateless(self, server: str) -> bool:
         """Whether one connection to the server can serve every user: a remote server of the
@@ -90,18 +105,45 @@ class Catalog:
         return session.era == "modern" or getattr(session.transport, "session_id", "") is None
 
     def serving(self, server: str) -> "Catalog":
-        """The catalog whose connection serves this server: the shared one for a stateless server."""
-        if self.shared is not None and self.shared.stateless(server):
-            return self.shared
-        return self
+        """The catalog whose connection serves this server: the root's for a stateless server,
+        the one it descends from for a server not its own."""
+        if self.shared is None:
+            return self
+        if self.own is not None and server not in self.own:
+            return self.shared.serving(server)
+        root = self.root()
+        return root if root.stateless(server) else self
+
+    def held(self) -> int:
+        """How many connections of its own are open (processes, upstream sessions)."""
+        return sum(1 for session in list(self._sessions.values()) if session.closed_error is None)
+
+    def busy(self) -> bool:
+        """Whether a request is waiting on one of its own connections."""
+        return any(session.busy() for session in list(self._sessions.values()))
+
+    def release(self) -> None:
+        """Close its own connections and stay usable: the next use starts them again (what
+        they kept is lost). For a caller that reclaims idle ones; a server being connected at
+        this moment is left alone (its lock is not waited for: callers may hold another's)."""
+        for server in list(self._sessions):
+            if not self._locks[server].acquire(blocking=False):
+                continue
+            try:
+                session = self._sessions.pop(server, None)
+                self._tools.pop(server, None)
+            finally:
+                self._locks[server].release()
+            if session is not None:
+                session.close()
 
     def session(self, server: str) -> Session:
         """The server's session, connecting on first use (one connection per server)."""
         if server not in self.specs:
             raise UsageError(f"unknown server {server!r}{did_you_mean(server, self.specs)} "
                              f"(servers: {', '.join(self.specs) or 'none'})")
-        if self.shared is not None and self.serving(server) is self.shared:
-            return self.shared.session(server)
+        if self.shared is not None and (serving := self.serving(server)) is not self:
+            return serving.session(server)
         with self._locks[server]:
             if server in self._failed:
                 raise self._failed[server]
@@ -110,6 +152,8 @@ class Catalog:
                 # a server nobody will stop.
                 raise ConnectionFailed(f"{server}: the command is ending; no new connection")
             if server not in self._sessions:
+                if self.admit is not None:
+                    self.admit(server)  # a refusal is no failure of the server: not kept in _failed
                 spec = self.specs[server]
                 stderr = self._stderr_of(server)
                 hooks = replace(self.hooks or ClientHooks(), on_list_changed=partial(self._changed, server))

@@ -71,6 +71,10 @@ class ServerConfig:
     timeout: float = field(default=60.0, metadata=_POSITIVE)
     enabled: bool = True
     description: str | None = None
+    # The gateway: each host session gets its own connection (process, upstream session) to this
+    # server, instead of sharing one among the sessions of a principal (a server whose state one
+    # host session must never see another's, even the same principal's).
+    per_session: bool = False
 
     def __post_init__(self) -> None:
         kinds = [k for k in ("command", "url", "builtin") if getattr(self, k)]
@@ -187,6 +191,10 @@ class ServeConfig:
     # The gateway fronting exactly one server under that server's own names (no `server.` prefix):
     # a drop-in in front of a server whose hosts (or test suites) call it by fixed names.
     bare_names: bool = False
+    # Upstream connections of its own (processes, upstream sessions) one principal may hold at
+    # once, and how long one no host session uses is kept (seconds).
+    max_upstreams: int = field(default=16, metadata=_POSITIVE)
+    upstream_idle_timeout: float = field(default=60.0, metadata=_POSITIVE)
 
 
 @dataclass

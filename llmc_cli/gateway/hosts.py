@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from llmc_cli.catalog import Catalog
 from llmc_cli.config.profiles import LoadedProfile
-from llmc_cli.errors import LlmcError, UsageError
+from llmc_cli.errors import ConnectionFailed, LlmcError, UsageError
 from llmc_cli.gateway.connection import GatewayConnection
 from llmc_cli.gateway.principals import Principal, principals_of
 from llmc_cli.gateway.toolbox import Toolbox
@@ -74,7 +74,7 @@ class ResumableStream:
 
 @dataclass
 class HostSession:
-    connection: GatewayConnection  # its upstreams are the session's own (Toolbox.host_upstreams)
+    connection: GatewayConnection  # its upstreams: its principal's, and its own to per_session servers
     principal: str | None
     last_used: float = field(default_factory=time.monotonic)
     stream: "queue.Queue[dict[str, Any] | None] | None" = None  # the GET stream's messages
@@ -85,6 +85,21 @@ class HostSession:
         self.streams[stream_id] = stream
         while len(self.streams) > MAX_RESUMABLE:
             del self.streams[next(iter(self.streams))]
+
+
+@dataclass
+class PrincipalUpstreams:
+    """One principal's upstream connections, shared by its host sessions and its 2026-07-28
+    requests (never by another principal's), and the connections of its host sessions to the
+    servers marked `per_session` (`members`)."""
+
+    catalog: Catalog
+    sessions: int = 0  # live host sessions using it
+    last_used: float = field(default_factory=time.monotonic)
+    members: set[Catalog] = field(default_factory=set)
+
+    def held(self) -> int:
+        return self.catalog.held() + sum(member.held() for member in list(self.members))
 
 
 def _stamp(profile: LoadedProfile) -> tuple[int, int, int] | None:
@@ -133,8 +148,9 @@ class HttpGateway:
         self.allowed_origins = {o.rstrip("/").lower() for o in served.profile.serve.allowed_origins}
         self.idle_seconds = idle_seconds
         self.sessions: dict[str, HostSession] = {}
-        # (profile, principal) -> the upstream connections of its 2026-07-28 requests
-        self.principal_upstreams: dict[tuple[str, str], Catalog] = {}
+        # (profile, principal or None) -> its upstream connections
+        self.principal_upstreams: dict[tuple[str, str | None], PrincipalUpstreams] = {}
+        self._held_by: dict[GatewayConnection, tuple[str, str | None]] = {}  # a session's -> its principal's
         from llmc_cli import services
 
         self.shared: SharedSessions | None = services.host_sessions(served, idle_seconds)
@@ -192,38 +208,101 @@ class HttpGateway:
             if name not in self.toolboxes:
                 from llmc_cli.config.profiles import load_profile
 
-                toolbox = Toolbox(load_profile(name))
+                served = self.toolboxes[self.served.name]
+                toolbox = Toolbox(load_profile(name), on_stderr=served.on_stderr, note=served.note)
                 toolbox.catalog.warm_up()
                 self.toolboxes[name] = toolbox
             return self.toolboxes[name]
 
     # -- sessions (initialize era) -------------------------------------------------------------
 
+    # -- upstream connections per principal --------------------------------------------------
+
+    def _upstreams_of(self, toolbox: Toolbox, principal: str | None, *, session: bool) -> PrincipalUpstreams:
+        """The principal's upstream connections (made on first use), marked as used now; with
+        `session`, one more live host session uses them."""
+        key = (toolbox.profile.name, principal)
+        with self.lock:
+            pool = self.principal_upstreams.get(key)
+            if pool is None:
+                pool = self.principal_upstreams[key] = PrincipalUpstreams(
+                    toolbox.host_upstreams(admit=lambda server: self._admit(key, server)))
+            pool.last_used = time.monotonic()
+            if session:
+                pool.sessions += 1
+            return pool
+
+    def _admit(self, key: tuple[str, str | None], server: str) -> None:
+        """Before a principal's new upstream connection starts: within the profile's
+        `max_upstreams`, after closing those of its least recently used host session that has
+        nothing in flight if need be; else refused."""
+        limit = self.toolboxes[key[0]].profile.profile.serve.max_upstreams
+        with self.lock:
+            pool = self.principal_upstreams[key]
+            if pool.held() < limit:
+                return
+            idle = sorted((s for s in self.sessions.values()
+                           if s.connection.upstreams in pool.members and s.connection.upstreams.held()
+                           and not s.connection.upstreams.busy()), key=lambda s: s.last_used)
+        for session in idle:
+            session.connection.upstreams.release()
+            if pool.held() < limit:
+                return
+        who = f"principal {key[1]}" if key[1] else "the hosts without a principal"
+        raise ConnectionFailed(f"{server}: {who} already holds {limit} upstream connections, the most allowed "
+                               f"([serve] max_upstreams); they are freed as its host sessions end")
+
+    def reap_upstreams(self) -> None:
+        """Close the upstream connections of a principal no live host session, open listen
+        stream or request has used for `[serve] upstream_idle_timeout` seconds (they start again
+        on next use)."""
+        now = time.monotonic()
+        with self.lock:
+            listening = {c.upstreams for c in self.listening}
+            idle = [pool for (profile, _), pool in self.principal_upstreams.items()
+                    if pool.sessions == 0 and pool.catalog not in listening and pool.catalog.held()
+                    and now - pool.last_used > self.toolboxes[profile].profile.profile.serve.upstream_idle_timeout
+                    and not pool.catalog.busy()]
+        for pool in idle:
+            pool.catalog.release()
+
     def stateless_connection(self, principal: Principal | None) -> GatewayConnection:
         """A connection for one 2026-07-28 request. That era has no host sessions (state lives in
-        handles a server mints into tool arguments), so the nearest thing to a host is its
-        principal: each one gets its own connections to the upstreams that keep state, kept
-        while the gateway runs; requests without a principal share the toolbox's own."""
+        handles a server mints into tool arguments): its requests use their principal's upstream
+        connections, which its host sessions share."""
         toolbox = self.toolbox_for(principal)
-        upstreams = None
-        if principal is not None:
-            key = (toolbox.profile.name, principal.name)
-            with self.lock:
-                upstreams = self.principal_upstreams.get(key)
-                if upstreams is None:
-                    upstreams = self.principal_upstreams[key] = toolbox.host_upstreams()
-        return GatewayConnection(toolbox, transport="http", principal=principal.name if principal else None,
-                                 upstreams=upstreams)
+        name = principal.name if principal else None
+        pool = self._upstreams_of(toolbox, name, session=False)
+        return GatewayConnection(toolbox, transport="http", principal=name, upstreams=pool.catalog)
 
     def _session_connection(self, principal: Principal | None, name: str | None) -> GatewayConnection:
+        """A host session's connection: its principal's upstream connections, and its own to the
+        servers marked `per_session`."""
         toolbox = self.toolbox_for(principal)
-        return GatewayConnection(toolbox, transport="http", principal=name, upstreams=toolbox.host_upstreams())
+        key = (toolbox.profile.name, name)
+        pool = self._upstreams_of(toolbox, name, session=True)
+        upstreams = pool.catalog
+        if toolbox.per_session:
+            upstreams = toolbox.host_upstreams(pool.catalog, toolbox.per_session, lambda server: self._admit(key, server))
+        connection = GatewayConnection(toolbox, transport="http", principal=name, upstreams=upstreams)
+        with self.lock:
+            if upstreams is not pool.catalog:
+                pool.members.add(upstreams)
+            self._held_by[connection] = key
+        return connection
 
-    @staticmethod
-    def _close_connection(connection: GatewayConnection) -> None:
-        """End a session's connection and the upstream connections it owned."""
+    def _close_connection(self, connection: GatewayConnection) -> None:
+        """End a session's connection and the upstream connections it owned; its principal's
+        are kept for its other sessions (reaped once none uses them)."""
         connection.close()
-        if connection.upstreams is not connection.toolbox.catalog:
+        with self.lock:
+            key = self._held_by.pop(connection, None)
+            pool = self.principal_upstreams.get(key) if key is not None else None
+            if pool is not None:
+                pool.sessions -= 1
+                pool.last_used = time.monotonic()
+                pool.members.discard(connection.upstreams)
+        if pool is not None and connection.upstreams is not pool.catalog:
             connection.upstreams.close()
 
     def open_session(self, principal: Principal | None) -> tuple[str, HostSession] | None:
@@ -316,13 +395,16 @@ class HttpGateway:
             session.stream.put(message)
 
     def expire_idle(self) -> None:
-        """End sessions nobody used for idle_seconds; runs until the server stops."""
-        while not self.stopped.wait(min(30.0, max(0.5, self.idle_seconds / 4))):
+        """End sessions nobody used for idle_seconds, and close upstream connections no session
+        uses (reap_upstreams); runs until the server stops."""
+        reap = self.served.profile.serve.upstream_idle_timeout
+        while not self.stopped.wait(min(30.0, max(0.5, min(self.idle_seconds, reap) / 4))):
             cutoff = time.monotonic() - self.idle_seconds
             with self.lock:
                 idle = [sid for sid, s in self.sessions.items() if s.last_used < cutoff and s.stream is None]
             for session_id in idle:
                 self.end_session(session_id)
+            self.reap_upstreams()
 
     def status(self) -> dict[str, Any]:
         with self.lock:
@@ -356,7 +438,7 @@ class HttpGateway:
             self._drained.wait_for(lambda: not self.listening, timeout=CLOSE_SECONDS)
         for session_id in list(self.sessions):
             self.end_session(session_id)
-        for upstreams in self.principal_upstreams.values():
-            upstreams.close()
+        for pool in self.principal_upstreams.values():
+            pool.catalog.close()
         for toolbox in self.toolboxes.values():
             toolbox.close()

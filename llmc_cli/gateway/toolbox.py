@@ -7,9 +7,13 @@ does not change when another server is added or removed. A profile of exactly on
 say `[serve] bare_names = true`: its names are then presented as the server gives them. Tools the
 policy hides and tools that drifted from the profile's lock are left out of the listing.
 
-Messages an upstream sends on its own while a host's call runs (progress, logs, elicitation,
-sampling) go to the host whose call is in flight: progress by its token, the others to the
-newest call in flight (upstream requests carry no token that says whose call they serve).
+Messages an upstream sends while a host's call runs (progress, logs, elicitation, sampling,
+roots) go to the host whose call they belong to, never to another: each upstream call carries a
+progress token of the gateway's own, and the client session says which call a message belongs to
+(mcp/hooks.RELATED_TOKENS: the token it names, the call on whose HTTP stream or in whose
+input_required result it came, else the calls in flight on that upstream connection, when they
+are all one host's). A message that belongs to no host's call, or may belong to more than one
+host's, reaches no host: said at -v, and a request is declined.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.config.secrets import Masker, environment_secrets
 from llmc_cli.errors import InputRequired, LlmcError, RpcError
 from llmc_cli.mcp import jsonrpc
-from llmc_cli.mcp.hooks import ClientHooks
+from llmc_cli.mcp.hooks import RELATED_TOKENS, ClientHooks
 from llmc_cli.model import Tool, ToolCall
 
 if TYPE_CHECKING:
@@ -83,10 +87,13 @@ def own_result(result: dict[str, Any]) -> dict[str, Any]:
 
 
 class Toolbox:
-    def __init__(self, profile: LoadedProfile, *, on_stderr: Callable[[str, str], None] | None = None) -> None:
+    def __init__(self, profile: LoadedProfile, *, on_stderr: Callable[[str, str], None] | None = None,
+                 note: Callable[[str], None] | None = None) -> None:
         from llmc_cli import audit, services
 
         self.profile = profile
+        self.note = note  # what is said at -v (None: not verbose)
+        self.on_stderr = on_stderr
         # the schema allows bare names with exactly one server, so every name routes back to it
         self.bare = next(iter(profile.profile.servers)) if profile.profile.serve.bare_names else None
         self.hooks = ClientHooks(on_progress=self._progress, on_log=self._log, on_list_changed=self._list_changed,
@@ -114,14 +121,23 @@ class Toolbox:
         # upstream connection may be shared, so it is subscribed while at least one host is
         self._subscribers: dict[tuple[Catalog, str, str], set[GatewayConnection]] = {}
 
-    def host_upstreams(self) -> Catalog:
-        """A host session's upstream connections: its own to every server that keeps state (a
-        process, an initialize-era session: what one host starts there, another never sees), the
-        shared ones to the stateless; each of its own starts on first use. The caller closes it."""
+    def host_upstreams(self, parent: Catalog | None = None, own: frozenset[str] | None = None,
+                       admit: Callable[[str], None] | None = None) -> Catalog:
+        """Upstream connections for one principal (from the shared ones) or one host session
+        (from its principal's, `parent`): its own to the servers that keep state (`own`: only
+        these; a process, an initialize-era session: what is started there, the others never
+        see), the parent's to the rest; each of its own starts on first use, after `admit` let
+        it (Catalog.for_host). The caller closes it."""
         holder: list[Catalog] = []
         hooks = replace(self.hooks, on_resource_updated=lambda params: self._resource_updated(params, holder[0]))
-        holder.append(self.catalog.for_host(hooks))
+        holder.append((parent or self.catalog).for_host(hooks, own, admit))
         return holder[0]
+
+    @property
+    def per_session(self) -> frozenset[str]:
+        """The servers marked `per_session`: a connection for each host session."""
+        return frozenset(name for name, server in self.profile.profile.servers.items()
+                         if server.per_session and name in self.catalog.specs)
 
     def close(self) -> None:
         try:
@@ -136,10 +152,15 @@ class Toolbox:
         all; the shared connection and a host's own), at most every RETRY_SECONDS: a gateway
         outlives its upstreams' troubles."""
         now = time.monotonic()
+        chain: list[Catalog] = []  # the host's own connections, its principal's, the shared ones
+        catalog: Catalog | None = upstreams or self.catalog
+        while catalog is not None:
+            chain.append(catalog)
+            catalog = catalog.shared
         for name in [server] if server else list(self.catalog.specs):
             if now - self._revived.get(name, 0.0) < RETRY_SECONDS:
                 continue
-            restarted = [c.restart(name) for c in {self.catalog, upstreams or self.catalog}]
+            restarted = [c.restart(name) for c in chain]
             if any(restarted):
                 self._revived[name] = now
                 self._reported.discard(name)
@@ -326,18 +347,30 @@ class Toolbox:
             with self._lock:
                 self._calls.pop(token, None)
 
-    def _newest(self) -> HostCall | None:
+    def _owner(self, what: str) -> HostCall | None:
+        """The host call the upstream message being handled belongs to (mcp/hooks.RELATED_TOKENS):
+        the one it is tied to, or, when nothing ties it, the oldest of the calls in flight on its
+        upstream connection if they are all one host connection's (and that connection's only
+        requests there). None, said at -v, when it may be another host's or nobody's: it then
+        goes to no host."""
+        tokens = RELATED_TOKENS.get()
         with self._lock:
-            return next(reversed(self._calls.values()), None)
+            calls = [self._calls.get(t) if isinstance(t, str) else None for t in tokens]
+        first = calls[0] if calls else None
+        call = first if first is not None and all(c is not None and c.connection is first.connection
+                                                  for c in calls) else None
+        if call is None and self.note is not None:
+            whose = "more than one host's call" if len(calls) > 1 else "no host's call in flight"
+            self.note(f"an upstream's {what} may belong to {whose}: not relayed")
+        return call
 
     def _progress(self, params: dict[str, Any]) -> None:
-        with self._lock:
-            call = self._calls.get(params.get("progressToken"))  # type: ignore[arg-type]
+        call = self._owner("notifications/progress")
         if call is not None and call.host_token is not None:
             call.send(jsonrpc.notification("notifications/progress", {**params, "progressToken": call.host_token}))
 
     def _log(self, params: dict[str, Any]) -> None:
-        call = self._newest()
+        call = self._owner("notifications/message")
         if call is not None and (call.modern is None or call.log_level):
             call.send(jsonrpc.notification("notifications/message", params))
 
@@ -346,14 +379,6 @@ class Toolbox:
             return
         for connection in list(self.connections):
             connection.subscriptions.changed(method)
-
-    def _asking(self) -> HostCall | None:
-        """The host call an upstream's request is about: the one whose thread is waiting on the
-        upstream (2026-07-28 upstreams ask in their result), else the newest in flight."""
-        me = threading.get_ident()
-        with self._lock:
-            mine = next((c for c in self._calls.values() if c.thread == me), None)
-        return mine or self._newest()
 
     def _ask_host(self, call: HostCall, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Ask the host: initialize era, a request on its connection; 2026-07-28, an answer it gave
@@ -373,7 +398,7 @@ class Toolbox:
 
     def _elicit(self, params: dict[str, Any]) -> dict[str, Any]:
         """An upstream asks its user: the host's user, when the host can be asked (spec: else decline)."""
-        call = self._asking()
+        call = self._owner("elicitation/create")
         if call is None or "elicitation" not in call.capabilities:
             return {"action": "decline"}
         try:
@@ -384,16 +409,18 @@ class Toolbox:
             return {"action": "decline" if call.modern else "cancel"}
 
     def _sample(self, params: dict[str, Any]) -> dict[str, Any]:
-        call = self._asking()
+        call = self._owner("sampling/createMessage")
         if call is None or "sampling" not in call.capabilities:
             raise RpcError("sampling declined: the MCP host behind the llmc gateway does not offer it", code=-1)
         return self._ask_host(call, "sampling/createMessage", params)
 
     def _roots(self) -> list[dict[str, Any]]:
-        """An upstream asks for roots: the roots of the host whose call is in flight, when it
-        declared them (initialize era); else none (a gateway has no roots of its own to offer)."""
-        call = self._asking()
-        if call is None or "roots" not in call.capabilities:
+        """An upstream asks for roots: the roots of the host whose call it belongs to, when it
+        declared them; else none (a gateway has no roots of its own to offer)."""
+        call = self._owner("roots/list")
+        if call is None:
+            raise RpcError("roots/list declined: it belongs to no MCP host's call through the llmc gateway", code=-1)
+        if "roots" not in call.capabilities:
             return []
         try:
             roots = self._ask_host(call, "roots/list", {}).get("roots")

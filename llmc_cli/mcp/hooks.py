@@ -4,11 +4,20 @@ sampling/createMessage), whichever era they arrive in."""
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from llmc_cli.errors import RpcError
 from llmc_cli.mcp import jsonrpc
+
+
+# While a hook runs, which of the caller's requests in flight the server's message belongs to (a
+# client serving many users, the gateway, answers by it): the progress tokens the caller gave
+# them (None for a request it gave none). One when the message is tied to a request; every
+# request in flight on the connection when nothing says which; none when it belongs to none.
+# Set by the session (mcp/session.py: Session._owners).
+RELATED_TOKENS: ContextVar[tuple[Any, ...]] = ContextVar("llmc_related_tokens", default=())
 
 
 @dataclass

@@ -110,6 +110,16 @@ class InFlight:
             request_id = self._by_token.get(token)
             return request_id, self._futures.get(request_id) if request_id is not None else None
 
+    def owners(self, request_id: int | str | None) -> tuple[Any, ...]:
+        """The callers' own progress tokens (None for a request without one) of the requests a
+        message may belong to: the request `request_id` while it is in flight; with no id, every
+        request in flight."""
+        with self._lock:
+            tokens = {rid: token for token, rid in self._by_token.items()}
+            if request_id is None:
+                return tuple(tokens.get(rid) for rid in self._futures)
+            return (tokens.get(request_id),) if request_id in self._futures else ()
+
     def resolve(self, reply: Reply) -> None:
         """Hand a reply to its waiter. A reply to nothing awaited (late after a timeout, a confused
         server) is dropped."""

@@ -20,7 +20,7 @@ from typing import Any, Callable
 from llmc_cli import __version__
 from llmc_cli.errors import Cancelled, ConnectionFailed, LlmcError, ProtocolError, RpcError, SessionExpired, TimeoutExpired
 from llmc_cli.mcp import jsonrpc, observe
-from llmc_cli.mcp.hooks import ClientHooks, answer_server_request
+from llmc_cli.mcp.hooks import RELATED_TOKENS, ClientHooks, answer_server_request
 from llmc_cli.mcp.inflight import DeadlinePassed, Future, InFlight
 from llmc_cli.mcp.transports.base import Transport
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, META_PREFIX, MODERN_VERSIONS, SUPPORTED_VERSIONS
@@ -170,8 +170,14 @@ class Session:
             params = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
             requests = result.get("inputRequests")
             if isinstance(requests, dict):
-                params["inputResponses"] = {key: answer_server_request(self.hooks, r.get("method"), r.get("params") or {})
-                                            for key, r in requests.items() if isinstance(r, dict)}
+                # asked in this request's own result: it is the one they belong to
+                related = RELATED_TOKENS.set(((params.get("_meta") or {}).get("progressToken"),))
+                try:
+                    params["inputResponses"] = {key: answer_server_request(self.hooks, r.get("method"),
+                                                                           r.get("params") or {})
+                                                for key, r in requests.items() if isinstance(r, dict)}
+                finally:
+                    RELATED_TOKENS.reset(related)
             if "requestState" in result:
                 params["requestState"] = result["requestState"]
         raise ProtocolError(f"{self.name}: {method} still needs input after {MAX_INPUT_ROUNDS} rounds")
@@ -196,6 +202,10 @@ class Session:
     def abandon(self, request_id: int) -> None:
         """Stop waiting for a reply (a late one is then dropped)."""
         self._inflight.close(request_id)
+
+    def busy(self) -> bool:
+        """Whether a request is waiting for its reply."""
+        return bool(self._inflight.ids())
 
     @property
     def closed_error(self) -> LlmcError | None:
@@ -360,15 +370,32 @@ class Session:
         except LlmcError:
             pass
 
-    def _on_message(self, message: dict[str, Any]) -> None:
+    def _on_message(self, message: dict[str, Any], related: int | str | None = None) -> None:
         kind = jsonrpc.kind_of(message)
         if kind in ("response", "error"):
             self._inflight.resolve(message)
-        elif kind == "notification":
-            self._on_notification(message["method"], message.get("params") or {})
-        else:
-            threading.Thread(target=self._serve_request, args=(message,), daemon=True,
+            return
+        params = message.get("params") or {}
+        owners = self._owners(message["method"], params, related)
+        if kind == "request":
+            threading.Thread(target=self._serve_request, args=(message, owners), daemon=True,
                              name="llmc-server-request").start()
+            return
+        reset = RELATED_TOKENS.set(owners)
+        try:
+            self._on_notification(message["method"], params)
+        finally:
+            RELATED_TOKENS.reset(reset)
+
+    def _owners(self, method: str, params: Any, related: int | str | None) -> tuple[Any, ...]:
+        """Which requests in flight a server's message may belong to (hooks.RELATED_TOKENS):
+        progress names its request by token; a message on a request's own HTTP stream belongs to
+        that request; one without either tie (stdio, the standalone GET stream) may belong to any
+        request in flight."""
+        if method == "notifications/progress":
+            token = params.get("progressToken") if isinstance(params, dict) else None
+            return (token,) if token is not None and self._inflight.by_token(token)[0] is not None else ()
+        return self._inflight.owners(related)
 
     def _on_notification(self, method: str, params: dict[str, Any]) -> None:
         if method == "notifications/progress":
@@ -385,8 +412,9 @@ class Session:
             if self.hooks.on_resource_updated:
                 self.hooks.on_resource_updated(params)
 
-    def _serve_request(self, message: dict[str, Any]) -> None:
+    def _serve_request(self, message: dict[str, Any], owners: tuple[Any, ...]) -> None:
         method, params = message["method"], message.get("params") or {}
+        RELATED_TOKENS.set(owners)  # a thread of its own: its context ends with it
         try:
             too_deep = jsonrpc.too_deep(params) if isinstance(params, dict) else None
             if too_deep:

@@ -1,8 +1,9 @@
-"""Upstreams that keep state are kept per host: each initialize-era HTTP session gets its own
-process of a stdio server and its own session of an initialize-era HTTP server, and each
-principal its own for 2026-07-28 requests (that era has no sessions); a stateless upstream's one
-connection serves them all. The upstream is the `mcp` SDK test server, whose remember/recall
-tools keep notes per connection (its process over stdio, its Mcp-Session-Id over HTTP)."""
+"""Upstreams that keep state are kept per principal: its initialize-era HTTP sessions and its
+2026-07-28 requests share one process of a stdio server and one session of an initialize-era
+HTTP server, which another principal never shares; a server marked `per_session` gets one for
+each host session; a stateless upstream's one connection serves them all. The upstream is the
+`mcp` SDK test server, whose remember/recall tools keep notes per connection (its process over
+stdio, its Mcp-Session-Id over HTTP)."""
 
 from __future__ import annotations
 
@@ -25,8 +26,17 @@ PROFILE = """\
 command = {python}
 args = [{server}]
 
+[servers.own]
+command = {python}
+args = [{server}]
+per_session = true
+
 [servers.remote]
 url = "http://127.0.0.1:{stateful}/mcp"
+
+[servers.remote_own]
+url = "http://127.0.0.1:{stateful}/mcp"
+per_session = true
 
 [servers.shared]
 url = "http://127.0.0.1:{stateless}/mcp"
@@ -34,8 +44,12 @@ url = "http://127.0.0.1:{stateless}/mcp"
 [policy.hints]
 "sdk.remember" = {{ readOnly = true }}
 "sdk.recall" = {{ readOnly = true }}
+"own.remember" = {{ readOnly = true }}
+"own.recall" = {{ readOnly = true }}
 "remote.remember" = {{ readOnly = true }}
 "remote.recall" = {{ readOnly = true }}
+"remote_own.remember" = {{ readOnly = true }}
+"remote_own.recall" = {{ readOnly = true }}
 "shared.remember" = {{ readOnly = true }}
 "shared.recall" = {{ readOnly = true }}
 
@@ -124,7 +138,21 @@ def _text(result: dict[str, Any]) -> tuple[bool, str]:
 
 
 @pytest.mark.parametrize("server", ["sdk", "remote"])
-def test_a_host_session_keeps_its_own_stateful_upstream(gateway: Gateway, server: str) -> None:
+def test_a_principals_host_sessions_share_its_stateful_upstream(gateway: Gateway, server: str) -> None:
+    a, b = Session(gateway, "alice"), Session(gateway, "alice")  # one principal, two host sessions
+    assert _text(a.call(f"{server}.remember", key="k", value="from A")) == (False, "remembered k")
+    assert _text(b.call(f"{server}.recall", key="k")) == (False, "from A")  # the same process / session
+    # another principal never shares it
+    missed, text = _text(Session(gateway, "bob").call(f"{server}.recall", key="k"))
+    assert missed and "nothing remembered" in text
+    a.end()
+    # a session that ends leaves its principal's upstreams to its other sessions
+    assert _text(b.call(f"{server}.recall", key="k")) == (False, "from A")
+    b.end()
+
+
+@pytest.mark.parametrize("server", ["own", "remote_own"])
+def test_a_per_session_server_keeps_one_per_host_session(gateway: Gateway, server: str) -> None:
     a, b = Session(gateway, "alice"), Session(gateway, "alice")  # one principal, two host sessions
     assert _text(a.call(f"{server}.remember", key="k", value="from A")) == (False, "remembered k")
     assert _text(a.call(f"{server}.recall", key="k")) == (False, "from A")
@@ -152,6 +180,9 @@ def test_2026_requests_keep_stateful_upstreams_per_principal(gateway: Gateway) -
     assert _text(modern_call(gateway, "alice", "sdk.recall", key="p")) == (False, "alice's")  # a later request
     missed, text = _text(modern_call(gateway, "bob", "sdk.recall", key="p"))
     assert missed and "nothing remembered" in text
-    # nor does an initialize-era session of the same principal see it
-    missed, text = _text(Session(gateway, "alice").call("sdk.recall", key="p"))
+    # an initialize-era session of the same principal shares it (not with a per_session server)
+    session = Session(gateway, "alice")
+    assert _text(session.call("sdk.recall", key="p")) == (False, "alice's")
+    assert _text(modern_call(gateway, "alice", "own.remember", key="q", value="alice's"))[0] is False
+    missed, text = _text(session.call("own.recall", key="q"))
     assert missed and "nothing remembered" in text

@@ -4,7 +4,9 @@ A transport is started with two callbacks. Every message that arrives (responses
 notifications, server requests, whether on a POST reply or a standalone stream) goes to
 `deliver`, from whatever thread the transport reads on; `closed` is called once when the
 connection ends, with the error that ended it or None. The session correlates replies by id,
-so a transport never has to know which request a message answers.
+so a transport never has to know which request a message answers; a transport that carries a
+server's messages on a request's own channel (an HTTP POST's SSE stream) says which request
+they came with (`related`), so that a client with many users can route them to the right one.
 """
 
 from __future__ import annotations
@@ -14,7 +16,12 @@ from typing import Any, Callable, Protocol
 
 from llmc_cli.errors import LlmcError, ProtocolError
 
-Deliver = Callable[[dict[str, Any]], None]
+
+class Deliver(Protocol):
+    def __call__(self, message: dict[str, Any], /, related: int | str | None = None) -> None:
+        """`related`: the id of the client's request on whose stream the message arrived."""
+
+
 Closed = Callable[[LlmcError | None], None]
 
 # One message (a stdio line, an HTTP body, an SSE event) may be at most this big, on every

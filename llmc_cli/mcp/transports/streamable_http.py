@@ -438,7 +438,7 @@ class StreamableHttpTransport:
                 for message in messages:
                     if request is not None:
                         message = self._inspect(message, request)
-                    self._deliver(message)  # type: ignore[misc]
+                    self._deliver(message, related=rid)  # type: ignore[misc]
                     answered = answered or (rid is not None and message.get("id") == rid and "method" not in message)
                 if answered:
                     return True

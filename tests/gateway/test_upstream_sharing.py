@@ -1,0 +1,134 @@
+"""One-shot hosts (the Inspector CLI, mcporter, CI scripts: initialize, one call, never DELETE) do
+not pile up upstream processes: a principal's host sessions share one process of a stdio server,
+unless the server is marked `per_session`; a principal holds at most `[serve] max_upstreams`
+(its least recently used idle session's go first); and a process no live host session uses is
+stopped after `[serve] upstream_idle_timeout`. The processes are counted in /proc, by a marker
+in their environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from tests.gateway.test_http import Gateway, start, stop
+from tests.gateway.test_stateful_upstreams import TOKENS, Session, _text
+from tests.helpers import PEERS
+
+PROFILE = """\
+[servers.sdk]
+command = {python}
+args = [{server}]
+env = {{ LLMC_TEST_MARK = "{mark}-sdk" }}
+
+[servers.own]
+command = {python}
+args = [{server}]
+env = {{ LLMC_TEST_MARK = "{mark}-own" }}
+per_session = true
+
+[policy.hints."sdk.*"]
+readOnly = true
+
+[policy.hints."own.*"]
+readOnly = true
+
+[serve]
+max_upstreams = {cap}
+upstream_idle_timeout = {idle}
+
+[serve.principals.alice]
+token_env = "GW_ALICE"
+
+[serve.principals.bob]
+token_env = "GW_BOB"
+"""
+
+
+def processes(mark: str) -> int:
+    """How many live processes carry LLMC_TEST_MARK=mark in their environment."""
+    needle = f"LLMC_TEST_MARK={mark}\0".encode()
+    count = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes() and "Z" not in (entry / "stat").read_text().split(")")[-1][:3]:
+                count += 1
+        except OSError:
+            continue  # ended meanwhile, or not ours to read
+    return count
+
+
+def settled(mark: str, expected: int, seconds: float = 20.0) -> int:
+    """The count once it is `expected` (processes start and stop asynchronously), or the last one."""
+    count = processes(mark)
+    deadline = time.monotonic() + seconds
+    while count != expected and time.monotonic() < deadline:
+        time.sleep(0.1)
+        count = processes(mark)
+    return count
+
+
+@pytest.fixture
+def sharing(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Gateway, str]]:
+    cap, idle = getattr(request, "param", (16, 60))
+    mark = uuid.uuid4().hex
+    profile = tmp_path / "sharing.toml"
+    profile.write_text(PROFILE.format(python=json.dumps(sys.executable), server=json.dumps(str(PEERS / "sdk_server.py")),
+                                      mark=mark, cap=cap, idle=idle))
+    gateway = start(profile, env={"GW_ALICE": TOKENS["alice"], "GW_BOB": TOKENS["bob"]})
+    try:
+        yield gateway, mark
+    finally:
+        stop(gateway)
+
+
+def test_one_shot_sessions_share_one_process_per_principal(sharing: tuple[Gateway, str]) -> None:
+    gateway, mark = sharing
+    # the gateway's own connection (tool lists) runs one of each from the start
+    assert settled(f"{mark}-sdk", 1) == 1 and settled(f"{mark}-own", 1) == 1
+    for i in range(12):  # one-shot hosts: a session, one call, no DELETE
+        assert _text(Session(gateway, "alice").call("sdk.remember", key=f"k{i}", value="v"))[0] is False
+    assert settled(f"{mark}-sdk", 2) == 2  # one more, whatever the number of sessions
+    # a per_session server: one for each host session
+    for _ in range(3):
+        assert _text(Session(gateway, "alice").call("own.remember", key="k", value="v"))[0] is False
+    assert settled(f"{mark}-own", 4) == 4
+    # another principal never shares alice's: one of its own
+    missed, text = _text(Session(gateway, "bob").call("sdk.recall", key="k0"))
+    assert missed and "nothing remembered" in text
+    assert settled(f"{mark}-sdk", 3) == 3
+
+
+@pytest.mark.parametrize("sharing", [(2, 1)], indirect=True)
+def test_a_principal_is_capped_and_idle_upstreams_are_reaped(sharing: tuple[Gateway, str]) -> None:
+    gateway, mark = sharing
+    assert settled(f"{mark}-own", 1) == 1
+    sessions = [Session(gateway, "alice") for _ in range(3)]
+    for i, session in enumerate(sessions):
+        assert _text(session.call("own.remember", key="k", value=f"v{i}"))[0] is False
+        assert processes(f"{mark}-own") <= 3  # the gateway's own and at most two of alice's
+    # the third took the place of the first (the least recently used): the first lost its note
+    assert settled(f"{mark}-own", 3) == 3
+    assert _text(sessions[2].call("own.recall", key="k")) == (False, "v2")
+    missed, text = _text(sessions[0].call("own.recall", key="k"))
+    assert missed and "nothing remembered" in text
+    for session in sessions:
+        session.end()
+    assert settled(f"{mark}-own", 1) == 1  # a per_session server's process ends with its session
+    # bob is not held back by alice's cap
+    assert _text(Session(gateway, "bob").call("sdk.remember", key="b", value="v"))[0] is False
+    # a principal's shared process no live session uses is stopped after upstream_idle_timeout
+    a = Session(gateway, "alice")
+    assert _text(a.call("sdk.remember", key="a", value="v"))[0] is False
+    assert settled(f"{mark}-sdk", 3) == 3  # the gateway's, bob's, alice's
+    a.end()
+    assert settled(f"{mark}-sdk", 2) == 2  # bob's session lives on: his stays
+    assert os.environ.get("GW_ALICE") is None  # the tokens went to the gateway only
