@@ -51,6 +51,10 @@ class ServerSpec:
     options: Mapping[str, Any] = field(default_factory=dict)  # options of a builtin server
     description: str | None = None
     oauth: "OAuthSpec | None" = None  # remote only: how to authorize when the server answers 401
+    sandbox: "SandboxSpec | None" = None  # stdio only: how the profile confines it (None: it does not say)
+    # stdio only: the argv that runs `command` contained (resource limits, bubblewrap), computed
+    # above mcp/ from `sandbox`; empty: the command runs as it is.
+    launch: tuple[str, ...] = ()
 
     @property
     def kind(self) -> str:
@@ -92,6 +96,20 @@ def redact_url(url: str) -> str:
     except ValueError:
         return "<unparsable URL>"
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    """How a stdio server is confined (profile keys sandbox, network, read_paths, write_paths)."""
+
+    mode: str = "none"  # auto (bwrap where it works) | bwrap | none
+    network: bool = False
+    read_paths: tuple[str, ...] = ()  # visible read-only
+    write_paths: tuple[str, ...] = ()  # visible read-write
+
+    def visible(self, path: str) -> bool:
+        """Does the server see `path` (absolute, normalized) inside its sandbox?"""
+        return any(path == p or path.startswith(p.rstrip("/") + "/") for p in (*self.read_paths, *self.write_paths))
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from llmc_cli.config import paths, profile_cache
 from llmc_cli.config.validation import parse_toml, validate
 from llmc_cli.errors import ConfigError, did_you_mean
-from llmc_cli.model import OAuthSpec, ServerSpec
+from llmc_cli.model import OAuthSpec, SandboxSpec, ServerSpec
 
 if TYPE_CHECKING:
     from llmc_cli.config.schema import Profile  # a type only: the schema is imported where profiles are built
@@ -137,7 +137,7 @@ def to_spec(name: str, server: Any, profile_name: str) -> ServerSpec:
             command=(expand(server.command, where), *(expand(a, where) for a in server.args)),
             env={k: expand(v, f"{where}, env {k}") for k, v in server.env.items()},
             cwd=expand(server.cwd, where) if server.cwd else None,
-            timeout=server.timeout, description=server.description,
+            timeout=server.timeout, description=server.description, sandbox=_sandbox_spec(server, where),
         )
     if server.url:
         return ServerSpec(
@@ -148,6 +148,26 @@ def to_spec(name: str, server: Any, profile_name: str) -> ServerSpec:
         )
     return ServerSpec(name=name, builtin=server.builtin, options=dict(server.options),
                       timeout=server.timeout, description=server.description)
+
+
+def _sandbox_spec(server: Any, where: str) -> SandboxSpec | None:
+    """The profile's confinement of a stdio server, its paths expanded and absolute; None when
+    the profile does not say (the server runs as it always did)."""
+    if server.sandbox is None:
+        return None
+
+    def absolute(paths: list[str], key: str) -> tuple[str, ...]:
+        out = []
+        for raw in paths:
+            path = os.path.normpath(os.path.expanduser(expand(raw, f"{where}, {key}")))
+            if not os.path.isabs(path) or path in ("/", os.path.expanduser("~")):
+                raise ConfigError(f"{where}: {key}: {raw!r} must be an absolute path below / and the home directory")
+            out.append(path)
+        return tuple(dict.fromkeys(out))
+
+    return SandboxSpec(mode=server.sandbox, network=bool(server.network),
+                       read_paths=absolute(server.read_paths, "read_paths"),
+                       write_paths=absolute(server.write_paths, "write_paths"))
 
 
 def _oauth_spec(oauth: Any) -> OAuthSpec | None:

@@ -59,6 +59,11 @@ class ServerConfig:
     args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     cwd: str | None = None
+    # stdio: confinement (none when absent; see README "Sandboxing servers")
+    sandbox: Literal["auto", "bwrap", "none"] | None = None
+    network: bool | None = None  # inside a sandbox: absent means false
+    read_paths: list[str] = field(default_factory=list)  # visible read-only (absolute paths)
+    write_paths: list[str] = field(default_factory=list)  # visible read-write (absolute paths)
     # remote
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
@@ -84,6 +89,19 @@ class ServerConfig:
             raise ValueError("'headers' and 'oauth' apply to remote servers ('url') only")
         if self.url and (self.args or self.env or self.cwd):
             raise ValueError("'args', 'env' and 'cwd' apply to stdio servers ('command') only")
+        confinement = [k for k in ("network", "read_paths", "write_paths", "sandbox")
+                       if getattr(self, k) not in (None, [])]
+        if not self.command and confinement:
+            raise ValueError(f"'{confinement[0]}' applies to stdio servers ('command') only")
+        if confinement and self.sandbox in (None, "none") and (self.read_paths or self.write_paths
+                                                               or self.network is not None):
+            raise ValueError("'network', 'read_paths' and 'write_paths' need sandbox = \"auto\" or \"bwrap\"")
+        for path in (*self.read_paths, *self.write_paths):
+            if not path or "\0" in path or not (path.startswith(("/", "~", "${"))):
+                raise ValueError(f"read_paths and write_paths must be absolute paths, got {path!r}")
+            if path.rstrip("/") in ("", "~") or path.rstrip("/") == "/":
+                raise ValueError(f"{path!r} would show the whole file system or home directory: name what the "
+                                 "server needs")
 
 
 @dataclass

@@ -101,7 +101,7 @@ class Toolbox:
                                  elicit=self._elicit, sample=self._sample, list_roots=self._roots)
         # The upstream connections every host shares (and those of the one host of stdio);
         # host_upstreams() gives a host session its own to the servers that keep state.
-        self.catalog = services.open_catalog(profile, hooks=self.hooks, on_stderr=on_stderr)
+        self.catalog = services.open_catalog(profile, hooks=self.hooks, on_stderr=on_stderr, gateway=True)
         self.catalog.posts_on_caller_thread = True  # a host's call runs on its connection's thread
         # Every host's calls share one audit trail: decisions on disk before each call runs (hosts
         # calling at once share a write and fsync), outcomes written with the next decision or

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from llmc_cli.config import paths
 from llmc_cli.errors import ConfigError, ConnectionFailed, TimeoutExpired, UsageError, from_json
-from llmc_cli.model import OAuthSpec, ServerSpec
+from llmc_cli.model import OAuthSpec, SandboxSpec, ServerSpec
 
 if TYPE_CHECKING:
     from llmc_cli.keeper.transport import KeeperStatus
@@ -220,12 +220,16 @@ def _log_tail(name: str, lines: int = 5) -> str:
 def spec_to_json(spec: ServerSpec) -> dict[str, Any]:
     data = {f: getattr(spec, f) for f in spec.__dataclass_fields__}
     data.update(command=list(spec.command), env=dict(spec.env), headers=dict(spec.headers),
-                options=dict(spec.options), oauth=asdict(spec.oauth) if spec.oauth else None)
+                options=dict(spec.options), oauth=asdict(spec.oauth) if spec.oauth else None,
+                sandbox=asdict(spec.sandbox) if spec.sandbox else None, launch=list(spec.launch))
     return data
 
 
 def spec_from_json(data: dict[str, Any]) -> ServerSpec:
-    oauth = data.get("oauth")
-    return ServerSpec(**{**data, "command": tuple(data.get("command") or ()),
-                         "oauth": OAuthSpec(**{**oauth, "scopes": tuple(oauth.get("scopes") or ())}) if oauth else None})
+    oauth, sandbox = data.get("oauth"), data.get("sandbox")
+    return ServerSpec(**{**data, "command": tuple(data.get("command") or ()), "launch": tuple(data.get("launch") or ()),
+                         "oauth": OAuthSpec(**{**oauth, "scopes": tuple(oauth.get("scopes") or ())}) if oauth else None,
+                         "sandbox": SandboxSpec(**{**sandbox, "read_paths": tuple(sandbox.get("read_paths") or ()),
+                                                   "write_paths": tuple(sandbox.get("write_paths") or ())})
+                         if sandbox else None})
 

@@ -12,6 +12,7 @@ stops working is probed again once.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable, Mapping
 
 from llmc_cli.errors import ConnectionFailed, HttpStatusError, LlmcError, ProtocolError, RpcError, TimeoutExpired
@@ -22,7 +23,7 @@ from llmc_cli.mcp.session import NotADiscoverResult, Session, supported_versions
 from llmc_cli.mcp.stores import EraCache, Stores
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, MODERN_VERSIONS, SUPPORTED_VERSIONS
 from llmc_cli.mcp.transports.base import Transport
-from llmc_cli.model import ServerSpec
+from llmc_cli.model import SandboxSpec, ServerSpec
 
 STDIO_PROBE_TIMEOUT = 10.0  # a legacy server may stay silent on server/discover: fall back then
 Builtins = Mapping[str, Callable[[ServerSpec], Any]]  # builtin name -> endpoint factory
@@ -78,7 +79,10 @@ def _connect(spec: ServerSpec, stores: Stores, memo: _Memo, hooks: ClientHooks |
         transport: Transport = MemoryTransport(factory(spec))
     else:
         from llmc_cli.mcp.transports.stdio import StdioTransport
-        transport = StdioTransport(spec.command, env=dict(spec.env), cwd=spec.cwd, on_stderr=on_stderr)
+        transport = StdioTransport(spec.command, env=dict(spec.env), cwd=spec.cwd, on_stderr=on_stderr,
+                                   launch=spec.launch)
+        if spec.launch and spec.sandbox is not None and hooks is not None:
+            hooks = sandboxed_roots(hooks, spec.sandbox)
     session = Session(transport, name=spec.name, timeout=spec.timeout, hooks=hooks)
     try:
         _negotiate_stdio(session, spec, memo, cached)
@@ -88,6 +92,36 @@ def _connect(spec: ServerSpec, stores: Stores, memo: _Memo, hooks: ClientHooks |
             _add_diagnostics(exc, transport)
         raise
     return session
+
+
+def sandboxed_roots(hooks: ClientHooks, sandbox: SandboxSpec) -> ClientHooks:
+    """The hooks with roots/list answered as a sandboxed server sees the file system: its
+    declared paths are bound at the same paths, so a root inside one is kept as it is, a root
+    that holds declared paths becomes those paths, and every other root is left out (the server
+    could not reach it; naming it would only tell where the user's files are)."""
+    from dataclasses import replace
+    from urllib.parse import quote, unquote, urlsplit
+
+    declared = [*sandbox.read_paths, *sandbox.write_paths]
+
+    def visible(roots: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for root in roots:
+            uri = root.get("uri") if isinstance(root, dict) else None
+            parts = urlsplit(uri) if isinstance(uri, str) else None
+            if parts is None or parts.scheme != "file" or parts.netloc not in ("", "localhost"):
+                continue
+            path = os.path.normpath(unquote(parts.path))
+            if sandbox.visible(path):
+                out.append(root)
+                continue
+            for inner in declared:
+                if inner.startswith(path.rstrip("/") + "/"):
+                    out.append({**root, "uri": "file://" + quote(inner)})
+        return out
+
+    listed = hooks.list_roots
+    return replace(hooks, roots=visible(hooks.roots), list_roots=(lambda: visible(listed())) if listed else None)
 
 
 def _negotiate_stdio(session: Session, spec: ServerSpec, memo: _Memo, cached: dict[str, Any] | None) -> None:

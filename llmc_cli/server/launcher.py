@@ -14,85 +14,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 from llmc_cli.errors import ConfigError
 from llmc_cli.server.protocol import ToolError
+from llmc_cli.server.sandbox import FIXED_PATH, bwrap_argv, find_bwrap, limited
 
-FIXED_PATH = "/usr/local/bin:/usr/bin:/bin"
 SHELL = "/bin/sh"
 TAG_VAR = "LLMC_WORKSPACE_PROCESS"  # marks every process we start, and what it forks
-# What llmc starts for each process (stdlib only, run with -I -S): set the resource limits, then
-# argv[5:] runs. With bwrap (argv[4] == "exec") it becomes bwrap, whose PID namespace holds the
-# tree. Without (argv[4] == "keep"), a KEEPER stays beside the command: a child subreaper
-# (PR_SET_CHILD_SUBREAPER), so every process of the tree that is orphaned (background children,
-# double forks, setsid, closed descriptors, wiped environment: nothing escapes this) becomes its
-# child, and it lives, ignoring SIGTERM/SIGHUP/SIGINT and reaping, until the last one is gone.
-# It keeps the tree's marker and tag, so kill_trees finds it and, through it, all of them. This
-# process itself waits for the command and exits with its status (128+N for signal N), so
-# `running` and `exitCode` are the command's.
-_LAUNCH = r"""
-import os, resource, signal, sys
-for name, value in zip(("RLIMIT_NPROC", "RLIMIT_AS", "RLIMIT_CPU"), map(int, sys.argv[1:4])):
-    kind = getattr(resource, name)
-    hard = resource.getrlimit(kind)[1]
-    value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-    cpu_hard = value + 1 if hard == resource.RLIM_INFINITY else min(value + 1, hard)
-    resource.setrlimit(kind, (value, cpu_hard if name == "RLIMIT_CPU" else value))
-argv = sys.argv[5:]
-try:
-    import ctypes
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
-except Exception:
-    prctl = None
-if sys.argv[4] == "exec" or prctl is None:
-    os.execv(argv[0], argv)
-status_r, status_w = os.pipe()
-if os.fork() == 0:  # the keeper
-    os.close(status_r)
-    prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER (not inherited: set here, before the command starts)
-    command = os.fork()
-    if command == 0:
-        os.close(status_w)
-        try:
-            os.execv(argv[0], argv)
-        except OSError as exc:
-            os.write(2, f"cannot run {argv[0]}: {exc.strerror}\n".encode())
-        os._exit(127)
-    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-        signal.signal(sig, signal.SIG_IGN)
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)  # the command's pipes are the command's: their end of file is its
-    while True:
-        try:
-            pid, status = os.wait()
-        except ChildProcessError:
-            os._exit(0)
-        except InterruptedError:
-            continue
-        if pid == command:
-            os.write(status_w, str(status).encode())
-            os.close(status_w)
-os.close(status_w)
-null = os.open(os.devnull, os.O_RDWR)
-for fd in (0, 1, 2):
-    os.dup2(null, fd)
-data = b""
-while chunk := os.read(status_r, 64):
-    data += chunk
-if not data:
-    os._exit(125)  # the keeper died before the command ended
-status = int(data)
-os._exit(128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
-"""
-
-
-def find_bwrap() -> str | None:
-    found = shutil.which("bwrap", path=FIXED_PATH)
-    return os.path.realpath(found) if found else None
 
 
 @dataclass
@@ -172,65 +102,14 @@ class Launcher:
     def wrap(self, argv: list[str], cwd: str) -> list[str]:
         """The argv that runs `argv` contained: limits, then bwrap (when used), then the command."""
         limits = self.limits()
-        return [sys.executable, "-I", "-S", "-c", _LAUNCH, str(limits["max_user_processes"]),
-                str(limits["max_memory_bytes"]), str(limits["max_cpu_seconds"]),
-                "exec" if self.sandbox == "bwrap" else "keep", *self._sandbox(argv, cwd)]
-
-    def _sandbox(self, argv: list[str], cwd: str) -> list[str]:
+        rlimits = {"RLIMIT_NPROC": limits["max_user_processes"], "RLIMIT_AS": limits["max_memory_bytes"],
+                   "RLIMIT_CPU": limits["max_cpu_seconds"]}
         if self.sandbox != "bwrap":
-            return argv
+            return limited(rlimits, argv, keep=True)
         assert self.bwrap is not None
-        cmd = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-        for root in self.config.roots:  # after the /tmp tmpfs, so a root under /tmp stays visible
-            cmd += ["--bind", root, root]
-        cmd += self._hide()  # after the roots: hidden even inside a root
-        cmd += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
-        if not self.config.allow_network:
-            cmd.append("--unshare-net")
-        cmd += ["--die-with-parent", "--new-session", "--chdir", cwd, "--", *argv]
-        return cmd
-
-    def _hide(self) -> list[str]:
-        """bwrap arguments that cover llmc's own files: an empty read-only tmpfs on each protected
-        directory, /dev/null (read-only) on each protected file and the files beside it that
-        extend its name (audit.jsonl.1, .lock, ...). A mount point can be neither renamed, nor
-        replaced, nor hard-linked to (EBUSY/EXDEV); the kernel does let a directory that CONTAINS
-        one be renamed, so every ancestor inside a root is bound onto itself first. A protected
-        directory that does not exist yet inside a root is created (empty, 0700) so it can be
-        covered; otherwise a process could create it with content of its choosing."""
-        args: list[str] = []
-        for name in self.config.hidden_dirs:
-            if not os.path.lexists(name) and any(name.startswith(r.rstrip("/") + "/") for r in self.config.roots):
-                try:
-                    os.makedirs(name, mode=0o700, exist_ok=True)
-                except OSError:
-                    pass
-        pinned: set[str] = set()
-        for name in self.config.hidden:  # then: each ancestor inside a root becomes a mount point
-            for root in self.config.roots:
-                if name.startswith(root.rstrip("/") + "/"):
-                    parts = os.path.relpath(os.path.dirname(name), root).split("/")
-                    for i in range(1, len(parts) + 1):
-                        ancestor = os.path.join(root, *parts[:i])
-                        if parts[0] != "." and ancestor not in pinned and os.path.isdir(ancestor) \
-                                and not os.path.islink(ancestor):
-                            pinned.add(ancestor)
-                            args += ["--bind", ancestor, ancestor]
-        for name in self.config.hidden:
-            if os.path.islink(name):
-                continue  # its target is in the list too
-            if os.path.isdir(name):
-                args += ["--tmpfs", name, "--remount-ro", name]
-            elif os.path.isfile(name):
-                head, tail = os.path.split(name)
-                try:
-                    siblings = sorted(n for n in os.listdir(head) if n.startswith(tail + "."))
-                except OSError:
-                    siblings = []
-                for path in [name, *(os.path.join(head, n) for n in siblings)]:
-                    if os.path.isfile(path) and not os.path.islink(path):
-                        args += ["--ro-bind", "/dev/null", path]
-        return args
+        return limited(rlimits, bwrap_argv(self.bwrap, argv, cwd=cwd, writable=self.config.roots,
+                                           hidden=self.config.hidden, hidden_dirs=self.config.hidden_dirs,
+                                           network=self.config.allow_network), keep=False)
 
     def environment(self, tag: str = "") -> dict[str, str]:
         env = {TAG_VAR: tag, "PATH": FIXED_PATH, "HOME": self.config.roots[0], "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",

@@ -26,7 +26,8 @@ import threading
 import time
 from typing import Any
 
-from llmc_cli.server.launcher import FIXED_PATH, Launcher, ProcessConfig
+from llmc_cli.server.launcher import Launcher, ProcessConfig
+from llmc_cli.server.sandbox import FIXED_PATH
 from llmc_cli.server.protocol import ToolError
 from llmc_cli.server.trees import Tree, fd_link, kill_trees, killpg
 

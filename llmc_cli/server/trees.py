@@ -1,7 +1,7 @@
 """Ending a process's whole tree without bubblewrap: its process group, what carries its
 environment tag, what holds its marker (an inherited pipe descriptor, which survives setsid and
 `env -i`), and every descendant of those (a keeper process adopts every orphan of the tree: see
-launcher._LAUNCH); frozen with SIGSTOP first so nothing forks while the tree is collected.
+sandbox._LAUNCH); frozen with SIGSTOP first so nothing forks while the tree is collected.
 """
 
 from __future__ import annotations

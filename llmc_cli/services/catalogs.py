@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from llmc_cli.catalog import Catalog
 from llmc_cli.config.profiles import LoadedProfile, usable_specs
-from llmc_cli.errors import UsageError
+from llmc_cli.errors import ConfigError, UsageError
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.model import ServerSpec, Tool
 from llmc_cli.services.calls import lock_path
@@ -53,11 +53,13 @@ def protected_paths(profile: LoadedProfile | None) -> list[str]:
 
 
 def protect(specs: list[ServerSpec], profile: LoadedProfile | None) -> list[ServerSpec]:
-    """Tell each server where llmc's own files are: the built-in workspace server through its
-    options, a spawned one (`llmc serve workspace` as a stdio child, whose environment is
-    allow-listed) through PROTECTED_PATHS_VAR, set after the profile's env so it cannot be replaced.
-    Both only ever add paths to what the server protects."""
+    """Tell llmc's own servers where llmc's own files are: the built-in workspace server through
+    its options, llmc run as a stdio child (`llmc serve workspace`, whose environment is
+    allow-listed) through PROTECTED_PATHS_VAR, set after the profile's env so it cannot be
+    replaced. Both only ever add paths to what the server protects. A third-party server is not
+    handed this map of what to go after (a sandbox covers those files instead)."""
     from llmc_cli.config.paths import PROTECTED_PATHS_VAR
+    from llmc_cli.services.sandbox import is_llmc
 
     paths = protected_paths(profile)
     out = []
@@ -65,30 +67,52 @@ def protect(specs: list[ServerSpec], profile: LoadedProfile | None) -> list[Serv
         if spec.builtin == "workspace" and isinstance(spec.options.get("protect", []), list):
             extra = [p for p in spec.options.get("protect", []) if p not in paths]
             spec = replace(spec, options={**spec.options, "protect": [*extra, *paths]})
-        elif spec.command:
+        elif spec.command and is_llmc(spec.command):
             spec = replace(spec, env={**spec.env, PROTECTED_PATHS_VAR: json.dumps(paths)})
         out.append(spec)
     return out
 
 
 def server_specs(profile: LoadedProfile | None, only: tuple[str, ...] = (), adhoc: ServerSpec | None = None,
-                 timeout: float | None = None) -> tuple[list[ServerSpec], dict[str, Any]]:
-    """The servers a command starts itself (a catalog, a session keeper): the ad-hoc one, or the
-    profile's (only those named in `only`, when given) that can be configured, each told where
-    llmc's own files are and given `timeout`. Second: the profile's servers that cannot be
-    configured (an unset ${VAR}), each with its error: that server's problem, not the command's."""
+                 timeout: float | None = None, gateway: bool = False) -> tuple[list[ServerSpec], dict[str, Any]]:
+    """The servers a command starts itself (a catalog, a session keeper, the gateway): the
+    ad-hoc one, or the profile's (only those named in `only`, when given) that can be configured,
+    each told where llmc's own files are (llmc's own servers), contained as the profile says
+    (services/sandbox.py) and given `timeout`. Second: the profile's servers that cannot be
+    configured (an unset ${VAR}, a sandbox that cannot be made), each with its error: that
+    server's problem, not the command's. `gateway`: a gateway serving principals (or with any
+    inbound auth) refuses to start, naming the server, when a stdio server would run unsandboxed
+    without the profile saying sandbox = "none" for it."""
+    from llmc_cli.services.sandbox import contain
+
     if adhoc is None and profile is None:
         raise ValueError("server_specs needs a profile or an ad-hoc server")
     specs, unusable = ([adhoc], {}) if adhoc else usable_specs(profile, only)  # type: ignore[arg-type]
-    specs = protect(specs, profile)
+    required = gateway and profile is not None and authenticated(profile)
+    contained = []
+    for spec in protect(specs, profile):
+        try:
+            contained.append(contain(spec, profile, required=required))
+        except ConfigError as exc:
+            if required:
+                raise
+            unusable[spec.name] = exc
+    specs = contained
     if timeout:
         specs = [replace(spec, timeout=timeout) for spec in specs]
     return specs, unusable
 
 
+def authenticated(profile: LoadedProfile) -> bool:
+    """Does the profile's gateway serve principals (inbound tokens or OAuth, any auth but none)?"""
+    serve = profile.profile.serve
+    return bool(serve.principals) or serve.oauth is not None or getattr(serve, "auth", None) not in (None, "none")
+
+
 def open_catalog(profile: LoadedProfile | None, only: tuple[str, ...] = (), adhoc: ServerSpec | None = None,
                  hooks: ClientHooks | None = None, on_stderr: Callable[[str, str], None] | None = None,
-                 timeout: float | None = None, session: str | None = None, first: str | None = None) -> Catalog:
+                 timeout: float | None = None, session: str | None = None, first: str | None = None,
+                 gateway: bool = False) -> Catalog:
     """The servers a command talks to: an ad-hoc one, the profile's, or those a session keeper
     holds (`session`: its name; the servers then run in the keeper, policy and audit still here).
     `first`: the server the command will use first, when it names one (SERVER.TOOL): a keeper's
@@ -111,7 +135,7 @@ def open_catalog(profile: LoadedProfile | None, only: tuple[str, ...] = (), adho
         if timeout:
             specs = [replace(spec, timeout=timeout) for spec in specs]
     else:
-        specs, unusable = server_specs(profile, only, adhoc, timeout)
+        specs, unusable = server_specs(profile, only, adhoc, timeout, gateway=gateway)
     from llmc_cli.store import client_stores
 
     # A keeper's servers are connected in the keeper: no era cache or OAuth tokens here.

@@ -9,6 +9,7 @@ bounded in time, and kills the whole process group so `npx`-style wrappers leave
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import os
 import signal
 import subprocess
@@ -30,6 +31,18 @@ INHERITED_ENV = (
 )
 STDERR_LINES_KEPT = 50
 GARBAGE_LINES_TOLERATED = 100  # servers that log to stdout: skip a few lines, then give up
+
+
+_spawner_lock = threading.Lock()
+_spawner_pool: list[concurrent.futures.ThreadPoolExecutor] = []
+
+
+def _spawner() -> concurrent.futures.ThreadPoolExecutor:
+    """One thread, kept until llmc exits, that starts every launched (sandboxed) server."""
+    with _spawner_lock:
+        if not _spawner_pool:
+            _spawner_pool.append(concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="llmc-spawner"))
+        return _spawner_pool[0]
 
 
 def child_environment(declared: dict[str, str]) -> dict[str, str]:
@@ -56,10 +69,12 @@ class StdioTransport:
         on_stderr: Callable[[str], None] | None = None,
         shutdown_timeout: float = 2.0,
         eof_grace: float = 0.05,
+        launch: list[str] | tuple[str, ...] = (),
     ) -> None:
         if not command:
             raise ConnectionFailed("empty command for a stdio server")
         self.command = list(command)
+        self.launch = list(launch)  # what runs the command contained (limits, sandbox), computed above mcp/
         self.env = dict(env or {})
         self.cwd = cwd
         self.on_stderr = on_stderr
@@ -73,9 +88,9 @@ class StdioTransport:
         self._threads: list[threading.Thread] = []
 
     def start(self, deliver: Deliver, closed: Closed) -> None:
-        try:
-            self._proc = subprocess.Popen(
-                self.command,
+        def popen() -> subprocess.Popen[bytes]:
+            return subprocess.Popen(
+                [*self.launch, *self.command],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -83,6 +98,11 @@ class StdioTransport:
                 cwd=self.cwd,
                 start_new_session=True,  # own process group: we can kill wrappers and their children
             )
+
+        try:
+            # A launch (bubblewrap --die-with-parent) ends the server when its parent THREAD ends
+            # (PR_SET_PDEATHSIG is per thread): it is started by a thread that lives as long as llmc.
+            self._proc = _spawner().submit(popen).result() if self.launch else popen()
         except FileNotFoundError:
             raise ConnectionFailed(f"cannot start server: command not found: {self.command[0]}") from None
         except PermissionError:

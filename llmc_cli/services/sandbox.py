@@ -1,0 +1,225 @@
+"""How a third-party stdio server runs: the one place that turns a profile's `sandbox`,
+`network`, `read_paths` and `write_paths` into the launch argv (resource limits, then
+bubblewrap) that the stdio transport puts before the server's command. Every path that spawns
+a stdio server (a command's catalog, a session keeper, the gateway) gets its specs from
+services.server_specs, which calls `contain`.
+
+Inside bubblewrap a server sees: the system read-only (SYSTEM_DIRS, minus password hashes and
+host keys), its own command and install tree read-only, its declared paths, a private /tmp, and
+a private writable HOME kept under llmc's state directory (so npx/uvx caches survive); never
+llmc's config and state directories, the profile, the audit trail, the approval key or OAuth
+tokens (covered even inside a declared path); no network unless `network = true`; its own PID
+and user namespaces, no capabilities, and resource limits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import sys
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from llmc_cli.errors import ConfigError
+from llmc_cli.model import SandboxSpec, ServerSpec
+
+if TYPE_CHECKING:
+    from llmc_cli.config.profiles import LoadedProfile
+
+# Resource limits of a sandboxed server: processes and threads (RLIMIT_NPROC: the kernel counts
+# them per user and does not enforce it for root), open files, and memory (RLIMIT_DATA: what it
+# can write to, not RLIMIT_AS, since JavaScript and WebAssembly engines reserve address space by
+# the tens of GiB without using it). No CPU-time limit: a server lives as long as its client.
+LIMITS = {"RLIMIT_NPROC": 4096, "RLIMIT_NOFILE": 4096, "RLIMIT_DATA": 4 << 30}
+INTERPRETERS = re.compile(r"^(node|nodejs|bun|deno|python[0-9.]*|pypy[0-9.]*)$")
+_warned: set[str] = set()  # servers told about already (one line per command)
+
+
+def describe(sandbox: SandboxSpec | None) -> str:
+    """How a server with this confinement runs here, for people (`servers show`, `tools list -v`)."""
+    from llmc_cli.server.sandbox import bwrap_usable, find_bwrap
+
+    if sandbox is None or sandbox.mode == "none":
+        return "not sandboxed"
+    if not bwrap_usable(find_bwrap()):
+        return ("not sandboxed (sandbox = \"auto\", bubblewrap is not usable here)" if sandbox.mode == "auto"
+                else "refused (sandbox = \"bwrap\", bubblewrap is not usable here)")
+    network = "network" if sandbox.network else "no network"
+    paths = [f"read: {', '.join(sandbox.read_paths)}" if sandbox.read_paths else "",
+             f"write: {', '.join(sandbox.write_paths)}" if sandbox.write_paths else ""]
+    return f"in bwrap ({'; '.join(p for p in [network, *paths] if p)})"
+
+
+def is_llmc(command: tuple[str, ...]) -> bool:
+    """Is this command llmc itself (`llmc serve workspace` as a stdio child)? Judged by what the
+    executable IS: the llmc beside this interpreter or on PATH, or this package run by a Python."""
+    if not command:
+        return False
+    exe = _resolve(command[0], os.environ.get("PATH", ""), None)
+    if exe is None:
+        return False
+    ours = {os.path.realpath(p) for p in (os.path.join(os.path.dirname(sys.executable), "llmc"),
+                                          shutil.which("llmc") or "") if p and os.path.exists(p)}
+    if os.path.realpath(exe) in ours:
+        return True
+    return (INTERPRETERS.match(os.path.basename(exe)) is not None and os.path.realpath(exe) ==
+            os.path.realpath(sys.executable) and command[1:3] in (("-m", "llmc_cli"), ("-m", "llmc_cli.cli.main")))
+
+
+def contain(spec: ServerSpec, profile: LoadedProfile | None, *, required: bool = False) -> ServerSpec:
+    """`spec` with its launch argv set when the profile sandboxes it. sandbox = "auto" without a
+    usable bubblewrap: one line on stderr and the server runs as it is (ConfigError when
+    `required`: a gateway with principals). ConfigError when it cannot be contained as said."""
+    from llmc_cli.server.sandbox import bwrap_usable, find_bwrap
+
+    if spec.kind != "stdio":
+        return spec
+    sandbox = spec.sandbox
+    if sandbox is None or sandbox.mode == "none":
+        if required and (sandbox is None) and not is_llmc(spec.command):
+            raise ConfigError(f"server {spec.name}: a gateway with principals does not start a stdio server without a "
+                              "sandbox: set sandbox = \"auto\" or \"bwrap\" for it (or sandbox = \"none\" to accept "
+                              "the risk)")
+        return spec
+    bwrap = find_bwrap()
+    if not bwrap_usable(bwrap):
+        if sandbox.mode == "bwrap" or required:
+            raise ConfigError(f"server {spec.name}: sandbox = \"{sandbox.mode}\" but bubblewrap (bwrap) is not usable "
+                              "here (Debian: apt-get install bubblewrap; a container may forbid its namespaces)")
+        if spec.name not in _warned:
+            _warned.add(spec.name)
+            print(f"llmc: server {spec.name} runs WITHOUT a sandbox: bubblewrap is not usable here "
+                  "(sandbox = \"auto\"; install bubblewrap, or say sandbox = \"none\")", file=sys.stderr, flush=True)
+        return spec
+    assert bwrap is not None
+    return replace(spec, launch=tuple(_launch(spec, sandbox, bwrap, profile)))
+
+
+def _launch(spec: ServerSpec, sandbox: SandboxSpec, bwrap: str, profile: LoadedProfile | None) -> list[str]:
+    from llmc_cli.config.paths import ensure_private_dir, state_dir
+    from llmc_cli.mcp.transports.stdio import child_environment
+    from llmc_cli.server.sandbox import bwrap_argv, limited
+    from llmc_cli.services.catalogs import protected_paths
+
+    for path in (*sandbox.read_paths, *sandbox.write_paths):
+        if not os.path.exists(path):
+            raise ConfigError(f"server {spec.name}: {path} (in read_paths or write_paths) does not exist")
+    env = child_environment(dict(spec.env))
+    protected = protected_paths(profile)
+    home = str(ensure_private_dir(state_dir() / "sandbox" / _home_name(profile, spec.name)))
+    cwd = os.path.abspath(spec.cwd) if spec.cwd else home
+    if spec.cwd and not sandbox.visible(cwd):
+        raise ConfigError(f"server {spec.name}: its cwd {spec.cwd} is not inside its read_paths or write_paths "
+                          "(the sandbox would not show it)")
+    readable = _install_trees(spec.command, env.get("PATH", ""), spec.cwd, protected)
+    hidden, hidden_dirs = _protected_names(protected)
+    setenv = {"HOME": home, "TMPDIR": "/tmp", "npm_config_cache": os.path.join(home, ".npm")}
+    argv = bwrap_argv(bwrap, list(spec.command), cwd=cwd, whole_system=False,
+                      readable=[p for p in readable if not sandbox.visible(p)] + list(sandbox.read_paths),
+                      writable=list(sandbox.write_paths), hidden=hidden, hidden_dirs=hidden_dirs,
+                      network=sandbox.network, home=home,
+                      setenv={k: v for k, v in setenv.items() if k not in spec.env}, unsetenv=["XDG_RUNTIME_DIR"])
+    full = limited(LIMITS, argv, keep=False)
+    return full[:len(full) - len(spec.command)]
+
+
+def _home_name(profile: LoadedProfile | None, server: str) -> str:
+    """A directory name for (profile, server): readable, and unique even for odd names."""
+    key = f"{profile.name if profile else '-'}\0{server}"
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{profile.name if profile else 'adhoc'}.{server}")[:80]
+    return f"{safe}-{hashlib.sha256(key.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+
+
+def _protected_names(protected: list[str]) -> tuple[list[str], list[str]]:
+    from llmc_cli.server.jail import Protected
+
+    names = Protected(protected)
+    return names.names, names.dirs
+
+
+def _resolve(exe: str, path: str, cwd: str | None) -> str | None:
+    if "/" in exe:
+        full = exe if os.path.isabs(exe) else os.path.join(cwd or os.getcwd(), exe)
+        return os.path.abspath(full) if os.path.isfile(full) else None
+    found = shutil.which(exe, path=path)
+    return os.path.abspath(found) if found else None
+
+
+def _install_trees(command: tuple[str, ...], path: str, cwd: str | None, protected: list[str]) -> list[str]:
+    """What a server's command needs to read: the executable and its install tree, the
+    interpreter of a script (its #! line), and an interpreter's script and its tree, each at the
+    path as written and as resolved (symbolic links)."""
+    found: list[str] = []
+    exe = _resolve(command[0], path, cwd)
+    if exe is None:
+        return found  # bubblewrap says "No such file": the transport's error shows it
+    found += _trees(exe, protected, script=False)
+    interpreter = exe
+    shebang = _shebang(exe)
+    if shebang:  # a script: its interpreter (`/usr/bin/env node`: node on PATH) is needed too
+        words = shebang.split()
+        name = words[1] if os.path.basename(words[0]) == "env" and len(words) > 1 else words[0]
+        resolved = _resolve(name, path, cwd)
+        if resolved:
+            found += _trees(resolved, protected, script=False)
+            interpreter = resolved
+    if INTERPRETERS.match(os.path.basename(os.path.realpath(interpreter))) and not shebang:
+        args = iter(command[1:])
+        for arg in args:
+            if arg in ("-m", "-c", "-e", "--eval", "-p", "--print", "-r", "--require", "--import"):
+                break  # a module or inline code, not a script file
+            if arg.startswith("-"):
+                continue
+            script = _resolve(arg, "", cwd) if "/" in arg or os.path.isfile(os.path.join(cwd or os.getcwd(), arg)) \
+                else None
+            if script:
+                found += _trees(script if "/" in arg else os.path.join(cwd or os.getcwd(), arg), protected, script=True)
+            break
+    return list(dict.fromkeys(found))
+
+
+def _trees(path: str, protected: list[str], *, script: bool) -> list[str]:
+    """The install tree of a file, as written and as resolved: the outermost node_modules above
+    it, else the virtualenv (pyvenv.cfg) above it, else PREFIX of PREFIX/bin/NAME, else (a
+    script) its directory, else the file itself; never a tree that holds the home directory or
+    llmc's own files (then the file alone), and nothing the system directories already show."""
+    from llmc_cli.server.sandbox import SYSTEM_DIRS
+
+    home = os.path.realpath(os.path.expanduser("~"))
+    out = []
+    for name in dict.fromkeys([os.path.abspath(path), os.path.realpath(path)]):
+        tree = _tree_of(name, script)
+        too_wide = tree in ("/", "") or home == tree or home.startswith(tree.rstrip("/") + "/") or any(
+            p.rstrip("/") == tree or p.startswith(tree.rstrip("/") + "/") for p in protected)
+        chosen = name if too_wide else tree
+        if not any(chosen == d or chosen.startswith(d + "/") for d in SYSTEM_DIRS):
+            out.append(chosen)
+    return out
+
+
+def _tree_of(path: str, script: bool) -> str:
+    parts = path.split("/")
+    if "node_modules" in parts:
+        return "/".join(parts[:parts.index("node_modules") + 1])
+    directory = os.path.dirname(path)
+    level = directory
+    for _ in range(4):  # a virtualenv: ROOT/bin/python, ROOT/pyvenv.cfg
+        if os.path.isfile(os.path.join(level, "pyvenv.cfg")):
+            return level
+        level = os.path.dirname(level)
+    if os.path.basename(directory) == "bin":
+        return os.path.dirname(directory)
+    return directory if script else path
+
+
+def _shebang(path: str) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(256)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    return head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").strip() or None
