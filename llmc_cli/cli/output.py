@@ -162,9 +162,10 @@ def table(rows: Iterable[dict[str, Any]], columns: list[str] | None = None, widt
 
 def _fit(columns: list[str], body: list[list[str]], width: int, narrowest: int = 8) -> list[list[str]]:
     """Cut cells so that a row (columns two spaces apart) fits in `width`: always the widest
-    column loses a character, never one below `narrowest` (or its header) wide."""
-    widths = [max([len(c), *(len(row[i]) for row in body)]) for i, c in enumerate(columns)]
-    floor = [max(narrowest, len(c)) for c in columns]
+    column loses a character, never one below `narrowest` (or its header) wide. A column is at
+    least its header and two wide (tabulate's padding of headers)."""
+    widths = [max([len(c) + 2, *(len(row[i]) for row in body)]) for i, c in enumerate(columns)]
+    floor = [max(narrowest, len(c) + 2) for c in columns]
     excess = sum(widths) + 2 * (len(columns) - 1) - width
     while excess > 0:
         i = max(range(len(widths)), key=lambda k: widths[k] - floor[k])
@@ -331,11 +332,19 @@ def warn(message: str) -> None:
 
 
 def status_line(message: str) -> None:
-    """A line that replaces itself (progress): drawn only while no prompt is open."""
+    """A line that replaces itself (progress; "" clears it): drawn only while no prompt is open,
+    cut to the terminal's width (a line that wrapped could not be rewritten)."""
     with _state:
         if _prompt_owner is not None:
             return
-    click.echo(f"\r\x1b[2K{clean(message)}", err=True, nl=False)
+    message = clean(message)
+    try:
+        width = os.get_terminal_size(sys.stderr.fileno()).columns
+    except (OSError, ValueError):
+        width = 0
+    if width and len(message) >= width:
+        message = message[: width - 2] + "…"
+    click.echo(f"\r\x1b[2K{message}", err=True, nl=False)
 
 
 def use_color() -> bool:
@@ -348,6 +357,9 @@ def raise_failures(failures: list[Any], total: int) -> None:
     timeout 7); when only some did, 5, so a CI step notices while the others' results stand."""
     if not failures:
         return
+    for failure in failures:  # each line says which server it is about
+        if not re.search(rf"\b{re.escape(failure.server)}\b", failure.error.message):
+            failure.error.message = f"{failure.server}: {failure.error.message}"
     codes = {f.error.exit_code for f in failures}
     if len(failures) == total and len(codes) == 1:
         for failure in failures[1:]:
