@@ -14,11 +14,10 @@ SECRET_ENV_PREFIXES = ("OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_", "LLMC_")
 
 @pytest.fixture(autouse=True)
 def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Point config and state at a temp dir and drop credentials (and LLMC_FORMAT) a developer may have set."""
+    """Point config and state at a temp dir and drop credentials a developer may have set."""
     for name in list(os.environ):
         if name.startswith(SECRET_ENV_PREFIXES):
             monkeypatch.delenv(name)
-    monkeypatch.delenv("LLMC_FORMAT", raising=False)  # a developer's choice of format is not the tests'
     monkeypatch.setenv("LLMC_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.setenv("LLMC_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("PATH", f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
