@@ -183,7 +183,7 @@ TOOL_ROW = {**common("tool"), "required": ["server", "name", "inputSchema"],
             "properties": {"server": STR, "denied": {"const": True}}}
 FINDING = obj({"tool": STR, "target": STR, "path": STR, "what": STR, "why": STR}, {"server": STR})
 TOOL_REF = obj(TOOL_NAME)
-EXPORTED = obj({"file": STR, "format": STR, "tools": INT, "warnings": INT})
+EXPORTED = obj({"file": STR, "format": STR, "tools": INT, "warnings": common("warnings")})
 ARGUMENT = obj({"name": STR, "type": STR, "required": BOOL}, {"default": ANY, "enum": array(ANY), "description": ANY})
 PRINCIPAL = obj({"principal": STR, "profile": null(STR), "token": STR})
 

@@ -206,7 +206,8 @@ def export(ctx: click.Context, fmt: str, output: str, strict: bool, target: Targ
         emit(definitions)
         return
     write(output, definitions)  # same atomic JSON writer as lock files
-    emit({"file": output, "format": fmt, "tools": len(found), "warnings": len(result.warnings)})
+    # "warnings" as in every output: the notices themselves (the lines stderr showed), not a count
+    emit({"file": output, "format": fmt, "tools": len(found), "warnings": grouped_warnings(result.warnings)})
 
 
 @tools.command("lint")
