@@ -69,6 +69,9 @@ class Catalog:
         # Every call comes on a thread of its own that only waits for it (the gateway's host
         # connections): an HTTP server's requests are then posted on that thread.
         self.posts_on_caller_thread: bool = shared.posts_on_caller_thread if shared is not None else False
+        # Told how work across servers (each) goes: (servers in all, servers still waited for),
+        # once at the start, as each server settles, and with none waited for at the end.
+        self.on_each: Callable[[int, list[str]], None] | None = None
 
     def for_host(self, hooks: ClientHooks | None = None, own: Collection[str] | None = None,
                  admit: Callable[[str], None] | None = None) -> "Catalog":
@@ -257,9 +260,12 @@ class Catalog:
         names = servers or list(self.specs)
         results: dict[str, Any] = {}
         failures: list[ServerFailure] = []
+        report = _Progress(names, self.on_each)
         pool = ThreadPoolExecutor(max_workers=max(1, min(8, len(names))))
         try:
             futures = {name: pool.submit(work, name) for name in names}
+            for name, future in futures.items():
+                future.add_done_callback(partial(report.settled, name))
             for name, future in futures.items():
                 interrupts.wait(partial(_settled, future))
                 try:
@@ -271,6 +277,7 @@ class Catalog:
             # a silent server, and joining it here would hold the signal up for that request's
             # whole timeout. Its request ends when the command closes the catalog while unwinding.
             pool.shutdown(wait=False, cancel_futures=True)
+            report.end()
         return results, failures
 
     def list_tools(self, servers: list[str] | None = None) -> tuple[list[Tool], list[ServerFailure]]:
@@ -376,6 +383,33 @@ class Catalog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _Progress:
+    """Catalog.each's reports to its on_each: servers settle on their own threads, in any order;
+    nothing is reported after the end."""
+
+    def __init__(self, names: list[str], report: Callable[[int, list[str]], None] | None) -> None:
+        self.waiting = list(names)
+        self.total = len(names)
+        self.report = report
+        self.lock = threading.Lock()
+        if report is not None:
+            report(self.total, list(self.waiting))
+
+    def settled(self, name: str, _future: Any = None) -> None:
+        if self.report is None:
+            return
+        with self.lock:
+            if name in self.waiting:
+                self.waiting.remove(name)
+                self.report(self.total, list(self.waiting))
+
+    def end(self) -> None:
+        with self.lock:
+            report, self.report = self.report, None
+            if report is not None and self.waiting:
+                report(self.total, [])
 
 
 def _settled(future: "Future[Any]", seconds: float) -> bool:

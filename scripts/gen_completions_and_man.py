@@ -120,6 +120,8 @@ ENVIRONMENT: list[tuple[str, str]] = [
     ("LLMC_APPROVAL_KEY", "The key of approved call hashes, shared by machines that share approvals "
                           "(at least 32 characters); else approval.key in the state directory."),
     ("LLMC_OTEL", "1 turns on OpenTelemetry export (as --otel); the standard OTEL_* variables configure it."),
+    ("LLMC_FORMAT", "A listing's format when --format is not given: json, jsonl, table or auto (a table on a "
+                    "terminal, JSON when piped); wins over the profile's [output] format."),
     ("LLMC_MAX_MESSAGE_BYTES", "The largest message accepted from a server, in bytes (default 64 MiB)."),
     ("LLMC_PROTECTED_PATHS", "Set by llmc for the stdio servers it starts: its own config and state "
                              "directories, which `llmc serve workspace` refuses to touch."),
@@ -130,6 +132,7 @@ ENVIRONMENT: list[tuple[str, str]] = [
      "The providers' API keys (or the variable [llm] api_key_env names)."),
     ("BROWSER", "A browser for `llmc auth login` (also makes a login possible without a terminal)."),
     ("NO_COLOR", "No colour on stderr."),
+    ("COLUMNS", "The terminal's width for tables (else the terminal's own)."),
 ]
 
 FILES: list[tuple[str, str]] = [

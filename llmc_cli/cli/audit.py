@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 import click
 
 from llmc_cli.cli.context import app_of
-from llmc_cli.cli.output import emit, format_option
+from llmc_cli.cli.output import emit, format_option, show_table
 from llmc_cli.errors import ToolFailed, UsageError
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ def head(ctx: click.Context) -> None:
 @click.option("--tool", "tool_glob", metavar="GLOB", help="Only tools matching this glob.")
 @click.option("--outcome", type=click.Choice(["ok", "tool_error", "transport_error", "timeout", "cancelled", "denied",
                                               "interrupted", "abandoned", "skipped", "internal_error"]))
-@format_option("jsonl", "table")
+@format_option("jsonl", "table", listing=True)
 @click.pass_context
 def tail(ctx: click.Context, count: int, follow: bool, since: str | None, servers: tuple[str, ...],
          tool_glob: str | None, outcome: str | None, fmt: str) -> None:
@@ -101,7 +101,7 @@ def tail(ctx: click.Context, count: int, follow: bool, since: str | None, server
         time.sleep(FOLLOW_POLL_SECONDS)
         lines = [line for _, _, line in log.records()]
         if len(lines) > seen:
-            _print([r for r in _parse(lines[seen:]) if keep(r)], fmt)
+            _print([r for r in _parse(lines[seen:]) if keep(r)], fmt, follow=True)
             seen = len(lines)
 
 
@@ -113,9 +113,11 @@ def _parse(lines: Any) -> Iterator[dict[str, Any]]:
             continue
 
 
-def _print(records: list[dict[str, Any]], fmt: str) -> None:
+def _print(records: list[dict[str, Any]], fmt: str, follow: bool = False) -> None:
+    """`follow`: new records while following; none is no news (nothing said)."""
     if fmt == "table":
-        emit([{k: r.get(k) for k in ("time", "event", "server", "tool", "decision", "outcome", "durationMs")}
-              for r in records], "table")
+        if records or not follow:
+            show_table(records, ["time", "event", "server", "tool", "decision", "outcome", "durationMs"],
+                       "audit records")
     else:
         emit(records, "jsonl")

@@ -51,7 +51,7 @@ def login(ctx: click.Context, server: str, no_browser: bool) -> None:
 
 
 @auth.command("status")
-@format_option(*FORMATS)
+@format_option(*FORMATS, listing=True)
 def status(fmt: str) -> None:
     """Stored logins: server, resource, authorization server, client, scope, expiry; never a
     token. JSON: {"logins": [...]}."""

@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterable
 import click
 
 from llmc_cli.cli.arguments import load_json, read_input
-from llmc_cli.cli.output import json_line
+from llmc_cli.cli.output import json_line, note
 from llmc_cli.cli.targets import Target
 from llmc_cli.errors import ExitCode, LlmcError, UsageError
 from llmc_cli.model import ARGUMENTS_TOO_DEEP, MAX_ARGUMENT_DEPTH, arguments_too_deep
@@ -86,11 +86,30 @@ def run(ctx: click.Context, source: str, parallel: int, fail_fast: bool, yes: bo
         # `confirm` patterns still apply, and a batch never prompts: --yes or pre-approved hashes.
         invocation = services.Invocation(profile=profile, command="batch", caller="human", assume_yes=yes)
 
+        finished: list[Any] = []
+
         def done(item: Any) -> None:
             nonlocal worst
             worst = max(worst, item.exit_code)
+            finished.append(item)
             click.echo(json_line(item.to_json()))
 
-        services.run_batch(catalog, invocation, items, parallel=parallel, fail_fast=fail_fast, on_done=done)
+        try:
+            services.run_batch(catalog, invocation, items, parallel=parallel, fail_fast=fail_fast, on_done=done)
+        except BaseException:  # Ctrl-C, a signal: what finished and what did not, then the interruption
+            note(summary(finished, len(items)))
+            raise
     if worst:
+        note(summary(finished, len(items)))
         ctx.exit(worst)
+
+
+def summary(finished: list[Any], total: int) -> str:
+    """The one line ending a batch that did not all go well: `7 calls: 5 ok, 1 denied, 1 failed`
+    (ok always; denied, failed, skipped and interrupted when there are any)."""
+    counts = {"ok": 0, "denied": 0, "failed": 0, "skipped": 0}
+    for item in finished:
+        counts[item.status] += 1
+    counts["interrupted"] = total - len(finished)
+    parts = [f"{n} {what}" for what, n in counts.items() if n or what == "ok"]
+    return f"llmc: {total} call{'s' if total != 1 else ''}: {', '.join(parts)}"

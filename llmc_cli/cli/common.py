@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import click
 
@@ -52,14 +52,29 @@ def open_catalog(ctx: click.Context, target: Target, sample: Any = None,
         catalog.warm_up()
         profile = load_profile(profile_name)
         _telemetry(ctx, profile)
-        return catalog, profile
-    profile = load_profile(profile_name)
-    _telemetry(ctx, profile)
-    catalog = services.open_catalog(profile, tuple(target.servers), None, hooks, on_stderr, target.timeout,
-                                    session, first)
-    if warm:
-        catalog.warm_up()
+    else:
+        profile = load_profile(profile_name)
+        _telemetry(ctx, profile)
+        catalog = services.open_catalog(profile, tuple(target.servers), None, hooks, on_stderr, target.timeout,
+                                        session, first)
+        if warm:
+            catalog.warm_up()
+    if sys.stderr.isatty():  # presentation only: nothing when stderr is a file or a pipe
+        catalog.on_each = server_progress(ctx.command_path.removeprefix("llmc ").removeprefix("llmc"))
     return catalog, profile
+
+
+def server_progress(label: str) -> Callable[[int, list[str]], None]:
+    """Work across servers on one line of the terminal, rewritten as each server settles and
+    cleared at the end: `tools list: 3/5 servers (waiting: github, slack)`."""
+
+    def show(total: int, waiting: list[str]) -> None:
+        if waiting:
+            status_line(f"{label}: {total - len(waiting)}/{total} servers (waiting: {', '.join(waiting)})")
+        else:
+            status_line("")
+
+    return show
 
 
 def start_telemetry(command: str, loaded: "LoadedProfile | None" = None) -> None:

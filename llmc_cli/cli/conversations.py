@@ -15,7 +15,7 @@ def conversations() -> None:
 
 
 @conversations.command("list")
-@format_option(*FORMATS)
+@format_option(*FORMATS, listing=True)
 def list_(fmt: str) -> None:
     """Every saved conversation, the most recently saved last: name, provider, model, turns,
     the first prompt, when it was created and last saved."""

@@ -21,14 +21,55 @@ from llmc_cli.errors import LlmcError
 from llmc_cli.model import compact_json
 
 FORMATS = ("json", "jsonl", "table")  # a listing's formats
+FORMAT_ENV = "LLMC_FORMAT"
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def format_option(*choices: str, required: bool = False, help: str | None = None) -> Callable[[F], F]:
+def format_option(*choices: str, required: bool = False, listing: bool = False,
+                  help: str | None = None) -> Callable[[F], F]:
     """The one `--format` option (as `fmt`): these choices, the first the default unless the
-    format is required. Every command declares its output formats through this."""
+    format is required. Every command declares its output formats through this. A `listing`
+    has no fixed default: see listing_format."""
+    if listing:
+        return click.option("--format", "fmt", type=click.Choice(choices), default=None, callback=_listing_format,
+                            help=help or "Default: a table when stdout is a terminal, else JSON "
+                                         f"({FORMAT_ENV}, then the profile's [output] format, decide first).")
     return click.option("--format", "fmt", type=click.Choice(choices), required=required,
                         default=None if required else choices[0], show_default=not required, help=help)
+
+
+def _listing_format(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A listing's format: --format, else LLMC_FORMAT, else the profile's [output] format, else a
+    table when stdout is a terminal and JSON when it is not. Runs after every option given on the
+    command line (Click processes options that were not given last), so `-p` after the
+    subcommand already chose the profile. Presentation only: the data is the same either way."""
+    if value is not None or ctx.resilient_parsing:
+        return value
+    choices = [str(c) for c in getattr(param.type, "choices", FORMATS)]
+    wanted = os.environ.get(FORMAT_ENV, "").strip().lower()
+    if wanted and wanted not in ("auto", *FORMATS):
+        from llmc_cli.errors import UsageError
+
+        raise UsageError(f"{FORMAT_ENV}={wanted!r}: expected auto, json, jsonl or table")
+    if not wanted or wanted == "auto":
+        wanted = _profile_format(ctx)
+    if wanted == "auto":
+        wanted = "table" if sys.stdout.isatty() else "json"
+    if wanted in choices:
+        return wanted
+    return next(c for c in choices if c != "table")  # JSON asked of a JSON Lines command: its own machine format
+
+
+def _profile_format(ctx: click.Context) -> str:
+    """[output] format of the profile in use; "auto" when it has none or does not load (the
+    command itself reports a profile that does not load, where it needs one)."""
+    from llmc_cli.cli.context import app_of
+    from llmc_cli.config.profiles import load_profile
+
+    try:
+        return load_profile(app_of(ctx).profile).profile.output.format
+    except LlmcError:
+        return "auto"
 
 
 def emit(data: Any, fmt: str = "json", *, columns: list[str] | None = None) -> None:
@@ -43,18 +84,41 @@ def emit(data: Any, fmt: str = "json", *, columns: list[str] | None = None) -> N
 
 
 def emit_listing(key: str, rows: list[dict[str, Any]], fmt: str, errors: list[dict[str, Any]] | None = None, *,
-                 table_rows: list[dict[str, Any]] | None = None, columns: list[str] | None = None) -> None:
-    """The one shape of every listing. JSON: {KEY: rows, "errors": [...]}. JSON Lines: one line
-    per row, then one per error (an error line is the only kind with an "error" key), so a
-    script reading lines loses nothing. Table: the rows for people (`table_rows` when they are
-    shaped differently); errors are on stderr, as always."""
+                 table_rows: list[dict[str, Any]] | None = None, columns: list[str] | None = None,
+                 envelope: dict[str, Any] | None = None, noun: str | None = None) -> None:
+    """The one shape of every listing. JSON: {**envelope, KEY: rows, "errors": [...]}. JSON Lines:
+    one line per row, then one per error (an error line is the only kind with an "error" key), so
+    a script reading lines loses nothing. Table: the rows for people (`table_rows` when they are
+    shaped differently) in `columns`; errors are on stderr, as always (or rows of `table_rows`)."""
     errors = errors or []
     if fmt == "json":
-        emit({key: rows, "errors": errors})
+        emit({**(envelope or {}), key: rows, "errors": errors})
     elif fmt == "jsonl":
         emit([*rows, *errors], "jsonl")
     else:
-        emit(rows if table_rows is None else table_rows, fmt, columns=columns)
+        show_table(rows if table_rows is None else table_rows, columns, noun or _words(key), quiet_empty=bool(errors))
+
+
+def show_table(rows: list[dict[str, Any]], columns: list[str] | None, noun: str, *, quiet_empty: bool = False) -> None:
+    """A listing's table on stdout; an empty listing prints nothing there and says so on stderr
+    (unless its errors already did: `quiet_empty`)."""
+    if rows:
+        click.echo(table(rows, columns, width=_terminal_width()))
+    elif not quiet_empty:
+        note(f"llmc: no {noun}")
+
+
+def _words(key: str) -> str:
+    """resourceTemplates -> resource templates."""
+    return re.sub(r"(?<=[a-z])([A-Z])", lambda m: " " + m.group(1).lower(), key)
+
+
+def _terminal_width() -> int | None:
+    """Columns of the terminal stdout is (COLUMNS first, as everywhere); None for a pipe."""
+    import shutil
+
+    columns = shutil.get_terminal_size((0, 0)).columns
+    return columns if columns > 0 else None
 
 
 def json_line(item: Any) -> str:
@@ -75,13 +139,15 @@ def _json_safe(text: str) -> str:
 
 
 def plain_text(text: str) -> None:
-    """--text output: into a pipe as it is (data); on a terminal cleaned, as anything shown to people."""
-    click.echo(clean(text) if sys.stdout.isatty() else text)
+    """--text output: into a pipe as it is (data); on a terminal cleaned, as anything shown to people.
+    A newline ends it unless the text ends with one (a file's text prints as `cat` prints it)."""
+    click.echo(clean(text) if sys.stdout.isatty() else text, nl=not text.endswith("\n"))
 
 
-def table(rows: Iterable[dict[str, Any]], columns: list[str] | None = None) -> str:
+def table(rows: Iterable[dict[str, Any]], columns: list[str] | None = None, width: int | None = None) -> str:
     """Rows as a table for people: one line per row; durations and sizes humanised (by the
-    column's name), nested JSON summarised, every cell one line, cleaned and cut to width."""
+    column's name), nested JSON summarised, every cell one line, cleaned and cut to 60
+    characters; with `width`, the widest columns are cut further until a line fits in it."""
     from tabulate import tabulate
 
     rows = list(rows)
@@ -89,7 +155,25 @@ def table(rows: Iterable[dict[str, Any]], columns: list[str] | None = None) -> s
         return "(none)"
     columns = columns or list(dict.fromkeys(k for row in rows for k in row))
     body = [[_cell(c, row.get(c)) for c in columns] for row in rows]
+    if width:
+        body = _fit(columns, body, width)
     return str(tabulate(body, headers=columns, tablefmt="simple", disable_numparse=True))
+
+
+def _fit(columns: list[str], body: list[list[str]], width: int, narrowest: int = 8) -> list[list[str]]:
+    """Cut cells so that a row (columns two spaces apart) fits in `width`: always the widest
+    column loses a character, never one below `narrowest` (or its header) wide. A column is at
+    least its header and two wide (tabulate's padding of headers)."""
+    widths = [max([len(c) + 2, *(len(row[i]) for row in body)]) for i, c in enumerate(columns)]
+    floor = [max(narrowest, len(c) + 2) for c in columns]
+    excess = sum(widths) + 2 * (len(columns) - 1) - width
+    while excess > 0:
+        i = max(range(len(widths)), key=lambda k: widths[k] - floor[k])
+        if widths[i] <= floor[i]:
+            break
+        widths[i] -= 1
+        excess -= 1
+    return [[cell if len(cell) <= w else cell[: w - 1] + "…" for cell, w in zip(row, widths)] for row in body]
 
 
 def _cell(column: str, value: Any, width: int = 60) -> str:
@@ -248,11 +332,19 @@ def warn(message: str) -> None:
 
 
 def status_line(message: str) -> None:
-    """A line that replaces itself (progress): drawn only while no prompt is open."""
+    """A line that replaces itself (progress; "" clears it): drawn only while no prompt is open,
+    cut to the terminal's width (a line that wrapped could not be rewritten)."""
     with _state:
         if _prompt_owner is not None:
             return
-    click.echo(f"\r\x1b[2K{clean(message)}", err=True, nl=False)
+    message = clean(message)
+    try:
+        width = os.get_terminal_size(sys.stderr.fileno()).columns
+    except (OSError, ValueError):
+        width = 0
+    if width and len(message) >= width:
+        message = message[: width - 2] + "…"
+    click.echo(f"\r\x1b[2K{message}", err=True, nl=False)
 
 
 def use_color() -> bool:
@@ -265,6 +357,9 @@ def raise_failures(failures: list[Any], total: int) -> None:
     timeout 7); when only some did, 5, so a CI step notices while the others' results stand."""
     if not failures:
         return
+    for failure in failures:  # each line says which server it is about
+        if not re.search(rf"\b{re.escape(failure.server)}\b", failure.error.message):
+            failure.error.message = f"{failure.server}: {failure.error.message}"
     codes = {f.error.exit_code for f in failures}
     if len(failures) == total and len(codes) == 1:
         for failure in failures[1:]:

@@ -94,7 +94,7 @@ def error(**subject: Schema) -> Schema:
 
 
 HINTS = obj({"readOnly": BOOL, "destructive": BOOL, "idempotent": BOOL, "openWorld": BOOL})
-DECISION_FIELDS = {"action": enum("allow", "deny", "confirm"), "rule": STR, "reason": STR}
+DECISION_FIELDS = {"decision": enum("allow", "deny", "confirm"), "rule": STR, "reason": STR}
 CALL_RESULT = {"content": array(common("content")), "isError": BOOL}
 CALL_RESULT_OPTIONAL = {"structuredContent": ANY, "_meta": OPEN}
 
@@ -183,7 +183,7 @@ TOOL_ROW = {**common("tool"), "required": ["server", "name", "inputSchema"],
             "properties": {"server": STR, "denied": {"const": True}}}
 FINDING = obj({"tool": STR, "target": STR, "path": STR, "what": STR, "why": STR}, {"server": STR})
 TOOL_REF = obj(TOOL_NAME)
-EXPORTED = obj({"file": STR, "format": STR, "tools": INT, "warnings": INT})
+EXPORTED = obj({"file": STR, "format": STR, "tools": INT, "warnings": common("warnings")})
 ARGUMENT = obj({"name": STR, "type": STR, "required": BOOL}, {"default": ANY, "enum": array(ANY), "description": ANY})
 PRINCIPAL = obj({"principal": STR, "profile": null(STR), "token": STR})
 
@@ -215,7 +215,7 @@ SCHEMAS: dict[str, Schema] = {
         "runs": array(OPEN)}), "llmc conversations show"),
     "ping": listing("servers", obj({"server": STR, "era": STR, "protocolVersion": null(STR), "serverInfo": null(OPEN),
                                     "connectMs": NUM, "pingMs": NUM}), "llmc ping"),
-    "policy-approve": document(obj({"profile": STR, **TOOL_NAME, "arguments": OPEN, "hash": STR, "written": BOOL}),
+    "policy-approve": document(obj({"profile": STR, **TOOL_NAME, "arguments": OPEN, "callHash": STR, "written": BOOL}),
                                "llmc policy approve"),
     "policy-check": document(obj({"profile": STR, **TOOL_NAME, "arguments": OPEN, "caller": enum("human", "model"),
                                   **DECISION_FIELDS, "hints": common("hints")}, {"callHash": STR}),
@@ -236,21 +236,22 @@ SCHEMAS: dict[str, Schema] = {
                                    "llmc serve token create"),
     "serve-token-list": listing("principals", PRINCIPAL, "llmc serve token list"),
     "serve-token-revoke": document(obj({"principal": STR, "revoked": BOOL}), "llmc serve token revoke"),
-    "servers-add": document(obj({"added": STR, "profile": STR, "server": SERVER_TABLE}), "llmc servers add"),
-    "servers-disable": document(obj({"server": STR, "enabled": BOOL, "changed": BOOL, "profile": STR}),
+    "servers-add": document(obj({"added": STR, "profile": STR, "path": STR, "server": SERVER_TABLE}), "llmc servers add"),
+    "servers-disable": document(obj({"server": STR, "enabled": BOOL, "changed": BOOL, "profile": STR, "path": STR}),
                                 "llmc servers disable"),
-    "servers-enable": document(obj({"server": STR, "enabled": BOOL, "changed": BOOL, "profile": STR}),
+    "servers-enable": document(obj({"server": STR, "enabled": BOOL, "changed": BOOL, "profile": STR, "path": STR}),
                                "llmc servers enable"),
     "servers-import": document(obj({
-        "profile": STR, "source": STR, "dryRun": BOOL, "added": STRS, "replaced": STRS, "skipped": STRS,
+        "profile": STR, "path": STR, "source": STR, "dryRun": BOOL, "added": STRS, "replaced": STRS, "skipped": STRS,
         "servers": {"type": "object", "additionalProperties": SERVER_TABLE},
         "placeholders": array(obj({"server": STR, "variable": STR, "reason": STR}))}), "llmc servers import"),
     "servers-install": document(obj({"client": STR, "config": STR, "name": STR, "entry": OPEN,
                                      "action": enum("add", "replace", "unchanged"), "dryRun": BOOL}),
                                 "llmc servers install"),
-    "servers-list": document(obj({"profile": STR, "path": null(STR), "servers": array(SERVER_ENTRY)}),
-                             "llmc servers list", SERVER_ENTRY),
-    "servers-remove": document(obj({"removed": STR, "profile": STR}), "llmc servers remove"),
+    "servers-list": {**listing("servers", SERVER_ENTRY, "llmc servers list"),
+                     **obj({"profile": STR, "path": null(STR), "servers": array(local("row")),
+                            "errors": array(common("serverError"))})},
+    "servers-remove": document(obj({"removed": STR, "profile": STR, "path": STR}), "llmc servers remove"),
     "servers-show": document(obj({"profile": STR, **SERVER_ROW_FIELDS}, SERVER_TABLE["properties"]),
                              "llmc servers show"),
     "session-forget": lines(obj({"server": STR, "url": STR, "session": STR, "forgotten": BOOL}),

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from llmc_cli.cli.arguments import needs_schema, parse_json_option, parse_pairs
-from llmc_cli.cli.output import emit, note, warn
+from llmc_cli.cli.output import emit, format_option, note, warn
 from llmc_cli.cli.targets import Target, target_options
 from llmc_cli.errors import ExitCode, UsageError
 
@@ -59,14 +59,16 @@ def _with_args(func: Any) -> Any:
 @click.option("--caller", type=click.Choice(["human", "model"]), default="human", show_default=True,
               help="Who makes the call: a person's `llmc call`, or a model's (`ask`), which "
                    "confirm_destructive also guards.")
+@format_option("json", "table", help="json: one document; table: one row for people.")
 @target_options
 @click.pass_context
 def check(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str | None, caller: str,
-          target: Target) -> None:
+          fmt: str, target: Target) -> None:
     """The decision for a call, and why, without running it (JSON). Exit 4 unless allowed."""
     profile, call, (decision, hints) = _decide(ctx, tool, pairs, json_args, target, caller)
     emit({"profile": profile.name, "server": call.server, "tool": call.tool, "arguments": call.arguments,
-          "caller": caller, **decision.to_json(), "hints": hints})
+          "caller": caller, **decision.to_json(), "hints": hints}, fmt,
+         columns=["server", "tool", "caller", "decision", "rule", "reason"] if fmt == "table" else None)
     if decision.action != "allow":
         ctx.exit(ExitCode.DENIED)
 
@@ -105,4 +107,4 @@ def approve(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: st
         update_profile(profile.path, add)
         note(f"llmc: approved {call.qualified_name} with these exact arguments in {profile.path}")
     emit({"profile": profile.name, "server": call.server, "tool": call.tool, "arguments": call.arguments,
-          "hash": digest, "written": write})
+          "callHash": digest, "written": write})

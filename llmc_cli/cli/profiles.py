@@ -17,7 +17,7 @@ def profiles() -> None:
 
 
 @profiles.command("list")
-@format_option(*FORMATS)
+@format_option(*FORMATS, listing=True)
 def list_(fmt: str) -> None:
     """Every profile file: name, path, description, servers; one that does not load is an entry
     in `errors` with its reason. JSON: {"directory": DIR, "profiles": [...], "errors": [...]}."""
@@ -25,14 +25,9 @@ def list_(fmt: str) -> None:
     from llmc_cli.config.profiles import list_profiles
 
     rows, errors = list_profiles()
-    if fmt == "json":
-        emit({"directory": str(paths.profiles_dir()), "profiles": rows, "errors": errors})
-    elif fmt == "table":
-        shown = [{**r, "servers": ", ".join(r["servers"])} for r in rows]
-        shown += [{"name": e["profile"], "error": e["message"]} for e in errors]
-        emit(shown, "table", columns=["name", "description", "servers", "error"])
-    else:
-        emit_listing("profiles", rows, fmt, errors)
+    people = [*rows, *({"name": e["profile"], "error": e["message"]} for e in errors)]  # a broken profile is a row
+    emit_listing("profiles", rows, fmt, errors, envelope={"directory": str(paths.profiles_dir())},
+                 table_rows=people, columns=["name", "description", "servers", "error"])
 
 
 @profiles.command("show")

@@ -15,7 +15,13 @@ from llmc_cli.cli.targets import Target, target_options
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
 
-FORMAT = format_option(*FORMATS)
+FORMAT = format_option(*FORMATS, listing=True)
+
+
+# A listing's columns for people (what the server sent stays in JSON).
+COLUMNS = {"resources": ["server", "name", "uri", "mimeType", "description"],
+           "resourceTemplates": ["server", "name", "uriTemplate", "mimeType", "description"],
+           "prompts": ["server", "name", "arguments", "description"]}
 
 
 def _gather(ctx: click.Context, target: Target, fmt: str, method: str, key: str, capability: str) -> None:
@@ -29,12 +35,12 @@ def _gather(ctx: click.Context, target: Target, fmt: str, method: str, key: str,
         for server in skipped:
             note(f"llmc: {server} offers no {capability}: skipped")
     rows = [{"server": server, **item} for server, items in per_server.items() for item in items]
-    return_rows(rows, failures, fmt, key, len(catalog.specs))
+    return_rows(rows, failures, fmt, key, len(catalog.specs), COLUMNS[key])
 
 
 def return_rows(rows: list[dict[str, Any]], failures: list[Any], fmt: str, key: str,
-                total: int) -> None:
-    emit_listing(key, rows, fmt, [f.to_json() for f in failures])
+                total: int, columns: list[str], table_rows: list[dict[str, Any]] | None = None) -> None:
+    emit_listing(key, rows, fmt, [f.to_json() for f in failures], columns=columns, table_rows=table_rows)
     raise_failures(failures, total)
 
 
@@ -134,7 +140,11 @@ def ping(ctx: click.Context, fmt: str, target: Target) -> None:
 
     with catalog:
         results, failures = catalog.each(check)
-    return_rows(list(results.values()), failures, fmt, "servers", len(catalog.specs))
+    rows = list(results.values())
+    people = [{**r, "serverInfo": " ".join(str((r["serverInfo"] or {}).get(k) or "") for k in ("name", "version"))}
+              for r in rows]
+    return_rows(rows, failures, fmt, "servers", len(catalog.specs),
+                ["server", "serverInfo", "protocolVersion", "era", "connectMs", "pingMs"], people)
 
 
 def _only_server(catalog: "Catalog") -> str:

@@ -126,7 +126,7 @@ def token_create(ctx: click.Context, name: str, for_profile: str | None) -> None
 
 
 @token.command("list")
-@format_option(*FORMATS)
+@format_option(*FORMATS, listing=True)
 @click.pass_context
 def token_list(ctx: click.Context, fmt: str) -> None:
     """The principals of the profile (names and profiles; tokens are never stored)."""
@@ -136,7 +136,7 @@ def token_list(ctx: click.Context, fmt: str) -> None:
     profile = load_profile(app_of(ctx).profile)
     rows = [{"principal": n, "profile": p.profile, "token": "env:" + p.token_env if p.token_env else "sha256"}
             for n, p in profile.profile.serve.principals.items()]
-    emit_listing("principals", rows, fmt)
+    emit_listing("principals", rows, fmt, columns=["principal", "profile", "token"])
 
 
 @token.command("revoke")

@@ -14,10 +14,9 @@ import click
 
 from llmc_cli.cli.complete import complete_servers
 from llmc_cli.cli.context import app_of
-from llmc_cli.cli.output import FORMATS, emit, format_option, note
+from llmc_cli.cli.output import FORMATS, emit, emit_listing, format_option, note
 from llmc_cli.errors import ConfigError, UsageError
 
-FORMAT = format_option(*FORMATS, help="json (default), jsonl (one server per line) or table.")
 
 
 @click.group()
@@ -45,7 +44,7 @@ def add(ctx: click.Context, name: str, command: tuple[str, ...], url: str | None
     """Add a server: `llmc servers add NAME -- COMMAND ARGS...` (stdio) or
     `llmc servers add NAME --url URL [--header 'K: V']` (remote).
 
-    Prints {"added": NAME, "profile": PATH, "server": {...}}. A name already in the profile is an
+    Prints {"added": NAME, "profile": PROFILE, "path": PATH, "server": {...}}. A name already in the profile is an
     error (exit 3) unless --replace.
     """
     from llmc_cli.config.profile_writer import add_server
@@ -62,27 +61,31 @@ def add(ctx: click.Context, name: str, command: tuple[str, ...], url: str | None
     if created:
         note(f"llmc: created profile {path} from the built-in default")
     note(f"llmc: {'replaced' if replace else 'added'} server {name} in {path}")
-    emit({"added": name, "profile": str(path), "server": _shown(table)})
+    emit({"added": name, **_where(path), "server": _shown(table)})
 
 
 @servers.command("list")
-@FORMAT
+@format_option(*FORMATS, listing=True)
 @click.pass_context
 def list_(ctx: click.Context, fmt: str) -> None:
     """The servers of the profile as saved (${VAR}s unexpanded, literal secrets masked):
-    {"profile": NAME, "path": PATH, "servers": [...]}."""
-    from llmc_cli.config.profiles import load_profile
+    {"profile": NAME, "path": PATH, "servers": [...], "errors": [...]}. An enabled server that
+    cannot be configured now (an unset ${VAR}) is also an entry in `errors`, as every command
+    using it would fail (exit 3 there); the listing itself exits 0."""
+    from llmc_cli.config.profiles import load_profile, usable_specs
 
     loaded = load_profile(_profile_option(ctx))
     rows = [_row(name, server) for name, server in loaded.profile.servers.items()]
-    if fmt == "json":
-        emit({"profile": loaded.name, "path": str(loaded.path) if loaded.path else None, "servers": rows})
-    elif fmt == "table":
-        emit([{"name": r["name"], "kind": r["kind"], "enabled": r["enabled"], "target": _target(r),
-               "description": r.get("description")} for r in rows], "table",
-             columns=["name", "kind", "enabled", "target", "description"])
-    else:
-        emit(rows, fmt)
+    _, unusable = usable_specs(loaded)
+    errors = [{"server": name, **exc.to_json()} for name, exc in unusable.items()]
+    for error in errors:
+        note(f"llmc: {error['message']}")
+    people = [{**r, "target": _target(r), "error": "cannot be configured" if r["name"] in unusable else None}
+              for r in rows]
+    emit_listing("servers", rows, fmt, errors, envelope={"profile": loaded.name,
+                                                         "path": str(loaded.path) if loaded.path else None},
+                 table_rows=people, columns=["name", "kind", "enabled", "target", "description",
+                                             *(["error"] if unusable else [])])
 
 
 @servers.command("show")
@@ -105,14 +108,14 @@ def show(ctx: click.Context, name: str, fmt: str) -> None:
 @click.argument("name", shell_complete=complete_servers)
 @click.pass_context
 def remove(ctx: click.Context, name: str) -> None:
-    """Remove a server from the profile: {"removed": NAME, "profile": PATH}."""
+    """Remove a server from the profile: {"removed": NAME, "profile": PROFILE, "path": PATH}."""
     from llmc_cli.config.profile_writer import remove_server
     from llmc_cli.config.profiles import editable_path
 
     path = editable_path(_profile_option(ctx))
     remove_server(path, name)
     note(f"llmc: removed server {name} from {path}")
-    emit({"removed": name, "profile": str(path)})
+    emit({"removed": name, **_where(path)})
 
 
 @servers.command("enable")
@@ -120,7 +123,7 @@ def remove(ctx: click.Context, name: str) -> None:
 @click.pass_context
 def enable(ctx: click.Context, name: str) -> None:
     """Enable a server: every command uses it again.
-    Prints {"server": NAME, "enabled": true, "changed": BOOL, "profile": PATH}."""
+    Prints {"server": NAME, "enabled": true, "changed": BOOL, "profile": PROFILE, "path": PATH}."""
     _set_enabled(ctx, name, True)
 
 
@@ -129,7 +132,7 @@ def enable(ctx: click.Context, name: str) -> None:
 @click.pass_context
 def disable(ctx: click.Context, name: str) -> None:
     """Disable a server: kept in the profile, used only when named with -s.
-    Prints {"server": NAME, "enabled": false, "changed": BOOL, "profile": PATH}."""
+    Prints {"server": NAME, "enabled": false, "changed": BOOL, "profile": PROFILE, "path": PATH}."""
     _set_enabled(ctx, name, False)
 
 
@@ -141,7 +144,7 @@ def _set_enabled(ctx: click.Context, name: str, enabled: bool) -> None:
     changed = set_server_enabled(path, name, enabled)  # a profile not there yet starts as the built-in default
     verb = "enabled" if enabled else "disabled"
     note(f"llmc: {verb} server {name} in {path}" if changed else f"llmc: server {name} was already {verb}")
-    emit({"server": name, "enabled": enabled, "changed": changed, "profile": str(path)})
+    emit({"server": name, "enabled": enabled, "changed": changed, **_where(path)})
 
 
 @servers.command("import")
@@ -185,7 +188,7 @@ def import_(ctx: click.Context, file: Path, dry_run: bool, replace: bool) -> Non
     verb = "would import" if dry_run else "imported"
     note(f"llmc: {verb} {len(chosen)} of {len(imported.servers)} server(s) into {path}")
     emit({
-        "profile": str(path), "source": imported.source, "dryRun": dry_run,
+        **_where(path), "source": imported.source, "dryRun": dry_run,
         "added": [n for n in chosen if n not in clashes],
         "replaced": [n for n in chosen if n in clashes],
         "skipped": [] if replace else clashes,
@@ -232,6 +235,11 @@ def install(ctx: click.Context, client: str, profile_name: str | None, name: str
 
 def _profile_option(ctx: click.Context) -> str | None:
     return app_of(ctx).profile
+
+
+def _where(path: Path) -> dict[str, str]:
+    """The profile a command edited, as every output names one: its name and its file."""
+    return {"profile": path.stem, "path": str(path)}
 
 
 def _server_table(name: str, command: tuple[str, ...], url: str | None, headers: tuple[str, ...],

@@ -70,7 +70,7 @@ def start(ctx: click.Context, name: str, idle: str, target: Target) -> None:
 
 
 @session.command("list")
-@format_option(*FORMATS)
+@format_option(*FORMATS, listing=True)
 def list_(fmt: str) -> None:
     """Running sessions with their servers, clients and idle time. Stale sockets (a killed
     keeper, a reboot) are removed and reported on stderr."""

@@ -87,7 +87,7 @@ def readable(info: dict[str, Any]) -> str:
     hints = ", ".join(k for k, v in info["hints"].items() if v) or "none"
     lines += ["", f"Effective hints: {hints}", "Policy:"]
     for who, decision in info["policy"].items():
-        lines.append(f"  {_CALLERS.get(who, who)}: {decision['action']} ({decision['rule']}: {decision['reason']})")
+        lines.append(f"  {_CALLERS.get(who, who)}: {decision['decision']} ({decision['rule']}: {decision['reason']})")
     lines += ["", "Example:", f"  {info['example']}"]
     return "\n".join(lines)
 

@@ -33,7 +33,9 @@ def tools() -> None:
 
 
 @tools.command("list")
-@format_option(*FORMATS, *TOOL_FORMATS, help="A listing, or the tools translated for a provider's API.")
+@format_option(*FORMATS, *TOOL_FORMATS, listing=True,
+               help="A listing (default: a table on a terminal, else JSON; LLMC_FORMAT, [output] format), "
+                    "or the tools translated for a provider's API.")
 @STRICT
 @click.option("--all", "show_all", is_flag=True, help="Also the tools the profile's policy denies, marked \"denied\".")
 @click.option("--match", "globs", multiple=True, metavar="GLOB",
@@ -73,7 +75,8 @@ def list_(ctx: click.Context, fmt: str, strict: bool, show_all: bool, globs: tup
     rows = [{"server": t.server, **t.raw, **({"denied": True} if t in denied else {})} for t in found]
     people = [{"server": t.server, "tool": t.name, **({"denied": "yes" if t in denied else ""} if show_all else {}),
                "description": t.description} for t in found]
-    emit_listing("tools", rows, fmt, [f.to_json() for f in failures], table_rows=people)
+    emit_listing("tools", rows, fmt, [f.to_json() for f in failures], table_rows=people,
+                 columns=["server", "tool", *(["denied"] if show_all else []), "description"])
     raise_failures(failures, len(catalog.specs))
 
 
@@ -203,14 +206,15 @@ def export(ctx: click.Context, fmt: str, output: str, strict: bool, target: Targ
         emit(definitions)
         return
     write(output, definitions)  # same atomic JSON writer as lock files
-    emit({"file": output, "format": fmt, "tools": len(found), "warnings": len(result.warnings)})
+    # "warnings" as in every output: the notices themselves (the lines stderr showed), not a count
+    emit({"file": output, "format": fmt, "tools": len(found), "warnings": grouped_warnings(result.warnings)})
 
 
 @tools.command("lint")
 @click.option("--provider", "providers", multiple=True, type=click.Choice(LINT_FORMATS),
               help="Only these providers (repeatable; default: all).")
 @STRICT
-@format_option(*FORMATS)
+@format_option(*FORMATS, listing=True)
 @target_options
 @click.pass_context
 def lint(ctx: click.Context, providers: tuple[str, ...], strict: bool, fmt: str, target: Target) -> None:
@@ -225,7 +229,8 @@ def lint(ctx: click.Context, providers: tuple[str, ...], strict: bool, fmt: str,
     findings += [Finding(tool.qualified_name, f"$.inputSchema.properties.{arg}",
                          "path-like argument that no [policy.args] rule covers", why, "policy")
                  for tool in found for arg, why in policy.uncovered_path_arguments(tool, profile.profile.policy)]
-    emit_listing("findings", [f.to_json() for f in findings], fmt, [f.to_json() for f in failures])
+    emit_listing("findings", [f.to_json() for f in findings], fmt, [f.to_json() for f in failures],
+                 columns=["server", "tool", "target", "path", "what", "why"])
     raise_failures(failures, len(catalog.specs))
     if strict and findings:
         raise ToolFailed(f"{len(findings)} portability finding(s)")

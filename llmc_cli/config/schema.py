@@ -237,6 +237,15 @@ class TelemetryConfig:
 
 
 @dataclass
+class OutputConfig:
+    __pydantic_config__ = _STRICT
+
+    # A listing's format when no --format or LLMC_FORMAT says: auto is a table on a terminal,
+    # JSON when piped; json pins JSON on a terminal too.
+    format: Literal["auto", "json", "jsonl", "table"] = "auto"
+
+
+@dataclass
 class Profile:
     __pydantic_config__ = _STRICT
 
@@ -250,6 +259,7 @@ class Profile:
     serve: ServeConfig = field(default_factory=ServeConfig)
     state: StateConfig = field(default_factory=StateConfig)
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
+    output: OutputConfig = field(default_factory=OutputConfig)
 
     def __post_init__(self) -> None:
         for name in self.servers:
@@ -276,4 +286,5 @@ def from_json(data: dict[str, Any]) -> Profile:
                                  "oauth": data["serve"]["oauth"] and ServeOAuthConfig(**data["serve"]["oauth"])}),
         "state": StateConfig(**data["state"]),
         "telemetry": TelemetryConfig(**data["telemetry"]),
+        "output": OutputConfig(**data["output"]),
     })

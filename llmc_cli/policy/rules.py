@@ -33,7 +33,7 @@ class Decision:
     call_hash: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out = {"action": self.action, "rule": self.rule, "reason": self.reason, "callHash": self.call_hash}
+        out = {"decision": self.action, "rule": self.rule, "reason": self.reason, "callHash": self.call_hash}
         return {k: v for k, v in out.items() if v is not None}
 
 

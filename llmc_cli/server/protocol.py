@@ -44,6 +44,9 @@ class ToolDef:
     output_schema: dict[str, Any] | None = None
     annotations: dict[str, Any] = field(default_factory=dict)
     title: str | None = None
+    # The text blocks of a structured result for people and models (a file's text rather than a
+    # JSON object); None: the structured result serialized as JSON.
+    text: Callable[[Any], list[str]] | None = None
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
@@ -299,8 +302,11 @@ class McpServer:
             return {"content": [{"type": "text", "text": str(exc)}], "isError": True}
         if isinstance(value, str):
             return {"content": [{"type": "text", "text": value}], "isError": False}
-        # Structured results also go out as serialized JSON text, for clients that ignore
-        # structuredContent (tools.mdx, "Structured Content").
+        if tool.text is not None:
+            blocks = [{"type": "text", "text": text} for text in tool.text(value)]
+            return {"content": blocks, "structuredContent": value, "isError": False}
+        # Otherwise structured results also go out as serialized JSON text, for clients that
+        # ignore structuredContent (tools.mdx, "Structured Content").
         text = json.dumps(value, ensure_ascii=False)
         return {"content": [{"type": "text", "text": text}], "structuredContent": value, "isError": False}
 

@@ -138,6 +138,10 @@ def workspace_tools(ws: Workspace) -> list[ToolDef]:
         ]
     if ws.processes_enabled:
         tools += _process_tools(ws)
+    from llmc_cli.server.workspace_text import TEXT
+
+    for tool in tools:
+        tool.text = TEXT[tool.name]
     return tools
 
 def _process_tools(ws: Workspace) -> list[ToolDef]:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable
 
 from llmc_cli.catalog import Catalog
-from llmc_cli.errors import ExitCode, LlmcError
+from llmc_cli.errors import ExitCode, LlmcError, PolicyDenied
 from llmc_cli.model import ToolCall, ToolResult
 from llmc_cli.services.calls import OPEN_CALLS, Authorization, Invocation, authorize, call_tool, record_decisions, write_record
 
@@ -28,6 +28,16 @@ class BatchItem:
     error: LlmcError | None = None
     result: ToolResult | None = None
     duration_ms: float | None = None
+    gave_up: str | None = None  # the outcome of a call that did not run to its end: skipped, internal_error
+
+    @property
+    def status(self) -> str:
+        """What a batch's summary counts it as: ok, denied, skipped or failed."""
+        if self.gave_up == "skipped":
+            return "skipped"
+        if isinstance(self.error, PolicyDenied):
+            return "denied"
+        return "ok" if self.exit_code == ExitCode.OK else "failed"
 
     @property
     def exit_code(self) -> int:
@@ -90,6 +100,7 @@ def _run_batch(catalog: Catalog, invocation: Invocation, trail: AuditSink, items
     def give_up(item: BatchItem, error: LlmcError, outcome: str) -> None:
         """A call that will not run (or whose run broke): its error result and outcome record."""
         item.error = error
+        item.gave_up = outcome
         if OPEN_CALLS.close(authorized[item.index].opened):
             write_record(trail, {**authorized[item.index].base, "event": "outcome", "outcome": outcome,
                            "reason": error.message}, authorized[item.index].masker, before_action=False)

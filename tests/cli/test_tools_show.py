@@ -49,7 +49,7 @@ def test_show_a_workspace_tool_as_json_and_for_people():
     assert info["server"] == "workspace" and info["tool"] == "read_file"
     assert {"name": "offset", "type": "integer", "required": False, "default": 0} in info["arguments"]
     assert info["annotations"]["readOnlyHint"] is True and info["hints"]["readOnly"] is True
-    assert info["policy"]["human"]["action"] == info["policy"]["model"]["action"] == "allow"
+    assert info["policy"]["human"]["decision"] == info["policy"]["model"]["decision"] == "allow"
     assert info["outputSchema"]["type"] == "object"
     assert info["example"] == "llmc call workspace.read_file path=PATH"
     page = llmc("tools", "show", "read_file", "--format", "table")  # a bare name works as in `call`
@@ -70,7 +70,7 @@ def test_the_policy_decision_per_caller(tmp_path: Path):
         proc = llmc("-p", str(profile), "tools", "show", f"sdk.{tool}")
         assert proc.returncode == 0, proc.stderr
         policy = json.loads(proc.stdout)["policy"]
-        decisions[tool] = (policy["human"]["action"], policy["model"]["action"])
+        decisions[tool] = (policy["human"]["decision"], policy["model"]["decision"])
     # add has no annotations: destructive by the spec's defaults, so only a model needs a confirmation
     assert decisions == {"add": ("allow", "confirm"), "echo": ("confirm", "confirm"), "log": ("deny", "deny")}
 

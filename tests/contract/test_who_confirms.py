@@ -49,7 +49,7 @@ def test_who_confirms(isolated_dirs, policy, argv, code):
     assert proc.returncode == code, proc.stdout + proc.stderr
     if argv[0] == "policy":
         out = json.loads(proc.stdout)
-        assert out["action"] == ("allow" if code == 0 else "confirm")
+        assert out["decision"] == ("allow" if code == 0 else "confirm")
         assert out["caller"] == (argv[argv.index("--caller") + 1] if "--caller" in argv else "human")
     elif code == 0:
         line = proc.stdout.splitlines()[0] if "--batch" in argv else proc.stdout

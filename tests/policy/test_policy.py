@@ -103,9 +103,9 @@ def test_confirm_without_a_terminal_yes_and_a_preapproved_hash(isolated_dirs, da
     assert not (data / "reports" / "r.txt").exists()
     assert llmc("call", *args, "--yes").returncode == 0
     check = llmc("policy", "check", *args)
-    assert check.returncode == 4 and json.loads(check.stdout)["action"] == "confirm"
+    assert check.returncode == 4 and json.loads(check.stdout)["decision"] == "confirm"
     approved = json.loads(llmc("policy", "approve", *args, "--write").stdout)
-    assert approved["written"] and approved["hash"].startswith("hmac-sha256:")
+    assert approved["written"] and approved["callHash"].startswith("hmac-sha256:")
     assert llmc("call", *args).returncode == 0  # the exact call, now pre-approved
     other = llmc("call", "fs.write_file", f"path={data}/reports/r.txt", "content=other")
     assert other.returncode == 4  # different arguments, different hash

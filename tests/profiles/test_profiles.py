@@ -211,7 +211,7 @@ def test_servers_add_on_an_empty_config_writes_the_default_profile_first(config:
     assert data["servers"]["sdk"] == {"command": SDK_PY, "args": [SDK_SCRIPT], "env": {"DEBUG": "1"},
                                       "cwd": "/tmp", "description": "d"}
     assert stat.S_IMODE(path.stat().st_mode) == 0o600  # a new profile is private
-    assert run.json() == {"added": "sdk", "profile": str(path), "server": data["servers"]["sdk"]}
+    assert run.json() == {"added": "sdk", "profile": "default", "path": str(path), "server": data["servers"]["sdk"]}
 
 
 @pytest.mark.parametrize("argv, message", [

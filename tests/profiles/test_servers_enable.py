@@ -34,7 +34,8 @@ def test_disable_then_enable(profile: Path):
     assert servers_listed() == {"sdk"}
     proc = llmc("servers", "disable", "sdk")
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == {"server": "sdk", "enabled": False, "changed": True, "profile": str(profile)}
+    assert json.loads(proc.stdout) == {"server": "sdk", "enabled": False, "changed": True, "profile": profile.stem,
+                                       "path": str(profile)}
     saved = tomllib.loads(profile.read_text())
     assert saved["servers"]["sdk"]["enabled"] is False and saved["servers"]["sdk"]["timeout"] == 30
     assert saved["policy"] == {"deny": ["sdk.log"]} and profile.stat().st_mode & 0o777 == 0o640
@@ -62,5 +63,5 @@ def test_an_unknown_server_is_named_with_a_suggestion_and_nothing_changes(profil
 def test_disabling_on_a_new_config_writes_the_builtin_default_first(isolated_dirs: Path):
     proc = llmc("servers", "disable", "workspace")
     assert proc.returncode == 0, proc.stderr
-    path = Path(json.loads(proc.stdout)["profile"])
+    path = Path(json.loads(proc.stdout)["path"])
     assert tomllib.loads(path.read_text())["servers"]["workspace"]["enabled"] is False

@@ -87,8 +87,8 @@ def test_initialize_negotiates_a_legacy_version(wire: Wire, asked: str, agreed: 
     assert "resultType" not in tools and {t["name"] for t in tools["tools"]} >= {"read_file", "get_config"}
     conforms("2025-11-25", "ListToolsResult", tools)
     call = wire.request("tools/call", {"name": "read_file", "arguments": {"path": "a.txt"}})["result"]
-    assert call["structuredContent"]["content"] == "hello\n" and json.loads(call["content"][0]["text"]) == \
-        call["structuredContent"]
+    assert call["structuredContent"]["content"] == "hello\n" and call["content"] == \
+        [{"type": "text", "text": "hello\n"}]
     conforms("2025-11-25", "CallToolResult", call)
     assert wire.request("ping")["result"] == {}
 

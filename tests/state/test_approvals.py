@@ -28,7 +28,7 @@ def test_an_approval_in_the_database_holds_on_every_machine(isolated_dirs: Path,
 
     approved = llmc("policy", "approve", *CALL, "--write")
     assert approved.returncode == 0, approved.stderr
-    digest = json.loads(approved.stdout)["hash"]
+    digest = json.loads(approved.stdout)["callHash"]
     assert json.loads(approved.stdout)["written"] is True and "PostgreSQL database 127.0.0.1:" in approved.stderr
     assert profile.read_text() == before  # recorded in the database, not the profile
     assert llmc("policy", "approve", *CALL, "--write").returncode == 0  # twice is one approval

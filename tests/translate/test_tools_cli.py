@@ -48,6 +48,11 @@ def test_export_writes_the_file_atomically(tmp_path):
     assert proc.returncode == 0 and json.loads(proc.stdout)["tools"] > 5
     assert all("input_schema" in t for t in json.loads(out.read_text()))
     assert list(out.parent.iterdir()) == [out]
+    # "warnings" is what every output's "warnings" is: the notices (as stderr showed them), not a count
+    legacy = llmc("tools", "export", "--format", "gemini-legacy", "-o", str(tmp_path / "g.json"), "--stdio",
+                  node_tool("mcp-server-everything"))
+    warnings = json.loads(legacy.stdout)["warnings"]
+    assert warnings and all(isinstance(w, str) and f"llmc: warning: {w}" in legacy.stderr for w in warnings)
 
 
 def test_lint_reports_per_provider():
