@@ -240,9 +240,17 @@ class Toolbox:
 
         def one(server: str) -> list[dict[str, Any]]:
             session = upstreams.session(server)
-            if capability not in (session.capabilities or {}):
+            # Capabilities unknown (a connection that skipped discovery, its era known): asked,
+            # and "method not found" means none, as Catalog.list_offered does.
+            if session.capabilities and capability not in session.capabilities:
                 return []
-            items = services.visible_items(upstreams, self.profile, method, server, session.list_all(method, key))
+            try:
+                listed = session.list_all(method, key)
+            except RpcError as exc:
+                if exc.code != jsonrpc.METHOD_NOT_FOUND:
+                    raise
+                return []
+            items = services.visible_items(upstreams, self.profile, method, server, listed)
             return [{**item, field: self.expose(server, str(item.get(field, "")))} for item in items]
 
         per_server, failures = upstreams.each(one)
