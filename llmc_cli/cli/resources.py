@@ -75,11 +75,7 @@ def resources_read(ctx: click.Context, uri: str, target: Target) -> None:
 
     catalog, profile = open_catalog(ctx, target, warm=False)  # only the one server starts
     with catalog:
-        server, _, rest = uri.partition(":")
-        if server in catalog.specs and rest and not rest.startswith("//"):
-            uri = rest
-        else:
-            server = _only_server(catalog)
+        server, uri = read_target(catalog, "resource", uri)
         invocation = services.Invocation(profile=profile, command="resources read", caller="human")
         result = services.read(catalog, invocation, services.Read(server, "resource", uri))
     emit({"server": server, **result})
@@ -112,9 +108,7 @@ def prompts_get(ctx: click.Context, name: str, pairs: tuple[str, ...], target: T
 
     catalog, profile = open_catalog(ctx, target, warm=False)  # only the one server starts
     with catalog:
-        server, dot, rest = name.partition(".")
-        if not (dot and server in catalog.specs):
-            server, rest = _only_server(catalog), name
+        server, rest = read_target(catalog, "prompt", name)
         arguments = {k: str(v) for k, v in parse_pairs(pairs, None).items()}  # prompt arguments are strings
         invocation = services.Invocation(profile=profile, command="prompts get", caller="human")
         result = services.read(catalog, invocation, services.Read(server, "prompt", rest, arguments))
@@ -145,9 +139,16 @@ def ping(ctx: click.Context, fmt: str, target: Target) -> None:
     return_rows(list(results.values()), failures, fmt, "servers", len(catalog.specs))
 
 
-def _only_server(catalog: "Catalog") -> str:
+def read_target(catalog: "Catalog", kind: str, name: str) -> tuple[str, str]:
+    """(server, URI or prompt name) of SERVER:URI (kind "resource") or SERVER.NAME ("prompt"), or
+    of a bare URI or name when one server is targeted."""
     from llmc_cli.errors import UsageError
 
+    separator = ":" if kind == "resource" else "."
+    server, found, rest = name.partition(separator)
+    if found and server in catalog.specs and (kind == "prompt" or (rest and not rest.startswith("//"))):
+        return server, rest
     if len(catalog.specs) != 1:
-        raise UsageError(f"name the server: SERVER.NAME (servers: {', '.join(catalog.specs)})")
-    return next(iter(catalog.specs))
+        raise UsageError(f"name the server: SERVER{separator}{'URI' if kind == 'resource' else 'NAME'} "
+                         f"(servers: {', '.join(catalog.specs)})")
+    return next(iter(catalog.specs)), name

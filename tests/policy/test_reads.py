@@ -202,3 +202,19 @@ def test_reads_count_against_the_rate_limits(isolated_dirs: Path) -> None:
     limited = llmc_in_process("prompts", "get", "lib.summarize", "topic=x")
     assert limited.returncode == 4 and "rate limit" in limited.stderr
     assert audit(isolated_dirs)[-1]["outcome"] == "denied"
+
+
+def test_policy_check_explains_a_read_without_reading(isolated_dirs: Path) -> None:
+    library_profile(isolated_dirs, '[policy]\ndeny = ["kb.*"]\n\n[policy.prompts]\nallow = ["lib.summarize"]')
+    denied = llmc_in_process("policy", "check", "--resource", "kb:lib://public/readme")
+    assert denied.returncode == 4
+    assert denied.json() == {"profile": "default", "server": "kb", "resource": "lib://public/readme", "caller": "human",
+                             "action": "deny", "rule": "deny: kb.*",
+                             "reason": "server kb is denied as a whole by tool pattern 'kb.*'"}
+    allowed = llmc_in_process("policy", "check", "--prompt", "lib.summarize", "topic=x")
+    assert allowed.returncode == 0
+    assert allowed.json()["arguments"] == {"topic": "x"} and allowed.json()["rule"] == "prompts.allow: lib.summarize"
+    listed_only = llmc_in_process("policy", "check", "--prompt", "lib.login")
+    assert listed_only.returncode == 4 and listed_only.json()["rule"] == "prompts.default: deny"
+    assert llmc_in_process("policy", "check", "--resource", "lib:lib://x", "a=b").returncode == 2
+    assert audit(isolated_dirs) == []  # a check reads nothing and records nothing
