@@ -1,4 +1,5 @@
-"""`llmc policy check|approve`: explain a decision without running the tool; pre-approve a call."""
+"""`llmc policy check|approve`: explain a decision without running the tool (or reading the
+resource, getting the prompt); pre-approve a call."""
 
 from __future__ import annotations
 
@@ -59,16 +60,48 @@ def _with_args(func: Any) -> Any:
 @click.option("--caller", type=click.Choice(["human", "model"]), default="human", show_default=True,
               help="Who makes the call: a person's `llmc call`, or a model's (`ask`), which "
                    "confirm_destructive also guards.")
+@click.option("--resource", "what", flag_value="resource",
+              help="TOOL is a resource to read: SERVER:URI, as `resources read` takes it ([policy.resources]).")
+@click.option("--prompt", "what", flag_value="prompt",
+              help="TOOL is a prompt to get: SERVER.NAME, as `prompts get` takes it ([policy.prompts]).")
 @format_option("json", "table", help="json: one document; table: one row for people.")
 @target_options
 @click.pass_context
 def check(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str | None, caller: str,
-          fmt: str, target: Target) -> None:
-    """The decision for a call, and why, without running it (JSON). Exit 4 unless allowed."""
+          what: str | None, fmt: str, target: Target) -> None:
+    """The decision for a call (or, with --resource or --prompt, a read), and why, without running
+    it (JSON). Exit 4 unless allowed."""
+    if what is not None:
+        _check_read(ctx, what, tool, pairs, json_args, caller, target)
+        return
     profile, call, (decision, hints) = _decide(ctx, tool, pairs, json_args, target, caller)
     emit({"profile": profile.name, "server": call.server, "tool": call.tool, "arguments": call.arguments,
           "caller": caller, **decision.to_json(), "hints": hints}, fmt,
          columns=["server", "tool", "caller", "decision", "rule", "reason"] if fmt == "table" else None)
+    if decision.action != "allow":
+        ctx.exit(ExitCode.DENIED)
+
+
+def _check_read(ctx: click.Context, what: str, name: str, pairs: tuple[str, ...], json_args: str | None,
+                caller: str, target: Target) -> None:
+    """`policy check --resource|--prompt`: the decision services.read would take (policy.decide_read)."""
+    from llmc_cli import policy as rules
+    from llmc_cli import services
+    from llmc_cli.cli.common import open_catalog
+    from llmc_cli.cli.resources import read_target
+
+    if what == "resource" and (pairs or json_args):
+        raise UsageError("a resource read takes no arguments")
+    arguments = parse_json_option(json_args) if json_args else parse_pairs(pairs, None)
+    catalog, profile = open_catalog(ctx, target, warm=False)
+    with catalog:
+        server, rest = read_target(catalog, what, name)
+        decision = rules.decide_read(what, server, rest, profile.profile.policy,  # type: ignore[arg-type]
+                                     lambda: services.server_tools(catalog, server))
+    out: dict[str, Any] = {"profile": profile.name, "server": server, what: rest}
+    if what == "prompt":
+        out["arguments"] = {k: str(v) for k, v in arguments.items()}
+    emit({**out, "caller": caller, **{k: v for k, v in decision.to_json().items() if k != "callHash"}})
     if decision.action != "allow":
         ctx.exit(ExitCode.DENIED)
 

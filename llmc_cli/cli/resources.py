@@ -25,12 +25,14 @@ COLUMNS = {"resources": ["server", "name", "uri", "mimeType", "description"],
 
 
 def _gather(ctx: click.Context, target: Target, fmt: str, method: str, key: str, capability: str) -> None:
-    """A listing across servers; a server without the capability is skipped, not failed."""
+    """A listing across servers, without what the profile's policy denies; a server without the
+    capability is skipped, not failed."""
+    from llmc_cli import services
     from llmc_cli.cli.common import open_catalog
 
-    catalog, _ = open_catalog(ctx, target)
+    catalog, profile = open_catalog(ctx, target)
     with catalog:
-        per_server, skipped, failures = catalog.list_offered(method, key, capability)
+        per_server, skipped, failures = services.visible_offered(catalog, profile, method, capability)
     if app_of(ctx).verbose:
         for server in skipped:
             note(f"llmc: {server} offers no {capability}: skipped")
@@ -72,17 +74,16 @@ def resources_templates(ctx: click.Context, fmt: str, target: Target) -> None:
 @target_options
 @click.pass_context
 def resources_read(ctx: click.Context, uri: str, target: Target) -> None:
-    """Read one resource (SERVER:URI or a URI when one server is targeted)."""
+    """Read one resource (SERVER:URI or a URI when one server is targeted), under the profile's
+    policy ([policy.resources]; exit 4 when denied) and audited."""
+    from llmc_cli import services
     from llmc_cli.cli.common import open_catalog
 
-    catalog, _ = open_catalog(ctx, target, warm=False)  # only the one server starts
+    catalog, profile = open_catalog(ctx, target, warm=False)  # only the one server starts
     with catalog:
-        server, _, rest = uri.partition(":")
-        if server in catalog.specs and rest and not rest.startswith("//"):
-            uri = rest
-        else:
-            server = _only_server(catalog)
-        result = catalog.session(server).request("resources/read", {"uri": uri})
+        server, uri = read_target(catalog, "resource", uri)
+        invocation = services.Invocation(profile=profile, command="resources read", caller="human")
+        result = services.read(catalog, invocation, services.Read(server, "resource", uri))
     emit({"server": server, **result})
 
 
@@ -106,16 +107,17 @@ def prompts_list(ctx: click.Context, fmt: str, target: Target) -> None:
 @target_options
 @click.pass_context
 def prompts_get(ctx: click.Context, name: str, pairs: tuple[str, ...], target: Target) -> None:
-    """Get one prompt (SERVER.NAME, or NAME when one server is targeted) with its arguments."""
+    """Get one prompt (SERVER.NAME, or NAME when one server is targeted) with its arguments, under
+    the profile's policy ([policy.prompts]; exit 4 when denied) and audited."""
+    from llmc_cli import services
     from llmc_cli.cli.common import open_catalog
 
-    catalog, _ = open_catalog(ctx, target, warm=False)  # only the one server starts
+    catalog, profile = open_catalog(ctx, target, warm=False)  # only the one server starts
     with catalog:
-        server, dot, rest = name.partition(".")
-        if not (dot and server in catalog.specs):
-            server, rest = _only_server(catalog), name
+        server, rest = read_target(catalog, "prompt", name)
         arguments = {k: str(v) for k, v in parse_pairs(pairs, None).items()}  # prompt arguments are strings
-        result = catalog.session(server).request("prompts/get", {"name": rest, "arguments": arguments})
+        invocation = services.Invocation(profile=profile, command="prompts get", caller="human")
+        result = services.read(catalog, invocation, services.Read(server, "prompt", rest, arguments))
     emit({"server": server, **result})
 
 
@@ -147,9 +149,16 @@ def ping(ctx: click.Context, fmt: str, target: Target) -> None:
                 ["server", "serverInfo", "protocolVersion", "era", "connectMs", "pingMs"], people)
 
 
-def _only_server(catalog: "Catalog") -> str:
+def read_target(catalog: "Catalog", kind: str, name: str) -> tuple[str, str]:
+    """(server, URI or prompt name) of SERVER:URI (kind "resource") or SERVER.NAME ("prompt"), or
+    of a bare URI or name when one server is targeted."""
     from llmc_cli.errors import UsageError
 
+    separator = ":" if kind == "resource" else "."
+    server, found, rest = name.partition(separator)
+    if found and server in catalog.specs and (kind == "prompt" or (rest and not rest.startswith("//"))):
+        return server, rest
     if len(catalog.specs) != 1:
-        raise UsageError(f"name the server: SERVER.NAME (servers: {', '.join(catalog.specs)})")
-    return next(iter(catalog.specs))
+        raise UsageError(f"name the server: SERVER{separator}{'URI' if kind == 'resource' else 'NAME'} "
+                         f"(servers: {', '.join(catalog.specs)})")
+    return next(iter(catalog.specs)), name

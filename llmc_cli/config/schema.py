@@ -8,6 +8,7 @@ security policy must never be silently ignored).
 
     [servers.NAME]                 # one table per MCP server: command | url | builtin
     [policy]                       # least privilege: allow/deny, read-only, confirm, args, rates
+    [policy.resources]             # ...and which resources and prompts may be read ([policy.prompts])
     [llm]                          # which model `llmc ask` talks to
     [serve]                        # the gateway over HTTP: principals (inbound tokens), origins, hosts
 
@@ -117,6 +118,21 @@ class ToolHints:
 
 
 @dataclass
+class ReadRules:
+    """`[policy.resources]` (globs over `server.URI`) or `[policy.prompts]` (over `server.NAME`):
+    what a profile may read with resources/read (and see in resources/list and
+    resources/templates/list) or get with prompts/get (and see in prompts/list). Deny wins;
+    unset `default`: deny when `allow` lists anything, else what the tool rules say of the server
+    (policy/rules.py decide_read)."""
+
+    __pydantic_config__ = _STRICT
+
+    default: Literal["allow", "deny"] | None = None
+    allow: list[str] = field(default_factory=list)
+    deny: list[str] = field(default_factory=list)
+
+
+@dataclass
 class PolicyConfig:
     __pydantic_config__ = _STRICT
 
@@ -131,6 +147,8 @@ class PolicyConfig:
     args: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # tool glob -> arg -> globs
     calls_per_minute: int | None = field(default=None, metadata=_POSITIVE)
     tool_calls_per_minute: dict[str, int] = field(default_factory=dict)  # tool glob -> limit
+    resources: ReadRules = field(default_factory=ReadRules)  # resources/read, resource listings
+    prompts: ReadRules = field(default_factory=ReadRules)  # prompts/get, prompts/list
 
 
 @dataclass
@@ -279,7 +297,9 @@ def from_json(data: dict[str, Any]) -> Profile:
         **data,
         "servers": {name: ServerConfig(**{**server, "oauth": server["oauth"] and OAuthConfig(**server["oauth"])})
                     for name, server in data["servers"].items()},
-        "policy": PolicyConfig(**{**policy, "hints": {glob: ToolHints(**h) for glob, h in policy["hints"].items()}}),
+        "policy": PolicyConfig(**{**policy, "hints": {glob: ToolHints(**h) for glob, h in policy["hints"].items()},
+                                  "resources": ReadRules(**policy["resources"]),
+                                  "prompts": ReadRules(**policy["prompts"])}),
         "llm": LlmConfig(**data["llm"]),
         "serve": ServeConfig(**{**data["serve"], "principals": {name: PrincipalConfig(**p) for name, p in
                                                                 data["serve"]["principals"].items()},

@@ -2,7 +2,7 @@
 pagination, cancellation, requests to the client) with the toolbox's methods behind it.
 
 Every tools/call goes through services.call_tool (policy, audit with the host's identity, rate
-limits, argument rules, the lock). The caller behind a host is a model, so confirmations apply:
+limits, argument rules, the lock); every resources/read and prompts/get through services.read. The caller behind a host is a model, so confirmations apply:
 the host's user is asked by elicitation when the host can be asked (initialize era: a request
 on the connection; 2026-07-28: an input_required result the host answers by retrying), and
 otherwise the call is refused with a tool error that says how to pre-approve it.
@@ -20,12 +20,14 @@ from llmc_cli.gateway.listening import Subscriptions
 from llmc_cli.gateway.toolbox import HostCall, Toolbox, own_result
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.model import ToolCall
+from llmc_cli.services.calls import Read
 from llmc_cli.mcp.versions import META_PREFIX as META
 from llmc_cli.mcp.workers import shared
 from llmc_cli.server.protocol import McpServer, RequestError, Send
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
+    from llmc_cli.policy import ReadKind
 
 PAGE_SIZE = 100
 CONFIRM_KEY = "confirm"  # the input request's key in a 2026-07-28 input_required result
@@ -123,18 +125,19 @@ class GatewayConnection(McpServer):
                                            params),
                                  modern)
         if method == "resources/read":
-            server, uri = self.route(params.get("uri"), "resource")
-            result = self._upstream_request(method, server, {"uri": uri})
+            server, uri = self.route(params.get("uri"), "resource", modern)
+            result = self._read(Read(server, "resource", uri), params, modern)
             contents = result.get("contents")
             if isinstance(contents, list):
                 result["contents"] = [{**c, "uri": toolbox.expose(server, str(c.get("uri", "")))}
                                       if isinstance(c, dict) else c for c in contents]
             return self._listing(result, modern)  # cacheable in 2026-07-28, like the lists
         if method == "prompts/get":
-            server, name = self.route(params.get("name"), "prompt")
-            arguments = params.get("arguments")
-            return self._upstream_request(method, server, {"name": name, **({"arguments": arguments}
-                                                                            if isinstance(arguments, dict) else {})})
+            server, name = self.route(params.get("name"), "prompt", modern)
+            arguments = params.get("arguments") or {}
+            if not (isinstance(arguments, dict) and all(isinstance(v, str) for v in arguments.values())):
+                raise RequestError(jsonrpc.INVALID_PARAMS, "prompts/get arguments must be an object of strings")
+            return self._read(Read(server, "prompt", name, dict(arguments)), params, modern)
         if method in ("resources/subscribe", "resources/unsubscribe") and not modern:
             return self.subscriptions.subscribe(method, params)  # 2026-07-28: subscriptions/listen
         if method == "completion/complete":
@@ -169,13 +172,44 @@ class GatewayConnection(McpServer):
         tools = [self.toolbox.describe(t) for t in self.toolbox.tools()]
         return self._listing(self.page("tools", tools, params), modern)
 
-    def route(self, name: Any, what: str) -> tuple[str, str]:
+    def route(self, name: Any, what: str, modern: str | None = None) -> tuple[str, str]:
         """A namespaced name -> (server, its name there); RequestError for an unknown one."""
         route = self.toolbox.route(name)
         if route is None:
-            raise RequestError(jsonrpc.RESOURCE_NOT_FOUND if what == "resource" else jsonrpc.INVALID_PARAMS,
-                               f"Unknown {what}: {name}")
+            raise _unknown(what, name, modern)
         return route
+
+    def readable_route(self, name: Any, kind: ReadKind, modern: str | None = None) -> tuple[str, str]:
+        """route(), and the same error for what the policy hides (what a read of it would be refused)."""
+        what = "prompt" if kind == "prompt" else "resource"
+        server, rest = self.route(name, what, modern)
+        if not self.toolbox.readable(kind, server, rest, self.upstreams):
+            raise _unknown(what, name, modern)
+        return server, rest
+
+    def _read(self, request: Read, params: dict[str, Any], modern: str | None) -> dict[str, Any]:
+        """A host's resources/read or prompts/get, through services.read (policy, audit with the
+        host's identity, rate limits). What the policy denies is answered as what does not exist:
+        the spec's error for an unknown resource or prompt, as for a name no server has."""
+        from llmc_cli import services
+
+        toolbox = self.toolbox
+        invocation = services.Invocation(profile=toolbox.profile, command="serve", caller="model",
+                                         client=self.host_identity(params, modern), audit=toolbox.audit,
+                                         environment_secrets=toolbox.secrets)
+        toolbox.revive(request.server, self.upstreams)
+        try:
+            return own_result(services.read(self.upstreams, invocation, request))
+        except PolicyDenied as exc:
+            if exc.details.get("retryAfter") is not None:  # a rate limit: the host may try again later
+                raise RequestError(jsonrpc.INTERNAL_ERROR, exc.message, {"retryAfter": exc.details["retryAfter"]}) from None
+            if exc.details.get("rule") == "invalid_text":
+                raise RequestError(jsonrpc.INVALID_PARAMS, exc.message) from None
+            raise _unknown(request.kind, toolbox.expose(request.server, request.name), modern) from None
+        except RpcError as exc:  # the upstream refused the request itself: the host hears the same
+            raise RequestError(exc.code or jsonrpc.INTERNAL_ERROR, exc.message, exc.data) from None
+        except LlmcError as exc:
+            raise RequestError(jsonrpc.INTERNAL_ERROR, exc.message) from None
 
     def _upstream_request(self, method: str, server: str, params: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -190,7 +224,7 @@ class GatewayConnection(McpServer):
         if not isinstance(ref, dict):
             raise RequestError(jsonrpc.INVALID_PARAMS, "completion/complete needs a ref")
         field = "uri" if ref.get("type") == "ref/resource" else "name"
-        server, rest = self.route(ref.get(field), "prompt" if field == "name" else "resource")
+        server, rest = self.readable_route(ref.get(field), "prompt" if field == "name" else "template")
         forwarded = {k: v for k, v in params.items() if k in ("argument", "context")}
         return self._upstream_request("completion/complete", server, {**forwarded, "ref": {**ref, field: rest}})
 
@@ -314,6 +348,15 @@ class GatewayConnection(McpServer):
                     self.upstreams.session(server).cancel(token, str(params.get("reason") or "cancelled by the host"))
                 except LlmcError:
                     pass
+
+
+def _unknown(what: str, name: Any, modern: str | None) -> RequestError:
+    """The spec's error for a resource or prompt that does not exist (or that the policy hides):
+    a resource's is -32002 before 2026-07-28 and -32602 since, with the URI as data."""
+    if what == "resource":
+        return RequestError(jsonrpc.INVALID_PARAMS if modern else jsonrpc.RESOURCE_NOT_FOUND,
+                            f"Resource not found: {name}", {"uri": name})
+    return RequestError(jsonrpc.INVALID_PARAMS, f"Unknown {what}: {name}")
 
 
 def _tool_error(text: str) -> dict[str, Any]:

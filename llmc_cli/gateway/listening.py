@@ -45,8 +45,11 @@ class Subscriptions:
 
     def subscribe(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """resources/(un)subscribe; updates reach the connection's channel."""
-        route = self.connection.route(params.get("uri"), "resource")
         toolbox = self.connection.toolbox
+        if method == "resources/subscribe":  # what the policy hides cannot be watched either
+            route = self.connection.readable_route(params.get("uri"), "resource")
+        else:
+            route = self.connection.route(params.get("uri"), "resource")
         try:
             if method == "resources/subscribe":
                 toolbox.subscribe(self.connection, *route)
@@ -73,8 +76,8 @@ class Subscriptions:
             honored["resourceSubscriptions"] = []
             for uri in uris:
                 route = self.connection.toolbox.route(uri)
-                if route is None:
-                    continue
+                if route is None or not self.connection.toolbox.readable("resource", *route, self.connection.upstreams):
+                    continue  # unknown, or hidden by the policy: not honoured
                 try:
                     self.connection.toolbox.subscribe(self.connection, *route)
                 except LlmcError:

@@ -5,7 +5,8 @@ Names are `SERVER.NAME` for tools and prompts and `SERVER.URI` for resources and
 server names contain no dot (config/schema.py), so the first dot splits them back, and a name
 does not change when another server is added or removed. A profile of exactly one server may
 say `[serve] bare_names = true`: its names are then presented as the server gives them. Tools the
-policy hides and tools that drifted from the profile's lock are left out of the listing.
+policy hides and tools that drifted from the profile's lock are left out of the listing; so are
+resources, templates and prompts the policy's [policy.resources]/[policy.prompts] deny.
 
 Messages an upstream sends while a host's call runs (progress, logs, elicitation, sampling,
 roots) go to the host whose call they belong to, never to another: each upstream call carries a
@@ -41,6 +42,7 @@ from llmc_cli.model import Tool, ToolCall
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
+    from llmc_cli.policy import ReadKind
     from llmc_cli.gateway.connection import GatewayConnection  # it imports this module
 
 Send = Callable[[dict[str, Any]], None]
@@ -254,17 +256,39 @@ class Toolbox:
     # -- resources, templates, prompts -------------------------------------------------------------
 
     def gather(self, method: str, key: str, field: str, capability: str, upstreams: Catalog) -> list[dict[str, Any]]:
-        """Every server's items of a list method (all pages), their `field` namespaced."""
+        """Every server's items of a list method (all pages) that the policy lets hosts read, their
+        `field` namespaced."""
+        from llmc_cli import services
+
         def one(server: str) -> list[dict[str, Any]]:
             session = upstreams.session(server)
-            if capability not in (session.capabilities or {}):
+            # Capabilities unknown (a connection that skipped discovery, its era known): asked,
+            # and "method not found" means none, as Catalog.list_offered does.
+            if session.capabilities and capability not in session.capabilities:
                 return []
-            return [{**item, field: self.expose(server, str(item.get(field, "")))}
-                    for item in session.list_all(method, key)]
+            try:
+                listed = session.list_all(method, key)
+            except RpcError as exc:
+                if exc.code != jsonrpc.METHOD_NOT_FOUND:
+                    raise
+                return []
+            items = services.visible_items(upstreams, self.profile, method, server, listed)
+            return [{**item, field: self.expose(server, str(item.get(field, "")))} for item in items]
 
         per_server, failures = upstreams.each(one)
         self._report(failures)
         return [item for server in self.catalog.specs for item in per_server.get(server, [])]
+
+    def readable(self, kind: ReadKind, server: str, name: str, upstreams: Catalog) -> bool:
+        """Whether the policy lets hosts read this resource (see this template) or get this prompt:
+        services.read's judge, asked where no read follows (completions, subscriptions)."""
+        from llmc_cli import policy, services
+
+        try:
+            return policy.decide_read(kind, server, name, self.profile.profile.policy,
+                                      lambda: services.server_tools(upstreams, server)).action == "allow"
+        except LlmcError:  # the server's tools, needed to judge, cannot be listed
+            return False
 
     def forward(self, method: str, server: str, params: dict[str, Any], upstreams: Catalog) -> dict[str, Any]:
         """A request for one server's resource, prompt or completion; RpcError as the server said."""

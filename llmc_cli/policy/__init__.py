@@ -14,6 +14,9 @@ Configured in the profile's [policy] table (config/schema.py PolicyConfig):
   denied file cannot be reached by spelling it differently, relative paths start at the
   server's working directory (unknown: refused).
 - `calls_per_minute` and `tool_calls_per_minute`: enforced across processes (state dir + lock).
+- `resources` and `prompts` ([policy.resources], [policy.prompts]): allow/deny globs over
+  `server.URI` and `server.NAME`, judged by decide_read for reads and listings alike; a server
+  whose tools the tool rules close entirely is closed for its resources and prompts too.
 
 The package: rules.py (decide, visibility, hints), paths.py (paths as the kernel resolves them,
 path globs), approval.py (the keyed call hash), rate.py (per-minute limits), lint.py (path-like
@@ -30,8 +33,8 @@ _WHERE = {name: module for module, names in {
     "llmc_cli.policy.lint": "PATH_FORMATS PATH_WORDS uncovered_path_arguments",
     "llmc_cli.policy.paths": "MAX_NESTING MAX_SYMLINKS PathRefused glob_patterns touched_paths",
     "llmc_cli.policy.rate": "WINDOW_SECONDS acquire_rate",
-    "llmc_cli.policy.rules": ("HUMAN MODEL SPEC_DEFAULT_HINTS Caller Decision decide effective_hints glob_match "
-                              "is_read_only visible"),
+    "llmc_cli.policy.rules": ("HUMAN MODEL SPEC_DEFAULT_HINTS Caller Decision ReadKind decide decide_read effective_hints "
+                              "glob_match is_read_only visible whole_server_denial"),
 }.items() for name in names.split()}
 
 if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its module, on first use
@@ -39,8 +42,9 @@ if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its modul
     from llmc_cli.policy.lint import PATH_FORMATS, PATH_WORDS, uncovered_path_arguments
     from llmc_cli.policy.paths import MAX_NESTING, MAX_SYMLINKS, PathRefused, glob_patterns, touched_paths
     from llmc_cli.policy.rate import WINDOW_SECONDS, acquire_rate
-    from llmc_cli.policy.rules import (HUMAN, MODEL, SPEC_DEFAULT_HINTS, Caller, Decision, decide, effective_hints,
-                                       glob_match, is_read_only, visible)
+    from llmc_cli.policy.rules import (HUMAN, MODEL, SPEC_DEFAULT_HINTS, Caller, Decision, ReadKind, decide,
+                                       decide_read, effective_hints, glob_match, is_read_only, visible,
+                                       whole_server_denial)
 else:
     __getattr__ = lazy_names(__name__, globals(), _WHERE)
 
@@ -48,4 +52,5 @@ else:
 __all__ = ["APPROVAL_KEY_ENV", "APPROVAL_KEY_MIN_CHARS", "approval_key", "call_hash", "PATH_FORMATS", "PATH_WORDS",
            "uncovered_path_arguments", "MAX_NESTING", "MAX_SYMLINKS", "PathRefused", "glob_patterns",
            "touched_paths", "WINDOW_SECONDS", "acquire_rate", "HUMAN", "MODEL", "SPEC_DEFAULT_HINTS", "Caller",
-           "Decision", "decide", "effective_hints", "glob_match", "is_read_only", "visible"]
+           "Decision", "ReadKind", "decide", "decide_read", "effective_hints", "glob_match", "is_read_only",
+           "visible", "whole_server_denial"]

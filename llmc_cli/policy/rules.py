@@ -1,5 +1,6 @@
 """The decision on one call: decide(call) -> allow | deny | confirm, with the rule behind it; which
-tools a profile may see; effective hints."""
+tools a profile may see; effective hints; the decision on reading a resource or getting a prompt
+(decide_read), which is also what listings show of them."""
 
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ if TYPE_CHECKING:
 Caller = Literal["human", "model"]
 HUMAN: Caller = "human"
 MODEL: Caller = "model"
+# What decide_read judges: a resource by its URI, a resource template by its uriTemplate (listings
+# only: a read names a URI), a prompt by its name.
+ReadKind = Literal["resource", "template", "prompt"]
 
 SPEC_DEFAULT_HINTS = {"readOnly": False, "destructive": True, "idempotent": False, "openWorld": True}
 
@@ -159,3 +163,69 @@ def _access(qualified: str, tool: Tool | None, config: PolicyConfig) -> Decision
 def glob_match(pattern: str, text: str) -> bool:
     """Tool globs over `server.tool` (fnmatch). Path globs go through glob_patterns."""
     return fnmatch.fnmatchcase(text, pattern)
+
+
+def decide_read(kind: ReadKind, server: str, name: str, config: PolicyConfig,
+                tools: Callable[[], list[Tool]] | None = None) -> Decision:
+    """May this profile read this resource (see this template) or get this prompt? One answer for
+    the read and for the listings: what is denied is also absent from resources/list,
+    resources/templates/list and prompts/list. Reads are reads: `read_only` does not deny them,
+    `confirm` patterns do not apply. In order, judged on `server.URI` (`server.NAME`):
+    1. a tool deny pattern that covers the whole server (`server.*`, `*`) denies its resources
+       and prompts too, whatever [policy.resources]/[policy.prompts] say;
+    2. their `deny` globs, then their `allow` globs;
+    3. their `default`; unset, deny when `allow` lists anything (an allow list means "only these");
+    4. else what the tool rules say of the server: closed, and so denied, when `default = "deny"`
+       and no allow pattern names the server, or when the server has tools and the deny/allow
+       rules hide every one (read_only aside); open otherwise (a server without tools too).
+    `tools`: the server's tools, asked only for step 4 when a tool rule could close the server."""
+    qualified = f"{server}.{name}"
+    whole = whole_server_denial(server, config)
+    if whole:
+        return Decision("deny", f"deny: {whole}", f"server {server} is denied as a whole by tool pattern {whole!r}")
+    section = "prompts" if kind == "prompt" else "resources"
+    rules = config.prompts if kind == "prompt" else config.resources
+    denied = next((p for p in rules.deny if glob_match(p, qualified)), None)
+    if denied:
+        return Decision("deny", f"{section}.deny: {denied}", f"{qualified} matches {section} deny pattern {denied!r}")
+    allowed = next((p for p in rules.allow if glob_match(p, qualified)), None)
+    if allowed:
+        return Decision("allow", f"{section}.allow: {allowed}", f"{qualified} is allowed by {allowed!r}")
+    if rules.default == "allow":
+        return Decision("allow", f"{section}.default: allow", f"{qualified} is allowed by the {section} default")
+    if rules.default == "deny" or rules.allow:
+        why = "the default is deny" if rules.default == "deny" else "an allow list without a default allows only what it lists"
+        return Decision("deny", f"{section}.default: deny", f"{qualified} matches no {section} allow pattern and {why}")
+    closed = _closed_by_tool_rules(server, config, tools)
+    if closed:
+        return Decision("deny", closed, f"the tool rules allow no tool of {server}, so neither its {section} "
+                                        f"(allow them in [policy.{section}])")
+    return Decision("allow", "default: allow", f"{qualified} is allowed by default")
+
+
+def whole_server_denial(server: str, config: PolicyConfig) -> str | None:
+    """The tool deny pattern that denies every name of the server (`server.*`, `*`), or None."""
+    return next((p for p in config.deny if glob_match(p, f"{server}.") and glob_match(p, f"{server}.*")), None)
+
+
+def _closed_by_tool_rules(server: str, config: PolicyConfig, tools: Callable[[], list[Tool]] | None) -> str | None:
+    """The rule by which the tool rules leave nothing of the server usable, or None (step 4)."""
+    def names_server(pattern: str) -> bool:  # could the pattern match some `server.tool`?
+        head, dot, _ = pattern.partition(".")
+        return glob_match(head, server) if dot else glob_match(pattern, f"{server}.")
+
+    if config.default == "deny" and not any(names_server(p) for p in config.allow):
+        return "default: deny"
+    if config.default == "allow" and not any(names_server(p) or "." not in p for p in config.deny):
+        return None  # no deny pattern can hide a tool of the server: no need to ask for its tools
+    known = tools() if tools is not None else []
+    if known and not any(_tool_rules_allow(t.qualified_name, config) for t in known):
+        return f"tools of {server}: none allowed"
+    return None
+
+
+def _tool_rules_allow(qualified: str, config: PolicyConfig) -> bool:
+    """The deny, allow and default rules alone (no read_only, no argument rules)."""
+    if any(glob_match(p, qualified) for p in config.deny):
+        return False
+    return config.default == "allow" or any(glob_match(p, qualified) for p in config.allow)

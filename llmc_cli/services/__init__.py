@@ -1,8 +1,9 @@
-"""Use cases shared by every command. `call_tool` is the ONLY path that runs a tool.
+"""Use cases shared by every command. `call_tool` is the ONLY path that runs a tool, `read` the
+ONLY one that reads a resource or gets a prompt.
 
 calls.py: one call (Invocation, authorize, record_decisions, call_tool, the open-call registry
-that interruptions close); catalogs.py: the servers a command talks to and the tools a profile
-sees; batch.py: many calls in one run. The names below are the package's interface.
+that interruptions close) and one read (Read, read); catalogs.py: the servers a command talks to
+and the tools, resources and prompts a profile sees; batch.py: many calls in one run. The names below are the package's interface.
 """
 
 from typing import TYPE_CHECKING
@@ -12,22 +13,24 @@ from llmc_cli import lazy_names
 # Which module holds each name of the interface.
 _WHERE = {name: module for module, names in {
     "llmc_cli.services.batch": "BatchItem run_batch",
-    "llmc_cli.services.calls": ("OPEN_CALLS Authorization Invocation OpenCalls authorize call_tool lock_path "
-                                "record_decisions"),
-    "llmc_cli.services.catalogs": ("builtin_servers host_sessions open_catalog protect protected_paths "
-                                   "server_specs visible_tools"),
+    "llmc_cli.services.calls": ("OPEN_CALLS Authorization Invocation OpenCalls Read authorize authorize_read "
+                                "call_tool lock_path read record_decisions server_tools"),
+    "llmc_cli.services.catalogs": ("READ_KINDS builtin_servers host_sessions open_catalog protect protected_paths "
+                                   "server_specs visible_items visible_offered visible_tools"),
 }.items() for name in names.split()}
 
 if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its module, on first use
     from llmc_cli.services.batch import BatchItem, run_batch
-    from llmc_cli.services.calls import (OPEN_CALLS, Authorization, Invocation, OpenCalls, authorize, call_tool,
-                                         lock_path, record_decisions)
-    from llmc_cli.services.catalogs import (builtin_servers, host_sessions, open_catalog, protect, protected_paths,
-                                            server_specs, visible_tools)
+    from llmc_cli.services.calls import (OPEN_CALLS, Authorization, Invocation, OpenCalls, Read, authorize,
+                                         authorize_read, call_tool, lock_path, read, record_decisions, server_tools)
+    from llmc_cli.services.catalogs import (READ_KINDS, builtin_servers, host_sessions, open_catalog, protect,
+                                            protected_paths, server_specs, visible_items, visible_offered,
+                                            visible_tools)
 else:
     __getattr__ = lazy_names(__name__, globals(), _WHERE)
 
 
-__all__ = ["BatchItem", "run_batch", "OPEN_CALLS", "Authorization", "Invocation", "OpenCalls", "authorize",
-           "call_tool", "lock_path", "record_decisions", "builtin_servers", "host_sessions", "open_catalog",
-           "protect", "protected_paths", "server_specs", "visible_tools"]
+__all__ = ["BatchItem", "run_batch", "OPEN_CALLS", "Authorization", "Invocation", "OpenCalls", "Read", "authorize",
+           "authorize_read", "call_tool", "lock_path", "read", "record_decisions", "server_tools", "READ_KINDS",
+           "builtin_servers", "host_sessions", "open_catalog", "protect", "protected_paths", "server_specs",
+           "visible_items", "visible_offered", "visible_tools"]

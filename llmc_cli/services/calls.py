@@ -1,13 +1,15 @@
 """One tool call: who runs it (Invocation), the policy's decision and its audit record (authorize,
-record_decisions), the call and its outcome record (call_tool, the ONLY path that runs a tool)."""
+record_decisions), the call and its outcome record (call_tool, the ONLY path that runs a tool).
+Likewise one resources/read or prompts/get (a Read): read() is the ONLY path that reads a resource
+or gets a prompt, with the same decision and outcome records, rate limits and interruptions."""
 
 from __future__ import annotations
 
 import hashlib
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Callable, cast
+from typing import TYPE_CHECKING, Any, Callable, Literal, cast
 
 from llmc_cli import telemetry
 from llmc_cli.catalog import Catalog
@@ -15,6 +17,7 @@ from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.config.secrets import Masker, environment_secrets
 from llmc_cli.errors import (Cancelled, ConfigError, InputRequired, LlmcError, PolicyDenied, ProtocolError,
                              RpcError, TimeoutExpired, UsageError)
+from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.jsonrpc import has_lone_surrogate
 from llmc_cli.model import ARGUMENTS_TOO_DEEP, Tool, ToolCall, ToolResult, arguments_too_deep, canonical_json
 
@@ -53,11 +56,36 @@ class Invocation:
         return Masker(environment_secrets(self.profile.profile))
 
 
+@dataclass(frozen=True)
+class Read:
+    """A resources/read (`kind` "resource", `name` its URI) or a prompts/get ("prompt", `name`
+    the prompt's name, with its string arguments) of one server."""
+
+    server: str
+    kind: Literal["resource", "prompt"]
+    name: str
+    arguments: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def qualified_name(self) -> str:
+        """What [policy.resources]/[policy.prompts] globs and the rate limits match: `server.URI`, `server.NAME`."""
+        return f"{self.server}.{self.name}"
+
+    @property
+    def method(self) -> str:
+        return "resources/read" if self.kind == "resource" else "prompts/get"
+
+    def params(self) -> dict[str, Any]:
+        if self.kind == "resource":
+            return {"uri": self.name}
+        return {"name": self.name, **({"arguments": self.arguments} if self.arguments else {})}
+
+
 @dataclass
 class Authorization:
-    """A call the policy has decided on, with the fields every audit record of it carries."""
+    """A call (or a read) the policy has decided on, with the fields every audit record of it carries."""
 
-    call: ToolCall
+    call: ToolCall | Read
     decision: Decision
     base: AuditRecord
     masker: Masker  # the invocation's, and the values of this call's secret-looking arguments
@@ -190,63 +218,146 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
     LlmcError otherwise. `authorized`: decided, and its decision record written, by the caller
     (run_batch writes all of a batch's decisions at once). `meta`: the request's _meta, relayed
     (the gateway's progress token)."""
-    from llmc_cli import audit, interrupts, policy
-    from llmc_cli.config.paths import state_dir
-    from llmc_cli.store.postgres import state_url
+    from llmc_cli import audit, interrupts
 
     log = invocation.audit or audit.open_log(invocation.profile.profile)
     if authorized is None:
         interrupts.check()  # an interrupted command starts no new call (the calls of `ask` run in threads)
         authorized = authorize(catalog, invocation, call)
         record_decisions(log, invocation, [authorized])
-    decision, base, profile = authorized.decision, authorized.base, invocation.profile
+    decision = authorized.decision
     if decision.action != "allow":
         raise PolicyDenied(f"denied: {decision.reason} [{decision.rule}]", rule=decision.rule,
                            callHash=decision.call_hash)
-    started = time.monotonic()
+    raw, body, duration = _run(log, invocation, authorized, "tools/call", f"the result of {call.tool}",
+                               lambda: catalog.session(call.server).call_tool(call.tool, call.arguments,
+                                                                              timeout=timeout, meta=meta))
+    result = ToolResult.from_mcp(raw)
+    result.duration_ms = duration
+    _succeeded(log, invocation, authorized, "tool_error" if result.is_error else "ok", duration, raw, body)
+    return result
 
-    def outcome(record: AuditRecord) -> None:
-        if OPEN_CALLS.close(authorized.opened):
-            write_record(log, {**base, "event": "outcome", **record}, authorized.masker, before_action=False)
+
+def read(catalog: Catalog, invocation: Invocation, request: Read, *, timeout: float | None = None) -> dict[str, Any]:
+    """The ONLY path that reads a resource or gets a prompt, for every caller (`resources read`,
+    `prompts get`, the gateway): policy decision (policy.decide_read) -> its audit record, on
+    disk -> rate limit -> the request -> audit record of the outcome. A denial is audited, then
+    raised as PolicyDenied (rule, and retryAfter for a rate limit); a server's JSON-RPC error
+    as RpcError, after its outcome record. Returns the server's result."""
+    from llmc_cli import audit, interrupts
+
+    log = invocation.audit or audit.open_log(invocation.profile.profile)
+    interrupts.check()
+    authorized = authorize_read(catalog, invocation, request)
+    record_decisions(log, invocation, [authorized])
+    decision = authorized.decision
+    if decision.action != "allow":
+        raise PolicyDenied(f"denied: {decision.reason} [{decision.rule}]", rule=decision.rule)
+    raw, body, duration = _run(log, invocation, authorized, request.method, f"the {request.kind} {request.name}",
+                               lambda: catalog.session(request.server).request(request.method, request.params(),
+                                                                               timeout=timeout))
+    _succeeded(log, invocation, authorized, "ok", duration, raw, body)
+    return raw
+
+
+def authorize_read(catalog: Catalog, invocation: Invocation, request: Read) -> Authorization:
+    """The policy's decision on a read (nothing is asked: a read needs no confirmation)."""
+    from llmc_cli import audit, policy
+
+    if has_lone_surrogate([request.name, request.arguments]):
+        decision = policy.Decision("deny", "invalid_text", f"the {request.kind} name or its arguments contain a lone "
+                                   "surrogate (invalid Unicode text)")
+    else:
+        decision = policy.decide_read(request.kind, request.server, request.name, invocation.profile.profile.policy,
+                                      tools=lambda: server_tools(catalog, request.server))
+    telemetry.policy_decision(request.qualified_name, decision.action, decision.rule, invocation.caller)
+    masker = invocation.masker.with_arguments(request.arguments)
+    base = {**audit.identity(), "profile": invocation.profile.name, "command": invocation.command,
+            "conversation": invocation.conversation_id, "client": invocation.client, "server": request.server,
+            request.kind: request.name,
+            "arguments": masker(request.arguments) if request.kind == "prompt" else None}
+    return Authorization(request, decision, cast("AuditRecord", {k: v for k, v in base.items() if v is not None}), masker)
+
+
+def server_tools(catalog: Catalog, server: str) -> list[Tool]:
+    """A server's tools, for the policy's judgement of its resources and prompts; [] for a server
+    that offers none (declares no tools capability, or answers tools/list with "method not found")."""
+    session = catalog.session(server)
+    if session.capabilities and "tools" not in session.capabilities:
+        return []
+    try:
+        return catalog.tools_of(server)
+    except RpcError as exc:
+        if exc.code != jsonrpc.METHOD_NOT_FOUND:
+            raise
+        return []
+
+
+# The list each result carries (a tool result's content may be left out: it is then empty).
+_RESULT_LIST = {"tools/call": ("content", False), "resources/read": ("contents", True), "prompts/get": ("messages", True)}
+
+
+def _run(log: AuditSink, invocation: Invocation, authorized: Authorization, method: str, what: str,
+         send: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], bytes, float]:
+    """An allowed call or read (`what` names its result in messages): rate limit -> the request
+    -> (result, its canonical JSON, milliseconds). Every failure gets its outcome record here,
+    then is raised; the caller records a success (_succeeded)."""
+    from llmc_cli import interrupts, policy
+    from llmc_cli.config.paths import state_dir
+    from llmc_cli.store.postgres import state_url
+
+    request, profile = authorized.call, invocation.profile
+    started = time.monotonic()
 
     def elapsed() -> float:
         return round((time.monotonic() - started) * 1000, 1)
 
     try:
         interrupts.check()  # a batch's call not yet started when the command was interrupted
-        policy.acquire_rate(profile.name, call.qualified_name, profile.profile.policy, state_dir,
+        policy.acquire_rate(profile.name, request.qualified_name, profile.profile.policy, state_dir,
                             state_url(profile.profile.state.url))
     except (PolicyDenied, ConfigError) as exc:  # limit reached, or the count could not be stored: not run
-        outcome({"outcome": "denied", "rule": exc.details.get("rule"), "reason": exc.message})
+        _outcome(log, invocation, authorized, {"outcome": "denied", "rule": exc.details.get("rule"),
+                                               "reason": exc.message})
         raise
     try:
-        raw = catalog.session(call.server).call_tool(call.tool, call.arguments, timeout=timeout, meta=meta)
-        if not isinstance(raw.get("content", []), list):
-            raise ProtocolError(f"{call.server}: tools/call result has no content list")
+        raw = send()
+        items, required = _RESULT_LIST[method]
+        if not isinstance(raw.get(items, None if required else []), list):
+            raise ProtocolError(f"{request.server}: {method} result has no {items} list")
         try:  # what the outcome record hashes; the encoding fails on a lone surrogate
             body = canonical_json(raw).encode("utf-8")
         except UnicodeEncodeError:
             # JSON escapes such as "\\ud800" decode to text no UTF-8 writer accepts (the audit
             # log, stdout, a provider's API): the result cannot be passed on as it is.
-            raise ProtocolError(f"{call.server}: the result of {call.tool} contains a lone surrogate "
+            raise ProtocolError(f"{request.server}: {what} contains a lone surrogate "
                                 "(invalid Unicode text)") from None
     except LlmcError as exc:
         kind = {TimeoutExpired: "timeout", Cancelled: "cancelled",
                 InputRequired: "input_required"}.get(type(exc), "transport_error")
-        outcome({"outcome": kind, "error": exc.message, "durationMs": elapsed()})
+        _outcome(log, invocation, authorized, {"outcome": kind, "error": exc.message, "durationMs": elapsed()})
         raise _masked_error(exc, authorized.masker)
     except Exception as exc:  # a bug must not leave a decision without an outcome
-        outcome({"outcome": "internal_error", "error": f"{type(exc).__name__}: {exc}", "durationMs": elapsed()})
+        _outcome(log, invocation, authorized, {"outcome": "internal_error", "error": f"{type(exc).__name__}: {exc}",
+                                               "durationMs": elapsed()})
         raise
-    result = ToolResult.from_mcp(raw)
-    result.duration_ms = elapsed()
-    outcome_record: AuditRecord = {"outcome": "tool_error" if result.is_error else "ok",
-                      "durationMs": result.duration_ms, "resultBytes": len(body),
-                      "resultSha256": hashlib.sha256(body).hexdigest()}
-    if profile.profile.audit_results:
-        outcome_record["result"] = authorized.masker(raw)
-    outcome(outcome_record)
-    return result
+    return raw, body, elapsed()
+
+
+def _succeeded(log: AuditSink, invocation: Invocation, authorized: Authorization, outcome: str, duration: float,
+               raw: dict[str, Any], body: bytes) -> None:
+    """The outcome record of a call or read that returned a result (`result` with audit_results)."""
+    record: AuditRecord = {"outcome": outcome, "durationMs": duration, "resultBytes": len(body),
+                           "resultSha256": hashlib.sha256(body).hexdigest()}
+    if invocation.profile.profile.audit_results:
+        record["result"] = authorized.masker(raw)
+    _outcome(log, invocation, authorized, record)
+
+
+def _outcome(log: AuditSink, invocation: Invocation, authorized: Authorization, record: AuditRecord) -> None:
+    """The one outcome record of a decided call, unless an interruption recorded it already."""
+    if OPEN_CALLS.close(authorized.opened):
+        write_record(log, {**authorized.base, "event": "outcome", **record}, authorized.masker, before_action=False)
 
 
 def _masked_error(exc: LlmcError, masker: Masker) -> LlmcError:

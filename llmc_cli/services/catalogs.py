@@ -1,19 +1,28 @@
 """The servers a command talks to: the profile's (or an ad-hoc one, or those a session keeper
-holds) as one catalog, told where llmc's own files are; the tools a profile may see; where the
-gateway shares its host sessions."""
+holds) as one catalog, told where llmc's own files are; the tools, resources, resource templates
+and prompts a profile may see; where the gateway shares its host sessions."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from llmc_cli.catalog import Catalog
+from llmc_cli.catalog import Catalog, ServerFailure
 from llmc_cli.config.profiles import LoadedProfile, usable_specs
-from llmc_cli.errors import ConfigError, UsageError
+from llmc_cli.errors import ConfigError, LlmcError, UsageError
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.model import ServerSpec, Tool
-from llmc_cli.services.calls import lock_path
+from llmc_cli.services.calls import lock_path, server_tools
+
+if TYPE_CHECKING:
+    from llmc_cli.policy import ReadKind
+
+# A listing -> (the key of its items, the field each item is judged by, what policy.decide_read judges)
+READ_KINDS: dict[str, tuple[str, str, ReadKind]] = {
+    "resources/list": ("resources", "uri", "resource"),
+    "resources/templates/list": ("resourceTemplates", "uriTemplate", "template"),
+    "prompts/list": ("prompts", "name", "prompt")}
 
 
 def builtin_servers() -> dict[str, Callable[[ServerSpec], Any]]:
@@ -180,6 +189,32 @@ def visible_tools(catalog: Catalog, profile: LoadedProfile, servers: list[str] |
     config = profile.profile.policy
     allowed = [t for t in tools if policy.visible(t, config).action == "allow"]
     return allowed, [t for t in tools if t not in allowed], failures
+
+
+def visible_items(catalog: Catalog, profile: LoadedProfile, method: str, server: str,
+                  items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The items of one server's listing (`method`, a key of READ_KINDS) the profile may read: the
+    others are absent, as denied tools are (policy.decide_read, the judge of every read)."""
+    from llmc_cli import policy
+
+    _key, field, kind = READ_KINDS[method]
+    config = profile.profile.policy
+    return [item for item in items if policy.decide_read(kind, server, str(item.get(field, "")), config,
+                                                         lambda: server_tools(catalog, server)).action == "allow"]
+
+
+def visible_offered(catalog: Catalog, profile: LoadedProfile, method: str, capability: str
+                    ) -> tuple[dict[str, list[dict[str, Any]]], list[str], list[ServerFailure]]:
+    """Catalog.list_offered with only what the profile may read (visible_items); a server whose
+    tools cannot be listed when the policy needs them to judge is a failure, its items absent."""
+    per_server, skipped, failures = catalog.list_offered(method, READ_KINDS[method][0], capability)
+    shown: dict[str, list[dict[str, Any]]] = {}
+    for server, items in per_server.items():
+        try:
+            shown[server] = visible_items(catalog, profile, method, server, items)
+        except LlmcError as exc:
+            failures.append(ServerFailure(server, exc))
+    return shown, skipped, failures
 
 
 def host_sessions(profile: LoadedProfile, idle_seconds: float) -> Any:

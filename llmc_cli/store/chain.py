@@ -9,7 +9,7 @@ GENESIS = "0" * 64  # the `prev` of a chain's first record, and the head of an e
 
 
 class AuditRecord(TypedDict, total=False):
-    """One record of the audit trail as services writes it (call_tool, a batch, an interrupted
+    """One record of the audit trail as services writes it (call_tool, read, a batch, an interrupted
     command): who ran which call, then the policy's decision or the call's outcome. Fields with
     no value are left out. The chain adds time (a Deferred adds it earlier), prev and hash."""
 
@@ -21,9 +21,11 @@ class AuditRecord(TypedDict, total=False):
     command: str  # call | ask | batch | serve ...
     conversation: str
     client: dict[str, Any]  # the MCP host through the gateway: clientInfo, principal
-    # which call
+    # which call: a tool, or a read (resources/read of a URI, prompts/get of a prompt)
     server: str
     tool: str
+    resource: str  # the URI read
+    prompt: str  # the prompt's name
     arguments: Any  # masked
     callHash: str
     event: str  # decision | outcome

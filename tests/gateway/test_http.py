@@ -114,10 +114,11 @@ def test_sdk_host_over_http(gateway: Gateway, tmp_path: Path, mode: str, version
     assert seen == ['Run sdk.echo with message="over http"?']
     for _ in range(50):  # outcome records reach the disk within a second (decisions before each call)
         records = audit_records(tmp_path)
-        if len([r for r in records if r["event"] == "outcome"]) == 2:
+        if len([r for r in records if r["event"] == "outcome"]) == 3:
             break
         time.sleep(0.1)
-    assert {r["tool"] for r in records if r["event"] == "outcome"} == {"add", "echo"}
+    assert {r.get("tool") or r.get("resource") for r in records if r["event"] == "outcome"} == {
+        "add", "echo", "test://greeting"}
     assert all(r["client"]["name"] == "http-host" and r["client"]["transport"] == "http" for r in records)
 
 

@@ -64,7 +64,8 @@ def test_sdk_host_lists_and_calls_the_namespaced_toolbox(gateway_profile: Path, 
     run(work)
     records = audit_records(tmp_path)
     outcomes = [r for r in records if r["event"] == "outcome"]
-    assert {r["tool"] for r in outcomes} == {"add", "weather", "read_file"}
+    assert {r.get("tool") or r.get("resource") or r.get("prompt") for r in outcomes} == {
+        "add", "weather", "read_file", "test://greeting", "review"}
     for record in records:  # who asked: the host, by its clientInfo, on stdio
         assert record["client"] == {"name": "test-host", "version": "9.9", "transport": "stdio",
                                     "protocolVersion": version}
