@@ -196,7 +196,7 @@ class GatewayConnection(McpServer):
         toolbox = self.toolbox
         invocation = services.Invocation(profile=toolbox.profile, command="serve", caller="model",
                                          client=self.host_identity(params, modern), audit=toolbox.audit,
-                                         environment_secrets=toolbox.secrets)
+                                         environment_masker=toolbox.masker)
         toolbox.revive(request.server, self.upstreams)
         try:
             return own_result(services.read(self.upstreams, invocation, request))
