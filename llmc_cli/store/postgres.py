@@ -469,14 +469,23 @@ class PostgresHostSessions:
 
         return hashlib.sha256(session_id.encode("utf-8")).hexdigest()
 
+    def _reachable(self, what: str) -> Database:
+        """The sessions' database, unless it is known to be unreachable: then a request is refused
+        at once rather than wait for a connection timeout while holding the connection's lock
+        (every other request would queue behind it). The listener and the lease, which retry on
+        their own, find out when it is back."""
+        if self.database.url in Database._down:
+            raise StateError(f"{what} in the {self.database.name}: it is unreachable")
+        return self.database
+
     def save(self, session_id: str, record: dict[str, Any]) -> None:
-        self.database.save_host_session(self.key(session_id), record, self.idle_seconds)
+        self._reachable("cannot keep the session").save_host_session(self.key(session_id), record, self.idle_seconds)
 
     def resume(self, session_id: str) -> dict[str, Any] | None:
-        return self.database.resume_host_session(self.key(session_id), self.idle_seconds)
+        return self._reachable("cannot read the session").resume_host_session(self.key(session_id), self.idle_seconds)
 
     def exists(self, session_id: str) -> bool:
-        return self.database.host_session_exists(self.key(session_id), self.idle_seconds)
+        return self._reachable("cannot read the session").host_session_exists(self.key(session_id), self.idle_seconds)
 
     def forget(self, session_id: str) -> None:
         self.database.forget_host_session(self.key(session_id))
@@ -545,6 +554,7 @@ class PostgresHostSessions:
                 with psycopg.connect(database.url, autocommit=True, connect_timeout=5,
                                      application_name="llmc-listener") as conn:
                     conn.execute(f"LISTEN {SESSION_ENDED}")  # a fixed name
+                    database.connection_works()
                     # Listening now: what ended before is no longer in the table.
                     ids = {self.key(sid): sid for sid in held()}
                     still = database.host_sessions_open(list(ids), self.idle_seconds) if ids else set()
