@@ -238,14 +238,15 @@ class Database:
         lines = seal(head, count)
         cur.executemany("INSERT INTO llmc_audit (seq, record) VALUES (%s, %s)",
                         [(count + i + 1, line) for i, line in enumerate(lines)])
-        records = [json.loads(line) for line in lines]
-        new_head = records[-1]["hash"] if records else head
+        new_head = json.loads(lines[-1])["hash"] if lines else head
         cur.execute("INSERT INTO llmc_audit_head (id, head, records) VALUES (1, %s, %s) "
                     "ON CONFLICT (id) DO UPDATE SET head = excluded.head, records = excluded.records",
                     (new_head, count + len(lines)))
         if self.replica is None:
             return
         from llmc_cli.store.chain import call_key
+
+        records = [json.loads(line) for line in lines]
 
         opened = [(self.replica, call_key(r), count + i + 1, lines[i]) for i, r in enumerate(records)
                   if r.get("event") == "decision" and r.get("decision") == "allow"]

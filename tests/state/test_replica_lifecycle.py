@@ -67,6 +67,45 @@ def test_a_delete_through_one_replica_ends_the_session_on_the_other_at_once(isol
     assert sorted(ran) == [10, 11, 20, 21]  # the refused calls were never decided, let alone run
 
 
+def _kill_mid_calls(front: Gateway, holder: Gateway, survivors: list[Gateway], session: str) -> list[dict[str, Any]]:
+    """Through `front`, a call still running on `holder` when it is killed, and calls whose
+    results the host has received (their outcomes waiting for the replica's next write); then
+    SIGKILL. The records once a survivor has closed what was left open, and had time to close it
+    again (it must find nothing)."""
+    conn, response = slow_call(front, 30, session)
+    read_events(response, b"progress")
+    for a in range(4):
+        status, reply = _call(front, session, a)
+        assert status == 200 and reply["result"]["structuredContent"] == {"result": a + 1}, reply
+    holder.proc.kill()
+    holder.proc.wait(timeout=30)
+    conn.close()
+    started = time.monotonic()
+    assert wait_until(lambda: any(r.get("outcome") == "lost" for r in _records()), timeout=30), _records()[-6:]
+    assert time.monotonic() - started < 15  # a lease of 1 s, renewed every third of it
+    time.sleep(2)  # several more passes of every survivor
+    records = _records()
+    decided = [r for r in records if r.get("event") == "decision" and r["decision"] == "allow"]
+    outcomes = [r for r in records if r.get("event") == "outcome"]
+
+    def call_of(record: dict[str, Any]) -> tuple[str, ...]:
+        return tuple(json.dumps(record.get(k), sort_keys=True) for k in ("pid", "tool", "arguments"))
+
+    assert len(decided) == 5 and sorted(map(call_of, decided)) == sorted(map(call_of, outcomes)), \
+        (decided, outcomes)  # every decided call has exactly one outcome
+    lost = [r for r in outcomes if r["outcome"] == "lost"]
+    assert any(r["tool"] == "slow" for r in lost)
+    killed = str(holder.proc.pid)
+    for record in lost:
+        assert str(record["pid"]) == killed and record["replica"].split(":")[1] == killed
+        assert record["closedBy"].split(":")[1] in {str(r.proc.pid) for r in survivors}
+        assert record["replica"] in record["reason"]
+    report = json.loads(llmc("audit", "verify").stdout)
+    assert report["ok"] is True and report["records"] == len(records)
+    assert llmc("audit", "tail", "--outcome", "lost").stdout.count('"lost"') == len(lost)
+    return records
+
+
 def test_a_replica_killed_mid_calls_leaves_no_decision_without_an_outcome(isolated_dirs: Path, state_url: str,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LLMC_REPLICA_LEASE", "1")  # a replica is taken for gone after a second without renewal
@@ -74,43 +113,20 @@ def test_a_replica_killed_mid_calls_leaves_no_decision_without_an_outcome(isolat
     with deployment(isolated_dirs / "config" / "profiles" / "default.toml") as (front, replicas):
         session = front.request("POST", "/mcp", INIT)[1]["mcp-session-id"]
         holder = next(r for r in replicas if _sessions(r) == 1)
-        survivor = next(r for r in replicas if r is not holder)
-        # A call still running when the replica dies, and calls whose results the host has
-        # received, their outcomes waiting for the replica's next write.
-        conn, response = slow_call(front, 30, session)
-        read_events(response, b"progress")
-        for a in range(4):
-            status, reply = _call(front, session, a)
-            assert status == 200 and reply["result"]["structuredContent"] == {"result": a + 1}, reply
-        holder.proc.kill()
-        holder.proc.wait(timeout=30)
-        conn.close()
-        killed, alive = str(holder.proc.pid), str(survivor.proc.pid)
+        _kill_mid_calls(front, holder, [r for r in replicas if r is not holder], session)
 
-        def lost() -> list[dict[str, Any]]:
-            return [r for r in _records() if r.get("outcome") == "lost"]
 
-        started = time.monotonic()
-        assert wait_until(lambda: lost(), timeout=30), _records()[-6:]
-        assert time.monotonic() - started < 15  # a lease of 1 s, renewed every third of it
-        time.sleep(2)  # time for a second survivor pass: it must find nothing left to close
-        records = _records()
-    decided = [r for r in records if r.get("event") == "decision" and r["decision"] == "allow"]
-    outcomes = [r for r in records if r.get("event") == "outcome"]
-
-    def call_of(record: dict[str, Any]) -> tuple[Any, ...]:
-        return tuple(json.dumps(record.get(k), sort_keys=True) for k in ("pid", "tool", "arguments"))
-
-    assert len(decided) == 5 and sorted(map(call_of, decided)) == sorted(map(call_of, outcomes)), \
-        (decided, outcomes)  # every decided call has exactly one outcome
-    lost_records = [r for r in outcomes if r["outcome"] == "lost"]
-    assert any(r["tool"] == "slow" for r in lost_records)
-    for record in lost_records:
-        assert str(record["pid"]) == killed and record["replica"].split(":")[1] == killed
-        assert record["closedBy"].split(":")[1] == alive and record["replica"] in record["reason"]
-    report = json.loads(llmc("audit", "verify").stdout)
-    assert report["ok"] is True and report["records"] == len(records)
-    assert llmc("audit", "tail", "--outcome", "lost").stdout.count('"lost"') == len(lost_records)
+def test_two_survivors_close_each_lost_call_once(isolated_dirs: Path, state_url: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LLMC_REPLICA_LEASE", "1")
+    write_profile(isolated_dirs)
+    replicas = [start(isolated_dirs / "config" / "profiles" / "default.toml") for _ in range(3)]
+    try:
+        session = replicas[0].request("POST", "/mcp", INIT)[1]["mcp-session-id"]
+        _kill_mid_calls(replicas[0], replicas[0], replicas[1:], session)
+    finally:
+        for replica in replicas[1:]:
+            stop(replica)
 
 
 def test_readiness_refused_initialize_and_an_outage_said_once(isolated_dirs: Path,
