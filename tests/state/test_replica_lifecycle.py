@@ -15,7 +15,7 @@ import pytest
 
 from tests.audit.test_audit import write_profile
 from tests.gateway.test_http import INIT, Gateway, read_events, slow_call, start, stop
-from tests.helpers import llmc, wait_until
+from tests.helpers import free_port, llmc, wait_until
 from tests.state.postgres import PASSWORD, PostgresServer
 from tests.state.test_replicas import deployment
 
@@ -179,3 +179,13 @@ def test_a_refused_initialize_starts_no_session(isolated_dirs: Path, monkeypatch
         assert gateway.request("GET", "/readyz")[0] == 200  # nothing it needs is missing
     finally:
         stop(gateway)
+
+
+@pytest.mark.parametrize("lease", ["soon", "0", "-1", "nan"])
+def test_a_bad_lease_is_one_line_before_the_gateway_starts(isolated_dirs: Path, state_url: str, lease: str) -> None:
+    write_profile(isolated_dirs)
+    proc = llmc("serve", "-p", str(isolated_dirs / "config" / "profiles" / "default.toml"), "--http",
+                f"127.0.0.1:{free_port()}", env={"LLMC_REPLICA_LEASE": lease})
+    assert proc.returncode == 3 and proc.stdout == "", proc.stderr
+    assert proc.stderr.strip().splitlines() == [f"llmc: LLMC_REPLICA_LEASE={lease}: expected a number of seconds "
+                                                "from 0.5 to 86400"], proc.stderr
