@@ -117,6 +117,8 @@ ENVIRONMENT: list[tuple[str, str]] = [
     ("LLMC_STATE_DIR", "The state directory (default $XDG_STATE_HOME/llmc, else ~/.local/state/llmc)."),
     ("LLMC_SESSION", "Use the servers this session keeper holds (as --session)."),
     ("LLMC_STATE_URL", "A PostgreSQL URL for shared state (audit chain, rate windows); wins over [state] url."),
+    ("LLMC_REPLICA_LEASE", "Seconds a gateway replica's lease in the state database lasts (default 30); a replica "
+                           "that has not renewed it that long is gone and its open calls are closed as lost."),
     ("LLMC_APPROVAL_KEY", "The key of approved call hashes, shared by machines that share approvals "
                           "(at least 32 characters); else approval.key in the state directory."),
     ("LLMC_OTEL", "1 turns on OpenTelemetry export (as --otel); the standard OTEL_* variables configure it."),

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, cast
 
 from llmc_cli.audit.records import AuditError
-from llmc_cli.audit.trail import ChainedLog, Seal
-from llmc_cli.store.chain import GENESIS
+from llmc_cli.audit.trail import ChainedLog, Seal, sealer
+from llmc_cli.store.chain import CALL_FIELDS, GENESIS, AuditRecord
 
 
 class PostgresAuditLog(ChainedLog):
@@ -31,6 +31,32 @@ class PostgresAuditLog(ChainedLog):
                 self.db.append_chained(seal)
         except StateError as exc:
             raise AuditError(exc.message) from None
+
+    def close_lost_calls(self, closer: str) -> int:
+        """A `lost` outcome for every call that a gateway replica whose lease ran out decided and
+        never recorded the end of (killed, or cut off from the database for longer than its
+        lease); `closer` is the replica writing them. How many were closed."""
+        from llmc_cli import telemetry
+        from llmc_cli.store.postgres import StateError
+
+        written: list[dict[str, Any]] = []
+
+        def seal_lost(orphans: list[tuple[str, dict[str, Any]]]) -> Seal:
+            records = [cast("AuditRecord", {
+                **{k: decision[k] for k in CALL_FIELDS if k in decision}, "event": "outcome", "outcome": "lost",
+                "replica": replica, "closedBy": closer,
+                "reason": f"gateway replica {replica} stopped renewing its lease before it recorded this call's "
+                          "outcome (killed, or cut off from the database); the call may have run"})
+                for replica, decision in orphans]
+            return sealer(records, written)
+
+        try:
+            closed = self.db.close_lost_calls(seal_lost)
+        except StateError as exc:
+            raise AuditError(exc.message) from None
+        for full in written:
+            telemetry.audit_record(full)
+        return closed
 
     @property
     def anchor_path(self) -> Path:

@@ -19,6 +19,26 @@ from llmc_cli.model import canonical_json, compact_json
 Seal = Callable[[str, int], list[str]]
 
 
+def sealer(records: list[AuditRecord], written: list[dict[str, Any]]) -> Seal:
+    """The Seal that chains `records` after a head; `written` gets them as stored."""
+
+    def seal(prev: str, count: int) -> list[str]:
+        written.clear()  # sealed again when the store retries
+        lines = []
+        for record in records:
+            full = {"time": now_iso(), **record, "prev": prev}
+            body = canonical_json(full)  # what record_hash(full) hashes, at hand for one search:
+            if LONE_SURROGATE.search(body):  # walking every record for the rare one cost ~30 us each
+                full = replace_lone_surrogates(full)
+                body = canonical_json(full)
+            full["hash"] = prev = hashlib.sha256(body.encode("utf-8")).hexdigest()
+            written.append(full)
+            lines.append(compact_json(full))
+        return lines
+
+    return seal
+
+
 class ChainedLog:
     """A hash chain of audit records in some store. A subclass says where records go
     (_append_chained) and how they are read back (anchor, head, files, records)."""
@@ -57,22 +77,7 @@ class ChainedLog:
     def append_many(self, records: list[AuditRecord]) -> list[dict[str, Any]]:
         """Chain `records` after the head and store them in one write; the records as stored."""
         written: list[dict[str, Any]] = []
-
-        def seal(prev: str, count: int) -> list[str]:
-            written.clear()  # sealed again when the store retries
-            lines = []
-            for record in records:
-                full = {"time": now_iso(), **record, "prev": prev}
-                body = canonical_json(full)  # what record_hash(full) hashes, at hand for one search:
-                if LONE_SURROGATE.search(body):  # walking every record for the rare one cost ~30 us each
-                    full = replace_lone_surrogates(full)
-                    body = canonical_json(full)
-                full["hash"] = prev = hashlib.sha256(body.encode("utf-8")).hexdigest()
-                written.append(full)
-                lines.append(compact_json(full))
-            return lines
-
-        self._append_chained(seal)
+        self._append_chained(sealer(records, written))
         for full in written:  # stored: now they may also leave as OTLP log records ([telemetry] audit_logs)
             telemetry.audit_record(full)
         return written

@@ -62,7 +62,8 @@ def head(ctx: click.Context) -> None:
 @click.option("--server", "servers", multiple=True, help="Only these servers (repeatable).")
 @click.option("--tool", "tool_glob", metavar="GLOB", help="Only tools matching this glob.")
 @click.option("--outcome", type=click.Choice(["ok", "tool_error", "transport_error", "timeout", "cancelled", "denied",
-                                              "interrupted", "abandoned", "skipped", "internal_error"]))
+                                              "interrupted", "abandoned", "lost", "skipped",
+                                              "internal_error"]))
 @format_option("jsonl", "table", listing=True)
 @click.pass_context
 def tail(ctx: click.Context, count: int, follow: bool, since: str | None, servers: tuple[str, ...],

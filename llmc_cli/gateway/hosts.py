@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Protocol
+from typing import Any, Callable, Iterator, Protocol
 from urllib.parse import urlsplit
 
 from llmc_cli.catalog import Catalog
@@ -79,6 +79,7 @@ class HostSession:
     last_used: float = field(default_factory=time.monotonic)
     stream: "queue.Queue[dict[str, Any] | None] | None" = None  # the GET stream's messages
     last_shared: float = field(default_factory=time.monotonic)  # when the shared store last saw it used
+    shared: bool = False  # in the shared store (saved after its initialize, or resumed from it)
     streams: dict[str, ResumableStream] = field(default_factory=dict)  # stream id -> stream, oldest first
 
     def keep_stream(self, stream_id: str, stream: ResumableStream) -> None:
@@ -123,7 +124,20 @@ class SharedSessions(Protocol):
     def resume(self, session_id: str) -> dict[str, Any] | None:
         """The record, marked as used now; None when unknown or idle too long."""
 
-    def forget(self, session_id: str) -> None: ...
+    def exists(self, session_id: str) -> bool:
+        """Still open (not ended through any replica, not idle too long); read only."""
+
+    def forget(self, session_id: str) -> None:
+        """Ended for every replica: each one's next check says so, and each one's listener ends it at once."""
+
+    def ready(self) -> bool:
+        """The store can be used now (for /readyz)."""
+
+    def start(self, stopped: threading.Event, held: Callable[[], list[str]], ended: Callable[[str], None],
+              log: Callable[[str], None]) -> None:
+        """Until `stopped`: this replica's lease, and ending here the sessions other replicas end."""
+
+    def stop(self) -> None: ...
 
 
 class HttpGateway:
@@ -331,26 +345,35 @@ class HttpGateway:
 
             self.end_session(session_id)  # not resumable elsewhere: no session at all
             raise RequestError(jsonrpc.INTERNAL_ERROR, f"cannot start a session: {exc.message}") from None
+        session.shared = True
 
     def find_session(self, session_id: str, principal: Principal | None) -> HostSession | None:
         with self.lock:
             session = self.sessions.get(session_id)
+        held = session is not None
         if session is None and self.shared is not None:
-            session = self._resume(session_id, principal)
+            session = self._resume(session_id, principal)  # read from the store just now
         # A session belongs to the principal that opened it: another token cannot ride on it.
         if session is None or session.principal != (principal.name if principal else None):
             return None
         session.last_used = time.monotonic()
-        if self.shared is not None and session.last_used - session.last_shared > self.idle_seconds / 4:
-            session.last_shared = session.last_used
-            try:
-                kept = self.shared.resume(session_id)  # keeps it alive for the other replicas
-            except LlmcError:
-                kept = {}  # the database is down: the request goes on here, its calls refuse if they need it
-            if kept is None:  # the host ended it through another replica
-                self.end_session(session_id)
-                return None
+        if held and self.shared is not None and session.shared and not self._still_shared(session_id, session):
+            self.end_session(session_id)  # the host ended it through another replica
+            return None
         return session
+
+    def _still_shared(self, session_id: str, session: HostSession) -> bool:
+        """Whether a session held here is still open for the other replicas: checked with every
+        request (a DELETE through another replica holds at once, whatever its notice to this
+        replica's listener is doing), and marked as used every idle_seconds/4."""
+        assert self.shared is not None
+        try:
+            if session.last_used - session.last_shared > self.idle_seconds / 4:
+                session.last_shared = session.last_used
+                return self.shared.resume(session_id) is not None  # keeps it alive for the other replicas
+            return self.shared.exists(session_id)
+        except LlmcError:
+            return True  # the database is down: the request goes on here, its calls refuse as they need it
 
     def _resume(self, session_id: str, principal: Principal | None) -> HostSession | None:
         """A session another replica opened, from the shared store: a new connection with its
@@ -370,7 +393,7 @@ class HttpGateway:
             if session_id in self.sessions or len(self.sessions) >= MAX_SESSIONS:
                 self._close_connection(connection)
                 return self.sessions.get(session_id)  # resumed by a concurrent request, or too many
-            session = self.sessions[session_id] = HostSession(connection, record["principal"])
+            session = self.sessions[session_id] = HostSession(connection, record["principal"], shared=True)
         connection.attach(lambda message: self._to_stream(session, message))
         return session
 
@@ -393,6 +416,22 @@ class HttpGateway:
     def _to_stream(session: HostSession, message: dict[str, Any]) -> None:
         if session.stream is not None:  # no GET stream open: a notification nobody listens for
             session.stream.put(message)
+
+    def start_sharing(self, log: Callable[[str], None]) -> None:
+        """With a shared store: this replica's lease, and the listener that ends here at once the
+        sessions a host ended through another replica."""
+        if self.shared is None:
+            return
+
+        def held() -> list[str]:
+            with self.lock:
+                return [sid for sid, session in self.sessions.items() if session.shared]
+
+        self.shared.start(self.stopped, held, self.end_session, log)
+
+    def ready(self) -> bool:
+        """What /readyz says: serving, and the state database (when there is one) answers."""
+        return not self.stopped.is_set() and (self.shared is None or self.shared.ready())
 
     def expire_idle(self) -> None:
         """End sessions nobody used for idle_seconds, and close upstream connections no session
@@ -441,4 +480,6 @@ class HttpGateway:
         for pool in self.principal_upstreams.values():
             pool.catalog.close()
         for toolbox in self.toolboxes.values():
-            toolbox.close()
+            toolbox.close()  # the outcomes still waiting are written
+        if self.shared is not None:
+            self.shared.stop()

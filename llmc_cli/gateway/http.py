@@ -1,5 +1,7 @@
 """The gateway over Streamable HTTP (2025-11-25 and 2026-07-28 basic/transports.mdx), on the
-standard library's threading HTTP server: one endpoint, /mcp, plus GET /healthz and GET /status.
+standard library's threading HTTP server: one endpoint, /mcp, plus GET /healthz (liveness: the
+process answers), GET /readyz (readiness: and its state database, when it has one, too) and GET
+/status.
 
 - Binds 127.0.0.1 unless told otherwise; a non-loopback address needs principals (tokens).
 - DNS rebinding: the Host header must name a loopback host (or one the profile allows), and an
@@ -26,6 +28,7 @@ import contextlib
 import json
 import signal
 import socket
+import sys
 import threading
 import time
 from http.server import ThreadingHTTPServer
@@ -49,6 +52,7 @@ ENDPOINT = "/mcp"
 MAX_BODY_BYTES = 4 * 1024 * 1024
 REMOVED = {"initialize", "ping", "logging/setLevel"}  # initialize-era methods a 2026-07-28 request cannot use
 NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}  # what Mcp-Name repeats
+SESSION_HEADER = "Mcp-Session-Id"
 
 
 class Handler(ReplyWriter):
@@ -106,6 +110,13 @@ class Handler(ReplyWriter):
             ok, _ = self._admit(needs_auth=False)
             if ok:
                 self._send(200, {"status": "ok"})
+            return
+        if path == "/readyz":
+            ok, _ = self._admit(needs_auth=False)
+            if ok and self.gateway.ready():
+                self._send(200, {"status": "ready"})
+            elif ok:  # why is on the gateway's stderr: the database's address is not for anyone who asks
+                self._send(503, {"status": "not ready"}, {"Retry-After": "1"})
             return
         if self.gateway.oauth is not None and path in self.gateway.oauth.prm_paths():
             ok, _ = self._admit(needs_auth=False)  # public: it is how a client finds where to log in
@@ -190,7 +201,7 @@ class Handler(ReplyWriter):
             if opened is None:
                 self._refuse(503, "Too many sessions; try again later")
                 return
-            extra["Mcp-Session-Id"] = opened[0]
+            extra[SESSION_HEADER] = opened[0]  # sent only with a result: a refused initialize starts no session
             connection = opened[1].connection
         elif modern or kind != "request":
             connection = stateless = gateway.stateless_connection(principal)
@@ -209,8 +220,10 @@ class Handler(ReplyWriter):
                 return
             listening = gateway.listen_stream(connection) if method == OPEN_ENDED else contextlib.nullcontext()
             with listening:
-                self._answer(connection, message, extra, modern=modern and not session_id, session=session,
-                             alone=stateless is not None)
+                answered = self._answer(connection, message, extra, modern=modern and not session_id, session=session,
+                                        alone=stateless is not None)
+            if SESSION_HEADER in extra and (answered is None or "result" not in answered):
+                gateway.end_session(extra[SESSION_HEADER])
         finally:
             if stateless is not None:
                 stateless.close()
@@ -387,6 +400,7 @@ def serve(toolbox: Toolbox, address: str, *, idle_seconds: float = IDLE_SECONDS,
         log(f"profile {toolbox.profile.name}: http://{shown}:{bound}{ENDPOINT} "
             f"(inbound auth: {gateway.auth_mode() if gateway.auth_mode() != 'none' else 'none, loopback only'})")
     threading.Thread(target=gateway.expire_idle, daemon=True, name="llmc-gateway-idle").start()
+    gateway.start_sharing(log or (lambda message: print(f"llmc serve: {message}", file=sys.stderr, flush=True)))
     threading.Thread(target=arrivals.run, daemon=True, name="llmc-gateway-arrivals").start()
 
     signalled = threading.Event()

@@ -229,8 +229,12 @@ class ReplyWriter(BaseHTTPRequestHandler):
 
 
     def _answer(self, connection: GatewayConnection, message: dict[str, Any], extra: dict[str, str], *,
-                modern: bool = False, session: HostSession | None = None, alone: bool = False) -> None:
-        """`alone`: the connection serves only this request (2026-07-28, no session)."""
+                modern: bool = False, session: HostSession | None = None, alone: bool = False
+                ) -> dict[str, Any] | None:
+        """The final reply, once written (None: on a session's resumable stream, or the host went
+        away first). `alone`: the connection serves only this request (2026-07-28, no session).
+        An Mcp-Session-Id in `extra` goes out only with a result (initialize's): an error starts
+        no session."""
         # SimpleQueue: a queue per request, and queue.Queue builds three Conditions for each
         replies: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
         msg_id = message["id"]
@@ -249,7 +253,7 @@ class ReplyWriter(BaseHTTPRequestHandler):
             if session.connection.legacy_version >= "2025-11-25":  # SEP-1699: an id to resume from at once
                 self._write(f"id: {stream_id}-0\nretry: {RETRY_MS}\ndata: \n\n".encode())
             self._pump(resumable, stream_id, 0, deadline)
-            return
+            return None
         if streamed:
             self._start_stream(extra)
         try:
@@ -268,14 +272,16 @@ class ReplyWriter(BaseHTTPRequestHandler):
                 if streamed:
                     self._event(reply)
                 elif final:
-                    self._send(_status_of(reply) if modern else 200, reply, extra)
+                    headers = extra if "result" in reply else {k: v for k, v in extra.items() if k != "Mcp-Session-Id"}
+                    self._send(_status_of(reply) if modern else 200, reply, headers)
                 if final:
-                    return
+                    return reply
         except OSError:
             # The client dropped the stream: that cancels its request (2026-07-28 transports).
             connection.handle(jsonrpc.notification("notifications/cancelled",
                                                    {"requestId": msg_id, "reason": "the client disconnected"}),
                               lambda reply: None)
+            return None
 
     def _pump(self, stream: ResumableStream, stream_id: str, seen: int, deadline: float) -> None:
         """Write a session's call stream from event `seen` on until its final reply, taking it over

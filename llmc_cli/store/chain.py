@@ -34,7 +34,9 @@ class AuditRecord(TypedDict, total=False):
     rule: str | None
     reason: str
     # an outcome
-    outcome: str  # ok | tool_error | denied | timeout | cancelled | interrupted | ...
+    outcome: str  # ok | tool_error | denied | timeout | cancelled | interrupted | lost | ...
+    replica: str  # lost: the gateway replica that decided the call and is gone
+    closedBy: str  # lost: the replica that wrote the record
     error: str
     durationMs: float
     resultBytes: int
@@ -61,3 +63,19 @@ class AuditSink(Protocol):
     def flush(self) -> None:
         """Store what waits in memory (a Deferred's outcome records); a log stores at once."""
         ...
+
+
+# The fields every record of one call carries alike (call_tool's `base`): what ties an outcome to
+# its decision.
+CALL_FIELDS = ("user", "host", "pid", "profile", "command", "conversation", "client", "server", "tool", "arguments",
+               "callHash")
+
+
+def call_key(record: dict[str, Any]) -> str:
+    """The same for a call's decision and its outcome records; two calls alike in every field
+    (the same arguments from the same host) share it, and either outcome closes either decision."""
+    import hashlib
+
+    from llmc_cli.model import canonical_json
+
+    return hashlib.sha256(canonical_json([record.get(k) for k in CALL_FIELDS]).encode("utf-8")).hexdigest()
