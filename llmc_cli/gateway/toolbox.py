@@ -359,8 +359,9 @@ class Toolbox:
         call = first if first is not None and all(c is not None and c.connection is first.connection
                                                   for c in calls) else None
         if call is None and self.note is not None:
-            whose = "more than one host's call" if len(calls) > 1 else "no host's call in flight"
-            self.note(f"an upstream's {what} may belong to {whose}: not relayed")
+            whose = ("may belong to more than one host's call" if len(calls) > 1 and any(calls)
+                     else "belongs to no host's call in flight")
+            self.note(f"an upstream's {what} {whose}: not relayed")
         return call
 
     def _progress(self, params: dict[str, Any]) -> None:
@@ -409,7 +410,9 @@ class Toolbox:
 
     def _sample(self, params: dict[str, Any]) -> dict[str, Any]:
         call = self._owner("sampling/createMessage")
-        if call is None or "sampling" not in call.capabilities:
+        if call is None:
+            raise RpcError("sampling declined: it belongs to no MCP host's call through the llmc gateway", code=-1)
+        if "sampling" not in call.capabilities:
             raise RpcError("sampling declined: the MCP host behind the llmc gateway does not offer it", code=-1)
         return self._ask_host(call, "sampling/createMessage", params)
 
