@@ -30,7 +30,7 @@ import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator
 
 from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.errors import InputRequired, LlmcError, RpcError
@@ -121,7 +121,7 @@ class Toolbox:
         self._subscribers: dict[tuple[Catalog, str, str], set[GatewayConnection]] = {}
 
     def host_upstreams(self, parent: Catalog | None = None, own: frozenset[str] | None = None,
-                       admit: Callable[[str], None] | None = None) -> Catalog:
+                       admit: Callable[[str], ContextManager[None]] | None = None) -> Catalog:
         """Upstream connections for one principal (from the shared ones) or one host session
         (from its principal's, `parent`): its own to the servers that keep state (`own`: only
         these; a process, an initialize-era session: what is started there, the others never
