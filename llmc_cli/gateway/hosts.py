@@ -215,9 +215,7 @@ class HttpGateway:
                 self.toolboxes[name] = toolbox
             return self.toolboxes[name]
 
-    # -- sessions (initialize era) -------------------------------------------------------------
-
-    # -- upstream connections per principal --------------------------------------------------
+    # -- upstream connections per principal ----------------------------------------------------
 
     def _upstreams_of(self, toolbox: Toolbox, principal: str | None, *, session: bool) -> PrincipalUpstreams:
         """The principal's upstream connections (made on first use), marked as used now; with
@@ -319,6 +317,8 @@ class HttpGateway:
                 pool.members.discard(connection.upstreams)
         if pool is not None and connection.upstreams is not pool.catalog:
             connection.upstreams.close()
+
+    # -- sessions (initialize era) -------------------------------------------------------------
 
     def open_session(self, principal: Principal | None) -> tuple[str, HostSession] | None:
         connection = self._session_connection(principal, principal.name if principal else None)

@@ -358,7 +358,8 @@ class Toolbox:
         first = calls[0] if calls else None
         call = first if first is not None and all(c is not None and c.connection is first.connection
                                                   for c in calls) else None
-        if call is None and self.note is not None:
+        # progress for one of the gateway's own requests (a listing) names no call of a host: not news
+        if call is None and self.note is not None and (tokens or what != "notifications/progress"):
             whose = ("may belong to more than one host's call" if len(calls) > 1 and any(calls)
                      else "belongs to no host's call in flight")
             self.note(f"an upstream's {what} {whose}: not relayed")
