@@ -3,10 +3,11 @@ bare tool names routed when unambiguous. A dead server never blocks the others."
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Collection, ContextManager, Mapping
 
 from llmc_cli import interrupts
 from llmc_cli.errors import ConnectionFailed, LlmcError, RpcError, UsageError, did_you_mean
@@ -42,7 +43,8 @@ class Catalog:
                  on_stderr: Callable[[str, str], None] | None = None,
                  keeper: tuple[str, str] | None = None, stores: Stores | None = None,
                  unusable: Mapping[str, LlmcError] | None = None, shared: "Catalog | None" = None,
-                 own: Collection[str] | None = None, admit: Callable[[str], None] | None = None) -> None:
+                 own: Collection[str] | None = None,
+                 admit: Callable[[str], ContextManager[None]] | None = None) -> None:
         """`unusable`: servers that cannot even be configured (an unset ${VAR}), each with its
         error. They stay in the catalog, failed from the start: every listing reports them as
         failures, with their own exit code, beside the others' results. `shared`, `own` and
@@ -74,13 +76,13 @@ class Catalog:
         self.on_each: Callable[[int, list[str]], None] | None = None
 
     def for_host(self, hooks: ClientHooks | None = None, own: Collection[str] | None = None,
-                 admit: Callable[[str], None] | None = None) -> "Catalog":
+                 admit: Callable[[str], ContextManager[None]] | None = None) -> "Catalog":
         """For a long-lived caller with many users (the gateway's hosts): a catalog for one of
         them, with its own connections to the servers that keep state between requests (a
         process, an initialize-era session) and this catalog's connections to the others. So a
         process or session one user started is never another's. `own`: the only servers it
-        connects to itself (None: every one that keeps state); `admit(server)`: called before
-        each connection of its own starts, raises to refuse it (a cap). Its connections start
+        connects to itself (None: every one that keeps state); `admit(server)`: a context each
+        connection of its own starts in (raises to refuse it: a cap that counts it meanwhile). Its connections start
         on first use, are never remembered for later runs, and end when it is closed; tool
         listings come from the root catalog (they are the server's, not the connection's)."""
         if self.keeper:
@@ -155,29 +157,33 @@ class Catalog:
                 # a server nobody will stop.
                 raise ConnectionFailed(f"{server}: the command is ending; no new connection")
             if server not in self._sessions:
-                if self.admit is not None:
-                    self.admit(server)  # a refusal is no failure of the server: not kept in _failed
                 spec = self.specs[server]
                 stderr = self._stderr_of(server)
                 hooks = replace(self.hooks or ClientHooks(), on_list_changed=partial(self._changed, server))
-                try:
-                    if self.keeper:
-                        from llmc_cli.keeper.transport import attach
-
-                        path, session_name = self.keeper
-                        self._sessions[server] = attach(path, session_name, server, timeout=spec.timeout, hooks=hooks)
-                    else:
-                        from llmc_cli.mcp.client import connect  # not for a keeper's servers
-
-                        session = connect(spec, stores=self.stores, hooks=hooks, builtins=self.builtins,
-                                          on_stderr=stderr)
-                        if self.posts_on_caller_thread and hasattr(session.transport, "posts_on_caller_thread"):
-                            session.transport.posts_on_caller_thread = True
-                        self._sessions[server] = session
-                except LlmcError as exc:
-                    self._failed[server] = exc
-                    raise
+                # a refusal is no failure of the server: raised on entering, not kept in _failed
+                with self.admit(server) if self.admit is not None else contextlib.nullcontext():
+                    self._connect(server, spec, hooks, stderr)
             return self._sessions[server]
+
+    def _connect(self, server: str, spec: ServerSpec, hooks: ClientHooks, stderr: Callable[[str], None] | None) -> None:
+        """Open the server's session into _sessions (its lock held); a failure is kept in _failed."""
+        try:
+            if self.keeper:
+                from llmc_cli.keeper.transport import attach
+
+                path, session_name = self.keeper
+                self._sessions[server] = attach(path, session_name, server, timeout=spec.timeout, hooks=hooks)
+            else:
+                from llmc_cli.mcp.client import connect  # not for a keeper's servers
+
+                session = connect(spec, stores=self.stores, hooks=hooks, builtins=self.builtins,
+                                  on_stderr=stderr)
+                if self.posts_on_caller_thread and hasattr(session.transport, "posts_on_caller_thread"):
+                    session.transport.posts_on_caller_thread = True
+                self._sessions[server] = session
+        except LlmcError as exc:
+            self._failed[server] = exc
+            raise
 
     def add_servers(self, specs: list[ServerSpec]) -> None:
         """Servers learnt after the catalog was made (a keeper lists what it holds when the first

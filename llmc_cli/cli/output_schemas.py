@@ -150,6 +150,7 @@ SERVER_TABLE = obj({}, {  # a server as the profile has it (profile keys; secret
     "command": STR, "args": STRS, "env": {"type": "object", "additionalProperties": STR}, "cwd": STR,
     "url": STR, "headers": {"type": "object", "additionalProperties": STR}, "transport": enum("auto", "http", "sse"),
     "oauth": OPEN, "builtin": STR, "options": OPEN, "timeout": NUM, "enabled": BOOL, "description": STR,
+    "per_session": BOOL,
 })
 SERVER_ROW_FIELDS = {"name": STR, "kind": enum("stdio", "remote", "builtin"), "enabled": BOOL}
 SERVER_ENTRY = obj(SERVER_ROW_FIELDS, SERVER_TABLE["properties"])

@@ -98,9 +98,10 @@ class PrincipalUpstreams:
     sessions: int = 0  # live host sessions using it
     last_used: float = field(default_factory=time.monotonic)
     members: set[Catalog] = field(default_factory=set)
+    starting: int = 0  # connections admitted and starting now
 
     def held(self) -> int:
-        return self.catalog.held() + sum(member.held() for member in list(self.members))
+        return self.catalog.held() + sum(member.held() for member in list(self.members)) + self.starting
 
 
 def _stamp(profile: LoadedProfile) -> tuple[int, int, int] | None:
@@ -228,9 +229,7 @@ class HttpGateway:
                 self.toolboxes[name] = toolbox
             return self.toolboxes[name]
 
-    # -- sessions (initialize era) -------------------------------------------------------------
-
-    # -- upstream connections per principal --------------------------------------------------
+    # -- upstream connections per principal ----------------------------------------------------
 
     def _upstreams_of(self, toolbox: Toolbox, principal: str | None, *, session: bool) -> PrincipalUpstreams:
         """The principal's upstream connections (made on first use), marked as used now; with
@@ -246,25 +245,39 @@ class HttpGateway:
                 pool.sessions += 1
             return pool
 
-    def _admit(self, key: tuple[str, str | None], server: str) -> None:
-        """Before a principal's new upstream connection starts: within the profile's
-        `max_upstreams`, after closing those of its least recently used host session that has
-        nothing in flight if need be; else refused."""
+    @contextlib.contextmanager
+    def _admit(self, key: tuple[str, str | None], server: str) -> Iterator[None]:
+        """Around the start of a principal's new upstream connection (counted while it starts):
+        within the profile's `max_upstreams`, after closing those of its least recently used
+        host sessions that have nothing in flight if need be; else refused."""
         limit = self.toolboxes[key[0]].profile.profile.serve.max_upstreams
+        pool = self.principal_upstreams[key]
+        if not self._reserve(pool, limit):
+            with self.lock:
+                idle = sorted((s for s in self.sessions.values()
+                               if s.connection.upstreams in pool.members and s.connection.upstreams.held()
+                               and not s.connection.upstreams.busy()), key=lambda s: s.last_used)
+            for session in idle:
+                session.connection.upstreams.release()
+                if self._reserve(pool, limit):
+                    break
+            else:
+                who = f"principal {key[1]}" if key[1] else "the hosts without a principal"
+                raise ConnectionFailed(f"{server}: {who} already holds {limit} upstream connections, the most "
+                                       f"allowed ([serve] max_upstreams); they are freed as its host sessions end")
+        try:
+            yield
+        finally:
+            with self.lock:
+                pool.starting -= 1
+
+    def _reserve(self, pool: PrincipalUpstreams, limit: int) -> bool:
+        """Count one more connection starting, if the principal is below its limit."""
         with self.lock:
-            pool = self.principal_upstreams[key]
-            if pool.held() < limit:
-                return
-            idle = sorted((s for s in self.sessions.values()
-                           if s.connection.upstreams in pool.members and s.connection.upstreams.held()
-                           and not s.connection.upstreams.busy()), key=lambda s: s.last_used)
-        for session in idle:
-            session.connection.upstreams.release()
-            if pool.held() < limit:
-                return
-        who = f"principal {key[1]}" if key[1] else "the hosts without a principal"
-        raise ConnectionFailed(f"{server}: {who} already holds {limit} upstream connections, the most allowed "
-                               f"([serve] max_upstreams); they are freed as its host sessions end")
+            if pool.held() >= limit:
+                return False
+            pool.starting += 1
+            return True
 
     def reap_upstreams(self) -> None:
         """Close the upstream connections of a principal no live host session, open listen
@@ -318,6 +331,8 @@ class HttpGateway:
                 pool.members.discard(connection.upstreams)
         if pool is not None and connection.upstreams is not pool.catalog:
             connection.upstreams.close()
+
+    # -- sessions (initialize era) -------------------------------------------------------------
 
     def open_session(self, principal: Principal | None) -> tuple[str, HostSession] | None:
         connection = self._session_connection(principal, principal.name if principal else None)

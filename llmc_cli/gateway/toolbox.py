@@ -31,7 +31,7 @@ import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator
 
 from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.config.secrets import Masker, environment_secrets
@@ -124,7 +124,7 @@ class Toolbox:
         self._subscribers: dict[tuple[Catalog, str, str], set[GatewayConnection]] = {}
 
     def host_upstreams(self, parent: Catalog | None = None, own: frozenset[str] | None = None,
-                       admit: Callable[[str], None] | None = None) -> Catalog:
+                       admit: Callable[[str], ContextManager[None]] | None = None) -> Catalog:
         """Upstream connections for one principal (from the shared ones) or one host session
         (from its principal's, `parent`): its own to the servers that keep state (`own`: only
         these; a process, an initialize-era session: what is started there, the others never
@@ -383,9 +383,11 @@ class Toolbox:
         first = calls[0] if calls else None
         call = first if first is not None and all(c is not None and c.connection is first.connection
                                                   for c in calls) else None
-        if call is None and self.note is not None:
-            whose = "more than one host's call" if len(calls) > 1 else "no host's call in flight"
-            self.note(f"an upstream's {what} may belong to {whose}: not relayed")
+        # progress for one of the gateway's own requests (a listing) names no call of a host: not news
+        if call is None and self.note is not None and (tokens or what != "notifications/progress"):
+            whose = ("may belong to more than one host's call" if len(calls) > 1 and any(calls)
+                     else "belongs to no host's call in flight")
+            self.note(f"an upstream's {what} {whose}: not relayed")
         return call
 
     def _progress(self, params: dict[str, Any]) -> None:
@@ -434,7 +436,9 @@ class Toolbox:
 
     def _sample(self, params: dict[str, Any]) -> dict[str, Any]:
         call = self._owner("sampling/createMessage")
-        if call is None or "sampling" not in call.capabilities:
+        if call is None:
+            raise RpcError("sampling declined: it belongs to no MCP host's call through the llmc gateway", code=-1)
+        if "sampling" not in call.capabilities:
             raise RpcError("sampling declined: the MCP host behind the llmc gateway does not offer it", code=-1)
         return self._ask_host(call, "sampling/createMessage", params)
 

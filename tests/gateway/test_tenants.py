@@ -52,9 +52,16 @@ def _wait_for_port(port: int, proc: subprocess.Popen[bytes]) -> None:
     pytest.fail("the probe server did not come up")
 
 
+@dataclass
+class Probed:
+    gateway: Gateway
+    over: str  # how the gateway reaches the probe: stdio | http
+    legacy: bool  # the probe speaks only the initialize era
+
+
 @pytest.fixture
-def probe_gateway(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Gateway, bool]]:
-    """The gateway in front of the probe (stdio or HTTP, either era); yields (gateway, legacy upstream)."""
+def probe_gateway(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Probed]:
+    """The gateway in front of the probe (stdio or HTTP, either era)."""
     over, legacy = request.param
     flags = ["--legacy"] if legacy else []
     upstream = None
@@ -70,7 +77,7 @@ def probe_gateway(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tu
     profile.write_text(server + PRINCIPALS)
     gateway = start(profile, "-v", env={"GW_ALICE": TOKENS["alice"], "GW_BOB": TOKENS["bob"]})
     try:
-        yield gateway, legacy
+        yield Probed(gateway, over, legacy)
     finally:
         stop(gateway)
         if upstream is not None:
@@ -143,9 +150,9 @@ def _together(gateway: Gateway, hosts: list[tuple[Host, str]], tool: str, place:
 
 @pytest.mark.parametrize("probe_gateway", UPSTREAMS, indirect=True, ids=lambda p: f"{p[0]}-{'legacy' if p[1] else 'modern'}")
 @pytest.mark.parametrize("mode, version", ERAS)
-def test_each_principal_gets_only_its_own_calls_traffic_and_answers(probe_gateway: tuple[Gateway, bool],
-                                                                    tmp_path: Path, mode: str, version: str) -> None:
-    gateway, legacy_upstream = probe_gateway
+def test_each_principal_gets_only_its_own_calls_traffic_and_answers(probe_gateway: Probed, tmp_path: Path, mode: str,
+                                                                    version: str) -> None:
+    gateway, legacy_upstream = probe_gateway.gateway, probe_gateway.legacy
     alice, bob = Host("alice", mode), Host("bob", mode)
     place = tmp_path / "meet"
     place.mkdir()
@@ -169,13 +176,13 @@ def test_each_principal_gets_only_its_own_calls_traffic_and_answers(probe_gatewa
 
 
 @pytest.mark.parametrize("probe_gateway", UPSTREAMS, indirect=True, ids=lambda p: f"{p[0]}-{'legacy' if p[1] else 'modern'}")
-def test_one_principals_sessions_sharing_an_upstream_see_only_their_own(probe_gateway: tuple[Gateway, bool],
+def test_one_principals_sessions_sharing_an_upstream_see_only_their_own(probe_gateway: Probed,
                                                                         tmp_path: Path) -> None:
     """Two initialize-era sessions of one principal share its upstream connection. Over HTTP a
     message comes on its call's own stream: each session gets its own. Over stdio only progress
-    names its call; a log sent while both calls are in flight belongs to neither, so it reaches
-    neither (said at -v)."""
-    gateway, _legacy = probe_gateway
+    names its call; a log sent while both sessions' calls are in flight may be either's, so it
+    reaches neither (said at -v). Calls in flight that are all one session's do get theirs."""
+    gateway = probe_gateway.gateway
     first, second = Host("alice", "legacy"), Host("alice", "legacy")
     place = tmp_path / "meet"
     place.mkdir()
@@ -184,13 +191,31 @@ def test_one_principals_sessions_sharing_an_upstream_see_only_their_own(probe_ga
         assert result.is_error is False, result
         assert not any(other in text for text in host.seen), host.seen
         assert f"progress for {tag}" in host.seen, host.seen
-        if "url =" in (gateway_profile_text := _profile(gateway)):
+        if probe_gateway.over == "http":
             assert f"log for {tag}" in host.seen, host.seen
         else:
-            assert not any(text.startswith("log for") for text in host.seen), (host.seen, gateway_profile_text)
+            assert not any(text.startswith("log for") for text in host.seen), host.seen
+    _one_session_calls_in_parallel(gateway, tmp_path / "alone")
 
 
-def _profile(gateway: Gateway) -> str:
-    args = gateway.proc.args
-    assert isinstance(args, list)
-    return Path(args[args.index("-p") + 1]).read_text()
+def _one_session_calls_in_parallel(gateway: Gateway, place: Path) -> None:
+    """One session, two calls at once: every message reaches it, whatever the upstream says of
+    which call it belongs to (on the stream of the oldest call when nothing says)."""
+    host = Host("alice", "legacy")
+    place.mkdir()
+
+    async def work() -> None:
+        async def on_progress(done: float, total: float | None, message: str | None) -> None:
+            host.seen.append(str(message))
+
+        async with sdk_host(gateway.url, "legacy", TOKENS["alice"], **host.options()) as client:
+            async def call(tag: str) -> None:
+                arguments = {"tag": tag, "place": str(place), "count": 2}
+                assert (await client.call_tool("probe.chatter", arguments, progress_callback=on_progress)).is_error is False
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(call, "one")
+                group.start_soon(call, "two")
+
+    run(work)
+    assert {"log for one", "log for two", "progress for one", "progress for two"} <= set(host.seen), host.seen
