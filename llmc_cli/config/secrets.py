@@ -1,6 +1,9 @@
-"""Which profile values are secrets: names of env variables and headers whose literal values are
-masked when shown and never copied from an imported file. (${VAR} placeholders are not secrets:
-the value comes from the environment when the server is used.)"""
+"""Which values are secrets, and the one masking of them. Names (is_secret_name): env variables
+and headers whose literal values are masked when shown and never copied from an imported file
+(${VAR} placeholders are not secrets: the value comes from the environment when the server is
+used), and argument keys. Values: the environment's and a profile's (environment_secrets), a
+call's secret arguments (argument_secrets), a URL's (url_secrets, mask_url). Masker masks them
+wherever they appear: audit records, telemetry, the errors a call reports."""
 
 from __future__ import annotations
 
@@ -47,6 +50,7 @@ def shown_server(table: dict[str, Any]) -> dict[str, Any]:
         out["url"] = mask_url(out["url"])
     return out
 
+
 MASK = "***"
 # A secret this long is masked wherever it stands, inside any text. A shorter one only where it
 # stands as a word of its own (not next to a letter or digit): replacing every "abc" inside other
@@ -79,8 +83,6 @@ class Masker:
     __slots__ = ("secrets", "_pattern", "_whole")
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        import re
-
         self.secrets: frozenset[str] = frozenset(s for s in secrets if isinstance(s, str) and s)
         forms = {form for s in self.secrets for form in _spellings(s)}
         self._whole = frozenset(forms)
