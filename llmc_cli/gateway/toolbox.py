@@ -269,7 +269,8 @@ class Toolbox:
             return False
 
     def forward(self, method: str, server: str, params: dict[str, Any], upstreams: Catalog) -> dict[str, Any]:
-        """A request for one server's resource, prompt or completion; RpcError as the server said."""
+        """A request about one server's resource or prompt that reads nothing (a subscription, a
+        completion; reads go through services.read); RpcError as the server said."""
         return own_result(upstreams.session(server).request(method, params))
 
     def can_subscribe(self) -> bool:
