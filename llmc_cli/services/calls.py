@@ -69,7 +69,7 @@ class Read:
 
     @property
     def qualified_name(self) -> str:
-        """What [policy.resources]/[policy.prompts] globs and the rate limits match: `server.URI`, `server.NAME`."""
+        """What [policy.resources]/[policy.prompts] globs and the rate limits match: server.URI, server.NAME."""
         return f"{self.server}.{self.name}"
 
     @property
@@ -233,7 +233,7 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
     return result
 
 
-def read(catalog: Catalog, invocation: Invocation, request: Read, *, timeout: float | None = None) -> dict[str, Any]:
+def read(catalog: Catalog, invocation: Invocation, request: Read) -> dict[str, Any]:
     """The ONLY path that reads a resource or gets a prompt, for every caller (`resources read`,
     `prompts get`, the gateway): policy decision (policy.decide_read) -> its audit record, on
     disk -> rate limit -> the request -> audit record of the outcome. A denial is audited, then
@@ -249,8 +249,7 @@ def read(catalog: Catalog, invocation: Invocation, request: Read, *, timeout: fl
     if decision.action != "allow":
         raise PolicyDenied(f"denied: {decision.reason} [{decision.rule}]", rule=decision.rule)
     raw, body, duration = _run(log, invocation, authorized, request.method, f"the {request.kind} {request.name}",
-                               lambda: catalog.session(request.server).request(request.method, request.params(),
-                                                                               timeout=timeout))
+                               lambda: catalog.session(request.server).request(request.method, request.params()))
     _succeeded(log, invocation, authorized, "ok", duration, raw, body)
     return raw
 
@@ -266,10 +265,10 @@ def authorize_read(catalog: Catalog, invocation: Invocation, request: Read) -> A
         decision = policy.decide_read(request.kind, request.server, request.name, invocation.profile.profile.policy,
                                       tools=lambda: server_tools(catalog, request.server))
     telemetry.policy_decision(request.qualified_name, decision.action, decision.rule, invocation.caller)
+    arguments = audit.mask_secrets(request.arguments, invocation.secrets) if request.kind == "prompt" else None
     base = {**audit.identity(), "profile": invocation.profile.name, "command": invocation.command,
             "conversation": invocation.conversation_id, "client": invocation.client, "server": request.server,
-            request.kind: request.name,
-            "arguments": audit.mask_secrets(request.arguments, invocation.secrets) if request.kind == "prompt" else None}
+            request.kind: request.name, "arguments": arguments}
     return Authorization(request, decision, cast("AuditRecord", {k: v for k, v in base.items() if v is not None}))
 
 
@@ -288,7 +287,8 @@ def server_tools(catalog: Catalog, server: str) -> list[Tool]:
 
 
 # The list each result carries (a tool result's content may be left out: it is then empty).
-_RESULT_LIST = {"tools/call": ("content", False), "resources/read": ("contents", True), "prompts/get": ("messages", True)}
+_RESULT_LIST = {"tools/call": ("content", False), "resources/read": ("contents", True),
+                "prompts/get": ("messages", True)}
 
 
 def _run(log: AuditSink, invocation: Invocation, authorized: Authorization, method: str, what: str,
