@@ -194,6 +194,7 @@ def test_reads_are_audited_with_masked_arguments_and_verify(isolated_dirs: Path,
     assert llmc_in_process("audit", "verify").returncode == 0
     tail = llmc_in_process("audit", "tail", "--server", "kb", "--outcome", "denied", "--format", "jsonl")
     assert [r["prompt"] for r in tail.lines()] == ["login"]
+    assert llmc_in_process("audit", "tail", "--tool", "*", "--format", "jsonl").lines() == []  # reads are no tools
 
 
 def test_reads_count_against_the_rate_limits(isolated_dirs: Path) -> None:
