@@ -290,10 +290,10 @@ class Catalog:
         per_server, failures = self.each(self.tools_of, servers)
         return [t for name in (servers or self.specs) for t in per_server.get(name, [])], failures
 
-    def list_offered(self, method: str, key: str, capability: str
+    def list_offered(self, method: str, key: str, capability: str, servers: list[str] | None = None
                      ) -> tuple[dict[str, list[dict[str, Any]]], list[str], list[ServerFailure]]:
-        """Every page of `method` from each server that offers `capability` (resources,
-        prompts): (items per server, servers skipped as not offering it, failures). A server
+        """Every page of `method` from each server (or each of `servers`) that offers `capability`
+        (resources, prompts): (items per server, servers skipped as not offering it, failures). A server
         whose declared capabilities lack it is not asked; one whose capabilities are unknown
         here (a session resumed from the era cache) is asked, and "method not found" skips it."""
 
@@ -308,7 +308,7 @@ class Catalog:
                     raise
                 return None
 
-        results, failures = self.each(gather)
+        results, failures = self.each(gather, servers)
         skipped = [server for server, items in results.items() if items is None]
         return {server: items for server, items in results.items() if items is not None}, skipped, failures
 

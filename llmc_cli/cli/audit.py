@@ -80,8 +80,9 @@ def tail(ctx: click.Context, count: int, follow: bool, since: str | None, server
     def keep(record: dict[str, Any]) -> bool:
         if servers and record.get("server") not in servers:
             return False
-        if tool_glob and not fnmatch.fnmatchcase(f"{record.get('server')}.{record.get('tool')}", tool_glob) \
-                and not fnmatch.fnmatchcase(str(record.get("tool")), tool_glob):
+        if tool_glob and ("tool" not in record  # a resource read or a prompt get
+                          or not fnmatch.fnmatchcase(f"{record.get('server')}.{record.get('tool')}", tool_glob)
+                          and not fnmatch.fnmatchcase(str(record.get("tool")), tool_glob)):
             return False
         if outcome and (record.get("outcome") or ("denied" if record.get("decision") == "deny" else None)) != outcome:
             return False

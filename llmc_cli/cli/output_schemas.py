@@ -200,7 +200,8 @@ SCHEMAS: dict[str, Schema] = {
     "audit-verify": document(obj({"ok": BOOL, "records": INT}, {
         "files": STRS, "last": STR, "anchor": null(obj({"head": STR, "records": INT})), "expect": STR,
         "file": STR, "line": null(INT), "reason": STR}), "llmc audit verify"),
-    "audit-tail": lines({**obj({"time": STR, "prev": STR, "hash": STR}, {"event": STR, "server": STR, "tool": STR},
+    "audit-tail": lines({**obj({"time": STR, "prev": STR, "hash": STR},
+                               {"event": STR, "server": STR, "tool": STR, "resource": STR, "prompt": STR},
                                closed=False), "propertyNames": CAMEL_KEYS}, "llmc audit tail: one audit record per line"),
     "auth-login": document(LOGIN, "llmc auth login"),
     "auth-logout": document(obj({"server": STR, "removed": INT}), "llmc auth logout"),

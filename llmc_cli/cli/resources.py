@@ -30,7 +30,7 @@ def _gather(ctx: click.Context, target: Target, fmt: str, method: str, key: str,
     from llmc_cli import services
     from llmc_cli.cli.common import open_catalog
 
-    catalog, profile = open_catalog(ctx, target)
+    catalog, profile = open_catalog(ctx, target, warm=False)  # a server the policy denies whole never starts
     with catalog:
         per_server, skipped, failures = services.visible_offered(catalog, profile, method, capability)
     if app_of(ctx).verbose:

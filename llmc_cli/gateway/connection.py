@@ -2,10 +2,11 @@
 pagination, cancellation, requests to the client) with the toolbox's methods behind it.
 
 Every tools/call goes through services.call_tool (policy, audit with the host's identity, rate
-limits, argument rules, the lock); every resources/read and prompts/get through services.read. The caller behind a host is a model, so confirmations apply:
-the host's user is asked by elicitation when the host can be asked (initialize era: a request
-on the connection; 2026-07-28: an input_required result the host answers by retrying), and
-otherwise the call is refused with a tool error that says how to pre-approve it.
+limits, argument rules, the lock), every resources/read and prompts/get through services.read.
+The caller behind a host is a model, so confirmations apply: the host's user is asked by
+elicitation when the host can be asked (initialize era: a request on the connection;
+2026-07-28: an input_required result the host answers by retrying), and otherwise the call is
+refused with a tool error that says how to pre-approve it.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from llmc_cli.gateway.listening import Subscriptions
 from llmc_cli.gateway.toolbox import HostCall, Toolbox, own_result
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.model import ToolCall
-from llmc_cli.services.calls import Read
 from llmc_cli.mcp.versions import META_PREFIX as META
 from llmc_cli.mcp.workers import shared
 from llmc_cli.server.protocol import McpServer, RequestError, Send
+from llmc_cli.services.calls import Read
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
@@ -201,8 +202,9 @@ class GatewayConnection(McpServer):
         try:
             return own_result(services.read(self.upstreams, invocation, request))
         except PolicyDenied as exc:
-            if exc.details.get("retryAfter") is not None:  # a rate limit: the host may try again later
-                raise RequestError(jsonrpc.INTERNAL_ERROR, exc.message, {"retryAfter": exc.details["retryAfter"]}) from None
+            retry = exc.details.get("retryAfter")
+            if retry is not None:  # a rate limit: the host may try again later
+                raise RequestError(jsonrpc.INTERNAL_ERROR, exc.message, {"retryAfter": retry}) from None
             if exc.details.get("rule") == "invalid_text":
                 raise RequestError(jsonrpc.INVALID_PARAMS, exc.message) from None
             raise _unknown(request.kind, toolbox.expose(request.server, request.name), modern) from None

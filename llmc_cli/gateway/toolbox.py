@@ -258,9 +258,11 @@ class Toolbox:
     def gather(self, method: str, key: str, field: str, capability: str, upstreams: Catalog) -> list[dict[str, Any]]:
         """Every server's items of a list method (all pages) that the policy lets hosts read, their
         `field` namespaced."""
-        from llmc_cli import services
+        from llmc_cli import policy, services
 
         def one(server: str) -> list[dict[str, Any]]:
+            if policy.whole_server_denial(server, self.profile.profile.policy):
+                return []  # nothing of it may be read: not asked, not started for this host
             session = upstreams.session(server)
             # Capabilities unknown (a connection that skipped discovery, its era known): asked,
             # and "method not found" means none, as Catalog.list_offered does.
@@ -291,7 +293,8 @@ class Toolbox:
             return False
 
     def forward(self, method: str, server: str, params: dict[str, Any], upstreams: Catalog) -> dict[str, Any]:
-        """A request for one server's resource, prompt or completion; RpcError as the server said."""
+        """A request about one server's resource or prompt that reads nothing (a subscription, a
+        completion; reads go through services.read); RpcError as the server said."""
         return own_result(upstreams.session(server).request(method, params))
 
     def can_subscribe(self) -> bool:

@@ -33,8 +33,8 @@ _WHERE = {name: module for module, names in {
     "llmc_cli.policy.lint": "PATH_FORMATS PATH_WORDS uncovered_path_arguments",
     "llmc_cli.policy.paths": "MAX_NESTING MAX_SYMLINKS PathRefused glob_patterns touched_paths",
     "llmc_cli.policy.rate": "WINDOW_SECONDS acquire_rate",
-    "llmc_cli.policy.rules": ("HUMAN MODEL SPEC_DEFAULT_HINTS Caller Decision ReadKind decide decide_read effective_hints "
-                              "glob_match is_read_only visible whole_server_denial"),
+    "llmc_cli.policy.rules": ("HUMAN MODEL SPEC_DEFAULT_HINTS Caller Decision ReadKind decide decide_read "
+                              "effective_hints glob_match is_read_only visible whole_server_denial"),
 }.items() for name in names.split()}
 
 if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its module, on first use

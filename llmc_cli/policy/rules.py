@@ -194,7 +194,8 @@ def decide_read(kind: ReadKind, server: str, name: str, config: PolicyConfig,
     if rules.default == "allow":
         return Decision("allow", f"{section}.default: allow", f"{qualified} is allowed by the {section} default")
     if rules.default == "deny" or rules.allow:
-        why = "the default is deny" if rules.default == "deny" else "an allow list without a default allows only what it lists"
+        why = ("the default is deny" if rules.default == "deny"
+               else "an allow list without a default allows only what it lists")
         return Decision("deny", f"{section}.default: deny", f"{qualified} matches no {section} allow pattern and {why}")
     closed = _closed_by_tool_rules(server, config, tools)
     if closed:

@@ -3,7 +3,8 @@ ONLY one that reads a resource or gets a prompt.
 
 calls.py: one call (Invocation, authorize, record_decisions, call_tool, the open-call registry
 that interruptions close) and one read (Read, read); catalogs.py: the servers a command talks to
-and the tools, resources and prompts a profile sees; batch.py: many calls in one run. The names below are the package's interface.
+and the tools, resources and prompts a profile sees; batch.py: many calls in one run. The names
+below are the package's interface.
 """
 
 from typing import TYPE_CHECKING

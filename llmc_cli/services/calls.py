@@ -68,7 +68,7 @@ class Read:
 
     @property
     def qualified_name(self) -> str:
-        """What [policy.resources]/[policy.prompts] globs and the rate limits match: `server.URI`, `server.NAME`."""
+        """What [policy.resources]/[policy.prompts] globs and the rate limits match: server.URI, server.NAME."""
         return f"{self.server}.{self.name}"
 
     @property
@@ -238,7 +238,7 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
     return result
 
 
-def read(catalog: Catalog, invocation: Invocation, request: Read, *, timeout: float | None = None) -> dict[str, Any]:
+def read(catalog: Catalog, invocation: Invocation, request: Read) -> dict[str, Any]:
     """The ONLY path that reads a resource or gets a prompt, for every caller (`resources read`,
     `prompts get`, the gateway): policy decision (policy.decide_read) -> its audit record, on
     disk -> rate limit -> the request -> audit record of the outcome. A denial is audited, then
@@ -254,8 +254,7 @@ def read(catalog: Catalog, invocation: Invocation, request: Read, *, timeout: fl
     if decision.action != "allow":
         raise PolicyDenied(f"denied: {decision.reason} [{decision.rule}]", rule=decision.rule)
     raw, body, duration = _run(log, invocation, authorized, request.method, f"the {request.kind} {request.name}",
-                               lambda: catalog.session(request.server).request(request.method, request.params(),
-                                                                               timeout=timeout))
+                               lambda: catalog.session(request.server).request(request.method, request.params()))
     _succeeded(log, invocation, authorized, "ok", duration, raw, body)
     return raw
 
@@ -294,7 +293,8 @@ def server_tools(catalog: Catalog, server: str) -> list[Tool]:
 
 
 # The list each result carries (a tool result's content may be left out: it is then empty).
-_RESULT_LIST = {"tools/call": ("content", False), "resources/read": ("contents", True), "prompts/get": ("messages", True)}
+_RESULT_LIST = {"tools/call": ("content", False), "resources/read": ("contents", True),
+                "prompts/get": ("messages", True)}
 
 
 def _run(log: AuditSink, invocation: Invocation, authorized: Authorization, method: str, what: str,

@@ -206,8 +206,15 @@ def visible_items(catalog: Catalog, profile: LoadedProfile, method: str, server:
 def visible_offered(catalog: Catalog, profile: LoadedProfile, method: str, capability: str
                     ) -> tuple[dict[str, list[dict[str, Any]]], list[str], list[ServerFailure]]:
     """Catalog.list_offered with only what the profile may read (visible_items); a server whose
-    tools cannot be listed when the policy needs them to judge is a failure, its items absent."""
-    per_server, skipped, failures = catalog.list_offered(method, READ_KINDS[method][0], capability)
+    tools cannot be listed when the policy needs them to judge is a failure, its items absent. A
+    server the policy denies as a whole is not asked (nor started)."""
+    from llmc_cli import policy
+
+    config = profile.profile.policy
+    open_servers = [s for s in catalog.specs if not policy.whole_server_denial(s, config)]
+    if not open_servers:
+        return {}, [], []
+    per_server, skipped, failures = catalog.list_offered(method, READ_KINDS[method][0], capability, open_servers)
     shown: dict[str, list[dict[str, Any]]] = {}
     for server, items in per_server.items():
         try:

@@ -177,3 +177,22 @@ def test_the_audit_trail_of_reads_verifies(library: Path, tmp_path: Path) -> Non
     assert verified.returncode == 0, verified.stderr
     tail = llmc("-p", str(library), "audit", "tail", "--outcome", "denied", "--format", "jsonl")
     assert [(r["server"], r["resource"]) for r in tail.lines()] == [("kb", "lib://public/readme")]
+
+
+def test_reads_through_the_gateway_count_against_the_rate_limit(tmp_path: Path) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    profile = tmp_path / "limited.toml"
+    profile.write_text(servers() + '\n[policy]\ncalls_per_minute = 1\n')
+
+    async def work() -> None:
+        async with host(profile, "legacy") as client:
+            assert (await client.read_resource("lib.lib://public/readme")).contents[0].text == "public readme"
+            with pytest.raises(MCPError, match="rate limit") as limited:
+                await client.get_prompt("lib.summarize", {"topic": "x"})
+            assert limited.value.error.data["retryAfter"] > 0
+
+    run(work)
+    outcomes = [(r.get("resource") or r.get("prompt"), r["outcome"]) for r in audit_records(tmp_path)
+                if r["event"] == "outcome"]
+    assert outcomes == [("lib://public/readme", "ok"), ("summarize", "denied")]

@@ -194,6 +194,7 @@ def test_reads_are_audited_with_masked_arguments_and_verify(isolated_dirs: Path,
     assert llmc_in_process("audit", "verify").returncode == 0
     tail = llmc_in_process("audit", "tail", "--server", "kb", "--outcome", "denied", "--format", "jsonl")
     assert [r["prompt"] for r in tail.lines()] == ["login"]
+    assert llmc_in_process("audit", "tail", "--tool", "*", "--format", "jsonl").lines() == []  # reads are no tools
 
 
 def test_reads_count_against_the_rate_limits(isolated_dirs: Path) -> None:
@@ -218,3 +219,24 @@ def test_policy_check_explains_a_read_without_reading(isolated_dirs: Path) -> No
     assert listed_only.returncode == 4 and listed_only.json()["rule"] == "prompts.default: deny"
     assert llmc_in_process("policy", "check", "--resource", "lib:lib://x", "a=b").returncode == 2
     assert audit(isolated_dirs) == []  # a check reads nothing and records nothing
+
+
+def test_a_server_denied_as_a_whole_is_not_started_for_a_listing(isolated_dirs: Path) -> None:
+    marker = isolated_dirs / "kb-started"
+    library = sdk_server("sdk_library.py")[1]
+    profile_file(isolated_dirs / "config", f"""
+[servers.lib]
+command = {json.dumps(sys.executable)}
+args = [{json.dumps(library)}]
+
+[servers.kb]  # leaves a mark when it starts, then runs the library
+command = "/bin/sh"
+args = ["-c", {json.dumps(f'touch {marker}; exec "$0" "$1"')}, {json.dumps(sys.executable)}, {json.dumps(library)}]
+
+[policy]
+deny = ["kb.*"]
+""")
+    for what in (("resources", "list"), ("resources", "templates"), ("prompts", "list")):
+        assert {row.split(".")[0] for row in listed(*what)} == {"lib"}
+    assert llmc_in_process("policy", "check", "--resource", "kb:lib://public/readme").returncode == 4
+    assert not marker.exists()
