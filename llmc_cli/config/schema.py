@@ -140,6 +140,10 @@ class PrincipalConfig:
     token_env: str | None = None
     profile: str | None = None
     description: str | None = None
+    # Its share of the gateway (None: the defaults, gateway/hosts.py): sessions it may hold open
+    # (past it, its own least recently used idle session ends) and requests it may have in flight.
+    max_sessions: int | None = field(default=None, metadata=_POSITIVE)
+    max_requests: int | None = field(default=None, metadata=_POSITIVE)
 
     def __post_init__(self) -> None:
         if bool(self.token_sha256) == bool(self.token_env):
@@ -180,13 +184,29 @@ class ServeOAuthConfig:
 class ServeConfig:
     __pydantic_config__ = _STRICT
 
-    principals: dict[str, PrincipalConfig] = field(default_factory=dict)
+    # "required": every request needs a principal's token or an OAuth token (no principal: nobody
+    # gets in); "none": nobody authenticates, loopback only. Unset: required once the profile has
+    # [serve.principals] (even empty) or [serve.oauth], else none (a never-configured profile).
+    auth: Literal["required", "none"] | None = None
+    # None: the profile has no [serve.principals] table at all (not the same as an empty one).
+    principals: dict[str, PrincipalConfig] | None = None
     oauth: ServeOAuthConfig | None = None
     allowed_origins: list[str] = field(default_factory=list)  # browser origins besides loopback ones
     allowed_hosts: list[str] = field(default_factory=list)  # Host header values besides loopback ones
     # The gateway fronting exactly one server under that server's own names (no `server.` prefix):
     # a drop-in in front of a server whose hosts (or test suites) call it by fixed names.
     bare_names: bool = False
+
+    def __post_init__(self) -> None:
+        if self.auth == "none" and (self.principals or self.oauth is not None):
+            raise ValueError('auth = "none" lets everybody in: remove it, or remove [serve.principals] and '
+                             '[serve.oauth]')
+
+    def auth_required(self) -> bool:
+        """Whether every request must carry a valid token (see `auth`)."""
+        if self.auth is not None:
+            return self.auth == "required"
+        return self.principals is not None or self.oauth is not None
 
 
 @dataclass
@@ -245,8 +265,8 @@ def from_json(data: dict[str, Any]) -> Profile:
                     for name, server in data["servers"].items()},
         "policy": PolicyConfig(**{**policy, "hints": {glob: ToolHints(**h) for glob, h in policy["hints"].items()}}),
         "llm": LlmConfig(**data["llm"]),
-        "serve": ServeConfig(**{**data["serve"], "principals": {name: PrincipalConfig(**p) for name, p in
-                                                                data["serve"]["principals"].items()},
+        "serve": ServeConfig(**{**data["serve"], "principals": None if data["serve"]["principals"] is None else {
+                                     name: PrincipalConfig(**p) for name, p in data["serve"]["principals"].items()},
                                  "oauth": data["serve"]["oauth"] and ServeOAuthConfig(**data["serve"]["oauth"])}),
         "state": StateConfig(**data["state"]),
         "telemetry": TelemetryConfig(**data["telemetry"]),
