@@ -75,8 +75,10 @@ class Handler(ReplyWriter):
         if not gateway.origin_allowed(self.headers.get("Origin")):
             self._refuse(403, "Forbidden: Origin not allowed (DNS rebinding protection)")
             return False, None
+        if not needs_auth:
+            return True, None  # a public page, answered at once: the connection stays among the pending
         principals = gateway.current_principals()
-        if not needs_auth or not gateway.auth_required():
+        if not gateway.auth_required():
             return self._admitted(None)
         principal = authenticate(principals, self.headers.get("Authorization"))
         if principal is None and gateway.oauth is not None:

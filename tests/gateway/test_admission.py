@@ -106,10 +106,13 @@ def test_a_connection_must_present_its_request_within_the_pending_timeout(gatewa
                     env=TOKENS)
     try:
         with socket.create_connection(("127.0.0.1", running.port), timeout=30) as silent, \
-                socket.create_connection(("127.0.0.1", running.port), timeout=30) as trickling:
+                socket.create_connection(("127.0.0.1", running.port), timeout=30) as trickling, \
+                socket.create_connection(("127.0.0.1", running.port), timeout=30) as public:
             trickling.sendall(b"POST /mcp HTTP/1.1\r\n")
+            public.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")  # no token: still pending
             began = time.monotonic()
-            assert closed_within(silent, 6) and closed_within(trickling, 6)
+            assert public.recv(65536).startswith(b"HTTP/1.1 200 ")
+            assert closed_within(silent, 6) and closed_within(trickling, 6) and closed_within(public, 6)
             assert time.monotonic() - began < 6
         kept = http.client.HTTPConnection("127.0.0.1", running.port, timeout=30)
         assert post_init(kept, ALICE) == 200 and kept.sock is not None
