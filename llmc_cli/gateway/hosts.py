@@ -55,6 +55,29 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def add_principal_hint(served: LoadedProfile) -> str:
+    """The command that adds a principal to the served profile."""
+    import shlex
+
+    # A profile loaded by path is named by its path: `-p NAME` would not find it.
+    named = served.path is None or served.path.parent.name == "profiles"
+    return f"`llmc serve token create NAME -p {shlex.quote(served.name if named else str(served.path))}`"
+
+
+def check_auth(served: LoadedProfile, host: str) -> None:
+    """Refuse a gateway that would let everybody in off loopback (UsageError), or nobody at all
+    (ConfigError), before anything starts; each message says what to do."""
+    serve = served.profile.serve
+    create = add_principal_hint(served)
+    if not serve.auth_required() and not is_loopback(host):
+        said = 'says [serve] auth = "none"' if serve.auth == "none" else "has no principals"
+        raise UsageError(f"--http {host}: a non-loopback address needs inbound authentication, and the profile "
+                         f"{said}; add a principal with {create}")
+    if serve.auth_required() and not principals_of(served) and serve.oauth is None:
+        raise ConfigError(f"profile {served.name}: no principal can reach this gateway: add one with {create}, "
+                          f'or set [serve] auth = "none" (loopback only)')
+
+
 MAX_RESUMABLE = 16  # a session's newest call streams that a host may resume (Last-Event-ID)
 
 
@@ -127,17 +150,10 @@ class HttpGateway:
             from llmc_cli.gateway.oauth_rs import ResourceServer
 
             self.oauth = ResourceServer(served.profile.serve.oauth)
+        check_auth(served, host)
         # Whether requests need a token: decided by the profile at start, and a profile re-read
         # later may make it so but never undo it (an edit or a revoke never opens the door).
         self.require_auth = served.profile.serve.auth_required()
-        create = f"`llmc serve token create NAME -p {served.name}`"
-        if not self.require_auth and not is_loopback(host):
-            said = 'says [serve] auth = "none"' if served.profile.serve.auth == "none" else "has no principals"
-            raise UsageError(f"--http {host}: a non-loopback address needs inbound authentication, and the profile "
-                             f"{said}; add a principal with {create}")
-        if self.require_auth and not self.principals and self.oauth is None:
-            raise ConfigError(f"profile {served.name}: no principal can reach this gateway: add one with {create}, "
-                              f'or set [serve] auth = "none" (loopback only)')
         self.host, self.port = host, port
         self.allowed_hosts = {h.lower() for h in served.profile.serve.allowed_hosts}
         self.allowed_origins = {o.rstrip("/").lower() for o in served.profile.serve.allowed_origins}
@@ -176,8 +192,7 @@ class HttpGateway:
                     self.require_auth = self.require_auth or profile.profile.serve.auth_required()
                     if self.require_auth and not self.principals and self.oauth is None:
                         print(f"llmc serve: {self.served.name}: no principal can reach this gateway now: add one "
-                              f"with `llmc serve token create NAME -p {self.served.name}`", file=sys.stderr,
-                              flush=True)
+                              f"with {add_principal_hint(self.served)}", file=sys.stderr, flush=True)
                 except LlmcError as exc:
                     print(f"llmc serve: {self.served.name}: principals not re-read, the old ones stay: {exc.message}",
                           file=sys.stderr, flush=True)

@@ -95,8 +95,8 @@ class Handler(ReplyWriter):
                 challenge += ', error="invalid_token", error_description="unknown bearer token"'
             message = "Unauthorized: a valid bearer token is required"
             if not principals and gateway.oauth is None:
-                message += (f"; no principal can reach this gateway now (its operator adds one with `llmc serve "
-                            f"token create NAME -p {gateway.served.name}`)")
+                message += ("; no principal can reach this gateway now (its operator adds one with "
+                            "`llmc serve token create`)")
             self._refuse(401, message, headers={"WWW-Authenticate": challenge})
             return False, None
         return self._admitted(principal)

@@ -295,4 +295,5 @@ def test_auth_none_beside_principals_is_a_profile_error_and_token_create_closes_
 def test_quotas_must_be_positive(gateway_profile: Path) -> None:
     with_principals(gateway_profile, alice="max_sessions = 0")
     listed = llmc("serve", "-p", str(gateway_profile), "token", "list")
-    assert listed.returncode == 3 and "max_sessions" in listed.stderr and "greater than 0" in listed.stderr, listed.stderr
+    assert listed.returncode == 3, listed.stderr
+    assert "max_sessions" in listed.stderr and "greater than 0" in listed.stderr, listed.stderr
