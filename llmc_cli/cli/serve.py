@@ -29,8 +29,8 @@ from llmc_cli.errors import UsageError
 @click.option("--pending-timeout", "pending_timeout", type=click.FloatRange(min=0.1), default=5, show_default=True,
               metavar="SECONDS", help="With --http: a new connection must send a request head within this.")
 @click.option("--request-timeout", type=click.FloatRange(min=0.1), default=30, show_default=True, metavar="SECONDS",
-              help="With --http: a request must arrive whole within this (a client trickling it is cut off), and a "
-                   "kept-alive connection's next request within this too.")
+              help="With --http: an admitted request's body must arrive within this (a client trickling it is cut "
+                   "off), and a kept-alive connection's next request too.")
 @click.pass_context
 def serve(ctx: click.Context, profile_name: str | None, http: str | None, idle_timeout: float,
           max_connections: int, request_timeout: float, max_pending: int, pending_timeout: float) -> None:

@@ -171,6 +171,9 @@ class ServeOAuthConfig:
     profiles: dict[str, str] = field(default_factory=dict)  # claim value -> profile name
     algorithms: list[str] = field(default_factory=lambda: ["RS256", "ES256"])
     leeway: int = field(default=30, metadata=_POSITIVE)  # seconds of clock skew allowed on exp/nbf
+    # Each OAuth principal's share of the gateway, as [serve.principals.NAME] has (None: the defaults).
+    max_sessions: int | None = field(default=None, metadata=_POSITIVE)
+    max_requests: int | None = field(default=None, metadata=_POSITIVE)
 
     def __post_init__(self) -> None:
         unsafe = [a for a in self.algorithms if a not in ("RS256", "RS384", "RS512", "ES256", "ES384", "PS256")]
