@@ -21,13 +21,19 @@ from llmc_cli.errors import UsageError
 @click.option("--idle-timeout", type=click.FloatRange(min=1), default=1800, show_default=True, metavar="SECONDS",
               help="With --http: end host sessions unused this long.")
 @click.option("--max-connections", type=click.IntRange(min=1), default=1024, show_default=True, metavar="N",
-              help="With --http: HTTP connections served at once; past it a connection is answered 503.")
+              help="With --http: connections with an admitted request or kept alive after one; past it the "
+                   "longest-idle is closed, or with every one busy a request is answered 503.")
+@click.option("--max-pending-connections", "max_pending", type=click.IntRange(min=1), default=64, show_default=True,
+              metavar="N", help="With --http: connections that have sent no admitted request yet (nobody's token); "
+                                "past it the one waiting longest is closed.")
+@click.option("--pending-timeout", "pending_timeout", type=click.FloatRange(min=0.1), default=5, show_default=True,
+              metavar="SECONDS", help="With --http: a new connection must send a request head within this.")
 @click.option("--request-timeout", type=click.FloatRange(min=0.1), default=30, show_default=True, metavar="SECONDS",
-              help="With --http: a request must arrive whole within this (a client trickling it is cut off), and a "
-                   "kept-alive connection's next request within this too.")
+              help="With --http: an admitted request's body must arrive within this (a client trickling it is cut "
+                   "off), and a kept-alive connection's next request too.")
 @click.pass_context
 def serve(ctx: click.Context, profile_name: str | None, http: str | None, idle_timeout: float,
-          max_connections: int, request_timeout: float) -> None:
+          max_connections: int, request_timeout: float, max_pending: int, pending_timeout: float) -> None:
     """Serve a profile's tools to any MCP host: tools named SERVER.TOOL, every call under the
     profile's policy and in its audit trail. stdout carries MCP only (stdio).
 
@@ -57,7 +63,7 @@ def serve(ctx: click.Context, profile_name: str | None, http: str | None, idle_t
     start_telemetry("llmc serve", profile)
     if http:
         run.serve_http(profile, http, verbose=verbose, idle_seconds=idle_timeout, max_connections=max_connections,
-                       request_seconds=request_timeout)
+                       request_seconds=request_timeout, max_pending=max_pending, pending_seconds=pending_timeout)
     else:
         run.serve_stdio(profile, verbose=verbose)
 
@@ -102,7 +108,8 @@ def token() -> None:
 @click.pass_context
 def token_create(ctx: click.Context, name: str, for_profile: str | None) -> None:
     """Make a new token for principal NAME: its SHA-256 goes into the profile, the token itself
-    is printed once on stdout ({"principal", "token"}) and kept nowhere."""
+    is printed once on stdout ({"principal", "token"}) and kept nowhere. The profile then says
+    [serve] auth = "required": from now on the gateway lets in only principals."""
     from llmc_cli.cli.output import emit, note
     from llmc_cli.config.profile_writer import update_profile
     from llmc_cli.config.profiles import editable_path
@@ -112,9 +119,14 @@ def token_create(ctx: click.Context, name: str, for_profile: str | None) -> None
         raise UsageError(f"principal name {name!r}: use letters, digits, '-' and '_'")
     path = editable_path(app_of(ctx).profile)
     secret = new_token()
+    was_open = False
 
     def add(data: dict[str, Any]) -> None:
-        principals = data.setdefault("serve", {}).setdefault("principals", {})
+        nonlocal was_open
+        serve = data.setdefault("serve", {})
+        was_open = serve.get("auth") == "none"
+        serve["auth"] = "required"  # written out, so that no later edit of the principals opens the door
+        principals = serve.setdefault("principals", {})
         entry = {"token_sha256": token_hash(secret)}
         if for_profile:
             entry["profile"] = for_profile
@@ -122,6 +134,8 @@ def token_create(ctx: click.Context, name: str, for_profile: str | None) -> None
 
     update_profile(path, add)
     note(f"llmc: principal {name} added to {path}; the token is shown only now")
+    if was_open:
+        note('llmc: [serve] auth = "none" is now "required": only principals get in')
     emit({"principal": name, "profile": for_profile, "token": secret}, "json")
 
 
@@ -135,7 +149,7 @@ def token_list(ctx: click.Context, fmt: str) -> None:
 
     profile = load_profile(app_of(ctx).profile)
     rows = [{"principal": n, "profile": p.profile, "token": "env:" + p.token_env if p.token_env else "sha256"}
-            for n, p in profile.profile.serve.principals.items()]
+            for n, p in (profile.profile.serve.principals or {}).items()]
     emit_listing("principals", rows, fmt, columns=["principal", "profile", "token"])
 
 
@@ -143,18 +157,28 @@ def token_list(ctx: click.Context, fmt: str) -> None:
 @click.argument("name")
 @click.pass_context
 def token_revoke(ctx: click.Context, name: str) -> None:
-    """Remove principal NAME: its token stops working at once, a running gateway included."""
-    from llmc_cli.cli.output import emit
+    """Remove principal NAME: its token stops working at once, a running gateway included. The
+    last one removed leaves a gateway nobody can reach, never an open one ([serve] auth =
+    "required" stays in the profile)."""
+    from llmc_cli.cli.output import emit, note
     from llmc_cli.config.profile_writer import update_profile
     from llmc_cli.config.profiles import editable_path
 
     path = editable_path(app_of(ctx).profile)
+    left = 0
 
     def remove(data: dict[str, Any]) -> None:
-        principals = (data.get("serve") or {}).get("principals") or {}
+        nonlocal left
+        serve = data.get("serve") or {}
+        principals = serve.get("principals") or {}
         if name not in principals:
             raise UsageError(f"no principal {name!r} in {path}")
         del principals[name]
+        serve["auth"] = "required"
+        left = len(principals)
 
     update_profile(path, remove)
+    if not left:
+        note(f"llmc: no principal is left in {path}: nobody can reach its gateway until one is added "
+             f"(llmc serve token create NAME -p {app_of(ctx).profile})")
     emit({"principal": name, "revoked": True}, "json")

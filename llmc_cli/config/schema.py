@@ -180,6 +180,10 @@ class PrincipalConfig:
     token_env: str | None = None
     profile: str | None = None
     description: str | None = None
+    # Its share of the gateway (None: the defaults, gateway/hosts.py): sessions it may hold open
+    # (past it, its own least recently used idle session ends) and requests it may have in flight.
+    max_sessions: int | None = field(default=None, metadata=_POSITIVE)
+    max_requests: int | None = field(default=None, metadata=_POSITIVE)
 
     def __post_init__(self) -> None:
         if bool(self.token_sha256) == bool(self.token_env):
@@ -207,6 +211,9 @@ class ServeOAuthConfig:
     profiles: dict[str, str] = field(default_factory=dict)  # claim value -> profile name
     algorithms: list[str] = field(default_factory=lambda: ["RS256", "ES256"])
     leeway: int = field(default=30, metadata=_POSITIVE)  # seconds of clock skew allowed on exp/nbf
+    # Each OAuth principal's share of the gateway, as [serve.principals.NAME] has (None: the defaults).
+    max_sessions: int | None = field(default=None, metadata=_POSITIVE)
+    max_requests: int | None = field(default=None, metadata=_POSITIVE)
 
     def __post_init__(self) -> None:
         unsafe = [a for a in self.algorithms if a not in ("RS256", "RS384", "RS512", "ES256", "ES384", "PS256")]
@@ -220,7 +227,12 @@ class ServeOAuthConfig:
 class ServeConfig:
     __pydantic_config__ = _STRICT
 
-    principals: dict[str, PrincipalConfig] = field(default_factory=dict)
+    # "required": every request needs a principal's token or an OAuth token (no principal: nobody
+    # gets in); "none": nobody authenticates, loopback only. Unset: required once the profile has
+    # [serve.principals] (even empty) or [serve.oauth], else none (a never-configured profile).
+    auth: Literal["required", "none"] | None = None
+    # None: the profile has no [serve.principals] table at all (not the same as an empty one).
+    principals: dict[str, PrincipalConfig] | None = None
     oauth: ServeOAuthConfig | None = None
     allowed_origins: list[str] = field(default_factory=list)  # browser origins besides loopback ones
     allowed_hosts: list[str] = field(default_factory=list)  # Host header values besides loopback ones
@@ -231,6 +243,17 @@ class ServeConfig:
     # once, and how long one no host session uses is kept (seconds).
     max_upstreams: int = field(default=16, metadata=_POSITIVE)
     upstream_idle_timeout: float = field(default=60.0, metadata=_POSITIVE)
+
+    def __post_init__(self) -> None:
+        if self.auth == "none" and (self.principals or self.oauth is not None):
+            raise ValueError('auth = "none" lets everybody in: remove it, or remove [serve.principals] and '
+                             '[serve.oauth]')
+
+    def auth_required(self) -> bool:
+        """Whether every request must carry a valid token (see `auth`)."""
+        if self.auth is not None:
+            return self.auth == "required"
+        return self.principals is not None or self.oauth is not None
 
 
 @dataclass
@@ -301,8 +324,8 @@ def from_json(data: dict[str, Any]) -> Profile:
                                   "resources": ReadRules(**policy["resources"]),
                                   "prompts": ReadRules(**policy["prompts"])}),
         "llm": LlmConfig(**data["llm"]),
-        "serve": ServeConfig(**{**data["serve"], "principals": {name: PrincipalConfig(**p) for name, p in
-                                                                data["serve"]["principals"].items()},
+        "serve": ServeConfig(**{**data["serve"], "principals": None if data["serve"]["principals"] is None else {
+                                     name: PrincipalConfig(**p) for name, p in data["serve"]["principals"].items()},
                                  "oauth": data["serve"]["oauth"] and ServeOAuthConfig(**data["serve"]["oauth"])}),
         "state": StateConfig(**data["state"]),
         "telemetry": TelemetryConfig(**data["telemetry"]),

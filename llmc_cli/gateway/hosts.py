@@ -18,13 +18,14 @@ from urllib.parse import urlsplit
 
 from llmc_cli.catalog import Catalog
 from llmc_cli.config.profiles import LoadedProfile
-from llmc_cli.errors import ConnectionFailed, LlmcError, UsageError
+from llmc_cli.errors import ConfigError, ConnectionFailed, LlmcError, UsageError
+from llmc_cli.gateway.admission import Refused
 from llmc_cli.gateway.connection import GatewayConnection
 from llmc_cli.gateway.principals import Principal, principals_of
 from llmc_cli.gateway.toolbox import Toolbox
 from llmc_cli.mcp import jsonrpc
 
-MAX_SESSIONS = 256
+MAX_SESSIONS = 256  # the gateway's; each principal's own is smaller (principals.MAX_SESSIONS)
 MAX_CONNECTIONS = 1024  # HTTP connections served at once (a thread each): sessions' streams and calls
 REQUEST_SECONDS = 30.0  # for a whole request to arrive, and for a kept-alive connection's next one
 IDLE_SECONDS = 1800.0
@@ -54,6 +55,29 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def add_principal_hint(served: LoadedProfile) -> str:
+    """The command that adds a principal to the served profile."""
+    import shlex
+
+    # A profile loaded by path is named by its path: `-p NAME` would not find it.
+    named = served.path is None or served.path.parent.name == "profiles"
+    return f"`llmc serve token create NAME -p {shlex.quote(served.name if named else str(served.path))}`"
+
+
+def check_auth(served: LoadedProfile, host: str) -> None:
+    """Refuse a gateway that would let everybody in off loopback (UsageError), or nobody at all
+    (ConfigError), before anything starts; each message says what to do."""
+    serve = served.profile.serve
+    create = add_principal_hint(served)
+    if not serve.auth_required() and not is_loopback(host):
+        said = 'says [serve] auth = "none"' if serve.auth == "none" else "has no principals"
+        raise UsageError(f"--http {host}: a non-loopback address needs inbound authentication, and the profile "
+                         f"{said}; add a principal with {create}")
+    if serve.auth_required() and not principals_of(served) and serve.oauth is None:
+        raise ConfigError(f"profile {served.name}: no principal can reach this gateway: add one with {create}, "
+                          f'or set [serve] auth = "none" (loopback only)')
+
+
 MAX_RESUMABLE = 16  # a session's newest call streams that a host may resume (Last-Event-ID)
 
 
@@ -81,6 +105,7 @@ class HostSession:
     last_shared: float = field(default_factory=time.monotonic)  # when the shared store last saw it used
     shared: bool = False  # in the shared store (saved after its initialize, or resumed from it)
     streams: dict[str, ResumableStream] = field(default_factory=dict)  # stream id -> stream, oldest first
+    requests: int = 0  # POSTs of it being answered now
 
     def keep_stream(self, stream_id: str, stream: ResumableStream) -> None:
         self.streams[stream_id] = stream
@@ -155,9 +180,10 @@ class HttpGateway:
             from llmc_cli.gateway.oauth_rs import ResourceServer
 
             self.oauth = ResourceServer(served.profile.serve.oauth)
-        if not self.principals and self.oauth is None and not is_loopback(host):
-            raise UsageError(f"--http {host}: a non-loopback address needs inbound authentication; add "
-                             f"principals with `llmc serve -p {served.name} token create NAME`")
+        check_auth(served, host)
+        # Whether requests need a token: decided by the profile at start, and a profile re-read
+        # later may make it so but never undo it (an edit or a revoke never opens the door).
+        self.require_auth = served.profile.serve.auth_required()
         self.host, self.port = host, port
         self.allowed_hosts = {h.lower() for h in served.profile.serve.allowed_hosts}
         self.allowed_origins = {o.rstrip("/").lower() for o in served.profile.serve.allowed_origins}
@@ -192,17 +218,22 @@ class HttpGateway:
                 from llmc_cli.config.profiles import load_profile
 
                 try:
-                    self.principals = principals_of(load_profile(str(self.served.path)))
+                    profile = load_profile(str(self.served.path))
+                    self.principals = principals_of(profile)
+                    self.require_auth = self.require_auth or profile.profile.serve.auth_required()
+                    if self.require_auth and not self.principals and self.oauth is None:
+                        print(f"llmc serve: {self.served.name}: no principal can reach this gateway now: add one "
+                              f"with {add_principal_hint(self.served)}", file=sys.stderr, flush=True)
                 except LlmcError as exc:
                     print(f"llmc serve: {self.served.name}: principals not re-read, the old ones stay: {exc.message}",
                           file=sys.stderr, flush=True)
                 self._principals_stamp = stamp
             return self.principals
 
-    def auth_required(self, principals: list[Principal]) -> bool:
-        """Tokens are needed with principals or OAuth, and always off loopback (a gateway whose
-        principals were all revoked lets nobody in rather than everybody)."""
-        return bool(principals) or self.oauth is not None or not is_loopback(self.host)
+    def auth_required(self) -> bool:
+        """Whether a request needs a token (a gateway whose principals were all revoked lets
+        nobody in rather than everybody); off loopback always."""
+        return self.require_auth or not is_loopback(self.host)
 
     def host_allowed(self, header: str | None) -> bool:
         if not header:
@@ -334,14 +365,55 @@ class HttpGateway:
 
     # -- sessions (initialize era) -------------------------------------------------------------
 
-    def open_session(self, principal: Principal | None) -> tuple[str, HostSession] | None:
+    def _room_for(self, principal: Principal | None) -> str | None:
+        """Called with the lock held, before a session of `principal` is added: the session to
+        end for it, or None. Within its max_sessions it gets one while the gateway has room;
+        when the gateway is full, the principal holding the most sessions (more than this one
+        will) gives up one, so nobody crowds the others out; at its own max_sessions one of its
+        own ends. Refused (raised): every session there is answering a request."""
+        name = principal.name if principal else None
+        quota = principal.max_sessions if principal else MAX_SESSIONS
+        held: dict[str | None, list[str]] = {}
+        for session_id, session in self.sessions.items():
+            held.setdefault(session.principal, []).append(session_id)
+        mine = held.get(name, [])
+        if len(mine) >= quota:
+            victim = self._first_to_end(mine)
+            if victim is None:
+                raise Refused(429, f"Too Many Requests: principal {name} has {quota} sessions (its max_sessions), "
+                                   "each answering a request; end one (DELETE) or try again later")
+            return victim
+        if len(self.sessions) < MAX_SESSIONS:
+            return None
+        for other in sorted(held, key=lambda p: len(held[p]), reverse=True):
+            if len(held[other]) <= len(mine) + 1:
+                break
+            victim = self._first_to_end(held[other])
+            if victim is not None:
+                return victim
+        raise Refused(503, "Service Unavailable: too many sessions; try again later")
+
+    def _first_to_end(self, session_ids: list[str]) -> str | None:
+        """The session to end for room: the least recently used of those with no stream open,
+        else of those whose host only listens on its GET stream; never one answering a request."""
+        sessions = self.sessions
+        idle = [session_id for session_id in session_ids if not sessions[session_id].requests]
+        return min(idle, key=lambda sid: (sessions[sid].stream is not None, sessions[sid].last_used), default=None)
+
+    def open_session(self, principal: Principal | None) -> tuple[str, HostSession]:
+        """A new session (raises Refused when the principal or the gateway has no room)."""
         connection = self._session_connection(principal, principal.name if principal else None)
-        with self.lock:
-            if len(self.sessions) >= MAX_SESSIONS:
-                self._close_connection(connection)
-                return None
-            session_id = secrets.token_urlsafe(32)
-            session = self.sessions[session_id] = HostSession(connection, principal.name if principal else None)
+        try:
+            with self.lock:
+                victim = self._room_for(principal)
+                ended = self.sessions.pop(victim) if victim is not None else None
+                session_id = secrets.token_urlsafe(32)
+                session = self.sessions[session_id] = HostSession(connection, principal.name if principal else None)
+        except Refused:
+            self._close_connection(connection)
+            raise
+        if victim is not None and ended is not None:
+            self._finish(victim, ended, forget=True)  # its host gets 404 for it from now on
         connection.attach(lambda message: self._to_stream(session, message))
         if self.shared is not None:
             # Shared before the initialize result leaves, so the host's next request may reach any replica.
@@ -404,24 +476,57 @@ class HttpGateway:
         connection.legacy_version = record.get("protocolVersion")
         connection.client_info = record.get("clientInfo") or {}
         connection.client_capabilities = record.get("clientCapabilities") or {}
+        victim = ended = None
         with self.lock:
-            if session_id in self.sessions or len(self.sessions) >= MAX_SESSIONS:
-                self._close_connection(connection)
-                return self.sessions.get(session_id)  # resumed by a concurrent request, or too many
-            session = self.sessions[session_id] = HostSession(connection, record["principal"], shared=True)
+            if session_id not in self.sessions:
+                try:
+                    victim = self._room_for(principal)
+                except Refused:
+                    victim = session_id  # no room: not resumed
+                else:
+                    ended = self.sessions.pop(victim) if victim is not None else None
+            existing = self.sessions.get(session_id)
+            resumed = existing is None and victim != session_id
+            if resumed:
+                session = self.sessions[session_id] = HostSession(connection, record["principal"], shared=True)
+        if not resumed:
+            self._close_connection(connection)  # takes the lock itself
+            return existing  # resumed by a concurrent request, or no room
+        if victim is not None and ended is not None:
+            self._finish(victim, ended, forget=True)
         connection.attach(lambda message: self._to_stream(session, message))
         return session
+
+    @contextlib.contextmanager
+    def in_use(self, session: HostSession | None) -> Iterator[None]:
+        """Around a request of the session: a session answering one is not idle (not ended to
+        make room for another)."""
+        if session is None:
+            yield
+            return
+        with self.lock:
+            session.requests += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                session.requests -= 1
 
     def end_session(self, session_id: str, *, forget: bool = False) -> None:
         """End a session here; `forget`: everywhere (the host's DELETE), not just on this replica
         (idle here, or this replica stopping: another may still serve it)."""
+        with self.lock:
+            session = self.sessions.pop(session_id, None)
+        if session is not None or forget:
+            self._finish(session_id, session, forget=forget)
+
+    def _finish(self, session_id: str, session: HostSession | None, *, forget: bool) -> None:
+        """End a session taken out of `sessions`."""
         if forget and self.shared is not None:
             try:
                 self.shared.forget(session_id)
             except LlmcError:
                 pass  # it expires there by itself
-        with self.lock:
-            session = self.sessions.pop(session_id, None)
         if session is not None:
             if session.stream is not None:
                 session.stream.put(None)
@@ -468,7 +573,11 @@ class HttpGateway:
                 "auth": self.auth_mode()}
 
     def auth_mode(self) -> str:
-        return "+".join(m for m, on in (("bearer", self.principals), ("oauth", self.oauth)) if on) or "none"
+        """How requests authenticate: bearer, oauth, bearer+oauth, or none (open)."""
+        if not self.auth_required():
+            return "none"
+        bearer = bool(self.principals) or self.oauth is None  # no principal now: bearer tokens, none valid
+        return "+".join(m for m, on in (("bearer", bearer), ("oauth", self.oauth is not None)) if on)
 
     @contextlib.contextmanager
     def listen_stream(self, connection: GatewayConnection) -> Iterator[None]:

@@ -4,6 +4,10 @@ process answers), GET /readyz (readiness: and its state database, when it has on
 /status.
 
 - Binds 127.0.0.1 unless told otherwise; a non-loopback address needs principals (tokens).
+- Once the profile has principals (`[serve.principals]`, even empty) or OAuth, or says
+  `[serve] auth = "required"`, every request needs a token: no principal left means nobody.
+- Admission (admission.py): connections wait for their first request in a small pool of their
+  own with a short deadline; an admitted request counts against its principal's share.
 - DNS rebinding: the Host header must name a loopback host (or one the profile allows), and an
   Origin header, when a browser sends one, a loopback origin (or one the profile allows): 403.
 - Inbound auth: with `[serve.principals]` every request carries `Authorization: Bearer TOKEN`;
@@ -37,6 +41,7 @@ from urllib.parse import urlsplit
 
 from llmc_cli import interrupts
 from llmc_cli.errors import LlmcError, ProtocolError
+from llmc_cli.gateway.admission import MAX_PENDING, PENDING_SECONDS, Admission, Refused
 from llmc_cli.gateway.connection import HTTP_PEER
 from llmc_cli.gateway.hosts import (IDLE_SECONDS, MAX_CONNECTIONS, REQUEST_SECONDS, HostSession, HttpGateway,
                                    parse_address)
@@ -75,9 +80,11 @@ class Handler(ReplyWriter):
         if not gateway.origin_allowed(self.headers.get("Origin")):
             self._refuse(403, "Forbidden: Origin not allowed (DNS rebinding protection)")
             return False, None
+        if not needs_auth:
+            return True, None  # a public page, answered at once: the connection stays among the pending
         principals = gateway.current_principals()
-        if not needs_auth or not gateway.auth_required(principals):
-            return True, None
+        if not gateway.auth_required():
+            return self._admitted(None)
         principal = authenticate(principals, self.headers.get("Authorization"))
         if principal is None and gateway.oauth is not None:
             from llmc_cli.gateway.oauth_rs import Refusal
@@ -91,7 +98,20 @@ class Handler(ReplyWriter):
             challenge = 'Bearer realm="llmc"'
             if self.headers.get("Authorization"):
                 challenge += ', error="invalid_token", error_description="unknown bearer token"'
-            self._refuse(401, "Unauthorized: a valid bearer token is required", headers={"WWW-Authenticate": challenge})
+            message = "Unauthorized: a valid bearer token is required"
+            if not principals and gateway.oauth is None:
+                message += ("; no principal can reach this gateway now (its operator adds one with "
+                            "`llmc serve token create`)")
+            self._refuse(401, message, headers={"WWW-Authenticate": challenge})
+            return False, None
+        return self._admitted(principal)
+
+    def _admitted(self, principal: Principal | None) -> tuple[bool, Principal | None]:
+        """Within the principal's share of requests in flight and the gateway's (admission.py)."""
+        try:
+            self.admit(principal.name if principal else None, principal.max_requests if principal else 0)
+        except Refused as exc:
+            self._refuse(exc.status, exc.message, headers={"Retry-After": "1"})
             return False, None
         return True, principal
 
@@ -197,9 +217,10 @@ class Handler(ReplyWriter):
                 return
             connection = session.connection
         elif kind == "request" and method == "initialize":
-            opened = gateway.open_session(principal)
-            if opened is None:
-                self._refuse(503, "Too many sessions; try again later")
+            try:
+                opened = gateway.open_session(principal)
+            except Refused as exc:
+                self._refuse(exc.status, exc.message, headers={"Retry-After": "1"}, msg_id=message.get("id"))
                 return
             extra[SESSION_HEADER] = opened[0]  # sent only with a result: a refused initialize starts no session
             connection = opened[1].connection
@@ -219,7 +240,7 @@ class Handler(ReplyWriter):
                              msg_id=message["id"])
                 return
             listening = gateway.listen_stream(connection) if method == OPEN_ENDED else contextlib.nullcontext()
-            with listening:
+            with listening, gateway.in_use(session):
                 answered = self._answer(connection, message, extra, modern=modern and not session_id, session=session,
                                         alone=stateless is not None)
             if SESSION_HEADER in extra and (answered is None or "result" not in answered):
@@ -327,39 +348,27 @@ def _decoded(value: str | None) -> str | None:
     return value
 
 
-BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\n"
-        b"Connection: close\r\n\r\n")
-
-
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 128  # hosts connecting at once are queued, not reset
-    slots: threading.BoundedSemaphore  # connections served at once (--max-connections)
+    admission: Admission
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        """A thread per connection, up to the limit; past it a connection is answered 503 at once
-        and closed. Without a limit every client that connects holds a thread for up to
-        Handler.timeout before any authentication (that comes with a request), and enough idle
-        connections exhaust the gateway's memory for everyone."""
-        if not self.slots.acquire(blocking=False):
-            try:
-                request.sendall(BUSY)  # a few bytes: they fit the socket's buffer, this never waits
-            except OSError:
-                pass
-            self.shutdown_request(request)
-            return
+        """A thread per connection, from the pending pool until a request of it is admitted
+        (admission.py): the pool bounds the threads that connections nobody vouches for hold."""
+        self.admission.connected(request)
         try:
             super().process_request(request, client_address)
-        except BaseException:  # no thread started (out of threads): its slot is free again
-            self.slots.release()
+        except BaseException:  # no thread started (out of threads)
+            self.admission.closed(request)
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self.slots.release()
+            self.admission.closed(request)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A peer that hung up (a load balancer's health check resets its connection) is not an
@@ -373,7 +382,7 @@ class _Server(ThreadingHTTPServer):
 
 def serve(toolbox: Toolbox, address: str, *, idle_seconds: float = IDLE_SECONDS,
           max_connections: int = MAX_CONNECTIONS, request_seconds: float = REQUEST_SECONDS,
-          log: Any = None) -> None:
+          max_pending: int = MAX_PENDING, pending_seconds: float = PENDING_SECONDS, log: Any = None) -> None:
     """Serve until SIGINT, SIGTERM or SIGHUP; then end sessions and stop the upstream servers (exit 0)."""
     host, port = parse_address(address)
     try:
@@ -382,7 +391,9 @@ def serve(toolbox: Toolbox, address: str, *, idle_seconds: float = IDLE_SECONDS,
         toolbox.close()
         raise
     arrivals = Arrivals()
-    handler = type("GatewayHandler", (Handler,), {"gateway": gateway, "timeout": request_seconds, "arrivals": arrivals})
+    admission = Admission(max_connections, max_pending, pending_seconds)
+    handler = type("GatewayHandler", (Handler,), {"gateway": gateway, "timeout": request_seconds, "arrivals": arrivals,
+                                                   "admission": admission})
     server_class: type[_Server] = _Server
     if ":" in host:
         server_class = type("_Server6", (_Server,), {"address_family": socket.AF_INET6})
@@ -393,12 +404,15 @@ def serve(toolbox: Toolbox, address: str, *, idle_seconds: float = IDLE_SECONDS,
         from llmc_cli.errors import ConnectionFailed
 
         raise ConnectionFailed(f"cannot listen on {address}: {exc.strerror or exc}") from None
-    httpd.slots = threading.BoundedSemaphore(max_connections)
+    httpd.admission = admission
     bound = httpd.server_address[1]
     shown = f"[{host}]" if ":" in host else host
     if log:
-        log(f"profile {toolbox.profile.name}: http://{shown}:{bound}{ENDPOINT} "
-            f"(inbound auth: {gateway.auth_mode() if gateway.auth_mode() != 'none' else 'none, loopback only'})")
+        mode = gateway.auth_mode()
+        if mode == "none":
+            mode = ("none, loopback only" if toolbox.profile.profile.serve.auth == "none" else
+                    'none: any local process may call; add a principal, or say [serve] auth = "none"')
+        log(f"profile {toolbox.profile.name}: http://{shown}:{bound}{ENDPOINT} (inbound auth: {mode})")
     threading.Thread(target=gateway.expire_idle, daemon=True, name="llmc-gateway-idle").start()
     gateway.start_sharing(log or (lambda message: print(f"llmc serve: {message}", file=sys.stderr, flush=True)))
     threading.Thread(target=arrivals.run, daemon=True, name="llmc-gateway-arrivals").start()

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 from llmc_cli.config.schema import ServeOAuthConfig
 from llmc_cli.errors import ConfigError
-from llmc_cli.gateway.principals import Principal
+from llmc_cli.gateway.principals import MAX_REQUESTS, MAX_SESSIONS, Principal
 
 FETCH_SECONDS = 5.0  # one JWKS or metadata fetch; a request waits at most this long for it
 MAX_DOCUMENT_BYTES = 1024 * 1024
@@ -193,11 +193,12 @@ class ResourceServer:
     def _principal(self, claims: dict[str, Any]) -> Principal | Refusal:
         value = claims.get(self.config.claim)
         values = [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)]
+        shares = (self.config.max_sessions or MAX_SESSIONS, self.config.max_requests or MAX_REQUESTS)
         for candidate in values:  # the first value the mapping names, in the token's order
             if candidate in self.config.profiles:
-                return Principal(f"oauth:{candidate}", "", self.config.profiles[candidate])
+                return Principal(f"oauth:{candidate}", "", self.config.profiles[candidate], *shares)
         if "*" in self.config.profiles and values:
-            return Principal(f"oauth:{values[0]}", "", self.config.profiles["*"])
+            return Principal(f"oauth:{values[0]}", "", self.config.profiles["*"], *shares)
         return Refusal(403, self.challenge("insufficient_scope", "no profile for this principal"),
                        f"Forbidden: claim {self.config.claim!r} maps to no profile")
 

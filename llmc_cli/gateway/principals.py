@@ -1,7 +1,8 @@
 """Inbound bearer tokens of the HTTP gateway: one per principal, stored only as a SHA-256 hash in
 the served profile (`[serve.principals.NAME] token_sha256`) or read from the environment
 (`token_env`, hashed when the gateway starts). A principal maps to a profile, so one gateway
-gives a CI agent, an analyst's desktop and a bot different tools."""
+gives a CI agent, an analyst's desktop and a bot different tools. Each has its share of the gateway
+(`max_sessions`, `max_requests`), so no principal can crowd the others out."""
 
 from __future__ import annotations
 
@@ -15,6 +16,10 @@ from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.errors import ConfigError
 
 TOKEN_PREFIX = "llmc_"  # recognisable in a leaked-secret scan
+# A principal's share unless its table says otherwise: a quarter of the gateway's sessions
+# (hosts.MAX_SESSIONS), and requests in flight (a session's GET stream is one) enough for each.
+MAX_SESSIONS = 64
+MAX_REQUESTS = 128
 
 
 @dataclass(frozen=True)
@@ -22,6 +27,8 @@ class Principal:
     name: str
     token_sha256: str
     profile: str | None  # None: the served profile
+    max_sessions: int = MAX_SESSIONS
+    max_requests: int = MAX_REQUESTS
 
 
 def token_hash(token: str) -> str:
@@ -36,7 +43,7 @@ def principals_of(profile: LoadedProfile) -> list[Principal]:
     """The principals of the served profile; a token_env that is unset is a configuration error
     (a gateway that silently let nobody in, or everybody, would be worse)."""
     out = []
-    for name, config in profile.profile.serve.principals.items():
+    for name, config in (profile.profile.serve.principals or {}).items():
         if config.token_env:
             token = os.environ.get(config.token_env)
             if not token or len(token) < 16:
@@ -45,7 +52,8 @@ def principals_of(profile: LoadedProfile) -> list[Principal]:
             digest = token_hash(token)
         else:
             digest = str(config.token_sha256)
-        out.append(Principal(name, digest, config.profile))
+        out.append(Principal(name, digest, config.profile, config.max_sessions or MAX_SESSIONS,
+                             config.max_requests or MAX_REQUESTS))
     return out
 
 

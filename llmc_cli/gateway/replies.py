@@ -9,18 +9,21 @@ import json
 import math
 import queue
 import secrets
+import select
 import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler
 from typing import Any, ClassVar
 
+from llmc_cli.gateway.admission import Admission, Ticket
 from llmc_cli.gateway.connection import GatewayConnection
 from llmc_cli.gateway.hosts import REQUEST_SECONDS, HostSession, ResumableStream
 from llmc_cli.mcp import jsonrpc
 
 REPLY_SECONDS = 3600.0  # the longest a request may take (upstream timeouts end calls long before)
 KEEPALIVE_SECONDS = 15.0
+HANGUP_SECONDS = 1.0  # how often an idle GET stream looks whether its host has gone
 RETRY_MS = 500  # how soon a host whose stream broke should resume it (SSE retry field)
 STREAMED = {"tools/call", "subscriptions/listen"}  # answered on SSE when the client accepts it: messages come first
 OPEN_ENDED = "subscriptions/listen"  # its stream lasts until the host drops it: no reply deadline
@@ -98,14 +101,31 @@ class ReplyWriter(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout: ClassVar[float] = REQUEST_SECONDS  # to send a whole request, head and body (--request-timeout)
     arrivals: ClassVar[Arrivals]  # set on the subclass serve() makes
+    admission: ClassVar[Admission]  # likewise
     late = False  # cut off by `arrivals`: nothing more is read or answered on this connection
+    ticket: Ticket | None = None  # the request being answered was admitted (admission.py)
+    admitted_before = False  # a request of this connection was admitted: it waits as a kept-alive one
 
     def handle_one_request(self) -> None:
-        self.arrivals.expect(self, self.timeout)
+        # The first request's head must come within the pending deadline: a connection that has
+        # shown nobody's token yet gets seconds, not the --request-timeout an admitted one gets.
+        first = min(self.timeout, self.admission.pending_seconds)
+        self.arrivals.expect(self, self.timeout if self.admitted_before else first)
         try:
             super().handle_one_request()
         finally:
             self.arrivals.arrived(self)
+            if self.ticket is not None:
+                self.admission.done(self.ticket, keep=not self.close_connection)
+                self.ticket = None
+
+    def admit(self, principal: str | None, max_requests: int) -> None:
+        """Count this request against its principal's share and the gateway's (raises Refused);
+        a POST's body then has --request-timeout to arrive."""
+        self.ticket = self.admission.admit(self.connection, principal, max_requests)
+        self.admitted_before = True
+        if self.command == "POST":
+            self.arrivals.expect(self, self.timeout)
 
     def cut_off(self) -> None:
         self.late = True
@@ -343,13 +363,20 @@ class ReplyWriter(BaseHTTPRequestHandler):
             session.stream.put(None)  # one stream per session: the newer one wins
         session.stream = stream
         self._start_stream({})
+        quiet = 0.0  # seconds without a message
         try:
             while not stopped.is_set():
                 try:
-                    message = stream.get(timeout=KEEPALIVE_SECONDS)
+                    message = stream.get(timeout=HANGUP_SECONDS)
                 except queue.Empty:
-                    self._write(b": keepalive\n\n")
+                    if self._hung_up():
+                        break
+                    quiet += HANGUP_SECONDS
+                    if quiet >= KEEPALIVE_SECONDS:
+                        quiet = 0.0
+                        self._write(b": keepalive\n\n")
                     continue
+                quiet = 0.0
                 if message is None:
                     break
                 self._event(message)
@@ -358,6 +385,17 @@ class ReplyWriter(BaseHTTPRequestHandler):
         finally:
             if session.stream is stream:
                 session.stream = None
+
+
+    def _hung_up(self) -> bool:
+        """Whether the host closed the connection: a stream it dropped ends within a second, so
+        the request stops counting against its principal (admission.py), not at the next write."""
+        poller = select.poll()  # not select.select: a gateway's descriptors may pass FD_SETSIZE
+        try:
+            poller.register(self.connection, select.POLLIN)
+            return bool(poller.poll(0)) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
 
 
 def _status_of(reply: dict[str, Any]) -> int:

@@ -205,6 +205,34 @@ def test_a_session_belongs_to_its_subject(oauth_gateway: Gateway, auth_server: A
                                                          "Authorization": f"Bearer {alice}"})[0] == 200
 
 
+def test_oauth_principals_have_the_shares_serve_oauth_gives(gateway_profile: Path, auth_server: AuthServer) -> None:
+    """`[serve.oauth] max_sessions` bounds each subject's sessions: alice's second ends her first
+    (404 from then on), and the ci-bot's session is untouched."""
+    port = free_port()
+    with gateway_profile.open("a") as fh:
+        fh.write(f'\n[serve.oauth]\nissuer = "{auth_server.issuer}"\nresource = "http://127.0.0.1:{port}/mcp"\n'
+                 'profiles = { "*" = "gw" }\nmax_sessions = 1\n')
+    running = start(gateway_profile, port=port)
+    try:
+        alice, bot = (auth_server.token(running.url, sub=sub) for sub in ("alice", "ci-bot"))
+        listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+
+        def session(token: str) -> str:
+            status, headers, body = running.request("POST", "/mcp", INIT, {"Authorization": f"Bearer {token}"})
+            assert status == 200, body
+            return headers["mcp-session-id"]
+
+        def used(token: str, session_id: str) -> int:
+            return running.request("POST", "/mcp", listing, {"Mcp-Session-Id": session_id,
+                                                             "Authorization": f"Bearer {token}"})[0]
+
+        first, bots = session(alice), session(bot)
+        second = session(alice)
+        assert (used(alice, first), used(alice, second), used(bot, bots)) == (404, 200, 200)
+    finally:
+        assert "Traceback" not in stop(running)
+
+
 # a [serve.oauth] that would be unsafe or cannot work: refused at start, one line, no traceback
 BAD_CONFIG = [
     ('algorithms = ["HS256"]\nprofiles = { alice = "gw" }', "asymmetric"),
