@@ -150,6 +150,7 @@ SERVER_TABLE = obj({}, {  # a server as the profile has it (profile keys; secret
     "command": STR, "args": STRS, "env": {"type": "object", "additionalProperties": STR}, "cwd": STR,
     "url": STR, "headers": {"type": "object", "additionalProperties": STR}, "transport": enum("auto", "http", "sse"),
     "oauth": OPEN, "builtin": STR, "options": OPEN, "timeout": NUM, "enabled": BOOL, "description": STR,
+    "sandbox": enum("auto", "bwrap", "none"), "network": BOOL, "read_paths": STRS, "write_paths": STRS,
 })
 SERVER_ROW_FIELDS = {"name": STR, "kind": enum("stdio", "remote", "builtin"), "enabled": BOOL}
 SERVER_ENTRY = obj(SERVER_ROW_FIELDS, SERVER_TABLE["properties"])
@@ -251,7 +252,7 @@ SCHEMAS: dict[str, Schema] = {
     "servers-list": document(obj({"profile": STR, "path": null(STR), "servers": array(SERVER_ENTRY)}),
                              "llmc servers list", SERVER_ENTRY),
     "servers-remove": document(obj({"removed": STR, "profile": STR}), "llmc servers remove"),
-    "servers-show": document(obj({"profile": STR, **SERVER_ROW_FIELDS}, SERVER_TABLE["properties"]),
+    "servers-show": document(obj({"profile": STR, **SERVER_ROW_FIELDS}, {**SERVER_TABLE["properties"], "runs": STR}),
                              "llmc servers show"),
     "session-forget": lines(obj({"server": STR, "url": STR, "session": STR, "forgotten": BOOL}),
                             "llmc session forget: one remembered HTTP session per line"),

@@ -88,8 +88,8 @@ SYSTEM_SECRETS = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-"
                   "/etc/sudoers.d", "/etc/ssh", "/etc/ssl/private")
 
 
-def find_bwrap() -> str | None:
-    found = shutil.which("bwrap", path=FIXED_PATH)
+def find_bwrap(path: str = FIXED_PATH) -> str | None:
+    found = shutil.which("bwrap", path=path)
     return os.path.realpath(found) if found else None
 
 

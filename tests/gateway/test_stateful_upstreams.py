@@ -24,6 +24,7 @@ PROFILE = """\
 [servers.sdk]
 command = {python}
 args = [{server}]
+sandbox = "bwrap"  # a gateway with principals starts no unsandboxed stdio server
 
 [servers.remote]
 url = "http://127.0.0.1:{stateful}/mcp"
