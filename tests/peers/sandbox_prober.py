@@ -14,8 +14,14 @@ from __future__ import annotations
 import json
 import os
 import socket
+from typing import Annotated
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp import types
+from mcp.server.mcpserver import ListRoots, MCPServer, Resolve
+
+
+def client_roots() -> ListRoots:
+    return ListRoots()
 
 
 def build() -> MCPServer:
@@ -81,8 +87,7 @@ def build() -> MCPServer:
         return json.dumps({"home": os.environ.get("HOME"), "cwd": os.getcwd(), "pid": os.getpid(), "limits": limits})
 
     @server.tool(description="The roots the client offers.")
-    async def roots(ctx: Context) -> str:
-        listed = await ctx.session.list_roots()
+    async def roots(listed: Annotated[types.ListRootsResult, Resolve(client_roots)]) -> str:
         return json.dumps([str(r.uri) for r in listed.roots])
 
     return server
