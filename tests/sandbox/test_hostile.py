@@ -194,3 +194,21 @@ def test_roots_outside_the_declared_paths_are_not_offered(tmp_path: Path) -> Non
     with services.open_catalog(load_profile(str(profile)), hooks=ClientHooks(roots=roots)) as catalog:
         result = catalog.session("p").call_tool("roots", {})
     assert json.loads(result["structuredContent"]["result"]) == [f"file://{inner}/sub", f"file://{inner}"]
+
+
+def test_a_session_keeper_starts_the_server_sandboxed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The keeper (another process, given the servers on a pipe) runs the same launch: the
+    server it holds has the private home and no network."""
+    from tests.helpers import llmc
+
+    monkeypatch.setenv("HOME", str(tmp_path))  # the keeper's socket lives under the state directory
+    profile = prober_profile(tmp_path / "p.toml", 'sandbox = "bwrap"\n')
+    started = llmc("-p", str(profile), "session", "start", "boxed", "--idle", "2m")
+    try:
+        assert started.returncode == 0, started.stderr
+        called = llmc("-p", str(profile), "call", "--session", "boxed", "p.whoami")
+        assert called.returncode == 0, called.stderr
+        where = json.loads(called.json()["structuredContent"]["result"])
+        assert where["home"].startswith(os.environ["LLMC_STATE_DIR"]) and where["pid"] < 10
+    finally:
+        llmc("session", "stop", "--all")
