@@ -29,10 +29,11 @@ if TYPE_CHECKING:
     from llmc_cli.config.profiles import LoadedProfile
 
 # Resource limits of a sandboxed server: processes and threads (RLIMIT_NPROC: the kernel counts
-# them per user and does not enforce it for root), open files, and memory (RLIMIT_DATA: what it
+# them per user and does not enforce it for root; PIDS: for root, a pids cgroup of the server's
+# own, where one can be made), open files, and memory (RLIMIT_DATA: what it
 # can write to, not RLIMIT_AS, since JavaScript and WebAssembly engines reserve address space by
 # the tens of GiB without using it). No CPU-time limit: a server lives as long as its client.
-LIMITS = {"RLIMIT_NPROC": 4096, "RLIMIT_NOFILE": 4096, "RLIMIT_DATA": 4 << 30}
+LIMITS = {"RLIMIT_NPROC": 4096, "PIDS": 1024, "RLIMIT_NOFILE": 4096, "RLIMIT_DATA": 4 << 30}
 INTERPRETERS = re.compile(r"^(node|nodejs|bun|deno|python[0-9.]*|pypy[0-9.]*)$")
 _warned: set[str] = set()  # servers said to run unsandboxed already: one line per command
 
