@@ -125,7 +125,7 @@ def _launch(spec: ServerSpec, sandbox: SandboxSpec, bwrap: str, profile: LoadedP
     env = child_environment(dict(spec.env))
     protected = protected_paths(profile)
     home = str(ensure_private_dir(state_dir() / "sandbox" / _home_name(profile, spec.name)))
-    cwd = os.path.abspath(spec.cwd) if spec.cwd else home
+    cwd = os.path.realpath(spec.cwd) if spec.cwd else home
     if spec.cwd and not sandbox.visible(cwd):
         raise ConfigError(f"server {spec.name}: its cwd {spec.cwd} is not inside its read_paths or write_paths "
                           "(the sandbox would not show it)")
@@ -142,8 +142,9 @@ def _launch(spec: ServerSpec, sandbox: SandboxSpec, bwrap: str, profile: LoadedP
 
 
 def _home_name(profile: LoadedProfile | None, server: str) -> str:
-    """A directory name for (profile, server): readable, and unique even for odd names."""
-    key = f"{profile.name if profile else '-'}\0{server}"
+    """A directory name for (profile, server): readable, and unique even for odd names and for
+    two profile files of the same name in different directories."""
+    key = f"{(os.path.realpath(profile.path) if profile.path else profile.name) if profile else '-'}\0{server}"
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{profile.name if profile else 'adhoc'}.{server}")[:80]
     return f"{safe}-{hashlib.sha256(key.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 

@@ -213,3 +213,19 @@ def test_a_session_keeper_starts_the_server_sandboxed(tmp_path: Path, monkeypatc
         assert where["home"].startswith(os.environ["LLMC_STATE_DIR"]) and where["pid"] < 10
     finally:
         llmc("session", "stop", "--all")
+
+
+def test_a_declared_path_through_a_symbolic_link_still_covers_llmcs_files(tmp_path: Path) -> None:
+    """write_paths naming llmc's state directory by a symbolic link: it is bound by its real
+    name, so the cover over llmc's files applies."""
+    from llmc_cli.policy.approval import approval_key
+
+    approval_key()
+    link = tmp_path / "innocent"
+    link.symlink_to(os.environ["LLMC_STATE_DIR"])
+    profile = prober_profile(tmp_path / "p.toml", f'sandbox = "bwrap"\nwrite_paths = {toml_list([str(link)])}\n')
+    got = tool(profile, "read", path=str(link / "approval.key"))
+    assert got.startswith("DENIED"), got
+    assert tool(profile, "append", path=str(link / "audit.jsonl"), text="forged\n").startswith("DENIED")
+    trail = (Path(os.environ["LLMC_STATE_DIR"]) / "audit.jsonl").read_text().splitlines()
+    assert "forged" not in trail and all(json.loads(line) for line in trail)  # only llmc's own records
