@@ -151,6 +151,7 @@ SERVER_TABLE = obj({}, {  # a server as the profile has it (profile keys; secret
     "url": STR, "headers": {"type": "object", "additionalProperties": STR}, "transport": enum("auto", "http", "sse"),
     "oauth": OPEN, "builtin": STR, "options": OPEN, "timeout": NUM, "enabled": BOOL, "description": STR,
     "per_session": BOOL,
+    "sandbox": enum("auto", "bwrap", "none"), "network": BOOL, "read_paths": STRS, "write_paths": STRS,
 })
 SERVER_ROW_FIELDS = {"name": STR, "kind": enum("stdio", "remote", "builtin"), "enabled": BOOL}
 SERVER_ENTRY = obj(SERVER_ROW_FIELDS, SERVER_TABLE["properties"])
@@ -257,7 +258,7 @@ SCHEMAS: dict[str, Schema] = {
                      **obj({"profile": STR, "path": null(STR), "servers": array(local("row")),
                             "errors": array(common("serverError"))})},
     "servers-remove": document(obj({"removed": STR, "profile": STR, "path": STR}), "llmc servers remove"),
-    "servers-show": document(obj({"profile": STR, **SERVER_ROW_FIELDS}, SERVER_TABLE["properties"]),
+    "servers-show": document(obj({"profile": STR, **SERVER_ROW_FIELDS}, {**SERVER_TABLE["properties"], "runs": STR}),
                              "llmc servers show"),
     "session-forget": lines(obj({"server": STR, "url": STR, "session": STR, "forgotten": BOOL}),
                             "llmc session forget: one remembered HTTP session per line"),

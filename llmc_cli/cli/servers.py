@@ -19,6 +19,38 @@ from llmc_cli.errors import ConfigError, UsageError
 
 
 
+def sandbox_options(f: Any) -> Any:
+    """How new stdio servers are confined (README "Sandboxing servers"): boxed by default."""
+    for option in reversed([
+        click.option("--sandbox", type=click.Choice(["auto", "bwrap", "none"]), default="auto", show_default=True,
+                     help="How a stdio server runs: auto (bubblewrap where it works), bwrap (always), none."),
+        click.option("--network/--no-network", default=True, show_default=True,
+                     help="May a sandboxed server use the network?"),
+        click.option("--read-path", "read_paths", multiple=True, metavar="DIR",
+                     help="A path a sandboxed server sees read-only (repeatable)."),
+        click.option("--write-path", "write_paths", multiple=True, metavar="DIR",
+                     help="A path a sandboxed server sees read-write (repeatable)."),
+    ]):
+        f = option(f)
+    return f
+
+
+def _confinement(sandbox: str, network: bool, read_paths: tuple[str, ...], write_paths: tuple[str, ...]
+                 ) -> dict[str, Any]:
+    """The sandbox keys of a new stdio server's table."""
+    import os
+
+    if sandbox == "none":
+        if read_paths or write_paths:
+            raise UsageError("--read-path and --write-path apply to a sandboxed server (not with --sandbox none)")
+        return {"sandbox": "none"}
+    table: dict[str, Any] = {"sandbox": sandbox, "network": network}
+    for key, paths in (("read_paths", read_paths), ("write_paths", write_paths)):
+        if paths:
+            table[key] = [p if p.startswith(("~", "${")) else os.path.abspath(p) for p in paths]
+    return table
+
+
 @click.group()
 def servers() -> None:
     """Add, list, show, remove and import the MCP servers of a profile."""
@@ -37,21 +69,29 @@ def servers() -> None:
 @click.option("--description", metavar="TEXT", help="What this server is for.")
 @click.option("--disabled", is_flag=True, help="Add it disabled (used only when named with -s).")
 @click.option("--replace", is_flag=True, help="Replace a server of the same name.")
+@sandbox_options
 @click.pass_context
 def add(ctx: click.Context, name: str, command: tuple[str, ...], url: str | None, headers: tuple[str, ...],
         transport: str | None, env: tuple[str, ...], cwd: str | None, timeout: float | None,
-        description: str | None, disabled: bool, replace: bool) -> None:
+        description: str | None, disabled: bool, replace: bool, sandbox: str, network: bool,
+        read_paths: tuple[str, ...], write_paths: tuple[str, ...]) -> None:
     """Add a server: `llmc servers add NAME -- COMMAND ARGS...` (stdio) or
     `llmc servers add NAME --url URL [--header 'K: V']` (remote).
 
     Prints {"added": NAME, "profile": PROFILE, "path": PATH, "server": {...}}. A name already in the profile is an
-    error (exit 3) unless --replace.
+    error (exit 3) unless --replace. A stdio server is sandboxed (--sandbox auto, with network)
+    unless told otherwise.
     """
     from llmc_cli.config.profile_writer import add_server
     from llmc_cli.config.profiles import editable_path, has_placeholder
     from llmc_cli.config.secrets import is_secret_name
 
-    table = _server_table(name, command, url, headers, transport, env, cwd, timeout, description, disabled)
+    if url and (read_paths or write_paths or ctx.get_parameter_source("sandbox").name != "DEFAULT"  # type: ignore[union-attr]
+                or ctx.get_parameter_source("network").name != "DEFAULT"):  # type: ignore[union-attr]
+        raise UsageError("--sandbox, --network, --read-path and --write-path apply to stdio servers only")
+    confinement = _confinement(sandbox, network, read_paths, write_paths) if command else {}
+    table = _server_table(name, command, url, headers, transport, env, cwd, timeout, description, disabled,
+                          confinement)
     for header, value in table.get("headers", {}).items():
         if is_secret_name(header) and not has_placeholder(value):
             note(f"llmc: header {header} holds a literal secret; prefer ${{VAR}} (it expands when used)")
@@ -93,7 +133,8 @@ def list_(ctx: click.Context, fmt: str) -> None:
 @format_option("json", "table")
 @click.pass_context
 def show(ctx: click.Context, name: str, fmt: str) -> None:
-    """One server of the profile as saved (${VAR}s unexpanded, literal secrets masked)."""
+    """One server of the profile as saved (${VAR}s unexpanded, literal secrets masked); for a
+    stdio server, "runs" says how it runs here: in bwrap (network, paths) or not sandboxed."""
     from llmc_cli.config.profile_writer import no_server
     from llmc_cli.config.profiles import load_profile
 
@@ -101,7 +142,14 @@ def show(ctx: click.Context, name: str, fmt: str) -> None:
     server = loaded.profile.servers.get(name)
     if server is None:
         raise ConfigError(no_server(loaded.name, name, loaded.profile.servers))
-    emit({"profile": loaded.name, **_row(name, server)}, fmt)
+    row = {"profile": loaded.name, **_row(name, server)}
+    if server.command:
+        from llmc_cli.model import SandboxSpec
+        from llmc_cli.services.sandbox import describe
+
+        row["runs"] = describe(SandboxSpec(server.sandbox, bool(server.network), tuple(server.read_paths),
+                                           tuple(server.write_paths)) if server.sandbox else None)
+    emit(row, fmt)
 
 
 @servers.command("remove")
@@ -151,14 +199,17 @@ def _set_enabled(ctx: click.Context, name: str, enabled: bool) -> None:
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--dry-run", is_flag=True, help="Print what would be added; change nothing.")
 @click.option("--replace", is_flag=True, help="Overwrite servers whose names are already in the profile.")
+@sandbox_options
 @click.pass_context
-def import_(ctx: click.Context, file: Path, dry_run: bool, replace: bool) -> None:
+def import_(ctx: click.Context, file: Path, dry_run: bool, replace: bool, sandbox: str, network: bool,
+            read_paths: tuple[str, ...], write_paths: tuple[str, ...]) -> None:
     """Import servers from Claude Desktop / Claude Code (.mcp.json) / Cursor / Windsurf
     (`mcpServers`) or VS Code (`servers` in mcp.json) config files.
 
     Secrets are not copied: VS Code inputs, ${env:VAR} and literal tokens become ${VAR}
     placeholders, listed on stderr and under "placeholders". Names already in the profile are
-    reported under "skipped" and left alone unless --replace.
+    reported under "skipped" and left alone unless --replace. Stdio servers are written
+    sandboxed (--sandbox auto, with network) unless told otherwise.
     """
     from llmc_cli.config.importers import read_config
     from llmc_cli.config.profile_writer import default_profile_data, raw_profile, update_profile
@@ -166,6 +217,10 @@ def import_(ctx: click.Context, file: Path, dry_run: bool, replace: bool) -> Non
     from llmc_cli.config.validation import validate
 
     imported = read_config(file)
+    confinement = _confinement(sandbox, network, read_paths, write_paths)
+    for table in imported.servers.values():
+        if table.get("command"):
+            table.update(confinement)
     path = editable_path(_profile_option(ctx))
     existing = raw_profile(path) if path.exists() else default_profile_data()
     clashes = [n for n in imported.servers if n in (existing.get("servers") or {})]
@@ -244,7 +299,7 @@ def _where(path: Path) -> dict[str, str]:
 
 def _server_table(name: str, command: tuple[str, ...], url: str | None, headers: tuple[str, ...],
                   transport: str | None, env: tuple[str, ...], cwd: str | None, timeout: float | None,
-                  description: str | None, disabled: bool) -> dict[str, Any]:
+                  description: str | None, disabled: bool, confinement: dict[str, Any]) -> dict[str, Any]:
     """The TOML table for one server from the options, validated by the profile schema."""
     from pydantic import ValidationError
 
@@ -271,6 +326,7 @@ def _server_table(name: str, command: tuple[str, ...], url: str | None, headers:
             table["env"] = dict(_pair(e, "=", "--env") for e in env)
         if cwd:
             table["cwd"] = cwd
+        table.update(confinement)
     else:
         table["url"] = url
         if headers:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from llmc_cli.cli.context import app_of
-from llmc_cli.cli.output import FORMATS, emit, emit_listing, format_option, plain_text, raise_failures, warn
+from llmc_cli.cli.output import FORMATS, emit, emit_listing, format_option, note, plain_text, raise_failures, warn
 from llmc_cli.cli.targets import Target, target_options
 from llmc_cli.errors import ToolFailed, UsageError
 from llmc_cli.model import LINT_FORMATS, TOOL_FORMATS, Tool
@@ -55,6 +55,12 @@ def list_(ctx: click.Context, fmt: str, strict: bool, show_all: bool, globs: tup
     from llmc_cli.cli.common import open_catalog
 
     catalog, profile = open_catalog(ctx, target)
+    if app_of(ctx).verbose:
+        from llmc_cli.services.sandbox import describe
+
+        for spec in catalog.specs.values():
+            if spec.kind == "stdio":
+                note(f"llmc: {spec.name} runs {describe(spec.sandbox, bool(spec.launch))}")
     with catalog:
         found, denied, failures = services.visible_tools(catalog, profile, list(target.servers) or None)
     if show_all:

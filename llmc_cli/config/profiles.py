@@ -160,7 +160,9 @@ def _sandbox_spec(server: Any, where: str) -> SandboxSpec | None:
         out = []
         for raw in paths:
             path = os.path.normpath(os.path.expanduser(expand(raw, f"{where}, {key}")))
-            if not os.path.isabs(path) or path in ("/", os.path.expanduser("~")):
+            if os.path.isabs(path):
+                path = os.path.realpath(path)  # bound as the kernel names it: llmc's files are covered by real name
+            if not os.path.isabs(path) or path in ("/", os.path.realpath(os.path.expanduser("~"))):
                 raise ConfigError(f"{where}: {key}: {raw!r} must be an absolute path below / and the home directory")
             out.append(path)
         return tuple(dict.fromkeys(out))

@@ -255,7 +255,8 @@ class HttpGateway:
                 from llmc_cli.config.profiles import load_profile
 
                 served = self.toolboxes[self.served.name]
-                toolbox = Toolbox(load_profile(name), on_stderr=served.on_stderr, note=served.note)
+                toolbox = Toolbox(load_profile(name), on_stderr=served.on_stderr, note=served.note,
+                                  require_sandbox=True)
                 toolbox.catalog.warm_up()
                 self.toolboxes[name] = toolbox
             return self.toolboxes[name]

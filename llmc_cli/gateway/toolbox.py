@@ -90,8 +90,12 @@ def own_result(result: dict[str, Any]) -> dict[str, Any]:
 
 class Toolbox:
     def __init__(self, profile: LoadedProfile, *, on_stderr: Callable[[str, str], None] | None = None,
-                 note: Callable[[str], None] | None = None) -> None:
+                 note: Callable[[str], None] | None = None, require_sandbox: bool | None = None) -> None:
+        """`require_sandbox`: refuse (ConfigError, naming it) a stdio server that would run
+        unsandboxed unless the profile says sandbox = "none" for it; None: when this profile's
+        gateway serves principals (a principal's own profile is served by one that does)."""
         from llmc_cli import audit, services
+        from llmc_cli.services.catalogs import authenticated
 
         self.profile = profile
         self.note = note  # what is said at -v (None: not verbose)
@@ -103,7 +107,9 @@ class Toolbox:
                                  elicit=self._elicit, sample=self._sample, list_roots=self._roots)
         # The upstream connections every host shares (and those of the one host of stdio);
         # host_upstreams() gives a host session its own to the servers that keep state.
-        self.catalog = services.open_catalog(profile, hooks=self.hooks, on_stderr=on_stderr, gateway=True)
+        self.catalog = services.open_catalog(
+            profile, hooks=self.hooks, on_stderr=on_stderr,
+            require_sandbox=authenticated(profile) if require_sandbox is None else require_sandbox)
         self.catalog.posts_on_caller_thread = True  # a host's call runs on its connection's thread
         # Every host's calls share one audit trail: decisions on disk before each call runs (hosts
         # calling at once share a write and fsync), outcomes written with the next decision or

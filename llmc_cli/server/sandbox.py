@@ -14,7 +14,7 @@ import sys
 
 FIXED_PATH = "/usr/local/bin:/usr/bin:/bin"
 # What llmc starts for each process (stdlib only, run with -I -S): argv[1] is the limits
-# (NAME=VALUE,...), then the resource limits are set and argv[3:] runs. With bwrap (argv[2] ==
+# (RLIMIT_NAME=VALUE,...; PIDS=N: a pids cgroup when run as root), then the resource limits are set and argv[3:] runs. With bwrap (argv[2] ==
 # "exec") it becomes bwrap, whose PID namespace holds the tree. Without (argv[2] == "keep"), a
 # KEEPER stays beside the command: a child subreaper (PR_SET_CHILD_SUBREAPER), so every process
 # of the tree that is orphaned (background children, double forks, setsid, closed descriptors,
@@ -25,8 +25,44 @@ FIXED_PATH = "/usr/local/bin:/usr/bin:/bin"
 # command's.
 _LAUNCH = r"""
 import os, resource, signal, sys
+def pids_cgroup(limit):
+    # Root is exempt from RLIMIT_NPROC: a pids cgroup of its own bounds the tree instead, where
+    # this process may make one (cgroup v1 "pids", or v2 with pids delegated here). Empty ones
+    # left by earlier trees are removed first (rmdir fails on a cgroup still in use).
+    for line in open("/proc/self/cgroup"):
+        hierarchy, controllers, path = line.rstrip("\n").split(":", 2)
+        base = "/sys/fs/cgroup/pids" + path if "pids" in controllers.split(",") else \
+            "/sys/fs/cgroup" + path if hierarchy == "0" else None
+        if base is None or not os.path.isdir(base):
+            continue
+        if hierarchy == "0":
+            try:
+                if "pids" not in open(os.path.join(base, "cgroup.subtree_control")).read().split():
+                    continue
+            except OSError:
+                continue
+        try:
+            for old in os.listdir(base):
+                if old.startswith("llmc-sandbox-"):
+                    try:
+                        os.rmdir(os.path.join(base, old))
+                    except OSError:
+                        pass
+            mine = os.path.join(base, f"llmc-sandbox-{os.getpid()}")
+            os.mkdir(mine)
+            with open(os.path.join(mine, "pids.max"), "w") as f:
+                f.write(str(limit))
+            with open(os.path.join(mine, "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
+            return
+        except OSError:
+            continue
 for item in filter(None, sys.argv[1].split(",")):
     name, value = item.split("=")
+    if name == "PIDS":
+        if os.geteuid() == 0:
+            pids_cgroup(int(value))
+        continue
     kind, value = getattr(resource, name), int(value)
     hard = resource.getrlimit(kind)[1]
     value = value if hard == resource.RLIM_INFINITY else min(value, hard)
@@ -88,8 +124,8 @@ SYSTEM_SECRETS = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-"
                   "/etc/sudoers.d", "/etc/ssh", "/etc/ssl/private")
 
 
-def find_bwrap() -> str | None:
-    found = shutil.which("bwrap", path=FIXED_PATH)
+def find_bwrap(path: str = FIXED_PATH) -> str | None:
+    found = shutil.which("bwrap", path=path)
     return os.path.realpath(found) if found else None
 
 
@@ -113,7 +149,8 @@ def bwrap_usable(bwrap: str | None) -> bool:
 
 
 def limited(limits: dict[str, int], argv: list[str], *, keep: bool) -> list[str]:
-    """The argv that runs `argv` under resource limits (RLIMIT_* name -> value). `keep`: a keeper
+    """The argv that runs `argv` under resource limits (RLIMIT_* name -> value; PIDS -> the most
+    processes and threads of the tree, by a cgroup, when llmc runs as root). `keep`: a keeper
     stays beside the command (no PID namespace holds its tree); else the trampoline becomes it."""
     spec = ",".join(f"{name}={int(value)}" for name, value in limits.items())
     return [sys.executable, "-I", "-S", "-c", _LAUNCH, spec, "keep" if keep else "exec", *argv]

@@ -83,29 +83,29 @@ def protect(specs: list[ServerSpec], profile: LoadedProfile | None) -> list[Serv
 
 
 def server_specs(profile: LoadedProfile | None, only: tuple[str, ...] = (), adhoc: ServerSpec | None = None,
-                 timeout: float | None = None, gateway: bool = False) -> tuple[list[ServerSpec], dict[str, Any]]:
+                 timeout: float | None = None, require_sandbox: bool = False) -> tuple[list[ServerSpec], dict[str, Any]]:
     """The servers a command starts itself (a catalog, a session keeper, the gateway): the
     ad-hoc one, or the profile's (only those named in `only`, when given) that can be configured,
     each told where llmc's own files are (llmc's own servers), contained as the profile says
     (services/sandbox.py) and given `timeout`. Second: the profile's servers that cannot be
     configured (an unset ${VAR}, a sandbox that cannot be made), each with its error: that
-    server's problem, not the command's. `gateway`: a gateway serving principals (or with any
-    inbound auth) refuses to start, naming the server, when a stdio server would run unsandboxed
-    without the profile saying sandbox = "none" for it."""
-    from llmc_cli.services.sandbox import contain
+    server's problem, not the command's. `require_sandbox` (a gateway serving principals, or
+    with any inbound auth: see `authenticated`): ConfigError naming the first stdio server that
+    would run unsandboxed without the profile saying sandbox = "none" for it."""
+    from llmc_cli.services.sandbox import contain, warn_unsandboxed
 
     if adhoc is None and profile is None:
         raise ValueError("server_specs needs a profile or an ad-hoc server")
     specs, unusable = ([adhoc], {}) if adhoc else usable_specs(profile, only)  # type: ignore[arg-type]
-    required = gateway and profile is not None and authenticated(profile)
     contained = []
     for spec in protect(specs, profile):
         try:
-            contained.append(contain(spec, profile, required=required))
+            contained.append(contain(spec, profile, required=require_sandbox))
         except ConfigError as exc:
-            if required:
+            if require_sandbox:
                 raise
             unusable[spec.name] = exc
+    warn_unsandboxed(contained)
     specs = contained
     if timeout:
         specs = [replace(spec, timeout=timeout) for spec in specs]
@@ -121,7 +121,7 @@ def authenticated(profile: LoadedProfile) -> bool:
 def open_catalog(profile: LoadedProfile | None, only: tuple[str, ...] = (), adhoc: ServerSpec | None = None,
                  hooks: ClientHooks | None = None, on_stderr: Callable[[str, str], None] | None = None,
                  timeout: float | None = None, session: str | None = None, first: str | None = None,
-                 gateway: bool = False) -> Catalog:
+                 require_sandbox: bool = False) -> Catalog:
     """The servers a command talks to: an ad-hoc one, the profile's, or those a session keeper
     holds (`session`: its name; the servers then run in the keeper, policy and audit still here).
     `first`: the server the command will use first, when it names one (SERVER.TOOL): a keeper's
@@ -144,7 +144,7 @@ def open_catalog(profile: LoadedProfile | None, only: tuple[str, ...] = (), adho
         if timeout:
             specs = [replace(spec, timeout=timeout) for spec in specs]
     else:
-        specs, unusable = server_specs(profile, only, adhoc, timeout, gateway=gateway)
+        specs, unusable = server_specs(profile, only, adhoc, timeout, require_sandbox=require_sandbox)
     from llmc_cli.store import client_stores
 
     # A keeper's servers are connected in the keeper: no era cache or OAuth tokens here.

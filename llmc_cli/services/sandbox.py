@@ -29,21 +29,40 @@ if TYPE_CHECKING:
     from llmc_cli.config.profiles import LoadedProfile
 
 # Resource limits of a sandboxed server: processes and threads (RLIMIT_NPROC: the kernel counts
-# them per user and does not enforce it for root), open files, and memory (RLIMIT_DATA: what it
+# them per user and does not enforce it for root; PIDS: for root, a pids cgroup of the server's
+# own, where one can be made), open files, and memory (RLIMIT_DATA: what it
 # can write to, not RLIMIT_AS, since JavaScript and WebAssembly engines reserve address space by
 # the tens of GiB without using it). No CPU-time limit: a server lives as long as its client.
-LIMITS = {"RLIMIT_NPROC": 4096, "RLIMIT_NOFILE": 4096, "RLIMIT_DATA": 4 << 30}
+LIMITS = {"RLIMIT_NPROC": 4096, "PIDS": 1024, "RLIMIT_NOFILE": 4096, "RLIMIT_DATA": 4 << 30}
 INTERPRETERS = re.compile(r"^(node|nodejs|bun|deno|python[0-9.]*|pypy[0-9.]*)$")
-_warned: set[str] = set()  # servers told about already (one line per command)
+_warned: set[str] = set()  # servers said to run unsandboxed already: one line per command
 
 
-def describe(sandbox: SandboxSpec | None) -> str:
-    """How a server with this confinement runs here, for people (`servers show`, `tools list -v`)."""
-    from llmc_cli.server.sandbox import bwrap_usable, find_bwrap
+def _bwrap() -> str | None:
+    """bubblewrap as the user's PATH finds it (the system's directories when PATH is unset)."""
+    from llmc_cli.server.sandbox import FIXED_PATH, find_bwrap
+
+    return find_bwrap(os.environ.get("PATH") or FIXED_PATH)
+
+
+def warn_unsandboxed(specs: list[ServerSpec]) -> None:
+    """One line on stderr for the servers that asked for sandbox = "auto" and run without one."""
+    names = [s.name for s in specs if s.kind == "stdio" and s.sandbox is not None and s.sandbox.mode == "auto"
+             and not s.launch and s.name not in _warned]
+    if names:
+        _warned.update(names)
+        print(f"llmc: bubblewrap is not usable here: server(s) {', '.join(names)} run WITHOUT a sandbox "
+              "(sandbox = \"auto\"; install bubblewrap, or say sandbox = \"none\")", file=sys.stderr, flush=True)
+
+
+def describe(sandbox: SandboxSpec | None, launched: bool | None = None) -> str:
+    """How a server with this confinement runs here, for people (`servers show`, `tools list -v`).
+    `launched`: whether its launch was built (None: ask whether bubblewrap works here)."""
+    from llmc_cli.server.sandbox import bwrap_usable
 
     if sandbox is None or sandbox.mode == "none":
         return "not sandboxed"
-    if not bwrap_usable(find_bwrap()):
+    if not (bwrap_usable(_bwrap()) if launched is None else launched):
         return ("not sandboxed (sandbox = \"auto\", bubblewrap is not usable here)" if sandbox.mode == "auto"
                 else "refused (sandbox = \"bwrap\", bubblewrap is not usable here)")
     network = "network" if sandbox.network else "no network"
@@ -71,8 +90,9 @@ def is_llmc(command: tuple[str, ...]) -> bool:
 def contain(spec: ServerSpec, profile: LoadedProfile | None, *, required: bool = False) -> ServerSpec:
     """`spec` with its launch argv set when the profile sandboxes it. sandbox = "auto" without a
     usable bubblewrap: one line on stderr and the server runs as it is (ConfigError when
-    `required`: a gateway with principals). ConfigError when it cannot be contained as said."""
-    from llmc_cli.server.sandbox import bwrap_usable, find_bwrap
+    `required`: a gateway with principals). ConfigError when it cannot be contained as said.
+    Unsandboxed "auto" servers are told about by warn_unsandboxed, once for all of them."""
+    from llmc_cli.server.sandbox import bwrap_usable
 
     if spec.kind != "stdio":
         return spec
@@ -83,16 +103,12 @@ def contain(spec: ServerSpec, profile: LoadedProfile | None, *, required: bool =
                               "sandbox: set sandbox = \"auto\" or \"bwrap\" for it (or sandbox = \"none\" to accept "
                               "the risk)")
         return spec
-    bwrap = find_bwrap()
+    bwrap = _bwrap()
     if not bwrap_usable(bwrap):
         if sandbox.mode == "bwrap" or required:
             raise ConfigError(f"server {spec.name}: sandbox = \"{sandbox.mode}\" but bubblewrap (bwrap) is not usable "
                               "here (Debian: apt-get install bubblewrap; a container may forbid its namespaces)")
-        if spec.name not in _warned:
-            _warned.add(spec.name)
-            print(f"llmc: server {spec.name} runs WITHOUT a sandbox: bubblewrap is not usable here "
-                  "(sandbox = \"auto\"; install bubblewrap, or say sandbox = \"none\")", file=sys.stderr, flush=True)
-        return spec
+        return spec  # warn_unsandboxed says so
     assert bwrap is not None
     return replace(spec, launch=tuple(_launch(spec, sandbox, bwrap, profile)))
 
@@ -109,7 +125,7 @@ def _launch(spec: ServerSpec, sandbox: SandboxSpec, bwrap: str, profile: LoadedP
     env = child_environment(dict(spec.env))
     protected = protected_paths(profile)
     home = str(ensure_private_dir(state_dir() / "sandbox" / _home_name(profile, spec.name)))
-    cwd = os.path.abspath(spec.cwd) if spec.cwd else home
+    cwd = os.path.realpath(spec.cwd) if spec.cwd else home
     if spec.cwd and not sandbox.visible(cwd):
         raise ConfigError(f"server {spec.name}: its cwd {spec.cwd} is not inside its read_paths or write_paths "
                           "(the sandbox would not show it)")
@@ -126,8 +142,9 @@ def _launch(spec: ServerSpec, sandbox: SandboxSpec, bwrap: str, profile: LoadedP
 
 
 def _home_name(profile: LoadedProfile | None, server: str) -> str:
-    """A directory name for (profile, server): readable, and unique even for odd names."""
-    key = f"{profile.name if profile else '-'}\0{server}"
+    """A directory name for (profile, server): readable, and unique even for odd names and for
+    two profile files of the same name in different directories."""
+    key = f"{(os.path.realpath(profile.path) if profile.path else profile.name) if profile else '-'}\0{server}"
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{profile.name if profile else 'adhoc'}.{server}")[:80]
     return f"{safe}-{hashlib.sha256(key.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 

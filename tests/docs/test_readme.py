@@ -336,7 +336,8 @@ def test_readme_profile_snippet_is_valid(block: Block):
 
     data = tomllib.loads("\n".join(line.text for line in block.lines))
     for server in data.get("servers", {}).values():
-        server.setdefault("url", "https://mcp.example.com/mcp")
+        if "command" not in server and "builtin" not in server:
+            server.setdefault("url", "https://mcp.example.com/mcp")
     validate(data, f"README.md line {block.lines[0].number}")
 
 

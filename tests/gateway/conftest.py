@@ -18,6 +18,7 @@ description = "gateway tests"
 [servers.sdk]
 command = {python}
 args = [{server}]
+sandbox = "bwrap"  # a gateway with principals starts no unsandboxed stdio server
 
 [servers.ws]
 builtin = "workspace"

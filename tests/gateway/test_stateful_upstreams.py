@@ -25,6 +25,7 @@ PROFILE = """\
 [servers.sdk]
 command = {python}
 args = [{server}]
+sandbox = "bwrap"  # a gateway with principals starts no unsandboxed stdio server
 
 [servers.own]
 command = {python}

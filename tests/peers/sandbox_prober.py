@@ -4,7 +4,7 @@ package from npm or PyPI would try from inside llmc's sandbox, and say what happ
 Usage: python sandbox_prober.py
 Tools: read(path) -> the file's text or "DENIED: <error>"; append(path, text) -> "APPENDED" or
 "DENIED: ..."; connect(port) -> "CONNECTED" or "DENIED: ..." (127.0.0.1); fork(count) -> how
-many children it could start at once (each exits at once; bounded by `count`); env() -> the
+many processes it could start at once (then ended; bounded by `count`); env() -> the
 environment as JSON; whoami() -> HOME, cwd and the first lines of /proc/self/limits;
 roots() -> the roots the client offers (roots/list).
 """
@@ -13,9 +13,16 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
+from typing import Annotated
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp import types
+from mcp.server.mcpserver import ListRoots, MCPServer, Resolve
+
+
+def client_roots() -> ListRoots:
+    return ListRoots()
 
 
 def build() -> MCPServer:
@@ -46,26 +53,20 @@ def build() -> MCPServer:
         except OSError as exc:
             return f"DENIED: {exc}"
 
-    @server.tool(description="Start up to `count` children at once; how many started.")
+    @server.tool(description="Start up to `count` processes at once; how many started.")
     def fork(count: int) -> str:
         started: list[int] = []
         error = ""
-        read_end, write_end = os.pipe()
         try:
-            for _ in range(min(count, 20_000)):
+            for _ in range(min(count, 20_000)):  # bounded, whatever the sandbox does
                 try:
-                    pid = os.fork()
+                    started.append(os.posix_spawn("/bin/sleep", ["sleep", "60"], {}))
                 except OSError as exc:
                     error = str(exc)
                     break
-                if pid == 0:  # wait until the parent has counted, then go
-                    os.close(write_end)
-                    os.read(read_end, 1)
-                    os._exit(0)
-                started.append(pid)
         finally:
-            os.close(write_end)  # every child's read returns: they all exit
-            os.close(read_end)
+            for pid in started:
+                os.kill(pid, signal.SIGKILL)
             for pid in started:
                 os.waitpid(pid, 0)
         return json.dumps({"started": len(started), "error": error})
@@ -81,8 +82,7 @@ def build() -> MCPServer:
         return json.dumps({"home": os.environ.get("HOME"), "cwd": os.getcwd(), "pid": os.getpid(), "limits": limits})
 
     @server.tool(description="The roots the client offers.")
-    async def roots(ctx: Context) -> str:
-        listed = await ctx.session.list_roots()
+    async def roots(listed: Annotated[types.ListRootsResult, Resolve(client_roots)]) -> str:
         return json.dumps([str(r.uri) for r in listed.roots])
 
     return server

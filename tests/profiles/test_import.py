@@ -14,6 +14,8 @@ from tests.helpers import llmc_in_process as llmc
 
 SAMPLES = ROOT / "tests" / "data" / "imports"
 
+BOXED = {"sandbox": "auto", "network": True}  # what import writes for a stdio server (README "Sandboxing servers")
+
 
 @pytest.fixture
 def default_profile(isolated_dirs: Path) -> Path:
@@ -31,7 +33,7 @@ def test_claude_desktop_stdio_servers_and_a_literal_token_left_behind(default_pr
     assert out["source"] == "mcpServers" and out["added"] == ["filesystem", "github"] and out["skipped"] == []
     servers = imported(default_profile)
     assert servers["filesystem"] == {"command": "npx", "args": [
-        "-y", "@modelcontextprotocol/server-filesystem", "/Users/username/Desktop", "/Users/username/Downloads"]}
+        "-y", "@modelcontextprotocol/server-filesystem", "/Users/username/Desktop", "/Users/username/Downloads"], **BOXED}
     assert servers["github"]["env"] == {"GITHUB_PERSONAL_ACCESS_TOKEN": "${GITHUB_PERSONAL_ACCESS_TOKEN}"}
     assert "ghp_" not in default_profile.read_text() + run.stdout + run.stderr
     assert "set ${GITHUB_PERSONAL_ACCESS_TOKEN} for server github" in run.stderr
@@ -44,7 +46,7 @@ def test_claude_code_types_headers_and_existing_placeholders(default_profile: Pa
     assert servers["api-server"] == {"url": "${API_BASE_URL:-https://api.example.com}/mcp", "transport": "http",
                                      "headers": {"Authorization": "Bearer ${API_KEY}"}}
     assert servers["sentry"] == {"url": "https://mcp.sentry.dev/sse", "transport": "sse"}
-    assert servers["shared-server"] == {"command": "/path/to/server", "env": {"CACHE_DIR": "/tmp/cache"}}
+    assert servers["shared-server"] == {"command": "/path/to/server", "env": {"CACHE_DIR": "/tmp/cache"}, **BOXED}
 
 
 def test_cursor_env_syntax_renamed_server_and_unsupported_keys_reported(default_profile: Path):
@@ -63,7 +65,7 @@ def test_windsurf_server_url_and_disabled(default_profile: Path):
     assert llmc("servers", "import", str(SAMPLES / "windsurf_mcp_config.json")).returncode == 0
     servers = imported(default_profile)
     assert servers["figma"] == {"url": "https://your-server-url/mcp", "headers": {"API_KEY": "${FIGMA_API_KEY}"}}
-    assert servers["old-one"] == {"command": "uvx", "args": ["mcp-server-time"], "enabled": False}
+    assert servers["old-one"] == {"command": "uvx", "args": ["mcp-server-time"], "enabled": False, **BOXED}
     assert "<YOUR_PERSONAL_ACCESS_TOKEN>" not in default_profile.read_text()
 
 
@@ -80,7 +82,7 @@ def test_vscode_inputs_become_environment_placeholders(default_profile: Path):
     assert servers["my-remote"] == {"url": "http://localhost:3000/sse", "transport": "sse",
                                     "headers": {"X-Token": "${API_TOKEN}"}}
     assert servers["github"] == {"url": "https://api.githubcopilot.com/mcp/", "transport": "http"}
-    assert servers["fetch"] == {"command": "uvx", "args": ["mcp-server-fetch"]}
+    assert servers["fetch"] == {"command": "uvx", "args": ["mcp-server-fetch"], **BOXED}
 
 
 def test_vscode_user_settings(default_profile: Path):

@@ -209,7 +209,7 @@ def test_servers_add_on_an_empty_config_writes_the_default_profile_first(config:
     assert "policy" not in data  # the default policy: destructive tools of added servers need a yes
     assert data["servers"]["workspace"]["options"]["read_only"] is True
     assert data["servers"]["sdk"] == {"command": SDK_PY, "args": [SDK_SCRIPT], "env": {"DEBUG": "1"},
-                                      "cwd": "/tmp", "description": "d"}
+                                      "cwd": "/tmp", "description": "d", "sandbox": "auto", "network": True}
     assert stat.S_IMODE(path.stat().st_mode) == 0o600  # a new profile is private
     assert run.json() == {"added": "sdk", "profile": "default", "path": str(path), "server": data["servers"]["sdk"]}
 
