@@ -103,6 +103,8 @@ def test_json_is_pinned_on_a_terminal_by_the_flag_the_environment_or_the_profile
     write_profile(profile.parent.parent, '[output]\nformat = "json"\n')
     code, screen = on_terminal("servers", "list")
     assert code == 0 and [s["name"] for s in json.loads(screen)["servers"]] == ["sdk", "other"]
+    profile_file(profile.parent.parent, '[servers.x]\ncommand = "true"\n[output]\nformat = "table"\n', name="people")
+    assert is_table(on_terminal("servers", "list", "-p", "people")[1])  # -p after the subcommand picks it
     # precedence: the flag, then the environment, then the profile
     assert is_table(on_terminal("servers", "list", env={"LLMC_FORMAT": "table"})[1])
     assert json.loads(on_terminal("servers", "list", "--format", "json", env={"LLMC_FORMAT": "table"})[1])
@@ -170,6 +172,22 @@ def test_a_batch_that_went_wrong_ends_with_one_summary_line(profile: Path) -> No
     assert fast.returncode == 1 and fast.stderr.splitlines()[-1] == "llmc: 3 calls: 0 ok, 1 failed, 2 skipped"
     fine = llmc("call", "--batch", "-", stdin=json.dumps(calls[0]))
     assert fine.returncode == 0 and fine.stderr == ""
+
+
+def test_an_interrupted_batch_counts_what_did_not_finish(profile: Path, tmp_path: Path) -> None:
+    calls = tmp_path / "calls.jsonl"
+    calls.write_text("\n".join(json.dumps(c) for c in [
+        {"id": 1, "tool": "sdk.echo", "arguments": {"message": "a"}},
+        {"id": 2, "tool": "sdk.slow", "arguments": {"seconds": 60}},
+        {"id": 3, "tool": "sdk.echo", "arguments": {"message": "b"}}]))
+    with Terminal("call", "--batch", str(calls)) as term:
+        term.expect("[progress]")  # the slow call runs
+        term.interrupt()
+        assert term.wait() == 130
+    lines = shown(term.screen).splitlines()
+    summary = next(line for line in lines if line.startswith("llmc: 3 calls: "))
+    assert re.fullmatch(r"llmc: 3 calls: (1 ok, 2|0 ok, 3) interrupted", summary), summary
+    assert lines.index(summary) < lines.index("llmc: interrupted")
 
 
 def test_names_that_agree(profile: Path) -> None:
