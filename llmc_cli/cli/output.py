@@ -29,7 +29,7 @@ def format_option(*choices: str, required: bool = False, listing: bool = False,
                   help: str | None = None) -> Callable[[F], F]:
     """The one `--format` option (as `fmt`): these choices, the first the default unless the
     format is required. Every command declares its output formats through this. A `listing`
-    has no fixed default: see listing_format."""
+    has no fixed default: see _listing_format."""
     if listing:
         return click.option("--format", "fmt", type=click.Choice(choices), default=None, callback=_listing_format,
                             help=help or "Default: a table when stdout is a terminal, else JSON "

@@ -18,7 +18,6 @@ from llmc_cli.cli.output import FORMATS, emit, emit_listing, format_option, note
 from llmc_cli.errors import ConfigError, UsageError
 
 
-
 @click.group()
 def servers() -> None:
     """Add, list, show, remove and import the MCP servers of a profile."""
@@ -44,8 +43,8 @@ def add(ctx: click.Context, name: str, command: tuple[str, ...], url: str | None
     """Add a server: `llmc servers add NAME -- COMMAND ARGS...` (stdio) or
     `llmc servers add NAME --url URL [--header 'K: V']` (remote).
 
-    Prints {"added": NAME, "profile": PROFILE, "path": PATH, "server": {...}}. A name already in the profile is an
-    error (exit 3) unless --replace.
+    Prints {"added": NAME, "profile": PROFILE, "path": PATH, "server": {...}}. A name already in
+    the profile is an error (exit 3) unless --replace.
     """
     from llmc_cli.config.profile_writer import add_server
     from llmc_cli.config.profiles import editable_path, has_placeholder
