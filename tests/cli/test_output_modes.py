@@ -199,6 +199,9 @@ def test_names_that_agree(profile: Path) -> None:
     assert shown["policy"]["human"]["decision"] == "allow"
     added = json.loads(llmc("servers", "add", "x", "--", "true").stdout)
     assert added["profile"] == "default" and added["path"] == str(profile)
+    # a count is NOUNCount: "tools" and "servers" are the lists themselves everywhere
+    locked = json.loads(llmc("tools", "lock", "-o", str(profile.parent / "t.lock"), "-s", "sdk").stdout)
+    assert (locked["serverCount"], "tools" in locked) == (1, False) and locked["toolCount"] > 5
 
 
 def test_servers_list_reports_a_server_that_cannot_be_configured_under_errors(isolated_dirs: Path) -> None:
