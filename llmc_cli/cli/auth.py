@@ -65,14 +65,14 @@ def status(fmt: str) -> None:
 @click.argument("server", shell_complete=_complete_servers)
 @click.pass_context
 def logout(ctx: click.Context, server: str) -> None:
-    """Delete the stored tokens (and registered client) of SERVER. Prints {"server", "removed"}."""
+    """Delete the stored tokens (and registered client) of SERVER. Prints {"server", "removedCount"}: how many stored records (tokens, client) went."""
     from llmc_cli.mcp.auth import OAuth
     from llmc_cli.store import token_store
 
     spec = _remote_spec(ctx, server)
     removed = OAuth(spec, store=token_store(), interactive=False).logout()
     note(f"llmc: {spec.name}: " + ("logged out" if removed else "no stored login"))
-    emit({"server": spec.name, "removed": removed})
+    emit({"server": spec.name, "removedCount": removed})
 
 
 def _remote_spec(ctx: click.Context, server: str) -> "ServerSpec":

@@ -68,5 +68,5 @@ def _summary(name: str, conv: Any, mtime: float) -> dict[str, Any]:
 
     prompts = [run.get("prompt") for run in conv.runs if run.get("prompt")]
     return {"name": name, "id": conv.id, "provider": conv.provider, "model": conv.model, "turns": len(conv.runs),
-            "messages": len(conv.messages), "firstPrompt": prompts[0] if prompts else None,
+            "messageCount": len(conv.messages), "firstPrompt": prompts[0] if prompts else None,
             "created": iso(conv.created), "updated": iso(mtime)}

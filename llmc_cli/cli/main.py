@@ -85,7 +85,8 @@ def _complete_profiles(ctx: click.Context, param: click.Parameter, incomplete: s
 def cli(ctx: click.Context, profile: str | None, verbose: int, quiet: bool, otel: bool) -> None:
     """Let any LLM use the tools of any MCP server: under a policy, with an audit trail.
 
-    stdout carries only data (JSON by default); messages for people go to stderr.
+    stdout carries only data (JSON; a listing on a terminal is a table, --format and
+    LLMC_FORMAT choose); messages for people go to stderr.
     -p, -v and -q may also follow the subcommand (llmc tools list -p ops -v).
     """
     from llmc_cli.cli.context import App

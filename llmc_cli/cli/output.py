@@ -29,7 +29,7 @@ def format_option(*choices: str, required: bool = False, listing: bool = False,
                   help: str | None = None) -> Callable[[F], F]:
     """The one `--format` option (as `fmt`): these choices, the first the default unless the
     format is required. Every command declares its output formats through this. A `listing`
-    has no fixed default: see listing_format."""
+    has no fixed default: see _listing_format."""
     if listing:
         return click.option("--format", "fmt", type=click.Choice(choices), default=None, callback=_listing_format,
                             help=help or "Default: a table when stdout is a terminal, else JSON "
@@ -289,6 +289,7 @@ _prompt_lock = threading.RLock()
 _state = threading.Lock()
 _prompt_owner: int | None = None
 _held: list[str] = []
+_status_shown = False  # a status line (progress) stands on the terminal's last line
 
 
 @contextmanager
@@ -318,7 +319,16 @@ def note(message: str) -> None:
         if _prompt_owner is not None and _prompt_owner != threading.get_ident():
             _held.append(message)
             return
+    _end_status()
     click.echo(message, err=True)
+
+
+def _end_status() -> None:
+    """Erase a standing status line, so that a message after it starts on a clean line."""
+    global _status_shown
+    if _status_shown:
+        _status_shown = False
+        click.echo("\r\x1b[2K", err=True, nl=False)
 
 
 # -q: warnings are left out; errors (report_error) and answers to questions still show.
@@ -344,6 +354,8 @@ def status_line(message: str) -> None:
         width = 0
     if width and len(message) >= width:
         message = message[: width - 2] + "…"
+    global _status_shown
+    _status_shown = bool(message)
     click.echo(f"\r\x1b[2K{message}", err=True, nl=False)
 
 
@@ -374,6 +386,7 @@ def raise_failures(failures: list[Any], total: int) -> None:
 
 def report_error(exc: LlmcError) -> None:
     prefix = click.style("llmc:", fg="red", bold=True) if use_color() else "llmc:"
+    _end_status()
     click.echo(f"{prefix} {clean(exc.message)}", err=True)
     for line in exc.details.get("stderr") or []:
         click.echo(f"  server stderr | {clean(str(line))}", err=True)

@@ -185,7 +185,7 @@ TOOL_ROW = {**common("tool"), "required": ["server", "name", "inputSchema"],
             "properties": {"server": STR, "denied": {"const": True}}}
 FINDING = obj({"tool": STR, "target": STR, "path": STR, "what": STR, "why": STR}, {"server": STR})
 TOOL_REF = obj(TOOL_NAME)
-EXPORTED = obj({"file": STR, "format": STR, "tools": INT, "warnings": common("warnings")})
+EXPORTED = obj({"file": STR, "format": STR, "toolCount": INT, "warnings": common("warnings")})
 ARGUMENT = obj({"name": STR, "type": STR, "required": BOOL}, {"default": ANY, "enum": array(ANY), "description": ANY})
 PRINCIPAL = obj({"principal": STR, "profile": null(STR), "token": STR})
 
@@ -205,11 +205,11 @@ SCHEMAS: dict[str, Schema] = {
                                {"event": STR, "server": STR, "tool": STR, "resource": STR, "prompt": STR},
                                closed=False), "propertyNames": CAMEL_KEYS}, "llmc audit tail: one audit record per line"),
     "auth-login": document(LOGIN, "llmc auth login"),
-    "auth-logout": document(obj({"server": STR, "removed": INT}), "llmc auth logout"),
+    "auth-logout": document(obj({"server": STR, "removedCount": INT}), "llmc auth logout"),
     "auth-status": listing("logins", LOGIN, "llmc auth status"),
     "call": document(CALL, "llmc call (without --text); $defs/line: a line of llmc call --batch", BATCH_LINE),
     "conversations-list": listing("conversations", obj({
-        "name": STR, "id": STR, "provider": STR, "model": null(STR), "turns": INT, "messages": INT,
+        "name": STR, "id": STR, "provider": STR, "model": null(STR), "turns": INT, "messageCount": INT,
         "firstPrompt": null(STR), "created": STR, "updated": STR}), "llmc conversations list"),
     "conversations-rm": document(obj({"removed": STRS}), "llmc conversations rm"),
     "conversations-show": document(obj({
@@ -276,7 +276,7 @@ SCHEMAS: dict[str, Schema] = {
     "tools-lint": listing("findings", FINDING, "llmc tools lint"),
     "tools-list": translated(listing("tools", TOOL_ROW, "llmc tools list: the listing (--format json|jsonl), or "
                                      "with a provider's --format (mcp, openai, ...) its tool definitions")),
-    "tools-lock": document(obj({"file": STR, "servers": INT, "tools": INT}), "llmc tools lock"),
+    "tools-lock": document(obj({"file": STR, "serverCount": INT, "toolCount": INT}), "llmc tools lock"),
     "tools-show": document(obj({
         **TOOL_NAME, "title": null(STR), "description": null(STR), "arguments": array(ARGUMENT),
         "inputSchema": OPEN, "outputSchema": null(OPEN), "annotations": OPEN, "hints": common("hints"),

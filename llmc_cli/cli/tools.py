@@ -213,7 +213,7 @@ def export(ctx: click.Context, fmt: str, output: str, strict: bool, target: Targ
         return
     write(output, definitions)  # same atomic JSON writer as lock files
     # "warnings" as in every output: the notices themselves (the lines stderr showed), not a count
-    emit({"file": output, "format": fmt, "tools": len(found), "warnings": grouped_warnings(result.warnings)})
+    emit({"file": output, "format": fmt, "toolCount": len(found), "warnings": grouped_warnings(result.warnings)})
 
 
 @tools.command("lint")
@@ -256,7 +256,8 @@ def lock(ctx: click.Context, output: str | None, target: Target) -> None:
     output = output or _profile_lock(profile)
     raise_failures(failures, len(catalog.specs))  # never pin a partial manifest
     lockfile.write(output, lockfile.build(found, infos))
-    emit({"file": output, "servers": len(infos), "tools": len(found)})
+    # counts are NOUNCount: "tools" and "servers" are lists of them in every other output
+    emit({"file": output, "serverCount": len(infos), "toolCount": len(found)})
 
 
 @tools.command("diff")

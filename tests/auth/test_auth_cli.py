@@ -46,10 +46,10 @@ def test_login_status_logout_without_printing_tokens(isolated_dirs, monkeypatch)
         assert all("very-secret-client-secret" not in p.read_text() for p in stored)  # stays in the env
 
         logout = llmc("auth", "logout", "erp")
-        assert logout.returncode == 0 and json.loads(logout.stdout) == {"server": "erp", "removed": 1}
+        assert logout.returncode == 0 and json.loads(logout.stdout) == {"server": "erp", "removedCount": 1}
         assert json.loads(llmc("auth", "status").stdout) == {"logins": [], "errors": []}
         again = llmc("auth", "logout", "erp")
-        assert json.loads(again.stdout)["removed"] == 0 and "no stored login" in again.stderr
+        assert json.loads(again.stdout)["removedCount"] == 0 and "no stored login" in again.stderr
 
 
 def test_login_no_browser_prints_the_url_and_waits_for_the_redirect(isolated_dirs):

@@ -103,6 +103,8 @@ def test_json_is_pinned_on_a_terminal_by_the_flag_the_environment_or_the_profile
     write_profile(profile.parent.parent, '[output]\nformat = "json"\n')
     code, screen = on_terminal("servers", "list")
     assert code == 0 and [s["name"] for s in json.loads(screen)["servers"]] == ["sdk", "other"]
+    profile_file(profile.parent.parent, '[servers.x]\ncommand = "true"\n[output]\nformat = "table"\n', name="people")
+    assert is_table(on_terminal("servers", "list", "-p", "people")[1])  # -p after the subcommand picks it
     # precedence: the flag, then the environment, then the profile
     assert is_table(on_terminal("servers", "list", env={"LLMC_FORMAT": "table"})[1])
     assert json.loads(on_terminal("servers", "list", "--format", "json", env={"LLMC_FORMAT": "table"})[1])
@@ -172,6 +174,22 @@ def test_a_batch_that_went_wrong_ends_with_one_summary_line(profile: Path) -> No
     assert fine.returncode == 0 and fine.stderr == ""
 
 
+def test_an_interrupted_batch_counts_what_did_not_finish(profile: Path, tmp_path: Path) -> None:
+    calls = tmp_path / "calls.jsonl"
+    calls.write_text("\n".join(json.dumps(c) for c in [
+        {"id": 1, "tool": "sdk.echo", "arguments": {"message": "a"}},
+        {"id": 2, "tool": "sdk.slow", "arguments": {"seconds": 60}},
+        {"id": 3, "tool": "sdk.echo", "arguments": {"message": "b"}}]))
+    with Terminal("call", "--batch", str(calls)) as term:
+        term.expect("[progress]")  # the slow call runs
+        term.interrupt()
+        assert term.wait() == 130
+    lines = shown(term.screen).splitlines()
+    summary = next(line for line in lines if line.startswith("llmc: 3 calls: "))
+    assert re.fullmatch(r"llmc: 3 calls: (1 ok, 2|0 ok, 3) interrupted", summary), summary
+    assert lines.index(summary) < lines.index("llmc: interrupted")
+
+
 def test_names_that_agree(profile: Path) -> None:
     check = json.loads(llmc("policy", "check", "sdk.echo", "message=x").stdout)
     assert check["decision"] == "allow" and "action" not in check
@@ -181,6 +199,9 @@ def test_names_that_agree(profile: Path) -> None:
     assert shown["policy"]["human"]["decision"] == "allow"
     added = json.loads(llmc("servers", "add", "x", "--", "true").stdout)
     assert added["profile"] == "default" and added["path"] == str(profile)
+    # a count is NOUNCount: "tools" and "servers" are the lists themselves everywhere
+    locked = json.loads(llmc("tools", "lock", "-o", str(profile.parent / "t.lock"), "-s", "sdk").stdout)
+    assert (locked["serverCount"], "tools" in locked) == (1, False) and locked["toolCount"] > 5
 
 
 def test_servers_list_reports_a_server_that_cannot_be_configured_under_errors(isolated_dirs: Path) -> None:

@@ -8,7 +8,7 @@ import shlex
 import click
 import pytest
 
-from llmc_cli.cli.output import human_duration, human_size, summary, table
+from llmc_cli.cli.output import _listing_format, human_duration, human_size, summary, table
 from tests.helpers import llmc, sdk_server
 
 SDK = shlex.join(sdk_server("sdk_server.py"))
@@ -88,6 +88,8 @@ def test_every_listing_command_has_a_table_and_every_list_command_is_here():
         if " ".join(path) in listed:
             fmt = next((p for p in command.params if p.name == "fmt"), None)
             assert fmt is not None and "table" in fmt.type.choices, " ".join(path)  # type: ignore[attr-defined]
+            # one rendering path: no fixed default, a table on a terminal and JSON when piped
+            assert fmt.default is None and fmt.callback is _listing_format, " ".join(path)
 
 
 @pytest.mark.parametrize("argv", LISTINGS, ids=[" ".join(a[:2]) for a in LISTINGS])

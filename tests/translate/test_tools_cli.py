@@ -45,7 +45,7 @@ def test_translation_warnings_one_line_per_kind_and_q_silences_them():
 def test_export_writes_the_file_atomically(tmp_path):
     out = tmp_path / "tools" / "anthropic.json"
     proc = llmc("tools", "export", "--format", "anthropic", "-o", str(out), "--stdio", node_tool("mcp-server-everything"))
-    assert proc.returncode == 0 and json.loads(proc.stdout)["tools"] > 5
+    assert proc.returncode == 0 and json.loads(proc.stdout)["toolCount"] > 5
     assert all("input_schema" in t for t in json.loads(out.read_text()))
     assert list(out.parent.iterdir()) == [out]
     # "warnings" is what every output's "warnings" is: the notices (as stderr showed them), not a count
