@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+from typing import Sequence
 
 FIXED_PATH = "/usr/local/bin:/usr/bin:/bin"
 # What llmc starts for each process (stdlib only, run with -I -S): argv[1] is the limits
@@ -156,15 +157,16 @@ def limited(limits: dict[str, int], argv: list[str], *, keep: bool) -> list[str]
     return [sys.executable, "-I", "-S", "-c", _LAUNCH, spec, "keep" if keep else "exec", *argv]
 
 
-def bwrap_argv(bwrap: str, argv: list[str], *, cwd: str, writable: list[str], readable: list[str] = (),  # type: ignore[assignment]
-               hidden: list[str] = (), hidden_dirs: list[str] = (), network: bool = False,  # type: ignore[assignment]
+def bwrap_argv(bwrap: str, argv: list[str], *, cwd: str, writable: Sequence[str], readable: Sequence[str] = (),
+               hidden: Sequence[str] = (), hidden_dirs: Sequence[str] = (), network: bool = False,
                whole_system: bool = True, home: str | None = None, setenv: dict[str, str] | None = None,
-               unsetenv: list[str] = ()) -> list[str]:  # type: ignore[assignment]
+               unsetenv: Sequence[str] = ()) -> list[str]:
     """bubblewrap's command line for `argv`: the system read-only (`whole_system`: all of "/";
-    else SYSTEM_DIRS and `readable` only), `writable` bound read-write, llmc's own files
-    (`hidden`) covered even inside them, a private /tmp, `home` (a private directory) bound
-    read-write last, its own PID, IPC, UTS and user namespaces, no capabilities (also when llmc
-    runs as root), no network unless `network`, killed with its parent, in a new session."""
+    else SYSTEM_DIRS without SYSTEM_SECRETS, and `readable`), `writable` bound read-write,
+    llmc's own files (`hidden`) covered even inside them, a private /tmp, `home` (a private
+    directory) bound read-write last, its own PID, IPC and UTS namespaces (and, for the narrow
+    view, its own user namespace), no capabilities (also when llmc runs as root), no network
+    unless `network`, killed with its parent, in a new session."""
     cmd = [bwrap]
     if whole_system:
         cmd += ["--ro-bind", "/", "/"]

@@ -126,6 +126,12 @@ def test_gateway_with_principals_refuses_an_unsandboxed_stdio_server(tmp_path: P
     result = llmc("serve", "-p", str(served), "--http", f"127.0.0.1:{free_port()}", env={"GW_T": "t" * 32}, timeout=60)
     assert result.returncode == 3, result.stderr
     assert "server p:" in result.stderr and "sandbox = \"none\"" in result.stderr
+    boxed = write(tmp_path / "auto.toml", served.read_text().replace(PROBER, PROBER + 'sandbox = "auto"\n'))
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    fallback = llmc("serve", "-p", str(boxed), "--http", f"127.0.0.1:{free_port()}", env={"GW_T": "t" * 32,
+                    "PATH": str(empty)}, timeout=60)  # no bubblewrap: "auto" would run it unsandboxed
+    assert fallback.returncode == 3 and "server p:" in fallback.stderr, fallback.stderr
     from llmc_cli.config.profiles import load_profile
     from llmc_cli.gateway.toolbox import Toolbox
 

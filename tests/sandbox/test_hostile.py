@@ -229,3 +229,23 @@ def test_a_declared_path_through_a_symbolic_link_still_covers_llmcs_files(tmp_pa
     assert tool(profile, "append", path=str(link / "audit.jsonl"), text="forged\n").startswith("DENIED")
     trail = (Path(os.environ["LLMC_STATE_DIR"]) / "audit.jsonl").read_text().splitlines()
     assert "forged" not in trail and all(json.loads(line) for line in trail)  # only llmc's own records
+
+
+def test_no_capabilities_inside_for_a_server_or_a_workspace_command(tmp_path: Path) -> None:
+    """bubblewrap run by root keeps every capability unless told otherwise (CAP_SYS_ADMIN could
+    unmount the covers over llmc's files): the one bwrap command line drops them all, for a
+    third-party server and for a command the workspace server runs."""
+    from llmc_cli.mcp.client import connect
+    from llmc_cli.model import ServerSpec
+    from llmc_cli.services import builtin_servers
+
+    profile = prober_profile(tmp_path / "p.toml", 'sandbox = "bwrap"\n')
+    assert "CapEff:\t0000000000000000" in tool(profile, "read", path="/proc/self/status")
+    session = connect(ServerSpec(name="ws", builtin="workspace", timeout=60, options={
+        "roots": [str(tmp_path)], "read_only": False, "sandbox": "bwrap", "allow_commands": ["cat"]}),
+        builtins=builtin_servers())
+    try:
+        out = session.call_tool("run_command", {"argv": ["cat", "/proc/self/status"]}, timeout=60)
+        assert "CapEff:\t0000000000000000" in out["structuredContent"]["output"], out
+    finally:
+        session.close()
