@@ -84,8 +84,7 @@ def check(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str 
 
 def _check_read(ctx: click.Context, what: str, name: str, pairs: tuple[str, ...], json_args: str | None,
                 caller: str, target: Target) -> None:
-    """`policy check --resource|--prompt`: the decision services.read would take (policy.decide_read)."""
-    from llmc_cli import policy as rules
+    """`policy check --resource|--prompt`: the decision services.read would take (read_decision)."""
     from llmc_cli import services
     from llmc_cli.cli.common import open_catalog
     from llmc_cli.cli.resources import read_target
@@ -96,8 +95,7 @@ def _check_read(ctx: click.Context, what: str, name: str, pairs: tuple[str, ...]
     catalog, profile = open_catalog(ctx, target, warm=False)
     with catalog:
         server, rest = read_target(catalog, what, name)
-        decision = rules.decide_read(what, server, rest, profile.profile.policy,  # type: ignore[arg-type]
-                                     lambda: services.server_tools(catalog, server))
+        decision = services.read_decision(catalog, profile, what, server, rest)  # type: ignore[arg-type]
     out: dict[str, Any] = {"profile": profile.name, "server": server, what: rest}
     if what == "prompt":
         out["arguments"] = {k: str(v) for k, v in arguments.items()}

@@ -290,11 +290,10 @@ class Toolbox:
     def readable(self, kind: ReadKind, server: str, name: str, upstreams: Catalog) -> bool:
         """Whether the policy lets hosts read this resource (see this template) or get this prompt:
         services.read's judge, asked where no read follows (completions, subscriptions)."""
-        from llmc_cli import policy, services
+        from llmc_cli import services
 
         try:
-            return policy.decide_read(kind, server, name, self.profile.profile.policy,
-                                      lambda: services.server_tools(upstreams, server)).action == "allow"
+            return services.read_decision(upstreams, self.profile, kind, server, name).action == "allow"
         except LlmcError:  # the server's tools, needed to judge, cannot be listed
             return False
 

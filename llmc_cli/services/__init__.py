@@ -15,7 +15,7 @@ from llmc_cli import lazy_names
 _WHERE = {name: module for module, names in {
     "llmc_cli.services.batch": "BatchItem run_batch",
     "llmc_cli.services.calls": ("OPEN_CALLS Authorization Invocation OpenCalls Read authorize authorize_read "
-                                "call_tool lock_path read record_decisions server_tools"),
+                                "call_tool lock_path read read_decision record_decisions server_tools"),
     "llmc_cli.services.catalogs": ("READ_KINDS builtin_servers host_sessions open_catalog protect protected_paths "
                                    "server_specs visible_items visible_offered visible_tools"),
 }.items() for name in names.split()}
@@ -23,7 +23,8 @@ _WHERE = {name: module for module, names in {
 if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its module, on first use
     from llmc_cli.services.batch import BatchItem, run_batch
     from llmc_cli.services.calls import (OPEN_CALLS, Authorization, Invocation, OpenCalls, Read, authorize,
-                                         authorize_read, call_tool, lock_path, read, record_decisions, server_tools)
+                                         authorize_read, call_tool, lock_path, read, read_decision, record_decisions,
+                                         server_tools)
     from llmc_cli.services.catalogs import (READ_KINDS, builtin_servers, host_sessions, open_catalog, protect,
                                             protected_paths, server_specs, visible_items, visible_offered,
                                             visible_tools)
@@ -32,6 +33,7 @@ else:
 
 
 __all__ = ["BatchItem", "run_batch", "OPEN_CALLS", "Authorization", "Invocation", "OpenCalls", "Read", "authorize",
-           "authorize_read", "call_tool", "lock_path", "read", "record_decisions", "server_tools", "READ_KINDS",
+           "authorize_read", "call_tool", "lock_path", "read", "read_decision", "record_decisions", "server_tools",
+           "READ_KINDS",
            "builtin_servers", "host_sessions", "open_catalog", "protect", "protected_paths", "server_specs",
            "visible_items", "visible_offered", "visible_tools"]

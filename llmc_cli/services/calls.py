@@ -22,7 +22,7 @@ from llmc_cli.mcp.jsonrpc import has_lone_surrogate
 from llmc_cli.model import ARGUMENTS_TOO_DEEP, Tool, ToolCall, ToolResult, arguments_too_deep, canonical_json
 
 if TYPE_CHECKING:
-    from llmc_cli.policy import Decision
+    from llmc_cli.policy import Decision, ReadKind
     from llmc_cli.store.chain import AuditRecord, AuditSink
 
 
@@ -267,8 +267,7 @@ def authorize_read(catalog: Catalog, invocation: Invocation, request: Read) -> A
         decision = policy.Decision("deny", "invalid_text", f"the {request.kind} name or its arguments contain a lone "
                                    "surrogate (invalid Unicode text)")
     else:
-        decision = policy.decide_read(request.kind, request.server, request.name, invocation.profile.profile.policy,
-                                      tools=lambda: server_tools(catalog, request.server))
+        decision = read_decision(catalog, invocation.profile, request.kind, request.server, request.name)
     telemetry.policy_decision(request.qualified_name, decision.action, decision.rule, invocation.caller)
     masker = invocation.masker.with_arguments(request.arguments)
     base = {**audit.identity(), "profile": invocation.profile.name, "command": invocation.command,
@@ -276,6 +275,14 @@ def authorize_read(catalog: Catalog, invocation: Invocation, request: Read) -> A
             request.kind: request.name,
             "arguments": masker(request.arguments) if request.kind == "prompt" else None}
     return Authorization(request, decision, cast("AuditRecord", {k: v for k, v in base.items() if v is not None}), masker)
+
+
+def read_decision(catalog: Catalog, profile: LoadedProfile, kind: ReadKind, server: str, name: str) -> Decision:
+    """policy.decide_read under the profile, the server's tools asked of the catalog only when the
+    policy needs them: the one judge of reads, listings, completions and subscriptions."""
+    from llmc_cli import policy
+
+    return policy.decide_read(kind, server, name, profile.profile.policy, lambda: server_tools(catalog, server))
 
 
 def server_tools(catalog: Catalog, server: str) -> list[Tool]:

@@ -13,7 +13,7 @@ from llmc_cli.config.profiles import LoadedProfile, usable_specs
 from llmc_cli.errors import ConfigError, LlmcError, UsageError
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.model import ServerSpec, Tool
-from llmc_cli.services.calls import lock_path, server_tools
+from llmc_cli.services.calls import lock_path, read_decision
 
 if TYPE_CHECKING:
     from llmc_cli.policy import ReadKind
@@ -194,13 +194,10 @@ def visible_tools(catalog: Catalog, profile: LoadedProfile, servers: list[str] |
 def visible_items(catalog: Catalog, profile: LoadedProfile, method: str, server: str,
                   items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The items of one server's listing (`method`, a key of READ_KINDS) the profile may read: the
-    others are absent, as denied tools are (policy.decide_read, the judge of every read)."""
-    from llmc_cli import policy
-
+    others are absent, as denied tools are (read_decision, the judge of every read)."""
     _key, field, kind = READ_KINDS[method]
-    config = profile.profile.policy
-    return [item for item in items if policy.decide_read(kind, server, str(item.get(field, "")), config,
-                                                         lambda: server_tools(catalog, server)).action == "allow"]
+    return [item for item in items
+            if read_decision(catalog, profile, kind, server, str(item.get(field, ""))).action == "allow"]
 
 
 def visible_offered(catalog: Catalog, profile: LoadedProfile, method: str, capability: str
