@@ -91,13 +91,13 @@ def list_(ctx: click.Context, fmt: str) -> None:
 @click.pass_context
 def show(ctx: click.Context, name: str, fmt: str) -> None:
     """One server of the profile as saved (${VAR}s unexpanded, literal secrets masked)."""
-    from llmc_cli.config.profile_writer import no_server
+    from llmc_cli.config.profiles import no_server
     from llmc_cli.config.profiles import load_profile
 
     loaded = load_profile(_profile_option(ctx))
     server = loaded.profile.servers.get(name)
     if server is None:
-        raise ConfigError(no_server(loaded.name, name, loaded.profile.servers))
+        raise no_server(loaded.name, name, loaded.profile.servers)
     emit({"profile": loaded.name, **_row(name, server)}, fmt)
 
 
