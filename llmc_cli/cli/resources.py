@@ -97,10 +97,15 @@ def prompts_list(ctx: click.Context, fmt: str, target: Target) -> None:
 @prompts.command("get")
 @click.argument("name")
 @click.argument("pairs", nargs=-1, metavar="[KEY=VALUE]...")
+@click.option("--validate/--no-validate", default=True, show_default=True,
+              help="Check the arguments against the prompt's declared ones before getting it (exit 2 when they do not fit).")
 @target_options
 @click.pass_context
-def prompts_get(ctx: click.Context, name: str, pairs: tuple[str, ...], target: Target) -> None:
-    """Get one prompt (SERVER.NAME, or NAME when one server is targeted) with its arguments."""
+def prompts_get(ctx: click.Context, name: str, pairs: tuple[str, ...], validate: bool, target: Target) -> None:
+    """Get one prompt (SERVER.NAME, or NAME when one server is targeted) with its arguments.
+
+    The prompt and its arguments are checked against the server's prompts/list first: an unknown
+    prompt or argument name, or a required argument left out, is exit 2 and nothing is asked."""
     from llmc_cli.cli.common import open_catalog
 
     catalog, _ = open_catalog(ctx, target, warm=False)  # only the one server starts
@@ -109,8 +114,37 @@ def prompts_get(ctx: click.Context, name: str, pairs: tuple[str, ...], target: T
         if not (dot and server in catalog.specs):
             server, rest = _only_server(catalog), name
         arguments = {k: str(v) for k, v in parse_pairs(pairs, None).items()}  # prompt arguments are strings
-        result = catalog.session(server).request("prompts/get", {"name": rest, "arguments": arguments})
+        session = catalog.session(server)
+        if validate:
+            check_prompt_arguments(session, server, rest, arguments)
+        result = session.request("prompts/get", {"name": rest, "arguments": arguments})
     emit({"server": server, **result})
+
+
+def check_prompt_arguments(session: Any, server: str, name: str, arguments: dict[str, str]) -> None:
+    """As `call` checks a tool's arguments: the prompt must be one the server lists, every
+    argument one it declares, every required one given (UsageError, exit 2). A server whose
+    prompts/list fails is left to judge prompts/get itself."""
+    from llmc_cli.errors import LlmcError, UsageError, did_you_mean
+
+    try:
+        listed = session.list_all("prompts/list", "prompts")
+    except LlmcError:
+        return
+    prompt = next((p for p in listed if isinstance(p, dict) and p.get("name") == name), None)
+    if prompt is None:
+        names = [str(p.get("name")) for p in listed if isinstance(p, dict)]
+        raise UsageError(f"server {server} has no prompt named {name!r}"
+                         + (did_you_mean(name, names) or f" (prompts: {', '.join(names) or 'none'})"))
+    declared = [a for a in prompt.get("arguments") or [] if isinstance(a, dict) and isinstance(a.get("name"), str)]
+    names = [a["name"] for a in declared]
+    for key in arguments:
+        if key not in names:
+            raise UsageError(f"{server}.{name}: unknown argument {key!r}"
+                             + (did_you_mean(key, names) or f" (arguments: {', '.join(names) or 'none'})"))
+    missing = [a["name"] for a in declared if a.get("required") and a["name"] not in arguments]
+    if missing:
+        raise UsageError(f"{server}.{name}: missing required argument {missing[0]!r}")
 
 
 @click.command()

@@ -234,6 +234,29 @@ def _profile_option(ctx: click.Context) -> str | None:
     return app_of(ctx).profile
 
 
+def _split_command(command: tuple[str, ...]) -> tuple[str, ...]:
+    """`servers add fs "npx -y pkg /srv"` (the command line quoted as one word) is split as
+    --stdio splits it, and said so on stderr; a program whose path really has a space in it (an
+    existing file, or one on PATH) is kept whole."""
+    import os
+    import shlex
+    import shutil
+
+    first = command[0]
+    if not first.strip() or not any(c.isspace() for c in first) or os.path.exists(first) or shutil.which(first):
+        return command
+    try:
+        words = shlex.split(first)
+    except ValueError as exc:
+        raise UsageError(f"command {first!r}: {exc}") from None
+    if not words:
+        raise UsageError("give the server's command: `-- COMMAND ARGS...`")
+    split = (*words, *command[1:])
+    note(f"llmc: split the command line {first!r} as --stdio does: command {split[0]!r}, args {list(split[1:])} "
+         "(a program with a space in its path: give its full path)")
+    return split
+
+
 def _server_table(name: str, command: tuple[str, ...], url: str | None, headers: tuple[str, ...],
                   transport: str | None, env: tuple[str, ...], cwd: str | None, timeout: float | None,
                   description: str | None, disabled: bool) -> dict[str, Any]:
@@ -254,6 +277,7 @@ def _server_table(name: str, command: tuple[str, ...], url: str | None, headers:
         raise UsageError(f"--url must start with http:// or https://: {url}")
     table: dict[str, Any] = {}
     if command:
+        command = _split_command(command)
         table["command"] = command[0]
         if command[1:]:
             table["args"] = list(command[1:])

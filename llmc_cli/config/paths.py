@@ -14,6 +14,33 @@ PRIVATE_DIR = 0o700
 PROTECTED_PATHS_VAR = "LLMC_PROTECTED_PATHS"
 
 
+def is_llmc_command(argv: "tuple[str, ...] | list[str]") -> bool:
+    """Whether a stdio server's command line runs llmc itself (`llmc serve ...`, the llmc of this
+    install by path, `python -m llmc_cli ...`): such a child is told where llmc's own files are
+    (its directories, the paths to protect), which its allow-listed environment would drop."""
+    import sys
+
+    if not argv:
+        return False
+    program = os.path.basename(argv[0])
+    if program == "llmc":
+        return True
+    if sys.argv and argv[0] == sys.argv[0] and os.path.basename(sys.argv[0]) == "llmc":
+        return True
+    if program.startswith(("python", "pypy")) or argv[0] == sys.executable:
+        args = list(argv[1:])
+        while args and args[0].startswith("-") and args[0] != "-m":
+            args.pop(0)  # interpreter options: -I, -X dev, ...
+        return len(args) >= 2 and args[0] == "-m" and args[1].split(".")[0] == "llmc_cli"
+    return False
+
+
+def own_directories() -> dict[str, str]:
+    """LLMC_CONFIG_DIR and LLMC_STATE_DIR as this llmc resolves them, absolute: what a nested
+    llmc (a stdio server that is llmc itself) needs to find the same profiles and state."""
+    return {"LLMC_CONFIG_DIR": os.path.abspath(config_dir()), "LLMC_STATE_DIR": os.path.abspath(state_dir())}
+
+
 def config_dir() -> Path:
     """$LLMC_CONFIG_DIR, else $XDG_CONFIG_HOME/llmc, else ~/.config/llmc."""
     if os.environ.get("LLMC_CONFIG_DIR"):

@@ -57,7 +57,7 @@ def protect(specs: list[ServerSpec], profile: LoadedProfile | None) -> list[Serv
     options, a spawned one (`llmc serve workspace` as a stdio child, whose environment is
     allow-listed) through PROTECTED_PATHS_VAR, set after the profile's env so it cannot be replaced.
     Both only ever add paths to what the server protects."""
-    from llmc_cli.config.paths import PROTECTED_PATHS_VAR
+    from llmc_cli.config.paths import PROTECTED_PATHS_VAR, is_llmc_command, own_directories
 
     paths = protected_paths(profile)
     out = []
@@ -66,7 +66,10 @@ def protect(specs: list[ServerSpec], profile: LoadedProfile | None) -> list[Serv
             extra = [p for p in spec.options.get("protect", []) if p not in paths]
             spec = replace(spec, options={**spec.options, "protect": [*extra, *paths]})
         elif spec.command:
-            spec = replace(spec, env={**spec.env, PROTECTED_PATHS_VAR: json.dumps(paths)})
+            # A nested llmc (`llmc serve -p ops` as a stdio server) finds the same profiles and
+            # state as this one, unless the server's own env says otherwise.
+            own = own_directories() if is_llmc_command(spec.command) else {}
+            spec = replace(spec, env={**own, **spec.env, PROTECTED_PATHS_VAR: json.dumps(paths)})
         out.append(spec)
     return out
 

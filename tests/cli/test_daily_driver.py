@@ -63,3 +63,157 @@ def test_a_session_that_lacks_the_server_says_so_and_how_to_go_on(isolated_dirs:
             assert "llmc session start NAME -s everything" in line and "unset LLMC_SESSION" in line, line
     finally:
         llmc("session", "stop", "dc")
+
+
+# -- serve token create --for-profile: a profile that exists ----------------------------------------
+
+def test_token_for_a_profile_that_does_not_exist_is_refused(isolated_dirs: Path) -> None:
+    config = isolated_dirs / "config"
+    profile_file(config, '[servers.workspace]\nbuiltin = "workspace"\n', name="ops")
+    profile_file(config, '[servers.workspace]\nbuiltin = "workspace"\n', name="readonly")
+    before = (config / "profiles" / "ops.toml").read_text()
+    proc = llmc_in_process("serve", "-p", "ops", "token", "create", "ci-bot", "--for-profile", "readonnly")
+    assert proc.returncode == 3 and proc.stdout == "", proc.stderr
+    assert "profile not found" in one_line(proc.stderr) and "did you mean 'readonly'?" in proc.stderr
+    assert (config / "profiles" / "ops.toml").read_text() == before  # no token written
+    made = llmc_in_process("serve", "-p", "ops", "token", "create", "ci-bot", "--for-profile", "readonly")
+    assert made.returncode == 0 and made.json()["profile"] == "readonly"
+
+
+# -- prompts get: the prompt's arguments are checked before it is asked for ------------------------
+
+SDK = " ".join(sdk_server("sdk_server.py"))
+PROMPT_ERRORS = [
+    (["review"], "sdk_server.review: missing required argument 'code'"),
+    (["review", "cod=x"], "sdk_server.review: unknown argument 'cod' (did you mean 'code'?)"),
+    (["review", "code=x", "language=py"], "unknown argument 'language' (arguments: code)"),
+    (["revew", "code=x"], "has no prompt named 'revew' (did you mean 'review'?)"),
+]
+
+
+@pytest.mark.parametrize("argv, message", PROMPT_ERRORS, ids=[" ".join(a) for a, _ in PROMPT_ERRORS])
+def test_prompt_arguments_are_checked_first(argv: list[str], message: str) -> None:
+    proc = llmc_in_process("prompts", "get", *argv, "--stdio", SDK)
+    assert proc.returncode == 2, proc.stderr
+    assert message in one_line(proc.stderr) and proc.stdout == ""
+
+
+def test_prompt_arguments_checked_for_a_profile_server(isolated_dirs: Path) -> None:
+    profile_file(isolated_dirs / "config", f'[servers.sdk]\ncommand = "{sdk_server("sdk_server.py")[0]}"\n'
+                 f'args = ["{sdk_server("sdk_server.py")[1]}"]\n')
+    proc = llmc_in_process("prompts", "get", "sdk.review")
+    assert proc.returncode == 2 and "sdk.review: missing required argument 'code'" in one_line(proc.stderr)
+    assert llmc_in_process("prompts", "get", "sdk.review", "--no-validate").returncode == 6  # the server refuses
+    got = llmc_in_process("prompts", "get", "sdk.review", "code=x=1")
+    assert got.returncode == 0 and "x=1" in got.json()["messages"][0]["content"]["text"]
+
+
+# -- llmc --help says what serve is -----------------------------------------------------------------
+
+def test_help_describes_serve_as_the_gateway() -> None:
+    proc = llmc_in_process("--help")
+    line = " ".join(proc.stdout.split())
+    assert "serve The gateway: a profile's servers as one MCP server" in line
+
+
+# -- ad-hoc servers are named after what they run -------------------------------------------------
+
+def test_an_adhoc_stdio_server_is_named_after_its_script() -> None:
+    proc = llmc_in_process("call", "no_such_tool", "--stdio", SDK)
+    assert proc.returncode == 2
+    assert "server sdk_server has no tool named 'no_such_tool'" in one_line(proc.stderr)
+    listed = llmc_in_process("tools", "list", "--stdio", SDK).json()["tools"]
+    assert {t["server"] for t in listed} == {"sdk_server"}
+    assert llmc_in_process("call", "sdk_server.add", "a=1", "b=2", "--stdio", SDK).json()["server"] == "sdk_server"
+
+
+ADHOC_NAMES = [
+    ("npx -y @modelcontextprotocol/server-filesystem /srv/data", "server-filesystem"),
+    ("npx -y @modelcontextprotocol/server-everything@2025.1.1", "server-everything"),
+    ("uvx --from git+https://x/y mcp-server-git==1.0 --repo .", "mcp-server-git"),
+    ("python3.12 -m mcp_server_time --local-timezone UTC", "mcp_server_time"),
+    ("python my_server.py", "my_server"),
+    ("node /opt/desktop-commander/dist/index.js", "desktop-commander"),
+    ("docker run -i --rm -e TOKEN=x mcp/fetch", "fetch"),
+    ("/usr/local/bin/llmc serve -p ops", "llmc"),
+    ("./my.server --flag", "my-server"),
+]
+
+
+@pytest.mark.parametrize("command, name", ADHOC_NAMES)
+def test_adhoc_command_names(command: str, name: str) -> None:
+    import shlex
+
+    from llmc_cli.cli.targets import command_name
+
+    assert command_name(shlex.split(command)) == name
+
+
+def test_an_adhoc_url_is_named_after_its_host_and_port() -> None:
+    """A refused connection's error names the server by host and port, not 'server'."""
+    from tests.helpers import free_port
+
+    port = free_port()
+    proc = llmc_in_process("tools", "list", "--url", f"http://127.0.0.1:{port}/mcp")
+    assert proc.returncode == 5
+    assert proc.json()["errors"][0]["server"] == f"127-0-0-1-{port}"
+    from llmc_cli.cli.targets import url_name
+
+    assert url_name("https://mcp.example.com/mcp") == "mcp-example-com"
+
+
+# -- servers add with the command line quoted as one word -------------------------------------------
+
+def test_servers_add_splits_a_quoted_command_line(isolated_dirs: Path) -> None:
+    line = " ".join(sdk_server("sdk_server.py"))
+    proc = llmc_in_process("servers", "add", "sdk2", line)
+    assert proc.returncode == 0, proc.stderr
+    stored = proc.json()["server"]
+    assert stored == {"command": sdk_server("sdk_server.py")[0], "args": [sdk_server("sdk_server.py")[1]]}
+    assert "split the command line" in proc.stderr
+    called = llmc_in_process("call", "sdk2.add", "a=1", "b=2")  # and it runs
+    assert called.returncode == 0 and called.json()["structuredContent"]["result"] == 3, called.stderr
+    quoted = llmc_in_process("servers", "add", "fs", "npx -y pkg '/srv/my data'")
+    assert quoted.json()["server"] == {"command": "npx", "args": ["-y", "pkg", "/srv/my data"]}
+    broken = llmc_in_process("servers", "add", "bad", "npx 'unclosed")
+    assert broken.returncode == 2 and "No closing quotation" in one_line(broken.stderr)
+
+
+def test_servers_add_keeps_a_program_whose_path_has_a_space(isolated_dirs: Path, tmp_path: Path) -> None:
+    program = tmp_path / "My Tools" / "server"
+    program.parent.mkdir()
+    program.write_text("#!/bin/sh\n")
+    proc = llmc_in_process("servers", "add", "mine", "--", str(program), "--flag")
+    assert proc.json()["server"] == {"command": str(program), "args": ["--flag"]} and "split" not in proc.stderr
+
+
+# -- a nested llmc finds the same profiles and state ---------------------------------------------
+
+@pytest.mark.parametrize("how", ["executable", "module"])
+def test_a_nested_llmc_keeps_its_directories(isolated_dirs: Path, tmp_path: Path, how: str) -> None:
+    """`llmc call --stdio 'llmc serve -p ops'`: the child's allow-listed environment would drop
+    LLMC_CONFIG_DIR (profile not found); relative directories are passed resolved."""
+    import sys
+
+    from tests.helpers import llmc_executable
+
+    profile_file(isolated_dirs / "config", '[servers.workspace]\nbuiltin = "workspace"\n', name="ops")
+    (tmp_path / "notes.txt").write_text("nested\n")
+    inner = f"{llmc_executable()} serve -p ops" if how == "executable" else f"{sys.executable} -m llmc_cli serve -p ops"
+    # Relative to the outer llmc's cwd; the inner one runs in / (--cwd): only absolute paths reach it.
+    env = {"LLMC_CONFIG_DIR": "config", "LLMC_STATE_DIR": "state"}
+    proc = llmc("call", "--stdio", inner, "--cwd", "/", "workspace.read_file", f"path={tmp_path / 'notes.txt'}",
+                env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "nested" in proc.json()["content"][0]["text"]
+
+
+def test_is_llmc_command() -> None:
+    import sys
+
+    from llmc_cli.config.paths import is_llmc_command
+
+    assert is_llmc_command(["llmc", "serve", "-p", "ops"]) and is_llmc_command(["/opt/venv/bin/llmc", "serve"])
+    assert is_llmc_command([sys.executable, "-m", "llmc_cli", "serve"]) and is_llmc_command(["python3", "-I", "-m", "llmc_cli"])
+    assert not is_llmc_command(["python3", "-m", "mcp_server_time"]) and not is_llmc_command(["npx", "llmc"])
+    assert not is_llmc_command(["llmc-other"])
