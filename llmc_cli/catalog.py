@@ -4,6 +4,7 @@ bare tool names routed when unambiguous. A dead server never blocks the others."
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping
@@ -56,6 +57,7 @@ class Catalog:
         self.keeper = keeper  # (socket path, session name): the servers live in a session keeper
         self.stores = stores  # era cache and OAuth tokens for connect()
         self._sessions: dict[str, Session] = {}
+        self.connect_seconds: dict[str, float] = {}  # how long each connection took to open (ping shows it)
         self._failed: dict[str, LlmcError] = dict(unusable or {})  # a server that failed to connect is not retried
         self._unusable = set(unusable or {})  # ...and one that cannot be configured never is
         self._tools: dict[str, list[Tool]] = {}
@@ -110,6 +112,7 @@ class Catalog:
                 # a server nobody will stop.
                 raise ConnectionFailed(f"{server}: the command is ending; no new connection")
             if server not in self._sessions:
+                started = time.monotonic()
                 spec = self.specs[server]
                 stderr = self._stderr_of(server)
                 hooks = replace(self.hooks or ClientHooks(), on_list_changed=partial(self._changed, server))
@@ -127,6 +130,7 @@ class Catalog:
                         if self.posts_on_caller_thread and hasattr(session.transport, "posts_on_caller_thread"):
                             session.transport.posts_on_caller_thread = True
                         self._sessions[server] = session
+                    self.connect_seconds[server] = time.monotonic() - started
                 except LlmcError as exc:
                     self._failed[server] = exc
                     raise

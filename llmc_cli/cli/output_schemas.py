@@ -149,7 +149,7 @@ def lines(line: Schema, title: str) -> Schema:
 SERVER_TABLE = obj({}, {  # a server as the profile has it (profile keys; secrets masked)
     "command": STR, "args": STRS, "env": {"type": "object", "additionalProperties": STR}, "cwd": STR,
     "url": STR, "headers": {"type": "object", "additionalProperties": STR}, "transport": enum("auto", "http", "sse"),
-    "oauth": OPEN, "builtin": STR, "options": OPEN, "timeout": NUM, "enabled": BOOL, "description": STR,
+    "oauth": OPEN, "builtin": STR, "options": OPEN, "timeout": NUM, "connect_timeout": NUM, "enabled": BOOL, "description": STR,
 })
 SERVER_ROW_FIELDS = {"name": STR, "kind": enum("stdio", "remote", "builtin"), "enabled": BOOL}
 SERVER_ENTRY = obj(SERVER_ROW_FIELDS, SERVER_TABLE["properties"])

@@ -35,13 +35,15 @@ def servers() -> None:
 @click.option("--env", "env", multiple=True, metavar="K=V", help="Environment for a stdio server (repeatable).")
 @click.option("--cwd", metavar="DIR", help="Working directory of a stdio server.")
 @click.option("--timeout", type=click.FloatRange(min=0.1), metavar="SECONDS", help="Per-request timeout (default 60).")
+@click.option("--connect-timeout", type=click.FloatRange(min=0.1), metavar="SECONDS",
+              help="Bound of starting and connecting the server (default 60, or --timeout when longer).")
 @click.option("--description", metavar="TEXT", help="What this server is for.")
 @click.option("--disabled", is_flag=True, help="Add it disabled (used only when named with -s).")
 @click.option("--replace", is_flag=True, help="Replace a server of the same name.")
 @click.pass_context
 def add(ctx: click.Context, name: str, command: tuple[str, ...], url: str | None, headers: tuple[str, ...],
         transport: str | None, env: tuple[str, ...], cwd: str | None, timeout: float | None,
-        description: str | None, disabled: bool, replace: bool) -> None:
+        connect_timeout: float | None, description: str | None, disabled: bool, replace: bool) -> None:
     """Add a server: `llmc servers add NAME -- COMMAND ARGS...` (stdio) or
     `llmc servers add NAME --url URL [--header 'K: V']` (remote).
 
@@ -53,6 +55,8 @@ def add(ctx: click.Context, name: str, command: tuple[str, ...], url: str | None
     from llmc_cli.config.secrets import is_secret_name
 
     table = _server_table(name, command, url, headers, transport, env, cwd, timeout, description, disabled)
+    if connect_timeout:
+        table["connect_timeout"] = connect_timeout
     for header, value in table.get("headers", {}).items():
         if is_secret_name(header) and not has_placeholder(value):
             note(f"llmc: header {header} holds a literal secret; prefer ${{VAR}} (it expands when used)")

@@ -35,6 +35,7 @@ class Target:
     headers: tuple[str, ...] = ()
     transport: str = "auto"
     timeout: float | None = None
+    connect_timeout: float | None = None
     elicit: str | None = None  # prompt | accept-defaults | decline; None: prompt on a terminal, else decline
     session: str | None = None
 
@@ -81,6 +82,9 @@ def _options(func: Callable[..., Any], session: bool) -> Callable[..., Any]:
                      show_default=True, help="Remote transport for --url."),
         click.option("--timeout", type=click.FloatRange(min=0.1), metavar="SECONDS",
                      help="Per-request timeout (default: the server's, else 60)."),
+        click.option("--connect-timeout", type=click.FloatRange(min=0.1), metavar="SECONDS",
+                     help="Bound of starting and connecting a server (the handshake), apart from --timeout "
+                          "(default: the server's connect_timeout, else 60 or --timeout when longer)."),
         click.option("--elicit", type=click.Choice(["prompt", "accept-defaults", "decline"]), default=None,
                      help="How to answer server elicitation (default: prompt on a terminal, else decline)."),
     ]

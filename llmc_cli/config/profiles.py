@@ -144,17 +144,17 @@ def to_spec(name: str, server: Any, profile_name: str) -> ServerSpec:
             command=(expand(server.command, where), *(expand(a, where) for a in server.args)),
             env={k: expand(v, f"{where}, env {k}") for k, v in server.env.items()},
             cwd=expand(server.cwd, where) if server.cwd else None,
-            timeout=server.timeout, description=server.description,
+            timeout=server.timeout, connect_timeout=server.connect_timeout, description=server.description,
         )
     if server.url:
         return ServerSpec(
             name=name, url=expand(server.url, where),
             headers={k: expand(v, f"{where}, header {k}") for k, v in server.headers.items()},
-            transport=server.transport, timeout=server.timeout, description=server.description,
+            transport=server.transport, timeout=server.timeout, connect_timeout=server.connect_timeout, description=server.description,
             oauth=_oauth_spec(server.oauth),
         )
     return ServerSpec(name=name, builtin=server.builtin, options=dict(server.options),
-                      timeout=server.timeout, description=server.description)
+                      timeout=server.timeout, connect_timeout=server.connect_timeout, description=server.description)
 
 
 def _oauth_spec(oauth: Any) -> OAuthSpec | None:

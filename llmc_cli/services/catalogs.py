@@ -75,23 +75,28 @@ def protect(specs: list[ServerSpec], profile: LoadedProfile | None) -> list[Serv
 
 
 def server_specs(profile: LoadedProfile | None, only: tuple[str, ...] = (), adhoc: ServerSpec | None = None,
-                 timeout: float | None = None) -> tuple[list[ServerSpec], dict[str, Any]]:
+                 timeout: float | None = None, connect_timeout: float | None = None
+                 ) -> tuple[list[ServerSpec], dict[str, Any]]:
     """The servers a command starts itself (a catalog, a session keeper): the ad-hoc one, or the
     profile's (only those named in `only`, when given) that can be configured, each told where
     llmc's own files are and given `timeout`. Second: the profile's servers that cannot be
-    configured (an unset ${VAR}), each with its error: that server's problem, not the command's."""
+    configured (an unset ${VAR}), each with its error: that server's problem, not the command's.
+    `timeout`, `connect_timeout`: --timeout and --connect-timeout, over each server's own."""
     if adhoc is None and profile is None:
         raise ValueError("server_specs needs a profile or an ad-hoc server")
     specs, unusable = ([adhoc], {}) if adhoc else usable_specs(profile, only)  # type: ignore[arg-type]
     specs = protect(specs, profile)
     if timeout:
         specs = [replace(spec, timeout=timeout) for spec in specs]
+    if connect_timeout:
+        specs = [replace(spec, connect_timeout=connect_timeout) for spec in specs]
     return specs, unusable
 
 
 def open_catalog(profile: LoadedProfile | None, only: tuple[str, ...] = (), adhoc: ServerSpec | None = None,
                  hooks: ClientHooks | None = None, on_stderr: Callable[[str, str], None] | None = None,
-                 timeout: float | None = None, session: str | None = None, first: str | None = None) -> Catalog:
+                 timeout: float | None = None, session: str | None = None, first: str | None = None,
+                 connect_timeout: float | None = None) -> Catalog:
     """The servers a command talks to: an ad-hoc one, the profile's, or those a session keeper
     holds (`session`: its name; the servers then run in the keeper, policy and audit still here).
     `first`: the server the command will use first, when it names one (SERVER.TOOL): a keeper's
@@ -114,7 +119,7 @@ def open_catalog(profile: LoadedProfile | None, only: tuple[str, ...] = (), adho
         if timeout:
             specs = [replace(spec, timeout=timeout) for spec in specs]
     else:
-        specs, unusable = server_specs(profile, only, adhoc, timeout)
+        specs, unusable = server_specs(profile, only, adhoc, timeout, connect_timeout)
     from llmc_cli.store import client_stores
 
     # A keeper's servers are connected in the keeper: no era cache or OAuth tokens here.

@@ -217,3 +217,39 @@ def test_is_llmc_command() -> None:
     assert is_llmc_command([sys.executable, "-m", "llmc_cli", "serve"]) and is_llmc_command(["python3", "-I", "-m", "llmc_cli"])
     assert not is_llmc_command(["python3", "-m", "mcp_server_time"]) and not is_llmc_command(["npx", "llmc"])
     assert not is_llmc_command(["llmc-other"])
+
+
+# -- ping: connecting and the round trip apart ------------------------------------------------------
+
+def test_ping_counts_a_slow_start_in_connect_not_in_ping() -> None:
+    """A stdio server that takes a second to start: connectMs holds that second, pingMs only the
+    round trip, also the second time, when the era cache skips the handshake."""
+    slow = f"sh -c 'sleep 1; exec {SDK}'"
+    for _ in range(2):
+        proc = llmc_in_process("ping", "--stdio", slow)
+        assert proc.returncode == 0, proc.stderr
+        row = proc.json()["servers"][0]
+        assert row["connectMs"] >= 1000 and row["pingMs"] < 1000, row
+        assert row["serverInfo"]["name"] == "llmc-test-server"
+
+
+# -- --timeout bounds requests; the handshake has its own bound ------------------------------------
+
+def test_a_short_timeout_does_not_bound_a_slow_start(isolated_dirs: Path) -> None:
+    """--timeout 1 for a server that takes 1.5 s to start: the handshake has its own bound, and
+    so has the first request when the era cache skipped the handshake (the second run)."""
+    slow = f"sh -c 'sleep 1.5; exec {SDK}'"
+    cut = llmc_in_process("call", "add", "a=1", "b=2", "--connect-timeout", "0.5", "--stdio", slow)
+    assert cut.returncode == 7, cut.stderr
+    for _ in range(2):
+        proc = llmc_in_process("call", "add", "a=1", "b=2", "--timeout", "1", "--stdio", slow)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.json()["structuredContent"]["result"] == 3
+
+
+def test_connect_timeout_in_the_profile(isolated_dirs: Path) -> None:
+    argv = ["sh", "-c", f"sleep 1.5; exec {SDK}"]
+    added = llmc_in_process("servers", "add", "slow", "--connect-timeout", "0.5", "--", *argv)
+    assert added.json()["server"]["connect_timeout"] == 0.5
+    assert llmc_in_process("call", "slow.add", "a=1", "b=2").returncode == 7
+    assert llmc_in_process("call", "slow.add", "a=1", "b=2", "--connect-timeout", "30").returncode == 0
