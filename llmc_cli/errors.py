@@ -167,8 +167,7 @@ def optional_module(module: str, extra: str, purpose: str) -> "ModuleType":
         return importlib.import_module(module)
     except ImportError as exc:
         missing = exc.name or module
-        raise ConfigError(f"{purpose} needs {missing}, which is not installed: pip install 'llmc-cli[{extra}]'",
-                          module=missing) from None
+        raise ConfigError(f"{purpose} needs {missing}, which is not installed: pip install 'llmc-cli[{extra}]'") from None
 
 
 def from_json(data: dict[str, Any]) -> LlmcError:

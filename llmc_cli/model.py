@@ -55,6 +55,7 @@ class ServerSpec:
     options: Mapping[str, Any] = field(default_factory=dict)  # options of a builtin server
     description: str | None = None
     oauth: "OAuthSpec | None" = None  # remote only: how to authorize when the server answers 401
+    adhoc: bool = False  # given on the command line (--stdio/--url), not a profile's: named by its URL in advice
 
     @property
     def handshake_timeout(self) -> float:

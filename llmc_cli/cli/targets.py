@@ -136,11 +136,11 @@ def adhoc_spec(stdio: str | None, url: str | None, env: tuple[str, ...], cwd: st
         if not argv:
             raise UsageError("--stdio needs a command")
         return ServerSpec(name=command_name(argv), command=tuple(argv),
-                          env=dict(_pair(e, "=", "--env") for e in env), cwd=cwd, **extra)
+                          env=dict(_pair(e, "=", "--env") for e in env), cwd=cwd, adhoc=True, **extra)
     parsed = {k: expand(v, f"--header {k}") for k, v in (_pair(h, ":", "--header") for h in headers)}
     if not (url or "").startswith(("http://", "https://")):
         raise UsageError(f"--url must start with http:// or https://: {url}")
-    return ServerSpec(name=url_name(url or ""), url=url, headers=parsed, transport=transport, **extra)
+    return ServerSpec(name=url_name(url or ""), url=url, headers=parsed, transport=transport, adhoc=True, **extra)
 
 
 def command_name(argv: list[str]) -> str:

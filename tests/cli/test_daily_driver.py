@@ -253,3 +253,63 @@ def test_connect_timeout_in_the_profile(isolated_dirs: Path) -> None:
     assert added.json()["server"]["connect_timeout"] == 0.5
     assert llmc_in_process("call", "slow.add", "a=1", "b=2").returncode == 7
     assert llmc_in_process("call", "slow.add", "a=1", "b=2", "--connect-timeout", "30").returncode == 0
+
+
+# -- a confirmation refused for want of a terminal prints the real approve command ------------------
+
+def sdk_profile(config: Path, extra: str = "") -> Path:
+    python, script = sdk_server("sdk_server.py")
+    return profile_file(config, f'[servers.sdk]\ncommand = "{python}"\nargs = ["{script}"]\n{extra}')
+
+
+def test_the_refusal_prints_the_command_that_approves_this_call(isolated_dirs: Path) -> None:
+    import shlex
+
+    sdk_profile(isolated_dirs / "config", '[policy]\nconfirm = ["sdk.echo"]\n')
+    args = ("sdk.echo", "message=it's a \"quoted\" $HOME")
+    refused = llmc_in_process("call", *args)
+    assert refused.returncode == 4, refused.stderr
+    line = one_line(refused.stderr)
+    assert "..." not in line
+    command = line.split("pre-approve this exact call: ", 1)[1].rsplit(" (", 1)[0]
+    argv = shlex.split(command)
+    assert argv[:5] == ["llmc", "-p", "default", "policy", "approve"] and argv[-1] == "--write"
+    approved = llmc_in_process(*argv[1:])  # pasted as printed
+    assert approved.returncode == 0, approved.stderr
+    assert approved.json()["arguments"] == {"message": "it's a \"quoted\" $HOME"}
+    ran = llmc_in_process("call", *args)
+    assert ran.returncode == 0 and ran.json()["content"][0]["text"] == "it's a \"quoted\" $HOME", ran.stderr
+
+
+def test_the_refusal_gives_the_hash_when_an_argument_holds_a_secret(isolated_dirs: Path) -> None:
+    sdk_profile(isolated_dirs / "config", '[policy]\nconfirm = ["sdk.echo"]\n')
+    refused = llmc_in_process("call", "sdk.echo", "message=hunter2-secret-value",
+                              env={"SERVICE_API_TOKEN": "hunter2-secret-value"})
+    assert refused.returncode == 4
+    line = one_line(refused.stderr)
+    assert "hunter2" not in line and "policy approve" not in line
+    assert "holds a secret" in line and "hmac-sha256:" in line, line
+
+
+# -- a 401 from a server without OAuth names the header it wants -------------------------------------
+
+def test_a_gateway_that_wants_a_bearer_token_gets_header_advice(isolated_dirs: Path) -> None:
+    """The real gateway with a principal (a static token, no OAuth): the advice is the header,
+    and with that header the same command works."""
+    from tests.gateway.test_http import start, stop
+
+    path = profile_file(isolated_dirs / "config", '[servers.workspace]\nbuiltin = "workspace"\n'
+                        '[serve.principals.ci]\ntoken_env = "GW_CI_TOKEN"\n', name="gw")
+    token = "a-long-random-token-for-the-test-0123456789"
+    gateway = start(path, env={"GW_CI_TOKEN": token})
+    try:
+        proc = llmc("tools", "list", "--url", gateway.url)
+        assert proc.returncode == 9, proc.stderr
+        error = proc.json()["errors"][0]["message"]
+        assert "--header 'Authorization: Bearer ${TOKEN}'" in error and "publishes no OAuth metadata" in error, error
+        assert error.index("--header") < error.index("llmc auth login")
+        ok = llmc("tools", "list", "--url", gateway.url, "--header", "Authorization: Bearer ${GW_CI_TOKEN}",
+                  env={"GW_CI_TOKEN": token})
+        assert ok.returncode == 0 and ok.json()["tools"], ok.stderr
+    finally:
+        stop(gateway)

@@ -59,8 +59,9 @@ class OAuth:
         self.notify = notify or (lambda message: print(message, file=sys.stderr, flush=True))
         self.store: TokenStore = store if store is not None else MemoryTokenStore()
         self.login_timeout = login_timeout
-        # What to tell a user to run; an ad-hoc --url target (named "server") is logged in by URL.
-        self.login_command = f"llmc auth login {spec.url if spec.name == 'server' else spec.name}"
+        # What to tell a user to run; an ad-hoc --url target is logged in by URL.
+        self.login_command = f"llmc auth login {spec.url if spec.adhoc else spec.name}"
+        self.scheme = "Bearer"  # the authentication scheme of the server's last 401 challenge
         self._record: TokenRecord | None = None
         self._loaded = False
         self._step_ups = 0
@@ -102,6 +103,7 @@ class OAuth:
             current = self._header()
             if current and current != getattr(self._sent, "header", None):
                 return True  # another thread authorized meanwhile
+            self.scheme = (www_authenticate or "").split(" ", 1)[0].strip(",") or "Bearer"
             try:
                 return self._unauthorized(status, parse_www_authenticate(www_authenticate))
             finally:
@@ -199,6 +201,14 @@ class OAuth:
             tokens = self._token_request(discovery.metadata["token_endpoint"], discovery.resource, client, form)
         else:
             if not (self.interactive or force_interactive):
+                if not discovery.advertised:
+                    # No OAuth metadata anywhere: most likely a static token (a gateway's principals),
+                    # which no login can get.
+                    raise AuthError(
+                        f"{self.name}: the server requires authorization (WWW-Authenticate: {one_line(self.scheme, 40)}) "
+                        f"and publishes no OAuth metadata: give it a token, --header 'Authorization: "
+                        f"{one_line(self.scheme, 40)} ${{TOKEN}}' (or `headers` in the profile); only if it uses OAuth "
+                        f"without metadata, run `{self.login_command}`")
                 raise AuthError(f"{self.name}: the server requires authorization; run `{self.login_command}`")
             client, tokens = self._authorization_code(discovery, scopes)
         self._save(discovery, client, tokens)
