@@ -66,16 +66,13 @@ def resources_templates(ctx: click.Context, fmt: str, target: Target) -> None:
 @target_options
 @click.pass_context
 def resources_read(ctx: click.Context, uri: str, target: Target) -> None:
-    """Read one resource (SERVER:URI or a URI when one server is targeted)."""
+    """Read one resource: SERVER.URI (as the gateway names it), or the URI alone when one server
+    is targeted."""
     from llmc_cli.cli.common import open_catalog
 
     catalog, _ = open_catalog(ctx, target, warm=False)  # only the one server starts
     with catalog:
-        server, _, rest = uri.partition(":")
-        if server in catalog.specs and rest and not rest.startswith("//"):
-            uri = rest
-        else:
-            server = _only_server(catalog)
+        server, uri = resource_target(catalog, uri)
         result = catalog.session(server).request("resources/read", {"uri": uri})
     emit({"server": server, **result})
 
@@ -112,7 +109,7 @@ def prompts_get(ctx: click.Context, name: str, pairs: tuple[str, ...], validate:
     with catalog:
         server, dot, rest = name.partition(".")
         if not (dot and server in catalog.specs):
-            server, rest = _only_server(catalog), name
+            server, rest = _only_server(catalog, "SERVER.NAME"), name
         arguments = {k: str(v) for k, v in parse_pairs(pairs, None).items()}  # prompt arguments are strings
         session = catalog.session(server)
         if validate:
@@ -177,9 +174,23 @@ def ping(ctx: click.Context, fmt: str, target: Target) -> None:
     return_rows(list(results.values()), failures, fmt, "servers", len(catalog.specs))
 
 
-def _only_server(catalog: "Catalog") -> str:
+def resource_target(catalog: "Catalog", text: str) -> tuple[str, str]:
+    """(server, uri) of a resource as a command names it: SERVER.URI, as the gateway names
+    resources (`sdk.test://greeting`); SERVER:URI, an alias (`sdk:test://greeting`); or the URI
+    alone when one server is targeted. A URI's own scheme (`test://...`, `file:///...`) is never
+    taken for a server."""
+    server, dot, rest = text.partition(".")
+    if dot and rest and server in catalog.specs:
+        return server, rest
+    server, colon, rest = text.partition(":")
+    if colon and rest and server in catalog.specs and not rest.startswith("//"):
+        return server, rest
+    return _only_server(catalog, "SERVER.URI"), text
+
+
+def _only_server(catalog: "Catalog", spelling: str) -> str:
     from llmc_cli.errors import UsageError
 
     if len(catalog.specs) != 1:
-        raise UsageError(f"name the server: SERVER.NAME (servers: {', '.join(catalog.specs)})")
+        raise UsageError(f"name the server: {spelling} (servers: {', '.join(catalog.specs)})")
     return next(iter(catalog.specs))

@@ -313,3 +313,29 @@ def test_a_gateway_that_wants_a_bearer_token_gets_header_advice(isolated_dirs: P
         assert ok.returncode == 0 and ok.json()["tools"], ok.stderr
     finally:
         stop(gateway)
+
+
+# -- resources: SERVER.URI as the gateway names them, SERVER:URI as an alias ------------------------
+
+@pytest.mark.parametrize("spelling", ["sdk.test://greeting", "sdk:test://greeting"])
+def test_resources_read_takes_the_gateways_spelling(isolated_dirs: Path, spelling: str) -> None:
+    sdk_profile(isolated_dirs / "config", '[servers.workspace]\nbuiltin = "workspace"\n')
+    proc = llmc_in_process("resources", "read", spelling)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.json()["server"] == "sdk" and proc.json()["contents"][0]["text"] == "hello from a resource"
+
+
+def test_resources_read_without_a_server_names_the_one_spelling(isolated_dirs: Path) -> None:
+    sdk_profile(isolated_dirs / "config", '[servers.workspace]\nbuiltin = "workspace"\n')
+    proc = llmc_in_process("resources", "read", "test://greeting")
+    assert proc.returncode == 2
+    assert "name the server: SERVER.URI (servers: sdk, workspace)" in one_line(proc.stderr)
+    assert "SERVER.URI" in llmc_in_process("resources", "read", "--help").stdout
+
+
+def test_a_uri_scheme_is_not_taken_for_a_server() -> None:
+    """One ad-hoc server: the URI's own scheme is the URI's, whatever the server is named."""
+    proc = llmc_in_process("resources", "read", "test://greeting", "--stdio", SDK)
+    assert proc.returncode == 0 and proc.json()["contents"][0]["text"] == "hello from a resource"
+    dotted = llmc_in_process("resources", "read", "sdk_server.test://greeting", "--stdio", SDK)
+    assert dotted.returncode == 0 and dotted.json()["contents"][0]["text"] == "hello from a resource"
