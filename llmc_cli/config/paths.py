@@ -25,13 +25,16 @@ def is_llmc_command(argv: "tuple[str, ...] | list[str]") -> bool:
     program = os.path.basename(argv[0])
     if program == "llmc":
         return True
-    if sys.argv and argv[0] == sys.argv[0] and os.path.basename(sys.argv[0]) == "llmc":
-        return True
     if program.startswith(("python", "pypy")) or argv[0] == sys.executable:
         args = list(argv[1:])
-        while args and args[0].startswith("-") and args[0] != "-m":
-            args.pop(0)  # interpreter options: -I, -X dev, ...
-        return len(args) >= 2 and args[0] == "-m" and args[1].split(".")[0] == "llmc_cli"
+        while args and args[0].startswith("-") and not args[0].startswith("-m"):
+            option = args.pop(0)  # interpreter options: -I, -X dev, -W error, ...
+            if option in ("-X", "-W") and args:
+                args.pop(0)
+        if not args or not args[0].startswith("-m"):
+            return False
+        module = args[0][2:] or (args[1] if len(args) > 1 else "")  # -m MODULE or -mMODULE
+        return module.split(".")[0] == "llmc_cli"
     return False
 
 

@@ -215,6 +215,7 @@ def test_is_llmc_command() -> None:
 
     assert is_llmc_command(["llmc", "serve", "-p", "ops"]) and is_llmc_command(["/opt/venv/bin/llmc", "serve"])
     assert is_llmc_command([sys.executable, "-m", "llmc_cli", "serve"]) and is_llmc_command(["python3", "-I", "-m", "llmc_cli"])
+    assert is_llmc_command(["python3.12", "-X", "dev", "-m", "llmc_cli.cli.main"]) and is_llmc_command(["python", "-mllmc_cli"])
     assert not is_llmc_command(["python3", "-m", "mcp_server_time"]) and not is_llmc_command(["npx", "llmc"])
     assert not is_llmc_command(["llmc-other"])
 
