@@ -309,6 +309,9 @@ def test_a_gateway_that_wants_a_bearer_token_gets_header_advice(isolated_dirs: P
         error = proc.json()["errors"][0]["message"]
         assert "--header 'Authorization: Bearer ${TOKEN}'" in error and "publishes no OAuth metadata" in error, error
         assert error.index("--header") < error.index("llmc auth login")
+        # Where a browser could be opened, no login is tried against endpoints nobody published.
+        browser = llmc("tools", "list", "--url", gateway.url, env={"BROWSER": "true"})
+        assert browser.returncode == 9 and "--header 'Authorization: Bearer ${TOKEN}'" in browser.stderr
         ok = llmc("tools", "list", "--url", gateway.url, "--header", "Authorization: Bearer ${GW_CI_TOKEN}",
                   env={"GW_CI_TOKEN": token})
         assert ok.returncode == 0 and ok.json()["tools"], ok.stderr

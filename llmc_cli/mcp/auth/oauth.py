@@ -51,6 +51,7 @@ class OAuth:
         self.url = spec.url
         self.server_url = canonical_uri(spec.url)
         self.settings = spec.oauth or OAuthSpec()
+        self.oauth_configured = spec.oauth is not None  # the profile says this server uses OAuth
         if interactive is None:
             # A browser login needs a person at a terminal, or a BROWSER that can do it headlessly.
             interactive = bool(os.environ.get("BROWSER")) or (sys.stdin.isatty() and sys.stderr.isatty())
@@ -200,15 +201,16 @@ class OAuth:
             form = {"grant_type": "client_credentials", **({"scope": " ".join(scopes)} if scopes else {})}
             tokens = self._token_request(discovery.metadata["token_endpoint"], discovery.resource, client, form)
         else:
+            if not (discovery.advertised or force_interactive or self.oauth_configured):
+                # No OAuth metadata anywhere and none in the profile: most likely a static token
+                # (a gateway's principals), which no login can get; `llmc auth login` still tries
+                # the 2025-03-26 default endpoints.
+                scheme = one_line(self.scheme, 40)
+                raise AuthError(f"{self.name}: the server requires authorization (WWW-Authenticate: {scheme}) and "
+                                f"publishes no OAuth metadata: give it a token, --header 'Authorization: {scheme} "
+                                f"${{TOKEN}}' (or `headers` in the profile); only if it uses OAuth without metadata, "
+                                f"run `{self.login_command}`")
             if not (self.interactive or force_interactive):
-                if not discovery.advertised:
-                    # No OAuth metadata anywhere: most likely a static token (a gateway's principals),
-                    # which no login can get.
-                    raise AuthError(
-                        f"{self.name}: the server requires authorization (WWW-Authenticate: {one_line(self.scheme, 40)}) "
-                        f"and publishes no OAuth metadata: give it a token, --header 'Authorization: "
-                        f"{one_line(self.scheme, 40)} ${{TOKEN}}' (or `headers` in the profile); only if it uses OAuth "
-                        f"without metadata, run `{self.login_command}`")
                 raise AuthError(f"{self.name}: the server requires authorization; run `{self.login_command}`")
             client, tokens = self._authorization_code(discovery, scopes)
         self._save(discovery, client, tokens)
