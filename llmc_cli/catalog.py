@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, Collection, ContextManager, Mapping
@@ -60,6 +61,7 @@ class Catalog:
         self.keeper = keeper  # (socket path, session name): the servers live in a session keeper
         self.stores = stores  # era cache and OAuth tokens for connect()
         self._sessions: dict[str, Session] = {}
+        self.connect_seconds: dict[str, float] = {}  # how long each connection took to open (ping shows it)
         self._failed: dict[str, LlmcError] = dict(unusable or {})  # a server that failed to connect is not retried
         self._unusable = set(unusable or {})  # ...and one that cannot be configured never is
         self._tools: dict[str, list[Tool]] = {}
@@ -167,6 +169,7 @@ class Catalog:
 
     def _connect(self, server: str, spec: ServerSpec, hooks: ClientHooks, stderr: Callable[[str], None] | None) -> None:
         """Open the server's session into _sessions (its lock held); a failure is kept in _failed."""
+        started = time.monotonic()
         try:
             if self.keeper:
                 from llmc_cli.keeper.transport import attach
@@ -181,6 +184,7 @@ class Catalog:
                 if self.posts_on_caller_thread and hasattr(session.transport, "posts_on_caller_thread"):
                     session.transport.posts_on_caller_thread = True
                 self._sessions[server] = session
+            self.connect_seconds[server] = time.monotonic() - started
         except LlmcError as exc:
             self._failed[server] = exc
             raise
@@ -333,10 +337,9 @@ class Catalog:
             return owners[0], name
         if not owners:
             unreachable = f" ({len(failures)} server(s) unreachable)" if failures else ""
-            if dot and server not in self.specs and did_you_mean(server, self.specs):
-                hint = did_you_mean(server, self.specs)  # SERVER.TOOL with a misspelt server
-            else:
-                hint = did_you_mean(name, {t.name for t in tools} | {t.qualified_name for t in tools})
+            hint = did_you_mean(name, {t.name for t in tools} | {t.qualified_name for t in tools})
+            if dot and server not in self.specs and (self.keeper is not None or not hint):  # a server not here
+                raise UsageError(self.no_server(server, f"no server has a tool named {name!r}{unreachable}"))
             raise UsageError(f"no server has a tool named {name!r}{unreachable}{hint}")
         raise UsageError(f"tool name {name!r} is ambiguous: " + ", ".join(f"{s}.{name}" for s in owners))
 
@@ -365,12 +368,29 @@ class Catalog:
         return next((t for t in self.tools_of(server) if t.name == tool), None)
 
     def require_tool(self, server: str, tool: str) -> Tool:
-        """The tool, or a UsageError naming the server and the closest names it has."""
+        """The tool, or a UsageError naming the server and the closest names it has; for a
+        SERVER.TOOL whose SERVER is not here (the one server of a session or an ad-hoc target
+        was asked for a dotted name), that SERVER is what is missing, and the error says so."""
         found = self.find_tool(server, tool)
         if found is None:
             hint = did_you_mean(tool, [t.name for t in self.tools_of(server)])
+            named, dot, _ = tool.partition(".")
+            if dot and named not in self.specs and (self.keeper is not None or not hint):
+                raise UsageError(self.no_server(named, f"server {server} has no tool named {tool!r}"))
             raise UsageError(f"server {server} has no tool named {tool!r}{hint}")
         return found
+
+    def no_server(self, name: str, missing: str) -> str:
+        """`missing` (no such tool), said of a SERVER.TOOL whose SERVER this catalog does not
+        hold: that the server is not here, and how to go on."""
+        held = ", ".join(self.specs) or "none"
+        hint = did_you_mean(name, self.specs)
+        if self.keeper is not None:
+            session = self.keeper[1]
+            return (f"session {session} (in use) does not hold server {name!r}{hint} (it holds: {held}): "
+                    f"start a session that does (llmc session start NAME -s {name}) or leave this one "
+                    "(unset LLMC_SESSION, or no --session)")
+        return f"{missing}, and there is no server {name!r}{hint} (servers: {held})"
 
     def close(self) -> None:
         self._closed = True

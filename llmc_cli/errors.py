@@ -5,7 +5,10 @@ ExitCode names them, so no code says a bare 4 or 130.
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 
 class ExitCode(IntEnum):
@@ -152,6 +155,19 @@ def did_you_mean(word: str, choices: "Iterable[str]") -> str:
     if not close:
         return ""
     return " (did you mean " + " or ".join(repr(c) for c in close) + "?)"
+
+
+def optional_module(module: str, extra: str, purpose: str) -> "ModuleType":
+    """Import an optional dependency (`module`, from the `extra` of llmc-cli); its absence, or a
+    missing module it needs, is one ConfigError (exit 3) naming the extra to install, never an
+    ImportError traceback. `purpose`: what needs it ("[state] url (LLMC_STATE_URL)")."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        missing = exc.name or module
+        raise ConfigError(f"{purpose} needs {missing}, which is not installed: pip install 'llmc-cli[{extra}]'") from None
 
 
 def from_json(data: dict[str, Any]) -> LlmcError:

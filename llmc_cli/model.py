@@ -34,6 +34,9 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+DEFAULT_CONNECT_TIMEOUT = 60.0
+
+
 @dataclass(frozen=True)
 class ServerSpec:
     """How to reach one MCP server. The core does not care where this description came from
@@ -47,6 +50,7 @@ class ServerSpec:
     headers: Mapping[str, str] = field(default_factory=dict)
     transport: str = "auto"  # remote only: auto | http | sse
     timeout: float = 60.0  # seconds per request
+    connect_timeout: float | None = None  # seconds for the handshake (None: DEFAULT_CONNECT_TIMEOUT or `timeout`)
     builtin: str | None = None  # a server shipped with llmc, run in-process (e.g. "workspace")
     options: Mapping[str, Any] = field(default_factory=dict)  # options of a builtin server
     description: str | None = None
@@ -55,6 +59,14 @@ class ServerSpec:
     # stdio only: the argv that runs `command` contained (resource limits, bubblewrap), computed
     # above mcp/ from `sandbox`; empty: the command runs as it is.
     launch: tuple[str, ...] = ()
+    adhoc: bool = False  # given on the command line (--stdio/--url), not a profile's: named by its URL in advice
+
+    @property
+    def handshake_timeout(self) -> float:
+        """The bound of connecting (spawn, initialize or server/discover): its own setting, else
+        DEFAULT_CONNECT_TIMEOUT or the request timeout, whichever is longer, so a short
+        `--timeout` for calls does not cut off a server that is slow to start."""
+        return self.connect_timeout or max(self.timeout, DEFAULT_CONNECT_TIMEOUT)
 
     @property
     def kind(self) -> str:

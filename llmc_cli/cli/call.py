@@ -10,7 +10,7 @@ from llmc_cli.cli.arguments import needs_schema, parse_json_option, parse_pairs,
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import emit, format_option, plain_text
 from llmc_cli.cli.targets import Target, target_options
-from llmc_cli.errors import ToolFailed, UsageError, did_you_mean
+from llmc_cli.errors import ToolFailed, UsageError
 
 
 def _complete_tools(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
@@ -69,10 +69,7 @@ def call(ctx: click.Context, tool: str | None, pairs: tuple[str, ...], json_args
         server, name = resolve_tool(ctx, catalog, tool)
         found = None
         if validate or (arguments is None and needs_schema(pairs)):
-            found = catalog.find_tool(server, name)
-            if found is None:
-                hint = did_you_mean(name, [t.name for t in catalog.tools_of(server)])
-                raise UsageError(f"server {server} has no tool named {name!r}{hint}")
+            found = catalog.require_tool(server, name)
         if arguments is None:
             arguments = parse_pairs(pairs, found.input_schema if found else None)
         if validate and found is not None:

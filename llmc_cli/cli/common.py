@@ -48,7 +48,8 @@ def open_catalog(ctx: click.Context, target: Target, sample: Any = None,
         session = None  # --stdio/--url on the command line beat an LLMC_SESSION of the shell
     if adhoc:
         # The server starts while the profile (and its policy) loads: start-up overlaps.
-        catalog = services.open_catalog(None, (), adhoc, hooks, on_stderr, target.timeout, session)
+        catalog = services.open_catalog(None, (), adhoc, hooks, on_stderr, target.timeout, session,
+                                        connect_timeout=target.connect_timeout)
         catalog.warm_up()
         profile = load_profile(profile_name)
         _telemetry(ctx, profile)
@@ -56,7 +57,7 @@ def open_catalog(ctx: click.Context, target: Target, sample: Any = None,
         profile = load_profile(profile_name)
         _telemetry(ctx, profile)
         catalog = services.open_catalog(profile, tuple(target.servers), None, hooks, on_stderr, target.timeout,
-                                        session, first)
+                                        session, first, connect_timeout=target.connect_timeout)
         if warm:
             catalog.warm_up()
     if sys.stderr.isatty():  # presentation only: nothing when stderr is a file or a pipe

@@ -27,7 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "servers": ("llmc_cli.cli.servers:servers", "Add, list, show, remove, import the servers of a profile; install the gateway in a host."),
     "profiles": ("llmc_cli.cli.profiles:profiles", "List, show and initialise profiles."),
     "auth": ("llmc_cli.cli.auth:auth", "Log in to remote servers (OAuth); show and remove stored tokens."),
-    "serve": ("llmc_cli.cli.serve:serve", "Run the built-in workspace MCP server on stdio."),
+    "serve": ("llmc_cli.cli.serve:serve", "The gateway: a profile's servers as one MCP server (-p PROFILE [--http ADDR]); serve workspace: the built-in server."),
     "state": ("llmc_cli.cli.state:state", "Shared state in PostgreSQL: llmc state migrate."),
     "session": ("llmc_cli.cli.session:session", "Keep servers running between commands: start, list, stop, forget."),
 }

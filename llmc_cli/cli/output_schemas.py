@@ -149,7 +149,7 @@ def lines(line: Schema, title: str) -> Schema:
 SERVER_TABLE = obj({}, {  # a server as the profile has it (profile keys; secrets masked)
     "command": STR, "args": STRS, "env": {"type": "object", "additionalProperties": STR}, "cwd": STR,
     "url": STR, "headers": {"type": "object", "additionalProperties": STR}, "transport": enum("auto", "http", "sse"),
-    "oauth": OPEN, "builtin": STR, "options": OPEN, "timeout": NUM, "enabled": BOOL, "description": STR,
+    "oauth": OPEN, "builtin": STR, "options": OPEN, "timeout": NUM, "connect_timeout": NUM, "enabled": BOOL, "description": STR,
     "per_session": BOOL,
     "sandbox": enum("auto", "bwrap", "none"), "network": BOOL, "read_paths": STRS, "write_paths": STRS,
 })

@@ -74,8 +74,9 @@ def resources_templates(ctx: click.Context, fmt: str, target: Target) -> None:
 @target_options
 @click.pass_context
 def resources_read(ctx: click.Context, uri: str, target: Target) -> None:
-    """Read one resource (SERVER:URI or a URI when one server is targeted), under the profile's
-    policy ([policy.resources]; exit 4 when denied) and audited."""
+    """Read one resource: SERVER.URI (as the gateway names it; SERVER:URI an alias), or the URI
+    alone when one server is targeted; under the profile's policy ([policy.resources]; exit 4
+    when denied) and audited."""
     from llmc_cli import services
     from llmc_cli.cli.common import open_catalog
 
@@ -104,11 +105,16 @@ def prompts_list(ctx: click.Context, fmt: str, target: Target) -> None:
 @prompts.command("get")
 @click.argument("name")
 @click.argument("pairs", nargs=-1, metavar="[KEY=VALUE]...")
+@click.option("--validate/--no-validate", default=True, show_default=True,
+              help="Check the arguments against the prompt's declared ones before getting it (exit 2 when they do not fit).")
 @target_options
 @click.pass_context
-def prompts_get(ctx: click.Context, name: str, pairs: tuple[str, ...], target: Target) -> None:
+def prompts_get(ctx: click.Context, name: str, pairs: tuple[str, ...], validate: bool, target: Target) -> None:
     """Get one prompt (SERVER.NAME, or NAME when one server is targeted) with its arguments, under
-    the profile's policy ([policy.prompts]; exit 4 when denied) and audited."""
+    the profile's policy ([policy.prompts]; exit 4 when denied) and audited.
+
+    The prompt and its arguments are checked against the server's prompts/list first: an unknown
+    prompt or argument name, or a required argument left out, is exit 2 and nothing is asked."""
     from llmc_cli import services
     from llmc_cli.cli.common import open_catalog
 
@@ -116,9 +122,37 @@ def prompts_get(ctx: click.Context, name: str, pairs: tuple[str, ...], target: T
     with catalog:
         server, rest = read_target(catalog, "prompt", name)
         arguments = {k: str(v) for k, v in parse_pairs(pairs, None).items()}  # prompt arguments are strings
+        if validate:
+            check_prompt_arguments(catalog.session(server), server, rest, arguments)
         invocation = services.Invocation(profile=profile, command="prompts get", caller="human")
         result = services.read(catalog, invocation, services.Read(server, "prompt", rest, arguments))
     emit({"server": server, **result})
+
+
+def check_prompt_arguments(session: Any, server: str, name: str, arguments: dict[str, str]) -> None:
+    """As `call` checks a tool's arguments: the prompt must be one the server lists, every
+    argument one it declares, every required one given (UsageError, exit 2). A server whose
+    prompts/list fails is left to judge prompts/get itself."""
+    from llmc_cli.errors import LlmcError, UsageError, did_you_mean
+
+    try:
+        listed = session.list_all("prompts/list", "prompts")
+    except LlmcError:
+        return
+    prompt = next((p for p in listed if isinstance(p, dict) and p.get("name") == name), None)
+    if prompt is None:
+        names = [str(p.get("name")) for p in listed if isinstance(p, dict)]
+        raise UsageError(f"server {server} has no prompt named {name!r}"
+                         + (did_you_mean(name, names) or f" (prompts: {', '.join(names) or 'none'})"))
+    declared = [a for a in prompt.get("arguments") or [] if isinstance(a, dict) and isinstance(a.get("name"), str)]
+    names = [a["name"] for a in declared]
+    for key in arguments:
+        if key not in names:
+            raise UsageError(f"{server}.{name}: unknown argument {key!r}"
+                             + (did_you_mean(key, names) or f" (arguments: {', '.join(names) or 'none'})"))
+    missing = [a["name"] for a in declared if a.get("required") and a["name"] not in arguments]
+    if missing:
+        raise UsageError(f"{server}.{name}: missing required argument {missing[0]!r}")
 
 
 @click.command()
@@ -132,13 +166,19 @@ def ping(ctx: click.Context, fmt: str, target: Target) -> None:
     catalog, _ = open_catalog(ctx, target)
 
     def check(server: str) -> dict[str, Any]:
-        started = time.monotonic()
         session = catalog.session(server)
-        connected = time.monotonic()
+        connect = catalog.connect_seconds.get(server, 0.0)  # measured where it happened (warm-up)
+        if session.era == "modern" and not session.server_info:
+            # The era came from the cache, so nothing was asked yet and the server may still be
+            # starting: its first answer (server/discover, as a handshake) belongs to connecting.
+            started = time.monotonic()
+            session.discover()
+            connect += time.monotonic() - started
+        started = time.monotonic()
         session.ping()
         return {"server": server, "era": session.era, "protocolVersion": session.protocol_version,
-                "serverInfo": session.server_info, "connectMs": round((connected - started) * 1000, 1),
-                "pingMs": round((time.monotonic() - connected) * 1000, 1)}
+                "serverInfo": session.server_info, "connectMs": round(connect * 1000, 1),
+                "pingMs": round((time.monotonic() - started) * 1000, 1)}
 
     with catalog:
         results, failures = catalog.each(check)
@@ -149,16 +189,21 @@ def ping(ctx: click.Context, fmt: str, target: Target) -> None:
                 ["server", "serverInfo", "protocolVersion", "era", "connectMs", "pingMs"], people)
 
 
-def read_target(catalog: "Catalog", kind: str, name: str) -> tuple[str, str]:
-    """(server, URI or prompt name) of SERVER:URI (kind "resource") or SERVER.NAME ("prompt"), or
-    of a bare URI or name when one server is targeted."""
+def read_target(catalog: "Catalog", kind: str, text: str) -> tuple[str, str]:
+    """(server, URI or prompt name) as a command names them: a resource as SERVER.URI, as the
+    gateway names resources (`sdk.test://greeting`), or SERVER:URI, an alias (`sdk:test://greeting`);
+    a prompt as SERVER.NAME; or the URI or name alone when one server is targeted. A URI's own
+    scheme (`test://...`, `file:///...`) is never taken for a server."""
     from llmc_cli.errors import UsageError
 
-    separator = ":" if kind == "resource" else "."
-    server, found, rest = name.partition(separator)
-    if found and server in catalog.specs and (kind == "prompt" or (rest and not rest.startswith("//"))):
+    server, dot, rest = text.partition(".")
+    if dot and rest and server in catalog.specs:
         return server, rest
+    if kind == "resource":
+        server, colon, rest = text.partition(":")
+        if colon and rest and server in catalog.specs and not rest.startswith("//"):
+            return server, rest
     if len(catalog.specs) != 1:
-        raise UsageError(f"name the server: SERVER{separator}{'URI' if kind == 'resource' else 'NAME'} "
-                         f"(servers: {', '.join(catalog.specs)})")
-    return next(iter(catalog.specs)), name
+        spelling = "SERVER.URI" if kind == "resource" else "SERVER.NAME"
+        raise UsageError(f"name the server: {spelling} (servers: {', '.join(catalog.specs)})")
+    return next(iter(catalog.specs)), text

@@ -117,6 +117,12 @@ def token_create(ctx: click.Context, name: str, for_profile: str | None) -> None
 
     if not name or not all(c.isalnum() or c in "-_" for c in name):
         raise UsageError(f"principal name {name!r}: use letters, digits, '-' and '_'")
+    if for_profile:
+        # The gateway loads this profile for the principal's first request: a name it cannot
+        # load would leave a token that lets nobody in, found only then.
+        from llmc_cli.config.profiles import load_profile
+
+        load_profile(for_profile)
     path = editable_path(app_of(ctx).profile)
     secret = new_token()
     was_open = False

@@ -66,6 +66,8 @@ def servers() -> None:
 @click.option("--env", "env", multiple=True, metavar="K=V", help="Environment for a stdio server (repeatable).")
 @click.option("--cwd", metavar="DIR", help="Working directory of a stdio server.")
 @click.option("--timeout", type=click.FloatRange(min=0.1), metavar="SECONDS", help="Per-request timeout (default 60).")
+@click.option("--connect-timeout", type=click.FloatRange(min=0.1), metavar="SECONDS",
+              help="Bound of starting and connecting the server (default 60, or --timeout when longer).")
 @click.option("--description", metavar="TEXT", help="What this server is for.")
 @click.option("--disabled", is_flag=True, help="Add it disabled (used only when named with -s).")
 @click.option("--replace", is_flag=True, help="Replace a server of the same name.")
@@ -73,8 +75,8 @@ def servers() -> None:
 @click.pass_context
 def add(ctx: click.Context, name: str, command: tuple[str, ...], url: str | None, headers: tuple[str, ...],
         transport: str | None, env: tuple[str, ...], cwd: str | None, timeout: float | None,
-        description: str | None, disabled: bool, replace: bool, sandbox: str, network: bool,
-        read_paths: tuple[str, ...], write_paths: tuple[str, ...]) -> None:
+        connect_timeout: float | None, description: str | None, disabled: bool, replace: bool, sandbox: str,
+        network: bool, read_paths: tuple[str, ...], write_paths: tuple[str, ...]) -> None:
     """Add a server: `llmc servers add NAME -- COMMAND ARGS...` (stdio) or
     `llmc servers add NAME --url URL [--header 'K: V']` (remote).
 
@@ -92,6 +94,8 @@ def add(ctx: click.Context, name: str, command: tuple[str, ...], url: str | None
     confinement = _confinement(sandbox, network, read_paths, write_paths) if command else {}
     table = _server_table(name, command, url, headers, transport, env, cwd, timeout, description, disabled,
                           confinement)
+    if connect_timeout:
+        table["connect_timeout"] = connect_timeout
     for header, value in table.get("headers", {}).items():
         if is_secret_name(header) and not has_placeholder(value):
             note(f"llmc: header {header} holds a literal secret; prefer ${{VAR}} (it expands when used)")
@@ -135,13 +139,13 @@ def list_(ctx: click.Context, fmt: str) -> None:
 def show(ctx: click.Context, name: str, fmt: str) -> None:
     """One server of the profile as saved (${VAR}s unexpanded, literal secrets masked); for a
     stdio server, "runs" says how it runs here: in bwrap (network, paths) or not sandboxed."""
-    from llmc_cli.config.profile_writer import no_server
+    from llmc_cli.config.profiles import no_server
     from llmc_cli.config.profiles import load_profile
 
     loaded = load_profile(_profile_option(ctx))
     server = loaded.profile.servers.get(name)
     if server is None:
-        raise ConfigError(no_server(loaded.name, name, loaded.profile.servers))
+        raise no_server(loaded.name, name, loaded.profile.servers)
     row = {"profile": loaded.name, **_row(name, server)}
     if server.command:
         from llmc_cli.model import SandboxSpec
@@ -297,6 +301,29 @@ def _where(path: Path) -> dict[str, str]:
     return {"profile": path.stem, "path": str(path)}
 
 
+def _split_command(command: tuple[str, ...]) -> tuple[str, ...]:
+    """`servers add fs "npx -y pkg /srv"` (the command line quoted as one word) is split as
+    --stdio splits it, and said so on stderr; a program whose path really has a space in it (an
+    existing file, or one on PATH) is kept whole."""
+    import os
+    import shlex
+    import shutil
+
+    first = command[0]
+    if not first.strip() or not any(c.isspace() for c in first) or os.path.exists(first) or shutil.which(first):
+        return command
+    try:
+        words = shlex.split(first)
+    except ValueError as exc:
+        raise UsageError(f"command {first!r}: {exc}") from None
+    if not words:
+        raise UsageError("give the server's command: `-- COMMAND ARGS...`")
+    split = (*words, *command[1:])
+    note(f"llmc: split the command line {first!r} as --stdio does: command {split[0]!r}, args {list(split[1:])} "
+         "(a program with a space in its path: give its full path)")
+    return split
+
+
 def _server_table(name: str, command: tuple[str, ...], url: str | None, headers: tuple[str, ...],
                   transport: str | None, env: tuple[str, ...], cwd: str | None, timeout: float | None,
                   description: str | None, disabled: bool, confinement: dict[str, Any]) -> dict[str, Any]:
@@ -319,6 +346,7 @@ def _server_table(name: str, command: tuple[str, ...], url: str | None, headers:
         raise UsageError(f"--url must start with http:// or https://: {mask_url(url)}")
     table: dict[str, Any] = {}
     if command:
+        command = _split_command(command)
         table["command"] = command[0]
         if command[1:]:
             table["args"] = list(command[1:])

@@ -52,7 +52,8 @@ def start(ctx: click.Context, name: str, idle: str, target: Target) -> None:
     profile_name = app_of(ctx).profile
     adhoc = target.adhoc_spec()
     profile = None if adhoc else app_of(ctx).load_profile()
-    specs, unusable = services.server_specs(profile, tuple(target.servers), adhoc, target.timeout)
+    specs, unusable = services.server_specs(profile, tuple(target.servers), adhoc, target.timeout,
+                                            target.connect_timeout)
     if unusable and not specs:
         raise next(iter(unusable.values()))
     if not specs:

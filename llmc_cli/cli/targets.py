@@ -11,7 +11,14 @@ import click
 from llmc_cli.errors import UsageError
 from llmc_cli.model import ServerSpec
 
-ADHOC_NAME = "server"
+ADHOC_NAME = "server"  # when nothing better can be told from the command or the URL
+_RUNNERS = {"npx", "bunx", "pnpx", "uvx", "pipx", "uv", "bun", "deno", "node", "nodejs", "python", "python3",
+            "pypy", "pypy3", "ruby", "php", "java", "env", "docker", "podman"}
+_GENERIC = {"index", "main", "server", "cli", "dist", "build", "lib", "src", "bin", "out", "__main__"}
+_RUNNER_OPTIONS_WITH_VALUE = {"-p", "--package", "--from", "--with", "--python", "-c", "--cwd", "--spec",
+                              "--index-url", "--jar", "-cp", "-classpath",
+                              "-e", "--env", "-v", "--volume", "--name", "--network", "-w", "--workdir", "-u",
+                              "--user", "--mount", "--env-file", "--entrypoint"}
 
 
 @dataclass(frozen=True)
@@ -28,6 +35,7 @@ class Target:
     headers: tuple[str, ...] = ()
     transport: str = "auto"
     timeout: float | None = None
+    connect_timeout: float | None = None
     elicit: str | None = None  # prompt | accept-defaults | decline; None: prompt on a terminal, else decline
     session: str | None = None
 
@@ -74,6 +82,9 @@ def _options(func: Callable[..., Any], session: bool) -> Callable[..., Any]:
                      show_default=True, help="Remote transport for --url."),
         click.option("--timeout", type=click.FloatRange(min=0.1), metavar="SECONDS",
                      help="Per-request timeout (default: the server's, else 60)."),
+        click.option("--connect-timeout", type=click.FloatRange(min=0.1), metavar="SECONDS",
+                     help="Bound of starting and connecting a server (the handshake), apart from --timeout "
+                          "(default: the server's connect_timeout, else 60 or --timeout when longer)."),
         click.option("--elicit", type=click.Choice(["prompt", "accept-defaults", "decline"]), default=None,
                      help="How to answer server elicitation (default: prompt on a terminal, else decline)."),
     ]
@@ -124,12 +135,69 @@ def adhoc_spec(stdio: str | None, url: str | None, env: tuple[str, ...], cwd: st
             raise UsageError(f"--stdio: {exc}") from None
         if not argv:
             raise UsageError("--stdio needs a command")
-        return ServerSpec(name=ADHOC_NAME, command=tuple(argv), env=dict(_pair(e, "=", "--env") for e in env),
-                          cwd=cwd, **extra)
+        return ServerSpec(name=command_name(argv), command=tuple(argv),
+                          env=dict(_pair(e, "=", "--env") for e in env), cwd=cwd, adhoc=True, **extra)
     parsed = {k: expand(v, f"--header {k}") for k, v in (_pair(h, ":", "--header") for h in headers)}
     if not (url or "").startswith(("http://", "https://")):
         raise UsageError(f"--url must start with http:// or https://: {url}")
-    return ServerSpec(name=ADHOC_NAME, url=url, headers=parsed, transport=transport, **extra)
+    return ServerSpec(name=url_name(url or ""), url=url, headers=parsed, transport=transport, adhoc=True, **extra)
+
+
+def command_name(argv: list[str]) -> str:
+    """An ad-hoc stdio server's name, from what it runs: the program's basename, or for a runner
+    (npx, uvx, node, python, ...) the package, module or script it runs
+    (`npx -y @modelcontextprotocol/server-filesystem /srv` -> server-filesystem,
+    `python -m mcp_server_time` -> mcp_server_time, `python my_server.py` -> my_server)."""
+    import os
+    import re
+
+    program = os.path.basename(argv[0])
+    runner = re.sub(r"[\d.]+$", "", program)  # python3.12 -> python
+    if runner not in _RUNNERS:
+        return server_name(program)
+    args = iter(argv[1:])
+    for arg in args:
+        if arg == "-m":  # python -m MODULE
+            return server_name(next(args, "") or program)
+        if arg in ("run", "exec", "x", "dlx") and runner in ("uv", "pipx", "bun", "deno", "pnpx", "npx", "docker",
+                                                             "podman"):
+            continue
+        if arg in _RUNNER_OPTIONS_WITH_VALUE:
+            next(args, None)
+            continue
+        if arg.startswith("-") or (runner == "env" and "=" in arg):
+            continue
+        if runner == "env":
+            return command_name([arg, *args])
+        parts = [p for p in arg.split("/") if p]
+        while len(parts) > 1 and re.sub(r"\.\w+$", "", parts[-1]) in _GENERIC:  # .../desktop-commander/dist/index.js
+            parts.pop()
+        name = parts[-1] if parts else arg
+        name = re.split(r"(?<=.)@|==|>=|<=|~=", name)[0]  # pkg@1.2.3, pkg==1.2
+        name = re.sub(r"\.(m?[jt]s|c?js|py|rb|php|jar)$", "", name)  # a script's stem
+        return server_name(name or program)
+    return server_name(program)
+
+
+def url_name(url: str) -> str:
+    """An ad-hoc remote server's name: its host and port (`127.0.0.1:8765` -> 127-0-0-1-8765,
+    `https://mcp.example.com/mcp` -> mcp-example-com)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return server_name(f"{parts.hostname or ''}{f'-{port}' if port else ''}")
+
+
+def server_name(text: str) -> str:
+    """`text` as a valid server name (no '.', '/', ':' or spaces: SERVER.TOOL and SERVER:URI must
+    split where they should), else ADHOC_NAME."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-") or ADHOC_NAME
 
 
 def _pair(text: str, sep: str, option: str) -> tuple[str, str]:

@@ -14,6 +14,45 @@ PRIVATE_DIR = 0o700
 PROTECTED_PATHS_VAR = "LLMC_PROTECTED_PATHS"
 
 
+def is_llmc_command(argv: "tuple[str, ...] | list[str]") -> bool:
+    """Whether a stdio server's command line runs this llmc itself (`llmc serve ...`, `python -m
+    llmc_cli ...`), judged by what the executable IS, never by its name: the `llmc` beside this
+    interpreter or on PATH, or this interpreter running the package (interpreter options such as
+    -I or -X dev allowed). Such a child is told where llmc's own files are (its directories, the
+    paths to protect) and may run unsandboxed in a gateway; a third-party program called `llmc`
+    is neither."""
+    import shutil
+    import sys
+
+    if not argv:
+        return False
+    found = shutil.which(argv[0]) if "/" not in argv[0] else (argv[0] if os.path.isfile(argv[0]) else None)
+    if found is None:
+        return False
+    exe = os.path.realpath(found)
+    ours = {os.path.realpath(p) for p in (os.path.join(os.path.dirname(sys.executable), "llmc"), shutil.which("llmc"))
+            if p and os.path.exists(p)}
+    if exe in ours:
+        return True
+    if exe != os.path.realpath(sys.executable):
+        return False
+    args = list(argv[1:])
+    while args and args[0].startswith("-") and not args[0].startswith("-m"):
+        option = args.pop(0)  # interpreter options: -I, -X dev, -W error, ...
+        if option in ("-X", "-W") and args:
+            args.pop(0)
+    if not args or not args[0].startswith("-m"):
+        return False
+    module = args[0][2:] or (args[1] if len(args) > 1 else "")  # -m MODULE or -mMODULE
+    return module.split(".")[0] == "llmc_cli"
+
+
+def own_directories() -> dict[str, str]:
+    """LLMC_CONFIG_DIR and LLMC_STATE_DIR as this llmc resolves them, absolute: what a nested
+    llmc (a stdio server that is llmc itself) needs to find the same profiles and state."""
+    return {"LLMC_CONFIG_DIR": os.path.abspath(config_dir()), "LLMC_STATE_DIR": os.path.abspath(state_dir())}
+
+
 def config_dir() -> Path:
     """$LLMC_CONFIG_DIR, else $XDG_CONFIG_HOME/llmc, else ~/.config/llmc."""
     if os.environ.get("LLMC_CONFIG_DIR"):

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from llmc_cli.config import files
-from llmc_cli.config.profiles import DEFAULT_PROFILE, LoadedProfile, profile_path
+from llmc_cli.config.profiles import DEFAULT_PROFILE, LoadedProfile, no_server, profile_path
 from llmc_cli.config.validation import dump, parse_toml, validate
 from llmc_cli.errors import ConfigError
 
@@ -65,11 +65,11 @@ def add_server(path: Path, name: str, table: dict[str, Any], *, replace: bool = 
 
 
 def remove_server(path: Path, name: str) -> LoadedProfile:
-    """Take server `name` out of the profile at `path` (ConfigError, with a suggestion, when it is not there)."""
+    """Take server `name` out of the profile at `path` (a UsageError, with a suggestion, when it is not there)."""
     def mutate(data: dict[str, Any]) -> None:
         entries = data.get("servers") or {}
         if name not in entries:
-            raise ConfigError(no_server(path.stem, name, entries))
+            raise no_server(path.stem, name, entries)
         del entries[name]
 
     return update_profile(path, mutate)
@@ -84,7 +84,7 @@ def set_server_enabled(path: Path, name: str, enabled: bool) -> bool:
         nonlocal changed
         entries = data.get("servers") or {}
         if name not in entries:
-            raise ConfigError(no_server(path.stem, name, entries))
+            raise no_server(path.stem, name, entries)
         table = entries[name]
         changed = table.get("enabled", True) != enabled
         if enabled:
@@ -94,14 +94,6 @@ def set_server_enabled(path: Path, name: str, enabled: bool) -> bool:
 
     update_profile(path, mutate)
     return changed
-
-
-def no_server(profile: str, name: str, known: Any) -> str:
-    """The error for a server name the profile does not have: a suggestion, else the names it has."""
-    from llmc_cli.errors import did_you_mean
-
-    hint = did_you_mean(name, known)
-    return f"profile {profile} has no server {name!r}" + (hint or f" (servers: {', '.join(sorted(known)) or 'none'})")
 
 
 def write_profile(path: Path, text: str) -> None:

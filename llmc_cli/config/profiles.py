@@ -12,11 +12,11 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 from llmc_cli.config import paths, profile_cache
 from llmc_cli.config.validation import parse_toml, validate
-from llmc_cli.errors import ConfigError, did_you_mean
+from llmc_cli.errors import ConfigError, UsageError, did_you_mean
 from llmc_cli.model import OAuthSpec, SandboxSpec, ServerSpec
 
 if TYPE_CHECKING:
@@ -108,6 +108,14 @@ def server_specs(loaded: LoadedProfile, only: tuple[str, ...] | list[str] = ()) 
     return specs
 
 
+def no_server(profile: str, name: str, known: Iterable[str]) -> UsageError:
+    """A server name the profile does not have is a usage error (exit 2), as a misspelt command
+    is: a suggestion when one is close, else the names it has."""
+    known = sorted(known)
+    hint = did_you_mean(name, known)
+    return UsageError(f"profile {profile} has no server {name!r}" + (hint or f" (servers: {', '.join(known) or 'none'})"))
+
+
 def usable_specs(loaded: LoadedProfile, only: tuple[str, ...] | list[str] = ()
                  ) -> tuple[list[ServerSpec], dict[str, ConfigError]]:
     """The enabled servers of a profile (or just `only`), with ${VAR}s expanded now, and apart
@@ -116,8 +124,7 @@ def usable_specs(loaded: LoadedProfile, only: tuple[str, ...] | list[str] = ()
     servers = loaded.profile.servers
     unknown = [name for name in only if name not in servers]
     if unknown:
-        known = ", ".join(sorted(servers)) or "none"
-        raise ConfigError(f"profile {loaded.name} has no server {unknown[0]!r} (servers: {known})")
+        raise no_server(loaded.name, unknown[0], servers)
     names = list(only) if only else [n for n, s in servers.items() if s.enabled]
     specs: list[ServerSpec] = []
     unusable: dict[str, ConfigError] = {}
@@ -137,17 +144,18 @@ def to_spec(name: str, server: Any, profile_name: str) -> ServerSpec:
             command=(expand(server.command, where), *(expand(a, where) for a in server.args)),
             env={k: expand(v, f"{where}, env {k}") for k, v in server.env.items()},
             cwd=expand(server.cwd, where) if server.cwd else None,
-            timeout=server.timeout, description=server.description, sandbox=_sandbox_spec(server, where),
+            timeout=server.timeout, connect_timeout=server.connect_timeout, description=server.description,
+            sandbox=_sandbox_spec(server, where),
         )
     if server.url:
         return ServerSpec(
             name=name, url=expand(server.url, where),
             headers={k: expand(v, f"{where}, header {k}") for k, v in server.headers.items()},
-            transport=server.transport, timeout=server.timeout, description=server.description,
+            transport=server.transport, timeout=server.timeout, connect_timeout=server.connect_timeout, description=server.description,
             oauth=_oauth_spec(server.oauth),
         )
     return ServerSpec(name=name, builtin=server.builtin, options=dict(server.options),
-                      timeout=server.timeout, description=server.description)
+                      timeout=server.timeout, connect_timeout=server.connect_timeout, description=server.description)
 
 
 def _sandbox_spec(server: Any, where: str) -> SandboxSpec | None:

@@ -75,6 +75,7 @@ class ServerConfig:
     options: dict[str, Any] = field(default_factory=dict)
     # all kinds
     timeout: float = field(default=60.0, metadata=_POSITIVE)
+    connect_timeout: float | None = field(default=None, metadata=_POSITIVE)  # the handshake (None: 60 or timeout)
     enabled: bool = True
     description: str | None = None
     # The gateway: each host session gets its own connection (process, upstream session) to this

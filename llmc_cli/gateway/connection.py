@@ -303,16 +303,11 @@ class GatewayConnection(McpServer):
         rule = str(exc.details.get("rule") or "")
         if not rule.startswith("confirm") or can_ask:
             return exc.message
-        import shlex
+        from llmc_cli.services.calls import approval_hint
 
-        arguments = json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)
-        loaded = self.toolbox.profile
-        # A profile loaded by path is named by its path: `-p NAME` would not find it.
-        profile = loaded.name if loaded.path is None or loaded.path.parent.name == "profiles" else str(loaded.path)
         return (f"{call.qualified_name} needs a person's confirmation ({rule}) and this MCP host cannot ask for "
                 f"one (it declares no elicitation capability). To pre-approve this exact call: "
-                f"llmc -p {shlex.quote(profile)} policy approve {call.qualified_name} --json {shlex.quote(arguments)} "
-                f"--write ({exc.details.get('callHash')})")
+                f"{approval_hint(self.toolbox.profile, call, exc.details.get('callHash'))}")
 
     def _confirm(self, call: ToolCall, params: dict[str, Any], modern: str | None, send: Send,
                  round_state: dict[str, bool]) -> bool:

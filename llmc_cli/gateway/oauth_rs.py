@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from llmc_cli.config.schema import ServeOAuthConfig
-from llmc_cli.errors import ConfigError
+from llmc_cli.errors import ConfigError, optional_module
 from llmc_cli.gateway.principals import MAX_REQUESTS, MAX_SESSIONS, Principal
 
 FETCH_SECONDS = 5.0  # one JWKS or metadata fetch; a request waits at most this long for it
@@ -70,10 +70,9 @@ def metadata_urls(issuer: str) -> list[str]:
 
 class ResourceServer:
     def __init__(self, config: ServeOAuthConfig) -> None:
-        try:
-            import jwt  # noqa: F401  (checked at start, not at the first request)
-        except ImportError:
-            raise ConfigError("[serve.oauth] needs PyJWT with its crypto extra: pip install 'llmc-cli[oauth]'") from None
+        # Checked at start, not at the first request; the crypto backend too (RS256/ES256 keys).
+        optional_module("jwt", "oauth", "[serve.oauth]")
+        optional_module("cryptography", "oauth", "[serve.oauth]")
         self.config = config
         parts = urlsplit(config.resource)
         if parts.scheme not in ("http", "https") or not parts.netloc or parts.fragment:

@@ -96,8 +96,12 @@ def specs_of(name: str, servers: list[Any], only: tuple[str, ...] = ()) -> list[
                         description=f"held by session {name}") for s in servers if isinstance(s, dict) and s.get("name")]
     unknown = [s for s in only if s not in {spec.name for spec in specs}]
     if unknown:
-        raise UsageError(f"session {name} does not hold server(s) {', '.join(unknown)} "
-                         f"(it holds: {', '.join(s.name for s in specs) or 'none'})")
+        from llmc_cli.errors import did_you_mean
+
+        held = [spec.name for spec in specs]
+        raise UsageError(f"session {name} (in use) does not hold server {unknown[0]!r}{did_you_mean(unknown[0], held)} "
+                         f"(it holds: {', '.join(held) or 'none'}): start a session that does "
+                         f"(llmc session start NAME -s {unknown[0]}) or leave this one (unset LLMC_SESSION, or no --session)")
     return [s for s in specs if not only or s.name in only]
 
 

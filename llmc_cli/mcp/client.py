@@ -84,6 +84,7 @@ def _connect(spec: ServerSpec, stores: Stores, memo: _Memo, hooks: ClientHooks |
         if spec.launch and spec.sandbox is not None and hooks is not None:
             hooks = sandboxed_roots(hooks, spec.sandbox)
     session = Session(transport, name=spec.name, timeout=spec.timeout, hooks=hooks)
+    session.handshake_timeout = spec.handshake_timeout
     try:
         _negotiate_stdio(session, spec, memo, cached)
     except BaseException as exc:
@@ -132,7 +133,7 @@ def _negotiate_stdio(session: Session, spec: ServerSpec, memo: _Memo, cached: di
         session.adopt("modern", cached["version"])
         return
     try:
-        session.discover(timeout=min(spec.timeout, STDIO_PROBE_TIMEOUT))
+        session.discover(timeout=min(spec.handshake_timeout, STDIO_PROBE_TIMEOUT))
         era = "modern"
     except RpcError as exc:
         session.initialize(_refused(spec, exc) if exc.code in jsonrpc.MODERN_ERROR_CODES else LEGACY_VERSIONS[0])
@@ -147,7 +148,7 @@ def _negotiate_stdio(session: Session, spec: ServerSpec, memo: _Memo, cached: di
                 raise
             # ...or a modern one that was slow to start (a loaded machine): it took the probe,
             # so it refuses the handshake with a modern error. Ask again, with the whole timeout.
-            session.discover(timeout=spec.timeout)
+            session.discover()
             era = "modern"
     memo.put({"era": era, "version": session.protocol_version or ""})
 
@@ -167,12 +168,14 @@ def _connect_remote(spec: ServerSpec, stores: Stores, memo: _Memo, hooks: Client
     if choice == "sse":
         session = Session(LegacySseTransport(spec.url, headers=headers, timeout=spec.timeout, auth=auth),
                           name=spec.name, timeout=spec.timeout, hooks=hooks)
+        session.handshake_timeout = spec.handshake_timeout
         _guarded(session, session.initialize)
         memo.put({"era": "legacy", "transport": "sse", "version": session.protocol_version or ""})
         return session
 
     transport = StreamableHttpTransport(spec.url, headers=headers, timeout=spec.timeout, auth=auth)
     session = Session(transport, name=spec.name, timeout=spec.timeout, hooks=hooks)
+    session.handshake_timeout = spec.handshake_timeout
     # A legacy session outlives this process: its id is remembered after every handshake (the
     # one after a 404 included) and the server is not told to end it on close.
     remember = stores.remember_sessions

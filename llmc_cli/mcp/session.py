@@ -56,6 +56,8 @@ class Session:
         self.transport = transport
         self.name = name
         self.timeout = timeout
+        self.handshake_timeout: float | None = None  # initialize / server/discover (None: `timeout`)
+        self._unanswered = False  # an adopted era: nothing answered yet
         self.hooks = hooks or ClientHooks()
         self.era: str | None = None  # "legacy" | "modern"
         self.protocol_version: str | None = None
@@ -86,7 +88,7 @@ class Session:
             "protocolVersion": version,
             "capabilities": self._capabilities(legacy_version=version),
             "clientInfo": CLIENT_INFO,
-        })
+        }, self.handshake_timeout)
         agreed = result.get("protocolVersion")
         if not isinstance(agreed, str) or not isinstance(result.get("capabilities", {}), dict):
             raise ProtocolError(f"{self.name}: invalid initialize result (no protocolVersion)")
@@ -111,7 +113,7 @@ class Session:
         self.era, self.protocol_version = "modern", version
         self.transport.protocol_version = version
         try:
-            result = self.request("server/discover", {}, timeout=timeout)  # one version retry inside
+            result = self.request("server/discover", {}, timeout=timeout or self.handshake_timeout)  # one version retry inside
         except LlmcError:
             self.era = self.protocol_version = self.transport.protocol_version = None
             raise
@@ -138,6 +140,7 @@ class Session:
         self.start()
         self.era, self.protocol_version = era, version
         self.transport.protocol_version = version
+        self._unanswered = True  # the first request also waits for the server to start
 
     def close(self) -> None:
         # Requests still waiting (other threads' calls when the command was interrupted, or
@@ -274,9 +277,15 @@ class Session:
 
     def _request_raw(self, method: str, params: dict[str, Any] | None, timeout: float | None = None) -> dict[str, Any]:
         """One request; a modern server that refuses its version (UnsupportedProtocolVersion)
-        listing one llmc speaks gets one retry with the best common version (basic/versioning)."""
+        listing one llmc speaks gets one retry with the best common version (basic/versioning).
+        The first request of an era adopted without a handshake is the first the server answers,
+        so it may wait as long as a handshake would."""
+        if self._unanswered and self.handshake_timeout:
+            timeout = max(timeout or self.timeout, self.handshake_timeout)
         try:
-            return self._request_once(method, params, timeout)
+            result = self._request_once(method, params, timeout)
+            self._unanswered = False
+            return result
         except RpcError as exc:
             version = self.era == "modern" and retry_version(exc)
             if not version:

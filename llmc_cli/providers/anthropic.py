@@ -9,7 +9,8 @@ from typing import Any
 from llmc_cli.providers.base import (END, LENGTH, OTHER, TOOL_CALLS, AssistantTurn, Failure, Message, OnText,
                                      ProviderSettings,
                                      ProviderToolCall, Usage, UserMessage, call_with_retries,
-                                     classify_sdk_failure, http_failure, images, text_besides_images)
+                                     classify_sdk_failure, empty_stream, http_failure, images, text_besides_images,
+                                     unstreamed)
 from llmc_cli.model import ToolResult
 
 STOP = {"end_turn": END, "stop_sequence": END, "tool_use": TOOL_CALLS, "max_tokens": LENGTH}
@@ -91,8 +92,22 @@ class AnthropicMessages:
             if on_text is None:
                 return self.client.messages.create(**kwargs, timeout=t)
             with self.client.messages.stream(**kwargs, timeout=t) as stream:
-                for piece in stream.text_stream:
-                    on_text(piece)
+                whole = unstreamed(stream.response)
+                if whole is not None:  # one JSON Message instead of a stream: use it, and show its text
+                    from anthropic.types import Message as Reply
+
+                    message = Reply.construct(**whole)  # as the SDK reads a reply: unvalidated
+                    for block in message.content:
+                        if block.type == "text" and block.text:
+                            on_text(block.text)
+                    return message
+                started = False
+                for event in stream:
+                    started = started or event.type == "message_start"
+                    if event.type == "text":
+                        on_text(event.text)
+                if not started:
+                    raise empty_stream(self.name)
                 return stream.get_final_message()  # the same Message a create() returns
 
         resp = call_with_retries(self.name, s, send, classify_anthropic, timeout)

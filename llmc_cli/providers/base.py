@@ -315,6 +315,30 @@ def http_failure(status: int | None, body: Any, fallback: str, headers: Any = No
 
 # --- shared rendering helpers -------------------------------------------------------------
 
+def unstreamed(response: Any) -> dict[str, Any] | None:
+    """The whole reply as JSON when a server asked to stream answered one JSON document instead
+    (some OpenAI-compatible proxies and local servers ignore `stream: true`): its SSE parser would
+    find no event in it and the answer would be lost. None for a real event stream. `response`:
+    the SDK stream's httpx response, headers read, body not yet."""
+    kind = str(response.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
+    if kind == "text/event-stream" or not kind.endswith("json"):
+        return None
+    import json
+
+    response.read()
+    try:
+        whole = json.loads(response.content)
+    except ValueError:
+        return None
+    return whole if isinstance(whole, dict) else None
+
+
+def empty_stream(provider: str) -> ProviderError:
+    """A stream that ended with no text, no tool call and no final message: the answer was lost
+    on the way, and saying nothing with exit 0 would hide that."""
+    return ProviderError(f"{provider}: the streamed reply carried no answer (no text, no tool call)", provider=provider)
+
+
 def result_text(result: ToolResult) -> str:
     """The text of a result for an API that takes only text; errors say so since not every API
     has an error flag."""

@@ -12,7 +12,7 @@ from typing import Any
 from llmc_cli.providers.base import (END, LENGTH, OTHER, TOOL_CALLS, AssistantTurn, Failure, Message, OnText,
                                      ProviderSettings,
                                      ProviderToolCall, ToolResults, Usage, UserMessage, call_with_retries,
-                                     http_failure, images, text_besides_images)
+                                     empty_stream, http_failure, images, text_besides_images)
 
 FINISH = {"STOP": END, "MAX_TOKENS": LENGTH}
 
@@ -120,7 +120,7 @@ class Gemini:
                     if part.text and not part.thought and part.function_call is None:
                         on_text(part.text)
             if last is None:
-                return types.GenerateContentResponse()
+                raise empty_stream(self.name)
             finish = last.candidates[0].finish_reason if last.candidates else None
             return types.GenerateContentResponse(
                 candidates=[types.Candidate(content=types.Content(role="model", parts=parts), finish_reason=finish)],

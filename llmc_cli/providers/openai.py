@@ -9,7 +9,7 @@ from typing import Any
 from llmc_cli.model import ARGUMENTS_TOO_DEEP
 from llmc_cli.providers.base import (END, LENGTH, OTHER, TOOL_CALLS, AssistantTurn, Failure, Message, ProviderSettings,
                                      OnText, ProviderToolCall, ToolResults, Usage, UserMessage, call_with_retries,
-                                     classify_sdk_failure, http_failure, result_text)
+                                     classify_sdk_failure, empty_stream, http_failure, result_text, unstreamed)
 
 FINISH = {"stop": END, "tool_calls": TOOL_CALLS, "function_call": TOOL_CALLS, "length": LENGTH}
 
@@ -52,10 +52,13 @@ def parse_arguments(raw: str | None) -> tuple[dict[str, Any], str | None]:
     return value, None
 
 
-def chat_create(client: Any, kwargs: dict[str, Any], timeout: float, on_text: OnText | None) -> Any:
+def chat_create(client: Any, kwargs: dict[str, Any], timeout: float, on_text: OnText | None,
+                provider: str = "openai") -> Any:
     """One Chat Completions request. With `on_text`, streamed: each piece of text goes to on_text as
     it arrives, and the pieces are put together into the shape of a whole ChatCompletion
-    (choices[0].message.content/tool_calls, finish_reason, usage), so one parser reads both."""
+    (choices[0].message.content/tool_calls, finish_reason, usage), so one parser reads both. A
+    server that answers one JSON completion instead of a stream is read as that completion; a
+    stream with no text and no tool call is a ProviderError (`provider` names it)."""
     if on_text is None:
         return client.chat.completions.create(**kwargs, timeout=timeout)
     from types import SimpleNamespace as NS
@@ -63,8 +66,18 @@ def chat_create(client: Any, kwargs: dict[str, Any], timeout: float, on_text: On
     text: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
     finish, usage, seen = None, None, False
-    for chunk in client.chat.completions.create(**kwargs, stream=True, stream_options={"include_usage": True},
-                                                timeout=timeout):
+    stream = client.chat.completions.create(**kwargs, stream=True, stream_options={"include_usage": True},
+                                            timeout=timeout)
+    whole = unstreamed(stream.response)
+    if whole is not None:  # one JSON completion instead of a stream: use it, and show its text
+        from openai.types.chat import ChatCompletion
+
+        completion = ChatCompletion.construct(**whole)  # as the SDK reads a reply: unvalidated
+        content = completion.choices[0].message.content if completion.choices else None
+        if content:
+            on_text(content)
+        return completion
+    for chunk in stream:
         usage = getattr(chunk, "usage", None) or usage
         for choice in chunk.choices or []:
             seen = True
@@ -81,6 +94,8 @@ def chat_create(client: Any, kwargs: dict[str, Any], timeout: float, on_text: On
                 if tc.function is not None:
                     call["name"] += tc.function.name or ""
                     call["arguments"] += tc.function.arguments or ""
+    if not text and not calls:
+        raise empty_stream(provider)
     tool_calls = [NS(id=c["id"] or f"call_{i}", function=NS(name=c["name"], arguments=c["arguments"]))
                   for i, c in sorted(calls.items())]
     message = NS(content="".join(text), tool_calls=tool_calls)

@@ -10,7 +10,7 @@ from llmc_cli.errors import ProviderError
 from llmc_cli.providers.base import (END, LENGTH, OTHER, TOOL_CALLS, AssistantTurn, Message, OnText,
                                      ProviderSettings,
                                      ProviderToolCall, ToolResults, Usage, UserMessage, call_with_retries, images,
-                                     result_text, text_besides_images)
+                                     empty_stream, result_text, text_besides_images, unstreamed)
 from llmc_cli.providers.openai import classify_openai, openai_client, parse_arguments
 
 
@@ -63,7 +63,16 @@ class OpenAIResponses:
             if on_text is None:
                 return self.client.responses.create(**kwargs, timeout=t)
             final = None
-            for event in self.client.responses.create(**kwargs, stream=True, timeout=t):
+            stream = self.client.responses.create(**kwargs, stream=True, timeout=t)
+            whole = unstreamed(stream.response)
+            if whole is not None:  # one JSON Response instead of a stream: use it, and show its text
+                from openai.types.responses import Response
+
+                final = Response.construct(**whole)  # as the SDK reads a reply: unvalidated
+                if final.output_text:
+                    on_text(final.output_text)
+                return final
+            for event in stream:
                 if event.type == "response.output_text.delta":
                     on_text(event.delta)
                 elif event.type in ("response.completed", "response.incomplete"):
@@ -73,7 +82,7 @@ class OpenAIResponses:
                     raise ProviderError(f"{self.name}: {message or getattr(event, 'message', None) or event.type}",
                                         provider=self.name)
             if final is None:
-                raise ProviderError(f"{self.name}: the stream ended without a response", provider=self.name)
+                raise empty_stream(self.name)
             return final
 
         resp = call_with_retries(self.name, s, send, classify_openai, timeout)

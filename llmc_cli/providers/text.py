@@ -154,7 +154,7 @@ class TextProtocol(ChatCompletions):
         s = self.settings
         kwargs = {**chat_options(s), "messages": self.messages(system_prompt(system, tools), history)}
         shown = _ProseOnly(on_text) if on_text else None
-        resp = call_with_retries(self.name, s, lambda t: chat_create(self.client, kwargs, t, shown), classify_openai,
+        resp = call_with_retries(self.name, s, lambda t: chat_create(self.client, kwargs, t, shown, self.name), classify_openai,
                                  timeout)
         content = (resp.choices[0].message.content or "") if resp.choices else ""
         turn_no = 1 + sum(isinstance(m, AssistantTurn) for m in history)

@@ -399,5 +399,24 @@ def _confirm(invocation: Invocation, call: ToolCall, tool: Tool, decision: Decis
         return Decision("deny", f"{decision.rule} (refused)", "refused by the user", decision.call_hash)
     return Decision("deny", decision.rule,
                     f"{decision.reason}, and there is no terminal to ask: pass --yes, or pre-approve this exact "
-                    f"call with `llmc policy approve {call.qualified_name} ... --write` ({decision.call_hash})",
+                    f"call: {approval_hint(invocation.profile, call, decision.call_hash)}",
                     decision.call_hash)
+
+
+def approval_hint(profile: LoadedProfile, call: ToolCall, call_hash: str | None) -> str:
+    """How to pre-approve exactly this call: the `llmc policy approve` command with the call's own
+    arguments, shell-quoted, ready to paste; when an argument holds a secret (masked as the audit
+    log masks it), the command would show it, so the callHash to list under `approved` instead."""
+    import json
+    import shlex
+
+    from llmc_cli.audit import mask_secrets
+
+    # A profile loaded by path is named by its path: `-p NAME` would not find it.
+    name = profile.name if profile.path is None or profile.path.parent.name == "profiles" else str(profile.path)
+    if mask_secrets(call.arguments) != call.arguments:
+        return (f"an argument holds a secret, so add \"{call_hash}\" to `approved` under [policy] of profile "
+                f"{name} (the hash of this exact call)")
+    arguments = json.dumps(call.arguments, ensure_ascii=False, separators=(",", ":"))
+    return (f"llmc -p {shlex.quote(name)} policy approve {shlex.quote(call.qualified_name)} --json "
+            f"{shlex.quote(arguments)} --write ({call_hash})")

@@ -65,10 +65,11 @@ def protect(specs: list[ServerSpec], profile: LoadedProfile | None) -> list[Serv
     """Tell llmc's own servers where llmc's own files are: the built-in workspace server through
     its options, llmc run as a stdio child (`llmc serve workspace`, whose environment is
     allow-listed) through PROTECTED_PATHS_VAR, set after the profile's env so it cannot be
-    replaced. Both only ever add paths to what the server protects. A third-party server is not
-    handed this map of what to go after (a sandbox covers those files instead)."""
-    from llmc_cli.config.paths import PROTECTED_PATHS_VAR
-    from llmc_cli.services.sandbox import is_llmc
+    replaced, and a nested llmc (`llmc serve -p ops`) its directories, so it finds the same
+    profiles and state, unless the server's own env says otherwise. Both only ever add paths to
+    what the server protects. A third-party server is not handed this map of what to go after (a
+    sandbox covers those files instead)."""
+    from llmc_cli.config.paths import PROTECTED_PATHS_VAR, is_llmc_command, own_directories
 
     paths = protected_paths(profile)
     out = []
@@ -76,18 +77,20 @@ def protect(specs: list[ServerSpec], profile: LoadedProfile | None) -> list[Serv
         if spec.builtin == "workspace" and isinstance(spec.options.get("protect", []), list):
             extra = [p for p in spec.options.get("protect", []) if p not in paths]
             spec = replace(spec, options={**spec.options, "protect": [*extra, *paths]})
-        elif spec.command and is_llmc(spec.command):
-            spec = replace(spec, env={**spec.env, PROTECTED_PATHS_VAR: json.dumps(paths)})
+        elif spec.command and is_llmc_command(spec.command):
+            spec = replace(spec, env={**own_directories(), **spec.env, PROTECTED_PATHS_VAR: json.dumps(paths)})
         out.append(spec)
     return out
 
 
 def server_specs(profile: LoadedProfile | None, only: tuple[str, ...] = (), adhoc: ServerSpec | None = None,
-                 timeout: float | None = None, require_sandbox: bool = False) -> tuple[list[ServerSpec], dict[str, Any]]:
+                 timeout: float | None = None, connect_timeout: float | None = None,
+                 require_sandbox: bool = False) -> tuple[list[ServerSpec], dict[str, Any]]:
     """The servers a command starts itself (a catalog, a session keeper, the gateway): the
     ad-hoc one, or the profile's (only those named in `only`, when given) that can be configured,
     each told where llmc's own files are (llmc's own servers), contained as the profile says
-    (services/sandbox.py) and given `timeout`. Second: the profile's servers that cannot be
+    (services/sandbox.py) and given `timeout` and `connect_timeout` (--timeout and
+    --connect-timeout, over each server's own). Second: the profile's servers that cannot be
     configured (an unset ${VAR}, a sandbox that cannot be made), each with its error: that
     server's problem, not the command's. `require_sandbox` (a gateway serving principals, or
     with any inbound auth: see `authenticated`): ConfigError naming the first stdio server that
@@ -109,6 +112,8 @@ def server_specs(profile: LoadedProfile | None, only: tuple[str, ...] = (), adho
     specs = contained
     if timeout:
         specs = [replace(spec, timeout=timeout) for spec in specs]
+    if connect_timeout:
+        specs = [replace(spec, connect_timeout=connect_timeout) for spec in specs]
     return specs, unusable
 
 
@@ -121,7 +126,7 @@ def authenticated(profile: LoadedProfile) -> bool:
 def open_catalog(profile: LoadedProfile | None, only: tuple[str, ...] = (), adhoc: ServerSpec | None = None,
                  hooks: ClientHooks | None = None, on_stderr: Callable[[str, str], None] | None = None,
                  timeout: float | None = None, session: str | None = None, first: str | None = None,
-                 require_sandbox: bool = False) -> Catalog:
+                 connect_timeout: float | None = None, require_sandbox: bool = False) -> Catalog:
     """The servers a command talks to: an ad-hoc one, the profile's, or those a session keeper
     holds (`session`: its name; the servers then run in the keeper, policy and audit still here).
     `first`: the server the command will use first, when it names one (SERVER.TOOL): a keeper's
@@ -144,7 +149,7 @@ def open_catalog(profile: LoadedProfile | None, only: tuple[str, ...] = (), adho
         if timeout:
             specs = [replace(spec, timeout=timeout) for spec in specs]
     else:
-        specs, unusable = server_specs(profile, only, adhoc, timeout, require_sandbox=require_sandbox)
+        specs, unusable = server_specs(profile, only, adhoc, timeout, connect_timeout, require_sandbox=require_sandbox)
     from llmc_cli.store import client_stores
 
     # A keeper's servers are connected in the keeper: no era cache or OAuth tokens here.

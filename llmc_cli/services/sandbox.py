@@ -22,6 +22,7 @@ import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from llmc_cli.config.paths import is_llmc_command
 from llmc_cli.errors import ConfigError
 from llmc_cli.model import SandboxSpec, ServerSpec
 
@@ -71,22 +72,6 @@ def describe(sandbox: SandboxSpec | None, launched: bool | None = None) -> str:
     return f"in bwrap ({'; '.join(p for p in [network, *paths] if p)})"
 
 
-def is_llmc(command: tuple[str, ...]) -> bool:
-    """Is this command llmc itself (`llmc serve workspace` as a stdio child)? Judged by what the
-    executable IS: the llmc beside this interpreter or on PATH, or this package run by a Python."""
-    if not command:
-        return False
-    exe = _resolve(command[0], os.environ.get("PATH", ""), None)
-    if exe is None:
-        return False
-    ours = {os.path.realpath(p) for p in (os.path.join(os.path.dirname(sys.executable), "llmc"),
-                                          shutil.which("llmc") or "") if p and os.path.exists(p)}
-    if os.path.realpath(exe) in ours:
-        return True
-    return (INTERPRETERS.match(os.path.basename(exe)) is not None and os.path.realpath(exe) ==
-            os.path.realpath(sys.executable) and command[1:3] in (("-m", "llmc_cli"), ("-m", "llmc_cli.cli.main")))
-
-
 def contain(spec: ServerSpec, profile: LoadedProfile | None, *, required: bool = False) -> ServerSpec:
     """`spec` with its launch argv set when the profile sandboxes it. sandbox = "auto" without a
     usable bubblewrap: one line on stderr and the server runs as it is (ConfigError when
@@ -98,7 +83,7 @@ def contain(spec: ServerSpec, profile: LoadedProfile | None, *, required: bool =
         return spec
     sandbox = spec.sandbox
     if sandbox is None or sandbox.mode == "none":
-        if required and (sandbox is None) and not is_llmc(spec.command):
+        if required and (sandbox is None) and not is_llmc_command(spec.command):
             raise ConfigError(f"server {spec.name}: a gateway with principals does not start a stdio server without a "
                               "sandbox: set sandbox = \"auto\" or \"bwrap\" for it (or sandbox = \"none\" to accept "
                               "the risk)")

@@ -17,7 +17,7 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
-from llmc_cli.errors import ConfigError
+from llmc_cli.errors import ConfigError, optional_module
 from llmc_cli.store.chain import GENESIS
 
 if TYPE_CHECKING:
@@ -119,6 +119,7 @@ class Database:
     _down: set[str] = set()  # urls unreachable now, for every connection of this process
 
     def __init__(self, url: str) -> None:
+        optional_module("psycopg", "postgres", f"[state] url ({URL_VAR})")  # every use of the database starts here
         self.url = url
         self.name = describe(url)
         self._conn: psycopg.Connection[Any] | None = None
@@ -153,10 +154,8 @@ class Database:
             return cls._open[url]
 
     def _connection(self) -> "psycopg.Connection[Any]":
-        try:
-            import psycopg
-        except ImportError:
-            raise StateError("[state] url is set but psycopg is not installed: pip install 'llmc-cli[postgres]'") from None
+        import psycopg  # present: checked when this Database was made
+
         if self._conn is None or self._conn.closed or self._conn.broken:
             self._conn = psycopg.connect(self.url, connect_timeout=5, application_name="llmc")
         return self._conn

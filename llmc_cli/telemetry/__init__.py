@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from llmc_cli.telemetry.otel import Otel
 
 ENV_FLAG = "LLMC_OTEL"
-EXTRA_HINT = "pip install 'llmc-cli[otel]'"
 
 
 @dataclass(frozen=True)
@@ -71,12 +70,9 @@ def enable(command: str, mask: "Masker", config: "TelemetryConfig | None" = None
     global _ACTIVE
     if _ACTIVE is not None:
         return
-    try:
-        from llmc_cli.telemetry.otel import Otel
-    except ImportError as exc:
-        from llmc_cli.errors import ConfigError
+    from llmc_cli.errors import optional_module
 
-        raise ConfigError(f"telemetry is enabled but OpenTelemetry is not installed ({exc.name}): {EXTRA_HINT}") from None
+    Otel = optional_module("llmc_cli.telemetry.otel", "otel", "telemetry").Otel
     settings = Settings(mask, audit_logs=config.audit_logs, capture_content=config.capture_content,
                         flush_timeout=config.flush_timeout) if config is not None else Settings(mask)
     _ACTIVE = Otel(command, settings)

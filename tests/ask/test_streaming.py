@@ -63,3 +63,33 @@ def test_the_answer_streams_to_a_terminal(isolated_dirs, api, text_flag):
         assert [(s["tool"], s["arguments"], s["outcome"]) for s in out["steps"]] == \
             [("h.echo", {"message": "from a streamed call"}, "ok")]
         assert out["usageTotal"]["outputTokens"] > 0
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_server_that_ignores_stream_true_still_gives_its_answer(isolated_dirs, api):
+    """Some OpenAI-compatible proxies and local servers answer `stream: true` with one JSON
+    document: the answer (and a tool call before it) is read from that, shown and printed."""
+    import dataclasses
+
+    script = [dataclasses.replace(turn(api, calls=[("c1", "echo", {"message": "unstreamed call"})]), unstreamed=True),
+              dataclasses.replace(turn(api, text=ANSWER), unstreamed=True)]
+    with FakeLLM(api, script) as fake:
+        write_profile(isolated_dirs, api, fake.base_url)
+        with Terminal("ask", "what happened?", env={KEY_ENV[api]: "k"}) as term:
+            code = term.wait()
+    assert code == 0, term.screen
+    out = json.loads(term.stdout)
+    assert out["answer"] == ANSWER and ANSWER in term.screen
+    assert [(s["tool"], s["outcome"]) for s in out["steps"]] == [("h.echo", "ok")]
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_an_empty_stream_is_a_provider_error_not_an_empty_answer(isolated_dirs, api):
+    from tests.fakes.llm import Reply
+
+    with FakeLLM(api, [Reply(200, None)]) as fake:
+        write_profile(isolated_dirs, api, fake.base_url)
+        with Terminal("ask", "what happened?", env={KEY_ENV[api]: "k"}) as term:
+            code = term.wait()
+    assert code == 8, term.screen
+    assert "no answer" in term.screen or "without a response" in term.screen, term.screen

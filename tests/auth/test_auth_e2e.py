@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from llmc_cli.cli.targets import url_name
+
 from tests.auth.fake_oauth import FakeOAuthServer
 from tests.helpers import llmc
 
@@ -61,7 +63,7 @@ def test_expired_token_is_refreshed_and_a_revoked_refresh_token_is_exit_9(isolat
         assert failed.returncode == 9  # the only server failed: its own exit code
         assert json.loads(failed.stdout) == {"tools": [], "errors": [{**json.loads(failed.stdout)["errors"][0], "exitCode": 9}]}
         assert failed.stderr.strip().splitlines() == [
-            f"llmc: server: the stored refresh token was refused (invalid_grant); run `llmc auth login {fake.mcp_url}`"]
+            f"llmc: {url_name(fake.mcp_url)}: the stored refresh token was refused (invalid_grant); run `llmc auth login {fake.mcp_url}`"]
         assert not leaks(fake, isolated_dirs / "state", refreshed.stdout, refreshed.stderr, failed.stdout,
                          failed.stderr)
 
@@ -71,7 +73,7 @@ def test_no_browser_and_no_token_is_exit_9_with_the_command_to_run(isolated_dirs
         result = llmc("tools", "list", "--url", fake.mcp_url)
         assert result.returncode == 9
         assert result.stderr.strip().splitlines() == [
-            f"llmc: server: the server requires authorization; run `llmc auth login {fake.mcp_url}`"]
+            f"llmc: {url_name(fake.mcp_url)}: the server requires authorization; run `llmc auth login {fake.mcp_url}`"]
         assert "/as/authorize" not in fake.paths()
 
 

@@ -55,6 +55,7 @@ command = {toml_str(str(isolated_dirs / "no-such-server"))}
 command = {toml_str(sys.executable)}
 args = ["-c", "import time; time.sleep(30)"]
 timeout = 1
+connect_timeout = 1
 
 [servers.everything]
 command = {toml_str(node_tool("mcp-server-everything"))}

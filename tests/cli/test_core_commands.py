@@ -24,7 +24,7 @@ def test_tools_list_prints_the_tools_as_the_server_sent_them():
     data = json.loads(proc.stdout)
     assert data["errors"] == []
     echo = next(t for t in data["tools"] if t["name"] == "echo")
-    assert echo["server"] == "server" and echo["inputSchema"]["properties"]["message"]["type"] == "string"
+    assert echo["server"] == "mcp-server-everything" and echo["inputSchema"]["properties"]["message"]["type"] == "string"
 
 
 def test_call_types_arguments_by_the_schema_and_reports_duration():

@@ -100,7 +100,7 @@ def test_show_bad_input(argv, code, expected):
 MATCHES = [
     (["echo"], {"echo"}),
     (["e*"], {"echo"}),
-    (["server.a*"], {"add"}),
+    (["sdk_server.a*"], {"add"}),
     (["echo", "add"], {"echo", "add"}),
     (["nothing*"], set()),
 ]

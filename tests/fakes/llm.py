@@ -43,6 +43,9 @@ class Reply:
     # Streamed replies only: after the first piece of text the fake waits for this event (set by
     # the test once it saw that piece arrive), so a test proves streaming without timing.
     gate: threading.Event | None = None
+    # A server that ignores `stream: true` (some proxies and local servers): the whole reply as
+    # one JSON document, content-type application/json.
+    unstreamed: bool = False
 
 
 @dataclass
@@ -86,7 +89,7 @@ class FakeLLM:
                 if reply.delay:
                     time.sleep(reply.delay)
                 streamed = (isinstance(body, dict) and body.get("stream") is True) or ":streamGenerateContent" in self.path
-                if streamed and reply.status == 200:
+                if streamed and reply.status == 200 and not reply.unstreamed:
                     self._stream(reply)
                     return
                 data = json.dumps(reply.body).encode()
@@ -109,7 +112,8 @@ class FakeLLM:
                     self.send_header("connection", "close")
                     self.end_headers()
                     gated = False
-                    for name, data in STREAMS[fake.api](reply.body):
+                    # A body of None: an event stream that ends at once (an answer lost on the way).
+                    for name, data in STREAMS[fake.api](reply.body) if reply.body is not None else []:
                         event = (f"event: {name}\n" if name else "") + f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n"
                         self.wfile.write(event.encode())
                         self.wfile.flush()

@@ -31,7 +31,7 @@ class MemoryEraCache:
                 self.entries[key] = entry
 
 
-SPEC = ServerSpec(name="peer", builtin="scripted", timeout=0.5)
+SPEC = ServerSpec(name="peer", builtin="scripted", timeout=0.5, connect_timeout=0.5)
 
 
 def open_session(peer: ScriptedPeer, cache: MemoryEraCache | None = None) -> Any:

@@ -27,7 +27,7 @@ def spec(*argv: str, timeout: float = 20.0, **kw) -> ServerSpec:
 
 
 def bad(mode: str, timeout: float = 5.0) -> ServerSpec:
-    return spec(sys.executable, MISBEHAVING, mode, timeout=timeout)
+    return spec(sys.executable, MISBEHAVING, mode, timeout=timeout, connect_timeout=timeout)
 
 
 def test_sdk_server_speaks_the_modern_era_and_tools_work():
@@ -171,7 +171,7 @@ def test_child_gets_an_allow_listed_environment(monkeypatch):
 def test_a_modern_server_too_slow_for_the_probe_is_not_taken_for_a_legacy_one(isolated_dirs):
     # The probe times out (2s) while the server still works on it; the initialize that follows
     # is refused with a modern error, which means "modern, but slow": llmc asks again.
-    slow = spec(*sdk_server("sdk_server.py"), "stdio", "--slow-discover", "5", timeout=2.0)
+    slow = spec(*sdk_server("sdk_server.py"), "stdio", "--slow-discover", "5", timeout=2.0, connect_timeout=2.0)
     with connect(slow) as s:
         assert (s.era, s.protocol_version) == ("modern", "2026-07-28")
         assert s.call_tool("echo", {"message": "late"})["content"][0]["text"] == "late"

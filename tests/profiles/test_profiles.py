@@ -88,13 +88,13 @@ def test_a_broken_profile_is_one_line_naming_file_line_and_key(config: Path, tex
     assert (config / "profiles" / "default.toml").read_text() == text  # nothing rewritten
 
 
-def test_an_unknown_server_named_with_s_is_a_config_error(config: Path):
+def test_an_unknown_server_named_with_s_is_a_usage_error(config: Path):
     profile_file(config, sdk_profile())
     run = llmc("tools", "list", "-s", "nope")
-    assert run.returncode == 3
+    assert run.returncode == 2
     assert "has no server 'nope' (servers: sdk)" in one_line(run.stderr)
-    assert llmc("servers", "show", "nope").returncode == 3
-    assert llmc("servers", "remove", "nope").returncode == 3
+    assert llmc("servers", "show", "nope").returncode == 2
+    assert llmc("servers", "remove", "nope").returncode == 2
 
 
 def test_variables_expand_when_used_and_a_missing_one_is_named(config: Path, monkeypatch: pytest.MonkeyPatch):

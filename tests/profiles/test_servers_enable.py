@@ -55,7 +55,7 @@ def test_disable_then_enable(profile: Path):
 def test_an_unknown_server_is_named_with_a_suggestion_and_nothing_changes(profile: Path, verb: str):
     before = profile.read_text()
     proc = llmc("servers", verb, "sdx")
-    assert proc.returncode == 3 and proc.stdout == ""
+    assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.strip().splitlines() == ["llmc: profile default has no server 'sdx' (did you mean 'sdk'?)"]
     assert profile.read_text() == before
 

@@ -59,7 +59,7 @@ def test_lint_reports_per_provider():
     out = json.loads(llmc("tools", "lint", "--provider", "gemini-legacy", "--stdio",
                           node_tool("mcp-server-everything")).stdout)
     findings = out["findings"]
-    assert out["errors"] == [] and findings and all(f["server"] == "server" for f in findings) and {f["target"] for f in findings} == {"gemini-legacy"}
+    assert out["errors"] == [] and findings and all(f["server"] == "mcp-server-everything" for f in findings) and {f["target"] for f in findings} == {"gemini-legacy"}
     assert llmc("tools", "lint", "--strict", "--stdio", node_tool("mcp-server-everything")).returncode == 1
 
 

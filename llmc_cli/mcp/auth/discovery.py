@@ -23,6 +23,7 @@ class Discovery:
     issuer: str  # the authorization server's identifier: expected `iss`, key of the store
     metadata: dict[str, Any]  # authorization server metadata (or the 2025-03-26 defaults)
     scopes_supported: list[str] | None  # from the protected resource metadata
+    advertised: bool = True  # False: no metadata at all, the 2025-03-26 default endpoints assumed
 
 
 class AuthHttp:
@@ -137,6 +138,7 @@ def _discover_2025_03_26(http: AuthHttp, url: str, settings: OAuthSpec) -> Disco
     p = urlsplit(url)
     base = f"{p.scheme}://{p.netloc}"
     metadata = http.get_json(f"{base}/.well-known/oauth-authorization-server")
+    advertised = metadata is not None
     if metadata is None:
         # PKCE is mandatory in 2025-03-26, so a server without metadata still gets S256.
         metadata = {"issuer": base, "authorization_endpoint": f"{base}/authorize",
@@ -145,7 +147,7 @@ def _discover_2025_03_26(http: AuthHttp, url: str, settings: OAuthSpec) -> Disco
     # 2025-03-26 defines no issuer check; the metadata's own issuer is what `iss` must match.
     stated = metadata.get("issuer")
     issuer = stated if isinstance(stated, str) else base
-    discovery = Discovery(canonical_uri(url), issuer, metadata, None)
+    discovery = Discovery(canonical_uri(url), issuer, metadata, None, advertised)
     check_metadata(http.name, discovery, settings)
     return discovery
 

@@ -51,6 +51,7 @@ class OAuth:
         self.url = spec.url
         self.server_url = canonical_uri(spec.url)
         self.settings = spec.oauth or OAuthSpec()
+        self.oauth_configured = spec.oauth is not None  # the profile says this server uses OAuth
         if interactive is None:
             # A browser login needs a person at a terminal, or a BROWSER that can do it headlessly.
             interactive = bool(os.environ.get("BROWSER")) or (sys.stdin.isatty() and sys.stderr.isatty())
@@ -59,8 +60,9 @@ class OAuth:
         self.notify = notify or (lambda message: print(message, file=sys.stderr, flush=True))
         self.store: TokenStore = store if store is not None else MemoryTokenStore()
         self.login_timeout = login_timeout
-        # What to tell a user to run; an ad-hoc --url target (named "server") is logged in by URL.
-        self.login_command = f"llmc auth login {spec.url if spec.name == 'server' else spec.name}"
+        # What to tell a user to run; an ad-hoc --url target is logged in by URL.
+        self.login_command = f"llmc auth login {spec.url if spec.adhoc else spec.name}"
+        self.scheme = "Bearer"  # the authentication scheme of the server's last 401 challenge
         self._record: TokenRecord | None = None
         self._loaded = False
         self._step_ups = 0
@@ -102,6 +104,7 @@ class OAuth:
             current = self._header()
             if current and current != getattr(self._sent, "header", None):
                 return True  # another thread authorized meanwhile
+            self.scheme = (www_authenticate or "").split(" ", 1)[0].strip(",") or "Bearer"
             try:
                 return self._unauthorized(status, parse_www_authenticate(www_authenticate))
             finally:
@@ -198,6 +201,15 @@ class OAuth:
             form = {"grant_type": "client_credentials", **({"scope": " ".join(scopes)} if scopes else {})}
             tokens = self._token_request(discovery.metadata["token_endpoint"], discovery.resource, client, form)
         else:
+            if not (discovery.advertised or force_interactive or self.oauth_configured):
+                # No OAuth metadata anywhere and none in the profile: most likely a static token
+                # (a gateway's principals), which no login can get; `llmc auth login` still tries
+                # the 2025-03-26 default endpoints.
+                scheme = one_line(self.scheme, 40)
+                raise AuthError(f"{self.name}: the server requires authorization (WWW-Authenticate: {scheme}) and "
+                                f"publishes no OAuth metadata: give it a token, --header 'Authorization: {scheme} "
+                                f"${{TOKEN}}' (or `headers` in the profile); only if it uses OAuth without metadata, "
+                                f"run `{self.login_command}`")
             if not (self.interactive or force_interactive):
                 raise AuthError(f"{self.name}: the server requires authorization; run `{self.login_command}`")
             client, tokens = self._authorization_code(discovery, scopes)
