@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import itertools
 import json
 import os
+import secrets
 import sys
 import threading
 import time
@@ -111,7 +111,6 @@ class Toolbox:
         self.secrets = frozenset(audit.secret_values())
         self.connections: weakref.WeakSet[GatewayConnection] = weakref.WeakSet()  # for list_changed
         self._calls: dict[str, HostCall] = {}  # our progress token upstream -> the host's call
-        self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._secret = os.urandom(32)  # binds a confirmation answer to the exact call it was asked for
         self._reported: set[str] = set()
@@ -337,7 +336,9 @@ class Toolbox:
     @contextmanager
     def hosting(self, call: HostCall) -> Iterator[str]:
         """Register a host's call for the upstream messages about it; yields our progress token."""
-        token = f"llmc-gateway-{next(self._ids)}"
+        # random: an upstream that serves several principals learns nothing from it (a counter
+        # would tell it how many calls others made), and cannot guess another call's
+        token = f"llmc-gateway-{secrets.token_urlsafe(12)}"
         with self._lock:
             self._calls[token] = call
         try:

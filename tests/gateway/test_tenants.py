@@ -8,6 +8,7 @@ the host and the upstream speak, over stdio and over HTTP."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -219,3 +220,21 @@ def _one_session_calls_in_parallel(gateway: Gateway, place: Path) -> None:
 
     run(work)
     assert {"log for one", "log for two", "progress for one", "progress for two"} <= set(host.seen), host.seen
+
+
+@pytest.mark.parametrize("probe_gateway", [("http", True)], indirect=True, ids=["http-legacy"])
+def test_progress_naming_another_call_on_a_calls_own_stream_reaches_nobody(probe_gateway: Probed,
+                                                                          tmp_path: Path) -> None:
+    """A hostile upstream shared by two sessions (one principal's, one upstream session) sends, on
+    each call's own stream, progress that names the other call's token: a message on a request's
+    stream can only be about that request, so neither host hears it. The tokens it learnt are
+    random, not a count of the gateway's calls."""
+    first, second = Host("alice", "legacy"), Host("alice", "legacy")
+    place = tmp_path / "meet"
+    place.mkdir()
+    results = _together(probe_gateway.gateway, [(first, "first"), (second, "second")], "spoof", place)
+    for host, tag, result in ((first, "first", results[0]), (second, "second", results[1])):
+        assert result.is_error is False, result
+        assert f"progress for {tag}" in host.seen and not any("spoofed" in text for text in host.seen), host.seen
+    tokens = [json.loads((place / f"token-{tag}").read_text()) for tag in ("first", "second")]
+    assert all(isinstance(t, str) and not re.fullmatch(r"llmc-gateway-\d+", t) for t in tokens), tokens
