@@ -119,6 +119,7 @@ class PrincipalUpstreams:
     requests (never by another principal's), and the connections of its host sessions to the
     servers marked `per_session` (`members`)."""
 
+    toolbox: Toolbox  # of the principal's profile: its [serve] limits
     catalog: Catalog
     sessions: int = 0  # live host sessions using it
     last_used: float = field(default_factory=time.monotonic)
@@ -271,7 +272,7 @@ class HttpGateway:
             pool = self.principal_upstreams.get(key)
             if pool is None:
                 pool = self.principal_upstreams[key] = PrincipalUpstreams(
-                    toolbox.host_upstreams(admit=lambda server: self._admit(key, server)))
+                    toolbox, toolbox.host_upstreams(admit=lambda server: self._admit(key, server)))
             pool.last_used = time.monotonic()
             if session:
                 pool.sessions += 1
@@ -282,8 +283,8 @@ class HttpGateway:
         """Around the start of a principal's new upstream connection (counted while it starts):
         within the profile's `max_upstreams`, after closing those of its least recently used
         host sessions that have nothing in flight if need be; else refused."""
-        limit = self.toolboxes[key[0]].profile.profile.serve.max_upstreams
         pool = self.principal_upstreams[key]
+        limit = pool.toolbox.profile.profile.serve.max_upstreams
         if not self._reserve(pool, limit):
             with self.lock:
                 idle = sorted((s for s in self.sessions.values()
@@ -318,9 +319,9 @@ class HttpGateway:
         now = time.monotonic()
         with self.lock:
             listening = {c.upstreams for c in self.listening}
-            idle = [pool for (profile, _), pool in self.principal_upstreams.items()
+            idle = [pool for pool in self.principal_upstreams.values()
                     if pool.sessions == 0 and pool.catalog not in listening and pool.catalog.held()
-                    and now - pool.last_used > self.toolboxes[profile].profile.profile.serve.upstream_idle_timeout
+                    and now - pool.last_used > pool.toolbox.profile.profile.serve.upstream_idle_timeout
                     and not pool.catalog.busy()]
         for pool in idle:
             pool.catalog.release()

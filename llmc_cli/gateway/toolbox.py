@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import itertools
 import json
 import os
+import secrets
 import sys
 import threading
 import time
@@ -120,7 +120,6 @@ class Toolbox:
         self.masker = Masker(environment_secrets(profile.profile))
         self.connections: weakref.WeakSet[GatewayConnection] = weakref.WeakSet()  # for list_changed
         self._calls: dict[str, HostCall] = {}  # our progress token upstream -> the host's call
-        self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._secret = os.urandom(32)  # binds a confirmation answer to the exact call it was asked for
         self._reported: set[str] = set()
@@ -217,20 +216,23 @@ class Toolbox:
 
         return policy.visible(tool, self.profile.profile.policy).action == "allow"
 
-    def pack_state(self, call: ToolCall, confirmed: bool, answers: dict[str, Any], *, confirming: bool = False) -> str:
+    def pack_state(self, call: ToolCall, confirmed: bool, answers: dict[str, Any], *, principal: str | None,
+                   confirming: bool = False) -> str:
         """A 2026-07-28 requestState only this process can make, bound to this exact call (tool
-        and arguments): whether the host's user said yes, the host's answers to upstream requests
-        so far, and whether it carries a confirmation question."""
+        and arguments) of this principal (another's host cannot replay its yes or its answers):
+        whether the host's user said yes, the host's answers to upstream requests so far, and
+        whether it carries a confirmation question."""
         import base64
 
         from llmc_cli.policy import call_hash
 
-        body = json.dumps({"call": call_hash(call), "confirmed": confirmed, "confirming": confirming,
-                           "answers": answers}, sort_keys=True, separators=(",", ":")).encode("utf-8")
+        body = json.dumps({"call": call_hash(call), "principal": principal, "confirmed": confirmed,
+                           "confirming": confirming, "answers": answers},
+                          sort_keys=True, separators=(",", ":")).encode("utf-8")
         payload = base64.urlsafe_b64encode(body).decode("ascii").rstrip("=")
         return payload + "." + hmac.new(self._secret, payload.encode(), hashlib.sha256).hexdigest()
 
-    def _state(self, call: ToolCall, state: Any) -> dict[str, Any] | None:
+    def _state(self, call: ToolCall, state: Any, principal: str | None) -> dict[str, Any] | None:
         import base64
 
         from llmc_cli.policy import call_hash
@@ -244,19 +246,22 @@ class Toolbox:
             data = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
         except ValueError:
             return None
-        return data if isinstance(data, dict) and data.get("call") == call_hash(call) else None
+        if not isinstance(data, dict) or data.get("call") != call_hash(call) or data.get("principal") != principal:
+            return None
+        return data
 
-    def unpack_state(self, call: ToolCall, state: Any) -> tuple[bool, dict[str, Any]]:
-        """(confirmed, answers) of a requestState this process made for this call; else (False, {})."""
-        data = self._state(call, state)
+    def unpack_state(self, call: ToolCall, state: Any, principal: str | None) -> tuple[bool, dict[str, Any]]:
+        """(confirmed, answers) of a requestState this process made for this call of this
+        principal; else (False, {})."""
+        data = self._state(call, state, principal)
         if data is None:
             return False, {}
         answers = data.get("answers")
         return data.get("confirmed") is True, answers if isinstance(answers, dict) else {}
 
-    def asked_to_confirm(self, call: ToolCall, state: Any) -> bool:
+    def asked_to_confirm(self, call: ToolCall, state: Any, principal: str | None) -> bool:
         """Whether this requestState went out with the confirmation question for this call."""
-        data = self._state(call, state)
+        data = self._state(call, state, principal)
         return data is not None and data.get("confirming") is True
 
     # -- resources, templates, prompts -------------------------------------------------------------
@@ -370,7 +375,9 @@ class Toolbox:
     @contextmanager
     def hosting(self, call: HostCall) -> Iterator[str]:
         """Register a host's call for the upstream messages about it; yields our progress token."""
-        token = f"llmc-gateway-{next(self._ids)}"
+        # random: an upstream that serves several principals learns nothing from it (a counter
+        # would tell it how many calls others made), and cannot guess another call's
+        token = f"llmc-gateway-{secrets.token_urlsafe(12)}"
         with self._lock:
             self._calls[token] = call
         try:

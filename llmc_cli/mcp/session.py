@@ -403,7 +403,10 @@ class Session:
         request in flight."""
         if method == "notifications/progress":
             token = params.get("progressToken") if isinstance(params, dict) else None
-            return (token,) if token is not None and self._inflight.by_token(token)[0] is not None else ()
+            if token is None or self._inflight.by_token(token)[0] is None:
+                return ()
+            # on a request's own stream it may only be about that request (transports: MUST relate)
+            return (token,) if related is None or self._inflight.owners(related) == (token,) else ()
         return self._inflight.owners(related)
 
     def _on_notification(self, method: str, params: dict[str, Any]) -> None:

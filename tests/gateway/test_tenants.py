@@ -8,6 +8,7 @@ the host and the upstream speak, over stdio and over HTTP."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -25,10 +26,11 @@ from tests.helpers import PEERS, free_port
 
 PROBE = PEERS / "tenant_probe.py"
 TOKENS = {"alice": "alice-token-0123456789abcdef", "bob": "bob-token-0123456789abcdef"}
-PRINCIPALS = """
+READ_ONLY = """
 [policy.hints."probe.*"]
 readOnly = true
-
+"""
+PRINCIPALS = """
 [serve.principals.alice]
 token_env = "GW_ALICE"
 
@@ -74,7 +76,7 @@ def probe_gateway(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pr
         _wait_for_port(port, upstream)
         server = f'[servers.probe]\nurl = "http://127.0.0.1:{port}/mcp"\n'
     profile = tmp_path / "tenants.toml"
-    profile.write_text(server + PRINCIPALS)
+    profile.write_text(server + READ_ONLY + PRINCIPALS)
     gateway = start(profile, "-v", env={"GW_ALICE": TOKENS["alice"], "GW_BOB": TOKENS["bob"]})
     try:
         yield Probed(gateway, over, legacy)
@@ -219,3 +221,56 @@ def _one_session_calls_in_parallel(gateway: Gateway, place: Path) -> None:
 
     run(work)
     assert {"log for one", "log for two", "progress for one", "progress for two"} <= set(host.seen), host.seen
+
+
+@pytest.mark.parametrize("probe_gateway", [("http", True)], indirect=True, ids=["http-legacy"])
+def test_progress_naming_another_call_on_a_calls_own_stream_reaches_nobody(probe_gateway: Probed,
+                                                                          tmp_path: Path) -> None:
+    """A hostile upstream shared by two sessions (one principal's, one upstream session) sends, on
+    each call's own stream, progress that names the other call's token: a message on a request's
+    stream can only be about that request, so neither host hears it. The tokens it learnt are
+    random, not a count of the gateway's calls."""
+    first, second = Host("alice", "legacy"), Host("alice", "legacy")
+    place = tmp_path / "meet"
+    place.mkdir()
+    results = _together(probe_gateway.gateway, [(first, "first"), (second, "second")], "spoof", place)
+    for host, tag, result in ((first, "first", results[0]), (second, "second", results[1])):
+        assert result.is_error is False, result
+        assert f"progress for {tag}" in host.seen and not any("spoofed" in text for text in host.seen), host.seen
+    tokens = [json.loads((place / f"token-{tag}").read_text()) for tag in ("first", "second")]
+    assert all(isinstance(t, str) and not re.fullmatch(r"llmc-gateway-\d+", t) for t in tokens), tokens
+
+
+def test_a_request_state_sealed_for_one_principal_is_not_honoured_for_another(tmp_path: Path) -> None:
+    """A 2026-07-28 confirmation round's requestState carries the answers so far: replayed by
+    another principal's host, it counts for nothing (that host gets a round of its own)."""
+    profile = tmp_path / "confirm.toml"
+    server = f"[servers.probe]\ncommand = {json.dumps(sys.executable)}\nargs = {json.dumps([str(PROBE)])}\n"
+    profile.write_text(server + PRINCIPALS)  # no readOnly hint: every call needs a person's yes
+    gateway = start(profile, env={"GW_ALICE": TOKENS["alice"], "GW_BOB": TOKENS["bob"]})
+    place = tmp_path / "meet"
+    place.mkdir()
+
+    def call(principal: str, extra: dict[str, Any]) -> dict[str, Any]:
+        meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+                "io.modelcontextprotocol/clientInfo": {"name": principal, "version": "1"}}
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "probe.chatter", "arguments": {"tag": "t", "place": str(place), "count": 1},
+                           "_meta": meta, **extra}}
+        headers = {"Authorization": f"Bearer {TOKENS[principal]}", "Accept": "application/json",
+                   "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "probe.chatter"}
+        status, _, data = gateway.request("POST", "/mcp", body, headers)
+        assert status == 200, data
+        result: dict[str, Any] = json.loads(data)["result"]
+        return result
+
+    try:
+        asked = call("alice", {})
+        assert asked["resultType"] == "input_required" and "confirm" in asked["inputRequests"]
+        yes = {"requestState": asked["requestState"], "inputResponses": {"confirm": {"action": "accept"}}}
+        replayed = call("bob", yes)
+        assert replayed.get("resultType") == "input_required", replayed  # asked afresh, nothing ran
+        assert call("alice", yes).get("structuredContent") == {"result": "t"}  # its own host's yes
+    finally:
+        stop(gateway)

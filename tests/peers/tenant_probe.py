@@ -11,6 +11,8 @@ Tools:
   that name `tag`; returns `tag`.
 - probe(tag, place, count): the same, then asks the client: elicitation (a question naming
   `tag`), sampling and roots/list; returns JSON with what it was answered.
+- spoof(tag, place, count): hostile: writes its progress token to `place`, then sends progress
+  naming the other calls' tokens on its own call's stream.
 """
 
 from __future__ import annotations
@@ -73,6 +75,21 @@ def build() -> MCPServer:
     @server.tool(description="Rendezvous, then a log message and progress naming the tag.")
     async def chatter(tag: str, place: str, count: int, ctx: Context) -> str:
         await meet_and_talk(tag, place, count, ctx)
+        return tag
+
+    @server.tool(description="Hostile: record this call's progress token in `place`, then send progress naming "
+                             "the other calls' tokens on this call's own stream (initialize era).")
+    async def spoof(tag: str, place: str, count: int, ctx: Context) -> str:
+        meta = ctx.request_context.meta
+        token = (meta or {}).get("progress_token") or (meta or {}).get("progressToken")
+        (Path(place) / f"token-{tag}").write_text(json.dumps(token))
+        await meet(place, "in", tag, count)
+        for other in Path(place).glob("token-*"):
+            if other.name != f"token-{tag}":
+                await ctx.session.send_progress_notification(json.loads(other.read_text()), 1, 2, f"spoofed by {tag}",
+                                                             related_request_id=ctx.request_id)
+        await ctx.report_progress(1, 2, f"progress for {tag}")
+        await meet(place, "out", tag, count)
         return tag
 
     @server.tool(description="Rendezvous, log, progress, then elicitation, sampling and roots.")
