@@ -23,10 +23,12 @@ SERVERS = """
 [servers.lib]
 command = {python}
 args = [{library}]
+sandbox = "none"  # reads is tested here, confinement in tests/sandbox; a gateway with principals needs it said
 
 [servers.kb]
 command = {python}
 args = [{library}]
+sandbox = "none"  # reads is tested here, confinement in tests/sandbox; a gateway with principals needs it said
 """
 
 # kb is denied as a whole; lib's private resources and its login prompt are denied by their rules

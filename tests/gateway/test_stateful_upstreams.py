@@ -31,6 +31,7 @@ sandbox = "bwrap"  # a gateway with principals starts no unsandboxed stdio serve
 command = {python}
 args = [{server}]
 per_session = true
+sandbox = "none"  # routing is tested here, confinement in tests/sandbox; a gateway with principals needs it said
 
 [servers.remote]
 url = "http://127.0.0.1:{stateful}/mcp"

@@ -68,7 +68,7 @@ def probe_gateway(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pr
     flags = ["--legacy"] if legacy else []
     upstream = None
     if over == "stdio":
-        server = f"[servers.probe]\ncommand = {json.dumps(sys.executable)}\nargs = {json.dumps([str(PROBE), *flags])}\n"
+        server = f"[servers.probe]\ncommand = {json.dumps(sys.executable)}\nargs = {json.dumps([str(PROBE), *flags])}\nsandbox = \"none\"\n"
     else:
         port = free_port()
         upstream = subprocess.Popen([sys.executable, str(PROBE), "streamable-http", "--port", str(port), *flags],
@@ -245,7 +245,7 @@ def test_a_request_state_sealed_for_one_principal_is_not_honoured_for_another(tm
     """A 2026-07-28 confirmation round's requestState carries the answers so far: replayed by
     another principal's host, it counts for nothing (that host gets a round of its own)."""
     profile = tmp_path / "confirm.toml"
-    server = f"[servers.probe]\ncommand = {json.dumps(sys.executable)}\nargs = {json.dumps([str(PROBE)])}\n"
+    server = f"[servers.probe]\ncommand = {json.dumps(sys.executable)}\nargs = {json.dumps([str(PROBE)])}\nsandbox = \"none\"\n"
     profile.write_text(server + PRINCIPALS)  # no readOnly hint: every call needs a person's yes
     gateway = start(profile, env={"GW_ALICE": TOKENS["alice"], "GW_BOB": TOKENS["bob"]})
     place = tmp_path / "meet"

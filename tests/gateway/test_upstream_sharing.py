@@ -26,11 +26,13 @@ PROFILE = """\
 command = {python}
 args = [{server}]
 env = {{ LLMC_TEST_MARK = "{mark}-sdk" }}
+sandbox = "none"  # routing is tested here, confinement in tests/sandbox; a gateway with principals needs it said
 
 [servers.own]
 command = {python}
 args = [{server}]
 env = {{ LLMC_TEST_MARK = "{mark}-own" }}
+sandbox = "none"  # routing is tested here, confinement in tests/sandbox; a gateway with principals needs it said
 per_session = true
 
 [policy.hints."sdk.*"]

@@ -210,7 +210,7 @@ def test_policy_check_explains_a_read_without_reading(isolated_dirs: Path) -> No
     denied = llmc_in_process("policy", "check", "--resource", "kb:lib://public/readme")
     assert denied.returncode == 4
     assert denied.json() == {"profile": "default", "server": "kb", "resource": "lib://public/readme", "caller": "human",
-                             "action": "deny", "rule": "deny: kb.*",
+                             "decision": "deny", "rule": "deny: kb.*",
                              "reason": "server kb is denied as a whole by tool pattern 'kb.*'"}
     allowed = llmc_in_process("policy", "check", "--prompt", "lib.summarize", "topic=x")
     assert allowed.returncode == 0
