@@ -77,6 +77,35 @@ def list_(ctx: click.Context, fmt: str, strict: bool, show_all: bool, globs: tup
     raise_failures(failures, len(catalog.specs))
 
 
+@tools.command("search")
+@click.argument("query")
+@click.option("-n", "--limit", type=click.IntRange(1, 1000), default=5, show_default=True,
+              help="At most this many tools.")
+@format_option(*FORMATS)
+@target_options
+@click.pass_context
+def search(ctx: click.Context, query: str, limit: int, fmt: str, target: Target) -> None:
+    """The tools that best fit QUERY, a request in words, best first: {"tools": [{score, server,
+    tool, title, description}], "errors": [...]}. Ranked offline (BM25 over names, titles,
+    descriptions and arguments; no model, no network) among the tools the profile's policy lets
+    a model see, less those drifted from its lock file. A tool sharing no word with QUERY is
+    not listed."""
+    from llmc_cli.cli.common import open_catalog
+    from llmc_cli.services import ToolIndex, searchable_tools
+
+    if not query.strip():
+        raise UsageError("the query is empty: say in words what the tool should do")
+    catalog, profile = open_catalog(ctx, target)
+    with catalog:
+        found, failures = searchable_tools(catalog, profile, list(target.servers) or None)
+    matches = ToolIndex(found).search(query, limit)
+    rows = [m.to_json() for m in matches]
+    people = [{"score": f"{m.score:.2f}", "server": m.tool.server, "tool": m.tool.name,
+               "description": m.tool.description} for m in matches]
+    emit_listing("tools", rows, fmt, [f.to_json() for f in failures], table_rows=people)
+    raise_failures(failures, len(catalog.specs))
+
+
 @tools.command("show")
 @click.argument("tool", shell_complete=_complete_tools)
 @format_option("json", "table", help="json: one document; table: a page for people.")

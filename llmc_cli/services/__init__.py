@@ -2,7 +2,7 @@
 
 calls.py: one call (Invocation, authorize, record_decisions, call_tool, the open-call registry
 that interruptions close); catalogs.py: the servers a command talks to and the tools a profile
-sees; batch.py: many calls in one run. The names below are the package's interface.
+sees; batch.py: many calls in one run; search.py: tool search. The names below are the package's interface.
 """
 
 from typing import TYPE_CHECKING
@@ -16,6 +16,7 @@ _WHERE = {name: module for module, names in {
                                 "record_decisions"),
     "llmc_cli.services.catalogs": ("builtin_servers host_sessions open_catalog protect protected_paths "
                                    "server_specs visible_tools"),
+    "llmc_cli.services.search": "Match ToolIndex searchable_tools",
 }.items() for name in names.split()}
 
 if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its module, on first use
@@ -24,10 +25,12 @@ if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its modul
                                          lock_path, record_decisions)
     from llmc_cli.services.catalogs import (builtin_servers, host_sessions, open_catalog, protect, protected_paths,
                                             server_specs, visible_tools)
+    from llmc_cli.services.search import Match, ToolIndex, searchable_tools
 else:
     __getattr__ = lazy_names(__name__, globals(), _WHERE)
 
 
 __all__ = ["BatchItem", "run_batch", "OPEN_CALLS", "Authorization", "Invocation", "OpenCalls", "authorize",
            "call_tool", "lock_path", "record_decisions", "builtin_servers", "host_sessions", "open_catalog",
-           "protect", "protected_paths", "server_specs", "visible_tools"]
+           "protect", "protected_paths", "server_specs", "visible_tools", "Match", "ToolIndex",
+           "searchable_tools"]
