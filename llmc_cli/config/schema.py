@@ -126,6 +126,8 @@ class LlmConfig:
     result_budget: int = field(default=20_000, metadata=_POSITIVE)  # characters of one tool result the model sees
     allow_sampling: bool = False
     system: str | None = None
+    # The model first gets one search tool and the tools it finds (unset: so past 40 tools).
+    tool_search: bool | None = None
 
 
 @dataclass
