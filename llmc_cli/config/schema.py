@@ -189,6 +189,10 @@ class ServeConfig:
     # The gateway fronting exactly one server under that server's own names (no `server.` prefix):
     # a drop-in in front of a server whose hosts (or test suites) call it by fixed names.
     bare_names: bool = False
+    # Hosts see llmc.search_tools and llmc.call_tool (plus the `pinned` tools, SERVER.TOOL globs)
+    # instead of every tool: a big toolbox is searched, not sent whole to the model.
+    tool_search: bool = False
+    pinned: list[str] = field(default_factory=list)
 
 
 @dataclass

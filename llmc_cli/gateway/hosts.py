@@ -192,7 +192,7 @@ class HttpGateway:
             if name not in self.toolboxes:
                 from llmc_cli.config.profiles import load_profile
 
-                toolbox = Toolbox(load_profile(name))
+                toolbox = Toolbox(load_profile(name), serve=self.served.profile.serve)
                 toolbox.catalog.warm_up()
                 self.toolboxes[name] = toolbox
             return self.toolboxes[name]

@@ -36,6 +36,7 @@ from llmc_cli.model import Tool, ToolCall
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
+    from llmc_cli.config.schema import ServeConfig
     from llmc_cli.gateway.connection import GatewayConnection  # it imports this module
 
 Send = Callable[[dict[str, Any]], None]
@@ -82,10 +83,14 @@ def own_result(result: dict[str, Any]) -> dict[str, Any]:
 
 
 class Toolbox:
-    def __init__(self, profile: LoadedProfile, *, on_stderr: Callable[[str, str], None] | None = None) -> None:
+    def __init__(self, profile: LoadedProfile, *, on_stderr: Callable[[str, str], None] | None = None,
+                 serve: ServeConfig | None = None) -> None:
+        """`serve`: the served profile's [serve] settings, for the toolbox of a principal's
+        profile (default: this profile's)."""
         from llmc_cli import audit, services
 
         self.profile = profile
+        self.serve = serve or profile.profile.serve
         # the schema allows bare names with exactly one server, so every name routes back to it
         self.bare = next(iter(profile.profile.servers)) if profile.profile.serve.bare_names else None
         self.hooks = ClientHooks(on_progress=self._progress, on_log=self._log, on_list_changed=self._list_changed,
