@@ -44,6 +44,7 @@ SYNONYM_GROUPS = (
     "stop kill terminate cancel", "file document doc", "directory folder dir", "move rename mv",
     "copy duplicate cp", "send post", "message msg", "issue ticket bug", "repository repo",
     "image picture photo", "compress zip gzip", "environment env", "number numeric integer",
+    "schedule book create", "meeting event appointment", "customer client contact", "download get fetch",
 )
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
