@@ -237,6 +237,9 @@ class Profile:
                 raise ValueError(f"server name {name!r} must be non-empty and contain no '.', '/' or spaces")
         if self.serve.bare_names and len(self.servers) != 1:
             raise ValueError("[serve] bare_names needs exactly one server: with more, names could clash")
+        if self.serve.tool_search and "llmc" in self.servers:
+            raise ValueError("[serve] tool_search: a server named 'llmc' would clash with llmc.search_tools and "
+                             "llmc.call_tool; rename it")
 
 
 def from_json(data: dict[str, Any]) -> Profile:

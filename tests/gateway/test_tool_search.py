@@ -95,3 +95,10 @@ def test_a_principal_finds_only_its_profiles_tools(gateway_profile: Path) -> Non
         run(work)
     finally:
         stop(running)
+
+
+def test_a_server_named_llmc_is_refused_with_tool_search(tmp_path: Path) -> None:
+    path = tmp_path / "p.toml"
+    path.write_text('[servers.llmc]\ncommand = "true"\n\n[serve]\ntool_search = true\n')
+    listed = llmc("-p", str(path), "tools", "list")
+    assert listed.returncode == 3 and "a server named 'llmc' would clash" in listed.stderr
