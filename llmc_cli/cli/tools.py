@@ -38,10 +38,13 @@ def tools() -> None:
 @click.option("--all", "show_all", is_flag=True, help="Also the tools the profile's policy denies, marked \"denied\".")
 @click.option("--match", "globs", multiple=True, metavar="GLOB",
               help="Only tools whose name or SERVER.TOOL matches this glob (repeatable: any of them).")
+@click.option("--defer-loading", is_flag=True,
+              help="With --format anthropic: every tool with defer_loading, after Anthropic's server-side "
+                   "tool search tool (BM25; needs the advanced-tool-use-2025-11-20 beta).")
 @target_options
 @click.pass_context
 def list_(ctx: click.Context, fmt: str, strict: bool, show_all: bool, globs: tuple[str, ...],
-          target: Target) -> None:
+          defer_loading: bool, target: Target) -> None:
     """The tools of every server (or -s ones), exactly as each server sent them, each with a
     "server" key: {"tools": [...], "errors": [...]}.
 
@@ -52,6 +55,8 @@ def list_(ctx: click.Context, fmt: str, strict: bool, show_all: bool, globs: tup
     from llmc_cli import services
     from llmc_cli.cli.common import open_catalog
 
+    if defer_loading and fmt != "anthropic":
+        raise UsageError("--defer-loading is Anthropic's tool search: use it with --format anthropic")
     catalog, profile = open_catalog(ctx, target)
     with catalog:
         found, denied, failures = services.visible_tools(catalog, profile, list(target.servers) or None)
@@ -67,7 +72,7 @@ def list_(ctx: click.Context, fmt: str, strict: bool, show_all: bool, globs: tup
     if fmt in TOOL_FORMATS:
         if show_all:
             raise UsageError("--all lists denied tools; a translation holds only the tools the profile allows")
-        _print_translation(found, fmt, strict)
+        _print_translation(found, fmt, strict, defer_loading)
         raise_failures(failures, len(catalog.specs))
         return
     rows = [{"server": t.server, **t.raw, **({"denied": True} if t in denied else {})} for t in found]
@@ -181,10 +186,16 @@ def _fail_on_warnings(result: Translation, strict: bool) -> None:
         raise ToolFailed(f"{len(result.warnings)} translation warning(s) with --strict")
 
 
-def _print_translation(found: list[Tool], fmt: str, strict: bool) -> None:
+# Anthropic's server-side tool search (BM25 variant): it finds tools among those with defer_loading.
+ANTHROPIC_TOOL_SEARCH = {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"}
+
+
+def _print_translation(found: list[Tool], fmt: str, strict: bool, defer_loading: bool = False) -> None:
     result = _translate(found, fmt, strict)
     if isinstance(result.definitions, str):
         plain_text(result.definitions)  # a prompt for a model: cleaned only on a terminal
+    elif defer_loading:
+        emit([ANTHROPIC_TOOL_SEARCH, *({**d, "defer_loading": True} for d in result.definitions)])
     else:
         emit(result.definitions)
     _fail_on_warnings(result, strict)

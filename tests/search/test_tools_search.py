@@ -132,3 +132,15 @@ def test_a_thousand_tools_answer_in_under_20_ms():
             assert index.search(query, 5)
         best = min(best, (time.perf_counter() - started) / len(queries))
     assert best < 0.020, f"{best * 1000:.1f} ms per query"
+
+
+def test_anthropic_export_with_deferred_loading(isolated_dirs):
+    write_profile(isolated_dirs, '[policy]\ndeny = ["everything.get-env"]')
+    run = llmc("tools", "list", "--format", "anthropic", "--defer-loading", "-s", "everything")
+    assert run.returncode == 0, run.stderr
+    tools = run.json()
+    assert tools[0] == {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"}
+    assert all(t["defer_loading"] is True and "input_schema" in t for t in tools[1:])
+    assert "get-sum" in [t["name"] for t in tools[1:]] and "get-env" not in [t["name"] for t in tools[1:]]
+    wrong = llmc("tools", "list", "--format", "openai", "--defer-loading")
+    assert wrong.returncode == 2 and "--format anthropic" in wrong.stderr and wrong.stdout == ""
