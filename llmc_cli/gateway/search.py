@@ -9,8 +9,12 @@ so it finds only that profile's tools. Calling a found tool by its own name work
 from __future__ import annotations
 
 import json
+import threading
+import weakref
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
+
+from llmc_cli.services.search import ToolIndex
 
 if TYPE_CHECKING:
     from llmc_cli.gateway.toolbox import Toolbox
@@ -44,18 +48,35 @@ def listing(toolbox: Toolbox) -> list[dict[str, Any]]:
 
 def search(toolbox: Toolbox, arguments: dict[str, Any]) -> dict[str, Any]:
     """A llmc.search_tools call's result (a tool error for bad arguments)."""
-    from llmc_cli.services.search import ToolIndex
-
     query, limit = arguments.get("query"), arguments.get("limit", DEFAULT_LIMIT)
     if not isinstance(query, str) or not query.strip():
         return tool_error(f"{SEARCH} needs a non-empty string `query`")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         return tool_error(f"`limit` must be an integer from 1 to {MAX_LIMIT}")
-    matches = ToolIndex(toolbox.tools()).search(query, limit)
+    matches = _index(toolbox).search(query, limit)
     rows = [{"name": toolbox.expose(m.tool.server, m.tool.name), "score": round(m.score, 3),
              "description": m.tool.description, "inputSchema": m.tool.input_schema} for m in matches]
     return {"content": [{"type": "text", "text": json.dumps({"tools": rows}, ensure_ascii=False)}],
             "structuredContent": {"tools": rows}}
+
+
+_INDEXES: weakref.WeakKeyDictionary[Toolbox, tuple[tuple[int, ...], ToolIndex]] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+def _index(toolbox: Toolbox) -> ToolIndex:
+    """The index of the toolbox's tools, built again only when its tool list changed (the
+    catalog keeps the same Tool objects until a server's list is fetched anew)."""
+    tools = toolbox.tools()
+    key = tuple(id(t) for t in tools)
+    with _LOCK:
+        cached = _INDEXES.get(toolbox)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+    index = ToolIndex(tools)
+    with _LOCK:
+        _INDEXES[toolbox] = (key, index)
+    return index
 
 
 def unwrap(params: dict[str, Any]) -> dict[str, Any] | str:
