@@ -21,12 +21,12 @@ from llmc_cli import interrupts, telemetry
 from llmc_cli.agent import genai
 from llmc_cli.agent.compaction import compact
 from llmc_cli.agent.conversations import Conversation
-from llmc_cli.agent.tool_search import ToolSearch, wanted
+from llmc_cli.agent.tool_search import ToolSearch, native, wanted
 from llmc_cli.audit import AuditError
 from llmc_cli.errors import LlmcError, PolicyDenied, ProviderError
 from llmc_cli.mcp.jsonrpc import has_lone_surrogate, replace_lone_surrogates
 from llmc_cli.model import Tool, ToolCall, ToolResult
-from llmc_cli.providers.base import (END, LENGTH, AssistantTurn, Provider, ProviderToolCall, ToolResultItem,
+from llmc_cli.providers.base import (END, LENGTH, PAUSE, AssistantTurn, Provider, ProviderToolCall, ToolResultItem,
                                      ToolResults, UserMessage)
 
 CallTool = Callable[[ToolCall], ToolResult]
@@ -112,7 +112,10 @@ def _ask(prompt: str, provider: Provider, tools: list[Tool], call_tool: CallTool
     record.warnings.extend(getattr(provider, "warnings", []))
     translation = None
     by_name: dict[str, Tool] = {}
-    search = ToolSearch(tools, provider.format, strict) if tools and wanted(tool_search, len(tools)) else None
+    searching = bool(tools) and wanted(tool_search, len(tools))
+    # Anthropic searches the tools itself where the model can; everywhere else llmc's search_tools
+    server_side = searching and native(provider.name, provider.settings.model)
+    search = ToolSearch(tools, provider.format, strict) if searching and not server_side else None
     if search is not None:
         base_read_only = read_only
         read_only = lambda tool: tool is search.tool or base_read_only(tool)  # noqa: E731
@@ -120,6 +123,10 @@ def _ask(prompt: str, provider: Provider, tools: list[Tool], call_tool: CallTool
         from llmc_cli.translate import translate
 
         translation = translate(tools, provider.format, strict=strict)
+        if server_side:
+            from llmc_cli.translate.anthropic import deferred
+
+            translation = replace(translation, definitions=deferred(translation.definitions))
         record.warnings.extend(str(w) for w in getattr(translation, "warnings", []) or [])
         tools_by_key = {(t.server, t.name): t for t in tools}
         by_name = {name: tools_by_key[owner] for name, owner in provider_tool_names(translation).items()
@@ -152,6 +159,8 @@ def _ask(prompt: str, provider: Provider, tools: list[Tool], call_tool: CallTool
             record.usage.append({"step": step, **turn.usage.to_json(), "stopReason": turn.stop_reason,
                                  "durationMs": _ms(t0), "text": turn.text})
             conv.messages.append(turn)
+            if not turn.tool_calls and turn.stop_reason == PAUSE:
+                continue  # a server-side tool paused the turn: the model goes on from the conversation as it is
             if not turn.tool_calls:
                 record.answer = turn.text  # only a turn that calls no tool is the answer
                 record.stop_reason = {END: STOP_END, LENGTH: STOP_LENGTH}.get(turn.stop_reason, STOP_OTHER)

@@ -9,6 +9,7 @@ the model saw in a search result is called by the name the result gave, whatever
 from __future__ import annotations
 
 import json
+import re
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,15 @@ DEFAULT_LIMIT = 5
 MAX_LIMIT = 20
 THRESHOLD = 40  # [llm] tool_search unset: on when the model would see more tools than this
 LLMC = "llmc"  # the search tool's "server" in records and progress (llmc answers it, no server does)
+
+
+# Models that run Anthropic's server-side tool search (Claude Opus and Sonnet from 4.5 on).
+NATIVE_MODELS = re.compile(r"^claude-(opus|sonnet)-(4-[5-9]|[5-9])(\b|-)")
+
+
+def native(provider: str, model: str | None) -> bool:
+    """Whether the provider searches the tools itself (Anthropic's tool search, defer_loading)."""
+    return provider == "anthropic" and bool(model and NATIVE_MODELS.match(model))
 
 
 def wanted(setting: bool | None, tools: int) -> bool:

@@ -186,16 +186,14 @@ def _fail_on_warnings(result: Translation, strict: bool) -> None:
         raise ToolFailed(f"{len(result.warnings)} translation warning(s) with --strict")
 
 
-# Anthropic's server-side tool search (BM25 variant): it finds tools among those with defer_loading.
-ANTHROPIC_TOOL_SEARCH = {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"}
-
-
 def _print_translation(found: list[Tool], fmt: str, strict: bool, defer_loading: bool = False) -> None:
     result = _translate(found, fmt, strict)
     if isinstance(result.definitions, str):
         plain_text(result.definitions)  # a prompt for a model: cleaned only on a terminal
     elif defer_loading:
-        emit([ANTHROPIC_TOOL_SEARCH, *({**d, "defer_loading": True} for d in result.definitions)])
+        from llmc_cli.translate.anthropic import deferred
+
+        emit(deferred(result.definitions))
     else:
         emit(result.definitions)
     _fail_on_warnings(result, strict)

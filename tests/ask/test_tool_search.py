@@ -123,3 +123,55 @@ def test_search_is_automatic_past_40_tools(count, searching):
         ask("Hi", provider=provider, tools=tools, call_tool=lambda call: pytest.fail("no call expected"))
     first = offered(api, fake.requests[0].body)
     assert first == ["search_tools"] if searching else len(first) == count
+
+
+def test_anthropic_searches_server_side_where_the_model_can(isolated_dirs):
+    """claude-opus-4-6: every tool goes with defer_loading after Anthropic's search tool (the
+    beta's header set); the search blocks go back unchanged; a paused turn is sent again; the
+    tool the model found is called through the policy and the audit."""
+    from tests.fakes.llm import Reply
+
+    search_blocks = [
+        {"type": "server_tool_use", "id": "srvtoolu_1", "name": "tool_search_tool_bm25", "input": {"query": "sum"}},
+        {"type": "tool_search_tool_result", "tool_use_id": "srvtoolu_1",
+         "content": {"type": "tool_search_tool_search_result",
+                     "tool_references": [{"type": "tool_reference", "tool_name": "everything_get-sum"}]}}]
+
+    def reply(content, stop):
+        return Reply(200, {"id": f"msg_{stop}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+                           "content": content, "stop_reason": stop, "stop_sequence": None,
+                           "usage": {"input_tokens": 5, "output_tokens": 5}})
+
+    script = [reply(search_blocks, "pause_turn"),
+              reply([{"type": "tool_use", "id": "toolu_1", "name": "everything_get-sum", "input": {"a": 2, "b": 3}}],
+                    "tool_use"),
+              turn("anthropic", text="5.")]
+    with FakeLLM("anthropic", script) as fake:
+        write_profile(isolated_dirs, "anthropic", fake.base_url)
+        run = llmc("ask", "What is 2 plus 3?", "--tool-search", "--model", "claude-opus-4-6",
+                   env={"ANTHROPIC_API_KEY": "test-key"})
+    assert run.returncode == 0, run.stderr
+    out = run.json()
+    assert out["answer"] == "5." and [(s["tool"], s["outcome"]) for s in out["steps"]] == [("everything.get-sum", "ok")]
+    first = fake.requests[0]
+    assert "advanced-tool-use-2025-11-20" in first.headers.get("anthropic-beta", "")
+    tools = first.body["tools"]
+    assert tools[0] == {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"}
+    assert len(tools) > 20 and all(t["defer_loading"] is True for t in tools[1:])
+    assert "everything_get-env" not in [t["name"] for t in tools]  # denied: not even deferred
+    assert fake.requests[1].body["messages"][-1] == {"role": "assistant", "content": search_blocks}  # paused: sent again
+    assert sent_results("anthropic", fake.requests[2].body)[0]["text"] == "The sum of 2 and 3 is 5."
+    audit = [json.loads(line) for line in (isolated_dirs / "state" / "audit.jsonl").read_text().splitlines()]
+    assert [(r["tool"], r["outcome"]) for r in audit if r["event"] == "outcome"] == [("get-sum", "ok")]
+
+
+@pytest.mark.parametrize("provider,model,expected", [
+    ("anthropic", "claude-sonnet-4-5-20250929", True), ("anthropic", "claude-opus-4-5", True),
+    ("anthropic", "claude-opus-5", True), ("anthropic", "claude-sonnet-4-20250514", False),
+    ("anthropic", "claude-opus-4-1", False), ("anthropic", "claude-haiku-4-5", False), ("anthropic", None, False),
+    ("openai", "claude-opus-4-5", False),
+])
+def test_which_models_search_server_side(provider, model, expected):
+    from llmc_cli.agent.tool_search import native
+
+    assert native(provider, model) is expected
