@@ -17,7 +17,8 @@ from tests.gateway.test_http import sdk_host, start, stop
 from tests.gateway.test_stdio import ERAS, accept, host, run
 from tests.helpers import llmc
 
-SEARCH = '\n[serve]\ntool_search = true\npinned = ["sdk.weather"]\n'
+SEARCH = ('\n[serve]\ntool_search = true\npinned = ["sdk.weather"]\n'
+          '\n[policy.tool_calls_per_minute]\n"sdk.weather" = 1\n')
 
 
 def found(result) -> list[str]:
@@ -52,6 +53,10 @@ def test_a_host_searches_then_calls_through_the_policy(gateway_profile: Path, tm
             assert echoed.is_error is False and echoed.structured_content == {"result": "hi"}  # confirmed first
             with pytest.raises(MCPError, match="Unknown tool"):
                 await client.call_tool("llmc.call_tool", {"name": "sdk.crash", "arguments": {}})
+            weather = {"name": "sdk.weather", "arguments": {"city": "Oslo"}}
+            assert (await client.call_tool("llmc.call_tool", weather)).is_error is False
+            limited = await client.call_tool("llmc.call_tool", weather)  # the tool's own rate limit
+            assert limited.is_error and "rate limit" in limited.content[0].text
             bad = await client.call_tool("llmc.call_tool", {"name": "llmc.call_tool", "arguments": {}})
             assert bad.is_error and "needs `name`" in bad.content[0].text
             bad = await client.call_tool("llmc.search_tools", {"query": " "})
@@ -61,10 +66,11 @@ def test_a_host_searches_then_calls_through_the_policy(gateway_profile: Path, tm
     assert seen == ['Run sdk.echo with message="hi"?']
     for _ in range(50):  # outcome records reach the disk within a second
         records = audit_records(tmp_path)
-        if len([r for r in records if r["event"] == "outcome"]) == 2:
+        if len([r for r in records if r["event"] == "outcome"]) == 4:
             break
         time.sleep(0.1)
-    assert [(r["server"], r["tool"]) for r in records if r["event"] == "outcome"] == [("sdk", "add"), ("sdk", "echo")]
+    assert [(r["server"], r["tool"], r["outcome"]) for r in records if r["event"] == "outcome"] == [
+        ("sdk", "add", "ok"), ("sdk", "echo", "ok"), ("sdk", "weather", "ok"), ("sdk", "weather", "denied")]
     denied = [r for r in records if r["event"] == "decision" and r["tool"] == "crash"]
     assert denied and denied[0]["decision"] == "deny"
 
