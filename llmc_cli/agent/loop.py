@@ -117,6 +117,7 @@ def _ask(prompt: str, provider: Provider, tools: list[Tool], call_tool: CallTool
     server_side = searching and native(provider.name, provider.settings.model)
     search = ToolSearch(tools, provider.format, strict) if searching and not server_side else None
     if search is not None:
+        search.restore(c.name for m in conv.messages if isinstance(m, AssistantTurn) for c in m.tool_calls)
         base_read_only = read_only
         read_only = lambda tool: tool is search.tool or base_read_only(tool)  # noqa: E731
     elif tools:

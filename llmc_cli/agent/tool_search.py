@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 from llmc_cli.model import Tool, ToolResult
 from llmc_cli.services.search import ToolIndex
@@ -62,6 +62,16 @@ class ToolSearch:
         self.found: dict[tuple[str, str], Tool] = {}
         self._lock = threading.Lock()
         self._translation: tuple[int, Translation] | None = None
+
+    def restore(self, called: Iterable[str]) -> None:
+        """Offer again the tools a continued conversation called (by the names this run gives
+        them), so the model can go on with them without searching anew."""
+        by_name = {f"{t.server}_{t.name}": t for t in self.index.tools}
+        with self._lock:
+            for name in called:
+                tool = by_name.get(name)
+                if tool is not None:
+                    self.found.setdefault((tool.server, tool.name), tool)
 
     def translation(self) -> Translation:
         """The offered tools translated (again only when a tool joined since). Each asks for a

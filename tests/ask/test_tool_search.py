@@ -175,3 +175,28 @@ def test_which_models_search_server_side(provider, model, expected):
     from llmc_cli.agent.tool_search import native
 
     assert native(provider, model) is expected
+
+
+def test_a_continued_conversation_keeps_the_tools_it_called():
+    from llmc_cli.agent import ask
+    from llmc_cli.agent.conversations import Conversation
+    from llmc_cli.model import Tool, ToolResult
+    from llmc_cli.providers.base import ProviderSettings, make_provider
+
+    tools = [Tool(f"s{i % 3}", f"tool_{i}", {"type": "object"}, description=f"does thing {i}") for i in range(50)]
+    tools.append(Tool("calc", "sum", {"type": "object"}, description="Add two numbers"))
+    api = "openai"
+    conv = Conversation.new(api, "m", None)
+    script = [turn(api, calls=[("c1", "search_tools", {"query": "add numbers"})]),
+              turn(api, calls=[("c2", "calc_sum", {})]), turn(api, text="Done."), turn(api, text="Again.")]
+    with FakeLLM(api, script) as fake:
+        provider = make_provider(api, ProviderSettings(model="m", api_key="k", base_url=fake.base_url))
+
+        def result(call):
+            return ToolResult(content=[{"type": "text", "text": "3"}])
+
+        first = ask("Add", provider=provider, tools=tools, call_tool=result, conversation=conv)
+        assert [s["tool"] for s in first.steps] == ["llmc.search_tools", "calc.sum"]
+        ask("And again?", provider=provider, tools=tools, call_tool=result, conversation=conv)
+    assert offered(api, fake.requests[0].body) == ["search_tools"]
+    assert offered(api, fake.requests[3].body) == ["search_tools", "calc_sum"]  # the next run starts with it
