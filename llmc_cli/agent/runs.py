@@ -61,13 +61,13 @@ def run(prepared: PreparedRun, prompt: str, catalog: Catalog, profile: LoadedPro
     that cannot list its tools is reported to `on_unavailable` and left out. Returns the record
     and where the conversation was saved (it is saved when the run fails too)."""
     from llmc_cli import policy, services
-    from llmc_cli.services.search import pinned
+    from llmc_cli.services.search import not_drifted
 
     settings, config = prepared.settings, profile.profile.policy
     with catalog:
         tools, _denied, failures = services.visible_tools(catalog, profile, servers)
         if wanted(settings.tool_search, len(tools)):
-            tools = pinned(tools, profile)  # a search never offers a tool its call would refuse as drifted
+            tools = not_drifted(tools, profile)  # a search never offers a tool its call would refuse as drifted
         for failure in failures:
             if on_unavailable:
                 on_unavailable(failure.error)

@@ -159,7 +159,7 @@ class ToolIndex:
         return [Match(self.tools[i], scores[i]) for i in ranked[:max(limit, 0)]]
 
 
-def pinned(tools: list[Tool], profile: LoadedProfile) -> list[Tool]:
+def not_drifted(tools: list[Tool], profile: LoadedProfile) -> list[Tool]:
     """The tools a call would not refuse as drifted: all of them without a lock file in the
     profile; with one, only those pinned as they are now (the check `call_tool` makes)."""
     if not profile.profile.lock:
@@ -179,4 +179,4 @@ def searchable_tools(catalog: Catalog, profile: LoadedProfile, servers: list[str
     from llmc_cli.services.catalogs import visible_tools
 
     allowed, _denied, failures = visible_tools(catalog, profile, servers)
-    return pinned(allowed, profile), failures
+    return not_drifted(allowed, profile), failures
