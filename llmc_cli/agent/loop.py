@@ -21,11 +21,12 @@ from llmc_cli import interrupts, telemetry
 from llmc_cli.agent import genai
 from llmc_cli.agent.compaction import compact
 from llmc_cli.agent.conversations import Conversation
+from llmc_cli.agent.tool_search import ToolSearch, native, wanted
 from llmc_cli.audit import AuditError
 from llmc_cli.errors import LlmcError, PolicyDenied, ProviderError
 from llmc_cli.mcp.jsonrpc import has_lone_surrogate, replace_lone_surrogates
 from llmc_cli.model import Tool, ToolCall, ToolResult
-from llmc_cli.providers.base import (END, LENGTH, AssistantTurn, Provider, ProviderToolCall, ToolResultItem,
+from llmc_cli.providers.base import (END, LENGTH, PAUSE, AssistantTurn, Provider, ProviderToolCall, ToolResultItem,
                                      ToolResults, UserMessage)
 
 CallTool = Callable[[ToolCall], ToolResult]
@@ -85,22 +86,24 @@ def ask(prompt: str, *, provider: Provider, tools: list[Tool], call_tool: CallTo
         system: str | None = None, max_steps: int = 10,
         timeout: float = 300.0, result_budget: int = 20_000, max_parallel: int = 8,
         progress: Progress | None = None, strict: bool = False,
-        on_text: Callable[[str], None] | None = None) -> RunRecord:
+        on_text: Callable[[str], None] | None = None, tool_search: bool | None = None) -> RunRecord:
     """Run the loop until the model answers without tool calls, `max_steps` model turns were
     taken, or `timeout` seconds passed. `read_only`: the profile's answer for a tool (llmc:
     policy.is_read_only, hints included); a turn's calls run concurrently only when it is true
-    for every one of them. Appends to `conversation` (a new one if None) and its
+    for every one of them. `tool_search`: the model first gets only llmc's `search_tools` and
+    the tools it finds join from its next turn (None: so past tool_search.THRESHOLD tools).
+    Appends to `conversation` (a new one if None) and its
     `runs`; the caller saves it. ProviderError propagates with `.record` (the run so far) set."""
     conv = conversation or Conversation.new(provider.name, provider.settings.model, system)
     with genai.agent_span(provider, conv):
         return _ask(prompt, provider, tools, call_tool, read_only, conv, system, max_steps, timeout, result_budget,
-                    max_parallel, progress, strict, on_text)
+                    max_parallel, progress, strict, on_text, tool_search)
 
 
 def _ask(prompt: str, provider: Provider, tools: list[Tool], call_tool: CallTool, read_only: ReadOnly,
          conv: Conversation, system: str | None, max_steps: int, timeout: float, result_budget: int,
          max_parallel: int, progress: Progress | None, strict: bool,
-         on_text: Callable[[str], None] | None) -> RunRecord:
+         on_text: Callable[[str], None] | None, tool_search: bool | None) -> RunRecord:
     started = time.monotonic()
     deadline = started + timeout
     if system is not None:
@@ -109,10 +112,22 @@ def _ask(prompt: str, provider: Provider, tools: list[Tool], call_tool: CallTool
     record.warnings.extend(getattr(provider, "warnings", []))
     translation = None
     by_name: dict[str, Tool] = {}
-    if tools:
+    searching = bool(tools) and wanted(tool_search, len(tools))
+    # Anthropic searches the tools itself where the model can; everywhere else llmc's search_tools
+    server_side = searching and native(provider.name, provider.settings.model)
+    search = ToolSearch(tools, provider.format, strict) if searching and not server_side else None
+    if search is not None:
+        search.restore(c.name for m in conv.messages if isinstance(m, AssistantTurn) for c in m.tool_calls)
+        base_read_only = read_only
+        read_only = lambda tool: tool is search.tool or base_read_only(tool)  # noqa: E731
+    elif tools:
         from llmc_cli.translate import translate
 
         translation = translate(tools, provider.format, strict=strict)
+        if server_side:
+            from llmc_cli.translate.anthropic import deferred
+
+            translation = replace(translation, definitions=deferred(translation.definitions))
         record.warnings.extend(str(w) for w in getattr(translation, "warnings", []) or [])
         tools_by_key = {(t.server, t.name): t for t in tools}
         by_name = {name: tools_by_key[owner] for name, owner in provider_tool_names(translation).items()
@@ -125,6 +140,10 @@ def _ask(prompt: str, provider: Provider, tools: list[Tool], call_tool: CallTool
             if remaining <= 0:
                 record.stop_reason = STOP_TIMEOUT
                 break
+            if search is not None:  # the tools found so far, under names that never change
+                translation = search.translation()
+                record.warnings.extend(str(w) for w in translation.warnings if str(w) not in record.warnings)
+                by_name = dict(translation.tools)
             emit({"event": "model", "step": step})
             t0 = time.monotonic()
             try:
@@ -141,13 +160,15 @@ def _ask(prompt: str, provider: Provider, tools: list[Tool], call_tool: CallTool
             record.usage.append({"step": step, **turn.usage.to_json(), "stopReason": turn.stop_reason,
                                  "durationMs": _ms(t0), "text": turn.text})
             conv.messages.append(turn)
+            if not turn.tool_calls and turn.stop_reason == PAUSE:
+                continue  # a server-side tool paused the turn: the model goes on from the conversation as it is
             if not turn.tool_calls:
                 record.answer = turn.text  # only a turn that calls no tool is the answer
                 record.stop_reason = {END: STOP_END, LENGTH: STOP_LENGTH}.get(turn.stop_reason, STOP_OTHER)
                 break
             results, timed_out = _run_batch(step, calls, by_name, call_tool, read_only, deadline, max_parallel,
                                             result_budget, record, emit,
-                                            getattr(translation, "arguments_back", None))
+                                            getattr(translation, "arguments_back", None), search)
             conv.messages.append(ToolResults(results))
             if timed_out:
                 record.stop_reason = STOP_TIMEOUT
@@ -177,8 +198,8 @@ def _without_lone_surrogates(turn: AssistantTurn) -> AssistantTurn:
 
 def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool], call_tool: CallTool, read_only: ReadOnly,
                deadline: float, max_parallel: int, budget: int, record: RunRecord,
-               emit: Progress, arguments_back: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
-               ) -> tuple[list[ToolResultItem], bool]:
+               emit: Progress, arguments_back: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None,
+               search: ToolSearch | None = None) -> tuple[list[ToolResultItem], bool]:
     """Run one turn's calls; every call gets a result, in the model's order, so the conversation
     stays valid for every API even when time runs out."""
     entries: list[Step] = []
@@ -216,7 +237,10 @@ def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool
         out: StepOutcome = {}
         try:
             with genai.tool_span(tool, c.id) as span:
-                result = call_tool(ToolCall(tool.server, tool.name, dict(sent[i]), call_id=c.id))
+                if search is not None and tool is search.tool:  # llmc answers it: no server, no policy
+                    result = search.answer(dict(sent[i]))
+                else:
+                    result = call_tool(ToolCall(tool.server, tool.name, dict(sent[i]), call_id=c.id))
                 if result.is_error:
                     span.error("tool_error", "the tool reported an error")
         except PolicyDenied as exc:

@@ -13,6 +13,7 @@ from llmc_cli.agent.conversations import Conversation, conversation_path, load_c
 from llmc_cli.agent.loop import Progress, RunRecord, ask
 from llmc_cli.agent.sampling import sampler
 from llmc_cli.agent.settings import AskOptions, AskSettings, resolve_settings
+from llmc_cli.agent.tool_search import wanted
 from llmc_cli.providers.base import Provider, make_provider
 
 if TYPE_CHECKING:
@@ -60,10 +61,13 @@ def run(prepared: PreparedRun, prompt: str, catalog: Catalog, profile: LoadedPro
     that cannot list its tools is reported to `on_unavailable` and left out. Returns the record
     and where the conversation was saved (it is saved when the run fails too)."""
     from llmc_cli import policy, services
+    from llmc_cli.services.search import not_drifted
 
     settings, config = prepared.settings, profile.profile.policy
     with catalog:
         tools, _denied, failures = services.visible_tools(catalog, profile, servers)
+        if wanted(settings.tool_search, len(tools)):
+            tools = not_drifted(tools, profile)  # a search never offers a tool its call would refuse as drifted
         for failure in failures:
             if on_unavailable:
                 on_unavailable(failure.error)
@@ -73,7 +77,8 @@ def run(prepared: PreparedRun, prompt: str, catalog: Catalog, profile: LoadedPro
                          read_only=lambda tool: policy.is_read_only(tool, tool.qualified_name, config),
                          conversation=prepared.conversation, system=settings.system_override,
                          max_steps=settings.max_steps, timeout=settings.timeout,
-                         result_budget=settings.result_budget, progress=progress, strict=strict, on_text=on_text)
+                         result_budget=settings.result_budget, progress=progress, strict=strict, on_text=on_text,
+                         tool_search=settings.tool_search)
         finally:
             saved = save_conversation(prepared.conversation, prepared.save_as)
     return record, saved

@@ -32,6 +32,7 @@ class AskOptions:
     max_steps: int | None = None
     total_timeout: float | None = None
     system: str | None = None
+    tool_search: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class AskSettings:
     allow_sampling: bool
     system_for_new: str | None  # the system prompt of a new conversation
     system_override: str | None  # replaces a continued conversation's system prompt when given
+    tool_search: bool | None = None  # None: on past tool_search.THRESHOLD tools
 
 
 def resolve_settings(given: AskOptions, llm: LlmConfig, conversation: Conversation | None = None) -> AskSettings:
@@ -59,4 +61,5 @@ def resolve_settings(given: AskOptions, llm: LlmConfig, conversation: Conversati
     return AskSettings(provider=provider, provider_settings=settings, max_steps=given.max_steps or llm.max_steps,
                        timeout=given.total_timeout or llm.timeout, result_budget=llm.result_budget,
                        allow_sampling=llm.allow_sampling, system_for_new=given.system or llm.system,
-                       system_override=given.system)
+                       system_override=given.system,
+                       tool_search=given.tool_search if given.tool_search is not None else llm.tool_search)

@@ -31,12 +31,15 @@ from llmc_cli.model import PROVIDERS
 @click.option("--text", is_flag=True, help="Print only the answer.")
 @click.option("--yes", "-y", is_flag=True, help="Answer yes to confirmations the policy asks for.")
 @click.option("--strict", is_flag=True, help="OpenAI strict-mode tool schemas.")
+@click.option("--tool-search/--no-tool-search", default=None,
+              help="The model first gets one tool, search_tools; the tools it finds join from its next turn. "
+                   "Default: the profile's [llm] tool_search, else on past 40 tools.")
 @target_options
 @click.pass_context
 def ask(ctx: click.Context, prompt: str, provider: str | None, model: str | None, base_url: str | None,
         api_key_env: str | None, temperature: float | None, max_tokens: int | None, max_steps: int | None,
         total_timeout: float | None, system: str | None, save_as: str | None, continue_from: str | None,
-        text: bool, yes: bool, strict: bool, target: Target) -> None:
+        text: bool, yes: bool, strict: bool, tool_search: bool | None, target: Target) -> None:
     """Ask the profile's LLM; it may use the tools the policy allows. PROMPT '-' reads stdin.
 
     Output: JSON with the answer, every step (tool, arguments, outcome, duration, what the model
@@ -56,7 +59,7 @@ def ask(ctx: click.Context, prompt: str, provider: str | None, model: str | None
     app = app_of(ctx)
     given = agent.AskOptions(provider=provider, model=model, base_url=base_url, api_key_env=api_key_env,
                              temperature=temperature, max_tokens=max_tokens, max_steps=max_steps,
-                             total_timeout=total_timeout, system=system)
+                             total_timeout=total_timeout, system=system, tool_search=tool_search)
     prepared = runs.prepare(given, app.load_profile().profile.llm, continue_from=continue_from, save_as=save_as)
     catalog, profile = open_catalog(ctx, target, sample=prepared.sample)
     invocation = services.Invocation(profile=profile, command="ask", caller="model", interactive=app.interactive,

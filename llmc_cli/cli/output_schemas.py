@@ -277,6 +277,8 @@ SCHEMAS: dict[str, Schema] = {
     "tools-list": translated(listing("tools", TOOL_ROW, "llmc tools list: the listing (--format json|jsonl), or "
                                      "with a provider's --format (mcp, openai, ...) its tool definitions")),
     "tools-lock": document(obj({"file": STR, "serverCount": INT, "toolCount": INT}), "llmc tools lock"),
+    "tools-search": listing("tools", obj({**TOOL_NAME, "score": NUM, "title": null(STR), "description": STR}),
+                            "llmc tools search: the best-fitting tools, best first"),
     "tools-show": document(obj({
         **TOOL_NAME, "title": null(STR), "description": null(STR), "arguments": array(ARGUMENT),
         "inputSchema": OPEN, "outputSchema": null(OPEN), "annotations": OPEN, "hints": common("hints"),

@@ -40,10 +40,13 @@ def tools() -> None:
 @click.option("--all", "show_all", is_flag=True, help="Also the tools the profile's policy denies, marked \"denied\".")
 @click.option("--match", "globs", multiple=True, metavar="GLOB",
               help="Only tools whose name or SERVER.TOOL matches this glob (repeatable: any of them).")
+@click.option("--defer-loading", is_flag=True,
+              help="With --format anthropic: every tool with defer_loading, after Anthropic's server-side "
+                   "tool search tool (BM25; needs the advanced-tool-use-2025-11-20 beta).")
 @target_options
 @click.pass_context
 def list_(ctx: click.Context, fmt: str, strict: bool, show_all: bool, globs: tuple[str, ...],
-          target: Target) -> None:
+          defer_loading: bool, target: Target) -> None:
     """The tools of every server (or -s ones), exactly as each server sent them, each with a
     "server" key: {"tools": [...], "errors": [...]}.
 
@@ -54,6 +57,8 @@ def list_(ctx: click.Context, fmt: str, strict: bool, show_all: bool, globs: tup
     from llmc_cli import services
     from llmc_cli.cli.common import open_catalog
 
+    if defer_loading and fmt != "anthropic":
+        raise UsageError("--defer-loading is Anthropic's tool search: use it with --format anthropic")
     catalog, profile = open_catalog(ctx, target)
     if app_of(ctx).verbose:
         from llmc_cli.services.sandbox import describe
@@ -75,7 +80,7 @@ def list_(ctx: click.Context, fmt: str, strict: bool, show_all: bool, globs: tup
     if fmt in TOOL_FORMATS:
         if show_all:
             raise UsageError("--all lists denied tools; a translation holds only the tools the profile allows")
-        _print_translation(found, fmt, strict)
+        _print_translation(found, fmt, strict, defer_loading)
         raise_failures(failures, len(catalog.specs))
         return
     rows = [{"server": t.server, **t.raw, **({"denied": True} if t in denied else {})} for t in found]
@@ -83,6 +88,35 @@ def list_(ctx: click.Context, fmt: str, strict: bool, show_all: bool, globs: tup
                "description": t.description} for t in found]
     emit_listing("tools", rows, fmt, [f.to_json() for f in failures], table_rows=people,
                  columns=["server", "tool", *(["denied"] if show_all else []), "description"])
+    raise_failures(failures, len(catalog.specs))
+
+
+@tools.command("search")
+@click.argument("query")
+@click.option("-n", "--limit", type=click.IntRange(1, 1000), default=5, show_default=True,
+              help="At most this many tools.")
+@format_option(*FORMATS, listing=True)
+@target_options
+@click.pass_context
+def search(ctx: click.Context, query: str, limit: int, fmt: str, target: Target) -> None:
+    """The tools that best fit QUERY, a request in words, best first: {"tools": [{score, server,
+    tool, title, description}], "errors": [...]}. Ranked offline (BM25 over names, titles,
+    descriptions and arguments; no model, no network) among the tools the profile's policy lets
+    a model see, less those drifted from its lock file. A tool sharing no word with QUERY is
+    not listed."""
+    from llmc_cli.cli.common import open_catalog
+    from llmc_cli.services import ToolIndex, searchable_tools
+
+    if not query.strip():
+        raise UsageError("the query is empty: say in words what the tool should do")
+    catalog, profile = open_catalog(ctx, target)
+    with catalog:
+        found, failures = searchable_tools(catalog, profile, list(target.servers) or None)
+    matches = ToolIndex(found).search(query, limit)
+    rows = [m.to_json() for m in matches]
+    people = [{"score": f"{m.score:.2f}", "server": m.tool.server, "tool": m.tool.name,
+               "description": m.tool.description} for m in matches]
+    emit_listing("tools", rows, fmt, [f.to_json() for f in failures], table_rows=people)
     raise_failures(failures, len(catalog.specs))
 
 
@@ -161,10 +195,14 @@ def _fail_on_warnings(result: Translation, strict: bool) -> None:
         raise ToolFailed(f"{len(result.warnings)} translation warning(s) with --strict")
 
 
-def _print_translation(found: list[Tool], fmt: str, strict: bool) -> None:
+def _print_translation(found: list[Tool], fmt: str, strict: bool, defer_loading: bool = False) -> None:
     result = _translate(found, fmt, strict)
     if isinstance(result.definitions, str):
         plain_text(result.definitions)  # a prompt for a model: cleaned only on a terminal
+    elif defer_loading:
+        from llmc_cli.translate.anthropic import deferred
+
+        emit(deferred(result.definitions))
     else:
         emit(result.definitions)
     _fail_on_warnings(result, strict)

@@ -167,6 +167,8 @@ class LlmConfig:
     result_budget: int = field(default=20_000, metadata=_POSITIVE)  # characters of one tool result the model sees
     allow_sampling: bool = False
     system: str | None = None
+    # The model first gets one search tool and the tools it finds (unset: so past 40 tools).
+    tool_search: bool | None = None
 
 
 @dataclass
@@ -255,6 +257,10 @@ class ServeConfig:
         if self.auth is not None:
             return self.auth == "required"
         return self.principals is not None or self.oauth is not None
+    # Hosts see llmc.search_tools and llmc.call_tool (plus the `pinned` tools, SERVER.TOOL globs)
+    # instead of every tool: a big toolbox is searched, not sent whole to the model.
+    tool_search: bool = False
+    pinned: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -309,6 +315,9 @@ class Profile:
                 raise ValueError(f"server name {name!r} must be non-empty and contain no '.', '/' or spaces")
         if self.serve.bare_names and len(self.servers) != 1:
             raise ValueError("[serve] bare_names needs exactly one server: with more, names could clash")
+        if self.serve.tool_search and "llmc" in self.servers:
+            raise ValueError("[serve] tool_search: a server named 'llmc' would clash with llmc.search_tools and "
+                             "llmc.call_tool; rename it")
 
 
 def from_json(data: dict[str, Any]) -> Profile:

@@ -170,7 +170,12 @@ class GatewayConnection(McpServer):
         return out
 
     def _list_tools(self, params: dict[str, Any], modern: str | None) -> dict[str, Any]:
-        tools = [self.toolbox.describe(t) for t in self.toolbox.tools()]
+        if self.toolbox.serve.tool_search:
+            from llmc_cli.gateway import search
+
+            tools = search.listing(self.toolbox)
+        else:
+            tools = [self.toolbox.describe(t) for t in self.toolbox.tools()]
         return self._listing(self.page("tools", tools, params), modern)
 
     def route(self, name: Any, what: str, modern: str | None = None) -> tuple[str, str]:
@@ -244,6 +249,16 @@ class GatewayConnection(McpServer):
 
         name = params["name"]
         toolbox = self.toolbox
+        if toolbox.serve.tool_search and name.startswith("llmc."):
+            from llmc_cli.gateway import search
+
+            if name == search.SEARCH:
+                return search.search(toolbox, params.get("arguments") or {})
+            if name == search.CALL:
+                unwrapped = search.unwrap(params)
+                if isinstance(unwrapped, str):
+                    return _tool_error(unwrapped)
+                return self._call(msg_id, unwrapped, modern, send)  # the named tool's own path
         route = toolbox.route(name)
         if route:
             toolbox.revive(route[0], self.upstreams)

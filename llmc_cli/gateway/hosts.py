@@ -257,7 +257,7 @@ class HttpGateway:
 
                 served = self.toolboxes[self.served.name]
                 toolbox = Toolbox(load_profile(name), on_stderr=served.on_stderr, note=served.note,
-                                  require_sandbox=True)
+                                  require_sandbox=True, serve=self.served.profile.serve)
                 toolbox.catalog.warm_up()
                 self.toolboxes[name] = toolbox
             return self.toolboxes[name]

@@ -43,6 +43,7 @@ from llmc_cli.model import Tool, ToolCall
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
     from llmc_cli.policy import ReadKind
+    from llmc_cli.config.schema import ServeConfig
     from llmc_cli.gateway.connection import GatewayConnection  # it imports this module
 
 Send = Callable[[dict[str, Any]], None]
@@ -90,16 +91,20 @@ def own_result(result: dict[str, Any]) -> dict[str, Any]:
 
 class Toolbox:
     def __init__(self, profile: LoadedProfile, *, on_stderr: Callable[[str, str], None] | None = None,
-                 note: Callable[[str], None] | None = None, require_sandbox: bool | None = None) -> None:
+                 note: Callable[[str], None] | None = None, require_sandbox: bool | None = None,
+                 serve: ServeConfig | None = None) -> None:
         """`require_sandbox`: refuse (ConfigError, naming it) a stdio server that would run
         unsandboxed unless the profile says sandbox = "none" for it; None: when this profile's
-        gateway serves principals (a principal's own profile is served by one that does)."""
+        gateway serves principals (a principal's own profile is served by one that does).
+        `serve`: the served profile's [serve] settings, for the toolbox of a principal's profile
+        (default: this profile's)."""
         from llmc_cli import audit, services
         from llmc_cli.services.catalogs import authenticated
 
         self.profile = profile
         self.note = note  # what is said at -v (None: not verbose)
         self.on_stderr = on_stderr
+        self.serve = serve or profile.profile.serve
         # the schema allows bare names with exactly one server, so every name routes back to it
         self.bare = next(iter(profile.profile.servers)) if profile.profile.serve.bare_names else None
         self.hooks = ClientHooks(on_progress=self._progress, on_log=self._log, on_list_changed=self._list_changed,

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmc_cli.providers.base import (END, LENGTH, OTHER, TOOL_CALLS, AssistantTurn, Failure, Message, OnText,
+from llmc_cli.providers.base import (END, LENGTH, OTHER, PAUSE, TOOL_CALLS, AssistantTurn, Failure, Message, OnText,
                                      ProviderSettings,
                                      ProviderToolCall, Usage, UserMessage, call_with_retries,
                                      classify_sdk_failure, empty_stream, http_failure, images, text_besides_images,
                                      unstreamed)
 from llmc_cli.model import ToolResult
 
-STOP = {"end_turn": END, "stop_sequence": END, "tool_use": TOOL_CALLS, "max_tokens": LENGTH}
+STOP = {"end_turn": END, "stop_sequence": END, "tool_use": TOOL_CALLS, "max_tokens": LENGTH, "pause_turn": PAUSE}
+# The beta of Anthropic's server-side tool search (tools with defer_loading, found by its search tool).
+TOOL_SEARCH_BETA = "advanced-tool-use-2025-11-20"
 DEFAULT_MAX_TOKENS = 4096  # the API requires max_tokens
 
 
@@ -88,10 +90,15 @@ class AnthropicMessages:
             kwargs["system"] = system
         if tools is not None and tools.definitions:
             kwargs["tools"] = tools.definitions
+        api: Any = self.client.messages
+        if any(isinstance(d, dict) and d.get("defer_loading") for d in kwargs.get("tools") or []):
+            api = self.client.beta.messages  # server-side tool search: its blocks come back as they are
+            kwargs["betas"] = [TOOL_SEARCH_BETA]
+
         def send(t: float) -> Any:
             if on_text is None:
-                return self.client.messages.create(**kwargs, timeout=t)
-            with self.client.messages.stream(**kwargs, timeout=t) as stream:
+                return api.create(**kwargs, timeout=t)
+            with api.stream(**kwargs, timeout=t) as stream:
                 whole = unstreamed(stream.response)
                 if whole is not None:  # one JSON Message instead of a stream: use it, and show its text
                     from anthropic.types import Message as Reply

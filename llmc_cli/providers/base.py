@@ -30,6 +30,7 @@ DEFAULT_KEY_ENV = {
 
 # Stop reasons of one model turn, the same words for every provider.
 END, TOOL_CALLS, LENGTH, OTHER = "end", "tool_calls", "length", "other"
+PAUSE = "pause"  # a provider's server-side tool paused the turn: send the conversation again to go on
 
 
 @dataclass

@@ -3,8 +3,8 @@ ONLY one that reads a resource or gets a prompt.
 
 calls.py: one call (Invocation, authorize, record_decisions, call_tool, the open-call registry
 that interruptions close) and one read (Read, read); catalogs.py: the servers a command talks to
-and the tools, resources and prompts a profile sees; batch.py: many calls in one run. The names
-below are the package's interface.
+and the tools, resources and prompts a profile sees; batch.py: many calls in one run; search.py:
+tool search. The names below are the package's interface.
 """
 
 from typing import TYPE_CHECKING
@@ -18,6 +18,7 @@ _WHERE = {name: module for module, names in {
                                 "call_tool lock_path read read_decision record_decisions server_tools"),
     "llmc_cli.services.catalogs": ("READ_KINDS builtin_servers host_sessions open_catalog protect protected_paths "
                                    "server_specs visible_items visible_offered visible_tools"),
+    "llmc_cli.services.search": "Match ToolIndex searchable_tools",
 }.items() for name in names.split()}
 
 if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its module, on first use
@@ -28,6 +29,7 @@ if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its modul
     from llmc_cli.services.catalogs import (READ_KINDS, builtin_servers, host_sessions, open_catalog, protect,
                                             protected_paths, server_specs, visible_items, visible_offered,
                                             visible_tools)
+    from llmc_cli.services.search import Match, ToolIndex, searchable_tools
 else:
     __getattr__ = lazy_names(__name__, globals(), _WHERE)
 
@@ -36,4 +38,4 @@ __all__ = ["BatchItem", "run_batch", "OPEN_CALLS", "Authorization", "Invocation"
            "authorize_read", "call_tool", "lock_path", "read", "read_decision", "record_decisions", "server_tools",
            "READ_KINDS",
            "builtin_servers", "host_sessions", "open_catalog", "protect", "protected_paths", "server_specs",
-           "visible_items", "visible_offered", "visible_tools"]
+           "visible_items", "visible_offered", "visible_tools", "Match", "ToolIndex", "searchable_tools"]

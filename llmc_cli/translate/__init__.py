@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from importlib import import_module
-from typing import Any
+from typing import Any, Mapping
 
 from llmc_cli.model import LINT_FORMATS, TOOL_FORMATS, Tool
 
@@ -106,8 +106,10 @@ def fresh(document: Any) -> Any:
         return json.loads(json.dumps(document))
 
 
-def translate(tools: list[Tool], fmt: str, *, strict: bool = False) -> Translation:
-    """`tools` in format `fmt` (see FORMATS); ValueError for an unknown format."""
+def translate(tools: list[Tool], fmt: str, *, strict: bool = False,
+              names: Mapping[tuple[str, str], str] | None = None) -> Translation:
+    """`tools` in format `fmt` (see FORMATS); ValueError for an unknown format. `names`: the
+    provider name wanted for (server, tool), made legal if it is not (see names.assign)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
     target = _target(fmt)
@@ -119,14 +121,14 @@ def translate(tools: list[Tool], fmt: str, *, strict: bool = False) -> Translati
                                     "the server listed two tools with this name; the first one is kept", fmt))
         else:
             unique[(tool.server, tool.name)] = tool
-    names, renamed = assign(list(unique), target.NAMES, fmt)
+    name_map, renamed = assign(list(unique), target.NAMES, fmt, names)
     warnings += renamed
     if target.MAX_TOOLS and len(unique) > target.MAX_TOOLS:
         warnings.append(Finding("*", "$", f"{len(unique)} tools, more than {target.MAX_TOOLS}",
                                 f"{fmt} rejects a request with more than {target.MAX_TOOLS} tools", fmt))
     definitions, by_name, strict_names = [], {}, set()
     for (server, tool_name), tool in unique.items():
-        name = names.provider_name(server, tool_name)
+        name = name_map.provider_name(server, tool_name)
         report = Report(tool.qualified_name, fmt)
         definitions.append(target.definition(tool, name, report, strict))
         warnings += report.findings
@@ -136,7 +138,7 @@ def translate(tools: list[Tool], fmt: str, *, strict: bool = False) -> Translati
     document = target.document(definitions)
     if fmt != "mcp" and not isinstance(document, str):
         document = fresh(document)
-    return Translation(fmt, document, names, warnings, by_name, frozenset(strict_names))
+    return Translation(fmt, document, name_map, warnings, by_name, frozenset(strict_names))
 
 
 def lint(tools: list[Tool], providers: tuple[str, ...] | list[str] = LINT_FORMATS, *, strict: bool = False) -> list[Finding]:

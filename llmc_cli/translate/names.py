@@ -96,14 +96,16 @@ class NameMap(Mapping[str, tuple[str, str]]):
         return f"NameMap({self._owner!r})"
 
 
-def assign(owners: list[tuple[str, str]], rules: str | None, target: str) -> tuple[NameMap, list[Finding]]:
+def assign(owners: list[tuple[str, str]], rules: str | None, target: str,
+           wanted_names: Mapping[tuple[str, str], str] | None = None) -> tuple[NameMap, list[Finding]]:
     """Provider names for distinct (server, tool) pairs under RULES[rules] (None: any name).
 
     With one server a tool keeps the name the server gave it when legal; with several, names are
-    `server_tool`. Every name that had to change is reported."""
+    `server_tool`; `wanted_names` chooses them instead (a set of tools that grows during a run
+    keeps each name it gave). Every name that had to change is reported."""
     rule = RULES.get(rules) if rules else None
     several = len({server for server, _ in owners}) > 1
-    wanted = {o: f"{o[0]}_{o[1]}" if several else o[1] for o in owners}
+    wanted = {o: (wanted_names or {}).get(o) or (f"{o[0]}_{o[1]}" if several else o[1]) for o in owners}
     names = {o: w if rule is None or rule.legal(w) else rule.sanitise(w, f"{o[0]}\x00{o[1]}")
              for o, w in wanted.items()}
     for size in (8, 16, 64):  # a hash suffix that still collides is astronomically rare; widen it

@@ -3,6 +3,8 @@ on one line, text from servers cleaned; every listing command has one."""
 
 from __future__ import annotations
 
+import itertools
+
 import shlex
 
 import click
@@ -56,6 +58,7 @@ def test_columns_decide_units_and_cells_are_one_clean_line():
 LISTINGS = [
     ["tools", "list", "--stdio", SDK],
     ["tools", "lint", "--stdio", SDK],
+    ["tools", "search", "--stdio", SDK, "echo"],
     ["resources", "list", "--stdio", SDK],
     ["resources", "templates", "--stdio", SDK],
     ["prompts", "list", "--stdio", SDK],
@@ -81,9 +84,9 @@ def test_every_listing_command_has_a_table_and_every_list_command_is_here():
             elif sub is not None:
                 yield [*path, name], sub
 
-    listed = {" ".join(w for w in argv if not w.startswith("-") and w != SDK) for argv in LISTINGS}
+    listed = {" ".join(itertools.takewhile(lambda w: not w.startswith("-"), argv)) for argv in LISTINGS}
     for path, command in commands(cli, click.Context(cli, info_name="llmc"), []):
-        if path[-1] in ("list", "templates", "status", "tail"):
+        if path[-1] in ("list", "templates", "status", "tail", "search"):
             assert " ".join(path) in listed, f"{' '.join(path)}: add it to LISTINGS"
         if " ".join(path) in listed:
             fmt = next((p for p in command.params if p.name == "fmt"), None)
