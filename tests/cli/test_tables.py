@@ -4,7 +4,6 @@ on one line, text from servers cleaned; every listing command has one."""
 from __future__ import annotations
 
 import itertools
-
 import shlex
 
 import click
