@@ -8,7 +8,6 @@ in their environment."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 import uuid
@@ -133,7 +132,6 @@ def test_a_principal_is_capped_and_idle_upstreams_are_reaped(sharing: tuple[Gate
     assert settled(f"{mark}-sdk", 3) == 3  # the gateway's, bob's, alice's
     a.end()
     assert settled(f"{mark}-sdk", 2) == 2  # bob's session lives on: his stays
-    assert os.environ.get("GW_ALICE") is None  # the tokens went to the gateway only
 
 
 def test_per_session_and_the_caps_are_checked_profile_keys(tmp_path: Path) -> None:
