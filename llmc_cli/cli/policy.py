@@ -61,7 +61,7 @@ def _with_args(func: Any) -> Any:
               help="Who makes the call: a person's `llmc call`, or a model's (`ask`), which "
                    "confirm_destructive also guards.")
 @click.option("--resource", "what", flag_value="resource",
-              help="TOOL is a resource to read: SERVER:URI, as `resources read` takes it ([policy.resources]).")
+              help="TOOL is a resource to read: SERVER.URI, as `resources read` takes it; SERVER:URI an alias ([policy.resources]).")
 @click.option("--prompt", "what", flag_value="prompt",
               help="TOOL is a prompt to get: SERVER.NAME, as `prompts get` takes it ([policy.prompts]).")
 @format_option("json", "table", help="json: one document; table: one row for people.")
