@@ -169,12 +169,12 @@ def test_servers_add_splits_a_quoted_command_line(isolated_dirs: Path) -> None:
     proc = llmc_in_process("servers", "add", "sdk2", line)
     assert proc.returncode == 0, proc.stderr
     stored = proc.json()["server"]
-    assert stored == {"command": sdk_server("sdk_server.py")[0], "args": [sdk_server("sdk_server.py")[1]]}
+    assert stored == {"command": sdk_server("sdk_server.py")[0], "args": [sdk_server("sdk_server.py")[1]], "sandbox": "auto", "network": True}
     assert "split the command line" in proc.stderr
     called = llmc_in_process("call", "sdk2.add", "a=1", "b=2")  # and it runs
     assert called.returncode == 0 and called.json()["structuredContent"]["result"] == 3, called.stderr
     quoted = llmc_in_process("servers", "add", "fs", "npx -y pkg '/srv/my data'")
-    assert quoted.json()["server"] == {"command": "npx", "args": ["-y", "pkg", "/srv/my data"]}
+    assert quoted.json()["server"] == {"command": "npx", "args": ["-y", "pkg", "/srv/my data"], "sandbox": "auto", "network": True}
     broken = llmc_in_process("servers", "add", "bad", "npx 'unclosed")
     assert broken.returncode == 2 and "No closing quotation" in one_line(broken.stderr)
 
@@ -184,7 +184,7 @@ def test_servers_add_keeps_a_program_whose_path_has_a_space(isolated_dirs: Path,
     program.parent.mkdir()
     program.write_text("#!/bin/sh\n")
     proc = llmc_in_process("servers", "add", "mine", "--", str(program), "--flag")
-    assert proc.json()["server"] == {"command": str(program), "args": ["--flag"]} and "split" not in proc.stderr
+    assert proc.json()["server"] == {"command": str(program), "args": ["--flag"], "sandbox": "auto", "network": True} and "split" not in proc.stderr
 
 
 # -- a nested llmc finds the same profiles and state ---------------------------------------------
@@ -256,7 +256,8 @@ def test_a_short_timeout_does_not_bound_a_slow_start(isolated_dirs: Path) -> Non
 
 def test_connect_timeout_in_the_profile(isolated_dirs: Path) -> None:
     argv = ["sh", "-c", f"sleep 1.5; exec {SDK}"]
-    added = llmc_in_process("servers", "add", "slow", "--connect-timeout", "0.5", "--", *argv)
+    # not sandboxed: `sh -c` runs a python bubblewrap would not know to show it
+    added = llmc_in_process("servers", "add", "slow", "--connect-timeout", "0.5", "--sandbox", "none", "--", *argv)
     assert added.json()["server"]["connect_timeout"] == 0.5
     assert llmc_in_process("call", "slow.add", "a=1", "b=2").returncode == 7
     assert llmc_in_process("call", "slow.add", "a=1", "b=2", "--connect-timeout", "30").returncode == 0

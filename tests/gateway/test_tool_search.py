@@ -80,11 +80,13 @@ def test_a_principal_finds_only_its_profiles_tools(gateway_profile: Path) -> Non
     config.mkdir(parents=True)
     sdk = gateway_profile.read_text().split("[servers.sdk]\n")[1].split("\n\n")[0]
     (config / "ci-only.toml").write_text("[servers.sdk]\n" + sdk + '\n\n[policy]\ndefault = "deny"\nallow = ["sdk.add"]\n\n[policy.hints."sdk.add"]\nreadOnly = true\n')
+    with gateway_profile.open("a") as fh:  # before `token create`, which adds to [serve]
+        fh.write(SEARCH)
     created = llmc("serve", "-p", str(gateway_profile), "token", "create", "ops")
     assert created.returncode == 0, created.stderr
     ops_token = json.loads(created.stdout)["token"]
     with gateway_profile.open("a") as fh:
-        fh.write(SEARCH + '\n[serve.principals.ci]\ntoken_env = "GW_CI_TOKEN"\nprofile = "ci-only"\n')
+        fh.write('\n[serve.principals.ci]\ntoken_env = "GW_CI_TOKEN"\nprofile = "ci-only"\n')
     ci_token = "ci-token-0123456789abcdef"
     running = start(gateway_profile, env={"GW_CI_TOKEN": ci_token})
     try:

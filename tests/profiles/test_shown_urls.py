@@ -27,7 +27,7 @@ SECRETS = ("pg-pass-4411", "ssl-pass-77", "erp-pass-9", "erp-key-123")
                                   ["servers", "list", "--format", "table"]])
 def test_commands_that_print_a_profiles_urls_mask_their_secrets(isolated_dirs: Path, argv: list[str]) -> None:
     profile_file(isolated_dirs / "config", PROFILE)
-    run = llmc(*argv)
+    run = llmc(*argv, env={"COLUMNS": "400"})  # a table wide enough for the whole URL
     assert run.returncode == 0, run.stderr
     for secret in SECRETS:
         assert secret not in run.stdout + run.stderr, (secret, argv)

@@ -201,6 +201,8 @@ def test_a_session_resumes_only_for_its_principal_and_the_database_keeps_no_sess
         isolated_dirs: Path, state_url: str) -> None:
     write_profile(isolated_dirs)
     profile = isolated_dirs / "config" / "profiles" / "default.toml"
+    # a gateway with principals starts no unsandboxed stdio server
+    profile.write_text(profile.read_text().replace("\n[policy]", '\nsandbox = "bwrap"\n[policy]', 1))
     tokens = [json.loads(llmc("serve", "-p", str(profile), "token", "create", name).stdout)["token"]
               for name in ("ops", "ci")]
     ops, ci = ({"Authorization": f"Bearer {token}"} for token in tokens)
