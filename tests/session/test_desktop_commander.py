@@ -46,6 +46,9 @@ def dc_env(isolated_dirs: Path):
     added = llmc("servers", "add", "dc",
                  "--env", "DESKTOP_COMMANDER_DISABLE_TELEMETRY=1",
                  "--env", f"DC_FLAG_URL=http://127.0.0.1:{free_port()}/flags.json",
+                 # Not sandboxed: these tests follow the shell's pid from here, and a sandboxed
+                 # server reports pids of its own namespace (tests/sandbox runs it sandboxed).
+                 "--sandbox", "none",
                  "--", *desktop_commander(), env=env, timeout=LLMC_TIMEOUT)
     assert added.returncode == 0, added.stderr
     try:
