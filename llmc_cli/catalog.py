@@ -65,6 +65,9 @@ class Catalog:
         self._failed: dict[str, LlmcError] = dict(unusable or {})  # a server that failed to connect is not retried
         self._unusable = set(unusable or {})  # ...and one that cannot be configured never is
         self._tools: dict[str, list[Tool]] = {}
+        # Servers that announced notifications/tools/list_changed since the result cache last
+        # looked (services/caching.py drops their cached results), kept by the root catalog.
+        self.tools_changed: set[str] = set()
         self._locks = {name: threading.Lock() for name in self.specs}
         self._closed = False
         self.shared = shared
@@ -239,6 +242,9 @@ class Catalog:
         """notifications/tools/list_changed: the next listing asks the server again."""
         if method == "notifications/tools/list_changed":
             self._tools.pop(server, None)
+            root = self.root()
+            root._tools.pop(server, None)  # the listing is the server's, kept by the root for every host
+            root.tools_changed.add(server)
         if self.hooks and self.hooks.on_list_changed:
             self.hooks.on_list_changed(method)
 

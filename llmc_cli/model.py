@@ -190,6 +190,7 @@ class ToolResult:
     is_error: bool = False
     meta: dict[str, Any] | None = None
     duration_ms: float | None = None  # measured by llmc around the call
+    cached: bool = False  # served from the result cache ([cache]), not asked of the server
 
     @classmethod
     def from_mcp(cls, raw: dict[str, Any]) -> "ToolResult":

@@ -61,7 +61,7 @@ def head(ctx: click.Context) -> None:
 @click.option("--since", metavar="30m|1h|2d|ISO", help="Only records from then on.")
 @click.option("--server", "servers", multiple=True, help="Only these servers (repeatable).")
 @click.option("--tool", "tool_glob", metavar="GLOB", help="Only tools matching this glob.")
-@click.option("--outcome", type=click.Choice(["ok", "tool_error", "transport_error", "timeout", "cancelled", "denied",
+@click.option("--outcome", type=click.Choice(["ok", "cached", "tool_error", "transport_error", "timeout", "cancelled", "denied",
                                               "interrupted", "abandoned", "lost", "skipped",
                                               "internal_error"]))
 @format_option("jsonl", "table", listing=True)

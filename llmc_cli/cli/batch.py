@@ -65,7 +65,7 @@ def check_arguments(catalog: Any, items: list[Any]) -> None:
 
 
 def run(ctx: click.Context, source: str, parallel: int, fail_fast: bool, yes: bool, validate: bool,
-        target: Target) -> None:
+        target: Target, *, use_cache: bool = True) -> None:
     from llmc_cli import services
     from llmc_cli.cli.common import open_catalog, resolve_tool
 
@@ -84,7 +84,8 @@ def run(ctx: click.Context, source: str, parallel: int, fail_fast: bool, yes: bo
             check_arguments(catalog, items)
         # The batch file is the person's decision (no confirm_destructive); the profile's
         # `confirm` patterns still apply, and a batch never prompts: --yes or pre-approved hashes.
-        invocation = services.Invocation(profile=profile, command="batch", caller="human", assume_yes=yes)
+        invocation = services.Invocation(profile=profile, command="batch", caller="human", assume_yes=yes,
+                                         use_cache=use_cache)
 
         finished: list[Any] = []
 

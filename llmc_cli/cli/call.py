@@ -32,12 +32,14 @@ def _complete_tools(ctx: click.Context, param: click.Parameter, incomplete: str)
 @click.option("--parallel", type=click.IntRange(1, 64), default=1, show_default=True,
               help="With --batch: consecutive read-only calls to one server run this many at once.")
 @click.option("--fail-fast", is_flag=True, help="With --batch: skip the rest after the first failure.")
+@click.option("--no-cache", "no_cache", is_flag=True,
+              help="Ask the server even when [cache] holds a fresh result of this call (and cache its answer).")
 @click.option("--validate/--no-validate", default=True, show_default=True,
               help="Check the arguments against the tool's inputSchema before calling (exit 2 when they do not fit).")
 @target_options
 @click.pass_context
 def call(ctx: click.Context, tool: str | None, pairs: tuple[str, ...], json_args: str | None, text: bool,
-         yes: bool, fmt: str, batch: str | None, parallel: int, fail_fast: bool, validate: bool,
+         yes: bool, fmt: str, batch: str | None, parallel: int, fail_fast: bool, no_cache: bool, validate: bool,
          target: Target) -> None:
     """Call one tool. TOOL is SERVER.TOOL, or a bare name when exactly one server has it.
 
@@ -55,7 +57,7 @@ def call(ctx: click.Context, tool: str | None, pairs: tuple[str, ...], json_args
             raise UsageError("--batch reads every call from its file: give no TOOL, arguments, --json or --text")
         from llmc_cli.cli.batch import run
 
-        run(ctx, batch, parallel, fail_fast, yes, validate, target)
+        run(ctx, batch, parallel, fail_fast, yes, validate, target, use_cache=not no_cache)
         return
     if tool is None:
         raise UsageError("name the TOOL to call (or use --batch FILE)")
@@ -75,12 +77,14 @@ def call(ctx: click.Context, tool: str | None, pairs: tuple[str, ...], json_args
         if validate and found is not None:
             validate_arguments(catalog, server, arguments, found.input_schema, f"{server}.{name}")
         invocation = services.Invocation(profile=profile, command="call", caller="human", assume_yes=yes,
-                                         interactive=app_of(ctx).interactive, confirm=prompt.confirm_call)
+                                         interactive=app_of(ctx).interactive, confirm=prompt.confirm_call,
+                                         use_cache=not no_cache)
         result = services.call_tool(catalog, invocation, ToolCall(server, name, arguments))
     if text:
         plain_text(result.text)
     else:
-        emit({"server": server, "tool": name, **result.to_json(), "durationMs": result.duration_ms,
+        emit({"server": server, "tool": name, **result.to_json(), **({"cached": True} if result.cached else {}),
+              "durationMs": result.duration_ms,
               **warnings(ctx)}, fmt)
     if result.is_error:
         raise ToolFailed(f"{server}.{name} reported an error: {result.text[:200]}")

@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "conversations": ("llmc_cli.cli.conversations:conversations", "List, show and remove the conversations ask saved."),
     "tools": ("llmc_cli.cli.tools:tools", "List, translate, export, lint and pin tool manifests."),
     "call": ("llmc_cli.cli.call:call", "Call one tool: llmc call SERVER.TOOL key=value ..."),
+    "cache": ("llmc_cli.cli.cache:cache", "Clear the cached tool results ([cache]): llmc cache clear [--server S]."),
     "resources": ("llmc_cli.cli.resources:resources", "List and read server resources."),
     "prompts": ("llmc_cli.cli.resources:prompts", "List and get server prompts."),
     "policy": ("llmc_cli.cli.policy:policy", "Explain and pre-approve policy decisions."),

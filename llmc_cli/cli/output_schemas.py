@@ -164,9 +164,9 @@ SESSION = obj({"name": STR, "pid": INT, "profile": null(STR), "started": STR, "i
                "clients": INT, "servers": array(HELD_SERVER), "socket": STR, "log": STR})
 TOOL_NAME = {"server": STR, "tool": STR}
 CALL = obj({**TOOL_NAME, **CALL_RESULT, "durationMs": NUM},
-           {**CALL_RESULT_OPTIONAL, "warnings": common("warnings")})
+           {**CALL_RESULT_OPTIONAL, "cached": BOOL, "warnings": common("warnings")})
 BATCH_LINE = {"anyOf": [
-    obj({"id": ANY, **TOOL_NAME, **CALL_RESULT, "durationMs": null(NUM)}, CALL_RESULT_OPTIONAL),
+    obj({"id": ANY, **TOOL_NAME, **CALL_RESULT, "durationMs": null(NUM)}, {**CALL_RESULT_OPTIONAL, "cached": BOOL}),
     obj({"id": ANY, "error": common("error"), "durationMs": null(NUM)}, TOOL_NAME),
 ]}
 STEP = obj({"step": INT, "callId": STR, "tool": STR, "providerName": STR, "arguments": OPEN,
@@ -222,7 +222,7 @@ SCHEMAS: dict[str, Schema] = {
                                "llmc policy approve"),
     "policy-check": document({"oneOf": [
         obj({"profile": STR, **TOOL_NAME, "arguments": OPEN, "caller": enum("human", "model"),
-             **DECISION_FIELDS, "hints": common("hints")}, {"callHash": STR}),
+             **DECISION_FIELDS, "hints": common("hints")}, {"callHash": STR, "cache": STR}),
         obj({"profile": STR, "server": STR, "resource": STR, "caller": enum("human", "model"), **DECISION_FIELDS}),
         obj({"profile": STR, "server": STR, "prompt": STR, "arguments": OPEN, "caller": enum("human", "model"),
              **DECISION_FIELDS})]}, "llmc policy check"),
@@ -266,6 +266,8 @@ SCHEMAS: dict[str, Schema] = {
     "session-start": document(SESSION, "llmc session start"),
     "session-stop": lines(obj({"name": STR, "pid": INT, "stopped": BOOL}, {"forced": BOOL}),
                           "llmc session stop: one stopped session per line"),
+    "cache-clear": document(obj({"cleared": INT, "server": null(STR), "store": enum("files", "database")}),
+                            "llmc cache clear"),
     "state-migrate": document(obj({"database": STR, "version": INT, "applied": array(INT)}), "llmc state migrate"),
     "tools-diff": document(obj({"drift": BOOL, "added": array(TOOL_REF), "removed": array(TOOL_REF),
                                 "changed": array(obj(TOOL_NAME, {"description": obj({"old": null(STR),

@@ -41,8 +41,10 @@ def _decide(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: st
                             approved=approvals(state_url(profile.profile.state.url), profile.name))
     for arg, why in rules.uncovered_path_arguments(found, config):  # the hole `tools lint` reports too
         warn(f"argument {arg!r} of {call.qualified_name}: {why}")
-    return profile, call, (decision,
-                           rules.effective_hints(found, call.qualified_name, config))
+    from llmc_cli.services import caching
+
+    return profile, call, (decision, rules.effective_hints(found, call.qualified_name, config),
+                           caching.verdict(found, call.qualified_name, profile.profile))
 
 
 ARGS = [click.argument("tool"), click.argument("pairs", nargs=-1, metavar="[KEY=VALUE | KEY:=JSON]..."),
@@ -74,10 +76,11 @@ def check(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str 
     if what is not None:
         _check_read(ctx, what, tool, pairs, json_args, caller, target)
         return
-    profile, call, (decision, hints) = _decide(ctx, tool, pairs, json_args, target, caller)
+    profile, call, (decision, hints, cache) = _decide(ctx, tool, pairs, json_args, target, caller)
     emit({"profile": profile.name, "server": call.server, "tool": call.tool, "arguments": call.arguments,
-          "caller": caller, **decision.to_json(), "hints": hints}, fmt,
-         columns=["server", "tool", "caller", "decision", "rule", "reason"] if fmt == "table" else None)
+          "caller": caller, **decision.to_json(), "hints": hints, **({"cache": cache} if cache else {})}, fmt,
+         columns=["server", "tool", "caller", "decision", "rule", "reason", *(["cache"] if cache else [])]
+         if fmt == "table" else None)
     if decision.action != "allow":
         ctx.exit(ExitCode.DENIED)
 
@@ -118,7 +121,7 @@ def approve(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: st
     from llmc_cli.config.profile_writer import update_profile
     from llmc_cli.store.postgres import Database, state_url
 
-    profile, call, (decision, _) = _decide(ctx, tool, pairs, json_args, target)
+    profile, call, (decision, _, _) = _decide(ctx, tool, pairs, json_args, target)
     digest = decision.call_hash
     url = state_url(profile.profile.state.url)
     if write and url:

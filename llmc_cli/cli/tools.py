@@ -266,6 +266,7 @@ def lint(ctx: click.Context, providers: tuple[str, ...], strict: bool, fmt: str,
     under a [policy.args] rule no rule covers (target "policy") (JSON). --strict: exit 1 on any
     finding."""
     from llmc_cli import policy
+    from llmc_cli.services import caching
     from llmc_cli.translate import Finding, lint as lint_tools
 
     found, failures, catalog, _, profile = _allowed_tools(ctx, target)
@@ -273,6 +274,12 @@ def lint(ctx: click.Context, providers: tuple[str, ...], strict: bool, fmt: str,
     findings += [Finding(tool.qualified_name, f"$.inputSchema.properties.{arg}",
                          "path-like argument that no [policy.args] rule covers", why, "policy")
                  for tool in found for arg, why in policy.uncovered_path_arguments(tool, profile.profile.policy)]
+    findings += [Finding(tool.qualified_name, "$.annotations.readOnlyHint", "listed in [cache] tools but not "
+                         "read-only: never cached", "only tools read-only by their annotations and [policy.hints] "
+                         "are cached (a destructive or unannotated tool's calls are never answered from the cache)",
+                         "cache")
+                 for tool in found if not caching.cacheable(tool, tool.qualified_name, profile.profile)
+                 and caching.verdict(tool, tool.qualified_name, profile.profile) is not None]
     emit_listing("findings", [f.to_json() for f in findings], fmt, [f.to_json() for f in failures],
                  columns=["server", "tool", "target", "path", "what", "why"])
     raise_failures(failures, len(catalog.specs))

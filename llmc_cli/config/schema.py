@@ -273,6 +273,17 @@ class StateConfig:
 
 
 @dataclass
+class CacheConfig:
+    __pydantic_config__ = _STRICT
+
+    # Results of these tools (SERVER.TOOL globs) are served from the cache for ttl_seconds, and
+    # only when the tool is read-only by its annotations and [policy.hints]: never a destructive
+    # or unannotated one, even if listed.
+    ttl_seconds: float = field(default=300.0, metadata=_POSITIVE)
+    tools: list[str] = field(default_factory=list)
+
+
+@dataclass
 class TelemetryConfig:
     __pydantic_config__ = _STRICT
 
@@ -306,6 +317,7 @@ class Profile:
     llm: LlmConfig = field(default_factory=LlmConfig)
     serve: ServeConfig = field(default_factory=ServeConfig)
     state: StateConfig = field(default_factory=StateConfig)
+    cache: CacheConfig = field(default_factory=CacheConfig)
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
 
@@ -338,6 +350,7 @@ def from_json(data: dict[str, Any]) -> Profile:
                                      name: PrincipalConfig(**p) for name, p in data["serve"]["principals"].items()},
                                  "oauth": data["serve"]["oauth"] and ServeOAuthConfig(**data["serve"]["oauth"])}),
         "state": StateConfig(**data["state"]),
+        "cache": CacheConfig(**data["cache"]),
         "telemetry": TelemetryConfig(**data["telemetry"]),
         "output": OutputConfig(**data["output"]),
     })

@@ -53,6 +53,8 @@ class BatchItem:
             out["error"] = self.error.to_json()
         elif self.result is not None:
             out.update(self.result.to_json())  # the fields of `llmc call`'s output, at the top
+            if self.result.cached:
+                out["cached"] = True
         out["durationMs"] = self.duration_ms
         return out
 

@@ -46,6 +46,7 @@ class Invocation:
     # The masking of the environment's and the profile's secrets, when the caller already made it:
     # the gateway makes an invocation per call; its environment and profile are fixed.
     environment_masker: Masker | None = None
+    use_cache: bool = True  # False: --no-cache, every call goes to its server (its answer still cached)
 
     @cached_property
     def masker(self) -> Masker:
@@ -229,13 +230,67 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
     if decision.action != "allow":
         raise PolicyDenied(f"denied: {decision.reason} [{decision.rule}]", rule=decision.rule,
                            callHash=decision.call_hash)
-    raw, body, duration = _run(log, invocation, authorized, "tools/call", f"the result of {call.tool}",
-                               lambda: catalog.session(call.server).call_tool(call.tool, call.arguments,
-                                                                              timeout=timeout, meta=meta))
+    cache = _cache_for(catalog, invocation, authorized)
+    raw, body, duration, hit = _run(log, invocation, authorized, "tools/call", f"the result of {call.tool}",
+                                    lambda: catalog.session(call.server).call_tool(call.tool, call.arguments,
+                                                                                   timeout=timeout, meta=meta),
+                                    cached=cache.get if cache and invocation.use_cache else None)
     result = ToolResult.from_mcp(raw)
     result.duration_ms = duration
-    _succeeded(log, invocation, authorized, "tool_error" if result.is_error else "ok", duration, raw, body)
+    result.cached = hit
+    if cache and not hit:
+        cache.put(raw, body)
+    _succeeded(log, invocation, authorized, "cached" if hit else "tool_error" if result.is_error else "ok",
+               duration, raw, body)
     return result
+
+
+@dataclass
+class _CacheEntry:
+    """Where a cacheable call's result is looked up and kept. The cache is best effort: a store
+    that cannot be read or written costs a call to the server, never the call itself."""
+
+    store: Any  # store.results.ResultCache
+    key: str
+    server: str
+    ttl: float
+
+    def get(self) -> dict[str, Any] | None:
+        try:
+            return cast("dict[str, Any] | None", self.store.get(self.key, self.server))
+        except ConfigError:
+            return None
+
+    def put(self, raw: dict[str, Any], body: bytes) -> None:
+        from llmc_cli.services import caching
+
+        if caching.storable(raw, body):
+            try:
+                self.store.put(self.key, self.server, raw, self.ttl)
+            except ConfigError:
+                pass
+
+
+def _cache_for(catalog: Catalog, invocation: Invocation, authorized: Authorization) -> _CacheEntry | None:
+    """The cache entry of an allowed call whose tool [cache] lists and is read-only; None otherwise.
+    (--no-cache skips the lookup, not the store: the fresh answer replaces the entry.) A server
+    that announced tools/list_changed has its entries dropped first."""
+    from llmc_cli.services import caching
+
+    call, profile = cast(ToolCall, authorized.call), invocation.profile.profile
+    if not profile.cache.tools:
+        return None
+    tool = catalog.require_tool(call.server, call.tool)
+    if not caching.cacheable(tool, call.qualified_name, profile):
+        return None
+    store = caching.cache_of(profile)
+    try:
+        caching.forget_changed(catalog, store, call.server)
+    except ConfigError:
+        pass
+    principal = (invocation.client or {}).get("principal")
+    return _CacheEntry(store, caching.key(invocation.profile, principal, tool, call, authorized.decision.call_hash),
+                       call.server, profile.cache.ttl_seconds)
 
 
 def read(catalog: Catalog, invocation: Invocation, request: Read) -> dict[str, Any]:
@@ -253,8 +308,8 @@ def read(catalog: Catalog, invocation: Invocation, request: Read) -> dict[str, A
     decision = authorized.decision
     if decision.action != "allow":
         raise PolicyDenied(f"denied: {decision.reason} [{decision.rule}]", rule=decision.rule)
-    raw, body, duration = _run(log, invocation, authorized, request.method, f"the {request.kind} {request.name}",
-                               lambda: catalog.session(request.server).request(request.method, request.params()))
+    raw, body, duration, _ = _run(log, invocation, authorized, request.method, f"the {request.kind} {request.name}",
+                                  lambda: catalog.session(request.server).request(request.method, request.params()))
     _succeeded(log, invocation, authorized, "ok", duration, raw, body)
     return raw
 
@@ -305,10 +360,13 @@ _RESULT_LIST = {"tools/call": ("content", False), "resources/read": ("contents",
 
 
 def _run(log: AuditSink, invocation: Invocation, authorized: Authorization, method: str, what: str,
-         send: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], bytes, float]:
-    """An allowed call or read (`what` names its result in messages): rate limit -> the request
-    -> (result, its canonical JSON, milliseconds). Every failure gets its outcome record here,
-    then is raised; the caller records a success (_succeeded)."""
+         send: Callable[[], dict[str, Any]], cached: Callable[[], dict[str, Any] | None] | None = None
+         ) -> tuple[dict[str, Any], bytes, float, bool]:
+    """An allowed call or read (`what` names its result in messages): rate limit -> the cached
+    result, if `cached` has one, else the request -> (result, its canonical JSON, milliseconds,
+    whether it came from the cache). A cached answer counts against the rate limits like any
+    call: they limit what a caller may do, and the policy decides every call afresh. Every
+    failure gets its outcome record here, then is raised; the caller records a success (_succeeded)."""
     from llmc_cli import interrupts, policy
     from llmc_cli.config.paths import state_dir
     from llmc_cli.store.postgres import state_url
@@ -328,7 +386,8 @@ def _run(log: AuditSink, invocation: Invocation, authorized: Authorization, meth
                                                "reason": exc.message})
         raise
     try:
-        raw = send()
+        hit = cached() if cached is not None else None
+        raw = hit if hit is not None else send()
         items, required = _RESULT_LIST[method]
         if not isinstance(raw.get(items, None if required else []), list):
             raise ProtocolError(f"{request.server}: {method} result has no {items} list")
@@ -348,7 +407,7 @@ def _run(log: AuditSink, invocation: Invocation, authorized: Authorization, meth
         _outcome(log, invocation, authorized, {"outcome": "internal_error", "error": f"{type(exc).__name__}: {exc}",
                                                "durationMs": elapsed()})
         raise
-    return raw, body, elapsed()
+    return raw, body, elapsed(), hit is not None
 
 
 def _succeeded(log: AuditSink, invocation: Invocation, authorized: Authorization, outcome: str, duration: float,

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import psycopg
 
 URL_VAR = "LLMC_STATE_URL"
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 AUDIT_LOCK = 0x6C6C6D63  # "llmc": the advisory lock that keeps the audit chain linear
 SESSION_ENDED = "llmc_session_ended"  # NOTIFY channel; the payload is the SHA-256 of the ended session's id
 LEASE_VAR = "LLMC_REPLICA_LEASE"
@@ -68,6 +68,14 @@ MIGRATIONS: dict[int, list[str]] = {
         "CREATE TABLE IF NOT EXISTS llmc_open_call (replica text NOT NULL, call_key text NOT NULL, "
         "seq bigint NOT NULL, record text NOT NULL)",
         "CREATE INDEX IF NOT EXISTS llmc_open_call_key ON llmc_open_call (replica, call_key)",
+    ],
+    6: [
+        # Cached tool results ([cache]), shared by replicas: the key is a digest (store/results.py),
+        # the row holds the result alone, never the arguments. The database's clock decides expiry.
+        "CREATE TABLE IF NOT EXISTS llmc_result_cache (key text PRIMARY KEY, server text NOT NULL, "
+        "result text NOT NULL, expires_at timestamptz NOT NULL)",
+        "CREATE INDEX IF NOT EXISTS llmc_result_cache_server ON llmc_result_cache (server)",
+        "CREATE INDEX IF NOT EXISTS llmc_result_cache_expires ON llmc_result_cache (expires_at)",
     ],
 }
 
@@ -369,6 +377,40 @@ class Database:
             return cur.fetchone() is not None
 
         return self.run("cannot read the approved calls", work)
+
+    # -- cached tool results -----------------------------------------------------------------------
+
+    def cached_result(self, key: str) -> str | None:
+        def work(cur: "psycopg.Cursor[Any]") -> str | None:
+            self.check_schema(cur)
+            cur.execute("SELECT result FROM llmc_result_cache WHERE key = %s AND expires_at > now()", (key,))
+            row = cur.fetchone()
+            return str(row[0]) if row else None
+
+        return self.run("cannot read the result cache", work)
+
+    def cache_result(self, key: str, server: str, result: str, ttl: float) -> None:
+        """Store a result for ttl seconds; expired entries are swept out on the way."""
+
+        def work(cur: "psycopg.Cursor[Any]") -> None:
+            self.check_schema(cur)
+            cur.execute("DELETE FROM llmc_result_cache WHERE expires_at <= now()")
+            cur.execute("INSERT INTO llmc_result_cache (key, server, result, expires_at) VALUES "
+                        "(%s, %s, %s, now() + make_interval(secs => %s)) ON CONFLICT (key) DO UPDATE SET "
+                        "result = excluded.result, expires_at = excluded.expires_at", (key, server, result, ttl))
+
+        self.run("cannot store the result", work)
+
+    def clear_results(self, server: str | None) -> int:
+        def work(cur: "psycopg.Cursor[Any]") -> int:
+            self.check_schema(cur)
+            if server is None:
+                cur.execute("DELETE FROM llmc_result_cache")
+            else:
+                cur.execute("DELETE FROM llmc_result_cache WHERE server = %s", (server,))
+            return int(cur.rowcount)
+
+        return self.run("cannot clear the result cache", work)
 
     # -- the gateway's host sessions ---------------------------------------------------------------
 

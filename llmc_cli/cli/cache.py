@@ -1,0 +1,28 @@
+"""`llmc cache clear [--server S]`: drop the cached tool results of [cache]."""
+
+from __future__ import annotations
+
+import click
+
+from llmc_cli.cli.context import App, pass_app
+from llmc_cli.cli.output import emit
+
+
+@click.group()
+def cache() -> None:
+    """Cached tool results ([cache] in the profile): files under the state directory, or the
+    [state] url database when set."""
+
+
+@cache.command("clear")
+@click.option("--server", metavar="SERVER", help="Only this server's cached results.")
+@pass_app
+def clear(app: App, server: str | None) -> None:
+    """Drop the cached results (every server's, or one's). JSON: {"cleared": N, "server": S|null,
+    "store": "files"|"database"}."""
+    from llmc_cli.services import caching
+    from llmc_cli.store.postgres import state_url
+
+    profile = app.load_profile().profile
+    emit({"cleared": caching.cache_of(profile).clear(server), "server": server,
+          "store": "database" if state_url(profile.state.url) else "files"})

@@ -1,0 +1,137 @@
+"""Cached tool results ([cache]): a ResultCache protocol, one 0600 file per entry under the state
+directory's `results/` (0700) by default, a table of the `[state] url` database when set (gateway
+replicas share it).
+
+An entry is keyed by a digest the caller makes (services/caching.py: server, tool, the tool
+definition's hash, the call's keyed hash, profile, principal), and holds only the server's
+result and when it expires: never the arguments, so no secret argument value is on disk."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Protocol
+
+# The directory's bound: past it, the oldest entries go first.
+MAX_TOTAL_BYTES = 64 * 1024 * 1024
+
+
+class ResultCache(Protocol):
+    def get(self, key: str, server: str) -> dict[str, Any] | None:
+        """The result stored under key, unless it is missing or expired."""
+
+    def put(self, key: str, server: str, result: dict[str, Any], ttl: float) -> None:
+        """Store a result for ttl seconds (best effort: a cache that cannot be written costs a call)."""
+
+    def clear(self, server: str | None = None) -> int:
+        """Drop every entry (or a server's); the number dropped."""
+
+
+def server_tag(server: str) -> str:
+    """A server's part of an entry's file name (names may hold characters a file name cannot)."""
+    return hashlib.sha256(server.encode("utf-8")).hexdigest()[:16]
+
+
+class FileResultCache:
+    def __init__(self, directory: Path, max_total_bytes: int = MAX_TOTAL_BYTES) -> None:
+        self.directory = directory
+        self.max_total_bytes = max_total_bytes
+
+    def _path(self, key: str, server: str) -> Path:
+        return self.directory / f"{server_tag(server)}-{key}.json"
+
+    def get(self, key: str, server: str) -> dict[str, Any] | None:
+        path = self._path(key, server)
+        try:
+            entry = json.loads(path.read_bytes())
+        except (OSError, ValueError, RecursionError):
+            return None
+        if not isinstance(entry, dict) or not isinstance(entry.get("result"), dict):
+            return None
+        expires = entry.get("expiresAt")
+        if not isinstance(expires, (int, float)) or expires <= time.time():
+            path.unlink(missing_ok=True)
+            return None
+        result: dict[str, Any] = entry["result"]
+        return result
+
+    def put(self, key: str, server: str, result: dict[str, Any], ttl: float) -> None:
+        from llmc_cli.config import files
+        from llmc_cli.errors import ConfigError
+
+        text = json.dumps({"expiresAt": time.time() + ttl, "result": result}, ensure_ascii=False,
+                          separators=(",", ":"))
+        try:
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.chmod(self.directory, 0o700)
+            files.write_atomic(self._path(key, server), text, mode=0o600, durable=False)
+            self._evict()
+        except (OSError, ConfigError):
+            pass
+
+    def _evict(self) -> None:
+        """Expired entries out, then the oldest until the directory is within its bound."""
+        entries = []
+        now = time.time()
+        for path in self.directory.glob("*.json"):
+            try:
+                stat = path.stat()
+            except OSError:
+                continue
+            entries.append((stat.st_mtime, stat.st_size, path))
+        total = sum(size for _, size, _ in entries)
+        for mtime, size, path in sorted(entries):
+            if total <= self.max_total_bytes and mtime > now - 24 * 3600:
+                break  # entries older than a day are past any sensible TTL: swept whatever the size
+            path.unlink(missing_ok=True)
+            total -= size
+
+    def clear(self, server: str | None = None) -> int:
+        pattern = f"{server_tag(server)}-*.json" if server is not None else "*.json"
+        dropped = 0
+        for path in self.directory.glob(pattern):
+            try:
+                path.unlink()
+                dropped += 1
+            except OSError:
+                pass
+        return dropped
+
+
+class DatabaseResultCache:
+    """The entries in the state database's llmc_result_cache (schema version 6)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def get(self, key: str, server: str) -> dict[str, Any] | None:
+        from llmc_cli.store.postgres import Database
+
+        text = Database.for_url(self.url).cached_result(key)
+        try:
+            result = json.loads(text) if text is not None else None
+        except ValueError:
+            return None
+        return result if isinstance(result, dict) else None
+
+    def put(self, key: str, server: str, result: dict[str, Any], ttl: float) -> None:
+        from llmc_cli.store.postgres import Database
+
+        Database.for_url(self.url).cache_result(key, server, json.dumps(result, ensure_ascii=False), ttl)
+
+    def clear(self, server: str | None = None) -> int:
+        from llmc_cli.store.postgres import Database
+
+        return Database.for_url(self.url).clear_results(server)
+
+
+def result_cache(url: str | None) -> ResultCache:
+    """The database's cache when `[state] url` (or LLMC_STATE_URL) names one, else the files."""
+    if url:
+        return DatabaseResultCache(url)
+    from llmc_cli.config import paths
+
+    return FileResultCache(paths.state_dir() / "results")

@@ -1,0 +1,175 @@
+"""[cache]: a listed read-only tool's result is served from the cache for an identical call
+within the TTL, through the real CLI (in-process) in front of an `mcp` SDK server that counts its
+calls in a file (tests/peers/counting_server.py), so a call that reached it is seen across runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import llmc_in_process, profile_file, sdk_server
+
+TOKEN = "tok-4f1d9c2b7a6e5d3c"
+
+
+def write_profile(tmp_path: Path, cache: str = 'tools = ["count.*"]', extra: str = "",
+                  description: str = "") -> Path:
+    env = {"COUNT_FILE": str(tmp_path / "calls.txt"), **({"SEARCH_DESCRIPTION": description} if description else {})}
+    return profile_file(Path(os.environ["LLMC_CONFIG_DIR"]), f"""
+[servers.count]
+command = {json.dumps(sys.executable)}
+args = [{json.dumps(sdk_server("counting_server.py")[1])}]
+env = {{ {", ".join(f"{k} = {json.dumps(v)}" for k, v in env.items())} }}
+sandbox = "none"
+
+[cache]
+{cache}
+{extra}
+""")
+
+
+def calls(tmp_path: Path) -> list[str]:
+    path = tmp_path / "calls.txt"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def call(*args: str) -> dict:
+    proc = llmc_in_process("call", *args, "--format", "json")
+    assert proc.returncode in (0, 1), proc.stderr
+    return json.loads(proc.stdout)
+
+
+def audit(tmp_path: Path) -> list[dict]:
+    log = Path(os.environ["LLMC_STATE_DIR"]) / "audit.jsonl"
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def test_a_second_identical_call_within_the_ttl_is_served_from_the_cache_and_audited(tmp_path: Path) -> None:
+    write_profile(tmp_path)
+    first = call("count.search", "query=tides")
+    second = call("count.search", "query=tides")
+    assert "cached" not in first and second["cached"] is True
+    assert second["content"] == first["content"] == [{"type": "text", "text": "tides #1"}]
+    assert calls(tmp_path) == ['search {"query": "tides", "token": ""}']
+    outcomes = [r for r in audit(tmp_path) if r["event"] == "outcome"]
+    decisions = [r for r in audit(tmp_path) if r["event"] == "decision"]
+    assert [r["outcome"] for r in outcomes] == ["ok", "cached"] and [r["decision"] for r in decisions] == ["allow"] * 2
+    assert outcomes[1]["resultSha256"] == outcomes[0]["resultSha256"]
+    assert llmc_in_process("audit", "verify").returncode == 0
+    tail = llmc_in_process("audit", "tail", "--outcome", "cached", "--format", "jsonl")
+    assert [json.loads(line)["outcome"] for line in tail.stdout.splitlines()] == ["cached"]
+    table = llmc_in_process("call", "count.search", "query=tides", "--format", "table")
+    assert "cached" in table.stdout and len(calls(tmp_path)) == 1
+
+
+def test_an_entry_expires_after_its_ttl(tmp_path: Path) -> None:
+    write_profile(tmp_path, 'ttl_seconds = 1\ntools = ["count.search"]')
+    call("count.search", "query=a")
+    time.sleep(1.2)
+    # one run, so the second line comes well within the TTL of the first's fresh answer
+    line = json.dumps({"tool": "count.search", "arguments": {"query": "a"}})
+    proc = llmc_in_process("call", "--batch", "-", stdin=f"{line}\n{line}\n")
+    assert [json.loads(out).get("cached", False) for out in proc.stdout.splitlines()] == [False, True]
+    assert len(calls(tmp_path)) == 2
+
+
+@pytest.mark.parametrize("args", [["count.delete", "name=x"], ["count.plain", "name=x"], ["count.fail", "name=x"],
+                                  ["count.big", "size=300000"], ["count.search", "query=a", "--no-cache"]],
+                         ids=["destructive", "unannotated", "isError", "too-big", "no-cache"])
+def test_what_is_never_answered_from_the_cache(tmp_path: Path, args: list[str]) -> None:
+    write_profile(tmp_path, extra='[policy]\nallow = ["count.*"]')
+    for _ in range(2):
+        assert "cached" not in call(*args, "--yes")
+    assert len(calls(tmp_path)) == 2
+    assert "cached" not in [r.get("outcome") for r in audit(tmp_path)]
+
+
+def test_policy_check_and_tools_lint_say_what_is_cached(tmp_path: Path) -> None:
+    write_profile(tmp_path, 'ttl_seconds = 300\ntools = ["count.search", "count.delete", "count.plain"]')
+    checked = json.loads(llmc_in_process("policy", "check", "count.search", "query=a").stdout)
+    assert checked["cache"] == "cached for 300 s"
+    for tool in ("delete", "plain"):
+        proc = llmc_in_process("policy", "check", f"count.{tool}", "name=a")
+        assert json.loads(proc.stdout)["cache"] == "listed in [cache] tools but not read-only: never cached"
+    assert "cache" not in json.loads(llmc_in_process("policy", "check", "count.big", "size=1").stdout)
+    findings = json.loads(llmc_in_process("tools", "lint", "--format", "json").stdout)["findings"]
+    assert sorted(f["tool"] for f in findings if f["target"] == "cache") == ["delete", "plain"]
+
+
+def test_hints_in_the_profile_decide_what_is_read_only(tmp_path: Path) -> None:
+    write_profile(tmp_path, extra='[policy.hints."count.plain"]\nreadOnly = true\n'
+                                  '[policy.hints."count.search"]\nreadOnly = false')
+    call("count.plain", "name=a")
+    assert call("count.plain", "name=a")["cached"] is True
+    call("count.search", "query=a")
+    assert "cached" not in call("count.search", "query=a")
+    assert len(calls(tmp_path)) == 3
+
+
+def test_different_arguments_miss_and_secrets_stay_off_the_disk(tmp_path: Path) -> None:
+    write_profile(tmp_path)
+    call("count.search", "query=a", f"token={TOKEN}")
+    assert "cached" not in call("count.search", "query=b", f"token={TOKEN}")
+    assert "cached" not in call("count.search", "query=a", "token=other-secret-value-99")
+    assert call("count.search", "query=a", f"token={TOKEN}")["cached"] is True
+    assert len(calls(tmp_path)) == 3
+    results = Path(os.environ["LLMC_STATE_DIR"]) / "results"
+    assert stat.S_IMODE(results.stat().st_mode) == 0o700
+    entries = list(results.iterdir())
+    assert len(entries) == 3
+    for entry in entries:
+        assert stat.S_IMODE(entry.stat().st_mode) == 0o600
+        assert TOKEN not in entry.read_text() and TOKEN not in entry.name and "query" not in entry.read_text()
+
+
+def test_list_changed_drops_the_servers_entries(tmp_path: Path) -> None:
+    write_profile(tmp_path)
+    # A 2026-07-28 session hears of changes only by subscriptions/listen, which llmc's client does
+    # not speak: the server is remembered as initialize-era, so llmc's next runs start it so.
+    assert call("count.big", "size=1")["isError"] is False
+    eras = Path(os.environ["LLMC_STATE_DIR"]) / "servers.json"
+    remembered = json.loads(eras.read_text())
+    eras.write_text(json.dumps({k: {**v, "era": "legacy", "version": "2025-11-25"} for k, v in remembered.items()}))
+    batch = "\n".join(json.dumps(line) for line in [
+        {"id": 1, "tool": "count.search", "arguments": {"query": "a"}},
+        {"id": 2, "tool": "count.search", "arguments": {"query": "a"}},
+        {"id": 3, "tool": "count.announce", "arguments": {}},
+        {"id": 4, "tool": "count.search", "arguments": {"query": "a"}},
+        {"id": 5, "tool": "count.search", "arguments": {"query": "a"}},
+    ]) + "\n"
+    proc = llmc_in_process("call", "--batch", "-", "--no-cache", stdin=batch)
+    assert proc.returncode == 0, proc.stderr
+    assert not any("cached" in json.loads(line) for line in proc.stdout.splitlines())  # but stored
+    proc = llmc_in_process("call", "--batch", "-", stdin=batch)
+    assert proc.returncode == 0, proc.stderr
+    lines = {json.loads(line)["id"]: json.loads(line) for line in proc.stdout.splitlines()}
+    # 1: filled by the --no-cache run; 3 announced a changed list: 4 asks the server again
+    assert [lines[i].get("cached", False) for i in (1, 2, 3, 4, 5)] == [True, True, False, False, True]
+    assert len(calls(tmp_path)) == 1 + 5 + 2
+
+
+def test_a_changed_tool_definition_never_meets_an_old_entry(tmp_path: Path) -> None:
+    write_profile(tmp_path)
+    call("count.search", "query=a")
+    write_profile(tmp_path, description="Search the index, differently.")
+    assert "cached" not in call("count.search", "query=a")
+    assert call("count.search", "query=a")["cached"] is True
+    assert len(calls(tmp_path)) == 2
+
+
+def test_cache_clear(tmp_path: Path) -> None:
+    write_profile(tmp_path)
+    call("count.search", "query=a")
+    cleared = json.loads(llmc_in_process("cache", "clear", "--server", "other").stdout)
+    assert cleared == {"cleared": 0, "server": "other", "store": "files"}
+    assert call("count.search", "query=a")["cached"] is True
+    assert json.loads(llmc_in_process("cache", "clear", "--server", "count").stdout)["cleared"] == 1
+    assert "cached" not in call("count.search", "query=a")
+    assert json.loads(llmc_in_process("cache", "clear").stdout)["cleared"] == 1
+    assert len(calls(tmp_path)) == 2
