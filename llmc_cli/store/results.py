@@ -62,20 +62,22 @@ class FileResultCache:
         from llmc_cli.config import files
         from llmc_cli.errors import ConfigError
 
-        text = json.dumps({"expiresAt": time.time() + ttl, "result": result}, ensure_ascii=False,
-                          separators=(",", ":"))
+        now = time.time()
+        text = json.dumps({"expiresAt": now + ttl, "result": result}, ensure_ascii=False, separators=(",", ":"))
+        path = self._path(key, server)
         try:
             self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             os.chmod(self.directory, 0o700)
-            files.write_atomic(self._path(key, server), text, mode=0o600, durable=False)
-            self._evict()
+            files.write_atomic(path, text, mode=0o600, durable=False)
+            os.utime(path, (now, now + ttl))  # its mtime is its expiry: eviction needs no reading
+            self._evict(now)
         except (OSError, ConfigError):
             pass
 
-    def _evict(self) -> None:
-        """Expired entries out, then the oldest until the directory is within its bound."""
+    def _evict(self, now: float) -> None:
+        """Expired entries out, then those expiring soonest (the oldest, under one TTL) until the
+        directory is within its bound."""
         entries = []
-        now = time.time()
         for path in self.directory.glob("*.json"):
             try:
                 stat = path.stat()
@@ -83,9 +85,9 @@ class FileResultCache:
                 continue
             entries.append((stat.st_mtime, stat.st_size, path))
         total = sum(size for _, size, _ in entries)
-        for mtime, size, path in sorted(entries):
-            if total <= self.max_total_bytes and mtime > now - 24 * 3600:
-                break  # entries older than a day are past any sensible TTL: swept whatever the size
+        for expires, size, path in sorted(entries):
+            if total <= self.max_total_bytes and expires > now:
+                break
             path.unlink(missing_ok=True)
             total -= size
 

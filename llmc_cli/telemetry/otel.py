@@ -201,7 +201,7 @@ class Otel:
         record = self.mask(dict(record))  # masked as it was written; and by what telemetry learnt since
         attributes = {f"llmc.audit.{k}": v if isinstance(v, (str, int, float, bool)) else json.dumps(v, default=str)
                       for k, v in record.items() if v is not None}
-        denied = record.get("decision") == "deny" or record.get("outcome") not in (None, "ok")
+        denied = record.get("decision") == "deny" or record.get("outcome") not in (None, "ok", "cached")
         self.logger_provider.get_logger(SCOPE + ".audit", __version__).emit(
             event_name="llmc.audit", body=json.dumps(dict(record), default=str, sort_keys=True),
             attributes=attributes, context=self.parent(),
