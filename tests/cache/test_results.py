@@ -189,3 +189,18 @@ def test_the_directory_stays_within_its_bound_oldest_out_first(tmp_path: Path) -
     time.sleep(0.05)
     assert cache.get("f" * 64, "s") is None  # expired: gone from the disk too
     assert not any("f" * 64 in p.name for p in (tmp_path / "results").iterdir())
+
+
+def test_the_policy_decides_every_call_first_and_a_cached_answer_counts_against_rate_limits(tmp_path: Path) -> None:
+    write_profile(tmp_path, extra="[policy]\ncalls_per_minute = 2")
+    call("count.search", "query=a")
+    assert call("count.search", "query=a")["cached"] is True
+    limited = llmc_in_process("call", "count.search", "query=a")
+    assert limited.returncode == 4 and "rate" in limited.stderr.lower()
+    write_profile(tmp_path, extra='[policy]\ndeny = ["count.search"]')
+    denied = llmc_in_process("call", "count.search", "query=a")
+    assert denied.returncode == 4 and denied.stdout == ""
+    assert len(calls(tmp_path)) == 1
+    records = audit(tmp_path)
+    assert [r.get("outcome") for r in records if r["event"] == "outcome"] == ["ok", "cached", "denied"]
+    assert [r["decision"] for r in records if r["event"] == "decision"] == ["allow", "allow", "allow", "deny"]
