@@ -39,12 +39,13 @@ STOP_END, STOP_MAX_STEPS, STOP_TIMEOUT, STOP_LENGTH, STOP_OTHER = "end", "max_st
 
 class StepOutcome(TypedDict, total=False):
     """How a tool call of a run ended (filled in while it runs; every key is set by the time the
-    turn ends, except error, result and compacted)."""
+    turn ends, except error, result, compacted and cached)."""
 
     outcome: str  # ok | error | denied | failed | invalid | unknown_tool | timeout
     error: dict[str, Any]  # the LlmcError (to_json) of a denied or failed call
     result: dict[str, Any]  # the whole result (ToolResult.to_json)
     compacted: dict[str, Any]  # what was cut before the model saw the result
+    cached: bool  # present (true) when the result came from the result cache ([cache])
     durationMs: float | None  # None: never run (an unreadable call, no such tool), or the run stopped waiting
     seenResult: ToolResult  # what the model is shown, while the turn runs ...
     seen: str  # ... and its text in the record
@@ -254,6 +255,8 @@ def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool
             out.update({"outcome": "error" if result.is_error else "ok", "result": result.to_json(), "seenResult": seen})
             if cut:
                 out["compacted"] = cut
+            if result.cached:
+                out["cached"] = True  # answered from [cache], as `call` says
         out["durationMs"] = _ms(t0)
         with lock:
             if closed:

@@ -173,7 +173,8 @@ STEP = obj({"step": INT, "callId": STR, "tool": STR, "providerName": STR, "argum
             "outcome": enum("ok", "error", "denied", "failed", "invalid", "unknown_tool", "timeout"),
             "durationMs": null(NUM), "seen": STR},
            {"error": common("error"), "result": obj(CALL_RESULT, CALL_RESULT_OPTIONAL),
-            "compacted": obj({"characters": INT, "charactersShown": INT, "lines": INT, "linesShown": INT})})
+            "compacted": obj({"characters": INT, "charactersShown": INT, "lines": INT, "linesShown": INT}),
+            "cached": BOOL})
 USAGE = obj({"step": INT, "inputTokens": null(INT), "outputTokens": null(INT), "stopReason": STR,
              "durationMs": NUM, "text": STR})
 RUN = {"conversation": STR, "provider": STR, "model": null(STR), "prompt": STR, "answer": STR,

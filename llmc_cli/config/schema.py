@@ -282,6 +282,11 @@ class CacheConfig:
     ttl_seconds: float = field(default=300.0, metadata=_POSITIVE)
     tools: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        for pattern in self.tools:
+            if "." not in pattern:  # a bare tool name would never match `server.tool`
+                raise ValueError(f"[cache] tools: {pattern!r} must be a SERVER.TOOL glob (e.g. \"github.search_*\")")
+
 
 @dataclass
 class TelemetryConfig:

@@ -204,3 +204,27 @@ def test_the_policy_decides_every_call_first_and_a_cached_answer_counts_against_
     records = audit(tmp_path)
     assert [r.get("outcome") for r in records if r["event"] == "outcome"] == ["ok", "cached", "denied"]
     assert [r["decision"] for r in records if r["event"] == "decision"] == ["allow", "allow", "allow", "deny"]
+
+
+def test_a_models_repeated_call_in_ask_is_answered_from_the_cache(tmp_path: Path) -> None:
+    from tests.fakes.llm import FakeLLM
+    from tests.fakes.scripts import turn
+
+    search = {"query": "tides"}
+    script = [turn("openai", calls=[("c1", "search", search)]),
+              turn("openai", calls=[("c2", "search", search)]), turn("openai", text="done")]
+    with FakeLLM("openai", script) as fake:
+        path = write_profile(tmp_path)
+        path.write_text(path.read_text() + f'\n[llm]\nprovider = "openai"\nmodel = "m"\nbase_url = "{fake.base_url}"\n')
+        proc = llmc_in_process("ask", "search twice", env={"OPENAI_API_KEY": "k"})
+    assert proc.returncode == 0, proc.stderr
+    steps = json.loads(proc.stdout)["steps"]
+    assert [s.get("cached", False) for s in steps] == [False, True] and steps[0]["seen"] == steps[1]["seen"]
+    assert len(calls(tmp_path)) == 1
+
+
+def test_a_cache_pattern_without_a_server_is_refused(tmp_path: Path) -> None:
+    write_profile(tmp_path, 'tools = ["search"]')
+    proc = llmc_in_process("call", "count.search", "query=a")
+    assert proc.returncode == 3 and "SERVER.TOOL glob" in proc.stderr and proc.stdout == ""
+    assert calls(tmp_path) == []
