@@ -4,7 +4,7 @@ ONLY one that reads a resource or gets a prompt.
 calls.py: one call (Invocation, authorize, record_decisions, call_tool, the open-call registry
 that interruptions close) and one read (Read, read); catalogs.py: the servers a command talks to
 and the tools, resources and prompts a profile sees; batch.py: many calls in one run; search.py:
-tool search. The names below are the package's interface.
+tool search; caching.py: which calls [cache] answers, and their keys. The names below are the package's interface.
 """
 
 from typing import TYPE_CHECKING

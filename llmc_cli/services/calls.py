@@ -214,7 +214,8 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
 def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeout: float | None = None,
               authorized: Authorization | None = None, meta: dict[str, Any] | None = None) -> ToolResult:
     """The ONLY path that runs a tool: policy decision (and confirmation) -> audit record of the
-    decision, on disk -> rate limit -> the call -> audit record of the outcome. A denial is
+    decision, on disk -> rate limit -> the call, or its answer from [cache] (services/caching.py)
+    -> audit record of the outcome (`cached` for a cached answer). A denial is
     audited, then raised as PolicyDenied. Returns the result (is_error included); raises
     LlmcError otherwise. `authorized`: decided, and its decision record written, by the caller
     (run_batch writes all of a batch's decisions at once). `meta`: the request's _meta, relayed

@@ -5,6 +5,7 @@ files are.
 
 era_cache.py  servers.json: era, transport and version per server, remembered HTTP sessions
 tokens.py     oauth/: one 0600 file per authorization server and resource
+results.py    results/: cached tool results ([cache]), or the [state] url database's table
 """
 
 from __future__ import annotations
