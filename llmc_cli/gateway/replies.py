@@ -115,9 +115,15 @@ class ReplyWriter(BaseHTTPRequestHandler):
             super().handle_one_request()
         finally:
             self.arrivals.arrived(self)
-            if self.ticket is not None:
-                self.admission.done(self.ticket, keep=not self.close_connection)
-                self.ticket = None
+            self.release()
+
+    def release(self) -> None:
+        """The admitted request stops counting against its principal. Called before its final reply
+        is written: a host that reads the reply and at once sends its next request must find the
+        slot free (max_requests = 1 means one at a time, not one per round trip)."""
+        if self.ticket is not None:
+            self.admission.done(self.ticket, keep=not self.close_connection)
+            self.ticket = None
 
     def admit(self, principal: str | None, max_requests: int) -> None:
         """Count this request against its principal's share and the gateway's (raises Refused);
@@ -242,6 +248,7 @@ class ReplyWriter(BaseHTTPRequestHandler):
             if name.lower() == "connection":
                 self.close_connection = value.lower() == "close" or (self.close_connection and
                                                                       value.lower() != "keep-alive")
+        self.release()
         if self.request_version == "HTTP/0.9":  # a bare `GET /path`: the body alone, as http.server answers
             self.wfile.write(data)
             return
@@ -290,6 +297,8 @@ class ReplyWriter(BaseHTTPRequestHandler):
                         continue
                 final = "method" not in reply and reply.get("id") == msg_id
                 if streamed:
+                    if final:
+                        self.release()
                     self._event(reply)
                 elif final:
                     headers = extra if "result" in reply else {k: v for k, v in extra.items() if k != "Mcp-Session-Id"}
@@ -317,6 +326,8 @@ class ReplyWriter(BaseHTTPRequestHandler):
                         return  # resumed elsewhere
                     pending = stream.events[cursor:]
                     done = stream.done
+                if done:
+                    self.release()
                 for offset, event in enumerate(pending, start=cursor + 1):
                     self._event(event, f"{stream_id}-{offset}")
                 cursor += len(pending)
