@@ -240,11 +240,17 @@ class Handler(ReplyWriter):
                              msg_id=message["id"])
                 return
             listening = gateway.listen_stream(connection) if method == OPEN_ENDED else contextlib.nullcontext()
+            opened_id = extra.get(SESSION_HEADER)  # set by initialize only
+
+            def settle(reply: dict[str, Any]) -> None:
+                if opened_id is not None and "result" not in reply:
+                    gateway.end_session(opened_id)
+
             with listening, gateway.in_use(session):
                 answered = self._answer(connection, message, extra, modern=modern and not session_id, session=session,
-                                        alone=stateless is not None)
-            if SESSION_HEADER in extra and (answered is None or "result" not in answered):
-                gateway.end_session(extra[SESSION_HEADER])
+                                        alone=stateless is not None, settle=settle)
+            if opened_id is not None and answered is None:  # the host went away before its reply
+                gateway.end_session(opened_id)
         finally:
             if stateless is not None:
                 stateless.close()

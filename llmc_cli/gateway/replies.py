@@ -13,6 +13,7 @@ import select
 import socket
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from typing import Any, ClassVar
 
@@ -256,12 +257,13 @@ class ReplyWriter(BaseHTTPRequestHandler):
 
 
     def _answer(self, connection: GatewayConnection, message: dict[str, Any], extra: dict[str, str], *,
-                modern: bool = False, session: HostSession | None = None, alone: bool = False
-                ) -> dict[str, Any] | None:
+                modern: bool = False, session: HostSession | None = None, alone: bool = False,
+                settle: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any] | None:
         """The final reply, once written (None: on a session's resumable stream, or the host went
         away first). `alone`: the connection serves only this request (2026-07-28, no session).
         An Mcp-Session-Id in `extra` goes out only with a result (initialize's): an error starts
-        no session."""
+        no session. `settle` sees the final reply before it is written: what the reply implies
+        (a refused initialize ends its session) holds by the time the host reads it."""
         # SimpleQueue: a queue per request, and queue.Queue builds three Conditions for each
         replies: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
         msg_id = message["id"]
@@ -296,6 +298,8 @@ class ReplyWriter(BaseHTTPRequestHandler):
                     else:
                         continue
                 final = "method" not in reply and reply.get("id") == msg_id
+                if final and settle is not None:
+                    settle(reply)
                 if streamed:
                     if final:
                         self.release()
