@@ -50,7 +50,7 @@ ALLOWED: dict[str, set[str]] = {
     "keeper.process": {"keeper", "services", "store", "config", "interrupts", "mcp", "errors", "model"},
     "agent": {"services", "catalog", "policy", "audit", "providers", "translate", "config", "telemetry", "interrupts",
               "mcp", "errors", "model"},
-    "gateway": {"llmc_cli", "telemetry", "services", "catalog", "policy", "audit", "lockfile", "server", "config",
+    "gateway": {"llmc_cli", "telemetry", "services", "catalog", "policy", "audit", "store", "lockfile", "server", "config",
                 "interrupts", "mcp", "errors", "model"},
     "cli": {"llmc_cli", "agent", "gateway", "services", "telemetry", "catalog", "policy", "audit", "store", "config",
             "keeper", "lockfile", "server", "translate", "providers", "interrupts", "mcp", "errors", "model"},

@@ -2,7 +2,8 @@
 
 trail.py: what both stores of the chain share (sealing, writing as an AuditSink, verify); log.py:
 the JSON Lines file (appends, anchor, rotation); postgres.py: the same chain in PostgreSQL; deferred.py: a batch's records written in groups; records.py: what goes into a
-record (time, identity, masking, hash). The names below are the package's interface.
+record (time, identity, masking, hash). Which of the two a command writes is chosen with its
+state (services.audit_log). The names below are the package's interface.
 """
 
 from typing import TYPE_CHECKING
@@ -12,7 +13,7 @@ from llmc_cli import lazy_names
 # Which module holds each name of the interface.
 _WHERE = {name: module for module, names in {
     "llmc_cli.audit.deferred": "Deferred",
-    "llmc_cli.audit.log": "DEFAULT_MAX_BYTES AuditLog default_path open_log",
+    "llmc_cli.audit.log": "DEFAULT_MAX_BYTES AuditLog default_path",
     "llmc_cli.audit.postgres": "PostgresAuditLog",
     "llmc_cli.audit.trail": "ChainedLog",
     "llmc_cli.audit.records": "MASK AuditError identity mask_secrets now_iso record_hash secret_values",
@@ -21,7 +22,7 @@ _WHERE = {name: module for module, names in {
 
 if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its module, on first use
     from llmc_cli.audit.deferred import Deferred
-    from llmc_cli.audit.log import DEFAULT_MAX_BYTES, AuditLog, default_path, open_log
+    from llmc_cli.audit.log import DEFAULT_MAX_BYTES, AuditLog, default_path
     from llmc_cli.audit.postgres import PostgresAuditLog
     from llmc_cli.audit.trail import ChainedLog
     from llmc_cli.audit.records import MASK, AuditError, identity, mask_secrets, now_iso, record_hash, secret_values
@@ -30,5 +31,5 @@ else:
     __getattr__ = lazy_names(__name__, globals(), _WHERE)
 
 
-__all__ = ["ChainedLog", "Deferred", "DEFAULT_MAX_BYTES", "AuditLog", "default_path", "open_log", "PostgresAuditLog", "MASK",
+__all__ = ["ChainedLog", "Deferred", "DEFAULT_MAX_BYTES", "AuditLog", "default_path", "PostgresAuditLog", "MASK",
            "AuditError", "identity", "mask_secrets", "now_iso", "record_hash", "secret_values", "GENESIS"]

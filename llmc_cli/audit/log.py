@@ -25,15 +25,12 @@ import errno
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
 from llmc_cli.audit.records import AuditError, now_iso
 from llmc_cli.audit.trail import ChainedLog, Seal
 from llmc_cli.errors import ConfigError
 from llmc_cli.store.chain import GENESIS
-
-if TYPE_CHECKING:
-    from llmc_cli.config.schema import Profile
 
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 ANCHOR_BYTES = 512  # one sector: written whole or not at all (JSON, padded with spaces)
@@ -234,19 +231,6 @@ class AuditLog(ChainedLog):
         for path in self.files()[:-1]:
             os.replace(path, path.with_suffix(f".{int(path.suffix[1:]) + 1}"))
         os.replace(self.path, self.path.with_name(self.path.name + ".1"))
-
-
-def open_log(profile: "Profile") -> ChainedLog:
-    """The audit trail of a profile: in the state database when `[state]
-    url` or LLMC_STATE_URL names one, else the JSON Lines file."""
-    from llmc_cli.store.postgres import state_url
-
-    url = state_url(profile.state.url)
-    if not url:
-        return AuditLog(profile.audit_log)
-    from llmc_cli.audit.postgres import PostgresAuditLog  # only for a state database
-
-    return PostgresAuditLog(url)
 
 
 def _last_line(path: Path) -> str:

@@ -1,4 +1,4 @@
-"""The audit chain kept in PostgreSQL (store/postgres.py) instead of the JSON Lines file."""
+"""The audit chain kept in PostgreSQL (store/postgres/chain.py) instead of the JSON Lines file."""
 
 from __future__ import annotations
 
@@ -11,16 +11,17 @@ from llmc_cli.store.chain import CALL_FIELDS, GENESIS, AuditRecord
 
 
 class PostgresAuditLog(ChainedLog):
-    """The same hash chain, records and anchor in PostgreSQL (store/postgres.py): the anchor is the
+    """The same hash chain, records and anchor in PostgreSQL (store/postgres/chain.py): the anchor is the
     head row, moved in the transaction that appends, under an advisory lock every writer on every
     machine takes, so there is one linear chain. `verify`, `tail` and `head` read it as they read
     the file; a record is one row (`file` in reports is the database, `line` the row's seq)."""
 
     def __init__(self, url: str) -> None:
         from llmc_cli.store.postgres import Database
+        from llmc_cli.store.postgres.chain import PostgresChain
 
-        self.db = Database.for_url(url)
-        self.path = Path(self.db.name)  # only ever shown, never opened
+        self.chain = PostgresChain(Database.for_url(url))
+        self.path = Path(self.chain.db.name)  # only ever shown, never opened
 
     def _append_chained(self, seal: Seal) -> None:
         from llmc_cli import interrupts
@@ -28,7 +29,7 @@ class PostgresAuditLog(ChainedLog):
 
         try:
             with interrupts.deferred():
-                self.db.append_chained(seal)
+                self.chain.append_chained(seal)
         except StateError as exc:
             raise AuditError(exc.message) from None
 
@@ -51,7 +52,7 @@ class PostgresAuditLog(ChainedLog):
             return sealer(records, written)
 
         try:
-            closed = self.db.close_lost_calls(seal_lost)
+            closed = self.chain.close_lost_calls(seal_lost)
         except StateError as exc:
             raise AuditError(exc.message) from None
         for full in written:
@@ -70,13 +71,13 @@ class PostgresAuditLog(ChainedLog):
         head = self._db_head()
         if head is None:
             return {"head": GENESIS, "records": 0, "anchor": None}
-        return {"head": head[0], "records": head[1], "anchor": self.db.name}
+        return {"head": head[0], "records": head[1], "anchor": self.chain.db.name}
 
     def _db_head(self) -> tuple[str, int] | None:
         from llmc_cli.store.postgres import StateError
 
         try:
-            return self.db.audit_head()
+            return self.chain.head()
         except StateError as exc:
             raise AuditError(exc.message) from None
 
@@ -87,7 +88,7 @@ class PostgresAuditLog(ChainedLog):
         from llmc_cli.store.postgres import StateError
 
         try:
-            for seq, line in self.db.audit_records():
+            for seq, line in self.chain.records():
                 yield self.path, seq, line
         except StateError as exc:
             raise AuditError(exc.message) from None

@@ -62,9 +62,9 @@ def ask(ctx: click.Context, prompt: str, provider: str | None, model: str | None
                              total_timeout=total_timeout, system=system, tool_search=tool_search)
     prepared = runs.prepare(given, app.load_profile().profile.llm, continue_from=continue_from, save_as=save_as)
     catalog, profile = open_catalog(ctx, target, sample=prepared.sample)
-    invocation = services.Invocation(profile=profile, command="ask", caller="model", interactive=app.interactive,
-                                     assume_yes=yes, confirm=terminal.confirm_call,
-                                     conversation_id=prepared.conversation.id)
+    invocation = services.Invocation(profile=profile, state=services.open_state(profile), command="ask",
+                                     caller="model", interactive=app.interactive, assume_yes=yes,
+                                     confirm=terminal.confirm_call, conversation_id=prepared.conversation.id)
     # Steps on a terminal or with -v; a call that went wrong for the model is reported either way.
     show_steps = sys.stderr.isatty() or bool(app.verbose)
 

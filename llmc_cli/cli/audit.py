@@ -26,11 +26,10 @@ def audit() -> None:
 
 
 def _log(ctx: click.Context) -> "ChainedLog":
-    from llmc_cli.audit import open_log
+    from llmc_cli import services
     from llmc_cli.config.profiles import load_profile
 
-    profile = load_profile(app_of(ctx).profile)
-    return open_log(profile.profile)
+    return services.audit_log(services.open_state(load_profile(app_of(ctx).profile)))
 
 
 @audit.command("verify")

@@ -84,8 +84,8 @@ def run(ctx: click.Context, source: str, parallel: int, fail_fast: bool, yes: bo
             check_arguments(catalog, items)
         # The batch file is the person's decision (no confirm_destructive); the profile's
         # `confirm` patterns still apply, and a batch never prompts: --yes or pre-approved hashes.
-        invocation = services.Invocation(profile=profile, command="batch", caller="human", assume_yes=yes,
-                                         use_cache=use_cache)
+        invocation = services.Invocation(profile=profile, state=services.open_state(profile), command="batch",
+                                         caller="human", assume_yes=yes, use_cache=use_cache)
 
         finished: list[Any] = []
 

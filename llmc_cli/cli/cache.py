@@ -20,9 +20,7 @@ def cache() -> None:
 def clear(app: App, server: str | None) -> None:
     """Drop the cached results (every server's, or one's). JSON: {"cleared": N, "server": S|null,
     "store": "files"|"database"}."""
-    from llmc_cli.services import caching
-    from llmc_cli.store.postgres import state_url
+    from llmc_cli import services
 
-    profile = app.load_profile().profile
-    emit({"cleared": caching.cache_of(profile).clear(server), "server": server,
-          "store": "database" if state_url(profile.state.url) else "files"})
+    state = services.open_state(app.load_profile())
+    emit({"cleared": state.results.clear(server), "server": server, "store": state.kind})

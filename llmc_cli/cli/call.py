@@ -76,9 +76,9 @@ def call(ctx: click.Context, tool: str | None, pairs: tuple[str, ...], json_args
             arguments = parse_pairs(pairs, found.input_schema if found else None)
         if validate and found is not None:
             validate_arguments(catalog, server, arguments, found.input_schema, f"{server}.{name}")
-        invocation = services.Invocation(profile=profile, command="call", caller="human", assume_yes=yes,
-                                         interactive=app_of(ctx).interactive, confirm=prompt.confirm_call,
-                                         use_cache=not no_cache)
+        invocation = services.Invocation(profile=profile, state=services.open_state(profile), command="call",
+                                         caller="human", assume_yes=yes, interactive=app_of(ctx).interactive,
+                                         confirm=prompt.confirm_call, use_cache=not no_cache)
         result = services.call_tool(catalog, invocation, ToolCall(server, name, arguments))
     if text:
         plain_text(result.text)

@@ -19,7 +19,7 @@ def policy() -> None:
 
 
 def _decide(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str | None,
-            target: Target, caller: str = "human") -> tuple[Any, Any, Any]:
+            target: Target, caller: str = "human") -> tuple[Any, Any, Any, Any]:
     from llmc_cli import policy as rules
     from llmc_cli.cli.common import open_catalog, resolve_tool
     from llmc_cli.model import ToolCall
@@ -32,18 +32,18 @@ def _decide(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: st
         found = catalog.require_tool(server, name)
         arguments = parse_json_option(json_args) if json_args else parse_pairs(
             pairs, found.input_schema if needs_schema(pairs) else None)
-    from llmc_cli.store.postgres import approvals, state_url
+    from llmc_cli import services
 
+    state = services.open_state(profile)
     call = ToolCall(server, name, arguments)
     config = profile.profile.policy
     decision = rules.decide(call, found, config, caller=caller,  # type: ignore[arg-type]
-                            cwd=catalog.working_directory(server),
-                            approved=approvals(state_url(profile.profile.state.url), profile.name))
+                            cwd=catalog.working_directory(server), approved=state.approvals.is_approved)
     for arg, why in rules.uncovered_path_arguments(found, config):  # the hole `tools lint` reports too
         warn(f"argument {arg!r} of {call.qualified_name}: {why}")
     from llmc_cli.services import caching
 
-    return profile, call, (decision, rules.effective_hints(found, call.qualified_name, config),
+    return profile, state, call, (decision, rules.effective_hints(found, call.qualified_name, config),
                            caching.verdict(found, call.qualified_name, profile.profile))
 
 
@@ -76,7 +76,7 @@ def check(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str 
     if what is not None:
         _check_read(ctx, what, tool, pairs, json_args, caller, target)
         return
-    profile, call, (decision, hints, cache) = _decide(ctx, tool, pairs, json_args, target, caller)
+    profile, _, call, (decision, hints, cache) = _decide(ctx, tool, pairs, json_args, target, caller)
     emit({"profile": profile.name, "server": call.server, "tool": call.tool, "arguments": call.arguments,
           "caller": caller, **decision.to_json(), "hints": hints, **({"cache": cache} if cache else {})}, fmt,
          columns=["server", "tool", "caller", "decision", "rule", "reason", *(["cache"] if cache else [])]
@@ -118,27 +118,10 @@ def approve(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: st
     """The hash that pre-approves this exact call (tool and arguments), for pipelines that must
     run without a human: review once, then `--write` it into the profile (or the state database,
     which every machine using it reads)."""
-    from llmc_cli.config.profile_writer import update_profile
-    from llmc_cli.store.postgres import Database, state_url
-
-    profile, call, (decision, _, _) = _decide(ctx, tool, pairs, json_args, target)
+    profile, state, call, (decision, _, _) = _decide(ctx, tool, pairs, json_args, target)
     digest = decision.call_hash
-    url = state_url(profile.profile.state.url)
-    if write and url:
-        database = Database.for_url(url)
-        database.approve(profile.name, digest, call.qualified_name)
-        note(f"llmc: approved {call.qualified_name} with these exact arguments for profile {profile.name} "
-             f"in the {database.name}")
-    elif write:
-        if profile.path is None:
-            raise UsageError("the built-in default profile cannot be written: run `llmc profiles init` first")
-
-        def add(data: dict[str, Any]) -> None:
-            approved = data.setdefault("policy", {}).setdefault("approved", [])
-            if digest not in approved:
-                approved.append(digest)
-
-        update_profile(profile.path, add)
-        note(f"llmc: approved {call.qualified_name} with these exact arguments in {profile.path}")
+    if write:
+        where = state.approvals.approve(digest, call.qualified_name)
+        note(f"llmc: approved {call.qualified_name} with these exact arguments {where}")
     emit({"profile": profile.name, "server": call.server, "tool": call.tool, "arguments": call.arguments,
           "callHash": digest, "written": write})

@@ -83,7 +83,8 @@ def resources_read(ctx: click.Context, uri: str, target: Target) -> None:
     catalog, profile = open_catalog(ctx, target, warm=False)  # only the one server starts
     with catalog:
         server, uri = read_target(catalog, "resource", uri)
-        invocation = services.Invocation(profile=profile, command="resources read", caller="human")
+        invocation = services.Invocation(profile=profile, state=services.open_state(profile), command="resources read",
+                                         caller="human")
         result = services.read(catalog, invocation, services.Read(server, "resource", uri))
     emit({"server": server, **result})
 
@@ -124,7 +125,8 @@ def prompts_get(ctx: click.Context, name: str, pairs: tuple[str, ...], validate:
         arguments = {k: str(v) for k, v in parse_pairs(pairs, None).items()}  # prompt arguments are strings
         if validate:
             check_prompt_arguments(catalog.session(server), server, rest, arguments)
-        invocation = services.Invocation(profile=profile, command="prompts get", caller="human")
+        invocation = services.Invocation(profile=profile, state=services.open_state(profile), command="prompts get",
+                                         caller="human")
         result = services.read(catalog, invocation, services.Read(server, "prompt", rest, arguments))
     emit({"server": server, **result})
 

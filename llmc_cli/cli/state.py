@@ -19,10 +19,10 @@ def state() -> None:
 def migrate(app: App) -> None:
     """Apply the missing schema versions (safe to run again, and from many machines at once).
     JSON: {"database": "PostgreSQL database HOST:PORT/DB", "version": N, "applied": [...]}."""
-    from llmc_cli.store.postgres import URL_VAR, Database, state_url
+    from llmc_cli import services
+    from llmc_cli.store.state import URL_VAR, PostgresState
 
-    profile = app.load_profile()
-    url = state_url(profile.profile.state.url)
-    if not url:
+    state = services.open_state(app.load_profile())
+    if not isinstance(state, PostgresState):
         raise ConfigError(f"no state database: set [state] url in the profile or {URL_VAR}")
-    emit(Database.for_url(url).migrate())
+    emit(state.database.migrate())

@@ -200,7 +200,7 @@ class GatewayConnection(McpServer):
         from llmc_cli import services
 
         toolbox = self.toolbox
-        invocation = services.Invocation(profile=toolbox.profile, command="serve", caller="model",
+        invocation = services.Invocation(profile=toolbox.profile, state=toolbox.state, command="serve", caller="model",
                                          client=self.host_identity(params, modern), audit=toolbox.audit,
                                          environment_masker=toolbox.masker)
         toolbox.revive(request.server, self.upstreams)
@@ -279,7 +279,7 @@ class GatewayConnection(McpServer):
             answers = {**answers, **{k: v for k, v in responses.items() if k.startswith("upstream-")}}
         round_state = {"confirmed": confirmed}
         invocation = services.Invocation(
-            profile=toolbox.profile, command="serve", caller="model", interactive=can_ask,
+            profile=toolbox.profile, state=toolbox.state, command="serve", caller="model", interactive=can_ask,
             confirm=lambda c, t: self._confirm(c, params, modern, send, round_state),
             client=self.host_identity(params, modern),
             audit=toolbox.audit, environment_masker=toolbox.masker)

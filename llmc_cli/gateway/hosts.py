@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 from urllib.parse import urlsplit
 
 from llmc_cli.catalog import Catalog
@@ -24,6 +24,9 @@ from llmc_cli.gateway.connection import GatewayConnection
 from llmc_cli.gateway.principals import Principal, principals_of
 from llmc_cli.gateway.toolbox import Toolbox
 from llmc_cli.mcp import jsonrpc
+
+if TYPE_CHECKING:
+    from llmc_cli.store.state import HostSessions
 
 MAX_SESSIONS = 256  # the gateway's; each principal's own is smaller (principals.MAX_SESSIONS)
 MAX_CONNECTIONS = 1024  # HTTP connections served at once (a thread each): sessions' streams and calls
@@ -141,32 +144,6 @@ def _stamp(profile: LoadedProfile) -> tuple[int, int, int] | None:
     return st.st_mtime_ns, st.st_size, st.st_ino
 
 
-class SharedSessions(Protocol):
-    """Initialize-era sessions shared by the replicas of a gateway (services.host_sessions): what
-    a replica needs to go on serving a session it did not open (its handshake and principal).
-    Failures are LlmcError (a state database that is down)."""
-
-    def save(self, session_id: str, record: dict[str, Any]) -> None: ...
-
-    def resume(self, session_id: str) -> dict[str, Any] | None:
-        """The record, marked as used now; None when unknown or idle too long."""
-
-    def exists(self, session_id: str) -> bool:
-        """Still open (not ended through any replica, not idle too long); read only."""
-
-    def forget(self, session_id: str) -> None:
-        """Ended for every replica: each one's next check says so, and each one's listener ends it at once."""
-
-    def ready(self) -> bool:
-        """The store can be used now (for /readyz)."""
-
-    def start(self, stopped: threading.Event, held: Callable[[], list[str]], ended: Callable[[str], None],
-              log: Callable[[str], None]) -> None:
-        """Until `stopped`: this replica's lease, and ending here the sessions other replicas end."""
-
-    def stop(self) -> None: ...
-
-
 class HttpGateway:
     """What the request handlers share: toolboxes per profile, principals, sessions."""
 
@@ -195,7 +172,7 @@ class HttpGateway:
         self._held_by: dict[GatewayConnection, tuple[str, str | None]] = {}  # a session's -> its principal's
         from llmc_cli import services
 
-        self.shared: SharedSessions | None = services.host_sessions(served, idle_seconds)
+        self.shared: HostSessions | None = services.host_sessions(toolbox.state, idle_seconds)
         self.lock = threading.Lock()
         self.stopped = threading.Event()
         # The connections of the 2026-07-28 listen streams open now: when the gateway stops, each

@@ -15,7 +15,7 @@ process answers), GET /readyz (readiness: and its state database, when it has on
 - Initialize era: `initialize` starts a session (Mcp-Session-Id, a random 256-bit id), later
   requests carry it (404 once it is gone), GET opens the session's stream for notifications,
   DELETE ends it; sessions idle longer than the limit are ended. With a state database the
-  session's handshake is shared (SharedSessions), so any replica resumes a session another one
+  session's handshake is shared (store/state.py HostSessions), so any replica resumes a session another one
   opened (a replica that died, a balancer that does not pin sessions).
 - 2026-07-28: no session; each POST is served on its own by a fresh connection.
 - A tools/call is answered on an SSE stream when the client accepts one, so progress, logs and

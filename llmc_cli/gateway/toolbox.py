@@ -119,7 +119,8 @@ class Toolbox:
         # Every host's calls share one audit trail: decisions on disk before each call runs (hosts
         # calling at once share a write and fsync), outcomes written with the next decision or
         # within a second, as in a batch.
-        self.audit = audit.Deferred(audit.open_log(profile.profile)).__enter__()
+        self.state = services.open_state(profile)  # every call's, and the host sessions' (gateway/hosts.py)
+        self.audit = audit.Deferred(services.audit_log(self.state)).__enter__()
         # The values the audit masks come from the environment and the profile, which are fixed
         # for the gateway's life: read once, not on every call.
         self.masker = Masker(environment_secrets(profile.profile))

@@ -13,7 +13,8 @@ Configured in the profile's [policy] table (config/schema.py PolicyConfig):
   too) must be a path under one of them, judged as the kernel walks it (touched_paths): a
   denied file cannot be reached by spelling it differently, relative paths start at the
   server's working directory (unknown: refused).
-- `calls_per_minute` and `tool_calls_per_minute`: enforced across processes (state dir + lock).
+- `calls_per_minute` and `tool_calls_per_minute`: counted in the RateWindows the caller hands
+  in (the command's state: a file under a lock, or the state database); policy never stores.
 - `resources` and `prompts` ([policy.resources], [policy.prompts]): allow/deny globs over
   `server.URI` and `server.NAME`, judged by decide_read for reads and listings alike; a server
   whose tools the tool rules close entirely is closed for its resources and prompts too.

@@ -70,8 +70,9 @@ def run_batch(catalog: Catalog, invocation: Invocation, items: list[BatchItem], 
     call runs; then each runs through call_tool, whose outcome records are written in groups
     (audit.Deferred). A batch costs a few fsyncs, not two per call."""
     from llmc_cli import audit
+    from llmc_cli.services.state import audit_log
 
-    with audit.Deferred(audit.open_log(invocation.profile.profile)) as trail:
+    with audit.Deferred(audit_log(invocation.state)) as trail:
         _run_batch(catalog, replace(invocation, audit=trail), trail, items, parallel, fail_fast, on_done)
 
 

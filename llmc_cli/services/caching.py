@@ -43,13 +43,6 @@ def cacheable(tool: Tool | None, qualified: str, profile: Profile) -> bool:
     return (verdict(tool, qualified, profile) or "").startswith("cached")
 
 
-def cache_of(profile: Profile) -> ResultCache:
-    from llmc_cli.store.postgres import state_url
-    from llmc_cli.store.results import result_cache
-
-    return result_cache(state_url(profile.state.url))
-
-
 def key(profile: LoadedProfile, principal: str | None, tool: Tool, call: ToolCall, call_hash: str | None) -> str:
     from llmc_cli import policy
     from llmc_cli.lockfile import tool_hash

@@ -24,6 +24,8 @@ from llmc_cli.model import ARGUMENTS_TOO_DEEP, Tool, ToolCall, ToolResult, argum
 if TYPE_CHECKING:
     from llmc_cli.policy import Decision, ReadKind
     from llmc_cli.store.chain import AuditRecord, AuditSink
+    from llmc_cli.store.results import ResultCache
+    from llmc_cli.store.state import State
 
 
 @dataclass
@@ -31,6 +33,9 @@ class Invocation:
     """Who runs a tool call and how a human may be asked about it."""
 
     profile: LoadedProfile
+    # The profile's state (services.open_state), composed once by whoever runs the command or the
+    # gateway: the rate windows, approvals and result cache every call uses, and the audit chain's store.
+    state: State
     command: str = "call"  # call | ask | batch
     # "human": a command a person typed (call, call --batch); "model": calls an LLM chose (ask,
     # sampling, the gateway). The default is the guarded one.
@@ -39,7 +44,7 @@ class Invocation:
     assume_yes: bool = False  # --yes: confirmations answered yes
     confirm: Callable[[ToolCall, Tool | None], bool] | None = None
     conversation_id: str | None = None
-    audit: AuditSink | None = None  # where call_tool writes: None = the profile's audit log; a batch's audit.Deferred
+    audit: AuditSink | None = None  # where call_tool writes: None = the state's audit log; a batch's audit.Deferred
     # Who asked, when that is not this process's user: an MCP host through the gateway (its
     # clientInfo and, over HTTP, the authenticated principal). Recorded in every audit record.
     client: dict[str, Any] | None = None
@@ -189,11 +194,9 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
         decision = policy.Decision("deny", "invalid_text", "the arguments contain a lone surrogate "
                                    "(invalid Unicode text)", policy.call_hash(call))
     else:
-        from llmc_cli.store.postgres import approvals, state_url
-
         decision = policy.decide(call, tool, profile.profile.policy, caller=invocation.caller,  # type: ignore[arg-type]
                                  cwd=catalog.working_directory(call.server),
-                                 approved=approvals(state_url(profile.profile.state.url), profile.name))
+                                 approved=invocation.state.approvals.is_approved)
     if profile.profile.lock and decision.action != "deny":
         # A denied tool is denied (exit 4), whatever the lock says: `tools lock` pins only
         # the tools the policy allows, so asking the lock first would demand a re-lock that
@@ -220,9 +223,10 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
     LlmcError otherwise. `authorized`: decided, and its decision record written, by the caller
     (run_batch writes all of a batch's decisions at once). `meta`: the request's _meta, relayed
     (the gateway's progress token)."""
-    from llmc_cli import audit, interrupts
+    from llmc_cli import interrupts
+    from llmc_cli.services.state import audit_log
 
-    log = invocation.audit or audit.open_log(invocation.profile.profile)
+    log = invocation.audit or audit_log(invocation.state)
     if authorized is None:
         interrupts.check()  # an interrupted command starts no new call (the calls of `ask` run in threads)
         authorized = authorize(catalog, invocation, call)
@@ -251,14 +255,14 @@ class _CacheEntry:
     """Where a cacheable call's result is looked up and kept. The cache is best effort: a store
     that cannot be read or written costs a call to the server, never the call itself."""
 
-    store: Any  # store.results.ResultCache
+    store: ResultCache
     key: str
     server: str
     ttl: float
 
     def get(self) -> dict[str, Any] | None:
         try:
-            return cast("dict[str, Any] | None", self.store.get(self.key, self.server))
+            return self.store.get(self.key, self.server)
         except ConfigError:
             return None
 
@@ -284,7 +288,7 @@ def _cache_for(catalog: Catalog, invocation: Invocation, authorized: Authorizati
     tool = catalog.require_tool(call.server, call.tool)
     if not caching.cacheable(tool, call.qualified_name, profile):
         return None
-    store = caching.cache_of(profile)
+    store = invocation.state.results
     try:
         caching.forget_changed(catalog, store, call.server)
     except ConfigError:
@@ -300,9 +304,10 @@ def read(catalog: Catalog, invocation: Invocation, request: Read) -> dict[str, A
     disk -> rate limit -> the request -> audit record of the outcome. A denial is audited, then
     raised as PolicyDenied (rule, and retryAfter for a rate limit); a server's JSON-RPC error
     as RpcError, after its outcome record. Returns the server's result."""
-    from llmc_cli import audit, interrupts
+    from llmc_cli import interrupts
+    from llmc_cli.services.state import audit_log
 
-    log = invocation.audit or audit.open_log(invocation.profile.profile)
+    log = invocation.audit or audit_log(invocation.state)
     interrupts.check()
     authorized = authorize_read(catalog, invocation, request)
     record_decisions(log, invocation, [authorized])
@@ -369,8 +374,6 @@ def _run(log: AuditSink, invocation: Invocation, authorized: Authorization, meth
     call: they limit what a caller may do, and the policy decides every call afresh. Every
     failure gets its outcome record here, then is raised; the caller records a success (_succeeded)."""
     from llmc_cli import interrupts, policy
-    from llmc_cli.config.paths import state_dir
-    from llmc_cli.store.postgres import state_url
 
     request, profile = authorized.call, invocation.profile
     started = time.monotonic()
@@ -380,8 +383,8 @@ def _run(log: AuditSink, invocation: Invocation, authorized: Authorization, meth
 
     try:
         interrupts.check()  # a batch's call not yet started when the command was interrupted
-        policy.acquire_rate(profile.name, request.qualified_name, profile.profile.policy, state_dir,
-                            state_url(profile.profile.state.url))
+        policy.acquire_rate(profile.name, request.qualified_name, profile.profile.policy,
+                            invocation.state.rate_windows)
     except (PolicyDenied, ConfigError) as exc:  # limit reached, or the count could not be stored: not run
         _outcome(log, invocation, authorized, {"outcome": "denied", "rule": exc.details.get("rule"),
                                                "reason": exc.message})

@@ -224,18 +224,3 @@ def visible_offered(catalog: Catalog, profile: LoadedProfile, method: str, capab
         except LlmcError as exc:
             failures.append(ServerFailure(server, exc))
     return shown, skipped, failures
-
-
-def host_sessions(profile: LoadedProfile, idle_seconds: float) -> Any:
-    """Where the gateway shares its initialize-era host sessions between replicas: the state
-    database's (store/postgres.py PostgresHostSessions) when `[state] url` is set, else None
-    (a session lives in the replica that opened it). The replica closes the calls of replicas
-    that are gone in the audit chain of that database."""
-    from llmc_cli.store.postgres import PostgresHostSessions, state_url
-
-    url = state_url(profile.profile.state.url)
-    if not url:
-        return None
-    from llmc_cli.audit.postgres import PostgresAuditLog
-
-    return PostgresHostSessions(url, idle_seconds, close_lost=PostgresAuditLog(url).close_lost_calls)

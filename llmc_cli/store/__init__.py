@@ -1,11 +1,18 @@
-"""State behind small protocols: files by default (a PostgreSQL store for `[state] url` is the
-planned second implementation). The protocols live where they are used (mcp/stores.py for what
-the protocol package remembers); the implementations live here, so mcp/ never learns where
-files are.
+"""State behind small protocols, in files by default or in the PostgreSQL database that `[state]
+url` (or LLMC_STATE_URL) names. services/state.py chooses one per command or gateway and hands
+it on; nothing else asks "files or PostgreSQL?". What the protocol package remembers (EraCache,
+TokenStore) is declared in mcp/stores.py and kept in files here, so mcp/ never learns where.
 
+state.py      the protocols RateWindows, Approvals, HostSessions, and the bundles FileState and
+              PostgresState (with results.py's ResultCache)
+chain.py      the audit record and the AuditSink call_tool writes through (audit/ keeps the chain)
+windows.py    ratelimit.json: the rate limits' windows, under a file lock
+approvals.py  the profile's own [policy] approved list
+results.py    results/: cached tool results ([cache]), one 0600 file per entry
 era_cache.py  servers.json: era, transport and version per server, remembered HTTP sessions
 tokens.py     oauth/: one 0600 file per authorization server and resource
-results.py    results/: cached tool results ([cache]), or the [state] url database's table
+postgres/     the database: connection and migrations (__init__.py), then one module per concern:
+              chain.py, rate.py, approvals.py, results.py, sessions.py
 """
 
 from __future__ import annotations

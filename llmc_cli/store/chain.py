@@ -1,5 +1,5 @@
 """What every keeper of the audit chain shares: the JSON Lines file (audit/log.py) and the
-database (audit/postgres.py over store/postgres.py)."""
+database (audit/postgres.py over store/postgres/chain.py)."""
 
 from __future__ import annotations
 

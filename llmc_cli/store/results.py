@@ -1,6 +1,6 @@
-"""Cached tool results ([cache]): a ResultCache protocol, one 0600 file per entry under the state
-directory's `results/` (0700) by default, a table of the `[state] url` database when set (gateway
-replicas share it).
+"""Cached tool results ([cache]): the ResultCache protocol, and one 0600 file per entry under the
+state directory's `results/` (0700); the `[state] url` database's table is store/postgres/results.py
+(gateway replicas share it).
 
 An entry is keyed by a digest the caller makes (services/caching.py: server, tool, the tool
 definition's hash, the call's keyed hash, profile, principal), and holds only the server's
@@ -101,39 +101,3 @@ class FileResultCache:
             except OSError:
                 pass
         return dropped
-
-
-class DatabaseResultCache:
-    """The entries in the state database's llmc_result_cache (schema version 6)."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-
-    def get(self, key: str, server: str) -> dict[str, Any] | None:
-        from llmc_cli.store.postgres import Database
-
-        text = Database.for_url(self.url).cached_result(key)
-        try:
-            result = json.loads(text) if text is not None else None
-        except ValueError:
-            return None
-        return result if isinstance(result, dict) else None
-
-    def put(self, key: str, server: str, result: dict[str, Any], ttl: float) -> None:
-        from llmc_cli.store.postgres import Database
-
-        Database.for_url(self.url).cache_result(key, server, json.dumps(result, ensure_ascii=False), ttl)
-
-    def clear(self, server: str | None = None) -> int:
-        from llmc_cli.store.postgres import Database
-
-        return Database.for_url(self.url).clear_results(server)
-
-
-def result_cache(url: str | None) -> ResultCache:
-    """The database's cache when `[state] url` (or LLMC_STATE_URL) names one, else the files."""
-    if url:
-        return DatabaseResultCache(url)
-    from llmc_cli.config import paths
-
-    return FileResultCache(paths.state_dir() / "results")

@@ -51,7 +51,8 @@ def toolbox(tmp_path_factory: pytest.TempPathFactory) -> Any:
     specs = [ServerSpec("fs", command=(node_tool("mcp-server-filesystem"), str(logs))),
              ServerSpec("sdk", command=tuple(sdk_server("sdk_server.py")))]
     # --yes: these tests stand for an unattended run that may use every tool of the test servers.
-    invocation = services.Invocation(profile=LoadedProfile("test", None, Profile()), command="ask", assume_yes=True)
+    profile = LoadedProfile("test", None, Profile())
+    invocation = services.Invocation(profile, services.open_state(profile), command="ask", assume_yes=True)
     with pytest.MonkeyPatch.context() as mp, Catalog(specs) as catalog:
         mp.setenv("LLMC_STATE_DIR", str(tmp_path / "state"))
         tools, failures = catalog.list_tools()

@@ -56,7 +56,8 @@ def _call(catalog, call):
     from llmc_cli.config.profiles import LoadedProfile
     from llmc_cli.config.schema import Profile
 
-    return services.call_tool(catalog, services.Invocation(profile=LoadedProfile("t", None, Profile()), assume_yes=True), call)
+    profile = LoadedProfile("t", None, Profile())
+    return services.call_tool(catalog, services.Invocation(profile, services.open_state(profile), assume_yes=True), call)
 
 
 def test_sampling_request_answered_by_the_model():
