@@ -4,7 +4,9 @@ ONLY one that reads a resource or gets a prompt.
 calls.py: one call (Invocation, authorize, record_decisions, call_tool, the open-call registry
 that interruptions close) and one read (Read, read); catalogs.py: the servers a command talks to
 and the tools, resources and prompts a profile sees; batch.py: many calls in one run; search.py:
-tool search; caching.py: which calls [cache] answers, and their keys. The names below are the package's interface.
+tool search; caching.py: which calls [cache] answers, and their keys; tools.py: tool names to
+servers for the commands a person types (ToolResolver; its cache feeds shell completion).
+The names below are the package's interface.
 """
 
 from typing import TYPE_CHECKING
@@ -19,6 +21,7 @@ _WHERE = {name: module for module, names in {
     "llmc_cli.services.catalogs": ("READ_KINDS builtin_servers host_sessions open_catalog protect protected_paths "
                                    "server_specs visible_items visible_offered visible_tools"),
     "llmc_cli.services.search": "Match ToolIndex searchable_tools",
+    "llmc_cli.services.tools": "ToolResolver",
 }.items() for name in names.split()}
 
 if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its module, on first use
@@ -30,6 +33,7 @@ if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its modul
                                             protected_paths, server_specs, visible_items, visible_offered,
                                             visible_tools)
     from llmc_cli.services.search import Match, ToolIndex, searchable_tools
+    from llmc_cli.services.tools import ToolResolver
 else:
     __getattr__ = lazy_names(__name__, globals(), _WHERE)
 
@@ -38,4 +42,5 @@ __all__ = ["BatchItem", "run_batch", "OPEN_CALLS", "Authorization", "Invocation"
            "authorize_read", "call_tool", "lock_path", "read", "read_decision", "record_decisions", "server_tools",
            "READ_KINDS",
            "builtin_servers", "host_sessions", "open_catalog", "protect", "protected_paths", "server_specs",
-           "visible_items", "visible_offered", "visible_tools", "Match", "ToolIndex", "searchable_tools"]
+           "visible_items", "visible_offered", "visible_tools", "Match", "ToolIndex", "searchable_tools",
+           "ToolResolver"]

@@ -192,7 +192,7 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
         from llmc_cli.store.postgres import approvals, state_url
 
         decision = policy.decide(call, tool, profile.profile.policy, caller=invocation.caller,  # type: ignore[arg-type]
-                                 cwd=catalog.working_directory(call.server),
+                                 cwd=catalog.pool.working_directory(call.server),
                                  approved=approvals(state_url(profile.profile.state.url), profile.name))
     if profile.profile.lock and decision.action != "deny":
         # A denied tool is denied (exit 4), whatever the lock says: `tools lock` pins only
