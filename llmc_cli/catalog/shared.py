@@ -150,8 +150,12 @@ class Catalog:
         return listing.each(servers or list(self.specs), work, self.on_each)
 
     def list_tools(self, servers: list[str] | None = None) -> tuple[list[Tool], list[ServerFailure]]:
-        per_server, failures = self.each(self.tools_of, servers)
-        return [t for name in (servers or self.specs) for t in per_server.get(name, [])], failures
+        names = servers or list(self.specs)
+        held = [self.tools.by_server.get(name) for name in names]
+        if all(tools is not None for tools in held):  # nothing to ask (a batch resolving name after name)
+            return [t for tools in held if tools is not None for t in tools], []
+        per_server, failures = self.each(self.tools_of, names)
+        return [t for name in names for t in per_server.get(name, [])], failures
 
     def list_offered(self, method: str, key: str, capability: str, servers: list[str] | None = None
                      ) -> tuple[dict[str, list[dict[str, Any]]], list[str], list[ServerFailure]]:
