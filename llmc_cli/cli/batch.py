@@ -67,19 +67,16 @@ def check_arguments(catalog: Any, items: list[Any]) -> None:
 def run(ctx: click.Context, source: str, parallel: int, fail_fast: bool, yes: bool, validate: bool,
         target: Target, *, use_cache: bool = True) -> None:
     from llmc_cli import services
-    from llmc_cli.cli.common import open_catalog, resolve_tool
+    from llmc_cli.cli.common import open_catalog, tool_resolver
 
     # The whole input first: a file that cannot be read, or is not UTF-8, starts no server.
     lines = read_input(source, "--batch").splitlines()
     catalog, profile = open_catalog(ctx, target, warm=False)
     worst: int = ExitCode.OK
     with catalog:
-        def resolve(tool: str) -> tuple[str, str]:
-            return resolve_tool(ctx, catalog, tool)
-
-        items = read_items(lines, resolve)
+        items = read_items(lines, tool_resolver(ctx, catalog))  # one resolver: the cache is read once
         # Only the servers the batch names start, all at once.
-        catalog.warm_up(sorted({item.call.server for item in items if item.call is not None}))
+        catalog.pool.warm_up(sorted({item.call.server for item in items if item.call is not None}))
         if validate:
             check_arguments(catalog, items)
         # The batch file is the person's decision (no confirm_destructive); the profile's

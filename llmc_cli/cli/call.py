@@ -49,7 +49,7 @@ def call(ctx: click.Context, tool: str | None, pairs: tuple[str, ...], json_args
     """
     from llmc_cli import services
     from llmc_cli.cli import prompt
-    from llmc_cli.cli.common import open_catalog, resolve_tool, warnings
+    from llmc_cli.cli.common import open_catalog, tool_resolver, warnings
     from llmc_cli.model import ToolCall
 
     if batch:
@@ -68,7 +68,7 @@ def call(ctx: click.Context, tool: str | None, pairs: tuple[str, ...], json_args
     named = tool.partition(".")[0] if "." in tool else None  # SERVER.TOOL (or a bare name with a dot)
     catalog, profile = open_catalog(ctx, target, warm=False, first=named)
     with catalog:
-        server, name = resolve_tool(ctx, catalog, tool)
+        server, name = tool_resolver(ctx, catalog)(tool)
         found = None
         if validate or (arguments is None and needs_schema(pairs)):
             found = catalog.require_tool(server, name)

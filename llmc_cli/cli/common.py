@@ -16,13 +16,14 @@ from llmc_cli.cli.targets import Target
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
     from llmc_cli.config.profiles import LoadedProfile
+    from llmc_cli.services.tools import ToolResolver
 
 
 def open_catalog(ctx: click.Context, target: Target, sample: Any = None,
                  warm: bool = True, first: str | None = None) -> "tuple[Catalog, LoadedProfile]":
     """target: what @target_options gave. Returns (catalog, loaded profile).
     `warm`: start every server now; a command that needs only some (a call) starts those when
-    it knows them (resolve_tool, Catalog.warm_up). `first`: the server the command names, if
+    it knows them (tool_resolver, Pool.warm_up). `first`: the server the command names, if
     any (services.open_catalog)."""
     from llmc_cli import services
     from llmc_cli.config.profiles import load_profile
@@ -50,7 +51,7 @@ def open_catalog(ctx: click.Context, target: Target, sample: Any = None,
         # The server starts while the profile (and its policy) loads: start-up overlaps.
         catalog = services.open_catalog(None, (), adhoc, hooks, on_stderr, target.timeout, session,
                                         connect_timeout=target.connect_timeout)
-        catalog.warm_up()
+        catalog.pool.warm_up()
         profile = load_profile(profile_name)
         _telemetry(ctx, profile)
     else:
@@ -59,7 +60,7 @@ def open_catalog(ctx: click.Context, target: Target, sample: Any = None,
         catalog = services.open_catalog(profile, tuple(target.servers), None, hooks, on_stderr, target.timeout,
                                         session, first, connect_timeout=target.connect_timeout)
         if warm:
-            catalog.warm_up()
+            catalog.pool.warm_up()
     if sys.stderr.isatty():  # presentation only: nothing when stderr is a file or a pipe
         catalog.on_each = server_progress(ctx.command_path.removeprefix("llmc ").removeprefix("llmc"))
     return catalog, profile
@@ -94,21 +95,11 @@ def _telemetry(ctx: click.Context, loaded: "LoadedProfile") -> None:
     start_telemetry(ctx.command_path, loaded)
 
 
-def resolve_tool(ctx: click.Context, catalog: "Catalog", name: str) -> tuple[str, str]:
-    """SERVER.TOOL, or a bare tool name, to (server, tool): the tool names cached by earlier
-    listings decide which servers are asked (no server is started for SERVER.TOOL); what had
-    to be listed is cached for the next time."""
-    if len(catalog.specs) == 1 or "." in name and name.partition(".")[0] in catalog.specs:
-        return catalog.resolve(name)  # nothing to look up (an ad-hoc server, or SERVER.TOOL)
-    from llmc_cli.cli.complete import known_tools, profile_key, remember_tools
+def tool_resolver(ctx: click.Context, catalog: "Catalog") -> "ToolResolver":
+    """SERVER.TOOL, or a bare tool name, to (server, tool) for this command (services.tools)."""
+    from llmc_cli.services.tools import ToolResolver
 
-    key = profile_key(app_of(ctx).profile)
-    before = set(catalog.listed())
-    resolved = catalog.resolve(name, known_tools(key))
-    fresh = {s: names for s, names in catalog.listed().items() if s not in before}
-    if fresh:
-        remember_tools(key, [f"{s}.{n}" for s, names in fresh.items() for n in names], list(fresh))
-    return resolved
+    return ToolResolver(catalog, app_of(ctx).profile)
 
 
 def _warn(ctx: click.Context, text: str) -> None:

@@ -21,14 +21,14 @@ def policy() -> None:
 def _decide(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str | None,
             target: Target, caller: str = "human") -> tuple[Any, Any, Any, Any]:
     from llmc_cli import policy as rules
-    from llmc_cli.cli.common import open_catalog, resolve_tool
+    from llmc_cli.cli.common import open_catalog, tool_resolver
     from llmc_cli.model import ToolCall
 
     if json_args and pairs:
         raise UsageError("give arguments either as KEY=VALUE pairs or with --json, not both")
     catalog, profile = open_catalog(ctx, target, warm=False)
     with catalog:
-        server, name = resolve_tool(ctx, catalog, tool)
+        server, name = tool_resolver(ctx, catalog)(tool)
         found = catalog.require_tool(server, name)
         arguments = parse_json_option(json_args) if json_args else parse_pairs(
             pairs, found.input_schema if needs_schema(pairs) else None)
@@ -38,7 +38,7 @@ def _decide(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: st
     call = ToolCall(server, name, arguments)
     config = profile.profile.policy
     decision = rules.decide(call, found, config, caller=caller,  # type: ignore[arg-type]
-                            cwd=catalog.working_directory(server), approved=state.approvals.is_approved)
+                            cwd=catalog.pool.working_directory(server), approved=state.approvals.is_approved)
     for arg, why in rules.uncovered_path_arguments(found, config):  # the hole `tools lint` reports too
         warn(f"argument {arg!r} of {call.qualified_name}: {why}")
     from llmc_cli.services import caching

@@ -169,7 +169,7 @@ def ping(ctx: click.Context, fmt: str, target: Target) -> None:
 
     def check(server: str) -> dict[str, Any]:
         session = catalog.session(server)
-        connect = catalog.connect_seconds.get(server, 0.0)  # measured where it happened (warm-up)
+        connect = catalog.pool.connect_seconds.get(server, 0.0)  # measured where it happened (warm-up)
         if session.era == "modern" and not session.server_info:
             # The era came from the cache, so nothing was asked yet and the server may still be
             # starting: its first answer (server/discover, as a handshake) belongs to connecting.

@@ -71,7 +71,7 @@ def list_(ctx: click.Context, fmt: str, strict: bool, show_all: bool, globs: tup
     if show_all:
         found = found + denied
     if not target.is_adhoc:  # for shell completion of tool names
-        from llmc_cli.cli.complete import profile_key, remember_tools
+        from llmc_cli.services.tools import profile_key, remember_tools
 
         listed = [s for s in catalog.specs if s not in {f.server for f in failures}]
         remember_tools(profile_key(app_of(ctx).profile), [t.qualified_name for t in found], listed)
@@ -131,16 +131,16 @@ def show(ctx: click.Context, tool: str, fmt: str, target: Target) -> None:
     call`) and by a model (`ask`), and an example `llmc call` line. TOOL is SERVER.TOOL, or a
     bare name when one server has it. Starts only the server that has the tool."""
     from llmc_cli import policy
-    from llmc_cli.cli.common import open_catalog, resolve_tool
+    from llmc_cli.cli.common import open_catalog, tool_resolver
     from llmc_cli.cli.output import clean
     from llmc_cli.cli.tool_info import arguments, example_call, readable
     from llmc_cli.model import ToolCall
 
     catalog, profile = open_catalog(ctx, target, warm=False)
     with catalog:
-        server, name = resolve_tool(ctx, catalog, tool)
+        server, name = tool_resolver(ctx, catalog)(tool)
         found = catalog.require_tool(server, name)
-        cwd = catalog.working_directory(server)
+        cwd = catalog.pool.working_directory(server)
     config = profile.profile.policy
     call = ToolCall(server, name, {})  # no arguments: what the tool alone decides (argument rules judge defaults)
     rows = arguments(found.input_schema)

@@ -130,7 +130,7 @@ class PrincipalUpstreams:
     starting: int = 0  # connections admitted and starting now
 
     def held(self) -> int:
-        return self.catalog.held() + sum(member.held() for member in list(self.members)) + self.starting
+        return self.catalog.pool.held() + sum(member.pool.held() for member in list(self.members)) + self.starting
 
 
 def _stamp(profile: LoadedProfile) -> tuple[int, int, int] | None:
@@ -235,7 +235,7 @@ class HttpGateway:
                 served = self.toolboxes[self.served.name]
                 toolbox = Toolbox(load_profile(name), on_stderr=served.on_stderr, note=served.note,
                                   require_sandbox=True, serve=self.served.profile.serve)
-                toolbox.catalog.warm_up()
+                toolbox.catalog.pool.warm_up()
                 self.toolboxes[name] = toolbox
             return self.toolboxes[name]
 
@@ -265,8 +265,8 @@ class HttpGateway:
         if not self._reserve(pool, limit):
             with self.lock:
                 idle = sorted((s for s in self.sessions.values()
-                               if s.connection.upstreams in pool.members and s.connection.upstreams.held()
-                               and not s.connection.upstreams.busy()), key=lambda s: s.last_used)
+                               if s.connection.upstreams in pool.members and s.connection.upstreams.pool.held()
+                               and not s.connection.upstreams.pool.busy()), key=lambda s: s.last_used)
             for session in idle:
                 session.connection.upstreams.release()
                 if self._reserve(pool, limit):
@@ -297,9 +297,9 @@ class HttpGateway:
         with self.lock:
             listening = {c.upstreams for c in self.listening}
             idle = [pool for pool in self.principal_upstreams.values()
-                    if pool.sessions == 0 and pool.catalog not in listening and pool.catalog.held()
+                    if pool.sessions == 0 and pool.catalog not in listening and pool.catalog.pool.held()
                     and now - pool.last_used > pool.toolbox.profile.profile.serve.upstream_idle_timeout
-                    and not pool.catalog.busy()]
+                    and not pool.catalog.pool.busy()]
         for pool in idle:
             pool.catalog.release()
 

@@ -20,7 +20,7 @@ def _toolbox(profile: LoadedProfile, verbose: int) -> "Toolbox":
 
     on_stderr = (lambda server, line: log(f"[{server} stderr] {line}")) if verbose else None
     toolbox = Toolbox(profile, on_stderr=on_stderr, note=log if verbose else None)
-    toolbox.catalog.warm_up()  # upstreams start while the host connects
+    toolbox.catalog.pool.warm_up()  # upstreams start while the host connects
     return toolbox
 
 

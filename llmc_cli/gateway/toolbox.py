@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator
 
+from llmc_cli.catalog import routing
 from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.config.secrets import Masker, environment_secrets
 from llmc_cli.errors import InputRequired, LlmcError, RpcError
@@ -214,8 +215,8 @@ class Toolbox:
             return None
         if self.bare:
             return (self.bare, name) if name else None
-        server, dot, rest = name.partition(".")
-        return (server, rest) if dot and rest and server in self.catalog.specs else None
+        named = routing.qualified(name, self.catalog.specs)
+        return named if named is not None and named[1] else None
 
     def visible(self, tool: Tool) -> bool:
         from llmc_cli import policy

@@ -5,8 +5,9 @@ calls.py: one call (Invocation, authorize, record_decisions, call_tool, the open
 that interruptions close) and one read (Read, read); catalogs.py: the servers a command talks to
 and the tools, resources and prompts a profile sees; batch.py: many calls in one run; search.py:
 tool search; caching.py: which calls [cache] answers, and their keys; state.py: the one choice of
-files or PostgreSQL (open_state), and the audit chain and host sessions over it. The names below
-are the package's interface.
+files or PostgreSQL (open_state), and the audit chain and host sessions over it; tools.py: tool
+names to servers for the commands a person types (ToolResolver; its cache feeds shell completion).
+The names below are the package's interface.
 """
 
 from typing import TYPE_CHECKING
@@ -22,6 +23,7 @@ _WHERE = {name: module for module, names in {
                                    "server_specs visible_items visible_offered visible_tools"),
     "llmc_cli.services.search": "Match ToolIndex searchable_tools",
     "llmc_cli.services.state": "audit_log host_sessions open_state",
+    "llmc_cli.services.tools": "ToolResolver",
 }.items() for name in names.split()}
 
 if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its module, on first use
@@ -33,6 +35,7 @@ if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its modul
                                             server_specs, visible_items, visible_offered, visible_tools)
     from llmc_cli.services.search import Match, ToolIndex, searchable_tools
     from llmc_cli.services.state import audit_log, host_sessions, open_state
+    from llmc_cli.services.tools import ToolResolver
 else:
     __getattr__ = lazy_names(__name__, globals(), _WHERE)
 
@@ -42,4 +45,4 @@ __all__ = ["BatchItem", "run_batch", "OPEN_CALLS", "Authorization", "Invocation"
            "READ_KINDS",
            "builtin_servers", "open_catalog", "protect", "protected_paths", "server_specs",
            "visible_items", "visible_offered", "visible_tools", "Match", "ToolIndex", "searchable_tools",
-           "audit_log", "host_sessions", "open_state"]
+           "audit_log", "host_sessions", "open_state", "ToolResolver"]

@@ -195,7 +195,7 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
                                    "(invalid Unicode text)", policy.call_hash(call))
     else:
         decision = policy.decide(call, tool, profile.profile.policy, caller=invocation.caller,  # type: ignore[arg-type]
-                                 cwd=catalog.working_directory(call.server),
+                                 cwd=catalog.pool.working_directory(call.server),
                                  approved=invocation.state.approvals.is_approved)
     if profile.profile.lock and decision.action != "deny":
         # A denied tool is denied (exit 4), whatever the lock says: `tools lock` pins only

@@ -180,7 +180,7 @@ def _attach_first(session: str, first: str, only: tuple[str, ...], hooks: Client
     specs = lifecycle.specs_of(session, roster.servers, only)
     if timeout:
         specs = [replace(spec, timeout=timeout) for spec in specs]
-    catalog.add_servers(specs)
+    catalog.pool.add_servers(specs)
     attached.timeout = catalog.specs[first].timeout  # the keeper's (the profile's) timeout for this server
     return catalog
 

@@ -218,4 +218,4 @@ def test_the_servers_working_directory(tmp_path, monkeypatch, spec, keeper, expe
 
     monkeypatch.chdir(tmp_path)
     catalog = Catalog([ServerSpec(name="s", **spec)], keeper=("/nonexistent.sock", "k") if keeper else None)
-    assert catalog.working_directory("s") == (expected.format(here=os.getcwd()) if expected else None)
+    assert catalog.pool.working_directory("s") == (expected.format(here=os.getcwd()) if expected else None)

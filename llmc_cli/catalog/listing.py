@@ -1,0 +1,134 @@
+"""What servers list: their tools, kept until a server announces a change, and work fanned out
+to many servers at once (each), where one dead server never blocks the others."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any, Callable
+
+from llmc_cli import interrupts
+from llmc_cli.errors import LlmcError, RpcError
+from llmc_cli.mcp import jsonrpc
+from llmc_cli.mcp.session import Session
+from llmc_cli.model import Tool
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+
+@dataclass
+class ServerFailure:
+    server: str
+    error: LlmcError
+
+    def to_json(self) -> dict[str, Any]:
+        return {"server": self.server, **self.error.to_json()}
+
+
+class ToolLists:
+    """Each server's tools as it last listed them. One per root catalog: a listing is the
+    server's, not the connection's, so every host's catalog reads the root's."""
+
+    def __init__(self) -> None:
+        self.by_server: dict[str, list[Tool]] = {}
+        # Servers that announced notifications/tools/list_changed since the result cache last
+        # looked (services/caching.py drops their cached results).
+        self.changed: set[str] = set()
+
+    def of(self, server: str, session: Callable[[str], Session]) -> list[Tool]:
+        """The server's tools, listed through `session(server)` the first time."""
+        if server not in self.by_server:
+            raw = session(server).list_tools()
+            self.by_server[server] = [Tool.from_mcp(server, t) for t in raw]
+        return self.by_server[server]
+
+    def forget(self, server: str) -> None:
+        """The next listing asks the server again."""
+        self.by_server.pop(server, None)
+
+    def names(self) -> dict[str, list[str]]:
+        """The tool names of every server listed so far (for the caller's cache)."""
+        return {server: [t.name for t in tools] for server, tools in self.by_server.items()}
+
+    def counts(self) -> dict[str, int]:
+        return {server: len(tools) for server, tools in self.by_server.items()}
+
+
+def each(names: list[str], work: Callable[[str], Any], on_each: Callable[[int, list[str]], None] | None = None
+         ) -> tuple[dict[str, Any], list[ServerFailure]]:
+    """Run work(server) for every server concurrently; failures are collected, not raised.
+    `on_each(servers in all, servers still waited for)`: told once at the start, as each server
+    settles, and with none waited for at the end."""
+    from concurrent.futures import ThreadPoolExecutor  # not at import: a call to one server needs no pool
+
+    results: dict[str, Any] = {}
+    failures: list[ServerFailure] = []
+    report = _Progress(names, on_each)
+    pool = ThreadPoolExecutor(max_workers=max(1, min(8, len(names))))
+    try:
+        futures = {name: pool.submit(work, name) for name in names}
+        for name, future in futures.items():
+            future.add_done_callback(partial(report.settled, name))
+        for name, future in futures.items():
+            interrupts.wait(partial(_settled, future))
+            try:
+                results[name] = future.result()
+            except LlmcError as exc:
+                failures.append(ServerFailure(name, exc))
+    finally:
+        # Not joined: when an interruption leaves the loop early, a worker may still wait for
+        # a silent server, and joining it here would hold the signal up for that request's
+        # whole timeout. Its request ends when the command closes the catalog while unwinding.
+        pool.shutdown(wait=False, cancel_futures=True)
+        report.end()
+    return results, failures
+
+
+def offered(session: Session, method: str, key: str, capability: str) -> list[dict[str, Any]] | None:
+    """Every page of `method` from a server that offers `capability` (resources, prompts), or
+    None when it does not. A server whose declared capabilities lack it is not asked; one whose
+    capabilities are unknown here (a session resumed from the era cache) is asked, and "method
+    not found" means it does not."""
+    if session.capabilities and capability not in session.capabilities:
+        return None
+    try:
+        return session.list_all(method, key)
+    except RpcError as exc:
+        if exc.code != jsonrpc.METHOD_NOT_FOUND:
+            raise
+        return None
+
+
+class _Progress:
+    """each()'s reports to its on_each: servers settle on their own threads, in any order;
+    nothing is reported after the end."""
+
+    def __init__(self, names: list[str], report: Callable[[int, list[str]], None] | None) -> None:
+        self.waiting = list(names)
+        self.total = len(names)
+        self.report = report
+        self.lock = threading.Lock()
+        if report is not None:
+            report(self.total, list(self.waiting))
+
+    def settled(self, name: str, _future: Any = None) -> None:
+        if self.report is None:
+            return
+        with self.lock:
+            if name in self.waiting:
+                self.waiting.remove(name)
+                self.report(self.total, list(self.waiting))
+
+    def end(self) -> None:
+        with self.lock:
+            report, self.report = self.report, None
+            if report is not None and self.waiting:
+                report(self.total, [])
+
+
+def _settled(future: "Future[Any]", seconds: float) -> bool:
+    from concurrent.futures import wait as futures_wait
+
+    return bool(futures_wait([future], seconds).done)

@@ -1,0 +1,220 @@
+"""One catalog's own connections: each server's session opened once, on first use, under that
+server's lock; a server that failed to connect is not retried until restarted; closing ends them
+all. Which catalog's connection serves a server (per-host sharing) is catalog/shared.py's part."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from dataclasses import replace
+from functools import partial
+from typing import Any, Callable, ContextManager, Mapping
+
+from llmc_cli.errors import ConnectionFailed, LlmcError, UsageError
+from llmc_cli.mcp.hooks import ClientHooks
+from llmc_cli.mcp.session import Session
+from llmc_cli.mcp.stores import Stores
+from llmc_cli.model import ServerSpec
+
+
+class Pool:
+    def __init__(self, specs: list[ServerSpec], *, hooks: ClientHooks | None = None,
+                 builtins: Mapping[str, Callable[[ServerSpec], Any]] | None = None,
+                 on_stderr: Callable[[str, str], None] | None = None,
+                 keeper: tuple[str, str] | None = None, stores: Stores | None = None,
+                 unusable: Mapping[str, LlmcError] | None = None,
+                 admit: Callable[[str], ContextManager[None]] | None = None,
+                 on_changed: Callable[[str, str], None] | None = None) -> None:
+        """`unusable`: servers that cannot even be configured (an unset ${VAR}), each with its
+        error: failed from the start, never connected. `admit(server)`: a context each new
+        connection starts in (raises to refuse it). `on_changed(server, method)`: a server's
+        list_changed notifications (the hooks' own on_list_changed is the caller's to call)."""
+        names = [s.name for s in specs] + list(unusable or {})
+        if len(set(names)) != len(names):
+            raise UsageError(f"duplicate server name among {names}")
+        self.specs = {s.name: s for s in specs}
+        self.specs.update({name: ServerSpec(name=name) for name in unusable or {}})  # never connected
+        self.hooks = hooks
+        self.builtins = builtins
+        self.on_stderr = on_stderr
+        self.keeper = keeper  # (socket path, session name): the servers live in a session keeper
+        self.stores = stores  # era cache and OAuth tokens for connect()
+        self.admit = admit
+        self.on_changed = on_changed
+        self.sessions: dict[str, Session] = {}
+        self.connect_seconds: dict[str, float] = {}  # how long each connection took to open (ping shows it)
+        self.failed: dict[str, LlmcError] = dict(unusable or {})  # a server that failed to connect is not retried
+        self.unusable = frozenset(unusable or {})  # ...and one that cannot be configured never is
+        self.locks = {name: threading.Lock() for name in self.specs}
+        self.closed = False
+        # Every call comes on a thread of its own that only waits for it (the gateway's host
+        # connections): an HTTP server's requests are then posted on that thread.
+        self.posts_on_caller_thread = False
+
+    def session(self, server: str) -> Session:
+        """The server's session on a connection of this pool, connecting on first use. The
+        server must be one of `specs`."""
+        with self.locks[server]:
+            if server in self.failed:
+                raise self.failed[server]
+            if self.closed:
+                # A thread still working after the command ended (interrupted) must not start
+                # a server nobody will stop.
+                raise ConnectionFailed(f"{server}: the command is ending; no new connection")
+            if server not in self.sessions:
+                spec = self.specs[server]
+                stderr = self._stderr_of(server)
+                hooks = self.hooks or ClientHooks()
+                if self.on_changed is not None:
+                    hooks = replace(hooks, on_list_changed=partial(self.on_changed, server))
+                # a refusal is no failure of the server: raised on entering, not kept in failed
+                with self.admit(server) if self.admit is not None else contextlib.nullcontext():
+                    self._connect(server, spec, hooks, stderr)
+            return self.sessions[server]
+
+    def _stderr_of(self, server: str) -> Callable[[str], None] | None:
+        """The stderr handler for one server's process lines (None: the lines go nowhere)."""
+        on_stderr = self.on_stderr
+        if on_stderr is None:
+            return None
+        return lambda line: on_stderr(server, line)
+
+    def _connect(self, server: str, spec: ServerSpec, hooks: ClientHooks, stderr: Callable[[str], None] | None) -> None:
+        """Open the server's session into sessions (its lock held); a failure is kept in failed."""
+        started = time.monotonic()
+        try:
+            if self.keeper:
+                from llmc_cli.keeper.transport import attach
+
+                path, session_name = self.keeper
+                self.sessions[server] = attach(path, session_name, server, timeout=spec.timeout, hooks=hooks)
+            else:
+                from llmc_cli.mcp.client import connect  # not for a keeper's servers
+
+                session = connect(spec, stores=self.stores, hooks=hooks, builtins=self.builtins,
+                                  on_stderr=stderr)
+                if self.posts_on_caller_thread and hasattr(session.transport, "posts_on_caller_thread"):
+                    session.transport.posts_on_caller_thread = True
+                self.sessions[server] = session
+            self.connect_seconds[server] = time.monotonic() - started
+        except LlmcError as exc:
+            self.failed[server] = exc
+            raise
+
+    def add_servers(self, specs: list[ServerSpec]) -> None:
+        """Servers learnt after the pool was made (a keeper lists what it holds when the first
+        one attaches). A spec for a server already here replaces that spec, not its session."""
+        for spec in specs:
+            self.specs[spec.name] = spec
+            self.locks.setdefault(spec.name, threading.Lock())
+
+    def warm_up(self, servers: list[str] | None = None) -> None:
+        """Start connecting every server (or these) in the background, so server start-up
+        overlaps with whatever the command does next (loading the profile, the policy)."""
+        for name in servers if servers is not None else list(self.specs):
+            if name not in self.specs:
+                continue  # an unknown server: the command's use of it says so
+            threading.Thread(target=self._connect_quietly, args=(name,), daemon=True,
+                             name=f"llmc-connect-{name}").start()
+
+    def _connect_quietly(self, server: str) -> None:
+        try:
+            self.session(server)
+        except LlmcError:
+            pass  # kept in self.failed; reported when the command uses the server
+
+    def held(self) -> int:
+        """How many connections of its own are open (processes, upstream sessions)."""
+        return sum(1 for session in list(self.sessions.values()) if session.closed_error is None)
+
+    def busy(self) -> bool:
+        """Whether a request is waiting on one of its own connections."""
+        return any(session.busy() for session in list(self.sessions.values()))
+
+    def release(self, on_drop: Callable[[str], None] | None = None) -> None:
+        """Close its own connections and stay usable: the next use starts them again (what
+        they kept is lost). For a caller that reclaims idle ones; a server being connected at
+        this moment is left alone (its lock is not waited for: callers may hold another's).
+        `on_drop(server)` runs under the server's lock as its session is dropped."""
+        for server in list(self.sessions):
+            if not self.locks[server].acquire(blocking=False):
+                continue
+            try:
+                session = self.sessions.pop(server, None)
+                if on_drop is not None:
+                    on_drop(server)
+            finally:
+                self.locks[server].release()
+            if session is not None:
+                session.close()
+
+    def restart(self, server: str, on_drop: Callable[[str], None] | None = None) -> bool:
+        """Forget a server whose connection ended, or whose start failed, so that the next use
+        starts it again. True when there was one to forget. What the old process or session kept
+        (handles, memory) is lost. `on_drop` as for release()."""
+        if server not in self.specs or server in self.unusable:
+            return False
+        with self.locks[server]:
+            session = self.sessions.get(server)
+            if session is not None and session.closed_error is not None:
+                del self.sessions[server]
+                if on_drop is not None:
+                    on_drop(server)
+                session.close()
+                return True
+            return self.failed.pop(server, None) is not None
+
+    def working_directory(self, server: str) -> str | None:
+        """Where the server resolves relative paths, when llmc knows it (the policy judges
+        relative path arguments there). A stdio server runs in its `cwd`, relative to llmc's;
+        without one it inherits llmc's (the stdio transport passes no other). The built-in
+        workspace starts relative paths at its first root. None for a remote server, and for a
+        server a session keeper runs with a relative or no `cwd` (it started wherever the keeper
+        was started)."""
+        import os
+
+        spec = self.specs.get(server)
+        if spec is None or spec.kind == "remote":
+            return None
+        if spec.kind == "builtin":
+            if spec.builtin != "workspace":
+                return None
+            roots = spec.options.get("roots") or ["."]
+            base = os.path.expanduser(roots[0]) if isinstance(roots[0], str) and roots[0] else "."
+        else:
+            base = spec.cwd or "."
+        if self.keeper and not os.path.isabs(base):
+            return None
+        # Joined, not normalised: the policy resolves it as the kernel does (`link/..` included).
+        return os.getcwd() if base == "." else os.path.join(os.getcwd(), base)
+
+    def status(self, tool_counts: Mapping[str, int]) -> list[dict[str, Any]]:
+        """Each server's state for a health page: no addresses, commands or error texts (they may
+        carry secrets), nothing connected or listed by asking. `tool_counts`: the servers whose
+        tools were listed, with how many."""
+        rows = []
+        for name in self.specs:
+            session = self.sessions.get(name)
+            state = "failed" if name in self.failed else "connected" if session is not None else "not connected"
+            if session is not None and session.closed_error is not None:
+                state = "closed"
+            row: dict[str, Any] = {"name": name, "state": state}
+            if session is not None:
+                row.update(era=session.era, protocolVersion=session.protocol_version)
+            if name in tool_counts:
+                row["tools"] = tool_counts[name]
+            rows.append(row)
+        return rows
+
+    def close(self) -> None:
+        self.closed = True
+        sessions, self.sessions = list(self.sessions.values()), {}
+        if len(sessions) <= 1:  # the usual command: no pool to start for one
+            for session in sessions:
+                session.close()
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=max(1, min(8, len(sessions)))) as pool:
+            list(pool.map(lambda s: s.close(), sessions))

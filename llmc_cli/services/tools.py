@@ -1,0 +1,101 @@
+"""Tool names to servers for the commands a person types (call, call --batch, tools show, policy
+approve): SERVER.TOOL starts no server; a bare name asks only the servers that the tool names
+earlier listings left behind name as its owners (or know nothing about). Those names are a cache
+in the state directory, one list of SERVER.TOOL per profile, that shell completion reads too.
+A cache: a missing, unreadable or stale one costs a listing, never a wrong answer."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from llmc_cli.config import files, paths
+from llmc_cli.errors import ConfigError
+
+if TYPE_CHECKING:
+    from llmc_cli.catalog import Catalog
+
+
+class ToolResolver:
+    """One command's resolution of tool names against its catalog: the cache is read once, on
+    the first bare name that needs it, and what had to be listed is written back for the next
+    command. `profile`: the profile as the command was given it (-p NAME or PATH, or None)."""
+
+    def __init__(self, catalog: "Catalog", profile: str | None) -> None:
+        self.catalog = catalog
+        self.profile = profile
+        self._key: str | None = None
+        self._known: dict[str, list[str]] | None = None
+
+    def __call__(self, name: str) -> tuple[str, str]:
+        from llmc_cli.catalog import routing
+
+        catalog = self.catalog
+        if len(catalog.specs) == 1 or routing.qualified(name, catalog.specs):
+            return routing.resolve(catalog, name)  # nothing to look up (one server, or SERVER.TOOL)
+        if self._key is None or self._known is None:
+            self._key = profile_key(self.profile)
+            self._known = known_tools(self._key)
+        before = set(catalog.tools.by_server)
+        resolved = routing.resolve(catalog, name, self._known)
+        fresh = {s: names for s, names in catalog.tools.names().items() if s not in before}
+        if fresh:
+            remember_tools(self._key, [f"{s}.{n}" for s, names in fresh.items() for n in names], list(fresh))
+            self._known.update(fresh)
+        return resolved
+
+
+def remember_tools(key: str, qualified_names: list[str], servers: list[str]) -> None:
+    """Record the tool names just listed from `servers` of a profile (other servers' names stay).
+    A cache: failures to write it are ignored."""
+    cache = read_cache()
+    kept = [n for n in cache.get(key, []) if isinstance(n, str) and n.split(".", 1)[0] not in servers]
+    cache[key] = sorted(set(kept) | set(qualified_names))
+    try:
+        files.write_atomic(_cache_path(), json.dumps(cache), durable=False)
+    except ConfigError:
+        pass
+
+
+def known_tools(key: str) -> dict[str, list[str]]:
+    """The cached tool names of a profile, per server (servers never listed are absent)."""
+    known: dict[str, list[str]] = {}
+    for qualified in read_cache().get(key, []):
+        if isinstance(qualified, str) and "." in qualified:
+            server, _, tool = qualified.partition(".")
+            known.setdefault(server, []).append(tool)
+    return known
+
+
+def cached_names(key: str) -> list[str]:
+    """The cached SERVER.TOOL names of a profile, as stored (for shell completion)."""
+    names = read_cache().get(key, [])
+    return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
+
+
+def profile_key(name_or_path: str | None) -> str:
+    """The cache key of a profile: its file, or the built-in default."""
+    path = profile_file(name_or_path)
+    return str(path.resolve()) if path.exists() else "builtin:default"
+
+
+def profile_file(name_or_path: str | None) -> Path:
+    """The file a profile given as -p NAME or PATH (or LLMC_PROFILE, or none) would be read from."""
+    name = name_or_path or os.environ.get("LLMC_PROFILE") or "default"
+    if "/" in name or name.endswith(".toml"):
+        return Path(name).expanduser()
+    return paths.profiles_dir() / f"{name}.toml"
+
+
+def read_cache() -> dict[str, Any]:
+    try:
+        data = json.loads(_cache_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _cache_path() -> Path:
+    return paths.state_dir() / "completion-tools.json"
