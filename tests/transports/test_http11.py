@@ -1,11 +1,12 @@
-"""The wire under HttpChannel (llmc_cli/mcp/transports/http11.py: httpx2 on `http.client`) against
-servers that behave and servers that do not: keep-alive reuse, a connection the server closed while
-idle, replies cut short or not read whole, streamed events, a stop from another thread, TLS verified
-against a CA from the environment, and a proxy from the environment. Real sockets on loopback.
+"""The wire under HttpChannel (llmc_cli/mcp/transports/http11.py: httpx2 over a socket and llhttp)
+against servers that behave and servers that do not: keep-alive reuse, a connection the server
+closed while idle, replies cut short or not read whole, framing a client must refuse (lengths,
+codings, chunk sizes, folds, endless trailers), interim replies, streamed events, a stop from
+another thread, TLS verified against a CA from the environment, and a proxy from the environment.
+Real sockets on loopback.
 
-Why the layer exists (CPU per MCP request on loopback, measured with time.thread_time over 3,000
-requests: httpx2 on httpcore2 + h11 ~570 us, httpx2 on this transport ~300 us, http.client alone
-~190 us) is in the module's docstring; the gateway's throughput is measured in bench/gateway_ab.py.
+Why the layer exists (its CPU per request against httpx2's own transport and http.client) is
+measured by bench/http_wire_bench.py; the gateway's throughput by bench/gateway_ab.py.
 """
 
 from __future__ import annotations

@@ -129,14 +129,14 @@ class _Reply:
             raise httpx2.RemoteProtocolError(f"more than {self.MAX_FIELDS} header fields")
 
     def on_headers_complete(self) -> None:
+        if self.head_done:  # a reply after the reply (on_message_begin marked the connection)
+            return
         status = self._parser.get_status_code()
         if 100 <= status < 200 and status != 101:  # RFC 9110 15.2: a client skips interim replies
             self._interim += 1
             if self._interim > self.MAX_INTERIM:
                 raise httpx2.RemoteProtocolError(f"more than {self.MAX_INTERIM} interim (1xx) replies")
             self.reason = ""
-            return
-        if self.head_done:
             return
         self.status, self.head_done = status, True
         named: dict[bytes, list[bytes]] = {}
