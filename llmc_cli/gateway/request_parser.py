@@ -63,7 +63,7 @@ class RequestHeaders:
 class Request:
     """One request as parsed so far: its head once `head_done`, its body whole once `done`."""
 
-    __slots__ = ("method", "target", "version", "fields", "body", "head_done", "done")
+    __slots__ = ("method", "target", "version", "fields", "body", "head_done", "done", "upgrade")
 
     def __init__(self) -> None:
         self.method = ""
@@ -73,6 +73,7 @@ class Request:
         self.body: list[bytes] = []
         self.head_done = False
         self.done = False
+        self.upgrade = False  # it asked to switch protocols (Connection: upgrade, or CONNECT)
 
     def head_bytes(self) -> int:
         """The head's size, less its line breaks and the spaces the parser dropped."""
@@ -140,6 +141,12 @@ class RequestParser:
             raise BadRequest(431, "Request header fields too large", request.version)
         if len(request.fields) > MAX_FIELDS:
             raise BadRequest(431, "Too many headers", request.version)
+        if request.upgrade and any(name.lower() in (b"content-length", b"transfer-encoding") and value.strip() != b"0"
+                                   for name, value in request.fields):
+            # httptools hands an upgrade request's body over as the new protocol's bytes: it
+            # never reaches the request, so such a request cannot be served as HTTP/1.1 either
+            raise BadRequest(400, "Bad request: an Upgrade request with a body (no other protocol is spoken here)",
+                             request.version)
         return request
 
     def body(self, request: Request) -> bytes:
@@ -168,8 +175,10 @@ class RequestParser:
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade:
-            # An Upgrade or CONNECT request is parsed whole; the gateway switches to no other
-            # protocol, so it is answered as any request, and the connection ends after it.
+            # An Upgrade or CONNECT request: the gateway switches to no other protocol (RFC 9110
+            # 7.8 lets a server ignore Upgrade), so it is answered as any request, and the
+            # connection ends after it (the parser reads nothing past it).
+            self._queue[-1].upgrade = True
             self._ended = True
         except httptools.HttpParserError as exc:
             self._broken = BadRequest(400, f"Bad request: {exc}", self._version())

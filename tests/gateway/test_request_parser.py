@@ -90,3 +90,13 @@ def test_header_values_lose_surrounding_whitespace_and_keep_their_order() -> Non
     assert request is not None
     headers = RequestHeaders(request.fields)
     assert headers.get("HOST") == "a" and headers.get_all("X-A") == ["1", "2"] and "x-a" in headers
+
+
+def test_an_upgrade_request_with_a_body_is_refused() -> None:
+    """httptools passes an upgrade request's body on as the new protocol's bytes: refused, not
+    served with an empty body."""
+    parser = RequestParser(Chunks(b"POST /mcp HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n"
+                                  b"Content-Length: 5\r\n\r\nhello"))
+    with pytest.raises(BadRequest, match="Upgrade") as refused:
+        parser.next_request()
+    assert refused.value.status == 400
