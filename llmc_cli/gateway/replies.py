@@ -1,5 +1,5 @@
-"""How the gateway's HTTP handler reads a request's head (its own parse, RFC 9112) and writes
-replies: plain JSON, a call's SSE stream (resumable in a session: every event kept with an id, a
+"""How the gateway's HTTP handler takes each request from the parser (request_parser.py) and
+writes replies: plain JSON, a call's SSE stream (resumable in a session: every event kept with an id, a
 GET with Last-Event-ID takes the stream over), and a session's GET stream. http.py decides what
 is admitted and which connection answers; this module only moves bytes between it and the host."""
 
@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from llmc_cli.gateway.admission import Admission, Ticket
 from llmc_cli.gateway.connection import GatewayConnection
 from llmc_cli.gateway.hosts import REQUEST_SECONDS, HostSession, ResumableStream
+from llmc_cli.gateway.request_parser import BadRequest, Request, RequestHeaders, RequestParser
 from llmc_cli.mcp import jsonrpc
 
 REPLY_SECONDS = 3600.0  # the longest a request may take (upstream timeouts end calls long before)
@@ -28,36 +29,7 @@ HANGUP_SECONDS = 1.0  # how often an idle GET stream looks whether its host has 
 RETRY_MS = 500  # how soon a host whose stream broke should resume it (SSE retry field)
 STREAMED = {"tools/call", "subscriptions/listen"}  # answered on SSE when the client accepts it: messages come first
 OPEN_ENDED = "subscriptions/listen"  # its stream lasts until the host drops it: no reply deadline
-MAX_HEADER_LINE, MAX_HEADERS = 65536, 100  # http.client's limits for a header line and their number
 _date: tuple[int, str] = (0, "")  # (second, its Date header) last formatted
-
-
-class RequestHeaders:
-    """A request's header fields by lower-cased name, in the order sent: what the handler asks of
-    them (get: the first, get_all). http.client.HTTPMessage lower-cases every name it holds on
-    each lookup, and a request is looked up a dozen times."""
-
-    __slots__ = ("_fields",)
-
-    def __init__(self) -> None:
-        self._fields: dict[str, list[str]] = {}
-
-    def add(self, name: str, value: str) -> None:
-        self._fields.setdefault(name.lower(), []).append(value)
-
-    def get(self, name: str, default: str | None = None) -> str | None:
-        values = self._fields.get(name.lower())
-        return values[0] if values else default
-
-    def get_all(self, name: str, failobj: list[str] | None = None) -> list[str] | None:
-        values = self._fields.get(name.lower())
-        return list(values) if values else failobj
-
-    def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and name.lower() in self._fields
-
-    def __getitem__(self, name: str) -> str | None:
-        return self.get(name)
 
 
 class Arrivals:
@@ -106,6 +78,8 @@ class ReplyWriter(BaseHTTPRequestHandler):
     late = False  # cut off by `arrivals`: nothing more is read or answered on this connection
     ticket: Ticket | None = None  # the request being answered was admitted (admission.py)
     admitted_before = False  # a request of this connection was admitted: it waits as a kept-alive one
+    requests: RequestParser  # the connection's requests (setup)
+    parsed: Request  # the one being answered
 
     def handle_one_request(self) -> None:
         # The first request's head must come within the pending deadline: a connection that has
@@ -113,7 +87,9 @@ class ReplyWriter(BaseHTTPRequestHandler):
         first = min(self.timeout, self.admission.pending_seconds)
         self.arrivals.expect(self, self.timeout if self.admitted_before else first)
         try:
-            super().handle_one_request()
+            self.serve_one()
+        except TimeoutError:  # a read past the socket's timeout: the client is gone
+            self.close_connection = True
         finally:
             self.arrivals.arrived(self)
             self.release()
@@ -144,6 +120,7 @@ class ReplyWriter(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        self.requests = RequestParser(self.rfile)
         # Headers and body go out in separate writes; with Nagle's algorithm the body would wait
         # for the client's delayed ACK (~40 ms) on a kept-alive connection.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -151,74 +128,72 @@ class ReplyWriter(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass  # no access log on stderr: request lines carry session ids
 
-    def parse_request(self) -> bool:
-        """http.server's parse_request, without its header parsing through the email package
-        (a tenth of the gateway's CPU per call, even for an empty header block). The request line
-        is checked as the standard library does (same answers: 400, 505; HTTP/0.9 only for GET);
-        header lines follow RFC 9112 section 5 within http.client's limits (431), and a malformed
-        one is refused (400) where the email parser would quietly have ended the headers there."""
-        self.command = ""  # set in case of error on the first line (the standard library sets None)
-        self.request_version = self.default_request_version
+    def serve_one(self) -> None:
+        """Parse the connection's next request (request_parser.py) and answer it: a request the
+        parser refused or that is past its limits with its error, then the connection closes."""
+        self.command = self.requestline = ""  # send_error reads these before a request is known
+        self.request_version = "HTTP/1.1"
         self.close_connection = True
-        raw_line: bytes = self.raw_requestline  # type: ignore[attr-defined]  # set by handle_one_request
-        self.requestline = str(raw_line, "iso-8859-1").rstrip("\r\n")
-        words = self.requestline.split()
-        if not words or not raw_line.endswith(b"\n"):
-            return False  # nothing, or the line was cut short (the client left, or was cut off): no answer
-        if len(words) >= 3:
-            version = words[-1]
-            number = version[5:].split(".") if version.startswith("HTTP/") else []
-            if len(number) != 2 or not all(n.isdigit() and len(n) <= 10 for n in number):
-                self.send_error(400, f"Bad request version ({version!r})")
-                return False
-            if (int(number[0]), int(number[1])) >= (2, 0):
-                self.send_error(505, f"Invalid HTTP version ({version[5:]})")
-                return False
-            self.close_connection = (int(number[0]), int(number[1])) < (1, 1)
-            self.request_version = version
-        if not 2 <= len(words) <= 3 or (len(words) == 2 and words[0] != "GET"):
-            self.send_error(400, f"Bad request syntax ({self.requestline!r})")
-            return False
-        if len(words) == 2:
+        try:
+            request = self.requests.next_request()
+        except BadRequest as exc:
+            self.request_version = f"HTTP/{exc.version}"
+            self.send_error(exc.status, exc.message)
+            return
+        if request is None:
+            return  # the client left, or was cut off, before a whole head: no answer
+        self.parsed = request
+        if not self._take(request):
+            return
+        answer = getattr(self, "do_" + self.command, None)
+        if answer is None:
+            self.send_error(501, f"Unsupported method ({self.command!r})")
+            return
+        answer()
+        self.wfile.flush()
+        if not self.requests.served(request):
             self.close_connection = True
-        self.command, self.path = words[0], words[1]
+
+    def _take(self, request: Request) -> bool:
+        """The parsed head as http.server's handler holds it (command, path, request_version,
+        headers, close_connection), and what the parser leaves to a server (RFC 9112 2.3, 3.2,
+        9.3; RFC 9110 10.1.1). False: refused, the error sent."""
+        self.command = request.method
+        self.path = b"".join(request.target).decode("latin-1")
+        self.request_version = f"HTTP/{request.version}"
+        self.requestline = f"{self.command} {self.path} {self.request_version}"
+        if request.version == "0.9":  # a request line without a version: a bare `GET /path`, body alone in reply
+            if self.command != "GET":
+                self.request_version = "HTTP/1.1"
+                self.send_error(400, f"Bad request syntax ({self.command} {self.path!r})")
+                return False
+        elif request.version not in ("1.0", "1.1"):
+            self.request_version = "HTTP/1.1"
+            self.send_error(505, f"Invalid HTTP version ({request.version})")
+            return False
         if self.path.startswith("//"):
             self.path = "/" + self.path.lstrip("/")
-        headers = RequestHeaders()
-        for _ in range(MAX_HEADERS + 1):
-            raw = self.rfile.readline(MAX_HEADER_LINE + 1)
-            if len(raw) > MAX_HEADER_LINE:
-                self.send_error(431, "Line too long")
-                return False
-            if not raw.endswith(b"\n"):
-                return False  # the head was cut short (the client left, or was cut off): no answer
-            if raw in (b"\r\n", b"\n"):
-                break
-            line = raw.decode("iso-8859-1").rstrip("\r\n")
-            name, colon, value = line.partition(":")
-            if not colon or not name or name != name.strip() or " " in name or "\t" in name:
-                # No name, or whitespace in it or before the colon (RFC 9112 5.1: MUST be rejected);
-                # a folded line (obs-fold) too: no client of this endpoint needs one.
-                self.send_error(400, "Bad request header line")
-                return False
-            headers.add(name, value.strip(" \t"))
-        else:
-            self.send_error(431, "Too many headers")
-            return False
         if self.command != "POST":
             self.arrivals.arrived(self)  # no body to wait for (the endpoint reads none but a POST's)
+        headers = RequestHeaders(request.fields)
         if len(headers.get_all("Host") or []) > 1:  # RFC 9112 3.2: MUST be 400; which one would count?
             self.send_error(400, "More than one Host header")
             return False
-        self.headers = headers  # type: ignore[assignment]  # BaseHTTPRequestHandler's own parse is not used
+        self.headers = headers  # type: ignore[assignment]  # http.server's own parse is not used
         connection = (headers.get("Connection") or "").lower()
+        self.close_connection = request.version != "1.1"
         if connection == "close":
             self.close_connection = True
-        elif connection == "keep-alive":
+        elif connection == "keep-alive" and request.version != "0.9":
             self.close_connection = False
-        if (headers.get("Expect") or "").lower() == "100-continue" and self.request_version >= "HTTP/1.1":
+        if (headers.get("Expect") or "").lower() == "100-continue" and request.version == "1.1":
             return self.handle_expect_100()
         return True
+
+    def read_body(self) -> bytes:
+        """The request's body as the parser framed it: whole, or what came before the client
+        stopped sending (or was cut off)."""
+        return self.requests.body(self.parsed)
 
     # -- responses -------------------------------------------------------------------------------
 

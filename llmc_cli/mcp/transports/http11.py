@@ -1,29 +1,28 @@
-"""httpx2's wire layer for one keep-alive HTTP/1.1 connection, on the standard library's
-`http.client` instead of httpcore2 + h11.
+"""httpx2's wire layer for one keep-alive HTTP/1.1 connection: a socket and llhttp
+(httptools.HttpResponseParser) instead of httpcore2 + h11.
 
-Why: an MCP request through httpcore2 + h11 costs about 0.5 ms of CPU on loopback, `http.client`
-about 0.2 ms (measured: bench/gateway_ab.py, and the per-request cost alone in
-tests/transports/test_http11.py's docstring). At the gateway every host's call is one such request,
-and the gateway is one process under one GIL, so this is its throughput. httpx2 stays the client:
-its Request/Response, headers, cookies, content decoding and timeouts are unchanged; only the
-bytes on the wire go through `http.client`, which parses, frames (Content-Length, chunked) and
-bounds (line and header count) the reply. What httpcore did that http.client does not is done
-here: interim replies skipped, a dead kept-alive connection noticed before reuse, a cut-off body
-or an untrustworthy length refused, a reply sent before the request was read whole still read.
-A URL the environment proxies keeps httpx2's own transport (HttpChannel decides: proxied()).
+Why: the gateway is one process under one GIL and every host's call is one upstream request,
+so the per-request CPU of the client is the gateway's throughput; httpcore2 + h11 costs several
+times what a socket write and an llhttp parse cost. httpx2 stays the client: its
+Request/Response, headers, cookies, content decoding and timeouts are unchanged; only the bytes
+on the wire go through here. The reply is parsed and framed (Content-Length, chunked, until
+close) by llhttp; _Reply adds what a parser leaves to its user (interim replies skipped, limits
+on the head and trailers, whether the connection may be reused); the transport notices a dead
+kept-alive connection before reuse and still reads a reply sent before the request was read
+whole. A URL the environment proxies keeps httpx2's own transport (HttpChannel decides: proxied()).
 
 One connection per transport, as HttpChannel leases one client per request in flight.
 """
 
 from __future__ import annotations
 
-import http.client
 import re
 import select
 import socket
 import ssl
 from typing import Any, Iterator
 
+import httptools
 import httpx2
 
 READ_CHUNK = 64 * 1024
@@ -45,116 +44,125 @@ def _stale(sock: socket.socket | None) -> bool:
         return True
 
 
-class _Response(http.client.HTTPResponse):
-    """A reply read off the socket: its head parsed here, its body framed and read by
-    http.client (Content-Length, chunked, until close). http.client's own head parsing goes
-    through the email package (a twentieth of the gateway's CPU per call) and is lax where a
-    client must not be: it takes a 103 Early Hints for the reply (RFC 9110 15.2: a client must
-    skip interim replies), the first of differing Content-Lengths, an unparsable one as none,
-    and "gzip, chunked" as unframed. Here, as h11 did: interim replies skipped (at most
-    MAX_INTERIM), a Content-Length is one run of ASCII digits however often repeated, chunked
-    must be the only coding, obs-fold becomes a space (RFC 9112 5.2), and anything else that is
-    not a header field is refused, within http.client's limits (line length, field count)."""
+class _Reply:
+    """One reply as llhttp parses it (httptools.HttpResponseParser; RFC 9112): status line,
+    header fields, Content-Length or chunked framing, chunk sizes and trailers are the parser's,
+    which refuses a length that is not one number, a length beside chunked, a chunk size that
+    is not hexadecimal, a folded or malformed field. What a parser leaves to its user is here,
+    as httpcore + h11 did it: interim (1xx) replies skipped (at most MAX_INTERIM), a head within
+    MAX_HEAD_BYTES and MAX_FIELDS, trailers within MAX_FIELDS, chunked the only coding, a body
+    without framing read until the server closes, and whether the connection may be reused."""
 
     MAX_INTERIM = 16
-    MAX_LINE = 65536  # http.client's limits
-    MAX_FIELDS = 100
-    fields: list[tuple[bytes, bytes]]  # the header fields, as sent (names not lower-cased)
+    MAX_HEAD_BYTES = 65536  # a status line and its header fields together
+    MAX_FIELDS = 100  # header fields, and trailer fields (http.client's limit)
 
-    def begin(self) -> None:
-        for _ in range(self.MAX_INTERIM + 1):
-            version, status, reason = self._status_line()
-            fields = self._fields()
-            if not 100 <= status < 200 or status == 101:  # 101: a switch nobody asked for, final
-                break
-        else:
-            raise http.client.HTTPException(f"more than {self.MAX_INTERIM} interim (1xx) replies")
-        self.code = self.status = status
-        self.reason = reason
-        self.version = 10 if version == b"HTTP/1.0" else 11
-        self.fields = fields
+    def __init__(self, method: str) -> None:
+        self._parser = httptools.HttpResponseParser(self)
+        self._method = method
+        self.status = 0
+        self.reason = ""
+        self.fields: list[tuple[bytes, bytes]] = []  # the final reply's header fields, as sent
+        self.body: list[bytes] = []  # parsed, not yet handed on
+        self.head_done = False  # the final reply's head is in
+        self.done = False  # and its body, whole
+        self.will_close = False  # the connection carries no other exchange after this one
+        self.until_close = False  # no framing: the body ends when the server closes
+        self.failed: httpx2.RemoteProtocolError | None = None  # the body was not HTTP/1.x past what was parsed
+        self._interim = 0
+        self._waited = 0  # bytes read while the head was not whole
+        self._head_bytes = 0  # the head's header fields, as parsed
+        self._trailers = 0
+
+    def feed(self, data: bytes) -> None:
+        """Parse what arrived. What is not HTTP/1.x raises httpx2.RemoteProtocolError while the
+        head is read; in the body it is kept in `failed`, raised once the body before it is read."""
+        if not self.head_done:
+            self._waited += len(data)
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade:  # a 101: a switch nobody asked for, taken as final
+            self.done = self.will_close = True
+        except httptools.HttpParserError as exc:
+            cause = exc.__context__ if isinstance(exc, httptools.HttpParserCallbackError) else None
+            failed = cause if isinstance(cause, httpx2.RemoteProtocolError) else httpx2.RemoteProtocolError(
+                str(exc) or type(exc).__name__)
+            if not self.head_done:
+                raise failed from None
+            self.failed, self.will_close = failed, True
+        if not self.head_done and self._waited > self.MAX_HEAD_BYTES:
+            raise httpx2.RemoteProtocolError(f"the reply's head is longer than {self.MAX_HEAD_BYTES} bytes")
+
+    def end(self) -> None:
+        """The server closed the connection: the end of a body read until close, else a reply cut off."""
+        self.will_close = True
+        if self.until_close and self.head_done:
+            self.done = True
+        elif not self.head_done:
+            raise httpx2.RemoteProtocolError("the server closed the connection without a whole reply")
+        elif not self.done:
+            raise httpx2.RemoteProtocolError("peer closed connection without sending complete message body")
+
+    # -- llhttp's callbacks ----------------------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        if self.head_done:  # bytes after the reply that no request asked for: never reuse this connection
+            self.will_close = True
+        self.fields = []
+        self._head_bytes = 0
+
+    def on_status(self, reason: bytes) -> None:
+        if not self.head_done:
+            self.reason += reason.decode("latin-1")  # in pieces, as it arrives
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if self.head_done:
+            self._trailers += 1
+            if self._trailers > self.MAX_FIELDS:
+                raise httpx2.RemoteProtocolError(f"more than {self.MAX_FIELDS} trailer fields")
+            return
+        self.fields.append((name, value.rstrip(b" \t")))
+        self._head_bytes += len(name) + len(value) + 4
+        if self._head_bytes > self.MAX_HEAD_BYTES:
+            raise httpx2.RemoteProtocolError(f"the reply's head is longer than {self.MAX_HEAD_BYTES} bytes")
+        if len(self.fields) > self.MAX_FIELDS:
+            raise httpx2.RemoteProtocolError(f"more than {self.MAX_FIELDS} header fields")
+
+    def on_headers_complete(self) -> None:
+        if self.head_done:  # a reply after the reply (on_message_begin marked the connection)
+            return
+        status = self._parser.get_status_code()
+        if 100 <= status < 200 and status != 101:  # RFC 9110 15.2: a client skips interim replies
+            self._interim += 1
+            if self._interim > self.MAX_INTERIM:
+                raise httpx2.RemoteProtocolError(f"more than {self.MAX_INTERIM} interim (1xx) replies")
+            self.reason = ""
+            return
+        self.status, self.head_done = status, True
         named: dict[bytes, list[bytes]] = {}
-        for name, value in fields:
+        for name, value in self.fields:
             named.setdefault(name.lower(), []).append(value)
         codings = _tokens(named.get(b"transfer-encoding", []))
-        lengths = {v.strip() for field in named.get(b"content-length", []) for v in field.split(b",")}
-        self.chunked, self.chunk_left, self.length = False, None, None
-        if status in (204, 304) or self._method == "HEAD":  # type: ignore[attr-defined]  # set by __init__
-            self.length = 0
-        elif codings:
-            if codings != [b"chunked"]:
-                raise http.client.HTTPException("the reply's Transfer-Encoding is not chunked alone")
-            self.chunked = True
-        elif lengths:
-            value = lengths.pop()
-            if lengths or not value.isdigit():  # bytes.isdigit: ASCII digits only ("+1", "1_0" fail)
-                raise http.client.HTTPException("the reply's Content-Length is not one whole number")
-            self.length = int(value)
-        connection = _tokens(named.get(b"connection", []))
-        self.will_close = (b"close" in connection if self.version == 11 else b"keep-alive" not in connection)
-        if (codings and lengths) or (not self.chunked and self.length is None):
-            self.will_close = True  # read until close; or both framings (RFC 9112 6.3): never reused
+        if codings and codings != [b"chunked"]:  # llhttp reads "gzip, chunked" as chunked, "chunked, gzip" until close
+            raise httpx2.RemoteProtocolError("the reply's Transfer-Encoding is not chunked alone")
+        bodiless = status in (204, 304) or self._method == "HEAD"
+        self.until_close = not bodiless and not codings and b"content-length" not in named
+        self.will_close = self.until_close or not self._parser.should_keep_alive()
+        if self._method == "HEAD":
+            self.done = True  # llhttp cannot be told the request was HEAD: it would wait for a body
 
-    def _read_next_chunk_size(self) -> int:
-        """A chunk's size: hexadecimal digits (RFC 9112 7.1), extensions ignored. http.client
-        takes whatever int(x, 16) takes: "-1" (then reads on without framing), "0x10", "1_0"."""
-        line = self.fp.readline(self.MAX_LINE + 1)
-        if len(line) > self.MAX_LINE:
-            raise http.client.LineTooLong("chunk size")
-        size = line.split(b";", 1)[0].strip(b" \t\r\n")
-        if not _HEX.fullmatch(size):
-            self._close_conn()  # type: ignore[attr-defined]  # http.client's own
-            raise ValueError(f"invalid chunk size {size[:20]!r}")  # http.client reports it as IncompleteRead
-        return int(size, 16)
+    def on_body(self, body: bytes) -> None:
+        if self.head_done and not self.done:
+            self.body.append(body)
 
-    def _read_and_discard_trailer(self) -> None:
-        """A chunked body's trailer fields, skipped: at most MAX_FIELDS of them (http.client reads
-        any number, so a server sending trailer lines for ever held the call for ever)."""
-        for _ in range(self.MAX_FIELDS + 1):
-            line = self.fp.readline(self.MAX_LINE + 1)
-            if len(line) > self.MAX_LINE:
-                raise http.client.LineTooLong("trailer line")
-            if line in (b"\r\n", b"\n", b""):
-                return
-        raise http.client.HTTPException(f"more than {self.MAX_FIELDS} trailer fields")
+    def on_message_complete(self) -> None:
+        if self.head_done:
+            self.done = True
 
-    def _status_line(self) -> tuple[bytes, int, str]:
-        line = self.fp.readline(self.MAX_LINE + 1)
-        if not line:
-            raise http.client.RemoteDisconnected("Remote end closed connection without response")
-        if len(line) > self.MAX_LINE:
-            raise http.client.LineTooLong("status line")
-        match = _STATUS_LINE.fullmatch(line.rstrip(b"\r\n"))
-        if match is None:
-            raise http.client.BadStatusLine(line[:80].decode("latin-1"))
-        return match[1], int(match[2]), (match[3] or b"").decode("latin-1")
-
-    def _fields(self) -> list[tuple[bytes, bytes]]:
-        fields: list[tuple[bytes, bytes]] = []
-        for _ in range(self.MAX_FIELDS + 1):
-            line = self.fp.readline(self.MAX_LINE + 1)
-            if len(line) > self.MAX_LINE:
-                raise http.client.LineTooLong("header line")
-            if line in (b"\r\n", b"\n"):
-                return fields
-            if not line.endswith(b"\n"):
-                raise http.client.IncompleteRead(line)  # the head was cut short
-            line = line.rstrip(b"\r\n")
-            if line[:1] in (b" ", b"\t") and fields:  # obs-fold: a continuation, one space (RFC 9112 5.2)
-                name, value = fields[-1]
-                fields[-1] = (name, (value + b" " + line.strip(b" \t")).strip(b" "))
-                continue
-            name, colon, value = line.partition(b":")
-            value = value.strip(b" \t")
-            if not colon or not _TOKEN.fullmatch(name) or _FIELD_VALUE_BREAK.search(value):
-                raise http.client.HTTPException(f"not a header field: {line[:80]!r}")
-            fields.append((name, value))
-        raise http.client.HTTPException(f"more than {self.MAX_FIELDS} header fields")
-
-
-def _tokens(fields: list[bytes]) -> list[bytes]:
-    """The comma-separated tokens of a field's values, lower-cased: ["chunked"], ["close"]."""
-    return [t.strip().lower() for field in fields for t in field.split(b",") if t.strip()]
+    def take(self) -> bytes:
+        """The body parsed since the last take."""
+        body, self.body = b"".join(self.body), []
+        return body
 
 
 class _Socket:
@@ -172,37 +180,34 @@ class _Body(httpx2.SyncByteStream):
     (unless the reply or a failed send ends it); closed before that, the connection is closed (the
     unread rest would be taken for the next reply)."""
 
-    def __init__(self, transport: Http11Transport, response: http.client.HTTPResponse) -> None:
+    def __init__(self, transport: Http11Transport, sock: socket.socket, reply: _Reply) -> None:
         self._transport = transport
-        self._response = response
+        self._sock = sock
+        self._reply = reply
 
     def __iter__(self) -> Iterator[bytes]:
-        response = self._response
+        reply = self._reply
         try:
             while True:
-                if response.length == 0 and not response.chunked:
-                    response.read()  # all of it is in (or none was to come): marks it read whole, as read1 does not
+                chunk = reply.take()
+                if chunk:
+                    yield chunk
+                if reply.failed is not None:
+                    raise reply.failed
+                if reply.done:
                     return
-                chunk = response.read1(READ_CHUNK)
-                if not chunk:
-                    if not response.chunked and response.length:  # http.client takes a cut-off body as whole
-                        raise httpx2.RemoteProtocolError(
-                            f"peer closed connection without sending complete message body "
-                            f"({response.length} bytes missing)")
-                    return
-                yield chunk
+                data = self._sock.recv(READ_CHUNK)
+                if data:
+                    reply.feed(data)
+                else:
+                    reply.end()
         except (TimeoutError, socket.timeout) as exc:
             raise httpx2.ReadTimeout(str(exc) or "timed out") from exc
-        except http.client.HTTPException as exc:
-            raise httpx2.RemoteProtocolError(str(exc) or type(exc).__name__) from exc
-        except (OSError, ValueError) as exc:  # ValueError: read on a socket another thread shut and closed
+        except OSError as exc:  # a socket another thread shut down, or the server reset
             raise httpx2.ReadError(str(exc) or type(exc).__name__) from exc
 
     def close(self) -> None:
-        response = self._response
-        reusable = response.isclosed() and not response.will_close  # http.client closes a reply once read whole
-        response.close()
-        if not reusable:
+        if not (self._reply.done and not self._reply.will_close):
             self._transport.drop()
 
 
@@ -282,36 +287,40 @@ class Http11Transport(httpx2.BaseTransport):
             # A server may answer before reading the whole request and close (413 for a body too
             # large): its reply is read all the same, as httpcore does, and explains the failure.
             unsent = exc
-        response = _Response(sock, method=request.method)
+        reply = _Reply(request.method)
         try:
-            response.begin()
+            while not reply.head_done:
+                data = sock.recv(READ_CHUNK)
+                if not data:
+                    reply.end()
+                reply.feed(data)
         except (TimeoutError, socket.timeout) as exc:
-            response.close()
             self.drop()
             raise httpx2.ReadTimeout(str(exc) or "timed out") from exc
-        except http.client.HTTPException as exc:  # a reply that is not HTTP/1.x, or headers past the limits
-            response.close()
+        except httpx2.RemoteProtocolError as exc:  # a reply that is not HTTP/1.x, or a head past the limits
             self.drop()
             if unsent is not None:
                 raise httpx2.WriteError(str(unsent) or type(unsent).__name__) from unsent
-            raise httpx2.RemoteProtocolError(str(exc) or type(exc).__name__) from exc
+            raise
         except OSError as exc:
-            response.close()
             self.drop()
             raise httpx2.ReadError(str(unsent or exc) or type(exc).__name__) from exc
         if unsent is not None:
-            response.will_close = True  # the request was not sent whole: this connection is done
+            reply.will_close = True  # the request was not sent whole: this connection is done
         return httpx2.Response(
-            response.status, headers=response.fields, stream=_Body(self, response),
-            extensions={"http_version": b"HTTP/1.1", "reason_phrase": response.reason.encode("latin-1"),
+            reply.status, headers=reply.fields, stream=_Body(self, sock, reply),
+            extensions={"http_version": b"HTTP/1.1", "reason_phrase": reply.reason.encode("latin-1"),
                         "network_stream": _Socket(sock)})
 
 
-_STATUS_LINE = re.compile(rb"(HTTP/1\.[0-9]) ([1-9][0-9][0-9])(?: ([^\x00\r\n]*))?")  # RFC 9112 4
-_HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
 _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 5.1: a field name, a method
 _TARGET = re.compile(rb"[!-~]+")  # visible ASCII: no space, no control character (RFC 9112 3.2)
 _FIELD_VALUE_BREAK = re.compile(rb"[\x00\r\n]")  # RFC 9110 5.5: a value MUST NOT hold CR, LF or NUL
+
+
+def _tokens(fields: list[bytes]) -> list[bytes]:
+    """The comma-separated tokens of a field's values, lower-cased: ["chunked"], ["close"]."""
+    return [t.strip().lower() for field in fields for t in field.split(b",") if t.strip()]
 
 
 def _head(request: httpx2.Request) -> bytes:
