@@ -3,7 +3,7 @@
 - toolbox.py    what the hosts share: the profile, its upstream servers (one catalog), the
                 namespaced listings, routing back to the upstream, relayed upstream messages
 - connection.py one host connection (a stdio host, an HTTP session, a stateless request): the
-                dual-era server core of server/protocol.py with the gateway's methods
+                dual-era server core of mcp/server.py with the gateway's methods
 - hosts.py      what HTTP requests share: Host/Origin/principal checks, toolboxes per profile,
                 initialize-era host sessions (each with its own upstreams where they keep state)
 - http.py       Streamable HTTP: loopback by default, what is admitted, which connection answers

@@ -1,4 +1,4 @@
-"""One host's connection to the gateway: server/protocol.py's dual-era core (initialize, discover,
+"""One host's connection to the gateway: mcp/server.py's dual-era core (initialize, discover,
 pagination, cancellation, requests to the client) with the toolbox's methods behind it.
 
 Every tools/call goes through services.call_tool (policy, audit with the host's identity, rate
@@ -23,7 +23,7 @@ from llmc_cli.mcp import jsonrpc
 from llmc_cli.model import ToolCall
 from llmc_cli.mcp.versions import META_PREFIX as META
 from llmc_cli.mcp.workers import shared
-from llmc_cli.server.protocol import McpServer, RequestError, Send
+from llmc_cli.mcp.server import McpServer, RequestError, Send
 from llmc_cli.services.calls import Read
 
 if TYPE_CHECKING:
