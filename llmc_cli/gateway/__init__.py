@@ -1,7 +1,9 @@
 """`llmc serve -p PROFILE`: the profile's toolbox as one MCP server, every call through services.
 
 - toolbox.py    what the hosts share: the profile, its upstream servers (one catalog), the
-                namespaced listings, routing back to the upstream, relayed upstream messages
+                namespaced listings, routing back to the upstream
+- relay.py      upstream messages about a host's call (progress, logs, elicitation, sampling,
+                roots) to that host only, on mcp/router.py
 - connection.py one host connection (a stdio host, an HTTP session, a stateless request): the
                 dual-era server core of mcp/server.py with the gateway's methods
 - hosts.py      what HTTP requests share: Host/Origin/principal checks, toolboxes per profile,

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from llmc_cli import __version__
 from llmc_cli.errors import InputRequired, Cancelled, DriftError, LlmcError, PolicyDenied, RpcError
 from llmc_cli.gateway.listening import Subscriptions
-from llmc_cli.gateway.toolbox import HostCall, Toolbox, own_result
+from llmc_cli.gateway.relay import HostCall
+from llmc_cli.gateway.toolbox import Toolbox, own_result
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.model import ToolCall
 from llmc_cli.mcp.versions import META_PREFIX as META
@@ -287,7 +288,7 @@ class GatewayConnection(McpServer):
         host_call = HostCall(self, send, meta.get("progressToken"), capabilities, modern,
                              meta.get(META + "logLevel"), answers)
         try:
-            with toolbox.hosting(host_call) as token:
+            with toolbox.relay.hosting(host_call) as token:
                 with self._lock:
                     self._upstream[msg_id] = (call.server, token)
                 try:
