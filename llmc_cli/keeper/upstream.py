@@ -151,11 +151,7 @@ class Upstream:
             return
         upstream_id, token = entry
         self.routes.close(token)
-        self.session.abandon(upstream_id)
-        try:
-            self.session.notify("notifications/cancelled", {"requestId": upstream_id, "reason": reason})
-        except LlmcError:
-            pass
+        self.session.withdraw(upstream_id, reason)
 
     def notify(self, message: dict[str, Any]) -> None:
         if self.session is not None:

@@ -211,6 +211,12 @@ class Session:
         """Stop waiting for a reply (a late one is then dropped)."""
         self._inflight.close(request_id)
 
+    def withdraw(self, request_id: int, reason: str) -> None:
+        """Cancel a relayed request (`forward`) whose caller cancelled it or went away: the server
+        is told, a late reply is dropped, and its future is never completed."""
+        self.abandon(request_id)
+        self._cancel(request_id, reason)
+
     def busy(self) -> bool:
         """Whether a request is waiting for its reply."""
         return bool(self._inflight.ids())

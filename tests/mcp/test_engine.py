@@ -155,6 +155,25 @@ def test_a_servers_request_on_an_untied_connection_is_routed_by_the_requests_in_
         session.close()
 
 
+def test_a_withdrawn_relayed_request_is_cancelled_upstream_and_its_late_reply_reaches_nobody() -> None:
+    held: list[dict[str, Any]] = []
+    peer = ScriptedPeer({"tools/call": lambda peer, msg: held.append(msg),
+                         "ping": lambda peer, msg: peer.reply(msg, {})})
+    session = Session(MemoryTransport(peer), name="up")
+    session.initialize()
+    try:
+        upstream_id, future = session.forward(jsonrpc.request(9, "tools/call", {"name": "t"}))
+        peer.wait_for("tools/call")
+        session.withdraw(upstream_id, "the client went away")
+        cancelled = peer.wait_for("notifications/cancelled")[0]["params"]
+        assert cancelled == {"requestId": upstream_id, "reason": "the client went away"}
+        peer.reply(held[0], {"content": []})  # late
+        session.ping()  # the late reply was read before the ping's
+        assert not future.done() and not session.busy()
+    finally:
+        session.close()
+
+
 # -- the server core asks its client on the same matcher ---------------------------------------------------
 
 def test_the_server_cores_request_to_its_client_times_out_and_a_late_reply_is_dropped() -> None:
