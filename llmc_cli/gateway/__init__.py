@@ -2,6 +2,7 @@
 
 - toolbox.py    what the hosts share: the profile, its upstream servers (one catalog), the
                 namespaced listings, routing back to the upstream
+- request_state.py  the sealed 2026-07-28 requestState of a host's call (confirmation, answers)
 - relay.py      upstream messages about a host's call (progress, logs, elicitation, sampling,
                 roots) to that host only, on mcp/router.py
 - connection.py one host connection (a stdio host, an HTTP session, a stateless request): the

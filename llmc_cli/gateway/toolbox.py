@@ -14,10 +14,6 @@ Messages an upstream sends while a host's call runs go to the host whose call th
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
-import os
 import sys
 import threading
 import time
@@ -29,9 +25,10 @@ from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.config.secrets import Masker, environment_secrets
 from llmc_cli.errors import LlmcError, RpcError
 from llmc_cli.gateway.relay import HostRelay
+from llmc_cli.gateway.request_state import RequestStates
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.hooks import ClientHooks
-from llmc_cli.model import Tool, ToolCall
+from llmc_cli.model import Tool
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
@@ -97,7 +94,7 @@ class Toolbox:
         self.masker = Masker(environment_secrets(profile.profile))
         self.connections: weakref.WeakSet[GatewayConnection] = weakref.WeakSet()  # for list_changed
         self._lock = threading.Lock()
-        self._secret = os.urandom(32)  # binds a confirmation answer to the exact call it was asked for
+        self.states = RequestStates()  # 2026-07-28 requestState, sealed for one call of one principal
         self._reported: set[str] = set()
         self._revived: dict[str, float] = {}  # server -> when it was last set to start again
         # (upstream catalog, server, upstream URI) -> the host connections subscribed to it: an
@@ -191,54 +188,6 @@ class Toolbox:
         from llmc_cli import policy
 
         return policy.visible(tool, self.profile.profile.policy).action == "allow"
-
-    def pack_state(self, call: ToolCall, confirmed: bool, answers: dict[str, Any], *, principal: str | None,
-                   confirming: bool = False) -> str:
-        """A 2026-07-28 requestState only this process can make, bound to this exact call (tool
-        and arguments) of this principal (another's host cannot replay its yes or its answers):
-        whether the host's user said yes, the host's answers to upstream requests so far, and
-        whether it carries a confirmation question."""
-        import base64
-
-        from llmc_cli.policy import call_hash
-
-        body = json.dumps({"call": call_hash(call), "principal": principal, "confirmed": confirmed,
-                           "confirming": confirming, "answers": answers},
-                          sort_keys=True, separators=(",", ":")).encode("utf-8")
-        payload = base64.urlsafe_b64encode(body).decode("ascii").rstrip("=")
-        return payload + "." + hmac.new(self._secret, payload.encode(), hashlib.sha256).hexdigest()
-
-    def _state(self, call: ToolCall, state: Any, principal: str | None) -> dict[str, Any] | None:
-        import base64
-
-        from llmc_cli.policy import call_hash
-
-        if not isinstance(state, str) or "." not in state:
-            return None
-        payload, _, mac = state.rpartition(".")
-        if not hmac.compare_digest(mac, hmac.new(self._secret, payload.encode(), hashlib.sha256).hexdigest()):
-            return None  # tampered with, or made by another gateway process
-        try:
-            data = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-        except ValueError:
-            return None
-        if not isinstance(data, dict) or data.get("call") != call_hash(call) or data.get("principal") != principal:
-            return None
-        return data
-
-    def unpack_state(self, call: ToolCall, state: Any, principal: str | None) -> tuple[bool, dict[str, Any]]:
-        """(confirmed, answers) of a requestState this process made for this call of this
-        principal; else (False, {})."""
-        data = self._state(call, state, principal)
-        if data is None:
-            return False, {}
-        answers = data.get("answers")
-        return data.get("confirmed") is True, answers if isinstance(answers, dict) else {}
-
-    def asked_to_confirm(self, call: ToolCall, state: Any, principal: str | None) -> bool:
-        """Whether this requestState went out with the confirmation question for this call."""
-        data = self._state(call, state, principal)
-        return data is not None and data.get("confirming") is True
 
     # -- resources, templates, prompts -------------------------------------------------------------
 
