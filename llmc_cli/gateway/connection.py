@@ -1,4 +1,4 @@
-"""One host's connection to the gateway: server/protocol.py's dual-era core (initialize, discover,
+"""One host's connection to the gateway: mcp/server.py's dual-era core (initialize, discover,
 pagination, cancellation, requests to the client) with the toolbox's methods behind it.
 
 Every tools/call goes through services.call_tool (policy, audit with the host's identity, rate
@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING, Any, Callable
 from llmc_cli import __version__
 from llmc_cli.errors import InputRequired, Cancelled, DriftError, LlmcError, PolicyDenied, RpcError
 from llmc_cli.gateway.listening import Subscriptions
-from llmc_cli.gateway.toolbox import HostCall, Toolbox, own_result
+from llmc_cli.gateway.relay import HostCall
+from llmc_cli.gateway.toolbox import Toolbox, own_result
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.model import ToolCall
 from llmc_cli.mcp.versions import META_PREFIX as META
 from llmc_cli.mcp.workers import shared
-from llmc_cli.server.protocol import McpServer, RequestError, Send
+from llmc_cli.mcp.server import McpServer, RequestError, Send
 from llmc_cli.services.calls import Read
 
 if TYPE_CHECKING:
@@ -273,7 +274,7 @@ class GatewayConnection(McpServer):
         can_ask = "elicitation" in capabilities
         # 2026-07-28: what earlier rounds of this call settled (requestState, sealed by us) and the
         # host's answers to the round it retries
-        confirmed, answers = self.toolbox.unpack_state(call, params.get("requestState"), self.principal) if modern else (False, {})
+        confirmed, answers = self.toolbox.states.unpack(call, params.get("requestState"), self.principal) if modern else (False, {})
         responses = params.get("inputResponses")
         if isinstance(responses, dict):
             answers = {**answers, **{k: v for k, v in responses.items() if k.startswith("upstream-")}}
@@ -287,7 +288,7 @@ class GatewayConnection(McpServer):
         host_call = HostCall(self, send, meta.get("progressToken"), capabilities, modern,
                              meta.get(META + "logLevel"), answers)
         try:
-            with toolbox.hosting(host_call) as token:
+            with toolbox.relay.hosting(host_call) as token:
                 with self._lock:
                     self._upstream[msg_id] = (call.server, token)
                 try:
@@ -298,7 +299,7 @@ class GatewayConnection(McpServer):
         except _InputRequired as exc:
             return exc.result
         except InputRequired as exc:  # the upstream asks the host (2026-07-28): a round for the host
-            state = self.toolbox.pack_state(call, bool(round_state["confirmed"]), answers, principal=self.principal)
+            state = self.toolbox.states.pack(call, bool(round_state["confirmed"]), answers, principal=self.principal)
             return {"resultType": "input_required", "inputRequests": exc.requests, "requestState": state}
         except PolicyDenied as exc:
             if not toolbox.visible(tool):  # hidden: as if it did not exist, whatever the spelling
@@ -333,9 +334,9 @@ class GatewayConnection(McpServer):
             if round_state["confirmed"]:  # a yes of an earlier round, sealed in the requestState
                 return True
             answer = (params.get("inputResponses") or {}).get(CONFIRM_KEY)
-            if not isinstance(answer, dict) or not self.toolbox.asked_to_confirm(call, params.get("requestState"),
+            if not isinstance(answer, dict) or not self.toolbox.states.asked_to_confirm(call, params.get("requestState"),
                                                                                  self.principal):
-                sealed = self.toolbox.pack_state(call, False, {}, principal=self.principal, confirming=True)
+                sealed = self.toolbox.states.pack(call, False, {}, principal=self.principal, confirming=True)
                 raise _InputRequired({"resultType": "input_required", "requestState": sealed,
                                       "inputRequests": {CONFIRM_KEY: {"method": "elicitation/create",
                                                                       "params": {"mode": "form", **question}}}})

@@ -407,7 +407,7 @@ class HttpGateway:
                                           "clientInfo": connection.client_info,
                                           "clientCapabilities": connection.client_capabilities})
         except LlmcError as exc:
-            from llmc_cli.server.protocol import RequestError
+            from llmc_cli.mcp.server import RequestError
 
             self.end_session(session_id)  # not resumable elsewhere: no session at all
             raise RequestError(jsonrpc.INTERNAL_ERROR, f"cannot start a session: {exc.message}") from None

@@ -8,38 +8,28 @@ say `[serve] bare_names = true`: its names are then presented as the server give
 policy hides and tools that drifted from the profile's lock are left out of the listing; so are
 resources, templates and prompts the policy's [policy.resources]/[policy.prompts] deny.
 
-Messages an upstream sends while a host's call runs (progress, logs, elicitation, sampling,
-roots) go to the host whose call they belong to, never to another: each upstream call carries a
-progress token of the gateway's own, and the client session says which call a message belongs to
-(mcp/hooks.RELATED_TOKENS: the token it names, the call on whose HTTP stream or in whose
-input_required result it came, else the calls in flight on that upstream connection, when they
-are all one host's). A message that belongs to no host's call, or may belong to more than one
-host's, reaches no host: said at -v, and a request is declined.
+Messages an upstream sends while a host's call runs go to the host whose call they belong to
+(gateway/relay.py).
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
-import os
-import secrets
 import sys
 import threading
 import time
 import weakref
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator
+from typing import TYPE_CHECKING, Any, Callable, ContextManager
 
 from llmc_cli.catalog import routing
 from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.config.secrets import Masker, environment_secrets
-from llmc_cli.errors import InputRequired, LlmcError, RpcError
+from llmc_cli.errors import LlmcError, RpcError
+from llmc_cli.gateway.relay import HostRelay
+from llmc_cli.gateway.request_state import RequestStates
 from llmc_cli.mcp import jsonrpc
-from llmc_cli.mcp.hooks import RELATED_TOKENS, ClientHooks
-from llmc_cli.model import Tool, ToolCall
+from llmc_cli.mcp.hooks import ClientHooks
+from llmc_cli.model import Tool
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
@@ -47,33 +37,10 @@ if TYPE_CHECKING:
     from llmc_cli.config.schema import ServeConfig
     from llmc_cli.gateway.connection import GatewayConnection  # it imports this module
 
-Send = Callable[[dict[str, Any]], None]
 PROTOCOL_META = "io.modelcontextprotocol/"
 RETRY_SECONDS = 5.0
 LIST_CHANGED = ("notifications/tools/list_changed", "notifications/resources/list_changed",
                 "notifications/prompts/list_changed")
-
-
-@dataclass
-class HostCall:
-    """A host's request in flight: where the upstream's messages about it go."""
-
-    connection: GatewayConnection
-    send: Send
-    host_token: Any  # the host's progressToken, or None: the host did not ask for progress
-    capabilities: dict[str, Any]  # the host's client capabilities
-    modern: str | None  # the host's modern version, or None (initialize era)
-    log_level: str | None  # modern hosts opt in to log messages per request
-    # 2026-07-28 hosts: answers to upstream requests, by key, from earlier rounds of this call
-    answers: dict[str, Any] = field(default_factory=dict)
-    thread: int = field(default_factory=threading.get_ident)  # where the upstream call runs
-
-
-def input_key(method: str, params: dict[str, Any]) -> str:
-    """The key of an upstream's request in the host's input_required round: the same request
-    (an upstream asks again with the same words when the call is retried) gets the same key."""
-    text = json.dumps([method, params], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return "upstream-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
 
 
 def own_result(result: dict[str, Any]) -> dict[str, Any]:
@@ -108,9 +75,11 @@ class Toolbox:
         self.serve = serve or profile.profile.serve
         # the schema allows bare names with exactly one server, so every name routes back to it
         self.bare = next(iter(profile.profile.servers)) if profile.profile.serve.bare_names else None
-        self.hooks = ClientHooks(on_progress=self._progress, on_log=self._log, on_list_changed=self._list_changed,
+        self.relay = HostRelay(note)
+        self.hooks = ClientHooks(on_progress=self.relay.progress, on_log=self.relay.log,
+                                 on_list_changed=self._list_changed,
                                  on_resource_updated=lambda params: self._resource_updated(params, self.catalog),
-                                 elicit=self._elicit, sample=self._sample, list_roots=self._roots)
+                                 elicit=self.relay.elicit, sample=self.relay.sample, list_roots=self.relay.roots)
         # The upstream connections every host shares (and those of the one host of stdio);
         # host_upstreams() gives a host session its own to the servers that keep state.
         self.catalog = services.open_catalog(
@@ -126,9 +95,8 @@ class Toolbox:
         # for the gateway's life: read once, not on every call.
         self.masker = Masker(environment_secrets(profile.profile))
         self.connections: weakref.WeakSet[GatewayConnection] = weakref.WeakSet()  # for list_changed
-        self._calls: dict[str, HostCall] = {}  # our progress token upstream -> the host's call
         self._lock = threading.Lock()
-        self._secret = os.urandom(32)  # binds a confirmation answer to the exact call it was asked for
+        self.states = RequestStates()  # 2026-07-28 requestState, sealed for one call of one principal
         self._reported: set[str] = set()
         self._revived: dict[str, float] = {}  # server -> when it was last set to start again
         # (upstream catalog, server, upstream URI) -> the host connections subscribed to it: an
@@ -222,54 +190,6 @@ class Toolbox:
         from llmc_cli import policy
 
         return policy.visible(tool, self.profile.profile.policy).action == "allow"
-
-    def pack_state(self, call: ToolCall, confirmed: bool, answers: dict[str, Any], *, principal: str | None,
-                   confirming: bool = False) -> str:
-        """A 2026-07-28 requestState only this process can make, bound to this exact call (tool
-        and arguments) of this principal (another's host cannot replay its yes or its answers):
-        whether the host's user said yes, the host's answers to upstream requests so far, and
-        whether it carries a confirmation question."""
-        import base64
-
-        from llmc_cli.policy import call_hash
-
-        body = json.dumps({"call": call_hash(call), "principal": principal, "confirmed": confirmed,
-                           "confirming": confirming, "answers": answers},
-                          sort_keys=True, separators=(",", ":")).encode("utf-8")
-        payload = base64.urlsafe_b64encode(body).decode("ascii").rstrip("=")
-        return payload + "." + hmac.new(self._secret, payload.encode(), hashlib.sha256).hexdigest()
-
-    def _state(self, call: ToolCall, state: Any, principal: str | None) -> dict[str, Any] | None:
-        import base64
-
-        from llmc_cli.policy import call_hash
-
-        if not isinstance(state, str) or "." not in state:
-            return None
-        payload, _, mac = state.rpartition(".")
-        if not hmac.compare_digest(mac, hmac.new(self._secret, payload.encode(), hashlib.sha256).hexdigest()):
-            return None  # tampered with, or made by another gateway process
-        try:
-            data = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-        except ValueError:
-            return None
-        if not isinstance(data, dict) or data.get("call") != call_hash(call) or data.get("principal") != principal:
-            return None
-        return data
-
-    def unpack_state(self, call: ToolCall, state: Any, principal: str | None) -> tuple[bool, dict[str, Any]]:
-        """(confirmed, answers) of a requestState this process made for this call of this
-        principal; else (False, {})."""
-        data = self._state(call, state, principal)
-        if data is None:
-            return False, {}
-        answers = data.get("answers")
-        return data.get("confirmed") is True, answers if isinstance(answers, dict) else {}
-
-    def asked_to_confirm(self, call: ToolCall, state: Any, principal: str | None) -> bool:
-        """Whether this requestState went out with the confirmation question for this call."""
-        data = self._state(call, state, principal)
-        return data is not None and data.get("confirming") is True
 
     # -- resources, templates, prompts -------------------------------------------------------------
 
@@ -379,106 +299,11 @@ class Toolbox:
         for server, host in targets:
             host.subscriptions.updated(server, params)
 
-    @contextmanager
-    def hosting(self, call: HostCall) -> Iterator[str]:
-        """Register a host's call for the upstream messages about it; yields our progress token."""
-        # random: an upstream that serves several principals learns nothing from it (a counter
-        # would tell it how many calls others made), and cannot guess another call's
-        token = f"llmc-gateway-{secrets.token_urlsafe(12)}"
-        with self._lock:
-            self._calls[token] = call
-        try:
-            yield token
-        finally:
-            with self._lock:
-                self._calls.pop(token, None)
-
-    def _owner(self, what: str) -> HostCall | None:
-        """The host call the upstream message being handled belongs to (mcp/hooks.RELATED_TOKENS):
-        the one it is tied to, or, when nothing ties it, the oldest of the calls in flight on its
-        upstream connection if they are all one host connection's (and that connection's only
-        requests there). None, said at -v, when it may be another host's or nobody's: it then
-        goes to no host."""
-        tokens = RELATED_TOKENS.get()
-        with self._lock:
-            calls = [self._calls.get(t) if isinstance(t, str) else None for t in tokens]
-        first = calls[0] if calls else None
-        call = first if first is not None and all(c is not None and c.connection is first.connection
-                                                  for c in calls) else None
-        # progress for one of the gateway's own requests (a listing) names no call of a host: not news
-        if call is None and self.note is not None and (tokens or what != "notifications/progress"):
-            whose = ("may belong to more than one host's call" if len(calls) > 1 and any(calls)
-                     else "belongs to no host's call in flight")
-            self.note(f"an upstream's {what} {whose}: not relayed")
-        return call
-
-    def _progress(self, params: dict[str, Any]) -> None:
-        call = self._owner("notifications/progress")
-        if call is not None and call.host_token is not None:
-            call.send(jsonrpc.notification("notifications/progress", {**params, "progressToken": call.host_token}))
-
-    def _log(self, params: dict[str, Any]) -> None:
-        call = self._owner("notifications/message")
-        if call is not None and (call.modern is None or call.log_level):
-            call.send(jsonrpc.notification("notifications/message", params))
-
     def _list_changed(self, method: str) -> None:
         if method not in LIST_CHANGED:
             return
         for connection in list(self.connections):
             connection.subscriptions.changed(method)
-
-    def _ask_host(self, call: HostCall, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Ask the host: initialize era, a request on its connection; 2026-07-28, an answer it gave
-        in an earlier round of this call, else a new round (InputRequired: the host retries). A
-        2026-07-28 host can only be asked when the upstream asked in its result (this thread)."""
-        if not call.modern:
-            return call.connection.ask_client(method, params, call.send)
-        key = input_key(method, params)
-        if key in call.answers:
-            answer = call.answers[key]
-            if not isinstance(answer, dict):
-                raise RpcError(f"the MCP host's answer to {method} is not an object", code=jsonrpc.INVALID_PARAMS)
-            return answer
-        if call.thread != threading.get_ident():
-            raise RpcError(f"{method} declined: a 2026-07-28 host is asked only in an input_required result", code=-1)
-        raise InputRequired(requests={key: {"method": method, "params": params}})
-
-    def _elicit(self, params: dict[str, Any]) -> dict[str, Any]:
-        """An upstream asks its user: the host's user, when the host can be asked (spec: else decline)."""
-        call = self._owner("elicitation/create")
-        if call is None or "elicitation" not in call.capabilities:
-            return {"action": "decline"}
-        try:
-            return self._ask_host(call, "elicitation/create", params)
-        except InputRequired:
-            raise
-        except LlmcError:
-            return {"action": "decline" if call.modern else "cancel"}
-
-    def _sample(self, params: dict[str, Any]) -> dict[str, Any]:
-        call = self._owner("sampling/createMessage")
-        if call is None:
-            raise RpcError("sampling declined: it belongs to no MCP host's call through the llmc gateway", code=-1)
-        if "sampling" not in call.capabilities:
-            raise RpcError("sampling declined: the MCP host behind the llmc gateway does not offer it", code=-1)
-        return self._ask_host(call, "sampling/createMessage", params)
-
-    def _roots(self) -> list[dict[str, Any]]:
-        """An upstream asks for roots: the roots of the host whose call it belongs to, when it
-        declared them; else none (a gateway has no roots of its own to offer)."""
-        call = self._owner("roots/list")
-        if call is None:
-            raise RpcError("roots/list declined: it belongs to no MCP host's call through the llmc gateway", code=-1)
-        if "roots" not in call.capabilities:
-            return []
-        try:
-            roots = self._ask_host(call, "roots/list", {}).get("roots")
-        except InputRequired:
-            raise
-        except LlmcError:
-            return []
-        return [r for r in roots if isinstance(r, dict)] if isinstance(roots, list) else []
 
     def _report(self, failures: list[Any]) -> None:
         """An upstream that cannot be reached: said once on stderr, its items left out."""

@@ -24,14 +24,14 @@ import struct
 import sys
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any
 
 from llmc_cli import interrupts
 from llmc_cli.errors import ConnectionFailed, ExitCode, LlmcError, RpcError, UsageError
 from llmc_cli.mcp import jsonrpc
+from llmc_cli.mcp.inflight import InFlight
 from llmc_cli.keeper.transport import AttachReply, HeldServer, KeeperStatus, read_line
 from llmc_cli.keeper.upstream import Client, Upstream, log
 from llmc_cli.model import ServerSpec
@@ -52,7 +52,7 @@ class Keeper:
         # timeout must not cut it off meanwhile.
         self.connections = 0
         self.counter = itertools.count(1)
-        self.asks: dict[str, Future[dict[str, Any]]] = {}  # our requests to callers, by id
+        self.asks = InFlight()  # our requests to callers (a server's elicitation, put to its caller)
         self.started = datetime.now(timezone.utc)
         self.last_activity = time.monotonic()
         self.stopping = threading.Event()
@@ -221,9 +221,7 @@ class Keeper:
         if kind == "request":
             upstream.forward(client, message)
         elif kind in ("response", "error"):
-            future = self.asks.get(message.get("id"))  # type: ignore[arg-type]
-            if future is not None and not future.done():
-                future.set_result(message)
+            self.asks.resolve(message)
         elif message["method"] == "notifications/cancelled":
             params = message.get("params") or {}
             upstream.cancel(client, params.get("requestId"), str(params.get("reason") or "cancelled"))
@@ -233,15 +231,10 @@ class Keeper:
     def ask(self, client: Client, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
         """A request from the server, put to a caller; its answer goes back to the server."""
         ask_id = f"llmc-keeper-{next(self.counter)}"
-        future: Future[dict[str, Any]] = Future()
-        self.asks[ask_id] = future
         try:
-            client.send(jsonrpc.request(ask_id, method, params))
-            reply = future.result(timeout=timeout)
-        except FutureTimeout:
+            reply = self.asks.exchange(ask_id, lambda: client.send(jsonrpc.request(ask_id, method, params)), timeout)
+        except TimeoutError:
             raise RpcError(f"no answer from the user within {timeout:g}s", code=jsonrpc.INTERNAL_ERROR) from None
-        finally:
-            self.asks.pop(ask_id, None)
         if "error" in reply:
             error = reply["error"] if isinstance(reply["error"], dict) else {}
             raise RpcError(str(error.get("message", "declined")), code=int(error.get("code", jsonrpc.INTERNAL_ERROR)))

@@ -1,6 +1,7 @@
 """What a session keeper holds: the servers (Upstream: started, restarted after it died, its
 protocol traffic multiplexed) and the llmc processes attached to them (Client). Request ids and
-progress tokens are rewritten here so callers that all count from 1 do not collide.
+progress tokens are rewritten here so callers that all count from 1 do not collide; the keeper's
+progress tokens also say which caller a server's message belongs to (mcp/router.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.client import connect
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.mcp.inflight import Future
+from llmc_cli.mcp.router import Router
 from llmc_cli.mcp.session import Session
 from llmc_cli.model import ServerSpec
 
@@ -36,7 +38,7 @@ class Client:
         self.sock = sock
         self.lock = threading.Lock()
         self.upstream: Upstream | None = None
-        self.pending: dict[Any, tuple[int, int | None]] = {}  # its request id -> (upstream id, token)
+        self.pending: dict[Any, tuple[int, str | None]] = {}  # its request id -> (upstream id, our token)
 
     def send(self, message: Mapping[str, Any]) -> None:
         try:
@@ -64,9 +66,9 @@ class Upstream:
         self.error: LlmcError | None = None  # why the last start failed
         self.restarts = 0
         self.lock = threading.Lock()
-        self.tokens: dict[int, tuple[Client, Any]] = {}  # our progress token -> (client, its token)
+        # our progress token -> (the client whose request it is, the client's own token)
+        self.routes: Router[tuple[Client, Any]] = Router("llmc-keeper", lambda route: id(route[0]))
         self.clients: set[Client] = set()
-        self.recent: Client | None = None  # sent the latest request: server requests go to it
 
     def open(self) -> str | None:
         """Connect if not connected. Returns a notice when a server that died was restarted."""
@@ -114,12 +116,11 @@ class Upstream:
 
     def forward(self, client: Client, message: dict[str, Any]) -> None:
         original_id = message["id"]
-        token: int | None = None
+        token: str | None = None
         params = message.get("params")
         meta = params.get("_meta") if isinstance(params, dict) else None
         if isinstance(params, dict) and isinstance(meta, dict) and "progressToken" in meta:
-            token = next(self.keeper.counter)  # callers all count from 1: make theirs unique
-            self.tokens[token] = (client, meta["progressToken"])
+            token = self.routes.open((client, meta["progressToken"]))  # callers all count from 1
             message = {**message, "params": {**params, "_meta": {**meta, "progressToken": token}}}
         session = self.session
         try:
@@ -127,16 +128,15 @@ class Upstream:
                 raise ConnectionFailed(f"{self.spec.name}: not running")
             upstream_id, future = session.forward(message)
         except LlmcError as exc:
-            self.tokens.pop(token, None)  # type: ignore[arg-type]
+            self.routes.close(token)
             client.hang_up(exc.message)
             return
-        self.recent = client
         client.pending[original_id] = (upstream_id, token)
         future.add_done_callback(lambda f: self._reply(client, original_id, token, f))
 
-    def _reply(self, client: Client, original_id: Any, token: int | None, future: "Future[dict[str, Any]]") -> None:
+    def _reply(self, client: Client, original_id: Any, token: str | None, future: "Future[dict[str, Any]]") -> None:
         client.pending.pop(original_id, None)
-        self.tokens.pop(token, None)  # type: ignore[arg-type]
+        self.routes.close(token)
         self.keeper.touch()
         try:
             reply = future.result()
@@ -150,12 +150,8 @@ class Upstream:
         if entry is None or self.session is None:
             return
         upstream_id, token = entry
-        self.tokens.pop(token, None)  # type: ignore[arg-type]
-        self.session.abandon(upstream_id)
-        try:
-            self.session.notify("notifications/cancelled", {"requestId": upstream_id, "reason": reason})
-        except LlmcError:
-            pass
+        self.routes.close(token)
+        self.session.withdraw(upstream_id, reason)
 
     def notify(self, message: dict[str, Any]) -> None:
         if self.session is not None:
@@ -167,7 +163,7 @@ class Upstream:
     # -- server -> clients ------------------------------------------------------------------
 
     def _progress(self, params: dict[str, Any]) -> None:
-        route = self.tokens.get(params.get("progressToken"))  # type: ignore[arg-type]
+        route = self.routes.by_token(params.get("progressToken"))
         if route:
             client, token = route
             client.send(jsonrpc.notification("notifications/progress", {**params, "progressToken": token}))
@@ -181,8 +177,14 @@ class Upstream:
             client.send(jsonrpc.notification(method))
 
     def _elicit(self, params: dict[str, Any]) -> dict[str, Any]:
-        """The server asks the user: ask the caller whose request is running (it may prompt)."""
-        client = self.recent if self.recent in self.clients else next(iter(self.clients), None)
+        """The server asks the user: the caller whose request it belongs to is asked (it may
+        prompt), never another caller. When nothing ties it to a caller's request and a single
+        caller is attached, that caller; else it is declined."""
+        route, routes = self.routes.related()
+        client = route[0] if route is not None else None
+        if client is None and not any(routes):
+            attached = list(self.clients)
+            client = attached[0] if len(attached) == 1 else None
         if client is None:
             return {"action": "decline"}
         return self.keeper.ask(client, "elicitation/create", params, self.spec.timeout)

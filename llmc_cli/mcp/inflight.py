@@ -1,6 +1,9 @@
-"""The requests of one session that await their reply: each id's future, the time of its last sign of
-life (progress), and the progress tokens callers chose themselves. The session decides what to send
-and what a reply means; this table only matches replies to waiters and keeps their deadlines.
+"""The request matcher: the requests of one connection that await their reply, each id's future,
+the time of its last sign of life (progress), and the progress tokens callers chose themselves.
+Whoever sends decides what to send and what a reply means; this table only matches replies to
+waiters and keeps their deadlines. Used for every request llmc sends and awaits: the client
+session's (mcp/session.py), a server's to its client (mcp/server.py, the gateway's connection),
+the session keeper's to an attached caller.
 """
 
 from __future__ import annotations
@@ -79,6 +82,7 @@ class InFlight:
         self._futures: dict[int | str, Future[Reply]] = {}
         self._activity: dict[int | str, float] = {}  # request id -> time of last progress
         self._by_token: dict[Any, int | str] = {}  # a caller's own progress token -> request id
+        self._token_of: dict[int | str, Any] = {}  # and back
 
     def open(self, request_id: int | str, *, timed: bool = True, token: Any = None) -> Future[Reply]:
         """A future for the reply to `request_id`. `timed`: progress extends its deadline (the
@@ -90,15 +94,17 @@ class InFlight:
                 self._activity[request_id] = time.monotonic()
             if token is not None:
                 self._by_token[token] = request_id
+                self._token_of[request_id] = token
         return future
 
-    def close(self, request_id: int | str, token: Any = None) -> None:
+    def close(self, request_id: int | str) -> None:
         """Stop waiting for `request_id` (a late reply is then dropped)."""
         with self._lock:
             self._futures.pop(request_id, None)
             self._activity.pop(request_id, None)
-            if token is not None:
-                self._by_token.pop(token, None)
+            token = self._token_of.pop(request_id, None)
+            if token is not None and self._by_token.get(token) == request_id:
+                del self._by_token[token]
 
     def ids(self) -> list[int | str]:
         with self._lock:
@@ -115,10 +121,9 @@ class InFlight:
         message may belong to: the request `request_id` while it is in flight; with no id, every
         request in flight."""
         with self._lock:
-            tokens = {rid: token for token, rid in self._by_token.items()}
             if request_id is None:
-                return tuple(tokens.get(rid) for rid in self._futures)
-            return (tokens.get(request_id),) if request_id in self._futures else ()
+                return tuple(self._token_of.get(rid) for rid in self._futures)
+            return (self._token_of.get(request_id),) if request_id in self._futures else ()
 
     def resolve(self, reply: Reply) -> None:
         """Hand a reply to its waiter. A reply to nothing awaited (late after a timeout, a confused
@@ -134,6 +139,17 @@ class InFlight:
             request_id = self._by_token.get(token, token)
             if request_id in self._activity:
                 self._activity[request_id] = time.monotonic()
+
+    def exchange(self, request_id: int | str, send: Callable[[], None], timeout: float) -> Reply:
+        """Send a request (`send` writes it) and wait up to `timeout` seconds for its reply, which
+        progress does not extend (a server asking its client, the keeper asking a caller).
+        TimeoutError when none came; the request is no longer awaited afterwards either way."""
+        future = self.open(request_id, timed=False)
+        try:
+            send()
+            return future.result(timeout)
+        finally:
+            self.close(request_id)
 
     def wait(self, request_id: int | str, future: Future[Reply], timeout: float) -> Reply:
         """The reply, or DeadlinePassed `timeout` seconds after the last progress (at most

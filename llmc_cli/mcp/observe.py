@@ -1,14 +1,16 @@
-"""The protocol package's one observation hook: every request a Session sends can be watched.
+"""The protocol package's observation hooks: every request a Session sends, and every request a
+server core (mcp/server.py) serves or sends its client, can be watched.
 
 The protocol knows nothing of OpenTelemetry (mcp/ imports only errors and model); telemetry,
-above it, installs an Observer when it is enabled. With none installed (the default) a request
-costs one attribute read. An observer may add keys to the request's `_meta` (W3C trace
-context, as the 2026-07-28 spec's SEP-414 places it) and hears how the request ended.
+above it, installs an Observer and a ServerObserver when it is enabled. With none installed (the
+default) a request costs one attribute read. An observer may add keys to the request's `_meta`
+(W3C trace context, as the 2026-07-28 spec's SEP-414 places it) and hears how the request ended.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from llmc_cli.mcp.session import Session
@@ -30,10 +32,41 @@ class Observer(Protocol):
         """`session` was closed after living this long."""
 
 
+Send = Callable[[dict[str, Any]], None]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class ServedRequest(Protocol):
+    """A served request's span: current while it is dispatched, ended by its reply."""
+
+    def current(self) -> AbstractContextManager[Any]:
+        """The span as the current context, while the request is dispatched."""
+
+    def sending(self, send: Send) -> Send:
+        """`send`, which ends the span when the reply to this request goes through it."""
+
+
+class ServerObserver(Protocol):
+    def server_span(self, method: str, params: Mapping[str, Any], request_id: Any,
+                    attributes: Mapping[str, Any]) -> ServedRequest | None:
+        """A request a server received, parented from the trace context in its `_meta`."""
+
+    def in_context(self, function: F) -> F:
+        """`function`, run in the caller's trace context wherever it runs (a pool thread)."""
+
+    def client_span(self, method: str, request_id: str) -> AbstractContextManager[dict[str, str]]:
+        """A request a server sends its client: its span, around a block given the `_meta` keys
+        that carry its trace context."""
+
+    def server_session_ended(self, seconds: float, attributes: Mapping[str, Any]) -> None:
+        """A connection a server served has closed after living this long."""
+
+
 OBSERVER: Observer | None = None
+SERVER_OBSERVER: ServerObserver | None = None
 
 
-def install(observer: Observer | None) -> None:
+def install(observer: Observer | None, server_observer: ServerObserver | None = None) -> None:
     """Watch every request from now on (None: stop watching)."""
-    global OBSERVER
-    OBSERVER = observer
+    global OBSERVER, SERVER_OBSERVER
+    OBSERVER, SERVER_OBSERVER = observer, server_observer

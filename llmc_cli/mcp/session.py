@@ -193,7 +193,12 @@ class Session:
         if self._closed_error is not None:
             raise self._closed_error
         request_id = next(self._ids)
-        future = self._inflight.open(request_id, timed=False)  # the original client keeps the time
+        params = message.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        # the relay's own progress token: server->client messages are tied to it (mcp/router.py)
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        token = token if isinstance(token, (str, int)) else None
+        future = self._inflight.open(request_id, timed=False, token=token)  # the original client keeps the time
         future.add_done_callback(lambda _: self.abandon(request_id))
         try:
             self._send_request({**message, "id": request_id})
@@ -205,6 +210,12 @@ class Session:
     def abandon(self, request_id: int) -> None:
         """Stop waiting for a reply (a late one is then dropped)."""
         self._inflight.close(request_id)
+
+    def withdraw(self, request_id: int, reason: str) -> None:
+        """Cancel a relayed request (`forward`) whose caller cancelled it or went away: the server
+        is told, a late reply is dropped, and its future is never completed."""
+        self.abandon(request_id)
+        self._cancel(request_id, reason)
 
     def busy(self) -> bool:
         """Whether a request is waiting for its reply."""
@@ -339,7 +350,7 @@ class Session:
         finally:
             if watch is not None:
                 watch.finish(result, error)
-            self._inflight.close(request_id, token=own_token)
+            self._inflight.close(request_id)
 
     def _send_request(self, message: dict[str, Any]) -> None:
         try:

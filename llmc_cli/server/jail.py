@@ -23,7 +23,7 @@ import stat
 from typing import Iterator
 
 from llmc_cli.errors import ConfigError
-from llmc_cli.server.protocol import ToolError
+from llmc_cli.mcp.server import ToolError
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llmc_cli.errors import ConfigError
-from llmc_cli.server.protocol import ToolError
+from llmc_cli.mcp.server import ToolError
 from llmc_cli.server.sandbox import FIXED_PATH, bwrap_argv, find_bwrap, limited
 
 SHELL = "/bin/sh"

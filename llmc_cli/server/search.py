@@ -26,7 +26,7 @@ import time
 from typing import Any
 
 from llmc_cli.server.jail import Jail, fd_path
-from llmc_cli.server.protocol import ToolError
+from llmc_cli.mcp.server import ToolError
 
 MAX_SEARCHES = 32  # remembered at once; the oldest finished ones are forgotten first
 MAX_RUNNING = 4

@@ -21,7 +21,7 @@ from llmc_cli.mcp import jsonrpc
 from llmc_cli.model import MAX_MESSAGE_DEPTH
 
 if TYPE_CHECKING:
-    from llmc_cli.server.protocol import McpServer, Send
+    from llmc_cli.mcp.server import McpServer, Send
 
 MAX_LINE_BYTES = 16 * 1024 * 1024  # one message; longer lines are refused, not buffered forever
 

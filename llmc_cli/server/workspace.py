@@ -21,7 +21,7 @@ from llmc_cli import __version__
 from llmc_cli.errors import ConfigError
 from llmc_cli.server import jail as P
 from llmc_cli.server.processes import FIXED_PATH, Launcher, Process, ProcessConfig, ProcessTable
-from llmc_cli.server.protocol import McpServer, ToolDef, ToolError
+from llmc_cli.mcp.server import McpServer, ToolDef, ToolError
 from llmc_cli.server.search import Searches, iso_time
 from llmc_cli.server.workspace_options import check_options, protected_paths
 from llmc_cli.server.workspace_tools import PAGE_BYTES, workspace_tools

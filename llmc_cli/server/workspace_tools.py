@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from llmc_cli.server.protocol import ToolDef
+from llmc_cli.mcp.server import ToolDef
 
 if TYPE_CHECKING:
     from llmc_cli.server.workspace import Workspace

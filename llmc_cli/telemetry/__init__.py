@@ -14,9 +14,9 @@ the `llmc.policy.decisions` counter are llmc's own.
 from __future__ import annotations
 
 import os
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, TypeVar
 
 if TYPE_CHECKING:
     from llmc_cli.config.schema import TelemetryConfig
@@ -78,7 +78,7 @@ def enable(command: str, mask: "Masker", config: "TelemetryConfig | None" = None
     _ACTIVE = Otel(command, settings)
     from llmc_cli.mcp import observe
 
-    observe.install(_ACTIVE.mcp_observer())
+    observe.install(_ACTIVE.mcp_observer(), ServerWatch())
 
 
 def enable_for_profile(command: str, mask: "Masker", config: "TelemetryConfig") -> None:
@@ -179,3 +179,27 @@ def in_context(function: Any) -> Any:
         return function
     return _ACTIVE.bind(function)
 
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class ServerWatch:
+    """mcp.observe.ServerObserver: what llmc's servers (the gateway, the workspace server) serve
+    and ask their clients, as spans and metrics. Installed while telemetry is enabled."""
+
+    def server_span(self, method: str, params: Mapping[str, Any], request_id: Any,
+                    attributes: Mapping[str, Any]) -> ServerSpan | None:
+        return server_span(method, params, request_id, attributes)
+
+    def in_context(self, function: F) -> F:
+        bound: F = in_context(function)
+        return bound
+
+    @contextmanager
+    def client_span(self, method: str, request_id: str) -> Iterator[dict[str, str]]:
+        with span(method, "client", {"mcp.method.name": method, "jsonrpc.request.id": request_id}):
+            yield trace_context()
+
+    def server_session_ended(self, seconds: float, attributes: Mapping[str, Any]) -> None:
+        server_session_ended(seconds, attributes)

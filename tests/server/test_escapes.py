@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from llmc_cli.server.jail import Jail
-from llmc_cli.server.protocol import ToolError
+from llmc_cli.mcp.server import ToolError
 from tests.helpers import wait_until
 from tests.processes import live_processes
 from tests.server.conftest import COMMANDS, SANDBOXES

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from llmc_cli.mcp import jsonrpc
-from llmc_cli.server.protocol import McpServer, ToolDef, ToolError
+from llmc_cli.mcp.server import McpServer, ToolDef, ToolError
 from llmc_cli.server.workspace import make_workspace_server
 
 SPEC = Path("/work/shared/mcp-spec")

@@ -3,8 +3,11 @@
 Dual-era, as basic/versioning.mdx (2026-07-28) describes: an `initialize` request selects legacy
 semantics (2024-11-05 .. 2025-11-25) for this connection; a request whose `_meta` names
 `io.modelcontextprotocol/protocolVersion` is served statelessly under that modern version.
-The transport is not our business: `handle(message, send)` is all a host calls (stdio.py, or the
-client's in-memory transport), and `send` may be called later from a worker thread.
+The transport is not our business: `handle(message, send)` is all a host calls (server/stdio.py,
+the gateway's connections, or the client's in-memory transport), and `send` may be called later
+from a worker thread. Requests it sends its client (elicitation, sampling, roots) await their
+replies on the request matcher (mcp/inflight.py). OpenTelemetry, when enabled, watches through
+mcp/observe.py: this package imports none of it.
 """
 
 from __future__ import annotations
@@ -15,14 +18,13 @@ import sys
 import threading
 import time
 import traceback
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from llmc_cli import telemetry
 from llmc_cli.errors import ProtocolError, RpcError, TimeoutExpired
-from llmc_cli.mcp import jsonrpc
+from llmc_cli.mcp import jsonrpc, observe
+from llmc_cli.mcp.inflight import InFlight
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, MODERN_VERSIONS
 from llmc_cli.mcp.versions import META_PREFIX as META
 from llmc_cli.mcp.workers import Workers
@@ -100,7 +102,7 @@ class McpServer:
         self._on_close = on_close
         self._closed = False
         self._born = time.monotonic()
-        self._asked: dict[str, Future[dict[str, Any]]] = {}  # our requests to the client, by id
+        self._asked = InFlight()  # our requests to the client
         self._ask_ids = itertools.count(1)
 
     def attach(self, channel: Send) -> None:
@@ -123,8 +125,9 @@ class McpServer:
             return
         msg_id, method = message["id"], message["method"]
         params = message.get("params") or {}
-        span = telemetry.server_span(method, params, msg_id, self.span_attributes(params)) \
-            if telemetry.enabled() and isinstance(params, dict) else None
+        watcher = observe.SERVER_OBSERVER
+        span = watcher.server_span(method, params, msg_id, self.span_attributes(params)) \
+            if watcher is not None and isinstance(params, dict) else None
         if span is None:
             self._request(msg_id, method, params, send)
             return
@@ -164,9 +167,10 @@ class McpServer:
         if self._closed:
             return
         self._closed = True
-        if telemetry.enabled():  # mcp.server.session.duration: this connection's life
+        watcher = observe.SERVER_OBSERVER
+        if watcher is not None:  # mcp.server.session.duration: this connection's life
             attributes = {k: v for k, v in self.span_attributes({}).items() if k != "mcp.session.id"}
-            telemetry.server_session_ended(time.monotonic() - self._born, attributes)
+            watcher.server_session_ended(time.monotonic() - self._born, attributes)
         if self._on_close is not None:
             self._on_close()  # stop processes and searches first, so running calls return
         if isinstance(self._pool, ThreadPoolExecutor):
@@ -273,7 +277,9 @@ class McpServer:
         if self.inline_calls:
             self._answer_from_pool(msg_id, work, modern, send, label)
             return
-        self._pool.submit(telemetry.in_context(self._answer_from_pool), msg_id, work, modern, send, label)
+        watcher = observe.SERVER_OBSERVER
+        answer = self._answer_from_pool if watcher is None else watcher.in_context(self._answer_from_pool)
+        self._pool.submit(answer, msg_id, work, modern, send, label)
 
     def _answer_from_pool(self, msg_id: Any, work: Callable[[], dict[str, Any]], modern: str | None, send: Send,
                           label: str) -> None:
@@ -320,27 +326,22 @@ class McpServer:
         """A request to the client (initialize era: elicitation, sampling, roots), sent where the
         request being served is answered; waits for the reply. RpcError for an error reply."""
         ask_id = f"llmc-{next(self._ask_ids)}"
+        watcher = observe.SERVER_OBSERVER
+        if watcher is None:
+            return self._ask_client(ask_id, method, params, send, timeout)
         # A request llmc sends: a CLIENT span of its own (the conventions: a server reports the
         # operations it initiates as client spans) whose context goes in _meta (SEP-414).
-        with telemetry.span(method, "client", {"mcp.method.name": method, "jsonrpc.request.id": ask_id}):
-            context = telemetry.trace_context()
+        with watcher.client_span(method, ask_id) as context:
             if context:
                 params = {**params, "_meta": {**(params.get("_meta") or {}), **context}}
             return self._ask_client(ask_id, method, params, send, timeout)
 
     def _ask_client(self, ask_id: str, method: str, params: dict[str, Any], send: Send,
                     timeout: float) -> dict[str, Any]:
-        future: Future[dict[str, Any]] = Future()
-        with self._lock:
-            self._asked[ask_id] = future
         try:
-            send(jsonrpc.request(ask_id, method, params))
-            reply = future.result(timeout)
-        except FutureTimeout:
+            reply = self._asked.exchange(ask_id, lambda: send(jsonrpc.request(ask_id, method, params)), timeout)
+        except TimeoutError:
             raise TimeoutExpired(f"the client did not answer {method} within {timeout:g}s") from None
-        finally:
-            with self._lock:
-                self._asked.pop(ask_id, None)
         if "error" in reply:
             err = reply["error"] if isinstance(reply["error"], dict) else {}
             raise RpcError(f"the client refused {method}: {err.get('message', 'error')}",
@@ -351,11 +352,7 @@ class McpServer:
         return result
 
     def _on_reply(self, message: dict[str, Any]) -> None:
-        with self._lock:
-            future = self._asked.get(message.get("id"))  # type: ignore[arg-type]
-        if future is not None and not future.done():
-            future.set_result(message)
-        # a reply to nothing we asked (late, after a timeout): dropped
+        self._asked.resolve(message)  # a reply to nothing we asked (late, after a timeout) is dropped
 
     def _notification(self, message: dict[str, Any]) -> None:
         if message["method"] == "notifications/cancelled":

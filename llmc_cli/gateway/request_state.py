@@ -1,0 +1,65 @@
+"""The gateway's 2026-07-28 requestState: what earlier rounds of a host's call settled (the user's
+yes to a confirmation, the host's answers to upstream requests), sealed so that only this process
+can make one and it holds for one exact call of one principal."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+from typing import Any
+
+from llmc_cli.model import ToolCall
+
+
+class RequestStates:
+    def __init__(self) -> None:
+        self._secret = os.urandom(32)  # binds a state to this process: another cannot make one
+
+    def pack(self, call: ToolCall, confirmed: bool, answers: dict[str, Any], *, principal: str | None,
+             confirming: bool = False) -> str:
+        """A requestState bound to this exact call (tool and arguments) of this principal (another's
+        host cannot replay its yes or its answers): whether the host's user said yes, the host's
+        answers to upstream requests so far, and whether it carries a confirmation question."""
+        from llmc_cli.policy import call_hash
+
+        body = json.dumps({"call": call_hash(call), "principal": principal, "confirmed": confirmed,
+                           "confirming": confirming, "answers": answers},
+                          sort_keys=True, separators=(",", ":")).encode("utf-8")
+        payload = base64.urlsafe_b64encode(body).decode("ascii").rstrip("=")
+        return payload + "." + self._mac(payload)
+
+    def unpack(self, call: ToolCall, state: Any, principal: str | None) -> tuple[bool, dict[str, Any]]:
+        """(confirmed, answers) of a requestState this process made for this call of this
+        principal; else (False, {})."""
+        data = self._open(call, state, principal)
+        if data is None:
+            return False, {}
+        answers = data.get("answers")
+        return data.get("confirmed") is True, answers if isinstance(answers, dict) else {}
+
+    def asked_to_confirm(self, call: ToolCall, state: Any, principal: str | None) -> bool:
+        """Whether this requestState went out with the confirmation question for this call."""
+        data = self._open(call, state, principal)
+        return data is not None and data.get("confirming") is True
+
+    def _mac(self, payload: str) -> str:
+        return hmac.new(self._secret, payload.encode(), hashlib.sha256).hexdigest()
+
+    def _open(self, call: ToolCall, state: Any, principal: str | None) -> dict[str, Any] | None:
+        from llmc_cli.policy import call_hash
+
+        if not isinstance(state, str) or "." not in state:
+            return None
+        payload, _, mac = state.rpartition(".")
+        if not hmac.compare_digest(mac, self._mac(payload)):
+            return None  # tampered with, or made by another gateway process
+        try:
+            data = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        except ValueError:
+            return None
+        if not isinstance(data, dict) or data.get("call") != call_hash(call) or data.get("principal") != principal:
+            return None
+        return data
