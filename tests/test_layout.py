@@ -32,11 +32,12 @@ ALLOWED: dict[str, set[str]] = {
     "llmc_cli": set(),
     "errors": set(),
     "model": set(),
+    "jsonish": set(),  # the tolerant JSON tokeniser under config's JSONC reader and the text provider
     "interrupts": {"errors"},  # SIGINT/SIGTERM/SIGHUP as one Interrupted, asked by audit and services
     "mcp": {"llmc_cli", "errors", "model"},
     "translate": {"errors", "model"},
-    "providers": {"translate", "errors", "model"},
-    "config": {"mcp", "errors", "model"},
+    "providers": {"translate", "jsonish", "errors", "model"},
+    "config": {"jsonish", "mcp", "errors", "model"},
     "store": {"config", "mcp", "errors", "model"},
     "policy": {"llmc_cli", "config", "store", "mcp", "errors", "model"},
     "audit": {"llmc_cli", "config", "store", "interrupts", "telemetry", "mcp", "errors", "model"},
