@@ -55,8 +55,8 @@ class Deferred:
             self.pending.append({"time": now_iso(), **record})
             full = len(self.pending) >= self.FLUSH_RECORDS
         if full and self.flusher.is_alive():
-            # The write and its fsync (~5-15 ms) happen beside the calls, not in one of them:
-            # they cost a 1,000-call batch a quarter of its time in the calling thread (issue 21).
+            # The write and its fsync happen beside the calls, not in one of them: in the calling
+            # thread they would be a large share of a long batch's time.
             self.full.set()
         elif full:  # not entered: no background thread, the caller writes
             with self.lock:

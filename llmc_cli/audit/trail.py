@@ -28,7 +28,7 @@ def sealer(records: list[AuditRecord], written: list[dict[str, Any]]) -> Seal:
         for record in records:
             full = {"time": now_iso(), **record, "prev": prev}
             body = canonical_json(full)  # what record_hash(full) hashes, at hand for one search:
-            if LONE_SURROGATE.search(body):  # walking every record for the rare one cost ~30 us each
+            if LONE_SURROGATE.search(body):  # walking every record for the rare one is costly
                 full = replace_lone_surrogates(full)
                 body = canonical_json(full)
             full["hash"] = prev = hashlib.sha256(body.encode("utf-8")).hexdigest()

@@ -1,7 +1,7 @@
 """The profile cache: a profile text that validated once is kept (state dir, profile-cache/) as
 the validated data in JSON, and a later load rebuilds the dataclasses without pydantic
-(schema.from_json): importing pydantic and building its validator costs ~200 ms, more than the
-rest of a command's start-up.
+(schema.from_json): importing pydantic and building its validator costs more than the rest of a
+command's start-up.
 
 Entries are JSON: {"key": KEY, "profile": TypeAdapter(Profile).dump_python(mode="json")}, in
 files named KEY.json. The key covers the schema's source, so a changed schema (or builder)

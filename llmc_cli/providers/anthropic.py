@@ -43,7 +43,7 @@ class AnthropicMessages:
         import anthropic
 
         self.settings = settings
-        # The Messages API of anthropic 2.12 has no temperature parameter any more.
+        # The Messages API of anthropic 2.12 has no temperature parameter.
         self.warnings = ["anthropic: temperature is not supported by the Messages API; ignored"] \
             if settings.temperature is not None else []
         self.client = anthropic.Anthropic(api_key=settings.api_key, base_url=settings.base_url,

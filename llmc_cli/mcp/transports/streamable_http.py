@@ -181,7 +181,7 @@ class StreamableHttpTransport:
 
     def _post_here(self, message: dict[str, Any]) -> None:
         """POST a request on the calling thread, which would only wait for its reply: no hand-off
-        to a worker and back (two thread wake-ups, ~0.4 ms of a gateway call). The same bounds as
+        to a worker and back (two thread wake-ups, a noticeable share of a gateway call). The same bounds as
         the session's wait: the reply's head and a JSON body within the request timeout (a
         TimeoutExpired the session answers as its own: a cancel upstream, then the error); a
         stream is read on a worker, each read waiting up to the idle timeout, while the session's
