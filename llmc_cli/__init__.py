@@ -1,6 +1,7 @@
 """llmc: let any LLM use the tools of any MCP server, under a policy, with an audit trail."""
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __version__ = "0.1.0"
 

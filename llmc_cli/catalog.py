@@ -6,9 +6,10 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import TYPE_CHECKING, Any, Callable, Collection, ContextManager, Mapping
+from typing import TYPE_CHECKING, Any, ContextManager
 
 from llmc_cli import interrupts
 from llmc_cli.errors import ConnectionFailed, LlmcError, RpcError, UsageError, did_you_mean
@@ -43,7 +44,7 @@ class Catalog:
                  builtins: Mapping[str, Callable[[ServerSpec], Any]] | None = None,
                  on_stderr: Callable[[str, str], None] | None = None,
                  keeper: tuple[str, str] | None = None, stores: Stores | None = None,
-                 unusable: Mapping[str, LlmcError] | None = None, shared: "Catalog | None" = None,
+                 unusable: Mapping[str, LlmcError] | None = None, shared: Catalog | None = None,
                  own: Collection[str] | None = None,
                  admit: Callable[[str], ContextManager[None]] | None = None) -> None:
         """`unusable`: servers that cannot even be configured (an unset ${VAR}), each with its
@@ -81,7 +82,7 @@ class Catalog:
         self.on_each: Callable[[int, list[str]], None] | None = None
 
     def for_host(self, hooks: ClientHooks | None = None, own: Collection[str] | None = None,
-                 admit: Callable[[str], ContextManager[None]] | None = None) -> "Catalog":
+                 admit: Callable[[str], ContextManager[None]] | None = None) -> Catalog:
         """For a long-lived caller with many users (the gateway's hosts): a catalog for one of
         them, with its own connections to the servers that keep state between requests (a
         process, an initialize-era session) and this catalog's connections to the others. So a
@@ -98,7 +99,7 @@ class Catalog:
                        unusable={name: self._failed[name] for name in self._unusable}, shared=self, own=own,
                        admit=admit)
 
-    def root(self) -> "Catalog":
+    def root(self) -> Catalog:
         """The catalog every for_host() one descends from: the connections shared by all."""
         catalog = self
         while catalog.shared is not None:
@@ -114,7 +115,7 @@ class Catalog:
         session = self.session(server)
         return session.era == "modern" or getattr(session.transport, "session_id", "") is None
 
-    def serving(self, server: str) -> "Catalog":
+    def serving(self, server: str) -> Catalog:
         """The catalog whose connection serves this server: the root's for a stateless server,
         the one it descends from for a server not its own."""
         if self.shared is None:
@@ -410,7 +411,7 @@ class Catalog:
         with ThreadPoolExecutor(max_workers=max(1, min(8, len(sessions)))) as pool:
             list(pool.map(lambda s: s.close(), sessions))
 
-    def __enter__(self) -> "Catalog":
+    def __enter__(self) -> Catalog:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -444,7 +445,7 @@ class _Progress:
                 report(self.total, [])
 
 
-def _settled(future: "Future[Any]", seconds: float) -> bool:
+def _settled(future: Future[Any], seconds: float) -> bool:
     from concurrent.futures import wait as futures_wait
 
     return bool(futures_wait([future], seconds).done)

@@ -14,8 +14,9 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, TypedDict
+from typing import Any, TypedDict
 
 from llmc_cli import interrupts, telemetry
 from llmc_cli.agent import genai
@@ -26,8 +27,17 @@ from llmc_cli.audit import AuditError
 from llmc_cli.errors import LlmcError, PolicyDenied, ProviderError
 from llmc_cli.mcp.jsonrpc import has_lone_surrogate, replace_lone_surrogates
 from llmc_cli.model import Tool, ToolCall, ToolResult
-from llmc_cli.providers.base import (END, LENGTH, PAUSE, AssistantTurn, Provider, ProviderToolCall, ToolResultItem,
-                                     ToolResults, UserMessage)
+from llmc_cli.providers.base import (
+    END,
+    LENGTH,
+    PAUSE,
+    AssistantTurn,
+    Provider,
+    ProviderToolCall,
+    ToolResultItem,
+    ToolResults,
+    UserMessage,
+)
 
 CallTool = Callable[[ToolCall], ToolResult]
 ReadOnly = Callable[[Tool], bool]  # may this tool run beside others? (default: no)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmc_cli.audit.trail import ChainedLog
 from llmc_cli.audit.records import AuditError, now_iso
+from llmc_cli.audit.trail import ChainedLog
 from llmc_cli.store.chain import AuditRecord
 
 
@@ -37,7 +37,7 @@ class Deferred:
         self.full = threading.Event()  # FLUSH_RECORDS outcomes wait: the flusher writes them now
         self.flusher = threading.Thread(target=self._flush_every_second, daemon=True, name="llmc-audit-flush")
 
-    def __enter__(self) -> "Deferred":
+    def __enter__(self) -> Deferred:
         self.flusher.start()
         return self
 

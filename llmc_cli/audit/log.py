@@ -24,8 +24,9 @@ from __future__ import annotations
 import errno
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 from llmc_cli.audit.records import AuditError, now_iso
 from llmc_cli.audit.trail import ChainedLog, Seal
@@ -236,7 +237,7 @@ class AuditLog(ChainedLog):
         os.replace(self.path, self.path.with_name(self.path.name + ".1"))
 
 
-def open_log(profile: "Profile") -> ChainedLog:
+def open_log(profile: Profile) -> ChainedLog:
     """The audit trail of a profile: in the state database when `[state]
     url` or LLMC_STATE_URL names one, else the JSON Lines file."""
     from llmc_cli.store.postgres import state_url

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from llmc_cli import telemetry
 from llmc_cli.audit.records import AuditError, now_iso, record_hash
 from llmc_cli.mcp.jsonrpc import LONE_SURROGATE, replace_lone_surrogates
-from llmc_cli.store.chain import GENESIS, AuditRecord
 from llmc_cli.model import canonical_json, compact_json
+from llmc_cli.store.chain import GENESIS, AuditRecord
 
 # seal(head, count) -> the new records as JSON lines, each chained to the one before, the first
 # to `head`; the store calls it under its lock (PostgreSQL: again when a transaction is retried).

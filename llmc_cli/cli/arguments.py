@@ -107,7 +107,7 @@ def coerce(key: str, value: str, prop: dict[str, Any]) -> Any:
     raise UsageError(f"argument {key}: {value!r} is not a valid {' or '.join(types)}")
 
 
-def validate_arguments(catalog: "Catalog", server: str, arguments: dict[str, Any], schema: Any, tool: str) -> None:
+def validate_arguments(catalog: Catalog, server: str, arguments: dict[str, Any], schema: Any, tool: str) -> None:
     """mcp/validation.py's check (UsageError, exit 2, when the arguments do not fit), run by the
     session keeper that holds the server when there is one: it keeps jsonschema loaded, which
     is slow to import in this process. Here when there is no keeper, or it cannot."""

@@ -3,7 +3,8 @@ JSON Lines result per input out, in input order."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import click
 
@@ -16,8 +17,8 @@ from llmc_cli.model import ARGUMENTS_TOO_DEEP, MAX_ARGUMENT_DEPTH, arguments_too
 
 def read_items(lines: Iterable[str], resolve: Callable[[str], tuple[str, str]]) -> list[Any]:
     """Every line becomes an item; a line that cannot be read becomes an error result for it."""
-    from llmc_cli.services import BatchItem
     from llmc_cli.model import ToolCall
+    from llmc_cli.services import BatchItem
 
     items = []
     for index, line in enumerate(line for line in lines if line.strip()):

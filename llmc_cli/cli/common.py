@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 
 
 def open_catalog(ctx: click.Context, target: Target, sample: Any = None,
-                 warm: bool = True, first: str | None = None) -> "tuple[Catalog, LoadedProfile]":
+                 warm: bool = True, first: str | None = None) -> tuple[Catalog, LoadedProfile]:
     """target: what @target_options gave. Returns (catalog, loaded profile).
     `warm`: start every server now; a command that needs only some (a call) starts those when
     it knows them (resolve_tool, Catalog.warm_up). `first`: the server the command names, if
@@ -78,7 +79,7 @@ def server_progress(label: str) -> Callable[[int, list[str]], None]:
     return show
 
 
-def start_telemetry(command: str, loaded: "LoadedProfile | None" = None) -> None:
+def start_telemetry(command: str, loaded: LoadedProfile | None = None) -> None:
     """OpenTelemetry for this command: from --otel or LLMC_OTEL (no profile yet), or the
     profile's [telemetry]. What it exports is masked as the audit log is (config.secrets.Masker)."""
     from llmc_cli import telemetry
@@ -90,15 +91,15 @@ def start_telemetry(command: str, loaded: "LoadedProfile | None" = None) -> None
         telemetry.enable_for_profile(command, Masker(environment_secrets(loaded.profile)), loaded.profile.telemetry)
 
 
-def _telemetry(ctx: click.Context, loaded: "LoadedProfile") -> None:
+def _telemetry(ctx: click.Context, loaded: LoadedProfile) -> None:
     start_telemetry(ctx.command_path, loaded)
 
 
-def resolve_tool(ctx: click.Context, catalog: "Catalog", name: str) -> tuple[str, str]:
+def resolve_tool(ctx: click.Context, catalog: Catalog, name: str) -> tuple[str, str]:
     """SERVER.TOOL, or a bare tool name, to (server, tool): the tool names cached by earlier
     listings decide which servers are asked (no server is started for SERVER.TOOL); what had
     to be listed is cached for the next time."""
-    if len(catalog.specs) == 1 or "." in name and name.partition(".")[0] in catalog.specs:
+    if len(catalog.specs) == 1 or ("." in name and name.partition(".")[0] in catalog.specs):
         return catalog.resolve(name)  # nothing to look up (an ad-hoc server, or SERVER.TOOL)
     from llmc_cli.cli.complete import known_tools, profile_key, remember_tools
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC
 from typing import Any
 
 import click
@@ -61,10 +62,10 @@ def rm(names: tuple[str, ...]) -> None:
 
 
 def _summary(name: str, conv: Any, mtime: float) -> dict[str, Any]:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     def iso(t: float) -> str:
-        return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+        return datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
     prompts = [run.get("prompt") for run in conv.runs if run.get("prompt")]
     return {"name": name, "id": conv.id, "provider": conv.provider, "model": conv.model, "turns": len(conv.runs),

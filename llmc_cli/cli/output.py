@@ -12,8 +12,9 @@ import os
 import re
 import sys
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from typing import Any, TypeVar
 
 import click
 

@@ -189,7 +189,7 @@ def ping(ctx: click.Context, fmt: str, target: Target) -> None:
                 ["server", "serverInfo", "protocolVersion", "era", "connectMs", "pingMs"], people)
 
 
-def read_target(catalog: "Catalog", kind: str, text: str) -> tuple[str, str]:
+def read_target(catalog: Catalog, kind: str, text: str) -> tuple[str, str]:
     """(server, URI or prompt name) as a command names them: a resource as SERVER.URI, as the
     gateway names resources (`sdk.test://greeting`), or SERVER:URI, an alias (`sdk:test://greeting`);
     a prompt as SERVER.NAME; or the URI or name alone when one server is targeted. A URI's own

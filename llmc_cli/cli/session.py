@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import click
 
@@ -12,6 +13,7 @@ from llmc_cli.cli.durations import parse_duration
 from llmc_cli.cli.output import FORMATS, emit, emit_listing, format_option, note
 from llmc_cli.cli.targets import Target, server_options
 from llmc_cli.errors import ConnectionFailed, LlmcError, UsageError
+
 
 def parse_idle(text: str) -> float:
     """--idle: a duration; 0 means never."""
@@ -128,8 +130,8 @@ def forget(ctx: click.Context, servers: tuple[str, ...], urls: tuple[str, ...]) 
     Without options: all of them. Each server is asked to end its session (HTTP DELETE)."""
     from llmc_cli.config.profiles import load_profile, server_specs
     from llmc_cli.mcp import http_sessions
-    from llmc_cli.store import client_stores
     from llmc_cli.model import ServerSpec
+    from llmc_cli.store import client_stores
 
     profile_name = app_of(ctx).profile
     if servers:

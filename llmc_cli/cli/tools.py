@@ -267,7 +267,8 @@ def lint(ctx: click.Context, providers: tuple[str, ...], strict: bool, fmt: str,
     finding."""
     from llmc_cli import policy
     from llmc_cli.services import caching
-    from llmc_cli.translate import Finding, lint as lint_tools
+    from llmc_cli.translate import Finding
+    from llmc_cli.translate import lint as lint_tools
 
     found, failures, catalog, _, profile = _allowed_tools(ctx, target)
     findings = lint_tools(found, providers or LINT_FORMATS, strict=strict)

@@ -12,8 +12,9 @@ import secrets
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from llmc_cli.catalog import Catalog
@@ -89,7 +90,7 @@ class ResumableStream:
     Last-Event-ID, and the call goes on meanwhile (initialize era: a broken stream is no cancel)."""
 
     msg_id: Any
-    replies: "queue.SimpleQueue[dict[str, Any]]"
+    replies: queue.SimpleQueue[dict[str, Any]]
     events: list[dict[str, Any]] = field(default_factory=list)
     owner: int = 0  # the thread writing it now
     done: bool = False  # its final reply is among the events
@@ -101,7 +102,7 @@ class HostSession:
     connection: GatewayConnection  # its upstreams: its principal's, and its own to per_session servers
     principal: str | None
     last_used: float = field(default_factory=time.monotonic)
-    stream: "queue.Queue[dict[str, Any] | None] | None" = None  # the GET stream's messages
+    stream: queue.Queue[dict[str, Any] | None] | None = None  # the GET stream's messages
     last_shared: float = field(default_factory=time.monotonic)  # when the shared store last saw it used
     shared: bool = False  # in the shared store (saved after its initialize, or resumed from it)
     streams: dict[str, ResumableStream] = field(default_factory=dict)  # stream id -> stream, oldest first

@@ -28,10 +28,10 @@ import sys
 import threading
 import time
 import weakref
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, ContextManager
 
 from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.config.secrets import Masker, environment_secrets
@@ -42,9 +42,9 @@ from llmc_cli.model import Tool, ToolCall
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
-    from llmc_cli.policy import ReadKind
     from llmc_cli.config.schema import ServeConfig
     from llmc_cli.gateway.connection import GatewayConnection  # it imports this module
+    from llmc_cli.policy import ReadKind
 
 Send = Callable[[dict[str, Any]], None]
 PROTOCOL_META = "io.modelcontextprotocol/"

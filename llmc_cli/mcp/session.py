@@ -15,7 +15,8 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from llmc_cli import __version__
 from llmc_cli.errors import Cancelled, ConnectionFailed, LlmcError, ProtocolError, RpcError, SessionExpired, TimeoutExpired
@@ -154,7 +155,7 @@ class Session:
             if observe.OBSERVER is not None and self._started:
                 observe.OBSERVER.session_ended(self, time.monotonic() - self._born)
 
-    def __enter__(self) -> "Session":
+    def __enter__(self) -> Session:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -185,7 +186,7 @@ class Session:
                 params["requestState"] = result["requestState"]
         raise ProtocolError(f"{self.name}: {method} still needs input after {MAX_INPUT_ROUNDS} rounds")
 
-    def forward(self, message: dict[str, Any]) -> tuple[int, "Future[dict[str, Any]]"]:
+    def forward(self, message: dict[str, Any]) -> tuple[int, Future[dict[str, Any]]]:
         """Relay a request that another client wrote (the session keeper does this): it goes out
         as it is, `_meta` included, under a fresh id of this session. The future completes with
         the raw reply (result or error object, still carrying that fresh id), or fails with the

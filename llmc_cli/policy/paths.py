@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Callable
 
 MAX_SYMLINKS = 40  # the kernel's own limit (ELOOP beyond it): a longer chain is refused, not followed
 MAX_NESTING = 64  # lists/objects under a ruled argument deeper than this are refused

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from llmc_cli.errors import PolicyDenied
 from llmc_cli.policy.rules import glob_match

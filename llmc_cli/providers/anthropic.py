@@ -6,12 +6,29 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmc_cli.providers.base import (END, LENGTH, OTHER, PAUSE, TOOL_CALLS, AssistantTurn, Failure, Message, OnText,
-                                     ProviderSettings,
-                                     ProviderToolCall, Usage, UserMessage, call_with_retries,
-                                     classify_sdk_failure, empty_stream, http_failure, images, text_besides_images,
-                                     unstreamed)
 from llmc_cli.model import ToolResult
+from llmc_cli.providers.base import (
+    END,
+    LENGTH,
+    OTHER,
+    PAUSE,
+    TOOL_CALLS,
+    AssistantTurn,
+    Failure,
+    Message,
+    OnText,
+    ProviderSettings,
+    ProviderToolCall,
+    Usage,
+    UserMessage,
+    call_with_retries,
+    classify_sdk_failure,
+    empty_stream,
+    http_failure,
+    images,
+    text_besides_images,
+    unstreamed,
+)
 
 STOP = {"end_turn": END, "stop_sequence": END, "tool_use": TOOL_CALLS, "max_tokens": LENGTH, "pause_turn": PAUSE}
 # The beta of Anthropic's server-side tool search (tools with defer_loading, found by its search tool).

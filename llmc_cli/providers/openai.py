@@ -7,9 +7,27 @@ import json
 from typing import Any
 
 from llmc_cli.model import ARGUMENTS_TOO_DEEP
-from llmc_cli.providers.base import (END, LENGTH, OTHER, TOOL_CALLS, AssistantTurn, Failure, Message, ProviderSettings,
-                                     OnText, ProviderToolCall, ToolResults, Usage, UserMessage, call_with_retries,
-                                     classify_sdk_failure, empty_stream, http_failure, result_text, unstreamed)
+from llmc_cli.providers.base import (
+    END,
+    LENGTH,
+    OTHER,
+    TOOL_CALLS,
+    AssistantTurn,
+    Failure,
+    Message,
+    OnText,
+    ProviderSettings,
+    ProviderToolCall,
+    ToolResults,
+    Usage,
+    UserMessage,
+    call_with_retries,
+    classify_sdk_failure,
+    empty_stream,
+    http_failure,
+    result_text,
+    unstreamed,
+)
 
 FINISH = {"stop": END, "tool_calls": TOOL_CALLS, "function_call": TOOL_CALLS, "length": LENGTH}
 

@@ -17,8 +17,16 @@ from typing import Any
 
 from llmc_cli import jsonish
 from llmc_cli.model import ARGUMENTS_TOO_DEEP
-from llmc_cli.providers.base import (END, TOOL_CALLS, AssistantTurn, Message, OnText, ProviderToolCall, ToolResults,
-                                     call_with_retries)
+from llmc_cli.providers.base import (
+    END,
+    TOOL_CALLS,
+    AssistantTurn,
+    Message,
+    OnText,
+    ProviderToolCall,
+    ToolResults,
+    call_with_retries,
+)
 from llmc_cli.providers.openai import FINISH, ChatCompletions, chat_create, chat_options, classify_openai, usage_of
 
 PROTOCOL = """\

@@ -20,7 +20,7 @@ import errno
 import os
 import secrets
 import stat
-from typing import Iterator
+from collections.abc import Iterator
 
 from llmc_cli.errors import ConfigError
 from llmc_cli.server.protocol import ToolError
@@ -206,7 +206,7 @@ class Jail:
     def open_dir(self, real: str, shown: str) -> int:
         try:
             fd = os.open(real, _DIR_FLAGS)
-        except OSError as exc:
+        except OSError:
             if os.path.islink(real):  # O_DIRECTORY|O_NOFOLLOW on a link says ENOTDIR: say what it is
                 exc = OSError(errno.ELOOP, "symbolic link")
             raise os_error(shown, exc) from None

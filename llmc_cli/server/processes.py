@@ -27,8 +27,8 @@ import time
 from typing import Any
 
 from llmc_cli.server.launcher import Launcher, ProcessConfig
-from llmc_cli.server.sandbox import FIXED_PATH
 from llmc_cli.server.protocol import ToolError
+from llmc_cli.server.sandbox import FIXED_PATH
 from llmc_cli.server.trees import Tree, fd_link, kill_trees, killpg
 
 __all__ = ["FIXED_PATH", "Launcher", "ProcessConfig", "Process", "ProcessTable"]

@@ -15,10 +15,11 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from llmc_cli import telemetry
 from llmc_cli.errors import ProtocolError, RpcError, TimeoutExpired

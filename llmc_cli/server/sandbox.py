@@ -11,7 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 FIXED_PATH = "/usr/local/bin:/usr/bin:/bin"
 # What llmc starts for each process (stdlib only, run with -I -S): argv[1] is the limits
@@ -193,7 +193,7 @@ def bwrap_argv(bwrap: str, argv: list[str], *, cwd: str, writable: Sequence[str]
     if home is not None:
         # A private home may live in llmc's state directory, covered (when a declared path shows
         # it) by a tmpfs made read-only: the home is bound between the two.
-        covering = [i for i in range(0, len(hide) - 1) if hide[i] == "--remount-ro" and _under(home, [hide[i + 1]])]
+        covering = [i for i in range(len(hide) - 1) if hide[i] == "--remount-ro" and _under(home, [hide[i + 1]])]
         at = covering[-1] if covering else len(hide)
         hide[at:at] = ["--bind", home, home]
     cmd += hide

@@ -23,12 +23,33 @@ _WHERE = {name: module for module, names in {
 
 if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its module, on first use
     from llmc_cli.services.batch import BatchItem, run_batch
-    from llmc_cli.services.calls import (OPEN_CALLS, Authorization, Invocation, OpenCalls, Read, authorize,
-                                         authorize_read, call_tool, lock_path, read, read_decision, record_decisions,
-                                         server_tools)
-    from llmc_cli.services.catalogs import (READ_KINDS, builtin_servers, host_sessions, open_catalog, protect,
-                                            protected_paths, server_specs, visible_items, visible_offered,
-                                            visible_tools)
+    from llmc_cli.services.calls import (
+        OPEN_CALLS,
+        Authorization,
+        Invocation,
+        OpenCalls,
+        Read,
+        authorize,
+        authorize_read,
+        call_tool,
+        lock_path,
+        read,
+        read_decision,
+        record_decisions,
+        server_tools,
+    )
+    from llmc_cli.services.catalogs import (
+        READ_KINDS,
+        builtin_servers,
+        host_sessions,
+        open_catalog,
+        protect,
+        protected_paths,
+        server_specs,
+        visible_items,
+        visible_offered,
+        visible_tools,
+    )
     from llmc_cli.services.search import Match, ToolIndex, searchable_tools
 else:
     __getattr__ = lazy_names(__name__, globals(), _WHERE)

@@ -5,8 +5,9 @@ and prompts a profile may see; where the gateway shares its host sessions."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from llmc_cli.catalog import Catalog, ServerFailure
 from llmc_cli.config.profiles import LoadedProfile, usable_specs

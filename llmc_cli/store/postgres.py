@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from llmc_cli.errors import ConfigError, optional_module
 from llmc_cli.store.chain import GENESIS
@@ -119,7 +120,7 @@ def _clean(url: str, exc: BaseException) -> str:
 class Database:
     """One reused connection to the state database, safe to share between threads."""
 
-    _open: dict[str, "Database"] = {}
+    _open: dict[str, Database] = {}
     _open_lock = threading.Lock()
     # Where a long-running process (the gateway) says that a database became unreachable and that
     # it is back: once each way, however many requests fail meanwhile; None: nobody is told.
@@ -155,20 +156,20 @@ class Database:
                 Database.outages(f"the {self.name} is reachable again")
 
     @classmethod
-    def for_url(cls, url: str) -> "Database":
+    def for_url(cls, url: str) -> Database:
         with cls._open_lock:
             if url not in cls._open:
                 cls._open[url] = cls(url)
             return cls._open[url]
 
-    def _connection(self) -> "psycopg.Connection[Any]":
+    def _connection(self) -> psycopg.Connection[Any]:
         import psycopg  # present: checked when this Database was made
 
         if self._conn is None or self._conn.closed or self._conn.broken:
             self._conn = psycopg.connect(self.url, connect_timeout=5, application_name="llmc")
         return self._conn
 
-    def run(self, what: str, work: Callable[["psycopg.Cursor[Any]"], T]) -> T:
+    def run(self, what: str, work: Callable[[psycopg.Cursor[Any]], T]) -> T:
         """work(cursor) in one transaction, committed; StateError saying `what` failed otherwise.
         A connection that broke is closed, so the next run opens a new one."""
         import psycopg
@@ -191,7 +192,7 @@ class Database:
     def migrate(self) -> dict[str, Any]:
         """Apply the missing schema versions (idempotent): {"version", "applied"}."""
 
-        def step(cur: "psycopg.Cursor[Any]") -> list[int]:
+        def step(cur: psycopg.Cursor[Any]) -> list[int]:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (AUDIT_LOCK + 1,))  # two migrations at once wait
             cur.execute("CREATE TABLE IF NOT EXISTS llmc_schema (version int PRIMARY KEY)")
             cur.execute("SELECT coalesce(max(version), 0) FROM llmc_schema")
@@ -208,7 +209,7 @@ class Database:
         applied = self.run("cannot migrate the schema", step)
         return {"database": self.name, "version": SCHEMA_VERSION, "applied": applied}
 
-    def check_schema(self, cur: "psycopg.Cursor[Any]") -> None:
+    def check_schema(self, cur: psycopg.Cursor[Any]) -> None:
         cur.execute("SELECT to_regclass('llmc_schema') IS NOT NULL")
         row = cur.fetchone()
         version = 0
@@ -227,14 +228,14 @@ class Database:
         the chain stays linear): read the head, seal(head, count) -> the new records as JSON text
         (each chained to the one before), insert them, move the head; one commit."""
 
-        def work(cur: "psycopg.Cursor[Any]") -> None:
+        def work(cur: psycopg.Cursor[Any]) -> None:
             self.check_schema(cur)
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (AUDIT_LOCK,))
             self._append(cur, seal)
 
         self.run("cannot write the audit log", work)
 
-    def _append(self, cur: "psycopg.Cursor[Any]", seal: Callable[[str, int], list[str]]) -> None:
+    def _append(self, cur: psycopg.Cursor[Any], seal: Callable[[str, int], list[str]]) -> None:
         """Under the audit lock: seal after the head, insert, move the head, and keep this
         replica's open calls (opened by an allowed decision, closed by an outcome)."""
         import json
@@ -277,7 +278,7 @@ class Database:
         calls, under the audit lock: several survivors close each call exactly once."""
         import json
 
-        def work(cur: "psycopg.Cursor[Any]") -> int:
+        def work(cur: psycopg.Cursor[Any]) -> int:
             self.check_schema(cur)
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (AUDIT_LOCK,))
             cur.execute("DELETE FROM llmc_replica WHERE lease_until < now()")
@@ -294,7 +295,7 @@ class Database:
         """Renew a replica's lease; False when it had run out or was never taken (its open calls,
         if any, are then closed as lost by another replica)."""
 
-        def work(cur: "psycopg.Cursor[Any]") -> bool:
+        def work(cur: psycopg.Cursor[Any]) -> bool:
             cur.execute("SELECT lease_until >= now() FROM llmc_replica WHERE id = %s", (replica,))
             row = cur.fetchone()
             cur.execute("INSERT INTO llmc_replica (id, lease_until) VALUES (%s, now() + make_interval(secs => %s)) "
@@ -307,14 +308,14 @@ class Database:
         """A replica stopping cleanly: gone at once, unless calls of it are still open (their
         outcomes could not be written): then its lease runs out and a survivor closes them."""
 
-        def work(cur: "psycopg.Cursor[Any]") -> None:
+        def work(cur: psycopg.Cursor[Any]) -> None:
             cur.execute("DELETE FROM llmc_replica WHERE id = %s AND NOT EXISTS "
                         "(SELECT 1 FROM llmc_open_call WHERE replica = %s)", (replica, replica))
 
         self.run("cannot end the replica's lease", work)
 
     def audit_head(self) -> tuple[str, int] | None:
-        def work(cur: "psycopg.Cursor[Any]") -> tuple[str, int] | None:
+        def work(cur: psycopg.Cursor[Any]) -> tuple[str, int] | None:
             self.check_schema(cur)
             cur.execute("SELECT head, records FROM llmc_audit_head WHERE id = 1")
             row = cur.fetchone()
@@ -325,7 +326,7 @@ class Database:
     def audit_records(self, after: int = 0, batch: int = 5000) -> Iterator[tuple[int, str]]:
         """(seq, JSON text) in chain order, read in pages (a long trail is not held in memory)."""
         while True:
-            def page(cur: "psycopg.Cursor[Any]", start: int = after) -> list[tuple[int, str]]:
+            def page(cur: psycopg.Cursor[Any], start: int = after) -> list[tuple[int, str]]:
                 self.check_schema(cur)
                 cur.execute("SELECT seq, record FROM llmc_audit WHERE seq > %s ORDER BY seq LIMIT %s", (start, batch))
                 return [(int(seq), str(record)) for seq, record in cur.fetchall()]
@@ -343,7 +344,7 @@ class Database:
         time in its window) and nothing is counted. Rows of each key are locked by an advisory
         lock on the key, so replicas on many machines count one window."""
 
-        def work(cur: "psycopg.Cursor[Any]") -> tuple[str, int, float] | None:
+        def work(cur: psycopg.Cursor[Any]) -> tuple[str, int, float] | None:
             self.check_schema(cur)
             for key, _ in sorted(limits):  # one lock order: no deadlock between two keys
                 cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (key,))
@@ -363,7 +364,7 @@ class Database:
     def approve(self, profile: str, digest: str, tool: str) -> None:
         """Pre-approve one exact call (its hash) for a profile; approving twice is one approval."""
 
-        def work(cur: "psycopg.Cursor[Any]") -> None:
+        def work(cur: psycopg.Cursor[Any]) -> None:
             self.check_schema(cur)
             cur.execute("INSERT INTO llmc_approved (profile, hash, tool) VALUES (%s, %s, %s) "
                         "ON CONFLICT (profile, hash) DO NOTHING", (profile, digest, tool))
@@ -371,7 +372,7 @@ class Database:
         self.run("cannot record the approval", work)
 
     def is_approved(self, profile: str, digest: str) -> bool:
-        def work(cur: "psycopg.Cursor[Any]") -> bool:
+        def work(cur: psycopg.Cursor[Any]) -> bool:
             self.check_schema(cur)
             cur.execute("SELECT 1 FROM llmc_approved WHERE profile = %s AND hash = %s", (profile, digest))
             return cur.fetchone() is not None
@@ -381,7 +382,7 @@ class Database:
     # -- cached tool results -----------------------------------------------------------------------
 
     def cached_result(self, key: str) -> str | None:
-        def work(cur: "psycopg.Cursor[Any]") -> str | None:
+        def work(cur: psycopg.Cursor[Any]) -> str | None:
             self.check_schema(cur)
             cur.execute("SELECT result FROM llmc_result_cache WHERE key = %s AND expires_at > now()", (key,))
             row = cur.fetchone()
@@ -392,7 +393,7 @@ class Database:
     def cache_result(self, key: str, server: str, result: str, ttl: float) -> None:
         """Store a result for ttl seconds; expired entries are swept out on the way."""
 
-        def work(cur: "psycopg.Cursor[Any]") -> None:
+        def work(cur: psycopg.Cursor[Any]) -> None:
             self.check_schema(cur)
             cur.execute("DELETE FROM llmc_result_cache WHERE expires_at <= now()")
             cur.execute("INSERT INTO llmc_result_cache (key, server, result, expires_at) VALUES "
@@ -402,7 +403,7 @@ class Database:
         self.run("cannot store the result", work)
 
     def clear_results(self, server: str | None) -> int:
-        def work(cur: "psycopg.Cursor[Any]") -> int:
+        def work(cur: psycopg.Cursor[Any]) -> int:
             self.check_schema(cur)
             if server is None:
                 cur.execute("DELETE FROM llmc_result_cache")
@@ -418,7 +419,7 @@ class Database:
         """Keep a session's record; sessions idle longer than idle_seconds are swept out on the way."""
         from psycopg.types.json import Jsonb
 
-        def work(cur: "psycopg.Cursor[Any]") -> None:
+        def work(cur: psycopg.Cursor[Any]) -> None:
             self.check_schema(cur)
             cur.execute("DELETE FROM llmc_host_session WHERE touched < now() - make_interval(secs => %s)",
                         (idle_seconds,))
@@ -430,7 +431,7 @@ class Database:
     def resume_host_session(self, key: str, idle_seconds: float) -> dict[str, Any] | None:
         """A session's record, marked as used now, unless it is unknown or idle too long."""
 
-        def work(cur: "psycopg.Cursor[Any]") -> dict[str, Any] | None:
+        def work(cur: psycopg.Cursor[Any]) -> dict[str, Any] | None:
             self.check_schema(cur)
             cur.execute("UPDATE llmc_host_session SET touched = now() WHERE id_sha256 = %s "
                         "AND touched >= now() - make_interval(secs => %s) RETURNING record", (key, idle_seconds))
@@ -442,7 +443,7 @@ class Database:
     def host_session_exists(self, key: str, idle_seconds: float) -> bool:
         """Whether a session is still open (read only: no write, no WAL flush per request)."""
 
-        def work(cur: "psycopg.Cursor[Any]") -> bool:
+        def work(cur: psycopg.Cursor[Any]) -> bool:
             cur.execute("SELECT 1 FROM llmc_host_session WHERE id_sha256 = %s "
                         "AND touched >= now() - make_interval(secs => %s)", (key, idle_seconds))
             return cur.fetchone() is not None
@@ -450,7 +451,7 @@ class Database:
         return self.run("cannot read the session", work)
 
     def host_sessions_open(self, keys: list[str], idle_seconds: float) -> set[str]:
-        def work(cur: "psycopg.Cursor[Any]") -> set[str]:
+        def work(cur: psycopg.Cursor[Any]) -> set[str]:
             cur.execute("SELECT id_sha256 FROM llmc_host_session WHERE id_sha256 = ANY(%s) "
                         "AND touched >= now() - make_interval(secs => %s)", (keys, idle_seconds))
             return {str(row[0]) for row in cur.fetchall()}
@@ -461,7 +462,7 @@ class Database:
         """End a session for every replica: gone from the table (what each replica checks per
         request) and announced (each replica's listener drops it from memory at once)."""
 
-        def work(cur: "psycopg.Cursor[Any]") -> None:
+        def work(cur: psycopg.Cursor[Any]) -> None:
             cur.execute("DELETE FROM llmc_host_session WHERE id_sha256 = %s", (key,))
             cur.execute("SELECT pg_notify(%s, %s)", (SESSION_ENDED, key))
 

@@ -223,9 +223,8 @@ def test_text_protocol_malformed_blocks_in_the_loop(toolbox):
 def test_provider_error_mid_run_keeps_the_record(api, toolbox):
     echo = toolbox.name(api, "sdk.echo")
     script = [turn(api, None, calls(api, (echo, {"message": "one"}))), ERRORS[api]["auth"]()]
-    with FakeLLM(api, script) as fake:
-        with pytest.raises(ProviderError) as info:
-            ask("go", provider=provider_for(api, fake), tools=toolbox.tools, call_tool=toolbox.call_tool)
+    with FakeLLM(api, script) as fake, pytest.raises(ProviderError) as info:
+        ask("go", provider=provider_for(api, fake), tools=toolbox.tools, call_tool=toolbox.call_tool)
     assert info.value.exit_code == 8 and info.value.details["reason"] == "auth"
     assert info.value.record["steps"][0]["seen"] == "one" and info.value.record["stopReason"] == "error"
 

@@ -10,15 +10,23 @@ import signal
 import subprocess
 import sys
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
 from tests.fakes.llm import FakeLLM
 from tests.fakes.scripts import turn
-from tests.helpers import (PEERS, TO_THREAD, llmc, llmc_executable, sdk_server, signal_another_thread, signal_until_exit,
-                           wait_until)
+from tests.helpers import (
+    PEERS,
+    TO_THREAD,
+    llmc,
+    llmc_executable,
+    sdk_server,
+    signal_another_thread,
+    signal_until_exit,
+    wait_until,
+)
 from tests.processes import live_processes
 from tests.schemas import check_output
 

@@ -53,7 +53,7 @@ class FakeOAuthServer:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
 
-    def __enter__(self) -> "FakeOAuthServer":
+    def __enter__(self) -> FakeOAuthServer:
         self.thread.start()
         return self
 
@@ -123,7 +123,7 @@ def _handler(fake: FakeOAuthServer) -> type[BaseHTTPRequestHandler]:
                 fake.requests.append({"method": self.command, "path": parts.path, "query": dict(parse_qsl(parts.query)),
                                       "form": form, "json": body, "headers": dict(self.headers)})
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             o = fake.options
             parts = urlsplit(self.path)
             query = dict(parse_qsl(parts.query))
@@ -164,10 +164,10 @@ def _handler(fake: FakeOAuthServer) -> type[BaseHTTPRequestHandler]:
                 return self._reply(405)  # no standalone SSE stream
             self._reply(404, {"error": "not_found"})
 
-        def do_DELETE(self) -> None:  # noqa: N802
+        def do_DELETE(self) -> None:
             self._reply(405)
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length).decode()
             path = urlsplit(self.path).path

@@ -3,7 +3,6 @@ browser step is headless: BROWSER points at tests/auth/browser.py, which follows
 
 from __future__ import annotations
 
-import os
 import stat
 from pathlib import Path
 
@@ -13,8 +12,8 @@ import pytest
 from llmc_cli.errors import AuthError
 from llmc_cli.mcp.auth import OAuth, Tokens
 from llmc_cli.mcp.auth.discovery import require_secure
-from llmc_cli.store import client_stores
 from llmc_cli.model import OAuthSpec, ServerSpec
+from llmc_cli.store import client_stores
 from tests.auth.fake_oauth import FakeOAuthServer
 
 BROWSER = str(Path(__file__).with_name("browser.py"))

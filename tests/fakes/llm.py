@@ -151,7 +151,7 @@ class FakeLLM:
     def bodies(self) -> list[Any]:
         return [r.body for r in self.requests]
 
-    def __enter__(self) -> "FakeLLM":
+    def __enter__(self) -> FakeLLM:
         self._thread.start()
         return self
 

@@ -11,10 +11,10 @@ import pytest
 from llmc_cli.errors import AuthError
 from llmc_cli.mcp.auth import OAuth
 from llmc_cli.mcp.client import connect
-from llmc_cli.store import client_stores
 from llmc_cli.mcp.session import Session
 from llmc_cli.mcp.transports.streamable_http import StreamableHttpTransport
 from llmc_cli.model import ServerSpec
+from llmc_cli.store import client_stores
 from tests.auth.fake_oauth import FakeOAuthServer
 
 BROWSER = str(Path(__file__).resolve().parent.parent / "auth" / "browser.py")

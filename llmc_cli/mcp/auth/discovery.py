@@ -9,9 +9,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from llmc_cli.errors import AuthError
+from llmc_cli.mcp.auth.primitives import (
+    authorization_server_metadata_urls,
+    canonical_uri,
+    is_loopback,
+    one_line,
+    protected_resource_metadata_urls,
+    resource_matches,
+)
 from llmc_cli.mcp.transports.base import max_message_bytes, too_large
-from llmc_cli.mcp.auth.primitives import (authorization_server_metadata_urls, canonical_uri, is_loopback, one_line,
-                                          protected_resource_metadata_urls, resource_matches)
 from llmc_cli.model import OAuthSpec
 
 HTTP_TIMEOUT = 30.0

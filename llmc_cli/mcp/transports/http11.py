@@ -22,7 +22,8 @@ import re
 import select
 import socket
 import ssl
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import httpx2
 
@@ -191,7 +192,7 @@ class _Body(httpx2.SyncByteStream):
                             f"({response.length} bytes missing)")
                     return
                 yield chunk
-        except (TimeoutError, socket.timeout) as exc:
+        except TimeoutError as exc:
             raise httpx2.ReadTimeout(str(exc) or "timed out") from exc
         except http.client.HTTPException as exc:
             raise httpx2.RemoteProtocolError(str(exc) or type(exc).__name__) from exc
@@ -235,7 +236,7 @@ class Http11Transport(httpx2.BaseTransport):
                 except BaseException:
                     sock.close()
                     raise
-        except (TimeoutError, socket.timeout) as exc:
+        except TimeoutError as exc:
             raise httpx2.ConnectTimeout(str(exc) or "timed out") from exc
         except OSError as exc:  # refused, unreachable, name not resolved, TLS failed
             raise httpx2.ConnectError(str(exc) or type(exc).__name__) from exc
@@ -275,7 +276,7 @@ class Http11Transport(httpx2.BaseTransport):
             # Head and body in one write: sent apart, the server wakes and reads twice (http.client
             # sends them apart), and each write is a system call and a turn of the GIL here.
             sock.sendall(head + request.read())
-        except (TimeoutError, socket.timeout) as exc:
+        except TimeoutError as exc:
             self.drop()
             raise httpx2.WriteTimeout(str(exc) or "timed out") from exc
         except OSError as exc:
@@ -285,7 +286,7 @@ class Http11Transport(httpx2.BaseTransport):
         response = _Response(sock, method=request.method)
         try:
             response.begin()
-        except (TimeoutError, socket.timeout) as exc:
+        except TimeoutError as exc:
             response.close()
             self.drop()
             raise httpx2.ReadTimeout(str(exc) or "timed out") from exc

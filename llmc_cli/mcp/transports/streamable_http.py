@@ -18,11 +18,11 @@ import collections
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-from llmc_cli.errors import (Cancelled, ConnectionFailed, HttpStatusError, LlmcError, ProtocolError, SessionExpired,
-                             TimeoutExpired)
+from llmc_cli.errors import Cancelled, ConnectionFailed, HttpStatusError, LlmcError, ProtocolError, SessionExpired, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.transports.base import Closed, Deliver
 from llmc_cli.mcp.transports.http_channel import HttpChannel, is_event_stream, preview, sleep_unless
@@ -166,7 +166,7 @@ class StreamableHttpTransport:
         if not head.abandoned and head.error is not None:
             raise head.error
 
-    def _post_in_background(self, message: dict[str, Any], head: "_Head", confirming: bool) -> None:
+    def _post_in_background(self, message: dict[str, Any], head: _Head, confirming: bool) -> None:
         error: LlmcError | None = None
         try:
             # A reply stream is read right here, once send() has heard that it started.
@@ -208,7 +208,7 @@ class StreamableHttpTransport:
             posting.abort()
 
     @staticmethod
-    def _finish(head: "_Head", error: LlmcError | None) -> bool:
+    def _finish(head: _Head, error: LlmcError | None) -> bool:
         """Tell send() how its POST went (the first word counts) and wake it; True when send() no
         longer listens (it gave up waiting, or heard already): a later error is then reported."""
         with head.lock:  # decided together with send()'s giving up: exactly one reports
