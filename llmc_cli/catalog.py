@@ -7,9 +7,10 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import TYPE_CHECKING, Any, ContextManager
+from typing import TYPE_CHECKING, Any
 
 from llmc_cli import interrupts
 from llmc_cli.errors import ConnectionFailed, LlmcError, RpcError, UsageError, did_you_mean
@@ -46,7 +47,7 @@ class Catalog:
                  keeper: tuple[str, str] | None = None, stores: Stores | None = None,
                  unusable: Mapping[str, LlmcError] | None = None, shared: Catalog | None = None,
                  own: Collection[str] | None = None,
-                 admit: Callable[[str], ContextManager[None]] | None = None) -> None:
+                 admit: Callable[[str], AbstractContextManager[None]] | None = None) -> None:
         """`unusable`: servers that cannot even be configured (an unset ${VAR}), each with its
         error. They stay in the catalog, failed from the start: every listing reports them as
         failures, with their own exit code, beside the others' results. `shared`, `own` and
@@ -82,7 +83,7 @@ class Catalog:
         self.on_each: Callable[[int, list[str]], None] | None = None
 
     def for_host(self, hooks: ClientHooks | None = None, own: Collection[str] | None = None,
-                 admit: Callable[[str], ContextManager[None]] | None = None) -> Catalog:
+                 admit: Callable[[str], AbstractContextManager[None]] | None = None) -> Catalog:
         """For a long-lived caller with many users (the gateway's hosts): a catalog for one of
         them, with its own connections to the servers that keep state between requests (a
         process, an initialize-era session) and this catalog's connections to the others. So a

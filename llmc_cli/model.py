@@ -83,10 +83,7 @@ class ServerSpec:
 
         if self.builtin:
             return f"builtin:{self.builtin}"
-        if self.command:
-            identity = "\x1f".join(self.command) + f"\x1f{self.cwd or ''}"
-        else:
-            identity = self.url or ""
+        identity = "\x1f".join(self.command) + f"\x1f{self.cwd or ''}" if self.command else self.url or ""
         digest = hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()[:32]
         return f"{self.kind}:{digest}"
 

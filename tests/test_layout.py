@@ -208,7 +208,7 @@ def test_no_import_cycles_at_module_level() -> None:
         stack.append(node)
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                cycles.append(stack[stack.index(nxt):] + [nxt])
+                cycles.append([*stack[stack.index(nxt):], nxt])
             elif nxt not in state:
                 visit(nxt)
         stack.pop()

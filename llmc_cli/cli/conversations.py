@@ -52,7 +52,7 @@ def rm(names: tuple[str, ...]) -> None:
     from llmc_cli.errors import UsageError
 
     paths = [agent.conversation_path(name) for name in names]
-    missing = [name for name, path in zip(names, paths) if not path.is_file()]
+    missing = [name for name, path in zip(names, paths, strict=True) if not path.is_file()]
     if missing:
         raise UsageError(f"no saved conversation named {', '.join(repr(m) for m in missing)}")
     for path in dict.fromkeys(paths):

@@ -174,7 +174,7 @@ def _fit(columns: list[str], body: list[list[str]], width: int, narrowest: int =
             break
         widths[i] -= 1
         excess -= 1
-    return [[cell if len(cell) <= w else cell[: w - 1] + "…" for cell, w in zip(row, widths)] for row in body]
+    return [[cell if len(cell) <= w else cell[: w - 1] + "…" for cell, w in zip(row, widths, strict=False)] for row in body]
 
 
 def _cell(column: str, value: Any, width: int = 60) -> str:

@@ -112,7 +112,7 @@ def _complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: s
 
     try:
         return [CompletionItem(n) for n in lifecycle.names() if n.startswith(incomplete)]
-    except Exception:  # completion must never break the shell
+    except Exception:  # noqa: BLE001 - completion must never break the shell
         return []
 
 

@@ -49,7 +49,7 @@ def read(key: str) -> Any:
         if entry["key"] != key:
             return None
         return from_json(entry["profile"])
-    except Exception:  # missing, unreadable, corrupt or from another schema: validate instead
+    except Exception:  # noqa: BLE001 - missing, unreadable, corrupt or from another schema: validate instead
         return None
 
 
@@ -63,7 +63,7 @@ def write(key: str, profile: Profile) -> None:
     try:
         if from_json(json.loads(json.dumps(data))) != profile:
             return
-    except Exception:
+    except Exception:  # noqa: BLE001 - a profile the cache cannot hold is simply not cached
         return
     try:
         where = paths.ensure_private_dir(directory())

@@ -202,7 +202,7 @@ def mask_url(url: str) -> str:
         netloc = f"{userinfo.partition(':')[0]}:{MASK}@{host}"
     pairs = []
     for pair in parts.query.split("&") if parts.query else []:
-        name, equals, value = pair.partition("=")
+        name, _equals, value = pair.partition("=")
         secret = value and is_secret_name(unquote_plus(name)) and not has_placeholder(value)
         pairs.append(f"{name}={MASK}" if secret else pair)
     return urlunsplit((parts.scheme, netloc, parts.path, "&".join(pairs), parts.fragment))

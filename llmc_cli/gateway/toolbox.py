@@ -29,9 +29,9 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, ContextManager
+from typing import TYPE_CHECKING, Any
 
 from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.config.secrets import Masker, environment_secrets
@@ -134,7 +134,7 @@ class Toolbox:
         self._subscribers: dict[tuple[Catalog, str, str], set[GatewayConnection]] = {}
 
     def host_upstreams(self, parent: Catalog | None = None, own: frozenset[str] | None = None,
-                       admit: Callable[[str], ContextManager[None]] | None = None) -> Catalog:
+                       admit: Callable[[str], AbstractContextManager[None]] | None = None) -> Catalog:
         """Upstream connections for one principal (from the shared ones) or one host session
         (from its principal's, `parent`): its own to the servers that keep state (`own`: only
         these; a process, an initialize-era session: what is started there, the others never

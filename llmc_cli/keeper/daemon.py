@@ -114,7 +114,7 @@ class Keeper:
             return True
         except LlmcError:
             return False
-        except Exception as exc:  # a bug: in the log with its traceback, and the start fails cleanly
+        except Exception as exc:  # noqa: BLE001 - a bug: in the log with its traceback, and the start fails cleanly
             import traceback
 
             log(f"{upstream.spec.name}: internal error while starting:\n{traceback.format_exc()}")

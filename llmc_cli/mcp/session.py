@@ -421,9 +421,8 @@ class Session:
         elif method.endswith("/list_changed"):
             if self.hooks.on_list_changed:
                 self.hooks.on_list_changed(method)
-        elif method == "notifications/resources/updated":
-            if self.hooks.on_resource_updated:
-                self.hooks.on_resource_updated(params)
+        elif method == "notifications/resources/updated" and self.hooks.on_resource_updated:
+            self.hooks.on_resource_updated(params)
 
     def _serve_request(self, message: dict[str, Any], owners: tuple[Any, ...]) -> None:
         method, params = message["method"], message.get("params") or {}
@@ -435,7 +434,7 @@ class Session:
             reply = jsonrpc.result(message["id"], answer_server_request(self.hooks, method, params))
         except RpcError as exc:
             reply = jsonrpc.error(message["id"], exc.code, exc.message)
-        except Exception as exc:  # a hook failed: the server must still get an answer
+        except Exception as exc:  # noqa: BLE001 - a hook failed: the server must still get an answer
             reply = jsonrpc.error(message["id"], jsonrpc.INTERNAL_ERROR, f"client error: {exc}")
         try:
             self.transport.send(reply)

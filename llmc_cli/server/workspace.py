@@ -334,9 +334,8 @@ def _output(proc: Process, offset: int, length: int) -> dict[str, Any]:
     with proc.cond:
         data = bytes(proc.output[offset:offset + length])
         total = len(proc.output)
-    out = {**proc.status(), "offset": offset, "output": data.decode("utf-8", "replace"),
+    return {**proc.status(), "offset": offset, "output": data.decode("utf-8", "replace"),
            "nextOffset": min(offset, total) + len(data)}
-    return out
 
 
 def _kind(st: os.stat_result) -> str:

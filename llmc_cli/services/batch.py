@@ -3,6 +3,7 @@ through call_tool, outcomes written in groups; results stream in input order."""
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -175,7 +176,7 @@ def _run_batch(catalog: Catalog, invocation: Invocation, trail: AuditSink, items
         if on_done:
             on_done(item)
     for worker in workers:
-        interrupts.wait(lambda seconds: _joined(worker, seconds))
+        interrupts.wait(functools.partial(_joined, worker))
 
 
 def _joined(thread: threading.Thread, seconds: float) -> bool:

@@ -413,7 +413,8 @@ def _run(log: AuditSink, invocation: Invocation, authorized: Authorization, meth
         kind = {TimeoutExpired: "timeout", Cancelled: "cancelled",
                 InputRequired: "input_required"}.get(type(exc), "transport_error")
         _outcome(log, invocation, authorized, {"outcome": kind, "error": exc.message, "durationMs": elapsed()})
-        raise _masked_error(exc, authorized.masker)
+        _masked_error(exc, authorized.masker)
+        raise
     except Exception as exc:  # a bug must not leave a decision without an outcome
         _outcome(log, invocation, authorized, {"outcome": "internal_error", "error": f"{type(exc).__name__}: {exc}",
                                                "durationMs": elapsed()})

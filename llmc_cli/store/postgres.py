@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from llmc_cli.errors import ConfigError, optional_module
 from llmc_cli.store.chain import GENESIS
@@ -120,12 +120,12 @@ def _clean(url: str, exc: BaseException) -> str:
 class Database:
     """One reused connection to the state database, safe to share between threads."""
 
-    _open: dict[str, Database] = {}
+    _open: ClassVar[dict[str, Database]] = {}
     _open_lock = threading.Lock()
     # Where a long-running process (the gateway) says that a database became unreachable and that
     # it is back: once each way, however many requests fail meanwhile; None: nobody is told.
     outages: Callable[[str], None] | None = None
-    _down: set[str] = set()  # urls unreachable now, for every connection of this process
+    _down: ClassVar[set[str]] = set()  # urls unreachable now, for every connection of this process
 
     def __init__(self, url: str) -> None:
         optional_module("psycopg", "postgres", f"[state] url ({URL_VAR})")  # every use of the database starts here

@@ -131,7 +131,7 @@ def inline_refs(node: Any, root: Schema, report: Report, path: Path) -> Any:
                 report.note(path, f"$ref {ref} replaced by any {kind}", f"this dialect has no references and {why}")
                 return {"type": kind, **{k: v for k, v in rest.items() if k == "description"}}
             budget[0] -= 1
-            return walk({**target, **rest}, path, seen + (ref,))
+            return walk({**target, **rest}, path, (*seen, ref))
         if "$defs" in node or "definitions" in node:  # all inlined now
             node = {k: v for k, v in node.items() if k not in ("$defs", "definitions")}
         return rebuild(node, path, walk, seen)

@@ -81,7 +81,7 @@ def test_read_only_batches_run_concurrently_others_in_order(toolbox):
         script = [turn(api, None, calls(api, (slow, {"seconds": 0.6}), (slow, {"seconds": 0.6}))), turn(api, "done")]
         with FakeLLM(api, script) as fake:
             ask("wait", provider=provider_for(api, fake), tools=tools, call_tool=toolbox.call_tool,
-                read_only=lambda t: policy.is_read_only(t, t.qualified_name, config), progress=events.append)
+                read_only=lambda t, config=config: policy.is_read_only(t, t.qualified_name, config), progress=events.append)
         kinds = [e["event"] for e in events if e["event"].startswith("tool")]
         assert kinds == (["tool_start", "tool_start", "tool_end", "tool_end"] if read_only
                          else ["tool_start", "tool_end", "tool_start", "tool_end"])

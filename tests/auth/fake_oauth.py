@@ -163,6 +163,7 @@ def _handler(fake: FakeOAuthServer) -> type[BaseHTTPRequestHandler]:
             if parts.path == "/mcp":
                 return self._reply(405)  # no standalone SSE stream
             self._reply(404, {"error": "not_found"})
+            return None
 
         def do_DELETE(self) -> None:
             self._reply(405)
@@ -188,6 +189,7 @@ def _handler(fake: FakeOAuthServer) -> type[BaseHTTPRequestHandler]:
                 self._record({}, body)
                 return self._mcp(body)
             self._reply(404, {"error": "not_found"})
+            return None
 
         def _client_ok(self, form: dict[str, str]) -> str | None:
             header = self.headers.get("Authorization", "")
@@ -224,6 +226,7 @@ def _handler(fake: FakeOAuthServer) -> type[BaseHTTPRequestHandler]:
                 if grant == "client_credentials":
                     return self._reply(200, fake._issue(client_id, form.get("scope", ""), form.get("resource", "")))
             self._reply(400, {"error": "unsupported_grant_type"})
+            return None
 
         def _mcp(self, body: Any) -> None:
             o = fake.options
@@ -255,5 +258,6 @@ def _handler(fake: FakeOAuthServer) -> type[BaseHTTPRequestHandler]:
                 return self._reply(200, {"jsonrpc": "2.0", "id": body["id"],
                                          "error": {"code": -32601, "message": "Method not found"}})
             self._reply(200, {"jsonrpc": "2.0", "id": body["id"], "result": result})
+            return None
 
     return Handler

@@ -184,8 +184,8 @@ class World:
         self.captured: list[tuple[str, str]] = []
         profiles = self.home / ".config" / "llmc" / "profiles"  # where llmc looks without LLMC_CONFIG_DIR
         profiles.mkdir(parents=True)
-        fs = f"command = {_toml(node_tool('mcp-server-filesystem'))}\nargs = [{_toml(str(self.data))}]\n" \
-             f"cwd = {_toml(str(self.data))}\n"
+        fs = (f"command = {_toml(node_tool('mcp-server-filesystem'))}\nargs = [{_toml(str(self.data))}]\n"
+              f"cwd = {_toml(str(self.data))}\n")
         (profiles / "ops.toml").write_text(f'description = "Operations"\n[servers.fs]\n{fs}')
         (profiles / "readonly.toml").write_text(f'description = "Read-only analyst"\n[servers.fs]\n{fs}'
                                                 "[policy]\nread_only = true\n")

@@ -64,7 +64,7 @@ def test_silence_times_out_cancels_and_a_late_reply_is_dropped() -> None:
     held: list[dict[str, Any]] = []
     peer = ScriptedPeer({"tools/call": lambda p, m: held.append(m)})  # never answers on its own
     with legacy(peer, timeout=0.3) as session:
-        with pytest.raises(TimeoutExpired, match="no reply to tools/call within 0.3s"):
+        with pytest.raises(TimeoutExpired, match=r"no reply to tools/call within 0\.3s"):
             session.call_tool("silent", {})
         cancelled = peer.wait_for("notifications/cancelled")[0]["params"]
         assert cancelled == {"requestId": held[0]["id"], "reason": "timeout"}

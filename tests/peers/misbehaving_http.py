@@ -149,6 +149,7 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(405, b"Method Not Allowed", "text/plain")
         self._sse_start()
         self._event(f"id: {last}-r\nevent: message\ndata: {json.dumps(reply)}\n\n")
+        return None
 
     def do_DELETE(self) -> None:
         self._record(None)
@@ -247,6 +248,7 @@ class Handler(BaseHTTPRequestHandler):
             self._event(f"event: message\ndata: {json.dumps(progress)}\n\n")
             return None
         self._json(result)
+        return None
 
 
 def main() -> None:

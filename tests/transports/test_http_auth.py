@@ -36,9 +36,9 @@ def test_without_a_way_to_log_in_a_401_is_an_auth_error_naming_the_command(monke
     with FakeOAuthServer() as fake:
         spec = ServerSpec("erp", url=fake.mcp_url, timeout=20)
         auth = OAuth(spec, interactive=False, notify=lambda _message: None)
-        with Session(StreamableHttpTransport(fake.mcp_url, timeout=20, auth=auth), name="erp", timeout=20) as session:
-            with pytest.raises(AuthError) as info:
-                session.initialize()
+        with Session(StreamableHttpTransport(fake.mcp_url, timeout=20, auth=auth), name="erp", timeout=20) as session, \
+                pytest.raises(AuthError) as info:
+            session.initialize()
         assert info.value.exit_code == 9 and "llmc auth login erp" in info.value.message
 
 

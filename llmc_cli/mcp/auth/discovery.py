@@ -165,7 +165,7 @@ def check_metadata(name: str, d: Discovery, settings: OAuthSpec) -> None:
         if "S256" not in (d.metadata.get("code_challenge_methods_supported") or []):
             raise AuthError(f"{name}: the authorization server {d.issuer} does not advertise PKCE S256"
                             " (code_challenge_methods_supported); refusing to authorize")
-    for key in needed + ["registration_endpoint"]:
+    for key in [*needed, "registration_endpoint"]:
         value = d.metadata.get(key)
         if key in needed and not isinstance(value, str):
             raise AuthError(f"{name}: the authorization server metadata has no {key}")
