@@ -68,11 +68,11 @@ def check_arguments(catalog: Any, items: list[Any]) -> None:
 def run(ctx: click.Context, source: str, parallel: int, fail_fast: bool, yes: bool, validate: bool,
         target: Target, *, use_cache: bool = True) -> None:
     from llmc_cli import services
-    from llmc_cli.cli.common import open_catalog, resolve_tool
+    from llmc_cli.cli.common import open_target, resolve_tool
 
     # The whole input first: a file that cannot be read, or is not UTF-8, starts no server.
     lines = read_input(source, "--batch").splitlines()
-    catalog, profile = open_catalog(ctx, target, warm=False)
+    catalog, profile = open_target(ctx, target, warm=False)
     worst: int = ExitCode.OK
     with catalog:
         def resolve(tool: str) -> tuple[str, str]:

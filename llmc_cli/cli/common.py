@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from llmc_cli.config.profiles import LoadedProfile
 
 
-def open_catalog(ctx: click.Context, target: Target, sample: Any = None,
+def open_target(ctx: click.Context, target: Target, sample: Any = None,
                  warm: bool = True, first: str | None = None) -> tuple[Catalog, LoadedProfile]:
     """target: what @target_options gave. Returns (catalog, loaded profile).
     `warm`: start every server now; a command that needs only some (a call) starts those when

@@ -29,7 +29,7 @@ def list_(fmt: str) -> None:
         except Exception as exc:  # noqa: BLE001 - one unreadable file must not hide the others
             note(f"llmc: {getattr(exc, 'message', exc)}")
             continue
-        rows.append(_summary(path.stem, conv, path.stat().st_mtime))
+        rows.append(_conversation_summary(path.stem, conv, path.stat().st_mtime))
     emit_listing("conversations", rows, fmt, columns=["name", "turns", "provider", "model", "updated", "firstPrompt"])
 
 
@@ -61,7 +61,7 @@ def rm(names: tuple[str, ...]) -> None:
     emit({"removed": [p.stem for p in dict.fromkeys(paths)]})
 
 
-def _summary(name: str, conv: Any, mtime: float) -> dict[str, Any]:
+def _conversation_summary(name: str, conv: Any, mtime: float) -> dict[str, Any]:
     from datetime import datetime
 
     def iso(t: float) -> str:

@@ -97,7 +97,7 @@ def emit_listing(key: str, rows: list[dict[str, Any]], fmt: str, errors: list[di
     elif fmt == "jsonl":
         emit([*rows, *errors], "jsonl")
     else:
-        show_table(rows if table_rows is None else table_rows, columns, noun or _words(key), quiet_empty=bool(errors))
+        show_table(rows if table_rows is None else table_rows, columns, noun or _spaced_words(key), quiet_empty=bool(errors))
 
 
 def show_table(rows: list[dict[str, Any]], columns: list[str] | None, noun: str, *, quiet_empty: bool = False) -> None:
@@ -109,7 +109,7 @@ def show_table(rows: list[dict[str, Any]], columns: list[str] | None, noun: str,
         note(f"llmc: no {noun}")
 
 
-def _words(key: str) -> str:
+def _spaced_words(key: str) -> str:
     """resourceTemplates -> resource templates."""
     return re.sub(r"(?<=[a-z])([A-Z])", lambda m: " " + m.group(1).lower(), key)
 

@@ -123,7 +123,7 @@ def list_(ctx: click.Context, fmt: str) -> None:
     errors = [{"server": name, **exc.to_json()} for name, exc in unusable.items()]
     for error in errors:
         note(f"llmc: {error['message']}")
-    people = [{**r, "target": _target(r), "error": "cannot be configured" if r["name"] in unusable else None}
+    people = [{**r, "target": _launch_line(r), "error": "cannot be configured" if r["name"] in unusable else None}
               for r in rows]
     emit_listing("servers", rows, fmt, errors, envelope={"profile": loaded.name,
                                                          "path": str(loaded.path) if loaded.path else None},
@@ -386,7 +386,7 @@ def _shown(table: dict[str, Any]) -> dict[str, Any]:
     return shown_server(table)
 
 
-def _target(row: dict[str, Any]) -> str:
+def _launch_line(row: dict[str, Any]) -> str:
     import shlex
 
     if row.get("command"):

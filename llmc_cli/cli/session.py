@@ -11,7 +11,7 @@ import click
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.durations import parse_duration
 from llmc_cli.cli.output import FORMATS, emit, emit_listing, format_option, note
-from llmc_cli.cli.targets import Target, server_options
+from llmc_cli.cli.targets import Target, complete_sessions, server_options
 from llmc_cli.errors import ConnectionFailed, LlmcError, UsageError
 
 
@@ -21,12 +21,6 @@ def parse_idle(text: str) -> float:
     if seconds is None:
         raise UsageError(f"--idle expects a duration like 90s, 30m, 2h or 0 (never), got {text!r}")
     return seconds
-
-
-def _complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
-    from llmc_cli.cli.targets import _complete_sessions as complete
-
-    return complete(ctx, param, incomplete)
 
 
 @click.group()
@@ -54,7 +48,7 @@ def start(ctx: click.Context, name: str, idle: str, target: Target) -> None:
     profile_name = app_of(ctx).profile
     adhoc = target.adhoc_spec()
     profile = None if adhoc else app_of(ctx).load_profile()
-    specs, unusable = services.server_specs(profile, tuple(target.servers), adhoc, target.timeout,
+    specs, unusable = services.launch_specs(profile, tuple(target.servers), adhoc, target.timeout,
                                             target.connect_timeout)
     if unusable and not specs:
         raise next(iter(unusable.values()))
@@ -94,7 +88,7 @@ def list_(fmt: str) -> None:
 
 
 @session.command()
-@click.argument("names", nargs=-1, shell_complete=_complete_sessions)
+@click.argument("names", nargs=-1, shell_complete=complete_sessions)
 @click.option("--all", "every", is_flag=True, help="Stop every running session.")
 def stop(names: tuple[str, ...], every: bool) -> None:
     """Stop sessions (their servers stop with them). Exit 5 when one was not running."""

@@ -91,7 +91,7 @@ def _options(func: Callable[..., Any], session: bool) -> Callable[..., Any]:
     ]
     if session:
         options.append(click.option(
-            "--session", metavar="NAME", envvar="LLMC_SESSION", shell_complete=_complete_sessions,
+            "--session", metavar="NAME", envvar="LLMC_SESSION", shell_complete=complete_sessions,
             help="Use the servers that session keeper NAME holds (see `llmc session start`) [env: LLMC_SESSION]."))
 
     @functools.wraps(func)
@@ -105,7 +105,14 @@ def _options(func: Callable[..., Any], session: bool) -> Callable[..., Any]:
     return command
 
 
-def _complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+def shell_complete_tools(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """SERVER.TOOL completion for `call` and `tools show`; cli/complete.py loads only when the shell asks."""
+    from llmc_cli.cli.complete import complete_tools
+
+    return complete_tools(ctx, param, incomplete)
+
+
+def complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
     from click.shell_completion import CompletionItem
 
     from llmc_cli.keeper import lifecycle

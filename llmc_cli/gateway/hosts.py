@@ -47,7 +47,7 @@ def parse_address(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def is_loopback(host: str) -> bool:
+def is_loopback_host(host: str) -> bool:
     if host in LOOPBACK_NAMES:
         return True
     try:
@@ -70,7 +70,7 @@ def check_auth(served: LoadedProfile, host: str) -> None:
     (ConfigError), before anything starts; each message says what to do."""
     serve = served.profile.serve
     create = add_principal_hint(served)
-    if not serve.auth_required() and not is_loopback(host):
+    if not serve.auth_required() and not is_loopback_host(host):
         said = 'says [serve] auth = "none"' if serve.auth == "none" else "has no principals"
         raise UsageError(f"--http {host}: a non-loopback address needs inbound authentication, and the profile "
                          f"{said}; add a principal with {create}")
@@ -235,20 +235,20 @@ class HttpGateway:
     def auth_required(self) -> bool:
         """Whether a request needs a token (a gateway whose principals were all revoked lets
         nobody in rather than everybody); off loopback always."""
-        return self.require_auth or not is_loopback(self.host)
+        return self.require_auth or not is_loopback_host(self.host)
 
     def host_allowed(self, header: str | None) -> bool:
         if not header:
             return False
         name = urlsplit("//" + header).hostname or ""
-        return name.lower() in LOOPBACK_NAMES or is_loopback(name) or header.lower() in self.allowed_hosts \
+        return name.lower() in LOOPBACK_NAMES or is_loopback_host(name) or header.lower() in self.allowed_hosts \
             or name.lower() in self.allowed_hosts
 
     def origin_allowed(self, origin: str | None) -> bool:
         if origin is None:
             return True  # not a browser: DNS rebinding needs one
         parts = urlsplit(origin)
-        return is_loopback(parts.hostname or "") or origin.rstrip("/").lower() in self.allowed_origins
+        return is_loopback_host(parts.hostname or "") or origin.rstrip("/").lower() in self.allowed_origins
 
     def toolbox_for(self, principal: Principal | None) -> Toolbox:
         name = principal.profile if principal and principal.profile else self.served.name

@@ -83,7 +83,7 @@ def names() -> list[str]:
     return sorted(p.stem for p in paths.sessions_dir().glob("*.sock"))
 
 
-def server_specs(name: str, only: tuple[str, ...] = ()) -> tuple[str, list[ServerSpec]]:
+def held_specs(name: str, only: tuple[str, ...] = ()) -> tuple[str, list[ServerSpec]]:
     """(socket path, the servers the keeper holds) for a command run with `--session NAME`."""
     held = status(name)
     return str(socket_path(name)), specs_of(name, list(held.get("servers", [])), only)

@@ -39,10 +39,10 @@ DEFAULT_MAX_TOKENS = 4096  # the API requires max_tokens
 def classify_anthropic(exc: BaseException) -> Failure | None:
     import anthropic
 
-    return classify_sdk_failure(exc, anthropic, _status_failure)
+    return classify_sdk_failure(exc, anthropic, _anthropic_status_failure)
 
 
-def _status_failure(exc: Any) -> Failure:
+def _anthropic_status_failure(exc: Any) -> Failure:
     failure = http_failure(exc.status_code, exc.body, exc.message, exc.response.headers)
     err = exc.body.get("error") if isinstance(exc.body, dict) else None
     if isinstance(err, dict) and err.get("type") == "overloaded_error":

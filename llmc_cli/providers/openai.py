@@ -43,10 +43,10 @@ def openai_client(settings: ProviderSettings) -> Any:
 def classify_openai(exc: BaseException) -> Failure | None:
     import openai
 
-    return classify_sdk_failure(exc, openai, _status_failure)
+    return classify_sdk_failure(exc, openai, _openai_status_failure)
 
 
-def _status_failure(exc: Any) -> Failure:
+def _openai_status_failure(exc: Any) -> Failure:
     failure = http_failure(exc.status_code, exc.body if isinstance(exc.body, dict) else {"error": exc.body},
                            exc.message, exc.response.headers)
     code = exc.body.get("code") if isinstance(exc.body, dict) else None

@@ -17,7 +17,7 @@ _WHERE = {name: module for module, names in {
     "llmc_cli.services.calls": ("OPEN_CALLS Authorization Invocation OpenCalls Read authorize authorize_read "
                                 "call_tool lock_path read read_decision record_decisions server_tools"),
     "llmc_cli.services.catalogs": ("READ_KINDS builtin_servers host_sessions open_catalog protect protected_paths "
-                                   "server_specs visible_items visible_offered visible_tools"),
+                                   "launch_specs visible_items visible_offered visible_tools"),
     "llmc_cli.services.search": "Match ToolIndex searchable_tools",
 }.items() for name in names.split()}
 
@@ -42,10 +42,10 @@ if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its modul
         READ_KINDS,
         builtin_servers,
         host_sessions,
+        launch_specs,
         open_catalog,
         protect,
         protected_paths,
-        server_specs,
         visible_items,
         visible_offered,
         visible_tools,
@@ -58,5 +58,5 @@ else:
 __all__ = ["BatchItem", "run_batch", "OPEN_CALLS", "Authorization", "Invocation", "OpenCalls", "Read", "authorize",
            "authorize_read", "call_tool", "lock_path", "read", "read_decision", "record_decisions", "server_tools",
            "READ_KINDS",
-           "builtin_servers", "host_sessions", "open_catalog", "protect", "protected_paths", "server_specs",
+           "builtin_servers", "host_sessions", "open_catalog", "protect", "protected_paths", "launch_specs",
            "visible_items", "visible_offered", "visible_tools", "Match", "ToolIndex", "searchable_tools"]

@@ -211,7 +211,7 @@ class McpObserver:
     def __init__(self, otel: Otel) -> None:
         self.otel = otel
 
-    def request(self, session: Any, request_id: int, method: str, params: dict[str, Any]) -> RequestWatch:
+    def request(self, session: Any, request_id: int, method: str, params: dict[str, Any]) -> RequestSpan:
         name, attributes = describe_request(method, params)
         attributes["jsonrpc.request.id"] = str(request_id)
         version = session.protocol_version or (params.get("protocolVersion") if method == "initialize" else None)
@@ -223,7 +223,7 @@ class McpObserver:
             attributes["gen_ai.tool.call.arguments"] = json.dumps(masked, default=str)
         span = self.otel.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes,
                                            context=self.otel.parent())
-        return RequestWatch(self.otel, span, method, attributes, session.transport)
+        return RequestSpan(self.otel, span, method, attributes, session.transport)
 
     def session_ended(self, session: Any, seconds: float) -> None:
         attributes = transport_attributes(session.transport)
@@ -232,7 +232,7 @@ class McpObserver:
         self.otel.mcp_client_session.record(seconds, {k: v for k, v in attributes.items() if k in METRIC_ATTRIBUTES})
 
 
-class RequestWatch:
+class RequestSpan:
     """One request in flight: its CLIENT span, ended with the reply or the error."""
 
     def __init__(self, otel: Otel, span: trace.Span, method: str, attributes: dict[str, Any],

@@ -12,7 +12,7 @@ from llmc_cli.errors import AuthError
 from llmc_cli.mcp.auth.primitives import (
     authorization_server_metadata_urls,
     canonical_uri,
-    is_loopback,
+    is_loopback_url,
     one_line,
     protected_resource_metadata_urls,
     resource_matches,
@@ -176,5 +176,5 @@ def check_metadata(name: str, d: Discovery, settings: OAuthSpec) -> None:
 def require_secure(name: str, url: str, what: str) -> None:
     """OAuth 2.1 section 1.5: authorization server endpoints over HTTPS (loopback excepted)."""
     scheme = urlsplit(url).scheme
-    if scheme != "https" and not (scheme == "http" and is_loopback(url)):
+    if scheme != "https" and not (scheme == "http" and is_loopback_url(url)):
         raise AuthError(f"{name}: refusing {what} {url}: not https")
