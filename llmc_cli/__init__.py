@@ -1,6 +1,7 @@
 """llmc: let any LLM use the tools of any MCP server, under a policy, with an audit trail."""
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __version__ = "0.1.0"
 
@@ -8,7 +9,7 @@ __version__ = "0.1.0"
 def lazy_names(package: str, namespace: dict[str, Any], where: dict[str, str]) -> Callable[[str], Any]:
     """A package's module-level __getattr__ (PEP 562): each name of its interface is imported
     with the module `where` says holds it, when first asked for, then kept in the package's
-    namespace. Start-up time (issue 21): a single call loads no batch runner, lint or
+    namespace. So a single call loads no batch runner, lint or
     PostgreSQL store just because their package was imported."""
     def __getattr__(name: str) -> Any:
         module = where.get(name)

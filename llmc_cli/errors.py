@@ -4,8 +4,9 @@ ExitCode names them, so no code says a bare 4 or 130.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -147,7 +148,7 @@ class DriftError(LlmcError):
 JSON_RPC_INTERNAL_ERROR = -32603  # what an rpc_error without its code is taken for (mcp.jsonrpc has the rest)
 
 
-def did_you_mean(word: str, choices: "Iterable[str]") -> str:
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """' (did you mean 'x'?)' for a misspelt name, or '' when nothing is close."""
     import difflib
 
@@ -157,7 +158,7 @@ def did_you_mean(word: str, choices: "Iterable[str]") -> str:
     return " (did you mean " + " or ".join(repr(c) for c in close) + "?)"
 
 
-def optional_module(module: str, extra: str, purpose: str) -> "ModuleType":
+def optional_module(module: str, extra: str, purpose: str) -> ModuleType:
     """Import an optional dependency (`module`, from the `extra` of llmc-cli); its absence, or a
     missing module it needs, is one ConfigError (exit 3) naming the extra to install, never an
     ImportError traceback. `purpose`: what needs it ("[state] url (LLMC_STATE_URL)")."""

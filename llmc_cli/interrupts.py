@@ -15,7 +15,8 @@ import os
 import signal
 import threading
 import time
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from llmc_cli.errors import ExitCode
 
@@ -136,7 +137,7 @@ def deferred() -> Iterator[None]:
         signum = getattr(_state, "pending", None)
         if _state.depth == 0 and signum is not None:
             _state.pending = None
-            raise Interrupted(signum)  # noqa: B012 - the interruption wins over the block's own error
+            raise Interrupted(signum)
 
 
 def _handle(signum: int, frame: Any) -> None:

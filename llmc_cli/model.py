@@ -6,8 +6,9 @@ Nothing here knows about a transport, a provider or the CLI.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, get_args
+from typing import Any, Literal, get_args
 
 # The one registry of what llmc speaks to models. The LLM providers `ask` runs ([llm] provider,
 # --provider); each sends its tools in the translate format of the same name.
@@ -54,8 +55,8 @@ class ServerSpec:
     builtin: str | None = None  # a server shipped with llmc, run in-process (e.g. "workspace")
     options: Mapping[str, Any] = field(default_factory=dict)  # options of a builtin server
     description: str | None = None
-    oauth: "OAuthSpec | None" = None  # remote only: how to authorize when the server answers 401
-    sandbox: "SandboxSpec | None" = None  # stdio only: how the profile confines it (None: it does not say)
+    oauth: OAuthSpec | None = None  # remote only: how to authorize when the server answers 401
+    sandbox: SandboxSpec | None = None  # stdio only: how the profile confines it (None: it does not say)
     # stdio only: the argv that runs `command` contained (resource limits, bubblewrap), computed
     # above mcp/ from `sandbox`; empty: the command runs as it is.
     launch: tuple[str, ...] = ()
@@ -82,10 +83,7 @@ class ServerSpec:
 
         if self.builtin:
             return f"builtin:{self.builtin}"
-        if self.command:
-            identity = "\x1f".join(self.command) + f"\x1f{self.cwd or ''}"
-        else:
-            identity = self.url or ""
+        identity = "\x1f".join(self.command) + f"\x1f{self.cwd or ''}" if self.command else self.url or ""
         digest = hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()[:32]
         return f"{self.kind}:{digest}"
 
@@ -155,7 +153,7 @@ class Tool:
         return f"{self.server}.{self.name}"
 
     @classmethod
-    def from_mcp(cls, server: str, raw: dict[str, Any]) -> "Tool":
+    def from_mcp(cls, server: str, raw: dict[str, Any]) -> Tool:
         schema = raw.get("inputSchema")
         return cls(
             server=server,
@@ -193,7 +191,7 @@ class ToolResult:
     cached: bool = False  # served from the result cache ([cache]), not asked of the server
 
     @classmethod
-    def from_mcp(cls, raw: dict[str, Any]) -> "ToolResult":
+    def from_mcp(cls, raw: dict[str, Any]) -> ToolResult:
         content = raw.get("content")
         return cls(
             content=[c for c in content if isinstance(c, dict)] if isinstance(content, list) else [],

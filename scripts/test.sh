@@ -2,7 +2,7 @@
 # The whole test suite from a fresh clone: creates .venv, installs llmc with its test extras,
 # installs the real MCP peers the tests start (tests/node: npm reference servers, the official
 # conformance suite, Node 22 for it, the MCP Inspector CLI and mcporter as hosts; tests/node-dc: Desktop
-# Commander), then checks types (mypy) and runs pytest.
+# Commander), then lints (ruff), checks types (mypy) and runs pytest.
 # Extra arguments go to pytest. Tests run on two pytest-xdist workers (`-n 2 --dist loadgroup`;
 # tests that must not run beside each other share an xdist_group, tests/conftest.py); give
 # `-n 0` to run them serially in this process.
@@ -34,6 +34,7 @@ if [ "$(id -u)" = 0 ] && { ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1
     || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq postgresql haproxy >/dev/null 2>&1; } || true
 fi
 
-# Types first (config in pyproject.toml [tool.mypy]): a type error fails the run (set -e).
+# Lint, then types (config in pyproject.toml [tool.ruff], [tool.mypy]): a finding fails the run (set -e).
+.venv/bin/python -m ruff check llmc_cli tests
 .venv/bin/python -m mypy
 exec .venv/bin/python -m pytest -n 2 --dist loadgroup "$@"

@@ -77,7 +77,7 @@ def command_of(args: list[str] | tuple[str, ...]) -> tuple[str, Any, list[str]] 
         if sub is None:
             return None
         command, path = sub, [*path, token]
-    if not path or isinstance(command, click.Group) and not command.invoke_without_command:
+    if not path or (isinstance(command, click.Group) and not command.invoke_without_command):
         return None
     return "-".join(path), command, rest
 
@@ -108,7 +108,7 @@ def output_form(args: list[str] | tuple[str, ...]) -> tuple[str, bool] | None:
         return None
     schema = json.loads((SCHEMAS / f"{name}.schema.json").read_text(encoding="utf-8"))
     lines_only = schema.get("$defs", {}).get("line") == {"$ref": "#"}
-    return name, bool(fmt == "jsonl" or lines_only or name == "call" and any(a.startswith("--batch") for a in rest))
+    return name, bool(fmt == "jsonl" or lines_only or (name == "call" and any(a.startswith("--batch") for a in rest)))
 
 
 def check_output(args: list[str] | tuple[str, ...], stdout: str) -> None:

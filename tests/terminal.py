@@ -42,7 +42,7 @@ class Terminal:
         self._seen = 0  # where the next expect() starts looking
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")  # a character may span reads
 
-    def __enter__(self) -> "Terminal":
+    def __enter__(self) -> Terminal:
         return self
 
     def __exit__(self, *exc: Any) -> None:

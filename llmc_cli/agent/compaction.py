@@ -40,7 +40,7 @@ def compact(result: ToolResult, budget: int, tool: Tool | None = None) -> tuple[
                  f"{', '.join(paging)} to read from line {kept + 1} on.]")
     else:
         note += "To get the rest, call the tool again for a smaller part (a narrower query, a range or an offset).]"
-    seen = ToolResult(content=[{"type": "text", "text": shown.rstrip("\n") + note}] + others,
+    seen = ToolResult(content=[{"type": "text", "text": shown.rstrip("\n") + note}, *others],
                       structured_content=None, is_error=result.is_error, meta=result.meta,
                       duration_ms=result.duration_ms)
     info = {"characters": len(text), "charactersShown": len(shown), "lines": len(lines), "linesShown": kept}

@@ -26,7 +26,7 @@ class Conversation:
     created: float = field(default_factory=time.time)
 
     @classmethod
-    def new(cls, provider: str, model: str | None, system: str | None = None) -> "Conversation":
+    def new(cls, provider: str, model: str | None, system: str | None = None) -> Conversation:
         return cls(id=uuid.uuid4().hex, provider=provider, model=model, system=system)
 
     def to_json(self) -> dict[str, Any]:
@@ -34,7 +34,7 @@ class Conversation:
                 "created": self.created, "messages": [m.to_json() for m in self.messages], "runs": self.runs}
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Conversation":
+    def from_json(cls, d: dict[str, Any]) -> Conversation:
         return cls(id=d["id"], provider=d.get("provider") or "", model=d.get("model"), system=d.get("system"),
                    messages=[message_from_json(m) for m in d.get("messages") or []], runs=list(d.get("runs") or []),
                    created=d.get("created") or time.time())

@@ -7,8 +7,9 @@ while telemetry is off (telemetry.span returns a shared null context)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from llmc_cli import telemetry

@@ -11,11 +11,13 @@ whole. Conversations are saved as JSON in the state directory and can be continu
 
 from __future__ import annotations
 
+import functools
 import queue
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, TypedDict
+from typing import Any, TypedDict
 
 from llmc_cli import interrupts, telemetry
 from llmc_cli.agent import genai
@@ -26,8 +28,17 @@ from llmc_cli.audit import AuditError
 from llmc_cli.errors import LlmcError, PolicyDenied, ProviderError
 from llmc_cli.mcp.jsonrpc import has_lone_surrogate, replace_lone_surrogates
 from llmc_cli.model import Tool, ToolCall, ToolResult
-from llmc_cli.providers.base import (END, LENGTH, PAUSE, AssistantTurn, Provider, ProviderToolCall, ToolResultItem,
-                                     ToolResults, UserMessage)
+from llmc_cli.providers.base import (
+    END,
+    LENGTH,
+    PAUSE,
+    AssistantTurn,
+    Provider,
+    ProviderToolCall,
+    ToolResultItem,
+    ToolResults,
+    UserMessage,
+)
 
 CallTool = Callable[[ToolCall], ToolResult]
 ReadOnly = Callable[[Tool], bool]  # may this tool run beside others? (default: no)
@@ -149,15 +160,16 @@ def _ask(prompt: str, provider: Provider, tools: list[Tool], call_tool: CallTool
             t0 = time.monotonic()
             try:
                 # on_text: the model's text, streamed as it arrives (every turn's, not only the answer's)
-                turn = genai.traced_chat(provider, conv, lambda: provider.complete(
-                    conv.system, conv.messages, translation, timeout=remaining, **({"on_text": on_text} if on_text else {})))
+                turn = genai.traced_chat(provider, conv, functools.partial(
+                    provider.complete, conv.system, conv.messages, translation, timeout=remaining,
+                    **({"on_text": on_text} if on_text else {})))
             except ProviderError:
                 if time.monotonic() >= deadline:
                     record.stop_reason = STOP_TIMEOUT
                     break
                 raise
             calls = turn.tool_calls  # as the model wrote them: services refuses arguments it cannot record
-            turn = _without_lone_surrogates(turn)
+            turn = _turn_without_lone_surrogates(turn)
             record.usage.append({"step": step, **turn.usage.to_json(), "stopReason": turn.stop_reason,
                                  "durationMs": _ms(t0), "text": turn.text})
             conv.messages.append(turn)
@@ -167,7 +179,7 @@ def _ask(prompt: str, provider: Provider, tools: list[Tool], call_tool: CallTool
                 record.answer = turn.text  # only a turn that calls no tool is the answer
                 record.stop_reason = {END: STOP_END, LENGTH: STOP_LENGTH}.get(turn.stop_reason, STOP_OTHER)
                 break
-            results, timed_out = _run_batch(step, calls, by_name, call_tool, read_only, deadline, max_parallel,
+            results, timed_out = _run_calls(step, calls, by_name, call_tool, read_only, deadline, max_parallel,
                                             result_budget, record, emit,
                                             getattr(translation, "arguments_back", None), search)
             conv.messages.append(ToolResults(results))
@@ -187,7 +199,7 @@ def _ask(prompt: str, provider: Provider, tools: list[Tool], call_tool: CallTool
     return record
 
 
-def _without_lone_surrogates(turn: AssistantTurn) -> AssistantTurn:
+def _turn_without_lone_surrogates(turn: AssistantTurn) -> AssistantTurn:
     """The turn as the conversation keeps it: a model's "\\ud800" escape decodes to text that no
     UTF-8 writer accepts (the next request to the provider, a saved conversation, stdout), so
     it becomes U+FFFD there."""
@@ -197,7 +209,7 @@ def _without_lone_surrogates(turn: AssistantTurn) -> AssistantTurn:
                    tool_calls=[replace(c, arguments=replace_lone_surrogates(c.arguments)) for c in turn.tool_calls])
 
 
-def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool], call_tool: CallTool, read_only: ReadOnly,
+def _run_calls(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool], call_tool: CallTool, read_only: ReadOnly,
                deadline: float, max_parallel: int, budget: int, record: RunRecord,
                emit: Progress, arguments_back: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None,
                search: ToolSearch | None = None) -> tuple[list[ToolResultItem], bool]:
@@ -269,7 +281,7 @@ def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool
     with lock:
         closed = True
     items = []
-    for entry, c in zip(entries, calls):
+    for entry, c in zip(entries, calls, strict=True):
         if "outcome" not in entry:
             _fail(entry, "timeout", "llmc stopped waiting for this call: the run's time limit was reached")
             entry["durationMs"] = None

@@ -5,9 +5,10 @@ services.call_tool, and saves the conversation whatever happened."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from llmc_cli.agent.conversations import Conversation, conversation_path, load_conversation, save_conversation
 from llmc_cli.agent.loop import Progress, RunRecord, ask

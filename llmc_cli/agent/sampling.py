@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any
 
 from llmc_cli.model import ToolResult
 from llmc_cli.providers.base import LENGTH, AssistantTurn, Message, Provider, UserMessage, make_provider

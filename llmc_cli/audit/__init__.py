@@ -24,8 +24,8 @@ if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its modul
     from llmc_cli.audit.deferred import Deferred
     from llmc_cli.audit.log import DEFAULT_MAX_BYTES, AuditLog, default_path
     from llmc_cli.audit.postgres import PostgresAuditLog
-    from llmc_cli.audit.trail import ChainedLog
     from llmc_cli.audit.records import MASK, AuditError, identity, mask_secrets, now_iso, record_hash, secret_values
+    from llmc_cli.audit.trail import ChainedLog
     from llmc_cli.store.chain import GENESIS
 else:
     __getattr__ = lazy_names(__name__, globals(), _WHERE)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmc_cli.audit.trail import ChainedLog
 from llmc_cli.audit.records import AuditError, now_iso
+from llmc_cli.audit.trail import ChainedLog
 from llmc_cli.store.chain import AuditRecord
 
 
@@ -37,7 +37,7 @@ class Deferred:
         self.full = threading.Event()  # FLUSH_RECORDS outcomes wait: the flusher writes them now
         self.flusher = threading.Thread(target=self._flush_every_second, daemon=True, name="llmc-audit-flush")
 
-    def __enter__(self) -> "Deferred":
+    def __enter__(self) -> Deferred:
         self.flusher.start()
         return self
 
@@ -55,8 +55,8 @@ class Deferred:
             self.pending.append({"time": now_iso(), **record})
             full = len(self.pending) >= self.FLUSH_RECORDS
         if full and self.flusher.is_alive():
-            # The write and its fsync (~5-15 ms) happen beside the calls, not in one of them:
-            # they cost a 1,000-call batch a quarter of its time in the calling thread (issue 21).
+            # The write and its fsync happen beside the calls, not in one of them: in the calling
+            # thread they would be a large share of a long batch's time.
             self.full.set()
         elif full:  # not entered: no background thread, the caller writes
             with self.lock:

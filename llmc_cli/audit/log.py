@@ -24,8 +24,9 @@ from __future__ import annotations
 import errno
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from llmc_cli.audit.records import AuditError, now_iso
 from llmc_cli.audit.trail import ChainedLog, Seal

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, cast
+from typing import Any, cast
 
 from llmc_cli.audit.records import AuditError
 from llmc_cli.audit.trail import ChainedLog, Seal, sealer

@@ -7,8 +7,9 @@ import getpass
 import hashlib
 import os
 import socket
-from datetime import datetime, timezone
-from typing import Any, Iterable
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
 
 from llmc_cli.config.secrets import MASK, Masker, environment_secrets
 from llmc_cli.errors import ConfigError
@@ -22,7 +23,7 @@ class AuditError(ConfigError):
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def identity() -> dict[str, Any]:
@@ -39,7 +40,7 @@ def _user_and_host() -> dict[str, str]:
     return {"user": user, "host": socket.gethostname()}
 
 
-def mask_secrets(value: Any, secrets: "Iterable[str] | None" = None) -> Any:
+def mask_secrets(value: Any, secrets: Iterable[str] | None = None) -> Any:
     """A copy of `value` masked by config.secrets.Masker: values under secret-looking keys, and
     every known secret value wherever it appears (default: the environment's)."""
     return Masker(secret_values() if secrets is None else secrets)(value)

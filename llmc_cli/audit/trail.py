@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from llmc_cli import telemetry
 from llmc_cli.audit.records import AuditError, now_iso, record_hash
 from llmc_cli.mcp.jsonrpc import LONE_SURROGATE, replace_lone_surrogates
-from llmc_cli.store.chain import GENESIS, AuditRecord
 from llmc_cli.model import canonical_json, compact_json
+from llmc_cli.store.chain import GENESIS, AuditRecord
 
 # seal(head, count) -> the new records as JSON lines, each chained to the one before, the first
 # to `head`; the store calls it under its lock (PostgreSQL: again when a transaction is retried).
@@ -28,7 +29,7 @@ def sealer(records: list[AuditRecord], written: list[dict[str, Any]]) -> Seal:
         for record in records:
             full = {"time": now_iso(), **record, "prev": prev}
             body = canonical_json(full)  # what record_hash(full) hashes, at hand for one search:
-            if LONE_SURROGATE.search(body):  # walking every record for the rare one cost ~30 us each
+            if LONE_SURROGATE.search(body):  # walking every record for the rare one is costly
                 full = replace_lone_surrogates(full)
                 body = canonical_json(full)
             full["hash"] = prev = hashlib.sha256(body.encode("utf-8")).hexdigest()

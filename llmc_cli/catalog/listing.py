@@ -4,9 +4,10 @@ to many servers at once (each), where one dead server never blocks the others.""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from llmc_cli import interrupts
 from llmc_cli.errors import LlmcError, RpcError
@@ -128,7 +129,7 @@ class _Progress:
                 report(self.total, [])
 
 
-def _settled(future: "Future[Any]", seconds: float) -> bool:
+def _settled(future: Future[Any], seconds: float) -> bool:
     from concurrent.futures import wait as futures_wait
 
     return bool(futures_wait([future], seconds).done)

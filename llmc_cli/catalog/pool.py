@@ -7,9 +7,11 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from functools import partial
-from typing import Any, Callable, ContextManager, Mapping
+from typing import Any
 
 from llmc_cli.errors import ConnectionFailed, LlmcError, UsageError
 from llmc_cli.mcp.hooks import ClientHooks
@@ -24,7 +26,7 @@ class Pool:
                  on_stderr: Callable[[str, str], None] | None = None,
                  keeper: tuple[str, str] | None = None, stores: Stores | None = None,
                  unusable: Mapping[str, LlmcError] | None = None,
-                 admit: Callable[[str], ContextManager[None]] | None = None,
+                 admit: Callable[[str], AbstractContextManager[None]] | None = None,
                  on_changed: Callable[[str, str], None] | None = None) -> None:
         """`unusable`: servers that cannot even be configured (an unset ${VAR}), each with its
         error: failed from the start, never connected. `admit(server)`: a context each new

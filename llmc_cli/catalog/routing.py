@@ -3,7 +3,8 @@ and the errors that say which server or tool is missing and how to go on."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Collection, Mapping
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING
 
 from llmc_cli.errors import UsageError, did_you_mean
 from llmc_cli.model import Tool
@@ -18,7 +19,7 @@ def qualified(name: str, servers: Collection[str]) -> tuple[str, str] | None:
     return (server, tool) if dot and server in servers else None
 
 
-def resolve(catalog: "Catalog", name: str, known: Mapping[str, Collection[str]] | None = None) -> tuple[str, str]:
+def resolve_tool(catalog: Catalog, name: str, known: Mapping[str, Collection[str]] | None = None) -> tuple[str, str]:
     """'server.tool' -> (server, tool), starting no server; a bare name when exactly one
     server has that tool. `known`: tool names per server from an earlier listing (a cache
     handed in from above). Only the servers the cache names as owners, or knows nothing
@@ -43,16 +44,16 @@ def resolve(catalog: "Catalog", name: str, known: Mapping[str, Collection[str]] 
         hint = did_you_mean(name, {t.name for t in tools} | {t.qualified_name for t in tools})
         server, dot, _ = name.partition(".")
         if dot and server not in specs and (catalog.keeper is not None or not hint):  # a server not here
-            raise UsageError(no_server(catalog, server, f"no server has a tool named {name!r}{unreachable}"))
+            raise UsageError(missing_tool_message(catalog, server, f"no server has a tool named {name!r}{unreachable}"))
         raise UsageError(f"no server has a tool named {name!r}{unreachable}{hint}")
     raise UsageError(f"tool name {name!r} is ambiguous: " + ", ".join(f"{s}.{name}" for s in owners))
 
 
-def find_tool(catalog: "Catalog", server: str, tool: str) -> Tool | None:
+def find_tool(catalog: Catalog, server: str, tool: str) -> Tool | None:
     return next((t for t in catalog.tools_of(server) if t.name == tool), None)
 
 
-def require_tool(catalog: "Catalog", server: str, tool: str) -> Tool:
+def require_tool(catalog: Catalog, server: str, tool: str) -> Tool:
     """The tool, or a UsageError naming the server and the closest names it has; for a
     SERVER.TOOL whose SERVER is not here (the one server of a session or an ad-hoc target
     was asked for a dotted name), that SERVER is what is missing, and the error says so."""
@@ -61,12 +62,12 @@ def require_tool(catalog: "Catalog", server: str, tool: str) -> Tool:
         hint = did_you_mean(tool, [t.name for t in catalog.tools_of(server)])
         named, dot, _ = tool.partition(".")
         if dot and named not in catalog.specs and (catalog.keeper is not None or not hint):
-            raise UsageError(no_server(catalog, named, f"server {server} has no tool named {tool!r}"))
+            raise UsageError(missing_tool_message(catalog, named, f"server {server} has no tool named {tool!r}"))
         raise UsageError(f"server {server} has no tool named {tool!r}{hint}")
     return found
 
 
-def no_server(catalog: "Catalog", name: str, missing: str) -> str:
+def missing_tool_message(catalog: Catalog, name: str, missing: str) -> str:
     """`missing` (no such tool), said of a SERVER.TOOL whose SERVER this catalog does not
     hold: that the server is not here, and how to go on."""
     held = ", ".join(catalog.specs) or "none"

@@ -6,8 +6,10 @@ listing.py (tool listings, fan-out to every server), routing.py (tool names to s
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import replace
-from typing import Any, Callable, Collection, ContextManager, Mapping
+from typing import Any
 
 from llmc_cli.catalog import listing, routing
 from llmc_cli.catalog.listing import ServerFailure, ToolLists
@@ -24,9 +26,9 @@ class Catalog:
                  builtins: Mapping[str, Callable[[ServerSpec], Any]] | None = None,
                  on_stderr: Callable[[str, str], None] | None = None,
                  keeper: tuple[str, str] | None = None, stores: Stores | None = None,
-                 unusable: Mapping[str, LlmcError] | None = None, shared: "Catalog | None" = None,
+                 unusable: Mapping[str, LlmcError] | None = None, shared: Catalog | None = None,
                  own: Collection[str] | None = None,
-                 admit: Callable[[str], ContextManager[None]] | None = None) -> None:
+                 admit: Callable[[str], AbstractContextManager[None]] | None = None) -> None:
         """`unusable`: servers that cannot even be configured (an unset ${VAR}), each with its
         error. They stay in the catalog, failed from the start: every listing reports them as
         failures, with their own exit code, beside the others' results. `shared`, `own` and
@@ -62,7 +64,7 @@ class Catalog:
     # -- sharing per host ------------------------------------------------------------------------
 
     def for_host(self, hooks: ClientHooks | None = None, own: Collection[str] | None = None,
-                 admit: Callable[[str], ContextManager[None]] | None = None) -> "Catalog":
+                 admit: Callable[[str], AbstractContextManager[None]] | None = None) -> Catalog:
         """For a long-lived caller with many users (the gateway's hosts): a catalog for one of
         them, with its own connections to the servers that keep state between requests (a
         process, an initialize-era session) and this catalog's connections to the others. So a
@@ -80,7 +82,7 @@ class Catalog:
                        unusable={name: pool.failed[name] for name in pool.unusable}, shared=self, own=own,
                        admit=admit)
 
-    def root(self) -> "Catalog":
+    def root(self) -> Catalog:
         """The catalog every for_host() one descends from: the connections shared by all."""
         catalog = self
         while catalog.shared is not None:
@@ -96,7 +98,7 @@ class Catalog:
         session = self.session(server)
         return session.era == "modern" or getattr(session.transport, "session_id", "") is None
 
-    def serving(self, server: str) -> "Catalog":
+    def serving(self, server: str) -> Catalog:
         """The catalog whose connection serves this server: the root's for a stateless server,
         the one it descends from for a server not its own."""
         if self.shared is None:
@@ -179,7 +181,7 @@ class Catalog:
     def close(self) -> None:
         self.pool.close()
 
-    def __enter__(self) -> "Catalog":
+    def __enter__(self) -> Catalog:
         return self
 
     def __exit__(self, *exc: object) -> None:

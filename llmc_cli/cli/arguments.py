@@ -107,10 +107,10 @@ def coerce(key: str, value: str, prop: dict[str, Any]) -> Any:
     raise UsageError(f"argument {key}: {value!r} is not a valid {' or '.join(types)}")
 
 
-def validate_arguments(catalog: "Catalog", server: str, arguments: dict[str, Any], schema: Any, tool: str) -> None:
+def validate_arguments(catalog: Catalog, server: str, arguments: dict[str, Any], schema: Any, tool: str) -> None:
     """mcp/validation.py's check (UsageError, exit 2, when the arguments do not fit), run by the
     session keeper that holds the server when there is one: it keeps jsonschema loaded, which
-    this process would spend ~50 ms importing. Here when there is no keeper, or it cannot."""
+    is slow to import in this process. Here when there is no keeper, or it cannot."""
     if catalog.keeper is not None:
         from llmc_cli.keeper.transport import validate_in_keeper
 

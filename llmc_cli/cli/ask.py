@@ -50,7 +50,7 @@ def ask(ctx: click.Context, prompt: str, provider: str | None, model: str | None
     from llmc_cli.agent import runs
     from llmc_cli.cli import prompt as terminal
     from llmc_cli.cli.arguments import read_input
-    from llmc_cli.cli.common import open_catalog
+    from llmc_cli.cli.common import open_target
 
     if prompt == "-":
         prompt = read_input("-", "ask")
@@ -61,7 +61,7 @@ def ask(ctx: click.Context, prompt: str, provider: str | None, model: str | None
                              temperature=temperature, max_tokens=max_tokens, max_steps=max_steps,
                              total_timeout=total_timeout, system=system, tool_search=tool_search)
     prepared = runs.prepare(given, app.load_profile().profile.llm, continue_from=continue_from, save_as=save_as)
-    catalog, profile = open_catalog(ctx, target, sample=prepared.sample)
+    catalog, profile = open_target(ctx, target, sample=prepared.sample)
     invocation = services.Invocation(profile=profile, state=services.open_state(profile), command="ask",
                                      caller="model", interactive=app.interactive, assume_yes=yes,
                                      confirm=terminal.confirm_call, conversation_id=prepared.conversation.id)

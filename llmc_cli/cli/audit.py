@@ -5,8 +5,9 @@ from __future__ import annotations
 import fnmatch
 import json
 import time
+from collections.abc import Iterator
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -25,7 +26,7 @@ def audit() -> None:
     """Read and verify the audit trail of every tool invocation."""
 
 
-def _log(ctx: click.Context) -> "ChainedLog":
+def _log(ctx: click.Context) -> ChainedLog:
     from llmc_cli import services
     from llmc_cli.config.profiles import load_profile
 
@@ -80,8 +81,8 @@ def tail(ctx: click.Context, count: int, follow: bool, since: str | None, server
         if servers and record.get("server") not in servers:
             return False
         if tool_glob and ("tool" not in record  # a resource read or a prompt get
-                          or not fnmatch.fnmatchcase(f"{record.get('server')}.{record.get('tool')}", tool_glob)
-                          and not fnmatch.fnmatchcase(str(record.get("tool")), tool_glob)):
+                          or (not fnmatch.fnmatchcase(f"{record.get('server')}.{record.get('tool')}", tool_glob)
+                          and not fnmatch.fnmatchcase(str(record.get("tool")), tool_glob))):
             return False
         if outcome and (record.get("outcome") or ("denied" if record.get("decision") == "deny" else None)) != outcome:
             return False

@@ -75,7 +75,7 @@ def logout(ctx: click.Context, server: str) -> None:
     emit({"server": spec.name, "removedCount": removed})
 
 
-def _remote_spec(ctx: click.Context, server: str) -> "ServerSpec":
+def _remote_spec(ctx: click.Context, server: str) -> ServerSpec:
     from llmc_cli.config.profiles import load_profile, server_specs
     from llmc_cli.errors import UsageError
     from llmc_cli.model import ServerSpec

@@ -3,7 +3,8 @@ JSON Lines result per input out, in input order."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import click
 
@@ -16,8 +17,8 @@ from llmc_cli.model import ARGUMENTS_TOO_DEEP, MAX_ARGUMENT_DEPTH, arguments_too
 
 def read_items(lines: Iterable[str], resolve: Callable[[str], tuple[str, str]]) -> list[Any]:
     """Every line becomes an item; a line that cannot be read becomes an error result for it."""
-    from llmc_cli.services import BatchItem
     from llmc_cli.model import ToolCall
+    from llmc_cli.services import BatchItem
 
     items = []
     for index, line in enumerate(line for line in lines if line.strip()):
@@ -67,11 +68,11 @@ def check_arguments(catalog: Any, items: list[Any]) -> None:
 def run(ctx: click.Context, source: str, parallel: int, fail_fast: bool, yes: bool, validate: bool,
         target: Target, *, use_cache: bool = True) -> None:
     from llmc_cli import services
-    from llmc_cli.cli.common import open_catalog, tool_resolver
+    from llmc_cli.cli.common import open_target, tool_resolver
 
     # The whole input first: a file that cannot be read, or is not UTF-8, starts no server.
     lines = read_input(source, "--batch").splitlines()
-    catalog, profile = open_catalog(ctx, target, warm=False)
+    catalog, profile = open_target(ctx, target, warm=False)
     worst: int = ExitCode.OK
     with catalog:
         items = read_items(lines, tool_resolver(ctx, catalog))  # one resolver: the cache is read once

@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from llmc_cli.cli.arguments import needs_schema, parse_json_option, parse_pairs, validate_arguments
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import emit, format_option, plain_text
-from llmc_cli.cli.targets import Target, target_options
+from llmc_cli.cli.targets import Target, shell_complete_tools, target_options
 from llmc_cli.errors import ToolFailed, UsageError
 
 
-def _complete_tools(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
-    from llmc_cli.cli.complete import complete_tools  # only when the shell asks
-
-    return complete_tools(ctx, param, incomplete)
-
-
 @click.command()
-@click.argument("tool", required=False, shell_complete=_complete_tools)
+@click.argument("tool", required=False, shell_complete=shell_complete_tools)
 @click.argument("pairs", nargs=-1, metavar="[KEY=VALUE | KEY:=JSON]...")
 @click.option("--json", "json_args", metavar="'{...}'|@FILE|-", help="All arguments as one JSON object.")
 @click.option("--text", is_flag=True, help="Print only the text content.")
@@ -49,7 +41,7 @@ def call(ctx: click.Context, tool: str | None, pairs: tuple[str, ...], json_args
     """
     from llmc_cli import services
     from llmc_cli.cli import prompt
-    from llmc_cli.cli.common import open_catalog, tool_resolver, warnings
+    from llmc_cli.cli.common import open_target, tool_resolver, warnings
     from llmc_cli.model import ToolCall
 
     if batch:
@@ -66,7 +58,7 @@ def call(ctx: click.Context, tool: str | None, pairs: tuple[str, ...], json_args
     # Bad input is found before any server starts.
     arguments = parse_json_option(json_args) if json_args else None
     named = tool.partition(".")[0] if "." in tool else None  # SERVER.TOOL (or a bare name with a dot)
-    catalog, profile = open_catalog(ctx, target, warm=False, first=named)
+    catalog, profile = open_target(ctx, target, warm=False, first=named)
     with catalog:
         server, name = tool_resolver(ctx, catalog)(tool)
         found = None

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -19,8 +20,8 @@ if TYPE_CHECKING:
     from llmc_cli.services.tools import ToolResolver
 
 
-def open_catalog(ctx: click.Context, target: Target, sample: Any = None,
-                 warm: bool = True, first: str | None = None) -> "tuple[Catalog, LoadedProfile]":
+def open_target(ctx: click.Context, target: Target, sample: Any = None,
+                 warm: bool = True, first: str | None = None) -> tuple[Catalog, LoadedProfile]:
     """target: what @target_options gave. Returns (catalog, loaded profile).
     `warm`: start every server now; a command that needs only some (a call) starts those when
     it knows them (tool_resolver, Pool.warm_up). `first`: the server the command names, if
@@ -79,7 +80,7 @@ def server_progress(label: str) -> Callable[[int, list[str]], None]:
     return show
 
 
-def start_telemetry(command: str, loaded: "LoadedProfile | None" = None) -> None:
+def start_telemetry(command: str, loaded: LoadedProfile | None = None) -> None:
     """OpenTelemetry for this command: from --otel or LLMC_OTEL (no profile yet), or the
     profile's [telemetry]. What it exports is masked as the audit log is (config.secrets.Masker)."""
     from llmc_cli import telemetry
@@ -91,11 +92,11 @@ def start_telemetry(command: str, loaded: "LoadedProfile | None" = None) -> None
         telemetry.enable_for_profile(command, Masker(environment_secrets(loaded.profile)), loaded.profile.telemetry)
 
 
-def _telemetry(ctx: click.Context, loaded: "LoadedProfile") -> None:
+def _telemetry(ctx: click.Context, loaded: LoadedProfile) -> None:
     start_telemetry(ctx.command_path, loaded)
 
 
-def tool_resolver(ctx: click.Context, catalog: "Catalog") -> "ToolResolver":
+def tool_resolver(ctx: click.Context, catalog: Catalog) -> ToolResolver:
     """SERVER.TOOL, or a bare tool name, to (server, tool) for this command (services.tools)."""
     from llmc_cli.services.tools import ToolResolver
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC
 from typing import Any
 
 import click
@@ -28,7 +29,7 @@ def list_(fmt: str) -> None:
         except Exception as exc:  # noqa: BLE001 - one unreadable file must not hide the others
             note(f"llmc: {getattr(exc, 'message', exc)}")
             continue
-        rows.append(_summary(path.stem, conv, path.stat().st_mtime))
+        rows.append(_conversation_summary(path.stem, conv, path.stat().st_mtime))
     emit_listing("conversations", rows, fmt, columns=["name", "turns", "provider", "model", "updated", "firstPrompt"])
 
 
@@ -51,7 +52,7 @@ def rm(names: tuple[str, ...]) -> None:
     from llmc_cli.errors import UsageError
 
     paths = [agent.conversation_path(name) for name in names]
-    missing = [name for name, path in zip(names, paths) if not path.is_file()]
+    missing = [name for name, path in zip(names, paths, strict=True) if not path.is_file()]
     if missing:
         raise UsageError(f"no saved conversation named {', '.join(repr(m) for m in missing)}")
     for path in dict.fromkeys(paths):
@@ -60,11 +61,11 @@ def rm(names: tuple[str, ...]) -> None:
     emit({"removed": [p.stem for p in dict.fromkeys(paths)]})
 
 
-def _summary(name: str, conv: Any, mtime: float) -> dict[str, Any]:
-    from datetime import datetime, timezone
+def _conversation_summary(name: str, conv: Any, mtime: float) -> dict[str, Any]:
+    from datetime import datetime
 
     def iso(t: float) -> str:
-        return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+        return datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
     prompts = [run.get("prompt") for run in conv.runs if run.get("prompt")]
     return {"name": name, "id": conv.id, "provider": conv.provider, "model": conv.model, "turns": len(conv.runs),

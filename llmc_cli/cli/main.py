@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> None:
     code: int | str | None = 0
     try:
         try:
-            _run(argv)
+            _run_command(argv)
         except SystemExit as exc:
             code = exc.code
             raise
@@ -212,7 +212,7 @@ def _reader_gone() -> None:
     os.close(devnull)
 
 
-def _run(argv: list[str] | None) -> None:
+def _run_command(argv: list[str] | None) -> None:
     try:
         _require_utf8(sys.argv[1:] if argv is None else argv)
         stdout = sys.stdout

@@ -12,8 +12,9 @@ import os
 import re
 import sys
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from typing import Any, TypeVar
 
 import click
 
@@ -96,7 +97,7 @@ def emit_listing(key: str, rows: list[dict[str, Any]], fmt: str, errors: list[di
     elif fmt == "jsonl":
         emit([*rows, *errors], "jsonl")
     else:
-        show_table(rows if table_rows is None else table_rows, columns, noun or _words(key), quiet_empty=bool(errors))
+        show_table(rows if table_rows is None else table_rows, columns, noun or _spaced_words(key), quiet_empty=bool(errors))
 
 
 def show_table(rows: list[dict[str, Any]], columns: list[str] | None, noun: str, *, quiet_empty: bool = False) -> None:
@@ -108,7 +109,7 @@ def show_table(rows: list[dict[str, Any]], columns: list[str] | None, noun: str,
         note(f"llmc: no {noun}")
 
 
-def _words(key: str) -> str:
+def _spaced_words(key: str) -> str:
     """resourceTemplates -> resource templates."""
     return re.sub(r"(?<=[a-z])([A-Z])", lambda m: " " + m.group(1).lower(), key)
 
@@ -173,7 +174,7 @@ def _fit(columns: list[str], body: list[list[str]], width: int, narrowest: int =
             break
         widths[i] -= 1
         excess -= 1
-    return [[cell if len(cell) <= w else cell[: w - 1] + "…" for cell, w in zip(row, widths)] for row in body]
+    return [[cell if len(cell) <= w else cell[: w - 1] + "…" for cell, w in zip(row, widths, strict=False)] for row in body]
 
 
 def _cell(column: str, value: Any, width: int = 60) -> str:

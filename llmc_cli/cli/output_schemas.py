@@ -193,7 +193,7 @@ PRINCIPAL = obj({"principal": STR, "profile": null(STR), "token": STR})
 
 def _mcp_row(*required: str) -> Schema:
     """A server's MCP object (resource, prompt, ...) with the server's name beside its own fields."""
-    return obj({"server": STR, **{k: STR for k in required}}, closed=False)
+    return obj({"server": STR, **dict.fromkeys(required, STR)}, closed=False)
 
 
 SCHEMAS: dict[str, Schema] = {

@@ -21,12 +21,12 @@ def policy() -> None:
 def _decide(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str | None,
             target: Target, caller: str = "human") -> tuple[Any, Any, Any, Any]:
     from llmc_cli import policy as rules
-    from llmc_cli.cli.common import open_catalog, tool_resolver
+    from llmc_cli.cli.common import open_target, tool_resolver
     from llmc_cli.model import ToolCall
 
     if json_args and pairs:
         raise UsageError("give arguments either as KEY=VALUE pairs or with --json, not both")
-    catalog, profile = open_catalog(ctx, target, warm=False)
+    catalog, profile = open_target(ctx, target, warm=False)
     with catalog:
         server, name = tool_resolver(ctx, catalog)(tool)
         found = catalog.require_tool(server, name)
@@ -89,13 +89,13 @@ def _check_read(ctx: click.Context, what: str, name: str, pairs: tuple[str, ...]
                 caller: str, target: Target) -> None:
     """`policy check --resource|--prompt`: the decision services.read would take (read_decision)."""
     from llmc_cli import services
-    from llmc_cli.cli.common import open_catalog
+    from llmc_cli.cli.common import open_target
     from llmc_cli.cli.resources import read_target
 
     if what == "resource" and (pairs or json_args):
         raise UsageError("a resource read takes no arguments")
     arguments = parse_json_option(json_args) if json_args else parse_pairs(pairs, None)
-    catalog, profile = open_catalog(ctx, target, warm=False)
+    catalog, profile = open_target(ctx, target, warm=False)
     with catalog:
         server, rest = read_target(catalog, what, name)
         decision = services.read_decision(catalog, profile, what, server, rest)  # type: ignore[arg-type]

@@ -28,9 +28,9 @@ def _gather(ctx: click.Context, target: Target, fmt: str, method: str, key: str,
     """A listing across servers, without what the profile's policy denies; a server without the
     capability is skipped, not failed."""
     from llmc_cli import services
-    from llmc_cli.cli.common import open_catalog
+    from llmc_cli.cli.common import open_target
 
-    catalog, profile = open_catalog(ctx, target, warm=False)  # a server the policy denies whole never starts
+    catalog, profile = open_target(ctx, target, warm=False)  # a server the policy denies whole never starts
     with catalog:
         per_server, skipped, failures = services.visible_offered(catalog, profile, method, capability)
     if app_of(ctx).verbose:
@@ -78,9 +78,9 @@ def resources_read(ctx: click.Context, uri: str, target: Target) -> None:
     alone when one server is targeted; under the profile's policy ([policy.resources]; exit 4
     when denied) and audited."""
     from llmc_cli import services
-    from llmc_cli.cli.common import open_catalog
+    from llmc_cli.cli.common import open_target
 
-    catalog, profile = open_catalog(ctx, target, warm=False)  # only the one server starts
+    catalog, profile = open_target(ctx, target, warm=False)  # only the one server starts
     with catalog:
         server, uri = read_target(catalog, "resource", uri)
         invocation = services.Invocation(profile=profile, state=services.open_state(profile), command="resources read",
@@ -117,9 +117,9 @@ def prompts_get(ctx: click.Context, name: str, pairs: tuple[str, ...], validate:
     The prompt and its arguments are checked against the server's prompts/list first: an unknown
     prompt or argument name, or a required argument left out, is exit 2 and nothing is asked."""
     from llmc_cli import services
-    from llmc_cli.cli.common import open_catalog
+    from llmc_cli.cli.common import open_target
 
-    catalog, profile = open_catalog(ctx, target, warm=False)  # only the one server starts
+    catalog, profile = open_target(ctx, target, warm=False)  # only the one server starts
     with catalog:
         server, rest = read_target(catalog, "prompt", name)
         arguments = {k: str(v) for k, v in parse_pairs(pairs, None).items()}  # prompt arguments are strings
@@ -163,9 +163,9 @@ def check_prompt_arguments(session: Any, server: str, name: str, arguments: dict
 @click.pass_context
 def ping(ctx: click.Context, fmt: str, target: Target) -> None:
     """Connect to every server and ping it: era, protocol version, server info, round trip."""
-    from llmc_cli.cli.common import open_catalog
+    from llmc_cli.cli.common import open_target
 
-    catalog, _ = open_catalog(ctx, target)
+    catalog, _ = open_target(ctx, target)
 
     def check(server: str) -> dict[str, Any]:
         session = catalog.session(server)
@@ -191,7 +191,7 @@ def ping(ctx: click.Context, fmt: str, target: Target) -> None:
                 ["server", "serverInfo", "protocolVersion", "era", "connectMs", "pingMs"], people)
 
 
-def read_target(catalog: "Catalog", kind: str, text: str) -> tuple[str, str]:
+def read_target(catalog: Catalog, kind: str, text: str) -> tuple[str, str]:
     """(server, URI or prompt name) as a command names them: a resource as SERVER.URI, as the
     gateway names resources (`sdk.test://greeting`), or SERVER:URI, an alias (`sdk:test://greeting`);
     a prompt as SERVER.NAME; or the URI or name alone when one server is targeted. A URI's own

@@ -15,8 +15,7 @@ import click
 from llmc_cli.cli.complete import complete_servers
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import FORMATS, emit, emit_listing, format_option, note
-from llmc_cli.errors import ConfigError, UsageError
-
+from llmc_cli.errors import UsageError
 
 
 def sandbox_options(f: Any) -> Any:
@@ -124,7 +123,7 @@ def list_(ctx: click.Context, fmt: str) -> None:
     errors = [{"server": name, **exc.to_json()} for name, exc in unusable.items()]
     for error in errors:
         note(f"llmc: {error['message']}")
-    people = [{**r, "target": _target(r), "error": "cannot be configured" if r["name"] in unusable else None}
+    people = [{**r, "target": _launch_line(r), "error": "cannot be configured" if r["name"] in unusable else None}
               for r in rows]
     emit_listing("servers", rows, fmt, errors, envelope={"profile": loaded.name,
                                                          "path": str(loaded.path) if loaded.path else None},
@@ -139,8 +138,7 @@ def list_(ctx: click.Context, fmt: str) -> None:
 def show(ctx: click.Context, name: str, fmt: str) -> None:
     """One server of the profile as saved (${VAR}s unexpanded, literal secrets masked); for a
     stdio server, "runs" says how it runs here: in bwrap (network, paths) or not sandboxed."""
-    from llmc_cli.config.profiles import no_server
-    from llmc_cli.config.profiles import load_profile
+    from llmc_cli.config.profiles import load_profile, no_server
 
     loaded = load_profile(_profile_option(ctx))
     server = loaded.profile.servers.get(name)
@@ -331,8 +329,8 @@ def _server_table(name: str, command: tuple[str, ...], url: str | None, headers:
     from pydantic import ValidationError
 
     from llmc_cli.cli.targets import _pair
-    from llmc_cli.config.validation import adapter
     from llmc_cli.config.schema import Profile
+    from llmc_cli.config.validation import adapter
 
     if bool(command) == bool(url):
         raise UsageError("give either `-- COMMAND ARGS...` (stdio) or --url URL (remote)")
@@ -388,7 +386,7 @@ def _shown(table: dict[str, Any]) -> dict[str, Any]:
     return shown_server(table)
 
 
-def _target(row: dict[str, Any]) -> str:
+def _launch_line(row: dict[str, Any]) -> str:
     import shlex
 
     if row.get("command"):

@@ -3,15 +3,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import click
 
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.durations import parse_duration
 from llmc_cli.cli.output import FORMATS, emit, emit_listing, format_option, note
-from llmc_cli.cli.targets import Target, server_options
+from llmc_cli.cli.targets import Target, complete_sessions, server_options
 from llmc_cli.errors import ConnectionFailed, LlmcError, UsageError
+
 
 def parse_idle(text: str) -> float:
     """--idle: a duration; 0 means never."""
@@ -19,12 +21,6 @@ def parse_idle(text: str) -> float:
     if seconds is None:
         raise UsageError(f"--idle expects a duration like 90s, 30m, 2h or 0 (never), got {text!r}")
     return seconds
-
-
-def _complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
-    from llmc_cli.cli.targets import _complete_sessions as complete
-
-    return complete(ctx, param, incomplete)
 
 
 @click.group()
@@ -52,7 +48,7 @@ def start(ctx: click.Context, name: str, idle: str, target: Target) -> None:
     profile_name = app_of(ctx).profile
     adhoc = target.adhoc_spec()
     profile = None if adhoc else app_of(ctx).load_profile()
-    specs, unusable = services.server_specs(profile, tuple(target.servers), adhoc, target.timeout,
+    specs, unusable = services.launch_specs(profile, tuple(target.servers), adhoc, target.timeout,
                                             target.connect_timeout)
     if unusable and not specs:
         raise next(iter(unusable.values()))
@@ -92,7 +88,7 @@ def list_(fmt: str) -> None:
 
 
 @session.command()
-@click.argument("names", nargs=-1, shell_complete=_complete_sessions)
+@click.argument("names", nargs=-1, shell_complete=complete_sessions)
 @click.option("--all", "every", is_flag=True, help="Stop every running session.")
 def stop(names: tuple[str, ...], every: bool) -> None:
     """Stop sessions (their servers stop with them). Exit 5 when one was not running."""
@@ -128,8 +124,8 @@ def forget(ctx: click.Context, servers: tuple[str, ...], urls: tuple[str, ...]) 
     Without options: all of them. Each server is asked to end its session (HTTP DELETE)."""
     from llmc_cli.config.profiles import load_profile, server_specs
     from llmc_cli.mcp import http_sessions
-    from llmc_cli.store import client_stores
     from llmc_cli.model import ServerSpec
+    from llmc_cli.store import client_stores
 
     profile_name = app_of(ctx).profile
     if servers:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import click
 
@@ -90,7 +91,7 @@ def _options(func: Callable[..., Any], session: bool) -> Callable[..., Any]:
     ]
     if session:
         options.append(click.option(
-            "--session", metavar="NAME", envvar="LLMC_SESSION", shell_complete=_complete_sessions,
+            "--session", metavar="NAME", envvar="LLMC_SESSION", shell_complete=complete_sessions,
             help="Use the servers that session keeper NAME holds (see `llmc session start`) [env: LLMC_SESSION]."))
 
     @functools.wraps(func)
@@ -104,14 +105,21 @@ def _options(func: Callable[..., Any], session: bool) -> Callable[..., Any]:
     return command
 
 
-def _complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+def shell_complete_tools(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """SERVER.TOOL completion for `call` and `tools show`; cli/complete.py loads only when the shell asks."""
+    from llmc_cli.cli.complete import complete_tools
+
+    return complete_tools(ctx, param, incomplete)
+
+
+def complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
     from click.shell_completion import CompletionItem
 
     from llmc_cli.keeper import lifecycle
 
     try:
         return [CompletionItem(n) for n in lifecycle.names() if n.startswith(incomplete)]
-    except Exception:  # completion must never break the shell
+    except Exception:  # noqa: BLE001 - completion must never break the shell
         return []
 
 

@@ -78,9 +78,9 @@ def readable(info: dict[str, Any]) -> str:
     lines = [info["server"] + "." + info["tool"] + (f"  ({info['title']})" if info.get("title") else "")]
     if info.get("description"):
         lines += ["", *(f"  {line}" for line in info["description"].splitlines())]
-    lines += ["", "Arguments:", *_fields(info["arguments"])]
+    lines += ["", "Arguments:", *_field_lines(info["arguments"])]
     if info.get("outputSchema") is not None:
-        lines += ["", "Output (structuredContent):", *_fields(arguments(info["outputSchema"]))]
+        lines += ["", "Output (structuredContent):", *_field_lines(arguments(info["outputSchema"]))]
     if info["annotations"]:
         lines += ["", "Annotations:", *(f"  {k}: {json.dumps(v, ensure_ascii=False)}"
                                         for k, v in info["annotations"].items())]
@@ -95,7 +95,7 @@ def readable(info: dict[str, Any]) -> str:
 _CALLERS = {"human": "you (llmc call)", "model": "a model (ask)"}
 
 
-def _fields(rows: list[dict[str, Any]]) -> list[str]:
+def _field_lines(rows: list[dict[str, Any]]) -> list[str]:
     lines = [] if rows else ["  (none)"]
     for row in rows:
         facts = [row["type"], "required" if row["required"] else "optional"]

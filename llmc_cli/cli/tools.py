@@ -8,7 +8,7 @@ import click
 
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import FORMATS, emit, emit_listing, format_option, note, plain_text, raise_failures, warn
-from llmc_cli.cli.targets import Target, target_options
+from llmc_cli.cli.targets import Target, shell_complete_tools, target_options
 from llmc_cli.errors import ToolFailed, UsageError
 from llmc_cli.model import LINT_FORMATS, TOOL_FORMATS, Tool
 
@@ -16,12 +16,6 @@ if TYPE_CHECKING:
     from llmc_cli.config.profiles import LoadedProfile
     from llmc_cli.policy import Decision
     from llmc_cli.translate import Translation
-
-def _complete_tools(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
-    from llmc_cli.cli.complete import complete_tools  # only when the shell asks
-
-    return complete_tools(ctx, param, incomplete)
-
 
 STRICT = click.option("--strict", is_flag=True,
                       help="OpenAI strict-mode schemas; any loss or rewrite fails the command (exit 1).")
@@ -55,11 +49,11 @@ def list_(ctx: click.Context, fmt: str, strict: bool, show_all: bool, globs: tup
     error's own code).
     """
     from llmc_cli import services
-    from llmc_cli.cli.common import open_catalog
+    from llmc_cli.cli.common import open_target
 
     if defer_loading and fmt != "anthropic":
         raise UsageError("--defer-loading is Anthropic's tool search: use it with --format anthropic")
-    catalog, profile = open_catalog(ctx, target)
+    catalog, profile = open_target(ctx, target)
     if app_of(ctx).verbose:
         from llmc_cli.services.sandbox import describe
 
@@ -104,12 +98,12 @@ def search(ctx: click.Context, query: str, limit: int, fmt: str, target: Target)
     descriptions and arguments; no model, no network) among the tools the profile's policy lets
     a model see, less those drifted from its lock file. A tool sharing no word with QUERY is
     not listed."""
-    from llmc_cli.cli.common import open_catalog
+    from llmc_cli.cli.common import open_target
     from llmc_cli.services import ToolIndex, searchable_tools
 
     if not query.strip():
         raise UsageError("the query is empty: say in words what the tool should do")
-    catalog, profile = open_catalog(ctx, target)
+    catalog, profile = open_target(ctx, target)
     with catalog:
         found, failures = searchable_tools(catalog, profile, list(target.servers) or None)
     matches = ToolIndex(found).search(query, limit)
@@ -121,7 +115,7 @@ def search(ctx: click.Context, query: str, limit: int, fmt: str, target: Target)
 
 
 @tools.command("show")
-@click.argument("tool", shell_complete=_complete_tools)
+@click.argument("tool", shell_complete=shell_complete_tools)
 @format_option("json", "table", help="json: one document; table: a page for people.")
 @target_options
 @click.pass_context
@@ -131,12 +125,12 @@ def show(ctx: click.Context, tool: str, fmt: str, target: Target) -> None:
     call`) and by a model (`ask`), and an example `llmc call` line. TOOL is SERVER.TOOL, or a
     bare name when one server has it. Starts only the server that has the tool."""
     from llmc_cli import policy
-    from llmc_cli.cli.common import open_catalog, tool_resolver
+    from llmc_cli.cli.common import open_target, tool_resolver
     from llmc_cli.cli.output import clean
     from llmc_cli.cli.tool_info import arguments, example_call, readable
     from llmc_cli.model import ToolCall
 
-    catalog, profile = open_catalog(ctx, target, warm=False)
+    catalog, profile = open_target(ctx, target, warm=False)
     with catalog:
         server, name = tool_resolver(ctx, catalog)(tool)
         found = catalog.require_tool(server, name)
@@ -217,9 +211,9 @@ def _profile_lock(profile: LoadedProfile) -> str:
 
 def _allowed_tools(ctx: click.Context, target: Target) -> tuple[list[Any], list[Any], Any, Any, Any]:
     from llmc_cli import services
-    from llmc_cli.cli.common import open_catalog
+    from llmc_cli.cli.common import open_target
 
-    catalog, profile = open_catalog(ctx, target)
+    catalog, profile = open_target(ctx, target)
     with catalog:
         found, _denied, failures = services.visible_tools(catalog, profile, list(target.servers) or None)
         infos = {name: catalog.session(name).server_info for name in catalog.specs
@@ -267,7 +261,8 @@ def lint(ctx: click.Context, providers: tuple[str, ...], strict: bool, fmt: str,
     finding."""
     from llmc_cli import policy
     from llmc_cli.services import caching
-    from llmc_cli.translate import Finding, lint as lint_tools
+    from llmc_cli.translate import Finding
+    from llmc_cli.translate import lint as lint_tools
 
     found, failures, catalog, _, profile = _allowed_tools(ctx, target)
     findings = lint_tools(found, providers or LINT_FORMATS, strict=strict)

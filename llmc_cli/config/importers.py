@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llmc_cli import jsonish
 from llmc_cli.config.profiles import has_placeholder
 from llmc_cli.config.secrets import is_secret_name
 from llmc_cli.errors import ConfigError
@@ -183,28 +184,6 @@ def _placeholder(out: Imported, server: str, variable: str, reason: str) -> None
 def strip_jsonc(text: str) -> str:
     """JSON with comments (VS Code's mcp.json and settings.json): drop // and /* */ comments and
     trailing commas outside strings."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        char = text[i]
-        if char == '"':
-            end = i + 1
-            while end < n and text[end] != '"':
-                end += 2 if text[end] == "\\" else 1
-            out.append(text[i:end + 1])
-            i = end + 1
-        elif text.startswith("//", i):
-            i = text.find("\n", i)
-            i = n if i < 0 else i
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            i = n if end < 0 else end + 2
-        elif char == ",":
-            rest = re.match(r"\s*(?://[^\n]*\n\s*|/\*.*?\*/\s*)*([}\]])", text[i + 1:], re.DOTALL)
-            if not rest:
-                out.append(char)
-            i += 1
-        else:
-            out.append(char)
-            i += 1
-    return "".join(out)
+    toks = jsonish.tokens(text, comments=True)
+    return "".join(token.text for i, token in enumerate(toks)
+                   if token.kind != "comment" and not jsonish.is_trailing_comma(toks, i))

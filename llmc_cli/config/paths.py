@@ -14,7 +14,7 @@ PRIVATE_DIR = 0o700
 PROTECTED_PATHS_VAR = "LLMC_PROTECTED_PATHS"
 
 
-def is_llmc_command(argv: "tuple[str, ...] | list[str]") -> bool:
+def is_llmc_command(argv: tuple[str, ...] | list[str]) -> bool:
     """Whether a stdio server's command line runs this llmc itself (`llmc serve ...`, `python -m
     llmc_cli ...`), judged by what the executable IS, never by its name: the `llmc` beside this
     interpreter or on PATH, or this interpreter running the package (interpreter options such as

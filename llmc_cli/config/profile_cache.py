@@ -1,7 +1,7 @@
 """The profile cache: a profile text that validated once is kept (state dir, profile-cache/) as
 the validated data in JSON, and a later load rebuilds the dataclasses without pydantic
-(schema.from_json): importing pydantic and building its validator costs ~200 ms, more than the
-rest of a command's start-up.
+(schema.from_json): importing pydantic and building its validator costs more than the rest of a
+command's start-up.
 
 Entries are JSON: {"key": KEY, "profile": TypeAdapter(Profile).dump_python(mode="json")}, in
 files named KEY.json. The key covers the schema's source, so a changed schema (or builder)
@@ -49,7 +49,7 @@ def read(key: str) -> Any:
         if entry["key"] != key:
             return None
         return from_json(entry["profile"])
-    except Exception:  # missing, unreadable, corrupt or from another schema: validate instead
+    except Exception:  # noqa: BLE001 - missing, unreadable, corrupt or from another schema: validate instead
         return None
 
 
@@ -63,7 +63,7 @@ def write(key: str, profile: Profile) -> None:
     try:
         if from_json(json.loads(json.dumps(data))) != profile:
             return
-    except Exception:
+    except Exception:  # noqa: BLE001 - a profile the cache cannot hold is simply not cached
         return
     try:
         where = paths.ensure_private_dir(directory())

@@ -6,13 +6,15 @@ tomli-w cannot keep comments, so a profile llmc has edited loses its comments.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from llmc_cli.config import files
 from llmc_cli.config.profiles import DEFAULT_PROFILE, LoadedProfile, no_server, profile_path
 from llmc_cli.config.validation import dump, parse_toml, validate
 from llmc_cli.errors import ConfigError
+
 
 def server_table(server: Any) -> dict[str, Any]:
     """A ServerConfig as the TOML table llmc writes: only the keys that differ from defaults."""

@@ -16,7 +16,7 @@ Values may contain ${VAR} or ${VAR:-default}; they expand from the environment w
 used (config/profiles.py), never when a profile is saved.
 
 Plain stdlib dataclasses, not pydantic models, so that this module imports without pydantic
-(~200 ms of start-up): config/validation.py validates with pydantic.TypeAdapter(Profile) only when
+(the largest import of a command's start-up): config/validation.py validates with pydantic.TypeAdapter(Profile) only when
 a profile's text is new, and otherwise rebuilds it with from_json() from its profile cache.
 pydantic reads each class's __pydantic_config__, and the Field arguments (gt=0) from
 dataclasses.field metadata; checks across fields are in __post_init__. Building a class directly

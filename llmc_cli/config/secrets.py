@@ -10,7 +10,8 @@ from __future__ import annotations
 import functools
 import os
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from llmc_cli.config.profiles import has_placeholder
 
@@ -80,7 +81,7 @@ class Masker:
     wherever it appears in a string (keys included, at any depth). Walks without recursion:
     the values are untrusted JSON of any depth. Immutable; `with_secrets` makes a wider one."""
 
-    __slots__ = ("secrets", "_pattern", "_whole")
+    __slots__ = ("_pattern", "_whole", "secrets")
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         self.secrets: frozenset[str] = frozenset(s for s in secrets if isinstance(s, str) and s)
@@ -92,11 +93,11 @@ class Masker:
         alternatives += [rf"(?<![^\W_]){re.escape(f)}(?![^\W_])" for f in words]
         self._pattern = re.compile("|".join(alternatives)) if alternatives else None
 
-    def with_secrets(self, more: Iterable[str]) -> "Masker":
+    def with_secrets(self, more: Iterable[str]) -> Masker:
         added = {s for s in more if isinstance(s, str) and s} - self.secrets
         return Masker(self.secrets | added) if added else self
 
-    def with_arguments(self, arguments: Any) -> "Masker":
+    def with_arguments(self, arguments: Any) -> Masker:
         """This masking, and the values of the secret-looking arguments of a call wherever they
         are quoted back (a server's error message, a result, a log line)."""
         return self.with_secrets(argument_secrets(arguments))
@@ -201,7 +202,7 @@ def mask_url(url: str) -> str:
         netloc = f"{userinfo.partition(':')[0]}:{MASK}@{host}"
     pairs = []
     for pair in parts.query.split("&") if parts.query else []:
-        name, equals, value = pair.partition("=")
+        name, _equals, value = pair.partition("=")
         secret = value and is_secret_name(unquote_plus(name)) and not has_placeholder(value)
         pairs.append(f"{name}={MASK}" if secret else pair)
     return urlunsplit((parts.scheme, netloc, parts.path, "&".join(pairs), parts.fragment))

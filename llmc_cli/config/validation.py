@@ -1,7 +1,7 @@
 """Profile data -> the schema's dataclasses, and every error on the way as one line that names
 the file, the line when it can be known, and the key: FILE:LINE: KEY: problem.
 
-pydantic is imported only here and only when validating or dumping (it costs ~200 ms).
+pydantic is imported only here and only when validating or dumping (it is slow to import).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ REMOVED_KEYS = {
 
 def parse_toml(text: str, where: str) -> dict[str, Any]:
     """Parsed TOML, or a ConfigError naming the line of the syntax error."""
-    import tomllib  # ~2 ms: a profile that validated before comes from the profile cache
+    import tomllib  # here: a profile that validated before comes from the profile cache
 
     try:
         return tomllib.loads(text)

@@ -12,19 +12,20 @@ refused with a tool error that says how to pre-approve it.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from llmc_cli import __version__
-from llmc_cli.errors import InputRequired, Cancelled, DriftError, LlmcError, PolicyDenied, RpcError
+from llmc_cli.errors import Cancelled, DriftError, InputRequired, LlmcError, PolicyDenied, RpcError
 from llmc_cli.gateway.listening import Subscriptions
 from llmc_cli.gateway.relay import HostCall
 from llmc_cli.gateway.toolbox import Toolbox, own_result
 from llmc_cli.mcp import jsonrpc
-from llmc_cli.model import ToolCall
+from llmc_cli.mcp.server import McpServer, RequestError, Send
 from llmc_cli.mcp.versions import META_PREFIX as META
 from llmc_cli.mcp.workers import shared
-from llmc_cli.mcp.server import McpServer, RequestError, Send
+from llmc_cli.model import ToolCall
 from llmc_cli.services.calls import Read
 
 if TYPE_CHECKING:

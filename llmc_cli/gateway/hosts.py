@@ -12,8 +12,9 @@ import secrets
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from llmc_cli.catalog import Catalog
@@ -49,7 +50,7 @@ def parse_address(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def is_loopback(host: str) -> bool:
+def is_loopback_host(host: str) -> bool:
     if host in LOOPBACK_NAMES:
         return True
     try:
@@ -72,7 +73,7 @@ def check_auth(served: LoadedProfile, host: str) -> None:
     (ConfigError), before anything starts; each message says what to do."""
     serve = served.profile.serve
     create = add_principal_hint(served)
-    if not serve.auth_required() and not is_loopback(host):
+    if not serve.auth_required() and not is_loopback_host(host):
         said = 'says [serve] auth = "none"' if serve.auth == "none" else "has no principals"
         raise UsageError(f"--http {host}: a non-loopback address needs inbound authentication, and the profile "
                          f"{said}; add a principal with {create}")
@@ -92,7 +93,7 @@ class ResumableStream:
     Last-Event-ID, and the call goes on meanwhile (initialize era: a broken stream is no cancel)."""
 
     msg_id: Any
-    replies: "queue.SimpleQueue[dict[str, Any]]"
+    replies: queue.SimpleQueue[dict[str, Any]]
     events: list[dict[str, Any]] = field(default_factory=list)
     owner: int = 0  # the thread writing it now
     done: bool = False  # its final reply is among the events
@@ -104,7 +105,7 @@ class HostSession:
     connection: GatewayConnection  # its upstreams: its principal's, and its own to per_session servers
     principal: str | None
     last_used: float = field(default_factory=time.monotonic)
-    stream: "queue.Queue[dict[str, Any] | None] | None" = None  # the GET stream's messages
+    stream: queue.Queue[dict[str, Any] | None] | None = None  # the GET stream's messages
     last_shared: float = field(default_factory=time.monotonic)  # when the shared store last saw it used
     shared: bool = False  # in the shared store (saved after its initialize, or resumed from it)
     streams: dict[str, ResumableStream] = field(default_factory=dict)  # stream id -> stream, oldest first
@@ -211,20 +212,20 @@ class HttpGateway:
     def auth_required(self) -> bool:
         """Whether a request needs a token (a gateway whose principals were all revoked lets
         nobody in rather than everybody); off loopback always."""
-        return self.require_auth or not is_loopback(self.host)
+        return self.require_auth or not is_loopback_host(self.host)
 
     def host_allowed(self, header: str | None) -> bool:
         if not header:
             return False
         name = urlsplit("//" + header).hostname or ""
-        return name.lower() in LOOPBACK_NAMES or is_loopback(name) or header.lower() in self.allowed_hosts \
+        return name.lower() in LOOPBACK_NAMES or is_loopback_host(name) or header.lower() in self.allowed_hosts \
             or name.lower() in self.allowed_hosts
 
     def origin_allowed(self, origin: str | None) -> bool:
         if origin is None:
             return True  # not a browser: DNS rebinding needs one
         parts = urlsplit(origin)
-        return is_loopback(parts.hostname or "") or origin.rstrip("/").lower() in self.allowed_origins
+        return is_loopback_host(parts.hostname or "") or origin.rstrip("/").lower() in self.allowed_origins
 
     def toolbox_for(self, principal: Principal | None) -> Toolbox:
         name = principal.profile if principal and principal.profile else self.served.name

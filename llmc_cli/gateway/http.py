@@ -43,8 +43,7 @@ from llmc_cli import interrupts
 from llmc_cli.errors import LlmcError, ProtocolError
 from llmc_cli.gateway.admission import MAX_PENDING, PENDING_SECONDS, Admission, Refused
 from llmc_cli.gateway.connection import HTTP_PEER
-from llmc_cli.gateway.hosts import (IDLE_SECONDS, MAX_CONNECTIONS, REQUEST_SECONDS, HostSession, HttpGateway,
-                                   parse_address)
+from llmc_cli.gateway.hosts import IDLE_SECONDS, MAX_CONNECTIONS, REQUEST_SECONDS, HostSession, HttpGateway, parse_address
 from llmc_cli.gateway.principals import Principal, authenticate
 from llmc_cli.gateway.replies import OPEN_ENDED, REPLY_SECONDS, Arrivals, ReplyWriter, params_of
 from llmc_cli.gateway.toolbox import Toolbox

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from llmc_cli.errors import LlmcError, RpcError
 from llmc_cli.mcp import jsonrpc
-from llmc_cli.mcp.versions import META_PREFIX as META
 from llmc_cli.mcp.server import RequestError, Send
+from llmc_cli.mcp.versions import META_PREFIX as META
 
 if TYPE_CHECKING:
     from llmc_cli.gateway.connection import GatewayConnection

@@ -49,7 +49,7 @@ def _fetch_json(url: str) -> dict[str, Any]:
     if parts.scheme != "https" and not (parts.scheme == "http" and _is_loopback_url(url)):
         raise ConfigError(f"[serve.oauth]: {url} must be https (http only on loopback)")
     request = urllib.request.Request(url, headers={"Accept": "application/json"})
-    with urllib.request.urlopen(request, timeout=FETCH_SECONDS) as response:  # noqa: S310 (scheme checked)
+    with urllib.request.urlopen(request, timeout=FETCH_SECONDS) as response:
         body = response.read(MAX_DOCUMENT_BYTES + 1)
     if len(body) > MAX_DOCUMENT_BYTES:
         raise ValueError(f"{url}: document larger than {MAX_DOCUMENT_BYTES} bytes")

@@ -15,8 +15,10 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, ContextManager
+from typing import TYPE_CHECKING, Any
 
 from llmc_cli.errors import InputRequired, LlmcError, RpcError
 from llmc_cli.mcp import jsonrpc
@@ -58,7 +60,7 @@ class HostRelay:
         self.note = note  # what is said at -v (None: not verbose)
         self._router: Router[HostCall] = Router("llmc-gateway", lambda call: id(call.connection))
 
-    def hosting(self, call: HostCall) -> ContextManager[str]:
+    def hosting(self, call: HostCall) -> AbstractContextManager[str]:
         """Register a host's call for the upstream messages about it; yields our progress token."""
         return self._router.routing(call)
 

@@ -47,11 +47,11 @@ class Arrivals:
         self._lock = threading.Lock()
         self._stopped = threading.Event()
 
-    def expect(self, handler: "ReplyWriter", seconds: float) -> None:
+    def expect(self, handler: ReplyWriter, seconds: float) -> None:
         with self._lock:
             self._due[handler] = time.monotonic() + seconds
 
-    def arrived(self, handler: "ReplyWriter") -> None:
+    def arrived(self, handler: ReplyWriter) -> None:
         with self._lock:
             self._due.pop(handler, None)
 

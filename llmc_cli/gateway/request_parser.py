@@ -63,7 +63,7 @@ class RequestHeaders:
 class Request:
     """One request as parsed so far: its head once `head_done`, its body whole once `done`."""
 
-    __slots__ = ("method", "target", "version", "fields", "body", "head_done", "done", "upgrade")
+    __slots__ = ("body", "done", "fields", "head_done", "method", "target", "upgrade", "version")
 
     def __init__(self) -> None:
         self.method = ""

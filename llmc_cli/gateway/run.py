@@ -15,7 +15,7 @@ def log(message: str) -> None:
     print(f"llmc serve: {message}", file=sys.stderr, flush=True)
 
 
-def _toolbox(profile: LoadedProfile, verbose: int) -> "Toolbox":
+def _toolbox(profile: LoadedProfile, verbose: int) -> Toolbox:
     from llmc_cli.gateway.toolbox import Toolbox
 
     on_stderr = (lambda server, line: log(f"[{server} stderr] {line}")) if verbose else None

@@ -18,8 +18,10 @@ import sys
 import threading
 import time
 import weakref
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, ContextManager
+from typing import TYPE_CHECKING, Any
 
 from llmc_cli.catalog import routing
 from llmc_cli.config.profiles import LoadedProfile
@@ -33,9 +35,9 @@ from llmc_cli.model import Tool
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
-    from llmc_cli.policy import ReadKind
     from llmc_cli.config.schema import ServeConfig
     from llmc_cli.gateway.connection import GatewayConnection  # it imports this module
+    from llmc_cli.policy import ReadKind
 
 PROTOCOL_META = "io.modelcontextprotocol/"
 RETRY_SECONDS = 5.0
@@ -104,7 +106,7 @@ class Toolbox:
         self._subscribers: dict[tuple[Catalog, str, str], set[GatewayConnection]] = {}
 
     def host_upstreams(self, parent: Catalog | None = None, own: frozenset[str] | None = None,
-                       admit: Callable[[str], ContextManager[None]] | None = None) -> Catalog:
+                       admit: Callable[[str], AbstractContextManager[None]] | None = None) -> Catalog:
         """Upstream connections for one principal (from the shared ones) or one host session
         (from its principal's, `parent`): its own to the servers that keep state (`own`: only
         these; a process, an initialize-era session: what is started there, the others never

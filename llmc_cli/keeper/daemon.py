@@ -25,15 +25,15 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from llmc_cli import interrupts
 from llmc_cli.errors import ConnectionFailed, ExitCode, LlmcError, RpcError, UsageError
-from llmc_cli.mcp import jsonrpc
-from llmc_cli.mcp.inflight import InFlight
 from llmc_cli.keeper.transport import AttachReply, HeldServer, KeeperStatus, read_line
 from llmc_cli.keeper.upstream import Client, Upstream, log
+from llmc_cli.mcp import jsonrpc
+from llmc_cli.mcp.inflight import InFlight
 from llmc_cli.model import ServerSpec
 
 ACCEPT_POLL = 0.5  # how often the accept loop looks at the idle clock and the stop flag
@@ -53,7 +53,7 @@ class Keeper:
         self.connections = 0
         self.counter = itertools.count(1)
         self.asks = InFlight()  # our requests to callers (a server's elicitation, put to its caller)
-        self.started = datetime.now(timezone.utc)
+        self.started = datetime.now(UTC)
         self.last_activity = time.monotonic()
         self.stopping = threading.Event()
         self.stop_reason = ""
@@ -86,7 +86,7 @@ class Keeper:
         while not self.stopping.is_set():
             try:
                 conn: socket.socket | None = listener.accept()[0]
-            except socket.timeout:
+            except TimeoutError:
                 conn = None
             # Checked after every accept, not only when accept() times out, and before the new
             # connection counts: a stream of `session list` queries must not keep an idle session
@@ -114,7 +114,7 @@ class Keeper:
             return True
         except LlmcError:
             return False
-        except Exception as exc:  # a bug: in the log with its traceback, and the start fails cleanly
+        except Exception as exc:  # noqa: BLE001 - a bug: in the log with its traceback, and the start fails cleanly
             import traceback
 
             log(f"{upstream.spec.name}: internal error while starting:\n{traceback.format_exc()}")

@@ -45,7 +45,7 @@ def log_path(name: str) -> Path:
     return socket_path(name).with_suffix(".log")
 
 
-def status(name: str, timeout: float = 5.0) -> "KeeperStatus":
+def status(name: str, timeout: float = 5.0) -> KeeperStatus:
     """What the keeper reports about itself. A stale socket is removed and reported as not running."""
     from llmc_cli.keeper.transport import exchange
 
@@ -83,7 +83,7 @@ def names() -> list[str]:
     return sorted(p.stem for p in paths.sessions_dir().glob("*.sock"))
 
 
-def server_specs(name: str, only: tuple[str, ...] = ()) -> tuple[str, list[ServerSpec]]:
+def held_specs(name: str, only: tuple[str, ...] = ()) -> tuple[str, list[ServerSpec]]:
     """(socket path, the servers the keeper holds) for a command run with `--session NAME`."""
     held = status(name)
     return str(socket_path(name)), specs_of(name, list(held.get("servers", [])), only)
@@ -107,7 +107,7 @@ def specs_of(name: str, servers: list[Any], only: tuple[str, ...] = ()) -> list[
 
 # -- start and stop -------------------------------------------------------------------------------
 
-def start(name: str, specs: list[ServerSpec], *, idle: float, profile: str | None) -> "KeeperStatus":
+def start(name: str, specs: list[ServerSpec], *, idle: float, profile: str | None) -> KeeperStatus:
     """Launch a keeper in the background and wait until its servers are up (or failed).
 
     The server definitions reach it on a pipe: they may carry expanded secrets (headers), which

@@ -16,8 +16,9 @@ from __future__ import annotations
 import json
 import socket
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from llmc_cli.errors import ConnectionFailed, LlmcError, ProtocolError, TimeoutExpired, from_json
 from llmc_cli.mcp.hooks import ClientHooks
@@ -69,7 +70,7 @@ class AttachReply:
     servers: list[dict[str, Any]] | None = None  # every server the keeper holds (None: a keeper too old to say)
 
     @classmethod
-    def of(cls, session: Session, notice: str | None) -> "AttachReply":
+    def of(cls, session: Session, notice: str | None) -> AttachReply:
         return cls(session.era or "", session.protocol_version or "", session.server_info, session.capabilities,
                    session.instructions, notice)
 
@@ -79,7 +80,7 @@ class AttachReply:
                 "instructions": self.instructions, "notice": self.notice}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any], session_name: str) -> "AttachReply":
+    def from_json(cls, data: dict[str, Any], session_name: str) -> AttachReply:
         era, version = data.get("era"), data.get("protocolVersion")
         if not (isinstance(era, str) and era and isinstance(version, str) and version):
             raise ProtocolError(f"session {session_name}: its keeper did not say how {data.get('server', 'the server')}"
@@ -100,7 +101,7 @@ def connect_unix(path: str, timeout: float, session_name: str) -> socket.socket:
         sock.close()
         raise ConnectionFailed(f"session {session_name} is not running (start it with `llmc session start "
                                f"{session_name}`)") from None
-    except socket.timeout:
+    except TimeoutError:
         sock.close()
         raise TimeoutExpired(f"session {session_name}: its keeper did not accept within {timeout:g}s") from None
     except OSError as exc:
@@ -136,7 +137,7 @@ def exchange(path: str, request: dict[str, Any], session_name: str, timeout: flo
         send_line(sock, request)
         with sock.makefile("rb") as stream:
             reply = read_line(stream)
-    except socket.timeout:
+    except TimeoutError:
         raise TimeoutExpired(f"session {session_name}: its keeper did not answer within {timeout:g}s") from None
     except (OSError, ValueError) as exc:
         raise ConnectionFailed(f"session {session_name}: broken reply from its keeper: {exc}") from None
@@ -168,7 +169,7 @@ class KeeperTransport:
             send_line(sock, {"llmc": "attach", "server": self.server})
             # The keeper may restart a dead server before it answers: allow a server's start-up.
             reply = read_line(stream)
-        except socket.timeout:
+        except TimeoutError:
             sock.close()
             raise TimeoutExpired(f"session {self.session_name}: no answer from its keeper within "
                                  f"{self.timeout:g}s") from None

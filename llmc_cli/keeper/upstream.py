@@ -9,8 +9,9 @@ from __future__ import annotations
 import socket
 import sys
 import threading
-from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 from llmc_cli.errors import ConnectionFailed, LlmcError
 from llmc_cli.keeper.transport import send_line
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
 
 def log(message: str) -> None:
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     print(f"{stamp} {message}", file=sys.stderr, flush=True)
 
 
@@ -59,7 +60,7 @@ class Client:
 class Upstream:
     """One server the keeper holds; restarted on the next attach after it died."""
 
-    def __init__(self, spec: ServerSpec, keeper: "Keeper") -> None:
+    def __init__(self, spec: ServerSpec, keeper: Keeper) -> None:
         self.spec = spec
         self.keeper = keeper
         self.session: Session | None = None
@@ -134,7 +135,7 @@ class Upstream:
         client.pending[original_id] = (upstream_id, token)
         future.add_done_callback(lambda f: self._reply(client, original_id, token, f))
 
-    def _reply(self, client: Client, original_id: Any, token: str | None, future: "Future[dict[str, Any]]") -> None:
+    def _reply(self, client: Client, original_id: Any, token: str | None, future: Future[dict[str, Any]]) -> None:
         client.pending.pop(original_id, None)
         self.routes.close(token)
         self.keeper.touch()

@@ -13,16 +13,16 @@ stops working is probed again once.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from llmc_cli.errors import ConnectionFailed, HttpStatusError, LlmcError, ProtocolError, RpcError, TimeoutExpired
-from llmc_cli.mcp import jsonrpc
-from llmc_cli.mcp import http_sessions
+from llmc_cli.mcp import http_sessions, jsonrpc
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.mcp.session import NotADiscoverResult, Session, supported_versions
 from llmc_cli.mcp.stores import EraCache, Stores
-from llmc_cli.mcp.versions import LEGACY_VERSIONS, MODERN_VERSIONS, SUPPORTED_VERSIONS
 from llmc_cli.mcp.transports.base import Transport
+from llmc_cli.mcp.versions import LEGACY_VERSIONS, MODERN_VERSIONS, SUPPORTED_VERSIONS
 from llmc_cli.model import SandboxSpec, ServerSpec
 
 STDIO_PROBE_TIMEOUT = 10.0  # a legacy server may stay silent on server/discover: fall back then

@@ -4,13 +4,13 @@ sampling/createMessage), whichever era they arrive in."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from llmc_cli.errors import RpcError
 from llmc_cli.mcp import jsonrpc
-
 
 # While a hook runs, which of the caller's requests in flight the server's message belongs to (a
 # client serving many users, the gateway, answers by it): the progress tokens the caller gave

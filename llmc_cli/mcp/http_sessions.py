@@ -9,8 +9,9 @@ server's era cache entry (mcp.stores.EraCache), under "session".
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from llmc_cli.mcp.session import Session
 from llmc_cli.mcp.stores import Stores
@@ -32,7 +33,7 @@ class RememberedHttpSession:
                 "instructions": self.instructions}
 
     @classmethod
-    def from_entry(cls, entry: Mapping[str, Any] | None) -> "RememberedHttpSession | None":
+    def from_entry(cls, entry: Mapping[str, Any] | None) -> RememberedHttpSession | None:
         """The session remembered in an era cache entry, if any."""
         data = entry.get(ENTRY_KEY) if isinstance(entry, Mapping) else None
         if not isinstance(data, dict) or not data.get("id"):

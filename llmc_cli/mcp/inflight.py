@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, Generic, TypeVar
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 from llmc_cli.errors import LlmcError
 
@@ -32,7 +33,7 @@ class Future(Generic[T]):
         self._done = threading.Event()
         self._value: T | None = None
         self._error: BaseException | None = None
-        self._callbacks: list[Callable[["Future[T]"], Any]] = []
+        self._callbacks: list[Callable[[Future[T]], Any]] = []
 
     def done(self) -> bool:
         return self._done.is_set()
@@ -53,7 +54,7 @@ class Future(Generic[T]):
         for callback in callbacks:
             callback(self)
 
-    def add_done_callback(self, callback: Callable[["Future[T]"], Any]) -> None:
+    def add_done_callback(self, callback: Callable[[Future[T]], Any]) -> None:
         """Called with the future once it is done: at once when it is already."""
         with self._lock:
             if not self._done.is_set():

@@ -7,8 +7,7 @@ import re
 from typing import Any
 
 from llmc_cli.errors import ProtocolError
-from llmc_cli.model import (ARGUMENTS_TOO_DEEP, MAX_MESSAGE_DEPTH, arguments_too_deep, compact_json,
-                            nesting_depth)
+from llmc_cli.model import ARGUMENTS_TOO_DEEP, MAX_MESSAGE_DEPTH, arguments_too_deep, compact_json, nesting_depth
 
 # Standard JSON-RPC codes
 PARSE_ERROR = -32700

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import secrets
 import threading
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Generic, Hashable, Iterator, TypeVar
+from typing import Any, Generic, TypeVar
 
 from llmc_cli.mcp.hooks import RELATED_TOKENS
 

@@ -18,9 +18,10 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from llmc_cli.errors import ProtocolError, RpcError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc, observe
@@ -159,7 +160,7 @@ class McpServer:
             send(jsonrpc.result(msg_id, self.finish(value, modern)))
         except RequestError as exc:
             send(jsonrpc.error(msg_id, exc.code, exc.message, exc.data))
-        except Exception as exc:  # a bug: answer the request, keep serving, log the trace to stderr
+        except Exception as exc:  # noqa: BLE001 - a bug: answer the request, keep serving, log the trace to stderr
             traceback.print_exc(file=sys.stderr)
             send(jsonrpc.error(msg_id, jsonrpc.INTERNAL_ERROR, f"internal error: {exc}"))
 
@@ -287,7 +288,7 @@ class McpServer:
             reply = jsonrpc.result(msg_id, self.finish(work(), modern))
         except RequestError as exc:
             reply = jsonrpc.error(msg_id, exc.code, exc.message, exc.data)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a bug: the request still gets an answer, the trace goes to stderr
             traceback.print_exc(file=sys.stderr)
             reply = jsonrpc.error(msg_id, jsonrpc.INTERNAL_ERROR, f"internal error in {label}: {exc}")
         with self._lock:

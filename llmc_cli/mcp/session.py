@@ -15,7 +15,8 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from llmc_cli import __version__
 from llmc_cli.errors import Cancelled, ConnectionFailed, LlmcError, ProtocolError, RpcError, SessionExpired, TimeoutExpired
@@ -154,7 +155,7 @@ class Session:
             if observe.OBSERVER is not None and self._started:
                 observe.OBSERVER.session_ended(self, time.monotonic() - self._born)
 
-    def __enter__(self) -> "Session":
+    def __enter__(self) -> Session:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -185,7 +186,7 @@ class Session:
                 params["requestState"] = result["requestState"]
         raise ProtocolError(f"{self.name}: {method} still needs input after {MAX_INPUT_ROUNDS} rounds")
 
-    def forward(self, message: dict[str, Any]) -> tuple[int, "Future[dict[str, Any]]"]:
+    def forward(self, message: dict[str, Any]) -> tuple[int, Future[dict[str, Any]]]:
         """Relay a request that another client wrote (the session keeper does this): it goes out
         as it is, `_meta` included, under a fresh id of this session. The future completes with
         the raw reply (result or error object, still carrying that fresh id), or fails with the
@@ -431,9 +432,8 @@ class Session:
         elif method.endswith("/list_changed"):
             if self.hooks.on_list_changed:
                 self.hooks.on_list_changed(method)
-        elif method == "notifications/resources/updated":
-            if self.hooks.on_resource_updated:
-                self.hooks.on_resource_updated(params)
+        elif method == "notifications/resources/updated" and self.hooks.on_resource_updated:
+            self.hooks.on_resource_updated(params)
 
     def _serve_request(self, message: dict[str, Any], owners: tuple[Any, ...]) -> None:
         method, params = message["method"], message.get("params") or {}
@@ -445,7 +445,7 @@ class Session:
             reply = jsonrpc.result(message["id"], answer_server_request(self.hooks, method, params))
         except RpcError as exc:
             reply = jsonrpc.error(message["id"], exc.code, exc.message)
-        except Exception as exc:  # a hook failed: the server must still get an answer
+        except Exception as exc:  # noqa: BLE001 - a hook failed: the server must still get an answer
             reply = jsonrpc.error(message["id"], jsonrpc.INTERNAL_ERROR, f"client error: {exc}")
         try:
             self.transport.send(reply)

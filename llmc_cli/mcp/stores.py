@@ -9,9 +9,10 @@ tokens last as long as the process (MemoryTokenStore).
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from llmc_cli.mcp.auth.records import TokenRecord

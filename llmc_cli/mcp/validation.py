@@ -1,6 +1,6 @@
 """Tool arguments checked against the tool's inputSchema before anything is sent. `llmc call`
 runs this in its own process, or asks the session keeper that holds the server to run it
-(keeper/transport.py validate_in_keeper): jsonschema takes ~50 ms to import, which a call
+(keeper/transport.py validate_in_keeper): jsonschema is slow to import, which a call
 through a keeper should not pay every time."""
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ from __future__ import annotations
 import queue
 import threading
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 IDLE_SECONDS = 30.0
 

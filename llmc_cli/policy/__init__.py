@@ -43,9 +43,21 @@ if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its modul
     from llmc_cli.policy.lint import PATH_FORMATS, PATH_WORDS, uncovered_path_arguments
     from llmc_cli.policy.paths import MAX_NESTING, MAX_SYMLINKS, PathRefused, glob_patterns, touched_paths
     from llmc_cli.policy.rate import WINDOW_SECONDS, acquire_rate
-    from llmc_cli.policy.rules import (HUMAN, MODEL, SPEC_DEFAULT_HINTS, Caller, Decision, ReadKind, decide,
-                                       decide_read, effective_hints, glob_match, is_read_only, visible,
-                                       whole_server_denial)
+    from llmc_cli.policy.rules import (
+        HUMAN,
+        MODEL,
+        SPEC_DEFAULT_HINTS,
+        Caller,
+        Decision,
+        ReadKind,
+        decide,
+        decide_read,
+        effective_hints,
+        glob_match,
+        is_read_only,
+        visible,
+        whole_server_denial,
+    )
 else:
     __getattr__ = lazy_names(__name__, globals(), _WHERE)
 

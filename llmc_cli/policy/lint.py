@@ -50,7 +50,7 @@ def _path_like(name: str, schema: Any, depth: int = 0) -> str | None:
         return f"its schema has format {schema['format']!r}"
     if isinstance(schema.get("description"), str) and _PATH_DESCRIPTION.search(schema["description"]):
         return "its description speaks of paths"
-    inner = [("items", schema.get("items"))] + list((schema.get("properties") or {}).items())
+    inner = [("items", schema.get("items")), *(schema.get("properties") or {}).items()]
     inner += [("variant", v) for key in ("anyOf", "oneOf", "allOf") for v in schema.get(key) or []]
     for sub, sub_schema in inner:
         why = _path_like(name if sub in ("items", "variant") else sub, sub_schema, depth + 1)

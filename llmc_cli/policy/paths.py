@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Callable
 
 MAX_SYMLINKS = 40  # the kernel's own limit (ELOOP beyond it): a longer chain is refused, not followed
 MAX_NESTING = 64  # lists/objects under a ruled argument deeper than this are refused
@@ -31,8 +31,8 @@ def touched_paths(value: str, cwd: str | None) -> list[str]:
     included), unreadable components, relative paths without a known cwd, and paths into a
     process's own view (/proc/self, /proc/thread-self, /proc/PID, /dev/fd, /dev/stdin, ...)."""
     path = _absolute(value, cwd)
-    touched = _resolve(path)
-    for textual in _resolve(os.path.normpath(path)):
+    touched = _physical_components(path)
+    for textual in _physical_components(os.path.normpath(path)):
         if textual not in touched:
             touched.append(textual)
     return touched
@@ -64,7 +64,7 @@ def _file_uri_path(uri: str) -> str:
     return path
 
 
-def _resolve(path: str) -> list[str]:
+def _physical_components(path: str) -> list[str]:
     todo = path.split("/")[::-1]  # components still to walk, the next one last
     done: list[str] = []  # the physical path walked so far, one component each
     missing = 0  # how many trailing components of `done` do not exist (none of them can be a link)
@@ -140,7 +140,7 @@ def glob_patterns(glob: str, cwd: str | None) -> list[tuple[str, str]]:
     slash = glob.rfind("/", 0, cut) if cut < len(glob) else len(glob)
     head, tail = (glob[:slash], glob[slash:]) if slash >= 0 else (".", "/" + glob)
     try:
-        heads = _resolve(_absolute(head or "/", cwd or os.getcwd()))  # the kernel's reading only: never widen a rule
+        heads = _physical_components(_absolute(head or "/", cwd or os.getcwd()))  # the kernel's reading only: never widen a rule
     except PathRefused:
         return []
     return [(h if not tail else h.rstrip("/"), tail) for h in heads]

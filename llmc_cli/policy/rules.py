@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import fnmatch
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from llmc_cli.config.profiles import expand
 from llmc_cli.model import Tool, ToolCall

@@ -6,12 +6,29 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmc_cli.providers.base import (END, LENGTH, OTHER, PAUSE, TOOL_CALLS, AssistantTurn, Failure, Message, OnText,
-                                     ProviderSettings,
-                                     ProviderToolCall, Usage, UserMessage, call_with_retries,
-                                     classify_sdk_failure, empty_stream, http_failure, images, text_besides_images,
-                                     unstreamed)
 from llmc_cli.model import ToolResult
+from llmc_cli.providers.base import (
+    END,
+    LENGTH,
+    OTHER,
+    PAUSE,
+    TOOL_CALLS,
+    AssistantTurn,
+    Failure,
+    Message,
+    OnText,
+    ProviderSettings,
+    ProviderToolCall,
+    Usage,
+    UserMessage,
+    call_with_retries,
+    classify_sdk_failure,
+    empty_stream,
+    http_failure,
+    images,
+    text_besides_images,
+    unstreamed,
+)
 
 STOP = {"end_turn": END, "stop_sequence": END, "tool_use": TOOL_CALLS, "max_tokens": LENGTH, "pause_turn": PAUSE}
 # The beta of Anthropic's server-side tool search (tools with defer_loading, found by its search tool).
@@ -22,10 +39,10 @@ DEFAULT_MAX_TOKENS = 4096  # the API requires max_tokens
 def classify_anthropic(exc: BaseException) -> Failure | None:
     import anthropic
 
-    return classify_sdk_failure(exc, anthropic, _status_failure)
+    return classify_sdk_failure(exc, anthropic, _anthropic_status_failure)
 
 
-def _status_failure(exc: Any) -> Failure:
+def _anthropic_status_failure(exc: Any) -> Failure:
     failure = http_failure(exc.status_code, exc.body, exc.message, exc.response.headers)
     err = exc.body.get("error") if isinstance(exc.body, dict) else None
     if isinstance(err, dict) and err.get("type") == "overloaded_error":
@@ -43,7 +60,7 @@ class AnthropicMessages:
         import anthropic
 
         self.settings = settings
-        # The Messages API of anthropic 2.12 has no temperature parameter any more.
+        # The Messages API of anthropic 2.12 has no temperature parameter.
         self.warnings = ["anthropic: temperature is not supported by the Messages API; ignored"] \
             if settings.temperature is not None else []
         self.client = anthropic.Anthropic(api_key=settings.api_key, base_url=settings.base_url,

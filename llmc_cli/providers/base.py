@@ -12,12 +12,12 @@ from __future__ import annotations
 import os
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from llmc_cli.errors import ProviderError
 from llmc_cli.model import ARGUMENTS_TOO_DEEP, PROVIDERS, ToolResult, arguments_too_deep
-
 
 # The provider's usual environment variables for its key, when the profile names none.
 DEFAULT_KEY_ENV = {
@@ -67,7 +67,7 @@ class ProviderToolCall:
                 "echoId": self.echo_id}
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "ProviderToolCall":
+    def from_json(cls, d: dict[str, Any]) -> ProviderToolCall:
         return cls(id=d["id"], name=d["name"], arguments=d.get("arguments") or {}, error=d.get("error"),
                    echo_id=d.get("echoId", d.get("echo_id", True)))
 
@@ -264,7 +264,7 @@ def call_with_retries(provider: str, settings: ProviderSettings, send: Callable[
         remaining = deadline - time.monotonic()
         try:
             return send(max(0.1, min(settings.timeout, remaining)))
-        except Exception as exc:  # noqa: BLE001 - classify() decides; unknown ones are re-raised
+        except Exception as exc:
             failure = classify(exc)
             if failure is None:
                 raise

@@ -9,10 +9,26 @@ import base64
 import uuid
 from typing import Any
 
-from llmc_cli.providers.base import (END, LENGTH, OTHER, TOOL_CALLS, AssistantTurn, Failure, Message, OnText,
-                                     ProviderSettings,
-                                     ProviderToolCall, ToolResults, Usage, UserMessage, call_with_retries,
-                                     empty_stream, http_failure, images, text_besides_images)
+from llmc_cli.providers.base import (
+    END,
+    LENGTH,
+    OTHER,
+    TOOL_CALLS,
+    AssistantTurn,
+    Failure,
+    Message,
+    OnText,
+    ProviderSettings,
+    ProviderToolCall,
+    ToolResults,
+    Usage,
+    UserMessage,
+    call_with_retries,
+    empty_stream,
+    http_failure,
+    images,
+    text_besides_images,
+)
 
 FINISH = {"STOP": END, "MAX_TOKENS": LENGTH}
 

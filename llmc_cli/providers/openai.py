@@ -7,9 +7,27 @@ import json
 from typing import Any
 
 from llmc_cli.model import ARGUMENTS_TOO_DEEP
-from llmc_cli.providers.base import (END, LENGTH, OTHER, TOOL_CALLS, AssistantTurn, Failure, Message, ProviderSettings,
-                                     OnText, ProviderToolCall, ToolResults, Usage, UserMessage, call_with_retries,
-                                     classify_sdk_failure, empty_stream, http_failure, result_text, unstreamed)
+from llmc_cli.providers.base import (
+    END,
+    LENGTH,
+    OTHER,
+    TOOL_CALLS,
+    AssistantTurn,
+    Failure,
+    Message,
+    OnText,
+    ProviderSettings,
+    ProviderToolCall,
+    ToolResults,
+    Usage,
+    UserMessage,
+    call_with_retries,
+    classify_sdk_failure,
+    empty_stream,
+    http_failure,
+    result_text,
+    unstreamed,
+)
 
 FINISH = {"stop": END, "tool_calls": TOOL_CALLS, "function_call": TOOL_CALLS, "length": LENGTH}
 
@@ -25,10 +43,10 @@ def openai_client(settings: ProviderSettings) -> Any:
 def classify_openai(exc: BaseException) -> Failure | None:
     import openai
 
-    return classify_sdk_failure(exc, openai, _status_failure)
+    return classify_sdk_failure(exc, openai, _openai_status_failure)
 
 
-def _status_failure(exc: Any) -> Failure:
+def _openai_status_failure(exc: Any) -> Failure:
     failure = http_failure(exc.status_code, exc.body if isinstance(exc.body, dict) else {"error": exc.body},
                            exc.message, exc.response.headers)
     code = exc.body.get("code") if isinstance(exc.body, dict) else None

@@ -7,10 +7,26 @@ import json
 from typing import Any
 
 from llmc_cli.errors import ProviderError
-from llmc_cli.providers.base import (END, LENGTH, OTHER, TOOL_CALLS, AssistantTurn, Message, OnText,
-                                     ProviderSettings,
-                                     ProviderToolCall, ToolResults, Usage, UserMessage, call_with_retries, images,
-                                     empty_stream, result_text, text_besides_images, unstreamed)
+from llmc_cli.providers.base import (
+    END,
+    LENGTH,
+    OTHER,
+    TOOL_CALLS,
+    AssistantTurn,
+    Message,
+    OnText,
+    ProviderSettings,
+    ProviderToolCall,
+    ToolResults,
+    Usage,
+    UserMessage,
+    call_with_retries,
+    empty_stream,
+    images,
+    result_text,
+    text_besides_images,
+    unstreamed,
+)
 from llmc_cli.providers.openai import classify_openai, openai_client, parse_arguments
 
 

@@ -15,9 +15,18 @@ import json
 import re
 from typing import Any
 
+from llmc_cli import jsonish
 from llmc_cli.model import ARGUMENTS_TOO_DEEP
-from llmc_cli.providers.base import (END, TOOL_CALLS, AssistantTurn, Message, OnText, ProviderToolCall, ToolResults,
-                                     call_with_retries)
+from llmc_cli.providers.base import (
+    END,
+    TOOL_CALLS,
+    AssistantTurn,
+    Message,
+    OnText,
+    ProviderToolCall,
+    ToolResults,
+    call_with_retries,
+)
 from llmc_cli.providers.openai import FINISH, ChatCompletions, chat_create, chat_options, classify_openai, usage_of
 
 PROTOCOL = """\
@@ -91,41 +100,31 @@ LITERALS = {"True": "true", "False": "false", "None": "null"}
 def repair_json(s: str) -> str:
     """Almost-JSON to JSON: single-quoted strings, unquoted keys, Python literals, trailing
     commas. Only what small models commonly write; anything else stays broken."""
+    toks = jsonish.tokens(s, quotes="\"'")
     out: list[str] = []
-    i, n = 0, len(s)
-    while i < n:
-        c = s[i]
-        if c in "\"'":  # a string: re-emit double-quoted
-            j, chars = i + 1, []
-            while j < n and s[j] != c:
-                if s[j] == "\\" and j + 1 < n:
-                    chars.append(s[j:j + 2] if s[j + 1] != "'" else "'")
-                    j += 2
-                    continue
-                chars.append('\\"' if s[j] == '"' else s[j])
-                j += 1
-            out.append('"' + "".join(chars) + '"')
-            i = j + 1
-        elif c.isalpha() or c == "_":  # a bare word: a key, or a Python literal
-            j = i
-            while j < n and (s[j].isalnum() or s[j] in "_-"):
-                j += 1
-            word = s[i:j]
-            rest = s[j:].lstrip()
-            if rest.startswith(":"):
-                out.append(json.dumps(word))
-            else:
-                out.append(LITERALS.get(word, word))
-            i = j
-        elif c == ",":  # drop a trailing comma
-            rest = s[i + 1:].lstrip()
-            if not rest.startswith(("}", "]")):
-                out.append(c)
-            i += 1
-        else:
-            out.append(c)
-            i += 1
+    for i, token in enumerate(toks):
+        if token.kind == "string":
+            out.append(_double_quoted(token.text))
+        elif token.kind == "word":  # a key, or a Python literal
+            after = jsonish.next_significant(toks, i)
+            key = after is not None and after.text == ":"
+            out.append(json.dumps(token.text) if key else LITERALS.get(token.text, token.text))
+        elif not jsonish.is_trailing_comma(toks, i):
+            out.append(token.text)
     return "".join(out)
+
+
+def _double_quoted(raw: str) -> str:
+    """A string token (either quote, maybe unterminated) re-emitted double-quoted."""
+    quote, j, n, chars = raw[0], 1, len(raw), []
+    while j < n and raw[j] != quote:
+        if raw[j] == "\\" and j + 1 < n:
+            chars.append(raw[j:j + 2] if raw[j + 1] != "'" else "'")
+            j += 2
+            continue
+        chars.append('\\"' if raw[j] == '"' else raw[j])
+        j += 1
+    return '"' + "".join(chars) + '"'
 
 
 def results_message(results: ToolResults) -> str:

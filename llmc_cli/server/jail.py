@@ -20,10 +20,11 @@ import errno
 import os
 import secrets
 import stat
-from typing import Iterator
+from collections.abc import Iterator
 
 from llmc_cli.errors import ConfigError
 from llmc_cli.mcp.server import ToolError
+from llmc_cli.server.sandbox import is_under
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
@@ -142,7 +143,7 @@ class Jail:
 
     # ------------------------------------------------------------------ names
     def inside(self, real: str) -> bool:
-        return _under(real, self.roots) and not self.protected.covers(real)
+        return is_under(real, self.roots) and not self.protected.covers(real)
 
     def resolve(self, path: str) -> str:
         """The real path of `path` (relative paths start at the first root), inside the roots."""
@@ -181,7 +182,7 @@ class Jail:
                 or (directory and self.protected.chain_hit(fd)):
             os.close(fd)
             raise ToolError(f"{shown}: {OFF_LIMITS}")
-        if where is not None and not _under(where, self.roots):
+        if where is not None and not is_under(where, self.roots):
             os.close(fd)
             raise ToolError(f"{shown}: refused: it changed after the check and now leads outside the workspace roots")
 
@@ -206,7 +207,7 @@ class Jail:
     def open_dir(self, real: str, shown: str) -> int:
         try:
             fd = os.open(real, _DIR_FLAGS)
-        except OSError as exc:
+        except OSError:
             if os.path.islink(real):  # O_DIRECTORY|O_NOFOLLOW on a link says ENOTDIR: say what it is
                 exc = OSError(errno.ELOOP, "symbolic link")
             raise os_error(shown, exc) from None
@@ -292,10 +293,6 @@ class Jail:
             yield from _walk_fd(fd, "", max_depth, self.protected.ids)
         finally:
             os.close(fd)
-
-
-def _under(real: str, dirs: list[str]) -> bool:
-    return any(real == d or real.startswith(d.rstrip("/") + "/") for d in dirs)
 
 
 def _lstat(path: str) -> os.stat_result | None:

@@ -26,9 +26,9 @@ import threading
 import time
 from typing import Any
 
+from llmc_cli.mcp.server import ToolError
 from llmc_cli.server.launcher import Launcher, ProcessConfig
 from llmc_cli.server.sandbox import FIXED_PATH
-from llmc_cli.mcp.server import ToolError
 from llmc_cli.server.trees import Tree, fd_link, kill_trees, killpg
 
 __all__ = ["FIXED_PATH", "Launcher", "ProcessConfig", "Process", "ProcessTable"]

@@ -11,7 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 FIXED_PATH = "/usr/local/bin:/usr/bin:/bin"
 # What llmc starts for each process (stdlib only, run with -I -S): argv[1] is the limits
@@ -186,14 +186,14 @@ def bwrap_argv(bwrap: str, argv: list[str], *, cwd: str, writable: Sequence[str]
     for path, how in binds:
         cmd += [how, path, path]
     visible = ["/"] if whole_system else [*SYSTEM_DIRS, *readable, *writable]
-    shown = [name for name in hidden if _under(name, visible)]
-    hide = hide_args(shown, [d for d in hidden_dirs if _under(d, visible)], list(writable))
+    shown = [name for name in hidden if is_under(name, visible)]
+    hide = hide_args(shown, [d for d in hidden_dirs if is_under(d, visible)], list(writable))
     if not whole_system:
         hide += hide_args([p for p in SYSTEM_SECRETS if os.path.lexists(p)], [], [])
     if home is not None:
         # A private home may live in llmc's state directory, covered (when a declared path shows
         # it) by a tmpfs made read-only: the home is bound between the two.
-        covering = [i for i in range(0, len(hide) - 1) if hide[i] == "--remount-ro" and _under(home, [hide[i + 1]])]
+        covering = [i for i in range(len(hide) - 1) if hide[i] == "--remount-ro" and is_under(home, [hide[i + 1]])]
         at = covering[-1] if covering else len(hide)
         hide[at:at] = ["--bind", home, home]
     cmd += hide
@@ -255,5 +255,6 @@ def hide_args(hidden: list[str], hidden_dirs: list[str], roots: list[str]) -> li
     return args
 
 
-def _under(path: str, dirs: list[str]) -> bool:
+def is_under(path: str, dirs: list[str]) -> bool:
+    """Whether `path` is one of `dirs` or inside one (paths as strings, already resolved)."""
     return any(path == d or path.startswith(d.rstrip("/") + "/") for d in dirs)

@@ -19,9 +19,9 @@ from typing import Any
 
 from llmc_cli import __version__
 from llmc_cli.errors import ConfigError
+from llmc_cli.mcp.server import McpServer, ToolDef, ToolError
 from llmc_cli.server import jail as P
 from llmc_cli.server.processes import FIXED_PATH, Launcher, Process, ProcessConfig, ProcessTable
-from llmc_cli.mcp.server import McpServer, ToolDef, ToolError
 from llmc_cli.server.search import Searches, iso_time
 from llmc_cli.server.workspace_options import check_options, protected_paths
 from llmc_cli.server.workspace_tools import PAGE_BYTES, workspace_tools
@@ -334,9 +334,8 @@ def _output(proc: Process, offset: int, length: int) -> dict[str, Any]:
     with proc.cond:
         data = bytes(proc.output[offset:offset + length])
         total = len(proc.output)
-    out = {**proc.status(), "offset": offset, "output": data.decode("utf-8", "replace"),
+    return {**proc.status(), "offset": offset, "output": data.decode("utf-8", "replace"),
            "nextOffset": min(offset, total) + len(data)}
-    return out
 
 
 def _kind(st: os.stat_result) -> str:

@@ -8,7 +8,8 @@ Each function takes the tool's structured result and returns its text blocks."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 Blocks = list[str]
 

@@ -20,7 +20,7 @@ _WHERE = {name: module for module, names in {
     "llmc_cli.services.calls": ("OPEN_CALLS Authorization Invocation OpenCalls Read authorize authorize_read "
                                 "call_tool lock_path read read_decision record_decisions server_tools"),
     "llmc_cli.services.catalogs": ("READ_KINDS builtin_servers open_catalog protect protected_paths "
-                                   "server_specs visible_items visible_offered visible_tools"),
+                                   "launch_specs visible_items visible_offered visible_tools"),
     "llmc_cli.services.search": "Match ToolIndex searchable_tools",
     "llmc_cli.services.state": "audit_log host_sessions open_state",
     "llmc_cli.services.tools": "ToolResolver",
@@ -28,11 +28,32 @@ _WHERE = {name: module for module, names in {
 
 if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its module, on first use
     from llmc_cli.services.batch import BatchItem, run_batch
-    from llmc_cli.services.calls import (OPEN_CALLS, Authorization, Invocation, OpenCalls, Read, authorize,
-                                         authorize_read, call_tool, lock_path, read, read_decision, record_decisions,
-                                         server_tools)
-    from llmc_cli.services.catalogs import (READ_KINDS, builtin_servers, open_catalog, protect, protected_paths,
-                                            server_specs, visible_items, visible_offered, visible_tools)
+    from llmc_cli.services.calls import (
+        OPEN_CALLS,
+        Authorization,
+        Invocation,
+        OpenCalls,
+        Read,
+        authorize,
+        authorize_read,
+        call_tool,
+        lock_path,
+        read,
+        read_decision,
+        record_decisions,
+        server_tools,
+    )
+    from llmc_cli.services.catalogs import (
+        READ_KINDS,
+        builtin_servers,
+        launch_specs,
+        open_catalog,
+        protect,
+        protected_paths,
+        visible_items,
+        visible_offered,
+        visible_tools,
+    )
     from llmc_cli.services.search import Match, ToolIndex, searchable_tools
     from llmc_cli.services.state import audit_log, host_sessions, open_state
     from llmc_cli.services.tools import ToolResolver
@@ -43,6 +64,6 @@ else:
 __all__ = ["BatchItem", "run_batch", "OPEN_CALLS", "Authorization", "Invocation", "OpenCalls", "Read", "authorize",
            "authorize_read", "call_tool", "lock_path", "read", "read_decision", "record_decisions", "server_tools",
            "READ_KINDS",
-           "builtin_servers", "open_catalog", "protect", "protected_paths", "server_specs",
+           "builtin_servers", "open_catalog", "protect", "protected_paths", "launch_specs",
            "visible_items", "visible_offered", "visible_tools", "Match", "ToolIndex", "searchable_tools",
            "audit_log", "host_sessions", "open_state", "ToolResolver"]

@@ -3,9 +3,11 @@ through call_tool, outcomes written in groups; results stream in input order."""
 
 from __future__ import annotations
 
+import functools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from llmc_cli.catalog import Catalog
 from llmc_cli.errors import ExitCode, LlmcError, PolicyDenied
@@ -175,9 +177,9 @@ def _run_batch(catalog: Catalog, invocation: Invocation, trail: AuditSink, items
         if on_done:
             on_done(item)
     for worker in workers:
-        interrupts.wait(lambda seconds: _joined(worker, seconds))
+        interrupts.wait(functools.partial(_joined, worker))
 
 
-def _joined(thread: "threading.Thread", seconds: float) -> bool:
+def _joined(thread: threading.Thread, seconds: float) -> bool:
     thread.join(seconds)
     return not thread.is_alive()

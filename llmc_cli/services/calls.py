@@ -7,16 +7,26 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Callable, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from llmc_cli import telemetry
 from llmc_cli.catalog import Catalog
 from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.config.secrets import Masker, environment_secrets
-from llmc_cli.errors import (Cancelled, ConfigError, InputRequired, LlmcError, PolicyDenied, ProtocolError,
-                             RpcError, TimeoutExpired, UsageError)
+from llmc_cli.errors import (
+    Cancelled,
+    ConfigError,
+    InputRequired,
+    LlmcError,
+    PolicyDenied,
+    ProtocolError,
+    RpcError,
+    TimeoutExpired,
+    UsageError,
+)
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.jsonrpc import has_lone_surrogate
 from llmc_cli.model import ARGUMENTS_TOO_DEEP, Tool, ToolCall, ToolResult, arguments_too_deep, canonical_json
@@ -406,7 +416,8 @@ def _run(log: AuditSink, invocation: Invocation, authorized: Authorization, meth
         kind = {TimeoutExpired: "timeout", Cancelled: "cancelled",
                 InputRequired: "input_required"}.get(type(exc), "transport_error")
         _outcome(log, invocation, authorized, {"outcome": kind, "error": exc.message, "durationMs": elapsed()})
-        raise _masked_error(exc, authorized.masker)
+        _masked_error(exc, authorized.masker)
+        raise
     except Exception as exc:  # a bug must not leave a decision without an outcome
         _outcome(log, invocation, authorized, {"outcome": "internal_error", "error": f"{type(exc).__name__}: {exc}",
                                                "durationMs": elapsed()})

@@ -5,8 +5,9 @@ and prompts a profile may see; where the gateway shares its host sessions."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from llmc_cli.catalog import Catalog, ServerFailure
 from llmc_cli.config.profiles import LoadedProfile, usable_specs
@@ -83,7 +84,7 @@ def protect(specs: list[ServerSpec], profile: LoadedProfile | None) -> list[Serv
     return out
 
 
-def server_specs(profile: LoadedProfile | None, only: tuple[str, ...] = (), adhoc: ServerSpec | None = None,
+def launch_specs(profile: LoadedProfile | None, only: tuple[str, ...] = (), adhoc: ServerSpec | None = None,
                  timeout: float | None = None, connect_timeout: float | None = None,
                  require_sandbox: bool = False) -> tuple[list[ServerSpec], dict[str, Any]]:
     """The servers a command starts itself (a catalog, a session keeper, the gateway): the
@@ -98,7 +99,7 @@ def server_specs(profile: LoadedProfile | None, only: tuple[str, ...] = (), adho
     from llmc_cli.services.sandbox import contain, warn_unsandboxed
 
     if adhoc is None and profile is None:
-        raise ValueError("server_specs needs a profile or an ad-hoc server")
+        raise ValueError("launch_specs needs a profile or an ad-hoc server")
     specs, unusable = ([adhoc], {}) if adhoc else usable_specs(profile, only)  # type: ignore[arg-type]
     contained = []
     for spec in protect(specs, profile):
@@ -144,12 +145,12 @@ def open_catalog(profile: LoadedProfile | None, only: tuple[str, ...] = (), adho
             attached = _attach_first(session, first, only, hooks, on_stderr, timeout)
             if attached is not None:
                 return attached
-        path, specs = lifecycle.server_specs(session, only)
+        path, specs = lifecycle.held_specs(session, only)
         keeper = (path, session)
         if timeout:
             specs = [replace(spec, timeout=timeout) for spec in specs]
     else:
-        specs, unusable = server_specs(profile, only, adhoc, timeout, connect_timeout, require_sandbox=require_sandbox)
+        specs, unusable = launch_specs(profile, only, adhoc, timeout, connect_timeout, require_sandbox=require_sandbox)
     from llmc_cli.store import client_stores
 
     # A keeper's servers are connected in the keeper: no era cache or OAuth tokens here.

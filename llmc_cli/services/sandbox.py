@@ -2,7 +2,7 @@
 `network`, `read_paths` and `write_paths` into the launch argv (resource limits, then
 bubblewrap) that the stdio transport puts before the server's command. Every path that spawns
 a stdio server (a command's catalog, a session keeper, the gateway) gets its specs from
-services.server_specs, which calls `contain`.
+services.launch_specs, which calls `contain`.
 
 Inside bubblewrap a server sees: the system read-only (SYSTEM_DIRS, minus password hashes and
 host keys), its own command and install tree read-only, its declared paths, a private /tmp, and

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from llmc_cli.model import Tool
 
@@ -33,8 +34,7 @@ MAX_QUERY_WORDS = 64  # a query is a request in words, not a document
 MAX_ARGUMENTS = 64  # arguments read per tool (a schema can be any size)
 
 STOP_WORDS = frozenset(
-    "a an the of to for in on and or with from by is are be as at it its this that these those my me i "
-    "we you your our can could would should will please want need some any all using use via into".split())
+    ["a", "an", "the", "of", "to", "for", "in", "on", "and", "or", "with", "from", "by", "is", "are", "be", "as", "at", "it", "its", "this", "that", "these", "those", "my", "me", "i", "we", "you", "your", "our", "can", "could", "would", "should", "will", "please", "want", "need", "some", "any", "all", "using", "use", "via", "into"])
 
 # Words people use for the same action or thing. Each group is symmetric.
 SYNONYM_GROUPS = (

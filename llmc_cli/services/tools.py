@@ -23,7 +23,7 @@ class ToolResolver:
     the first bare name that needs it, and what had to be listed is written back for the next
     command. `profile`: the profile as the command was given it (-p NAME or PATH, or None)."""
 
-    def __init__(self, catalog: "Catalog", profile: str | None) -> None:
+    def __init__(self, catalog: Catalog, profile: str | None) -> None:
         self.catalog = catalog
         self.profile = profile
         self._key: str | None = None
@@ -34,12 +34,12 @@ class ToolResolver:
 
         catalog = self.catalog
         if len(catalog.specs) == 1 or routing.qualified(name, catalog.specs):
-            return routing.resolve(catalog, name)  # nothing to look up (one server, or SERVER.TOOL)
+            return routing.resolve_tool(catalog, name)  # nothing to look up (one server, or SERVER.TOOL)
         if self._key is None or self._known is None:
             self._key = profile_key(self.profile)
             self._known = known_tools(self._key)
         before = set(catalog.tools.by_server)
-        resolved = routing.resolve(catalog, name, self._known)
+        resolved = routing.resolve_tool(catalog, name, self._known)
         fresh = {s: names for s, names in catalog.tools.names().items() if s not in before}
         if fresh:
             remember_tools(self._key, [f"{s}.{n}" for s, names in fresh.items() for n in names], list(fresh))

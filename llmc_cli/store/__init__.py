@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from llmc_cli.store.tokens import FileTokenStore
 
 
-def token_store() -> "FileTokenStore":
+def token_store() -> FileTokenStore:
     """The OAuth logins under the state directory (`oauth/`, one 0600 file per server)."""
     from llmc_cli.config import paths
     from llmc_cli.store.tokens import FileTokenStore
@@ -32,7 +32,7 @@ def token_store() -> "FileTokenStore":
     return FileTokenStore(paths.state_dir() / "oauth")
 
 
-def client_stores() -> "Stores":
+def client_stores() -> Stores:
     """The file-backed stores every command hands to connect(), under the state directory
     (resolved now, not at import: tests point LLMC_STATE_DIR elsewhere)."""
     from llmc_cli.config import paths

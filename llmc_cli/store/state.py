@@ -12,8 +12,9 @@ protocol package's (mcp/stores.py); their files are store/era_cache.py and store
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Callable, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     from llmc_cli.config.profiles import LoadedProfile

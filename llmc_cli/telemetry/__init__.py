@@ -14,9 +14,10 @@ the `llmc.policy.decisions` counter are llmc's own.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from llmc_cli.config.schema import TelemetryConfig
@@ -31,7 +32,7 @@ class Settings:
     # The audit's masking (the environment's and the profile's secrets): every string that
     # leaves in a span, an event or a log record goes through it, with the values of the
     # secret-looking arguments of the calls seen so far.
-    mask: "Masker"
+    mask: Masker
     audit_logs: bool = False
     capture_content: bool = False
     flush_timeout: float = 2.0
@@ -52,7 +53,7 @@ class Span:
 
 NO_SPAN = Span()
 _NO_SPAN_CM: AbstractContextManager[Span] = nullcontext(NO_SPAN)
-_ACTIVE: "Otel | None" = None
+_ACTIVE: Otel | None = None
 
 
 def env_requested() -> bool:
@@ -63,7 +64,7 @@ def enabled() -> bool:
     return _ACTIVE is not None
 
 
-def enable(command: str, mask: "Masker", config: "TelemetryConfig | None" = None) -> None:
+def enable(command: str, mask: Masker, config: TelemetryConfig | None = None) -> None:
     """Start exporting (idempotent). `command`: the root span's name ('llmc call'); a server
     (`llmc serve ...`) has none: each request it serves starts or continues its own trace.
     Raises ConfigError naming the extra when the OpenTelemetry SDK is not installed."""
@@ -81,7 +82,7 @@ def enable(command: str, mask: "Masker", config: "TelemetryConfig | None" = None
     observe.install(_ACTIVE.mcp_observer(), ServerWatch())
 
 
-def enable_for_profile(command: str, mask: "Masker", config: "TelemetryConfig") -> None:
+def enable_for_profile(command: str, mask: Masker, config: TelemetryConfig) -> None:
     """The profile's [telemetry]: enables telemetry, or configures it when --otel or LLMC_OTEL
     enabled it before the profile was read (its audit_logs, capture_content, flush_timeout)."""
     if _ACTIVE is not None:
@@ -115,7 +116,7 @@ def span(name: str, kind: str = "internal", attributes: Mapping[str, Any] | None
 
 
 def server_span(method: str, params: Mapping[str, Any], request_id: Any,
-                attributes: Mapping[str, Any]) -> "ServerSpan | None":
+                attributes: Mapping[str, Any]) -> ServerSpan | None:
     """A SERVER span for a request one of llmc's servers (the gateway, the workspace server)
     received, parented from the trace context in its `_meta`; None when telemetry is off."""
     if _ACTIVE is None:

@@ -17,8 +17,9 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
@@ -34,8 +35,14 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from llmc_cli import __version__
 from llmc_cli.telemetry import Settings
-from llmc_cli.telemetry.exporters import (WatchedLogExporter, WatchedMetricExporter, WatchedSpanExporter,
-                                          check_protocol, endpoint, resource)
+from llmc_cli.telemetry.exporters import (
+    WatchedLogExporter,
+    WatchedMetricExporter,
+    WatchedSpanExporter,
+    check_protocol,
+    endpoint,
+    resource,
+)
 from llmc_cli.telemetry.spans import KINDS, McpObserver, OtelServerSpan, SpanScope, trace_carrier
 
 # Bucket boundaries the conventions give (gen-ai/mcp.md, gen-ai/gen-ai-metrics.md).

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context
@@ -131,7 +132,7 @@ class OtelSpan(Span):
 class SpanScope:
     """A span made current for a block; an exception leaving the block marks it as an error."""
 
-    def __init__(self, otel: "Otel", name: str, kind: SpanKind, attributes: Mapping[str, Any],
+    def __init__(self, otel: Otel, name: str, kind: SpanKind, attributes: Mapping[str, Any],
                  parent: otel_context.Context) -> None:
         self._span = otel.tracer.start_span(name, kind=kind, attributes=dict(attributes), context=parent)
         self._token: object | None = None
@@ -154,7 +155,7 @@ class OtelServerSpan(ServerSpan):
     """A request one of llmc's servers received: current while it is dispatched, ended by its
     reply (which may be sent from a pool thread, or much later for a long tool call)."""
 
-    def __init__(self, otel: "Otel", method: str, params: Mapping[str, Any], request_id: Any,
+    def __init__(self, otel: Otel, method: str, params: Mapping[str, Any], request_id: Any,
                  attributes: Mapping[str, Any]) -> None:
         self.otel = otel
         self.method = method
@@ -207,10 +208,10 @@ class OtelServerSpan(ServerSpan):
 class McpObserver:
     """mcp.observe.Observer: a CLIENT span per request, trace context into `_meta`, metrics."""
 
-    def __init__(self, otel: "Otel") -> None:
+    def __init__(self, otel: Otel) -> None:
         self.otel = otel
 
-    def request(self, session: Any, request_id: int, method: str, params: dict[str, Any]) -> "RequestWatch":
+    def request(self, session: Any, request_id: int, method: str, params: dict[str, Any]) -> RequestSpan:
         name, attributes = describe_request(method, params)
         attributes["jsonrpc.request.id"] = str(request_id)
         version = session.protocol_version or (params.get("protocolVersion") if method == "initialize" else None)
@@ -222,7 +223,7 @@ class McpObserver:
             attributes["gen_ai.tool.call.arguments"] = json.dumps(masked, default=str)
         span = self.otel.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes,
                                            context=self.otel.parent())
-        return RequestWatch(self.otel, span, method, attributes, session.transport)
+        return RequestSpan(self.otel, span, method, attributes, session.transport)
 
     def session_ended(self, session: Any, seconds: float) -> None:
         attributes = transport_attributes(session.transport)
@@ -231,10 +232,10 @@ class McpObserver:
         self.otel.mcp_client_session.record(seconds, {k: v for k, v in attributes.items() if k in METRIC_ATTRIBUTES})
 
 
-class RequestWatch:
+class RequestSpan:
     """One request in flight: its CLIENT span, ended with the reply or the error."""
 
-    def __init__(self, otel: "Otel", span: trace.Span, method: str, attributes: dict[str, Any],
+    def __init__(self, otel: Otel, span: trace.Span, method: str, attributes: dict[str, Any],
                  transport: Any) -> None:
         self.otel = otel
         self.transport = transport

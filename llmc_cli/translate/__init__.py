@@ -28,9 +28,10 @@ No SDK is imported here: the tests validate the output with each SDK's own types
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import import_module
-from typing import Any, Mapping
+from typing import Any
 
 from llmc_cli.model import LINT_FORMATS, TOOL_FORMATS, Tool
 

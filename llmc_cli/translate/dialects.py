@@ -8,8 +8,19 @@ from typing import Any
 
 from .findings import Path, Report
 from .names import property_names
-from .schema import Schema, at, drop_schema_keyword, fold_into_description, inline_refs, is_null, map_children, merge_all_of, rebuild, resolve, SUBSCHEMA_KEYS
-
+from .schema import (
+    SUBSCHEMA_KEYS,
+    Schema,
+    at,
+    drop_schema_keyword,
+    fold_into_description,
+    inline_refs,
+    is_null,
+    map_children,
+    merge_all_of,
+    rebuild,
+    resolve,
+)
 
 # -- OpenAI strict mode ----------------------------------------------------------------------------
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Union
+from typing import Any
 
 # Where a finding points, built lazily: the root's text (e.g. "$.parameters"), or (parent, key)
 # with an int key for a list index. A walk makes one for every node it visits but a finding for
 # few of them, so the text is only written when a finding needs it (`render`).
-Path = Union[str, tuple[Any, Any]]
+Path = str | tuple[Any, Any]
 
 
 def render(path: Path) -> str:

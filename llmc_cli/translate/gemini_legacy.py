@@ -8,8 +8,8 @@ from typing import Any
 from llmc_cli.model import Tool
 
 from .description import describe
-from .findings import Report
 from .dialects import openapi_subset
+from .findings import Report
 from .schema import prepare
 
 NAMES = "gemini-legacy"

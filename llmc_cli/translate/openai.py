@@ -9,8 +9,8 @@ from typing import Any
 from llmc_cli.model import Tool
 
 from .description import describe
-from .findings import Path, Report
 from .dialects import openai_strict
+from .findings import Path, Report
 from .schema import Schema, prepare
 
 NAMES = "openai"

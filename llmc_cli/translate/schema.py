@@ -9,8 +9,9 @@ Paths in findings point into the generated definition (e.g. `$.parameters.proper
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from json.encoder import encode_basestring
-from typing import Any, Callable
+from typing import Any
 
 from .findings import Path, Report
 from .names import property_names
@@ -130,7 +131,7 @@ def inline_refs(node: Any, root: Schema, report: Report, path: Path) -> Any:
                 report.note(path, f"$ref {ref} replaced by any {kind}", f"this dialect has no references and {why}")
                 return {"type": kind, **{k: v for k, v in rest.items() if k == "description"}}
             budget[0] -= 1
-            return walk({**target, **rest}, path, seen + (ref,))
+            return walk({**target, **rest}, path, (*seen, ref))
         if "$defs" in node or "definitions" in node:  # all inlined now
             node = {k: v for k, v in node.items() if k not in ("$defs", "definitions")}
         return rebuild(node, path, walk, seen)

@@ -3,9 +3,10 @@ test server, reached through the catalog and services.call_tool like `llmc ask` 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 

@@ -81,7 +81,7 @@ def test_read_only_batches_run_concurrently_others_in_order(toolbox):
         script = [turn(api, None, calls(api, (slow, {"seconds": 0.6}), (slow, {"seconds": 0.6}))), turn(api, "done")]
         with FakeLLM(api, script) as fake:
             ask("wait", provider=provider_for(api, fake), tools=tools, call_tool=toolbox.call_tool,
-                read_only=lambda t: policy.is_read_only(t, t.qualified_name, config), progress=events.append)
+                read_only=lambda t, config=config: policy.is_read_only(t, t.qualified_name, config), progress=events.append)
         kinds = [e["event"] for e in events if e["event"].startswith("tool")]
         assert kinds == (["tool_start", "tool_start", "tool_end", "tool_end"] if read_only
                          else ["tool_start", "tool_end", "tool_start", "tool_end"])
@@ -223,9 +223,8 @@ def test_text_protocol_malformed_blocks_in_the_loop(toolbox):
 def test_provider_error_mid_run_keeps_the_record(api, toolbox):
     echo = toolbox.name(api, "sdk.echo")
     script = [turn(api, None, calls(api, (echo, {"message": "one"}))), ERRORS[api]["auth"]()]
-    with FakeLLM(api, script) as fake:
-        with pytest.raises(ProviderError) as info:
-            ask("go", provider=provider_for(api, fake), tools=toolbox.tools, call_tool=toolbox.call_tool)
+    with FakeLLM(api, script) as fake, pytest.raises(ProviderError) as info:
+        ask("go", provider=provider_for(api, fake), tools=toolbox.tools, call_tool=toolbox.call_tool)
     assert info.value.exit_code == 8 and info.value.details["reason"] == "auth"
     assert info.value.record["steps"][0]["seen"] == "one" and info.value.record["stopReason"] == "error"
 

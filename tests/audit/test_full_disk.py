@@ -69,15 +69,15 @@ args = ["{files}"]
 CASES = {
     # The decision record carries the arguments: 8 KiB of content needs pages the disk has not got
     # (a small record would fit in the slack of the log's last page, and rightly be written).
-    "decision": dict(leave=0, tool="fs.write_file",
-                     args=lambda files: ["path=" + str(files / "made.txt"), "content=" + "x" * 8192],
-                     says="the tool was not run"),
+    "decision": {"leave": 0, "tool": "fs.write_file",
+                     "args": lambda files: ["path=" + str(files / "made.txt"), "content=" + "x" * 8192],
+                     "says": "the tool was not run"},
     # The record fits in the log's slack, but the anchor (gone, so made anew) finds no room:
     # the record is cut back out of the log, as if never written.
-    "anchor": dict(leave=0, tool="fs.write_file", args=lambda files: ["path=" + str(files / "made.txt"), "content=x"],
-                   says="the tool was not run", drop_anchor=True),
-    "outcome": dict(leave=12 * 1024, tool="fs.read_text_file", args=lambda files: ["path=" + str(files / "big.txt")],
-                    says="the call ran, but its outcome is not recorded"),
+    "anchor": {"leave": 0, "tool": "fs.write_file", "args": lambda files: ["path=" + str(files / "made.txt"), "content=x"],
+                   "says": "the tool was not run", "drop_anchor": True},
+    "outcome": {"leave": 12 * 1024, "tool": "fs.read_text_file", "args": lambda files: ["path=" + str(files / "big.txt")],
+                    "says": "the call ran, but its outcome is not recorded"},
 }
 
 

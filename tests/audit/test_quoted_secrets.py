@@ -6,7 +6,6 @@ whose name says nothing) gets both masked in the outcome's `error` and, with aud
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from urllib.parse import quote, quote_plus
 

@@ -10,15 +10,23 @@ import signal
 import subprocess
 import sys
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
 from tests.fakes.llm import FakeLLM
 from tests.fakes.scripts import turn
-from tests.helpers import (PEERS, TO_THREAD, llmc, llmc_executable, sdk_server, signal_another_thread, signal_until_exit,
-                           wait_until)
+from tests.helpers import (
+    PEERS,
+    TO_THREAD,
+    llmc,
+    llmc_executable,
+    sdk_server,
+    signal_another_thread,
+    signal_until_exit,
+    wait_until,
+)
 from tests.processes import live_processes
 from tests.schemas import check_output
 
@@ -190,7 +198,7 @@ def test_a_session_keeper_call(isolated_dirs):
     try:
         proc = start("call", "--session", "sig", "sdk.slow", "seconds=300")
         wait_for(decided(isolated_dirs, "slow"), "the decision record")
-        returncode, out, err = finish(proc, signal.SIGTERM)
+        returncode, _out, err = finish(proc, signal.SIGTERM)
         assert returncode == 143, err
         assert_every_decided_call_has_one_outcome(isolated_dirs, ["slow"])
         again = llmc("call", "--session", "sig", "sdk.echo", "message=still here", timeout=WAIT_SECONDS)
@@ -207,7 +215,7 @@ def test_ask_records_the_call_in_flight(isolated_dirs):
         ask_profile(isolated_dirs, marker, fake)
         proc = start("ask", "be slow", env={"OPENAI_API_KEY": "test-key"})
         wait_for(decided(isolated_dirs, "slow"), "the decision record")
-        returncode, out, err = finish(proc, signal.SIGTERM)
+        returncode, _out, err = finish(proc, signal.SIGTERM)
     assert returncode == 143, err
     assert_every_decided_call_has_one_outcome(isolated_dirs, ["slow"])
     assert_no_server_left(marker)

@@ -53,7 +53,7 @@ class FakeOAuthServer:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
 
-    def __enter__(self) -> "FakeOAuthServer":
+    def __enter__(self) -> FakeOAuthServer:
         self.thread.start()
         return self
 
@@ -123,7 +123,7 @@ def _handler(fake: FakeOAuthServer) -> type[BaseHTTPRequestHandler]:
                 fake.requests.append({"method": self.command, "path": parts.path, "query": dict(parse_qsl(parts.query)),
                                       "form": form, "json": body, "headers": dict(self.headers)})
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             o = fake.options
             parts = urlsplit(self.path)
             query = dict(parse_qsl(parts.query))
@@ -163,11 +163,12 @@ def _handler(fake: FakeOAuthServer) -> type[BaseHTTPRequestHandler]:
             if parts.path == "/mcp":
                 return self._reply(405)  # no standalone SSE stream
             self._reply(404, {"error": "not_found"})
+            return None
 
-        def do_DELETE(self) -> None:  # noqa: N802
+        def do_DELETE(self) -> None:
             self._reply(405)
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length).decode()
             path = urlsplit(self.path).path
@@ -188,6 +189,7 @@ def _handler(fake: FakeOAuthServer) -> type[BaseHTTPRequestHandler]:
                 self._record({}, body)
                 return self._mcp(body)
             self._reply(404, {"error": "not_found"})
+            return None
 
         def _client_ok(self, form: dict[str, str]) -> str | None:
             header = self.headers.get("Authorization", "")
@@ -224,6 +226,7 @@ def _handler(fake: FakeOAuthServer) -> type[BaseHTTPRequestHandler]:
                 if grant == "client_credentials":
                     return self._reply(200, fake._issue(client_id, form.get("scope", ""), form.get("resource", "")))
             self._reply(400, {"error": "unsupported_grant_type"})
+            return None
 
         def _mcp(self, body: Any) -> None:
             o = fake.options
@@ -255,5 +258,6 @@ def _handler(fake: FakeOAuthServer) -> type[BaseHTTPRequestHandler]:
                 return self._reply(200, {"jsonrpc": "2.0", "id": body["id"],
                                          "error": {"code": -32601, "message": "Method not found"}})
             self._reply(200, {"jsonrpc": "2.0", "id": body["id"], "result": result})
+            return None
 
     return Handler

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from llmc_cli.cli.targets import url_name
-
 from tests.auth.fake_oauth import FakeOAuthServer
 from tests.helpers import llmc
 

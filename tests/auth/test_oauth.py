@@ -3,7 +3,6 @@ browser step is headless: BROWSER points at tests/auth/browser.py, which follows
 
 from __future__ import annotations
 
-import os
 import stat
 from pathlib import Path
 
@@ -13,8 +12,8 @@ import pytest
 from llmc_cli.errors import AuthError
 from llmc_cli.mcp.auth import OAuth, Tokens
 from llmc_cli.mcp.auth.discovery import require_secure
-from llmc_cli.store import client_stores
 from llmc_cli.model import OAuthSpec, ServerSpec
+from llmc_cli.store import client_stores
 from tests.auth.fake_oauth import FakeOAuthServer
 
 BROWSER = str(Path(__file__).with_name("browser.py"))
@@ -74,7 +73,7 @@ def test_login_on_401_with_pkce_resource_and_dynamic_registration(isolated_dirs)
 
 def test_resource_mismatch_is_refused(isolated_dirs):
     with FakeOAuthServer(resource="https://evil.example.com/mcp") as fake:
-        with pytest.raises(AuthError, match="names resource 'https://evil.example.com/mcp'.*refusing") as info:
+        with pytest.raises(AuthError, match=r"names resource 'https://evil\.example\.com/mcp'.*refusing") as info:
             rpc(oauth_for(fake, interactive=True), fake.mcp_url)
         assert info.value.exit_code == 9
         assert "/as/authorize" not in fake.paths() and "/as/register" not in fake.paths()
@@ -82,7 +81,7 @@ def test_resource_mismatch_is_refused(isolated_dirs):
 
 def test_wrong_issuer_is_refused(isolated_dirs):
     with FakeOAuthServer(metadata_issuer="https://honest.example") as fake:
-        with pytest.raises(AuthError, match="issuer 'https://honest.example', expected"):
+        with pytest.raises(AuthError, match=r"issuer 'https://honest\.example', expected"):
             rpc(oauth_for(fake, interactive=True), fake.mcp_url)
         assert "/as/authorize" not in fake.paths()
 
@@ -196,9 +195,9 @@ def test_preregistered_client_secret_post(isolated_dirs, monkeypatch):
 
 
 def test_no_registration_possible_says_what_to_configure(isolated_dirs):
-    with FakeOAuthServer(registration=False) as fake:
-        with pytest.raises(AuthError, match=r"offers no client registration; set client_id .*\[servers.erp.oauth\]"):
-            rpc(oauth_for(fake, interactive=True), fake.mcp_url)
+    with FakeOAuthServer(registration=False) as fake, \
+            pytest.raises(AuthError, match=r"offers no client registration; set client_id .*\[servers.erp.oauth\]"):
+        rpc(oauth_for(fake, interactive=True), fake.mcp_url)
 
 
 def test_missing_secret_variable_is_named(isolated_dirs):

@@ -44,7 +44,7 @@ def peers() -> dict[str, ScriptedPeer]:
 
 def test_a_qualified_name_starts_no_server(peers: dict[str, ScriptedPeer]) -> None:
     with catalog_of(peers) as catalog:
-        assert routing.resolve(catalog, "b.y") == ("b", "y")
+        assert routing.resolve_tool(catalog, "b.y") == ("b", "y")
         assert routing.qualified("b.y", catalog.specs) == ("b", "y")
         assert routing.qualified("c.y", catalog.specs) is None
     assert all(peer.received == [] for peer in peers.values())
@@ -52,22 +52,22 @@ def test_a_qualified_name_starts_no_server(peers: dict[str, ScriptedPeer]) -> No
 
 def test_a_bare_name_asks_only_the_servers_the_cache_names(peers: dict[str, ScriptedPeer]) -> None:
     with catalog_of(peers) as catalog:
-        assert routing.resolve(catalog, "y", {"a": ["x", "both"], "b": ["y", "both"]}) == ("b", "y")
+        assert routing.resolve_tool(catalog, "y", {"a": ["x", "both"], "b": ["y", "both"]}) == ("b", "y")
         assert (listings(peers["a"]), listings(peers["b"])) == (0, 1)
 
 
 def test_a_stale_cache_costs_a_listing_of_every_server(peers: dict[str, ScriptedPeer]) -> None:
     with catalog_of(peers) as catalog:
-        assert routing.resolve(catalog, "x", {"a": [], "b": ["y"]}) == ("a", "x")
+        assert routing.resolve_tool(catalog, "x", {"a": [], "b": ["y"]}) == ("a", "x")
         assert (listings(peers["a"]), listings(peers["b"])) == (1, 1)
 
 
 def test_an_ambiguous_or_unknown_bare_name_is_a_usage_error(peers: dict[str, ScriptedPeer]) -> None:
     with catalog_of(peers) as catalog:
         with pytest.raises(UsageError, match=r"ambiguous: a\.both, b\.both"):
-            routing.resolve(catalog, "both")
+            routing.resolve_tool(catalog, "both")
         with pytest.raises(UsageError, match="no server has a tool named 'z'"):
-            routing.resolve(catalog, "z")
+            routing.resolve_tool(catalog, "z")
         with pytest.raises(UsageError, match="there is no server 'c'"):
             routing.require_tool(catalog, "a", "c.x")
 

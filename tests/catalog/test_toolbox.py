@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import llmc as llmc_subprocess
-from tests.helpers import node_tool, profile_file, sdk_server
 from tests.helpers import llmc_in_process as llmc
+from tests.helpers import node_tool, profile_file, sdk_server
 from tests.profiles.runner import toml_str
 
 PY, SDK = sdk_server("sdk_server.py")

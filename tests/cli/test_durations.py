@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -33,7 +33,7 @@ def test_since_is_a_duration_ago_or_an_iso_time() -> None:
     before = time.time()
     ago = parse_since("1h")
     assert before - 3600 - 1 <= ago <= time.time() - 3600
-    assert parse_since("2026-01-02T03:04:05Z") == datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc).timestamp()
+    assert parse_since("2026-01-02T03:04:05Z") == datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC).timestamp()
     assert parse_since("2026-01-02T03:04:05") == parse_since("2026-01-02T03:04:05+00:00")  # no zone: UTC
     with pytest.raises(ValueError, match="--since expects"):
         parse_since("yesterday")

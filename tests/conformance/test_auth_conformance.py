@@ -54,5 +54,5 @@ def test_auth_scenario_passes_without_warnings(suite, scenario, tmp_path):
                          "conformance-test-secret"):
         assert token_prefix not in stdout + stderr, f"{token_prefix} leaked:\n{stdout}\n{stderr}"
     if scenario in REFUSALS:
-        assert f"Client exited with code 9" in proc.stderr, proc.stderr[-3000:]
+        assert "Client exited with code 9" in proc.stderr, proc.stderr[-3000:]
         assert REFUSALS[scenario] in stderr, stderr

@@ -17,17 +17,27 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
 from tests.auth.fake_oauth import FakeOAuthServer
 from tests.fakes.llm import FakeLLM, anthropic_reply, chat_reply
-from tests.helpers import (NODE_BIN, PEERS, ROOT, desktop_commander, free_port, llmc_executable, node_tool, sdk_server,
-                           wait_listening)
+from tests.helpers import (
+    NODE_BIN,
+    PEERS,
+    ROOT,
+    desktop_commander,
+    free_port,
+    llmc_executable,
+    node_tool,
+    sdk_server,
+    wait_listening,
+)
 
 README = ROOT / "README.md"
 LINE_TIMEOUT = 120.0
@@ -125,9 +135,7 @@ def code_blocks(text: str) -> list[Block]:
         if raw.startswith("#"):
             close()
             section = raw.lstrip("#").strip()
-        elif raw.startswith("    ") and (current or previous_blank):
-            current.append((number, raw))
-        elif not raw.strip() and current:
+        elif (raw.startswith("    ") and (current or previous_blank)) or (not raw.strip() and current):
             current.append((number, raw))
         else:
             close()
@@ -176,8 +184,8 @@ class World:
         self.captured: list[tuple[str, str]] = []
         profiles = self.home / ".config" / "llmc" / "profiles"  # where llmc looks without LLMC_CONFIG_DIR
         profiles.mkdir(parents=True)
-        fs = f"command = {_toml(node_tool('mcp-server-filesystem'))}\nargs = [{_toml(str(self.data))}]\n" \
-             f"cwd = {_toml(str(self.data))}\n"
+        fs = (f"command = {_toml(node_tool('mcp-server-filesystem'))}\nargs = [{_toml(str(self.data))}]\n"
+              f"cwd = {_toml(str(self.data))}\n")
         (profiles / "ops.toml").write_text(f'description = "Operations"\n[servers.fs]\n{fs}')
         (profiles / "readonly.toml").write_text(f'description = "Read-only analyst"\n[servers.fs]\n{fs}'
                                                 "[policy]\nread_only = true\n")
@@ -320,7 +328,7 @@ def test_the_readme_has_the_shell_blocks_and_every_not_run_line():
     assert len(BLOCKS) >= 10 and sum(len(b.lines) for b in BLOCKS) >= 50
     assert set(NOT_RUN) <= commands, set(NOT_RUN) - commands  # a line the README dropped: drop it here too
     assert all(any(c.startswith(p) for c in commands) for p in NOT_RUN_PREFIXES)
-    assert BACKGROUND <= commands, BACKGROUND - commands
+    assert commands >= BACKGROUND, BACKGROUND - commands
 
 
 TOML_BLOCKS = [b for b in code_blocks(README.read_text(encoding="utf-8")) if b.lines[0].text.startswith("[")]

@@ -11,9 +11,25 @@ import pytest
 
 from llmc_cli import errors
 from llmc_cli.audit import AuditError
-from llmc_cli.errors import (AuthError, Cancelled, ConfigError, ConnectionFailed, DriftError, ExitCode,
-                             HttpStatusError, InputRequired, LlmcError, PolicyDenied, ProtocolError, ProviderError, RpcError, SessionExpired,
-                             TimeoutExpired, ToolFailed, UsageError)
+from llmc_cli.errors import (
+    AuthError,
+    Cancelled,
+    ConfigError,
+    ConnectionFailed,
+    DriftError,
+    ExitCode,
+    HttpStatusError,
+    InputRequired,
+    LlmcError,
+    PolicyDenied,
+    ProtocolError,
+    ProviderError,
+    RpcError,
+    SessionExpired,
+    TimeoutExpired,
+    ToolFailed,
+    UsageError,
+)
 from llmc_cli.store.postgres import StateError
 
 README = Path(__file__).resolve().parents[2] / "README.md"

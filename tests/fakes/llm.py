@@ -151,7 +151,7 @@ class FakeLLM:
     def bodies(self) -> list[Any]:
         return [r.body for r in self.requests]
 
-    def __enter__(self) -> "FakeLLM":
+    def __enter__(self) -> FakeLLM:
         self._thread.start()
         return self
 
@@ -323,7 +323,7 @@ def _chat_events(body: dict[str, Any]) -> list[tuple[str | None, Any]]:
                    for piece in _pieces(call["function"]["arguments"])]
     events.append(chunk({}, choice["finish_reason"]))
     events.append((None, {**base, "choices": [], "usage": body["usage"]}))
-    return events + [(None, "[DONE]")]
+    return [*events, (None, "[DONE]")]
 
 
 def _anthropic_events(body: dict[str, Any]) -> list[tuple[str | None, Any]]:
@@ -346,7 +346,7 @@ def _anthropic_events(body: dict[str, Any]) -> list[tuple[str | None, Any]]:
     events.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": body["stop_reason"],
                                                                         "stop_sequence": None},
                                      "usage": {"output_tokens": body["usage"]["output_tokens"]}}))
-    return events + [("message_stop", {"type": "message_stop"})]
+    return [*events, ("message_stop", {"type": "message_stop"})]
 
 
 def _responses_events(body: dict[str, Any]) -> list[tuple[str | None, Any]]:
@@ -397,7 +397,7 @@ def _gemini_events(body: dict[str, Any]) -> list[tuple[str | None, Any]]:
 
     pieces = [{"text": piece} for p in texts for piece in _pieces(p["text"])]
     events = [chunk([piece], False) for piece in pieces]
-    return events + [chunk(rest, True)]
+    return [*events, chunk(rest, True)]
 
 
 STREAMS = {"openai": _chat_events, "text": _chat_events, "anthropic": _anthropic_events,

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.conftest import fill, temp_files
 from tests.fakes.llm import FakeLLM
 from tests.fakes.scripts import turn
+from tests.faults.conftest import fill, temp_files
 from tests.helpers import PEERS, llmc
 
 STDIO = ["--stdio", shlex.join([sys.executable, str(PEERS / "sdk_server.py")])]

@@ -29,7 +29,7 @@ def run_together(argvs: list[list[str]]) -> list[subprocess.CompletedProcess[str
     procs = [subprocess.Popen([llmc_executable(), *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               stdin=subprocess.DEVNULL, text=True) for argv in argvs]
     done = []
-    for argv, proc in zip(argvs, procs):
+    for argv, proc in zip(argvs, procs, strict=True):
         out, err = proc.communicate(timeout=120)
         done.append(subprocess.CompletedProcess(argv, proc.returncode, out, err))
     return done

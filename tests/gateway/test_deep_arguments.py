@@ -15,7 +15,7 @@ import pytest
 
 from llmc_cli.model import ARGUMENTS_TOO_DEEP
 from tests.gateway.conftest import audit_records
-from tests.gateway.test_http import INIT, Gateway, sdk_host, start, stop
+from tests.gateway.test_http import INIT, sdk_host, start, stop
 from tests.gateway.test_stdio import ERAS, run
 
 

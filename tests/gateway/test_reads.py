@@ -166,12 +166,14 @@ def test_a_hidden_resource_cannot_be_subscribed_to(library: Path) -> None:
 
 
 def test_the_audit_trail_of_reads_verifies(library: Path, tmp_path: Path) -> None:
+    from mcp.shared.exceptions import MCPError
+
     from tests.helpers import llmc
 
     async def work() -> None:
         async with host(library, "legacy") as client:
             await client.read_resource("lib.lib://public/readme")
-            with pytest.raises(Exception):
+            with pytest.raises(MCPError, match="Resource not found"):
                 await client.read_resource("kb.lib://public/readme")
 
     run(work)

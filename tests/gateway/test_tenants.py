@@ -13,9 +13,10 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import anyio
 import pytest
@@ -162,7 +163,7 @@ def test_each_principal_gets_only_its_own_calls_traffic_and_answers(probe_gatewa
     # an initialize-era upstream's requests cannot reach a 2026-07-28 host (it is asked only in
     # input_required results): declined, so the call fails; the other eras answer every request
     asks_reach_host = not (legacy_upstream and mode == "auto")
-    for host, result in zip((alice, bob), results):
+    for host, result in zip((alice, bob), results, strict=True):
         other = "bob" if host.principal == "alice" else "alice"
         assert not any(other in text for text in host.seen), (host.principal, host.seen)
         assert f"log for {host.principal}" in host.seen and f"progress for {host.principal}" in host.seen, host.seen

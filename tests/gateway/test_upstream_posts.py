@@ -8,8 +8,9 @@ Streamable HTTP with JSON replies (a reply whose head only comes when the tool i
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import anyio
 import pytest

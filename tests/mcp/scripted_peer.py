@@ -10,7 +10,8 @@ never on sleeps.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, MODERN_VERSIONS

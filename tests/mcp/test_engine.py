@@ -21,7 +21,6 @@ from llmc_cli.mcp.session import Session
 from llmc_cli.mcp.transports.memory import MemoryTransport
 from tests.mcp.scripted_peer import WAIT, ScriptedPeer
 
-
 # -- the matcher -----------------------------------------------------------------------------------------
 
 def test_a_reply_for_an_unknown_id_is_dropped_and_the_waiter_keeps_waiting() -> None:

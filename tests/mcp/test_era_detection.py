@@ -4,7 +4,8 @@ choices are tested against real servers in tests/transports/."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 

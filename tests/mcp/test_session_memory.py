@@ -64,7 +64,7 @@ def test_silence_times_out_cancels_and_a_late_reply_is_dropped() -> None:
     held: list[dict[str, Any]] = []
     peer = ScriptedPeer({"tools/call": lambda p, m: held.append(m)})  # never answers on its own
     with legacy(peer, timeout=0.3) as session:
-        with pytest.raises(TimeoutExpired, match="no reply to tools/call within 0.3s"):
+        with pytest.raises(TimeoutExpired, match=r"no reply to tools/call within 0\.3s"):
             session.call_tool("silent", {})
         cancelled = peer.wait_for("notifications/cancelled")[0]["params"]
         assert cancelled == {"requestId": held[0]["id"], "reason": "timeout"}
@@ -85,9 +85,8 @@ def test_progress_cannot_extend_a_call_for_ever() -> None:
         in_thread(work)
 
     peer = ScriptedPeer({"tools/call": chatty, "notifications/cancelled": lambda p, m: stop.set()})
-    with legacy(peer, timeout=0.2) as session:
-        with pytest.raises(TimeoutExpired):
-            session.call_tool("chatty", {})
+    with legacy(peer, timeout=0.2) as session, pytest.raises(TimeoutExpired):
+        session.call_tool("chatty", {})
     assert stop.is_set()  # the server was told
 
 
@@ -121,9 +120,8 @@ def test_a_server_that_always_wants_more_input_is_stopped() -> None:
         peer.reply(msg, {"resultType": "input_required", "inputRequests": {"p": {"method": "ping"}}})
 
     peer = ScriptedPeer({"server/discover": modern_discover, "tools/call": forever})
-    with modern(peer) as session:
-        with pytest.raises(ProtocolError, match=f"still needs input after {MAX_INPUT_ROUNDS} rounds"):
-            session.call_tool("loop", {})
+    with modern(peer) as session, pytest.raises(ProtocolError, match=f"still needs input after {MAX_INPUT_ROUNDS} rounds"):
+        session.call_tool("loop", {})
     assert len(peer.calls("tools/call")) == MAX_INPUT_ROUNDS
 
 
@@ -197,7 +195,6 @@ def test_an_expired_session_is_initialized_again_once_and_the_user_is_told() -> 
 
 def test_an_error_reply_is_an_rpc_error_with_its_code() -> None:
     peer = ScriptedPeer({"tools/call": lambda p, m: p.error(m, -32602, "bad arguments", {"field": "x"})})
-    with legacy(peer) as session:
-        with pytest.raises(RpcError) as caught:
-            session.call_tool("bad", {})
+    with legacy(peer) as session, pytest.raises(RpcError) as caught:
+        session.call_tool("bad", {})
     assert (caught.value.code, caught.value.data) == (-32602, {"field": "x"})

@@ -13,9 +13,9 @@ import pytest
 
 from llmc_cli.errors import ConnectionFailed, ProtocolError, TimeoutExpired
 from llmc_cli.mcp.client import connect
-from llmc_cli.store import client_stores
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.model import ServerSpec
+from llmc_cli.store import client_stores
 from tests.helpers import node_tool, sdk_server, wait_until
 from tests.processes import live_processes
 

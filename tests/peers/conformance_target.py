@@ -14,13 +14,11 @@ import json
 import sys
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
-
 from mcp import types
-from mcp.server.mcpserver import (AcceptedElicitation, Context, Elicit, ElicitationResult, ListRoots, MCPServer, Resolve,
-                                  Sample)
+from mcp.server.mcpserver import AcceptedElicitation, Context, Elicit, ElicitationResult, ListRoots, MCPServer, Resolve, Sample
 from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
 from mcp.types import JSONRPCMessage
+from pydantic import BaseModel, Field
 
 # A 1x1 PNG and a tiny WAV: the scenarios check type, mimeType and that data is base64
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="

@@ -14,12 +14,11 @@ import json
 import sys
 from typing import Annotated
 
-from pydantic import BaseModel, Field
-
 from mcp.server.mcpserver import Context, ElicitationResult, MCPServer
-from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field
 
 # OSC 52 (write "pwned" to the clipboard), clear screen, cursor home, a C1 CSI (U+009B), a
 # right-to-left override, a bell. Each of these acts on a terminal when printed raw.

@@ -112,36 +112,36 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- verbs --------------------------------------------------------------------------------
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         if self.path == "/stats":
             with LOCK:
                 return self._json(SEEN)
         self._record(None)
         if self._moved():
-            return
+            return None
         if self.mode == "sse-elsewhere":
             self._sse_start()
             self._event("event: endpoint\ndata: http://elsewhere.invalid:9/messages\n\n")
             time.sleep(2)
-            return
+            return None
         if self.mode == "sse-endless":
             self._sse_start()
             self._event("event: endpoint\ndata: /sse-endless/messages\n\n")
             self._stream(b"event: message\ndata: ", b"x" * 65536)
-            return
+            return None
         if self.mode == "oauth-huge":
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Connection", "close")
             self.end_headers()
             self._stream(b'{"resource": "', b"x" * 65536)
-            return
+            return None
         if self.mode == "sse-silent":
             self._sse_start()
             for _ in range(100):  # bounded: 10 s of keep-alive comments, no endpoint
                 self._event(": waiting\n\n")
                 time.sleep(0.1)
-            return
+            return None
         last = self.headers.get("Last-Event-ID")
         with LOCK:
             reply = PENDING.pop(last, None) if last else None
@@ -149,12 +149,13 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(405, b"Method Not Allowed", "text/plain")
         self._sse_start()
         self._event(f"id: {last}-r\nevent: message\ndata: {json.dumps(reply)}\n\n")
+        return None
 
-    def do_DELETE(self) -> None:  # noqa: N802
+    def do_DELETE(self) -> None:
         self._record(None)
         self._send(200)
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
         try:
             rpc = json.loads(raw)
@@ -163,7 +164,7 @@ class Handler(BaseHTTPRequestHandler):
             return self._json({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}, 400)
         self._record(rpc)
         if self._moved():
-            return
+            return None
         method, rid, mode = rpc.get("method"), rpc.get("id"), self.mode
         if mode == "oauth-huge":
             metadata = f"http://{self.headers['Host']}/oauth-huge/.well-known/oauth-protected-resource"
@@ -195,7 +196,7 @@ class Handler(BaseHTTPRequestHandler):
             return self._json({"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": "no session"}}, 400)
         if mode == "hang" and method == "notifications/cancelled":
             time.sleep(60)
-            return
+            return None
         if rid is None or "method" not in rpc:
             return self._send(202)
         if method == "tools/list":
@@ -217,7 +218,7 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200 if mode == "html" else 400, b"<html><body><h1>Proxy error</h1></body></html>", "text/html")
         if mode == "hang":
             time.sleep(60)
-            return
+            return None
         if mode in ("huge-json", "huge-declared"):
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
@@ -240,13 +241,14 @@ class Handler(BaseHTTPRequestHandler):
                 PENDING[event_id] = result
             self._sse_start()
             self._event(f"id: {event_id}\nretry: {RETRY_MS}\ndata: \n\n")
-            return  # the connection closes: the client must come back with GET + Last-Event-ID
+            return None  # the connection closes: the client must come back with GET + Last-Event-ID
         if mode == "cut":
             self._sse_start()
             progress = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": rid, "progress": 1}}
             self._event(f"event: message\ndata: {json.dumps(progress)}\n\n")
-            return
+            return None
         self._json(result)
+        return None
 
 
 def main() -> None:

@@ -82,7 +82,7 @@ def main() -> None:
         elif method == "tools/call":
             if MODE == "huge-line":
                 try:
-                    sys.stdout.write('{"jsonrpc": "2.0", "id": %d, "result": {"content": [{"type": "text", "text": "' % ident)
+                    sys.stdout.write('{"jsonrpc": "2.0", "id": ' + format(ident, "d") + ', "result": {"content": [{"type": "text", "text": "')
                     for _ in range(64):
                         sys.stdout.write("x" * 65536)
                     sys.stdout.flush()

@@ -9,9 +9,8 @@ from __future__ import annotations
 import argparse
 from typing import Annotated
 
-from pydantic import Field
-
 from mcp.server.mcpserver import MCPServer
+from pydantic import Field
 
 
 def build() -> MCPServer:

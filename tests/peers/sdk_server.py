@@ -17,10 +17,9 @@ import asyncio
 import os
 import sys
 
-from pydantic import BaseModel, Field
-
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
 
 
 class Weather(BaseModel):

@@ -26,11 +26,9 @@ import uuid
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel
-
 from mcp import types
-from mcp.server.mcpserver import (AcceptedElicitation, Context, Elicit, ElicitationResult, ListRoots, MCPServer,
-                                  Resolve, Sample)
+from mcp.server.mcpserver import AcceptedElicitation, Context, Elicit, ElicitationResult, ListRoots, MCPServer, Resolve, Sample
+from pydantic import BaseModel
 
 
 class Answer(BaseModel):

@@ -13,7 +13,6 @@ import pytest
 from tests.helpers import llmc, node_tool, profile_file, sdk_server
 
 
-
 @pytest.fixture
 def data(tmp_path: Path) -> Path:
     root = tmp_path / "data"

@@ -30,7 +30,7 @@ PROCESS_PATHS = [
 
 
 @pytest.mark.parametrize("path", PROCESS_PATHS)
-def test_a_path_into_a_process_is_refused_under_a_path_rule(isolated_dirs, tree, monkeypatch, path):
+def test_a_path_into_a_process_is_refused_under_a_path_rule(isolated_dirs, tree, monkeypatch, path):  # noqa: F811 - the fixture imported above
     os.symlink("/proc", tree / "allowed" / "proc-link")
     journal = write_profile(isolated_dirs, tree, cwd=None)
     profile = isolated_dirs / "config" / "profiles" / "default.toml"

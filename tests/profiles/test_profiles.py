@@ -159,7 +159,7 @@ def test_update_profile_never_writes_an_invalid_result(config: Path):
         data["servers"]["more"] = {"url": "https://example.com/mcp", "transport": "carrier-pigeon"}
 
     text = path.read_text()
-    with pytest.raises(ConfigError, match="servers.more.transport"):
+    with pytest.raises(ConfigError, match=r"servers\.more\.transport"):
         profile_writer.update_profile(path, bad)
     assert path.read_text() == text  # an invalid result is never written
 

@@ -5,7 +5,6 @@ ${VAR} placeholders, stay as written."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest

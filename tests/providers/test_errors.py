@@ -72,7 +72,7 @@ def test_retries_are_bounded(api):
 def test_retry_after_is_capped():
     """A server asking for an hour does not hold llmc for an hour."""
     started = time.monotonic()
-    result, fake = ask_once("anthropic", [ERRORS["anthropic"]["rate_limit"]("3600"), turn("anthropic", "fine")],
+    result, _fake = ask_once("anthropic", [ERRORS["anthropic"]["rate_limit"]("3600"), turn("anthropic", "fine")],
                             max_backoff=0.2)
     assert result.text == "fine" and time.monotonic() - started < 5
 

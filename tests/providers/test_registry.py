@@ -48,5 +48,5 @@ def test_the_cli_and_the_profile_schema_offer_the_registry() -> None:
     assert typing.get_args(ProviderName) == PROVIDERS
     for name in PROVIDERS:
         assert validate({"llm": {"provider": name}}, "p.toml").llm.provider == name
-    with pytest.raises(ConfigError, match="llm.provider"):
+    with pytest.raises(ConfigError, match=r"llm\.provider"):
         validate({"llm": {"provider": "gemini-legacy"}}, "p.toml")  # a tool format, not a provider

@@ -91,7 +91,7 @@ def test_openai_max_tokens_name_depends_on_endpoint():
 def test_responses_wire():
     first = responses_reply(None, [("call_a", "fs_read", {"path": "/a.log"})], reasoning=True)
     image = ToolResult(content=[{"type": "text", "text": "a chart"}, {"type": "image", "data": PNG, "mimeType": "image/png"}])
-    turn, final, reqs = round_trip("openai-responses", first, [image])
+    _turn, final, reqs = round_trip("openai-responses", first, [image])
     body = reqs[1].body
     assert body["instructions"] == "Be brief." and body["tools"] == DEFINITIONS["openai-responses"]
     first_output = first.body["output"]
@@ -153,7 +153,7 @@ def test_gemini_wire_echoes_signature_and_ids():
     first = gemini_reply(None, [("fc-1", "fs_read", {"path": "/a.log"}), (None, "fs_read", {"path": "/b.log"})],
                          signature=sig)
     results = [text_result("line a"), text_result("gone", is_error=True)]
-    turn, final, reqs = round_trip("gemini", first, results)
+    _turn, final, reqs = round_trip("gemini", first, results)
     assert reqs[0].path == "/v1beta/models/model-x:generateContent"
     assert reqs[0].headers["x-goog-api-key"] == KEY
     body = reqs[1].body
@@ -182,7 +182,7 @@ def test_gemini_image_in_function_response_parts():
 def test_text_protocol_wire():
     answer = ('I will read both.\n<mcp:tool>\nname: fs_read\nparameters: {"path": "/a.log"}\n</mcp:tool>\n'
               "<mcp:tool>\nname: fs_read\nparameters: {'path': '/b.log',}\n</mcp:tool>")
-    turn, final, reqs = round_trip("text", chat_reply(answer), [text_result("line a"), text_result("gone", True)])
+    turn, _final, reqs = round_trip("text", chat_reply(answer), [text_result("line a"), text_result("gone", True)])
     assert turn.text == "I will read both."
     assert [(c.id, c.arguments) for c in turn.tool_calls] == [("t1-1", {"path": "/a.log"}), ("t1-2", {"path": "/b.log"})]
     body = reqs[0].body

@@ -149,7 +149,7 @@ def test_protected_paths_go_to_llmc_only(tmp_path: Path) -> None:
 
     profile = write(tmp_path / "p.toml", "[servers.p]\n" + PROBER + f'\n[servers.ws]\ncommand = {json.dumps(llmc_executable())}\n'
                     f'args = ["serve", "workspace", "--root", {json.dumps(str(tmp_path))}]\n')
-    specs, _ = services.server_specs(load_profile(str(profile)))
+    specs, _ = services.launch_specs(load_profile(str(profile)))
     env = {spec.name: spec.env for spec in specs}
     assert "LLMC_PROTECTED_PATHS" not in env["p"]
     assert str(profile) in json.loads(env["ws"]["LLMC_PROTECTED_PATHS"])

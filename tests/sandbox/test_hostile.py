@@ -146,8 +146,7 @@ write_paths = {toml_list([str(data)])}
 """)
 
     def call(name: str, **args: Any) -> Any:
-        result = llmc_in_process("-p", str(profile), "call", "--yes", name, "--json", json.dumps(args))
-        return result
+        return llmc_in_process("-p", str(profile), "call", "--yes", name, "--json", json.dumps(args))
 
     written = call("fs.write_file", path=str(data / "a.txt"), content="hello")
     assert written.returncode == 0, written.stderr

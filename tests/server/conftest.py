@@ -4,8 +4,9 @@ transport), plus raw access to the endpoint for protocol tests."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 

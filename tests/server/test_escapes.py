@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from llmc_cli.server.jail import Jail
 from llmc_cli.mcp.server import ToolError
+from llmc_cli.server.jail import Jail
 from tests.helpers import wait_until
 from tests.processes import live_processes
 from tests.server.conftest import COMMANDS, SANDBOXES

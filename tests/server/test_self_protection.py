@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from llmc_cli.server.jail import Jail
 from llmc_cli.mcp.server import ToolError
+from llmc_cli.server.jail import Jail
 from tests.helpers import llmc, llmc_executable
 from tests.server.conftest import BWRAP
 

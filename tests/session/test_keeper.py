@@ -371,7 +371,7 @@ def test_ids_and_progress_tokens_are_remapped_per_caller(keepers: Keepers) -> No
                 results[i] = session.call_tool("slow", {"seconds": steps[i] / 10})
             finally:
                 session.close()
-        except BaseException as exc:  # reported by the main thread
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
             results[i] = exc
 
     threads = [threading.Thread(target=caller, args=(i,)) for i in steps]

@@ -36,7 +36,7 @@ def audit_records(state: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
 
-def test_bad_arguments_are_refused_with_the_same_message_through_a_keeper(keepers: Keepers) -> None:
+def test_bad_arguments_are_refused_with_the_same_message_through_a_keeper(keepers: Keepers) -> None:  # noqa: F811 - the fixture imported above
     keepers.start("check", "-s", "t")
     for args, expected in BAD_INPUT:
         through = keepers.call("t.echo", *args, session="check")
@@ -49,7 +49,7 @@ def test_bad_arguments_are_refused_with_the_same_message_through_a_keeper(keeper
     assert [r["event"] for r in audit_records(keepers.state)] == ["decision", "outcome"]
 
 
-def test_the_keeper_answers_validate_on_its_socket(keepers: Keepers) -> None:
+def test_the_keeper_answers_validate_on_its_socket(keepers: Keepers) -> None:  # noqa: F811 - the fixture imported above
     keepers.start("answers", "-s", "t")
     path = str(keepers.sock("answers"))
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
@@ -65,7 +65,7 @@ def test_the_keeper_answers_validate_on_its_socket(keepers: Keepers) -> None:
     assert validate_in_keeper(path, "answers", {"n": "\ud800"}, schema, "t.count") is False  # cannot be sent
 
 
-def test_a_call_through_a_keeper_imports_only_what_it_uses(keepers: Keepers) -> None:
+def test_a_call_through_a_keeper_imports_only_what_it_uses(keepers: Keepers) -> None:  # noqa: F811 - the fixture imported above
     keepers.start("lean", "-s", "t")
     code = ("import sys\nfrom llmc_cli.cli.main import main\n"
             "try:\n    main(['call', 't.echo', 'message=hi', '--yes', '--session', 'lean'])\n"

@@ -4,7 +4,7 @@ PGPASSWORD (as a deployment would pass it), never from the url."""
 from __future__ import annotations
 
 import itertools
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 

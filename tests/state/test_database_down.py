@@ -78,7 +78,7 @@ confirm_destructive = false
             assert PASSWORD not in through.stdout + through.stderr
 
             # An initialize-era host cannot start a session the other replicas could not resume.
-            status, headers, body = gateway.request("POST", "/mcp", INIT)
+            status, _headers, body = gateway.request("POST", "/mcp", INIT)
             error = json.loads(body)["error"]["message"]
             assert status == 200 and error.startswith("cannot start a session") and database in error, body
             assert PASSWORD not in body.decode()

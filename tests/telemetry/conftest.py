@@ -4,8 +4,8 @@ profile with the SDK test server (whose trace_context tool returns the W3C keys 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 

@@ -6,7 +6,6 @@ record (audit_results on: the log records carry results) — with capture_conten
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest

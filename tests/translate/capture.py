@@ -28,7 +28,6 @@ def servers() -> dict[str, list[str]]:
 def capture(argv: list[str], timeout: float = 60) -> dict[str, Any]:
     """{"server", "version", "tools"}: every page of tools/list, as the server sent each tool."""
     import anyio
-
     from mcp import ClientSession, StdioServerParameters, types
     from mcp.client.stdio import stdio_client
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -47,7 +48,6 @@ class Order(BaseModel):
 def sdk_tools() -> list[Tool]:
     """Generated in-process by `mcp.server.mcpserver.MCPServer.list_tools`."""
     import anyio
-
     from mcp.server.mcpserver import MCPServer
 
     server = MCPServer(name="shop")

@@ -30,7 +30,7 @@ def definition(result, name):
 def test_one_server_keeps_its_names_several_are_namespaced():
     one = [Tool("fs", "read_file", {"type": "object"}), Tool("fs", "get-sum", {"type": "object"})]
     assert sorted(translate(one, "openai").names) == ["get-sum", "read_file"]
-    two = one + [Tool("erp", "read_file", {"type": "object"})]
+    two = [*one, Tool("erp", "read_file", {"type": "object"})]
     names = translate(two, "anthropic").names
     assert dict(names) == {"fs_read_file": ("fs", "read_file"), "fs_get-sum": ("fs", "get-sum"),
                            "erp_read_file": ("erp", "read_file")}
@@ -146,7 +146,7 @@ def test_without_strict_openai_and_anthropic_pass_the_schema_through():
     for fmt in ("openai", "openai-responses", "anthropic"):
         result = translate(tools, fmt)
         assert not result.warnings
-        for tool, d in zip(tools, result.definitions):
+        for tool, d in zip(tools, result.definitions, strict=True):
             d = d.get("function", d)
             assert d.get("parameters", d.get("input_schema")) == tool.input_schema
             assert d.get("strict", False) is False
@@ -243,7 +243,7 @@ def test_text_listing_names_what_to_write():
     tools = stored("everything")
     text = translate(tools, "text").definitions
     assert "## get-sum\n" in text and "- a (number, required): First number" in text
-    two = translate(tools[:1] + [Tool("other", "x", {"type": "object"})], "text")
+    two = translate([*tools[:1], Tool("other", "x", {"type": "object"})], "text")
     assert "## everything_echo\n" in two.definitions and two.names["everything_echo"] == ("everything", "echo")
 
 

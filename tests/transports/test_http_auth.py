@@ -11,10 +11,10 @@ import pytest
 from llmc_cli.errors import AuthError
 from llmc_cli.mcp.auth import OAuth
 from llmc_cli.mcp.client import connect
-from llmc_cli.store import client_stores
 from llmc_cli.mcp.session import Session
 from llmc_cli.mcp.transports.streamable_http import StreamableHttpTransport
 from llmc_cli.model import ServerSpec
+from llmc_cli.store import client_stores
 from tests.auth.fake_oauth import FakeOAuthServer
 
 BROWSER = str(Path(__file__).resolve().parent.parent / "auth" / "browser.py")
@@ -36,9 +36,9 @@ def test_without_a_way_to_log_in_a_401_is_an_auth_error_naming_the_command(monke
     with FakeOAuthServer() as fake:
         spec = ServerSpec("erp", url=fake.mcp_url, timeout=20)
         auth = OAuth(spec, interactive=False, notify=lambda _message: None)
-        with Session(StreamableHttpTransport(fake.mcp_url, timeout=20, auth=auth), name="erp", timeout=20) as session:
-            with pytest.raises(AuthError) as info:
-                session.initialize()
+        with Session(StreamableHttpTransport(fake.mcp_url, timeout=20, auth=auth), name="erp", timeout=20) as session, \
+                pytest.raises(AuthError) as info:
+            session.initialize()
         assert info.value.exit_code == 9 and "llmc auth login erp" in info.value.message
 
 

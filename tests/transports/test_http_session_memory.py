@@ -13,15 +13,15 @@ import os
 import stat
 import sys
 import threading
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Iterator
 
 import httpx2
 import pytest
 
 from llmc_cli.mcp.client import connect
-from llmc_cli.store import client_stores
 from llmc_cli.model import ServerSpec
+from llmc_cli.store import client_stores
 from tests.helpers import PEERS, free_port, llmc
 from tests.transports.conftest import http_server
 

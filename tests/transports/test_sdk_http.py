@@ -73,7 +73,7 @@ def test_http_sse_transport_of_2024_11_05(sdk_sse):
         assert session.call_tool("fail", {"reason": "nope"})["isError"] is True
 
 
-@pytest.mark.parametrize("server", STREAMABLE + ["sdk_sse"])
+@pytest.mark.parametrize("server", [*STREAMABLE, "sdk_sse"])
 def test_llmc_tools_list_and_call_with_auto_transport(server, request, isolated_dirs):
     url = request.getfixturevalue(server)
     listed = llmc("tools", "list", "--url", url)

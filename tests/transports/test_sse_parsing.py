@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import base64
 
-from llmc_cli.mcp.transports.sse_parser import events
 from llmc_cli.mcp.transports.param_headers import header_value
+from llmc_cli.mcp.transports.sse_parser import events
 
 
 def lines(text: str) -> list[str]:

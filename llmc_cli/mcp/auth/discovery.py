@@ -9,9 +9,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from llmc_cli.errors import AuthError
+from llmc_cli.mcp.auth.primitives import (
+    authorization_server_metadata_urls,
+    canonical_uri,
+    is_loopback_url,
+    one_line,
+    protected_resource_metadata_urls,
+    resource_matches,
+)
 from llmc_cli.mcp.transports.base import max_message_bytes, too_large
-from llmc_cli.mcp.auth.primitives import (authorization_server_metadata_urls, canonical_uri, is_loopback, one_line,
-                                          protected_resource_metadata_urls, resource_matches)
 from llmc_cli.model import OAuthSpec
 
 HTTP_TIMEOUT = 30.0
@@ -159,7 +165,7 @@ def check_metadata(name: str, d: Discovery, settings: OAuthSpec) -> None:
         if "S256" not in (d.metadata.get("code_challenge_methods_supported") or []):
             raise AuthError(f"{name}: the authorization server {d.issuer} does not advertise PKCE S256"
                             " (code_challenge_methods_supported); refusing to authorize")
-    for key in needed + ["registration_endpoint"]:
+    for key in [*needed, "registration_endpoint"]:
         value = d.metadata.get(key)
         if key in needed and not isinstance(value, str):
             raise AuthError(f"{name}: the authorization server metadata has no {key}")
@@ -170,5 +176,5 @@ def check_metadata(name: str, d: Discovery, settings: OAuthSpec) -> None:
 def require_secure(name: str, url: str, what: str) -> None:
     """OAuth 2.1 section 1.5: authorization server endpoints over HTTPS (loopback excepted)."""
     scheme = urlsplit(url).scheme
-    if scheme != "https" and not (scheme == "http" and is_loopback(url)):
+    if scheme != "https" and not (scheme == "http" and is_loopback_url(url)):
         raise AuthError(f"{name}: refusing {what} {url}: not https")

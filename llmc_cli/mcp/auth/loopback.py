@@ -21,7 +21,7 @@ class LoopbackListener:
         replies: queue.Queue[dict[str, str]] = queue.Queue()
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+            def do_GET(self) -> None:
                 parts = urlsplit(self.path)
                 if parts.path != "/callback":
                     self.send_error(404)

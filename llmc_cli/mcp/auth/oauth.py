@@ -21,7 +21,8 @@ import secrets
 import sys
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
 from llmc_cli.errors import AuthError
@@ -76,7 +77,7 @@ class OAuth:
         self._refreshed_token: str | None = None
 
     @classmethod
-    def for_spec(cls, spec: ServerSpec, store: TokenStore | None = None) -> "OAuth | None":
+    def for_spec(cls, spec: ServerSpec, store: TokenStore | None = None) -> OAuth | None:
         """The auth a transport should use: none for a server with a static Authorization header."""
         if spec.kind != "remote" or any(k.lower() == "authorization" for k in spec.headers):
             return None
@@ -259,7 +260,7 @@ class OAuth:
             form["scope"] = " ".join(scopes)  # SEP-2207: offline_access on the token request too
         return client, self._token_request(d.metadata["token_endpoint"], d.resource, client, form, scopes)
 
-    def _listener(self) -> "LoopbackListener":
+    def _listener(self) -> LoopbackListener:
         """The redirect listener: the port of a dynamically registered client when it is free
         (its redirect URI stays valid), else a random one."""
         record = self._load()

@@ -72,5 +72,5 @@ def one_line(text: Any, limit: int = 200) -> str:
     return " ".join(str(text).split())[:limit]
 
 
-def is_loopback(url: str) -> bool:
+def is_loopback_url(url: str) -> bool:
     return (urlsplit(url).hostname or "").lower() in LOOPBACK_HOSTS

@@ -20,7 +20,8 @@ import re
 import select
 import socket
 import ssl
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import httptools
 import httpx2
@@ -201,7 +202,7 @@ class _Body(httpx2.SyncByteStream):
                     reply.feed(data)
                 else:
                     reply.end()
-        except (TimeoutError, socket.timeout) as exc:
+        except TimeoutError as exc:
             raise httpx2.ReadTimeout(str(exc) or "timed out") from exc
         except OSError as exc:  # a socket another thread shut down, or the server reset
             raise httpx2.ReadError(str(exc) or type(exc).__name__) from exc
@@ -240,7 +241,7 @@ class Http11Transport(httpx2.BaseTransport):
                 except BaseException:
                     sock.close()
                     raise
-        except (TimeoutError, socket.timeout) as exc:
+        except TimeoutError as exc:
             raise httpx2.ConnectTimeout(str(exc) or "timed out") from exc
         except OSError as exc:  # refused, unreachable, name not resolved, TLS failed
             raise httpx2.ConnectError(str(exc) or type(exc).__name__) from exc
@@ -280,7 +281,7 @@ class Http11Transport(httpx2.BaseTransport):
             # Head and body in one write: sent apart, the server wakes and reads twice (http.client
             # sends them apart), and each write is a system call and a turn of the GIL here.
             sock.sendall(head + request.read())
-        except (TimeoutError, socket.timeout) as exc:
+        except TimeoutError as exc:
             self.drop()
             raise httpx2.WriteTimeout(str(exc) or "timed out") from exc
         except OSError as exc:
@@ -294,10 +295,10 @@ class Http11Transport(httpx2.BaseTransport):
                 if not data:
                     reply.end()
                 reply.feed(data)
-        except (TimeoutError, socket.timeout) as exc:
+        except TimeoutError as exc:
             self.drop()
             raise httpx2.ReadTimeout(str(exc) or "timed out") from exc
-        except httpx2.RemoteProtocolError as exc:  # a reply that is not HTTP/1.x, or a head past the limits
+        except httpx2.RemoteProtocolError:  # a reply that is not HTTP/1.x, or a head past the limits
             self.drop()
             if unsent is not None:
                 raise httpx2.WriteError(str(unsent) or type(unsent).__name__) from unsent

@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 import socket
 import threading
-from typing import Any, Callable, Generator
+from collections.abc import Callable, Generator
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from llmc_cli.errors import AuthError, ConnectionFailed, HttpStatusError, LlmcError, TimeoutExpired
@@ -33,7 +34,7 @@ def proxied(url: str) -> bool:
     (urllib's getproxies: HTTP_PROXY, HTTPS_PROXY, ALL_PROXY), less the hosts NO_PROXY exempts as
     curl and urllib match them."""
     if not any(name.lower().endswith("_proxy") and name.lower() != "no_proxy" for name in os.environ):
-        return False  # the common case, without importing urllib.request (40 ms)
+        return False  # the common case, without importing urllib.request (slow to import)
     import urllib.request
 
     proxies = urllib.request.getproxies()
@@ -66,7 +67,7 @@ class HttpChannel:
         self._client_lock = threading.Lock()  # guards the three below
         self._clients: set[Any] = set()  # every open client, leased or idle
         self._idle: list[Any] = []  # clients with no request in flight, newest last
-        self._ssl_context: Any = None  # one per channel: building it is most of a client's start (~25 ms)
+        self._ssl_context: Any = None  # one per channel: building it is most of a client's start
         self._cookies: Any = None  # one jar for all of them: a balancer's affinity cookie is the channel's
         self._leases: dict[Any, Any] = {}  # response -> the client it came from, until it is closed
         self._moved: dict[str, str] = {}  # URL -> where a same-origin redirect sent it
@@ -135,7 +136,7 @@ class HttpChannel:
         return not self._proxied
 
     def request(self, method: str, url: str, headers: dict[str, str], *, body: bytes | None = None,
-                read_timeout: float | None | str = "default", reauthorize: bool = True,
+                read_timeout: float | str | None = "default", reauthorize: bool = True,
                 watch_socket: Callable[[socket.socket | None], None] | None = None) -> Any:
         """Send one request and return the open (streamed) response; the caller closes it.
         401/403 go through the OAuth hooks and are retried (unless `reauthorize` is False: closing

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from llmc_cli.errors import ConnectionFailed
 from llmc_cli.mcp.transports.base import Closed, Deliver

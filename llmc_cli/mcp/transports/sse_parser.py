@@ -9,8 +9,8 @@ follows the WHATWG algorithm instead: `id` and `retry` take effect whether or no
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
 from llmc_cli.mcp.transports.base import too_large
 

@@ -15,7 +15,8 @@ import signal
 import subprocess
 import threading
 import weakref
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from llmc_cli.errors import ConnectionFailed, LlmcError, ProtocolError
 from llmc_cli.mcp import jsonrpc
@@ -54,7 +55,7 @@ def child_environment(declared: dict[str, str]) -> dict[str, str]:
 class StdioTransport:
     #: Every started transport, so an interrupted command can stop its servers (they run in
     #: their own process groups and do not get the terminal's Ctrl-C).
-    live: "weakref.WeakSet[StdioTransport]" = weakref.WeakSet()
+    live: ClassVar[weakref.WeakSet[StdioTransport]] = weakref.WeakSet()
 
     @classmethod
     def close_all(cls) -> None:

@@ -18,11 +18,11 @@ import collections
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-from llmc_cli.errors import (Cancelled, ConnectionFailed, HttpStatusError, LlmcError, ProtocolError, SessionExpired,
-                             TimeoutExpired)
+from llmc_cli.errors import Cancelled, ConnectionFailed, HttpStatusError, LlmcError, ProtocolError, SessionExpired, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.transports.base import Closed, Deliver
 from llmc_cli.mcp.transports.http_channel import HttpChannel, is_event_stream, preview, sleep_unless
@@ -166,7 +166,7 @@ class StreamableHttpTransport:
         if not head.abandoned and head.error is not None:
             raise head.error
 
-    def _post_in_background(self, message: dict[str, Any], head: "_Head", confirming: bool) -> None:
+    def _post_in_background(self, message: dict[str, Any], head: _Head, confirming: bool) -> None:
         error: LlmcError | None = None
         try:
             # A reply stream is read right here, once send() has heard that it started.
@@ -181,7 +181,7 @@ class StreamableHttpTransport:
 
     def _post_here(self, message: dict[str, Any]) -> None:
         """POST a request on the calling thread, which would only wait for its reply: no hand-off
-        to a worker and back (two thread wake-ups, ~0.4 ms of a gateway call). The same bounds as
+        to a worker and back (two thread wake-ups, a noticeable share of a gateway call). The same bounds as
         the session's wait: the reply's head and a JSON body within the request timeout (a
         TimeoutExpired the session answers as its own: a cancel upstream, then the error); a
         stream is read on a worker, each read waiting up to the idle timeout, while the session's
@@ -208,7 +208,7 @@ class StreamableHttpTransport:
             posting.abort()
 
     @staticmethod
-    def _finish(head: "_Head", error: LlmcError | None) -> bool:
+    def _finish(head: _Head, error: LlmcError | None) -> bool:
         """Tell send() how its POST went (the first word counts) and wake it; True when send() no
         longer listens (it gave up waiting, or heard already): a later error is then reported."""
         with head.lock:  # decided together with send()'s giving up: exactly one reports

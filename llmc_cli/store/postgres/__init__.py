@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from llmc_cli.errors import ConfigError, optional_module
 from llmc_cli.store.state import URL_VAR
@@ -111,12 +112,12 @@ def _clean(url: str, exc: BaseException) -> str:
 class Database:
     """One reused connection to the state database, safe to share between threads."""
 
-    _open: dict[str, "Database"] = {}
+    _open: ClassVar[dict[str, Database]] = {}
     _open_lock = threading.Lock()
     # Where a long-running process (the gateway) says that a database became unreachable and that
     # it is back: once each way, however many requests fail meanwhile; None: nobody is told.
     outages: Callable[[str], None] | None = None
-    _down: set[str] = set()  # urls unreachable now, for every connection of this process
+    _down: ClassVar[set[str]] = set()  # urls unreachable now, for every connection of this process
 
     def __init__(self, url: str) -> None:
         optional_module("psycopg", "postgres", f"[state] url ({URL_VAR})")  # every use of the database starts here
@@ -147,20 +148,20 @@ class Database:
                 Database.outages(f"the {self.name} is reachable again")
 
     @classmethod
-    def for_url(cls, url: str) -> "Database":
+    def for_url(cls, url: str) -> Database:
         with cls._open_lock:
             if url not in cls._open:
                 cls._open[url] = cls(url)
             return cls._open[url]
 
-    def _connection(self) -> "psycopg.Connection[Any]":
+    def _connection(self) -> psycopg.Connection[Any]:
         import psycopg  # present: checked when this Database was made
 
         if self._conn is None or self._conn.closed or self._conn.broken:
             self._conn = psycopg.connect(self.url, connect_timeout=5, application_name="llmc")
         return self._conn
 
-    def run(self, what: str, work: Callable[["psycopg.Cursor[Any]"], T]) -> T:
+    def run(self, what: str, work: Callable[[psycopg.Cursor[Any]], T]) -> T:
         """work(cursor) in one transaction, committed; StateError saying `what` failed otherwise.
         A connection that broke is closed, so the next run opens a new one."""
         import psycopg
@@ -183,7 +184,7 @@ class Database:
     def migrate(self) -> dict[str, Any]:
         """Apply the missing schema versions (idempotent): {"version", "applied"}."""
 
-        def step(cur: "psycopg.Cursor[Any]") -> list[int]:
+        def step(cur: psycopg.Cursor[Any]) -> list[int]:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (AUDIT_LOCK + 1,))  # two migrations at once wait
             cur.execute("CREATE TABLE IF NOT EXISTS llmc_schema (version int PRIMARY KEY)")
             cur.execute("SELECT coalesce(max(version), 0) FROM llmc_schema")
@@ -200,7 +201,7 @@ class Database:
         applied = self.run("cannot migrate the schema", step)
         return {"database": self.name, "version": SCHEMA_VERSION, "applied": applied}
 
-    def check_schema(self, cur: "psycopg.Cursor[Any]") -> None:
+    def check_schema(self, cur: psycopg.Cursor[Any]) -> None:
         cur.execute("SELECT to_regclass('llmc_schema') IS NOT NULL")
         row = cur.fetchone()
         version = 0

@@ -5,7 +5,8 @@ decision whose outcome is not in the chain yet), so that a survivor closes them 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from llmc_cli.store.chain import GENESIS
 from llmc_cli.store.postgres import AUDIT_LOCK, Database
@@ -25,14 +26,14 @@ class PostgresChain:
         the chain stays linear): read the head, seal(head, count) -> the new records as JSON text
         (each chained to the one before), insert them, move the head; one commit."""
 
-        def work(cur: "psycopg.Cursor[Any]") -> None:
+        def work(cur: psycopg.Cursor[Any]) -> None:
             self.db.check_schema(cur)
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (AUDIT_LOCK,))
             self._append(cur, seal)
 
         self.db.run("cannot write the audit log", work)
 
-    def _append(self, cur: "psycopg.Cursor[Any]", seal: Callable[[str, int], list[str]]) -> None:
+    def _append(self, cur: psycopg.Cursor[Any], seal: Callable[[str, int], list[str]]) -> None:
         """Under the audit lock: seal after the head, insert, move the head, and keep this
         replica's open calls (opened by an allowed decision, closed by an outcome)."""
         import json
@@ -75,7 +76,7 @@ class PostgresChain:
         calls, under the audit lock: several survivors close each call exactly once."""
         import json
 
-        def work(cur: "psycopg.Cursor[Any]") -> int:
+        def work(cur: psycopg.Cursor[Any]) -> int:
             self.db.check_schema(cur)
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (AUDIT_LOCK,))
             cur.execute("DELETE FROM llmc_replica WHERE lease_until < now()")
@@ -89,7 +90,7 @@ class PostgresChain:
         return self.db.run("cannot close the calls of replicas that are gone", work)
 
     def head(self) -> tuple[str, int] | None:
-        def work(cur: "psycopg.Cursor[Any]") -> tuple[str, int] | None:
+        def work(cur: psycopg.Cursor[Any]) -> tuple[str, int] | None:
             self.db.check_schema(cur)
             cur.execute("SELECT head, records FROM llmc_audit_head WHERE id = 1")
             row = cur.fetchone()
@@ -100,7 +101,7 @@ class PostgresChain:
     def records(self, after: int = 0, batch: int = 5000) -> Iterator[tuple[int, str]]:
         """(seq, JSON text) in chain order, read in pages (a long trail is not held in memory)."""
         while True:
-            def page(cur: "psycopg.Cursor[Any]", start: int = after) -> list[tuple[int, str]]:
+            def page(cur: psycopg.Cursor[Any], start: int = after) -> list[tuple[int, str]]:
                 self.db.check_schema(cur)
                 cur.execute("SELECT seq, record FROM llmc_audit WHERE seq > %s ORDER BY seq LIMIT %s", (start, batch))
                 return [(int(seq), str(record)) for seq, record in cur.fetchall()]

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from llmc_cli.errors import ConfigError
 from llmc_cli.store.postgres import LEASE_SECONDS, Database, StateError
@@ -25,7 +26,7 @@ def save_row(db: Database, key: str, record: dict[str, Any], idle_seconds: float
     """Keep a session's record; sessions idle longer than idle_seconds are swept out on the way."""
     from psycopg.types.json import Jsonb
 
-    def work(cur: "psycopg.Cursor[Any]") -> None:
+    def work(cur: psycopg.Cursor[Any]) -> None:
         db.check_schema(cur)
         cur.execute("DELETE FROM llmc_host_session WHERE touched < now() - make_interval(secs => %s)",
                     (idle_seconds,))
@@ -37,7 +38,7 @@ def save_row(db: Database, key: str, record: dict[str, Any], idle_seconds: float
 def resume_row(db: Database, key: str, idle_seconds: float) -> dict[str, Any] | None:
     """A session's record, marked as used now, unless it is unknown or idle too long."""
 
-    def work(cur: "psycopg.Cursor[Any]") -> dict[str, Any] | None:
+    def work(cur: psycopg.Cursor[Any]) -> dict[str, Any] | None:
         db.check_schema(cur)
         cur.execute("UPDATE llmc_host_session SET touched = now() WHERE id_sha256 = %s "
                     "AND touched >= now() - make_interval(secs => %s) RETURNING record", (key, idle_seconds))
@@ -49,7 +50,7 @@ def resume_row(db: Database, key: str, idle_seconds: float) -> dict[str, Any] | 
 def row_exists(db: Database, key: str, idle_seconds: float) -> bool:
     """Whether a session is still open (read only: no write, no WAL flush per request)."""
 
-    def work(cur: "psycopg.Cursor[Any]") -> bool:
+    def work(cur: psycopg.Cursor[Any]) -> bool:
         cur.execute("SELECT 1 FROM llmc_host_session WHERE id_sha256 = %s "
                     "AND touched >= now() - make_interval(secs => %s)", (key, idle_seconds))
         return cur.fetchone() is not None
@@ -57,7 +58,7 @@ def row_exists(db: Database, key: str, idle_seconds: float) -> bool:
     return db.run("cannot read the session", work)
 
 def rows_open(db: Database, keys: list[str], idle_seconds: float) -> set[str]:
-    def work(cur: "psycopg.Cursor[Any]") -> set[str]:
+    def work(cur: psycopg.Cursor[Any]) -> set[str]:
         cur.execute("SELECT id_sha256 FROM llmc_host_session WHERE id_sha256 = ANY(%s) "
                     "AND touched >= now() - make_interval(secs => %s)", (keys, idle_seconds))
         return {str(row[0]) for row in cur.fetchall()}
@@ -68,7 +69,7 @@ def forget_row(db: Database, key: str) -> None:
     """End a session for every replica: gone from the table (what each replica checks per
     request) and announced (each replica's listener drops it from memory at once)."""
 
-    def work(cur: "psycopg.Cursor[Any]") -> None:
+    def work(cur: psycopg.Cursor[Any]) -> None:
         cur.execute("DELETE FROM llmc_host_session WHERE id_sha256 = %s", (key,))
         cur.execute("SELECT pg_notify(%s, %s)", (SESSION_ENDED, key))
 
@@ -79,7 +80,7 @@ def renew_lease(db: Database, replica: str, seconds: float) -> bool:
     """Renew a replica's lease; False when it had run out or was never taken (its open calls,
     if any, are then closed as lost by another replica)."""
 
-    def work(cur: "psycopg.Cursor[Any]") -> bool:
+    def work(cur: psycopg.Cursor[Any]) -> bool:
         cur.execute("SELECT lease_until >= now() FROM llmc_replica WHERE id = %s", (replica,))
         row = cur.fetchone()
         cur.execute("INSERT INTO llmc_replica (id, lease_until) VALUES (%s, now() + make_interval(secs => %s)) "
@@ -92,7 +93,7 @@ def end_lease(db: Database, replica: str) -> None:
     """A replica stopping cleanly: gone at once, unless calls of it are still open (their
     outcomes could not be written): then its lease runs out and a survivor closes them."""
 
-    def work(cur: "psycopg.Cursor[Any]") -> None:
+    def work(cur: psycopg.Cursor[Any]) -> None:
         cur.execute("DELETE FROM llmc_replica WHERE id = %s AND NOT EXISTS "
                     "(SELECT 1 FROM llmc_open_call WHERE replica = %s)", (replica, replica))
 
