@@ -7,7 +7,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, get_args
+from typing import Any, Literal, Mapping, TypeAlias, Union, get_args
+
+# A JSON value as json.loads returns it (recursive; object keys are always str), for data llmc
+# passes on without reading it all: tool arguments, structuredContent, `_meta`. mcp/messages.py
+# types the MCP messages themselves.
+JSON: TypeAlias = Union[dict[str, "JSON"], list["JSON"], str, int, float, bool, None]
+JSONObject: TypeAlias = dict[str, JSON]
 
 # The one registry of what llmc speaks to models. The LLM providers `ask` runs ([llm] provider,
 # --provider); each sends its tools in the translate format of the same name.
@@ -21,13 +27,13 @@ TOOL_FORMATS: tuple[str, ...] = ("mcp", "openai", "openai-responses", "anthropic
 LINT_FORMATS: tuple[str, ...] = tuple(f for f in TOOL_FORMATS if f not in ("mcp", "text"))
 
 
-def compact_json(value: Any) -> str:
+def compact_json(value: object) -> str:
     """One line of JSON, text as it is (not \\u-escaped): JSON-RPC on the wire, JSON Lines, the
     audit log, cache files."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def canonical_json(value: Any) -> str:
+def canonical_json(value: object) -> str:
     """The one serialisation that hashes, HMACs and fingerprints are taken over: sorted keys, no
     white space, text as it is (not \\u-escaped). Changing it changes every audit hash, call hash
     and lock-file hash already written."""
@@ -238,14 +244,15 @@ MAX_MESSAGE_DEPTH = 128
 MESSAGE_TOO_DEEP = f"a JSON-RPC message nested more than {MAX_MESSAGE_DEPTH} levels deep"
 
 
-def arguments_too_deep(arguments: Any) -> bool:
+def arguments_too_deep(arguments: object) -> bool:
     return nesting_depth(arguments, MAX_ARGUMENT_DEPTH + 1) > MAX_ARGUMENT_DEPTH
 
 
-def nesting_depth(value: Any, stop_at: int = MAX_ARGUMENT_DEPTH + 1) -> int:
+def nesting_depth(value: object, stop_at: int = MAX_ARGUMENT_DEPTH + 1) -> int:
     """How deep JSON-like data nests (a scalar is 0, [] and {} are 1), counted without recursion;
     counting stops at `stop_at`."""
-    deepest, stack = 0, [(value, 1)]
+    deepest = 0
+    stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
         if isinstance(item, (dict, list, tuple)):
