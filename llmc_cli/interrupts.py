@@ -15,7 +15,7 @@ import os
 import signal
 import threading
 import time
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 from llmc_cli.errors import ExitCode
 
@@ -139,7 +139,7 @@ def deferred() -> Iterator[None]:
             raise Interrupted(signum)  # noqa: B012 - the interruption wins over the block's own error
 
 
-def _handle(signum: int, frame: Any) -> None:
+def _handle(signum: int, frame: object) -> None:
     if _requested.is_set():
         return  # already unwinding: the clean-up is bounded, let it finish
     _received.append(signum)

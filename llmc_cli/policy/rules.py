@@ -112,7 +112,7 @@ def _schema_default(tool: Tool | None, arg: str) -> Any:
     return prop.get("default") if isinstance(prop, dict) else None
 
 
-def _judge_argument(arg: str, value: Any, globs: list[str], cwd: str | None) -> str | None:
+def _judge_argument(arg: str, value: object, globs: list[str], cwd: str | None) -> str | None:
     """Why the value of a ruled argument is refused, or None. Every string inside it (lists and
     objects at any depth) must be a path under one of the globs; any other leaf (number, bool,
     null) is refused: a server could read it as a path or fall back to a default we cannot see."""
@@ -134,7 +134,7 @@ def _judge_argument(arg: str, value: Any, globs: list[str], cwd: str | None) -> 
     return None
 
 
-def _leaves(where: str, value: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
+def _leaves(where: str, value: object, depth: int = 0) -> Iterator[tuple[str, Any]]:
     if isinstance(value, (list, dict)) and depth >= MAX_NESTING:
         raise PathRefused(f"nests deeper than {MAX_NESTING} levels")  # no recursion a model can exhaust
     if isinstance(value, list):

@@ -71,7 +71,7 @@ class RegexWorker:
             env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"})
         self._send([pattern, flags])
 
-    def _send(self, value: Any) -> None:
+    def _send(self, value: object) -> None:
         assert self.proc.stdin is not None
         try:
             self.proc.stdin.write(json.dumps(value).encode() + b"\n")

@@ -51,7 +51,7 @@ def error_type(error: BaseException) -> str:
     return type(error).__name__
 
 
-def describe_request(method: str, params: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+def describe_request(method: str, params: Mapping[str, object]) -> tuple[str, dict[str, Any]]:
     """A request's span name `{mcp.method.name} {target}` and the attributes its method and
     params give, the same on the client and the server side."""
     attributes: dict[str, Any] = {"mcp.method.name": method}
@@ -69,7 +69,7 @@ def describe_request(method: str, params: Mapping[str, Any]) -> tuple[str, dict[
     return name, attributes
 
 
-def transport_attributes(transport: Any) -> dict[str, Any]:
+def transport_attributes(transport: object) -> dict[str, Any]:
     """network.transport (pipe for stdio, tcp for HTTP, unix for a session keeper's socket),
     server.address/port, and the HTTP session id, from whatever the transport exposes."""
     url = getattr(transport, "url", None)
@@ -89,14 +89,14 @@ def transport_attributes(transport: Any) -> dict[str, Any]:
     return {"network.transport": "pipe"}
 
 
-def trace_carrier(meta: Any) -> dict[str, str]:
+def trace_carrier(meta: object) -> dict[str, str]:
     """The W3C trace context keys of a request's `_meta` (SEP-414: unprefixed)."""
     if not isinstance(meta, Mapping):
         return {}
     return {k: v for k in META_KEYS if isinstance(v := meta.get(k), str)}
 
 
-def _reply_failure(span: trace.Span, reply: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]]:
+def _reply_failure(span: trace.Span, reply: Mapping[str, object]) -> tuple[str | None, dict[str, Any]]:
     """error.type (and rpc.response.status_code) of a JSON-RPC reply, set on the span with an
     error status; (None, {}) for a success."""
     error = reply.get("error")
@@ -141,7 +141,7 @@ class SpanScope:
         self._token = otel_context.attach(trace.set_span_in_context(self._span))
         return self._handle
 
-    def __exit__(self, kind: Any, error: BaseException | None, tb: Any) -> None:
+    def __exit__(self, kind: object, error: BaseException | None, tb: object) -> None:
         if error is not None and not self._handle.marked:
             self._span.set_attribute("error.type", error_type(error))
             self._span.set_status(Status(StatusCode.ERROR, str(error)[:200] or None))
@@ -234,8 +234,8 @@ class McpObserver:
 class RequestWatch:
     """One request in flight: its CLIENT span, ended with the reply or the error."""
 
-    def __init__(self, otel: "Otel", span: trace.Span, method: str, attributes: dict[str, Any],
-                 transport: Any) -> None:
+    def __init__(self, otel: "Otel", span: trace.Span, method: str, attributes: Mapping[str, object],
+                 transport: object) -> None:
         self.otel = otel
         self.transport = transport
         self.span = span
@@ -248,7 +248,7 @@ class RequestWatch:
         propagate.inject(carrier, context=trace.set_span_in_context(self.span, self.otel.parent()))
         return carrier
 
-    def finish(self, result: dict[str, Any] | None, error: BaseException | None) -> None:
+    def finish(self, result: Mapping[str, object] | None, error: BaseException | None) -> None:
         failed: dict[str, Any] = {}
         if error is not None:
             failed["error.type"] = error_type(error)

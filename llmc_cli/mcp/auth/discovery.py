@@ -41,7 +41,7 @@ class AuthHttp:
         reply = self.json_of(response)
         return reply or None
 
-    def request(self, method: str, url: str, **kwargs: Any) -> Any:
+    def request(self, method: str, url: str, **kwargs: object) -> Any:
         import httpx2
 
         if self._client is None:

@@ -24,7 +24,7 @@ NOTES_KEPT = 20
 
 class LegacySseTransport:
     def __init__(self, url: str, headers: dict[str, str] | None = None, timeout: float = 60.0, *,
-                 auth: Any = None, connect_timeout: float = 10.0, endpoint_wait: float = ENDPOINT_WAIT) -> None:
+                 auth: object = None, connect_timeout: float = 10.0, endpoint_wait: float = ENDPOINT_WAIT) -> None:
         self.http = HttpChannel(url, headers, timeout, auth, connect_timeout)
         self.url = url
         self.endpoint_wait = min(endpoint_wait, timeout)
@@ -102,7 +102,7 @@ class LegacySseTransport:
         if self._deliver is not None:
             self._deliver(message)
 
-    def _read(self, response: Any, deliver: Deliver, closed: Closed) -> None:
+    def _read(self, response: object, deliver: Deliver, closed: Closed) -> None:
         try:
             self._read_events(response, deliver)
         except ProtocolError as exc:  # an event over the message limit: the server is unusable
@@ -119,7 +119,7 @@ class LegacySseTransport:
                 return
             closed(ConnectionFailed("the server closed the SSE stream"))
 
-    def _read_events(self, response: Any, deliver: Deliver) -> None:
+    def _read_events(self, response: object, deliver: Deliver) -> None:
         for event in self.http.read_events(response):
             if event.event == "endpoint" and self.endpoint is None:
                 self._set_endpoint(event.data.strip())
