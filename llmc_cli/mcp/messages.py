@@ -368,3 +368,16 @@ class PromptMessage(TypedDict):
 class GetPromptResult(ResultMeta):
     messages: list[PromptMessage]
     description: NotRequired[str]
+
+
+def object_at(message: JSONObject, key: str) -> JSONObject:
+    """`message[key]` when it is a JSON object, else an empty one (absent, null or of another type):
+    how llmc reads an optional object (`params`, `result`, `_meta`, `capabilities`) of a message."""
+    value = message.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def request_id(message: JSONObject) -> RequestId | None:
+    """A message's `id` when it is one JSON-RPC allows a request to have (a string or a number)."""
+    value = message.get("id")
+    return value if isinstance(value, (str, int)) and not isinstance(value, bool) else None

@@ -24,6 +24,18 @@ class Deliver(Protocol):
 
 Closed = Callable[[LlmcError | None], None]
 
+
+class AuthHook(Protocol):
+    """What an HTTP transport asks of its authorization (mcp/auth/oauth.OAuth): the header for the
+    next request, and whether to send a refused one again."""
+
+    def authorization_header(self) -> str | None:
+        """The Authorization header value for the next request ("Bearer ..."), or None."""
+
+    def on_unauthorized(self, status: int, www_authenticate: str | None) -> bool:
+        """After a 401/403: True when authorized anew (send the request again), False when it is
+        no auth matter; raises AuthError when authorization failed."""
+
 # One message (a stdio line, an HTTP body, an SSE event) may be at most this big, on every
 # transport: a server that streams without end must not take the machine's memory with it.
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import collections
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
 from llmc_cli.errors import ConnectionFailed, LlmcError, ProtocolError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
-from llmc_cli.mcp.transports.base import Closed, Deliver
+from llmc_cli.mcp.transports.base import AuthHook, Closed, Deliver
 from llmc_cli.mcp.transports.http_channel import HttpChannel, is_event_stream, origin
+
+if TYPE_CHECKING:
+    import httpx2
 
 ENDPOINT_WAIT = 10.0  # seconds for the `endpoint` event (bounded by the timeout too)
 NOTES_KEPT = 20
@@ -24,7 +27,7 @@ NOTES_KEPT = 20
 
 class LegacySseTransport:
     def __init__(self, url: str, headers: dict[str, str] | None = None, timeout: float = 60.0, *,
-                 auth: object = None, connect_timeout: float = 10.0, endpoint_wait: float = ENDPOINT_WAIT) -> None:
+                 auth: AuthHook | None = None, connect_timeout: float = 10.0, endpoint_wait: float = ENDPOINT_WAIT) -> None:
         self.http = HttpChannel(url, headers, timeout, auth, connect_timeout)
         self.url = url
         self.endpoint_wait = min(endpoint_wait, timeout)
@@ -102,7 +105,7 @@ class LegacySseTransport:
         if self._deliver is not None:
             self._deliver(message)
 
-    def _read(self, response: object, deliver: Deliver, closed: Closed) -> None:
+    def _read(self, response: httpx2.Response, deliver: Deliver, closed: Closed) -> None:
         try:
             self._read_events(response, deliver)
         except ProtocolError as exc:  # an event over the message limit: the server is unusable
@@ -119,7 +122,7 @@ class LegacySseTransport:
                 return
             closed(ConnectionFailed("the server closed the SSE stream"))
 
-    def _read_events(self, response: object, deliver: Deliver) -> None:
+    def _read_events(self, response: httpx2.Response, deliver: Deliver) -> None:
         for event in self.http.read_events(response):
             if event.event == "endpoint" and self.endpoint is None:
                 self._set_endpoint(event.data.strip())
