@@ -12,13 +12,14 @@ they came with (`related`), so that a client with many users can route them to t
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Protocol
+from typing import Callable, Protocol
 
 from llmc_cli.errors import LlmcError, ProtocolError
+from llmc_cli.mcp.messages import JSONObject
 
 
 class Deliver(Protocol):
-    def __call__(self, message: dict[str, Any], /, related: int | str | None = None) -> None:
+    def __call__(self, message: JSONObject, /, related: int | str | None = None) -> None:
         """`related`: the id of the client's request on whose stream the message arrived."""
 
 
@@ -62,7 +63,7 @@ class Transport(Protocol):
     def start(self, deliver: Deliver, closed: Closed) -> None:
         """Connect (spawn, open streams). Raises ConnectionFailed/TimeoutExpired."""
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: JSONObject) -> None:
         """Send one message. HTTP transports may raise HttpStatusError for a non-JSON-RPC reply;
         replies themselves always arrive through `deliver`."""
 

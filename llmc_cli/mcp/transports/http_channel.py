@@ -9,11 +9,12 @@ from __future__ import annotations
 import os
 import socket
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Generator
+from typing import TYPE_CHECKING, Callable, Generator
 from urllib.parse import urljoin, urlsplit
 
 from llmc_cli.errors import AuthError, ConnectionFailed, HttpStatusError, LlmcError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
+from llmc_cli.mcp.messages import JSONObject, object_at
 from llmc_cli.mcp.transports.base import AuthHook, max_message_bytes, too_large
 from llmc_cli.mcp.transports.sse_parser import Event, events, lines
 from llmc_cli.model import redact_url
@@ -241,13 +242,13 @@ class HttpChannel:
         body = b"".join(chunks)
         return body[:limit] if limit is not None and over_limit is None else body
 
-    def status_error(self, response: httpx2.Response, request: dict[str, Any] | None,
-                     deliver: Callable[[dict[str, Any]], None] | None) -> None:
+    def status_error(self, response: httpx2.Response, request: JSONObject | None,
+                     deliver: Callable[[JSONObject], None] | None) -> None:
         """An HTTP error reply: deliver it when it is the JSON-RPC error answering `request`
         (modern servers answer 400/404 with one), else raise HttpStatusError."""
         body = self.read_body(response, MAX_ERROR_BODY)
         text = body.decode("utf-8", "replace")
-        messages: list[dict[str, Any]] = []
+        messages: list[JSONObject] = []
         if "json" in response.headers.get("content-type", ""):
             try:
                 messages = jsonrpc.decode(body)
@@ -258,7 +259,7 @@ class HttpChannel:
             deliver(messages[0])
             return
         if len(messages) == 1 and isinstance(messages[0].get("error"), dict):
-            reason = preview(str(messages[0]["error"].get("message", "")), 120)  # an error for no request
+            reason = preview(str(object_at(messages[0], "error").get("message", "")), 120)  # an error for no request
         elif text.strip() and not text.lstrip().startswith("<"):
             reason = preview(text, 120)
         else:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import collections
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urljoin
 
 from llmc_cli.errors import ConnectionFailed, LlmcError, ProtocolError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
+from llmc_cli.mcp.messages import JSONObject
 from llmc_cli.mcp.transports.base import AuthHook, Closed, Deliver
 from llmc_cli.mcp.transports.http_channel import HttpChannel, is_event_stream, origin
 
@@ -59,7 +60,7 @@ class LegacySseTransport:
             self.close()
             raise self._endpoint_error
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: JSONObject) -> None:
         if self.endpoint is None or self._stopped:
             raise ConnectionFailed("SSE transport is not open")
         if message.get("method") == "notifications/cancelled":
@@ -68,13 +69,13 @@ class LegacySseTransport:
             return
         self._post(message)
 
-    def _post_quietly(self, message: dict[str, Any]) -> None:
+    def _post_quietly(self, message: JSONObject) -> None:
         try:
             self._post(message)
         except LlmcError as exc:
             self._notes.append(f"{message.get('method')} not delivered: {exc.message}")
 
-    def _post(self, message: dict[str, Any]) -> None:
+    def _post(self, message: JSONObject) -> None:
         assert self.endpoint is not None
         headers = {"Content-Type": "application/json"}
         if self.protocol_version and self.protocol_version != "2024-11-05":
@@ -101,7 +102,7 @@ class LegacySseTransport:
 
     # -- internals ------------------------------------------------------------------------------
 
-    def _deliver_error(self, message: dict[str, Any]) -> None:
+    def _deliver_error(self, message: JSONObject) -> None:
         if self._deliver is not None:
             self._deliver(message)
 

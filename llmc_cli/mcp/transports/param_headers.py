@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import base64
 import re
-from typing import Any, Mapping
+from typing import Mapping
 
 NAME_PARAM = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}  # -> Mcp-Name
 X_MCP_HEADER = "x-mcp-header"
@@ -64,7 +64,7 @@ def mirrored_arguments(annotated: dict[tuple[str, ...], str], arguments: Mapping
     """`Mcp-Param-{Name}` headers for a tools/call; a parameter without a value sends none."""
     headers = {}
     for path, token in annotated.items():
-        value: Any = arguments
+        value: object = arguments
         for key in path:
             value = value.get(key) if isinstance(value, dict) else None
         if isinstance(value, bool):
