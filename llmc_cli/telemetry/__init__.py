@@ -16,14 +16,23 @@ from __future__ import annotations
 import os
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping, ParamSpec, TypeVar
 
 if TYPE_CHECKING:
+    from opentelemetry.util.types import AttributeValue
+
+    from llmc_cli.mcp.messages import JSONObject
+
     from llmc_cli.config.schema import TelemetryConfig
     from llmc_cli.config.secrets import Masker
     from llmc_cli.telemetry.otel import Otel
 
 ENV_FLAG = "LLMC_OTEL"
+# Span, event and metric attributes: OpenTelemetry's values (str, bool, int, float, or a
+# sequence of one of them); opentelemetry is imported only when telemetry is on.
+Attributes = Mapping[str, "AttributeValue"]
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 @dataclass(frozen=True)
@@ -40,10 +49,10 @@ class Settings:
 class Span:
     """What a caller may do with a span it opened; the no-op one when telemetry is off."""
 
-    def set(self, key: str, value: object) -> None:
+    def set(self, key: str, value: AttributeValue) -> None:
         pass
 
-    def event(self, name: str, attributes: Mapping[str, object]) -> None:
+    def event(self, name: str, attributes: Attributes) -> None:
         pass
 
     def error(self, error_type: str, description: str = "") -> None:
@@ -104,7 +113,7 @@ def shutdown(exit_code: int = 0) -> str | None:
     return active.shutdown(exit_code)
 
 
-def span(name: str, kind: str = "internal", attributes: Mapping[str, object] | None = None,
+def span(name: str, kind: str = "internal", attributes: Attributes | None = None,
          parent_meta: Mapping[str, object] | None = None) -> AbstractContextManager[Span]:
     """A span around a block, child of the current one (or of the trace context in
     `parent_meta`, a request's `_meta` as a server receives it). kind: internal|client|server."""
@@ -115,7 +124,7 @@ def span(name: str, kind: str = "internal", attributes: Mapping[str, object] | N
 
 
 def server_span(method: str, params: Mapping[str, object], request_id: object,
-                attributes: Mapping[str, object]) -> "ServerSpan | None":
+                attributes: Attributes) -> "ServerSpan | None":
     """A SERVER span for a request one of llmc's servers (the gateway, the workspace server)
     received, parented from the trace context in its `_meta`; None when telemetry is off."""
     if _ACTIVE is None:
@@ -129,7 +138,7 @@ class ServerSpan:
     def current(self) -> AbstractContextManager[object]:
         raise NotImplementedError
 
-    def sending(self, send: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    def sending(self, send: Callable[[JSONObject], None]) -> Callable[[JSONObject], None]:
         """`send`, which ends the span when the reply to this request goes through it."""
         raise NotImplementedError
 
@@ -147,7 +156,7 @@ def audit_record(record: Mapping[str, object]) -> None:
         _ACTIVE.audit_record(record)
 
 
-def chat_usage(attributes: Mapping[str, object], input_tokens: int | None, output_tokens: int | None,
+def chat_usage(attributes: Attributes, input_tokens: int | None, output_tokens: int | None,
                seconds: float) -> None:
     """One model call: gen_ai.client.operation.duration and gen_ai.client.token.usage, with the
     metric attributes of its `chat` span (operation, provider, models, server, error.type)."""
@@ -155,7 +164,7 @@ def chat_usage(attributes: Mapping[str, object], input_tokens: int | None, outpu
         _ACTIVE.chat_usage(attributes, input_tokens, output_tokens, seconds)
 
 
-def server_session_ended(seconds: float, attributes: Mapping[str, object]) -> None:
+def server_session_ended(seconds: float, attributes: Attributes) -> None:
     """A connection one of llmc's servers served has closed: mcp.server.session.duration."""
     if _ACTIVE is not None:
         _ACTIVE.server_session_ended(seconds, attributes)
@@ -172,7 +181,7 @@ def trace_context() -> dict[str, str]:
     return _ACTIVE.inject() if _ACTIVE is not None else {}
 
 
-def in_context(function: Any) -> Any:
+def in_context(function: Callable[_P, _R]) -> Callable[_P, _R]:
     """`function`, run in the caller's trace context wherever it runs (a worker thread: Python
     threads do not inherit context)."""
     if _ACTIVE is None:
