@@ -29,7 +29,7 @@ def uncovered_path_arguments(tool: Tool, config: PolicyConfig) -> list[tuple[str
     if not covered:
         return []
     found = []
-    for name, schema in ((tool.input_schema or {}).get("properties") or {}).items():
+    for name, schema in tool.properties.items():
         why = None if name in covered else _path_like(name, schema)
         if why:
             found.append((name, f"{why}, but the argument rules on {tool.qualified_name} cover only "

@@ -108,7 +108,7 @@ def decide(call: ToolCall, tool: Tool | None, config: PolicyConfig, *, caller: C
 
 
 def _schema_default(tool: Tool | None, arg: str) -> Any:
-    prop = ((tool.input_schema or {}).get("properties") or {}).get(arg) if tool else None
+    prop = tool.properties.get(arg) if tool else None
     return prop.get("default") if isinstance(prop, dict) else None
 
 

@@ -94,8 +94,8 @@ def _fields(tool: Tool) -> dict[str, list[str]]:
     if isinstance(props, dict):
         for name, schema in list(props.items())[:MAX_ARGUMENTS]:
             args += words(str(name))
-            if isinstance(schema, dict) and isinstance(schema.get("description"), str):
-                docs += words(schema["description"])
+            if isinstance(schema, dict) and isinstance(doc := schema.get("description"), str):
+                docs += words(doc)
     return {"name": words(tool.name), "server": words(tool.server), "title": words(tool.title or ""),
             "description": words(tool.description or ""), "args": args, "argdocs": docs}
 
