@@ -121,7 +121,7 @@ def _terminal_width() -> int | None:
     return columns if columns > 0 else None
 
 
-def json_line(item: Any) -> str:
+def json_line(item: object) -> str:
     """One JSON Lines record."""
     return _json_safe(compact_json(item))
 
@@ -176,7 +176,7 @@ def _fit(columns: list[str], body: list[list[str]], width: int, narrowest: int =
     return [[cell if len(cell) <= w else cell[: w - 1] + "…" for cell, w in zip(row, widths)] for row in body]
 
 
-def _cell(column: str, value: Any, width: int = 60) -> str:
+def _cell(column: str, value: object, width: int = 60) -> str:
     unit = _unit(column)
     if unit and isinstance(value, (int, float)) and not isinstance(value, bool):
         text = human_size(value) if unit == "bytes" else human_duration(value / 1000 if unit == "ms" else value)
@@ -229,7 +229,7 @@ def human_size(count: float) -> str:
     raise AssertionError("unreachable")
 
 
-def summary(value: Any, depth: int = 0) -> str:
+def summary(value: object, depth: int = 0) -> str:
     """A value in one short line: text as it is, yes/no, lists joined (objects by their name),
     objects as `key: value` pairs; deeper levels as {…} and [n items]."""
     if value is None:
@@ -253,7 +253,7 @@ def summary(value: Any, depth: int = 0) -> str:
     return str(value)
 
 
-def _named(item: Any) -> str:
+def _named(item: object) -> str:
     """One list item: an object by its name (tools, prompts' arguments, servers), else summarised."""
     if isinstance(item, dict):
         for key in ("name", "uri", "id", "text"):
