@@ -202,7 +202,7 @@ def _without_lone_surrogates(turn: AssistantTurn) -> AssistantTurn:
 
 def _run_batch(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool], call_tool: CallTool, read_only: ReadOnly,
                deadline: float, max_parallel: int, budget: int, record: RunRecord,
-               emit: Progress, arguments_back: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None,
+               emit: Progress, arguments_back: Callable[[str, JSONObject], JSONObject] | None = None,
                search: ToolSearch | None = None) -> tuple[list[ToolResultItem], bool]:
     """Run one turn's calls; every call gets a result, in the model's order, so the conversation
     stays valid for every API even when time runs out."""
