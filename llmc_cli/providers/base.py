@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import Any, Callable, Mapping, Protocol, TypeVar
 
 from llmc_cli.errors import ProviderError
-from llmc_cli.model import ARGUMENTS_TOO_DEEP, PROVIDERS, ToolResult, arguments_too_deep
+from llmc_cli.model import ARGUMENTS_TOO_DEEP, PROVIDERS, JSONObject, ToolResult, arguments_too_deep
 
 
 # The provider's usual environment variables for its key, when the profile names none.
@@ -39,7 +39,7 @@ class Usage:
     input_tokens: int | None = None
     output_tokens: int | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {"inputTokens": self.input_tokens, "outputTokens": self.output_tokens}
 
 
@@ -52,7 +52,7 @@ class ProviderToolCall:
 
     id: str
     name: str
-    arguments: dict[str, Any] = field(default_factory=dict)
+    arguments: JSONObject = field(default_factory=dict)
     error: str | None = None
     echo_id: bool = True  # False when the provider gave no id and llmc made one up (Gemini)
 
@@ -63,7 +63,7 @@ class ProviderToolCall:
             self.arguments = {}
             self.error = self.error or ARGUMENTS_TOO_DEEP
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {"id": self.id, "name": self.name, "arguments": self.arguments, "error": self.error,
                 "echoId": self.echo_id}
 
@@ -77,7 +77,7 @@ class ProviderToolCall:
 class UserMessage:
     text: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {"kind": "user", "text": self.text}
 
 
@@ -90,7 +90,7 @@ class AssistantTurn:
     provider: str = ""
     raw: Any = None  # the provider's own payload (JSON-able), echoed back to that provider only
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {"kind": "assistant", "text": self.text, "toolCalls": [c.to_json() for c in self.tool_calls],
                 "stopReason": self.stop_reason, "usage": self.usage.to_json(), "provider": self.provider,
                 "raw": self.raw}
@@ -103,7 +103,7 @@ class ToolResultItem:
     result: ToolResult  # what the model sees (already compacted by the agent)
     echo_id: bool = True
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {"callId": self.call_id, "name": self.name, "result": self.result.to_json(), "echoId": self.echo_id}
 
 
@@ -111,7 +111,7 @@ class ToolResultItem:
 class ToolResults:
     items: list[ToolResultItem]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {"kind": "toolResults", "items": [i.to_json() for i in self.items]}
 
 
