@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal
 
 from llmc_cli.config.profiles import expand
-from llmc_cli.model import Tool, ToolCall
+from llmc_cli.model import JSONObject, Tool, ToolCall
 from llmc_cli.policy.approval import call_hash
 from llmc_cli.policy.paths import MAX_NESTING, PathRefused, glob_patterns, path_regex, touched_paths
 
@@ -36,7 +36,7 @@ class Decision:
     reason: str
     call_hash: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         out = {"decision": self.action, "rule": self.rule, "reason": self.reason, "callHash": self.call_hash}
         return {k: v for k, v in out.items() if v is not None}
 

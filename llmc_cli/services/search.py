@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from llmc_cli.model import Tool
+from llmc_cli.model import JSONObject, Tool
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
@@ -105,7 +105,7 @@ class Match:
     tool: Tool
     score: float
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """One row of `tools search` (and of the search tools a model or a host calls)."""
         return {"score": round(self.score, 4), "server": self.tool.server, "tool": self.tool.name,
                 "title": self.tool.title, "description": self.tool.description}

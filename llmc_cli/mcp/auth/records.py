@@ -11,6 +11,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from llmc_cli.model import JSONObject
+
 
 @dataclass
 class Tokens:
@@ -58,7 +60,7 @@ class TokenRecord:
     tokens: Tokens = field(default_factory=Tokens)
     updated_at: float = 0.0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         data = asdict(self)
         if data["client"] is not None:
             data["client"] = {k: v for k, v in data["client"].items() if v is not None}
