@@ -110,7 +110,7 @@ class CacheableResult(ResultMeta, total=False):
     ttlMs: int
 
 
-class PaginatedResult(CacheableResult, total=False):
+class PaginatedResult(ResultMeta, total=False):
     nextCursor: str
 
 
@@ -146,19 +146,19 @@ class InitializeRequestParams(TypedDict):
     _meta: NotRequired[JSONObject]
 
 
-class InitializeResult(ResultMeta):
+class InitializeResult(TypedDict):
     """`initialize` result: the version the server chose, what it offers, who it is."""
     protocolVersion: str
     capabilities: ServerCapabilities
     serverInfo: Implementation
     instructions: NotRequired[str]
+    _meta: NotRequired[JSONObject]
 
 
 class DiscoverResult(CacheableResult):
     """2026-07-28 `server/discover` result: what initialize's result said, without a session."""
     supportedVersions: list[str]
     capabilities: ServerCapabilities
-    serverInfo: NotRequired[Implementation]
     instructions: NotRequired[str]
 
 
@@ -284,7 +284,7 @@ class Tool(TypedDict):
     _meta: NotRequired[JSONObject]
 
 
-class ListToolsResult(PaginatedResult):
+class ListToolsResult(PaginatedResult, CacheableResult):
     tools: list[Tool]
 
 
@@ -325,11 +325,11 @@ class ResourceTemplate(TypedDict):
     _meta: NotRequired[JSONObject]
 
 
-class ListResourcesResult(PaginatedResult):
+class ListResourcesResult(PaginatedResult, CacheableResult):
     resources: list[Resource]
 
 
-class ListResourceTemplatesResult(PaginatedResult):
+class ListResourceTemplatesResult(PaginatedResult, CacheableResult):
     resourceTemplates: list[ResourceTemplate]
 
 
@@ -356,7 +356,7 @@ class Prompt(TypedDict):
     _meta: NotRequired[JSONObject]
 
 
-class ListPromptsResult(PaginatedResult):
+class ListPromptsResult(PaginatedResult, CacheableResult):
     prompts: list[Prompt]
 
 
