@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -118,7 +118,7 @@ class InputRequired(LlmcError):
     kind = "input_required"
 
     def __init__(self, message: str = "input required from the MCP host", *,
-                 requests: dict[str, Any] | None = None) -> None:
+                 requests: Mapping[str, object] | None = None) -> None:
         super().__init__(message, requests=requests)
         self.requests = requests or {}
 
@@ -171,7 +171,7 @@ def optional_module(module: str, extra: str, purpose: str) -> ModuleType:
         raise ConfigError(f"{purpose} needs {missing}, which is not installed: pip install 'llmc-cli[{extra}]'") from None
 
 
-def from_json(data: dict[str, Any]) -> LlmcError:
+def from_json(data: Mapping[str, object]) -> LlmcError:
     """The error another llmc process reported with `LlmcError.to_json()` (the session keeper),
     with its class, message and details (a server's stderr, an HTTP status, a JSON-RPC code)."""
     message = str(data.get("message") or "the session keeper reported an error")

@@ -15,8 +15,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Callable, Iterator
 
 from llmc_cli.errors import ExitCode
 
@@ -140,7 +139,7 @@ def deferred() -> Iterator[None]:
             raise Interrupted(signum)
 
 
-def _handle(signum: int, frame: Any) -> None:
+def _handle(signum: int, frame: object) -> None:
     if _requested.is_set():
         return  # already unwinding: the clean-up is bounded, let it finish
     _received.append(signum)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from llmc_cli.config.files import write_atomic
 from llmc_cli.errors import ConfigError, DriftError
@@ -23,7 +23,7 @@ def tool_hash(tool: Tool) -> str:
     return "sha256:" + hashlib.sha256(canonical_json(pinned).encode("utf-8")).hexdigest()
 
 
-def build(tools: list[Tool], server_info: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def build(tools: list[Tool], server_info: dict[str, Mapping[str, object]]) -> dict[str, Any]:
     servers: dict[str, Any] = {}
     for name, info in server_info.items():
         servers[name] = {"serverInfo": {k: info.get(k) for k in ("name", "version") if k in info}, "tools": {}}
@@ -33,7 +33,7 @@ def build(tools: list[Tool], server_info: dict[str, dict[str, Any]]) -> dict[str
     return {"version": LOCK_VERSION, "servers": servers}
 
 
-def write(path: str | Path, lock: dict[str, Any]) -> None:
+def write(path: str | Path, lock: Mapping[str, object]) -> None:
     """Write a lock file (or an exported manifest) atomically, with the mode any file the user
     creates gets: it is meant to be shared and committed."""
     text = json.dumps(lock, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

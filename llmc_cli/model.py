@@ -8,7 +8,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, Literal, Mapping, TypeAlias, Union, get_args
+
+# A JSON value as json.loads returns it (recursive; object keys are always str), for data llmc
+# passes on without reading it all: tool arguments, structuredContent, `_meta`. mcp/messages.py
+# types the MCP messages themselves.
+JSON: TypeAlias = Union[dict[str, "JSON"], list["JSON"], str, int, float, bool, None]
+JSONObject: TypeAlias = dict[str, JSON]
 
 # The one registry of what llmc speaks to models. The LLM providers `ask` runs ([llm] provider,
 # --provider); each sends its tools in the translate format of the same name.
@@ -22,13 +28,13 @@ TOOL_FORMATS: tuple[str, ...] = ("mcp", "openai", "openai-responses", "anthropic
 LINT_FORMATS: tuple[str, ...] = tuple(f for f in TOOL_FORMATS if f not in ("mcp", "text"))
 
 
-def compact_json(value: Any) -> str:
+def compact_json(value: object) -> str:
     """One line of JSON, text as it is (not \\u-escaped): JSON-RPC on the wire, JSON Lines, the
     audit log, cache files."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def canonical_json(value: Any) -> str:
+def canonical_json(value: object) -> str:
     """The one serialisation that hashes, HMACs and fingerprints are taken over: sorted keys, no
     white space, text as it is (not \\u-escaped). Changing it changes every audit hash, call hash
     and lock-file hash already written."""
@@ -141,28 +147,41 @@ class Tool:
 
     server: str
     name: str
-    input_schema: dict[str, Any]
+    input_schema: JSONObject
     description: str = ""
     title: str | None = None
-    output_schema: dict[str, Any] | None = None
-    annotations: dict[str, Any] = field(default_factory=dict)
-    raw: dict[str, Any] = field(default_factory=dict)
+    output_schema: JSONObject | None = None
+    annotations: JSONObject = field(default_factory=dict)
+    raw: JSONObject = field(default_factory=dict)
 
     @property
     def qualified_name(self) -> str:
         return f"{self.server}.{self.name}"
 
+    @property
+    def properties(self) -> JSONObject:
+        """The input schema's `properties` (argument name -> its schema); empty when it declares none."""
+        properties = self.input_schema.get("properties")
+        return properties if isinstance(properties, dict) else {}
+
     @classmethod
-    def from_mcp(cls, server: str, raw: dict[str, Any]) -> Tool:
-        schema = raw.get("inputSchema")
+    def from_mcp(cls, server: str, raw: JSONObject) -> "Tool":
+        """From a tools/list entry (messages.Tool) as the server sent it: fields of the wrong type
+        read as absent; `raw` keeps the entry as it came."""
+        schema, output = raw.get("inputSchema"), raw.get("outputSchema")
+        description, title = raw.get("description"), raw.get("title")
+        annotations = raw.get("annotations")
+        annotations = dict(annotations) if isinstance(annotations, dict) else {}
+        if not (isinstance(title, str) and title):
+            title = annotations.get("title")
         return cls(
             server=server,
             name=str(raw.get("name", "")),
             input_schema=schema if isinstance(schema, dict) else {"type": "object"},
-            description=raw.get("description") or "",
-            title=raw.get("title") or (raw.get("annotations") or {}).get("title"),
-            output_schema=raw.get("outputSchema") if isinstance(raw.get("outputSchema"), dict) else None,
-            annotations=dict(raw.get("annotations") or {}),
+            description=description if isinstance(description, str) else "",
+            title=title if isinstance(title, str) and title else None,
+            output_schema=output if isinstance(output, dict) else None,
+            annotations=annotations,
             raw=raw,
         )
 
@@ -171,7 +190,7 @@ class Tool:
 class ToolCall:
     server: str
     tool: str
-    arguments: dict[str, Any] = field(default_factory=dict)
+    arguments: JSONObject = field(default_factory=dict)
     call_id: str | None = None  # the provider's id for this call, when an LLM made it
 
     @property
@@ -183,21 +202,21 @@ class ToolCall:
 class ToolResult:
     """A CallToolResult. `is_error` means the tool ran and failed: a result, not an exception."""
 
-    content: list[dict[str, Any]] = field(default_factory=list)
-    structured_content: Any = None
+    content: list[JSONObject] = field(default_factory=list)  # content blocks (messages.ContentBlock)
+    structured_content: JSON = None  # a JSON object when present (2025-06-18 on); passed on as it came
     is_error: bool = False
-    meta: dict[str, Any] | None = None
+    meta: JSONObject | None = None
     duration_ms: float | None = None  # measured by llmc around the call
     cached: bool = False  # served from the result cache ([cache]), not asked of the server
 
     @classmethod
-    def from_mcp(cls, raw: dict[str, Any]) -> ToolResult:
+    def from_mcp(cls, raw: JSONObject) -> "ToolResult":
         content = raw.get("content")
         return cls(
             content=[c for c in content if isinstance(c, dict)] if isinstance(content, list) else [],
             structured_content=raw.get("structuredContent"),
             is_error=bool(raw.get("isError")),
-            meta=raw.get("_meta"),
+            meta=meta if isinstance(meta := raw.get("_meta"), dict) else None,
         )
 
     @property
@@ -208,15 +227,17 @@ class ToolResult:
             kind = item.get("type")
             if kind == "text":
                 parts.append(str(item.get("text", "")))
-            elif kind == "resource" and isinstance(item.get("resource"), dict) and "text" in item["resource"]:
-                parts.append(str(item["resource"]["text"]))
+            elif kind == "resource" and isinstance(resource := item.get("resource"), dict) and "text" in resource:
+                parts.append(str(resource["text"]))
             else:
                 label = item.get("mimeType") or item.get("uri") or ""
                 parts.append(f"[{kind} {label}]".replace(" ]", "]"))
         return "\n".join(parts)
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"content": self.content, "isError": self.is_error}
+    def to_json(self) -> JSONObject:
+        """As a CallToolResult (messages.CallToolResult)."""
+        content: list[JSON] = list(self.content)
+        out: JSONObject = {"content": content, "isError": self.is_error}
         if self.structured_content is not None:
             out["structuredContent"] = self.structured_content
         if self.meta:
@@ -236,14 +257,15 @@ MAX_MESSAGE_DEPTH = 128
 MESSAGE_TOO_DEEP = f"a JSON-RPC message nested more than {MAX_MESSAGE_DEPTH} levels deep"
 
 
-def arguments_too_deep(arguments: Any) -> bool:
+def arguments_too_deep(arguments: object) -> bool:
     return nesting_depth(arguments, MAX_ARGUMENT_DEPTH + 1) > MAX_ARGUMENT_DEPTH
 
 
-def nesting_depth(value: Any, stop_at: int = MAX_ARGUMENT_DEPTH + 1) -> int:
+def nesting_depth(value: object, stop_at: int = MAX_ARGUMENT_DEPTH + 1) -> int:
     """How deep JSON-like data nests (a scalar is 0, [] and {} are 1), counted without recursion;
     counting stops at `stop_at`."""
-    deepest, stack = 0, [(value, 1)]
+    deepest = 0
+    stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
         if isinstance(item, (dict, list, tuple)):
@@ -253,7 +275,7 @@ def nesting_depth(value: Any, stop_at: int = MAX_ARGUMENT_DEPTH + 1) -> int:
     return deepest
 
 
-def parse_json(text: str, max_depth: int | None = MAX_ARGUMENT_DEPTH, too_deep: str = ARGUMENTS_TOO_DEEP) -> Any:
+def parse_json(text: str, max_depth: int | None = MAX_ARGUMENT_DEPTH, too_deep: str = ARGUMENTS_TOO_DEEP) -> JSON:
     """JSON that a person or a file supplied, nested at most `max_depth` deep (None: as deep as
     the parser goes). ValueError saying why for anything else: invalid JSON, or JSON nested so deep
     (`too_deep`, by default the tool arguments' message) that it would end in a RecursionError here
@@ -261,7 +283,7 @@ def parse_json(text: str, max_depth: int | None = MAX_ARGUMENT_DEPTH, too_deep: 
     config) with the name of where the text came from."""
     too_deep = too_deep if max_depth is not None else "JSON nested too deeply"
     try:
-        value = json.loads(text)
+        value: JSON = json.loads(text)  # what json.loads returns is JSON by construction
     except RecursionError:
         raise ValueError(too_deep) from None
     except ValueError as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmc_cli.model import Tool, ToolResult
+from llmc_cli.model import JSONObject, Tool, ToolResult
 
 PAGING_PARAMS = ("offset", "start", "start_line", "line", "lines", "page", "cursor", "skip", "head", "tail",
                  "limit", "range", "from")
@@ -14,12 +14,13 @@ PAGING_PARAMS = ("offset", "start", "start_line", "line", "lines", "page", "curs
 def compact(result: ToolResult, budget: int, tool: Tool | None = None) -> tuple[ToolResult, dict[str, Any] | None]:
     """The result the model sees: text over `budget` characters is cut at a line boundary with a
     note saying how much was left out and how to get the rest. Non-text parts are kept."""
-    texts, others = [], []
+    texts: list[str] = []
+    others: list[JSONObject] = []
     for c in result.content:
         if c.get("type") == "text":
             texts.append(str(c.get("text", "")))
-        elif c.get("type") == "resource" and isinstance(c.get("resource"), dict) and "text" in c["resource"]:
-            texts.append(str(c["resource"]["text"]))
+        elif c.get("type") == "resource" and isinstance(resource := c.get("resource"), dict) and "text" in resource:
+            texts.append(str(resource["text"]))
         else:
             others.append(c)
     text = "\n".join(texts)
@@ -34,13 +35,14 @@ def compact(result: ToolResult, budget: int, tool: Tool | None = None) -> tuple[
     left_lines = len(lines) - kept
     note = (f"\n[llmc: output cut to {len(shown)} of {len(text)} characters; "
             f"{left_lines} of {len(lines)} lines ({len(text) - len(shown)} characters) left out. ")
-    paging = [p for p in PAGING_PARAMS if tool and p in (tool.input_schema.get("properties") or {})]
+    paging = [p for p in PAGING_PARAMS if tool and p in tool.properties]
     if paging:
         note += (f"To get the rest, call {tool.name if tool else 'the tool'} again with "
                  f"{', '.join(paging)} to read from line {kept + 1} on.]")
     else:
         note += "To get the rest, call the tool again for a smaller part (a narrower query, a range or an offset).]"
-    seen = ToolResult(content=[{"type": "text", "text": shown.rstrip("\n") + note}, *others],
+    cut: JSONObject = {"type": "text", "text": shown.rstrip("\n") + note}
+    seen = ToolResult(content=[cut, *others],
                       structured_content=None, is_error=result.is_error, meta=result.meta,
                       duration_ms=result.duration_ms)
     info = {"characters": len(text), "charactersShown": len(shown), "lines": len(lines), "linesShown": kept}

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, Callable, TypedDict
 
 from llmc_cli import interrupts, telemetry
 from llmc_cli.agent import genai
@@ -27,22 +27,16 @@ from llmc_cli.agent.tool_search import ToolSearch, native, wanted
 from llmc_cli.audit import AuditError
 from llmc_cli.errors import LlmcError, PolicyDenied, ProviderError
 from llmc_cli.mcp.jsonrpc import has_lone_surrogate, replace_lone_surrogates
-from llmc_cli.model import Tool, ToolCall, ToolResult
-from llmc_cli.providers.base import (
-    END,
-    LENGTH,
-    PAUSE,
-    AssistantTurn,
-    Provider,
-    ProviderToolCall,
-    ToolResultItem,
-    ToolResults,
-    UserMessage,
-)
+from llmc_cli.model import JSONObject, Tool, ToolCall, ToolResult
+from llmc_cli.providers.base import (END, LENGTH, PAUSE, AssistantTurn, Provider, ProviderToolCall, ToolResultItem,
+                                     ToolResults, UserMessage)
+
+if TYPE_CHECKING:
+    from llmc_cli.translate import Translation
 
 CallTool = Callable[[ToolCall], ToolResult]
 ReadOnly = Callable[[Tool], bool]  # may this tool run beside others? (default: no)
-Progress = Callable[[dict[str, Any]], None]
+Progress = Callable[[JSONObject], None]  # a progress event (`ask --progress` JSON Lines)
 
 # Stop reasons of a run.
 STOP_END, STOP_MAX_STEPS, STOP_TIMEOUT, STOP_LENGTH, STOP_OTHER = "end", "max_steps", "timeout", "length", "other"
@@ -53,9 +47,9 @@ class StepOutcome(TypedDict, total=False):
     turn ends, except error, result, compacted and cached)."""
 
     outcome: str  # ok | error | denied | failed | invalid | unknown_tool | timeout
-    error: dict[str, Any]  # the LlmcError (to_json) of a denied or failed call
-    result: dict[str, Any]  # the whole result (ToolResult.to_json)
-    compacted: dict[str, Any]  # what was cut before the model saw the result
+    error: JSONObject  # the LlmcError (to_json) of a denied or failed call
+    result: JSONObject  # the whole result (ToolResult.to_json)
+    compacted: JSONObject  # what was cut before the model saw the result
     cached: bool  # present (true) when the result came from the result cache ([cache])
     durationMs: float | None  # None: never run (an unreadable call, no such tool), or the run stopped waiting
     seenResult: ToolResult  # what the model is shown, while the turn runs ...
@@ -69,7 +63,7 @@ class Step(StepOutcome):
     callId: str
     tool: str  # server.tool, or the name the model wrote when no tool has it
     providerName: str
-    arguments: dict[str, Any]  # as the server was sent them
+    arguments: JSONObject  # as the server was sent them
 
 
 @dataclass
@@ -211,12 +205,12 @@ def _turn_without_lone_surrogates(turn: AssistantTurn) -> AssistantTurn:
 
 def _run_calls(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool], call_tool: CallTool, read_only: ReadOnly,
                deadline: float, max_parallel: int, budget: int, record: RunRecord,
-               emit: Progress, arguments_back: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None,
+               emit: Progress, arguments_back: Callable[[str, JSONObject], JSONObject] | None = None,
                search: ToolSearch | None = None) -> tuple[list[ToolResultItem], bool]:
     """Run one turn's calls; every call gets a result, in the model's order, so the conversation
     stays valid for every API even when time runs out."""
     entries: list[Step] = []
-    sent: list[dict[str, Any]] = []
+    sent: list[JSONObject] = []
     runnable: list[int] = []
     for c in calls:
         tool = by_name.get(c.name)
@@ -295,7 +289,7 @@ def _run_calls(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool
 
 def _ended(emit: Progress, step: int, tool: str, outcome: str, duration_ms: float | None, seen: ToolResult) -> None:
     """The tool_end event; unless the call went well, with what the model was told (cut short)."""
-    event: dict[str, Any] = {"event": "tool_end", "step": step, "tool": tool, "outcome": outcome,
+    event: JSONObject = {"event": "tool_end", "step": step, "tool": tool, "outcome": outcome,
                              "durationMs": duration_ms}
     if outcome != "ok":
         text = " ".join(seen.text.split())
@@ -349,13 +343,12 @@ def _run_bounded(work: Callable[[int], None], indexes: list[int], workers: int, 
     return True
 
 
-def provider_tool_names(translation: Any) -> dict[str, tuple[str, str]]:
+def provider_tool_names(translation: Translation) -> dict[str, tuple[str, str]]:
     """translate's NameMap as a plain dict: the provider's tool name -> (server, tool)."""
-    names = translation.names
-    return {name: tuple(names[name]) for name in names}
+    return dict(translation.names)
 
 
-def progress_line(event: dict[str, Any]) -> str | None:
+def progress_line(event: JSONObject) -> str | None:
     """One line for people (stderr) per progress event, or None."""
     kind = event.get("event")
     if kind == "model":
@@ -375,7 +368,7 @@ def _locked(progress: Progress | None) -> Progress:
         return lambda event: None
     lock = threading.Lock()
 
-    def emit(event: dict[str, Any]) -> None:
+    def emit(event: JSONObject) -> None:
         with lock:
             progress(event)
     return emit

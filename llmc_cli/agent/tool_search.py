@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 from llmc_cli.model import Tool, ToolResult
 from llmc_cli.services.search import ToolIndex
@@ -87,7 +86,7 @@ class ToolSearch:
                 self._translation = (len(self.found), translate(offered, self.fmt, strict=self.strict, names=names))
             return self._translation[1]
 
-    def answer(self, arguments: dict[str, Any]) -> ToolResult:
+    def answer(self, arguments: Mapping[str, object]) -> ToolResult:
         """A search call: the matches (each with the name to call it by), which join the offered tools."""
         query = arguments.get("query")
         limit = arguments.get("limit", DEFAULT_LIMIT)

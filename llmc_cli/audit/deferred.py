@@ -41,7 +41,7 @@ class Deferred:
         self.flusher.start()
         return self
 
-    def __exit__(self, *exc_info: Any) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.closed.set()
         self.full.set()
         self.flusher.join(timeout=self.FLUSH_SECONDS * 2)

@@ -7,9 +7,8 @@ import getpass
 import hashlib
 import os
 import socket
-from collections.abc import Iterable
-from datetime import UTC, datetime
-from typing import Any
+from datetime import datetime, timezone
+from typing import Any, Iterable, Mapping
 
 from llmc_cli.config.secrets import MASK, Masker, environment_secrets
 from llmc_cli.errors import ConfigError
@@ -40,7 +39,7 @@ def _user_and_host() -> dict[str, str]:
     return {"user": user, "host": socket.gethostname()}
 
 
-def mask_secrets(value: Any, secrets: Iterable[str] | None = None) -> Any:
+def mask_secrets(value: object, secrets: "Iterable[str] | None" = None) -> Any:
     """A copy of `value` masked by config.secrets.Masker: values under secret-looking keys, and
     every known secret value wherever it appears (default: the environment's)."""
     return Masker(secret_values() if secrets is None else secrets)(value)
@@ -51,6 +50,6 @@ def secret_values() -> set[str]:
     return environment_secrets()
 
 
-def record_hash(record: dict[str, Any]) -> str:
+def record_hash(record: Mapping[str, object]) -> str:
     body = {k: v for k, v in record.items() if k != "hash"}
     return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()

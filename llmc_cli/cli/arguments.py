@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from llmc_cli.errors import UsageError
-from llmc_cli.model import MAX_ARGUMENT_DEPTH, parse_json
+from llmc_cli.model import JSON, MAX_ARGUMENT_DEPTH, JSONObject, parse_json
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
@@ -35,7 +35,7 @@ def read_input(source: str, what: str) -> str:
         raise UsageError(f"{what}: {where} is not UTF-8 text (line {line}, byte {exc.start + 1})") from None
 
 
-def load_json(text: str, where: str, max_depth: int = MAX_ARGUMENT_DEPTH) -> Any:
+def load_json(text: str, where: str, max_depth: int = MAX_ARGUMENT_DEPTH) -> JSON:
     """Parse JSON a person supplied: UsageError for invalid or too deeply nested JSON."""
     try:
         return parse_json(text, max_depth)
@@ -43,7 +43,7 @@ def load_json(text: str, where: str, max_depth: int = MAX_ARGUMENT_DEPTH) -> Any
         raise UsageError(f"{where}: {exc}") from None
 
 
-def parse_json_option(value: str) -> dict[str, Any]:
+def parse_json_option(value: str) -> JSONObject:
     """--json '{...}' | @FILE | - (stdin): one JSON object, the tool's arguments."""
     if value == "-" or value.startswith("@"):
         where = "stdin" if value == "-" else value[1:]
@@ -61,9 +61,10 @@ def needs_schema(pairs: tuple[str, ...]) -> bool:
     return any(not p.partition("=")[0].endswith(":") for p in pairs)
 
 
-def parse_pairs(pairs: tuple[str, ...], schema: dict[str, Any] | None) -> dict[str, Any]:
-    properties = (schema or {}).get("properties") or {}
-    out: dict[str, Any] = {}
+def parse_pairs(pairs: tuple[str, ...], schema: JSONObject | None) -> JSONObject:
+    properties = (schema or {}).get("properties")
+    properties = properties if isinstance(properties, dict) else {}
+    out: JSONObject = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
@@ -72,15 +73,16 @@ def parse_pairs(pairs: tuple[str, ...], schema: dict[str, Any] | None) -> dict[s
             key = key[:-1]
             out[key] = load_json(value, f"argument {key}")
             continue
-        out[key] = coerce(key, value, properties.get(key) or {})
+        prop = properties.get(key)
+        out[key] = coerce(key, value, prop if isinstance(prop, dict) else {})
     return out
 
 
-def coerce(key: str, value: str, prop: dict[str, Any]) -> Any:
-    types = prop.get("type")
-    if types is None and isinstance(prop.get("anyOf"), list):
-        types = [t.get("type") for t in prop["anyOf"] if isinstance(t, dict) and t.get("type")]
-    types = [types] if isinstance(types, str) else list(types or [])
+def coerce(key: str, value: str, prop: JSONObject) -> JSON:
+    declared = prop.get("type")
+    if declared is None and isinstance(options := prop.get("anyOf"), list):
+        declared = [t.get("type") for t in options if isinstance(t, dict) and t.get("type")]
+    types = [declared] if isinstance(declared, str) else [str(t) for t in declared] if isinstance(declared, list) else []
     if "null" in types and value == "null":
         return None
     for kind in [t for t in types if t != "null"] or ["string"]:

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import click
 
@@ -116,12 +115,12 @@ def warnings(ctx: click.Context) -> dict[str, Any]:
     return {"warnings": list(found)} if found else {}
 
 
-def _short(value: Any, limit: int = 300) -> str:
+def _short(value: object, limit: int = 300) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _progress_line(params: dict[str, Any]) -> None:
+def _progress_line(params: Mapping[str, object]) -> None:
     total = params.get("total")
     done = params.get("progress")
     message = params.get("message") or ""
@@ -129,7 +128,7 @@ def _progress_line(params: dict[str, Any]) -> None:
     status_line(f"[progress] {amount} {message}")
 
 
-def _progress_note(params: dict[str, Any]) -> None:
+def _progress_note(params: Mapping[str, object]) -> None:
     """Progress without a terminal (-v): one plain line per notification."""
     total, done = params.get("total"), params.get("progress")
     note(f"[progress] {f'{done}/{total}' if total else done} {params.get('message') or ''}".rstrip())

@@ -122,7 +122,7 @@ def _terminal_width() -> int | None:
     return columns if columns > 0 else None
 
 
-def json_line(item: Any) -> str:
+def json_line(item: object) -> str:
     """One JSON Lines record."""
     return _json_safe(compact_json(item))
 
@@ -177,7 +177,7 @@ def _fit(columns: list[str], body: list[list[str]], width: int, narrowest: int =
     return [[cell if len(cell) <= w else cell[: w - 1] + "…" for cell, w in zip(row, widths, strict=False)] for row in body]
 
 
-def _cell(column: str, value: Any, width: int = 60) -> str:
+def _cell(column: str, value: object, width: int = 60) -> str:
     unit = _unit(column)
     if unit and isinstance(value, (int, float)) and not isinstance(value, bool):
         text = human_size(value) if unit == "bytes" else human_duration(value / 1000 if unit == "ms" else value)
@@ -230,7 +230,7 @@ def human_size(count: float) -> str:
     raise AssertionError("unreachable")
 
 
-def summary(value: Any, depth: int = 0) -> str:
+def summary(value: object, depth: int = 0) -> str:
     """A value in one short line: text as it is, yes/no, lists joined (objects by their name),
     objects as `key: value` pairs; deeper levels as {…} and [n items]."""
     if value is None:
@@ -254,7 +254,7 @@ def summary(value: Any, depth: int = 0) -> str:
     return str(value)
 
 
-def _named(item: Any) -> str:
+def _named(item: object) -> str:
     """One list item: an object by its name (tools, prompts' arguments, servers), else summarised."""
     if isinstance(item, dict):
         for key in ("name", "uri", "id", "text"):

@@ -50,7 +50,7 @@ def array(items: Schema) -> Schema:
     return {"type": "array", "items": items}
 
 
-def enum(*values: Any) -> Schema:
+def enum(*values: object) -> Schema:
     return {"enum": list(values)}
 
 

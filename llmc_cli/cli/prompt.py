@@ -21,12 +21,13 @@ import contextlib
 import json
 import os
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from llmc_cli import interrupts
 from llmc_cli.cli.output import clean, prompt_turn
+from llmc_cli.mcp.messages import JSON, JSONObject, object_at
 
 if TYPE_CHECKING:
     from llmc_cli.model import Tool, ToolCall
@@ -50,7 +51,7 @@ def confirm_call(call: ToolCall, tool: Tool | None) -> bool:
         return yes_no("Run it?", default=False)
 
 
-def elicit(params: dict[str, Any]) -> dict[str, Any]:
+def elicit(params: JSONObject) -> JSONObject:
     """ClientHooks.elicit: a server's question (elicitation/create) asked on the terminal, one
     field at a time, each with its description, whether it is required, and its default. An
     optional field left empty is left out. End of input cancels."""
@@ -62,7 +63,7 @@ def elicit(params: dict[str, Any]) -> dict[str, Any]:
             return {"action": "cancel"}
 
 
-def _elicit(params: dict[str, Any]) -> dict[str, Any]:
+def _elicit(params: JSONObject) -> JSONObject:
     say("")
     say(f"The server asks: {params.get('message', '')}")
     if params.get("mode", "form") != "form":
@@ -70,10 +71,11 @@ def _elicit(params: dict[str, Any]) -> dict[str, Any]:
         return {"action": "accept" if yes_no("Done?", default=False) else "decline"}
     if not yes_no("Answer?", default=True):
         return {"action": "decline"}
-    schema = params.get("requestedSchema") or {}
-    required = set(schema.get("required") or [])
-    content: dict[str, Any] = {}
-    for name, prop in (schema.get("properties") or {}).items():
+    schema = object_at(params, "requestedSchema")
+    listed = schema.get("required")
+    required = {n for n in listed if isinstance(n, str)} if isinstance(listed, list) else set()
+    content: JSONObject = {}
+    for name, prop in object_at(schema, "properties").items():
         prop = prop if isinstance(prop, dict) else {}
         value = _field(name, prop, name in required)
         if value is not None:
@@ -81,7 +83,7 @@ def _elicit(params: dict[str, Any]) -> dict[str, Any]:
     return {"action": "accept", "content": content}
 
 
-def _field(name: str, prop: dict[str, Any], required: bool) -> Any:
+def _field(name: str, prop: JSONObject, required: bool) -> JSON:
     """One field's answer, converted to its type; None for an optional field left empty."""
     label = str(prop.get("title") or name)
     if prop.get("description"):
@@ -113,15 +115,15 @@ def _field(name: str, prop: dict[str, Any], required: bool) -> Any:
     raise EOFError  # no usable answer after MAX_ATTEMPTS: the form is cancelled
 
 
-def _choices(prop: dict[str, Any]) -> list[tuple[str, str]]:
+def _choices(prop: JSONObject) -> list[tuple[str, str]]:
     """(value, title) of an enum field: `enum` (+ `enumNames`), or `oneOf`/`anyOf` of consts;
     for a multi-select (type array) those of its items."""
     items = prop.get("items")
-    source: dict[str, Any] = items if prop.get("type") == "array" and isinstance(items, dict) else prop
-    if isinstance(source.get("enum"), list):
+    source = items if prop.get("type") == "array" and isinstance(items, dict) else prop
+    if isinstance(enum := source.get("enum"), list):
         enum_names = source.get("enumNames")
-        names: list[Any] = enum_names if isinstance(enum_names, list) else []
-        return [(str(v), str(names[i]) if i < len(names) else str(v)) for i, v in enumerate(source["enum"])]
+        names = enum_names if isinstance(enum_names, list) else []
+        return [(str(v), str(names[i]) if i < len(names) else str(v)) for i, v in enumerate(enum)]
     options = source.get("oneOf") or source.get("anyOf")
     if isinstance(options, list):
         return [(str(o["const"]), str(o.get("title") or o["const"])) for o in options
@@ -129,7 +131,7 @@ def _choices(prop: dict[str, Any]) -> list[tuple[str, str]]:
     return []
 
 
-def _convert(text: str, kind: Any, prop: dict[str, Any], choices: list[tuple[str, str]]) -> Any:
+def _convert(text: str, kind: JSON, prop: JSONObject, choices: list[tuple[str, str]]) -> JSON:
     """The typed value of an answer, or ValueError saying what was expected."""
     if kind == "boolean":
         if text.lower() in ("y", "yes", "true"):
@@ -143,27 +145,28 @@ def _convert(text: str, kind: Any, prop: dict[str, Any], choices: list[tuple[str
         wrong = [v for v in values if allowed and v not in allowed]
         if wrong:
             raise ValueError(f"not a choice: {', '.join(wrong)}")
-        if isinstance(prop.get("minItems"), int) and len(values) < prop["minItems"]:
-            raise ValueError(f"give at least {prop['minItems']}, separated by commas")
-        if isinstance(prop.get("maxItems"), int) and len(values) > prop["maxItems"]:
-            raise ValueError(f"give at most {prop['maxItems']}")
-        return values
+        if isinstance(least := prop.get("minItems"), int) and len(values) < least:
+            raise ValueError(f"give at least {least}, separated by commas")
+        if isinstance(most := prop.get("maxItems"), int) and len(values) > most:
+            raise ValueError(f"give at most {most}")
+        answers: list[JSON] = list(values)
+        return answers
     if choices and text not in {v for v, _ in choices}:
         raise ValueError("answer one of: " + ", ".join(v for v, _ in choices))
     if kind in ("integer", "number"):
         try:
-            value: Any = int(text) if kind == "integer" else float(text)
+            value: int | float = int(text) if kind == "integer" else float(text)
         except ValueError:
             raise ValueError(f"expected {'an integer' if kind == 'integer' else 'a number'}") from None
-        if isinstance(prop.get("minimum"), (int, float)) and value < prop["minimum"]:
-            raise ValueError(f"at least {prop['minimum']}")
-        if isinstance(prop.get("maximum"), (int, float)) and value > prop["maximum"]:
-            raise ValueError(f"at most {prop['maximum']}")
+        if isinstance(low := prop.get("minimum"), (int, float)) and value < low:
+            raise ValueError(f"at least {low}")
+        if isinstance(high := prop.get("maximum"), (int, float)) and value > high:
+            raise ValueError(f"at most {high}")
         return value
-    if isinstance(prop.get("minLength"), int) and len(text) < prop["minLength"]:
-        raise ValueError(f"at least {prop['minLength']} characters")
-    if isinstance(prop.get("maxLength"), int) and len(text) > prop["maxLength"]:
-        raise ValueError(f"at most {prop['maxLength']} characters")
+    if isinstance(shortest := prop.get("minLength"), int) and len(text) < shortest:
+        raise ValueError(f"at least {shortest} characters")
+    if isinstance(longest := prop.get("maxLength"), int) and len(text) > longest:
+        raise ValueError(f"at most {longest} characters")
     return text
 
 

@@ -142,7 +142,7 @@ def forget(ctx: click.Context, servers: tuple[str, ...], urls: tuple[str, ...]) 
     emit(http_sessions.forget(client_stores(), keys, known), "jsonl")
 
 
-def _public(status: Mapping[str, Any], name: str) -> dict[str, Any]:
+def _public(status: Mapping[str, object], name: str) -> dict[str, Any]:
     from llmc_cli.keeper import lifecycle
 
     out = {k: v for k, v in status.items() if k != "llmc"}

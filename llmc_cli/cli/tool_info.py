@@ -7,18 +7,21 @@ import json
 import shlex
 from typing import Any
 
+from llmc_cli.model import JSONObject
+
 # A placeholder value per JSON type for the example line: one that `llmc call` parses back into
 # that type (KEY:=JSON for objects and arrays).
 _PLACEHOLDER = {"integer": 1, "number": 1, "boolean": True, "object": {}, "array": []}
 
 
-def arguments(schema: dict[str, Any]) -> list[dict[str, Any]]:
+def arguments(schema: JSONObject) -> list[dict[str, Any]]:
     """The top-level properties of an inputSchema, one entry each: name, type, required, and
     default, enum and description when the schema gives them."""
     properties = schema.get("properties")
     if not isinstance(properties, dict):
         properties = {}
-    required = set(schema.get("required") or []) if isinstance(schema.get("required"), list) else set()
+    listed = schema.get("required")
+    required = {n for n in listed if isinstance(n, str)} if isinstance(listed, list) else set()
     rows = []
     for name, prop in properties.items():
         prop = prop if isinstance(prop, dict) else {}
@@ -32,13 +35,13 @@ def arguments(schema: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def type_name(prop: dict[str, Any], depth: int = 0) -> str:
+def type_name(prop: JSONObject, depth: int = 0) -> str:
     """A JSON Schema's type in a few characters: string, integer|null, array<string>, object."""
     kind = prop.get("type")
     if isinstance(kind, list):
         return "|".join(str(k) for k in kind)
-    if kind == "array" and isinstance(prop.get("items"), dict) and depth < 3:
-        return f"array<{type_name(prop['items'], depth + 1)}>"
+    if kind == "array" and isinstance(items := prop.get("items"), dict) and depth < 3:
+        return f"array<{type_name(items, depth + 1)}>"
     if isinstance(kind, str):
         return kind
     for combinator in ("anyOf", "oneOf"):
@@ -47,6 +50,7 @@ def type_name(prop: dict[str, Any], depth: int = 0) -> str:
             return "|".join(dict.fromkeys(type_name(o, depth + 1) for o in options if isinstance(o, dict)))
     if "enum" in prop or "const" in prop:
         values = prop.get("enum") or [prop.get("const")]
+        values = values if isinstance(values, list) else [values]
         return "|".join(dict.fromkeys(type(v).__name__.replace("str", "string") for v in values))
     return "any"
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from llmc_cli.config import paths
 from llmc_cli.errors import ConfigError, UsageError
+from llmc_cli.model import JSONObject
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,7 @@ class Plan:
     action: str  # add | replace | unchanged
     data: dict[str, Any]  # the whole file after the change
 
-    def to_json(self, dry_run: bool) -> dict[str, Any]:
+    def to_json(self, dry_run: bool) -> JSONObject:
         return {"client": self.client, "config": str(self.config), "name": self.name, "entry": self.entry,
                 "action": self.action, "dryRun": dry_run}
 

@@ -132,7 +132,7 @@ def _server(name: str, entry: dict[str, Any], inputs: dict[str, Any], out: Impor
     return table
 
 
-def _mapping(value: Any, name: str, key: str, where: str) -> dict[str, str]:
+def _mapping(value: object, name: str, key: str, where: str) -> dict[str, str]:
     if not isinstance(value, dict):
         raise ConfigError(f"{where}: server {name!r}: {key!r} must be an object")
     return {str(k): str(v) for k, v in value.items()}

@@ -10,10 +10,12 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 from llmc_cli.config.profiles import has_placeholder
+
+if TYPE_CHECKING:
+    from llmc_cli.config.schema import Profile
 
 # A name holds a secret when one of its words says so. Words are split at anything that is not a
 # letter or digit and at camelCase humps, so "apiKey", "API_KEY", "x-api-key" and "AccessKeyId"
@@ -97,7 +99,7 @@ class Masker:
         added = {s for s in more if isinstance(s, str) and s} - self.secrets
         return Masker(self.secrets | added) if added else self
 
-    def with_arguments(self, arguments: Any) -> Masker:
+    def with_arguments(self, arguments: object) -> "Masker":
         """This masking, and the values of the secret-looking arguments of a call wherever they
         are quoted back (a server's error message, a result, a log line)."""
         return self.with_secrets(argument_secrets(arguments))
@@ -146,11 +148,11 @@ class Masker:
         return root[0]
 
 
-def argument_secrets(arguments: Any) -> set[str]:
+def argument_secrets(arguments: object) -> set[str]:
     """The values under secret-looking keys of a call's arguments (every scalar inside one, as
     text), found without recursion."""
     found: set[str] = set()
-    stack: list[tuple[Any, bool]] = [(arguments, False)]
+    stack: list[tuple[object, bool]] = [(arguments, False)]
     while stack:
         item, secret = stack.pop()
         if isinstance(item, dict):
@@ -208,7 +210,7 @@ def mask_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "&".join(pairs), parts.fragment))
 
 
-def environment_secrets(profile: Any = None) -> set[str]:
+def environment_secrets(profile: Profile | None = None) -> set[str]:
     """The secret values known outside a call's arguments: those of secret-looking environment
     variables (SUBSTRING_MIN characters or more: shorter ones are flags and ids, not secrets), and
     of a profile (config.schema.Profile): what its servers' secret-looking env and header entries

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from typing import Any
+from typing import Any, Mapping
 
 from llmc_cli.errors import ConfigError
 
@@ -42,14 +42,14 @@ def adapter(cls: type[Any]) -> Any:
     return TypeAdapter(cls)
 
 
-def dump(obj: Any, **options: Any) -> dict[str, Any]:
+def dump(obj: object, **options: object) -> dict[str, Any]:
     """A schema dataclass as JSON-ready data (pydantic's model_dump(mode="json", ...))."""
     cls: type = type(obj)
     data: dict[str, Any] = adapter(cls).dump_python(obj, mode="json", **options)
     return data
 
 
-def validate(data: dict[str, Any], where: str, text: str | None = None) -> Any:
+def validate(data: Mapping[str, object], where: str, text: str | None = None) -> Any:
     """A Profile from parsed TOML; `text` (the file's) lets the error name the line."""
     from pydantic import ValidationError
 

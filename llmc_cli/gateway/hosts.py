@@ -25,6 +25,7 @@ from llmc_cli.gateway.connection import GatewayConnection
 from llmc_cli.gateway.principals import Principal, principals_of
 from llmc_cli.gateway.toolbox import Toolbox
 from llmc_cli.mcp import jsonrpc
+from llmc_cli.mcp.messages import JSONObject, RequestId, object_at
 
 if TYPE_CHECKING:
     from llmc_cli.store.state import HostSessions
@@ -92,9 +93,9 @@ class ResumableStream:
     GET that resumed it) writes the events; a host whose stream broke resumes it with GET and
     Last-Event-ID, and the call goes on meanwhile (initialize era: a broken stream is no cancel)."""
 
-    msg_id: Any
-    replies: queue.SimpleQueue[dict[str, Any]]
-    events: list[dict[str, Any]] = field(default_factory=list)
+    msg_id: RequestId | None
+    replies: "queue.SimpleQueue[JSONObject]"
+    events: list[JSONObject] = field(default_factory=list)
     owner: int = 0  # the thread writing it now
     done: bool = False  # its final reply is among the events
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -105,7 +106,7 @@ class HostSession:
     connection: GatewayConnection  # its upstreams: its principal's, and its own to per_session servers
     principal: str | None
     last_used: float = field(default_factory=time.monotonic)
-    stream: queue.Queue[dict[str, Any] | None] | None = None  # the GET stream's messages
+    stream: "queue.Queue[JSONObject | None] | None" = None  # the GET stream's messages
     last_shared: float = field(default_factory=time.monotonic)  # when the shared store last saw it used
     shared: bool = False  # in the shared store (saved after its initialize, or resumed from it)
     streams: dict[str, ResumableStream] = field(default_factory=dict)  # stream id -> stream, oldest first
@@ -143,6 +144,32 @@ def _stamp(profile: LoadedProfile) -> tuple[int, int, int] | None:
     except OSError:
         return None
     return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+class SharedSessions(Protocol):
+    """Initialize-era sessions shared by the replicas of a gateway (services.host_sessions): what
+    a replica needs to go on serving a session it did not open (its handshake and principal).
+    Failures are LlmcError (a state database that is down)."""
+
+    def save(self, session_id: str, record: JSONObject) -> None: ...
+
+    def resume(self, session_id: str) -> JSONObject | None:
+        """The record, marked as used now; None when unknown or idle too long."""
+
+    def exists(self, session_id: str) -> bool:
+        """Still open (not ended through any replica, not idle too long); read only."""
+
+    def forget(self, session_id: str) -> None:
+        """Ended for every replica: each one's next check says so, and each one's listener ends it at once."""
+
+    def ready(self) -> bool:
+        """The store can be used now (for /readyz)."""
+
+    def start(self, stopped: threading.Event, held: Callable[[], list[str]], ended: Callable[[str], None],
+              log: Callable[[str], None]) -> None:
+        """Until `stopped`: this replica's lease, and ending here the sessions other replicas end."""
+
+    def stop(self) -> None: ...
 
 
 class HttpGateway:
@@ -450,12 +477,14 @@ class HttpGateway:
             record = self.shared.resume(session_id)
         except LlmcError:
             return None  # cannot tell: the host hears 404 and starts a new session
-        if record is None or record.get("principal") != (principal.name if principal else None):
+        owner = principal.name if principal else None
+        if record is None or record.get("principal") != owner:
             return None
-        connection = self._session_connection(principal, record["principal"])
-        connection.legacy_version = record.get("protocolVersion")
-        connection.client_info = record.get("clientInfo") or {}
-        connection.client_capabilities = record.get("clientCapabilities") or {}
+        connection = self._session_connection(principal, owner)
+        version = record.get("protocolVersion")
+        connection.legacy_version = version if isinstance(version, str) else None
+        connection.client_info = object_at(record, "clientInfo")
+        connection.client_capabilities = object_at(record, "clientCapabilities")
         victim = ended = None
         with self.lock:
             if session_id not in self.sessions:
@@ -468,7 +497,7 @@ class HttpGateway:
             existing = self.sessions.get(session_id)
             resumed = existing is None and victim != session_id
             if resumed:
-                session = self.sessions[session_id] = HostSession(connection, record["principal"], shared=True)
+                session = self.sessions[session_id] = HostSession(connection, owner, shared=True)
         if not resumed:
             self._close_connection(connection)  # takes the lock itself
             return existing  # resumed by a concurrent request, or no room
@@ -513,7 +542,7 @@ class HttpGateway:
             self._close_connection(session.connection)
 
     @staticmethod
-    def _to_stream(session: HostSession, message: dict[str, Any]) -> None:
+    def _to_stream(session: HostSession, message: JSONObject) -> None:
         if session.stream is not None:  # no GET stream open: a notification nobody listens for
             session.stream.put(message)
 

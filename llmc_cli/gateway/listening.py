@@ -12,11 +12,11 @@ toolbox subscribes there while any host listens); list changes of every upstream
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from llmc_cli.errors import LlmcError, RpcError
 from llmc_cli.mcp import jsonrpc
-from llmc_cli.mcp.server import RequestError, Send
+from llmc_cli.mcp.messages import JSON, JSONObject, RequestId
 from llmc_cli.mcp.versions import META_PREFIX as META
 
 if TYPE_CHECKING:
@@ -39,11 +39,11 @@ class Subscriptions:
     def __init__(self, connection: GatewayConnection) -> None:
         self.connection = connection
         self.subscribed: set[tuple[str, str]] = set()  # resources/subscribe (initialize era)
-        self.listens: dict[Any, Listen] = {}  # subscriptions/listen request id -> what it asked for
+        self.listens: dict[RequestId, Listen] = {}  # subscriptions/listen request id -> what it asked for
 
     # -- initialize era ------------------------------------------------------------------------
 
-    def subscribe(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    def subscribe(self, method: str, params: JSONObject) -> JSONObject:
         """resources/(un)subscribe; updates reach the connection's channel."""
         toolbox = self.connection.toolbox
         if method == "resources/subscribe":  # what the policy hides cannot be watched either
@@ -65,15 +65,16 @@ class Subscriptions:
 
     # -- 2026-07-28 ----------------------------------------------------------------------------
 
-    def listen(self, msg_id: Any, params: dict[str, Any], send: Send) -> None:
+    def listen(self, msg_id: RequestId, params: JSONObject, send: Send) -> None:
         """Open a listen stream: acknowledge what is honoured, then relay it until cancelled."""
         wanted = params.get("notifications")
         wanted = wanted if isinstance(wanted, dict) else {}
-        honored: dict[str, Any] = {flag: True for flag in FLAGS if wanted.get(flag) is True}
+        honored: JSONObject = {flag: True for flag in FLAGS if wanted.get(flag) is True}
         listen = Listen(send, {FLAGS[flag] for flag in honored})
         uris = wanted.get("resourceSubscriptions")
         if isinstance(uris, list):
-            honored["resourceSubscriptions"] = []
+            subscribed: list[JSON] = []
+            honored["resourceSubscriptions"] = subscribed
             for uri in uris:
                 route = self.connection.toolbox.route(uri)
                 if route is None or not self.connection.toolbox.readable("resource", *route, self.connection.upstreams):
@@ -83,14 +84,14 @@ class Subscriptions:
                 except LlmcError:
                     continue  # the upstream offers no subscriptions (or is down): not honoured
                 listen.resources.add(route)
-                honored["resourceSubscriptions"].append(uri)
+                subscribed.append(uri)
         send(jsonrpc.notification("notifications/subscriptions/acknowledged",
                                   {"_meta": {SUBSCRIPTION: msg_id}, "notifications": honored}))
         self.listens[msg_id] = listen  # after the acknowledgment: nothing may come before it
 
-    def cancelled(self, msg_id: Any) -> None:
+    def cancelled(self, msg_id: RequestId | None) -> None:
         """The host cancelled a listen request: it gets no reply (cancellation.mdx)."""
-        listen = self.listens.pop(msg_id, None)
+        listen = self.listens.pop(msg_id, None) if msg_id is not None else None
         if listen is not None:
             for route in listen.resources:
                 self._release(route)
@@ -114,7 +115,7 @@ class Subscriptions:
             if method in listen.methods:
                 listen.send(jsonrpc.notification(method, {"_meta": {SUBSCRIPTION: msg_id}}))
 
-    def updated(self, server: str, params: dict[str, Any]) -> None:
+    def updated(self, server: str, params: JSONObject) -> None:
         """An upstream resource changed: to the channel if subscribed there, and to listens on it."""
         route = (server, str(params.get("uri")))
         exposed = {**params, "uri": self.connection.toolbox.expose(*route)}

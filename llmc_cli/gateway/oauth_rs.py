@@ -16,7 +16,7 @@ import threading
 import time
 import urllib.request
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 from urllib.parse import urlsplit
 
 from llmc_cli.config.schema import ServeOAuthConfig
@@ -189,7 +189,7 @@ class ResourceServer:
                            "Forbidden: insufficient scope")
         return self._principal(claims)
 
-    def _principal(self, claims: dict[str, Any]) -> Principal | Refusal:
+    def _principal(self, claims: Mapping[str, object]) -> Principal | Refusal:
         value = claims.get(self.config.claim)
         values = [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)]
         shares = (self.config.max_sessions or MAX_SESSIONS, self.config.max_requests or MAX_REQUESTS)
@@ -202,7 +202,7 @@ class ResourceServer:
                        f"Forbidden: claim {self.config.claim!r} maps to no profile")
 
 
-def _scopes_of(claims: dict[str, Any]) -> set[str]:
+def _scopes_of(claims: Mapping[str, object]) -> set[str]:
     """RFC 9068 `scope` (space-separated), or the `scp` list some servers send."""
     scope = claims.get("scope")
     if isinstance(scope, str):

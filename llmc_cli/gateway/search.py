@@ -12,7 +12,7 @@ import json
 import threading
 import weakref
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from llmc_cli.services.search import ToolIndex
 
@@ -46,7 +46,7 @@ def listing(toolbox: Toolbox) -> list[dict[str, Any]]:
             *pinned]
 
 
-def search(toolbox: Toolbox, arguments: dict[str, Any]) -> dict[str, Any]:
+def search(toolbox: Toolbox, arguments: Mapping[str, object]) -> dict[str, Any]:
     """A llmc.search_tools call's result (a tool error for bad arguments)."""
     query, limit = arguments.get("query"), arguments.get("limit", DEFAULT_LIMIT)
     if not isinstance(query, str) or not query.strip():

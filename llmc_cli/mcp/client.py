@@ -12,6 +12,7 @@ stops working is probed again once.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -19,14 +20,15 @@ from typing import Any
 from llmc_cli.errors import ConnectionFailed, HttpStatusError, LlmcError, ProtocolError, RpcError, TimeoutExpired
 from llmc_cli.mcp import http_sessions, jsonrpc
 from llmc_cli.mcp.hooks import ClientHooks
+from llmc_cli.mcp.messages import JSONObject
 from llmc_cli.mcp.session import NotADiscoverResult, Session, supported_versions
 from llmc_cli.mcp.stores import EraCache, Stores
 from llmc_cli.mcp.transports.base import Transport
-from llmc_cli.mcp.versions import LEGACY_VERSIONS, MODERN_VERSIONS, SUPPORTED_VERSIONS
+from llmc_cli.mcp.transports.memory import Endpoint
 from llmc_cli.model import SandboxSpec, ServerSpec
 
 STDIO_PROBE_TIMEOUT = 10.0  # a legacy server may stay silent on server/discover: fall back then
-Builtins = Mapping[str, Callable[[ServerSpec], Any]]  # builtin name -> endpoint factory
+Builtins = Mapping[str, Callable[[ServerSpec], Endpoint]]  # builtin name -> endpoint factory
 
 
 def connect(spec: ServerSpec, *, stores: Stores | None = None, hooks: ClientHooks | None = None,
@@ -105,8 +107,8 @@ def sandboxed_roots(hooks: ClientHooks, sandbox: SandboxSpec) -> ClientHooks:
 
     declared = [*sandbox.read_paths, *sandbox.write_paths]
 
-    def visible(roots: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
+    def visible(roots: list[JSONObject]) -> list[JSONObject]:
+        out: list[JSONObject] = []
         for root in roots:
             uri = root.get("uri") if isinstance(root, dict) else None
             parts = urlsplit(uri) if isinstance(uri, str) else None
@@ -221,7 +223,7 @@ def _connect_remote(spec: ServerSpec, stores: Stores, memo: _Memo, hooks: Client
             if spec.transport == "http" or exc.status not in (400, 404, 405):
                 raise
             # The deprecated HTTP+SSE transport of 2024-11-05 answers POSTs like this.
-            return _connect_remote(ServerSpec(**{**_spec_fields(spec), "transport": "sse"}), stores, memo, hooks, None)
+            return _connect_remote(dataclasses.replace(spec, transport="sse"), stores, memo, hooks, None)
         except BaseException:
             session.close()
             raise
@@ -257,7 +259,7 @@ def _refused(spec: ServerSpec, exc: RpcError) -> str:
                         f"llmc speaks {', '.join(SUPPORTED_VERSIONS)}")
 
 
-def _guarded(session: Session, step: Callable[[], Any]) -> None:
+def _guarded(session: Session, step: Callable[[], object]) -> None:
     try:
         step()
     except BaseException:
@@ -265,8 +267,6 @@ def _guarded(session: Session, step: Callable[[], Any]) -> None:
         raise
 
 
-def _spec_fields(spec: ServerSpec) -> dict[str, Any]:
-    return {f: getattr(spec, f) for f in spec.__dataclass_fields__}
 
 
 def _add_diagnostics(exc: LlmcError, transport: Transport) -> None:

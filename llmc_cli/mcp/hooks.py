@@ -7,59 +7,65 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Callable
 
 from llmc_cli.errors import RpcError
 from llmc_cli.mcp import jsonrpc
+from llmc_cli.mcp.messages import JSON, JSONObject, ProgressToken, object_at
 
 # While a hook runs, which of the caller's requests in flight the server's message belongs to (a
 # client serving many users, the gateway, answers by it): the progress tokens the caller gave
 # them (None for a request it gave none). One when the message is tied to a request; every
 # request in flight on the connection when nothing says which; none when it belongs to none.
 # Set by the session (mcp/session.py: Session._owners).
-RELATED_TOKENS: ContextVar[tuple[Any, ...]] = ContextVar("llmc_related_tokens", default=())
+RELATED_TOKENS: ContextVar[tuple[ProgressToken | None, ...]] = ContextVar("llmc_related_tokens", default=())
 
 
 @dataclass
 class ClientHooks:
-    """How the client reacts to what a server sends on its own. All optional."""
+    """How the client reacts to what a server sends on its own. All optional.
 
-    on_progress: Callable[[dict[str, Any]], None] | None = None
-    on_log: Callable[[dict[str, Any]], None] | None = None
+    Each hook gets the `params` of what the server sent as it arrived (a JSONObject: the shapes
+    in mcp/messages.py, e.g. ProgressNotificationParams, LoggingMessageNotificationParams, are
+    what a well-behaved server sends, not what was checked) and reads them defensively."""
+
+    on_progress: Callable[[JSONObject], None] | None = None
+    on_log: Callable[[JSONObject], None] | None = None
     on_list_changed: Callable[[str], None] | None = None
-    on_resource_updated: Callable[[dict[str, Any]], None] | None = None  # notifications/resources/updated params
+    on_resource_updated: Callable[[JSONObject], None] | None = None  # notifications/resources/updated params
     # elicitation/create params -> ElicitResult ({"action": "accept"|"decline"|"cancel", ...})
-    elicit: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    elicit: Callable[[JSONObject], JSONObject] | None = None
     # sampling/createMessage params -> CreateMessageResult; None: declined with a clear error
-    sample: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-    roots: list[dict[str, Any]] = field(default_factory=list)
+    sample: Callable[[JSONObject], JSONObject] | None = None
+    roots: list[JSONObject] = field(default_factory=list)
     # roots/list answered at the moment it is asked (a gateway asks its host); None: `roots`
-    list_roots: Callable[[], list[dict[str, Any]]] | None = None
+    list_roots: Callable[[], list[JSONObject]] | None = None
     # Something the user must hear that is no error: the server lost state the caller may rely
     # on (an HTTP session it ended, a server restarted inside a session keeper).
     on_notice: Callable[[str], None] | None = None
 
 
-def accept_defaults(params: dict[str, Any]) -> dict[str, Any]:
+def accept_defaults(params: JSONObject) -> JSONObject:
     """Answer a form elicitation with the defaults its schema declares (headless use)."""
     if params.get("mode", "form") != "form":
         return {"action": "decline"}
-    properties = (params.get("requestedSchema") or {}).get("properties") or {}
-    content = {k: v["default"] for k, v in properties.items() if isinstance(v, dict) and "default" in v}
+    properties = object_at(object_at(params, "requestedSchema"), "properties")
+    content: JSONObject = {k: v["default"] for k, v in properties.items() if isinstance(v, dict) and "default" in v}
     return {"action": "accept", "content": content}
 
 
-def decline(params: dict[str, Any]) -> dict[str, Any]:
+def decline(params: JSONObject) -> JSONObject:
     return {"action": "decline"}
 
 
-def answer_server_request(hooks: ClientHooks, method: str | None, params: dict[str, Any]) -> dict[str, Any]:
+def answer_server_request(hooks: ClientHooks, method: str | None, params: JSONObject) -> JSONObject:
     """The client's answer to a server->client request (initialize era: a request on the wire;
     2026-07-28: one entry of an input_required result)."""
     if method == "ping":
         return {}
     if method == "roots/list":
-        return {"roots": hooks.list_roots() if hooks.list_roots else hooks.roots}
+        roots: list[JSON] = list(hooks.list_roots() if hooks.list_roots else hooks.roots)
+        return {"roots": roots}
     if method == "elicitation/create":
         return (hooks.elicit or decline)(params)
     if method == "sampling/createMessage":

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from llmc_cli.mcp.messages import JSONObject, object_at
 from llmc_cli.mcp.session import Session
 from llmc_cli.mcp.stores import Stores
 from llmc_cli.mcp.versions import LEGACY_VERSIONS
@@ -24,28 +25,29 @@ ENTRY_KEY = "session"  # the field of an era cache entry (servers.json keeps thi
 @dataclass
 class RememberedHttpSession:
     id: str
-    server_info: dict[str, Any] = field(default_factory=dict)
-    capabilities: dict[str, Any] = field(default_factory=dict)
+    server_info: JSONObject = field(default_factory=dict)  # messages.Implementation, as the server sent it
+    capabilities: JSONObject = field(default_factory=dict)  # messages.ServerCapabilities
     instructions: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {"id": self.id, "serverInfo": self.server_info, "capabilities": self.capabilities,
                 "instructions": self.instructions}
 
     @classmethod
-    def from_entry(cls, entry: Mapping[str, Any] | None) -> RememberedHttpSession | None:
+    def from_entry(cls, entry: Mapping[str, object] | None) -> "RememberedHttpSession | None":
         """The session remembered in an era cache entry, if any."""
         data = entry.get(ENTRY_KEY) if isinstance(entry, Mapping) else None
         if not isinstance(data, dict) or not data.get("id"):
             return None
-        return cls(str(data["id"]), data.get("serverInfo") or {}, data.get("capabilities") or {},
-                   data.get("instructions"))
+        instructions = data.get("instructions")
+        return cls(str(data["id"]), object_at(data, "serverInfo"), object_at(data, "capabilities"),
+                   instructions if isinstance(instructions, str) else None)
 
 
-def entry_for(session: Session) -> dict[str, Any]:
+def entry_for(session: Session) -> JSONObject:
     """The era cache entry of a legacy HTTP server after a handshake: era, version and the
     session id it gave (a server without sessions gives none)."""
-    entry: dict[str, Any] = {"era": "legacy", "transport": "http", "version": session.protocol_version or ""}
+    entry: JSONObject = {"era": "legacy", "transport": "http", "version": session.protocol_version or ""}
     session_id = getattr(session.transport, "session_id", None)
     if session_id:
         entry[ENTRY_KEY] = RememberedHttpSession(session_id, session.server_info, session.capabilities,

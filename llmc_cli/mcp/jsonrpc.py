@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from functools import partial
+from typing import Callable, TypeVar, cast
 
 from llmc_cli.errors import ProtocolError
-from llmc_cli.model import ARGUMENTS_TOO_DEEP, MAX_MESSAGE_DEPTH, arguments_too_deep, compact_json, nesting_depth
+from llmc_cli.mcp.messages import JSON, JSONObject, RequestId
+from llmc_cli.model import (ARGUMENTS_TOO_DEEP, MAX_MESSAGE_DEPTH, arguments_too_deep, compact_json,
+                            nesting_depth)
 
 # Standard JSON-RPC codes
 PARSE_ERROR = -32700
@@ -24,37 +27,40 @@ HEADER_MISMATCH = -32020
 MODERN_ERROR_CODES = frozenset({UNSUPPORTED_PROTOCOL_VERSION, MISSING_REQUIRED_CLIENT_CAPABILITY, HEADER_MISMATCH})
 
 
-def request(id: int | str, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    msg: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
+def request(id: RequestId, method: str, params: JSONObject | None = None) -> JSONObject:
+    """The builders below make the envelopes mcp/messages.py describes (JSONRPCRequest,
+    JSONRPCNotification, JSONRPCResultResponse, JSONRPCErrorResponse) as plain JSON objects: the
+    transports and matchers that carry a message treat every kind alike."""
+    msg: JSONObject = {"jsonrpc": "2.0", "id": id, "method": method}
     if params is not None:
         msg["params"] = params
     return msg
 
 
-def notification(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+def notification(method: str, params: JSONObject | None = None) -> JSONObject:
+    msg: JSONObject = {"jsonrpc": "2.0", "method": method}
     if params is not None:
         msg["params"] = params
     return msg
 
 
-def result(id: int | str | None, value: dict[str, Any]) -> dict[str, Any]:
+def result(id: RequestId | None, value: JSONObject) -> JSONObject:
     return {"jsonrpc": "2.0", "id": id, "result": value}
 
 
-def error(id: int | str | None, code: int, message: str, data: Any = None) -> dict[str, Any]:
-    err: dict[str, Any] = {"code": code, "message": message}
+def error(id: RequestId | None, code: int, message: str, data: JSON = None) -> JSONObject:
+    err: JSONObject = {"code": code, "message": message}
     if data is not None:
         err["data"] = data
     return {"jsonrpc": "2.0", "id": id, "error": err}
 
 
-def encode(message: dict[str, Any]) -> str:
+def encode(message: JSONObject) -> str:
     """One message on one line (stdio forbids embedded newlines; json.dumps escapes them)."""
     return compact_json(message)
 
 
-def kind_of(message: Any) -> str:
+def kind_of(message: object) -> str:
     """'request' | 'notification' | 'response' | 'error'; ProtocolError for anything else."""
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
         raise ProtocolError(f"not a JSON-RPC 2.0 message: {_preview(message)}")
@@ -70,7 +76,7 @@ def kind_of(message: Any) -> str:
     raise ProtocolError(f"JSON-RPC message is neither request, notification nor response: {_preview(message)}")
 
 
-def decode(line: str | bytes) -> list[dict[str, Any]]:
+def decode(line: str | bytes) -> list[JSONObject]:
     """Parse one line or HTTP body; a JSON array is a batch (2025-03-26 allowed them)."""
     try:
         value = json.loads(line)
@@ -78,9 +84,11 @@ def decode(line: str | bytes) -> list[dict[str, Any]]:
         raise ProtocolError(f"invalid JSON: nested more than {MAX_MESSAGE_DEPTH} levels deep") from None
     except ValueError as exc:
         raise ProtocolError(f"invalid JSON from server: {_preview(line)}") from exc
-    messages = value if isinstance(value, list) else [value]
-    for m in messages:
-        kind_of(m)
+    checked: list[JSONObject] = []
+    for m in value if isinstance(value, list) else [value]:
+        kind_of(m)  # raises unless m is a JSON-RPC 2.0 object: json.loads made it a JSONObject
+        checked.append(m)
+    messages = checked
     if (line.count("[") + line.count("{") if isinstance(line, str) else line.count(b"[") + line.count(b"{")) \
             > MAX_MESSAGE_DEPTH:  # only then can it be that deep: most messages are not walked at all
         messages = [bounded for m in messages if (bounded := _bounded(m)) is not None]
@@ -89,7 +97,7 @@ def decode(line: str | bytes) -> list[dict[str, Any]]:
     return messages
 
 
-def too_deep(params: dict[str, Any]) -> str | None:
+def too_deep(params: JSONObject) -> str | None:
     """Why a request's params cannot be served, if they nest too deep: tool or prompt arguments
     deeper than MAX_ARGUMENT_DEPTH (the message every path gives), else anything deeper than
     MAX_MESSAGE_DEPTH. Checked without recursion before anything walks the params."""
@@ -100,7 +108,7 @@ def too_deep(params: dict[str, Any]) -> str | None:
     return None
 
 
-def _bounded(message: dict[str, Any]) -> dict[str, Any] | None:
+def _bounded(message: JSONObject) -> JSONObject | None:
     """A reply nested deeper than MAX_MESSAGE_DEPTH becomes an error reply for its request, a
     notification that deep is dropped; a request is left to whoever serves it (too_deep)."""
     kind = kind_of(message)
@@ -112,10 +120,11 @@ def _bounded(message: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+_V = TypeVar("_V")
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _without_lone_surrogates(message: dict[str, Any]) -> dict[str, Any]:
+def _without_lone_surrogates(message: JSONObject) -> JSONObject:
     """A JSON escape such as "\\ud800" alone decodes to text that no UTF-8 writer accepts (the
     audit log, stdout, the next request): a reply carrying it becomes an error reply for its
     request; in a notification it becomes U+FFFD. Requests stay as they are: whoever answers
@@ -123,14 +132,14 @@ def _without_lone_surrogates(message: dict[str, Any]) -> dict[str, Any]:
     if kind_of(message) == "request" or not has_lone_surrogate(message):
         return message
     if kind_of(message) in ("response", "error"):
-        return error(message["id"] if not has_lone_surrogate(message["id"]) else None, INTERNAL_ERROR,
+        id = message["id"]
+        return error(id if isinstance(id, (str, int)) and not has_lone_surrogate(id) else None, INTERNAL_ERROR,
                      "the reply contains a lone surrogate (a \\uD800-\\uDFFF escape without its pair): "
                      "not valid Unicode text")
-    replaced: dict[str, Any] = replace_lone_surrogates(message)  # a dict stays a dict
-    return replaced
+    return replace_lone_surrogates(message)
 
 
-def has_lone_surrogate(value: Any) -> bool:
+def has_lone_surrogate(value: object) -> bool:
     """Anywhere in a JSON value, keys included."""
     if isinstance(value, str):
         return LONE_SURROGATE.search(value) is not None
@@ -142,8 +151,8 @@ def has_lone_surrogate(value: Any) -> bool:
     return _has_lone_surrogate(value)
 
 
-def _has_lone_surrogate(value: Any) -> bool:
-    stack = [value]  # without recursion: the value is untrusted JSON of any depth
+def _has_lone_surrogate(value: object) -> bool:
+    stack: list[object] = [value]  # without recursion: the value is untrusted JSON of any depth
     while stack:
         item = stack.pop()
         if isinstance(item, str):
@@ -157,31 +166,32 @@ def _has_lone_surrogate(value: Any) -> bool:
     return False
 
 
-def replace_lone_surrogates(value: Any) -> Any:
-    """The same JSON value with each lone surrogate replaced by U+FFFD (built without recursion)."""
-    root: list[Any] = [None]
-    stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
+def replace_lone_surrogates(value: _V) -> _V:
+    """The same JSON value with each lone surrogate replaced by U+FFFD (built without recursion).
+    Its shape is kept (a dict stays a dict, a str a str), so the result has the argument's type."""
+    root: list[object] = [None]
+    stack: list[tuple[object, Callable[[object], None]]] = [(value, partial(root.__setitem__, 0))]
     while stack:
-        item, parent, slot = stack.pop()
+        item, put = stack.pop()
         if isinstance(item, str):
-            parent[slot] = LONE_SURROGATE.sub("\ufffd", item)
+            put(LONE_SURROGATE.sub("\ufffd", item))
         elif isinstance(item, dict):
-            out: dict[Any, Any] = {}
-            parent[slot] = out
+            out: dict[object, object] = {}
+            put(out)
             for k, v in item.items():
                 key = LONE_SURROGATE.sub("\ufffd", k) if isinstance(k, str) else k
                 out[key] = None
-                stack.append((v, out, key))
+                stack.append((v, partial(out.__setitem__, key)))
         elif isinstance(item, list):
-            copy: list[Any] = [None] * len(item)
-            parent[slot] = copy
-            stack.extend((v, copy, n) for n, v in enumerate(item))
+            copy: list[object] = [None] * len(item)
+            put(copy)
+            stack.extend((v, partial(copy.__setitem__, n)) for n, v in enumerate(item))
         else:
-            parent[slot] = item
-    return root[0]
+            put(item)
+    return cast(_V, root[0])
 
 
-def _preview(value: Any, limit: int = 120) -> str:
+def _preview(value: object, limit: int = 120) -> str:
     text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value if isinstance(value, str) else repr(value)
     text = text.strip().replace("\n", "\\n")
     return text if len(text) <= limit else text[:limit] + "..."

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from llmc_cli.model import Tool
 from llmc_cli.policy.rules import glob_match
@@ -29,7 +29,7 @@ def uncovered_path_arguments(tool: Tool, config: PolicyConfig) -> list[tuple[str
     if not covered:
         return []
     found = []
-    for name, schema in ((tool.input_schema or {}).get("properties") or {}).items():
+    for name, schema in tool.properties.items():
         why = None if name in covered else _path_like(name, schema)
         if why:
             found.append((name, f"{why}, but the argument rules on {tool.qualified_name} cover only "
@@ -37,7 +37,7 @@ def uncovered_path_arguments(tool: Tool, config: PolicyConfig) -> list[tuple[str
     return found
 
 
-def _path_like(name: str, schema: Any, depth: int = 0) -> str | None:
+def _path_like(name: str, schema: object, depth: int = 0) -> str | None:
     if not isinstance(schema, dict) or depth > 8:
         return None
     types = schema.get("type")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from llmc_cli.config.profiles import expand
-from llmc_cli.model import Tool, ToolCall
+from llmc_cli.model import JSONObject, Tool, ToolCall
 from llmc_cli.policy.approval import call_hash
 from llmc_cli.policy.paths import MAX_NESTING, PathRefused, glob_patterns, path_regex, touched_paths
 
@@ -37,7 +37,7 @@ class Decision:
     reason: str
     call_hash: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         out = {"decision": self.action, "rule": self.rule, "reason": self.reason, "callHash": self.call_hash}
         return {k: v for k, v in out.items() if v is not None}
 
@@ -109,11 +109,11 @@ def decide(call: ToolCall, tool: Tool | None, config: PolicyConfig, *, caller: C
 
 
 def _schema_default(tool: Tool | None, arg: str) -> Any:
-    prop = ((tool.input_schema or {}).get("properties") or {}).get(arg) if tool else None
+    prop = tool.properties.get(arg) if tool else None
     return prop.get("default") if isinstance(prop, dict) else None
 
 
-def _judge_argument(arg: str, value: Any, globs: list[str], cwd: str | None) -> str | None:
+def _judge_argument(arg: str, value: object, globs: list[str], cwd: str | None) -> str | None:
     """Why the value of a ruled argument is refused, or None. Every string inside it (lists and
     objects at any depth) must be a path under one of the globs; any other leaf (number, bool,
     null) is refused: a server could read it as a path or fall back to a default we cannot see."""
@@ -135,7 +135,7 @@ def _judge_argument(arg: str, value: Any, globs: list[str], cwd: str | None) -> 
     return None
 
 
-def _leaves(where: str, value: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
+def _leaves(where: str, value: object, depth: int = 0) -> Iterator[tuple[str, Any]]:
     if isinstance(value, (list, dict)) and depth >= MAX_NESTING:
         raise PathRefused(f"nests deeper than {MAX_NESTING} levels")  # no recursion a model can exhaust
     if isinstance(value, list):

@@ -52,7 +52,7 @@ def classify_gemini(exc: BaseException) -> Failure | None:
     return None
 
 
-def tool_list(definitions: Any) -> list[Any]:
+def tool_list(definitions: object) -> list[Any]:
     """translate's Gemini definitions as a `tools` list: function declarations get one Tool."""
     defs = definitions if isinstance(definitions, list) else [definitions]
     if all(isinstance(d, dict) and ("function_declarations" in d or "functionDeclarations" in d) for d in defs):

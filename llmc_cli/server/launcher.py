@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import shutil
 from dataclasses import dataclass, field
-from typing import Any
 
 from llmc_cli.errors import ConfigError
 from llmc_cli.mcp.server import ToolError
@@ -72,7 +71,7 @@ class Launcher:
             return False, "no command is allowed (allow_commands is empty)"
         return True, f"processes run {'inside bwrap' if self.sandbox == 'bwrap' else 'WITHOUT a sandbox'}"
 
-    def resolve(self, argv: Any, command: Any, cwd: str) -> list[str]:
+    def resolve(self, argv: object, command: object, cwd: str) -> list[str]:
         """The argv to run (executable as a real path), or ToolError saying why not."""
         if command is not None:
             if argv is not None:

@@ -175,7 +175,7 @@ class ProcessTable:
             self.write(proc, input_data, close=not stdin)
         return proc
 
-    def get(self, handle: Any) -> Process:
+    def get(self, handle: object) -> Process:
         with self.lock:
             proc = self.procs.get(handle) if isinstance(handle, str) else None
         if proc is None:

@@ -25,7 +25,8 @@ import threading
 import time
 from typing import Any
 
-from llmc_cli.mcp.server import ToolError
+from llmc_cli.model import JSON, JSONObject
+
 from llmc_cli.server.jail import Jail, fd_path
 
 MAX_SEARCHES = 32  # remembered at once; the oldest finished ones are forgotten first
@@ -71,7 +72,7 @@ class RegexWorker:
             env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"})
         self._send([pattern, flags])
 
-    def _send(self, value: Any) -> None:
+    def _send(self, value: object) -> None:
         assert self.proc.stdin is not None
         try:
             self.proc.stdin.write(json.dumps(value).encode() + b"\n")
@@ -119,7 +120,7 @@ class Search:
                  regex: bool, case_sensitive: bool, file_pattern: str | None, max_results: int,
                  max_file_bytes: int, timeout: float, max_depth: int) -> None:
         self.id, self.root, self.pattern, self.kind = search_id, root, pattern, kind
-        self.results: list[dict[str, Any]] = []
+        self.results: list[JSONObject] = []
         self.done = False
         self.stopped_by: str | None = None  # limit | timeout | stopped | error text
         self.started = time.monotonic()
@@ -182,7 +183,7 @@ class Search:
                 self.ended = time.monotonic()
                 self._cond.notify_all()
 
-    def _name_hit(self, rel: str, st: os.stat_result, case_sensitive: bool) -> list[dict[str, Any]]:
+    def _name_hit(self, rel: str, st: os.stat_result, case_sensitive: bool) -> list[JSONObject]:
         name = rel if "/" in self.pattern else rel.rsplit("/", 1)[-1]
         if not fnmatch.fnmatchcase(name if case_sensitive else name.lower(), self._glob):
             return []
@@ -192,7 +193,7 @@ class Search:
                  "modified": iso_time(st.st_mtime)}]
 
     def _content_hits(self, rel: str, st: os.stat_result, file_pattern: str | None,
-                      max_file_bytes: int) -> list[dict[str, Any]]:
+                      max_file_bytes: int) -> list[JSONObject]:
         if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1 or st.st_size > max_file_bytes:
             return []
         if file_pattern and not fnmatch.fnmatch(rel.rsplit("/", 1)[-1], file_pattern):
@@ -202,7 +203,7 @@ class Search:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError:
             return []
-        hits: list[dict[str, Any]] = []
+        hits: list[JSONObject] = []
         with os.fdopen(fd, "rb") as f:
             real = fd_path(fd) or path  # where it really is, should a directory have been swapped
             st = os.fstat(fd)
@@ -231,7 +232,7 @@ class Search:
                 hits += self._worker_hits(path, first, batch)
         return hits[:self._max_results]
 
-    def _worker_hits(self, path: str, first: int, lines: list[str]) -> list[dict[str, Any]]:
+    def _worker_hits(self, path: str, first: int, lines: list[str]) -> list[JSONObject]:
         assert self._worker is not None
         found = self._worker.matching(lines, self._deadline, self._stop)
         return [{"path": path, "line": first + i, "text": lines[i][:MAX_LINE_CHARS]} for i in found]
@@ -252,18 +253,18 @@ class Search:
             while not self.done and (left := deadline - time.monotonic()) > 0:
                 self._cond.wait(timeout=min(left, 0.2))
 
-    def page(self, offset: int, limit: int) -> dict[str, Any]:
+    def page(self, offset: int, limit: int) -> JSONObject:
         with self._cond:
-            results = self.results[offset:offset + limit]
+            results: list[JSON] = list(self.results[offset:offset + limit])
             total = len(self.results)
-        out = {**self.status(), "offset": offset, "results": results, "totalResults": total}
+        out: JSONObject = {**self.status(), "offset": offset, "results": results, "totalResults": total}
         if offset + len(results) < total or not self.done:
             out["nextOffset"] = offset + len(results)
         return out
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> JSONObject:
         end = self.ended if self.ended is not None else time.monotonic()
-        out: dict[str, Any] = {"searchId": self.id, "kind": self.kind, "pattern": self.pattern, "path": self.root,
+        out: JSONObject = {"searchId": self.id, "kind": self.kind, "pattern": self.pattern, "path": self.root,
                                "done": self.done, "resultCount": len(self.results),
                                "elapsedMs": round((end - self.started) * 1000)}
         if self.stopped_by:
@@ -288,7 +289,7 @@ class Searches:
             self.searches[search.id] = search
         return search
 
-    def get(self, search_id: Any) -> Search:
+    def get(self, search_id: object) -> Search:
         with self.lock:
             search = self.searches.get(search_id) if isinstance(search_id, str) else None
         if search is None:

@@ -41,7 +41,7 @@ def run_stdio(endpoint: McpServer, stdin: BinaryIO | None = None, stdout: Binary
     signalled = threading.Event()
     relay: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
     if threading.current_thread() is threading.main_thread():
-        def terminate(signum: int, frame: Any) -> None:
+        def terminate(signum: int, frame: object) -> None:
             if not closing.is_set():
                 closing.set()  # once: a second signal must not cut the closing short
                 signalled.set()

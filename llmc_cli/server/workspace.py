@@ -29,7 +29,7 @@ from llmc_cli.server.workspace_tools import PAGE_BYTES, workspace_tools
 SNIFF_BYTES = 8192
 
 
-def make_workspace_server(roots: list[str] | None = None, read_only: bool = True, **options: Any) -> McpServer:
+def make_workspace_server(roots: list[str] | None = None, read_only: bool = True, **options: object) -> McpServer:
     """The endpoint (handle(message, send), close()) for the in-memory transport or run_stdio."""
     workspace = Workspace(roots if roots is not None else ["."], read_only, options)
     return McpServer("llmc-workspace", __version__, workspace.tools(), instructions=workspace.instructions(),

@@ -4,7 +4,7 @@ paths it keeps off limits."""
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Mapping
 
 from llmc_cli.errors import ConfigError
 
@@ -53,7 +53,7 @@ def protected_paths(extra: list[str]) -> list[str]:
     return paths
 
 
-def check_options(options: dict[str, Any]) -> dict[str, Any]:
+def check_options(options: Mapping[str, object]) -> dict[str, Any]:
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise ConfigError(f"workspace: unknown option(s) {', '.join(unknown)}; known: {', '.join(sorted(OPTIONS))}")

@@ -3,7 +3,7 @@ and the Workspace method each one runs."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from llmc_cli.mcp.server import ToolDef
 
@@ -20,7 +20,7 @@ def _hints(destructive: bool, idempotent: bool, open_world: bool = False) -> dic
             "openWorldHint": open_world}
 
 
-def _obj(props: dict[str, Any], required: list[str] | None = None, *, closed: bool = True) -> dict[str, Any]:
+def _obj(props: Mapping[str, object], required: list[str] | None = None, *, closed: bool = True) -> dict[str, Any]:
     schema: dict[str, Any] = {"type": "object", "properties": props}
     if required:
         schema["required"] = required

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from llmc_cli.catalog import Catalog
 from llmc_cli.errors import ExitCode, LlmcError, PolicyDenied
-from llmc_cli.model import ToolCall, ToolResult
+from llmc_cli.model import JSONObject, ToolCall, ToolResult
 from llmc_cli.services.calls import OPEN_CALLS, Authorization, Invocation, authorize, call_tool, record_decisions, write_record
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ class BatchItem:
             return self.error.exit_code
         return ExitCode.TOOL_ERROR if self.result is not None and self.result.is_error else ExitCode.OK
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         out: dict[str, Any] = {"id": self.id}
         if self.call is not None:
             out.update(server=self.call.server, tool=self.call.tool)

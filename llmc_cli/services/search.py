@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from llmc_cli.model import Tool
+from llmc_cli.model import JSONObject, Tool
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
@@ -94,8 +94,8 @@ def _fields(tool: Tool) -> dict[str, list[str]]:
     if isinstance(props, dict):
         for name, schema in list(props.items())[:MAX_ARGUMENTS]:
             args += words(str(name))
-            if isinstance(schema, dict) and isinstance(schema.get("description"), str):
-                docs += words(schema["description"])
+            if isinstance(schema, dict) and isinstance(doc := schema.get("description"), str):
+                docs += words(doc)
     return {"name": words(tool.name), "server": words(tool.server), "title": words(tool.title or ""),
             "description": words(tool.description or ""), "args": args, "argdocs": docs}
 
@@ -105,7 +105,7 @@ class Match:
     tool: Tool
     score: float
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """One row of `tools search` (and of the search tools a model or a host calls)."""
         return {"score": round(self.score, 4), "server": self.tool.server, "tool": self.tool.name,
                 "title": self.tool.title, "description": self.tool.description}

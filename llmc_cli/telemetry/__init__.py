@@ -17,14 +17,23 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Callable, Mapping, ParamSpec, TypeVar
 
 if TYPE_CHECKING:
+    from opentelemetry.util.types import AttributeValue
+
+    from llmc_cli.mcp.messages import JSONObject
+
     from llmc_cli.config.schema import TelemetryConfig
     from llmc_cli.config.secrets import Masker
     from llmc_cli.telemetry.otel import Otel
 
 ENV_FLAG = "LLMC_OTEL"
+# Span, event and metric attributes: OpenTelemetry's values (str, bool, int, float, or a
+# sequence of one of them); opentelemetry is imported only when telemetry is on.
+Attributes = Mapping[str, "AttributeValue"]
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 @dataclass(frozen=True)
@@ -41,10 +50,10 @@ class Settings:
 class Span:
     """What a caller may do with a span it opened; the no-op one when telemetry is off."""
 
-    def set(self, key: str, value: Any) -> None:
+    def set(self, key: str, value: AttributeValue) -> None:
         pass
 
-    def event(self, name: str, attributes: Mapping[str, Any]) -> None:
+    def event(self, name: str, attributes: Attributes) -> None:
         pass
 
     def error(self, error_type: str, description: str = "") -> None:
@@ -105,8 +114,8 @@ def shutdown(exit_code: int = 0) -> str | None:
     return active.shutdown(exit_code)
 
 
-def span(name: str, kind: str = "internal", attributes: Mapping[str, Any] | None = None,
-         parent_meta: Mapping[str, Any] | None = None) -> AbstractContextManager[Span]:
+def span(name: str, kind: str = "internal", attributes: Attributes | None = None,
+         parent_meta: Mapping[str, object] | None = None) -> AbstractContextManager[Span]:
     """A span around a block, child of the current one (or of the trace context in
     `parent_meta`, a request's `_meta` as a server receives it). kind: internal|client|server."""
     if _ACTIVE is None:
@@ -115,8 +124,8 @@ def span(name: str, kind: str = "internal", attributes: Mapping[str, Any] | None
     return scope
 
 
-def server_span(method: str, params: Mapping[str, Any], request_id: Any,
-                attributes: Mapping[str, Any]) -> ServerSpan | None:
+def server_span(method: str, params: Mapping[str, object], request_id: object,
+                attributes: Attributes) -> "ServerSpan | None":
     """A SERVER span for a request one of llmc's servers (the gateway, the workspace server)
     received, parented from the trace context in its `_meta`; None when telemetry is off."""
     if _ACTIVE is None:
@@ -127,10 +136,10 @@ def server_span(method: str, params: Mapping[str, Any], request_id: Any,
 class ServerSpan:
     """A served request's span: current while it is dispatched, ended by its reply."""
 
-    def current(self) -> AbstractContextManager[Any]:
+    def current(self) -> AbstractContextManager[object]:
         raise NotImplementedError
 
-    def sending(self, send: Any) -> Any:
+    def sending(self, send: Callable[[JSONObject], None]) -> Callable[[JSONObject], None]:
         """`send`, which ends the span when the reply to this request goes through it."""
         raise NotImplementedError
 
@@ -141,14 +150,14 @@ def policy_decision(tool: str, decision: str, rule: str, caller: str) -> None:
         _ACTIVE.policy_decision(tool, decision, rule, caller)
 
 
-def audit_record(record: Mapping[str, Any]) -> None:
+def audit_record(record: Mapping[str, object]) -> None:
     """An audit record as it was written (secrets already masked): an OTLP log record when
     [telemetry] audit_logs is on. The hash-chained log stays the record of truth."""
     if _ACTIVE is not None:
         _ACTIVE.audit_record(record)
 
 
-def chat_usage(attributes: Mapping[str, Any], input_tokens: int | None, output_tokens: int | None,
+def chat_usage(attributes: Attributes, input_tokens: int | None, output_tokens: int | None,
                seconds: float) -> None:
     """One model call: gen_ai.client.operation.duration and gen_ai.client.token.usage, with the
     metric attributes of its `chat` span (operation, provider, models, server, error.type)."""
@@ -156,7 +165,7 @@ def chat_usage(attributes: Mapping[str, Any], input_tokens: int | None, output_t
         _ACTIVE.chat_usage(attributes, input_tokens, output_tokens, seconds)
 
 
-def server_session_ended(seconds: float, attributes: Mapping[str, Any]) -> None:
+def server_session_ended(seconds: float, attributes: Attributes) -> None:
     """A connection one of llmc's servers served has closed: mcp.server.session.duration."""
     if _ACTIVE is not None:
         _ACTIVE.server_session_ended(seconds, attributes)
@@ -173,7 +182,7 @@ def trace_context() -> dict[str, str]:
     return _ACTIVE.inject() if _ACTIVE is not None else {}
 
 
-def in_context(function: Any) -> Any:
+def in_context(function: Callable[_P, _R]) -> Callable[_P, _R]:
     """`function`, run in the caller's trace context wherever it runs (a worker thread: Python
     threads do not inherit context)."""
     if _ACTIVE is None:

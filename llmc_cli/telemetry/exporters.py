@@ -11,8 +11,7 @@ name, and exporters that remember a failed export (the SDK only logs it) so llmc
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, Sequence, overload
 
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
@@ -23,6 +22,24 @@ from opentelemetry.sdk.resources import SERVICE_NAME, SERVICE_VERSION, Resource
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from llmc_cli import __version__
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk._logs import ReadableLogRecord
+    from opentelemetry.sdk.metrics.export import MetricsData
+    from opentelemetry.sdk.trace import ReadableSpan
+    from opentelemetry.util.types import AttributeValue
+
+
+
+class Mask(Protocol):
+    """Masking (Otel.mask: config.secrets.Masker.strings): a copy of a span's text or attributes
+    with every known secret masked; a str stays a str, a mapping keeps its keys' kinds of value."""
+
+    @overload
+    def __call__(self, value: str, /) -> str: ...
+
+    @overload
+    def __call__(self, value: dict[str, AttributeValue], /) -> dict[str, AttributeValue]: ...
 from llmc_cli.errors import ConfigError
 
 SIGNALS = ("TRACES", "METRICS", "LOGS")
@@ -51,7 +68,7 @@ def resource() -> Resource:
     with llmc's name and version filling only what the user did not set."""
     detected = Resource.create()
     name = str(detected.attributes.get(SERVICE_NAME, ""))
-    fill: dict[str, Any] = {}
+    fill: dict[str, AttributeValue] = {}
     if not name or name.startswith("unknown_service"):  # the SDK's placeholder: nobody named it
         fill[SERVICE_NAME] = "llmc"
     if SERVICE_VERSION not in detected.attributes:
@@ -59,7 +76,7 @@ def resource() -> Resource:
     return detected.merge(Resource(fill))
 
 
-def masked_span(span: Any, mask: Callable[[Any], Any]) -> Any:
+def masked_span(span: ReadableSpan, mask: Mask) -> ReadableSpan:
     """A finished span with every string that leaves llmc masked: its name, attributes, status
     description and events (an upstream's error message may quote a secret argument or the
     environment, whatever capture_content says)."""
@@ -79,10 +96,10 @@ def masked_span(span: Any, mask: Callable[[Any], Any]) -> Any:
 class WatchedSpanExporter(SpanExporter):
     """The OTLP exporter, masking each span (masked_span) and remembering whether an export failed."""
 
-    def __init__(self, timeout: float, failures: list[str], mask: Callable[[Any], Any]) -> None:
+    def __init__(self, timeout: float, failures: list[str], mask: Mask) -> None:
         self.inner, self._failures, self.mask = OTLPSpanExporter(timeout=timeout), failures, mask
 
-    def export(self, spans: Sequence[Any]) -> SpanExportResult:
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         result = self.inner.export([masked_span(span, self.mask) for span in spans])
         if result is not SpanExportResult.SUCCESS:
             self._failures.append("traces")
@@ -103,7 +120,7 @@ class WatchedMetricExporter(MetricExporter):
                          preferred_aggregation=inner._preferred_aggregation)
         self.inner, self._failures = inner, failures
 
-    def export(self, metrics_data: Any, timeout_millis: float = 10_000, **kwargs: Any) -> MetricExportResult:
+    def export(self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: object) -> MetricExportResult:
         result = self.inner.export(metrics_data, timeout_millis=timeout_millis, **kwargs)
         if result is not MetricExportResult.SUCCESS:
             self._failures.append("metrics")
@@ -115,7 +132,7 @@ class WatchedMetricExporter(MetricExporter):
     def retime(self, timeout: float) -> None:
         self.inner = OTLPMetricExporter(timeout=timeout)
 
-    def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
+    def shutdown(self, timeout_millis: float = 30_000, **kwargs: object) -> None:
         self.inner.shutdown(timeout_millis=timeout_millis)
 
 
@@ -123,7 +140,7 @@ class WatchedLogExporter(LogRecordExporter):
     def __init__(self, timeout: float, failures: list[str]) -> None:
         self.inner, self._failures = OTLPLogExporter(timeout=timeout), failures
 
-    def export(self, batch: Sequence[Any]) -> LogRecordExportResult:
+    def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
         result = self.inner.export(batch)
         if result is not LogRecordExportResult.SUCCESS:
             self._failures.append("logs")

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, Mapping, ParamSpec, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
@@ -34,16 +34,17 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from llmc_cli import __version__
-from llmc_cli.telemetry import Settings
-from llmc_cli.telemetry.exporters import (
-    WatchedLogExporter,
-    WatchedMetricExporter,
-    WatchedSpanExporter,
-    check_protocol,
-    endpoint,
-    resource,
-)
+from llmc_cli.telemetry import Attributes, Settings
+from llmc_cli.telemetry.exporters import (WatchedLogExporter, WatchedMetricExporter, WatchedSpanExporter,
+                                          check_protocol, endpoint, resource)
 from llmc_cli.telemetry.spans import KINDS, McpObserver, OtelServerSpan, SpanScope, trace_carrier
+
+if TYPE_CHECKING:
+    from llmc_cli.config.schema import TelemetryConfig
+    from llmc_cli.config.secrets import Masker
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 # Bucket boundaries the conventions give (gen-ai/mcp.md, gen-ai/gen-ai-metrics.md).
 MCP_DURATION_BUCKETS = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300]
@@ -135,7 +136,7 @@ class Otel:
                 self.masker = Masker(known)
         return self.masker(arguments)
 
-    def configure(self, command: str, config: Any, mask: Any = None) -> None:
+    def configure(self, command: str, config: TelemetryConfig, mask: Masker | None = None) -> None:
         """The profile's [telemetry] arrived after --otel/LLMC_OTEL enabled telemetry (before any
         profile was read): its settings apply from now on, and the root span takes the full
         command name ('llmc tools list', where the flag only knew 'llmc tools')."""
@@ -155,7 +156,7 @@ class Otel:
 
     # -- spans -------------------------------------------------------------------------------
 
-    def parent(self, meta: Mapping[str, Any] | None = None) -> otel_context.Context:
+    def parent(self, meta: Mapping[str, object] | None = None) -> otel_context.Context:
         """A request's `_meta` trace context if it has one; else the current span; else (a thread
         that did not inherit the context) the command's root span."""
         carrier = trace_carrier(meta)
@@ -166,8 +167,8 @@ class Otel:
             return current
         return self.root_context
 
-    def span(self, name: str, kind: str, attributes: Mapping[str, Any],
-             parent_meta: Mapping[str, Any] | None) -> SpanScope:
+    def span(self, name: str, kind: str, attributes: Attributes,
+             parent_meta: Mapping[str, object] | None) -> SpanScope:
         return SpanScope(self, name, KINDS[kind], attributes, self.parent(parent_meta))
 
     def inject(self) -> dict[str, str]:
@@ -175,10 +176,10 @@ class Otel:
         propagate.inject(carrier, context=self.parent())
         return carrier
 
-    def bind(self, function: Callable[..., Any]) -> Callable[..., Any]:
+    def bind(self, function: Callable[_P, _R]) -> Callable[_P, _R]:
         context = self.parent()
 
-        def bound(*args: Any, **kwargs: Any) -> Any:
+        def bound(*args: _P.args, **kwargs: _P.kwargs) -> _R:
             token = otel_context.attach(context)
             try:
                 return function(*args, **kwargs)
@@ -187,8 +188,8 @@ class Otel:
 
         return bound
 
-    def server_span(self, method: str, params: Mapping[str, Any], request_id: Any,
-                    attributes: Mapping[str, Any]) -> OtelServerSpan:
+    def server_span(self, method: str, params: Mapping[str, object], request_id: object,
+                    attributes: Attributes) -> OtelServerSpan:
         return OtelServerSpan(self, method, params, request_id, attributes)
 
     def mcp_observer(self) -> McpObserver:
@@ -202,7 +203,7 @@ class Otel:
         trace.get_current_span(self.parent()).add_event("llmc.policy.decision", attributes)
         self.decisions.add(1, {"llmc.policy.decision": decision, "llmc.policy.rule": rule})
 
-    def audit_record(self, record: Mapping[str, Any]) -> None:
+    def audit_record(self, record: Mapping[str, object]) -> None:
         if self.logger_provider is None:
             return
         record = self.mask(dict(record))  # masked as it was written; and by what telemetry learnt since
@@ -215,7 +216,7 @@ class Otel:
             severity_number=SeverityNumber.WARN if denied else SeverityNumber.INFO,
             severity_text="WARN" if denied else "INFO")
 
-    def chat_usage(self, attributes: Mapping[str, Any], input_tokens: int | None, output_tokens: int | None,
+    def chat_usage(self, attributes: Attributes, input_tokens: int | None, output_tokens: int | None,
                    seconds: float) -> None:
         context = self.parent()
         self.genai_duration.record(seconds, dict(attributes), context=context)
@@ -223,7 +224,7 @@ class Otel:
             if count is not None:
                 self.genai_tokens.record(count, {**attributes, "gen_ai.token.type": kind}, context=context)
 
-    def server_session_ended(self, seconds: float, attributes: Mapping[str, Any]) -> None:
+    def server_session_ended(self, seconds: float, attributes: Attributes) -> None:
         self.mcp_server_session.record(seconds, dict(attributes))
 
     # -- the end -------------------------------------------------------------------------------
@@ -244,7 +245,7 @@ class Otel:
         except ValueError:  # detached in another context (a signal handler's exit path)
             pass
         bound = self.settings.flush_timeout
-        providers: list[Any] = [self.tracer_provider, self.meter_provider]
+        providers: list[TracerProvider | MeterProvider | LoggerProvider] = [self.tracer_provider, self.meter_provider]
         if self.logger_provider is not None:
             providers.append(self.logger_provider)
 

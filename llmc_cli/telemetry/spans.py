@@ -16,17 +16,20 @@ import json
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping
 from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
 
 from llmc_cli.errors import LlmcError, RpcError, TimeoutExpired
-from llmc_cli.telemetry import ServerSpan, Span
+from llmc_cli.mcp.messages import JSONObject
+from llmc_cli.telemetry import Attributes, ServerSpan, Span
 
 if TYPE_CHECKING:
+    from llmc_cli.mcp.session import Session
     from llmc_cli.telemetry.otel import Otel
 
 TARGET_PARAM = {"tools/call": ("name", "gen_ai.tool.name"), "prompts/get": ("name", "gen_ai.prompt.name")}
@@ -52,10 +55,10 @@ def error_type(error: BaseException) -> str:
     return type(error).__name__
 
 
-def describe_request(method: str, params: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+def describe_request(method: str, params: Mapping[str, object]) -> tuple[str, dict[str, AttributeValue]]:
     """A request's span name `{mcp.method.name} {target}` and the attributes its method and
     params give, the same on the client and the server side."""
-    attributes: dict[str, Any] = {"mcp.method.name": method}
+    attributes: dict[str, AttributeValue] = {"mcp.method.name": method}
     name = method
     if method in TARGET_PARAM:
         key, attribute = TARGET_PARAM[method]
@@ -65,18 +68,18 @@ def describe_request(method: str, params: Mapping[str, Any]) -> tuple[str, dict[
             attributes[attribute] = target
     if method == "tools/call":
         attributes["gen_ai.operation.name"] = "execute_tool"
-    if method in RESOURCE_METHODS and isinstance(params.get("uri"), str):
-        attributes["mcp.resource.uri"] = params["uri"]
+    if method in RESOURCE_METHODS and isinstance(uri := params.get("uri"), str):
+        attributes["mcp.resource.uri"] = uri
     return name, attributes
 
 
-def transport_attributes(transport: Any) -> dict[str, Any]:
+def transport_attributes(transport: object) -> dict[str, AttributeValue]:
     """network.transport (pipe for stdio, tcp for HTTP, unix for a session keeper's socket),
     server.address/port, and the HTTP session id, from whatever the transport exposes."""
     url = getattr(transport, "url", None)
     if isinstance(url, str):
         parts = urlsplit(url)
-        attributes: dict[str, Any] = {"network.transport": "tcp", "network.protocol.name": "http"}
+        attributes: dict[str, AttributeValue] = {"network.transport": "tcp", "network.protocol.name": "http"}
         if parts.hostname:
             attributes["server.address"] = parts.hostname
             attributes["server.port"] = parts.port or (443 if parts.scheme == "https" else 80)
@@ -90,14 +93,14 @@ def transport_attributes(transport: Any) -> dict[str, Any]:
     return {"network.transport": "pipe"}
 
 
-def trace_carrier(meta: Any) -> dict[str, str]:
+def trace_carrier(meta: object) -> dict[str, str]:
     """The W3C trace context keys of a request's `_meta` (SEP-414: unprefixed)."""
     if not isinstance(meta, Mapping):
         return {}
     return {k: v for k in META_KEYS if isinstance(v := meta.get(k), str)}
 
 
-def _reply_failure(span: trace.Span, reply: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]]:
+def _reply_failure(span: trace.Span, reply: Mapping[str, object]) -> tuple[str | None, dict[str, AttributeValue]]:
     """error.type (and rpc.response.status_code) of a JSON-RPC reply, set on the span with an
     error status; (None, {}) for a success."""
     error = reply.get("error")
@@ -117,10 +120,10 @@ class OtelSpan(Span):
         self._span = span
         self.marked = False  # error() was called: the block's own verdict stands
 
-    def set(self, key: str, value: Any) -> None:
+    def set(self, key: str, value: AttributeValue) -> None:
         self._span.set_attribute(key, value)
 
-    def event(self, name: str, attributes: Mapping[str, Any]) -> None:
+    def event(self, name: str, attributes: Attributes) -> None:
         self._span.add_event(name, dict(attributes))
 
     def error(self, error_type: str, description: str = "") -> None:
@@ -132,7 +135,7 @@ class OtelSpan(Span):
 class SpanScope:
     """A span made current for a block; an exception leaving the block marks it as an error."""
 
-    def __init__(self, otel: Otel, name: str, kind: SpanKind, attributes: Mapping[str, Any],
+    def __init__(self, otel: "Otel", name: str, kind: SpanKind, attributes: Attributes,
                  parent: otel_context.Context) -> None:
         self._span = otel.tracer.start_span(name, kind=kind, attributes=dict(attributes), context=parent)
         self._token: object | None = None
@@ -142,7 +145,7 @@ class SpanScope:
         self._token = otel_context.attach(trace.set_span_in_context(self._span))
         return self._handle
 
-    def __exit__(self, kind: Any, error: BaseException | None, tb: Any) -> None:
+    def __exit__(self, kind: object, error: BaseException | None, tb: object) -> None:
         if error is not None and not self._handle.marked:
             self._span.set_attribute("error.type", error_type(error))
             self._span.set_status(Status(StatusCode.ERROR, str(error)[:200] or None))
@@ -155,13 +158,13 @@ class OtelServerSpan(ServerSpan):
     """A request one of llmc's servers received: current while it is dispatched, ended by its
     reply (which may be sent from a pool thread, or much later for a long tool call)."""
 
-    def __init__(self, otel: Otel, method: str, params: Mapping[str, Any], request_id: Any,
-                 attributes: Mapping[str, Any]) -> None:
+    def __init__(self, otel: "Otel", method: str, params: Mapping[str, object], request_id: object,
+                 attributes: Attributes) -> None:
         self.otel = otel
         self.method = method
         self.request_id = request_id
         name, described = describe_request(method, params)
-        self.attributes: dict[str, Any] = {**described, **attributes}
+        self.attributes: dict[str, AttributeValue] = {**described, **attributes}
         if request_id is not None:
             self.attributes["jsonrpc.request.id"] = str(request_id)
         masked = otel.learn(params.get("arguments"))
@@ -185,15 +188,15 @@ class OtelServerSpan(ServerSpan):
         finally:
             otel_context.detach(token)
 
-    def sending(self, send: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
-        def traced(message: dict[str, Any]) -> None:
+    def sending(self, send: Callable[[JSONObject], None]) -> Callable[[JSONObject], None]:
+        def traced(message: JSONObject) -> None:
             if not self._ended and message.get("id") == self.request_id and ("result" in message or "error" in message):
                 self.end(message)
             send(message)
 
         return traced
 
-    def end(self, reply: dict[str, Any]) -> None:
+    def end(self, reply: JSONObject) -> None:
         self._ended = True
         failure, failed = _reply_failure(self.span, reply)
         self.span.set_attributes(failed)
@@ -211,7 +214,7 @@ class McpObserver:
     def __init__(self, otel: Otel) -> None:
         self.otel = otel
 
-    def request(self, session: Any, request_id: int, method: str, params: dict[str, Any]) -> RequestSpan:
+    def request(self, session: Session, request_id: int, method: str, params: JSONObject) -> "RequestWatch":
         name, attributes = describe_request(method, params)
         attributes["jsonrpc.request.id"] = str(request_id)
         version = session.protocol_version or (params.get("protocolVersion") if method == "initialize" else None)
@@ -225,7 +228,7 @@ class McpObserver:
                                            context=self.otel.parent())
         return RequestSpan(self.otel, span, method, attributes, session.transport)
 
-    def session_ended(self, session: Any, seconds: float) -> None:
+    def session_ended(self, session: Session, seconds: float) -> None:
         attributes = transport_attributes(session.transport)
         if session.protocol_version:
             attributes["mcp.protocol.version"] = session.protocol_version
@@ -235,8 +238,8 @@ class McpObserver:
 class RequestSpan:
     """One request in flight: its CLIENT span, ended with the reply or the error."""
 
-    def __init__(self, otel: Otel, span: trace.Span, method: str, attributes: dict[str, Any],
-                 transport: Any) -> None:
+    def __init__(self, otel: "Otel", span: trace.Span, method: str, attributes: Attributes,
+                 transport: object) -> None:
         self.otel = otel
         self.transport = transport
         self.span = span
@@ -249,8 +252,8 @@ class RequestSpan:
         propagate.inject(carrier, context=trace.set_span_in_context(self.span, self.otel.parent()))
         return carrier
 
-    def finish(self, result: dict[str, Any] | None, error: BaseException | None) -> None:
-        failed: dict[str, Any] = {}
+    def finish(self, result: Mapping[str, object] | None, error: BaseException | None) -> None:
+        failed: dict[str, AttributeValue] = {}
         if error is not None:
             failed["error.type"] = error_type(error)
             if isinstance(error, RpcError):

@@ -31,9 +31,10 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import import_module
-from typing import Any
+from types import ModuleType
+from typing import Any, Mapping
 
-from llmc_cli.model import LINT_FORMATS, TOOL_FORMATS, Tool
+from llmc_cli.model import LINT_FORMATS, TOOL_FORMATS, JSONObject, Tool
 
 from .findings import Finding, Report
 from .names import NameMap, assign
@@ -52,7 +53,7 @@ class Translation:
     tools: dict[str, Tool] = field(default_factory=dict, repr=False)  # provider name -> Tool
     strict_names: frozenset[str] = frozenset()  # tools that went out in OpenAI strict mode
 
-    def arguments_back(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    def arguments_back(self, name: str, arguments: JSONObject) -> JSONObject:
         """A model's arguments for tool `name` in the MCP server's terms: renamed properties
         (Gemini) get their original names, nulls that strict mode allowed for optional
         properties are removed. Unknown names and keys pass through unchanged."""
@@ -62,11 +63,11 @@ class Translation:
         if tool is None or not (renamed or drop_nulls) or not isinstance(arguments, dict):
             return arguments
         schema = tool.input_schema
-        restored: dict[str, Any] = restore_arguments(arguments, schema, schema, renamed=renamed, drop_nulls=drop_nulls)
+        restored: JSONObject = restore_arguments(arguments, schema, schema, renamed=renamed, drop_nulls=drop_nulls)
         return restored
 
 
-def _target(fmt: str) -> Any:
+def _target(fmt: str) -> ModuleType:
     return import_module(f"{__name__}.{fmt.replace('-', '_')}")
 
 

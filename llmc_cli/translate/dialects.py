@@ -56,7 +56,7 @@ def openai_strict(schema: Schema, report: Report, path: Path) -> Schema | None:
     blockers: list[tuple[Path, str]] = []
     rewrites: list[tuple[Path, str, str]] = []
 
-    def walk(node: Any, where: Path, expanding: tuple[str, ...] = ()) -> Any:
+    def walk(node: object, where: Path, expanding: tuple[str, ...] = ()) -> Any:
         if isinstance(node, bool):
             blockers.append((where, f"it is the boolean schema {str(node).lower()}"))
         if not isinstance(node, dict):
@@ -121,7 +121,7 @@ GEMINI_KEYS = {"$defs", "$ref", "additionalProperties", "anyOf", "default", "des
 PROPERTY_WHY = "Gemini property names allow letters, digits and _ only (at most 64, not starting with a digit)"
 
 
-def rename_properties(node: Any, path: Path, report: Report) -> Any:
+def rename_properties(node: object, path: Path, report: Report) -> Any:
     """Property names made Gemini-legal everywhere (also inside `$defs`), `required` to match."""
     if not isinstance(node, dict) or SUBSCHEMA_KEYS.isdisjoint(node):  # a leaf has no properties
         return node
@@ -154,7 +154,7 @@ def gemini_json(schema: Schema, report: Report, path: Path) -> Schema:
     return root
 
 
-def _gemini(node: Any, where: Path, report: Report) -> Any:
+def _gemini(node: object, where: Path, report: Report) -> Any:
     """One node of gemini_json (a fresh dict), then its subschemas."""
     if isinstance(node, bool):  # Gemini wants schema objects, not JSON Schema's true/false
         if node is False:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from llmc_cli.model import Tool
 
@@ -22,5 +22,5 @@ def definition(tool: Tool, name: str, report: Report, strict: bool) -> dict[str,
             "parameters_json_schema": gemini_json(prepare(tool.input_schema, report, path), report, path)}
 
 
-def document(definitions: list[Any]) -> list[Any]:
+def document(definitions: Sequence[object]) -> list[Any]:
     return [{"function_declarations": definitions}]  # a `tools` list as the API takes it

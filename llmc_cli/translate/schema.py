@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from json.encoder import encode_basestring
-from typing import Any
+from typing import Any, Callable, Mapping
 
 from .findings import Path, Report
 from .names import property_names
@@ -38,7 +38,7 @@ CHILDREN = {**dict.fromkeys(SCHEMA_MAPS, dict), **dict.fromkeys(SCHEMA_LISTS, li
 SUBSCHEMA_KEYS = frozenset(CHILDREN)
 
 
-def map_children(node: Schema, path: Path, fn: Callable[[Any, Path, Any], Any], arg: Any) -> Schema:
+def map_children(node: Schema, path: Path, fn: Callable[[Any, Path, Any], Any], arg: object) -> Schema:
     """A copy of `node` with `fn(child, path, arg)` applied to every direct subschema (the walk's
     state as an argument rather than a closure, and exactly one: a plain call is the fastest)."""
     if SUBSCHEMA_KEYS.isdisjoint(node):  # a leaf (most nodes): a plain copy
@@ -59,7 +59,7 @@ def map_children(node: Schema, path: Path, fn: Callable[[Any, Path, Any], Any], 
     return out
 
 
-def rebuild(node: Schema, path: Path, fn: Callable[[Any, Path, Any], Any], arg: Any) -> Schema:
+def rebuild(node: Schema, path: Path, fn: Callable[[Any, Path, Any], Any], arg: object) -> Schema:
     """`node` with `fn(child, path, arg)` applied to every direct subschema, copied only where a child
     changed (`fn` returns the child itself when it has nothing to change): the walks that change
     little (renaming, inlining, modernising) then copy little. A map or list is copied at its first
@@ -109,13 +109,13 @@ def resolve(root: Schema, ref: str) -> Schema | None:
     return node if isinstance(node, dict) else None
 
 
-def inline_refs(node: Any, root: Schema, report: Report, path: Path) -> Any:
+def inline_refs(node: object, root: Schema, report: Report, path: Path) -> Any:
     """`node` with every local `$ref` replaced by its target and `$defs` removed. A recursive
     reference degrades to a permissive schema of the target's type, with a finding; so does any
     reference past MAX_INLINED expansions (a server's schema must not blow up the output)."""
     budget = [MAX_INLINED]
 
-    def walk(node: Any, path: Path, seen: tuple[str, ...]) -> Any:
+    def walk(node: object, path: Path, seen: tuple[str, ...]) -> Any:
         if not isinstance(node, dict) or ("$ref" not in node and SUBSCHEMA_KEYS.isdisjoint(node)):
             return node  # not a schema, or a leaf: nothing to inline
         ref = node.get("$ref")
@@ -154,7 +154,7 @@ def prepare(schema: Schema, report: Report, path: Path) -> Schema:
     return modern
 
 
-def has_tuples(node: Any) -> bool:
+def has_tuples(node: object) -> bool:
     """Whether a draft-7 tuple (`items: [...]`) occurs anywhere in `node` (a scan, cheaper than a
     walk: most schemas have none). Leaves are skipped without a call: most nodes are leaves."""
     if not isinstance(node, dict):
@@ -177,12 +177,12 @@ def has_tuples(node: Any) -> bool:
     return False
 
 
-def modernise(node: Any, report: Report, path: Path) -> Any:
+def modernise(node: object, report: Report, path: Path) -> Any:
     """`node` with draft-7 tuples spelt `prefixItems`, copied only where it has one."""
     return _modernise(node, path, report) if has_tuples(node) else node
 
 
-def _modernise(node: Any, path: Path, report: Report) -> Any:
+def _modernise(node: object, path: Path, report: Report) -> Any:
     if not isinstance(node, dict):
         return node
     out = rebuild(node, path, _modernise, report)
@@ -206,13 +206,13 @@ SCALAR_JSON: dict[Any, Callable[[Any], str]] = {
     str: encode_basestring, int: int.__repr__, bool: lambda v: "true" if v else "false", type(None): lambda v: "null"}
 
 
-def as_json(value: Any) -> str:
+def as_json(value: object) -> str:
     """`value` as JSON text, non-ASCII characters kept (what the model reads in a description)."""
     write = SCALAR_JSON.get(type(value))
     return write(value) if write else json.dumps(value, ensure_ascii=False)
 
 
-def fold_into_description(node: Schema, extra: dict[str, Any]) -> None:
+def fold_into_description(node: Schema, extra: Mapping[str, object]) -> None:
     """Constraints a dialect cannot express, kept as words the model can still read."""
     if extra:
         words = "; ".join(f"{k}: {as_json(v)}" for k, v in extra.items())
@@ -236,11 +236,11 @@ def merge_all_of(node: Schema, report: Report, path: Path) -> Schema:
     return merged
 
 
-def is_null(schema: Any) -> bool:
+def is_null(schema: object) -> bool:
     return isinstance(schema, dict) and schema.get("type") == "null"
 
 
-def accepts_null(schema: Any, root: Schema, depth: int = 0) -> bool:
+def accepts_null(schema: object, root: Schema, depth: int = 0) -> bool:
     """Whether `schema` lets `null` through (used to undo strict mode's added nulls)."""
     if schema is True or not isinstance(schema, dict) or depth > MAX_REF_DEPTH:
         return schema is True
@@ -260,7 +260,7 @@ def accepts_null(schema: Any, root: Schema, depth: int = 0) -> bool:
 # -- arguments back --------------------------------------------------------------------------------
 
 
-def restore_arguments(value: Any, schema: Any, root: Schema, *, renamed: bool, drop_nulls: bool, depth: int = 0) -> Any:
+def restore_arguments(value: object, schema: object, root: Schema, *, renamed: bool, drop_nulls: bool, depth: int = 0) -> Any:
     """A model's arguments in the server's terms: Gemini property names mapped back to the
     originals (`renamed`), and nulls strict mode allowed for optional properties removed
     (`drop_nulls`) where the original schema does not accept null. Walks the original schema."""

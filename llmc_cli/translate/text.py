@@ -18,11 +18,11 @@ MAX_TOOLS = None
 SCALARS = ("string", "number", "integer", "boolean", "null")
 
 
-def _compact(value: Any) -> str:
+def _compact(value: object) -> str:
     return compact_json(value)
 
 
-def label(schema: Any) -> str | None:
+def label(schema: object) -> str | None:
     """A short type in words (`string`, `array of integer`, `one of "a", "b"`), or None."""
     if not isinstance(schema, dict) or "properties" in schema:
         return None

@@ -5,7 +5,7 @@ talks to both. httpx2 is imported only when a request is made."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from llmc_cli.errors import AuthError
@@ -19,6 +19,9 @@ from llmc_cli.mcp.auth.primitives import (
 )
 from llmc_cli.mcp.transports.base import max_message_bytes, too_large
 from llmc_cli.model import OAuthSpec
+
+if TYPE_CHECKING:
+    import httpx2
 
 HTTP_TIMEOUT = 30.0
 
@@ -38,7 +41,7 @@ class AuthHttp:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self._client: Any = None
+        self._client: httpx2.Client | None = None
 
     def get_json(self, url: str) -> dict[str, Any] | None:
         response = self.request("GET", url)
@@ -47,7 +50,9 @@ class AuthHttp:
         reply = self.json_of(response)
         return reply or None
 
-    def request(self, method: str, url: str, **kwargs: Any) -> Any:
+    def request(self, method: str, url: str, *, data: dict[str, str] | None = None, json: object = None,
+                headers: dict[str, str] | None = None) -> httpx2.Response:
+        """One request (a form, or a JSON body); the reply is read whole, at most the message limit."""
         import httpx2
 
         if self._client is None:
@@ -57,7 +62,7 @@ class AuthHttp:
         try:
             # Streamed and counted: a server (or one it names as its authorization server) that
             # sends an endless body is stopped at the message limit, not read into memory.
-            request = self._client.build_request(method, url, **kwargs)
+            request = self._client.build_request(method, url, data=data, json=json, headers=headers)
             response = self._client.send(request, stream=True)
             try:
                 declared = response.headers.get("content-length", "")
@@ -72,15 +77,15 @@ class AuthHttp:
             finally:
                 response.close()
             # Decoded already: the rebuilt reply must not claim an encoding or length of the wire's.
-            headers = [(k, v) for k, v in response.headers.multi_items()
-                       if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
-            return httpx2.Response(response.status_code, headers=headers, content=b"".join(body), request=request)
+            kept = [(k, v) for k, v in response.headers.multi_items()
+                    if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+            return httpx2.Response(response.status_code, headers=kept, content=b"".join(body), request=request)
         except httpx2.HTTPError as exc:
             raise AuthError(f"{self.name}: cannot reach {urlsplit(url).netloc} for authorization:"
                             f" {one_line(exc, 120) or type(exc).__name__}") from None
 
     @staticmethod
-    def json_of(response: Any) -> dict[str, Any]:
+    def json_of(response: httpx2.Response) -> dict[str, Any]:
         try:
             data = response.json()
         except (ValueError, RecursionError):
@@ -88,7 +93,7 @@ class AuthHttp:
         return data if isinstance(data, dict) else {}
 
     @staticmethod
-    def oauth_error(response: Any, reply: dict[str, Any]) -> str:
+    def oauth_error(response: httpx2.Response, reply: dict[str, Any]) -> str:
         error = reply.get("error") if isinstance(reply.get("error"), str) else f"HTTP {response.status_code}"
         desc = reply.get("error_description")
         return one_line(error, 60) + (f": {one_line(desc)}" if isinstance(desc, str) and desc else "")

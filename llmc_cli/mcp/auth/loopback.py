@@ -6,7 +6,6 @@ from __future__ import annotations
 import queue
 import sys
 import threading
-from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from llmc_cli.errors import AuthError
@@ -34,7 +33,7 @@ class LoopbackListener:
                 self.end_headers()
                 self.wfile.write(page)
 
-            def log_message(self, *args: Any) -> None:
+            def log_message(self, *args: object) -> None:
                 pass  # the request line carries the authorization code: never log it
 
         self.replies = replies

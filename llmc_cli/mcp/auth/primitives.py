@@ -7,7 +7,6 @@ import base64
 import hashlib
 import re
 import secrets
-from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
@@ -68,7 +67,7 @@ def pkce_pair() -> tuple[str, str]:
     return verifier, base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
-def one_line(text: Any, limit: int = 200) -> str:
+def one_line(text: object, limit: int = 200) -> str:
     return " ".join(str(text).split())[:limit]
 
 

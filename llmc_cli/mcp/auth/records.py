@@ -11,6 +11,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from llmc_cli.model import JSONObject
+
 
 @dataclass
 class Tokens:
@@ -20,7 +22,7 @@ class Tokens:
     scope: str = ""
 
     @classmethod
-    def from_json(cls, data: Any) -> Tokens:
+    def from_json(cls, data: object) -> "Tokens":
         if not isinstance(data, dict):
             return cls()
         expires_at = data.get("expires_at")
@@ -40,7 +42,7 @@ class Client:
     client_secret: str | None = None  # a dynamically registered client's; a profile's stays in the environment
 
     @classmethod
-    def from_json(cls, data: Any) -> Client | None:
+    def from_json(cls, data: object) -> "Client | None":
         if not isinstance(data, dict) or not isinstance(data.get("client_id"), str):
             return None
         return cls(data["client_id"], str(data.get("source") or "dynamic"), str(data.get("auth_method") or "none"),
@@ -58,14 +60,14 @@ class TokenRecord:
     tokens: Tokens = field(default_factory=Tokens)
     updated_at: float = 0.0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         data = asdict(self)
         if data["client"] is not None:
             data["client"] = {k: v for k, v in data["client"].items() if v is not None}
         return data
 
     @classmethod
-    def from_json(cls, data: Any) -> TokenRecord | None:
+    def from_json(cls, data: object) -> "TokenRecord | None":
         if not isinstance(data, dict):
             return None
         needed = ("server_url", "resource", "issuer", "token_endpoint")
@@ -94,5 +96,5 @@ class TokenRecord:
         }
 
 
-def _str(value: Any) -> str | None:
+def _str(value: object) -> str | None:
     return value if isinstance(value, str) and value else None

@@ -12,18 +12,30 @@ they came with (`related`), so that a client with many users can route them to t
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Callable, Protocol
 
 from llmc_cli.errors import LlmcError, ProtocolError
+from llmc_cli.mcp.messages import JSONObject
 
 
 class Deliver(Protocol):
-    def __call__(self, message: dict[str, Any], /, related: int | str | None = None) -> None:
+    def __call__(self, message: JSONObject, /, related: int | str | None = None) -> None:
         """`related`: the id of the client's request on whose stream the message arrived."""
 
 
 Closed = Callable[[LlmcError | None], None]
+
+
+class AuthHook(Protocol):
+    """What an HTTP transport asks of its authorization (mcp/auth/oauth.OAuth): the header for the
+    next request, and whether to send a refused one again."""
+
+    def authorization_header(self) -> str | None:
+        """The Authorization header value for the next request ("Bearer ..."), or None."""
+
+    def on_unauthorized(self, status: int, www_authenticate: str | None) -> bool:
+        """After a 401/403: True when authorized anew (send the request again), False when it is
+        no auth matter; raises AuthError when authorization failed."""
 
 # One message (a stdio line, an HTTP body, an SSE event) may be at most this big, on every
 # transport: a server that streams without end must not take the machine's memory with it.
@@ -51,7 +63,7 @@ class Transport(Protocol):
     def start(self, deliver: Deliver, closed: Closed) -> None:
         """Connect (spawn, open streams). Raises ConnectionFailed/TimeoutExpired."""
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: JSONObject) -> None:
         """Send one message. HTTP transports may raise HttpStatusError for a non-JSON-RPC reply;
         replies themselves always arrive through `deliver`."""
 

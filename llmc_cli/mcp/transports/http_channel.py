@@ -9,15 +9,21 @@ from __future__ import annotations
 import os
 import socket
 import threading
-from collections.abc import Callable, Generator
-from typing import Any
+from typing import TYPE_CHECKING, Callable, Generator
 from urllib.parse import urljoin, urlsplit
 
 from llmc_cli.errors import AuthError, ConnectionFailed, HttpStatusError, LlmcError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
-from llmc_cli.mcp.transports.base import max_message_bytes, too_large
+from llmc_cli.mcp.messages import JSONObject, object_at
+from llmc_cli.mcp.transports.base import AuthHook, max_message_bytes, too_large
 from llmc_cli.mcp.transports.sse_parser import Event, events, lines
 from llmc_cli.model import redact_url
+
+if TYPE_CHECKING:
+    import ssl
+    from http.cookiejar import CookieJar
+
+    import httpx2
 
 MAX_ERROR_BODY = 64 * 1024  # bytes of an error reply kept to look for a JSON-RPC error
 MAX_AUTH_RETRIES = 6  # backstop: the auth hook bounds logins and step-ups itself (and says which ran out)
@@ -53,7 +59,7 @@ class HttpChannel:
     """HTTP plumbing shared by both transports: httpx2 clients, the user's headers on every
     request (never logged), the OAuth hooks, error mapping, and streams that close() can stop."""
 
-    def __init__(self, url: str, headers: dict[str, str] | None, timeout: float, auth: Any,
+    def __init__(self, url: str, headers: dict[str, str] | None, timeout: float, auth: AuthHook | None,
                  connect_timeout: float) -> None:
         scheme = urlsplit(url).scheme.lower()
         if scheme not in ("http", "https") or not urlsplit(url).hostname:
@@ -65,20 +71,20 @@ class HttpChannel:
         self.connect_timeout = min(connect_timeout, timeout)
         self.closing = False
         self._client_lock = threading.Lock()  # guards the three below
-        self._clients: set[Any] = set()  # every open client, leased or idle
-        self._idle: list[Any] = []  # clients with no request in flight, newest last
-        self._ssl_context: Any = None  # one per channel: building it is most of a client's start
-        self._cookies: Any = None  # one jar for all of them: a balancer's affinity cookie is the channel's
-        self._leases: dict[Any, Any] = {}  # response -> the client it came from, until it is closed
+        self._clients: set[httpx2.Client] = set()  # every open client, leased or idle
+        self._idle: list[httpx2.Client] = []  # clients with no request in flight, newest last
+        self._ssl_context: ssl.SSLContext | None = None  # one per channel: building it is most of a client's start (~25 ms)
+        self._cookies: CookieJar | None = None  # one jar for all of them: a balancer's affinity cookie is the channel's
+        self._leases: dict[httpx2.Response, httpx2.Client] = {}  # response -> the client it came from, until it is closed
         self._moved: dict[str, str] = {}  # URL -> where a same-origin redirect sent it
-        self._urls: dict[str, Any] = {}  # URL -> httpx2.URL (this URL, and where it was moved)
-        self._streams: set[Any] = set()
+        self._urls: dict[str, httpx2.URL] = {}  # URL -> httpx2.URL (this URL, and where it was moved)
+        self._streams: set[httpx2.Response] = set()
         self._streams_lock = threading.Lock()
         # Through a proxy httpx2 speaks to it with its own transport (it finds the proxy only when
         # given none); otherwise the leaner one. Decided once: the environment is the process's.
         self._proxied = proxied(url)
 
-    def _lease(self) -> Any:
+    def _lease(self) -> httpx2.Client:
         """A client for one request, with at most one connection, idle or new. Not one shared
         client: httpcore's pool probes every idle connection's socket (a poll(2) each) twice per
         request, so with N connections open to a busy upstream (the gateway's hosts calling at
@@ -100,7 +106,7 @@ class HttpChannel:
             self._clients.add(client)
             return client
 
-    def _give_back(self, client: Any) -> None:
+    def _give_back(self, client: httpx2.Client) -> None:
         """A client whose request is over: kept for the next one (at most MAX_IDLE_CLIENTS, as
         many idle connections as httpx keeps by default), else closed."""
         with self._client_lock:
@@ -110,7 +116,7 @@ class HttpChannel:
             self._clients.discard(client)
         client.close()
 
-    def _close(self, response: Any) -> None:
+    def _close(self, response: httpx2.Response) -> None:
         """Close a response this channel returned, and give its client back."""
         try:
             response.close()
@@ -120,7 +126,7 @@ class HttpChannel:
             if client is not None:
                 self._give_back(client)
 
-    def _parsed(self, url: str) -> Any:
+    def _parsed(self, url: str) -> httpx2.URL:
         """httpx parses a URL given as text on every request, a quarter of building one (the
         gateway's per-call cost): parsed once here."""
         import httpx2
@@ -136,8 +142,8 @@ class HttpChannel:
         return not self._proxied
 
     def request(self, method: str, url: str, headers: dict[str, str], *, body: bytes | None = None,
-                read_timeout: float | str | None = "default", reauthorize: bool = True,
-                watch_socket: Callable[[socket.socket | None], None] | None = None) -> Any:
+                read_timeout: float | None | str = "default", reauthorize: bool = True,
+                watch_socket: Callable[[socket.socket | None], None] | None = None) -> httpx2.Response:
         """Send one request and return the open (streamed) response; the caller closes it.
         401/403 go through the OAuth hooks and are retried (unless `reauthorize` is False: closing
         a session or an optional stream must not start a login); failures become LlmcErrors.
@@ -162,7 +168,7 @@ class HttpChannel:
             try:
                 req = client.build_request(method, self._parsed(url), headers=all_headers, content=body,
                                            extensions=extensions,
-                                           **({"timeout": timeout} if timeout is not None else {}))
+                                           timeout=httpx2.USE_CLIENT_DEFAULT if timeout is None else timeout)
                 response = client.send(req, stream=True)
             except BaseException as exc:
                 self._give_back(client)
@@ -200,11 +206,11 @@ class HttpChannel:
                                 f"{'refused' if status == 403 else 'required'}")
             return response
 
-    def read_body(self, response: Any, limit: int | None = None) -> bytes:
+    def read_body(self, response: httpx2.Response, limit: int | None = None) -> bytes:
         """A reply body, or its first `limit` bytes (what follows is not read)."""
         return self._read(response, limit, over_limit=None)
 
-    def read_message(self, response: Any) -> bytes:
+    def read_message(self, response: httpx2.Response) -> bytes:
         """A whole reply body that is one JSON-RPC message (or batch): ProtocolError (exit 6)
         when it is larger than the message limit, found before it is all in memory."""
         limit = max_message_bytes()
@@ -214,7 +220,7 @@ class HttpChannel:
             raise too_large(limit, "a reply body")
         return self._read(response, limit, over_limit=too_large(limit, "a reply body"))
 
-    def _read(self, response: Any, limit: int | None, over_limit: Exception | None) -> bytes:
+    def _read(self, response: httpx2.Response, limit: int | None, over_limit: Exception | None) -> bytes:
         """Read and close `response`; past `limit` bytes raise `over_limit`, or stop when it is None."""
         import httpx2
 
@@ -236,23 +242,24 @@ class HttpChannel:
         body = b"".join(chunks)
         return body[:limit] if limit is not None and over_limit is None else body
 
-    def status_error(self, response: Any, request: dict[str, Any] | None, deliver: Any) -> None:
+    def status_error(self, response: httpx2.Response, request: JSONObject | None,
+                     deliver: Callable[[JSONObject], None] | None) -> None:
         """An HTTP error reply: deliver it when it is the JSON-RPC error answering `request`
         (modern servers answer 400/404 with one), else raise HttpStatusError."""
         body = self.read_body(response, MAX_ERROR_BODY)
         text = body.decode("utf-8", "replace")
-        messages: list[dict[str, Any]] = []
+        messages: list[JSONObject] = []
         if "json" in response.headers.get("content-type", ""):
             try:
                 messages = jsonrpc.decode(body)
             except LlmcError:
                 pass
-        if (request is not None and "id" in request and len(messages) == 1 and "error" in messages[0]
+        if (deliver is not None and request is not None and "id" in request and len(messages) == 1 and "error" in messages[0]
                 and messages[0].get("id") == request["id"]):
             deliver(messages[0])
             return
         if len(messages) == 1 and isinstance(messages[0].get("error"), dict):
-            reason = preview(str(messages[0]["error"].get("message", "")), 120)  # an error for no request
+            reason = preview(str(object_at(messages[0], "error").get("message", "")), 120)  # an error for no request
         elif text.strip() and not text.lstrip().startswith("<"):
             reason = preview(text, 120)
         else:
@@ -261,7 +268,7 @@ class HttpChannel:
                               + (f": {reason}" if reason else ""), response.status_code, text,
                               {k.lower(): v for k, v in response.headers.items() if k.lower() != "set-cookie"})
 
-    def extend_read_timeout(self, response: Any, seconds: float | None) -> None:
+    def extend_read_timeout(self, response: httpx2.Response, seconds: float | None) -> None:
         """Let the reads of an open response (a stream) wait up to `seconds` each. On a direct
         channel the socket's timeout is the request's until it is set again; behind a proxy
         httpx2 sets its own per read, and this has no effect."""
@@ -270,7 +277,7 @@ class HttpChannel:
         if self.direct and isinstance(sock, socket.socket):
             sock.settimeout(seconds)
 
-    def read_events(self, response: Any) -> Generator[Event, None, None]:
+    def read_events(self, response: httpx2.Response) -> Generator[Event, None, None]:
         """Events of an open SSE response until it ends; closing() interrupts it. A line or an
         event larger than the message limit raises ProtocolError (the stream is closed)."""
         import httpx2
@@ -292,13 +299,13 @@ class HttpChannel:
                 self._streams.discard(response)
             self.discard(response)
 
-    def discard(self, response: Any) -> None:
+    def discard(self, response: httpx2.Response) -> None:
         try:
             self._close(response)
         except Exception:  # noqa: BLE001 - closing a broken stream may fail again
             pass
 
-    def stop_stream(self, response: Any) -> None:
+    def stop_stream(self, response: httpx2.Response) -> None:
         """Unblock a thread reading `response`: shut its socket down (closing an httpx response
         from another thread does not wake a blocked read)."""
         stream = response.extensions.get("network_stream") if hasattr(response, "extensions") else None
@@ -330,7 +337,7 @@ class HttpChannel:
         return f"{p.scheme}://{host}{f':{p.port}' if p.port else ''}{p.path}"
 
 
-def is_event_stream(response: Any) -> bool:
+def is_event_stream(response: httpx2.Response) -> bool:
     """A 200 reply that opens an SSE stream (what a GET for a stream must get)."""
     return bool(response.status_code == 200 and "text/event-stream" in response.headers.get("content-type", ""))
 

@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import collections
 import threading
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import urljoin
 
 from llmc_cli.errors import ConnectionFailed, LlmcError, ProtocolError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
-from llmc_cli.mcp.transports.base import Closed, Deliver
+from llmc_cli.mcp.messages import JSONObject
+from llmc_cli.mcp.transports.base import AuthHook, Closed, Deliver
 from llmc_cli.mcp.transports.http_channel import HttpChannel, is_event_stream, origin
+
+if TYPE_CHECKING:
+    import httpx2
 
 ENDPOINT_WAIT = 10.0  # seconds for the `endpoint` event (bounded by the timeout too)
 NOTES_KEPT = 20
@@ -24,7 +28,7 @@ NOTES_KEPT = 20
 
 class LegacySseTransport:
     def __init__(self, url: str, headers: dict[str, str] | None = None, timeout: float = 60.0, *,
-                 auth: Any = None, connect_timeout: float = 10.0, endpoint_wait: float = ENDPOINT_WAIT) -> None:
+                 auth: AuthHook | None = None, connect_timeout: float = 10.0, endpoint_wait: float = ENDPOINT_WAIT) -> None:
         self.http = HttpChannel(url, headers, timeout, auth, connect_timeout)
         self.url = url
         self.endpoint_wait = min(endpoint_wait, timeout)
@@ -56,7 +60,7 @@ class LegacySseTransport:
             self.close()
             raise self._endpoint_error
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: JSONObject) -> None:
         if self.endpoint is None or self._stopped:
             raise ConnectionFailed("SSE transport is not open")
         if message.get("method") == "notifications/cancelled":
@@ -65,13 +69,13 @@ class LegacySseTransport:
             return
         self._post(message)
 
-    def _post_quietly(self, message: dict[str, Any]) -> None:
+    def _post_quietly(self, message: JSONObject) -> None:
         try:
             self._post(message)
         except LlmcError as exc:
             self._notes.append(f"{message.get('method')} not delivered: {exc.message}")
 
-    def _post(self, message: dict[str, Any]) -> None:
+    def _post(self, message: JSONObject) -> None:
         assert self.endpoint is not None
         headers = {"Content-Type": "application/json"}
         if self.protocol_version and self.protocol_version != "2024-11-05":
@@ -98,11 +102,11 @@ class LegacySseTransport:
 
     # -- internals ------------------------------------------------------------------------------
 
-    def _deliver_error(self, message: dict[str, Any]) -> None:
+    def _deliver_error(self, message: JSONObject) -> None:
         if self._deliver is not None:
             self._deliver(message)
 
-    def _read(self, response: Any, deliver: Deliver, closed: Closed) -> None:
+    def _read(self, response: httpx2.Response, deliver: Deliver, closed: Closed) -> None:
         try:
             self._read_events(response, deliver)
         except ProtocolError as exc:  # an event over the message limit: the server is unusable
@@ -119,7 +123,7 @@ class LegacySseTransport:
                 return
             closed(ConnectionFailed("the server closed the SSE stream"))
 
-    def _read_events(self, response: Any, deliver: Deliver) -> None:
+    def _read_events(self, response: httpx2.Response, deliver: Deliver) -> None:
         for event in self.http.read_events(response):
             if event.event == "endpoint" and self.endpoint is None:
                 self._set_endpoint(event.data.strip())

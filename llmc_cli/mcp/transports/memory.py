@@ -9,22 +9,22 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Callable, Protocol
 
 from llmc_cli.errors import ConnectionFailed
+from llmc_cli.mcp.messages import JSONObject
 from llmc_cli.mcp.transports.base import Closed, Deliver
 
 
 class Endpoint(Protocol):
-    def handle(self, message: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> None: ...
+    def handle(self, message: JSONObject, send: Callable[[JSONObject], None]) -> None: ...
 
 
 class MemoryTransport:
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
         self.protocol_version: str | None = None
-        self._inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self._inbox: queue.Queue[JSONObject | None] = queue.Queue()
         self._worker: threading.Thread | None = None
 
     def start(self, deliver: Deliver, closed: Closed) -> None:
@@ -37,7 +37,7 @@ class MemoryTransport:
         self._worker = threading.Thread(target=serve, daemon=True, name="llmc-memory-server")
         self._worker.start()
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: JSONObject) -> None:
         if self._worker is None or not self._worker.is_alive():
             raise ConnectionFailed("in-memory server is not running")
         self._inbox.put(message)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import base64
 import re
-from typing import Any
+from typing import Mapping
 
 NAME_PARAM = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}  # -> Mcp-Name
 X_MCP_HEADER = "x-mcp-header"
@@ -22,14 +22,14 @@ def header_value(value: str) -> str:
     return value if plain else "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
 
 
-def annotated_parameters(schema: Any) -> dict[tuple[str, ...], str]:
+def annotated_parameters(schema: object) -> dict[tuple[str, ...], str]:
     """The `x-mcp-header` annotations of an inputSchema: property path -> header name token.
     ValueError (the reason) when one is invalid: off a plain chain of `properties`, not an HTTP
     token, not on a string/integer/boolean property, or a duplicate (case-insensitive)."""
     found: dict[tuple[str, ...], str] = {}
     seen: dict[str, str] = {}
 
-    def walk(node: Any, path: tuple[str, ...] | None) -> None:
+    def walk(node: object, path: tuple[str, ...] | None) -> None:
         if isinstance(node, list):
             for item in node:
                 walk(item, None)
@@ -60,11 +60,11 @@ def annotated_parameters(schema: Any) -> dict[tuple[str, ...], str]:
     return found
 
 
-def mirrored_arguments(annotated: dict[tuple[str, ...], str], arguments: dict[str, Any]) -> dict[str, str]:
+def mirrored_arguments(annotated: dict[tuple[str, ...], str], arguments: Mapping[str, object]) -> dict[str, str]:
     """`Mcp-Param-{Name}` headers for a tools/call; a parameter without a value sends none."""
     headers = {}
     for path, token in annotated.items():
-        value: Any = arguments
+        value: object = arguments
         for key in path:
             value = value.get(key) if isinstance(value, dict) else None
         if isinstance(value, bool):

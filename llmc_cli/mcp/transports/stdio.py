@@ -15,11 +15,11 @@ import signal
 import subprocess
 import threading
 import weakref
-from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Callable
 
 from llmc_cli.errors import ConnectionFailed, LlmcError, ProtocolError
 from llmc_cli.mcp import jsonrpc
+from llmc_cli.mcp.messages import JSONObject
 from llmc_cli.mcp.transports.base import Closed, Deliver, max_message_bytes, too_large
 
 # Variables a server legitimately needs to start (the MCP SDKs pass a similar list).
@@ -120,7 +120,7 @@ class StdioTransport:
             t.start()
             self._threads.append(t)
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: JSONObject) -> None:
         proc = self._proc
         if proc is None or proc.stdin is None:
             raise ConnectionFailed("stdio transport is not started")

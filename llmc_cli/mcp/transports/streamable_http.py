@@ -20,15 +20,19 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Callable
 
 from llmc_cli.errors import Cancelled, ConnectionFailed, HttpStatusError, LlmcError, ProtocolError, SessionExpired, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
-from llmc_cli.mcp.transports.base import Closed, Deliver
+from llmc_cli.mcp.messages import JSON, JSONObject, object_at, request_id
+from llmc_cli.mcp.transports.base import AuthHook, Closed, Deliver
 from llmc_cli.mcp.transports.http_channel import HttpChannel, is_event_stream, preview, sleep_unless
 from llmc_cli.mcp.transports.param_headers import NAME_PARAM, annotated_parameters, header_value, mirrored_arguments
 from llmc_cli.mcp.versions import MODERN_FROM
 from llmc_cli.mcp.workers import Workers, shared
+
+if TYPE_CHECKING:
+    import httpx2
 
 DEFAULT_RETRY_MS = 1000  # reconnection delay when the server sets none
 MAX_RECONNECTS = 5  # resumption attempts per stream
@@ -91,7 +95,7 @@ class _StreamState:
 
 class StreamableHttpTransport:
     def __init__(self, url: str, headers: dict[str, str] | None = None, timeout: float = 60.0, *,
-                 auth: Any = None, connect_timeout: float = 10.0, idle_timeout: float | None = None,
+                 auth: AuthHook | None = None, connect_timeout: float = 10.0, idle_timeout: float | None = None,
                  max_reconnects: int = MAX_RECONNECTS) -> None:
         self.http = HttpChannel(url, headers, timeout, auth, connect_timeout)
         self.url = url
@@ -106,8 +110,8 @@ class StreamableHttpTransport:
         self._closed: Closed | None = None
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._inflight: dict[Any, Any] = {}  # request id -> its open SSE response (modern cancel)
-        self._cancelled: set[Any] = set()
+        self._inflight: dict[object, httpx2.Response] = {}  # request id -> its open SSE response (modern cancel)
+        self._cancelled: set[object] = set()
         self._lock = threading.Lock()
         self._reported = False
         self._notes: collections.deque[str] = collections.deque(maxlen=NOTES_KEPT)
@@ -115,7 +119,7 @@ class StreamableHttpTransport:
         # Set by an owner whose callers each have a thread that only waits for its reply (the
         # gateway's host connections): a request is then posted on that thread (_post_here).
         self.posts_on_caller_thread = False
-        self._posting: dict[Any, _Posting] = {}  # request id -> its POST on the caller's thread
+        self._posting: dict[object, _Posting] = {}  # request id -> its POST on the caller's thread
 
     @property
     def modern(self) -> bool:
@@ -127,15 +131,15 @@ class StreamableHttpTransport:
         # Nothing to open: HTTP has no connection of its own; the first POST shows what is there.
         self._deliver, self._closed = deliver, closed
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: JSONObject) -> None:
         if self._stop.is_set() or self._deliver is None:
             raise ConnectionFailed("HTTP transport is not open")
         method = message.get("method")
         if self.modern and method == "notifications/cancelled":
-            self._cancel((message.get("params") or {}).get("requestId"))
+            self._cancel(object_at(message, "params").get("requestId"))
             return
         if method == "notifications/cancelled":
-            self._abort_posting((message.get("params") or {}).get("requestId"))
+            self._abort_posting(object_at(message, "params").get("requestId"))
             # Sent when a request timed out, often because the server hangs: never wait for it.
             _workers().submit(self._post_quietly, message)
             return
@@ -166,7 +170,7 @@ class StreamableHttpTransport:
         if not head.abandoned and head.error is not None:
             raise head.error
 
-    def _post_in_background(self, message: dict[str, Any], head: _Head, confirming: bool) -> None:
+    def _post_in_background(self, message: JSONObject, head: "_Head", confirming: bool) -> None:
         error: LlmcError | None = None
         try:
             # A reply stream is read right here, once send() has heard that it started.
@@ -179,7 +183,7 @@ class StreamableHttpTransport:
         if error is not None and late and not isinstance(error, TimeoutExpired):
             self._report(error)  # a timeout is not reported: the session's own speaks
 
-    def _post_here(self, message: dict[str, Any]) -> None:
+    def _post_here(self, message: JSONObject) -> None:
         """POST a request on the calling thread, which would only wait for its reply: no hand-off
         to a worker and back (two thread wake-ups, a noticeable share of a gateway call). The same bounds as
         the session's wait: the reply's head and a JSON body within the request timeout (a
@@ -201,7 +205,7 @@ class StreamableHttpTransport:
             with self._lock:
                 self._posting.pop(request_id, None)
 
-    def _abort_posting(self, request_id: Any) -> None:
+    def _abort_posting(self, request_id: object) -> None:
         with self._lock:
             posting = self._posting.get(request_id)
         if posting is not None:
@@ -219,14 +223,14 @@ class StreamableHttpTransport:
         head.settled.set()
         return late
 
-    def _post_quietly(self, message: dict[str, Any]) -> None:
+    def _post_quietly(self, message: JSONObject) -> None:
         try:
             self._post(message, read_timeout=CLOSE_TIMEOUT)
         except LlmcError as exc:
             self._note(f"{message.get('method')} not delivered: {exc.message}")
 
-    def _post(self, message: dict[str, Any], read_timeout: float | str = "default",
-              on_status: Callable[[], None] | None = None, on_stream: Callable[[], Any] | None = None,
+    def _post(self, message: JSONObject, read_timeout: float | str = "default",
+              on_status: Callable[[], None] | None = None, on_stream: Callable[[], object] | None = None,
               watch_socket: Callable[[socket.socket | None], None] | None = None,
               stream_on_worker: bool = False) -> None:
         """POST one message and handle the reply; `on_status` is called once the server has
@@ -291,7 +295,7 @@ class StreamableHttpTransport:
 
     # -- internals ------------------------------------------------------------------------------
 
-    def _headers(self, message: dict[str, Any] | None, last_event_id: str | None = None) -> dict[str, str]:
+    def _headers(self, message: JSONObject | None, last_event_id: str | None = None) -> dict[str, str]:
         if message is None:
             headers = {"Accept": "text/event-stream"}
         else:
@@ -300,21 +304,22 @@ class StreamableHttpTransport:
             headers["MCP-Protocol-Version"] = self.protocol_version
         if self.modern:
             method = (message or {}).get("method")
-            if method is not None:
+            if isinstance(method, str):  # a request or notification (jsonrpc.kind_of: method is a str)
                 headers["Mcp-Method"] = header_value(method)
-                params = (message or {}).get("params") or {}
+                params = object_at(message, "params") if message is not None else {}
                 name = params.get(NAME_PARAM.get(method, ""))
                 if isinstance(name, str):
                     headers["Mcp-Name"] = header_value(name)
-                if method == "tools/call" and isinstance(name, str) and isinstance(params.get("arguments"), dict):
-                    headers.update(mirrored_arguments(self._param_headers.get(name, {}), params["arguments"]))
+                arguments = params.get("arguments")
+                if method == "tools/call" and isinstance(name, str) and isinstance(arguments, dict):
+                    headers.update(mirrored_arguments(self._param_headers.get(name, {}), arguments))
         elif self.session_id:
             headers["Mcp-Session-Id"] = self.session_id
         if last_event_id is not None:
             headers["Last-Event-ID"] = last_event_id
         return headers
 
-    def _reply(self, response: Any, request: dict[str, Any], on_stream: Callable[[], Any] | None = None,
+    def _reply(self, response: httpx2.Response, request: JSONObject, on_stream: Callable[[], object] | None = None,
                stream_on_worker: bool = False) -> None:
         ctype = response.headers.get("content-type", "").lower()
         with self._lock:
@@ -344,7 +349,7 @@ class StreamableHttpTransport:
         for reply in jsonrpc.decode(body):
             self._deliver(self._inspect(reply, request))  # type: ignore[misc]
 
-    def _post_stream(self, response: Any, request: dict[str, Any]) -> None:
+    def _post_stream(self, response: httpx2.Response, request: JSONObject) -> None:
         try:
             self._post_stream_resuming(response, request)
         except ProtocolError as exc:  # an event over the message limit: the server is unusable
@@ -352,7 +357,7 @@ class StreamableHttpTransport:
                 self._inflight.pop(request["id"], None)
             self._report(exc)
 
-    def _post_stream_resuming(self, response: Any, request: dict[str, Any]) -> None:
+    def _post_stream_resuming(self, response: httpx2.Response, request: JSONObject) -> None:
         rid, state = request["id"], _StreamState()
         answered = self._pump(response, request, state)
         attempts = 0
@@ -406,7 +411,7 @@ class StreamableHttpTransport:
                 return
 
     def _get_stream(self, state: _StreamState, what: str, *, read_timeout: float | None,
-                    reauthorize: bool = True) -> Any:
+                    reauthorize: bool = True) -> httpx2.Response | None:
         """GET the event stream, from after the last event `state` saw (Last-Event-ID). None, noted
         as `what` with the HTTP status, when the reply is no event stream; transport errors raise."""
         response = self.http.request("GET", self.url, self._headers(None, state.last_id), read_timeout=read_timeout,
@@ -417,9 +422,9 @@ class StreamableHttpTransport:
         self.http.discard(response)
         return None
 
-    def _pump(self, response: Any, request: dict[str, Any] | None, state: _StreamState) -> bool:
+    def _pump(self, response: httpx2.Response, request: JSONObject | None, state: _StreamState) -> bool:
         """Deliver each message event; True once the reply to `request` was delivered."""
-        rid = request["id"] if request is not None else None
+        rid = request_id(request) if request is not None else None
         events = self.http.read_events(response)
         try:
             for event in events:
@@ -446,16 +451,17 @@ class StreamableHttpTransport:
         finally:
             events.close()
 
-    def _inspect(self, message: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+    def _inspect(self, message: JSONObject, request: JSONObject) -> JSONObject:
         """Modern tools/list replies: learn each tool's `x-mcp-header` parameters, and drop the
         tools whose annotations are invalid (2026-07-28 streamable-http, Custom Headers: the
         client MUST exclude them from the tools/list result)."""
         result = message.get("result")
+        tools = result.get("tools") if isinstance(result, dict) else None
         if (not self.modern or request.get("method") != "tools/list" or message.get("id") != request.get("id")
-                or not isinstance(result, dict) or not isinstance(result.get("tools"), list)):
+                or not isinstance(result, dict) or not isinstance(tools, list)):
             return message
-        kept = []
-        for tool in result["tools"]:
+        kept: list[JSON] = []
+        for tool in tools:
             name = tool.get("name") if isinstance(tool, dict) else None
             try:
                 found = annotated_parameters(tool.get("inputSchema") if isinstance(tool, dict) else None)
@@ -467,7 +473,7 @@ class StreamableHttpTransport:
             kept.append(tool)
         return {**message, "result": {**result, "tools": kept}}
 
-    def _cancel(self, request_id: Any) -> None:
+    def _cancel(self, request_id: object) -> None:
         with self._lock:
             response = self._inflight.get(request_id)
             self._cancelled.add(request_id)  # a reply whose headers are still to come is dropped
@@ -475,7 +481,7 @@ class StreamableHttpTransport:
             self.http.stop_stream(response)
         self._abort_posting(request_id)  # 2026-07-28: closing the request's connection is its cancel
 
-    def _spawn(self, target: Any, name: str) -> None:
+    def _spawn(self, target: Callable[[], object], name: str) -> None:
         """A thread close() joins (the GET stream, a reply stream read apart from its POST)."""
         t = threading.Thread(target=target, daemon=True, name=name)
         self._threads = [old for old in self._threads if old.is_alive()] + [t]

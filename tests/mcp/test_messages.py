@@ -1,0 +1,66 @@
+"""mcp/messages.py: every TypedDict names only fields the MCP schema has (in some version llmc
+speaks) and every field the newest schema requires; the readers of optional objects and ids."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, is_typeddict
+
+import pytest
+
+from llmc_cli.mcp import messages
+from llmc_cli.mcp.versions import SUPPORTED_VERSIONS
+
+SPEC = Path("/work/shared/mcp-spec")
+# TypedDicts whose schema definition is named differently in some version, or not at all.
+SCHEMA_NAMES = {"ErrorObject": ("Error",), "JSONRPCResultResponse": ("JSONRPCResultResponse", "JSONRPCResponse"),
+                "JSONRPCErrorResponse": ("JSONRPCErrorResponse", "JSONRPCError")}
+NOT_IN_SCHEMA = {"ResultMeta"}  # Result's fields, declared once for every result
+
+
+def _definitions() -> list[dict[str, Any]]:
+    found = []
+    for version in SUPPORTED_VERSIONS:
+        path = SPEC / version / "schema.json"
+        if path.exists():
+            schema = json.loads(path.read_text())
+            found.append(schema.get("$defs") or schema.get("definitions") or {})
+    return found
+
+
+def _shapes() -> list[str]:
+    return [name for name, value in vars(messages).items()
+            if is_typeddict(value) and value.__module__ == messages.__name__ and name not in NOT_IN_SCHEMA]
+
+
+@pytest.mark.parametrize("name", _shapes())
+def test_fields_are_the_schemas(name: str) -> None:
+    versions = _definitions()
+    if not versions:
+        pytest.skip("the MCP schemas are not at hand")
+    shape = getattr(messages, name)
+    known: set[str] = set()
+    for defs in versions:
+        for schema_name in SCHEMA_NAMES.get(name, (name,)):
+            known |= set(defs.get(schema_name, {}).get("properties", {}))
+    assert known, f"{name} is in no schema"
+    assert set(shape.__annotations__) <= known, f"{name}: not in any schema: {set(shape.__annotations__) - known}"
+    newest = next(d for d in versions for n in SCHEMA_NAMES.get(name, (name,)) if n in d)
+    required = next(set(newest[n].get("required", [])) for n in SCHEMA_NAMES.get(name, (name,)) if n in newest)
+    assert required <= set(shape.__annotations__), f"{name}: misses {required - set(shape.__annotations__)}"
+
+
+def test_object_at_reads_an_optional_object() -> None:
+    assert messages.object_at({"params": {"a": 1}}, "params") == {"a": 1}
+    absent: tuple[messages.JSONObject, ...] = ({}, {"params": None}, {"params": [1]}, {"params": "x"})
+    for message in absent:
+        assert messages.object_at(message, "params") == {}
+
+
+def test_request_id_is_a_string_or_a_number() -> None:
+    assert messages.request_id({"id": 7}) == 7
+    assert messages.request_id({"id": "a"}) == "a"
+    others: tuple[messages.JSONObject, ...] = ({}, {"id": None}, {"id": True}, {"id": [1]}, {"id": 1.5})
+    for other in others:
+        assert messages.request_id(other) is None
