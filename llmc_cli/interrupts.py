@@ -15,7 +15,7 @@ import os
 import signal
 import threading
 import time
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from llmc_cli.errors import ExitCode
 

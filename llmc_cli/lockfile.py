@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from llmc_cli.config.files import write_atomic
 from llmc_cli.errors import ConfigError, DriftError

@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, TypeAlias, Union, get_args
+from typing import Any, Literal, TypeAlias, get_args
 
 # A JSON value as json.loads returns it (recursive; object keys are always str), for data llmc
 # passes on without reading it all: tool arguments, structuredContent, `_meta`. mcp/messages.py
 # types the MCP messages themselves.
-JSON: TypeAlias = Union[dict[str, "JSON"], list["JSON"], str, int, float, bool, None]
+JSON: TypeAlias = dict[str, "JSON"] | list["JSON"] | str | int | float | bool | None
 JSONObject: TypeAlias = dict[str, JSON]
 
 # The one registry of what llmc speaks to models. The LLM providers `ask` runs ([llm] provider,
@@ -165,7 +165,7 @@ class Tool:
         return properties if isinstance(properties, dict) else {}
 
     @classmethod
-    def from_mcp(cls, server: str, raw: JSONObject) -> "Tool":
+    def from_mcp(cls, server: str, raw: JSONObject) -> Tool:
         """From a tools/list entry (messages.Tool) as the server sent it: fields of the wrong type
         read as absent; `raw` keeps the entry as it came."""
         schema, output = raw.get("inputSchema"), raw.get("outputSchema")
@@ -210,7 +210,7 @@ class ToolResult:
     cached: bool = False  # served from the result cache ([cache]), not asked of the server
 
     @classmethod
-    def from_mcp(cls, raw: JSONObject) -> "ToolResult":
+    def from_mcp(cls, raw: JSONObject) -> ToolResult:
         content = raw.get("content")
         return cls(
             content=[c for c in content if isinstance(c, dict)] if isinstance(content, list) else [],

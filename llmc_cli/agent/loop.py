@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from llmc_cli import interrupts, telemetry
 from llmc_cli.agent import genai
@@ -28,8 +28,17 @@ from llmc_cli.audit import AuditError
 from llmc_cli.errors import LlmcError, PolicyDenied, ProviderError
 from llmc_cli.mcp.jsonrpc import has_lone_surrogate, replace_lone_surrogates
 from llmc_cli.model import JSONObject, Tool, ToolCall, ToolResult
-from llmc_cli.providers.base import (END, LENGTH, PAUSE, AssistantTurn, Provider, ProviderToolCall, ToolResultItem,
-                                     ToolResults, UserMessage)
+from llmc_cli.providers.base import (
+    END,
+    LENGTH,
+    PAUSE,
+    AssistantTurn,
+    Provider,
+    ProviderToolCall,
+    ToolResultItem,
+    ToolResults,
+    UserMessage,
+)
 
 if TYPE_CHECKING:
     from llmc_cli.translate import Translation

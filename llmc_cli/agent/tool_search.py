@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import re
 import threading
-from typing import TYPE_CHECKING, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from llmc_cli.model import Tool, ToolResult
 from llmc_cli.services.search import ToolIndex

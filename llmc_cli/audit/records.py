@@ -7,8 +7,9 @@ import getpass
 import hashlib
 import os
 import socket
-from datetime import datetime, timezone
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 from llmc_cli.config.secrets import MASK, Masker, environment_secrets
 from llmc_cli.errors import ConfigError
@@ -39,7 +40,7 @@ def _user_and_host() -> dict[str, str]:
     return {"user": user, "host": socket.gethostname()}
 
 
-def mask_secrets(value: object, secrets: "Iterable[str] | None" = None) -> Any:
+def mask_secrets(value: object, secrets: Iterable[str] | None = None) -> Any:
     """A copy of `value` masked by config.secrets.Masker: values under secret-looking keys, and
     every known secret value wherever it appears (default: the environment's)."""
     return Masker(secret_values() if secrets is None else secrets)(value)

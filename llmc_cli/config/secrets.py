@@ -10,7 +10,8 @@ from __future__ import annotations
 import functools
 import os
 import re
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from llmc_cli.config.profiles import has_placeholder
 
@@ -99,7 +100,7 @@ class Masker:
         added = {s for s in more if isinstance(s, str) and s} - self.secrets
         return Masker(self.secrets | added) if added else self
 
-    def with_arguments(self, arguments: object) -> "Masker":
+    def with_arguments(self, arguments: object) -> Masker:
         """This masking, and the values of the secret-looking arguments of a call wherever they
         are quoted back (a server's error message, a result, a log line)."""
         return self.with_secrets(argument_secrets(arguments))

@@ -7,8 +7,9 @@ pydantic is imported only here and only when validating or dumping (it is slow t
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import cache
-from typing import Any, Mapping
+from typing import Any
 
 from llmc_cli.errors import ConfigError
 

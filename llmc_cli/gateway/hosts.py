@@ -94,7 +94,7 @@ class ResumableStream:
     Last-Event-ID, and the call goes on meanwhile (initialize era: a broken stream is no cancel)."""
 
     msg_id: RequestId | None
-    replies: "queue.SimpleQueue[JSONObject]"
+    replies: queue.SimpleQueue[JSONObject]
     events: list[JSONObject] = field(default_factory=list)
     owner: int = 0  # the thread writing it now
     done: bool = False  # its final reply is among the events
@@ -106,7 +106,7 @@ class HostSession:
     connection: GatewayConnection  # its upstreams: its principal's, and its own to per_session servers
     principal: str | None
     last_used: float = field(default_factory=time.monotonic)
-    stream: "queue.Queue[JSONObject | None] | None" = None  # the GET stream's messages
+    stream: queue.Queue[JSONObject | None] | None = None  # the GET stream's messages
     last_shared: float = field(default_factory=time.monotonic)  # when the shared store last saw it used
     shared: bool = False  # in the shared store (saved after its initialize, or resumed from it)
     streams: dict[str, ResumableStream] = field(default_factory=dict)  # stream id -> stream, oldest first
@@ -144,32 +144,6 @@ def _stamp(profile: LoadedProfile) -> tuple[int, int, int] | None:
     except OSError:
         return None
     return st.st_mtime_ns, st.st_size, st.st_ino
-
-
-class SharedSessions(Protocol):
-    """Initialize-era sessions shared by the replicas of a gateway (services.host_sessions): what
-    a replica needs to go on serving a session it did not open (its handshake and principal).
-    Failures are LlmcError (a state database that is down)."""
-
-    def save(self, session_id: str, record: JSONObject) -> None: ...
-
-    def resume(self, session_id: str) -> JSONObject | None:
-        """The record, marked as used now; None when unknown or idle too long."""
-
-    def exists(self, session_id: str) -> bool:
-        """Still open (not ended through any replica, not idle too long); read only."""
-
-    def forget(self, session_id: str) -> None:
-        """Ended for every replica: each one's next check says so, and each one's listener ends it at once."""
-
-    def ready(self) -> bool:
-        """The store can be used now (for /readyz)."""
-
-    def start(self, stopped: threading.Event, held: Callable[[], list[str]], ended: Callable[[str], None],
-              log: Callable[[str], None]) -> None:
-        """Until `stopped`: this replica's lease, and ending here the sessions other replicas end."""
-
-    def stop(self) -> None: ...
 
 
 class HttpGateway:

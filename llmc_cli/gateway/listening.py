@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from llmc_cli.errors import LlmcError, RpcError
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.messages import JSON, JSONObject, RequestId
+from llmc_cli.mcp.server import RequestError, Send
 from llmc_cli.mcp.versions import META_PREFIX as META
 
 if TYPE_CHECKING:

@@ -15,8 +15,9 @@ import json
 import threading
 import time
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from llmc_cli.config.schema import ServeOAuthConfig

@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import threading
 import weakref
+from collections.abc import Mapping
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from llmc_cli.services.search import ToolIndex
 

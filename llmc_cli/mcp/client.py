@@ -25,6 +25,7 @@ from llmc_cli.mcp.session import NotADiscoverResult, Session, supported_versions
 from llmc_cli.mcp.stores import EraCache, Stores
 from llmc_cli.mcp.transports.base import Transport
 from llmc_cli.mcp.transports.memory import Endpoint
+from llmc_cli.mcp.versions import LEGACY_VERSIONS, MODERN_VERSIONS, SUPPORTED_VERSIONS
 from llmc_cli.model import SandboxSpec, ServerSpec
 
 STDIO_PROBE_TIMEOUT = 10.0  # a legacy server may stay silent on server/discover: fall back then

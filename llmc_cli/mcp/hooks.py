@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Callable
 
 from llmc_cli.errors import RpcError
 from llmc_cli.mcp import jsonrpc

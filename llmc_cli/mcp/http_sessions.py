@@ -34,7 +34,7 @@ class RememberedHttpSession:
                 "instructions": self.instructions}
 
     @classmethod
-    def from_entry(cls, entry: Mapping[str, object] | None) -> "RememberedHttpSession | None":
+    def from_entry(cls, entry: Mapping[str, object] | None) -> RememberedHttpSession | None:
         """The session remembered in an era cache entry, if any."""
         data = entry.get(ENTRY_KEY) if isinstance(entry, Mapping) else None
         if not isinstance(data, dict) or not data.get("id"):

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from functools import partial
-from typing import Callable, TypeVar, cast
+from typing import TypeVar, cast
 
 from llmc_cli.errors import ProtocolError
 from llmc_cli.mcp.messages import JSON, JSONObject, RequestId
-from llmc_cli.model import (ARGUMENTS_TOO_DEEP, MAX_MESSAGE_DEPTH, arguments_too_deep, compact_json,
-                            nesting_depth)
+from llmc_cli.model import ARGUMENTS_TOO_DEEP, MAX_MESSAGE_DEPTH, arguments_too_deep, compact_json, nesting_depth
 
 # Standard JSON-RPC codes
 PARSE_ERROR = -32700

@@ -14,14 +14,15 @@ before that it is a `JSONObject`. Fields llmc only forwards (tool arguments, str
 
 from __future__ import annotations
 
-from typing import Literal, NotRequired, TypeAlias, TypedDict, Union
+from typing import Literal, NotRequired, TypeAlias, TypedDict
 
 # JSON (any JSON value) and JSONObject (a JSON object) live in model.py, below mcp/, so the neutral
 # data there can use them too; re-exported here with the message shapes.
-from llmc_cli.model import JSON as JSON, JSONObject as JSONObject
+from llmc_cli.model import JSON as JSON
+from llmc_cli.model import JSONObject as JSONObject
 
-RequestId: TypeAlias = Union[int, str]
-ProgressToken: TypeAlias = Union[int, str]
+RequestId: TypeAlias = int | str
+ProgressToken: TypeAlias = int | str
 Role: TypeAlias = Literal["user", "assistant"]
 LoggingLevel: TypeAlias = Literal["debug", "info", "notice", "warning", "error", "critical", "alert",
                                   "emergency"]
@@ -67,8 +68,7 @@ class JSONRPCErrorResponse(TypedDict):
     error: ErrorObject
 
 
-JSONRPCMessage: TypeAlias = Union[JSONRPCRequest, JSONRPCNotification, JSONRPCResultResponse,
-                                  JSONRPCErrorResponse]
+JSONRPCMessage: TypeAlias = JSONRPCRequest | JSONRPCNotification | JSONRPCResultResponse | JSONRPCErrorResponse
 
 
 # --- Shared structures -----------------------------------------------------------------------
@@ -230,7 +230,7 @@ class BlobResourceContents(TypedDict):
     _meta: NotRequired[JSONObject]
 
 
-ResourceContents: TypeAlias = Union[TextResourceContents, BlobResourceContents]
+ResourceContents: TypeAlias = TextResourceContents | BlobResourceContents
 
 
 class EmbeddedResource(TypedDict):
@@ -258,7 +258,7 @@ class ResourceLink(Resource):
     type: Literal["resource_link"]
 
 
-ContentBlock: TypeAlias = Union[TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource]
+ContentBlock: TypeAlias = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
 
 
 # --- Tools -----------------------------------------------------------------------------------

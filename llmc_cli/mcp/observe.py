@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from llmc_cli.mcp.session import Session
@@ -34,7 +34,8 @@ class Observer(Protocol):
 
 
 Send = Callable[[dict[str, Any]], None]
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class ServedRequest(Protocol):
@@ -52,7 +53,7 @@ class ServerObserver(Protocol):
                     attributes: Mapping[str, Any]) -> ServedRequest | None:
         """A request a server received, parented from the trace context in its `_meta`."""
 
-    def in_context(self, function: F) -> F:
+    def in_context(self, function: Callable[P, R]) -> Callable[P, R]:
         """`function`, run in the caller's trace context wherever it runs (a pool thread)."""
 
     def client_span(self, method: str, request_id: str) -> AbstractContextManager[dict[str, str]]:

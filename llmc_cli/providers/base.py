@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Callable, Mapping, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from llmc_cli.errors import ProviderError
 from llmc_cli.model import ARGUMENTS_TOO_DEEP, PROVIDERS, JSONObject, ToolResult, arguments_too_deep

@@ -25,8 +25,8 @@ import threading
 import time
 from typing import Any
 
+from llmc_cli.mcp.server import ToolError
 from llmc_cli.model import JSON, JSONObject
-
 from llmc_cli.server.jail import Jail, fd_path
 
 MAX_SEARCHES = 32  # remembered at once; the oldest finished ones are forgotten first

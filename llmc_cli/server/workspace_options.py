@@ -4,7 +4,8 @@ paths it keeps off limits."""
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from llmc_cli.errors import ConfigError
 

@@ -3,7 +3,8 @@ and the Workspace method each one runs."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from llmc_cli.mcp.server import ToolDef
 

@@ -17,15 +17,14 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Mapping, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 if TYPE_CHECKING:
     from opentelemetry.util.types import AttributeValue
 
-    from llmc_cli.mcp.messages import JSONObject
-
     from llmc_cli.config.schema import TelemetryConfig
     from llmc_cli.config.secrets import Masker
+    from llmc_cli.mcp.messages import JSONObject
     from llmc_cli.telemetry.otel import Otel
 
 ENV_FLAG = "LLMC_OTEL"
@@ -125,7 +124,7 @@ def span(name: str, kind: str = "internal", attributes: Attributes | None = None
 
 
 def server_span(method: str, params: Mapping[str, object], request_id: object,
-                attributes: Attributes) -> "ServerSpan | None":
+                attributes: Attributes) -> ServerSpan | None:
     """A SERVER span for a request one of llmc's servers (the gateway, the workspace server)
     received, parented from the trace context in its `_meta`; None when telemetry is off."""
     if _ACTIVE is None:
@@ -191,9 +190,6 @@ def in_context(function: Callable[_P, _R]) -> Callable[_P, _R]:
 
 
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-
 class ServerWatch:
     """mcp.observe.ServerObserver: what llmc's servers (the gateway, the workspace server) serve
     and ask their clients, as spans and metrics. Installed while telemetry is enabled."""
@@ -202,9 +198,8 @@ class ServerWatch:
                     attributes: Mapping[str, Any]) -> ServerSpan | None:
         return server_span(method, params, request_id, attributes)
 
-    def in_context(self, function: F) -> F:
-        bound: F = in_context(function)
-        return bound
+    def in_context(self, function: Callable[_P, _R]) -> Callable[_P, _R]:
+        return in_context(function)
 
     @contextmanager
     def client_span(self, method: str, request_id: str) -> Iterator[dict[str, str]]:

@@ -11,7 +11,8 @@ name, and exporters that remember a failed export (the SDK only logs it) so llmc
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Protocol, Sequence, overload
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol, overload
 
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
@@ -22,6 +23,7 @@ from opentelemetry.sdk.resources import SERVICE_NAME, SERVICE_VERSION, Resource
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from llmc_cli import __version__
+from llmc_cli.errors import ConfigError
 
 if TYPE_CHECKING:
     from opentelemetry.sdk._logs import ReadableLogRecord
@@ -40,7 +42,6 @@ class Mask(Protocol):
 
     @overload
     def __call__(self, value: dict[str, AttributeValue], /) -> dict[str, AttributeValue]: ...
-from llmc_cli.errors import ConfigError
 
 SIGNALS = ("TRACES", "METRICS", "LOGS")
 

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, Mapping, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
@@ -35,8 +35,14 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from llmc_cli import __version__
 from llmc_cli.telemetry import Attributes, Settings
-from llmc_cli.telemetry.exporters import (WatchedLogExporter, WatchedMetricExporter, WatchedSpanExporter,
-                                          check_protocol, endpoint, resource)
+from llmc_cli.telemetry.exporters import (
+    WatchedLogExporter,
+    WatchedMetricExporter,
+    WatchedSpanExporter,
+    check_protocol,
+    endpoint,
+    resource,
+)
 from llmc_cli.telemetry.spans import KINDS, McpObserver, OtelServerSpan, SpanScope, trace_carrier
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ import json
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context
@@ -135,7 +135,7 @@ class OtelSpan(Span):
 class SpanScope:
     """A span made current for a block; an exception leaving the block marks it as an error."""
 
-    def __init__(self, otel: "Otel", name: str, kind: SpanKind, attributes: Attributes,
+    def __init__(self, otel: Otel, name: str, kind: SpanKind, attributes: Attributes,
                  parent: otel_context.Context) -> None:
         self._span = otel.tracer.start_span(name, kind=kind, attributes=dict(attributes), context=parent)
         self._token: object | None = None
@@ -158,7 +158,7 @@ class OtelServerSpan(ServerSpan):
     """A request one of llmc's servers received: current while it is dispatched, ended by its
     reply (which may be sent from a pool thread, or much later for a long tool call)."""
 
-    def __init__(self, otel: "Otel", method: str, params: Mapping[str, object], request_id: object,
+    def __init__(self, otel: Otel, method: str, params: Mapping[str, object], request_id: object,
                  attributes: Attributes) -> None:
         self.otel = otel
         self.method = method
@@ -214,7 +214,7 @@ class McpObserver:
     def __init__(self, otel: Otel) -> None:
         self.otel = otel
 
-    def request(self, session: Session, request_id: int, method: str, params: JSONObject) -> "RequestWatch":
+    def request(self, session: Session, request_id: int, method: str, params: JSONObject) -> RequestSpan:
         name, attributes = describe_request(method, params)
         attributes["jsonrpc.request.id"] = str(request_id)
         version = session.protocol_version or (params.get("protocolVersion") if method == "initialize" else None)
@@ -238,7 +238,7 @@ class McpObserver:
 class RequestSpan:
     """One request in flight: its CLIENT span, ended with the reply or the error."""
 
-    def __init__(self, otel: "Otel", span: trace.Span, method: str, attributes: Attributes,
+    def __init__(self, otel: Otel, span: trace.Span, method: str, attributes: Attributes,
                  transport: object) -> None:
         self.otel = otel
         self.transport = transport

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import import_module
 from types import ModuleType
-from typing import Any, Mapping
+from typing import Any
 
 from llmc_cli.model import LINT_FORMATS, TOOL_FORMATS, JSONObject, Tool
 

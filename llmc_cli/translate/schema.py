@@ -9,9 +9,9 @@ Paths in findings point into the generated definition (e.g. `$.parameters.proper
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from json.encoder import encode_basestring
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from .findings import Path, Report
 from .names import property_names

@@ -22,7 +22,7 @@ class Tokens:
     scope: str = ""
 
     @classmethod
-    def from_json(cls, data: object) -> "Tokens":
+    def from_json(cls, data: object) -> Tokens:
         if not isinstance(data, dict):
             return cls()
         expires_at = data.get("expires_at")
@@ -42,7 +42,7 @@ class Client:
     client_secret: str | None = None  # a dynamically registered client's; a profile's stays in the environment
 
     @classmethod
-    def from_json(cls, data: object) -> "Client | None":
+    def from_json(cls, data: object) -> Client | None:
         if not isinstance(data, dict) or not isinstance(data.get("client_id"), str):
             return None
         return cls(data["client_id"], str(data.get("source") or "dynamic"), str(data.get("auth_method") or "none"),
@@ -67,7 +67,7 @@ class TokenRecord:
         return data
 
     @classmethod
-    def from_json(cls, data: object) -> "TokenRecord | None":
+    def from_json(cls, data: object) -> TokenRecord | None:
         if not isinstance(data, dict):
             return None
         needed = ("server_url", "resource", "issuer", "token_endpoint")

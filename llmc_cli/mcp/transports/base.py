@@ -12,7 +12,8 @@ they came with (`related`), so that a client with many users can route them to t
 from __future__ import annotations
 
 import os
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 from llmc_cli.errors import LlmcError, ProtocolError
 from llmc_cli.mcp.messages import JSONObject

@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 import socket
 import threading
-from typing import TYPE_CHECKING, Callable, Generator
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
 from llmc_cli.errors import AuthError, ConnectionFailed, HttpStatusError, LlmcError, TimeoutExpired
@@ -142,7 +143,7 @@ class HttpChannel:
         return not self._proxied
 
     def request(self, method: str, url: str, headers: dict[str, str], *, body: bytes | None = None,
-                read_timeout: float | None | str = "default", reauthorize: bool = True,
+                read_timeout: float | str | None = "default", reauthorize: bool = True,
                 watch_socket: Callable[[socket.socket | None], None] | None = None) -> httpx2.Response:
         """Send one request and return the open (streamed) response; the caller closes it.
         401/403 go through the OAuth hooks and are retried (unless `reauthorize` is False: closing

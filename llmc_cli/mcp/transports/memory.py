@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 from llmc_cli.errors import ConnectionFailed
 from llmc_cli.mcp.messages import JSONObject

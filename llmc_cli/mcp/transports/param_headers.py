@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import base64
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 NAME_PARAM = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}  # -> Mcp-Name
 X_MCP_HEADER = "x-mcp-header"

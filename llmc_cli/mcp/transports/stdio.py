@@ -15,7 +15,8 @@ import signal
 import subprocess
 import threading
 import weakref
-from typing import Callable
+from collections.abc import Callable
+from typing import ClassVar
 
 from llmc_cli.errors import ConnectionFailed, LlmcError, ProtocolError
 from llmc_cli.mcp import jsonrpc

@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from llmc_cli.errors import Cancelled, ConnectionFailed, HttpStatusError, LlmcError, ProtocolError, SessionExpired, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
@@ -170,7 +170,7 @@ class StreamableHttpTransport:
         if not head.abandoned and head.error is not None:
             raise head.error
 
-    def _post_in_background(self, message: JSONObject, head: "_Head", confirming: bool) -> None:
+    def _post_in_background(self, message: JSONObject, head: _Head, confirming: bool) -> None:
         error: LlmcError | None = None
         try:
             # A reply stream is read right here, once send() has heard that it started.
