@@ -166,7 +166,7 @@ class Tool:
 
     @classmethod
     def from_mcp(cls, server: str, raw: JSONObject) -> Tool:
-        """From a tools/list entry (messages.Tool) as the server sent it: fields of the wrong type
+        """From a tools/list entry (messages.ToolDefinition) as the server sent it: fields of the wrong type
         read as absent; `raw` keeps the entry as it came."""
         schema, output = raw.get("inputSchema"), raw.get("outputSchema")
         description, title = raw.get("description"), raw.get("title")

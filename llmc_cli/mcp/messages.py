@@ -272,7 +272,7 @@ class ToolAnnotations(TypedDict, total=False):
     openWorldHint: bool
 
 
-class Tool(TypedDict):
+class ToolDefinition(TypedDict):
     """An entry of tools/list. inputSchema/outputSchema are JSON Schema objects (translate/schema.py)."""
     name: str
     inputSchema: JSONObject
@@ -285,7 +285,7 @@ class Tool(TypedDict):
 
 
 class ListToolsResult(PaginatedResult, CacheableResult):
-    tools: list[Tool]
+    tools: list[ToolDefinition]
 
 
 class CallToolRequestParams(TypedDict):

@@ -15,7 +15,8 @@ from llmc_cli.mcp.versions import SUPPORTED_VERSIONS
 SPEC = Path("/work/shared/mcp-spec")
 # TypedDicts whose schema definition is named differently in some version, or not at all.
 SCHEMA_NAMES = {"ErrorObject": ("Error",), "JSONRPCResultResponse": ("JSONRPCResultResponse", "JSONRPCResponse"),
-                "JSONRPCErrorResponse": ("JSONRPCErrorResponse", "JSONRPCError")}
+                "JSONRPCErrorResponse": ("JSONRPCErrorResponse", "JSONRPCError"),
+                "ToolDefinition": ("Tool",)}  # model.Tool is the dataclass llmc works with
 NOT_IN_SCHEMA = {"ResultMeta"}  # Result's fields, declared once for every result
 
 
