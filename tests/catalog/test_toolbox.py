@@ -12,8 +12,10 @@ import pytest
 
 from tests.helpers import llmc as llmc_subprocess
 from tests.helpers import node_tool, profile_file, sdk_server
-from tests.helpers import llmc_in_process as llmc
+from tests.helpers import llmc
 from tests.profiles.runner import toml_str
+
+pytestmark = pytest.mark.e2e  # the npm reference servers (everything, filesystem)
 
 PY, SDK = sdk_server("sdk_server.py")
 

@@ -1,5 +1,7 @@
 """Every command line in the README's shell code blocks runs here, so an example can never drift
 from the code: through bash (pipes, `&&`, `~` and `$(...)` as a user's shell has them), with the
+
+pytestmark = pytest.mark.e2e  # the README's command lines run by a shell, against npm and SDK peers
 installed llmc first on PATH, in a fresh world per code block (HOME, config and state in a temp
 dir), the example servers swapped for the test peers (SUBSTITUTIONS), and each line's exit code
 asserted. A line that cannot run here is in NOT_RUN with the reason; a NOT_RUN entry the README
@@ -39,6 +41,7 @@ NOT_RUN = {
     "bash scripts/test.sh": "the whole test suite, this test included",
     "bash scripts/test.sh tests/mcp -x": "the test suite again",
     "bash scripts/test.sh -n 0": "the test suite again, serially",
+    "bash scripts/test.sh -m 'not e2e'": "the test suite again, its fast part",
     "(cd bench/node && npm install) && .venv/bin/python bench/peers.py --runs 10": "installs npm packages, then "
                                                                                   "a benchmark",
     "pip install 'llmc-cli[postgres]'": "installs a package (the test environment has psycopg already)",

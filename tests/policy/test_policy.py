@@ -12,6 +12,8 @@ import pytest
 
 from tests.helpers import llmc, node_tool, profile_file, sdk_server
 
+pytestmark = pytest.mark.e2e  # the npm reference server-filesystem
+
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import pytest
 
 from tests.helpers import ROOT, llmc_executable, profile_file, sdk_server
 from tests.helpers import llmc as llmc_subprocess
-from tests.helpers import llmc_in_process as llmc
+from tests.helpers import llmc
 from tests.profiles.runner import toml_str
 
 PY, SDK = sdk_server("sdk_server.py")

@@ -27,6 +27,8 @@ from tests.gateway.test_stdio import run
 from tests.helpers import free_port, llmc, llmc_executable
 from tests.schemas import check_output
 
+pytestmark = pytest.mark.e2e  # a real PostgreSQL (and HAProxy)
+
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
 
