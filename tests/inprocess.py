@@ -25,6 +25,7 @@ import io
 import os
 import signal
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,8 +36,11 @@ def run_main(argv: list[str], stdin: str | bytes | None = None, env: dict[str, s
     """Run `llmc ARGV` through main() (its error handling and exit codes); (exit code, stdout, stderr)."""
     from llmc_cli.cli.main import main
 
+    assert threading.current_thread() is threading.main_thread(), \
+        "llmc() runs in the main thread (a process's signals, streams, working directory); in parallel: llmc_process()"
     out, err = io.BytesIO(), io.BytesIO()
-    with _environment(env), _cwd(cwd), _signal_handlers(), _streams(stdin, out, err):
+    received: list[int] = []
+    with _stdio_fds(argv), _environment(env), _cwd(cwd), _signal_handlers(), _streams(stdin, out, err):
         fresh_state()
         try:
             main(argv)
@@ -44,7 +48,10 @@ def run_main(argv: list[str], stdin: str | bytes | None = None, env: dict[str, s
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         finally:
+            received = list(getattr(sys.modules.get("llmc_cli.interrupts"), "_received", []))
             fresh_state()
+    if received:  # meant for this process (Ctrl-C on pytest, a CI timeout): its own handler acts on it
+        signal.raise_signal(received[0])
     return code, out.getvalue(), err.getvalue()
 
 
@@ -72,6 +79,29 @@ def fresh_state() -> None:
         approval._key_file.cache_clear()
     if (records := modules.get("llmc_cli.audit.records")) is not None:
         records._user_and_host.cache_clear()
+
+
+@contextlib.contextmanager
+def _stdio_fds(argv: list[str]) -> Iterator[None]:
+    """File descriptors 0-2 are this process's: a command that takes them over (a stdio server,
+    `serve`, points fd 1 at stderr) gets them put back and fails the test, which needs
+    llmc_process()."""
+    saved = {fd: os.dup(fd) for fd in (0, 1, 2)}
+    before = {fd: _identity(fd) for fd in saved}
+    try:
+        yield
+    finally:
+        moved = [fd for fd in saved if _identity(fd) != before[fd]]
+        for fd, copy in saved.items():
+            if fd in moved:
+                os.dup2(copy, fd)
+            os.close(copy)
+        assert not moved, f"llmc {' '.join(argv)} took over file descriptors {moved}: run it with llmc_process()"
+
+
+def _identity(fd: int) -> tuple[int, int]:
+    status = os.fstat(fd)
+    return status.st_dev, status.st_ino
 
 
 @contextlib.contextmanager
