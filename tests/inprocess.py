@@ -3,9 +3,13 @@
 A run gets what a fresh `llmc` process would: its environment (the test's, with the run's
 changes), working directory, standard streams (new in-memory ones, configured like the
 interpreter's own, never a terminal), signal handlers, and llmc's process-wide state as a fresh
-import leaves it. Everything is put back when the run ends, so runs cannot see each other.
+import leaves it. Everything is put back when the run ends, so runs cannot see each other. A
+signal llmc caught during a run was meant for the test process (Ctrl-C, a CI timeout): it is
+raised again once this process's handlers are back. What only a process has (file descriptors
+0-2, the main thread's signals from a thread pool, interpreter start-up) is refused or left to
+tests.helpers.llmc_process().
 
-The process-wide state of llmc_cli, each reset before a run (FRESH_STATE):
+The process-wide state of llmc_cli, each reset before and after a run (fresh_state()):
 - interrupts: the signal received and the flag "a signal stopped us" (a run that was interrupted
   would leave every later run interrupted), the handlers it installs (put back after the run);
 - cli.output: -q (QUIET), a status line standing, messages held back during a prompt;
