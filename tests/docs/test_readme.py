@@ -1,7 +1,5 @@
 """Every command line in the README's shell code blocks runs here, so an example can never drift
 from the code: through bash (pipes, `&&`, `~` and `$(...)` as a user's shell has them), with the
-
-pytestmark = pytest.mark.e2e  # the README's command lines run by a shell, against npm and SDK peers
 installed llmc first on PATH, in a fresh world per code block (HOME, config and state in a temp
 dir), the example servers swapped for the test peers (SUBSTITUTIONS), and each line's exit code
 asserted. A line that cannot run here is in NOT_RUN with the reason; a NOT_RUN entry the README
@@ -30,6 +28,8 @@ from tests.auth.fake_oauth import FakeOAuthServer
 from tests.fakes.llm import FakeLLM, anthropic_reply, chat_reply
 from tests.helpers import (NODE_BIN, PEERS, ROOT, desktop_commander, free_port, llmc_executable, node_tool, sdk_server,
                            wait_listening)
+
+pytestmark = pytest.mark.e2e  # the README's command lines run by a shell, against npm and SDK peers
 
 README = ROOT / "README.md"
 LINE_TIMEOUT = 120.0
