@@ -5,7 +5,8 @@
 # Commander), then lints (ruff), checks types (mypy) and runs pytest.
 # Extra arguments go to pytest. Tests run on two pytest-xdist workers (`-n 2 --dist loadgroup`;
 # tests that must not run beside each other share an xdist_group, tests/conftest.py); give
-# `-n 0` to run them serially in this process.
+# `-n 0` to run them serially in this process. `-m 'not e2e'` is the fast run: it leaves out the suites
+# marked e2e (real third-party processes: npm peers, conformance, PostgreSQL, bubblewrap; signals, terminals).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -45,6 +45,10 @@ WHOLE_MODULES = ("transports/", "agent/", "conformance/test_server_conformance.p
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     tests = Path(__file__).parent
     for item in items:
+        # The workspace server's process tests run once per sandbox (tests/server/conftest.py
+        # SANDBOXES): under bubblewrap they are e2e (the rest of the e2e marks are in the modules).
+        if "bwrap" in getattr(getattr(item, "callspec", None), "params", {}).values():
+            item.add_marker(pytest.mark.e2e)
         where = Path(str(item.fspath)).relative_to(tests).as_posix()
         group = next((name for prefix, name in XDIST_GROUPS.items() if where.startswith(prefix)), None)
         if group is None and where.startswith(WHOLE_MODULES):

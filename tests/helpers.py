@@ -137,12 +137,32 @@ class Result(subprocess.CompletedProcess[str]):
         return [json.loads(line) for line in self.stdout.splitlines() if line.strip()]
 
 
-def llmc(*args: str, stdin: str | bytes | None = None, env: dict[str, str] | None = None,
+def llmc(*args: str, stdin: str | bytes | None = None, env: dict[str, str | None] | None = None,
          timeout: float = 120, cwd: Path | None = None) -> Result:
-    """Run the installed `llmc` as a user would (no terminal); a traceback is always a failure.
-    `stdin` as bytes feeds input that need not be UTF-8; the output is text either way.
-    The one test runner of llmc; llmc_in_process() is its fast twin for commands where a
-    process proves nothing more."""
+    """Run the `llmc` entry point in this process as a user would (no terminal): the default test
+    runner. What a fresh process would have is set up for the run and put back after it
+    (tests/inprocess.py): the environment with `env` applied (None unsets), the working directory,
+    stdin (bytes need not be UTF-8; None: empty, as /dev/null), stdout and stderr captured apart,
+    the exit code, and llmc's process-wide state. A traceback is always a failure. `timeout` is
+    the process runner's; here pytest-timeout bounds the test. Tests about the process itself
+    (signals, terminals, start-up, crashes, file descriptors, daemons) use llmc_process()."""
+    from tests.inprocess import run_main
+
+    code, out, err = run_main(list(args), stdin=stdin, env=env, cwd=cwd)
+    return _checked(Result(["llmc", *args], code, _text(out, stdin), _text(err, stdin)))
+
+
+def _text(data: bytes, stdin: str | bytes | None) -> str:
+    """Output as the process runner gives it: decoded strictly, or leniently when the input was
+    bytes (which need not be UTF-8 and may come back)."""
+    return data.decode(errors="replace" if isinstance(stdin, bytes) else "strict")
+
+
+def llmc_process(*args: str, stdin: str | bytes | None = None, env: dict[str, str] | None = None,
+                 timeout: float = 120, cwd: Path | None = None) -> Result:
+    """Run the installed `llmc` executable in a process of its own (no terminal), for what only a
+    process shows: signals, exit statuses of a crash, start-up, file descriptors, daemons left
+    behind. The output is text either way; a traceback is always a failure."""
     binary = isinstance(stdin, bytes)
     proc = subprocess.run([llmc_executable(), *args], input=stdin, capture_output=True, text=not binary,
                           timeout=timeout, stdin=None if stdin is not None else subprocess.DEVNULL,
@@ -150,23 +170,6 @@ def llmc(*args: str, stdin: str | bytes | None = None, env: dict[str, str] | Non
     if binary:
         proc.stdout, proc.stderr = proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
     return _checked(Result(proc.args, proc.returncode, proc.stdout, proc.stderr))
-
-
-def llmc_in_process(*args: str, stdin: str | None = None, env: dict[str, str | None] | None = None) -> Result:
-    """The real `llmc` entry point run in this process (Click's isolation: stdin/stdout/stderr
-    captured, the environment patched), keeping main()'s error handling and exit codes."""
-    from click.testing import CliRunner
-
-    from llmc_cli.cli.main import main
-
-    with CliRunner().isolation(input=stdin, env=env) as (out, err, _):
-        try:
-            main(list(args))
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        result = Result(["llmc", *args], code, out.getvalue().decode(), err.getvalue().decode())
-    return _checked(result)
 
 
 def _checked(result: Result) -> Result:

@@ -12,6 +12,8 @@ from tests.fakes.llm import FakeLLM
 from tests.fakes.scripts import sent_results, turn
 from tests.helpers import node_tool
 
+pytestmark = pytest.mark.e2e  # the npm reference server-everything
+
 
 def provider_for(api, fake):
     return make_provider(api, ProviderSettings(model="model-x", api_key="k", base_url=fake.base_url))

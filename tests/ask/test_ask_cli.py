@@ -14,6 +14,8 @@ from tests.fakes.llm import FakeLLM, anthropic_error
 from tests.fakes.scripts import APIS, sent_results, turn
 from tests.helpers import llmc, node_tool, profile_file, sdk_server
 
+pytestmark = pytest.mark.e2e  # the npm reference server-filesystem
+
 KEY_ENV = {"openai": "OPENAI_API_KEY", "openai-responses": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY",
            "gemini": "GEMINI_API_KEY", "text": "OPENAI_API_KEY"}
 

@@ -18,6 +18,8 @@ from tests.helpers import node_tool, profile_file, sdk_server, signal_another_th
 from tests.peers.hostile_text import PAYLOAD, RAW_MARKERS
 from tests.terminal import Terminal
 
+pytestmark = pytest.mark.e2e  # llmc on a real terminal (a pty)
+
 KEY = {"OPENAI_API_KEY": "test-key"}
 
 

@@ -16,6 +16,8 @@ from tests.fakes.scripts import APIS, turn
 from tests.helpers import profile_file, sdk_server
 from tests.terminal import Terminal
 
+pytestmark = pytest.mark.e2e  # llmc on a real terminal (a pty)
+
 KEY_ENV = {"openai": "OPENAI_API_KEY", "openai-responses": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY",
            "gemini": "GEMINI_API_KEY", "text": "OPENAI_API_KEY"}
 ANSWER = "The newest log says the disk on /var is full; nothing else went wrong."

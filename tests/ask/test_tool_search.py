@@ -12,9 +12,10 @@ import pytest
 
 from tests.fakes.llm import FakeLLM
 from tests.fakes.scripts import APIS, sent_results, turn
-from tests.helpers import llmc_in_process as llmc
-from tests.helpers import node_tool, profile_file
+from tests.helpers import llmc, node_tool, profile_file
 from tests.profiles.runner import toml_str
+
+pytestmark = pytest.mark.e2e  # the npm reference servers (everything, filesystem)
 
 KEY_ENV = {"openai": "OPENAI_API_KEY", "openai-responses": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY",
            "gemini": "GEMINI_API_KEY", "text": "OPENAI_API_KEY"}

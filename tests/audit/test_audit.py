@@ -35,6 +35,7 @@ confirm_destructive = false
 """)
 
 
+@pytest.mark.e2e  # eight llmc processes writing one trail
 def test_eight_processes_append_4000_records_with_an_intact_chain(tmp_path):
     path = tmp_path / "audit.jsonl"
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(i)]) for i in range(8)]

@@ -15,6 +15,8 @@ import pytest
 
 from tests.helpers import llmc, node_tool, profile_file
 
+pytestmark = pytest.mark.e2e  # the npm reference server-filesystem
+
 BIG = 40 * 1024  # a result that cannot fit in what is left
 
 

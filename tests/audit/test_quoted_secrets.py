@@ -11,7 +11,7 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
-from tests.helpers import llmc_in_process, profile_file, sdk_server
+from tests.helpers import llmc, profile_file, sdk_server
 
 PASSWORD = 'Hunter"2 &x/y\\z'  # a quote, a backslash, a space, & and /: every spelling differs
 TOKEN = "zq-upstream-9876"
@@ -40,7 +40,7 @@ env = {{ API_TOKEN = "${{UPSTREAM_CRED}}" }}
 def test_a_server_quoting_secrets_back_leaves_none_in_any_field(quoting_profile: Path, fail_with: str,
                                                                  outcome: str, code: int) -> None:
     arguments = {"user": "ann", "password": PASSWORD, "fail_with": fail_with}
-    result = llmc_in_process("call", "q.login", "--json", json.dumps(arguments))
+    result = llmc("call", "q.login", "--json", json.dumps(arguments))
     assert result.returncode == code, result.stderr
     if fail_with == "rpc":  # nor in llmc's own error line (a result, error or not, is the tool's to show)
         assert "login failed for password *** (token ***)" in result.stderr
@@ -56,12 +56,12 @@ def test_a_server_quoting_secrets_back_leaves_none_in_any_field(quoting_profile:
     assert "login failed for password *** (token ***)" in quoted  # masked, not dropped: the rest reads
     if fail_with == "none":  # a secret used as a key is masked too, the structure kept
         assert records[1]["result"]["structuredContent"]["***"] == "the password as a key"
-    assert json.loads(llmc_in_process("audit", "verify").stdout)["ok"] is True
+    assert json.loads(llmc("audit", "verify").stdout)["ok"] is True
 
 
 def test_a_short_secret_argument_is_masked_as_a_word_not_inside_others(quoting_profile: Path) -> None:
     arguments = {"user": "ann", "password": "fail", "fail_with": "rpc"}  # the error reads "login failed ..."
-    llmc_in_process("call", "q.login", "--json", json.dumps(arguments))
+    llmc("call", "q.login", "--json", json.dumps(arguments))
     records = [json.loads(line) for line in quoting_profile.read_text(encoding="utf-8").splitlines()]
     assert "login failed for password *** (token ***)" in records[1]["error"]
     assert records[0]["arguments"]["user"] == "ann" and records[1]["outcome"] == "transport_error"

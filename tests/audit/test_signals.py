@@ -30,6 +30,8 @@ from tests.helpers import (
 from tests.processes import live_processes
 from tests.schemas import check_output
 
+pytestmark = pytest.mark.e2e  # signals sent to llmc processes
+
 WAIT_SECONDS = 60  # bound on every wait below (a loaded machine is slow, never this slow)
 SIGNALS = [(signal.SIGTERM, 143), (signal.SIGHUP, 143), (signal.SIGINT, 130)]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import llmc_in_process, profile_file, sdk_server
+from tests.helpers import llmc, profile_file, sdk_server
 
 TOKEN = "tok-4f1d9c2b7a6e5d3c"
 
@@ -40,7 +40,7 @@ def calls(tmp_path: Path) -> list[str]:
 
 
 def call(*args: str) -> dict:
-    proc = llmc_in_process("call", *args, "--format", "json")
+    proc = llmc("call", *args, "--format", "json")
     assert proc.returncode in (0, 1), proc.stderr
     return json.loads(proc.stdout)
 
@@ -61,10 +61,10 @@ def test_a_second_identical_call_within_the_ttl_is_served_from_the_cache_and_aud
     decisions = [r for r in audit(tmp_path) if r["event"] == "decision"]
     assert [r["outcome"] for r in outcomes] == ["ok", "cached"] and [r["decision"] for r in decisions] == ["allow"] * 2
     assert outcomes[1]["resultSha256"] == outcomes[0]["resultSha256"]
-    assert llmc_in_process("audit", "verify").returncode == 0
-    tail = llmc_in_process("audit", "tail", "--outcome", "cached", "--format", "jsonl")
+    assert llmc("audit", "verify").returncode == 0
+    tail = llmc("audit", "tail", "--outcome", "cached", "--format", "jsonl")
     assert [json.loads(line)["outcome"] for line in tail.stdout.splitlines()] == ["cached"]
-    table = llmc_in_process("call", "count.search", "query=tides", "--format", "table")
+    table = llmc("call", "count.search", "query=tides", "--format", "table")
     assert "cached" in table.stdout and len(calls(tmp_path)) == 1
 
 
@@ -74,7 +74,7 @@ def test_an_entry_expires_after_its_ttl(tmp_path: Path) -> None:
     time.sleep(1.2)
     # one run, so the second line comes well within the TTL of the first's fresh answer
     line = json.dumps({"tool": "count.search", "arguments": {"query": "a"}})
-    proc = llmc_in_process("call", "--batch", "-", stdin=f"{line}\n{line}\n")
+    proc = llmc("call", "--batch", "-", stdin=f"{line}\n{line}\n")
     assert [json.loads(out).get("cached", False) for out in proc.stdout.splitlines()] == [False, True]
     assert len(calls(tmp_path)) == 2
 
@@ -92,13 +92,13 @@ def test_what_is_never_answered_from_the_cache(tmp_path: Path, args: list[str]) 
 
 def test_policy_check_and_tools_lint_say_what_is_cached(tmp_path: Path) -> None:
     write_profile(tmp_path, 'ttl_seconds = 300\ntools = ["count.search", "count.delete", "count.plain"]')
-    checked = json.loads(llmc_in_process("policy", "check", "count.search", "query=a").stdout)
+    checked = json.loads(llmc("policy", "check", "count.search", "query=a").stdout)
     assert checked["cache"] == "cached for 300 s"
     for tool in ("delete", "plain"):
-        proc = llmc_in_process("policy", "check", f"count.{tool}", "name=a")
+        proc = llmc("policy", "check", f"count.{tool}", "name=a")
         assert json.loads(proc.stdout)["cache"] == "listed in [cache] tools but not read-only: never cached"
-    assert "cache" not in json.loads(llmc_in_process("policy", "check", "count.big", "size=1").stdout)
-    findings = json.loads(llmc_in_process("tools", "lint", "--format", "json").stdout)["findings"]
+    assert "cache" not in json.loads(llmc("policy", "check", "count.big", "size=1").stdout)
+    findings = json.loads(llmc("tools", "lint", "--format", "json").stdout)["findings"]
     assert sorted(f["tool"] for f in findings if f["target"] == "cache") == ["delete", "plain"]
 
 
@@ -143,10 +143,10 @@ def test_list_changed_drops_the_servers_entries(tmp_path: Path) -> None:
         {"id": 4, "tool": "count.search", "arguments": {"query": "a"}},
         {"id": 5, "tool": "count.search", "arguments": {"query": "a"}},
     ]) + "\n"
-    proc = llmc_in_process("call", "--batch", "-", "--no-cache", stdin=batch)
+    proc = llmc("call", "--batch", "-", "--no-cache", stdin=batch)
     assert proc.returncode == 0, proc.stderr
     assert not any("cached" in json.loads(line) for line in proc.stdout.splitlines())  # but stored
-    proc = llmc_in_process("call", "--batch", "-", stdin=batch)
+    proc = llmc("call", "--batch", "-", stdin=batch)
     assert proc.returncode == 0, proc.stderr
     lines = {json.loads(line)["id"]: json.loads(line) for line in proc.stdout.splitlines()}
     # 1: filled by the --no-cache run; 3 announced a changed list: 4 asks the server again
@@ -166,12 +166,12 @@ def test_a_changed_tool_definition_never_meets_an_old_entry(tmp_path: Path) -> N
 def test_cache_clear(tmp_path: Path) -> None:
     write_profile(tmp_path)
     call("count.search", "query=a")
-    cleared = json.loads(llmc_in_process("cache", "clear", "--server", "other").stdout)
+    cleared = json.loads(llmc("cache", "clear", "--server", "other").stdout)
     assert cleared == {"cleared": 0, "server": "other", "store": "files"}
     assert call("count.search", "query=a")["cached"] is True
-    assert json.loads(llmc_in_process("cache", "clear", "--server", "count").stdout)["cleared"] == 1
+    assert json.loads(llmc("cache", "clear", "--server", "count").stdout)["cleared"] == 1
     assert "cached" not in call("count.search", "query=a")
-    assert json.loads(llmc_in_process("cache", "clear").stdout)["cleared"] == 1
+    assert json.loads(llmc("cache", "clear").stdout)["cleared"] == 1
     assert len(calls(tmp_path)) == 2
 
 
@@ -195,10 +195,10 @@ def test_the_policy_decides_every_call_first_and_a_cached_answer_counts_against_
     write_profile(tmp_path, extra="[policy]\ncalls_per_minute = 2")
     call("count.search", "query=a")
     assert call("count.search", "query=a")["cached"] is True
-    limited = llmc_in_process("call", "count.search", "query=a")
+    limited = llmc("call", "count.search", "query=a")
     assert limited.returncode == 4 and "rate" in limited.stderr.lower()
     write_profile(tmp_path, extra='[policy]\ndeny = ["count.search"]')
-    denied = llmc_in_process("call", "count.search", "query=a")
+    denied = llmc("call", "count.search", "query=a")
     assert denied.returncode == 4 and denied.stdout == ""
     assert len(calls(tmp_path)) == 1
     records = audit(tmp_path)
@@ -216,7 +216,7 @@ def test_a_models_repeated_call_in_ask_is_answered_from_the_cache(tmp_path: Path
     with FakeLLM("openai", script) as fake:
         path = write_profile(tmp_path)
         path.write_text(path.read_text() + f'\n[llm]\nprovider = "openai"\nmodel = "m"\nbase_url = "{fake.base_url}"\n')
-        proc = llmc_in_process("ask", "search twice", env={"OPENAI_API_KEY": "k"})
+        proc = llmc("ask", "search twice", env={"OPENAI_API_KEY": "k"})
     assert proc.returncode == 0, proc.stderr
     steps = json.loads(proc.stdout)["steps"]
     assert [s.get("cached", False) for s in steps] == [False, True] and steps[0]["seen"] == steps[1]["seen"]
@@ -225,6 +225,6 @@ def test_a_models_repeated_call_in_ask_is_answered_from_the_cache(tmp_path: Path
 
 def test_a_cache_pattern_without_a_server_is_refused(tmp_path: Path) -> None:
     write_profile(tmp_path, 'tools = ["search"]')
-    proc = llmc_in_process("call", "count.search", "query=a")
+    proc = llmc("call", "count.search", "query=a")
     assert proc.returncode == 3 and "SERVER.TOOL glob" in proc.stderr and proc.stdout == ""
     assert calls(tmp_path) == []

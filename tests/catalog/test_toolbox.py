@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import llmc as llmc_subprocess
-from tests.helpers import llmc_in_process as llmc
-from tests.helpers import node_tool, profile_file, sdk_server
+from tests.helpers import llmc, llmc_process, node_tool, profile_file, sdk_server
 from tests.profiles.runner import toml_str
+
+pytestmark = pytest.mark.e2e  # the npm reference servers (everything, filesystem)
 
 PY, SDK = sdk_server("sdk_server.py")
 
@@ -137,9 +137,9 @@ def test_server_option_narrows_and_reaches_disabled_servers(profile: Path):
 
 def test_the_installed_llmc_in_a_subprocess(isolated_dirs: Path):
     add_dead_and_silent(isolated_dirs)
-    proc = llmc_subprocess("tools", "list", "-s", "sdk", "-s", "dead", timeout=60)
+    proc = llmc_process("tools", "list", "-s", "sdk", "-s", "dead", timeout=60)
     assert proc.returncode == 5 and "Traceback" not in proc.stderr
     data = json.loads(proc.stdout)
     assert {t["server"] for t in data["tools"]} == {"sdk"} and data["errors"][0]["server"] == "dead"
-    proc = llmc_subprocess("servers", "list", "--format", "table", timeout=60)
+    proc = llmc_process("servers", "list", "--format", "table", timeout=60)
     assert proc.returncode == 0 and "silent" in proc.stdout and "\x1b" not in proc.stdout

@@ -18,6 +18,7 @@ SDK = " ".join(sdk_server("sdk_server.py"))
 
 
 
+@pytest.mark.e2e  # the npm reference servers
 def test_tools_list_prints_the_tools_as_the_server_sent_them():
     proc = llmc("tools", "list", "--stdio", node_tool("mcp-server-everything"))
     assert proc.returncode == 0, proc.stderr
@@ -27,6 +28,7 @@ def test_tools_list_prints_the_tools_as_the_server_sent_them():
     assert echo["server"] == "mcp-server-everything" and echo["inputSchema"]["properties"]["message"]["type"] == "string"
 
 
+@pytest.mark.e2e  # the npm reference servers
 def test_call_types_arguments_by_the_schema_and_reports_duration():
     proc = llmc("call", "get-sum", "a=2", "b=3", "--stdio", node_tool("mcp-server-everything"), "--yes")
     assert proc.returncode == 0, proc.stderr

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import llmc, llmc_in_process, profile_file, sdk_server
+from tests.helpers import llmc, profile_file, sdk_server
 
 
 def one_line(stderr: str) -> str:
@@ -35,15 +35,15 @@ UNKNOWN_SERVER = [
 
 @pytest.mark.parametrize("argv", UNKNOWN_SERVER, ids=[" ".join(a) for a in UNKNOWN_SERVER])
 def test_an_unknown_server_is_a_usage_error_with_did_you_mean(isolated_dirs: Path, argv: tuple[str, ...]) -> None:
-    llmc_in_process("profiles", "init")
-    proc = llmc_in_process(*argv)
+    llmc("profiles", "init")
+    proc = llmc(*argv)
     assert proc.returncode == 2, proc.stderr
     assert "has no server 'wrkspace' (did you mean 'workspace'?)" in one_line(proc.stderr)
     assert proc.stdout == ""
 
 
 def test_an_unknown_server_far_from_any_lists_the_servers(isolated_dirs: Path) -> None:
-    proc = llmc_in_process("tools", "list", "-s", "evv")
+    proc = llmc("tools", "list", "-s", "evv")
     assert proc.returncode == 2
     assert "has no server 'evv' (servers: workspace)" in one_line(proc.stderr)
 
@@ -72,11 +72,11 @@ def test_token_for_a_profile_that_does_not_exist_is_refused(isolated_dirs: Path)
     profile_file(config, '[servers.workspace]\nbuiltin = "workspace"\n', name="ops")
     profile_file(config, '[servers.workspace]\nbuiltin = "workspace"\n', name="readonly")
     before = (config / "profiles" / "ops.toml").read_text()
-    proc = llmc_in_process("serve", "-p", "ops", "token", "create", "ci-bot", "--for-profile", "readonnly")
+    proc = llmc("serve", "-p", "ops", "token", "create", "ci-bot", "--for-profile", "readonnly")
     assert proc.returncode == 3 and proc.stdout == "", proc.stderr
     assert "profile not found" in one_line(proc.stderr) and "did you mean 'readonly'?" in proc.stderr
     assert (config / "profiles" / "ops.toml").read_text() == before  # no token written
-    made = llmc_in_process("serve", "-p", "ops", "token", "create", "ci-bot", "--for-profile", "readonly")
+    made = llmc("serve", "-p", "ops", "token", "create", "ci-bot", "--for-profile", "readonly")
     assert made.returncode == 0 and made.json()["profile"] == "readonly"
 
 
@@ -93,7 +93,7 @@ PROMPT_ERRORS = [
 
 @pytest.mark.parametrize("argv, message", PROMPT_ERRORS, ids=[" ".join(a) for a, _ in PROMPT_ERRORS])
 def test_prompt_arguments_are_checked_first(argv: list[str], message: str) -> None:
-    proc = llmc_in_process("prompts", "get", *argv, "--stdio", SDK)
+    proc = llmc("prompts", "get", *argv, "--stdio", SDK)
     assert proc.returncode == 2, proc.stderr
     assert message in one_line(proc.stderr) and proc.stdout == ""
 
@@ -101,17 +101,17 @@ def test_prompt_arguments_are_checked_first(argv: list[str], message: str) -> No
 def test_prompt_arguments_checked_for_a_profile_server(isolated_dirs: Path) -> None:
     profile_file(isolated_dirs / "config", f'[servers.sdk]\ncommand = "{sdk_server("sdk_server.py")[0]}"\n'
                  f'args = ["{sdk_server("sdk_server.py")[1]}"]\n')
-    proc = llmc_in_process("prompts", "get", "sdk.review")
+    proc = llmc("prompts", "get", "sdk.review")
     assert proc.returncode == 2 and "sdk.review: missing required argument 'code'" in one_line(proc.stderr)
-    assert llmc_in_process("prompts", "get", "sdk.review", "--no-validate").returncode == 6  # the server refuses
-    got = llmc_in_process("prompts", "get", "sdk.review", "code=x=1")
+    assert llmc("prompts", "get", "sdk.review", "--no-validate").returncode == 6  # the server refuses
+    got = llmc("prompts", "get", "sdk.review", "code=x=1")
     assert got.returncode == 0 and "x=1" in got.json()["messages"][0]["content"]["text"]
 
 
 # -- llmc --help says what serve is -----------------------------------------------------------------
 
 def test_help_describes_serve_as_the_gateway() -> None:
-    proc = llmc_in_process("--help")
+    proc = llmc("--help")
     line = " ".join(proc.stdout.split())
     assert "serve The gateway: a profile's servers as one MCP server" in line
 
@@ -119,12 +119,12 @@ def test_help_describes_serve_as_the_gateway() -> None:
 # -- ad-hoc servers are named after what they run -------------------------------------------------
 
 def test_an_adhoc_stdio_server_is_named_after_its_script() -> None:
-    proc = llmc_in_process("call", "no_such_tool", "--stdio", SDK)
+    proc = llmc("call", "no_such_tool", "--stdio", SDK)
     assert proc.returncode == 2
     assert "server sdk_server has no tool named 'no_such_tool'" in one_line(proc.stderr)
-    listed = llmc_in_process("tools", "list", "--stdio", SDK).json()["tools"]
+    listed = llmc("tools", "list", "--stdio", SDK).json()["tools"]
     assert {t["server"] for t in listed} == {"sdk_server"}
-    assert llmc_in_process("call", "sdk_server.add", "a=1", "b=2", "--stdio", SDK).json()["server"] == "sdk_server"
+    assert llmc("call", "sdk_server.add", "a=1", "b=2", "--stdio", SDK).json()["server"] == "sdk_server"
 
 
 ADHOC_NAMES = [
@@ -154,7 +154,7 @@ def test_an_adhoc_url_is_named_after_its_host_and_port() -> None:
     from tests.helpers import free_port
 
     port = free_port()
-    proc = llmc_in_process("tools", "list", "--url", f"http://127.0.0.1:{port}/mcp")
+    proc = llmc("tools", "list", "--url", f"http://127.0.0.1:{port}/mcp")
     assert proc.returncode == 5
     assert proc.json()["errors"][0]["server"] == f"127-0-0-1-{port}"
     from llmc_cli.cli.targets import url_name
@@ -166,16 +166,16 @@ def test_an_adhoc_url_is_named_after_its_host_and_port() -> None:
 
 def test_servers_add_splits_a_quoted_command_line(isolated_dirs: Path) -> None:
     line = " ".join(sdk_server("sdk_server.py"))
-    proc = llmc_in_process("servers", "add", "sdk2", line)
+    proc = llmc("servers", "add", "sdk2", line)
     assert proc.returncode == 0, proc.stderr
     stored = proc.json()["server"]
     assert stored == {"command": sdk_server("sdk_server.py")[0], "args": [sdk_server("sdk_server.py")[1]], "sandbox": "auto", "network": True}
     assert "split the command line" in proc.stderr
-    called = llmc_in_process("call", "sdk2.add", "a=1", "b=2")  # and it runs
+    called = llmc("call", "sdk2.add", "a=1", "b=2")  # and it runs
     assert called.returncode == 0 and called.json()["structuredContent"]["result"] == 3, called.stderr
-    quoted = llmc_in_process("servers", "add", "fs", "npx -y pkg '/srv/my data'")
+    quoted = llmc("servers", "add", "fs", "npx -y pkg '/srv/my data'")
     assert quoted.json()["server"] == {"command": "npx", "args": ["-y", "pkg", "/srv/my data"], "sandbox": "auto", "network": True}
-    broken = llmc_in_process("servers", "add", "bad", "npx 'unclosed")
+    broken = llmc("servers", "add", "bad", "npx 'unclosed")
     assert broken.returncode == 2 and "No closing quotation" in one_line(broken.stderr)
 
 
@@ -183,7 +183,7 @@ def test_servers_add_keeps_a_program_whose_path_has_a_space(isolated_dirs: Path,
     program = tmp_path / "My Tools" / "server"
     program.parent.mkdir()
     program.write_text("#!/bin/sh\n")
-    proc = llmc_in_process("servers", "add", "mine", "--", str(program), "--flag")
+    proc = llmc("servers", "add", "mine", "--", str(program), "--flag")
     assert proc.json()["server"] == {"command": str(program), "args": ["--flag"], "sandbox": "auto", "network": True} and "split" not in proc.stderr
 
 
@@ -233,7 +233,7 @@ def test_ping_counts_a_slow_start_in_connect_not_in_ping() -> None:
     round trip, also the second time, when the era cache skips the handshake."""
     slow = f"sh -c 'sleep 1; exec {SDK}'"
     for _ in range(2):
-        proc = llmc_in_process("ping", "--stdio", slow)
+        proc = llmc("ping", "--stdio", slow)
         assert proc.returncode == 0, proc.stderr
         row = proc.json()["servers"][0]
         assert row["connectMs"] >= 1000 and row["pingMs"] < 1000, row
@@ -246,10 +246,10 @@ def test_a_short_timeout_does_not_bound_a_slow_start(isolated_dirs: Path) -> Non
     """--timeout 1 for a server that takes 1.5 s to start: the handshake has its own bound, and
     so has the first request when the era cache skipped the handshake (the second run)."""
     slow = f"sh -c 'sleep 1.5; exec {SDK}'"
-    cut = llmc_in_process("call", "add", "a=1", "b=2", "--connect-timeout", "0.5", "--stdio", slow)
+    cut = llmc("call", "add", "a=1", "b=2", "--connect-timeout", "0.5", "--stdio", slow)
     assert cut.returncode == 7, cut.stderr
     for _ in range(2):
-        proc = llmc_in_process("call", "add", "a=1", "b=2", "--timeout", "1", "--stdio", slow)
+        proc = llmc("call", "add", "a=1", "b=2", "--timeout", "1", "--stdio", slow)
         assert proc.returncode == 0, proc.stderr
         assert proc.json()["structuredContent"]["result"] == 3
 
@@ -257,10 +257,10 @@ def test_a_short_timeout_does_not_bound_a_slow_start(isolated_dirs: Path) -> Non
 def test_connect_timeout_in_the_profile(isolated_dirs: Path) -> None:
     argv = ["sh", "-c", f"sleep 1.5; exec {SDK}"]
     # not sandboxed: `sh -c` runs a python bubblewrap would not know to show it
-    added = llmc_in_process("servers", "add", "slow", "--connect-timeout", "0.5", "--sandbox", "none", "--", *argv)
+    added = llmc("servers", "add", "slow", "--connect-timeout", "0.5", "--sandbox", "none", "--", *argv)
     assert added.json()["server"]["connect_timeout"] == 0.5
-    assert llmc_in_process("call", "slow.add", "a=1", "b=2").returncode == 7
-    assert llmc_in_process("call", "slow.add", "a=1", "b=2", "--connect-timeout", "30").returncode == 0
+    assert llmc("call", "slow.add", "a=1", "b=2").returncode == 7
+    assert llmc("call", "slow.add", "a=1", "b=2", "--connect-timeout", "30").returncode == 0
 
 
 # -- a confirmation refused for want of a terminal prints the real approve command ------------------
@@ -275,24 +275,24 @@ def test_the_refusal_prints_the_command_that_approves_this_call(isolated_dirs: P
 
     sdk_profile(isolated_dirs / "config", '[policy]\nconfirm = ["sdk.echo"]\n')
     args = ("sdk.echo", "message=it's a \"quoted\" $HOME")
-    refused = llmc_in_process("call", *args)
+    refused = llmc("call", *args)
     assert refused.returncode == 4, refused.stderr
     line = one_line(refused.stderr)
     assert "..." not in line
     command = line.split("pre-approve this exact call: ", 1)[1].rsplit(" (", 1)[0]
     argv = shlex.split(command)
     assert argv[:5] == ["llmc", "-p", "default", "policy", "approve"] and argv[-1] == "--write"
-    approved = llmc_in_process(*argv[1:])  # pasted as printed
+    approved = llmc(*argv[1:])  # pasted as printed
     assert approved.returncode == 0, approved.stderr
     assert approved.json()["arguments"] == {"message": "it's a \"quoted\" $HOME"}
-    ran = llmc_in_process("call", *args)
+    ran = llmc("call", *args)
     assert ran.returncode == 0 and ran.json()["content"][0]["text"] == "it's a \"quoted\" $HOME", ran.stderr
 
 
 def test_the_refusal_gives_the_hash_when_an_argument_holds_a_secret(isolated_dirs: Path) -> None:
     sdk_profile(isolated_dirs / "config", '[policy]\nconfirm = ["sdk.echo"]\n')
-    refused = llmc_in_process("call", "sdk.echo", "message=hunter2-secret-value",
-                              env={"SERVICE_API_TOKEN": "hunter2-secret-value"})
+    refused = llmc("call", "sdk.echo", "message=hunter2-secret-value",
+                   env={"SERVICE_API_TOKEN": "hunter2-secret-value"})
     assert refused.returncode == 4
     line = one_line(refused.stderr)
     assert "hunter2" not in line and "policy approve" not in line
@@ -331,22 +331,22 @@ def test_a_gateway_that_wants_a_bearer_token_gets_header_advice(isolated_dirs: P
 @pytest.mark.parametrize("spelling", ["sdk.test://greeting", "sdk:test://greeting"])
 def test_resources_read_takes_the_gateways_spelling(isolated_dirs: Path, spelling: str) -> None:
     sdk_profile(isolated_dirs / "config", '[servers.workspace]\nbuiltin = "workspace"\n')
-    proc = llmc_in_process("resources", "read", spelling)
+    proc = llmc("resources", "read", spelling)
     assert proc.returncode == 0, proc.stderr
     assert proc.json()["server"] == "sdk" and proc.json()["contents"][0]["text"] == "hello from a resource"
 
 
 def test_resources_read_without_a_server_names_the_one_spelling(isolated_dirs: Path) -> None:
     sdk_profile(isolated_dirs / "config", '[servers.workspace]\nbuiltin = "workspace"\n')
-    proc = llmc_in_process("resources", "read", "test://greeting")
+    proc = llmc("resources", "read", "test://greeting")
     assert proc.returncode == 2
     assert "name the server: SERVER.URI (servers: sdk, workspace)" in one_line(proc.stderr)
-    assert "SERVER.URI" in llmc_in_process("resources", "read", "--help").stdout
+    assert "SERVER.URI" in llmc("resources", "read", "--help").stdout
 
 
 def test_a_uri_scheme_is_not_taken_for_a_server() -> None:
     """One ad-hoc server: the URI's own scheme is the URI's, whatever the server is named."""
-    proc = llmc_in_process("resources", "read", "test://greeting", "--stdio", SDK)
+    proc = llmc("resources", "read", "test://greeting", "--stdio", SDK)
     assert proc.returncode == 0 and proc.json()["contents"][0]["text"] == "hello from a resource"
-    dotted = llmc_in_process("resources", "read", "sdk_server.test://greeting", "--stdio", SDK)
+    dotted = llmc("resources", "read", "sdk_server.test://greeting", "--stdio", SDK)
     assert dotted.returncode == 0 and dotted.json()["contents"][0]["text"] == "hello from a resource"

@@ -15,6 +15,8 @@ import pytest
 
 from tests.helpers import NODE_BIN, conformance_suite
 
+pytestmark = pytest.mark.e2e  # the official conformance suites: Node processes
+
 CLIENT = Path(__file__).with_name("auth_client.py")
 SCENARIOS = [
     "auth/metadata-default", "auth/metadata-var1", "auth/metadata-var2", "auth/metadata-var3",

@@ -17,6 +17,8 @@ import pytest
 
 from tests.helpers import NODE_BIN, conformance_suite
 
+pytestmark = pytest.mark.e2e  # the official conformance suites: Node processes
+
 CLIENT = Path(__file__).with_name("client.py")
 LEGACY = ["initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"]
 # request-metadata: _meta and MCP-Protocol-Version on every request, and one retry with a

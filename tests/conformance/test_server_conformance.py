@@ -23,6 +23,8 @@ import pytest
 from tests.gateway.test_http import start, stop
 from tests.helpers import NODE_BIN, PEERS, conformance_suite, free_port, wait_listening
 
+pytestmark = pytest.mark.e2e  # the official conformance suites: Node processes
+
 # suite -> the scenarios the target must pass directly (so a broken target cannot hide a broken
 # gateway behind "nothing passed either way"); the rest are listed in the README with the reason
 SUITES = {

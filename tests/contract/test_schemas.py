@@ -11,7 +11,7 @@ import click
 import pytest
 
 from llmc_cli.cli import output_schemas
-from tests.helpers import ROOT, llmc_in_process, sdk_server
+from tests.helpers import ROOT, llmc, sdk_server
 from tests.schemas import SCHEMAS, output_form, validate_output
 
 SDK = " ".join(sdk_server("sdk_server.py"))
@@ -128,6 +128,6 @@ def test_the_runner_knows_each_argv_s_command_and_form(argv, form):
 
 
 def test_the_runner_checks_json_lines_line_by_line():
-    run = llmc_in_process("tools", "list", "--format", "jsonl", "--stdio", SDK)
+    run = llmc("tools", "list", "--format", "jsonl", "--stdio", SDK)
     assert run.returncode == 0, run.stderr
     assert {line["name"] for line in run.lines()} >= {"add", "echo"}

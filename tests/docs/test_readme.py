@@ -39,6 +39,8 @@ from tests.helpers import (
     wait_listening,
 )
 
+pytestmark = pytest.mark.e2e  # the README's command lines run by a shell, against npm and SDK peers
+
 README = ROOT / "README.md"
 LINE_TIMEOUT = 120.0
 
@@ -49,6 +51,7 @@ NOT_RUN = {
     "bash scripts/test.sh": "the whole test suite, this test included",
     "bash scripts/test.sh tests/mcp -x": "the test suite again",
     "bash scripts/test.sh -n 0": "the test suite again, serially",
+    "bash scripts/test.sh -m 'not e2e'": "the test suite again, its fast part",
     "(cd bench/node && npm install) && .venv/bin/python bench/peers.py --runs 10": "installs npm packages, then "
                                                                                   "a benchmark",
     "pip install 'llmc-cli[postgres]'": "installs a package (the test environment has psycopg already)",

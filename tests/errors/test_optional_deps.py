@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import free_port, llmc, profile_file
+from tests.helpers import free_port, llmc_process, profile_file
+
+# Processes: the blocker is a sitecustomize on PYTHONPATH, read only when an interpreter starts.
 
 BLOCKER = '''
 import os, sys
@@ -53,7 +55,7 @@ STATE_COMMANDS = [
 @pytest.mark.parametrize("argv", STATE_COMMANDS, ids=[" ".join(a) for a in STATE_COMMANDS])
 def test_state_url_without_psycopg(tmp_path: Path, argv: tuple[str, ...]) -> None:
     env = {**without(tmp_path, "psycopg"), "LLMC_STATE_URL": "postgresql://llmc@127.0.0.1:1/llmc"}
-    proc = llmc(*argv, env=env, cwd=tmp_path)
+    proc = llmc_process(*argv, env=env, cwd=tmp_path)
     one_line(proc, "postgres")
     assert "LLMC_STATE_URL" in proc.stderr
 
@@ -61,8 +63,8 @@ def test_state_url_without_psycopg(tmp_path: Path, argv: tuple[str, ...]) -> Non
 def test_profile_state_url_without_psycopg(isolated_dirs: Path, tmp_path: Path) -> None:
     profile_file(isolated_dirs / "config", '[state]\nurl = "postgresql://llmc@127.0.0.1:1/llmc"\n'
                  '[servers.workspace]\nbuiltin = "workspace"\n')
-    one_line(llmc("call", "workspace.list_directory", "path=.", env=without(tmp_path, "psycopg"), cwd=tmp_path),
-             "postgres")
+    proc = llmc_process("call", "workspace.list_directory", "path=.", env=without(tmp_path, "psycopg"), cwd=tmp_path)
+    one_line(proc, "postgres")
 
 
 @pytest.mark.parametrize("module", ["jwt", "cryptography"])
@@ -70,11 +72,11 @@ def test_gateway_oauth_without_pyjwt(isolated_dirs: Path, tmp_path: Path, module
     path = profile_file(isolated_dirs / "config", '[servers.workspace]\nbuiltin = "workspace"\n'
                         '[serve.oauth]\nissuer = "https://as.example/as"\nresource = "http://127.0.0.1:1/mcp"\n'
                         'profiles = { alice = "default" }\n')
-    proc = llmc("serve", "-p", str(path), "--http", f"127.0.0.1:{free_port()}", env=without(tmp_path, module))
+    proc = llmc_process("serve", "-p", str(path), "--http", f"127.0.0.1:{free_port()}", env=without(tmp_path, module))
     one_line(proc, "oauth")
 
 
 def test_otel_without_the_sdk(tmp_path: Path) -> None:
-    proc = llmc("--otel", "call", "workspace.list_directory", "path=.", env=without(tmp_path, "opentelemetry"),
-                cwd=tmp_path)
+    proc = llmc_process("--otel", "call", "workspace.list_directory", "path=.", env=without(tmp_path, "opentelemetry"),
+                        cwd=tmp_path)
     one_line(proc, "otel")

@@ -12,7 +12,7 @@ import pytest
 
 from llmc_cli.model import ARGUMENTS_TOO_DEEP
 from tests.faults.test_bad_input import STDIO, one_line
-from tests.helpers import llmc_in_process as llmc
+from tests.helpers import llmc
 
 
 def nested(levels: int) -> str:

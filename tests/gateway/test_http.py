@@ -439,6 +439,7 @@ CONFORMANCE = [(suite, scenario) for suite in ("2025-11-25", "2026-07-28") for s
                                               "sep-2164-resource-not-found")]
 
 
+@pytest.mark.e2e  # the official conformance suite
 @pytest.mark.parametrize("suite, scenario", CONFORMANCE)
 def test_conformance_server_scenarios(gateway: Gateway, tmp_path: Path, suite: str, scenario: str) -> None:
     from tests.helpers import conformance_suite, node_tool

@@ -13,6 +13,8 @@ import pytest
 from tests.gateway.test_http import start, stop
 from tests.helpers import llmc_executable
 
+pytestmark = pytest.mark.e2e  # mcporter and the MCP Inspector as hosts: Node processes
+
 BIN = Path(__file__).resolve().parents[1] / "node" / "node_modules" / ".bin"
 
 

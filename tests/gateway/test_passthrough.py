@@ -83,6 +83,7 @@ def test_a_cancelled_call_is_cancelled_upstream_and_audited(gateway_profile: Pat
     assert outcome["outcome"] == "cancelled"
 
 
+@pytest.mark.e2e  # the npm server-everything
 @pytest.mark.parametrize("mode, version", ERAS)
 def test_images_and_structured_content_pass_through(everything_profile: Path, mode: str, version: str) -> None:
     async def work() -> None:
@@ -100,6 +101,7 @@ def test_images_and_structured_content_pass_through(everything_profile: Path, mo
 
 @pytest.mark.parametrize("mode, version, reaches_host", [("legacy", "2025-11-25", True),
                                                          ("auto", "2026-07-28", False)])
+@pytest.mark.e2e  # the npm server-everything
 def test_an_upstreams_elicitation_goes_to_a_host_that_can_answer(everything_profile: Path, mode: str, version: str,
                                                                  reaches_host: bool) -> None:
     from mcp_types import ElicitResult

@@ -135,12 +135,12 @@ def test_a_principal_is_capped_and_idle_upstreams_are_reaped(sharing: tuple[Gate
 
 
 def test_per_session_and_the_caps_are_checked_profile_keys(tmp_path: Path) -> None:
-    from tests.helpers import llmc_in_process
+    from tests.helpers import llmc
 
     profile = tmp_path / "keys.toml"
     profile.write_text(PROFILE.format(python=json.dumps(sys.executable), server=json.dumps(str(PEERS / "sdk_server.py")),
                                       mark="m", cap=4, idle=30))
-    shown = llmc_in_process("-p", str(profile), "servers", "show", "own")
+    shown = llmc("-p", str(profile), "servers", "show", "own")
     assert shown.returncode == 0 and shown.json()["per_session"] is True
     for wrong, key in (('per_session = "sometimes"', "servers.own.per_session"), ("max_upstreams = 0", "serve.max_upstreams"),
                        ("upstream_idle_timeout = -1", "serve.upstream_idle_timeout")):
@@ -148,5 +148,5 @@ def test_per_session_and_the_caps_are_checked_profile_keys(tmp_path: Path) -> No
         field = wrong.split(" = ")[0]
         bad = tmp_path / "bad.toml"
         bad.write_text("\n".join(wrong if line.startswith(field + " =") else line for line in text.splitlines()))
-        refused = llmc_in_process("-p", str(bad), "servers", "list")
+        refused = llmc("-p", str(bad), "servers", "list")
         assert refused.returncode == 3 and key in refused.stderr and "Traceback" not in refused.stderr, refused.stderr

@@ -57,6 +57,7 @@ def test_sdk_server_legacy_handshake_still_works():
         assert s.call_tool("echo", {"message": "hi"})["content"][0]["text"] == "hi"
 
 
+@pytest.mark.e2e  # the npm server-everything
 def test_server_everything_is_legacy_and_the_era_is_cached(isolated_dirs):
     everything = spec(node_tool("mcp-server-everything"))
     with connect(everything, stores=client_stores()) as s:
@@ -68,6 +69,7 @@ def test_server_everything_is_legacy_and_the_era_is_cached(isolated_dirs):
         assert s.era == "legacy"
 
 
+@pytest.mark.e2e  # the npm server-filesystem
 def test_server_filesystem_reads_a_file(tmp_path):
     (tmp_path / "errors.log").write_text("disk full\n")
     with connect(spec(node_tool("mcp-server-filesystem"), str(tmp_path))) as s:
@@ -161,6 +163,7 @@ def _live_members(pgid: int) -> list[int]:
     return [p.pid for p in live_processes() if p.pgid == pgid]
 
 
+@pytest.mark.e2e  # the npm reference servers
 def test_child_gets_an_allow_listed_environment(monkeypatch):
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "do-not-leak")
     with connect(spec(node_tool("mcp-server-everything"), env={"DECLARED": "yes"})) as s:

@@ -49,6 +49,7 @@ def test_tools_no_rule_matches_are_not_linted():
     assert policy.uncovered_path_arguments(tool, RULE) == []
 
 
+@pytest.mark.e2e  # the npm server-filesystem
 @pytest.mark.parametrize("profile,server", [("readonly", "files"), ("devops", "repo")])
 def test_shipped_profiles_cover_every_path_argument_of_server_filesystem(isolated_dirs, tmp_path, profile, server):
     listed = llmc("tools", "list", "--stdio", f"{node_tool('mcp-server-filesystem')} {tmp_path}")

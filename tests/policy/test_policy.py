@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import llmc, node_tool, profile_file, sdk_server
+from tests.helpers import llmc, llmc_process, node_tool, profile_file, sdk_server
+
+pytestmark = pytest.mark.e2e  # the npm reference server-filesystem
 
 
 @pytest.fixture
@@ -121,7 +123,8 @@ def test_confirm_patterns_apply_to_read_only_tools_too(isolated_dirs, data):
 def test_rate_limit_holds_across_parallel_processes(isolated_dirs, data):
     profile(isolated_dirs, data, '[policy]\ncalls_per_minute = 5\n[policy.hints."sdk.echo"]\nreadOnly = true')
     with ThreadPoolExecutor(8) as pool:
-        results = list(pool.map(lambda i: llmc("call", "sdk.echo", f"message={i}"), range(8)))
+        # Processes: the rate window is shared between processes, which is what this checks.
+        results = list(pool.map(lambda i: llmc_process("call", "sdk.echo", f"message={i}"), range(8)))
     codes = sorted(r.returncode for r in results)
     assert codes == [0] * 5 + [4] * 3, [r.stderr for r in results]
     limited = next(r for r in results if r.returncode == 4)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from llmc_cli.policy.paths import PathRefused, touched_paths
-from tests.helpers import llmc_in_process as llmc
+from tests.helpers import llmc
 from tests.policy.test_escapes_cli import tree, write_profile  # noqa: F401 - the fixture
 
 PROCESS_PATHS = [

@@ -16,7 +16,7 @@ import pytest
 from llmc_cli.config.schema import PolicyConfig, ReadRules
 from llmc_cli.model import Tool
 from llmc_cli.policy import decide_read
-from tests.helpers import llmc_in_process, profile_file, sdk_server
+from tests.helpers import llmc, profile_file, sdk_server
 
 LIBRARY = """
 [servers.lib]
@@ -41,7 +41,7 @@ def audit(isolated_dirs: Path) -> list[dict[str, Any]]:
 
 
 def listed(*args: str) -> set[str]:
-    proc = llmc_in_process(*args, "--format", "json")
+    proc = llmc(*args, "--format", "json")
     assert proc.returncode == 0, proc.stderr
     key, field = {("resources", "list"): ("resources", "uri"), ("resources", "templates"): ("resourceTemplates", "uriTemplate"),
                   ("prompts", "list"): ("prompts", "name")}[args[:2]]
@@ -118,13 +118,13 @@ def test_a_server_denied_as_a_whole_hides_its_resources_and_prompts_and_refuses_
     assert listed("resources", "list") == {"lib.lib://public/readme", "lib.lib://private/salaries"}
     assert listed("resources", "templates") == {"lib.lib://public/{name}", "lib.lib://private/{name}"}
     assert listed("prompts", "list") == {"lib.summarize", "lib.login"}
-    read = llmc_in_process("resources", "read", "kb:lib://public/readme")
+    read = llmc("resources", "read", "kb:lib://public/readme")
     assert read.returncode == 4 and read.stdout == ""
     assert read.stderr.strip().splitlines() == [
         "llmc: denied: server kb is denied as a whole by tool pattern 'kb.*' [deny: kb.*]"]
-    got = llmc_in_process("prompts", "get", "kb.summarize", "topic=x")
+    got = llmc("prompts", "get", "kb.summarize", "topic=x")
     assert got.returncode == 4 and "[deny: kb.*]" in got.stderr and got.stdout == ""
-    allowed = llmc_in_process("resources", "read", "lib:lib://public/readme")
+    allowed = llmc("resources", "read", "lib:lib://public/readme")
     assert allowed.returncode == 0 and allowed.json()["contents"][0]["text"] == "public readme"
     records = audit(isolated_dirs)
     assert [(r["server"], r.get("resource") or r.get("prompt"), r["event"], r.get("decision") or r.get("outcome"))
@@ -147,30 +147,30 @@ deny = ["*.login"]
     assert listed("resources", "list") == {"lib.lib://public/readme"}
     assert listed("resources", "templates") == {"lib.lib://public/{name}"}
     assert listed("prompts", "list") == {"lib.summarize", "kb.summarize"}
-    assert llmc_in_process("resources", "read", "lib:lib://public/anything").json()["contents"][0]["text"] == \
+    assert llmc("resources", "read", "lib:lib://public/anything").json()["contents"][0]["text"] == \
         "public document anything"
     for args in (["resources", "read", "lib:lib://private/salaries"], ["resources", "read", "kb:lib://public/readme"],
                  ["prompts", "get", "lib.login", "user=a", "api_key=b"]):
-        proc = llmc_in_process(*args)
+        proc = llmc(*args)
         assert proc.returncode == 4 and proc.stderr.startswith("llmc: denied: ") and len(proc.stderr.splitlines()) == 1
-    assert llmc_in_process("prompts", "get", "kb.summarize", "topic=x").returncode == 0
+    assert llmc("prompts", "get", "kb.summarize", "topic=x").returncode == 0
 
 
 def test_every_tool_of_a_server_denied_hides_its_resources_and_prompts(isolated_dirs: Path) -> None:
     library_profile(isolated_dirs, '[policy]\ndeny = ["kb.search", "kb.delete"]')
     assert listed("resources", "list") == {"lib.lib://public/readme", "lib.lib://private/salaries"}
     assert listed("prompts", "list") == {"lib.summarize", "lib.login"}
-    proc = llmc_in_process("resources", "read", "kb:lib://private/salaries")
+    proc = llmc("resources", "read", "kb:lib://private/salaries")
     assert proc.returncode == 4 and "[tools of kb: none allowed]" in proc.stderr
 
 
 def test_a_read_only_profile_allows_reads(isolated_dirs: Path) -> None:
     library_profile(isolated_dirs, '[policy]\nread_only = true')
     assert "kb.lib://private/salaries" in listed("resources", "list")
-    assert llmc_in_process("call", "kb.delete", "name=x").returncode == 4  # the tool that writes: denied
-    read = llmc_in_process("resources", "read", "kb:lib://private/salaries")
+    assert llmc("call", "kb.delete", "name=x").returncode == 4  # the tool that writes: denied
+    read = llmc("resources", "read", "kb:lib://private/salaries")
     assert read.returncode == 0 and read.json()["contents"][0]["text"] == "confidential salaries"
-    got = llmc_in_process("prompts", "get", "kb.summarize", "topic=tides")
+    got = llmc("prompts", "get", "kb.summarize", "topic=tides")
     assert got.returncode == 0 and "Summarize tides" in got.json()["messages"][0]["content"]["text"]
 
 
@@ -178,9 +178,9 @@ def test_reads_are_audited_with_masked_arguments_and_verify(isolated_dirs: Path,
                                                             ) -> None:
     monkeypatch.setenv("ARCHIVE_TOKEN", "tok-4242-secret")
     library_profile(isolated_dirs, '[policy.prompts]\ndeny = ["kb.*"]')
-    ok = llmc_in_process("prompts", "get", "lib.login", "user=tok-4242-secret", "api_key=hunter2")
+    ok = llmc("prompts", "get", "lib.login", "user=tok-4242-secret", "api_key=hunter2")
     assert ok.returncode == 0, ok.stderr
-    denied = llmc_in_process("prompts", "get", "kb.login", "user=bob", "api_key=hunter2")
+    denied = llmc("prompts", "get", "kb.login", "user=bob", "api_key=hunter2")
     assert denied.returncode == 4
     records = audit(isolated_dirs)
     assert [(r["event"], r.get("decision") or r.get("outcome")) for r in records] == [
@@ -191,33 +191,33 @@ def test_reads_are_audited_with_masked_arguments_and_verify(isolated_dirs: Path,
     assert records[0]["arguments"]["user"] == "***"
     assert records[1]["resultBytes"] > 0 and len(records[1]["resultSha256"]) == 64
     assert records[2]["rule"] == "prompts.deny: kb.*"
-    assert llmc_in_process("audit", "verify").returncode == 0
-    tail = llmc_in_process("audit", "tail", "--server", "kb", "--outcome", "denied", "--format", "jsonl")
+    assert llmc("audit", "verify").returncode == 0
+    tail = llmc("audit", "tail", "--server", "kb", "--outcome", "denied", "--format", "jsonl")
     assert [r["prompt"] for r in tail.lines()] == ["login"]
-    assert llmc_in_process("audit", "tail", "--tool", "*", "--format", "jsonl").lines() == []  # reads are no tools
+    assert llmc("audit", "tail", "--tool", "*", "--format", "jsonl").lines() == []  # reads are no tools
 
 
 def test_reads_count_against_the_rate_limits(isolated_dirs: Path) -> None:
     library_profile(isolated_dirs, '[policy]\ncalls_per_minute = 1')
-    assert llmc_in_process("resources", "read", "lib:lib://public/readme").returncode == 0
-    limited = llmc_in_process("prompts", "get", "lib.summarize", "topic=x")
+    assert llmc("resources", "read", "lib:lib://public/readme").returncode == 0
+    limited = llmc("prompts", "get", "lib.summarize", "topic=x")
     assert limited.returncode == 4 and "rate limit" in limited.stderr
     assert audit(isolated_dirs)[-1]["outcome"] == "denied"
 
 
 def test_policy_check_explains_a_read_without_reading(isolated_dirs: Path) -> None:
     library_profile(isolated_dirs, '[policy]\ndeny = ["kb.*"]\n\n[policy.prompts]\nallow = ["lib.summarize"]')
-    denied = llmc_in_process("policy", "check", "--resource", "kb:lib://public/readme")
+    denied = llmc("policy", "check", "--resource", "kb:lib://public/readme")
     assert denied.returncode == 4
     assert denied.json() == {"profile": "default", "server": "kb", "resource": "lib://public/readme", "caller": "human",
                              "decision": "deny", "rule": "deny: kb.*",
                              "reason": "server kb is denied as a whole by tool pattern 'kb.*'"}
-    allowed = llmc_in_process("policy", "check", "--prompt", "lib.summarize", "topic=x")
+    allowed = llmc("policy", "check", "--prompt", "lib.summarize", "topic=x")
     assert allowed.returncode == 0
     assert allowed.json()["arguments"] == {"topic": "x"} and allowed.json()["rule"] == "prompts.allow: lib.summarize"
-    listed_only = llmc_in_process("policy", "check", "--prompt", "lib.login")
+    listed_only = llmc("policy", "check", "--prompt", "lib.login")
     assert listed_only.returncode == 4 and listed_only.json()["rule"] == "prompts.default: deny"
-    assert llmc_in_process("policy", "check", "--resource", "lib:lib://x", "a=b").returncode == 2
+    assert llmc("policy", "check", "--resource", "lib:lib://x", "a=b").returncode == 2
     assert audit(isolated_dirs) == []  # a check reads nothing and records nothing
 
 
@@ -238,5 +238,5 @@ deny = ["kb.*"]
 """)
     for what in (("resources", "list"), ("resources", "templates"), ("prompts", "list")):
         assert {row.split(".")[0] for row in listed(*what)} == {"lib"}
-    assert llmc_in_process("policy", "check", "--resource", "kb:lib://public/readme").returncode == 4
+    assert llmc("policy", "check", "--resource", "kb:lib://public/readme").returncode == 4
     assert not marker.exists()

@@ -13,9 +13,7 @@ from pathlib import Path
 import click
 import pytest
 
-from tests.helpers import ROOT, llmc_executable, profile_file, sdk_server
-from tests.helpers import llmc as llmc_subprocess
-from tests.helpers import llmc_in_process as llmc
+from tests.helpers import ROOT, llmc, llmc_executable, profile_file, sdk_server
 from tests.profiles.runner import toml_str
 
 PY, SDK = sdk_server("sdk_server.py")
@@ -98,12 +96,12 @@ def _parse(words: list[str]) -> list[str]:
 def test_completion_prints_the_script_the_files_hold():
     gen = generator()
     for shell, filename in gen.COMPLETION_FILES.items():
-        proc = llmc_subprocess("completion", shell, timeout=60)
+        proc = llmc("completion", shell, timeout=60)
         assert proc.returncode == 0, proc.stderr
         name = f"completions/{filename}"
         assert gen.meaning(name, proc.stdout) == gen.meaning(name, (ROOT / name).read_text())
         assert f"_LLMC_COMPLETE={shell}_complete" in proc.stdout
-    bad = llmc_subprocess("completion", "tcsh", timeout=60)
+    bad = llmc("completion", "tcsh", timeout=60)
     assert bad.returncode == 2 and "'tcsh' is not one of" in bad.stderr
 
 

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT, node_tool, profile_file, sdk_server
-from tests.helpers import llmc_in_process as llmc
+from tests.helpers import ROOT, llmc, node_tool, profile_file, sdk_server
 
 SAMPLES = ROOT / "tests" / "data" / "imports"
 
@@ -127,6 +126,7 @@ def test_bad_import_files_are_one_line_exit_3(tmp_path: Path, default_profile: P
     assert not default_profile.exists()
 
 
+@pytest.mark.e2e  # the npm reference servers
 def test_imported_servers_work_together(tmp_path: Path):
     """A Claude Desktop file naming two real servers: import, then list and call their tools."""
     python, script = sdk_server("sdk_server.py")

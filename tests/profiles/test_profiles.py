@@ -12,8 +12,7 @@ import pytest
 
 from llmc_cli.config import profile_writer, profiles
 from llmc_cli.errors import ConfigError
-from tests.helpers import ROOT, profile_file, sdk_server
-from tests.helpers import llmc_in_process as llmc
+from tests.helpers import ROOT, llmc, profile_file, sdk_server
 from tests.profiles.runner import toml_str
 
 SDK_PY, SDK_SCRIPT = sdk_server("sdk_server.py")

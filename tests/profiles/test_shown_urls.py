@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from llmc_cli.config.secrets import mask_url
-from tests.helpers import llmc_in_process as llmc
-from tests.helpers import profile_file
+from tests.helpers import llmc, profile_file
 
 PROFILE = """
 [state]

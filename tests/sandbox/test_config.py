@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import PEERS, free_port, llmc, llmc_executable, llmc_in_process
+from tests.helpers import PEERS, free_port, llmc, llmc_executable
 from tests.sandbox.conftest import BWRAP
 
 PROBER = f'command = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(PEERS / "sandbox_prober.py"))}]\n'
@@ -33,14 +33,14 @@ def write(path: Path, text: str) -> Path:
 ])
 def test_bad_sandbox_keys_are_one_line_and_exit_3(tmp_path: Path, table: str, message: str) -> None:
     profile = write(tmp_path / "p.toml", "[servers.p]\n" + PROBER + table)
-    result = llmc_in_process("-p", str(profile), "tools", "list")
+    result = llmc("-p", str(profile), "tools", "list")
     assert result.returncode == 3 and message in result.stderr, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and result.stdout == ""
 
 
 def test_sandbox_keys_on_a_remote_server_are_an_error(tmp_path: Path) -> None:
     profile = write(tmp_path / "p.toml", '[servers.r]\nurl = "http://127.0.0.1:9/mcp"\nsandbox = "auto"\n')
-    result = llmc_in_process("-p", str(profile), "servers", "list")
+    result = llmc("-p", str(profile), "servers", "list")
     assert result.returncode == 3 and "stdio servers ('command') only" in result.stderr
 
 
@@ -48,27 +48,27 @@ def test_a_declared_path_that_does_not_exist_makes_that_server_unusable(tmp_path
     if BWRAP is None:
         pytest.skip("bubblewrap is not installed")
     profile = write(tmp_path / "p.toml", "[servers.p]\n" + PROBER + f'sandbox = "bwrap"\nread_paths = ["{tmp_path}/gone"]\n')
-    result = llmc_in_process("-p", str(profile), "call", "p.env")
+    result = llmc("-p", str(profile), "call", "p.env")
     assert result.returncode == 3 and f"{tmp_path}/gone" in result.stderr and "does not exist" in result.stderr
 
 
 def test_servers_add_boxes_new_stdio_servers(tmp_path: Path) -> None:
-    added = llmc_in_process("servers", "add", "fs", "--", "npx", "-y", "@modelcontextprotocol/server-filesystem")
+    added = llmc("servers", "add", "fs", "--", "npx", "-y", "@modelcontextprotocol/server-filesystem")
     assert added.returncode == 0, added.stderr
     assert added.json()["server"] == {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem"],
                                            "sandbox": "auto", "network": True}
     data = tmp_path / "data"
-    custom = llmc_in_process("servers", "add", "local", "--sandbox", "bwrap", "--no-network", "--read-path", "/usr/share",
-                             "--write-path", str(data), "--write-path", "~/notes", "--", "python3", "-m", "srv")
+    custom = llmc("servers", "add", "local", "--sandbox", "bwrap", "--no-network", "--read-path", "/usr/share",
+                  "--write-path", str(data), "--write-path", "~/notes", "--", "python3", "-m", "srv")
     assert custom.returncode == 0, custom.stderr
     assert custom.json()["server"] == {"command": "python3", "args": ["-m", "srv"], "sandbox": "bwrap", "network": False,
                                        "read_paths": ["/usr/share"], "write_paths": [str(data), "~/notes"]}
-    bare = llmc_in_process("servers", "add", "trusted", "--sandbox", "none", "--", "trusted-server")
+    bare = llmc("servers", "add", "trusted", "--sandbox", "none", "--", "trusted-server")
     assert bare.json()["server"] == {"command": "trusted-server", "sandbox": "none"}
     for bad in (["--sandbox", "none", "--read-path", "/srv"], ["--url", "http://127.0.0.1:9/mcp", "--no-network"]):
-        refused = llmc_in_process("servers", "add", "x", *bad, *([] if "--url" in bad else ["--", "srv"]))
+        refused = llmc("servers", "add", "x", *bad, *([] if "--url" in bad else ["--", "srv"]))
         assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
-    remote = llmc_in_process("servers", "add", "r", "--url", "http://127.0.0.1:9/mcp")
+    remote = llmc("servers", "add", "r", "--url", "http://127.0.0.1:9/mcp")
     assert "sandbox" not in remote.json()["server"]
 
 
@@ -76,12 +76,12 @@ def test_servers_import_boxes_stdio_servers(tmp_path: Path) -> None:
     config = write(tmp_path / "claude.json", json.dumps({"mcpServers": {
         "mem": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]},
         "remote": {"url": "http://127.0.0.1:9/mcp"}}}))
-    imported = llmc_in_process("servers", "import", str(config))
+    imported = llmc("servers", "import", str(config))
     assert imported.returncode == 0, imported.stderr
     servers = imported.json()["servers"]
     assert servers["mem"]["sandbox"] == "auto" and servers["mem"]["network"] is True
     assert "sandbox" not in servers["remote"]
-    again = llmc_in_process("servers", "import", "--replace", "--no-network", "--write-path", str(tmp_path), str(config))
+    again = llmc("servers", "import", "--replace", "--no-network", "--write-path", str(tmp_path), str(config))
     mem = again.json()["servers"]["mem"]
     assert (mem["sandbox"], mem["network"], mem["write_paths"]) == ("auto", False, [str(tmp_path)])
 
@@ -89,14 +89,14 @@ def test_servers_import_boxes_stdio_servers(tmp_path: Path) -> None:
 def test_servers_show_and_tools_list_say_how_a_server_runs(tmp_path: Path) -> None:
     profile = write(tmp_path / "p.toml", "[servers.old]\n" + PROBER + "\n[servers.boxed]\n" + PROBER
                     + f'sandbox = "bwrap"\nread_paths = ["{tmp_path}"]\n')
-    old = llmc_in_process("-p", str(profile), "servers", "show", "old")
+    old = llmc("-p", str(profile), "servers", "show", "old")
     assert old.json()["runs"] == "not sandboxed"
-    boxed = llmc_in_process("-p", str(profile), "servers", "show", "boxed").json()
+    boxed = llmc("-p", str(profile), "servers", "show", "boxed").json()
     assert boxed["sandbox"] == "bwrap" and boxed["read_paths"] == [str(tmp_path)]
     if BWRAP is None:
         pytest.skip("bubblewrap is not installed")
     assert boxed["runs"] == f"in bwrap (no network; read: {tmp_path})"
-    listed = llmc_in_process("-v", "-p", str(profile), "tools", "list")
+    listed = llmc("-v", "-p", str(profile), "tools", "list")
     assert listed.returncode == 0, listed.stderr
     assert "llmc: old runs not sandboxed" in listed.stderr
     assert f"llmc: boxed runs in bwrap (no network; read: {tmp_path})" in listed.stderr

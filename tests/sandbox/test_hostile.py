@@ -14,10 +14,11 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import PEERS, desktop_commander, llmc_in_process, node_tool, sdk_server
+from tests.helpers import PEERS, desktop_commander, llmc, node_tool, sdk_server
 from tests.sandbox.conftest import BWRAP
 
-pytestmark = pytest.mark.skipif(BWRAP is None, reason="bubblewrap is not installed (scripts/test.sh installs it)")
+pytestmark = [pytest.mark.e2e,  # servers under bubblewrap, npm peers and Desktop Commander
+              pytest.mark.skipif(BWRAP is None, reason="bubblewrap is not installed (scripts/test.sh installs it)")]
 
 SSH_KEY = "-----BEGIN OPENSSH PRIVATE KEY----- fake"
 
@@ -33,7 +34,7 @@ def prober_profile(path: Path, table: str) -> Path:
 
 
 def tool(profile: Path, name: str, **args: Any) -> str:
-    result = llmc_in_process("-p", str(profile), "call", "--yes", f"p.{name}", "--json", json.dumps(args))
+    result = llmc("-p", str(profile), "call", "--yes", f"p.{name}", "--json", json.dumps(args))
     assert result.returncode == 0, result.stderr
     return str(result.json()["structuredContent"]["result"])
 
@@ -146,7 +147,7 @@ write_paths = {toml_list([str(data)])}
 """)
 
     def call(name: str, **args: Any) -> Any:
-        return llmc_in_process("-p", str(profile), "call", "--yes", name, "--json", json.dumps(args))
+        return llmc("-p", str(profile), "call", "--yes", name, "--json", json.dumps(args))
 
     written = call("fs.write_file", path=str(data / "a.txt"), content="hello")
     assert written.returncode == 0, written.stderr
@@ -170,8 +171,8 @@ def test_desktop_commander_under_bwrap(tmp_path: Path, fake_home: Path) -> None:
     profile.write_text(f'[servers.dc]\ncommand = {json.dumps(node)}\nargs = [{json.dumps(entry)}]\n'
                        f'sandbox = "bwrap"\nwrite_paths = {toml_list([str(data)])}\ncwd = {json.dumps(str(data))}\n')
     script = f"echo made > {data}/made.txt; cat {fake_home}/.ssh/id_ed25519; echo done"
-    result = llmc_in_process("-p", str(profile), "call", "--yes", "dc.start_process", "--json",
-                             json.dumps({"command": script, "timeout_ms": 20000}))
+    result = llmc("-p", str(profile), "call", "--yes", "dc.start_process", "--json",
+                  json.dumps({"command": script, "timeout_ms": 20000}))
     assert result.returncode == 0, result.stderr
     text = result.json()["content"][0]["text"]
     assert "done" in text and SSH_KEY not in text, text

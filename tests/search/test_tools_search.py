@@ -12,9 +12,10 @@ import pytest
 
 from llmc_cli.model import Tool
 from llmc_cli.services.search import ToolIndex, words
-from tests.helpers import llmc_in_process as llmc
-from tests.helpers import node_tool, profile_file
+from tests.helpers import llmc, node_tool, profile_file
 from tests.profiles.runner import toml_str
+
+pytestmark = pytest.mark.e2e  # the npm reference servers (everything, filesystem)
 
 
 def write_profile(isolated_dirs: Path, extra: str = "") -> Path:

@@ -12,7 +12,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.helpers import llmc, llmc_executable
+from tests.helpers import llmc_executable, llmc_process
+
+# Processes: `serve workspace` owns the process's stdio (fd 1 goes to stderr, replies to a dup of it).
 
 
 def _serve_args(root: Path, *extra: str) -> list[str]:
@@ -60,7 +62,7 @@ def test_stdout_carries_only_messages_and_eof_ends_the_server(root: Path) -> Non
                     "params": {"name": "list_directory", "arguments": {}}}),
         json.dumps([{"jsonrpc": "2.0", "id": 3, "method": "ping"}, {"bogus": True}]),
     ]
-    proc = llmc(*_serve_args(root, "--read-only"), stdin="\n".join(lines) + "\n", timeout=30)  # bounded: no hang
+    proc = llmc_process(*_serve_args(root, "--read-only"), stdin="\n".join(lines) + "\n", timeout=30)  # no hang
     assert proc.returncode == 0
     replies = [json.loads(line) for line in proc.stdout.splitlines()]  # every line is JSON
     by_id = {r.get("id"): r for r in replies}
@@ -73,7 +75,7 @@ def test_stdout_carries_only_messages_and_eof_ends_the_server(root: Path) -> Non
 
 
 def test_bad_configuration_exits_3(tmp_path: Path) -> None:
-    proc = llmc("serve", "workspace", "--root", str(tmp_path / "missing"), timeout=30)
+    proc = llmc_process("serve", "workspace", "--root", str(tmp_path / "missing"), timeout=30)
     assert proc.returncode == 3 and proc.stdout == ""
     assert "is not a directory" in proc.stderr and "Traceback" not in proc.stderr
 

@@ -19,6 +19,8 @@ import pytest
 from tests.helpers import desktop_commander, free_port, llmc, wait_until
 from tests.processes import gone
 
+pytestmark = pytest.mark.e2e  # Desktop Commander: an npm server, its processes and shells
+
 # Interactive, so it prints a prompt Desktop Commander recognises as "waiting for input" (no waiting
 # for its timeout); 2>&1 so the prompt (stderr) comes after a command's output (stdout), in order.
 SHELL = "bash --norc --noprofile -i 2>&1"

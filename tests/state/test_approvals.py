@@ -13,6 +13,8 @@ import pytest
 from tests.audit.test_audit import write_profile
 from tests.helpers import llmc
 
+pytestmark = pytest.mark.e2e  # a real PostgreSQL (and HAProxy)
+
 CALL = ("sdk.echo", "message=deploy")
 
 

@@ -19,6 +19,8 @@ from tests.helpers import llmc
 from tests.schemas import check_output
 from tests.state.postgres import PASSWORD, PostgresServer
 
+pytestmark = pytest.mark.e2e  # a real PostgreSQL (and HAProxy)
+
 WRITER = """
 import sys
 from llmc_cli.audit import PostgresAuditLog

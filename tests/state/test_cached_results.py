@@ -8,9 +8,12 @@ import json
 import os
 from pathlib import Path
 
-from tests.cache.test_results import TOKEN, call, calls, write_profile
-from tests.helpers import llmc_in_process
+import pytest
 
+from tests.cache.test_results import TOKEN, call, calls, write_profile
+from tests.helpers import llmc
+
+pytestmark = pytest.mark.e2e  # a real PostgreSQL (and HAProxy)
 
 def test_the_database_holds_the_cache_every_llmc_shares(tmp_path: Path, state_url: str) -> None:
     import psycopg
@@ -28,8 +31,8 @@ def test_the_database_holds_the_cache_every_llmc_shares(tmp_path: Path, state_ur
         assert conn.execute("SELECT max(version) FROM llmc_schema").fetchone() == (6,)
     assert len(rows) == 2 and {row[1] for row in rows} == {"count"}
     assert not any(TOKEN in row[0] or TOKEN in row[2] for row in rows)
-    tail = llmc_in_process("audit", "tail", "--outcome", "cached", "--format", "jsonl")
+    tail = llmc("audit", "tail", "--outcome", "cached", "--format", "jsonl")
     assert [json.loads(line)["outcome"] for line in tail.stdout.splitlines()] == ["cached"]
-    cleared = json.loads(llmc_in_process("cache", "clear", "--server", "count").stdout)
+    cleared = json.loads(llmc("cache", "clear", "--server", "count").stdout)
     assert cleared == {"cleared": 2, "server": "count", "store": "database"}
     assert "cached" not in call("count.search", "query=a", f"token={TOKEN}")

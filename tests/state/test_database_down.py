@@ -17,6 +17,8 @@ from tests.gateway.test_http import INIT, start, stop
 from tests.helpers import PEERS, llmc, profile_file
 from tests.state.postgres import PASSWORD, PostgresServer
 
+pytestmark = pytest.mark.e2e  # a real PostgreSQL (and HAProxy)
+
 
 def _messages(lines: list[dict]) -> list[str]:
     return [line["arguments"]["message"] for line in lines]

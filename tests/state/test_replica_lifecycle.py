@@ -19,6 +19,8 @@ from tests.helpers import free_port, llmc, wait_until
 from tests.state.postgres import PASSWORD, PostgresServer
 from tests.state.test_replicas import deployment
 
+pytestmark = pytest.mark.e2e  # a real PostgreSQL (and HAProxy)
+
 CALL = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "sdk.add", "arguments": {"a": 1, "b": 2}}}
 
 

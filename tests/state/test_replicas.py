@@ -24,8 +24,10 @@ import pytest
 from tests.audit.test_audit import write_profile
 from tests.gateway.test_http import INIT, Gateway, sdk_host, start, stop
 from tests.gateway.test_stdio import run
-from tests.helpers import free_port, llmc, llmc_executable
+from tests.helpers import free_port, llmc, llmc_executable, llmc_process
 from tests.schemas import check_output
+
+pytestmark = pytest.mark.e2e  # a real PostgreSQL (and HAProxy)
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
@@ -158,7 +160,7 @@ def test_a_rate_limit_holds_across_two_replicas_and_two_call_loops(isolated_dirs
                                   env={**os.environ, **host_env}) for _ in range(2)]
 
         def loop(n: int) -> list[subprocess.CompletedProcess[str]]:
-            return [llmc("call", "sdk.echo", f"message=loop{n}-{i}") for i in range(10)]
+            return [llmc_process("call", "sdk.echo", f"message=loop{n}-{i}") for i in range(10)]  # two at once
 
         with ThreadPoolExecutor(2) as pool:
             loops = list(pool.map(loop, range(2)))

@@ -14,7 +14,7 @@ from llmc_cli.config.profiles import LoadedProfile, load_profile
 from llmc_cli.config.schema import PolicyConfig, Profile, StateConfig
 from llmc_cli.errors import PolicyDenied, UsageError
 from llmc_cli.store.state import FileState, PostgresState
-from tests.helpers import llmc_in_process, profile_file
+from tests.helpers import llmc, profile_file
 
 PACKAGE = Path(__file__).resolve().parents[2] / "llmc_cli"
 URL = "postgresql://llmc@127.0.0.1:1/llmc"
@@ -106,7 +106,7 @@ def test_a_command_composes_its_state_once(isolated_dirs: Path, monkeypatch: pyt
     monkeypatch.chdir(isolated_dirs / "work")
     calls = "".join(json.dumps({"tool": "workspace.list_directory", "arguments": {"path": "."}}) + "\n"
                     for _ in range(3))
-    proc = llmc_in_process("call", "--batch", "-", stdin=calls)
+    proc = llmc("call", "--batch", "-", stdin=calls)
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     assert made == ["default"], proc.stderr
     assert ["error" in line for line in lines] == [False, False, True], lines  # the third is over the limit

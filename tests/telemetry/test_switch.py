@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from tests.helpers import llmc
+from tests.helpers import llmc, llmc_process
 from tests.telemetry.conftest import SERVER, otel_env, profile
 
 
@@ -70,7 +70,7 @@ def test_enabled_without_the_extra_is_one_line_naming_it(isolated_dirs, tmp_path
     profile(isolated_dirs, "enabled = true" if switch == "profile" else "")
     flag = ("--otel",) if switch == "flag" else ()
     env = {"PYTHONPATH": str(shadow), **({"LLMC_OTEL": "1"} if switch == "env" else {})}
-    proc = llmc(*flag, "call", "sdk.add", "a=1", "b=2", env=env)
+    proc = llmc_process(*flag, "call", "sdk.add", "a=1", "b=2", env=env)  # process: PYTHONPATH acts at start-up
     assert proc.returncode == 3, proc.stderr
     assert proc.stderr.strip().count("\n") == 0 and "llmc-cli[otel]" in proc.stderr, proc.stderr
 

@@ -7,7 +7,11 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import llmc, node_tool
+
+pytestmark = pytest.mark.e2e  # the npm reference servers
 
 MISBEHAVING = str(Path(__file__).resolve().parents[1] / "peers" / "misbehaving_stdio.py")
 

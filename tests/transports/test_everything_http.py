@@ -14,6 +14,8 @@ from llmc_cli.mcp.transports.streamable_http import StreamableHttpTransport
 from llmc_cli.model import ServerSpec
 from tests.helpers import llmc
 
+pytestmark = pytest.mark.e2e  # the npm reference server-everything over HTTP
+
 
 @pytest.mark.parametrize(("server", "transport"), [("everything_http", "http"), ("everything_sse", "sse")])
 def test_llmc_tools_list_and_call_with_auto_transport(server, transport, request, isolated_dirs):
