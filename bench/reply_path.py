@@ -4,7 +4,7 @@ an instant in-process-free echo server (a few lines of Python answering each lin
   1. by a stdlib loop that reads the pipe itself (no thread switch),
   2. by a stdlib loop whose reader thread hands each reply to the caller through an Event
      (the switch a reader thread costs, and nothing else),
-  3. by llmc's Session.call_tool over StdioTransport (the engine: matcher, reader thread, JSON).
+  3. by llmc's ClientSession.call_tool over StdioTransport (the engine: matcher, reader thread, JSON).
 
     .venv/bin/python bench/reply_path.py [--calls 3000] [--rounds 3]
 
@@ -97,10 +97,10 @@ def handed_over(n: int) -> float:
 
 
 def session(n: int) -> float:
-    from llmc_cli.mcp.session import Session
+    from llmc_cli.mcp.session import ClientSession
     from llmc_cli.mcp.transports.stdio import StdioTransport
 
-    with Session(StdioTransport(SERVER), name="echo") as client:
+    with ClientSession(StdioTransport(SERVER), name="echo") as client:
         client.initialize()
         started = time.perf_counter()
         for i in range(1, n + 1):

@@ -84,7 +84,7 @@ class HttpStatusError(ConnectionFailed):
         self.headers = headers or {}
 
 
-class SessionExpired(ConnectionFailed):
+class HttpSessionExpired(ConnectionFailed):
     """The server no longer knows the HTTP session (404 to a request carrying Mcp-Session-Id)."""
 
 

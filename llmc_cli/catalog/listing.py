@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from llmc_cli import interrupts
 from llmc_cli.errors import LlmcError, RpcError
 from llmc_cli.mcp import jsonrpc
-from llmc_cli.mcp.session import Session
+from llmc_cli.mcp.session import ClientSession
 from llmc_cli.model import Tool
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ class ToolLists:
         # looked (services/caching.py drops their cached results).
         self.changed: set[str] = set()
 
-    def of(self, server: str, session: Callable[[str], Session]) -> list[Tool]:
+    def of(self, server: str, session: Callable[[str], ClientSession]) -> list[Tool]:
         """The server's tools, listed through `session(server)` the first time."""
         if server not in self.by_server:
             raw = session(server).list_tools()
@@ -87,7 +87,7 @@ def each(names: list[str], work: Callable[[str], Any], on_each: Callable[[int, l
     return results, failures
 
 
-def offered(session: Session, method: str, key: str, capability: str) -> list[dict[str, Any]] | None:
+def offered(session: ClientSession, method: str, key: str, capability: str) -> list[dict[str, Any]] | None:
     """Every page of `method` from a server that offers `capability` (resources, prompts), or
     None when it does not. A server whose declared capabilities lack it is not asked; one whose
     capabilities are unknown here (a session resumed from the era cache) is asked, and "method

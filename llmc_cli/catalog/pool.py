@@ -15,7 +15,7 @@ from typing import Any
 
 from llmc_cli.errors import ConnectionFailed, LlmcError, UsageError
 from llmc_cli.mcp.hooks import ClientHooks
-from llmc_cli.mcp.session import Session
+from llmc_cli.mcp.session import ClientSession
 from llmc_cli.mcp.stores import Stores
 from llmc_cli.model import ServerSpec
 
@@ -44,7 +44,7 @@ class Pool:
         self.stores = stores  # era cache and OAuth tokens for connect()
         self.admit = admit
         self.on_changed = on_changed
-        self.sessions: dict[str, Session] = {}
+        self.sessions: dict[str, ClientSession] = {}
         self.connect_seconds: dict[str, float] = {}  # how long each connection took to open (ping shows it)
         self.failed: dict[str, LlmcError] = dict(unusable or {})  # a server that failed to connect is not retried
         self.unusable = frozenset(unusable or {})  # ...and one that cannot be configured never is
@@ -54,7 +54,7 @@ class Pool:
         # connections): an HTTP server's requests are then posted on that thread.
         self.posts_on_caller_thread = False
 
-    def session(self, server: str) -> Session:
+    def session(self, server: str) -> ClientSession:
         """The server's session on a connection of this pool, connecting on first use. The
         server must be one of `specs`."""
         with self.locks[server]:
@@ -89,8 +89,8 @@ class Pool:
             if self.keeper:
                 from llmc_cli.keeper.transport import attach
 
-                path, session_name = self.keeper
-                self.sessions[server] = attach(path, session_name, server, timeout=spec.timeout, hooks=hooks)
+                path, keeper_name = self.keeper
+                self.sessions[server] = attach(path, keeper_name, server, timeout=spec.timeout, hooks=hooks)
             else:
                 from llmc_cli.mcp.client import connect  # not for a keeper's servers
 

@@ -16,7 +16,7 @@ from llmc_cli.catalog.listing import ServerFailure, ToolLists
 from llmc_cli.catalog.pool import Pool
 from llmc_cli.errors import LlmcError, UsageError, did_you_mean
 from llmc_cli.mcp.hooks import ClientHooks
-from llmc_cli.mcp.session import Session
+from llmc_cli.mcp.session import ClientSession
 from llmc_cli.mcp.stores import Stores
 from llmc_cli.model import ServerSpec, Tool
 
@@ -76,7 +76,7 @@ class Catalog:
         if self.keeper:
             return self  # the servers live in a session keeper, shared by design
         pool = self.pool
-        stores = replace(pool.stores or Stores(), remember_sessions=False)
+        stores = replace(pool.stores or Stores(), remember_session_ids=False)
         specs = [spec for name, spec in self.specs.items() if name not in pool.unusable]
         return Catalog(specs, hooks=hooks, builtins=pool.builtins, on_stderr=pool.on_stderr, stores=stores,
                        unusable={name: pool.failed[name] for name in pool.unusable}, shared=self, own=own,
@@ -108,7 +108,7 @@ class Catalog:
         root = self.root()
         return root if root.stateless(server) else self
 
-    def session(self, server: str) -> Session:
+    def session(self, server: str) -> ClientSession:
         """The server's session, connecting on first use (one connection per server), on the
         connection of the catalog serving it."""
         if server not in self.specs:

@@ -1,5 +1,5 @@
 """`llmc session start|list|stop|forget`: session keepers (servers that outlive one command), and
-`forget` for remembered HTTP sessions (mcp/http_sessions.py), which are not keepers."""
+`forget` for remembered HTTP sessions (mcp/session_ids.py), which are not keepers."""
 
 from __future__ import annotations
 
@@ -123,7 +123,7 @@ def forget(ctx: click.Context, servers: tuple[str, ...], urls: tuple[str, ...]) 
     """Drop remembered HTTP sessions (Mcp-Session-Id), so the next command starts a new one.
     Without options: all of them. Each server is asked to end its session (HTTP DELETE)."""
     from llmc_cli.config.profiles import load_profile, server_specs
-    from llmc_cli.mcp import http_sessions
+    from llmc_cli.mcp import session_ids
     from llmc_cli.model import ServerSpec
     from llmc_cli.store import client_stores
 
@@ -139,7 +139,7 @@ def forget(ctx: click.Context, servers: tuple[str, ...], urls: tuple[str, ...]) 
     if servers or urls:
         keys = ({k for k, s in known.items() if s.name in servers}
                 | {ServerSpec(name="url", url=u).cache_key() for u in urls})
-    emit(http_sessions.forget(client_stores(), keys, known), "jsonl")
+    emit(session_ids.forget(client_stores(), keys, known), "jsonl")
 
 
 def _public(status: Mapping[str, object], name: str) -> dict[str, Any]:

@@ -105,7 +105,7 @@ def ensure_private_dir(path: Path) -> Path:
     return path
 
 
-def sessions_dir() -> Path:
+def keepers_dir() -> Path:
     """Where session keepers listen (NAME.sock) and log (NAME.log). Only the user may enter it:
     whoever can reach a keeper's socket can run tools with the user's rights."""
     path = ensure_private_dir(state_dir() / "sessions")

@@ -314,7 +314,7 @@ class HttpGateway:
         pool = self._upstreams_of(toolbox, name, session=False)
         return GatewayConnection(toolbox, transport="http", principal=name, upstreams=pool.catalog)
 
-    def _session_connection(self, principal: Principal | None, name: str | None) -> GatewayConnection:
+    def _host_session_connection(self, principal: Principal | None, name: str | None) -> GatewayConnection:
         """A host session's connection: its principal's upstream connections, and its own to the
         servers marked `per_session`."""
         toolbox = self.toolbox_for(principal)
@@ -381,9 +381,9 @@ class HttpGateway:
         idle = [session_id for session_id in session_ids if not sessions[session_id].requests]
         return min(idle, key=lambda sid: (sessions[sid].stream is not None, sessions[sid].last_used), default=None)
 
-    def open_session(self, principal: Principal | None) -> tuple[str, HostSession]:
+    def open_host_session(self, principal: Principal | None) -> tuple[str, HostSession]:
         """A new session (raises Refused when the principal or the gateway has no room)."""
-        connection = self._session_connection(principal, principal.name if principal else None)
+        connection = self._host_session_connection(principal, principal.name if principal else None)
         try:
             with self.lock:
                 victim = self._room_for(principal)
@@ -411,11 +411,11 @@ class HttpGateway:
         except LlmcError as exc:
             from llmc_cli.mcp.server import RequestError
 
-            self.end_session(session_id)  # not resumable elsewhere: no session at all
+            self.end_host_session(session_id)  # not resumable elsewhere: no session at all
             raise RequestError(jsonrpc.INTERNAL_ERROR, f"cannot start a session: {exc.message}") from None
         session.shared = True
 
-    def find_session(self, session_id: str, principal: Principal | None) -> HostSession | None:
+    def find_host_session(self, session_id: str, principal: Principal | None) -> HostSession | None:
         with self.lock:
             session = self.sessions.get(session_id)
         held = session is not None
@@ -426,7 +426,7 @@ class HttpGateway:
             return None
         session.last_used = time.monotonic()
         if held and self.shared is not None and session.shared and not self._still_shared(session_id, session):
-            self.end_session(session_id)  # the host ended it through another replica
+            self.end_host_session(session_id)  # the host ended it through another replica
             return None
         return session
 
@@ -454,7 +454,7 @@ class HttpGateway:
         owner = principal.name if principal else None
         if record is None or record.get("principal") != owner:
             return None
-        connection = self._session_connection(principal, owner)
+        connection = self._host_session_connection(principal, owner)
         version = record.get("protocolVersion")
         connection.legacy_version = version if isinstance(version, str) else None
         connection.client_info = object_at(record, "clientInfo")
@@ -495,7 +495,7 @@ class HttpGateway:
             with self.lock:
                 session.requests -= 1
 
-    def end_session(self, session_id: str, *, forget: bool = False) -> None:
+    def end_host_session(self, session_id: str, *, forget: bool = False) -> None:
         """End a session here; `forget`: everywhere (the host's DELETE), not just on this replica
         (idle here, or this replica stopping: another may still serve it)."""
         with self.lock:
@@ -530,7 +530,7 @@ class HttpGateway:
             with self.lock:
                 return [sid for sid, session in self.sessions.items() if session.shared]
 
-        self.shared.start(self.stopped, held, self.end_session, log)
+        self.shared.start(self.stopped, held, self.end_host_session, log)
 
     def ready(self) -> bool:
         """What /readyz says: serving, and the state database (when there is one) answers."""
@@ -545,7 +545,7 @@ class HttpGateway:
             with self.lock:
                 idle = [sid for sid, s in self.sessions.items() if s.last_used < cutoff and s.stream is None]
             for session_id in idle:
-                self.end_session(session_id)
+                self.end_host_session(session_id)
             self.reap_upstreams()
 
     def status(self) -> dict[str, Any]:
@@ -583,7 +583,7 @@ class HttpGateway:
         with self.lock:
             self._drained.wait_for(lambda: not self.listening, timeout=CLOSE_SECONDS)
         for session_id in list(self.sessions):
-            self.end_session(session_id)
+            self.end_host_session(session_id)
         for pool in self.principal_upstreams.values():
             pool.catalog.close()
         for toolbox in self.toolboxes.values():

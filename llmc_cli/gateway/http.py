@@ -154,7 +154,7 @@ class Handler(ReplyWriter):
         if not session_id:
             self._send(405, None, {"Allow": "POST, DELETE"})
             return
-        session = self.gateway.find_session(session_id, principal)
+        session = self.gateway.find_host_session(session_id, principal)
         if session is None:
             self._refuse(404, "Session not found")
             return
@@ -171,10 +171,10 @@ class Handler(ReplyWriter):
         if not ok:
             return
         session_id = self.headers.get("Mcp-Session-Id") or ""
-        if self.gateway.find_session(session_id, principal) is None:
+        if self.gateway.find_host_session(session_id, principal) is None:
             self._refuse(404, "Session not found")
             return
-        self.gateway.end_session(session_id, forget=True)
+        self.gateway.end_host_session(session_id, forget=True)
         self._send(200, None)
 
     def do_POST(self) -> None:
@@ -208,7 +208,7 @@ class Handler(ReplyWriter):
         stateless = None
         session: HostSession | None = None  # initialize-era session of the request (not initialize's own)
         if session_id:
-            session = gateway.find_session(session_id, principal)
+            session = gateway.find_host_session(session_id, principal)
             if session is None:
                 self._refuse(404, "Session not found: it ended, expired, or its server state was lost with the "
                                   "gateway replica that held it; send initialize to start a new session",
@@ -217,7 +217,7 @@ class Handler(ReplyWriter):
             connection = session.connection
         elif kind == "request" and method == "initialize":
             try:
-                opened = gateway.open_session(principal)
+                opened = gateway.open_host_session(principal)
             except Refused as exc:
                 self._refuse(exc.status, exc.message, headers={"Retry-After": "1"}, msg_id=message.get("id"))
                 return
@@ -243,13 +243,13 @@ class Handler(ReplyWriter):
 
             def settle(reply: dict[str, Any]) -> None:
                 if opened_id is not None and "result" not in reply:
-                    gateway.end_session(opened_id)
+                    gateway.end_host_session(opened_id)
 
             with listening, gateway.in_use(session):
                 answered = self._answer(connection, message, extra, modern=modern and not session_id, session=session,
                                         alone=stateless is not None, settle=settle)
             if opened_id is not None and answered is None:  # the host went away before its reply
-                gateway.end_session(opened_id)
+                gateway.end_host_session(opened_id)
         finally:
             if stateless is not None:
                 stateless.close()

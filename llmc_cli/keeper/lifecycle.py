@@ -34,7 +34,7 @@ STOP_WAIT = 10.0
 def socket_path(name: str) -> Path:
     if not NAME_PATTERN.match(name):
         raise UsageError(f"invalid session name {name!r}: letters, digits, '.', '_', '-' (at most 64)")
-    path = paths.sessions_dir() / f"{name}.sock"
+    path = paths.keepers_dir() / f"{name}.sock"
     if len(os.fsencode(str(path))) > SOCKET_PATH_MAX:
         raise ConfigError(f"the state directory's path is too long for a Unix socket ({path}); "
                           "set LLMC_STATE_DIR to a shorter one")
@@ -80,7 +80,7 @@ def _remove_stale(path: Path) -> None:
 
 
 def names() -> list[str]:
-    return sorted(p.stem for p in paths.sessions_dir().glob("*.sock"))
+    return sorted(p.stem for p in paths.keepers_dir().glob("*.sock"))
 
 
 def held_specs(name: str, only: tuple[str, ...] = ()) -> tuple[str, list[ServerSpec]]:

@@ -22,7 +22,7 @@ from typing import Any, NotRequired, TypedDict
 
 from llmc_cli.errors import ConnectionFailed, LlmcError, ProtocolError, TimeoutExpired, from_json
 from llmc_cli.mcp.hooks import ClientHooks
-from llmc_cli.mcp.session import Session
+from llmc_cli.mcp.session import ClientSession
 from llmc_cli.mcp.transports.base import Closed, Deliver
 from llmc_cli.model import compact_json
 
@@ -70,7 +70,7 @@ class AttachReply:
     servers: list[dict[str, Any]] | None = None  # every server the keeper holds (None: a keeper too old to say)
 
     @classmethod
-    def of(cls, session: Session, notice: str | None) -> AttachReply:
+    def of(cls, session: ClientSession, notice: str | None) -> AttachReply:
         return cls(session.era or "", session.protocol_version or "", session.server_info, session.capabilities,
                    session.instructions, notice)
 
@@ -80,10 +80,10 @@ class AttachReply:
                 "instructions": self.instructions, "notice": self.notice}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any], session_name: str) -> AttachReply:
+    def from_json(cls, data: dict[str, Any], keeper_name: str) -> AttachReply:
         era, version = data.get("era"), data.get("protocolVersion")
         if not (isinstance(era, str) and era and isinstance(version, str) and version):
-            raise ProtocolError(f"session {session_name}: its keeper did not say how {data.get('server', 'the server')}"
+            raise ProtocolError(f"session {keeper_name}: its keeper did not say how {data.get('server', 'the server')}"
                                 " speaks")
         notice, instructions, servers = data.get("notice"), data.get("instructions"), data.get("servers")
         return cls(era, version, data.get("serverInfo") or {}, data.get("capabilities") or {},
@@ -91,7 +91,7 @@ class AttachReply:
                    servers if isinstance(servers, list) else None)
 
 
-def connect_unix(path: str, timeout: float, session_name: str) -> socket.socket:
+def connect_unix(path: str, timeout: float, keeper_name: str) -> socket.socket:
     """A connected socket, or the error a user can act on."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
@@ -99,14 +99,14 @@ def connect_unix(path: str, timeout: float, session_name: str) -> socket.socket:
         sock.connect(path)
     except (FileNotFoundError, ConnectionRefusedError):
         sock.close()
-        raise ConnectionFailed(f"session {session_name} is not running (start it with `llmc session start "
-                               f"{session_name}`)") from None
+        raise ConnectionFailed(f"session {keeper_name} is not running (start it with `llmc session start "
+                               f"{keeper_name}`)") from None
     except TimeoutError:
         sock.close()
-        raise TimeoutExpired(f"session {session_name}: its keeper did not accept within {timeout:g}s") from None
+        raise TimeoutExpired(f"session {keeper_name}: its keeper did not accept within {timeout:g}s") from None
     except OSError as exc:
         sock.close()
-        raise ConnectionFailed(f"session {session_name}: cannot reach its keeper: {exc.strerror}") from None
+        raise ConnectionFailed(f"session {keeper_name}: cannot reach its keeper: {exc.strerror}") from None
     return sock
 
 
@@ -130,30 +130,30 @@ def read_line(stream: Any) -> dict[str, Any] | None:
     return message
 
 
-def exchange(path: str, request: dict[str, Any], session_name: str, timeout: float = 10.0) -> dict[str, Any]:
+def exchange(path: str, request: dict[str, Any], keeper_name: str, timeout: float = 10.0) -> dict[str, Any]:
     """One keeper command (status, stop): send a line, read the reply line."""
-    sock = connect_unix(path, timeout, session_name)
+    sock = connect_unix(path, timeout, keeper_name)
     try:
         send_line(sock, request)
         with sock.makefile("rb") as stream:
             reply = read_line(stream)
     except TimeoutError:
-        raise TimeoutExpired(f"session {session_name}: its keeper did not answer within {timeout:g}s") from None
+        raise TimeoutExpired(f"session {keeper_name}: its keeper did not answer within {timeout:g}s") from None
     except (OSError, ValueError) as exc:
-        raise ConnectionFailed(f"session {session_name}: broken reply from its keeper: {exc}") from None
+        raise ConnectionFailed(f"session {keeper_name}: broken reply from its keeper: {exc}") from None
     finally:
         sock.close()
     if reply is None:
-        raise ConnectionFailed(f"session {session_name}: its keeper closed the connection")
+        raise ConnectionFailed(f"session {keeper_name}: its keeper closed the connection")
     if reply.get("llmc") == "error":
         raise from_json(reply)
     return reply
 
 
 class KeeperTransport:
-    def __init__(self, path: str, session_name: str, server: str, timeout: float = 60.0) -> None:
+    def __init__(self, path: str, keeper_name: str, server: str, timeout: float = 60.0) -> None:
         self.path = path
-        self.session_name = session_name
+        self.keeper_name = keeper_name
         self.server = server
         self.timeout = timeout
         self.protocol_version: str | None = None
@@ -163,7 +163,7 @@ class KeeperTransport:
         self._reader: threading.Thread | None = None
 
     def start(self, deliver: Deliver, closed: Closed) -> None:
-        sock = connect_unix(self.path, self.timeout, self.session_name)
+        sock = connect_unix(self.path, self.timeout, self.keeper_name)
         stream = sock.makefile("rb")
         try:
             send_line(sock, {"llmc": "attach", "server": self.server})
@@ -171,18 +171,18 @@ class KeeperTransport:
             reply = read_line(stream)
         except TimeoutError:
             sock.close()
-            raise TimeoutExpired(f"session {self.session_name}: no answer from its keeper within "
+            raise TimeoutExpired(f"session {self.keeper_name}: no answer from its keeper within "
                                  f"{self.timeout:g}s") from None
         except (OSError, ValueError) as exc:
             sock.close()
-            raise ConnectionFailed(f"session {self.session_name}: broken reply from its keeper: {exc}") from None
+            raise ConnectionFailed(f"session {self.keeper_name}: broken reply from its keeper: {exc}") from None
         if reply is None or reply.get("llmc") != "attached":
             sock.close()
             if reply is not None and reply.get("llmc") == "error":
                 raise from_json(reply)
-            raise ConnectionFailed(f"session {self.session_name}: its keeper closed the connection")
+            raise ConnectionFailed(f"session {self.keeper_name}: its keeper closed the connection")
         try:
-            self.attached = AttachReply.from_json({"server": self.server, **reply}, self.session_name)
+            self.attached = AttachReply.from_json({"server": self.server, **reply}, self.keeper_name)
         except ProtocolError:
             sock.close()
             raise
@@ -198,7 +198,7 @@ class KeeperTransport:
             while True:
                 message = read_line(stream)
                 if message is None:
-                    error = ConnectionFailed(f"session {self.session_name}: its keeper went away")
+                    error = ConnectionFailed(f"session {self.keeper_name}: its keeper went away")
                     break
                 if message.get("llmc") == "closed":
                     error = ConnectionFailed(str(message.get("message") or "the keeper lost the server"))
@@ -206,7 +206,7 @@ class KeeperTransport:
                 deliver(message)
         except (OSError, ValueError, LlmcError) as exc:
             error = None if self._sock is None else ConnectionFailed(
-                f"session {self.session_name}: connection to its keeper broke: {exc}")
+                f"session {self.keeper_name}: connection to its keeper broke: {exc}")
         finally:
             stream.close()
         if self._sock is not None:
@@ -215,12 +215,12 @@ class KeeperTransport:
     def send(self, message: dict[str, Any]) -> None:
         sock = self._sock
         if sock is None:
-            raise ConnectionFailed(f"session {self.session_name}: not connected to its keeper")
+            raise ConnectionFailed(f"session {self.keeper_name}: not connected to its keeper")
         try:
             with self._send_lock:
                 send_line(sock, message)
         except OSError as exc:
-            raise ConnectionFailed(f"session {self.session_name}: cannot write to its keeper: {exc}") from None
+            raise ConnectionFailed(f"session {self.keeper_name}: cannot write to its keeper: {exc}") from None
 
     def close(self) -> None:
         sock, self._sock = self._sock, None
@@ -238,7 +238,7 @@ class KeeperTransport:
         return ""
 
 
-def validate_in_keeper(path: str, session_name: str, arguments: dict[str, Any], schema: Any, tool: str) -> bool:
+def validate_in_keeper(path: str, keeper_name: str, arguments: dict[str, Any], schema: Any, tool: str) -> bool:
     """The keeper checks the arguments against the tool's inputSchema (mcp/validation.py, with
     jsonschema loaded once for all its callers): UsageError when they do not fit, exactly as the
     check raises it here. False when the keeper cannot (a keeper started by an older llmc, one
@@ -249,7 +249,7 @@ def validate_in_keeper(path: str, session_name: str, arguments: dict[str, Any], 
         return False  # cannot be sent; the policy refuses such a call after the check
     try:
         reply = exchange(path, {"llmc": "validate", "tool": tool, "arguments": arguments, "inputSchema": schema},
-                         session_name)
+                         keeper_name)
     except LlmcError:
         return False
     if reply.get("llmc") == "invalid":
@@ -257,12 +257,12 @@ def validate_in_keeper(path: str, session_name: str, arguments: dict[str, Any], 
     return reply.get("llmc") == "valid"
 
 
-def attach(socket_path: str, session_name: str, server: str, *, timeout: float = 60.0,
-           hooks: ClientHooks | None = None) -> Session:
+def attach(socket_path: str, keeper_name: str, server: str, *, timeout: float = 60.0,
+           hooks: ClientHooks | None = None) -> ClientSession:
     """A session with a server that a session keeper holds: no probe and no handshake (the keeper
     did both when it started the server); the era and version are the keeper's."""
-    transport = KeeperTransport(socket_path, session_name, server, timeout)
-    session = Session(transport, name=server, timeout=timeout, hooks=hooks)
+    transport = KeeperTransport(socket_path, keeper_name, server, timeout)
+    session = ClientSession(transport, name=server, timeout=timeout, hooks=hooks)
     session.start()
     info = transport.attached
     assert info is not None  # start() raised otherwise

@@ -20,7 +20,7 @@ from llmc_cli.mcp.client import connect
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.mcp.inflight import Future
 from llmc_cli.mcp.router import Router
-from llmc_cli.mcp.session import Session
+from llmc_cli.mcp.session import ClientSession
 from llmc_cli.model import ServerSpec
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ class Upstream:
     def __init__(self, spec: ServerSpec, keeper: Keeper) -> None:
         self.spec = spec
         self.keeper = keeper
-        self.session: Session | None = None
+        self.session: ClientSession | None = None
         self.error: LlmcError | None = None  # why the last start failed
         self.restarts = 0
         self.lock = threading.Lock()

@@ -18,10 +18,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from llmc_cli.errors import ConnectionFailed, HttpStatusError, LlmcError, ProtocolError, RpcError, TimeoutExpired
-from llmc_cli.mcp import http_sessions, jsonrpc
+from llmc_cli.mcp import jsonrpc, session_ids
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.mcp.messages import JSONObject
-from llmc_cli.mcp.session import NotADiscoverResult, Session, supported_versions
+from llmc_cli.mcp.session import ClientSession, NotADiscoverResult, supported_versions
 from llmc_cli.mcp.stores import EraCache, Stores
 from llmc_cli.mcp.transports.base import Transport
 from llmc_cli.mcp.transports.memory import Endpoint
@@ -33,7 +33,7 @@ Builtins = Mapping[str, Callable[[ServerSpec], Endpoint]]  # builtin name -> end
 
 
 def connect(spec: ServerSpec, *, stores: Stores | None = None, hooks: ClientHooks | None = None,
-            builtins: Builtins | None = None, on_stderr: Callable[[str], None] | None = None) -> Session:
+            builtins: Builtins | None = None, on_stderr: Callable[[str], None] | None = None) -> ClientSession:
     """An open, negotiated session; the caller closes it. Errors are LlmcErrors with exit codes.
     `stores`: where the era cache and OAuth tokens live (none: probe every time, tokens in memory)."""
     stores = stores or Stores()
@@ -71,7 +71,7 @@ class _Memo:
 
 
 def _connect(spec: ServerSpec, stores: Stores, memo: _Memo, hooks: ClientHooks | None, builtins: Builtins | None,
-             on_stderr: Callable[[str], None] | None, cached: dict[str, Any] | None) -> Session:
+             on_stderr: Callable[[str], None] | None, cached: dict[str, Any] | None) -> ClientSession:
     if spec.kind == "remote":
         return _connect_remote(spec, stores, memo, hooks, cached)
     if spec.kind == "builtin":
@@ -86,7 +86,7 @@ def _connect(spec: ServerSpec, stores: Stores, memo: _Memo, hooks: ClientHooks |
                                    launch=spec.launch)
         if spec.launch and spec.sandbox is not None and hooks is not None:
             hooks = sandboxed_roots(hooks, spec.sandbox)
-    session = Session(transport, name=spec.name, timeout=spec.timeout, hooks=hooks)
+    session = ClientSession(transport, name=spec.name, timeout=spec.timeout, hooks=hooks)
     session.handshake_timeout = spec.handshake_timeout
     try:
         _negotiate_stdio(session, spec, memo, cached)
@@ -128,7 +128,7 @@ def sandboxed_roots(hooks: ClientHooks, sandbox: SandboxSpec) -> ClientHooks:
     return replace(hooks, roots=visible(hooks.roots), list_roots=(lambda: visible(listed())) if listed else None)
 
 
-def _negotiate_stdio(session: Session, spec: ServerSpec, memo: _Memo, cached: dict[str, Any] | None) -> None:
+def _negotiate_stdio(session: ClientSession, spec: ServerSpec, memo: _Memo, cached: dict[str, Any] | None) -> None:
     if cached and cached.get("era") == "legacy":
         session.initialize()
         return
@@ -157,7 +157,7 @@ def _negotiate_stdio(session: Session, spec: ServerSpec, memo: _Memo, cached: di
 
 
 def _connect_remote(spec: ServerSpec, stores: Stores, memo: _Memo, hooks: ClientHooks | None,
-                    cached: dict[str, Any] | None) -> Session:
+                    cached: dict[str, Any] | None) -> ClientSession:
     from llmc_cli.mcp.auth import OAuth
     from llmc_cli.mcp.transports.legacy_sse import LegacySseTransport
     from llmc_cli.mcp.transports.streamable_http import StreamableHttpTransport
@@ -169,7 +169,7 @@ def _connect_remote(spec: ServerSpec, stores: Stores, memo: _Memo, hooks: Client
     if choice == "auto" and cached:
         choice = cached.get("transport", "auto")
     if choice == "sse":
-        session = Session(LegacySseTransport(spec.url, headers=headers, timeout=spec.timeout, auth=auth),
+        session = ClientSession(LegacySseTransport(spec.url, headers=headers, timeout=spec.timeout, auth=auth),
                           name=spec.name, timeout=spec.timeout, hooks=hooks)
         session.handshake_timeout = spec.handshake_timeout
         _guarded(session, session.initialize)
@@ -177,17 +177,17 @@ def _connect_remote(spec: ServerSpec, stores: Stores, memo: _Memo, hooks: Client
         return session
 
     transport = StreamableHttpTransport(spec.url, headers=headers, timeout=spec.timeout, auth=auth)
-    session = Session(transport, name=spec.name, timeout=spec.timeout, hooks=hooks)
+    session = ClientSession(transport, name=spec.name, timeout=spec.timeout, hooks=hooks)
     session.handshake_timeout = spec.handshake_timeout
     # A legacy session outlives this process: its id is remembered after every handshake (the
     # one after a 404 included) and the server is not told to end it on close.
-    remember = stores.remember_sessions
+    remember = stores.remember_session_ids
     transport.end_session_on_close = not remember
     session.on_initialized = lambda: _note_legacy(memo, session, remember)
     if cached and cached.get("era") == "legacy" and choice == "http":
-        remembered = http_sessions.RememberedHttpSession.from_entry(cached) if remember else None
+        remembered = session_ids.RememberedSessionId.from_entry(cached) if remember else None
         if remembered and cached.get("version") in LEGACY_VERSIONS:
-            http_sessions.resume(session, cached["version"], remembered)
+            session_ids.resume(session, cached["version"], remembered)
         else:
             _guarded(session, session.initialize)
         return session
@@ -235,11 +235,11 @@ def _connect_remote(spec: ServerSpec, stores: Stores, memo: _Memo, hooks: Client
     return session
 
 
-def _note_legacy(memo: _Memo, session: Session, remember: bool) -> None:
+def _note_legacy(memo: _Memo, session: ClientSession, remember: bool) -> None:
     """Cache the era (and session id) after a legacy HTTP handshake; a session that is not
     remembered writes nothing, so it cannot replace the entry of one that is."""
     if remember:
-        memo.put(http_sessions.entry_for(session))
+        memo.put(session_ids.entry_for(session))
 
 
 def _refused(spec: ServerSpec, exc: RpcError) -> str:
@@ -260,7 +260,7 @@ def _refused(spec: ServerSpec, exc: RpcError) -> str:
                         f"llmc speaks {', '.join(SUPPORTED_VERSIONS)}")
 
 
-def _guarded(session: Session, step: Callable[[], object]) -> None:
+def _guarded(session: ClientSession, step: Callable[[], object]) -> None:
     try:
         step()
     except BaseException:
@@ -276,4 +276,4 @@ def _add_diagnostics(exc: LlmcError, transport: Transport) -> None:
         exc.details["stderr"] = tail[-10:]
 
 
-__all__ = ["connect", "ClientHooks", "Session", "LEGACY_VERSIONS", "MODERN_VERSIONS"]
+__all__ = ["connect", "ClientHooks", "ClientSession", "LEGACY_VERSIONS", "MODERN_VERSIONS"]

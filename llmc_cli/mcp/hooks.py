@@ -1,4 +1,4 @@
-"""How the client answers what a server sends on its own: the hooks a caller hands to a Session,
+"""How the client answers what a server sends on its own: the hooks a caller hands to a ClientSession,
 and the answers to server->client requests (ping, roots/list, elicitation/create,
 sampling/createMessage), whichever era they arrive in."""
 
@@ -16,7 +16,7 @@ from llmc_cli.mcp.messages import JSON, JSONObject, ProgressToken, object_at
 # client serving many users, the gateway, answers by it): the progress tokens the caller gave
 # them (None for a request it gave none). One when the message is tied to a request; every
 # request in flight on the connection when nothing says which; none when it belongs to none.
-# Set by the session (mcp/session.py: Session._owners).
+# Set by the session (mcp/session.py: ClientSession._owners).
 RELATED_TOKENS: ContextVar[tuple[ProgressToken | None, ...]] = ContextVar("llmc_related_tokens", default=())
 
 

@@ -1,4 +1,4 @@
-"""The protocol package's observation hooks: every request a Session sends, and every request a
+"""The protocol package's observation hooks: every request a ClientSession sends, and every request a
 server core (mcp/server.py) serves or sends its client, can be watched.
 
 The protocol knows nothing of OpenTelemetry (mcp/ imports only errors and model); telemetry,
@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 if TYPE_CHECKING:
-    from llmc_cli.mcp.session import Session
+    from llmc_cli.mcp.session import ClientSession
 
 
 class RequestWatch(Protocol):
@@ -26,10 +26,10 @@ class RequestWatch(Protocol):
 
 
 class Observer(Protocol):
-    def request(self, session: Session, request_id: int, method: str, params: dict[str, Any]) -> RequestWatch | None:
+    def request(self, session: ClientSession, request_id: int, method: str, params: dict[str, Any]) -> RequestWatch | None:
         """A request is about to be sent by `session`."""
 
-    def session_ended(self, session: Session, seconds: float) -> None:
+    def session_ended(self, session: ClientSession, seconds: float) -> None:
         """`session` was closed after living this long."""
 
 

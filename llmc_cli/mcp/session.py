@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from llmc_cli import __version__
-from llmc_cli.errors import Cancelled, ConnectionFailed, LlmcError, ProtocolError, RpcError, SessionExpired, TimeoutExpired
+from llmc_cli.errors import Cancelled, ConnectionFailed, HttpSessionExpired, LlmcError, ProtocolError, RpcError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc, observe
 from llmc_cli.mcp.hooks import RELATED_TOKENS, ClientHooks, answer_server_request
 from llmc_cli.mcp.inflight import DeadlinePassed, Future, InFlight
@@ -49,7 +49,7 @@ def retry_version(exc: RpcError) -> str | None:
     return next((v for v in MODERN_VERSIONS if v in offered), None)
 
 
-class Session:
+class ClientSession:
     """A connected session. Thread-safe: several threads may send requests concurrently."""
 
     def __init__(self, transport: Transport, *, name: str = "server", timeout: float = 60.0,
@@ -155,7 +155,7 @@ class Session:
             if observe.OBSERVER is not None and self._started:
                 observe.OBSERVER.session_ended(self, time.monotonic() - self._born)
 
-    def __enter__(self) -> Session:
+    def __enter__(self) -> ClientSession:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -356,7 +356,7 @@ class Session:
     def _send_request(self, message: dict[str, Any]) -> None:
         try:
             self.transport.send(message)
-        except SessionExpired:
+        except HttpSessionExpired:
             # 2025-11-25 transports, Session Management: start a new session, then send again.
             if self.era != "legacy" or message["method"] == "initialize" or self._reinitialized:
                 raise

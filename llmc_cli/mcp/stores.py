@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 class EraCache(Protocol):
     """Per server (ServerSpec.cache_key()): what connect() found (era, transport, version) and,
-    for a legacy HTTP server, its remembered HTTP session (mcp/http_sessions.py). Best effort
+    for a legacy HTTP server, its remembered HTTP session (mcp/session_ids.py). Best effort
     both ways: a cache that cannot be read or written costs a probe, never a failure."""
 
     def load(self) -> dict[str, dict[str, Any]]:
@@ -65,7 +65,7 @@ class Stores:
     tokens: TokenStore | None = None
     # False: an initialize-era HTTP session belongs to this connection alone (a gateway's host
     # session): none is resumed or remembered in the era cache, and each is ended on close.
-    remember_sessions: bool = True
+    remember_session_ids: bool = True
 
 
 class MemoryTokenStore:

@@ -2,7 +2,7 @@
 for MCP (gen-ai/mcp.md), and the generic span scope the agent's GenAI spans use. Imported only
 when telemetry is enabled (through telemetry.otel).
 
-Client span: one per request a Session sends, kind CLIENT, named `{mcp.method.name} {target}`
+Client span: one per request a ClientSession sends, kind CLIENT, named `{mcp.method.name} {target}`
 (target: gen_ai.tool.name or gen_ai.prompt.name; never the resource URI, which is high
 cardinality), its W3C trace context injected into `params._meta` (SEP-414). Server span: one per
 request one of llmc's servers receives, kind SERVER, parented from the context in its `_meta`.
@@ -29,7 +29,7 @@ from llmc_cli.mcp.messages import JSONObject
 from llmc_cli.telemetry import Attributes, ServerSpan, Span
 
 if TYPE_CHECKING:
-    from llmc_cli.mcp.session import Session
+    from llmc_cli.mcp.session import ClientSession
     from llmc_cli.telemetry.otel import Otel
 
 TARGET_PARAM = {"tools/call": ("name", "gen_ai.tool.name"), "prompts/get": ("name", "gen_ai.prompt.name")}
@@ -214,7 +214,7 @@ class McpObserver:
     def __init__(self, otel: Otel) -> None:
         self.otel = otel
 
-    def request(self, session: Session, request_id: int, method: str, params: JSONObject) -> RequestSpan:
+    def request(self, session: ClientSession, request_id: int, method: str, params: JSONObject) -> RequestSpan:
         name, attributes = describe_request(method, params)
         attributes["jsonrpc.request.id"] = str(request_id)
         version = session.protocol_version or (params.get("protocolVersion") if method == "initialize" else None)
@@ -228,7 +228,7 @@ class McpObserver:
                                            context=self.otel.parent())
         return RequestSpan(self.otel, span, method, attributes, session.transport)
 
-    def session_ended(self, session: Session, seconds: float) -> None:
+    def session_ended(self, session: ClientSession, seconds: float) -> None:
         attributes = transport_attributes(session.transport)
         if session.protocol_version:
             attributes["mcp.protocol.version"] = session.protocol_version

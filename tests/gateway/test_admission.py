@@ -41,7 +41,7 @@ def post_init(conn: http.client.HTTPConnection, token: str) -> int:
     return response.status
 
 
-def open_session(gateway: Gateway, token: str) -> str:
+def open_host_session(gateway: Gateway, token: str) -> str:
     status, headers, body = gateway.request("POST", "/mcp", INIT, bearer(token))
     assert status == 200, body
     session = headers["mcp-session-id"]
@@ -157,16 +157,16 @@ def test_a_principal_at_its_session_quota_loses_its_least_recently_used_session(
     bob goes on."""
     running = start(with_principals(gateway_profile, alice="max_sessions = 2"), env=TOKENS)
     try:
-        first, second = open_session(running, ALICE), open_session(running, ALICE)
-        bobs = open_session(running, BOB)
+        first, second = open_host_session(running, ALICE), open_host_session(running, ALICE)
+        bobs = open_host_session(running, BOB)
         assert used(running, ALICE, first) == 200  # `second` is now the least recently used
-        third = open_session(running, ALICE)
+        third = open_host_session(running, ALICE)
         assert used(running, ALICE, second) == 404
         assert (used(running, ALICE, first), used(running, ALICE, third), used(running, BOB, bobs)) == (200, 200, 200)
 
         listening = [open_stream(running, ALICE, first), open_stream(running, ALICE, third)]
         assert used(running, ALICE, third) == 200  # both listen; `first` is the least recently used
-        fourth = open_session(running, ALICE)
+        fourth = open_host_session(running, ALICE)
         began = time.monotonic()
         listening[0][1].read()  # its stream ends (not at the 15 s keep-alive)
         assert time.monotonic() - began < 5
@@ -205,7 +205,7 @@ def test_one_principal_cannot_take_every_session_of_the_gateway(gateway_profile:
             assert status == 200, body
             sessions.append(headers["mcp-session-id"])
         assert used(running, ALICE, sessions[0]) == 200  # sessions[1] is now her least recently used
-        bobs = open_session(running, BOB)
+        bobs = open_host_session(running, BOB)
         assert used(running, BOB, bobs) == 200
         assert (used(running, ALICE, sessions[1]), used(running, ALICE, sessions[0])) == (404, 200)
     finally:
@@ -215,11 +215,11 @@ def test_one_principal_cannot_take_every_session_of_the_gateway(gateway_profile:
 def test_a_principal_at_its_request_quota_is_refused_and_the_others_go_on(gateway_profile: Path) -> None:
     running = start(with_principals(gateway_profile, alice="max_requests = 1"), env=TOKENS)
     try:
-        session = open_session(running, ALICE)
+        session = open_host_session(running, ALICE)
         stream, response = open_stream(running, ALICE, session)  # her one request in flight
         status, headers, body = running.request("POST", "/mcp", TOOLS_LIST, bearer(ALICE, session))
         assert status == 429 and headers["retry-after"] == "1" and b"max_requests" in body
-        assert used(running, BOB, open_session(running, BOB)) == 200
+        assert used(running, BOB, open_host_session(running, BOB)) == 200
         response.close()  # the host drops its stream
         stream.close()
         assert wait_until(lambda: used(running, ALICE, session) == 200, timeout=10)

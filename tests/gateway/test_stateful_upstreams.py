@@ -102,7 +102,7 @@ def _auth(principal: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {TOKENS[principal]}", "Accept": "application/json"}
 
 
-class Session:
+class HttpHost:
     """An initialize-era host session, spoken in plain HTTP."""
 
     def __init__(self, gateway: Gateway, principal: str) -> None:
@@ -142,11 +142,11 @@ def _text(result: dict[str, Any]) -> tuple[bool, str]:
 
 @pytest.mark.parametrize("server", ["sdk", "remote"])
 def test_a_principals_host_sessions_share_its_stateful_upstream(gateway: Gateway, server: str) -> None:
-    a, b = Session(gateway, "alice"), Session(gateway, "alice")  # one principal, two host sessions
+    a, b = HttpHost(gateway, "alice"), HttpHost(gateway, "alice")  # one principal, two host sessions
     assert _text(a.call(f"{server}.remember", key="k", value="from A")) == (False, "remembered k")
     assert _text(b.call(f"{server}.recall", key="k")) == (False, "from A")  # the same process / session
     # another principal never shares it
-    missed, text = _text(Session(gateway, "bob").call(f"{server}.recall", key="k"))
+    missed, text = _text(HttpHost(gateway, "bob").call(f"{server}.recall", key="k"))
     assert missed and "nothing remembered" in text
     a.end()
     # a session that ends leaves its principal's upstreams to its other sessions
@@ -156,7 +156,7 @@ def test_a_principals_host_sessions_share_its_stateful_upstream(gateway: Gateway
 
 @pytest.mark.parametrize("server", ["own", "remote_own"])
 def test_a_per_session_server_keeps_one_per_host_session(gateway: Gateway, server: str) -> None:
-    a, b = Session(gateway, "alice"), Session(gateway, "alice")  # one principal, two host sessions
+    a, b = HttpHost(gateway, "alice"), HttpHost(gateway, "alice")  # one principal, two host sessions
     assert _text(a.call(f"{server}.remember", key="k", value="from A")) == (False, "remembered k")
     assert _text(a.call(f"{server}.recall", key="k")) == (False, "from A")
     # host B has its own process / upstream session: A's note is not there
@@ -172,7 +172,7 @@ def test_a_per_session_server_keeps_one_per_host_session(gateway: Gateway, serve
 
 def test_a_stateless_upstream_is_shared(gateway: Gateway) -> None:
     """The stateless SDK server keeps its notes per process: one connection serves every host."""
-    a, b = Session(gateway, "alice"), Session(gateway, "bob")
+    a, b = HttpHost(gateway, "alice"), HttpHost(gateway, "bob")
     assert _text(a.call("shared.remember", key="s", value="for all"))[0] is False
     assert _text(b.call("shared.recall", key="s")) == (False, "for all")
     assert _text(modern_call(gateway, "bob", "shared.recall", key="s")) == (False, "for all")
@@ -184,7 +184,7 @@ def test_2026_requests_keep_stateful_upstreams_per_principal(gateway: Gateway) -
     missed, text = _text(modern_call(gateway, "bob", "sdk.recall", key="p"))
     assert missed and "nothing remembered" in text
     # an initialize-era session of the same principal shares it (not with a per_session server)
-    session = Session(gateway, "alice")
+    session = HttpHost(gateway, "alice")
     assert _text(session.call("sdk.recall", key="p")) == (False, "alice's")
     assert _text(modern_call(gateway, "alice", "own.remember", key="q", value="alice's"))[0] is False
     missed, text = _text(session.call("own.recall", key="q"))

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.gateway.test_http import Gateway, start, stop
-from tests.gateway.test_stateful_upstreams import TOKENS, Session, _text
+from tests.gateway.test_stateful_upstreams import TOKENS, HttpHost, _text
 from tests.helpers import PEERS
 
 PROFILE = """\
@@ -96,14 +96,14 @@ def test_one_shot_sessions_share_one_process_per_principal(sharing: tuple[Gatewa
     # the gateway's own connection (tool lists) runs one of each from the start
     assert settled(f"{mark}-sdk", 1) == 1 and settled(f"{mark}-own", 1) == 1
     for i in range(12):  # one-shot hosts: a session, one call, no DELETE
-        assert _text(Session(gateway, "alice").call("sdk.remember", key=f"k{i}", value="v"))[0] is False
+        assert _text(HttpHost(gateway, "alice").call("sdk.remember", key=f"k{i}", value="v"))[0] is False
     assert settled(f"{mark}-sdk", 2) == 2  # one more, whatever the number of sessions
     # a per_session server: one for each host session
     for _ in range(3):
-        assert _text(Session(gateway, "alice").call("own.remember", key="k", value="v"))[0] is False
+        assert _text(HttpHost(gateway, "alice").call("own.remember", key="k", value="v"))[0] is False
     assert settled(f"{mark}-own", 4) == 4
     # another principal never shares alice's: one of its own
-    missed, text = _text(Session(gateway, "bob").call("sdk.recall", key="k0"))
+    missed, text = _text(HttpHost(gateway, "bob").call("sdk.recall", key="k0"))
     assert missed and "nothing remembered" in text
     assert settled(f"{mark}-sdk", 3) == 3
 
@@ -112,7 +112,7 @@ def test_one_shot_sessions_share_one_process_per_principal(sharing: tuple[Gatewa
 def test_a_principal_is_capped_and_idle_upstreams_are_reaped(sharing: tuple[Gateway, str]) -> None:
     gateway, mark = sharing
     assert settled(f"{mark}-own", 1) == 1
-    sessions = [Session(gateway, "alice") for _ in range(3)]
+    sessions = [HttpHost(gateway, "alice") for _ in range(3)]
     for i, session in enumerate(sessions):
         assert _text(session.call("own.remember", key="k", value=f"v{i}"))[0] is False
         assert processes(f"{mark}-own") <= 3  # the gateway's own and at most two of alice's
@@ -125,9 +125,9 @@ def test_a_principal_is_capped_and_idle_upstreams_are_reaped(sharing: tuple[Gate
         session.end()
     assert settled(f"{mark}-own", 1) == 1  # a per_session server's process ends with its session
     # bob is not held back by alice's cap
-    assert _text(Session(gateway, "bob").call("sdk.remember", key="b", value="v"))[0] is False
+    assert _text(HttpHost(gateway, "bob").call("sdk.remember", key="b", value="v"))[0] is False
     # a principal's shared process no live session uses is stopped after upstream_idle_timeout
-    a = Session(gateway, "alice")
+    a = HttpHost(gateway, "alice")
     assert _text(a.call("sdk.remember", key="a", value="v"))[0] is False
     assert settled(f"{mark}-sdk", 3) == 3  # the gateway's, bob's, alice's
     a.end()

@@ -1,10 +1,10 @@
-"""A scripted MCP server for in-process Session tests: an endpoint for the production
+"""A scripted MCP server for in-process ClientSession tests: an endpoint for the production
 MemoryTransport whose answers are small functions, one per method, so a test says exactly what
 the peer does (reply late, send progress, ask the client something, refuse) and waits on events,
 never on sleeps.
 
     peer = ScriptedPeer({"tools/call": lambda peer, msg: peer.reply(msg, {"content": []})})
-    session = Session(MemoryTransport(peer), timeout=5)
+    session = ClientSession(MemoryTransport(peer), timeout=5)
 """
 
 from __future__ import annotations

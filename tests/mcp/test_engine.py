@@ -17,7 +17,7 @@ from llmc_cli.mcp.hooks import RELATED_TOKENS, ClientHooks
 from llmc_cli.mcp.inflight import InFlight
 from llmc_cli.mcp.router import Router
 from llmc_cli.mcp.server import McpServer
-from llmc_cli.mcp.session import Session
+from llmc_cli.mcp.session import ClientSession
 from llmc_cli.mcp.transports.memory import MemoryTransport
 from tests.mcp.scripted_peer import WAIT, ScriptedPeer
 
@@ -139,7 +139,7 @@ def test_a_servers_request_on_an_untied_connection_is_routed_by_the_requests_in_
         seen.append(router.related()[0])
         return {"action": "decline"}
 
-    session = Session(MemoryTransport(ScriptedPeer({"tools/call": call})), name="up", hooks=ClientHooks(elicit=elicit))
+    session = ClientSession(MemoryTransport(ScriptedPeer({"tools/call": call})), name="up", hooks=ClientHooks(elicit=elicit))
     session.initialize()
     try:
         first = router.open("alice")
@@ -158,7 +158,7 @@ def test_a_withdrawn_relayed_request_is_cancelled_upstream_and_its_late_reply_re
     held: list[dict[str, Any]] = []
     peer = ScriptedPeer({"tools/call": lambda peer, msg: held.append(msg),
                          "ping": lambda peer, msg: peer.reply(msg, {})})
-    session = Session(MemoryTransport(peer), name="up")
+    session = ClientSession(MemoryTransport(peer), name="up")
     session.initialize()
     try:
         upstream_id, future = session.forward(jsonrpc.request(9, "tools/call", {"name": "t"}))
@@ -224,7 +224,7 @@ def test_the_keeper_asks_the_caller_whose_request_the_elicitation_belongs_to_nev
 
     keeper = FakeKeeper()
     upstream = Upstream(ServerSpec("up"), keeper)  # type: ignore[arg-type]
-    session = upstream.session = Session(MemoryTransport(ScriptedPeer({"tools/call": call})), name="up",
+    session = upstream.session = ClientSession(MemoryTransport(ScriptedPeer({"tools/call": call})), name="up",
                                          hooks=upstream._hooks())
     session.initialize()
     pairs = [socket.socketpair() for _ in range(2)]

@@ -1,4 +1,4 @@
-"""The Session over the production MemoryTransport against a scripted peer (tests/mcp/
+"""The ClientSession over the production MemoryTransport against a scripted peer (tests/mcp/
 scripted_peer.py): deadlines that progress extends, late replies, input_required rounds,
 server->client requests, an HTTP session the server forgot. In-process: no server to start."""
 
@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from llmc_cli.errors import ProtocolError, RpcError, SessionExpired, TimeoutExpired
+from llmc_cli.errors import HttpSessionExpired, ProtocolError, RpcError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.hooks import ClientHooks
-from llmc_cli.mcp.session import MAX_INPUT_ROUNDS, Session
+from llmc_cli.mcp.session import MAX_INPUT_ROUNDS, ClientSession
 from llmc_cli.mcp.transports.memory import MemoryTransport
 from tests.mcp.scripted_peer import ScriptedPeer, modern_discover
 
@@ -20,14 +20,14 @@ TEXT = {"content": [{"type": "text", "text": "done"}]}
 
 
 def legacy(peer: ScriptedPeer, timeout: float = 5.0, hooks: ClientHooks | None = None,
-           transport: MemoryTransport | None = None) -> Session:
-    session = Session(transport or MemoryTransport(peer), name="peer", timeout=timeout, hooks=hooks)
+           transport: MemoryTransport | None = None) -> ClientSession:
+    session = ClientSession(transport or MemoryTransport(peer), name="peer", timeout=timeout, hooks=hooks)
     session.initialize()
     return session
 
 
-def modern(peer: ScriptedPeer, hooks: ClientHooks | None = None) -> Session:
-    session = Session(MemoryTransport(peer), name="peer", timeout=5.0, hooks=hooks)
+def modern(peer: ScriptedPeer, hooks: ClientHooks | None = None) -> ClientSession:
+    session = ClientSession(MemoryTransport(peer), name="peer", timeout=5.0, hooks=hooks)
     session.discover()
     return session
 
@@ -165,7 +165,7 @@ def test_server_to_client_requests(method: str, params: dict[str, Any], hooks: C
 
 class ForgetfulTransport(MemoryTransport):
     """MemoryTransport that answers the next `forget` sends as an HTTP transport does when the
-    server no longer knows its Mcp-Session-Id (404): SessionExpired, the message not delivered."""
+    server no longer knows its Mcp-Session-Id (404): HttpSessionExpired, the message not delivered."""
 
     def __init__(self, peer: ScriptedPeer) -> None:
         super().__init__(peer)
@@ -174,7 +174,7 @@ class ForgetfulTransport(MemoryTransport):
     def send(self, message: dict[str, Any]) -> None:
         if self.forget and message.get("method") == "tools/call":
             self.forget -= 1
-            raise SessionExpired("the server does not know this session (404)")
+            raise HttpSessionExpired("the server does not know this session (404)")
         super().send(message)
 
 
@@ -188,7 +188,7 @@ def test_an_expired_session_is_initialized_again_once_and_the_user_is_told() -> 
         assert len(peer.calls("initialize")) == 2 and len(peer.calls("tools/call")) == 1
         assert len(notices) == 1 and "state kept by the server" in notices[0]
         transport.forget = 1  # a second expiry in the same session: no loop of handshakes
-        with pytest.raises(SessionExpired):
+        with pytest.raises(HttpSessionExpired):
             session.call_tool("again", {})
     assert len(peer.calls("initialize")) == 2
 

@@ -48,10 +48,10 @@ def test_sdk_server_speaks_the_modern_era_and_tools_work():
 
 def test_sdk_server_legacy_handshake_still_works():
     """The same dual-era server, driven through the initialize handshake of 2025-11-25."""
-    from llmc_cli.mcp.session import Session
+    from llmc_cli.mcp.session import ClientSession
     from llmc_cli.mcp.transports.stdio import StdioTransport
 
-    with Session(StdioTransport(sdk_server("sdk_server.py")), name="t", timeout=20) as s:
+    with ClientSession(StdioTransport(sdk_server("sdk_server.py")), name="t", timeout=20) as s:
         result = s.initialize("2025-11-25")
         assert result["protocolVersion"] == "2025-11-25" and s.era == "legacy"
         assert s.call_tool("echo", {"message": "hi"})["content"][0]["text"] == "hi"

@@ -1,4 +1,4 @@
-"""The workspace server driven through llmc's real client (connect -> Session over the in-memory
+"""The workspace server driven through llmc's real client (connect -> ClientSession over the in-memory
 transport), plus raw access to the endpoint for protocol tests."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ COMMANDS = ["sh", "echo", "cat", "sleep", "yes", "ls"]
 
 
 class Client:
-    """tools/call through llmc's Session; each result is checked against the tool's outputSchema."""
+    """tools/call through llmc's ClientSession; each result is checked against the tool's outputSchema."""
 
     def __init__(self, session: Any) -> None:
         self.session = session

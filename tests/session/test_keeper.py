@@ -126,11 +126,11 @@ def test_start_list_call_stop(keepers: Keepers) -> None:
     assert status["socket"] == str(keepers.sock("work")) and keepers.sock("work").exists()
 
     # Whoever reaches the socket runs tools as the user: only the user may.
-    sessions_dir = keepers.state / "sessions"
-    assert stat.S_IMODE(sessions_dir.stat().st_mode) == 0o700
+    keepers_dir = keepers.state / "sessions"
+    assert stat.S_IMODE(keepers_dir.stat().st_mode) == 0o700
     assert stat.S_ISSOCK(keepers.sock("work").stat().st_mode)
     assert stat.S_IMODE(keepers.sock("work").stat().st_mode) == 0o600
-    assert stat.S_IMODE((sessions_dir / "work.log").stat().st_mode) == 0o600
+    assert stat.S_IMODE((keepers_dir / "work.log").stat().st_mode) == 0o600
 
     listed = keepers.listed()
     assert [(r["name"], r["pid"]) for r in listed] == [("work", pid)]
@@ -241,8 +241,8 @@ def test_killed_keeper_is_detected_and_cleaned(keepers: Keepers) -> None:
 
 
 def test_hand_made_stale_sockets_are_removed(keepers: Keepers) -> None:
-    sessions_dir = keepers.state / "sessions"
-    sessions_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    keepers_dir = keepers.state / "sessions"
+    keepers_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     for name in ("ghost", "ghost2", "ghost3", "reuse"):
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.bind(str(keepers.sock(name)))  # bound, never listening, closed: nobody answers
@@ -262,7 +262,7 @@ def test_hand_made_stale_sockets_are_removed(keepers: Keepers) -> None:
     assert proc.returncode == 0
     assert [r["name"] for r in json.loads(proc.stdout)["sessions"]] == ["reuse"]
     assert "removed stale session ghost2" in proc.stderr and "reuse" not in proc.stderr
-    assert sorted(p.name for p in sessions_dir.glob("*.sock")) == ["reuse.sock"]
+    assert sorted(p.name for p in keepers_dir.glob("*.sock")) == ["reuse.sock"]
 
 
 # -- several sessions ------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import pytest
 from llmc_cli.errors import AuthError
 from llmc_cli.mcp.auth import OAuth
 from llmc_cli.mcp.client import connect
-from llmc_cli.mcp.session import Session
+from llmc_cli.mcp.session import ClientSession
 from llmc_cli.mcp.transports.streamable_http import StreamableHttpTransport
 from llmc_cli.model import ServerSpec
 from llmc_cli.store import client_stores
@@ -36,7 +36,7 @@ def test_without_a_way_to_log_in_a_401_is_an_auth_error_naming_the_command(monke
     with FakeOAuthServer() as fake:
         spec = ServerSpec("erp", url=fake.mcp_url, timeout=20)
         auth = OAuth(spec, interactive=False, notify=lambda _message: None)
-        with Session(StreamableHttpTransport(fake.mcp_url, timeout=20, auth=auth), name="erp", timeout=20) as session, \
+        with ClientSession(StreamableHttpTransport(fake.mcp_url, timeout=20, auth=auth), name="erp", timeout=20) as session, \
                 pytest.raises(AuthError) as info:
             session.initialize()
         assert info.value.exit_code == 9 and "llmc auth login erp" in info.value.message

@@ -11,7 +11,7 @@ import pytest
 from llmc_cli.errors import TimeoutExpired
 from llmc_cli.mcp.client import connect
 from llmc_cli.mcp.hooks import ClientHooks
-from llmc_cli.mcp.session import Session
+from llmc_cli.mcp.session import ClientSession
 from llmc_cli.mcp.transports.legacy_sse import LegacySseTransport
 from llmc_cli.mcp.transports.streamable_http import StreamableHttpTransport
 from llmc_cli.model import ServerSpec
@@ -39,7 +39,7 @@ def test_legacy_streamable_http_handshake_session_progress_and_logs(server, requ
     progress, logs = [], []
     hooks = ClientHooks(on_progress=progress.append, on_log=logs.append)
     transport = StreamableHttpTransport(url, timeout=20)
-    with Session(transport, name="sdk", timeout=20, hooks=hooks) as session:
+    with ClientSession(transport, name="sdk", timeout=20, hooks=hooks) as session:
         session.initialize()
         assert (session.era, session.protocol_version) == ("legacy", "2025-11-25")
         assert (transport.session_id is not None) == (server != "sdk_stateless")

@@ -22,7 +22,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from llmc_cli.errors import Cancelled, ConnectionFailed, HttpStatusError, LlmcError, ProtocolError, SessionExpired, TimeoutExpired
+from llmc_cli.errors import (
+    Cancelled,
+    ConnectionFailed,
+    HttpSessionExpired,
+    HttpStatusError,
+    LlmcError,
+    ProtocolError,
+    TimeoutExpired,
+)
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.messages import JSON, JSONObject, object_at, request_id
 from llmc_cli.mcp.transports.base import AuthHook, Closed, Deliver
@@ -250,7 +258,7 @@ class StreamableHttpTransport:
         if status == 404 and sent_session:
             self.http.discard(response)
             self.session_id = None
-            raise SessionExpired(f"{self.http._where(self.url)}: the server ended the session (HTTP 404)")
+            raise HttpSessionExpired(f"{self.http._where(self.url)}: the server ended the session (HTTP 404)")
         if sent_session and 200 <= status < 300:
             self._session_confirmed = True
         if on_status is not None:

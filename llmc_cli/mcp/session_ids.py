@@ -2,7 +2,7 @@
 gave, kept between llmc invocations so the server's state (handles, processes) outlives one
 command (2025-11-25 basic/transports, Session Management). `llmc session forget` ends them.
 
-Not to be confused with a Session (mcp/session.py: one JSON-RPC conversation) or a session
+Not to be confused with a ClientSession (mcp/session.py: one JSON-RPC conversation) or a session
 keeper (llmc_cli/keeper/: a process that holds servers). A remembered HTTP session lives in its
 server's era cache entry (mcp.stores.EraCache), under "session".
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llmc_cli.mcp.messages import JSONObject, object_at
-from llmc_cli.mcp.session import Session
+from llmc_cli.mcp.session import ClientSession
 from llmc_cli.mcp.stores import Stores
 from llmc_cli.mcp.versions import LEGACY_VERSIONS
 from llmc_cli.model import ServerSpec
@@ -23,7 +23,7 @@ ENTRY_KEY = "session"  # the field of an era cache entry (servers.json keeps thi
 
 
 @dataclass
-class RememberedHttpSession:
+class RememberedSessionId:
     id: str
     server_info: JSONObject = field(default_factory=dict)  # messages.Implementation, as the server sent it
     capabilities: JSONObject = field(default_factory=dict)  # messages.ServerCapabilities
@@ -34,7 +34,7 @@ class RememberedHttpSession:
                 "instructions": self.instructions}
 
     @classmethod
-    def from_entry(cls, entry: Mapping[str, object] | None) -> RememberedHttpSession | None:
+    def from_entry(cls, entry: Mapping[str, object] | None) -> RememberedSessionId | None:
         """The session remembered in an era cache entry, if any."""
         data = entry.get(ENTRY_KEY) if isinstance(entry, Mapping) else None
         if not isinstance(data, dict) or not data.get("id"):
@@ -44,18 +44,18 @@ class RememberedHttpSession:
                    instructions if isinstance(instructions, str) else None)
 
 
-def entry_for(session: Session) -> JSONObject:
+def entry_for(session: ClientSession) -> JSONObject:
     """The era cache entry of a legacy HTTP server after a handshake: era, version and the
     session id it gave (a server without sessions gives none)."""
     entry: JSONObject = {"era": "legacy", "transport": "http", "version": session.protocol_version or ""}
     session_id = getattr(session.transport, "session_id", None)
     if session_id:
-        entry[ENTRY_KEY] = RememberedHttpSession(session_id, session.server_info, session.capabilities,
+        entry[ENTRY_KEY] = RememberedSessionId(session_id, session.server_info, session.capabilities,
                                                  session.instructions).to_json()
     return entry
 
 
-def resume(session: Session, version: str, remembered: RememberedHttpSession) -> None:
+def resume(session: ClientSession, version: str, remembered: RememberedSessionId) -> None:
     """Continue the HTTP session an earlier invocation left: no handshake, the server's state is
     still there. A server that ended it answers 404 on the first request, and the session starts
     a new one and says so (ClientHooks.on_notice)."""
@@ -80,7 +80,7 @@ def forget(stores: Stores, keys: set[str] | None = None,
     rows: list[dict[str, Any]] = []
     changes: dict[str, dict[str, Any] | None] = {}
     for key, entry in sorted(stores.era_cache.load().items()):
-        remembered = RememberedHttpSession.from_entry(entry)
+        remembered = RememberedSessionId.from_entry(entry)
         if remembered is None or not key.startswith("remote:") or (keys is not None and key not in keys):
             continue
         spec = (known or {}).get(key)
