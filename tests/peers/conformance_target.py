@@ -273,7 +273,9 @@ def main() -> None:
     import uvicorn
 
     app = server.streamable_http_app(event_store=Events(), retry_interval=100)
-    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
+    # h11, the SDK's own HTTP stack: uvicorn picks httptools when it is installed (llmc depends on
+    # it), and on httptools the SDK refuses an Mcp-Name value with surrounding whitespace (SEP-2243)
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", http="h11")
 
 
 if __name__ == "__main__":

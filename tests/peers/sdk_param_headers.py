@@ -31,7 +31,7 @@ def main() -> None:
     args = parser.parse_args()
     import uvicorn
 
-    uvicorn.run(build().streamable_http_app(), host="127.0.0.1", port=args.port, log_level="warning")
+    uvicorn.run(build().streamable_http_app(), host="127.0.0.1", port=args.port, log_level="warning", http="h11")
 
 
 if __name__ == "__main__":

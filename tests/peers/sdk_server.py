@@ -159,7 +159,7 @@ def main() -> None:
         app = server.sse_app()
     else:
         app = server.streamable_http_app(stateless_http=args.stateless, json_response=args.json)
-    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", http="h11")
 
 
 if __name__ == "__main__":

@@ -149,7 +149,7 @@ def main() -> None:
         return
     import uvicorn
 
-    uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=args.port, log_level="warning")
+    uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=args.port, log_level="warning", http="h11")
 
 
 if __name__ == "__main__":
