@@ -207,10 +207,11 @@ class Jail:
     def open_dir(self, real: str, shown: str) -> int:
         try:
             fd = os.open(real, _DIR_FLAGS)
-        except OSError:
+        except OSError as exc:
+            error = exc
             if os.path.islink(real):  # O_DIRECTORY|O_NOFOLLOW on a link says ENOTDIR: say what it is
-                exc = OSError(errno.ELOOP, "symbolic link")
-            raise os_error(shown, exc) from None
+                error = OSError(errno.ELOOP, "symbolic link")
+            raise os_error(shown, error) from None
         self.check_fd(fd, shown, directory=True)
         return fd
 
