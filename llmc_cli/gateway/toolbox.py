@@ -31,6 +31,7 @@ from llmc_cli.gateway.relay import HostRelay
 from llmc_cli.gateway.request_state import RequestStates
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.hooks import ClientHooks
+from llmc_cli.mcp.messages import object_at
 from llmc_cli.model import Tool
 
 if TYPE_CHECKING:
@@ -244,7 +245,7 @@ class Toolbox:
 
         def offers(server: str) -> bool:
             session = self.catalog.session(server)
-            resources = (session.capabilities or {}).get("resources") or {}
+            resources = object_at(session.capabilities, "resources")
             return session.protocol_version not in MODERN_VERSIONS and resources.get("subscribe") is True
 
         per_server, _failures = self.catalog.each(offers)

@@ -34,7 +34,8 @@ from llmc_cli.keeper.transport import AttachReply, HeldServer, KeeperStatus, rea
 from llmc_cli.keeper.upstream import Client, Upstream, log
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.inflight import InFlight
-from llmc_cli.model import ServerSpec
+from llmc_cli.mcp.messages import object_at
+from llmc_cli.model import JSONObject, ServerSpec
 
 ACCEPT_POLL = 0.5  # how often the accept loop looks at the idle clock and the stop flag
 FIRST_LINE_TIMEOUT = 10.0  # an attaching client says what it wants at once
@@ -228,7 +229,7 @@ class Keeper:
         else:
             upstream.notify(message)
 
-    def ask(self, client: Client, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
+    def ask(self, client: Client, method: str, params: JSONObject, timeout: float) -> JSONObject:
         """A request from the server, put to a caller; its answer goes back to the server."""
         ask_id = f"llmc-keeper-{next(self.counter)}"
         try:
@@ -236,9 +237,11 @@ class Keeper:
         except TimeoutError:
             raise RpcError(f"no answer from the user within {timeout:g}s", code=jsonrpc.INTERNAL_ERROR) from None
         if "error" in reply:
-            error = reply["error"] if isinstance(reply["error"], dict) else {}
-            raise RpcError(str(error.get("message", "declined")), code=int(error.get("code", jsonrpc.INTERNAL_ERROR)))
-        return reply.get("result") or {}
+            error = object_at(reply, "error")
+            code = error.get("code", jsonrpc.INTERNAL_ERROR)
+            raise RpcError(str(error.get("message", "declined")),
+                           code=int(code) if isinstance(code, (int, float, str)) else jsonrpc.INTERNAL_ERROR)
+        return object_at(reply, "result")
 
 
 def _validated(request: dict[str, Any]) -> dict[str, Any]:

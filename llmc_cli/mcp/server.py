@@ -350,9 +350,10 @@ class McpServer:
         except TimeoutError:
             raise TimeoutExpired(f"the client did not answer {method} within {timeout:g}s") from None
         if "error" in reply:
-            err = reply["error"] if isinstance(reply["error"], dict) else {}
+            err = object_at(reply, "error")
+            code = err.get("code", 0)
             raise RpcError(f"the client refused {method}: {err.get('message', 'error')}",
-                           code=err.get("code", 0), data=err.get("data"))
+                           code=code if isinstance(code, int) else 0, data=err.get("data"))
         result = reply.get("result")
         if not isinstance(result, dict):
             raise RpcError(f"the client's reply to {method} is not an object", code=jsonrpc.INVALID_REQUEST)
