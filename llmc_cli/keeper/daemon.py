@@ -26,7 +26,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import Any
+from types import FrameType
+from typing import Any, BinaryIO
 
 from llmc_cli import interrupts
 from llmc_cli.errors import ConnectionFailed, ExitCode, LlmcError, RpcError, UsageError
@@ -35,7 +36,7 @@ from llmc_cli.keeper.upstream import Client, Upstream, log
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.inflight import InFlight
 from llmc_cli.mcp.messages import object_at
-from llmc_cli.model import JSONObject, ServerSpec
+from llmc_cli.model import JSON, JSONObject, ServerSpec
 
 ACCEPT_POLL = 0.5  # how often the accept loop looks at the idle clock and the stop flag
 FIRST_LINE_TIMEOUT = 10.0  # an attaching client says what it wants at once
@@ -138,7 +139,7 @@ class Keeper:
             "servers": [_held(name, u) for name, u in self.upstreams.items()],
         }
 
-    def roster(self) -> list[dict[str, Any]]:
+    def roster(self) -> list[JSON]:
         """The servers held, with their timeouts: in every attach reply, so that a command that
         attaches first needs no status request to learn them (lifecycle.specs_of)."""
         return [{"name": name, "timeout": u.spec.timeout} for name, u in self.upstreams.items()]
@@ -182,7 +183,7 @@ class Keeper:
         with self.lock:
             self.connections -= 1
 
-    def _attach(self, client: Client, server: str, stream: Any) -> None:
+    def _attach(self, client: Client, server: str, stream: BinaryIO) -> None:
         upstream = self.upstreams.get(server)
         if upstream is None:
             client.send({"llmc": "error", "error": "usage", "servers": self.roster(),
@@ -217,14 +218,14 @@ class Keeper:
                 upstream.cancel(client, original_id, "the client went away")
             self.touch()
 
-    def _route(self, client: Client, upstream: Upstream, message: dict[str, Any]) -> None:
+    def _route(self, client: Client, upstream: Upstream, message: JSONObject) -> None:
         kind = jsonrpc.kind_of(message)
         if kind == "request":
             upstream.forward(client, message)
         elif kind in ("response", "error"):
             self.asks.resolve(message)
         elif message["method"] == "notifications/cancelled":
-            params = message.get("params") or {}
+            params = object_at(message, "params")
             upstream.cancel(client, params.get("requestId"), str(params.get("reason") or "cancelled"))
         else:
             upstream.notify(message)
@@ -244,7 +245,7 @@ class Keeper:
         return object_at(reply, "result")
 
 
-def _validated(request: dict[str, Any]) -> dict[str, Any]:
+def _validated(request: JSONObject) -> JSONObject:
     """A caller's tool arguments checked against the tool's inputSchema it sends along (the
     caller's `llmc call` would otherwise import jsonschema every time): "valid", or "invalid"
     with the UsageError the caller raises as its own."""
@@ -304,7 +305,7 @@ def main() -> int:
                     config.get("profile"))
     path = str(socket_path(keeper.name))
 
-    def stop(signum: int, frame: Any) -> None:
+    def stop(signum: int, frame: FrameType | None) -> None:
         keeper.stop(signal.Signals(signum).name)  # a repeated signal changes nothing
 
     signal.signal(signal.SIGTERM, stop)
