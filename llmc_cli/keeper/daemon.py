@@ -27,7 +27,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from types import FrameType
-from typing import Any, BinaryIO
+from typing import BinaryIO, TextIO
 
 from llmc_cli import interrupts
 from llmc_cli.errors import ConnectionFailed, ExitCode, LlmcError, RpcError, UsageError
@@ -71,7 +71,7 @@ class Keeper:
 
     # -- life cycle --------------------------------------------------------------------------
 
-    def run(self, listener: socket.socket, ready: Any) -> int:
+    def run(self, listener: socket.socket, ready: TextIO) -> int:
         """Open the servers, report on `ready`, serve until told to stop."""
         with ThreadPoolExecutor(max_workers=max(1, min(8, len(self.upstreams)))) as pool:
             outcomes = list(pool.map(self._open_quietly, self.upstreams.values()))
