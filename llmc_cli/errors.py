@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from types import ModuleType
 
+    from llmc_cli.model import JSONObject
+
 
 class ExitCode(IntEnum):
     OK = 0
@@ -118,9 +120,9 @@ class InputRequired(LlmcError):
     kind = "input_required"
 
     def __init__(self, message: str = "input required from the MCP host", *,
-                 requests: Mapping[str, object] | None = None) -> None:
+                 requests: JSONObject | None = None) -> None:
         super().__init__(message, requests=requests)
-        self.requests = requests or {}
+        self.requests: JSONObject = requests or {}
 
 
 class Cancelled(LlmcError):

@@ -7,16 +7,18 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from llmc_cli import interrupts
 from llmc_cli.errors import LlmcError, RpcError
 from llmc_cli.mcp import jsonrpc
-from llmc_cli.mcp.session import ClientSession
-from llmc_cli.model import Tool
+from llmc_cli.mcp.session import Session
+from llmc_cli.model import JSONObject, Tool
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -24,7 +26,7 @@ class ServerFailure:
     server: str
     error: LlmcError
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {"server": self.server, **self.error.to_json()}
 
 
@@ -57,14 +59,14 @@ class ToolLists:
         return {server: len(tools) for server, tools in self.by_server.items()}
 
 
-def each(names: list[str], work: Callable[[str], Any], on_each: Callable[[int, list[str]], None] | None = None
-         ) -> tuple[dict[str, Any], list[ServerFailure]]:
+def each(names: list[str], work: Callable[[str], T], on_each: Callable[[int, list[str]], None] | None = None
+         ) -> tuple[dict[str, T], list[ServerFailure]]:
     """Run work(server) for every server concurrently; failures are collected, not raised.
     `on_each(servers in all, servers still waited for)`: told once at the start, as each server
     settles, and with none waited for at the end."""
     from concurrent.futures import ThreadPoolExecutor  # not at import: a call to one server needs no pool
 
-    results: dict[str, Any] = {}
+    results: dict[str, T] = {}
     failures: list[ServerFailure] = []
     report = _Progress(names, on_each)
     pool = ThreadPoolExecutor(max_workers=max(1, min(8, len(names))))
@@ -87,7 +89,7 @@ def each(names: list[str], work: Callable[[str], Any], on_each: Callable[[int, l
     return results, failures
 
 
-def offered(session: ClientSession, method: str, key: str, capability: str) -> list[dict[str, Any]] | None:
+def offered(session: Session, method: str, key: str, capability: str) -> list[JSONObject] | None:
     """Every page of `method` from a server that offers `capability` (resources, prompts), or
     None when it does not. A server whose declared capabilities lack it is not asked; one whose
     capabilities are unknown here (a session resumed from the era cache) is asked, and "method

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from llmc_cli.catalog import listing, routing
 from llmc_cli.catalog.listing import ServerFailure, ToolLists
@@ -18,7 +18,9 @@ from llmc_cli.errors import LlmcError, UsageError, did_you_mean
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.mcp.session import ClientSession
 from llmc_cli.mcp.stores import Stores
-from llmc_cli.model import ServerSpec, Tool
+from llmc_cli.model import JSONObject, ServerSpec, Tool
+
+T = TypeVar("T")
 
 
 class Catalog:
@@ -147,7 +149,7 @@ class Catalog:
     def tools_of(self, server: str) -> list[Tool]:
         return self.tools.of(server, self.root().session)
 
-    def each(self, work: Callable[[str], Any], servers: list[str] | None = None) -> tuple[dict[str, Any], list[ServerFailure]]:
+    def each(self, work: Callable[[str], T], servers: list[str] | None = None) -> tuple[dict[str, T], list[ServerFailure]]:
         """Run work(server) for every server (or these) concurrently; failures are collected, not raised."""
         return listing.each(servers or list(self.specs), work, self.on_each)
 
@@ -160,7 +162,7 @@ class Catalog:
         return [t for name in names for t in per_server.get(name, [])], failures
 
     def list_offered(self, method: str, key: str, capability: str, servers: list[str] | None = None
-                     ) -> tuple[dict[str, list[dict[str, Any]]], list[str], list[ServerFailure]]:
+                     ) -> tuple[dict[str, list[JSONObject]], list[str], list[ServerFailure]]:
         """Every page of `method` from each server (or each of `servers`) that offers `capability`
         (listing.offered): (items per server, servers skipped as not offering it, failures)."""
         results, failures = self.each(lambda server: listing.offered(self.session(server), method, key, capability),
@@ -174,7 +176,7 @@ class Catalog:
     def require_tool(self, server: str, tool: str) -> Tool:
         return routing.require_tool(self, server, tool)
 
-    def status(self) -> list[dict[str, Any]]:
+    def status(self) -> list[JSONObject]:
         """Each server's state for a health page (Pool.status)."""
         return self.pool.status(self.tools.counts() if self.shared is None else {})
 

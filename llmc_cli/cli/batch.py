@@ -4,7 +4,7 @@ JSON Lines result per input out, in input order."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -12,17 +12,21 @@ from llmc_cli.cli.arguments import load_json, read_input
 from llmc_cli.cli.output import json_line, note
 from llmc_cli.cli.targets import Target
 from llmc_cli.errors import ExitCode, LlmcError, UsageError
-from llmc_cli.model import ARGUMENTS_TOO_DEEP, MAX_ARGUMENT_DEPTH, arguments_too_deep
+from llmc_cli.model import ARGUMENTS_TOO_DEEP, JSON, MAX_ARGUMENT_DEPTH, arguments_too_deep
+
+if TYPE_CHECKING:
+    from llmc_cli.catalog import Catalog
+    from llmc_cli.services import BatchItem
 
 
-def read_items(lines: Iterable[str], resolve: Callable[[str], tuple[str, str]]) -> list[Any]:
+def read_items(lines: Iterable[str], resolve: Callable[[str], tuple[str, str]]) -> list[BatchItem]:
     """Every line becomes an item; a line that cannot be read becomes an error result for it."""
     from llmc_cli.model import ToolCall
     from llmc_cli.services import BatchItem
 
-    items = []
+    items: list[BatchItem] = []
     for index, line in enumerate(line for line in lines if line.strip()):
-        ident: Any = None
+        ident: JSON = None
         try:
             entry = load_json(line, "invalid line", MAX_ARGUMENT_DEPTH + 1)  # the line wraps the arguments
             if not isinstance(entry, dict):
@@ -43,7 +47,7 @@ def read_items(lines: Iterable[str], resolve: Callable[[str], tuple[str, str]]) 
     return items
 
 
-def check_arguments(catalog: Any, items: list[Any]) -> None:
+def check_arguments(catalog: Catalog, items: list[BatchItem]) -> None:
     """--validate: each call's arguments against its tool's inputSchema, before any decision, as
     `llmc call` checks them: a line that does not fit gets its error (exit 2) and does not run.
     The check runs here, not in a session keeper: its import is paid once for the whole batch."""

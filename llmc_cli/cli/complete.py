@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import click
 from click.shell_completion import CompletionItem
 
 from llmc_cli.config import paths
 
 
-def complete_profiles(ctx: Any, param: Any, incomplete: str) -> list[CompletionItem]:
+def complete_profiles(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     if "/" in incomplete:
         return [CompletionItem(incomplete, type="file")]
     directory = paths.profiles_dir()
@@ -20,25 +21,25 @@ def complete_profiles(ctx: Any, param: Any, incomplete: str) -> list[CompletionI
     return [CompletionItem(n) for n in names if n.startswith(incomplete)]
 
 
-def complete_servers(ctx: Any, param: Any, incomplete: str) -> list[CompletionItem]:
+def complete_servers(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     servers = _profile_data(ctx).get("servers")
     names = sorted(servers) if isinstance(servers, dict) else []
     return [CompletionItem(n) for n in names if n.startswith(incomplete)]
 
 
-def complete_tools(ctx: Any, param: Any, incomplete: str) -> list[CompletionItem]:
+def complete_tools(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     from llmc_cli.services.tools import cached_names, profile_key
 
     names = cached_names(profile_key(_profile(ctx)))
     return [CompletionItem(n) for n in names if n.startswith(incomplete)]
 
 
-def _profile(ctx: Any) -> str | None:
+def _profile(ctx: click.Context) -> str | None:
     profile: str | None = ctx.find_root().params.get("profile")
     return profile
 
 
-def _profile_data(ctx: Any) -> dict[str, Any]:
+def _profile_data(ctx: click.Context) -> dict[str, Any]:
     import tomllib  # only when the shell asks
 
     from llmc_cli.services.tools import profile_file

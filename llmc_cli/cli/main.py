@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -42,6 +42,9 @@ Exit codes:
   143 terminated (SIGTERM, SIGHUP)
 """
 
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
+
 
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -69,7 +72,7 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
-def _complete_profiles(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+def _complete_profiles(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     from llmc_cli.cli.complete import complete_profiles  # only when the shell asks
 
     return complete_profiles(ctx, param, incomplete)

@@ -5,12 +5,15 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from llmc_cli.errors import UsageError
 from llmc_cli.model import ServerSpec
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
 
 ADHOC_NAME = "server"  # when nothing better can be told from the command or the URL
 _RUNNERS = {"npx", "bunx", "pnpx", "uvx", "pipx", "uv", "bun", "deno", "node", "nodejs", "python", "python3",
@@ -52,24 +55,24 @@ class Target:
 TARGET_FIELDS = tuple(Target.__dataclass_fields__)
 
 
-def _complete_servers(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+def _complete_servers(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     from llmc_cli.cli.complete import complete_servers  # only when the shell asks
 
     return complete_servers(ctx, param, incomplete)
 
 
-def target_options(func: Callable[..., Any]) -> Callable[..., Any]:
+def target_options(func: Callable[..., object]) -> Callable[..., object]:
     """Options shared by every command that talks to servers; the command gets them as one
     `target: Target` keyword argument."""
     return _options(func, session=True)
 
 
-def server_options(func: Callable[..., Any]) -> Callable[..., Any]:
+def server_options(func: Callable[..., object]) -> Callable[..., object]:
     """Which servers to start, for `session start` (which is no place for --session)."""
     return _options(func, session=False)
 
 
-def _options(func: Callable[..., Any], session: bool) -> Callable[..., Any]:
+def _options(func: Callable[..., object], session: bool) -> Callable[..., object]:
     options = [
         click.option("-s", "--server", "servers", multiple=True, metavar="NAME", shell_complete=_complete_servers,
                      help="Only these servers of the profile (repeatable)."),
@@ -99,20 +102,20 @@ def _options(func: Callable[..., Any], session: bool) -> Callable[..., Any]:
         given = {name: kwargs.pop(name) for name in TARGET_FIELDS if name in kwargs}
         return func(*args, target=Target(**given), **kwargs)
 
-    command: Callable[..., Any] = with_target
+    command: Callable[..., object] = with_target
     for option in reversed(options):
         command = option(command)
     return command
 
 
-def shell_complete_tools(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+def shell_complete_tools(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     """SERVER.TOOL completion for `call` and `tools show`; cli/complete.py loads only when the shell asks."""
     from llmc_cli.cli.complete import complete_tools
 
     return complete_tools(ctx, param, incomplete)
 
 
-def complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+def complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     from click.shell_completion import CompletionItem
 
     from llmc_cli.keeper import lifecycle

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from llmc_cli import __version__
 from llmc_cli.errors import Cancelled, DriftError, InputRequired, LlmcError, PolicyDenied, RpcError
@@ -22,6 +22,7 @@ from llmc_cli.gateway.listening import Subscriptions
 from llmc_cli.gateway.relay import HostCall
 from llmc_cli.gateway.toolbox import Toolbox, own_result
 from llmc_cli.mcp import jsonrpc
+from llmc_cli.mcp.messages import JSON, JSONObject, RequestId, object_at
 from llmc_cli.mcp.server import McpServer, RequestError, Send
 from llmc_cli.mcp.versions import META_PREFIX as META
 from llmc_cli.mcp.workers import shared
@@ -44,7 +45,7 @@ HTTP_PEER: ContextVar[tuple[str, int] | None] = ContextVar("llmc_gateway_http_pe
 class _InputRequired(Exception):
     """A 2026-07-28 host must answer an elicitation first: the reply is this input_required result."""
 
-    def __init__(self, result: dict[str, Any]) -> None:
+    def __init__(self, result: JSONObject) -> None:
         super().__init__("input required")
         self.result = result
 
@@ -68,12 +69,12 @@ class GatewayConnection(McpServer):
         self.upstreams = upstreams or toolbox.catalog
         self.transport = transport
         self.principal = principal
-        self._upstream: dict[Any, tuple[str, str]] = {}  # host request id -> (server, our progress token)
+        self._upstream: dict[RequestId | None, tuple[str, str]] = {}  # host request id -> (server, our progress token)
         self.on_initialize: Callable[[], None] | None = None  # after the handshake, before its result is sent
         self.subscriptions = Subscriptions(self)
         toolbox.connections.add(self)
 
-    def span_attributes(self, params: dict[str, Any]) -> dict[str, Any]:
+    def span_attributes(self, params: JSONObject) -> dict[str, object]:
         attributes = super().span_attributes(params)
         if self.transport == "http":
             attributes.update({"network.transport": "tcp", "network.protocol.name": "http"})
@@ -89,25 +90,25 @@ class GatewayConnection(McpServer):
         self.toolbox.connections.discard(self)
         self.toolbox.forget(self)
 
-    def _capabilities(self) -> dict[str, Any]:
-        resources = {"listChanged": True, **({"subscribe": True} if self.toolbox.can_subscribe() else {})}
+    def _capabilities(self) -> JSONObject:
+        resources: JSONObject = {"listChanged": True, **({"subscribe": True} if self.toolbox.can_subscribe() else {})}
         return {"tools": {"listChanged": True}, "resources": resources,
                 "prompts": {"listChanged": True}, "completions": {}, "logging": {}}
 
     # -- who is asking -----------------------------------------------------------------------------
 
-    def host_capabilities(self, params: dict[str, Any], modern: str | None) -> dict[str, Any]:
+    def host_capabilities(self, params: JSONObject, modern: str | None) -> JSONObject:
         if modern:
-            caps = (params.get("_meta") or {}).get(META + "clientCapabilities")
+            caps = object_at(params, "_meta").get(META + "clientCapabilities")
             return caps if isinstance(caps, dict) else {}
         return self.client_capabilities
 
-    def host_identity(self, params: dict[str, Any], modern: str | None) -> dict[str, Any]:
+    def host_identity(self, params: JSONObject, modern: str | None) -> JSONObject:
         """What the audit trail records of the host: its clientInfo (what it says it is), the
         transport and, over HTTP, the principal its token proved."""
-        info = (params.get("_meta") or {}).get(META + "clientInfo") if modern else self.client_info
+        info = object_at(params, "_meta").get(META + "clientInfo") if modern else self.client_info
         info = info if isinstance(info, dict) else {}
-        out = {"name": str(info.get("name", ""))[:200], "version": str(info.get("version", ""))[:100],
+        out: JSONObject = {"name": str(info.get("name", ""))[:200], "version": str(info.get("version", ""))[:100],
                "transport": self.transport, "protocolVersion": modern or self.legacy_version}
         if self.principal:
             out["principal"] = self.principal
@@ -115,7 +116,7 @@ class GatewayConnection(McpServer):
 
     # -- methods -----------------------------------------------------------------------------------
 
-    def _dispatch(self, method: str, params: dict[str, Any], modern: str | None) -> dict[str, Any]:
+    def _dispatch(self, method: str, params: JSONObject, modern: str | None) -> JSONObject:
         toolbox = self.toolbox
         if method == "resources/list":
             return self._listing(self.page("resources", toolbox.gather(method, "resources", "uri", "resources", self.upstreams),
@@ -140,7 +141,8 @@ class GatewayConnection(McpServer):
             arguments = params.get("arguments") or {}
             if not (isinstance(arguments, dict) and all(isinstance(v, str) for v in arguments.values())):
                 raise RequestError(jsonrpc.INVALID_PARAMS, "prompts/get arguments must be an object of strings")
-            return self._read(Read(server, "prompt", name, dict(arguments)), params, modern)
+            strings = {key: value for key, value in arguments.items() if isinstance(value, str)}  # all are
+            return self._read(Read(server, "prompt", name, strings), params, modern)
         if method in ("resources/subscribe", "resources/unsubscribe") and not modern:
             return self.subscriptions.subscribe(method, params)  # 2026-07-28: subscriptions/listen
         if method == "completion/complete":
@@ -152,7 +154,7 @@ class GatewayConnection(McpServer):
             self.on_initialize()  # the HTTP gateway shares the session with its other replicas
         return out
 
-    def _request(self, msg_id: Any, method: str, params: Any, send: Send) -> None:
+    def _request(self, msg_id: RequestId | None, method: str, params: JSON, send: Send) -> None:
         if method != "subscriptions/listen":
             super()._request(msg_id, method, params, send)
             return
@@ -161,17 +163,19 @@ class GatewayConnection(McpServer):
                 raise RequestError(jsonrpc.INVALID_PARAMS, "params must be an object")
             if not self._era(method, params):
                 raise RequestError(jsonrpc.METHOD_NOT_FOUND, f"method not found: {method} (2026-07-28 only)")
+            if msg_id is None:
+                raise RequestError(jsonrpc.INVALID_REQUEST, "a request's id must be a string or a number")
             self.subscriptions.listen(msg_id, params, send)
         except RequestError as exc:
             send(jsonrpc.error(msg_id, exc.code, exc.message, exc.data))
 
     @staticmethod
-    def _listing(out: dict[str, Any], modern: str | None) -> dict[str, Any]:
+    def _listing(out: JSONObject, modern: str | None) -> JSONObject:
         if modern:  # depends on the profile and the upstreams' state: not cacheable, not shared
             out.update(ttlMs=0, cacheScope="private")
         return out
 
-    def _list_tools(self, params: dict[str, Any], modern: str | None) -> dict[str, Any]:
+    def _list_tools(self, params: JSONObject, modern: str | None) -> JSONObject:
         if self.toolbox.serve.tool_search:
             from llmc_cli.gateway import search
 
@@ -180,14 +184,14 @@ class GatewayConnection(McpServer):
             tools = [self.toolbox.describe(t) for t in self.toolbox.tools()]
         return self._listing(self.page("tools", tools, params), modern)
 
-    def route(self, name: Any, what: str, modern: str | None = None) -> tuple[str, str]:
+    def route(self, name: JSON, what: str, modern: str | None = None) -> tuple[str, str]:
         """A namespaced name -> (server, its name there); RequestError for an unknown one."""
         route = self.toolbox.route(name)
         if route is None:
             raise _unknown(what, name, modern)
         return route
 
-    def readable_route(self, name: Any, kind: ReadKind, modern: str | None = None) -> tuple[str, str]:
+    def readable_route(self, name: JSON, kind: ReadKind, modern: str | None = None) -> tuple[str, str]:
         """route(), and the same error for what the policy hides (what a read of it would be refused)."""
         what = "prompt" if kind == "prompt" else "resource"
         server, rest = self.route(name, what, modern)
@@ -195,7 +199,7 @@ class GatewayConnection(McpServer):
             raise _unknown(what, name, modern)
         return server, rest
 
-    def _read(self, request: Read, params: dict[str, Any], modern: str | None) -> dict[str, Any]:
+    def _read(self, request: Read, params: JSONObject, modern: str | None) -> JSONObject:
         """A host's resources/read or prompts/get, through services.read (policy, audit with the
         host's identity, rate limits). What the policy denies is answered as what does not exist:
         the spec's error for an unknown resource or prompt, as for a name no server has."""
@@ -220,7 +224,7 @@ class GatewayConnection(McpServer):
         except LlmcError as exc:
             raise RequestError(jsonrpc.INTERNAL_ERROR, exc.message) from None
 
-    def _upstream_request(self, method: str, server: str, params: dict[str, Any]) -> dict[str, Any]:
+    def _upstream_request(self, method: str, server: str, params: JSONObject) -> JSONObject:
         try:
             return self.toolbox.forward(method, server, params, self.upstreams)
         except RpcError as exc:
@@ -228,7 +232,7 @@ class GatewayConnection(McpServer):
         except LlmcError as exc:
             raise RequestError(jsonrpc.INTERNAL_ERROR, exc.message) from None
 
-    def _complete(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _complete(self, params: JSONObject) -> JSONObject:
         ref = params.get("ref")
         if not isinstance(ref, dict):
             raise RequestError(jsonrpc.INVALID_PARAMS, "completion/complete needs a ref")
@@ -239,23 +243,24 @@ class GatewayConnection(McpServer):
 
     # -- tools/call --------------------------------------------------------------------------------
 
-    def _start_call(self, msg_id: Any, params: dict[str, Any], modern: str | None, send: Send) -> None:
-        if not isinstance(params.get("name"), str):
+    def _start_call(self, msg_id: RequestId | None, params: JSONObject, modern: str | None, send: Send) -> None:
+        name = params.get("name")
+        if not isinstance(name, str):
             raise RequestError(jsonrpc.INVALID_PARAMS, "tools/call needs a tool name")
         if not isinstance(params.get("arguments", {}), dict):
             raise RequestError(jsonrpc.INVALID_PARAMS, "arguments must be an object")
-        self.run_in_pool(msg_id, lambda: self._call(msg_id, params, modern, send), modern, send, params["name"])
+        self.run_in_pool(msg_id, lambda: self._call(msg_id, params, modern, send), modern, send, name)
 
-    def _call(self, msg_id: Any, params: dict[str, Any], modern: str | None, send: Send) -> dict[str, Any]:
+    def _call(self, msg_id: RequestId | None, params: JSONObject, modern: str | None, send: Send) -> JSONObject:
         from llmc_cli import services
 
-        name = params["name"]
+        name = str(params["name"])  # checked by _start_call (search.unwrap: by search)
         toolbox = self.toolbox
         if toolbox.serve.tool_search and name.startswith("llmc."):
             from llmc_cli.gateway import search
 
             if name == search.SEARCH:
-                return search.search(toolbox, params.get("arguments") or {})
+                return search.search(toolbox, object_at(params, "arguments"))
             if name == search.CALL:
                 unwrapped = search.unwrap(params)
                 if isinstance(unwrapped, str):
@@ -270,7 +275,7 @@ class GatewayConnection(McpServer):
             return _tool_error(f"{name} is unavailable: {exc.message}")
         if route is None or tool is None:
             raise RequestError(jsonrpc.INVALID_PARAMS, f"Unknown tool: {name}")
-        call = ToolCall(route[0], route[1], dict(params.get("arguments") or {}))
+        call = ToolCall(route[0], route[1], dict(object_at(params, "arguments")))
         capabilities = self.host_capabilities(params, modern)
         can_ask = "elicitation" in capabilities
         # 2026-07-28: what earlier rounds of this call settled (requestState, sealed by us) and the
@@ -285,9 +290,10 @@ class GatewayConnection(McpServer):
             confirm=lambda c, t: self._confirm(c, params, modern, send, round_state),
             client=self.host_identity(params, modern),
             audit=toolbox.audit, environment_masker=toolbox.masker)
-        meta = params.get("_meta") or {}
+        meta = object_at(params, "_meta")
+        level = meta.get(META + "logLevel")
         host_call = HostCall(self, send, meta.get("progressToken"), capabilities, modern,
-                             meta.get(META + "logLevel"), answers)
+                             level if isinstance(level, str) else None, answers)
         try:
             with toolbox.relay.hosting(host_call) as token:
                 with self._lock:
@@ -326,15 +332,15 @@ class GatewayConnection(McpServer):
                 f"one (it declares no elicitation capability). To pre-approve this exact call: "
                 f"{approval_hint(self.toolbox.profile, call, exc.details.get('callHash'))}")
 
-    def _confirm(self, call: ToolCall, params: dict[str, Any], modern: str | None, send: Send,
+    def _confirm(self, call: ToolCall, params: JSONObject, modern: str | None, send: Send,
                  round_state: dict[str, bool]) -> bool:
         """Ask the host's user about this exact call (services.authorize calls this)."""
-        question: dict[str, Any] = {"message": f"Run {call.qualified_name} with {_summary(call.arguments)}?",
+        question: JSONObject = {"message": f"Run {call.qualified_name} with {_summary(call.arguments)}?",
                                     "requestedSchema": {"type": "object", "properties": {}}}
         if modern:
             if round_state["confirmed"]:  # a yes of an earlier round, sealed in the requestState
                 return True
-            answer = (params.get("inputResponses") or {}).get(CONFIRM_KEY)
+            answer = object_at(params, "inputResponses").get(CONFIRM_KEY)
             if not isinstance(answer, dict) or not self.toolbox.states.asked_to_confirm(call, params.get("requestState"),
                                                                                  self.principal):
                 sealed = self.toolbox.states.pack(call, False, {}, principal=self.principal, confirming=True)
@@ -350,13 +356,15 @@ class GatewayConnection(McpServer):
         except LlmcError:
             return False  # no answer is no yes
 
-    def _notification(self, message: dict[str, Any]) -> None:
+    def _notification(self, message: JSONObject) -> None:
         super()._notification(message)
         if message["method"] == "notifications/cancelled":
-            params = message.get("params") or {}
-            self.subscriptions.cancelled(params.get("requestId"))
+            params = object_at(message, "params")
+            cancelled = params.get("requestId")
+            cancelled = cancelled if isinstance(cancelled, (int, str)) else None
+            self.subscriptions.cancelled(cancelled)
             with self._lock:
-                upstream = self._upstream.get(params.get("requestId"))
+                upstream = self._upstream.get(cancelled)
             if upstream is not None:
                 server, token = upstream
                 try:
@@ -365,7 +373,7 @@ class GatewayConnection(McpServer):
                     pass
 
 
-def _unknown(what: str, name: Any, modern: str | None) -> RequestError:
+def _unknown(what: str, name: JSON, modern: str | None) -> RequestError:
     """The spec's error for a resource or prompt that does not exist (or that the policy hides):
     a resource's is -32002 before 2026-07-28 and -32602 since, with the URI as data."""
     if what == "resource":
@@ -374,11 +382,11 @@ def _unknown(what: str, name: Any, modern: str | None) -> RequestError:
     return RequestError(jsonrpc.INVALID_PARAMS, f"Unknown {what}: {name}")
 
 
-def _tool_error(text: str) -> dict[str, Any]:
+def _tool_error(text: str) -> JSONObject:
     return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
-def _summary(arguments: dict[str, Any], limit: int = 120) -> str:
+def _summary(arguments: JSONObject, limit: int = 120) -> str:
     """The arguments as a person reads them in a question: key=value, long values shortened."""
     if not arguments:
         return "no arguments"

@@ -35,7 +35,9 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from http.server import ThreadingHTTPServer
+from types import FrameType
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -48,6 +50,7 @@ from llmc_cli.gateway.principals import Principal, authenticate
 from llmc_cli.gateway.replies import OPEN_ENDED, REPLY_SECONDS, Arrivals, ReplyWriter, params_of
 from llmc_cli.gateway.toolbox import Toolbox
 from llmc_cli.mcp import jsonrpc
+from llmc_cli.mcp.messages import JSON, JSONObject, RequestId, request_id
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, MODERN_VERSIONS
 from llmc_cli.mcp.versions import META_PREFIX as META
 from llmc_cli.model import MAX_MESSAGE_DEPTH, nesting_depth
@@ -65,7 +68,7 @@ class Handler(ReplyWriter):
     gateway: HttpGateway  # set on the subclass serve() makes
 
     def _refuse(self, status: int, message: str, code: int = jsonrpc.INVALID_REQUEST,
-                headers: dict[str, str] | None = None, msg_id: Any = None, data: Any = None) -> None:
+                headers: dict[str, str] | None = None, msg_id: RequestId | None = None, data: JSON = None) -> None:
         # The request's body may be unread: the connection cannot carry another request.
         self.close_connection = True
         self._send(status, jsonrpc.error(msg_id, code, message, data), {**(headers or {}), "Connection": "close"})
@@ -196,12 +199,13 @@ class Handler(ReplyWriter):
         method = message.get("method")
         session_id = self.headers.get("Mcp-Session-Id")
         params = params_of(message)
-        modern = isinstance(params.get("_meta"), dict) and "io.modelcontextprotocol/protocolVersion" in params["_meta"]
+        meta = params.get("_meta")
+        modern = isinstance(meta, dict) and "io.modelcontextprotocol/protocolVersion" in meta
         header_version = (self.headers.get("MCP-Protocol-Version") or "").strip()
         if kind == "request" and not session_id and (modern or header_version in MODERN_VERSIONS):
             problem = self._modern_problem(message, header_version)
             if problem is not None:
-                self._refuse(400, problem[1], problem[0], msg_id=message.get("id"), data=problem[2])
+                self._refuse(400, problem[1], problem[0], msg_id=request_id(message), data=problem[2])
                 return
             modern = True
         extra: dict[str, str] = {}
@@ -212,14 +216,14 @@ class Handler(ReplyWriter):
             if session is None:
                 self._refuse(404, "Session not found: it ended, expired, or its server state was lost with the "
                                   "gateway replica that held it; send initialize to start a new session",
-                             msg_id=message.get("id"))
+                             msg_id=request_id(message))
                 return
             connection = session.connection
         elif kind == "request" and method == "initialize":
             try:
                 opened = gateway.open_host_session(principal)
             except Refused as exc:
-                self._refuse(exc.status, exc.message, headers={"Retry-After": "1"}, msg_id=message.get("id"))
+                self._refuse(exc.status, exc.message, headers={"Retry-After": "1"}, msg_id=request_id(message))
                 return
             extra[SESSION_HEADER] = opened[0]  # sent only with a result: a refused initialize starts no session
             connection = opened[1].connection
@@ -227,7 +231,7 @@ class Handler(ReplyWriter):
             connection = stateless = gateway.stateless_connection(principal)
         else:
             self._refuse(400, "Bad Request: no Mcp-Session-Id; send initialize first (MCP up to 2025-11-25) or put "
-                              "the protocol version in the request's _meta (2026-07-28)", msg_id=message.get("id"))
+                              "the protocol version in the request's _meta (2026-07-28)", msg_id=request_id(message))
             return
         try:
             if kind != "request":  # a notification, or the client's answer to our request
@@ -236,12 +240,12 @@ class Handler(ReplyWriter):
                 return
             if modern and method in REMOVED:
                 self._refuse(404, f"Method not found: {method} (removed in 2026-07-28)", jsonrpc.METHOD_NOT_FOUND,
-                             msg_id=message["id"])
+                             msg_id=request_id(message))
                 return
             listening = gateway.listen_stream(connection) if method == OPEN_ENDED else contextlib.nullcontext()
             opened_id = extra.get(SESSION_HEADER)  # set by initialize only
 
-            def settle(reply: dict[str, Any]) -> None:
+            def settle(reply: JSONObject) -> None:
                 if opened_id is not None and "result" not in reply:
                     gateway.end_host_session(opened_id)
 
@@ -254,13 +258,13 @@ class Handler(ReplyWriter):
             if stateless is not None:
                 stateless.close()
 
-    def _modern_problem(self, message: dict[str, Any], header_version: str) -> tuple[int, str, Any] | None:
+    def _modern_problem(self, message: JSONObject, header_version: str) -> tuple[int, str, JSON] | None:
         """What makes a 2026-07-28 request malformed (basic/index.mdx _meta; transports, Server
         Validation): (JSON-RPC code, message, data), answered with 400; None when it is well formed."""
         method = message["method"]
         params = params_of(message)
         stated = params.get("_meta")
-        meta: dict[str, Any] = stated if isinstance(stated, dict) else {}
+        meta: JSONObject = stated if isinstance(stated, dict) else {}
         version = meta.get(META + "protocolVersion")
         if not isinstance(version, str):
             return jsonrpc.INVALID_PARAMS, f"missing _meta['{META}protocolVersion']", None
@@ -284,7 +288,7 @@ class Handler(ReplyWriter):
                                                  f"body's {field} {params[field]!r}"), None
         return None
 
-    def _read_message(self) -> dict[str, Any] | None:
+    def _read_message(self) -> JSONObject | None:
         # Where a message ends must be read the way any proxy in front reads it, or the rest of a
         # body becomes a request of its own (request smuggling, RFC 9112 6.1 and 6.3). The parser
         # refuses a Content-Length that is not one number (400); on top of it: no
@@ -374,7 +378,7 @@ class _Server(ThreadingHTTPServer):
 
 def serve(toolbox: Toolbox, address: str, *, idle_seconds: float = IDLE_SECONDS,
           max_connections: int = MAX_CONNECTIONS, request_seconds: float = REQUEST_SECONDS,
-          max_pending: int = MAX_PENDING, pending_seconds: float = PENDING_SECONDS, log: Any = None) -> None:
+          max_pending: int = MAX_PENDING, pending_seconds: float = PENDING_SECONDS, log: Callable[[str], None] | None = None) -> None:
     """Serve until SIGINT, SIGTERM or SIGHUP; then end sessions and stop the upstream servers (exit 0)."""
     host, port = parse_address(address)
     try:
@@ -411,7 +415,7 @@ def serve(toolbox: Toolbox, address: str, *, idle_seconds: float = IDLE_SECONDS,
 
     signalled = threading.Event()
 
-    def stop(signum: int, frame: Any) -> None:
+    def stop(signum: int, frame: FrameType | None) -> None:
         if not signalled.is_set():  # once: a repeated signal changes nothing
             signalled.set()
             threading.Thread(target=httpd.shutdown, daemon=True).start()

@@ -18,16 +18,17 @@ import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from llmc_cli.errors import InputRequired, LlmcError, RpcError
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.router import Router
+from llmc_cli.model import JSON, JSONObject
 
 if TYPE_CHECKING:
     from llmc_cli.gateway.connection import GatewayConnection  # it imports this module
 
-Send = Callable[[dict[str, Any]], None]
+Send = Callable[[JSONObject], None]
 
 
 @dataclass
@@ -36,16 +37,16 @@ class HostCall:
 
     connection: GatewayConnection
     send: Send
-    host_token: Any  # the host's progressToken, or None: the host did not ask for progress
-    capabilities: dict[str, Any]  # the host's client capabilities
+    host_token: JSON  # the host's progressToken, or None: the host did not ask for progress
+    capabilities: JSONObject  # the host's client capabilities
     modern: str | None  # the host's modern version, or None (initialize era)
     log_level: str | None  # modern hosts opt in to log messages per request
     # 2026-07-28 hosts: answers to upstream requests, by key, from earlier rounds of this call
-    answers: dict[str, Any] = field(default_factory=dict)
+    answers: JSONObject = field(default_factory=dict)
     thread: int = field(default_factory=threading.get_ident)  # where the upstream call runs
 
 
-def input_key(method: str, params: dict[str, Any]) -> str:
+def input_key(method: str, params: JSONObject) -> str:
     """The key of an upstream's request in the host's input_required round: the same request
     (an upstream asks again with the same words when the call is retried) gets the same key."""
     text = json.dumps([method, params], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -77,17 +78,17 @@ class HostRelay:
             self.note(f"an upstream's {what} {whose}: not relayed")
         return call
 
-    def progress(self, params: dict[str, Any]) -> None:
+    def progress(self, params: JSONObject) -> None:
         call = self._owner("notifications/progress")
         if call is not None and call.host_token is not None:
             call.send(jsonrpc.notification("notifications/progress", {**params, "progressToken": call.host_token}))
 
-    def log(self, params: dict[str, Any]) -> None:
+    def log(self, params: JSONObject) -> None:
         call = self._owner("notifications/message")
         if call is not None and (call.modern is None or call.log_level):
             call.send(jsonrpc.notification("notifications/message", params))
 
-    def _ask_host(self, call: HostCall, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    def _ask_host(self, call: HostCall, method: str, params: JSONObject) -> JSONObject:
         """Ask the host: initialize era, a request on its connection; 2026-07-28, an answer it gave
         in an earlier round of this call, else a new round (InputRequired: the host retries). A
         2026-07-28 host can only be asked when the upstream asked in its result (this thread)."""
@@ -103,7 +104,7 @@ class HostRelay:
             raise RpcError(f"{method} declined: a 2026-07-28 host is asked only in an input_required result", code=-1)
         raise InputRequired(requests={key: {"method": method, "params": params}})
 
-    def elicit(self, params: dict[str, Any]) -> dict[str, Any]:
+    def elicit(self, params: JSONObject) -> JSONObject:
         """An upstream asks its user: the host's user, when the host can be asked (spec: else decline)."""
         call = self._owner("elicitation/create")
         if call is None or "elicitation" not in call.capabilities:
@@ -115,7 +116,7 @@ class HostRelay:
         except LlmcError:
             return {"action": "decline" if call.modern else "cancel"}
 
-    def sample(self, params: dict[str, Any]) -> dict[str, Any]:
+    def sample(self, params: JSONObject) -> JSONObject:
         call = self._owner("sampling/createMessage")
         if call is None:
             raise RpcError("sampling declined: it belongs to no MCP host's call through the llmc gateway", code=-1)
@@ -123,7 +124,7 @@ class HostRelay:
             raise RpcError("sampling declined: the MCP host behind the llmc gateway does not offer it", code=-1)
         return self._ask_host(call, "sampling/createMessage", params)
 
-    def roots(self) -> list[dict[str, Any]]:
+    def roots(self) -> list[JSONObject]:
         """An upstream asks for roots: the roots of the host whose call it belongs to, when it
         declared them; else none (a gateway has no roots of its own to offer)."""
         call = self._owner("roots/list")

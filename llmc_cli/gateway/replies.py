@@ -22,6 +22,8 @@ from llmc_cli.gateway.connection import GatewayConnection
 from llmc_cli.gateway.hosts import REQUEST_SECONDS, HostSession, ResumableStream
 from llmc_cli.gateway.request_parser import BadRequest, Request, RequestHeaders, RequestParser
 from llmc_cli.mcp import jsonrpc
+from llmc_cli.mcp.messages import object_at, request_id
+from llmc_cli.model import JSONObject
 
 REPLY_SECONDS = 3600.0  # the longest a request may take (upstream timeouts end calls long before)
 KEEPALIVE_SECONDS = 15.0
@@ -208,7 +210,7 @@ class ReplyWriter(BaseHTTPRequestHandler):
             cached = _date = (now, super().date_time_string(now))
         return cached[1]
 
-    def _send(self, status: int, body: dict[str, Any] | None, headers: dict[str, str] | None = None) -> None:
+    def _send(self, status: int, body: JSONObject | None, headers: dict[str, str] | None = None) -> None:
         """A whole reply in one write: head and body written apart cost the gateway two more
         system calls per reply (each a turn of the GIL among the threads of busy hosts) and
         the host a second wake-up. What send_response/send_header would write, Connection's
@@ -231,17 +233,17 @@ class ReplyWriter(BaseHTTPRequestHandler):
         self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1", "strict") + data)
 
 
-    def _answer(self, connection: GatewayConnection, message: dict[str, Any], extra: dict[str, str], *,
+    def _answer(self, connection: GatewayConnection, message: JSONObject, extra: dict[str, str], *,
                 modern: bool = False, session: HostSession | None = None, alone: bool = False,
-                settle: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any] | None:
+                settle: Callable[[JSONObject], None] | None = None) -> JSONObject | None:
         """The final reply, once written (None: on a session's resumable stream, or the host went
         away first). `alone`: the connection serves only this request (2026-07-28, no session).
         An Mcp-Session-Id in `extra` goes out only with a result (initialize's): an error starts
         no session. `settle` sees the final reply before it is written: what the reply implies
         (a refused initialize ends its session) holds by the time the host reads it."""
         # SimpleQueue: a queue per request, and queue.Queue builds three Conditions for each
-        replies: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
-        msg_id = message["id"]
+        replies: queue.SimpleQueue[JSONObject] = queue.SimpleQueue()
+        msg_id = request_id(message)  # as the connection answers it
         streamed = (message["method"] in STREAMED and "text/event-stream" in (self.headers.get("Accept") or "")
                     and _may_send_first(connection, message))
         # Nothing but the reply can reach the host, and this thread only waits for it: the call
@@ -336,7 +338,7 @@ class ReplyWriter(BaseHTTPRequestHandler):
         self.end_headers()
         self.close_connection = True  # an SSE body ends when the connection does
 
-    def _event(self, message: dict[str, Any], event_id: str | None = None) -> None:
+    def _event(self, message: JSONObject, event_id: str | None = None) -> None:
         head = f"id: {event_id}\n".encode() if event_id else b""
         self._write(head + b"event: message\ndata: " + json.dumps(message, ensure_ascii=False).encode("utf-8")
                     + b"\n\n")
@@ -348,7 +350,7 @@ class ReplyWriter(BaseHTTPRequestHandler):
     def _session_stream(self, session: HostSession, stopped: threading.Event) -> None:
         """The session's GET stream: messages that answer no request (list_changed, resource
         updates), until a newer GET replaces it, the session ends or the gateway stops."""
-        stream: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        stream: queue.Queue[JSONObject | None] = queue.Queue()
         if session.stream is not None:
             session.stream.put(None)  # one stream per session: the newer one wins
         session.stream = stream
@@ -388,9 +390,9 @@ class ReplyWriter(BaseHTTPRequestHandler):
             return True
 
 
-def _status_of(reply: dict[str, Any]) -> int:
+def _status_of(reply: JSONObject) -> int:
     """2026-07-28 on HTTP: an unknown method is 404; a request refused for its protocol fields 400."""
-    code = (reply.get("error") or {}).get("code") if isinstance(reply.get("error"), dict) else None
+    code = object_at(reply, "error").get("code")
     if code == jsonrpc.METHOD_NOT_FOUND:
         return 404
     if code in jsonrpc.MODERN_ERROR_CODES:
@@ -398,19 +400,19 @@ def _status_of(reply: dict[str, Any]) -> int:
     return 200
 
 
-def params_of(message: dict[str, Any]) -> dict[str, Any]:
+def params_of(message: JSONObject) -> JSONObject:
     """A message's params object; {} when it has none (or something else in their place)."""
     params = message.get("params")
     return params if isinstance(params, dict) else {}
 
 
-def _may_send_first(connection: GatewayConnection, message: dict[str, Any]) -> bool:
+def _may_send_first(connection: GatewayConnection, message: JSONObject) -> bool:
     """Could anything reach the host before this call's result? Progress it asked for, log
     messages it opted into (2026-07-28), requests to it (elicitation, sampling: initialize era).
     Otherwise the result goes as plain JSON, and the connection stays open for the next request."""
     params = params_of(message)
     stated = params.get("_meta")
-    meta: dict[str, Any] = stated if isinstance(stated, dict) else {}
+    meta: JSONObject = stated if isinstance(stated, dict) else {}
     if "progressToken" in meta or meta.get("io.modelcontextprotocol/logLevel") or message["method"] == OPEN_ENDED:
         return True
     return connection.legacy_version is not None  # a session: upstream logs, elicitation, sampling

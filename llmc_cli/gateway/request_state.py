@@ -9,16 +9,15 @@ import hashlib
 import hmac
 import json
 import os
-from typing import Any
 
-from llmc_cli.model import ToolCall
+from llmc_cli.model import JSON, JSONObject, ToolCall
 
 
 class RequestStates:
     def __init__(self) -> None:
         self._secret = os.urandom(32)  # binds a state to this process: another cannot make one
 
-    def pack(self, call: ToolCall, confirmed: bool, answers: dict[str, Any], *, principal: str | None,
+    def pack(self, call: ToolCall, confirmed: bool, answers: JSONObject, *, principal: str | None,
              confirming: bool = False) -> str:
         """A requestState bound to this exact call (tool and arguments) of this principal (another's
         host cannot replay its yes or its answers): whether the host's user said yes, the host's
@@ -31,7 +30,7 @@ class RequestStates:
         payload = base64.urlsafe_b64encode(body).decode("ascii").rstrip("=")
         return payload + "." + self._mac(payload)
 
-    def unpack(self, call: ToolCall, state: Any, principal: str | None) -> tuple[bool, dict[str, Any]]:
+    def unpack(self, call: ToolCall, state: JSON, principal: str | None) -> tuple[bool, JSONObject]:
         """(confirmed, answers) of a requestState this process made for this call of this
         principal; else (False, {})."""
         data = self._open(call, state, principal)
@@ -40,7 +39,7 @@ class RequestStates:
         answers = data.get("answers")
         return data.get("confirmed") is True, answers if isinstance(answers, dict) else {}
 
-    def asked_to_confirm(self, call: ToolCall, state: Any, principal: str | None) -> bool:
+    def asked_to_confirm(self, call: ToolCall, state: JSON, principal: str | None) -> bool:
         """Whether this requestState went out with the confirmation question for this call."""
         data = self._open(call, state, principal)
         return data is not None and data.get("confirming") is True
@@ -48,7 +47,7 @@ class RequestStates:
     def _mac(self, payload: str) -> str:
         return hmac.new(self._secret, payload.encode(), hashlib.sha256).hexdigest()
 
-    def _open(self, call: ToolCall, state: Any, principal: str | None) -> dict[str, Any] | None:
+    def _open(self, call: ToolCall, state: JSON, principal: str | None) -> JSONObject | None:
         from llmc_cli.policy import call_hash
 
         if not isinstance(state, str) or "." not in state:

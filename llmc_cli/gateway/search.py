@@ -13,8 +13,10 @@ import threading
 import weakref
 from collections.abc import Mapping
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from llmc_cli.mcp.messages import object_at
+from llmc_cli.model import JSON, JSONObject
 from llmc_cli.services.search import ToolIndex
 
 if TYPE_CHECKING:
@@ -24,7 +26,7 @@ SEARCH, CALL = "llmc.search_tools", "llmc.call_tool"
 DEFAULT_LIMIT, MAX_LIMIT = 5, 20
 
 
-def listing(toolbox: Toolbox) -> list[dict[str, Any]]:
+def listing(toolbox: Toolbox) -> list[JSONObject]:
     """tools/list under tool search: the two tools of llmc, then the pinned tools of the profile."""
     tools = toolbox.tools()
     pinned = [toolbox.describe(t) for t in tools
@@ -47,7 +49,7 @@ def listing(toolbox: Toolbox) -> list[dict[str, Any]]:
             *pinned]
 
 
-def search(toolbox: Toolbox, arguments: Mapping[str, object]) -> dict[str, Any]:
+def search(toolbox: Toolbox, arguments: Mapping[str, object]) -> JSONObject:
     """A llmc.search_tools call's result (a tool error for bad arguments)."""
     query, limit = arguments.get("query"), arguments.get("limit", DEFAULT_LIMIT)
     if not isinstance(query, str) or not query.strip():
@@ -55,7 +57,7 @@ def search(toolbox: Toolbox, arguments: Mapping[str, object]) -> dict[str, Any]:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         return tool_error(f"`limit` must be an integer from 1 to {MAX_LIMIT}")
     matches = _index(toolbox).search(query, limit)
-    rows = [{"name": toolbox.expose(m.tool.server, m.tool.name), "score": round(m.score, 3),
+    rows: list[JSON] = [{"name": toolbox.expose(m.tool.server, m.tool.name), "score": round(m.score, 3),
              "description": m.tool.description, "inputSchema": m.tool.input_schema} for m in matches]
     return {"content": [{"type": "text", "text": json.dumps({"tools": rows}, ensure_ascii=False)}],
             "structuredContent": {"tools": rows}}
@@ -80,10 +82,10 @@ def _index(toolbox: Toolbox) -> ToolIndex:
     return index
 
 
-def unwrap(params: dict[str, Any]) -> dict[str, Any] | str:
+def unwrap(params: JSONObject) -> JSONObject | str:
     """A llmc.call_tool request as the tools/call of the tool it names (its _meta, progress token
     and 2026-07-28 round state kept), or what is wrong with it."""
-    arguments = params.get("arguments") or {}
+    arguments = object_at(params, "arguments")
     name, inner = arguments.get("name"), arguments.get("arguments", {})
     if not isinstance(name, str) or not name or name in (SEARCH, CALL):
         return f"{CALL} needs `name`: a tool's name as {SEARCH} gave it"
@@ -92,5 +94,5 @@ def unwrap(params: dict[str, Any]) -> dict[str, Any] | str:
     return {**params, "name": name, "arguments": inner}
 
 
-def tool_error(text: str) -> dict[str, Any]:
+def tool_error(text: str) -> JSONObject:
     return {"content": [{"type": "text", "text": text}], "isError": True}

@@ -31,7 +31,8 @@ from llmc_cli.gateway.relay import HostRelay
 from llmc_cli.gateway.request_state import RequestStates
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.hooks import ClientHooks
-from llmc_cli.model import Tool
+from llmc_cli.mcp.messages import object_at
+from llmc_cli.model import JSON, JSONObject, Tool
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
@@ -45,7 +46,7 @@ LIST_CHANGED = ("notifications/tools/list_changed", "notifications/resources/lis
                 "notifications/prompts/list_changed")
 
 
-def own_result(result: dict[str, Any]) -> dict[str, Any]:
+def own_result(result: JSONObject) -> JSONObject:
     """An upstream's result without what belongs to the upstream's connection (its era's result
     type and caching, its serverInfo): the gateway answers the host in the host's era."""
     out = {k: v for k, v in result.items() if k not in ("resultType", "ttlMs", "cacheScope")}
@@ -166,7 +167,7 @@ class Toolbox:
         return [t for t in allowed
                 if ((pinned.get(t.server) or {}).get("tools") or {}).get(t.name, {}).get("hash") == lockfile.tool_hash(t)]
 
-    def describe(self, tool: Tool) -> dict[str, Any]:
+    def describe(self, tool: Tool) -> JSONObject:
         """The tool as the host sees it: namespaced, with the hints the profile's policy goes by
         (a profile corrects servers that mislabel their tools)."""
         from llmc_cli import policy
@@ -179,7 +180,7 @@ class Toolbox:
         """The name a host sees for a server's tool, prompt or resource URI."""
         return name if self.bare else f"{server}.{name}"
 
-    def route(self, name: Any) -> tuple[str, str] | None:
+    def route(self, name: JSON) -> tuple[str, str] | None:
         """'server.name' -> (server, name) for a server of this profile; anything else: None."""
         if not isinstance(name, str):
             return None
@@ -195,12 +196,12 @@ class Toolbox:
 
     # -- resources, templates, prompts -------------------------------------------------------------
 
-    def gather(self, method: str, key: str, field: str, capability: str, upstreams: Catalog) -> list[dict[str, Any]]:
+    def gather(self, method: str, key: str, field: str, capability: str, upstreams: Catalog) -> list[JSONObject]:
         """Every server's items of a list method (all pages) that the policy lets hosts read, their
         `field` namespaced."""
         from llmc_cli import policy, services
 
-        def one(server: str) -> list[dict[str, Any]]:
+        def one(server: str) -> list[JSONObject]:
             if policy.whole_server_denial(server, self.profile.profile.policy):
                 return []  # nothing of it may be read: not asked, not started for this host
             session = upstreams.session(server)
@@ -231,7 +232,7 @@ class Toolbox:
         except LlmcError:  # the server's tools, needed to judge, cannot be listed
             return False
 
-    def forward(self, method: str, server: str, params: dict[str, Any], upstreams: Catalog) -> dict[str, Any]:
+    def forward(self, method: str, server: str, params: JSONObject, upstreams: Catalog) -> JSONObject:
         """A request about one server's resource or prompt that reads nothing (a subscription, a
         completion; reads go through services.read); RpcError as the server said."""
         return own_result(upstreams.session(server).request(method, params))
@@ -244,7 +245,7 @@ class Toolbox:
 
         def offers(server: str) -> bool:
             session = self.catalog.session(server)
-            resources = (session.capabilities or {}).get("resources") or {}
+            resources = object_at(session.capabilities, "resources")
             return session.protocol_version not in MODERN_VERSIONS and resources.get("subscribe") is True
 
         per_server, _failures = self.catalog.each(offers)
@@ -289,7 +290,7 @@ class Toolbox:
 
     # -- relayed upstream messages -------------------------------------------------------------
 
-    def _resource_updated(self, params: dict[str, Any], source: Catalog) -> None:
+    def _resource_updated(self, params: JSONObject, source: Catalog) -> None:
         """An upstream's resource changed: every host subscribed to it through that catalog's
         connections hears, under its name there. The hook does not say which server sent it, so a
         URI two servers share reaches the subscribers of both (they re-read; nothing is revealed

@@ -26,7 +26,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import Any
+from types import FrameType
+from typing import BinaryIO, TextIO
 
 from llmc_cli import interrupts
 from llmc_cli.errors import ConnectionFailed, ExitCode, LlmcError, RpcError, UsageError
@@ -34,7 +35,8 @@ from llmc_cli.keeper.transport import AttachReply, HeldServer, KeeperStatus, rea
 from llmc_cli.keeper.upstream import Client, Upstream, log
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.inflight import InFlight
-from llmc_cli.model import ServerSpec
+from llmc_cli.mcp.messages import object_at
+from llmc_cli.model import JSON, JSONObject, ServerSpec
 
 ACCEPT_POLL = 0.5  # how often the accept loop looks at the idle clock and the stop flag
 FIRST_LINE_TIMEOUT = 10.0  # an attaching client says what it wants at once
@@ -69,7 +71,7 @@ class Keeper:
 
     # -- life cycle --------------------------------------------------------------------------
 
-    def run(self, listener: socket.socket, ready: Any) -> int:
+    def run(self, listener: socket.socket, ready: TextIO) -> int:
         """Open the servers, report on `ready`, serve until told to stop."""
         with ThreadPoolExecutor(max_workers=max(1, min(8, len(self.upstreams)))) as pool:
             outcomes = list(pool.map(self._open_quietly, self.upstreams.values()))
@@ -137,7 +139,7 @@ class Keeper:
             "servers": [_held(name, u) for name, u in self.upstreams.items()],
         }
 
-    def roster(self) -> list[dict[str, Any]]:
+    def roster(self) -> list[JSON]:
         """The servers held, with their timeouts: in every attach reply, so that a command that
         attaches first needs no status request to learn them (lifecycle.specs_of)."""
         return [{"name": name, "timeout": u.spec.timeout} for name, u in self.upstreams.items()]
@@ -181,7 +183,7 @@ class Keeper:
         with self.lock:
             self.connections -= 1
 
-    def _attach(self, client: Client, server: str, stream: Any) -> None:
+    def _attach(self, client: Client, server: str, stream: BinaryIO) -> None:
         upstream = self.upstreams.get(server)
         if upstream is None:
             client.send({"llmc": "error", "error": "usage", "servers": self.roster(),
@@ -216,19 +218,19 @@ class Keeper:
                 upstream.cancel(client, original_id, "the client went away")
             self.touch()
 
-    def _route(self, client: Client, upstream: Upstream, message: dict[str, Any]) -> None:
+    def _route(self, client: Client, upstream: Upstream, message: JSONObject) -> None:
         kind = jsonrpc.kind_of(message)
         if kind == "request":
             upstream.forward(client, message)
         elif kind in ("response", "error"):
             self.asks.resolve(message)
         elif message["method"] == "notifications/cancelled":
-            params = message.get("params") or {}
+            params = object_at(message, "params")
             upstream.cancel(client, params.get("requestId"), str(params.get("reason") or "cancelled"))
         else:
             upstream.notify(message)
 
-    def ask(self, client: Client, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
+    def ask(self, client: Client, method: str, params: JSONObject, timeout: float) -> JSONObject:
         """A request from the server, put to a caller; its answer goes back to the server."""
         ask_id = f"llmc-keeper-{next(self.counter)}"
         try:
@@ -236,12 +238,14 @@ class Keeper:
         except TimeoutError:
             raise RpcError(f"no answer from the user within {timeout:g}s", code=jsonrpc.INTERNAL_ERROR) from None
         if "error" in reply:
-            error = reply["error"] if isinstance(reply["error"], dict) else {}
-            raise RpcError(str(error.get("message", "declined")), code=int(error.get("code", jsonrpc.INTERNAL_ERROR)))
-        return reply.get("result") or {}
+            error = object_at(reply, "error")
+            code = error.get("code", jsonrpc.INTERNAL_ERROR)
+            raise RpcError(str(error.get("message", "declined")),
+                           code=int(code) if isinstance(code, (int, float, str)) else jsonrpc.INTERNAL_ERROR)
+        return object_at(reply, "result")
 
 
-def _validated(request: dict[str, Any]) -> dict[str, Any]:
+def _validated(request: JSONObject) -> JSONObject:
     """A caller's tool arguments checked against the tool's inputSchema it sends along (the
     caller's `llmc call` would otherwise import jsonschema every time): "valid", or "invalid"
     with the UsageError the caller raises as its own."""
@@ -301,7 +305,7 @@ def main() -> int:
                     config.get("profile"))
     path = str(socket_path(keeper.name))
 
-    def stop(signum: int, frame: Any) -> None:
+    def stop(signum: int, frame: FrameType | None) -> None:
         keeper.stop(signal.Signals(signum).name)  # a repeated signal changes nothing
 
     signal.signal(signal.SIGTERM, stop)

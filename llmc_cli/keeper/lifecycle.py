@@ -14,13 +14,14 @@ import select
 import signal
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from llmc_cli.config import paths
 from llmc_cli.errors import ConfigError, ConnectionFailed, TimeoutExpired, UsageError, from_json
-from llmc_cli.model import OAuthSpec, SandboxSpec, ServerSpec
+from llmc_cli.model import JSONObject, OAuthSpec, SandboxSpec, ServerSpec
 
 if TYPE_CHECKING:
     from llmc_cli.keeper.transport import KeeperStatus
@@ -89,7 +90,7 @@ def held_specs(name: str, only: tuple[str, ...] = ()) -> tuple[str, list[ServerS
     return str(socket_path(name)), specs_of(name, list(held.get("servers", [])), only)
 
 
-def specs_of(name: str, servers: list[Any], only: tuple[str, ...] = ()) -> list[ServerSpec]:
+def specs_of(name: str, servers: Sequence[object], only: tuple[str, ...] = ()) -> list[ServerSpec]:
     """The servers of session `name` as its keeper lists them (status, or an attach reply),
     only those in `only` when given (UsageError naming any it does not hold)."""
     specs = [ServerSpec(name=str(s["name"]), timeout=float(s.get("timeout") or 60.0),
@@ -163,7 +164,7 @@ def start(name: str, specs: list[ServerSpec], *, idle: float, profile: str | Non
     return cast("KeeperStatus", reply)  # the keeper's own status line (daemon.Keeper.status)
 
 
-def stop(name: str) -> dict[str, Any]:
+def stop(name: str) -> JSONObject:
     """Ask the keeper to stop and wait until it has (its servers stopped with it)."""
     from llmc_cli.keeper.transport import exchange
 
@@ -173,7 +174,8 @@ def stop(name: str) -> dict[str, Any]:
     except ConnectionFailed:
         _remove_stale(path)
         raise
-    pid = int(reply.get("pid") or 0)
+    stated = reply.get("pid") or 0
+    pid = int(stated) if isinstance(stated, (int, float, str)) else 0
     deadline = time.monotonic() + STOP_WAIT
     while pid and _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -221,7 +223,7 @@ def _log_tail(name: str, lines: int = 5) -> str:
 
 # -- server definitions on the pipe ---------------------------------------------------------------
 
-def spec_to_json(spec: ServerSpec) -> dict[str, Any]:
+def spec_to_json(spec: ServerSpec) -> JSONObject:
     data = {f: getattr(spec, f) for f in spec.__dataclass_fields__}
     data.update(command=list(spec.command), env=dict(spec.env), headers=dict(spec.headers),
                 options=dict(spec.options), oauth=asdict(spec.oauth) if spec.oauth else None,

@@ -18,13 +18,14 @@ import socket
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, NotRequired, TypedDict
+from typing import Any, BinaryIO, NotRequired, TypedDict
 
 from llmc_cli.errors import ConnectionFailed, LlmcError, ProtocolError, TimeoutExpired, from_json
 from llmc_cli.mcp.hooks import ClientHooks
-from llmc_cli.mcp.session import ClientSession
+from llmc_cli.mcp.messages import object_at
+from llmc_cli.mcp.session import Session
 from llmc_cli.mcp.transports.base import Closed, Deliver
-from llmc_cli.model import compact_json
+from llmc_cli.model import JSON, JSONObject, compact_json
 
 MAX_LINE = 64 * 1024 * 1024  # one message; a larger one is a broken peer, not a big result
 
@@ -63,30 +64,30 @@ class AttachReply:
 
     era: str
     protocol_version: str
-    server_info: dict[str, Any] = field(default_factory=dict)
-    capabilities: dict[str, Any] = field(default_factory=dict)
+    server_info: JSONObject = field(default_factory=dict)
+    capabilities: JSONObject = field(default_factory=dict)
     instructions: str | None = None
     notice: str | None = None
-    servers: list[dict[str, Any]] | None = None  # every server the keeper holds (None: a keeper too old to say)
+    servers: list[JSON] | None = None  # every server the keeper holds (None: a keeper too old to say)
 
     @classmethod
     def of(cls, session: ClientSession, notice: str | None) -> AttachReply:
         return cls(session.era or "", session.protocol_version or "", session.server_info, session.capabilities,
                    session.instructions, notice)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {"llmc": "attached", "era": self.era, "protocolVersion": self.protocol_version,
                 "serverInfo": self.server_info, "capabilities": self.capabilities,
                 "instructions": self.instructions, "notice": self.notice}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any], keeper_name: str) -> AttachReply:
+    def from_json(cls, data: JSONObject, session_name: str) -> AttachReply:
         era, version = data.get("era"), data.get("protocolVersion")
         if not (isinstance(era, str) and era and isinstance(version, str) and version):
             raise ProtocolError(f"session {keeper_name}: its keeper did not say how {data.get('server', 'the server')}"
                                 " speaks")
         notice, instructions, servers = data.get("notice"), data.get("instructions"), data.get("servers")
-        return cls(era, version, data.get("serverInfo") or {}, data.get("capabilities") or {},
+        return cls(era, version, object_at(data, "serverInfo"), object_at(data, "capabilities"),
                    instructions if isinstance(instructions, str) else None, notice if isinstance(notice, str) else None,
                    servers if isinstance(servers, list) else None)
 
@@ -110,11 +111,11 @@ def connect_unix(path: str, timeout: float, keeper_name: str) -> socket.socket:
     return sock
 
 
-def send_line(sock: socket.socket, message: Mapping[str, Any]) -> None:
+def send_line(sock: socket.socket, message: Mapping[str, object]) -> None:
     sock.sendall((compact_json(message) + "\n").encode("utf-8"))
 
 
-def read_line(stream: Any) -> dict[str, Any] | None:
+def read_line(stream: BinaryIO) -> JSONObject | None:
     """The next message of a socket's binary file object; None at end of stream."""
     line = stream.readline(MAX_LINE + 1)
     if not line:
@@ -130,7 +131,7 @@ def read_line(stream: Any) -> dict[str, Any] | None:
     return message
 
 
-def exchange(path: str, request: dict[str, Any], keeper_name: str, timeout: float = 10.0) -> dict[str, Any]:
+def exchange(path: str, request: JSONObject, session_name: str, timeout: float = 10.0) -> JSONObject:
     """One keeper command (status, stop): send a line, read the reply line."""
     sock = connect_unix(path, timeout, keeper_name)
     try:
@@ -192,7 +193,7 @@ class KeeperTransport:
                                         name=f"llmc-keeper-{self.server}")
         self._reader.start()
 
-    def _read(self, stream: Any, deliver: Deliver, closed: Closed) -> None:
+    def _read(self, stream: BinaryIO, deliver: Deliver, closed: Closed) -> None:
         error: LlmcError | None = None
         try:
             while True:
@@ -212,7 +213,7 @@ class KeeperTransport:
         if self._sock is not None:
             closed(error)
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: JSONObject) -> None:
         sock = self._sock
         if sock is None:
             raise ConnectionFailed(f"session {self.keeper_name}: not connected to its keeper")
@@ -238,7 +239,7 @@ class KeeperTransport:
         return ""
 
 
-def validate_in_keeper(path: str, keeper_name: str, arguments: dict[str, Any], schema: Any, tool: str) -> bool:
+def validate_in_keeper(path: str, session_name: str, arguments: JSONObject, schema: Any, tool: str) -> bool:
     """The keeper checks the arguments against the tool's inputSchema (mcp/validation.py, with
     jsonschema loaded once for all its callers): UsageError when they do not fit, exactly as the
     check raises it here. False when the keeper cannot (a keeper started by an older llmc, one

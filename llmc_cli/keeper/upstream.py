@@ -11,7 +11,7 @@ import sys
 import threading
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from llmc_cli.errors import ConnectionFailed, LlmcError
 from llmc_cli.keeper.transport import send_line
@@ -20,8 +20,8 @@ from llmc_cli.mcp.client import connect
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.mcp.inflight import Future
 from llmc_cli.mcp.router import Router
-from llmc_cli.mcp.session import ClientSession
-from llmc_cli.model import ServerSpec
+from llmc_cli.mcp.session import Session
+from llmc_cli.model import JSON, JSONObject, ServerSpec
 
 if TYPE_CHECKING:
     from llmc_cli.keeper.daemon import Keeper
@@ -39,9 +39,9 @@ class Client:
         self.sock = sock
         self.lock = threading.Lock()
         self.upstream: Upstream | None = None
-        self.pending: dict[Any, tuple[int, str | None]] = {}  # its request id -> (upstream id, our token)
+        self.pending: dict[object, tuple[int, str | None]] = {}  # its request id -> (upstream id, our token)
 
-    def send(self, message: Mapping[str, Any]) -> None:
+    def send(self, message: Mapping[str, object]) -> None:
         try:
             with self.lock:
                 send_line(self.sock, message)
@@ -68,7 +68,7 @@ class Upstream:
         self.restarts = 0
         self.lock = threading.Lock()
         # our progress token -> (the client whose request it is, the client's own token)
-        self.routes: Router[tuple[Client, Any]] = Router("llmc-keeper", lambda route: id(route[0]))
+        self.routes: Router[tuple[Client, JSON]] = Router("llmc-keeper", lambda route: id(route[0]))
         self.clients: set[Client] = set()
 
     def open(self) -> str | None:
@@ -115,7 +115,7 @@ class Upstream:
 
     # -- client -> server --------------------------------------------------------------------
 
-    def forward(self, client: Client, message: dict[str, Any]) -> None:
+    def forward(self, client: Client, message: JSONObject) -> None:
         original_id = message["id"]
         token: str | None = None
         params = message.get("params")
@@ -135,7 +135,7 @@ class Upstream:
         client.pending[original_id] = (upstream_id, token)
         future.add_done_callback(lambda f: self._reply(client, original_id, token, f))
 
-    def _reply(self, client: Client, original_id: Any, token: str | None, future: Future[dict[str, Any]]) -> None:
+    def _reply(self, client: Client, original_id: JSON, token: str | None, future: Future[JSONObject]) -> None:
         client.pending.pop(original_id, None)
         self.routes.close(token)
         self.keeper.touch()
@@ -146,7 +146,7 @@ class Upstream:
             return
         client.send({**reply, "id": original_id})
 
-    def cancel(self, client: Client, original_id: Any, reason: str) -> None:
+    def cancel(self, client: Client, original_id: object, reason: str) -> None:
         entry = client.pending.pop(original_id, None)
         if entry is None or self.session is None:
             return
@@ -154,22 +154,23 @@ class Upstream:
         self.routes.close(token)
         self.session.withdraw(upstream_id, reason)
 
-    def notify(self, message: dict[str, Any]) -> None:
+    def notify(self, message: JSONObject) -> None:
         if self.session is not None:
             try:
-                self.session.notify(message["method"], message.get("params"))
+                params = message.get("params")
+                self.session.notify(str(message["method"]), params if isinstance(params, dict) else None)
             except LlmcError:
                 pass
 
     # -- server -> clients ------------------------------------------------------------------
 
-    def _progress(self, params: dict[str, Any]) -> None:
+    def _progress(self, params: JSONObject) -> None:
         route = self.routes.by_token(params.get("progressToken"))
         if route:
             client, token = route
             client.send(jsonrpc.notification("notifications/progress", {**params, "progressToken": token}))
 
-    def _log(self, params: dict[str, Any]) -> None:
+    def _log(self, params: JSONObject) -> None:
         for client in list(self.clients):
             client.send(jsonrpc.notification("notifications/message", params))
 
@@ -177,7 +178,7 @@ class Upstream:
         for client in list(self.clients):
             client.send(jsonrpc.notification(method))
 
-    def _elicit(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _elicit(self, params: JSONObject) -> JSONObject:
         """The server asks the user: the caller whose request it belongs to is asked (it may
         prompt), never another caller. When nothing ties it to a caller's request and a single
         caller is attached, that caller; else it is declined."""

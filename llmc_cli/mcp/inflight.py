@@ -11,15 +11,17 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from llmc_cli.errors import LlmcError
+from llmc_cli.mcp.messages import ProgressToken
+from llmc_cli.model import JSONObject
 
 T = TypeVar("T")
 
 PROGRESS_EXTENSION_CAP = 10  # progress may extend a request's deadline, up to this many timeouts
 
-Reply = dict[str, Any]  # a JSON-RPC response or error object
+Reply = JSONObject  # a JSON-RPC response or error object
 
 
 class Future(Generic[T]):
@@ -33,7 +35,7 @@ class Future(Generic[T]):
         self._done = threading.Event()
         self._value: T | None = None
         self._error: BaseException | None = None
-        self._callbacks: list[Callable[[Future[T]], Any]] = []
+        self._callbacks: list[Callable[[Future[T]], object]] = []
 
     def done(self) -> bool:
         return self._done.is_set()
@@ -54,7 +56,7 @@ class Future(Generic[T]):
         for callback in callbacks:
             callback(self)
 
-    def add_done_callback(self, callback: Callable[[Future[T]], Any]) -> None:
+    def add_done_callback(self, callback: Callable[[Future[T]], object]) -> None:
         """Called with the future once it is done: at once when it is already."""
         with self._lock:
             if not self._done.is_set():
@@ -82,10 +84,10 @@ class InFlight:
         self._lock = threading.Lock()
         self._futures: dict[int | str, Future[Reply]] = {}
         self._activity: dict[int | str, float] = {}  # request id -> time of last progress
-        self._by_token: dict[Any, int | str] = {}  # a caller's own progress token -> request id
-        self._token_of: dict[int | str, Any] = {}  # and back
+        self._by_token: dict[object, int | str] = {}  # a caller's own progress token -> request id
+        self._token_of: dict[int | str, ProgressToken] = {}  # and back
 
-    def open(self, request_id: int | str, *, timed: bool = True, token: Any = None) -> Future[Reply]:
+    def open(self, request_id: int | str, *, timed: bool = True, token: ProgressToken | None = None) -> Future[Reply]:
         """A future for the reply to `request_id`. `timed`: progress extends its deadline (the
         session waits for it); `token`: the caller's own progress token, for `cancel`."""
         future: Future[Reply] = Future()
@@ -111,13 +113,13 @@ class InFlight:
         with self._lock:
             return list(self._futures)
 
-    def by_token(self, token: Any) -> tuple[int | str | None, Future[Reply] | None]:
+    def by_token(self, token: object) -> tuple[int | str | None, Future[Reply] | None]:
         """The request sent with a caller's progress token, and its future while it is awaited."""
         with self._lock:
             request_id = self._by_token.get(token)
             return request_id, self._futures.get(request_id) if request_id is not None else None
 
-    def owners(self, request_id: int | str | None) -> tuple[Any, ...]:
+    def owners(self, request_id: int | str | None) -> tuple[ProgressToken | None, ...]:
         """The callers' own progress tokens (None for a request without one) of the requests a
         message may belong to: the request `request_id` while it is in flight; with no id, every
         request in flight."""
@@ -134,7 +136,7 @@ class InFlight:
         if future is not None and not future.done():
             future.set_result(reply)
 
-    def progressed(self, token: Any) -> None:
+    def progressed(self, token: object) -> None:
         """A progress notification: the request it belongs to is alive, its deadline moves."""
         with self._lock:
             request_id = self._by_token.get(token, token)

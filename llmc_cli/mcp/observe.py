@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
+from llmc_cli.model import JSONObject
+
 if TYPE_CHECKING:
     from llmc_cli.mcp.session import ClientSession
 
@@ -21,19 +23,19 @@ class RequestWatch(Protocol):
     def meta(self) -> dict[str, str]:
         """Keys to put into the request's `params._meta` (traceparent, tracestate, baggage)."""
 
-    def finish(self, result: dict[str, Any] | None, error: BaseException | None) -> None:
+    def finish(self, result: JSONObject | None, error: BaseException | None) -> None:
         """The request ended: a result (which may carry isError) or the error it raised."""
 
 
 class Observer(Protocol):
-    def request(self, session: ClientSession, request_id: int, method: str, params: dict[str, Any]) -> RequestWatch | None:
+    def request(self, session: Session, request_id: int, method: str, params: JSONObject) -> RequestWatch | None:
         """A request is about to be sent by `session`."""
 
     def session_ended(self, session: ClientSession, seconds: float) -> None:
         """`session` was closed after living this long."""
 
 
-Send = Callable[[dict[str, Any]], None]
+Send = Callable[[JSONObject], None]
 P = ParamSpec("P")
 R = TypeVar("R")
 

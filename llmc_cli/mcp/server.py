@@ -18,19 +18,21 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from llmc_cli.errors import ProtocolError, RpcError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc, observe
 from llmc_cli.mcp.inflight import InFlight
+from llmc_cli.mcp.messages import RequestId, object_at, request_id
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, MODERN_VERSIONS
 from llmc_cli.mcp.versions import META_PREFIX as META
 from llmc_cli.mcp.workers import Workers
+from llmc_cli.model import JSON, JSONObject
 
-Send = Callable[[dict[str, Any]], None]
+Send = Callable[[JSONObject], None]
 
 
 class ToolError(Exception):
@@ -42,17 +44,17 @@ class ToolError(Exception):
 class ToolDef:
     name: str
     description: str
-    input_schema: dict[str, Any]
-    handler: Callable[[dict[str, Any]], Any]  # returns the structured result (a dict) or text
-    output_schema: dict[str, Any] | None = None
-    annotations: dict[str, Any] = field(default_factory=dict)
+    input_schema: JSONObject
+    handler: Callable[[JSONObject], object]  # returns the structured result (a JSON object) or text
+    output_schema: JSONObject | None = None
+    annotations: JSONObject = field(default_factory=dict)
     title: str | None = None
     # The text blocks of a structured result for people and models (a file's text rather than a
     # JSON object); None: the structured result serialized as JSON.
     text: Callable[[Any], list[str]] | None = None
 
-    def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
+    def describe(self) -> JSONObject:
+        out: JSONObject = {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
         if self.title:
             out["title"] = self.title
         if self.output_schema:
@@ -65,7 +67,7 @@ class ToolDef:
 class RequestError(Exception):
     """Raised while serving a request: the reply is this JSON-RPC error."""
 
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
+    def __init__(self, code: int, message: str, data: JSON = None) -> None:
         super().__init__(message)
         self.code, self.message, self.data = code, message, data
 
@@ -86,20 +88,20 @@ class McpServer:
                  shared_workers: Workers | None = None) -> None:
         """`shared_workers`: threads shared with other connections (the gateway, whose HTTP hosts
         may get a connection per request), instead of a pool of `workers` threads of its own."""
-        self.server_info = {"name": name, "version": version}
+        self.server_info: JSONObject = {"name": name, "version": version}
         self.instructions = instructions
         self.tools = {t.name: t for t in tools}
         self.page_size = page_size
         self.legacy_version: str | None = None  # set by `initialize`
-        self.client_info: dict[str, Any] = {}  # from `initialize`; modern requests carry theirs in _meta
-        self.client_capabilities: dict[str, Any] = {}
+        self.client_info: JSONObject = {}  # from `initialize`; modern requests carry theirs in _meta
+        self.client_capabilities: JSONObject = {}
         # Where messages that answer no request go (list_changed): set by the host (stdio: stdout).
         self.channel: Send | None = None
         self._pool: ThreadPoolExecutor | Workers = shared_workers or ThreadPoolExecutor(
             max_workers=workers, thread_name_prefix="llmc-tool")
         self._lock = threading.Lock()
-        self._cancelled: set[Any] = set()
-        self._running: set[Any] = set()
+        self._cancelled: set[RequestId | None] = set()
+        self._running: set[RequestId | None] = set()
         self._on_close = on_close
         self._closed = False
         self._born = time.monotonic()
@@ -111,11 +113,11 @@ class McpServer:
         self.channel = channel
 
     # ------------------------------------------------------------------ entry point
-    def handle(self, message: dict[str, Any], send: Send) -> None:
+    def handle(self, message: JSONObject, send: Send) -> None:
         try:
             kind = jsonrpc.kind_of(message)
         except ProtocolError as exc:
-            msg_id = message.get("id") if isinstance(message, dict) else None
+            msg_id = request_id(message) if isinstance(message, dict) else None
             send(jsonrpc.error(msg_id, jsonrpc.INVALID_REQUEST, exc.message))
             return
         if kind == "notification":
@@ -124,7 +126,8 @@ class McpServer:
         if kind != "request":
             self._on_reply(message)
             return
-        msg_id, method = message["id"], message["method"]
+        # kind_of checked that method is a string; an id JSON-RPC does not allow is answered as null.
+        msg_id, method = request_id(message), str(message["method"])
         params = message.get("params") or {}
         watcher = observe.SERVER_OBSERVER
         span = watcher.server_span(method, params, msg_id, self.span_attributes(params)) \
@@ -135,14 +138,14 @@ class McpServer:
         with span.current():  # pool threads take the context along (run_in_pool)
             self._request(msg_id, method, params, span.sending(send))
 
-    def span_attributes(self, params: dict[str, Any]) -> dict[str, Any]:
+    def span_attributes(self, params: JSONObject) -> dict[str, object]:
         """What the transport and era say about a request, for its SERVER span (telemetry on)."""
         meta = params.get("_meta")
         version = meta.get(META + "protocolVersion") if isinstance(meta, dict) else None
         version = version if isinstance(version, str) else self.legacy_version or params.get("protocolVersion")
         return {"network.transport": "pipe", **({"mcp.protocol.version": version} if isinstance(version, str) else {})}
 
-    def _request(self, msg_id: Any, method: str, params: Any, send: Send) -> None:
+    def _request(self, msg_id: RequestId | None, method: str, params: JSON, send: Send) -> None:
         try:
             if not isinstance(params, dict):
                 raise RequestError(jsonrpc.INVALID_PARAMS, "params must be an object")
@@ -178,7 +181,7 @@ class McpServer:
             self._pool.shutdown(wait=False, cancel_futures=True)
 
     # ------------------------------------------------------------------ eras
-    def _era(self, method: str, params: dict[str, Any]) -> str | None:
+    def _era(self, method: str, params: JSONObject) -> str | None:
         """The modern version this request is served under, or None for the legacy session."""
         meta = params.get("_meta")
         meta = meta if isinstance(meta, dict) else {}
@@ -200,18 +203,18 @@ class McpServer:
             raise RequestError(jsonrpc.INVALID_PARAMS, f"missing _meta['{META}clientCapabilities']")
         return str(version)
 
-    def finish(self, value: dict[str, Any], modern: str | None) -> dict[str, Any]:
+    def finish(self, value: JSONObject, modern: str | None) -> JSONObject:
         """Modern results name their type and the server on every reply (basic/index.mdx)."""
         if modern:
             value = {"resultType": "complete", **value}
-            value["_meta"] = {**value.get("_meta", {}), META + "serverInfo": self.server_info}
+            value["_meta"] = {**object_at(value, "_meta"), META + "serverInfo": self.server_info}
         return value
 
     # ------------------------------------------------------------------ methods
-    def _capabilities(self) -> dict[str, Any]:
+    def _capabilities(self) -> JSONObject:
         return {"tools": {"listChanged": False}}
 
-    def _dispatch(self, method: str, params: dict[str, Any], modern: str | None) -> dict[str, Any]:
+    def _dispatch(self, method: str, params: JSONObject, modern: str | None) -> JSONObject:
         if method == "initialize":
             requested = params.get("protocolVersion")
             info, caps = params.get("clientInfo"), params.get("capabilities")
@@ -219,7 +222,7 @@ class McpServer:
             self.client_capabilities = caps if isinstance(caps, dict) else {}
             # Same version when we speak it, else our latest legacy one (lifecycle.mdx).
             self.legacy_version = requested if requested in LEGACY_VERSIONS else LEGACY_VERSIONS[0]
-            out: dict[str, Any] = {"protocolVersion": self.legacy_version, "capabilities": self._capabilities(),
+            out: JSONObject = {"protocolVersion": self.legacy_version, "capabilities": self._capabilities(),
                                    "serverInfo": self.server_info}
             if self.instructions:
                 out["instructions"] = self.instructions
@@ -236,7 +239,7 @@ class McpServer:
             return self._list_tools(params, modern)
         raise RequestError(jsonrpc.METHOD_NOT_FOUND, f"method not found: {method}")
 
-    def _list_tools(self, params: dict[str, Any], modern: str | None) -> dict[str, Any]:
+    def _list_tools(self, params: JSONObject, modern: str | None) -> JSONObject:
         # registration order: deterministic (tools.mdx)
         out = self.page("tools", [t.describe() for t in self.tools.values()], params)
         if modern:
@@ -244,7 +247,7 @@ class McpServer:
             out.update(ttlMs=0, cacheScope="private")
         return out
 
-    def page(self, key: str, items: list[Any], params: dict[str, Any]) -> dict[str, Any]:
+    def page(self, key: str, items: Sequence[JSON], params: JSONObject) -> JSONObject:
         """One page of a list result; the cursor is the index of the page's first item."""
         cursor = params.get("cursor")
         start = 0
@@ -252,16 +255,16 @@ class McpServer:
             if not (isinstance(cursor, str) and cursor.isdigit() and int(cursor) < len(items)):
                 raise RequestError(jsonrpc.INVALID_PARAMS, f"invalid cursor: {cursor!r}")
             start = int(cursor)
-        out: dict[str, Any] = {key: items[start:start + self.page_size]}
+        out: JSONObject = {key: list(items[start:start + self.page_size])}
         if start + self.page_size < len(items):
             out["nextCursor"] = str(start + self.page_size)
         return out
 
-    def _start_call(self, msg_id: Any, params: dict[str, Any], modern: str | None, send: Send) -> None:
+    def _start_call(self, msg_id: RequestId | None, params: JSONObject, modern: str | None, send: Send) -> None:
         tool = self._tool_for(params)
-        self.run_in_pool(msg_id, lambda: self._run_tool(tool, params.get("arguments") or {}), modern, send, tool.name)
+        self.run_in_pool(msg_id, lambda: self._run_tool(tool, object_at(params, "arguments")), modern, send, tool.name)
 
-    def _tool_for(self, params: dict[str, Any]) -> ToolDef:
+    def _tool_for(self, params: JSONObject) -> ToolDef:
         name = params.get("name")
         tool = self.tools.get(name) if isinstance(name, str) else None
         if tool is None:
@@ -270,7 +273,7 @@ class McpServer:
             raise RequestError(jsonrpc.INVALID_PARAMS, "arguments must be an object")
         return tool
 
-    def run_in_pool(self, msg_id: Any, work: Callable[[], dict[str, Any]], modern: str | None, send: Send,
+    def run_in_pool(self, msg_id: RequestId | None, work: Callable[[], JSONObject], modern: str | None, send: Send,
                     label: str) -> None:
         """Answer a request from a pool thread: a slow one never holds up ping or a cancellation."""
         with self._lock:
@@ -282,7 +285,7 @@ class McpServer:
         answer = self._answer_from_pool if watcher is None else watcher.in_context(self._answer_from_pool)
         self._pool.submit(answer, msg_id, work, modern, send, label)
 
-    def _answer_from_pool(self, msg_id: Any, work: Callable[[], dict[str, Any]], modern: str | None, send: Send,
+    def _answer_from_pool(self, msg_id: RequestId | None, work: Callable[[], JSONObject], modern: str | None, send: Send,
                           label: str) -> None:
         try:
             reply = jsonrpc.result(msg_id, self.finish(work(), modern))
@@ -299,7 +302,7 @@ class McpServer:
             send(reply)
 
     @staticmethod
-    def _run_tool(tool: ToolDef, arguments: dict[str, Any]) -> dict[str, Any]:
+    def _run_tool(tool: ToolDef, arguments: JSONObject) -> JSONObject:
         try:
             problem = check_arguments(tool.input_schema, arguments)
             if problem:
@@ -309,21 +312,24 @@ class McpServer:
             return {"content": [{"type": "text", "text": str(exc)}], "isError": True}
         if isinstance(value, str):
             return {"content": [{"type": "text", "text": value}], "isError": False}
+        # Not text: the structured result, a JSON object by the handler's contract (ToolDef.handler;
+        # the workspace's are TypedDicts of JSON values, which mypy cannot see as JSON).
+        structured = cast(JSON, value)
         if tool.text is not None:
-            blocks = [{"type": "text", "text": text} for text in tool.text(value)]
-            return {"content": blocks, "structuredContent": value, "isError": False}
+            blocks: list[JSON] = [{"type": "text", "text": text} for text in tool.text(value)]
+            return {"content": blocks, "structuredContent": structured, "isError": False}
         # Otherwise structured results also go out as serialized JSON text, for clients that
         # ignore structuredContent (tools.mdx, "Structured Content").
         text = json.dumps(value, ensure_ascii=False)
-        return {"content": [{"type": "text", "text": text}], "structuredContent": value, "isError": False}
+        return {"content": [{"type": "text", "text": text}], "structuredContent": structured, "isError": False}
 
-    def cancelled(self, msg_id: Any) -> bool:
+    def cancelled(self, msg_id: RequestId | None) -> bool:
         """Has the client cancelled this request (its reply will be dropped)?"""
         with self._lock:
             return msg_id in self._cancelled
 
     # ------------------------------------------------------------------ requests to the client
-    def ask_client(self, method: str, params: dict[str, Any], send: Send, timeout: float = 600.0) -> dict[str, Any]:
+    def ask_client(self, method: str, params: JSONObject, send: Send, timeout: float = 600.0) -> JSONObject:
         """A request to the client (initialize era: elicitation, sampling, roots), sent where the
         request being served is answered; waits for the reply. RpcError for an error reply."""
         ask_id = f"llmc-{next(self._ask_ids)}"
@@ -334,33 +340,34 @@ class McpServer:
         # operations it initiates as client spans) whose context goes in _meta (SEP-414).
         with watcher.client_span(method, ask_id) as context:
             if context:
-                params = {**params, "_meta": {**(params.get("_meta") or {}), **context}}
+                params = {**params, "_meta": {**object_at(params, "_meta"), **context}}
             return self._ask_client(ask_id, method, params, send, timeout)
 
-    def _ask_client(self, ask_id: str, method: str, params: dict[str, Any], send: Send,
-                    timeout: float) -> dict[str, Any]:
+    def _ask_client(self, ask_id: str, method: str, params: JSONObject, send: Send,
+                    timeout: float) -> JSONObject:
         try:
             reply = self._asked.exchange(ask_id, lambda: send(jsonrpc.request(ask_id, method, params)), timeout)
         except TimeoutError:
             raise TimeoutExpired(f"the client did not answer {method} within {timeout:g}s") from None
         if "error" in reply:
-            err = reply["error"] if isinstance(reply["error"], dict) else {}
+            err = object_at(reply, "error")
+            code = err.get("code", 0)
             raise RpcError(f"the client refused {method}: {err.get('message', 'error')}",
-                           code=err.get("code", 0), data=err.get("data"))
+                           code=code if isinstance(code, int) else 0, data=err.get("data"))
         result = reply.get("result")
         if not isinstance(result, dict):
             raise RpcError(f"the client's reply to {method} is not an object", code=jsonrpc.INVALID_REQUEST)
         return result
 
-    def _on_reply(self, message: dict[str, Any]) -> None:
+    def _on_reply(self, message: JSONObject) -> None:
         self._asked.resolve(message)  # a reply to nothing we asked (late, after a timeout) is dropped
 
-    def _notification(self, message: dict[str, Any]) -> None:
+    def _notification(self, message: JSONObject) -> None:
         if message["method"] == "notifications/cancelled":
-            request_id = (message.get("params") or {}).get("requestId")
+            cancelled = object_at(message, "params").get("requestId")
             with self._lock:
-                if request_id in self._running:
-                    self._cancelled.add(request_id)
+                if isinstance(cancelled, (int, str)) and cancelled in self._running:
+                    self._cancelled.add(cancelled)
         # notifications/initialized and anything unknown need no answer
 
 
@@ -369,7 +376,7 @@ _TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "num
                                        "boolean": (bool,), "array": (list,), "object": (dict,)}
 
 
-def check_arguments(schema: dict[str, Any], value: Any, where: str = "") -> str | None:
+def check_arguments(schema: Mapping[str, Any], value: object, where: str = "") -> str | None:
     """The subset of JSON Schema our own tool schemas use (type, required, properties,
     additionalProperties: false, items, enum, minimum, maximum, minItems, maxItems, minLength).
     Returns the first problem as one line, or None."""

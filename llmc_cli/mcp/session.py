@@ -16,17 +16,18 @@ import itertools
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 from llmc_cli import __version__
-from llmc_cli.errors import Cancelled, ConnectionFailed, HttpSessionExpired, LlmcError, ProtocolError, RpcError, TimeoutExpired
-from llmc_cli.mcp import jsonrpc, observe
+from llmc_cli.errors import Cancelled, ConnectionFailed, LlmcError, ProtocolError, RpcError, SessionExpired, TimeoutExpired
+from llmc_cli.mcp import jsonrpc, messages, observe
 from llmc_cli.mcp.hooks import RELATED_TOKENS, ClientHooks, answer_server_request
 from llmc_cli.mcp.inflight import DeadlinePassed, Future, InFlight
+from llmc_cli.mcp.messages import ProgressToken, object_at
 from llmc_cli.mcp.transports.base import Transport
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, META_PREFIX, MODERN_VERSIONS, SUPPORTED_VERSIONS
+from llmc_cli.model import JSON, JSONObject
 
-CLIENT_INFO = {"name": "llmc", "version": __version__}
+CLIENT_INFO: JSONObject = {"name": "llmc", "version": __version__}
 MAX_PAGES = 1000  # a server that paginates forever is lying
 MAX_INPUT_ROUNDS = 8  # input_required round trips for one request
 
@@ -49,7 +50,16 @@ def retry_version(exc: RpcError) -> str | None:
     return next((v for v in MODERN_VERSIONS if v in offered), None)
 
 
-class ClientSession:
+def _string_or_none(value: JSON) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _token(value: JSON) -> ProgressToken | None:
+    """A progress token as JSON-RPC allows one (a string or an integer), else None."""
+    return value if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+
+
+class Session:
     """A connected session. Thread-safe: several threads may send requests concurrently."""
 
     def __init__(self, transport: Transport, *, name: str = "server", timeout: float = 60.0,
@@ -62,8 +72,8 @@ class ClientSession:
         self.hooks = hooks or ClientHooks()
         self.era: str | None = None  # "legacy" | "modern"
         self.protocol_version: str | None = None
-        self.server_info: dict[str, Any] = {}
-        self.capabilities: dict[str, Any] = {}
+        self.server_info: JSONObject = {}
+        self.capabilities: JSONObject = {}
         self.instructions: str | None = None
         self._ids = itertools.count(1)
         self._inflight = InFlight()
@@ -82,7 +92,7 @@ class ClientSession:
             self.transport.start(self._on_message, self._on_closed)
             self._started = True
 
-    def initialize(self, version: str = LEGACY_VERSIONS[0]) -> dict[str, Any]:
+    def initialize(self, version: str = LEGACY_VERSIONS[0]) -> JSONObject:
         """The legacy handshake. Raises ProtocolError when no common version exists."""
         self.start()
         result = self._request_raw("initialize", {
@@ -98,15 +108,15 @@ class ClientSession:
                 f"{self.name}: server speaks MCP {agreed}; llmc supports {', '.join(SUPPORTED_VERSIONS)}")
         self.era, self.protocol_version = "legacy", agreed
         self.transport.protocol_version = agreed
-        self.server_info = result.get("serverInfo") or {}
-        self.capabilities = result.get("capabilities") or {}
-        self.instructions = result.get("instructions")
+        self.server_info = object_at(result, "serverInfo")
+        self.capabilities = object_at(result, "capabilities")
+        self.instructions = _string_or_none(result.get("instructions"))
         self.notify("notifications/initialized")
         if self.on_initialized:
             self.on_initialized()
         return result
 
-    def discover(self, version: str = MODERN_VERSIONS[0], timeout: float | None = None) -> dict[str, Any]:
+    def discover(self, version: str = MODERN_VERSIONS[0], timeout: float | None = None) -> JSONObject:
         """The modern era's `server/discover`. Adopts a version both sides support.
 
         Raises RpcError for any error reply; the caller decides what it means for the era."""
@@ -130,9 +140,9 @@ class ClientSession:
                     f"{self.name}: server supports MCP {', '.join(map(str, versions))}; "
                     f"llmc supports {', '.join(SUPPORTED_VERSIONS)}")
             self.protocol_version = self.transport.protocol_version = common[0]
-        self.server_info = (result.get("_meta") or {}).get(META_PREFIX + "serverInfo") or {}
-        self.capabilities = result.get("capabilities") or {}
-        self.instructions = result.get("instructions")
+        self.server_info = object_at(object_at(result, "_meta"), META_PREFIX + "serverInfo")
+        self.capabilities = object_at(result, "capabilities")
+        self.instructions = _string_or_none(result.get("instructions"))
         return result
 
     def adopt(self, era: str, version: str) -> None:
@@ -163,8 +173,8 @@ class ClientSession:
 
     # -- requests ------------------------------------------------------------------------------
 
-    def request(self, method: str, params: dict[str, Any] | None = None, *,
-                timeout: float | None = None) -> dict[str, Any]:
+    def request(self, method: str, params: JSONObject | None = None, *,
+                timeout: float | None = None) -> JSONObject:
         """Send a request and wait for its result; fulfils `input_required` rounds (modern)."""
         params = dict(params or {})
         for _ in range(MAX_INPUT_ROUNDS):
@@ -175,10 +185,10 @@ class ClientSession:
             requests = result.get("inputRequests")
             if isinstance(requests, dict):
                 # asked in this request's own result: it is the one they belong to
-                related = RELATED_TOKENS.set(((params.get("_meta") or {}).get("progressToken"),))
+                related = RELATED_TOKENS.set((_token(object_at(params, "_meta").get("progressToken")),))
                 try:
-                    params["inputResponses"] = {key: answer_server_request(self.hooks, r.get("method"),
-                                                                           r.get("params") or {})
+                    params["inputResponses"] = {key: answer_server_request(self.hooks, _string_or_none(r.get("method")),
+                                                                           object_at(r, "params"))
                                                 for key, r in requests.items() if isinstance(r, dict)}
                 finally:
                     RELATED_TOKENS.reset(related)
@@ -186,7 +196,7 @@ class ClientSession:
                 params["requestState"] = result["requestState"]
         raise ProtocolError(f"{self.name}: {method} still needs input after {MAX_INPUT_ROUNDS} rounds")
 
-    def forward(self, message: dict[str, Any]) -> tuple[int, Future[dict[str, Any]]]:
+    def forward(self, message: JSONObject) -> tuple[int, Future[JSONObject]]:
         """Relay a request that another client wrote (the session keeper does this): it goes out
         as it is, `_meta` included, under a fresh id of this session. The future completes with
         the raw reply (result or error object, still carrying that fresh id), or fails with the
@@ -227,12 +237,12 @@ class ClientSession:
         """Why the connection ended, or None while it is open."""
         return self._closed_error
 
-    def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+    def notify(self, method: str, params: JSONObject | None = None) -> None:
         self.transport.send(jsonrpc.notification(method, params))
 
-    def list_all(self, method: str, key: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    def list_all(self, method: str, key: str, params: JSONObject | None = None) -> list[JSONObject]:
         """Every page of a paginated list method. A repeated cursor is a lying server."""
-        items: list[dict[str, Any]] = []
+        items: list[JSONObject] = []
         seen: set[str] = set()
         cursor: str | None = None
         for _ in range(MAX_PAGES):
@@ -241,27 +251,30 @@ class ClientSession:
             if not isinstance(batch, list):
                 raise ProtocolError(f"{self.name}: {method} result has no '{key}' list")
             items.extend(x for x in batch if isinstance(x, dict))
-            cursor = page.get("nextCursor")
-            if not cursor:
+            next_cursor = page.get("nextCursor")
+            if not next_cursor:
                 return items
+            if not isinstance(next_cursor, str):
+                raise ProtocolError(f"{self.name}: {method} returned a nextCursor that is not a string")
+            cursor = next_cursor
             if cursor in seen:
                 raise ProtocolError(f"{self.name}: {method} returned the same cursor twice")
             seen.add(cursor)
         raise ProtocolError(f"{self.name}: {method} returned more than {MAX_PAGES} pages")
 
-    def list_tools(self) -> list[dict[str, Any]]:
+    def list_tools(self) -> list[JSONObject]:
         return self.list_all("tools/list", "tools")
 
-    def call_tool(self, name: str, arguments: dict[str, Any], *, timeout: float | None = None,
-                  meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    def call_tool(self, name: str, arguments: JSONObject, *, timeout: float | None = None,
+                  meta: JSONObject | None = None) -> JSONObject:
         """`meta`: the request's _meta, as a caller relays it (the gateway: the host's progress
         token, mapped to one of its own)."""
-        params: dict[str, Any] = {"name": name, "arguments": arguments}
+        params: JSONObject = {"name": name, "arguments": arguments}
         if meta:
             params["_meta"] = meta
         return self.request("tools/call", params, timeout=timeout)
 
-    def cancel(self, progress_token: Any, reason: str) -> None:
+    def cancel(self, progress_token: object, reason: str) -> None:
         """Withdraw the request that was sent with this progress token (a cancellation the
         caller's own client sent): the server is told, the waiting caller gets Cancelled."""
         request_id, future = self._inflight.by_token(progress_token)
@@ -277,8 +290,8 @@ class ClientSession:
 
     # -- internals -------------------------------------------------------------------------------
 
-    def _capabilities(self, legacy_version: str | None = None) -> dict[str, Any]:
-        caps: dict[str, Any] = {"roots": {"listChanged": False}}
+    def _capabilities(self, legacy_version: str | None = None) -> JSONObject:
+        caps: JSONObject = {"roots": {"listChanged": False}}
         if legacy_version in ("2024-11-05",):
             caps.pop("roots")
         if self.hooks.elicit is not None and legacy_version != "2024-11-05":
@@ -287,7 +300,7 @@ class ClientSession:
             caps["sampling"] = {}
         return caps
 
-    def _request_raw(self, method: str, params: dict[str, Any] | None, timeout: float | None = None) -> dict[str, Any]:
+    def _request_raw(self, method: str, params: JSONObject | None, timeout: float | None = None) -> JSONObject:
         """One request; a modern server that refuses its version (UnsupportedProtocolVersion)
         listing one llmc speaks gets one retry with the best common version (basic/versioning).
         The first request of an era adopted without a handshake is the first the server answers,
@@ -305,12 +318,12 @@ class ClientSession:
             self.protocol_version = self.transport.protocol_version = version
             return self._request_once(method, params, timeout)
 
-    def _request_once(self, method: str, params: dict[str, Any] | None, timeout: float | None = None) -> dict[str, Any]:
+    def _request_once(self, method: str, params: JSONObject | None, timeout: float | None = None) -> JSONObject:
         if self._closed_error is not None:
             raise self._closed_error
         request_id = next(self._ids)
         params = dict(params or {})
-        meta = dict(params.get("_meta") or {})
+        meta = dict(object_at(params, "_meta"))
         if self.era == "modern":
             meta.update({
                 META_PREFIX + "protocolVersion": self.protocol_version,
@@ -329,8 +342,8 @@ class ClientSession:
             meta.update(watch.meta())
         if meta:
             params["_meta"] = meta
-        future = self._inflight.open(request_id, token=own_token)
-        result: dict[str, Any] | None = None
+        future = self._inflight.open(request_id, token=_token(own_token))
+        result: JSONObject | None = None
         error: BaseException | None = None
         limit = timeout if timeout is not None else self.timeout
         try:
@@ -353,7 +366,7 @@ class ClientSession:
                 watch.finish(result, error)
             self._inflight.close(request_id)
 
-    def _send_request(self, message: dict[str, Any]) -> None:
+    def _send_request(self, message: JSONObject) -> None:
         try:
             self.transport.send(message)
         except HttpSessionExpired:
@@ -367,7 +380,7 @@ class ClientSession:
                                      "so state kept by the server (handles, processes, ids) is lost")
             self.transport.send(message)
 
-    def _wait(self, request_id: int, future: Future[dict[str, Any]], method: str, timeout: float) -> dict[str, Any]:
+    def _wait(self, request_id: int, future: Future[JSONObject], method: str, timeout: float) -> JSONObject:
         try:
             message = self._inflight.wait(request_id, future, timeout)
         except DeadlinePassed:
@@ -377,9 +390,10 @@ class ClientSession:
             self._cancel(request_id, "interrupted by the user")
             raise
         if "error" in message:
-            err = message["error"]
+            err = object_at(message, "error")  # an object: jsonrpc.kind_of said "error"
+            code = err.get("code", 0)
             raise RpcError(f"{self.name}: {method} failed: {err.get('message', 'error')} (code {err.get('code')})",
-                           code=err.get("code", 0), data=err.get("data"))
+                           code=code if isinstance(code, int) else 0, data=err.get("data"))
         result = message.get("result")
         if not isinstance(result, dict):
             raise ProtocolError(f"{self.name}: {method} result is not an object")
@@ -391,37 +405,37 @@ class ClientSession:
         except LlmcError:
             pass
 
-    def _on_message(self, message: dict[str, Any], related: int | str | None = None) -> None:
+    def _on_message(self, message: JSONObject, related: int | str | None = None) -> None:
         kind = jsonrpc.kind_of(message)
         if kind in ("response", "error"):
             self._inflight.resolve(message)
             return
-        params = message.get("params") or {}
-        owners = self._owners(message["method"], params, related)
+        method, params = str(message["method"]), object_at(message, "params")  # kind_of: method is a str
+        owners = self._owners(method, params, related)
         if kind == "request":
             threading.Thread(target=self._serve_request, args=(message, owners), daemon=True,
                              name="llmc-server-request").start()
             return
         reset = RELATED_TOKENS.set(owners)
         try:
-            self._on_notification(message["method"], params)
+            self._on_notification(method, params)
         finally:
             RELATED_TOKENS.reset(reset)
 
-    def _owners(self, method: str, params: Any, related: int | str | None) -> tuple[Any, ...]:
+    def _owners(self, method: str, params: JSONObject, related: int | str | None) -> tuple[ProgressToken | None, ...]:
         """Which requests in flight a server's message may belong to (hooks.RELATED_TOKENS):
         progress names its request by token; a message on a request's own HTTP stream belongs to
         that request; one without either tie (stdio, the standalone GET stream) may belong to any
         request in flight."""
         if method == "notifications/progress":
-            token = params.get("progressToken") if isinstance(params, dict) else None
+            token = _token(params.get("progressToken"))
             if token is None or self._inflight.by_token(token)[0] is None:
                 return ()
             # on a request's own stream it may only be about that request (transports: MUST relate)
             return (token,) if related is None or self._inflight.owners(related) == (token,) else ()
         return self._inflight.owners(related)
 
-    def _on_notification(self, method: str, params: dict[str, Any]) -> None:
+    def _on_notification(self, method: str, params: JSONObject) -> None:
         if method == "notifications/progress":
             self._inflight.progressed(params.get("progressToken"))
             if self.hooks.on_progress:
@@ -435,18 +449,18 @@ class ClientSession:
         elif method == "notifications/resources/updated" and self.hooks.on_resource_updated:
             self.hooks.on_resource_updated(params)
 
-    def _serve_request(self, message: dict[str, Any], owners: tuple[Any, ...]) -> None:
-        method, params = message["method"], message.get("params") or {}
+    def _serve_request(self, message: JSONObject, owners: tuple[ProgressToken | None, ...]) -> None:
+        method, params, msg_id = str(message["method"]), object_at(message, "params"), messages.request_id(message)
         RELATED_TOKENS.set(owners)  # a thread of its own: its context ends with it
         try:
-            too_deep = jsonrpc.too_deep(params) if isinstance(params, dict) else None
+            too_deep = jsonrpc.too_deep(params)
             if too_deep:
                 raise RpcError(too_deep, jsonrpc.INVALID_PARAMS)
-            reply = jsonrpc.result(message["id"], answer_server_request(self.hooks, method, params))
+            reply = jsonrpc.result(msg_id, answer_server_request(self.hooks, method, params))
         except RpcError as exc:
-            reply = jsonrpc.error(message["id"], exc.code, exc.message)
+            reply = jsonrpc.error(msg_id, exc.code, exc.message)
         except Exception as exc:  # noqa: BLE001 - a hook failed: the server must still get an answer
-            reply = jsonrpc.error(message["id"], jsonrpc.INTERNAL_ERROR, f"client error: {exc}")
+            reply = jsonrpc.error(msg_id, jsonrpc.INTERNAL_ERROR, f"client error: {exc}")
         try:
             self.transport.send(reply)
         except LlmcError:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from llmc_cli.mcp.messages import JSONObject, object_at
 from llmc_cli.mcp.session import ClientSession
@@ -67,7 +66,7 @@ def resume(session: ClientSession, version: str, remembered: RememberedSessionId
 
 
 def forget(stores: Stores, keys: set[str] | None = None,
-           known: Mapping[str, ServerSpec] | None = None) -> list[dict[str, Any]]:
+           known: Mapping[str, ServerSpec] | None = None) -> list[JSONObject]:
     """Drop remembered HTTP sessions (all, or those of the servers with these cache keys) and
     tell each server to end its session (DELETE; best effort, 405 means it does not let
     clients do that). `known` supplies headers and login for servers of the profile.
@@ -77,8 +76,8 @@ def forget(stores: Stores, keys: set[str] | None = None,
 
     if stores.era_cache is None:
         return []
-    rows: list[dict[str, Any]] = []
-    changes: dict[str, dict[str, Any] | None] = {}
+    rows: list[JSONObject] = []
+    changes: dict[str, JSONObject | None] = {}
     for key, entry in sorted(stores.era_cache.load().items()):
         remembered = RememberedSessionId.from_entry(entry)
         if remembered is None or not key.startswith("remote:") or (keys is not None and key not in keys):

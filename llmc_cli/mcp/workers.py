@@ -17,11 +17,11 @@ class Workers:
     def __init__(self, name: str, idle_seconds: float = IDLE_SECONDS) -> None:
         self.name = name
         self.idle_seconds = idle_seconds
-        self._jobs: queue.SimpleQueue[tuple[Callable[..., Any], tuple[Any, ...]]] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[tuple[Callable[..., object], tuple[Any, ...]]] = queue.SimpleQueue()
         self._idle = 0  # threads waiting for a job, minus the jobs handed to them and not yet taken
         self._lock = threading.Lock()
 
-    def submit(self, work: Callable[..., Any], *args: object) -> None:
+    def submit(self, work: Callable[..., object], *args: object) -> None:
         """Run work(*args) on a thread; what it raises is printed to stderr (a bug: callers
         answer their own errors)."""
         with self._lock:
@@ -31,7 +31,7 @@ class Workers:
                 return
         threading.Thread(target=self._run, args=(work, args), daemon=True, name=self.name).start()
 
-    def _run(self, work: Callable[..., Any], args: tuple[object, ...]) -> None:
+    def _run(self, work: Callable[..., object], args: tuple[object, ...]) -> None:
         while True:
             try:
                 work(*args)

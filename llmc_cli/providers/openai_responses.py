@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from llmc_cli.errors import ProviderError
+from llmc_cli.model import JSONObject
 from llmc_cli.providers.base import (
     END,
     LENGTH,
@@ -38,8 +39,8 @@ class OpenAIResponses:
         self.settings = settings
         self.client = openai_client(settings)
 
-    def input_items(self, history: list[Message]) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
+    def input_items(self, history: list[Message]) -> list[JSONObject]:
+        out: list[JSONObject] = []
         for m in history:
             if isinstance(m, UserMessage):
                 out.append({"role": "user", "content": m.text})
@@ -104,7 +105,7 @@ class OpenAIResponses:
         resp = call_with_retries(self.name, s, send, classify_openai, timeout)
         texts: list[str] = []
         calls: list[ProviderToolCall] = []
-        raw: list[dict[str, Any]] = []
+        raw: list[JSONObject] = []
         for item in resp.output or []:
             raw.append(item.model_dump(mode="json", exclude_none=True))
             if item.type == "message":

@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from llmc_cli import jsonish
-from llmc_cli.model import ARGUMENTS_TOO_DEEP
+from llmc_cli.model import ARGUMENTS_TOO_DEEP, JSONObject
 from llmc_cli.providers.base import (
     END,
     TOOL_CALLS,
@@ -74,7 +74,7 @@ def parse_answer(text: str, prefix: str = "call") -> tuple[str, list[ProviderToo
     return outside, calls
 
 
-def parse_parameters(raw: str) -> tuple[dict[str, Any], str | None]:
+def parse_parameters(raw: str) -> tuple[JSONObject, str | None]:
     raw = re.sub(r"^\s*```(?:json)?|```\s*$", "", raw.strip()).strip()
     if not raw:
         return {}, None
@@ -140,12 +140,12 @@ class TextProtocol(ChatCompletions):
     name = "text"
     format = "text"
 
-    def assistant_message(self, turn: AssistantTurn) -> dict[str, Any]:
+    def assistant_message(self, turn: AssistantTurn) -> JSONObject:
         # Our own turn goes back as the model wrote it, tool blocks included.
         text = turn.raw if turn.provider == self.name and isinstance(turn.raw, str) else turn.text
         return {"role": "assistant", "content": text}
 
-    def results_messages(self, results: ToolResults) -> list[dict[str, Any]]:
+    def results_messages(self, results: ToolResults) -> list[JSONObject]:
         return [{"role": "user", "content": results_message(results)}]
 
     def complete(self, system: str | None, history: list[Message], tools: Any | None,

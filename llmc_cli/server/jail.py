@@ -208,8 +208,9 @@ class Jail:
         try:
             fd = os.open(real, _DIR_FLAGS)
         except OSError as exc:
-            error = OSError(errno.ELOOP, "symbolic link") if os.path.islink(real) else exc
-            # O_DIRECTORY|O_NOFOLLOW on a link says ENOTDIR: say what it is
+            error = exc
+            if os.path.islink(real):  # O_DIRECTORY|O_NOFOLLOW on a link says ENOTDIR: say what it is
+                error = OSError(errno.ELOOP, "symbolic link")
             raise os_error(shown, error) from None
         self.check_fd(fd, shown, directory=True)
         return fd

@@ -24,12 +24,12 @@ import signal
 import subprocess
 import threading
 import time
-from typing import Any
 
 from llmc_cli.mcp.server import ToolError
 from llmc_cli.server.launcher import Launcher, ProcessConfig
 from llmc_cli.server.sandbox import FIXED_PATH
 from llmc_cli.server.trees import Tree, fd_link, kill_trees, killpg
+from llmc_cli.server.workspace_results import ProcessStatus
 
 __all__ = ["FIXED_PATH", "Launcher", "ProcessConfig", "Process", "ProcessTable"]
 
@@ -123,9 +123,9 @@ class Process:
                     return
                 self.cond.wait(timeout=min(deadline - now, quiet_s, 0.2))
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> ProcessStatus:
         code = self.popen.poll()
-        out: dict[str, Any] = {"handle": self.handle, "argv": self.argv, "pid": self.popen.pid,
+        out: ProcessStatus = {"handle": self.handle, "argv": self.argv, "pid": self.popen.pid,
                                "running": code is None, "exitCode": code, "outputBytes": len(self.output),
                                "startedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started))}
         if self.ended_by:

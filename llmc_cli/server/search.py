@@ -26,8 +26,9 @@ import time
 from typing import Any
 
 from llmc_cli.mcp.server import ToolError
-from llmc_cli.model import JSON, JSONObject
+from llmc_cli.model import JSONObject
 from llmc_cli.server.jail import Jail, fd_path
+from llmc_cli.server.workspace_results import SearchPage, SearchStatus
 
 MAX_SEARCHES = 32  # remembered at once; the oldest finished ones are forgotten first
 MAX_RUNNING = 4
@@ -253,18 +254,18 @@ class Search:
             while not self.done and (left := deadline - time.monotonic()) > 0:
                 self._cond.wait(timeout=min(left, 0.2))
 
-    def page(self, offset: int, limit: int) -> JSONObject:
+    def page(self, offset: int, limit: int) -> SearchPage:
         with self._cond:
-            results: list[JSON] = list(self.results[offset:offset + limit])
+            results: list[JSONObject] = list(self.results[offset:offset + limit])
             total = len(self.results)
-        out: JSONObject = {**self.status(), "offset": offset, "results": results, "totalResults": total}
+        out: SearchPage = {**self.status(), "offset": offset, "results": results, "totalResults": total}
         if offset + len(results) < total or not self.done:
             out["nextOffset"] = offset + len(results)
         return out
 
-    def status(self) -> JSONObject:
+    def status(self) -> SearchStatus:
         end = self.ended if self.ended is not None else time.monotonic()
-        out: JSONObject = {"searchId": self.id, "kind": self.kind, "pattern": self.pattern, "path": self.root,
+        out: SearchStatus = {"searchId": self.id, "kind": self.kind, "pattern": self.pattern, "path": self.root,
                                "done": self.done, "resultCount": len(self.results),
                                "elapsedMs": round((end - self.started) * 1000)}
         if self.stopped_by:

@@ -13,12 +13,12 @@ import os
 import signal
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from llmc_cli import interrupts
 from llmc_cli.errors import ProtocolError
 from llmc_cli.mcp import jsonrpc
-from llmc_cli.model import MAX_MESSAGE_DEPTH
+from llmc_cli.model import MAX_MESSAGE_DEPTH, JSONObject
 
 if TYPE_CHECKING:
     from llmc_cli.mcp.server import McpServer, Send
@@ -57,7 +57,7 @@ def run_stdio(endpoint: McpServer, stdin: BinaryIO | None = None, stdout: Binary
     stdin = stdin if stdin is not None else sys.stdin.buffer
     lock = threading.Lock()
 
-    def send(message: dict[str, Any]) -> None:
+    def send(message: JSONObject) -> None:
         data = (jsonrpc.encode(message) + "\n").encode("utf-8")
         with lock:  # whole lines only, whichever thread answers
             try:
@@ -94,7 +94,7 @@ def _serve_lines(endpoint: McpServer, stdin: BinaryIO, send: Send, closing: thre
         endpoint.close()
 
 
-def _decode(line: bytes, send: Send) -> list[dict[str, Any]]:
+def _decode(line: bytes, send: Send) -> list[JSONObject]:
     try:
         return jsonrpc.decode(line)
     except ProtocolError:

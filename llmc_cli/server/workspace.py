@@ -24,6 +24,25 @@ from llmc_cli.server import jail as P
 from llmc_cli.server.processes import FIXED_PATH, Launcher, Process, ProcessConfig, ProcessTable
 from llmc_cli.server.search import Searches, iso_time
 from llmc_cli.server.workspace_options import check_options, protected_paths
+from llmc_cli.server.workspace_results import (
+    CommandResult,
+    CreateResult,
+    EditResult,
+    Entry,
+    FileInfo,
+    Listing,
+    MoveResult,
+    ProcessList,
+    ProcessOutput,
+    ProcessStatus,
+    ReadError,
+    ReadManyResult,
+    ReadResult,
+    SearchList,
+    SearchPage,
+    SearchStatus,
+    WriteResult,
+)
 from llmc_cli.server.workspace_tools import PAGE_BYTES, workspace_tools
 
 SNIFF_BYTES = 8192
@@ -76,7 +95,7 @@ class Workspace:
         return workspace_tools(self)
 
     # ------------------------------------------------------------------ files
-    def read_file(self, args: dict[str, Any], budget: int | None = None) -> dict[str, Any]:
+    def read_file(self, args: dict[str, Any], budget: int | None = None) -> ReadResult:
         shown = args["path"]
         real = self.jail.resolve(shown)
         offset, length = args.get("offset", 0), args.get("length", 1000)
@@ -110,15 +129,15 @@ class Workspace:
                 picked.popleft()
                 first += 1
                 truncated = True
-        out = {"path": self.jail.relative(real), "content": b"".join(picked).decode("utf-8", "replace"),
+        out: ReadResult = {"path": self.jail.relative(real), "content": b"".join(picked).decode("utf-8", "replace"),
                "offset": first, "lines": len(picked), "totalLines": total, "size": size, "truncated": truncated}
         if offset >= 0 and first + len(picked) < total:
             out["nextOffset"] = first + len(picked)
         return out
 
-    def read_multiple_files(self, args: dict[str, Any]) -> dict[str, Any]:
+    def read_multiple_files(self, args: dict[str, Any]) -> ReadManyResult:
         budget = self.options["max_read_bytes"]
-        files = []
+        files: list[ReadResult | ReadError] = []
         for path in args["paths"]:
             try:
                 result = self.read_file({"path": path, "length": args.get("length", 1000)}, budget=budget)
@@ -128,10 +147,10 @@ class Workspace:
                 files.append({"path": path, "error": str(exc)})
         return {"files": files}
 
-    def list_directory(self, args: dict[str, Any]) -> dict[str, Any]:
+    def list_directory(self, args: dict[str, Any]) -> Listing:
         shown = args.get("path", ".")
         real = self.jail.resolve(shown)
-        entries: list[dict[str, Any]] = []
+        entries: list[Entry] = []
         truncated = False
         for rel, st in self.jail.walk(real, shown, args.get("depth", 1)):
             if len(entries) >= self.options["max_results"]:
@@ -140,7 +159,7 @@ class Workspace:
             entries.append({"name": rel, "type": _kind(st), "size": st.st_size, "modified": iso_time(st.st_mtime)})
         return {"path": self.jail.relative(real), "entries": entries, "truncated": truncated}
 
-    def get_file_info(self, args: dict[str, Any]) -> dict[str, Any]:
+    def get_file_info(self, args: dict[str, Any]) -> FileInfo:
         shown = args["path"]
         real = self.jail.resolve(shown)
         try:
@@ -152,7 +171,7 @@ class Workspace:
                 "changed": iso_time(st.st_ctime), "permissions": oct(stat.S_IMODE(st.st_mode))[2:],
                 "links": st.st_nlink}
 
-    def write_file(self, args: dict[str, Any]) -> dict[str, Any]:
+    def write_file(self, args: dict[str, Any]) -> WriteResult:
         shown, mode = args["path"], args.get("mode", "rewrite")
         data = args["content"].encode("utf-8")
         if len(data) > self.options["max_write_bytes"]:
@@ -163,7 +182,7 @@ class Workspace:
         created = write(real, shown, data)
         return {"path": self.jail.relative(real), "mode": mode, "bytesWritten": len(data), "created": created}
 
-    def edit_block(self, args: dict[str, Any]) -> dict[str, Any]:
+    def edit_block(self, args: dict[str, Any]) -> EditResult:
         shown, old, new = args["path"], args["old_text"], args["new_text"]
         expected = args.get("expected_replacements", 1)
         real = self.jail.resolve(shown)
@@ -183,7 +202,7 @@ class Workspace:
         self.jail.write_atomic(real, shown, text.replace(old, new).encode("utf-8"))
         return {"path": self.jail.relative(real), "replacements": found}
 
-    def create_directory(self, args: dict[str, Any]) -> dict[str, Any]:
+    def create_directory(self, args: dict[str, Any]) -> CreateResult:
         shown = args["path"]
         real = self.jail.resolve(shown)
         missing, existing = [], real
@@ -203,7 +222,7 @@ class Workspace:
             os.close(dfd)
         return {"path": self.jail.relative(real), "created": bool(missing)}
 
-    def move_file(self, args: dict[str, Any]) -> dict[str, Any]:
+    def move_file(self, args: dict[str, Any]) -> MoveResult:
         src_shown, dst_shown = args["source"], args["destination"]
         src, dst = self.jail.resolve(src_shown), self.jail.resolve(dst_shown)
         if src in self.jail.roots:
@@ -230,7 +249,7 @@ class Workspace:
         return {"source": self.jail.relative(src), "destination": self.jail.relative(dst)}
 
     # ------------------------------------------------------------------ search
-    def start_search(self, args: dict[str, Any]) -> dict[str, Any]:
+    def start_search(self, args: dict[str, Any]) -> SearchPage:
         shown = args.get("path", ".")
         real = self.jail.resolve(shown)
         if not os.path.isdir(real):
@@ -245,16 +264,16 @@ class Workspace:
         search.wait(args.get("wait_ms", 500) / 1000)
         return search.page(0, 100)
 
-    def get_more_search_results(self, args: dict[str, Any]) -> dict[str, Any]:
+    def get_more_search_results(self, args: dict[str, Any]) -> SearchPage:
         return self.searches.get(args["search_id"]).page(args.get("offset", 0), args.get("limit", 100))
 
-    def stop_search(self, args: dict[str, Any]) -> dict[str, Any]:
+    def stop_search(self, args: dict[str, Any]) -> SearchStatus:
         search = self.searches.get(args["search_id"])
         search.stop()
         search.wait(2.0)
         return search.status()
 
-    def list_searches(self, args: dict[str, Any]) -> dict[str, Any]:
+    def list_searches(self, args: dict[str, Any]) -> SearchList:
         return {"searches": [s.status() for s in self.searches.list()]}
 
     # ------------------------------------------------------------------ processes
@@ -265,21 +284,21 @@ class Workspace:
             raise ToolError(f"{shown}: not a directory")
         return real
 
-    def start_process(self, args: dict[str, Any]) -> dict[str, Any]:
+    def start_process(self, args: dict[str, Any]) -> ProcessOutput:
         cwd = self._cwd(args)
         argv = self.launcher.resolve(args.get("argv"), args.get("command"), cwd)
         proc = self.processes.start(argv, cwd, stdin=True, timeout=args.get("timeout_s"))
         proc.wait_quiet(0, args.get("wait_ms", 3000) / 1000, args.get("quiet_ms", 500) / 1000)
         return _output(proc, 0, PAGE_BYTES)
 
-    def read_process_output(self, args: dict[str, Any]) -> dict[str, Any]:
+    def read_process_output(self, args: dict[str, Any]) -> ProcessOutput:
         proc = self.processes.get(args["handle"])
         offset = args.get("offset", 0)
         if args.get("wait_ms", 0):
             proc.wait_quiet(offset, args["wait_ms"] / 1000, 0.2)
         return _output(proc, offset, args.get("length", PAGE_BYTES))
 
-    def interact_with_process(self, args: dict[str, Any]) -> dict[str, Any]:
+    def interact_with_process(self, args: dict[str, Any]) -> ProcessOutput:
         proc = self.processes.get(args["handle"])
         text = args["input"] + ("\n" if args.get("newline", True) and not args["input"].endswith("\n") else "")
         since = len(proc.output)
@@ -287,15 +306,15 @@ class Workspace:
         proc.wait_quiet(since, args.get("wait_ms", 3000) / 1000, args.get("quiet_ms", 300) / 1000)
         return _output(proc, since, PAGE_BYTES)
 
-    def terminate_process(self, args: dict[str, Any]) -> dict[str, Any]:
+    def terminate_process(self, args: dict[str, Any]) -> ProcessStatus:
         proc = self.processes.get(args["handle"])
         proc.kill("terminated")
         return proc.status()
 
-    def list_processes(self, args: dict[str, Any]) -> dict[str, Any]:
+    def list_processes(self, args: dict[str, Any]) -> ProcessList:
         return {"processes": [p.status() for p in self.processes.list()]}
 
-    def run_command(self, args: dict[str, Any]) -> dict[str, Any]:
+    def run_command(self, args: dict[str, Any]) -> CommandResult:
         cwd = self._cwd(args)
         argv = self.launcher.resolve(args.get("argv"), args.get("command"), cwd)
         timeout = min(float(args.get("timeout_s", 30)), float(self.options["timeout"]))
@@ -309,11 +328,9 @@ class Workspace:
         if timed_out:
             proc.kill(f"time limit of {timeout:g} s")
             proc.wait_quiet(len(proc.output), 1.0, 0.05)  # let the reader see the end
-        out = _output(proc, 0, self.options["max_read_bytes"])
-        out.update(timedOut=timed_out, truncated=out["nextOffset"] < len(proc.output) or "output limit" in (proc.ended_by or ""))
-        for key in ("offset", "nextOffset"):
-            out.pop(key, None)
-        return out
+        status, output, next_offset = _page(proc, 0, self.options["max_read_bytes"])
+        truncated = next_offset < len(proc.output) or "output limit" in (proc.ended_by or "")
+        return {**status, "output": output, "timedOut": timed_out, "truncated": truncated}
 
     # ------------------------------------------------------------------ configuration
     def get_config(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -330,12 +347,17 @@ class Workspace:
                 "tools": "fixed at start; no tool changes this configuration"}
 
 
-def _output(proc: Process, offset: int, length: int) -> dict[str, Any]:
+def _page(proc: Process, offset: int, length: int) -> tuple[ProcessStatus, str, int]:
+    """The process's status, its output from `offset` (at most `length` bytes) and where the next read starts."""
     with proc.cond:
         data = bytes(proc.output[offset:offset + length])
         total = len(proc.output)
-    return {**proc.status(), "offset": offset, "output": data.decode("utf-8", "replace"),
-           "nextOffset": min(offset, total) + len(data)}
+    return proc.status(), data.decode("utf-8", "replace"), min(offset, total) + len(data)
+
+
+def _output(proc: Process, offset: int, length: int) -> ProcessOutput:
+    status, output, next_offset = _page(proc, offset, length)
+    return {**status, "offset": offset, "output": output, "nextOffset": next_offset}
 
 
 def _kind(st: os.stat_result) -> str:

@@ -8,17 +8,35 @@ Each function takes the tool's structured result and returns its text blocks."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
+
+from llmc_cli.server.workspace_results import (
+    CommandResult,
+    CreateResult,
+    EditResult,
+    FileInfo,
+    Listing,
+    MoveResult,
+    ProcessList,
+    ProcessOutput,
+    ProcessStatus,
+    ReadManyResult,
+    ReadResult,
+    SearchList,
+    SearchPage,
+    SearchStatus,
+    WriteResult,
+)
 
 Blocks = list[str]
 
 
-def read_file(out: dict[str, Any]) -> Blocks:
+def read_file(out: ReadResult) -> Blocks:
     return [out["content"], *_more_lines(out)]
 
 
-def _more_lines(out: dict[str, Any]) -> Blocks:
+def _more_lines(out: ReadResult) -> Blocks:
     """The note of a partial read: which lines these are, and where the next read starts."""
     if "nextOffset" not in out and not out["truncated"]:
         return []
@@ -28,7 +46,7 @@ def _more_lines(out: dict[str, Any]) -> Blocks:
     return [f"[{out['path']}: {shown} of {out['totalLines']}{more}]"]
 
 
-def read_multiple_files(out: dict[str, Any]) -> Blocks:
+def read_multiple_files(out: ReadManyResult) -> Blocks:
     """Each file under a `==> path <==` header (as `head` and `tail` show several files)."""
     blocks: Blocks = []
     for entry in out["files"]:
@@ -40,7 +58,7 @@ def read_multiple_files(out: dict[str, Any]) -> Blocks:
     return blocks
 
 
-def list_directory(out: dict[str, Any]) -> Blocks:
+def list_directory(out: Listing) -> Blocks:
     """One entry per line, a directory with a trailing / (as `ls -p`)."""
     lines = [e["name"] + ("/" if e["type"] == "directory" else "") for e in out["entries"]]
     blocks = ["\n".join(lines)]
@@ -49,11 +67,11 @@ def list_directory(out: dict[str, Any]) -> Blocks:
     return blocks
 
 
-def get_file_info(out: dict[str, Any]) -> Blocks:
+def get_file_info(out: FileInfo) -> Blocks:
     return ["\n".join(f"{key}: {value}" for key, value in out.items())]
 
 
-def search_page(out: dict[str, Any]) -> Blocks:
+def search_page(out: SearchPage) -> Blocks:
     """Matches as `grep -n` prints them (path:line:text), found files one per line; a note when
     there are more (or the search still runs)."""
     lines = [f"{r['path']}:{r['line']}:{r['text']}" if "line" in r else str(r.get("path", ""))
@@ -68,57 +86,57 @@ def search_page(out: dict[str, Any]) -> Blocks:
     return blocks
 
 
-def _search_line(status: dict[str, Any]) -> str:
+def _search_line(status: SearchStatus) -> str:
     state = "done" if status["done"] else "running"
     stopped = f", stopped by {status['stoppedBy']}" if status.get("stoppedBy") else ""
     return (f"{status['searchId']}: {state}{stopped}, {status['resultCount']} results, {status['kind']} "
             f"{status['pattern']!r} under {status['path']}")
 
 
-def stop_search(out: dict[str, Any]) -> Blocks:
+def stop_search(out: SearchStatus) -> Blocks:
     return [_search_line(out)]
 
 
-def list_searches(out: dict[str, Any]) -> Blocks:
+def list_searches(out: SearchList) -> Blocks:
     return ["\n".join(_search_line(s) for s in out["searches"])]
 
 
-def get_config(out: dict[str, Any]) -> Blocks:
+def get_config(out: Mapping[str, object]) -> Blocks:
     import json
 
     return [json.dumps(out, ensure_ascii=False, indent=2)]  # nested settings: JSON is their plain form
 
 
-def write_file(out: dict[str, Any]) -> Blocks:
+def write_file(out: WriteResult) -> Blocks:
     verb = "appended" if out["mode"] == "append" else "wrote"
     return [f"{verb} {out['bytesWritten']} bytes to {out['path']}{' (created)' if out['created'] else ''}"]
 
 
-def edit_block(out: dict[str, Any]) -> Blocks:
+def edit_block(out: EditResult) -> Blocks:
     return [f"replaced {out['replacements']} occurrence(s) in {out['path']}"]
 
 
-def create_directory(out: dict[str, Any]) -> Blocks:
+def create_directory(out: CreateResult) -> Blocks:
     return [f"created {out['path']}" if out["created"] else f"{out['path']} already exists"]
 
 
-def move_file(out: dict[str, Any]) -> Blocks:
+def move_file(out: MoveResult) -> Blocks:
     return [f"moved {out['source']} to {out['destination']}"]
 
 
-def _process_state(status: dict[str, Any]) -> str:
+def _process_state(status: ProcessStatus) -> str:
     if status.get("running"):
         return f"process {status['handle']} (pid {status.get('pid')}) is running"
     ended = f" ({status['endedBy']})" if status.get("endedBy") else ""
     return f"process {status['handle']} exited with code {status.get('exitCode')}{ended}"
 
 
-def process_output(out: dict[str, Any]) -> Blocks:
+def process_output(out: ProcessOutput) -> Blocks:
     """The output itself, then the process's state and where the next read starts."""
     return [out["output"], f"[{_process_state(out)}; output continues at offset={out['nextOffset']}]"]
 
 
-def run_command(out: dict[str, Any]) -> Blocks:
+def run_command(out: CommandResult) -> Blocks:
     notes = [f"exit code {out['exitCode']}"]
     if out["timedOut"]:
         notes.append("timed out")
@@ -127,15 +145,17 @@ def run_command(out: dict[str, Any]) -> Blocks:
     return [out["output"], f"[{', '.join(notes)}]"]
 
 
-def terminate_process(out: dict[str, Any]) -> Blocks:
+def terminate_process(out: ProcessStatus) -> Blocks:
     return [_process_state(out)]
 
 
-def list_processes(out: dict[str, Any]) -> Blocks:
+def list_processes(out: ProcessList) -> Blocks:
     return ["\n".join(f"{_process_state(p)}: {' '.join(p.get('argv') or [])}" for p in out["processes"])]
 
 
-TEXT: dict[str, Callable[[dict[str, Any]], Blocks]] = {
+# Each takes its tool's own result type: the table's values are called with the result of the
+# tool they are filed under (workspace_tools.py), which no single parameter type describes.
+TEXT: dict[str, Callable[[Any], Blocks]] = {
     "read_file": read_file, "read_multiple_files": read_multiple_files, "list_directory": list_directory,
     "get_file_info": get_file_info, "start_search": search_page, "get_more_search_results": search_page,
     "stop_search": stop_search, "list_searches": list_searches, "get_config": get_config,

@@ -4,47 +4,49 @@ and the Workspace method each one runs."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from llmc_cli.mcp.server import ToolDef
+from llmc_cli.model import JSON, JSONObject
 
 if TYPE_CHECKING:
     from llmc_cli.server.workspace import Workspace
 
 PAGE_BYTES = 20_000  # default output page of a process
 
-READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
+READ_ONLY: JSONObject = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
 
 
-def _hints(destructive: bool, idempotent: bool, open_world: bool = False) -> dict[str, bool]:
+def _hints(destructive: bool, idempotent: bool, open_world: bool = False) -> JSONObject:
     return {"readOnlyHint": False, "destructiveHint": destructive, "idempotentHint": idempotent,
             "openWorldHint": open_world}
 
 
-def _obj(props: Mapping[str, object], required: list[str] | None = None, *, closed: bool = True) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object", "properties": props}
+def _obj(props: Mapping[str, JSON], required: list[str] | None = None, *, closed: bool = True) -> JSONObject:
+    schema: JSONObject = {"type": "object", "properties": dict(props)}
     if required:
-        schema["required"] = required
+        names: list[JSON] = list(required)
+        schema["required"] = names
     if closed:
         schema["additionalProperties"] = False
     return schema
 
 
-STR = {"type": "string"}
-INT = {"type": "integer"}
-BOOL = {"type": "boolean"}
-NINT = {"type": ["integer", "null"]}
-PATH = {"type": "string", "description": "Path inside a workspace root; relative paths start at the first root."}
+STR: JSONObject = {"type": "string"}
+INT: JSONObject = {"type": "integer"}
+BOOL: JSONObject = {"type": "boolean"}
+NINT: JSONObject = {"type": ["integer", "null"]}
+PATH: JSONObject = {"type": "string", "description": "Path inside a workspace root; relative paths start at the first root."}
 ENTRY = _obj({"name": STR, "type": {"type": "string", "enum": ["file", "directory", "symlink", "other"]},
               "size": INT, "modified": STR}, ["name", "type", "size", "modified"], closed=False)
 READ_OUT = _obj({"path": STR, "content": STR, "offset": INT, "lines": INT, "totalLines": INT, "size": INT,
                  "truncated": BOOL, "nextOffset": INT},
                 ["path", "content", "offset", "lines", "totalLines", "size", "truncated"], closed=False)
-PROC_STATUS = {"handle": STR, "argv": {"type": "array", "items": STR}, "pid": INT, "running": BOOL,
+PROC_STATUS: JSONObject = {"handle": STR, "argv": {"type": "array", "items": STR}, "pid": INT, "running": BOOL,
                "exitCode": NINT, "outputBytes": INT, "startedAt": STR, "endedBy": STR}
 PROC_OUT = _obj({**PROC_STATUS, "offset": INT, "output": STR, "nextOffset": INT, "skippedBytes": INT},
                 ["handle", "running", "exitCode", "offset", "output", "nextOffset"], closed=False)
-SEARCH_STATUS = {"searchId": STR, "kind": STR, "pattern": STR, "path": STR, "done": BOOL, "resultCount": INT,
+SEARCH_STATUS: JSONObject = {"searchId": STR, "kind": STR, "pattern": STR, "path": STR, "done": BOOL, "resultCount": INT,
                  "elapsedMs": INT, "stoppedBy": STR}
 SEARCH_PAGE = _obj({**SEARCH_STATUS, "offset": INT, "totalResults": INT, "nextOffset": INT,
                     "results": {"type": "array", "items": {"type": "object"}}},
@@ -147,7 +149,7 @@ def workspace_tools(ws: Workspace) -> list[ToolDef]:
 
 def _process_tools(ws: Workspace) -> list[ToolDef]:
     allowed = ", ".join(sorted(set(ws.launcher.allowed.values()))) or "none"
-    run = {"argv": {"type": "array", "items": STR, "minItems": 1,
+    run: JSONObject = {"argv": {"type": "array", "items": STR, "minItems": 1,
                     "description": f"Program and arguments, no shell. Allowed programs: {allowed}."},
            "cwd": {**PATH, "default": "."}}
     if ws.options["allow_shell"]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from llmc_cli.catalog import Catalog
 from llmc_cli.errors import ExitCode, LlmcError, PolicyDenied
-from llmc_cli.model import JSONObject, ToolCall, ToolResult
+from llmc_cli.model import JSON, JSONObject, ToolCall, ToolResult
 from llmc_cli.services.calls import OPEN_CALLS, Authorization, Invocation, authorize, call_tool, record_decisions, write_record
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ class BatchItem:
     """One line of a batch: its id, the call (None when the line could not be read) or the error."""
 
     index: int
-    id: Any
+    id: JSON  # the line's own "id", echoed in its result
     call: ToolCall | None = None
     error: LlmcError | None = None
     result: ToolResult | None = None

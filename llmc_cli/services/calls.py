@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Literal, cast
 
 from llmc_cli import telemetry
 from llmc_cli.catalog import Catalog
@@ -29,7 +29,7 @@ from llmc_cli.errors import (
 )
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.jsonrpc import has_lone_surrogate
-from llmc_cli.model import ARGUMENTS_TOO_DEEP, Tool, ToolCall, ToolResult, arguments_too_deep, canonical_json
+from llmc_cli.model import ARGUMENTS_TOO_DEEP, JSONObject, Tool, ToolCall, ToolResult, arguments_too_deep, canonical_json
 
 if TYPE_CHECKING:
     from llmc_cli.policy import Decision, ReadKind
@@ -57,7 +57,7 @@ class Invocation:
     audit: AuditSink | None = None  # where call_tool writes: None = the state's audit log; a batch's audit.Deferred
     # Who asked, when that is not this process's user: an MCP host through the gateway (its
     # clientInfo and, over HTTP, the authenticated principal). Recorded in every audit record.
-    client: dict[str, Any] | None = None
+    client: JSONObject | None = None
     # The masking of the environment's and the profile's secrets, when the caller already made it:
     # the gateway makes an invocation per call; its environment and profile are fixed.
     environment_masker: Masker | None = None
@@ -91,10 +91,11 @@ class Read:
     def method(self) -> str:
         return "resources/read" if self.kind == "resource" else "prompts/get"
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> JSONObject:
         if self.kind == "resource":
             return {"uri": self.name}
-        return {"name": self.name, **({"arguments": self.arguments} if self.arguments else {})}
+        arguments: JSONObject = dict(self.arguments)
+        return {"name": self.name, **({"arguments": arguments} if self.arguments else {})}
 
 
 @dataclass
@@ -225,7 +226,7 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
 
 
 def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeout: float | None = None,
-              authorized: Authorization | None = None, meta: dict[str, Any] | None = None) -> ToolResult:
+              authorized: Authorization | None = None, meta: JSONObject | None = None) -> ToolResult:
     """The ONLY path that runs a tool: policy decision (and confirmation) -> audit record of the
     decision, on disk -> rate limit -> the call, or its answer from [cache] (services/caching.py)
     -> audit record of the outcome (`cached` for a cached answer). A denial is
@@ -270,13 +271,13 @@ class _CacheEntry:
     server: str
     ttl: float
 
-    def get(self) -> dict[str, Any] | None:
+    def get(self) -> JSONObject | None:
         try:
             return self.store.get(self.key, self.server)
         except ConfigError:
             return None
 
-    def put(self, raw: dict[str, Any], body: bytes) -> None:
+    def put(self, raw: JSONObject, body: bytes) -> None:
         from llmc_cli.services import caching
 
         if caching.storable(raw, body):
@@ -304,11 +305,12 @@ def _cache_for(catalog: Catalog, invocation: Invocation, authorized: Authorizati
     except ConfigError:
         pass
     principal = (invocation.client or {}).get("principal")
+    principal = principal if isinstance(principal, str) else None  # host_identity's: a str or absent
     return _CacheEntry(store, caching.key(invocation.profile, principal, tool, call, authorized.decision.call_hash),
                        call.server, profile.cache.ttl_seconds)
 
 
-def read(catalog: Catalog, invocation: Invocation, request: Read) -> dict[str, Any]:
+def read(catalog: Catalog, invocation: Invocation, request: Read) -> JSONObject:
     """The ONLY path that reads a resource or gets a prompt, for every caller (`resources read`,
     `prompts get`, the gateway): policy decision (policy.decide_read) -> its audit record, on
     disk -> rate limit -> the request -> audit record of the outcome. A denial is audited, then
@@ -376,8 +378,8 @@ _RESULT_LIST = {"tools/call": ("content", False), "resources/read": ("contents",
 
 
 def _run(log: AuditSink, invocation: Invocation, authorized: Authorization, method: str, what: str,
-         send: Callable[[], dict[str, Any]], cached: Callable[[], dict[str, Any] | None] | None = None
-         ) -> tuple[dict[str, Any], bytes, float, bool]:
+         send: Callable[[], JSONObject], cached: Callable[[], JSONObject | None] | None = None
+         ) -> tuple[JSONObject, bytes, float, bool]:
     """An allowed call or read (`what` names its result in messages): rate limit -> the cached
     result, if `cached` has one, else the request -> (result, its canonical JSON, milliseconds,
     whether it came from the cache). A cached answer counts against the rate limits like any
@@ -426,7 +428,7 @@ def _run(log: AuditSink, invocation: Invocation, authorized: Authorization, meth
 
 
 def _succeeded(log: AuditSink, invocation: Invocation, authorized: Authorization, outcome: str, duration: float,
-               raw: dict[str, Any], body: bytes) -> None:
+               raw: JSONObject, body: bytes) -> None:
     """The outcome record of a call or read that returned a result (`result` with audit_results)."""
     record: AuditRecord = {"outcome": outcome, "durationMs": duration, "resultBytes": len(body),
                            "resultSha256": hashlib.sha256(body).hexdigest()}

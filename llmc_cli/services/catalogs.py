@@ -13,7 +13,7 @@ from llmc_cli.catalog import Catalog, ServerFailure
 from llmc_cli.config.profiles import LoadedProfile, usable_specs
 from llmc_cli.errors import ConfigError, LlmcError, UsageError
 from llmc_cli.mcp.hooks import ClientHooks
-from llmc_cli.model import ServerSpec, Tool
+from llmc_cli.model import JSONObject, ServerSpec, Tool
 from llmc_cli.services.calls import lock_path, read_decision
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ def protect(specs: list[ServerSpec], profile: LoadedProfile | None) -> list[Serv
 
 def launch_specs(profile: LoadedProfile | None, only: tuple[str, ...] = (), adhoc: ServerSpec | None = None,
                  timeout: float | None = None, connect_timeout: float | None = None,
-                 require_sandbox: bool = False) -> tuple[list[ServerSpec], dict[str, Any]]:
+                 require_sandbox: bool = False) -> tuple[list[ServerSpec], dict[str, ConfigError]]:
     """The servers a command starts itself (a catalog, a session keeper, the gateway): the
     ad-hoc one, or the profile's (only those named in `only`, when given) that can be configured,
     each told where llmc's own files are (llmc's own servers), contained as the profile says
@@ -135,7 +135,7 @@ def open_catalog(profile: LoadedProfile | None, only: tuple[str, ...] = (), adho
     if adhoc is None and profile is None:
         raise ValueError("open_catalog needs a profile or an ad-hoc server")
     keeper = None
-    unusable: dict[str, Any] = {}  # servers of the profile that cannot be configured
+    unusable: dict[str, ConfigError] = {}  # servers of the profile that cannot be configured
     if session:
         if adhoc:
             raise UsageError(f"--session {session} uses the servers its keeper holds: drop --stdio/--url")
@@ -198,7 +198,7 @@ def visible_tools(catalog: Catalog, profile: LoadedProfile, servers: list[str] |
 
 
 def visible_items(catalog: Catalog, profile: LoadedProfile, method: str, server: str,
-                  items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+                  items: list[JSONObject]) -> list[JSONObject]:
     """The items of one server's listing (`method`, a key of READ_KINDS) the profile may read: the
     others are absent, as denied tools are (read_decision, the judge of every read)."""
     _key, field, kind = READ_KINDS[method]
@@ -207,7 +207,7 @@ def visible_items(catalog: Catalog, profile: LoadedProfile, method: str, server:
 
 
 def visible_offered(catalog: Catalog, profile: LoadedProfile, method: str, capability: str
-                    ) -> tuple[dict[str, list[dict[str, Any]]], list[str], list[ServerFailure]]:
+                    ) -> tuple[dict[str, list[JSONObject]], list[str], list[ServerFailure]]:
     """Catalog.list_offered with only what the profile may read (visible_items); a server whose
     tools cannot be listed when the policy needs them to judge is a failure, its items absent. A
     server the policy denies as a whole is not asked (nor started)."""
@@ -218,7 +218,7 @@ def visible_offered(catalog: Catalog, profile: LoadedProfile, method: str, capab
     if not open_servers:
         return {}, [], []
     per_server, skipped, failures = catalog.list_offered(method, READ_KINDS[method][0], capability, open_servers)
-    shown: dict[str, list[dict[str, Any]]] = {}
+    shown: dict[str, list[JSONObject]] = {}
     for server, items in per_server.items():
         try:
             shown[server] = visible_items(catalog, profile, method, server, items)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol, TypedDict
 
+from llmc_cli.model import JSONObject
+
 GENESIS = "0" * 64  # the `prev` of a chain's first record, and the head of an empty chain
 
 
@@ -20,7 +22,7 @@ class AuditRecord(TypedDict, total=False):
     profile: str
     command: str  # call | ask | batch | serve ...
     conversation: str
-    client: dict[str, Any]  # the MCP host through the gateway: clientInfo, principal
+    client: JSONObject  # the MCP host through the gateway: clientInfo, principal
     # which call: a tool, or a read (resources/read of a URI, prompts/get of a prompt)
     server: str
     tool: str
@@ -71,7 +73,7 @@ CALL_FIELDS = ("user", "host", "pid", "profile", "command", "conversation", "cli
                "callHash")
 
 
-def call_key(record: dict[str, Any]) -> str:
+def call_key(record: JSONObject) -> str:
     """The same for a call's decision and its outcome records; two calls alike in every field
     (the same arguments from the same host) share it, and either outcome closes either decision."""
     import hashlib

@@ -9,9 +9,9 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from llmc_cli.errors import ConfigError
+from llmc_cli.model import JSONObject
 
 _KEY = re.compile(r"(stdio|remote):[0-9a-f]{32}|builtin:.+")
 
@@ -20,7 +20,7 @@ class FileEraCache:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def load(self) -> dict[str, dict[str, Any]]:
+    def load(self) -> dict[str, JSONObject]:
         try:
             data = json.loads(self.path.read_bytes())
         except (OSError, ValueError, RecursionError):  # not there, not JSON, not UTF-8, nested too deep
@@ -30,7 +30,7 @@ class FileEraCache:
         # Entries written under keys of another form (older llmc: the URL itself) are dropped.
         return {k: v for k, v in data.items() if _KEY.fullmatch(k) and isinstance(v, dict)}
 
-    def save(self, changes: Mapping[str, dict[str, Any] | None]) -> None:
+    def save(self, changes: Mapping[str, JSONObject | None]) -> None:
         """Read, change and write under the file's lock (concurrent llmc processes keep each
         other's entries). Best effort: a cache that cannot be written only costs a probe."""
         from llmc_cli.config import files

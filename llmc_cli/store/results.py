@@ -13,17 +13,19 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
+
+from llmc_cli.model import JSONObject
 
 # The directory's bound: past it, the oldest entries go first.
 MAX_TOTAL_BYTES = 64 * 1024 * 1024
 
 
 class ResultCache(Protocol):
-    def get(self, key: str, server: str) -> dict[str, Any] | None:
+    def get(self, key: str, server: str) -> JSONObject | None:
         """The result stored under key, unless it is missing or expired."""
 
-    def put(self, key: str, server: str, result: dict[str, Any], ttl: float) -> None:
+    def put(self, key: str, server: str, result: JSONObject, ttl: float) -> None:
         """Store a result for ttl seconds (best effort: a cache that cannot be written costs a call)."""
 
     def clear(self, server: str | None = None) -> int:
@@ -43,7 +45,7 @@ class FileResultCache:
     def _path(self, key: str, server: str) -> Path:
         return self.directory / f"{server_tag(server)}-{key}.json"
 
-    def get(self, key: str, server: str) -> dict[str, Any] | None:
+    def get(self, key: str, server: str) -> JSONObject | None:
         path = self._path(key, server)
         try:
             entry = json.loads(path.read_bytes())
@@ -55,10 +57,10 @@ class FileResultCache:
         if not isinstance(expires, (int, float)) or expires <= time.time():
             path.unlink(missing_ok=True)
             return None
-        result: dict[str, Any] = entry["result"]
+        result: JSONObject = entry["result"]
         return result
 
-    def put(self, key: str, server: str, result: dict[str, Any], ttl: float) -> None:
+    def put(self, key: str, server: str, result: JSONObject, ttl: float) -> None:
         from llmc_cli.config import files
         from llmc_cli.errors import ConfigError
 

@@ -14,7 +14,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from llmc_cli.model import JSONObject
 
 if TYPE_CHECKING:
     from llmc_cli.config.profiles import LoadedProfile
@@ -48,9 +50,9 @@ class HostSessions(Protocol):
     serving a session it did not open (its handshake and principal). Failures are LlmcError (a
     state database that is down)."""
 
-    def save(self, session_id: str, record: dict[str, Any]) -> None: ...
+    def save(self, session_id: str, record: JSONObject) -> None: ...
 
-    def resume(self, session_id: str) -> dict[str, Any] | None:
+    def resume(self, session_id: str) -> JSONObject | None:
         """The record, marked as used now; None when unknown or idle too long."""
 
     def exists(self, session_id: str) -> bool:

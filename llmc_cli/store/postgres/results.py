@@ -8,6 +8,8 @@ import json
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from llmc_cli.model import JSONObject
+
 if TYPE_CHECKING:
     import psycopg
 
@@ -24,7 +26,7 @@ class PostgresResultCache:
 
         return Database.for_url(self.url)
 
-    def get(self, key: str, server: str) -> dict[str, Any] | None:
+    def get(self, key: str, server: str) -> JSONObject | None:
         database = self.database
 
         def work(cur: psycopg.Cursor[Any]) -> str | None:
@@ -40,7 +42,7 @@ class PostgresResultCache:
             return None
         return result if isinstance(result, dict) else None
 
-    def put(self, key: str, server: str, result: dict[str, Any], ttl: float) -> None:
+    def put(self, key: str, server: str, result: JSONObject, ttl: float) -> None:
         database = self.database
         text = json.dumps(result, ensure_ascii=False)
 

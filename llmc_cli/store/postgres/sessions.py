@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from llmc_cli.errors import ConfigError
+from llmc_cli.model import JSONObject
 from llmc_cli.store.postgres import LEASE_SECONDS, Database, StateError
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ SESSION_ENDED = "llmc_session_ended"  # NOTIFY channel; the payload is the SHA-2
 LEASE_VAR = "LLMC_REPLICA_LEASE"
 
 
-def save_row(db: Database, key: str, record: dict[str, Any], idle_seconds: float) -> None:
+def save_row(db: Database, key: str, record: JSONObject, idle_seconds: float) -> None:
     """Keep a session's record; sessions idle longer than idle_seconds are swept out on the way."""
     from psycopg.types.json import Jsonb
 
@@ -35,10 +36,10 @@ def save_row(db: Database, key: str, record: dict[str, Any], idle_seconds: float
 
     db.run("cannot keep the session", work)
 
-def resume_row(db: Database, key: str, idle_seconds: float) -> dict[str, Any] | None:
+def resume_row(db: Database, key: str, idle_seconds: float) -> JSONObject | None:
     """A session's record, marked as used now, unless it is unknown or idle too long."""
 
-    def work(cur: psycopg.Cursor[Any]) -> dict[str, Any] | None:
+    def work(cur: psycopg.Cursor[Any]) -> JSONObject | None:
         db.check_schema(cur)
         cur.execute("UPDATE llmc_host_session SET touched = now() WHERE id_sha256 = %s "
                     "AND touched >= now() - make_interval(secs => %s) RETURNING record", (key, idle_seconds))
@@ -152,10 +153,10 @@ class PostgresHostSessions:
             raise StateError(f"{what} in the {self.database.name}: it is unreachable")
         return self.database
 
-    def save(self, session_id: str, record: dict[str, Any]) -> None:
+    def save(self, session_id: str, record: JSONObject) -> None:
         save_row(self._reachable("cannot keep the session"), self.key(session_id), record, self.idle_seconds)
 
-    def resume(self, session_id: str) -> dict[str, Any] | None:
+    def resume(self, session_id: str) -> JSONObject | None:
         return resume_row(self._reachable("cannot read the session"), self.key(session_id), self.idle_seconds)
 
     def exists(self, session_id: str) -> bool:
