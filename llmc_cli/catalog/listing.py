@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from llmc_cli import interrupts
 from llmc_cli.errors import LlmcError, RpcError
 from llmc_cli.mcp import jsonrpc
-from llmc_cli.mcp.session import Session
+from llmc_cli.mcp.session import ClientSession
 from llmc_cli.model import JSONObject, Tool
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ def each(names: list[str], work: Callable[[str], T], on_each: Callable[[int, lis
     return results, failures
 
 
-def offered(session: Session, method: str, key: str, capability: str) -> list[JSONObject] | None:
+def offered(session: ClientSession, method: str, key: str, capability: str) -> list[JSONObject] | None:
     """Every page of `method` from a server that offers `capability` (resources, prompts), or
     None when it does not. A server whose declared capabilities lack it is not asked; one whose
     capabilities are unknown here (a session resumed from the era cache) is asked, and "method

@@ -23,7 +23,7 @@ from typing import Any, BinaryIO, NotRequired, TypedDict
 from llmc_cli.errors import ConnectionFailed, LlmcError, ProtocolError, TimeoutExpired, from_json
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.mcp.messages import object_at
-from llmc_cli.mcp.session import Session
+from llmc_cli.mcp.session import ClientSession
 from llmc_cli.mcp.transports.base import Closed, Deliver
 from llmc_cli.model import JSON, JSONObject, compact_json
 
@@ -81,7 +81,7 @@ class AttachReply:
                 "instructions": self.instructions, "notice": self.notice}
 
     @classmethod
-    def from_json(cls, data: JSONObject, session_name: str) -> AttachReply:
+    def from_json(cls, data: JSONObject, keeper_name: str) -> AttachReply:
         era, version = data.get("era"), data.get("protocolVersion")
         if not (isinstance(era, str) and era and isinstance(version, str) and version):
             raise ProtocolError(f"session {keeper_name}: its keeper did not say how {data.get('server', 'the server')}"
@@ -131,7 +131,7 @@ def read_line(stream: BinaryIO) -> JSONObject | None:
     return message
 
 
-def exchange(path: str, request: JSONObject, session_name: str, timeout: float = 10.0) -> JSONObject:
+def exchange(path: str, request: JSONObject, keeper_name: str, timeout: float = 10.0) -> JSONObject:
     """One keeper command (status, stop): send a line, read the reply line."""
     sock = connect_unix(path, timeout, keeper_name)
     try:
@@ -239,7 +239,7 @@ class KeeperTransport:
         return ""
 
 
-def validate_in_keeper(path: str, session_name: str, arguments: JSONObject, schema: Any, tool: str) -> bool:
+def validate_in_keeper(path: str, keeper_name: str, arguments: JSONObject, schema: Any, tool: str) -> bool:
     """The keeper checks the arguments against the tool's inputSchema (mcp/validation.py, with
     jsonschema loaded once for all its callers): UsageError when they do not fit, exactly as the
     check raises it here. False when the keeper cannot (a keeper started by an older llmc, one

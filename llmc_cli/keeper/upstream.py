@@ -20,7 +20,7 @@ from llmc_cli.mcp.client import connect
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.mcp.inflight import Future
 from llmc_cli.mcp.router import Router
-from llmc_cli.mcp.session import Session
+from llmc_cli.mcp.session import ClientSession
 from llmc_cli.model import JSON, JSONObject, ServerSpec
 
 if TYPE_CHECKING:

@@ -28,7 +28,7 @@ class RequestWatch(Protocol):
 
 
 class Observer(Protocol):
-    def request(self, session: Session, request_id: int, method: str, params: JSONObject) -> RequestWatch | None:
+    def request(self, session: ClientSession, request_id: int, method: str, params: JSONObject) -> RequestWatch | None:
         """A request is about to be sent by `session`."""
 
     def session_ended(self, session: ClientSession, seconds: float) -> None:

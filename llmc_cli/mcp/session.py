@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 
 from llmc_cli import __version__
-from llmc_cli.errors import Cancelled, ConnectionFailed, LlmcError, ProtocolError, RpcError, SessionExpired, TimeoutExpired
+from llmc_cli.errors import Cancelled, ConnectionFailed, HttpSessionExpired, LlmcError, ProtocolError, RpcError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc, messages, observe
 from llmc_cli.mcp.hooks import RELATED_TOKENS, ClientHooks, answer_server_request
 from llmc_cli.mcp.inflight import DeadlinePassed, Future, InFlight
@@ -59,7 +59,7 @@ def _token(value: JSON) -> ProgressToken | None:
     return value if isinstance(value, (str, int)) and not isinstance(value, bool) else None
 
 
-class Session:
+class ClientSession:
     """A connected session. Thread-safe: several threads may send requests concurrently."""
 
     def __init__(self, transport: Transport, *, name: str = "server", timeout: float = 60.0,
