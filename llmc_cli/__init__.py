@@ -11,6 +11,7 @@ def lazy_names(package: str, namespace: dict[str, Any], where: dict[str, str]) -
     with the module `where` says holds it, when first asked for, then kept in the package's
     namespace. So a single call loads no batch runner, lint or
     PostgreSQL store just because their package was imported."""
+
     def __getattr__(name: str) -> Any:
         module = where.get(name)
         if module is None:

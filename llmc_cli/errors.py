@@ -119,8 +119,7 @@ class InputRequired(LlmcError):
 
     kind = "input_required"
 
-    def __init__(self, message: str = "input required from the MCP host", *,
-                 requests: JSONObject | None = None) -> None:
+    def __init__(self, message: str = "input required from the MCP host", *, requests: JSONObject | None = None) -> None:
         super().__init__(message, requests=requests)
         self.requests: JSONObject = requests or {}
 
@@ -181,13 +180,29 @@ def from_json(data: Mapping[str, object]) -> LlmcError:
     kind = str(data.get("error"))
     if kind == RpcError.kind:
         code = details.pop("code", None)
-        error: LlmcError = RpcError(message, code if isinstance(code, int) else JSON_RPC_INTERNAL_ERROR,
-                                    details.pop("data", None))
+        error: LlmcError = RpcError(
+            message, code if isinstance(code, int) else JSON_RPC_INTERNAL_ERROR, details.pop("data", None)
+        )
         error.details.update(details)
         return error
     return _KINDS.get(kind, ConnectionFailed)(message, **details)
 
 
-_KINDS: dict[str, type[LlmcError]] = {cls.kind: cls for cls in (
-    LlmcError, ToolFailed, UsageError, ConfigError, PolicyDenied, ConnectionFailed, ProtocolError, TimeoutExpired,
-    InputRequired, Cancelled, ProviderError, AuthError, DriftError)}
+_KINDS: dict[str, type[LlmcError]] = {
+    cls.kind: cls
+    for cls in (
+        LlmcError,
+        ToolFailed,
+        UsageError,
+        ConfigError,
+        PolicyDenied,
+        ConnectionFailed,
+        ProtocolError,
+        TimeoutExpired,
+        InputRequired,
+        Cancelled,
+        ProviderError,
+        AuthError,
+        DriftError,
+    )
+}

@@ -19,8 +19,11 @@ from collections.abc import Callable, Iterator
 
 from llmc_cli.errors import ExitCode
 
-SIGNAL_EXIT_CODES: dict[int, int] = {signal.SIGINT: ExitCode.INTERRUPTED, signal.SIGTERM: ExitCode.TERMINATED,
-                     signal.SIGHUP: ExitCode.TERMINATED}
+SIGNAL_EXIT_CODES: dict[int, int] = {
+    signal.SIGINT: ExitCode.INTERRUPTED,
+    signal.SIGTERM: ExitCode.TERMINATED,
+    signal.SIGHUP: ExitCode.TERMINATED,
+}
 
 # How long the main thread sleeps at most in wait(): the longest a signal's handler may be delayed.
 WAKE_SECONDS = 0.2

@@ -31,7 +31,7 @@ def tokens(text: str, *, quotes: str = '"', comments: bool = False) -> list[Toke
             end = i + 1
             while end < n and text[end] != c:
                 end += 2 if text[end] == "\\" else 1
-            out.append(Token("string", text[i:end + 1]))
+            out.append(Token("string", text[i : end + 1]))
             i = end + 1
         elif comments and text.startswith("//", i):
             end = text.find("\n", i)

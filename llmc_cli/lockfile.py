@@ -30,7 +30,9 @@ def build(tools: list[Tool], server_info: dict[str, Mapping[str, object]]) -> di
         servers[name] = {"serverInfo": {k: info.get(k) for k in ("name", "version") if k in info}, "tools": {}}
     for tool in tools:
         servers.setdefault(tool.server, {"serverInfo": {}, "tools": {}})["tools"][tool.name] = {
-            "hash": tool_hash(tool), "description": tool.description}
+            "hash": tool_hash(tool),
+            "description": tool.description,
+        }
     return {"version": LOCK_VERSION, "servers": servers}
 
 
@@ -78,5 +80,7 @@ def check(lock_path: str | Path, tool: Tool) -> None:
     if entry is None:
         raise DriftError(f"{tool.qualified_name} is not in the lock file {lock_path}: review it, then `llmc tools lock`")
     if entry.get("hash") != tool_hash(tool):
-        raise DriftError(f"{tool.qualified_name} changed since it was locked in {lock_path} "
-                         "(description, schema or annotations): review with `llmc tools diff`")
+        raise DriftError(
+            f"{tool.qualified_name} changed since it was locked in {lock_path} "
+            "(description, schema or annotations): review with `llmc tools diff`"
+        )

@@ -2,7 +2,7 @@
 # The whole test suite from a fresh clone: creates .venv, installs llmc with its test extras,
 # installs the real MCP peers the tests start (tests/node: npm reference servers, the official
 # conformance suite, Node 22 for it, the MCP Inspector CLI and mcporter as hosts; tests/node-dc: Desktop
-# Commander), then lints (ruff), checks types (mypy) and runs pytest.
+# Commander), then lints and checks the format (ruff), checks types (mypy) and runs pytest.
 # Extra arguments go to pytest. Tests run on two pytest-xdist workers (`-n 2 --dist loadgroup`;
 # tests that must not run beside each other share an xdist_group, tests/conftest.py); give
 # `-n 0` to run them serially in this process. `-m 'not e2e'` is the fast run: it leaves out the suites
@@ -37,5 +37,6 @@ fi
 
 # Lint, then types (config in pyproject.toml [tool.ruff], [tool.mypy]): a finding fails the run (set -e).
 .venv/bin/python -m ruff check llmc_cli tests
+.venv/bin/python -m ruff format --check --quiet llmc_cli tests
 .venv/bin/python -m mypy
 exec .venv/bin/python -m pytest -n 2 --dist loadgroup "$@"

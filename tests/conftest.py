@@ -24,7 +24,6 @@ def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-
 # Tests that share something beyond their own temp dirs and free ports, run by one pytest-xdist
 # worker in turn (scripts/test.sh runs `-n 2 --dist loadgroup`). One line per group; the path
 # prefix is relative to tests/.

@@ -137,8 +137,13 @@ class Result(subprocess.CompletedProcess[str]):
         return [json.loads(line) for line in self.stdout.splitlines() if line.strip()]
 
 
-def llmc(*args: str, stdin: str | bytes | None = None, env: dict[str, str | None] | None = None,
-         timeout: float = 120, cwd: Path | None = None) -> Result:
+def llmc(
+    *args: str,
+    stdin: str | bytes | None = None,
+    env: dict[str, str | None] | None = None,
+    timeout: float = 120,
+    cwd: Path | None = None,
+) -> Result:
     """Run the `llmc` entry point in this process as a user would (no terminal): the default test
     runner. What a fresh process would have is set up for the run and put back after it
     (tests/inprocess.py): the environment with `env` applied (None unsets), the working directory,
@@ -158,15 +163,23 @@ def _text(data: bytes, stdin: str | bytes | None) -> str:
     return data.decode(errors="replace" if isinstance(stdin, bytes) else "strict")
 
 
-def llmc_process(*args: str, stdin: str | bytes | None = None, env: dict[str, str] | None = None,
-                 timeout: float = 120, cwd: Path | None = None) -> Result:
+def llmc_process(
+    *args: str, stdin: str | bytes | None = None, env: dict[str, str] | None = None, timeout: float = 120, cwd: Path | None = None
+) -> Result:
     """Run the installed `llmc` executable in a process of its own (no terminal), for what only a
     process shows: signals, exit statuses of a crash, start-up, file descriptors, daemons left
     behind. The output is text either way; a traceback is always a failure."""
     binary = isinstance(stdin, bytes)
-    proc = subprocess.run([llmc_executable(), *args], input=stdin, capture_output=True, text=not binary,
-                          timeout=timeout, stdin=None if stdin is not None else subprocess.DEVNULL,
-                          env={**os.environ, **(env or {})}, cwd=cwd)
+    proc = subprocess.run(
+        [llmc_executable(), *args],
+        input=stdin,
+        capture_output=True,
+        text=not binary,
+        timeout=timeout,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+    )
     if binary:
         proc.stdout, proc.stderr = proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
     return _checked(Result(proc.args, proc.returncode, proc.stdout, proc.stderr))
@@ -183,8 +196,16 @@ def _checked(result: Result) -> Result:
 
 
 TGKILL = {"x86_64": 234, "aarch64": 131}.get(os.uname().machine)  # the syscall's number
-TO_THREAD = pytest.mark.parametrize("to_thread", [False, pytest.param(True, marks=pytest.mark.skipif(
-    TGKILL is None, reason="tgkill's number is known for x86_64 and aarch64 only"))], ids=["process", "thread"])
+TO_THREAD = pytest.mark.parametrize(
+    "to_thread",
+    [
+        False,
+        pytest.param(
+            True, marks=pytest.mark.skipif(TGKILL is None, reason="tgkill's number is known for x86_64 and aarch64 only")
+        ),
+    ],
+    ids=["process", "thread"],
+)
 
 
 def signal_until_exit(proc: subprocess.Popen[Any], sig: int, seconds: float = 60.0, interval: float = 0.002) -> int:

@@ -35,13 +35,15 @@ from pathlib import Path
 from typing import Any
 
 
-def run_main(argv: list[str], stdin: str | bytes | None = None, env: dict[str, str | None] | None = None,
-             cwd: Path | None = None) -> tuple[int, bytes, bytes]:
+def run_main(
+    argv: list[str], stdin: str | bytes | None = None, env: dict[str, str | None] | None = None, cwd: Path | None = None
+) -> tuple[int, bytes, bytes]:
     """Run `llmc ARGV` through main() (its error handling and exit codes); (exit code, stdout, stderr)."""
     from llmc_cli.cli.main import main
 
-    assert threading.current_thread() is threading.main_thread(), \
+    assert threading.current_thread() is threading.main_thread(), (
         "llmc() runs in the main thread (a process's signals, streams, working directory); in parallel: llmc_process()"
+    )
     out, err = io.BytesIO(), io.BytesIO()
     received: list[int] = []
     with _stdio_fds(argv), _environment(env), _cwd(cwd), _signal_handlers(), _streams(stdin, out, err):

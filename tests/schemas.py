@@ -20,7 +20,8 @@ def _registry() -> Any:
 
     return Registry().with_resources(
         (path.name, Resource.from_contents(json.loads(path.read_text(encoding="utf-8"))))
-        for path in SCHEMAS.glob("*.schema.json"))
+        for path in SCHEMAS.glob("*.schema.json")
+    )
 
 
 @functools.cache
@@ -41,8 +42,10 @@ def validate_output(command: str, data: Any, *, line: bool = False) -> Any:
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(root)"
         shown = json.dumps(error.instance, ensure_ascii=False)[:300]
-        raise AssertionError(f"llmc {command.replace('-', ' ')}{' (a line)' if line else ''} breaks its output "
-                             f"schema at {where}: {error.message[:300]}\n  value: {shown}")
+        raise AssertionError(
+            f"llmc {command.replace('-', ' ')}{' (a line)' if line else ''} breaks its output "
+            f"schema at {where}: {error.message[:300]}\n  value: {shown}"
+        )
     return data
 
 

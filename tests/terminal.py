@@ -29,14 +29,21 @@ from tests.schemas import check_output
 
 
 class Terminal:
-    def __init__(self, *args: str, env: dict[str, str] | None = None, timeout: float = 60,
-                 stdout_on_terminal: bool = False) -> None:
+    def __init__(
+        self, *args: str, env: dict[str, str] | None = None, timeout: float = 60, stdout_on_terminal: bool = False
+    ) -> None:
         self.timeout = timeout
         self.master, self.slave = pty.openpty()
         fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
-        self.proc = subprocess.Popen([llmc_executable(), *args], stdin=self.slave, stderr=self.slave,
-                                     stdout=self.slave if stdout_on_terminal else subprocess.PIPE, env={**os.environ, **(env or {})},
-                                     start_new_session=True, preexec_fn=_take_terminal)
+        self.proc = subprocess.Popen(
+            [llmc_executable(), *args],
+            stdin=self.slave,
+            stderr=self.slave,
+            stdout=self.slave if stdout_on_terminal else subprocess.PIPE,
+            env={**os.environ, **(env or {})},
+            start_new_session=True,
+            preexec_fn=_take_terminal,
+        )
         self.screen = ""  # everything llmc wrote to the terminal so far, as it was written
         self.stdout = ""
         self._seen = 0  # where the next expect() starts looking
@@ -61,10 +68,11 @@ class Terminal:
         while (found := self.screen.find(text, self._seen)) < 0:
             exited = self.proc.poll() is not None  # then what it wrote is all there is
             if not self._read(min(1.0, deadline - time.monotonic())) and (exited or time.monotonic() > deadline):
-                raise AssertionError(f"{text!r} did not appear (exit status {self.proc.poll()}); the terminal shows:\n"
-                                     f"{self.screen}")
+                raise AssertionError(
+                    f"{text!r} did not appear (exit status {self.proc.poll()}); the terminal shows:\n{self.screen}"
+                )
         start, self._seen = self._seen, found + len(text)
-        return self.screen[start:self._seen]
+        return self.screen[start : self._seen]
 
     def type(self, line: str) -> None:
         os.write(self.master, line.encode() + b"\r")  # Enter, as a keyboard sends it

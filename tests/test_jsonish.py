@@ -11,8 +11,12 @@ def test_tokens_keep_the_text_exactly() -> None:
     toks = tokens(text, quotes="\"'", comments=True)
     assert "".join(t.text for t in toks) == text
     assert [t for t in toks if t.kind != "char" and t.kind != "space"] == [
-        Token("string", '"a\\"b"'), Token("comment", "// note"), Token("comment", "/* c */"),
-        Token("word", "key_1-x"), Token("string", "'s'")]
+        Token("string", '"a\\"b"'),
+        Token("comment", "// note"),
+        Token("comment", "/* c */"),
+        Token("word", "key_1-x"),
+        Token("string", "'s'"),
+    ]
 
 
 def test_comments_and_single_quotes_only_when_asked() -> None:

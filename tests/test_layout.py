@@ -46,15 +46,74 @@ ALLOWED: dict[str, set[str]] = {
     "keeper": {"config", "store", "mcp", "errors", "model"},  # lifecycle.py, transport.py
     "catalog": {"llmc_cli", "keeper", "interrupts", "mcp", "errors", "model"},
     "telemetry": {"llmc_cli", "config", "mcp", "errors", "model"},  # imported by what it observes
-    "services": {"llmc_cli", "catalog", "policy", "audit", "store", "config", "keeper", "lockfile", "server", "interrupts",
-                 "telemetry", "mcp", "errors", "model"},
+    "services": {
+        "llmc_cli",
+        "catalog",
+        "policy",
+        "audit",
+        "store",
+        "config",
+        "keeper",
+        "lockfile",
+        "server",
+        "interrupts",
+        "telemetry",
+        "mcp",
+        "errors",
+        "model",
+    },
     "keeper.process": {"keeper", "services", "store", "config", "interrupts", "mcp", "errors", "model"},
-    "agent": {"services", "catalog", "policy", "audit", "providers", "translate", "config", "telemetry", "interrupts",
-              "mcp", "errors", "model"},
-    "gateway": {"llmc_cli", "telemetry", "services", "catalog", "policy", "audit", "store", "lockfile", "server", "config",
-                "interrupts", "mcp", "errors", "model"},
-    "cli": {"llmc_cli", "agent", "gateway", "services", "telemetry", "catalog", "policy", "audit", "store", "config",
-            "keeper", "lockfile", "server", "translate", "providers", "interrupts", "mcp", "errors", "model"},
+    "agent": {
+        "services",
+        "catalog",
+        "policy",
+        "audit",
+        "providers",
+        "translate",
+        "config",
+        "telemetry",
+        "interrupts",
+        "mcp",
+        "errors",
+        "model",
+    },
+    "gateway": {
+        "llmc_cli",
+        "telemetry",
+        "services",
+        "catalog",
+        "policy",
+        "audit",
+        "store",
+        "lockfile",
+        "server",
+        "config",
+        "interrupts",
+        "mcp",
+        "errors",
+        "model",
+    },
+    "cli": {
+        "llmc_cli",
+        "agent",
+        "gateway",
+        "services",
+        "telemetry",
+        "catalog",
+        "policy",
+        "audit",
+        "store",
+        "config",
+        "keeper",
+        "lockfile",
+        "server",
+        "translate",
+        "providers",
+        "interrupts",
+        "mcp",
+        "errors",
+        "model",
+    },
     "__main__": {"cli"},
 }
 
@@ -104,7 +163,8 @@ def component(module: str) -> str:
 def _is_type_checking(node: ast.If) -> bool:
     test = node.test
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def imports_of(module: str) -> list[Import]:
@@ -151,6 +211,7 @@ def test_every_component_has_a_place() -> None:
 
 def test_the_allowed_directions_form_no_cycle() -> None:
     """ALLOWED itself is a direction: no component may reach itself through others."""
+
     def reach(start: str) -> set[str]:
         seen, todo = set(), list(ALLOWED[start])
         while todo:
@@ -159,38 +220,53 @@ def test_the_allowed_directions_form_no_cycle() -> None:
                 seen.add(name)
                 todo.extend(ALLOWED.get(name, ()))
         return seen
+
     assert [name for name in ALLOWED if name in reach(name)] == []
 
 
 @pytest.mark.parametrize("name", sorted(ALLOWED))
 def test_imports_follow_the_direction(name: str) -> None:
-    wrong = [where(imp) + (" (inside a function)" if imp.lazy else "") for imp in INTERNAL
-             if component(imp.source) == name and component(imp.target) not in ALLOWED[name] | {name}]
+    wrong = [
+        where(imp) + (" (inside a function)" if imp.lazy else "")
+        for imp in INTERNAL
+        if component(imp.source) == name and component(imp.target) not in ALLOWED[name] | {name}
+    ]
     assert wrong == [], f"{name} may import only {sorted(ALLOWED[name])}"
 
 
 def test_allowed_follows_the_arrows_of_design_md() -> None:
     layer = {name: i for i, names in enumerate(DESIGN_LAYERS) for name in names}
-    against = [f"{source} -> {target}" for source, targets in ALLOWED.items() for target in targets
-               if source in layer and target in layer and (layer[target] < layer[source] or (
-                   layer[target] == layer[source] and source not in SIDEWAYS_ALLOWED))]
+    against = [
+        f"{source} -> {target}"
+        for source, targets in ALLOWED.items()
+        for target in targets
+        if source in layer
+        and target in layer
+        and (layer[target] < layer[source] or (layer[target] == layer[source] and source not in SIDEWAYS_ALLOWED))
+    ]
     chain = {name: i for i, name in enumerate(DESIGN_CHAIN)}
-    against += [f"{source} -> {target}" for source, targets in ALLOWED.items() for target in targets
-                if source in chain and target in chain and chain[target] < chain[source]]
+    against += [
+        f"{source} -> {target}"
+        for source, targets in ALLOWED.items()
+        for target in targets
+        if source in chain and target in chain and chain[target] < chain[source]
+    ]
     assert against == [], "ALLOWED points against DESIGN.md's arrows (change DESIGN.md first, and say why)"
     assert set(layer) | set(chain) <= set(ALLOWED), "DESIGN.md names a component ALLOWED does not know"
 
 
 def test_the_protocol_package_depends_on_errors_and_model_only() -> None:
     """Spelled out on its own: the rule that keeps mcp/ a library (no config, no files)."""
-    wrong = [where(imp) for imp in INTERNAL if component(imp.source) == "mcp"
-             and component(imp.target) not in {"mcp", "errors", "model", "llmc_cli"}]
+    wrong = [
+        where(imp)
+        for imp in INTERNAL
+        if component(imp.source) == "mcp" and component(imp.target) not in {"mcp", "errors", "model", "llmc_cli"}
+    ]
     assert wrong == []
 
 
 def test_click_only_under_cli() -> None:
-    wrong = [where(imp) for imp in ALL_IMPORTS
-             if imp.target.split(".")[0] == "click" and component(imp.source) != "cli"]
+    wrong = [where(imp) for imp in ALL_IMPORTS if imp.target.split(".")[0] == "click" and component(imp.source) != "cli"]
     assert wrong == []
 
 
@@ -208,7 +284,7 @@ def test_no_import_cycles_at_module_level() -> None:
         stack.append(node)
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                cycles.append([*stack[stack.index(nxt):], nxt])
+                cycles.append([*stack[stack.index(nxt) :], nxt])
             elif nxt not in state:
                 visit(nxt)
         stack.pop()
@@ -233,15 +309,35 @@ def test_the_parser_sees_the_imports() -> None:
 # Allowed in several modules, because a protocol names them:
 ONE_NAME_PROTOCOL = {
     "main",  # a module's entry point: cli/main.py (the `llmc` script), keeper/daemon.py (`python -m`)
-    "definition", "document",  # what translate/__init__.py calls on each tool-format module
-    "__getattr__", "__dir__",  # PEP 562: a package's lazy names
+    "definition",
+    "document",  # what translate/__init__.py calls on each tool-format module
+    "__getattr__",
+    "__dir__",  # PEP 562: a package's lazy names
 }
 # Defined twice today and to be renamed: this list only shrinks (a name leaves it when it is
 # renamed; the test fails if a name here is no longer defined twice, so it cannot go stale).
 ONE_NAME_DEBT = {
     # "document": cli/output_schemas.py's is not translate's protocol function
-    "Client", "check", "check_arguments", "deferred", "describe", "document", "error", "from_json", "install", "lines",
-    "listing", "log", "prepare", "protected_paths", "read", "read_line", "run", "summary", "validate_arguments", "write",
+    "Client",
+    "check",
+    "check_arguments",
+    "deferred",
+    "describe",
+    "document",
+    "error",
+    "from_json",
+    "install",
+    "lines",
+    "listing",
+    "log",
+    "prepare",
+    "protected_paths",
+    "read",
+    "read_line",
+    "run",
+    "summary",
+    "validate_arguments",
+    "write",
 }
 
 

@@ -7,8 +7,21 @@ from typing import Any
 
 from llmc_cli.model import JSONObject, Tool, ToolResult
 
-PAGING_PARAMS = ("offset", "start", "start_line", "line", "lines", "page", "cursor", "skip", "head", "tail",
-                 "limit", "range", "from")
+PAGING_PARAMS = (
+    "offset",
+    "start",
+    "start_line",
+    "line",
+    "lines",
+    "page",
+    "cursor",
+    "skip",
+    "head",
+    "tail",
+    "limit",
+    "range",
+    "from",
+)
 
 
 def compact(result: ToolResult, budget: int, tool: Tool | None = None) -> tuple[ToolResult, dict[str, Any] | None]:
@@ -33,17 +46,25 @@ def compact(result: ToolResult, budget: int, tool: Tool | None = None) -> tuple[
         kept += 1
     shown = "".join(lines[:kept]) if kept else text[:budget]  # one huge line: cut inside it
     left_lines = len(lines) - kept
-    note = (f"\n[llmc: output cut to {len(shown)} of {len(text)} characters; "
-            f"{left_lines} of {len(lines)} lines ({len(text) - len(shown)} characters) left out. ")
+    note = (
+        f"\n[llmc: output cut to {len(shown)} of {len(text)} characters; "
+        f"{left_lines} of {len(lines)} lines ({len(text) - len(shown)} characters) left out. "
+    )
     paging = [p for p in PAGING_PARAMS if tool and p in tool.properties]
     if paging:
-        note += (f"To get the rest, call {tool.name if tool else 'the tool'} again with "
-                 f"{', '.join(paging)} to read from line {kept + 1} on.]")
+        note += (
+            f"To get the rest, call {tool.name if tool else 'the tool'} again with "
+            f"{', '.join(paging)} to read from line {kept + 1} on.]"
+        )
     else:
         note += "To get the rest, call the tool again for a smaller part (a narrower query, a range or an offset).]"
     cut: JSONObject = {"type": "text", "text": shown.rstrip("\n") + note}
-    seen = ToolResult(content=[cut, *others],
-                      structured_content=None, is_error=result.is_error, meta=result.meta,
-                      duration_ms=result.duration_ms)
+    seen = ToolResult(
+        content=[cut, *others],
+        structured_content=None,
+        is_error=result.is_error,
+        meta=result.meta,
+        duration_ms=result.duration_ms,
+    )
     info = {"characters": len(text), "charactersShown": len(shown), "lines": len(lines), "linesShown": kept}
     return seen, info

@@ -30,14 +30,28 @@ class Conversation:
         return cls(id=uuid.uuid4().hex, provider=provider, model=model, system=system)
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": 1, "id": self.id, "provider": self.provider, "model": self.model, "system": self.system,
-                "created": self.created, "messages": [m.to_json() for m in self.messages], "runs": self.runs}
+        return {
+            "version": 1,
+            "id": self.id,
+            "provider": self.provider,
+            "model": self.model,
+            "system": self.system,
+            "created": self.created,
+            "messages": [m.to_json() for m in self.messages],
+            "runs": self.runs,
+        }
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Conversation:
-        return cls(id=d["id"], provider=d.get("provider") or "", model=d.get("model"), system=d.get("system"),
-                   messages=[message_from_json(m) for m in d.get("messages") or []], runs=list(d.get("runs") or []),
-                   created=d.get("created") or time.time())
+        return cls(
+            id=d["id"],
+            provider=d.get("provider") or "",
+            model=d.get("model"),
+            system=d.get("system"),
+            messages=[message_from_json(m) for m in d.get("messages") or []],
+            runs=list(d.get("runs") or []),
+            created=d.get("created") or time.time(),
+        )
 
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")

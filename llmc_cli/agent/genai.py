@@ -20,8 +20,12 @@ from llmc_cli.providers.base import AssistantTurn, Provider
 # gen_ai.provider.name for llmc's providers (`text` speaks Chat Completions, as the
 # OpenAI-compatible local servers do; the conventions name the Gemini API gcp.gemini).
 PROVIDER_NAMES = {"openai-responses": "openai", "text": "openai", "gemini": "gcp.gemini"}
-DEFAULT_HOSTS = {"openai": "api.openai.com", "openai-responses": "api.openai.com", "anthropic": "api.anthropic.com",
-                 "gemini": "generativelanguage.googleapis.com"}
+DEFAULT_HOSTS = {
+    "openai": "api.openai.com",
+    "openai-responses": "api.openai.com",
+    "anthropic": "api.anthropic.com",
+    "gemini": "generativelanguage.googleapis.com",
+}
 
 
 def provider_name(name: str) -> str:
@@ -38,14 +42,14 @@ def _model_attributes(provider: Provider, operation: str) -> dict[str, Any]:
     host = url.hostname if url is not None else DEFAULT_HOSTS.get(provider.name)
     if host:
         attributes["server.address"] = host
-        attributes["server.port"] = (url.port if url is not None and url.port
-                                     else 80 if url is not None and url.scheme == "http" else 443)
+        attributes["server.port"] = (
+            url.port if url is not None and url.port else 80 if url is not None and url.scheme == "http" else 443
+        )
     return attributes
 
 
 def agent_span(provider: Provider, conv: Conversation) -> AbstractContextManager[telemetry.Span]:
-    attributes = {**_model_attributes(provider, "invoke_agent"), "gen_ai.agent.name": "llmc",
-                  "gen_ai.conversation.id": conv.id}
+    attributes = {**_model_attributes(provider, "invoke_agent"), "gen_ai.agent.name": "llmc", "gen_ai.conversation.id": conv.id}
     return telemetry.span("invoke_agent llmc", "internal", attributes)
 
 
@@ -55,9 +59,12 @@ def traced_chat(provider: Provider, conv: Conversation, complete: Callable[[], A
         return complete()
     metric = _model_attributes(provider, "chat")
     settings = provider.settings
-    attributes = {**metric, "gen_ai.conversation.id": conv.id,
-                  **({"gen_ai.request.temperature": settings.temperature} if settings.temperature is not None else {}),
-                  **({"gen_ai.request.max_tokens": settings.max_tokens} if settings.max_tokens is not None else {})}
+    attributes = {
+        **metric,
+        "gen_ai.conversation.id": conv.id,
+        **({"gen_ai.request.temperature": settings.temperature} if settings.temperature is not None else {}),
+        **({"gen_ai.request.max_tokens": settings.max_tokens} if settings.max_tokens is not None else {}),
+    }
     t0 = time.monotonic()
     with telemetry.span(f"chat {settings.model or ''}".strip(), "client", attributes) as span:
         try:
@@ -66,8 +73,10 @@ def traced_chat(provider: Provider, conv: Conversation, complete: Callable[[], A
             telemetry.chat_usage({**metric, "error.type": type(exc).__name__}, None, None, time.monotonic() - t0)
             raise
         usage = turn.usage
-        for key, value in (("gen_ai.usage.input_tokens", usage.input_tokens),
-                           ("gen_ai.usage.output_tokens", usage.output_tokens)):
+        for key, value in (
+            ("gen_ai.usage.input_tokens", usage.input_tokens),
+            ("gen_ai.usage.output_tokens", usage.output_tokens),
+        ):
             if value is not None:
                 span.set(key, value)
         if turn.stop_reason:
@@ -79,7 +88,12 @@ def traced_chat(provider: Provider, conv: Conversation, complete: Callable[[], A
 def tool_span(tool: Tool, call_id: str) -> AbstractContextManager[telemetry.Span]:
     """`execute_tool {name}`: gen_ai.tool.type `extension`, a tool the agent calls in an external
     system (an MCP server); `llmc.server` says which."""
-    attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool.name, "gen_ai.tool.call.id": call_id,
-                  "gen_ai.tool.type": "extension", "llmc.server": tool.server,
-                  **({"gen_ai.tool.description": tool.description[:1000]} if tool.description else {})}
+    attributes = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": tool.name,
+        "gen_ai.tool.call.id": call_id,
+        "gen_ai.tool.type": "extension",
+        "llmc.server": tool.server,
+        **({"gen_ai.tool.description": tool.description[:1000]} if tool.description else {}),
+    }
     return telemetry.span(f"execute_tool {tool.name}", "internal", attributes)

@@ -90,18 +90,39 @@ class RunRecord:
 
     def to_json(self) -> dict[str, Any]:
         totals = {k: sum(u.get(k) or 0 for u in self.usage) for k in ("inputTokens", "outputTokens")}
-        return {"conversation": self.conversation, "provider": self.provider, "model": self.model,
-                "prompt": self.prompt, "answer": self.answer, "stopReason": self.stop_reason,
-                "steps": self.steps, "usage": self.usage, "usageTotal": totals,
-                "durationMs": self.duration_ms, "warnings": self.warnings}
+        return {
+            "conversation": self.conversation,
+            "provider": self.provider,
+            "model": self.model,
+            "prompt": self.prompt,
+            "answer": self.answer,
+            "stopReason": self.stop_reason,
+            "steps": self.steps,
+            "usage": self.usage,
+            "usageTotal": totals,
+            "durationMs": self.duration_ms,
+            "warnings": self.warnings,
+        }
 
 
-def ask(prompt: str, *, provider: Provider, tools: list[Tool], call_tool: CallTool,
-        read_only: ReadOnly = lambda tool: False, conversation: Conversation | None = None,
-        system: str | None = None, max_steps: int = 10,
-        timeout: float = 300.0, result_budget: int = 20_000, max_parallel: int = 8,
-        progress: Progress | None = None, strict: bool = False,
-        on_text: Callable[[str], None] | None = None, tool_search: bool | None = None) -> RunRecord:
+def ask(
+    prompt: str,
+    *,
+    provider: Provider,
+    tools: list[Tool],
+    call_tool: CallTool,
+    read_only: ReadOnly = lambda tool: False,
+    conversation: Conversation | None = None,
+    system: str | None = None,
+    max_steps: int = 10,
+    timeout: float = 300.0,
+    result_budget: int = 20_000,
+    max_parallel: int = 8,
+    progress: Progress | None = None,
+    strict: bool = False,
+    on_text: Callable[[str], None] | None = None,
+    tool_search: bool | None = None,
+) -> RunRecord:
     """Run the loop until the model answers without tool calls, `max_steps` model turns were
     taken, or `timeout` seconds passed. `read_only`: the profile's answer for a tool (llmc:
     policy.is_read_only, hints included); a turn's calls run concurrently only when it is true
@@ -111,14 +132,42 @@ def ask(prompt: str, *, provider: Provider, tools: list[Tool], call_tool: CallTo
     `runs`; the caller saves it. ProviderError propagates with `.record` (the run so far) set."""
     conv = conversation or Conversation.new(provider.name, provider.settings.model, system)
     with genai.agent_span(provider, conv):
-        return _ask(prompt, provider, tools, call_tool, read_only, conv, system, max_steps, timeout, result_budget,
-                    max_parallel, progress, strict, on_text, tool_search)
+        return _ask(
+            prompt,
+            provider,
+            tools,
+            call_tool,
+            read_only,
+            conv,
+            system,
+            max_steps,
+            timeout,
+            result_budget,
+            max_parallel,
+            progress,
+            strict,
+            on_text,
+            tool_search,
+        )
 
 
-def _ask(prompt: str, provider: Provider, tools: list[Tool], call_tool: CallTool, read_only: ReadOnly,
-         conv: Conversation, system: str | None, max_steps: int, timeout: float, result_budget: int,
-         max_parallel: int, progress: Progress | None, strict: bool,
-         on_text: Callable[[str], None] | None, tool_search: bool | None) -> RunRecord:
+def _ask(
+    prompt: str,
+    provider: Provider,
+    tools: list[Tool],
+    call_tool: CallTool,
+    read_only: ReadOnly,
+    conv: Conversation,
+    system: str | None,
+    max_steps: int,
+    timeout: float,
+    result_budget: int,
+    max_parallel: int,
+    progress: Progress | None,
+    strict: bool,
+    on_text: Callable[[str], None] | None,
+    tool_search: bool | None,
+) -> RunRecord:
     started = time.monotonic()
     deadline = started + timeout
     if system is not None:
@@ -145,8 +194,7 @@ def _ask(prompt: str, provider: Provider, tools: list[Tool], call_tool: CallTool
             translation = replace(translation, definitions=deferred(translation.definitions))
         record.warnings.extend(str(w) for w in getattr(translation, "warnings", []) or [])
         tools_by_key = {(t.server, t.name): t for t in tools}
-        by_name = {name: tools_by_key[owner] for name, owner in provider_tool_names(translation).items()
-                   if owner in tools_by_key}
+        by_name = {name: tools_by_key[owner] for name, owner in provider_tool_names(translation).items() if owner in tools_by_key}
     emit = _locked(progress)
     conv.messages.append(UserMessage(prompt))
     try:
@@ -163,9 +211,18 @@ def _ask(prompt: str, provider: Provider, tools: list[Tool], call_tool: CallTool
             t0 = time.monotonic()
             try:
                 # on_text: the model's text, streamed as it arrives (every turn's, not only the answer's)
-                turn = genai.traced_chat(provider, conv, functools.partial(
-                    provider.complete, conv.system, conv.messages, translation, timeout=remaining,
-                    **({"on_text": on_text} if on_text else {})))
+                turn = genai.traced_chat(
+                    provider,
+                    conv,
+                    functools.partial(
+                        provider.complete,
+                        conv.system,
+                        conv.messages,
+                        translation,
+                        timeout=remaining,
+                        **({"on_text": on_text} if on_text else {}),
+                    ),
+                )
             except ProviderError:
                 if time.monotonic() >= deadline:
                     record.stop_reason = STOP_TIMEOUT
@@ -173,8 +230,9 @@ def _ask(prompt: str, provider: Provider, tools: list[Tool], call_tool: CallTool
                 raise
             calls = turn.tool_calls  # as the model wrote them: services refuses arguments it cannot record
             turn = _turn_without_lone_surrogates(turn)
-            record.usage.append({"step": step, **turn.usage.to_json(), "stopReason": turn.stop_reason,
-                                 "durationMs": _ms(t0), "text": turn.text})
+            record.usage.append(
+                {"step": step, **turn.usage.to_json(), "stopReason": turn.stop_reason, "durationMs": _ms(t0), "text": turn.text}
+            )
             conv.messages.append(turn)
             if not turn.tool_calls and turn.stop_reason == PAUSE:
                 continue  # a server-side tool paused the turn: the model goes on from the conversation as it is
@@ -182,9 +240,20 @@ def _ask(prompt: str, provider: Provider, tools: list[Tool], call_tool: CallTool
                 record.answer = turn.text  # only a turn that calls no tool is the answer
                 record.stop_reason = {END: STOP_END, LENGTH: STOP_LENGTH}.get(turn.stop_reason, STOP_OTHER)
                 break
-            results, timed_out = _run_calls(step, calls, by_name, call_tool, read_only, deadline, max_parallel,
-                                            result_budget, record, emit,
-                                            getattr(translation, "arguments_back", None), search)
+            results, timed_out = _run_calls(
+                step,
+                calls,
+                by_name,
+                call_tool,
+                read_only,
+                deadline,
+                max_parallel,
+                result_budget,
+                record,
+                emit,
+                getattr(translation, "arguments_back", None),
+                search,
+            )
             conv.messages.append(ToolResults(results))
             if timed_out:
                 record.stop_reason = STOP_TIMEOUT
@@ -208,14 +277,28 @@ def _turn_without_lone_surrogates(turn: AssistantTurn) -> AssistantTurn:
     it becomes U+FFFD there."""
     if not has_lone_surrogate(turn.to_json()):
         return turn
-    return replace(turn, text=replace_lone_surrogates(turn.text), raw=replace_lone_surrogates(turn.raw),
-                   tool_calls=[replace(c, arguments=replace_lone_surrogates(c.arguments)) for c in turn.tool_calls])
+    return replace(
+        turn,
+        text=replace_lone_surrogates(turn.text),
+        raw=replace_lone_surrogates(turn.raw),
+        tool_calls=[replace(c, arguments=replace_lone_surrogates(c.arguments)) for c in turn.tool_calls],
+    )
 
 
-def _run_calls(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool], call_tool: CallTool, read_only: ReadOnly,
-               deadline: float, max_parallel: int, budget: int, record: RunRecord,
-               emit: Progress, arguments_back: Callable[[str, JSONObject], JSONObject] | None = None,
-               search: ToolSearch | None = None) -> tuple[list[ToolResultItem], bool]:
+def _run_calls(
+    step: int,
+    calls: list[ProviderToolCall],
+    by_name: dict[str, Tool],
+    call_tool: CallTool,
+    read_only: ReadOnly,
+    deadline: float,
+    max_parallel: int,
+    budget: int,
+    record: RunRecord,
+    emit: Progress,
+    arguments_back: Callable[[str, JSONObject], JSONObject] | None = None,
+    search: ToolSearch | None = None,
+) -> tuple[list[ToolResultItem], bool]:
     """Run one turn's calls; every call gets a result, in the model's order, so the conversation
     stays valid for every API even when time runs out."""
     entries: list[Step] = []
@@ -227,13 +310,23 @@ def _run_calls(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool
         # record shows what the server was sent.
         arguments = arguments_back(c.name, dict(c.arguments)) if tool and arguments_back else dict(c.arguments)
         sent.append(arguments)
-        entry: Step = {"step": step, "callId": c.id, "tool": tool.qualified_name if tool else c.name,
-                                 "providerName": c.name, "arguments": replace_lone_surrogates(arguments)}
+        entry: Step = {
+            "step": step,
+            "callId": c.id,
+            "tool": tool.qualified_name if tool else c.name,
+            "providerName": c.name,
+            "arguments": replace_lone_surrogates(arguments),
+        }
         if c.error:
             _fail(entry, "invalid", f"llmc could not read this tool call: {c.error}")
         elif tool is None:
-            _fail(entry, "unknown_tool", f"there is no tool named {c.name!r}; use one of: "
-                  + ", ".join(sorted(by_name)) if by_name else f"there is no tool named {c.name!r}; no tools are available")
+            _fail(
+                entry,
+                "unknown_tool",
+                f"there is no tool named {c.name!r}; use one of: " + ", ".join(sorted(by_name))
+                if by_name
+                else f"there is no tool named {c.name!r}; no tools are available",
+            )
         else:
             runnable.append(len(entries))
         if "outcome" in entry:
@@ -298,8 +391,7 @@ def _run_calls(step: int, calls: list[ProviderToolCall], by_name: dict[str, Tool
 
 def _ended(emit: Progress, step: int, tool: str, outcome: str, duration_ms: float | None, seen: ToolResult) -> None:
     """The tool_end event; unless the call went well, with what the model was told (cut short)."""
-    event: JSONObject = {"event": "tool_end", "step": step, "tool": tool, "outcome": outcome,
-                             "durationMs": duration_ms}
+    event: JSONObject = {"event": "tool_end", "step": step, "tool": tool, "outcome": outcome, "durationMs": duration_ms}
     if outcome != "ok":
         text = " ".join(seen.text.split())
         event["message"] = text if len(text) <= 300 else text[:299] + "…"
@@ -380,6 +472,7 @@ def _locked(progress: Progress | None) -> Progress:
     def emit(event: JSONObject) -> None:
         with lock:
             progress(event)
+
     return emit
 
 

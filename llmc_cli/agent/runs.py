@@ -38,8 +38,7 @@ class PreparedRun:
         return sampler(self.provider) if self.settings.allow_sampling else None
 
 
-def prepare(given: AskOptions, llm: LlmConfig, *, continue_from: str | None = None,
-            save_as: str | None = None) -> PreparedRun:
+def prepare(given: AskOptions, llm: LlmConfig, *, continue_from: str | None = None, save_as: str | None = None) -> PreparedRun:
     """Settings, model client and conversation (a saved one to continue, else a new one); the
     conversation is saved now, so a state directory that cannot take it fails before the model
     is asked (exit 3), not after it answered."""
@@ -48,16 +47,24 @@ def prepare(given: AskOptions, llm: LlmConfig, *, continue_from: str | None = No
         save_as = conversation_path(continue_from).stem
     settings = resolve_settings(given, llm, conversation)
     provider = make_provider(settings.provider, settings.provider_settings)
-    conversation = conversation or Conversation.new(settings.provider, settings.provider_settings.model,
-                                                    settings.system_for_new)
+    conversation = conversation or Conversation.new(settings.provider, settings.provider_settings.model, settings.system_for_new)
     save_conversation(conversation, save_as)
     return PreparedRun(settings, provider, conversation, save_as)
 
 
-def run(prepared: PreparedRun, prompt: str, catalog: Catalog, profile: LoadedProfile, invocation: Invocation, *,
-        servers: list[str] | None = None, progress: Progress | None = None, strict: bool = False,
-        on_text: Callable[[str], None] | None = None,
-        on_unavailable: Callable[[LlmcError], None] | None = None) -> tuple[RunRecord, Path]:
+def run(
+    prepared: PreparedRun,
+    prompt: str,
+    catalog: Catalog,
+    profile: LoadedProfile,
+    invocation: Invocation,
+    *,
+    servers: list[str] | None = None,
+    progress: Progress | None = None,
+    strict: bool = False,
+    on_text: Callable[[str], None] | None = None,
+    on_unavailable: Callable[[LlmcError], None] | None = None,
+) -> tuple[RunRecord, Path]:
     """The loop over the tools the profile lets the model see (`servers`: only theirs); a server
     that cannot list its tools is reported to `on_unavailable` and left out. Returns the record
     and where the conversation was saved (it is saved when the run fails too)."""
@@ -73,13 +80,22 @@ def run(prepared: PreparedRun, prompt: str, catalog: Catalog, profile: LoadedPro
             if on_unavailable:
                 on_unavailable(failure.error)
         try:
-            record = ask(prompt, provider=prepared.provider, tools=tools,
-                         call_tool=lambda call: services.call_tool(catalog, invocation, call),
-                         read_only=lambda tool: policy.is_read_only(tool, tool.qualified_name, config),
-                         conversation=prepared.conversation, system=settings.system_override,
-                         max_steps=settings.max_steps, timeout=settings.timeout,
-                         result_budget=settings.result_budget, progress=progress, strict=strict, on_text=on_text,
-                         tool_search=settings.tool_search)
+            record = ask(
+                prompt,
+                provider=prepared.provider,
+                tools=tools,
+                call_tool=lambda call: services.call_tool(catalog, invocation, call),
+                read_only=lambda tool: policy.is_read_only(tool, tool.qualified_name, config),
+                conversation=prepared.conversation,
+                system=settings.system_override,
+                max_steps=settings.max_steps,
+                timeout=settings.timeout,
+                result_budget=settings.result_budget,
+                progress=progress,
+                strict=strict,
+                on_text=on_text,
+                tool_search=settings.tool_search,
+            )
         finally:
             saved = save_conversation(prepared.conversation, prepared.save_as)
     return record, saved

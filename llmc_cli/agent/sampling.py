@@ -26,11 +26,17 @@ def sampler(provider: Provider, *, max_tokens: int = 1024, timeout: float = 120.
         cap = min(int(wanted), max_tokens) if isinstance(wanted, int) and wanted > 0 else max_tokens
         temperature = params.get("temperature")
         # A provider of its own: a server may sample while the loop's provider is in use.
-        settings = replace(provider.settings, max_tokens=cap, temperature=float(temperature)
-                           if isinstance(temperature, (int, float)) else provider.settings.temperature)
-        turn = make_provider(provider.name, settings).complete(params.get("systemPrompt"), history, None,
-                                                               timeout=timeout)
-        return {"role": "assistant", "content": {"type": "text", "text": turn.text}, "model": settings.model,
-                "stopReason": "maxTokens" if turn.stop_reason == LENGTH else "endTurn"}
+        settings = replace(
+            provider.settings,
+            max_tokens=cap,
+            temperature=float(temperature) if isinstance(temperature, (int, float)) else provider.settings.temperature,
+        )
+        turn = make_provider(provider.name, settings).complete(params.get("systemPrompt"), history, None, timeout=timeout)
+        return {
+            "role": "assistant",
+            "content": {"type": "text", "text": turn.text},
+            "model": settings.model,
+            "stopReason": "maxTokens" if turn.stop_reason == LENGTH else "endTurn",
+        }
 
     return sample

@@ -54,12 +54,21 @@ def resolve_settings(given: AskOptions, llm: LlmConfig, conversation: Conversati
     if not provider:
         raise UsageError("no provider: give --provider or set [llm] provider in the profile")
     model = given.model or (conversation.model if conversation else None) or llm.model
-    settings = ProviderSettings(model=model, api_key_env=given.api_key_env or llm.api_key_env,
-                                base_url=given.base_url or llm.base_url,
-                                temperature=given.temperature if given.temperature is not None else llm.temperature,
-                                max_tokens=given.max_tokens or llm.max_tokens)
-    return AskSettings(provider=provider, provider_settings=settings, max_steps=given.max_steps or llm.max_steps,
-                       timeout=given.total_timeout or llm.timeout, result_budget=llm.result_budget,
-                       allow_sampling=llm.allow_sampling, system_for_new=given.system or llm.system,
-                       system_override=given.system,
-                       tool_search=given.tool_search if given.tool_search is not None else llm.tool_search)
+    settings = ProviderSettings(
+        model=model,
+        api_key_env=given.api_key_env or llm.api_key_env,
+        base_url=given.base_url or llm.base_url,
+        temperature=given.temperature if given.temperature is not None else llm.temperature,
+        max_tokens=given.max_tokens or llm.max_tokens,
+    )
+    return AskSettings(
+        provider=provider,
+        provider_settings=settings,
+        max_steps=given.max_steps or llm.max_steps,
+        timeout=given.total_timeout or llm.timeout,
+        result_budget=llm.result_budget,
+        allow_sampling=llm.allow_sampling,
+        system_for_new=given.system or llm.system,
+        system_override=given.system,
+        tool_search=given.tool_search if given.tool_search is not None else llm.tool_search,
+    )

@@ -48,18 +48,31 @@ class ToolSearch:
     def __init__(self, tools: list[Tool], fmt: str, strict: bool = False) -> None:
         self.index = ToolIndex(tools)
         self.fmt, self.strict = fmt, strict
-        self.tool = Tool(LLMC, SEARCH_TOOL, {
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "description": "What the tool should do, in a few words "
-                          "(e.g. \"create a github issue\", \"read a file\")."},
-                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
-                          "description": f"How many tools at most (default {DEFAULT_LIMIT})."},
+        self.tool = Tool(
+            LLMC,
+            SEARCH_TOOL,
+            {
+                "type": "object",
+                "properties": {
+                    "query": {
+                        "type": "string",
+                        "description": 'What the tool should do, in a few words (e.g. "create a github issue", "read a file").',
+                    },
+                    "limit": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": MAX_LIMIT,
+                        "description": f"How many tools at most (default {DEFAULT_LIMIT}).",
+                    },
+                },
+                "required": ["query"],
             },
-            "required": ["query"],
-        }, description=(f"Find tools for a task among the {len(tools)} tools available. The tools found "
-                        "are added to your tools from your next turn: call them by the name given here."),
-            annotations={"readOnlyHint": True})
+            description=(
+                f"Find tools for a task among the {len(tools)} tools available. The tools found "
+                "are added to your tools from your next turn: call them by the name given here."
+            ),
+            annotations={"readOnlyHint": True},
+        )
         self.found: dict[tuple[str, str], Tool] = {}
         self._lock = threading.Lock()
         self._translation: tuple[int, Translation] | None = None
@@ -82,8 +95,7 @@ class ToolSearch:
         with self._lock:
             if self._translation is None or self._translation[0] != len(self.found):
                 offered = [self.tool, *self.found.values()]
-                names = {(t.server, t.name): SEARCH_TOOL if t is self.tool else f"{t.server}_{t.name}"
-                         for t in offered}
+                names = {(t.server, t.name): SEARCH_TOOL if t is self.tool else f"{t.server}_{t.name}" for t in offered}
                 self._translation = (len(self.found), translate(offered, self.fmt, strict=self.strict, names=names))
             return self._translation[1]
 
@@ -100,10 +112,19 @@ class ToolSearch:
             for m in matches:
                 self.found.setdefault((m.tool.server, m.tool.name), m.tool)
         names = self.translation().names
-        rows = [{"name": names.provider_name(m.tool.server, m.tool.name), "tool": m.tool.qualified_name,
-                 "score": round(m.score, 3), "description": m.tool.description} for m in matches]
-        text = json.dumps({"tools": rows, "note": "these tools are yours from your next turn" if rows
-                           else "no tool matches: try other words"}, ensure_ascii=False)
+        rows = [
+            {
+                "name": names.provider_name(m.tool.server, m.tool.name),
+                "tool": m.tool.qualified_name,
+                "score": round(m.score, 3),
+                "description": m.tool.description,
+            }
+            for m in matches
+        ]
+        text = json.dumps(
+            {"tools": rows, "note": "these tools are yours from your next turn" if rows else "no tool matches: try other words"},
+            ensure_ascii=False,
+        )
         return ToolResult(content=[{"type": "text", "text": text}], is_error=False)
 
 

@@ -11,14 +11,18 @@ from typing import TYPE_CHECKING
 from llmc_cli import lazy_names
 
 # Which module holds each name of the interface.
-_WHERE = {name: module for module, names in {
-    "llmc_cli.audit.deferred": "Deferred",
-    "llmc_cli.audit.log": "DEFAULT_MAX_BYTES AuditLog default_path",
-    "llmc_cli.audit.postgres": "PostgresAuditLog",
-    "llmc_cli.audit.trail": "ChainedLog",
-    "llmc_cli.audit.records": "MASK AuditError identity mask_secrets now_iso record_hash secret_values",
-    "llmc_cli.store.chain": "GENESIS",
-}.items() for name in names.split()}
+_WHERE = {
+    name: module
+    for module, names in {
+        "llmc_cli.audit.deferred": "Deferred",
+        "llmc_cli.audit.log": "DEFAULT_MAX_BYTES AuditLog default_path",
+        "llmc_cli.audit.postgres": "PostgresAuditLog",
+        "llmc_cli.audit.trail": "ChainedLog",
+        "llmc_cli.audit.records": "MASK AuditError identity mask_secrets now_iso record_hash secret_values",
+        "llmc_cli.store.chain": "GENESIS",
+    }.items()
+    for name in names.split()
+}
 
 if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its module, on first use
     from llmc_cli.audit.deferred import Deferred
@@ -31,5 +35,19 @@ else:
     __getattr__ = lazy_names(__name__, globals(), _WHERE)
 
 
-__all__ = ["ChainedLog", "Deferred", "DEFAULT_MAX_BYTES", "AuditLog", "default_path", "PostgresAuditLog", "MASK",
-           "AuditError", "identity", "mask_secrets", "now_iso", "record_hash", "secret_values", "GENESIS"]
+__all__ = [
+    "ChainedLog",
+    "Deferred",
+    "DEFAULT_MAX_BYTES",
+    "AuditLog",
+    "default_path",
+    "PostgresAuditLog",
+    "MASK",
+    "AuditError",
+    "identity",
+    "mask_secrets",
+    "now_iso",
+    "record_hash",
+    "secret_values",
+    "GENESIS",
+]

@@ -27,7 +27,9 @@ class Deferred:
         self.log = log
         log.lazy_anchor = True  # flush() syncs it, at least every second: one fsync per write, not three
         self.pending: list[AuditRecord] = []
-        self.lock = threading.Lock()  # held by the one writer (one batch runs servers in threads; the gateway serves hosts in threads)
+        self.lock = (
+            threading.Lock()
+        )  # held by the one writer (one batch runs servers in threads; the gateway serves hosts in threads)
         # Guards `pending` and `queued` only, never held across a write: an outcome recorded
         # while a write and fsync runs does not wait for it.
         self.queue_lock = threading.Lock()
@@ -144,5 +146,7 @@ class Deferred:
                 with self.queue_lock:
                     self.pending[:0] = pending
                 ran = f"{len(pending)} outcome records of calls that ran are not written yet"
-                raise AuditError(f"{exc.message}; " + (f"no call was run ({ran})" if records and pending else
-                                                       "no call was run" if records else ran)) from None
+                raise AuditError(
+                    f"{exc.message}; "
+                    + (f"no call was run ({ran})" if records and pending else "no call was run" if records else ran)
+                ) from None

@@ -82,8 +82,10 @@ class AuditLog(ChainedLog):
                 after = self._write_whole("".join(line + "\n" for line in lines).encode("utf-8"), head, count)
                 self._tail, self._tail_hash, self._tail_count = after, head, count
         except (OSError, LockTimeout, ConfigError) as exc:  # ConfigError: the anchor or the directory
-            raise AuditError(f"cannot write the audit log {self.path}: "
-                             f"{getattr(exc, 'strerror', None) or getattr(exc, 'message', None) or exc}") from None
+            raise AuditError(
+                f"cannot write the audit log {self.path}: "
+                f"{getattr(exc, 'strerror', None) or getattr(exc, 'message', None) or exc}"
+            ) from None
 
     def _write_whole(self, data: bytes, head: str, count: int) -> tuple[int, int]:
         """Append data in full (a write may be short on a full disk), fsync, update the anchor;
@@ -94,7 +96,7 @@ class AuditLog(ChainedLog):
             try:
                 view = memoryview(data)
                 while view:
-                    view = view[os.write(fd, view):]
+                    view = view[os.write(fd, view) :]
                 os.fsync(fd)
                 after = os.fstat(fd)
                 self._write_anchor(head, count, after.st_ino, after.st_size)
@@ -118,8 +120,9 @@ class AuditLog(ChainedLog):
             with file_lock(str(self.path) + ".lock", timeout=30):
                 return self._read_anchor()
         except (OSError, LockTimeout) as exc:
-            raise AuditError(f"cannot read the audit anchor {self.anchor_path}: "
-                             f"{getattr(exc, 'strerror', None) or exc}") from None
+            raise AuditError(
+                f"cannot read the audit anchor {self.anchor_path}: {getattr(exc, 'strerror', None) or exc}"
+            ) from None
 
     def _read_anchor(self) -> dict[str, Any] | None:
         """The anchor, read by a holder of the lock (it is rewritten in place)."""
@@ -138,8 +141,10 @@ class AuditLog(ChainedLog):
         anchor = self.anchor()
         if anchor is None:
             if self.files():
-                raise AuditError(f"the audit log has no anchor ({self.anchor_path}): it was written before llmc "
-                                 "kept one, or the anchor was deleted; the next recorded call writes it")
+                raise AuditError(
+                    f"the audit log has no anchor ({self.anchor_path}): it was written before llmc "
+                    "kept one, or the anchor was deleted; the next recorded call writes it"
+                )
             return {"head": GENESIS, "records": 0, "anchor": None}
         return {"head": anchor["head"], "records": anchor["records"], "anchor": str(self.anchor_path)}
 
@@ -148,8 +153,7 @@ class AuditLog(ChainedLog):
         as it is; else counted from the files (a log from before anchors, or a crash between the
         log write and the anchor write)."""
         anchor = self._read_anchor()
-        if anchor is not None and seen is not None and (anchor.get("inode"), anchor.get("size")) == \
-                (seen.st_ino, seen.st_size):
+        if anchor is not None and seen is not None and (anchor.get("inode"), anchor.get("size")) == (seen.st_ino, seen.st_size):
             return anchor["head"], anchor["records"]
         count = sum(1 for _ in self.records())
         # Never below the anchor: records cut off or deleted must stay visible to `verify`
@@ -202,13 +206,16 @@ class AuditLog(ChainedLog):
                     self._put_anchor(anchor, durable=True)
                 self._anchor_synced = True
         except (OSError, LockTimeout, ConfigError) as exc:
-            raise AuditError(f"cannot write the audit anchor {self.anchor_path}: "
-                             f"{getattr(exc, 'strerror', None) or getattr(exc, 'message', None) or exc}") from None
+            raise AuditError(
+                f"cannot write the audit anchor {self.anchor_path}: "
+                f"{getattr(exc, 'strerror', None) or getattr(exc, 'message', None) or exc}"
+            ) from None
 
     def files(self) -> list[Path]:
         """Oldest first: audit.jsonl.N ... audit.jsonl.1, audit.jsonl."""
-        rotated = sorted((p for p in self.path.parent.glob(self.path.name + ".*") if p.suffix[1:].isdigit()),
-                         key=lambda p: -int(p.suffix[1:]))
+        rotated = sorted(
+            (p for p in self.path.parent.glob(self.path.name + ".*") if p.suffix[1:].isdigit()), key=lambda p: -int(p.suffix[1:])
+        )
         return rotated + ([self.path] if self.path.exists() else [])
 
     def records(self) -> Iterator[tuple[Path, int, str]]:

@@ -44,12 +44,21 @@ class PostgresAuditLog(ChainedLog):
         written: list[dict[str, Any]] = []
 
         def seal_lost(orphans: list[tuple[str, dict[str, Any]]]) -> Seal:
-            records = [cast("AuditRecord", {
-                **{k: decision[k] for k in CALL_FIELDS if k in decision}, "event": "outcome", "outcome": "lost",
-                "replica": replica, "closedBy": closer,
-                "reason": f"gateway replica {replica} stopped renewing its lease before it recorded this call's "
-                          "outcome (killed, or cut off from the database); the call may have run"})
-                for replica, decision in orphans]
+            records = [
+                cast(
+                    "AuditRecord",
+                    {
+                        **{k: decision[k] for k in CALL_FIELDS if k in decision},
+                        "event": "outcome",
+                        "outcome": "lost",
+                        "replica": replica,
+                        "closedBy": closer,
+                        "reason": f"gateway replica {replica} stopped renewing its lease before it recorded this call's "
+                        "outcome (killed, or cut off from the database); the call may have run",
+                    },
+                )
+                for replica, decision in orphans
+            ]
             return sealer(records, written)
 
         try:

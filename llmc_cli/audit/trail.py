@@ -121,34 +121,60 @@ class ChainedLog:
             except (ValueError, KeyError, TypeError):
                 return {"ok": False, "records": count, **where, "reason": "not a valid audit record"}
             if record.get("prev") != prev:
-                return {"ok": False, "records": count, **where,
-                        "reason": "broken link: a record before this one was removed, added or reordered"}
+                return {
+                    "ok": False,
+                    "records": count,
+                    **where,
+                    "reason": "broken link: a record before this one was removed, added or reordered",
+                }
             if record_hash(record) != stored:
                 return {"ok": False, "records": count, **where, "reason": "record was modified (hash mismatch)"}
             prev, count = stored, count + 1
             if anchor is not None and count == anchor["records"]:
                 if stored != anchor["head"]:
-                    return {"ok": False, "records": count, **where,
-                            "reason": "the chain differs from its anchor: rewritten from this record back"}
+                    return {
+                        "ok": False,
+                        "records": count,
+                        **where,
+                        "reason": "the chain differs from its anchor: rewritten from this record back",
+                    }
                 anchored = True
             if expect is not None and stored == expect:
                 expected = where
-        report: dict[str, Any] = {"ok": True, "records": count, "files": [str(p) for p in self.files()],
-                                  "last": prev, "anchor": anchor and {"head": anchor["head"], "records": anchor["records"]}}
+        report: dict[str, Any] = {
+            "ok": True,
+            "records": count,
+            "files": [str(p) for p in self.files()],
+            "last": prev,
+            "anchor": anchor and {"head": anchor["head"], "records": anchor["records"]},
+        }
         where = {"file": str(self.path), "line": None}
         if anchor is None and count:
-            return {**report, "ok": False, **where, "reason": f"no anchor ({self.anchor_path}): the end of the log "
-                    "cannot be checked (it is deleted, or the log was written before llmc kept one; "
-                    "the next recorded call writes it)"}
+            return {
+                **report,
+                "ok": False,
+                **where,
+                "reason": f"no anchor ({self.anchor_path}): the end of the log "
+                "cannot be checked (it is deleted, or the log was written before llmc kept one; "
+                "the next recorded call writes it)",
+            }
         if anchor is not None and not anchored:
             what = "the audit log is missing" if not self.files() else "the log ends before its anchor"
-            return {**report, "ok": False, **where,
-                    "reason": f"{what}: the anchor counts {anchor['records']} records, the log has {count} "
-                              "(records were cut off or deleted)"}
+            return {
+                **report,
+                "ok": False,
+                **where,
+                "reason": f"{what}: the anchor counts {anchor['records']} records, the log has {count} "
+                "(records were cut off or deleted)",
+            }
         if expect is not None:
             report["expect"] = expect
             if expected is None and expect != GENESIS:
-                return {**report, "ok": False, **where,
-                        "reason": f"the expected head {expect} is not in the chain (records were cut off, "
-                                  "deleted or rewritten after it was recorded)"}
+                return {
+                    **report,
+                    "ok": False,
+                    **where,
+                    "reason": f"the expected head {expect} is not in the chain (records were cut off, "
+                    "deleted or rewritten after it was recorded)",
+                }
         return report

@@ -59,8 +59,9 @@ class ToolLists:
         return {server: len(tools) for server, tools in self.by_server.items()}
 
 
-def each(names: list[str], work: Callable[[str], T], on_each: Callable[[int, list[str]], None] | None = None
-         ) -> tuple[dict[str, T], list[ServerFailure]]:
+def each(
+    names: list[str], work: Callable[[str], T], on_each: Callable[[int, list[str]], None] | None = None
+) -> tuple[dict[str, T], list[ServerFailure]]:
     """Run work(server) for every server concurrently; failures are collected, not raised.
     `on_each(servers in all, servers still waited for)`: told once at the start, as each server
     settles, and with none waited for at the end."""

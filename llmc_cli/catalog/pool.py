@@ -21,13 +21,19 @@ from llmc_cli.model import ServerSpec
 
 
 class Pool:
-    def __init__(self, specs: list[ServerSpec], *, hooks: ClientHooks | None = None,
-                 builtins: Mapping[str, Callable[[ServerSpec], Any]] | None = None,
-                 on_stderr: Callable[[str, str], None] | None = None,
-                 keeper: tuple[str, str] | None = None, stores: Stores | None = None,
-                 unusable: Mapping[str, LlmcError] | None = None,
-                 admit: Callable[[str], AbstractContextManager[None]] | None = None,
-                 on_changed: Callable[[str, str], None] | None = None) -> None:
+    def __init__(
+        self,
+        specs: list[ServerSpec],
+        *,
+        hooks: ClientHooks | None = None,
+        builtins: Mapping[str, Callable[[ServerSpec], Any]] | None = None,
+        on_stderr: Callable[[str, str], None] | None = None,
+        keeper: tuple[str, str] | None = None,
+        stores: Stores | None = None,
+        unusable: Mapping[str, LlmcError] | None = None,
+        admit: Callable[[str], AbstractContextManager[None]] | None = None,
+        on_changed: Callable[[str, str], None] | None = None,
+    ) -> None:
         """`unusable`: servers that cannot even be configured (an unset ${VAR}), each with its
         error: failed from the start, never connected. `admit(server)`: a context each new
         connection starts in (raises to refuse it). `on_changed(server, method)`: a server's
@@ -94,8 +100,7 @@ class Pool:
             else:
                 from llmc_cli.mcp.client import connect  # not for a keeper's servers
 
-                session = connect(spec, stores=self.stores, hooks=hooks, builtins=self.builtins,
-                                  on_stderr=stderr)
+                session = connect(spec, stores=self.stores, hooks=hooks, builtins=self.builtins, on_stderr=stderr)
                 if self.posts_on_caller_thread and hasattr(session.transport, "posts_on_caller_thread"):
                     session.transport.posts_on_caller_thread = True
                 self.sessions[server] = session
@@ -117,8 +122,7 @@ class Pool:
         for name in servers if servers is not None else list(self.specs):
             if name not in self.specs:
                 continue  # an unknown server: the command's use of it says so
-            threading.Thread(target=self._connect_quietly, args=(name,), daemon=True,
-                             name=f"llmc-connect-{name}").start()
+            threading.Thread(target=self._connect_quietly, args=(name,), daemon=True, name=f"llmc-connect-{name}").start()
 
     def _connect_quietly(self, server: str) -> None:
         try:

@@ -74,7 +74,9 @@ def missing_tool_message(catalog: Catalog, name: str, missing: str) -> str:
     hint = did_you_mean(name, catalog.specs)
     if catalog.keeper is not None:
         session = catalog.keeper[1]
-        return (f"session {session} (in use) does not hold server {name!r}{hint} (it holds: {held}): "
-                f"start a session that does (llmc session start NAME -s {name}) or leave this one "
-                "(unset LLMC_SESSION, or no --session)")
+        return (
+            f"session {session} (in use) does not hold server {name!r}{hint} (it holds: {held}): "
+            f"start a session that does (llmc session start NAME -s {name}) or leave this one "
+            "(unset LLMC_SESSION, or no --session)"
+        )
     return f"{missing}, and there is no server {name!r}{hint} (servers: {held})"

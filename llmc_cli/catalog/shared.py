@@ -24,19 +24,35 @@ T = TypeVar("T")
 
 
 class Catalog:
-    def __init__(self, specs: list[ServerSpec], *, hooks: ClientHooks | None = None,
-                 builtins: Mapping[str, Callable[[ServerSpec], Any]] | None = None,
-                 on_stderr: Callable[[str, str], None] | None = None,
-                 keeper: tuple[str, str] | None = None, stores: Stores | None = None,
-                 unusable: Mapping[str, LlmcError] | None = None, shared: Catalog | None = None,
-                 own: Collection[str] | None = None,
-                 admit: Callable[[str], AbstractContextManager[None]] | None = None) -> None:
+    def __init__(
+        self,
+        specs: list[ServerSpec],
+        *,
+        hooks: ClientHooks | None = None,
+        builtins: Mapping[str, Callable[[ServerSpec], Any]] | None = None,
+        on_stderr: Callable[[str, str], None] | None = None,
+        keeper: tuple[str, str] | None = None,
+        stores: Stores | None = None,
+        unusable: Mapping[str, LlmcError] | None = None,
+        shared: Catalog | None = None,
+        own: Collection[str] | None = None,
+        admit: Callable[[str], AbstractContextManager[None]] | None = None,
+    ) -> None:
         """`unusable`: servers that cannot even be configured (an unset ${VAR}), each with its
         error. They stay in the catalog, failed from the start: every listing reports them as
         failures, with their own exit code, beside the others' results. `shared`, `own` and
         `admit`: see for_host()."""
-        self.pool = Pool(specs, hooks=hooks, builtins=builtins, on_stderr=on_stderr, keeper=keeper, stores=stores,
-                         unusable=unusable, admit=admit, on_changed=self._changed)
+        self.pool = Pool(
+            specs,
+            hooks=hooks,
+            builtins=builtins,
+            on_stderr=on_stderr,
+            keeper=keeper,
+            stores=stores,
+            unusable=unusable,
+            admit=admit,
+            on_changed=self._changed,
+        )
         self.specs = self.pool.specs  # the same dict: servers a keeper lists later join it
         self.keeper = keeper  # (socket path, session name): the servers live in a session keeper
         self.shared = shared
@@ -65,8 +81,12 @@ class Catalog:
 
     # -- sharing per host ------------------------------------------------------------------------
 
-    def for_host(self, hooks: ClientHooks | None = None, own: Collection[str] | None = None,
-                 admit: Callable[[str], AbstractContextManager[None]] | None = None) -> Catalog:
+    def for_host(
+        self,
+        hooks: ClientHooks | None = None,
+        own: Collection[str] | None = None,
+        admit: Callable[[str], AbstractContextManager[None]] | None = None,
+    ) -> Catalog:
         """For a long-lived caller with many users (the gateway's hosts): a catalog for one of
         them, with its own connections to the servers that keep state between requests (a
         process, an initialize-era session) and this catalog's connections to the others. So a
@@ -80,9 +100,17 @@ class Catalog:
         pool = self.pool
         stores = replace(pool.stores or Stores(), remember_session_ids=False)
         specs = [spec for name, spec in self.specs.items() if name not in pool.unusable]
-        return Catalog(specs, hooks=hooks, builtins=pool.builtins, on_stderr=pool.on_stderr, stores=stores,
-                       unusable={name: pool.failed[name] for name in pool.unusable}, shared=self, own=own,
-                       admit=admit)
+        return Catalog(
+            specs,
+            hooks=hooks,
+            builtins=pool.builtins,
+            on_stderr=pool.on_stderr,
+            stores=stores,
+            unusable={name: pool.failed[name] for name in pool.unusable},
+            shared=self,
+            own=own,
+            admit=admit,
+        )
 
     def root(self) -> Catalog:
         """The catalog every for_host() one descends from: the connections shared by all."""
@@ -114,8 +142,9 @@ class Catalog:
         """The server's session, connecting on first use (one connection per server), on the
         connection of the catalog serving it."""
         if server not in self.specs:
-            raise UsageError(f"unknown server {server!r}{did_you_mean(server, self.specs)} "
-                             f"(servers: {', '.join(self.specs) or 'none'})")
+            raise UsageError(
+                f"unknown server {server!r}{did_you_mean(server, self.specs)} (servers: {', '.join(self.specs) or 'none'})"
+            )
         if self.shared is not None and (serving := self.serving(server)) is not self:
             return serving.session(server)
         return self.pool.session(server)
@@ -161,12 +190,12 @@ class Catalog:
         per_server, failures = self.each(self.tools_of, names)
         return [t for name in names for t in per_server.get(name, [])], failures
 
-    def list_offered(self, method: str, key: str, capability: str, servers: list[str] | None = None
-                     ) -> tuple[dict[str, list[JSONObject]], list[str], list[ServerFailure]]:
+    def list_offered(
+        self, method: str, key: str, capability: str, servers: list[str] | None = None
+    ) -> tuple[dict[str, list[JSONObject]], list[str], list[ServerFailure]]:
         """Every page of `method` from each server (or each of `servers`) that offers `capability`
         (listing.offered): (items per server, servers skipped as not offering it, failures)."""
-        results, failures = self.each(lambda server: listing.offered(self.session(server), method, key, capability),
-                                      servers)
+        results, failures = self.each(lambda server: listing.offered(self.session(server), method, key, capability), servers)
         skipped = [server for server, items in results.items() if items is None]
         return {server: items for server, items in results.items() if items is not None}, skipped, failures
 

@@ -26,20 +26,43 @@ from llmc_cli.model import PROVIDERS
 @click.option("--total-timeout", type=click.FloatRange(min=1), metavar="SECONDS", help="The whole run (default 300).")
 @click.option("--system", help="System prompt.")
 @click.option("--save", "save_as", metavar="NAME", help="Save the conversation under this name (default: its id).")
-@click.option("--continue", "continue_from", metavar="NAME|last",
-              help="Go on with a saved conversation; it is saved back under its name unless --save says otherwise.")
+@click.option(
+    "--continue",
+    "continue_from",
+    metavar="NAME|last",
+    help="Go on with a saved conversation; it is saved back under its name unless --save says otherwise.",
+)
 @click.option("--text", is_flag=True, help="Print only the answer.")
 @click.option("--yes", "-y", is_flag=True, help="Answer yes to confirmations the policy asks for.")
 @click.option("--strict", is_flag=True, help="OpenAI strict-mode tool schemas.")
-@click.option("--tool-search/--no-tool-search", default=None,
-              help="The model first gets one tool, search_tools; the tools it finds join from its next turn. "
-                   "Default: the profile's [llm] tool_search, else on past 40 tools.")
+@click.option(
+    "--tool-search/--no-tool-search",
+    default=None,
+    help="The model first gets one tool, search_tools; the tools it finds join from its next turn. "
+    "Default: the profile's [llm] tool_search, else on past 40 tools.",
+)
 @target_options
 @click.pass_context
-def ask(ctx: click.Context, prompt: str, provider: str | None, model: str | None, base_url: str | None,
-        api_key_env: str | None, temperature: float | None, max_tokens: int | None, max_steps: int | None,
-        total_timeout: float | None, system: str | None, save_as: str | None, continue_from: str | None,
-        text: bool, yes: bool, strict: bool, tool_search: bool | None, target: Target) -> None:
+def ask(
+    ctx: click.Context,
+    prompt: str,
+    provider: str | None,
+    model: str | None,
+    base_url: str | None,
+    api_key_env: str | None,
+    temperature: float | None,
+    max_tokens: int | None,
+    max_steps: int | None,
+    total_timeout: float | None,
+    system: str | None,
+    save_as: str | None,
+    continue_from: str | None,
+    text: bool,
+    yes: bool,
+    strict: bool,
+    tool_search: bool | None,
+    target: Target,
+) -> None:
     """Ask the profile's LLM; it may use the tools the policy allows. PROMPT '-' reads stdin.
 
     Output: JSON with the answer, every step (tool, arguments, outcome, duration, what the model
@@ -57,22 +80,37 @@ def ask(ctx: click.Context, prompt: str, provider: str | None, model: str | None
     if not prompt.strip():
         raise UsageError("the prompt is empty")
     app = app_of(ctx)
-    given = agent.AskOptions(provider=provider, model=model, base_url=base_url, api_key_env=api_key_env,
-                             temperature=temperature, max_tokens=max_tokens, max_steps=max_steps,
-                             total_timeout=total_timeout, system=system, tool_search=tool_search)
+    given = agent.AskOptions(
+        provider=provider,
+        model=model,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        max_steps=max_steps,
+        total_timeout=total_timeout,
+        system=system,
+        tool_search=tool_search,
+    )
     prepared = runs.prepare(given, app.load_profile().profile.llm, continue_from=continue_from, save_as=save_as)
     catalog, profile = open_target(ctx, target, sample=prepared.sample)
-    invocation = services.Invocation(profile=profile, state=services.open_state(profile), command="ask",
-                                     caller="model", interactive=app.interactive, assume_yes=yes,
-                                     confirm=terminal.confirm_call, conversation_id=prepared.conversation.id)
+    invocation = services.Invocation(
+        profile=profile,
+        state=services.open_state(profile),
+        command="ask",
+        caller="model",
+        interactive=app.interactive,
+        assume_yes=yes,
+        confirm=terminal.confirm_call,
+        conversation_id=prepared.conversation.id,
+    )
     # Steps on a terminal or with -v; a call that went wrong for the model is reported either way.
     show_steps = sys.stderr.isatty() or bool(app.verbose)
 
     # The model's text streams to a terminal as it arrives: with --text to stdout (it is the
     # output there), else to stderr (the JSON document follows on stdout). Into a pipe nothing
     # streams: the output is the same whole document either way.
-    live = LiveText(sys.stdout) if text and sys.stdout.isatty() else LiveText(sys.stderr) if sys.stderr.isatty() \
-        else None
+    live = LiveText(sys.stdout) if text and sys.stdout.isatty() else LiveText(sys.stderr) if sys.stderr.isatty() else None
 
     def progress(event: dict[str, Any]) -> None:
         if live:
@@ -82,10 +120,18 @@ def ask(ctx: click.Context, prompt: str, provider: str | None, model: str | None
             note(line if show_steps else f"llmc: {line}")
 
     try:
-        record, saved = runs.run(prepared, prompt, catalog, profile, invocation, servers=list(target.servers) or None,
-                                 progress=progress, strict=strict, on_text=live.write if live else None,
-                                 on_unavailable=lambda error: note(
-                                     f"llmc: {error.message} (its tools are not available to the model)"))
+        record, saved = runs.run(
+            prepared,
+            prompt,
+            catalog,
+            profile,
+            invocation,
+            servers=list(target.servers) or None,
+            progress=progress,
+            strict=strict,
+            on_text=live.write if live else None,
+            on_unavailable=lambda error: note(f"llmc: {error.message} (its tools are not available to the model)"),
+        )
     finally:
         if live:
             live.end_line()
@@ -98,6 +144,7 @@ def ask(ctx: click.Context, prompt: str, provider: str | None, model: str | None
         raise TimeoutExpired(f"the run reached its time limit after {len(record.steps)} tool call(s)")
     if record.stop_reason == agent.STOP_MAX_STEPS:
         raise ToolFailed(f"no answer within {prepared.settings.max_steps} model turns (--max-steps)")
+
 
 class LiveText:
     """The model's text on a terminal as it arrives, cleaned of control characters like all text

@@ -34,8 +34,12 @@ def _log(ctx: click.Context) -> ChainedLog:
 
 
 @audit.command("verify")
-@click.option("--expect", metavar="HASH", help="A head printed earlier by `llmc audit head`: it must still be in "
-              "the chain (catches a log and anchor rewritten together).")
+@click.option(
+    "--expect",
+    metavar="HASH",
+    help="A head printed earlier by `llmc audit head`: it must still be in "
+    "the chain (catches a log and anchor rewritten together).",
+)
 @click.pass_context
 def verify(ctx: click.Context, expect: str | None) -> None:
     """Check the hash chain across every audit file and against its anchor: ok, or the first
@@ -61,13 +65,37 @@ def head(ctx: click.Context) -> None:
 @click.option("--since", metavar="30m|1h|2d|ISO", help="Only records from then on.")
 @click.option("--server", "servers", multiple=True, help="Only these servers (repeatable).")
 @click.option("--tool", "tool_glob", metavar="GLOB", help="Only tools matching this glob.")
-@click.option("--outcome", type=click.Choice(["ok", "cached", "tool_error", "transport_error", "timeout", "cancelled", "denied",
-                                              "interrupted", "abandoned", "lost", "skipped",
-                                              "internal_error"]))
+@click.option(
+    "--outcome",
+    type=click.Choice(
+        [
+            "ok",
+            "cached",
+            "tool_error",
+            "transport_error",
+            "timeout",
+            "cancelled",
+            "denied",
+            "interrupted",
+            "abandoned",
+            "lost",
+            "skipped",
+            "internal_error",
+        ]
+    ),
+)
 @format_option("jsonl", "table", listing=True)
 @click.pass_context
-def tail(ctx: click.Context, count: int, follow: bool, since: str | None, servers: tuple[str, ...],
-         tool_glob: str | None, outcome: str | None, fmt: str) -> None:
+def tail(
+    ctx: click.Context,
+    count: int,
+    follow: bool,
+    since: str | None,
+    servers: tuple[str, ...],
+    tool_glob: str | None,
+    outcome: str | None,
+    fmt: str,
+) -> None:
     """The last records, as JSON Lines (or a table)."""
     from llmc_cli.cli.durations import parse_since
 
@@ -80,9 +108,13 @@ def tail(ctx: click.Context, count: int, follow: bool, since: str | None, server
     def keep(record: dict[str, Any]) -> bool:
         if servers and record.get("server") not in servers:
             return False
-        if tool_glob and ("tool" not in record  # a resource read or a prompt get
-                          or (not fnmatch.fnmatchcase(f"{record.get('server')}.{record.get('tool')}", tool_glob)
-                          and not fnmatch.fnmatchcase(str(record.get("tool")), tool_glob))):
+        if tool_glob and (
+            "tool" not in record  # a resource read or a prompt get
+            or (
+                not fnmatch.fnmatchcase(f"{record.get('server')}.{record.get('tool')}", tool_glob)
+                and not fnmatch.fnmatchcase(str(record.get("tool")), tool_glob)
+            )
+        ):
             return False
         if outcome and (record.get("outcome") or ("denied" if record.get("decision") == "deny" else None)) != outcome:
             return False
@@ -119,7 +151,6 @@ def _print(records: list[dict[str, Any]], fmt: str, follow: bool = False) -> Non
     """`follow`: new records while following; none is no news (nothing said)."""
     if fmt == "table":
         if records or not follow:
-            show_table(records, ["time", "event", "server", "tool", "decision", "outcome", "durationMs"],
-                       "audit records")
+            show_table(records, ["time", "event", "server", "tool", "decision", "outcome", "durationMs"], "audit records")
     else:
         emit(records, "jsonl")

@@ -30,9 +30,12 @@ def auth() -> None:
 
 @auth.command("login")
 @click.argument("server", shell_complete=_complete_servers)
-@click.option("--no-browser", is_flag=True,
-              help="Print the authorization URL instead of opening a browser; on a terminal the address the "
-                   "browser was redirected to can be pasted back (for SSH sessions).")
+@click.option(
+    "--no-browser",
+    is_flag=True,
+    help="Print the authorization URL instead of opening a browser; on a terminal the address the "
+    "browser was redirected to can be pasted back (for SSH sessions).",
+)
 @click.pass_context
 def login(ctx: click.Context, server: str, no_browser: bool) -> None:
     """Authorize llmc for SERVER (a server of the profile, or a URL) and store the tokens.

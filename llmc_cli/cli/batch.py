@@ -34,9 +34,9 @@ def read_items(lines: Iterable[str], resolve: Callable[[str], tuple[str, str]]) 
             ident = entry.get("id")
             tool, arguments = entry.get("tool"), entry.get("arguments", {})
             if not isinstance(tool, str) or not tool:
-                raise UsageError("a batch line needs \"tool\": \"server.tool\"")
+                raise UsageError('a batch line needs "tool": "server.tool"')
             if not isinstance(arguments, dict):
-                raise UsageError("\"arguments\" must be a JSON object")
+                raise UsageError('"arguments" must be a JSON object')
             if arguments_too_deep(arguments):
                 raise UsageError(ARGUMENTS_TOO_DEEP)
             server, name = resolve(tool)
@@ -69,8 +69,17 @@ def check_arguments(catalog: Catalog, items: list[BatchItem]) -> None:
             item.error = exc
 
 
-def run(ctx: click.Context, source: str, parallel: int, fail_fast: bool, yes: bool, validate: bool,
-        target: Target, *, use_cache: bool = True) -> None:
+def run(
+    ctx: click.Context,
+    source: str,
+    parallel: int,
+    fail_fast: bool,
+    yes: bool,
+    validate: bool,
+    target: Target,
+    *,
+    use_cache: bool = True,
+) -> None:
     from llmc_cli import services
     from llmc_cli.cli.common import open_target, tool_resolver
 
@@ -86,8 +95,14 @@ def run(ctx: click.Context, source: str, parallel: int, fail_fast: bool, yes: bo
             check_arguments(catalog, items)
         # The batch file is the person's decision (no confirm_destructive); the profile's
         # `confirm` patterns still apply, and a batch never prompts: --yes or pre-approved hashes.
-        invocation = services.Invocation(profile=profile, state=services.open_state(profile), command="batch",
-                                         caller="human", assume_yes=yes, use_cache=use_cache)
+        invocation = services.Invocation(
+            profile=profile,
+            state=services.open_state(profile),
+            command="batch",
+            caller="human",
+            assume_yes=yes,
+            use_cache=use_cache,
+        )
 
         finished: list[Any] = []
 

@@ -18,21 +18,50 @@ from llmc_cli.errors import ToolFailed, UsageError
 @click.option("--text", is_flag=True, help="Print only the text content.")
 @click.option("--yes", "-y", is_flag=True, help="Answer yes to the confirmations the profile's `confirm` patterns ask for.")
 @format_option("json", "table")
-@click.option("--batch", "batch", metavar="FILE|-",
-              help='Many calls, one connection per server: JSON Lines {"id", "tool", "arguments"} in, '
-                   "one JSON Lines result per input out, in input order.")
-@click.option("--parallel", type=click.IntRange(1, 64), default=1, show_default=True,
-              help="With --batch: consecutive read-only calls to one server run this many at once.")
+@click.option(
+    "--batch",
+    "batch",
+    metavar="FILE|-",
+    help='Many calls, one connection per server: JSON Lines {"id", "tool", "arguments"} in, '
+    "one JSON Lines result per input out, in input order.",
+)
+@click.option(
+    "--parallel",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="With --batch: consecutive read-only calls to one server run this many at once.",
+)
 @click.option("--fail-fast", is_flag=True, help="With --batch: skip the rest after the first failure.")
-@click.option("--no-cache", "no_cache", is_flag=True,
-              help="Ask the server even when [cache] holds a fresh result of this call (and cache its answer).")
-@click.option("--validate/--no-validate", default=True, show_default=True,
-              help="Check the arguments against the tool's inputSchema before calling (exit 2 when they do not fit).")
+@click.option(
+    "--no-cache",
+    "no_cache",
+    is_flag=True,
+    help="Ask the server even when [cache] holds a fresh result of this call (and cache its answer).",
+)
+@click.option(
+    "--validate/--no-validate",
+    default=True,
+    show_default=True,
+    help="Check the arguments against the tool's inputSchema before calling (exit 2 when they do not fit).",
+)
 @target_options
 @click.pass_context
-def call(ctx: click.Context, tool: str | None, pairs: tuple[str, ...], json_args: str | None, text: bool,
-         yes: bool, fmt: str, batch: str | None, parallel: int, fail_fast: bool, no_cache: bool, validate: bool,
-         target: Target) -> None:
+def call(
+    ctx: click.Context,
+    tool: str | None,
+    pairs: tuple[str, ...],
+    json_args: str | None,
+    text: bool,
+    yes: bool,
+    fmt: str,
+    batch: str | None,
+    parallel: int,
+    fail_fast: bool,
+    no_cache: bool,
+    validate: bool,
+    target: Target,
+) -> None:
     """Call one tool. TOOL is SERVER.TOOL, or a bare name when exactly one server has it.
 
     Values are typed by the tool's inputSchema (integers, numbers, booleans, JSON for objects
@@ -68,15 +97,30 @@ def call(ctx: click.Context, tool: str | None, pairs: tuple[str, ...], json_args
             arguments = parse_pairs(pairs, found.input_schema if found else None)
         if validate and found is not None:
             validate_arguments(catalog, server, arguments, found.input_schema, f"{server}.{name}")
-        invocation = services.Invocation(profile=profile, state=services.open_state(profile), command="call",
-                                         caller="human", assume_yes=yes, interactive=app_of(ctx).interactive,
-                                         confirm=prompt.confirm_call, use_cache=not no_cache)
+        invocation = services.Invocation(
+            profile=profile,
+            state=services.open_state(profile),
+            command="call",
+            caller="human",
+            assume_yes=yes,
+            interactive=app_of(ctx).interactive,
+            confirm=prompt.confirm_call,
+            use_cache=not no_cache,
+        )
         result = services.call_tool(catalog, invocation, ToolCall(server, name, arguments))
     if text:
         plain_text(result.text)
     else:
-        emit({"server": server, "tool": name, **result.to_json(), **({"cached": True} if result.cached else {}),
-              "durationMs": result.duration_ms,
-              **warnings(ctx)}, fmt)
+        emit(
+            {
+                "server": server,
+                "tool": name,
+                **result.to_json(),
+                **({"cached": True} if result.cached else {}),
+                "durationMs": result.duration_ms,
+                **warnings(ctx),
+            },
+            fmt,
+        )
     if result.is_error:
         raise ToolFailed(f"{server}.{name} reported an error: {result.text[:200]}")

@@ -20,8 +20,9 @@ if TYPE_CHECKING:
     from llmc_cli.services.tools import ToolResolver
 
 
-def open_target(ctx: click.Context, target: Target, sample: Any = None,
-                 warm: bool = True, first: str | None = None) -> tuple[Catalog, LoadedProfile]:
+def open_target(
+    ctx: click.Context, target: Target, sample: Any = None, warm: bool = True, first: str | None = None
+) -> tuple[Catalog, LoadedProfile]:
     """target: what @target_options gave. Returns (catalog, loaded profile).
     `warm`: start every server now; a command that needs only some (a call) starts those when
     it knows them (tool_resolver, Pool.warm_up). `first`: the server the command names, if
@@ -50,16 +51,26 @@ def open_target(ctx: click.Context, target: Target, sample: Any = None,
         session = None  # --stdio/--url on the command line beat an LLMC_SESSION of the shell
     if adhoc:
         # The server starts while the profile (and its policy) loads: start-up overlaps.
-        catalog = services.open_catalog(None, (), adhoc, hooks, on_stderr, target.timeout, session,
-                                        connect_timeout=target.connect_timeout)
+        catalog = services.open_catalog(
+            None, (), adhoc, hooks, on_stderr, target.timeout, session, connect_timeout=target.connect_timeout
+        )
         catalog.pool.warm_up()
         profile = load_profile(profile_name)
         _telemetry(ctx, profile)
     else:
         profile = load_profile(profile_name)
         _telemetry(ctx, profile)
-        catalog = services.open_catalog(profile, tuple(target.servers), None, hooks, on_stderr, target.timeout,
-                                        session, first, connect_timeout=target.connect_timeout)
+        catalog = services.open_catalog(
+            profile,
+            tuple(target.servers),
+            None,
+            hooks,
+            on_stderr,
+            target.timeout,
+            session,
+            first,
+            connect_timeout=target.connect_timeout,
+        )
         if warm:
             catalog.pool.warm_up()
     if sys.stderr.isatty():  # presentation only: nothing when stderr is a file or a pipe
@@ -133,4 +144,3 @@ def _progress_note(params: Mapping[str, object]) -> None:
     """Progress without a terminal (-v): one plain line per notification."""
     total, done = params.get("total"), params.get("progress")
     note(f"[progress] {f'{done}/{total}' if total else done} {params.get('message') or ''}".rstrip())
-

@@ -68,6 +68,14 @@ def _conversation_summary(name: str, conv: Any, mtime: float) -> dict[str, Any]:
         return datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
     prompts = [run.get("prompt") for run in conv.runs if run.get("prompt")]
-    return {"name": name, "id": conv.id, "provider": conv.provider, "model": conv.model, "turns": len(conv.runs),
-            "messageCount": len(conv.messages), "firstPrompt": prompts[0] if prompts else None,
-            "created": iso(conv.created), "updated": iso(mtime)}
+    return {
+        "name": name,
+        "id": conv.id,
+        "provider": conv.provider,
+        "model": conv.model,
+        "turns": len(conv.runs),
+        "messageCount": len(conv.messages),
+        "firstPrompt": prompts[0] if prompts else None,
+        "created": iso(conv.created),
+        "updated": iso(mtime),
+    }

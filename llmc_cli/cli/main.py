@@ -25,10 +25,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "policy": ("llmc_cli.cli.policy:policy", "Explain and pre-approve policy decisions."),
     "audit": ("llmc_cli.cli.audit:audit", "Read and verify the audit trail of every tool invocation."),
     "ping": ("llmc_cli.cli.resources:ping", "Check that servers answer."),
-    "servers": ("llmc_cli.cli.servers:servers", "Add, list, show, remove, import the servers of a profile; install the gateway in a host."),
+    "servers": (
+        "llmc_cli.cli.servers:servers",
+        "Add, list, show, remove, import the servers of a profile; install the gateway in a host.",
+    ),
     "profiles": ("llmc_cli.cli.profiles:profiles", "List, show and initialise profiles."),
     "auth": ("llmc_cli.cli.auth:auth", "Log in to remote servers (OAuth); show and remove stored tokens."),
-    "serve": ("llmc_cli.cli.serve:serve", "The gateway: a profile's servers as one MCP server (-p PROFILE [--http ADDR]); serve workspace: the built-in server."),
+    "serve": (
+        "llmc_cli.cli.serve:serve",
+        "The gateway: a profile's servers as one MCP server (-p PROFILE [--http ADDR]); serve workspace: the built-in server.",
+    ),
     "state": ("llmc_cli.cli.state:state", "Shared state in PostgreSQL: llmc state migrate."),
     "session": ("llmc_cli.cli.session:session", "Keep servers running between commands: start, list, stop, forget."),
 }
@@ -80,8 +86,14 @@ def _complete_profiles(ctx: click.Context, param: click.Parameter, incomplete: s
 
 @click.group(cls=LazyGroup, epilog=EXIT_CODES_HELP, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="llmc")
-@click.option("--profile", "-p", envvar="LLMC_PROFILE", metavar="NAME|PATH", shell_complete=_complete_profiles,
-              help="Profile to use (default: 'default', else the built-in read-only workspace).")
+@click.option(
+    "--profile",
+    "-p",
+    envvar="LLMC_PROFILE",
+    metavar="NAME|PATH",
+    shell_complete=_complete_profiles,
+    help="Profile to use (default: 'default', else the built-in read-only workspace).",
+)
 @click.option("-v", "--verbose", count=True, help="Show server stderr and log messages on stderr.")
 @click.option("-q", "--quiet", is_flag=True, help="No warnings on stderr (errors still show).")
 @click.option("--otel", is_flag=True, help="Export OpenTelemetry traces and metrics (OTEL_* variables; also LLMC_OTEL=1).")
@@ -134,12 +146,20 @@ def _accept_global_options(command: click.Command) -> None:
     command._llmc_globals = True  # type: ignore[attr-defined]
     taken = {opt for p in command.params for opt in getattr(p, "opts", []) + getattr(p, "secondary_opts", [])}
     extra = [
-        click.Option(["--profile", "-p", "global_profile"], metavar="NAME|PATH", expose_value=False,
-                     callback=_set_global, help="Profile to use (as `llmc -p`).", shell_complete=_complete_profiles),
-        click.Option(["-v", "--verbose", "global_verbose"], count=True, expose_value=False, callback=_set_global,
-                     help="As `llmc -v`."),
-        click.Option(["-q", "--quiet", "global_quiet"], is_flag=True, expose_value=False, callback=_set_global,
-                     help="As `llmc -q`."),
+        click.Option(
+            ["--profile", "-p", "global_profile"],
+            metavar="NAME|PATH",
+            expose_value=False,
+            callback=_set_global,
+            help="Profile to use (as `llmc -p`).",
+            shell_complete=_complete_profiles,
+        ),
+        click.Option(
+            ["-v", "--verbose", "global_verbose"], count=True, expose_value=False, callback=_set_global, help="As `llmc -v`."
+        ),
+        click.Option(
+            ["-q", "--quiet", "global_quiet"], is_flag=True, expose_value=False, callback=_set_global, help="As `llmc -q`."
+        ),
     ]
     command.params.extend(o for o in extra if not taken & set(o.opts))
     for sub in getattr(command, "commands", {}).values():

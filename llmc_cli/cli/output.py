@@ -26,17 +26,30 @@ FORMAT_ENV = "LLMC_FORMAT"
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def format_option(*choices: str, required: bool = False, listing: bool = False,
-                  help: str | None = None) -> Callable[[F], F]:
+def format_option(*choices: str, required: bool = False, listing: bool = False, help: str | None = None) -> Callable[[F], F]:
     """The one `--format` option (as `fmt`): these choices, the first the default unless the
     format is required. Every command declares its output formats through this. A `listing`
     has no fixed default: see _listing_format."""
     if listing:
-        return click.option("--format", "fmt", type=click.Choice(choices), default=None, callback=_listing_format,
-                            help=help or "Default: a table when stdout is a terminal, else JSON "
-                                         f"({FORMAT_ENV}, then the profile's [output] format, decide first).")
-    return click.option("--format", "fmt", type=click.Choice(choices), required=required,
-                        default=None if required else choices[0], show_default=not required, help=help)
+        return click.option(
+            "--format",
+            "fmt",
+            type=click.Choice(choices),
+            default=None,
+            callback=_listing_format,
+            help=help
+            or "Default: a table when stdout is a terminal, else JSON "
+            f"({FORMAT_ENV}, then the profile's [output] format, decide first).",
+        )
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(choices),
+        required=required,
+        default=None if required else choices[0],
+        show_default=not required,
+        help=help,
+    )
 
 
 def _listing_format(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -84,9 +97,17 @@ def emit(data: Any, fmt: str = "json", *, columns: list[str] | None = None) -> N
         click.echo(_json_safe(json.dumps(data, ensure_ascii=False, indent=2)))
 
 
-def emit_listing(key: str, rows: list[dict[str, Any]], fmt: str, errors: list[dict[str, Any]] | None = None, *,
-                 table_rows: list[dict[str, Any]] | None = None, columns: list[str] | None = None,
-                 envelope: dict[str, Any] | None = None, noun: str | None = None) -> None:
+def emit_listing(
+    key: str,
+    rows: list[dict[str, Any]],
+    fmt: str,
+    errors: list[dict[str, Any]] | None = None,
+    *,
+    table_rows: list[dict[str, Any]] | None = None,
+    columns: list[str] | None = None,
+    envelope: dict[str, Any] | None = None,
+    noun: str | None = None,
+) -> None:
     """The one shape of every listing. JSON: {**envelope, KEY: rows, "errors": [...]}. JSON Lines:
     one line per row, then one per error (an error line is the only kind with an "error" key), so
     a script reading lines loses nothing. Table: the rows for people (`table_rows` when they are
@@ -131,8 +152,7 @@ def json_line(item: object) -> str:
 # DEL, C1 controls, bidi controls, line/paragraph separators, lone surrogates. In JSON output
 # they can only be inside strings, and there \uXXXX is the same data: escaped, a document is
 # unchanged for every JSON reader and harmless on a terminal.
-_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-                          "\ud800-\udfff]")
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def _json_safe(text: str) -> str:
@@ -268,8 +288,7 @@ def _named(item: object) -> str:
 # controls (U+009B is a one-character CSI, U+009D an OSC), bidi embeddings, overrides, isolates and
 # marks (they reorder what is shown: "Trojan Source"), line/paragraph separators, and lone
 # surrogates (they cannot be encoded, so printing one would crash).
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029"
-                     "\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def clean(text: str) -> str:

@@ -64,6 +64,7 @@ def local(name: str) -> Schema:
 
 # -- shared definitions (common.schema.json) -----------------------------------------------------
 
+
 def _kinds() -> list[str]:
     """Every error kind an output can carry: the `kind` of each class of the exception tree."""
     found, todo = set(), [LlmcError]
@@ -78,10 +79,14 @@ def _kinds() -> list[str]:
 ERROR_DETAILS: dict[str, Schema] = {
     "stderr": STRS,  # the last lines a stdio server wrote before it failed
     "status": INT,  # HTTP status
-    "code": INT, "data": ANY,  # JSON-RPC error
+    "code": INT,
+    "data": ANY,  # JSON-RPC error
     "requests": ANY,  # InputRequired: what the server asked for
-    "provider": STR, "reason": STR,  # ProviderError: auth, rate_limit, overloaded, ...
-    "rule": STR, "callHash": STR, "retryAfter": NUM,  # PolicyDenied
+    "provider": STR,
+    "reason": STR,  # ProviderError: auth, rate_limit, overloaded, ...
+    "rule": STR,
+    "callHash": STR,
+    "retryAfter": NUM,  # PolicyDenied
     "limit": INT,  # a message over the size limit
     "oauthError": STR,
 }
@@ -89,8 +94,10 @@ ERROR_DETAILS: dict[str, Schema] = {
 
 def error(**subject: Schema) -> Schema:
     """An error, with the fields saying what it is about (`server`, `session`) when it is one of many."""
-    return obj({**subject, "error": enum(*_kinds()), "message": STR,
-                "exitCode": enum(*sorted({int(c) for c in ExitCode if c}))}, ERROR_DETAILS)
+    return obj(
+        {**subject, "error": enum(*_kinds()), "message": STR, "exitCode": enum(*sorted({int(c) for c in ExitCode if c}))},
+        ERROR_DETAILS,
+    )
 
 
 HINTS = obj({"readOnly": BOOL, "destructive": BOOL, "idempotent": BOOL, "openWorld": BOOL})
@@ -121,16 +128,18 @@ COMMON: Schema = {
 def listing(key: str, row: Schema, title: str, error_def: str = "serverError") -> Schema:
     """The one envelope of listings (output.emit_listing): {KEY: [rows], "errors": [...]}; in JSON
     Lines one line per row, then one per error."""
-    return {"title": title, **obj({key: array(local("row")), "errors": array(common(error_def))}),
-            "$defs": {"row": row, "line": {"anyOf": [local("row"), common(error_def)]}}}
+    return {
+        "title": title,
+        **obj({key: array(local("row")), "errors": array(common(error_def))}),
+        "$defs": {"row": row, "line": {"anyOf": [local("row"), common(error_def)]}},
+    }
 
 
 def translated(envelope: Schema) -> Schema:
     """A listing that a provider's --format replaces with the translated tools: either document."""
     defs = envelope.pop("$defs")
     title = envelope.pop("title")
-    return {"title": title, "anyOf": [local("listing"), common("translation")],
-            "$defs": {**defs, "listing": envelope}}
+    return {"title": title, "anyOf": [local("listing"), common("translation")], "$defs": {**defs, "listing": envelope}}
 
 
 def document(schema: Schema, title: str, line: Schema | None = None, **defs: Schema) -> Schema:
@@ -146,44 +155,113 @@ def lines(line: Schema, title: str) -> Schema:
 
 # -- the commands ----------------------------------------------------------------------------------
 
-SERVER_TABLE = obj({}, {  # a server as the profile has it (profile keys; secrets masked)
-    "command": STR, "args": STRS, "env": {"type": "object", "additionalProperties": STR}, "cwd": STR,
-    "url": STR, "headers": {"type": "object", "additionalProperties": STR}, "transport": enum("auto", "http", "sse"),
-    "oauth": OPEN, "builtin": STR, "options": OPEN, "timeout": NUM, "connect_timeout": NUM, "enabled": BOOL, "description": STR,
-    "per_session": BOOL,
-    "sandbox": enum("auto", "bwrap", "none"), "network": BOOL, "read_paths": STRS, "write_paths": STRS,
-})
+SERVER_TABLE = obj(
+    {},
+    {  # a server as the profile has it (profile keys; secrets masked)
+        "command": STR,
+        "args": STRS,
+        "env": {"type": "object", "additionalProperties": STR},
+        "cwd": STR,
+        "url": STR,
+        "headers": {"type": "object", "additionalProperties": STR},
+        "transport": enum("auto", "http", "sse"),
+        "oauth": OPEN,
+        "builtin": STR,
+        "options": OPEN,
+        "timeout": NUM,
+        "connect_timeout": NUM,
+        "enabled": BOOL,
+        "description": STR,
+        "per_session": BOOL,
+        "sandbox": enum("auto", "bwrap", "none"),
+        "network": BOOL,
+        "read_paths": STRS,
+        "write_paths": STRS,
+    },
+)
 SERVER_ROW_FIELDS = {"name": STR, "kind": enum("stdio", "remote", "builtin"), "enabled": BOOL}
 SERVER_ENTRY = obj(SERVER_ROW_FIELDS, SERVER_TABLE["properties"])
-LOGIN = obj({"server": STR, "serverUrl": STR, "resource": STR, "issuer": STR, "clientId": null(STR),
-             "registration": null(STR), "scope": null(STR), "hasAccessToken": BOOL, "hasRefreshToken": BOOL,
-             "expiresAt": null(STR), "expired": BOOL})
-HELD_SERVER = obj({"name": STR, "state": enum("starting", "running", "failed", "unusable")},
-                  {"restarts": INT, "timeout": NUM, "protocolVersion": null(STR), "error": STR})
-SESSION = obj({"name": STR, "pid": INT, "profile": null(STR), "started": STR, "idleTimeout": NUM, "idleFor": NUM,
-               "clients": INT, "servers": array(HELD_SERVER), "socket": STR, "log": STR})
+LOGIN = obj(
+    {
+        "server": STR,
+        "serverUrl": STR,
+        "resource": STR,
+        "issuer": STR,
+        "clientId": null(STR),
+        "registration": null(STR),
+        "scope": null(STR),
+        "hasAccessToken": BOOL,
+        "hasRefreshToken": BOOL,
+        "expiresAt": null(STR),
+        "expired": BOOL,
+    }
+)
+HELD_SERVER = obj(
+    {"name": STR, "state": enum("starting", "running", "failed", "unusable")},
+    {"restarts": INT, "timeout": NUM, "protocolVersion": null(STR), "error": STR},
+)
+SESSION = obj(
+    {
+        "name": STR,
+        "pid": INT,
+        "profile": null(STR),
+        "started": STR,
+        "idleTimeout": NUM,
+        "idleFor": NUM,
+        "clients": INT,
+        "servers": array(HELD_SERVER),
+        "socket": STR,
+        "log": STR,
+    }
+)
 TOOL_NAME = {"server": STR, "tool": STR}
-CALL = obj({**TOOL_NAME, **CALL_RESULT, "durationMs": NUM},
-           {**CALL_RESULT_OPTIONAL, "cached": BOOL, "warnings": common("warnings")})
-BATCH_LINE = {"anyOf": [
-    obj({"id": ANY, **TOOL_NAME, **CALL_RESULT, "durationMs": null(NUM)}, {**CALL_RESULT_OPTIONAL, "cached": BOOL}),
-    obj({"id": ANY, "error": common("error"), "durationMs": null(NUM)}, TOOL_NAME),
-]}
-STEP = obj({"step": INT, "callId": STR, "tool": STR, "providerName": STR, "arguments": OPEN,
-            "outcome": enum("ok", "error", "denied", "failed", "invalid", "unknown_tool", "timeout"),
-            "durationMs": null(NUM), "seen": STR},
-           {"error": common("error"), "result": obj(CALL_RESULT, CALL_RESULT_OPTIONAL),
-            "compacted": obj({"characters": INT, "charactersShown": INT, "lines": INT, "linesShown": INT}),
-            "cached": BOOL})
-USAGE = obj({"step": INT, "inputTokens": null(INT), "outputTokens": null(INT), "stopReason": STR,
-             "durationMs": NUM, "text": STR})
-RUN = {"conversation": STR, "provider": STR, "model": null(STR), "prompt": STR, "answer": STR,
-       "stopReason": enum("end", "max_steps", "timeout", "length", "other"), "steps": array(STEP),
-       "usage": array(USAGE), "usageTotal": obj({"inputTokens": INT, "outputTokens": INT}), "durationMs": NUM,
-       "warnings": STRS}
+CALL = obj(
+    {**TOOL_NAME, **CALL_RESULT, "durationMs": NUM}, {**CALL_RESULT_OPTIONAL, "cached": BOOL, "warnings": common("warnings")}
+)
+BATCH_LINE = {
+    "anyOf": [
+        obj({"id": ANY, **TOOL_NAME, **CALL_RESULT, "durationMs": null(NUM)}, {**CALL_RESULT_OPTIONAL, "cached": BOOL}),
+        obj({"id": ANY, "error": common("error"), "durationMs": null(NUM)}, TOOL_NAME),
+    ]
+}
+STEP = obj(
+    {
+        "step": INT,
+        "callId": STR,
+        "tool": STR,
+        "providerName": STR,
+        "arguments": OPEN,
+        "outcome": enum("ok", "error", "denied", "failed", "invalid", "unknown_tool", "timeout"),
+        "durationMs": null(NUM),
+        "seen": STR,
+    },
+    {
+        "error": common("error"),
+        "result": obj(CALL_RESULT, CALL_RESULT_OPTIONAL),
+        "compacted": obj({"characters": INT, "charactersShown": INT, "lines": INT, "linesShown": INT}),
+        "cached": BOOL,
+    },
+)
+USAGE = obj({"step": INT, "inputTokens": null(INT), "outputTokens": null(INT), "stopReason": STR, "durationMs": NUM, "text": STR})
+RUN = {
+    "conversation": STR,
+    "provider": STR,
+    "model": null(STR),
+    "prompt": STR,
+    "answer": STR,
+    "stopReason": enum("end", "max_steps", "timeout", "length", "other"),
+    "steps": array(STEP),
+    "usage": array(USAGE),
+    "usageTotal": obj({"inputTokens": INT, "outputTokens": INT}),
+    "durationMs": NUM,
+    "warnings": STRS,
+}
 PROFILE_ROW = obj({"name": STR, "path": STR, "description": null(STR), "servers": STRS})
-TOOL_ROW = {**common("tool"), "required": ["server", "name", "inputSchema"],
-            "properties": {"server": STR, "denied": {"const": True}}}
+TOOL_ROW = {
+    **common("tool"),
+    "required": ["server", "name", "inputSchema"],
+    "properties": {"server": STR, "denied": {"const": True}},
+}
 FINDING = obj({"tool": STR, "target": STR, "path": STR, "what": STR, "why": STR}, {"server": STR})
 TOOL_REF = obj(TOOL_NAME)
 EXPORTED = obj({"file": STR, "format": STR, "toolCount": INT, "warnings": common("warnings")})
@@ -199,94 +277,225 @@ def _mcp_row(*required: str) -> Schema:
 SCHEMAS: dict[str, Schema] = {
     "ask": document(obj({**RUN, "saved": STR}), "llmc ask (without --text)"),
     "audit-head": document(obj({"head": STR, "records": INT, "anchor": null(STR)}), "llmc audit head"),
-    "audit-verify": document(obj({"ok": BOOL, "records": INT}, {
-        "files": STRS, "last": STR, "anchor": null(obj({"head": STR, "records": INT})), "expect": STR,
-        "file": STR, "line": null(INT), "reason": STR}), "llmc audit verify"),
-    "audit-tail": lines({**obj({"time": STR, "prev": STR, "hash": STR},
-                               {"event": STR, "server": STR, "tool": STR, "resource": STR, "prompt": STR},
-                               closed=False), "propertyNames": CAMEL_KEYS}, "llmc audit tail: one audit record per line"),
+    "audit-verify": document(
+        obj(
+            {"ok": BOOL, "records": INT},
+            {
+                "files": STRS,
+                "last": STR,
+                "anchor": null(obj({"head": STR, "records": INT})),
+                "expect": STR,
+                "file": STR,
+                "line": null(INT),
+                "reason": STR,
+            },
+        ),
+        "llmc audit verify",
+    ),
+    "audit-tail": lines(
+        {
+            **obj(
+                {"time": STR, "prev": STR, "hash": STR},
+                {"event": STR, "server": STR, "tool": STR, "resource": STR, "prompt": STR},
+                closed=False,
+            ),
+            "propertyNames": CAMEL_KEYS,
+        },
+        "llmc audit tail: one audit record per line",
+    ),
     "auth-login": document(LOGIN, "llmc auth login"),
     "auth-logout": document(obj({"server": STR, "removedCount": INT}), "llmc auth logout"),
     "auth-status": listing("logins", LOGIN, "llmc auth status"),
     "call": document(CALL, "llmc call (without --text); $defs/line: a line of llmc call --batch", BATCH_LINE),
-    "conversations-list": listing("conversations", obj({
-        "name": STR, "id": STR, "provider": STR, "model": null(STR), "turns": INT, "messageCount": INT,
-        "firstPrompt": null(STR), "created": STR, "updated": STR}), "llmc conversations list"),
+    "conversations-list": listing(
+        "conversations",
+        obj(
+            {
+                "name": STR,
+                "id": STR,
+                "provider": STR,
+                "model": null(STR),
+                "turns": INT,
+                "messageCount": INT,
+                "firstPrompt": null(STR),
+                "created": STR,
+                "updated": STR,
+            }
+        ),
+        "llmc conversations list",
+    ),
     "conversations-rm": document(obj({"removed": STRS}), "llmc conversations rm"),
-    "conversations-show": document(obj({
-        "name": STR, "version": INT, "id": STR, "provider": STR, "model": null(STR), "system": null(STR),
-        "created": NUM, "messages": array(obj({"kind": enum("user", "assistant", "toolResults")}, closed=False)),
-        "runs": array(OPEN)}), "llmc conversations show"),
-    "ping": listing("servers", obj({"server": STR, "era": STR, "protocolVersion": null(STR), "serverInfo": null(OPEN),
-                                    "connectMs": NUM, "pingMs": NUM}), "llmc ping"),
-    "policy-approve": document(obj({"profile": STR, **TOOL_NAME, "arguments": OPEN, "callHash": STR, "written": BOOL}),
-                               "llmc policy approve"),
-    "policy-check": document({"oneOf": [
-        obj({"profile": STR, **TOOL_NAME, "arguments": OPEN, "caller": enum("human", "model"),
-             **DECISION_FIELDS, "hints": common("hints")}, {"callHash": STR, "cache": STR}),
-        obj({"profile": STR, "server": STR, "resource": STR, "caller": enum("human", "model"), **DECISION_FIELDS}),
-        obj({"profile": STR, "server": STR, "prompt": STR, "arguments": OPEN, "caller": enum("human", "model"),
-             **DECISION_FIELDS})]}, "llmc policy check"),
+    "conversations-show": document(
+        obj(
+            {
+                "name": STR,
+                "version": INT,
+                "id": STR,
+                "provider": STR,
+                "model": null(STR),
+                "system": null(STR),
+                "created": NUM,
+                "messages": array(obj({"kind": enum("user", "assistant", "toolResults")}, closed=False)),
+                "runs": array(OPEN),
+            }
+        ),
+        "llmc conversations show",
+    ),
+    "ping": listing(
+        "servers",
+        obj({"server": STR, "era": STR, "protocolVersion": null(STR), "serverInfo": null(OPEN), "connectMs": NUM, "pingMs": NUM}),
+        "llmc ping",
+    ),
+    "policy-approve": document(
+        obj({"profile": STR, **TOOL_NAME, "arguments": OPEN, "callHash": STR, "written": BOOL}), "llmc policy approve"
+    ),
+    "policy-check": document(
+        {
+            "oneOf": [
+                obj(
+                    {
+                        "profile": STR,
+                        **TOOL_NAME,
+                        "arguments": OPEN,
+                        "caller": enum("human", "model"),
+                        **DECISION_FIELDS,
+                        "hints": common("hints"),
+                    },
+                    {"callHash": STR, "cache": STR},
+                ),
+                obj({"profile": STR, "server": STR, "resource": STR, "caller": enum("human", "model"), **DECISION_FIELDS}),
+                obj(
+                    {
+                        "profile": STR,
+                        "server": STR,
+                        "prompt": STR,
+                        "arguments": OPEN,
+                        "caller": enum("human", "model"),
+                        **DECISION_FIELDS,
+                    }
+                ),
+            ]
+        },
+        "llmc policy check",
+    ),
     "profiles-init": document(obj({"created": STR}), "llmc profiles init"),
-    "profiles-list": {**listing("profiles", PROFILE_ROW, "llmc profiles list", "profileError"),
-                      **obj({"directory": STR, "profiles": array(local("row")),
-                             "errors": array(common("profileError"))})},
+    "profiles-list": {
+        **listing("profiles", PROFILE_ROW, "llmc profiles list", "profileError"),
+        **obj({"directory": STR, "profiles": array(local("row")), "errors": array(common("profileError"))}),
+    },
     "profiles-show": document(obj({"name": STR, "path": null(STR), "profile": OPEN}), "llmc profiles show"),
     "prompts-get": document(obj({"server": STR, "messages": array(OPEN)}, closed=False), "llmc prompts get"),
     "prompts-list": listing("prompts", _mcp_row("name"), "llmc prompts list"),
     "resources-list": listing("resources", _mcp_row("uri", "name"), "llmc resources list"),
-    "resources-read": document(obj({"server": STR, "contents": array(obj({"uri": STR}, closed=False))}, closed=False),
-                               "llmc resources read"),
-    "resources-templates": listing("resourceTemplates", _mcp_row("uriTemplate", "name"),
-                                   "llmc resources templates"),
-    "serve-token-create": document(obj({"principal": STR, "profile": null(STR), "token": STR}),
-                                   "llmc serve token create"),
+    "resources-read": document(
+        obj({"server": STR, "contents": array(obj({"uri": STR}, closed=False))}, closed=False), "llmc resources read"
+    ),
+    "resources-templates": listing("resourceTemplates", _mcp_row("uriTemplate", "name"), "llmc resources templates"),
+    "serve-token-create": document(obj({"principal": STR, "profile": null(STR), "token": STR}), "llmc serve token create"),
     "serve-token-list": listing("principals", PRINCIPAL, "llmc serve token list"),
     "serve-token-revoke": document(obj({"principal": STR, "revoked": BOOL}), "llmc serve token revoke"),
     "servers-add": document(obj({"added": STR, "profile": STR, "path": STR, "server": SERVER_TABLE}), "llmc servers add"),
-    "servers-disable": document(obj({"server": STR, "enabled": BOOL, "changed": BOOL, "profile": STR, "path": STR}),
-                                "llmc servers disable"),
-    "servers-enable": document(obj({"server": STR, "enabled": BOOL, "changed": BOOL, "profile": STR, "path": STR}),
-                               "llmc servers enable"),
-    "servers-import": document(obj({
-        "profile": STR, "path": STR, "source": STR, "dryRun": BOOL, "added": STRS, "replaced": STRS, "skipped": STRS,
-        "servers": {"type": "object", "additionalProperties": SERVER_TABLE},
-        "placeholders": array(obj({"server": STR, "variable": STR, "reason": STR}))}), "llmc servers import"),
-    "servers-install": document(obj({"client": STR, "config": STR, "name": STR, "entry": OPEN,
-                                     "action": enum("add", "replace", "unchanged"), "dryRun": BOOL}),
-                                "llmc servers install"),
-    "servers-list": {**listing("servers", SERVER_ENTRY, "llmc servers list"),
-                     **obj({"profile": STR, "path": null(STR), "servers": array(local("row")),
-                            "errors": array(common("serverError"))})},
+    "servers-disable": document(
+        obj({"server": STR, "enabled": BOOL, "changed": BOOL, "profile": STR, "path": STR}), "llmc servers disable"
+    ),
+    "servers-enable": document(
+        obj({"server": STR, "enabled": BOOL, "changed": BOOL, "profile": STR, "path": STR}), "llmc servers enable"
+    ),
+    "servers-import": document(
+        obj(
+            {
+                "profile": STR,
+                "path": STR,
+                "source": STR,
+                "dryRun": BOOL,
+                "added": STRS,
+                "replaced": STRS,
+                "skipped": STRS,
+                "servers": {"type": "object", "additionalProperties": SERVER_TABLE},
+                "placeholders": array(obj({"server": STR, "variable": STR, "reason": STR})),
+            }
+        ),
+        "llmc servers import",
+    ),
+    "servers-install": document(
+        obj(
+            {
+                "client": STR,
+                "config": STR,
+                "name": STR,
+                "entry": OPEN,
+                "action": enum("add", "replace", "unchanged"),
+                "dryRun": BOOL,
+            }
+        ),
+        "llmc servers install",
+    ),
+    "servers-list": {
+        **listing("servers", SERVER_ENTRY, "llmc servers list"),
+        **obj({"profile": STR, "path": null(STR), "servers": array(local("row")), "errors": array(common("serverError"))}),
+    },
     "servers-remove": document(obj({"removed": STR, "profile": STR, "path": STR}), "llmc servers remove"),
-    "servers-show": document(obj({"profile": STR, **SERVER_ROW_FIELDS}, {**SERVER_TABLE["properties"], "runs": STR}),
-                             "llmc servers show"),
-    "session-forget": lines(obj({"server": STR, "url": STR, "session": STR, "forgotten": BOOL}),
-                            "llmc session forget: one remembered HTTP session per line"),
+    "servers-show": document(
+        obj({"profile": STR, **SERVER_ROW_FIELDS}, {**SERVER_TABLE["properties"], "runs": STR}), "llmc servers show"
+    ),
+    "session-forget": lines(
+        obj({"server": STR, "url": STR, "session": STR, "forgotten": BOOL}),
+        "llmc session forget: one remembered HTTP session per line",
+    ),
     "session-list": listing("sessions", SESSION, "llmc session list", "sessionError"),
     "session-start": document(SESSION, "llmc session start"),
-    "session-stop": lines(obj({"name": STR, "pid": INT, "stopped": BOOL}, {"forced": BOOL}),
-                          "llmc session stop: one stopped session per line"),
-    "cache-clear": document(obj({"cleared": INT, "server": null(STR), "store": enum("files", "database")}),
-                            "llmc cache clear"),
+    "session-stop": lines(
+        obj({"name": STR, "pid": INT, "stopped": BOOL}, {"forced": BOOL}), "llmc session stop: one stopped session per line"
+    ),
+    "cache-clear": document(obj({"cleared": INT, "server": null(STR), "store": enum("files", "database")}), "llmc cache clear"),
     "state-migrate": document(obj({"database": STR, "version": INT, "applied": array(INT)}), "llmc state migrate"),
-    "tools-diff": document(obj({"drift": BOOL, "added": array(TOOL_REF), "removed": array(TOOL_REF),
-                                "changed": array(obj(TOOL_NAME, {"description": obj({"old": null(STR),
-                                                                                     "new": null(STR)})}))}),
-                           "llmc tools diff"),
-    "tools-export": document({"anyOf": [EXPORTED, common("translation")]},
-                             "llmc tools export: the summary, or with -o - the translation itself"),
+    "tools-diff": document(
+        obj(
+            {
+                "drift": BOOL,
+                "added": array(TOOL_REF),
+                "removed": array(TOOL_REF),
+                "changed": array(obj(TOOL_NAME, {"description": obj({"old": null(STR), "new": null(STR)})})),
+            }
+        ),
+        "llmc tools diff",
+    ),
+    "tools-export": document(
+        {"anyOf": [EXPORTED, common("translation")]}, "llmc tools export: the summary, or with -o - the translation itself"
+    ),
     "tools-lint": listing("findings", FINDING, "llmc tools lint"),
-    "tools-list": translated(listing("tools", TOOL_ROW, "llmc tools list: the listing (--format json|jsonl), or "
-                                     "with a provider's --format (mcp, openai, ...) its tool definitions")),
+    "tools-list": translated(
+        listing(
+            "tools",
+            TOOL_ROW,
+            "llmc tools list: the listing (--format json|jsonl), or "
+            "with a provider's --format (mcp, openai, ...) its tool definitions",
+        )
+    ),
     "tools-lock": document(obj({"file": STR, "serverCount": INT, "toolCount": INT}), "llmc tools lock"),
-    "tools-search": listing("tools", obj({**TOOL_NAME, "score": NUM, "title": null(STR), "description": STR}),
-                            "llmc tools search: the best-fitting tools, best first"),
-    "tools-show": document(obj({
-        **TOOL_NAME, "title": null(STR), "description": null(STR), "arguments": array(ARGUMENT),
-        "inputSchema": OPEN, "outputSchema": null(OPEN), "annotations": OPEN, "hints": common("hints"),
-        "policy": obj({"human": local("decision"), "model": local("decision")}), "example": STR}),
-        "llmc tools show", decision=obj(DECISION_FIELDS)),
+    "tools-search": listing(
+        "tools",
+        obj({**TOOL_NAME, "score": NUM, "title": null(STR), "description": STR}),
+        "llmc tools search: the best-fitting tools, best first",
+    ),
+    "tools-show": document(
+        obj(
+            {
+                **TOOL_NAME,
+                "title": null(STR),
+                "description": null(STR),
+                "arguments": array(ARGUMENT),
+                "inputSchema": OPEN,
+                "outputSchema": null(OPEN),
+                "annotations": OPEN,
+                "hints": common("hints"),
+                "policy": obj({"human": local("decision"), "model": local("decision")}),
+                "example": STR,
+            }
+        ),
+        "llmc tools show",
+        decision=obj(DECISION_FIELDS),
+    ),
 }
 
 # Commands whose stdout is not JSON: a shell script, or MCP itself.

@@ -18,8 +18,9 @@ def policy() -> None:
     """Explain and pre-approve policy decisions."""
 
 
-def _decide(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str | None,
-            target: Target, caller: str = "human") -> tuple[Any, Any, Any, Any]:
+def _decide(
+    ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str | None, target: Target, caller: str = "human"
+) -> tuple[Any, Any, Any, Any]:
     from llmc_cli import policy as rules
     from llmc_cli.cli.common import open_target, tool_resolver
     from llmc_cli.model import ToolCall
@@ -30,25 +31,43 @@ def _decide(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: st
     with catalog:
         server, name = tool_resolver(ctx, catalog)(tool)
         found = catalog.require_tool(server, name)
-        arguments = parse_json_option(json_args) if json_args else parse_pairs(
-            pairs, found.input_schema if needs_schema(pairs) else None)
+        arguments = (
+            parse_json_option(json_args) if json_args else parse_pairs(pairs, found.input_schema if needs_schema(pairs) else None)
+        )
     from llmc_cli import services
 
     state = services.open_state(profile)
     call = ToolCall(server, name, arguments)
     config = profile.profile.policy
-    decision = rules.decide(call, found, config, caller=caller,  # type: ignore[arg-type]
-                            cwd=catalog.pool.working_directory(server), approved=state.approvals.is_approved)
+    decision = rules.decide(
+        call,
+        found,
+        config,
+        caller=caller,  # type: ignore[arg-type]
+        cwd=catalog.pool.working_directory(server),
+        approved=state.approvals.is_approved,
+    )
     for arg, why in rules.uncovered_path_arguments(found, config):  # the hole `tools lint` reports too
         warn(f"argument {arg!r} of {call.qualified_name}: {why}")
     from llmc_cli.services import caching
 
-    return profile, state, call, (decision, rules.effective_hints(found, call.qualified_name, config),
-                           caching.verdict(found, call.qualified_name, profile.profile))
+    return (
+        profile,
+        state,
+        call,
+        (
+            decision,
+            rules.effective_hints(found, call.qualified_name, config),
+            caching.verdict(found, call.qualified_name, profile.profile),
+        ),
+    )
 
 
-ARGS = [click.argument("tool"), click.argument("pairs", nargs=-1, metavar="[KEY=VALUE | KEY:=JSON]..."),
-        click.option("--json", "json_args", metavar="'{...}'|@FILE|-", help="All arguments as one JSON object.")]
+ARGS = [
+    click.argument("tool"),
+    click.argument("pairs", nargs=-1, metavar="[KEY=VALUE | KEY:=JSON]..."),
+    click.option("--json", "json_args", metavar="'{...}'|@FILE|-", help="All arguments as one JSON object."),
+]
 
 
 def _with_args(func: Any) -> Any:
@@ -59,34 +78,67 @@ def _with_args(func: Any) -> Any:
 
 @policy.command("check")
 @_with_args
-@click.option("--caller", type=click.Choice(["human", "model"]), default="human", show_default=True,
-              help="Who makes the call: a person's `llmc call`, or a model's (`ask`), which "
-                   "confirm_destructive also guards.")
-@click.option("--resource", "what", flag_value="resource",
-              help="TOOL is a resource to read: SERVER.URI, as `resources read` takes it; SERVER:URI an alias ([policy.resources]).")
-@click.option("--prompt", "what", flag_value="prompt",
-              help="TOOL is a prompt to get: SERVER.NAME, as `prompts get` takes it ([policy.prompts]).")
+@click.option(
+    "--caller",
+    type=click.Choice(["human", "model"]),
+    default="human",
+    show_default=True,
+    help="Who makes the call: a person's `llmc call`, or a model's (`ask`), which confirm_destructive also guards.",
+)
+@click.option(
+    "--resource",
+    "what",
+    flag_value="resource",
+    help="TOOL is a resource to read: SERVER.URI, as `resources read` takes it; SERVER:URI an alias ([policy.resources]).",
+)
+@click.option(
+    "--prompt",
+    "what",
+    flag_value="prompt",
+    help="TOOL is a prompt to get: SERVER.NAME, as `prompts get` takes it ([policy.prompts]).",
+)
 @format_option("json", "table", help="json: one document; table: one row for people.")
 @target_options
 @click.pass_context
-def check(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str | None, caller: str,
-          what: str | None, fmt: str, target: Target) -> None:
+def check(
+    ctx: click.Context,
+    tool: str,
+    pairs: tuple[str, ...],
+    json_args: str | None,
+    caller: str,
+    what: str | None,
+    fmt: str,
+    target: Target,
+) -> None:
     """The decision for a call (or, with --resource or --prompt, a read), and why, without running
     it (JSON). Exit 4 unless allowed."""
     if what is not None:
         _check_read(ctx, what, tool, pairs, json_args, caller, target)
         return
     profile, _, call, (decision, hints, cache) = _decide(ctx, tool, pairs, json_args, target, caller)
-    emit({"profile": profile.name, "server": call.server, "tool": call.tool, "arguments": call.arguments,
-          "caller": caller, **decision.to_json(), "hints": hints, **({"cache": cache} if cache else {})}, fmt,
-         columns=["server", "tool", "caller", "decision", "rule", "reason", *(["cache"] if cache else [])]
-         if fmt == "table" else None)
+    emit(
+        {
+            "profile": profile.name,
+            "server": call.server,
+            "tool": call.tool,
+            "arguments": call.arguments,
+            "caller": caller,
+            **decision.to_json(),
+            "hints": hints,
+            **({"cache": cache} if cache else {}),
+        },
+        fmt,
+        columns=["server", "tool", "caller", "decision", "rule", "reason", *(["cache"] if cache else [])]
+        if fmt == "table"
+        else None,
+    )
     if decision.action != "allow":
         ctx.exit(ExitCode.DENIED)
 
 
-def _check_read(ctx: click.Context, what: str, name: str, pairs: tuple[str, ...], json_args: str | None,
-                caller: str, target: Target) -> None:
+def _check_read(
+    ctx: click.Context, what: str, name: str, pairs: tuple[str, ...], json_args: str | None, caller: str, target: Target
+) -> None:
     """`policy check --resource|--prompt`: the decision services.read would take (read_decision)."""
     from llmc_cli import services
     from llmc_cli.cli.common import open_target
@@ -109,12 +161,15 @@ def _check_read(ctx: click.Context, what: str, name: str, pairs: tuple[str, ...]
 
 @policy.command("approve")
 @_with_args
-@click.option("--write", is_flag=True, help="Add the hash to the profile's [policy] approved list (to the "
-              "state database instead when [state] url or LLMC_STATE_URL is set).")
+@click.option(
+    "--write",
+    is_flag=True,
+    help="Add the hash to the profile's [policy] approved list (to the "
+    "state database instead when [state] url or LLMC_STATE_URL is set).",
+)
 @target_options
 @click.pass_context
-def approve(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str | None, write: bool,
-            target: Target) -> None:
+def approve(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str | None, write: bool, target: Target) -> None:
     """The hash that pre-approves this exact call (tool and arguments), for pipelines that must
     run without a human: review once, then `--write` it into the profile (or the state database,
     which every machine using it reads)."""
@@ -123,5 +178,13 @@ def approve(ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: st
     if write:
         where = state.approvals.approve(digest, call.qualified_name)
         note(f"llmc: approved {call.qualified_name} with these exact arguments {where}")
-    emit({"profile": profile.name, "server": call.server, "tool": call.tool, "arguments": call.arguments,
-          "callHash": digest, "written": write})
+    emit(
+        {
+            "profile": profile.name,
+            "server": call.server,
+            "tool": call.tool,
+            "arguments": call.arguments,
+            "callHash": digest,
+            "written": write,
+        }
+    )

@@ -26,8 +26,15 @@ def list_(fmt: str) -> None:
 
     rows, errors = list_profiles()
     people = [*rows, *({"name": e["profile"], "error": e["message"]} for e in errors)]  # a broken profile is a row
-    emit_listing("profiles", rows, fmt, errors, envelope={"directory": str(paths.profiles_dir())},
-                 table_rows=people, columns=["name", "description", "servers", "error"])
+    emit_listing(
+        "profiles",
+        rows,
+        fmt,
+        errors,
+        envelope={"directory": str(paths.profiles_dir())},
+        table_rows=people,
+        columns=["name", "description", "servers", "error"],
+    )
 
 
 @profiles.command("show")

@@ -90,8 +90,7 @@ def _field(name: str, prop: JSONObject, required: bool) -> JSON:
         say(f"  {label}: {prop['description']}")
     choices = _choices(prop)
     if choices:
-        say("  one of: " + ", ".join(f"{value}" + (f" ({title})" if title != value else "")
-                                     for value, title in choices))
+        say("  one of: " + ", ".join(f"{value}" + (f" ({title})" if title != value else "") for value, title in choices))
     kind = prop.get("type")
     default = prop.get("default")
     hint = "required" if required else "optional, Enter to leave it out"
@@ -126,8 +125,7 @@ def _choices(prop: JSONObject) -> list[tuple[str, str]]:
         return [(str(v), str(names[i]) if i < len(names) else str(v)) for i, v in enumerate(enum)]
     options = source.get("oneOf") or source.get("anyOf")
     if isinstance(options, list):
-        return [(str(o["const"]), str(o.get("title") or o["const"])) for o in options
-                if isinstance(o, dict) and "const" in o]
+        return [(str(o["const"]), str(o.get("title") or o["const"])) for o in options if isinstance(o, dict) and "const" in o]
     return []
 
 

@@ -19,9 +19,11 @@ FORMAT = format_option(*FORMATS, listing=True)
 
 
 # A listing's columns for people (what the server sent stays in JSON).
-COLUMNS = {"resources": ["server", "name", "uri", "mimeType", "description"],
-           "resourceTemplates": ["server", "name", "uriTemplate", "mimeType", "description"],
-           "prompts": ["server", "name", "arguments", "description"]}
+COLUMNS = {
+    "resources": ["server", "name", "uri", "mimeType", "description"],
+    "resourceTemplates": ["server", "name", "uriTemplate", "mimeType", "description"],
+    "prompts": ["server", "name", "arguments", "description"],
+}
 
 
 def _gather(ctx: click.Context, target: Target, fmt: str, method: str, key: str, capability: str) -> None:
@@ -40,8 +42,15 @@ def _gather(ctx: click.Context, target: Target, fmt: str, method: str, key: str,
     return_rows(rows, failures, fmt, key, len(catalog.specs), COLUMNS[key])
 
 
-def return_rows(rows: list[dict[str, Any]], failures: list[Any], fmt: str, key: str,
-                total: int, columns: list[str], table_rows: list[dict[str, Any]] | None = None) -> None:
+def return_rows(
+    rows: list[dict[str, Any]],
+    failures: list[Any],
+    fmt: str,
+    key: str,
+    total: int,
+    columns: list[str],
+    table_rows: list[dict[str, Any]] | None = None,
+) -> None:
     emit_listing(key, rows, fmt, [f.to_json() for f in failures], columns=columns, table_rows=table_rows)
     raise_failures(failures, total)
 
@@ -83,8 +92,9 @@ def resources_read(ctx: click.Context, uri: str, target: Target) -> None:
     catalog, profile = open_target(ctx, target, warm=False)  # only the one server starts
     with catalog:
         server, uri = read_target(catalog, "resource", uri)
-        invocation = services.Invocation(profile=profile, state=services.open_state(profile), command="resources read",
-                                         caller="human")
+        invocation = services.Invocation(
+            profile=profile, state=services.open_state(profile), command="resources read", caller="human"
+        )
         result = services.read(catalog, invocation, services.Read(server, "resource", uri))
     emit({"server": server, **result})
 
@@ -106,8 +116,12 @@ def prompts_list(ctx: click.Context, fmt: str, target: Target) -> None:
 @prompts.command("get")
 @click.argument("name")
 @click.argument("pairs", nargs=-1, metavar="[KEY=VALUE]...")
-@click.option("--validate/--no-validate", default=True, show_default=True,
-              help="Check the arguments against the prompt's declared ones before getting it (exit 2 when they do not fit).")
+@click.option(
+    "--validate/--no-validate",
+    default=True,
+    show_default=True,
+    help="Check the arguments against the prompt's declared ones before getting it (exit 2 when they do not fit).",
+)
 @target_options
 @click.pass_context
 def prompts_get(ctx: click.Context, name: str, pairs: tuple[str, ...], validate: bool, target: Target) -> None:
@@ -125,8 +139,9 @@ def prompts_get(ctx: click.Context, name: str, pairs: tuple[str, ...], validate:
         arguments = {k: str(v) for k, v in parse_pairs(pairs, None).items()}  # prompt arguments are strings
         if validate:
             check_prompt_arguments(catalog.session(server), server, rest, arguments)
-        invocation = services.Invocation(profile=profile, state=services.open_state(profile), command="prompts get",
-                                         caller="human")
+        invocation = services.Invocation(
+            profile=profile, state=services.open_state(profile), command="prompts get", caller="human"
+        )
         result = services.read(catalog, invocation, services.Read(server, "prompt", rest, arguments))
     emit({"server": server, **result})
 
@@ -144,14 +159,18 @@ def check_prompt_arguments(session: Any, server: str, name: str, arguments: dict
     prompt = next((p for p in listed if isinstance(p, dict) and p.get("name") == name), None)
     if prompt is None:
         names = [str(p.get("name")) for p in listed if isinstance(p, dict)]
-        raise UsageError(f"server {server} has no prompt named {name!r}"
-                         + (did_you_mean(name, names) or f" (prompts: {', '.join(names) or 'none'})"))
+        raise UsageError(
+            f"server {server} has no prompt named {name!r}"
+            + (did_you_mean(name, names) or f" (prompts: {', '.join(names) or 'none'})")
+        )
     declared = [a for a in prompt.get("arguments") or [] if isinstance(a, dict) and isinstance(a.get("name"), str)]
     names = [a["name"] for a in declared]
     for key in arguments:
         if key not in names:
-            raise UsageError(f"{server}.{name}: unknown argument {key!r}"
-                             + (did_you_mean(key, names) or f" (arguments: {', '.join(names) or 'none'})"))
+            raise UsageError(
+                f"{server}.{name}: unknown argument {key!r}"
+                + (did_you_mean(key, names) or f" (arguments: {', '.join(names) or 'none'})")
+            )
     missing = [a["name"] for a in declared if a.get("required") and a["name"] not in arguments]
     if missing:
         raise UsageError(f"{server}.{name}: missing required argument {missing[0]!r}")
@@ -178,17 +197,28 @@ def ping(ctx: click.Context, fmt: str, target: Target) -> None:
             connect += time.monotonic() - started
         started = time.monotonic()
         session.ping()
-        return {"server": server, "era": session.era, "protocolVersion": session.protocol_version,
-                "serverInfo": session.server_info, "connectMs": round(connect * 1000, 1),
-                "pingMs": round((time.monotonic() - started) * 1000, 1)}
+        return {
+            "server": server,
+            "era": session.era,
+            "protocolVersion": session.protocol_version,
+            "serverInfo": session.server_info,
+            "connectMs": round(connect * 1000, 1),
+            "pingMs": round((time.monotonic() - started) * 1000, 1),
+        }
 
     with catalog:
         results, failures = catalog.each(check)
     rows = list(results.values())
-    people = [{**r, "serverInfo": " ".join(str((r["serverInfo"] or {}).get(k) or "") for k in ("name", "version"))}
-              for r in rows]
-    return_rows(rows, failures, fmt, "servers", len(catalog.specs),
-                ["server", "serverInfo", "protocolVersion", "era", "connectMs", "pingMs"], people)
+    people = [{**r, "serverInfo": " ".join(str((r["serverInfo"] or {}).get(k) or "") for k in ("name", "version"))} for r in rows]
+    return_rows(
+        rows,
+        failures,
+        fmt,
+        "servers",
+        len(catalog.specs),
+        ["server", "serverInfo", "protocolVersion", "era", "connectMs", "pingMs"],
+        people,
+    )
 
 
 def read_target(catalog: Catalog, kind: str, text: str) -> tuple[str, str]:

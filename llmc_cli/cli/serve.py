@@ -14,26 +14,76 @@ from llmc_cli.errors import UsageError
 
 
 @click.group(invoke_without_command=True)
-@click.option("--profile", "-p", "profile_name", metavar="NAME|PATH", shell_complete=complete_profiles,
-              help="The profile whose servers the gateway serves (default: llmc's own -p / LLMC_PROFILE).")
-@click.option("--http", "http", metavar="[HOST:]PORT",
-              help="Serve Streamable HTTP on this address (default host 127.0.0.1) instead of stdio.")
-@click.option("--idle-timeout", type=click.FloatRange(min=1), default=1800, show_default=True, metavar="SECONDS",
-              help="With --http: end host sessions unused this long.")
-@click.option("--max-connections", type=click.IntRange(min=1), default=1024, show_default=True, metavar="N",
-              help="With --http: connections with an admitted request or kept alive after one; past it the "
-                   "longest-idle is closed, or with every one busy a request is answered 503.")
-@click.option("--max-pending-connections", "max_pending", type=click.IntRange(min=1), default=64, show_default=True,
-              metavar="N", help="With --http: connections that have sent no admitted request yet (nobody's token); "
-                                "past it the one waiting longest is closed.")
-@click.option("--pending-timeout", "pending_timeout", type=click.FloatRange(min=0.1), default=5, show_default=True,
-              metavar="SECONDS", help="With --http: a new connection must send a request head within this.")
-@click.option("--request-timeout", type=click.FloatRange(min=0.1), default=30, show_default=True, metavar="SECONDS",
-              help="With --http: an admitted request's body must arrive within this (a client trickling it is cut "
-                   "off), and a kept-alive connection's next request too.")
+@click.option(
+    "--profile",
+    "-p",
+    "profile_name",
+    metavar="NAME|PATH",
+    shell_complete=complete_profiles,
+    help="The profile whose servers the gateway serves (default: llmc's own -p / LLMC_PROFILE).",
+)
+@click.option(
+    "--http",
+    "http",
+    metavar="[HOST:]PORT",
+    help="Serve Streamable HTTP on this address (default host 127.0.0.1) instead of stdio.",
+)
+@click.option(
+    "--idle-timeout",
+    type=click.FloatRange(min=1),
+    default=1800,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --http: end host sessions unused this long.",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(min=1),
+    default=1024,
+    show_default=True,
+    metavar="N",
+    help="With --http: connections with an admitted request or kept alive after one; past it the "
+    "longest-idle is closed, or with every one busy a request is answered 503.",
+)
+@click.option(
+    "--max-pending-connections",
+    "max_pending",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    metavar="N",
+    help="With --http: connections that have sent no admitted request yet (nobody's token); "
+    "past it the one waiting longest is closed.",
+)
+@click.option(
+    "--pending-timeout",
+    "pending_timeout",
+    type=click.FloatRange(min=0.1),
+    default=5,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --http: a new connection must send a request head within this.",
+)
+@click.option(
+    "--request-timeout",
+    type=click.FloatRange(min=0.1),
+    default=30,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --http: an admitted request's body must arrive within this (a client trickling it is cut "
+    "off), and a kept-alive connection's next request too.",
+)
 @click.pass_context
-def serve(ctx: click.Context, profile_name: str | None, http: str | None, idle_timeout: float,
-          max_connections: int, request_timeout: float, max_pending: int, pending_timeout: float) -> None:
+def serve(
+    ctx: click.Context,
+    profile_name: str | None,
+    http: str | None,
+    idle_timeout: float,
+    max_connections: int,
+    request_timeout: float,
+    max_pending: int,
+    pending_timeout: float,
+) -> None:
     """Serve a profile's tools to any MCP host: tools named SERVER.TOOL, every call under the
     profile's policy and in its audit trail. stdout carries MCP only (stdio).
 
@@ -44,8 +94,7 @@ def serve(ctx: click.Context, profile_name: str | None, http: str | None, idle_t
     """
     if ctx.invoked_subcommand is not None:
         if http or (profile_name and ctx.invoked_subcommand != "token"):
-            raise UsageError(f"-p/--http belong to the gateway (llmc serve -p PROFILE), not to serve "
-                             f"{ctx.invoked_subcommand}")
+            raise UsageError(f"-p/--http belong to the gateway (llmc serve -p PROFILE), not to serve {ctx.invoked_subcommand}")
         ctx.ensure_object(dict)
         if profile_name:
             app_of(ctx).profile = profile_name  # the profile `serve token` edits
@@ -62,38 +111,77 @@ def serve(ctx: click.Context, profile_name: str | None, http: str | None, idle_t
 
     start_telemetry("llmc serve", profile)
     if http:
-        run.serve_http(profile, http, verbose=verbose, idle_seconds=idle_timeout, max_connections=max_connections,
-                       request_seconds=request_timeout, max_pending=max_pending, pending_seconds=pending_timeout)
+        run.serve_http(
+            profile,
+            http,
+            verbose=verbose,
+            idle_seconds=idle_timeout,
+            max_connections=max_connections,
+            request_seconds=request_timeout,
+            max_pending=max_pending,
+            pending_seconds=pending_timeout,
+        )
     else:
         run.serve_stdio(profile, verbose=verbose)
 
 
 @serve.command()
-@click.option("--root", "roots", multiple=True, metavar="DIR",
-              help="A directory the server may use (repeatable; default: the current directory).")
+@click.option(
+    "--root",
+    "roots",
+    multiple=True,
+    metavar="DIR",
+    help="A directory the server may use (repeatable; default: the current directory).",
+)
 @click.option("--read-only", is_flag=True, help="Hide every writing tool and every process tool.")
-@click.option("--allow-command", "allow_commands", multiple=True, metavar="EXE",
-              help="An executable processes may run (repeatable; matched on its real path). Default: none.")
+@click.option(
+    "--allow-command",
+    "allow_commands",
+    multiple=True,
+    metavar="EXE",
+    help="An executable processes may run (repeatable; matched on its real path). Default: none.",
+)
 @click.option("--allow-shell", is_flag=True, help="Also accept shell command lines (/bin/sh -c): anything may run.")
 @click.option("--allow-network", is_flag=True, help="Give processes the network (bwrap sandbox only).")
-@click.option("--sandbox", type=click.Choice(["auto", "bwrap", "none"]), default="auto", show_default=True,
-              help="auto: bwrap when installed, else no process tools; none: run processes unsandboxed.")
-@click.option("--protect", "protect", multiple=True, metavar="PATH",
-              help="Also keep this file or directory off limits (repeatable). llmc's own config and state "
-                   "directories always are, and llmc names its profile, audit log and lock when it starts this.")
-def workspace(roots: tuple[str, ...], read_only: bool, allow_commands: tuple[str, ...], allow_shell: bool,
-              allow_network: bool, sandbox: str, protect: tuple[str, ...]) -> None:
+@click.option(
+    "--sandbox",
+    type=click.Choice(["auto", "bwrap", "none"]),
+    default="auto",
+    show_default=True,
+    help="auto: bwrap when installed, else no process tools; none: run processes unsandboxed.",
+)
+@click.option(
+    "--protect",
+    "protect",
+    multiple=True,
+    metavar="PATH",
+    help="Also keep this file or directory off limits (repeatable). llmc's own config and state "
+    "directories always are, and llmc names its profile, audit log and lock when it starts this.",
+)
+def workspace(
+    roots: tuple[str, ...],
+    read_only: bool,
+    allow_commands: tuple[str, ...],
+    allow_shell: bool,
+    allow_network: bool,
+    sandbox: str,
+    protect: tuple[str, ...],
+) -> None:
     """Files, search and processes under the given roots, over stdio (stdout carries MCP only)."""
     from llmc_cli.server.stdio import log, run_stdio
     from llmc_cli.server.workspace import make_workspace_server
 
-    endpoint = make_workspace_server(list(roots) or ["."], read_only, allow_commands=list(allow_commands),
-                                     allow_shell=allow_shell, allow_network=allow_network, sandbox=sandbox,
-                                     protect=list(protect))
+    endpoint = make_workspace_server(
+        list(roots) or ["."],
+        read_only,
+        allow_commands=list(allow_commands),
+        allow_shell=allow_shell,
+        allow_network=allow_network,
+        sandbox=sandbox,
+        protect=list(protect),
+    )
     log(endpoint.instructions or "ready")
     run_stdio(endpoint)
-
-
 
 
 @serve.group()
@@ -103,8 +191,12 @@ def token() -> None:
 
 @token.command("create")
 @click.argument("name")
-@click.option("--for-profile", "for_profile", metavar="NAME",
-              help="The profile whose tools this principal gets (default: the profile served).")
+@click.option(
+    "--for-profile",
+    "for_profile",
+    metavar="NAME",
+    help="The profile whose tools this principal gets (default: the profile served).",
+)
 @click.pass_context
 def token_create(ctx: click.Context, name: str, for_profile: str | None) -> None:
     """Make a new token for principal NAME: its SHA-256 goes into the profile, the token itself
@@ -154,8 +246,10 @@ def token_list(ctx: click.Context, fmt: str) -> None:
     from llmc_cli.config.profiles import load_profile
 
     profile = load_profile(app_of(ctx).profile)
-    rows = [{"principal": n, "profile": p.profile, "token": "env:" + p.token_env if p.token_env else "sha256"}
-            for n, p in (profile.profile.serve.principals or {}).items()]
+    rows = [
+        {"principal": n, "profile": p.profile, "token": "env:" + p.token_env if p.token_env else "sha256"}
+        for n, p in (profile.profile.serve.principals or {}).items()
+    ]
     emit_listing("principals", rows, fmt, columns=["principal", "profile", "token"])
 
 
@@ -185,6 +279,8 @@ def token_revoke(ctx: click.Context, name: str) -> None:
 
     update_profile(path, remove)
     if not left:
-        note(f"llmc: no principal is left in {path}: nobody can reach its gateway until one is added "
-             f"(llmc serve token create NAME -p {app_of(ctx).profile})")
+        note(
+            f"llmc: no principal is left in {path}: nobody can reach its gateway until one is added "
+            f"(llmc serve token create NAME -p {app_of(ctx).profile})"
+        )
     emit({"principal": name, "revoked": True}, "json")

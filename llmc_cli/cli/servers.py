@@ -20,22 +20,39 @@ from llmc_cli.errors import UsageError
 
 def sandbox_options(f: Any) -> Any:
     """How new stdio servers are confined (README "Sandboxing servers"): boxed by default."""
-    for option in reversed([
-        click.option("--sandbox", type=click.Choice(["auto", "bwrap", "none"]), default="auto", show_default=True,
-                     help="How a stdio server runs: auto (bubblewrap where it works), bwrap (always), none."),
-        click.option("--network/--no-network", default=True, show_default=True,
-                     help="May a sandboxed server use the network?"),
-        click.option("--read-path", "read_paths", multiple=True, metavar="DIR",
-                     help="A path a sandboxed server sees read-only (repeatable)."),
-        click.option("--write-path", "write_paths", multiple=True, metavar="DIR",
-                     help="A path a sandboxed server sees read-write (repeatable)."),
-    ]):
+    for option in reversed(
+        [
+            click.option(
+                "--sandbox",
+                type=click.Choice(["auto", "bwrap", "none"]),
+                default="auto",
+                show_default=True,
+                help="How a stdio server runs: auto (bubblewrap where it works), bwrap (always), none.",
+            ),
+            click.option(
+                "--network/--no-network", default=True, show_default=True, help="May a sandboxed server use the network?"
+            ),
+            click.option(
+                "--read-path",
+                "read_paths",
+                multiple=True,
+                metavar="DIR",
+                help="A path a sandboxed server sees read-only (repeatable).",
+            ),
+            click.option(
+                "--write-path",
+                "write_paths",
+                multiple=True,
+                metavar="DIR",
+                help="A path a sandboxed server sees read-write (repeatable).",
+            ),
+        ]
+    ):
         f = option(f)
     return f
 
 
-def _confinement(sandbox: str, network: bool, read_paths: tuple[str, ...], write_paths: tuple[str, ...]
-                 ) -> dict[str, Any]:
+def _confinement(sandbox: str, network: bool, read_paths: tuple[str, ...], write_paths: tuple[str, ...]) -> dict[str, Any]:
     """The sandbox keys of a new stdio server's table."""
     import os
 
@@ -59,23 +76,47 @@ def servers() -> None:
 @click.argument("name")
 @click.argument("command", nargs=-1, metavar="[-- COMMAND ARGS...]")
 @click.option("--url", metavar="URL", help="A remote server (Streamable HTTP or HTTP+SSE).")
-@click.option("--header", "headers", multiple=True, metavar="'K: V'",
-              help="HTTP header for --url (repeatable). Write secrets as ${VAR}: they expand when used.")
+@click.option(
+    "--header",
+    "headers",
+    multiple=True,
+    metavar="'K: V'",
+    help="HTTP header for --url (repeatable). Write secrets as ${VAR}: they expand when used.",
+)
 @click.option("--transport", type=click.Choice(["auto", "http", "sse"]), help="Remote transport (default: auto).")
 @click.option("--env", "env", multiple=True, metavar="K=V", help="Environment for a stdio server (repeatable).")
 @click.option("--cwd", metavar="DIR", help="Working directory of a stdio server.")
 @click.option("--timeout", type=click.FloatRange(min=0.1), metavar="SECONDS", help="Per-request timeout (default 60).")
-@click.option("--connect-timeout", type=click.FloatRange(min=0.1), metavar="SECONDS",
-              help="Bound of starting and connecting the server (default 60, or --timeout when longer).")
+@click.option(
+    "--connect-timeout",
+    type=click.FloatRange(min=0.1),
+    metavar="SECONDS",
+    help="Bound of starting and connecting the server (default 60, or --timeout when longer).",
+)
 @click.option("--description", metavar="TEXT", help="What this server is for.")
 @click.option("--disabled", is_flag=True, help="Add it disabled (used only when named with -s).")
 @click.option("--replace", is_flag=True, help="Replace a server of the same name.")
 @sandbox_options
 @click.pass_context
-def add(ctx: click.Context, name: str, command: tuple[str, ...], url: str | None, headers: tuple[str, ...],
-        transport: str | None, env: tuple[str, ...], cwd: str | None, timeout: float | None,
-        connect_timeout: float | None, description: str | None, disabled: bool, replace: bool, sandbox: str,
-        network: bool, read_paths: tuple[str, ...], write_paths: tuple[str, ...]) -> None:
+def add(
+    ctx: click.Context,
+    name: str,
+    command: tuple[str, ...],
+    url: str | None,
+    headers: tuple[str, ...],
+    transport: str | None,
+    env: tuple[str, ...],
+    cwd: str | None,
+    timeout: float | None,
+    connect_timeout: float | None,
+    description: str | None,
+    disabled: bool,
+    replace: bool,
+    sandbox: str,
+    network: bool,
+    read_paths: tuple[str, ...],
+    write_paths: tuple[str, ...],
+) -> None:
     """Add a server: `llmc servers add NAME -- COMMAND ARGS...` (stdio) or
     `llmc servers add NAME --url URL [--header 'K: V']` (remote).
 
@@ -87,12 +128,15 @@ def add(ctx: click.Context, name: str, command: tuple[str, ...], url: str | None
     from llmc_cli.config.profiles import editable_path, has_placeholder
     from llmc_cli.config.secrets import is_secret_name
 
-    if url and (read_paths or write_paths or ctx.get_parameter_source("sandbox").name != "DEFAULT"  # type: ignore[union-attr]
-                or ctx.get_parameter_source("network").name != "DEFAULT"):  # type: ignore[union-attr]
+    if url and (
+        read_paths
+        or write_paths
+        or ctx.get_parameter_source("sandbox") not in (None, click.core.ParameterSource.DEFAULT)
+        or ctx.get_parameter_source("network") not in (None, click.core.ParameterSource.DEFAULT)
+    ):
         raise UsageError("--sandbox, --network, --read-path and --write-path apply to stdio servers only")
     confinement = _confinement(sandbox, network, read_paths, write_paths) if command else {}
-    table = _server_table(name, command, url, headers, transport, env, cwd, timeout, description, disabled,
-                          confinement)
+    table = _server_table(name, command, url, headers, transport, env, cwd, timeout, description, disabled, confinement)
     if connect_timeout:
         table["connect_timeout"] = connect_timeout
     for header, value in table.get("headers", {}).items():
@@ -123,12 +167,16 @@ def list_(ctx: click.Context, fmt: str) -> None:
     errors = [{"server": name, **exc.to_json()} for name, exc in unusable.items()]
     for error in errors:
         note(f"llmc: {error['message']}")
-    people = [{**r, "target": _launch_line(r), "error": "cannot be configured" if r["name"] in unusable else None}
-              for r in rows]
-    emit_listing("servers", rows, fmt, errors, envelope={"profile": loaded.name,
-                                                         "path": str(loaded.path) if loaded.path else None},
-                 table_rows=people, columns=["name", "kind", "enabled", "target", "description",
-                                             *(["error"] if unusable else [])])
+    people = [{**r, "target": _launch_line(r), "error": "cannot be configured" if r["name"] in unusable else None} for r in rows]
+    emit_listing(
+        "servers",
+        rows,
+        fmt,
+        errors,
+        envelope={"profile": loaded.name, "path": str(loaded.path) if loaded.path else None},
+        table_rows=people,
+        columns=["name", "kind", "enabled", "target", "description", *(["error"] if unusable else [])],
+    )
 
 
 @servers.command("show")
@@ -149,8 +197,11 @@ def show(ctx: click.Context, name: str, fmt: str) -> None:
         from llmc_cli.model import SandboxSpec
         from llmc_cli.services.sandbox import describe
 
-        row["runs"] = describe(SandboxSpec(server.sandbox, bool(server.network), tuple(server.read_paths),
-                                           tuple(server.write_paths)) if server.sandbox else None)
+        row["runs"] = describe(
+            SandboxSpec(server.sandbox, bool(server.network), tuple(server.read_paths), tuple(server.write_paths))
+            if server.sandbox
+            else None
+        )
     emit(row, fmt)
 
 
@@ -203,8 +254,16 @@ def _set_enabled(ctx: click.Context, name: str, enabled: bool) -> None:
 @click.option("--replace", is_flag=True, help="Overwrite servers whose names are already in the profile.")
 @sandbox_options
 @click.pass_context
-def import_(ctx: click.Context, file: Path, dry_run: bool, replace: bool, sandbox: str, network: bool,
-            read_paths: tuple[str, ...], write_paths: tuple[str, ...]) -> None:
+def import_(
+    ctx: click.Context,
+    file: Path,
+    dry_run: bool,
+    replace: bool,
+    sandbox: str,
+    network: bool,
+    read_paths: tuple[str, ...],
+    write_paths: tuple[str, ...],
+) -> None:
     """Import servers from Claude Desktop / Claude Code (.mcp.json) / Cursor / Windsurf
     (`mcpServers`) or VS Code (`servers` in mcp.json) config files.
 
@@ -244,30 +303,48 @@ def import_(ctx: click.Context, file: Path, dry_run: bool, replace: bool, sandbo
         note(f"llmc: server {name} already in {path}: " + ("replaced" if replace else "skipped (use --replace)"))
     verb = "would import" if dry_run else "imported"
     note(f"llmc: {verb} {len(chosen)} of {len(imported.servers)} server(s) into {path}")
-    emit({
-        **_where(path), "source": imported.source, "dryRun": dry_run,
-        "added": [n for n in chosen if n not in clashes],
-        "replaced": [n for n in chosen if n in clashes],
-        "skipped": [] if replace else clashes,
-        "servers": {n: _shown(t) for n, t in chosen.items()},
-        "placeholders": imported.placeholders,
-    })
+    emit(
+        {
+            **_where(path),
+            "source": imported.source,
+            "dryRun": dry_run,
+            "added": [n for n in chosen if n not in clashes],
+            "replaced": [n for n in chosen if n in clashes],
+            "skipped": [] if replace else clashes,
+            "servers": {n: _shown(t) for n, t in chosen.items()},
+            "placeholders": imported.placeholders,
+        }
+    )
 
 
 @servers.command("install")
-@click.option("--client", required=True, metavar="CLIENT",
-              type=click.Choice(["claude-desktop", "cursor", "windsurf", "vscode", "claude-code"]),
-              help="The MCP host whose config gets the entry.")
-@click.option("--profile", "-p", "profile_name", metavar="NAME|PATH",
-              help="The profile the host gets (default: llmc's own -p / LLMC_PROFILE, else 'default').")
+@click.option(
+    "--client",
+    required=True,
+    metavar="CLIENT",
+    type=click.Choice(["claude-desktop", "cursor", "windsurf", "vscode", "claude-code"]),
+    help="The MCP host whose config gets the entry.",
+)
+@click.option(
+    "--profile",
+    "-p",
+    "profile_name",
+    metavar="NAME|PATH",
+    help="The profile the host gets (default: llmc's own -p / LLMC_PROFILE, else 'default').",
+)
 @click.option("--name", metavar="NAME", help="The entry's name in the host's config (default: llmc-PROFILE).")
-@click.option("--config", "config", type=click.Path(dir_okay=False, path_type=Path),
-              help="The host's config file (default: where that host keeps it).")
+@click.option(
+    "--config",
+    "config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The host's config file (default: where that host keeps it).",
+)
 @click.option("--dry-run", is_flag=True, help="Print the entry and where it would go; change nothing.")
 @click.option("--replace", is_flag=True, help="Overwrite an entry of that name.")
 @click.pass_context
-def install(ctx: click.Context, client: str, profile_name: str | None, name: str | None, config: Path | None,
-            dry_run: bool, replace: bool) -> None:
+def install(
+    ctx: click.Context, client: str, profile_name: str | None, name: str | None, config: Path | None, dry_run: bool, replace: bool
+) -> None:
     """Put the gateway (`llmc serve -p PROFILE` on stdio) into an MCP host's config, so the host
     reaches the profile's servers only through its policy and audit trail. Try --dry-run first.
 
@@ -283,10 +360,15 @@ def install(ctx: click.Context, client: str, profile_name: str | None, name: str
     planned = host_configs.plan(client, config, name or f"llmc-{loaded.name}", reference, replace)
     if not dry_run:
         host_configs.apply(planned)
-    verb = {"add": "would add" if dry_run else "added", "replace": "would replace" if dry_run else "replaced",
-            "unchanged": "already has"}[planned.action]
-    note(f"llmc: {verb} {planned.name} in {planned.config}" + ("; restart the host to use it" if not dry_run
-                                                                  and planned.action != "unchanged" else ""))
+    verb = {
+        "add": "would add" if dry_run else "added",
+        "replace": "would replace" if dry_run else "replaced",
+        "unchanged": "already has",
+    }[planned.action]
+    note(
+        f"llmc: {verb} {planned.name} in {planned.config}"
+        + ("; restart the host to use it" if not dry_run and planned.action != "unchanged" else "")
+    )
     emit(planned.to_json(dry_run))
 
 
@@ -317,14 +399,26 @@ def _split_command(command: tuple[str, ...]) -> tuple[str, ...]:
     if not words:
         raise UsageError("give the server's command: `-- COMMAND ARGS...`")
     split = (*words, *command[1:])
-    note(f"llmc: split the command line {first!r} as --stdio does: command {split[0]!r}, args {list(split[1:])} "
-         "(a program with a space in its path: give its full path)")
+    note(
+        f"llmc: split the command line {first!r} as --stdio does: command {split[0]!r}, args {list(split[1:])} "
+        "(a program with a space in its path: give its full path)"
+    )
     return split
 
 
-def _server_table(name: str, command: tuple[str, ...], url: str | None, headers: tuple[str, ...],
-                  transport: str | None, env: tuple[str, ...], cwd: str | None, timeout: float | None,
-                  description: str | None, disabled: bool, confinement: dict[str, Any]) -> dict[str, Any]:
+def _server_table(
+    name: str,
+    command: tuple[str, ...],
+    url: str | None,
+    headers: tuple[str, ...],
+    transport: str | None,
+    env: tuple[str, ...],
+    cwd: str | None,
+    timeout: float | None,
+    description: str | None,
+    disabled: bool,
+    confinement: dict[str, Any],
+) -> dict[str, Any]:
     """The TOML table for one server from the options, validated by the profile schema."""
     from pydantic import ValidationError
 

@@ -32,8 +32,13 @@ def session() -> None:
 
 @session.command()
 @click.argument("name")
-@click.option("--idle", default="30m", show_default=True, metavar="DURATION",
-              help="Stop after this long without a command (90s, 30m, 2h; 0: never).")
+@click.option(
+    "--idle",
+    default="30m",
+    show_default=True,
+    metavar="DURATION",
+    help="Stop after this long without a command (90s, 30m, 2h; 0: never).",
+)
 @server_options
 @click.pass_context
 def start(ctx: click.Context, name: str, idle: str, target: Target) -> None:
@@ -48,8 +53,7 @@ def start(ctx: click.Context, name: str, idle: str, target: Target) -> None:
     profile_name = app_of(ctx).profile
     adhoc = target.adhoc_spec()
     profile = None if adhoc else app_of(ctx).load_profile()
-    specs, unusable = services.launch_specs(profile, tuple(target.servers), adhoc, target.timeout,
-                                            target.connect_timeout)
+    specs, unusable = services.launch_specs(profile, tuple(target.servers), adhoc, target.timeout, target.connect_timeout)
     if unusable and not specs:
         raise next(iter(unusable.values()))
     if not specs:
@@ -62,8 +66,9 @@ def start(ctx: click.Context, name: str, idle: str, target: Target) -> None:
         note(f"llmc: {server['name']}: {server.get('error', server.get('state'))}")
     if failed:
         retried = " and tries the ones that failed to start again when they are called" if len(failed) > len(unusable) else ""
-        raise ConnectionFailed(f"{len(failed)} of {len(specs) + len(unusable)} server(s) failed to start; session "
-                               f"{name} holds the others{retried}")
+        raise ConnectionFailed(
+            f"{len(failed)} of {len(specs) + len(unusable)} server(s) failed to start; session {name} holds the others{retried}"
+        )
 
 
 @session.command("list")
@@ -83,8 +88,14 @@ def list_(fmt: str) -> None:
             note(f"llmc: session {name} does not answer: {exc.message}")
             errors.append({"session": name, **exc.to_json()})
     people = [{**r, "servers": ", ".join(f"{s['name']}:{s['state']}" for s in r.get("servers", []))} for r in rows]
-    emit_listing("sessions", rows, fmt, errors, table_rows=people,
-                 columns=["name", "pid", "servers", "clients", "idleFor", "idleTimeout", "started"])
+    emit_listing(
+        "sessions",
+        rows,
+        fmt,
+        errors,
+        table_rows=people,
+        columns=["name", "pid", "servers", "clients", "idleFor", "idleTimeout", "started"],
+    )
 
 
 @session.command()
@@ -115,8 +126,14 @@ def stop(names: tuple[str, ...], every: bool) -> None:
 
 
 @session.command()
-@click.option("-s", "--server", "servers", multiple=True, metavar="NAME",
-              help="Only the remembered HTTP sessions of these servers of the profile (repeatable).")
+@click.option(
+    "-s",
+    "--server",
+    "servers",
+    multiple=True,
+    metavar="NAME",
+    help="Only the remembered HTTP sessions of these servers of the profile (repeatable).",
+)
 @click.option("--url", "urls", multiple=True, metavar="URL", help="Only the remembered HTTP session with this server URL.")
 @click.pass_context
 def forget(ctx: click.Context, servers: tuple[str, ...], urls: tuple[str, ...]) -> None:
@@ -137,8 +154,7 @@ def forget(ctx: click.Context, servers: tuple[str, ...], urls: tuple[str, ...]) 
             known = {}
     keys: set[str] | None = None
     if servers or urls:
-        keys = ({k for k, s in known.items() if s.name in servers}
-                | {ServerSpec(name="url", url=u).cache_key() for u in urls})
+        keys = {k for k, s in known.items() if s.name in servers} | {ServerSpec(name="url", url=u).cache_key() for u in urls}
     emit(session_ids.forget(client_stores(), keys, known), "jsonl")
 
 

@@ -16,13 +16,56 @@ if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
 
 ADHOC_NAME = "server"  # when nothing better can be told from the command or the URL
-_RUNNERS = {"npx", "bunx", "pnpx", "uvx", "pipx", "uv", "bun", "deno", "node", "nodejs", "python", "python3",
-            "pypy", "pypy3", "ruby", "php", "java", "env", "docker", "podman"}
+_RUNNERS = {
+    "npx",
+    "bunx",
+    "pnpx",
+    "uvx",
+    "pipx",
+    "uv",
+    "bun",
+    "deno",
+    "node",
+    "nodejs",
+    "python",
+    "python3",
+    "pypy",
+    "pypy3",
+    "ruby",
+    "php",
+    "java",
+    "env",
+    "docker",
+    "podman",
+}
 _GENERIC = {"index", "main", "server", "cli", "dist", "build", "lib", "src", "bin", "out", "__main__"}
-_RUNNER_OPTIONS_WITH_VALUE = {"-p", "--package", "--from", "--with", "--python", "-c", "--cwd", "--spec",
-                              "--index-url", "--jar", "-cp", "-classpath",
-                              "-e", "--env", "-v", "--volume", "--name", "--network", "-w", "--workdir", "-u",
-                              "--user", "--mount", "--env-file", "--entrypoint"}
+_RUNNER_OPTIONS_WITH_VALUE = {
+    "-p",
+    "--package",
+    "--from",
+    "--with",
+    "--python",
+    "-c",
+    "--cwd",
+    "--spec",
+    "--index-url",
+    "--jar",
+    "-cp",
+    "-classpath",
+    "-e",
+    "--env",
+    "-v",
+    "--volume",
+    "--name",
+    "--network",
+    "-w",
+    "--workdir",
+    "-u",
+    "--user",
+    "--mount",
+    "--env-file",
+    "--entrypoint",
+}
 
 
 @dataclass(frozen=True)
@@ -74,28 +117,63 @@ def server_options(func: Callable[..., object]) -> Callable[..., object]:
 
 def _options(func: Callable[..., object], session: bool) -> Callable[..., object]:
     options = [
-        click.option("-s", "--server", "servers", multiple=True, metavar="NAME", shell_complete=_complete_servers,
-                     help="Only these servers of the profile (repeatable)."),
+        click.option(
+            "-s",
+            "--server",
+            "servers",
+            multiple=True,
+            metavar="NAME",
+            shell_complete=_complete_servers,
+            help="Only these servers of the profile (repeatable).",
+        ),
         click.option("--stdio", metavar="'COMMAND ARGS'", help="Ad-hoc stdio server (shell-split)."),
         click.option("--env", "env", multiple=True, metavar="K=V", help="Environment for --stdio (repeatable)."),
         click.option("--cwd", type=click.Path(file_okay=False), help="Working directory for --stdio."),
         click.option("--url", metavar="URL", help="Ad-hoc remote server (Streamable HTTP or HTTP+SSE)."),
-        click.option("--header", "headers", multiple=True, metavar="'K: V'",
-                     help="HTTP header for --url (repeatable; ${VAR} expands from the environment)."),
-        click.option("--transport", type=click.Choice(["auto", "http", "sse"]), default="auto",
-                     show_default=True, help="Remote transport for --url."),
-        click.option("--timeout", type=click.FloatRange(min=0.1), metavar="SECONDS",
-                     help="Per-request timeout (default: the server's, else 60)."),
-        click.option("--connect-timeout", type=click.FloatRange(min=0.1), metavar="SECONDS",
-                     help="Bound of starting and connecting a server (the handshake), apart from --timeout "
-                          "(default: the server's connect_timeout, else 60 or --timeout when longer)."),
-        click.option("--elicit", type=click.Choice(["prompt", "accept-defaults", "decline"]), default=None,
-                     help="How to answer server elicitation (default: prompt on a terminal, else decline)."),
+        click.option(
+            "--header",
+            "headers",
+            multiple=True,
+            metavar="'K: V'",
+            help="HTTP header for --url (repeatable; ${VAR} expands from the environment).",
+        ),
+        click.option(
+            "--transport",
+            type=click.Choice(["auto", "http", "sse"]),
+            default="auto",
+            show_default=True,
+            help="Remote transport for --url.",
+        ),
+        click.option(
+            "--timeout",
+            type=click.FloatRange(min=0.1),
+            metavar="SECONDS",
+            help="Per-request timeout (default: the server's, else 60).",
+        ),
+        click.option(
+            "--connect-timeout",
+            type=click.FloatRange(min=0.1),
+            metavar="SECONDS",
+            help="Bound of starting and connecting a server (the handshake), apart from --timeout "
+            "(default: the server's connect_timeout, else 60 or --timeout when longer).",
+        ),
+        click.option(
+            "--elicit",
+            type=click.Choice(["prompt", "accept-defaults", "decline"]),
+            default=None,
+            help="How to answer server elicitation (default: prompt on a terminal, else decline).",
+        ),
     ]
     if session:
-        options.append(click.option(
-            "--session", metavar="NAME", envvar="LLMC_SESSION", shell_complete=complete_sessions,
-            help="Use the servers that session keeper NAME holds (see `llmc session start`) [env: LLMC_SESSION]."))
+        options.append(
+            click.option(
+                "--session",
+                metavar="NAME",
+                envvar="LLMC_SESSION",
+                shell_complete=complete_sessions,
+                help="Use the servers that session keeper NAME holds (see `llmc session start`) [env: LLMC_SESSION].",
+            )
+        )
 
     @functools.wraps(func)
     def with_target(*args: Any, **kwargs: Any) -> Any:
@@ -126,8 +204,15 @@ def complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: st
         return []
 
 
-def adhoc_spec(stdio: str | None, url: str | None, env: tuple[str, ...], cwd: str | None,
-               headers: tuple[str, ...], transport: str, timeout: float | None) -> ServerSpec | None:
+def adhoc_spec(
+    stdio: str | None,
+    url: str | None,
+    env: tuple[str, ...],
+    cwd: str | None,
+    headers: tuple[str, ...],
+    transport: str,
+    timeout: float | None,
+) -> ServerSpec | None:
     from llmc_cli.config.profiles import expand
 
     if stdio and url:
@@ -146,8 +231,14 @@ def adhoc_spec(stdio: str | None, url: str | None, env: tuple[str, ...], cwd: st
             raise UsageError(f"--stdio: {exc}") from None
         if not argv:
             raise UsageError("--stdio needs a command")
-        return ServerSpec(name=command_name(argv), command=tuple(argv),
-                          env=dict(_pair(e, "=", "--env") for e in env), cwd=cwd, adhoc=True, **extra)
+        return ServerSpec(
+            name=command_name(argv),
+            command=tuple(argv),
+            env=dict(_pair(e, "=", "--env") for e in env),
+            cwd=cwd,
+            adhoc=True,
+            **extra,
+        )
     parsed = {k: expand(v, f"--header {k}") for k, v in (_pair(h, ":", "--header") for h in headers)}
     if not (url or "").startswith(("http://", "https://")):
         raise UsageError(f"--url must start with http:// or https://: {url}")
@@ -170,8 +261,7 @@ def command_name(argv: list[str]) -> str:
     for arg in args:
         if arg == "-m":  # python -m MODULE
             return server_name(next(args, "") or program)
-        if arg in ("run", "exec", "x", "dlx") and runner in ("uv", "pipx", "bun", "deno", "pnpx", "npx", "docker",
-                                                             "podman"):
+        if arg in ("run", "exec", "x", "dlx") and runner in ("uv", "pipx", "bun", "deno", "pnpx", "npx", "docker", "podman"):
             continue
         if arg in _RUNNER_OPTIONS_WITH_VALUE:
             next(args, None)

@@ -86,8 +86,7 @@ def readable(info: dict[str, Any]) -> str:
     if info.get("outputSchema") is not None:
         lines += ["", "Output (structuredContent):", *_field_lines(arguments(info["outputSchema"]))]
     if info["annotations"]:
-        lines += ["", "Annotations:", *(f"  {k}: {json.dumps(v, ensure_ascii=False)}"
-                                        for k, v in info["annotations"].items())]
+        lines += ["", "Annotations:", *(f"  {k}: {json.dumps(v, ensure_ascii=False)}" for k, v in info["annotations"].items())]
     hints = ", ".join(k for k, v in info["hints"].items() if v) or "none"
     lines += ["", f"Effective hints: {hints}", "Policy:"]
     for who, decision in info["policy"].items():

@@ -17,8 +17,9 @@ if TYPE_CHECKING:
     from llmc_cli.policy import Decision
     from llmc_cli.translate import Translation
 
-STRICT = click.option("--strict", is_flag=True,
-                      help="OpenAI strict-mode schemas; any loss or rewrite fails the command (exit 1).")
+STRICT = click.option(
+    "--strict", is_flag=True, help="OpenAI strict-mode schemas; any loss or rewrite fails the command (exit 1)."
+)
 
 
 @click.group()
@@ -27,20 +28,33 @@ def tools() -> None:
 
 
 @tools.command("list")
-@format_option(*FORMATS, *TOOL_FORMATS, listing=True,
-               help="A listing (default: a table on a terminal, else JSON; LLMC_FORMAT, [output] format), "
-                    "or the tools translated for a provider's API.")
+@format_option(
+    *FORMATS,
+    *TOOL_FORMATS,
+    listing=True,
+    help="A listing (default: a table on a terminal, else JSON; LLMC_FORMAT, [output] format), "
+    "or the tools translated for a provider's API.",
+)
 @STRICT
-@click.option("--all", "show_all", is_flag=True, help="Also the tools the profile's policy denies, marked \"denied\".")
-@click.option("--match", "globs", multiple=True, metavar="GLOB",
-              help="Only tools whose name or SERVER.TOOL matches this glob (repeatable: any of them).")
-@click.option("--defer-loading", is_flag=True,
-              help="With --format anthropic: every tool with defer_loading, after Anthropic's server-side "
-                   "tool search tool (BM25; needs the advanced-tool-use-2025-11-20 beta).")
+@click.option("--all", "show_all", is_flag=True, help='Also the tools the profile\'s policy denies, marked "denied".')
+@click.option(
+    "--match",
+    "globs",
+    multiple=True,
+    metavar="GLOB",
+    help="Only tools whose name or SERVER.TOOL matches this glob (repeatable: any of them).",
+)
+@click.option(
+    "--defer-loading",
+    is_flag=True,
+    help="With --format anthropic: every tool with defer_loading, after Anthropic's server-side "
+    "tool search tool (BM25; needs the advanced-tool-use-2025-11-20 beta).",
+)
 @target_options
 @click.pass_context
-def list_(ctx: click.Context, fmt: str, strict: bool, show_all: bool, globs: tuple[str, ...],
-          defer_loading: bool, target: Target) -> None:
+def list_(
+    ctx: click.Context, fmt: str, strict: bool, show_all: bool, globs: tuple[str, ...], defer_loading: bool, target: Target
+) -> None:
     """The tools of every server (or -s ones), exactly as each server sent them, each with a
     "server" key: {"tools": [...], "errors": [...]}.
 
@@ -78,17 +92,29 @@ def list_(ctx: click.Context, fmt: str, strict: bool, show_all: bool, globs: tup
         raise_failures(failures, len(catalog.specs))
         return
     rows = [{"server": t.server, **t.raw, **({"denied": True} if t in denied else {})} for t in found]
-    people = [{"server": t.server, "tool": t.name, **({"denied": "yes" if t in denied else ""} if show_all else {}),
-               "description": t.description} for t in found]
-    emit_listing("tools", rows, fmt, [f.to_json() for f in failures], table_rows=people,
-                 columns=["server", "tool", *(["denied"] if show_all else []), "description"])
+    people = [
+        {
+            "server": t.server,
+            "tool": t.name,
+            **({"denied": "yes" if t in denied else ""} if show_all else {}),
+            "description": t.description,
+        }
+        for t in found
+    ]
+    emit_listing(
+        "tools",
+        rows,
+        fmt,
+        [f.to_json() for f in failures],
+        table_rows=people,
+        columns=["server", "tool", *(["denied"] if show_all else []), "description"],
+    )
     raise_failures(failures, len(catalog.specs))
 
 
 @tools.command("search")
 @click.argument("query")
-@click.option("-n", "--limit", type=click.IntRange(1, 1000), default=5, show_default=True,
-              help="At most this many tools.")
+@click.option("-n", "--limit", type=click.IntRange(1, 1000), default=5, show_default=True, help="At most this many tools.")
 @format_option(*FORMATS, listing=True)
 @target_options
 @click.pass_context
@@ -108,8 +134,10 @@ def search(ctx: click.Context, query: str, limit: int, fmt: str, target: Target)
         found, failures = searchable_tools(catalog, profile, list(target.servers) or None)
     matches = ToolIndex(found).search(query, limit)
     rows = [m.to_json() for m in matches]
-    people = [{"score": f"{m.score:.2f}", "server": m.tool.server, "tool": m.tool.name,
-               "description": m.tool.description} for m in matches]
+    people = [
+        {"score": f"{m.score:.2f}", "server": m.tool.server, "tool": m.tool.name, "description": m.tool.description}
+        for m in matches
+    ]
     emit_listing("tools", rows, fmt, [f.to_json() for f in failures], table_rows=people)
     raise_failures(failures, len(catalog.specs))
 
@@ -139,11 +167,18 @@ def show(ctx: click.Context, tool: str, fmt: str, target: Target) -> None:
     call = ToolCall(server, name, {})  # no arguments: what the tool alone decides (argument rules judge defaults)
     rows = arguments(found.input_schema)
     info = {
-        "server": server, "tool": name, "title": found.title, "description": found.description,
-        "arguments": rows, "inputSchema": found.input_schema, "outputSchema": found.output_schema,
-        "annotations": found.annotations, "hints": policy.effective_hints(found, call.qualified_name, config),
-        "policy": {caller: _decision(policy.decide(call, found, config, caller=caller, cwd=cwd))
-                   for caller in ("human", "model")},
+        "server": server,
+        "tool": name,
+        "title": found.title,
+        "description": found.description,
+        "arguments": rows,
+        "inputSchema": found.input_schema,
+        "outputSchema": found.output_schema,
+        "annotations": found.annotations,
+        "hints": policy.effective_hints(found, call.qualified_name, config),
+        "policy": {
+            caller: _decision(policy.decide(call, found, config, caller=caller, cwd=cwd)) for caller in ("human", "model")
+        },
         "example": example_call(call.qualified_name, rows),
     }
     if fmt == "json":
@@ -180,8 +215,10 @@ def grouped_warnings(findings: list[Any]) -> list[str]:
     groups: dict[tuple[str, str, str], list[str]] = {}
     for f in findings:
         groups.setdefault((f.target, f.what, f.why), []).append(f.tool)
-    return [f"{target}: {what} ({why}): {len(tools)} place(s) in {', '.join(dict.fromkeys(tools))}"
-            for (target, what, why), tools in groups.items()]
+    return [
+        f"{target}: {what} ({why}): {len(tools)} place(s) in {', '.join(dict.fromkeys(tools))}"
+        for (target, what, why), tools in groups.items()
+    ]
 
 
 def _fail_on_warnings(result: Translation, strict: bool) -> None:
@@ -216,15 +253,15 @@ def _allowed_tools(ctx: click.Context, target: Target) -> tuple[list[Any], list[
     catalog, profile = open_target(ctx, target)
     with catalog:
         found, _denied, failures = services.visible_tools(catalog, profile, list(target.servers) or None)
-        infos = {name: catalog.session(name).server_info for name in catalog.specs
-                 if name not in {f.server for f in failures}}
+        infos = {name: catalog.session(name).server_info for name in catalog.specs if name not in {f.server for f in failures}}
     return found, failures, catalog, infos, profile
 
 
 @tools.command("export")
 @format_option(*TOOL_FORMATS, required=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), required=True,
-              help="File to write; - for stdout.")
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), required=True, help="File to write; - for stdout."
+)
 @STRICT
 @target_options
 @click.pass_context
@@ -249,8 +286,13 @@ def export(ctx: click.Context, fmt: str, output: str, strict: bool, target: Targ
 
 
 @tools.command("lint")
-@click.option("--provider", "providers", multiple=True, type=click.Choice(LINT_FORMATS),
-              help="Only these providers (repeatable; default: all).")
+@click.option(
+    "--provider",
+    "providers",
+    multiple=True,
+    type=click.Choice(LINT_FORMATS),
+    help="Only these providers (repeatable; default: all).",
+)
 @STRICT
 @format_option(*FORMATS, listing=True)
 @target_options
@@ -266,25 +308,49 @@ def lint(ctx: click.Context, providers: tuple[str, ...], strict: bool, fmt: str,
 
     found, failures, catalog, _, profile = _allowed_tools(ctx, target)
     findings = lint_tools(found, providers or LINT_FORMATS, strict=strict)
-    findings += [Finding(tool.qualified_name, f"$.inputSchema.properties.{arg}",
-                         "path-like argument that no [policy.args] rule covers", why, "policy")
-                 for tool in found for arg, why in policy.uncovered_path_arguments(tool, profile.profile.policy)]
-    findings += [Finding(tool.qualified_name, "$.annotations.readOnlyHint", "listed in [cache] tools but not "
-                         "read-only: never cached", "only tools read-only by their annotations and [policy.hints] "
-                         "are cached (a destructive or unannotated tool's calls are never answered from the cache)",
-                         "cache")
-                 for tool in found if not caching.cacheable(tool, tool.qualified_name, profile.profile)
-                 and caching.verdict(tool, tool.qualified_name, profile.profile) is not None]
-    emit_listing("findings", [f.to_json() for f in findings], fmt, [f.to_json() for f in failures],
-                 columns=["server", "tool", "target", "path", "what", "why"])
+    findings += [
+        Finding(
+            tool.qualified_name,
+            f"$.inputSchema.properties.{arg}",
+            "path-like argument that no [policy.args] rule covers",
+            why,
+            "policy",
+        )
+        for tool in found
+        for arg, why in policy.uncovered_path_arguments(tool, profile.profile.policy)
+    ]
+    findings += [
+        Finding(
+            tool.qualified_name,
+            "$.annotations.readOnlyHint",
+            "listed in [cache] tools but not read-only: never cached",
+            "only tools read-only by their annotations and [policy.hints] "
+            "are cached (a destructive or unannotated tool's calls are never answered from the cache)",
+            "cache",
+        )
+        for tool in found
+        if not caching.cacheable(tool, tool.qualified_name, profile.profile)
+        and caching.verdict(tool, tool.qualified_name, profile.profile) is not None
+    ]
+    emit_listing(
+        "findings",
+        [f.to_json() for f in findings],
+        fmt,
+        [f.to_json() for f in failures],
+        columns=["server", "tool", "target", "path", "what", "why"],
+    )
     raise_failures(failures, len(catalog.specs))
     if strict and findings:
         raise ToolFailed(f"{len(findings)} portability finding(s)")
 
 
 @tools.command("lock")
-@click.option("-o", "--output", type=click.Path(dir_okay=False),
-              help="Lock file to write. Default: the profile's `lock` (relative to the profile), else llmc.lock.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="Lock file to write. Default: the profile's `lock` (relative to the profile), else llmc.lock.",
+)
 @target_options
 @click.pass_context
 def lock(ctx: click.Context, output: str | None, target: Target) -> None:
@@ -301,8 +367,12 @@ def lock(ctx: click.Context, output: str | None, target: Target) -> None:
 
 
 @tools.command("diff")
-@click.option("--lock", "lock_path", type=click.Path(dir_okay=False),
-              help="Lock file to compare with. Default: the profile's `lock` (relative to the profile), else llmc.lock.")
+@click.option(
+    "--lock",
+    "lock_path",
+    type=click.Path(dir_okay=False),
+    help="Lock file to compare with. Default: the profile's `lock` (relative to the profile), else llmc.lock.",
+)
 @target_options
 @click.pass_context
 def diff(ctx: click.Context, lock_path: str | None, target: Target) -> None:
@@ -319,5 +389,7 @@ def diff(ctx: click.Context, lock_path: str | None, target: Target) -> None:
     emit(report)
     raise_failures(failures, len(catalog.specs))
     if report["drift"]:
-        raise DriftError(f"tools drifted from {lock_path}: {len(report['added'])} added, "
-                         f"{len(report['removed'])} removed, {len(report['changed'])} changed")
+        raise DriftError(
+            f"tools drifted from {lock_path}: {len(report['added'])} added, "
+            f"{len(report['removed'])} removed, {len(report['changed'])} changed"
+        )

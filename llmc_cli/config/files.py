@@ -124,8 +124,7 @@ def locked(path: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
         try:  # errors of taking the lock only, not of the block
             held.enter_context(file_lock(lock_file, timeout))
         except LockTimeout:
-            raise ConfigError(f"{path} is locked by another llmc process (waited {timeout:g}s for {lock_file})") \
-                from None
+            raise ConfigError(f"{path} is locked by another llmc process (waited {timeout:g}s for {lock_file})") from None
         except OSError as exc:
             raise ConfigError(f"cannot lock {path}: {exc.strerror or exc}") from None
         yield

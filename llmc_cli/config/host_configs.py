@@ -28,8 +28,11 @@ class HostFormat:
     typed: bool  # entries carry "type": "stdio"
 
 
-FORMATS = {"mcpServers": HostFormat("mcpServers", False), "vscode": HostFormat("servers", True),
-           "claude-code": HostFormat("mcpServers", True)}
+FORMATS = {
+    "mcpServers": HostFormat("mcpServers", False),
+    "vscode": HostFormat("servers", True),
+    "claude-code": HostFormat("mcpServers", True),
+}
 
 
 def _claude_desktop() -> Path:
@@ -91,8 +94,14 @@ class Plan:
     data: dict[str, Any]  # the whole file after the change
 
     def to_json(self, dry_run: bool) -> JSONObject:
-        return {"client": self.client, "config": str(self.config), "name": self.name, "entry": self.entry,
-                "action": self.action, "dryRun": dry_run}
+        return {
+            "client": self.client,
+            "config": str(self.config),
+            "name": self.name,
+            "entry": self.entry,
+            "action": self.action,
+            "dryRun": dry_run,
+        }
 
 
 def plan(client: str, config: Path | None, name: str, profile_ref: str, replace: bool) -> Plan:
@@ -107,8 +116,10 @@ def plan(client: str, config: Path | None, name: str, profile_ref: str, replace:
 
         data, commented = read_json_object(path)
         if commented:
-            raise ConfigError(f"{path} has comments, which rewriting it would lose: add this entry under "
-                              f'"{fmt.key}" by hand: "{name}": ' + json.dumps(gateway_entry(profile_ref, fmt)))
+            raise ConfigError(
+                f"{path} has comments, which rewriting it would lose: add this entry under "
+                f'"{fmt.key}" by hand: "{name}": ' + json.dumps(gateway_entry(profile_ref, fmt))
+            )
     servers = data.setdefault(fmt.key, {})
     if not isinstance(servers, dict):
         raise ConfigError(f"{path}: '{fmt.key}' is not an object")
@@ -120,8 +131,9 @@ def plan(client: str, config: Path | None, name: str, profile_ref: str, replace:
     elif replace:
         action = "replace"
     else:
-        raise UsageError(f"{path} already has a server named {name!r}: pass --replace to overwrite it, "
-                         "or --name to choose another")
+        raise UsageError(
+            f"{path} already has a server named {name!r}: pass --replace to overwrite it, or --name to choose another"
+        )
     servers[name] = entry
     return Plan(client, path, name, entry, action, data)
 

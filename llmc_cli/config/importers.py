@@ -118,8 +118,7 @@ def _server(name: str, entry: dict[str, Any], inputs: dict[str, Any], out: Impor
         if transport != "auto":
             table["transport"] = transport
         if entry.get("headers"):
-            table["headers"] = _secrets(_mapping(entry["headers"], name, "headers", where), name, "headers",
-                                        inputs, out)
+            table["headers"] = _secrets(_mapping(entry["headers"], name, "headers", where), name, "headers", inputs, out)
     else:
         raise ConfigError(f"{where}: server {name!r} has neither 'command' nor 'url'")
     if entry.get("disabled") is True:
@@ -185,5 +184,6 @@ def strip_jsonc(text: str) -> str:
     """JSON with comments (VS Code's mcp.json and settings.json): drop // and /* */ comments and
     trailing commas outside strings."""
     toks = jsonish.tokens(text, comments=True)
-    return "".join(token.text for i, token in enumerate(toks)
-                   if token.kind != "comment" and not jsonish.is_trailing_comma(toks, i))
+    return "".join(
+        token.text for i, token in enumerate(toks) if token.kind != "comment" and not jsonish.is_trailing_comma(toks, i)
+    )

@@ -30,8 +30,11 @@ def is_llmc_command(argv: tuple[str, ...] | list[str]) -> bool:
     if found is None:
         return False
     exe = os.path.realpath(found)
-    ours = {os.path.realpath(p) for p in (os.path.join(os.path.dirname(sys.executable), "llmc"), shutil.which("llmc"))
-            if p and os.path.exists(p)}
+    ours = {
+        os.path.realpath(p)
+        for p in (os.path.join(os.path.dirname(sys.executable), "llmc"), shutil.which("llmc"))
+        if p and os.path.exists(p)
+    }
     if exe in ours:
         return True
     if exe != os.path.realpath(sys.executable):

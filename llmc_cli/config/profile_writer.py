@@ -57,6 +57,7 @@ def update_profile(path: Path, mutate: Callable[[dict[str, Any]], None]) -> Load
 def add_server(path: Path, name: str, table: dict[str, Any], *, replace: bool = False) -> LoadedProfile:
     """Put server `name` (its TOML table) into the profile at `path`; a name already there is a
     ConfigError unless `replace`. A profile that does not exist yet starts as the built-in default."""
+
     def mutate(data: dict[str, Any]) -> None:
         entries = data.setdefault("servers", {})
         if name in entries and not replace:
@@ -68,6 +69,7 @@ def add_server(path: Path, name: str, table: dict[str, Any], *, replace: bool = 
 
 def remove_server(path: Path, name: str) -> LoadedProfile:
     """Take server `name` out of the profile at `path` (a UsageError, with a suggestion, when it is not there)."""
+
     def mutate(data: dict[str, Any]) -> None:
         entries = data.get("servers") or {}
         if name not in entries:

@@ -117,8 +117,9 @@ def no_server(profile: str, name: str, known: Iterable[str]) -> UsageError:
     return UsageError(f"profile {profile} has no server {name!r}" + (hint or f" (servers: {', '.join(known) or 'none'})"))
 
 
-def usable_specs(loaded: LoadedProfile, only: tuple[str, ...] | list[str] = ()
-                 ) -> tuple[list[ServerSpec], dict[str, ConfigError]]:
+def usable_specs(
+    loaded: LoadedProfile, only: tuple[str, ...] | list[str] = ()
+) -> tuple[list[ServerSpec], dict[str, ConfigError]]:
     """The enabled servers of a profile (or just `only`), with ${VAR}s expanded now, and apart
     the ones that cannot be configured (an unset variable): one server's problem is that
     server's, so the others still work. An unknown name in `only` is the command's error."""
@@ -145,18 +146,30 @@ def to_spec(name: str, server: Any, profile_name: str) -> ServerSpec:
             command=(expand(server.command, where), *(expand(a, where) for a in server.args)),
             env={k: expand(v, f"{where}, env {k}") for k, v in server.env.items()},
             cwd=expand(server.cwd, where) if server.cwd else None,
-            timeout=server.timeout, connect_timeout=server.connect_timeout, description=server.description,
+            timeout=server.timeout,
+            connect_timeout=server.connect_timeout,
+            description=server.description,
             sandbox=_sandbox_spec(server, where),
         )
     if server.url:
         return ServerSpec(
-            name=name, url=expand(server.url, where),
+            name=name,
+            url=expand(server.url, where),
             headers={k: expand(v, f"{where}, header {k}") for k, v in server.headers.items()},
-            transport=server.transport, timeout=server.timeout, connect_timeout=server.connect_timeout, description=server.description,
+            transport=server.transport,
+            timeout=server.timeout,
+            connect_timeout=server.connect_timeout,
+            description=server.description,
             oauth=_oauth_spec(server.oauth),
         )
-    return ServerSpec(name=name, builtin=server.builtin, options=dict(server.options),
-                      timeout=server.timeout, connect_timeout=server.connect_timeout, description=server.description)
+    return ServerSpec(
+        name=name,
+        builtin=server.builtin,
+        options=dict(server.options),
+        timeout=server.timeout,
+        connect_timeout=server.connect_timeout,
+        description=server.description,
+    )
 
 
 def _sandbox_spec(server: Any, where: str) -> SandboxSpec | None:
@@ -176,17 +189,25 @@ def _sandbox_spec(server: Any, where: str) -> SandboxSpec | None:
             out.append(path)
         return tuple(dict.fromkeys(out))
 
-    return SandboxSpec(mode=server.sandbox, network=bool(server.network),
-                       read_paths=absolute(server.read_paths, "read_paths"),
-                       write_paths=absolute(server.write_paths, "write_paths"))
+    return SandboxSpec(
+        mode=server.sandbox,
+        network=bool(server.network),
+        read_paths=absolute(server.read_paths, "read_paths"),
+        write_paths=absolute(server.write_paths, "write_paths"),
+    )
 
 
 def _oauth_spec(oauth: Any) -> OAuthSpec | None:
     if oauth is None:
         return None
-    return OAuthSpec(client_id=oauth.client_id, client_secret_env=oauth.client_secret_env,
-                     client_metadata_url=oauth.client_metadata_url, scopes=tuple(oauth.scopes),
-                     grant=oauth.grant, token_auth_method=oauth.token_auth_method)
+    return OAuthSpec(
+        client_id=oauth.client_id,
+        client_secret_env=oauth.client_secret_env,
+        client_metadata_url=oauth.client_metadata_url,
+        scopes=tuple(oauth.scopes),
+        grant=oauth.grant,
+        token_auth_method=oauth.token_auth_method,
+    )
 
 
 def has_placeholder(value: str) -> bool:
@@ -211,6 +232,12 @@ def list_profiles() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         except ConfigError as exc:
             errors.append({"profile": path.stem, "path": str(path), **exc.to_json()})
         else:
-            rows.append({"name": path.stem, "path": str(path), "description": loaded.profile.description,
-                         "servers": list(loaded.profile.servers)})
+            rows.append(
+                {
+                    "name": path.stem,
+                    "path": str(path),
+                    "description": loaded.profile.description,
+                    "servers": list(loaded.profile.servers),
+                }
+            )
     return rows, errors

@@ -91,19 +91,16 @@ class ServerConfig:
             raise ValueError("'headers' and 'oauth' apply to remote servers ('url') only")
         if self.url and (self.args or self.env or self.cwd):
             raise ValueError("'args', 'env' and 'cwd' apply to stdio servers ('command') only")
-        confinement = [k for k in ("network", "read_paths", "write_paths", "sandbox")
-                       if getattr(self, k) not in (None, [])]
+        confinement = [k for k in ("network", "read_paths", "write_paths", "sandbox") if getattr(self, k) not in (None, [])]
         if not self.command and confinement:
             raise ValueError(f"'{confinement[0]}' applies to stdio servers ('command') only")
-        if confinement and self.sandbox in (None, "none") and (self.read_paths or self.write_paths
-                                                               or self.network is not None):
+        if confinement and self.sandbox in (None, "none") and (self.read_paths or self.write_paths or self.network is not None):
             raise ValueError("'network', 'read_paths' and 'write_paths' need sandbox = \"auto\" or \"bwrap\"")
         for path in (*self.read_paths, *self.write_paths):
             if not path or "\0" in path or not (path.startswith(("/", "~", "${"))):
                 raise ValueError(f"read_paths and write_paths must be absolute paths, got {path!r}")
             if path.rstrip("/") in ("", "~") or path.rstrip("/") == "/":
-                raise ValueError(f"{path!r} would show the whole file system or home directory: name what the "
-                                 "server needs")
+                raise ValueError(f"{path!r} would show the whole file system or home directory: name what the server needs")
 
 
 @dataclass
@@ -191,8 +188,7 @@ class PrincipalConfig:
     def __post_init__(self) -> None:
         if bool(self.token_sha256) == bool(self.token_env):
             raise ValueError("a principal needs exactly one of 'token_sha256' or 'token_env'")
-        if self.token_sha256 and not (len(self.token_sha256) == 64
-                                      and all(c in "0123456789abcdef" for c in self.token_sha256)):
+        if self.token_sha256 and not (len(self.token_sha256) == 64 and all(c in "0123456789abcdef" for c in self.token_sha256)):
             raise ValueError("token_sha256 must be 64 lowercase hex digits")
 
 
@@ -249,14 +245,14 @@ class ServeConfig:
 
     def __post_init__(self) -> None:
         if self.auth == "none" and (self.principals or self.oauth is not None):
-            raise ValueError('auth = "none" lets everybody in: remove it, or remove [serve.principals] and '
-                             '[serve.oauth]')
+            raise ValueError('auth = "none" lets everybody in: remove it, or remove [serve.principals] and [serve.oauth]')
 
     def auth_required(self) -> bool:
         """Whether every request must carry a valid token (see `auth`)."""
         if self.auth is not None:
             return self.auth == "required"
         return self.principals is not None or self.oauth is not None
+
     # Hosts see llmc.search_tools and llmc.call_tool (plus the `pinned` tools, SERVER.TOOL globs)
     # instead of every tool: a big toolbox is searched, not sent whole to the model.
     tool_search: bool = False
@@ -285,7 +281,7 @@ class CacheConfig:
     def __post_init__(self) -> None:
         for pattern in self.tools:
             if "." not in pattern:  # a bare tool name would never match `server.tool`
-                raise ValueError(f"[cache] tools: {pattern!r} must be a SERVER.TOOL glob (e.g. \"github.search_*\")")
+                raise ValueError(f'[cache] tools: {pattern!r} must be a SERVER.TOOL glob (e.g. "github.search_*")')
 
 
 @dataclass
@@ -333,8 +329,9 @@ class Profile:
         if self.serve.bare_names and len(self.servers) != 1:
             raise ValueError("[serve] bare_names needs exactly one server: with more, names could clash")
         if self.serve.tool_search and "llmc" in self.servers:
-            raise ValueError("[serve] tool_search: a server named 'llmc' would clash with llmc.search_tools and "
-                             "llmc.call_tool; rename it")
+            raise ValueError(
+                "[serve] tool_search: a server named 'llmc' would clash with llmc.search_tools and llmc.call_tool; rename it"
+            )
 
 
 def from_json(data: dict[str, Any]) -> Profile:
@@ -343,19 +340,34 @@ def from_json(data: dict[str, Any]) -> Profile:
     A new nested dataclass must be built here too (the cache refuses profiles that do not
     rebuild equal, so a miss here costs speed, never correctness)."""
     policy = data["policy"]
-    return Profile(**{
-        **data,
-        "servers": {name: ServerConfig(**{**server, "oauth": server["oauth"] and OAuthConfig(**server["oauth"])})
-                    for name, server in data["servers"].items()},
-        "policy": PolicyConfig(**{**policy, "hints": {glob: ToolHints(**h) for glob, h in policy["hints"].items()},
-                                  "resources": ReadRules(**policy["resources"]),
-                                  "prompts": ReadRules(**policy["prompts"])}),
-        "llm": LlmConfig(**data["llm"]),
-        "serve": ServeConfig(**{**data["serve"], "principals": None if data["serve"]["principals"] is None else {
-                                     name: PrincipalConfig(**p) for name, p in data["serve"]["principals"].items()},
-                                 "oauth": data["serve"]["oauth"] and ServeOAuthConfig(**data["serve"]["oauth"])}),
-        "state": StateConfig(**data["state"]),
-        "cache": CacheConfig(**data["cache"]),
-        "telemetry": TelemetryConfig(**data["telemetry"]),
-        "output": OutputConfig(**data["output"]),
-    })
+    return Profile(
+        **{
+            **data,
+            "servers": {
+                name: ServerConfig(**{**server, "oauth": server["oauth"] and OAuthConfig(**server["oauth"])})
+                for name, server in data["servers"].items()
+            },
+            "policy": PolicyConfig(
+                **{
+                    **policy,
+                    "hints": {glob: ToolHints(**h) for glob, h in policy["hints"].items()},
+                    "resources": ReadRules(**policy["resources"]),
+                    "prompts": ReadRules(**policy["prompts"]),
+                }
+            ),
+            "llm": LlmConfig(**data["llm"]),
+            "serve": ServeConfig(
+                **{
+                    **data["serve"],
+                    "principals": None
+                    if data["serve"]["principals"] is None
+                    else {name: PrincipalConfig(**p) for name, p in data["serve"]["principals"].items()},
+                    "oauth": data["serve"]["oauth"] and ServeOAuthConfig(**data["serve"]["oauth"]),
+                }
+            ),
+            "state": StateConfig(**data["state"]),
+            "cache": CacheConfig(**data["cache"]),
+            "telemetry": TelemetryConfig(**data["telemetry"]),
+            "output": OutputConfig(**data["output"]),
+        }
+    )

@@ -25,8 +25,9 @@ _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 # Stems that say "secret" wherever they stand in a word ("githubtoken", "dbpassword") ...
 _SECRET_STEMS = ("token", "secret", "passw", "passphrase", "apikey", "credential", "cookie", "authori")
 # ... and short words that say it only on their own ("pat" is a personal access token).
-_SECRET_WORDS = frozenset({"key", "keys", "pass", "pwd", "pat", "auth", "oauth", "jwt", "bearer", "private",
-                           "session", "sessions"})
+_SECRET_WORDS = frozenset(
+    {"key", "keys", "pass", "pwd", "pat", "auth", "oauth", "jwt", "bearer", "private", "session", "sessions"}
+)
 
 
 @functools.lru_cache(maxsize=4096)  # asked for every key of every audit record: the same few names again and again
@@ -48,8 +49,10 @@ def shown_server(table: dict[str, Any]) -> dict[str, Any]:
     out = dict(table)
     for field in ("env", "headers"):
         if isinstance(out.get(field), dict):
-            out[field] = {k: MASK if is_secret_name(k) and isinstance(v, str) and not has_placeholder(v) else v
-                          for k, v in out[field].items()}
+            out[field] = {
+                k: MASK if is_secret_name(k) and isinstance(v, str) and not has_placeholder(v) else v
+                for k, v in out[field].items()
+            }
     if isinstance(out.get("url"), str):
         out["url"] = mask_url(out["url"])
     return out

@@ -18,7 +18,7 @@ _TOML_LINE = re.compile(r"\(at line (\d+), column \d+\)")
 # just "unknown key".
 REMOVED_KEYS = {
     "llm.summarize_with": "removed: it was accepted but never had an effect (long tool results are cut to "
-                          "[llm] result_budget); delete the line",
+    "[llm] result_budget); delete the line",
 }
 
 

@@ -43,8 +43,7 @@ class Refused(Exception):
 
 
 class Admission:
-    def __init__(self, max_connections: int, max_pending: int = MAX_PENDING,
-                 pending_seconds: float = PENDING_SECONDS) -> None:
+    def __init__(self, max_connections: int, max_pending: int = MAX_PENDING, pending_seconds: float = PENDING_SECONDS) -> None:
         self.max_connections, self.max_pending, self.pending_seconds = max_connections, max_pending, pending_seconds
         self.lock = threading.Lock()
         self.pending: dict[socket.socket, None] = {}  # oldest first
@@ -71,8 +70,9 @@ class Admission:
             self.pending.pop(sock, None)
             self.idle.pop(sock, None)
             if principal is not None and self.requests.get(principal, 0) >= max_requests:
-                raise Refused(429, f"Too Many Requests: principal {principal} has {max_requests} requests in flight "
-                                   "(its max_requests)")
+                raise Refused(
+                    429, f"Too Many Requests: principal {principal} has {max_requests} requests in flight (its max_requests)"
+                )
             if self.busy + len(self.idle) >= self.max_connections:
                 if not self.idle:
                     raise Refused(503, "Service Unavailable: every connection is busy; try again later")

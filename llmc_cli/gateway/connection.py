@@ -51,18 +51,34 @@ class _InputRequired(Exception):
 
 
 class GatewayConnection(McpServer):
-    pooled = frozenset({"tools/list", "resources/list", "resources/templates/list", "resources/read",
-                        "prompts/list", "prompts/get", "completion/complete"})
+    pooled = frozenset(
+        {
+            "tools/list",
+            "resources/list",
+            "resources/templates/list",
+            "resources/read",
+            "prompts/list",
+            "prompts/get",
+            "completion/complete",
+        }
+    )
 
-    def __init__(self, toolbox: Toolbox, *, transport: str = "stdio", principal: str | None = None,
-                 upstreams: Catalog | None = None) -> None:
+    def __init__(
+        self, toolbox: Toolbox, *, transport: str = "stdio", principal: str | None = None, upstreams: Catalog | None = None
+    ) -> None:
         profile = toolbox.profile.name
         # Calls run on threads every connection shares: a 2026-07-28 host gets a connection per
         # request, which would otherwise start a pool (and a thread) for each.
-        super().__init__("llmc-gateway", __version__, [], page_size=PAGE_SIZE, on_close=self._forget,
-                         shared_workers=shared("llmc-gateway-call"),
-                         instructions=f"llmc gateway for profile {profile}: the tools of its servers, named "
-                                      "SERVER.TOOL; every call is checked by the profile's policy and audited.")
+        super().__init__(
+            "llmc-gateway",
+            __version__,
+            [],
+            page_size=PAGE_SIZE,
+            on_close=self._forget,
+            shared_workers=shared("llmc-gateway-call"),
+            instructions=f"llmc gateway for profile {profile}: the tools of its servers, named "
+            "SERVER.TOOL; every call is checked by the profile's policy and audited.",
+        )
         self.toolbox = toolbox
         # The upstream connections this host's requests use (Toolbox.host_upstreams for an HTTP
         # session; the shared ones otherwise); whoever made them closes them.
@@ -92,8 +108,13 @@ class GatewayConnection(McpServer):
 
     def _capabilities(self) -> JSONObject:
         resources: JSONObject = {"listChanged": True, **({"subscribe": True} if self.toolbox.can_subscribe() else {})}
-        return {"tools": {"listChanged": True}, "resources": resources,
-                "prompts": {"listChanged": True}, "completions": {}, "logging": {}}
+        return {
+            "tools": {"listChanged": True},
+            "resources": resources,
+            "prompts": {"listChanged": True},
+            "completions": {},
+            "logging": {},
+        }
 
     # -- who is asking -----------------------------------------------------------------------------
 
@@ -108,8 +129,12 @@ class GatewayConnection(McpServer):
         transport and, over HTTP, the principal its token proved."""
         info = object_at(params, "_meta").get(META + "clientInfo") if modern else self.client_info
         info = info if isinstance(info, dict) else {}
-        out: JSONObject = {"name": str(info.get("name", ""))[:200], "version": str(info.get("version", ""))[:100],
-               "transport": self.transport, "protocolVersion": modern or self.legacy_version}
+        out: JSONObject = {
+            "name": str(info.get("name", ""))[:200],
+            "version": str(info.get("version", ""))[:100],
+            "transport": self.transport,
+            "protocolVersion": modern or self.legacy_version,
+        }
         if self.principal:
             out["principal"] = self.principal
         return out
@@ -119,22 +144,24 @@ class GatewayConnection(McpServer):
     def _dispatch(self, method: str, params: JSONObject, modern: str | None) -> JSONObject:
         toolbox = self.toolbox
         if method == "resources/list":
-            return self._listing(self.page("resources", toolbox.gather(method, "resources", "uri", "resources", self.upstreams),
-                                           params), modern)
+            return self._listing(
+                self.page("resources", toolbox.gather(method, "resources", "uri", "resources", self.upstreams), params), modern
+            )
         if method == "resources/templates/list":
             items = toolbox.gather(method, "resourceTemplates", "uriTemplate", "resources", self.upstreams)
             return self._listing(self.page("resourceTemplates", items, params), modern)
         if method == "prompts/list":
-            return self._listing(self.page("prompts", toolbox.gather(method, "prompts", "name", "prompts", self.upstreams),
-                                           params),
-                                 modern)
+            return self._listing(
+                self.page("prompts", toolbox.gather(method, "prompts", "name", "prompts", self.upstreams), params), modern
+            )
         if method == "resources/read":
             server, uri = self.route(params.get("uri"), "resource", modern)
             result = self._read(Read(server, "resource", uri), params, modern)
             contents = result.get("contents")
             if isinstance(contents, list):
-                result["contents"] = [{**c, "uri": toolbox.expose(server, str(c.get("uri", "")))}
-                                      if isinstance(c, dict) else c for c in contents]
+                result["contents"] = [
+                    {**c, "uri": toolbox.expose(server, str(c.get("uri", "")))} if isinstance(c, dict) else c for c in contents
+                ]
             return self._listing(result, modern)  # cacheable in 2026-07-28, like the lists
         if method == "prompts/get":
             server, name = self.route(params.get("name"), "prompt", modern)
@@ -206,9 +233,15 @@ class GatewayConnection(McpServer):
         from llmc_cli import services
 
         toolbox = self.toolbox
-        invocation = services.Invocation(profile=toolbox.profile, state=toolbox.state, command="serve", caller="model",
-                                         client=self.host_identity(params, modern), audit=toolbox.audit,
-                                         environment_masker=toolbox.masker)
+        invocation = services.Invocation(
+            profile=toolbox.profile,
+            state=toolbox.state,
+            command="serve",
+            caller="model",
+            client=self.host_identity(params, modern),
+            audit=toolbox.audit,
+            environment_masker=toolbox.masker,
+        )
         toolbox.revive(request.server, self.upstreams)
         try:
             return own_result(services.read(self.upstreams, invocation, request))
@@ -280,20 +313,29 @@ class GatewayConnection(McpServer):
         can_ask = "elicitation" in capabilities
         # 2026-07-28: what earlier rounds of this call settled (requestState, sealed by us) and the
         # host's answers to the round it retries
-        confirmed, answers = self.toolbox.states.unpack(call, params.get("requestState"), self.principal) if modern else (False, {})
+        confirmed, answers = (
+            self.toolbox.states.unpack(call, params.get("requestState"), self.principal) if modern else (False, {})
+        )
         responses = params.get("inputResponses")
         if isinstance(responses, dict):
             answers = {**answers, **{k: v for k, v in responses.items() if k.startswith("upstream-")}}
         round_state = {"confirmed": confirmed}
         invocation = services.Invocation(
-            profile=toolbox.profile, state=toolbox.state, command="serve", caller="model", interactive=can_ask,
+            profile=toolbox.profile,
+            state=toolbox.state,
+            command="serve",
+            caller="model",
+            interactive=can_ask,
             confirm=lambda c, t: self._confirm(c, params, modern, send, round_state),
             client=self.host_identity(params, modern),
-            audit=toolbox.audit, environment_masker=toolbox.masker)
+            audit=toolbox.audit,
+            environment_masker=toolbox.masker,
+        )
         meta = object_at(params, "_meta")
         level = meta.get(META + "logLevel")
-        host_call = HostCall(self, send, meta.get("progressToken"), capabilities, modern,
-                             level if isinstance(level, str) else None, answers)
+        host_call = HostCall(
+            self, send, meta.get("progressToken"), capabilities, modern, level if isinstance(level, str) else None, answers
+        )
         try:
             with toolbox.relay.hosting(host_call) as token:
                 with self._lock:
@@ -328,25 +370,33 @@ class GatewayConnection(McpServer):
             return exc.message
         from llmc_cli.services.calls import approval_hint
 
-        return (f"{call.qualified_name} needs a person's confirmation ({rule}) and this MCP host cannot ask for "
-                f"one (it declares no elicitation capability). To pre-approve this exact call: "
-                f"{approval_hint(self.toolbox.profile, call, exc.details.get('callHash'))}")
+        return (
+            f"{call.qualified_name} needs a person's confirmation ({rule}) and this MCP host cannot ask for "
+            f"one (it declares no elicitation capability). To pre-approve this exact call: "
+            f"{approval_hint(self.toolbox.profile, call, exc.details.get('callHash'))}"
+        )
 
-    def _confirm(self, call: ToolCall, params: JSONObject, modern: str | None, send: Send,
-                 round_state: dict[str, bool]) -> bool:
+    def _confirm(self, call: ToolCall, params: JSONObject, modern: str | None, send: Send, round_state: dict[str, bool]) -> bool:
         """Ask the host's user about this exact call (services.authorize calls this)."""
-        question: JSONObject = {"message": f"Run {call.qualified_name} with {_summary(call.arguments)}?",
-                                    "requestedSchema": {"type": "object", "properties": {}}}
+        question: JSONObject = {
+            "message": f"Run {call.qualified_name} with {_summary(call.arguments)}?",
+            "requestedSchema": {"type": "object", "properties": {}},
+        }
         if modern:
             if round_state["confirmed"]:  # a yes of an earlier round, sealed in the requestState
                 return True
             answer = object_at(params, "inputResponses").get(CONFIRM_KEY)
-            if not isinstance(answer, dict) or not self.toolbox.states.asked_to_confirm(call, params.get("requestState"),
-                                                                                 self.principal):
+            if not isinstance(answer, dict) or not self.toolbox.states.asked_to_confirm(
+                call, params.get("requestState"), self.principal
+            ):
                 sealed = self.toolbox.states.pack(call, False, {}, principal=self.principal, confirming=True)
-                raise _InputRequired({"resultType": "input_required", "requestState": sealed,
-                                      "inputRequests": {CONFIRM_KEY: {"method": "elicitation/create",
-                                                                      "params": {"mode": "form", **question}}}})
+                raise _InputRequired(
+                    {
+                        "resultType": "input_required",
+                        "requestState": sealed,
+                        "inputRequests": {CONFIRM_KEY: {"method": "elicitation/create", "params": {"mode": "form", **question}}},
+                    }
+                )
             round_state["confirmed"] = answer.get("action") == "accept"
             return round_state["confirmed"]
         if self.legacy_version == "2025-11-25":
@@ -377,8 +427,9 @@ def _unknown(what: str, name: JSON, modern: str | None) -> RequestError:
     """The spec's error for a resource or prompt that does not exist (or that the policy hides):
     a resource's is -32002 before 2026-07-28 and -32602 since, with the URI as data."""
     if what == "resource":
-        return RequestError(jsonrpc.INVALID_PARAMS if modern else jsonrpc.RESOURCE_NOT_FOUND,
-                            f"Resource not found: {name}", {"uri": name})
+        return RequestError(
+            jsonrpc.INVALID_PARAMS if modern else jsonrpc.RESOURCE_NOT_FOUND, f"Resource not found: {name}", {"uri": name}
+        )
     return RequestError(jsonrpc.INVALID_PARAMS, f"Unknown {what}: {name}")
 
 
@@ -395,4 +446,3 @@ def _summary(arguments: JSONObject, limit: int = 120) -> str:
         text = json.dumps(value, ensure_ascii=False)
         parts.append(f"{key}={text if len(text) <= limit else text[:limit] + '…'}")
     return ", ".join(parts)
-

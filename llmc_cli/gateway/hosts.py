@@ -76,11 +76,15 @@ def check_auth(served: LoadedProfile, host: str) -> None:
     create = add_principal_hint(served)
     if not serve.auth_required() and not is_loopback_host(host):
         said = 'says [serve] auth = "none"' if serve.auth == "none" else "has no principals"
-        raise UsageError(f"--http {host}: a non-loopback address needs inbound authentication, and the profile "
-                         f"{said}; add a principal with {create}")
+        raise UsageError(
+            f"--http {host}: a non-loopback address needs inbound authentication, and the profile "
+            f"{said}; add a principal with {create}"
+        )
     if serve.auth_required() and not principals_of(served) and serve.oauth is None:
-        raise ConfigError(f"profile {served.name}: no principal can reach this gateway: add one with {create}, "
-                          f'or set [serve] auth = "none" (loopback only)')
+        raise ConfigError(
+            f"profile {served.name}: no principal can reach this gateway: add one with {create}, "
+            f'or set [serve] auth = "none" (loopback only)'
+        )
 
 
 MAX_RESUMABLE = 16  # a session's newest call streams that a host may resume (Last-Event-ID)
@@ -202,11 +206,18 @@ class HttpGateway:
                     self.principals = principals_of(profile)
                     self.require_auth = self.require_auth or profile.profile.serve.auth_required()
                     if self.require_auth and not self.principals and self.oauth is None:
-                        print(f"llmc serve: {self.served.name}: no principal can reach this gateway now: add one "
-                              f"with {add_principal_hint(self.served)}", file=sys.stderr, flush=True)
+                        print(
+                            f"llmc serve: {self.served.name}: no principal can reach this gateway now: add one "
+                            f"with {add_principal_hint(self.served)}",
+                            file=sys.stderr,
+                            flush=True,
+                        )
                 except LlmcError as exc:
-                    print(f"llmc serve: {self.served.name}: principals not re-read, the old ones stay: {exc.message}",
-                          file=sys.stderr, flush=True)
+                    print(
+                        f"llmc serve: {self.served.name}: principals not re-read, the old ones stay: {exc.message}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                 self._principals_stamp = stamp
             return self.principals
 
@@ -219,8 +230,12 @@ class HttpGateway:
         if not header:
             return False
         name = urlsplit("//" + header).hostname or ""
-        return name.lower() in LOOPBACK_NAMES or is_loopback_host(name) or header.lower() in self.allowed_hosts \
+        return (
+            name.lower() in LOOPBACK_NAMES
+            or is_loopback_host(name)
+            or header.lower() in self.allowed_hosts
             or name.lower() in self.allowed_hosts
+        )
 
     def origin_allowed(self, origin: str | None) -> bool:
         if origin is None:
@@ -235,8 +250,13 @@ class HttpGateway:
                 from llmc_cli.config.profiles import load_profile
 
                 served = self.toolboxes[self.served.name]
-                toolbox = Toolbox(load_profile(name), on_stderr=served.on_stderr, note=served.note,
-                                  require_sandbox=True, serve=self.served.profile.serve)
+                toolbox = Toolbox(
+                    load_profile(name),
+                    on_stderr=served.on_stderr,
+                    note=served.note,
+                    require_sandbox=True,
+                    serve=self.served.profile.serve,
+                )
                 toolbox.catalog.pool.warm_up()
                 self.toolboxes[name] = toolbox
             return self.toolboxes[name]
@@ -251,7 +271,8 @@ class HttpGateway:
             pool = self.principal_upstreams.get(key)
             if pool is None:
                 pool = self.principal_upstreams[key] = PrincipalUpstreams(
-                    toolbox, toolbox.host_upstreams(admit=lambda server: self._admit(key, server)))
+                    toolbox, toolbox.host_upstreams(admit=lambda server: self._admit(key, server))
+                )
             pool.last_used = time.monotonic()
             if session:
                 pool.sessions += 1
@@ -266,17 +287,26 @@ class HttpGateway:
         limit = pool.toolbox.profile.profile.serve.max_upstreams
         if not self._reserve(pool, limit):
             with self.lock:
-                idle = sorted((s for s in self.sessions.values()
-                               if s.connection.upstreams in pool.members and s.connection.upstreams.pool.held()
-                               and not s.connection.upstreams.pool.busy()), key=lambda s: s.last_used)
+                idle = sorted(
+                    (
+                        s
+                        for s in self.sessions.values()
+                        if s.connection.upstreams in pool.members
+                        and s.connection.upstreams.pool.held()
+                        and not s.connection.upstreams.pool.busy()
+                    ),
+                    key=lambda s: s.last_used,
+                )
             for session in idle:
                 session.connection.upstreams.release()
                 if self._reserve(pool, limit):
                     break
             else:
                 who = f"principal {key[1]}" if key[1] else "the hosts without a principal"
-                raise ConnectionFailed(f"{server}: {who} already holds {limit} upstream connections, the most "
-                                       f"allowed ([serve] max_upstreams); they are freed as its host sessions end")
+                raise ConnectionFailed(
+                    f"{server}: {who} already holds {limit} upstream connections, the most "
+                    f"allowed ([serve] max_upstreams); they are freed as its host sessions end"
+                )
         try:
             yield
         finally:
@@ -298,10 +328,15 @@ class HttpGateway:
         now = time.monotonic()
         with self.lock:
             listening = {c.upstreams for c in self.listening}
-            idle = [pool for pool in self.principal_upstreams.values()
-                    if pool.sessions == 0 and pool.catalog not in listening and pool.catalog.pool.held()
-                    and now - pool.last_used > pool.toolbox.profile.profile.serve.upstream_idle_timeout
-                    and not pool.catalog.pool.busy()]
+            idle = [
+                pool
+                for pool in self.principal_upstreams.values()
+                if pool.sessions == 0
+                and pool.catalog not in listening
+                and pool.catalog.pool.held()
+                and now - pool.last_used > pool.toolbox.profile.profile.serve.upstream_idle_timeout
+                and not pool.catalog.pool.busy()
+            ]
         for pool in idle:
             pool.catalog.release()
 
@@ -361,8 +396,11 @@ class HttpGateway:
         if len(mine) >= quota:
             victim = self._first_to_end(mine)
             if victim is None:
-                raise Refused(429, f"Too Many Requests: principal {name} has {quota} sessions (its max_sessions), "
-                                   "each answering a request; end one (DELETE) or try again later")
+                raise Refused(
+                    429,
+                    f"Too Many Requests: principal {name} has {quota} sessions (its max_sessions), "
+                    "each answering a request; end one (DELETE) or try again later",
+                )
             return victim
         if len(self.sessions) < MAX_SESSIONS:
             return None
@@ -405,9 +443,15 @@ class HttpGateway:
         assert self.shared is not None
         connection = session.connection
         try:
-            self.shared.save(session_id, {"principal": session.principal, "protocolVersion": connection.legacy_version,
-                                          "clientInfo": connection.client_info,
-                                          "clientCapabilities": connection.client_capabilities})
+            self.shared.save(
+                session_id,
+                {
+                    "principal": session.principal,
+                    "protocolVersion": connection.legacy_version,
+                    "clientInfo": connection.client_info,
+                    "clientCapabilities": connection.client_capabilities,
+                },
+            )
         except LlmcError as exc:
             from llmc_cli.mcp.server import RequestError
 
@@ -551,9 +595,13 @@ class HttpGateway:
     def status(self) -> dict[str, Any]:
         with self.lock:
             sessions = len(self.sessions)
-        return {"status": "ok", "profile": self.served.name, "sessions": sessions,
-                "profiles": {name: {"servers": toolbox.catalog.status()} for name, toolbox in self.toolboxes.items()},
-                "auth": self.auth_mode()}
+        return {
+            "status": "ok",
+            "profile": self.served.name,
+            "sessions": sessions,
+            "profiles": {name: {"servers": toolbox.catalog.status()} for name, toolbox in self.toolboxes.items()},
+            "auth": self.auth_mode(),
+        }
 
     def auth_mode(self) -> str:
         """How requests authenticate: bearer, oauth, bearer+oauth, or none (open)."""

@@ -67,8 +67,15 @@ class Handler(ReplyWriter):
     sys_version = ""
     gateway: HttpGateway  # set on the subclass serve() makes
 
-    def _refuse(self, status: int, message: str, code: int = jsonrpc.INVALID_REQUEST,
-                headers: dict[str, str] | None = None, msg_id: RequestId | None = None, data: JSON = None) -> None:
+    def _refuse(
+        self,
+        status: int,
+        message: str,
+        code: int = jsonrpc.INVALID_REQUEST,
+        headers: dict[str, str] | None = None,
+        msg_id: RequestId | None = None,
+        data: JSON = None,
+    ) -> None:
         # The request's body may be unread: the connection cannot carry another request.
         self.close_connection = True
         self._send(status, jsonrpc.error(msg_id, code, message, data), {**(headers or {}), "Connection": "close"})
@@ -102,8 +109,7 @@ class Handler(ReplyWriter):
                 challenge += ', error="invalid_token", error_description="unknown bearer token"'
             message = "Unauthorized: a valid bearer token is required"
             if not principals and gateway.oauth is None:
-                message += ("; no principal can reach this gateway now (its operator adds one with "
-                            "`llmc serve token create`)")
+                message += "; no principal can reach this gateway now (its operator adds one with `llmc serve token create`)"
             self._refuse(401, message, headers={"WWW-Authenticate": challenge})
             return False, None
         return self._admitted(principal)
@@ -214,9 +220,12 @@ class Handler(ReplyWriter):
         if session_id:
             session = gateway.find_host_session(session_id, principal)
             if session is None:
-                self._refuse(404, "Session not found: it ended, expired, or its server state was lost with the "
-                                  "gateway replica that held it; send initialize to start a new session",
-                             msg_id=request_id(message))
+                self._refuse(
+                    404,
+                    "Session not found: it ended, expired, or its server state was lost with the "
+                    "gateway replica that held it; send initialize to start a new session",
+                    msg_id=request_id(message),
+                )
                 return
             connection = session.connection
         elif kind == "request" and method == "initialize":
@@ -230,8 +239,12 @@ class Handler(ReplyWriter):
         elif modern or kind != "request":
             connection = stateless = gateway.stateless_connection(principal)
         else:
-            self._refuse(400, "Bad Request: no Mcp-Session-Id; send initialize first (MCP up to 2025-11-25) or put "
-                              "the protocol version in the request's _meta (2026-07-28)", msg_id=request_id(message))
+            self._refuse(
+                400,
+                "Bad Request: no Mcp-Session-Id; send initialize first (MCP up to 2025-11-25) or put "
+                "the protocol version in the request's _meta (2026-07-28)",
+                msg_id=request_id(message),
+            )
             return
         try:
             if kind != "request":  # a notification, or the client's answer to our request
@@ -239,8 +252,12 @@ class Handler(ReplyWriter):
                 self._send(202, None, extra)
                 return
             if modern and method in REMOVED:
-                self._refuse(404, f"Method not found: {method} (removed in 2026-07-28)", jsonrpc.METHOD_NOT_FOUND,
-                             msg_id=request_id(message))
+                self._refuse(
+                    404,
+                    f"Method not found: {method} (removed in 2026-07-28)",
+                    jsonrpc.METHOD_NOT_FOUND,
+                    msg_id=request_id(message),
+                )
                 return
             listening = gateway.listen_stream(connection) if method == OPEN_ENDED else contextlib.nullcontext()
             opened_id = extra.get(SESSION_HEADER)  # set by initialize only
@@ -250,8 +267,15 @@ class Handler(ReplyWriter):
                     gateway.end_host_session(opened_id)
 
             with listening, gateway.in_use(session):
-                answered = self._answer(connection, message, extra, modern=modern and not session_id, session=session,
-                                        alone=stateless is not None, settle=settle)
+                answered = self._answer(
+                    connection,
+                    message,
+                    extra,
+                    modern=modern and not session_id,
+                    session=session,
+                    alone=stateless is not None,
+                    settle=settle,
+                )
             if opened_id is not None and answered is None:  # the host went away before its reply
                 gateway.end_host_session(opened_id)
         finally:
@@ -269,23 +293,35 @@ class Handler(ReplyWriter):
         if not isinstance(version, str):
             return jsonrpc.INVALID_PARAMS, f"missing _meta['{META}protocolVersion']", None
         if header_version != version:
-            return jsonrpc.HEADER_MISMATCH, (f"Header mismatch: MCP-Protocol-Version {header_version or '(missing)'} "
-                                             f"does not match the body's {version}"), None
+            return (
+                jsonrpc.HEADER_MISMATCH,
+                (f"Header mismatch: MCP-Protocol-Version {header_version or '(missing)'} does not match the body's {version}"),
+                None,
+            )
         if version not in MODERN_VERSIONS:
-            return (jsonrpc.UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
-                    {"supported": list(MODERN_VERSIONS + LEGACY_VERSIONS), "requested": version})
+            return (
+                jsonrpc.UNSUPPORTED_PROTOCOL_VERSION,
+                "Unsupported protocol version",
+                {"supported": list(MODERN_VERSIONS + LEGACY_VERSIONS), "requested": version},
+            )
         if not isinstance(meta.get(META + "clientCapabilities"), dict):
             return jsonrpc.INVALID_PARAMS, f"missing _meta['{META}clientCapabilities']", None
         header_method = (self.headers.get("Mcp-Method") or "").strip()
         if header_method != method:
-            return jsonrpc.HEADER_MISMATCH, (f"Header mismatch: Mcp-Method {header_method or '(missing)'} does not "
-                                             f"match the body's {method}"), None
+            return (
+                jsonrpc.HEADER_MISMATCH,
+                (f"Header mismatch: Mcp-Method {header_method or '(missing)'} does not match the body's {method}"),
+                None,
+            )
         field = NAMED.get(method)
         if field and isinstance(params.get(field), str):
             header_name = _decoded(self.headers.get("Mcp-Name"))
             if header_name != params[field]:
-                return jsonrpc.HEADER_MISMATCH, (f"Header mismatch: Mcp-Name {header_name!r} does not match the "
-                                                 f"body's {field} {params[field]!r}"), None
+                return (
+                    jsonrpc.HEADER_MISMATCH,
+                    (f"Header mismatch: Mcp-Name {header_name!r} does not match the body's {field} {params[field]!r}"),
+                    None,
+                )
         return None
 
     def _read_message(self) -> JSONObject | None:
@@ -319,13 +355,17 @@ class Handler(ReplyWriter):
         try:
             if not isinstance(message, dict):
                 raise ProtocolError("one JSON-RPC message per POST")
-            if jsonrpc.kind_of(message) != "request" and body.count(b"[") + body.count(b"{") > MAX_MESSAGE_DEPTH \
-                    and nesting_depth(message, MAX_MESSAGE_DEPTH + 1) > MAX_MESSAGE_DEPTH:  # a request: too_deep
+            if (
+                jsonrpc.kind_of(message) != "request"
+                and body.count(b"[") + body.count(b"{") > MAX_MESSAGE_DEPTH
+                and nesting_depth(message, MAX_MESSAGE_DEPTH + 1) > MAX_MESSAGE_DEPTH
+            ):  # a request: too_deep
                 raise ProtocolError(f"a message nested more than {MAX_MESSAGE_DEPTH} levels deep")
         except ProtocolError as exc:
             self._refuse(400, exc.message)
             return None
         return message
+
 
 def _decoded(value: str | None) -> str | None:
     """A header value as sent: surrounding whitespace is not part of it (RFC 9110 5.5), and the
@@ -376,9 +416,17 @@ class _Server(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
-def serve(toolbox: Toolbox, address: str, *, idle_seconds: float = IDLE_SECONDS,
-          max_connections: int = MAX_CONNECTIONS, request_seconds: float = REQUEST_SECONDS,
-          max_pending: int = MAX_PENDING, pending_seconds: float = PENDING_SECONDS, log: Callable[[str], None] | None = None) -> None:
+def serve(
+    toolbox: Toolbox,
+    address: str,
+    *,
+    idle_seconds: float = IDLE_SECONDS,
+    max_connections: int = MAX_CONNECTIONS,
+    request_seconds: float = REQUEST_SECONDS,
+    max_pending: int = MAX_PENDING,
+    pending_seconds: float = PENDING_SECONDS,
+    log: Callable[[str], None] | None = None,
+) -> None:
     """Serve until SIGINT, SIGTERM or SIGHUP; then end sessions and stop the upstream servers (exit 0)."""
     host, port = parse_address(address)
     try:
@@ -388,8 +436,11 @@ def serve(toolbox: Toolbox, address: str, *, idle_seconds: float = IDLE_SECONDS,
         raise
     arrivals = Arrivals()
     admission = Admission(max_connections, max_pending, pending_seconds)
-    handler = type("GatewayHandler", (Handler,), {"gateway": gateway, "timeout": request_seconds, "arrivals": arrivals,
-                                                   "admission": admission})
+    handler = type(
+        "GatewayHandler",
+        (Handler,),
+        {"gateway": gateway, "timeout": request_seconds, "arrivals": arrivals, "admission": admission},
+    )
     server_class: type[_Server] = _Server
     if ":" in host:
         server_class = type("_Server6", (_Server,), {"address_family": socket.AF_INET6})
@@ -406,8 +457,11 @@ def serve(toolbox: Toolbox, address: str, *, idle_seconds: float = IDLE_SECONDS,
     if log:
         mode = gateway.auth_mode()
         if mode == "none":
-            mode = ("none, loopback only" if toolbox.profile.profile.serve.auth == "none" else
-                    'none: any local process may call; add a principal, or say [serve] auth = "none"')
+            mode = (
+                "none, loopback only"
+                if toolbox.profile.profile.serve.auth == "none"
+                else 'none: any local process may call; add a principal, or say [serve] auth = "none"'
+            )
         log(f"profile {toolbox.profile.name}: http://{shown}:{bound}{ENDPOINT} (inbound auth: {mode})")
     threading.Thread(target=gateway.expire_idle, daemon=True, name="llmc-gateway-idle").start()
     gateway.start_sharing(log or (lambda message: print(f"llmc serve: {message}", file=sys.stderr, flush=True)))

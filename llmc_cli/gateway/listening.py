@@ -24,9 +24,11 @@ if TYPE_CHECKING:
     from llmc_cli.gateway.connection import GatewayConnection
 
 SUBSCRIPTION = META + "subscriptionId"
-FLAGS = {"toolsListChanged": "notifications/tools/list_changed",
-         "promptsListChanged": "notifications/prompts/list_changed",
-         "resourcesListChanged": "notifications/resources/list_changed"}
+FLAGS = {
+    "toolsListChanged": "notifications/tools/list_changed",
+    "promptsListChanged": "notifications/prompts/list_changed",
+    "resourcesListChanged": "notifications/resources/list_changed",
+}
 
 
 @dataclass
@@ -86,8 +88,11 @@ class Subscriptions:
                     continue  # the upstream offers no subscriptions (or is down): not honoured
                 listen.resources.add(route)
                 subscribed.append(uri)
-        send(jsonrpc.notification("notifications/subscriptions/acknowledged",
-                                  {"_meta": {SUBSCRIPTION: msg_id}, "notifications": honored}))
+        send(
+            jsonrpc.notification(
+                "notifications/subscriptions/acknowledged", {"_meta": {SUBSCRIPTION: msg_id}, "notifications": honored}
+            )
+        )
         self.listens[msg_id] = listen  # after the acknowledgment: nothing may come before it
 
     def cancelled(self, msg_id: RequestId | None) -> None:
@@ -124,8 +129,7 @@ class Subscriptions:
             self.connection.channel(jsonrpc.notification("notifications/resources/updated", exposed))
         for msg_id, listen in list(self.listens.items()):
             if route in listen.resources:
-                listen.send(jsonrpc.notification("notifications/resources/updated",
-                                                 {**exposed, "_meta": {SUBSCRIPTION: msg_id}}))
+                listen.send(jsonrpc.notification("notifications/resources/updated", {**exposed, "_meta": {SUBSCRIPTION: msg_id}}))
 
     def _release(self, route: tuple[str, str]) -> None:
         """Unsubscribe upstream unless this connection still wants the resource elsewhere."""

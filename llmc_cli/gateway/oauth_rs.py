@@ -64,9 +64,11 @@ def metadata_urls(issuer: str) -> list[str]:
     """Where the issuer's metadata may be: RFC 8414 (path inserted), then OpenID Connect Discovery."""
     parts = urlsplit(issuer)
     origin, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
-    return [f"{origin}/.well-known/oauth-authorization-server{path}",
-            f"{origin}/.well-known/openid-configuration{path}",
-            f"{origin}{path}/.well-known/openid-configuration"]
+    return [
+        f"{origin}/.well-known/oauth-authorization-server{path}",
+        f"{origin}/.well-known/openid-configuration{path}",
+        f"{origin}{path}/.well-known/openid-configuration",
+    ]
 
 
 class ResourceServer:
@@ -77,8 +79,10 @@ class ResourceServer:
         self.config = config
         parts = urlsplit(config.resource)
         if parts.scheme not in ("http", "https") or not parts.netloc or parts.fragment:
-            raise ConfigError(f"[serve.oauth] resource {config.resource!r}: must be an absolute http(s) URL "
-                              "without a fragment (this gateway's MCP endpoint)")
+            raise ConfigError(
+                f"[serve.oauth] resource {config.resource!r}: must be an absolute http(s) URL "
+                "without a fragment (this gateway's MCP endpoint)"
+            )
         self.origin = f"{parts.scheme}://{parts.netloc}"
         self.metadata_url = self.origin + PRM_PATH + parts.path.rstrip("/")
         self.lock = threading.Lock()
@@ -90,10 +94,12 @@ class ResourceServer:
 
     def metadata(self) -> dict[str, Any]:
         """The Protected Resource Metadata document (RFC 9728 section 2)."""
-        document: dict[str, Any] = {"resource": self.config.resource,
-                                    "authorization_servers": [self.config.issuer],
-                                    "bearer_methods_supported": ["header"],
-                                    "resource_signing_alg_values_supported": list(self.config.algorithms)}
+        document: dict[str, Any] = {
+            "resource": self.config.resource,
+            "authorization_servers": [self.config.issuer],
+            "bearer_methods_supported": ["header"],
+            "resource_signing_alg_values_supported": list(self.config.algorithms),
+        }
         if self.config.scopes:
             document["scopes_supported"] = list(self.config.scopes)
         return document
@@ -172,9 +178,15 @@ class ResourceServer:
             return invalid("the key is not for this algorithm")
         try:
             key = jwt.PyJWK(jwk, algorithm=alg)
-            claims = jwt.decode(token, key=key.key, algorithms=[alg], audience=self.config.resource,
-                                issuer=self.config.issuer, leeway=self.config.leeway,
-                                options={"require": ["exp", "iss", "aud"]})
+            claims = jwt.decode(
+                token,
+                key=key.key,
+                algorithms=[alg],
+                audience=self.config.resource,
+                issuer=self.config.issuer,
+                leeway=self.config.leeway,
+                options={"require": ["exp", "iss", "aud"]},
+            )
         except jwt.ExpiredSignatureError:
             return invalid("the token has expired")
         except jwt.InvalidAudienceError:
@@ -186,8 +198,9 @@ class ResourceServer:
         granted = _scopes_of(claims)
         missing = [s for s in self.config.scopes if s not in granted]
         if missing:
-            return Refusal(403, self.challenge("insufficient_scope", "missing scope " + " ".join(missing)),
-                           "Forbidden: insufficient scope")
+            return Refusal(
+                403, self.challenge("insufficient_scope", "missing scope " + " ".join(missing)), "Forbidden: insufficient scope"
+            )
         return self._principal(claims)
 
     def _principal(self, claims: Mapping[str, object]) -> Principal | Refusal:
@@ -199,8 +212,11 @@ class ResourceServer:
                 return Principal(f"oauth:{candidate}", "", self.config.profiles[candidate], *shares)
         if "*" in self.config.profiles and values:
             return Principal(f"oauth:{values[0]}", "", self.config.profiles["*"], *shares)
-        return Refusal(403, self.challenge("insufficient_scope", "no profile for this principal"),
-                       f"Forbidden: claim {self.config.claim!r} maps to no profile")
+        return Refusal(
+            403,
+            self.challenge("insufficient_scope", "no profile for this principal"),
+            f"Forbidden: claim {self.config.claim!r} maps to no profile",
+        )
 
 
 def _scopes_of(claims: Mapping[str, object]) -> set[str]:

@@ -47,13 +47,15 @@ def principals_of(profile: LoadedProfile) -> list[Principal]:
         if config.token_env:
             token = os.environ.get(config.token_env)
             if not token or len(token) < 16:
-                raise ConfigError(f"principal {name}: environment variable {config.token_env} must hold a token of "
-                                  "at least 16 characters")
+                raise ConfigError(
+                    f"principal {name}: environment variable {config.token_env} must hold a token of at least 16 characters"
+                )
             digest = token_hash(token)
         else:
             digest = str(config.token_sha256)
-        out.append(Principal(name, digest, config.profile, config.max_sessions or MAX_SESSIONS,
-                             config.max_requests or MAX_REQUESTS))
+        out.append(
+            Principal(name, digest, config.profile, config.max_sessions or MAX_SESSIONS, config.max_requests or MAX_REQUESTS)
+        )
     return out
 
 

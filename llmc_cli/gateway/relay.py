@@ -73,8 +73,11 @@ class HostRelay:
         call, calls = self._router.related()
         # progress for one of the gateway's own requests (a listing) names no call of a host: not news
         if call is None and self.note is not None and (calls or what != "notifications/progress"):
-            whose = ("may belong to more than one host's call" if len(calls) > 1 and any(calls)
-                     else "belongs to no host's call in flight")
+            whose = (
+                "may belong to more than one host's call"
+                if len(calls) > 1 and any(calls)
+                else "belongs to no host's call in flight"
+            )
             self.note(f"an upstream's {what} {whose}: not relayed")
         return call
 

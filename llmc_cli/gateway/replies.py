@@ -216,26 +216,35 @@ class ReplyWriter(BaseHTTPRequestHandler):
         the host a second wake-up. What send_response/send_header would write, Connection's
         effect on the connection included."""
         data = json.dumps(body, ensure_ascii=False).encode("utf-8") if body is not None else b""
-        head = [f"{self.protocol_version} {status} {self.responses[status][0]}",
-                f"Server: {self.version_string()}", f"Date: {self.date_time_string()}"]
+        head = [
+            f"{self.protocol_version} {status} {self.responses[status][0]}",
+            f"Server: {self.version_string()}",
+            f"Date: {self.date_time_string()}",
+        ]
         if body is not None:
             head.append("Content-Type: application/json")
         head.append(f"Content-Length: {len(data)}")
         for name, value in (headers or {}).items():
             head.append(f"{name}: {value}")
             if name.lower() == "connection":
-                self.close_connection = value.lower() == "close" or (self.close_connection and
-                                                                      value.lower() != "keep-alive")
+                self.close_connection = value.lower() == "close" or (self.close_connection and value.lower() != "keep-alive")
         self.release()
         if self.request_version == "HTTP/0.9":  # a bare `GET /path`: the body alone, as http.server answers
             self.wfile.write(data)
             return
         self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1", "strict") + data)
 
-
-    def _answer(self, connection: GatewayConnection, message: JSONObject, extra: dict[str, str], *,
-                modern: bool = False, session: HostSession | None = None, alone: bool = False,
-                settle: Callable[[JSONObject], None] | None = None) -> JSONObject | None:
+    def _answer(
+        self,
+        connection: GatewayConnection,
+        message: JSONObject,
+        extra: dict[str, str],
+        *,
+        modern: bool = False,
+        session: HostSession | None = None,
+        alone: bool = False,
+        settle: Callable[[JSONObject], None] | None = None,
+    ) -> JSONObject | None:
         """The final reply, once written (None: on a session's resumable stream, or the host went
         away first). `alone`: the connection serves only this request (2026-07-28, no session).
         An Mcp-Session-Id in `extra` goes out only with a result (initialize's): an error starts
@@ -244,8 +253,11 @@ class ReplyWriter(BaseHTTPRequestHandler):
         # SimpleQueue: a queue per request, and queue.Queue builds three Conditions for each
         replies: queue.SimpleQueue[JSONObject] = queue.SimpleQueue()
         msg_id = request_id(message)  # as the connection answers it
-        streamed = (message["method"] in STREAMED and "text/event-stream" in (self.headers.get("Accept") or "")
-                    and _may_send_first(connection, message))
+        streamed = (
+            message["method"] in STREAMED
+            and "text/event-stream" in (self.headers.get("Accept") or "")
+            and _may_send_first(connection, message)
+        )
         # Nothing but the reply can reach the host, and this thread only waits for it: the call
         # runs here (McpServer.inline_calls), not on a pool thread, saving two thread switches.
         connection.inline_calls = alone and not streamed
@@ -288,9 +300,10 @@ class ReplyWriter(BaseHTTPRequestHandler):
                     return reply
         except OSError:
             # The client dropped the stream: that cancels its request (2026-07-28 transports).
-            connection.handle(jsonrpc.notification("notifications/cancelled",
-                                                   {"requestId": msg_id, "reason": "the client disconnected"}),
-                              lambda reply: None)
+            connection.handle(
+                jsonrpc.notification("notifications/cancelled", {"requestId": msg_id, "reason": "the client disconnected"}),
+                lambda reply: None,
+            )
             return None
 
     def _pump(self, stream: ResumableStream, stream_id: str, seen: int, deadline: float) -> None:
@@ -340,8 +353,7 @@ class ReplyWriter(BaseHTTPRequestHandler):
 
     def _event(self, message: JSONObject, event_id: str | None = None) -> None:
         head = f"id: {event_id}\n".encode() if event_id else b""
-        self._write(head + b"event: message\ndata: " + json.dumps(message, ensure_ascii=False).encode("utf-8")
-                    + b"\n\n")
+        self._write(head + b"event: message\ndata: " + json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n\n")
 
     def _write(self, data: bytes) -> None:
         self.wfile.write(data)
@@ -377,7 +389,6 @@ class ReplyWriter(BaseHTTPRequestHandler):
         finally:
             if session.stream is stream:
                 session.stream = None
-
 
     def _hung_up(self) -> bool:
         """Whether the host closed the connection: a stream it dropped ends within a second, so

@@ -141,12 +141,14 @@ class RequestParser:
             raise BadRequest(431, "Request header fields too large", request.version)
         if len(request.fields) > MAX_FIELDS:
             raise BadRequest(431, "Too many headers", request.version)
-        if request.upgrade and any(name.lower() in (b"content-length", b"transfer-encoding") and value.strip() != b"0"
-                                   for name, value in request.fields):
+        if request.upgrade and any(
+            name.lower() in (b"content-length", b"transfer-encoding") and value.strip() != b"0" for name, value in request.fields
+        ):
             # httptools hands an upgrade request's body over as the new protocol's bytes: it
             # never reaches the request, so such a request cannot be served as HTTP/1.1 either
-            raise BadRequest(400, "Bad request: an Upgrade request with a body (no other protocol is spoken here)",
-                             request.version)
+            raise BadRequest(
+                400, "Bad request: an Upgrade request with a body (no other protocol is spoken here)", request.version
+            )
         return request
 
     def body(self, request: Request) -> bytes:

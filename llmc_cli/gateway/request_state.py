@@ -17,16 +17,25 @@ class RequestStates:
     def __init__(self) -> None:
         self._secret = os.urandom(32)  # binds a state to this process: another cannot make one
 
-    def pack(self, call: ToolCall, confirmed: bool, answers: JSONObject, *, principal: str | None,
-             confirming: bool = False) -> str:
+    def pack(
+        self, call: ToolCall, confirmed: bool, answers: JSONObject, *, principal: str | None, confirming: bool = False
+    ) -> str:
         """A requestState bound to this exact call (tool and arguments) of this principal (another's
         host cannot replay its yes or its answers): whether the host's user said yes, the host's
         answers to upstream requests so far, and whether it carries a confirmation question."""
         from llmc_cli.policy import call_hash
 
-        body = json.dumps({"call": call_hash(call), "principal": principal, "confirmed": confirmed,
-                           "confirming": confirming, "answers": answers},
-                          sort_keys=True, separators=(",", ":")).encode("utf-8")
+        body = json.dumps(
+            {
+                "call": call_hash(call),
+                "principal": principal,
+                "confirmed": confirmed,
+                "confirming": confirming,
+                "answers": answers,
+            },
+            sort_keys=True,
+            separators=(",", ":"),
+        ).encode("utf-8")
         payload = base64.urlsafe_b64encode(body).decode("ascii").rstrip("=")
         return payload + "." + self._mac(payload)
 

@@ -37,15 +37,30 @@ def serve_stdio(profile: LoadedProfile, *, verbose: int = 0) -> None:
         toolbox.close()
 
 
-def serve_http(profile: LoadedProfile, address: str, *, verbose: int = 0, idle_seconds: float | None = None,
-               max_connections: int | None = None, request_seconds: float | None = None,
-               max_pending: int | None = None, pending_seconds: float | None = None) -> None:
+def serve_http(
+    profile: LoadedProfile,
+    address: str,
+    *,
+    verbose: int = 0,
+    idle_seconds: float | None = None,
+    max_connections: int | None = None,
+    request_seconds: float | None = None,
+    max_pending: int | None = None,
+    pending_seconds: float | None = None,
+) -> None:
     """Streamable HTTP until SIGINT, SIGTERM or SIGHUP."""
     from llmc_cli.gateway.admission import MAX_PENDING, PENDING_SECONDS
     from llmc_cli.gateway.hosts import IDLE_SECONDS, MAX_CONNECTIONS, REQUEST_SECONDS, check_auth, parse_address
     from llmc_cli.gateway.http import serve
 
     check_auth(profile, parse_address(address)[0])  # a bad address or door: refused before any server starts
-    serve(_toolbox(profile, verbose), address, idle_seconds=idle_seconds or IDLE_SECONDS,
-          max_connections=max_connections or MAX_CONNECTIONS, request_seconds=request_seconds or REQUEST_SECONDS,
-          max_pending=max_pending or MAX_PENDING, pending_seconds=pending_seconds or PENDING_SECONDS, log=log)
+    serve(
+        _toolbox(profile, verbose),
+        address,
+        idle_seconds=idle_seconds or IDLE_SECONDS,
+        max_connections=max_connections or MAX_CONNECTIONS,
+        request_seconds=request_seconds or REQUEST_SECONDS,
+        max_pending=max_pending or MAX_PENDING,
+        pending_seconds=pending_seconds or PENDING_SECONDS,
+        log=log,
+    )

@@ -29,24 +29,43 @@ DEFAULT_LIMIT, MAX_LIMIT = 5, 20
 def listing(toolbox: Toolbox) -> list[JSONObject]:
     """tools/list under tool search: the two tools of llmc, then the pinned tools of the profile."""
     tools = toolbox.tools()
-    pinned = [toolbox.describe(t) for t in tools
-              if any(fnmatchcase(t.qualified_name, p) for p in toolbox.serve.pinned)]
-    return [{"name": SEARCH, "title": "Search tools",
-             "description": f"Find tools for a task among the {len(tools)} tools of this gateway, best first, each "
-                            f"with its input schema. Run one with {CALL}.",
-             "inputSchema": {"type": "object", "properties": {
-                 "query": {"type": "string", "description": "What the tool should do, in a few words."},
-                 "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
-                           "description": f"How many tools at most (default {DEFAULT_LIMIT})."}},
-                 "required": ["query"]},
-             "annotations": {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}},
-            {"name": CALL, "title": "Call a tool",
-             "description": f"Run a tool {SEARCH} found: its name and its arguments, as its input schema says.",
-             "inputSchema": {"type": "object", "properties": {
-                 "name": {"type": "string", "description": f"The tool's name, as {SEARCH} gave it."},
-                 "arguments": {"type": "object", "description": "The tool's arguments."}},
-                 "required": ["name"]}},
-            *pinned]
+    pinned = [toolbox.describe(t) for t in tools if any(fnmatchcase(t.qualified_name, p) for p in toolbox.serve.pinned)]
+    return [
+        {
+            "name": SEARCH,
+            "title": "Search tools",
+            "description": f"Find tools for a task among the {len(tools)} tools of this gateway, best first, each "
+            f"with its input schema. Run one with {CALL}.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "What the tool should do, in a few words."},
+                    "limit": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": MAX_LIMIT,
+                        "description": f"How many tools at most (default {DEFAULT_LIMIT}).",
+                    },
+                },
+                "required": ["query"],
+            },
+            "annotations": {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False},
+        },
+        {
+            "name": CALL,
+            "title": "Call a tool",
+            "description": f"Run a tool {SEARCH} found: its name and its arguments, as its input schema says.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "description": f"The tool's name, as {SEARCH} gave it."},
+                    "arguments": {"type": "object", "description": "The tool's arguments."},
+                },
+                "required": ["name"],
+            },
+        },
+        *pinned,
+    ]
 
 
 def search(toolbox: Toolbox, arguments: Mapping[str, object]) -> JSONObject:
@@ -57,10 +76,19 @@ def search(toolbox: Toolbox, arguments: Mapping[str, object]) -> JSONObject:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         return tool_error(f"`limit` must be an integer from 1 to {MAX_LIMIT}")
     matches = _index(toolbox).search(query, limit)
-    rows: list[JSON] = [{"name": toolbox.expose(m.tool.server, m.tool.name), "score": round(m.score, 3),
-             "description": m.tool.description, "inputSchema": m.tool.input_schema} for m in matches]
-    return {"content": [{"type": "text", "text": json.dumps({"tools": rows}, ensure_ascii=False)}],
-            "structuredContent": {"tools": rows}}
+    rows: list[JSON] = [
+        {
+            "name": toolbox.expose(m.tool.server, m.tool.name),
+            "score": round(m.score, 3),
+            "description": m.tool.description,
+            "inputSchema": m.tool.input_schema,
+        }
+        for m in matches
+    ]
+    return {
+        "content": [{"type": "text", "text": json.dumps({"tools": rows}, ensure_ascii=False)}],
+        "structuredContent": {"tools": rows},
+    }
 
 
 _INDEXES: weakref.WeakKeyDictionary[Toolbox, tuple[tuple[int, ...], ToolIndex]] = weakref.WeakKeyDictionary()

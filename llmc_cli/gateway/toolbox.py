@@ -42,8 +42,7 @@ if TYPE_CHECKING:
 
 PROTOCOL_META = "io.modelcontextprotocol/"
 RETRY_SECONDS = 5.0
-LIST_CHANGED = ("notifications/tools/list_changed", "notifications/resources/list_changed",
-                "notifications/prompts/list_changed")
+LIST_CHANGED = ("notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed")
 
 
 def own_result(result: JSONObject) -> JSONObject:
@@ -61,9 +60,15 @@ def own_result(result: JSONObject) -> JSONObject:
 
 
 class Toolbox:
-    def __init__(self, profile: LoadedProfile, *, on_stderr: Callable[[str, str], None] | None = None,
-                 note: Callable[[str], None] | None = None, require_sandbox: bool | None = None,
-                 serve: ServeConfig | None = None) -> None:
+    def __init__(
+        self,
+        profile: LoadedProfile,
+        *,
+        on_stderr: Callable[[str, str], None] | None = None,
+        note: Callable[[str], None] | None = None,
+        require_sandbox: bool | None = None,
+        serve: ServeConfig | None = None,
+    ) -> None:
         """`require_sandbox`: refuse (ConfigError, naming it) a stdio server that would run
         unsandboxed unless the profile says sandbox = "none" for it; None: when this profile's
         gateway serves principals (a principal's own profile is served by one that does).
@@ -79,15 +84,23 @@ class Toolbox:
         # the schema allows bare names with exactly one server, so every name routes back to it
         self.bare = next(iter(profile.profile.servers)) if profile.profile.serve.bare_names else None
         self.relay = HostRelay(note)
-        self.hooks = ClientHooks(on_progress=self.relay.progress, on_log=self.relay.log,
-                                 on_list_changed=self._list_changed,
-                                 on_resource_updated=lambda params: self._resource_updated(params, self.catalog),
-                                 elicit=self.relay.elicit, sample=self.relay.sample, list_roots=self.relay.roots)
+        self.hooks = ClientHooks(
+            on_progress=self.relay.progress,
+            on_log=self.relay.log,
+            on_list_changed=self._list_changed,
+            on_resource_updated=lambda params: self._resource_updated(params, self.catalog),
+            elicit=self.relay.elicit,
+            sample=self.relay.sample,
+            list_roots=self.relay.roots,
+        )
         # The upstream connections every host shares (and those of the one host of stdio);
         # host_upstreams() gives a host session its own to the servers that keep state.
         self.catalog = services.open_catalog(
-            profile, hooks=self.hooks, on_stderr=on_stderr,
-            require_sandbox=authenticated(profile) if require_sandbox is None else require_sandbox)
+            profile,
+            hooks=self.hooks,
+            on_stderr=on_stderr,
+            require_sandbox=authenticated(profile) if require_sandbox is None else require_sandbox,
+        )
         self.catalog.posts_on_caller_thread = True  # a host's call runs on its connection's thread
         # Every host's calls share one audit trail: decisions on disk before each call runs (hosts
         # calling at once share a write and fsync), outcomes written with the next decision or
@@ -106,8 +119,12 @@ class Toolbox:
         # upstream connection may be shared, so it is subscribed while at least one host is
         self._subscribers: dict[tuple[Catalog, str, str], set[GatewayConnection]] = {}
 
-    def host_upstreams(self, parent: Catalog | None = None, own: frozenset[str] | None = None,
-                       admit: Callable[[str], AbstractContextManager[None]] | None = None) -> Catalog:
+    def host_upstreams(
+        self,
+        parent: Catalog | None = None,
+        own: frozenset[str] | None = None,
+        admit: Callable[[str], AbstractContextManager[None]] | None = None,
+    ) -> Catalog:
         """Upstream connections for one principal (from the shared ones) or one host session
         (from its principal's, `parent`): its own to the servers that keep state (`own`: only
         these; a process, an initialize-era session: what is started there, the others never
@@ -121,8 +138,9 @@ class Toolbox:
     @property
     def per_session(self) -> frozenset[str]:
         """The servers marked `per_session`: a connection for each host session."""
-        return frozenset(name for name, server in self.profile.profile.servers.items()
-                         if server.per_session and name in self.catalog.specs)
+        return frozenset(
+            name for name, server in self.profile.profile.servers.items() if server.per_session and name in self.catalog.specs
+        )
 
     def close(self) -> None:
         try:
@@ -149,8 +167,7 @@ class Toolbox:
             if any(restarted):
                 self._revived[name] = now
                 self._reported.discard(name)
-                print(f"llmc serve: {name} will be started again (what it kept in memory is lost)", file=sys.stderr,
-                      flush=True)
+                print(f"llmc serve: {name} will be started again (what it kept in memory is lost)", file=sys.stderr, flush=True)
 
     def tools(self) -> list[Tool]:
         """The tools a host sees: allowed by the policy and, with a lock, pinned as they are now."""
@@ -164,8 +181,11 @@ class Toolbox:
         from llmc_cli import lockfile
 
         pinned = lockfile.read(services.lock_path(self.profile))["servers"]
-        return [t for t in allowed
-                if ((pinned.get(t.server) or {}).get("tools") or {}).get(t.name, {}).get("hash") == lockfile.tool_hash(t)]
+        return [
+            t
+            for t in allowed
+            if ((pinned.get(t.server) or {}).get("tools") or {}).get(t.name, {}).get("hash") == lockfile.tool_hash(t)
+        ]
 
     def describe(self, tool: Tool) -> JSONObject:
         """The tool as the host sees it: namespaced, with the hints the profile's policy goes by
@@ -297,8 +317,12 @@ class Toolbox:
         that a read would not)."""
         uri = params.get("uri")
         with self._lock:
-            targets = [(server, host) for (upstreams, server, u), hosts in self._subscribers.items()
-                       if u == uri and upstreams is source for host in hosts]
+            targets = [
+                (server, host)
+                for (upstreams, server, u), hosts in self._subscribers.items()
+                if u == uri and upstreams is source
+                for host in hosts
+            ]
         for server, host in targets:
             host.subscriptions.updated(server, params)
 
@@ -313,5 +337,4 @@ class Toolbox:
         for failure in failures:
             if failure.server not in self._reported:
                 self._reported.add(failure.server)
-                print(f"llmc serve: {failure.server} is unavailable: {failure.error.message}", file=sys.stderr,
-                      flush=True)
+                print(f"llmc serve: {failure.server} is unavailable: {failure.error.message}", file=sys.stderr, flush=True)

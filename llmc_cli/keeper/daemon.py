@@ -132,8 +132,12 @@ class Keeper:
 
     def status(self) -> KeeperStatus:
         return {
-            "llmc": "status", "name": self.name, "pid": os.getpid(), "profile": self.profile,
-            "started": self.started.isoformat(timespec="seconds"), "idleTimeout": self.idle,
+            "llmc": "status",
+            "name": self.name,
+            "pid": os.getpid(),
+            "profile": self.profile,
+            "started": self.started.isoformat(timespec="seconds"),
+            "idleTimeout": self.idle,
             "idleFor": round(time.monotonic() - self.last_activity, 1) if not self.clients else 0.0,
             "clients": len(self.clients),
             "servers": [_held(name, u) for name, u in self.upstreams.items()],
@@ -186,8 +190,14 @@ class Keeper:
     def _attach(self, client: Client, server: str, stream: BinaryIO) -> None:
         upstream = self.upstreams.get(server)
         if upstream is None:
-            client.send({"llmc": "error", "error": "usage", "servers": self.roster(),
-                         "message": f"session {self.name} does not hold server {server!r}"})
+            client.send(
+                {
+                    "llmc": "error",
+                    "error": "usage",
+                    "servers": self.roster(),
+                    "message": f"session {self.name} does not hold server {server!r}",
+                }
+            )
             return
         try:
             notice = upstream.open()
@@ -240,8 +250,10 @@ class Keeper:
         if "error" in reply:
             error = object_at(reply, "error")
             code = error.get("code", jsonrpc.INTERNAL_ERROR)
-            raise RpcError(str(error.get("message", "declined")),
-                           code=int(code) if isinstance(code, (int, float, str)) else jsonrpc.INTERNAL_ERROR)
+            raise RpcError(
+                str(error.get("message", "declined")),
+                code=int(code) if isinstance(code, (int, float, str)) else jsonrpc.INTERNAL_ERROR,
+            )
         return object_at(reply, "result")
 
 
@@ -262,9 +274,13 @@ def _validated(request: JSONObject) -> JSONObject:
 
 
 def _held(name: str, upstream: Upstream) -> HeldServer:
-    held: HeldServer = {"name": name, "state": upstream.state, "restarts": upstream.restarts,
-                        "timeout": upstream.spec.timeout,
-                        "protocolVersion": upstream.session.protocol_version if upstream.session else None}
+    held: HeldServer = {
+        "name": name,
+        "state": upstream.state,
+        "restarts": upstream.restarts,
+        "timeout": upstream.spec.timeout,
+        "protocolVersion": upstream.session.protocol_version if upstream.session else None,
+    }
     if upstream.error:
         held["error"] = upstream.error.message
     return held
@@ -301,8 +317,7 @@ def main() -> int:
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)  # sys.stdin stays usable (isatty() is asked): it reads nothing now
     os.dup2(devnull, 1)  # once ready is sent, nothing may write to the starter's pipe
-    keeper = Keeper(config["name"], [spec_from_json(s) for s in config["specs"]], float(config["idle"]),
-                    config.get("profile"))
+    keeper = Keeper(config["name"], [spec_from_json(s) for s in config["specs"]], float(config["idle"]), config.get("profile"))
     path = str(socket_path(keeper.name))
 
     def stop(signum: int, frame: FrameType | None) -> None:
@@ -313,8 +328,16 @@ def main() -> int:
     try:
         listener = _listen(path)
     except OSError as exc:
-        ready.write(json.dumps({"llmc": "error", "error": "connection",
-                                "message": f"session {keeper.name}: cannot listen on {path}: {exc.strerror}"}) + "\n")
+        ready.write(
+            json.dumps(
+                {
+                    "llmc": "error",
+                    "error": "connection",
+                    "message": f"session {keeper.name}: cannot listen on {path}: {exc.strerror}",
+                }
+            )
+            + "\n"
+        )
         ready.close()
         return ExitCode.CONNECTION
     inode = os.stat(path).st_ino

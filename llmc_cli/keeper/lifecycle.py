@@ -37,8 +37,9 @@ def socket_path(name: str) -> Path:
         raise UsageError(f"invalid session name {name!r}: letters, digits, '.', '_', '-' (at most 64)")
     path = paths.keepers_dir() / f"{name}.sock"
     if len(os.fsencode(str(path))) > SOCKET_PATH_MAX:
-        raise ConfigError(f"the state directory's path is too long for a Unix socket ({path}); "
-                          "set LLMC_STATE_DIR to a shorter one")
+        raise ConfigError(
+            f"the state directory's path is too long for a Unix socket ({path}); set LLMC_STATE_DIR to a shorter one"
+        )
     return path
 
 
@@ -93,20 +94,26 @@ def held_specs(name: str, only: tuple[str, ...] = ()) -> tuple[str, list[ServerS
 def specs_of(name: str, servers: Sequence[object], only: tuple[str, ...] = ()) -> list[ServerSpec]:
     """The servers of session `name` as its keeper lists them (status, or an attach reply),
     only those in `only` when given (UsageError naming any it does not hold)."""
-    specs = [ServerSpec(name=str(s["name"]), timeout=float(s.get("timeout") or 60.0),
-                        description=f"held by session {name}") for s in servers if isinstance(s, dict) and s.get("name")]
+    specs = [
+        ServerSpec(name=str(s["name"]), timeout=float(s.get("timeout") or 60.0), description=f"held by session {name}")
+        for s in servers
+        if isinstance(s, dict) and s.get("name")
+    ]
     unknown = [s for s in only if s not in {spec.name for spec in specs}]
     if unknown:
         from llmc_cli.errors import did_you_mean
 
         held = [spec.name for spec in specs]
-        raise UsageError(f"session {name} (in use) does not hold server {unknown[0]!r}{did_you_mean(unknown[0], held)} "
-                         f"(it holds: {', '.join(held) or 'none'}): start a session that does "
-                         f"(llmc session start NAME -s {unknown[0]}) or leave this one (unset LLMC_SESSION, or no --session)")
+        raise UsageError(
+            f"session {name} (in use) does not hold server {unknown[0]!r}{did_you_mean(unknown[0], held)} "
+            f"(it holds: {', '.join(held) or 'none'}): start a session that does "
+            f"(llmc session start NAME -s {unknown[0]}) or leave this one (unset LLMC_SESSION, or no --session)"
+        )
     return [s for s in specs if not only or s.name in only]
 
 
 # -- start and stop -------------------------------------------------------------------------------
+
 
 def start(name: str, specs: list[ServerSpec], *, idle: float, profile: str | None) -> KeeperStatus:
     """Launch a keeper in the background and wait until its servers are up (or failed).
@@ -120,8 +127,10 @@ def start(name: str, specs: list[ServerSpec], *, idle: float, profile: str | Non
         except ConnectionFailed:
             pass  # stale, and removed
         else:
-            raise UsageError(f"session {name} is already running (pid {running.get('pid')}); "
-                             f"stop it with `llmc session stop {name}` or pick another name")
+            raise UsageError(
+                f"session {name} is already running (pid {running.get('pid')}); "
+                f"stop it with `llmc session stop {name}` or pick another name"
+            )
     try:
         fd = os.open(log_path(name), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     except OSError as exc:
@@ -131,9 +140,14 @@ def start(name: str, specs: list[ServerSpec], *, idle: float, profile: str | Non
     with os.fdopen(fd, "ab") as log:
         # -P: `-m` would put the current directory first on sys.path, so a json.py or socket.py
         # in whatever directory `session start` runs in would be imported by the keeper.
-        proc = subprocess.Popen([sys.executable, "-P", "-m", "llmc_cli.keeper.daemon"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=log, close_fds=True,
-                                start_new_session=True)  # no terminal, own process group
+        proc = subprocess.Popen(
+            [sys.executable, "-P", "-m", "llmc_cli.keeper.daemon"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            close_fds=True,
+            start_new_session=True,
+        )  # no terminal, own process group
     assert proc.stdin is not None and proc.stdout is not None
     config = {"name": name, "idle": idle, "profile": profile, "specs": [spec_to_json(s) for s in specs]}
     try:
@@ -223,19 +237,37 @@ def _log_tail(name: str, lines: int = 5) -> str:
 
 # -- server definitions on the pipe ---------------------------------------------------------------
 
+
 def spec_to_json(spec: ServerSpec) -> JSONObject:
     data = {f: getattr(spec, f) for f in spec.__dataclass_fields__}
-    data.update(command=list(spec.command), env=dict(spec.env), headers=dict(spec.headers),
-                options=dict(spec.options), oauth=asdict(spec.oauth) if spec.oauth else None,
-                sandbox=asdict(spec.sandbox) if spec.sandbox else None, launch=list(spec.launch))
+    data.update(
+        command=list(spec.command),
+        env=dict(spec.env),
+        headers=dict(spec.headers),
+        options=dict(spec.options),
+        oauth=asdict(spec.oauth) if spec.oauth else None,
+        sandbox=asdict(spec.sandbox) if spec.sandbox else None,
+        launch=list(spec.launch),
+    )
     return data
 
 
 def spec_from_json(data: dict[str, Any]) -> ServerSpec:
     oauth, sandbox = data.get("oauth"), data.get("sandbox")
-    return ServerSpec(**{**data, "command": tuple(data.get("command") or ()), "launch": tuple(data.get("launch") or ()),
-                         "oauth": OAuthSpec(**{**oauth, "scopes": tuple(oauth.get("scopes") or ())}) if oauth else None,
-                         "sandbox": SandboxSpec(**{**sandbox, "read_paths": tuple(sandbox.get("read_paths") or ()),
-                                                   "write_paths": tuple(sandbox.get("write_paths") or ())})
-                         if sandbox else None})
-
+    return ServerSpec(
+        **{
+            **data,
+            "command": tuple(data.get("command") or ()),
+            "launch": tuple(data.get("launch") or ()),
+            "oauth": OAuthSpec(**{**oauth, "scopes": tuple(oauth.get("scopes") or ())}) if oauth else None,
+            "sandbox": SandboxSpec(
+                **{
+                    **sandbox,
+                    "read_paths": tuple(sandbox.get("read_paths") or ()),
+                    "write_paths": tuple(sandbox.get("write_paths") or ()),
+                }
+            )
+            if sandbox
+            else None,
+        }
+    )

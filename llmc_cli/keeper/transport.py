@@ -72,24 +72,41 @@ class AttachReply:
 
     @classmethod
     def of(cls, session: ClientSession, notice: str | None) -> AttachReply:
-        return cls(session.era or "", session.protocol_version or "", session.server_info, session.capabilities,
-                   session.instructions, notice)
+        return cls(
+            session.era or "",
+            session.protocol_version or "",
+            session.server_info,
+            session.capabilities,
+            session.instructions,
+            notice,
+        )
 
     def to_json(self) -> JSONObject:
-        return {"llmc": "attached", "era": self.era, "protocolVersion": self.protocol_version,
-                "serverInfo": self.server_info, "capabilities": self.capabilities,
-                "instructions": self.instructions, "notice": self.notice}
+        return {
+            "llmc": "attached",
+            "era": self.era,
+            "protocolVersion": self.protocol_version,
+            "serverInfo": self.server_info,
+            "capabilities": self.capabilities,
+            "instructions": self.instructions,
+            "notice": self.notice,
+        }
 
     @classmethod
     def from_json(cls, data: JSONObject, keeper_name: str) -> AttachReply:
         era, version = data.get("era"), data.get("protocolVersion")
         if not (isinstance(era, str) and era and isinstance(version, str) and version):
-            raise ProtocolError(f"session {keeper_name}: its keeper did not say how {data.get('server', 'the server')}"
-                                " speaks")
+            raise ProtocolError(f"session {keeper_name}: its keeper did not say how {data.get('server', 'the server')} speaks")
         notice, instructions, servers = data.get("notice"), data.get("instructions"), data.get("servers")
-        return cls(era, version, object_at(data, "serverInfo"), object_at(data, "capabilities"),
-                   instructions if isinstance(instructions, str) else None, notice if isinstance(notice, str) else None,
-                   servers if isinstance(servers, list) else None)
+        return cls(
+            era,
+            version,
+            object_at(data, "serverInfo"),
+            object_at(data, "capabilities"),
+            instructions if isinstance(instructions, str) else None,
+            notice if isinstance(notice, str) else None,
+            servers if isinstance(servers, list) else None,
+        )
 
 
 def connect_unix(path: str, timeout: float, keeper_name: str) -> socket.socket:
@@ -100,8 +117,9 @@ def connect_unix(path: str, timeout: float, keeper_name: str) -> socket.socket:
         sock.connect(path)
     except (FileNotFoundError, ConnectionRefusedError):
         sock.close()
-        raise ConnectionFailed(f"session {keeper_name} is not running (start it with `llmc session start "
-                               f"{keeper_name}`)") from None
+        raise ConnectionFailed(
+            f"session {keeper_name} is not running (start it with `llmc session start {keeper_name}`)"
+        ) from None
     except TimeoutError:
         sock.close()
         raise TimeoutExpired(f"session {keeper_name}: its keeper did not accept within {timeout:g}s") from None
@@ -172,8 +190,7 @@ class KeeperTransport:
             reply = read_line(stream)
         except TimeoutError:
             sock.close()
-            raise TimeoutExpired(f"session {self.keeper_name}: no answer from its keeper within "
-                                 f"{self.timeout:g}s") from None
+            raise TimeoutExpired(f"session {self.keeper_name}: no answer from its keeper within {self.timeout:g}s") from None
         except (OSError, ValueError) as exc:
             sock.close()
             raise ConnectionFailed(f"session {self.keeper_name}: broken reply from its keeper: {exc}") from None
@@ -189,8 +206,9 @@ class KeeperTransport:
             raise
         sock.settimeout(None)  # from here on the session's per-request timeouts govern
         self._sock = sock
-        self._reader = threading.Thread(target=self._read, args=(stream, deliver, closed), daemon=True,
-                                        name=f"llmc-keeper-{self.server}")
+        self._reader = threading.Thread(
+            target=self._read, args=(stream, deliver, closed), daemon=True, name=f"llmc-keeper-{self.server}"
+        )
         self._reader.start()
 
     def _read(self, stream: BinaryIO, deliver: Deliver, closed: Closed) -> None:
@@ -206,8 +224,11 @@ class KeeperTransport:
                     break
                 deliver(message)
         except (OSError, ValueError, LlmcError) as exc:
-            error = None if self._sock is None else ConnectionFailed(
-                f"session {self.keeper_name}: connection to its keeper broke: {exc}")
+            error = (
+                None
+                if self._sock is None
+                else ConnectionFailed(f"session {self.keeper_name}: connection to its keeper broke: {exc}")
+            )
         finally:
             stream.close()
         if self._sock is not None:
@@ -249,8 +270,7 @@ def validate_in_keeper(path: str, keeper_name: str, arguments: JSONObject, schem
     if has_lone_surrogate(arguments):
         return False  # cannot be sent; the policy refuses such a call after the check
     try:
-        reply = exchange(path, {"llmc": "validate", "tool": tool, "arguments": arguments, "inputSchema": schema},
-                         keeper_name)
+        reply = exchange(path, {"llmc": "validate", "tool": tool, "arguments": arguments, "inputSchema": schema}, keeper_name)
     except LlmcError:
         return False
     if reply.get("llmc") == "invalid":
@@ -258,8 +278,9 @@ def validate_in_keeper(path: str, keeper_name: str, arguments: JSONObject, schem
     return reply.get("llmc") == "valid"
 
 
-def attach(socket_path: str, keeper_name: str, server: str, *, timeout: float = 60.0,
-           hooks: ClientHooks | None = None) -> ClientSession:
+def attach(
+    socket_path: str, keeper_name: str, server: str, *, timeout: float = 60.0, hooks: ClientHooks | None = None
+) -> ClientSession:
     """A session with a server that a session keeper holds: no probe and no handshake (the keeper
     did both when it started the server); the era and version are the keeper's."""
     transport = KeeperTransport(socket_path, keeper_name, server, timeout)

@@ -81,8 +81,10 @@ class Upstream:
                 reason = self.session.closed_error.message if self.session.closed_error else "closed"
                 self.session.close()
                 self.session = None
-                notice = (f"{self.spec.name} stopped inside session {self.keeper.name} ({reason}) and was "
-                          "restarted: state the server kept (processes, handles, ids) is lost")
+                notice = (
+                    f"{self.spec.name} stopped inside session {self.keeper.name} ({reason}) and was "
+                    "restarted: state the server kept (processes, handles, ids) is lost"
+                )
                 # Callers still attached hold handles of the dead server: end their connections
                 # (they see why) rather than let their next request reach the new one silently.
                 for client in list(self.clients):
@@ -110,8 +112,7 @@ class Upstream:
 
     def _hooks(self) -> ClientHooks:
         # Sampling is not declared: the keeper cannot know that an attached caller may sample.
-        return ClientHooks(on_progress=self._progress, on_log=self._log, on_list_changed=self._list_changed,
-                           elicit=self._elicit)
+        return ClientHooks(on_progress=self._progress, on_log=self._log, on_list_changed=self._list_changed, elicit=self._elicit)
 
     # -- client -> server --------------------------------------------------------------------
 

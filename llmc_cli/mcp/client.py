@@ -32,8 +32,14 @@ STDIO_PROBE_TIMEOUT = 10.0  # a legacy server may stay silent on server/discover
 Builtins = Mapping[str, Callable[[ServerSpec], Endpoint]]  # builtin name -> endpoint factory
 
 
-def connect(spec: ServerSpec, *, stores: Stores | None = None, hooks: ClientHooks | None = None,
-            builtins: Builtins | None = None, on_stderr: Callable[[str], None] | None = None) -> ClientSession:
+def connect(
+    spec: ServerSpec,
+    *,
+    stores: Stores | None = None,
+    hooks: ClientHooks | None = None,
+    builtins: Builtins | None = None,
+    on_stderr: Callable[[str], None] | None = None,
+) -> ClientSession:
     """An open, negotiated session; the caller closes it. Errors are LlmcErrors with exit codes.
     `stores`: where the era cache and OAuth tokens live (none: probe every time, tokens in memory)."""
     stores = stores or Stores()
@@ -70,8 +76,15 @@ class _Memo:
         self.cache.save({self.key: entry})
 
 
-def _connect(spec: ServerSpec, stores: Stores, memo: _Memo, hooks: ClientHooks | None, builtins: Builtins | None,
-             on_stderr: Callable[[str], None] | None, cached: dict[str, Any] | None) -> ClientSession:
+def _connect(
+    spec: ServerSpec,
+    stores: Stores,
+    memo: _Memo,
+    hooks: ClientHooks | None,
+    builtins: Builtins | None,
+    on_stderr: Callable[[str], None] | None,
+    cached: dict[str, Any] | None,
+) -> ClientSession:
     if spec.kind == "remote":
         return _connect_remote(spec, stores, memo, hooks, cached)
     if spec.kind == "builtin":
@@ -79,11 +92,12 @@ def _connect(spec: ServerSpec, stores: Stores, memo: _Memo, hooks: ClientHooks |
         if factory is None:
             raise ConnectionFailed(f"{spec.name}: unknown built-in server {spec.builtin!r}")
         from llmc_cli.mcp.transports.memory import MemoryTransport
+
         transport: Transport = MemoryTransport(factory(spec))
     else:
         from llmc_cli.mcp.transports.stdio import StdioTransport
-        transport = StdioTransport(spec.command, env=dict(spec.env), cwd=spec.cwd, on_stderr=on_stderr,
-                                   launch=spec.launch)
+
+        transport = StdioTransport(spec.command, env=dict(spec.env), cwd=spec.cwd, on_stderr=on_stderr, launch=spec.launch)
         if spec.launch and spec.sandbox is not None and hooks is not None:
             hooks = sandboxed_roots(hooks, spec.sandbox)
     session = ClientSession(transport, name=spec.name, timeout=spec.timeout, hooks=hooks)
@@ -156,8 +170,9 @@ def _negotiate_stdio(session: ClientSession, spec: ServerSpec, memo: _Memo, cach
     memo.put({"era": era, "version": session.protocol_version or ""})
 
 
-def _connect_remote(spec: ServerSpec, stores: Stores, memo: _Memo, hooks: ClientHooks | None,
-                    cached: dict[str, Any] | None) -> ClientSession:
+def _connect_remote(
+    spec: ServerSpec, stores: Stores, memo: _Memo, hooks: ClientHooks | None, cached: dict[str, Any] | None
+) -> ClientSession:
     from llmc_cli.mcp.auth import OAuth
     from llmc_cli.mcp.transports.legacy_sse import LegacySseTransport
     from llmc_cli.mcp.transports.streamable_http import StreamableHttpTransport
@@ -169,8 +184,12 @@ def _connect_remote(spec: ServerSpec, stores: Stores, memo: _Memo, hooks: Client
     if choice == "auto" and cached:
         choice = cached.get("transport", "auto")
     if choice == "sse":
-        session = ClientSession(LegacySseTransport(spec.url, headers=headers, timeout=spec.timeout, auth=auth),
-                          name=spec.name, timeout=spec.timeout, hooks=hooks)
+        session = ClientSession(
+            LegacySseTransport(spec.url, headers=headers, timeout=spec.timeout, auth=auth),
+            name=spec.name,
+            timeout=spec.timeout,
+            hooks=hooks,
+        )
         session.handshake_timeout = spec.handshake_timeout
         _guarded(session, session.initialize)
         memo.put({"era": "legacy", "transport": "sse", "version": session.protocol_version or ""})
@@ -254,10 +273,14 @@ def _refused(spec: ServerSpec, exc: RpcError) -> str:
         raise ProtocolError(exc.message)
     if any(v in offered for v in MODERN_VERSIONS):
         requested = exc.data.get("requested") if isinstance(exc.data, dict) else None
-        raise ProtocolError(f"{spec.name}: the server refused MCP {requested or 'its own version'} again after a "
-                            f"retry, though it lists it as supported ({', '.join(offered)})")
-    raise ProtocolError(f"{spec.name}: no common MCP version: the server speaks {', '.join(offered) or 'none it names'}; "
-                        f"llmc speaks {', '.join(SUPPORTED_VERSIONS)}")
+        raise ProtocolError(
+            f"{spec.name}: the server refused MCP {requested or 'its own version'} again after a "
+            f"retry, though it lists it as supported ({', '.join(offered)})"
+        )
+    raise ProtocolError(
+        f"{spec.name}: no common MCP version: the server speaks {', '.join(offered) or 'none it names'}; "
+        f"llmc speaks {', '.join(SUPPORTED_VERSIONS)}"
+    )
 
 
 def _guarded(session: ClientSession, step: Callable[[], object]) -> None:
@@ -266,8 +289,6 @@ def _guarded(session: ClientSession, step: Callable[[], object]) -> None:
     except BaseException:
         session.close()
         raise
-
-
 
 
 def _add_diagnostics(exc: LlmcError, transport: Transport) -> None:

@@ -89,10 +89,13 @@ def decode(line: str | bytes) -> list[JSONObject]:
         kind_of(m)  # raises unless m is a JSON-RPC 2.0 object: json.loads made it a JSONObject
         checked.append(m)
     messages = checked
-    if (line.count("[") + line.count("{") if isinstance(line, str) else line.count(b"[") + line.count(b"{")) \
-            > MAX_MESSAGE_DEPTH:  # only then can it be that deep: most messages are not walked at all
+    if (
+        line.count("[") + line.count("{") if isinstance(line, str) else line.count(b"[") + line.count(b"{")
+    ) > MAX_MESSAGE_DEPTH:  # only then can it be that deep: most messages are not walked at all
         messages = [bounded for m in messages if (bounded := _bounded(m)) is not None]
-    if (isinstance(line, str) and "\\u" in line) or (isinstance(line, bytes) and b"\\u" in line):  # only an escape makes a lone surrogate
+    if (isinstance(line, str) and "\\u" in line) or (
+        isinstance(line, bytes) and b"\\u" in line
+    ):  # only an escape makes a lone surrogate
         messages = [_without_lone_surrogates(m) for m in messages]
     return messages
 
@@ -115,8 +118,11 @@ def _bounded(message: JSONObject) -> JSONObject | None:
     if kind == "request" or nesting_depth(message, MAX_MESSAGE_DEPTH + 1) <= MAX_MESSAGE_DEPTH:
         return message
     if kind in ("response", "error"):
-        return error(message["id"] if isinstance(message["id"], (str, int)) else None, INTERNAL_ERROR,
-                     f"the reply is nested more than {MAX_MESSAGE_DEPTH} levels deep")
+        return error(
+            message["id"] if isinstance(message["id"], (str, int)) else None,
+            INTERNAL_ERROR,
+            f"the reply is nested more than {MAX_MESSAGE_DEPTH} levels deep",
+        )
     return None
 
 
@@ -133,9 +139,11 @@ def _without_lone_surrogates(message: JSONObject) -> JSONObject:
         return message
     if kind_of(message) in ("response", "error"):
         id = message["id"]
-        return error(id if isinstance(id, (str, int)) and not has_lone_surrogate(id) else None, INTERNAL_ERROR,
-                     "the reply contains a lone surrogate (a \\uD800-\\uDFFF escape without its pair): "
-                     "not valid Unicode text")
+        return error(
+            id if isinstance(id, (str, int)) and not has_lone_surrogate(id) else None,
+            INTERNAL_ERROR,
+            "the reply contains a lone surrogate (a \\uD800-\\uDFFF escape without its pair): not valid Unicode text",
+        )
     return replace_lone_surrogates(message)
 
 

@@ -24,16 +24,17 @@ from llmc_cli.model import JSONObject as JSONObject
 RequestId: TypeAlias = int | str
 ProgressToken: TypeAlias = int | str
 Role: TypeAlias = Literal["user", "assistant"]
-LoggingLevel: TypeAlias = Literal["debug", "info", "notice", "warning", "error", "critical", "alert",
-                                  "emergency"]
+LoggingLevel: TypeAlias = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 ResultType: TypeAlias = Literal["complete", "input_required"]  # 2026-07-28 Result.resultType
 CacheScope: TypeAlias = Literal["public", "private"]  # 2026-07-28 CacheableResult.cacheScope
 
 
 # --- JSON-RPC 2.0 envelope -------------------------------------------------------------------
 
+
 class JSONRPCRequest(TypedDict):
     """A request: expects exactly one response with the same id."""
+
     jsonrpc: Literal["2.0"]
     id: RequestId
     method: str
@@ -42,6 +43,7 @@ class JSONRPCRequest(TypedDict):
 
 class JSONRPCNotification(TypedDict):
     """A notification: no id, never answered."""
+
     jsonrpc: Literal["2.0"]
     method: str
     params: NotRequired[JSONObject]
@@ -49,6 +51,7 @@ class JSONRPCNotification(TypedDict):
 
 class JSONRPCResultResponse(TypedDict):
     """A successful response (JSONRPCResponse before 2025-11-25)."""
+
     jsonrpc: Literal["2.0"]
     id: RequestId
     result: JSONObject
@@ -56,6 +59,7 @@ class JSONRPCResultResponse(TypedDict):
 
 class ErrorObject(TypedDict):
     """The `error` member of an error response (schema `Error`). Codes: jsonrpc.py's constants."""
+
     code: int
     message: str
     data: NotRequired[JSON]
@@ -63,6 +67,7 @@ class ErrorObject(TypedDict):
 
 class JSONRPCErrorResponse(TypedDict):
     """An error response (JSONRPCError before 2025-11-25). id is null when the request's id was unreadable."""
+
     jsonrpc: Literal["2.0"]
     id: RequestId | None
     error: ErrorObject
@@ -73,8 +78,10 @@ JSONRPCMessage: TypeAlias = JSONRPCRequest | JSONRPCNotification | JSONRPCResult
 
 # --- Shared structures -----------------------------------------------------------------------
 
+
 class Implementation(TypedDict):
     """clientInfo / serverInfo. title, description, icons, websiteUrl: 2025-06-18 on."""
+
     name: str
     version: str
     title: NotRequired[str]
@@ -85,6 +92,7 @@ class Implementation(TypedDict):
 
 class Icon(TypedDict):
     """An icon of a tool, resource, prompt or implementation (2025-11-25 on)."""
+
     src: str
     mimeType: NotRequired[str]
     sizes: NotRequired[list[str]]
@@ -93,6 +101,7 @@ class Icon(TypedDict):
 
 class Annotations(TypedDict, total=False):
     """Hints on a content block or resource for its audience."""
+
     audience: list[Role]
     priority: float
     lastModified: str
@@ -100,12 +109,14 @@ class Annotations(TypedDict, total=False):
 
 class ResultMeta(TypedDict, total=False):
     """Fields every Result may carry. resultType: 2026-07-28 ("complete" when absent)."""
+
     _meta: JSONObject
     resultType: ResultType
 
 
 class CacheableResult(ResultMeta, total=False):
     """A 2026-07-28 list/read result a client may cache for ttlMs (required there, absent before)."""
+
     cacheScope: CacheScope
     ttlMs: int
 
@@ -116,8 +127,10 @@ class PaginatedResult(ResultMeta, total=False):
 
 # --- Lifecycle -------------------------------------------------------------------------------
 
+
 class ClientCapabilities(TypedDict, total=False):
     """What a client offers: each present key is an object of that feature's options."""
+
     roots: JSONObject  # {"listChanged": bool}
     sampling: JSONObject
     elicitation: JSONObject  # 2025-06-18 on
@@ -128,6 +141,7 @@ class ClientCapabilities(TypedDict, total=False):
 
 class ServerCapabilities(TypedDict, total=False):
     """What a server offers: a key's presence is the offer; its object holds that feature's options."""
+
     tools: JSONObject  # {"listChanged": bool}
     resources: JSONObject  # {"subscribe": bool, "listChanged": bool}
     prompts: JSONObject  # {"listChanged": bool}
@@ -140,6 +154,7 @@ class ServerCapabilities(TypedDict, total=False):
 
 class InitializeRequestParams(TypedDict):
     """`initialize` params (2024-11-05 .. 2025-11-25; 2026-07-28 has no handshake)."""
+
     protocolVersion: str
     capabilities: ClientCapabilities
     clientInfo: Implementation
@@ -148,6 +163,7 @@ class InitializeRequestParams(TypedDict):
 
 class InitializeResult(TypedDict):
     """`initialize` result: the version the server chose, what it offers, who it is."""
+
     protocolVersion: str
     capabilities: ServerCapabilities
     serverInfo: Implementation
@@ -157,6 +173,7 @@ class InitializeResult(TypedDict):
 
 class DiscoverResult(CacheableResult):
     """2026-07-28 `server/discover` result: what initialize's result said, without a session."""
+
     supportedVersions: list[str]
     capabilities: ServerCapabilities
     instructions: NotRequired[str]
@@ -164,8 +181,10 @@ class DiscoverResult(CacheableResult):
 
 # --- Notifications llmc reads ----------------------------------------------------------------
 
+
 class ProgressNotificationParams(TypedDict):
     """notifications/progress. message: 2025-03-26 on."""
+
     progressToken: ProgressToken
     progress: float
     total: NotRequired[float]
@@ -175,6 +194,7 @@ class ProgressNotificationParams(TypedDict):
 
 class CancelledNotificationParams(TypedDict):
     """notifications/cancelled: the sender no longer wants the answer to requestId."""
+
     requestId: RequestId
     reason: NotRequired[str]
     _meta: NotRequired[JSONObject]
@@ -182,6 +202,7 @@ class CancelledNotificationParams(TypedDict):
 
 class LoggingMessageNotificationParams(TypedDict):
     """notifications/message: a server's log line; data is any JSON."""
+
     level: LoggingLevel
     data: JSON
     logger: NotRequired[str]
@@ -189,6 +210,7 @@ class LoggingMessageNotificationParams(TypedDict):
 
 
 # --- Content ---------------------------------------------------------------------------------
+
 
 class TextContent(TypedDict):
     type: Literal["text"]
@@ -199,6 +221,7 @@ class TextContent(TypedDict):
 
 class ImageContent(TypedDict):
     """data: base64."""
+
     type: Literal["image"]
     data: str
     mimeType: str
@@ -208,6 +231,7 @@ class ImageContent(TypedDict):
 
 class AudioContent(TypedDict):
     """data: base64 (2025-03-26 on)."""
+
     type: Literal["audio"]
     data: str
     mimeType: str
@@ -224,6 +248,7 @@ class TextResourceContents(TypedDict):
 
 class BlobResourceContents(TypedDict):
     """blob: base64."""
+
     uri: str
     blob: str
     mimeType: NotRequired[str]
@@ -242,6 +267,7 @@ class EmbeddedResource(TypedDict):
 
 class Resource(TypedDict):
     """An entry of resources/list (and, with type "resource_link", a content block: ResourceLink)."""
+
     uri: str
     name: str
     title: NotRequired[str]
@@ -255,6 +281,7 @@ class Resource(TypedDict):
 
 class ResourceLink(Resource):
     """A content block pointing at a resource instead of embedding it (2025-06-18 on)."""
+
     type: Literal["resource_link"]
 
 
@@ -263,8 +290,10 @@ ContentBlock: TypeAlias = TextContent | ImageContent | AudioContent | ResourceLi
 
 # --- Tools -----------------------------------------------------------------------------------
 
+
 class ToolAnnotations(TypedDict, total=False):
     """Untrusted hints about a tool's behaviour (2025-03-26 on); llmc's policy never relies on them."""
+
     title: str
     readOnlyHint: bool
     destructiveHint: bool
@@ -274,6 +303,7 @@ class ToolAnnotations(TypedDict, total=False):
 
 class ToolDefinition(TypedDict):
     """An entry of tools/list. inputSchema/outputSchema are JSON Schema objects (translate/schema.py)."""
+
     name: str
     inputSchema: JSONObject
     title: NotRequired[str]
@@ -291,6 +321,7 @@ class ListToolsResult(PaginatedResult, CacheableResult):
 class CallToolRequestParams(TypedDict):
     """tools/call params. arguments are the caller's, passed through. inputResponses and
     requestState: 2026-07-28, the second round of a call whose first result was input_required."""
+
     name: str
     arguments: NotRequired[JSONObject]
     inputResponses: NotRequired[JSONObject]
@@ -300,6 +331,7 @@ class CallToolRequestParams(TypedDict):
 
 class CallToolResult(ResultMeta):
     """tools/call result. isError: the tool failed (its content says why), not the protocol."""
+
     content: list[ContentBlock]
     structuredContent: NotRequired[JSONObject]  # 2025-06-18 on; matches the tool's outputSchema
     isError: NotRequired[bool]
@@ -308,11 +340,13 @@ class CallToolResult(ResultMeta):
 class InputRequiredResult(ResultMeta):
     """2026-07-28: a result asking the client for input (elicitation, sampling, roots) before the
     request can complete; the client repeats the request with inputResponses and requestState."""
+
     inputRequests: NotRequired[JSONObject]
     requestState: NotRequired[str]
 
 
 # --- Resources -------------------------------------------------------------------------------
+
 
 class ResourceTemplate(TypedDict):
     uriTemplate: str  # RFC 6570
@@ -339,6 +373,7 @@ class ReadResourceResult(CacheableResult):
 
 # --- Prompts ---------------------------------------------------------------------------------
 
+
 class PromptArgument(TypedDict):
     name: str
     title: NotRequired[str]
@@ -348,6 +383,7 @@ class PromptArgument(TypedDict):
 
 class Prompt(TypedDict):
     """An entry of prompts/list."""
+
     name: str
     title: NotRequired[str]
     description: NotRequired[str]

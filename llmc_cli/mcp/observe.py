@@ -51,8 +51,9 @@ class ServedRequest(Protocol):
 
 
 class ServerObserver(Protocol):
-    def server_span(self, method: str, params: Mapping[str, Any], request_id: Any,
-                    attributes: Mapping[str, Any]) -> ServedRequest | None:
+    def server_span(
+        self, method: str, params: Mapping[str, Any], request_id: Any, attributes: Mapping[str, Any]
+    ) -> ServedRequest | None:
         """A request a server received, parented from the trace context in its `_meta`."""
 
     def in_context(self, function: Callable[P, R]) -> Callable[P, R]:

@@ -83,9 +83,18 @@ class McpServer:
     # thread, as a hand-off to a pool thread and back only adds two thread switches.
     inline_calls = False
 
-    def __init__(self, name: str, version: str, tools: list[ToolDef], *, instructions: str | None = None,
-                 page_size: int = 100, workers: int = 4, on_close: Callable[[], None] | None = None,
-                 shared_workers: Workers | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        version: str,
+        tools: list[ToolDef],
+        *,
+        instructions: str | None = None,
+        page_size: int = 100,
+        workers: int = 4,
+        on_close: Callable[[], None] | None = None,
+        shared_workers: Workers | None = None,
+    ) -> None:
         """`shared_workers`: threads shared with other connections (the gateway, whose HTTP hosts
         may get a connection per request), instead of a pool of `workers` threads of its own."""
         self.server_info: JSONObject = {"name": name, "version": version}
@@ -98,7 +107,8 @@ class McpServer:
         # Where messages that answer no request go (list_changed): set by the host (stdio: stdout).
         self.channel: Send | None = None
         self._pool: ThreadPoolExecutor | Workers = shared_workers or ThreadPoolExecutor(
-            max_workers=workers, thread_name_prefix="llmc-tool")
+            max_workers=workers, thread_name_prefix="llmc-tool"
+        )
         self._lock = threading.Lock()
         self._cancelled: set[RequestId | None] = set()
         self._running: set[RequestId | None] = set()
@@ -130,8 +140,11 @@ class McpServer:
         msg_id, method = request_id(message), str(message["method"])
         params = message.get("params") or {}
         watcher = observe.SERVER_OBSERVER
-        span = watcher.server_span(method, params, msg_id, self.span_attributes(params)) \
-            if watcher is not None and isinstance(params, dict) else None
+        span = (
+            watcher.server_span(method, params, msg_id, self.span_attributes(params))
+            if watcher is not None and isinstance(params, dict)
+            else None
+        )
         if span is None:
             self._request(msg_id, method, params, send)
             return
@@ -191,14 +204,19 @@ class McpServer:
         if version is None:
             if self.legacy_version is not None:
                 return None
-            raise RequestError(jsonrpc.INVALID_PARAMS,
-                                f"missing _meta['{META}protocolVersion']: send initialize first (MCP up to "
-                                f"2025-11-25) or put the version in every request's _meta ({MODERN_VERSIONS[0]})")
+            raise RequestError(
+                jsonrpc.INVALID_PARAMS,
+                f"missing _meta['{META}protocolVersion']: send initialize first (MCP up to "
+                f"2025-11-25) or put the version in every request's _meta ({MODERN_VERSIONS[0]})",
+            )
         if version in LEGACY_VERSIONS and self.legacy_version is not None:
             return None
         if version not in MODERN_VERSIONS:
-            raise RequestError(jsonrpc.UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
-                                {"supported": list(MODERN_VERSIONS + LEGACY_VERSIONS), "requested": str(version)})
+            raise RequestError(
+                jsonrpc.UNSUPPORTED_PROTOCOL_VERSION,
+                "Unsupported protocol version",
+                {"supported": list(MODERN_VERSIONS + LEGACY_VERSIONS), "requested": str(version)},
+            )
         if not isinstance(meta.get(META + "clientCapabilities"), dict):
             raise RequestError(jsonrpc.INVALID_PARAMS, f"missing _meta['{META}clientCapabilities']")
         return str(version)
@@ -222,14 +240,21 @@ class McpServer:
             self.client_capabilities = caps if isinstance(caps, dict) else {}
             # Same version when we speak it, else our latest legacy one (lifecycle.mdx).
             self.legacy_version = requested if requested in LEGACY_VERSIONS else LEGACY_VERSIONS[0]
-            out: JSONObject = {"protocolVersion": self.legacy_version, "capabilities": self._capabilities(),
-                                   "serverInfo": self.server_info}
+            out: JSONObject = {
+                "protocolVersion": self.legacy_version,
+                "capabilities": self._capabilities(),
+                "serverInfo": self.server_info,
+            }
             if self.instructions:
                 out["instructions"] = self.instructions
             return out
         if method == "server/discover":
-            out = {"supportedVersions": list(MODERN_VERSIONS + LEGACY_VERSIONS), "capabilities": self._capabilities(),
-                   "ttlMs": 0, "cacheScope": "private"}
+            out = {
+                "supportedVersions": list(MODERN_VERSIONS + LEGACY_VERSIONS),
+                "capabilities": self._capabilities(),
+                "ttlMs": 0,
+                "cacheScope": "private",
+            }
             if self.instructions:
                 out["instructions"] = self.instructions
             return out
@@ -255,7 +280,7 @@ class McpServer:
             if not (isinstance(cursor, str) and cursor.isdigit() and int(cursor) < len(items)):
                 raise RequestError(jsonrpc.INVALID_PARAMS, f"invalid cursor: {cursor!r}")
             start = int(cursor)
-        out: JSONObject = {key: list(items[start:start + self.page_size])}
+        out: JSONObject = {key: list(items[start : start + self.page_size])}
         if start + self.page_size < len(items):
             out["nextCursor"] = str(start + self.page_size)
         return out
@@ -273,8 +298,9 @@ class McpServer:
             raise RequestError(jsonrpc.INVALID_PARAMS, "arguments must be an object")
         return tool
 
-    def run_in_pool(self, msg_id: RequestId | None, work: Callable[[], JSONObject], modern: str | None, send: Send,
-                    label: str) -> None:
+    def run_in_pool(
+        self, msg_id: RequestId | None, work: Callable[[], JSONObject], modern: str | None, send: Send, label: str
+    ) -> None:
         """Answer a request from a pool thread: a slow one never holds up ping or a cancellation."""
         with self._lock:
             self._running.add(msg_id)
@@ -285,8 +311,9 @@ class McpServer:
         answer = self._answer_from_pool if watcher is None else watcher.in_context(self._answer_from_pool)
         self._pool.submit(answer, msg_id, work, modern, send, label)
 
-    def _answer_from_pool(self, msg_id: RequestId | None, work: Callable[[], JSONObject], modern: str | None, send: Send,
-                          label: str) -> None:
+    def _answer_from_pool(
+        self, msg_id: RequestId | None, work: Callable[[], JSONObject], modern: str | None, send: Send, label: str
+    ) -> None:
         try:
             reply = jsonrpc.result(msg_id, self.finish(work(), modern))
         except RequestError as exc:
@@ -343,8 +370,7 @@ class McpServer:
                 params = {**params, "_meta": {**object_at(params, "_meta"), **context}}
             return self._ask_client(ask_id, method, params, send, timeout)
 
-    def _ask_client(self, ask_id: str, method: str, params: JSONObject, send: Send,
-                    timeout: float) -> JSONObject:
+    def _ask_client(self, ask_id: str, method: str, params: JSONObject, send: Send, timeout: float) -> JSONObject:
         try:
             reply = self._asked.exchange(ask_id, lambda: send(jsonrpc.request(ask_id, method, params)), timeout)
         except TimeoutError:
@@ -352,8 +378,11 @@ class McpServer:
         if "error" in reply:
             err = object_at(reply, "error")
             code = err.get("code", 0)
-            raise RpcError(f"the client refused {method}: {err.get('message', 'error')}",
-                           code=code if isinstance(code, int) else 0, data=err.get("data"))
+            raise RpcError(
+                f"the client refused {method}: {err.get('message', 'error')}",
+                code=code if isinstance(code, int) else 0,
+                data=err.get("data"),
+            )
         result = reply.get("result")
         if not isinstance(result, dict):
             raise RpcError(f"the client's reply to {method} is not an object", code=jsonrpc.INVALID_REQUEST)
@@ -372,8 +401,14 @@ class McpServer:
 
 
 # ---------------------------------------------------------------------- argument checks
-_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "number": (int, float),
-                                       "boolean": (bool,), "array": (list,), "object": (dict,)}
+_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+}
 
 
 def check_arguments(schema: Mapping[str, Any], value: object, where: str = "") -> str | None:

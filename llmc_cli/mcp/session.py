@@ -62,8 +62,9 @@ def _token(value: JSON) -> ProgressToken | None:
 class ClientSession:
     """A connected session. Thread-safe: several threads may send requests concurrently."""
 
-    def __init__(self, transport: Transport, *, name: str = "server", timeout: float = 60.0,
-                 hooks: ClientHooks | None = None) -> None:
+    def __init__(
+        self, transport: Transport, *, name: str = "server", timeout: float = 60.0, hooks: ClientHooks | None = None
+    ) -> None:
         self.transport = transport
         self.name = name
         self.timeout = timeout
@@ -95,17 +96,20 @@ class ClientSession:
     def initialize(self, version: str = LEGACY_VERSIONS[0]) -> JSONObject:
         """The legacy handshake. Raises ProtocolError when no common version exists."""
         self.start()
-        result = self._request_raw("initialize", {
-            "protocolVersion": version,
-            "capabilities": self._capabilities(legacy_version=version),
-            "clientInfo": CLIENT_INFO,
-        }, self.handshake_timeout)
+        result = self._request_raw(
+            "initialize",
+            {
+                "protocolVersion": version,
+                "capabilities": self._capabilities(legacy_version=version),
+                "clientInfo": CLIENT_INFO,
+            },
+            self.handshake_timeout,
+        )
         agreed = result.get("protocolVersion")
         if not isinstance(agreed, str) or not isinstance(result.get("capabilities", {}), dict):
             raise ProtocolError(f"{self.name}: invalid initialize result (no protocolVersion)")
         if agreed not in LEGACY_VERSIONS:
-            raise ProtocolError(
-                f"{self.name}: server speaks MCP {agreed}; llmc supports {', '.join(SUPPORTED_VERSIONS)}")
+            raise ProtocolError(f"{self.name}: server speaks MCP {agreed}; llmc supports {', '.join(SUPPORTED_VERSIONS)}")
         self.era, self.protocol_version = "legacy", agreed
         self.transport.protocol_version = agreed
         self.server_info = object_at(result, "serverInfo")
@@ -138,7 +142,8 @@ class ClientSession:
             if not common:
                 raise ProtocolError(
                     f"{self.name}: server supports MCP {', '.join(map(str, versions))}; "
-                    f"llmc supports {', '.join(SUPPORTED_VERSIONS)}")
+                    f"llmc supports {', '.join(SUPPORTED_VERSIONS)}"
+                )
             self.protocol_version = self.transport.protocol_version = common[0]
         self.server_info = object_at(object_at(result, "_meta"), META_PREFIX + "serverInfo")
         self.capabilities = object_at(result, "capabilities")
@@ -173,8 +178,7 @@ class ClientSession:
 
     # -- requests ------------------------------------------------------------------------------
 
-    def request(self, method: str, params: JSONObject | None = None, *,
-                timeout: float | None = None) -> JSONObject:
+    def request(self, method: str, params: JSONObject | None = None, *, timeout: float | None = None) -> JSONObject:
         """Send a request and wait for its result; fulfils `input_required` rounds (modern)."""
         params = dict(params or {})
         for _ in range(MAX_INPUT_ROUNDS):
@@ -187,9 +191,11 @@ class ClientSession:
                 # asked in this request's own result: it is the one they belong to
                 related = RELATED_TOKENS.set((_token(object_at(params, "_meta").get("progressToken")),))
                 try:
-                    params["inputResponses"] = {key: answer_server_request(self.hooks, _string_or_none(r.get("method")),
-                                                                           object_at(r, "params"))
-                                                for key, r in requests.items() if isinstance(r, dict)}
+                    params["inputResponses"] = {
+                        key: answer_server_request(self.hooks, _string_or_none(r.get("method")), object_at(r, "params"))
+                        for key, r in requests.items()
+                        if isinstance(r, dict)
+                    }
                 finally:
                     RELATED_TOKENS.reset(related)
             if "requestState" in result:
@@ -265,8 +271,9 @@ class ClientSession:
     def list_tools(self) -> list[JSONObject]:
         return self.list_all("tools/list", "tools")
 
-    def call_tool(self, name: str, arguments: JSONObject, *, timeout: float | None = None,
-                  meta: JSONObject | None = None) -> JSONObject:
+    def call_tool(
+        self, name: str, arguments: JSONObject, *, timeout: float | None = None, meta: JSONObject | None = None
+    ) -> JSONObject:
         """`meta`: the request's _meta, as a caller relays it (the gateway: the host's progress
         token, mapped to one of its own)."""
         params: JSONObject = {"name": name, "arguments": arguments}
@@ -325,11 +332,13 @@ class ClientSession:
         params = dict(params or {})
         meta = dict(object_at(params, "_meta"))
         if self.era == "modern":
-            meta.update({
-                META_PREFIX + "protocolVersion": self.protocol_version,
-                META_PREFIX + "clientInfo": CLIENT_INFO,
-                META_PREFIX + "clientCapabilities": self._capabilities(),
-            })
+            meta.update(
+                {
+                    META_PREFIX + "protocolVersion": self.protocol_version,
+                    META_PREFIX + "clientInfo": CLIENT_INFO,
+                    META_PREFIX + "clientCapabilities": self._capabilities(),
+                }
+            )
             if self.hooks.on_log is not None:  # modern servers log only when a request opts in
                 meta[META_PREFIX + "logLevel"] = "info"
         own_token = meta.get("progressToken")  # the caller's: progress is relayed, not shown here
@@ -376,8 +385,10 @@ class ClientSession:
             self._reinitialized = True
             self.initialize(self.protocol_version or LEGACY_VERSIONS[0])
             if self.hooks.on_notice:
-                self.hooks.on_notice(f"{self.name}: the server ended the HTTP session; a new one was started, "
-                                     "so state kept by the server (handles, processes, ids) is lost")
+                self.hooks.on_notice(
+                    f"{self.name}: the server ended the HTTP session; a new one was started, "
+                    "so state kept by the server (handles, processes, ids) is lost"
+                )
             self.transport.send(message)
 
     def _wait(self, request_id: int, future: Future[JSONObject], method: str, timeout: float) -> JSONObject:
@@ -392,8 +403,11 @@ class ClientSession:
         if "error" in message:
             err = object_at(message, "error")  # an object: jsonrpc.kind_of said "error"
             code = err.get("code", 0)
-            raise RpcError(f"{self.name}: {method} failed: {err.get('message', 'error')} (code {err.get('code')})",
-                           code=code if isinstance(code, int) else 0, data=err.get("data"))
+            raise RpcError(
+                f"{self.name}: {method} failed: {err.get('message', 'error')} (code {err.get('code')})",
+                code=code if isinstance(code, int) else 0,
+                data=err.get("data"),
+            )
         result = message.get("result")
         if not isinstance(result, dict):
             raise ProtocolError(f"{self.name}: {method} result is not an object")
@@ -413,8 +427,7 @@ class ClientSession:
         method, params = str(message["method"]), object_at(message, "params")  # kind_of: method is a str
         owners = self._owners(method, params, related)
         if kind == "request":
-            threading.Thread(target=self._serve_request, args=(message, owners), daemon=True,
-                             name="llmc-server-request").start()
+            threading.Thread(target=self._serve_request, args=(message, owners), daemon=True, name="llmc-server-request").start()
             return
         reset = RELATED_TOKENS.set(owners)
         try:

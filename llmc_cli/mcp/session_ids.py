@@ -29,8 +29,12 @@ class RememberedSessionId:
     instructions: str | None = None
 
     def to_json(self) -> JSONObject:
-        return {"id": self.id, "serverInfo": self.server_info, "capabilities": self.capabilities,
-                "instructions": self.instructions}
+        return {
+            "id": self.id,
+            "serverInfo": self.server_info,
+            "capabilities": self.capabilities,
+            "instructions": self.instructions,
+        }
 
     @classmethod
     def from_entry(cls, entry: Mapping[str, object] | None) -> RememberedSessionId | None:
@@ -39,8 +43,12 @@ class RememberedSessionId:
         if not isinstance(data, dict) or not data.get("id"):
             return None
         instructions = data.get("instructions")
-        return cls(str(data["id"]), object_at(data, "serverInfo"), object_at(data, "capabilities"),
-                   instructions if isinstance(instructions, str) else None)
+        return cls(
+            str(data["id"]),
+            object_at(data, "serverInfo"),
+            object_at(data, "capabilities"),
+            instructions if isinstance(instructions, str) else None,
+        )
 
 
 def entry_for(session: ClientSession) -> JSONObject:
@@ -49,8 +57,9 @@ def entry_for(session: ClientSession) -> JSONObject:
     entry: JSONObject = {"era": "legacy", "transport": "http", "version": session.protocol_version or ""}
     session_id = getattr(session.transport, "session_id", None)
     if session_id:
-        entry[ENTRY_KEY] = RememberedSessionId(session_id, session.server_info, session.capabilities,
-                                                 session.instructions).to_json()
+        entry[ENTRY_KEY] = RememberedSessionId(
+            session_id, session.server_info, session.capabilities, session.instructions
+        ).to_json()
     return entry
 
 
@@ -65,8 +74,7 @@ def resume(session: ClientSession, version: str, remembered: RememberedSessionId
     session.transport.resume(remembered.id)  # type: ignore[attr-defined]
 
 
-def forget(stores: Stores, keys: set[str] | None = None,
-           known: Mapping[str, ServerSpec] | None = None) -> list[JSONObject]:
+def forget(stores: Stores, keys: set[str] | None = None, known: Mapping[str, ServerSpec] | None = None) -> list[JSONObject]:
     """Drop remembered HTTP sessions (all, or those of the servers with these cache keys) and
     tell each server to end its session (DELETE; best effort, 405 means it does not let
     clients do that). `known` supplies headers and login for servers of the profile.
@@ -89,14 +97,14 @@ def forget(stores: Stores, keys: set[str] | None = None,
             spec = ServerSpec(name=entry["url"], url=entry["url"])
         assert spec.url
         changes[key] = {k: v for k, v in entry.items() if k != ENTRY_KEY}
-        transport = StreamableHttpTransport(spec.url, headers=dict(spec.headers), timeout=5.0,
-                                            auth=OAuth.for_spec(spec, stores.tokens))
+        transport = StreamableHttpTransport(
+            spec.url, headers=dict(spec.headers), timeout=5.0, auth=OAuth.for_spec(spec, stores.tokens)
+        )
         transport.protocol_version = str(entry.get("version") or LEGACY_VERSIONS[0])
         transport.session_id = remembered.id
         transport.start(lambda message, related=None: None, lambda error: None)
         transport.close()  # sends the DELETE
-        rows.append({"server": spec.name, "url": spec.shown_url(), "session": _id_hint(remembered.id),
-                     "forgotten": True})
+        rows.append({"server": spec.name, "url": spec.shown_url(), "session": _id_hint(remembered.id), "forgotten": True})
     if changes:
         stores.era_cache.save(changes)  # one write for all of them
     return rows

@@ -29,14 +29,20 @@ from typing import TYPE_CHECKING
 from llmc_cli import lazy_names
 
 # Which module holds each name of the interface.
-_WHERE = {name: module for module, names in {
-    "llmc_cli.policy.approval": "APPROVAL_KEY_ENV APPROVAL_KEY_MIN_CHARS approval_key call_hash",
-    "llmc_cli.policy.lint": "PATH_FORMATS PATH_WORDS uncovered_path_arguments",
-    "llmc_cli.policy.paths": "MAX_NESTING MAX_SYMLINKS PathRefused glob_patterns touched_paths",
-    "llmc_cli.policy.rate": "WINDOW_SECONDS acquire_rate",
-    "llmc_cli.policy.rules": ("HUMAN MODEL SPEC_DEFAULT_HINTS Caller Decision ReadKind decide decide_read "
-                              "effective_hints glob_match is_read_only visible whole_server_denial"),
-}.items() for name in names.split()}
+_WHERE = {
+    name: module
+    for module, names in {
+        "llmc_cli.policy.approval": "APPROVAL_KEY_ENV APPROVAL_KEY_MIN_CHARS approval_key call_hash",
+        "llmc_cli.policy.lint": "PATH_FORMATS PATH_WORDS uncovered_path_arguments",
+        "llmc_cli.policy.paths": "MAX_NESTING MAX_SYMLINKS PathRefused glob_patterns touched_paths",
+        "llmc_cli.policy.rate": "WINDOW_SECONDS acquire_rate",
+        "llmc_cli.policy.rules": (
+            "HUMAN MODEL SPEC_DEFAULT_HINTS Caller Decision ReadKind decide decide_read "
+            "effective_hints glob_match is_read_only visible whole_server_denial"
+        ),
+    }.items()
+    for name in names.split()
+}
 
 if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its module, on first use
     from llmc_cli.policy.approval import APPROVAL_KEY_ENV, APPROVAL_KEY_MIN_CHARS, approval_key, call_hash
@@ -62,8 +68,32 @@ else:
     __getattr__ = lazy_names(__name__, globals(), _WHERE)
 
 
-__all__ = ["APPROVAL_KEY_ENV", "APPROVAL_KEY_MIN_CHARS", "approval_key", "call_hash", "PATH_FORMATS", "PATH_WORDS",
-           "uncovered_path_arguments", "MAX_NESTING", "MAX_SYMLINKS", "PathRefused", "glob_patterns",
-           "touched_paths", "WINDOW_SECONDS", "acquire_rate", "HUMAN", "MODEL", "SPEC_DEFAULT_HINTS", "Caller",
-           "Decision", "ReadKind", "decide", "decide_read", "effective_hints", "glob_match", "is_read_only",
-           "visible", "whole_server_denial"]
+__all__ = [
+    "APPROVAL_KEY_ENV",
+    "APPROVAL_KEY_MIN_CHARS",
+    "approval_key",
+    "call_hash",
+    "PATH_FORMATS",
+    "PATH_WORDS",
+    "uncovered_path_arguments",
+    "MAX_NESTING",
+    "MAX_SYMLINKS",
+    "PathRefused",
+    "glob_patterns",
+    "touched_paths",
+    "WINDOW_SECONDS",
+    "acquire_rate",
+    "HUMAN",
+    "MODEL",
+    "SPEC_DEFAULT_HINTS",
+    "Caller",
+    "Decision",
+    "ReadKind",
+    "decide",
+    "decide_read",
+    "effective_hints",
+    "glob_match",
+    "is_read_only",
+    "visible",
+    "whole_server_denial",
+]

@@ -33,8 +33,9 @@ def approval_key() -> bytes:
     shared = os.environ.get(APPROVAL_KEY_ENV)
     if shared:
         if len(shared) < APPROVAL_KEY_MIN_CHARS:
-            raise ConfigError(f"{APPROVAL_KEY_ENV} must be at least {APPROVAL_KEY_MIN_CHARS} characters "
-                              "(e.g. 64 random hex digits)")
+            raise ConfigError(
+                f"{APPROVAL_KEY_ENV} must be at least {APPROVAL_KEY_MIN_CHARS} characters (e.g. 64 random hex digits)"
+            )
         return shared.encode("utf-8")
     return _key_in(os.environ.get("LLMC_STATE_DIR"), os.environ.get("XDG_STATE_HOME"), os.environ.get("HOME"))
 
@@ -74,9 +75,10 @@ def _key_file(path: Path) -> bytes:
                 os.unlink(temp)
         key = path.read_text(encoding="ascii").strip()
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read or create the approval key {path}: {getattr(exc, 'strerror', None) or exc}") \
-            from None
+        raise ConfigError(f"cannot read or create the approval key {path}: {getattr(exc, 'strerror', None) or exc}") from None
     if len(key) < APPROVAL_KEY_MIN_CHARS:
-        raise ConfigError(f"the approval key {path} is damaged (too short): remove it to make a new one "
-                          "(approved hashes must then be approved again)")
+        raise ConfigError(
+            f"the approval key {path} is damaged (too short): remove it to make a new one "
+            "(approved hashes must then be approved again)"
+        )
     return key.encode("ascii")

@@ -12,9 +12,34 @@ if TYPE_CHECKING:
     from llmc_cli.config.schema import PolicyConfig
 
 # Words that, in an argument's name (any word of sourcePath, output_file, ...), usually mean a path.
-PATH_WORDS = frozenset({"path", "paths", "file", "files", "filename", "filenames", "filepath", "dir", "dirs",
-                        "directory", "directories", "folder", "folders", "source", "sources", "destination",
-                        "target", "cwd", "root", "roots", "src", "dest", "dst", "location"})
+PATH_WORDS = frozenset(
+    {
+        "path",
+        "paths",
+        "file",
+        "files",
+        "filename",
+        "filenames",
+        "filepath",
+        "dir",
+        "dirs",
+        "directory",
+        "directories",
+        "folder",
+        "folders",
+        "source",
+        "sources",
+        "destination",
+        "target",
+        "cwd",
+        "root",
+        "roots",
+        "src",
+        "dest",
+        "dst",
+        "location",
+    }
+)
 PATH_FORMATS = frozenset({"uri", "uri-reference", "iri", "iri-reference", "path", "file-path"})
 _PATH_DESCRIPTION = re.compile(r"\b(paths?|director(?:y|ies)|folders?|file ?names?)\b", re.IGNORECASE)
 _NOT_TEXT = frozenset({"number", "integer", "boolean", "null"})
@@ -32,8 +57,13 @@ def uncovered_path_arguments(tool: Tool, config: PolicyConfig) -> list[tuple[str
     for name, schema in tool.properties.items():
         why = None if name in covered else _path_like(name, schema)
         if why:
-            found.append((name, f"{why}, but the argument rules on {tool.qualified_name} cover only "
-                                f"{', '.join(sorted(covered))}: a path here is not checked"))
+            found.append(
+                (
+                    name,
+                    f"{why}, but the argument rules on {tool.qualified_name} cover only "
+                    f"{', '.join(sorted(covered))}: a path here is not checked",
+                )
+            )
     return found
 
 

@@ -46,8 +46,10 @@ def _absolute(value: str, cwd: str | None) -> str:
     path = os.path.expanduser(value) if value.startswith("~") else value
     if not path.startswith("/"):
         if cwd is None:
-            raise PathRefused("it is a relative path and llmc does not know the server's working directory "
-                              "(remote, or run by a session keeper without a `cwd`): give an absolute path")
+            raise PathRefused(
+                "it is a relative path and llmc does not know the server's working directory "
+                "(remote, or run by a session keeper without a `cwd`): give an absolute path"
+            )
         path = os.path.join(cwd, path)  # "" is the working directory itself, as servers read it
     return path
 
@@ -115,8 +117,10 @@ def _physical_components(path: str) -> list[str]:
 # Names that read differently in each process: /proc/self (and thread-self, and /proc/PID for any
 # pid: its cwd, root, fd/N, task/TID/...) and /dev/fd, /dev/stdin... (links into /proc/self/fd).
 # llmc resolving them would see its own process; the server resolves them in its own.
-_PROCESS_VIEWS: dict[tuple[str, ...], Callable[[str], bool]] = {("proc",): lambda name: name in ("self", "thread-self") or name.isdigit(),
-                  ("dev",): lambda name: name in ("fd", "stdin", "stdout", "stderr")}
+_PROCESS_VIEWS: dict[tuple[str, ...], Callable[[str], bool]] = {
+    ("proc",): lambda name: name in ("self", "thread-self") or name.isdigit(),
+    ("dev",): lambda name: name in ("fd", "stdin", "stdout", "stderr"),
+}
 
 
 def _refuse_process_view(done: list[str], name: str, here: str) -> None:
@@ -124,9 +128,11 @@ def _refuse_process_view(done: list[str], name: str, here: str) -> None:
     through any symlink that leads there)."""
     judge = _PROCESS_VIEWS.get(tuple(done))
     if judge is not None and judge(name):
-        raise PathRefused(f"it reaches {here}, which names a process (its working directory, root, open files): "
-                          "the server would resolve it in its own process, not llmc's, so no path rule can "
-                          "judge it; give the path itself")
+        raise PathRefused(
+            f"it reaches {here}, which names a process (its working directory, root, open files): "
+            "the server would resolve it in its own process, not llmc's, so no path rule can "
+            "judge it; give the path itself"
+        )
 
 
 def glob_patterns(glob: str, cwd: str | None) -> list[tuple[str, str]]:

@@ -32,5 +32,8 @@ def acquire_rate(profile_name: str, qualified: str, config: PolicyConfig, window
     if full is not None:
         key, limit, oldest_age = full
         retry = max(0.1, WINDOW_SECONDS - oldest_age)
-        raise PolicyDenied(f"rate limit: {key.split(':')[0]} limit of {limit} calls per minute reached; "
-                           f"retry after {retry:.1f}s", retryAfter=round(retry, 1), rule=key)
+        raise PolicyDenied(
+            f"rate limit: {key.split(':')[0]} limit of {limit} calls per minute reached; retry after {retry:.1f}s",
+            retryAfter=round(retry, 1),
+            rule=key,
+        )

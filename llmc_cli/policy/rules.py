@@ -68,8 +68,15 @@ def is_read_only(tool: Tool | None, qualified: str, config: PolicyConfig) -> boo
     return effective_hints(tool, qualified, config)["readOnly"]
 
 
-def decide(call: ToolCall, tool: Tool | None, config: PolicyConfig, *, caller: Caller, cwd: str | None = None,
-           approved: Callable[[str], bool] | None = None) -> Decision:
+def decide(
+    call: ToolCall,
+    tool: Tool | None,
+    config: PolicyConfig,
+    *,
+    caller: Caller,
+    cwd: str | None = None,
+    approved: Callable[[str], bool] | None = None,
+) -> Decision:
     """The decision on one call. Deny, read-only and argument rules hold for every caller;
     `confirm` patterns too; `confirm_destructive` only for calls a model chose. `cwd`: the
     server's working directory when llmc knows it (relative path arguments are judged against
@@ -157,8 +164,11 @@ def _access(qualified: str, tool: Tool | None, config: PolicyConfig) -> Decision
         return Decision("deny", "default: deny", f"{qualified} matches no allow pattern and the default is deny")
     if config.read_only and not is_read_only(tool, qualified, config):
         return Decision("deny", "read_only", f"the profile is read-only and {qualified} is not a read-only tool")
-    return Decision("allow", f"allow: {allowed}" if allowed else "default: allow",
-                    f"{qualified} is allowed" + (f" by {allowed!r}" if allowed else " by default"))
+    return Decision(
+        "allow",
+        f"allow: {allowed}" if allowed else "default: allow",
+        f"{qualified} is allowed" + (f" by {allowed!r}" if allowed else " by default"),
+    )
 
 
 def glob_match(pattern: str, text: str) -> bool:
@@ -166,8 +176,9 @@ def glob_match(pattern: str, text: str) -> bool:
     return fnmatch.fnmatchcase(text, pattern)
 
 
-def decide_read(kind: ReadKind, server: str, name: str, config: PolicyConfig,
-                tools: Callable[[], list[Tool]] | None = None) -> Decision:
+def decide_read(
+    kind: ReadKind, server: str, name: str, config: PolicyConfig, tools: Callable[[], list[Tool]] | None = None
+) -> Decision:
     """May this profile read this resource (see this template) or get this prompt? One answer for
     the read and for the listings: what is denied is also absent from resources/list,
     resources/templates/list and prompts/list. Reads are reads: `read_only` does not deny them,
@@ -195,13 +206,15 @@ def decide_read(kind: ReadKind, server: str, name: str, config: PolicyConfig,
     if rules.default == "allow":
         return Decision("allow", f"{section}.default: allow", f"{qualified} is allowed by the {section} default")
     if rules.default == "deny" or rules.allow:
-        why = ("the default is deny" if rules.default == "deny"
-               else "an allow list without a default allows only what it lists")
+        why = "the default is deny" if rules.default == "deny" else "an allow list without a default allows only what it lists"
         return Decision("deny", f"{section}.default: deny", f"{qualified} matches no {section} allow pattern and {why}")
     closed = _closed_by_tool_rules(server, config, tools)
     if closed:
-        return Decision("deny", closed, f"the tool rules allow no tool of {server}, so neither its {section} "
-                                        f"(allow them in [policy.{section}])")
+        return Decision(
+            "deny",
+            closed,
+            f"the tool rules allow no tool of {server}, so neither its {section} (allow them in [policy.{section}])",
+        )
     return Decision("allow", "default: allow", f"{qualified} is allowed by default")
 
 
@@ -212,6 +225,7 @@ def whole_server_denial(server: str, config: PolicyConfig) -> str | None:
 
 def _closed_by_tool_rules(server: str, config: PolicyConfig, tools: Callable[[], list[Tool]] | None) -> str | None:
     """The rule by which the tool rules leave nothing of the server usable, or None (step 4)."""
+
     def names_server(pattern: str) -> bool:  # could the pattern match some `server.tool`?
         head, dot, _ = pattern.partition(".")
         return glob_match(head, server) if dot else glob_match(pattern, f"{server}.")

@@ -61,10 +61,12 @@ class AnthropicMessages:
 
         self.settings = settings
         # The Messages API of anthropic 2.12 has no temperature parameter.
-        self.warnings = ["anthropic: temperature is not supported by the Messages API; ignored"] \
-            if settings.temperature is not None else []
-        self.client = anthropic.Anthropic(api_key=settings.api_key, base_url=settings.base_url,
-                                          max_retries=0, timeout=settings.timeout)
+        self.warnings = (
+            ["anthropic: temperature is not supported by the Messages API; ignored"] if settings.temperature is not None else []
+        )
+        self.client = anthropic.Anthropic(
+            api_key=settings.api_key, base_url=settings.base_url, max_retries=0, timeout=settings.timeout
+        )
 
     def messages(self, history: list[Message]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -78,7 +80,8 @@ class AnthropicMessages:
                     blocks = m.raw
                 else:
                     blocks = ([{"type": "text", "text": m.text}] if m.text else []) + [
-                        {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in m.tool_calls]
+                        {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in m.tool_calls
+                    ]
             else:
                 role, blocks = "user", [self.tool_result(i.call_id, i.result) for i in m.items]
             # Consecutive user messages (tool results, then a new question) merge into one.
@@ -94,15 +97,26 @@ class AnthropicMessages:
         text = text_besides_images(result)
         if text or not images(result):
             content.append({"type": "text", "text": text or "(no output)"})
-        content.extend({"type": "image", "source": {"type": "base64", "media_type": p.get("mimeType", "image/png"),
-                                                    "data": p["data"]}} for p in images(result))
+        content.extend(
+            {"type": "image", "source": {"type": "base64", "media_type": p.get("mimeType", "image/png"), "data": p["data"]}}
+            for p in images(result)
+        )
         return {"type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": result.is_error}
 
-    def complete(self, system: str | None, history: list[Message], tools: Any | None,
-                 timeout: float | None = None, on_text: OnText | None = None) -> AssistantTurn:
+    def complete(
+        self,
+        system: str | None,
+        history: list[Message],
+        tools: Any | None,
+        timeout: float | None = None,
+        on_text: OnText | None = None,
+    ) -> AssistantTurn:
         s = self.settings
-        kwargs: dict[str, Any] = {"model": s.model, "messages": self.messages(history),
-                                  "max_tokens": s.max_tokens or DEFAULT_MAX_TOKENS}
+        kwargs: dict[str, Any] = {
+            "model": s.model,
+            "messages": self.messages(history),
+            "max_tokens": s.max_tokens or DEFAULT_MAX_TOKENS,
+        }
         if system:
             kwargs["system"] = system
         if tools is not None and tools.definitions:
@@ -146,6 +160,11 @@ class AnthropicMessages:
                 calls.append(ProviderToolCall(block.id, block.name, args, error))
         stop = TOOL_CALLS if calls else STOP.get(resp.stop_reason or "", OTHER)
         u = resp.usage
-        return AssistantTurn(text="".join(texts), tool_calls=calls, stop_reason=stop,
-                             usage=Usage(getattr(u, "input_tokens", None), getattr(u, "output_tokens", None)),
-                             provider=self.name, raw=raw)
+        return AssistantTurn(
+            text="".join(texts),
+            tool_calls=calls,
+            stop_reason=stop,
+            usage=Usage(getattr(u, "input_tokens", None), getattr(u, "output_tokens", None)),
+            provider=self.name,
+            raw=raw,
+        )

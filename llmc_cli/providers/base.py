@@ -64,13 +64,17 @@ class ProviderToolCall:
             self.error = self.error or ARGUMENTS_TOO_DEEP
 
     def to_json(self) -> JSONObject:
-        return {"id": self.id, "name": self.name, "arguments": self.arguments, "error": self.error,
-                "echoId": self.echo_id}
+        return {"id": self.id, "name": self.name, "arguments": self.arguments, "error": self.error, "echoId": self.echo_id}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> ProviderToolCall:
-        return cls(id=d["id"], name=d["name"], arguments=d.get("arguments") or {}, error=d.get("error"),
-                   echo_id=d.get("echoId", d.get("echo_id", True)))
+        return cls(
+            id=d["id"],
+            name=d["name"],
+            arguments=d.get("arguments") or {},
+            error=d.get("error"),
+            echo_id=d.get("echoId", d.get("echo_id", True)),
+        )
 
 
 @dataclass
@@ -91,9 +95,15 @@ class AssistantTurn:
     raw: Any = None  # the provider's own payload (JSON-able), echoed back to that provider only
 
     def to_json(self) -> JSONObject:
-        return {"kind": "assistant", "text": self.text, "toolCalls": [c.to_json() for c in self.tool_calls],
-                "stopReason": self.stop_reason, "usage": self.usage.to_json(), "provider": self.provider,
-                "raw": self.raw}
+        return {
+            "kind": "assistant",
+            "text": self.text,
+            "toolCalls": [c.to_json() for c in self.tool_calls],
+            "stopReason": self.stop_reason,
+            "usage": self.usage.to_json(),
+            "provider": self.provider,
+            "raw": self.raw,
+        }
 
 
 @dataclass
@@ -121,6 +131,7 @@ Message = UserMessage | AssistantTurn | ToolResults
 def message_from_json(d: dict[str, Any]) -> Message:
     """A saved message; conversations saved before the output contract went camelCase
     (tool_calls, stop_reason, call_id, echo_id, input_tokens, kind tool_results) still load."""
+
     def get(camel: str, snake: str, default: Any = None) -> Any:
         return d.get(camel, d.get(snake, default)) if isinstance(d, dict) else default
 
@@ -129,16 +140,28 @@ def message_from_json(d: dict[str, Any]) -> Message:
         return UserMessage(str(d.get("text", "")))
     if kind == "assistant":
         usage = d.get("usage") or {}
-        return AssistantTurn(text=d.get("text") or "", tool_calls=[ProviderToolCall.from_json(c)
-                                                                   for c in get("toolCalls", "tool_calls") or []],
-                             stop_reason=get("stopReason", "stop_reason") or END,
-                             usage=Usage(usage.get("inputTokens", usage.get("input_tokens")),
-                                         usage.get("outputTokens", usage.get("output_tokens"))),
-                             provider=d.get("provider") or "", raw=d.get("raw"))
+        return AssistantTurn(
+            text=d.get("text") or "",
+            tool_calls=[ProviderToolCall.from_json(c) for c in get("toolCalls", "tool_calls") or []],
+            stop_reason=get("stopReason", "stop_reason") or END,
+            usage=Usage(
+                usage.get("inputTokens", usage.get("input_tokens")), usage.get("outputTokens", usage.get("output_tokens"))
+            ),
+            provider=d.get("provider") or "",
+            raw=d.get("raw"),
+        )
     if kind in ("toolResults", "tool_results"):
-        return ToolResults([ToolResultItem(i.get("callId", i.get("call_id")), i["name"], ToolResult.from_mcp(i["result"]),
-                                           i.get("echoId", i.get("echo_id", True)))
-                            for i in d.get("items") or []])
+        return ToolResults(
+            [
+                ToolResultItem(
+                    i.get("callId", i.get("call_id")),
+                    i["name"],
+                    ToolResult.from_mcp(i["result"]),
+                    i.get("echoId", i.get("echo_id", True)),
+                )
+                for i in d.get("items") or []
+            ]
+        )
     raise ValueError(f"unknown message kind {kind!r}")
 
 
@@ -163,8 +186,14 @@ class Provider(Protocol):
     format: str  # the translate format of its tool definitions
     settings: ProviderSettings
 
-    def complete(self, system: str | None, history: list[Message], tools: Any | None,
-                 timeout: float | None = None, on_text: OnText | None = None) -> AssistantTurn:
+    def complete(
+        self,
+        system: str | None,
+        history: list[Message],
+        tools: Any | None,
+        timeout: float | None = None,
+        on_text: OnText | None = None,
+    ) -> AssistantTurn:
         """One model turn. `tools` is a translate.Translation in this provider's format (or None).
         `timeout` (seconds) bounds this call, retries included. With `on_text`, the reply is
         streamed and its text handed to on_text piece by piece as it arrives (the turn returned
@@ -186,17 +215,22 @@ def make_provider(name: str, settings: ProviderSettings) -> Provider:
             raise ProviderError(f"{name}: no API key: set ${envs[0]}", provider=name)
     if name == "openai":
         from llmc_cli.providers.openai import OpenAIChat
+
         return OpenAIChat(settings)
     if name == "openai-responses":
         from llmc_cli.providers.openai_responses import OpenAIResponses
+
         return OpenAIResponses(settings)
     if name == "anthropic":
         from llmc_cli.providers.anthropic import AnthropicMessages
+
         return AnthropicMessages(settings)
     if name == "gemini":
         from llmc_cli.providers.gemini import Gemini
+
         return Gemini(settings)
     from llmc_cli.providers.text import TextProtocol
+
     return TextProtocol(settings)
 
 
@@ -224,8 +258,9 @@ def reason_for_status(status: int | None, message: str) -> str:
         return "rate_limit"
     if status == 529 or "overloaded" in low:
         return "overloaded"
-    if status in (400, 413) and any(s in low for s in ("context length", "context_length", "too long",
-                                                        "maximum context", "token count", "too many tokens")):
+    if status in (400, 413) and any(
+        s in low for s in ("context length", "context_length", "too long", "maximum context", "token count", "too many tokens")
+    ):
         return "context_length"
     if status == 404:
         return "not_found"
@@ -253,9 +288,14 @@ def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
 T = TypeVar("T")
 
 
-def call_with_retries(provider: str, settings: ProviderSettings, send: Callable[[float], T],
-                      classify: Callable[[BaseException], Failure | None], timeout: float | None = None,
-                      sleep: Callable[[float], None] = time.sleep) -> T:
+def call_with_retries(
+    provider: str,
+    settings: ProviderSettings,
+    send: Callable[[float], T],
+    classify: Callable[[BaseException], Failure | None],
+    timeout: float | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
     """Run send(per_request_timeout); retry transient failures with exponential backoff (honouring
     retry-after, capped) at most settings.max_retries times and never past `timeout`.
     Every failure leaves as ProviderError with the provider's message, the API key masked."""
@@ -269,14 +309,18 @@ def call_with_retries(provider: str, settings: ProviderSettings, send: Callable[
             failure = classify(exc)
             if failure is None:
                 raise
-        wait = min(settings.max_backoff, failure.retry_after if failure.retry_after is not None
-                   else 0.5 * 2 ** attempt * (1 + random.random() / 4))
-        if failure.reason not in TRANSIENT or attempt >= settings.max_retries or \
-                time.monotonic() + wait >= deadline:
+        wait = min(
+            settings.max_backoff,
+            failure.retry_after if failure.retry_after is not None else 0.5 * 2**attempt * (1 + random.random() / 4),
+        )
+        if failure.reason not in TRANSIENT or attempt >= settings.max_retries or time.monotonic() + wait >= deadline:
             tries = f" (after {attempt + 1} attempts)" if attempt else ""
-            raise ProviderError(_mask(f"{provider}: {failure.reason.replace('_', ' ')}: {failure.message}{tries}",
-                                      settings.api_key),
-                                provider=provider, reason=failure.reason, status=failure.status) from None
+            raise ProviderError(
+                _mask(f"{provider}: {failure.reason.replace('_', ' ')}: {failure.message}{tries}", settings.api_key),
+                provider=provider,
+                reason=failure.reason,
+                status=failure.status,
+            ) from None
         attempt += 1
         sleep(wait)
 
@@ -288,8 +332,7 @@ def _mask(text: str, secret: str | None) -> str:
     return text
 
 
-def classify_sdk_failure(exc: BaseException, sdk: ModuleType,
-                         status_failure: Callable[[Any], Failure]) -> Failure | None:
+def classify_sdk_failure(exc: BaseException, sdk: ModuleType, status_failure: Callable[[Any], Failure]) -> Failure | None:
     """A failure of the openai or anthropic SDK (both generated by Stainless, with the same four
     exception classes); `status_failure` reads the provider's error body of an HTTP status error."""
     if isinstance(exc, sdk.APITimeoutError):
@@ -317,6 +360,7 @@ def http_failure(status: int | None, body: object, fallback: str, headers: Mappi
 
 
 # --- shared rendering helpers -------------------------------------------------------------
+
 
 def unstreamed(response: Any) -> dict[str, Any] | None:
     """The whole reply as JSON when a server asked to stream answered one JSON document instead

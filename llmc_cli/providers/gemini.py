@@ -70,8 +70,9 @@ class Gemini:
 
         self.settings = settings
         # attempts=1: no SDK retries (llmc retries itself); the default api_version is v1.
-        options = types.HttpOptions(base_url=settings.base_url, api_version="v1beta",
-                                    retry_options=types.HttpRetryOptions(attempts=1))
+        options = types.HttpOptions(
+            base_url=settings.base_url, api_version="v1beta", retry_options=types.HttpRetryOptions(attempts=1)
+        )
         self.client = genai.Client(api_key=settings.api_key, http_options=options)
 
     def contents(self, history: list[Message]) -> list[dict[str, Any]]:
@@ -105,12 +106,19 @@ class Gemini:
             fr["id"] = item.call_id
         pics = images(result)
         if pics:
-            fr["parts"] = [{"inline_data": {"mime_type": p.get("mimeType", "image/png"), "data": base64.b64decode(p["data"])}}
-                           for p in pics]
+            fr["parts"] = [
+                {"inline_data": {"mime_type": p.get("mimeType", "image/png"), "data": base64.b64decode(p["data"])}} for p in pics
+            ]
         return {"function_response": fr}
 
-    def complete(self, system: str | None, history: list[Message], tools: Any | None,
-                 timeout: float | None = None, on_text: OnText | None = None) -> AssistantTurn:
+    def complete(
+        self,
+        system: str | None,
+        history: list[Message],
+        tools: Any | None,
+        timeout: float | None = None,
+        on_text: OnText | None = None,
+    ) -> AssistantTurn:
         from google.genai import types
 
         s = self.settings
@@ -119,10 +127,13 @@ class Gemini:
 
         def send(t: float) -> Any:
             config = types.GenerateContentConfig(
-                system_instruction=system or None, temperature=s.temperature, max_output_tokens=s.max_tokens,
+                system_instruction=system or None,
+                temperature=s.temperature,
+                max_output_tokens=s.max_tokens,
                 tools=tool_list(tools.definitions) if tools is not None and tools.definitions else None,
                 automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
-                http_options=types.HttpOptions(timeout=int(t * 1000), retry_options=types.HttpRetryOptions(attempts=1)))
+                http_options=types.HttpOptions(timeout=int(t * 1000), retry_options=types.HttpRetryOptions(attempts=1)),
+            )
             if on_text is None:
                 return self.client.models.generate_content(model=model, contents=contents, config=config)
             # Streamed: text parts go to on_text as they come; every chunk's parts, in order, make
@@ -140,7 +151,8 @@ class Gemini:
             finish = last.candidates[0].finish_reason if last.candidates else None
             return types.GenerateContentResponse(
                 candidates=[types.Candidate(content=types.Content(role="model", parts=parts), finish_reason=finish)],
-                usage_metadata=last.usage_metadata)
+                usage_metadata=last.usage_metadata,
+            )
 
         resp = call_with_retries(self.name, s, send, classify_gemini, timeout)
         u = resp.usage_metadata
@@ -162,5 +174,4 @@ class Gemini:
         # The content exactly as received (thought_signature bytes as base64 in JSON mode).
         raw = content.model_dump(mode="json", exclude_none=True)
         raw.setdefault("role", "model")
-        return AssistantTurn(text="".join(texts), tool_calls=calls, stop_reason=stop, usage=usage,
-                             provider=self.name, raw=raw)
+        return AssistantTurn(text="".join(texts), tool_calls=calls, stop_reason=stop, usage=usage, provider=self.name, raw=raw)

@@ -36,8 +36,9 @@ def openai_client(settings: ProviderSettings) -> Any:
     import openai
 
     # max_retries=0: llmc retries itself (bounded, retry-after honoured, one error shape).
-    return openai.OpenAI(api_key=settings.api_key or "not-needed", base_url=settings.base_url,
-                         max_retries=0, timeout=settings.timeout)
+    return openai.OpenAI(
+        api_key=settings.api_key or "not-needed", base_url=settings.base_url, max_retries=0, timeout=settings.timeout
+    )
 
 
 def classify_openai(exc: BaseException) -> Failure | None:
@@ -47,8 +48,9 @@ def classify_openai(exc: BaseException) -> Failure | None:
 
 
 def _openai_status_failure(exc: Any) -> Failure:
-    failure = http_failure(exc.status_code, exc.body if isinstance(exc.body, dict) else {"error": exc.body},
-                           exc.message, exc.response.headers)
+    failure = http_failure(
+        exc.status_code, exc.body if isinstance(exc.body, dict) else {"error": exc.body}, exc.message, exc.response.headers
+    )
     code = exc.body.get("code") if isinstance(exc.body, dict) else None
     if code == "context_length_exceeded":
         failure.reason = "context_length"
@@ -70,8 +72,7 @@ def parse_arguments(raw: str | None) -> tuple[dict[str, Any], str | None]:
     return value, None
 
 
-def chat_create(client: Any, kwargs: dict[str, Any], timeout: float, on_text: OnText | None,
-                provider: str = "openai") -> Any:
+def chat_create(client: Any, kwargs: dict[str, Any], timeout: float, on_text: OnText | None, provider: str = "openai") -> Any:
     """One Chat Completions request. With `on_text`, streamed: each piece of text goes to on_text as
     it arrives, and the pieces are put together into the shape of a whole ChatCompletion
     (choices[0].message.content/tool_calls, finish_reason, usage), so one parser reads both. A
@@ -84,8 +85,7 @@ def chat_create(client: Any, kwargs: dict[str, Any], timeout: float, on_text: On
     text: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
     finish, usage, seen = None, None, False
-    stream = client.chat.completions.create(**kwargs, stream=True, stream_options={"include_usage": True},
-                                            timeout=timeout)
+    stream = client.chat.completions.create(**kwargs, stream=True, stream_options={"include_usage": True}, timeout=timeout)
     whole = unstreamed(stream.response)
     if whole is not None:  # one JSON completion instead of a stream: use it, and show its text
         from openai.types.chat import ChatCompletion
@@ -114,8 +114,9 @@ def chat_create(client: Any, kwargs: dict[str, Any], timeout: float, on_text: On
                     call["arguments"] += tc.function.arguments or ""
     if not text and not calls:
         raise empty_stream(provider)
-    tool_calls = [NS(id=c["id"] or f"call_{i}", function=NS(name=c["name"], arguments=c["arguments"]))
-                  for i, c in sorted(calls.items())]
+    tool_calls = [
+        NS(id=c["id"] or f"call_{i}", function=NS(name=c["name"], arguments=c["arguments"])) for i, c in sorted(calls.items())
+    ]
     message = NS(content="".join(text), tool_calls=tool_calls)
     return NS(choices=[NS(message=message, finish_reason=finish)] if seen else [], usage=usage)
 
@@ -172,21 +173,32 @@ class OpenAIChat(ChatCompletions):
             msg["content"] = turn.text
         if turn.tool_calls:
             raw_args = (turn.raw or {}).get("arguments", {}) if turn.provider == self.name else {}
-            msg["tool_calls"] = [{"id": c.id, "type": "function", "function": {
-                "name": c.name, "arguments": raw_args.get(c.id, json.dumps(c.arguments))}} for c in turn.tool_calls]
+            msg["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": raw_args.get(c.id, json.dumps(c.arguments))},
+                }
+                for c in turn.tool_calls
+            ]
         return msg
 
     def results_messages(self, results: ToolResults) -> list[dict[str, Any]]:
         return [{"role": "tool", "tool_call_id": i.call_id, "content": result_text(i.result)} for i in results.items]
 
-    def complete(self, system: str | None, history: list[Message], tools: Any | None,
-                 timeout: float | None = None, on_text: OnText | None = None) -> AssistantTurn:
+    def complete(
+        self,
+        system: str | None,
+        history: list[Message],
+        tools: Any | None,
+        timeout: float | None = None,
+        on_text: OnText | None = None,
+    ) -> AssistantTurn:
         s = self.settings
         kwargs = {**chat_options(s), "messages": self.messages(system, history)}
         if tools is not None and tools.definitions:
             kwargs["tools"] = tools.definitions
-        resp = call_with_retries(self.name, s, lambda t: chat_create(self.client, kwargs, t, on_text),
-                                 classify_openai, timeout)
+        resp = call_with_retries(self.name, s, lambda t: chat_create(self.client, kwargs, t, on_text), classify_openai, timeout)
         if not resp.choices:
             return AssistantTurn(stop_reason=OTHER, provider=self.name, usage=usage_of(resp))
         choice = resp.choices[0]
@@ -202,8 +214,14 @@ class OpenAIChat(ChatCompletions):
         stop = TOOL_CALLS if calls else FINISH.get(choice.finish_reason or "", OTHER)
         if stop == TOOL_CALLS and not calls:
             stop = OTHER
-        return AssistantTurn(text=msg.content or "", tool_calls=calls, stop_reason=stop, usage=usage_of(resp),
-                             provider=self.name, raw={"arguments": raw_args})
+        return AssistantTurn(
+            text=msg.content or "",
+            tool_calls=calls,
+            stop_reason=stop,
+            usage=usage_of(resp),
+            provider=self.name,
+            raw={"arguments": raw_args},
+        )
 
 
 def usage_of(resp: Any) -> Usage:

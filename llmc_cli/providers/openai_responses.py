@@ -50,8 +50,10 @@ class OpenAIResponses:
                     continue
                 if m.text:
                     out.append({"role": "assistant", "content": m.text})
-                out.extend({"type": "function_call", "call_id": c.id, "name": c.name,
-                            "arguments": json.dumps(c.arguments)} for c in m.tool_calls)
+                out.extend(
+                    {"type": "function_call", "call_id": c.id, "name": c.name, "arguments": json.dumps(c.arguments)}
+                    for c in m.tool_calls
+                )
             elif isinstance(m, ToolResults):
                 for i in m.items:
                     pics = images(i.result)
@@ -60,12 +62,19 @@ class OpenAIResponses:
                         text = text_besides_images(i.result)
                         output = ([{"type": "input_text", "text": text}] if text else []) + [
                             {"type": "input_image", "image_url": f"data:{p.get('mimeType', 'image/png')};base64,{p['data']}"}
-                            for p in pics]
+                            for p in pics
+                        ]
                     out.append({"type": "function_call_output", "call_id": i.call_id, "output": output})
         return out
 
-    def complete(self, system: str | None, history: list[Message], tools: Any | None,
-                 timeout: float | None = None, on_text: OnText | None = None) -> AssistantTurn:
+    def complete(
+        self,
+        system: str | None,
+        history: list[Message],
+        tools: Any | None,
+        timeout: float | None = None,
+        on_text: OnText | None = None,
+    ) -> AssistantTurn:
         s = self.settings
         kwargs: dict[str, Any] = {"model": s.model, "input": self.input_items(history)}
         if system:
@@ -76,6 +85,7 @@ class OpenAIResponses:
             kwargs["temperature"] = s.temperature
         if s.max_tokens is not None:
             kwargs["max_output_tokens"] = s.max_tokens
+
         def send(t: float) -> Any:
             if on_text is None:
                 return self.client.responses.create(**kwargs, timeout=t)
@@ -96,8 +106,9 @@ class OpenAIResponses:
                     final = event.response  # the whole Response, as create() returns it
                 elif event.type in ("response.failed", "error"):
                     message = getattr(getattr(getattr(event, "response", None), "error", None), "message", None)
-                    raise ProviderError(f"{self.name}: {message or getattr(event, 'message', None) or event.type}",
-                                        provider=self.name)
+                    raise ProviderError(
+                        f"{self.name}: {message or getattr(event, 'message', None) or event.type}", provider=self.name
+                    )
             if final is None:
                 raise empty_stream(self.name)
             return final
@@ -121,7 +132,11 @@ class OpenAIResponses:
         else:
             stop = END
         u = resp.usage
-        return AssistantTurn(text="".join(texts), tool_calls=calls, stop_reason=stop,
-                             usage=Usage(getattr(u, "input_tokens", None), getattr(u, "output_tokens", None)),
-                             provider=self.name, raw=raw)
-
+        return AssistantTurn(
+            text="".join(texts),
+            tool_calls=calls,
+            stop_reason=stop,
+            usage=Usage(getattr(u, "input_tokens", None), getattr(u, "output_tokens", None)),
+            provider=self.name,
+            raw=raw,
+        )

@@ -68,7 +68,7 @@ def parse_answer(text: str, prefix: str = "call") -> tuple[str, list[ProviderToo
             calls.append(ProviderToolCall(call_id, "", {}, "the block has no `name:` line"))
             continue
         params = PARAMS.search(body)
-        args, error = ({}, None) if params is None else parse_parameters(body[params.end():])
+        args, error = ({}, None) if params is None else parse_parameters(body[params.end() :])
         calls.append(ProviderToolCall(call_id, name.group(1), args, error))
     outside = re.sub(r"\n{3,}", "\n\n", BLOCK.sub("", text)).strip()
     return outside, calls
@@ -81,7 +81,7 @@ def parse_parameters(raw: str) -> tuple[JSONObject, str | None]:
     start, end = raw.find("{"), raw.rfind("}")
     if start < 0 or end < start:
         return {}, f"`parameters:` must be a JSON object, got: {raw[:200]}"
-    candidate = raw[start:end + 1]
+    candidate = raw[start : end + 1]
     for attempt in (candidate, repair_json(candidate)):
         try:
             value = json.loads(attempt)
@@ -119,7 +119,7 @@ def _double_quoted(raw: str) -> str:
     quote, j, n, chars = raw[0], 1, len(raw), []
     while j < n and raw[j] != quote:
         if raw[j] == "\\" and j + 1 < n:
-            chars.append(raw[j:j + 2] if raw[j + 1] != "'" else "'")
+            chars.append(raw[j : j + 2] if raw[j + 1] != "'" else "'")
             j += 2
             continue
         chars.append('\\"' if raw[j] == '"' else raw[j])
@@ -131,8 +131,9 @@ def results_message(results: ToolResults) -> str:
     blocks = []
     for item in results.items:
         status = "error" if item.result.is_error else "ok"
-        blocks.append(f'<mcp:tool_result name="{item.name}" id="{item.call_id}" status="{status}">\n'
-                      f"{item.result.text}\n</mcp:tool_result>")
+        blocks.append(
+            f'<mcp:tool_result name="{item.name}" id="{item.call_id}" status="{status}">\n{item.result.text}\n</mcp:tool_result>'
+        )
     return "\n".join(blocks)
 
 
@@ -148,19 +149,25 @@ class TextProtocol(ChatCompletions):
     def results_messages(self, results: ToolResults) -> list[JSONObject]:
         return [{"role": "user", "content": results_message(results)}]
 
-    def complete(self, system: str | None, history: list[Message], tools: Any | None,
-                 timeout: float | None = None, on_text: OnText | None = None) -> AssistantTurn:
+    def complete(
+        self,
+        system: str | None,
+        history: list[Message],
+        tools: Any | None,
+        timeout: float | None = None,
+        on_text: OnText | None = None,
+    ) -> AssistantTurn:
         s = self.settings
         kwargs = {**chat_options(s), "messages": self.messages(system_prompt(system, tools), history)}
         shown = _ProseOnly(on_text) if on_text else None
-        resp = call_with_retries(self.name, s, lambda t: chat_create(self.client, kwargs, t, shown, self.name), classify_openai,
-                                 timeout)
+        resp = call_with_retries(
+            self.name, s, lambda t: chat_create(self.client, kwargs, t, shown, self.name), classify_openai, timeout
+        )
         content = (resp.choices[0].message.content or "") if resp.choices else ""
         turn_no = 1 + sum(isinstance(m, AssistantTurn) for m in history)
         text, calls = parse_answer(content, prefix=f"t{turn_no}")
         stop = TOOL_CALLS if calls else FINISH.get((resp.choices[0].finish_reason if resp.choices else "") or "", END)
-        return AssistantTurn(text=text, tool_calls=calls, stop_reason=stop, usage=usage_of(resp),
-                             provider=self.name, raw=content)
+        return AssistantTurn(text=text, tool_calls=calls, stop_reason=stop, usage=usage_of(resp), provider=self.name, raw=content)
 
 
 class _ProseOnly:
@@ -185,6 +192,6 @@ class _ProseOnly:
                 self.on_text(text[:at])
             return
         keep = next((n for n in range(len(self.MARK) - 1, 0, -1) if text.endswith(self.MARK[:n])), 0)
-        self.pending = text[len(text) - keep:] if keep else ""
-        if text[:len(text) - keep]:
-            self.on_text(text[:len(text) - keep])
+        self.pending = text[len(text) - keep :] if keep else ""
+        if text[: len(text) - keep]:
+            self.on_text(text[: len(text) - keep])

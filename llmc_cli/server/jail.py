@@ -178,8 +178,11 @@ class Jail:
         where = fd_path(fd)
         st = os.fstat(fd)
         self.protected.refresh()
-        if (st.st_dev, st.st_ino) in self.protected.ids or (where is not None and self.protected.covers(where)) \
-                or (directory and self.protected.chain_hit(fd)):
+        if (
+            (st.st_dev, st.st_ino) in self.protected.ids
+            or (where is not None and self.protected.covers(where))
+            or (directory and self.protected.chain_hit(fd))
+        ):
             os.close(fd)
             raise ToolError(f"{shown}: {OFF_LIMITS}")
         if where is not None and not is_under(where, self.roots):
@@ -270,8 +273,9 @@ class Jail:
         try:
             self.guard(dfd, name, shown)
             created = lstat_at(dfd, name) is None
-            fd = os.open(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC,
-                         0o666, dir_fd=dfd)
+            fd = os.open(
+                name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC, 0o666, dir_fd=dfd
+            )
         except OSError as exc:
             raise os_error(shown, exc) from None
         finally:
@@ -357,8 +361,9 @@ def refuse_special(st: os.stat_result, shown: str) -> None:
     if not stat.S_ISREG(st.st_mode):
         raise ToolError(f"{shown}: refused: not a regular file")
     if st.st_nlink > 1:
-        raise ToolError(f"{shown}: refused: the file has {st.st_nlink} hard links and another one may be "
-                        "outside the workspace roots")
+        raise ToolError(
+            f"{shown}: refused: the file has {st.st_nlink} hard links and another one may be outside the workspace roots"
+        )
 
 
 def check_regular(fd: int, shown: str) -> os.stat_result:
@@ -374,14 +379,22 @@ def check_regular(fd: int, shown: str) -> os.stat_result:
 def os_error(shown: str, exc: OSError) -> ToolError:
     if exc.errno == errno.ELOOP:
         return ToolError(f"{shown}: refused: it is a symbolic link (it changed after the check)")
-    reasons = {errno.ENOENT: "not found", errno.EACCES: "permission denied", errno.EPERM: "permission denied",
-               errno.EEXIST: "already exists", errno.ENOTDIR: "not a directory", errno.EISDIR: "is a directory",
-               errno.ENOTEMPTY: "directory not empty", errno.ENOSPC: "no space left on the device",
-               errno.EXDEV: "cannot move across file systems", errno.EROFS: "read-only file system"}
+    reasons = {
+        errno.ENOENT: "not found",
+        errno.EACCES: "permission denied",
+        errno.EPERM: "permission denied",
+        errno.EEXIST: "already exists",
+        errno.ENOTDIR: "not a directory",
+        errno.EISDIR: "is a directory",
+        errno.ENOTEMPTY: "directory not empty",
+        errno.ENOSPC: "no space left on the device",
+        errno.EXDEV: "cannot move across file systems",
+        errno.EROFS: "read-only file system",
+    }
     return ToolError(f"{shown}: {reasons.get(exc.errno or 0, exc.strerror or str(exc))}")
 
 
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]

@@ -55,7 +55,7 @@ class Launcher:
             self.allowed[real] = name
         self.bwrap = find_bwrap() if config.sandbox in ("auto", "bwrap") else None
         if config.sandbox == "bwrap" and self.bwrap is None:
-            raise ConfigError("workspace: sandbox = \"bwrap\" but bwrap is not installed (Debian: bubblewrap)")
+            raise ConfigError('workspace: sandbox = "bwrap" but bwrap is not installed (Debian: bubblewrap)')
 
     @property
     def sandbox(self) -> str:
@@ -66,7 +66,7 @@ class Launcher:
 
     def enabled(self) -> tuple[bool, str]:
         if self.sandbox == "off":
-            return False, "bwrap (bubblewrap) is not installed; processes need it unless sandbox = \"none\""
+            return False, 'bwrap (bubblewrap) is not installed; processes need it unless sandbox = "none"'
         if not self.allowed and not self.config.allow_shell:
             return False, "no command is allowed (allow_commands is empty)"
         return True, f"processes run {'inside bwrap' if self.sandbox == 'bwrap' else 'WITHOUT a sandbox'}"
@@ -82,7 +82,7 @@ class Launcher:
                 raise ToolError("command must be a non-empty string")
             return [SHELL, "-c", command]
         if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
-            raise ToolError("argv must be a non-empty list of strings, e.g. [\"ls\", \"-l\"]")
+            raise ToolError('argv must be a non-empty list of strings, e.g. ["ls", "-l"]')
         if any("\0" in a for a in argv):
             raise ToolError("refused: an argument contains a NUL byte")
         exe = argv[0]
@@ -95,24 +95,48 @@ class Launcher:
 
     def limits(self) -> dict[str, int]:
         c = self.config
-        return {"max_user_processes": c.max_user_processes, "max_memory_bytes": c.max_memory_bytes,
-                "max_cpu_seconds": c.max_cpu_seconds or max(int(c.timeout + 0.999), 1)}
+        return {
+            "max_user_processes": c.max_user_processes,
+            "max_memory_bytes": c.max_memory_bytes,
+            "max_cpu_seconds": c.max_cpu_seconds or max(int(c.timeout + 0.999), 1),
+        }
 
     def wrap(self, argv: list[str], cwd: str) -> list[str]:
         """The argv that runs `argv` contained: limits, then bwrap (when used), then the command."""
         limits = self.limits()
-        rlimits = {"RLIMIT_NPROC": limits["max_user_processes"], "RLIMIT_AS": limits["max_memory_bytes"],
-                   "RLIMIT_CPU": limits["max_cpu_seconds"]}
+        rlimits = {
+            "RLIMIT_NPROC": limits["max_user_processes"],
+            "RLIMIT_AS": limits["max_memory_bytes"],
+            "RLIMIT_CPU": limits["max_cpu_seconds"],
+        }
         if self.sandbox != "bwrap":
             return limited(rlimits, argv, keep=True)
         assert self.bwrap is not None
-        return limited(rlimits, bwrap_argv(self.bwrap, argv, cwd=cwd, writable=self.config.roots,
-                                           hidden=self.config.hidden, hidden_dirs=self.config.hidden_dirs,
-                                           network=self.config.allow_network), keep=False)
+        return limited(
+            rlimits,
+            bwrap_argv(
+                self.bwrap,
+                argv,
+                cwd=cwd,
+                writable=self.config.roots,
+                hidden=self.config.hidden,
+                hidden_dirs=self.config.hidden_dirs,
+                network=self.config.allow_network,
+            ),
+            keep=False,
+        )
 
     def environment(self, tag: str = "") -> dict[str, str]:
-        env = {TAG_VAR: tag, "PATH": FIXED_PATH, "HOME": self.config.roots[0], "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
-               "TERM": "dumb", "TMPDIR": "/tmp", "PYTHONUNBUFFERED": "1"}
+        env = {
+            TAG_VAR: tag,
+            "PATH": FIXED_PATH,
+            "HOME": self.config.roots[0],
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "TERM": "dumb",
+            "TMPDIR": "/tmp",
+            "PYTHONUNBUFFERED": "1",
+        }
         env.update(self.config.env)
         return env
 

@@ -41,8 +41,9 @@ class Process:
     """One running (or finished) process: output collected by a reader thread, merged
     stdout+stderr, addressed by absolute byte offsets."""
 
-    def __init__(self, handle: str, argv: list[str], popen: subprocess.Popen[bytes], limit: int, timeout: float,
-                 tag: str, marker: str) -> None:
+    def __init__(
+        self, handle: str, argv: list[str], popen: subprocess.Popen[bytes], limit: int, timeout: float, tag: str, marker: str
+    ) -> None:
         self.handle, self.argv, self.popen, self.tag, self.marker = handle, argv, popen, tag, marker
         self.started = time.time()
         self.output = bytearray()
@@ -70,7 +71,7 @@ class Process:
                     self.cond.notify_all()
                     break
                 room = self.limit - len(self.output)
-                self.output += chunk[:max(room, 0)]
+                self.output += chunk[: max(room, 0)]
                 self.last_output = time.monotonic()
                 self.cond.notify_all()
             if len(chunk) > room:
@@ -125,9 +126,15 @@ class Process:
 
     def status(self) -> ProcessStatus:
         code = self.popen.poll()
-        out: ProcessStatus = {"handle": self.handle, "argv": self.argv, "pid": self.popen.pid,
-                               "running": code is None, "exitCode": code, "outputBytes": len(self.output),
-                               "startedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started))}
+        out: ProcessStatus = {
+            "handle": self.handle,
+            "argv": self.argv,
+            "pid": self.popen.pid,
+            "running": code is None,
+            "exitCode": code,
+            "outputBytes": len(self.output),
+            "startedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started)),
+        }
         if self.ended_by:
             out["endedBy"] = self.ended_by
         return out
@@ -143,14 +150,16 @@ class ProcessTable:
         self.forgotten: list[Process] = []  # finished and no longer listed
         self.lock = threading.Lock()
 
-    def start(self, argv: list[str], cwd: str, *, stdin: bool, input_data: bytes | None = None,
-              timeout: float | None = None) -> Process:
+    def start(
+        self, argv: list[str], cwd: str, *, stdin: bool, input_data: bytes | None = None, timeout: float | None = None
+    ) -> Process:
         limit = min(timeout or self.config.timeout, self.config.timeout)
         with self.lock:
             running = sum(1 for p in self.procs.values() if p.running)
             if running >= self.config.max_processes:
-                raise ToolError(f"refused: {running} processes are running, the limit is {self.config.max_processes}; "
-                                "terminate one first")
+                raise ToolError(
+                    f"refused: {running} processes are running, the limit is {self.config.max_processes}; terminate one first"
+                )
             tag = secrets.token_hex(8)
             # The marker: one end of a pipe nobody writes to, inherited by every descendant
             # that does not close it on purpose; /proc/PID/fd shows it as pipe:[inode].
@@ -158,10 +167,16 @@ class ProcessTable:
             try:
                 marker = fd_link(mark_r)
                 popen = subprocess.Popen(
-                    self.launcher.wrap(argv, cwd), cwd=cwd, env=self.launcher.environment(tag),
+                    self.launcher.wrap(argv, cwd),
+                    cwd=cwd,
+                    env=self.launcher.environment(tag),
                     stdin=subprocess.PIPE if stdin or input_data is not None else subprocess.DEVNULL,
-                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
-                    pass_fds=(mark_r,))
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    close_fds=True,
+                    pass_fds=(mark_r,),
+                )
             except OSError as exc:
                 raise ToolError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
             finally:
@@ -191,8 +206,7 @@ class ProcessTable:
             if close:
                 proc.popen.stdin.close()
         except (BrokenPipeError, ValueError, OSError):
-            raise ToolError(f"{proc.handle}: the process no longer reads its input (exit code "
-                            f"{proc.popen.poll()})") from None
+            raise ToolError(f"{proc.handle}: the process no longer reads its input (exit code {proc.popen.poll()})") from None
 
     def list(self) -> list[Process]:
         with self.lock:
@@ -211,5 +225,5 @@ class ProcessTable:
 
     def _forget_old(self) -> None:
         finished = [h for h, p in self.procs.items() if not p.running]
-        for handle in finished[:max(0, len(self.procs) - MAX_KEPT)]:
+        for handle in finished[: max(0, len(self.procs) - MAX_KEPT)]:
             self.forgotten.append(self.procs.pop(handle))  # its background children still end with us

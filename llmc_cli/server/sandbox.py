@@ -121,8 +121,16 @@ os._exit(128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS
 # symbolic link among them (/bin -> usr/bin) is recreated as the same link.
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 # Files of /etc no server needs and root could read: password hashes, sudo rules, host keys.
-SYSTEM_SECRETS = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers",
-                  "/etc/sudoers.d", "/etc/ssh", "/etc/ssl/private")
+SYSTEM_SECRETS = (
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/ssh",
+    "/etc/ssl/private",
+)
 
 
 def find_bwrap(path: str = FIXED_PATH) -> str | None:
@@ -139,11 +147,31 @@ def bwrap_usable(bwrap: str | None) -> bool:
     if bwrap is None:
         return False
     if bwrap not in _usable:
-        probe = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--unshare-user",
-                 "--unshare-net", "--cap-drop", "ALL", "--die-with-parent", "--", "/bin/true"]
+        probe = [
+            bwrap,
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--unshare-pid",
+            "--unshare-user",
+            "--unshare-net",
+            "--cap-drop",
+            "ALL",
+            "--die-with-parent",
+            "--",
+            "/bin/true",
+        ]
         try:
-            _usable[bwrap] = subprocess.run(probe, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                            stderr=subprocess.DEVNULL, timeout=10).returncode == 0
+            _usable[bwrap] = (
+                subprocess.run(
+                    probe, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10
+                ).returncode
+                == 0
+            )
         except (OSError, subprocess.SubprocessError):
             _usable[bwrap] = False
     return _usable[bwrap]
@@ -157,10 +185,21 @@ def limited(limits: dict[str, int], argv: list[str], *, keep: bool) -> list[str]
     return [sys.executable, "-I", "-S", "-c", _LAUNCH, spec, "keep" if keep else "exec", *argv]
 
 
-def bwrap_argv(bwrap: str, argv: list[str], *, cwd: str, writable: Sequence[str], readable: Sequence[str] = (),
-               hidden: Sequence[str] = (), hidden_dirs: Sequence[str] = (), network: bool = False,
-               whole_system: bool = True, home: str | None = None, setenv: dict[str, str] | None = None,
-               unsetenv: Sequence[str] = ()) -> list[str]:
+def bwrap_argv(
+    bwrap: str,
+    argv: list[str],
+    *,
+    cwd: str,
+    writable: Sequence[str],
+    readable: Sequence[str] = (),
+    hidden: Sequence[str] = (),
+    hidden_dirs: Sequence[str] = (),
+    network: bool = False,
+    whole_system: bool = True,
+    home: str | None = None,
+    setenv: dict[str, str] | None = None,
+    unsetenv: Sequence[str] = (),
+) -> list[str]:
     """bubblewrap's command line for `argv`: the system read-only (`whole_system`: all of "/";
     else SYSTEM_DIRS without SYSTEM_SECRETS, and `readable`), `writable` bound read-write,
     llmc's own files (`hidden`) covered even inside them, a private /tmp, `home` (a private
@@ -181,8 +220,10 @@ def bwrap_argv(bwrap: str, argv: list[str], *, cwd: str, writable: Sequence[str]
     cmd += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     # After the /tmp tmpfs, so a path under /tmp stays visible; the shorter path first, so a
     # read-only path inside a writable one (or the reverse) is what it says.
-    binds = sorted([(p, "--ro-bind") for p in readable] + [(p, "--bind") for p in writable],
-                   key=lambda bind: (bind[0].rstrip("/").count("/"), bind[0]))
+    binds = sorted(
+        [(p, "--ro-bind") for p in readable] + [(p, "--bind") for p in writable],
+        key=lambda bind: (bind[0].rstrip("/").count("/"), bind[0]),
+    )
     for path, how in binds:
         cmd += [how, path, path]
     visible = ["/"] if whole_system else [*SYSTEM_DIRS, *readable, *writable]
@@ -234,8 +275,7 @@ def hide_args(hidden: list[str], hidden_dirs: list[str], roots: list[str]) -> li
                 parts = os.path.relpath(os.path.dirname(name), root).split("/")
                 for i in range(1, len(parts) + 1):
                     ancestor = os.path.join(root, *parts[:i])
-                    if parts[0] != "." and ancestor not in pinned and os.path.isdir(ancestor) \
-                            and not os.path.islink(ancestor):
+                    if parts[0] != "." and ancestor not in pinned and os.path.isdir(ancestor) and not os.path.islink(ancestor):
                         pinned.add(ancestor)
                         args += ["--bind", ancestor, ancestor]
     for name in hidden:

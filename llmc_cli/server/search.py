@@ -69,8 +69,12 @@ class RegexWorker:
     def __init__(self, pattern: str, flags: int, timeout: float) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-S", "-c", _WORKER, str(int(timeout) + 5), str(WORKER_MEMORY)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True,
-            env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"})
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            close_fds=True,
+            env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"},
+        )
         self._send([pattern, flags])
 
     def _send(self, value: object) -> None:
@@ -97,8 +101,9 @@ class RegexWorker:
             if ready:
                 reply = self.proc.stdout.readline()
                 if not reply:
-                    raise ToolError(f"the regular expression matcher stopped (exit code {self.proc.wait()}: "
-                                    "out of memory or CPU time?)")
+                    raise ToolError(
+                        f"the regular expression matcher stopped (exit code {self.proc.wait()}: out of memory or CPU time?)"
+                    )
                 found: list[int] = json.loads(reply)  # the matcher's reply: line numbers
                 return found
 
@@ -117,9 +122,23 @@ class RegexWorker:
 
 
 class Search:
-    def __init__(self, search_id: str, jail: Jail, root: str, shown: str, pattern: str, kind: str, *,
-                 regex: bool, case_sensitive: bool, file_pattern: str | None, max_results: int,
-                 max_file_bytes: int, timeout: float, max_depth: int) -> None:
+    def __init__(
+        self,
+        search_id: str,
+        jail: Jail,
+        root: str,
+        shown: str,
+        pattern: str,
+        kind: str,
+        *,
+        regex: bool,
+        case_sensitive: bool,
+        file_pattern: str | None,
+        max_results: int,
+        max_file_bytes: int,
+        timeout: float,
+        max_depth: int,
+    ) -> None:
         self.id, self.root, self.pattern, self.kind = search_id, root, pattern, kind
         self.results: list[JSONObject] = []
         self.done = False
@@ -158,8 +177,11 @@ class Search:
                 if time.monotonic() > deadline:
                     self.stopped_by = f"time limit of {timeout:g} s"
                     break
-                found = self._name_hit(rel, st, case_sensitive) if self.kind == "files" else \
-                    self._content_hits(rel, st, file_pattern, max_file_bytes)
+                found = (
+                    self._name_hit(rel, st, case_sensitive)
+                    if self.kind == "files"
+                    else self._content_hits(rel, st, file_pattern, max_file_bytes)
+                )
                 with self._cond:
                     for hit in found:
                         if len(self.results) >= max_results:
@@ -172,8 +194,10 @@ class Search:
         except ToolError as exc:
             self.stopped_by = str(exc)
         except MatchTimeout:
-            self.stopped_by = (f"time limit of {timeout:g} s: the regular expression was still matching "
-                               f"(catastrophic backtracking?); its matcher process was killed")
+            self.stopped_by = (
+                f"time limit of {timeout:g} s: the regular expression was still matching "
+                f"(catastrophic backtracking?); its matcher process was killed"
+            )
         except OSError as exc:
             self.stopped_by = f"the search failed: {exc.strerror or exc}"
         finally:
@@ -188,13 +212,18 @@ class Search:
         name = rel if "/" in self.pattern else rel.rsplit("/", 1)[-1]
         if not fnmatch.fnmatchcase(name if case_sensitive else name.lower(), self._glob):
             return []
-        kind = "directory" if stat.S_ISDIR(st.st_mode) else "file" if stat.S_ISREG(st.st_mode) else \
-            "symlink" if stat.S_ISLNK(st.st_mode) else "other"
-        return [{"path": os.path.join(self.root, rel), "type": kind, "size": st.st_size,
-                 "modified": iso_time(st.st_mtime)}]
+        kind = (
+            "directory"
+            if stat.S_ISDIR(st.st_mode)
+            else "file"
+            if stat.S_ISREG(st.st_mode)
+            else "symlink"
+            if stat.S_ISLNK(st.st_mode)
+            else "other"
+        )
+        return [{"path": os.path.join(self.root, rel), "type": kind, "size": st.st_size, "modified": iso_time(st.st_mtime)}]
 
-    def _content_hits(self, rel: str, st: os.stat_result, file_pattern: str | None,
-                      max_file_bytes: int) -> list[JSONObject]:
+    def _content_hits(self, rel: str, st: os.stat_result, file_pattern: str | None, max_file_bytes: int) -> list[JSONObject]:
         if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1 or st.st_size > max_file_bytes:
             return []
         if file_pattern and not fnmatch.fnmatch(rel.rsplit("/", 1)[-1], file_pattern):
@@ -208,8 +237,12 @@ class Search:
         with os.fdopen(fd, "rb") as f:
             real = fd_path(fd) or path  # where it really is, should a directory have been swapped
             st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1 or not self._in_root(real) \
-                    or (st.st_dev, st.st_ino) in self._args[0].protected.ids:
+            if (
+                not stat.S_ISREG(st.st_mode)
+                or st.st_nlink > 1
+                or not self._in_root(real)
+                or (st.st_dev, st.st_ino) in self._args[0].protected.ids
+            ):
                 return []
             if b"\0" in f.read(SNIFF_BYTES):
                 return []  # binary
@@ -219,7 +252,7 @@ class Search:
             for number, raw in enumerate(f, 1):
                 if self._stop.is_set() or len(hits) >= self._max_results:
                     break
-                line = raw[:10 * MAX_LINE_CHARS].decode("utf-8", "replace").rstrip("\r\n")
+                line = raw[: 10 * MAX_LINE_CHARS].decode("utf-8", "replace").rstrip("\r\n")
                 if self._match is not None:
                     if self._match(line):
                         hits.append({"path": path, "line": number, "text": line[:MAX_LINE_CHARS]})
@@ -231,7 +264,7 @@ class Search:
                     batch, size, first = [], 0, number + 1
             if batch and len(hits) < self._max_results:
                 hits += self._worker_hits(path, first, batch)
-        return hits[:self._max_results]
+        return hits[: self._max_results]
 
     def _worker_hits(self, path: str, first: int, lines: list[str]) -> list[JSONObject]:
         assert self._worker is not None
@@ -256,7 +289,7 @@ class Search:
 
     def page(self, offset: int, limit: int) -> SearchPage:
         with self._cond:
-            results: list[JSONObject] = list(self.results[offset:offset + limit])
+            results: list[JSONObject] = list(self.results[offset : offset + limit])
             total = len(self.results)
         out: SearchPage = {**self.status(), "offset": offset, "results": results, "totalResults": total}
         if offset + len(results) < total or not self.done:
@@ -265,9 +298,15 @@ class Search:
 
     def status(self) -> SearchStatus:
         end = self.ended if self.ended is not None else time.monotonic()
-        out: SearchStatus = {"searchId": self.id, "kind": self.kind, "pattern": self.pattern, "path": self.root,
-                               "done": self.done, "resultCount": len(self.results),
-                               "elapsedMs": round((end - self.started) * 1000)}
+        out: SearchStatus = {
+            "searchId": self.id,
+            "kind": self.kind,
+            "pattern": self.pattern,
+            "path": self.root,
+            "done": self.done,
+            "resultCount": len(self.results),
+            "elapsedMs": round((end - self.started) * 1000),
+        }
         if self.stopped_by:
             out["stoppedBy"] = self.stopped_by
         return out
@@ -284,7 +323,7 @@ class Searches:
             if len(running) >= MAX_RUNNING:
                 raise ToolError(f"refused: {len(running)} searches are running (limit {MAX_RUNNING}); stop one first")
             finished = [k for k, s in self.searches.items() if s.done]
-            for key in finished[:max(0, len(self.searches) + 1 - MAX_SEARCHES)]:
+            for key in finished[: max(0, len(self.searches) + 1 - MAX_SEARCHES)]:
                 del self.searches[key]
             search = Search(f"search-{secrets.token_hex(4)}", **kwargs)
             self.searches[search.id] = search

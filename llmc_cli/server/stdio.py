@@ -41,6 +41,7 @@ def run_stdio(endpoint: McpServer, stdin: BinaryIO | None = None, stdout: Binary
     signalled = threading.Event()
     relay: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
     if threading.current_thread() is threading.main_thread():
+
         def terminate(signum: int, frame: object) -> None:
             if not closing.is_set():
                 closing.set()  # once: a second signal must not cut the closing short
@@ -101,8 +102,7 @@ def _decode(line: bytes, send: Send) -> list[JSONObject]:
         try:
             value = json.loads(line)
         except RecursionError:
-            send(jsonrpc.error(None, jsonrpc.PARSE_ERROR, f"Parse error: JSON nested more than {MAX_MESSAGE_DEPTH} "
-                                                          "levels deep"))
+            send(jsonrpc.error(None, jsonrpc.PARSE_ERROR, f"Parse error: JSON nested more than {MAX_MESSAGE_DEPTH} levels deep"))
             return []
         except ValueError:  # UnicodeDecodeError is a ValueError
             send(jsonrpc.error(None, jsonrpc.PARSE_ERROR, "Parse error: not JSON"))

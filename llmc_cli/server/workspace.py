@@ -51,8 +51,14 @@ SNIFF_BYTES = 8192
 def make_workspace_server(roots: list[str] | None = None, read_only: bool = True, **options: object) -> McpServer:
     """The endpoint (handle(message, send), close()) for the in-memory transport or run_stdio."""
     workspace = Workspace(roots if roots is not None else ["."], read_only, options)
-    return McpServer("llmc-workspace", __version__, workspace.tools(), instructions=workspace.instructions(),
-                     page_size=workspace.options["page_size"], on_close=workspace.close)
+    return McpServer(
+        "llmc-workspace",
+        __version__,
+        workspace.tools(),
+        instructions=workspace.instructions(),
+        page_size=workspace.options["page_size"],
+        on_close=workspace.close,
+    )
 
 
 class Workspace:
@@ -65,15 +71,24 @@ class Workspace:
         self.jail = P.Jail(roots, protect=protected_paths(self.options["protect"]))
         self.read_only = read_only
         self.searches = Searches()
-        self.launcher = Launcher(ProcessConfig(
-            roots=self.jail.roots, hidden=self.jail.protected.names,
-            hidden_dirs=self.jail.protected.dirs, allow_commands=self.options["allow_commands"],
-            allow_shell=self.options["allow_shell"], allow_network=self.options["allow_network"],
-            sandbox=self.options["sandbox"], timeout=float(self.options["timeout"]),
-            max_output_bytes=self.options["max_output_bytes"], max_processes=self.options["max_processes"],
-            max_user_processes=self.options["max_user_processes"], max_memory_bytes=self.options["max_memory_bytes"],
-            max_cpu_seconds=self.options["max_cpu_seconds"],
-            env=self.options["env"]))
+        self.launcher = Launcher(
+            ProcessConfig(
+                roots=self.jail.roots,
+                hidden=self.jail.protected.names,
+                hidden_dirs=self.jail.protected.dirs,
+                allow_commands=self.options["allow_commands"],
+                allow_shell=self.options["allow_shell"],
+                allow_network=self.options["allow_network"],
+                sandbox=self.options["sandbox"],
+                timeout=float(self.options["timeout"]),
+                max_output_bytes=self.options["max_output_bytes"],
+                max_processes=self.options["max_processes"],
+                max_user_processes=self.options["max_user_processes"],
+                max_memory_bytes=self.options["max_memory_bytes"],
+                max_cpu_seconds=self.options["max_cpu_seconds"],
+                env=self.options["env"],
+            )
+        )
         self.processes = ProcessTable(self.launcher)
         enabled, self.process_note = self.launcher.enabled()
         if read_only:
@@ -87,8 +102,10 @@ class Workspace:
     def instructions(self) -> str:
         roots = ", ".join(self.jail.roots)
         mode = "read-only" if self.read_only else "read-write"
-        return (f"Files under the workspace roots ({roots}), {mode}. Relative paths start at {self.jail.roots[0]}. "
-                f"Paths outside the roots are refused. Processes: {self.process_note}.")
+        return (
+            f"Files under the workspace roots ({roots}), {mode}. Relative paths start at {self.jail.roots[0]}. "
+            f"Paths outside the roots are refused. Processes: {self.process_note}."
+        )
 
     # ------------------------------------------------------------------ registry
     def tools(self) -> list[ToolDef]:
@@ -104,8 +121,9 @@ class Workspace:
         with os.fdopen(fd, "rb") as f:
             size = os.fstat(fd).st_size
             if size > self.options["max_file_bytes"]:
-                raise ToolError(f"{shown}: refused: {size} bytes, larger than the limit of "
-                                f"{self.options['max_file_bytes']} bytes")
+                raise ToolError(
+                    f"{shown}: refused: {size} bytes, larger than the limit of {self.options['max_file_bytes']} bytes"
+                )
             head = f.read(SNIFF_BYTES)
             if b"\0" in head or not _utf8_prefix(head):
                 raise ToolError(f"{shown}: refused: a binary file (not UTF-8 text); read_file returns text only")
@@ -129,8 +147,15 @@ class Workspace:
                 picked.popleft()
                 first += 1
                 truncated = True
-        out: ReadResult = {"path": self.jail.relative(real), "content": b"".join(picked).decode("utf-8", "replace"),
-               "offset": first, "lines": len(picked), "totalLines": total, "size": size, "truncated": truncated}
+        out: ReadResult = {
+            "path": self.jail.relative(real),
+            "content": b"".join(picked).decode("utf-8", "replace"),
+            "offset": first,
+            "lines": len(picked),
+            "totalLines": total,
+            "size": size,
+            "truncated": truncated,
+        }
         if offset >= 0 and first + len(picked) < total:
             out["nextOffset"] = first + len(picked)
         return out
@@ -166,17 +191,24 @@ class Workspace:
             st = os.stat(real, follow_symlinks=False)
         except OSError as exc:
             raise P.os_error(shown, exc) from None
-        return {"path": self.jail.relative(real), "type": _kind(st), "size": st.st_size,
-                "modified": iso_time(st.st_mtime), "accessed": iso_time(st.st_atime),
-                "changed": iso_time(st.st_ctime), "permissions": oct(stat.S_IMODE(st.st_mode))[2:],
-                "links": st.st_nlink}
+        return {
+            "path": self.jail.relative(real),
+            "type": _kind(st),
+            "size": st.st_size,
+            "modified": iso_time(st.st_mtime),
+            "accessed": iso_time(st.st_atime),
+            "changed": iso_time(st.st_ctime),
+            "permissions": oct(stat.S_IMODE(st.st_mode))[2:],
+            "links": st.st_nlink,
+        }
 
     def write_file(self, args: dict[str, Any]) -> WriteResult:
         shown, mode = args["path"], args.get("mode", "rewrite")
         data = args["content"].encode("utf-8")
         if len(data) > self.options["max_write_bytes"]:
-            raise ToolError(f"{shown}: refused: {len(data)} bytes, more than the limit of "
-                            f"{self.options['max_write_bytes']} bytes per write")
+            raise ToolError(
+                f"{shown}: refused: {len(data)} bytes, more than the limit of {self.options['max_write_bytes']} bytes per write"
+            )
         real = self.jail.resolve(shown)
         write = self.jail.append if mode == "append" else self.jail.write_atomic
         created = write(real, shown, data)
@@ -255,12 +287,19 @@ class Workspace:
         if not os.path.isdir(real):
             raise ToolError(f"{shown}: not a directory")
         search = self.searches.start(
-            jail=self.jail, root=real, shown=shown, pattern=args["pattern"], kind=args.get("kind", "files"),
-            regex=args.get("regex", False), case_sensitive=args.get("case_sensitive", False),
+            jail=self.jail,
+            root=real,
+            shown=shown,
+            pattern=args["pattern"],
+            kind=args.get("kind", "files"),
+            regex=args.get("regex", False),
+            case_sensitive=args.get("case_sensitive", False),
             file_pattern=args.get("file_pattern"),
             max_results=min(args.get("max_results", self.options["max_results"]), self.options["max_results"]),
-            max_file_bytes=self.options["max_file_bytes"], timeout=float(self.options["search_timeout"]),
-            max_depth=args.get("max_depth", 30))
+            max_file_bytes=self.options["max_file_bytes"],
+            timeout=float(self.options["search_timeout"]),
+            max_depth=args.get("max_depth", 30),
+        )
         search.wait(args.get("wait_ms", 500) / 1000)
         return search.page(0, 100)
 
@@ -335,22 +374,33 @@ class Workspace:
     # ------------------------------------------------------------------ configuration
     def get_config(self, args: dict[str, Any]) -> dict[str, Any]:
         o = self.options
-        return {"roots": self.jail.roots, "readOnly": self.read_only, "offLimits": self.jail.protected.names,
-                "processes": {"enabled": self.processes_enabled, "note": self.process_note,
-                              "sandbox": self.launcher.sandbox, "allowCommands": sorted(self.launcher.allowed),
-                              "allowShell": o["allow_shell"], "allowNetwork": o["allow_network"],
-                              "path": FIXED_PATH, "timeoutSeconds": o["timeout"], "maxProcesses": o["max_processes"],
-                              "maxOutputBytes": o["max_output_bytes"], "limits": self.launcher.limits(),
-                              "environment": sorted(self.launcher.environment())},
-                "limits": {k: o[k] for k in ("max_read_bytes", "max_file_bytes", "max_write_bytes", "max_results",
-                                             "search_timeout")},
-                "tools": "fixed at start; no tool changes this configuration"}
+        return {
+            "roots": self.jail.roots,
+            "readOnly": self.read_only,
+            "offLimits": self.jail.protected.names,
+            "processes": {
+                "enabled": self.processes_enabled,
+                "note": self.process_note,
+                "sandbox": self.launcher.sandbox,
+                "allowCommands": sorted(self.launcher.allowed),
+                "allowShell": o["allow_shell"],
+                "allowNetwork": o["allow_network"],
+                "path": FIXED_PATH,
+                "timeoutSeconds": o["timeout"],
+                "maxProcesses": o["max_processes"],
+                "maxOutputBytes": o["max_output_bytes"],
+                "limits": self.launcher.limits(),
+                "environment": sorted(self.launcher.environment()),
+            },
+            "limits": {k: o[k] for k in ("max_read_bytes", "max_file_bytes", "max_write_bytes", "max_results", "search_timeout")},
+            "tools": "fixed at start; no tool changes this configuration",
+        }
 
 
 def _page(proc: Process, offset: int, length: int) -> tuple[ProcessStatus, str, int]:
     """The process's status, its output from `offset` (at most `length` bytes) and where the next read starts."""
     with proc.cond:
-        data = bytes(proc.output[offset:offset + length])
+        data = bytes(proc.output[offset : offset + length])
         total = len(proc.output)
     return proc.status(), data.decode("utf-8", "replace"), min(offset, total) + len(data)
 

@@ -74,13 +74,14 @@ def get_file_info(out: FileInfo) -> Blocks:
 def search_page(out: SearchPage) -> Blocks:
     """Matches as `grep -n` prints them (path:line:text), found files one per line; a note when
     there are more (or the search still runs)."""
-    lines = [f"{r['path']}:{r['line']}:{r['text']}" if "line" in r else str(r.get("path", ""))
-             for r in out["results"]]
+    lines = [f"{r['path']}:{r['line']}:{r['text']}" if "line" in r else str(r.get("path", "")) for r in out["results"]]
     blocks = ["\n".join(lines)]
     if "nextOffset" in out:
         state = "still running" if not out["done"] else f"{out['totalResults']} results"
-        blocks.append(f"[search {out['searchId']}: {state}; more with get_more_search_results "
-                      f"search_id={out['searchId']} offset={out['nextOffset']}]")
+        blocks.append(
+            f"[search {out['searchId']}: {state}; more with get_more_search_results "
+            f"search_id={out['searchId']} offset={out['nextOffset']}]"
+        )
     elif out.get("stoppedBy"):
         blocks.append(f"[search {out['searchId']}: stopped by {out['stoppedBy']}]")
     return blocks
@@ -89,8 +90,10 @@ def search_page(out: SearchPage) -> Blocks:
 def _search_line(status: SearchStatus) -> str:
     state = "done" if status["done"] else "running"
     stopped = f", stopped by {status['stoppedBy']}" if status.get("stoppedBy") else ""
-    return (f"{status['searchId']}: {state}{stopped}, {status['resultCount']} results, {status['kind']} "
-            f"{status['pattern']!r} under {status['path']}")
+    return (
+        f"{status['searchId']}: {state}{stopped}, {status['resultCount']} results, {status['kind']} "
+        f"{status['pattern']!r} under {status['path']}"
+    )
 
 
 def stop_search(out: SearchStatus) -> Blocks:
@@ -156,11 +159,23 @@ def list_processes(out: ProcessList) -> Blocks:
 # Each takes its tool's own result type: the table's values are called with the result of the
 # tool they are filed under (workspace_tools.py), which no single parameter type describes.
 TEXT: dict[str, Callable[[Any], Blocks]] = {
-    "read_file": read_file, "read_multiple_files": read_multiple_files, "list_directory": list_directory,
-    "get_file_info": get_file_info, "start_search": search_page, "get_more_search_results": search_page,
-    "stop_search": stop_search, "list_searches": list_searches, "get_config": get_config,
-    "write_file": write_file, "edit_block": edit_block, "create_directory": create_directory,
-    "move_file": move_file, "start_process": process_output, "read_process_output": process_output,
-    "interact_with_process": process_output, "terminate_process": terminate_process,
-    "list_processes": list_processes, "run_command": run_command,
+    "read_file": read_file,
+    "read_multiple_files": read_multiple_files,
+    "list_directory": list_directory,
+    "get_file_info": get_file_info,
+    "start_search": search_page,
+    "get_more_search_results": search_page,
+    "stop_search": stop_search,
+    "list_searches": list_searches,
+    "get_config": get_config,
+    "write_file": write_file,
+    "edit_block": edit_block,
+    "create_directory": create_directory,
+    "move_file": move_file,
+    "start_process": process_output,
+    "read_process_output": process_output,
+    "interact_with_process": process_output,
+    "terminate_process": terminate_process,
+    "list_processes": list_processes,
+    "run_command": run_command,
 }

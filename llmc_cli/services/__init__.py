@@ -15,16 +15,24 @@ from typing import TYPE_CHECKING
 from llmc_cli import lazy_names
 
 # Which module holds each name of the interface.
-_WHERE = {name: module for module, names in {
-    "llmc_cli.services.batch": "BatchItem run_batch",
-    "llmc_cli.services.calls": ("OPEN_CALLS Authorization Invocation OpenCalls Read authorize authorize_read "
-                                "call_tool lock_path read read_decision record_decisions server_tools"),
-    "llmc_cli.services.catalogs": ("READ_KINDS builtin_servers open_catalog protect protected_paths "
-                                   "launch_specs visible_items visible_offered visible_tools"),
-    "llmc_cli.services.search": "Match ToolIndex searchable_tools",
-    "llmc_cli.services.state": "audit_log host_sessions open_state",
-    "llmc_cli.services.tools": "ToolResolver",
-}.items() for name in names.split()}
+_WHERE = {
+    name: module
+    for module, names in {
+        "llmc_cli.services.batch": "BatchItem run_batch",
+        "llmc_cli.services.calls": (
+            "OPEN_CALLS Authorization Invocation OpenCalls Read authorize authorize_read "
+            "call_tool lock_path read read_decision record_decisions server_tools"
+        ),
+        "llmc_cli.services.catalogs": (
+            "READ_KINDS builtin_servers open_catalog protect protected_paths "
+            "launch_specs visible_items visible_offered visible_tools"
+        ),
+        "llmc_cli.services.search": "Match ToolIndex searchable_tools",
+        "llmc_cli.services.state": "audit_log host_sessions open_state",
+        "llmc_cli.services.tools": "ToolResolver",
+    }.items()
+    for name in names.split()
+}
 
 if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its module, on first use
     from llmc_cli.services.batch import BatchItem, run_batch
@@ -61,9 +69,36 @@ else:
     __getattr__ = lazy_names(__name__, globals(), _WHERE)
 
 
-__all__ = ["BatchItem", "run_batch", "OPEN_CALLS", "Authorization", "Invocation", "OpenCalls", "Read", "authorize",
-           "authorize_read", "call_tool", "lock_path", "read", "read_decision", "record_decisions", "server_tools",
-           "READ_KINDS",
-           "builtin_servers", "open_catalog", "protect", "protected_paths", "launch_specs",
-           "visible_items", "visible_offered", "visible_tools", "Match", "ToolIndex", "searchable_tools",
-           "audit_log", "host_sessions", "open_state", "ToolResolver"]
+__all__ = [
+    "BatchItem",
+    "run_batch",
+    "OPEN_CALLS",
+    "Authorization",
+    "Invocation",
+    "OpenCalls",
+    "Read",
+    "authorize",
+    "authorize_read",
+    "call_tool",
+    "lock_path",
+    "read",
+    "read_decision",
+    "record_decisions",
+    "server_tools",
+    "READ_KINDS",
+    "builtin_servers",
+    "open_catalog",
+    "protect",
+    "protected_paths",
+    "launch_specs",
+    "visible_items",
+    "visible_offered",
+    "visible_tools",
+    "Match",
+    "ToolIndex",
+    "searchable_tools",
+    "audit_log",
+    "host_sessions",
+    "open_state",
+    "ToolResolver",
+]

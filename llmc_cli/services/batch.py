@@ -61,8 +61,15 @@ class BatchItem:
         return out
 
 
-def run_batch(catalog: Catalog, invocation: Invocation, items: list[BatchItem], *, parallel: int = 1,
-              fail_fast: bool = False, on_done: Callable[[BatchItem], None] | None = None) -> None:
+def run_batch(
+    catalog: Catalog,
+    invocation: Invocation,
+    items: list[BatchItem],
+    *,
+    parallel: int = 1,
+    fail_fast: bool = False,
+    on_done: Callable[[BatchItem], None] | None = None,
+) -> None:
     """Run many calls over one connection per server: servers concurrently; within a server in
     input order, except that up to `parallel` consecutive read-only calls run at once. `on_done`
     gets the items in input order as soon as every earlier one is done, so results stream. With
@@ -78,8 +85,15 @@ def run_batch(catalog: Catalog, invocation: Invocation, items: list[BatchItem], 
         _run_batch(catalog, replace(invocation, audit=trail), trail, items, parallel, fail_fast, on_done)
 
 
-def _run_batch(catalog: Catalog, invocation: Invocation, trail: AuditSink, items: list[BatchItem], parallel: int,
-               fail_fast: bool, on_done: Callable[[BatchItem], None] | None) -> None:
+def _run_batch(
+    catalog: Catalog,
+    invocation: Invocation,
+    trail: AuditSink,
+    items: list[BatchItem],
+    parallel: int,
+    fail_fast: bool,
+    on_done: Callable[[BatchItem], None] | None,
+) -> None:
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
@@ -107,8 +121,12 @@ def _run_batch(catalog: Catalog, invocation: Invocation, trail: AuditSink, items
         item.error = error
         item.gave_up = outcome
         if OPEN_CALLS.close(authorized[item.index].opened):
-            write_record(trail, {**authorized[item.index].base, "event": "outcome", "outcome": outcome,
-                           "reason": error.message}, authorized[item.index].masker, before_action=False)
+            write_record(
+                trail,
+                {**authorized[item.index].base, "event": "outcome", "outcome": outcome, "reason": error.message},
+                authorized[item.index].masker,
+                before_action=False,
+            )
 
     def run_one(item: BatchItem) -> None:
         # Never raises: every item gets a result and is marked done, or the batch would wait forever.
@@ -168,8 +186,10 @@ def _run_batch(catalog: Catalog, invocation: Invocation, trail: AuditSink, items
         finally:
             done[item.index].set()
 
-    workers = [threading.Thread(target=run_server, args=(queue,), daemon=True, name=f"llmc-batch-{server}")
-               for server, queue in by_server.items()]
+    workers = [
+        threading.Thread(target=run_server, args=(queue,), daemon=True, name=f"llmc-batch-{server}")
+        for server, queue in by_server.items()
+    ]
     for worker in workers:
         worker.start()
     for item in items:  # in input order, each as soon as it and every earlier one are done

@@ -47,8 +47,14 @@ def key(profile: LoadedProfile, principal: str | None, tool: Tool, call: ToolCal
     from llmc_cli import policy
     from llmc_cli.lockfile import tool_hash
 
-    parts = {"profile": profile.name, "principal": principal, "server": call.server, "tool": call.tool,
-             "definition": tool_hash(tool), "call": call_hash or policy.call_hash(call)}
+    parts = {
+        "profile": profile.name,
+        "principal": principal,
+        "server": call.server,
+        "tool": call.tool,
+        "definition": tool_hash(tool),
+        "call": call_hash or policy.call_hash(call),
+    }
     return hashlib.sha256(canonical_json(parts).encode("utf-8")).hexdigest()
 
 

@@ -149,8 +149,7 @@ class OpenCalls:
             calls, self._calls = list(self._calls.values()), {}
         logs: list[AuditSink] = []
         for log, base, masker in calls:
-            write_record(log, {**base, "event": "outcome", "outcome": outcome, "reason": reason}, masker,
-                   before_action=False)
+            write_record(log, {**base, "event": "outcome", "outcome": outcome, "reason": reason}, masker, before_action=False)
             if log not in logs:
                 logs.append(log)
         for log in logs:
@@ -162,9 +161,29 @@ OPEN_CALLS = OpenCalls()
 # Record fields llmc writes itself (names, verdicts, numbers, hashes): never text a server or a
 # person chose, and kept readable even where a short secret happens to equal one of them.
 # "arguments" and "result" are masked where they are built, with the same masker.
-_NOT_FREE_TEXT = frozenset({"time", "event", "decision", "outcome", "rule", "profile", "server", "tool", "command",
-                            "conversation", "user", "host", "pid", "durationMs", "resultBytes", "callHash",
-                            "resultSha256", "arguments", "result"})
+_NOT_FREE_TEXT = frozenset(
+    {
+        "time",
+        "event",
+        "decision",
+        "outcome",
+        "rule",
+        "profile",
+        "server",
+        "tool",
+        "command",
+        "conversation",
+        "user",
+        "host",
+        "pid",
+        "durationMs",
+        "resultBytes",
+        "callHash",
+        "resultSha256",
+        "arguments",
+        "result",
+    }
+)
 
 
 def write_record(log: AuditSink, record: AuditRecord, masker: Masker, *, before_action: bool) -> None:
@@ -202,12 +221,18 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
     if has_lone_surrogate(call.arguments):
         # Text no UTF-8 writer accepts (a model's "\\ud800" escape): not checked against path
         # rules, not recorded faithfully, not sent; the record shows it as U+FFFD.
-        decision = policy.Decision("deny", "invalid_text", "the arguments contain a lone surrogate "
-                                   "(invalid Unicode text)", policy.call_hash(call))
+        decision = policy.Decision(
+            "deny", "invalid_text", "the arguments contain a lone surrogate (invalid Unicode text)", policy.call_hash(call)
+        )
     else:
-        decision = policy.decide(call, tool, profile.profile.policy, caller=invocation.caller,  # type: ignore[arg-type]
-                                 cwd=catalog.pool.working_directory(call.server),
-                                 approved=invocation.state.approvals.is_approved)
+        decision = policy.decide(
+            call,
+            tool,
+            profile.profile.policy,
+            caller=invocation.caller,  # type: ignore[arg-type]
+            cwd=catalog.pool.working_directory(call.server),
+            approved=invocation.state.approvals.is_approved,
+        )
     if profile.profile.lock and decision.action != "deny":
         # A denied tool is denied (exit 4), whatever the lock says: `tools lock` pins only
         # the tools the policy allows, so asking the lock first would demand a re-lock that
@@ -219,14 +244,29 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
         decision = _confirm(invocation, call, tool, decision)
     telemetry.policy_decision(call.qualified_name, decision.action, decision.rule, invocation.caller)
     masker = invocation.masker.with_arguments(call.arguments)
-    base = {**audit.identity(), "profile": profile.name, "command": invocation.command,
-            "conversation": invocation.conversation_id, "client": invocation.client, "server": call.server, "tool": call.tool,
-            "arguments": masker(call.arguments), "callHash": decision.call_hash}
+    base = {
+        **audit.identity(),
+        "profile": profile.name,
+        "command": invocation.command,
+        "conversation": invocation.conversation_id,
+        "client": invocation.client,
+        "server": call.server,
+        "tool": call.tool,
+        "arguments": masker(call.arguments),
+        "callHash": decision.call_hash,
+    }
     return Authorization(call, decision, cast("AuditRecord", {k: v for k, v in base.items() if v is not None}), masker)
 
 
-def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeout: float | None = None,
-              authorized: Authorization | None = None, meta: JSONObject | None = None) -> ToolResult:
+def call_tool(
+    catalog: Catalog,
+    invocation: Invocation,
+    call: ToolCall,
+    *,
+    timeout: float | None = None,
+    authorized: Authorization | None = None,
+    meta: JSONObject | None = None,
+) -> ToolResult:
     """The ONLY path that runs a tool: policy decision (and confirmation) -> audit record of the
     decision, on disk -> rate limit -> the call, or its answer from [cache] (services/caching.py)
     -> audit record of the outcome (`cached` for a cached answer). A denial is
@@ -244,20 +284,23 @@ def call_tool(catalog: Catalog, invocation: Invocation, call: ToolCall, *, timeo
         record_decisions(log, invocation, [authorized])
     decision = authorized.decision
     if decision.action != "allow":
-        raise PolicyDenied(f"denied: {decision.reason} [{decision.rule}]", rule=decision.rule,
-                           callHash=decision.call_hash)
+        raise PolicyDenied(f"denied: {decision.reason} [{decision.rule}]", rule=decision.rule, callHash=decision.call_hash)
     cache = _cache_for(catalog, invocation, authorized)
-    raw, body, duration, hit = _run(log, invocation, authorized, "tools/call", f"the result of {call.tool}",
-                                    lambda: catalog.session(call.server).call_tool(call.tool, call.arguments,
-                                                                                   timeout=timeout, meta=meta),
-                                    cached=cache.get if cache and invocation.use_cache else None)
+    raw, body, duration, hit = _run(
+        log,
+        invocation,
+        authorized,
+        "tools/call",
+        f"the result of {call.tool}",
+        lambda: catalog.session(call.server).call_tool(call.tool, call.arguments, timeout=timeout, meta=meta),
+        cached=cache.get if cache and invocation.use_cache else None,
+    )
     result = ToolResult.from_mcp(raw)
     result.duration_ms = duration
     result.cached = hit
     if cache and not hit:
         cache.put(raw, body)
-    _succeeded(log, invocation, authorized, "cached" if hit else "tool_error" if result.is_error else "ok",
-               duration, raw, body)
+    _succeeded(log, invocation, authorized, "cached" if hit else "tool_error" if result.is_error else "ok", duration, raw, body)
     return result
 
 
@@ -306,8 +349,12 @@ def _cache_for(catalog: Catalog, invocation: Invocation, authorized: Authorizati
         pass
     principal = (invocation.client or {}).get("principal")
     principal = principal if isinstance(principal, str) else None  # host_identity's: a str or absent
-    return _CacheEntry(store, caching.key(invocation.profile, principal, tool, call, authorized.decision.call_hash),
-                       call.server, profile.cache.ttl_seconds)
+    return _CacheEntry(
+        store,
+        caching.key(invocation.profile, principal, tool, call, authorized.decision.call_hash),
+        call.server,
+        profile.cache.ttl_seconds,
+    )
 
 
 def read(catalog: Catalog, invocation: Invocation, request: Read) -> JSONObject:
@@ -326,8 +373,14 @@ def read(catalog: Catalog, invocation: Invocation, request: Read) -> JSONObject:
     decision = authorized.decision
     if decision.action != "allow":
         raise PolicyDenied(f"denied: {decision.reason} [{decision.rule}]", rule=decision.rule)
-    raw, body, duration, _ = _run(log, invocation, authorized, request.method, f"the {request.kind} {request.name}",
-                                  lambda: catalog.session(request.server).request(request.method, request.params()))
+    raw, body, duration, _ = _run(
+        log,
+        invocation,
+        authorized,
+        request.method,
+        f"the {request.kind} {request.name}",
+        lambda: catalog.session(request.server).request(request.method, request.params()),
+    )
     _succeeded(log, invocation, authorized, "ok", duration, raw, body)
     return raw
 
@@ -337,16 +390,23 @@ def authorize_read(catalog: Catalog, invocation: Invocation, request: Read) -> A
     from llmc_cli import audit, policy
 
     if has_lone_surrogate([request.name, request.arguments]):
-        decision = policy.Decision("deny", "invalid_text", f"the {request.kind} name or its arguments contain a lone "
-                                   "surrogate (invalid Unicode text)")
+        decision = policy.Decision(
+            "deny", "invalid_text", f"the {request.kind} name or its arguments contain a lone surrogate (invalid Unicode text)"
+        )
     else:
         decision = read_decision(catalog, invocation.profile, request.kind, request.server, request.name)
     telemetry.policy_decision(request.qualified_name, decision.action, decision.rule, invocation.caller)
     masker = invocation.masker.with_arguments(request.arguments)
-    base = {**audit.identity(), "profile": invocation.profile.name, "command": invocation.command,
-            "conversation": invocation.conversation_id, "client": invocation.client, "server": request.server,
-            request.kind: request.name,
-            "arguments": masker(request.arguments) if request.kind == "prompt" else None}
+    base = {
+        **audit.identity(),
+        "profile": invocation.profile.name,
+        "command": invocation.command,
+        "conversation": invocation.conversation_id,
+        "client": invocation.client,
+        "server": request.server,
+        request.kind: request.name,
+        "arguments": masker(request.arguments) if request.kind == "prompt" else None,
+    }
     return Authorization(request, decision, cast("AuditRecord", {k: v for k, v in base.items() if v is not None}), masker)
 
 
@@ -373,13 +433,18 @@ def server_tools(catalog: Catalog, server: str) -> list[Tool]:
 
 
 # The list each result carries (a tool result's content may be left out: it is then empty).
-_RESULT_LIST = {"tools/call": ("content", False), "resources/read": ("contents", True),
-                "prompts/get": ("messages", True)}
+_RESULT_LIST = {"tools/call": ("content", False), "resources/read": ("contents", True), "prompts/get": ("messages", True)}
 
 
-def _run(log: AuditSink, invocation: Invocation, authorized: Authorization, method: str, what: str,
-         send: Callable[[], JSONObject], cached: Callable[[], JSONObject | None] | None = None
-         ) -> tuple[JSONObject, bytes, float, bool]:
+def _run(
+    log: AuditSink,
+    invocation: Invocation,
+    authorized: Authorization,
+    method: str,
+    what: str,
+    send: Callable[[], JSONObject],
+    cached: Callable[[], JSONObject | None] | None = None,
+) -> tuple[JSONObject, bytes, float, bool]:
     """An allowed call or read (`what` names its result in messages): rate limit -> the cached
     result, if `cached` has one, else the request -> (result, its canonical JSON, milliseconds,
     whether it came from the cache). A cached answer counts against the rate limits like any
@@ -395,11 +460,9 @@ def _run(log: AuditSink, invocation: Invocation, authorized: Authorization, meth
 
     try:
         interrupts.check()  # a batch's call not yet started when the command was interrupted
-        policy.acquire_rate(profile.name, request.qualified_name, profile.profile.policy,
-                            invocation.state.rate_windows)
+        policy.acquire_rate(profile.name, request.qualified_name, profile.profile.policy, invocation.state.rate_windows)
     except (PolicyDenied, ConfigError) as exc:  # limit reached, or the count could not be stored: not run
-        _outcome(log, invocation, authorized, {"outcome": "denied", "rule": exc.details.get("rule"),
-                                               "reason": exc.message})
+        _outcome(log, invocation, authorized, {"outcome": "denied", "rule": exc.details.get("rule"), "reason": exc.message})
         raise
     try:
         hit = cached() if cached is not None else None
@@ -412,26 +475,35 @@ def _run(log: AuditSink, invocation: Invocation, authorized: Authorization, meth
         except UnicodeEncodeError:
             # JSON escapes such as "\\ud800" decode to text no UTF-8 writer accepts (the audit
             # log, stdout, a provider's API): the result cannot be passed on as it is.
-            raise ProtocolError(f"{request.server}: {what} contains a lone surrogate "
-                                "(invalid Unicode text)") from None
+            raise ProtocolError(f"{request.server}: {what} contains a lone surrogate (invalid Unicode text)") from None
     except LlmcError as exc:
-        kind = {TimeoutExpired: "timeout", Cancelled: "cancelled",
-                InputRequired: "input_required"}.get(type(exc), "transport_error")
+        kind = {TimeoutExpired: "timeout", Cancelled: "cancelled", InputRequired: "input_required"}.get(
+            type(exc), "transport_error"
+        )
         _outcome(log, invocation, authorized, {"outcome": kind, "error": exc.message, "durationMs": elapsed()})
         _masked_error(exc, authorized.masker)
         raise
     except Exception as exc:  # a bug must not leave a decision without an outcome
-        _outcome(log, invocation, authorized, {"outcome": "internal_error", "error": f"{type(exc).__name__}: {exc}",
-                                               "durationMs": elapsed()})
+        _outcome(
+            log,
+            invocation,
+            authorized,
+            {"outcome": "internal_error", "error": f"{type(exc).__name__}: {exc}", "durationMs": elapsed()},
+        )
         raise
     return raw, body, elapsed(), hit is not None
 
 
-def _succeeded(log: AuditSink, invocation: Invocation, authorized: Authorization, outcome: str, duration: float,
-               raw: JSONObject, body: bytes) -> None:
+def _succeeded(
+    log: AuditSink, invocation: Invocation, authorized: Authorization, outcome: str, duration: float, raw: JSONObject, body: bytes
+) -> None:
     """The outcome record of a call or read that returned a result (`result` with audit_results)."""
-    record: AuditRecord = {"outcome": outcome, "durationMs": duration, "resultBytes": len(body),
-                           "resultSha256": hashlib.sha256(body).hexdigest()}
+    record: AuditRecord = {
+        "outcome": outcome,
+        "durationMs": duration,
+        "resultBytes": len(body),
+        "resultSha256": hashlib.sha256(body).hexdigest(),
+    }
     if invocation.profile.profile.audit_results:
         record["result"] = authorized.masker(raw)
     _outcome(log, invocation, authorized, record)
@@ -473,10 +545,13 @@ def _confirm(invocation: Invocation, call: ToolCall, tool: Tool, decision: Decis
         if invocation.confirm(call, tool):
             return Decision("allow", f"{decision.rule} (confirmed)", "confirmed by the user", decision.call_hash)
         return Decision("deny", f"{decision.rule} (refused)", "refused by the user", decision.call_hash)
-    return Decision("deny", decision.rule,
-                    f"{decision.reason}, and there is no terminal to ask: pass --yes, or pre-approve this exact "
-                    f"call: {approval_hint(invocation.profile, call, decision.call_hash)}",
-                    decision.call_hash)
+    return Decision(
+        "deny",
+        decision.rule,
+        f"{decision.reason}, and there is no terminal to ask: pass --yes, or pre-approve this exact "
+        f"call: {approval_hint(invocation.profile, call, decision.call_hash)}",
+        decision.call_hash,
+    )
 
 
 def approval_hint(profile: LoadedProfile, call: ToolCall, call_hash: str | None) -> str:
@@ -491,8 +566,12 @@ def approval_hint(profile: LoadedProfile, call: ToolCall, call_hash: str | None)
     # A profile loaded by path is named by its path: `-p NAME` would not find it.
     name = profile.name if profile.path is None or profile.path.parent.name == "profiles" else str(profile.path)
     if mask_secrets(call.arguments) != call.arguments:
-        return (f"an argument holds a secret, so add \"{call_hash}\" to `approved` under [policy] of profile "
-                f"{name} (the hash of this exact call)")
+        return (
+            f'an argument holds a secret, so add "{call_hash}" to `approved` under [policy] of profile '
+            f"{name} (the hash of this exact call)"
+        )
     arguments = json.dumps(call.arguments, ensure_ascii=False, separators=(",", ":"))
-    return (f"llmc -p {shlex.quote(name)} policy approve {shlex.quote(call.qualified_name)} --json "
-            f"{shlex.quote(arguments)} --write ({call_hash})")
+    return (
+        f"llmc -p {shlex.quote(name)} policy approve {shlex.quote(call.qualified_name)} --json "
+        f"{shlex.quote(arguments)} --write ({call_hash})"
+    )

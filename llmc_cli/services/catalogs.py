@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 READ_KINDS: dict[str, tuple[str, str, ReadKind]] = {
     "resources/list": ("resources", "uri", "resource"),
     "resources/templates/list": ("resourceTemplates", "uriTemplate", "template"),
-    "prompts/list": ("prompts", "name", "prompt")}
+    "prompts/list": ("prompts", "name", "prompt"),
+}
 
 
 def builtin_servers() -> dict[str, Callable[[ServerSpec], Any]]:
@@ -58,8 +59,7 @@ def protected_paths(profile: LoadedProfile | None) -> list[str]:
             paths += [p for p in json.loads(inherited) if isinstance(p, str) and p]
         except (ValueError, TypeError):
             pass  # the workspace server refuses a malformed list; here it only adds
-    return list(dict.fromkeys(os.path.abspath(os.path.expanduser(p)) + ("/" if p.endswith("/") else "")
-                              for p in paths))
+    return list(dict.fromkeys(os.path.abspath(os.path.expanduser(p)) + ("/" if p.endswith("/") else "") for p in paths))
 
 
 def protect(specs: list[ServerSpec], profile: LoadedProfile | None) -> list[ServerSpec]:
@@ -84,9 +84,14 @@ def protect(specs: list[ServerSpec], profile: LoadedProfile | None) -> list[Serv
     return out
 
 
-def launch_specs(profile: LoadedProfile | None, only: tuple[str, ...] = (), adhoc: ServerSpec | None = None,
-                 timeout: float | None = None, connect_timeout: float | None = None,
-                 require_sandbox: bool = False) -> tuple[list[ServerSpec], dict[str, ConfigError]]:
+def launch_specs(
+    profile: LoadedProfile | None,
+    only: tuple[str, ...] = (),
+    adhoc: ServerSpec | None = None,
+    timeout: float | None = None,
+    connect_timeout: float | None = None,
+    require_sandbox: bool = False,
+) -> tuple[list[ServerSpec], dict[str, ConfigError]]:
     """The servers a command starts itself (a catalog, a session keeper, the gateway): the
     ad-hoc one, or the profile's (only those named in `only`, when given) that can be configured,
     each told where llmc's own files are (llmc's own servers), contained as the profile says
@@ -124,10 +129,18 @@ def authenticated(profile: LoadedProfile) -> bool:
     return bool(serve.principals) or serve.oauth is not None or getattr(serve, "auth", None) not in (None, "none")
 
 
-def open_catalog(profile: LoadedProfile | None, only: tuple[str, ...] = (), adhoc: ServerSpec | None = None,
-                 hooks: ClientHooks | None = None, on_stderr: Callable[[str, str], None] | None = None,
-                 timeout: float | None = None, session: str | None = None, first: str | None = None,
-                 connect_timeout: float | None = None, require_sandbox: bool = False) -> Catalog:
+def open_catalog(
+    profile: LoadedProfile | None,
+    only: tuple[str, ...] = (),
+    adhoc: ServerSpec | None = None,
+    hooks: ClientHooks | None = None,
+    on_stderr: Callable[[str, str], None] | None = None,
+    timeout: float | None = None,
+    session: str | None = None,
+    first: str | None = None,
+    connect_timeout: float | None = None,
+    require_sandbox: bool = False,
+) -> Catalog:
     """The servers a command talks to: an ad-hoc one, the profile's, or those a session keeper
     holds (`session`: its name; the servers then run in the keeper, policy and audit still here).
     `first`: the server the command will use first, when it names one (SERVER.TOOL): a keeper's
@@ -154,12 +167,25 @@ def open_catalog(profile: LoadedProfile | None, only: tuple[str, ...] = (), adho
     from llmc_cli.store import client_stores
 
     # A keeper's servers are connected in the keeper: no era cache or OAuth tokens here.
-    return Catalog(specs, hooks=hooks, builtins=builtin_servers(), on_stderr=on_stderr, keeper=keeper,
-                   stores=None if keeper else client_stores(), unusable=unusable)
+    return Catalog(
+        specs,
+        hooks=hooks,
+        builtins=builtin_servers(),
+        on_stderr=on_stderr,
+        keeper=keeper,
+        stores=None if keeper else client_stores(),
+        unusable=unusable,
+    )
 
 
-def _attach_first(session: str, first: str, only: tuple[str, ...], hooks: ClientHooks | None,
-                  on_stderr: Callable[[str, str], None] | None, timeout: float | None) -> Catalog | None:
+def _attach_first(
+    session: str,
+    first: str,
+    only: tuple[str, ...],
+    hooks: ClientHooks | None,
+    on_stderr: Callable[[str, str], None] | None,
+    timeout: float | None,
+) -> Catalog | None:
     """The keeper's catalog with `first` attached, its other servers taken from the attach
     reply; None when that does not work out (the keeper holds no server of that name, is not
     running, or is too old to list its servers): then the status request says why, or what."""
@@ -186,8 +212,9 @@ def _attach_first(session: str, first: str, only: tuple[str, ...], hooks: Client
     return catalog
 
 
-def visible_tools(catalog: Catalog, profile: LoadedProfile, servers: list[str] | None = None
-                  ) -> tuple[list[Tool], list[Tool], list[Any]]:
+def visible_tools(
+    catalog: Catalog, profile: LoadedProfile, servers: list[str] | None = None
+) -> tuple[list[Tool], list[Tool], list[Any]]:
     """(allowed, denied, failures): the model and listings see only the allowed ones."""
     from llmc_cli import policy
 
@@ -197,17 +224,18 @@ def visible_tools(catalog: Catalog, profile: LoadedProfile, servers: list[str] |
     return allowed, [t for t in tools if t not in allowed], failures
 
 
-def visible_items(catalog: Catalog, profile: LoadedProfile, method: str, server: str,
-                  items: list[JSONObject]) -> list[JSONObject]:
+def visible_items(
+    catalog: Catalog, profile: LoadedProfile, method: str, server: str, items: list[JSONObject]
+) -> list[JSONObject]:
     """The items of one server's listing (`method`, a key of READ_KINDS) the profile may read: the
     others are absent, as denied tools are (read_decision, the judge of every read)."""
     _key, field, kind = READ_KINDS[method]
-    return [item for item in items
-            if read_decision(catalog, profile, kind, server, str(item.get(field, ""))).action == "allow"]
+    return [item for item in items if read_decision(catalog, profile, kind, server, str(item.get(field, ""))).action == "allow"]
 
 
-def visible_offered(catalog: Catalog, profile: LoadedProfile, method: str, capability: str
-                    ) -> tuple[dict[str, list[JSONObject]], list[str], list[ServerFailure]]:
+def visible_offered(
+    catalog: Catalog, profile: LoadedProfile, method: str, capability: str
+) -> tuple[dict[str, list[JSONObject]], list[str], list[ServerFailure]]:
     """Catalog.list_offered with only what the profile may read (visible_items); a server whose
     tools cannot be listed when the policy needs them to judge is a failure, its items absent. A
     server the policy denies as a whole is not asked (nor started)."""

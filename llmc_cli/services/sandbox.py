@@ -48,12 +48,19 @@ def _bwrap() -> str | None:
 
 def warn_unsandboxed(specs: list[ServerSpec]) -> None:
     """One line on stderr for the servers that asked for sandbox = "auto" and run without one."""
-    names = [s.name for s in specs if s.kind == "stdio" and s.sandbox is not None and s.sandbox.mode == "auto"
-             and not s.launch and s.name not in _warned]
+    names = [
+        s.name
+        for s in specs
+        if s.kind == "stdio" and s.sandbox is not None and s.sandbox.mode == "auto" and not s.launch and s.name not in _warned
+    ]
     if names:
         _warned.update(names)
-        print(f"llmc: bubblewrap is not usable here: server(s) {', '.join(names)} run WITHOUT a sandbox "
-              "(sandbox = \"auto\"; install bubblewrap, or say sandbox = \"none\")", file=sys.stderr, flush=True)
+        print(
+            f"llmc: bubblewrap is not usable here: server(s) {', '.join(names)} run WITHOUT a sandbox "
+            '(sandbox = "auto"; install bubblewrap, or say sandbox = "none")',
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def describe(sandbox: SandboxSpec | None, launched: bool | None = None) -> str:
@@ -64,11 +71,16 @@ def describe(sandbox: SandboxSpec | None, launched: bool | None = None) -> str:
     if sandbox is None or sandbox.mode == "none":
         return "not sandboxed"
     if not (bwrap_usable(_bwrap()) if launched is None else launched):
-        return ("not sandboxed (sandbox = \"auto\", bubblewrap is not usable here)" if sandbox.mode == "auto"
-                else "refused (sandbox = \"bwrap\", bubblewrap is not usable here)")
+        return (
+            'not sandboxed (sandbox = "auto", bubblewrap is not usable here)'
+            if sandbox.mode == "auto"
+            else 'refused (sandbox = "bwrap", bubblewrap is not usable here)'
+        )
     network = "network" if sandbox.network else "no network"
-    paths = [f"read: {', '.join(sandbox.read_paths)}" if sandbox.read_paths else "",
-             f"write: {', '.join(sandbox.write_paths)}" if sandbox.write_paths else ""]
+    paths = [
+        f"read: {', '.join(sandbox.read_paths)}" if sandbox.read_paths else "",
+        f"write: {', '.join(sandbox.write_paths)}" if sandbox.write_paths else "",
+    ]
     return f"in bwrap ({'; '.join(p for p in [network, *paths] if p)})"
 
 
@@ -84,15 +96,19 @@ def contain(spec: ServerSpec, profile: LoadedProfile | None, *, required: bool =
     sandbox = spec.sandbox
     if sandbox is None or sandbox.mode == "none":
         if required and (sandbox is None) and not is_llmc_command(spec.command):
-            raise ConfigError(f"server {spec.name}: a gateway with principals does not start a stdio server without a "
-                              "sandbox: set sandbox = \"auto\" or \"bwrap\" for it (or sandbox = \"none\" to accept "
-                              "the risk)")
+            raise ConfigError(
+                f"server {spec.name}: a gateway with principals does not start a stdio server without a "
+                'sandbox: set sandbox = "auto" or "bwrap" for it (or sandbox = "none" to accept '
+                "the risk)"
+            )
         return spec
     bwrap = _bwrap()
     if not bwrap_usable(bwrap):
         if sandbox.mode == "bwrap" or required:
-            raise ConfigError(f"server {spec.name}: sandbox = \"{sandbox.mode}\" but bubblewrap (bwrap) is not usable "
-                              "here (Debian: apt-get install bubblewrap; a container may forbid its namespaces)")
+            raise ConfigError(
+                f'server {spec.name}: sandbox = "{sandbox.mode}" but bubblewrap (bwrap) is not usable '
+                "here (Debian: apt-get install bubblewrap; a container may forbid its namespaces)"
+            )
         return spec  # warn_unsandboxed says so
     assert bwrap is not None
     return replace(spec, launch=tuple(_launch(spec, sandbox, bwrap, profile)))
@@ -112,18 +128,28 @@ def _launch(spec: ServerSpec, sandbox: SandboxSpec, bwrap: str, profile: LoadedP
     home = str(ensure_private_dir(state_dir() / "sandbox" / _home_name(profile, spec.name)))
     cwd = os.path.realpath(spec.cwd) if spec.cwd else home
     if spec.cwd and not sandbox.visible(cwd):
-        raise ConfigError(f"server {spec.name}: its cwd {spec.cwd} is not inside its read_paths or write_paths "
-                          "(the sandbox would not show it)")
+        raise ConfigError(
+            f"server {spec.name}: its cwd {spec.cwd} is not inside its read_paths or write_paths (the sandbox would not show it)"
+        )
     readable = _install_trees(spec.command, env.get("PATH", ""), spec.cwd, protected)
     hidden, hidden_dirs = _protected_names(protected)
     setenv = {"HOME": home, "TMPDIR": "/tmp", "npm_config_cache": os.path.join(home, ".npm")}
-    argv = bwrap_argv(bwrap, list(spec.command), cwd=cwd, whole_system=False,
-                      readable=[p for p in readable if not sandbox.visible(p)] + list(sandbox.read_paths),
-                      writable=list(sandbox.write_paths), hidden=hidden, hidden_dirs=hidden_dirs,
-                      network=sandbox.network, home=home,
-                      setenv={k: v for k, v in setenv.items() if k not in spec.env}, unsetenv=["XDG_RUNTIME_DIR"])
+    argv = bwrap_argv(
+        bwrap,
+        list(spec.command),
+        cwd=cwd,
+        whole_system=False,
+        readable=[p for p in readable if not sandbox.visible(p)] + list(sandbox.read_paths),
+        writable=list(sandbox.write_paths),
+        hidden=hidden,
+        hidden_dirs=hidden_dirs,
+        network=sandbox.network,
+        home=home,
+        setenv={k: v for k, v in setenv.items() if k not in spec.env},
+        unsetenv=["XDG_RUNTIME_DIR"],
+    )
     full = limited(LIMITS, argv, keep=False)
-    return full[:len(full) - len(spec.command)]
+    return full[: len(full) - len(spec.command)]
 
 
 def _home_name(profile: LoadedProfile | None, server: str) -> str:
@@ -174,8 +200,7 @@ def _install_trees(command: tuple[str, ...], path: str, cwd: str | None, protect
                 break  # a module or inline code, not a script file
             if arg.startswith("-"):
                 continue
-            script = _resolve(arg, "", cwd) if "/" in arg or os.path.isfile(os.path.join(cwd or os.getcwd(), arg)) \
-                else None
+            script = _resolve(arg, "", cwd) if "/" in arg or os.path.isfile(os.path.join(cwd or os.getcwd(), arg)) else None
             if script:
                 found += _trees(script if "/" in arg else os.path.join(cwd or os.getcwd(), arg), protected, script=True)
             break
@@ -193,8 +218,12 @@ def _trees(path: str, protected: list[str], *, script: bool) -> list[str]:
     out = []
     for name in dict.fromkeys([os.path.abspath(path), os.path.realpath(path)]):
         tree = _tree_of(name, script)
-        too_wide = tree in ("/", "") or home == tree or home.startswith(tree.rstrip("/") + "/") or any(
-            p.rstrip("/") == tree or p.startswith(tree.rstrip("/") + "/") for p in protected)
+        too_wide = (
+            tree in ("/", "")
+            or home == tree
+            or home.startswith(tree.rstrip("/") + "/")
+            or any(p.rstrip("/") == tree or p.startswith(tree.rstrip("/") + "/") for p in protected)
+        )
         chosen = name if too_wide else tree
         if not any(chosen == d or chosen.startswith(d + "/") for d in SYSTEM_DIRS):
             out.append(chosen)
@@ -204,7 +233,7 @@ def _trees(path: str, protected: list[str], *, script: bool) -> list[str]:
 def _tree_of(path: str, script: bool) -> str:
     parts = path.split("/")
     if "node_modules" in parts:
-        return "/".join(parts[:parts.index("node_modules") + 1])
+        return "/".join(parts[: parts.index("node_modules") + 1])
     directory = os.path.dirname(path)
     level = directory
     for _ in range(4):  # a virtualenv: ROOT/bin/python, ROOT/pyvenv.cfg

@@ -34,17 +34,84 @@ MAX_QUERY_WORDS = 64  # a query is a request in words, not a document
 MAX_ARGUMENTS = 64  # arguments read per tool (a schema can be any size)
 
 STOP_WORDS = frozenset(
-    ["a", "an", "the", "of", "to", "for", "in", "on", "and", "or", "with", "from", "by", "is", "are", "be", "as", "at", "it", "its", "this", "that", "these", "those", "my", "me", "i", "we", "you", "your", "our", "can", "could", "would", "should", "will", "please", "want", "need", "some", "any", "all", "using", "use", "via", "into"])
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "to",
+        "for",
+        "in",
+        "on",
+        "and",
+        "or",
+        "with",
+        "from",
+        "by",
+        "is",
+        "are",
+        "be",
+        "as",
+        "at",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "my",
+        "me",
+        "i",
+        "we",
+        "you",
+        "your",
+        "our",
+        "can",
+        "could",
+        "would",
+        "should",
+        "will",
+        "please",
+        "want",
+        "need",
+        "some",
+        "any",
+        "all",
+        "using",
+        "use",
+        "via",
+        "into",
+    ]
+)
 
 # Words people use for the same action or thing. Each group is symmetric.
 SYNONYM_GROUPS = (
-    "add sum plus total", "create new make add insert", "delete remove erase destroy drop",
-    "find search query lookup look locate", "get fetch read retrieve obtain show", "list enumerate ls",
-    "update edit modify change patch set", "write save store put", "run execute exec invoke start launch",
-    "stop kill terminate cancel", "file document doc", "directory folder dir", "move rename mv",
-    "copy duplicate cp", "send post", "message msg", "issue ticket bug", "repository repo",
-    "image picture photo", "compress zip gzip", "environment env", "number numeric integer",
-    "schedule book create", "meeting event appointment", "customer client contact", "download get fetch",
+    "add sum plus total",
+    "create new make add insert",
+    "delete remove erase destroy drop",
+    "find search query lookup look locate",
+    "get fetch read retrieve obtain show",
+    "list enumerate ls",
+    "update edit modify change patch set",
+    "write save store put",
+    "run execute exec invoke start launch",
+    "stop kill terminate cancel",
+    "file document doc",
+    "directory folder dir",
+    "move rename mv",
+    "copy duplicate cp",
+    "send post",
+    "message msg",
+    "issue ticket bug",
+    "repository repo",
+    "image picture photo",
+    "compress zip gzip",
+    "environment env",
+    "number numeric integer",
+    "schedule book create",
+    "meeting event appointment",
+    "customer client contact",
+    "download get fetch",
 )
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -55,8 +122,14 @@ def stem(word: str) -> str:
     """A light English stemmer: enough that "files" finds "file" and "creating" finds "create"."""
     if len(word) <= 3 or word.isdigit():
         return word
-    for suffix, replacement, minimum in (("ies", "y", 5), ("sses", "ss", 5), ("ing", "", 6), ("ed", "", 5),
-                                         ("es", "", 6), ("s", "", 4)):
+    for suffix, replacement, minimum in (
+        ("ies", "y", 5),
+        ("sses", "ss", 5),
+        ("ing", "", 6),
+        ("ed", "", 5),
+        ("es", "", 6),
+        ("s", "", 4),
+    ):
         if word.endswith(suffix) and len(word) >= minimum:
             if suffix == "s" and word.endswith(("ss", "us", "is")):
                 return word
@@ -96,8 +169,14 @@ def _fields(tool: Tool) -> dict[str, list[str]]:
             args += words(str(name))
             if isinstance(schema, dict) and isinstance(doc := schema.get("description"), str):
                 docs += words(doc)
-    return {"name": words(tool.name), "server": words(tool.server), "title": words(tool.title or ""),
-            "description": words(tool.description or ""), "args": args, "argdocs": docs}
+    return {
+        "name": words(tool.name),
+        "server": words(tool.server),
+        "title": words(tool.title or ""),
+        "description": words(tool.description or ""),
+        "args": args,
+        "argdocs": docs,
+    }
 
 
 @dataclass(frozen=True)
@@ -107,8 +186,13 @@ class Match:
 
     def to_json(self) -> JSONObject:
         """One row of `tools search` (and of the search tools a model or a host calls)."""
-        return {"score": round(self.score, 4), "server": self.tool.server, "tool": self.tool.name,
-                "title": self.tool.title, "description": self.tool.description}
+        return {
+            "score": round(self.score, 4),
+            "server": self.tool.server,
+            "tool": self.tool.name,
+            "title": self.tool.title,
+            "description": self.tool.description,
+        }
 
 
 class ToolIndex:
@@ -154,9 +238,8 @@ class ToolIndex:
                 norm = K1 * (1.0 - B + B * self._lengths[i] / average)
                 scores[i] = scores.get(i, 0.0) + idf * tf * (K1 + 1.0) / (tf + norm)
         wanted = set(servers) if servers else None
-        ranked = sorted((i for i in scores if wanted is None or self.tools[i].server in wanted),
-                        key=lambda i: (-scores[i], i))
-        return [Match(self.tools[i], scores[i]) for i in ranked[:max(limit, 0)]]
+        ranked = sorted((i for i in scores if wanted is None or self.tools[i].server in wanted), key=lambda i: (-scores[i], i))
+        return [Match(self.tools[i], scores[i]) for i in ranked[: max(limit, 0)]]
 
 
 def not_drifted(tools: list[Tool], profile: LoadedProfile) -> list[Tool]:
@@ -168,12 +251,14 @@ def not_drifted(tools: list[Tool], profile: LoadedProfile) -> list[Tool]:
     from llmc_cli.services.calls import lock_path
 
     servers = lockfile.read(lock_path(profile))["servers"]
-    return [t for t in tools
-            if ((servers.get(t.server) or {}).get("tools") or {}).get(t.name, {}).get("hash") == lockfile.tool_hash(t)]
+    return [
+        t
+        for t in tools
+        if ((servers.get(t.server) or {}).get("tools") or {}).get(t.name, {}).get("hash") == lockfile.tool_hash(t)
+    ]
 
 
-def searchable_tools(catalog: Catalog, profile: LoadedProfile, servers: list[str] | None = None
-                     ) -> tuple[list[Tool], list[Any]]:
+def searchable_tools(catalog: Catalog, profile: LoadedProfile, servers: list[str] | None = None) -> tuple[list[Tool], list[Any]]:
     """(tools, failures): the tools of the profile a search may return: those its policy lets
     a model see, less the drifted ones; and the servers that could not be listed."""
     from llmc_cli.services.catalogs import visible_tools

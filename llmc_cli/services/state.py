@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from llmc_cli.config.profiles import LoadedProfile
     from llmc_cli.store.state import HostSessions, State
 
+
 def open_state(profile: LoadedProfile) -> State:
     """The profile's state: a PostgresState when a url is set (nothing connects, and psycopg is
     not imported, until a part of it is used), else a FileState."""

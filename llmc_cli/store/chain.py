@@ -69,8 +69,7 @@ class AuditSink(Protocol):
 
 # The fields every record of one call carries alike (call_tool's `base`): what ties an outcome to
 # its decision.
-CALL_FIELDS = ("user", "host", "pid", "profile", "command", "conversation", "client", "server", "tool", "arguments",
-               "callHash")
+CALL_FIELDS = ("user", "host", "pid", "profile", "command", "conversation", "client", "server", "tool", "arguments", "callHash")
 
 
 def call_key(record: JSONObject) -> str:

@@ -64,8 +64,9 @@ class HostSessions(Protocol):
     def ready(self) -> bool:
         """The store can be used now (for /readyz)."""
 
-    def start(self, stopped: threading.Event, held: Callable[[], list[str]], ended: Callable[[str], None],
-              log: Callable[[str], None]) -> None:
+    def start(
+        self, stopped: threading.Event, held: Callable[[], list[str]], ended: Callable[[str], None], log: Callable[[str], None]
+    ) -> None:
         """Until `stopped`: this replica's lease, and ending here the sessions other replicas end."""
 
     def stop(self) -> None: ...

@@ -82,8 +82,11 @@ def enable(command: str, mask: Masker, config: TelemetryConfig | None = None) ->
     from llmc_cli.errors import optional_module
 
     Otel = optional_module("llmc_cli.telemetry.otel", "otel", "telemetry").Otel
-    settings = Settings(mask, audit_logs=config.audit_logs, capture_content=config.capture_content,
-                        flush_timeout=config.flush_timeout) if config is not None else Settings(mask)
+    settings = (
+        Settings(mask, audit_logs=config.audit_logs, capture_content=config.capture_content, flush_timeout=config.flush_timeout)
+        if config is not None
+        else Settings(mask)
+    )
     _ACTIVE = Otel(command, settings)
     from llmc_cli.mcp import observe
 
@@ -113,8 +116,9 @@ def shutdown(exit_code: int = 0) -> str | None:
     return active.shutdown(exit_code)
 
 
-def span(name: str, kind: str = "internal", attributes: Attributes | None = None,
-         parent_meta: Mapping[str, object] | None = None) -> AbstractContextManager[Span]:
+def span(
+    name: str, kind: str = "internal", attributes: Attributes | None = None, parent_meta: Mapping[str, object] | None = None
+) -> AbstractContextManager[Span]:
     """A span around a block, child of the current one (or of the trace context in
     `parent_meta`, a request's `_meta` as a server receives it). kind: internal|client|server."""
     if _ACTIVE is None:
@@ -123,8 +127,7 @@ def span(name: str, kind: str = "internal", attributes: Attributes | None = None
     return scope
 
 
-def server_span(method: str, params: Mapping[str, object], request_id: object,
-                attributes: Attributes) -> ServerSpan | None:
+def server_span(method: str, params: Mapping[str, object], request_id: object, attributes: Attributes) -> ServerSpan | None:
     """A SERVER span for a request one of llmc's servers (the gateway, the workspace server)
     received, parented from the trace context in its `_meta`; None when telemetry is off."""
     if _ACTIVE is None:
@@ -156,8 +159,7 @@ def audit_record(record: Mapping[str, object]) -> None:
         _ACTIVE.audit_record(record)
 
 
-def chat_usage(attributes: Attributes, input_tokens: int | None, output_tokens: int | None,
-               seconds: float) -> None:
+def chat_usage(attributes: Attributes, input_tokens: int | None, output_tokens: int | None, seconds: float) -> None:
     """One model call: gen_ai.client.operation.duration and gen_ai.client.token.usage, with the
     metric attributes of its `chat` span (operation, provider, models, server, error.type)."""
     if _ACTIVE is not None:
@@ -189,13 +191,13 @@ def in_context(function: Callable[_P, _R]) -> Callable[_P, _R]:
     return _ACTIVE.bind(function)
 
 
-
 class ServerWatch:
     """mcp.observe.ServerObserver: what llmc's servers (the gateway, the workspace server) serve
     and ask their clients, as spans and metrics. Installed while telemetry is enabled."""
 
-    def server_span(self, method: str, params: Mapping[str, Any], request_id: Any,
-                    attributes: Mapping[str, Any]) -> ServerSpan | None:
+    def server_span(
+        self, method: str, params: Mapping[str, Any], request_id: Any, attributes: Mapping[str, Any]
+    ) -> ServerSpan | None:
         return server_span(method, params, request_id, attributes)
 
     def in_context(self, function: Callable[_P, _R]) -> Callable[_P, _R]:

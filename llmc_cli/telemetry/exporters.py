@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from opentelemetry.util.types import AttributeValue
 
 
-
 class Mask(Protocol):
     """Masking (Otel.mask: config.secrets.Masker.strings): a copy of a span's text or attributes
     with every known secret masked; a str stays a str, a mapping keeps its keys' kinds of value."""
@@ -42,6 +41,7 @@ class Mask(Protocol):
 
     @overload
     def __call__(self, value: dict[str, AttributeValue], /) -> dict[str, AttributeValue]: ...
+
 
 SIGNALS = ("TRACES", "METRICS", "LOGS")
 
@@ -60,8 +60,11 @@ def check_protocol() -> None:
 
 def endpoint() -> str:
     """Where traces go, for the warning when they could not be delivered."""
-    return (os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-            or "http://localhost:4318")
+    return (
+        os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+        or "http://localhost:4318"
+    )
 
 
 def resource() -> Resource:
@@ -88,10 +91,20 @@ def masked_span(span: ReadableSpan, mask: Mask) -> ReadableSpan:
     if status.description:
         status = Status(status.status_code, mask(status.description))
     events = [Event(mask(e.name), mask(dict(e.attributes or {})), e.timestamp) for e in span.events]
-    return ReadableSpan(name=mask(span.name), context=span.context, parent=span.parent, resource=span.resource,
-                        attributes=mask(dict(span.attributes or {})), events=events, links=span.links,
-                        kind=span.kind, status=status, start_time=span.start_time, end_time=span.end_time,
-                        instrumentation_scope=span.instrumentation_scope)
+    return ReadableSpan(
+        name=mask(span.name),
+        context=span.context,
+        parent=span.parent,
+        resource=span.resource,
+        attributes=mask(dict(span.attributes or {})),
+        events=events,
+        links=span.links,
+        kind=span.kind,
+        status=status,
+        start_time=span.start_time,
+        end_time=span.end_time,
+        instrumentation_scope=span.instrumentation_scope,
+    )
 
 
 class WatchedSpanExporter(SpanExporter):
@@ -117,8 +130,7 @@ class WatchedSpanExporter(SpanExporter):
 class WatchedMetricExporter(MetricExporter):
     def __init__(self, timeout: float, failures: list[str]) -> None:
         inner = OTLPMetricExporter(timeout=timeout)
-        super().__init__(preferred_temporality=inner._preferred_temporality,
-                         preferred_aggregation=inner._preferred_aggregation)
+        super().__init__(preferred_temporality=inner._preferred_temporality, preferred_aggregation=inner._preferred_aggregation)
         self.inner, self._failures = inner, failures
 
     def export(self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: object) -> MetricExportResult:

@@ -76,39 +76,63 @@ class Otel:
         self.metric_exporter = WatchedMetricExporter(timeout, self.failures)
         self.tracer_provider = TracerProvider(resource=self.resource, shutdown_on_exit=False)  # sampler: OTEL_TRACES_SAMPLER
         self.tracer_provider.add_span_processor(BatchSpanProcessor(self.span_exporter, schedule_delay_millis=1000))
-        self.meter_provider = MeterProvider(resource=self.resource, shutdown_on_exit=False, metric_readers=[
-            PeriodicExportingMetricReader(self.metric_exporter, export_interval_millis=60_000,
-                                          export_timeout_millis=timeout * 1000)])
+        self.meter_provider = MeterProvider(
+            resource=self.resource,
+            shutdown_on_exit=False,
+            metric_readers=[
+                PeriodicExportingMetricReader(
+                    self.metric_exporter, export_interval_millis=60_000, export_timeout_millis=timeout * 1000
+                )
+            ],
+        )
         self.logger_provider: LoggerProvider | None = None
         if settings.audit_logs:
             self._start_logs()
         self.tracer = self.tracer_provider.get_tracer(SCOPE, __version__)
         meter = self.meter_provider.get_meter(SCOPE, __version__)
         self.mcp_client_duration = meter.create_histogram(
-            "mcp.client.operation.duration", "s", "Duration of an MCP request as observed by llmc",
-            explicit_bucket_boundaries_advisory=MCP_DURATION_BUCKETS)
+            "mcp.client.operation.duration",
+            "s",
+            "Duration of an MCP request as observed by llmc",
+            explicit_bucket_boundaries_advisory=MCP_DURATION_BUCKETS,
+        )
         self.mcp_client_session = meter.create_histogram(
-            "mcp.client.session.duration", "s", "Duration of an MCP client session",
-            explicit_bucket_boundaries_advisory=MCP_DURATION_BUCKETS)
+            "mcp.client.session.duration",
+            "s",
+            "Duration of an MCP client session",
+            explicit_bucket_boundaries_advisory=MCP_DURATION_BUCKETS,
+        )
         self.mcp_server_duration = meter.create_histogram(
-            "mcp.server.operation.duration", "s", "Duration of an MCP request llmc served",
-            explicit_bucket_boundaries_advisory=MCP_DURATION_BUCKETS)
+            "mcp.server.operation.duration",
+            "s",
+            "Duration of an MCP request llmc served",
+            explicit_bucket_boundaries_advisory=MCP_DURATION_BUCKETS,
+        )
         self.mcp_server_session = meter.create_histogram(
-            "mcp.server.session.duration", "s", "Duration of an MCP session llmc served",
-            explicit_bucket_boundaries_advisory=MCP_DURATION_BUCKETS)
+            "mcp.server.session.duration",
+            "s",
+            "Duration of an MCP session llmc served",
+            explicit_bucket_boundaries_advisory=MCP_DURATION_BUCKETS,
+        )
         self.genai_duration = meter.create_histogram(
-            "gen_ai.client.operation.duration", "s", "GenAI operation duration",
-            explicit_bucket_boundaries_advisory=GENAI_DURATION_BUCKETS)
+            "gen_ai.client.operation.duration",
+            "s",
+            "GenAI operation duration",
+            explicit_bucket_boundaries_advisory=GENAI_DURATION_BUCKETS,
+        )
         self.genai_tokens = meter.create_histogram(
-            "gen_ai.client.token.usage", "{token}", "Number of input and output tokens used",
-            explicit_bucket_boundaries_advisory=GENAI_TOKEN_BUCKETS)
-        self.decisions = meter.create_counter("llmc.policy.decisions", "{decision}",
-                                              "Policy decisions by decision and rule")
+            "gen_ai.client.token.usage",
+            "{token}",
+            "Number of input and output tokens used",
+            explicit_bucket_boundaries_advisory=GENAI_TOKEN_BUCKETS,
+        )
+        self.decisions = meter.create_counter("llmc.policy.decisions", "{decision}", "Policy decisions by decision and rule")
         # The command's root span: a child of TRACEPARENT when a CI system or a caller set one
         # (TRACESTATE and BAGGAGE come along). A server runs for days: no root span; each
         # request continues its host's trace.
-        carrier = {key: os.environ[key.upper()] for key in ("traceparent", "tracestate", "baggage")
-                   if os.environ.get(key.upper())}
+        carrier = {
+            key: os.environ[key.upper()] for key in ("traceparent", "tracestate", "baggage") if os.environ.get(key.upper())
+        }
         parent = propagate.extract(carrier) if carrier else None
         self.root: trace.Span | None = None
         self.root_context = otel_context.Context()
@@ -119,8 +143,9 @@ class Otel:
 
     def _start_logs(self) -> None:
         self.logger_provider = LoggerProvider(resource=self.resource, shutdown_on_exit=False)
-        self.logger_provider.add_log_record_processor(BatchLogRecordProcessor(
-            WatchedLogExporter(self.settings.flush_timeout, self.failures)))
+        self.logger_provider.add_log_record_processor(
+            BatchLogRecordProcessor(WatchedLogExporter(self.settings.flush_timeout, self.failures))
+        )
 
     def mask(self, value: Any) -> Any:
         """Every string of `value` with every known secret masked (config.secrets.Masker.strings)."""
@@ -149,8 +174,12 @@ class Otel:
         if config.flush_timeout != self.settings.flush_timeout:
             self.span_exporter.retime(config.flush_timeout)
             self.metric_exporter.retime(config.flush_timeout)
-        self.settings = replace(self.settings, audit_logs=self.settings.audit_logs or config.audit_logs,
-                                capture_content=config.capture_content, flush_timeout=config.flush_timeout)
+        self.settings = replace(
+            self.settings,
+            audit_logs=self.settings.audit_logs or config.audit_logs,
+            capture_content=config.capture_content,
+            flush_timeout=config.flush_timeout,
+        )
         if mask is not None:  # the profile's secrets, now that it is read
             self.settings = replace(self.settings, mask=mask)
             with self._learning:
@@ -173,8 +202,7 @@ class Otel:
             return current
         return self.root_context
 
-    def span(self, name: str, kind: str, attributes: Attributes,
-             parent_meta: Mapping[str, object] | None) -> SpanScope:
+    def span(self, name: str, kind: str, attributes: Attributes, parent_meta: Mapping[str, object] | None) -> SpanScope:
         return SpanScope(self, name, KINDS[kind], attributes, self.parent(parent_meta))
 
     def inject(self) -> dict[str, str]:
@@ -194,8 +222,9 @@ class Otel:
 
         return bound
 
-    def server_span(self, method: str, params: Mapping[str, object], request_id: object,
-                    attributes: Attributes) -> OtelServerSpan:
+    def server_span(
+        self, method: str, params: Mapping[str, object], request_id: object, attributes: Attributes
+    ) -> OtelServerSpan:
         return OtelServerSpan(self, method, params, request_id, attributes)
 
     def mcp_observer(self) -> McpObserver:
@@ -204,8 +233,7 @@ class Otel:
     # -- events, logs and metrics --------------------------------------------------------------
 
     def policy_decision(self, tool: str, decision: str, rule: str, caller: str) -> None:
-        attributes = {"llmc.policy.decision": decision, "llmc.policy.rule": rule, "gen_ai.tool.name": tool,
-                      "llmc.caller": caller}
+        attributes = {"llmc.policy.decision": decision, "llmc.policy.rule": rule, "gen_ai.tool.name": tool, "llmc.caller": caller}
         trace.get_current_span(self.parent()).add_event("llmc.policy.decision", attributes)
         self.decisions.add(1, {"llmc.policy.decision": decision, "llmc.policy.rule": rule})
 
@@ -213,17 +241,22 @@ class Otel:
         if self.logger_provider is None:
             return
         record = self.mask(dict(record))  # masked as it was written; and by what telemetry learnt since
-        attributes = {f"llmc.audit.{k}": v if isinstance(v, (str, int, float, bool)) else json.dumps(v, default=str)
-                      for k, v in record.items() if v is not None}
+        attributes = {
+            f"llmc.audit.{k}": v if isinstance(v, (str, int, float, bool)) else json.dumps(v, default=str)
+            for k, v in record.items()
+            if v is not None
+        }
         denied = record.get("decision") == "deny" or record.get("outcome") not in (None, "ok", "cached")
         self.logger_provider.get_logger(SCOPE + ".audit", __version__).emit(
-            event_name="llmc.audit", body=json.dumps(dict(record), default=str, sort_keys=True),
-            attributes=attributes, context=self.parent(),
+            event_name="llmc.audit",
+            body=json.dumps(dict(record), default=str, sort_keys=True),
+            attributes=attributes,
+            context=self.parent(),
             severity_number=SeverityNumber.WARN if denied else SeverityNumber.INFO,
-            severity_text="WARN" if denied else "INFO")
+            severity_text="WARN" if denied else "INFO",
+        )
 
-    def chat_usage(self, attributes: Attributes, input_tokens: int | None, output_tokens: int | None,
-                   seconds: float) -> None:
+    def chat_usage(self, attributes: Attributes, input_tokens: int | None, output_tokens: int | None, seconds: float) -> None:
         context = self.parent()
         self.genai_duration.record(seconds, dict(attributes), context=context)
         for kind, count in (("input", input_tokens), ("output", output_tokens)):
@@ -270,6 +303,8 @@ class Otel:
             return f"telemetry: the collector at {endpoint()} did not take the data within {bound:g}s; it was dropped"
         if self.failures:
             failed = ", ".join(sorted(set(self.failures)))
-            return (f"telemetry: could not export {failed} to {endpoint()} "
-                    f"(in {time.monotonic() - started:.1f}s); the data was dropped")
+            return (
+                f"telemetry: could not export {failed} to {endpoint()} "
+                f"(in {time.monotonic() - started:.1f}s); the data was dropped"
+            )
         return None

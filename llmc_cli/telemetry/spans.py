@@ -38,10 +38,22 @@ RESOURCE_METHODS = ("resources/read", "resources/subscribe", "resources/unsubscr
 META_KEYS = ("traceparent", "tracestate", "baggage")
 # The attributes the conventions list for mcp.{client,server}.operation.duration: nothing per
 # request (ids, URIs, arguments) goes on a metric.
-METRIC_ATTRIBUTES = frozenset({
-    "mcp.method.name", "error.type", "gen_ai.prompt.name", "gen_ai.tool.name", "rpc.response.status_code",
-    "gen_ai.operation.name", "mcp.protocol.version", "network.protocol.name", "network.protocol.version",
-    "network.transport", "server.address", "server.port"})
+METRIC_ATTRIBUTES = frozenset(
+    {
+        "mcp.method.name",
+        "error.type",
+        "gen_ai.prompt.name",
+        "gen_ai.tool.name",
+        "rpc.response.status_code",
+        "gen_ai.operation.name",
+        "mcp.protocol.version",
+        "network.protocol.name",
+        "network.protocol.version",
+        "network.transport",
+        "server.address",
+        "server.port",
+    }
+)
 RESULT_LIMIT = 8192  # characters of a captured tool result on a span
 
 
@@ -135,8 +147,7 @@ class OtelSpan(Span):
 class SpanScope:
     """A span made current for a block; an exception leaving the block marks it as an error."""
 
-    def __init__(self, otel: Otel, name: str, kind: SpanKind, attributes: Attributes,
-                 parent: otel_context.Context) -> None:
+    def __init__(self, otel: Otel, name: str, kind: SpanKind, attributes: Attributes, parent: otel_context.Context) -> None:
         self._span = otel.tracer.start_span(name, kind=kind, attributes=dict(attributes), context=parent)
         self._token: object | None = None
         self._handle = OtelSpan(self._span)
@@ -158,8 +169,7 @@ class OtelServerSpan(ServerSpan):
     """A request one of llmc's servers received: current while it is dispatched, ended by its
     reply (which may be sent from a pool thread, or much later for a long tool call)."""
 
-    def __init__(self, otel: Otel, method: str, params: Mapping[str, object], request_id: object,
-                 attributes: Attributes) -> None:
+    def __init__(self, otel: Otel, method: str, params: Mapping[str, object], request_id: object, attributes: Attributes) -> None:
         self.otel = otel
         self.method = method
         self.request_id = request_id
@@ -224,8 +234,7 @@ class McpObserver:
         masked = self.otel.learn(params.get("arguments"))
         if method == "tools/call" and self.otel.settings.capture_content:
             attributes["gen_ai.tool.call.arguments"] = json.dumps(masked, default=str)
-        span = self.otel.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes,
-                                           context=self.otel.parent())
+        span = self.otel.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes, context=self.otel.parent())
         return RequestSpan(self.otel, span, method, attributes, session.transport)
 
     def session_ended(self, session: ClientSession, seconds: float) -> None:
@@ -238,8 +247,7 @@ class McpObserver:
 class RequestSpan:
     """One request in flight: its CLIENT span, ended with the reply or the error."""
 
-    def __init__(self, otel: Otel, span: trace.Span, method: str, attributes: Attributes,
-                 transport: object) -> None:
+    def __init__(self, otel: Otel, span: trace.Span, method: str, attributes: Attributes, transport: object) -> None:
         self.otel = otel
         self.transport = transport
         self.span = span

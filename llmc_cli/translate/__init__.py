@@ -108,8 +108,9 @@ def fresh(document: Any) -> Any:
         return json.loads(json.dumps(document))
 
 
-def translate(tools: list[Tool], fmt: str, *, strict: bool = False,
-              names: Mapping[tuple[str, str], str] | None = None) -> Translation:
+def translate(
+    tools: list[Tool], fmt: str, *, strict: bool = False, names: Mapping[tuple[str, str], str] | None = None
+) -> Translation:
     """`tools` in format `fmt` (see FORMATS); ValueError for an unknown format. `names`: the
     provider name wanted for (server, tool), made legal if it is not (see names.assign)."""
     if fmt not in FORMATS:
@@ -119,15 +120,29 @@ def translate(tools: list[Tool], fmt: str, *, strict: bool = False,
     unique: dict[tuple[str, str], Tool] = {}
     for tool in tools:
         if (tool.server, tool.name) in unique:
-            warnings.append(Finding(tool.qualified_name, "$", "duplicate tool left out",
-                                    "the server listed two tools with this name; the first one is kept", fmt))
+            warnings.append(
+                Finding(
+                    tool.qualified_name,
+                    "$",
+                    "duplicate tool left out",
+                    "the server listed two tools with this name; the first one is kept",
+                    fmt,
+                )
+            )
         else:
             unique[(tool.server, tool.name)] = tool
     name_map, renamed = assign(list(unique), target.NAMES, fmt, names)
     warnings += renamed
     if target.MAX_TOOLS and len(unique) > target.MAX_TOOLS:
-        warnings.append(Finding("*", "$", f"{len(unique)} tools, more than {target.MAX_TOOLS}",
-                                f"{fmt} rejects a request with more than {target.MAX_TOOLS} tools", fmt))
+        warnings.append(
+            Finding(
+                "*",
+                "$",
+                f"{len(unique)} tools, more than {target.MAX_TOOLS}",
+                f"{fmt} rejects a request with more than {target.MAX_TOOLS} tools",
+                fmt,
+            )
+        )
     definitions, by_name, strict_names = [], {}, set()
     for (server, tool_name), tool in unique.items():
         name = name_map.provider_name(server, tool_name)

@@ -16,8 +16,7 @@ MAX_TOOLS = None  # no documented per-request limit
 
 
 def definition(tool: Tool, name: str, report: Report, strict: bool) -> dict[str, Any]:
-    return {"name": name, "description": describe(tool),
-            "input_schema": prepare(tool.input_schema, report, "$.input_schema")}
+    return {"name": name, "description": describe(tool), "input_schema": prepare(tool.input_schema, report, "$.input_schema")}
 
 
 def document(definitions: list[Any]) -> list[Any]:

@@ -9,8 +9,12 @@ from llmc_cli.model import Tool
 
 # Annotation hints worth telling a model, in the words it reads. Only explicit `true` values are
 # shown: MCP's defaults (e.g. destructiveHint defaults to true) say nothing about this tool.
-HINTS = (("readOnlyHint", "read-only"), ("destructiveHint", "destructive"), ("idempotentHint", "idempotent"),
-         ("openWorldHint", "open-world"))
+HINTS = (
+    ("readOnlyHint", "read-only"),
+    ("destructiveHint", "destructive"),
+    ("idempotentHint", "idempotent"),
+    ("openWorldHint", "open-world"),
+)
 FILLER = {"tool", "the", "a", "an", "of", "to"}
 
 
@@ -29,8 +33,11 @@ def describe(tool: Tool) -> str:
     if title and (not text or not _words(title) - FILLER <= _words(tool.name) | _words(text)):
         text = f"{title}. {text}" if text else title
     hints = tool.annotations or {}
-    flags = [word for key, word in HINTS
-             if hints.get(key) is True and not (key == "destructiveHint" and hints.get("readOnlyHint") is True)]
+    flags = [
+        word
+        for key, word in HINTS
+        if hints.get(key) is True and not (key == "destructiveHint" and hints.get("readOnlyHint") is True)
+    ]
     if flags:
         text = f"[{', '.join(flags)}] {text}".rstrip()
     return text

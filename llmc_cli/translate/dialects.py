@@ -24,8 +24,17 @@ from .schema import (
 
 # -- OpenAI strict mode ----------------------------------------------------------------------------
 
-STRICT_BLOCKED = ("allOf", "not", "if", "then", "else", "dependentRequired", "dependentSchemas",
-                  "patternProperties", "unevaluatedProperties")
+STRICT_BLOCKED = (
+    "allOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "dependentRequired",
+    "dependentSchemas",
+    "patternProperties",
+    "unevaluatedProperties",
+)
 STRICT_BLOCKED_SET = frozenset(STRICT_BLOCKED)
 TYPED_KEYS = frozenset(("type", "anyOf", "$ref", "enum", "const", *STRICT_BLOCKED))  # any of them: not "any value"
 
@@ -114,10 +123,32 @@ def openai_strict(schema: Schema, report: Report, path: Path) -> Schema | None:
 
 # Exactly the fields of google-genai's `types.JSONSchema` (extra keys forbidden there), which the
 # tests validate every `parameters_json_schema` with.
-GEMINI_KEYS = {"$defs", "$ref", "additionalProperties", "anyOf", "default", "description", "enum", "format",
-               "items", "maxItems", "maxLength", "maxProperties", "maximum", "minItems", "minLength",
-               "minProperties", "minimum", "oneOf", "pattern", "properties", "required", "title", "type",
-               "uniqueItems"}
+GEMINI_KEYS = {
+    "$defs",
+    "$ref",
+    "additionalProperties",
+    "anyOf",
+    "default",
+    "description",
+    "enum",
+    "format",
+    "items",
+    "maxItems",
+    "maxLength",
+    "maxProperties",
+    "maximum",
+    "minItems",
+    "minLength",
+    "minProperties",
+    "minimum",
+    "oneOf",
+    "pattern",
+    "properties",
+    "required",
+    "title",
+    "type",
+    "uniqueItems",
+}
 PROPERTY_WHY = "Gemini property names allow letters, digits and _ only (at most 64, not starting with a digit)"
 
 
@@ -158,8 +189,9 @@ def _gemini(node: object, where: Path, report: Report) -> Any:
     """One node of gemini_json (a fresh dict), then its subschemas."""
     if isinstance(node, bool):  # Gemini wants schema objects, not JSON Schema's true/false
         if node is False:
-            report.note(where, "a schema that allows nothing replaced by one that allows anything",
-                        "Gemini has no boolean schemas")
+            report.note(
+                where, "a schema that allows nothing replaced by one that allows anything", "Gemini has no boolean schemas"
+            )
         return {}
     if not isinstance(node, dict):
         return node
@@ -193,8 +225,7 @@ def keep_only(node: Schema, allowed: set[str], report: Report, where: Path, why:
 
 # -- gemini-legacy: the OpenAPI subset -------------------------------------------------------------
 
-LEGACY_KEYS = {"type", "format", "description", "nullable", "enum", "items", "properties", "required",
-               "minItems", "maxItems"}
+LEGACY_KEYS = {"type", "format", "description", "nullable", "enum", "items", "properties", "required", "minItems", "maxItems"}
 LEGACY_FORMATS = {"string": {"enum", "date-time"}, "number": {"float", "double"}, "integer": {"int32", "int64"}}
 LEGACY_WHY = "not in the OpenAPI subset older Gemini/Vertex SDKs accept"
 
@@ -251,8 +282,9 @@ def _subset(node: Any, where: Path, report: Report) -> Any:
         report.note(at(where, "format"), "format moved into the description", f"{LEGACY_WHY} for this type")
     if node.get("type") == "array" and not isinstance(node.get("items"), dict):
         node["items"] = {"type": "string"}
-        report.note(at(where, "items"), "array items of unknown type described as strings",
-                    "the OpenAPI subset needs an items schema")
+        report.note(
+            at(where, "items"), "array items of unknown type described as strings", "the OpenAPI subset needs an items schema"
+        )
     # Dropped without a finding: a schema `title` is a label generators derive from the
     # property name (pydantic's "Street" for `street`), and a null default says no more
     # than `nullable`.
@@ -287,6 +319,9 @@ def _unions(node: Schema, where: Path, report: Report) -> Schema:
                 if len(rest_kinds) == 1 and "type" not in node and isinstance(rest[0].get("type"), str):
                     node["type"] = rest[0]["type"]  # at least the type all options share
                 fold_into_description(node, {union: rest})
-                report.note(at(where, union), f"{union} of {len(rest)} options dropped (kept as words in the description)",
-                            "the OpenAPI subset has no unions")
+                report.note(
+                    at(where, union),
+                    f"{union} of {len(rest)} options dropped (kept as words in the description)",
+                    "the OpenAPI subset has no unions",
+                )
     return node

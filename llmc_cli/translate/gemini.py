@@ -19,8 +19,11 @@ MAX_TOOLS = 128
 
 def definition(tool: Tool, name: str, report: Report, strict: bool) -> dict[str, Any]:
     path = "$.parameters_json_schema"
-    return {"name": name, "description": describe(tool),
-            "parameters_json_schema": gemini_json(prepare(tool.input_schema, report, path), report, path)}
+    return {
+        "name": name,
+        "description": describe(tool),
+        "parameters_json_schema": gemini_json(prepare(tool.input_schema, report, path), report, path),
+    }
 
 
 def document(definitions: Sequence[object]) -> list[Any]:

@@ -42,8 +42,7 @@ class Rule:
 def _rule(chars: str, limit: int, first: str | None = None) -> Rule:
     head = f"[{first}]" if first else ""
     body = f"[{chars}]{{{0 if first else 1},{limit - 1 if first else limit}}}"
-    return Rule(re.compile(f"^{head}{body}$"), re.compile(f"[^{chars}]"), limit,
-                re.compile(f"[{first}]") if first else None)
+    return Rule(re.compile(f"^{head}{body}$"), re.compile(f"[^{chars}]"), limit, re.compile(f"[{first}]") if first else None)
 
 
 RULES: dict[str, Rule] = {
@@ -96,8 +95,9 @@ class NameMap(Mapping[str, tuple[str, str]]):
         return f"NameMap({self._owner!r})"
 
 
-def assign(owners: list[tuple[str, str]], rules: str | None, target: str,
-           wanted_names: Mapping[tuple[str, str], str] | None = None) -> tuple[NameMap, list[Finding]]:
+def assign(
+    owners: list[tuple[str, str]], rules: str | None, target: str, wanted_names: Mapping[tuple[str, str], str] | None = None
+) -> tuple[NameMap, list[Finding]]:
     """Provider names for distinct (server, tool) pairs under RULES[rules] (None: any name).
 
     With one server a tool keeps the name the server gave it when legal; with several, names are
@@ -106,8 +106,7 @@ def assign(owners: list[tuple[str, str]], rules: str | None, target: str,
     rule = RULES.get(rules) if rules else None
     several = len({server for server, _ in owners}) > 1
     wanted = {o: (wanted_names or {}).get(o) or (f"{o[0]}_{o[1]}" if several else o[1]) for o in owners}
-    names = {o: w if rule is None or rule.legal(w) else rule.sanitise(w, f"{o[0]}\x00{o[1]}")
-             for o, w in wanted.items()}
+    names = {o: w if rule is None or rule.legal(w) else rule.sanitise(w, f"{o[0]}\x00{o[1]}") for o, w in wanted.items()}
     for size in (8, 16, 64):  # a hash suffix that still collides is astronomically rare; widen it
         counts = Counter(names.values())
         clashing = [o for o, n in names.items() if counts[n] > 1]
@@ -120,8 +119,11 @@ def assign(owners: list[tuple[str, str]], rules: str | None, target: str,
     findings = []
     for o, name in names.items():
         if name != wanted[o]:
-            why = (f"{target} tool names must match {rule.pattern.pattern}" if rule and not rule.legal(wanted[o])
-                   else "another tool has the same name after sanitising or namespacing")
+            why = (
+                f"{target} tool names must match {rule.pattern.pattern}"
+                if rule and not rule.legal(wanted[o])
+                else "another tool has the same name after sanitising or namespacing"
+            )
             findings.append(Finding(f"{o[0]}.{o[1]}", "$.name", f"renamed {wanted[o]!r} to {name!r}", why, target))
     return NameMap((n, o) for o, n in names.items()), findings
 

@@ -31,8 +31,10 @@ def parameters(tool: Tool, report: Report, strict: bool, path: Path) -> Schema:
 
 def definition(tool: Tool, name: str, report: Report, strict: bool) -> dict[str, Any]:
     params = parameters(tool, report, strict, "$.function.parameters")
-    return {"type": "function", "function": {"name": name, "description": describe(tool), "parameters": params,
-                                             "strict": report.strict}}
+    return {
+        "type": "function",
+        "function": {"name": name, "description": describe(tool), "parameters": params, "strict": report.strict},
+    }
 
 
 def document(definitions: list[Any]) -> list[Any]:

@@ -17,8 +17,7 @@ MAX_TOOLS = 128
 
 def definition(tool: Tool, name: str, report: Report, strict: bool) -> dict[str, Any]:
     params = parameters(tool, report, strict, "$.parameters")
-    return {"type": "function", "name": name, "description": describe(tool), "parameters": params,
-            "strict": report.strict}
+    return {"type": "function", "name": name, "description": describe(tool), "parameters": params, "strict": report.strict}
 
 
 def document(definitions: list[Any]) -> list[Any]:

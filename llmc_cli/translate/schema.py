@@ -22,8 +22,18 @@ Schema = dict[str, Any]
 # draft 7, which MCP servers still emit).
 SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
-SCHEMA_ONE = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
-              "unevaluatedProperties", "unevaluatedItems")
+SCHEMA_ONE = (
+    "items",
+    "additionalProperties",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "propertyNames",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+)
 MAX_REF_DEPTH = 16  # a chain of $refs deeper than this is treated as recursive
 MAX_INLINED = 500  # $ref expansions per schema, so a wide web of definitions cannot explode the output
 
@@ -147,8 +157,9 @@ def prepare(schema: Schema, report: Report, path: Path) -> Schema:
             report.note(at(path, "type"), '"type": "object" added', "providers require an object root")
             schema = {"type": "object", **schema}
         else:
-            report.note(path, "root schema is not an object: replaced by an object with no properties",
-                        "providers require an object root")
+            report.note(
+                path, "root schema is not an object: replaced by an object with no properties", "providers require an object root"
+            )
             return {"type": "object", "properties": {}}
     modern: Schema = modernise(schema, report, path)  # an object stays an object
     return modern
@@ -203,7 +214,11 @@ def drop_schema_keyword(schema: Schema) -> Schema:
 # json.dumps with ensure_ascii=False builds a new encoder on every call; the usual scalars are
 # written directly, exactly as it writes them.
 SCALAR_JSON: dict[Any, Callable[[Any], str]] = {
-    str: encode_basestring, int: int.__repr__, bool: lambda v: "true" if v else "false", type(None): lambda v: "null"}
+    str: encode_basestring,
+    int: int.__repr__,
+    bool: lambda v: "true" if v else "false",
+    type(None): lambda v: "null",
+}
 
 
 def as_json(value: object) -> str:

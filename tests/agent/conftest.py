@@ -49,8 +49,10 @@ def toolbox(tmp_path_factory: pytest.TempPathFactory) -> Any:
     (logs / "app-2026-11-20.log").write_text("INFO start\nERROR disk quota exceeded\n")
     (logs / "app-2026-11-21.log").write_text("INFO start\nERROR connection reset by peer\nINFO retry ok\n")
     (logs / "notes.txt").write_text("not a log\n")
-    specs = [ServerSpec("fs", command=(node_tool("mcp-server-filesystem"), str(logs))),
-             ServerSpec("sdk", command=tuple(sdk_server("sdk_server.py")))]
+    specs = [
+        ServerSpec("fs", command=(node_tool("mcp-server-filesystem"), str(logs))),
+        ServerSpec("sdk", command=tuple(sdk_server("sdk_server.py"))),
+    ]
     # --yes: these tests stand for an unattended run that may use every tool of the test servers.
     profile = LoadedProfile("test", None, Profile())
     invocation = services.Invocation(profile, services.open_state(profile), command="ask", assume_yes=True)

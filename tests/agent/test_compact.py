@@ -40,11 +40,23 @@ def test_error_flag_survives_and_embedded_text_resources_count():
 
 
 def test_progress_lines():
-    assert progress_line({"event": "tool_end", "step": 2, "tool": "fs.read", "outcome": "ok", "durationMs": 12.3}) \
+    assert (
+        progress_line({"event": "tool_end", "step": 2, "tool": "fs.read", "outcome": "ok", "durationMs": 12.3})
         == "[step 2] fs.read: ok (12 ms)"
+    )
     assert progress_line({"event": "model", "step": 1}) == "[step 1] asking the model..."
     assert progress_line({"event": "other"}) is None
     # a call the model was told failed: what it was told; no duration when it never ran
-    assert progress_line({"event": "tool_end", "step": 1, "tool": "nope", "outcome": "unknown_tool",
-                          "durationMs": None, "message": "there is no tool named 'nope'"}) \
+    assert (
+        progress_line(
+            {
+                "event": "tool_end",
+                "step": 1,
+                "tool": "nope",
+                "outcome": "unknown_tool",
+                "durationMs": None,
+                "message": "there is no tool named 'nope'",
+            }
+        )
         == "[step 1] nope: unknown_tool: there is no tool named 'nope'"
+    )

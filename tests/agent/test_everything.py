@@ -38,8 +38,7 @@ def test_image_result(api):
         tools = catalog.tools_of("ev")
         image = name_of(api, tools, "get-tiny-image")
         with FakeLLM(api, [turn(api, None, [("call_1", image, {})]), turn(api, "A tiny image.")]) as fake:
-            record = ask("Show me", provider=provider_for(api, fake), tools=tools,
-                         call_tool=lambda c: _call(catalog, c))
+            record = ask("Show me", provider=provider_for(api, fake), tools=tools, call_tool=lambda c: _call(catalog, c))
     assert record.steps[0]["outcome"] == "ok"
     body = fake.bodies[1]
     if api == "anthropic":
@@ -71,14 +70,16 @@ def test_sampling_request_answered_by_the_model():
         with everything(hooks) as catalog:
             tools = catalog.tools_of("ev")
             trigger = name_of(api, tools, "trigger-sampling-request")
-            loop_fake.script += [turn(api, None, [("call_1", trigger, {"prompt": "hello", "maxTokens": 500})]),
-                                 turn(api, "The server got its sample.")]
-            record = ask("sample", provider=provider_for(api, loop_fake), tools=tools,
-                         call_tool=lambda c: _call(catalog, c))
+            loop_fake.script += [
+                turn(api, None, [("call_1", trigger, {"prompt": "hello", "maxTokens": 500})]),
+                turn(api, "The server got its sample."),
+            ]
+            record = ask("sample", provider=provider_for(api, loop_fake), tools=tools, call_tool=lambda c: _call(catalog, c))
     assert "Sampled words." in record.steps[0]["seen"]
     [request] = sampling_fake.bodies
     assert request["system"] == "You are a helpful test server." and "tools" not in request
     assert request["max_tokens"] == 40  # capped by the profile
     assert "temperature" not in request  # the Messages API (anthropic 2.12) has none
-    assert request["messages"] == [{"role": "user", "content": [
-        {"type": "text", "text": "Resource trigger-sampling-request context: hello"}]}]
+    assert request["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "Resource trigger-sampling-request context: hello"}]}
+    ]

@@ -16,8 +16,9 @@ from tests.fakes.scripts import APIS, sent_results, turn
 
 
 def provider_for(api, fake, **settings):
-    return make_provider(api, ProviderSettings(model="model-x", api_key="k", base_url=fake.base_url,
-                                               max_backoff=0.05, **settings))
+    return make_provider(
+        api, ProviderSettings(model="model-x", api_key="k", base_url=fake.base_url, max_backoff=0.05, **settings)
+    )
 
 
 def call_id(api, n, step=1):
@@ -37,8 +38,9 @@ def result_ids(api, results):
 def test_single_tool_call(api, toolbox):
     add = toolbox.name(api, "sdk.add")
     with FakeLLM(api, [turn(api, None, calls(api, (add, {"a": 2, "b": 3}))), turn(api, "2 + 3 = 5")]) as fake:
-        record = ask("What is 2 + 3?", provider=provider_for(api, fake), tools=toolbox.tools,
-                     call_tool=toolbox.call_tool).to_json()
+        record = ask(
+            "What is 2 + 3?", provider=provider_for(api, fake), tools=toolbox.tools, call_tool=toolbox.call_tool
+        ).to_json()
     assert record["answer"] == "2 + 3 = 5" and record["stopReason"] == "end"
     [step] = record["steps"]
     assert step["tool"] == "sdk.add" and step["arguments"] == {"a": 2, "b": 3}
@@ -56,8 +58,10 @@ def test_single_tool_call(api, toolbox):
 def test_parallel_read_only_calls(api, toolbox):
     read = toolbox.name(api, "fs.read_text_file")
     paths = [str(toolbox.logs / "app-2026-11-20.log"), str(toolbox.logs / "app-2026-11-21.log")]
-    script = [turn(api, None, calls(api, (read, {"path": paths[0]}), (read, {"path": paths[1]}))),
-              turn(api, "Two errors: disk quota and a reset connection.")]
+    script = [
+        turn(api, None, calls(api, (read, {"path": paths[0]}), (read, {"path": paths[1]}))),
+        turn(api, "Two errors: disk quota and a reset connection."),
+    ]
     with FakeLLM(api, script) as fake:
         record = ask("Errors?", provider=provider_for(api, fake), tools=toolbox.tools, call_tool=toolbox.call_tool)
     results = sent_results(api, fake.bodies[1])
@@ -80,24 +84,36 @@ def test_read_only_batches_run_concurrently_others_in_order(toolbox):
         events = []
         script = [turn(api, None, calls(api, (slow, {"seconds": 0.6}), (slow, {"seconds": 0.6}))), turn(api, "done")]
         with FakeLLM(api, script) as fake:
-            ask("wait", provider=provider_for(api, fake), tools=tools, call_tool=toolbox.call_tool,
-                read_only=lambda t, config=config: policy.is_read_only(t, t.qualified_name, config), progress=events.append)
+            ask(
+                "wait",
+                provider=provider_for(api, fake),
+                tools=tools,
+                call_tool=toolbox.call_tool,
+                read_only=lambda t, config=config: policy.is_read_only(t, t.qualified_name, config),
+                progress=events.append,
+            )
         kinds = [e["event"] for e in events if e["event"].startswith("tool")]
-        assert kinds == (["tool_start", "tool_start", "tool_end", "tool_end"] if read_only
-                         else ["tool_start", "tool_end", "tool_start", "tool_end"])
+        assert kinds == (
+            ["tool_start", "tool_start", "tool_end", "tool_end"]
+            if read_only
+            else ["tool_start", "tool_end", "tool_start", "tool_end"]
+        )
 
 
 @pytest.mark.parametrize("api", APIS)
 def test_multi_step_chain_across_two_servers(api, toolbox):
     ls, read, echo = (toolbox.name(api, n) for n in ("fs.list_directory", "fs.read_text_file", "sdk.echo"))
     newest = str(toolbox.logs / "app-2026-11-21.log")
-    script = [turn(api, None, calls(api, (ls, {"path": str(toolbox.logs)}))),
-              turn(api, None, calls(api, (read, {"path": newest}), step=2)),
-              turn(api, None, calls(api, (echo, {"message": "connection reset by peer"}), step=3)),
-              turn(api, "The latest log shows a connection reset by peer.")]
+    script = [
+        turn(api, None, calls(api, (ls, {"path": str(toolbox.logs)}))),
+        turn(api, None, calls(api, (read, {"path": newest}), step=2)),
+        turn(api, None, calls(api, (echo, {"message": "connection reset by peer"}), step=3)),
+        turn(api, "The latest log shows a connection reset by peer."),
+    ]
     with FakeLLM(api, script) as fake:
-        record = ask("What's in the latest error log?", provider=provider_for(api, fake), tools=toolbox.tools,
-                     call_tool=toolbox.call_tool).to_json()
+        record = ask(
+            "What's in the latest error log?", provider=provider_for(api, fake), tools=toolbox.tools, call_tool=toolbox.call_tool
+        ).to_json()
     assert [s["tool"] for s in record["steps"]] == ["fs.list_directory", "fs.read_text_file", "sdk.echo"]
     assert "[FILE] app-2026-11-21.log" in record["steps"][0]["seen"]
     assert "ERROR connection reset by peer" in record["steps"][1]["seen"]
@@ -110,9 +126,11 @@ def test_multi_step_chain_across_two_servers(api, toolbox):
 @pytest.mark.parametrize("api", APIS)
 def test_tool_error_goes_back_and_the_model_recovers(api, toolbox):
     fail, echo = toolbox.name(api, "sdk.fail"), toolbox.name(api, "sdk.echo")
-    script = [turn(api, None, calls(api, (fail, {"reason": "disk on fire"}))),
-              turn(api, None, calls(api, (echo, {"message": "fallback"}), step=2)),
-              turn(api, "Recovered with the fallback.")]
+    script = [
+        turn(api, None, calls(api, (fail, {"reason": "disk on fire"}))),
+        turn(api, None, calls(api, (echo, {"message": "fallback"}), step=2)),
+        turn(api, "Recovered with the fallback."),
+    ]
     with FakeLLM(api, script) as fake:
         record = ask("go", provider=provider_for(api, fake), tools=toolbox.tools, call_tool=toolbox.call_tool)
     assert [s["outcome"] for s in record.steps] == ["error", "ok"]
@@ -130,8 +148,10 @@ def test_policy_denial_goes_back_to_the_model(api, toolbox):
             raise PolicyDenied("sdk.add is not allowed by profile 'test'", tool="sdk.add")
         return toolbox.call_tool(call)
 
-    script = [turn(api, None, calls(api, (add, {"a": 1, "b": 1}), (echo, {"message": "hi"}))),
-              turn(api, "I am not allowed to add numbers.")]
+    script = [
+        turn(api, None, calls(api, (add, {"a": 1, "b": 1}), (echo, {"message": "hi"}))),
+        turn(api, "I am not allowed to add numbers."),
+    ]
     with FakeLLM(api, script) as fake:
         record = ask("1+1?", provider=provider_for(api, fake), tools=toolbox.tools, call_tool=guarded).to_json()
     denied, ok = record["steps"]
@@ -149,8 +169,9 @@ def test_large_result_is_compacted_for_the_model_but_kept_whole(api, toolbox):
     read = toolbox.name(api, "fs.read_text_file")
     script = [turn(api, None, calls(api, (read, {"path": str(big)}))), turn(api, "It is long.")]
     with FakeLLM(api, script) as fake:
-        record = ask("read", provider=provider_for(api, fake), tools=toolbox.tools, call_tool=toolbox.call_tool,
-                     result_budget=500).to_json()
+        record = ask(
+            "read", provider=provider_for(api, fake), tools=toolbox.tools, call_tool=toolbox.call_tool, result_budget=500
+        ).to_json()
     [step] = record["steps"]
     seen = sent_results(api, fake.bodies[1])[0]["text"]
     assert seen.removeprefix("[tool error] ") == step["seen"]
@@ -166,8 +187,7 @@ def test_max_steps_ends_the_run(api, toolbox):
     echo = toolbox.name(api, "sdk.echo")
     script = [turn(api, None, calls(api, (echo, {"message": f"again {n}"}), step=n)) for n in (1, 2, 3, 4)]
     with FakeLLM(api, script) as fake:
-        record = ask("loop", provider=provider_for(api, fake), tools=toolbox.tools, call_tool=toolbox.call_tool,
-                     max_steps=3)
+        record = ask("loop", provider=provider_for(api, fake), tools=toolbox.tools, call_tool=toolbox.call_tool, max_steps=3)
     assert record.stop_reason == "max_steps" and len(fake.requests) == 3 and len(record.steps) == 3
 
 
@@ -178,9 +198,19 @@ def test_total_timeout_stops_a_slow_tool(toolbox):
     records: list = []
     with FakeLLM(api, [turn(api, None, calls(api, (slow, {"seconds": 300})))]) as fake:
         # The tool would take five minutes: the run must end at its own limit, not wait for it.
-        runner = threading.Thread(target=lambda: records.append(
-            ask("wait", provider=provider_for(api, fake), tools=toolbox.tools, call_tool=toolbox.call_tool,
-                timeout=1.0, conversation=conv)), daemon=True)
+        runner = threading.Thread(
+            target=lambda: records.append(
+                ask(
+                    "wait",
+                    provider=provider_for(api, fake),
+                    tools=toolbox.tools,
+                    call_tool=toolbox.call_tool,
+                    timeout=1.0,
+                    conversation=conv,
+                )
+            ),
+            daemon=True,
+        )
         runner.start()
         runner.join(60)
     assert not runner.is_alive(), "ask waited for the slow tool"
@@ -207,8 +237,10 @@ def test_unknown_tool_and_unreadable_arguments(api, toolbox):
 def test_text_protocol_malformed_blocks_in_the_loop(toolbox):
     api = "text"
     add = toolbox.name(api, "sdk.add")
-    answer = (f"<mcp:tool>\nparameters: {{\"a\": 1}}\n</mcp:tool>\n"
-              f"<mcp:tool>\nname: {add}\nparameters: {{a: 20, 'b': 22,}}\n</mcp:tool>")
+    answer = (
+        f'<mcp:tool>\nparameters: {{"a": 1}}\n</mcp:tool>\n'
+        f"<mcp:tool>\nname: {add}\nparameters: {{a: 20, 'b': 22,}}\n</mcp:tool>"
+    )
     from tests.fakes.llm import chat_reply
 
     with FakeLLM(api, [chat_reply(answer), chat_reply("42")]) as fake:
@@ -245,9 +277,10 @@ def test_conversation_saved_and_continued(api, toolbox):
     assert record.answer == "8" and record.conversation == conv.id
     # the continued request carries the whole first exchange, byte for byte as first sent
     first_exchange, continued = fake.bodies[1], fake.bodies[2]
-    key = {"openai": "messages", "text": "messages", "openai-responses": "input", "anthropic": "messages",
-           "gemini": "contents"}[api]
-    assert continued[key][:len(first_exchange[key])] == first_exchange[key]
+    key = {"openai": "messages", "text": "messages", "openai-responses": "input", "anthropic": "messages", "gemini": "contents"}[
+        api
+    ]
+    assert continued[key][: len(first_exchange[key])] == first_exchange[key]
     assert len(load_conversation("sums").runs) == 2
 
 

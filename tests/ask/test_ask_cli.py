@@ -16,42 +16,51 @@ from tests.helpers import llmc, node_tool, profile_file, sdk_server
 
 pytestmark = pytest.mark.e2e  # the npm reference server-filesystem
 
-KEY_ENV = {"openai": "OPENAI_API_KEY", "openai-responses": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY",
-           "gemini": "GEMINI_API_KEY", "text": "OPENAI_API_KEY"}
-
+KEY_ENV = {
+    "openai": "OPENAI_API_KEY",
+    "openai-responses": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+    "text": "OPENAI_API_KEY",
+}
 
 
 @pytest.fixture
 def logs(isolated_dirs: Path) -> Path:
     root = isolated_dirs / "logs"
     root.mkdir()
-    for name, text, mtime in [("app-1.log", "old: all fine\n", 1_700_000_000),
-                              ("app-2.log", "ERROR disk full on /var\n", 1_700_100_000),
-                              ("notes.txt", "not a log\n", 1_700_200_000)]:
+    for name, text, mtime in [
+        ("app-1.log", "old: all fine\n", 1_700_000_000),
+        ("app-2.log", "ERROR disk full on /var\n", 1_700_100_000),
+        ("notes.txt", "not a log\n", 1_700_200_000),
+    ]:
         (root / name).write_text(text)
         os.utime(root / name, (mtime, mtime))
     return root
 
 
 def write_profile(isolated_dirs: Path, logs: Path, api: str, base_url: str, policy: str = "") -> None:
-    profile_file(isolated_dirs / "config", f"""
+    profile_file(
+        isolated_dirs / "config",
+        f"""
 [servers.fs]
-command = "{node_tool('mcp-server-filesystem')}"
+command = "{node_tool("mcp-server-filesystem")}"
 args = ["{logs}"]
 
 [servers.sdk]
 command = "{sys.executable}"
-args = ["{sdk_server('sdk_server.py')[1]}"]
+args = ["{sdk_server("sdk_server.py")[1]}"]
 
 [llm]
 provider = "{api}"
-model = "{'gemini-fake' if api == 'gemini' else 'model-fake'}"
+model = "{"gemini-fake" if api == "gemini" else "model-fake"}"
 base_url = "{base_url}"
 max_steps = 5
 
 [policy]
 {policy}
-""")
+""",
+    )
 
 
 @pytest.mark.parametrize("api", APIS)
@@ -64,7 +73,7 @@ def test_the_data_analyst_story(isolated_dirs, logs, api):
         turn(api, text="The newest log, app-2.log, says: ERROR disk full on /var."),
     ]
     with FakeLLM(api, script) as fake:
-        write_profile(isolated_dirs, logs, api, fake.base_url, "deny = [\"sdk.*\"]")
+        write_profile(isolated_dirs, logs, api, fake.base_url, 'deny = ["sdk.*"]')
         proc = llmc("ask", "What's in the latest error log?", env={KEY_ENV[api]: "test-key"})
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
@@ -82,8 +91,10 @@ def test_the_data_analyst_story(isolated_dirs, logs, api):
 
 
 def test_a_denied_call_goes_back_to_the_model_and_text_output(isolated_dirs, logs):
-    script = [turn("anthropic", calls=[("t1", "fs_write_file", {"path": str(logs / "x.log"), "content": "x"})]),
-              turn("anthropic", text="I may not write files here.")]
+    script = [
+        turn("anthropic", calls=[("t1", "fs_write_file", {"path": str(logs / "x.log"), "content": "x"})]),
+        turn("anthropic", text="I may not write files here."),
+    ]
     with FakeLLM("anthropic", script) as fake:
         write_profile(isolated_dirs, logs, "anthropic", fake.base_url)
         proc = llmc("ask", "-", "--text", env={"ANTHROPIC_API_KEY": "k"}, stdin="write a file please")

@@ -24,13 +24,15 @@ KEY = {"OPENAI_API_KEY": "test-key"}
 
 
 def write_profile(root: Path, base_url: str = "http://127.0.0.1:9", policy: str = "") -> None:
-    profile_file(root / "config", f"""
+    profile_file(
+        root / "config",
+        f"""
 [servers.h]
 command = "{sys.executable}"
-args = ["{sdk_server('hostile_text.py')[1]}"]
+args = ["{sdk_server("hostile_text.py")[1]}"]
 
 [servers.every]
-command = "{node_tool('mcp-server-everything')}"
+command = "{node_tool("mcp-server-everything")}"
 
 [llm]
 provider = "openai"
@@ -39,7 +41,8 @@ base_url = "{base_url}"
 
 [policy]
 {policy}
-""")
+""",
+    )
 
 
 def audit(root: Path) -> list[dict[str, Any]]:
@@ -51,9 +54,10 @@ def test_each_answer_approves_exactly_the_call_shown_with_it(isolated_dirs, appr
     """Two read-only calls run in parallel threads and both need a confirmation: one question is
     visible at a time, and the call that runs is the one whose arguments were on screen with the
     'y' (the bug: both questions printed, and the 'y' under the second approved the first)."""
-    script = [turn("openai", calls=[("c1", "echo", {"message": "/etc/hostname"}),
-                                    ("c2", "echo", {"message": "/etc/shadow"})]),
-              turn("openai", text="done")]
+    script = [
+        turn("openai", calls=[("c1", "echo", {"message": "/etc/hostname"}), ("c2", "echo", {"message": "/etc/shadow"})]),
+        turn("openai", text="done"),
+    ]
     with FakeLLM("openai", script) as fake:
         write_profile(isolated_dirs, fake.base_url, 'confirm = ["h.echo"]')
         with Terminal("ask", "go", "-s", "h", env=KEY) as term:
@@ -84,16 +88,27 @@ INTERRUPTED_QUESTIONS = [
     ("second confirmation, ask", ["ask", "go", "-s", "h"], ASK_ECHO, [("Run it?", "n")], "Run it?"),
     ("elicitation, 2026-07-28 (input_required, main thread)", ["call", "h.ask"], None, [], "Answer?"),
     ("elicitation field, 2026-07-28", ["call", "h.ask"], None, [("Answer?", "y")], "(required"),
-    ("elicitation, initialize era (a request served on another thread)",
-     ["call", "every.trigger-elicitation-request", "--yes"], None, [], "Answer?"),
-    ("elicitation field, initialize era", ["call", "every.trigger-elicitation-request", "--yes"], None,
-     [("Answer?", "y")], "Your full, legal name"),
+    (
+        "elicitation, initialize era (a request served on another thread)",
+        ["call", "every.trigger-elicitation-request", "--yes"],
+        None,
+        [],
+        "Answer?",
+    ),
+    (
+        "elicitation field, initialize era",
+        ["call", "every.trigger-elicitation-request", "--yes"],
+        None,
+        [("Answer?", "y")],
+        "Your full, legal name",
+    ),
     ("elicitation in a tool thread of ask", ["ask", "go", "-s", "h"], ASK_ELICIT, [], "Answer?"),
 ]
 
 
-@pytest.mark.parametrize("what,argv,script,before,question", INTERRUPTED_QUESTIONS,
-                         ids=[case[0] for case in INTERRUPTED_QUESTIONS])
+@pytest.mark.parametrize(
+    "what,argv,script,before,question", INTERRUPTED_QUESTIONS, ids=[case[0] for case in INTERRUPTED_QUESTIONS]
+)
 def test_ctrl_c_at_any_question_exits_130_cleanly(isolated_dirs, what, argv, script, before, question):
     """The bug: a question read in another thread held stdin's buffer lock, and Ctrl-C ended in
     'Fatal Python error: _enter_buffered_busy' (exit 134) and ate the shell's next line."""
@@ -112,8 +127,10 @@ def test_ctrl_c_at_any_question_exits_130_cleanly(isolated_dirs, what, argv, scr
             assert term.line_reaches_the_shell()
 
 
-MAIN_THREAD_QUESTIONS = [("confirmation", ["call", "h.echo", "message=hi"], "Run it?"),
-                         ("elicitation", ["call", "h.ask"], "Answer?")]
+MAIN_THREAD_QUESTIONS = [
+    ("confirmation", ["call", "h.echo", "message=hi"], "Run it?"),
+    ("elicitation", ["call", "h.ask"], "Answer?"),
+]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: s.name)
@@ -145,7 +162,7 @@ def test_an_elicitation_shows_descriptions_and_takes_empty_optional_fields(isola
         term.expect("expected an integer")
         term.expect("(optional")
         term.type("")
-        assert "one of: red, blue" in term.expect("default \"blue\")")
+        assert "one of: red, blue" in term.expect('default "blue")')
         term.type("green")
         term.expect("answer one of: red, blue")
         term.expect('default "blue")')  # asked again: typeahead before the question is dropped
@@ -166,9 +183,12 @@ ESCAPES = [
     ("log notification (-v)", ["-v", "call", "h.log"], None, []),
     ("server stderr (-v)", ["-v", "call", "h.stderr"], None, []),
     ("elicitation message and field description", ["call", "h.ask"], None, [("Answer?", "n")]),
-    ("confirmation prompt with a model's arguments", ["ask", "go", "-s", "h"],
-     [turn("openai", calls=[("c1", "echo", {"message": PAYLOAD})]), turn("openai", text="ok")],
-     [("Run it?", "n")]),
+    (
+        "confirmation prompt with a model's arguments",
+        ["ask", "go", "-s", "h"],
+        [turn("openai", calls=[("c1", "echo", {"message": PAYLOAD})]), turn("openai", text="ok")],
+        [("Run it?", "n")],
+    ),
     ("an answer streamed with --text", ["ask", "go", "-s", "h", "--text"], [turn("openai", text=PAYLOAD)], []),
     ("an answer streamed beside the JSON", ["ask", "go", "-s", "h"], [turn("openai", text=PAYLOAD)], []),
     ("a manifest for a text-protocol model", ["tools", "list", "-s", "h", "--format", "text"], None, []),
@@ -192,9 +212,9 @@ def test_server_and_model_text_cannot_act_on_the_terminal(isolated_dirs, what, a
 
 # server-everything's form, field by field: (title, what is typed, what llmc says before asking again)
 EVERYTHING_FORM = [
-    ("String", "Ada", None),                              # required
-    ("Boolean", "", None),                                # optional, no default: left out
-    ("String with default", "", None),                    # the default
+    ("String", "Ada", None),  # required
+    ("Boolean", "", None),  # optional, no default: left out
+    ("String with default", "", None),  # the default
     ("String with email format", "", None),
     ("String with uri format", "", None),
     ("String with date format", "", None),

@@ -18,22 +18,30 @@ from tests.terminal import Terminal
 
 pytestmark = pytest.mark.e2e  # llmc on a real terminal (a pty)
 
-KEY_ENV = {"openai": "OPENAI_API_KEY", "openai-responses": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY",
-           "gemini": "GEMINI_API_KEY", "text": "OPENAI_API_KEY"}
+KEY_ENV = {
+    "openai": "OPENAI_API_KEY",
+    "openai-responses": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+    "text": "OPENAI_API_KEY",
+}
 ANSWER = "The newest log says the disk on /var is full; nothing else went wrong."
 
 
 def write_profile(root: Path, api: str, base_url: str) -> None:
-    profile_file(root / "config", f"""
+    profile_file(
+        root / "config",
+        f"""
 [servers.h]
 command = "{sys.executable}"
-args = ["{sdk_server('hostile_text.py')[1]}"]
+args = ["{sdk_server("hostile_text.py")[1]}"]
 
 [llm]
 provider = "{api}"
-model = "{'gemini-fake' if api == 'gemini' else 'model-fake'}"
+model = "{"gemini-fake" if api == "gemini" else "model-fake"}"
 base_url = "{base_url}"
-""")
+""",
+    )
 
 
 @pytest.mark.parametrize("text_flag", [False, True], ids=["json (text on stderr)", "--text (text on stdout)"])
@@ -54,16 +62,20 @@ def test_the_answer_streams_to_a_terminal(isolated_dirs, api, text_flag):
                 gate.set()
             code = term.wait()
     assert code == 0, term.screen
-    assert all(r.body.get("stream") is True for r in fake.requests) if api != "gemini" else \
-        all(":streamGenerateContent" in r.path for r in fake.requests)
+    assert (
+        all(r.body.get("stream") is True for r in fake.requests)
+        if api != "gemini"
+        else all(":streamGenerateContent" in r.path for r in fake.requests)
+    )
     if text_flag:
         assert term.screen.count(ANSWER) == 1, term.screen  # streamed, not printed again at the end
     else:
         out = json.loads(term.stdout)
         assert out["answer"] == ANSWER and ANSWER in term.screen
         # the tool call was put together from the streamed pieces and ran
-        assert [(s["tool"], s["arguments"], s["outcome"]) for s in out["steps"]] == \
-            [("h.echo", {"message": "from a streamed call"}, "ok")]
+        assert [(s["tool"], s["arguments"], s["outcome"]) for s in out["steps"]] == [
+            ("h.echo", {"message": "from a streamed call"}, "ok")
+        ]
         assert out["usageTotal"]["outputTokens"] > 0
 
 
@@ -73,8 +85,10 @@ def test_a_server_that_ignores_stream_true_still_gives_its_answer(isolated_dirs,
     document: the answer (and a tool call before it) is read from that, shown and printed."""
     import dataclasses
 
-    script = [dataclasses.replace(turn(api, calls=[("c1", "echo", {"message": "unstreamed call"})]), unstreamed=True),
-              dataclasses.replace(turn(api, text=ANSWER), unstreamed=True)]
+    script = [
+        dataclasses.replace(turn(api, calls=[("c1", "echo", {"message": "unstreamed call"})]), unstreamed=True),
+        dataclasses.replace(turn(api, text=ANSWER), unstreamed=True),
+    ]
     with FakeLLM(api, script) as fake:
         write_profile(isolated_dirs, api, fake.base_url)
         with Terminal("ask", "what happened?", env={KEY_ENV[api]: "k"}) as term:

@@ -17,14 +17,21 @@ from tests.profiles.runner import toml_str
 
 pytestmark = pytest.mark.e2e  # the npm reference servers (everything, filesystem)
 
-KEY_ENV = {"openai": "OPENAI_API_KEY", "openai-responses": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY",
-           "gemini": "GEMINI_API_KEY", "text": "OPENAI_API_KEY"}
+KEY_ENV = {
+    "openai": "OPENAI_API_KEY",
+    "openai-responses": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+    "text": "OPENAI_API_KEY",
+}
 
 
 def write_profile(isolated_dirs: Path, api: str, base_url: str, llm: str = "") -> None:
     data = isolated_dirs / "data"
     data.mkdir(exist_ok=True)
-    profile_file(isolated_dirs / "config", f"""
+    profile_file(
+        isolated_dirs / "config",
+        f"""
 [servers.everything]
 command = {toml_str(node_tool("mcp-server-everything"))}
 
@@ -34,14 +41,15 @@ args = [{toml_str(str(data))}]
 
 [llm]
 provider = "{api}"
-model = "{'gemini-fake' if api == 'gemini' else 'model-fake'}"
+model = "{"gemini-fake" if api == "gemini" else "model-fake"}"
 base_url = "{base_url}"
 max_steps = 5
 {llm}
 
 [policy]
 deny = ["everything.get-env"]
-""")
+""",
+    )
 
 
 def offered(api: str, body: dict) -> list[str]:
@@ -60,8 +68,13 @@ def offered(api: str, body: dict) -> list[str]:
 @pytest.mark.parametrize("api", APIS)
 def test_the_model_finds_a_tool_then_calls_it(isolated_dirs, api):
     script = [
-        turn(api, calls=[("c1", "search_tools", {"query": "add two numbers", "limit": 3}),
-                         ("c2", "search_tools", {"query": "environment variables"})]),
+        turn(
+            api,
+            calls=[
+                ("c1", "search_tools", {"query": "add two numbers", "limit": 3}),
+                ("c2", "search_tools", {"query": "environment variables"}),
+            ],
+        ),
         turn(api, calls=[("c3", "everything_get-sum", {"a": 2, "b": 3})]),
         turn(api, text="2 + 3 = 5."),
     ]
@@ -82,8 +95,7 @@ def test_the_model_finds_a_tool_then_calls_it(isolated_dirs, api):
     assert second[0] == "search_tools" and "everything_get-sum" in second and len(second) < 10
     assert offered(api, bodies[2]) == second
     audit = [json.loads(line) for line in (isolated_dirs / "state" / "audit.jsonl").read_text().splitlines()]
-    assert [(r["server"], r["tool"], r["outcome"]) for r in audit if r["event"] == "outcome"] == [
-        ("everything", "get-sum", "ok")]
+    assert [(r["server"], r["tool"], r["outcome"]) for r in audit if r["event"] == "outcome"] == [("everything", "get-sum", "ok")]
 
 
 def test_a_tool_not_found_yet_is_not_callable_and_the_profile_can_switch_search_on(isolated_dirs):
@@ -134,23 +146,41 @@ def test_anthropic_searches_server_side_where_the_model_can(isolated_dirs):
 
     search_blocks = [
         {"type": "server_tool_use", "id": "srvtoolu_1", "name": "tool_search_tool_bm25", "input": {"query": "sum"}},
-        {"type": "tool_search_tool_result", "tool_use_id": "srvtoolu_1",
-         "content": {"type": "tool_search_tool_search_result",
-                     "tool_references": [{"type": "tool_reference", "tool_name": "everything_get-sum"}]}}]
+        {
+            "type": "tool_search_tool_result",
+            "tool_use_id": "srvtoolu_1",
+            "content": {
+                "type": "tool_search_tool_search_result",
+                "tool_references": [{"type": "tool_reference", "tool_name": "everything_get-sum"}],
+            },
+        },
+    ]
 
     def reply(content, stop):
-        return Reply(200, {"id": f"msg_{stop}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-                           "content": content, "stop_reason": stop, "stop_sequence": None,
-                           "usage": {"input_tokens": 5, "output_tokens": 5}})
+        return Reply(
+            200,
+            {
+                "id": f"msg_{stop}",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-sonnet-4-5",
+                "content": content,
+                "stop_reason": stop,
+                "stop_sequence": None,
+                "usage": {"input_tokens": 5, "output_tokens": 5},
+            },
+        )
 
-    script = [reply(search_blocks, "pause_turn"),
-              reply([{"type": "tool_use", "id": "toolu_1", "name": "everything_get-sum", "input": {"a": 2, "b": 3}}],
-                    "tool_use"),
-              turn("anthropic", text="5.")]
+    script = [
+        reply(search_blocks, "pause_turn"),
+        reply([{"type": "tool_use", "id": "toolu_1", "name": "everything_get-sum", "input": {"a": 2, "b": 3}}], "tool_use"),
+        turn("anthropic", text="5."),
+    ]
     with FakeLLM("anthropic", script) as fake:
         write_profile(isolated_dirs, "anthropic", fake.base_url)
-        run = llmc("ask", "What is 2 plus 3?", "--tool-search", "--model", "claude-opus-4-6",
-                   env={"ANTHROPIC_API_KEY": "test-key"})
+        run = llmc(
+            "ask", "What is 2 plus 3?", "--tool-search", "--model", "claude-opus-4-6", env={"ANTHROPIC_API_KEY": "test-key"}
+        )
     assert run.returncode == 0, run.stderr
     out = run.json()
     assert out["answer"] == "5." and [(s["tool"], s["outcome"]) for s in out["steps"]] == [("everything.get-sum", "ok")]
@@ -166,12 +196,19 @@ def test_anthropic_searches_server_side_where_the_model_can(isolated_dirs):
     assert [(r["tool"], r["outcome"]) for r in audit if r["event"] == "outcome"] == [("get-sum", "ok")]
 
 
-@pytest.mark.parametrize("provider,model,expected", [
-    ("anthropic", "claude-sonnet-4-5-20250929", True), ("anthropic", "claude-opus-4-5", True),
-    ("anthropic", "claude-opus-5", True), ("anthropic", "claude-sonnet-4-20250514", False),
-    ("anthropic", "claude-opus-4-1", False), ("anthropic", "claude-haiku-4-5", False), ("anthropic", None, False),
-    ("openai", "claude-opus-4-5", False),
-])
+@pytest.mark.parametrize(
+    "provider,model,expected",
+    [
+        ("anthropic", "claude-sonnet-4-5-20250929", True),
+        ("anthropic", "claude-opus-4-5", True),
+        ("anthropic", "claude-opus-5", True),
+        ("anthropic", "claude-sonnet-4-20250514", False),
+        ("anthropic", "claude-opus-4-1", False),
+        ("anthropic", "claude-haiku-4-5", False),
+        ("anthropic", None, False),
+        ("openai", "claude-opus-4-5", False),
+    ],
+)
 def test_which_models_search_server_side(provider, model, expected):
     from llmc_cli.agent.tool_search import native
 
@@ -188,8 +225,12 @@ def test_a_continued_conversation_keeps_the_tools_it_called():
     tools.append(Tool("calc", "sum", {"type": "object"}, description="Add two numbers"))
     api = "openai"
     conv = Conversation.new(api, "m", None)
-    script = [turn(api, calls=[("c1", "search_tools", {"query": "add numbers"})]),
-              turn(api, calls=[("c2", "calc_sum", {})]), turn(api, text="Done."), turn(api, text="Again.")]
+    script = [
+        turn(api, calls=[("c1", "search_tools", {"query": "add numbers"})]),
+        turn(api, calls=[("c2", "calc_sum", {})]),
+        turn(api, text="Done."),
+        turn(api, text="Again."),
+    ]
     with FakeLLM(api, script) as fake:
         provider = make_provider(api, ProviderSettings(model="m", api_key="k", base_url=fake.base_url))
 

@@ -24,15 +24,17 @@ for i in range(500):
 """
 
 
-
 def write_profile(isolated_dirs: Path, extra: str = "") -> None:
-    profile_file(isolated_dirs / "config", f"""{extra}
+    profile_file(
+        isolated_dirs / "config",
+        f"""{extra}
 [servers.sdk]
 command = "{sys.executable}"
-args = ["{sdk_server('sdk_server.py')[1]}"]
+args = ["{sdk_server("sdk_server.py")[1]}"]
 [policy]
 confirm_destructive = false
-""")
+""",
+    )
 
 
 @pytest.mark.e2e  # eight llmc processes writing one trail
@@ -89,7 +91,11 @@ def test_calls_are_audited_through_the_cli(isolated_dirs, monkeypatch):
     assert llmc("call", "sdk.fail", "reason=x").returncode == 1
     records = [json.loads(line) for line in llmc("audit", "tail", "-n", "10").stdout.splitlines()]
     assert [(r["event"], r.get("decision") or r.get("outcome")) for r in records] == [
-        ("decision", "allow"), ("outcome", "ok"), ("decision", "allow"), ("outcome", "tool_error")]
+        ("decision", "allow"),
+        ("outcome", "ok"),
+        ("decision", "allow"),
+        ("outcome", "tool_error"),
+    ]
     first = records[0]
     assert first["arguments"] == {"message": "uses ***"} and first["profile"] == "default"
     assert {"user", "host", "pid", "time", "rule", "command"} <= set(first)
@@ -132,7 +138,12 @@ def test_a_batch_trail_writes_each_outcome_with_the_next_decision(tmp_path):
     trail.flush()
     records = [json.loads(x) for x in log.path.read_text().splitlines()]
     assert [(r["event"], r.get("n")) for r in records] == [
-        ("decision", 1), ("elsewhere", None), ("outcome", 1), ("decision", 2), ("outcome", 2)]
+        ("decision", 1),
+        ("elsewhere", None),
+        ("outcome", 1),
+        ("decision", 2),
+        ("outcome", 2),
+    ]
     assert records[2]["time"] <= records[3]["time"]  # an outcome keeps the time it happened at
     assert log.verify()["ok"] and log.verify()["records"] == 5
 
@@ -166,6 +177,7 @@ def test_concurrent_decisions_share_writes_and_keep_the_chain(tmp_path: Path) ->
     log = AuditLog(tmp_path / "audit.jsonl")
     seen_on_return: list[bool] = []
     with Deferred(log) as trail:
+
         def decide(n: int) -> None:
             trail.record({"event": "decision", "n": n}, before_action=True)
             seen_on_return.append(f'"n":{n}' in (tmp_path / "audit.jsonl").read_text().replace(" ", ""))

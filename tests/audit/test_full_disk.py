@@ -26,8 +26,9 @@ def disk(tmp_path: Path):
         pytest.skip("mounting a small tmpfs (the full disk) needs root")
     path = tmp_path / "disk"
     path.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", str(path)],
-                             capture_output=True, text=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", str(path)], capture_output=True, text=True
+    )
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
     try:
@@ -57,13 +58,16 @@ def files_and_profile(isolated_dirs: Path, log: Path, extra: str = "") -> Path:
     files = isolated_dirs / "files"
     files.mkdir()
     (files / "big.txt").write_text("y" * BIG)
-    profile_file(isolated_dirs / "config", f"""
+    profile_file(
+        isolated_dirs / "config",
+        f"""
 audit_log = "{log}"
 audit_results = true
 [servers.fs]
-command = "{node_tool('mcp-server-filesystem')}"
+command = "{node_tool("mcp-server-filesystem")}"
 args = ["{files}"]
-{extra}""")
+{extra}""",
+    )
     return files
 
 
@@ -71,15 +75,27 @@ args = ["{files}"]
 CASES = {
     # The decision record carries the arguments: 8 KiB of content needs pages the disk has not got
     # (a small record would fit in the slack of the log's last page, and rightly be written).
-    "decision": {"leave": 0, "tool": "fs.write_file",
-                     "args": lambda files: ["path=" + str(files / "made.txt"), "content=" + "x" * 8192],
-                     "says": "the tool was not run"},
+    "decision": {
+        "leave": 0,
+        "tool": "fs.write_file",
+        "args": lambda files: ["path=" + str(files / "made.txt"), "content=" + "x" * 8192],
+        "says": "the tool was not run",
+    },
     # The record fits in the log's slack, but the anchor (gone, so made anew) finds no room:
     # the record is cut back out of the log, as if never written.
-    "anchor": {"leave": 0, "tool": "fs.write_file", "args": lambda files: ["path=" + str(files / "made.txt"), "content=x"],
-                   "says": "the tool was not run", "drop_anchor": True},
-    "outcome": {"leave": 12 * 1024, "tool": "fs.read_text_file", "args": lambda files: ["path=" + str(files / "big.txt")],
-                    "says": "the call ran, but its outcome is not recorded"},
+    "anchor": {
+        "leave": 0,
+        "tool": "fs.write_file",
+        "args": lambda files: ["path=" + str(files / "made.txt"), "content=x"],
+        "says": "the tool was not run",
+        "drop_anchor": True,
+    },
+    "outcome": {
+        "leave": 12 * 1024,
+        "tool": "fs.read_text_file",
+        "args": lambda files: ["path=" + str(files / "big.txt")],
+        "says": "the call ran, but its outcome is not recorded",
+    },
 }
 
 
@@ -99,7 +115,7 @@ def test_a_full_disk_never_leaves_a_partial_record(isolated_dirs, disk, case):
     assert not (files / "made.txt").exists()
     after = log.read_bytes()
     assert after.startswith(before) and after.endswith(b"\n")  # complete records only
-    new = [json.loads(line) for line in after[len(before):].splitlines()]
+    new = [json.loads(line) for line in after[len(before) :].splitlines()]
     assert [r["event"] for r in new] == (["decision"] if case == "outcome" else [])
 
     filler.unlink()  # space again: the next call works and the whole trail verifies
@@ -117,16 +133,19 @@ def test_ask_stops_when_an_outcome_cannot_be_recorded(isolated_dirs, disk):
     from tests.fakes.scripts import turn
 
     files = isolated_dirs / "files"
-    script = [turn("openai", calls=[("c1", "read_text_file", {"path": str(files / "big.txt")})]),
-              turn("openai", text="never")]
+    script = [turn("openai", calls=[("c1", "read_text_file", {"path": str(files / "big.txt")})]), turn("openai", text="never")]
     with FakeLLM("openai", script) as fake:
-        files_and_profile(isolated_dirs, disk / "audit.jsonl", f"""[llm]
+        files_and_profile(
+            isolated_dirs,
+            disk / "audit.jsonl",
+            f"""[llm]
 provider = "openai"
 model = "model-fake"
 base_url = "{fake.base_url}"
 [policy]
 confirm_destructive = false
-""")
+""",
+        )
         assert llmc("call", "fs.list_allowed_directories").returncode == 0
         filler = fill(disk, 12 * 1024)
         proc = llmc("ask", "read it", env={"OPENAI_API_KEY": "test-key"})

@@ -19,12 +19,15 @@ HOSTILE_TOOLS = ["text", "key", "low", "rpc_error"]
 
 
 def write_profile(isolated_dirs: Path, extra: str = "") -> None:
-    profile_file(isolated_dirs / "config", f"""
+    profile_file(
+        isolated_dirs / "config",
+        f"""
 [servers.h]
 command = "{sys.executable}"
 args = ["{sdk_server("hostile_stdio.py")[1]}"]
 {extra}
-""")
+""",
+    )
 
 
 def audit_records(isolated_dirs: Path) -> list[dict]:
@@ -47,12 +50,15 @@ def test_a_reply_with_a_lone_surrogate_is_a_recorded_protocol_error(isolated_dir
     assert_verified()
 
 
-@pytest.mark.parametrize("arguments", [
-    '{"message": "a\\ud800"}',
-    '{"message": "\\udfff"}',
-    '{"message": ["nested", {"deep": "\\udc80"}]}',
-    '{"k\\ud800": "in a key"}',
-])
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        '{"message": "a\\ud800"}',
+        '{"message": "\\udfff"}',
+        '{"message": ["nested", {"deep": "\\udc80"}]}',
+        '{"k\\ud800": "in a key"}',
+    ],
+)
 def test_arguments_with_a_lone_surrogate_are_denied_and_recorded(isolated_dirs, arguments):
     write_profile(isolated_dirs)
     # --no-validate: the nested case does not fit echo's schema (exit 2 before any policy); a
@@ -84,15 +90,20 @@ def test_a_batch_with_lone_surrogates_always_finishes(isolated_dirs):
 
 @pytest.mark.parametrize("api", ["openai", "anthropic", "gemini"])
 def test_ask_gives_the_error_back_to_the_model(isolated_dirs, api):
-    script = [turn(api, calls=[("c1", "text", {"message": "x"}), ("c2", "echo", {"message": "a\ud800"})]),
-              turn(api, text="Both calls failed.")]
+    script = [
+        turn(api, calls=[("c1", "text", {"message": "x"}), ("c2", "echo", {"message": "a\ud800"})]),
+        turn(api, text="Both calls failed."),
+    ]
     with FakeLLM(api, script) as fake:
-        write_profile(isolated_dirs, f"""
+        write_profile(
+            isolated_dirs,
+            f"""
 [llm]
 provider = "{api}"
-model = "{'gemini-fake' if api == 'gemini' else 'model-fake'}"
+model = "{"gemini-fake" if api == "gemini" else "model-fake"}"
 base_url = "{fake.base_url}"
-""")
+""",
+        )
         key = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY"}[api]
         proc = llmc("ask", "try them", env={key: "test-key"}, timeout=60)
     assert proc.returncode == 0, proc.stderr
@@ -101,8 +112,11 @@ base_url = "{fake.base_url}"
     assert [s["outcome"] for s in out["steps"]] == ["failed", "denied"]
     results = sent_results(api, fake.requests[1].body)
     assert len(results) == 2 and all("lone surrogate" in r["text"] for r in results)
-    outcomes = [(r["tool"], r.get("outcome") or r["decision"]) for r in audit_records(isolated_dirs)
-                if r["event"] == "outcome" or r["decision"] == "deny"]
+    outcomes = [
+        (r["tool"], r.get("outcome") or r["decision"])
+        for r in audit_records(isolated_dirs)
+        if r["event"] == "outcome" or r["decision"] == "deny"
+    ]
     assert sorted(outcomes) == [("echo", "deny"), ("text", "transport_error")]
     assert_verified()
 

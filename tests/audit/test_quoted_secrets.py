@@ -26,19 +26,24 @@ def spellings(secret: str) -> set[str]:
 def quoting_profile(isolated_dirs: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("UPSTREAM_CRED", TOKEN)
     command, script = sdk_server("quoting_server.py")
-    profile_file(isolated_dirs / "config", f"""audit_results = true
+    profile_file(
+        isolated_dirs / "config",
+        f"""audit_results = true
 [servers.q]
 command = "{command}"
 args = ["{script}"]
 env = {{ API_TOKEN = "${{UPSTREAM_CRED}}" }}
-""")
+""",
+    )
     return isolated_dirs / "state" / "audit.jsonl"
 
 
-@pytest.mark.parametrize("fail_with, outcome, code", [("rpc", "transport_error", 6), ("tool", "tool_error", 1),
-                                                      ("none", "ok", 0)])
-def test_a_server_quoting_secrets_back_leaves_none_in_any_field(quoting_profile: Path, fail_with: str,
-                                                                 outcome: str, code: int) -> None:
+@pytest.mark.parametrize(
+    "fail_with, outcome, code", [("rpc", "transport_error", 6), ("tool", "tool_error", 1), ("none", "ok", 0)]
+)
+def test_a_server_quoting_secrets_back_leaves_none_in_any_field(
+    quoting_profile: Path, fail_with: str, outcome: str, code: int
+) -> None:
     arguments = {"user": "ann", "password": PASSWORD, "fail_with": fail_with}
     result = llmc("call", "q.login", "--json", json.dumps(arguments))
     assert result.returncode == code, result.stderr
@@ -87,12 +92,13 @@ def test_environment_secrets_include_what_the_profile_hands_its_servers(monkeypa
 
     monkeypatch.setenv("UPSTREAM", "plain-named-value")
     monkeypatch.setenv("HDR", "hdr-credential")
-    profile = Profile(servers={
-        "a": ServerConfig(command="x", env={"API_TOKEN": "${UPSTREAM}", "MODE": "fast"}),
-        "b": ServerConfig(url="https://u:url-pass@h/mcp?api_key=q-secret&page=2",
-                          headers={"Authorization": "Bearer ${HDR}"})},
-        state=StateConfig(url="postgresql://llmc:db-pass@db/llmc"))
+    profile = Profile(
+        servers={
+            "a": ServerConfig(command="x", env={"API_TOKEN": "${UPSTREAM}", "MODE": "fast"}),
+            "b": ServerConfig(url="https://u:url-pass@h/mcp?api_key=q-secret&page=2", headers={"Authorization": "Bearer ${HDR}"}),
+        },
+        state=StateConfig(url="postgresql://llmc:db-pass@db/llmc"),
+    )
     found = environment_secrets(profile)
-    assert {"plain-named-value", "Bearer hdr-credential", "hdr-credential", "url-pass", "q-secret",
-            "db-pass"} <= found
+    assert {"plain-named-value", "Bearer hdr-credential", "hdr-credential", "url-pass", "q-secret", "db-pass"} <= found
     assert not {"fast", "2", "u", "llmc"} & found

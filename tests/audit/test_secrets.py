@@ -20,13 +20,16 @@ SHARED_KEY = "0123456789abcdef" * 4
 
 
 def write_profile(config: Path, policy: str = "") -> None:
-    profile_file(config, f"""
+    profile_file(
+        config,
+        f"""
 [servers.sdk]
 command = "{sys.executable}"
-args = ["{sdk_server('sdk_server.py')[1]}"]
+args = ["{sdk_server("sdk_server.py")[1]}"]
 [policy]
 {policy}
-""")
+""",
+    )
 
 
 def records(state: Path) -> list[dict]:
@@ -38,8 +41,9 @@ def test_the_call_hash_cannot_be_recomputed_from_a_guess(isolated_dirs):
     assert llmc("call", "sdk.echo", f"message={SECRET}", env={"MY_TOKEN": SECRET}).returncode == 0
     [decision, outcome] = records(isolated_dirs / "state")
     assert decision["arguments"] == {"message": "***"} and SECRET not in json.dumps([decision, outcome])
-    guess = json.dumps({"tool": "sdk.echo", "arguments": {"message": SECRET}}, sort_keys=True,
-                       separators=(",", ":"), ensure_ascii=False)
+    guess = json.dumps(
+        {"tool": "sdk.echo", "arguments": {"message": SECRET}}, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
     assert decision["callHash"].startswith("hmac-sha256:")
     assert hashlib.sha256(guess.encode()).hexdigest() not in decision["callHash"]
     key = isolated_dirs / "state" / "approval.key"

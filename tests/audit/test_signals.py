@@ -40,25 +40,35 @@ def write_profile(isolated_dirs: Path, marker: str, servers: tuple[str, ...] = (
     path = isolated_dirs / "config" / "profiles" / "default.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     # The marker in each server's environment finds its processes afterwards (orphans included).
-    path.write_text("".join(f"""
+    path.write_text(
+        "".join(
+            f"""
 [servers.{name}]
 command = "{sys.executable}"
-args = ["{sdk_server('sdk_server.py')[1]}"]
+args = ["{sdk_server("sdk_server.py")[1]}"]
 env = {{ LLMC_SIGNAL_TEST = "{marker}" }}
-""" for name in servers) + f"""
+"""
+            for name in servers
+        )
+        + f"""
 [policy]
 confirm_destructive = false
-{extra}""")
+{extra}"""
+    )
 
 
 def ask_profile(isolated_dirs: Path, marker: str, fake: FakeLLM) -> None:
     """The profile, with the fake model as its LLM."""
-    write_profile(isolated_dirs, marker, extra=f"""
+    write_profile(
+        isolated_dirs,
+        marker,
+        extra=f"""
 [llm]
 provider = "openai"
 model = "model-fake"
 base_url = "{fake.base_url}"
-""")
+""",
+    )
 
 
 def marked_processes(marker: str) -> list[int]:
@@ -79,8 +89,14 @@ def decided(isolated_dirs: Path, tool: str) -> Callable[[], bool]:
 
 
 def start(*args: str, env: dict[str, str] | None = None, stdin: str | None = None) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([llmc_executable(), *args], stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
+    proc = subprocess.Popen(
+        [llmc_executable(), *args],
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
     if stdin is not None:
         proc.stdin.write(stdin)  # type: ignore[union-attr]
         proc.stdin.close()  # type: ignore[union-attr]
@@ -124,8 +140,9 @@ def test_a_single_call(isolated_dirs, sig, code, to_thread):
     returncode, out, err = finish(proc, sig, to_thread)
     assert returncode == code and out == "" and ("terminated" if code == 143 else "interrupted") in err
     assert_every_decided_call_has_one_outcome(isolated_dirs, ["slow"])
-    assert [r["reason"] for r in audit_records(isolated_dirs) if r.get("outcome") == "interrupted"] == \
-        [f"{'terminated' if code == 143 else 'interrupted'} ({signal.Signals(sig).name})"]
+    assert [r["reason"] for r in audit_records(isolated_dirs) if r.get("outcome") == "interrupted"] == [
+        f"{'terminated' if code == 143 else 'interrupted'} ({signal.Signals(sig).name})"
+    ]
     assert_no_server_left(marker)
 
 
@@ -138,12 +155,17 @@ def test_a_listing_with_a_silent_server_ends_at_once(isolated_dirs, sig, code, t
     marker = uuid.uuid4().hex
     path = isolated_dirs / "config" / "profiles" / "default.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(f"""
+    path.write_text(
+        "".join(
+            f"""
 [servers.{mode}]
 command = "{sys.executable}"
-args = ["{PEERS / 'misbehaving_stdio.py'}", "{mode}"]
+args = ["{PEERS / "misbehaving_stdio.py"}", "{mode}"]
 env = {{ LLMC_SIGNAL_TEST = "{marker}" }}
-""" for mode in ("good", "silent")))
+"""
+            for mode in ("good", "silent")
+        )
+    )
     proc = start("tools", "list", "--timeout", "300")
     wait_for(lambda: len(marked_processes(marker)) == 2, "both servers")
     returncode, out, err = finish(proc, sig, to_thread)
@@ -160,9 +182,14 @@ def test_a_batch_records_every_decided_call(isolated_dirs, sig, code, parallel, 
     (the main thread, waiting for the results, must wake for it all the same)."""
     marker = uuid.uuid4().hex
     write_profile(isolated_dirs, marker, ("a", "b"), extra='[policy.hints."*.slow"]\nreadOnly = true\n')
-    lines = [("1", "a.echo", {"message": "first"}), ("2", "a.slow", {"seconds": 300}),
-             ("3", "b.slow", {"seconds": 300}), ("4", "a.slow", {"seconds": 200}), ("5", "b.echo", {"message": "x"}),
-             ("6", "a.echo", {"message": "last"})]
+    lines = [
+        ("1", "a.echo", {"message": "first"}),
+        ("2", "a.slow", {"seconds": 300}),
+        ("3", "b.slow", {"seconds": 300}),
+        ("4", "a.slow", {"seconds": 200}),
+        ("5", "b.echo", {"message": "x"}),
+        ("6", "a.echo", {"message": "last"}),
+    ]
     batch = "".join(json.dumps({"id": i, "tool": t, "arguments": a}) + "\n" for i, t, a in lines)
     proc = start("call", "--batch", "-", "--parallel", parallel, stdin=batch)
     first = proc.stdout.readline()  # type: ignore[union-attr]  # "1" is done: the slow calls run

@@ -97,8 +97,13 @@ class FakeOAuthServer:
         self.access[access] = {"scope": scope, "expires_at": time.time() + expires_in, "resource": resource}
         self.refresh[refresh] = {"client_id": client_id, "scope": scope, "resource": resource}
         self.issued += [access, refresh]
-        return {"access_token": access, "token_type": "Bearer", "expires_in": expires_in,
-                "refresh_token": refresh, "scope": scope}
+        return {
+            "access_token": access,
+            "token_type": "Bearer",
+            "expires_in": expires_in,
+            "refresh_token": refresh,
+            "scope": scope,
+        }
 
 
 def _handler(fake: FakeOAuthServer) -> type[BaseHTTPRequestHandler]:
@@ -120,8 +125,16 @@ def _handler(fake: FakeOAuthServer) -> type[BaseHTTPRequestHandler]:
         def _record(self, form: dict[str, str], body: Any = None) -> None:
             parts = urlsplit(self.path)
             with fake.lock:
-                fake.requests.append({"method": self.command, "path": parts.path, "query": dict(parse_qsl(parts.query)),
-                                      "form": form, "json": body, "headers": dict(self.headers)})
+                fake.requests.append(
+                    {
+                        "method": self.command,
+                        "path": parts.path,
+                        "query": dict(parse_qsl(parts.query)),
+                        "form": form,
+                        "json": body,
+                        "headers": dict(self.headers),
+                    }
+                )
 
         def do_GET(self) -> None:
             o = fake.options
@@ -137,8 +150,10 @@ def _handler(fake: FakeOAuthServer) -> type[BaseHTTPRequestHandler]:
             if parts.path == "/.well-known/oauth-authorization-server" + asp:
                 meta: dict[str, Any] = {
                     "issuer": o["metadata_issuer"] or fake.issuer,
-                    "authorization_endpoint": f"{fake.issuer}/authorize", "token_endpoint": f"{fake.issuer}/token",
-                    "response_types_supported": ["code"], "token_endpoint_auth_methods_supported": o["auth_methods"],
+                    "authorization_endpoint": f"{fake.issuer}/authorize",
+                    "token_endpoint": f"{fake.issuer}/token",
+                    "response_types_supported": ["code"],
+                    "token_endpoint_auth_methods_supported": o["auth_methods"],
                     "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
                     "authorization_response_iss_parameter_supported": o["iss_supported"],
                 }
@@ -178,8 +193,14 @@ def _handler(fake: FakeOAuthServer) -> type[BaseHTTPRequestHandler]:
                 self._record({}, body)
                 client_id = "dyn-" + secrets.token_urlsafe(8)
                 fake.clients[client_id] = {"redirect_uris": body.get("redirect_uris", []), "secret": None}
-                return self._reply(201, {"client_id": client_id, "redirect_uris": body.get("redirect_uris", []),
-                                         "token_endpoint_auth_method": "none"})
+                return self._reply(
+                    201,
+                    {
+                        "client_id": client_id,
+                        "redirect_uris": body.get("redirect_uris", []),
+                        "token_endpoint_auth_method": "none",
+                    },
+                )
             if path == asp + "/token":
                 form = dict(parse_qsl(raw))
                 self._record(form)
@@ -213,9 +234,13 @@ def _handler(fake: FakeOAuthServer) -> type[BaseHTTPRequestHandler]:
                     code = fake.codes.pop(form.get("code", ""), None)
                     verifier = form.get("code_verifier", "")
                     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
-                    if (code is None or code["client_id"] != client_id or code["code_challenge"] != challenge
-                            or code["redirect_uri"] != form.get("redirect_uri")
-                            or code.get("resource") != form.get("resource")):
+                    if (
+                        code is None
+                        or code["client_id"] != client_id
+                        or code["code_challenge"] != challenge
+                        or code["redirect_uri"] != form.get("redirect_uri")
+                        or code.get("resource") != form.get("resource")
+                    ):
                         return self._reply(400, {"error": "invalid_grant"})
                     return self._reply(200, fake._issue(client_id, code.get("scope", ""), form.get("resource", "")))
                 if grant == "refresh_token":
@@ -232,7 +257,9 @@ def _handler(fake: FakeOAuthServer) -> type[BaseHTTPRequestHandler]:
             o = fake.options
             method = body.get("method") if isinstance(body, dict) else None
             prm = f"{fake.base}/.well-known/oauth-protected-resource/mcp"
-            token = self.headers.get("Authorization", "")[7:] if self.headers.get("Authorization", "").startswith("Bearer ") else ""
+            token = (
+                self.headers.get("Authorization", "")[7:] if self.headers.get("Authorization", "").startswith("Bearer ") else ""
+            )
             entry = fake.access.get(token)
             if entry is None or entry["expires_at"] <= time.time():
                 challenge = f'Bearer resource_metadata="{prm}", scope="{o["required_scope"]}"'
@@ -240,14 +267,16 @@ def _handler(fake: FakeOAuthServer) -> type[BaseHTTPRequestHandler]:
             granted = entry["scope"].split()
             needed = [o["required_scope"]] + ([o["call_scope"]] if o["call_scope"] and method == "tools/call" else [])
             if not all(s in granted for s in needed):
-                challenge = (f'Bearer error="insufficient_scope", scope="{" ".join(needed)}",'
-                             f' resource_metadata="{prm}"')
+                challenge = f'Bearer error="insufficient_scope", scope="{" ".join(needed)}", resource_metadata="{prm}"'
                 return self._reply(403, {"error": "insufficient_scope"}, {"WWW-Authenticate": challenge})
             if "id" not in body:
                 return self._reply(202)
             if method == "initialize":
-                result: Any = {"protocolVersion": body["params"]["protocolVersion"], "capabilities": {"tools": {}},
-                               "serverInfo": {"name": "fake-protected", "version": "1"}}
+                result: Any = {
+                    "protocolVersion": body["params"]["protocolVersion"],
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "fake-protected", "version": "1"},
+                }
             elif method == "tools/list":
                 result = {"tools": [{"name": "whoami", "inputSchema": {"type": "object"}}]}
             elif method == "tools/call":
@@ -255,8 +284,9 @@ def _handler(fake: FakeOAuthServer) -> type[BaseHTTPRequestHandler]:
             elif method == "ping":
                 result = {}
             else:
-                return self._reply(200, {"jsonrpc": "2.0", "id": body["id"],
-                                         "error": {"code": -32601, "message": "Method not found"}})
+                return self._reply(
+                    200, {"jsonrpc": "2.0", "id": body["id"], "error": {"code": -32601, "message": "Method not found"}}
+                )
             self._reply(200, {"jsonrpc": "2.0", "id": body["id"], "result": result})
             return None
 

@@ -23,10 +23,14 @@ def write_profile(home: Path, text: str) -> None:
 
 def test_login_status_logout_without_printing_tokens(isolated_dirs, monkeypatch):
     monkeypatch.setenv("ERP_SECRET", "very-secret-client-secret")
-    with FakeOAuthServer(clients={"llmc-erp": "very-secret-client-secret"},
-                         auth_methods=["client_secret_basic"], registration=False) as fake:
-        write_profile(isolated_dirs, f'[servers.erp]\nurl = "{fake.mcp_url}"\n\n[servers.erp.oauth]\n'
-                                     f'client_id = "llmc-erp"\nclient_secret_env = "ERP_SECRET"\n')
+    with FakeOAuthServer(
+        clients={"llmc-erp": "very-secret-client-secret"}, auth_methods=["client_secret_basic"], registration=False
+    ) as fake:
+        write_profile(
+            isolated_dirs,
+            f'[servers.erp]\nurl = "{fake.mcp_url}"\n\n[servers.erp.oauth]\n'
+            f'client_id = "llmc-erp"\nclient_secret_env = "ERP_SECRET"\n',
+        )
         login = llmc("auth", "login", "erp", env={"BROWSER": BROWSER})
         assert login.returncode == 0, login.stderr
         view = json.loads(login.stdout)
@@ -55,9 +59,14 @@ def test_login_status_logout_without_printing_tokens(isolated_dirs, monkeypatch)
 def test_login_no_browser_prints_the_url_and_waits_for_the_redirect(isolated_dirs):
     with FakeOAuthServer() as fake:
         # A BROWSER that fails proves none is started.
-        proc = subprocess.Popen([llmc_executable(), "auth", "login", fake.mcp_url, "--no-browser"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                stdin=subprocess.DEVNULL, env={**os.environ, "BROWSER": "/bin/false"})
+        proc = subprocess.Popen(
+            [llmc_executable(), "auth", "login", fake.mcp_url, "--no-browser"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "BROWSER": "/bin/false"},
+        )
         try:
             url = None
             for _ in range(20):  # bounded: the URL comes within a few lines
@@ -83,7 +92,8 @@ def test_refused_login_is_one_line_exit_9(isolated_dirs):
         assert result.stdout == ""
         assert result.stderr.strip().splitlines() == [
             f"llmc: {fake.mcp_url}: the protected resource metadata names resource 'https://evil.example.com/mcp',"
-            f" not this server ({fake.mcp_url}); refusing to authorize"]
+            f" not this server ({fake.mcp_url}); refusing to authorize"
+        ]
         assert "/as/authorize" not in fake.paths()
 
 

@@ -24,8 +24,9 @@ def no_browser_of_the_developer(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def leaks(fake: FakeOAuthServer, state: Path, *outputs: str) -> list[str]:
     """Every issued token found in the outputs or in a state file outside oauth/."""
-    texts = list(outputs) + [p.read_text(errors="replace") for p in state.rglob("*")
-                             if p.is_file() and "oauth" not in p.relative_to(state).parts]
+    texts = list(outputs) + [
+        p.read_text(errors="replace") for p in state.rglob("*") if p.is_file() and "oauth" not in p.relative_to(state).parts
+    ]
     return [t for t in fake.issued if any(t in text for text in texts)]
 
 
@@ -46,8 +47,9 @@ def test_tools_list_and_call_log_in_on_401_without_leaking_tokens(isolated_dirs)
         assert again.returncode == 0, again.stderr
         assert not any(p.startswith("/as/") for p in fake.paths())
         assert fake.issued
-        assert not leaks(fake, isolated_dirs / "state", listed.stdout, listed.stderr, called.stdout,
-                         called.stderr, again.stdout, again.stderr)
+        assert not leaks(
+            fake, isolated_dirs / "state", listed.stdout, listed.stderr, called.stdout, called.stderr, again.stdout, again.stderr
+        )
 
 
 def test_expired_token_is_refreshed_and_a_revoked_refresh_token_is_exit_9(isolated_dirs):
@@ -62,9 +64,9 @@ def test_expired_token_is_refreshed_and_a_revoked_refresh_token_is_exit_9(isolat
         assert failed.returncode == 9  # the only server failed: its own exit code
         assert json.loads(failed.stdout) == {"tools": [], "errors": [{**json.loads(failed.stdout)["errors"][0], "exitCode": 9}]}
         assert failed.stderr.strip().splitlines() == [
-            f"llmc: {url_name(fake.mcp_url)}: the stored refresh token was refused (invalid_grant); run `llmc auth login {fake.mcp_url}`"]
-        assert not leaks(fake, isolated_dirs / "state", refreshed.stdout, refreshed.stderr, failed.stdout,
-                         failed.stderr)
+            f"llmc: {url_name(fake.mcp_url)}: the stored refresh token was refused (invalid_grant); run `llmc auth login {fake.mcp_url}`"
+        ]
+        assert not leaks(fake, isolated_dirs / "state", refreshed.stdout, refreshed.stderr, failed.stdout, failed.stderr)
 
 
 def test_no_browser_and_no_token_is_exit_9_with_the_command_to_run(isolated_dirs):
@@ -72,7 +74,8 @@ def test_no_browser_and_no_token_is_exit_9_with_the_command_to_run(isolated_dirs
         result = llmc("tools", "list", "--url", fake.mcp_url)
         assert result.returncode == 9
         assert result.stderr.strip().splitlines() == [
-            f"llmc: {url_name(fake.mcp_url)}: the server requires authorization; run `llmc auth login {fake.mcp_url}`"]
+            f"llmc: {url_name(fake.mcp_url)}: the server requires authorization; run `llmc auth login {fake.mcp_url}`"
+        ]
         assert "/as/authorize" not in fake.paths()
 
 

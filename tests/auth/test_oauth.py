@@ -26,8 +26,13 @@ def headless_browser(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def oauth_for(fake: FakeOAuthServer, oauth: OAuthSpec | None = None, **kwargs) -> OAuth:
     messages: list[str] = []
-    auth = OAuth(ServerSpec(name="erp", url=fake.mcp_url, oauth=oauth), notify=messages.append,
-                 login_timeout=20, store=client_stores().tokens, **kwargs)
+    auth = OAuth(
+        ServerSpec(name="erp", url=fake.mcp_url, oauth=oauth),
+        notify=messages.append,
+        login_timeout=20,
+        store=client_stores().tokens,
+        **kwargs,
+    )
     auth.messages = messages  # type: ignore[attr-defined]
     return auth
 
@@ -38,8 +43,9 @@ def rpc(auth: OAuth, url: str, method: str = "tools/list") -> httpx2.Response:
     for _ in range(6):
         header = auth.authorization_header()
         response = httpx2.post(url, json=body, headers={"Authorization": header} if header else {})
-        if response.status_code in (401, 403) and auth.on_unauthorized(response.status_code,
-                                                                       response.headers.get("www-authenticate")):
+        if response.status_code in (401, 403) and auth.on_unauthorized(
+            response.status_code, response.headers.get("www-authenticate")
+        ):
             continue
         return response
     raise AssertionError("OAuth did not bound the retries")
@@ -94,10 +100,13 @@ def test_server_without_pkce_s256_is_refused(isolated_dirs, methods):
         assert "/as/authorize" not in fake.paths() and "/as/token" not in fake.paths()
 
 
-@pytest.mark.parametrize("iss, supported, error", [
-    ("https://other.example", False, "came from issuer 'https://other.example'"),
-    (None, True, "lacks the iss parameter"),
-])
+@pytest.mark.parametrize(
+    "iss, supported, error",
+    [
+        ("https://other.example", False, "came from issuer 'https://other.example'"),
+        (None, True, "lacks the iss parameter"),
+    ],
+)
 def test_authorization_response_iss_is_checked(isolated_dirs, iss, supported, error):
     with FakeOAuthServer(iss_in_redirect=iss, iss_supported=supported) as fake:
         with pytest.raises(AuthError, match=error):
@@ -137,8 +146,7 @@ def test_revoked_refresh_token_without_a_browser_is_a_clear_auth_error(isolated_
         with pytest.raises(AuthError) as info:
             rpc(oauth_for(fake, interactive=False), fake.mcp_url)
         assert info.value.exit_code == 9
-        assert info.value.message == ("erp: the stored refresh token was refused (invalid_grant);"
-                                      " run `llmc auth login erp`")
+        assert info.value.message == ("erp: the stored refresh token was refused (invalid_grant); run `llmc auth login erp`")
         # The dead tokens are gone; the next run says "log in" without asking the server again.
         record = client_stores().tokens.find(fake.mcp_url)
         assert record and record.tokens == Tokens()
@@ -195,8 +203,10 @@ def test_preregistered_client_secret_post(isolated_dirs, monkeypatch):
 
 
 def test_no_registration_possible_says_what_to_configure(isolated_dirs):
-    with FakeOAuthServer(registration=False) as fake, \
-            pytest.raises(AuthError, match=r"offers no client registration; set client_id .*\[servers.erp.oauth\]"):
+    with (
+        FakeOAuthServer(registration=False) as fake,
+        pytest.raises(AuthError, match=r"offers no client registration; set client_id .*\[servers.erp.oauth\]"),
+    ):
         rpc(oauth_for(fake, interactive=True), fake.mcp_url)
 
 

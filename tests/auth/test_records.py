@@ -9,15 +9,27 @@ import pytest
 
 from llmc_cli.mcp.auth import Client, TokenRecord, Tokens
 
-FULL = TokenRecord("https://mcp.example.com/mcp", "erp", "https://mcp.example.com/mcp", "https://as.example.com",
-                   "https://as.example.com/token", Client("c-1", "dynamic", "client_secret_basic",
-                                                          "http://127.0.0.1:4711/callback", "reg-secret"),
-                   Tokens("at", "rt", 1_900_000_000.0, "mcp:read offline_access"), 1_800_000_000.0)
+FULL = TokenRecord(
+    "https://mcp.example.com/mcp",
+    "erp",
+    "https://mcp.example.com/mcp",
+    "https://as.example.com",
+    "https://as.example.com/token",
+    Client("c-1", "dynamic", "client_secret_basic", "http://127.0.0.1:4711/callback", "reg-secret"),
+    Tokens("at", "rt", 1_900_000_000.0, "mcp:read offline_access"),
+    1_800_000_000.0,
+)
 
-EARLIER = {"server_url": "https://mcp.example.com/mcp", "server": "erp", "resource": "https://mcp.example.com/mcp",
-           "issuer": "https://as.example.com", "token_endpoint": "https://as.example.com/token",
-           "client": {"client_id": "c-1", "source": "profile", "auth_method": "none"}, "tokens": {},
-           "updated_at": 5}
+EARLIER = {
+    "server_url": "https://mcp.example.com/mcp",
+    "server": "erp",
+    "resource": "https://mcp.example.com/mcp",
+    "issuer": "https://as.example.com",
+    "token_endpoint": "https://as.example.com/token",
+    "client": {"client_id": "c-1", "source": "profile", "auth_method": "none"},
+    "tokens": {},
+    "updated_at": 5,
+}
 
 
 @pytest.mark.parametrize("record", [FULL, TokenRecord(**{**FULL.__dict__, "client": None, "tokens": Tokens()})])
@@ -31,15 +43,30 @@ def test_a_record_of_an_earlier_llmc_loads() -> None:
     assert (record.tokens, record.updated_at) == (Tokens(), 5.0)
 
 
-@pytest.mark.parametrize("damaged", [
-    None, [], "text", {}, {**EARLIER, "issuer": None}, {k: v for k, v in EARLIER.items() if k != "token_endpoint"},
-])
+@pytest.mark.parametrize(
+    "damaged",
+    [
+        None,
+        [],
+        "text",
+        {},
+        {**EARLIER, "issuer": None},
+        {k: v for k, v in EARLIER.items() if k != "token_endpoint"},
+    ],
+)
 def test_a_damaged_record_is_no_record(damaged: object) -> None:
     assert TokenRecord.from_json(damaged) is None
 
 
-@pytest.mark.parametrize("field, value", [("client", "not a dict"), ("client", {"source": "dynamic"}),
-                                          ("tokens", ["x"]), ("tokens", {"access_token": 7, "expires_at": "soon"})])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("client", "not a dict"),
+        ("client", {"source": "dynamic"}),
+        ("tokens", ["x"]),
+        ("tokens", {"access_token": 7, "expires_at": "soon"}),
+    ],
+)
 def test_damaged_parts_of_a_record_are_dropped_not_trusted(field: str, value: object) -> None:
     record = TokenRecord.from_json({**EARLIER, field: value})
     assert record is not None

@@ -37,14 +37,16 @@ def batch(lines: list[object], *args: str) -> tuple[int, list[dict], str]:
 
 def test_results_come_in_input_order_with_ids_and_errors(isolated_dirs):
     write_profile(isolated_dirs)
-    code, out, _ = batch([
-        {"id": 1, "tool": "a.add", "arguments": {"a": 1, "b": 2}},
-        "{not json",
-        {"id": "two", "tool": "b.echo", "arguments": {"message": "hi"}},
-        {"id": 3, "tool": "a.fail", "arguments": {}},
-        {"id": 4, "tool": "nope.x"},
-        {"id": 5, "tool": "a.echo", "arguments": "not an object"},
-    ])
+    code, out, _ = batch(
+        [
+            {"id": 1, "tool": "a.add", "arguments": {"a": 1, "b": 2}},
+            "{not json",
+            {"id": "two", "tool": "b.echo", "arguments": {"message": "hi"}},
+            {"id": 3, "tool": "a.fail", "arguments": {}},
+            {"id": 4, "tool": "nope.x"},
+            {"id": 5, "tool": "a.echo", "arguments": "not an object"},
+        ]
+    )
     assert [o["id"] for o in out] == [1, None, "two", 3, 4, 5]
     assert out[0]["structuredContent"] == {"result": 3} and out[0]["server"] == "a"
     assert out[1]["error"]["exitCode"] == 2 and "line 2" in out[1]["error"]["message"]
@@ -56,15 +58,15 @@ def test_results_come_in_input_order_with_ids_and_errors(isolated_dirs):
 
 def test_fail_fast_skips_the_rest(isolated_dirs):
     write_profile(isolated_dirs)
-    code, out, _ = batch([{"id": i, "tool": "a.fail" if i == 1 else "a.echo", "arguments": {"message": "m"}}
-                          for i in range(4)], "--fail-fast")
+    code, out, _ = batch(
+        [{"id": i, "tool": "a.fail" if i == 1 else "a.echo", "arguments": {"message": "m"}} for i in range(4)], "--fail-fast"
+    )
     assert code == 1
     assert "content" in out[0] and out[1]["isError"]
     assert all("skipped" in o["error"]["message"] for o in out[2:])
     # Decided (and audited) up front, so a skipped call is audited as skipped: no decision dangles.
     audit = [json.loads(line) for line in (isolated_dirs / "state" / "audit.jsonl").read_text().splitlines()]
-    assert sorted(r.get("outcome") for r in audit if r["event"] == "outcome") == [
-        "ok", "skipped", "skipped", "tool_error"]
+    assert sorted(r.get("outcome") for r in audit if r["event"] == "outcome") == ["ok", "skipped", "skipped", "tool_error"]
 
 
 def test_read_only_calls_run_in_parallel_and_servers_concurrently(isolated_dirs):
@@ -84,13 +86,17 @@ def test_read_only_calls_run_in_parallel_and_servers_concurrently(isolated_dirs)
 
 def test_policy_and_audit_apply_to_every_call(isolated_dirs):
     write_profile(isolated_dirs, 'deny = ["b.*"]')
-    code, out, _ = batch([{"id": 1, "tool": "a.echo", "arguments": {"message": "ok"}},
-                          {"id": 2, "tool": "b.echo", "arguments": {"message": "no"}}])
+    code, out, _ = batch(
+        [{"id": 1, "tool": "a.echo", "arguments": {"message": "ok"}}, {"id": 2, "tool": "b.echo", "arguments": {"message": "no"}}]
+    )
     assert code == 4 and out[1]["error"]["error"] == "denied", out
     audit = [json.loads(line) for line in (isolated_dirs / "state" / "audit.jsonl").read_text().splitlines()]
     # servers run concurrently: the records of a and b may interleave
     assert sorted((r["server"], r.get("decision") or r.get("outcome")) for r in audit) == [
-        ("a", "allow"), ("a", "ok"), ("b", "deny")]
+        ("a", "allow"),
+        ("a", "ok"),
+        ("b", "deny"),
+    ]
     assert all(r["command"] == "batch" for r in audit)
 
 
@@ -113,7 +119,9 @@ def test_the_audit_trail_of_a_batch_is_complete_ordered_and_verifiable(isolated_
     audit = [json.loads(line) for line in (isolated_dirs / "state" / "audit.jsonl").read_text().splitlines()]
     # Every decision is on disk before any call runs; then the outcomes, in the order they happened.
     assert [(r["event"], r["arguments"]["message"]) for r in audit] == [
-        *(("decision", str(i)) for i in range(5)), *(("outcome", str(i)) for i in range(5))]
+        *(("decision", str(i)) for i in range(5)),
+        *(("outcome", str(i)) for i in range(5)),
+    ]
     proc = llmc("audit", "verify", timeout=60)
     assert proc.returncode == 0 and json.loads(proc.stdout)["records"] == 10
 
@@ -126,8 +134,9 @@ def test_a_batch_line_has_the_fields_of_calls_output(isolated_dirs):
     assert single.returncode == 0, single.stderr
     line = out[0]
     assert set(line) - {"id"} == set(single.json()) and line["id"] == 7
-    assert {k: v for k, v in line.items() if k not in ("id", "durationMs")} == \
-        {k: v for k, v in single.json().items() if k != "durationMs"}
+    assert {k: v for k, v in line.items() if k not in ("id", "durationMs")} == {
+        k: v for k, v in single.json().items() if k != "durationMs"
+    }
 
 
 def test_arguments_are_checked_against_the_schema_as_call_checks_them(isolated_dirs):
@@ -137,16 +146,22 @@ def test_arguments_are_checked_against_the_schema_as_call_checks_them(isolated_d
     write_profile(isolated_dirs)
     single = llmc("call", "a.add", "--json", '{"a": "x", "b": 2}')
     assert single.returncode == 2, single.stderr
-    code, out, _ = batch([{"id": 1, "tool": "a.add", "arguments": {"a": "x", "b": 2}},
-                          {"id": 2, "tool": "a.add", "arguments": {"a": 1, "b": 2}},
-                          {"id": 3, "tool": "a.add", "arguments": {"a": 1, "bb": 2}}])
+    code, out, _ = batch(
+        [
+            {"id": 1, "tool": "a.add", "arguments": {"a": "x", "b": 2}},
+            {"id": 2, "tool": "a.add", "arguments": {"a": 1, "b": 2}},
+            {"id": 3, "tool": "a.add", "arguments": {"a": 1, "bb": 2}},
+        ]
+    )
     assert code == 2
-    assert out[0]["error"] == {"error": "usage", "exitCode": 2,
-                               "message": "line 1: " + single.stderr.strip().removeprefix("llmc: ")}
+    assert out[0]["error"] == {
+        "error": "usage",
+        "exitCode": 2,
+        "message": "line 1: " + single.stderr.strip().removeprefix("llmc: "),
+    }
     assert out[1]["structuredContent"] == {"result": 3}
     assert out[2]["error"]["exitCode"] == 2 and "unknown argument 'bb'" in out[2]["error"]["message"]
     audit = [json.loads(line) for line in (isolated_dirs / "state" / "audit.jsonl").read_text().splitlines()]
-    assert [(r["event"], r["arguments"]) for r in audit] == [("decision", {"a": 1, "b": 2}),
-                                                              ("outcome", {"a": 1, "b": 2})]
+    assert [(r["event"], r["arguments"]) for r in audit] == [("decision", {"a": 1, "b": 2}), ("outcome", {"a": 1, "b": 2})]
     code, out, _ = batch([{"id": 1, "tool": "a.add", "arguments": {"a": "x", "b": 2}}], "--no-validate")
     assert code == 1 and out[0]["isError"] is True

@@ -18,10 +18,11 @@ from tests.helpers import llmc, profile_file, sdk_server
 TOKEN = "tok-4f1d9c2b7a6e5d3c"
 
 
-def write_profile(tmp_path: Path, cache: str = 'tools = ["count.*"]', extra: str = "",
-                  description: str = "") -> Path:
+def write_profile(tmp_path: Path, cache: str = 'tools = ["count.*"]', extra: str = "", description: str = "") -> Path:
     env = {"COUNT_FILE": str(tmp_path / "calls.txt"), **({"SEARCH_DESCRIPTION": description} if description else {})}
-    return profile_file(Path(os.environ["LLMC_CONFIG_DIR"]), f"""
+    return profile_file(
+        Path(os.environ["LLMC_CONFIG_DIR"]),
+        f"""
 [servers.count]
 command = {json.dumps(sys.executable)}
 args = [{json.dumps(sdk_server("counting_server.py")[1])}]
@@ -31,7 +32,8 @@ sandbox = "none"
 [cache]
 {cache}
 {extra}
-""")
+""",
+    )
 
 
 def calls(tmp_path: Path) -> list[str]:
@@ -79,9 +81,17 @@ def test_an_entry_expires_after_its_ttl(tmp_path: Path) -> None:
     assert len(calls(tmp_path)) == 2
 
 
-@pytest.mark.parametrize("args", [["count.delete", "name=x"], ["count.plain", "name=x"], ["count.fail", "name=x"],
-                                  ["count.big", "size=300000"], ["count.search", "query=a", "--no-cache"]],
-                         ids=["destructive", "unannotated", "isError", "too-big", "no-cache"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["count.delete", "name=x"],
+        ["count.plain", "name=x"],
+        ["count.fail", "name=x"],
+        ["count.big", "size=300000"],
+        ["count.search", "query=a", "--no-cache"],
+    ],
+    ids=["destructive", "unannotated", "isError", "too-big", "no-cache"],
+)
 def test_what_is_never_answered_from_the_cache(tmp_path: Path, args: list[str]) -> None:
     write_profile(tmp_path, extra='[policy]\nallow = ["count.*"]')
     for _ in range(2):
@@ -103,8 +113,9 @@ def test_policy_check_and_tools_lint_say_what_is_cached(tmp_path: Path) -> None:
 
 
 def test_hints_in_the_profile_decide_what_is_read_only(tmp_path: Path) -> None:
-    write_profile(tmp_path, extra='[policy.hints."count.plain"]\nreadOnly = true\n'
-                                  '[policy.hints."count.search"]\nreadOnly = false')
+    write_profile(
+        tmp_path, extra='[policy.hints."count.plain"]\nreadOnly = true\n[policy.hints."count.search"]\nreadOnly = false'
+    )
     call("count.plain", "name=a")
     assert call("count.plain", "name=a")["cached"] is True
     call("count.search", "query=a")
@@ -136,13 +147,19 @@ def test_list_changed_drops_the_servers_entries(tmp_path: Path) -> None:
     eras = Path(os.environ["LLMC_STATE_DIR"]) / "servers.json"
     remembered = json.loads(eras.read_text())
     eras.write_text(json.dumps({k: {**v, "era": "legacy", "version": "2025-11-25"} for k, v in remembered.items()}))
-    batch = "\n".join(json.dumps(line) for line in [
-        {"id": 1, "tool": "count.search", "arguments": {"query": "a"}},
-        {"id": 2, "tool": "count.search", "arguments": {"query": "a"}},
-        {"id": 3, "tool": "count.announce", "arguments": {}},
-        {"id": 4, "tool": "count.search", "arguments": {"query": "a"}},
-        {"id": 5, "tool": "count.search", "arguments": {"query": "a"}},
-    ]) + "\n"
+    batch = (
+        "\n".join(
+            json.dumps(line)
+            for line in [
+                {"id": 1, "tool": "count.search", "arguments": {"query": "a"}},
+                {"id": 2, "tool": "count.search", "arguments": {"query": "a"}},
+                {"id": 3, "tool": "count.announce", "arguments": {}},
+                {"id": 4, "tool": "count.search", "arguments": {"query": "a"}},
+                {"id": 5, "tool": "count.search", "arguments": {"query": "a"}},
+            ]
+        )
+        + "\n"
+    )
     proc = llmc("call", "--batch", "-", "--no-cache", stdin=batch)
     assert proc.returncode == 0, proc.stderr
     assert not any("cached" in json.loads(line) for line in proc.stdout.splitlines())  # but stored
@@ -211,8 +228,11 @@ def test_a_models_repeated_call_in_ask_is_answered_from_the_cache(tmp_path: Path
     from tests.fakes.scripts import turn
 
     search = {"query": "tides"}
-    script = [turn("openai", calls=[("c1", "search", search)]),
-              turn("openai", calls=[("c2", "search", search)]), turn("openai", text="done")]
+    script = [
+        turn("openai", calls=[("c1", "search", search)]),
+        turn("openai", calls=[("c2", "search", search)]),
+        turn("openai", text="done"),
+    ]
     with FakeLLM("openai", script) as fake:
         path = write_profile(tmp_path)
         path.write_text(path.read_text() + f'\n[llm]\nprovider = "openai"\nmodel = "m"\nbase_url = "{fake.base_url}"\n')

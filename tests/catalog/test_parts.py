@@ -73,14 +73,14 @@ def test_an_ambiguous_or_unknown_bare_name_is_a_usage_error(peers: dict[str, Scr
 
 
 def test_a_resolver_reads_the_cache_once_and_leaves_what_it_listed(
-        peers: dict[str, ScriptedPeer], isolated_dirs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    peers: dict[str, ScriptedPeer], isolated_dirs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     reads = []
     read_cache = tool_names.read_cache
     monkeypatch.setattr(tool_names, "read_cache", lambda: reads.append(1) or read_cache())
     with catalog_of(peers) as catalog:
         resolve = ToolResolver(catalog, None)
-        assert [resolve(name) for name in ("x", "y", "x", "a.both")] == [("a", "x"), ("b", "y"), ("a", "x"),
-                                                                          ("a", "both")]
+        assert [resolve(name) for name in ("x", "y", "x", "a.both")] == [("a", "x"), ("b", "y"), ("a", "x"), ("a", "both")]
         assert (listings(peers["a"]), listings(peers["b"])) == (1, 1)
     # One read to resolve; one more to merge what was listed into the file.
     assert len(reads) == 2

@@ -23,7 +23,9 @@ def profile(isolated_dirs: Path) -> Path:
     data = isolated_dirs / "data"
     data.mkdir()
     (data / "errors.log").write_text("disk full\n")
-    return profile_file(isolated_dirs / "config", f"""
+    return profile_file(
+        isolated_dirs / "config",
+        f"""
 [servers.sdk]
 command = {toml_str(PY)}
 args = [{toml_str(SDK)}]
@@ -39,11 +41,14 @@ args = [{toml_str(str(data))}]
 command = {toml_str(PY)}
 args = [{toml_str(SDK)}]
 enabled = false
-""")
+""",
+    )
 
 
 def add_dead_and_silent(isolated_dirs: Path) -> None:
-    profile_file(isolated_dirs / "config", f"""
+    profile_file(
+        isolated_dirs / "config",
+        f"""
 [servers.sdk]
 command = {toml_str(PY)}
 args = [{toml_str(SDK)}]
@@ -59,7 +64,8 @@ connect_timeout = 1
 
 [servers.everything]
 command = {toml_str(node_tool("mcp-server-everything"))}
-""")
+""",
+    )
 
 
 def test_tools_list_covers_every_enabled_server(profile: Path):

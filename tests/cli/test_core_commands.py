@@ -17,7 +17,6 @@ MISBEHAVING = str(Path(__file__).resolve().parents[1] / "peers" / "misbehaving_s
 SDK = " ".join(sdk_server("sdk_server.py"))
 
 
-
 @pytest.mark.e2e  # the npm reference servers
 def test_tools_list_prints_the_tools_as_the_server_sent_them():
     proc = llmc("tools", "list", "--stdio", node_tool("mcp-server-everything"))
@@ -41,8 +40,10 @@ def test_call_text_json_file_and_stdin(tmp_path):
     args_file = tmp_path / "args.json"
     args_file.write_text('{"message": "from a file"}')
     assert llmc("call", "echo", "--json", f"@{args_file}", "--text", "--stdio", SDK, "--yes").stdout == "from a file\n"
-    assert llmc("call", "echo", "--json", "-", "--text", "--stdio", SDK, "--yes",
-                stdin='{"message": "from stdin"}').stdout == "from stdin\n"
+    assert (
+        llmc("call", "echo", "--json", "-", "--text", "--stdio", SDK, "--yes", stdin='{"message": "from stdin"}').stdout
+        == "from stdin\n"
+    )
     assert llmc("call", "add", "a:=40", "b:=2", "--text", "--stdio", SDK, "--yes").stdout == "42\n"
 
 
@@ -53,12 +54,15 @@ def test_a_tool_error_is_exit_1_with_the_result_on_stdout():
     assert proc.stderr.count("\n") == 1 and "reported an error" in proc.stderr
 
 
-@pytest.mark.parametrize("args, code, message", [
-    (["call", "add", "a=x", "b=1"], 2, "not a valid integer"),
-    (["call", "echo", "--json", "{broken"], 2, "invalid JSON"),
-    (["call", "echo", "--json", "[1]"], 2, "must be a JSON object"),
-    (["call", "echo", "message"], 2, "not KEY=VALUE"),
-])
+@pytest.mark.parametrize(
+    "args, code, message",
+    [
+        (["call", "add", "a=x", "b=1"], 2, "not a valid integer"),
+        (["call", "echo", "--json", "{broken"], 2, "invalid JSON"),
+        (["call", "echo", "--json", "[1]"], 2, "must be a JSON object"),
+        (["call", "echo", "message"], 2, "not KEY=VALUE"),
+    ],
+)
 def test_bad_arguments_are_usage_errors(args, code, message):
     proc = llmc(*args, "--stdio", SDK)
     assert proc.returncode == code and message in proc.stderr and proc.stdout == ""
@@ -98,10 +102,12 @@ def test_resources_prompts_and_ping():
 
 
 def test_help_and_version_do_not_import_heavy_packages():
-    code = ("import sys; from llmc_cli.cli.main import main\n"
-            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-            "heavy = [m for m in ('httpx2', 'pydantic', 'openai', 'anthropic', 'google.genai', 'mcp', 'opentelemetry') if m in sys.modules]\n"
-            "print('HEAVY', heavy)")
+    code = (
+        "import sys; from llmc_cli.cli.main import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('httpx2', 'pydantic', 'openai', 'anthropic', 'google.genai', 'mcp', 'opentelemetry') if m in sys.modules]\n"
+        "print('HEAVY', heavy)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30).stdout
     assert "HEAVY []" in out
 
@@ -111,8 +117,12 @@ def test_ctrl_c_cancels_stops_the_server_and_exits_130():
     import threading
 
     # -v: a line per progress notification, so the test knows the call is running (no sleep).
-    proc = subprocess.Popen([llmc_executable(), "-v", "call", "slow", "seconds=30", "--stdio", SDK, "--yes"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [llmc_executable(), "-v", "call", "slow", "seconds=30", "--stdio", SDK, "--yes"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     lines: list[str] = []
     running = threading.Event()
 

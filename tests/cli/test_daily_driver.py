@@ -54,8 +54,11 @@ def test_a_session_that_lacks_the_server_says_so_and_how_to_go_on(isolated_dirs:
     started = llmc("session", "start", "dc")
     assert started.returncode == 0, started.stderr
     try:
-        for argv in (["call", "everything.echo", "message=hi"], ["call", "-s", "everything", "echo"],
-                     ["call", "everything.read_fil", "path=x"]):
+        for argv in (
+            ["call", "everything.echo", "message=hi"],
+            ["call", "-s", "everything", "echo"],
+            ["call", "everything.read_fil", "path=x"],
+        ):
             proc = llmc(*argv, env={"LLMC_SESSION": "dc"})
             assert proc.returncode == 2, proc.stderr
             line = one_line(proc.stderr)
@@ -66,6 +69,7 @@ def test_a_session_that_lacks_the_server_says_so_and_how_to_go_on(isolated_dirs:
 
 
 # -- serve token create --for-profile: a profile that exists ----------------------------------------
+
 
 def test_token_for_a_profile_that_does_not_exist_is_refused(isolated_dirs: Path) -> None:
     config = isolated_dirs / "config"
@@ -99,8 +103,10 @@ def test_prompt_arguments_are_checked_first(argv: list[str], message: str) -> No
 
 
 def test_prompt_arguments_checked_for_a_profile_server(isolated_dirs: Path) -> None:
-    profile_file(isolated_dirs / "config", f'[servers.sdk]\ncommand = "{sdk_server("sdk_server.py")[0]}"\n'
-                 f'args = ["{sdk_server("sdk_server.py")[1]}"]\n')
+    profile_file(
+        isolated_dirs / "config",
+        f'[servers.sdk]\ncommand = "{sdk_server("sdk_server.py")[0]}"\nargs = ["{sdk_server("sdk_server.py")[1]}"]\n',
+    )
     proc = llmc("prompts", "get", "sdk.review")
     assert proc.returncode == 2 and "sdk.review: missing required argument 'code'" in one_line(proc.stderr)
     assert llmc("prompts", "get", "sdk.review", "--no-validate").returncode == 6  # the server refuses
@@ -110,6 +116,7 @@ def test_prompt_arguments_checked_for_a_profile_server(isolated_dirs: Path) -> N
 
 # -- llmc --help says what serve is -----------------------------------------------------------------
 
+
 def test_help_describes_serve_as_the_gateway() -> None:
     proc = llmc("--help")
     line = " ".join(proc.stdout.split())
@@ -117,6 +124,7 @@ def test_help_describes_serve_as_the_gateway() -> None:
 
 
 # -- ad-hoc servers are named after what they run -------------------------------------------------
+
 
 def test_an_adhoc_stdio_server_is_named_after_its_script() -> None:
     proc = llmc("call", "no_such_tool", "--stdio", SDK)
@@ -164,17 +172,28 @@ def test_an_adhoc_url_is_named_after_its_host_and_port() -> None:
 
 # -- servers add with the command line quoted as one word -------------------------------------------
 
+
 def test_servers_add_splits_a_quoted_command_line(isolated_dirs: Path) -> None:
     line = " ".join(sdk_server("sdk_server.py"))
     proc = llmc("servers", "add", "sdk2", line)
     assert proc.returncode == 0, proc.stderr
     stored = proc.json()["server"]
-    assert stored == {"command": sdk_server("sdk_server.py")[0], "args": [sdk_server("sdk_server.py")[1]], "sandbox": "auto", "network": True}
+    assert stored == {
+        "command": sdk_server("sdk_server.py")[0],
+        "args": [sdk_server("sdk_server.py")[1]],
+        "sandbox": "auto",
+        "network": True,
+    }
     assert "split the command line" in proc.stderr
     called = llmc("call", "sdk2.add", "a=1", "b=2")  # and it runs
     assert called.returncode == 0 and called.json()["structuredContent"]["result"] == 3, called.stderr
     quoted = llmc("servers", "add", "fs", "npx -y pkg '/srv/my data'")
-    assert quoted.json()["server"] == {"command": "npx", "args": ["-y", "pkg", "/srv/my data"], "sandbox": "auto", "network": True}
+    assert quoted.json()["server"] == {
+        "command": "npx",
+        "args": ["-y", "pkg", "/srv/my data"],
+        "sandbox": "auto",
+        "network": True,
+    }
     broken = llmc("servers", "add", "bad", "npx 'unclosed")
     assert broken.returncode == 2 and "No closing quotation" in one_line(broken.stderr)
 
@@ -184,10 +203,14 @@ def test_servers_add_keeps_a_program_whose_path_has_a_space(isolated_dirs: Path,
     program.parent.mkdir()
     program.write_text("#!/bin/sh\n")
     proc = llmc("servers", "add", "mine", "--", str(program), "--flag")
-    assert proc.json()["server"] == {"command": str(program), "args": ["--flag"], "sandbox": "auto", "network": True} and "split" not in proc.stderr
+    assert (
+        proc.json()["server"] == {"command": str(program), "args": ["--flag"], "sandbox": "auto", "network": True}
+        and "split" not in proc.stderr
+    )
 
 
 # -- a nested llmc finds the same profiles and state ---------------------------------------------
+
 
 @pytest.mark.parametrize("how", ["executable", "module"])
 def test_a_nested_llmc_keeps_its_directories(isolated_dirs: Path, tmp_path: Path, how: str) -> None:
@@ -202,8 +225,9 @@ def test_a_nested_llmc_keeps_its_directories(isolated_dirs: Path, tmp_path: Path
     inner = f"{llmc_executable()} serve -p ops" if how == "executable" else f"{sys.executable} -m llmc_cli serve -p ops"
     # Relative to the outer llmc's cwd; the inner one runs in / (--cwd): only absolute paths reach it.
     env = {"LLMC_CONFIG_DIR": "config", "LLMC_STATE_DIR": "state"}
-    proc = llmc("call", "--stdio", inner, "--cwd", "/", "workspace.read_file", f"path={tmp_path / 'notes.txt'}",
-                env=env, cwd=tmp_path)
+    proc = llmc(
+        "call", "--stdio", inner, "--cwd", "/", "workspace.read_file", f"path={tmp_path / 'notes.txt'}", env=env, cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
     assert "nested" in proc.json()["content"][0]["text"]
 
@@ -217,8 +241,12 @@ def test_is_llmc_command(tmp_path: Path) -> None:
     from tests.helpers import llmc_executable
 
     assert is_llmc_command([llmc_executable(), "serve", "-p", "ops"])
-    assert is_llmc_command([sys.executable, "-m", "llmc_cli", "serve"]) and is_llmc_command([sys.executable, "-I", "-m", "llmc_cli"])
-    assert is_llmc_command([sys.executable, "-X", "dev", "-m", "llmc_cli.cli.main"]) and is_llmc_command([sys.executable, "-mllmc_cli"])
+    assert is_llmc_command([sys.executable, "-m", "llmc_cli", "serve"]) and is_llmc_command(
+        [sys.executable, "-I", "-m", "llmc_cli"]
+    )
+    assert is_llmc_command([sys.executable, "-X", "dev", "-m", "llmc_cli.cli.main"]) and is_llmc_command(
+        [sys.executable, "-mllmc_cli"]
+    )
     assert not is_llmc_command([sys.executable, "-m", "mcp_server_time"]) and not is_llmc_command(["npx", "llmc"])
     impostor = tmp_path / "llmc"
     impostor.write_text("#!/bin/sh\n")
@@ -227,6 +255,7 @@ def test_is_llmc_command(tmp_path: Path) -> None:
 
 
 # -- ping: connecting and the round trip apart ------------------------------------------------------
+
 
 def test_ping_counts_a_slow_start_in_connect_not_in_ping() -> None:
     """A stdio server that takes a second to start: connectMs holds that second, pingMs only the
@@ -241,6 +270,7 @@ def test_ping_counts_a_slow_start_in_connect_not_in_ping() -> None:
 
 
 # -- --timeout bounds requests; the handshake has its own bound ------------------------------------
+
 
 def test_a_short_timeout_does_not_bound_a_slow_start(isolated_dirs: Path) -> None:
     """--timeout 1 for a server that takes 1.5 s to start: the handshake has its own bound, and
@@ -265,6 +295,7 @@ def test_connect_timeout_in_the_profile(isolated_dirs: Path) -> None:
 
 # -- a confirmation refused for want of a terminal prints the real approve command ------------------
 
+
 def sdk_profile(config: Path, extra: str = "") -> Path:
     python, script = sdk_server("sdk_server.py")
     return profile_file(config, f'[servers.sdk]\ncommand = "{python}"\nargs = ["{script}"]\n{extra}')
@@ -274,7 +305,7 @@ def test_the_refusal_prints_the_command_that_approves_this_call(isolated_dirs: P
     import shlex
 
     sdk_profile(isolated_dirs / "config", '[policy]\nconfirm = ["sdk.echo"]\n')
-    args = ("sdk.echo", "message=it's a \"quoted\" $HOME")
+    args = ("sdk.echo", 'message=it\'s a "quoted" $HOME')
     refused = llmc("call", *args)
     assert refused.returncode == 4, refused.stderr
     line = one_line(refused.stderr)
@@ -284,15 +315,14 @@ def test_the_refusal_prints_the_command_that_approves_this_call(isolated_dirs: P
     assert argv[:5] == ["llmc", "-p", "default", "policy", "approve"] and argv[-1] == "--write"
     approved = llmc(*argv[1:])  # pasted as printed
     assert approved.returncode == 0, approved.stderr
-    assert approved.json()["arguments"] == {"message": "it's a \"quoted\" $HOME"}
+    assert approved.json()["arguments"] == {"message": 'it\'s a "quoted" $HOME'}
     ran = llmc("call", *args)
-    assert ran.returncode == 0 and ran.json()["content"][0]["text"] == "it's a \"quoted\" $HOME", ran.stderr
+    assert ran.returncode == 0 and ran.json()["content"][0]["text"] == 'it\'s a "quoted" $HOME', ran.stderr
 
 
 def test_the_refusal_gives_the_hash_when_an_argument_holds_a_secret(isolated_dirs: Path) -> None:
     sdk_profile(isolated_dirs / "config", '[policy]\nconfirm = ["sdk.echo"]\n')
-    refused = llmc("call", "sdk.echo", "message=hunter2-secret-value",
-                   env={"SERVICE_API_TOKEN": "hunter2-secret-value"})
+    refused = llmc("call", "sdk.echo", "message=hunter2-secret-value", env={"SERVICE_API_TOKEN": "hunter2-secret-value"})
     assert refused.returncode == 4
     line = one_line(refused.stderr)
     assert "hunter2" not in line and "policy approve" not in line
@@ -301,13 +331,17 @@ def test_the_refusal_gives_the_hash_when_an_argument_holds_a_secret(isolated_dir
 
 # -- a 401 from a server without OAuth names the header it wants -------------------------------------
 
+
 def test_a_gateway_that_wants_a_bearer_token_gets_header_advice(isolated_dirs: Path) -> None:
     """The real gateway with a principal (a static token, no OAuth): the advice is the header,
     and with that header the same command works."""
     from tests.gateway.test_http import start, stop
 
-    path = profile_file(isolated_dirs / "config", '[servers.workspace]\nbuiltin = "workspace"\n'
-                        '[serve.principals.ci]\ntoken_env = "GW_CI_TOKEN"\n', name="gw")
+    path = profile_file(
+        isolated_dirs / "config",
+        '[servers.workspace]\nbuiltin = "workspace"\n[serve.principals.ci]\ntoken_env = "GW_CI_TOKEN"\n',
+        name="gw",
+    )
     token = "a-long-random-token-for-the-test-0123456789"
     gateway = start(path, env={"GW_CI_TOKEN": token})
     try:
@@ -319,14 +353,16 @@ def test_a_gateway_that_wants_a_bearer_token_gets_header_advice(isolated_dirs: P
         # Where a browser could be opened, no login is tried against endpoints nobody published.
         browser = llmc("tools", "list", "--url", gateway.url, env={"BROWSER": "true"})
         assert browser.returncode == 9 and "--header 'Authorization: Bearer ${TOKEN}'" in browser.stderr
-        ok = llmc("tools", "list", "--url", gateway.url, "--header", "Authorization: Bearer ${GW_CI_TOKEN}",
-                  env={"GW_CI_TOKEN": token})
+        ok = llmc(
+            "tools", "list", "--url", gateway.url, "--header", "Authorization: Bearer ${GW_CI_TOKEN}", env={"GW_CI_TOKEN": token}
+        )
         assert ok.returncode == 0 and ok.json()["tools"], ok.stderr
     finally:
         stop(gateway)
 
 
 # -- resources: SERVER.URI as the gateway names them, SERVER:URI as an alias ------------------------
+
 
 @pytest.mark.parametrize("spelling", ["sdk.test://greeting", "sdk:test://greeting"])
 def test_resources_read_takes_the_gateways_spelling(isolated_dirs: Path, spelling: str) -> None:

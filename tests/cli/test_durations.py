@@ -10,21 +10,24 @@ import pytest
 from llmc_cli.cli.durations import parse_duration, parse_since
 
 
-@pytest.mark.parametrize("text, seconds", [
-    ("90s", 90.0),
-    ("30m", 1800.0),
-    ("2h", 7200.0),
-    ("1d", 86400.0),
-    ("1.5h", 5400.0),
-    ("45", 45.0),
-    ("0", 0.0),
-    (" 2H ", 7200.0),
-    ("", None),
-    ("2w", None),
-    ("-5m", None),
-    ("m", None),
-    ("1h30m", None),
-])
+@pytest.mark.parametrize(
+    "text, seconds",
+    [
+        ("90s", 90.0),
+        ("30m", 1800.0),
+        ("2h", 7200.0),
+        ("1d", 86400.0),
+        ("1.5h", 5400.0),
+        ("45", 45.0),
+        ("0", 0.0),
+        (" 2H ", 7200.0),
+        ("", None),
+        ("2w", None),
+        ("-5m", None),
+        ("m", None),
+        ("1h30m", None),
+    ],
+)
 def test_durations(text: str, seconds: float | None) -> None:
     assert parse_duration(text) == seconds
 

@@ -22,7 +22,9 @@ HOSTILE = shlex.join(sdk_server("hostile_text.py"))
 
 
 def write_profile(config: Path, extra: str = "") -> Path:
-    return profile_file(config, f"""
+    return profile_file(
+        config,
+        f"""
 [servers.sdk]
 command = {json.dumps(SDK[0])}
 args = {json.dumps(SDK[1:])}
@@ -32,7 +34,8 @@ args = {json.dumps(SDK[1:])}
 [policy]
 confirm_destructive = false
 deny = ["other.fail"]
-{extra}""")
+{extra}""",
+    )
 
 
 @pytest.fixture
@@ -65,11 +68,27 @@ def is_table(text: str) -> bool:
 
 
 # Every listing command, each with something to list in `profile`.
-LISTINGS = [["tools", "list"], ["tools", "lint"], ["resources", "list"], ["resources", "templates"],
-            ["prompts", "list"], ["ping"], ["servers", "list"], ["profiles", "list"], ["serve", "token", "list"],
-            ["audit", "tail"], ["session", "list"], ["conversations", "list"], ["auth", "status"]]
-EMPTY_HERE = {"resources templates": "resource templates", "session list": "sessions",
-              "conversations list": "conversations", "auth status": "logins"}
+LISTINGS = [
+    ["tools", "list"],
+    ["tools", "lint"],
+    ["resources", "list"],
+    ["resources", "templates"],
+    ["prompts", "list"],
+    ["ping"],
+    ["servers", "list"],
+    ["profiles", "list"],
+    ["serve", "token", "list"],
+    ["audit", "tail"],
+    ["session", "list"],
+    ["conversations", "list"],
+    ["auth", "status"],
+]
+EMPTY_HERE = {
+    "resources templates": "resource templates",
+    "session list": "sessions",
+    "conversations list": "conversations",
+    "auth status": "logins",
+}
 
 
 @pytest.mark.parametrize("argv", LISTINGS, ids=[" ".join(a) for a in LISTINGS])
@@ -115,8 +134,14 @@ def test_json_is_pinned_on_a_terminal_by_the_flag_the_environment_or_the_profile
 
 def test_a_table_is_forced_when_piped_and_a_bad_format_variable_is_a_usage_error(profile: Path) -> None:
     assert is_table(llmc("tools", "list", "--format", "table").stdout)
-    by_env = subprocess.run([llmc_executable(), "tools", "list"], capture_output=True, text=True, timeout=120,
-                            env={**os.environ, "LLMC_FORMAT": "table"}, stdin=subprocess.DEVNULL)
+    by_env = subprocess.run(
+        [llmc_executable(), "tools", "list"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "LLMC_FORMAT": "table"},
+        stdin=subprocess.DEVNULL,
+    )
     assert by_env.returncode == 0 and is_table(by_env.stdout)
     bad = llmc("tools", "list", env={"LLMC_FORMAT": "yaml"})
     assert bad.returncode == 2 and bad.stdout == "" and "LLMC_FORMAT" in bad.stderr
@@ -139,13 +164,16 @@ def test_a_table_fits_the_terminal_and_shows_control_characters(isolated_dirs: P
 
 
 def test_a_failed_server_is_a_line_on_stderr_beside_the_table(isolated_dirs: Path) -> None:
-    profile_file(isolated_dirs / "config", f"""
+    profile_file(
+        isolated_dirs / "config",
+        f"""
 [servers.sdk]
 command = {json.dumps(SDK[0])}
 args = {json.dumps(SDK[1:])}
 [servers.gone]
 command = "/nonexistent/server"
-""")
+""",
+    )
     code, screen = on_terminal("tools", "list")
     assert code == 5 and is_table(screen) and re.search(r"^llmc: .*gone", screen, re.M), screen
 
@@ -161,10 +189,12 @@ def test_progress_across_servers_on_a_terminal_and_none_when_piped(profile: Path
 
 
 def test_a_batch_that_went_wrong_ends_with_one_summary_line(profile: Path) -> None:
-    calls = [{"id": 1, "tool": "sdk.echo", "arguments": {"message": "a"}},
-             {"id": 2, "tool": "sdk.fail", "arguments": {}},
-             {"id": 3, "tool": "other.fail", "arguments": {}},
-             {"id": 4, "tool": "sdk.add", "arguments": {"a": 1, "b": 2}}]
+    calls = [
+        {"id": 1, "tool": "sdk.echo", "arguments": {"message": "a"}},
+        {"id": 2, "tool": "sdk.fail", "arguments": {}},
+        {"id": 3, "tool": "other.fail", "arguments": {}},
+        {"id": 4, "tool": "sdk.add", "arguments": {"a": 1, "b": 2}},
+    ]
     proc = llmc("call", "--batch", "-", stdin="\n".join(map(json.dumps, calls)))
     assert proc.returncode == 4 and len(proc.stdout.splitlines()) == 4
     assert proc.stderr.splitlines()[-1] == "llmc: 4 calls: 2 ok, 1 denied, 1 failed"
@@ -176,10 +206,16 @@ def test_a_batch_that_went_wrong_ends_with_one_summary_line(profile: Path) -> No
 
 def test_an_interrupted_batch_counts_what_did_not_finish(profile: Path, tmp_path: Path) -> None:
     calls = tmp_path / "calls.jsonl"
-    calls.write_text("\n".join(json.dumps(c) for c in [
-        {"id": 1, "tool": "sdk.echo", "arguments": {"message": "a"}},
-        {"id": 2, "tool": "sdk.slow", "arguments": {"seconds": 60}},
-        {"id": 3, "tool": "sdk.echo", "arguments": {"message": "b"}}]))
+    calls.write_text(
+        "\n".join(
+            json.dumps(c)
+            for c in [
+                {"id": 1, "tool": "sdk.echo", "arguments": {"message": "a"}},
+                {"id": 2, "tool": "sdk.slow", "arguments": {"seconds": 60}},
+                {"id": 3, "tool": "sdk.echo", "arguments": {"message": "b"}},
+            ]
+        )
+    )
     with Terminal("call", "--batch", str(calls)) as term:
         term.expect("[progress]")  # the slow call runs
         term.interrupt()
@@ -205,14 +241,17 @@ def test_names_that_agree(profile: Path) -> None:
 
 
 def test_servers_list_reports_a_server_that_cannot_be_configured_under_errors(isolated_dirs: Path) -> None:
-    profile_file(isolated_dirs / "config", f"""
+    profile_file(
+        isolated_dirs / "config",
+        f"""
 [servers.sdk]
 command = {json.dumps(SDK[0])}
 args = {json.dumps(SDK[1:])}
 [servers.api]
 url = "https://api.invalid/mcp"
 headers = {{ Authorization = "Bearer ${{LLMC_TEST_UNSET_TOKEN}}" }}
-""")
+""",
+    )
     proc = llmc("servers", "list")
     listed = json.loads(proc.stdout)
     assert proc.returncode == 0 and [s["name"] for s in listed["servers"]] == ["sdk", "api"]
@@ -234,8 +273,10 @@ def test_text_of_workspace_tools_is_the_content(isolated_dirs: Path, tmp_path: P
         return proc.stdout
 
     assert text("workspace.read_file", "path=notes.txt") == "first line\nsecond line\n"
-    assert text("workspace.read_file", "path=notes.txt", "length=1") == \
-        "first line\n\n[notes.txt: lines 1-1 of 2; continue with offset=1]\n"
+    assert (
+        text("workspace.read_file", "path=notes.txt", "length=1")
+        == "first line\n\n[notes.txt: lines 1-1 of 2; continue with offset=1]\n"
+    )
     assert text("workspace.list_directory").splitlines() == ["docs/", "notes.txt"]
     assert text("workspace.list_directory", "depth=2").splitlines() == ["docs/", "docs/a.md", "notes.txt"]
     found = text("workspace.start_search", "pattern=notes", "kind=content", "wait_ms=5000").splitlines()

@@ -15,11 +15,23 @@ from tests.helpers import llmc, sdk_server
 SDK = shlex.join(sdk_server("sdk_server.py"))
 HOSTILE = shlex.join(sdk_server("hostile_text.py"))
 
-DURATIONS = [(0.0004, "0.4 ms"), (0.012, "12 ms"), (1.5, "1.5 s"), (42, "42 s"), (125, "2m 05s"),
-             (12000, "3h 20m"), (187200, "2d 4h")]
-SIZES = [(512, "512 B"), (1536, "1.5 KiB"), (20 * 1024 ** 2, "20 MiB"), (3.2 * 1024 ** 3, "3.2 GiB")]
+DURATIONS = [
+    (0.0004, "0.4 ms"),
+    (0.012, "12 ms"),
+    (1.5, "1.5 s"),
+    (42, "42 s"),
+    (125, "2m 05s"),
+    (12000, "3h 20m"),
+    (187200, "2d 4h"),
+]
+SIZES = [(512, "512 B"), (1536, "1.5 KiB"), (20 * 1024**2, "20 MiB"), (3.2 * 1024**3, "3.2 GiB")]
 SUMMARIES = [
-    (None, ""), (True, "yes"), (False, "no"), (3, "3"), ("text", "text"), ([], ""),
+    (None, ""),
+    (True, "yes"),
+    (False, "no"),
+    (3, "3"),
+    ("text", "text"),
+    ([], ""),
     (["a", "b"], "a, b"),
     ([{"name": "path", "required": True}, {"name": "mode"}], "path, mode"),  # objects by their name
     ([{"type": "text", "text": "hello"}], "hello"),  # content blocks by their text
@@ -44,8 +56,18 @@ def test_summaries(value, expected):
 
 
 def test_columns_decide_units_and_cells_are_one_clean_line():
-    text = table([{"durationMs": 1500, "duration_ms": 12, "idleFor": 125, "size": 2048,
-                   "description": "two\nlines \x1b[2J and a very long tail " + "x" * 80, "count": 1500}])
+    text = table(
+        [
+            {
+                "durationMs": 1500,
+                "duration_ms": 12,
+                "idleFor": 125,
+                "size": 2048,
+                "description": "two\nlines \x1b[2J and a very long tail " + "x" * 80,
+                "count": 1500,
+            }
+        ]
+    )
     header, _, row = text.splitlines()
     assert header.split() == ["durationMs", "duration_ms", "idleFor", "size", "description", "count"]
     for expected in ("1.5 s", "12 ms", "2m 05s", "2.0 KiB", "two lines \\x1b[2J and", "…", "1500"):

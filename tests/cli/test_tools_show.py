@@ -31,10 +31,18 @@ def test_type_names(schema, expected):
 
 
 def test_arguments_and_example_line_parse_back():
-    schema = {"type": "object", "required": ["path", "mode", "count", "tags", "opts"], "properties": {
-        "path": {"type": "string", "description": "Where"}, "mode": {"enum": ["fast", "slow"]},
-        "count": {"type": "integer"}, "tags": {"type": "array"}, "opts": {"type": "object"},
-        "depth": {"type": "integer", "default": 2}}}
+    schema = {
+        "type": "object",
+        "required": ["path", "mode", "count", "tags", "opts"],
+        "properties": {
+            "path": {"type": "string", "description": "Where"},
+            "mode": {"enum": ["fast", "slow"]},
+            "count": {"type": "integer"},
+            "tags": {"type": "array"},
+            "opts": {"type": "object"},
+            "depth": {"type": "integer", "default": 2},
+        },
+    }
     rows = arguments(schema)
     assert rows[0] == {"name": "path", "type": "string", "required": True, "description": "Where"}
     assert rows[-1] == {"name": "depth", "type": "integer", "required": False, "default": 2}
@@ -54,17 +62,25 @@ def test_show_a_workspace_tool_as_json_and_for_people():
     assert info["example"] == "llmc call workspace.read_file path=PATH"
     page = llmc("tools", "show", "read_file", "--format", "table")  # a bare name works as in `call`
     assert page.returncode == 0, page.stderr
-    for expected in ("workspace.read_file", "Arguments:", "path (string; required)",
-                     "offset (integer; optional; default 0)", "readOnlyHint: true",
-                     "a model (ask): allow", "llmc call workspace.read_file path=PATH"):
+    for expected in (
+        "workspace.read_file",
+        "Arguments:",
+        "path (string; required)",
+        "offset (integer; optional; default 0)",
+        "readOnlyHint: true",
+        "a model (ask): allow",
+        "llmc call workspace.read_file path=PATH",
+    ):
         assert expected in page.stdout
 
 
 def test_the_policy_decision_per_caller(tmp_path: Path):
     profile = tmp_path / "p.toml"
-    profile.write_text(f'[servers.sdk]\ncommand = {json.dumps(sdk_server("sdk_server.py")[0])}\n'
-                       f'args = [{json.dumps(sdk_server("sdk_server.py")[1])}]\n'
-                       '[policy]\ndeny = ["sdk.log"]\nconfirm = ["sdk.echo"]\n')
+    profile.write_text(
+        f"[servers.sdk]\ncommand = {json.dumps(sdk_server('sdk_server.py')[0])}\n"
+        f"args = [{json.dumps(sdk_server('sdk_server.py')[1])}]\n"
+        '[policy]\ndeny = ["sdk.log"]\nconfirm = ["sdk.echo"]\n'
+    )
     decisions = {}
     for tool in ("add", "echo", "log"):
         proc = llmc("-p", str(profile), "tools", "show", f"sdk.{tool}")

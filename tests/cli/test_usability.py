@@ -55,14 +55,14 @@ def test_global_options_after_the_subcommand(tmp_path):
     assert before.returncode == after.returncode == 3 and before.stderr == after.stderr
 
 
-@pytest.mark.parametrize("argv", [["tools", "list"], ["tools", "list", "--format", "table"], ["audit", "tail"],
-                                  ["--help"]])
+@pytest.mark.parametrize("argv", [["tools", "list"], ["tools", "list", "--format", "table"], ["audit", "tail"], ["--help"]])
 def test_a_reader_that_went_away_is_no_failure(argv):
     read, write = os.pipe()
     os.close(read)  # the reader is gone before the first byte
     try:
-        proc = subprocess.run([llmc_executable(), *argv], stdout=write, stderr=subprocess.PIPE, text=True,
-                              stdin=subprocess.DEVNULL, timeout=120)
+        proc = subprocess.run(
+            [llmc_executable(), *argv], stdout=write, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, timeout=120
+        )
     finally:
         os.close(write)
     assert proc.returncode == 0 and proc.stderr == ""

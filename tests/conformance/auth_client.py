@@ -25,8 +25,13 @@ SECRET_ENV = "CONFORMANCE_CLIENT_SECRET"
 
 
 def profile_text(url: str, context: dict[str, str], scenario: str) -> str:
-    lines = ["[servers.srv]", f"url = {json.dumps(url)}", "", "[servers.srv.oauth]",
-             f"client_metadata_url = {json.dumps(CIMD_URL)}"]
+    lines = [
+        "[servers.srv]",
+        f"url = {json.dumps(url)}",
+        "",
+        "[servers.srv.oauth]",
+        f"client_metadata_url = {json.dumps(CIMD_URL)}",
+    ]
     if scenario.startswith("auth/client-credentials"):
         lines.append('grant = "client_credentials"')  # a machine-to-machine profile
     if context.get("client_id"):
@@ -48,8 +53,7 @@ def main() -> int:
 def run(home: Path, profile: str, context: dict[str, str]) -> int:
     (home / "config" / "profiles").mkdir(parents=True)
     (home / "config" / "profiles" / "conformance.toml").write_text(profile)
-    env = {**os.environ, "LLMC_CONFIG_DIR": str(home / "config"), "LLMC_STATE_DIR": str(home / "state"),
-           "BROWSER": BROWSER}
+    env = {**os.environ, "LLMC_CONFIG_DIR": str(home / "config"), "LLMC_STATE_DIR": str(home / "state"), "BROWSER": BROWSER}
     if context.get("client_secret"):
         env[SECRET_ENV] = context["client_secret"]
     for command in (["tools", "list", "-s", "srv"], ["call", "srv.test-tool"]):

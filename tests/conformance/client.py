@@ -25,12 +25,19 @@ SCENARIOS: dict[str, list[list[str]]] = {
     "json-schema-ref-no-deref": [["tools", "list"]],
     "http-invalid-tool-headers": [["tools", "list"], ["call", "valid_tool", "region=us-east1"]],  # region is required
     "http-standard-headers": [
-        ["tools", "list"], ["call", "test_headers"], ["call", "my-hyphenated-tool"],
-        ["resources", "list"], ["resources", "read", "file:///path/to/file%20name.txt"],
+        ["tools", "list"],
+        ["call", "test_headers"],
+        ["call", "my-hyphenated-tool"],
+        ["resources", "list"],
+        ["resources", "read", "file:///path/to/file%20name.txt"],
         ["resources", "read", "https://example.com/resource?id=123"],
-        ["prompts", "list"], ["prompts", "get", "test_prompt"]],
-    "sep-2322-client-request-state": [["call", name] for name in (
-        "test_mrtr_echo_state", "test_mrtr_no_state", "test_mrtr_unrelated", "test_mrtr_no_result_type")],
+        ["prompts", "list"],
+        ["prompts", "get", "test_prompt"],
+    ],
+    "sep-2322-client-request-state": [
+        ["call", name]
+        for name in ("test_mrtr_echo_state", "test_mrtr_no_state", "test_mrtr_unrelated", "test_mrtr_no_result_type")
+    ],
 }
 
 

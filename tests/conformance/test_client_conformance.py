@@ -23,13 +23,23 @@ CLIENT = Path(__file__).with_name("client.py")
 LEGACY = ["initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"]
 # request-metadata: _meta and MCP-Protocol-Version on every request, and one retry with a
 # version the server lists after it refused the first (UnsupportedProtocolVersion, -32022)
-MODERN = ["tools_call", "request-metadata", "sep-2322-client-request-state", "http-standard-headers",
-          "http-custom-headers", "http-invalid-tool-headers", "json-schema-ref-no-deref",
-          "json-schema-2020-12-preservation"]
+MODERN = [
+    "tools_call",
+    "request-metadata",
+    "sep-2322-client-request-state",
+    "http-standard-headers",
+    "http-custom-headers",
+    "http-invalid-tool-headers",
+    "json-schema-ref-no-deref",
+    "json-schema-2020-12-preservation",
+]
 # The 2026 package's scenarios for 2025-11-25 the 0.1.x package does not have yet
 LEGACY_IN_2026 = ["json-schema-2020-12-preservation"]
-CASES = ([("2025-11-25", s) for s in LEGACY] + [("2026-07-28", s) for s in MODERN]
-         + [("2026-package/2025-11-25", s) for s in LEGACY_IN_2026])
+CASES = (
+    [("2025-11-25", s) for s in LEGACY]
+    + [("2026-07-28", s) for s in MODERN]
+    + [("2026-package/2025-11-25", s) for s in LEGACY_IN_2026]
+)
 
 
 @pytest.mark.parametrize("suite, scenario", CASES)
@@ -37,9 +47,25 @@ def test_scenario_passes_without_warnings(suite, scenario, tmp_path):
     env = {**os.environ, "PATH": f"{NODE_BIN}{os.pathsep}{os.environ['PATH']}"}  # Node 22 first
     package, _, version = suite.rpartition("/")  # "2026-package/V": the 2026 suite testing version V
     proc = subprocess.run(
-        [conformance_suite("2026-07-28" if package else suite), "client", "--command", f"{sys.executable} {CLIENT}",
-         "--scenario", scenario, "--spec-version", version, "--timeout", "60000", "-o", str(tmp_path)],
-        capture_output=True, text=True, timeout=180, env=env)
+        [
+            conformance_suite("2026-07-28" if package else suite),
+            "client",
+            "--command",
+            f"{sys.executable} {CLIENT}",
+            "--scenario",
+            scenario,
+            "--spec-version",
+            version,
+            "--timeout",
+            "60000",
+            "-o",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+    )
     checks = [c for f in tmp_path.rglob("checks.json") for c in json.loads(f.read_text())]
     assert checks, f"no checks recorded:\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}"
     bad = [c for c in checks if c["status"] not in ("SUCCESS", "INFO", "SKIPPED")]

@@ -29,23 +29,68 @@ pytestmark = pytest.mark.e2e  # the official conformance suites: Node processes
 # gateway behind "nothing passed either way"); the rest are listed in the README with the reason
 SUITES = {
     "2025-11-25": {
-        "server-initialize", "logging-set-level", "ping", "completion-complete", "tools-list",
-        "tools-call-simple-text", "tools-call-image", "tools-call-audio", "tools-call-embedded-resource",
-        "tools-call-mixed-content", "tools-call-with-logging", "tools-call-error", "tools-call-with-progress",
-        "tools-call-sampling", "tools-call-elicitation", "json-schema-2020-12", "elicitation-sep1034-defaults",
-        "server-sse-polling", "server-sse-multiple-streams", "elicitation-sep1330-enums", "resources-list",
-        "resources-read-text", "resources-read-binary", "resources-templates-read", "resources-subscribe",
-        "resources-unsubscribe", "prompts-list", "prompts-get-simple", "prompts-get-with-args",
-        "prompts-get-embedded-resource", "prompts-get-with-image", "dns-rebinding-protection"},
+        "server-initialize",
+        "logging-set-level",
+        "ping",
+        "completion-complete",
+        "tools-list",
+        "tools-call-simple-text",
+        "tools-call-image",
+        "tools-call-audio",
+        "tools-call-embedded-resource",
+        "tools-call-mixed-content",
+        "tools-call-with-logging",
+        "tools-call-error",
+        "tools-call-with-progress",
+        "tools-call-sampling",
+        "tools-call-elicitation",
+        "json-schema-2020-12",
+        "elicitation-sep1034-defaults",
+        "server-sse-polling",
+        "server-sse-multiple-streams",
+        "elicitation-sep1330-enums",
+        "resources-list",
+        "resources-read-text",
+        "resources-read-binary",
+        "resources-templates-read",
+        "resources-subscribe",
+        "resources-unsubscribe",
+        "prompts-list",
+        "prompts-get-simple",
+        "prompts-get-with-args",
+        "prompts-get-embedded-resource",
+        "prompts-get-with-image",
+        "dns-rebinding-protection",
+    },
     "2026-07-28": {
-        "completion-complete", "tools-list", "tools-call-simple-text", "tools-call-image", "tools-call-audio",
-        "tools-call-embedded-resource", "tools-call-mixed-content", "tools-call-error", "tools-call-with-progress",
-        "server-sse-multiple-streams", "resources-list", "resources-read-text", "resources-read-binary",
-        "resources-templates-read", "sep-2164-resource-not-found", "prompts-list", "prompts-get-simple",
-        "prompts-get-with-args", "prompts-get-embedded-resource", "prompts-get-with-image",
-        "dns-rebinding-protection", "caching", "http-header-validation",
-        "input-required-result-missing-input-response", "input-required-result-unsupported-methods",
-        "input-required-result-ignore-extra-params", "input-required-result-validate-input"},
+        "completion-complete",
+        "tools-list",
+        "tools-call-simple-text",
+        "tools-call-image",
+        "tools-call-audio",
+        "tools-call-embedded-resource",
+        "tools-call-mixed-content",
+        "tools-call-error",
+        "tools-call-with-progress",
+        "server-sse-multiple-streams",
+        "resources-list",
+        "resources-read-text",
+        "resources-read-binary",
+        "resources-templates-read",
+        "sep-2164-resource-not-found",
+        "prompts-list",
+        "prompts-get-simple",
+        "prompts-get-with-args",
+        "prompts-get-embedded-resource",
+        "prompts-get-with-image",
+        "dns-rebinding-protection",
+        "caching",
+        "http-header-validation",
+        "input-required-result-missing-input-response",
+        "input-required-result-unsupported-methods",
+        "input-required-result-ignore-extra-params",
+        "input-required-result-validate-input",
+    },
 }
 # The 2026 package's scenarios for 2025-11-25: the 0.1.x ones and server-session-lifecycle
 SUITES["2026-package/2025-11-25"] = SUITES["2025-11-25"] | {"server-session-lifecycle"}
@@ -75,8 +120,13 @@ def run_suite(suite: str, url: str, out: Path) -> dict[str, list[dict[str, objec
     env = {**os.environ, "PATH": f"{NODE_BIN}{os.pathsep}{os.environ['PATH']}"}  # Node 22 first
     package, _, spec = suite.rpartition("/")
     entry = conformance_suite("2026-07-28" if package else spec)
-    proc = subprocess.run([entry, "server", "--url", url, "--suite", "all", "--spec-version", spec,
-                           "-o", str(out)], capture_output=True, text=True, timeout=900, env=env)
+    proc = subprocess.run(
+        [entry, "server", "--url", url, "--suite", "all", "--spec-version", spec, "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+    )
     results = {}
     for checks in out.glob("*/checks.json"):
         match = RESULT_DIR.match(checks.parent.name)
@@ -93,8 +143,12 @@ def passed(checks: list[dict[str, object]]) -> bool:
 @pytest.fixture(scope="module")
 def target() -> Iterator[str]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, str(PEERS / "conformance_target.py"), "streamable-http", "--port",
-                             str(port)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, str(PEERS / "conformance_target.py"), "streamable-http", "--port", str(port)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     wait_listening(proc, port, "the conformance target")
     yield f"http://127.0.0.1:{port}/mcp"
     proc.terminate()
@@ -105,8 +159,7 @@ def target() -> Iterator[str]:
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     base = tmp_path_factory.mktemp("gateway")
     profile = base / "conformance.toml"
-    profile.write_text(PROFILE.format(python=json.dumps(sys.executable),
-                                      target=json.dumps(str(PEERS / "conformance_target.py"))))
+    profile.write_text(PROFILE.format(python=json.dumps(sys.executable), target=json.dumps(str(PEERS / "conformance_target.py"))))
     running = start(profile, env={"LLMC_STATE_DIR": str(base / "state"), "LLMC_CONFIG_DIR": str(base / "config")})
     yield running.url
     stop(running)
@@ -114,13 +167,17 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.mark.parametrize("spec", sorted(SUITES))  # the suite: a spec version, or "2026-package/VERSION"
 def test_every_scenario_the_target_passes_passes_through_the_gateway(
-        spec: str, target: str, gateway: str, tmp_path: Path) -> None:
+    spec: str, target: str, gateway: str, tmp_path: Path
+) -> None:
     direct = run_suite(spec, target, tmp_path / "direct")
     through = run_suite(spec, gateway, tmp_path / "gateway")
     direct_passes = {name for name, checks in direct.items() if passed(checks)}
     assert SUITES[spec] <= direct_passes, f"the target fails {sorted(SUITES[spec] - direct_passes)}"
-    lost = {name: [c for c in through.get(name, []) if c["status"] == "FAILURE"]
-            for name in sorted(direct_passes - NOT_YET_THROUGH_GATEWAY) if not passed(through.get(name, []))}
+    lost = {
+        name: [c for c in through.get(name, []) if c["status"] == "FAILURE"]
+        for name in sorted(direct_passes - NOT_YET_THROUGH_GATEWAY)
+        if not passed(through.get(name, []))
+    }
     assert not lost, json.dumps(lost, indent=1)[:6000]
     assert passed(through["dns-rebinding-protection"])
     if spec.endswith("2025-11-25"):  # resumable session streams: a priming event with an id and a retry field

@@ -18,30 +18,38 @@ MISBEHAVING = str(PEERS / "misbehaving_stdio.py")
 
 
 def write_profile(isolated_dirs: Path, other: str) -> None:
-    profile_file(isolated_dirs / "config", f'[servers.sdk]\ncommand = "{sys.executable}"\nargs = ["{sdk_server("sdk_server.py")[1]}"]\n\n{other}\n')
+    profile_file(
+        isolated_dirs / "config",
+        f'[servers.sdk]\ncommand = "{sys.executable}"\nargs = ["{sdk_server("sdk_server.py")[1]}"]\n\n{other}\n',
+    )
 
 
 BROKEN_HEADER = f'[servers.remote]\nurl = "http://127.0.0.1:9/mcp"\nheaders = {{ Authorization = "Bearer ${{{UNSET}}}" }}\n'
-BROKEN_ENV = f'[servers.tokened]\ncommand = "{sys.executable}"\nargs = ["{MISBEHAVING}", "good"]\nenv = {{ API_TOKEN = "${{{UNSET}}}" }}\n'
+BROKEN_ENV = (
+    f'[servers.tokened]\ncommand = "{sys.executable}"\nargs = ["{MISBEHAVING}", "good"]\nenv = {{ API_TOKEN = "${{{UNSET}}}" }}\n'
+)
 NO_RESOURCES = f'[servers.plain]\ncommand = "{sys.executable}"\nargs = ["{MISBEHAVING}", "good"]\n'  # tools only
 
 
-@pytest.mark.parametrize("other, argv, code, key, rows, failed", [
-    # an unset variable: that server is an error entry (exit 3 inside), the others' results stand (exit 5)
-    (BROKEN_HEADER, ["tools", "list"], 5, "tools", {"sdk"}, {"remote": 3}),
-    (BROKEN_HEADER, ["resources", "list"], 5, "resources", {"sdk"}, {"remote": 3}),
-    (BROKEN_HEADER, ["prompts", "list"], 5, "prompts", {"sdk"}, {"remote": 3}),
-    (BROKEN_HEADER, ["ping"], 5, "servers", {"sdk"}, {"remote": 3}),
-    (BROKEN_ENV, ["tools", "list"], 5, "tools", {"sdk"}, {"tokened": 3}),
-    (BROKEN_HEADER, ["tools", "list", "-s", "remote"], 3, "tools", set(), {"remote": 3}),  # only it: its code
-    (BROKEN_HEADER, ["call", "sdk.echo", "message=hi"], 0, None, None, None),
-    (BROKEN_HEADER, ["call", "remote.anything"], 3, None, None, None),
-    # no resources/prompts capability: skipped, not failed
-    (NO_RESOURCES, ["resources", "list"], 0, "resources", {"sdk"}, {}),
-    (NO_RESOURCES, ["resources", "templates"], 0, "resourceTemplates", set(), {}),
-    (NO_RESOURCES, ["prompts", "list"], 0, "prompts", {"sdk"}, {}),
-    (NO_RESOURCES, ["tools", "list"], 0, "tools", {"sdk", "plain"}, {}),
-])
+@pytest.mark.parametrize(
+    "other, argv, code, key, rows, failed",
+    [
+        # an unset variable: that server is an error entry (exit 3 inside), the others' results stand (exit 5)
+        (BROKEN_HEADER, ["tools", "list"], 5, "tools", {"sdk"}, {"remote": 3}),
+        (BROKEN_HEADER, ["resources", "list"], 5, "resources", {"sdk"}, {"remote": 3}),
+        (BROKEN_HEADER, ["prompts", "list"], 5, "prompts", {"sdk"}, {"remote": 3}),
+        (BROKEN_HEADER, ["ping"], 5, "servers", {"sdk"}, {"remote": 3}),
+        (BROKEN_ENV, ["tools", "list"], 5, "tools", {"sdk"}, {"tokened": 3}),
+        (BROKEN_HEADER, ["tools", "list", "-s", "remote"], 3, "tools", set(), {"remote": 3}),  # only it: its code
+        (BROKEN_HEADER, ["call", "sdk.echo", "message=hi"], 0, None, None, None),
+        (BROKEN_HEADER, ["call", "remote.anything"], 3, None, None, None),
+        # no resources/prompts capability: skipped, not failed
+        (NO_RESOURCES, ["resources", "list"], 0, "resources", {"sdk"}, {}),
+        (NO_RESOURCES, ["resources", "templates"], 0, "resourceTemplates", set(), {}),
+        (NO_RESOURCES, ["prompts", "list"], 0, "prompts", {"sdk"}, {}),
+        (NO_RESOURCES, ["tools", "list"], 0, "tools", {"sdk", "plain"}, {}),
+    ],
+)
 def test_one_servers_problem(isolated_dirs, monkeypatch, other, argv, code, key, rows, failed):
     monkeypatch.delenv(UNSET, raising=False)
     write_profile(isolated_dirs, other)
@@ -76,10 +84,20 @@ def test_the_built_in_default_profile_lists_nothing_and_exits_0(isolated_dirs, a
 def test_an_imported_server_with_a_missing_token_does_not_block_the_others(isolated_dirs, tmp_path, monkeypatch):
     monkeypatch.delenv("GITHUB_TOKEN", raising=False)
     source = tmp_path / "claude_desktop_config.json"
-    source.write_text(json.dumps({"mcpServers": {
-        "sdk": {"command": sys.executable, "args": [sdk_server("sdk_server.py")[1]]},
-        "github": {"command": sys.executable, "args": [MISBEHAVING, "good"], "env": {"GITHUB_TOKEN": "ghp_literal0123"}},
-    }}))
+    source.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "sdk": {"command": sys.executable, "args": [sdk_server("sdk_server.py")[1]]},
+                    "github": {
+                        "command": sys.executable,
+                        "args": [MISBEHAVING, "good"],
+                        "env": {"GITHUB_TOKEN": "ghp_literal0123"},
+                    },
+                }
+            }
+        )
+    )
     assert llmc("servers", "import", str(source)).returncode == 0
     listed = llmc("tools", "list")
     assert listed.returncode == 5, listed.stderr

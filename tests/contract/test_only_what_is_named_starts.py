@@ -13,31 +13,39 @@ import pytest
 
 from tests.helpers import llmc, node_tool, profile_file, sdk_server
 
-BATCH = '{"id": 1, "tool": "sdk.add", "arguments": {"a": 1, "b": 2}}\n{"id": 2, "tool": "sdk.echo", "arguments": {"message": "hi"}}\n'
+BATCH = (
+    '{"id": 1, "tool": "sdk.add", "arguments": {"a": 1, "b": 2}}\n{"id": 2, "tool": "sdk.echo", "arguments": {"message": "hi"}}\n'
+)
 
 
 def write_profile(isolated_dirs: Path, marker: Path) -> None:
     # The tripwire is a real server (npm server-everything: no tool named add or weather), so a
     # listing can cache its tools; starting it leaves a line in the marker.
     tripwire = f"echo started >> {shlex.quote(str(marker))}; exec {shlex.quote(node_tool('mcp-server-everything'))}"
-    profile_file(isolated_dirs / "config", f'[servers.sdk]\ncommand = "{sys.executable}"\nargs = ["{sdk_server("sdk_server.py")[1]}"]\n\n'
-                    f'[servers.tripwire]\ncommand = "/bin/sh"\nargs = ["-c", {json.dumps(tripwire)}]\n')
+    profile_file(
+        isolated_dirs / "config",
+        f'[servers.sdk]\ncommand = "{sys.executable}"\nargs = ["{sdk_server("sdk_server.py")[1]}"]\n\n'
+        f'[servers.tripwire]\ncommand = "/bin/sh"\nargs = ["-c", {json.dumps(tripwire)}]\n',
+    )
 
 
 def starts(marker: Path) -> int:
     return len(marker.read_text().splitlines()) if marker.exists() else 0
 
 
-@pytest.mark.parametrize("listed_first, argv, tripwire_starts", [
-    (False, ["call", "sdk.add", "a=1", "b=2"], 0),
-    (False, ["call", "--batch", "-"], 0),
-    (False, ["policy", "check", "sdk.add", "a=1", "b=2"], 0),
-    (False, ["prompts", "get", "sdk.review", "code=x"], 0),
-    (True, ["call", "add", "a=1", "b=2"], 0),                  # the cache knows add is sdk's
-    (True, ["call", "--batch", "-"], 0),
-    (False, ["call", "add", "a=1", "b=2"], 1),                 # no cache: every server is asked
-    (True, ["call", "get-sum", "a=1", "b=2"], 1),              # the tripwire's own tool: it starts
-])
+@pytest.mark.parametrize(
+    "listed_first, argv, tripwire_starts",
+    [
+        (False, ["call", "sdk.add", "a=1", "b=2"], 0),
+        (False, ["call", "--batch", "-"], 0),
+        (False, ["policy", "check", "sdk.add", "a=1", "b=2"], 0),
+        (False, ["prompts", "get", "sdk.review", "code=x"], 0),
+        (True, ["call", "add", "a=1", "b=2"], 0),  # the cache knows add is sdk's
+        (True, ["call", "--batch", "-"], 0),
+        (False, ["call", "add", "a=1", "b=2"], 1),  # no cache: every server is asked
+        (True, ["call", "get-sum", "a=1", "b=2"], 1),  # the tripwire's own tool: it starts
+    ],
+)
 def test_only_the_named_server_starts(isolated_dirs, listed_first, argv, tripwire_starts):
     marker = isolated_dirs / "tripwire-started"
     write_profile(isolated_dirs, marker)

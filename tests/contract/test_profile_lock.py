@@ -16,8 +16,10 @@ from tests.helpers import llmc, sdk_server
 def write_profile(directory: Path, policy: str = "") -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "team.toml"
-    path.write_text(f'lock = "pins/team.lock"\n\n[servers.sdk]\ncommand = "{sys.executable}"\n'
-                    f'args = ["{sdk_server("sdk_server.py")[1]}"]\n\n[policy]\n{policy}\n')
+    path.write_text(
+        f'lock = "pins/team.lock"\n\n[servers.sdk]\ncommand = "{sys.executable}"\n'
+        f'args = ["{sdk_server("sdk_server.py")[1]}"]\n\n[policy]\n{policy}\n'
+    )
     return path
 
 
@@ -45,13 +47,16 @@ def test_lock_and_diff_use_the_profiles_lock_relative_to_the_profile(tmp_path, m
     assert json.loads(llmc("-p", str(profile), "tools", "diff", "--lock", str(explicit)).stdout)["drift"] is False
 
 
-@pytest.mark.parametrize("policy, code, says", [
-    ('deny = ["sdk.add"]', 4, "deny pattern"),
-    ("read_only = true", 4, "read-only"),
-    ('default = "deny"\nallow = ["sdk.echo"]', 4, "no allow pattern"),
-    ('[policy.args."sdk.add"]\na = ["/x/**"]', 4, "must be a string"),
-    ("", 0, ""),  # an allowed tool, pinned: runs
-])
+@pytest.mark.parametrize(
+    "policy, code, says",
+    [
+        ('deny = ["sdk.add"]', 4, "deny pattern"),
+        ("read_only = true", 4, "read-only"),
+        ('default = "deny"\nallow = ["sdk.echo"]', 4, "no allow pattern"),
+        ('[policy.args."sdk.add"]\na = ["/x/**"]', 4, "must be a string"),
+        ("", 0, ""),  # an allowed tool, pinned: runs
+    ],
+)
 def test_a_denied_tool_is_denied_before_the_lock_is_asked(tmp_path, policy, code, says):
     profile = write_profile(tmp_path / "team", policy)
     assert llmc("-p", str(profile), "tools", "lock").returncode == 0

@@ -31,8 +31,15 @@ def on_a_terminal(*args: str) -> subprocess.CompletedProcess[str]:
     """llmc with stdin and stderr on a pseudo-terminal (what isatty() asks), stdout piped."""
     controller, terminal = pty.openpty()
     try:
-        proc = subprocess.run([llmc_executable(), *args], stdin=terminal, stderr=terminal, stdout=subprocess.PIPE,
-                              text=True, timeout=120, env=os.environ.copy())
+        proc = subprocess.run(
+            [llmc_executable(), *args],
+            stdin=terminal,
+            stderr=terminal,
+            stdout=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            env=os.environ.copy(),
+        )
     finally:
         os.close(terminal)
     chunks = []

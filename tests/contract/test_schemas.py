@@ -75,8 +75,7 @@ def test_a_snake_case_key_a_missing_field_or_a_misshapen_error_fails():
     validate_output("tools-list", {"tools": [], "errors": [error]})
     validate_output("tools-list", error, line=True)  # --format jsonl: errors are lines too
     with pytest.raises(AssertionError):
-        validate_output("tools-list", {"server": "down", "error": "connection", "message": "refused", "exit_code": 5},
-                        line=True)
+        validate_output("tools-list", {"server": "down", "error": "connection", "message": "refused", "exit_code": 5}, line=True)
     with pytest.raises(AssertionError):
         validate_output("tools-list", {"tools": []})  # no "errors"
     with pytest.raises(AssertionError):
@@ -90,8 +89,7 @@ def test_every_detail_an_error_is_raised_with_is_in_the_error_schema():
 
     from llmc_cli import errors
 
-    classes = {name for name, value in vars(errors).items()
-               if isinstance(value, type) and issubclass(value, errors.LlmcError)}
+    classes = {name for name, value in vars(errors).items() if isinstance(value, type) and issubclass(value, errors.LlmcError)}
     given = set()
     for path in (ROOT / "llmc_cli").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -110,19 +108,22 @@ def test_what_servers_send_stays_open():
     validate_output("tools-list", [{"type": "function", "function": {"name": "s_t"}}])  # --format openai
 
 
-@pytest.mark.parametrize("argv, form", [
-    (["tools", "list"], ("tools-list", False)),
-    (["-p", "ops", "tools", "list", "-s", "fs", "--format", "jsonl"], ("tools-list", True)),
-    (["tools", "list", "--format=openai"], ("tools-list", False)),
-    (["call", "--batch", "calls.jsonl"], ("call", True)),
-    (["audit", "tail", "-n", "5"], ("audit-tail", True)),
-    (["serve", "token", "list", "-p", "ops"], ("serve-token-list", False)),
-    (["call", "s.t", "--text"], None),
-    (["tools", "show", "s.t", "--format", "table"], None),
-    (["serve", "-p", "ops"], None),
-    (["completion", "bash"], None),
-    (["tools", "list", "--help"], None),
-])
+@pytest.mark.parametrize(
+    "argv, form",
+    [
+        (["tools", "list"], ("tools-list", False)),
+        (["-p", "ops", "tools", "list", "-s", "fs", "--format", "jsonl"], ("tools-list", True)),
+        (["tools", "list", "--format=openai"], ("tools-list", False)),
+        (["call", "--batch", "calls.jsonl"], ("call", True)),
+        (["audit", "tail", "-n", "5"], ("audit-tail", True)),
+        (["serve", "token", "list", "-p", "ops"], ("serve-token-list", False)),
+        (["call", "s.t", "--text"], None),
+        (["tools", "show", "s.t", "--format", "table"], None),
+        (["serve", "-p", "ops"], None),
+        (["completion", "bash"], None),
+        (["tools", "list", "--help"], None),
+    ],
+)
 def test_the_runner_knows_each_argv_s_command_and_form(argv, form):
     assert output_form(argv) == form
 

@@ -15,12 +15,15 @@ from tests.helpers import PEERS, llmc
 MISBEHAVING = str(PEERS / "misbehaving_stdio.py")
 
 
-@pytest.mark.parametrize("offered, code, version, says", [
-    ("2025-06-18", 0, "2025-06-18", ""),
-    ("2024-11-05,2025-03-26", 0, "2025-03-26", ""),              # the best common one
-    ("1999-01-01", 6, None, "no common MCP version: the server speaks 1999-01-01; llmc speaks 2026-07-28, 2025-11-25"),
-    ("1999-01-01,2030-01-01", 6, None, "the server speaks 1999-01-01, 2030-01-01"),
-])
+@pytest.mark.parametrize(
+    "offered, code, version, says",
+    [
+        ("2025-06-18", 0, "2025-06-18", ""),
+        ("2024-11-05,2025-03-26", 0, "2025-03-26", ""),  # the best common one
+        ("1999-01-01", 6, None, "no common MCP version: the server speaks 1999-01-01; llmc speaks 2026-07-28, 2025-11-25"),
+        ("1999-01-01,2030-01-01", 6, None, "the server speaks 1999-01-01, 2030-01-01"),
+    ],
+)
 def test_a_server_that_refuses_the_version(offered, code, version, says):
     proc = llmc("ping", "--stdio", f"{sys.executable} {MISBEHAVING} versions {offered}")
     assert proc.returncode == code, proc.stderr

@@ -47,21 +47,19 @@ LINE_TIMEOUT = 120.0
 # Lines (as written, without their comment) that do not run here, and why.
 NOT_RUN = {
     "python3 -m pip install . && llmc tools list": "installs the package; these tests run the installed llmc "
-                                                   "(`llmc tools list` runs in the workspace section)",
+    "(`llmc tools list` runs in the workspace section)",
     "bash scripts/test.sh": "the whole test suite, this test included",
     "bash scripts/test.sh tests/mcp -x": "the test suite again",
     "bash scripts/test.sh -n 0": "the test suite again, serially",
     "bash scripts/test.sh -m 'not e2e'": "the test suite again, its fast part",
-    "(cd bench/node && npm install) && .venv/bin/python bench/peers.py --runs 10": "installs npm packages, then "
-                                                                                  "a benchmark",
+    "(cd bench/node && npm install) && .venv/bin/python bench/peers.py --runs 10": "installs npm packages, then a benchmark",
     "pip install 'llmc-cli[postgres]'": "installs a package (the test environment has psycopg already)",
     "pip install 'llmc-cli[otel]'": "installs a package (the test environment has the OpenTelemetry SDK already)",
-    "llmc state migrate": "needs the PostgreSQL server at db.internal the example names "
-                          "(tests/state migrates a real one)",
+    "llmc state migrate": "needs the PostgreSQL server at db.internal the example names (tests/state migrates a real one)",
     "llmc auth login erp --no-browser": "waits until a person opens the URL it prints "
-                                        "(tests/auth/test_auth_cli.py plays that person)",
+    "(tests/auth/test_auth_cli.py plays that person)",
     "llmc call SERVER.TOOL key=value ...": "a synopsis: SERVER.TOOL, TOOL and ... are placeholders",
-    "llmc call TOOL key:='{\"raw\": \"json\"}'": "a synopsis",
+    'llmc call TOOL key:=\'{"raw": "json"}\'': "a synopsis",
     "llmc call TOOL --json '{\"a\": 1}'": "a synopsis",
     "llmc call TOOL ... --text": "a synopsis",
 }
@@ -150,8 +148,11 @@ def code_blocks(text: str) -> list[Block]:
 def shell_blocks(text: str) -> list[Block]:
     """Code blocks whose first line is a shell command, one Line per command line (comment-only
     continuation lines dropped)."""
-    return [Block(b.section, [line for line in b.lines if not line.text.lstrip().startswith("#")])
-            for b in code_blocks(text) if b.lines[0].text.startswith(SHELL_WORDS)]
+    return [
+        Block(b.section, [line for line in b.lines if not line.text.lstrip().startswith("#")])
+        for b in code_blocks(text)
+        if b.lines[0].text.startswith(SHELL_WORDS)
+    ]
 
 
 BLOCKS = shell_blocks(README.read_text(encoding="utf-8"))
@@ -164,34 +165,51 @@ class World:
     def __init__(self, root: Path, section: str, stack: ExitStack) -> None:
         self.root, self.section, self.stack = root, section, stack
         self.home, self.data, self.work = root / "home", root / "data", root / "work"
-        for directory in (self.home / ".config" / "fish" / "completions", self.home / ".zfunc",
-                          self.home / ".local" / "share" / "bash-completion" / "completions", self.data, self.work):
+        for directory in (
+            self.home / ".config" / "fish" / "completions",
+            self.home / ".zfunc",
+            self.home / ".local" / "share" / "bash-completion" / "completions",
+            self.data,
+            self.work,
+        ):
             directory.mkdir(parents=True)  # where a user of that shell has them
         (self.data / "errors.log").write_text("12:00 disk full\n12:05 disk full again\n")
         (self.data / "notes.txt").write_text("alpha\nbeta\n")
         shutil.copy(README, self.work / "README.md")
         (self.work / "notes.txt").write_text("a note\n")
         (self.work / "calls.jsonl").write_text(
-            json.dumps({"id": 1, "tool": "workspace.read_file", "arguments": {"path": "notes.txt"}}) + "\n"
-            + json.dumps({"id": 2, "tool": "workspace.list_directory", "arguments": {"path": "."}}) + "\n")
+            json.dumps({"id": 1, "tool": "workspace.read_file", "arguments": {"path": "notes.txt"}})
+            + "\n"
+            + json.dumps({"id": 2, "tool": "workspace.list_directory", "arguments": {"path": "."}})
+            + "\n"
+        )
         (self.work / "completions").symlink_to(ROOT / "completions")
         claude = self.home / ".config" / "Claude"
         claude.mkdir(parents=True)
-        (claude / "claude_desktop_config.json").write_text(json.dumps(
-            {"mcpServers": {"notes": {"command": sys.executable, "args": [str(PEERS / "sdk_server.py")]}}}))
+        (claude / "claude_desktop_config.json").write_text(
+            json.dumps({"mcpServers": {"notes": {"command": sys.executable, "args": [str(PEERS / "sdk_server.py")]}}})
+        )
         self.gateway_port = free_port()
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("LLMC_", "XDG_"))}
-        self.env.update(HOME=str(self.home), TOKEN="a-token", ERP_TOKEN="an-erp-token", NO_COLOR="1",
-                        PATH=os.pathsep.join([str(Path(llmc_executable()).parent), str(NODE_BIN), os.environ["PATH"]]))
+        self.env.update(
+            HOME=str(self.home),
+            TOKEN="a-token",
+            ERP_TOKEN="an-erp-token",
+            NO_COLOR="1",
+            PATH=os.pathsep.join([str(Path(llmc_executable()).parent), str(NODE_BIN), os.environ["PATH"]]),
+        )
         self._started: dict[str, Any] = {}
         self.captured: list[tuple[str, str]] = []
         profiles = self.home / ".config" / "llmc" / "profiles"  # where llmc looks without LLMC_CONFIG_DIR
         profiles.mkdir(parents=True)
-        fs = (f"command = {_toml(node_tool('mcp-server-filesystem'))}\nargs = [{_toml(str(self.data))}]\n"
-              f"cwd = {_toml(str(self.data))}\n")
+        fs = (
+            f"command = {_toml(node_tool('mcp-server-filesystem'))}\nargs = [{_toml(str(self.data))}]\n"
+            f"cwd = {_toml(str(self.data))}\n"
+        )
         (profiles / "ops.toml").write_text(f'description = "Operations"\n[servers.fs]\n{fs}')
-        (profiles / "readonly.toml").write_text(f'description = "Read-only analyst"\n[servers.fs]\n{fs}'
-                                                "[policy]\nread_only = true\n")
+        (profiles / "readonly.toml").write_text(
+            f'description = "Read-only analyst"\n[servers.fs]\n{fs}[policy]\nread_only = true\n'
+        )
         default = DEFAULT_PROFILES.get(section)
         if default:
             (profiles / "default.toml").write_text(default(self, fs))
@@ -208,33 +226,50 @@ class World:
         return port
 
     def background(self, argv: list[str] | str, port: int, env: dict[str, str]) -> None:
-        proc = subprocess.Popen(argv, shell=isinstance(argv, str), executable="/bin/bash" if isinstance(argv, str) else None,
-                                cwd=self.work, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            shell=isinstance(argv, str),
+            executable="/bin/bash" if isinstance(argv, str) else None,
+            cwd=self.work,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
         self.stack.callback(_stop, proc)
         wait_listening(proc, port, argv)
 
     def sdk_url(self) -> str:
-        return self.once("sdk", lambda: f"http://127.0.0.1:{self.serve([*sdk_server('sdk_server.py'), 'streamable-http', '--port', '{port}'])}/mcp")
+        return self.once(
+            "sdk",
+            lambda: f"http://127.0.0.1:{self.serve([*sdk_server('sdk_server.py'), 'streamable-http', '--port', '{port}'])}/mcp",
+        )
 
     def everything_url(self) -> str:
-        return self.once("everything", lambda: f"http://127.0.0.1:{self.serve([node_tool('mcp-server-everything'), 'streamableHttp'])}/mcp")
+        return self.once(
+            "everything", lambda: f"http://127.0.0.1:{self.serve([node_tool('mcp-server-everything'), 'streamableHttp'])}/mcp"
+        )
 
     def oauth(self) -> FakeOAuthServer:
         def start() -> FakeOAuthServer:
             self.env["BROWSER"] = str(ROOT / "tests" / "auth" / "browser.py")  # follows the redirect, as a person's browser
             return self.stack.enter_context(FakeOAuthServer())
+
         return self.once("oauth", start)
 
     def chat_llm(self) -> str:
         """The OpenAI-compatible local server of the examples (`--provider openai` and `text`)."""
-        return self.once("chat", lambda: self.stack.enter_context(FakeLLM("openai", [chat_reply(content="Forty-two.")] * 2))).base_url
+        return self.once(
+            "chat", lambda: self.stack.enter_context(FakeLLM("openai", [chat_reply(content="Forty-two.")] * 2))
+        ).base_url
 
     def anthropic(self) -> None:
         def start() -> FakeLLM:
             fake = self.stack.enter_context(FakeLLM("anthropic", [anthropic_reply(text="The disk is full.")] * 4))
             self.env["ANTHROPIC_BASE_URL"] = fake.base_url  # the SDK's own variable: the example line stays as written
             return fake
+
         self.once("anthropic", start)
 
 
@@ -258,11 +293,12 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 # The default profile a section's examples assume (the others use none: the built-in workspace).
 DEFAULT_PROFILES: dict[str, Callable[[World, str], str]] = {
-    "Sessions: servers that outlive one command":
-        lambda w, fs: f"[servers.dc]\ncommand = {_toml(desktop_commander()[0])}\nargs = [{_toml(desktop_commander()[1])}]\n",
-    "Asking an LLM":
-        lambda w, fs: f'[servers.fs]\n{fs}[servers.erp]\nurl = "{w.sdk_url()}"\n'
-                      '[llm]\nprovider = "anthropic"\nmodel = "claude-sonnet-4-5"\n',
+    "Sessions: servers that outlive one command": lambda w, fs: (
+        f"[servers.dc]\ncommand = {_toml(desktop_commander()[0])}\nargs = [{_toml(desktop_commander()[1])}]\n"
+    ),
+    "Asking an LLM": lambda w, fs: (
+        f'[servers.fs]\n{fs}[servers.erp]\nurl = "{w.sdk_url()}"\n[llm]\nprovider = "anthropic"\nmodel = "claude-sonnet-4-5"\n'
+    ),
     "Authorization": lambda w, fs: f'[servers.erp]\nurl = "{w.oauth().mcp_url}"\n',
 }
 
@@ -305,8 +341,15 @@ def run_block(block: Block, tmp_path: Path) -> None:
             if line.command in BACKGROUND:
                 world.background(command, world.gateway_port, world.env)
                 continue
-            proc = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", command], cwd=world.work, env=world.env,
-                                  stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=LINE_TIMEOUT)
+            proc = subprocess.run(
+                ["bash", "-e", "-o", "pipefail", "-c", command],
+                cwd=world.work,
+                env=world.env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=LINE_TIMEOUT,
+            )
             assert "Traceback" not in proc.stderr, f"{where}\n{proc.stderr}"
             assert proc.returncode == 0, f"{where}\nexit {proc.returncode}\n{proc.stderr[-3000:]}\n{proc.stdout[-2000:]}"
             for needle, pattern, placeholder in CAPTURES:

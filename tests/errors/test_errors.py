@@ -47,16 +47,18 @@ CROSSING = [
     (RpcError("Method not found", -32601, {"method": "x"}), RpcError, ExitCode.PROTOCOL),
     (TimeoutExpired("no answer within 5s"), TimeoutExpired, ExitCode.TIMEOUT),
     (Cancelled("cancelled by the host"), Cancelled, ExitCode.INTERRUPTED),
-    (InputRequired(requests={"confirm": {"method": "elicitation/create", "params": {"message": "Run it?"}}}),
-     InputRequired, ExitCode.TOOL_ERROR),
+    (
+        InputRequired(requests={"confirm": {"method": "elicitation/create", "params": {"message": "Run it?"}}}),
+        InputRequired,
+        ExitCode.TOOL_ERROR,
+    ),
     (ProviderError("rate limited"), ProviderError, ExitCode.PROVIDER),
     (AuthError("login required"), AuthError, ExitCode.AUTH),
     (DriftError("tools changed"), DriftError, ExitCode.DRIFT),
     (LlmcError("something"), LlmcError, ExitCode.TOOL_ERROR),
     # Subclasses outside errors.py cross as their base class: message, details and exit code kept.
     (AuditError("cannot write the audit log: disk full"), ConfigError, ExitCode.CONFIG),
-    (StateError("the state database 127.0.0.1:5432/llmc is down", database="127.0.0.1:5432/llmc"), ConfigError,
-     ExitCode.CONFIG),
+    (StateError("the state database 127.0.0.1:5432/llmc is down", database="127.0.0.1:5432/llmc"), ConfigError, ExitCode.CONFIG),
 ]
 
 
@@ -79,12 +81,15 @@ def test_an_rpc_error_keeps_its_code_and_data() -> None:
     assert isinstance(arrived, RpcError) and (arrived.code, arrived.data) == (-32602, {"field": "a"})
 
 
-@pytest.mark.parametrize("wire, arrives_as", [
-    ({"llmc": "error", "message": "no kind"}, ConnectionFailed),
-    ({"error": "from-a-newer-llmc", "message": "x", "exitCode": 42}, ConnectionFailed),
-    ({"error": "rpc_error", "message": "no code"}, RpcError),
-    ({"error": "input_required", "message": "no requests"}, InputRequired),
-])
+@pytest.mark.parametrize(
+    "wire, arrives_as",
+    [
+        ({"llmc": "error", "message": "no kind"}, ConnectionFailed),
+        ({"error": "from-a-newer-llmc", "message": "x", "exitCode": 42}, ConnectionFailed),
+        ({"error": "rpc_error", "message": "no code"}, RpcError),
+        ({"error": "input_required", "message": "no requests"}, InputRequired),
+    ],
+)
 def test_an_unknown_or_partial_error_still_arrives(wire: dict, arrives_as: type) -> None:
     assert type(errors.from_json(wire)) is arrives_as
 

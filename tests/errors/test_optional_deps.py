@@ -61,22 +61,28 @@ def test_state_url_without_psycopg(tmp_path: Path, argv: tuple[str, ...]) -> Non
 
 
 def test_profile_state_url_without_psycopg(isolated_dirs: Path, tmp_path: Path) -> None:
-    profile_file(isolated_dirs / "config", '[state]\nurl = "postgresql://llmc@127.0.0.1:1/llmc"\n'
-                 '[servers.workspace]\nbuiltin = "workspace"\n')
+    profile_file(
+        isolated_dirs / "config",
+        '[state]\nurl = "postgresql://llmc@127.0.0.1:1/llmc"\n[servers.workspace]\nbuiltin = "workspace"\n',
+    )
     proc = llmc_process("call", "workspace.list_directory", "path=.", env=without(tmp_path, "psycopg"), cwd=tmp_path)
     one_line(proc, "postgres")
 
 
 @pytest.mark.parametrize("module", ["jwt", "cryptography"])
 def test_gateway_oauth_without_pyjwt(isolated_dirs: Path, tmp_path: Path, module: str) -> None:
-    path = profile_file(isolated_dirs / "config", '[servers.workspace]\nbuiltin = "workspace"\n'
-                        '[serve.oauth]\nissuer = "https://as.example/as"\nresource = "http://127.0.0.1:1/mcp"\n'
-                        'profiles = { alice = "default" }\n')
+    path = profile_file(
+        isolated_dirs / "config",
+        '[servers.workspace]\nbuiltin = "workspace"\n'
+        '[serve.oauth]\nissuer = "https://as.example/as"\nresource = "http://127.0.0.1:1/mcp"\n'
+        'profiles = { alice = "default" }\n',
+    )
     proc = llmc_process("serve", "-p", str(path), "--http", f"127.0.0.1:{free_port()}", env=without(tmp_path, module))
     one_line(proc, "oauth")
 
 
 def test_otel_without_the_sdk(tmp_path: Path) -> None:
-    proc = llmc_process("--otel", "call", "workspace.list_directory", "path=.", env=without(tmp_path, "opentelemetry"),
-                        cwd=tmp_path)
+    proc = llmc_process(
+        "--otel", "call", "workspace.list_directory", "path=.", env=without(tmp_path, "opentelemetry"), cwd=tmp_path
+    )
     one_line(proc, "otel")

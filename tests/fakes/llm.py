@@ -114,7 +114,9 @@ class FakeLLM:
                     gated = False
                     # A body of None: an event stream that ends at once (an answer lost on the way).
                     for name, data in STREAMS[fake.api](reply.body) if reply.body is not None else []:
-                        event = (f"event: {name}\n" if name else "") + f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n"
+                        event = (
+                            f"event: {name}\n" if name else ""
+                        ) + f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n"
                         self.wfile.write(event.encode())
                         self.wfile.flush()
                         if reply.gate is not None and not gated and _has_text(fake.api, data):
@@ -163,64 +165,139 @@ class FakeLLM:
 
 # --- OpenAI Chat Completions -----------------------------------------------------------------
 
-def chat_reply(content: str | None = None, tool_calls: list[tuple[str, str, Any]] = (), finish: str | None = None,
-               usage: tuple[int, int] = (11, 7), model: str = "gpt-fake") -> Reply:
+
+def chat_reply(
+    content: str | None = None,
+    tool_calls: list[tuple[str, str, Any]] = (),
+    finish: str | None = None,
+    usage: tuple[int, int] = (11, 7),
+    model: str = "gpt-fake",
+) -> Reply:
     """tool_calls: (id, name, arguments as a dict or a raw string)."""
     message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
     if tool_calls:
-        message["tool_calls"] = [{"id": i, "type": "function", "function": {
-            "name": n, "arguments": a if isinstance(a, str) else json.dumps(a)}} for i, n, a in tool_calls]
-    return Reply(200, {
-        "id": f"chatcmpl-{next(_ids)}", "object": "chat.completion", "created": int(time.time()), "model": model,
-        "choices": [{"index": 0, "message": message, "logprobs": None,
-                     "finish_reason": finish or ("tool_calls" if tool_calls else "stop")}],
-        "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)},
-    })
+        message["tool_calls"] = [
+            {"id": i, "type": "function", "function": {"name": n, "arguments": a if isinstance(a, str) else json.dumps(a)}}
+            for i, n, a in tool_calls
+        ]
+    return Reply(
+        200,
+        {
+            "id": f"chatcmpl-{next(_ids)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "logprobs": None,
+                    "finish_reason": finish or ("tool_calls" if tool_calls else "stop"),
+                }
+            ],
+            "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)},
+        },
+    )
 
 
-def openai_error(status: int, message: str, type_: str, code: str | None = None, param: str | None = None,
-                 headers: dict[str, str] | None = None) -> Reply:
+def openai_error(
+    status: int,
+    message: str,
+    type_: str,
+    code: str | None = None,
+    param: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> Reply:
     return Reply(status, {"error": {"message": message, "type": type_, "param": param, "code": code}}, headers or {})
 
 
 OPENAI_ERRORS = {
-    "auth": lambda: openai_error(401, "Incorrect API key provided: sk-fake***. You can find your API key at "
-                                      "https://platform.openai.com/account/api-keys.", "invalid_request_error",
-                                 "invalid_api_key"),
-    "rate_limit": lambda retry="1": openai_error(429, "Rate limit reached for gpt-fake on requests per min (RPM): "
-                                                      "Limit 3, Used 3, Requested 1.", "requests", "rate_limit_exceeded",
-                                                 headers={"retry-after": retry}),
-    "server": lambda: openai_error(500, "The server had an error while processing your request. Sorry about that!",
-                                   "server_error"),
-    "overloaded": lambda: openai_error(503, "The engine is currently overloaded, please try again later.",
-                                       "server_error"),
-    "context_length": lambda: openai_error(400, "This model's maximum context length is 128000 tokens. However, your "
-                                                "messages resulted in 130001 tokens. Please reduce the length of the "
-                                                "messages.", "invalid_request_error", "context_length_exceeded",
-                                           "messages"),
+    "auth": lambda: openai_error(
+        401,
+        "Incorrect API key provided: sk-fake***. You can find your API key at https://platform.openai.com/account/api-keys.",
+        "invalid_request_error",
+        "invalid_api_key",
+    ),
+    "rate_limit": lambda retry="1": openai_error(
+        429,
+        "Rate limit reached for gpt-fake on requests per min (RPM): Limit 3, Used 3, Requested 1.",
+        "requests",
+        "rate_limit_exceeded",
+        headers={"retry-after": retry},
+    ),
+    "server": lambda: openai_error(
+        500, "The server had an error while processing your request. Sorry about that!", "server_error"
+    ),
+    "overloaded": lambda: openai_error(503, "The engine is currently overloaded, please try again later.", "server_error"),
+    "context_length": lambda: openai_error(
+        400,
+        "This model's maximum context length is 128000 tokens. However, your "
+        "messages resulted in 130001 tokens. Please reduce the length of the "
+        "messages.",
+        "invalid_request_error",
+        "context_length_exceeded",
+        "messages",
+    ),
 }
 
 
 # --- OpenAI Responses ------------------------------------------------------------------------
 
-def responses_reply(text: str | None = None, calls: list[tuple[str, str, Any]] = (), reasoning: bool = False,
-                    status: str = "completed", usage: tuple[int, int] = (13, 9), model: str = "gpt-fake") -> Reply:
+
+def responses_reply(
+    text: str | None = None,
+    calls: list[tuple[str, str, Any]] = (),
+    reasoning: bool = False,
+    status: str = "completed",
+    usage: tuple[int, int] = (13, 9),
+    model: str = "gpt-fake",
+) -> Reply:
     """calls: (call_id, name, arguments dict). `reasoning` adds an encrypted reasoning item that a
     client must send back unchanged."""
     output: list[dict[str, Any]] = []
     if reasoning:
-        output.append({"type": "reasoning", "id": f"rs_{next(_ids)}", "summary": [],
-                       "encrypted_content": "gAAAAB-opaque-reasoning-state"})
+        output.append(
+            {"type": "reasoning", "id": f"rs_{next(_ids)}", "summary": [], "encrypted_content": "gAAAAB-opaque-reasoning-state"}
+        )
     if text is not None:
-        output.append({"type": "message", "id": f"msg_{next(_ids)}", "status": "completed", "role": "assistant",
-                       "content": [{"type": "output_text", "text": text, "annotations": []}]})
+        output.append(
+            {
+                "type": "message",
+                "id": f"msg_{next(_ids)}",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }
+        )
     for call_id, name, args in calls:
-        output.append({"type": "function_call", "id": f"fc_{next(_ids)}", "call_id": call_id, "name": name,
-                       "arguments": args if isinstance(args, str) else json.dumps(args), "status": "completed"})
-    body = {"id": f"resp_{next(_ids)}", "object": "response", "created_at": int(time.time()), "model": model,
-            "status": status, "output": output, "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
-            "usage": {"input_tokens": usage[0], "output_tokens": usage[1], "total_tokens": sum(usage),
-                      "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}}
+        output.append(
+            {
+                "type": "function_call",
+                "id": f"fc_{next(_ids)}",
+                "call_id": call_id,
+                "name": name,
+                "arguments": args if isinstance(args, str) else json.dumps(args),
+                "status": "completed",
+            }
+        )
+    body = {
+        "id": f"resp_{next(_ids)}",
+        "object": "response",
+        "created_at": int(time.time()),
+        "model": model,
+        "status": status,
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": {
+            "input_tokens": usage[0],
+            "output_tokens": usage[1],
+            "total_tokens": sum(usage),
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        },
+    }
     if status == "incomplete":
         body["incomplete_details"] = {"reason": "max_output_tokens"}
     return Reply(200, body)
@@ -228,8 +305,15 @@ def responses_reply(text: str | None = None, calls: list[tuple[str, str, Any]] =
 
 # --- Anthropic Messages ----------------------------------------------------------------------
 
-def anthropic_reply(text: str | None = None, tool_uses: list[tuple[str, str, Any]] = (), thinking: str | None = None,
-                    stop: str | None = None, usage: tuple[int, int] = (21, 8), model: str = "claude-fake") -> Reply:
+
+def anthropic_reply(
+    text: str | None = None,
+    tool_uses: list[tuple[str, str, Any]] = (),
+    thinking: str | None = None,
+    stop: str | None = None,
+    usage: tuple[int, int] = (21, 8),
+    model: str = "claude-fake",
+) -> Reply:
     """tool_uses: (id, name, input dict). `thinking` adds a signed thinking block that must come
     back unchanged."""
     content: list[dict[str, Any]] = []
@@ -238,31 +322,49 @@ def anthropic_reply(text: str | None = None, tool_uses: list[tuple[str, str, Any
     if text is not None:
         content.append({"type": "text", "text": text})
     content += [{"type": "tool_use", "id": i, "name": n, "input": a} for i, n, a in tool_uses]
-    return Reply(200, {"id": f"msg_{next(_ids)}", "type": "message", "role": "assistant", "model": model,
-                       "content": content, "stop_reason": stop or ("tool_use" if tool_uses else "end_turn"),
-                       "stop_sequence": None, "usage": {"input_tokens": usage[0], "output_tokens": usage[1]}})
+    return Reply(
+        200,
+        {
+            "id": f"msg_{next(_ids)}",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": content,
+            "stop_reason": stop or ("tool_use" if tool_uses else "end_turn"),
+            "stop_sequence": None,
+            "usage": {"input_tokens": usage[0], "output_tokens": usage[1]},
+        },
+    )
 
 
 def anthropic_error(status: int, type_: str, message: str, headers: dict[str, str] | None = None) -> Reply:
-    return Reply(status, {"type": "error", "error": {"type": type_, "message": message},
-                          "request_id": f"req_{next(_ids)}"}, headers or {})
+    return Reply(
+        status, {"type": "error", "error": {"type": type_, "message": message}, "request_id": f"req_{next(_ids)}"}, headers or {}
+    )
 
 
 ANTHROPIC_ERRORS = {
     "auth": lambda: anthropic_error(401, "authentication_error", "invalid x-api-key"),
-    "rate_limit": lambda retry="1": anthropic_error(429, "rate_limit_error", "Number of request tokens has exceeded "
-                                                    "your per-minute rate limit", {"retry-after": retry}),
+    "rate_limit": lambda retry="1": anthropic_error(
+        429, "rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit", {"retry-after": retry}
+    ),
     "server": lambda: anthropic_error(500, "api_error", "Internal server error"),
     "overloaded": lambda: anthropic_error(529, "overloaded_error", "Overloaded"),
-    "context_length": lambda: anthropic_error(400, "invalid_request_error",
-                                              "prompt is too long: 210012 tokens > 200000 maximum"),
+    "context_length": lambda: anthropic_error(400, "invalid_request_error", "prompt is too long: 210012 tokens > 200000 maximum"),
 }
 
 
 # --- Gemini generateContent ------------------------------------------------------------------
 
-def gemini_reply(text: str | None = None, calls: list[tuple[str | None, str, Any]] = (), signature: str | None = None,
-                 finish: str = "STOP", usage: tuple[int, int] = (17, 6), model: str = "gemini-fake") -> Reply:
+
+def gemini_reply(
+    text: str | None = None,
+    calls: list[tuple[str | None, str, Any]] = (),
+    signature: str | None = None,
+    finish: str = "STOP",
+    usage: tuple[int, int] = (17, 6),
+    model: str = "gemini-fake",
+) -> Reply:
     """calls: (id or None, name, args dict). `signature` (base64) is put on the first function
     call part as thoughtSignature, as Gemini 3 does; it must come back unchanged."""
     parts: list[dict[str, Any]] = [{"text": text}] if text is not None else []
@@ -274,10 +376,15 @@ def gemini_reply(text: str | None = None, calls: list[tuple[str | None, str, Any
         if signature and n == 0:
             part["thoughtSignature"] = signature
         parts.append(part)
-    return Reply(200, {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": finish, "index": 0}],
-                       "usageMetadata": {"promptTokenCount": usage[0], "candidatesTokenCount": usage[1],
-                                         "totalTokenCount": sum(usage)},
-                       "modelVersion": model, "responseId": f"r{next(_ids)}"})
+    return Reply(
+        200,
+        {
+            "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": finish, "index": 0}],
+            "usageMetadata": {"promptTokenCount": usage[0], "candidatesTokenCount": usage[1], "totalTokenCount": sum(usage)},
+            "modelVersion": model,
+            "responseId": f"r{next(_ids)}",
+        },
+    )
 
 
 def gemini_error(status: int, grpc_status: str, message: str, headers: dict[str, str] | None = None) -> Reply:
@@ -286,24 +393,32 @@ def gemini_error(status: int, grpc_status: str, message: str, headers: dict[str,
 
 GEMINI_ERRORS = {
     "auth": lambda: gemini_error(400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key."),
-    "rate_limit": lambda retry="1": gemini_error(429, "RESOURCE_EXHAUSTED", "Resource has been exhausted "
-                                                 "(e.g. check quota).", {"retry-after": retry}),
+    "rate_limit": lambda retry="1": gemini_error(
+        429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota).", {"retry-after": retry}
+    ),
     "server": lambda: gemini_error(500, "INTERNAL", "An internal error has occurred."),
     "overloaded": lambda: gemini_error(503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
-    "context_length": lambda: gemini_error(400, "INVALID_ARGUMENT", "The input token count (1200000) exceeds the "
-                                           "maximum number of tokens allowed (1048576)."),
+    "context_length": lambda: gemini_error(
+        400, "INVALID_ARGUMENT", "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576)."
+    ),
 }
 
-ERRORS = {"openai": OPENAI_ERRORS, "openai-responses": OPENAI_ERRORS, "text": OPENAI_ERRORS,
-          "anthropic": ANTHROPIC_ERRORS, "gemini": GEMINI_ERRORS}
+ERRORS = {
+    "openai": OPENAI_ERRORS,
+    "openai-responses": OPENAI_ERRORS,
+    "text": OPENAI_ERRORS,
+    "anthropic": ANTHROPIC_ERRORS,
+    "gemini": GEMINI_ERRORS,
+}
 
 
 # --- streamed replies: each API's server-sent events for a whole reply body ------------------
 
+
 def _pieces(text: str) -> list[str]:
     """Text in three pieces (fewer for short text), as a model streams it."""
     size = max(1, -(-len(text) // 3))
-    return [text[i:i + size] for i in range(0, len(text), size)]
+    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 def _chat_events(body: dict[str, Any]) -> list[tuple[str | None, Any]]:
@@ -317,18 +432,36 @@ def _chat_events(body: dict[str, Any]) -> list[tuple[str | None, Any]]:
     events = [chunk({"role": "assistant", "content": ""})]
     events += [chunk({"content": piece}) for piece in _pieces(message.get("content") or "")]
     for i, call in enumerate(message.get("tool_calls") or []):
-        events.append(chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
-                                             "function": {"name": call["function"]["name"], "arguments": ""}}]}))
-        events += [chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
-                   for piece in _pieces(call["function"]["arguments"])]
+        events.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": i,
+                            "id": call["id"],
+                            "type": "function",
+                            "function": {"name": call["function"]["name"], "arguments": ""},
+                        }
+                    ]
+                }
+            )
+        )
+        events += [
+            chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
+            for piece in _pieces(call["function"]["arguments"])
+        ]
     events.append(chunk({}, choice["finish_reason"]))
     events.append((None, {**base, "choices": [], "usage": body["usage"]}))
     return [*events, (None, "[DONE]")]
 
 
 def _anthropic_events(body: dict[str, Any]) -> list[tuple[str | None, Any]]:
-    start = {**body, "content": [], "stop_reason": None,
-             "usage": {"input_tokens": body["usage"]["input_tokens"], "output_tokens": 0}}
+    start = {
+        **body,
+        "content": [],
+        "stop_reason": None,
+        "usage": {"input_tokens": body["usage"]["input_tokens"], "output_tokens": 0},
+    }
     events: list[tuple[str | None, Any]] = [("message_start", {"type": "message_start", "message": start})]
     for i, block in enumerate(body["content"]):
         if block["type"] == "text":
@@ -338,14 +471,23 @@ def _anthropic_events(body: dict[str, Any]) -> list[tuple[str | None, Any]]:
             deltas = [{"type": "input_json_delta", "partial_json": p} for p in _pieces(json.dumps(block["input"]))]
         else:  # thinking
             first = {"type": "thinking", "thinking": "", "signature": ""}
-            deltas = [{"type": "thinking_delta", "thinking": block["thinking"]},
-                      {"type": "signature_delta", "signature": block["signature"]}]
+            deltas = [
+                {"type": "thinking_delta", "thinking": block["thinking"]},
+                {"type": "signature_delta", "signature": block["signature"]},
+            ]
         events.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": first}))
         events += [("content_block_delta", {"type": "content_block_delta", "index": i, "delta": d}) for d in deltas]
         events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
-    events.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": body["stop_reason"],
-                                                                        "stop_sequence": None},
-                                     "usage": {"output_tokens": body["usage"]["output_tokens"]}}))
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": body["stop_reason"], "stop_sequence": None},
+                "usage": {"output_tokens": body["usage"]["output_tokens"]},
+            },
+        )
+    )
     return [*events, ("message_stop", {"type": "message_stop"})]
 
 
@@ -364,16 +506,19 @@ def _responses_events(body: dict[str, Any]) -> list[tuple[str | None, Any]]:
             part = {"type": "output_text", "text": "", "annotations": []}
             add("response.content_part.added", item_id=item["id"], output_index=n, content_index=0, part=part)
             for piece in _pieces(text):
-                add("response.output_text.delta", item_id=item["id"], output_index=n, content_index=0, delta=piece,
-                    logprobs=[])
+                add("response.output_text.delta", item_id=item["id"], output_index=n, content_index=0, delta=piece, logprobs=[])
             add("response.output_text.done", item_id=item["id"], output_index=n, content_index=0, text=text, logprobs=[])
-            add("response.content_part.done", item_id=item["id"], output_index=n, content_index=0,
-                part={**part, "text": text})
+            add("response.content_part.done", item_id=item["id"], output_index=n, content_index=0, part={**part, "text": text})
         elif item["type"] == "function_call":
             add("response.output_item.added", output_index=n, item={**item, "arguments": "", "status": "in_progress"})
             add("response.function_call_arguments.delta", item_id=item["id"], output_index=n, delta=item["arguments"])
-            add("response.function_call_arguments.done", item_id=item["id"], output_index=n,
-                arguments=item["arguments"], name=item["name"])
+            add(
+                "response.function_call_arguments.done",
+                item_id=item["id"],
+                output_index=n,
+                arguments=item["arguments"],
+                name=item["name"],
+            )
         else:
             add("response.output_item.added", output_index=n, item=item)
         add("response.output_item.done", output_index=n, item=item)
@@ -400,8 +545,13 @@ def _gemini_events(body: dict[str, Any]) -> list[tuple[str | None, Any]]:
     return [*events, chunk(rest, True)]
 
 
-STREAMS = {"openai": _chat_events, "text": _chat_events, "anthropic": _anthropic_events,
-           "openai-responses": _responses_events, "gemini": _gemini_events}
+STREAMS = {
+    "openai": _chat_events,
+    "text": _chat_events,
+    "anthropic": _anthropic_events,
+    "openai-responses": _responses_events,
+    "gemini": _gemini_events,
+}
 
 
 def _has_text(api: str, data: Any) -> bool:

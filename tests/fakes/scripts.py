@@ -22,8 +22,10 @@ def turn(api: str, text: str | None = None, calls: list[tuple[str, str, Any]] = 
         return anthropic_reply(text, list(calls), **kw)
     if api == "gemini":
         return gemini_reply(text, list(calls), **kw)
-    blocks = [f"<mcp:tool>\nname: {name}\nparameters: {args if isinstance(args, str) else json.dumps(args)}\n</mcp:tool>"
-              for _, name, args in calls]
+    blocks = [
+        f"<mcp:tool>\nname: {name}\nparameters: {args if isinstance(args, str) else json.dumps(args)}\n</mcp:tool>"
+        for _, name, args in calls
+    ]
     return chat_reply("\n".join(([text] if text else []) + blocks), **kw)
 
 
@@ -49,8 +51,11 @@ def sent_results(api: str, body: dict[str, Any]) -> list[dict[str, Any]]:
     if api == "anthropic":
         last = body["messages"][-1]
         assert last["role"] == "user"
-        return [{"id": b["tool_use_id"], "text": "".join(c.get("text", "") for c in b["content"]), "is_error": b["is_error"]}
-                for b in last["content"] if b["type"] == "tool_result"]
+        return [
+            {"id": b["tool_use_id"], "text": "".join(c.get("text", "") for c in b["content"]), "is_error": b["is_error"]}
+            for b in last["content"]
+            if b["type"] == "tool_result"
+        ]
     if api == "gemini":
         last = body["contents"][-1]
         out = []
@@ -58,10 +63,19 @@ def sent_results(api: str, body: dict[str, Any]) -> list[dict[str, Any]]:
             fr = part.get("functionResponse")
             if fr:
                 resp = fr["response"]
-                out.append({"id": fr.get("id"), "name": fr["name"], "text": resp.get("output", resp.get("error")),
-                            "is_error": "error" in resp})
+                out.append(
+                    {
+                        "id": fr.get("id"),
+                        "name": fr["name"],
+                        "text": resp.get("output", resp.get("error")),
+                        "is_error": "error" in resp,
+                    }
+                )
         return out
     last = body["messages"][-1]["content"]
-    return [{"id": m.group(2), "name": m.group(1), "text": m.group(4), "is_error": m.group(3) == "error"}
-            for m in re.finditer(r'<mcp:tool_result name="([^"]*)" id="([^"]*)" status="(ok|error)">\n(.*?)\n</mcp:tool_result>',
-                                 last, re.S)]
+    return [
+        {"id": m.group(2), "name": m.group(1), "text": m.group(4), "is_error": m.group(3) == "error"}
+        for m in re.finditer(
+            r'<mcp:tool_result name="([^"]*)" id="([^"]*)" status="(ok|error)">\n(.*?)\n</mcp:tool_result>', last, re.S
+        )
+    ]

@@ -33,12 +33,27 @@ def one_line(stderr: str) -> str:
 
 # (variant, files to create {name: bytes}, argv ({dir} is the test's directory), stdin, exit code)
 BAD_INPUT: list[tuple[str, dict[str, bytes], list[str], bytes | None, int]] = [
-    ("--json @file nested arrays", {"deep.json": DEEP_ARRAYS.encode()},
-     ["call", "add", "--json", "@{dir}/deep.json", *STDIO], None, 2),
-    ("--json @file nested objects", {"deep.json": DEEP_OBJECTS.encode()},
-     ["call", "add", "--json", "@{dir}/deep.json", *STDIO], None, 2),
-    ("--json @file 65 levels", {"deep.json": ('{"a":' + "[" * 64 + "]" * 64 + "}").encode()},
-     ["call", "add", "--json", "@{dir}/deep.json", *STDIO], None, 2),
+    (
+        "--json @file nested arrays",
+        {"deep.json": DEEP_ARRAYS.encode()},
+        ["call", "add", "--json", "@{dir}/deep.json", *STDIO],
+        None,
+        2,
+    ),
+    (
+        "--json @file nested objects",
+        {"deep.json": DEEP_OBJECTS.encode()},
+        ["call", "add", "--json", "@{dir}/deep.json", *STDIO],
+        None,
+        2,
+    ),
+    (
+        "--json @file 65 levels",
+        {"deep.json": ('{"a":' + "[" * 64 + "]" * 64 + "}").encode()},
+        ["call", "add", "--json", "@{dir}/deep.json", *STDIO],
+        None,
+        2,
+    ),
     ("--json @file not UTF-8", {"args.json": NOT_UTF8}, ["call", "add", "--json", "@{dir}/args.json", *STDIO], None, 2),
     ("--json @file missing", {}, ["call", "add", "--json", "@{dir}/nothing.json", *STDIO], None, 2),
     ("--json - nested arrays", {}, ["call", "add", "--json", "-", *STDIO], DEEP_ARRAYS.encode(), 2),
@@ -46,29 +61,68 @@ BAD_INPUT: list[tuple[str, dict[str, bytes], list[str], bytes | None, int]] = [
     ("--json literal not UTF-8", {}, ["call", "add", "--json", os.fsdecode(NOT_UTF8), *STDIO], None, 2),
     ("KEY:=JSON nested arrays", {}, ["call", "add", "a:=" + "[" * 60_000 + "]" * 60_000, *STDIO], None, 2),  # argv max 128k
     ("KEY=VALUE not UTF-8", {}, ["call", "echo", os.fsdecode(b"message=caf\xe9"), *STDIO], None, 2),
-    ("--batch FILE not UTF-8", {"calls.jsonl": b'{"tool": "add", "arguments": {"a": 1, "b": 2}}\n' + NOT_UTF8 + b"\n"},
-     ["call", "--batch", "{dir}/calls.jsonl", *STDIO], None, 2),
+    (
+        "--batch FILE not UTF-8",
+        {"calls.jsonl": b'{"tool": "add", "arguments": {"a": 1, "b": 2}}\n' + NOT_UTF8 + b"\n"},
+        ["call", "--batch", "{dir}/calls.jsonl", *STDIO],
+        None,
+        2,
+    ),
     ("--batch - not UTF-8", {}, ["call", "--batch", "-", *STDIO], NOT_UTF8 + b"\n", 2),
-    ("policy check --json @file nested", {"deep.json": DEEP_ARRAYS.encode()},
-     ["policy", "check", "add", "--json", "@{dir}/deep.json", *STDIO], None, 2),
+    (
+        "policy check --json @file nested",
+        {"deep.json": DEEP_ARRAYS.encode()},
+        ["policy", "check", "add", "--json", "@{dir}/deep.json", *STDIO],
+        None,
+        2,
+    ),
     ("ask - not UTF-8", {}, ["ask", "-", "--provider", "openai", "--model", "m"], b"caf\xe9?", 2),
     ("ask prompt not UTF-8", {}, ["ask", os.fsdecode(b"caf\xe9?"), "--provider", "openai", "--model", "m"], None, 2),
-    ("ask --system not UTF-8", {}, ["ask", "hi", "--system", os.fsdecode(b"caf\xe9"), "--provider", "openai", "--model", "m"],
-     None, 2),
+    (
+        "ask --system not UTF-8",
+        {},
+        ["ask", "hi", "--system", os.fsdecode(b"caf\xe9"), "--provider", "openai", "--model", "m"],
+        None,
+        2,
+    ),
     ("servers add --url not UTF-8", {}, ["servers", "add", "x", "--url", os.fsdecode(b"http://127.0.0.1:9/\xe9")], None, 2),
-    ("servers add --header not UTF-8", {},
-     ["servers", "add", "x", "--url", "http://127.0.0.1:9/", "--header", os.fsdecode(b"X-A: \xe9")], None, 2),
-    ("servers import nested", {"mcp.json": ('{"mcpServers": ' + DEEP_ARRAYS + "}").encode()},
-     ["servers", "import", "{dir}/mcp.json"], None, 3),
+    (
+        "servers add --header not UTF-8",
+        {},
+        ["servers", "add", "x", "--url", "http://127.0.0.1:9/", "--header", os.fsdecode(b"X-A: \xe9")],
+        None,
+        2,
+    ),
+    (
+        "servers import nested",
+        {"mcp.json": ('{"mcpServers": ' + DEEP_ARRAYS + "}").encode()},
+        ["servers", "import", "{dir}/mcp.json"],
+        None,
+        3,
+    ),
     ("servers import not UTF-8", {"mcp.json": NOT_UTF8}, ["servers", "import", "{dir}/mcp.json"], None, 3),
-    ("servers install --config nested", {"host.json": DEEP_OBJECTS.encode()},
-     ["servers", "install", "--client", "cursor", "--config", "{dir}/host.json"], None, 3),
-    ("servers install --config not UTF-8", {"host.json": NOT_UTF8},
-     ["servers", "install", "--client", "cursor", "--config", "{dir}/host.json"], None, 3),
-    ("tools diff --lock nested", {"llmc.lock": DEEP_ARRAYS.encode()},
-     ["tools", "diff", "--lock", "{dir}/llmc.lock", *STDIO], None, 3),
-    ("tools diff --lock not UTF-8", {"llmc.lock": NOT_UTF8},
-     ["tools", "diff", "--lock", "{dir}/llmc.lock", *STDIO], None, 3),
+    (
+        "servers install --config nested",
+        {"host.json": DEEP_OBJECTS.encode()},
+        ["servers", "install", "--client", "cursor", "--config", "{dir}/host.json"],
+        None,
+        3,
+    ),
+    (
+        "servers install --config not UTF-8",
+        {"host.json": NOT_UTF8},
+        ["servers", "install", "--client", "cursor", "--config", "{dir}/host.json"],
+        None,
+        3,
+    ),
+    (
+        "tools diff --lock nested",
+        {"llmc.lock": DEEP_ARRAYS.encode()},
+        ["tools", "diff", "--lock", "{dir}/llmc.lock", *STDIO],
+        None,
+        3,
+    ),
+    ("tools diff --lock not UTF-8", {"llmc.lock": NOT_UTF8}, ["tools", "diff", "--lock", "{dir}/llmc.lock", *STDIO], None, 3),
 ]
 
 
@@ -100,8 +154,11 @@ def test_a_batch_line_nested_too_deep_is_that_lines_error(isolated_dirs: Path) -
 # (variant, how to break the state directory (given small_fs), argv)
 UNWRITABLE: list[tuple[str, Callable[[Callable[..., Path]], Path], list[str]]] = [
     ("session start, read-only state", lambda mount: mount("state", read_only=True), ["session", "start", "held", *STDIO]),
-    ("session start, state below a read-only dir", lambda mount: mount("ro", read_only=True) / "llmc",
-     ["session", "start", "held", *STDIO]),
+    (
+        "session start, state below a read-only dir",
+        lambda mount: mount("ro", read_only=True) / "llmc",
+        ["session", "start", "held", *STDIO],
+    ),
     ("ask, read-only state", lambda mount: mount("state", read_only=True), ["ask", "hello"]),
     ("ask, full state", lambda mount: _full(mount("state")), ["ask", "hello"]),
     ("call, full state", lambda mount: _full(mount("state")), ["call", "add", "a=1", "b=2", *STDIO]),
@@ -157,8 +214,7 @@ def test_caches_that_cannot_be_written_cost_nothing_and_leave_nothing(small_fs, 
     assert not (state / "servers.json").exists() and not (state / "completion-tools.json").exists()
 
 
-DEEP_ARGUMENTS = [("100k levels", '{"message": ' + DEEP_ARRAYS + "}"),
-                  ("65 levels", '{"message": ' + "[" * 64 + "]" * 64 + "}")]
+DEEP_ARGUMENTS = [("100k levels", '{"message": ' + DEEP_ARRAYS + "}"), ("65 levels", '{"message": ' + "[" * 64 + "]" * 64 + "}")]
 
 
 @pytest.mark.parametrize("api", ["openai", "openai-responses", "text"])
@@ -169,13 +225,17 @@ def test_a_model_sending_arguments_nested_too_deep_gets_an_error_back(api, label
     script = [turn(api, calls=[("c1", "sdk_echo", raw)]), turn(api, text="gave up")]
     with FakeLLM(api, script) as fake:
         profile = isolated_dirs / "p.toml"
-        profile.write_text(f'[servers.sdk]\ncommand = "{sys.executable}"\nargs = ["{PEERS / "sdk_server.py"}"]\n'
-                           f'[llm]\nprovider = "{api}"\nmodel = "m"\nbase_url = "{fake.base_url}"\n')
+        profile.write_text(
+            f'[servers.sdk]\ncommand = "{sys.executable}"\nargs = ["{PEERS / "sdk_server.py"}"]\n'
+            f'[llm]\nprovider = "{api}"\nmodel = "m"\nbase_url = "{fake.base_url}"\n'
+        )
         proc = llmc("-p", str(profile), "ask", "echo something", env={"OPENAI_API_KEY": "k"}, timeout=90)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["answer"] == "gave up"
     assert [s["outcome"] for s in out["steps"]] == ["invalid"]
     assert "nested more than 64 levels" in json.dumps(fake.requests[1].body)
-    assert not (isolated_dirs / "state" / "audit.jsonl").exists() or "sdk.echo" not in (
-        isolated_dirs / "state" / "audit.jsonl").read_text()  # nothing decided, nothing ran
+    assert (
+        not (isolated_dirs / "state" / "audit.jsonl").exists()
+        or "sdk.echo" not in (isolated_dirs / "state" / "audit.jsonl").read_text()
+    )  # nothing decided, nothing ran

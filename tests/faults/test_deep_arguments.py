@@ -46,10 +46,12 @@ def test_a_pair_that_makes_the_arguments_too_deep_is_refused(isolated_dirs: Path
 
 
 def test_batch_lines_get_the_same_message_and_64_levels_run(isolated_dirs: Path) -> None:
-    lines = [json.dumps({"tool": "add", "arguments": {"a": 1, "b": 2}}),
-             '{"tool": "echo", "arguments": ' + nested(65) + "}",
-             '{"tool": "echo", "arguments": ' + nested(100_000) + "}",
-             '{"tool": "echo", "arguments": ' + nested(64) + "}"]  # the line is 65 deep, its arguments 64
+    lines = [
+        json.dumps({"tool": "add", "arguments": {"a": 1, "b": 2}}),
+        '{"tool": "echo", "arguments": ' + nested(65) + "}",
+        '{"tool": "echo", "arguments": ' + nested(100_000) + "}",
+        '{"tool": "echo", "arguments": ' + nested(64) + "}",
+    ]  # the line is 65 deep, its arguments 64
     proc = llmc("call", "--batch", "-", "--no-validate", *STDIO, stdin="\n".join(lines) + "\n")
     assert proc.returncode == 2, proc.stderr
     out = [json.loads(line) for line in proc.stdout.splitlines()]

@@ -26,8 +26,12 @@ PROCESSES = 8
 
 def run_together(argvs: list[list[str]]) -> list[subprocess.CompletedProcess[str]]:
     """Start every command at once, then wait for all (each bounded)."""
-    procs = [subprocess.Popen([llmc_executable(), *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              stdin=subprocess.DEVNULL, text=True) for argv in argvs]
+    procs = [
+        subprocess.Popen(
+            [llmc_executable(), *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True
+        )
+        for argv in argvs
+    ]
     done = []
     for argv, proc in zip(argvs, procs, strict=True):
         out, err = proc.communicate(timeout=120)
@@ -48,8 +52,9 @@ def test_concurrent_servers_add_keeps_every_server(isolated_dirs: Path) -> None:
 
 def test_a_remove_raced_by_adds_stays_removed(isolated_dirs: Path) -> None:
     assert llmc("servers", "add", "victim", "--", "true").returncode == 0
-    done = run_together([["servers", "remove", "victim"]]
-                        + [["servers", "add", f"s{i}", "--", "true"] for i in range(PROCESSES - 1)])
+    done = run_together(
+        [["servers", "remove", "victim"]] + [["servers", "add", f"s{i}", "--", "true"] for i in range(PROCESSES - 1)]
+    )
     assert all(p.returncode == 0 for p in done), [p.stderr for p in done]
     profile = isolated_dirs / "config" / "profiles" / "default.toml"
     assert servers_in(profile) == {"workspace"} | {f"s{i}" for i in range(PROCESSES - 1)}
@@ -101,8 +106,12 @@ def test_everything_llmc_creates_is_private(tmp_path: Path) -> None:
     seen = {p.name for top in created for p in top.rglob("*")}
     assert {"default.toml", "servers.json", "ratelimit.json", "completion-tools.json"} <= seen, seen
     assert any(name.endswith(".lock") for name in seen), seen
-    loose = [f"{p} {stat.filemode(p.stat().st_mode)}" for top in created for p in [top, *top.rglob("*")]
-             if stat.S_IMODE(p.stat().st_mode) != (0o700 if p.is_dir() else 0o600)]
+    loose = [
+        f"{p} {stat.filemode(p.stat().st_mode)}"
+        for top in created
+        for p in [top, *top.rglob("*")]
+        if stat.S_IMODE(p.stat().st_mode) != (0o700 if p.is_dir() else 0o600)
+    ]
     assert loose == []
 
 

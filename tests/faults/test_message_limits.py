@@ -58,8 +58,20 @@ def test_lines_split_the_same_at_any_chunk_boundary(chunk) -> None:
     chunks decodes, and the last line needs no end."""
     from llmc_cli.mcp.transports.sse_parser import events, lines
 
-    chunks = [STREAM[i:i + chunk] for i in range(0, len(STREAM), chunk)]
-    assert list(lines(chunks, 100)) == ["data: a", "data: b", "data: c", "", "event: x", "data: é", "",
-                                        ": keep-alive", "data: tail"]
+    chunks = [STREAM[i : i + chunk] for i in range(0, len(STREAM), chunk)]
+    assert list(lines(chunks, 100)) == [
+        "data: a",
+        "data: b",
+        "data: c",
+        "",
+        "event: x",
+        "data: é",
+        "",
+        ": keep-alive",
+        "data: tail",
+    ]
     assert [(e.event, e.data) for e in events(lines(chunks, 100), 100)] == [
-        ("message", "a\nb\nc"), ("x", "é"), ("message", "tail")]
+        ("message", "a\nb\nc"),
+        ("x", "é"),
+        ("message", "tail"),
+    ]

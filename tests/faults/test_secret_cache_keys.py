@@ -20,13 +20,22 @@ ENV = {"SVC_API_KEY": SECRET}
 # (variant, fixture giving a URL or None for stdio, the server table with ${SVC_API_KEY} in it)
 VARIANTS = [
     ("modern-http query", "sdk_stateful", lambda url: f"url = {toml_str(url + '?api_key=${SVC_API_KEY}')}"),
-    ("legacy-http query (remembered session)", "sdk_legacy",
-     lambda url: f"url = {toml_str(url + '?api_key=${SVC_API_KEY}&x=1')}"),
-    ("legacy-http userinfo", "sdk_legacy",
-     lambda url: f"url = {toml_str(url.replace('http://', 'http://user:${SVC_API_KEY}@'))}"),
+    (
+        "legacy-http query (remembered session)",
+        "sdk_legacy",
+        lambda url: f"url = {toml_str(url + '?api_key=${SVC_API_KEY}&x=1')}",
+    ),
+    (
+        "legacy-http userinfo",
+        "sdk_legacy",
+        lambda url: f"url = {toml_str(url.replace('http://', 'http://user:${SVC_API_KEY}@'))}",
+    ),
     ("http+sse query", "sdk_sse", lambda url: f"url = {toml_str(url + '?token=${SVC_API_KEY}')}"),
-    ("stdio argument", None,
-     lambda url: f'command = "sh"\nargs = ["-c", {toml_str("exec " + shlex.join(SDK) + " # ${SVC_API_KEY}")}]'),
+    (
+        "stdio argument",
+        None,
+        lambda url: f'command = "sh"\nargs = ["-c", {toml_str("exec " + shlex.join(SDK) + " # ${SVC_API_KEY}")}]',
+    ),
 ]
 
 

@@ -47,8 +47,14 @@ def gateway_profile(tmp_path: Path) -> Path:
     (root / "allowed" / "notes.txt").write_text("alpha\n")
     (root / "secret" / "key.txt").write_text("hunter2\n")
     path = tmp_path / "gw.toml"
-    path.write_text(PROFILE.format(python=json.dumps(sys.executable), server=json.dumps(str(PEERS / "sdk_server.py")),
-                                   root=json.dumps(str(root)), allowed=json.dumps(str(root / "allowed") + "/**")))
+    path.write_text(
+        PROFILE.format(
+            python=json.dumps(sys.executable),
+            server=json.dumps(str(PEERS / "sdk_server.py")),
+            root=json.dumps(str(root)),
+            allowed=json.dumps(str(root / "allowed") + "/**"),
+        )
+    )
     return path
 
 

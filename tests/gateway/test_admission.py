@@ -23,8 +23,10 @@ TOOLS_LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
 
 def with_principals(profile: Path, alice: str = "", bob: str = "") -> Path:
     """Principals alice and bob (tokens from the environment), with extra lines for each."""
-    profile.write_text(profile.read_text() + f'\n[serve.principals.alice]\ntoken_env = "GW_ALICE"\n{alice}\n'
-                                             f'\n[serve.principals.bob]\ntoken_env = "GW_BOB"\n{bob}\n')
+    profile.write_text(
+        profile.read_text() + f'\n[serve.principals.alice]\ntoken_env = "GW_ALICE"\n{alice}\n'
+        f'\n[serve.principals.bob]\ntoken_env = "GW_BOB"\n{bob}\n'
+    )
     return profile
 
 
@@ -34,8 +36,12 @@ def bearer(token: str, session: str | None = None) -> dict[str, str]:
 
 def post_init(conn: http.client.HTTPConnection, token: str) -> int:
     """initialize on a connection of the test's own (kept alive after the answer)."""
-    conn.request("POST", "/mcp", json.dumps(INIT), {**bearer(token), "Content-Type": "application/json",
-                                                     "Accept": "application/json, text/event-stream"})
+    conn.request(
+        "POST",
+        "/mcp",
+        json.dumps(INIT),
+        {**bearer(token), "Content-Type": "application/json", "Accept": "application/json, text/event-stream"},
+    )
     response = conn.getresponse()
     response.read()
     return response.status
@@ -45,8 +51,10 @@ def open_host_session(gateway: Gateway, token: str) -> str:
     status, headers, body = gateway.request("POST", "/mcp", INIT, bearer(token))
     assert status == 200, body
     session = headers["mcp-session-id"]
-    assert gateway.request("POST", "/mcp", {"jsonrpc": "2.0", "method": "notifications/initialized"},
-                           bearer(token, session))[0] == 202
+    assert (
+        gateway.request("POST", "/mcp", {"jsonrpc": "2.0", "method": "notifications/initialized"}, bearer(token, session))[0]
+        == 202
+    )
     return session
 
 
@@ -102,12 +110,13 @@ def test_a_connection_must_present_its_request_within_the_pending_timeout(gatewa
     """A connection that sends nothing, or a head a byte at a time, is closed after
     --pending-timeout, not --request-timeout; one whose request was admitted is kept alive for
     the next for --request-timeout."""
-    running = start(with_principals(gateway_profile), "--pending-timeout", "1", "--request-timeout", "20",
-                    env=TOKENS)
+    running = start(with_principals(gateway_profile), "--pending-timeout", "1", "--request-timeout", "20", env=TOKENS)
     try:
-        with socket.create_connection(("127.0.0.1", running.port), timeout=30) as silent, \
-                socket.create_connection(("127.0.0.1", running.port), timeout=30) as trickling, \
-                socket.create_connection(("127.0.0.1", running.port), timeout=30) as public:
+        with (
+            socket.create_connection(("127.0.0.1", running.port), timeout=30) as silent,
+            socket.create_connection(("127.0.0.1", running.port), timeout=30) as trickling,
+            socket.create_connection(("127.0.0.1", running.port), timeout=30) as public,
+        ):
             trickling.sendall(b"POST /mcp HTTP/1.1\r\n")
             public.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")  # no token: still pending
             began = time.monotonic()
@@ -140,11 +149,19 @@ def test_kept_alive_connections_make_room_for_new_requests(gateway_profile: Path
 
 def slow_call(gateway: Gateway, token: str, session: str) -> tuple[http.client.HTTPConnection, Any]:
     """sdk.slow (3 s) in the session: its SSE stream, open (the request in flight)."""
-    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-            "params": {"name": "sdk.slow", "arguments": {"seconds": 3}, "_meta": {"progressToken": "p"}}}
+    call = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": "sdk.slow", "arguments": {"seconds": 3}, "_meta": {"progressToken": "p"}},
+    }
     conn = http.client.HTTPConnection("127.0.0.1", gateway.port, timeout=30)
-    conn.request("POST", "/mcp", json.dumps(call), {**bearer(token, session), "Content-Type": "application/json",
-                                                     "Accept": "application/json, text/event-stream"})
+    conn.request(
+        "POST",
+        "/mcp",
+        json.dumps(call),
+        {**bearer(token, session), "Content-Type": "application/json", "Accept": "application/json, text/event-stream"},
+    )
     response = conn.getresponse()
     assert response.status == 200 and response.getheader("Content-Type") == "text/event-stream"
     return conn, response
@@ -242,8 +259,12 @@ def test_revoking_the_last_token_lets_nobody_in(gateway_profile: Path) -> None:
         revoked = llmc("serve", "-p", str(gateway_profile), "token", "revoke", "ops")
         assert revoked.returncode == 0 and "no principal is left" in revoked.stderr, revoked.stderr
         assert 'auth = "required"' in gateway_profile.read_text()
-        for method, path, body, headers in [("POST", "/mcp", INIT, {}), ("POST", "/mcp", INIT, bearer(token)),
-                                            ("GET", "/status", None, {}), ("DELETE", "/mcp", None, {})]:
+        for method, path, body, headers in [
+            ("POST", "/mcp", INIT, {}),
+            ("POST", "/mcp", INIT, bearer(token)),
+            ("GET", "/status", None, {}),
+            ("DELETE", "/mcp", None, {}),
+        ]:
             status, _, answer = running.request(method, path, body, headers)
             assert status == 401, (method, path, answer)
         assert b"token create" in running.request("POST", "/mcp", INIT)[2]

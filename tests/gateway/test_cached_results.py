@@ -39,6 +39,7 @@ token_env = "GW_BOB"
     gateway = start(profile, env=TOKENS)
     texts: list[str] = []
     try:
+
         async def work() -> None:
             for token in (TOKENS["GW_ALICE"], TOKENS["GW_ALICE"], TOKENS["GW_BOB"]):
                 async with sdk_host(gateway.url, "auto", token) as client:
@@ -57,8 +58,7 @@ token_env = "GW_BOB"
         if len(outcomes) == 3:
             break
         time.sleep(0.1)
-    assert [(r["client"]["principal"], r["outcome"]) for r in outcomes] == [
-        ("alice", "ok"), ("alice", "cached"), ("bob", "ok")]
+    assert [(r["client"]["principal"], r["outcome"]) for r in outcomes] == [("alice", "ok"), ("alice", "cached"), ("bob", "ok")]
     assert outcomes[1]["resultSha256"] == outcomes[0]["resultSha256"]
     decisions = [r for r in audit_records(tmp_path) if r["event"] == "decision"]
     assert [r["decision"] for r in decisions] == ["allow"] * 3  # the policy decided every call

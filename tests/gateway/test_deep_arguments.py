@@ -28,12 +28,14 @@ def nested(levels: int) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("mode, version", ERAS)
-def test_a_host_sending_arguments_too_deep_is_refused_with_the_one_message(gateway_profile: Path, tmp_path: Path,
-                                                                           mode: str, version: str) -> None:
+def test_a_host_sending_arguments_too_deep_is_refused_with_the_one_message(
+    gateway_profile: Path, tmp_path: Path, mode: str, version: str
+) -> None:
     from mcp.shared.exceptions import MCPError
 
     gateway = start(gateway_profile)
     try:
+
         async def work() -> None:
             async with sdk_host(gateway.url, mode) as client:
                 for levels in (65, 150):  # past that the SDK itself cannot serialize them
@@ -50,8 +52,7 @@ def test_a_host_sending_arguments_too_deep_is_refused_with_the_one_message(gatew
     assert [r["tool"] for r in audit_records(tmp_path) if r["event"] == "decision"] == ["add"]  # only the good call
 
 
-def test_raw_requests_nested_past_the_parser_get_one_line_and_no_traceback(gateway_profile: Path,
-                                                                            tmp_path: Path) -> None:
+def test_raw_requests_nested_past_the_parser_get_one_line_and_no_traceback(gateway_profile: Path, tmp_path: Path) -> None:
     gateway = start(gateway_profile)
     try:
         status, headers, _ = gateway.request("POST", "/mcp", INIT)
@@ -59,14 +60,14 @@ def test_raw_requests_nested_past_the_parser_get_one_line_and_no_traceback(gatew
         session = {"Mcp-Session-Id": headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
         gateway.request("POST", "/mcp", {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
         deep = '{"message": ' + "[" * 100_000 + "]" * 100_000 + "}"
-        body = ('{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "sdk.add", "arguments": '
-                + deep + "}}").encode()
+        body = (
+            '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "sdk.add", "arguments": ' + deep + "}}"
+        ).encode()
         status, _, reply = gateway.request("POST", "/mcp", body, session)
         assert status == 400 and b"nested more than" in reply and len(reply.splitlines()) == 1
         for request_id, method, levels in ((3, "tools/call", 65), (4, "tools/call", 900), (5, "prompts/get", 65)):
             name = "sdk.add" if method == "tools/call" else "sdk.review"
-            call = {"jsonrpc": "2.0", "id": request_id, "method": method,
-                    "params": {"name": name, "arguments": nested(levels)}}
+            call = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {"name": name, "arguments": nested(levels)}}
             status, _, reply = gateway.request("POST", "/mcp", json.dumps(call).encode(), session)
             text = reply.decode()
             assert status == 200 and ARGUMENTS_TOO_DEEP in text and f'"id":{request_id}' in text.replace(" ", "")

@@ -23,8 +23,12 @@ from tests.gateway.test_stdio import ERAS, accept, run
 from tests.helpers import free_port, llmc, llmc_executable, signal_until_exit, wait_until
 from tests.processes import gone, live_processes
 
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+}
 
 
 class Gateway:
@@ -32,13 +36,13 @@ class Gateway:
         self.port, self.proc = port, proc
         self.url = f"http://127.0.0.1:{port}/mcp"
 
-    def request(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
-                ) -> tuple[int, dict[str, str], bytes]:
+    def request(
+        self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, dict[str, str], bytes]:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         try:
             data = body if isinstance(body, bytes) else json.dumps(body).encode() if body is not None else None
-            all_headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-                           **(headers or {})}
+            all_headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **(headers or {})}
             conn.request(method, path, body=data, headers=all_headers)
             response = conn.getresponse()
             return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
@@ -48,9 +52,14 @@ class Gateway:
 
 def start(profile: Path, *extra: str, env: dict[str, str] | None = None, port: int | None = None) -> Gateway:
     port = port or free_port()
-    proc = subprocess.Popen([llmc_executable(), "serve", "-p", str(profile), "--http", f"127.0.0.1:{port}", *extra],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **(env or {})})
+    proc = subprocess.Popen(
+        [llmc_executable(), "serve", "-p", str(profile), "--http", f"127.0.0.1:{port}", *extra],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
     gateway = Gateway(port, proc)
     for _ in range(240):  # up to a minute on a loaded machine
         if proc.poll() is not None:
@@ -118,8 +127,7 @@ def test_sdk_host_over_http(gateway: Gateway, tmp_path: Path, mode: str, version
         if len([r for r in records if r["event"] == "outcome"]) == 3:
             break
         time.sleep(0.1)
-    assert {r.get("tool") or r.get("resource") for r in records if r["event"] == "outcome"} == {
-        "add", "echo", "test://greeting"}
+    assert {r.get("tool") or r.get("resource") for r in records if r["event"] == "outcome"} == {"add", "echo", "test://greeting"}
     assert all(r["client"]["name"] == "http-host" and r["client"]["transport"] == "http" for r in records)
 
 
@@ -168,8 +176,9 @@ def test_limits_sessions_and_pages(gateway: Gateway) -> None:
     status, headers, _ = gateway.request("POST", "/mcp", INIT)
     session = headers["mcp-session-id"]
     assert status == 200 and len(session) >= 32
-    status, _, body = gateway.request("POST", "/mcp", {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-                                      {"Mcp-Session-Id": session})
+    status, _, body = gateway.request(
+        "POST", "/mcp", {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, {"Mcp-Session-Id": session}
+    )
     assert status == 200 and "sdk.add" in {t["name"] for t in json.loads(body)["result"]["tools"]}
     page = json.loads(gateway.request("GET", "/status")[2])
     assert page["sessions"] == 1 and page["auth"] == "none"
@@ -177,8 +186,10 @@ def test_limits_sessions_and_pages(gateway: Gateway) -> None:
     assert servers["sdk"]["state"] == "connected" and servers["sdk"]["tools"] > 0
     assert "command" not in json.dumps(page) and "python" not in json.dumps(page)  # no commands, paths or secrets
     assert gateway.request("DELETE", "/mcp", None, {"Mcp-Session-Id": session})[0] == 200
-    assert gateway.request("POST", "/mcp", {"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
-                           {"Mcp-Session-Id": session})[0] == 404
+    assert (
+        gateway.request("POST", "/mcp", {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, {"Mcp-Session-Id": session})[0]
+        == 404
+    )
     assert gateway.request("GET", "/mcp")[0] == 405
 
 
@@ -198,17 +209,20 @@ def test_request_heads_are_parsed_strictly(gateway: Gateway) -> None:
     host = b"Host: 127.0.0.1\r\n"
     ok = raw_exchange(gateway.port, b"GET /healthz HTTP/1.1\r\nHost:  127.0.0.1  \r\nConnection: close\r\n\r\n")
     assert ok.startswith(b"HTTP/1.1 200 ") and ok.endswith(b'{"status": "ok"}')
-    for head, status in [(b"Host : 127.0.0.1\r\n", b"400"),  # whitespace before the colon (RFC 9112 5.1)
-                         (host + b"X-A: 1\r\n folded\r\n", b"400"),  # obs-fold
-                         (host + b"no colon here\r\n", b"400"),
-                         (host + b"Host: evil.example.com\r\n", b"400"),  # two Hosts (RFC 9112 3.2)
-                         (host + b"X-Long: " + b"a" * 70_000 + b"\r\n", b"431"),
-                         (host + b"X-Many: 1\r\n" * 101, b"431")]:
+    for head, status in [
+        (b"Host : 127.0.0.1\r\n", b"400"),  # whitespace before the colon (RFC 9112 5.1)
+        (host + b"X-A: 1\r\n folded\r\n", b"400"),  # obs-fold
+        (host + b"no colon here\r\n", b"400"),
+        (host + b"Host: evil.example.com\r\n", b"400"),  # two Hosts (RFC 9112 3.2)
+        (host + b"X-Long: " + b"a" * 70_000 + b"\r\n", b"431"),
+        (host + b"X-Many: 1\r\n" * 101, b"431"),
+    ]:
         answer = raw_exchange(gateway.port, b"GET /healthz HTTP/1.1\r\n" + head + b"\r\n")
         assert answer.startswith(b"HTTP/1.1 " + status + b" "), (head[:40], answer[:80])
     assert b"Error code: 505" in raw_exchange(gateway.port, b"GET /healthz HTTP/2.0\r\n" + host + b"\r\n")
-    assert raw_exchange(gateway.port, b"GET /healthz HTTP/1.1\r\nHost: evil.example.com\r\n"
-                                      b"Connection: close\r\n\r\n").startswith(b"HTTP/1.1 403 ")
+    assert raw_exchange(gateway.port, b"GET /healthz HTTP/1.1\r\nHost: evil.example.com\r\nConnection: close\r\n\r\n").startswith(
+        b"HTTP/1.1 403 "
+    )
     conn = http.client.HTTPConnection("127.0.0.1", gateway.port, timeout=30)  # keep-alive: one connection, two requests
     conn.request("GET", "/healthz")
     assert json.loads(conn.getresponse().read()) == {"status": "ok"}
@@ -226,14 +240,28 @@ def test_environment_secrets_are_masked_in_the_records_of_every_call(gateway_pro
     running = start(gateway_profile, env={"GATEWAY_TEST_API_TOKEN": secret})
     try:
         for n in range(2):
-            meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                    "io.modelcontextprotocol/clientCapabilities": {},
-                    "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}}
-            call = {"jsonrpc": "2.0", "id": n, "method": "tools/call",
-                    "params": {"name": "sdk.weather", "arguments": {"city": f"{secret} #{n}"}, "_meta": meta}}
-            status, _, body = running.request("POST", "/mcp", call, {
-                "Accept": "application/json", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call",
-                "Mcp-Name": "sdk.weather"})
+            meta = {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+            }
+            call = {
+                "jsonrpc": "2.0",
+                "id": n,
+                "method": "tools/call",
+                "params": {"name": "sdk.weather", "arguments": {"city": f"{secret} #{n}"}, "_meta": meta},
+            }
+            status, _, body = running.request(
+                "POST",
+                "/mcp",
+                call,
+                {
+                    "Accept": "application/json",
+                    "MCP-Protocol-Version": "2026-07-28",
+                    "Mcp-Method": "tools/call",
+                    "Mcp-Name": "sdk.weather",
+                },
+            )
             assert status == 200 and not json.loads(body)["result"]["isError"], body
     finally:
         stop(running)
@@ -252,12 +280,12 @@ def test_idle_sessions_expire(gateway_profile: Path) -> None:
             if json.loads(running.request("GET", "/status")[2])["sessions"] == 0:
                 break
             time.sleep(0.2)
-        assert running.request("POST", "/mcp", {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-                               {"Mcp-Session-Id": session})[0] == 404
+        assert (
+            running.request("POST", "/mcp", {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, {"Mcp-Session-Id": session})[0]
+            == 404
+        )
     finally:
         stop(running)
-
-
 
 
 def test_bearer_tokens_principals_and_their_profiles(gateway_profile: Path, tmp_path: Path) -> None:
@@ -268,7 +296,11 @@ def test_bearer_tokens_principals_and_their_profiles(gateway_profile: Path, tmp_
     config = Path(os.environ["LLMC_CONFIG_DIR"]) / "profiles"
     config.mkdir(parents=True)
     sdk = gateway_profile.read_text().split("[servers.sdk]\n")[1].split("\n\n")[0]
-    (config / "ci-only.toml").write_text("[servers.sdk]\n" + sdk + '\n\n[policy]\ndefault = "deny"\nallow = ["sdk.add"]\n\n[policy.hints."sdk.add"]\nreadOnly = true\n')
+    (config / "ci-only.toml").write_text(
+        "[servers.sdk]\n"
+        + sdk
+        + '\n\n[policy]\ndefault = "deny"\nallow = ["sdk.add"]\n\n[policy.hints."sdk.add"]\nreadOnly = true\n'
+    )
     created = llmc("serve", "-p", str(gateway_profile), "token", "create", "ops")
     assert created.returncode == 0, created.stderr
     ops_token = json.loads(created.stdout)["token"]
@@ -278,9 +310,11 @@ def test_bearer_tokens_principals_and_their_profiles(gateway_profile: Path, tmp_
     ci_token = "ci-token-0123456789abcdef"
     running = start(gateway_profile, env={"GW_CI_TOKEN": ci_token})
     try:
-        for headers, challenge in [({}, 'Bearer realm="llmc"'),
-                                   ({"Authorization": "Bearer wrong-token"}, "invalid_token"),
-                                   ({"Authorization": f"Basic {ops_token}"}, 'Bearer realm="llmc"')]:
+        for headers, challenge in [
+            ({}, 'Bearer realm="llmc"'),
+            ({"Authorization": "Bearer wrong-token"}, "invalid_token"),
+            ({"Authorization": f"Basic {ops_token}"}, 'Bearer realm="llmc"'),
+        ]:
             status, got, _ = running.request("POST", "/mcp", INIT, headers)
             assert status == 401 and challenge in got["www-authenticate"]
         assert running.request("GET", "/status")[0] == 401
@@ -298,8 +332,15 @@ def test_bearer_tokens_principals_and_their_profiles(gateway_profile: Path, tmp_
         run(work)
         # a session opened with one token cannot be used with another
         session = running.request("POST", "/mcp", INIT, {"Authorization": f"Bearer {ops_token}"})[1]["mcp-session-id"]
-        assert running.request("POST", "/mcp", {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-                               {"Mcp-Session-Id": session, "Authorization": f"Bearer {ci_token}"})[0] == 404
+        assert (
+            running.request(
+                "POST",
+                "/mcp",
+                {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                {"Mcp-Session-Id": session, "Authorization": f"Bearer {ci_token}"},
+            )[0]
+            == 404
+        )
     finally:
         stderr = stop(running)
     assert ops_token not in stderr and ci_token not in stderr
@@ -313,6 +354,7 @@ def test_bearer_tokens_principals_and_their_profiles(gateway_profile: Path, tmp_
 def test_revoked_and_rotated_tokens_count_without_a_restart(gateway_profile: Path) -> None:
     """`token create` (again: rotation) and `token revoke` change what a running gateway accepts
     from the next request on; a profile broken mid-edit keeps the principals it had."""
+
     def token(name: str) -> str:
         created = llmc("serve", "-p", str(gateway_profile), "token", "create", name)
         assert created.returncode == 0, created.stderr
@@ -341,10 +383,13 @@ def test_revoked_and_rotated_tokens_count_without_a_restart(gateway_profile: Pat
     assert "principals not re-read" in stderr and first not in stderr and second not in stderr
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--http", "nonsense"], "expected [HOST:]PORT"),
-    (["--http", "0.0.0.0:8765"], "needs inbound authentication"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--http", "nonsense"], "expected [HOST:]PORT"),
+        (["--http", "0.0.0.0:8765"], "needs inbound authentication"),
+    ],
+)
 def test_bad_http_options(gateway_profile: Path, args: list[str], message: str) -> None:
     proc = llmc("serve", "-p", str(gateway_profile), *args)
     assert proc.returncode == 2 and message in proc.stderr and proc.stdout == ""
@@ -357,11 +402,14 @@ def slow_call(gateway: Gateway, seconds: float, session: str | None) -> tuple[ht
     if session:
         headers["Mcp-Session-Id"] = session
     else:  # 2026-07-28: no session, the version in _meta and headers
-        meta.update({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                     "io.modelcontextprotocol/clientCapabilities": {}})
+        meta.update({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}})
         headers.update({"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "sdk.slow"})
-    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-            "params": {"name": "sdk.slow", "arguments": {"seconds": seconds}, "_meta": meta}}
+    call = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": "sdk.slow", "arguments": {"seconds": seconds}, "_meta": meta},
+    }
     conn = http.client.HTTPConnection("127.0.0.1", gateway.port, timeout=30)
     conn.request("POST", "/mcp", body=json.dumps(call), headers=headers)
     response = conn.getresponse()
@@ -413,8 +461,7 @@ def test_a_session_resumes_a_dropped_stream_with_last_event_id(gateway: Gateway,
     response.close()
     conn.close()
     resume = http.client.HTTPConnection("127.0.0.1", gateway.port, timeout=30)
-    resume.request("GET", "/mcp", headers={"Accept": "text/event-stream", "Mcp-Session-Id": session,
-                                           "Last-Event-ID": last_id})
+    resume.request("GET", "/mcp", headers={"Accept": "text/event-stream", "Mcp-Session-Id": session, "Last-Event-ID": last_id})
     resumed = resume.getresponse()
     assert resumed.status == 200
     rest = read_events(resumed, b'"id": 7')
@@ -433,10 +480,14 @@ def test_a_session_resumes_a_dropped_stream_with_last_event_id(gateway: Gateway,
 
 # The official conformance suites' server scenarios that need no purpose-built target server
 # (the others call tools by the target's own names, e.g. test_simple_text): (suite, scenario).
-CONFORMANCE = [(suite, scenario) for suite in ("2025-11-25", "2026-07-28") for scenario in
-               ("server-initialize", "ping", "logging-set-level", "tools-list", "dns-rebinding-protection")] + [
-    ("2026-07-28", scenario) for scenario in ("server-session-lifecycle", "http-header-validation", "caching",
-                                              "sep-2164-resource-not-found")]
+CONFORMANCE = [
+    (suite, scenario)
+    for suite in ("2025-11-25", "2026-07-28")
+    for scenario in ("server-initialize", "ping", "logging-set-level", "tools-list", "dns-rebinding-protection")
+] + [
+    ("2026-07-28", scenario)
+    for scenario in ("server-session-lifecycle", "http-header-validation", "caching", "sep-2164-resource-not-found")
+]
 
 
 @pytest.mark.e2e  # the official conformance suite
@@ -445,9 +496,21 @@ def test_conformance_server_scenarios(gateway: Gateway, tmp_path: Path, suite: s
     from tests.helpers import conformance_suite, node_tool
 
     # 127.0.0.1, not localhost: Node may try ::1 first, where the gateway does not listen
-    proc = subprocess.run([node_tool("node"), conformance_suite(suite), "server", "--url",
-                           f"http://127.0.0.1:{gateway.port}/mcp", "--scenario", scenario],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    proc = subprocess.run(
+        [
+            node_tool("node"),
+            conformance_suite(suite),
+            "server",
+            "--url",
+            f"http://127.0.0.1:{gateway.port}/mcp",
+            "--scenario",
+            scenario,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert " 0 failed" in proc.stdout
 
@@ -458,20 +521,35 @@ def test_open_listen_streams_end_with_complete_when_the_gateway_stops(gateway_pr
     Graceful Closure), so the host can tell a clean end from a lost connection."""
     running = start(gateway_profile)
     meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
-    listen = {"jsonrpc": "2.0", "id": "L1", "method": "subscriptions/listen",
-              "params": {"notifications": {"toolsListChanged": True}, "_meta": meta}}
+    listen = {
+        "jsonrpc": "2.0",
+        "id": "L1",
+        "method": "subscriptions/listen",
+        "params": {"notifications": {"toolsListChanged": True}, "_meta": meta},
+    }
     conn = http.client.HTTPConnection("127.0.0.1", running.port, timeout=30)
     try:
-        conn.request("POST", "/mcp", body=json.dumps(listen), headers={
-            "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-            "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"})
+        conn.request(
+            "POST",
+            "/mcp",
+            body=json.dumps(listen),
+            headers={
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+                "MCP-Protocol-Version": "2026-07-28",
+                "Mcp-Method": "subscriptions/listen",
+            },
+        )
         response = conn.getresponse()
         assert response.status == 200 and response.getheader("Content-Type") == "text/event-stream"
         read_events(response, b"notifications/subscriptions/acknowledged")
         running.proc.terminate()
-        (_, data), = read_events(response, b'"complete"')
-        assert json.loads(data) == {"jsonrpc": "2.0", "id": "L1", "result": {
-            "resultType": "complete", "_meta": {"io.modelcontextprotocol/subscriptionId": "L1"}}}
+        ((_, data),) = read_events(response, b'"complete"')
+        assert json.loads(data) == {
+            "jsonrpc": "2.0",
+            "id": "L1",
+            "result": {"resultType": "complete", "_meta": {"io.modelcontextprotocol/subscriptionId": "L1"}},
+        }
         assert response.fp.readline() == b""  # then the stream ends
     finally:
         conn.close()
@@ -486,9 +564,12 @@ def test_a_storm_of_signals_still_stops_the_gateway_cleanly(gateway_profile: Pat
     terminal it ran in closed) stops it the same way, upstream servers included."""
     running = start(gateway_profile)
     meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
-    status, _, body = running.request("POST", "/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/list",
-                                                       "params": {"_meta": meta}},
-                                      {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"})
+    status, _, body = running.request(
+        "POST",
+        "/mcp",
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}},
+        {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"},
+    )
     assert status == 200 and b"sdk.add" in body, body
     upstreams = [p.pid for p in live_processes() if p.ppid == running.proc.pid]
     assert upstreams  # the SDK server it started for the listing
@@ -512,29 +593,36 @@ FRAMINGS = [
 
 
 @pytest.mark.parametrize("what, framing, status", FRAMINGS, ids=[f[0] for f in FRAMINGS])
-def test_a_body_framed_two_ways_is_refused_and_smuggles_nothing(gateway: Gateway, what: str, framing: bytes,
-                                                                status: int) -> None:
+def test_a_body_framed_two_ways_is_refused_and_smuggles_nothing(gateway: Gateway, what: str, framing: bytes, status: int) -> None:
     """Request smuggling (RFC 9112 6.1, 6.3): a message whose end a proxy in front could read
     differently is refused, the connection closed, and what followed it is never served as a
     request of its own."""
-    head = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-            b"Accept: application/json, text/event-stream\r\n" + framing + b"\r\n")
+    head = (
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Accept: application/json, text/event-stream\r\n" + framing + b"\r\n"
+    )
     answer = raw_exchange(gateway.port, head + PING + SMUGGLED)
     assert answer.startswith((f"HTTP/1.0 {status} ".encode(), f"HTTP/1.1 {status} ".encode())), answer
     assert answer.count(b"HTTP/1.") == 1, answer  # the smuggled GET got no answer
 
 
-TRICKLED = [("the head", b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n", b"X-Slow: 1\r\n"),
-            ("one header line", b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ", b"a"),
-            ("the request line", b"POST /", b"a"),
-            ("nothing at all", b"", b""),
-            ("the body", b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                         b"Content-Length: 1000\r\n\r\n", b" ")]
+TRICKLED = [
+    ("the head", b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n", b"X-Slow: 1\r\n"),
+    ("one header line", b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ", b"a"),
+    ("the request line", b"POST /", b"a"),
+    ("nothing at all", b"", b""),
+    (
+        "the body",
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n",
+        b" ",
+    ),
+]
 
 
 @pytest.mark.parametrize("what, start_with, trickle", TRICKLED, ids=[t[0] for t in TRICKLED])
-def test_a_request_trickled_in_is_cut_off_at_the_request_timeout(gateway_profile: Path, what: str,
-                                                                 start_with: bytes, trickle: bytes) -> None:
+def test_a_request_trickled_in_is_cut_off_at_the_request_timeout(
+    gateway_profile: Path, what: str, start_with: bytes, trickle: bytes
+) -> None:
     """The socket's timeout is per read: a client sending a little every few tenths of a second
     never trips it, and held its connection (and its thread) as long as it liked. The whole
     request must arrive within --request-timeout."""

@@ -12,8 +12,13 @@ import pytest
 from tests.helpers import llmc
 
 # client -> (the key holding servers, whether entries carry "type": "stdio")
-CLIENTS = [("claude-desktop", "mcpServers", False), ("cursor", "mcpServers", False),
-           ("windsurf", "mcpServers", False), ("vscode", "servers", True), ("claude-code", "mcpServers", True)]
+CLIENTS = [
+    ("claude-desktop", "mcpServers", False),
+    ("cursor", "mcpServers", False),
+    ("windsurf", "mcpServers", False),
+    ("vscode", "servers", True),
+    ("claude-code", "mcpServers", True),
+]
 
 
 @pytest.fixture
@@ -26,8 +31,9 @@ def named_profile(gateway_profile: Path) -> str:
 
 
 @pytest.mark.parametrize("client, key, typed", CLIENTS)
-def test_dry_run_then_install_keeps_the_rest_of_the_file(named_profile: str, tmp_path: Path, client: str, key: str,
-                                                          typed: bool) -> None:
+def test_dry_run_then_install_keeps_the_rest_of_the_file(
+    named_profile: str, tmp_path: Path, client: str, key: str, typed: bool
+) -> None:
     config = tmp_path / "host" / "config.json"
     config.parent.mkdir()
     original = {key: {"other": {"command": "other-server"}}, "theme": "dark"}
@@ -52,8 +58,7 @@ def test_dry_run_then_install_keeps_the_rest_of_the_file(named_profile: str, tmp
 
 def test_the_installed_entry_runs_the_gateway(named_profile: str, tmp_path: Path) -> None:
     config = tmp_path / "claude.json"
-    assert llmc("servers", "install", "--client", "claude-desktop", "-p", named_profile, "--config", str(config)
-                ).returncode == 0
+    assert llmc("servers", "install", "--client", "claude-desktop", "-p", named_profile, "--config", str(config)).returncode == 0
     entry = json.loads(config.read_text())["mcpServers"]["llmc-readonly"]
     # as a host starts it: that command, that environment (llmc passes --env on to the server)
     env = [f"--env={k}={v}" for k, v in entry["env"].items()]
@@ -64,8 +69,7 @@ def test_the_installed_entry_runs_the_gateway(named_profile: str, tmp_path: Path
 
 def test_claude_desktops_own_config_file(named_profile: str, tmp_path: Path) -> None:
     home = tmp_path / "xdg"
-    done = llmc("servers", "install", "--client", "claude-desktop", "-p", named_profile,
-                env={"XDG_CONFIG_HOME": str(home)})
+    done = llmc("servers", "install", "--client", "claude-desktop", "-p", named_profile, env={"XDG_CONFIG_HOME": str(home)})
     assert done.returncode == 0, done.stderr
     config = home / "Claude" / "claude_desktop_config.json"
     assert "llmc-readonly" in json.loads(config.read_text())["mcpServers"]
@@ -78,15 +82,19 @@ def test_a_profile_given_by_path_is_named_by_its_absolute_path(gateway_profile: 
     assert json.loads(config.read_text())["mcpServers"]["llmc-gw"]["args"] == ["serve", "-p", str(gateway_profile)]
 
 
-@pytest.mark.parametrize("content, extra, code, message", [
-    ('{"mcpServers": {"llmc-readonly": {"command": "x"}}}', [], 2, "pass --replace"),
-    ('// my settings\n{"servers": {}}', [], 3, "has comments"),
-    ("[1, 2]", [], 3, "expected a JSON object"),
-    ("{not json", [], 3, "invalid JSON"),
-    ("{}", ["-p", "missing-profile"], 3, "missing-profile"),
-])
-def test_refusals_change_nothing(named_profile: str, tmp_path: Path, content: str, extra: list[str], code: int,
-                                 message: str) -> None:
+@pytest.mark.parametrize(
+    "content, extra, code, message",
+    [
+        ('{"mcpServers": {"llmc-readonly": {"command": "x"}}}', [], 2, "pass --replace"),
+        ('// my settings\n{"servers": {}}', [], 3, "has comments"),
+        ("[1, 2]", [], 3, "expected a JSON object"),
+        ("{not json", [], 3, "invalid JSON"),
+        ("{}", ["-p", "missing-profile"], 3, "missing-profile"),
+    ],
+)
+def test_refusals_change_nothing(
+    named_profile: str, tmp_path: Path, content: str, extra: list[str], code: int, message: str
+) -> None:
     config = tmp_path / "host.json"
     config.write_text(content)
     client = "vscode" if "servers" in content else "claude-desktop"
@@ -98,8 +106,7 @@ def test_refusals_change_nothing(named_profile: str, tmp_path: Path, content: st
 def test_replace_overwrites_only_that_entry(named_profile: str, tmp_path: Path) -> None:
     config = tmp_path / "host.json"
     config.write_text('{"mcpServers": {"llmc-readonly": {"command": "x"}, "keep": {"command": "y"}}}')
-    done = llmc("servers", "install", "--client", "claude-desktop", "-p", named_profile, "--config", str(config),
-                "--replace")
+    done = llmc("servers", "install", "--client", "claude-desktop", "-p", named_profile, "--config", str(config), "--replace")
     assert done.returncode == 0 and json.loads(done.stdout)["action"] == "replace"
     servers = json.loads(config.read_text())["mcpServers"]
     assert servers["keep"] == {"command": "y"} and servers["llmc-readonly"]["args"][0] == "serve"

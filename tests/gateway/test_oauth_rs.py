@@ -65,11 +65,16 @@ class AuthServer:
             def do_GET(self) -> None:
                 server.fetches.append(self.path)
                 base = server.issuer.removesuffix("/as")
-                documents = {"/.well-known/oauth-authorization-server/as":
-                             {"issuer": server.issuer, "jwks_uri": base + "/as/jwks",
-                              "authorization_endpoint": base + "/as/authorize", "token_endpoint": base + "/as/token",
-                              "response_types_supported": ["code"]},
-                             "/as/jwks": server.jwks()}
+                documents = {
+                    "/.well-known/oauth-authorization-server/as": {
+                        "issuer": server.issuer,
+                        "jwks_uri": base + "/as/jwks",
+                        "authorization_endpoint": base + "/as/authorize",
+                        "token_endpoint": base + "/as/token",
+                        "response_types_supported": ["code"],
+                    },
+                    "/as/jwks": server.jwks(),
+                }
                 body = json.dumps(documents[self.path]).encode() if self.path in documents else b"{}"
                 self.send_response(200 if self.path in documents else 404)
                 self.send_header("Content-Type", "application/json")
@@ -79,11 +84,18 @@ class AuthServer:
 
         return Handler
 
-    def token(self, resource: str, *, alg: str = "RS256", key: Any = None, kid: str | None = None,
-              **claims: Any) -> str:
+    def token(self, resource: str, *, alg: str = "RS256", key: Any = None, kid: str | None = None, **claims: Any) -> str:
         now = int(time.time())
-        payload = {"iss": self.issuer, "aud": resource, "sub": "alice", "iat": now, "exp": now + 300,
-                   "scope": "mcp:tools", "client_id": "host", **claims}
+        payload = {
+            "iss": self.issuer,
+            "aud": resource,
+            "sub": "alice",
+            "iat": now,
+            "exp": now + 300,
+            "scope": "mcp:tools",
+            "client_id": "host",
+            **claims,
+        }
         payload = {k: v for k, v in payload.items() if v is not None}
         signing = key or (self.ec if alg == "ES256" else self.rsa)
         return jwt.encode(payload, signing, algorithm=alg, headers={"kid": kid or ("ec-1" if alg == "ES256" else "rsa-1")})
@@ -93,16 +105,16 @@ class AuthServer:
         header's alg accept these (the classic algorithm-confusion attacks)."""
         now = int(time.time())
         header = _b64(json.dumps({"alg": alg, "typ": "JWT", "kid": "rsa-1"}).encode())
-        body = _b64(json.dumps({"iss": self.issuer, "aud": resource, "sub": "alice", "exp": now + 300,
-                                "scope": "mcp:tools"}).encode())
+        body = _b64(
+            json.dumps({"iss": self.issuer, "aud": resource, "sub": "alice", "exp": now + 300, "scope": "mcp:tools"}).encode()
+        )
         signature = _b64(hmac.new(secret, f"{header}.{body}".encode(), hashlib.sha256).digest()) if secret else ""
         return f"{header}.{body}.{signature}"
 
     def public_pem(self) -> bytes:
         from cryptography.hazmat.primitives import serialization
 
-        return self.rsa.public_key().public_bytes(serialization.Encoding.PEM,
-                                                  serialization.PublicFormat.SubjectPublicKeyInfo)
+        return self.rsa.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
 
 
 @pytest.fixture
@@ -119,12 +131,16 @@ def oauth_gateway(gateway_profile: Path, auth_server: AuthServer) -> Iterator[Ga
     config = Path(os.environ["LLMC_CONFIG_DIR"]) / "profiles"
     config.mkdir(parents=True, exist_ok=True)
     sdk = gateway_profile.read_text().split("[servers.sdk]\n")[1].split("\n\n")[0]
-    (config / "ci-only.toml").write_text("[servers.sdk]\n" + sdk + '\n\n[policy]\ndefault = "deny"\n'
-                                         'allow = ["sdk.add"]\n\n[policy.hints."sdk.add"]\nreadOnly = true\n')
+    (config / "ci-only.toml").write_text(
+        "[servers.sdk]\n" + sdk + '\n\n[policy]\ndefault = "deny"\n'
+        'allow = ["sdk.add"]\n\n[policy.hints."sdk.add"]\nreadOnly = true\n'
+    )
     port = free_port()
     with gateway_profile.open("a") as fh:
-        fh.write(f'\n[serve.oauth]\nissuer = "{auth_server.issuer}"\nresource = "http://127.0.0.1:{port}/mcp"\n'
-                 'scopes = ["mcp:tools"]\nprofiles = { alice = "gw", ci-bot = "ci-only" }\n')
+        fh.write(
+            f'\n[serve.oauth]\nissuer = "{auth_server.issuer}"\nresource = "http://127.0.0.1:{port}/mcp"\n'
+            'scopes = ["mcp:tools"]\nprofiles = { alice = "gw", ci-bot = "ci-only" }\n'
+        )
     running = start(gateway_profile, port=port)
     yield running
     assert "Traceback" not in stop(running)
@@ -134,12 +150,16 @@ def test_protected_resource_metadata(oauth_gateway: Gateway, auth_server: AuthSe
     for path in ("/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"):
         status, _, body = oauth_gateway.request("GET", path)
         assert status == 200
-        assert json.loads(body) == {"resource": oauth_gateway.url, "authorization_servers": [auth_server.issuer],
-                                    "bearer_methods_supported": ["header"], "scopes_supported": ["mcp:tools"],
-                                    "resource_signing_alg_values_supported": ["RS256", "ES256"]}
+        assert json.loads(body) == {
+            "resource": oauth_gateway.url,
+            "authorization_servers": [auth_server.issuer],
+            "bearer_methods_supported": ["header"],
+            "scopes_supported": ["mcp:tools"],
+            "resource_signing_alg_values_supported": ["RS256", "ES256"],
+        }
     status, headers, _ = oauth_gateway.request("POST", "/mcp", INIT)
     assert status == 401
-    prm = f'http://127.0.0.1:{oauth_gateway.port}/.well-known/oauth-protected-resource/mcp'
+    prm = f"http://127.0.0.1:{oauth_gateway.port}/.well-known/oauth-protected-resource/mcp"
     assert headers["www-authenticate"] == f'Bearer resource_metadata="{prm}", scope="mcp:tools"'
     assert oauth_gateway.request("GET", "/status")[0] == 401
     assert oauth_gateway.request("GET", "/healthz")[0] == 200
@@ -185,8 +205,9 @@ BAD_TOKENS = [
 
 
 @pytest.mark.parametrize("case, make, status, error", BAD_TOKENS, ids=[c[0] for c in BAD_TOKENS])
-def test_bad_tokens_are_refused(oauth_gateway: Gateway, auth_server: AuthServer, case: str, make: Any,
-                                status: int, error: str) -> None:
+def test_bad_tokens_are_refused(
+    oauth_gateway: Gateway, auth_server: AuthServer, case: str, make: Any, status: int, error: str
+) -> None:
     token = make(auth_server, oauth_gateway.url)
     got, headers, body = oauth_gateway.request("POST", "/mcp", INIT, {"Authorization": f"Bearer {token}"})
     assert got == status, body
@@ -200,10 +221,10 @@ def test_a_session_belongs_to_its_subject(oauth_gateway: Gateway, auth_server: A
     bot = auth_server.token(oauth_gateway.url, sub="ci-bot")
     session = oauth_gateway.request("POST", "/mcp", INIT, {"Authorization": f"Bearer {alice}"})[1]["mcp-session-id"]
     listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
-    assert oauth_gateway.request("POST", "/mcp", listing, {"Mcp-Session-Id": session,
-                                                         "Authorization": f"Bearer {bot}"})[0] == 404
-    assert oauth_gateway.request("POST", "/mcp", listing, {"Mcp-Session-Id": session,
-                                                         "Authorization": f"Bearer {alice}"})[0] == 200
+    assert oauth_gateway.request("POST", "/mcp", listing, {"Mcp-Session-Id": session, "Authorization": f"Bearer {bot}"})[0] == 404
+    assert (
+        oauth_gateway.request("POST", "/mcp", listing, {"Mcp-Session-Id": session, "Authorization": f"Bearer {alice}"})[0] == 200
+    )
 
 
 def test_oauth_principals_have_the_shares_serve_oauth_gives(gateway_profile: Path, auth_server: AuthServer) -> None:
@@ -211,8 +232,10 @@ def test_oauth_principals_have_the_shares_serve_oauth_gives(gateway_profile: Pat
     (404 from then on), and the ci-bot's session is untouched."""
     port = free_port()
     with gateway_profile.open("a") as fh:
-        fh.write(f'\n[serve.oauth]\nissuer = "{auth_server.issuer}"\nresource = "http://127.0.0.1:{port}/mcp"\n'
-                 'profiles = { "*" = "gw" }\nmax_sessions = 1\n')
+        fh.write(
+            f'\n[serve.oauth]\nissuer = "{auth_server.issuer}"\nresource = "http://127.0.0.1:{port}/mcp"\n'
+            'profiles = { "*" = "gw" }\nmax_sessions = 1\n'
+        )
     running = start(gateway_profile, port=port)
     try:
         alice, bot = (auth_server.token(running.url, sub=sub) for sub in ("alice", "ci-bot"))
@@ -224,8 +247,7 @@ def test_oauth_principals_have_the_shares_serve_oauth_gives(gateway_profile: Pat
             return headers["mcp-session-id"]
 
         def used(token: str, session_id: str) -> int:
-            return running.request("POST", "/mcp", listing, {"Mcp-Session-Id": session_id,
-                                                             "Authorization": f"Bearer {token}"})[0]
+            return running.request("POST", "/mcp", listing, {"Mcp-Session-Id": session_id, "Authorization": f"Bearer {token}"})[0]
 
         first, bots = session(alice), session(bot)
         second = session(alice)

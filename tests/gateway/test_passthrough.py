@@ -55,8 +55,9 @@ def test_progress_and_logs_reach_the_host(gateway_profile: Path, mode: str, vers
 
 
 @pytest.mark.parametrize("mode, version", ERAS)
-def test_a_cancelled_call_is_cancelled_upstream_and_audited(gateway_profile: Path, tmp_path: Path, mode: str,
-                                                            version: str) -> None:
+def test_a_cancelled_call_is_cancelled_upstream_and_audited(
+    gateway_profile: Path, tmp_path: Path, mode: str, version: str
+) -> None:
     started = anyio.Event()
 
     async def on_progress(done: float, total: float | None, message: str | None) -> None:
@@ -65,6 +66,7 @@ def test_a_cancelled_call_is_cancelled_upstream_and_audited(gateway_profile: Pat
     async def work() -> None:
         async with host(gateway_profile, mode) as client:
             async with anyio.create_task_group() as group:
+
                 async def slow() -> None:
                     await client.call_tool("sdk.slow", {"seconds": 30}, progress_callback=on_progress)
 
@@ -99,11 +101,11 @@ def test_images_and_structured_content_pass_through(everything_profile: Path, mo
     run(work)
 
 
-@pytest.mark.parametrize("mode, version, reaches_host", [("legacy", "2025-11-25", True),
-                                                         ("auto", "2026-07-28", False)])
+@pytest.mark.parametrize("mode, version, reaches_host", [("legacy", "2025-11-25", True), ("auto", "2026-07-28", False)])
 @pytest.mark.e2e  # the npm server-everything
-def test_an_upstreams_elicitation_goes_to_a_host_that_can_answer(everything_profile: Path, mode: str, version: str,
-                                                                 reaches_host: bool) -> None:
+def test_an_upstreams_elicitation_goes_to_a_host_that_can_answer(
+    everything_profile: Path, mode: str, version: str, reaches_host: bool
+) -> None:
     from mcp_types import ElicitResult
 
     asked: list[str] = []
@@ -111,8 +113,11 @@ def test_an_upstreams_elicitation_goes_to_a_host_that_can_answer(everything_prof
     async def answer(context: Any, params: Any) -> Any:
         asked.append(params.message)
         properties = (params.requested_schema or {}).get("properties", {})
-        content = {k: v.get("default", "x") if v.get("type") == "string" else v.get("default", 1)
-                   for k, v in properties.items() if k in (params.requested_schema or {}).get("required", [])}
+        content = {
+            k: v.get("default", "x") if v.get("type") == "string" else v.get("default", 1)
+            for k, v in properties.items()
+            if k in (params.requested_schema or {}).get("required", [])
+        }
         return ElicitResult(action="accept", content=content)
 
     async def work() -> None:
@@ -149,6 +154,7 @@ def test_drifted_tools_are_absent_and_refused(gateway_profile: Path) -> None:
 
 def test_upstream_protocol_fields_stay_upstream(gateway_profile: Path) -> None:
     """The upstream's serverInfo and result type do not leak into the host's results."""
+
     async def work() -> None:
         async with host(gateway_profile, "legacy") as client:
             result = await client.call_tool("sdk.add", {"a": 1, "b": 2})
@@ -159,13 +165,13 @@ def test_upstream_protocol_fields_stay_upstream(gateway_profile: Path) -> None:
     run(work)
 
 
-
-
 def test_a_crashed_upstream_is_started_again(gateway_profile: Path, tmp_path: Path) -> None:
     """The gateway outlives its upstreams: the call that crashed sdk fails as a tool error, a
     later call starts sdk again (after the retry pause) and works."""
-    gateway_profile.write_text(gateway_profile.read_text().replace('deny = ["sdk.crash", ', 'deny = [')
-                               + '\n[policy.hints."sdk.crash"]\nreadOnly = true\n')
+    gateway_profile.write_text(
+        gateway_profile.read_text().replace('deny = ["sdk.crash", ', "deny = [")
+        + '\n[policy.hints."sdk.crash"]\nreadOnly = true\n'
+    )
 
     async def work() -> None:
         async with host(gateway_profile, "legacy") as client:
@@ -193,14 +199,18 @@ readOnly = true
 """
 
 
-@pytest.mark.parametrize("mode, declares_roots, expected", [
-    ("legacy", True, ["file:///work/project"]),  # initialize era: the host is asked
-    ("legacy", False, []),  # a host without roots is not asked
-    ("auto", True, ["file:///work/project"]),  # 2026-07-28: an input_required round of its own
-    ("auto", False, []),
-])
-def test_an_upstreams_roots_request_goes_to_a_host_that_has_roots(gateway_profile: Path, mode: str,
-                                                                  declares_roots: bool, expected: list[str]) -> None:
+@pytest.mark.parametrize(
+    "mode, declares_roots, expected",
+    [
+        ("legacy", True, ["file:///work/project"]),  # initialize era: the host is asked
+        ("legacy", False, []),  # a host without roots is not asked
+        ("auto", True, ["file:///work/project"]),  # 2026-07-28: an input_required round of its own
+        ("auto", False, []),
+    ],
+)
+def test_an_upstreams_roots_request_goes_to_a_host_that_has_roots(
+    gateway_profile: Path, mode: str, declares_roots: bool, expected: list[str]
+) -> None:
     import sys
 
     from mcp_types import ListRootsResult, Root
@@ -208,8 +218,7 @@ def test_an_upstreams_roots_request_goes_to_a_host_that_has_roots(gateway_profil
     from tests.helpers import PEERS
 
     with gateway_profile.open("a") as fh:
-        fh.write(TARGET.format(python=json.dumps(sys.executable),
-                               target=json.dumps(str(PEERS / "conformance_target.py"))))
+        fh.write(TARGET.format(python=json.dumps(sys.executable), target=json.dumps(str(PEERS / "conformance_target.py"))))
 
     async def roots(context: Any) -> Any:
         return ListRootsResult(roots=[Root(uri="file:///work/project", name="project")])
@@ -226,8 +235,9 @@ def test_an_upstreams_roots_request_goes_to_a_host_that_has_roots(gateway_profil
 
 @pytest.mark.parametrize("over", ["stdio", "http"])
 @pytest.mark.parametrize("mode, version", ERAS)
-def test_resource_subscriptions_reach_an_initialize_era_upstream(gateway_profile: Path, mode: str,
-                                                                 version: str, over: str) -> None:
+def test_resource_subscriptions_reach_an_initialize_era_upstream(
+    gateway_profile: Path, mode: str, version: str, over: str
+) -> None:
     """resources/subscribe (initialize-era hosts) and subscriptions/listen (2026-07-28 hosts, on an
     open SSE stream over HTTP) go to an initialize-era upstream as resources/subscribe (the target
     over HTTP: over stdio the SDK answers in the era of its first message), and its
@@ -242,9 +252,12 @@ def test_resource_subscriptions_reach_an_initialize_era_upstream(gateway_profile
     from tests.helpers import PEERS, free_port
 
     port = free_port()
-    target = subprocess.Popen([sys.executable, str(PEERS / "conformance_target.py"), "streamable-http", "--port",
-                               str(port), "--legacy"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+    target = subprocess.Popen(
+        [sys.executable, str(PEERS / "conformance_target.py"), "streamable-http", "--port", str(port), "--legacy"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     for _ in range(120):  # up to half a minute on a loaded machine
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
@@ -265,8 +278,11 @@ def test_resource_subscriptions_reach_an_initialize_era_upstream(gateway_profile
     gateway = start(gateway_profile) if over == "http" else None
 
     async def work() -> None:
-        connected = sdk_host(gateway.url, mode, message_handler=on_message) if gateway else \
-            host(gateway_profile, mode, message_handler=on_message)
+        connected = (
+            sdk_host(gateway.url, mode, message_handler=on_message)
+            if gateway
+            else host(gateway_profile, mode, message_handler=on_message)
+        )
         async with connected as client:
             uri = "target.test://watched-resource"
             if version == "2026-07-28":  # subscriptions/listen: the ack says what is honoured, then events
@@ -301,7 +317,11 @@ def test_resource_subscriptions_reach_an_initialize_era_upstream(gateway_profile
 
 # tool of the target, its arguments, what the host's answer makes of it; adding a request = one line
 ASKS = {
-    "elicitation": ("target.test_elicitation", {"message": "Your name?"}, 'User response: action=accept, content={"response":"Ada"}'),
+    "elicitation": (
+        "target.test_elicitation",
+        {"message": "Your name?"},
+        'User response: action=accept, content={"response":"Ada"}',
+    ),
     "sampling": ("target.test_sampling", {"prompt": "Say hi"}, "LLM response: hi from the host's model"),
     "roots": ("target.test_list_roots", {}, '["file:///work/project"]'),
 }
@@ -310,8 +330,9 @@ ASKS = {
 @pytest.mark.parametrize("ask", sorted(ASKS))
 @pytest.mark.parametrize("mode, version", ERAS)
 @pytest.mark.parametrize("confirm", [False, True])
-def test_an_upstreams_requests_reach_the_host_in_both_eras(gateway_profile: Path, tmp_path: Path, mode: str,
-                                                           version: str, ask: str, confirm: bool) -> None:
+def test_an_upstreams_requests_reach_the_host_in_both_eras(
+    gateway_profile: Path, tmp_path: Path, mode: str, version: str, ask: str, confirm: bool
+) -> None:
     """The target speaks 2026-07-28 to the gateway, so it asks in input_required results; the
     gateway asks an initialize-era host with a request, a 2026-07-28 host with its own
     input_required round (after the confirmation round when the tool needs a yes)."""
@@ -334,8 +355,9 @@ def test_an_upstreams_requests_reach_the_host_in_both_eras(gateway_profile: Path
 
     async def sample(context: Any, params: Any) -> Any:
         asked.append("sampling")
-        return CreateMessageResult(role="assistant", model="host-model",
-                                   content=TextContent(type="text", text="hi from the host's model"))
+        return CreateMessageResult(
+            role="assistant", model="host-model", content=TextContent(type="text", text="hi from the host's model")
+        )
 
     async def roots(context: Any) -> Any:
         asked.append("roots")
@@ -344,8 +366,9 @@ def test_an_upstreams_requests_reach_the_host_in_both_eras(gateway_profile: Path
     tool, arguments, expected = ASKS[ask]
 
     async def work() -> None:
-        async with host(gateway_profile, mode, elicitation_callback=elicit, sampling_callback=sample,
-                        list_roots_callback=roots) as client:
+        async with host(
+            gateway_profile, mode, elicitation_callback=elicit, sampling_callback=sample, list_roots_callback=roots
+        ) as client:
             result = await client.call_tool(tool, arguments)
             assert result.is_error is False, result
             assert result.content[0].text == expected

@@ -58,8 +58,7 @@ def library(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("mode, version", ERAS)
-def test_hidden_resources_and_prompts_are_absent_and_refused(library: Path, tmp_path: Path, mode: str,
-                                                             version: str) -> None:
+def test_hidden_resources_and_prompts_are_absent_and_refused(library: Path, tmp_path: Path, mode: str, version: str) -> None:
     from mcp.shared.exceptions import MCPError
     from mcp_types import PromptReference, ResourceTemplateReference
 
@@ -75,31 +74,46 @@ def test_hidden_resources_and_prompts_are_absent_and_refused(library: Path, tmp_
             got = await client.get_prompt("lib.summarize", {"topic": "tides"})
             assert "Summarize tides" in got.messages[0].content.text
             # denied, hidden, or unknown: the same error, whatever the spelling
-            for uri in ("kb.lib://public/readme", "lib.lib://private/salaries", "lib.lib://private/x",
-                        "nosuch.lib://public/readme"):
+            for uri in (
+                "kb.lib://public/readme",
+                "lib.lib://private/salaries",
+                "lib.lib://private/x",
+                "nosuch.lib://public/readme",
+            ):
                 with pytest.raises(MCPError) as refused:
                     await client.read_resource(uri)
                 assert refused.value.code == NOT_FOUND[version] and "Resource not found" in refused.value.error.message
-            for name, arguments in (("kb.summarize", {"topic": "x"}), ("lib.login", {"user": "a", "api_key": "b"}),
-                                    ("nosuch.summarize", {})):
+            for name, arguments in (
+                ("kb.summarize", {"topic": "x"}),
+                ("lib.login", {"user": "a", "api_key": "b"}),
+                ("nosuch.summarize", {}),
+            ):
                 with pytest.raises(MCPError, match=f"Unknown prompt: {name}") as refused:
                     await client.get_prompt(name, arguments)
                 assert refused.value.code == -32602
             with pytest.raises(MCPError, match="Unknown prompt"):
                 await client.complete(PromptReference(type="ref/prompt", name="lib.login"), {"name": "user", "value": "a"})
             with pytest.raises(MCPError, match="Resource not found"):
-                await client.complete(ResourceTemplateReference(type="ref/resource", uri="lib.lib://private/{name}"),
-                                      {"name": "name", "value": "s"})
+                await client.complete(
+                    ResourceTemplateReference(type="ref/resource", uri="lib.lib://private/{name}"), {"name": "name", "value": "s"}
+                )
 
     run(work)
     records = audit_records(tmp_path)
-    reads = [(r.get("server"), r.get("resource") or r.get("prompt"), r.get("decision") or r.get("outcome"))
-             for r in records]
-    assert reads == [("lib", "lib://public/readme", "allow"), ("lib", "lib://public/readme", "ok"),
-                     ("lib", "lib://public/faq", "allow"), ("lib", "lib://public/faq", "ok"),
-                     ("lib", "summarize", "allow"), ("lib", "summarize", "ok"),
-                     ("kb", "lib://public/readme", "deny"), ("lib", "lib://private/salaries", "deny"),
-                     ("lib", "lib://private/x", "deny"), ("kb", "summarize", "deny"), ("lib", "login", "deny")]
+    reads = [(r.get("server"), r.get("resource") or r.get("prompt"), r.get("decision") or r.get("outcome")) for r in records]
+    assert reads == [
+        ("lib", "lib://public/readme", "allow"),
+        ("lib", "lib://public/readme", "ok"),
+        ("lib", "lib://public/faq", "allow"),
+        ("lib", "lib://public/faq", "ok"),
+        ("lib", "summarize", "allow"),
+        ("lib", "summarize", "ok"),
+        ("kb", "lib://public/readme", "deny"),
+        ("lib", "lib://private/salaries", "deny"),
+        ("lib", "lib://private/x", "deny"),
+        ("kb", "summarize", "deny"),
+        ("lib", "login", "deny"),
+    ]
     for record in records:
         assert record["command"] == "serve" and record["client"]["name"] == "test-host"
         assert record["client"]["protocolVersion"] == version
@@ -116,11 +130,14 @@ def test_each_principal_reads_what_its_profile_allows_over_http(tmp_path: Path) 
     profiles.mkdir(parents=True)
     (profiles / "guest.toml").write_text(servers() + POLICY)
     served = tmp_path / "served.toml"
-    served.write_text(servers() + '\n[serve.principals.ops]\ntoken_env = "GW_OPS"\n\n'
-                      '[serve.principals.guest]\ntoken_env = "GW_GUEST"\nprofile = "guest"\n')
+    served.write_text(
+        servers() + '\n[serve.principals.ops]\ntoken_env = "GW_OPS"\n\n'
+        '[serve.principals.guest]\ntoken_env = "GW_GUEST"\nprofile = "guest"\n'
+    )
     tokens = {"ops": "ops-token-0123456789abcdef", "guest": "guest-token-0123456789abcdef"}
     running = start(served, env={"GW_OPS": tokens["ops"], "GW_GUEST": tokens["guest"]})
     try:
+
         async def work() -> None:
             async with sdk_host(running.url, "auto", tokens["ops"]) as ops:
                 assert len((await ops.list_resources()).resources) == 4
@@ -143,8 +160,16 @@ def test_each_principal_reads_what_its_profile_allows_over_http(tmp_path: Path) 
         if len([r for r in records if r["event"] == "outcome"]) == 2:
             break
         time.sleep(0.1)
-    seen = [(r["client"]["principal"], r["profile"], r["server"], r.get("resource") or r.get("prompt"),
-             r.get("decision") or r.get("outcome")) for r in records]
+    seen = [
+        (
+            r["client"]["principal"],
+            r["profile"],
+            r["server"],
+            r.get("resource") or r.get("prompt"),
+            r.get("decision") or r.get("outcome"),
+        )
+        for r in records
+    ]
     assert ("ops", "served", "kb", "lib://private/salaries", "ok") in seen
     assert ("guest", "guest", "kb", "lib://private/salaries", "deny") in seen
     assert ("guest", "guest", "kb", "login", "deny") in seen
@@ -187,7 +212,7 @@ def test_reads_through_the_gateway_count_against_the_rate_limit(tmp_path: Path) 
     from mcp.shared.exceptions import MCPError
 
     profile = tmp_path / "limited.toml"
-    profile.write_text(servers() + '\n[policy]\ncalls_per_minute = 1\n')
+    profile.write_text(servers() + "\n[policy]\ncalls_per_minute = 1\n")
 
     async def work() -> None:
         async with host(profile, "legacy") as client:
@@ -197,6 +222,5 @@ def test_reads_through_the_gateway_count_against_the_rate_limit(tmp_path: Path) 
             assert limited.value.error.data["retryAfter"] > 0
 
     run(work)
-    outcomes = [(r.get("resource") or r.get("prompt"), r["outcome"]) for r in audit_records(tmp_path)
-                if r["event"] == "outcome"]
+    outcomes = [(r.get("resource") or r.get("prompt"), r["outcome"]) for r in audit_records(tmp_path) if r["event"] == "outcome"]
     assert outcomes == [("lib://public/readme", "ok"), ("summarize", "denied")]

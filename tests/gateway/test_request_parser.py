@@ -53,14 +53,18 @@ def test_a_head_cut_short_gets_no_answer() -> None:
     assert RequestParser(Chunks(b"POST /mcp HTTP/1.1\r\nHost: 127.0")).next_request() is None
 
 
-@pytest.mark.parametrize("head, status", [
-    (b"GET / HTTP/1.1\r\nX-Long: " + b"a" * MAX_HEAD_BYTES + b"\r\n\r\n", 431),
-    (b"GET / HTTP/1.1\r\nX-Long: " + b"a" * (4 * MAX_HEAD_BYTES), 431),  # still coming: refused before the end
-    (b"GET / HTTP/1.1\r\n" + b"X-Many: 1\r\n" * (MAX_FIELDS + 1) + b"\r\n", 431),
-    (b"GET / HTTP/1.1\nHost: a\n\n", 400),  # bare LF (RFC 9112 2.2 lets a server refuse it)
-    (b"GET / HTTP/1.1\r\nHost\t: a\r\n\r\n", 400),
-    (b"\x00GET / HTTP/1.1\r\n\r\n", 400),
-], ids=["long-field", "endless-field", "many-fields", "bare-lf", "tab-before-colon", "not-a-method"])
+@pytest.mark.parametrize(
+    "head, status",
+    [
+        (b"GET / HTTP/1.1\r\nX-Long: " + b"a" * MAX_HEAD_BYTES + b"\r\n\r\n", 431),
+        (b"GET / HTTP/1.1\r\nX-Long: " + b"a" * (4 * MAX_HEAD_BYTES), 431),  # still coming: refused before the end
+        (b"GET / HTTP/1.1\r\n" + b"X-Many: 1\r\n" * (MAX_FIELDS + 1) + b"\r\n", 431),
+        (b"GET / HTTP/1.1\nHost: a\n\n", 400),  # bare LF (RFC 9112 2.2 lets a server refuse it)
+        (b"GET / HTTP/1.1\r\nHost\t: a\r\n\r\n", 400),
+        (b"\x00GET / HTTP/1.1\r\n\r\n", 400),
+    ],
+    ids=["long-field", "endless-field", "many-fields", "bare-lf", "tab-before-colon", "not-a-method"],
+)
 def test_a_head_past_the_limits_or_not_http_is_refused(head: bytes, status: int) -> None:
     source = Chunks(head, 4096)
     with pytest.raises(BadRequest) as refused:
@@ -95,8 +99,7 @@ def test_header_values_lose_surrounding_whitespace_and_keep_their_order() -> Non
 def test_an_upgrade_request_with_a_body_is_refused() -> None:
     """httptools passes an upgrade request's body on as the new protocol's bytes: refused, not
     served with an empty body."""
-    parser = RequestParser(Chunks(b"POST /mcp HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n"
-                                  b"Content-Length: 5\r\n\r\nhello"))
+    parser = RequestParser(Chunks(b"POST /mcp HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nContent-Length: 5\r\n\r\nhello"))
     with pytest.raises(BadRequest, match="Upgrade") as refused:
         parser.next_request()
     assert refused.value.status == 400

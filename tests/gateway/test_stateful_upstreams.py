@@ -66,8 +66,12 @@ TOKENS = {"alice": "alice-token-0123456789abcdef", "bob": "bob-token-0123456789a
 
 
 def _sdk_http(port: int, *flags: str) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen([sys.executable, str(PEERS / "sdk_server.py"), "streamable-http", "--port", str(port),
-                             *flags], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, str(PEERS / "sdk_server.py"), "streamable-http", "--port", str(port), *flags],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     for _ in range(120):  # up to half a minute on a loaded machine
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
@@ -86,8 +90,14 @@ def gateway(tmp_path: Path) -> Iterator[Gateway]:
     # --legacy: an initialize-era server, sessions by Mcp-Session-Id; --stateless: no sessions
     upstreams = [_sdk_http(stateful, "--legacy"), _sdk_http(stateless, "--stateless", "--json")]
     profile = tmp_path / "stateful.toml"
-    profile.write_text(PROFILE.format(python=json.dumps(sys.executable), server=json.dumps(str(PEERS / "sdk_server.py")),
-                                      stateful=stateful, stateless=stateless))
+    profile.write_text(
+        PROFILE.format(
+            python=json.dumps(sys.executable),
+            server=json.dumps(str(PEERS / "sdk_server.py")),
+            stateful=stateful,
+            stateless=stateless,
+        )
+    )
     running = start(profile, env={"GW_ALICE": TOKENS["alice"], "GW_BOB": TOKENS["bob"]})
     try:
         yield running
@@ -110,8 +120,7 @@ class HttpHost:
         status, headers, _ = gateway.request("POST", "/mcp", INIT, self.headers)
         assert status == 200
         self.headers["Mcp-Session-Id"] = headers["mcp-session-id"]
-        status, _, _ = gateway.request("POST", "/mcp", {"jsonrpc": "2.0", "method": "notifications/initialized"},
-                                       self.headers)
+        status, _, _ = gateway.request("POST", "/mcp", {"jsonrpc": "2.0", "method": "notifications/initialized"}, self.headers)
         assert status == 202
 
     def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
@@ -126,10 +135,12 @@ class HttpHost:
 
 def modern_call(gateway: Gateway, principal: str, tool: str, **arguments: Any) -> dict[str, Any]:
     """A 2026-07-28 request: no session, everything it needs in its _meta and headers."""
-    meta = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": {"name": principal, "version": "1"}}
-    body = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-            "params": {"name": tool, "arguments": arguments, "_meta": meta}}
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": principal, "version": "1"},
+    }
+    body = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": tool, "arguments": arguments, "_meta": meta}}
     headers = {**_auth(principal), "MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": tool}
     status, _, data = gateway.request("POST", "/mcp", body, headers)
     assert status == 200, data

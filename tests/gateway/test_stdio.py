@@ -23,8 +23,11 @@ def host(profile: Path, mode: str, **options: Any) -> Any:
     from mcp.client.stdio import StdioServerParameters
     from mcp_types import Implementation
 
-    params = StdioServerParameters(command=llmc_executable(), args=["serve", "-p", str(profile)],
-                                   env={k: v for k, v in os.environ.items() if k.startswith("LLMC_") or k == "PATH"})
+    params = StdioServerParameters(
+        command=llmc_executable(),
+        args=["serve", "-p", str(profile)],
+        env={k: v for k, v in os.environ.items() if k.startswith("LLMC_") or k == "PATH"},
+    )
     return Client(params, mode=mode, client_info=Implementation(name="test-host", version="9.9"), **options)
 
 
@@ -37,8 +40,7 @@ def run(work: Any) -> None:
 
 
 @pytest.mark.parametrize("mode, version", ERAS)
-def test_sdk_host_lists_and_calls_the_namespaced_toolbox(gateway_profile: Path, tmp_path: Path, mode: str,
-                                                         version: str) -> None:
+def test_sdk_host_lists_and_calls_the_namespaced_toolbox(gateway_profile: Path, tmp_path: Path, mode: str, version: str) -> None:
     async def work() -> None:
         async with host(gateway_profile, mode) as client:
             assert client.session.protocol_version == version
@@ -65,16 +67,19 @@ def test_sdk_host_lists_and_calls_the_namespaced_toolbox(gateway_profile: Path, 
     records = audit_records(tmp_path)
     outcomes = [r for r in records if r["event"] == "outcome"]
     assert {r.get("tool") or r.get("resource") or r.get("prompt") for r in outcomes} == {
-        "add", "weather", "read_file", "test://greeting", "review"}
+        "add",
+        "weather",
+        "read_file",
+        "test://greeting",
+        "review",
+    }
     for record in records:  # who asked: the host, by its clientInfo, on stdio
-        assert record["client"] == {"name": "test-host", "version": "9.9", "transport": "stdio",
-                                    "protocolVersion": version}
+        assert record["client"] == {"name": "test-host", "version": "9.9", "transport": "stdio", "protocolVersion": version}
         assert record["command"] == "serve"
 
 
 # A hidden tool is unknown whatever its spelling; the SDK raises the gateway's JSON-RPC error.
-SPELLINGS = ["sdk.crash", "crash", "SDK.crash", "sdk.crash ", "sdk..crash", " sdk.crash", "ws.run_command",
-             "sdk.nonexistent"]
+SPELLINGS = ["sdk.crash", "crash", "SDK.crash", "sdk.crash ", "sdk..crash", " sdk.crash", "ws.run_command", "sdk.nonexistent"]
 
 
 @pytest.mark.parametrize("mode, version", ERAS)
@@ -91,8 +96,7 @@ def test_a_hidden_tool_cannot_be_called_by_any_spelling(gateway_profile: Path, m
 
 
 @pytest.mark.parametrize("mode, version", ERAS)
-def test_an_argument_rule_holds_through_the_gateway(gateway_profile: Path, tmp_path: Path, mode: str,
-                                                    version: str) -> None:
+def test_an_argument_rule_holds_through_the_gateway(gateway_profile: Path, tmp_path: Path, mode: str, version: str) -> None:
     root = gateway_profile.parent / "ws"
 
     async def work() -> None:
@@ -119,8 +123,9 @@ def accept(answer: str, seen: list[str]) -> Any:
 
 @pytest.mark.parametrize("mode, version", ERAS)
 @pytest.mark.parametrize("answer", ["accept", "decline"])
-def test_a_destructive_call_is_confirmed_by_the_hosts_user(gateway_profile: Path, tmp_path: Path, mode: str,
-                                                           version: str, answer: str) -> None:
+def test_a_destructive_call_is_confirmed_by_the_hosts_user(
+    gateway_profile: Path, tmp_path: Path, mode: str, version: str, answer: str
+) -> None:
     seen: list[str] = []
 
     async def work() -> None:
@@ -139,8 +144,9 @@ def test_a_destructive_call_is_confirmed_by_the_hosts_user(gateway_profile: Path
 
 
 @pytest.mark.parametrize("mode, version", ERAS)
-def test_a_host_that_cannot_be_asked_is_told_how_to_pre_approve(gateway_profile: Path, tmp_path: Path, mode: str,
-                                                                 version: str) -> None:
+def test_a_host_that_cannot_be_asked_is_told_how_to_pre_approve(
+    gateway_profile: Path, tmp_path: Path, mode: str, version: str
+) -> None:
     async def work() -> None:
         async with host(gateway_profile, mode) as client:
             result = await client.call_tool("sdk.echo", {"message": "hi"})

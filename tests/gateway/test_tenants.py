@@ -69,11 +69,15 @@ def probe_gateway(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pr
     flags = ["--legacy"] if legacy else []
     upstream = None
     if over == "stdio":
-        server = f"[servers.probe]\ncommand = {json.dumps(sys.executable)}\nargs = {json.dumps([str(PROBE), *flags])}\nsandbox = \"none\"\n"
+        server = f'[servers.probe]\ncommand = {json.dumps(sys.executable)}\nargs = {json.dumps([str(PROBE), *flags])}\nsandbox = "none"\n'
     else:
         port = free_port()
-        upstream = subprocess.Popen([sys.executable, str(PROBE), "streamable-http", "--port", str(port), *flags],
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        upstream = subprocess.Popen(
+            [sys.executable, str(PROBE), "streamable-http", "--port", str(port), *flags],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         _wait_for_port(port, upstream)
         server = f'[servers.probe]\nurl = "http://127.0.0.1:{port}/mcp"\n'
     profile = tmp_path / "tenants.toml"
@@ -111,15 +115,21 @@ class Host:
         async def sample(context: Any, params: Any) -> Any:
             self.asked.append("sampling")
             self.seen.append(params.messages[0].content.text)
-            return CreateMessageResult(role="assistant", model="m",
-                                       content=TextContent(type="text", text=f"{self.principal}'s model"))
+            return CreateMessageResult(
+                role="assistant", model="m", content=TextContent(type="text", text=f"{self.principal}'s model")
+            )
 
         async def roots(context: Any) -> Any:
             self.asked.append("roots")
             return ListRootsResult(roots=[Root(uri=f"file:///{self.principal}", name=self.principal)])
 
-        return {"logging_callback": on_log, "log_level": "info", "elicitation_callback": elicit,
-                "sampling_callback": sample, "list_roots_callback": roots}
+        return {
+            "logging_callback": on_log,
+            "log_level": "info",
+            "elicitation_callback": elicit,
+            "sampling_callback": sample,
+            "list_roots_callback": roots,
+        }
 
     async def call(self, gateway: Gateway, tool: str, tag: str, place: Path, count: int) -> Any:
         async def on_progress(done: float, total: float | None, message: str | None) -> None:
@@ -129,8 +139,9 @@ class Host:
 
         async with sdk_host(gateway.url, self.mode, TOKENS[self.principal], **self.options()) as client:
             try:
-                return await client.call_tool(f"probe.{tool}", {"tag": tag, "place": str(place), "count": count},
-                                              progress_callback=on_progress)
+                return await client.call_tool(
+                    f"probe.{tool}", {"tag": tag, "place": str(place), "count": count}, progress_callback=on_progress
+                )
             except MCPError as exc:  # the upstream's own error, relayed
                 return exc
 
@@ -142,6 +153,7 @@ def _together(gateway: Gateway, hosts: list[tuple[Host, str]], tool: str, place:
     async def work() -> None:
         async with anyio.create_task_group() as group:
             for i, (host, tag) in enumerate(hosts):
+
                 async def one(i: int = i, host: Host = host, tag: str = tag) -> None:
                     results[i] = await host.call(gateway, tool, tag, place, len(hosts))
 
@@ -153,8 +165,9 @@ def _together(gateway: Gateway, hosts: list[tuple[Host, str]], tool: str, place:
 
 @pytest.mark.parametrize("probe_gateway", UPSTREAMS, indirect=True, ids=lambda p: f"{p[0]}-{'legacy' if p[1] else 'modern'}")
 @pytest.mark.parametrize("mode, version", ERAS)
-def test_each_principal_gets_only_its_own_calls_traffic_and_answers(probe_gateway: Probed, tmp_path: Path, mode: str,
-                                                                    version: str) -> None:
+def test_each_principal_gets_only_its_own_calls_traffic_and_answers(
+    probe_gateway: Probed, tmp_path: Path, mode: str, version: str
+) -> None:
     gateway, legacy_upstream = probe_gateway.gateway, probe_gateway.legacy
     alice, bob = Host("alice", mode), Host("bob", mode)
     place = tmp_path / "meet"
@@ -170,8 +183,11 @@ def test_each_principal_gets_only_its_own_calls_traffic_and_answers(probe_gatewa
         if asks_reach_host:
             assert result.is_error is False, result
             assert json.loads(result.content[0].text) == {
-                "tag": host.principal, "elicited": f"{host.principal}'s answer",
-                "sampled": f"{host.principal}'s model", "roots": [f"file:///{host.principal}"]}
+                "tag": host.principal,
+                "elicited": f"{host.principal}'s answer",
+                "sampled": f"{host.principal}'s model",
+                "roots": [f"file:///{host.principal}"],
+            }
             assert f"question for {host.principal}" in host.seen and f"sample for {host.principal}" in host.seen
             assert {"elicitation", "sampling", "roots"} <= set(host.asked)
         else:
@@ -179,8 +195,7 @@ def test_each_principal_gets_only_its_own_calls_traffic_and_answers(probe_gatewa
 
 
 @pytest.mark.parametrize("probe_gateway", UPSTREAMS, indirect=True, ids=lambda p: f"{p[0]}-{'legacy' if p[1] else 'modern'}")
-def test_one_principals_sessions_sharing_an_upstream_see_only_their_own(probe_gateway: Probed,
-                                                                        tmp_path: Path) -> None:
+def test_one_principals_sessions_sharing_an_upstream_see_only_their_own(probe_gateway: Probed, tmp_path: Path) -> None:
     """Two initialize-era sessions of one principal share its upstream connection. Over HTTP a
     message comes on its call's own stream: each session gets its own. Over stdio only progress
     names its call; a log sent while both sessions' calls are in flight may be either's, so it
@@ -212,6 +227,7 @@ def _one_session_calls_in_parallel(gateway: Gateway, place: Path) -> None:
             host.seen.append(str(message))
 
         async with sdk_host(gateway.url, "legacy", TOKENS["alice"], **host.options()) as client:
+
             async def call(tag: str) -> None:
                 arguments = {"tag": tag, "place": str(place), "count": 2}
                 assert (await client.call_tool("probe.chatter", arguments, progress_callback=on_progress)).is_error is False
@@ -225,8 +241,7 @@ def _one_session_calls_in_parallel(gateway: Gateway, place: Path) -> None:
 
 
 @pytest.mark.parametrize("probe_gateway", [("http", True)], indirect=True, ids=["http-legacy"])
-def test_progress_naming_another_call_on_a_calls_own_stream_reaches_nobody(probe_gateway: Probed,
-                                                                          tmp_path: Path) -> None:
+def test_progress_naming_another_call_on_a_calls_own_stream_reaches_nobody(probe_gateway: Probed, tmp_path: Path) -> None:
     """A hostile upstream shared by two sessions (one principal's, one upstream session) sends, on
     each call's own stream, progress that names the other call's token: a message on a request's
     stream can only be about that request, so neither host hears it. The tokens it learnt are
@@ -246,21 +261,36 @@ def test_a_request_state_sealed_for_one_principal_is_not_honoured_for_another(tm
     """A 2026-07-28 confirmation round's requestState carries the answers so far: replayed by
     another principal's host, it counts for nothing (that host gets a round of its own)."""
     profile = tmp_path / "confirm.toml"
-    server = f"[servers.probe]\ncommand = {json.dumps(sys.executable)}\nargs = {json.dumps([str(PROBE)])}\nsandbox = \"none\"\n"
+    server = f'[servers.probe]\ncommand = {json.dumps(sys.executable)}\nargs = {json.dumps([str(PROBE)])}\nsandbox = "none"\n'
     profile.write_text(server + PRINCIPALS)  # no readOnly hint: every call needs a person's yes
     gateway = start(profile, env={"GW_ALICE": TOKENS["alice"], "GW_BOB": TOKENS["bob"]})
     place = tmp_path / "meet"
     place.mkdir()
 
     def call(principal: str, extra: dict[str, Any]) -> dict[str, Any]:
-        meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
-                "io.modelcontextprotocol/clientInfo": {"name": principal, "version": "1"}}
-        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                "params": {"name": "probe.chatter", "arguments": {"tag": "t", "place": str(place), "count": 1},
-                           "_meta": meta, **extra}}
-        headers = {"Authorization": f"Bearer {TOKENS[principal]}", "Accept": "application/json",
-                   "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "probe.chatter"}
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+            "io.modelcontextprotocol/clientInfo": {"name": principal, "version": "1"},
+        }
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {
+                "name": "probe.chatter",
+                "arguments": {"tag": "t", "place": str(place), "count": 1},
+                "_meta": meta,
+                **extra,
+            },
+        }
+        headers = {
+            "Authorization": f"Bearer {TOKENS[principal]}",
+            "Accept": "application/json",
+            "MCP-Protocol-Version": "2026-07-28",
+            "Mcp-Method": "tools/call",
+            "Mcp-Name": "probe.chatter",
+        }
         status, _, data = gateway.request("POST", "/mcp", body, headers)
         assert status == 200, data
         result: dict[str, Any] = json.loads(data)["result"]

@@ -17,8 +17,7 @@ from tests.gateway.test_http import sdk_host, start, stop
 from tests.gateway.test_stdio import ERAS, accept, host, run
 from tests.helpers import llmc
 
-SEARCH = ('\n[serve]\ntool_search = true\npinned = ["sdk.weather"]\n'
-          '\n[policy.tool_calls_per_minute]\n"sdk.weather" = 1\n')
+SEARCH = '\n[serve]\ntool_search = true\npinned = ["sdk.weather"]\n\n[policy.tool_calls_per_minute]\n"sdk.weather" = 1\n'
 
 
 def found(result) -> list[str]:
@@ -27,8 +26,7 @@ def found(result) -> list[str]:
 
 
 @pytest.mark.parametrize("mode, version", ERAS)
-def test_a_host_searches_then_calls_through_the_policy(gateway_profile: Path, tmp_path: Path, mode: str,
-                                                       version: str) -> None:
+def test_a_host_searches_then_calls_through_the_policy(gateway_profile: Path, tmp_path: Path, mode: str, version: str) -> None:
     from mcp.shared.exceptions import MCPError
 
     with gateway_profile.open("a") as fh:
@@ -41,8 +39,9 @@ def test_a_host_searches_then_calls_through_the_policy(gateway_profile: Path, tm
             listed = {t.name for t in (await client.list_tools()).tools}
             assert listed == {"llmc.search_tools", "llmc.call_tool", "sdk.weather"}
             assert found(await client.call_tool("llmc.search_tools", {"query": "add two integers"}))[0] == "sdk.add"
-            rows = (await client.call_tool("llmc.search_tools", {"query": "echo a message", "limit": 2})
-                    ).structured_content["tools"]
+            rows = (await client.call_tool("llmc.search_tools", {"query": "echo a message", "limit": 2})).structured_content[
+                "tools"
+            ]
             assert rows[0]["name"] == "sdk.echo" and rows[0]["inputSchema"]["required"] == ["message"]
             assert len(rows) <= 2
             crash = found(await client.call_tool("llmc.search_tools", {"query": "exit the server crash", "limit": 20}))
@@ -70,7 +69,11 @@ def test_a_host_searches_then_calls_through_the_policy(gateway_profile: Path, tm
             break
         time.sleep(0.1)
     assert [(r["server"], r["tool"], r["outcome"]) for r in records if r["event"] == "outcome"] == [
-        ("sdk", "add", "ok"), ("sdk", "echo", "ok"), ("sdk", "weather", "ok"), ("sdk", "weather", "denied")]
+        ("sdk", "add", "ok"),
+        ("sdk", "echo", "ok"),
+        ("sdk", "weather", "ok"),
+        ("sdk", "weather", "denied"),
+    ]
     denied = [r for r in records if r["event"] == "decision" and r["tool"] == "crash"]
     assert denied and denied[0]["decision"] == "deny"
 
@@ -79,7 +82,11 @@ def test_a_principal_finds_only_its_profiles_tools(gateway_profile: Path) -> Non
     config = Path(os.environ["LLMC_CONFIG_DIR"]) / "profiles"
     config.mkdir(parents=True)
     sdk = gateway_profile.read_text().split("[servers.sdk]\n")[1].split("\n\n")[0]
-    (config / "ci-only.toml").write_text("[servers.sdk]\n" + sdk + '\n\n[policy]\ndefault = "deny"\nallow = ["sdk.add"]\n\n[policy.hints."sdk.add"]\nreadOnly = true\n')
+    (config / "ci-only.toml").write_text(
+        "[servers.sdk]\n"
+        + sdk
+        + '\n\n[policy]\ndefault = "deny"\nallow = ["sdk.add"]\n\n[policy.hints."sdk.add"]\nreadOnly = true\n'
+    )
     with gateway_profile.open("a") as fh:  # before `token create`, which adds to [serve]
         fh.write(SEARCH)
     created = llmc("serve", "-p", str(gateway_profile), "token", "create", "ops")
@@ -90,13 +97,15 @@ def test_a_principal_finds_only_its_profiles_tools(gateway_profile: Path) -> Non
     ci_token = "ci-token-0123456789abcdef"
     running = start(gateway_profile, env={"GW_CI_TOKEN": ci_token})
     try:
+
         async def work() -> None:
             async with sdk_host(running.url, "legacy", ops_token) as client:
                 assert "sdk.echo" in found(await client.call_tool("llmc.search_tools", {"query": "echo", "limit": 20}))
             async with sdk_host(running.url, "legacy", ci_token) as client:
                 assert {t.name for t in (await client.list_tools()).tools} == {"llmc.search_tools", "llmc.call_tool"}
-                assert found(await client.call_tool("llmc.search_tools", {"query": "echo a message add", "limit": 20})
-                             ) == ["sdk.add"]
+                assert found(await client.call_tool("llmc.search_tools", {"query": "echo a message add", "limit": 20})) == [
+                    "sdk.add"
+                ]
                 added = await client.call_tool("llmc.call_tool", {"name": "sdk.add", "arguments": {"a": 1, "b": 1}})
                 assert added.structured_content == {"result": 2}
 

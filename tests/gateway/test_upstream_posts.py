@@ -76,6 +76,7 @@ def test_a_hosts_cancel_ends_a_call_posted_on_its_thread_at_once(profile: Path, 
     async def work() -> None:
         async with host(profile, "legacy") as client:
             async with anyio.create_task_group() as group:
+
                 async def slow() -> None:
                     await client.call_tool("up.slow", {"seconds": 30})
 

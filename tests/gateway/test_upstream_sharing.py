@@ -82,8 +82,11 @@ def sharing(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Ga
     cap, idle = getattr(request, "param", (16, 60))
     mark = uuid.uuid4().hex
     profile = tmp_path / "sharing.toml"
-    profile.write_text(PROFILE.format(python=json.dumps(sys.executable), server=json.dumps(str(PEERS / "sdk_server.py")),
-                                      mark=mark, cap=cap, idle=idle))
+    profile.write_text(
+        PROFILE.format(
+            python=json.dumps(sys.executable), server=json.dumps(str(PEERS / "sdk_server.py")), mark=mark, cap=cap, idle=idle
+        )
+    )
     gateway = start(profile, env={"GW_ALICE": TOKENS["alice"], "GW_BOB": TOKENS["bob"]})
     try:
         yield gateway, mark
@@ -138,12 +141,18 @@ def test_per_session_and_the_caps_are_checked_profile_keys(tmp_path: Path) -> No
     from tests.helpers import llmc
 
     profile = tmp_path / "keys.toml"
-    profile.write_text(PROFILE.format(python=json.dumps(sys.executable), server=json.dumps(str(PEERS / "sdk_server.py")),
-                                      mark="m", cap=4, idle=30))
+    profile.write_text(
+        PROFILE.format(
+            python=json.dumps(sys.executable), server=json.dumps(str(PEERS / "sdk_server.py")), mark="m", cap=4, idle=30
+        )
+    )
     shown = llmc("-p", str(profile), "servers", "show", "own")
     assert shown.returncode == 0 and shown.json()["per_session"] is True
-    for wrong, key in (('per_session = "sometimes"', "servers.own.per_session"), ("max_upstreams = 0", "serve.max_upstreams"),
-                       ("upstream_idle_timeout = -1", "serve.upstream_idle_timeout")):
+    for wrong, key in (
+        ('per_session = "sometimes"', "servers.own.per_session"),
+        ("max_upstreams = 0", "serve.max_upstreams"),
+        ("upstream_idle_timeout = -1", "serve.upstream_idle_timeout"),
+    ):
         text = profile.read_text()
         field = wrong.split(" = ")[0]
         bad = tmp_path / "bad.toml"

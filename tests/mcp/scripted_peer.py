@@ -23,13 +23,25 @@ WAIT = 10.0  # seconds any wait for the other side may take before the test fail
 def legacy_initialize(peer: ScriptedPeer, message: dict[str, Any]) -> None:
     """An initialize-era server: agrees to the client's version when it speaks it."""
     asked = message["params"]["protocolVersion"]
-    peer.reply(message, {"protocolVersion": asked if asked in LEGACY_VERSIONS else LEGACY_VERSIONS[0],
-                         "capabilities": {"tools": {}}, "serverInfo": {"name": "scripted", "version": "1"}})
+    peer.reply(
+        message,
+        {
+            "protocolVersion": asked if asked in LEGACY_VERSIONS else LEGACY_VERSIONS[0],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "scripted", "version": "1"},
+        },
+    )
 
 
 def modern_discover(peer: ScriptedPeer, message: dict[str, Any]) -> None:
-    peer.reply(message, {"supportedVersions": list(MODERN_VERSIONS), "capabilities": {"tools": {}},
-                         "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "scripted", "version": "1"}}})
+    peer.reply(
+        message,
+        {
+            "supportedVersions": list(MODERN_VERSIONS),
+            "capabilities": {"tools": {}},
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "scripted", "version": "1"}},
+        },
+    )
 
 
 def method_not_found(peer: ScriptedPeer, message: dict[str, Any]) -> None:
@@ -38,8 +50,12 @@ def method_not_found(peer: ScriptedPeer, message: dict[str, Any]) -> None:
 
 class ScriptedPeer:
     def __init__(self, handlers: dict[str, Handler]) -> None:
-        self.handlers = {"initialize": legacy_initialize, "notifications/initialized": lambda p, m: None,
-                         "notifications/cancelled": lambda p, m: None, **handlers}
+        self.handlers = {
+            "initialize": legacy_initialize,
+            "notifications/initialized": lambda p, m: None,
+            "notifications/cancelled": lambda p, m: None,
+            **handlers,
+        }
         self.received: list[dict[str, Any]] = []  # every message from the client, in order
         self.changed = threading.Condition()
         self._send: Callable[[dict[str, Any]], None] | None = None
@@ -80,8 +96,7 @@ class ScriptedPeer:
         token = request["params"]["_meta"]["progressToken"]
         self.send(jsonrpc.notification("notifications/progress", {"progressToken": token, "progress": done}))
 
-    def ask(self, request_id: str, method: str, params: dict[str, Any],
-            then: Callable[[dict[str, Any]], None]) -> None:
+    def ask(self, request_id: str, method: str, params: dict[str, Any], then: Callable[[dict[str, Any]], None]) -> None:
         """Send the client a request; `then` gets its reply (result or error message)."""
         self._answers[request_id] = then
         self.send(jsonrpc.request(request_id, method, params))
@@ -95,7 +110,8 @@ class ScriptedPeer:
     def wait_for(self, method: str, count: int = 1) -> list[dict[str, Any]]:
         """The first `count` messages of this method, once that many arrived (fails after WAIT)."""
         with self.changed:
-            arrived = self.changed.wait_for(lambda: len([m for m in self.received if m.get("method") == method])
-                                            >= count, timeout=WAIT)
+            arrived = self.changed.wait_for(
+                lambda: len([m for m in self.received if m.get("method") == method]) >= count, timeout=WAIT
+            )
         assert arrived, f"the client sent no {count} x {method}: {[m.get('method') for m in self.received]}"
         return self.calls(method)[:count]

@@ -23,6 +23,7 @@ from tests.mcp.scripted_peer import WAIT, ScriptedPeer
 
 # -- the matcher -----------------------------------------------------------------------------------------
 
+
 def test_a_reply_for_an_unknown_id_is_dropped_and_the_waiter_keeps_waiting() -> None:
     inflight = InFlight()
     future = inflight.open(1)
@@ -83,6 +84,7 @@ def test_the_end_of_the_connection_fails_every_waiter() -> None:
 
 # -- the router ------------------------------------------------------------------------------------------
 
+
 def related(router: Router[tuple[str, int]], *tokens: Any) -> tuple[tuple[str, int] | None, int]:
     reset = RELATED_TOKENS.set(tokens)
     try:
@@ -119,6 +121,7 @@ def test_tokens_are_not_guessable_from_each_other() -> None:
 
 # -- a relaying session: forwarded requests tie the server's requests to their caller ---------------------
 
+
 def test_a_servers_request_on_an_untied_connection_is_routed_by_the_requests_in_flight() -> None:
     """Over stdio (here the memory transport) a server's request names no request: it may belong
     to any in flight. With one caller's request in flight it is that caller's; with two callers'
@@ -131,8 +134,7 @@ def test_a_servers_request_on_an_untied_connection_is_routed_by_the_requests_in_
     def call(peer: ScriptedPeer, msg: dict[str, Any]) -> None:
         token = msg["params"]["_meta"]["progressToken"]
         answer[token] = threading.Event()
-        peer.ask(f"ask-{token}", "elicitation/create", {"message": "?", "requestedSchema": {}},
-                 lambda reply: answer[token].set())
+        peer.ask(f"ask-{token}", "elicitation/create", {"message": "?", "requestedSchema": {}}, lambda reply: answer[token].set())
         asked.release()
 
     def elicit(params: dict[str, Any]) -> dict[str, Any]:
@@ -156,8 +158,7 @@ def test_a_servers_request_on_an_untied_connection_is_routed_by_the_requests_in_
 
 def test_a_withdrawn_relayed_request_is_cancelled_upstream_and_its_late_reply_reaches_nobody() -> None:
     held: list[dict[str, Any]] = []
-    peer = ScriptedPeer({"tools/call": lambda peer, msg: held.append(msg),
-                         "ping": lambda peer, msg: peer.reply(msg, {})})
+    peer = ScriptedPeer({"tools/call": lambda peer, msg: held.append(msg), "ping": lambda peer, msg: peer.reply(msg, {})})
     session = ClientSession(MemoryTransport(peer), name="up")
     session.initialize()
     try:
@@ -175,6 +176,7 @@ def test_a_withdrawn_relayed_request_is_cancelled_upstream_and_its_late_reply_re
 
 # -- the server core asks its client on the same matcher ---------------------------------------------------
 
+
 def test_the_server_cores_request_to_its_client_times_out_and_a_late_reply_is_dropped() -> None:
     server = McpServer("s", "1", [])
     sent: list[dict[str, Any]] = []
@@ -188,6 +190,7 @@ def test_the_server_cores_request_to_its_client_times_out_and_a_late_reply_is_dr
 
 
 # -- the session keeper: a server's elicitation goes to the caller whose request it belongs to --------------
+
 
 class FakeKeeper:
     """What an Upstream asks of its keeper: who was asked, and the time of activity."""
@@ -220,12 +223,14 @@ def test_the_keeper_asks_the_caller_whose_request_the_elicitation_belongs_to_nev
         def then(reply: dict[str, Any]) -> None:
             declined.append(reply["result"]["action"])
             asked.release()
+
         peer.ask(f"ask-{msg['id']}", "elicitation/create", {"message": "?", "requestedSchema": {}}, then)
 
     keeper = FakeKeeper()
     upstream = Upstream(ServerSpec("up"), keeper)  # type: ignore[arg-type]
-    session = upstream.session = ClientSession(MemoryTransport(ScriptedPeer({"tools/call": call})), name="up",
-                                         hooks=upstream._hooks())
+    session = upstream.session = ClientSession(
+        MemoryTransport(ScriptedPeer({"tools/call": call})), name="up", hooks=upstream._hooks()
+    )
     session.initialize()
     pairs = [socket.socketpair() for _ in range(2)]
     alice, bob = (Client(near) for near, _far in pairs)

@@ -40,8 +40,9 @@ def open_session(peer: ScriptedPeer, cache: MemoryEraCache | None = None) -> Any
 
 
 def unsupported(*versions: str) -> Handler:
-    return lambda peer, msg: peer.error(msg, jsonrpc.UNSUPPORTED_PROTOCOL_VERSION, "unsupported version",
-                                        {"supported": list(versions), "requested": "2026-07-28"})
+    return lambda peer, msg: peer.error(
+        msg, jsonrpc.UNSUPPORTED_PROTOCOL_VERSION, "unsupported version", {"supported": list(versions), "requested": "2026-07-28"}
+    )
 
 
 def silent(peer: ScriptedPeer, msg: dict[str, Any]) -> None:
@@ -63,16 +64,27 @@ def slow_modern() -> dict[str, Handler]:
 # (what the server does, era and version connect() settles on, the methods it sent in order)
 KINDS = [
     ({"server/discover": modern_discover}, ("modern", "2026-07-28"), ["server/discover"]),
-    ({"server/discover": method_not_found}, ("legacy", "2025-11-25"),
-     ["server/discover", "initialize", "notifications/initialized"]),
-    ({"server/discover": lambda p, m: p.reply(m, {})}, ("legacy", "2025-11-25"),  # answers loosely
-     ["server/discover", "initialize", "notifications/initialized"]),
-    ({"server/discover": silent}, ("legacy", "2025-11-25"),
-     ["server/discover", "notifications/cancelled", "initialize", "notifications/initialized"]),
-    ({"server/discover": unsupported("2025-06-18", "2024-11-05")}, ("legacy", "2025-06-18"),
-     ["server/discover", "initialize", "notifications/initialized"]),
-    (slow_modern(), ("modern", "2026-07-28"),
-     ["server/discover", "notifications/cancelled", "initialize", "server/discover"]),
+    (
+        {"server/discover": method_not_found},
+        ("legacy", "2025-11-25"),
+        ["server/discover", "initialize", "notifications/initialized"],
+    ),
+    (
+        {"server/discover": lambda p, m: p.reply(m, {})},
+        ("legacy", "2025-11-25"),  # answers loosely
+        ["server/discover", "initialize", "notifications/initialized"],
+    ),
+    (
+        {"server/discover": silent},
+        ("legacy", "2025-11-25"),
+        ["server/discover", "notifications/cancelled", "initialize", "notifications/initialized"],
+    ),
+    (
+        {"server/discover": unsupported("2025-06-18", "2024-11-05")},
+        ("legacy", "2025-06-18"),
+        ["server/discover", "initialize", "notifications/initialized"],
+    ),
+    (slow_modern(), ("modern", "2026-07-28"), ["server/discover", "notifications/cancelled", "initialize", "server/discover"]),
 ]
 
 
@@ -86,10 +98,13 @@ def test_era_detection(handlers: dict[str, Handler], expected: tuple[str, str], 
     assert [(e["era"], e["version"]) for e in cache.entries.values()] == [expected]  # remembered
 
 
-@pytest.mark.parametrize("era, version, sent", [
-    ("legacy", "2025-11-25", ["initialize", "notifications/initialized"]),
-    ("modern", "2026-07-28", []),  # no probe, no handshake
-])
+@pytest.mark.parametrize(
+    "era, version, sent",
+    [
+        ("legacy", "2025-11-25", ["initialize", "notifications/initialized"]),
+        ("modern", "2026-07-28", []),  # no probe, no handshake
+    ],
+)
 def test_a_remembered_era_skips_the_probe(era: str, version: str, sent: list[str]) -> None:
     peer = ScriptedPeer({"server/discover": modern_discover})
     cache = MemoryEraCache({SPEC.cache_key(): {"era": era, "version": version}})

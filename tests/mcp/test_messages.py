@@ -14,9 +14,12 @@ from llmc_cli.mcp.versions import SUPPORTED_VERSIONS
 
 SPEC = Path("/work/shared/mcp-spec")
 # TypedDicts whose schema definition is named differently in some version, or not at all.
-SCHEMA_NAMES = {"ErrorObject": ("Error",), "JSONRPCResultResponse": ("JSONRPCResultResponse", "JSONRPCResponse"),
-                "JSONRPCErrorResponse": ("JSONRPCErrorResponse", "JSONRPCError"),
-                "ToolDefinition": ("Tool",)}  # model.Tool is the dataclass llmc works with
+SCHEMA_NAMES = {
+    "ErrorObject": ("Error",),
+    "JSONRPCResultResponse": ("JSONRPCResultResponse", "JSONRPCResponse"),
+    "JSONRPCErrorResponse": ("JSONRPCErrorResponse", "JSONRPCError"),
+    "ToolDefinition": ("Tool",),
+}  # model.Tool is the dataclass llmc works with
 NOT_IN_SCHEMA = {"ResultMeta"}  # Result's fields, declared once for every result
 
 
@@ -31,8 +34,11 @@ def _definitions() -> list[dict[str, Any]]:
 
 
 def _shapes() -> list[str]:
-    return [name for name, value in vars(messages).items()
-            if is_typeddict(value) and value.__module__ == messages.__name__ and name not in NOT_IN_SCHEMA]
+    return [
+        name
+        for name, value in vars(messages).items()
+        if is_typeddict(value) and value.__module__ == messages.__name__ and name not in NOT_IN_SCHEMA
+    ]
 
 
 @pytest.mark.parametrize("name", _shapes())

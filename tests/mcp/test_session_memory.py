@@ -19,8 +19,9 @@ from tests.mcp.scripted_peer import ScriptedPeer, modern_discover
 TEXT = {"content": [{"type": "text", "text": "done"}]}
 
 
-def legacy(peer: ScriptedPeer, timeout: float = 5.0, hooks: ClientHooks | None = None,
-           transport: MemoryTransport | None = None) -> ClientSession:
+def legacy(
+    peer: ScriptedPeer, timeout: float = 5.0, hooks: ClientHooks | None = None, transport: MemoryTransport | None = None
+) -> ClientSession:
     session = ClientSession(transport or MemoryTransport(peer), name="peer", timeout=timeout, hooks=hooks)
     session.initialize()
     return session
@@ -40,6 +41,7 @@ def in_thread(work: Any) -> threading.Thread:
 
 # -- deadlines ------------------------------------------------------------------------------------------
 
+
 def test_progress_extends_the_deadline_of_a_slow_call() -> None:
     """Each progress notification restarts the request's timeout: a call that takes several
     timeouts in all, but is never silent for one, succeeds."""
@@ -51,11 +53,11 @@ def test_progress_extends_the_deadline_of_a_slow_call() -> None:
                 beats.wait(0.15)
                 peer.progress(msg, done)
             peer.reply(msg, TEXT)
+
         in_thread(work)
 
     progress: list[dict[str, Any]] = []
-    with legacy(ScriptedPeer({"tools/call": slow}), timeout=0.6,
-                hooks=ClientHooks(on_progress=progress.append)) as session:
+    with legacy(ScriptedPeer({"tools/call": slow}), timeout=0.6, hooks=ClientHooks(on_progress=progress.append)) as session:
         assert session.call_tool("slow", {}) == TEXT
     assert [p["progress"] for p in progress] == list(range(8))
 
@@ -82,6 +84,7 @@ def test_progress_cannot_extend_a_call_for_ever() -> None:
                 if stop.wait(0.05):
                     return
                 peer.progress(msg, done)
+
         in_thread(work)
 
     peer = ScriptedPeer({"tools/call": chatty, "notifications/cancelled": lambda p, m: stop.set()})
@@ -92,24 +95,39 @@ def test_progress_cannot_extend_a_call_for_ever() -> None:
 
 # -- input_required rounds (2026-07-28) ----------------------------------------------------------------
 
+
 def test_input_required_rounds_carry_answers_and_request_state() -> None:
     def ask_twice(peer: ScriptedPeer, msg: dict[str, Any]) -> None:
         params = msg["params"]
         state = params.get("requestState")
         if state is None:
-            peer.reply(msg, {"resultType": "input_required", "requestState": "round-1",
-                             "inputRequests": {"who": {"method": "elicitation/create",
-                                                       "params": {"message": "name?", "requestedSchema": {}}}}})
+            peer.reply(
+                msg,
+                {
+                    "resultType": "input_required",
+                    "requestState": "round-1",
+                    "inputRequests": {
+                        "who": {"method": "elicitation/create", "params": {"message": "name?", "requestedSchema": {}}}
+                    },
+                },
+            )
         elif state == "round-1":
             assert params["inputResponses"] == {"who": {"action": "accept", "content": {"name": "ada"}}}
-            peer.reply(msg, {"resultType": "input_required", "requestState": "round-2",
-                             "inputRequests": {"dirs": {"method": "roots/list", "params": {}}}})
+            peer.reply(
+                msg,
+                {
+                    "resultType": "input_required",
+                    "requestState": "round-2",
+                    "inputRequests": {"dirs": {"method": "roots/list", "params": {}}},
+                },
+            )
         else:
             assert "who" not in params["inputResponses"]  # answers of an earlier round are not sent again
             peer.reply(msg, {"content": [{"type": "text", "text": f"{state}: {params['inputResponses']['dirs']}"}]})
 
-    hooks = ClientHooks(elicit=lambda params: {"action": "accept", "content": {"name": "ada"}},
-                        roots=[{"uri": "file:///srv", "name": "srv"}])
+    hooks = ClientHooks(
+        elicit=lambda params: {"action": "accept", "content": {"name": "ada"}}, roots=[{"uri": "file:///srv", "name": "srv"}]
+    )
     with modern(ScriptedPeer({"server/discover": modern_discover, "tools/call": ask_twice}), hooks) as session:
         text = session.call_tool("greet", {})["content"][0]["text"]
     assert text == "round-2: {'roots': [{'uri': 'file:///srv', 'name': 'srv'}]}"
@@ -132,22 +150,29 @@ SERVER_REQUESTS = [
     ("ping", {}, ClientHooks(), ("result", {})),
     ("roots/list", {}, ClientHooks(roots=[{"uri": "file:///a"}]), ("result", {"roots": [{"uri": "file:///a"}]})),
     ("elicitation/create", {"message": "ok?"}, ClientHooks(), ("result", {"action": "decline"})),
-    ("elicitation/create", {"message": "ok?"}, ClientHooks(elicit=lambda p: {"action": "accept", "content": {}}),
-     ("result", {"action": "accept", "content": {}})),
+    (
+        "elicitation/create",
+        {"message": "ok?"},
+        ClientHooks(elicit=lambda p: {"action": "accept", "content": {}}),
+        ("result", {"action": "accept", "content": {}}),
+    ),
     ("sampling/createMessage", {"messages": []}, ClientHooks(), ("error", -1)),
-    ("sampling/createMessage", {"messages": []}, ClientHooks(sample=lambda p: {"role": "assistant", "model": "m",
-                                                                               "content": {"type": "text", "text": "hi"}}),
-     ("result", {"role": "assistant", "model": "m", "content": {"type": "text", "text": "hi"}})),
+    (
+        "sampling/createMessage",
+        {"messages": []},
+        ClientHooks(sample=lambda p: {"role": "assistant", "model": "m", "content": {"type": "text", "text": "hi"}}),
+        ("result", {"role": "assistant", "model": "m", "content": {"type": "text", "text": "hi"}}),
+    ),
     ("tools/list", {}, ClientHooks(), ("error", jsonrpc.METHOD_NOT_FOUND)),  # not a client method
     ("elicitation/create", {}, ClientHooks(elicit=lambda p: 1 / 0), ("error", jsonrpc.INTERNAL_ERROR)),  # a hook's bug
 ]
 
 
 @pytest.mark.parametrize("method, params, hooks, expected", SERVER_REQUESTS)
-def test_server_to_client_requests(method: str, params: dict[str, Any], hooks: ClientHooks,
-                                   expected: tuple[str, Any]) -> None:
+def test_server_to_client_requests(method: str, params: dict[str, Any], hooks: ClientHooks, expected: tuple[str, Any]) -> None:
     """The server asks the client something in the middle of a call and answers the call with
     the client's reply (the peer never blocks its one worker: it continues when the reply comes)."""
+
     def call(peer: ScriptedPeer, msg: dict[str, Any]) -> None:
         peer.ask("s-1", method, params, then=lambda reply: peer.reply(msg, {"content": [], "structuredContent": reply}))
 
@@ -162,6 +187,7 @@ def test_server_to_client_requests(method: str, params: dict[str, Any], hooks: C
 
 
 # -- an HTTP session the server forgot -------------------------------------------------------------------
+
 
 class ForgetfulTransport(MemoryTransport):
     """MemoryTransport that answers the next `forget` sends as an HTTP transport does when the

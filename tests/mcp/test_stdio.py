@@ -82,10 +82,13 @@ def test_pagination_collects_every_page():
         assert [t["name"] for t in s.list_tools()] == [f"tool{i}" for i in range(15)]
 
 
-@pytest.mark.parametrize("mode, error, text", [
-    ("lie-cursor", ProtocolError, "same cursor twice"),
-    ("lie-result", ProtocolError, "no 'tools' list"),
-])
+@pytest.mark.parametrize(
+    "mode, error, text",
+    [
+        ("lie-cursor", ProtocolError, "same cursor twice"),
+        ("lie-result", ProtocolError, "no 'tools' list"),
+    ],
+)
 def test_a_lying_server_is_a_protocol_error(mode, error, text):
     with connect(bad(mode)) as s, pytest.raises(error, match=text):
         s.list_tools()

@@ -35,8 +35,9 @@ class Defaults(BaseModel):
     name: str = Field(default="John Doe", description="User name")
     age: int = Field(default=30, description="User age")
     score: float = Field(default=95.5, description="User score")
-    status: str = Field(default="active", description="User status",
-                        json_schema_extra={"enum": ["active", "inactive", "pending"]})
+    status: str = Field(
+        default="active", description="User status", json_schema_extra={"enum": ["active", "inactive", "pending"]}
+    )
     verified: bool = Field(default=True, description="Verification status")
 
 
@@ -44,21 +45,41 @@ class Enums(BaseModel):
     """SEP-1330: the enum shapes an elicitation schema may use."""
 
     untitledSingle: str = Field(description="Plain enum", json_schema_extra={"enum": ["active", "inactive", "pending"]})
-    titledSingle: str = Field(description="Titled single choice", json_schema_extra={"oneOf": [
-        {"const": "low", "title": "Low Priority"}, {"const": "medium", "title": "Medium Priority"},
-        {"const": "high", "title": "High Priority"}]})
-    untitledMulti: list[str] = Field(description="Plain multi choice", json_schema_extra={
-        "items": {"type": "string", "enum": ["read", "write", "execute"]}})
-    titledMulti: list[str] = Field(description="Titled multi choice", json_schema_extra={"items": {"anyOf": [
-        {"const": "feature", "title": "New Feature"}, {"const": "bug", "title": "Bug Fix"},
-        {"const": "docs", "title": "Documentation"}]}})
-    legacyEnum: str = Field(description="Enum with enumNames", json_schema_extra={
-        "enum": ["small", "medium", "large"], "enumNames": ["Small Size", "Medium Size", "Large Size"]})
+    titledSingle: str = Field(
+        description="Titled single choice",
+        json_schema_extra={
+            "oneOf": [
+                {"const": "low", "title": "Low Priority"},
+                {"const": "medium", "title": "Medium Priority"},
+                {"const": "high", "title": "High Priority"},
+            ]
+        },
+    )
+    untitledMulti: list[str] = Field(
+        description="Plain multi choice", json_schema_extra={"items": {"type": "string", "enum": ["read", "write", "execute"]}}
+    )
+    titledMulti: list[str] = Field(
+        description="Titled multi choice",
+        json_schema_extra={
+            "items": {
+                "anyOf": [
+                    {"const": "feature", "title": "New Feature"},
+                    {"const": "bug", "title": "Bug Fix"},
+                    {"const": "docs", "title": "Documentation"},
+                ]
+            }
+        },
+    )
+    legacyEnum: str = Field(
+        description="Enum with enumNames",
+        json_schema_extra={"enum": ["small", "medium", "large"], "enumNames": ["Small Size", "Medium Size", "Large Size"]},
+    )
 
 
 # SEP-1613: the 2020-12 keywords a listing must keep as they are
 SCHEMA_2020_12 = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
     "$defs": {"address": {"type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
     "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
     "additionalProperties": False,
@@ -87,13 +108,11 @@ class Events(EventStore):
 
 
 def text_resource(uri: str, text: str, mime: str = "text/plain") -> types.EmbeddedResource:
-    return types.EmbeddedResource(type="resource", resource=types.TextResourceContents(uri=uri, mime_type=mime,
-                                                                                       text=text))
+    return types.EmbeddedResource(type="resource", resource=types.TextResourceContents(uri=uri, mime_type=mime, text=text))
 
 
 def sample(prompt: str) -> Sample:
-    return Sample([types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))],
-                  max_tokens=100)
+    return Sample([types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))], max_tokens=100)
 
 
 def ask(message: str) -> Elicit[Answer]:
@@ -138,10 +157,11 @@ def build() -> MCPServer:
 
     @server.tool(description="Answers with text, an image and a resource")
     def test_multiple_content_types() -> list[types.TextContent | types.ImageContent | types.EmbeddedResource]:
-        return [types.TextContent(type="text", text="Multiple content types test:"),
-                types.ImageContent(type="image", data=PNG, mime_type="image/png"),
-                text_resource("test://mixed-content-resource", json.dumps({"test": "data", "value": 123}),
-                              "application/json")]
+        return [
+            types.TextContent(type="text", text="Multiple content types test:"),
+            types.ImageContent(type="image", data=PNG, mime_type="image/png"),
+            text_resource("test://mixed-content-resource", json.dumps({"test": "data", "value": 123}), "application/json"),
+        ]
 
     @server.tool(description="Logs three messages while it runs")
     async def test_tool_with_logging(ctx: Context) -> str:
@@ -174,8 +194,7 @@ def build() -> MCPServer:
         return outcome("User response", answer)
 
     @server.tool(description="Elicits with defaults for every primitive type (SEP-1034)")
-    async def test_elicitation_sep1034_defaults(
-            answer: Annotated[ElicitationResult[Defaults], Resolve(ask_defaults)]) -> str:
+    async def test_elicitation_sep1034_defaults(answer: Annotated[ElicitationResult[Defaults], Resolve(ask_defaults)]) -> str:
         return outcome("Elicitation result", answer)
 
     @server.tool(description="Elicits with every enum shape (SEP-1330)")
@@ -229,19 +248,27 @@ def build() -> MCPServer:
 
     @server.prompt(description="A prompt with two required arguments")
     def test_prompt_with_arguments(arg1: str, arg2: str) -> list[dict[str, Any]]:
-        return [{"role": "user", "content": {"type": "text",
-                                             "text": f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"}}]
+        return [{"role": "user", "content": {"type": "text", "text": f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"}}]
 
     @server.prompt(description="A prompt with an embedded resource")
     def test_prompt_with_embedded_resource(resourceUri: str) -> list[dict[str, Any]]:
-        return [{"role": "user", "content": {"type": "resource", "resource": {
-                    "uri": resourceUri, "mimeType": "text/plain", "text": "Embedded resource content for testing."}}},
-                {"role": "user", "content": {"type": "text", "text": "Please process the embedded resource above."}}]
+        return [
+            {
+                "role": "user",
+                "content": {
+                    "type": "resource",
+                    "resource": {"uri": resourceUri, "mimeType": "text/plain", "text": "Embedded resource content for testing."},
+                },
+            },
+            {"role": "user", "content": {"type": "text", "text": "Please process the embedded resource above."}},
+        ]
 
     @server.prompt(description="A prompt with an image")
     def test_prompt_with_image() -> list[dict[str, Any]]:
-        return [{"role": "user", "content": {"type": "image", "data": PNG, "mimeType": "image/png"}},
-                {"role": "user", "content": {"type": "text", "text": "Please analyze the image above."}}]
+        return [
+            {"role": "user", "content": {"type": "image", "data": PNG, "mimeType": "image/png"}},
+            {"role": "user", "content": {"type": "text", "text": "Please analyze the image above."}},
+        ]
 
     @server.completion()
     async def complete(ref: Any, argument: Any, context: Any) -> types.Completion:

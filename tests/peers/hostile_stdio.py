@@ -20,8 +20,15 @@ REPLIES: dict[str, dict] = {
     "rpc_error": {"error": {"code": -32000, "message": f"failed {LONE} here", "data": {"x": LONE}}},
 }
 OBJECT = {"type": "object", "properties": {"message": {"type": "string"}}}
-TOOLS = [{"name": name, "description": f"answers with a lone surrogate ({name})", "inputSchema": OBJECT,
-          "annotations": {"readOnlyHint": True}} for name in REPLIES]
+TOOLS = [
+    {
+        "name": name,
+        "description": f"answers with a lone surrogate ({name})",
+        "inputSchema": OBJECT,
+        "annotations": {"readOnlyHint": True},
+    }
+    for name in REPLIES
+]
 # Replies nested 900 deep (under the parser's limit, far past anything sane), in a result and in
 # an error's data: they must become one clear error, not a RecursionError in whatever walks them.
 DEEP: object = "bottom"
@@ -32,8 +39,15 @@ DEEP_REPLIES: dict[str, dict] = {
     "deep_rpc_error": {"error": {"code": -32000, "message": "deep", "data": DEEP}},
 }
 REPLIES.update(DEEP_REPLIES)
-TOOLS += [{"name": name, "description": f"answers nested 900 deep ({name})", "inputSchema": OBJECT,
-           "annotations": {"readOnlyHint": True}} for name in DEEP_REPLIES]
+TOOLS += [
+    {
+        "name": name,
+        "description": f"answers nested 900 deep ({name})",
+        "inputSchema": OBJECT,
+        "annotations": {"readOnlyHint": True},
+    }
+    for name in DEEP_REPLIES
+]
 TOOLS.append({"name": "echo", "description": "Echo", "inputSchema": OBJECT, "annotations": {"readOnlyHint": True}})
 
 
@@ -50,8 +64,11 @@ def main() -> None:
         if ident is None:
             continue  # notifications
         if method == "initialize":
-            result = {"protocolVersion": message["params"]["protocolVersion"], "capabilities": {"tools": {}},
-                      "serverInfo": {"name": "hostile", "version": "0"}}
+            result = {
+                "protocolVersion": message["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "hostile", "version": "0"},
+            }
         elif method == "tools/list":
             result = {"tools": TOOLS}
         elif method == "tools/call":
@@ -60,8 +77,7 @@ def main() -> None:
                 result = {"content": [{"type": "text", "text": str(message["params"].get("arguments", {}).get("message"))}]}
             else:
                 # A log notification with a lone surrogate first: it must not break anything either.
-                send({"jsonrpc": "2.0", "method": "notifications/message",
-                      "params": {"level": "info", "data": f"log {LONE}"}})
+                send({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": f"log {LONE}"}})
                 reply = REPLIES[name]
                 if "error" in reply:
                     send({"jsonrpc": "2.0", "id": ident, **reply})

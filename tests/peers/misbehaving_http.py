@@ -45,8 +45,11 @@ PENDING: dict[str, Any] = {}  # resume: last event id -> the reply to send on re
 LOCK = threading.Lock()
 RETRY_MS = 300
 HUGE = 4 * 1024 * 1024  # what the "endless" modes send before they give up: far over a test's lowered limit
-TOOL = {"name": "echo", "description": "Echo a message.",
-        "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}}}
+TOOL = {
+    "name": "echo",
+    "description": "Echo a message.",
+    "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}},
+}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -56,12 +59,27 @@ class Handler(BaseHTTPRequestHandler):
     # -- helpers ------------------------------------------------------------------------------
 
     def _record(self, rpc: dict[str, Any] | None) -> None:
-        keep = ("mcp-session-id", "mcp-protocol-version", "last-event-id", "accept", "x-custom", "authorization",
-                "mcp-method", "mcp-name")
+        keep = (
+            "mcp-session-id",
+            "mcp-protocol-version",
+            "last-event-id",
+            "accept",
+            "x-custom",
+            "authorization",
+            "mcp-method",
+            "mcp-name",
+        )
         with LOCK:
-            SEEN.append({"method": self.command, "path": self.path, "t": time.monotonic(),
-                         "rpc": (rpc or {}).get("method"), "id": (rpc or {}).get("id"),
-                         "headers": {k: v for k, v in ((k.lower(), v) for k, v in self.headers.items()) if k in keep}})
+            SEEN.append(
+                {
+                    "method": self.command,
+                    "path": self.path,
+                    "t": time.monotonic(),
+                    "rpc": (rpc or {}).get("method"),
+                    "id": (rpc or {}).get("id"),
+                    "headers": {k: v for k, v in ((k.lower(), v) for k, v in self.headers.items()) if k in keep},
+                }
+            )
 
     def _send(self, status: int, body: bytes = b"", ctype: str | None = None, headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
@@ -172,26 +190,49 @@ class Handler(BaseHTTPRequestHandler):
         session = self.headers.get("Mcp-Session-Id")
         if mode == "modern-tools":
             if method == "server/discover":
-                return self._json({"jsonrpc": "2.0", "id": rid, "result": {
-                    "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}})
-            bad = {"name": "bad", "inputSchema": {"type": "object", "properties": {
-                "xs": {"type": "array", "items": {"type": "string", "x-mcp-header": "X"}}}}}
+                return self._json(
+                    {"jsonrpc": "2.0", "id": rid, "result": {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}}
+                )
+            bad = {
+                "name": "bad",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {"xs": {"type": "array", "items": {"type": "string", "x-mcp-header": "X"}}},
+                },
+            }
             return self._json({"jsonrpc": "2.0", "id": rid, "result": {"tools": [TOOL, bad]}})
         if method == "server/discover":
             if mode == "modern-error":
-                return self._json({"jsonrpc": "2.0", "id": rid, "error": {
-                    "code": -32022, "message": "Unsupported protocol version",
-                    "data": {"supported": ["2099-01-01"], "requested": "2026-07-28"}}}, 400)
+                return self._json(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": rid,
+                        "error": {
+                            "code": -32022,
+                            "message": "Unsupported protocol version",
+                            "data": {"supported": ["2099-01-01"], "requested": "2026-07-28"},
+                        },
+                    },
+                    400,
+                )
             return self._send(400)  # a legacy server: 400, empty body
         if method == "initialize":
             session = uuid.uuid4().hex
             if mode == "expire":
                 with LOCK:
                     SESSIONS.append(session)
-            return self._json({"jsonrpc": "2.0", "id": rid, "result": {
-                "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-                "serverInfo": {"name": f"misbehaving-{mode}", "version": "0"}}},
-                headers={"Mcp-Session-Id": session})
+            return self._json(
+                {
+                    "jsonrpc": "2.0",
+                    "id": rid,
+                    "result": {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": f"misbehaving-{mode}", "version": "0"},
+                    },
+                },
+                headers={"Mcp-Session-Id": session},
+            )
         if not session:
             return self._json({"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": "no session"}}, 400)
         if mode == "hang" and method == "notifications/cancelled":
@@ -206,8 +247,13 @@ class Handler(BaseHTTPRequestHandler):
             return self._json({"jsonrpc": "2.0", "id": rid, "result": {"tools": [TOOL]}})
         if method != "tools/call":
             return self._json({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "Method not found"}})
-        result = {"jsonrpc": "2.0", "id": rid, "result": {"content": [
-            {"type": "text", "text": str((rpc.get("params") or {}).get("arguments", {}).get("message", ""))}]}}
+        result = {
+            "jsonrpc": "2.0",
+            "id": rid,
+            "result": {
+                "content": [{"type": "text", "text": str((rpc.get("params") or {}).get("arguments", {}).get("message", ""))}]
+            },
+        }
         if mode == "late500":
             time.sleep(1.5)
         if mode in ("500", "late500"):
@@ -223,12 +269,13 @@ class Handler(BaseHTTPRequestHandler):
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             if mode == "huge-declared":
-                self.send_header("Content-Length", str(10 * 1024 ** 3))
+                self.send_header("Content-Length", str(10 * 1024**3))
             else:
                 self.send_header("Connection", "close")  # no length: the body ends when the connection does
             self.end_headers()
-            return self._stream(b'{"jsonrpc": "2.0", "id": %d, "result": {"content": [{"type": "text", "text": "' % rid,
-                                b"x" * 65536)
+            return self._stream(
+                b'{"jsonrpc": "2.0", "id": %d, "result": {"content": [{"type": "text", "text": "' % rid, b"x" * 65536
+            )
         if mode == "endless-line":
             self._sse_start()
             return self._stream(b"event: message\ndata: ", b"x" * 65536)

@@ -29,7 +29,11 @@ import time
 MODE = sys.argv[1] if len(sys.argv) > 1 else "good"
 VERSIONS = sys.argv[2].split(",") if MODE == "versions" and len(sys.argv) > 2 else []
 # TOOL_DESCRIPTION lets a test change the manifest between runs (drift, tool poisoning).
-TOOL = {"name": "echo", "description": os.environ.get("TOOL_DESCRIPTION", "Echo"), "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}}}
+TOOL = {
+    "name": "echo",
+    "description": os.environ.get("TOOL_DESCRIPTION", "Echo"),
+    "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}},
+}
 
 
 def send(msg: dict) -> None:
@@ -58,12 +62,27 @@ def main() -> None:
             version = "1999-01-01" if MODE == "bad-version" else msg["params"]["protocolVersion"]
             if VERSIONS:
                 version = msg["params"]["protocolVersion"] if msg["params"]["protocolVersion"] in VERSIONS else VERSIONS[0]
-            reply(msg, {"protocolVersion": version, "capabilities": {"tools": {}},
-                        "serverInfo": {"name": f"misbehaving-{MODE}", "version": "0"}})
+            reply(
+                msg,
+                {
+                    "protocolVersion": version,
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": f"misbehaving-{MODE}", "version": "0"},
+                },
+            )
         elif method == "server/discover" and VERSIONS:
             requested = ((msg.get("params") or {}).get("_meta") or {}).get("io.modelcontextprotocol/protocolVersion")
-            send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32022, "message": "Unsupported protocol version",
-                                                           "data": {"supported": VERSIONS, "requested": requested}}})
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": ident,
+                    "error": {
+                        "code": -32022,
+                        "message": "Unsupported protocol version",
+                        "data": {"supported": VERSIONS, "requested": requested},
+                    },
+                }
+            )
         elif method == "server/discover" or MODE == "silent":
             if method == "server/discover":
                 send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32601, "message": "Method not found"}})
@@ -82,7 +101,9 @@ def main() -> None:
         elif method == "tools/call":
             if MODE == "huge-line":
                 try:
-                    sys.stdout.write('{"jsonrpc": "2.0", "id": ' + format(ident, "d") + ', "result": {"content": [{"type": "text", "text": "')
+                    sys.stdout.write(
+                        '{"jsonrpc": "2.0", "id": ' + format(ident, "d") + ', "result": {"content": [{"type": "text", "text": "'
+                    )
                     for _ in range(64):
                         sys.stdout.write("x" * 65536)
                     sys.stdout.flush()

@@ -46,9 +46,12 @@ def build() -> MCPServer:
         Path(path).write_text(content, encoding="utf-8")
         return f"wrote {len(content)} characters"
 
-    @server.tool(description="Journal a start, wait (bounded) until `expect` calls have started, "
-                             "journal the end: concurrent calls overlap in the journal, sequential "
-                             "ones do not.", annotations=READ_ONLY)
+    @server.tool(
+        description="Journal a start, wait (bounded) until `expect` calls have started, "
+        "journal the end: concurrent calls overlap in the journal, sequential "
+        "ones do not.",
+        annotations=READ_ONLY,
+    )
     def stamp(label: str, expect: int = 2, wait: float = 3.0) -> str:
         journal(f"start {label}")
         deadline = time.monotonic() + wait

@@ -17,9 +17,11 @@ from mcp.shared.exceptions import MCPError
 
 def quoted(password: str) -> str:
     token = os.environ.get("API_TOKEN", "")
-    return (f"login failed for password {password} (token {token}); request was "
-            f"{json.dumps({'password': password, 'token': token})} "
-            f"via https://api.example/login?p={quote(password, safe='')}&t={quote(token, safe='')}")
+    return (
+        f"login failed for password {password} (token {token}); request was "
+        f"{json.dumps({'password': password, 'token': token})} "
+        f"via https://api.example/login?p={quote(password, safe='')}&t={quote(token, safe='')}"
+    )
 
 
 def build() -> MCPServer:
@@ -32,8 +34,12 @@ def build() -> MCPServer:
             raise MCPError(code=-32000, message=text, data={"echo": text})
         if fail_with == "tool":
             raise ToolError(text)
-        return {"said": text, "nested": {"deeper": [text, json.dumps({"again": text})]},
-                password: "the password as a key", os.environ.get("API_TOKEN", "-"): "the token as a key"}
+        return {
+            "said": text,
+            "nested": {"deeper": [text, json.dumps({"again": text})]},
+            password: "the password as a key",
+            os.environ.get("API_TOKEN", "-"): "the token as a key",
+        }
 
     return server
 

@@ -17,9 +17,11 @@ def build() -> MCPServer:
     server = MCPServer(name="param-headers")
 
     @server.tool(description="Run a query in a region (region and dry_run mirrored into headers).")
-    def run_query(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})],
-                  query: str,
-                  dry_run: Annotated[bool, Field(json_schema_extra={"x-mcp-header": "Dry-Run"})] = False) -> str:
+    def run_query(
+        region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})],
+        query: str,
+        dry_run: Annotated[bool, Field(json_schema_extra={"x-mcp-header": "Dry-Run"})] = False,
+    ) -> str:
         return f"{region}: {query}{' (dry run)' if dry_run else ''}"
 
     return server

@@ -106,8 +106,13 @@ def main() -> None:
     parser.add_argument("--stateless", action="store_true")
     parser.add_argument("--json", action="store_true", help="JSON replies instead of SSE")
     parser.add_argument("--legacy", action="store_true", help="no server/discover: initialize-era clients only")
-    parser.add_argument("--slow-discover", type=float, default=0.0, metavar="SECONDS",
-                        help="answer the first server/discover this late (a slow start, as on a loaded machine)")
+    parser.add_argument(
+        "--slow-discover",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="answer the first server/discover this late (a slow start, as on a loaded machine)",
+    )
     parser.add_argument("--call-log", metavar="FILE", help="append every tools/call received to FILE")
     parser.add_argument("--rendezvous", action="store_true", help="add the `meet` tool (a proof of concurrency)")
     args = parser.parse_args()
@@ -116,8 +121,10 @@ def main() -> None:
         from pathlib import Path
         from uuid import uuid4
 
-        @server.tool(description="Wait until `count` calls, from any process, are inside this tool at once "
-                                 "(each leaves a mark in the directory `place`).")
+        @server.tool(
+            description="Wait until `count` calls, from any process, are inside this tool at once "
+            "(each leaves a mark in the directory `place`)."
+        )
         async def meet(place: str, count: int, timeout: float = 60.0) -> str:
             (Path(place) / f"{os.getpid()}-{uuid4().hex}").touch()
             for _ in range(int(timeout / 0.02)):  # bounded: "alone" once the timeout has passed
@@ -125,6 +132,7 @@ def main() -> None:
                     return "met"
                 await asyncio.sleep(0.02)
             return "alone"
+
     handlers = server._lowlevel_server._request_handlers  # the SDK exposes no switch for these
     if args.call_log:
         import json

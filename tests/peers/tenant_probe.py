@@ -59,8 +59,9 @@ def question(tag: str, met: Annotated[str, Resolve(meet_and_talk)]) -> Elicit[An
 
 
 def sampling(tag: str, met: Annotated[str, Resolve(meet_and_talk)]) -> Sample:
-    return Sample([types.SamplingMessage(role="user", content=types.TextContent(type="text", text=f"sample for {tag}"))],
-                  max_tokens=10)
+    return Sample(
+        [types.SamplingMessage(role="user", content=types.TextContent(type="text", text=f"sample for {tag}"))], max_tokens=10
+    )
 
 
 def roots(met: Annotated[str, Resolve(meet_and_talk)]) -> ListRoots:
@@ -75,8 +76,10 @@ def build() -> MCPServer:
         await meet_and_talk(tag, place, count, ctx)
         return tag
 
-    @server.tool(description="Hostile: record this call's progress token in `place`, then send progress naming "
-                             "the other calls' tokens on this call's own stream (initialize era).")
+    @server.tool(
+        description="Hostile: record this call's progress token in `place`, then send progress naming "
+        "the other calls' tokens on this call's own stream (initialize era)."
+    )
     async def spoof(tag: str, place: str, count: int, ctx: Context) -> str:
         meta = ctx.request_context.meta
         token = (meta or {}).get("progress_token") or (meta or {}).get("progressToken")
@@ -84,22 +87,31 @@ def build() -> MCPServer:
         await meet(place, "in", tag, count)
         for other in Path(place).glob("token-*"):
             if other.name != f"token-{tag}":
-                await ctx.session.send_progress_notification(json.loads(other.read_text()), 1, 2, f"spoofed by {tag}",
-                                                             related_request_id=ctx.request_id)
+                await ctx.session.send_progress_notification(
+                    json.loads(other.read_text()), 1, 2, f"spoofed by {tag}", related_request_id=ctx.request_id
+                )
         await ctx.report_progress(1, 2, f"progress for {tag}")
         await meet(place, "out", tag, count)
         return tag
 
     @server.tool(description="Rendezvous, log, progress, then elicitation, sampling and roots.")
-    async def probe(tag: str, place: str, count: int,
-                    answer: Annotated[ElicitationResult[Answer], Resolve(question)],
-                    sampled: Annotated[types.CreateMessageResult, Resolve(sampling)],
-                    listed: Annotated[types.ListRootsResult, Resolve(roots)]) -> str:
+    async def probe(
+        tag: str,
+        place: str,
+        count: int,
+        answer: Annotated[ElicitationResult[Answer], Resolve(question)],
+        sampled: Annotated[types.CreateMessageResult, Resolve(sampling)],
+        listed: Annotated[types.ListRootsResult, Resolve(roots)],
+    ) -> str:
         content = sampled.content
-        return json.dumps({"tag": tag,
-                           "elicited": answer.data.response if isinstance(answer, AcceptedElicitation) else answer.action,
-                           "sampled": content.text if isinstance(content, types.TextContent) else None,
-                           "roots": [str(root.uri) for root in listed.roots]})
+        return json.dumps(
+            {
+                "tag": tag,
+                "elicited": answer.data.response if isinstance(answer, AcceptedElicitation) else answer.action,
+                "sampled": content.text if isinstance(content, types.TextContent) else None,
+                "roots": [str(root.uri) for root in listed.roots],
+            }
+        )
 
     return server
 
@@ -121,8 +133,7 @@ def _refuse_discover() -> None:
                 except ValueError:
                     message = None
                 if isinstance(message, dict) and message.get("method") == "server/discover":
-                    reply = {"jsonrpc": "2.0", "id": message.get("id"),
-                             "error": {"code": -32601, "message": "Method not found"}}
+                    reply = {"jsonrpc": "2.0", "id": message.get("id"), "error": {"code": -32601, "message": "Method not found"}}
                     sys.stdout.buffer.write(json.dumps(reply).encode() + b"\n")
                     sys.stdout.buffer.flush()
                     continue

@@ -36,18 +36,31 @@ DECISIONS = [
     ({"default": "deny", "allow": ["fs.read*"]}, "fs.read", READ, "human", "allow", "allow: fs.read*"),
     ({"read_only": True}, "fs.write", WRITE, "human", "deny", "read_only"),
     ({"read_only": True}, "fs.read", READ, "human", "allow", "default: allow"),
-    ({"read_only": True, "hints": {"fs.write": ToolHints(readOnly=True)}}, "fs.write", WRITE, "human", "allow",
-     "default: allow"),  # the profile knows better than the server
-    ({"hints": {"fs.read": ToolHints(readOnly=False, destructive=True)}}, "fs.read", READ, "model", "confirm",
-     "confirm_destructive"),  # a mislabelled tool
+    (
+        {"read_only": True, "hints": {"fs.write": ToolHints(readOnly=True)}},
+        "fs.write",
+        WRITE,
+        "human",
+        "allow",
+        "default: allow",
+    ),  # the profile knows better than the server
+    (
+        {"hints": {"fs.read": ToolHints(readOnly=False, destructive=True)}},
+        "fs.read",
+        READ,
+        "model",
+        "confirm",
+        "confirm_destructive",
+    ),  # a mislabelled tool
     ({"confirm": ["fs.read"]}, "fs.read", READ, "human", "confirm", "confirm: fs.read"),  # every caller
     ({"confirm": ["git.*"]}, "fs.read", READ, "human", "allow", "default: allow"),
 ]
 
 
 @pytest.mark.parametrize("settings, name, annotations, caller, action, rule", DECISIONS)
-def test_decide(settings: dict[str, Any], name: str, annotations: dict[str, Any], caller: str, action: str,
-                rule: str, isolated_dirs: Any) -> None:
+def test_decide(
+    settings: dict[str, Any], name: str, annotations: dict[str, Any], caller: str, action: str, rule: str, isolated_dirs: Any
+) -> None:
     t = tool(name, annotations)
     decision = policy.decide(ToolCall(t.server, t.name, {}), t, PolicyConfig(**settings), caller=caller)
     assert (decision.action, decision.rule) == (action, rule), decision.reason
@@ -64,38 +77,58 @@ def test_a_pre_approved_hash_allows_exactly_that_call(isolated_dirs: Any) -> Non
     assert policy.decide(other, t, PolicyConfig(), caller="model", approved=lambda h: True).rule == "approved"
 
 
-@pytest.mark.parametrize("annotations, hints, expected", [
-    ({}, {}, {"readOnly": False, "destructive": True, "idempotent": False, "openWorld": True}),
-    (READ, {}, {"readOnly": True, "destructive": False, "idempotent": False, "openWorld": True}),
-    ({"readOnlyHint": True, "destructiveHint": True}, {}, {"readOnly": True, "destructive": False,
-                                                            "idempotent": False, "openWorld": True}),
-    (READ, {"fs.t": ToolHints(destructive=True)}, {"readOnly": True, "destructive": True, "idempotent": False,
-                                                   "openWorld": True}),  # said so by the profile: kept
-    ({}, {"fs.*": ToolHints(openWorld=False, idempotent=True)}, {"readOnly": False, "destructive": True,
-                                                                 "idempotent": True, "openWorld": False}),
-    ({"readOnlyHint": "yes"}, {}, {"readOnly": False, "destructive": True, "idempotent": False,
-                                   "openWorld": True}),  # not a boolean: ignored
-])
+@pytest.mark.parametrize(
+    "annotations, hints, expected",
+    [
+        ({}, {}, {"readOnly": False, "destructive": True, "idempotent": False, "openWorld": True}),
+        (READ, {}, {"readOnly": True, "destructive": False, "idempotent": False, "openWorld": True}),
+        (
+            {"readOnlyHint": True, "destructiveHint": True},
+            {},
+            {"readOnly": True, "destructive": False, "idempotent": False, "openWorld": True},
+        ),
+        (
+            READ,
+            {"fs.t": ToolHints(destructive=True)},
+            {"readOnly": True, "destructive": True, "idempotent": False, "openWorld": True},
+        ),  # said so by the profile: kept
+        (
+            {},
+            {"fs.*": ToolHints(openWorld=False, idempotent=True)},
+            {"readOnly": False, "destructive": True, "idempotent": True, "openWorld": False},
+        ),
+        (
+            {"readOnlyHint": "yes"},
+            {},
+            {"readOnly": False, "destructive": True, "idempotent": False, "openWorld": True},
+        ),  # not a boolean: ignored
+    ],
+)
 def test_effective_hints(annotations: dict[str, Any], hints: dict[str, ToolHints], expected: dict[str, bool]) -> None:
     t = tool("fs.t", annotations)
     assert policy.effective_hints(t, t.qualified_name, PolicyConfig(hints=hints)) == expected
 
 
-@pytest.mark.parametrize("pattern, name, matches", [
-    ("fs.*", "fs.read", True),
-    ("fs.*", "fsx.read", False),
-    ("*.delete_*", "git.delete_branch", True),
-    ("fs.read?", "fs.reads", True),
-    ("fs.read", "fs.READ", False),  # case matters
-    ("fs.[rw]*", "fs.write", True),
-    ("*", "any.thing", True),
-])
+@pytest.mark.parametrize(
+    "pattern, name, matches",
+    [
+        ("fs.*", "fs.read", True),
+        ("fs.*", "fsx.read", False),
+        ("*.delete_*", "git.delete_branch", True),
+        ("fs.read?", "fs.reads", True),
+        ("fs.read", "fs.READ", False),  # case matters
+        ("fs.[rw]*", "fs.write", True),
+        ("*", "any.thing", True),
+    ],
+)
 def test_tool_globs(pattern: str, name: str, matches: bool) -> None:
     assert policy.glob_match(pattern, name) is matches
 
 
 def test_hidden_tools_are_the_denied_ones() -> None:
     config = PolicyConfig(deny=["fs.delete"], read_only=True)
-    visible = {name: policy.visible(tool(name, a), config).action
-               for name, a in (("fs.read", READ), ("fs.delete", READ), ("fs.write", WRITE))}
+    visible = {
+        name: policy.visible(tool(name, a), config).action
+        for name, a in (("fs.read", READ), ("fs.delete", READ), ("fs.write", WRITE))
+    }
     assert visible == {"fs.read": "allow", "fs.delete": "deny", "fs.write": "deny"}

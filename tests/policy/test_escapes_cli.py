@@ -34,10 +34,12 @@ def tree(isolated_dirs: Path) -> Path:
 def write_profile(isolated_dirs: Path, tree: Path, *, cwd: str | None = "allowed", extra: str = "") -> Path:
     journal = isolated_dirs / "journal.txt"
     journal.write_text("")
-    profile_file(isolated_dirs / "config", f"""
+    profile_file(
+        isolated_dirs / "config",
+        f"""
 [servers.naive]
 command = "{sys.executable}"
-args = ["{PEERS / 'naive_files.py'}"]
+args = ["{PEERS / "naive_files.py"}"]
 {f'cwd = "{tree / cwd}"' if cwd else ""}
 env = {{ NAIVE_JOURNAL = "{journal}" }}
 
@@ -48,17 +50,18 @@ confirm_destructive = false
 path = ["{tree}/allowed/**"]
 paths = ["{tree}/allowed/**"]
 {extra}
-""")
+""",
+    )
     return journal
 
 
 # (tool, arguments ({root}: the tree), the server's cwd under the tree, or None: it has none)
 ESCAPES = [
-    ("read", {"path": "{root}/allowed/etc-link/../etc/passwd"}, "allowed"),   # `..` after a symlink
-    ("read", {"path": "{root}/allowed/c1/passwd"}, "allowed"),                # a chain of links
-    ("read", {"path": "etc/passwd"}, "outside"),                              # relative at the server's cwd
+    ("read", {"path": "{root}/allowed/etc-link/../etc/passwd"}, "allowed"),  # `..` after a symlink
+    ("read", {"path": "{root}/allowed/c1/passwd"}, "allowed"),  # a chain of links
+    ("read", {"path": "etc/passwd"}, "outside"),  # relative at the server's cwd
     ("read", {"path": "../outside/etc/passwd"}, "allowed"),
-    ("read", {"path": "etc/passwd"}, None),                                   # no cwd: llmc's, here outside
+    ("read", {"path": "etc/passwd"}, None),  # no cwd: llmc's, here outside
     ("read_many", {"paths": ["{root}/allowed/notes.txt", "{root}/allowed/etc-link/passwd"]}, "allowed"),
     ("read_many", {"paths": ["{root}/allowed/notes.txt", 3]}, "allowed"),
     ("write", {"path": "{root}/allowed/c1/passwd", "content": "pwned"}, "allowed"),
@@ -82,12 +85,19 @@ def test_an_escape_exits_4_and_the_server_touches_nothing(isolated_dirs, tree, m
     assert not (tree / "outside" / "new-file").exists()
 
 
-@pytest.mark.parametrize("tool,arguments,cwd,touched", [
-    ("read", {"path": "notes.txt"}, "allowed", "read notes.txt"),              # relative at the server's cwd
-    ("read", {"path": "notes.txt"}, None, "read notes.txt"),                   # ... inherited from llmc
-    ("read_many", {"paths": ["{root}/allowed/notes.txt", "a/../notes.txt"]}, "allowed",
-     "read {root}/allowed/notes.txt\nread a/../notes.txt"),
-])
+@pytest.mark.parametrize(
+    "tool,arguments,cwd,touched",
+    [
+        ("read", {"path": "notes.txt"}, "allowed", "read notes.txt"),  # relative at the server's cwd
+        ("read", {"path": "notes.txt"}, None, "read notes.txt"),  # ... inherited from llmc
+        (
+            "read_many",
+            {"paths": ["{root}/allowed/notes.txt", "a/../notes.txt"]},
+            "allowed",
+            "read {root}/allowed/notes.txt\nread a/../notes.txt",
+        ),
+    ],
+)
 def test_paths_inside_run(isolated_dirs, tree, monkeypatch, tool, arguments, cwd, touched):
     journal = write_profile(isolated_dirs, tree, cwd=cwd)
     monkeypatch.chdir(tree / "allowed")
@@ -98,16 +108,21 @@ def test_paths_inside_run(isolated_dirs, tree, monkeypatch, tool, arguments, cwd
 
 
 @pytest.mark.parametrize("command", ["ask", "batch"])
-@pytest.mark.parametrize("hint,together", [
-    ("", True),                   # annotated read-only, and the profile agrees: together
-    ("readOnly = false", False),  # annotated read-only, the profile says not: one after the other
-])
+@pytest.mark.parametrize(
+    "hint,together",
+    [
+        ("", True),  # annotated read-only, and the profile agrees: together
+        ("readOnly = false", False),  # annotated read-only, the profile says not: one after the other
+    ],
+)
 def test_parallelism_follows_the_profiles_hints(isolated_dirs, tree, command, hint, together):
     """`ask` (two calls in one model turn) and `call --batch --parallel 2` decide what runs at
     once by the same policy.is_read_only. Both calls wait (bounded) until two have started:
     concurrent calls overlap in the journal, sequential ones cannot. No timing is measured."""
-    script = [turn("openai", calls=[("c1", "stamp", {"label": "a"}), ("c2", "stamp", {"label": "b"})]),
-              turn("openai", text="done")]
+    script = [
+        turn("openai", calls=[("c1", "stamp", {"label": "a"}), ("c2", "stamp", {"label": "b"})]),
+        turn("openai", text="done"),
+    ]
     with FakeLLM("openai", script) as fake:
         journal = write_profile(isolated_dirs, tree, extra=f'[policy.hints."naive.stamp"]\n{hint}')
         path = isolated_dirs / "config" / "profiles" / "default.toml"
@@ -115,8 +130,9 @@ def test_parallelism_follows_the_profiles_hints(isolated_dirs, tree, command, hi
         if command == "ask":
             proc = llmc("ask", "stamp twice", env={"OPENAI_API_KEY": "k"})
         else:
-            calls = "".join(json.dumps({"id": label, "tool": "naive.stamp", "arguments": {"label": label}}) + "\n"
-                            for label in "ab")
+            calls = "".join(
+                json.dumps({"id": label, "tool": "naive.stamp", "arguments": {"label": label}}) + "\n" for label in "ab"
+            )
             proc = llmc("call", "--batch", "-", "--parallel", "2", stdin=calls)
     assert proc.returncode == 0, proc.stderr
     lines = journal.read_text().splitlines()

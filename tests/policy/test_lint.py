@@ -19,23 +19,26 @@ RULE = PolicyConfig(args={"fs.*": {"path": ["/srv/**"]}})
 STR = {"type": "string"}
 
 
-@pytest.mark.parametrize("name,schema,flagged", [
-    ("paths", {"type": "array", "items": STR}, True),                       # server-filesystem's read_multiple_files
-    ("source", STR, True),                                                  # move_file
-    ("destination", STR, True),
-    ("sourcePath", STR, True),                                              # a word of a camelCase name
-    ("output_file", STR, True),                                             # ... or of a snake_case one
-    ("cwd", STR, True),
-    ("where", {"type": "string", "format": "uri"}, True),                   # by schema format
-    ("where", {"type": "string", "description": "Directory to list"}, True),  # by description
-    ("requests", {"type": "array", "items": {"type": "object", "properties": {"path": STR}}}, True),  # nested
-    ("where", {"anyOf": [{"type": "string", "format": "uri-reference"}, {"type": "null"}]}, True),
-    ("path", STR, False),                                                   # covered by the rule
-    ("content", {"type": "string", "description": "Text to write to the file"}, False),
-    ("head", {"type": "number", "description": "the first N lines of the file path"}, False),  # not text
-    ("excludePatterns", {"type": "array", "items": STR}, False),
-    ("dryRun", {"type": "boolean"}, False),
-])
+@pytest.mark.parametrize(
+    "name,schema,flagged",
+    [
+        ("paths", {"type": "array", "items": STR}, True),  # server-filesystem's read_multiple_files
+        ("source", STR, True),  # move_file
+        ("destination", STR, True),
+        ("sourcePath", STR, True),  # a word of a camelCase name
+        ("output_file", STR, True),  # ... or of a snake_case one
+        ("cwd", STR, True),
+        ("where", {"type": "string", "format": "uri"}, True),  # by schema format
+        ("where", {"type": "string", "description": "Directory to list"}, True),  # by description
+        ("requests", {"type": "array", "items": {"type": "object", "properties": {"path": STR}}}, True),  # nested
+        ("where", {"anyOf": [{"type": "string", "format": "uri-reference"}, {"type": "null"}]}, True),
+        ("path", STR, False),  # covered by the rule
+        ("content", {"type": "string", "description": "Text to write to the file"}, False),
+        ("head", {"type": "number", "description": "the first N lines of the file path"}, False),  # not text
+        ("excludePatterns", {"type": "array", "items": STR}, False),
+        ("dryRun", {"type": "boolean"}, False),
+    ],
+)
 def test_path_like_arguments(name, schema, flagged):
     tool = Tool("fs", "t", {"type": "object", "properties": {"path": STR, name: schema}})
     found = policy.uncovered_path_arguments(tool, RULE)
@@ -62,15 +65,18 @@ def test_shipped_profiles_cover_every_path_argument_of_server_filesystem(isolate
 
 
 def test_tools_lint_reports_the_hole_and_strict_fails(isolated_dirs):
-    path = profile_file(isolated_dirs / "config", f"""
+    path = profile_file(
+        isolated_dirs / "config",
+        f"""
 [servers.naive]
 command = "{sys.executable}"
-args = ["{PEERS / 'naive_files.py'}"]
-env = {{ NAIVE_JOURNAL = "{isolated_dirs / 'journal'}" }}
+args = ["{PEERS / "naive_files.py"}"]
+env = {{ NAIVE_JOURNAL = "{isolated_dirs / "journal"}" }}
 
 [policy.args."naive.read*"]
 path = ["/srv/**"]
-""")
+""",
+    )
     proc = llmc("tools", "lint", "--provider", "openai")
     assert proc.returncode == 0, proc.stderr
     holes = [f for f in json.loads(proc.stdout)["findings"] if f["target"] == "policy"]

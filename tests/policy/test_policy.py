@@ -26,17 +26,21 @@ def data(tmp_path: Path) -> Path:
 
 
 def profile(isolated_dirs: Path, data: Path, policy: str, name: str = "default") -> str:
-    profile_file(isolated_dirs / "config", f"""
+    profile_file(
+        isolated_dirs / "config",
+        f"""
 [servers.fs]
-command = "{node_tool('mcp-server-filesystem')}"
+command = "{node_tool("mcp-server-filesystem")}"
 args = ["{data}"]
 
 [servers.sdk]
 command = "{sys.executable}"
-args = ["{sdk_server('sdk_server.py')[1]}"]
+args = ["{sdk_server("sdk_server.py")[1]}"]
 
 {policy}
-""", name)
+""",
+        name,
+    )
     return name
 
 
@@ -63,8 +67,12 @@ def test_default_deny_allows_only_what_is_listed(isolated_dirs, data):
 
 def test_read_only_with_hint_overrides(isolated_dirs, data):
     # sdk.echo has no annotations: not read-only per the spec, until the profile says otherwise.
-    profile(isolated_dirs, data, '[policy]\nread_only = true\n[policy.hints."sdk.echo"]\nreadOnly = true\n'
-                                 '[policy.hints."fs.list_allowed_directories"]\nreadOnly = false')
+    profile(
+        isolated_dirs,
+        data,
+        '[policy]\nread_only = true\n[policy.hints."sdk.echo"]\nreadOnly = true\n'
+        '[policy.hints."fs.list_allowed_directories"]\nreadOnly = false',
+    )
     listed = tool_names(llmc("tools", "list"))
     assert "sdk.echo" in listed and "sdk.add" not in listed
     assert "fs.read_text_file" in listed and "fs.write_file" not in listed
@@ -74,15 +82,20 @@ def test_read_only_with_hint_overrides(isolated_dirs, data):
     assert proc.returncode == 4 and "read-only" in proc.stderr
 
 
-@pytest.mark.parametrize("spelling", [
-    "{data}/reports/../secret/keys.txt",       # ..
-    "{data}/reports//../secret/keys.txt",      # double slash and ..
-    "{data}/reports/link/keys.txt",            # a symlink inside the allowed folder
-    "{data}/secret/keys.txt",                  # plainly outside
-])
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "{data}/reports/../secret/keys.txt",  # ..
+        "{data}/reports//../secret/keys.txt",  # double slash and ..
+        "{data}/reports/link/keys.txt",  # a symlink inside the allowed folder
+        "{data}/secret/keys.txt",  # plainly outside
+    ],
+)
 def test_argument_rules_cannot_be_escaped(isolated_dirs, data, spelling):
     (data / "reports" / "link").symlink_to(data / "secret")
-    profile(isolated_dirs, data, f'[policy]\nconfirm_destructive = false\n[policy.args."fs.write_file"]\npath = ["{data}/reports/**"]')
+    profile(
+        isolated_dirs, data, f'[policy]\nconfirm_destructive = false\n[policy.args."fs.write_file"]\npath = ["{data}/reports/**"]'
+    )
     target = spelling.format(data=data)
     proc = llmc("call", "fs.write_file", f"path={target}", "content=pwned")
     assert proc.returncode == 4 and "args.fs.write_file.path" in proc.stderr
@@ -132,8 +145,9 @@ def test_rate_limit_holds_across_parallel_processes(isolated_dirs, data):
 
 
 def test_per_tool_rate_limit(isolated_dirs, data):
-    profile(isolated_dirs, data, '[policy]\n[policy.tool_calls_per_minute]\n"sdk.echo" = 1\n'
-                                 '[policy.hints."sdk.*"]\nreadOnly = true')
+    profile(
+        isolated_dirs, data, '[policy]\n[policy.tool_calls_per_minute]\n"sdk.echo" = 1\n[policy.hints."sdk.*"]\nreadOnly = true'
+    )
     assert llmc("call", "sdk.echo", "message=a").returncode == 0
     assert llmc("call", "sdk.echo", "message=b").returncode == 4
     assert llmc("call", "sdk.add", "a=1", "b=1").returncode == 0

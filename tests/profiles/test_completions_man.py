@@ -49,8 +49,9 @@ def test_a_change_in_meaning_is_stale_and_one_in_click_formatting_is_not(tmp_pat
 def test_every_llmc_variable_the_code_reads_is_in_environment():
     import re
 
-    read = {m for path in (ROOT / "llmc_cli").rglob("*.py")
-            for m in re.findall(r"\bLLMC_[A-Z_]+\b", path.read_text(encoding="utf-8"))}
+    read = {
+        m for path in (ROOT / "llmc_cli").rglob("*.py") for m in re.findall(r"\bLLMC_[A-Z_]+\b", path.read_text(encoding="utf-8"))
+    }
     listed = {name for names, _ in generator().ENVIRONMENT for name in names.split(", ")}
     assert read and read <= listed, read - listed
     page = generator().man_pages()["man/llmc.1"]
@@ -108,8 +109,15 @@ def test_completion_prints_the_script_the_files_hold():
 def test_generator_covers_every_command_and_check_mode_notices_changes(tmp_path: Path):
     gen = generator()
     pages = gen.man_pages()
-    for name in ("llmc", "llmc-servers", "llmc-servers-add", "llmc-servers-import", "llmc-profiles-init",
-                 "llmc-tools-list", "llmc-call"):
+    for name in (
+        "llmc",
+        "llmc-servers",
+        "llmc-servers-add",
+        "llmc-servers-import",
+        "llmc-profiles-init",
+        "llmc-tools-list",
+        "llmc-call",
+    ):
         assert f"man/{name}.1" in pages
     add = pages["man/llmc-servers-add.1"]
     assert add.startswith('.TH "LLMC-SERVERS-ADD" "1"') and "\\fB\\-\\-replace\\fR" in add
@@ -119,17 +127,31 @@ def test_generator_covers_every_command_and_check_mode_notices_changes(tmp_path:
     (tmp_path / "man" / "llmc-call.1").write_text("old\n")
     (tmp_path / "man" / "llmc-gone.1").write_text("a command that no longer exists\n")
     assert gen.stale(tmp_path) == ["man/llmc-call.1", "man/llmc-gone.1"]
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_completions_and_man.py"), "--check"],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "gen_completions_and_man.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
 
 
 def complete(words: str, env: dict[str, str] | None = None) -> list[str]:
     """What bash would offer: the installed llmc asked the way completions/llmc.bash asks it."""
     parts = words.split(" ")
-    proc = subprocess.run([llmc_executable()], capture_output=True, text=True, timeout=30,
-                          env={**os.environ, **(env or {}), "COMP_WORDS": words, "COMP_CWORD": str(len(parts) - 1),
-                               "_LLMC_COMPLETE": "bash_complete"})
+    proc = subprocess.run(
+        [llmc_executable()],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={
+            **os.environ,
+            **(env or {}),
+            "COMP_WORDS": words,
+            "COMP_CWORD": str(len(parts) - 1),
+            "_LLMC_COMPLETE": "bash_complete",
+        },
+    )
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     return [line.split(",", 1)[1] for line in proc.stdout.splitlines() if line]
 
@@ -137,9 +159,10 @@ def complete(words: str, env: dict[str, str] | None = None) -> list[str]:
 @pytest.fixture
 def two_profiles(isolated_dirs: Path) -> Path:
     config = isolated_dirs / "config"
-    profile_file(config, f"[servers.sdk]\ncommand = {toml_str(PY)}\nargs = [{toml_str(SDK)}]\n"
-                          "[servers.spare]\nurl = \"https://h/mcp\"\n")
-    profile_file(config, "[servers.ops]\nurl = \"https://h/mcp\"\n", "devops")
+    profile_file(
+        config, f'[servers.sdk]\ncommand = {toml_str(PY)}\nargs = [{toml_str(SDK)}]\n[servers.spare]\nurl = "https://h/mcp"\n'
+    )
+    profile_file(config, '[servers.ops]\nurl = "https://h/mcp"\n', "devops")
     return config
 
 

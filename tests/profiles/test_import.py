@@ -31,8 +31,11 @@ def test_claude_desktop_stdio_servers_and_a_literal_token_left_behind(default_pr
     out = run.json()
     assert out["source"] == "mcpServers" and out["added"] == ["filesystem", "github"] and out["skipped"] == []
     servers = imported(default_profile)
-    assert servers["filesystem"] == {"command": "npx", "args": [
-        "-y", "@modelcontextprotocol/server-filesystem", "/Users/username/Desktop", "/Users/username/Downloads"], **BOXED}
+    assert servers["filesystem"] == {
+        "command": "npx",
+        "args": ["-y", "@modelcontextprotocol/server-filesystem", "/Users/username/Desktop", "/Users/username/Downloads"],
+        **BOXED,
+    }
     assert servers["github"]["env"] == {"GITHUB_PERSONAL_ACCESS_TOKEN": "${GITHUB_PERSONAL_ACCESS_TOKEN}"}
     assert "ghp_" not in default_profile.read_text() + run.stdout + run.stderr
     assert "set ${GITHUB_PERSONAL_ACCESS_TOKEN} for server github" in run.stderr
@@ -42,8 +45,11 @@ def test_claude_desktop_stdio_servers_and_a_literal_token_left_behind(default_pr
 def test_claude_code_types_headers_and_existing_placeholders(default_profile: Path):
     assert llmc("servers", "import", str(SAMPLES / "claude_code.mcp.json")).returncode == 0
     servers = imported(default_profile)
-    assert servers["api-server"] == {"url": "${API_BASE_URL:-https://api.example.com}/mcp", "transport": "http",
-                                     "headers": {"Authorization": "Bearer ${API_KEY}"}}
+    assert servers["api-server"] == {
+        "url": "${API_BASE_URL:-https://api.example.com}/mcp",
+        "transport": "http",
+        "headers": {"Authorization": "Bearer ${API_KEY}"},
+    }
     assert servers["sentry"] == {"url": "https://mcp.sentry.dev/sse", "transport": "sse"}
     assert servers["shared-server"] == {"command": "/path/to/server", "env": {"CACHE_DIR": "/tmp/cache"}, **BOXED}
 
@@ -74,12 +80,17 @@ def test_vscode_inputs_become_environment_placeholders(default_profile: Path):
     out = run.json()
     assert out["source"] == "vscode"
     assert {(p["server"], p["variable"]) for p in out["placeholders"]} == {
-        ("Perplexity", "PERPLEXITY_KEY"), ("my-remote", "API_TOKEN")}
+        ("Perplexity", "PERPLEXITY_KEY"),
+        ("my-remote", "API_TOKEN"),
+    }
     assert "set ${PERPLEXITY_KEY} for server Perplexity: VS Code input 'perplexity-key' (Perplexity API Key)" in run.stderr
     servers = imported(default_profile)
     assert servers["Perplexity"]["env"] == {"PERPLEXITY_API_KEY": "${PERPLEXITY_KEY}"}
-    assert servers["my-remote"] == {"url": "http://localhost:3000/sse", "transport": "sse",
-                                    "headers": {"X-Token": "${API_TOKEN}"}}
+    assert servers["my-remote"] == {
+        "url": "http://localhost:3000/sse",
+        "transport": "sse",
+        "headers": {"X-Token": "${API_TOKEN}"},
+    }
     assert servers["github"] == {"url": "https://api.githubcopilot.com/mcp/", "transport": "http"}
     assert servers["fetch"] == {"command": "uvx", "args": ["mcp-server-fetch"], **BOXED}
 
@@ -111,13 +122,16 @@ def test_clashes_are_reported_not_overwritten_unless_replace(isolated_dirs: Path
     assert before != default_profile.read_text()
 
 
-@pytest.mark.parametrize("content, message", [
-    ("{not json", "invalid JSON"),
-    ('{"something": {}}', "no 'mcpServers' or 'servers' object"),
-    ('{"mcpServers": {"x": {"args": []}}}', "server 'x' has neither 'command' nor 'url'"),
-    ('{"mcpServers": {"x": "npx"}}', "server 'x': expected an object"),
-    ('{"mcpServers": {"a.b": {"command": "x"}, "a/b": {"command": "y"}}}', "two servers become 'a-b'"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("{not json", "invalid JSON"),
+        ('{"something": {}}', "no 'mcpServers' or 'servers' object"),
+        ('{"mcpServers": {"x": {"args": []}}}', "server 'x' has neither 'command' nor 'url'"),
+        ('{"mcpServers": {"x": "npx"}}', "server 'x': expected an object"),
+        ('{"mcpServers": {"a.b": {"command": "x"}, "a/b": {"command": "y"}}}', "two servers become 'a-b'"),
+    ],
+)
 def test_bad_import_files_are_one_line_exit_3(tmp_path: Path, default_profile: Path, content: str, message: str):
     source = tmp_path / "in.json"
     source.write_text(content)
@@ -131,10 +145,16 @@ def test_imported_servers_work_together(tmp_path: Path):
     """A Claude Desktop file naming two real servers: import, then list and call their tools."""
     python, script = sdk_server("sdk_server.py")
     source = tmp_path / "claude_desktop_config.json"
-    source.write_text(json.dumps({"mcpServers": {
-        "sdk": {"command": python, "args": [script]},
-        "everything": {"command": node_tool("mcp-server-everything")},
-    }}))
+    source.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "sdk": {"command": python, "args": [script]},
+                    "everything": {"command": node_tool("mcp-server-everything")},
+                }
+            }
+        )
+    )
     assert llmc("servers", "import", str(source)).returncode == 0
     run = llmc("tools", "list", "-s", "sdk", "-s", "everything")
     assert run.returncode == 0, run.stderr

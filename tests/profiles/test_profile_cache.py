@@ -101,8 +101,16 @@ def test_a_changed_schema_misses(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     assert profile_cache.key_of(RICH) != before
 
 
-@pytest.mark.parametrize("garbage", [b"", b"{not json", b'{"key": "other", "profile": {}}', b'{"key": "KEY"}',
-                                     b'{"key": "KEY", "profile": {"servers": {"a": {}}}}'])
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        b"",
+        b"{not json",
+        b'{"key": "other", "profile": {}}',
+        b'{"key": "KEY"}',
+        b'{"key": "KEY", "profile": {"servers": {"a": {}}}}',
+    ],
+)
 def test_a_corrupt_cache_entry_is_ignored_and_replaced(isolated_dirs: Path, profile: Path, garbage: bytes):
     first = load(profile)
     [entry] = cache_dir(isolated_dirs).iterdir()

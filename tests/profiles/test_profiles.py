@@ -66,17 +66,22 @@ def test_profile_by_name_path_and_environment(config: Path, tmp_path: Path):
     assert missing.returncode == 3 and "profile not found" in one_line(missing.stderr)
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("[servers.a]\ncommand = \"x\"\nargs = [oops]\n", ["default.toml:3:", "invalid TOML"]),
-    ("description = \"x\"\n[servers.a]\ncomand = \"x\"\n", ["default.toml:3:", "servers.a.comand", "unknown key"]),
-    ("[servers.a]\ncommand = \"x\"\ntimeout = \"fast\"\n", ["default.toml:3:", "servers.a.timeout", "number"]),
-    ("[servers.a]\nenabled = true\n", ["default.toml:1:", "servers.a", "exactly one of"]),
-    ("[servers.a]\ncommand = \"x\"\nheaders = { A = \"b\" }\n", ["servers.a", "remote servers"]),
-    ("[policy]\nread_olny = true\n", ["default.toml:2:", "policy.read_olny", "unknown key"]),
-    ("[servers.a]\ncommand = \"x\"\n[servers.b]\ncommand = \"y\"\n[serve]\nbare_names = true\n",
-     ["default.toml", "bare_names needs exactly one server"]),
-    ("[llm]\nmodel = \"m\"\nsummarize_with = \"openai:m\"\n", ["default.toml:3:", "llm.summarize_with", "removed"]),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ('[servers.a]\ncommand = "x"\nargs = [oops]\n', ["default.toml:3:", "invalid TOML"]),
+        ('description = "x"\n[servers.a]\ncomand = "x"\n', ["default.toml:3:", "servers.a.comand", "unknown key"]),
+        ('[servers.a]\ncommand = "x"\ntimeout = "fast"\n', ["default.toml:3:", "servers.a.timeout", "number"]),
+        ("[servers.a]\nenabled = true\n", ["default.toml:1:", "servers.a", "exactly one of"]),
+        ('[servers.a]\ncommand = "x"\nheaders = { A = "b" }\n', ["servers.a", "remote servers"]),
+        ("[policy]\nread_olny = true\n", ["default.toml:2:", "policy.read_olny", "unknown key"]),
+        (
+            '[servers.a]\ncommand = "x"\n[servers.b]\ncommand = "y"\n[serve]\nbare_names = true\n',
+            ["default.toml", "bare_names needs exactly one server"],
+        ),
+        ('[llm]\nmodel = "m"\nsummarize_with = "openai:m"\n', ["default.toml:3:", "llm.summarize_with", "removed"]),
+    ],
+)
 def test_a_broken_profile_is_one_line_naming_file_line_and_key(config: Path, text: str, expected: list[str]):
     profile_file(config, text)
     for argv in (["servers", "list"], ["tools", "list"], ["servers", "add", "x", "--url", "http://127.0.0.1:9/"]):
@@ -97,11 +102,14 @@ def test_an_unknown_server_named_with_s_is_a_usage_error(config: Path):
 
 
 def test_variables_expand_when_used_and_a_missing_one_is_named(config: Path, monkeypatch: pytest.MonkeyPatch):
-    profile_file(config, f"""
+    profile_file(
+        config,
+        f"""
 [servers.sdk]
 command = "${{LLMC_TEST_PYTHON}}"
 args = ["${{LLMC_TEST_SCRIPT_DIR:-{Path(SDK_SCRIPT).parent}}}/sdk_server.py"]
-""")
+""",
+    )
     run = llmc("tools", "list")
     assert run.returncode == 3
     assert "environment variable LLMC_TEST_PYTHON is not set" in one_line(run.stderr)
@@ -138,12 +146,24 @@ model = "m"
 """
     path = profile_file(config, original)
     path.chmod(0o640)
-    run = llmc("servers", "add", "remote", "--url", "https://example.com/mcp",
-               "--header", "Authorization: Bearer ${ERP_TOKEN}", "--timeout", "5")
+    run = llmc(
+        "servers",
+        "add",
+        "remote",
+        "--url",
+        "https://example.com/mcp",
+        "--header",
+        "Authorization: Bearer ${ERP_TOKEN}",
+        "--timeout",
+        "5",
+    )
     assert run.returncode == 0, run.stderr
     before, after = tomllib.loads(original), tomllib.loads(path.read_text())
     assert after["servers"].pop("remote") == {
-        "url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${ERP_TOKEN}"}, "timeout": 5.0}
+        "url": "https://example.com/mcp",
+        "headers": {"Authorization": "Bearer ${ERP_TOKEN}"},
+        "timeout": 5.0,
+    }
     assert after == before
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
     assert llmc("servers", "remove", "remote").returncode == 0
@@ -152,7 +172,7 @@ model = "m"
 
 
 def test_update_profile_never_writes_an_invalid_result(config: Path):
-    path = profile_file(config, sdk_profile("[llm]\nmodel = \"m\"\n"))
+    path = profile_file(config, sdk_profile('[llm]\nmodel = "m"\n'))
 
     def bad(data: dict) -> None:
         data["servers"]["more"] = {"url": "https://example.com/mcp", "transport": "carrier-pigeon"}
@@ -199,29 +219,38 @@ def test_a_read_only_profiles_directory_keeps_the_old_file(config: Path):
 
 
 def test_servers_add_on_an_empty_config_writes_the_default_profile_first(config: Path):
-    run = llmc("servers", "add", "sdk", "--env", "DEBUG=1", "--cwd", "/tmp", "--description", "d", "--",
-               SDK_PY, SDK_SCRIPT)
+    run = llmc("servers", "add", "sdk", "--env", "DEBUG=1", "--cwd", "/tmp", "--description", "d", "--", SDK_PY, SDK_SCRIPT)
     assert run.returncode == 0, run.stderr
     assert "created profile" in run.stderr
     path = config / "profiles" / "default.toml"
     data = tomllib.loads(path.read_text())
     assert "policy" not in data  # the default policy: destructive tools of added servers need a yes
     assert data["servers"]["workspace"]["options"]["read_only"] is True
-    assert data["servers"]["sdk"] == {"command": SDK_PY, "args": [SDK_SCRIPT], "env": {"DEBUG": "1"},
-                                      "cwd": "/tmp", "description": "d", "sandbox": "auto", "network": True}
+    assert data["servers"]["sdk"] == {
+        "command": SDK_PY,
+        "args": [SDK_SCRIPT],
+        "env": {"DEBUG": "1"},
+        "cwd": "/tmp",
+        "description": "d",
+        "sandbox": "auto",
+        "network": True,
+    }
     assert stat.S_IMODE(path.stat().st_mode) == 0o600  # a new profile is private
     assert run.json() == {"added": "sdk", "profile": "default", "path": str(path), "server": data["servers"]["sdk"]}
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["servers", "add", "x"], "either `-- COMMAND"),
-    (["servers", "add", "x", "--url", "https://h/", "--", "cmd"], "either `-- COMMAND"),
-    (["servers", "add", "x", "--url", "ftp://h/"], "must start with http"),
-    (["servers", "add", "x", "--url", "https://h/", "--env", "A=1"], "stdio servers only"),
-    (["servers", "add", "x", "--header", "A: b", "--", "cmd"], "--url servers only"),
-    (["servers", "add", "x", "--url", "https://h/", "--header", "no-colon"], "expects K:V"),
-    (["servers", "add", "a.b", "--", "cmd"], "must be non-empty and contain no '.'"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["servers", "add", "x"], "either `-- COMMAND"),
+        (["servers", "add", "x", "--url", "https://h/", "--", "cmd"], "either `-- COMMAND"),
+        (["servers", "add", "x", "--url", "ftp://h/"], "must start with http"),
+        (["servers", "add", "x", "--url", "https://h/", "--env", "A=1"], "stdio servers only"),
+        (["servers", "add", "x", "--header", "A: b", "--", "cmd"], "--url servers only"),
+        (["servers", "add", "x", "--url", "https://h/", "--header", "no-colon"], "expects K:V"),
+        (["servers", "add", "a.b", "--", "cmd"], "must be non-empty and contain no '.'"),
+    ],
+)
 def test_servers_add_usage_errors(config: Path, argv: list[str], message: str):
     run = llmc(*argv)
     assert run.returncode == 2 and message in one_line(run.stderr), run.stderr
@@ -229,19 +258,17 @@ def test_servers_add_usage_errors(config: Path, argv: list[str], message: str):
 
 
 def test_a_literal_secret_typed_by_the_user_is_kept_but_never_shown(config: Path):
-    run = llmc("servers", "add", "erp", "--url", "https://erp.example.com/mcp", "--header",
-               "Authorization: Bearer s3cr3t-value")
+    run = llmc("servers", "add", "erp", "--url", "https://erp.example.com/mcp", "--header", "Authorization: Bearer s3cr3t-value")
     assert run.returncode == 0
     assert "literal secret" in run.stderr and "s3cr3t-value" not in run.stdout + run.stderr
     assert "s3cr3t-value" in (config / "profiles" / "default.toml").read_text()
-    for argv in (["servers", "list"], ["servers", "show", "erp"], ["profiles", "show"],
-                 ["servers", "list", "--format", "jsonl"]):
+    for argv in (["servers", "list"], ["servers", "show", "erp"], ["profiles", "show"], ["servers", "list", "--format", "jsonl"]):
         out = llmc(*argv).stdout
         assert "s3cr3t-value" not in out and "***" in out, argv
 
 
 def test_listing_formats_and_no_colour(config: Path):
-    profile_file(config, sdk_profile("[servers.remote]\nurl = \"https://h/mcp\"\nenabled = false\n"))
+    profile_file(config, sdk_profile('[servers.remote]\nurl = "https://h/mcp"\nenabled = false\n'))
     rows = [__import__("json").loads(line) for line in llmc("servers", "list", "--format", "jsonl").stdout.splitlines()]
     assert [(r["name"], r["kind"], r["enabled"]) for r in rows] == [("sdk", "stdio", True), ("remote", "remote", False)]
     table = llmc("servers", "list", "--format", "table", env={"NO_COLOR": "1"}).stdout

@@ -18,8 +18,10 @@ PY, SDK = sdk_server("sdk_server.py")
 
 @pytest.fixture
 def profile(isolated_dirs: Path) -> Path:
-    path = profile_file(isolated_dirs / "config", f"[servers.sdk]\ncommand = {json.dumps(PY)}\nargs = [{json.dumps(SDK)}]\n"
-                        "timeout = 30\n[policy]\ndeny = [\"sdk.log\"]\n")
+    path = profile_file(
+        isolated_dirs / "config",
+        f'[servers.sdk]\ncommand = {json.dumps(PY)}\nargs = [{json.dumps(SDK)}]\ntimeout = 30\n[policy]\ndeny = ["sdk.log"]\n',
+    )
     os.chmod(path, 0o640)
     return path
 
@@ -34,8 +36,13 @@ def test_disable_then_enable(profile: Path):
     assert servers_listed() == {"sdk"}
     proc = llmc("servers", "disable", "sdk")
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == {"server": "sdk", "enabled": False, "changed": True, "profile": profile.stem,
-                                       "path": str(profile)}
+    assert json.loads(proc.stdout) == {
+        "server": "sdk",
+        "enabled": False,
+        "changed": True,
+        "profile": profile.stem,
+        "path": str(profile),
+    }
     saved = tomllib.loads(profile.read_text())
     assert saved["servers"]["sdk"]["enabled"] is False and saved["servers"]["sdk"]["timeout"] == 30
     assert saved["policy"] == {"deny": ["sdk.log"]} and profile.stat().st_mode & 0o777 == 0o640

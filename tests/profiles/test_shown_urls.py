@@ -21,8 +21,9 @@ url = "https://svc:erp-pass-9@erp.example.com/mcp?api_key=erp-key-123&region=eu&
 SECRETS = ("pg-pass-4411", "ssl-pass-77", "erp-pass-9", "erp-key-123")
 
 
-@pytest.mark.parametrize("argv", [["profiles", "show"], ["servers", "show", "erp"], ["servers", "list"],
-                                  ["servers", "list", "--format", "table"]])
+@pytest.mark.parametrize(
+    "argv", [["profiles", "show"], ["servers", "show", "erp"], ["servers", "list"], ["servers", "list", "--format", "table"]]
+)
 def test_commands_that_print_a_profiles_urls_mask_their_secrets(isolated_dirs: Path, argv: list[str]) -> None:
     profile_file(isolated_dirs / "config", PROFILE)
     run = llmc(*argv, env={"COLUMNS": "400"})  # a table wide enough for the whole URL
@@ -43,12 +44,15 @@ def test_a_bad_url_is_refused_without_its_password(isolated_dirs: Path) -> None:
     assert run.returncode == 2 and "ftp-pass-55" not in run.stderr and "ftp://u:***@h/x" in run.stderr
 
 
-@pytest.mark.parametrize("url, shown", [
-    ("https://h/mcp", "https://h/mcp"),
-    ("https://user@h/mcp?q=1", "https://user@h/mcp?q=1"),  # no password: nothing to mask
-    ("https://u:p@[::1]:8443/x?access_token=a%20b&x=1#frag", "https://u:***@[::1]:8443/x?access_token=***&x=1#frag"),
-    ("https://u:${PW}@h/x", "https://u:${PW}@h/x"),  # a placeholder is no secret
-    ("host=db port=5432 password='a b' user=x", "host=db port=5432 password=*** user=x"),
-])
+@pytest.mark.parametrize(
+    "url, shown",
+    [
+        ("https://h/mcp", "https://h/mcp"),
+        ("https://user@h/mcp?q=1", "https://user@h/mcp?q=1"),  # no password: nothing to mask
+        ("https://u:p@[::1]:8443/x?access_token=a%20b&x=1#frag", "https://u:***@[::1]:8443/x?access_token=***&x=1#frag"),
+        ("https://u:${PW}@h/x", "https://u:${PW}@h/x"),  # a placeholder is no secret
+        ("host=db port=5432 password='a b' user=x", "host=db port=5432 password=*** user=x"),
+    ],
+)
 def test_mask_url(url: str, shown: str) -> None:
     assert mask_url(url) == shown

@@ -17,8 +17,7 @@ from tests.providers.wire_helpers import KEY, provider
 
 MESSAGES = {  # a word of each provider's own message that must reach the user
     "auth": {"openai": "Incorrect API key", "anthropic": "invalid x-api-key", "gemini": "API key not valid"},
-    "context_length": {"openai": "maximum context length", "anthropic": "prompt is too long",
-                       "gemini": "input token count"},
+    "context_length": {"openai": "maximum context length", "anthropic": "prompt is too long", "gemini": "input token count"},
 }
 
 
@@ -72,8 +71,7 @@ def test_retries_are_bounded(api):
 def test_retry_after_is_capped():
     """A server asking for an hour does not hold llmc for an hour."""
     started = time.monotonic()
-    result, _fake = ask_once("anthropic", [ERRORS["anthropic"]["rate_limit"]("3600"), turn("anthropic", "fine")],
-                            max_backoff=0.2)
+    result, _fake = ask_once("anthropic", [ERRORS["anthropic"]["rate_limit"]("3600"), turn("anthropic", "fine")], max_backoff=0.2)
     assert result.text == "fine" and time.monotonic() - started < 5
 
 

@@ -14,7 +14,7 @@ def test_prose_streams_and_tool_blocks_do_not(cut):
     shown: list[str] = []
     prose = _ProseOnly(shown.append)
     for i in range(0, len(REPLY), cut):
-        prose(REPLY[i:i + cut])
+        prose(REPLY[i : i + cut])
     assert "".join(shown) == "Let me look.\n"
 
 

@@ -28,25 +28,35 @@ def round_trip(api: str, first, results, second=None):
         p = provider(api, fake.base_url)
         history = [UserMessage("What is in the logs?")]
         turn = p.complete("Be brief.", history, tools(api), timeout=10)
-        history += [turn, ToolResults([ToolResultItem(c.id, c.name, results[n], c.echo_id)
-                                       for n, c in enumerate(turn.tool_calls)])]
+        history += [
+            turn,
+            ToolResults([ToolResultItem(c.id, c.name, results[n], c.echo_id) for n, c in enumerate(turn.tool_calls)]),
+        ]
         final = p.complete("Be brief.", history, tools(api), timeout=10)
         assert not fake.unexpected
         return turn, final, fake.requests
 
 
 def _final(api: str):
-    return {"openai": chat_reply, "text": chat_reply, "openai-responses": responses_reply,
-            "anthropic": anthropic_reply, "gemini": gemini_reply}[api]("All quiet.")
+    return {
+        "openai": chat_reply,
+        "text": chat_reply,
+        "openai-responses": responses_reply,
+        "anthropic": anthropic_reply,
+        "gemini": gemini_reply,
+    }[api]("All quiet.")
 
 
 def test_openai_chat_wire():
-    first = chat_reply(None, [("call_a", "fs_read", '{"path": "/var/log/a.log"}'),
-                             ("call_b", "fs_read", '{"path":"/var/log/b.log"}')])
+    first = chat_reply(
+        None, [("call_a", "fs_read", '{"path": "/var/log/a.log"}'), ("call_b", "fs_read", '{"path":"/var/log/b.log"}')]
+    )
     results = [text_result("line a"), ToolResult(content=[{"type": "text", "text": "no such file"}], is_error=True)]
     turn, final, reqs = round_trip("openai", first, results)
     assert [(c.id, c.name, c.arguments) for c in turn.tool_calls] == [
-        ("call_a", "fs_read", {"path": "/var/log/a.log"}), ("call_b", "fs_read", {"path": "/var/log/b.log"})]
+        ("call_a", "fs_read", {"path": "/var/log/a.log"}),
+        ("call_b", "fs_read", {"path": "/var/log/b.log"}),
+    ]
     assert turn.stop_reason == "tool_calls" and turn.usage.input_tokens == 11
     body = reqs[1].body
     assert body["model"] == "model-x" and body["tools"] == DEFINITIONS["openai"]
@@ -54,13 +64,18 @@ def test_openai_chat_wire():
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "What is in the logs?"},
         # the arguments go back byte for byte as the model wrote them
-        {"role": "assistant", "tool_calls": [
-            {"id": "call_a", "type": "function", "function": {"name": "fs_read", "arguments": '{"path": "/var/log/a.log"}'}},
-            {"id": "call_b", "type": "function", "function": {"name": "fs_read", "arguments": '{"path":"/var/log/b.log"}'}}]},
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {"id": "call_a", "type": "function", "function": {"name": "fs_read", "arguments": '{"path": "/var/log/a.log"}'}},
+                {"id": "call_b", "type": "function", "function": {"name": "fs_read", "arguments": '{"path":"/var/log/b.log"}'}},
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_a", "content": "line a"},
         {"role": "tool", "tool_call_id": "call_b", "content": "[tool error] no such file"},
     ]
     from openai.types.chat import ChatCompletionMessageParam
+
     for m in body["messages"]:
         TypeAdapter(ChatCompletionMessageParam).validate_python(m)
     assert reqs[1].headers["authorization"] == f"Bearer {KEY}"
@@ -98,10 +113,16 @@ def test_responses_wire():
     # the prior output items (the encrypted reasoning item included) are re-sent unchanged
     assert body["input"][0] == {"role": "user", "content": "What is in the logs?"}
     assert body["input"][1:3] == first_output
-    assert body["input"][3] == {"type": "function_call_output", "call_id": "call_a", "output": [
-        {"type": "input_text", "text": "a chart"},
-        {"type": "input_image", "image_url": f"data:image/png;base64,{PNG}"}]}
+    assert body["input"][3] == {
+        "type": "function_call_output",
+        "call_id": "call_a",
+        "output": [
+            {"type": "input_text", "text": "a chart"},
+            {"type": "input_image", "image_url": f"data:image/png;base64,{PNG}"},
+        ],
+    }
     from openai.types.responses import ResponseInputItemParam
+
     for item in body["input"]:
         TypeAdapter(ResponseInputItemParam).validate_python(item)
     assert final.text == "All quiet." and final.usage.output_tokens == 9
@@ -114,10 +135,15 @@ def test_responses_incomplete_is_length():
 
 
 def test_anthropic_wire():
-    first = anthropic_reply("Let me look.", [("toolu_1", "fs_read", {"path": "/a.log"}),
-                                             ("toolu_2", "fs_read", {"path": "/b.png"})], thinking="Two files.")
-    results = [text_result("permission denied", is_error=True),
-               ToolResult(content=[{"type": "image", "data": PNG, "mimeType": "image/png"}])]
+    first = anthropic_reply(
+        "Let me look.",
+        [("toolu_1", "fs_read", {"path": "/a.log"}), ("toolu_2", "fs_read", {"path": "/b.png"})],
+        thinking="Two files.",
+    )
+    results = [
+        text_result("permission denied", is_error=True),
+        ToolResult(content=[{"type": "image", "data": PNG, "mimeType": "image/png"}]),
+    ]
     turn, final, reqs = round_trip("anthropic", first, results)
     assert turn.text == "Let me look." and [c.id for c in turn.tool_calls] == ["toolu_1", "toolu_2"]
     body = reqs[1].body
@@ -125,12 +151,25 @@ def test_anthropic_wire():
     # the assistant content, signed thinking block included, goes back unchanged
     assert body["messages"][1] == {"role": "assistant", "content": first.body["content"]}
     # ONE user message holds every result, with is_error; images are allowed inside tool_result
-    assert body["messages"][2] == {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "permission denied"}],
-         "is_error": True},
-        {"type": "tool_result", "tool_use_id": "toolu_2", "content": [
-            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}], "is_error": False}]}
+    assert body["messages"][2] == {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_1",
+                "content": [{"type": "text", "text": "permission denied"}],
+                "is_error": True,
+            },
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_2",
+                "content": [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}],
+                "is_error": False,
+            },
+        ],
+    }
     from anthropic.types import MessageParam
+
     for m in body["messages"]:
         TypeAdapter(MessageParam).validate_python(m)
     assert final.text == "All quiet."
@@ -140,9 +179,14 @@ def test_anthropic_results_and_next_question_share_one_user_message():
     """A saved conversation that ended on tool results continues with a question: the API wants
     alternating roles, so both go in one user message."""
     with FakeLLM("anthropic", [anthropic_reply("ok")]) as fake:
-        history = [UserMessage("q1"), AssistantTurn(tool_calls=[], provider="anthropic",
-                                                    raw=[{"type": "tool_use", "id": "t1", "name": "fs_read", "input": {}}]),
-                   ToolResults([ToolResultItem("t1", "fs_read", text_result("x"))]), UserMessage("q2")]
+        history = [
+            UserMessage("q1"),
+            AssistantTurn(
+                tool_calls=[], provider="anthropic", raw=[{"type": "tool_use", "id": "t1", "name": "fs_read", "input": {}}]
+            ),
+            ToolResults([ToolResultItem("t1", "fs_read", text_result("x"))]),
+            UserMessage("q2"),
+        ]
         provider("anthropic", fake.base_url).complete(None, history, None, timeout=10)
     assert [m["role"] for m in fake.requests[0].body["messages"]] == ["user", "assistant", "user"]
     assert fake.requests[0].body["messages"][2]["content"][-1] == {"type": "text", "text": "q2"}
@@ -150,8 +194,7 @@ def test_anthropic_results_and_next_question_share_one_user_message():
 
 def test_gemini_wire_echoes_signature_and_ids():
     sig = "c2lnbmF0dXJlLWJ5dGVz"
-    first = gemini_reply(None, [("fc-1", "fs_read", {"path": "/a.log"}), (None, "fs_read", {"path": "/b.log"})],
-                         signature=sig)
+    first = gemini_reply(None, [("fc-1", "fs_read", {"path": "/a.log"}), (None, "fs_read", {"path": "/b.log"})], signature=sig)
     results = [text_result("line a"), text_result("gone", is_error=True)]
     _turn, final, reqs = round_trip("gemini", first, results)
     assert reqs[0].path == "/v1beta/models/model-x:generateContent"
@@ -160,9 +203,13 @@ def test_gemini_wire_echoes_signature_and_ids():
     # automatic function calling is a client-side SDK feature: nothing of it reaches the wire,
     # and the model content (thoughtSignature included) comes back unchanged
     assert body["contents"][1] == first.body["candidates"][0]["content"]
-    assert body["contents"][2] == {"role": "user", "parts": [
-        {"functionResponse": {"id": "fc-1", "name": "fs_read", "response": {"output": "line a"}}},
-        {"functionResponse": {"name": "fs_read", "response": {"error": "gone"}}}]}  # no id given, none sent
+    assert body["contents"][2] == {
+        "role": "user",
+        "parts": [
+            {"functionResponse": {"id": "fc-1", "name": "fs_read", "response": {"output": "line a"}}},
+            {"functionResponse": {"name": "fs_read", "response": {"error": "gone"}}},
+        ],
+    }  # no id given, none sent
     assert body["systemInstruction"] == {"parts": [{"text": "Be brief."}], "role": "user"}
     assert body["tools"] == [{"functionDeclarations": DEFINITIONS["gemini"]}]
     assert final.text == "All quiet."
@@ -180,8 +227,10 @@ def test_gemini_image_in_function_response_parts():
 
 
 def test_text_protocol_wire():
-    answer = ('I will read both.\n<mcp:tool>\nname: fs_read\nparameters: {"path": "/a.log"}\n</mcp:tool>\n'
-              "<mcp:tool>\nname: fs_read\nparameters: {'path': '/b.log',}\n</mcp:tool>")
+    answer = (
+        'I will read both.\n<mcp:tool>\nname: fs_read\nparameters: {"path": "/a.log"}\n</mcp:tool>\n'
+        "<mcp:tool>\nname: fs_read\nparameters: {'path': '/b.log',}\n</mcp:tool>"
+    )
     turn, _final, reqs = round_trip("text", chat_reply(answer), [text_result("line a"), text_result("gone", True)])
     assert turn.text == "I will read both."
     assert [(c.id, c.arguments) for c in turn.tool_calls] == [("t1-1", {"path": "/a.log"}), ("t1-2", {"path": "/b.log"})]
@@ -192,9 +241,11 @@ def test_text_protocol_wire():
     assert "<mcp:tool>" in system["content"] and system["content"].endswith(DEFINITIONS["text"])
     second = reqs[1].body["messages"]
     assert second[2] == {"role": "assistant", "content": answer}  # the model's own words, blocks included
-    assert second[3] == {"role": "user", "content":
-                         '<mcp:tool_result name="fs_read" id="t1-1" status="ok">\nline a\n</mcp:tool_result>\n'
-                         '<mcp:tool_result name="fs_read" id="t1-2" status="error">\ngone\n</mcp:tool_result>'}
+    assert second[3] == {
+        "role": "user",
+        "content": '<mcp:tool_result name="fs_read" id="t1-1" status="ok">\nline a\n</mcp:tool_result>\n'
+        '<mcp:tool_result name="fs_read" id="t1-2" status="error">\ngone\n</mcp:tool_result>',
+    }
 
 
 @pytest.mark.parametrize("api", APIS)
@@ -225,11 +276,20 @@ def test_anthropic_temperature_is_not_sent_but_reported():
 
 def test_gemini_results_and_next_question_share_one_user_turn():
     with FakeLLM("gemini", [gemini_reply("ok")]) as fake:
-        history = [UserMessage("q1"), AssistantTurn(tool_calls=[], provider="gemini", raw={
-                       "role": "model", "parts": [{"function_call": {"id": "f1", "name": "fs_read", "args": {}}}]}),
-                   ToolResults([ToolResultItem("f1", "fs_read", text_result("x"))]), UserMessage("q2")]
+        history = [
+            UserMessage("q1"),
+            AssistantTurn(
+                tool_calls=[],
+                provider="gemini",
+                raw={"role": "model", "parts": [{"function_call": {"id": "f1", "name": "fs_read", "args": {}}}]},
+            ),
+            ToolResults([ToolResultItem("f1", "fs_read", text_result("x"))]),
+            UserMessage("q2"),
+        ]
         provider("gemini", fake.base_url).complete(None, history, None, timeout=10)
     contents = fake.bodies[0]["contents"]
     assert [c["role"] for c in contents] == ["user", "model", "user"]
-    assert contents[2]["parts"] == [{"functionResponse": {"id": "f1", "name": "fs_read", "response": {"output": "x"}}},
-                                    {"text": "q2"}]
+    assert contents[2]["parts"] == [
+        {"functionResponse": {"id": "f1", "name": "fs_read", "response": {"output": "x"}}},
+        {"text": "q2"},
+    ]

@@ -10,13 +10,18 @@ from llmc_cli.providers.base import Provider, ProviderSettings, make_provider
 
 SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
 DEFINITIONS: dict[str, Any] = {
-    "openai": [{"type": "function", "function": {"name": "fs_read", "description": "Read a file.",
-                                                  "parameters": SCHEMA, "strict": False}}],
-    "openai-responses": [{"type": "function", "name": "fs_read", "description": "Read a file.", "parameters": SCHEMA,
-                          "strict": False}],
+    "openai": [
+        {
+            "type": "function",
+            "function": {"name": "fs_read", "description": "Read a file.", "parameters": SCHEMA, "strict": False},
+        }
+    ],
+    "openai-responses": [
+        {"type": "function", "name": "fs_read", "description": "Read a file.", "parameters": SCHEMA, "strict": False}
+    ],
     "anthropic": [{"name": "fs_read", "description": "Read a file.", "input_schema": SCHEMA}],
     "gemini": [{"name": "fs_read", "description": "Read a file.", "parameters_json_schema": SCHEMA}],
-    "text": "- fs_read: Read a file. parameters: {\"path\": string (required)}",
+    "text": '- fs_read: Read a file. parameters: {"path": string (required)}',
 }
 KEY = "sk-test-SECRET-1234567890"
 

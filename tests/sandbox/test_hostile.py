@@ -17,8 +17,10 @@ import pytest
 from tests.helpers import PEERS, desktop_commander, llmc, node_tool, sdk_server
 from tests.sandbox.conftest import BWRAP
 
-pytestmark = [pytest.mark.e2e,  # servers under bubblewrap, npm peers and Desktop Commander
-              pytest.mark.skipif(BWRAP is None, reason="bubblewrap is not installed (scripts/test.sh installs it)")]
+pytestmark = [
+    pytest.mark.e2e,  # servers under bubblewrap, npm peers and Desktop Commander
+    pytest.mark.skipif(BWRAP is None, reason="bubblewrap is not installed (scripts/test.sh installs it)"),
+]
 
 SSH_KEY = "-----BEGIN OPENSSH PRIVATE KEY----- fake"
 
@@ -28,8 +30,11 @@ def toml_list(items: list[str]) -> str:
 
 
 def prober_profile(path: Path, table: str) -> Path:
-    path.write_text(f"[servers.p]\ncommand = {json.dumps(sdk_server('sandbox_prober.py')[0])}\n"
-                    f"args = [{json.dumps(str(PEERS / 'sandbox_prober.py'))}]\n{table}", encoding="utf-8")
+    path.write_text(
+        f"[servers.p]\ncommand = {json.dumps(sdk_server('sandbox_prober.py')[0])}\n"
+        f"args = [{json.dumps(str(PEERS / 'sandbox_prober.py'))}]\n{table}",
+        encoding="utf-8",
+    )
     return path
 
 
@@ -62,8 +67,7 @@ def llmc_files(tmp_path: Path) -> dict[str, Path]:
     return {"key": state / "approval.key", "trail": state / "audit.jsonl"}
 
 
-def test_hostile_server_is_refused_everything_and_still_answers(tmp_path: Path, fake_home: Path,
-                                                                 listener: int) -> None:
+def test_hostile_server_is_refused_everything_and_still_answers(tmp_path: Path, fake_home: Path, listener: int) -> None:
     """The server may read and write all of the test's directory, which holds llmc's config and
     state directories and the profile file: those stay covered; the home directory and the
     network are not there at all; a fork bomb runs out of processes. Each try is refused, and
@@ -168,11 +172,14 @@ def test_desktop_commander_under_bwrap(tmp_path: Path, fake_home: Path) -> None:
     data.mkdir()
     node, entry = desktop_commander()
     profile = tmp_path / "p.toml"
-    profile.write_text(f'[servers.dc]\ncommand = {json.dumps(node)}\nargs = [{json.dumps(entry)}]\n'
-                       f'sandbox = "bwrap"\nwrite_paths = {toml_list([str(data)])}\ncwd = {json.dumps(str(data))}\n')
+    profile.write_text(
+        f"[servers.dc]\ncommand = {json.dumps(node)}\nargs = [{json.dumps(entry)}]\n"
+        f'sandbox = "bwrap"\nwrite_paths = {toml_list([str(data)])}\ncwd = {json.dumps(str(data))}\n'
+    )
     script = f"echo made > {data}/made.txt; cat {fake_home}/.ssh/id_ed25519; echo done"
-    result = llmc("-p", str(profile), "call", "--yes", "dc.start_process", "--json",
-                  json.dumps({"command": script, "timeout_ms": 20000}))
+    result = llmc(
+        "-p", str(profile), "call", "--yes", "dc.start_process", "--json", json.dumps({"command": script, "timeout_ms": 20000})
+    )
     assert result.returncode == 0, result.stderr
     text = result.json()["content"][0]["text"]
     assert "done" in text and SSH_KEY not in text, text
@@ -190,8 +197,11 @@ def test_roots_outside_the_declared_paths_are_not_offered(tmp_path: Path) -> Non
     inner.mkdir(parents=True)
     outer.mkdir()
     profile = prober_profile(tmp_path / "p.toml", f'sandbox = "bwrap"\nread_paths = {toml_list([str(inner)])}\n')
-    roots = [{"uri": f"file://{inner}/sub", "name": "sub"}, {"uri": f"file://{tmp_path / 'shared'}", "name": "shared"},
-             {"uri": f"file://{outer}", "name": "private"}]
+    roots = [
+        {"uri": f"file://{inner}/sub", "name": "sub"},
+        {"uri": f"file://{tmp_path / 'shared'}", "name": "shared"},
+        {"uri": f"file://{outer}", "name": "private"},
+    ]
     with services.open_catalog(load_profile(str(profile)), hooks=ClientHooks(roots=roots)) as catalog:
         result = catalog.session("p").call_tool("roots", {})
     assert json.loads(result["structuredContent"]["result"]) == [f"file://{inner}/sub", f"file://{inner}"]
@@ -241,9 +251,15 @@ def test_no_capabilities_inside_for_a_server_or_a_workspace_command(tmp_path: Pa
 
     profile = prober_profile(tmp_path / "p.toml", 'sandbox = "bwrap"\n')
     assert "CapEff:\t0000000000000000" in tool(profile, "read", path="/proc/self/status")
-    session = connect(ServerSpec(name="ws", builtin="workspace", timeout=60, options={
-        "roots": [str(tmp_path)], "read_only": False, "sandbox": "bwrap", "allow_commands": ["cat"]}),
-        builtins=builtin_servers())
+    session = connect(
+        ServerSpec(
+            name="ws",
+            builtin="workspace",
+            timeout=60,
+            options={"roots": [str(tmp_path)], "read_only": False, "sandbox": "bwrap", "allow_commands": ["cat"]},
+        ),
+        builtins=builtin_servers(),
+    )
     try:
         out = session.call_tool("run_command", {"argv": ["cat", "/proc/self/status"]}, timeout=60)
         assert "CapEff:\t0000000000000000" in out["structuredContent"]["output"], out

@@ -21,7 +21,9 @@ pytestmark = pytest.mark.e2e  # the npm reference servers (everything, filesyste
 def write_profile(isolated_dirs: Path, extra: str = "") -> Path:
     data = isolated_dirs / "data"
     data.mkdir(exist_ok=True)
-    return profile_file(isolated_dirs / "config", f"""
+    return profile_file(
+        isolated_dirs / "config",
+        f"""
 {extra}
 [servers.everything]
 command = {toml_str(node_tool("mcp-server-everything"))}
@@ -29,7 +31,8 @@ command = {toml_str(node_tool("mcp-server-everything"))}
 [servers.fs]
 command = {toml_str(node_tool("mcp-server-filesystem"))}
 args = [{toml_str(str(data))}]
-""")
+""",
+    )
 
 
 def names(run) -> list[str]:
@@ -89,42 +92,89 @@ def test_a_table_for_people_and_bad_input(isolated_dirs):
     assert llmc("tools", "search", "x", "-n", "0").returncode == 2
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("create_github_issue", ["creat", "github", "issu"]),
-    ("createGitHubIssue", ["creat", "git", "hub", "issu"]),
-    ("get-sum", ["get", "sum"]),
-    ("read the Files", ["read", "file"]),
-    ("HTTPServer", ["http", "server"]),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("create_github_issue", ["creat", "github", "issu"]),
+        ("createGitHubIssue", ["creat", "git", "hub", "issu"]),
+        ("get-sum", ["get", "sum"]),
+        ("read the Files", ["read", "file"]),
+        ("HTTPServer", ["http", "server"]),
+    ],
+)
 def test_words_split_identifiers_and_text(text, expected):
     assert words(text) == expected
 
 
 def test_a_query_matches_synonyms_and_no_unrelated_tool():
-    tools = [Tool("gh", "issue_write", {"type": "object"}, description="Open a new issue in a repository"),
-             Tool("gh", "get_me", {"type": "object"}, description="Your GitHub profile")]
+    tools = [
+        Tool("gh", "issue_write", {"type": "object"}, description="Open a new issue in a repository"),
+        Tool("gh", "get_me", {"type": "object"}, description="Your GitHub profile"),
+    ]
     index = ToolIndex(tools)
     assert [m.tool.name for m in index.search("create a ticket")] == ["issue_write"]
     assert index.search("weather forecast") == []
 
 
 def test_arguments_count(isolated_dirs):
-    tools = [Tool("s", "run", {"type": "object", "properties": {"latitude": {"type": "number"},
-                                                              "longitude": {"type": "number"}}}),
-             Tool("s", "other", {"type": "object", "properties": {"x": {"description": "a city's latitude"}}})]
+    tools = [
+        Tool("s", "run", {"type": "object", "properties": {"latitude": {"type": "number"}, "longitude": {"type": "number"}}}),
+        Tool("s", "other", {"type": "object", "properties": {"x": {"description": "a city's latitude"}}}),
+    ]
     assert [m.tool.name for m in ToolIndex(tools).search("latitude")] == ["run", "other"]
 
 
 def test_a_thousand_tools_answer_in_under_20_ms():
     rng = random.Random(30)
-    vocab = ["create", "read", "update", "delete", "list", "search", "file", "issue", "repo", "user", "message", "channel", "calendar", "event", "invoice", "customer", "order", "payment", "email", "ticket", "project", "task", "comment", "label", "branch", "commit", "deploy", "build"]
-    tools = [Tool(f"s{i % 20}", f"{rng.choice(vocab)}_{rng.choice(vocab)}_{i}",
-                  {"type": "object", "properties": {f"{rng.choice(vocab)}Id": {
-                      "type": "string", "description": " ".join(rng.choices(vocab, k=8))}}},
-                  description=" ".join(rng.choices(vocab, k=30))) for i in range(1000)]
+    vocab = [
+        "create",
+        "read",
+        "update",
+        "delete",
+        "list",
+        "search",
+        "file",
+        "issue",
+        "repo",
+        "user",
+        "message",
+        "channel",
+        "calendar",
+        "event",
+        "invoice",
+        "customer",
+        "order",
+        "payment",
+        "email",
+        "ticket",
+        "project",
+        "task",
+        "comment",
+        "label",
+        "branch",
+        "commit",
+        "deploy",
+        "build",
+    ]
+    tools = [
+        Tool(
+            f"s{i % 20}",
+            f"{rng.choice(vocab)}_{rng.choice(vocab)}_{i}",
+            {
+                "type": "object",
+                "properties": {f"{rng.choice(vocab)}Id": {"type": "string", "description": " ".join(rng.choices(vocab, k=8))}},
+            },
+            description=" ".join(rng.choices(vocab, k=30)),
+        )
+        for i in range(1000)
+    ]
     index = ToolIndex(tools)
-    queries = ["create a github issue", "list calendar events for a user", "delete a branch",
-               "search customer invoices by email and order"]
+    queries = [
+        "create a github issue",
+        "list calendar events for a user",
+        "delete a branch",
+        "search customer invoices by email and order",
+    ]
     best = float("inf")
     for _ in range(5):  # the best of five rounds: a busy machine slows a round, not the code
         started = time.perf_counter()

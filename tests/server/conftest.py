@@ -69,8 +69,7 @@ def workspace(root: Path) -> Iterator[Callable[..., Client]]:
     def make(**options: Any) -> Client:
         options.setdefault("roots", [str(root)])
         options.setdefault("read_only", False)
-        session = connect(ServerSpec(name="ws", builtin="workspace", options=options, timeout=60),
-                          builtins=builtin_servers())
+        session = connect(ServerSpec(name="ws", builtin="workspace", options=options, timeout=60), builtins=builtin_servers())
         sessions.append(session)
         return Client(session)
 

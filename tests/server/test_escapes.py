@@ -26,10 +26,12 @@ def test_dotdot_refused(workspace, root: Path, outside: Path) -> None:
 
 def test_absolute_path_outside_refused(workspace, outside: Path) -> None:
     ws = workspace()
-    for tool, args in [("read_file", {"path": str(outside / "secret.txt")}),
-                       ("get_file_info", {"path": "/etc/passwd"}),
-                       ("create_directory", {"path": str(outside / "d")}),
-                       ("start_search", {"path": str(outside), "pattern": "*"})]:
+    for tool, args in [
+        ("read_file", {"path": str(outside / "secret.txt")}),
+        ("get_file_info", {"path": "/etc/passwd"}),
+        ("create_directory", {"path": str(outside / "d")}),
+        ("start_search", {"path": str(outside), "pattern": "*"}),
+    ]:
         assert "outside the workspace roots" in ws.error(tool, **args), tool
     assert not (outside / "d").exists()
 
@@ -188,8 +190,7 @@ def test_program_not_on_the_allow_list_refused(runner, root: Path) -> None:
     fake.write_text("#!/bin/sh\necho pwned\n")
     fake.chmod(0o755)
     (root / "bin").mkdir()
-    for argv in (["id"], ["/usr/bin/id"], ["./ls"], [str(fake)], ["bin/../ls"], ["../../../../../../usr/bin/id"],
-                 ["python3"]):
+    for argv in (["id"], ["/usr/bin/id"], ["./ls"], [str(fake)], ["bin/../ls"], ["../../../../../../usr/bin/id"], ["python3"]):
         assert "is not an allowed command" in runner.error("run_command", argv=argv), argv
 
 
@@ -218,8 +219,11 @@ def test_fork_that_outlives_its_parent_contained(runner, root: Path) -> None:
 
 
 def _sleepers(durations: list[str]) -> list[int]:
-    return [p.pid for p in live_processes()
-            if (cmd := p.cmdline())[:1] == [b"sleep"] and cmd[1:2] and cmd[1].decode(errors="replace") in durations]
+    return [
+        p.pid
+        for p in live_processes()
+        if (cmd := p.cmdline())[:1] == [b"sleep"] and cmd[1:2] and cmd[1].decode(errors="replace") in durations
+    ]
 
 
 def test_process_that_prints_forever_contained(runner) -> None:
@@ -250,8 +254,15 @@ def test_bwrap_sandbox_contains_writes_and_network(workspace, root: Path, outsid
     network (the namespace has only `lo`)."""
     ws = workspace(sandbox="bwrap", allow_commands=COMMANDS, timeout=10)
     probe = Path("/etc/llmc-escape-probe")
-    out = ws.ok("run_command", argv=["sh", "-c", f"echo x > {probe}; echo rc=$?; echo x > {outside}/new.txt; "
-                                               "echo rc=$?; grep -c ':' /proc/net/dev; echo inside > made.txt"])
+    out = ws.ok(
+        "run_command",
+        argv=[
+            "sh",
+            "-c",
+            f"echo x > {probe}; echo rc=$?; echo x > {outside}/new.txt; "
+            "echo rc=$?; grep -c ':' /proc/net/dev; echo inside > made.txt",
+        ],
+    )
     assert "Read-only file system" in out["output"] and "Directory nonexistent" in out["output"]
     assert out["output"].splitlines()[-3:] == ["rc=2", "rc=2", "1"][-3:] or out["output"].count("rc=2") == 2
     assert out["output"].splitlines()[-1] == "1"  # one interface: lo
@@ -266,7 +277,7 @@ def test_llmc_config_and_state_off_limits_even_inside_a_root(workspace, tmp_path
     loosen its own policy. CONTAINED with bwrap: processes see them empty."""
     config, state = tmp_path / "config", tmp_path / "state"  # LLMC_CONFIG_DIR / LLMC_STATE_DIR (conftest)
     (config / "profiles").mkdir(parents=True)
-    (config / "profiles" / "default.toml").write_text("[policy]\ndefault = \"deny\"\n")
+    (config / "profiles" / "default.toml").write_text('[policy]\ndefault = "deny"\n')
     state.mkdir(exist_ok=True)
     (state / "tokens.json").write_text('{"token": "SECRET-TOKEN"}')
     ws = workspace(roots=[str(tmp_path)], sandbox=sandbox, allow_commands=COMMANDS)
@@ -275,7 +286,7 @@ def test_llmc_config_and_state_off_limits_even_inside_a_root(workspace, tmp_path
     assert "off limits" in ws.error("list_directory", path="config")
     assert ws.ok("start_search", pattern="SECRET-TOKEN", kind="content", wait_ms=5000)["results"] == []
     assert ws.ok("start_search", pattern="default.toml", wait_ms=5000)["results"] == []
-    assert (config / "profiles" / "default.toml").read_text() == "[policy]\ndefault = \"deny\"\n"
+    assert (config / "profiles" / "default.toml").read_text() == '[policy]\ndefault = "deny"\n'
     if sandbox == "bwrap":
         out = ws.ok("run_command", argv=["sh", "-c", f"cat {state}/tokens.json; ls -A {config} | wc -l"])["output"]
         assert "SECRET-TOKEN" not in out and out.strip().endswith("0")

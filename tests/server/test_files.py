@@ -65,12 +65,15 @@ def test_write_file_limits(workspace, root: Path) -> None:
 def test_edit_block_exact_count(workspace, root: Path) -> None:
     (root / "c.py").write_text("a = 1\nb = 1\na = 1\n")
     ws = workspace()
-    assert "occurs 2 time(s), expected 1; nothing was written" in ws.error("edit_block", path="c.py",
-                                                                          old_text="a = 1", new_text="a = 2")
+    assert "occurs 2 time(s), expected 1; nothing was written" in ws.error(
+        "edit_block", path="c.py", old_text="a = 1", new_text="a = 2"
+    )
     assert (root / "c.py").read_text() == "a = 1\nb = 1\na = 1\n"
     assert "occurs 0 time(s)" in ws.error("edit_block", path="c.py", old_text="zzz", new_text="y")
-    assert ws.ok("edit_block", path="c.py", old_text="a = 1", new_text="a = 2", expected_replacements=2) == \
-        {"path": "c.py", "replacements": 2}
+    assert ws.ok("edit_block", path="c.py", old_text="a = 1", new_text="a = 2", expected_replacements=2) == {
+        "path": "c.py",
+        "replacements": 2,
+    }
     assert (root / "c.py").read_text() == "a = 2\nb = 1\na = 2\n"
     assert "must not be empty" in ws.error("edit_block", path="c.py", old_text="", new_text="x")
 
@@ -127,8 +130,17 @@ def test_get_config_reports_and_nothing_changes_it(workspace, root: Path) -> Non
 
 def test_read_only_hides_writing_and_process_tools(workspace) -> None:
     names = set(workspace(read_only=True, sandbox="none", allow_commands=["echo"]).tools)
-    assert names == {"read_file", "read_multiple_files", "list_directory", "get_file_info", "start_search",
-                     "get_more_search_results", "stop_search", "list_searches", "get_config"}
+    assert names == {
+        "read_file",
+        "read_multiple_files",
+        "list_directory",
+        "get_file_info",
+        "start_search",
+        "get_more_search_results",
+        "stop_search",
+        "list_searches",
+        "get_config",
+    }
     full = set(workspace(read_only=False, sandbox="none", allow_commands=["echo"]).tools)
     assert {"write_file", "edit_block", "create_directory", "move_file", "run_command", "start_process"} <= full
 
@@ -141,8 +153,12 @@ def test_every_tool_is_annotated_and_structured(workspace) -> None:
         assert tool["outputSchema"]["type"] == "object", name
         assert tool["inputSchema"]["type"] == "object", name
     assert tools["write_file"]["annotations"]["destructiveHint"] is True
-    assert tools["create_directory"]["annotations"] == {"readOnlyHint": False, "destructiveHint": False,
-                                                        "idempotentHint": True, "openWorldHint": False}
+    assert tools["create_directory"]["annotations"] == {
+        "readOnlyHint": False,
+        "destructiveHint": False,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    }
     assert tools["run_command"]["annotations"]["openWorldHint"] is True
 
 
@@ -153,13 +169,16 @@ def test_invalid_arguments_are_tool_errors(workspace) -> None:
     assert "unknown argument 'bogus'" in ws.error("read_file", path="x", bogus=1)
 
 
-@pytest.mark.parametrize("options, message", [
-    ({"roots": ["/definitely/not/here"]}, "is not a directory"),
-    ({"sandbox": "docker"}, "sandbox must be auto, bwrap or none"),
-    ({"allow_commands": ["no-such-program-xyz"]}, "is not an executable"),
-    ({"allw_shell": True}, "unknown option(s) allw_shell"),
-    ({"timeout": "5"}, "option timeout has the wrong type"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"roots": ["/definitely/not/here"]}, "is not a directory"),
+        ({"sandbox": "docker"}, "sandbox must be auto, bwrap or none"),
+        ({"allow_commands": ["no-such-program-xyz"]}, "is not an executable"),
+        ({"allw_shell": True}, "unknown option(s) allw_shell"),
+        ({"timeout": "5"}, "option timeout has the wrong type"),
+    ],
+)
 def test_bad_configuration_is_a_config_error(options, message, root: Path) -> None:
     options.setdefault("roots", [str(root)])
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):

@@ -17,9 +17,11 @@ from llmc_cli.mcp.server import McpServer, ToolDef, ToolError
 from llmc_cli.server.workspace import make_workspace_server
 
 SPEC = Path("/work/shared/mcp-spec")
-MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-               "io.modelcontextprotocol/clientCapabilities": {},
-               "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}}
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+}
 
 
 def conforms(version: str, definition: str, value: Any) -> None:
@@ -73,11 +75,14 @@ def wire(root: Path) -> Wire:
     endpoint.close()
 
 
-@pytest.mark.parametrize("asked, agreed", [("2025-11-25", "2025-11-25"), ("2025-06-18", "2025-06-18"),
-                                           ("2024-11-05", "2024-11-05"), ("2099-01-01", "2025-11-25")])
+@pytest.mark.parametrize(
+    "asked, agreed",
+    [("2025-11-25", "2025-11-25"), ("2025-06-18", "2025-06-18"), ("2024-11-05", "2024-11-05"), ("2099-01-01", "2025-11-25")],
+)
 def test_initialize_negotiates_a_legacy_version(wire: Wire, asked: str, agreed: str) -> None:
-    reply = wire.request("initialize", {"protocolVersion": asked, "capabilities": {},
-                                        "clientInfo": {"name": "t", "version": "1"}})
+    reply = wire.request(
+        "initialize", {"protocolVersion": asked, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    )
     result = reply["result"]
     assert result["protocolVersion"] == agreed
     assert result["serverInfo"]["name"] == "llmc-workspace" and result["capabilities"] == {"tools": {"listChanged": False}}
@@ -87,8 +92,7 @@ def test_initialize_negotiates_a_legacy_version(wire: Wire, asked: str, agreed: 
     assert "resultType" not in tools and {t["name"] for t in tools["tools"]} >= {"read_file", "get_config"}
     conforms("2025-11-25", "ListToolsResult", tools)
     call = wire.request("tools/call", {"name": "read_file", "arguments": {"path": "a.txt"}})["result"]
-    assert call["structuredContent"]["content"] == "hello\n" and call["content"] == \
-        [{"type": "text", "text": "hello\n"}]
+    assert call["structuredContent"]["content"] == "hello\n" and call["content"] == [{"type": "text", "text": "hello\n"}]
     conforms("2025-11-25", "CallToolResult", call)
     assert wire.request("ping")["result"] == {}
 
@@ -115,8 +119,7 @@ def test_modern_discover_and_calls(wire: Wire) -> None:
 
 
 def test_unsupported_modern_version(wire: Wire) -> None:
-    reply = wire.request("server/discover", {"_meta": {"io.modelcontextprotocol/protocolVersion": "2030-01-01"}},
-                         modern=True)
+    reply = wire.request("server/discover", {"_meta": {"io.modelcontextprotocol/protocolVersion": "2030-01-01"}}, modern=True)
     error = reply["error"]
     assert error["code"] == -32022 and error["data"]["requested"] == "2030-01-01"
     assert error["data"]["supported"][0] == "2026-07-28"
@@ -129,8 +132,7 @@ def test_modern_request_without_capabilities_is_invalid(wire: Wire) -> None:
 
 
 def test_protocol_errors(wire: Wire) -> None:
-    assert wire.request("tools/call", {"name": "nope", "arguments": {}}, modern=True)["error"]["code"] == \
-        jsonrpc.INVALID_PARAMS
+    assert wire.request("tools/call", {"name": "nope", "arguments": {}}, modern=True)["error"]["code"] == jsonrpc.INVALID_PARAMS
     assert wire.request("resources/list", modern=True)["error"]["code"] == jsonrpc.METHOD_NOT_FOUND
     assert wire.request("tools/list", {"cursor": "zz"}, modern=True)["error"]["code"] == jsonrpc.INVALID_PARAMS
     wire.endpoint.handle({"jsonrpc": "1.0", "id": 99, "method": "x"}, wire.send)
@@ -160,13 +162,10 @@ def test_pagination_and_cancellation() -> None:
             break
     assert names == ["t0", "t1", "t2", "t3", "t4", "bad"]
     # A slow call does not block the server; a cancelled one never answers.
-    server.handle(jsonrpc.request("slow-1", "tools/call", {"name": "t0", "arguments": {"n": 1},
-                                                           "_meta": MODERN_META}), wire.send)
-    server.handle(jsonrpc.request("slow-2", "tools/call", {"name": "t1", "arguments": {"n": 2},
-                                                           "_meta": MODERN_META}), wire.send)
+    server.handle(jsonrpc.request("slow-1", "tools/call", {"name": "t0", "arguments": {"n": 1}, "_meta": MODERN_META}), wire.send)
+    server.handle(jsonrpc.request("slow-2", "tools/call", {"name": "t1", "arguments": {"n": 2}, "_meta": MODERN_META}), wire.send)
     server.handle(jsonrpc.notification("notifications/cancelled", {"requestId": "slow-1"}), wire.send)
-    assert wire.request("tools/call", {"name": "bad", "arguments": {}}, modern=True)["result"]["content"][0]["text"] \
-        == "it broke"
+    assert wire.request("tools/call", {"name": "bad", "arguments": {}}, modern=True)["result"]["content"][0]["text"] == "it broke"
     release.set()
     assert wire.wait("slow-2")["result"]["structuredContent"] == {"n": 2}
     server.close()

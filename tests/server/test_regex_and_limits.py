@@ -77,8 +77,19 @@ def test_catastrophic_regex_through_the_cli_honours_timeout(tmp_path: Path) -> N
     profile = tmp_path / "p.toml"
     profile.write_text(f'[servers.ws]\nbuiltin = "workspace"\noptions = {{ roots = ["{tmp_path}"] }}\n')
     before = _workers()
-    proc = llmc("-p", str(profile), "call", "--timeout", "2", "ws.start_search", f"pattern={CATASTROPHIC[0]}",
-                "kind=content", "regex=true", "wait_ms=30000", timeout=60)
+    proc = llmc(
+        "-p",
+        str(profile),
+        "call",
+        "--timeout",
+        "2",
+        "ws.start_search",
+        f"pattern={CATASTROPHIC[0]}",
+        "kind=content",
+        "regex=true",
+        "wait_ms=30000",
+        timeout=60,
+    )
     assert proc.returncode == 7, (proc.stdout, proc.stderr)
     assert _gone([p for p in _workers() if p not in before])
 
@@ -112,8 +123,11 @@ OUTLIVE = [
     ("double fork", "( ( sleep {m} >/dev/null 2>&1 & ) & )"),
     ("double fork, setsid, clean env", "( env -i setsid sh -c 'sleep {m} >/dev/null 2>&1 &' & )"),
     ("nohup", "nohup sleep {m} >/dev/null 2>&1 &"),
-    ("every mark dropped", "( env -i python3 -I -c 'import os; os.closerange(3, 65536); os.setsid(); "
-                           "os.execvp(\"sleep\", [\"sleep\", \"{m}\"])' </dev/null >/dev/null 2>&1 & )"),
+    (
+        "every mark dropped",
+        "( env -i python3 -I -c 'import os; os.closerange(3, 65536); os.setsid(); "
+        'os.execvp("sleep", ["sleep", "{m}"])\' </dev/null >/dev/null 2>&1 & )',
+    ),
 ]
 
 
@@ -150,8 +164,12 @@ def test_resource_limits_visible_in_the_child(runner, option: str, value: int, r
 def test_default_resource_limits(runner) -> None:
     ws = runner()
     limits = ws.ok("run_command", argv=["cat", "/proc/self/limits"])["output"]
-    soft = {row: re.split(r"\s{2,}", line)[1] for line in limits.splitlines()
-            for row in ("Max processes", "Max address space", "Max cpu time") if line.startswith(row)}
+    soft = {
+        row: re.split(r"\s{2,}", line)[1]
+        for line in limits.splitlines()
+        for row in ("Max processes", "Max address space", "Max cpu time")
+        if line.startswith(row)
+    }
     # cpu: the process time limit (timeout=20 in `runner`)
     assert soft == {"Max processes": "1024", "Max address space": str(4 << 30), "Max cpu time": "20"}
     assert ws.ok("run_command", argv=["sh", "-c", "ulimit -t"])["output"] == "20\n"  # as a shell sees it
@@ -173,16 +191,19 @@ def test_background_child_ends_with_llmc_call(tmp_path: Path, server: str) -> No
 
     marker = "787" if server == "builtin" else "797"
     if server == "builtin":
-        table = (f'builtin = "workspace"\noptions = {{ roots = ["{tmp_path}"], read_only = false, '
-                 'sandbox = "none", allow_commands = ["sh"] }\n')
+        table = (
+            f'builtin = "workspace"\noptions = {{ roots = ["{tmp_path}"], read_only = false, '
+            'sandbox = "none", allow_commands = ["sh"] }\n'
+        )
     else:
-        table = (f'command = "{llmc_executable()}"\nargs = ["serve", "workspace", "--root", "{tmp_path}", '
-                 '"--sandbox", "none", "--allow-command", "sh"]\n')
+        table = (
+            f'command = "{llmc_executable()}"\nargs = ["serve", "workspace", "--root", "{tmp_path}", '
+            '"--sandbox", "none", "--allow-command", "sh"]\n'
+        )
     profile = tmp_path / "p.toml"
     profile.write_text(f"[servers.ws]\n{table}")
     script = f"setsid sleep {marker} >/dev/null 2>&1 & echo started"
-    proc = llmc("-p", str(profile), "call", "--yes", "ws.run_command", "--json",
-                f'{{"argv": ["sh", "-c", "{script}"]}}')
+    proc = llmc("-p", str(profile), "call", "--yes", "ws.run_command", "--json", f'{{"argv": ["sh", "-c", "{script}"]}}')
     assert proc.returncode == 0 and "started" in proc.stdout, (proc.stdout, proc.stderr)
     assert wait_until(lambda: not _alive(marker), 10), _alive(marker)
 
@@ -201,17 +222,31 @@ def test_sigterm_ends_the_stdio_server_and_its_process_trees(tmp_path: Path, to_
     from tests.helpers import llmc_executable, signal_another_thread
 
     marker = "807"
-    server = subprocess.Popen([llmc_executable(), "serve", "workspace", "--root", str(tmp_path), "--sandbox", "none",
-                               "--allow-command", "sh"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [llmc_executable(), "serve", "workspace", "--root", str(tmp_path), "--sandbox", "none", "--allow-command", "sh"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     assert server.stdin is not None and server.stdout is not None
-    messages = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                 "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                            "clientInfo": {"name": "t", "version": "1"}}},
-                {"jsonrpc": "2.0", "method": "notifications/initialized"},
-                {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                 "params": {"name": "run_command",
-                            "arguments": {"argv": ["sh", "-c", f"setsid sleep {marker} >/dev/null 2>&1 & echo ok"]}}}]
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {
+                "name": "run_command",
+                "arguments": {"argv": ["sh", "-c", f"setsid sleep {marker} >/dev/null 2>&1 & echo ok"]},
+            },
+        },
+    ]
     try:
         server.stdin.write("".join(json.dumps(m) + "\n" for m in messages).encode())
         server.stdin.flush()
@@ -242,8 +277,12 @@ def test_a_storm_of_sigterms_still_ends_the_stdio_server_with_143(tmp_path: Path
 
     from tests.helpers import llmc_executable, signal_until_exit
 
-    server = subprocess.Popen([llmc_executable(), "serve", "workspace", "--root", str(tmp_path), "--sandbox", "none"],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    server = subprocess.Popen(
+        [llmc_executable(), "serve", "workspace", "--root", str(tmp_path), "--sandbox", "none"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert server.stdin is not None and server.stdout is not None
     try:
         server.stdin.write(b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n')
@@ -265,12 +304,12 @@ def test_catastrophic_regex_in_ask_honours_total_timeout(tmp_path: Path) -> None
     (tmp_path / "long.txt").write_text("a" * 40 + "\n")
     search = {"pattern": CATASTROPHIC[0], "kind": "content", "regex": True, "wait_ms": 30000}
     before = _workers()
-    with FakeLLM("openai", [turn("openai", calls=[("c1", "start_search", search)]),
-                            turn("openai", text="done")]) as fake:
+    with FakeLLM("openai", [turn("openai", calls=[("c1", "start_search", search)]), turn("openai", text="done")]) as fake:
         profile = tmp_path / "p.toml"
-        profile.write_text(f'[servers.ws]\nbuiltin = "workspace"\noptions = {{ roots = ["{tmp_path}"] }}\n\n'
-                           f'[llm]\nprovider = "openai"\nmodel = "m"\nbase_url = "{fake.base_url}"\n')
-        proc = llmc("-p", str(profile), "ask", "find it", "--total-timeout", "3", env={"OPENAI_API_KEY": "k"},
-                    timeout=60)
+        profile.write_text(
+            f'[servers.ws]\nbuiltin = "workspace"\noptions = {{ roots = ["{tmp_path}"] }}\n\n'
+            f'[llm]\nprovider = "openai"\nmodel = "m"\nbase_url = "{fake.base_url}"\n'
+        )
+        proc = llmc("-p", str(profile), "ask", "find it", "--total-timeout", "3", env={"OPENAI_API_KEY": "k"}, timeout=60)
     assert proc.returncode == 7, (proc.stdout, proc.stderr)
     assert _gone([p for p in _workers() if p not in before])

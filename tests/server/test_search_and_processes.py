@@ -32,12 +32,15 @@ def test_search_files_by_glob(workspace, tree: Path) -> None:
 def test_search_content_plain_regex_and_case(workspace, tree: Path) -> None:
     ws = workspace()
     plain = ws.ok("start_search", pattern="hello", kind="content", wait_ms=5000)["results"]
-    assert {(Path(r["path"]).name, r["line"]) for r in plain} == {("main.py", 2), ("util.py", 1), ("util.py", 2),
-                                                                    ("README.md", 1)}  # never the binary blob
+    assert {(Path(r["path"]).name, r["line"]) for r in plain} == {
+        ("main.py", 2),
+        ("util.py", 1),
+        ("util.py", 2),
+        ("README.md", 1),
+    }  # never the binary blob
     exact = ws.ok("start_search", pattern="Hello", kind="content", case_sensitive=True, wait_ms=5000)["results"]
     assert {Path(r["path"]).name for r in exact} == {"main.py", "README.md"}
-    regex = ws.ok("start_search", pattern=r"^def \w+\(", kind="content", regex=True, file_pattern="*.py",
-                  wait_ms=5000)["results"]
+    regex = ws.ok("start_search", pattern=r"^def \w+\(", kind="content", regex=True, file_pattern="*.py", wait_ms=5000)["results"]
     assert [(Path(r["path"]).name, r["text"]) for r in regex] == [("util.py", "def hello():")]
     assert "invalid regular expression" in ws.error("start_search", pattern="(", kind="content", regex=True)
 

@@ -23,13 +23,19 @@ from tests.server.conftest import BWRAP
 
 REFUSED = "refused"
 OK = "ok"
-PROFILE = "[policy]\ndefault = \"deny\"\n"
+PROFILE = '[policy]\ndefault = "deny"\n'
 
 # The layout inside the root (R): a config dir, a state dir, a profile given by path, its audit
 # log and lock, and a config dir that does not exist yet (R/fresh/llmc).
 CONFIG, STATE, MISSING = ".config/llmc", ".local/state/llmc", "fresh/llmc"
-FILES = {f"{CONFIG}/profiles/default.toml": PROFILE, f"{STATE}/audit.jsonl": '{"n":1}\n', "team.toml": PROFILE,
-         "logs/audit.jsonl": '{"n":2}\n', "logs/audit.jsonl.lock": "", "llmc.lock": "{}\n"}
+FILES = {
+    f"{CONFIG}/profiles/default.toml": PROFILE,
+    f"{STATE}/audit.jsonl": '{"n":1}\n',
+    "team.toml": PROFILE,
+    "logs/audit.jsonl": '{"n":2}\n',
+    "logs/audit.jsonl.lock": "",
+    "llmc.lock": "{}\n",
+}
 PROTECT = [CONFIG + "/", STATE + "/", MISSING + "/", "team.toml", "logs/audit.jsonl", "llmc.lock"]  # "/": a dir
 
 W = lambda path, text="pwned": ("write_file", {"path": path, "content": text})  # noqa: E731
@@ -66,24 +72,42 @@ ESCAPES: list[tuple[str, list[tuple[str, tuple[str, dict[str, Any]]]]]] = [
     ("rewrite the manifest lock", [(REFUSED, W("llmc.lock"))]),
     ("create the config that does not exist yet", [(REFUSED, W(f"{MISSING}/profiles/default.toml"))]),
     ("create its directory", [(REFUSED, D(f"{MISSING}/profiles"))]),
-    ("build it elsewhere, move it in", [(OK, D("x/llmc/profiles")), (OK, W("x/llmc/profiles/default.toml")),
-                                        (REFUSED, M("x/llmc", MISSING))]),
-    ("build its parent, move that in", [(OK, D("x/llmc/profiles")), (OK, W("x/llmc/profiles/default.toml")),
-                                        (REFUSED, M("x", "fresh"))]),
+    (
+        "build it elsewhere, move it in",
+        [(OK, D("x/llmc/profiles")), (OK, W("x/llmc/profiles/default.toml")), (REFUSED, M("x/llmc", MISSING))],
+    ),
+    (
+        "build its parent, move that in",
+        [(OK, D("x/llmc/profiles")), (OK, W("x/llmc/profiles/default.toml")), (REFUSED, M("x", "fresh"))],
+    ),
     ("make its parent, move it in", [(OK, D("x/llmc")), (OK, D("fresh")), (REFUSED, M("x/llmc", MISSING))]),
     ("a file where its parent goes", [(REFUSED, W("fresh"))]),
-    ("hard link to the profile", [(OK, ("!ln", {"source": "team.toml", "destination": "hard.toml"})),
-                                  (REFUSED, W("hard.toml")), (REFUSED, R("hard.toml"))]),
-    ("symbolic link to the config", [(OK, ("!symlink", {"source": ".config", "destination": "cfg"})),
-                                     (REFUSED, W("cfg/llmc/profiles/default.toml"))]),
-    ("symlinked ancestor moved", [(OK, ("!symlink", {"source": ".config", "destination": "cfg"})),
-                                  (REFUSED, M("cfg", "x"))]),
-    ("config renamed behind the server's back", [(OK, ("!mv", {"source": ".config", "destination": "moved"})),
-                                                 (REFUSED, W("moved/llmc/profiles/default.toml")),
-                                                 (REFUSED, E("moved/llmc/profiles/default.toml")),
-                                                 (REFUSED, R("moved/llmc/profiles/default.toml"))]),
-    ("audit log renamed behind the server's back", [(OK, ("!mv", {"source": "logs", "destination": "l2"})),
-                                                    (REFUSED, A("l2/audit.jsonl"))]),
+    (
+        "hard link to the profile",
+        [
+            (OK, ("!ln", {"source": "team.toml", "destination": "hard.toml"})),
+            (REFUSED, W("hard.toml")),
+            (REFUSED, R("hard.toml")),
+        ],
+    ),
+    (
+        "symbolic link to the config",
+        [(OK, ("!symlink", {"source": ".config", "destination": "cfg"})), (REFUSED, W("cfg/llmc/profiles/default.toml"))],
+    ),
+    ("symlinked ancestor moved", [(OK, ("!symlink", {"source": ".config", "destination": "cfg"})), (REFUSED, M("cfg", "x"))]),
+    (
+        "config renamed behind the server's back",
+        [
+            (OK, ("!mv", {"source": ".config", "destination": "moved"})),
+            (REFUSED, W("moved/llmc/profiles/default.toml")),
+            (REFUSED, E("moved/llmc/profiles/default.toml")),
+            (REFUSED, R("moved/llmc/profiles/default.toml")),
+        ],
+    ),
+    (
+        "audit log renamed behind the server's back",
+        [(OK, ("!mv", {"source": "logs", "destination": "l2"})), (REFUSED, A("l2/audit.jsonl"))],
+    ),
 ]
 
 
@@ -96,9 +120,11 @@ def _layout(root: Path) -> dict[str, bytes]:
 
 def _snapshot(root: Path) -> dict[str, bytes]:
     """Every protected file's bytes, found by its identity wherever it is now."""
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and not p.is_symlink() and any(part in str(p.relative_to(root)) for part in
-                                                          ("llmc", "audit", "team.toml"))}
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.is_symlink() and any(part in str(p.relative_to(root)) for part in ("llmc", "audit", "team.toml"))
+    }
 
 
 def _behind_the_back(root: Path, op: str, args: dict[str, str]) -> None:
@@ -152,8 +178,11 @@ def test_the_jail_judges_by_identity_not_by_name(root: Path) -> None:
     jail = Jail([str(root)], protect=[str(root / "cfg" / "llmc")])
     os.rename(root / "cfg", root / "renamed")
     real = jail.resolve("renamed/llmc/p.toml")  # the name is no longer protected ...
-    for attempt in (lambda: jail.write_atomic(real, "p", b"x"), lambda: jail.append(real, "p", b"x"),
-                    lambda: jail.open_read(real, "p")):
+    for attempt in (
+        lambda: jail.write_atomic(real, "p", b"x"),
+        lambda: jail.append(real, "p", b"x"),
+        lambda: jail.open_read(real, "p"),
+    ):
         with pytest.raises(ToolError, match="off limits"):  # ... the identity still is
             attempt()
     assert (root / "renamed" / "llmc" / "p.toml").read_text() == PROFILE
@@ -218,9 +247,11 @@ def test_processes_in_bwrap_cannot_reach_protected_files(workspace, root: Path) 
     read as empty and cannot be written, hard-linked or have an ancestor renamed."""
     before = _layout(root)
     ws = workspace(protect=[f"{root}/{p}" for p in PROTECT], sandbox="bwrap", allow_commands=["sh"], timeout=20)
-    script = (f"cat {CONFIG}/profiles/default.toml logs/audit.jsonl team.toml; "
-              f"echo x >> team.toml; echo x >> logs/audit.jsonl; ln team.toml hard.toml; mv .config moved; "
-              f"mv logs l2; mkdir -p {MISSING}/profiles && echo p > {MISSING}/profiles/default.toml; echo done")
+    script = (
+        f"cat {CONFIG}/profiles/default.toml logs/audit.jsonl team.toml; "
+        f"echo x >> team.toml; echo x >> logs/audit.jsonl; ln team.toml hard.toml; mv .config moved; "
+        f"mv logs l2; mkdir -p {MISSING}/profiles && echo p > {MISSING}/profiles/default.toml; echo done"
+    )
     out = ws.ok("run_command", argv=["sh", "-c", script])["output"]
     assert out.rstrip().endswith("done") and "deny" not in out and '"n"' not in out, out
     assert _snapshot(root) == before or {k: v for k, v in _snapshot(root).items() if k in before} == before
@@ -238,8 +269,11 @@ def test_escape_refused_through_a_session(tmp_path: Path, server: str) -> None:
     started = llmc("session", "start", "held")
     assert started.returncode == 0, started.stderr
     try:
-        for args in (["ws.write_file", "path=config/profiles/default.toml", "content=[policy]"],
-                     ["ws.read_file", "path=state/audit.jsonl"], ["ws.move_file", "source=config", "destination=x"]):
+        for args in (
+            ["ws.write_file", "path=config/profiles/default.toml", "content=[policy]"],
+            ["ws.read_file", "path=state/audit.jsonl"],
+            ["ws.move_file", "source=config", "destination=x"],
+        ):
             proc = llmc("call", "--session", "held", "--yes", *args)
             assert proc.returncode == 1 and "llmc's own configuration" in proc.stdout + proc.stderr, (args, proc)
     finally:

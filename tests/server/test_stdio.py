@@ -27,8 +27,11 @@ def test_sdk_client_over_stdio(root: Path, mode: str, version: str) -> None:
     from mcp.client.stdio import StdioServerParameters
 
     (root / "notes.txt").write_text("alpha\nbeta\n")
-    params = StdioServerParameters(command=llmc_executable(), args=_serve_args(root, "--read-only"),
-                                   env={k: v for k, v in os.environ.items() if k.startswith("LLMC_")})
+    params = StdioServerParameters(
+        command=llmc_executable(),
+        args=_serve_args(root, "--read-only"),
+        env={k: v for k, v in os.environ.items() if k.startswith("LLMC_")},
+    )
 
     async def session() -> None:
         with anyio.fail_after(60):
@@ -53,13 +56,17 @@ def test_sdk_client_over_stdio(root: Path, mode: str, version: str) -> None:
 
 def test_stdout_carries_only_messages_and_eof_ends_the_server(root: Path) -> None:
     lines = [
-        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                    "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                               "clientInfo": {"name": "t", "version": "1"}}}),
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+            }
+        ),
         "this is not json",
         "[" * 100_000 + "]" * 100_000,  # valid JSON too deep for the parser: a parse error, not a crash
-        json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                    "params": {"name": "list_directory", "arguments": {}}}),
+        json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "list_directory", "arguments": {}}}),
         json.dumps([{"jsonrpc": "2.0", "id": 3, "method": "ping"}, {"bogus": True}]),
     ]
     proc = llmc_process(*_serve_args(root, "--read-only"), stdin="\n".join(lines) + "\n", timeout=30)  # no hang
@@ -81,7 +88,8 @@ def test_bad_configuration_exits_3(tmp_path: Path) -> None:
 
 
 def test_serve_help_lists_the_options() -> None:
-    out = subprocess.run([sys.executable, "-m", "llmc_cli", "serve", "workspace", "--help"],
-                         capture_output=True, text=True, timeout=30).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "llmc_cli", "serve", "workspace", "--help"], capture_output=True, text=True, timeout=30
+    ).stdout
     for option in ("--root", "--read-only", "--allow-command", "--sandbox"):
         assert option in out

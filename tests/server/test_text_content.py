@@ -34,7 +34,9 @@ def test_files_directories_and_searches(workspace, root: Path) -> None:
     ws = workspace()
     assert texts(ws, "read_file", path="src/app.py") == ["import os\nprint('hello')\n"]
     assert texts(ws, "read_file", path="long.txt", offset=2, length=3) == [
-        "line 2\nline 3\nline 4\n", "[long.txt: lines 3-5 of 10; continue with offset=5]"]
+        "line 2\nline 3\nline 4\n",
+        "[long.txt: lines 3-5 of 10; continue with offset=5]",
+    ]
     assert texts(ws, "read_file", path="long.txt", offset=-2) == ["line 8\nline 9\n"]  # the tail: nothing after it
     [listing] = texts(ws, "list_directory", depth=2)
     assert sorted(listing.splitlines()) == ["long.txt", "src/", "src/app.py"]

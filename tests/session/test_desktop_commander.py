@@ -35,23 +35,41 @@ def dc_env(isolated_dirs: Path):
     home = isolated_dirs / "home"
     dc_dir = home / ".claude-server-commander"  # where Desktop Commander keeps config and logs
     dc_dir.mkdir(parents=True)
-    (dc_dir / "config.json").write_text(json.dumps({
-        "telemetryEnabled": False,
-        "pendingWelcomeOnboarding": False,  # a first run would open a welcome page in a browser
-        "welcomeOnboardingEligible": False,
-        "defaultShell": shutil.which("bash") or "/bin/bash",
-        "allowedDirectories": [],
-        "blockedCommands": [],
-    }))
-    env = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
-           "XDG_STATE_HOME": str(home / ".local" / "state"), "XDG_CACHE_HOME": str(home / ".cache")}
-    added = llmc("servers", "add", "dc",
-                 "--env", "DESKTOP_COMMANDER_DISABLE_TELEMETRY=1",
-                 "--env", f"DC_FLAG_URL=http://127.0.0.1:{free_port()}/flags.json",
-                 # Not sandboxed: these tests follow the shell's pid from here, and a sandboxed
-                 # server reports pids of its own namespace (tests/sandbox runs it sandboxed).
-                 "--sandbox", "none",
-                 "--", *desktop_commander(), env=env, timeout=LLMC_TIMEOUT)
+    (dc_dir / "config.json").write_text(
+        json.dumps(
+            {
+                "telemetryEnabled": False,
+                "pendingWelcomeOnboarding": False,  # a first run would open a welcome page in a browser
+                "welcomeOnboardingEligible": False,
+                "defaultShell": shutil.which("bash") or "/bin/bash",
+                "allowedDirectories": [],
+                "blockedCommands": [],
+            }
+        )
+    )
+    env = {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+    }
+    added = llmc(
+        "servers",
+        "add",
+        "dc",
+        "--env",
+        "DESKTOP_COMMANDER_DISABLE_TELEMETRY=1",
+        "--env",
+        f"DC_FLAG_URL=http://127.0.0.1:{free_port()}/flags.json",
+        # Not sandboxed: these tests follow the shell's pid from here, and a sandboxed
+        # server reports pids of its own namespace (tests/sandbox runs it sandboxed).
+        "--sandbox",
+        "none",
+        "--",
+        *desktop_commander(),
+        env=env,
+        timeout=LLMC_TIMEOUT,
+    )
     assert added.returncode == 0, added.stderr
     try:
         yield env
@@ -61,8 +79,7 @@ def dc_env(isolated_dirs: Path):
 
 def call(env: dict[str, str], tool: str, *args: str, session: str | None = "ops") -> str:
     """One `llmc call dc.TOOL` in its own process; the text of a successful result."""
-    proc = llmc("call", f"dc.{tool}", *args, "--yes", *(["--session", session] if session else []),
-                env=env, timeout=LLMC_TIMEOUT)
+    proc = llmc("call", f"dc.{tool}", *args, "--yes", *(["--session", session] if session else []), env=env, timeout=LLMC_TIMEOUT)
     assert proc.returncode == 0, f"{tool}: exit {proc.returncode}: {proc.stderr}"
     result = json.loads(proc.stdout)
     text = "\n".join(c["text"] for c in result["content"] if c.get("type") == "text")
@@ -83,8 +100,14 @@ def test_a_shell_survives_across_invocations(dc_env):
 
     call(dc_env, "interact_with_process", f"pid={pid}", "input=export LLMC_MARK=42", f"timeout_ms={WAIT_MS}")
     # A later invocation, joining the session through the environment instead of --session.
-    text = call({**dc_env, "LLMC_SESSION": "ops"}, "interact_with_process", f"pid={pid}",
-                'input=echo "mark=$LLMC_MARK"', f"timeout_ms={WAIT_MS}", session=None)
+    text = call(
+        {**dc_env, "LLMC_SESSION": "ops"},
+        "interact_with_process",
+        f"pid={pid}",
+        'input=echo "mark=$LLMC_MARK"',
+        f"timeout_ms={WAIT_MS}",
+        session=None,
+    )
     assert "mark=42" in text.splitlines(), text
 
     text = call(dc_env, "read_process_output", f"pid={pid}", "offset=-20", "timeout_ms=1000")

@@ -33,6 +33,7 @@ TIMEOUT = 60  # upper bound for one llmc command
 
 # -- processes -------------------------------------------------------------------------------------
 
+
 def children(pid: int) -> list[int]:
     """Live child processes of pid (the servers a keeper started), read from /proc (Linux)."""
     return [p.pid for p in live_processes() if p.ppid == pid]
@@ -40,8 +41,11 @@ def children(pid: int) -> list[int]:
 
 def keeper_pids(state: Path) -> list[int]:
     """Keepers whose environment points at this test's state directory (the last-resort sweep)."""
-    return [p.pid for p in live_processes() if any(b"llmc_cli.keeper" in arg for arg in p.cmdline())
-            and f"LLMC_STATE_DIR={state}".encode() in p.environ()]
+    return [
+        p.pid
+        for p in live_processes()
+        if any(b"llmc_cli.keeper" in arg for arg in p.cmdline()) and f"LLMC_STATE_DIR={state}".encode() in p.environ()
+    ]
 
 
 def one_line(text: str) -> str:
@@ -52,6 +56,7 @@ def one_line(text: str) -> str:
 
 
 # -- the fixture -----------------------------------------------------------------------------------
+
 
 @dataclass
 class Keepers:
@@ -88,8 +93,7 @@ def keepers(isolated_dirs: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Ke
     state = Path(tempfile.mkdtemp(prefix="llmc-ks-", dir="/tmp" if os.path.isdir("/tmp") else None))
     config = isolated_dirs / "config"
     server = sdk_server("sdk_server.py")
-    profile_file(config, "".join(f'[servers.{name}]\ncommand = "{server[0]}"\nargs = ["{server[1]}"]\n'
-                                 for name in ("t", "u")))
+    profile_file(config, "".join(f'[servers.{name}]\ncommand = "{server[0]}"\nargs = ["{server[1]}"]\n' for name in ("t", "u")))
     env = {"LLMC_CONFIG_DIR": str(config), "LLMC_STATE_DIR": str(state)}
     for key, value in env.items():
         monkeypatch.setenv(key, value)  # for the tests that attach in-process
@@ -117,6 +121,7 @@ def keepers(isolated_dirs: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Ke
 
 
 # -- start, list, stop -----------------------------------------------------------------------------
+
 
 def test_start_list_call_stop(keepers: Keepers) -> None:
     status = keepers.start("work", "-s", "t")
@@ -211,6 +216,7 @@ def test_keeper_ignores_modules_in_the_current_directory(keepers: Keepers, tmp_p
 
 # -- stale sockets ---------------------------------------------------------------------------------
 
+
 def test_killed_keeper_is_detected_and_cleaned(keepers: Keepers) -> None:
     pid = keepers.start("k", "-s", "t")["pid"]
     assert keepers.call("t.echo", "message=x", session="k").returncode == 0
@@ -267,6 +273,7 @@ def test_hand_made_stale_sockets_are_removed(keepers: Keepers) -> None:
 
 # -- several sessions ------------------------------------------------------------------------------
 
+
 def test_two_sessions_work_independently(keepers: Keepers) -> None:
     alpha = keepers.start("alpha", "-s", "t")["pid"]
     beta = keepers.start("beta", "-s", "t", "-s", "u")["pid"]
@@ -307,6 +314,7 @@ def test_two_sessions_work_independently(keepers: Keepers) -> None:
 
 # -- servers inside a session ----------------------------------------------------------------------
 
+
 def test_crashed_server_is_restarted_with_a_warning(keepers: Keepers) -> None:
     keepers.start("crashy", "-s", "t")
     proc = keepers.call("t.crash", session="crashy")
@@ -333,13 +341,22 @@ def test_concurrent_callers_get_their_own_answers(keepers: Keepers) -> None:
         seconds = f"0.{5 + i}"
         jobs[f"slept {seconds}"] = subprocess.Popen(
             [llmc_executable(), "call", "t.slow", f"seconds:={seconds}", "--session", "busy", "--yes"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env)
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=env,
+        )
         jobs[f"message-{i}"] = subprocess.Popen(
             [llmc_executable(), "call", "t.echo", f"message=message-{i}", "--session", "busy", "--yes"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env)
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=env,
+        )
     try:
-        outcomes = {expected: (job.wait(timeout=TIMEOUT), *job.communicate(timeout=TIMEOUT))
-                    for expected, job in jobs.items()}
+        outcomes = {expected: (job.wait(timeout=TIMEOUT), *job.communicate(timeout=TIMEOUT)) for expected, job in jobs.items()}
     finally:
         for job in jobs.values():
             if job.poll() is None:
@@ -417,19 +434,28 @@ def test_server_state_lives_across_invocations_and_batches(keepers: Keepers) -> 
     # Without the session, a fresh server knows nothing.
     assert keepers.call("t.recall", "key=colour").returncode == 1
     # A batch through the session: one connection to the same server.
-    lines = [{"id": 1, "tool": "t.remember", "arguments": {"key": "k", "value": "v"}},
-             {"id": 2, "tool": "t.recall", "arguments": {"key": "colour"}}]
-    proc = llmc("call", "--batch", "-", "--yes", "--session", "state", env=keepers.env, timeout=TIMEOUT,
-                stdin="".join(json.dumps(line) + "\n" for line in lines))
+    lines = [
+        {"id": 1, "tool": "t.remember", "arguments": {"key": "k", "value": "v"}},
+        {"id": 2, "tool": "t.recall", "arguments": {"key": "colour"}},
+    ]
+    proc = llmc(
+        "call",
+        "--batch",
+        "-",
+        "--yes",
+        "--session",
+        "state",
+        env=keepers.env,
+        timeout=TIMEOUT,
+        stdin="".join(json.dumps(line) + "\n" for line in lines),
+    )
     assert proc.returncode == 0, proc.stderr
-    assert [json.loads(line)["content"][0]["text"] for line in proc.stdout.splitlines()] == [
-        "remembered k", "teal"]
+    assert [json.loads(line)["content"][0]["text"] for line in proc.stdout.splitlines()] == ["remembered k", "teal"]
 
 
 def test_an_explicit_stdio_server_beats_llmc_session_from_the_shell(keepers: Keepers) -> None:
     server = " ".join(sdk_server("sdk_server.py"))
-    proc = keepers.run("call", "echo", "message=adhoc", "--yes", "--text", "--stdio", server,
-                       env={"LLMC_SESSION": "not-running"})
+    proc = keepers.run("call", "echo", "message=adhoc", "--yes", "--text", "--stdio", server, env={"LLMC_SESSION": "not-running"})
     assert proc.returncode == 0 and proc.stdout.strip() == "adhoc", proc.stderr
     proc = keepers.run("call", "echo", "message=x", "--yes", "--session", "not-running", "--stdio", server)
     assert proc.returncode == 2 and "drop --stdio/--url" in one_line(proc.stderr)

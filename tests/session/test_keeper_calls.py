@@ -26,9 +26,19 @@ BAD_INPUT = [
 ]
 
 # What a call through a keeper must not import (start-up time is most of its cost: issue 21).
-NOT_ON_THE_CALL_PATH = ("jsonschema", "pydantic", "concurrent.futures", "logging", "tomllib", "subprocess",
-                        "llmc_cli.services.batch", "llmc_cli.audit.deferred", "llmc_cli.audit.postgres",
-                        "llmc_cli.policy.lint", "llmc_cli.cli.complete")
+NOT_ON_THE_CALL_PATH = (
+    "jsonschema",
+    "pydantic",
+    "concurrent.futures",
+    "logging",
+    "tomllib",
+    "subprocess",
+    "llmc_cli.services.batch",
+    "llmc_cli.audit.deferred",
+    "llmc_cli.audit.postgres",
+    "llmc_cli.policy.lint",
+    "llmc_cli.cli.complete",
+)
 
 
 def audit_records(state: Path) -> list[dict[str, object]]:
@@ -67,12 +77,20 @@ def test_the_keeper_answers_validate_on_its_socket(keepers: Keepers) -> None:  #
 
 def test_a_call_through_a_keeper_imports_only_what_it_uses(keepers: Keepers) -> None:  # noqa: F811 - the fixture imported above
     keepers.start("lean", "-s", "t")
-    code = ("import sys\nfrom llmc_cli.cli.main import main\n"
-            "try:\n    main(['call', 't.echo', 'message=hi', '--yes', '--session', 'lean'])\n"
-            "except SystemExit as exc:\n    assert not exc.code, exc.code\n"
-            f"print('LOADED', [m for m in {NOT_ON_THE_CALL_PATH!r} if m in sys.modules], file=sys.stderr)")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                          stdin=subprocess.DEVNULL, env={**os.environ, **keepers.env})
+    code = (
+        "import sys\nfrom llmc_cli.cli.main import main\n"
+        "try:\n    main(['call', 't.echo', 'message=hi', '--yes', '--session', 'lean'])\n"
+        "except SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        f"print('LOADED', [m for m in {NOT_ON_THE_CALL_PATH!r} if m in sys.modules], file=sys.stderr)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, **keepers.env},
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["content"][0]["text"] == "hi"
     assert "LOADED []" in proc.stderr, proc.stderr

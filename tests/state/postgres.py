@@ -49,20 +49,32 @@ class PostgresServer:
             shutil.chown(self.data, "nobody")
             shutil.chown(pwfile, "nobody")
             shutil.chown(self.root, "nobody")
-        self._run("initdb", "-D", str(self.data), "-U", USER, f"--pwfile={pwfile}", "--auth=scram-sha-256",
-                  "--no-sync", "-E", "UTF8")
+        self._run(
+            "initdb", "-D", str(self.data), "-U", USER, f"--pwfile={pwfile}", "--auth=scram-sha-256", "--no-sync", "-E", "UTF8"
+        )
         pwfile.unlink()
         self.start()
 
     def _run(self, tool: str, *args: str) -> None:
-        proc = subprocess.run([*self.as_user, str(self.bin / tool), *args], capture_output=True, text=True,
-                              timeout=120, cwd=self.root)
+        proc = subprocess.run(
+            [*self.as_user, str(self.bin / tool), *args], capture_output=True, text=True, timeout=120, cwd=self.root
+        )
         assert proc.returncode == 0, f"{tool}: {proc.stdout}{proc.stderr}"
 
     def start(self) -> None:
-        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "log"), "-w", "-t", "60", "-o",
-                  f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off "
-                  "-c max_connections=200", "start")
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.root / "log"),
+            "-w",
+            "-t",
+            "60",
+            "-o",
+            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
+            "start",
+        )
 
     def stop(self) -> None:
         self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")

@@ -18,8 +18,9 @@ pytestmark = pytest.mark.e2e  # a real PostgreSQL (and HAProxy)
 CALL = ("sdk.echo", "message=deploy")
 
 
-def test_an_approval_in_the_database_holds_on_every_machine(isolated_dirs: Path, state_url: str,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_approval_in_the_database_holds_on_every_machine(
+    isolated_dirs: Path, state_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("LLMC_APPROVAL_KEY", "k" * 64)  # shared by the "machines" below
     write_profile(isolated_dirs)
     profile = isolated_dirs / "config" / "profiles" / "default.toml"
@@ -35,8 +36,7 @@ def test_an_approval_in_the_database_holds_on_every_machine(isolated_dirs: Path,
     assert profile.read_text() == before  # recorded in the database, not the profile
     assert llmc("policy", "approve", *CALL, "--write").returncode == 0  # twice is one approval
     with psycopg.connect(state_url) as conn:
-        assert conn.execute("SELECT profile, hash, tool FROM llmc_approved").fetchall() == \
-            [("default", digest, "sdk.echo")]
+        assert conn.execute("SELECT profile, hash, tool FROM llmc_approved").fetchall() == [("default", digest, "sdk.echo")]
 
     assert json.loads(llmc("policy", "check", *CALL).stdout)["rule"] == "approved"
     assert llmc("call", *CALL).returncode == 0
@@ -47,6 +47,9 @@ def test_an_approval_in_the_database_holds_on_every_machine(isolated_dirs: Path,
     # Another profile with the same servers: the approval was for `default` only.
     (profile.parent / "ci.toml").write_text(before)
     assert llmc("-p", "ci", "call", *CALL).returncode == 4
-    rules = [json.loads(line)["rule"] for line in llmc("audit", "tail", "-n", "100").stdout.splitlines()
-             if json.loads(line)["event"] == "decision"]
+    rules = [
+        json.loads(line)["rule"]
+        for line in llmc("audit", "tail", "-n", "100").stdout.splitlines()
+        if json.loads(line)["event"] == "decision"
+    ]
     assert rules == ["confirm: sdk.echo", "approved", "approved", "confirm: sdk.echo", "confirm: sdk.echo"]

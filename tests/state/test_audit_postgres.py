@@ -61,12 +61,15 @@ def _rewrite_head(conn: psycopg.Connection) -> None:
     conn.execute("UPDATE llmc_audit_head SET head = repeat('a', 64)")
 
 
-@pytest.mark.parametrize("tamper, reason", [
-    (_edit, "modified"),
-    (_delete, "broken link"),
-    (_cut_end, "ends before its anchor"),
-    (_rewrite_head, "differs from its anchor"),
-])
+@pytest.mark.parametrize(
+    "tamper, reason",
+    [
+        (_edit, "modified"),
+        (_delete, "broken link"),
+        (_cut_end, "ends before its anchor"),
+        (_rewrite_head, "differs from its anchor"),
+    ],
+)
 def test_tampering_in_the_database_is_caught(state_url: str, tamper, reason: str) -> None:
     log = PostgresAuditLog(state_url)
     for i in range(10):
@@ -91,9 +94,9 @@ def test_calls_are_audited_in_the_database(isolated_dirs: Path, state_url: str) 
     assert report["ok"] is True and report["records"] == 12
 
 
-def test_migrate_is_idempotent_and_a_database_without_schema_is_refused(postgres: PostgresServer,
-                                                                        isolated_dirs: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_migrate_is_idempotent_and_a_database_without_schema_is_refused(
+    postgres: PostgresServer, isolated_dirs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     url = postgres.create_database("fresh")
     monkeypatch.setenv("PGPASSWORD", PASSWORD)
     monkeypatch.setenv("LLMC_STATE_URL", url)
@@ -106,8 +109,7 @@ def test_migrate_is_idempotent_and_a_database_without_schema_is_refused(postgres
     assert llmc("call", "sdk.echo", "message=x").returncode == 0
 
 
-def test_a_database_that_is_down_stops_every_call_until_it_returns(isolated_dirs: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_database_that_is_down_stops_every_call_until_it_returns(isolated_dirs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     server = PostgresServer()  # its own cluster: this test stops it
     try:
         monkeypatch.setenv("LLMC_STATE_URL", server.url(password=True))  # the password in the url: never shown
@@ -123,8 +125,9 @@ def test_a_database_that_is_down_stops_every_call_until_it_returns(isolated_dirs
         assert head.returncode == 3 and PASSWORD not in head.stderr
         server.start()
         assert llmc("call", "sdk.echo", "message=after").returncode == 0
-        messages = [json.loads(line).get("arguments", {}).get("message")
-                    for line in llmc("audit", "tail", "-n", "10").stdout.splitlines()]
+        messages = [
+            json.loads(line).get("arguments", {}).get("message") for line in llmc("audit", "tail", "-n", "10").stdout.splitlines()
+        ]
         assert "while-down" not in messages and messages.count("before") == 2 and messages.count("after") == 2
         assert json.loads(llmc("audit", "verify").stdout)["records"] == 4
     finally:
@@ -140,8 +143,16 @@ def test_a_rate_limit_holds_across_processes(isolated_dirs: Path, state_url: str
     batch = "".join(json.dumps({"tool": "sdk.echo", "arguments": {"message": str(i)}}) + "\n" for i in range(35))
     from tests.helpers import llmc_executable
 
-    procs = [subprocess.Popen([llmc_executable(), "call", "--batch", "-"], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [llmc_executable(), "call", "--batch", "-"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     singles = [llmc("call", "sdk.echo", f"message=single-{i}").returncode for i in range(5)]
     outputs = [p.communicate(batch, timeout=300)[0] for p in procs]
     for out in outputs:

@@ -15,6 +15,7 @@ from tests.helpers import llmc
 
 pytestmark = pytest.mark.e2e  # a real PostgreSQL (and HAProxy)
 
+
 def test_the_database_holds_the_cache_every_llmc_shares(tmp_path: Path, state_url: str) -> None:
     import psycopg
 

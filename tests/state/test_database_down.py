@@ -24,15 +24,19 @@ def _messages(lines: list[dict]) -> list[str]:
     return [line["arguments"]["message"] for line in lines]
 
 
-def test_the_database_stopped_under_the_gateway_and_llmc_call(isolated_dirs: Path, tmp_path: Path,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_database_stopped_under_the_gateway_and_llmc_call(
+    isolated_dirs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     calls_log = tmp_path / "upstream-calls.jsonl"
-    profile = profile_file(isolated_dirs / "config", f"""[servers.sdk]
+    profile = profile_file(
+        isolated_dirs / "config",
+        f"""[servers.sdk]
 command = {json.dumps(sys.executable)}
 args = [{json.dumps(str(PEERS / "sdk_server.py"))}, "stdio", "--call-log", {json.dumps(str(calls_log))}]
 [policy]
 confirm_destructive = false
-""")
+""",
+    )
     # The host in front of the gateway is llmc without the database or a profile: only the
     # gateway's own audit trail is under test.
     host_env = {"LLMC_STATE_URL": "", "LLMC_CONFIG_DIR": str(tmp_path / "host"), "LLMC_STATE_DIR": str(tmp_path / "host")}
@@ -44,6 +48,7 @@ confirm_destructive = false
         gateway = start(profile)
         done = threading.Event()
         try:
+
             def cli(message: str) -> subprocess.CompletedProcess[str]:
                 return llmc("call", "sdk.echo", f"message={message}")
 
@@ -68,8 +73,9 @@ confirm_destructive = false
             assert refused.returncode == 3 and refused.stdout == "", refused.stderr
             assert database in refused.stderr and "not run" in refused.stderr
             assert PASSWORD not in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
-            batch = "".join(json.dumps({"tool": "sdk.echo", "arguments": {"message": f"batch-down-{i}"}}) + "\n"
-                            for i in range(3))
+            batch = "".join(
+                json.dumps({"tool": "sdk.echo", "arguments": {"message": f"batch-down-{i}"}}) + "\n" for i in range(3)
+            )
             refused_batch = llmc("call", "--batch", "-", stdin=batch)
             assert refused_batch.returncode == 3 and database in refused_batch.stderr + refused_batch.stdout
             assert PASSWORD not in refused_batch.stderr + refused_batch.stdout

@@ -59,8 +59,9 @@ def test_the_systemd_unit_runs_the_same_commands_and_verifies(tmp_path: Path) ->
     # verify checks that executables exist: point the unit at the llmc under test.
     local = tmp_path / "llmc-gateway@.service"
     local.write_text(unit.replace("/usr/local/bin/llmc", llmc_executable()))
-    proc = subprocess.run([analyze, "verify", str(tmp_path / "llmc-gateway@1.service")], capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [analyze, "verify", str(tmp_path / "llmc-gateway@1.service")], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0 and proc.stdout + proc.stderr == "", proc.stdout + proc.stderr
 
 
@@ -69,13 +70,16 @@ def test_balancers_check_readiness_and_supervisors_liveness() -> None:
     test_replica_lifecycle), Kubernetes restarts one on /healthz; every probe names localhost,
     the only Host the gateway answers without allowed_hosts."""
     cfg = (DEPLOY / "haproxy.cfg").read_text()
-    assert "http-check send meth GET uri /readyz ver HTTP/1.1 hdr Host localhost\n" in cfg and "/healthz" not in \
-        "".join(line for line in cfg.splitlines() if not line.lstrip().startswith("#"))
+    assert "http-check send meth GET uri /readyz ver HTTP/1.1 hdr Host localhost\n" in cfg and "/healthz" not in "".join(
+        line for line in cfg.splitlines() if not line.lstrip().startswith("#")
+    )
     k8s = (DEPLOY / "k8s.yaml").read_text()
-    probes = re.findall(r"(\w+Probe):\n\s+httpGet: \{path: (/\w+), port: mcp, httpHeaders: "
-                        r"\[\{name: Host, value: localhost\}\]\}", k8s)
+    probes = re.findall(
+        r"(\w+Probe):\n\s+httpGet: \{path: (/\w+), port: mcp, httpHeaders: "
+        r"\[\{name: Host, value: localhost\}\]\}",
+        k8s,
+    )
     assert probes == [("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")]
     commands = [json.loads(line.split(":", 1)[1]) for line in k8s.splitlines() if line.strip().startswith("command:")]
-    assert commands == [["llmc", "-p", PROFILE, "state", "migrate"],
-                        ["llmc", "serve", "-p", PROFILE, "--http", "0.0.0.0:8801"]]
+    assert commands == [["llmc", "-p", PROFILE, "state", "migrate"], ["llmc", "serve", "-p", PROFILE, "--http", "0.0.0.0:8801"]]
     assert "containerPort: 8801, name: mcp" in k8s

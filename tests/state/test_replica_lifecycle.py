@@ -38,8 +38,7 @@ def _call(replica: Gateway, session: str, a: int) -> tuple[int, dict[str, Any]]:
     return status, json.loads(reply)
 
 
-def test_a_delete_through_one_replica_ends_the_session_on_the_other_at_once(isolated_dirs: Path,
-                                                                            state_url: str) -> None:
+def test_a_delete_through_one_replica_ends_the_session_on_the_other_at_once(isolated_dirs: Path, state_url: str) -> None:
     write_profile(isolated_dirs)
     replicas = [start(isolated_dirs / "config" / "profiles" / "default.toml") for _ in range(2)]
     try:
@@ -93,8 +92,10 @@ def _kill_mid_calls(front: Gateway, holder: Gateway, survivors: list[Gateway], s
     def call_of(record: dict[str, Any]) -> tuple[str, ...]:
         return tuple(json.dumps(record.get(k), sort_keys=True) for k in ("pid", "tool", "arguments"))
 
-    assert len(decided) == 5 and sorted(map(call_of, decided)) == sorted(map(call_of, outcomes)), \
-        (decided, outcomes)  # every decided call has exactly one outcome
+    assert len(decided) == 5 and sorted(map(call_of, decided)) == sorted(map(call_of, outcomes)), (
+        decided,
+        outcomes,
+    )  # every decided call has exactly one outcome
     lost = [r for r in outcomes if r["outcome"] == "lost"]
     assert any(r["tool"] == "slow" for r in lost)
     killed = str(holder.proc.pid)
@@ -108,8 +109,9 @@ def _kill_mid_calls(front: Gateway, holder: Gateway, survivors: list[Gateway], s
     return records
 
 
-def test_a_replica_killed_mid_calls_leaves_no_decision_without_an_outcome(isolated_dirs: Path, state_url: str,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_replica_killed_mid_calls_leaves_no_decision_without_an_outcome(
+    isolated_dirs: Path, state_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("LLMC_REPLICA_LEASE", "1")  # a replica is taken for gone after a second without renewal
     write_profile(isolated_dirs)
     with deployment(isolated_dirs / "config" / "profiles" / "default.toml") as (front, replicas):
@@ -118,8 +120,7 @@ def test_a_replica_killed_mid_calls_leaves_no_decision_without_an_outcome(isolat
         _kill_mid_calls(front, holder, [r for r in replicas if r is not holder], session)
 
 
-def test_two_survivors_close_each_lost_call_once(isolated_dirs: Path, state_url: str,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_two_survivors_close_each_lost_call_once(isolated_dirs: Path, state_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LLMC_REPLICA_LEASE", "1")
     write_profile(isolated_dirs)
     replicas = [start(isolated_dirs / "config" / "profiles" / "default.toml") for _ in range(3)]
@@ -131,8 +132,7 @@ def test_two_survivors_close_each_lost_call_once(isolated_dirs: Path, state_url:
             stop(replica)
 
 
-def test_readiness_refused_initialize_and_an_outage_said_once(isolated_dirs: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_readiness_refused_initialize_and_an_outage_said_once(isolated_dirs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write_profile(isolated_dirs)
     profile = isolated_dirs / "config" / "profiles" / "default.toml"
     server = PostgresServer()  # its own cluster: this test stops it
@@ -186,8 +186,15 @@ def test_a_refused_initialize_starts_no_session(isolated_dirs: Path, monkeypatch
 @pytest.mark.parametrize("lease", ["soon", "0", "-1", "nan"])
 def test_a_bad_lease_is_one_line_before_the_gateway_starts(isolated_dirs: Path, state_url: str, lease: str) -> None:
     write_profile(isolated_dirs)
-    proc = llmc("serve", "-p", str(isolated_dirs / "config" / "profiles" / "default.toml"), "--http",
-                f"127.0.0.1:{free_port()}", env={"LLMC_REPLICA_LEASE": lease})
+    proc = llmc(
+        "serve",
+        "-p",
+        str(isolated_dirs / "config" / "profiles" / "default.toml"),
+        "--http",
+        f"127.0.0.1:{free_port()}",
+        env={"LLMC_REPLICA_LEASE": lease},
+    )
     assert proc.returncode == 3 and proc.stdout == "", proc.stderr
-    assert proc.stderr.strip().splitlines() == [f"llmc: LLMC_REPLICA_LEASE={lease}: expected a number of seconds "
-                                                "from 0.5 to 86400"], proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"llmc: LLMC_REPLICA_LEASE={lease}: expected a number of seconds from 0.5 to 86400"
+    ], proc.stderr

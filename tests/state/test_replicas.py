@@ -41,10 +41,15 @@ def deployment(profile: Path) -> Iterator[tuple[Gateway, list[Gateway]]]:
         pytest.skip("HAProxy is not installed (scripts/test.sh installs it with apt-get when run as root)")
     replicas = [start(profile), start(profile)]
     port = free_port()
-    env = {**os.environ, "LLMC_LB_ADDR": f"127.0.0.1:{port}",
-           "LLMC_GW1": f"127.0.0.1:{replicas[0].port}", "LLMC_GW2": f"127.0.0.1:{replicas[1].port}"}
-    proc = subprocess.Popen([haproxy, "-db", "-f", str(DEPLOY / "haproxy.cfg")], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    env = {
+        **os.environ,
+        "LLMC_LB_ADDR": f"127.0.0.1:{port}",
+        "LLMC_GW1": f"127.0.0.1:{replicas[0].port}",
+        "LLMC_GW2": f"127.0.0.1:{replicas[1].port}",
+    }
+    proc = subprocess.Popen(
+        [haproxy, "-db", "-f", str(DEPLOY / "haproxy.cfg")], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     front = Gateway(port, proc)  # type: ignore[arg-type]
     try:
         for _ in range(240):  # up to a minute on a loaded machine
@@ -97,16 +102,19 @@ def _sessions(replica: Gateway) -> int:
     return int(json.loads(replica.request("GET", "/status")[2])["sessions"])
 
 
-@pytest.mark.parametrize("shared", [pytest.param(True, id="resumed from the database"),
-                                    pytest.param(False, id="pinned only: state lost")])
-def test_an_initialize_era_host_whose_replica_is_killed(isolated_dirs: Path, state_url: str,
-                                                        monkeypatch: pytest.MonkeyPatch, shared: bool) -> None:
+@pytest.mark.parametrize(
+    "shared", [pytest.param(True, id="resumed from the database"), pytest.param(False, id="pinned only: state lost")]
+)
+def test_an_initialize_era_host_whose_replica_is_killed(
+    isolated_dirs: Path, state_url: str, monkeypatch: pytest.MonkeyPatch, shared: bool
+) -> None:
     from mcp.shared.exceptions import MCPError
 
     if not shared:
         monkeypatch.delenv("LLMC_STATE_URL")
     write_profile(isolated_dirs)
     with deployment(isolated_dirs / "config" / "profiles" / "default.toml") as (front, replicas):
+
         async def work() -> None:
             async with sdk_host(front.url, "legacy") as client:
                 assert client.session.protocol_version == "2025-11-25"
@@ -128,19 +136,23 @@ def test_an_initialize_era_host_whose_replica_is_killed(isolated_dirs: Path, sta
 
         run(work)
         # What the host hears at the HTTP level, without an SDK in between: 404 and why.
-        status, _, body = front.request("POST", "/mcp", {"jsonrpc": "2.0", "id": 9, "method": "tools/list"},
-                                        {"Mcp-Session-Id": "a-session-no-replica-knows-" + "x" * 20})
+        status, _, body = front.request(
+            "POST",
+            "/mcp",
+            {"jsonrpc": "2.0", "id": 9, "method": "tools/list"},
+            {"Mcp-Session-Id": "a-session-no-replica-knows-" + "x" * 20},
+        )
         assert status == 404 and "server state was lost" in json.loads(body)["error"]["message"]
     if shared:
         # The resumed session kept the host's handshake: the call is recorded under its name and version.
         records = [json.loads(line) for line in llmc("audit", "tail", "-n", "100").stdout.splitlines()]
         resumed = [r for r in records if r["event"] == "outcome" and r["arguments"] == {"a": 41, "b": 1}]
-        assert [(r["outcome"], r["client"]["name"], r["client"]["protocolVersion"]) for r in resumed] == \
-            [("ok", "http-host", "2025-11-25")]
+        assert [(r["outcome"], r["client"]["name"], r["client"]["protocolVersion"]) for r in resumed] == [
+            ("ok", "http-host", "2025-11-25")
+        ]
 
 
-def test_a_rate_limit_holds_across_two_replicas_and_two_call_loops(isolated_dirs: Path, state_url: str,
-                                                                   tmp_path: Path) -> None:
+def test_a_rate_limit_holds_across_two_replicas_and_two_call_loops(isolated_dirs: Path, state_url: str, tmp_path: Path) -> None:
     """calls_per_minute = 60, counted in the database, while two hosts send batches through
     HAProxy to both replicas and two loops of `llmc call` run beside them: never more than 60
     calls in a minute (exactly 60 when the run fits in the window, as it does on a quiet
@@ -150,14 +162,24 @@ def test_a_rate_limit_holds_across_two_replicas_and_two_call_loops(isolated_dirs
     profile = isolated_dirs / "config" / "profiles" / "default.toml"
     profile.write_text(profile.read_text() + "calls_per_minute = 60\n")
     # The hosts are llmc without a profile or the database: only the replicas count their calls.
-    host_env = {"LLMC_STATE_URL": "", "LLMC_CONFIG_DIR": str(tmp_path / "host-config"),
-                "LLMC_STATE_DIR": str(tmp_path / "host-state")}
+    host_env = {
+        "LLMC_STATE_URL": "",
+        "LLMC_CONFIG_DIR": str(tmp_path / "host-config"),
+        "LLMC_STATE_DIR": str(tmp_path / "host-state"),
+    }
     with deployment(profile) as (front, replicas):
-        batch = "".join(json.dumps({"tool": "sdk.echo", "arguments": {"message": f"gw-{i}"}}) + "\n"
-                        for i in range(40))
-        hosts = [subprocess.Popen([llmc_executable(), "call", "--url", front.url, "--batch", "-"],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                  env={**os.environ, **host_env}) for _ in range(2)]
+        batch = "".join(json.dumps({"tool": "sdk.echo", "arguments": {"message": f"gw-{i}"}}) + "\n" for i in range(40))
+        hosts = [
+            subprocess.Popen(
+                [llmc_executable(), "call", "--url", front.url, "--batch", "-"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env={**os.environ, **host_env},
+            )
+            for _ in range(2)
+        ]
 
         def loop(n: int) -> list[subprocess.CompletedProcess[str]]:
             return [llmc_process("call", "sdk.echo", f"message=loop{n}-{i}") for i in range(10)]  # two at once
@@ -172,13 +194,19 @@ def test_a_rate_limit_holds_across_two_replicas_and_two_call_loops(isolated_dirs
     lines = [json.loads(line) for out in outputs for line in out.splitlines()]
     assert len(lines) == 80
     gateway_ran = [line for line in lines if line.get("isError") is False]
-    gateway_refused = [line for line in lines if line.get("isError") is True
-                       and "rate limit: profile limit of 60 calls per minute reached" in line["content"][0]["text"]]
+    gateway_refused = [
+        line
+        for line in lines
+        if line.get("isError") is True
+        and "rate limit: profile limit of 60 calls per minute reached" in line["content"][0]["text"]
+    ]
     calls = [proc for runs in loops for proc in runs]
     loop_ran = [p for p in calls if p.returncode == 0]
     loop_refused = [p for p in calls if p.returncode == 4 and "rate limit" in p.stderr]
-    assert len(gateway_ran) + len(gateway_refused) == 80 and len(loop_ran) + len(loop_refused) == 20, \
-        (lines[:2], [(p.returncode, p.stderr) for p in calls][:2])
+    assert len(gateway_ran) + len(gateway_refused) == 80 and len(loop_ran) + len(loop_refused) == 20, (
+        lines[:2],
+        [(p.returncode, p.stderr) for p in calls][:2],
+    )
     ran = len(gateway_ran) + len(loop_ran)
     records = [json.loads(line) for line in llmc("audit", "tail", "-n", "1000").stdout.splitlines()]
     outcomes = [r["outcome"] for r in records if r["event"] == "outcome"]
@@ -200,13 +228,13 @@ def test_a_rate_limit_holds_across_two_replicas_and_two_call_loops(isolated_dirs
 
 
 def test_a_session_resumes_only_for_its_principal_and_the_database_keeps_no_session_id(
-        isolated_dirs: Path, state_url: str) -> None:
+    isolated_dirs: Path, state_url: str
+) -> None:
     write_profile(isolated_dirs)
     profile = isolated_dirs / "config" / "profiles" / "default.toml"
     # a gateway with principals starts no unsandboxed stdio server
     profile.write_text(profile.read_text().replace("\n[policy]", '\nsandbox = "bwrap"\n[policy]', 1))
-    tokens = [json.loads(llmc("serve", "-p", str(profile), "token", "create", name).stdout)["token"]
-              for name in ("ops", "ci")]
+    tokens = [json.loads(llmc("serve", "-p", str(profile), "token", "create", name).stdout)["token"] for name in ("ops", "ci")]
     ops, ci = ({"Authorization": f"Bearer {token}"} for token in tokens)
     replicas = [start(profile), start(profile)]
     try:

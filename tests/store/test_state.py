@@ -91,8 +91,7 @@ def test_file_approvals_are_the_profiles_own_list(isolated_dirs: Path) -> None:
 def test_a_command_composes_its_state_once(isolated_dirs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import llmc_cli.services.state as composition
 
-    profile_file(isolated_dirs / "config", '[servers.workspace]\nbuiltin = "workspace"\n'
-                 "[policy]\ncalls_per_minute = 2\n")
+    profile_file(isolated_dirs / "config", '[servers.workspace]\nbuiltin = "workspace"\n[policy]\ncalls_per_minute = 2\n')
     (isolated_dirs / "work").mkdir()
     made = []
     real = composition.open_state
@@ -104,8 +103,7 @@ def test_a_command_composes_its_state_once(isolated_dirs: Path, monkeypatch: pyt
     monkeypatch.setattr(composition, "open_state", counted)
     monkeypatch.setattr(services, "open_state", counted, raising=False)
     monkeypatch.chdir(isolated_dirs / "work")
-    calls = "".join(json.dumps({"tool": "workspace.list_directory", "arguments": {"path": "."}}) + "\n"
-                    for _ in range(3))
+    calls = "".join(json.dumps({"tool": "workspace.list_directory", "arguments": {"path": "."}}) + "\n" for _ in range(3))
     proc = llmc("call", "--batch", "-", stdin=calls)
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     assert made == ["default"], proc.stderr
@@ -119,8 +117,10 @@ def _modules() -> dict[str, str]:
 def test_only_services_state_asks_files_or_postgresql() -> None:
     """Reading LLMC_STATE_URL or a profile's `[state] url`, and making a FileState or PostgresState,
     happen in services/state.py alone (config/secrets.py reads the url only to mask it)."""
-    asks = re.compile(r"environ(\.get\(|\[)\s*(URL_VAR|\"LLMC_STATE_URL\")|profile\.state\.url|"
-                      r"\b(FileState|PostgresState)\(")
+    asks = re.compile(
+        r"environ(\.get\(|\[)\s*(URL_VAR|\"LLMC_STATE_URL\")|profile\.state\.url|"
+        r"\b(FileState|PostgresState)\("
+    )
     found = sorted(name for name, text in _modules().items() if asks.search(text))
     assert found == ["config/secrets.py", "services/state.py"]
 
@@ -129,5 +129,11 @@ def test_the_database_is_reached_only_through_store_postgres() -> None:
     """Only the state database's own modules, and the audit chain over it, open a Database."""
     opens = re.compile(r"\bDatabase(\.for_url)?\(")
     found = sorted(name for name, text in _modules().items() if opens.search(text))
-    assert found == ["audit/postgres.py", "store/postgres/approvals.py", "store/postgres/rate.py",
-                     "store/postgres/results.py", "store/postgres/sessions.py", "store/state.py"]
+    assert found == [
+        "audit/postgres.py",
+        "store/postgres/approvals.py",
+        "store/postgres/rate.py",
+        "store/postgres/results.py",
+        "store/postgres/sessions.py",
+        "store/state.py",
+    ]

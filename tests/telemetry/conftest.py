@@ -26,11 +26,14 @@ def otel_env(receiver: Receiver, **extra: str) -> dict[str, str]:
 
 
 def profile(isolated_dirs: Path, telemetry: str = "", extra: str = "") -> None:
-    profile_file(isolated_dirs / "config", f"""
+    profile_file(
+        isolated_dirs / "config",
+        f"""
 [servers.sdk]
 command = "{sys.executable}"
-args = ["{sdk_server('sdk_server.py')[1]}"]
+args = ["{sdk_server("sdk_server.py")[1]}"]
 {extra}
 [telemetry]
 {telemetry}
-""")
+""",
+    )

@@ -48,15 +48,20 @@ class Received:
                 self.resources.append(attributes(rs.resource.attributes))
                 for ss in rs.scope_spans:
                     for s in ss.spans:
-                        self.spans.append({
-                            "name": s.name, "kind": KINDS.get(s.kind, str(s.kind)),
-                            "traceId": s.trace_id.hex(), "spanId": s.span_id.hex(),
-                            "parentSpanId": s.parent_span_id.hex(), "attributes": attributes(s.attributes),
-                            "status": {0: "unset", 1: "ok", 2: "error"}[s.status.code],
-                            "statusMessage": s.status.message,
-                            "events": [{"name": e.name, "attributes": attributes(e.attributes)} for e in s.events],
-                            "service": attributes(rs.resource.attributes).get("service.name"),
-                        })
+                        self.spans.append(
+                            {
+                                "name": s.name,
+                                "kind": KINDS.get(s.kind, str(s.kind)),
+                                "traceId": s.trace_id.hex(),
+                                "spanId": s.span_id.hex(),
+                                "parentSpanId": s.parent_span_id.hex(),
+                                "attributes": attributes(s.attributes),
+                                "status": {0: "unset", 1: "ok", 2: "error"}[s.status.code],
+                                "statusMessage": s.status.message,
+                                "events": [{"name": e.name, "attributes": attributes(e.attributes)} for e in s.events],
+                                "service": attributes(rs.resource.attributes).get("service.name"),
+                            }
+                        )
 
     def add_metrics(self, body: bytes) -> None:
         request = ExportMetricsServiceRequest.FromString(body)
@@ -81,9 +86,16 @@ class Received:
             for rl in request.resource_logs:
                 for sl in rl.scope_logs:
                     for r in sl.log_records:
-                        self.logs.append({"body": _value(r.body), "attributes": attributes(r.attributes),
-                                          "severity": r.severity_text, "eventName": r.event_name,
-                                          "traceId": r.trace_id.hex(), "spanId": r.span_id.hex()})
+                        self.logs.append(
+                            {
+                                "body": _value(r.body),
+                                "attributes": attributes(r.attributes),
+                                "severity": r.severity_text,
+                                "eventName": r.event_name,
+                                "traceId": r.trace_id.hex(),
+                                "spanId": r.span_id.hex(),
+                            }
+                        )
 
     def wait_for(self, predicate: Callable[[Received], bool], timeout: float = 10.0) -> bool:
         deadline = time.monotonic() + timeout

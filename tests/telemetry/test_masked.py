@@ -18,7 +18,9 @@ from tests.telemetry.receiver import Receiver
 
 def quoting_profile(isolated_dirs: Path, capture: bool) -> Path:
     command, script = sdk_server("quoting_server.py")
-    return profile_file(isolated_dirs / "config", f"""audit_results = true
+    return profile_file(
+        isolated_dirs / "config",
+        f"""audit_results = true
 [servers.q]
 command = "{command}"
 args = ["{script}"]
@@ -29,7 +31,8 @@ confirm_destructive = false
 enabled = true
 audit_logs = true
 capture_content = {str(capture).lower()}
-""")
+""",
+    )
 
 
 def assert_nothing_secret(received: Receiver) -> str:
@@ -58,14 +61,17 @@ def test_spans_and_logs_carry_no_secret_a_server_quoted(isolated_dirs, receiver,
 
 def test_through_the_gateway_no_span_carries_a_secret(isolated_dirs, receiver):
     path = quoting_profile(isolated_dirs, capture=False)
-    gateway = (f"env OTEL_EXPORTER_OTLP_ENDPOINT={receiver.endpoint} LLMC_STATE_DIR={isolated_dirs / 'gw-state'} "
-               f"UPSTREAM_CRED={TOKEN} {llmc_executable()} --otel serve -p {path}")
+    gateway = (
+        f"env OTEL_EXPORTER_OTLP_ENDPOINT={receiver.endpoint} LLMC_STATE_DIR={isolated_dirs / 'gw-state'} "
+        f"UPSTREAM_CRED={TOKEN} {llmc_executable()} --otel serve -p {path}"
+    )
     arguments = json.dumps({"user": "ann", "password": PASSWORD, "fail_with": "rpc"})
     proc = llmc("call", "--stdio", gateway, "q.login", "--json", arguments, env=otel_env(receiver, LLMC_OTEL="1"))
     assert proc.returncode == 6, proc.stderr
     got = receiver.got
-    assert got.wait_for(lambda g: {s["kind"] for s in g.named("tools/call q.login")} == {"client", "server"}
-                        and g.named("tools/call login"))
+    assert got.wait_for(
+        lambda g: {s["kind"] for s in g.named("tools/call q.login")} == {"client", "server"} and g.named("tools/call login")
+    )
     served = next(s for s in got.named("tools/call q.login") if s["kind"] == "server")
     assert served["status"] == "error" and "login failed for password ***" in served["statusMessage"]
     # what the host got back is masked as well: the gateway's operator's secret stays with it

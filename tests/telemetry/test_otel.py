@@ -32,14 +32,28 @@ def by_id(spans: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def test_a_call_is_one_trace_from_the_ci_parent_through_the_server(isolated_dirs, receiver):
     traceparent = f"00-{PARENT_TRACE}-{PARENT_SPAN}-01"
-    proc = llmc("--otel", "call", "--stdio", SERVER, "trace_context",
-                env=otel_env(receiver, TRACEPARENT=traceparent, TRACESTATE="ci=1", BAGGAGE="team=platform",
-                             OTEL_EXPORTER_OTLP_HEADERS="authorization=Bearer t0ken"))
+    proc = llmc(
+        "--otel",
+        "call",
+        "--stdio",
+        SERVER,
+        "trace_context",
+        env=otel_env(
+            receiver,
+            TRACEPARENT=traceparent,
+            TRACESTATE="ci=1",
+            BAGGAGE="team=platform",
+            OTEL_EXPORTER_OTLP_HEADERS="authorization=Bearer t0ken",
+        ),
+    )
     assert proc.returncode == 0, proc.stderr
     seen_by_server = proc.json()["structuredContent"]
     got = receiver.got
-    assert got.wait_for(lambda g: any(s["name"] == "llmc call" for s in g.spans)
-                        and any(p["name"] == "mcp.client.operation.duration" for p in g.points))
+    assert got.wait_for(
+        lambda g: (
+            any(s["name"] == "llmc call" for s in g.spans) and any(p["name"] == "mcp.client.operation.duration" for p in g.points)
+        )
+    )
     root = got.named("llmc call")[0]
     assert (root["traceId"], root["parentSpanId"], root["kind"]) == (PARENT_TRACE, PARENT_SPAN, "internal")
     assert root["attributes"]["process.exit.code"] == 0 and root["status"] == "unset"
@@ -58,8 +72,11 @@ def test_a_call_is_one_trace_from_the_ci_parent_through_the_server(isolated_dirs
     decision = [e for e in root["events"] if e["name"] == "llmc.policy.decision"]
     assert decision and decision[0]["attributes"]["llmc.policy.decision"] == "allow"
     assert root["service"] == "llmc-test"
-    durations = [p for p in got.points if p["name"] == "mcp.client.operation.duration"
-                 and p["attributes"]["mcp.method.name"] == "tools/call"]
+    durations = [
+        p
+        for p in got.points
+        if p["name"] == "mcp.client.operation.duration" and p["attributes"]["mcp.method.name"] == "tools/call"
+    ]
     assert durations and durations[0]["bounds"] == MCP_BUCKETS and durations[0]["unit"] == "s"
     assert "jsonrpc.request.id" not in durations[0]["attributes"]  # no high-cardinality metric attributes
     counts = [p for p in got.points if p["name"] == "llmc.policy.decisions"]
@@ -72,8 +89,7 @@ def test_a_tool_error_a_json_rpc_error_and_a_denial_are_errors_on_their_spans(is
     failed = llmc("call", "sdk.fail", "reason=nope", env=otel_env(receiver))
     denied = llmc("call", "sdk.add", "a=1", "b=2", env=otel_env(receiver))
     missing = llmc("resources", "read", "test://nowhere", "--server", "sdk", env=otel_env(receiver))
-    assert (failed.returncode, denied.returncode, missing.returncode) == (1, 4, 6), \
-        failed.stderr + denied.stderr + missing.stderr
+    assert (failed.returncode, denied.returncode, missing.returncode) == (1, 4, 6), failed.stderr + denied.stderr + missing.stderr
     got = receiver.got
     assert got.wait_for(lambda g: len(g.named("llmc call")) == 2 and g.named("resources/read"))
     span = got.named("tools/call fail")[0]
@@ -84,10 +100,14 @@ def test_a_tool_error_a_json_rpc_error_and_a_denial_are_errors_on_their_spans(is
     assert read["status"] == "error" and code.lstrip("-").isdigit() and code != "0"
     assert read["attributes"]["rpc.response.status_code"] == code
     assert read["attributes"]["mcp.resource.uri"] == "test://nowhere"
-    assert got.wait_for(lambda g: any(p["name"] == "mcp.client.operation.duration"
-                                      and p["attributes"].get("error.type") == code for p in g.points))
-    metric = next(p for p in got.points if p["name"] == "mcp.client.operation.duration"
-                  and p["attributes"].get("error.type") == code)
+    assert got.wait_for(
+        lambda g: any(
+            p["name"] == "mcp.client.operation.duration" and p["attributes"].get("error.type") == code for p in g.points
+        )
+    )
+    metric = next(
+        p for p in got.points if p["name"] == "mcp.client.operation.duration" and p["attributes"].get("error.type") == code
+    )
     assert metric["attributes"]["rpc.response.status_code"] == code
     assert "mcp.resource.uri" not in metric["attributes"]  # opt-in on metrics (high cardinality)
     assert not got.named("tools/call add")  # a denied call never reaches the server
@@ -96,8 +116,9 @@ def test_a_tool_error_a_json_rpc_error_and_a_denial_are_errors_on_their_spans(is
     assert set(roots) == {1, 4} and all(r["status"] == "error" for r in roots.values())
     assert roots[4]["attributes"]["error.type"] == "4"
     events = [e["attributes"] for s in got.named("llmc call") for e in s["events"]]
-    assert {"llmc.policy.decision": "deny", "llmc.policy.rule": "deny: sdk.add"}.items() <= \
-        next(e for e in events if e["llmc.policy.decision"] == "deny").items()
+    assert {"llmc.policy.decision": "deny", "llmc.policy.rule": "deny: sdk.add"}.items() <= next(
+        e for e in events if e["llmc.policy.decision"] == "deny"
+    ).items()
 
 
 def test_captured_content_is_opt_in_and_masked_like_the_audit_log(isolated_dirs, receiver):
@@ -129,17 +150,21 @@ def test_a_batch_is_one_trace(isolated_dirs, receiver):
     assert [e["attributes"]["llmc.policy.decision"] for e in decisions] == ["allow"] * 3
     assert got.wait_for(lambda g: any(p["name"] == "llmc.policy.decisions" for p in g.points))
     assert sum(p["value"] for p in got.points if p["name"] == "llmc.policy.decisions") == 3
-    durations = [p for p in got.points if p["name"] == "mcp.client.operation.duration"
-                 and p["attributes"].get("gen_ai.tool.name") == "add"]
+    durations = [
+        p for p in got.points if p["name"] == "mcp.client.operation.duration" and p["attributes"].get("gen_ai.tool.name") == "add"
+    ]
     assert sum(p["count"] for p in durations) == 3
 
 
 def test_ask_traces_the_agent_the_model_and_each_tool(isolated_dirs, receiver):
     script = [turn("openai", calls=[("c1", "trace_context", {})]), turn("openai", text="done")]
     with FakeLLM("openai", script) as fake:
-        profile(isolated_dirs, "enabled = true",
-                extra=f'[llm]\nprovider = "openai"\nmodel = "model-fake"\nbase_url = "{fake.base_url}"\n'
-                      '[policy]\nconfirm_destructive = false\n')  # a model's call; no terminal to confirm on
+        profile(
+            isolated_dirs,
+            "enabled = true",
+            extra=f'[llm]\nprovider = "openai"\nmodel = "model-fake"\nbase_url = "{fake.base_url}"\n'
+            "[policy]\nconfirm_destructive = false\n",
+        )  # a model's call; no terminal to confirm on
         proc = llmc("ask", "trace it", env=otel_env(receiver, OPENAI_API_KEY="test-key"))
     assert proc.returncode == 0, proc.stderr
     got = receiver.got
@@ -177,14 +202,15 @@ def test_the_gateway_continues_the_hosts_trace_to_the_upstream(isolated_dirs, re
     gateway SERVER span -> gateway CLIENT span -> the upstream server sees the last one."""
     profile(isolated_dirs, extra="[policy]\nconfirm_destructive = false\n")  # the host's model would be asked
     # A stdio server gets an allow-listed environment: the gateway is told where things are.
-    gateway = (f"env OTEL_EXPORTER_OTLP_ENDPOINT={receiver.endpoint} LLMC_STATE_DIR={isolated_dirs / 'gw-state'} "
-               f"{llmc_executable()} --otel serve -p {isolated_dirs / 'config' / 'profiles' / 'default.toml'}")
+    gateway = (
+        f"env OTEL_EXPORTER_OTLP_ENDPOINT={receiver.endpoint} LLMC_STATE_DIR={isolated_dirs / 'gw-state'} "
+        f"{llmc_executable()} --otel serve -p {isolated_dirs / 'config' / 'profiles' / 'default.toml'}"
+    )
     proc = llmc("call", "--stdio", gateway, "sdk.trace_context", env=otel_env(receiver, LLMC_OTEL="1"))
     assert proc.returncode == 0, proc.stderr
     seen = proc.json()["structuredContent"]
     got = receiver.got
-    assert got.wait_for(lambda g: len(g.named("tools/call sdk.trace_context")) == 2
-                        and g.named("tools/call trace_context"))
+    assert got.wait_for(lambda g: len(g.named("tools/call sdk.trace_context")) == 2 and g.named("tools/call trace_context"))
     host = next(s for s in got.named("tools/call sdk.trace_context") if s["kind"] == "client")
     served = next(s for s in got.named("tools/call sdk.trace_context") if s["kind"] == "server")
     upstream = got.named("tools/call trace_context")[0]
@@ -196,8 +222,9 @@ def test_the_gateway_continues_the_hosts_trace_to_the_upstream(isolated_dirs, re
     assert served["attributes"]["jsonrpc.request.id"] == host["attributes"]["jsonrpc.request.id"]
     assert served["attributes"]["network.transport"] == "pipe" and served["attributes"]["mcp.protocol.version"]
     # The gateway exports when its host closes it, which may be after the host itself exported.
-    assert got.wait_for(lambda g: {"mcp.server.operation.duration", "mcp.server.session.duration"}
-                        <= {p["name"] for p in g.points})
+    assert got.wait_for(
+        lambda g: {"mcp.server.operation.duration", "mcp.server.session.duration"} <= {p["name"] for p in g.points}
+    )
     server_ops = [p for p in got.points if p["name"] == "mcp.server.operation.duration"]
     assert all(p["bounds"] == MCP_BUCKETS for p in server_ops)
     assert any(p["attributes"].get("gen_ai.tool.name") == "sdk.trace_context" for p in server_ops)
@@ -208,15 +235,34 @@ def test_the_gateway_over_http_names_its_host_peer(isolated_dirs, receiver):
     host's address and port, continues the host's trace, and carries no gateway session id."""
     profile(isolated_dirs, extra="[policy]\nconfirm_destructive = false\n")
     port = free_port()
-    gateway = subprocess.Popen([llmc_executable(), "--otel", "serve", "-p",
-                                str(isolated_dirs / "config" / "profiles" / "default.toml"), "--http", f"127.0.0.1:{port}"],
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               env={**os.environ, **otel_env(receiver), "LLMC_STATE_DIR": str(isolated_dirs / "gw-state")})
+    gateway = subprocess.Popen(
+        [
+            llmc_executable(),
+            "--otel",
+            "serve",
+            "-p",
+            str(isolated_dirs / "config" / "profiles" / "default.toml"),
+            "--http",
+            f"127.0.0.1:{port}",
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **otel_env(receiver), "LLMC_STATE_DIR": str(isolated_dirs / "gw-state")},
+    )
     try:
         wait_listening(gateway, port, "the gateway")
         for transport in ("auto", "http"):  # a 2026-07-28 request, then an initialize-era session
-            proc = llmc("call", "--url", f"http://127.0.0.1:{port}/mcp", "--transport", transport, "sdk.echo",
-                        "message=hi", env=otel_env(receiver, LLMC_OTEL="1"))
+            proc = llmc(
+                "call",
+                "--url",
+                f"http://127.0.0.1:{port}/mcp",
+                "--transport",
+                transport,
+                "sdk.echo",
+                "message=hi",
+                env=otel_env(receiver, LLMC_OTEL="1"),
+            )
             assert proc.returncode == 0, proc.stderr
         got = receiver.got
         assert got.wait_for(lambda g: len([s for s in g.named("tools/call sdk.echo") if s["kind"] == "server"]) == 2)
@@ -247,8 +293,7 @@ def test_audit_records_leave_as_log_records(isolated_dirs, receiver, switch):
     events = [json.loads(r["body"])["event"] for r in got.logs]
     assert events == ["decision", "outcome"]
     assert got.wait_for(lambda g: g.named("llmc call"))  # the records sit in the call's trace
-    assert all(r["eventName"] == "llmc.audit" and r["traceId"] == got.named("llmc call")[0]["traceId"]
-               for r in got.logs)
+    assert all(r["eventName"] == "llmc.audit" and r["traceId"] == got.named("llmc call")[0]["traceId"] for r in got.logs)
     assert {r["attributes"]["llmc.audit.tool"] for r in got.logs} == {"add"}
     local = [json.loads(line) for line in (isolated_dirs / "state" / "audit.jsonl").read_text().splitlines()]
     assert [json.loads(r["body"])["hash"] for r in got.logs] == [r["hash"] for r in local]
@@ -269,8 +314,9 @@ def test_the_workspace_server_continues_the_trace_from_meta(isolated_dirs, recei
     assert served["attributes"]["gen_ai.tool.name"] == "list_directory"
     assert served["attributes"]["jsonrpc.request.id"] == client["attributes"]["jsonrpc.request.id"]
     assert "error.type" not in served["attributes"] and served["status"] != "error"
-    assert got.wait_for(lambda g: {"mcp.server.operation.duration", "mcp.server.session.duration"}
-                        <= {p["name"] for p in g.points})
+    assert got.wait_for(
+        lambda g: {"mcp.server.operation.duration", "mcp.server.session.duration"} <= {p["name"] for p in g.points}
+    )
 
 
 def test_over_http_the_context_travels_in_meta_and_the_span_names_the_server(isolated_dirs, receiver):
@@ -311,15 +357,21 @@ def test_a_request_the_gateway_sends_its_host_is_a_client_span_with_its_context_
         seen.append(meta if isinstance(meta, dict) else meta.model_dump(by_alias=True) if meta is not None else {})
         return ElicitResult(action="accept")
 
-    env = {**{k: v for k, v in os.environ.items() if k.startswith("LLMC_") or k == "PATH"},
-           "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
-    gateway = StdioServerParameters(command=llmc_executable(), env=env, args=[
-        "--otel", "serve", "-p", str(isolated_dirs / "config" / "profiles" / "default.toml")])
+    env = {
+        **{k: v for k, v in os.environ.items() if k.startswith("LLMC_") or k == "PATH"},
+        "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+    }
+    gateway = StdioServerParameters(
+        command=llmc_executable(),
+        env=env,
+        args=["--otel", "serve", "-p", str(isolated_dirs / "config" / "profiles" / "default.toml")],
+    )
 
     async def work() -> None:
         with anyio.fail_after(90):
-            async with Client(gateway, mode="legacy", client_info=Implementation(name="host", version="1"),
-                              elicitation_callback=answer) as client:
+            async with Client(
+                gateway, mode="legacy", client_info=Implementation(name="host", version="1"), elicitation_callback=answer
+            ) as client:
                 result = await client.call_tool("sdk.echo", {"message": "hi"})
                 assert result.is_error is False
 

@@ -34,8 +34,9 @@ def test_nothing_is_sent_and_nothing_imported_when_off(isolated_dirs, receiver):
         print(sorted(m for m in sys.modules if m.startswith("opentelemetry")), file=sys.stderr)
     """)
     env = {k: v for k, v in os.environ.items() if k != "LLMC_OTEL"}
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
-                          env={**env, **otel_env(receiver)})
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env={**env, **otel_env(receiver)}
+    )
     assert json.loads(proc.stdout)["structuredContent"] == {}, proc.stderr  # no traceparent in _meta
     assert proc.stderr.strip().splitlines()[-1] == "[]", proc.stderr
     # No wait needed: an OTLP exporter waits for the receiver's reply, which comes after the
@@ -47,8 +48,11 @@ def test_the_sampler_and_the_resource_come_from_the_standard_variables(isolated_
     """OTEL_TRACES_SAMPLER=always_off: no span is exported, yet the server still gets the
     context (not sampled) so its own tracing agrees; OTEL_RESOURCE_ATTRIBUTES names the
     service when OTEL_SERVICE_NAME is not set."""
-    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_TRACES_SAMPLER": "always_off",
-           "OTEL_RESOURCE_ATTRIBUTES": "service.name=nightly-sync,deployment.environment.name=ci"}
+    env = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+        "OTEL_TRACES_SAMPLER": "always_off",
+        "OTEL_RESOURCE_ATTRIBUTES": "service.name=nightly-sync,deployment.environment.name=ci",
+    }
     proc = llmc("--otel", "call", "--stdio", SERVER, "trace_context", env=env)
     assert proc.returncode == 0, proc.stderr
     flags = int(proc.json()["structuredContent"]["traceparent"].rsplit("-", 1)[1], 16)
@@ -76,8 +80,7 @@ def test_enabled_without_the_extra_is_one_line_naming_it(isolated_dirs, tmp_path
 
 
 def test_another_otlp_protocol_is_a_configuration_error(isolated_dirs):
-    proc = llmc("--otel", "call", "--stdio", SERVER, "add", "a=1", "b=2",
-                env={"OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "grpc"})
+    proc = llmc("--otel", "call", "--stdio", SERVER, "add", "a=1", "b=2", env={"OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "grpc"})
     assert proc.returncode == 3
     assert proc.stderr.strip().count("\n") == 0 and "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL=grpc" in proc.stderr
 
@@ -109,8 +112,9 @@ def test_a_collector_that_is_down_or_silent_costs_at_most_the_flush_bound(isolat
     try:
         profile(isolated_dirs, "enabled = true\nflush_timeout = 1")
         started = time.monotonic()
-        proc = llmc("call", "sdk.fail", "reason=nope", timeout=60,
-                    env={"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}"})
+        proc = llmc(
+            "call", "sdk.fail", "reason=nope", timeout=60, env={"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}"}
+        )
         elapsed = time.monotonic() - started
     finally:
         stop.set()

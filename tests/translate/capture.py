@@ -21,8 +21,10 @@ ALLOWED_DIR = "/tmp/llmc-capture"  # server-filesystem's allowed directory (the 
 
 
 def servers() -> dict[str, list[str]]:
-    return {"everything": [str(NODE_BIN / "mcp-server-everything")],
-            "filesystem": [str(NODE_BIN / "mcp-server-filesystem"), ALLOWED_DIR]}
+    return {
+        "everything": [str(NODE_BIN / "mcp-server-everything")],
+        "filesystem": [str(NODE_BIN / "mcp-server-filesystem"), ALLOWED_DIR],
+    }
 
 
 def capture(argv: list[str], timeout: float = 60) -> dict[str, Any]:
@@ -31,8 +33,9 @@ def capture(argv: list[str], timeout: float = 60) -> dict[str, Any]:
     from mcp import ClientSession, StdioServerParameters, types
     from mcp.client.stdio import stdio_client
 
-    params = StdioServerParameters(command=argv[0], args=argv[1:],
-                                   env={"PATH": f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}"})
+    params = StdioServerParameters(
+        command=argv[0], args=argv[1:], env={"PATH": f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    )
 
     async def run() -> dict[str, Any]:
         with anyio.fail_after(timeout), tempfile.TemporaryFile("w+") as errlog:

@@ -19,10 +19,21 @@ OPENAI_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 GEMINI_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_.:-]{0,127}$")
 LEGACY_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_.-]{0,63}$")
 GEMINI_PROPERTY = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,63}$")
-GEMINI_REJECTS = {"$schema", "const", "not", "allOf", "if", "then", "else", "examples", "patternProperties",
-                  "definitions", "exclusiveMinimum", "exclusiveMaximum"}
-LEGACY_KEYS = {"type", "format", "description", "nullable", "enum", "items", "properties", "required",
-               "minItems", "maxItems"}
+GEMINI_REJECTS = {
+    "$schema",
+    "const",
+    "not",
+    "allOf",
+    "if",
+    "then",
+    "else",
+    "examples",
+    "patternProperties",
+    "definitions",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+}
+LEGACY_KEYS = {"type", "format", "description", "nullable", "enum", "items", "properties", "required", "minItems", "maxItems"}
 STRICT_FORBIDDEN = {"allOf", "not", "if", "then", "else", "oneOf", "patternProperties"}
 
 
@@ -32,6 +43,7 @@ def stored(name: str) -> list[Tool]:
 
 
 # -- an MCP SDK server's tools (pydantic: $defs/$ref, anyOf with null, enums, nested objects) --------
+
 
 class Address(BaseModel):
     street: str
@@ -67,39 +79,112 @@ def sdk_tools() -> list[Tool]:
 
 # -- hand-written hard cases -----------------------------------------------------------------------
 
-NODE = {"type": "object", "description": "A tree node",
-        "properties": {"value": {"type": "string"}, "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}},
-        "required": ["value"]}
+NODE = {
+    "type": "object",
+    "description": "A tree node",
+    "properties": {"value": {"type": "string"}, "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}},
+    "required": ["value"],
+}
 
 
 def hard_tools() -> list[Tool]:
     return [
-        Tool("h", "tree", {"type": "object", "properties": {"root": {"$ref": "#/$defs/Node"}}, "required": ["root"],
-                           "$defs": {"Node": NODE}}),
-        Tool("h", "shapes", {"type": "object", "properties": {"shape": {"oneOf": [
-            {"type": "object", "properties": {"r": {"type": "number"}}, "required": ["r"]},
-            {"type": "object", "properties": {"w": {"type": "number"}, "h": {"type": "number"}}, "required": ["w", "h"]}]}},
-            "required": ["shape"]}),
-        Tool("h", "merged", {"type": "object", "properties": {"x": {"allOf": [
-            {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
-            {"type": "object", "properties": {"b": {"type": "integer"}}}]}}}),
-        Tool("h", "fixed", {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
-                            "properties": {"kind": {"const": "v1"}, "n": {"type": "integer", "exclusiveMinimum": 0},
-                                           "level": {"type": "integer", "enum": [1, 2, 3]},
-                                           "url": {"type": "string", "format": "uri"}}}),
-        Tool("h", "odd.props", {"type": "object", "required": ["file-name"], "properties": {
-            "file-name": {"type": "string"}, "a.b": {"type": "integer"}, "a_b": {"type": "integer"},
-            "9lives": {"type": "object", "properties": {"x-y": {"type": "string"}}, "required": ["x-y"]}}}),
+        Tool(
+            "h",
+            "tree",
+            {"type": "object", "properties": {"root": {"$ref": "#/$defs/Node"}}, "required": ["root"], "$defs": {"Node": NODE}},
+        ),
+        Tool(
+            "h",
+            "shapes",
+            {
+                "type": "object",
+                "properties": {
+                    "shape": {
+                        "oneOf": [
+                            {"type": "object", "properties": {"r": {"type": "number"}}, "required": ["r"]},
+                            {
+                                "type": "object",
+                                "properties": {"w": {"type": "number"}, "h": {"type": "number"}},
+                                "required": ["w", "h"],
+                            },
+                        ]
+                    }
+                },
+                "required": ["shape"],
+            },
+        ),
+        Tool(
+            "h",
+            "merged",
+            {
+                "type": "object",
+                "properties": {
+                    "x": {
+                        "allOf": [
+                            {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
+                            {"type": "object", "properties": {"b": {"type": "integer"}}},
+                        ]
+                    }
+                },
+            },
+        ),
+        Tool(
+            "h",
+            "fixed",
+            {
+                "$schema": "https://json-schema.org/draft/2020-12/schema",
+                "type": "object",
+                "properties": {
+                    "kind": {"const": "v1"},
+                    "n": {"type": "integer", "exclusiveMinimum": 0},
+                    "level": {"type": "integer", "enum": [1, 2, 3]},
+                    "url": {"type": "string", "format": "uri"},
+                },
+            },
+        ),
+        Tool(
+            "h",
+            "odd.props",
+            {
+                "type": "object",
+                "required": ["file-name"],
+                "properties": {
+                    "file-name": {"type": "string"},
+                    "a.b": {"type": "integer"},
+                    "a_b": {"type": "integer"},
+                    "9lives": {"type": "object", "properties": {"x-y": {"type": "string"}}, "required": ["x-y"]},
+                },
+            },
+        ),
         Tool("h", "files/read", {"type": "object"}, title="Read files", annotations={"readOnlyHint": True}),
         Tool("h", "files.read", {"type": "object"}, description="Also reads files.", annotations={"destructiveHint": True}),
         Tool("h", "files_read", {"type": "object", "properties": {}}),
         Tool("h", "x" * 80, {"type": "object", "properties": {"q": {"type": ["string", "null"]}}}),
-        Tool("h", "map", {"type": "object", "properties": {"labels": {"type": "object", "additionalProperties": {"type": "string"}}}}),
-        Tool("h", "draft7", {"type": "object", "definitions": {"D": {"type": "string"}}, "required": ["missing", "any"],
-                             "properties": {"any": {}, "yes": True, "no": False, "d": {"$ref": "#/definitions/D"},
-                                            "pair": {"type": "array", "items": [{"type": "string"}, {"type": "integer"}]},
-                                            "mixed": {"enum": ["a", 1, None]}, "inner": {"$schema": "x", "type": "string"},
-                                            "pat": {"type": "object", "patternProperties": {"^x": {"type": "string"}}}}}),
+        Tool(
+            "h",
+            "map",
+            {"type": "object", "properties": {"labels": {"type": "object", "additionalProperties": {"type": "string"}}}},
+        ),
+        Tool(
+            "h",
+            "draft7",
+            {
+                "type": "object",
+                "definitions": {"D": {"type": "string"}},
+                "required": ["missing", "any"],
+                "properties": {
+                    "any": {},
+                    "yes": True,
+                    "no": False,
+                    "d": {"$ref": "#/definitions/D"},
+                    "pair": {"type": "array", "items": [{"type": "string"}, {"type": "integer"}]},
+                    "mixed": {"enum": ["a", 1, None]},
+                    "inner": {"$schema": "x", "type": "string"},
+                    "pat": {"type": "object", "patternProperties": {"^x": {"type": "string"}}},
+                },
+            },
+        ),
     ]
 
 
@@ -108,6 +193,7 @@ def many_tools(n: int = 200) -> list[Tool]:
 
 
 # -- checks ----------------------------------------------------------------------------------------
+
 
 def subschemas(schema: Any, where: str = "$") -> Iterator[tuple[str, dict[str, Any]]]:
     """Every schema object inside `schema`, with its path."""
@@ -145,6 +231,7 @@ def validate(fmt: str, definitions: Any) -> None:
 
     if fmt == "openai":
         from openai.types.chat import ChatCompletionToolParam
+
         adapter = TypeAdapter(ChatCompletionToolParam)
         for d in definitions:
             adapter.validate_python(d)
@@ -155,6 +242,7 @@ def validate(fmt: str, definitions: Any) -> None:
                 check_strict(f["parameters"])
     elif fmt == "openai-responses":
         from openai.types.responses import FunctionToolParam
+
         adapter = TypeAdapter(FunctionToolParam)
         for d in definitions:
             adapter.validate_python(d)
@@ -164,6 +252,7 @@ def validate(fmt: str, definitions: Any) -> None:
                 check_strict(d["parameters"])
     elif fmt == "anthropic":
         from anthropic.types import ToolParam
+
         adapter = TypeAdapter(ToolParam)
         for d in definitions:
             adapter.validate_python(d)
@@ -171,6 +260,7 @@ def validate(fmt: str, definitions: Any) -> None:
             check_json_schema(d["input_schema"])
     elif fmt in ("gemini", "gemini-legacy"):
         from google.genai import types
+
         assert len(definitions) == 1 and set(definitions[0]) == {"function_declarations"}
         types.Tool.model_validate(definitions[0])
         for d in definitions[0]["function_declarations"]:

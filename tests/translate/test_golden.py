@@ -18,8 +18,12 @@ from tests.translate import capture
 from tests.translate.cases import MANIFESTS, hard_tools, sdk_tools, stored, validate
 
 GOLDEN = MANIFESTS / "golden"
-SOURCES = {"everything": lambda: stored("everything"), "filesystem": lambda: stored("filesystem"),
-           "sdk": sdk_tools, "hard": hard_tools}
+SOURCES = {
+    "everything": lambda: stored("everything"),
+    "filesystem": lambda: stored("filesystem"),
+    "sdk": sdk_tools,
+    "hard": hard_tools,
+}
 VARIANTS = [(fmt, False) for fmt in FORMATS] + [("openai", True), ("openai-responses", True)]
 
 
@@ -39,8 +43,11 @@ def test_translation_matches_golden_and_the_sdk_types(source, fmt, strict):
     result = translate(tools, fmt, strict=strict)
     validate(fmt, result.definitions)
     assert sorted(result.names.values()) == sorted((t.server, t.name) for t in tools)
-    got = {"definitions": result.definitions, "names": {k: list(v) for k, v in result.names.items()},
-           "warnings": [w.to_json() for w in result.warnings]}
+    got = {
+        "definitions": result.definitions,
+        "names": {k: list(v) for k, v in result.names.items()},
+        "warnings": [w.to_json() for w in result.warnings],
+    }
     path = GOLDEN / f"{source}.{fmt}{'.strict' if strict else ''}.json"
     if os.environ.get("UPDATE_GOLDEN"):
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,6 @@ pytestmark = pytest.mark.e2e  # the npm reference servers
 MISBEHAVING = str(Path(__file__).resolve().parents[1] / "peers" / "misbehaving_stdio.py")
 
 
-
 def test_list_in_provider_formats_and_strict_fails_on_warnings():
     everything = node_tool("mcp-server-everything")
     openai = json.loads(llmc("tools", "list", "--format", "openai", "--stdio", everything).stdout)
@@ -53,17 +52,29 @@ def test_export_writes_the_file_atomically(tmp_path):
     assert all("input_schema" in t for t in json.loads(out.read_text()))
     assert list(out.parent.iterdir()) == [out]
     # "warnings" is what every output's "warnings" is: the notices (as stderr showed them), not a count
-    legacy = llmc("tools", "export", "--format", "gemini-legacy", "-o", str(tmp_path / "g.json"), "--stdio",
-                  node_tool("mcp-server-everything"))
+    legacy = llmc(
+        "tools",
+        "export",
+        "--format",
+        "gemini-legacy",
+        "-o",
+        str(tmp_path / "g.json"),
+        "--stdio",
+        node_tool("mcp-server-everything"),
+    )
     warnings = json.loads(legacy.stdout)["warnings"]
     assert warnings and all(isinstance(w, str) and f"llmc: warning: {w}" in legacy.stderr for w in warnings)
 
 
 def test_lint_reports_per_provider():
-    out = json.loads(llmc("tools", "lint", "--provider", "gemini-legacy", "--stdio",
-                          node_tool("mcp-server-everything")).stdout)
+    out = json.loads(llmc("tools", "lint", "--provider", "gemini-legacy", "--stdio", node_tool("mcp-server-everything")).stdout)
     findings = out["findings"]
-    assert out["errors"] == [] and findings and all(f["server"] == "mcp-server-everything" for f in findings) and {f["target"] for f in findings} == {"gemini-legacy"}
+    assert (
+        out["errors"] == []
+        and findings
+        and all(f["server"] == "mcp-server-everything" for f in findings)
+        and {f["target"] for f in findings} == {"gemini-legacy"}
+    )
     assert llmc("tools", "lint", "--strict", "--stdio", node_tool("mcp-server-everything")).returncode == 1
 
 
@@ -72,7 +83,7 @@ def test_lock_diff_and_a_profile_that_refuses_drifted_tools(isolated_dirs, monke
     profile.parent.mkdir(parents=True)
 
     def serve(description: str, lock: bool) -> None:
-        profile.write_text(f"""{'lock = "pinned.lock"' if lock else ''}
+        profile.write_text(f"""{'lock = "pinned.lock"' if lock else ""}
 [servers.m]
 command = "{sys.executable}"
 args = ["{MISBEHAVING}", "good"]

@@ -32,8 +32,11 @@ def test_one_server_keeps_its_names_several_are_namespaced():
     assert sorted(translate(one, "openai").names) == ["get-sum", "read_file"]
     two = [*one, Tool("erp", "read_file", {"type": "object"})]
     names = translate(two, "anthropic").names
-    assert dict(names) == {"fs_read_file": ("fs", "read_file"), "fs_get-sum": ("fs", "get-sum"),
-                           "erp_read_file": ("erp", "read_file")}
+    assert dict(names) == {
+        "fs_read_file": ("fs", "read_file"),
+        "fs_get-sum": ("fs", "get-sum"),
+        "erp_read_file": ("erp", "read_file"),
+    }
 
 
 def test_names_that_collide_after_sanitising_stay_apart_whatever_the_order():
@@ -89,10 +92,14 @@ def test_gemini_renamed_arguments_map_back_to_the_mcp_names(fmt):
 
 
 def test_gemini_renames_inside_refs_and_unions_map_back():
-    schema = {"type": "object", "$defs": {"P": {"type": "object", "properties": {"first-name": {"type": "string"}}}},
-              "properties": {"people": {"type": "array", "items": {"$ref": "#/$defs/P"}},
-                             "either": {"anyOf": [{"type": "object", "properties": {"x-1": {"type": "integer"}}},
-                                                  {"type": "null"}]}}}
+    schema = {
+        "type": "object",
+        "$defs": {"P": {"type": "object", "properties": {"first-name": {"type": "string"}}}},
+        "properties": {
+            "people": {"type": "array", "items": {"$ref": "#/$defs/P"}},
+            "either": {"anyOf": [{"type": "object", "properties": {"x-1": {"type": "integer"}}}, {"type": "null"}]},
+        },
+    }
     result = translate([Tool("s", "t", schema)], "gemini")
     sent = definition(result, "t")["parameters_json_schema"]
     assert "first_name" in sent["$defs"]["P"]["properties"]
@@ -188,8 +195,14 @@ def test_gemini_legacy_openapi_subset():
 
 
 def test_title_and_annotations_are_folded_into_the_description():
-    tool = Tool("h", "files_read", {"type": "object"}, description="Reads files.", title="File reader",
-                annotations={"readOnlyHint": True, "openWorldHint": False})
+    tool = Tool(
+        "h",
+        "files_read",
+        {"type": "object"},
+        description="Reads files.",
+        title="File reader",
+        annotations={"readOnlyHint": True, "openWorldHint": False},
+    )
     for fmt in ("openai-responses", "anthropic", "gemini"):
         d = translate([tool], fmt).definitions
         d = d[0]["function_declarations"][0] if fmt == "gemini" else d[0]
@@ -223,11 +236,17 @@ def test_duplicate_tools_are_reported_and_the_first_kept():
 
 
 def test_non_object_roots_are_reported():
-    result = translate([Tool("s", "t", {"type": "string"}), Tool("s", "u", {"properties": {"a": {"type": "string"}}})], "anthropic")
+    result = translate(
+        [Tool("s", "t", {"type": "string"}), Tool("s", "u", {"properties": {"a": {"type": "string"}}})], "anthropic"
+    )
     assert [d["input_schema"] for d in result.definitions] == [
-        {"type": "object", "properties": {}}, {"type": "object", "properties": {"a": {"type": "string"}}}]
-    assert [w.what for w in result.warnings] == ["root schema is not an object: replaced by an object with no properties",
-                                                 '"type": "object" added']
+        {"type": "object", "properties": {}},
+        {"type": "object", "properties": {"a": {"type": "string"}}},
+    ]
+    assert [w.what for w in result.warnings] == [
+        "root schema is not an object: replaced by an object with no properties",
+        '"type": "object" added',
+    ]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -261,8 +280,10 @@ def test_lint_reports_every_provider_with_a_reason():
 
 
 def test_a_web_of_references_cannot_blow_up_the_output():
-    defs = {f"D{i}": {"type": "object", "properties": {"l": {"$ref": f"#/$defs/D{i + 1}"}, "r": {"$ref": f"#/$defs/D{i + 1}"}}}
-            for i in range(14)}  # 2**14 paths when inlined
+    defs = {
+        f"D{i}": {"type": "object", "properties": {"l": {"$ref": f"#/$defs/D{i + 1}"}, "r": {"$ref": f"#/$defs/D{i + 1}"}}}
+        for i in range(14)
+    }  # 2**14 paths when inlined
     defs["D14"] = {"type": "string"}
     tool = Tool("s", "web", {"type": "object", "properties": {"root": {"$ref": "#/$defs/D0"}}, "$defs": defs})
     result = translate([tool], "gemini-legacy")

@@ -16,9 +16,14 @@ from tests.helpers import NODE_BIN, PEERS, free_port, node_tool, wait_listening
 @contextmanager
 def http_server(argv: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[str]:
     """Start a server, wait (bounded) until its port accepts connections, stop it afterwards."""
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                            env={**os.environ, "PATH": f"{NODE_BIN}{os.pathsep}{os.environ['PATH']}", **(env or {})},
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        argv,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "PATH": f"{NODE_BIN}{os.pathsep}{os.environ['PATH']}", **(env or {})},
+        start_new_session=True,
+    )
     try:
         wait_listening(proc, port, argv)
         yield f"http://127.0.0.1:{port}"

@@ -56,8 +56,7 @@ def read_request(conn: socket.socket) -> bytes | None:
 
 def reply(body: bytes = BODY, *, extra: bytes = b"", length: int | None = None) -> bytes:
     size = len(body) if length is None else length
-    return (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s\r\n"
-            % (size, extra)) + body
+    return (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s\r\n" % (size, extra)) + body
 
 
 class RawServer:
@@ -187,8 +186,10 @@ def test_a_reply_cut_short_is_an_error_not_a_shorter_reply(servers: Any, framing
     def cut(server: RawServer, conn: socket.socket, number: int) -> None:
         if server.next_request(conn):
             if framing == "chunked":
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                             b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n" % (len(BODY), BODY))
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n" % (len(BODY), BODY)
+                )
             else:
                 conn.sendall(reply(length=len(BODY) + 100))
             conn.shutdown(socket.SHUT_WR)
@@ -273,9 +274,15 @@ def test_stop_all_wakes_a_read_blocked_on_a_silent_stream(servers: Any) -> None:
     ch.close_client()
 
 
-@pytest.mark.parametrize("answer", [b"SSH-2.0-OpenSSH_9.6\r\n\r\n", b"HTTP/1.1 200 OK\r\n" + b"X: y\r\n" * 200 + b"\r\n",
-                                    b"HTTP/1.1 200 OK\r\nX: " + b"y" * 70_000 + b"\r\n\r\n"],
-                         ids=["not-http", "too-many-headers", "header-line-too-long"])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"SSH-2.0-OpenSSH_9.6\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\n" + b"X: y\r\n" * 200 + b"\r\n",
+        b"HTTP/1.1 200 OK\r\nX: " + b"y" * 70_000 + b"\r\n\r\n",
+    ],
+    ids=["not-http", "too-many-headers", "header-line-too-long"],
+)
 def test_a_reply_that_is_not_http_is_a_connection_failure(servers: Any, answer: bytes) -> None:
     def lie(server: RawServer, conn: socket.socket, number: int) -> None:
         if server.next_request(conn):
@@ -356,21 +363,29 @@ def self_signed(tmp: Path) -> tuple[Path, Path]:
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "llmc test")])
     now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
-            .not_valid_after(now + datetime.timedelta(hours=1))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
-            .sign(key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+        .sign(key, hashes.SHA256())
+    )
     cert_file, key_file = tmp / "cert.pem", tmp / "key.pem"
     cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    key_file.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     return cert_file, key_file
 
 
 def test_https_is_verified_against_the_ca_the_environment_names(
-        http_server: ThreadingHTTPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    http_server: ThreadingHTTPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cert_file, key_file = self_signed(tmp_path)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert_file, key_file)
@@ -421,8 +436,10 @@ def test_interim_replies_before_the_reply_are_skipped(servers: Any) -> None:
     def early_hints(server: RawServer, conn: socket.socket, number: int) -> None:
         while server.next_request(conn):
             if server.requests == 1:
-                conn.sendall(b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n"
-                             b"HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n" + reply())
+                conn.sendall(
+                    b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n"
+                    b"HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n" + reply()
+                )
             else:
                 conn.sendall(b"HTTP/1.1 103 Early Hints\r\n\r\n" * 100)
 
@@ -458,14 +475,30 @@ def test_a_reply_sent_before_the_request_was_read_whole_is_read(servers: Any) ->
     assert server.connections == server.requests == 3
 
 
-@pytest.mark.parametrize("lengths", [b"Content-Length: 5\r\nContent-Length: 37\r\n", b"Content-Length: 37, 5\r\n",
-                                     b"Content-Length: abc\r\n", b"Content-Length: +37\r\n", b"Content-Length: 3_7\r\n",
-                                     b"Content-Length: -1\r\n",
-                                     # RFC 9110 8.6 lets a recipient refuse or collapse lengths that agree; llhttp refuses
-                                     b"Content-Length: %d\r\nContent-Length: %d\r\n" % (len(BODY), len(BODY)),
-                                     b"Content-Length: %d, %d\r\n" % (len(BODY), len(BODY))],
-                         ids=["two-lengths", "a-list-that-differs", "not-a-number", "plus-sign", "underscore", "negative",
-                              "repeated-alike", "a-list-alike"])
+@pytest.mark.parametrize(
+    "lengths",
+    [
+        b"Content-Length: 5\r\nContent-Length: 37\r\n",
+        b"Content-Length: 37, 5\r\n",
+        b"Content-Length: abc\r\n",
+        b"Content-Length: +37\r\n",
+        b"Content-Length: 3_7\r\n",
+        b"Content-Length: -1\r\n",
+        # RFC 9110 8.6 lets a recipient refuse or collapse lengths that agree; llhttp refuses
+        b"Content-Length: %d\r\nContent-Length: %d\r\n" % (len(BODY), len(BODY)),
+        b"Content-Length: %d, %d\r\n" % (len(BODY), len(BODY)),
+    ],
+    ids=[
+        "two-lengths",
+        "a-list-that-differs",
+        "not-a-number",
+        "plus-sign",
+        "underscore",
+        "negative",
+        "repeated-alike",
+        "a-list-alike",
+    ],
+)
 def test_a_reply_whose_length_cannot_be_trusted_is_refused(servers: Any, lengths: bytes) -> None:
     """RFC 9112 6.3: a Content-Length that is not one number is an unrecoverable error. Read
     as http.client reads it (the first, or none: read until the server closes) the reply is
@@ -484,9 +517,17 @@ def test_a_reply_whose_length_cannot_be_trusted_is_refused(servers: Any, lengths
         ch.close_client()
 
 
-@pytest.mark.parametrize("headers", [{"X-Api-Key": "k\r\nX-Injected: 1"}, {"X-Api-Key": "k\nX-Injected: 1"},
-                                     {"X-Api-Key": "k\x00"}, {"X Injected": "1"}, {"X-Injected:": "1"}],
-                         ids=["crlf-in-value", "lf-in-value", "nul-in-value", "space-in-name", "colon-in-name"])
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"X-Api-Key": "k\r\nX-Injected: 1"},
+        {"X-Api-Key": "k\nX-Injected: 1"},
+        {"X-Api-Key": "k\x00"},
+        {"X Injected": "1"},
+        {"X-Injected:": "1"},
+    ],
+    ids=["crlf-in-value", "lf-in-value", "nul-in-value", "space-in-name", "colon-in-name"],
+)
 def test_a_header_that_would_split_the_request_is_refused_unsent(servers: Any, headers: dict[str, str]) -> None:
     """A configured header (or one built from a tool's arguments) holding a line break would
     add header fields, or a whole request, of the value's choosing: refused before anything is
@@ -501,8 +542,9 @@ def test_a_header_that_would_split_the_request_is_refused_unsent(servers: Any, h
     assert server.requests == 0
 
 
-@pytest.mark.parametrize("answer", [b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n",
-                                    b"HTTP/1.1 204 No Content\r\n\r\n"], ids=["202", "204"])
+@pytest.mark.parametrize(
+    "answer", [b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n", b"HTTP/1.1 204 No Content\r\n\r\n"], ids=["202", "204"]
+)
 def test_replies_without_a_body_keep_the_connection(servers: Any, answer: bytes) -> None:
     """What a notification gets (202, no body): the connection serves the next request."""
 
@@ -520,16 +562,20 @@ def test_replies_without_a_body_keep_the_connection(servers: Any, answer: bytes)
     assert (server.connections, server.requests) == (1, 3)
 
 
-@pytest.mark.parametrize("answer", [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
-                                    b"HTTP/1.1 200 OK\r\n Folded: first\r\n\r\n",
-                                    b"HTTP/1.1 200 OK\r\nX-Note: one\r\n \t two\r\nContent-Length: 0\r\n\r\n",
-                                    b"HTTP/1.1 200 OK\r\nNo-Colon\r\n\r\n",
-                                    b"HTTP/1.1 200 OK\r\nBad Name: x\r\n\r\n",
-                                    b"HTTP/1.1 200 OK\r\nX: a\rb\r\n\r\n",
-                                    b"HTTP/2 200\r\n\r\n",
-                                    b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"],
-                         ids=["coding-before-chunked", "fold-first", "fold", "no-colon", "space-in-name", "bare-cr",
-                              "http2", "head-cut-short"])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\n Folded: first\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nX-Note: one\r\n \t two\r\nContent-Length: 0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nNo-Colon\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nBad Name: x\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nX: a\rb\r\n\r\n",
+        b"HTTP/2 200\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n",
+    ],
+    ids=["coding-before-chunked", "fold-first", "fold", "no-colon", "space-in-name", "bare-cr", "http2", "head-cut-short"],
+)
 def test_a_reply_head_that_is_not_http_1_1_is_refused(servers: Any, answer: bytes) -> None:
     def lie(server: RawServer, conn: socket.socket, number: int) -> None:
         if server.next_request(conn):
@@ -550,8 +596,10 @@ def test_repeated_fields_reach_the_caller(servers: Any) -> None:
 
     def folded(server: RawServer, conn: socket.socket, number: int) -> None:
         while server.next_request(conn):
-            conn.sendall(b"HTTP/1.1 200 OK\r\nX-Note: one two \r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\n"
-                         b"Content-Length: %d\r\n\r\n%s" % (len(BODY), BODY))
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nX-Note: one two \r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\n"
+                b"Content-Length: %d\r\n\r\n%s" % (len(BODY), BODY)
+            )
 
     server = servers(folded)
     ch = channel(server.url)
@@ -571,8 +619,10 @@ def test_endless_trailer_fields_are_refused(servers: Any) -> None:
 
     def trailers(server: RawServer, conn: socket.socket, number: int) -> None:
         if server.next_request(conn):
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
-                         b"%x\r\n%s\r\n0\r\n" % (len(BODY), BODY))
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                b"%x\r\n%s\r\n0\r\n" % (len(BODY), BODY)
+            )
             for _ in range(10_000):
                 if server.stop.is_set():
                     return
@@ -590,17 +640,21 @@ def test_endless_trailer_fields_are_refused(servers: Any) -> None:
     assert time.monotonic() - started < 5
 
 
-@pytest.mark.parametrize("size", [b"0x%x" % len(BODY), b"+%x" % len(BODY), b"%x_" % len(BODY), b"-1", b"",
-                                  b"1%016x" % len(BODY)],
-                         ids=["0x", "plus-sign", "underscore", "negative", "empty", "past-64-bits"])
+@pytest.mark.parametrize(
+    "size",
+    [b"0x%x" % len(BODY), b"+%x" % len(BODY), b"%x_" % len(BODY), b"-1", b"", b"1%016x" % len(BODY)],
+    ids=["0x", "plus-sign", "underscore", "negative", "empty", "past-64-bits"],
+)
 def test_a_chunk_size_that_is_not_hexadecimal_is_refused(servers: Any, size: bytes) -> None:
     """RFC 9112 7.1: chunk-size is 1*HEXDIG. The first three are the body's true size in
     spellings Python's int(x, 16) takes (and http.client with it)."""
 
     def chunks(server: RawServer, conn: socket.socket, number: int) -> None:
         if server.next_request(conn):
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
-                         b"%s\r\n%s\r\n0\r\n\r\n" % (size, BODY))
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                b"%s\r\n%s\r\n0\r\n\r\n" % (size, BODY)
+            )
 
     server = servers(chunks)
     ch = channel(server.url, timeout=2)

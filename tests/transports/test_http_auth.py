@@ -23,7 +23,9 @@ BROWSER = str(Path(__file__).resolve().parent.parent / "auth" / "browser.py")
 def test_401_and_403_are_authorized_and_the_request_sent_again(monkeypatch):
     monkeypatch.setenv("BROWSER", BROWSER)
     with FakeOAuthServer(call_scope="mcp:write") as fake:
-        with connect(ServerSpec("erp", url=fake.mcp_url, timeout=20), stores=client_stores()) as session:  # auth from OAuth.for_spec
+        with connect(
+            ServerSpec("erp", url=fake.mcp_url, timeout=20), stores=client_stores()
+        ) as session:  # auth from OAuth.for_spec
             assert [t["name"] for t in session.list_tools()] == ["whoami"]
             text = session.call_tool("whoami", {})["content"][0]["text"]
         assert text == "scopes: mcp:read mcp:write"
@@ -36,8 +38,10 @@ def test_without_a_way_to_log_in_a_401_is_an_auth_error_naming_the_command(monke
     with FakeOAuthServer() as fake:
         spec = ServerSpec("erp", url=fake.mcp_url, timeout=20)
         auth = OAuth(spec, interactive=False, notify=lambda _message: None)
-        with ClientSession(StreamableHttpTransport(fake.mcp_url, timeout=20, auth=auth), name="erp", timeout=20) as session, \
-                pytest.raises(AuthError) as info:
+        with (
+            ClientSession(StreamableHttpTransport(fake.mcp_url, timeout=20, auth=auth), name="erp", timeout=20) as session,
+            pytest.raises(AuthError) as info,
+        ):
             session.initialize()
         assert info.value.exit_code == 9 and "llmc auth login erp" in info.value.message
 

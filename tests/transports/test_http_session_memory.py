@@ -146,9 +146,12 @@ def test_forget_ends_the_session_at_the_server(sdk_legacy):
     assert "session" not in entry and entry["era"] == "legacy"  # the era is still known
     # The server was told (DELETE): the old id is unknown to it now.
     ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
-    reply = httpx2.post(sdk_legacy, json=ping, timeout=10, headers={
-        "Mcp-Session-Id": old, "MCP-Protocol-Version": "2025-11-25",
-        "Accept": "application/json, text/event-stream"})
+    reply = httpx2.post(
+        sdk_legacy,
+        json=ping,
+        timeout=10,
+        headers={"Mcp-Session-Id": old, "MCP-Protocol-Version": "2025-11-25", "Accept": "application/json, text/event-stream"},
+    )
     assert reply.status_code == 404
     # The next invocation starts afresh, without a warning: forgetting was the user's choice.
     proc = call(sdk_legacy, "recall", "key=a")

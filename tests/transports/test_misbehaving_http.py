@@ -30,15 +30,18 @@ def assert_one_line_error(proc: subprocess.CompletedProcess[str], code: int, fra
     assert len(lines) == 1 and lines[0].startswith("llmc: ") and fragment in lines[0], proc.stderr
 
 
-@pytest.mark.parametrize(("mode", "code", "fragment"), [
-    ("500", 5, "answered HTTP 500: Internal Server Error: database on fire"),
-    ("late500", 5, "answered HTTP 500: Internal Server Error: database on fire"),  # after send() returned
-    ("invalid-json", 6, "invalid JSON from server"),
-    ("html", 5, "answered text/html instead of JSON or an event stream"),
-    ("html400", 5, "answered HTTP 400"),
-    ("cut", 5, "closed the event stream of tools/call before replying"),
-    ("modern-error", 6, "no common MCP version: the server speaks 2099-01-01; llmc speaks 2026-07-28"),
-])
+@pytest.mark.parametrize(
+    ("mode", "code", "fragment"),
+    [
+        ("500", 5, "answered HTTP 500: Internal Server Error: database on fire"),
+        ("late500", 5, "answered HTTP 500: Internal Server Error: database on fire"),  # after send() returned
+        ("invalid-json", 6, "invalid JSON from server"),
+        ("html", 5, "answered text/html instead of JSON or an event stream"),
+        ("html400", 5, "answered HTTP 400"),
+        ("cut", 5, "closed the event stream of tools/call before replying"),
+        ("modern-error", 6, "no common MCP version: the server speaks 2099-01-01; llmc speaks 2026-07-28"),
+    ],
+)
 def test_bad_replies_are_one_line_errors_with_their_exit_code(misbehaving, mode, code, fragment):
     assert_one_line_error(call(misbehaving, mode), code, fragment)
 
@@ -46,8 +49,7 @@ def test_bad_replies_are_one_line_errors_with_their_exit_code(misbehaving, mode,
 def test_a_server_that_never_answers_times_out_without_hanging(misbehaving):
     before = len(seen(misbehaving))
     # The runner's bound is the check: waiting for the hung POSTs (60 s) would exceed it.
-    proc = llmc("call", "echo", "message=hi", "--yes", "--timeout", "2", "--url", f"{misbehaving}/hang/mcp",
-                timeout=30)
+    proc = llmc("call", "echo", "message=hi", "--yes", "--timeout", "2", "--url", f"{misbehaving}/hang/mcp", timeout=30)
     assert_one_line_error(proc, 7, "tools/call")
     # The request was cancelled (the server hangs on that too, which must not delay the exit); the
     # server logs the cancellation when it arrives, so ask until it has (bounded).
@@ -80,7 +82,11 @@ def test_an_expired_session_is_initialized_again_once(misbehaving):
     assert [t["name"] for t in json.loads(proc.stdout)["tools"]] == ["echo"]
     log = [r for r in seen(misbehaving)[before:] if r["path"] == "/expire/mcp" and r["method"] == "POST"]
     assert [r["rpc"] for r in log if r["rpc"] in ("initialize", "tools/list")] == [
-        "initialize", "tools/list", "initialize", "tools/list"]
+        "initialize",
+        "tools/list",
+        "initialize",
+        "tools/list",
+    ]
     lists = [r for r in log if r["rpc"] == "tools/list"]
     assert lists[0]["headers"]["mcp-session-id"] != lists[1]["headers"]["mcp-session-id"]
 
@@ -116,8 +122,9 @@ def test_http_sse_endpoint_on_another_origin_is_refused(misbehaving):
 
 
 def test_http_sse_without_endpoint_event_times_out(misbehaving):
-    proc = llmc("call", "echo", "--yes", "--timeout", "2", "--transport", "sse", "--url",
-                f"{misbehaving}/sse-silent/sse", timeout=30)  # the server stays silent for ever: no hang
+    proc = llmc(
+        "call", "echo", "--yes", "--timeout", "2", "--transport", "sse", "--url", f"{misbehaving}/sse-silent/sse", timeout=30
+    )  # the server stays silent for ever: no hang
     assert_one_line_error(proc, 7, "no `endpoint` event within 2s")
 
 

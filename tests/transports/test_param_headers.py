@@ -26,25 +26,41 @@ def test_mirrored_parameters_satisfy_the_sdk_server(sdk_param_headers):
 
 
 def test_annotations_are_found_on_plain_property_chains_only():
-    schema = {"type": "object", "properties": {
-        "region": {"type": "string", "x-mcp-header": "Region"},
-        "opts": {"type": "object", "properties": {"limit": {"type": "integer", "x-mcp-header": "Limit"}}},
-        "note": {"type": "string", "default": {"x-mcp-header": "data, not an annotation"}}}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "opts": {"type": "object", "properties": {"limit": {"type": "integer", "x-mcp-header": "Limit"}}},
+            "note": {"type": "string", "default": {"x-mcp-header": "data, not an annotation"}},
+        },
+    }
     assert annotated_parameters(schema) == {("region",): "Region", ("opts", "limit"): "Limit"}
     assert mirrored_arguments(annotated_parameters(schema), {"region": "Hello, 世界", "opts": {"limit": 5}}) == {
-        "Mcp-Param-Region": "=?base64?SGVsbG8sIOS4lueVjA==?=", "Mcp-Param-Limit": "5"}
+        "Mcp-Param-Region": "=?base64?SGVsbG8sIOS4lueVjA==?=",
+        "Mcp-Param-Limit": "5",
+    }
     assert mirrored_arguments(annotated_parameters(schema), {"opts": "not an object"}) == {}
 
 
-@pytest.mark.parametrize(("schema", "reason"), [
-    ({"type": "object", "properties": {"xs": {"type": "array", "items": {"type": "string", "x-mcp-header": "X"}}}},
-     "outside a plain chain"),
-    ({"type": "object", "anyOf": [{"properties": {"a": {"type": "string", "x-mcp-header": "A"}}}]}, "outside"),
-    ({"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": "Bad Header"}}}, "not an HTTP header token"),
-    ({"type": "object", "properties": {"a": {"type": "number", "x-mcp-header": "A"}}}, "only string, integer and boolean"),
-    ({"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": "Dup"},
-                                       "b": {"type": "string", "x-mcp-header": "dup"}}}, "also used by"),
-])
+@pytest.mark.parametrize(
+    ("schema", "reason"),
+    [
+        (
+            {"type": "object", "properties": {"xs": {"type": "array", "items": {"type": "string", "x-mcp-header": "X"}}}},
+            "outside a plain chain",
+        ),
+        ({"type": "object", "anyOf": [{"properties": {"a": {"type": "string", "x-mcp-header": "A"}}}]}, "outside"),
+        ({"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": "Bad Header"}}}, "not an HTTP header token"),
+        ({"type": "object", "properties": {"a": {"type": "number", "x-mcp-header": "A"}}}, "only string, integer and boolean"),
+        (
+            {
+                "type": "object",
+                "properties": {"a": {"type": "string", "x-mcp-header": "Dup"}, "b": {"type": "string", "x-mcp-header": "dup"}},
+            },
+            "also used by",
+        ),
+    ],
+)
 def test_invalid_annotations_are_refused_with_a_reason(schema, reason):
     with pytest.raises(ValueError, match=reason):
         annotated_parameters(schema)

@@ -14,9 +14,11 @@ def lines(text: str) -> list[str]:
 
 def test_priming_event_without_data_keeps_its_id_and_retry():
     # The 2025-11-25 priming event (SEP-1699), as the conformance server sends it.
-    got = list(events(lines("id: event-1\nretry: 500\ndata: \n\nevent: message\nid: event-2\ndata: {\"a\":1}\n\n")))
+    got = list(events(lines('id: event-1\nretry: 500\ndata: \n\nevent: message\nid: event-2\ndata: {"a":1}\n\n')))
     assert [(e.event, e.data, e.id, e.retry) for e in got] == [
-        ("message", "", "event-1", 500), ("message", '{"a":1}', "event-2", None)]
+        ("message", "", "event-1", 500),
+        ("message", '{"a":1}', "event-2", None),
+    ]
 
 
 def test_multiline_data_comments_and_carried_over_id():

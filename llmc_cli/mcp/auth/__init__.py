@@ -14,14 +14,25 @@ Tokens are kept by a TokenStore handed in from above (mcp.stores); without one, 
 from llmc_cli.mcp.auth.discovery import Discovery
 from llmc_cli.mcp.auth.oauth import OAuth
 from llmc_cli.mcp.auth.primitives import (
-                                          authorization_server_metadata_urls,
-                                          canonical_uri,
-                                          parse_www_authenticate,
-                                          pkce_pair,
-                                          protected_resource_metadata_urls,
-                                          resource_matches,
+    authorization_server_metadata_urls,
+    canonical_uri,
+    parse_www_authenticate,
+    pkce_pair,
+    protected_resource_metadata_urls,
+    resource_matches,
 )
 from llmc_cli.mcp.auth.records import Client, TokenRecord, Tokens
 
-__all__ = ["OAuth", "Discovery", "TokenRecord", "Client", "Tokens", "parse_www_authenticate", "canonical_uri",
-           "resource_matches", "protected_resource_metadata_urls", "authorization_server_metadata_urls", "pkce_pair"]
+__all__ = [
+    "OAuth",
+    "Discovery",
+    "TokenRecord",
+    "Client",
+    "Tokens",
+    "parse_www_authenticate",
+    "canonical_uri",
+    "resource_matches",
+    "protected_resource_metadata_urls",
+    "authorization_server_metadata_urls",
+    "pkce_pair",
+]

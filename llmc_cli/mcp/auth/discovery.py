@@ -50,14 +50,20 @@ class AuthHttp:
         reply = self.json_of(response)
         return reply or None
 
-    def request(self, method: str, url: str, *, data: dict[str, str] | None = None, json: object = None,
-                headers: dict[str, str] | None = None) -> httpx2.Response:
+    def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        data: dict[str, str] | None = None,
+        json: object = None,
+        headers: dict[str, str] | None = None,
+    ) -> httpx2.Response:
         """One request (a form, or a JSON body); the reply is read whole, at most the message limit."""
         import httpx2
 
         if self._client is None:
-            self._client = httpx2.Client(timeout=HTTP_TIMEOUT, follow_redirects=False,
-                                         headers={"Accept": "application/json"})
+            self._client = httpx2.Client(timeout=HTTP_TIMEOUT, follow_redirects=False, headers={"Accept": "application/json"})
         limit = max_message_bytes()
         try:
             # Streamed and counted: a server (or one it names as its authorization server) that
@@ -77,12 +83,16 @@ class AuthHttp:
             finally:
                 response.close()
             # Decoded already: the rebuilt reply must not claim an encoding or length of the wire's.
-            kept = [(k, v) for k, v in response.headers.multi_items()
-                    if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+            kept = [
+                (k, v)
+                for k, v in response.headers.multi_items()
+                if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+            ]
             return httpx2.Response(response.status_code, headers=kept, content=b"".join(body), request=request)
         except httpx2.HTTPError as exc:
-            raise AuthError(f"{self.name}: cannot reach {urlsplit(url).netloc} for authorization:"
-                            f" {one_line(exc, 120) or type(exc).__name__}") from None
+            raise AuthError(
+                f"{self.name}: cannot reach {urlsplit(url).netloc} for authorization: {one_line(exc, 120) or type(exc).__name__}"
+            ) from None
 
     @staticmethod
     def json_of(response: httpx2.Response) -> dict[str, Any]:
@@ -120,8 +130,10 @@ def discover(http: AuthHttp, url: str, settings: OAuthSpec, resource_metadata: s
         return _discover_2025_03_26(http, url, settings)
     resource = prm.get("resource")
     if not isinstance(resource, str) or not resource_matches(resource, url):
-        raise AuthError(f"{name}: the protected resource metadata names resource {one_line(resource)!r},"
-                        f" not this server ({url}); refusing to authorize")
+        raise AuthError(
+            f"{name}: the protected resource metadata names resource {one_line(resource)!r},"
+            f" not this server ({url}); refusing to authorize"
+        )
     servers = prm.get("authorization_servers")
     if not isinstance(servers, list) or not servers or not isinstance(servers[0], str):
         raise AuthError(f"{name}: the protected resource metadata names no authorization server")
@@ -135,8 +147,10 @@ def discover(http: AuthHttp, url: str, settings: OAuthSpec, resource_metadata: s
     if metadata is None:
         raise AuthError(f"{name}: no authorization server metadata found for {issuer}")
     if metadata.get("issuer") != issuer:
-        raise AuthError(f"{name}: authorization server metadata names issuer"
-                        f" {one_line(metadata.get('issuer'))!r}, expected {issuer!r}; refusing it")
+        raise AuthError(
+            f"{name}: authorization server metadata names issuer"
+            f" {one_line(metadata.get('issuer'))!r}, expected {issuer!r}; refusing it"
+        )
     scopes = prm.get("scopes_supported")
     discovery = Discovery(resource, issuer, metadata, scopes if isinstance(scopes, list) else None)
     check_metadata(name, discovery, settings)
@@ -152,9 +166,13 @@ def _discover_2025_03_26(http: AuthHttp, url: str, settings: OAuthSpec) -> Disco
     advertised = metadata is not None
     if metadata is None:
         # PKCE is mandatory in 2025-03-26, so a server without metadata still gets S256.
-        metadata = {"issuer": base, "authorization_endpoint": f"{base}/authorize",
-                    "token_endpoint": f"{base}/token", "registration_endpoint": f"{base}/register",
-                    "code_challenge_methods_supported": ["S256"]}
+        metadata = {
+            "issuer": base,
+            "authorization_endpoint": f"{base}/authorize",
+            "token_endpoint": f"{base}/token",
+            "registration_endpoint": f"{base}/register",
+            "code_challenge_methods_supported": ["S256"],
+        }
     # 2025-03-26 defines no issuer check; the metadata's own issuer is what `iss` must match.
     stated = metadata.get("issuer")
     issuer = stated if isinstance(stated, str) else base
@@ -168,8 +186,10 @@ def check_metadata(name: str, d: Discovery, settings: OAuthSpec) -> None:
     if settings.grant != "client_credentials":
         needed.append("authorization_endpoint")
         if "S256" not in (d.metadata.get("code_challenge_methods_supported") or []):
-            raise AuthError(f"{name}: the authorization server {d.issuer} does not advertise PKCE S256"
-                            " (code_challenge_methods_supported); refusing to authorize")
+            raise AuthError(
+                f"{name}: the authorization server {d.issuer} does not advertise PKCE S256"
+                " (code_challenge_methods_supported); refusing to authorize"
+            )
     for key in [*needed, "registration_endpoint"]:
         value = d.metadata.get(key)
         if key in needed and not isinstance(value, str):

@@ -44,6 +44,7 @@ class LoopbackListener:
 
     def wait(self, timeout: float, paste: bool) -> dict[str, str]:
         if paste:
+
             def read_pasted() -> None:
                 line = sys.stdin.readline().strip()
                 if line:

@@ -43,9 +43,16 @@ LOGIN_TIMEOUT = 300.0  # seconds to wait for the browser to come back
 class OAuth:
     """Authorization for one remote server, consulted by its HTTP transport."""
 
-    def __init__(self, spec: ServerSpec, *, interactive: bool | None = None, open_browser: bool = True,
-                 notify: Callable[[str], None] | None = None, store: TokenStore | None = None,
-                 login_timeout: float = LOGIN_TIMEOUT) -> None:
+    def __init__(
+        self,
+        spec: ServerSpec,
+        *,
+        interactive: bool | None = None,
+        open_browser: bool = True,
+        notify: Callable[[str], None] | None = None,
+        store: TokenStore | None = None,
+        login_timeout: float = LOGIN_TIMEOUT,
+    ) -> None:
         if not spec.url:
             raise AuthError(f"{spec.name}: OAuth needs a remote server (url)")
         self.name = spec.name
@@ -116,8 +123,10 @@ class OAuth:
             if challenge.get("error") != "insufficient_scope":
                 return False
             if self._step_ups >= MAX_STEP_UPS:
-                raise AuthError(f"{self.name}: still insufficient scope after {MAX_STEP_UPS} step-up authorizations"
-                                f" (server asks for: {one_line(challenge.get('scope', '?'))})")
+                raise AuthError(
+                    f"{self.name}: still insufficient scope after {MAX_STEP_UPS} step-up authorizations"
+                    f" (server asks for: {one_line(challenge.get('scope', '?'))})"
+                )
             self._step_ups += 1
             granted = self._tokens().scope.split()
             wanted = list(dict.fromkeys(granted + challenge.get("scope", "").split()))
@@ -132,9 +141,11 @@ class OAuth:
             # The server moved to another authorization server: its tokens and clients are useless
             # (2026-07-28 client-registration, Authorization Server Binding).
             if record.client and record.client.source == "profile":
-                raise AuthError(f"{self.name}: the authorization server changed from {record.issuer} to"
-                                f" {discovery.issuer}; the profile's client_id was issued by the old one: update"
-                                f" [servers.{self.name}.oauth] and run `llmc auth logout {self.name}`")
+                raise AuthError(
+                    f"{self.name}: the authorization server changed from {record.issuer} to"
+                    f" {discovery.issuer}; the profile's client_id was issued by the old one: update"
+                    f" [servers.{self.name}.oauth] and run `llmc auth logout {self.name}`"
+                )
             self.notify(f"llmc: {self.name}: the authorization server changed to {discovery.issuer}; registering again")
             self.store.delete(self.server_url)
             self._record = record = None
@@ -192,8 +203,14 @@ class OAuth:
         self._record, self._loaded = None, True
         return self.store.delete(self.server_url)
 
-    def authorize(self, challenge: dict[str, str], scopes: list[str] | None = None, *,
-                  force_interactive: bool = False, discovery: Discovery | None = None) -> None:
+    def authorize(
+        self,
+        challenge: dict[str, str],
+        scopes: list[str] | None = None,
+        *,
+        force_interactive: bool = False,
+        discovery: Discovery | None = None,
+    ) -> None:
         discovery = discovery or self.discover(challenge.get("resource_metadata"))
         if scopes is None:
             scopes = self._choose_scopes(challenge, discovery)
@@ -207,10 +224,12 @@ class OAuth:
                 # (a gateway's principals), which no login can get; `llmc auth login` still tries
                 # the 2025-03-26 default endpoints.
                 scheme = one_line(self.scheme, 40)
-                raise AuthError(f"{self.name}: the server requires authorization (WWW-Authenticate: {scheme}) and "
-                                f"publishes no OAuth metadata: give it a token, --header 'Authorization: {scheme} "
-                                f"${{TOKEN}}' (or `headers` in the profile); only if it uses OAuth without metadata, "
-                                f"run `{self.login_command}`")
+                raise AuthError(
+                    f"{self.name}: the server requires authorization (WWW-Authenticate: {scheme}) and "
+                    f"publishes no OAuth metadata: give it a token, --header 'Authorization: {scheme} "
+                    f"${{TOKEN}}' (or `headers` in the profile); only if it uses OAuth without metadata, "
+                    f"run `{self.login_command}`"
+                )
             if not (self.interactive or force_interactive):
                 raise AuthError(f"{self.name}: the server requires authorization; run `{self.login_command}`")
             client, tokens = self._authorization_code(discovery, scopes)
@@ -241,9 +260,15 @@ class OAuth:
             client = self.registration.client(d, listener.redirect_uri, self._load())
             verifier, challenge = pkce_pair()
             state = secrets.token_urlsafe(32)
-            params = {"response_type": "code", "client_id": client.client_id, "redirect_uri": listener.redirect_uri,
-                      "code_challenge": challenge, "code_challenge_method": "S256", "state": state,
-                      "resource": d.resource}
+            params = {
+                "response_type": "code",
+                "client_id": client.client_id,
+                "redirect_uri": listener.redirect_uri,
+                "code_challenge": challenge,
+                "code_challenge_method": "S256",
+                "state": state,
+                "resource": d.resource,
+            }
             if scopes:
                 params["scope"] = " ".join(scopes)
             endpoint = d.metadata["authorization_endpoint"]
@@ -254,8 +279,12 @@ class OAuth:
         finally:
             listener.close()
         self._check_reply(reply, state, d)
-        form = {"grant_type": "authorization_code", "code": reply["code"], "redirect_uri": listener.redirect_uri,
-                "code_verifier": verifier}
+        form = {
+            "grant_type": "authorization_code",
+            "code": reply["code"],
+            "redirect_uri": listener.redirect_uri,
+            "code_verifier": verifier,
+        }
         if scopes and "offline_access" in scopes:
             form["scope"] = " ".join(scopes)  # SEP-2207: offline_access on the token request too
         return client, self._token_request(d.metadata["token_endpoint"], d.resource, client, form, scopes)
@@ -285,16 +314,20 @@ class OAuth:
                 pass
         self.notify(f"llmc: to authorize {self.name}, open this URL in a browser:\n  {url}")
         if paste:
-            self.notify("llmc: waiting for the browser; from another machine, paste the address it was"
-                        " redirected to (http://127.0.0.1:...) here and press Enter")
+            self.notify(
+                "llmc: waiting for the browser; from another machine, paste the address it was"
+                " redirected to (http://127.0.0.1:...) here and press Enter"
+            )
 
     def _check_reply(self, reply: dict[str, str], state: str, d: Discovery) -> None:
         """RFC 9207 `iss` first (on a mismatch not even the error is shown), then `state`."""
         expected = d.metadata.get("issuer") or d.issuer
         if "iss" in reply:
             if reply["iss"] != expected:
-                raise AuthError(f"{self.name}: the authorization response came from issuer"
-                                f" {one_line(reply['iss'])!r}, expected {expected!r}; refusing it")
+                raise AuthError(
+                    f"{self.name}: the authorization response came from issuer"
+                    f" {one_line(reply['iss'])!r}, expected {expected!r}; refusing it"
+                )
         elif d.metadata.get("authorization_response_iss_parameter_supported") is True:
             raise AuthError(f"{self.name}: the authorization response lacks the iss parameter the server advertises")
         if reply.get("state") != state:
@@ -307,8 +340,15 @@ class OAuth:
 
     # -- tokens -------------------------------------------------------------------------------------
 
-    def _token_request(self, endpoint: str, resource: str, client: Client, form: dict[str, str],
-                       scopes: list[str] | None = None, old: Tokens | None = None) -> Tokens:
+    def _token_request(
+        self,
+        endpoint: str,
+        resource: str,
+        client: Client,
+        form: dict[str, str],
+        scopes: list[str] | None = None,
+        old: Tokens | None = None,
+    ) -> Tokens:
         form = {**form, "resource": resource}
         headers = {"Accept": "application/json"}
         method = client.auth_method
@@ -323,11 +363,15 @@ class OAuth:
         response = self.http.request("POST", endpoint, data=form, headers=headers)
         reply = self.http.json_of(response)
         if response.status_code != 200 or not isinstance(reply.get("access_token"), str):
-            raise AuthError(f"{self.name}: token request failed: {self.http.oauth_error(response, reply)}",
-                            oauthError=reply.get("error") if isinstance(reply.get("error"), str) else None)
+            raise AuthError(
+                f"{self.name}: token request failed: {self.http.oauth_error(response, reply)}",
+                oauthError=reply.get("error") if isinstance(reply.get("error"), str) else None,
+            )
         if str(reply.get("token_type", "")).lower() != "bearer":
-            raise AuthError(f"{self.name}: the token endpoint issued a {one_line(reply.get('token_type'), 40)!r}"
-                            " token; only Bearer is supported")
+            raise AuthError(
+                f"{self.name}: the token endpoint issued a {one_line(reply.get('token_type'), 40)!r}"
+                " token; only Bearer is supported"
+            )
         expires_in = reply.get("expires_in")
         granted = reply.get("scope") if isinstance(reply.get("scope"), str) else " ".join(scopes or [])
         refresh_token = reply.get("refresh_token") if isinstance(reply.get("refresh_token"), str) else None
@@ -346,8 +390,13 @@ class OAuth:
         if not old.refresh_token or record.client is None:
             return False
         try:
-            tokens = self._token_request(record.token_endpoint, record.resource, record.client,
-                                         {"grant_type": "refresh_token", "refresh_token": old.refresh_token}, old=old)
+            tokens = self._token_request(
+                record.token_endpoint,
+                record.resource,
+                record.client,
+                {"grant_type": "refresh_token", "refresh_token": old.refresh_token},
+                old=old,
+            )
         except AuthError as exc:
             record.tokens = Tokens()  # dead tokens are worth nothing; keep the client registration
             self.store.save(record)
@@ -355,8 +404,9 @@ class OAuth:
                 self.notify(f"llmc: {self.name}: the refresh token was refused; authorizing again")
                 return False
             reason = exc.details.get("oauthError") or "refused"
-            raise AuthError(f"{self.name}: the stored refresh token was refused ({one_line(reason, 60)});"
-                            f" run `{self.login_command}`") from None
+            raise AuthError(
+                f"{self.name}: the stored refresh token was refused ({one_line(reason, 60)}); run `{self.login_command}`"
+            ) from None
         record.tokens = tokens
         self.store.save(record)
         return True
@@ -376,8 +426,7 @@ class OAuth:
     def _probe(self) -> str | None:
         """The WWW-Authenticate of an unauthenticated request (None when the server lets it pass)."""
         body = {"jsonrpc": "2.0", "id": 0, "method": "ping"}
-        response = self.http.request("POST", self.url, json=body,
-                                 headers={"Accept": "application/json, text/event-stream"})
+        response = self.http.request("POST", self.url, json=body, headers={"Accept": "application/json, text/event-stream"})
         return response.headers.get("www-authenticate") if response.status_code in (401, 403) else None
 
     def close(self) -> None:

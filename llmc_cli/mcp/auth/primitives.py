@@ -20,7 +20,7 @@ def parse_www_authenticate(header: str | None) -> dict[str, str]:
     if not match:
         return {}
     out: dict[str, str] = {}
-    for name, quoted, token in _PARAM.findall(header[match.end():]):  # type: ignore[index]
+    for name, quoted, token in _PARAM.findall(header[match.end() :]):  # type: ignore[index]
         out.setdefault(name.lower(), re.sub(r"\\(.)", r"\1", quoted) if quoted else token)
     return out
 
@@ -54,9 +54,11 @@ def authorization_server_metadata_urls(issuer: str) -> list[str]:
     p = urlsplit(issuer)
     origin, path = f"{p.scheme}://{p.netloc}", p.path.rstrip("/")
     if path:
-        return [f"{origin}/.well-known/oauth-authorization-server{path}",
-                f"{origin}/.well-known/openid-configuration{path}",
-                f"{origin}{path}/.well-known/openid-configuration"]
+        return [
+            f"{origin}/.well-known/oauth-authorization-server{path}",
+            f"{origin}/.well-known/openid-configuration{path}",
+            f"{origin}{path}/.well-known/openid-configuration",
+        ]
     return [f"{origin}/.well-known/oauth-authorization-server", f"{origin}/.well-known/openid-configuration"]
 
 

@@ -26,9 +26,12 @@ class Tokens:
         if not isinstance(data, dict):
             return cls()
         expires_at = data.get("expires_at")
-        return cls(_str(data.get("access_token")), _str(data.get("refresh_token")),
-                   float(expires_at) if isinstance(expires_at, (int, float)) else None,
-                   _str(data.get("scope")) or "")
+        return cls(
+            _str(data.get("access_token")),
+            _str(data.get("refresh_token")),
+            float(expires_at) if isinstance(expires_at, (int, float)) else None,
+            _str(data.get("scope")) or "",
+        )
 
 
 @dataclass
@@ -45,8 +48,13 @@ class Client:
     def from_json(cls, data: object) -> Client | None:
         if not isinstance(data, dict) or not isinstance(data.get("client_id"), str):
             return None
-        return cls(data["client_id"], str(data.get("source") or "dynamic"), str(data.get("auth_method") or "none"),
-                   _str(data.get("redirect_uri")), _str(data.get("client_secret")))
+        return cls(
+            data["client_id"],
+            str(data.get("source") or "dynamic"),
+            str(data.get("auth_method") or "none"),
+            _str(data.get("redirect_uri")),
+            _str(data.get("client_secret")),
+        )
 
 
 @dataclass
@@ -74,9 +82,16 @@ class TokenRecord:
         if not all(isinstance(data.get(k), str) for k in needed):
             return None
         updated_at = data.get("updated_at")
-        return cls(data["server_url"], str(data.get("server") or ""), data["resource"], data["issuer"],
-                   data["token_endpoint"], Client.from_json(data.get("client")), Tokens.from_json(data.get("tokens")),
-                   float(updated_at) if isinstance(updated_at, (int, float)) else 0.0)
+        return cls(
+            data["server_url"],
+            str(data.get("server") or ""),
+            data["resource"],
+            data["issuer"],
+            data["token_endpoint"],
+            Client.from_json(data.get("client")),
+            Tokens.from_json(data.get("tokens")),
+            float(updated_at) if isinstance(updated_at, (int, float)) else 0.0,
+        )
 
     def public_view(self) -> dict[str, Any]:
         """What `auth status` may show: never a token or a secret."""

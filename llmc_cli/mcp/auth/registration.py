@@ -33,20 +33,23 @@ class Registration:
                 raise AuthError(f"{self.name}: client_metadata_url must be an https URL with a path")
             return Client(s.client_metadata_url, "metadata_document")
         stored = record.client if record else None
-        if (stored and stored.source == "dynamic" and stored.redirect_uri == redirect_uri
-                and record and record.issuer == d.issuer):
+        if stored and stored.source == "dynamic" and stored.redirect_uri == redirect_uri and record and record.issuer == d.issuer:
             return stored
         if isinstance(d.metadata.get("registration_endpoint"), str):
             return self._register(d, redirect_uri)
-        raise AuthError(f"{self.name}: the authorization server {d.issuer} offers no client registration;"
-                        f" set client_id (and client_secret_env) or client_metadata_url under"
-                        f" [servers.{self.name}.oauth] in the profile")
+        raise AuthError(
+            f"{self.name}: the authorization server {d.issuer} offers no client registration;"
+            f" set client_id (and client_secret_env) or client_metadata_url under"
+            f" [servers.{self.name}.oauth] in the profile"
+        )
 
     def preregistered(self, d: Discovery) -> Client:
         s = self.settings
         if not s.client_id:
-            raise AuthError(f"{self.name}: the client_credentials grant needs client_id and client_secret_env"
-                            f" under [servers.{self.name}.oauth] in the profile")
+            raise AuthError(
+                f"{self.name}: the client_credentials grant needs client_id and client_secret_env"
+                f" under [servers.{self.name}.oauth] in the profile"
+            )
         secret = self.secret()
         if self.settings.grant == "client_credentials" and not secret:
             raise AuthError(f"{self.name}: the client_credentials grant needs client_secret_env")
@@ -70,21 +73,34 @@ class Registration:
             return "none"
         # RFC 8414: client_secret_basic is the default when the server lists nothing.
         supported = d.metadata.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
-        return "client_secret_post" if "client_secret_basic" not in supported and "client_secret_post" in supported \
+        return (
+            "client_secret_post"
+            if "client_secret_basic" not in supported and "client_secret_post" in supported
             else "client_secret_basic"
+        )
 
     def _register(self, d: Discovery, redirect_uri: str) -> Client:
         supported = d.metadata.get("token_endpoint_auth_methods_supported") or ["none"]
         wanted = self.settings.token_auth_method
         if wanted == "auto":
             wanted = next((m for m in ("none", "client_secret_basic", "client_secret_post") if m in supported), "none")
-        body = {"client_name": CLIENT_NAME, "redirect_uris": [redirect_uri], "application_type": "native",
-                "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
-                "token_endpoint_auth_method": wanted}
+        body = {
+            "client_name": CLIENT_NAME,
+            "redirect_uris": [redirect_uri],
+            "application_type": "native",
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": wanted,
+        }
         response = self.http.request("POST", d.metadata["registration_endpoint"], json=body)
         reply = self.http.json_of(response)
         if response.status_code not in (200, 201) or not isinstance(reply.get("client_id"), str):
             raise AuthError(f"{self.name}: dynamic client registration failed: {self.http.oauth_error(response, reply)}")
         secret = reply.get("client_secret") if isinstance(reply.get("client_secret"), str) else None
-        return Client(reply["client_id"], "dynamic", self._auth_method(d, bool(secret), reply.get("token_endpoint_auth_method")),
-                      redirect_uri, secret)
+        return Client(
+            reply["client_id"],
+            "dynamic",
+            self._auth_method(d, bool(secret), reply.get("token_endpoint_auth_method")),
+            redirect_uri,
+            secret,
+        )

@@ -38,6 +38,7 @@ class AuthHook(Protocol):
         """After a 401/403: True when authorized anew (send the request again), False when it is
         no auth matter; raises AuthError when authorization failed."""
 
+
 # One message (a stdio line, an HTTP body, an SSE event) may be at most this big, on every
 # transport: a server that streams without end must not take the machine's memory with it.
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -53,8 +54,9 @@ def max_message_bytes() -> int:
 def too_large(limit: int, what: str = "a message") -> ProtocolError:
     """The error (exit 6) for a message over the limit; it names the limit and how to change it."""
     size = f"{limit // (1024 * 1024)} MiB" if limit % (1024 * 1024) == 0 else f"{limit} bytes"
-    return ProtocolError(f"the server sent {what} larger than the {size} limit (set {MESSAGE_LIMIT_VAR} to change it)",
-                         limit=limit)
+    return ProtocolError(
+        f"the server sent {what} larger than the {size} limit (set {MESSAGE_LIMIT_VAR} to change it)", limit=limit
+    )
 
 
 class Transport(Protocol):

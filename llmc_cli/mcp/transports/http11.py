@@ -86,8 +86,11 @@ class _Reply:
             self.done = self.will_close = True
         except httptools.HttpParserError as exc:
             cause = exc.__context__ if isinstance(exc, httptools.HttpParserCallbackError) else None
-            failed = cause if isinstance(cause, httpx2.RemoteProtocolError) else httpx2.RemoteProtocolError(
-                str(exc) or type(exc).__name__)
+            failed = (
+                cause
+                if isinstance(cause, httpx2.RemoteProtocolError)
+                else httpx2.RemoteProtocolError(str(exc) or type(exc).__name__)
+            )
             if not self.head_done:
                 raise failed from None
             self.failed, self.will_close = failed, True
@@ -269,8 +272,7 @@ class Http11Transport(httpx2.BaseTransport):
             if watch is not None:
                 watch(None)  # the head is in: from here the reply is the caller's to close
 
-    def _exchange(self, request: httpx2.Request, sock: socket.socket, head: bytes,
-                  timeouts: dict[str, Any]) -> httpx2.Response:
+    def _exchange(self, request: httpx2.Request, sock: socket.socket, head: bytes, timeouts: dict[str, Any]) -> httpx2.Response:
         # The read timeout bounds the send as well: one setting, not two, each a system call
         # (ioctl). A send that stalls is still bounded (a GET stream's read timeout is none, but
         # a GET has no body to stall on).
@@ -309,9 +311,15 @@ class Http11Transport(httpx2.BaseTransport):
         if unsent is not None:
             reply.will_close = True  # the request was not sent whole: this connection is done
         return httpx2.Response(
-            reply.status, headers=reply.fields, stream=_Body(self, sock, reply),
-            extensions={"http_version": b"HTTP/1.1", "reason_phrase": reply.reason.encode("latin-1"),
-                        "network_stream": _Socket(sock)})
+            reply.status,
+            headers=reply.fields,
+            stream=_Body(self, sock, reply),
+            extensions={
+                "http_version": b"HTTP/1.1",
+                "reason_phrase": reply.reason.encode("latin-1"),
+                "network_stream": _Socket(sock),
+            },
+        )
 
 
 _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 5.1: a field name, a method

@@ -60,8 +60,9 @@ class HttpChannel:
     """HTTP plumbing shared by both transports: httpx2 clients, the user's headers on every
     request (never logged), the OAuth hooks, error mapping, and streams that close() can stop."""
 
-    def __init__(self, url: str, headers: dict[str, str] | None, timeout: float, auth: AuthHook | None,
-                 connect_timeout: float) -> None:
+    def __init__(
+        self, url: str, headers: dict[str, str] | None, timeout: float, auth: AuthHook | None, connect_timeout: float
+    ) -> None:
         scheme = urlsplit(url).scheme.lower()
         if scheme not in ("http", "https") or not urlsplit(url).hostname:
             raise ConnectionFailed(f"not an http(s) URL: {redact_url(url)}")  # no userinfo or query: secrets go there
@@ -100,10 +101,14 @@ class HttpChannel:
             if self._ssl_context is None:
                 self._ssl_context = httpx2.create_ssl_context()  # what Client(verify=True) makes, made once
                 self._cookies = httpx2.Cookies().jar  # a jar (not Cookies) is shared, not copied
-            client = httpx2.Client(timeout=httpx2.Timeout(self.timeout, connect=self.connect_timeout),
-                                   follow_redirects=False, verify=self._ssl_context, cookies=self._cookies,
-                                   limits=httpx2.Limits(max_connections=1, max_keepalive_connections=1),
-                                   transport=None if self._proxied else Http11Transport(self._ssl_context))
+            client = httpx2.Client(
+                timeout=httpx2.Timeout(self.timeout, connect=self.connect_timeout),
+                follow_redirects=False,
+                verify=self._ssl_context,
+                cookies=self._cookies,
+                limits=httpx2.Limits(max_connections=1, max_keepalive_connections=1),
+                transport=None if self._proxied else Http11Transport(self._ssl_context),
+            )
             self._clients.add(client)
             return client
 
@@ -142,9 +147,17 @@ class HttpChannel:
         """Requests go straight to the server on http11's transport (no proxy in between)."""
         return not self._proxied
 
-    def request(self, method: str, url: str, headers: dict[str, str], *, body: bytes | None = None,
-                read_timeout: float | str | None = "default", reauthorize: bool = True,
-                watch_socket: Callable[[socket.socket | None], None] | None = None) -> httpx2.Response:
+    def request(
+        self,
+        method: str,
+        url: str,
+        headers: dict[str, str],
+        *,
+        body: bytes | None = None,
+        read_timeout: float | str | None = "default",
+        reauthorize: bool = True,
+        watch_socket: Callable[[socket.socket | None], None] | None = None,
+    ) -> httpx2.Response:
         """Send one request and return the open (streamed) response; the caller closes it.
         401/403 go through the OAuth hooks and are retried (unless `reauthorize` is False: closing
         a session or an optional stream must not start a login); failures become LlmcErrors.
@@ -156,8 +169,11 @@ class HttpChannel:
 
         extensions = {SOCKET_WATCH: watch_socket} if watch_socket is not None else None
 
-        timeout = None if read_timeout == "default" else httpx2.Timeout(
-            self.timeout, connect=self.connect_timeout, read=read_timeout)  # type: ignore[arg-type]
+        timeout = (
+            None
+            if isinstance(read_timeout, str)  # "default": the client's own timeouts
+            else httpx2.Timeout(self.timeout, connect=self.connect_timeout, read=read_timeout)
+        )
         url = self._moved.get(url, url)
         auth_tries = redirects = 0
         while True:
@@ -167,9 +183,14 @@ class HttpChannel:
                 all_headers["Authorization"] = authorization
             client = self._lease()
             try:
-                req = client.build_request(method, self._parsed(url), headers=all_headers, content=body,
-                                           extensions=extensions,
-                                           timeout=httpx2.USE_CLIENT_DEFAULT if timeout is None else timeout)
+                req = client.build_request(
+                    method,
+                    self._parsed(url),
+                    headers=all_headers,
+                    content=body,
+                    extensions=extensions,
+                    timeout=httpx2.USE_CLIENT_DEFAULT if timeout is None else timeout,
+                )
                 response = client.send(req, stream=True)
             except BaseException as exc:
                 self._give_back(client)
@@ -203,8 +224,9 @@ class HttpChannel:
                     raise AuthError(f"{self._where(url)} still refuses authorization after {MAX_AUTH_RETRIES} attempts")
                 if reauthorize and self.auth is not None and self.auth.on_unauthorized(status, challenge):
                     continue
-                raise AuthError(f"{self._where(url)} answered HTTP {status}: authorization "
-                                f"{'refused' if status == 403 else 'required'}")
+                raise AuthError(
+                    f"{self._where(url)} answered HTTP {status}: authorization {'refused' if status == 403 else 'required'}"
+                )
             return response
 
     def read_body(self, response: httpx2.Response, limit: int | None = None) -> bytes:
@@ -243,8 +265,9 @@ class HttpChannel:
         body = b"".join(chunks)
         return body[:limit] if limit is not None and over_limit is None else body
 
-    def status_error(self, response: httpx2.Response, request: JSONObject | None,
-                     deliver: Callable[[JSONObject], None] | None) -> None:
+    def status_error(
+        self, response: httpx2.Response, request: JSONObject | None, deliver: Callable[[JSONObject], None] | None
+    ) -> None:
         """An HTTP error reply: deliver it when it is the JSON-RPC error answering `request`
         (modern servers answer 400/404 with one), else raise HttpStatusError."""
         body = self.read_body(response, MAX_ERROR_BODY)
@@ -255,8 +278,14 @@ class HttpChannel:
                 messages = jsonrpc.decode(body)
             except LlmcError:
                 pass
-        if (deliver is not None and request is not None and "id" in request and len(messages) == 1 and "error" in messages[0]
-                and messages[0].get("id") == request["id"]):
+        if (
+            deliver is not None
+            and request is not None
+            and "id" in request
+            and len(messages) == 1
+            and "error" in messages[0]
+            and messages[0].get("id") == request["id"]
+        ):
             deliver(messages[0])
             return
         if len(messages) == 1 and isinstance(messages[0].get("error"), dict):
@@ -265,9 +294,12 @@ class HttpChannel:
             reason = preview(text, 120)
         else:
             reason = response.reason_phrase  # HTML error pages say nothing useful in one line
-        raise HttpStatusError(f"{self._where(self.url)} answered HTTP {response.status_code}"
-                              + (f": {reason}" if reason else ""), response.status_code, text,
-                              {k.lower(): v for k, v in response.headers.items() if k.lower() != "set-cookie"})
+        raise HttpStatusError(
+            f"{self._where(self.url)} answered HTTP {response.status_code}" + (f": {reason}" if reason else ""),
+            response.status_code,
+            text,
+            {k.lower(): v for k, v in response.headers.items() if k.lower() != "set-cookie"},
+        )
 
     def extend_read_timeout(self, response: httpx2.Response, seconds: float | None) -> None:
         """Let the reads of an open response (a stream) wait up to `seconds` each. On a direct

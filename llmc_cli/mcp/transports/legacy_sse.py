@@ -27,8 +27,16 @@ NOTES_KEPT = 20
 
 
 class LegacySseTransport:
-    def __init__(self, url: str, headers: dict[str, str] | None = None, timeout: float = 60.0, *,
-                 auth: AuthHook | None = None, connect_timeout: float = 10.0, endpoint_wait: float = ENDPOINT_WAIT) -> None:
+    def __init__(
+        self,
+        url: str,
+        headers: dict[str, str] | None = None,
+        timeout: float = 60.0,
+        *,
+        auth: AuthHook | None = None,
+        connect_timeout: float = 10.0,
+        endpoint_wait: float = ENDPOINT_WAIT,
+    ) -> None:
         self.http = HttpChannel(url, headers, timeout, auth, connect_timeout)
         self.url = url
         self.endpoint_wait = min(endpoint_wait, timeout)
@@ -47,11 +55,12 @@ class LegacySseTransport:
         if not is_event_stream(response):
             if response.status_code == 200:
                 self.http.discard(response)
-                raise ConnectionFailed(f"{self.http._where(self.url)} is no SSE endpoint (content type "
-                                       f"{response.headers.get('content-type', 'none')})")
+                raise ConnectionFailed(
+                    f"{self.http._where(self.url)} is no SSE endpoint (content type "
+                    f"{response.headers.get('content-type', 'none')})"
+                )
             self.http.status_error(response, None, deliver)
-        self._thread = threading.Thread(target=self._read, args=(response, deliver, closed), daemon=True,
-                                        name="llmc-sse-stream")
+        self._thread = threading.Thread(target=self._read, args=(response, deliver, closed), daemon=True, name="llmc-sse-stream")
         self._thread.start()
         if not self._endpoint_ready.wait(self.endpoint_wait):
             self.close()
@@ -84,8 +93,7 @@ class LegacySseTransport:
         if 200 <= response.status_code < 300:
             self.http.read_body(response, 0)  # the reply comes on the stream
             return
-        self.http.status_error(response, message if "id" in message and "method" in message else None,
-                               self._deliver_error)
+        self.http.status_error(response, message if "id" in message and "method" in message else None, self._deliver_error)
 
     def close(self) -> None:
         if self._stopped:
@@ -118,7 +126,8 @@ class LegacySseTransport:
         if not self._stopped:
             if self.endpoint is None:
                 self._endpoint_error = ConnectionFailed(
-                    f"{self.http._where(self.url)} closed the SSE stream before sending its `endpoint` event")
+                    f"{self.http._where(self.url)} closed the SSE stream before sending its `endpoint` event"
+                )
                 self._endpoint_ready.set()
                 return
             closed(ConnectionFailed("the server closed the SSE stream"))
@@ -142,7 +151,8 @@ class LegacySseTransport:
         endpoint = urljoin(self.url, data)
         if origin(endpoint) != origin(self.url):
             self._endpoint_error = ConnectionFailed(
-                f"{self.http._where(self.url)} announced an endpoint on another origin ({origin(endpoint)[1]}): refused")
+                f"{self.http._where(self.url)} announced an endpoint on another origin ({origin(endpoint)[1]}): refused"
+            )
         else:
             self.endpoint = endpoint
         self._endpoint_ready.set()

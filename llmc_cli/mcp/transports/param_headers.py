@@ -17,8 +17,11 @@ SCHEMA_DATA_KEYS = frozenset({"default", "examples", "const", "enum"})
 def header_value(value: str) -> str:
     """A header-safe value: plain printable ASCII as is, anything else in the Base64 sentinel form
     (2026-07-28 streamable-http, Value Encoding)."""
-    plain = (all(0x20 <= ord(c) <= 0x7E for c in value) and value == value.strip()
-             and not (value.startswith("=?base64?") and value.endswith("?=")))
+    plain = (
+        all(0x20 <= ord(c) <= 0x7E for c in value)
+        and value == value.strip()
+        and not (value.startswith("=?base64?") and value.endswith("?="))
+    )
     return value if plain else "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
 
 

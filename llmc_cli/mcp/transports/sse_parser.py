@@ -38,7 +38,7 @@ def lines(chunks: Iterable[bytes], limit: int) -> Iterator[str]:
             # A CR at the very end may be the first half of a CRLF: wait for the next chunk.
             if found is None or (found.group() == b"\r" and found.end() == len(buffer)):
                 break
-            yield buffer[start:found.start()].decode("utf-8", "replace")
+            yield buffer[start : found.start()].decode("utf-8", "replace")
             start = found.end()
         del buffer[:start]
         if len(buffer) > limit:

@@ -102,9 +102,17 @@ class _StreamState:
 
 
 class StreamableHttpTransport:
-    def __init__(self, url: str, headers: dict[str, str] | None = None, timeout: float = 60.0, *,
-                 auth: AuthHook | None = None, connect_timeout: float = 10.0, idle_timeout: float | None = None,
-                 max_reconnects: int = MAX_RECONNECTS) -> None:
+    def __init__(
+        self,
+        url: str,
+        headers: dict[str, str] | None = None,
+        timeout: float = 60.0,
+        *,
+        auth: AuthHook | None = None,
+        connect_timeout: float = 10.0,
+        idle_timeout: float | None = None,
+        max_reconnects: int = MAX_RECONNECTS,
+    ) -> None:
         self.http = HttpChannel(url, headers, timeout, auth, connect_timeout)
         self.url = url
         self.idle_timeout = idle_timeout if idle_timeout is not None else timeout * LONGEST_WAIT_FACTOR
@@ -182,8 +190,12 @@ class StreamableHttpTransport:
         error: LlmcError | None = None
         try:
             # A reply stream is read right here, once send() has heard that it started.
-            self._post(message, read_timeout=self.idle_timeout, on_status=head.settled.set if confirming else None,
-                       on_stream=lambda: self._finish(head, None))
+            self._post(
+                message,
+                read_timeout=self.idle_timeout,
+                on_status=head.settled.set if confirming else None,
+                on_stream=lambda: self._finish(head, None),
+            )
         except LlmcError as exc:
             error = exc
         finally:
@@ -237,10 +249,15 @@ class StreamableHttpTransport:
         except LlmcError as exc:
             self._note(f"{message.get('method')} not delivered: {exc.message}")
 
-    def _post(self, message: JSONObject, read_timeout: float | str = "default",
-              on_status: Callable[[], None] | None = None, on_stream: Callable[[], object] | None = None,
-              watch_socket: Callable[[socket.socket | None], None] | None = None,
-              stream_on_worker: bool = False) -> None:
+    def _post(
+        self,
+        message: JSONObject,
+        read_timeout: float | str = "default",
+        on_status: Callable[[], None] | None = None,
+        on_stream: Callable[[], object] | None = None,
+        watch_socket: Callable[[socket.socket | None], None] | None = None,
+        stream_on_worker: bool = False,
+    ) -> None:
         """POST one message and handle the reply; `on_status` is called once the server has
         accepted the session (any status but 404), before the body is read. `on_stream`: this
         thread is the request's own, so a reply stream is read here (on_stream called first)
@@ -248,9 +265,14 @@ class StreamableHttpTransport:
         method = message.get("method")
         is_request = method is not None and "id" in message
         sent_session = self.session_id if not self.modern else None
-        response = self.http.request("POST", self.url, self._headers(message),
-                                     body=jsonrpc.encode(message).encode("utf-8"), read_timeout=read_timeout,
-                                     watch_socket=watch_socket)
+        response = self.http.request(
+            "POST",
+            self.url,
+            self._headers(message),
+            body=jsonrpc.encode(message).encode("utf-8"),
+            read_timeout=read_timeout,
+            watch_socket=watch_socket,
+        )
         status = response.status_code
         if method == "initialize" and 200 <= status < 300:
             self.session_id = response.headers.get("mcp-session-id") or None
@@ -292,8 +314,9 @@ class StreamableHttpTransport:
         if self.session_id and not self.modern and self.end_session_on_close:
             # Tell the server the session is over; 405 means it does not let clients end sessions.
             try:
-                self.http.read_body(self.http.request("DELETE", self.url, self._headers(None),
-                                                     read_timeout=CLOSE_TIMEOUT, reauthorize=False), 0)
+                self.http.read_body(
+                    self.http.request("DELETE", self.url, self._headers(None), read_timeout=CLOSE_TIMEOUT, reauthorize=False), 0
+                )
             except LlmcError:
                 pass
         self.http.close_client()
@@ -327,8 +350,13 @@ class StreamableHttpTransport:
             headers["Last-Event-ID"] = last_event_id
         return headers
 
-    def _reply(self, response: httpx2.Response, request: JSONObject, on_stream: Callable[[], object] | None = None,
-               stream_on_worker: bool = False) -> None:
+    def _reply(
+        self,
+        response: httpx2.Response,
+        request: JSONObject,
+        on_stream: Callable[[], object] | None = None,
+        stream_on_worker: bool = False,
+    ) -> None:
         ctype = response.headers.get("content-type", "").lower()
         with self._lock:
             if request["id"] in self._cancelled:
@@ -352,8 +380,11 @@ class StreamableHttpTransport:
             text = body.decode("utf-8", "replace")
             raise HttpStatusError(
                 f"{self.http._where(self.url)} answered {ctype.split(';')[0] or 'no content type'} instead of"
-                f" JSON or an event stream" + (f": {preview(text, 80)}" if text.strip() and not text.lstrip().startswith("<") else ""),
-                response.status_code, text)
+                f" JSON or an event stream"
+                + (f": {preview(text, 80)}" if text.strip() and not text.lstrip().startswith("<") else ""),
+                response.status_code,
+                text,
+            )
         for reply in jsonrpc.decode(body):
             self._deliver(self._inspect(reply, request))  # type: ignore[misc]
 
@@ -371,8 +402,14 @@ class StreamableHttpTransport:
         attempts = 0
         # Resumption (2025-11-25 Resumability and Redelivery): only a stream that gave event ids,
         # only in the legacy era, after the delay the server asked for.
-        while (not answered and not self._stop.is_set() and not self.modern and state.last_id is not None
-               and attempts < self.max_reconnects and rid not in self._cancelled):
+        while (
+            not answered
+            and not self._stop.is_set()
+            and not self.modern
+            and state.last_id is not None
+            and attempts < self.max_reconnects
+            and rid not in self._cancelled
+        ):
             attempts += 1
             if not sleep_unless(self._stop, state.retry_ms / 1000):
                 break
@@ -390,9 +427,12 @@ class StreamableHttpTransport:
             cancelled = rid in self._cancelled
             self._cancelled.discard(rid)
         if not answered and not cancelled:
-            self._report(ConnectionFailed(
-                f"the server closed the event stream of {request.get('method')} before replying"
-                + (f" (resumption failed after {attempts} attempt{'s' if attempts != 1 else ''})" if attempts else "")))
+            self._report(
+                ConnectionFailed(
+                    f"the server closed the event stream of {request.get('method')} before replying"
+                    + (f" (resumption failed after {attempts} attempt{'s' if attempts != 1 else ''})" if attempts else "")
+                )
+            )
 
     def _listen(self) -> None:
         """The standalone GET stream: server requests and notifications outside any POST."""
@@ -400,8 +440,7 @@ class StreamableHttpTransport:
         while not self._stop.is_set() and attempts <= self.max_reconnects:
             try:
                 # 405: the server offers no such stream; anything else: it does not work, do without.
-                response = self._get_stream(state, "standalone GET stream not offered", read_timeout=None,
-                                            reauthorize=False)
+                response = self._get_stream(state, "standalone GET stream not offered", read_timeout=None, reauthorize=False)
             except LlmcError as exc:
                 self._note(f"standalone GET stream: {exc.message}")
                 return
@@ -418,12 +457,14 @@ class StreamableHttpTransport:
             if not sleep_unless(self._stop, state.retry_ms / 1000):
                 return
 
-    def _get_stream(self, state: _StreamState, what: str, *, read_timeout: float | None,
-                    reauthorize: bool = True) -> httpx2.Response | None:
+    def _get_stream(
+        self, state: _StreamState, what: str, *, read_timeout: float | None, reauthorize: bool = True
+    ) -> httpx2.Response | None:
         """GET the event stream, from after the last event `state` saw (Last-Event-ID). None, noted
         as `what` with the HTTP status, when the reply is no event stream; transport errors raise."""
-        response = self.http.request("GET", self.url, self._headers(None, state.last_id), read_timeout=read_timeout,
-                                     reauthorize=reauthorize)
+        response = self.http.request(
+            "GET", self.url, self._headers(None, state.last_id), read_timeout=read_timeout, reauthorize=reauthorize
+        )
         if is_event_stream(response):
             return response
         self._note(f"{what} (HTTP {response.status_code})")
@@ -465,8 +506,13 @@ class StreamableHttpTransport:
         client MUST exclude them from the tools/list result)."""
         result = message.get("result")
         tools = result.get("tools") if isinstance(result, dict) else None
-        if (not self.modern or request.get("method") != "tools/list" or message.get("id") != request.get("id")
-                or not isinstance(result, dict) or not isinstance(tools, list)):
+        if (
+            not self.modern
+            or request.get("method") != "tools/list"
+            or message.get("id") != request.get("id")
+            or not isinstance(result, dict)
+            or not isinstance(tools, list)
+        ):
             return message
         kept: list[JSON] = []
         for tool in tools:

@@ -136,8 +136,9 @@ class Database:
             first = self.url not in Database._down
             Database._down.add(self.url)
         if first and Database.outages is not None:
-            Database.outages(f"the {self.name} is unreachable ({_clean(self.url, exc)}); what needs it is refused "
-                             "until it is back")
+            Database.outages(
+                f"the {self.name} is unreachable ({_clean(self.url, exc)}); what needs it is refused until it is back"
+            )
 
     def connection_works(self) -> None:
         if self.url in Database._down:
@@ -210,5 +211,6 @@ class Database:
             got = cur.fetchone()
             version = int(got[0]) if got else 0
         if version < SCHEMA_VERSION:
-            raise StateError(f"the {self.name} has schema version {version}, llmc needs {SCHEMA_VERSION}: "
-                             "run `llmc state migrate`")
+            raise StateError(
+                f"the {self.name} has schema version {version}, llmc needs {SCHEMA_VERSION}: run `llmc state migrate`"
+            )

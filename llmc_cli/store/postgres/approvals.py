@@ -38,8 +38,10 @@ class PostgresApprovals:
 
         def work(cur: psycopg.Cursor[Any]) -> None:
             database.check_schema(cur)
-            cur.execute("INSERT INTO llmc_approved (profile, hash, tool) VALUES (%s, %s, %s) "
-                        "ON CONFLICT (profile, hash) DO NOTHING", (self.profile, digest, tool))
+            cur.execute(
+                "INSERT INTO llmc_approved (profile, hash, tool) VALUES (%s, %s, %s) ON CONFLICT (profile, hash) DO NOTHING",
+                (self.profile, digest, tool),
+            )
 
         database.run("cannot record the approval", work)
         return f"for profile {self.profile} in the {database.name}"

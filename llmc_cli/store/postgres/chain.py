@@ -42,35 +42,45 @@ class PostgresChain:
         row = cur.fetchone()
         head, count = (str(row[0]), int(row[1])) if row else (GENESIS, 0)
         lines = seal(head, count)
-        cur.executemany("INSERT INTO llmc_audit (seq, record) VALUES (%s, %s)",
-                        [(count + i + 1, line) for i, line in enumerate(lines)])
+        cur.executemany(
+            "INSERT INTO llmc_audit (seq, record) VALUES (%s, %s)", [(count + i + 1, line) for i, line in enumerate(lines)]
+        )
         new_head = json.loads(lines[-1])["hash"] if lines else head
-        cur.execute("INSERT INTO llmc_audit_head (id, head, records) VALUES (1, %s, %s) "
-                    "ON CONFLICT (id) DO UPDATE SET head = excluded.head, records = excluded.records",
-                    (new_head, count + len(lines)))
+        cur.execute(
+            "INSERT INTO llmc_audit_head (id, head, records) VALUES (1, %s, %s) "
+            "ON CONFLICT (id) DO UPDATE SET head = excluded.head, records = excluded.records",
+            (new_head, count + len(lines)),
+        )
         if self.db.replica is None:
             return
         from llmc_cli.store.chain import call_key
 
         records = [json.loads(line) for line in lines]
 
-        opened = [(self.db.replica, call_key(r), count + i + 1, lines[i]) for i, r in enumerate(records)
-                  if r.get("event") == "decision" and r.get("decision") == "allow"]
+        opened = [
+            (self.db.replica, call_key(r), count + i + 1, lines[i])
+            for i, r in enumerate(records)
+            if r.get("event") == "decision" and r.get("decision") == "allow"
+        ]
         closed = [(self.db.replica, call_key(r)) for r in records if r.get("event") == "outcome"]
         if opened:
             # The lease is renewed with the decisions it covers: a replica never has open calls
             # without a live lease, even before its first heartbeat.
-            cur.execute("INSERT INTO llmc_replica (id, lease_until) VALUES (%s, now() + make_interval(secs => %s)) "
-                        "ON CONFLICT (id) DO UPDATE SET lease_until = "
-                        "greatest(llmc_replica.lease_until, excluded.lease_until)", (self.db.replica, self.db.lease_seconds))
-            cur.executemany("INSERT INTO llmc_open_call (replica, call_key, seq, record) VALUES (%s, %s, %s, %s)",
-                            opened)
+            cur.execute(
+                "INSERT INTO llmc_replica (id, lease_until) VALUES (%s, now() + make_interval(secs => %s)) "
+                "ON CONFLICT (id) DO UPDATE SET lease_until = "
+                "greatest(llmc_replica.lease_until, excluded.lease_until)",
+                (self.db.replica, self.db.lease_seconds),
+            )
+            cur.executemany("INSERT INTO llmc_open_call (replica, call_key, seq, record) VALUES (%s, %s, %s, %s)", opened)
         if closed:
-            cur.executemany("DELETE FROM llmc_open_call WHERE ctid = (SELECT ctid FROM llmc_open_call "
-                            "WHERE replica = %s AND call_key = %s ORDER BY seq LIMIT 1)", closed)
+            cur.executemany(
+                "DELETE FROM llmc_open_call WHERE ctid = (SELECT ctid FROM llmc_open_call "
+                "WHERE replica = %s AND call_key = %s ORDER BY seq LIMIT 1)",
+                closed,
+            )
 
-    def close_lost_calls(self, seal_lost: Callable[[list[tuple[str, dict[str, Any]]]], Callable[[str, int], list[str]]]
-                         ) -> int:
+    def close_lost_calls(self, seal_lost: Callable[[list[tuple[str, dict[str, Any]]]], Callable[[str, int], list[str]]]) -> int:
         """Close the open calls of every replica whose lease ran out: seal_lost([(replica, decision
         record)]) seals their outcome records, appended in the transaction that deletes the open
         calls, under the audit lock: several survivors close each call exactly once."""
@@ -80,8 +90,10 @@ class PostgresChain:
             self.db.check_schema(cur)
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (AUDIT_LOCK,))
             cur.execute("DELETE FROM llmc_replica WHERE lease_until < now()")
-            cur.execute("DELETE FROM llmc_open_call o WHERE NOT EXISTS "
-                        "(SELECT 1 FROM llmc_replica r WHERE r.id = o.replica) RETURNING replica, seq, record")
+            cur.execute(
+                "DELETE FROM llmc_open_call o WHERE NOT EXISTS "
+                "(SELECT 1 FROM llmc_replica r WHERE r.id = o.replica) RETURNING replica, seq, record"
+            )
             rows = sorted(cur.fetchall(), key=lambda row: int(row[1]))
             if rows:
                 self._append(cur, seal_lost([(str(replica), json.loads(record)) for replica, _, record in rows]))
@@ -101,6 +113,7 @@ class PostgresChain:
     def records(self, after: int = 0, batch: int = 5000) -> Iterator[tuple[int, str]]:
         """(seq, JSON text) in chain order, read in pages (a long trail is not held in memory)."""
         while True:
+
             def page(cur: psycopg.Cursor[Any], start: int = after) -> list[tuple[int, str]]:
                 self.db.check_schema(cur)
                 cur.execute("SELECT seq, record FROM llmc_audit WHERE seq > %s ORDER BY seq LIMIT %s", (start, batch))

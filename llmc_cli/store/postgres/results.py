@@ -49,9 +49,12 @@ class PostgresResultCache:
         def work(cur: psycopg.Cursor[Any]) -> None:
             database.check_schema(cur)
             cur.execute("DELETE FROM llmc_result_cache WHERE expires_at <= now()")
-            cur.execute("INSERT INTO llmc_result_cache (key, server, result, expires_at) VALUES "
-                        "(%s, %s, %s, now() + make_interval(secs => %s)) ON CONFLICT (key) DO UPDATE SET "
-                        "result = excluded.result, expires_at = excluded.expires_at", (key, server, text, ttl))
+            cur.execute(
+                "INSERT INTO llmc_result_cache (key, server, result, expires_at) VALUES "
+                "(%s, %s, %s, now() + make_interval(secs => %s)) ON CONFLICT (key) DO UPDATE SET "
+                "result = excluded.result, expires_at = excluded.expires_at",
+                (key, server, text, ttl),
+            )
 
         database.run("cannot store the result", work)
 

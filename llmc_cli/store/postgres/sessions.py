@@ -29,42 +29,55 @@ def save_row(db: Database, key: str, record: JSONObject, idle_seconds: float) ->
 
     def work(cur: psycopg.Cursor[Any]) -> None:
         db.check_schema(cur)
-        cur.execute("DELETE FROM llmc_host_session WHERE touched < now() - make_interval(secs => %s)",
-                    (idle_seconds,))
-        cur.execute("INSERT INTO llmc_host_session (id_sha256, record) VALUES (%s, %s) ON CONFLICT (id_sha256) "
-                    "DO UPDATE SET record = excluded.record, touched = now()", (key, Jsonb(record)))
+        cur.execute("DELETE FROM llmc_host_session WHERE touched < now() - make_interval(secs => %s)", (idle_seconds,))
+        cur.execute(
+            "INSERT INTO llmc_host_session (id_sha256, record) VALUES (%s, %s) ON CONFLICT (id_sha256) "
+            "DO UPDATE SET record = excluded.record, touched = now()",
+            (key, Jsonb(record)),
+        )
 
     db.run("cannot keep the session", work)
+
 
 def resume_row(db: Database, key: str, idle_seconds: float) -> JSONObject | None:
     """A session's record, marked as used now, unless it is unknown or idle too long."""
 
     def work(cur: psycopg.Cursor[Any]) -> JSONObject | None:
         db.check_schema(cur)
-        cur.execute("UPDATE llmc_host_session SET touched = now() WHERE id_sha256 = %s "
-                    "AND touched >= now() - make_interval(secs => %s) RETURNING record", (key, idle_seconds))
+        cur.execute(
+            "UPDATE llmc_host_session SET touched = now() WHERE id_sha256 = %s "
+            "AND touched >= now() - make_interval(secs => %s) RETURNING record",
+            (key, idle_seconds),
+        )
         row = cur.fetchone()
         return dict(row[0]) if row else None
 
     return db.run("cannot read the session", work)
 
+
 def row_exists(db: Database, key: str, idle_seconds: float) -> bool:
     """Whether a session is still open (read only: no write, no WAL flush per request)."""
 
     def work(cur: psycopg.Cursor[Any]) -> bool:
-        cur.execute("SELECT 1 FROM llmc_host_session WHERE id_sha256 = %s "
-                    "AND touched >= now() - make_interval(secs => %s)", (key, idle_seconds))
+        cur.execute(
+            "SELECT 1 FROM llmc_host_session WHERE id_sha256 = %s AND touched >= now() - make_interval(secs => %s)",
+            (key, idle_seconds),
+        )
         return cur.fetchone() is not None
 
     return db.run("cannot read the session", work)
 
+
 def rows_open(db: Database, keys: list[str], idle_seconds: float) -> set[str]:
     def work(cur: psycopg.Cursor[Any]) -> set[str]:
-        cur.execute("SELECT id_sha256 FROM llmc_host_session WHERE id_sha256 = ANY(%s) "
-                    "AND touched >= now() - make_interval(secs => %s)", (keys, idle_seconds))
+        cur.execute(
+            "SELECT id_sha256 FROM llmc_host_session WHERE id_sha256 = ANY(%s) AND touched >= now() - make_interval(secs => %s)",
+            (keys, idle_seconds),
+        )
         return {str(row[0]) for row in cur.fetchall()}
 
     return db.run("cannot read the sessions", work)
+
 
 def forget_row(db: Database, key: str) -> None:
     """End a session for every replica: gone from the table (what each replica checks per
@@ -84,19 +97,25 @@ def renew_lease(db: Database, replica: str, seconds: float) -> bool:
     def work(cur: psycopg.Cursor[Any]) -> bool:
         cur.execute("SELECT lease_until >= now() FROM llmc_replica WHERE id = %s", (replica,))
         row = cur.fetchone()
-        cur.execute("INSERT INTO llmc_replica (id, lease_until) VALUES (%s, now() + make_interval(secs => %s)) "
-                    "ON CONFLICT (id) DO UPDATE SET lease_until = excluded.lease_until", (replica, seconds))
+        cur.execute(
+            "INSERT INTO llmc_replica (id, lease_until) VALUES (%s, now() + make_interval(secs => %s)) "
+            "ON CONFLICT (id) DO UPDATE SET lease_until = excluded.lease_until",
+            (replica, seconds),
+        )
         return bool(row and row[0])
 
     return db.run("cannot renew the replica's lease", work)
+
 
 def end_lease(db: Database, replica: str) -> None:
     """A replica stopping cleanly: gone at once, unless calls of it are still open (their
     outcomes could not be written): then its lease runs out and a survivor closes them."""
 
     def work(cur: psycopg.Cursor[Any]) -> None:
-        cur.execute("DELETE FROM llmc_replica WHERE id = %s AND NOT EXISTS "
-                    "(SELECT 1 FROM llmc_open_call WHERE replica = %s)", (replica, replica))
+        cur.execute(
+            "DELETE FROM llmc_replica WHERE id = %s AND NOT EXISTS (SELECT 1 FROM llmc_open_call WHERE replica = %s)",
+            (replica, replica),
+        )
 
     db.run("cannot end the replica's lease", work)
 
@@ -126,8 +145,7 @@ class PostgresHostSessions:
     Session checks have their own connection, so a request's check never waits behind an audit
     write."""
 
-    def __init__(self, url: str, idle_seconds: float,
-                 close_lost: Callable[[str], int] | None = None) -> None:
+    def __init__(self, url: str, idle_seconds: float, close_lost: Callable[[str], int] | None = None) -> None:
         import secrets
         import socket
 
@@ -175,8 +193,9 @@ class PostgresHostSessions:
 
     # -- what runs beside the requests -------------------------------------------------------------
 
-    def start(self, stopped: threading.Event, held: Callable[[], list[str]], ended: Callable[[str], None],
-              log: Callable[[str], None]) -> None:
+    def start(
+        self, stopped: threading.Event, held: Callable[[], list[str]], ended: Callable[[str], None], log: Callable[[str], None]
+    ) -> None:
         """Until `stopped`: renew this replica's lease and close the calls of replicas that are
         gone (a thread), and end at once the sessions held here that another replica ended (a
         listener on its own connection: LISTEN, then a check of every session held, so an end
@@ -186,8 +205,7 @@ class PostgresHostSessions:
         self.audit_database.replica = self.id
         self.audit_database.lease_seconds = self.lease_seconds
         threading.Thread(target=self._keep_lease, args=(stopped, log), daemon=True, name="llmc-replica-lease").start()
-        threading.Thread(target=self._listen, args=(stopped, held, ended), daemon=True,
-                         name="llmc-session-listener").start()
+        threading.Thread(target=self._listen, args=(stopped, held, ended), daemon=True, name="llmc-session-listener").start()
 
     def stop(self) -> None:
         try:
@@ -204,8 +222,10 @@ class PostgresHostSessions:
             try:
                 renewed = renew_lease(self.audit_database, self.id, self.lease_seconds)
                 if held and not renewed:
-                    log(f"replica {self.id}: its lease ran out before it was renewed; another replica may have "
-                        "closed its open calls as lost")
+                    log(
+                        f"replica {self.id}: its lease ran out before it was renewed; another replica may have "
+                        "closed its open calls as lost"
+                    )
                 held = True
                 now = time.monotonic()
                 steady_since = now if steady_since is None else steady_since
@@ -214,8 +234,10 @@ class PostgresHostSessions:
                 if self.close_lost is not None and now - steady_since >= self.lease_seconds:
                     closed = self.close_lost(self.id)
                     if closed:
-                        log(f"closed {closed} call(s) of gateway replicas that are gone as lost (see `llmc audit tail "
-                            "--outcome lost`)")
+                        log(
+                            f"closed {closed} call(s) of gateway replicas that are gone as lost (see `llmc audit tail "
+                            "--outcome lost`)"
+                        )
             except ConfigError:
                 steady_since = None
             stopped.wait(self.lease_seconds / 3)
@@ -226,8 +248,7 @@ class PostgresHostSessions:
         database = self.database
         while not stopped.is_set():
             try:
-                with psycopg.connect(database.url, autocommit=True, connect_timeout=5,
-                                     application_name="llmc-listener") as conn:
+                with psycopg.connect(database.url, autocommit=True, connect_timeout=5, application_name="llmc-listener") as conn:
                     conn.execute(f"LISTEN {SESSION_ENDED}")  # a fixed name
                     database.connection_works()
                     # Listening now: what ended before is no longer in the table.
