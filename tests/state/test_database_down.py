@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.gateway.test_http import INIT, start, stop
-from tests.helpers import PEERS, llmc, profile_file
+from tests.helpers import PEERS, llmc, llmc_process, profile_file
 from tests.state.postgres import PASSWORD, PostgresServer
 
 pytestmark = pytest.mark.e2e  # a real PostgreSQL (and HAProxy)
@@ -63,7 +63,9 @@ confirm_destructive = false
                 for i in range(40):
                     if done.is_set():
                         return
-                    via_gateway(f"gw-loop-{i}")  # whatever it hears: the audit comparison below judges
+                    # a process of its own: llmc() runs in the test's main thread only
+                    llmc_process("call", "--url", gateway.url, "sdk.echo", f"message=gw-loop-{i}", env=host_env)
+                    # whatever it hears: the audit comparison below judges
 
             looper = threading.Thread(target=loop)
             looper.start()
