@@ -229,3 +229,11 @@ def signal_another_thread(pid: int, sig: int) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.syscall(TGKILL, pid, others[-1], int(sig)) != 0:
         raise OSError(ctypes.get_errno(), "tgkill")
+
+
+def audit_trail(state_dir: Path) -> list[dict[str, Any]]:
+    """The records of the audit trail in a state directory, read the way `llmc audit` reads them: a
+    gateway or keeper may be appending meanwhile, and a record being written is waited for, not torn."""
+    from llmc_cli.audit.log import AuditLog
+
+    return [json.loads(line) for _, _, line in AuditLog(state_dir / "audit.jsonl").records()]

@@ -219,10 +219,29 @@ class AuditLog(ChainedLog):
         return rotated + ([self.path] if self.path.exists() else [])
 
     def records(self) -> Iterator[tuple[Path, int, str]]:
+        """Every line, oldest file first. Readers take no lock, so the last line of the live file
+        may be a record still being written: it is read again under the lock (once the writer is
+        done); only a line still unterminated then (a writer killed mid-write) is handed out torn."""
         for path in self.files():
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                for number, line in enumerate(fh, 1):
-                    yield path, number, line
+            with open(path, "rb") as fh:
+                number = 0
+                while raw := fh.readline():
+                    if not raw.endswith(b"\n"):
+                        start = fh.tell() - len(raw)
+                        raw = self._settled_line(path, start, raw)
+                        fh.seek(start + len(raw))
+                    number += 1
+                    yield path, number, raw.decode("utf-8", errors="replace")
+
+    def _settled_line(self, path: Path, offset: int, seen: bytes) -> bytes:
+        from llmc_cli.config.files import LockTimeout, file_lock
+
+        try:
+            with file_lock(str(self.path) + ".lock", timeout=30), open(path, "rb") as fh:
+                fh.seek(offset)
+                return fh.readline() or seen
+        except (OSError, LockTimeout):
+            return seen
 
     def _last_hash(self) -> str:
         for path in reversed(self.files()):

@@ -12,7 +12,7 @@ import pytest
 
 from tests.fakes.llm import FakeLLM, anthropic_error
 from tests.fakes.scripts import APIS, sent_results, turn
-from tests.helpers import llmc, node_tool, profile_file, sdk_server
+from tests.helpers import audit_trail, llmc, node_tool, profile_file, sdk_server
 
 pytestmark = pytest.mark.e2e  # the npm reference server-filesystem
 
@@ -83,7 +83,7 @@ def test_the_data_analyst_story(isolated_dirs, logs, api):
     assert "disk full" in sent_results(api, fake.requests[-1].body)[0]["text"]
     first = json.dumps(fake.requests[0].body)
     assert "read_text_file" in first and '"echo"' not in first  # the model never sees a denied tool
-    audit = [json.loads(line) for line in (isolated_dirs / "state" / "audit.jsonl").read_text().splitlines()]
+    audit = audit_trail(isolated_dirs / "state")
     outcomes = [(r["tool"], r["outcome"]) for r in audit if r["event"] == "outcome"]
     assert outcomes == [("list_directory_with_sizes", "ok"), ("read_text_file", "ok")]
     assert all(r["command"] == "ask" and r["conversation"] == out["conversation"] for r in audit)

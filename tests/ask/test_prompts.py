@@ -14,7 +14,7 @@ import pytest
 
 from tests.fakes.llm import FakeLLM
 from tests.fakes.scripts import turn
-from tests.helpers import node_tool, profile_file, sdk_server, signal_another_thread
+from tests.helpers import audit_trail, node_tool, profile_file, sdk_server, signal_another_thread
 from tests.peers.hostile_text import PAYLOAD, RAW_MARKERS
 from tests.terminal import Terminal
 
@@ -46,7 +46,7 @@ base_url = "{base_url}"
 
 
 def audit(root: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (root / "state" / "audit.jsonl").read_text().splitlines()]
+    return audit_trail(root / "state")
 
 
 @pytest.mark.parametrize("approve", ["first shown", "second shown"])

@@ -12,7 +12,7 @@ import pytest
 
 from tests.fakes.llm import FakeLLM
 from tests.fakes.scripts import APIS, sent_results, turn
-from tests.helpers import llmc, node_tool, profile_file
+from tests.helpers import audit_trail, llmc, node_tool, profile_file
 from tests.profiles.runner import toml_str
 
 pytestmark = pytest.mark.e2e  # the npm reference servers (everything, filesystem)
@@ -94,7 +94,7 @@ def test_the_model_finds_a_tool_then_calls_it(isolated_dirs, api):
     second = offered(api, bodies[1])
     assert second[0] == "search_tools" and "everything_get-sum" in second and len(second) < 10
     assert offered(api, bodies[2]) == second
-    audit = [json.loads(line) for line in (isolated_dirs / "state" / "audit.jsonl").read_text().splitlines()]
+    audit = audit_trail(isolated_dirs / "state")
     assert [(r["server"], r["tool"], r["outcome"]) for r in audit if r["event"] == "outcome"] == [("everything", "get-sum", "ok")]
 
 
@@ -192,7 +192,7 @@ def test_anthropic_searches_server_side_where_the_model_can(isolated_dirs):
     assert "everything_get-env" not in [t["name"] for t in tools]  # denied: not even deferred
     assert fake.requests[1].body["messages"][-1] == {"role": "assistant", "content": search_blocks}  # paused: sent again
     assert sent_results("anthropic", fake.requests[2].body)[0]["text"] == "The sum of 2 and 3 is 5."
-    audit = [json.loads(line) for line in (isolated_dirs / "state" / "audit.jsonl").read_text().splitlines()]
+    audit = audit_trail(isolated_dirs / "state")
     assert [(r["tool"], r["outcome"]) for r in audit if r["event"] == "outcome"] == [("get-sum", "ok")]
 
 

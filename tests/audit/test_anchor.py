@@ -149,3 +149,35 @@ def test_under_a_deferred_writer_the_anchor_still_follows_every_write(tmp_path):
     assert report["ok"] and report["records"] == 4
     cut_end(path)  # 1 record left, the anchor (behind or not) counts more
     assert AuditLog(path).verify()["ok"] is False
+
+
+def test_a_reader_waits_for_the_record_being_written_and_sees_a_torn_one_as_damage(tmp_path):
+    """Readers (`audit tail`, `verify`, a test looking at a gateway's trail) take no lock: the last
+    line may be half written. It is read again once the writer's lock is free; a line still torn
+    then (a writer killed mid-write) is damage, not a record."""
+    import threading
+
+    from llmc_cli.config.files import file_lock
+
+    path = tmp_path / "audit.jsonl"
+    log = fill(path, count=3)
+    whole = path.read_bytes()
+    last = whole.splitlines(keepends=True)[-1]
+    path.write_bytes(whole[: -len(last)])
+    read: list[list[str]] = []
+    with file_lock(str(path) + ".lock", timeout=5):
+        with path.open("ab") as fh:
+            fh.write(last[:20])  # what a reader may see of a write in progress
+        reader = threading.Thread(target=lambda: read.append([line for _, _, line in AuditLog(path).records()]))
+        reader.start()
+        reader.join(0.3)
+        assert reader.is_alive()  # it waits for the writer, not for a timeout of its own
+        with path.open("ab") as fh:
+            fh.write(last[20:])
+    reader.join(10)
+    assert [json.loads(line)["n"] for line in read[0]] == [0, 1, 2]
+    assert log.verify()["ok"] is True
+
+    path.write_bytes(whole[: -len(last)] + last[:20])  # the writer died mid-write
+    report = AuditLog(path).verify()
+    assert report["ok"] is False and report["line"] == 3 and report["reason"] == "not a valid audit record"

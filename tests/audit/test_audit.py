@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from llmc_cli.audit import AuditLog, Deferred, mask_secrets
-from tests.helpers import llmc, profile_file, sdk_server
+from tests.helpers import audit_trail, llmc, profile_file, sdk_server
 
 WRITER = """
 import sys
@@ -188,7 +188,7 @@ def test_concurrent_decisions_share_writes_and_keep_the_chain(tmp_path: Path) ->
             thread.start()
         for thread in threads:
             thread.join(timeout=60)
-    records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    records = audit_trail(tmp_path)
     assert sorted(r["n"] for r in records if r["event"] == "decision") == list(range(24))
     assert sorted(r["n"] for r in records if r["event"] == "outcome") == list(range(24))
     assert seen_on_return == [True] * 24

@@ -12,7 +12,7 @@ import pytest
 
 from tests.fakes.llm import FakeLLM
 from tests.fakes.scripts import sent_results, turn
-from tests.helpers import llmc, profile_file, sdk_server
+from tests.helpers import audit_trail, llmc, profile_file, sdk_server
 
 # tool of the hostile server -> where its reply carries the lone surrogate
 HOSTILE_TOOLS = ["text", "key", "low", "rpc_error"]
@@ -31,7 +31,7 @@ args = ["{sdk_server("hostile_stdio.py")[1]}"]
 
 
 def audit_records(isolated_dirs: Path) -> list[dict]:
-    return [json.loads(line) for line in (isolated_dirs / "state" / "audit.jsonl").read_text().splitlines()]
+    return audit_trail(isolated_dirs / "state")
 
 
 def assert_verified() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import llmc, profile_file, sdk_server
+from tests.helpers import audit_trail, llmc, profile_file, sdk_server
 
 SECRET = "hunter2-very-secret"
 SHARED_KEY = "0123456789abcdef" * 4
@@ -33,7 +33,7 @@ args = ["{sdk_server("sdk_server.py")[1]}"]
 
 
 def records(state: Path) -> list[dict]:
-    return [json.loads(line) for line in (state / "audit.jsonl").read_text().splitlines()]
+    return audit_trail(state)
 
 
 def test_the_call_hash_cannot_be_recomputed_from_a_guess(isolated_dirs):

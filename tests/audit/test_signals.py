@@ -20,6 +20,7 @@ from tests.fakes.scripts import turn
 from tests.helpers import (
     PEERS,
     TO_THREAD,
+    audit_trail,
     llmc,
     llmc_executable,
     sdk_server,
@@ -80,8 +81,7 @@ def wait_for(condition: Callable[[], object], what: str) -> None:
 
 
 def audit_records(isolated_dirs: Path) -> list[dict]:
-    path = isolated_dirs / "state" / "audit.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return audit_trail(isolated_dirs / "state")
 
 
 def decided(isolated_dirs: Path, tool: str) -> Callable[[], bool]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.helpers import llmc, sdk_server
+from tests.helpers import audit_trail, llmc, sdk_server
 
 
 def write_profile(isolated_dirs: Path, policy: str = "") -> None:
@@ -65,7 +65,7 @@ def test_fail_fast_skips_the_rest(isolated_dirs):
     assert "content" in out[0] and out[1]["isError"]
     assert all("skipped" in o["error"]["message"] for o in out[2:])
     # Decided (and audited) up front, so a skipped call is audited as skipped: no decision dangles.
-    audit = [json.loads(line) for line in (isolated_dirs / "state" / "audit.jsonl").read_text().splitlines()]
+    audit = audit_trail(isolated_dirs / "state")
     assert sorted(r.get("outcome") for r in audit if r["event"] == "outcome") == ["ok", "skipped", "skipped", "tool_error"]
 
 
@@ -90,7 +90,7 @@ def test_policy_and_audit_apply_to_every_call(isolated_dirs):
         [{"id": 1, "tool": "a.echo", "arguments": {"message": "ok"}}, {"id": 2, "tool": "b.echo", "arguments": {"message": "no"}}]
     )
     assert code == 4 and out[1]["error"]["error"] == "denied", out
-    audit = [json.loads(line) for line in (isolated_dirs / "state" / "audit.jsonl").read_text().splitlines()]
+    audit = audit_trail(isolated_dirs / "state")
     # servers run concurrently: the records of a and b may interleave
     assert sorted((r["server"], r.get("decision") or r.get("outcome")) for r in audit) == [
         ("a", "allow"),
@@ -116,7 +116,7 @@ def test_the_audit_trail_of_a_batch_is_complete_ordered_and_verifiable(isolated_
     write_profile(isolated_dirs)
     code, out, _ = batch([{"id": i, "tool": "a.echo", "arguments": {"message": str(i)}} for i in range(5)])
     assert code == 0 and len(out) == 5
-    audit = [json.loads(line) for line in (isolated_dirs / "state" / "audit.jsonl").read_text().splitlines()]
+    audit = audit_trail(isolated_dirs / "state")
     # Every decision is on disk before any call runs; then the outcomes, in the order they happened.
     assert [(r["event"], r["arguments"]["message"]) for r in audit] == [
         *(("decision", str(i)) for i in range(5)),
@@ -161,7 +161,7 @@ def test_arguments_are_checked_against_the_schema_as_call_checks_them(isolated_d
     }
     assert out[1]["structuredContent"] == {"result": 3}
     assert out[2]["error"]["exitCode"] == 2 and "unknown argument 'bb'" in out[2]["error"]["message"]
-    audit = [json.loads(line) for line in (isolated_dirs / "state" / "audit.jsonl").read_text().splitlines()]
+    audit = audit_trail(isolated_dirs / "state")
     assert [(r["event"], r["arguments"]) for r in audit] == [("decision", {"a": 1, "b": 2}), ("outcome", {"a": 1, "b": 2})]
     code, out, _ = batch([{"id": 1, "tool": "a.add", "arguments": {"a": "x", "b": 2}}], "--no-validate")
     assert code == 1 and out[0]["isError"] is True

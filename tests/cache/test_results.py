@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import llmc, profile_file, sdk_server
+from tests.helpers import audit_trail, llmc, profile_file, sdk_server
 
 TOKEN = "tok-4f1d9c2b7a6e5d3c"
 
@@ -48,8 +48,7 @@ def call(*args: str) -> dict:
 
 
 def audit(tmp_path: Path) -> list[dict]:
-    log = Path(os.environ["LLMC_STATE_DIR"]) / "audit.jsonl"
-    return [json.loads(line) for line in log.read_text().splitlines()]
+    return audit_trail(Path(os.environ["LLMC_STATE_DIR"]))
 
 
 def test_a_second_identical_call_within_the_ttl_is_served_from_the_cache_and_audited(tmp_path: Path) -> None:

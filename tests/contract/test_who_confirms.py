@@ -13,7 +13,7 @@ import pytest
 
 from tests.fakes.llm import FakeLLM
 from tests.fakes.scripts import sent_results, turn
-from tests.helpers import llmc, profile_file, sdk_server
+from tests.helpers import audit_trail, llmc, profile_file, sdk_server
 
 ADD = ["sdk.add", "a=40", "b=2"]
 BATCH_LINE = '{"id": 1, "tool": "sdk.add", "arguments": {"a": 40, "b": 2}}\n'
@@ -81,5 +81,5 @@ def test_a_model_still_needs_a_confirmation_for_a_destructive_tool(isolated_dirs
     first, second = sent_results("openai", fake.requests[1].body)[0], sent_results("openai", fake.requests[3].body)[0]
     assert first["is_error"] and "confirm_destructive" in first["text"] and "no terminal" in first["text"]
     assert not second["is_error"] and "42" in second["text"]
-    audit = [json.loads(x) for x in (isolated_dirs / "state" / "audit.jsonl").read_text().splitlines()]
+    audit = audit_trail(isolated_dirs / "state")
     assert [(r["command"], r["decision"]) for r in audit if r["event"] == "decision"] == [("ask", "deny"), ("ask", "allow")]

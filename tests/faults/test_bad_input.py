@@ -16,7 +16,7 @@ import pytest
 from tests.fakes.llm import FakeLLM
 from tests.fakes.scripts import turn
 from tests.faults.conftest import fill, temp_files
-from tests.helpers import PEERS, llmc
+from tests.helpers import PEERS, audit_trail, llmc
 
 STDIO = ["--stdio", shlex.join([sys.executable, str(PEERS / "sdk_server.py")])]
 DEPTH = 100_000
@@ -199,7 +199,7 @@ def test_a_full_disk_at_the_rate_limit_runs_nothing_and_records_why(small_fs, is
     assert "ratelimit.json" in one_line(proc.stderr)
     assert (state / "ratelimit.json").read_text() == before
     assert temp_files(state) == []
-    records = [json.loads(line) for line in audit_log.read_text().splitlines()]
+    records = audit_trail(audit_log.parent)
     assert [r.get("outcome") or r["decision"] for r in records[-2:]] == ["allow", "denied"]
 
 

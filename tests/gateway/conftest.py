@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import PEERS
+from tests.helpers import PEERS, audit_trail
 
 PROFILE = """\
 description = "gateway tests"
@@ -60,5 +60,4 @@ def gateway_profile(tmp_path: Path) -> Path:
 
 def audit_records(tmp_path: Path) -> list[dict[str, Any]]:
     """The audit trail the gateway wrote (state dir of the test)."""
-    log = Path(os.environ["LLMC_STATE_DIR"]) / "audit.jsonl"
-    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return audit_trail(Path(os.environ["LLMC_STATE_DIR"]))

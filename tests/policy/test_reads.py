@@ -16,7 +16,7 @@ import pytest
 from llmc_cli.config.schema import PolicyConfig, ReadRules
 from llmc_cli.model import Tool
 from llmc_cli.policy import decide_read
-from tests.helpers import llmc, profile_file, sdk_server
+from tests.helpers import audit_trail, llmc, profile_file, sdk_server
 
 LIBRARY = """
 [servers.lib]
@@ -36,8 +36,7 @@ def library_profile(isolated_dirs: Path, policy: str) -> None:
 
 
 def audit(isolated_dirs: Path) -> list[dict[str, Any]]:
-    log = isolated_dirs / "state" / "audit.jsonl"
-    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return audit_trail(isolated_dirs / "state")
 
 
 def listed(*args: str) -> set[str]:

@@ -17,6 +17,7 @@ import pytest
 
 from llmc_cli.errors import UsageError
 from llmc_cli.keeper.transport import exchange, validate_in_keeper
+from tests.helpers import audit_trail
 from tests.session.test_keeper import Keepers, keepers, one_line  # noqa: F401 - the fixture
 
 BAD_INPUT = [
@@ -42,8 +43,7 @@ NOT_ON_THE_CALL_PATH = (
 
 
 def audit_records(state: Path) -> list[dict[str, object]]:
-    log = state / "audit.jsonl"
-    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return audit_trail(state)
 
 
 def test_bad_arguments_are_refused_with_the_same_message_through_a_keeper(keepers: Keepers) -> None:  # noqa: F811 - the fixture imported above

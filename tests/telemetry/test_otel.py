@@ -13,7 +13,7 @@ import pytest
 
 from tests.fakes.llm import FakeLLM
 from tests.fakes.scripts import turn
-from tests.helpers import free_port, llmc, llmc_executable, wait_listening
+from tests.helpers import audit_trail, free_port, llmc, llmc_executable, wait_listening
 from tests.telemetry.conftest import SERVER, otel_env, profile
 from tests.transports.conftest import sdk
 
@@ -131,7 +131,7 @@ def test_captured_content_is_opt_in_and_masked_like_the_audit_log(isolated_dirs,
     attributes = got.named("tools/call echo")[0]["attributes"]
     assert json.loads(attributes["gen_ai.tool.call.arguments"]) == {"message": "key *** here"}
     assert "key *** here" in attributes["gen_ai.tool.call.result"] and secret not in attributes["gen_ai.tool.call.result"]
-    audit = [json.loads(line) for line in (isolated_dirs / "state" / "audit.jsonl").read_text().splitlines()]
+    audit = audit_trail(isolated_dirs / "state")
     assert audit[0]["arguments"] == json.loads(attributes["gen_ai.tool.call.arguments"])  # the same masking
 
 
@@ -295,7 +295,7 @@ def test_audit_records_leave_as_log_records(isolated_dirs, receiver, switch):
     assert got.wait_for(lambda g: g.named("llmc call"))  # the records sit in the call's trace
     assert all(r["eventName"] == "llmc.audit" and r["traceId"] == got.named("llmc call")[0]["traceId"] for r in got.logs)
     assert {r["attributes"]["llmc.audit.tool"] for r in got.logs} == {"add"}
-    local = [json.loads(line) for line in (isolated_dirs / "state" / "audit.jsonl").read_text().splitlines()]
+    local = audit_trail(isolated_dirs / "state")
     assert [json.loads(r["body"])["hash"] for r in got.logs] == [r["hash"] for r in local]
 
 
