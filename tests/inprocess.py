@@ -7,7 +7,9 @@ import leaves it. Everything is put back when the run ends, so runs cannot see e
 signal llmc caught during a run was meant for the test process (Ctrl-C, a CI timeout): it is
 raised again once this process's handlers are back. What only a process has (file descriptors
 0-2, the main thread's signals from a thread pool, interpreter start-up) is refused or left to
-tests.helpers.llmc_process().
+tests.helpers.llmc_process(). The `mcp` SDK test servers a run starts over stdio serve in threads
+of this process (tests/peer_threads.py): their processes are not what these tests are about, and
+each start costs most of a second.
 
 The process-wide state of llmc_cli, each reset before and after a run (fresh_state()):
 - interrupts: the signal received and the flag "a signal stopped us" (a run that was interrupted
@@ -40,13 +42,14 @@ def run_main(
 ) -> tuple[int, bytes, bytes]:
     """Run `llmc ARGV` through main() (its error handling and exit codes); (exit code, stdout, stderr)."""
     from llmc_cli.cli.main import main
+    from tests.peer_threads import peers_in_threads
 
     assert threading.current_thread() is threading.main_thread(), (
         "llmc() runs in the main thread (a process's signals, streams, working directory); in parallel: llmc_process()"
     )
     out, err = io.BytesIO(), io.BytesIO()
     received: list[int] = []
-    with _stdio_fds(argv), _environment(env), _cwd(cwd), _signal_handlers(), _streams(stdin, out, err):
+    with _stdio_fds(argv), _environment(env), _cwd(cwd), _signal_handlers(), _streams(stdin, out, err), peers_in_threads():
         fresh_state()
         try:
             main(argv)

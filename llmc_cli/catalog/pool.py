@@ -56,6 +56,7 @@ class Pool:
         self.unusable = frozenset(unusable or {})  # ...and one that cannot be configured never is
         self.locks = {name: threading.Lock() for name in self.specs}
         self.closed = False
+        self._closing = threading.Lock()  # a session is adopted, or the pool closed, never both at once
         # Every call comes on a thread of its own that only waits for it (the gateway's host
         # connections): an HTTP server's requests are then posted on that thread.
         self.posts_on_caller_thread = False
@@ -96,18 +97,28 @@ class Pool:
                 from llmc_cli.keeper.transport import attach
 
                 path, keeper_name = self.keeper
-                self.sessions[server] = attach(path, keeper_name, server, timeout=spec.timeout, hooks=hooks)
+                self._adopt(server, attach(path, keeper_name, server, timeout=spec.timeout, hooks=hooks))
             else:
                 from llmc_cli.mcp.client import connect  # not for a keeper's servers
 
                 session = connect(spec, stores=self.stores, hooks=hooks, builtins=self.builtins, on_stderr=stderr)
                 if self.posts_on_caller_thread and hasattr(session.transport, "posts_on_caller_thread"):
                     session.transport.posts_on_caller_thread = True
-                self.sessions[server] = session
+                self._adopt(server, session)
             self.connect_seconds[server] = time.monotonic() - started
         except LlmcError as exc:
             self.failed[server] = exc
             raise
+
+    def _adopt(self, server: str, session: ClientSession) -> None:
+        """A new session joins the pool, unless the pool closed while it was connecting (a
+        background warm-up outliving its command): then it is closed, not left running."""
+        with self._closing:
+            if not self.closed:
+                self.sessions[server] = session
+                return
+        session.close()
+        raise ConnectionFailed(f"{server}: the command is ending; no new connection")
 
     def add_servers(self, specs: list[ServerSpec]) -> None:
         """Servers learnt after the pool was made (a keeper lists what it holds when the first
@@ -214,8 +225,9 @@ class Pool:
         return rows
 
     def close(self) -> None:
-        self.closed = True
-        sessions, self.sessions = list(self.sessions.values()), {}
+        with self._closing:
+            self.closed = True
+            sessions, self.sessions = list(self.sessions.values()), {}
         if len(sessions) <= 1:  # the usual command: no pool to start for one
             for session in sessions:
                 session.close()

@@ -142,3 +142,36 @@ def test_warm_up_connects_the_servers_named_and_skips_unknown_ones(peers: dict[s
         while catalog.pool.held() < 1 and time.monotonic() < deadline:
             time.sleep(0.01)
         assert list(catalog.pool.sessions) == ["b"] and peers["a"].received == []
+
+
+def test_a_server_still_connecting_when_the_command_ends_is_closed_not_left_running() -> None:
+    """A warm-up connects in the background; a command may end first (a usage error found after
+    it started). The connection it finishes then is closed, not left for nobody to stop."""
+    import time
+
+    from tests.mcp.scripted_peer import method_not_found
+
+    asked, answer = threading.Event(), threading.Event()
+
+    def slow_discover(peer: ScriptedPeer, message: dict[str, Any]) -> None:
+        asked.set()
+        answer.wait(10)
+        method_not_found(peer, message)  # an initialize-era server: the client goes on to initialize
+
+    class Peer(ScriptedPeer):
+        closed = threading.Event()
+
+        def close(self) -> None:  # MemoryTransport's close ends its endpoint
+            self.closed.set()
+
+    peer = Peer({"server/discover": slow_discover})
+    catalog = catalog_of({"slow": peer})
+    catalog.pool.warm_up()
+    assert asked.wait(10)
+    catalog.close()  # the command ends while the server is still connecting
+    answer.set()
+    assert peer.closed.wait(10)
+    deadline = time.monotonic() + 5
+    while any(t.name == "llmc-connect-slow" for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert catalog.pool.sessions == {} and "slow" in catalog.pool.failed

@@ -92,6 +92,7 @@ EMPTY_HERE = {
 
 
 @pytest.mark.parametrize("argv", LISTINGS, ids=[" ".join(a) for a in LISTINGS])
+@pytest.mark.e2e  # a terminal: what only a process shows
 def test_a_listing_is_a_table_on_a_terminal_and_json_when_piped(profile: Path, argv: list[str]) -> None:
     piped = llmc(*argv)
     code, screen = on_terminal(*argv)
@@ -108,6 +109,7 @@ def test_a_listing_is_a_table_on_a_terminal_and_json_when_piped(profile: Path, a
         assert not is_table(piped.stdout) and "errors" in data
 
 
+@pytest.mark.e2e  # a terminal: what only a process shows
 def test_the_table_holds_the_same_rows_as_the_json(profile: Path) -> None:
     listed = json.loads(llmc("tools", "list").stdout)["tools"]
     _, screen = on_terminal("tools", "list")
@@ -115,6 +117,7 @@ def test_the_table_holds_the_same_rows_as_the_json(profile: Path) -> None:
     assert rows == [[t["server"], t["name"]] for t in listed]
 
 
+@pytest.mark.e2e  # a terminal: what only a process shows
 def test_json_is_pinned_on_a_terminal_by_the_flag_the_environment_or_the_profile(profile: Path) -> None:
     for argv, env in ((["--format", "json"], None), ([], {"LLMC_FORMAT": "json"})):
         code, screen = on_terminal("tools", "list", *argv, env=env)
@@ -147,6 +150,7 @@ def test_a_table_is_forced_when_piped_and_a_bad_format_variable_is_a_usage_error
     assert bad.returncode == 2 and bad.stdout == "" and "LLMC_FORMAT" in bad.stderr
 
 
+@pytest.mark.e2e  # a terminal: what only a process shows
 def test_a_single_result_stays_json_on_a_terminal(profile: Path) -> None:
     code, screen = on_terminal("call", "sdk.echo", "message=hi")
     assert code == 0 and json.loads(screen)["content"] == [{"type": "text", "text": "hi"}]
@@ -156,6 +160,7 @@ def test_a_single_result_stays_json_on_a_terminal(profile: Path) -> None:
     assert code == 4 and is_table(screen) and "deny" in screen
 
 
+@pytest.mark.e2e  # a terminal: what only a process shows
 def test_a_table_fits_the_terminal_and_shows_control_characters(isolated_dirs: Path) -> None:
     code, screen = on_terminal("tools", "list", "--stdio", HOSTILE, env={"COLUMNS": "70"})
     assert code == 0 and is_table(screen)
@@ -163,6 +168,7 @@ def test_a_table_fits_the_terminal_and_shows_control_characters(isolated_dirs: P
     assert "…" in screen and "\\x1b" in screen and "\x1b]" not in screen
 
 
+@pytest.mark.e2e  # a terminal: what only a process shows
 def test_a_failed_server_is_a_line_on_stderr_beside_the_table(isolated_dirs: Path) -> None:
     profile_file(
         isolated_dirs / "config",
@@ -178,6 +184,7 @@ command = "/nonexistent/server"
     assert code == 5 and is_table(screen) and re.search(r"^llmc: .*gone", screen, re.M), screen
 
 
+@pytest.mark.e2e  # a terminal: what only a process shows
 def test_progress_across_servers_on_a_terminal_and_none_when_piped(profile: Path) -> None:
     with Terminal("tools", "list") as term:  # stderr on the terminal, stdout a pipe
         term.expect("tools list: 0/2 servers (waiting: sdk, other)")
@@ -204,6 +211,7 @@ def test_a_batch_that_went_wrong_ends_with_one_summary_line(profile: Path) -> No
     assert fine.returncode == 0 and fine.stderr == ""
 
 
+@pytest.mark.e2e  # a terminal: what only a process shows
 def test_an_interrupted_batch_counts_what_did_not_finish(profile: Path, tmp_path: Path) -> None:
     calls = tmp_path / "calls.jsonl"
     calls.write_text(

@@ -16,23 +16,25 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable, Mapping
+from typing import NoReturn
 
 from mcp.server.mcpserver import Context, MCPServer
 
 READ_ONLY = {"readOnlyHint": True}
 
 
-def count(tool: str, **arguments: object) -> int:
-    with open(os.environ["COUNT_FILE"], "a", encoding="utf-8") as f:
-        f.write(f"{tool} {json.dumps(arguments, sort_keys=True)}\n")
-    with open(os.environ["COUNT_FILE"], encoding="utf-8") as f:
-        return sum(1 for _ in f)
-
-
-def build() -> MCPServer:
+def build(environ: Mapping[str, str] = os.environ) -> MCPServer:
+    """The server, with the environment it runs in (its process's)."""
     server = MCPServer(name="llmc-test-counting", version="1.0.0")
 
-    @server.tool(description=os.environ.get("SEARCH_DESCRIPTION") or "Search the index.", annotations=READ_ONLY)
+    def count(tool: str, **arguments: object) -> int:
+        with open(environ["COUNT_FILE"], "a", encoding="utf-8") as f:
+            f.write(f"{tool} {json.dumps(arguments, sort_keys=True)}\n")
+        with open(environ["COUNT_FILE"], encoding="utf-8") as f:
+            return sum(1 for _ in f)
+
+    @server.tool(description=environ.get("SEARCH_DESCRIPTION") or "Search the index.", annotations=READ_ONLY)
     def search(query: str, token: str = "") -> str:
         return f"{query} #{count('search', query=query, token=token)}"
 
@@ -58,6 +60,11 @@ def build() -> MCPServer:
         return f"announced #{count('announce')}"
 
     return server
+
+
+def configure(argv: list[str], exit: Callable[[int], NoReturn] = os._exit, environ: Mapping[str, str] = os.environ) -> MCPServer:
+    """The server (no options) in ENVIRON, for tests/peer_threads.py."""
+    return build(environ)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,10 @@ Usage: python sdk_library.py   (stdio)
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Callable, Mapping
+from typing import NoReturn
 
 from mcp.server.mcpserver import MCPServer
 
@@ -47,6 +50,11 @@ def build() -> MCPServer:
         return f"Log in as {user}"
 
     return server
+
+
+def configure(argv: list[str], exit: Callable[[int], NoReturn] = os._exit, environ: Mapping[str, str] = os.environ) -> MCPServer:
+    """The server (no options), for tests/peer_threads.py."""
+    return build()
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ import argparse
 import asyncio
 import os
 import sys
+from collections.abc import Callable, Mapping
+from typing import NoReturn
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -27,7 +29,8 @@ class Weather(BaseModel):
     celsius: float = Field(description="Temperature in degrees Celsius")
 
 
-def build() -> MCPServer:
+def build(exit: Callable[[int], NoReturn] = os._exit) -> MCPServer:
+    """The server with its tools; `exit` ends the process at once (the `crash` tool)."""
     server = MCPServer(name="llmc-test-server", version="1.2.3", instructions="Test server for llmc.")
 
     @server.tool(description="Echo a message back.")
@@ -80,7 +83,7 @@ def build() -> MCPServer:
 
     @server.tool(description="Exit the server process abruptly (crash mid-call).")
     def crash() -> str:
-        os._exit(3)
+        exit(3)
 
     @server.tool(description="The W3C trace context the request carried in params._meta (SEP-414).")
     def trace_context(ctx: Context) -> dict[str, str]:
@@ -99,7 +102,7 @@ def build() -> MCPServer:
     return server
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser()
     parser.add_argument("transport", nargs="?", default="stdio", choices=["stdio", "sse", "streamable-http"])
     parser.add_argument("--port", type=int, default=8000)
@@ -115,8 +118,14 @@ def main() -> None:
     )
     parser.add_argument("--call-log", metavar="FILE", help="append every tools/call received to FILE")
     parser.add_argument("--rendezvous", action="store_true", help="add the `meet` tool (a proof of concurrency)")
-    args = parser.parse_args()
-    server = build()
+    return parser
+
+
+def configure(argv: list[str], exit: Callable[[int], NoReturn] = os._exit, environ: Mapping[str, str] = os.environ) -> MCPServer:
+    """The server the command line ARGV asks for (its transport aside). `exit` ends the process at
+    once; tests/peer_threads.py serves it in a thread of the test process, main() in its own."""
+    args = _parser().parse_args(argv)
+    server = build(exit)
     if args.rendezvous:
         from pathlib import Path
         from uuid import uuid4
@@ -158,6 +167,12 @@ def main() -> None:
             return await entry.handler(ctx, params)
 
         handlers["server/discover"] = type(entry)(entry.params_type, slow_discover)
+    return server
+
+
+def main() -> None:
+    args = _parser().parse_args()
+    server = configure(sys.argv[1:])
     if args.transport == "stdio":
         server.run("stdio")
         return

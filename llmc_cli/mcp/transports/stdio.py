@@ -112,6 +112,16 @@ class StdioTransport:
         self._threads: list[threading.Thread] = []
 
     def start(self, deliver: Deliver, closed: Closed) -> None:
+        self._proc = self._spawn()
+        StdioTransport.live.add(self)
+        for target, args in ((self._read_stdout, (deliver, closed)), (self._read_stderr, ())):
+            t = threading.Thread(target=target, args=args, daemon=True, name=f"llmc-stdio-{target.__name__}")
+            t.start()
+            self._threads.append(t)
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        """The server's process: the one place it is made."""
+
         def popen() -> subprocess.Popen[bytes]:
             return subprocess.Popen(
                 [*self.launch, *self.command],
@@ -126,7 +136,7 @@ class StdioTransport:
         try:
             # A launch (bubblewrap --die-with-parent) ends the server when its parent THREAD ends
             # (PR_SET_PDEATHSIG is per thread): it is started by a thread that lives as long as llmc.
-            self._proc = _spawner().submit(popen).result() if self.launch else popen()
+            return _spawner().submit(popen).result() if self.launch else popen()
         except FileNotFoundError:
             raise ConnectionFailed(f"cannot start server: command not found: {self.command[0]}") from None
         except PermissionError:
@@ -137,11 +147,6 @@ class StdioTransport:
             if self.cwd and not os.path.isdir(self.cwd):
                 raise ConnectionFailed(f"cannot start server: working directory not found: {self.cwd}") from None
             raise ConnectionFailed(f"cannot start server {self.command[0]}: {exc.strerror or exc}") from None
-        StdioTransport.live.add(self)
-        for target, args in ((self._read_stdout, (deliver, closed)), (self._read_stderr, ())):
-            t = threading.Thread(target=target, args=args, daemon=True, name=f"llmc-stdio-{target.__name__}")
-            t.start()
-            self._threads.append(t)
 
     def send(self, message: JSONObject) -> None:
         proc = self._proc
