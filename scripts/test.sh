@@ -3,8 +3,9 @@
 # installs the real MCP peers the tests start (tests/node: npm reference servers, the official
 # conformance suite, Node 22 for it, the MCP Inspector CLI and mcporter as hosts; tests/node-dc: Desktop
 # Commander), then lints and checks the format (ruff), checks types (mypy) and runs pytest.
-# Extra arguments go to pytest. Tests run on two pytest-xdist workers (`-n 2 --dist loadgroup`;
-# tests that must not run beside each other share an xdist_group, tests/conftest.py); give
+# Extra arguments go to pytest. Tests run on four pytest-xdist workers (`-n 4 --dist loadgroup`:
+# two per core of a 2-core CI machine, since most tests wait on processes and sockets rather than
+# compute; tests that must not run beside each other share an xdist_group, tests/conftest.py); give
 # `-n 0` to run them serially in this process. `-m 'not e2e'` is the fast run: it leaves out the suites
 # marked e2e (real third-party processes: npm peers, conformance, PostgreSQL, bubblewrap; signals, terminals).
 set -euo pipefail
@@ -39,4 +40,4 @@ fi
 .venv/bin/python -m ruff check llmc_cli tests
 .venv/bin/python -m ruff format --check --quiet llmc_cli tests
 .venv/bin/python -m mypy
-exec .venv/bin/python -m pytest -n 2 --dist loadgroup "$@"
+exec .venv/bin/python -m pytest -n 4 --dist loadgroup "$@"
