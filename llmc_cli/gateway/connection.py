@@ -27,7 +27,7 @@ from llmc_cli.mcp.server import McpServer, RequestError, Send
 from llmc_cli.mcp.versions import META_PREFIX as META
 from llmc_cli.mcp.workers import shared
 from llmc_cli.model import ToolCall
-from llmc_cli.services.calls import Read
+from llmc_cli.services.reads import Read
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog

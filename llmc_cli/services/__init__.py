@@ -2,7 +2,7 @@
 ONLY one that reads a resource or gets a prompt.
 
 calls.py: one call (Invocation, authorize, record_decisions, call_tool, the open-call registry
-that interruptions close) and one read (Read, read); catalogs.py: the servers a command talks to
+that interruptions close); reads.py: one read (Read, read, read_decision); catalogs.py: the servers a command talks to
 and the tools, resources and prompts a profile sees; batch.py: many calls in one run; search.py:
 tool search; caching.py: which calls [cache] answers, and their keys; state.py: the one choice of
 files or PostgreSQL (open_state), and the audit chain and host sessions over it; tools.py: tool
@@ -20,9 +20,9 @@ _WHERE = {
     for module, names in {
         "llmc_cli.services.batch": "BatchItem run_batch",
         "llmc_cli.services.calls": (
-            "OPEN_CALLS Authorization Invocation OpenCalls Read authorize authorize_read "
-            "call_tool lock_path read read_decision record_decisions server_tools"
+            "OPEN_CALLS Authorization Invocation OpenCalls authorize call_tool lock_path record_decisions"
         ),
+        "llmc_cli.services.reads": "Read authorize_read read read_decision server_tools",
         "llmc_cli.services.catalogs": (
             "READ_KINDS builtin_servers open_catalog protect protected_paths "
             "launch_specs visible_items visible_offered visible_tools"
@@ -41,15 +41,10 @@ if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its modul
         Authorization,
         Invocation,
         OpenCalls,
-        Read,
         authorize,
-        authorize_read,
         call_tool,
         lock_path,
-        read,
-        read_decision,
         record_decisions,
-        server_tools,
     )
     from llmc_cli.services.catalogs import (
         READ_KINDS,
@@ -62,6 +57,7 @@ if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its modul
         visible_offered,
         visible_tools,
     )
+    from llmc_cli.services.reads import Read, authorize_read, read, read_decision, server_tools
     from llmc_cli.services.search import Match, ToolIndex, searchable_tools
     from llmc_cli.services.state import audit_log, host_sessions, open_state
     from llmc_cli.services.tools import ToolResolver

@@ -1,16 +1,15 @@
 """One tool call: who runs it (Invocation), the policy's decision and its audit record (authorize,
 record_decisions), the call and its outcome record (call_tool, the ONLY path that runs a tool).
-Likewise one resources/read or prompts/get (a Read): read() is the ONLY path that reads a resource
-or gets a prompt, with the same decision and outcome records, rate limits and interruptions."""
+A request and its outcome record (run_recorded, record_success) are shared with reads.py."""
 
 from __future__ import annotations
 
 import hashlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, cast
 
 from llmc_cli import telemetry
 from llmc_cli.catalog import Catalog
@@ -27,12 +26,12 @@ from llmc_cli.errors import (
     TimeoutExpired,
     UsageError,
 )
-from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.jsonrpc import has_lone_surrogate
 from llmc_cli.model import ARGUMENTS_TOO_DEEP, JSONObject, Tool, ToolCall, ToolResult, arguments_too_deep, canonical_json
 
 if TYPE_CHECKING:
-    from llmc_cli.policy import Decision, ReadKind
+    from llmc_cli.policy import Decision
+    from llmc_cli.services.reads import Read
     from llmc_cli.store.chain import AuditRecord, AuditSink
     from llmc_cli.store.results import ResultCache
     from llmc_cli.store.state import State
@@ -70,32 +69,6 @@ class Invocation:
         if self.environment_masker is not None:
             return self.environment_masker
         return Masker(environment_secrets(self.profile.profile))
-
-
-@dataclass(frozen=True)
-class Read:
-    """A resources/read (`kind` "resource", `name` its URI) or a prompts/get ("prompt", `name`
-    the prompt's name, with its string arguments) of one server."""
-
-    server: str
-    kind: Literal["resource", "prompt"]
-    name: str
-    arguments: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def qualified_name(self) -> str:
-        """What [policy.resources]/[policy.prompts] globs and the rate limits match: server.URI, server.NAME."""
-        return f"{self.server}.{self.name}"
-
-    @property
-    def method(self) -> str:
-        return "resources/read" if self.kind == "resource" else "prompts/get"
-
-    def params(self) -> JSONObject:
-        if self.kind == "resource":
-            return {"uri": self.name}
-        arguments: JSONObject = dict(self.arguments)
-        return {"name": self.name, **({"arguments": arguments} if self.arguments else {})}
 
 
 @dataclass
@@ -286,7 +259,7 @@ def call_tool(
     if decision.action != "allow":
         raise PolicyDenied(f"denied: {decision.reason} [{decision.rule}]", rule=decision.rule, callHash=decision.call_hash)
     cache = _cache_for(catalog, invocation, authorized)
-    raw, body, duration, hit = _run(
+    raw, body, duration, hit = run_recorded(
         log,
         invocation,
         authorized,
@@ -300,7 +273,9 @@ def call_tool(
     result.cached = hit
     if cache and not hit:
         cache.put(raw, body)
-    _succeeded(log, invocation, authorized, "cached" if hit else "tool_error" if result.is_error else "ok", duration, raw, body)
+    record_success(
+        log, invocation, authorized, "cached" if hit else "tool_error" if result.is_error else "ok", duration, raw, body
+    )
     return result
 
 
@@ -357,86 +332,11 @@ def _cache_for(catalog: Catalog, invocation: Invocation, authorized: Authorizati
     )
 
 
-def read(catalog: Catalog, invocation: Invocation, request: Read) -> JSONObject:
-    """The ONLY path that reads a resource or gets a prompt, for every caller (`resources read`,
-    `prompts get`, the gateway): policy decision (policy.decide_read) -> its audit record, on
-    disk -> rate limit -> the request -> audit record of the outcome. A denial is audited, then
-    raised as PolicyDenied (rule, and retryAfter for a rate limit); a server's JSON-RPC error
-    as RpcError, after its outcome record. Returns the server's result."""
-    from llmc_cli import interrupts
-    from llmc_cli.services.state import audit_log
-
-    log = invocation.audit or audit_log(invocation.state)
-    interrupts.check()
-    authorized = authorize_read(catalog, invocation, request)
-    record_decisions(log, invocation, [authorized])
-    decision = authorized.decision
-    if decision.action != "allow":
-        raise PolicyDenied(f"denied: {decision.reason} [{decision.rule}]", rule=decision.rule)
-    raw, body, duration, _ = _run(
-        log,
-        invocation,
-        authorized,
-        request.method,
-        f"the {request.kind} {request.name}",
-        lambda: catalog.session(request.server).request(request.method, request.params()),
-    )
-    _succeeded(log, invocation, authorized, "ok", duration, raw, body)
-    return raw
-
-
-def authorize_read(catalog: Catalog, invocation: Invocation, request: Read) -> Authorization:
-    """The policy's decision on a read (nothing is asked: a read needs no confirmation)."""
-    from llmc_cli import audit, policy
-
-    if has_lone_surrogate([request.name, request.arguments]):
-        decision = policy.Decision(
-            "deny", "invalid_text", f"the {request.kind} name or its arguments contain a lone surrogate (invalid Unicode text)"
-        )
-    else:
-        decision = read_decision(catalog, invocation.profile, request.kind, request.server, request.name)
-    telemetry.policy_decision(request.qualified_name, decision.action, decision.rule, invocation.caller)
-    masker = invocation.masker.with_arguments(request.arguments)
-    base = {
-        **audit.identity(),
-        "profile": invocation.profile.name,
-        "command": invocation.command,
-        "conversation": invocation.conversation_id,
-        "client": invocation.client,
-        "server": request.server,
-        request.kind: request.name,
-        "arguments": masker(request.arguments) if request.kind == "prompt" else None,
-    }
-    return Authorization(request, decision, cast("AuditRecord", {k: v for k, v in base.items() if v is not None}), masker)
-
-
-def read_decision(catalog: Catalog, profile: LoadedProfile, kind: ReadKind, server: str, name: str) -> Decision:
-    """policy.decide_read under the profile, the server's tools asked of the catalog only when the
-    policy needs them: the one judge of reads, listings, completions and subscriptions."""
-    from llmc_cli import policy
-
-    return policy.decide_read(kind, server, name, profile.profile.policy, lambda: server_tools(catalog, server))
-
-
-def server_tools(catalog: Catalog, server: str) -> list[Tool]:
-    """A server's tools, for the policy's judgement of its resources and prompts; [] for a server
-    that offers none (declares no tools capability, or answers tools/list with "method not found")."""
-    session = catalog.session(server)
-    if session.capabilities and "tools" not in session.capabilities:
-        return []
-    try:
-        return catalog.tools_of(server)
-    except RpcError as exc:
-        if exc.code != jsonrpc.METHOD_NOT_FOUND:
-            raise
-        return []
-
-
 # The list each result carries (a tool result's content may be left out: it is then empty).
 _RESULT_LIST = {"tools/call": ("content", False), "resources/read": ("contents", True), "prompts/get": ("messages", True)}
 
 
-def _run(
+def run_recorded(
     log: AuditSink,
     invocation: Invocation,
     authorized: Authorization,
@@ -449,7 +349,7 @@ def _run(
     result, if `cached` has one, else the request -> (result, its canonical JSON, milliseconds,
     whether it came from the cache). A cached answer counts against the rate limits like any
     call: they limit what a caller may do, and the policy decides every call afresh. Every
-    failure gets its outcome record here, then is raised; the caller records a success (_succeeded)."""
+    failure gets its outcome record here, then is raised; the caller records a success (record_success)."""
     from llmc_cli import interrupts, policy
 
     request, profile = authorized.call, invocation.profile
@@ -494,7 +394,7 @@ def _run(
     return raw, body, elapsed(), hit is not None
 
 
-def _succeeded(
+def record_success(
     log: AuditSink, invocation: Invocation, authorized: Authorization, outcome: str, duration: float, raw: JSONObject, body: bytes
 ) -> None:
     """The outcome record of a call or read that returned a result (`result` with audit_results)."""

@@ -14,7 +14,8 @@ from llmc_cli.config.profiles import LoadedProfile, usable_specs
 from llmc_cli.errors import ConfigError, LlmcError, UsageError
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.model import JSONObject, ServerSpec, Tool
-from llmc_cli.services.calls import lock_path, read_decision
+from llmc_cli.services.calls import lock_path
+from llmc_cli.services.reads import read_decision
 
 if TYPE_CHECKING:
     from llmc_cli.policy import ReadKind

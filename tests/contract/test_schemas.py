@@ -10,7 +10,7 @@ import json
 import click
 import pytest
 
-from llmc_cli.cli import output_schemas
+from llmc_cli.cli import output_schema_parts, output_schemas
 from tests.helpers import ROOT, llmc, sdk_server
 from tests.schemas import SCHEMAS, output_form, validate_output
 
@@ -97,7 +97,7 @@ def test_every_detail_an_error_is_raised_with_is_in_the_error_schema():
                 name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
                 if name in classes or name in ("AuditError", "StateError"):
                     given |= {k.arg for k in node.keywords if k.arg}
-    assert given and given <= set(output_schemas.ERROR_DETAILS), given - set(output_schemas.ERROR_DETAILS)
+    assert given and given <= set(output_schema_parts.ERROR_DETAILS), given - set(output_schema_parts.ERROR_DETAILS)
 
 
 def test_what_servers_send_stays_open():

@@ -1,0 +1,122 @@
+"""One resources/read or prompts/get (a Read): read() is the ONLY path that reads a resource or
+gets a prompt, with the decision and outcome records, rate limits and interruptions of a tool call
+(services/calls.py); read_decision() the one judge of reads, listings, completions and subscriptions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, cast
+
+from llmc_cli import telemetry
+from llmc_cli.catalog import Catalog
+from llmc_cli.config.profiles import LoadedProfile
+from llmc_cli.errors import PolicyDenied, RpcError
+from llmc_cli.mcp import jsonrpc
+from llmc_cli.mcp.jsonrpc import has_lone_surrogate
+from llmc_cli.model import JSONObject, Tool
+from llmc_cli.services.calls import Authorization, Invocation, record_decisions, record_success, run_recorded
+
+if TYPE_CHECKING:
+    from llmc_cli.policy import Decision, ReadKind
+    from llmc_cli.store.chain import AuditRecord
+
+
+@dataclass(frozen=True)
+class Read:
+    """A resources/read (`kind` "resource", `name` its URI) or a prompts/get ("prompt", `name`
+    the prompt's name, with its string arguments) of one server."""
+
+    server: str
+    kind: Literal["resource", "prompt"]
+    name: str
+    arguments: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def qualified_name(self) -> str:
+        """What [policy.resources]/[policy.prompts] globs and the rate limits match: server.URI, server.NAME."""
+        return f"{self.server}.{self.name}"
+
+    @property
+    def method(self) -> str:
+        return "resources/read" if self.kind == "resource" else "prompts/get"
+
+    def params(self) -> JSONObject:
+        if self.kind == "resource":
+            return {"uri": self.name}
+        arguments: JSONObject = dict(self.arguments)
+        return {"name": self.name, **({"arguments": arguments} if self.arguments else {})}
+
+
+def read(catalog: Catalog, invocation: Invocation, request: Read) -> JSONObject:
+    """The ONLY path that reads a resource or gets a prompt, for every caller (`resources read`,
+    `prompts get`, the gateway): policy decision (policy.decide_read) -> its audit record, on
+    disk -> rate limit -> the request -> audit record of the outcome. A denial is audited, then
+    raised as PolicyDenied (rule, and retryAfter for a rate limit); a server's JSON-RPC error
+    as RpcError, after its outcome record. Returns the server's result."""
+    from llmc_cli import interrupts
+    from llmc_cli.services.state import audit_log
+
+    log = invocation.audit or audit_log(invocation.state)
+    interrupts.check()
+    authorized = authorize_read(catalog, invocation, request)
+    record_decisions(log, invocation, [authorized])
+    decision = authorized.decision
+    if decision.action != "allow":
+        raise PolicyDenied(f"denied: {decision.reason} [{decision.rule}]", rule=decision.rule)
+    raw, body, duration, _ = run_recorded(
+        log,
+        invocation,
+        authorized,
+        request.method,
+        f"the {request.kind} {request.name}",
+        lambda: catalog.session(request.server).request(request.method, request.params()),
+    )
+    record_success(log, invocation, authorized, "ok", duration, raw, body)
+    return raw
+
+
+def authorize_read(catalog: Catalog, invocation: Invocation, request: Read) -> Authorization:
+    """The policy's decision on a read (nothing is asked: a read needs no confirmation)."""
+    from llmc_cli import audit, policy
+
+    if has_lone_surrogate([request.name, request.arguments]):
+        decision = policy.Decision(
+            "deny", "invalid_text", f"the {request.kind} name or its arguments contain a lone surrogate (invalid Unicode text)"
+        )
+    else:
+        decision = read_decision(catalog, invocation.profile, request.kind, request.server, request.name)
+    telemetry.policy_decision(request.qualified_name, decision.action, decision.rule, invocation.caller)
+    masker = invocation.masker.with_arguments(request.arguments)
+    base = {
+        **audit.identity(),
+        "profile": invocation.profile.name,
+        "command": invocation.command,
+        "conversation": invocation.conversation_id,
+        "client": invocation.client,
+        "server": request.server,
+        request.kind: request.name,
+        "arguments": masker(request.arguments) if request.kind == "prompt" else None,
+    }
+    return Authorization(request, decision, cast("AuditRecord", {k: v for k, v in base.items() if v is not None}), masker)
+
+
+def read_decision(catalog: Catalog, profile: LoadedProfile, kind: ReadKind, server: str, name: str) -> Decision:
+    """policy.decide_read under the profile, the server's tools asked of the catalog only when the
+    policy needs them: the one judge of reads, listings, completions and subscriptions."""
+    from llmc_cli import policy
+
+    return policy.decide_read(kind, server, name, profile.profile.policy, lambda: server_tools(catalog, server))
+
+
+def server_tools(catalog: Catalog, server: str) -> list[Tool]:
+    """A server's tools, for the policy's judgement of its resources and prompts; [] for a server
+    that offers none (declares no tools capability, or answers tools/list with "method not found")."""
+    session = catalog.session(server)
+    if session.capabilities and "tools" not in session.capabilities:
+        return []
+    try:
+        return catalog.tools_of(server)
+    except RpcError as exc:
+        if exc.code != jsonrpc.METHOD_NOT_FOUND:
+            raise
+        return []
