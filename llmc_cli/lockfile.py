@@ -40,7 +40,7 @@ def write(path: str | Path, lock: Mapping[str, object]) -> None:
     """Write a lock file (or an exported manifest) atomically, with the mode any file the user
     creates gets: it is meant to be shared and committed."""
     text = json.dumps(lock, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    write_atomic(Path(path), text, mode=None)
+    write_atomic(Path(path), text, mode=None, follow_link=True)
 
 
 def read(path: str | Path) -> dict[str, Any]:

@@ -366,3 +366,75 @@ def test_a_top_level_name_is_defined_in_one_module() -> None:
     assert new == {}, "give each its own name (or one definition, imported where needed)"
     assert sorted(ONE_NAME_DEBT - set(twice)) == [], "renamed: take these off ONE_NAME_DEBT"
     assert sorted(twice["main"]) == ["llmc_cli.cli.main", "llmc_cli.keeper.daemon"]  # guards the parser
+
+
+# Modules that may open a file for writing by name: config/files.py holds open_own, THE opener of
+# llmc's own files (no link followed, the parent checked); the workspace server's jail opens the
+# model's files in the user's workspace through its own O_NOFOLLOW openers (server/jail.py).
+WRITE_OPENERS = {"config/files.py", "server/jail.py"}
+_WRITE_FLAGS = {"O_WRONLY", "O_RDWR", "O_CREAT", "O_APPEND", "O_TRUNC"}
+_WRITING_METHODS = {"write_text", "write_bytes", "mkstemp", "mkdtemp", "NamedTemporaryFile", "mkfifo", "symlink_to"}
+
+
+def _mode_writes(mode: ast.expr | None, default: bool) -> bool:
+    if mode is None:
+        return default
+    if isinstance(mode, ast.Constant) and isinstance(mode.value, str):
+        return bool(set(mode.value) & set("wax+"))
+    return True  # a mode computed at run time: counted as writing
+
+
+def _opens_for_writing(call: ast.Call) -> bool:
+    """open(NAME, "w"/"a"/"x"/"+..."), PATH.open("w"...), os.open(NAME, O_WRONLY|O_CREAT|...) (not
+    os.devnull), Path.write_text/write_bytes, tempfile.mkstemp and the like."""
+    func = call.func
+    mode = next((k.value for k in call.keywords if k.arg == "mode"), None)
+    if isinstance(func, ast.Name) and func.id == "open":
+        return _mode_writes(mode or (call.args[1] if len(call.args) > 1 else None), False)
+    if not isinstance(func, ast.Attribute):
+        return False
+    if func.attr == "open" and isinstance(func.value, ast.Name) and func.value.id == "os":
+        target = ast.unparse(call.args[0]) if call.args else ""
+        flags = {n.attr for n in ast.walk(call.args[1]) if isinstance(n, ast.Attribute)} if len(call.args) > 1 else set()
+        return target != "os.devnull" and bool(flags & _WRITE_FLAGS)
+    if func.attr == "open":  # Path.open(mode): only a literal mode string counts (other .open()s are not files)
+        first = mode or (call.args[0] if call.args else None)
+        return isinstance(first, ast.Constant) and isinstance(first.value, str) and _mode_writes(first, False)
+    return func.attr in _WRITING_METHODS
+
+
+def test_llmc_opens_its_files_for_writing_through_one_helper() -> None:
+    """A file llmc writes is opened by config.files.open_own (or write_atomic, locked, file_lock
+    over it), which follows no link it did not make: a plain open() elsewhere could append to
+    whatever a server put in the file's place (issue 35: llmc writes its own files through paths
+    a sandboxed server controls)."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE).as_posix()
+        if relative in WRITE_OPENERS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and _opens_for_writing(node):
+                found.append(f"{relative}:{node.lineno}: {ast.unparse(node)[:80]}")
+    assert not found, "open files llmc writes with config.files.open_own:\n" + "\n".join(found)
+
+
+def test_the_writing_open_detector_sees_each_form() -> None:
+    def calls(source: str) -> list[bool]:
+        return [
+            _opens_for_writing(n)
+            for n in ast.walk(ast.parse(source))
+            if isinstance(n, ast.Call) and not (isinstance(n.func, ast.Name) and n.func.id in ("print",))
+        ]
+
+    assert calls("open(p, 'a')") == [True]
+    assert calls("open(p)") == [False]
+    assert calls("open(p, 'rb')") == [False]
+    assert calls("open(p, mode)") == [True]
+    assert calls("os.open(p, os.O_WRONLY | os.O_APPEND)") == [True]
+    assert calls("os.open(p, os.O_RDONLY)") == [False]
+    assert calls("os.open(os.devnull, os.O_RDWR)") == [False]
+    assert calls("path.open('w')") == [True]
+    assert calls("inflight.open(request_id, timed=False)") == [False]
+    assert calls("path.write_text('x')") == [True]
+    assert calls("tempfile.mkstemp(dir=d)") == [True]

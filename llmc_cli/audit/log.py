@@ -24,6 +24,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -67,9 +68,11 @@ class AuditLog(ChainedLog):
             ensure_private_dir(self.path.parent)
             with file_lock(str(self.path) + ".lock", timeout=30), interrupts.deferred():
                 try:
-                    seen = os.stat(self.path)
+                    seen = os.lstat(self.path)
                 except FileNotFoundError:
                     seen = None
+                if seen is not None and not stat.S_ISREG(seen.st_mode):  # a link, a FIFO: never read or written
+                    raise OSError(errno.EINVAL, "not a regular file of llmc's own (a link or a FIFO is in its place)")
                 # The head is what this object wrote last, unless the file changed since
                 # (another process appended, or rotated): then it comes from the anchor and the file.
                 known = seen is not None and self._tail == (seen.st_ino, seen.st_size)
@@ -90,7 +93,9 @@ class AuditLog(ChainedLog):
     def _write_whole(self, data: bytes, head: str, count: int) -> tuple[int, int]:
         """Append data in full (a write may be short on a full disk), fsync, update the anchor;
         on any failure cut the file back to its old end and re-raise. (inode, size) after."""
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        from llmc_cli.config.files import open_own
+
+        fd = open_own(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             start = os.fstat(fd).st_size  # under the lock: nobody else appends meanwhile
             try:
@@ -174,8 +179,10 @@ class AuditLog(ChainedLog):
         data = body.ljust(ANCHOR_BYTES - 1) + b"\n"
         if len(data) != ANCHOR_BYTES:
             raise ConfigError(f"the audit anchor would exceed {ANCHOR_BYTES} bytes")  # a head is 64 hex digits: never
+        from llmc_cli.config.files import open_own
+
         try:
-            fd = os.open(self.anchor_path, os.O_WRONLY | os.O_CLOEXEC)
+            fd = open_own(self.anchor_path, os.O_WRONLY)
         except FileNotFoundError:
             # The first anchor is made whole under another name and renamed into place, so a full
             # disk or a crash never leaves an empty one behind (which would stop every later call).

@@ -144,4 +144,4 @@ def apply(planned: Plan) -> None:
     if planned.action == "unchanged":
         return
     mode = planned.config.stat().st_mode & 0o777 if planned.config.exists() else None
-    write_atomic(planned.config, json.dumps(planned.data, indent=2, ensure_ascii=False) + "\n", mode)
+    write_atomic(planned.config, json.dumps(planned.data, indent=2, ensure_ascii=False) + "\n", mode, follow_link=True)

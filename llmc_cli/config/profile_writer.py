@@ -109,7 +109,7 @@ def write_profile(path: Path, text: str) -> None:
         mode = files.PRIVATE_FILE
     except OSError as exc:
         raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
-    files.write_atomic(path, text, mode)
+    files.write_atomic(path, text, mode, follow_link=True)
 
 
 def default_profile_data() -> dict[str, Any]:

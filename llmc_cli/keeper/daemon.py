@@ -299,12 +299,11 @@ def _same_user(conn: socket.socket) -> bool:
 
 def _listen(path: str) -> socket.socket:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old = os.umask(0o177)  # the socket is born 0600: no window where others could connect
-    try:
-        listener.bind(path)
+    old = os.umask(0o177)  # the socket is born 0600: no window where others could connect, and no
+    try:  # chmod by name afterwards (it would follow a link put in the socket's place meanwhile)
+        listener.bind(path)  # bind() never follows a link: a name in the way is EADDRINUSE
     finally:
         os.umask(old)
-    os.chmod(path, 0o600)
     listener.listen(64)
     return listener
 

@@ -132,7 +132,9 @@ def start(name: str, specs: list[ServerSpec], *, idle: float, profile: str | Non
                 f"stop it with `llmc session stop {name}` or pick another name"
             )
     try:
-        fd = os.open(log_path(name), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        from llmc_cli.config.files import open_own
+
+        fd = open_own(log_path(name), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     except OSError as exc:
         raise ConfigError(f"cannot write {log_path(name)}: {exc.strerror or exc}") from None
     import subprocess  # only here: a call through a keeper does not pay for it

@@ -56,19 +56,20 @@ def _key_file(path: Path) -> bytes:
     try:
         if not path.exists():
             import secrets  # only the first call ever creates the key
-            import tempfile
 
+            from llmc_cli.config.files import open_own
             from llmc_cli.config.paths import ensure_private_dir
 
             ensure_private_dir(path.parent)
-            fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".approval.key.", suffix=".tmp")
+            temp = path.with_name(f".approval.key.{secrets.token_hex(6)}.tmp")
+            fd = open_own(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
                 with os.fdopen(fd, "w", encoding="ascii") as fh:
                     fh.write(secrets.token_hex(32) + "\n")
                     fh.flush()
                     os.fsync(fh.fileno())
                 try:
-                    os.link(temp, path)
+                    os.link(temp, path, follow_symlinks=False)
                 except FileExistsError:
                     pass
             finally:

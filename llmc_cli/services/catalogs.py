@@ -63,15 +63,17 @@ def protected_paths(profile: LoadedProfile | None) -> list[str]:
     return list(dict.fromkeys(os.path.abspath(os.path.expanduser(p)) + ("/" if p.endswith("/") else "") for p in paths))
 
 
-def protect(specs: list[ServerSpec], profile: LoadedProfile | None) -> list[ServerSpec]:
+def protect(specs: list[ServerSpec], profile: LoadedProfile | None, require_sandbox: bool = False) -> list[ServerSpec]:
     """Tell llmc's own servers where llmc's own files are: the built-in workspace server through
     its options, llmc run as a stdio child (`llmc serve workspace`, whose environment is
     allow-listed) through PROTECTED_PATHS_VAR, set after the profile's env so it cannot be
     replaced, and a nested llmc (`llmc serve -p ops`) its directories, so it finds the same
     profiles and state, unless the server's own env says otherwise. Both only ever add paths to
     what the server protects. A third-party server is not handed this map of what to go after (a
-    sandbox covers those files instead)."""
-    from llmc_cli.config.paths import PROTECTED_PATHS_VAR, is_llmc_command, own_directories
+    sandbox covers those files instead). `require_sandbox`: a nested llmc is also told to keep
+    the sandbox rule (REQUIRE_SANDBOX_VAR), so a server of its own cannot run unsandboxed
+    where this one's could not."""
+    from llmc_cli.config.paths import PROTECTED_PATHS_VAR, REQUIRE_SANDBOX_VAR, is_llmc_command, own_directories
 
     paths = protected_paths(profile)
     out = []
@@ -79,8 +81,9 @@ def protect(specs: list[ServerSpec], profile: LoadedProfile | None) -> list[Serv
         if spec.builtin == "workspace" and isinstance(spec.options.get("protect", []), list):
             extra = [p for p in spec.options.get("protect", []) if p not in paths]
             spec = replace(spec, options={**spec.options, "protect": [*extra, *paths]})
-        elif spec.command and is_llmc_command(spec.command):
-            spec = replace(spec, env={**own_directories(), **spec.env, PROTECTED_PATHS_VAR: json.dumps(paths)})
+        elif spec.command and is_llmc_command(spec.command, spec.env):
+            told = {PROTECTED_PATHS_VAR: json.dumps(paths), **({REQUIRE_SANDBOX_VAR: "1"} if require_sandbox else {})}
+            spec = replace(spec, env={**own_directories(), **spec.env, **told})
         out.append(spec)
     return out
 
@@ -101,14 +104,18 @@ def launch_specs(
     configured (an unset ${VAR}, a sandbox that cannot be made), each with its error: that
     server's problem, not the command's. `require_sandbox` (a gateway serving principals, or
     with any inbound auth: see `authenticated`): ConfigError naming the first stdio server that
-    would run unsandboxed without the profile saying sandbox = "none" for it."""
+    would run unsandboxed without the profile saying sandbox = "none" for it; also when the llmc
+    that started this one ran under that rule (config.paths.REQUIRE_SANDBOX_VAR), whatever the
+    nesting, and passed on to llmc's own children."""
+    from llmc_cli.config.paths import sandbox_required_by_parent
     from llmc_cli.services.sandbox import contain, warn_unsandboxed
 
+    require_sandbox = require_sandbox or sandbox_required_by_parent()
     if adhoc is None and profile is None:
         raise ValueError("launch_specs needs a profile or an ad-hoc server")
     specs, unusable = ([adhoc], {}) if adhoc else usable_specs(profile, only)  # type: ignore[arg-type]
     contained = []
-    for spec in protect(specs, profile):
+    for spec in protect(specs, profile, require_sandbox):
         try:
             contained.append(contain(spec, profile, required=require_sandbox))
         except ConfigError as exc:

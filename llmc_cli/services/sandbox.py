@@ -95,13 +95,14 @@ def contain(spec: ServerSpec, profile: LoadedProfile | None, *, required: bool =
         return spec
     sandbox = spec.sandbox
     if sandbox is None or sandbox.mode == "none":
-        if required and (sandbox is None) and not is_llmc_command(spec.command):
+        if required and (sandbox is None) and not is_llmc_command(spec.command, spec.env):
             raise ConfigError(
                 f"server {spec.name}: a gateway with principals does not start a stdio server without a "
                 'sandbox: set sandbox = "auto" or "bwrap" for it (or sandbox = "none" to accept '
                 "the risk)"
             )
         return spec
+    own_files_out_of_reach(spec.name, sandbox, profile)
     bwrap = _bwrap()
     if not bwrap_usable(bwrap):
         if sandbox.mode == "bwrap" or required:
@@ -112,6 +113,64 @@ def contain(spec: ServerSpec, profile: LoadedProfile | None, *, required: bool =
         return spec  # warn_unsandboxed says so
     assert bwrap is not None
     return replace(spec, launch=tuple(_launch(spec, sandbox, bwrap, profile)))
+
+
+def own_files_out_of_reach(server: str, sandbox: SandboxSpec, profile: LoadedProfile | None) -> None:
+    """ConfigError (one line naming the server and the path) unless every file llmc writes is out
+    of this server's reach. Covered inside a declared path (bwrap_argv) are llmc's directories (an
+    empty read-only tmpfs, made before the server starts) and files that exist (/dev/null); not
+    covered, so refused: a declared path inside llmc's own directories or files; the audit log or
+    the tool lock outside those directories inside a write path (a name llmc makes later, a
+    rotation, a .lock beside it, could be a link the server put there first), or the audit log
+    inside a read path (its later records); and a symbolic link on the way to any of them inside
+    a write path (the server could point it elsewhere)."""
+    from llmc_cli.config.paths import audit_log_path, config_dir, state_dir
+    from llmc_cli.server.sandbox import is_under
+    from llmc_cli.services.calls import lock_path
+
+    dirs = {"config directory": str(config_dir()), "state directory": str(state_dir())}
+    loose = {"audit log": str(audit_log_path(profile.profile.audit_log if profile else None))}
+    if profile is not None and profile.profile.lock:
+        loose["tool lock"] = lock_path(profile)
+    named = {**dirs, **loose, **({"profile": str(profile.path)} if profile is not None and profile.path else {})}
+    declared = [(p, "read_paths") for p in sandbox.read_paths] + [(p, "write_paths") for p in sandbox.write_paths]
+    real_dirs = [os.path.realpath(d) for d in dirs.values()]
+    for path, key in declared:
+        for what, own in named.items():
+            if is_under(path, [os.path.realpath(own)]):
+                raise ConfigError(f"server {server}: {key} {path} is inside llmc's own {what} {own}: declare a path outside it")
+    for what, own in loose.items():
+        real = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(own))), os.path.basename(own))
+        if is_under(real, real_dirs):
+            continue  # covered with llmc's directory
+        for path, key in declared:
+            if is_under(real, [path]) and (key == "write_paths" or what == "audit log"):
+                raise ConfigError(
+                    f"server {server}: llmc's {what} {own} is inside its {key} {path} (the server could put a link "
+                    f"in the place of a file llmc writes there, or read it): move the {what} out of it"
+                )
+    for what, own in named.items():
+        link = _link_on_the_way(os.path.abspath(os.path.expanduser(own)), list(sandbox.write_paths))
+        if link:
+            raise ConfigError(
+                f"server {server}: {link} (on the way to llmc's {what} {own}) is a symbolic link inside its "
+                "write_paths: the server could point it elsewhere; name the real path, or declare a narrower path"
+            )
+
+
+def _link_on_the_way(path: str, writable: list[str]) -> str | None:
+    """The first symbolic link among `path` and its ancestors whose own name (its parent
+    resolved) lies inside one of `writable`; None when there is none."""
+    from llmc_cli.server.sandbox import is_under
+
+    parts = path.split("/")
+    for i in range(2, len(parts) + 1):
+        name = "/".join(parts[:i])
+        if os.path.islink(name):
+            where = os.path.join(os.path.realpath(os.path.dirname(name)), os.path.basename(name))
+            if is_under(where, writable):
+                return name
+    return None
 
 
 def _launch(spec: ServerSpec, sandbox: SandboxSpec, bwrap: str, profile: LoadedProfile | None) -> list[str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -77,7 +76,7 @@ class FileTokenStore:
 
     def _private_dir(self) -> None:
         paths.ensure_private_dir(self.directory)
-        os.chmod(self.directory, 0o700)
+        paths.private_dir_mode(self.directory)
 
     @staticmethod
     def _server_of(path: Path) -> str | None:

@@ -222,7 +222,7 @@ def test_a_nested_llmc_keeps_its_directories(isolated_dirs: Path, tmp_path: Path
 
     profile_file(isolated_dirs / "config", '[servers.workspace]\nbuiltin = "workspace"\n', name="ops")
     (tmp_path / "notes.txt").write_text("nested\n")
-    inner = f"{llmc_executable()} serve -p ops" if how == "executable" else f"{sys.executable} -m llmc_cli serve -p ops"
+    inner = f"{llmc_executable()} serve -p ops" if how == "executable" else f"{sys.executable} -P -m llmc_cli serve -p ops"
     # Relative to the outer llmc's cwd; the inner one runs in / (--cwd): only absolute paths reach it.
     env = {"LLMC_CONFIG_DIR": "config", "LLMC_STATE_DIR": "state"}
     proc = llmc(
@@ -241,11 +241,11 @@ def test_is_llmc_command(tmp_path: Path) -> None:
     from tests.helpers import llmc_executable
 
     assert is_llmc_command([llmc_executable(), "serve", "-p", "ops"])
-    assert is_llmc_command([sys.executable, "-m", "llmc_cli", "serve"]) and is_llmc_command(
+    assert is_llmc_command([sys.executable, "-P", "-m", "llmc_cli", "serve"]) and is_llmc_command(
         [sys.executable, "-I", "-m", "llmc_cli"]
     )
-    assert is_llmc_command([sys.executable, "-X", "dev", "-m", "llmc_cli.cli.main"]) and is_llmc_command(
-        [sys.executable, "-mllmc_cli"]
+    assert is_llmc_command([sys.executable, "-P", "-X", "dev", "-m", "llmc_cli.__main__"]) and is_llmc_command(
+        [sys.executable, "-I", "-mllmc_cli"]
     )
     assert not is_llmc_command([sys.executable, "-m", "mcp_server_time"]) and not is_llmc_command(["npx", "llmc"])
     impostor = tmp_path / "llmc"

@@ -3,7 +3,7 @@ package from npm or PyPI would try from inside llmc's sandbox, and say what happ
 
 Usage: python sandbox_prober.py
 Tools: read(path) -> the file's text or "DENIED: <error>"; append(path, text) -> "APPENDED" or
-"DENIED: ..."; connect(port) -> "CONNECTED" or "DENIED: ..." (127.0.0.1); fork(count) -> how
+"DENIED: ..."; link(target, path) -> "LINKED" or "DENIED: ..." (a symbolic link at path); connect(port) -> "CONNECTED" or "DENIED: ..." (127.0.0.1); fork(count) -> how
 many processes it could start at once (then ended; bounded by `count`); env() -> the
 environment as JSON; whoami() -> HOME, cwd and the first lines of /proc/self/limits;
 roots() -> the roots the client offers (roots/list).
@@ -42,6 +42,14 @@ def build() -> MCPServer:
             with open(path, "a", encoding="utf-8") as f:
                 f.write(text)
             return "APPENDED"
+        except OSError as exc:
+            return f"DENIED: {exc}"
+
+    @server.tool(description="Make a symbolic link at path pointing to target.")
+    def link(target: str, path: str) -> str:
+        try:
+            os.symlink(target, path)
+            return "LINKED"
         except OSError as exc:
             return f"DENIED: {exc}"
 
