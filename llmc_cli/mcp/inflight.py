@@ -21,6 +21,21 @@ T = TypeVar("T")
 
 PROGRESS_EXTENSION_CAP = 10  # progress may extend a request's deadline, up to this many timeouts
 
+# The deadline (time.monotonic()) of the request being sent on this thread, set by the session
+# around transport.send(): a transport that reads the reply in send() (HTTP on the caller's
+# thread) ends at it, however the bytes arrive. Bytes never extend it; progress may (wait()).
+_SENDING = threading.local()
+
+
+def sending_deadline() -> float | None:
+    """The deadline of the request this thread is sending, if a session set one."""
+    return getattr(_SENDING, "deadline", None)
+
+
+def set_sending_deadline(deadline: float | None) -> None:
+    _SENDING.deadline = deadline
+
+
 Reply = JSONObject  # a JSON-RPC response or error object
 
 
@@ -154,12 +169,15 @@ class InFlight:
         finally:
             self.close(request_id)
 
-    def wait(self, request_id: int | str, future: Future[Reply], timeout: float) -> Reply:
-        """The reply, or DeadlinePassed `timeout` seconds after the last progress (at most
-        PROGRESS_EXTENSION_CAP timeouts in all). Polls in half seconds so that Ctrl-C is seen."""
-        started = time.monotonic()
+    def wait(self, request_id: int | str, future: Future[Reply], timeout: float, started: float | None = None) -> Reply:
+        """The reply, or DeadlinePassed `timeout` seconds after the last progress, counted from
+        `started` (when the request was sent; default now), at most PROGRESS_EXTENSION_CAP
+        timeouts in all. Polls in half seconds so that Ctrl-C is seen."""
+        started = time.monotonic() if started is None else started
         hard_deadline = started + timeout * PROGRESS_EXTENSION_CAP
         while True:
+            if future.done():
+                return future.result()
             with self._lock:
                 last = self._activity.get(request_id, started)
             remaining = min(last + timeout, hard_deadline) - time.monotonic()

@@ -21,7 +21,7 @@ from llmc_cli import __version__
 from llmc_cli.errors import Cancelled, ConnectionFailed, HttpSessionExpired, LlmcError, ProtocolError, RpcError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc, messages, observe
 from llmc_cli.mcp.hooks import RELATED_TOKENS, ClientHooks, answer_server_request
-from llmc_cli.mcp.inflight import DeadlinePassed, Future, InFlight
+from llmc_cli.mcp.inflight import DeadlinePassed, Future, InFlight, sending_deadline, set_sending_deadline
 from llmc_cli.mcp.messages import ProgressToken, object_at
 from llmc_cli.mcp.transports.base import Transport
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, META_PREFIX, MODERN_VERSIONS, SUPPORTED_VERSIONS
@@ -355,9 +355,15 @@ class ClientSession:
         result: JSONObject | None = None
         error: BaseException | None = None
         limit = timeout if timeout is not None else self.timeout
+        started = time.monotonic()
         try:
             try:
-                self._send_request(jsonrpc.request(request_id, method, params or None))
+                outer = sending_deadline()  # a request sent while sending another (a new session's initialize)
+                set_sending_deadline(started + limit)  # the call's, however the reply's bytes arrive
+                try:
+                    self._send_request(jsonrpc.request(request_id, method, params or None))
+                finally:
+                    set_sending_deadline(outer)
             except TimeoutExpired:
                 # A transport that waits for the reply in send() (HTTP posting on the caller's
                 # thread) ran out of the time the wait below would have given: the same ending.
@@ -365,7 +371,7 @@ class ClientSession:
                     raise  # not a request a client may cancel (lifecycle)
                 self._cancel(request_id, "timeout")
                 raise TimeoutExpired(f"{self.name}: no reply to {method} within {limit:g}s") from None
-            result = self._wait(request_id, future, method, limit)
+            result = self._wait(request_id, future, method, limit, started)
             return result
         except BaseException as exc:
             error = exc
@@ -391,9 +397,11 @@ class ClientSession:
                 )
             self.transport.send(message)
 
-    def _wait(self, request_id: int, future: Future[JSONObject], method: str, timeout: float) -> JSONObject:
+    def _wait(
+        self, request_id: int, future: Future[JSONObject], method: str, timeout: float, started: float | None = None
+    ) -> JSONObject:
         try:
-            message = self._inflight.wait(request_id, future, timeout)
+            message = self._inflight.wait(request_id, future, timeout, started)
         except DeadlinePassed:
             self._cancel(request_id, "timeout")
             raise TimeoutExpired(f"{self.name}: no reply to {method} within {timeout:g}s") from None

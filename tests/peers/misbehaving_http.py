@@ -23,6 +23,12 @@ tests. The first path segment picks the misbehaviour of `tools/call` (and friend
   /oauth-huge/mcp  every POST -> 401 naming resource metadata whose JSON never ends (HUGE bytes)
   /sse-elsewhere/sse  legacy HTTP+SSE whose endpoint event points to another origin
   /sse-silent/sse  legacy HTTP+SSE that never sends its endpoint event
+  /drip-json/mcp   tools/call -> 200 application/json whose body comes one byte every DRIP s
+  /drip-head/mcp   tools/call -> the reply's head itself one byte every DRIP s (then a body)
+  /drip-sse/mcp    tools/call -> SSE whose comment lines come one byte every DRIP s, no event
+  /endless-trailer/mcp  tools/call -> a whole chunked JSON body, then one trailer field that
+                   never ends (HUGE bytes); /many-trailers/mcp -> endless short trailer fields
+(the dripping modes give up after DRIP_FOR s, or when the client hangs up)
 
 GET /stats returns what the server saw (method, path, JSON-RPC method, selected headers, time).
 Usage: python misbehaving_http.py --port N
@@ -44,6 +50,7 @@ EXPIRED: set[str] = set()
 PENDING: dict[str, Any] = {}  # resume: last event id -> the reply to send on reconnection
 LOCK = threading.Lock()
 RETRY_MS = 300
+DRIP, DRIP_FOR = 0.5, 120.0
 HUGE = 4 * 1024 * 1024  # what the "endless" modes send before they give up: far over a test's lowered limit
 TOOL = {
     "name": "echo",
@@ -114,6 +121,26 @@ class Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass
         self.close_connection = True
+
+    def _drip(self, data: bytes) -> None:
+        """`data` one byte every DRIP seconds (at most DRIP_FOR seconds; a hang-up ends it)."""
+        until = time.monotonic() + DRIP_FOR
+        try:
+            for byte in data:
+                if time.monotonic() > until:
+                    break
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(DRIP)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.close_connection = True
+
+    def _trailers(self, body: bytes, filler: bytes) -> None:
+        """A whole chunked body, then trailer bytes (`filler` repeated) up to HUGE."""
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        chunk = b"%x\r\n%s\r\n0\r\n" % (len(body), body)
+        self._stream(head + chunk + (b"X-Trailer: " if filler == b"a" * 65536 else b""), filler)
 
     def _moved(self) -> bool:
         if self.mode == "moved":
@@ -276,6 +303,21 @@ class Handler(BaseHTTPRequestHandler):
             return self._stream(
                 b'{"jsonrpc": "2.0", "id": %d, "result": {"content": [{"type": "text", "text": "' % rid, b"x" * 65536
             )
+        if mode == "drip-json":
+            body = json.dumps(result).encode()
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body))
+            return self._drip(body)
+        if mode == "drip-head":
+            body = json.dumps(result).encode()
+            return self._drip(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+            )
+        if mode == "drip-sse":
+            self._sse_start()
+            return self._drip(b": " + b"." * 1000 + b"\n")
+        if mode in ("endless-trailer", "many-trailers"):
+            body = json.dumps(result).encode()
+            return self._trailers(body, b"a" * 65536 if mode == "endless-trailer" else b"X-T: a\r\n" * 1024)
         if mode == "endless-line":
             self._sse_start()
             return self._stream(b"event: message\ndata: ", b"x" * 65536)

@@ -20,6 +20,7 @@ import re
 import select
 import socket
 import ssl
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,6 +31,20 @@ READ_CHUNK = 64 * 1024
 # A request extension: called with the request's socket before it is sent and with None once the
 # reply's head is in (or the exchange failed), so that another thread may shut it down meanwhile.
 SOCKET_WATCH = "llmc.socket_watch"
+# A request extension: a time.monotonic() by which the reply's head, and a body that is not an
+# event stream, must be in (the call's deadline: a server dripping bytes does not extend it). An
+# event stream's reads are bounded per read; its deadline is the session's (progress may extend it).
+DEADLINE = "llmc.deadline"
+
+
+def _recv_by(sock: socket.socket, deadline: float | None, read_timeout: float | None) -> bytes:
+    """One recv, ending at `deadline` whatever trickles in before it (TimeoutError)."""
+    if deadline is not None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the call's deadline passed")
+        sock.settimeout(left if read_timeout is None else min(left, read_timeout))
+    return sock.recv(READ_CHUNK)
 
 
 def _stale(sock: socket.socket | None) -> bool:
@@ -57,6 +72,8 @@ class _Reply:
     MAX_INTERIM = 16
     MAX_HEAD_BYTES = 65536  # a status line and its header fields together
     MAX_FIELDS = 100  # header fields, and trailer fields (http.client's limit)
+    MAX_TRAILER_BYTES = 65536  # the trailer section, like the head (llhttp hands a field over only whole)
+    CHUNK_FRAMING = 64  # bytes allowed per chunk for its size line and CRLF (extensions included)
 
     def __init__(self, method: str) -> None:
         self._parser = httptools.HttpResponseParser(self)
@@ -74,12 +91,17 @@ class _Reply:
         self._waited = 0  # bytes read while the head was not whole
         self._head_bytes = 0  # the head's header fields, as parsed
         self._trailers = 0
+        self._chunks = 0  # chunk headers parsed (chunked framing)
+        self._body_bytes = 0  # body bytes parsed in all
+        self._framing = 0  # bytes after the head that were not body: chunk lines and trailers
 
     def feed(self, data: bytes) -> None:
         """Parse what arrived. What is not HTTP/1.x raises httpx2.RemoteProtocolError while the
         head is read; in the body it is kept in `failed`, raised once the body before it is read."""
         if not self.head_done:
             self._waited += len(data)
+        framed = self.head_done and not self.done
+        body_before = self._body_bytes
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade:  # a 101: a switch nobody asked for, taken as final
@@ -96,6 +118,15 @@ class _Reply:
             self.failed, self.will_close = failed, True
         if not self.head_done and self._waited > self.MAX_HEAD_BYTES:
             raise httpx2.RemoteProtocolError(f"the reply's head is longer than {self.MAX_HEAD_BYTES} bytes")
+        if framed and self.failed is None:
+            # Trailers (and chunk lines) have a bound, as the head has: llhttp keeps a field until
+            # it is whole, so an endless trailer would otherwise grow without limit until the timeout.
+            self._framing += len(data) - (self._body_bytes - body_before)
+            if self._framing > self.MAX_TRAILER_BYTES + self.CHUNK_FRAMING * self._chunks:
+                self.failed = httpx2.RemoteProtocolError(
+                    f"the reply's trailer section is longer than {self.MAX_TRAILER_BYTES} bytes"
+                )
+                self.will_close = True
 
     def end(self) -> None:
         """The server closed the connection: the end of a body read until close, else a reply cut off."""
@@ -158,6 +189,10 @@ class _Reply:
     def on_body(self, body: bytes) -> None:
         if self.head_done and not self.done:
             self.body.append(body)
+            self._body_bytes += len(body)
+
+    def on_chunk_header(self) -> None:
+        self._chunks += 1
 
     def on_message_complete(self) -> None:
         if self.head_done:
@@ -184,10 +219,19 @@ class _Body(httpx2.SyncByteStream):
     (unless the reply or a failed send ends it); closed before that, the connection is closed (the
     unread rest would be taken for the next reply)."""
 
-    def __init__(self, transport: Http11Transport, sock: socket.socket, reply: _Reply) -> None:
+    def __init__(
+        self,
+        transport: Http11Transport,
+        sock: socket.socket,
+        reply: _Reply,
+        deadline: float | None = None,
+        read: float | None = None,
+    ) -> None:
         self._transport = transport
         self._sock = sock
         self._reply = reply
+        self._deadline = deadline
+        self._read = read
 
     def __iter__(self) -> Iterator[bytes]:
         reply = self._reply
@@ -200,7 +244,11 @@ class _Body(httpx2.SyncByteStream):
                     raise reply.failed
                 if reply.done:
                     return
-                data = self._sock.recv(READ_CHUNK)
+                data = (
+                    _recv_by(self._sock, self._deadline, self._read)
+                    if self._deadline is not None
+                    else self._sock.recv(READ_CHUNK)
+                )
                 if data:
                     reply.feed(data)
                 else:
@@ -291,9 +339,10 @@ class Http11Transport(httpx2.BaseTransport):
             # large): its reply is read all the same, as httpcore does, and explains the failure.
             unsent = exc
         reply = _Reply(request.method)
+        deadline = request.extensions.get(DEADLINE)
         try:
             while not reply.head_done:
-                data = sock.recv(READ_CHUNK)
+                data = _recv_by(sock, deadline, timeouts.get("read"))
                 if not data:
                     reply.end()
                 reply.feed(data)
@@ -313,7 +362,7 @@ class Http11Transport(httpx2.BaseTransport):
         return httpx2.Response(
             reply.status,
             headers=reply.fields,
-            stream=_Body(self, sock, reply),
+            stream=_Body(self, sock, reply, None if _event_stream(reply.fields) else deadline, timeouts.get("read")),
             extensions={
                 "http_version": b"HTTP/1.1",
                 "reason_phrase": reply.reason.encode("latin-1"),
@@ -325,6 +374,10 @@ class Http11Transport(httpx2.BaseTransport):
 _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 5.1: a field name, a method
 _TARGET = re.compile(rb"[!-~]+")  # visible ASCII: no space, no control character (RFC 9112 3.2)
 _FIELD_VALUE_BREAK = re.compile(rb"[\x00\r\n]")  # RFC 9110 5.5: a value MUST NOT hold CR, LF or NUL
+
+
+def _event_stream(fields: list[tuple[bytes, bytes]]) -> bool:
+    return any(name.lower() == b"content-type" and b"text/event-stream" in value.lower() for name, value in fields)
 
 
 def _tokens(fields: list[bytes]) -> list[bytes]:

@@ -157,17 +157,26 @@ class HttpChannel:
         read_timeout: float | str | None = "default",
         reauthorize: bool = True,
         watch_socket: Callable[[socket.socket | None], None] | None = None,
+        deadline: float | None = None,
     ) -> httpx2.Response:
         """Send one request and return the open (streamed) response; the caller closes it.
         401/403 go through the OAuth hooks and are retried (unless `reauthorize` is False: closing
         a session or an optional stream must not start a login); failures become LlmcErrors.
         `watch_socket` (direct channels): given each attempt's socket before it is sent, and
-        None once the reply's head is in (http11.SOCKET_WATCH)."""
+        None once the reply's head is in (http11.SOCKET_WATCH). `deadline` (time.monotonic()):
+        the head, and a body that is not an event stream, are in by then or the request times
+        out, however slowly the bytes arrive (http11.DEADLINE; read timeouts count per read)."""
+        import time
+
         import httpx2
 
-        from llmc_cli.mcp.transports.http11 import SOCKET_WATCH
+        from llmc_cli.mcp.transports.http11 import DEADLINE, SOCKET_WATCH
 
-        extensions = {SOCKET_WATCH: watch_socket} if watch_socket is not None else None
+        extensions: dict[str, object] | None = {SOCKET_WATCH: watch_socket} if watch_socket is not None else None
+        if deadline is not None:
+            extensions = {**(extensions or {}), DEADLINE: deadline}
+            left = max(deadline - time.monotonic(), 0.001)
+            read_timeout = left if read_timeout is None or isinstance(read_timeout, str) else min(read_timeout, left)
 
         timeout = (
             None
@@ -233,23 +242,31 @@ class HttpChannel:
         """A reply body, or its first `limit` bytes (what follows is not read)."""
         return self._read(response, limit, over_limit=None)
 
-    def read_message(self, response: httpx2.Response) -> bytes:
+    def read_message(self, response: httpx2.Response, deadline: float | None = None) -> bytes:
         """A whole reply body that is one JSON-RPC message (or batch): ProtocolError (exit 6)
-        when it is larger than the message limit, found before it is all in memory."""
+        when it is larger than the message limit, found before it is all in memory;
+        TimeoutExpired when it is not whole by `deadline` (time.monotonic())."""
         limit = max_message_bytes()
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
             self.discard(response)
             raise too_large(limit, "a reply body")
-        return self._read(response, limit, over_limit=too_large(limit, "a reply body"))
+        return self._read(response, limit, over_limit=too_large(limit, "a reply body"), deadline=deadline)
 
-    def _read(self, response: httpx2.Response, limit: int | None, over_limit: Exception | None) -> bytes:
-        """Read and close `response`; past `limit` bytes raise `over_limit`, or stop when it is None."""
+    def _read(
+        self, response: httpx2.Response, limit: int | None, over_limit: Exception | None, deadline: float | None = None
+    ) -> bytes:
+        """Read and close `response`; past `limit` bytes raise `over_limit`, or stop when it is None;
+        past `deadline` TimeoutExpired (a direct channel ends a blocked read at it too: http11)."""
+        import time
+
         import httpx2
 
         chunks, size = [], 0
         try:
             for chunk in response.iter_bytes():
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise httpx2.ReadTimeout("the call's deadline passed")
                 size += len(chunk)
                 if limit is not None and size > limit and over_limit is not None:
                     raise over_limit

@@ -32,6 +32,7 @@ from llmc_cli.errors import (
     TimeoutExpired,
 )
 from llmc_cli.mcp import jsonrpc
+from llmc_cli.mcp.inflight import sending_deadline
 from llmc_cli.mcp.messages import JSON, JSONObject, object_at, request_id
 from llmc_cli.mcp.transports.base import AuthHook, Closed, Deliver
 from llmc_cli.mcp.transports.http_channel import HttpChannel, is_event_stream, preview, sleep_unless
@@ -195,6 +196,7 @@ class StreamableHttpTransport:
                 read_timeout=self.idle_timeout,
                 on_status=head.settled.set if confirming else None,
                 on_stream=lambda: self._finish(head, None),
+                deadline=time.monotonic() + self.idle_timeout,  # the longest a call may wait, progress and all
             )
         except LlmcError as exc:
             error = exc
@@ -216,7 +218,8 @@ class StreamableHttpTransport:
         with self._lock:
             self._posting[request_id] = posting
         try:
-            self._post(message, watch_socket=posting.watch, stream_on_worker=True)
+            # The head and a JSON body by the call's own deadline, however the bytes trickle in.
+            self._post(message, watch_socket=posting.watch, stream_on_worker=True, deadline=sending_deadline())
         except LlmcError:
             if posting.aborted:
                 raise Cancelled(f"{self.http._where(self.url)}: request {request_id} cancelled") from None
@@ -257,6 +260,7 @@ class StreamableHttpTransport:
         on_stream: Callable[[], object] | None = None,
         watch_socket: Callable[[socket.socket | None], None] | None = None,
         stream_on_worker: bool = False,
+        deadline: float | None = None,
     ) -> None:
         """POST one message and handle the reply; `on_status` is called once the server has
         accepted the session (any status but 404), before the body is read. `on_stream`: this
@@ -272,6 +276,7 @@ class StreamableHttpTransport:
             body=jsonrpc.encode(message).encode("utf-8"),
             read_timeout=read_timeout,
             watch_socket=watch_socket,
+            deadline=deadline,
         )
         status = response.status_code
         if method == "initialize" and 200 <= status < 300:
@@ -291,7 +296,7 @@ class StreamableHttpTransport:
         if status == 202 or not is_request:
             self.http.read_body(response, 0)
         else:
-            self._reply(response, message, on_stream, stream_on_worker)
+            self._reply(response, message, on_stream, stream_on_worker, deadline)
         if method == "notifications/initialized" and not self.modern:
             self._spawn(self._listen, "llmc-http-get")
 
@@ -356,6 +361,7 @@ class StreamableHttpTransport:
         request: JSONObject,
         on_stream: Callable[[], object] | None = None,
         stream_on_worker: bool = False,
+        deadline: float | None = None,
     ) -> None:
         ctype = response.headers.get("content-type", "").lower()
         with self._lock:
@@ -375,7 +381,7 @@ class StreamableHttpTransport:
             else:
                 self._spawn(lambda: self._post_stream(response, request), "llmc-http-sse")
             return
-        body = self.http.read_message(response)
+        body = self.http.read_message(response, deadline)
         if "application/json" not in ctype:
             text = body.decode("utf-8", "replace")
             raise HttpStatusError(
