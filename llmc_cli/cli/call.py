@@ -6,7 +6,7 @@ import click
 
 from llmc_cli.cli.arguments import needs_schema, parse_json_option, parse_pairs, validate_arguments
 from llmc_cli.cli.context import app_of
-from llmc_cli.cli.output import emit, format_option, plain_text
+from llmc_cli.cli.output import emit, format_option, note, plain_text
 from llmc_cli.cli.targets import Target, shell_complete_tools, target_options
 from llmc_cli.errors import ToolFailed, UsageError
 
@@ -108,6 +108,9 @@ def call(
             use_cache=not no_cache,
         )
         result = services.call_tool(catalog, invocation, ToolCall(server, name, arguments))
+        dropped = getattr(invocation.state.results, "dropped", None)
+        if dropped and app_of(ctx).verbose:
+            note(f"cache: the entry for {server}.{name} was dropped ({dropped}); the server was asked")
     if text:
         plain_text(result.text)
     else:

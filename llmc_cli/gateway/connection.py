@@ -12,6 +12,7 @@ refused with a tool error that says how to pre-approve it.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
@@ -80,6 +81,7 @@ class GatewayConnection(McpServer):
             "SERVER.TOOL; every call is checked by the profile's policy and audited.",
         )
         self.toolbox = toolbox
+        self.cache_scope = os.urandom(16).hex()  # whose cached results a per_session server's are (services Invocation)
         # The upstream connections this host's requests use (Toolbox.host_upstreams for an HTTP
         # session; the shared ones otherwise); whoever made them closes them.
         self.upstreams = upstreams or toolbox.catalog
@@ -239,6 +241,7 @@ class GatewayConnection(McpServer):
             command="serve",
             caller="model",
             client=self.host_identity(params, modern),
+            host_session=self.cache_scope,
             audit=toolbox.audit,
             environment_masker=toolbox.masker,
         )
@@ -328,6 +331,7 @@ class GatewayConnection(McpServer):
             interactive=can_ask,
             confirm=lambda c, t: self._confirm(c, params, modern, send, round_state),
             client=self.host_identity(params, modern),
+            host_session=self.cache_scope,
             audit=toolbox.audit,
             environment_masker=toolbox.masker,
         )

@@ -7,19 +7,24 @@ destructive by its effective hints (annotations with [policy.hints] on top; unan
 not read-only): a listed tool that is not is never cached. The key is a digest of the profile,
 the principal (the gateway's authenticated one; none for a local command), the server, the
 tool, the hash of the tool's current definition (a drifted tool never meets an old entry) and
-the call's keyed hash (policy.call_hash: an HMAC, so no secret argument is in the key)."""
+the call's keyed hash (policy.call_hash: an HMAC, so no secret argument is in the key). The
+profile counts by identity (its resolved path) with the server's table; a `per_session` server's
+entries are its host session's own (a local command has none: such servers are not cached).
+A result holding a secret value (secret_free) is not stored, and an entry's age is judged at
+read time against the TTL configured now (store/results.py)."""
 
 from __future__ import annotations
 
 import hashlib
 from typing import TYPE_CHECKING, Any
 
-from llmc_cli.model import Tool, ToolCall, canonical_json
+from llmc_cli.model import JSONObject, Tool, ToolCall, canonical_json
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
     from llmc_cli.config.profiles import LoadedProfile
     from llmc_cli.config.schema import Profile
+    from llmc_cli.config.secrets import Masker
     from llmc_cli.store.results import ResultCache
 
 # Results larger than this (canonical JSON) are never cached.
@@ -43,19 +48,56 @@ def cacheable(tool: Tool | None, qualified: str, profile: Profile) -> bool:
     return (verdict(tool, qualified, profile) or "").startswith("cached")
 
 
-def key(profile: LoadedProfile, principal: str | None, tool: Tool, call: ToolCall, call_hash: str | None) -> str:
+def key(
+    profile: LoadedProfile,
+    principal: str | None,
+    tool: Tool,
+    call: ToolCall,
+    call_hash: str | None,
+    *,
+    session: str | None = None,
+) -> str:
+    """The entry's key: what makes two answers different. The profile by identity (its resolved
+    path, not its name: `-p DIR/default.toml` is not the `default` profile) and the server's
+    table in it (another command, URL or env is another server); the principal; for a server
+    marked `per_session`, the host `session` (its state is that session's own); the tool's
+    current definition and the call's keyed hash."""
     from llmc_cli import policy
     from llmc_cli.lockfile import tool_hash
 
     parts = {
-        "profile": profile.name,
+        "profile": profile_identity(profile),
+        "serverTable": _server_config(profile, call.server),
         "principal": principal,
+        "session": session,
         "server": call.server,
         "tool": call.tool,
         "definition": tool_hash(tool),
         "call": call_hash or policy.call_hash(call),
     }
     return hashlib.sha256(canonical_json(parts).encode("utf-8")).hexdigest()
+
+
+def profile_identity(profile: LoadedProfile) -> str:
+    """A profile file by its resolved path; the built-in default by its name (it has no file)."""
+    import os
+
+    return f"file:{os.path.realpath(profile.path)}" if profile.path is not None else f"builtin:{profile.name}"
+
+
+def _server_config(profile: LoadedProfile, server: str) -> str | None:
+    import dataclasses
+
+    table = profile.profile.servers.get(server)
+    return canonical_json(dataclasses.asdict(table)) if table is not None and dataclasses.is_dataclass(table) else None
+
+
+def secret_free(result: JSONObject, masker: Masker) -> bool:
+    """Whether a result holds no secret the call's masking knows (the environment's, the
+    profile's, the call's secret arguments) and nothing under a secret-looking key: only such a
+    result is stored. A masked copy would be a wrong answer from the cache, a clear one a secret
+    on disk; such calls go to their server every time instead."""
+    return bool(masker(result) == result)
 
 
 def forget_changed(catalog: Catalog, cache: ResultCache, server: str) -> None:

@@ -61,6 +61,9 @@ class Invocation:
     # the gateway makes an invocation per call; its environment and profile are fixed.
     environment_masker: Masker | None = None
     use_cache: bool = True  # False: --no-cache, every call goes to its server (its answer still cached)
+    # The gateway's host session (a random id per connection), which a `per_session` server's
+    # cached results belong to; None for a local command (such servers are then not cached).
+    host_session: str | None = None
 
     @cached_property
     def masker(self) -> Masker:
@@ -288,17 +291,18 @@ class _CacheEntry:
     key: str
     server: str
     ttl: float
+    masker: Masker
 
     def get(self) -> JSONObject | None:
         try:
-            return self.store.get(self.key, self.server)
+            return self.store.get(self.key, self.server, self.ttl)
         except ConfigError:
             return None
 
     def put(self, raw: JSONObject, body: bytes) -> None:
         from llmc_cli.services import caching
 
-        if caching.storable(raw, body):
+        if caching.storable(raw, body) and caching.secret_free(raw, self.masker):
             try:
                 self.store.put(self.key, self.server, raw, self.ttl)
             except ConfigError:
@@ -324,11 +328,16 @@ def _cache_for(catalog: Catalog, invocation: Invocation, authorized: Authorizati
         pass
     principal = (invocation.client or {}).get("principal")
     principal = principal if isinstance(principal, str) else None  # host_identity's: a str or absent
+    table = profile.servers.get(call.server)
+    if table is not None and table.per_session and invocation.host_session is None:
+        return None  # its state is a host session's own; a local command's session ends with it
+    session = invocation.host_session if table is not None and table.per_session else None
     return _CacheEntry(
         store,
-        caching.key(invocation.profile, principal, tool, call, authorized.decision.call_hash),
+        caching.key(invocation.profile, principal, tool, call, authorized.decision.call_hash, session=session),
         call.server,
         profile.cache.ttl_seconds,
+        invocation.masker.with_arguments(call.arguments),
     )
 
 

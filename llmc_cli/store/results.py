@@ -4,7 +4,11 @@ state directory's `results/` (0700); the `[state] url` database's table is store
 
 An entry is keyed by a digest the caller makes (services/caching.py: server, tool, the tool
 definition's hash, the call's keyed hash, profile, principal), and holds only the server's
-result and when it expires: never the arguments, so no secret argument value is on disk."""
+result, when it was stored and when it expires: never the arguments, and never a result that
+holds a secret value (services/caching.secret_free: such calls are not cached), so no secret
+is on disk. An entry's age is judged when it is read, against the TTL configured then: lowering
+`ttl_seconds` shortens entries stored under the old one. `dropped` says why the last lookup
+missed an entry that was there (expired, older than the TTL now, damaged): what -v tells."""
 
 from __future__ import annotations
 
@@ -22,8 +26,11 @@ MAX_TOTAL_BYTES = 64 * 1024 * 1024
 
 
 class ResultCache(Protocol):
-    def get(self, key: str, server: str) -> JSONObject | None:
-        """The result stored under key, unless it is missing or expired."""
+    dropped: str | None
+
+    def get(self, key: str, server: str, ttl: float | None = None) -> JSONObject | None:
+        """The result stored under key, unless it is missing, expired, or (with `ttl`, the TTL
+        configured now) stored longer ago than that."""
 
     def put(self, key: str, server: str, result: JSONObject, ttl: float) -> None:
         """Store a result for ttl seconds (best effort: a cache that cannot be written costs a call)."""
@@ -41,20 +48,30 @@ class FileResultCache:
     def __init__(self, directory: Path, max_total_bytes: int = MAX_TOTAL_BYTES) -> None:
         self.directory = directory
         self.max_total_bytes = max_total_bytes
+        self.dropped: str | None = None
 
     def _path(self, key: str, server: str) -> Path:
         return self.directory / f"{server_tag(server)}-{key}.json"
 
-    def get(self, key: str, server: str) -> JSONObject | None:
+    def get(self, key: str, server: str, ttl: float | None = None) -> JSONObject | None:
+        self.dropped = None
         path = self._path(key, server)
         try:
             entry = json.loads(path.read_bytes())
+        except FileNotFoundError:
+            return None
         except (OSError, ValueError, RecursionError):
-            return None
+            entry = None
         if not isinstance(entry, dict) or not isinstance(entry.get("result"), dict):
+            self.dropped = "damaged"
+            path.unlink(missing_ok=True)
             return None
-        expires = entry.get("expiresAt")
-        if not isinstance(expires, (int, float)) or expires <= time.time():
+        expires, stored, now = entry.get("expiresAt"), entry.get("storedAt"), time.time()
+        if not isinstance(expires, (int, float)) or expires <= now:
+            self.dropped = "expired"
+        elif ttl is not None and (not isinstance(stored, (int, float)) or stored + ttl <= now):
+            self.dropped = f"older than ttl_seconds = {ttl:g} (stored under a longer one)"
+        if self.dropped is not None:
             path.unlink(missing_ok=True)
             return None
         result: JSONObject = entry["result"]
@@ -62,16 +79,16 @@ class FileResultCache:
 
     def put(self, key: str, server: str, result: JSONObject, ttl: float) -> None:
         from llmc_cli.config import files
+        from llmc_cli.config.paths import ensure_private_dir
         from llmc_cli.errors import ConfigError
 
         now = time.time()
-        text = json.dumps({"expiresAt": now + ttl, "result": result}, ensure_ascii=False, separators=(",", ":"))
+        text = json.dumps({"storedAt": now, "expiresAt": now + ttl, "result": result}, ensure_ascii=False, separators=(",", ":"))
         path = self._path(key, server)
         try:
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            os.chmod(self.directory, 0o700)
+            ensure_private_dir(self.directory)
             files.write_atomic(path, text, mode=0o600, durable=False)
-            os.utime(path, (now, now + ttl))  # its mtime is its expiry: eviction needs no reading
+            os.utime(path, (now, now + ttl), follow_symlinks=False)  # its mtime is its expiry: eviction needs no reading
             self._evict(now)
         except (OSError, ConfigError):
             pass

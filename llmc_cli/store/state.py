@@ -88,8 +88,8 @@ class FileState:
         self.rate_windows: RateWindows = FileRateWindows()
         self.approvals: Approvals = FileApprovals(profile)
 
-    @property
-    def results(self) -> ResultCache:
+    @cached_property
+    def results(self) -> ResultCache:  # one per state: `dropped` tells about its last lookup
         from llmc_cli.config import paths
         from llmc_cli.store.results import FileResultCache
 

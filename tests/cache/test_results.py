@@ -194,13 +194,13 @@ def test_cache_clear(tmp_path: Path) -> None:
 def test_the_directory_stays_within_its_bound_oldest_out_first(tmp_path: Path) -> None:
     from llmc_cli.store.results import FileResultCache
 
-    cache = FileResultCache(tmp_path / "results", max_total_bytes=3000)
+    cache = FileResultCache(tmp_path / "results", max_total_bytes=3100)
     result = {"content": [{"type": "text", "text": "x" * 900}]}
     for n in range(5):
         cache.put(f"{n:064x}", "s", result, ttl=60 + n)
     kept = [n for n in range(5) if cache.get(f"{n:064x}", "s") is not None]
     assert kept == [2, 3, 4]
-    assert sum(p.stat().st_size for p in (tmp_path / "results").iterdir()) <= 3000
+    assert sum(p.stat().st_size for p in (tmp_path / "results").iterdir()) <= 3100
     cache.put("f" * 64, "s", result, ttl=0.01)
     time.sleep(0.05)
     assert cache.get("f" * 64, "s") is None  # expired: gone from the disk too

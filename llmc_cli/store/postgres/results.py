@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 class PostgresResultCache:
     def __init__(self, url: str) -> None:
         self.url = url
+        self.dropped: str | None = None
 
     @cached_property
     def database(self) -> Database:
@@ -26,13 +27,23 @@ class PostgresResultCache:
 
         return Database.for_url(self.url)
 
-    def get(self, key: str, server: str) -> JSONObject | None:
+    def get(self, key: str, server: str, ttl: float | None = None) -> JSONObject | None:
+        """With `ttl` (the TTL configured now), an entry with more of its life left than that was
+        stored under a longer TTL: not answered (the table keeps no store time; a miss costs a call)."""
         database = self.database
+        self.dropped = None
 
         def work(cur: psycopg.Cursor[Any]) -> str | None:
             database.check_schema(cur)
-            cur.execute("SELECT result FROM llmc_result_cache WHERE key = %s AND expires_at > now()", (key,))
+            cur.execute(
+                "SELECT result, expires_at > now() + make_interval(secs => %s) FROM llmc_result_cache "
+                "WHERE key = %s AND expires_at > now()",
+                (ttl if ttl is not None else 1e12, key),
+            )
             row = cur.fetchone()
+            if row and row[1]:
+                self.dropped = f"older than ttl_seconds = {ttl:g} (stored under a longer one)"
+                return None
             return str(row[0]) if row else None
 
         text = database.run("cannot read the result cache", work)
