@@ -190,7 +190,15 @@ def decide_read(
     4. else what the tool rules say of the server: closed, and so denied, when `default = "deny"`
        and no allow pattern names the server, or when the server has tools and the deny/allow
        rules hide every one (read_only aside); open otherwise (a server without tools too).
-    `tools`: the server's tools, asked only for step 4 when a tool rule could close the server."""
+    `tools`: the server's tools, asked only for step 4 when a tool rule could close the server.
+    A resource's URI is judged normalised (policy/uris.py); one that cannot be is denied."""
+    if kind == "resource":
+        from llmc_cli.policy.uris import Unnormalisable, normalise
+
+        try:
+            name = normalise(name)  # a glob is judged on the URI as the server reads it: no `..` escapes it
+        except Unnormalisable as exc:
+            return Decision("deny", "resources: not normalisable", f"{server}.{name} cannot be judged: it holds {exc}")
     qualified = f"{server}.{name}"
     whole = whole_server_denial(server, config)
     if whole:
