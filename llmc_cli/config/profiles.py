@@ -172,6 +172,12 @@ def to_spec(name: str, server: Any, profile_name: str) -> ServerSpec:
     )
 
 
+# Not declarable as read_paths or write_paths (as resolved: a link to them counts): other
+# processes' command lines and environments, devices, the kernel's and the system's run-time state
+# (sockets such as the container runtime's). A sandbox has its own /proc, /dev and /tmp.
+KERNEL_TREES = ("/proc", "/sys", "/dev", "/run", "/var/run")
+
+
 def _sandbox_spec(server: Any, where: str) -> SandboxSpec | None:
     """The profile's confinement of a stdio server, its paths expanded and absolute; None when
     the profile does not say (the server runs as it always did)."""
@@ -186,6 +192,12 @@ def _sandbox_spec(server: Any, where: str) -> SandboxSpec | None:
                 path = os.path.realpath(path)  # bound as the kernel names it: llmc's files are covered by real name
             if not os.path.isabs(path) or path in ("/", os.path.realpath(os.path.expanduser("~"))):
                 raise ConfigError(f"{where}: {key}: {raw!r} must be an absolute path below / and the home directory")
+            kernel = next((k for k in KERNEL_TREES if path == k or path.startswith(k + "/")), None)
+            if kernel is not None:
+                raise ConfigError(
+                    f"{where}: {key}: {raw!r} is {'under ' if path != kernel else ''}{kernel}, which would show the "
+                    "server other processes, devices or the kernel's state: name the files it needs elsewhere"
+                )
             out.append(path)
         return tuple(dict.fromkeys(out))
 

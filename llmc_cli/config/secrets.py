@@ -81,6 +81,43 @@ def _spellings(secret: str) -> set[str]:
     return forms
 
 
+# Variables whose names read like secrets but whose values never are: PWD and OLDPWD ("pwd"), and
+# the like. Their values (the working directory, ...) are everywhere in records: masked, every
+# path would read "***/...", and a confirmation's `policy approve` command could not be run.
+NOT_SECRET_VARIABLES = frozenset(
+    {"PWD", "OLDPWD", "HOME", "USER", "LOGNAME", "USERNAME", "SHELL", "TERM", "LANG", "PATH", "SESSION_MANAGER",
+     "XDG_SESSION_ID", "XDG_SESSION_TYPE", "XDG_SESSION_CLASS", "XDG_SESSION_DESKTOP", "DBUS_SESSION_BUS_ADDRESS",
+     "SSH_AUTH_SOCK", "GPG_AGENT_INFO", "KRB5CCNAME", "DESKTOP_SESSION", "TERM_SESSION_ID"}
+)  # fmt: skip
+# Values that read like a word anyone may write (a mode, a flag): never masked inside text.
+COMMON_VALUES = frozenset(
+    {"true", "false", "yes", "no", "none", "null", "enabled", "disabled", "default", "production", "development",
+     "staging", "localhost", "public", "private", "secret", "password", "token", "changeme", "example"}
+)  # fmt: skip
+
+
+def not_a_secret(value: str) -> bool:
+    """A value the Masker never hides inside text, whoever says it is secret: a path (absolute
+    or under ~), the working directory, the home directory, this user's name, a common word.
+    (A value under a secret-looking key is still masked as a whole: that is by name.)"""
+    import getpass
+
+    if value.lower() in COMMON_VALUES or (value.startswith(("/", "~/")) and not any(c.isspace() for c in value)):
+        return True
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = ""
+    return value in {user, os.path.expanduser("~"), os.environ.get("PWD", ""), _cwd()}
+
+
+def _cwd() -> str:
+    try:
+        return os.getcwd()
+    except OSError:
+        return ""
+
+
 class Masker:
     """The one masking of llmc (audit records, OpenTelemetry, messages): values under
     secret-looking keys become '***', and so does every spelling of every known secret value
@@ -90,7 +127,7 @@ class Masker:
     __slots__ = ("_pattern", "_whole", "secrets")
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        self.secrets: frozenset[str] = frozenset(s for s in secrets if isinstance(s, str) and s)
+        self.secrets: frozenset[str] = frozenset(s for s in secrets if isinstance(s, str) and s and not not_a_secret(s))
         forms = {form for s in self.secrets for form in _spellings(s)}
         self._whole = frozenset(forms)
         long = sorted((f for f in forms if len(f) >= SUBSTRING_MIN), key=len, reverse=True)
@@ -100,7 +137,7 @@ class Masker:
         self._pattern = re.compile("|".join(alternatives)) if alternatives else None
 
     def with_secrets(self, more: Iterable[str]) -> Masker:
-        added = {s for s in more if isinstance(s, str) and s} - self.secrets
+        added = {s for s in more if isinstance(s, str) and s and not not_a_secret(s)} - self.secrets
         return Masker(self.secrets | added) if added else self
 
     def with_arguments(self, arguments: object) -> Masker:
@@ -224,7 +261,7 @@ def environment_secrets(profile: Profile | None = None) -> set[str]:
     from llmc_cli.config.profiles import expand
     from llmc_cli.errors import ConfigError
 
-    found = {v for k, v in os.environ.items() if is_secret_name(k) and len(v) >= SUBSTRING_MIN}
+    found = {v for k, v in os.environ.items() if is_secret_name(k) and k not in NOT_SECRET_VARIABLES and len(v) >= SUBSTRING_MIN}
     if profile is None:
         return found
 

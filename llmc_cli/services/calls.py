@@ -170,7 +170,11 @@ def write_record(log: AuditSink, record: AuditRecord, masker: Masker, *, before_
 def masked(record: AuditRecord, masker: Masker) -> AuditRecord:
     """Secret values masked in every free-text field (a reason or an error message may quote an
     argument or the environment), before the record is hashed into the chain."""
-    return cast("AuditRecord", {k: v if k in _NOT_FREE_TEXT else masker(v) for k, v in record.items()})
+    out = {k: v if k in _NOT_FREE_TEXT else masker(v) for k, v in record.items()}
+    tool = out.get("tool")
+    if isinstance(tool, str):  # a server names its tools: a name may carry a secret it was given
+        out["tool"] = masker.text(tool)
+    return cast("AuditRecord", out)
 
 
 def record_decisions(log: AuditSink, invocation: Invocation, authorizations: list[Authorization]) -> None:
