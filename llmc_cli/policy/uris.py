@@ -38,10 +38,10 @@ def normalise(uri: str) -> str:
     if rest.startswith("//"):
         end = rest.find("/", 2)
         authority, rest = (rest, "") if end < 0 else (rest[:end], rest[end:])
-    return scheme + _decode(authority) + _path(rest) + _decode(tail)
+    return scheme + _decode_escapes(authority) + _path(rest) + _decode_escapes(tail)
 
 
-def _decode(text: str) -> str:
+def _decode_escapes(text: str) -> str:
     """Unreserved characters decoded, other escapes in upper case; an encoded separator or NUL refused."""
 
     def one(m: re.Match[str]) -> str:
@@ -58,14 +58,14 @@ def _path(path: str) -> str:
         return path
     raw_segments = path.split("/")
     for raw in raw_segments:
-        decoded = _decode(raw)
+        decoded = _decode_escapes(raw)
         if decoded in (".", "..") and decoded != raw:
             raise Unnormalisable("an encoded dot segment")
         if "\\" in decoded and any(part in (".", "..") for part in re.split(r"\\", decoded)):
             raise Unnormalisable("a dot segment written with a backslash")
     absolute = path.startswith("/")
     out: list[str] = []
-    segments = [_decode(s) for s in raw_segments]
+    segments = [_decode_escapes(s) for s in raw_segments]
     for segment in segments:
         if segment in ("", "."):
             continue  # "//" read as "/", as a file system does; "." is this directory
