@@ -137,7 +137,8 @@ def own_files_out_of_reach(server: str, sandbox: SandboxSpec, profile: LoadedPro
     real_dirs = [os.path.realpath(d) for d in dirs.values()]
     for path, key in declared:
         for what, own in named.items():
-            if is_under(path, [os.path.realpath(own)]):
+            real = os.path.realpath(own)
+            if path != real and is_under(path, [real]):  # the directory itself is covered whole
                 raise ConfigError(f"server {server}: {key} {path} is inside llmc's own {what} {own}: declare a path outside it")
     for what, own in loose.items():
         real = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(own))), os.path.basename(own))

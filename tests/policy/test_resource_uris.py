@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import pytest
 
 from tests.helpers import llmc
@@ -49,7 +48,7 @@ def test_the_gateway_judges_the_normalised_uri(isolated_dirs: Path, tmp_path: Pa
     from mcp.shared.exceptions import MCPError
 
     from tests.gateway.test_reads import servers
-    from tests.gateway.test_stdio import host
+    from tests.gateway.test_stdio import host, run
 
     profile = tmp_path / "gw.toml"
     profile.write_text(servers() + "\n" + POLICY)
@@ -61,4 +60,4 @@ def test_the_gateway_judges_the_normalised_uri(isolated_dirs: Path, tmp_path: Pa
                 with pytest.raises(MCPError, match="Resource not found"):
                     await client.read_resource(f"lib.{uri}")
 
-    anyio.run(work)
+    run(work)

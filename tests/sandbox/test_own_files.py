@@ -59,13 +59,13 @@ def test_llmc_files_in_a_servers_declared_path_are_refused_at_load(tmp_path: Pat
     state = Path(os.environ["LLMC_STATE_DIR"])
     (state / "results").mkdir(parents=True)
     config = Path(os.environ["LLMC_CONFIG_DIR"])
-    config.mkdir(parents=True, exist_ok=True)
+    (config / "profiles").mkdir(parents=True, exist_ok=True)
     cases = [
         (f"audit_log = {json.dumps(str(work / 'logs' / 'audit.jsonl'))}", box("write_paths", work), "audit log"),
         (f"audit_log = {json.dumps(str(work / 'audit.jsonl'))}", box("read_paths", work), "audit log"),
         (f"lock = {json.dumps(str(work / 'llmc.lock'))}", box("write_paths", work), "tool lock"),
         ("", box("write_paths", state / "results"), "state directory"),
-        ("", box("read_paths", config), "config directory"),
+        ("", box("read_paths", config / "profiles"), "config directory"),  # (the directory itself is covered whole)
     ]
     for top, table, what in cases:
         p = profile(tmp_path / "p.toml", table, top)
