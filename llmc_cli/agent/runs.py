@@ -73,7 +73,7 @@ def run(
 
     settings, config = prepared.settings, profile.profile.policy
     with catalog:
-        tools, _denied, failures = services.visible_tools(catalog, profile, servers)
+        tools, _denied, failures = services.visible_tools(catalog, profile, servers, invocation.cleared_for)
         if wanted(settings.tool_search, len(tools)):
             tools = not_drifted(tools, profile)  # a search never offers a tool its call would refuse as drifted
         for failure in failures:

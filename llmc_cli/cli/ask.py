@@ -94,6 +94,8 @@ def ask(
     )
     prepared = runs.prepare(given, app.load_profile().profile.llm, continue_from=continue_from, save_as=save_as)
     catalog, profile = open_target(ctx, target, sample=prepared.sample)
+    from llmc_cli.guard.clearance import model as model_clearance
+
     invocation = services.Invocation(
         profile=profile,
         state=services.open_state(profile),
@@ -103,6 +105,7 @@ def ask(
         assume_yes=yes,
         confirm=terminal.confirm_call,
         conversation_id=prepared.conversation.id,
+        clearance=model_clearance(profile.profile, prepared.settings.provider),
     )
     # Steps on a terminal or with -v; a call that went wrong for the model is reported either way.
     show_steps = sys.stderr.isatty() or bool(app.verbose)

@@ -64,6 +64,7 @@ def list_(
     """
     from llmc_cli import services
     from llmc_cli.cli.common import open_target
+    from llmc_cli.guard.clearance import human
 
     if defer_loading and fmt != "anthropic":
         raise UsageError("--defer-loading is Anthropic's tool search: use it with --format anthropic")
@@ -75,7 +76,7 @@ def list_(
             if spec.kind == "stdio":
                 note(f"llmc: {spec.name} runs {describe(spec.sandbox, bool(spec.launch))}")
     with catalog:
-        found, denied, failures = services.visible_tools(catalog, profile, list(target.servers) or None)
+        found, denied, failures = services.visible_tools(catalog, profile, list(target.servers) or None, human(profile.profile))
     if show_all:
         found = found + denied
     if not target.is_adhoc:  # for shell completion of tool names
@@ -125,13 +126,14 @@ def search(ctx: click.Context, query: str, limit: int, fmt: str, target: Target)
     a model see, less those drifted from its lock file. A tool sharing no word with QUERY is
     not listed."""
     from llmc_cli.cli.common import open_target
+    from llmc_cli.guard.clearance import human
     from llmc_cli.services import ToolIndex, searchable_tools
 
     if not query.strip():
         raise UsageError("the query is empty: say in words what the tool should do")
     catalog, profile = open_target(ctx, target)
     with catalog:
-        found, failures = searchable_tools(catalog, profile, list(target.servers) or None)
+        found, failures = searchable_tools(catalog, profile, list(target.servers) or None, human(profile.profile))
     matches = ToolIndex(found).search(query, limit)
     rows = [m.to_json() for m in matches]
     people = [
@@ -249,10 +251,11 @@ def _profile_lock(profile: LoadedProfile) -> str:
 def _allowed_tools(ctx: click.Context, target: Target) -> tuple[list[Any], list[Any], Any, Any, Any]:
     from llmc_cli import services
     from llmc_cli.cli.common import open_target
+    from llmc_cli.guard.clearance import human
 
     catalog, profile = open_target(ctx, target)
     with catalog:
-        found, _denied, failures = services.visible_tools(catalog, profile, list(target.servers) or None)
+        found, _denied, failures = services.visible_tools(catalog, profile, list(target.servers) or None, human(profile.profile))
         infos = {name: catalog.session(name).server_info for name in catalog.specs if name not in {f.server for f in failures}}
     return found, failures, catalog, infos, profile
 

@@ -30,6 +30,7 @@ from llmc_cli.mcp.jsonrpc import has_lone_surrogate
 from llmc_cli.model import ARGUMENTS_TOO_DEEP, JSONObject, Tool, ToolCall, ToolResult, arguments_too_deep, canonical_json
 
 if TYPE_CHECKING:
+    from llmc_cli.guard.dlp import Scanner
     from llmc_cli.policy import Decision
     from llmc_cli.services.reads import Read
     from llmc_cli.store.chain import AuditRecord, AuditSink
@@ -61,6 +62,20 @@ class Invocation:
     # the gateway makes an invocation per call; its environment and profile are fixed.
     environment_masker: Masker | None = None
     use_cache: bool = True  # False: --no-cache, every call goes to its server (its answer still cached)
+    # The highest server classification this caller may use (guard/clearance.py); None: the
+    # default of its kind ([policy] clearance for a person, the model's for anyone else).
+    clearance: str | None = None
+
+    @cached_property
+    def cleared_for(self) -> str:
+        """The clearance this invocation's calls, reads and listings are judged by."""
+        from llmc_cli.guard import clearance
+
+        if self.clearance is not None:
+            return clearance.capped(self.clearance, self.profile.profile)
+        if self.caller == "human":
+            return clearance.human(self.profile.profile)
+        return clearance.model(self.profile.profile)
 
     @cached_property
     def masker(self) -> Masker:
@@ -80,6 +95,8 @@ class Authorization:
     base: AuditRecord
     masker: Masker  # the invocation's, and the values of this call's secret-looking arguments
     opened: int | None = None  # its entry in OPEN_CALLS once an allow decision is on disk
+    # What the DLP detectors found in its result, by kind (guard/dlp.py), for the outcome record.
+    findings: dict[str, int] | None = None
 
     def decision_record(self) -> AuditRecord:
         d = self.decision
@@ -155,6 +172,7 @@ _NOT_FREE_TEXT = frozenset(
         "resultSha256",
         "arguments",
         "result",
+        "findings",
     }
 )
 
@@ -185,11 +203,14 @@ def record_decisions(log: AuditSink, invocation: Invocation, authorizations: lis
 
 def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Authorization:
     """The policy's decision on a call (a confirmation asked or answered here); nothing runs."""
-    from llmc_cli import audit, policy
+    from llmc_cli import policy
 
     profile = invocation.profile
     if arguments_too_deep(call.arguments):  # whoever sent them (a `KEY:=JSON` pair, a keeper's client)
         raise UsageError(ARGUMENTS_TOO_DEEP)
+    denial = clearance_denial(invocation, call.server, policy.call_hash(call))
+    if denial is not None:  # above the caller's clearance: the server is not even started
+        return _authorization(invocation, call, denial)
     tool = catalog.require_tool(call.server, call.tool)
     if has_lone_surrogate(call.arguments):
         # Text no UTF-8 writer accepts (a model's "\\ud800" escape): not checked against path
@@ -215,6 +236,24 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
         check(lock_path(profile), tool)
     if decision.action == "confirm":
         decision = _confirm(invocation, call, tool, decision)
+    return _authorization(invocation, call, decision)
+
+
+def clearance_denial(invocation: Invocation, server: str, call_hash: str | None = None) -> Decision | None:
+    """A denial when `server` is classified above the invocation's clearance (guard/clearance.py)."""
+    from llmc_cli import policy
+    from llmc_cli.guard import clearance
+
+    level = invocation.cleared_for
+    if clearance.cleared(invocation.profile.profile, server, level):
+        return None
+    return policy.Decision("deny", "clearance", clearance.reason(invocation.profile.profile, server, level), call_hash)
+
+
+def _authorization(invocation: Invocation, call: ToolCall, decision: Decision) -> Authorization:
+    from llmc_cli import audit
+
+    profile = invocation.profile
     telemetry.policy_decision(call.qualified_name, decision.action, decision.rule, invocation.caller)
     masker = invocation.masker.with_arguments(call.arguments)
     base = {
@@ -364,12 +403,15 @@ def run_recorded(
     except (PolicyDenied, ConfigError) as exc:  # limit reached, or the count could not be stored: not run
         _outcome(log, invocation, authorized, {"outcome": "denied", "rule": exc.details.get("rule"), "reason": exc.message})
         raise
+    scanner = _dlp_scanner(invocation, authorized)
     try:
         hit = cached() if cached is not None else None
         raw = hit if hit is not None else send()
         items, required = _RESULT_LIST[method]
         if not isinstance(raw.get(items, None if required else []), list):
             raise ProtocolError(f"{request.server}: {method} result has no {items} list")
+        if scanner is not None:  # DLP, before anything sees the result (the cache, the audit, the caller)
+            raw = _inspected(log, invocation, authorized, scanner, raw, what, elapsed)
         try:  # what the outcome record hashes; the encoding fails on a lone surrogate
             body = canonical_json(raw).encode("utf-8")
         except UnicodeEncodeError:
@@ -380,6 +422,10 @@ def run_recorded(
         kind = {TimeoutExpired: "timeout", Cancelled: "cancelled", InputRequired: "input_required"}.get(
             type(exc), "transport_error"
         )
+        if isinstance(exc, PolicyDenied):  # DLP blocked the result: recorded as such already
+            raise
+        if scanner is not None:
+            _redacted_error(exc, scanner)
         _outcome(log, invocation, authorized, {"outcome": kind, "error": exc.message, "durationMs": elapsed()})
         _masked_error(exc, authorized.masker)
         raise
@@ -404,9 +450,59 @@ def record_success(
         "resultBytes": len(body),
         "resultSha256": hashlib.sha256(body).hexdigest(),
     }
+    if authorized.findings:
+        record["findings"] = authorized.findings
     if invocation.profile.profile.audit_results:
         record["result"] = authorized.masker(raw)
     _outcome(log, invocation, authorized, record)
+
+
+def _dlp_scanner(invocation: Invocation, authorized: Authorization) -> Scanner | None:
+    """The DLP of this call's server ([dlp], its own lists), or None when it has none."""
+    from llmc_cli.guard import dlp
+
+    rules = dlp.rules_for(invocation.profile.profile, authorized.call.server)
+    return dlp.Scanner(rules, authorized.masker) if rules else None
+
+
+def _inspected(
+    log: AuditSink,
+    invocation: Invocation,
+    authorized: Authorization,
+    scanner: Scanner,
+    raw: JSONObject,
+    what: str,
+    elapsed: Callable[[], float],
+) -> JSONObject:
+    """The result with the DLP findings redacted (their count kept for the outcome record); a
+    blocked kind found: a `denied` outcome naming the rule, then PolicyDenied."""
+    from llmc_cli.guard import dlp
+
+    inspection = scanner.inspect(raw)
+    authorized.findings = inspection.found or None
+    if inspection.blocked:
+        exc = dlp.denial(inspection.blocked, inspection.found, what)
+        record: AuditRecord = {
+            "outcome": "denied",
+            "rule": exc.details["rule"],
+            "reason": exc.message,
+            "findings": inspection.found,
+            "durationMs": elapsed(),
+        }
+        _outcome(log, invocation, authorized, record)
+        raise exc
+    return cast(JSONObject, inspection.result)
+
+
+def _redacted_error(exc: LlmcError, scanner: Scanner) -> None:
+    """An upstream's error message and details with the DLP findings redacted (a blocked kind too:
+    an error shows nothing the block withholds)."""
+    found: dict[str, int] = {}
+    exc.message = scanner.text(exc.message, found)
+    exc.args = (exc.message, *exc.args[1:])
+    exc.details = scanner.inspect(exc.details).result
+    if isinstance(exc, RpcError):
+        exc.data = exc.details.get("data")
 
 
 def _outcome(log: AuditSink, invocation: Invocation, authorized: Authorization, record: AuditRecord) -> None:

@@ -43,6 +43,7 @@ class AuditRecord(TypedDict, total=False):
     durationMs: float
     resultBytes: int
     resultSha256: str
+    findings: dict[str, int]  # what DLP found in the result, by kind (guard/dlp.py; never a value)
     result: Any  # with audit_results, masked
     # the chain
     time: str
