@@ -159,6 +159,10 @@ def _mcp_row(*required: str) -> Schema:
     return obj({"server": STR, **dict.fromkeys(required, STR)}, closed=False)
 
 
+# A server's data classification and the caller's clearance (guard/clearance.py).
+_LEVEL = enum("public", "internal", "confidential", "restricted")
+LEVEL_FIELDS = {"classification": _LEVEL, "clearance": _LEVEL}
+
 SCHEMAS: dict[str, Schema] = {
     "ask": document(obj({**RUN, "saved": STR}), "llmc ask (without --text)"),
     "audit-head": document(obj({"head": STR, "records": INT, "anchor": null(STR)}), "llmc audit head"),
@@ -243,12 +247,22 @@ SCHEMAS: dict[str, Schema] = {
                         **TOOL_NAME,
                         "arguments": OPEN,
                         "caller": enum("human", "model"),
+                        **LEVEL_FIELDS,
                         **DECISION_FIELDS,
                         "hints": common("hints"),
                     },
                     {"callHash": STR, "cache": STR},
                 ),
-                obj({"profile": STR, "server": STR, "resource": STR, "caller": enum("human", "model"), **DECISION_FIELDS}),
+                obj(
+                    {
+                        "profile": STR,
+                        "server": STR,
+                        "resource": STR,
+                        "caller": enum("human", "model"),
+                        **LEVEL_FIELDS,
+                        **DECISION_FIELDS,
+                    }
+                ),
                 obj(
                     {
                         "profile": STR,
@@ -256,6 +270,7 @@ SCHEMAS: dict[str, Schema] = {
                         "prompt": STR,
                         "arguments": OPEN,
                         "caller": enum("human", "model"),
+                        **LEVEL_FIELDS,
                         **DECISION_FIELDS,
                     }
                 ),

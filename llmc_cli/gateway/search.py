@@ -26,9 +26,9 @@ SEARCH, CALL = "llmc.search_tools", "llmc.call_tool"
 DEFAULT_LIMIT, MAX_LIMIT = 5, 20
 
 
-def listing(toolbox: Toolbox) -> list[JSONObject]:
+def listing(toolbox: Toolbox, clearance: str | None = None) -> list[JSONObject]:
     """tools/list under tool search: the two tools of llmc, then the pinned tools of the profile."""
-    tools = toolbox.tools()
+    tools = toolbox.tools(clearance)
     pinned = [toolbox.describe(t) for t in tools if any(fnmatchcase(t.qualified_name, p) for p in toolbox.serve.pinned)]
     return [
         {
@@ -68,14 +68,14 @@ def listing(toolbox: Toolbox) -> list[JSONObject]:
     ]
 
 
-def search(toolbox: Toolbox, arguments: Mapping[str, object]) -> JSONObject:
+def search(toolbox: Toolbox, arguments: Mapping[str, object], clearance: str | None = None) -> JSONObject:
     """A llmc.search_tools call's result (a tool error for bad arguments)."""
     query, limit = arguments.get("query"), arguments.get("limit", DEFAULT_LIMIT)
     if not isinstance(query, str) or not query.strip():
         return tool_error(f"{SEARCH} needs a non-empty string `query`")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         return tool_error(f"`limit` must be an integer from 1 to {MAX_LIMIT}")
-    matches = _index(toolbox).search(query, limit)
+    matches = _index(toolbox, clearance).search(query, limit)
     rows: list[JSON] = [
         {
             "name": toolbox.expose(m.tool.server, m.tool.name),
@@ -91,15 +91,15 @@ def search(toolbox: Toolbox, arguments: Mapping[str, object]) -> JSONObject:
     }
 
 
-_INDEXES: weakref.WeakKeyDictionary[Toolbox, tuple[tuple[int, ...], ToolIndex]] = weakref.WeakKeyDictionary()
+_INDEXES: weakref.WeakKeyDictionary[Toolbox, tuple[tuple[str | int | None, ...], ToolIndex]] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 
-def _index(toolbox: Toolbox) -> ToolIndex:
-    """The index of the toolbox's tools, built again only when its tool list changed (the
-    catalog keeps the same Tool objects until a server's list is fetched anew)."""
-    tools = toolbox.tools()
-    key = tuple(id(t) for t in tools)
+def _index(toolbox: Toolbox, clearance: str | None = None) -> ToolIndex:
+    """The index of the toolbox's tools (of the servers `clearance` covers), built again only when
+    its tool list changed (the catalog keeps the same Tool objects until a server's list is fetched anew)."""
+    tools = toolbox.tools(clearance)
+    key = (clearance, *(id(t) for t in tools))
     with _LOCK:
         cached = _INDEXES.get(toolbox)
         if cached is not None and cached[0] == key:

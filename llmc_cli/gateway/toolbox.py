@@ -169,12 +169,20 @@ class Toolbox:
                 self._reported.discard(name)
                 print(f"llmc serve: {name} will be started again (what it kept in memory is lost)", file=sys.stderr, flush=True)
 
-    def tools(self) -> list[Tool]:
-        """The tools a host sees: allowed by the policy and, with a lock, pinned as they are now."""
+    def clearance_of(self, principal: str | None) -> str:
+        """The clearance of a host of this principal (guard/clearance.py): servers above it are
+        not offered, listed or called."""
+        from llmc_cli.guard import clearance
+
+        return clearance.principal(self.serve, self.profile.profile, principal)
+
+    def tools(self, clearance: str | None = None) -> list[Tool]:
+        """The tools a host sees: allowed by the policy, of the servers its `clearance` covers
+        and, with a lock, pinned as they are now."""
         from llmc_cli import services
 
         self.revive()
-        allowed, _hidden, failures = services.visible_tools(self.catalog, self.profile)
+        allowed, _hidden, failures = services.visible_tools(self.catalog, self.profile, clearance=clearance)
         self._report(failures)
         if not self.profile.profile.lock:
             return allowed
@@ -216,13 +224,18 @@ class Toolbox:
 
     # -- resources, templates, prompts -------------------------------------------------------------
 
-    def gather(self, method: str, key: str, field: str, capability: str, upstreams: Catalog) -> list[JSONObject]:
+    def gather(
+        self, method: str, key: str, field: str, capability: str, upstreams: Catalog, clearance: str | None = None
+    ) -> list[JSONObject]:
         """Every server's items of a list method (all pages) that the policy lets hosts read, their
-        `field` namespaced."""
+        `field` namespaced; none of a server above `clearance`."""
         from llmc_cli import policy, services
+        from llmc_cli.guard.clearance import cleared
 
         def one(server: str) -> list[JSONObject]:
-            if policy.whole_server_denial(server, self.profile.profile.policy):
+            if policy.whole_server_denial(server, self.profile.profile.policy) or not cleared(
+                self.profile.profile, server, clearance
+            ):
                 return []  # nothing of it may be read: not asked, not started for this host
             session = upstreams.session(server)
             # Capabilities unknown (a connection that skipped discovery, its era known): asked,
@@ -242,11 +255,14 @@ class Toolbox:
         self._report(failures)
         return [item for server in self.catalog.specs for item in per_server.get(server, [])]
 
-    def readable(self, kind: ReadKind, server: str, name: str, upstreams: Catalog) -> bool:
+    def readable(self, kind: ReadKind, server: str, name: str, upstreams: Catalog, clearance: str | None = None) -> bool:
         """Whether the policy lets hosts read this resource (see this template) or get this prompt:
         services.read's judge, asked where no read follows (completions, subscriptions)."""
         from llmc_cli import services
+        from llmc_cli.guard.clearance import cleared
 
+        if not cleared(self.profile.profile, server, clearance):
+            return False
         try:
             return services.read_decision(upstreams, self.profile, kind, server, name).action == "allow"
         except LlmcError:  # the server's tools, needed to judge, cannot be listed

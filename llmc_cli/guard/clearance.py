@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from llmc_cli.config.schema import LEVELS
 
 if TYPE_CHECKING:
-    from llmc_cli.config.schema import Profile
+    from llmc_cli.config.schema import Profile, ServeConfig
 
 MODEL_DEFAULT = "internal"
 
@@ -43,9 +43,9 @@ def model(profile: Profile, provider: str | None = None) -> str:
     return capped(level, profile)
 
 
-def principal(profile: Profile, name: str | None) -> str:
-    """The clearance of a gateway host: its principal's (by name, in the served profile), else [serve] clearance."""
-    serve = profile.serve
+def principal(serve: ServeConfig, profile: Profile, name: str | None) -> str:
+    """The clearance of a gateway host: its principal's (by name, in the served profile's
+    [serve]), else [serve] clearance, capped by the [policy] clearance of the profile it uses."""
     own = (serve.principals or {}).get(name) if name else None
     level = (own.clearance if own is not None else None) or serve.clearance or MODEL_DEFAULT
     return capped(level, profile)
