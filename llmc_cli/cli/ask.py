@@ -69,11 +69,10 @@ def ask(
     saw), token usage per model call and the stop reason; `--text` prints only the answer.
     Exit 1 when --max-steps ran out, 7 on the total timeout, 8 on a provider error.
     """
-    from llmc_cli import agent, services
+    from llmc_cli import agent
     from llmc_cli.agent import runs
-    from llmc_cli.cli import prompt as terminal
     from llmc_cli.cli.arguments import read_input
-    from llmc_cli.cli.common import open_target
+    from llmc_cli.cli.common import command_calls, open_target
 
     if prompt == "-":
         prompt = read_input("-", "ask")
@@ -96,14 +95,13 @@ def ask(
     catalog, profile = open_target(ctx, target, sample=prepared.sample)
     from llmc_cli.guard.clearance import model as model_clearance
 
-    invocation = services.Invocation(
-        profile=profile,
-        state=services.open_state(profile),
-        command="ask",
+    calls = command_calls(
+        ctx,
+        catalog,
+        profile,
+        "ask",
         caller="model",
-        interactive=app.interactive,
-        assume_yes=yes,
-        confirm=terminal.confirm_call,
+        yes=yes,
         conversation_id=prepared.conversation.id,
         clearance=model_clearance(profile.profile, prepared.settings.provider),
     )
@@ -128,7 +126,7 @@ def ask(
             prompt,
             catalog,
             profile,
-            invocation,
+            calls,
             servers=list(target.servers) or None,
             progress=progress,
             strict=strict,

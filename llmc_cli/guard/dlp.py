@@ -10,8 +10,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from llmc_cli.errors import PolicyDenied
-
 if TYPE_CHECKING:
     from llmc_cli.config.schema import Profile
     from llmc_cli.config.secrets import Masker
@@ -48,7 +46,7 @@ def rules_for(profile: Profile, server: str) -> Rules:
 
 
 @dataclass
-class Inspection:
+class Scanned:
     """What the detectors made of one result: the result as it may be shown, and the count of
     findings by kind (a kind in `blocked` means the result must not be shown at all)."""
 
@@ -83,7 +81,7 @@ class Scanner:
             found[span.kind] = found.get(span.kind, 0) + 1
         return redact(value, spans)
 
-    def inspect(self, value: Any) -> Inspection:
+    def inspect(self, value: Any) -> Scanned:
         """A copy of a JSON value with each finding in its strings (and object keys) redacted,
         and the count by kind; walks without recursion (results are untrusted JSON of any depth)."""
         found: dict[str, int] = {}
@@ -111,11 +109,10 @@ class Scanner:
                 out = item
             parent[slot] = out
         blocked = [k for k in self.rules.block if k in found]
-        return Inspection(root[0] if found else value, found, blocked)
+        return Scanned(root[0] if found else value, found, blocked)
 
 
-def denial(blocked: list[str], found: dict[str, int], what: str) -> PolicyDenied:
-    """The error of a blocked result: names the rule and the kinds, never a value."""
+def denial(blocked: list[str], found: dict[str, int], what: str) -> tuple[str, str]:
+    """(rule, reason) of a blocked result: names the rule and the kinds, never a value."""
     kinds = ", ".join(f"{k} ({found[k]})" for k in blocked)
-    rule = f"dlp.block:{blocked[0]}"
-    return PolicyDenied(f"denied: {what} carries {kinds}, which [dlp] block withholds [{rule}]", rule=rule)
+    return f"dlp.block:{blocked[0]}", f"{what} carries {kinds}, which [dlp] block withholds"

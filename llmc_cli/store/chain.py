@@ -43,8 +43,8 @@ class AuditRecord(TypedDict, total=False):
     durationMs: float
     resultBytes: int
     resultSha256: str
-    findings: dict[str, int]  # what DLP found in the result, by kind (guard/dlp.py; never a value)
     result: Any  # with audit_results, masked
+    findings: list[Any]  # what the pipeline's inspectors found in the result (services/inspect.py), masked
     # the chain
     time: str
     prev: str

@@ -119,7 +119,7 @@ def test_ask_with_clearance_gets_the_server_and_the_model_sees_redacted_results(
     for request in fake.requests:
         assert peer.EMAIL not in json.dumps(request.body) and peer.CARD not in json.dumps(request.body)
     outcome = [r for r in audit_trail(isolated_dirs / "state") if r.get("event") == "outcome"][-1]
-    assert outcome["findings"]["email"] >= 1
+    assert {f["kind"] for f in outcome["findings"]} >= {"email", "credit_card"}
 
 
 @pytest.mark.usefixtures("isolated_dirs")
