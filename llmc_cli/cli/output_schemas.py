@@ -372,6 +372,29 @@ SCHEMAS: dict[str, Schema] = {
             "with a provider's --format (mcp, openai, ...) its tool definitions",
         )
     ),
+    "tools-scan": listing(
+        "findings",
+        obj(
+            {
+                "server": STR,
+                "tool": null(STR),
+                "field": STR,
+                "rule": enum(
+                    "model_instruction",
+                    "cross_server",
+                    "exfiltration_link",
+                    "hidden_unicode",
+                    "terminal_escape",
+                    "padding",
+                    "confusable_name",
+                    "encoded_blob",
+                ),
+                "severity": enum("high", "medium"),
+                "excerpt": STR,
+            }
+        ),
+        "llmc tools scan: attacks found in server metadata (tool null: the server's instructions)",
+    ),
     "tools-lock": document(obj({"file": STR, "serverCount": INT, "toolCount": INT}), "llmc tools lock"),
     "tools-search": listing(
         "tools",

@@ -347,6 +347,35 @@ def lint(ctx: click.Context, providers: tuple[str, ...], strict: bool, fmt: str,
         raise ToolFailed(f"{len(findings)} portability finding(s)")
 
 
+@tools.command("scan")
+@format_option(*FORMATS, listing=True)
+@target_options
+@click.pass_context
+def scan(ctx: click.Context, fmt: str, target: Target) -> None:
+    """Look for attacks in what servers tell the model: every tool's name, title, description,
+    argument descriptions, defaults, enums and output schema, and each server's instructions
+    (README "Guardrails": the rules). One finding per server, tool, field and rule (JSON); exit
+    1 when any is high."""
+    from llmc_cli.cli.common import open_target
+    from llmc_cli.guard.clearance import human
+    from llmc_cli.services.scanning import scan_servers
+
+    catalog, profile = open_target(ctx, target)
+    with catalog:
+        findings, failures = scan_servers(catalog, profile, list(target.servers) or None, human(profile.profile))
+    emit_listing(
+        "findings",
+        [f.to_json() for f in findings],
+        fmt,
+        [f.to_json() for f in failures],
+        columns=["server", "tool", "field", "rule", "severity", "excerpt"],
+    )
+    raise_failures(failures, len(catalog.specs))
+    high = [f for f in findings if f.severity == "high"]
+    if high:
+        raise ToolFailed(f"{len(high)} high-severity finding(s) in server metadata")
+
+
 @tools.command("lock")
 @click.option(
     "-o",
