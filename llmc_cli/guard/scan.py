@@ -366,6 +366,21 @@ def _dedupe(findings: list[MetaFinding]) -> list[MetaFinding]:
     return out
 
 
+def flagged(tools: list[Tool]) -> dict[str, list[str]]:
+    """The tools (by qualified name) whose metadata has a high finding, with its rules: what
+    [guard] descriptions = "hide" keeps from models and gateway hosts."""
+    servers: dict[str, list[Tool]] = {}
+    for tool in tools:
+        servers.setdefault(tool.server, []).append(tool)
+    out: dict[str, list[str]] = {}
+    for f in scan(servers):
+        if f.severity == HIGH and f.tool is not None:
+            out.setdefault(f"{f.server}.{f.tool}", [])
+            if f.rule not in out[f"{f.server}.{f.tool}"]:
+                out[f"{f.server}.{f.tool}"].append(f.rule)
+    return out
+
+
 def high_rules(findings: list[MetaFinding], server: str, tool: str) -> list[str]:
     """The high-severity rules a tool's metadata broke (what [guard] descriptions = "hide" hides it for)."""
     return sorted({f.rule for f in findings if f.server == server and f.tool == tool and f.severity == HIGH})

@@ -239,6 +239,8 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
             cwd=catalog.pool.working_directory(call.server),
             approved=invocation.state.approvals.is_approved,
         )
+    if decision.action != "deny" and profile.profile.guard.descriptions == "hide":
+        decision = _hidden(tool, decision)
     if profile.profile.lock and decision.action != "deny":
         # A denied tool is denied (exit 4), whatever the lock says: `tools lock` pins only
         # the tools the policy allows, so asking the lock first would demand a re-lock that
@@ -250,6 +252,18 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
     if decision.action == "confirm":
         decision, approval = _confirm(invocation, call, tool, decision)
     return _authorization(invocation, call, decision, approval)
+
+
+def _hidden(tool: Tool, decision: Decision) -> Decision:
+    """[guard] descriptions = "hide": a tool whose own metadata has a high finding is refused."""
+    from llmc_cli import policy
+    from llmc_cli.guard.scan import flagged
+
+    rules = flagged([tool]).get(tool.qualified_name)
+    if not rules:
+        return decision
+    reason = f"the metadata of {tool.qualified_name} addresses the model ({', '.join(rules)}): see llmc tools scan"
+    return policy.Decision("deny", f"guard.descriptions: {rules[0]}", reason, decision.call_hash)
 
 
 def clearance_denial(invocation: Invocation, server: str, call_hash: str | None = None) -> Decision | None:

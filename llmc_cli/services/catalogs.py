@@ -232,6 +232,11 @@ def visible_tools(
     tools, failures = catalog.list_tools(servers)
     config = profile.profile.policy
     allowed = [t for t in tools if policy.visible(t, config).action == "allow"]
+    if profile.profile.guard.descriptions == "hide":  # a tool whose text attacks the model is not offered
+        from llmc_cli.guard.scan import flagged
+
+        hidden = flagged(allowed)
+        allowed = [t for t in allowed if t.qualified_name not in hidden]
     return allowed, [t for t in tools if t not in allowed], failures
 
 

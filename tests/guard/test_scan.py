@@ -96,3 +96,38 @@ def test_reference_servers_and_desktop_commander_have_nothing_high(isolated_dirs
 )
 def test_ordinary_descriptions_are_not_findings(text: str) -> None:
     assert [f for f in text_findings(text) if f[1] == "high"] == []
+
+
+@pytest.mark.usefixtures("isolated_dirs")
+def test_hide_keeps_flagged_tools_from_models_and_refuses_their_calls(isolated_dirs: Path) -> None:
+    from tests.fakes.llm import FakeLLM
+    from tests.fakes.scripts import turn
+    from tests.helpers import audit_trail
+
+    poison = sdk_server("poisoned_tools.py")[1]
+    base = f"[servers.poison]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(poison)}]\n"
+    profile_file(isolated_dirs / "config", base + '[guard]\ndescriptions = "hide"\n')
+    listed = llmc("tools", "list", "--all", "--format", "json")
+    rows = {t["name"]: t for t in listed.json()["tools"]}
+    assert rows["add"].get("denied") is True and rows["clock"].get("denied") is None
+    plain = llmc("tools", "list", "--format", "json")
+    # alone, `steer` names no other server's tool and `s\u0435arch` imitates none: not high
+    kept = {"clock", "steer", "s\u0435arch"}
+    assert {t["name"] for t in plain.json()["tools"]} == kept
+    proc = llmc("call", "poison.add", "a:=1", "b:=2")
+    assert proc.returncode == 4 and "guard.descriptions: model_instruction" in proc.stderr
+    decision = [r for r in audit_trail(isolated_dirs / "state") if r["event"] == "decision"][-1]
+    assert decision["rule"] == "guard.descriptions: model_instruction"
+    with FakeLLM("openai", [turn("openai", text="done")]) as fake:
+        profile_file(
+            isolated_dirs / "config",
+            base + f'[guard]\ndescriptions = "hide"\n[llm]\nprovider = "openai"\nmodel = "m"\nbase_url = "{fake.base_url}"\n',
+        )
+        asked = llmc("ask", "add 1 and 2", env={"OPENAI_API_KEY": "k"})
+    assert asked.returncode == 0, asked.stderr
+    offered = [t["function"]["name"] for t in fake.requests[0].body.get("tools", [])]
+    assert "clock" in offered and len(offered) == len(kept)  # the provider's spelling of a non-ASCII name differs
+    assert not set(offered) & {"add", "notes", "status", "translate", "rename", "format_text", "encode", "get_time"}
+    # flag (the default): offered, the scan reports it
+    profile_file(isolated_dirs / "config", base)
+    assert "add" in [t["name"] for t in llmc("tools", "list", "--format", "json").json()["tools"]]
