@@ -321,7 +321,6 @@ ONE_NAME_DEBT = {
     # "document": cli/output_schemas.py's is not translate's protocol function
     "Client",
     "check",
-    "check_arguments",
     "deferred",
     "describe",
     "document",
@@ -337,7 +336,6 @@ ONE_NAME_DEBT = {
     "read_line",
     "run",
     "summary",
-    "validate_arguments",
     "write",
 }
 
