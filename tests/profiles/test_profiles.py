@@ -70,7 +70,10 @@ def test_profile_by_name_path_and_environment(config: Path, tmp_path: Path):
     "text, expected",
     [
         ('[servers.a]\ncommand = "x"\nargs = [oops]\n', ["default.toml:3:", "invalid TOML"]),
-        ('description = "x"\n[servers.a]\ncomand = "x"\n', ["default.toml:3:", "servers.a.comand", "unknown key (did you mean 'command'?)"]),
+        (
+            'description = "x"\n[servers.a]\ncomand = "x"\n',
+            ["default.toml:3:", "servers.a.comand", "unknown key (did you mean 'command'?)"],
+        ),
         ('[servers.a]\ncommand = "x"\ntimeout = "fast"\n', ["default.toml:3:", "servers.a.timeout", "number"]),
         ("[servers.a]\nenabled = true\n", ["default.toml:1:", "servers.a", "exactly one of"]),
         ('[servers.a]\ncommand = "x"\nheaders = { A = "b" }\n', ["servers.a", "remote servers"]),
