@@ -63,7 +63,7 @@ ENV_REFERENCE = {
     "claude-code": "${%s}",
 }
 MCP_REMOTE = "mcp-remote@0.15"  # the stdio bridge Claude Desktop needs for an HTTP server (tried: 0.15.1)
-HEADER_VARIABLE = "LLMC_AUTHORIZATION"  # the entry's env variable mcp-remote's --header reads
+HEADER_VARIABLE = "AUTH_HEADER"  # the entry's env variable mcp-remote's --header reads
 
 # client -> (where its config lives by default, its format)
 CLIENTS: dict[str, tuple[Any, str]] = {

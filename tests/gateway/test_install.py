@@ -176,12 +176,12 @@ def test_claude_desktop_reaches_a_token_only_gateway_through_mcp_remote(named_pr
         "--transport",
         "http-only",
         "--header",
-        "Authorization:${LLMC_AUTHORIZATION}",  # no space in an argument: hosts split them
+        "Authorization:${AUTH_HEADER}",  # no space in an argument: hosts split them
     ]
-    assert entry["command"].endswith("npx") and entry["env"] == {"LLMC_AUTHORIZATION": f"Bearer {TOKEN}"}
+    assert entry["command"].endswith("npx") and entry["env"] == {"AUTH_HEADER": f"Bearer {TOKEN}"}
     assert config.stat().st_mode & 0o777 == 0o600  # a token lives in it now
     shown = json.loads(done.stdout)
-    assert shown["entry"]["env"] == {"LLMC_AUTHORIZATION": "Bearer ***"} and TOKEN not in done.stdout + done.stderr
+    assert shown["entry"]["env"] == {"AUTH_HEADER": "Bearer ***"} and TOKEN not in done.stdout + done.stderr
     plain = llmc(*args, "--name", "plain", "--url", "http://10.0.0.5:8765/mcp")  # no token; http past loopback
     assert plain.returncode == 0, plain.stderr
     entry = json.loads(config.read_text())["mcpServers"]["plain"]
