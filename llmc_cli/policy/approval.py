@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from llmc_cli.errors import ConfigError, LlmcError
-from llmc_cli.model import JSONObject, ToolCall, canonical_json
+from llmc_cli.model import JSONObject, ToolCall, canonical_json, compact_json
 
 if TYPE_CHECKING:
     from llmc_cli.config.profiles import LoadedProfile
@@ -113,7 +113,6 @@ def hint(approval: Approval) -> str:
     call's own arguments, shell-quoted, ready to paste; when an argument holds a secret (masked as
     the audit log masks it), the callHash to list under `approved` instead. For front ends
     (cli, gateway, agent): services hand out the Approval, never this text."""
-    import json
     import shlex
 
     if approval.secret:
@@ -121,7 +120,7 @@ def hint(approval: Approval) -> str:
             f'an argument holds a secret, so add "{approval.call_hash}" to `approved` under [policy] of profile '
             f"{approval.profile} (the hash of this exact call)"
         )
-    arguments = json.dumps(approval.arguments, ensure_ascii=False, separators=(",", ":"))
+    arguments = compact_json(approval.arguments)
     return (
         f"llmc -p {shlex.quote(approval.profile)} policy approve {shlex.quote(approval.tool)} --json "
         f"{shlex.quote(arguments)} --write ({approval.call_hash})"
