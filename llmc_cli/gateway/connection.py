@@ -1,8 +1,8 @@
 """One host's connection to the gateway: mcp/server.py's dual-era core (initialize, discover,
 pagination, cancellation, requests to the client) with the toolbox's methods behind it.
 
-Every tools/call goes through services.call_tool (policy, audit with the host's identity, rate
-limits, argument rules, the lock), every resources/read and prompts/get through services.read.
+Every tools/call, resources/read and prompts/get goes through the services pipeline (policy,
+audit with the host's identity, rate limits, argument rules, the lock, inspection).
 The caller behind a host is a model, so confirmations apply: the host's user is asked by
 elicitation when the host can be asked (initialize era: a request on the connection;
 2026-07-28: an input_required result the host answers by retrying), and otherwise the call is
