@@ -84,6 +84,7 @@ ALLOWED: dict[str, set[str]] = {
     "gateway": {
         "llmc_cli",
         "guard",
+        "translate",  # names.py: the provider-safe name mapper `ask` and `tools export` use
         "telemetry",
         "services",
         "catalog",
