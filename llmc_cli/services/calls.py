@@ -82,7 +82,7 @@ class Invocation:
             return self.inspection
         from llmc_cli.services.inspect import inspectors_for
 
-        return inspectors_for(self.profile)
+        return inspectors_for(self.profile, self.caller)
 
     @cached_property
     def masker(self) -> Masker:

@@ -41,15 +41,54 @@ class Inspector(Protocol):
     ) -> Inspection | None: ...
 
 
-def inspectors_for(profile: LoadedProfile) -> tuple[Inspector, ...]:
+def inspectors_for(profile: LoadedProfile, caller: str = "human") -> tuple[Inspector, ...]:
     """The inspectors every call and read of this profile passes, in order (made once per
     command or host session, by the caller's context): DLP ([dlp], guard/dlp.py) when any
-    server of the profile has detectors to run."""
-
+    server of the profile has detectors to run; for calls a model makes (`ask`, the gateway),
+    the flag on results that address the model."""
     config = profile.profile
+    found: tuple[Inspector, ...] = ()
     if config.dlp.redact or config.dlp.block or any(s.redact or s.block for s in config.servers.values()):
-        return (DlpInspector(profile),)
-    return ()
+        found += (DlpInspector(profile),)
+    if caller == "model":  # what a model reads next: text in it that addresses the model is flagged
+        found += (InstructionsInspector(),)
+    return found
+
+
+class InstructionsInspector:
+    """A result that carries instructions addressed to the model (guard/scan.py's high
+    model_instruction, exfiltration_link and hidden_unicode rules: read sensitive files, pass
+    secrets or the conversation, keep something from the user, ignore earlier instructions) is
+    flagged in its outcome record ({"rule": ...}); the result goes on unchanged, as data."""
+
+    name = "instructions"
+
+    def __call__(
+        self, request: ToolCall | Read, profile: LoadedProfile, server: ServerSpec | None, result: JSONObject
+    ) -> Inspection | None:
+        from llmc_cli.guard.scan import HIGH, text_findings
+
+        texts = _texts(result)
+        if not texts:
+            return None
+        for rule, severity, _excerpt in text_findings("\n".join(texts)):
+            if severity == HIGH and rule in ("model_instruction", "exfiltration_link", "hidden_unicode"):
+                return Inspection(findings=({"rule": rule},))
+        return None
+
+
+def _texts(result: JSONObject) -> list[str]:
+    """The text parts of a tool result, resource contents or prompt messages (first level)."""
+    out: list[str] = []
+    for key in ("content", "contents", "messages"):
+        items = result.get(key)
+        for item in items if isinstance(items, list) else []:
+            if isinstance(item, dict):
+                inner = item.get("content") if isinstance(item.get("content"), dict) else item
+                text = inner.get("text") if isinstance(inner, dict) else None
+                if isinstance(text, str):
+                    out.append(text)
+    return out
 
 
 class DlpInspector:

@@ -189,3 +189,19 @@ def test_gateway_principals_get_their_own_clearance_and_redacted_results(tmp_pat
         run(work)
     finally:
         stop(running)
+
+
+@pytest.mark.usefixtures("isolated_dirs")
+def test_a_result_addressing_the_model_is_flagged_in_the_audit(isolated_dirs: Path) -> None:
+    script = [turn("openai", calls=[("c1", "crm_memo", {})]), turn("openai", text="The memo is about Q3.")]
+    with FakeLLM("openai", script) as fake:
+        ask_profile(isolated_dirs, fake.base_url, 'clearance = "confidential"')
+        proc = llmc("ask", "what does the memo say?", env={"OPENAI_API_KEY": "k"})
+    assert proc.returncode == 0, proc.stderr
+    assert "Q3 numbers" in sent_results("openai", fake.requests[1].body)[0]["text"]  # handed on, as data
+    outcome = [r for r in audit_trail(isolated_dirs / "state") if r.get("event") == "outcome"][-1]
+    assert {"inspector": "instructions", "rule": "model_instruction"} in outcome["findings"]
+    # a person's own call of the same tool is not a model reading it: nothing flagged
+    assert llmc("call", "crm.memo").returncode == 0
+    mine = [r for r in audit_trail(isolated_dirs / "state") if r.get("event") == "outcome"][-1]
+    assert "findings" not in mine
