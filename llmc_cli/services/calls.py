@@ -80,9 +80,11 @@ class Invocation:
     def inspectors(self) -> tuple[Inspector, ...]:
         if self.inspection is not None:
             return self.inspection
-        from llmc_cli.services.inspect import inspectors_for
+        from llmc_cli.services.inspect import InstructionsInspector, inspectors_for
 
-        return inspectors_for(self.profile, self.caller)
+        found = inspectors_for(self.profile)
+        # what a model reads next (ask, the gateway): text in it that addresses the model is flagged
+        return (*found, InstructionsInspector()) if self.caller == "model" else found
 
     @cached_property
     def masker(self) -> Masker:

@@ -41,18 +41,15 @@ class Inspector(Protocol):
     ) -> Inspection | None: ...
 
 
-def inspectors_for(profile: LoadedProfile, caller: str = "human") -> tuple[Inspector, ...]:
+def inspectors_for(profile: LoadedProfile) -> tuple[Inspector, ...]:
     """The inspectors every call and read of this profile passes, in order (made once per
     command or host session, by the caller's context): DLP ([dlp], guard/dlp.py) when any
-    server of the profile has detectors to run; for calls a model makes (`ask`, the gateway),
-    the flag on results that address the model."""
+    server of the profile has detectors to run. (Calls a model makes also pass
+    InstructionsInspector: Invocation.inspectors.)"""
     config = profile.profile
-    found: tuple[Inspector, ...] = ()
     if config.dlp.redact or config.dlp.block or any(s.redact or s.block for s in config.servers.values()):
-        found += (DlpInspector(profile),)
-    if caller == "model":  # what a model reads next: text in it that addresses the model is flagged
-        found += (InstructionsInspector(),)
-    return found
+        return (DlpInspector(profile),)
+    return ()
 
 
 class InstructionsInspector:
