@@ -253,6 +253,9 @@ def token_create(ctx: click.Context, name: str, for_profile: str | None) -> None
         serve["auth"] = "required"  # written out, so that no later edit of the principals opens the door
         principals = serve.setdefault("principals", {})
         entry = {"token_sha256": token_hash(secret)}
+        kept = (principals.get(name) or {}).get("tls_subject")
+        if kept:  # a principal its certificate also proves keeps that
+            entry["tls_subject"] = kept
         if for_profile:
             entry["profile"] = for_profile
         principals[name] = entry

@@ -213,3 +213,15 @@ def test_plain_http_off_loopback_is_said_at_start(gateway_profile: Path, monkeyp
             gateway.close()
         assert lines[0].startswith("profile gw: http://192.0.2.10:8443/mcp")
         assert any("plain HTTP" in line and "--tls-cert" in line for line in lines) is warned, lines
+
+
+def test_a_certificate_principal_in_token_list_and_create(gateway_profile: Path) -> None:
+    """`token list` says a certificate proves carol; `token create carol` adds a token beside it."""
+    gateway_profile.write_text(gateway_profile.read_text() + '\n[serve.principals.carol]\ntls_subject = "CN=carol"\n')
+    listed = llmc("serve", "-p", str(gateway_profile), "token", "list", "--format", "json")
+    assert listed.returncode == 0, listed.stderr
+    assert [r["token"] for r in json.loads(listed.stdout)["principals"]] == ["none (tls)"]
+    created = llmc("serve", "-p", str(gateway_profile), "token", "create", "carol")
+    assert created.returncode == 0, created.stderr
+    text = gateway_profile.read_text()
+    assert 'tls_subject = "CN=carol"' in text and "token_sha256" in text
