@@ -3,7 +3,7 @@ any MCP host; `llmc serve workspace`: the built-in workspace server on stdio."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import click
 
@@ -82,6 +82,12 @@ from llmc_cli.errors import UsageError
     help="With --tls-cert: require client certificates signed by these PEM CAs (mutual TLS); a "
     "principal's tls_subject names the certificates that prove it.",
 )
+@click.option(
+    "--name-separator",
+    type=click.Choice([".", "__", "_"]),
+    help="How hosts see tool and prompt names: SERVER.TOOL, SERVER__TOOL or SERVER_TOOL (the last two "
+    "provider-safe, for hosts that hand names to a model provider; default: the profile's [serve] name_separator).",
+)
 @click.pass_context
 def serve(
     ctx: click.Context,
@@ -95,6 +101,7 @@ def serve(
     tls_cert: str | None,
     tls_key: str | None,
     tls_client_ca: str | None,
+    name_separator: Literal[".", "__", "_"] | None,
 ) -> None:
     """Serve a profile's tools to any MCP host: tools named SERVER.TOOL, every call under the
     profile's policy and in its audit trail. stdout carries MCP only (stdio).
@@ -107,8 +114,10 @@ def serve(
     """
     tls = _tls(http, tls_cert, tls_key, tls_client_ca)
     if ctx.invoked_subcommand is not None:
-        if http or (profile_name and ctx.invoked_subcommand != "token"):
-            raise UsageError(f"-p/--http belong to the gateway (llmc serve -p PROFILE), not to serve {ctx.invoked_subcommand}")
+        if http or name_separator or (profile_name and ctx.invoked_subcommand != "token"):
+            raise UsageError(
+                f"-p/--http/--name-separator belong to the gateway (llmc serve -p PROFILE), not to serve {ctx.invoked_subcommand}"
+            )
         ctx.ensure_object(dict)
         if profile_name:
             app_of(ctx).profile = profile_name  # the profile `serve token` edits
@@ -121,6 +130,11 @@ def serve(
         raise UsageError("name the profile to serve: llmc serve -p PROFILE (or run llmc serve workspace)")
     verbose = app_of(ctx).verbose
     profile = load_profile(name)
+    if name_separator:  # this host's need, over the profile's (llmc servers install writes it)
+        from dataclasses import replace
+
+        serve_config = replace(profile.profile.serve, name_separator=name_separator)
+        profile = replace(profile, profile=replace(profile.profile, serve=serve_config))
     from llmc_cli.cli.common import start_telemetry
 
     start_telemetry("llmc serve", profile)
