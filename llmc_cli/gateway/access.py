@@ -129,11 +129,11 @@ class Door:
             self.principals = principals_of(profile)
             self.require_auth = self.require_auth or profile.profile.serve.auth_required()
             if self.require_auth and not self.principals and self.oauth is None:
-                _warn(
+                _note_stderr(
                     f"{self.served.name}: no principal can reach this gateway now: add one with {add_principal_hint(self.served)}"
                 )
         except LlmcError as exc:
-            _warn(f"{self.served.name}: principals not re-read, the old ones stay: {exc.message}")
+            _note_stderr(f"{self.served.name}: principals not re-read, the old ones stay: {exc.message}")
 
     def auth_required(self) -> bool:
         """Whether a request needs a token (a gateway whose principals were all revoked lets
@@ -231,5 +231,5 @@ def oauth_probe(path: str, oauth: ResourceServer | None) -> JSONObject | None:
     return {"error": "invalid_request", "error_description": description}
 
 
-def _warn(message: str) -> None:
+def _note_stderr(message: str) -> None:
     print(f"llmc serve: {message}", file=sys.stderr, flush=True)
