@@ -212,6 +212,9 @@ class PrincipalConfig:
 
     token_sha256: str | None = None
     token_env: str | None = None
+    # A TLS client certificate proves this principal (with `--tls-client-ca`): the subject's
+    # attributes that must all match, e.g. "CN=ci-bot" or "CN=alice,O=Example".
+    tls_subject: str | None = None
     profile: str | None = None
     description: str | None = None
     # Its share of the gateway (None: the defaults, gateway/hosts.py): sessions it may hold open
@@ -222,8 +225,14 @@ class PrincipalConfig:
     clearance: Level | None = None
 
     def __post_init__(self) -> None:
-        if bool(self.token_sha256) == bool(self.token_env):
-            raise ValueError("a principal needs exactly one of 'token_sha256' or 'token_env'")
+        if self.token_sha256 and self.token_env:
+            raise ValueError("a principal needs at most one of 'token_sha256' or 'token_env'")
+        if not (self.token_sha256 or self.token_env or self.tls_subject):
+            raise ValueError("a principal needs one of 'token_sha256', 'token_env' or 'tls_subject'")
+        if self.tls_subject is not None:
+            from llmc_cli.config.tls_subject import parse_subject
+
+            parse_subject(self.tls_subject)  # raises ValueError for a malformed one
         if self.token_sha256 and not (len(self.token_sha256) == 64 and all(c in "0123456789abcdef" for c in self.token_sha256)):
             raise ValueError("token_sha256 must be 64 lowercase hex digits")
 
@@ -282,6 +291,8 @@ class ServeConfig:
     # once, and how long one no host session uses is kept (seconds).
     max_upstreams: int = field(default=16, metadata=_POSITIVE)
     upstream_idle_timeout: float = field(default=60.0, metadata=_POSITIVE)
+    # TLS ends at a proxy in front of the gateway: no warning at start about plain HTTP off loopback.
+    behind_proxy: bool = False
 
     def __post_init__(self) -> None:
         if self.auth == "none" and (self.principals or self.oauth is not None):

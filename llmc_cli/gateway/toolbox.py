@@ -38,7 +38,7 @@ from llmc_cli.model import JSON, JSONObject, Tool
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
     from llmc_cli.config.schema import ServeConfig
-    from llmc_cli.gateway.connection import GatewayConnection  # it imports this module
+    from llmc_cli.gateway.host import Host
     from llmc_cli.policy import ReadKind
 
 PROTOCOL_META = "io.modelcontextprotocol/"
@@ -112,14 +112,14 @@ class Toolbox:
         # The values the audit masks come from the environment and the profile, which are fixed
         # for the gateway's life: read once, not on every call.
         self.masker = Masker(environment_secrets(profile.profile))
-        self.connections: weakref.WeakSet[GatewayConnection] = weakref.WeakSet()  # for list_changed
+        self.connections: weakref.WeakSet[Host] = weakref.WeakSet()  # for list_changed
         self._lock = threading.Lock()
         self.states = RequestStates()  # 2026-07-28 requestState, sealed for one call of one principal
         self._reported: set[str] = set()
         self._revived: dict[str, float] = {}  # server -> when it was last set to start again
         # (upstream catalog, server, upstream URI) -> the host connections subscribed to it: an
         # upstream connection may be shared, so it is subscribed while at least one host is
-        self._subscribers: dict[tuple[Catalog, str, str], set[GatewayConnection]] = {}
+        self._subscribers: dict[tuple[Catalog, str, str], set[Host]] = {}
 
     def host_upstreams(
         self,
@@ -335,7 +335,7 @@ class Toolbox:
         per_server, _failures = self.catalog.each(offers)
         return any(per_server.values())
 
-    def subscribe(self, connection: GatewayConnection, server: str, uri: str) -> None:
+    def subscribe(self, connection: Host, server: str, uri: str) -> None:
         """A host subscribes to an upstream resource; RpcError/LlmcError as the upstream refused."""
         key = (connection.upstreams.serving(server), server, uri)
         with self._lock:
@@ -349,7 +349,7 @@ class Toolbox:
                     self._subscribers.pop(key, None)
                 raise
 
-    def unsubscribe(self, connection: GatewayConnection, server: str, uri: str) -> None:
+    def unsubscribe(self, connection: Host, server: str, uri: str) -> None:
         key = (connection.upstreams.serving(server), server, uri)
         with self._lock:
             hosts = self._subscribers.get(key)
@@ -365,7 +365,7 @@ class Toolbox:
             except LlmcError:
                 pass  # the upstream may be gone: nothing is subscribed there any more either way
 
-    def forget(self, connection: GatewayConnection) -> None:
+    def forget(self, connection: Host) -> None:
         """A host connection closed: its subscriptions end with it."""
         with self._lock:
             keys = [key for key, hosts in self._subscribers.items() if connection in hosts]
