@@ -60,9 +60,24 @@ NESTFUL = {
     "nestful-glaive": "non-executable/non-executable-glaive",
     "nestful-sgd": "non-executable/non-executable-sgd",
 }
-TYPES = {"dict": "object", "float": "number", "tuple": "array", "list": "array", "str": "string", "int": "integer",
-         "bool": "boolean", "any": "string", "long": "integer", "double": "number", "char": "string",
-         "HashMap": "object", "ArrayList": "array", "Array": "array", "Boolean": "boolean", "String": "string"}
+TYPES = {
+    "dict": "object",
+    "float": "number",
+    "tuple": "array",
+    "list": "array",
+    "str": "string",
+    "int": "integer",
+    "bool": "boolean",
+    "any": "string",
+    "long": "integer",
+    "double": "number",
+    "char": "string",
+    "HashMap": "object",
+    "ArrayList": "array",
+    "Array": "array",
+    "Boolean": "boolean",
+    "String": "string",
+}
 
 
 @dataclass
@@ -99,8 +114,22 @@ def fetch() -> Path:
     wheels.mkdir(parents=True, exist_ok=True)
     for name, version in PACKAGES.items():
         if not list(wheels.glob(f"{name.replace('-', '_')}-{version}-*.whl")):
-            subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:",
-                            "-d", str(wheels), f"{name}=={version}"], check=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "-q",
+                    "--no-deps",
+                    "--only-binary",
+                    ":all:",
+                    "-d",
+                    str(wheels),
+                    f"{name}=={version}",
+                ],
+                check=True,
+            )
     for wheel in wheels.glob("*.whl"):
         with zipfile.ZipFile(wheel) as archive:
             for member in archive.namelist():
@@ -175,7 +204,7 @@ def _bfcl(pool: Pool, data: Path) -> None:
                 if name in docs:
                     by_server.setdefault(docs[name], []).append(name)
             if len(by_server) == 1:  # a turn across suites has no one server to label it with
-                (server, names), = by_server.items()
+                ((server, names),) = by_server.items()
                 pool.add_query(f"{item['id']}:{turn_no}", _last_user(turn), server, names, "multi_turn_base")
 
 

@@ -37,8 +37,9 @@ def revision_index(rev: str) -> Any:
     tmp = Path(tempfile.mkdtemp(prefix="llmc-rev-"))
     names = {}
     for name in ("search_text", "search"):
-        show = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:llmc_cli/services/{name}.py"],
-                              capture_output=True, text=True)
+        show = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{rev}:llmc_cli/services/{name}.py"], capture_output=True, text=True
+        )
         if show.returncode == 0:
             names[name] = show.stdout.replace("llmc_cli.services.search_text", "rev_search_text")
     modules = {}
@@ -61,9 +62,15 @@ def top_level_fields(tool: Tool) -> dict[str, list[str]]:
         args += search_text.words(str(name))
         if isinstance(schema, dict) and isinstance(doc := schema.get("description"), str):
             docs += search_text.words(doc)
-    return {"name": search_text.words(tool.name), "server": search_text.words(tool.server),
-            "title": search_text.words(tool.title or ""), "description": search_text.words(tool.description or ""),
-            "args": args, "argdocs": docs, "values": []}
+    return {
+        "name": search_text.words(tool.name),
+        "server": search_text.words(tool.server),
+        "title": search_text.words(tool.title or ""),
+        "description": search_text.words(tool.description or ""),
+        "args": args,
+        "argdocs": docs,
+        "values": [],
+    }
 
 
 @contextmanager

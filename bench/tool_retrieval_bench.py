@@ -16,6 +16,7 @@ servers (listed live: needs tests/node and tests/node-dc) and the generated SaaS
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import statistics
@@ -34,8 +35,7 @@ import public_tools  # noqa: E402
 
 from llmc_cli.model import Tool  # noqa: E402
 
-PEER_PINS = ["rank_bm25==0.2.2", "ratel-ai==0.12.0", "dehydrator==0.3.1", "mcp-orchestrator==0.1.2",
-             "graph-tool-call==0.47.0"]
+PEER_PINS = ["rank_bm25==0.2.2", "ratel-ai==0.12.0", "dehydrator==0.3.1", "mcp-orchestrator==0.1.2", "graph-tool-call==0.47.0"]
 TOP = 10
 
 
@@ -87,11 +87,16 @@ def peers_python() -> Path:
     return python
 
 
-def peers_run(sets: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    payload = {"sets": {name: {"tools": s["tools"], "queries": s["queries"]} for name, s in sets.items()}}
-    proc = subprocess.run([str(peers_python()), str(ROOT / "bench" / "tool_retrieval_peers.py")],
-                          input=json.dumps(payload), capture_output=True, text=True, check=True,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+def peers_run(sets: dict[str, dict[str, Any]], budget: float) -> dict[str, Any]:
+    payload = {"budget": budget, "sets": {name: {"tools": s["tools"], "queries": s["queries"]} for name, s in sets.items()}}
+    proc = subprocess.run(
+        [str(peers_python()), str(ROOT / "bench" / "tool_retrieval_peers.py")],
+        input=json.dumps(payload),
+        stdout=subprocess.PIPE,
+        text=True,
+        check=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     result: dict[str, Any] = json.loads(proc.stdout)
     return result
 
@@ -99,12 +104,14 @@ def peers_run(sets: dict[str, dict[str, Any]]) -> dict[str, Any]:
 def public_set(half: str) -> dict[str, Any]:
     pool = public_tools.load()
     queries = [q for q in pool.queries if half == "all" or q.half == half]
+    queries.sort(key=lambda q: hashlib.sha256(f"order:{q.id}".encode()).digest())  # a prefix is a random sample
     tools = list(pool.tools.values())
     return {
         "label": f"public ({half} half)",
         "llmc_tools": [Tool(t.server, t.name, t.input_schema, description=t.description) for t in tools],
-        "tools": [{"server": t.server, "name": t.name, "description": t.description, "input_schema": t.input_schema}
-                  for t in tools],
+        "tools": [
+            {"server": t.server, "name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools
+        ],
         "queries": [q.text for q in queries],
         "expects": [q.expect for q in queries],
         "sources": [q.source for q in queries],
@@ -119,8 +126,10 @@ def team_set() -> dict[str, Any]:
     return {
         "label": "team's 50",
         "llmc_tools": tools,
-        "tools": [{"server": t.server, "name": t.name, "description": t.description or "", "input_schema": t.input_schema}
-                  for t in tools],
+        "tools": [
+            {"server": t.server, "name": t.name, "description": t.description or "", "input_schema": t.input_schema}
+            for t in tools
+        ],
         "queries": [q["query"] for q in labelled],
         "expects": [q["expect"] for q in labelled],
         "sources": ["team"] * len(labelled),
@@ -128,8 +137,10 @@ def team_set() -> dict[str, Any]:
 
 
 def row(name: str, m: dict[str, float], run: dict[str, Any]) -> str:
-    return (f"| {name} | {m['top1']:.1f}% | {m['top3']:.1f}% | {m['top10']:.1f}% | {m['mrr']:.3f} | "
-            f"{run['query_ms']:.2f} ms | {run['index_ms']:.0f} ms |")
+    return (
+        f"| {name} | {m['top1']:.1f}% | {m['top3']:.1f}% | {m['top10']:.1f}% | {m['mrr']:.3f} | "
+        f"{run['query_ms']:.2f} ms | {run['index_ms']:.0f} ms |"
+    )
 
 
 def main() -> None:
@@ -141,11 +152,18 @@ def main() -> None:
     parser.add_argument("--misses", type=int, default=0, help="Print this many requests llmc misses at top 3.")
     parser.add_argument("--by-source", action="store_true", help="llmc's top-3 per source of the requests.")
     parser.add_argument("--json", type=Path, help="Write every figure to this file.")
+    parser.add_argument(
+        "--peer-budget",
+        type=float,
+        default=600.0,
+        help="Seconds of queries per peer and set; a slower peer is measured on the random "
+        "sample it answered, and llmc on the same sample beside it.",
+    )
     args = parser.parse_args()
     sets = {"public": public_set(args.half)}
     if args.team:
         sets["team"] = team_set()
-    peers = peers_run(sets) if args.peers else {}
+    peers = peers_run(sets, args.peer_budget) if args.peers else {}
     report: dict[str, Any] = {}
     for key, s in sets.items():
         print(f"\n### {s['label']}: {len(s['tools'])} tools, {len(s['queries'])} requests\n")
@@ -161,9 +179,15 @@ def main() -> None:
                 print(f"| {name} | did not run: {run['error']} |")
                 report[key][name] = run
                 continue
-            m = metrics(run["ranked"], s["expects"])
-            report[key][name] = {**m, "query_ms": run["query_ms"], "index_ms": run["index_ms"]}
-            print(row(name, m, run))
+            n = len(run["ranked"])
+            m = metrics(run["ranked"], s["expects"][:n])
+            report[key][name] = {**m, "query_ms": run["query_ms"], "index_ms": run["index_ms"], "requests": n}
+            if n < len(s["queries"]):
+                mine = metrics(runs["llmc"]["ranked"][:n], s["expects"][:n])
+                print(row(f"{name} (on {n} of them)", m, run))
+                print(row(f"llmc on the same {n}", mine, runs["llmc"]))
+            else:
+                print(row(name, m, run))
         if args.by_source:
             llmc = runs["llmc"]["ranked"]
             totals, hits = Counter(s["sources"]), Counter()

@@ -72,8 +72,9 @@ async def _await(awaitable: Any) -> None:
 def dehydrator_peer(tools: list[dict[str, Any]]) -> Callable[[str], list[str]]:
     from dehydrator import ToolIndex
 
-    index = ToolIndex([{"name": uid(t), "description": t["description"], "input_schema": t["input_schema"] or {}}
-                       for t in tools], top_k=TOP)
+    index = ToolIndex(
+        [{"name": uid(t), "description": t["description"], "input_schema": t["input_schema"] or {}} for t in tools], top_k=TOP
+    )
     return index.search
 
 
@@ -82,8 +83,9 @@ def orchestrator_peer(tools: list[dict[str, Any]]) -> Callable[[str], list[str]]
 
     service = ToolSearchService()
     for t in tools:
-        service.index_tool(t["server"], {"name": t["name"], "description": t["description"],
-                                         "input_schema": t["input_schema"] or {}})
+        service.index_tool(
+            t["server"], {"name": t["name"], "description": t["description"], "input_schema": t["input_schema"] or {}}
+        )
 
     def search(query: str) -> list[str]:
         return [uid({"server": r.server_name, "name": r.tool_name}) for r in service.search(query, limit=TOP)]
@@ -103,11 +105,18 @@ def graph_tool_call_peer(tools: list[dict[str, Any]]) -> Callable[[str], list[st
     return search
 
 
-PEERS = {"rank_bm25": rank_bm25_peer, "ratel-ai": ratel_peer, "dehydrator": dehydrator_peer,
-         "mcp-orchestrator": orchestrator_peer, "graph-tool-call": graph_tool_call_peer}
+PEERS = {
+    "rank_bm25": rank_bm25_peer,
+    "ratel-ai": ratel_peer,
+    "dehydrator": dehydrator_peer,
+    "mcp-orchestrator": orchestrator_peer,
+    "graph-tool-call": graph_tool_call_peer,
+}
 
 
-def run(tools: list[dict[str, Any]], queries: list[str]) -> dict[str, Any]:
+def run(tools: list[dict[str, Any]], queries: list[str], budget: float) -> dict[str, Any]:
+    """Each peer's rankings of the queries, in order, until it has spent `budget` seconds on
+    them (the queries come in a random order, so the ones answered are a random sample)."""
     out: dict[str, Any] = {}
     back = {uid(t): f"{t['server']}.{t['name']}" for t in tools}
     for name, make in PEERS.items():
@@ -116,20 +125,28 @@ def run(tools: list[dict[str, Any]], queries: list[str]) -> dict[str, Any]:
             search = make(tools)
             index_ms = (time.perf_counter() - started) * 1000
             ranked, times = [], []
+            spent = 0.0
             for q in queries:
+                if spent > budget:
+                    break
                 t0 = time.perf_counter()
                 found = search(q)
-                times.append((time.perf_counter() - t0) * 1000)
+                times.append(time.perf_counter() - t0)
+                spent += times[-1]
                 ranked.append([back.get(f, f) for f in found[:TOP]])
-            out[name] = {"ranked": ranked, "index_ms": index_ms, "query_ms": statistics.median(times) if times else 0.0}
+            median = statistics.median(times) * 1000 if times else 0.0
+            out[name] = {"ranked": ranked, "index_ms": index_ms, "query_ms": median}
+            print(f"{name}: {len(ranked)} queries, {median:.2f} ms median", file=sys.stderr, flush=True)
         except Exception as exc:  # a peer that does not run is reported, not fatal
             out[name] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+            print(f"{name}: {out[name]['error']}", file=sys.stderr, flush=True)
     return out
 
 
 def main() -> None:
-    sets = json.load(sys.stdin)["sets"]
-    json.dump({name: run(s["tools"], s["queries"]) for name, s in sets.items()}, sys.stdout)
+    payload = json.load(sys.stdin)
+    budget = float(payload.get("budget", 1e9))
+    json.dump({name: run(s["tools"], s["queries"], budget) for name, s in payload["sets"].items()}, sys.stdout)
 
 
 if __name__ == "__main__":
