@@ -61,7 +61,7 @@ def llmc_run(tools: list[Tool], queries: list[str], semantic: bool = False, inde
     if semantic:
         from llmc_cli.services import semantic as sem
 
-        ranker = sem.SemanticRanker.load(None)
+        ranker = sem.SemanticRanker.load(public_tools.CACHE / "vectors")
         ranker.prepare(tools)
     index_ms = (time.perf_counter() - started) * 1000
     ranked, times = [], []

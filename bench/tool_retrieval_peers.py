@@ -60,7 +60,7 @@ def ratel_peer(tools: list[dict[str, Any]]) -> Callable[[str], list[str]]:
     asyncio.run(_await(pending))
 
     def search(query: str) -> list[str]:
-        return [hit.id if hasattr(hit, "id") else hit["id"] for hit in registry.search(query, TOP)]
+        return [hit.tool_id for hit in registry.search(query, TOP)]
 
     return search
 
