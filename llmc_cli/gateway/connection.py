@@ -1,8 +1,8 @@
 """One host's connection to the gateway: mcp/server.py's dual-era core (initialize, discover,
 pagination, cancellation, requests to the client) with the toolbox's methods behind it.
 
-Every tools/call goes through services.call_tool (policy, audit with the host's identity, rate
-limits, argument rules, the lock), every resources/read and prompts/get through services.read.
+Every tools/call, resources/read and prompts/get goes through the services pipeline (policy,
+audit with the host's identity, rate limits, argument rules, the lock, inspection).
 The caller behind a host is a model, so confirmations apply: the host's user is asked by
 elicitation when the host can be asked (initialize era: a request on the connection;
 2026-07-28: an input_required result the host answers by retrying), and otherwise the call is
@@ -213,7 +213,7 @@ class GatewayConnection(McpServer):
 
     def route(self, name: JSON, what: str, modern: str | None = None) -> tuple[str, str]:
         """A namespaced name -> (server, its name there); RequestError for an unknown one."""
-        route = self.toolbox.route(name)
+        route = self.toolbox.route_prompt(name, self.upstreams) if what == "prompt" else self.toolbox.route_uri(name)
         if route is None:
             raise _unknown(what, name, modern)
         return route
@@ -233,25 +233,24 @@ class GatewayConnection(McpServer):
         from llmc_cli import services
 
         toolbox = self.toolbox
-        invocation = services.Invocation(
-            profile=toolbox.profile,
-            state=toolbox.state,
-            command="serve",
-            caller="model",
-            client=self.host_identity(params, modern),
+        calls = services.host_calls(
+            self.upstreams,
+            toolbox.profile,
+            toolbox.state,
             audit=toolbox.audit,
-            environment_masker=toolbox.masker,
+            masker=toolbox.masker,
+            client=self.host_identity(params, modern),
         )
         toolbox.revive(request.server, self.upstreams)
         try:
-            return own_result(services.read(self.upstreams, invocation, request))
+            return own_result(calls.run(request).raw)
         except PolicyDenied as exc:
             retry = exc.details.get("retryAfter")
             if retry is not None:  # a rate limit: the host may try again later
                 raise RequestError(jsonrpc.INTERNAL_ERROR, exc.message, {"retryAfter": retry}) from None
             if exc.details.get("rule") == "invalid_text":
                 raise RequestError(jsonrpc.INVALID_PARAMS, exc.message) from None
-            raise _unknown(request.kind, toolbox.expose(request.server, request.name), modern) from None
+            raise _unknown(request.kind, toolbox.shown(request.kind, request.server, request.name), modern) from None
         except RpcError as exc:  # the upstream refused the request itself: the host hears the same
             raise RequestError(exc.code or jsonrpc.INTERNAL_ERROR, exc.message, exc.data) from None
         except LlmcError as exc:
@@ -289,16 +288,14 @@ class GatewayConnection(McpServer):
 
         name = str(params["name"])  # checked by _start_call (search.unwrap: by search)
         toolbox = self.toolbox
-        if toolbox.serve.tool_search and name.startswith("llmc."):
+        if toolbox.serve.tool_search and name.startswith("llmc"):
             from llmc_cli.gateway import search
 
-            if name == search.SEARCH:
-                return search.search(toolbox, object_at(params, "arguments"))
-            if name == search.CALL:
-                unwrapped = search.unwrap(params)
-                if isinstance(unwrapped, str):
-                    return _tool_error(unwrapped)
-                return self._call(msg_id, unwrapped, modern, send)  # the named tool's own path
+            answer = search.answer(toolbox, name, params)  # a result, the named tool's call, or None: not llmc's
+            if isinstance(answer, search.Call):
+                return self._call(msg_id, answer.params, modern, send)  # the named tool's own path
+            if answer is not None:
+                return answer
         route = toolbox.route(name)
         if route:
             toolbox.revive(route[0], self.upstreams)
@@ -320,16 +317,15 @@ class GatewayConnection(McpServer):
         if isinstance(responses, dict):
             answers = {**answers, **{k: v for k, v in responses.items() if k.startswith("upstream-")}}
         round_state = {"confirmed": confirmed}
-        invocation = services.Invocation(
-            profile=toolbox.profile,
-            state=toolbox.state,
-            command="serve",
-            caller="model",
+        calls = services.host_calls(
+            self.upstreams,
+            toolbox.profile,
+            toolbox.state,
+            audit=toolbox.audit,
+            masker=toolbox.masker,
+            client=self.host_identity(params, modern),
             interactive=can_ask,
             confirm=lambda c, t: self._confirm(c, params, modern, send, round_state),
-            client=self.host_identity(params, modern),
-            audit=toolbox.audit,
-            environment_masker=toolbox.masker,
         )
         meta = object_at(params, "_meta")
         level = meta.get(META + "logLevel")
@@ -341,7 +337,7 @@ class GatewayConnection(McpServer):
                 with self._lock:
                     self._upstream[msg_id] = (call.server, token)
                 try:
-                    result = services.call_tool(self.upstreams, invocation, call, meta={"progressToken": token})
+                    result = calls.run(services.ToolRequest.of(call, meta={"progressToken": token})).tool_result
                 finally:
                     with self._lock:
                         self._upstream.pop(msg_id, None)
@@ -368,12 +364,12 @@ class GatewayConnection(McpServer):
         rule = str(exc.details.get("rule") or "")
         if not rule.startswith("confirm") or can_ask:
             return exc.message
-        from llmc_cli.services.calls import approval_hint
+        from llmc_cli.policy.approval import hint
 
         return (
             f"{call.qualified_name} needs a person's confirmation ({rule}) and this MCP host cannot ask for "
-            f"one (it declares no elicitation capability). To pre-approve this exact call: "
-            f"{approval_hint(self.toolbox.profile, call, exc.details.get('callHash'))}"
+            f"one (it declares no elicitation capability)"
+            + (f". To pre-approve this exact call: {hint(exc.approval)}" if exc.approval is not None else "")
         )
 
     def _confirm(self, call: ToolCall, params: JSONObject, modern: str | None, send: Send, round_state: dict[str, bool]) -> bool:
