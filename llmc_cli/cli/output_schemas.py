@@ -149,6 +149,15 @@ TOOL_ROW = {
 }
 FINDING = obj({"tool": STR, "target": STR, "path": STR, "what": STR, "why": STR}, {"server": STR})
 TOOL_REF = obj(TOOL_NAME)
+FIELD_SCORES = {"type": "object", "additionalProperties": NUM}  # field -> its share of a term's score
+SEARCH_TERM = obj(
+    {"term": STR, "query_word": STR, "synonym": BOOL, "score": NUM, "idf": NUM, "fields": FIELD_SCORES},
+    {"boilerplate": NUM},
+)
+SEARCH_WHY = obj(
+    {"terms": array(SEARCH_TERM), "length": NUM},
+    {"semantic": null(obj({"rank": INT, "similarity": NUM})), "lexical_rank": null(INT)},
+)
 EXPORTED = obj({"file": STR, "format": STR, "toolCount": INT, "warnings": common("warnings")})
 ARGUMENT = obj({"name": STR, "type": STR, "required": BOOL}, {"default": ANY, "enum": array(ANY), "description": ANY})
 PRINCIPAL = obj({"principal": STR, "profile": null(STR), "token": STR})
@@ -399,8 +408,8 @@ SCHEMAS: dict[str, Schema] = {
     "tools-lock": document(obj({"file": STR, "serverCount": INT, "toolCount": INT}), "llmc tools lock"),
     "tools-search": listing(
         "tools",
-        obj({**TOOL_NAME, "score": NUM, "title": null(STR), "description": STR}),
-        "llmc tools search: the best-fitting tools, best first",
+        obj({**TOOL_NAME, "score": NUM, "title": null(STR), "description": STR}, {"why": SEARCH_WHY}),
+        "llmc tools search: the best-fitting tools, best first (with --explain, why each ranked)",
     ),
     "tools-show": document(
         obj(
