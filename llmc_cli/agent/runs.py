@@ -74,7 +74,7 @@ def run(
 
     settings = prepared.settings
     with catalog:
-        tools, _denied, failures = services.visible_tools(catalog, profile, servers)
+        tools, _denied, failures = services.visible_tools(catalog, profile, servers, calls.context.cleared_for)
         if wanted(settings.tool_search, len(tools)):
             tools = not_drifted(tools, profile)  # a search never offers a tool its call would refuse as drifted
         for failure in failures:

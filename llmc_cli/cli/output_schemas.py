@@ -168,6 +168,10 @@ def _mcp_row(*required: str) -> Schema:
     return obj({"server": STR, **dict.fromkeys(required, STR)}, closed=False)
 
 
+# A server's data classification and the caller's clearance (guard/clearance.py).
+_LEVEL = enum("public", "internal", "confidential", "restricted")
+LEVEL_FIELDS = {"classification": _LEVEL, "clearance": _LEVEL}
+
 SCHEMAS: dict[str, Schema] = {
     "ask": document(obj({**RUN, "saved": STR}), "llmc ask (without --text)"),
     "audit-head": document(obj({"head": STR, "records": INT, "anchor": null(STR)}), "llmc audit head"),
@@ -252,12 +256,22 @@ SCHEMAS: dict[str, Schema] = {
                         **TOOL_NAME,
                         "arguments": OPEN,
                         "caller": enum("human", "model"),
+                        **LEVEL_FIELDS,
                         **DECISION_FIELDS,
                         "hints": common("hints"),
                     },
                     {"callHash": STR, "cache": STR},
                 ),
-                obj({"profile": STR, "server": STR, "resource": STR, "caller": enum("human", "model"), **DECISION_FIELDS}),
+                obj(
+                    {
+                        "profile": STR,
+                        "server": STR,
+                        "resource": STR,
+                        "caller": enum("human", "model"),
+                        **LEVEL_FIELDS,
+                        **DECISION_FIELDS,
+                    }
+                ),
                 obj(
                     {
                         "profile": STR,
@@ -265,6 +279,7 @@ SCHEMAS: dict[str, Schema] = {
                         "prompt": STR,
                         "arguments": OPEN,
                         "caller": enum("human", "model"),
+                        **LEVEL_FIELDS,
                         **DECISION_FIELDS,
                     }
                 ),
@@ -366,6 +381,29 @@ SCHEMAS: dict[str, Schema] = {
             "llmc tools list: the listing (--format json|jsonl), or "
             "with a provider's --format (mcp, openai, ...) its tool definitions",
         )
+    ),
+    "tools-scan": listing(
+        "findings",
+        obj(
+            {
+                "server": STR,
+                "tool": null(STR),
+                "field": STR,
+                "rule": enum(
+                    "model_instruction",
+                    "cross_server",
+                    "exfiltration_link",
+                    "hidden_unicode",
+                    "terminal_escape",
+                    "padding",
+                    "confusable_name",
+                    "encoded_blob",
+                ),
+                "severity": enum("high", "medium"),
+                "excerpt": STR,
+            }
+        ),
+        "llmc tools scan: attacks found in server metadata (tool null: the server's instructions)",
     ),
     "tools-lock": document(obj({"file": STR, "serverCount": INT, "toolCount": INT}), "llmc tools lock"),
     "tools-search": listing(

@@ -85,6 +85,7 @@ class GatewayConnection(McpServer):
         self.upstreams = upstreams or toolbox.catalog
         self.transport = transport
         self.principal = principal
+        self.clearance = toolbox.clearance_of(principal)  # servers above it: not offered, listed or called
         self._upstream: dict[RequestId | None, tuple[str, str]] = {}  # host request id -> (server, our progress token)
         self.on_initialize: Callable[[], None] | None = None  # after the handshake, before its result is sent
         self.subscriptions = Subscriptions(self)
@@ -145,14 +146,20 @@ class GatewayConnection(McpServer):
         toolbox = self.toolbox
         if method == "resources/list":
             return self._listing(
-                self.page("resources", toolbox.gather(method, "resources", "uri", "resources", self.upstreams), params), modern
+                self.page(
+                    "resources", toolbox.gather(method, "resources", "uri", "resources", self.upstreams, self.clearance), params
+                ),
+                modern,
             )
         if method == "resources/templates/list":
-            items = toolbox.gather(method, "resourceTemplates", "uriTemplate", "resources", self.upstreams)
+            items = toolbox.gather(method, "resourceTemplates", "uriTemplate", "resources", self.upstreams, self.clearance)
             return self._listing(self.page("resourceTemplates", items, params), modern)
         if method == "prompts/list":
             return self._listing(
-                self.page("prompts", toolbox.gather(method, "prompts", "name", "prompts", self.upstreams), params), modern
+                self.page(
+                    "prompts", toolbox.gather(method, "prompts", "name", "prompts", self.upstreams, self.clearance), params
+                ),
+                modern,
             )
         if method == "resources/read":
             server, uri = self.route(params.get("uri"), "resource", modern)
@@ -206,9 +213,9 @@ class GatewayConnection(McpServer):
         if self.toolbox.serve.tool_search:
             from llmc_cli.gateway import search
 
-            tools = search.listing(self.toolbox)
+            tools = search.listing(self.toolbox, self.clearance)
         else:
-            tools = [self.toolbox.describe(t) for t in self.toolbox.tools()]
+            tools = [self.toolbox.describe(t) for t in self.toolbox.tools(self.clearance)]
         return self._listing(self.page("tools", tools, params), modern)
 
     def route(self, name: JSON, what: str, modern: str | None = None) -> tuple[str, str]:
@@ -222,7 +229,7 @@ class GatewayConnection(McpServer):
         """route(), and the same error for what the policy hides (what a read of it would be refused)."""
         what = "prompt" if kind == "prompt" else "resource"
         server, rest = self.route(name, what, modern)
-        if not self.toolbox.readable(kind, server, rest, self.upstreams):
+        if not self.toolbox.readable(kind, server, rest, self.upstreams, self.clearance):
             raise _unknown(what, name, modern)
         return server, rest
 
@@ -240,6 +247,7 @@ class GatewayConnection(McpServer):
             audit=toolbox.audit,
             masker=toolbox.masker,
             client=self.host_identity(params, modern),
+            clearance=self.clearance,
         )
         toolbox.revive(request.server, self.upstreams)
         try:
@@ -291,7 +299,7 @@ class GatewayConnection(McpServer):
         if toolbox.serve.tool_search and name.startswith("llmc"):
             from llmc_cli.gateway import search
 
-            answer = search.answer(toolbox, name, params)  # a result, the named tool's call, or None: not llmc's
+            answer = search.answer(toolbox, name, params, self.clearance)  # a result, the named tool's call, or None: not llmc's
             if isinstance(answer, search.Call):
                 return self._call(msg_id, answer.params, modern, send)  # the named tool's own path
             if answer is not None:
@@ -326,6 +334,7 @@ class GatewayConnection(McpServer):
             client=self.host_identity(params, modern),
             interactive=can_ask,
             confirm=lambda c, t: self._confirm(c, params, modern, send, round_state),
+            clearance=self.clearance,
         )
         meta = object_at(params, "_meta")
         level = meta.get(META + "logLevel")

@@ -42,9 +42,10 @@ def pinned(toolbox: Toolbox, tool: Tool) -> bool:
     return any(fnmatchcase(name, pattern) for pattern in toolbox.serve.pinned for name in names)
 
 
-def listing(toolbox: Toolbox) -> list[JSONObject]:
-    """tools/list under tool search: the two tools of llmc, then the pinned tools of the profile."""
-    tools = toolbox.tools()
+def listing(toolbox: Toolbox, clearance: str | None = None) -> list[JSONObject]:
+    """tools/list under tool search: the two tools of llmc, then the pinned tools of the profile
+    (of the servers `clearance` covers)."""
+    tools = toolbox.tools(clearance)
     search_name, call_name = toolbox.names.meta("search_tools"), toolbox.names.meta("call_tool")
     return [
         {
@@ -84,14 +85,14 @@ def listing(toolbox: Toolbox) -> list[JSONObject]:
     ]
 
 
-def search(toolbox: Toolbox, arguments: Mapping[str, object]) -> JSONObject:
+def search(toolbox: Toolbox, arguments: Mapping[str, object], clearance: str | None = None) -> JSONObject:
     """A llmc.search_tools call's result (a tool error for bad arguments)."""
     query, limit = arguments.get("query"), arguments.get("limit", DEFAULT_LIMIT)
     if not isinstance(query, str) or not query.strip():
         return tool_error(f"{toolbox.names.meta('search_tools')} needs a non-empty string `query`")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         return tool_error(f"`limit` must be an integer from 1 to {MAX_LIMIT}")
-    matches = _index(toolbox).search(query, limit)
+    matches = _index(toolbox, clearance).search(query, limit)
     rows: list[JSON] = [
         {
             "name": toolbox.tool_name(m.tool),
@@ -107,15 +108,15 @@ def search(toolbox: Toolbox, arguments: Mapping[str, object]) -> JSONObject:
     }
 
 
-_INDEXES: weakref.WeakKeyDictionary[Toolbox, tuple[tuple[int, ...], ToolIndex]] = weakref.WeakKeyDictionary()
+_INDEXES: weakref.WeakKeyDictionary[Toolbox, tuple[tuple[str | int | None, ...], ToolIndex]] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 
-def _index(toolbox: Toolbox) -> ToolIndex:
-    """The index of the toolbox's tools, built again only when its tool list changed (the
-    catalog keeps the same Tool objects until a server's list is fetched anew)."""
-    tools = toolbox.tools()
-    key = tuple(id(t) for t in tools)
+def _index(toolbox: Toolbox, clearance: str | None = None) -> ToolIndex:
+    """The index of the toolbox's tools (of the servers `clearance` covers), built again only when
+    its tool list changed (the catalog keeps the same Tool objects until a server's list is fetched anew)."""
+    tools = toolbox.tools(clearance)
+    key = (clearance, *(id(t) for t in tools))
     with _LOCK:
         cached = _INDEXES.get(toolbox)
         if cached is not None and cached[0] == key:
@@ -133,12 +134,12 @@ class Call:
     params: JSONObject
 
 
-def answer(toolbox: Toolbox, name: str, params: JSONObject) -> JSONObject | Call | None:
+def answer(toolbox: Toolbox, name: str, params: JSONObject, clearance: str | None = None) -> JSONObject | Call | None:
     """A tools/call of one of llmc's own tools (either spelling): llmc.search_tools' result, or
     llmc.call_tool's named call (a tool error when it names none); None for any other tool."""
     own = meta(toolbox, name)
     if own == SEARCH:
-        return search(toolbox, object_at(params, "arguments"))
+        return search(toolbox, object_at(params, "arguments"), clearance)
     if own != CALL:
         return None
     unwrapped = unwrap(toolbox, params)

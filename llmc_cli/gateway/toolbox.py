@@ -38,7 +38,7 @@ from llmc_cli.model import JSON, JSONObject, Tool
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
     from llmc_cli.config.schema import ServeConfig
-    from llmc_cli.gateway.connection import GatewayConnection  # it imports this module
+    from llmc_cli.gateway.host import Host
     from llmc_cli.policy import ReadKind
 
 PROTOCOL_META = "io.modelcontextprotocol/"
@@ -112,14 +112,14 @@ class Toolbox:
         # The values the audit masks come from the environment and the profile, which are fixed
         # for the gateway's life: read once, not on every call.
         self.masker = Masker(environment_secrets(profile.profile))
-        self.connections: weakref.WeakSet[GatewayConnection] = weakref.WeakSet()  # for list_changed
+        self.connections: weakref.WeakSet[Host] = weakref.WeakSet()  # for list_changed
         self._lock = threading.Lock()
         self.states = RequestStates()  # 2026-07-28 requestState, sealed for one call of one principal
         self._reported: set[str] = set()
         self._revived: dict[str, float] = {}  # server -> when it was last set to start again
         # (upstream catalog, server, upstream URI) -> the host connections subscribed to it: an
         # upstream connection may be shared, so it is subscribed while at least one host is
-        self._subscribers: dict[tuple[Catalog, str, str], set[GatewayConnection]] = {}
+        self._subscribers: dict[tuple[Catalog, str, str], set[Host]] = {}
 
     def host_upstreams(
         self,
@@ -171,12 +171,20 @@ class Toolbox:
                 self._reported.discard(name)
                 print(f"llmc serve: {name} will be started again (what it kept in memory is lost)", file=sys.stderr, flush=True)
 
-    def tools(self) -> list[Tool]:
-        """The tools a host sees: allowed by the policy and, with a lock, pinned as they are now."""
+    def clearance_of(self, principal: str | None) -> str:
+        """The clearance of a host of this principal (guard/clearance.py): servers above it are
+        not offered, listed or called."""
+        from llmc_cli.guard import clearance
+
+        return clearance.principal(self.serve, self.profile.profile, principal)
+
+    def tools(self, clearance: str | None = None) -> list[Tool]:
+        """The tools a host sees: allowed by the policy, of the servers its `clearance` covers
+        and, with a lock, pinned as they are now."""
         from llmc_cli import services
 
         self.revive()
-        allowed, _hidden, failures = services.visible_tools(self.catalog, self.profile)
+        allowed, _hidden, failures = services.visible_tools(self.catalog, self.profile, clearance=clearance)
         self._report(failures)
         self.names.assign("tool", ((t.server, t.name) for t in allowed), self.reserved)
         if not self.profile.profile.lock:
@@ -253,13 +261,18 @@ class Toolbox:
 
     # -- resources, templates, prompts -------------------------------------------------------------
 
-    def gather(self, method: str, key: str, field: str, capability: str, upstreams: Catalog) -> list[JSONObject]:
+    def gather(
+        self, method: str, key: str, field: str, capability: str, upstreams: Catalog, clearance: str | None = None
+    ) -> list[JSONObject]:
         """Every server's items of a list method (all pages) that the policy lets hosts read, their
-        `field` namespaced."""
+        `field` namespaced; none of a server above `clearance`."""
         from llmc_cli import policy, services
+        from llmc_cli.guard.clearance import cleared
 
         def one(server: str) -> list[JSONObject]:
-            if policy.whole_server_denial(server, self.profile.profile.policy):
+            if policy.whole_server_denial(server, self.profile.profile.policy) or not cleared(
+                self.profile.profile, server, clearance
+            ):
                 return []  # nothing of it may be read: not asked, not started for this host
             session = upstreams.session(server)
             # Capabilities unknown (a connection that skipped discovery, its era known): asked,
@@ -290,11 +303,14 @@ class Toolbox:
             for item in per_server.get(server, [])
         ]
 
-    def readable(self, kind: ReadKind, server: str, name: str, upstreams: Catalog) -> bool:
+    def readable(self, kind: ReadKind, server: str, name: str, upstreams: Catalog, clearance: str | None = None) -> bool:
         """Whether the policy lets hosts read this resource (see this template) or get this prompt:
         services.read's judge, asked where no read follows (completions, subscriptions)."""
         from llmc_cli import services
+        from llmc_cli.guard.clearance import cleared
 
+        if not cleared(self.profile.profile, server, clearance):
+            return False
         try:
             return services.read_decision(upstreams, self.profile, kind, server, name).action == "allow"
         except LlmcError:  # the server's tools, needed to judge, cannot be listed
@@ -319,7 +335,7 @@ class Toolbox:
         per_server, _failures = self.catalog.each(offers)
         return any(per_server.values())
 
-    def subscribe(self, connection: GatewayConnection, server: str, uri: str) -> None:
+    def subscribe(self, connection: Host, server: str, uri: str) -> None:
         """A host subscribes to an upstream resource; RpcError/LlmcError as the upstream refused."""
         key = (connection.upstreams.serving(server), server, uri)
         with self._lock:
@@ -333,7 +349,7 @@ class Toolbox:
                     self._subscribers.pop(key, None)
                 raise
 
-    def unsubscribe(self, connection: GatewayConnection, server: str, uri: str) -> None:
+    def unsubscribe(self, connection: Host, server: str, uri: str) -> None:
         key = (connection.upstreams.serving(server), server, uri)
         with self._lock:
             hosts = self._subscribers.get(key)
@@ -349,7 +365,7 @@ class Toolbox:
             except LlmcError:
                 pass  # the upstream may be gone: nothing is subscribed there any more either way
 
-    def forget(self, connection: GatewayConnection) -> None:
+    def forget(self, connection: Host) -> None:
         """A host connection closed: its subscriptions end with it."""
         with self._lock:
             keys = [key for key, hosts in self._subscribers.items() if connection in hosts]

@@ -256,6 +256,9 @@ class Pipeline:
             kind = {TimeoutExpired: "timeout", Cancelled: "cancelled", InputRequired: "input_required"}.get(
                 type(exc), "transport_error"
             )
+            from llmc_cli.services.inspect import inspect_error
+
+            inspect_error(self.context.inspectors, authorized.call, exc)  # DLP: an error quotes what a result would
             calls.close_call(self.log, authorized, {"outcome": kind, "error": exc.message, "durationMs": _elapsed_ms(started)})
             calls.masked_error(exc, authorized.masker)
             raise
@@ -360,6 +363,7 @@ def open_calls(
     confirm: Callable[[ToolCall, Tool | None], bool] | None = None,
     conversation_id: str | None = None,
     use_cache: bool = True,
+    clearance: str | None = None,
 ) -> Pipeline:
     """The pipeline of one command: its context made here, the profile's state opened once.
     `caller`: "human" (a command a person typed) or "model" (calls an LLM chooses); `confirm`:
@@ -377,6 +381,7 @@ def open_calls(
         confirm=confirm,
         conversation_id=conversation_id,
         use_cache=use_cache,
+        clearance=clearance,
     )
     return Pipeline(catalog, context, named_as=named_as)
 
@@ -391,6 +396,7 @@ def host_calls(
     client: JSONObject | None,
     interactive: bool = False,
     confirm: Callable[[ToolCall, Tool | None], bool] | None = None,
+    clearance: str | None = None,
 ) -> Pipeline:
     """The pipeline of one MCP host's call or read through the gateway (`serve`): calls a model
     chose, on the served profile's state and audit trail, recorded with the host's identity
@@ -405,5 +411,6 @@ def host_calls(
         client=client,
         audit=audit,
         environment_masker=masker,
+        clearance=clearance,
     )
     return Pipeline(catalog, context)

@@ -268,10 +268,12 @@ def not_drifted(tools: list[Tool], profile: LoadedProfile) -> list[Tool]:
     ]
 
 
-def searchable_tools(catalog: Catalog, profile: LoadedProfile, servers: list[str] | None = None) -> tuple[list[Tool], list[Any]]:
+def searchable_tools(
+    catalog: Catalog, profile: LoadedProfile, servers: list[str] | None = None, clearance: str | None = None
+) -> tuple[list[Tool], list[Any]]:
     """(tools, failures): the tools of the profile a search may return: those its policy lets
     a model see, less the drifted ones; and the servers that could not be listed."""
     from llmc_cli.services.catalogs import visible_tools
 
-    allowed, _denied, failures = visible_tools(catalog, profile, servers)
+    allowed, _denied, failures = visible_tools(catalog, profile, servers, clearance)
     return not_drifted(allowed, profile), failures
