@@ -84,7 +84,7 @@ class SemanticRanker:
         return cls(model, cache)
 
     def _encode(self, texts: list[str]) -> Any:
-        return self.model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+        return self.model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
 
     def prepare(self, tools: list[Tool]) -> None:
         """Vectors for these tools: from the cache, else embedded now (and cached)."""

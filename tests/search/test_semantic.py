@@ -56,14 +56,15 @@ def test_without_the_extra_semantic_is_one_clear_error(isolated_dirs, monkeypatc
 @needs_extra
 def test_semantic_finds_a_request_worded_unlike_the_tool_and_caches_vectors(isolated_dirs):
     toolbox_profile(isolated_dirs)
-    run = llmc("tools", "search", "I am cold in here", "--semantic", "--explain", "--format", "json", "-n", "3")
+    run = llmc("tools", "search", "the windscreen is fogged up", "--semantic", "--explain", "--format", "json", "-n", "3")
     assert run.returncode == 0, run.stderr
     rows = run.json()["tools"]
-    assert rows[0]["tool"] == "setClimate"
+    assert rows[0]["tool"] == "setClimate"  # no word of it is in any tool: the model's alone
+    assert rows[0]["why"]["lexical_rank"] is None
     assert rows[0]["why"]["semantic"]["rank"] == 1
     cache = isolated_dirs / "state" / "search-vectors" / semantic.MODEL_ID
     cached = sorted(p.name for p in cache.glob("*.npy"))
     assert len(cached) == 5  # one per tool of the server
-    again = llmc("tools", "search", "I am cold in here", "--semantic", "--format", "json", "-n", "3")
+    again = llmc("tools", "search", "the windscreen is fogged up", "--semantic", "--format", "json", "-n", "3")
     assert [r["tool"] for r in again.json()["tools"]] == [r["tool"] for r in rows]
     assert sorted(p.name for p in cache.glob("*.npy")) == cached
