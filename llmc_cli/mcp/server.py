@@ -27,6 +27,8 @@ from llmc_cli.errors import ProtocolError, RpcError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc, observe
 from llmc_cli.mcp.inflight import InFlight
 from llmc_cli.mcp.messages import RequestId, object_at, request_id
+from llmc_cli.mcp.schema_subset import Check, compile_check
+from llmc_cli.mcp.validation import CompiledSchemas
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, MODERN_VERSIONS
 from llmc_cli.mcp.versions import META_PREFIX as META
 from llmc_cli.mcp.workers import Workers
@@ -331,7 +333,7 @@ class McpServer:
     @staticmethod
     def _run_tool(tool: ToolDef, arguments: JSONObject) -> JSONObject:
         try:
-            problem = check_arguments(tool.input_schema, arguments)
+            problem = check_arguments(tool.input_schema, arguments, owner=tool.name)
             if problem:
                 raise ToolError(f"invalid arguments for {tool.name}: {problem}")
             value = tool.handler(arguments)
@@ -401,52 +403,18 @@ class McpServer:
 
 
 # ---------------------------------------------------------------------- argument checks
-_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "array": (list,),
-    "object": (dict,),
-}
+def _lenient(schema: Any) -> Check:
+    check = compile_check(schema, exact=False)
+    assert check is not None  # lenient compilation raises rather than giving up
+    return check
 
 
-def check_arguments(schema: Mapping[str, Any], value: object, where: str = "") -> str | None:
-    """The subset of JSON Schema our own tool schemas use (type, required, properties,
-    additionalProperties: false, items, enum, minimum, maximum, minItems, maxItems, minLength).
-    Returns the first problem as one line, or None."""
-    kind = schema.get("type")
-    label = where or "arguments"
-    if kind:
-        ok = isinstance(value, _TYPES[kind]) and not (kind in ("integer", "number") and isinstance(value, bool))
-        if not ok:
-            return f"{label} must be of type {kind}"
-    if "enum" in schema and value not in schema["enum"]:
-        return f"{label} must be one of {', '.join(map(str, schema['enum']))}"
-    if isinstance(value, str) and len(value) < schema.get("minLength", 0):
-        return f"{label} must not be empty"
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            return f"{label} must be >= {schema['minimum']}"
-        if "maximum" in schema and value > schema["maximum"]:
-            return f"{label} must be <= {schema['maximum']}"
-    if isinstance(value, list):
-        if len(value) < schema.get("minItems", 0):
-            return f"{label} needs at least {schema['minItems']} item(s)"
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            return f"{label} takes at most {schema['maxItems']} items"
-        for i, item in enumerate(value):
-            if problem := check_arguments(schema.get("items", {}), item, f"{label}[{i}]"):
-                return problem
-    if isinstance(value, dict):
-        props = schema.get("properties", {})
-        for name in schema.get("required", []):
-            if name not in value:
-                return f"missing required argument '{name}'"
-        for name, item in value.items():
-            if name in props:
-                if problem := check_arguments(props[name], item, name if not where else f"{where}.{name}"):
-                    return problem
-            elif schema.get("additionalProperties") is False:
-                return f"unknown argument '{name}'"
-    return None
+# Our own tools' schemas, each compiled once (mcp/validation.py's seam).
+_CHECKS: CompiledSchemas[Check] = CompiledSchemas(_lenient)
+
+
+def check_arguments(schema: Mapping[str, Any], value: object, where: str = "", owner: str | None = None) -> str | None:
+    """The subset of JSON Schema our own tool schemas use (mcp/schema_subset.py: type, required,
+    properties, additionalProperties: false, items, enum, minimum, maximum, minItems, maxItems,
+    minLength, ...), compiled once per schema. Returns the first problem as one line, or None."""
+    return _CHECKS.get(schema, owner)(value, where)
