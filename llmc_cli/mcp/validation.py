@@ -76,12 +76,12 @@ def _jsonschema_validator(schema: Any) -> Any:
         return None
 
 
-def _subset(schema: Any) -> Check | None:
+def _exact(schema: Any) -> Check | None:
     return compile_check(schema, exact=True)
 
 
 # One of each for the process: `llmc call`, a batch, the gateway and a keeper share them.
-SUBSET_CHECKS: CompiledSchemas[Check | None] = CompiledSchemas(_subset)
+SUBSET_CHECKS: CompiledSchemas[Check | None] = CompiledSchemas(_exact)
 VALIDATORS: CompiledSchemas[Any] = CompiledSchemas(_jsonschema_validator)
 
 
