@@ -10,7 +10,7 @@ import hmac
 import json
 import os
 
-from llmc_cli.model import JSON, JSONObject, ToolCall
+from llmc_cli.model import JSON, JSONObject, ToolCall, compact_json
 
 
 class RequestStates:
@@ -25,17 +25,11 @@ class RequestStates:
         answers to upstream requests so far, and whether it carries a confirmation question."""
         from llmc_cli.policy import call_hash
 
-        body = json.dumps(
-            {
-                "call": call_hash(call),
-                "principal": principal,
-                "confirmed": confirmed,
-                "confirming": confirming,
-                "answers": answers,
-            },
-            sort_keys=True,
-            separators=(",", ":"),
-        ).encode("utf-8")
+        # The one compact form (model.py), text as it is: the token is shorter for answers in
+        # other scripts than \u-escapes would make it, and surrogatepass carries a lone surrogate
+        # in a host's answer through to unpack unchanged (JSON can hold one; UTF-8 cannot).
+        state = {"call": call_hash(call), "principal": principal, "confirmed": confirmed, "confirming": confirming}
+        body = compact_json({**state, "answers": answers}).encode("utf-8", "surrogatepass")
         payload = base64.urlsafe_b64encode(body).decode("ascii").rstrip("=")
         return payload + "." + self._mac(payload)
 
@@ -65,7 +59,8 @@ class RequestStates:
         if not hmac.compare_digest(mac, self._mac(payload)):
             return None  # tampered with, or made by another gateway process
         try:
-            data = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+            body = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
+            data = json.loads(body.decode("utf-8", "surrogatepass"))
         except ValueError:
             return None
         if not isinstance(data, dict) or data.get("call") != call_hash(call) or data.get("principal") != principal:

@@ -27,7 +27,16 @@ from llmc_cli.errors import (
     UsageError,
 )
 from llmc_cli.mcp.jsonrpc import has_lone_surrogate
-from llmc_cli.model import ARGUMENTS_TOO_DEEP, JSONObject, Tool, ToolCall, ToolResult, arguments_too_deep, canonical_json
+from llmc_cli.model import (
+    ARGUMENTS_TOO_DEEP,
+    JSONObject,
+    Tool,
+    ToolCall,
+    ToolResult,
+    arguments_too_deep,
+    canonical_json,
+    compact_json,
+)
 
 if TYPE_CHECKING:
     from llmc_cli.policy import Decision
@@ -458,7 +467,6 @@ def approval_hint(profile: LoadedProfile, call: ToolCall, call_hash: str | None)
     """How to pre-approve exactly this call: the `llmc policy approve` command with the call's own
     arguments, shell-quoted, ready to paste; when an argument holds a secret (masked as the audit
     log masks it), the command would show it, so the callHash to list under `approved` instead."""
-    import json
     import shlex
 
     from llmc_cli.audit import mask_secrets
@@ -470,7 +478,7 @@ def approval_hint(profile: LoadedProfile, call: ToolCall, call_hash: str | None)
             f'an argument holds a secret, so add "{call_hash}" to `approved` under [policy] of profile '
             f"{name} (the hash of this exact call)"
         )
-    arguments = json.dumps(call.arguments, ensure_ascii=False, separators=(",", ":"))
+    arguments = compact_json(call.arguments)
     return (
         f"llmc -p {shlex.quote(name)} policy approve {shlex.quote(call.qualified_name)} --json "
         f"{shlex.quote(arguments)} --write ({call_hash})"

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Protocol
 
-from llmc_cli.model import JSONObject
+from llmc_cli.model import JSONObject, compact_json
 
 # The directory's bound: past it, the oldest entries go first.
 MAX_TOTAL_BYTES = 64 * 1024 * 1024
@@ -65,7 +65,7 @@ class FileResultCache:
         from llmc_cli.errors import ConfigError
 
         now = time.time()
-        text = json.dumps({"expiresAt": now + ttl, "result": result}, ensure_ascii=False, separators=(",", ":"))
+        text = compact_json({"expiresAt": now + ttl, "result": result})
         path = self._path(key, server)
         try:
             self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
