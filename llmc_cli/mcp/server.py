@@ -19,9 +19,8 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from llmc_cli.errors import ProtocolError, RpcError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc, observe
@@ -33,6 +32,9 @@ from llmc_cli.mcp.versions import LEGACY_VERSIONS, MODERN_VERSIONS
 from llmc_cli.mcp.versions import META_PREFIX as META
 from llmc_cli.mcp.workers import Workers
 from llmc_cli.model import JSON, JSONObject
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 Send = Callable[[JSONObject], None]
 
@@ -108,9 +110,9 @@ class McpServer:
         self.client_capabilities: JSONObject = {}
         # Where messages that answer no request go (list_changed): set by the host (stdio: stdout).
         self.channel: Send | None = None
-        self._pool: ThreadPoolExecutor | Workers = shared_workers or ThreadPoolExecutor(
-            max_workers=workers, thread_name_prefix="llmc-tool"
-        )
+        # A pool of its own is started at the first request that needs one (a listing needs none).
+        self._pool: ThreadPoolExecutor | Workers | None = shared_workers
+        self._workers = workers
         self._lock = threading.Lock()
         self._cancelled: set[RequestId | None] = set()
         self._running: set[RequestId | None] = set()
@@ -192,8 +194,10 @@ class McpServer:
             watcher.server_session_ended(time.monotonic() - self._born, attributes)
         if self._on_close is not None:
             self._on_close()  # stop processes and searches first, so running calls return
-        if isinstance(self._pool, ThreadPoolExecutor):
-            self._pool.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            pool, self._pool = self._pool, self._pool if isinstance(self._pool, Workers) else None
+        if pool is not None and not isinstance(pool, Workers):
+            pool.shutdown(wait=False, cancel_futures=True)
 
     # ------------------------------------------------------------------ eras
     def _era(self, method: str, params: JSONObject) -> str | None:
@@ -311,7 +315,17 @@ class McpServer:
             return
         watcher = observe.SERVER_OBSERVER
         answer = self._answer_from_pool if watcher is None else watcher.in_context(self._answer_from_pool)
-        self._pool.submit(answer, msg_id, work, modern, send, label)
+        self._threads().submit(answer, msg_id, work, modern, send, label)
+
+    def _threads(self) -> ThreadPoolExecutor | Workers:
+        with self._lock:
+            if self._pool is None:
+                if self._closed:
+                    raise RuntimeError("the server is closed")
+                from concurrent.futures import ThreadPoolExecutor  # it imports logging: only once a tool runs
+
+                self._pool = ThreadPoolExecutor(max_workers=self._workers, thread_name_prefix="llmc-tool")
+            return self._pool
 
     def _answer_from_pool(
         self, msg_id: RequestId | None, work: Callable[[], JSONObject], modern: str | None, send: Send, label: str

@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
 import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -171,6 +170,8 @@ def _resolve(exe: str, path: str, cwd: str | None) -> str | None:
     if "/" in exe:
         full = exe if os.path.isabs(exe) else os.path.join(cwd or os.getcwd(), exe)
         return os.path.abspath(full) if os.path.isfile(full) else None
+    import shutil  # process launching seam: shutil imports three compression modules
+
     found = shutil.which(exe, path=path)
     return os.path.abspath(found) if found else None
 
