@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from llmc_cli.config import paths
+from llmc_cli.config.files import write_atomic
+from llmc_cli.config.importers import read_json_object
 from llmc_cli.errors import ConfigError, UsageError
 from llmc_cli.model import JSONObject
 
@@ -112,8 +114,6 @@ def plan(client: str, config: Path | None, name: str, profile_ref: str, replace:
     path = Path(config).expanduser() if config else default_path()
     data: dict[str, Any] = {}
     if path.exists():
-        from llmc_cli.config.importers import read_json_object
-
         data, commented = read_json_object(path)
         if commented:
             raise ConfigError(
@@ -139,7 +139,6 @@ def plan(client: str, config: Path | None, name: str, profile_ref: str, replace:
 
 
 def apply(planned: Plan) -> None:
-    from llmc_cli.config.files import write_atomic
 
     if planned.action == "unchanged":
         return

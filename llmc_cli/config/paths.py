@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
+import sys
 from pathlib import Path
+
+from llmc_cli.errors import ConfigError
 
 PRIVATE_DIR = 0o700
 
@@ -21,8 +25,6 @@ def is_llmc_command(argv: tuple[str, ...] | list[str]) -> bool:
     -I or -X dev allowed). Such a child is told where llmc's own files are (its directories, the
     paths to protect) and may run unsandboxed in a gateway; a third-party program called `llmc`
     is neither."""
-    import shutil
-    import sys
 
     if not argv:
         return False
@@ -86,7 +88,6 @@ def ensure_private_dir(path: Path) -> Path:
     """Create `path` and every missing parent, each 0700: state may hold session ids, tokens and
     tool results, and `mkdir(parents=True, mode=...)` would give the parents the umask's mode.
     An existing directory is left as it is. ConfigError (exit 3) when it cannot be made."""
-    from llmc_cli.errors import ConfigError
 
     missing = []
     level = path

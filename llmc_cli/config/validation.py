@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
+from llmc_cli.config.schema import Profile
 from llmc_cli.errors import ConfigError
 
 _TOML_LINE = re.compile(r"\(at line (\d+), column \d+\)")
@@ -53,8 +54,6 @@ def dump(obj: object, **options: object) -> dict[str, Any]:
 def validate(data: Mapping[str, object], where: str, text: str | None = None) -> Any:
     """A Profile from parsed TOML; `text` (the file's) lets the error name the line."""
     from pydantic import ValidationError
-
-    from llmc_cli.config.schema import Profile
 
     try:
         return adapter(Profile).validate_python(data)

@@ -16,8 +16,9 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
-from llmc_cli import __version__
+from llmc_cli import __version__, services
 from llmc_cli.errors import Cancelled, DriftError, InputRequired, LlmcError, PolicyDenied, RpcError
+from llmc_cli.gateway import search
 from llmc_cli.gateway.listening import Subscriptions
 from llmc_cli.gateway.relay import HostCall
 from llmc_cli.gateway.toolbox import Toolbox, own_result
@@ -27,6 +28,7 @@ from llmc_cli.mcp.server import McpServer, RequestError, Send
 from llmc_cli.mcp.versions import META_PREFIX as META
 from llmc_cli.mcp.workers import shared
 from llmc_cli.model import ToolCall
+from llmc_cli.policy.approval import hint
 from llmc_cli.services.reads import Read
 
 if TYPE_CHECKING:
@@ -204,8 +206,6 @@ class GatewayConnection(McpServer):
 
     def _list_tools(self, params: JSONObject, modern: str | None) -> JSONObject:
         if self.toolbox.serve.tool_search:
-            from llmc_cli.gateway import search
-
             tools = search.listing(self.toolbox)
         else:
             tools = [self.toolbox.describe(t) for t in self.toolbox.tools()]
@@ -230,7 +230,6 @@ class GatewayConnection(McpServer):
         """A host's resources/read or prompts/get, through services.read (policy, audit with the
         host's identity, rate limits). What the policy denies is answered as what does not exist:
         the spec's error for an unknown resource or prompt, as for a name no server has."""
-        from llmc_cli import services
 
         toolbox = self.toolbox
         calls = services.host_calls(
@@ -284,13 +283,10 @@ class GatewayConnection(McpServer):
         self.run_in_pool(msg_id, lambda: self._call(msg_id, params, modern, send), modern, send, name)
 
     def _call(self, msg_id: RequestId | None, params: JSONObject, modern: str | None, send: Send) -> JSONObject:
-        from llmc_cli import services
 
         name = str(params["name"])  # checked by _start_call (search.unwrap: by search)
         toolbox = self.toolbox
         if toolbox.serve.tool_search and name.startswith("llmc."):
-            from llmc_cli.gateway import search
-
             if name == search.SEARCH:
                 return search.search(toolbox, object_at(params, "arguments"))
             if name == search.CALL:
@@ -366,7 +362,6 @@ class GatewayConnection(McpServer):
         rule = str(exc.details.get("rule") or "")
         if not rule.startswith("confirm") or can_ask:
             return exc.message
-        from llmc_cli.policy.approval import hint
 
         return (
             f"{call.qualified_name} needs a person's confirmation ({rule}) and this MCP host cannot ask for "

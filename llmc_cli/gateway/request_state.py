@@ -11,6 +11,7 @@ import json
 import os
 
 from llmc_cli.model import JSON, JSONObject, ToolCall, compact_json
+from llmc_cli.policy import call_hash
 
 
 class RequestStates:
@@ -23,7 +24,6 @@ class RequestStates:
         """A requestState bound to this exact call (tool and arguments) of this principal (another's
         host cannot replay its yes or its answers): whether the host's user said yes, the host's
         answers to upstream requests so far, and whether it carries a confirmation question."""
-        from llmc_cli.policy import call_hash
 
         # The one compact form (model.py), text as it is: the token is shorter for answers in
         # other scripts than \u-escapes would make it, and surrogatepass carries a lone surrogate
@@ -51,7 +51,6 @@ class RequestStates:
         return hmac.new(self._secret, payload.encode(), hashlib.sha256).hexdigest()
 
     def _open(self, call: ToolCall, state: JSON, principal: str | None) -> JSONObject | None:
-        from llmc_cli.policy import call_hash
 
         if not isinstance(state, str) or "." not in state:
             return None

@@ -23,6 +23,7 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from llmc_cli import audit, lockfile, policy, services
 from llmc_cli.catalog import routing
 from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.config.secrets import Masker, environment_secrets
@@ -32,7 +33,9 @@ from llmc_cli.gateway.request_state import RequestStates
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.mcp.messages import object_at
+from llmc_cli.mcp.versions import MODERN_VERSIONS
 from llmc_cli.model import JSON, JSONObject, Tool
+from llmc_cli.services.catalogs import authenticated
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
@@ -74,8 +77,6 @@ class Toolbox:
         gateway serves principals (a principal's own profile is served by one that does).
         `serve`: the served profile's [serve] settings, for the toolbox of a principal's profile
         (default: this profile's)."""
-        from llmc_cli import audit, services
-        from llmc_cli.services.catalogs import authenticated
 
         self.profile = profile
         self.note = note  # what is said at -v (None: not verbose)
@@ -171,14 +172,12 @@ class Toolbox:
 
     def tools(self) -> list[Tool]:
         """The tools a host sees: allowed by the policy and, with a lock, pinned as they are now."""
-        from llmc_cli import services
 
         self.revive()
         allowed, _hidden, failures = services.visible_tools(self.catalog, self.profile)
         self._report(failures)
         if not self.profile.profile.lock:
             return allowed
-        from llmc_cli import lockfile
 
         pinned = lockfile.read(services.lock_path(self.profile))["servers"]
         return [
@@ -190,7 +189,6 @@ class Toolbox:
     def describe(self, tool: Tool) -> JSONObject:
         """The tool as the host sees it: namespaced, with the hints the profile's policy goes by
         (a profile corrects servers that mislabel their tools)."""
-        from llmc_cli import policy
 
         hints = policy.effective_hints(tool, tool.qualified_name, self.profile.profile.policy)
         annotations = {**tool.annotations, **{f"{k}Hint": v for k, v in hints.items()}}
@@ -210,7 +208,6 @@ class Toolbox:
         return named if named is not None and named[1] else None
 
     def visible(self, tool: Tool) -> bool:
-        from llmc_cli import policy
 
         return policy.visible(tool, self.profile.profile.policy).action == "allow"
 
@@ -219,7 +216,6 @@ class Toolbox:
     def gather(self, method: str, key: str, field: str, capability: str, upstreams: Catalog) -> list[JSONObject]:
         """Every server's items of a list method (all pages) that the policy lets hosts read, their
         `field` namespaced."""
-        from llmc_cli import policy, services
 
         def one(server: str) -> list[JSONObject]:
             if policy.whole_server_denial(server, self.profile.profile.policy):
@@ -245,7 +241,6 @@ class Toolbox:
     def readable(self, kind: ReadKind, server: str, name: str, upstreams: Catalog) -> bool:
         """Whether the policy lets hosts read this resource (see this template) or get this prompt:
         services.read's judge, asked where no read follows (completions, subscriptions)."""
-        from llmc_cli import services
 
         try:
             return services.read_decision(upstreams, self.profile, kind, server, name).action == "allow"
@@ -261,7 +256,6 @@ class Toolbox:
         """Whether some upstream offers resources/subscribe: an initialize-era one that declares it
         (2026-07-28 upstreams have subscriptions/listen instead, which llmc's client does not
         speak yet; one that cannot start offers nothing)."""
-        from llmc_cli.mcp.versions import MODERN_VERSIONS
 
         def offers(server: str) -> bool:
             session = self.catalog.session(server)

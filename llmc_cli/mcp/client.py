@@ -15,7 +15,9 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, unquote, urlsplit
 
 from llmc_cli.errors import ConnectionFailed, HttpStatusError, LlmcError, ProtocolError, RpcError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc, session_ids
@@ -24,7 +26,7 @@ from llmc_cli.mcp.messages import JSONObject
 from llmc_cli.mcp.session import ClientSession, NotADiscoverResult, supported_versions
 from llmc_cli.mcp.stores import EraCache, Stores
 from llmc_cli.mcp.transports.base import Transport
-from llmc_cli.mcp.transports.memory import Endpoint
+from llmc_cli.mcp.transports.memory import Endpoint, MemoryTransport
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, MODERN_VERSIONS, SUPPORTED_VERSIONS
 from llmc_cli.model import SandboxSpec, ServerSpec
 
@@ -94,7 +96,6 @@ def _connect(
         factory = (builtins or {}).get(spec.builtin or "")
         if factory is None:
             raise ConnectionFailed(f"{spec.name}: unknown built-in server {spec.builtin!r}")
-        from llmc_cli.mcp.transports.memory import MemoryTransport
 
         transport: Transport = MemoryTransport(factory(spec))
     else:
@@ -120,8 +121,6 @@ def sandboxed_roots(hooks: ClientHooks, sandbox: SandboxSpec) -> ClientHooks:
     declared paths are bound at the same paths, so a root inside one is kept as it is, a root
     that holds declared paths becomes those paths, and every other root is left out (the server
     could not reach it; naming it would only tell where the user's files are)."""
-    from dataclasses import replace
-    from urllib.parse import quote, unquote, urlsplit
 
     declared = [*sandbox.read_paths, *sandbox.write_paths]
 

@@ -10,6 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from llmc_cli.config.paths import ensure_private_dir, state_dir
 from llmc_cli.errors import ConfigError, LlmcError
 from llmc_cli.model import JSONObject, ToolCall, canonical_json, compact_json
 
@@ -50,7 +51,6 @@ def approval_key() -> bytes:
 def _key_in(*where: str | None) -> bytes:
     """The key file's key for the state directory these variables name (asked once per call,
     the path is worked out once: a tenth of a gateway call's policy decision)."""
-    from llmc_cli.config.paths import state_dir
 
     return _key_file(state_dir() / "approval.key")
 
@@ -63,8 +63,6 @@ def _key_file(path: Path) -> bytes:
         if not path.exists():
             import secrets  # only the first call ever creates the key
             import tempfile
-
-            from llmc_cli.config.paths import ensure_private_dir
 
             ensure_private_dir(path.parent)
             fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".approval.key.", suffix=".tmp")

@@ -14,7 +14,9 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Any
 
+from llmc_cli import policy
 from llmc_cli.model import Tool, ToolCall, canonical_json
+from llmc_cli.policy import effective_hints, glob_match
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
@@ -28,7 +30,6 @@ MAX_RESULT_BYTES = 256 * 1024
 
 def verdict(tool: Tool | None, qualified: str, profile: Profile) -> str | None:
     """What [cache] does with this tool, in words (policy check, tools lint); None when not listed."""
-    from llmc_cli.policy import effective_hints, glob_match
 
     config = profile.cache
     if not any(glob_match(pattern, qualified) for pattern in config.tools):
@@ -44,7 +45,6 @@ def cacheable(tool: Tool | None, qualified: str, profile: Profile) -> bool:
 
 
 def key(profile: LoadedProfile, principal: str | None, tool: Tool, call: ToolCall, call_hash: str | None) -> str:
-    from llmc_cli import policy
     from llmc_cli.lockfile import tool_hash
 
     parts = {

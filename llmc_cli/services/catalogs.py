@@ -5,17 +5,23 @@ and prompts a profile may see; where the gateway shares its host sessions."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from llmc_cli import policy
 from llmc_cli.catalog import Catalog, ConnectOptions, ServerFailure
+from llmc_cli.config.paths import PROTECTED_PATHS_VAR, audit_log_path, config_dir, is_llmc_command, own_directories, state_dir
 from llmc_cli.config.profiles import LoadedProfile, usable_specs
-from llmc_cli.errors import ConfigError, LlmcError, UsageError
+from llmc_cli.errors import ConfigError, ConnectionFailed, LlmcError, UsageError
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.model import JSONObject, ServerSpec, Tool
+from llmc_cli.server.workspace import make_workspace_server
 from llmc_cli.services.calls import lock_path
 from llmc_cli.services.reads import read_decision
+from llmc_cli.services.sandbox import contain, warn_unsandboxed
+from llmc_cli.store import client_stores
 
 if TYPE_CHECKING:
     from llmc_cli.policy import ReadKind
@@ -30,7 +36,6 @@ READ_KINDS: dict[str, tuple[str, str, ReadKind]] = {
 
 def builtin_servers() -> dict[str, Callable[[ServerSpec], Any]]:
     def workspace(spec: ServerSpec) -> Any:
-        from llmc_cli.server.workspace import make_workspace_server
 
         options = dict(spec.options)
         return make_workspace_server(**options)
@@ -41,9 +46,6 @@ def builtin_servers() -> dict[str, Callable[[ServerSpec], Any]]:
 def protected_paths(profile: LoadedProfile | None) -> list[str]:
     """llmc's own files, which no tool of its workspace server may touch: the config and state
     directories, the profile file, its audit log and its manifest lock, wherever they are."""
-    import os
-
-    from llmc_cli.config.paths import PROTECTED_PATHS_VAR, audit_log_path, config_dir, state_dir
 
     paths = [f"{config_dir()}/", f"{state_dir()}/"]  # "/": a directory, protected as one before it exists
     if profile is not None:
@@ -71,7 +73,6 @@ def protect(specs: list[ServerSpec], profile: LoadedProfile | None) -> list[Serv
     profiles and state, unless the server's own env says otherwise. Both only ever add paths to
     what the server protects. A third-party server is not handed this map of what to go after (a
     sandbox covers those files instead)."""
-    from llmc_cli.config.paths import PROTECTED_PATHS_VAR, is_llmc_command, own_directories
 
     paths = protected_paths(profile)
     out = []
@@ -102,7 +103,6 @@ def launch_specs(
     server's problem, not the command's. `require_sandbox` (a gateway serving principals, or
     with any inbound auth: see `authenticated`): ConfigError naming the first stdio server that
     would run unsandboxed without the profile saying sandbox = "none" for it."""
-    from llmc_cli.services.sandbox import contain, warn_unsandboxed
 
     if adhoc is None and profile is None:
         raise ValueError("launch_specs needs a profile or an ad-hoc server")
@@ -165,7 +165,6 @@ def open_catalog(
             specs = [replace(spec, timeout=timeout) for spec in specs]
     else:
         specs, unusable = launch_specs(profile, only, adhoc, timeout, connect_timeout, require_sandbox=require_sandbox)
-    from llmc_cli.store import client_stores
 
     # A keeper's servers are connected in the keeper: no era cache or OAuth tokens here.
     options = ConnectOptions(
@@ -185,7 +184,6 @@ def _attach_first(
     """The keeper's catalog with `first` attached, its other servers taken from the attach
     reply; None when that does not work out (the keeper holds no server of that name, is not
     running, or is too old to list its servers): then the status request says why, or what."""
-    from llmc_cli.errors import ConnectionFailed
     from llmc_cli.keeper import lifecycle
 
     path = str(lifecycle.socket_path(session))
@@ -212,7 +210,6 @@ def visible_tools(
     catalog: Catalog, profile: LoadedProfile, servers: list[str] | None = None
 ) -> tuple[list[Tool], list[Tool], list[Any]]:
     """(allowed, denied, failures): the model and listings see only the allowed ones."""
-    from llmc_cli import policy
 
     tools, failures = catalog.list_tools(servers)
     config = profile.profile.policy
@@ -235,7 +232,6 @@ def visible_offered(
     """Catalog.list_offered with only what the profile may read (visible_items); a server whose
     tools cannot be listed when the policy needs them to judge is a failure, its items absent. A
     server the policy denies as a whole is not asked (nor started)."""
-    from llmc_cli import policy
 
     config = profile.profile.policy
     open_servers = [s for s in catalog.specs if not policy.whole_server_denial(s, config)]

@@ -19,7 +19,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from llmc_cli import lockfile
 from llmc_cli.model import JSONObject, Tool
+from llmc_cli.services.calls import lock_path
+from llmc_cli.services.catalogs import visible_tools
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
@@ -247,8 +250,6 @@ def not_drifted(tools: list[Tool], profile: LoadedProfile) -> list[Tool]:
     profile; with one, only those pinned as they are now (the check `call_tool` makes)."""
     if not profile.profile.lock:
         return tools
-    from llmc_cli import lockfile
-    from llmc_cli.services.calls import lock_path
 
     servers = lockfile.read(lock_path(profile))["servers"]
     return [
@@ -261,7 +262,6 @@ def not_drifted(tools: list[Tool], profile: LoadedProfile) -> list[Tool]:
 def searchable_tools(catalog: Catalog, profile: LoadedProfile, servers: list[str] | None = None) -> tuple[list[Tool], list[Any]]:
     """(tools, failures): the tools of the profile a search may return: those its policy lets
     a model see, less the drifted ones; and the servers that could not be listed."""
-    from llmc_cli.services.catalogs import visible_tools
 
     allowed, _denied, failures = visible_tools(catalog, profile, servers)
     return not_drifted(allowed, profile), failures

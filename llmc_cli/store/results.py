@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Protocol
 
+from llmc_cli.config import files
+from llmc_cli.errors import ConfigError
 from llmc_cli.model import JSONObject, compact_json
 
 # The directory's bound: past it, the oldest entries go first.
@@ -61,8 +63,6 @@ class FileResultCache:
         return result
 
     def put(self, key: str, server: str, result: JSONObject, ttl: float) -> None:
-        from llmc_cli.config import files
-        from llmc_cli.errors import ConfigError
 
         now = time.time()
         text = compact_json({"expiresAt": now + ttl, "result": result})
