@@ -9,6 +9,7 @@ loads today, so a new import on a hot path is a decision, not an accident."""
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -94,3 +95,26 @@ def test_a_command_imports_within_its_budget(command: str, tmp_path: Path) -> No
     own = under(modules, "llmc_cli")
     assert len(own) <= most_llmc, f"`llmc {command}` imports {len(own)} llmc_cli modules (budget {most_llmc})"
     assert len(modules) <= most, f"`llmc {command}` imports {len(modules)} modules (budget {most})"
+
+
+MOST_IMPORTS_IN_FUNCTIONS = 150  # issue 34: laziness lives in a few named seams, not in every function
+
+
+def test_imports_inside_functions_stay_few() -> None:
+    """Imports in function bodies, TYPE_CHECKING blocks aside: each one a decision about start-up
+    (a transport, a provider SDK, a validator, telemetry, a store, a command), not a habit."""
+
+    package = Path(__file__).resolve().parent.parent / "llmc_cli"
+    found = 0
+
+    def count(node: ast.AST, in_function: bool) -> int:
+        here = 0
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                here += in_function
+            here += count(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        return here
+
+    for path in package.rglob("*.py"):
+        found += count(ast.parse(path.read_text(encoding="utf-8")), False)
+    assert 0 < found <= MOST_IMPORTS_IN_FUNCTIONS, f"{found} imports inside functions"
