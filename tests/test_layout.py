@@ -79,6 +79,7 @@ ALLOWED: dict[str, set[str]] = {
     },
     "gateway": {
         "llmc_cli",
+        "translate",  # names.py: the provider-safe name mapper `ask` and `tools export` use
         "telemetry",
         "services",
         "catalog",

@@ -311,6 +311,7 @@ SCHEMAS: dict[str, Schema] = {
                 "config": STR,
                 "name": STR,
                 "entry": OPEN,
+                "nameSeparator": enum(".", "__", "_"),
                 "action": enum("add", "replace", "unchanged"),
                 "dryRun": BOOL,
             }

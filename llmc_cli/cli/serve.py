@@ -3,7 +3,8 @@ any MCP host; `llmc serve workspace`: the built-in workspace server on stdio."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
+from typing import Any, Literal
 
 import click
 
@@ -80,6 +81,12 @@ from llmc_cli.server.workspace import make_workspace_server
     help="With --http: an admitted request's body must arrive within this (a client trickling it is cut "
     "off), and a kept-alive connection's next request too.",
 )
+@click.option(
+    "--name-separator",
+    type=click.Choice([".", "__", "_"]),
+    help="How hosts see tool and prompt names: SERVER.TOOL, SERVER__TOOL or SERVER_TOOL (the last two "
+    "provider-safe, for hosts that hand names to a model provider; default: the profile's [serve] name_separator).",
+)
 @click.pass_context
 def serve(
     ctx: click.Context,
@@ -90,6 +97,7 @@ def serve(
     request_timeout: float,
     max_pending: int,
     pending_timeout: float,
+    name_separator: Literal[".", "__", "_"] | None,
 ) -> None:
     """Serve a profile's tools to any MCP host: tools named SERVER.TOOL, every call under the
     profile's policy and in its audit trail. stdout carries MCP only (stdio).
@@ -100,8 +108,10 @@ def serve(
     llmc serve workspace --root DIR              # the built-in workspace server
     """
     if ctx.invoked_subcommand is not None:
-        if http or (profile_name and ctx.invoked_subcommand != "token"):
-            raise UsageError(f"-p/--http belong to the gateway (llmc serve -p PROFILE), not to serve {ctx.invoked_subcommand}")
+        if http or name_separator or (profile_name and ctx.invoked_subcommand != "token"):
+            raise UsageError(
+                f"-p/--http/--name-separator belong to the gateway (llmc serve -p PROFILE), not to serve {ctx.invoked_subcommand}"
+            )
         ctx.ensure_object(dict)
         if profile_name:
             app_of(ctx).profile = profile_name  # the profile `serve token` edits
@@ -112,6 +122,9 @@ def serve(
         raise UsageError("name the profile to serve: llmc serve -p PROFILE (or run llmc serve workspace)")
     verbose = app_of(ctx).verbose
     profile = load_profile(name)
+    if name_separator:  # this host's need, over the profile's (llmc servers install writes it)
+        serve_config = replace(profile.profile.serve, name_separator=name_separator)
+        profile = replace(profile, profile=replace(profile.profile, serve=serve_config))
 
     start_telemetry("llmc serve", profile)
     if http:

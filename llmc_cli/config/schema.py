@@ -238,6 +238,10 @@ class ServeConfig:
     # The gateway fronting exactly one server under that server's own names (no `server.` prefix):
     # a drop-in in front of a server whose hosts (or test suites) call it by fixed names.
     bare_names: bool = False
+    # How a host sees a server's tool and prompt names: "." (SERVER.TOOL, as MCP allows), or "__"
+    # (SERVER__TOOL) or "_" (SERVER_TOOL), which also makes every name provider-safe
+    # (^[a-zA-Z0-9_-]{1,64}$) for hosts that hand tool names straight to a model provider.
+    name_separator: Literal[".", "__", "_"] = "."
     # Upstream connections of its own (processes, upstream sessions) one principal may hold at
     # once, and how long one no host session uses is kept (seconds).
     max_upstreams: int = field(default=16, metadata=_POSITIVE)

@@ -6,13 +6,16 @@ pydantic is imported only here and only when validating or dumping (it is slow t
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import types
+import typing
 from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
 from llmc_cli.config.schema import Profile
-from llmc_cli.errors import ConfigError
+from llmc_cli.errors import ConfigError, did_you_mean
 
 _TOML_LINE = re.compile(r"\(at line (\d+), column \d+\)")
 # Keys that were accepted once and are gone: a profile that still sets one is told why, not
@@ -64,7 +67,7 @@ def validate(data: Mapping[str, object], where: str, text: str | None = None) ->
         key = f"{'.'.join(loc)}: " if loc else ""
         message = first["msg"].removeprefix("Value error, ")
         if first["type"] in ("extra_forbidden", "unexpected_keyword_argument"):  # dataclasses say the latter
-            message = REMOVED_KEYS.get(".".join(loc), "unknown key")
+            message = REMOVED_KEYS.get(".".join(loc)) or "unknown key" + did_you_mean(loc[-1], keys_beside(Profile, loc))
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         line = line_of(text, loc) if text else None
         raise ConfigError(f"{where}{f':{line}' if line else ''}: {key}{message}{more}") from None
@@ -83,3 +86,24 @@ def line_of(text: str, loc: list[str]) -> int | None:
         header = re.compile(rf"^\s*\[+\s*{re.escape('.'.join(loc))}\s*\]+")
         hits = [n for n, line in enumerate(lines, 1) if header.match(line)]
     return hits[0] if len(hits) == 1 else None
+
+
+def keys_beside(root: type[Any], loc: list[str]) -> list[str]:
+    """The keys the table holding `loc`'s last key may have (for did-you-mean): the fields of the
+    schema dataclass reached by walking `loc` from `root` (a dict's key steps into its values)."""
+
+    def table(kind: Any) -> Any:  # Optional[X] -> X
+        args = [a for a in typing.get_args(kind) if a is not type(None)]
+        return args[0] if typing.get_origin(kind) in (typing.Union, types.UnionType) and len(args) == 1 else kind
+
+    kind: Any = root
+    for part in loc[:-1]:
+        kind = table(kind)
+        if dataclasses.is_dataclass(kind):
+            kind = typing.get_type_hints(kind).get(part)
+        elif typing.get_origin(kind) is dict:
+            kind = typing.get_args(kind)[1]
+        else:
+            return []
+    kind = table(kind)
+    return [f.name for f in dataclasses.fields(kind)] if dataclasses.is_dataclass(kind) else []

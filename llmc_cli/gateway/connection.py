@@ -1,8 +1,8 @@
 """One host's connection to the gateway: mcp/server.py's dual-era core (initialize, discover,
 pagination, cancellation, requests to the client) with the toolbox's methods behind it.
 
-Every tools/call goes through services.call_tool (policy, audit with the host's identity, rate
-limits, argument rules, the lock), every resources/read and prompts/get through services.read.
+Every tools/call, resources/read and prompts/get goes through the services pipeline (policy,
+audit with the host's identity, rate limits, argument rules, the lock, inspection).
 The caller behind a host is a model, so confirmations apply: the host's user is asked by
 elicitation when the host can be asked (initialize era: a request on the connection;
 2026-07-28: an input_required result the host answers by retrying), and otherwise the call is
@@ -16,9 +16,8 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
-from llmc_cli import __version__, services
+from llmc_cli import __version__
 from llmc_cli.errors import Cancelled, DriftError, InputRequired, LlmcError, PolicyDenied, RpcError
-from llmc_cli.gateway import search
 from llmc_cli.gateway.listening import Subscriptions
 from llmc_cli.gateway.relay import HostCall
 from llmc_cli.gateway.toolbox import Toolbox, own_result
@@ -28,7 +27,6 @@ from llmc_cli.mcp.server import McpServer, RequestError, Send
 from llmc_cli.mcp.versions import META_PREFIX as META
 from llmc_cli.mcp.workers import shared
 from llmc_cli.model import ToolCall
-from llmc_cli.policy.approval import hint
 from llmc_cli.services.reads import Read
 
 if TYPE_CHECKING:
@@ -206,6 +204,8 @@ class GatewayConnection(McpServer):
 
     def _list_tools(self, params: JSONObject, modern: str | None) -> JSONObject:
         if self.toolbox.serve.tool_search:
+            from llmc_cli.gateway import search
+
             tools = search.listing(self.toolbox)
         else:
             tools = [self.toolbox.describe(t) for t in self.toolbox.tools()]
@@ -213,7 +213,7 @@ class GatewayConnection(McpServer):
 
     def route(self, name: JSON, what: str, modern: str | None = None) -> tuple[str, str]:
         """A namespaced name -> (server, its name there); RequestError for an unknown one."""
-        route = self.toolbox.route(name)
+        route = self.toolbox.route_prompt(name, self.upstreams) if what == "prompt" else self.toolbox.route_uri(name)
         if route is None:
             raise _unknown(what, name, modern)
         return route
@@ -230,6 +230,7 @@ class GatewayConnection(McpServer):
         """A host's resources/read or prompts/get, through services.read (policy, audit with the
         host's identity, rate limits). What the policy denies is answered as what does not exist:
         the spec's error for an unknown resource or prompt, as for a name no server has."""
+        from llmc_cli import services
 
         toolbox = self.toolbox
         calls = services.host_calls(
@@ -249,7 +250,7 @@ class GatewayConnection(McpServer):
                 raise RequestError(jsonrpc.INTERNAL_ERROR, exc.message, {"retryAfter": retry}) from None
             if exc.details.get("rule") == "invalid_text":
                 raise RequestError(jsonrpc.INVALID_PARAMS, exc.message) from None
-            raise _unknown(request.kind, toolbox.expose(request.server, request.name), modern) from None
+            raise _unknown(request.kind, toolbox.shown(request.kind, request.server, request.name), modern) from None
         except RpcError as exc:  # the upstream refused the request itself: the host hears the same
             raise RequestError(exc.code or jsonrpc.INTERNAL_ERROR, exc.message, exc.data) from None
         except LlmcError as exc:
@@ -283,17 +284,18 @@ class GatewayConnection(McpServer):
         self.run_in_pool(msg_id, lambda: self._call(msg_id, params, modern, send), modern, send, name)
 
     def _call(self, msg_id: RequestId | None, params: JSONObject, modern: str | None, send: Send) -> JSONObject:
+        from llmc_cli import services
 
         name = str(params["name"])  # checked by _start_call (search.unwrap: by search)
         toolbox = self.toolbox
-        if toolbox.serve.tool_search and name.startswith("llmc."):
-            if name == search.SEARCH:
-                return search.search(toolbox, object_at(params, "arguments"))
-            if name == search.CALL:
-                unwrapped = search.unwrap(params)
-                if isinstance(unwrapped, str):
-                    return _tool_error(unwrapped)
-                return self._call(msg_id, unwrapped, modern, send)  # the named tool's own path
+        if toolbox.serve.tool_search and name.startswith("llmc"):
+            from llmc_cli.gateway import search
+
+            answer = search.answer(toolbox, name, params)  # a result, the named tool's call, or None: not llmc's
+            if isinstance(answer, search.Call):
+                return self._call(msg_id, answer.params, modern, send)  # the named tool's own path
+            if answer is not None:
+                return answer
         route = toolbox.route(name)
         if route:
             toolbox.revive(route[0], self.upstreams)
@@ -362,6 +364,7 @@ class GatewayConnection(McpServer):
         rule = str(exc.details.get("rule") or "")
         if not rule.startswith("confirm") or can_ask:
             return exc.message
+        from llmc_cli.policy.approval import hint
 
         return (
             f"{call.qualified_name} needs a person's confirmation ({rule}) and this MCP host cannot ask for "

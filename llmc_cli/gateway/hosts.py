@@ -9,7 +9,6 @@ import ipaddress
 import os
 import queue
 import secrets
-import shlex
 import sys
 import threading
 import time
@@ -18,9 +17,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from llmc_cli import services
 from llmc_cli.catalog import Catalog
-from llmc_cli.config.profiles import LoadedProfile, load_profile
+from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.errors import ConfigError, ConnectionFailed, LlmcError, UsageError
 from llmc_cli.gateway.admission import Refused
 from llmc_cli.gateway.connection import GatewayConnection
@@ -28,7 +26,6 @@ from llmc_cli.gateway.principals import Principal, principals_of
 from llmc_cli.gateway.toolbox import Toolbox
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.messages import JSONObject, RequestId, object_at
-from llmc_cli.mcp.server import RequestError
 
 if TYPE_CHECKING:
     from llmc_cli.store.state import HostSessions
@@ -65,6 +62,7 @@ def is_loopback_host(host: str) -> bool:
 
 def add_principal_hint(served: LoadedProfile) -> str:
     """The command that adds a principal to the served profile."""
+    import shlex
 
     # A profile loaded by path is named by its path: `-p NAME` would not find it.
     named = served.path is None or served.path.parent.name == "profiles"
@@ -178,6 +176,7 @@ class HttpGateway:
         # (profile, principal or None) -> its upstream connections
         self.principal_upstreams: dict[tuple[str, str | None], PrincipalUpstreams] = {}
         self._held_by: dict[GatewayConnection, tuple[str, str | None]] = {}  # a session's -> its principal's
+        from llmc_cli import services
 
         self.shared: HostSessions | None = services.host_sessions(toolbox.state, idle_seconds)
         self.lock = threading.Lock()
@@ -200,6 +199,8 @@ class HttpGateway:
             return self.principals
         with self.lock:
             if stamp != self._principals_stamp:
+                from llmc_cli.config.profiles import load_profile
+
                 try:
                     profile = load_profile(str(self.served.path))
                     self.principals = principals_of(profile)
@@ -246,6 +247,8 @@ class HttpGateway:
         name = principal.profile if principal and principal.profile else self.served.name
         with self.lock:
             if name not in self.toolboxes:
+                from llmc_cli.config.profiles import load_profile
+
                 served = self.toolboxes[self.served.name]
                 toolbox = Toolbox(
                     load_profile(name),
@@ -450,6 +453,8 @@ class HttpGateway:
                 },
             )
         except LlmcError as exc:
+            from llmc_cli.mcp.server import RequestError
+
             self.end_host_session(session_id)  # not resumable elsewhere: no session at all
             raise RequestError(jsonrpc.INTERNAL_ERROR, f"cannot start a session: {exc.message}") from None
         session.shared = True

@@ -28,8 +28,6 @@ replies and streams are written, replies.py's ReplyWriter, the handler's base cl
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
 import json
 import signal
@@ -44,7 +42,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from llmc_cli import interrupts
-from llmc_cli.errors import ConnectionFailed, LlmcError, ProtocolError
+from llmc_cli.errors import LlmcError, ProtocolError
 from llmc_cli.gateway.admission import MAX_PENDING, PENDING_SECONDS, Admission, Refused
 from llmc_cli.gateway.connection import HTTP_PEER
 from llmc_cli.gateway.hosts import IDLE_SECONDS, MAX_CONNECTIONS, REQUEST_SECONDS, HostSession, HttpGateway, parse_address
@@ -376,6 +374,9 @@ def _decoded(value: str | None) -> str | None:
         return None
     value = value.strip()
     if value.startswith("=?base64?") and value.endswith("?="):
+        import base64
+        import binascii
+
         try:
             return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
         except (binascii.Error, UnicodeDecodeError):
@@ -447,6 +448,7 @@ def serve(
         httpd = server_class((host, port), handler)
     except OSError as exc:
         gateway.close()
+        from llmc_cli.errors import ConnectionFailed
 
         raise ConnectionFailed(f"cannot listen on {address}: {exc.strerror or exc}") from None
     httpd.admission = admission

@@ -79,7 +79,7 @@ class Subscriptions:
             subscribed: list[JSON] = []
             honored["resourceSubscriptions"] = subscribed
             for uri in uris:
-                route = self.connection.toolbox.route(uri)
+                route = self.connection.toolbox.route_uri(uri)
                 if route is None or not self.connection.toolbox.readable("resource", *route, self.connection.upstreams):
                     continue  # unknown, or hidden by the policy: not honoured
                 try:

@@ -6,11 +6,6 @@ import sys
 from typing import TYPE_CHECKING
 
 from llmc_cli.config.profiles import LoadedProfile
-from llmc_cli.gateway.admission import MAX_PENDING, PENDING_SECONDS
-from llmc_cli.gateway.connection import GatewayConnection
-from llmc_cli.gateway.hosts import IDLE_SECONDS, MAX_CONNECTIONS, REQUEST_SECONDS, check_auth, parse_address
-from llmc_cli.gateway.toolbox import Toolbox
-from llmc_cli.server.stdio import run_stdio
 
 if TYPE_CHECKING:
     from llmc_cli.gateway.toolbox import Toolbox  # imported when the gateway starts, not with this module
@@ -21,6 +16,7 @@ def log(message: str) -> None:
 
 
 def _toolbox(profile: LoadedProfile, verbose: int) -> Toolbox:
+    from llmc_cli.gateway.toolbox import Toolbox
 
     on_stderr = (lambda server, line: log(f"[{server} stderr] {line}")) if verbose else None
     toolbox = Toolbox(profile, on_stderr=on_stderr, note=log if verbose else None)
@@ -30,6 +26,8 @@ def _toolbox(profile: LoadedProfile, verbose: int) -> Toolbox:
 
 def serve_stdio(profile: LoadedProfile, *, verbose: int = 0) -> None:
     """One host on stdin/stdout until end of input."""
+    from llmc_cli.gateway.connection import GatewayConnection
+    from llmc_cli.server.stdio import run_stdio
 
     toolbox = _toolbox(profile, verbose)
     log(f"profile {profile.name}: {len(toolbox.catalog.specs)} server(s) on stdio")
@@ -51,6 +49,8 @@ def serve_http(
     pending_seconds: float | None = None,
 ) -> None:
     """Streamable HTTP until SIGINT, SIGTERM or SIGHUP."""
+    from llmc_cli.gateway.admission import MAX_PENDING, PENDING_SECONDS
+    from llmc_cli.gateway.hosts import IDLE_SECONDS, MAX_CONNECTIONS, REQUEST_SECONDS, check_auth, parse_address
     from llmc_cli.gateway.http import serve
 
     check_auth(profile, parse_address(address)[0])  # a bad address or door: refused before any server starts

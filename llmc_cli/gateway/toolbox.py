@@ -23,19 +23,17 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from llmc_cli import audit, lockfile, policy, services
 from llmc_cli.catalog import routing
 from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.config.secrets import Masker, environment_secrets
 from llmc_cli.errors import LlmcError, RpcError
+from llmc_cli.gateway.names import ServedNames
 from llmc_cli.gateway.relay import HostRelay
 from llmc_cli.gateway.request_state import RequestStates
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.mcp.messages import object_at
-from llmc_cli.mcp.versions import MODERN_VERSIONS
 from llmc_cli.model import JSON, JSONObject, Tool
-from llmc_cli.services.catalogs import authenticated
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
@@ -77,6 +75,8 @@ class Toolbox:
         gateway serves principals (a principal's own profile is served by one that does).
         `serve`: the served profile's [serve] settings, for the toolbox of a principal's profile
         (default: this profile's)."""
+        from llmc_cli import audit, services
+        from llmc_cli.services.catalogs import authenticated
 
         self.profile = profile
         self.note = note  # what is said at -v (None: not verbose)
@@ -84,6 +84,7 @@ class Toolbox:
         self.serve = serve or profile.profile.serve
         # the schema allows bare names with exactly one server, so every name routes back to it
         self.bare = next(iter(profile.profile.servers)) if profile.profile.serve.bare_names else None
+        self.names = ServedNames(self.serve.name_separator, profile.profile.servers, self.bare)
         self.relay = HostRelay(note)
         self.hooks = ClientHooks(
             on_progress=self.relay.progress,
@@ -172,12 +173,15 @@ class Toolbox:
 
     def tools(self) -> list[Tool]:
         """The tools a host sees: allowed by the policy and, with a lock, pinned as they are now."""
+        from llmc_cli import services
 
         self.revive()
         allowed, _hidden, failures = services.visible_tools(self.catalog, self.profile)
         self._report(failures)
+        self.names.assign("tool", ((t.server, t.name) for t in allowed), self.reserved)
         if not self.profile.profile.lock:
             return allowed
+        from llmc_cli import lockfile
 
         pinned = lockfile.read(services.lock_path(self.profile))["servers"]
         return [
@@ -189,25 +193,61 @@ class Toolbox:
     def describe(self, tool: Tool) -> JSONObject:
         """The tool as the host sees it: namespaced, with the hints the profile's policy goes by
         (a profile corrects servers that mislabel their tools)."""
+        from llmc_cli import policy
 
         hints = policy.effective_hints(tool, tool.qualified_name, self.profile.profile.policy)
         annotations = {**tool.annotations, **{f"{k}Hint": v for k, v in hints.items()}}
-        return {**tool.raw, "name": self.expose(tool.server, tool.name), "annotations": annotations}
+        return {**tool.raw, "name": self.tool_name(tool), "annotations": annotations}
+
+    def tool_name(self, tool: Tool) -> str:
+        """The name a host sees for a tool (gateway/names.py)."""
+        return self.names.name("tool", tool.server, tool.name)
+
+    @property
+    def reserved(self) -> tuple[str, ...]:
+        """The names of the gateway's own tools, which no server's tool may take."""
+        return (self.names.meta("search_tools"), self.names.meta("call_tool")) if self.serve.tool_search else ()
 
     def expose(self, server: str, name: str) -> str:
-        """The name a host sees for a server's tool, prompt or resource URI."""
+        """The name a host sees for a server's resource URI (or template): `server.URI`."""
         return name if self.bare else f"{server}.{name}"
 
-    def route(self, name: JSON) -> tuple[str, str] | None:
-        """'server.name' -> (server, name) for a server of this profile; anything else: None."""
+    def route(self, name: JSON, kind: str = "tool") -> tuple[str, str] | None:
+        """A tool's (or a prompt's) name as a host sent it -> (server, name) for a server of this
+        profile; anything else: None. A name this gateway has not given (a host that calls
+        without listing first) lists the tools again before it is refused."""
         if not isinstance(name, str):
             return None
+        route = self.names.route(kind, name)
+        if kind == "tool" and (route is None or self.bare) and not self.names.dotted and not self.names.known(kind, name):
+            self.tools()
+            route = self.names.route(kind, name)
+        return route
+
+    def route_prompt(self, name: JSON, upstreams: Catalog) -> tuple[str, str] | None:
+        """A prompt's name as a host sent it -> (server, name); a name not given yet (a host that
+        never listed them) lists the prompts again first."""
+        route = self.route(name, "prompt")
+        if route is None and isinstance(name, str) and not self.names.dotted and not self.names.known("prompt", name):
+            self.gather("prompts/list", "prompts", "name", "prompts", upstreams)
+            route = self.route(name, "prompt")
+        return route
+
+    def shown(self, kind: str, server: str, name: str) -> str:
+        """The name a host sees for a prompt, or a resource's URI."""
+        return self.names.name(kind, server, name) if kind == "prompt" else self.expose(server, name)
+
+    def route_uri(self, uri: JSON) -> tuple[str, str] | None:
+        """'server.URI' -> (server, URI) for a server of this profile; anything else: None."""
+        if not isinstance(uri, str):
+            return None
         if self.bare:
-            return (self.bare, name) if name else None
-        named = routing.qualified(name, self.catalog.specs)
+            return (self.bare, uri) if uri else None
+        named = routing.qualified(uri, self.catalog.specs)
         return named if named is not None and named[1] else None
 
     def visible(self, tool: Tool) -> bool:
+        from llmc_cli import policy
 
         return policy.visible(tool, self.profile.profile.policy).action == "allow"
 
@@ -216,6 +256,7 @@ class Toolbox:
     def gather(self, method: str, key: str, field: str, capability: str, upstreams: Catalog) -> list[JSONObject]:
         """Every server's items of a list method (all pages) that the policy lets hosts read, their
         `field` namespaced."""
+        from llmc_cli import policy, services
 
         def one(server: str) -> list[JSONObject]:
             if policy.whole_server_denial(server, self.profile.profile.policy):
@@ -231,16 +272,28 @@ class Toolbox:
                 if exc.code != jsonrpc.METHOD_NOT_FOUND:
                     raise
                 return []
-            items = services.visible_items(upstreams, self.profile, method, server, listed)
-            return [{**item, field: self.expose(server, str(item.get(field, "")))} for item in items]
+            return services.visible_items(upstreams, self.profile, method, server, listed)
 
         per_server, failures = upstreams.each(one)
         self._report(failures)
-        return [item for server in self.catalog.specs for item in per_server.get(server, [])]
+        if field == "name":  # prompts: named as tools are
+            self.names.assign("prompt", ((s, str(p.get("name", ""))) for s, items in per_server.items() for p in items))
+            name = self.names.name
+            return [
+                {**p, "name": name("prompt", s, str(p.get("name", "")))}
+                for s in self.catalog.specs
+                for p in per_server.get(s, [])
+            ]
+        return [
+            {**item, field: self.expose(server, str(item.get(field, "")))}
+            for server in self.catalog.specs
+            for item in per_server.get(server, [])
+        ]
 
     def readable(self, kind: ReadKind, server: str, name: str, upstreams: Catalog) -> bool:
         """Whether the policy lets hosts read this resource (see this template) or get this prompt:
         services.read's judge, asked where no read follows (completions, subscriptions)."""
+        from llmc_cli import services
 
         try:
             return services.read_decision(upstreams, self.profile, kind, server, name).action == "allow"
@@ -256,6 +309,7 @@ class Toolbox:
         """Whether some upstream offers resources/subscribe: an initialize-era one that declares it
         (2026-07-28 upstreams have subscriptions/listen instead, which llmc's client does not
         speak yet; one that cannot start offers nothing)."""
+        from llmc_cli.mcp.versions import MODERN_VERSIONS
 
         def offers(server: str) -> bool:
             session = self.catalog.session(server)

@@ -11,6 +11,7 @@ validate_in_keeper): the keeper keeps its compiled validators between calls."""
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -66,7 +67,7 @@ class CompiledSchemas(Generic[T]):
 def _jsonschema_validator(schema: Any) -> Any:
     """A jsonschema validator for the schema, or None when the schema is itself broken (then the
     call goes ahead unchecked: that is the server's business)."""
-    import jsonschema  # the validators seam: jsonschema is imported here only
+    import jsonschema.exceptions  # the validators seam: jsonschema is imported here only
 
     try:
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
@@ -112,10 +113,9 @@ def validate_arguments(arguments: Mapping[str, Any], schema: Any, tool: str) -> 
     validator = VALIDATORS.get(schema, tool)
     if validator is None:
         return
-    from jsonschema.exceptions import best_match
-
     try:
-        error = best_match(validator.iter_errors(checked))
+        # a validator exists, so _jsonschema_validator imported jsonschema (and its exceptions)
+        error = sys.modules["jsonschema.exceptions"].best_match(validator.iter_errors(checked))
     except Exception:  # noqa: BLE001 - an unresolvable $ref: not the user's error either
         return
     if error is None:

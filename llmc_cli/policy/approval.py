@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from llmc_cli.config.paths import ensure_private_dir, state_dir
 from llmc_cli.errors import ConfigError, LlmcError
@@ -88,10 +87,10 @@ def _key_file(path: Path) -> bytes:
     return key.encode("ascii")
 
 
-@dataclass(frozen=True)
-class Approval:
+class Approval(NamedTuple):
     """What pre-approving one exact call takes, as data (services return it with a denial for
-    want of a confirmation; a front end says how: hint())."""
+    want of a confirmation; a front end says how: hint()). A NamedTuple: this module loads with
+    every call (call_hash), and a dataclass costs several times more to create."""
 
     profile: str  # the profile as a command names it: its name, or its path when it was loaded by path
     tool: str  # SERVER.TOOL

@@ -7,8 +7,7 @@ nothing of the result). The guardrails (DLP, classification) plug in here: inspe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from llmc_cli.model import JSONObject, ServerSpec, ToolCall
 
@@ -18,9 +17,9 @@ if TYPE_CHECKING:
     from llmc_cli.services.reads import Read
 
 
-@dataclass(frozen=True)
-class Inspection:
-    """What one inspector made of a result. All fields empty: nothing to say."""
+class Inspection(NamedTuple):
+    """What one inspector made of a result. All fields empty: nothing to say. (NamedTuples, not
+    dataclasses, here: this module loads with every call, and a NamedTuple is cheaper to create.)"""
 
     result: JSONObject | None = None  # the result as it goes on (e.g. redacted); None: unchanged
     findings: tuple[JSONObject, ...] = ()  # JSON objects for the outcome record (masked as it is)
@@ -46,8 +45,7 @@ def inspectors_for(profile: LoadedProfile) -> tuple[Inspector, ...]:
     return ()
 
 
-@dataclass(frozen=True)
-class Inspected:
+class Inspected(NamedTuple):
     """The inspect stage's verdict on one result: the result to deliver, every finding, and the
     first denial, if any (inspectors after a denial are not asked)."""
 

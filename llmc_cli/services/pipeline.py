@@ -22,8 +22,7 @@ import hashlib
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from llmc_cli import audit, interrupts, policy
 from llmc_cli.errors import Cancelled, ConfigError, InputRequired, LlmcError, PolicyDenied, ProtocolError, TimeoutExpired
@@ -47,8 +46,9 @@ if TYPE_CHECKING:
     from llmc_cli.store.state import State
 
 
-@dataclass(frozen=True)
-class ToolRequest:
+# The request and outcome are NamedTuples, not dataclasses: a command makes one of each, and the
+# class costs a tenth as much to create at import (a call through a keeper is mostly start-up).
+class ToolRequest(NamedTuple):
     """A tool call as a caller has it. `name`: SERVER.TOOL or a bare tool name (resolved against
     the catalog), or, with `server`, the tool's own name on that server (already routed).
     `arguments`, or `typed`: the arguments made from the tool's inputSchema once it is known
@@ -64,21 +64,21 @@ class ToolRequest:
     meta: JSONObject | None = None  # the request's _meta, relayed (the gateway's progress token)
 
     @classmethod
-    def of(cls, call: ToolCall, **options: object) -> ToolRequest:
+    def of(cls, call: ToolCall, *, meta: JSONObject | None = None) -> ToolRequest:
         """The request of a call whose server and tool are known already."""
-        return cls(call.tool, call.arguments, server=call.server, call_id=call.call_id, **options)  # type: ignore[arg-type]
+        return cls(call.tool, call.arguments, server=call.server, call_id=call.call_id, meta=meta)
 
 
-@dataclass
-class Outcome:
+class Outcome(NamedTuple):
     """What a call or read that returned a result came to. `request`: the resolved call or the
-    read; `raw`: the result as delivered (after inspection); `result`: a call's, as a ToolResult."""
+    read; `raw`: the result as delivered (after inspection); `result`: a call's, as a ToolResult;
+    `findings`: what the inspectors found (services/inspect.py)."""
 
     request: ToolCall | Read
     raw: JSONObject
     duration_ms: float
     cached: bool = False
-    findings: list[JSONObject] = field(default_factory=list)
+    findings: tuple[JSONObject, ...] = ()
     result: ToolResult | None = None
 
     @property
@@ -281,7 +281,7 @@ class Pipeline:
             if cache is not None and not hit:
                 cache.put(raw, body)
         self._record(authorized, outcome, duration, raw, body, findings)
-        return Outcome(authorized.call, raw, duration, hit, findings, result)
+        return Outcome(authorized.call, raw, duration, hit, tuple(findings), result)
 
     def _limit(self, authorized: Authorization) -> None:
         """The rate limits: a call over one is denied (audited), not run."""
