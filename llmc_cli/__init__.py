@@ -1,6 +1,7 @@
 """llmc: let any LLM use the tools of any MCP server, under a policy, with an audit trail."""
 
 from collections.abc import Callable
+from importlib import import_module
 from typing import Any
 
 __version__ = "0.1.0"
@@ -16,7 +17,6 @@ def lazy_names(package: str, namespace: dict[str, Any], where: dict[str, str]) -
         module = where.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        from importlib import import_module
 
         value = getattr(import_module(module), name)
         namespace[name] = value

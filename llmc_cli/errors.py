@@ -4,6 +4,7 @@ ExitCode names them, so no code says a bare 4 or 130.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable, Mapping
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
@@ -166,7 +167,6 @@ def optional_module(module: str, extra: str, purpose: str) -> ModuleType:
     """Import an optional dependency (`module`, from the `extra` of llmc-cli); its absence, or a
     missing module it needs, is one ConfigError (exit 3) naming the extra to install, never an
     ImportError traceback. `purpose`: what needs it ("[state] url (LLMC_STATE_URL)")."""
-    import importlib
 
     try:
         return importlib.import_module(module)

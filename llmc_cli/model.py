@@ -5,10 +5,12 @@ Nothing here knows about a transport, a provider or the CLI.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, get_args
+from urllib.parse import urlsplit, urlunsplit
 
 # A JSON value as json.loads returns it (recursive; object keys are always str), for data llmc
 # passes on without reading it all: tool arguments, structuredContent, `_meta`. mcp/messages.py
@@ -85,7 +87,6 @@ class ServerSpec:
         """Identity of the server configuration, for caches (era detection, sessions): a digest,
         never the text itself, as a URL's query or userinfo or a command's arguments may carry
         an expanded ${SECRET}, and caches are files."""
-        import hashlib
 
         if self.builtin:
             return f"builtin:{self.builtin}"
@@ -100,7 +101,6 @@ class ServerSpec:
 
 def redact_url(url: str) -> str:
     """scheme://host[:port]/path of a URL: no userinfo, query or fragment."""
-    from urllib.parse import urlsplit, urlunsplit
 
     try:
         parts = urlsplit(url)

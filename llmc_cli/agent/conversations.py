@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llmc_cli.config.files import write_atomic
+from llmc_cli.config.paths import state_dir
 from llmc_cli.errors import ConfigError, UsageError
 from llmc_cli.providers.base import Message, message_from_json
 
@@ -58,7 +60,6 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
 def conversations_dir() -> Path:
-    from llmc_cli.config.paths import state_dir
 
     return state_dir() / "conversations"
 
@@ -66,7 +67,6 @@ def conversations_dir() -> Path:
 def save_conversation(conv: Conversation, name: str | None = None) -> Path:
     """Write the conversation to conversations/NAME.json (NAME defaults to its id), atomically and
     readable only by the user (it holds tool results)."""
-    from llmc_cli.config.files import write_atomic
 
     name = name or conv.id
     if not NAME_RE.match(name) or name == "last":

@@ -39,6 +39,8 @@ from llmc_cli.providers.base import (
     ToolResults,
     UserMessage,
 )
+from llmc_cli.translate import translate
+from llmc_cli.translate.anthropic import deferred
 
 if TYPE_CHECKING:
     from llmc_cli.translate import Translation
@@ -188,12 +190,8 @@ def _ask(
         base_read_only = read_only
         read_only = lambda tool: tool is search.tool or base_read_only(tool)  # noqa: E731
     elif tools:
-        from llmc_cli.translate import translate
-
         translation = translate(tools, provider.format, strict=strict)
         if server_side:
-            from llmc_cli.translate.anthropic import deferred
-
             translation = replace(translation, definitions=deferred(translation.definitions))
         record.warnings.extend(str(w) for w in getattr(translation, "warnings", []) or [])
         tools_by_key = {(t.server, t.name): t for t in tools}

@@ -10,12 +10,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from llmc_cli import services
 from llmc_cli.agent.conversations import Conversation, conversation_path, load_conversation, save_conversation
 from llmc_cli.agent.loop import Progress, RunRecord, ask
 from llmc_cli.agent.sampling import sampler
 from llmc_cli.agent.settings import AskOptions, AskSettings, resolve_settings
 from llmc_cli.agent.tool_search import wanted
+from llmc_cli.errors import PolicyDenied
+from llmc_cli.policy.approval import with_hint
 from llmc_cli.providers.base import Provider, make_provider
+from llmc_cli.services import ToolRequest
+from llmc_cli.services.search import not_drifted
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
@@ -69,8 +74,6 @@ def run(
     """The loop over the tools the profile lets the model see (`servers`: only theirs); a server
     that cannot list its tools is reported to `on_unavailable` and left out. Returns the record
     and where the conversation was saved (it is saved when the run fails too)."""
-    from llmc_cli import services
-    from llmc_cli.services.search import not_drifted
 
     settings = prepared.settings
     with catalog:
@@ -103,9 +106,6 @@ def run(
 def _call(calls: Pipeline, call: ToolCall) -> ToolResult:
     """One call the model made, through the pipeline; a denial for want of a confirmation says
     how a person would pre-approve the call (the model's words reach the person)."""
-    from llmc_cli.errors import PolicyDenied
-    from llmc_cli.policy.approval import with_hint
-    from llmc_cli.services import ToolRequest
 
     try:
         return calls.run(ToolRequest.of(call)).tool_result

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from llmc_cli.model import Tool, ToolResult
 from llmc_cli.services.search import ToolIndex
+from llmc_cli.translate import translate
 
 if TYPE_CHECKING:
     from llmc_cli.translate import Translation
@@ -90,7 +91,6 @@ class ToolSearch:
     def translation(self) -> Translation:
         """The offered tools translated (again only when a tool joined since). Each asks for a
         name that never changes in the run: `search_tools`, `server_tool` (made legal)."""
-        from llmc_cli.translate import translate
 
         with self._lock:
             if self._translation is None or self._translation[0] != len(self.found):

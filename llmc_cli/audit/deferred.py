@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from llmc_cli.audit.records import AuditError, now_iso
@@ -22,7 +23,6 @@ class Deferred:
     FLUSH_SECONDS = 1.0
 
     def __init__(self, log: ChainedLog) -> None:
-        import threading
 
         self.log = log
         log.lazy_anchor = True  # flush() syncs it, at least every second: one fsync per write, not three
@@ -69,7 +69,6 @@ class Deferred:
         (group commit): one caller writes at a time, taking every record queued meanwhile in one
         write and fsync; the others wait for their own records, not for the lock, and the one
         that waited longest writes the next group."""
-        import threading
 
         ticket: dict[str, Any] = {"records": records, "event": threading.Event(), "written": False, "error": None}
         with self.queue_lock:

@@ -29,8 +29,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from llmc_cli import interrupts
 from llmc_cli.audit.records import AuditError, now_iso
 from llmc_cli.audit.trail import ChainedLog, Seal
+from llmc_cli.config.files import LockTimeout, file_lock, write_atomic
+from llmc_cli.config.paths import audit_log_path, ensure_private_dir
 from llmc_cli.errors import ConfigError
 from llmc_cli.store.chain import GENESIS
 
@@ -39,7 +42,6 @@ ANCHOR_BYTES = 512  # one sector: written whole or not at all (JSON, padded with
 
 
 def default_path() -> Path:
-    from llmc_cli.config.paths import audit_log_path
 
     return audit_log_path()
 
@@ -48,7 +50,6 @@ class AuditLog(ChainedLog):
     """The chain in a JSON Lines file (see the module's docstring)."""
 
     def __init__(self, path: Path | str | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
-        from llmc_cli.config.paths import audit_log_path
 
         self.path = audit_log_path(path)
         self.max_bytes = max_bytes
@@ -60,9 +61,6 @@ class AuditLog(ChainedLog):
     def _append_chained(self, seal: Seal) -> None:
         """Under the file lock: whole lines, one fsync, then the anchor. Nothing is left behind
         when any step fails: the log is cut back to where it was."""
-        from llmc_cli import interrupts
-        from llmc_cli.config.files import LockTimeout, file_lock
-        from llmc_cli.config.paths import ensure_private_dir
 
         try:
             ensure_private_dir(self.path.parent)
@@ -119,7 +117,6 @@ class AuditLog(ChainedLog):
 
     def anchor(self) -> dict[str, Any] | None:
         """The anchor as written with the last append, read under the lock; None when there is none."""
-        from llmc_cli.config.files import LockTimeout, file_lock
 
         try:
             with file_lock(str(self.path) + ".lock", timeout=30):
@@ -186,7 +183,6 @@ class AuditLog(ChainedLog):
         except FileNotFoundError:
             # The first anchor is made whole under another name and renamed into place, so a full
             # disk or a crash never leaves an empty one behind (which would stop every later call).
-            from llmc_cli.config.files import write_atomic
 
             write_atomic(self.anchor_path, data, durable=durable)
             return
@@ -204,7 +200,6 @@ class AuditLog(ChainedLog):
         """Make the anchor durable (lazy_anchor): rewritten as it is now, under the lock, and fsynced."""
         if self._anchor_synced:
             return
-        from llmc_cli.config.files import LockTimeout, file_lock
 
         try:
             with file_lock(str(self.path) + ".lock", timeout=30):
@@ -241,7 +236,6 @@ class AuditLog(ChainedLog):
                     yield path, number, raw.decode("utf-8", errors="replace")
 
     def _settled_line(self, path: Path, offset: int, seen: bytes) -> bytes:
-        from llmc_cli.config.files import LockTimeout, file_lock
 
         try:
             with file_lock(str(self.path) + ".lock", timeout=30), open(path, "rb") as fh:

@@ -6,9 +6,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
+from llmc_cli import interrupts, telemetry
 from llmc_cli.audit.records import AuditError
 from llmc_cli.audit.trail import ChainedLog, Seal, sealer
 from llmc_cli.store.chain import CALL_FIELDS, GENESIS, AuditRecord
+from llmc_cli.store.postgres import Database, StateError
+from llmc_cli.store.postgres.chain import PostgresChain
 
 
 class PostgresAuditLog(ChainedLog):
@@ -18,15 +21,11 @@ class PostgresAuditLog(ChainedLog):
     the file; a record is one row (`file` in reports is the database, `line` the row's seq)."""
 
     def __init__(self, url: str) -> None:
-        from llmc_cli.store.postgres import Database
-        from llmc_cli.store.postgres.chain import PostgresChain
 
         self.chain = PostgresChain(Database.for_url(url))
         self.path = Path(self.chain.db.name)  # only ever shown, never opened
 
     def _append_chained(self, seal: Seal) -> None:
-        from llmc_cli import interrupts
-        from llmc_cli.store.postgres import StateError
 
         try:
             with interrupts.deferred():
@@ -38,8 +37,6 @@ class PostgresAuditLog(ChainedLog):
         """A `lost` outcome for every call that a gateway replica whose lease ran out decided and
         never recorded the end of (killed, or cut off from the database for longer than its
         lease); `closer` is the replica writing them. How many were closed."""
-        from llmc_cli import telemetry
-        from llmc_cli.store.postgres import StateError
 
         written: list[dict[str, Any]] = []
 
@@ -84,7 +81,6 @@ class PostgresAuditLog(ChainedLog):
         return {"head": head[0], "records": head[1], "anchor": self.chain.db.name}
 
     def _db_head(self) -> tuple[str, int] | None:
-        from llmc_cli.store.postgres import StateError
 
         try:
             return self.chain.head()
@@ -95,7 +91,6 @@ class PostgresAuditLog(ChainedLog):
         return [self.path]
 
     def records(self) -> Iterator[tuple[Path, int, str]]:
-        from llmc_cli.store.postgres import StateError
 
         try:
             for seq, line in self.chain.records():

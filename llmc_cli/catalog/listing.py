@@ -7,18 +7,17 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from llmc_cli import interrupts
 from llmc_cli.errors import LlmcError, RpcError
 from llmc_cli.mcp import jsonrpc
+from llmc_cli.mcp.inflight import Future
 from llmc_cli.mcp.session import ClientSession
 from llmc_cli.model import JSONObject, Tool
 
-if TYPE_CHECKING:
-    from concurrent.futures import Future
-
 T = TypeVar("T")
+MAX_AT_ONCE = 8  # servers worked on at the same time
 
 
 @dataclass
@@ -65,27 +64,29 @@ def each(
     """Run work(server) for every server concurrently; failures are collected, not raised.
     `on_each(servers in all, servers still waited for)`: told once at the start, as each server
     settles, and with none waited for at the end."""
-    from concurrent.futures import ThreadPoolExecutor  # not at import: a call to one server needs no pool
-
     results: dict[str, T] = {}
     failures: list[ServerFailure] = []
     report = _Progress(names, on_each)
-    pool = ThreadPoolExecutor(max_workers=max(1, min(8, len(names))))
+    # A thread per server, at most MAX_AT_ONCE working (not concurrent.futures: it imports
+    # logging, a good part of a listing's start-up). Daemon threads, not joined: when an
+    # interruption leaves the loop early, a thread may still wait for a silent server, and
+    # joining it would hold the signal up for that request's whole timeout. Its request ends when
+    # the command closes the catalog while unwinding; servers not started by then are not.
+    slots = threading.BoundedSemaphore(max(1, min(MAX_AT_ONCE, len(names))))
+    ended = threading.Event()
+    futures: dict[str, Future[T]] = {name: Future() for name in names}
     try:
-        futures = {name: pool.submit(work, name) for name in names}
         for name, future in futures.items():
             future.add_done_callback(partial(report.settled, name))
+            threading.Thread(target=_work, args=(work, name, future, slots, ended), daemon=True, name="llmc-each").start()
         for name, future in futures.items():
-            interrupts.wait(partial(_settled, future))
+            interrupts.wait(future.wait)
             try:
                 results[name] = future.result()
             except LlmcError as exc:
                 failures.append(ServerFailure(name, exc))
     finally:
-        # Not joined: when an interruption leaves the loop early, a worker may still wait for
-        # a silent server, and joining it here would hold the signal up for that request's
-        # whole timeout. Its request ends when the command closes the catalog while unwinding.
-        pool.shutdown(wait=False, cancel_futures=True)
+        ended.set()
         report.end()
     return results, failures
 
@@ -132,7 +133,14 @@ class _Progress:
                 report(self.total, [])
 
 
-def _settled(future: Future[Any], seconds: float) -> bool:
-    from concurrent.futures import wait as futures_wait
-
-    return bool(futures_wait([future], seconds).done)
+def _work(
+    work: Callable[[str], T], name: str, future: Future[T], slots: threading.BoundedSemaphore, ended: threading.Event
+) -> None:
+    with slots:
+        if ended.is_set():  # each() is over (interrupted): not started
+            future.set_exception(LlmcError(f"{name}: not started"))
+            return
+        try:
+            future.set_result(work(name))
+        except BaseException as exc:  # noqa: BLE001 - handed to each(), which raises what is not an LlmcError
+            future.set_exception(exc)

@@ -5,6 +5,7 @@ all. Which catalog's connection serves a server (per-host sharing) is catalog/sh
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -197,7 +198,6 @@ class Pool:
         workspace starts relative paths at its first root. None for a remote server, and for a
         server a session keeper runs with a relative or no `cwd` (it started wherever the keeper
         was started)."""
-        import os
 
         spec = self.specs.get(server)
         if spec is None or spec.kind == "remote":

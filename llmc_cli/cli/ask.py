@@ -7,8 +7,12 @@ from typing import Any
 
 import click
 
+from llmc_cli import agent
+from llmc_cli.agent import runs
+from llmc_cli.cli.arguments import read_input
+from llmc_cli.cli.common import command_calls, open_target
 from llmc_cli.cli.context import app_of
-from llmc_cli.cli.output import emit, note, plain_text
+from llmc_cli.cli.output import clean, emit, note, plain_text
 from llmc_cli.cli.targets import Target, target_options
 from llmc_cli.errors import TimeoutExpired, ToolFailed, UsageError
 from llmc_cli.model import PROVIDERS
@@ -69,10 +73,6 @@ def ask(
     saw), token usage per model call and the stop reason; `--text` prints only the answer.
     Exit 1 when --max-steps ran out, 7 on the total timeout, 8 on a provider error.
     """
-    from llmc_cli import agent
-    from llmc_cli.agent import runs
-    from llmc_cli.cli.arguments import read_input
-    from llmc_cli.cli.common import command_calls, open_target
 
     if prompt == "-":
         prompt = read_input("-", "ask")
@@ -157,7 +157,6 @@ class LiveText:
         self.shown = False
 
     def write(self, piece: str) -> None:
-        from llmc_cli.cli.output import clean
 
         if piece:
             self.stream.write(clean(piece))

@@ -11,8 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from llmc_cli import services
 from llmc_cli.cli.context import app_of
+from llmc_cli.cli.durations import parse_since
 from llmc_cli.cli.output import emit, format_option, show_table
+from llmc_cli.config.profiles import load_profile
 from llmc_cli.errors import ToolFailed, UsageError
 
 if TYPE_CHECKING:
@@ -27,8 +30,6 @@ def audit() -> None:
 
 
 def _log(ctx: click.Context) -> ChainedLog:
-    from llmc_cli import services
-    from llmc_cli.config.profiles import load_profile
 
     return services.audit_log(services.open_state(load_profile(app_of(ctx).profile)))
 
@@ -97,7 +98,6 @@ def tail(
     fmt: str,
 ) -> None:
     """The last records, as JSON Lines (or a table)."""
-    from llmc_cli.cli.durations import parse_since
 
     log = _log(ctx)
     try:

@@ -12,6 +12,11 @@ import click
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import FORMATS, emit, emit_listing, format_option, note
 from llmc_cli.cli.targets import _complete_servers
+from llmc_cli.config.profiles import load_profile, server_specs
+from llmc_cli.errors import UsageError
+from llmc_cli.mcp.auth import OAuth
+from llmc_cli.model import ServerSpec
+from llmc_cli.store import token_store
 
 if TYPE_CHECKING:
     from llmc_cli.model import ServerSpec
@@ -40,8 +45,6 @@ def auth() -> None:
 def login(ctx: click.Context, server: str, no_browser: bool) -> None:
     """Authorize llmc for SERVER (a server of the profile, or a URL) and store the tokens.
     Prints the stored login (no token values)."""
-    from llmc_cli.mcp.auth import OAuth
-    from llmc_cli.store import token_store
 
     spec = _remote_spec(ctx, server)
     oauth = OAuth(spec, interactive=True, open_browser=not no_browser, notify=note, store=token_store())
@@ -58,7 +61,6 @@ def login(ctx: click.Context, server: str, no_browser: bool) -> None:
 def status(fmt: str) -> None:
     """Stored logins: server, resource, authorization server, client, scope, expiry; never a
     token. JSON: {"logins": [...]}."""
-    from llmc_cli.store import token_store
 
     rows = [r.public_view() for r in token_store().records()]
     emit_listing("logins", rows, fmt, columns=["server", "serverUrl", "issuer", "scope", "expiresAt", "hasRefreshToken"])
@@ -69,8 +71,6 @@ def status(fmt: str) -> None:
 @click.pass_context
 def logout(ctx: click.Context, server: str) -> None:
     """Delete the stored tokens (and registered client) of SERVER. Prints {"server", "removedCount"}: how many stored records (tokens, client) went."""
-    from llmc_cli.mcp.auth import OAuth
-    from llmc_cli.store import token_store
 
     spec = _remote_spec(ctx, server)
     removed = OAuth(spec, store=token_store(), interactive=False).logout()
@@ -79,9 +79,6 @@ def logout(ctx: click.Context, server: str) -> None:
 
 
 def _remote_spec(ctx: click.Context, server: str) -> ServerSpec:
-    from llmc_cli.config.profiles import load_profile, server_specs
-    from llmc_cli.errors import UsageError
-    from llmc_cli.model import ServerSpec
 
     if server.startswith(("http://", "https://")):
         return ServerSpec(name=server, url=server)

@@ -8,11 +8,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from llmc_cli import services
 from llmc_cli.cli.arguments import load_json, read_input
+from llmc_cli.cli.common import command_calls, open_target
 from llmc_cli.cli.output import json_line, note
 from llmc_cli.cli.targets import Target
 from llmc_cli.errors import ExitCode, LlmcError, UsageError
 from llmc_cli.model import ARGUMENTS_TOO_DEEP, JSON, MAX_ARGUMENT_DEPTH, arguments_too_deep
+from llmc_cli.policy.approval import with_hint
+from llmc_cli.services import BatchItem, ToolRequest
 
 if TYPE_CHECKING:
     from llmc_cli.services import BatchItem
@@ -20,7 +24,6 @@ if TYPE_CHECKING:
 
 def read_items(lines: Iterable[str]) -> list[BatchItem]:
     """Every line becomes an item with its request; a line that cannot be read, an error result."""
-    from llmc_cli.services import BatchItem, ToolRequest
 
     items: list[BatchItem] = []
     for index, line in enumerate(line for line in lines if line.strip()):
@@ -55,9 +58,6 @@ def run(
     *,
     use_cache: bool = True,
 ) -> None:
-    from llmc_cli import services
-    from llmc_cli.cli.common import command_calls, open_target
-    from llmc_cli.policy.approval import with_hint
 
     # The whole input first: a file that cannot be read, or is not UTF-8, starts no server.
     items = read_items(read_input(source, "--batch").splitlines())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from llmc_cli import services
 from llmc_cli.cli.context import App, pass_app
 from llmc_cli.cli.output import emit
 
@@ -20,7 +21,6 @@ def cache() -> None:
 def clear(app: App, server: str | None) -> None:
     """Drop the cached results (every server's, or one's). JSON: {"cleared": N, "server": S|null,
     "store": "files"|"database"}."""
-    from llmc_cli import services
 
     state = services.open_state(app.load_profile())
     emit({"cleared": state.results.clear(server), "server": server, "store": state.kind})

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import click
 
+from llmc_cli import services
 from llmc_cli.cli.arguments import parse_json_option, parse_pairs
+from llmc_cli.cli.common import command_calls, open_target, warnings
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import emit, format_option, note, plain_text
 from llmc_cli.cli.targets import Target, shell_complete_tools, target_options
@@ -68,8 +70,6 @@ def call(
     and arrays); KEY:=JSON passes raw JSON. Exit 1 when the tool reports an error. With
     --batch, the exit code is the worst of all calls.
     """
-    from llmc_cli import services
-    from llmc_cli.cli.common import command_calls, open_target, warnings
 
     if batch:
         if tool or pairs or json_args or text:

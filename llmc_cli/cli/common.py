@@ -10,9 +10,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from llmc_cli import services, telemetry
+from llmc_cli.cli import prompt
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import note, status_line, warn
 from llmc_cli.cli.targets import Target
+from llmc_cli.config.profiles import load_profile
+from llmc_cli.config.secrets import Masker, environment_secrets
+from llmc_cli.mcp.hooks import ClientHooks, accept_defaults, decline
+from llmc_cli.services.tools import ToolResolver
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
@@ -28,13 +34,9 @@ def open_target(
     `warm`: start every server now; a command that needs only some (a call) starts those when
     it knows them (tool_resolver, Pool.warm_up). `first`: the server the command names, if
     any (services.open_catalog)."""
-    from llmc_cli import services
-    from llmc_cli.config.profiles import load_profile
-    from llmc_cli.mcp.hooks import ClientHooks, accept_defaults, decline
 
     verbose = app_of(ctx).verbose
     adhoc = target.adhoc_spec()
-    from llmc_cli.cli import prompt
 
     elicit_mode = target.elicit or ("prompt" if app_of(ctx).interactive else "decline")
     hooks = ClientHooks(
@@ -95,8 +97,6 @@ def server_progress(label: str) -> Callable[[int, list[str]], None]:
 def start_telemetry(command: str, loaded: LoadedProfile | None = None) -> None:
     """OpenTelemetry for this command: from --otel or LLMC_OTEL (no profile yet), or the
     profile's [telemetry]. What it exports is masked as the audit log is (config.secrets.Masker)."""
-    from llmc_cli import telemetry
-    from llmc_cli.config.secrets import Masker, environment_secrets
 
     if loaded is None:
         telemetry.enable(command, Masker(environment_secrets()))
@@ -125,7 +125,6 @@ def command_calls(
     on the terminal when there is one and `ask` (a batch never asks), `yes`: answered yes;
     `clearance`: the caller's (guard/clearance.py; None: the default of its kind)."""
     from llmc_cli import services
-    from llmc_cli.cli import prompt
 
     app = app_of(ctx)
     return services.open_calls(
@@ -145,7 +144,6 @@ def command_calls(
 
 def tool_resolver(ctx: click.Context, catalog: Catalog) -> ToolResolver:
     """SERVER.TOOL, or a bare tool name, to (server, tool) for this command (services.tools)."""
-    from llmc_cli.services.tools import ToolResolver
 
     return ToolResolver(catalog, app_of(ctx).profile)
 

@@ -5,12 +5,14 @@ server is ever started to complete a word."""
 
 from __future__ import annotations
 
+import tomllib
 from typing import Any
 
 import click
 from click.shell_completion import CompletionItem
 
 from llmc_cli.config import paths
+from llmc_cli.services.tools import cached_names, profile_file, profile_key
 
 
 def complete_profiles(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
@@ -28,7 +30,6 @@ def complete_servers(ctx: click.Context, param: click.Parameter, incomplete: str
 
 
 def complete_tools(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
-    from llmc_cli.services.tools import cached_names, profile_key
 
     names = cached_names(profile_key(_profile(ctx)))
     return [CompletionItem(n) for n in names if n.startswith(incomplete)]
@@ -40,9 +41,6 @@ def _profile(ctx: click.Context) -> str | None:
 
 
 def _profile_data(ctx: click.Context) -> dict[str, Any]:
-    import tomllib  # only when the shell asks
-
-    from llmc_cli.services.tools import profile_file
 
     try:
         return tomllib.loads(profile_file(_profile(ctx)).read_text(encoding="utf-8"))

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import click
 
+from llmc_cli.cli.main import cli
+
 SHELLS = ("bash", "zsh", "fish")
 COMPLETE_VAR = "_LLMC_COMPLETE"
 
@@ -16,8 +18,6 @@ COMPLETE_VAR = "_LLMC_COMPLETE"
 def completion_script(shell: str) -> str:
     """The completion script for `shell`, as Click writes it for the `llmc` root command."""
     from click.shell_completion import get_completion_class
-
-    from llmc_cli.cli.main import cli  # the root: imported here, it imports this module lazily
 
     cls = get_completion_class(shell)
     assert cls is not None, shell  # SHELLS are the shells Click ships

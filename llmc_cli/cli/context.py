@@ -9,6 +9,9 @@ from typing import TYPE_CHECKING
 
 import click
 
+from llmc_cli.cli.prompt import interactive
+from llmc_cli.config.profiles import load_profile
+
 if TYPE_CHECKING:
     from llmc_cli.config.profiles import LoadedProfile
 
@@ -25,12 +28,10 @@ class App:
     @property
     def interactive(self) -> bool:
         """A person can answer a question (a confirmation, an elicitation) on this terminal."""
-        from llmc_cli.cli.prompt import interactive
 
         return interactive()
 
     def load_profile(self) -> LoadedProfile:
-        from llmc_cli.config.profiles import load_profile
 
         return load_profile(self.profile)
 

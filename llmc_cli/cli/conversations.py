@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC
+from datetime import UTC, datetime
 from typing import Any
 
 import click
 
+from llmc_cli import agent
 from llmc_cli.cli.output import FORMATS, emit, emit_listing, format_option, note
+from llmc_cli.errors import UsageError
 
 
 @click.group()
@@ -20,7 +22,6 @@ def conversations() -> None:
 def list_(fmt: str) -> None:
     """Every saved conversation, the most recently saved last: name, provider, model, turns,
     the first prompt, when it was created and last saved."""
-    from llmc_cli import agent
 
     rows = []
     for path in agent.saved_conversations():
@@ -37,7 +38,6 @@ def list_(fmt: str) -> None:
 @click.argument("name", metavar="NAME|last")
 def show(name: str) -> None:
     """The whole conversation as saved: messages, and every run's record with full results."""
-    from llmc_cli import agent
 
     path = agent.conversation_path(name)
     conv = agent.load_conversation(name)
@@ -48,8 +48,6 @@ def show(name: str) -> None:
 @click.argument("names", nargs=-1, required=True, metavar="NAME|last...")
 def rm(names: tuple[str, ...]) -> None:
     """Remove saved conversations (each must exist: nothing is removed otherwise)."""
-    from llmc_cli import agent
-    from llmc_cli.errors import UsageError
 
     paths = [agent.conversation_path(name) for name in names]
     missing = [name for name, path in zip(names, paths, strict=True) if not path.is_file()]
@@ -62,7 +60,6 @@ def rm(names: tuple[str, ...]) -> None:
 
 
 def _conversation_summary(name: str, conv: Any, mtime: float) -> dict[str, Any]:
-    from datetime import datetime
 
     def iso(t: float) -> str:
         return datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")

@@ -10,6 +10,8 @@ import click
 
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import emit, note
+from llmc_cli.config import host_configs
+from llmc_cli.config.profiles import load_profile
 
 
 @click.command("install")
@@ -75,8 +77,6 @@ def install(
     them hands tool names to a model provider, so the entry asks for provider-safe names
     (--name-separator __).
     """
-    from llmc_cli.config import host_configs
-    from llmc_cli.config.profiles import load_profile
 
     chosen = profile_name or app_of(ctx).profile or "default"
     loaded = load_profile(chosen)  # the host must get a profile that loads

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from llmc_cli import __version__
-from llmc_cli.errors import ExitCode, LlmcError
+from llmc_cli import __version__, interrupts
+from llmc_cli.errors import ExitCode, LlmcError, UsageError, did_you_mean
 
 # name -> ("module:attribute", one-line help). A command's module (and what it imports) loads
 # only when that command runs; `llmc --help` reads the help text from here.
@@ -67,8 +68,6 @@ class LazyGroup(click.Group):
     def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
         name = args[0] if args else ""
         if args and not name.startswith("-") and self.get_command(ctx, name) is None:
-            from llmc_cli.errors import did_you_mean
-
             raise click.UsageError(f"No such command {name!r}{did_you_mean(name, self.list_commands(ctx))}.", ctx)
         return super().resolve_command(ctx, args)
 
@@ -169,7 +168,6 @@ def _accept_global_options(command: click.Command) -> None:
 def _require_utf8(args: list[str]) -> None:
     """Bytes in argv that are not UTF-8 arrive as lone surrogates and would fail wherever the text
     is encoded again (a request body, a file, the audit log): refuse them here, for every option."""
-    from llmc_cli.errors import UsageError
 
     for position, arg in enumerate(args, 1):
         try:
@@ -181,7 +179,6 @@ def _require_utf8(args: list[str]) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: every LlmcError becomes one line on stderr and its exit code."""
-    from llmc_cli import interrupts
 
     interrupts.install()
     code: int | str | None = 0
@@ -228,7 +225,6 @@ def _flush_stdout() -> None:
 def _reader_gone() -> None:
     """stdout's reader went away: nothing left to say to it. Point stdout at /dev/null so the
     interpreter's own final flush has nowhere to fail."""
-    import os
 
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
@@ -287,7 +283,6 @@ def _interrupted() -> None:
     their session closed on the way out; record `interrupted` for every call decided and not
     finished, stop the servers we started (their own process groups get no signal from the
     terminal or from whoever signalled us), then exit 130 (SIGINT) or 143 (SIGTERM, SIGHUP)."""
-    from llmc_cli import interrupts
 
     code = interrupts.exit_code(ExitCode.INTERRUPTED)
     reason = "interrupted" if code == ExitCode.INTERRUPTED else "terminated"

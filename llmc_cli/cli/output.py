@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -18,8 +19,10 @@ from typing import Any, TypeVar
 
 import click
 
-from llmc_cli.errors import LlmcError
+from llmc_cli.config.profiles import load_profile
+from llmc_cli.errors import ConnectionFailed, LlmcError, UsageError
 from llmc_cli.model import compact_json
+from llmc_cli.policy.approval import with_hint
 
 FORMATS = ("json", "jsonl", "table")  # a listing's formats
 FORMAT_ENV = "LLMC_FORMAT"
@@ -62,8 +65,6 @@ def _listing_format(ctx: click.Context, param: click.Parameter, value: str | Non
     choices = [str(c) for c in getattr(param.type, "choices", FORMATS)]
     wanted = os.environ.get(FORMAT_ENV, "").strip().lower()
     if wanted and wanted not in ("auto", *FORMATS):
-        from llmc_cli.errors import UsageError
-
         raise UsageError(f"{FORMAT_ENV}={wanted!r}: expected auto, json, jsonl or table")
     if not wanted or wanted == "auto":
         wanted = _profile_format(ctx)
@@ -78,7 +79,6 @@ def _profile_format(ctx: click.Context) -> str:
     """[output] format of the profile in use; "auto" when it has none or does not load (the
     command itself reports a profile that does not load, where it needs one)."""
     from llmc_cli.cli.context import app_of
-    from llmc_cli.config.profiles import load_profile
 
     try:
         return load_profile(app_of(ctx).profile).profile.output.format
@@ -137,7 +137,6 @@ def _spaced_words(key: str) -> str:
 
 def _terminal_width() -> int | None:
     """Columns of the terminal stdout is (COLUMNS first, as everywhere); None for a pipe."""
-    import shutil
 
     columns = shutil.get_terminal_size((0, 0)).columns
     return columns if columns > 0 else None
@@ -399,15 +398,12 @@ def raise_failures(failures: list[Any], total: int) -> None:
         raise failures[0].error
     for failure in failures:
         note(f"llmc: {failure.error.message}")
-    from llmc_cli.errors import ConnectionFailed
 
     raise ConnectionFailed(f"{len(failures)} of {total} server(s) failed")
 
 
 def report_error(exc: LlmcError) -> None:
     if getattr(exc, "approval", None) is not None:  # a confirmation nobody could give: say how to pre-approve
-        from llmc_cli.policy.approval import with_hint
-
         with_hint(exc)
     prefix = click.style("llmc:", fg="red", bold=True) if use_color() else "llmc:"
     _end_status()

@@ -13,6 +13,8 @@ Nothing imports this module at run time: only the generator and the tests do.
 
 from __future__ import annotations
 
+import json
+
 from llmc_cli.cli.output_schema_parts import (
     ANY,
     BOOL,
@@ -437,7 +439,6 @@ NOT_JSON = ("completion", "serve", "serve-workspace")
 
 def files() -> dict[str, str]:
     """schemas/NAME -> its text: common.schema.json and one file per command."""
-    import json
 
     out = {"common.schema.json": COMMON}
     out.update({f"{name}.schema.json": {"$schema": DRAFT, **schema} for name, schema in SCHEMAS.items()})

@@ -7,10 +7,16 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from llmc_cli import policy as rules
+from llmc_cli import services
 from llmc_cli.cli.arguments import needs_schema, parse_json_option, parse_pairs
+from llmc_cli.cli.common import open_target, tool_resolver
 from llmc_cli.cli.output import emit, format_option, note, warn
+from llmc_cli.cli.resources import read_target
 from llmc_cli.cli.targets import Target, target_options
 from llmc_cli.errors import ExitCode, UsageError
+from llmc_cli.model import ToolCall
+from llmc_cli.services import caching
 
 if TYPE_CHECKING:
     from llmc_cli.config.profiles import LoadedProfile
@@ -25,9 +31,6 @@ def policy() -> None:
 def _decide(
     ctx: click.Context, tool: str, pairs: tuple[str, ...], json_args: str | None, target: Target, caller: str = "human"
 ) -> tuple[Any, Any, Any, Any]:
-    from llmc_cli import policy as rules
-    from llmc_cli.cli.common import open_target, tool_resolver
-    from llmc_cli.model import ToolCall
 
     if json_args and pairs:
         raise UsageError("give arguments either as KEY=VALUE pairs or with --json, not both")
@@ -38,7 +41,6 @@ def _decide(
         arguments = (
             parse_json_option(json_args) if json_args else parse_pairs(pairs, found.input_schema if needs_schema(pairs) else None)
         )
-    from llmc_cli import services
 
     state = services.open_state(profile)
     call = ToolCall(server, name, arguments)
@@ -54,7 +56,6 @@ def _decide(
     decision = _cleared(profile, server, caller) or decision
     for arg, why in rules.uncovered_path_arguments(found, config):  # the hole `tools lint` reports too
         warn(f"argument {arg!r} of {call.qualified_name}: {why}")
-    from llmc_cli.services import caching
 
     return (
         profile,
@@ -146,9 +147,6 @@ def _check_read(
     ctx: click.Context, what: str, name: str, pairs: tuple[str, ...], json_args: str | None, caller: str, target: Target
 ) -> None:
     """`policy check --resource|--prompt`: the decision services.read would take (read_decision)."""
-    from llmc_cli import services
-    from llmc_cli.cli.common import open_target
-    from llmc_cli.cli.resources import read_target
 
     if what == "resource" and (pairs or json_args):
         raise UsageError("a resource read takes no arguments")

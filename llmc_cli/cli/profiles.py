@@ -9,6 +9,11 @@ import click
 from llmc_cli.cli.complete import complete_profiles
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import FORMATS, emit, emit_listing, format_option, note
+from llmc_cli.config import paths
+from llmc_cli.config.profile_writer import init_default
+from llmc_cli.config.profiles import list_profiles, load_profile
+from llmc_cli.config.secrets import mask_url, shown_server
+from llmc_cli.config.validation import dump
 
 
 @click.group()
@@ -21,8 +26,6 @@ def profiles() -> None:
 def list_(fmt: str) -> None:
     """Every profile file: name, path, description, servers; one that does not load is an entry
     in `errors` with its reason. JSON: {"directory": DIR, "profiles": [...], "errors": [...]}."""
-    from llmc_cli.config import paths
-    from llmc_cli.config.profiles import list_profiles
 
     rows, errors = list_profiles()
     people = [*rows, *({"name": e["profile"], "error": e["message"]} for e in errors)]  # a broken profile is a row
@@ -43,9 +46,6 @@ def list_(fmt: str) -> None:
 def show(ctx: click.Context, name: str | None) -> None:
     """The profile (NAME|PATH, else --profile, else the default) with every default filled in,
     ${VAR}s unexpanded, literal secrets masked."""
-    from llmc_cli.config.profiles import load_profile
-    from llmc_cli.config.secrets import mask_url, shown_server
-    from llmc_cli.config.validation import dump
 
     loaded = load_profile(name or app_of(ctx).profile)
     data: dict[str, Any] = dump(loaded.profile)
@@ -60,7 +60,6 @@ def show(ctx: click.Context, name: str | None) -> None:
 def init(force: bool) -> None:
     """Write the built-in default profile (the workspace server, read-only) to
     profiles/default.toml so it can be edited. Prints {"created": PATH}."""
-    from llmc_cli.config.profile_writer import init_default
 
     path = init_default(force)
     note(f"llmc: wrote {path}")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 import threading
 from typing import TYPE_CHECKING
 
@@ -38,7 +39,6 @@ MAX_LINE = 64 * 1024  # bytes of one answer
 
 def interactive() -> bool:
     """A person can answer: questions go to stderr and answers come from stdin, both a terminal."""
-    import sys
 
     return sys.stdin.isatty() and sys.stderr.isatty()
 

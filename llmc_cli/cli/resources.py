@@ -7,10 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from llmc_cli import services
 from llmc_cli.cli.arguments import parse_pairs
+from llmc_cli.cli.common import command_calls, open_target
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import FORMATS, emit, emit_listing, format_option, note, raise_failures
 from llmc_cli.cli.targets import Target, target_options
+from llmc_cli.errors import LlmcError, UsageError, did_you_mean
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
@@ -29,7 +32,6 @@ COLUMNS = {
 def _gather(ctx: click.Context, target: Target, fmt: str, method: str, key: str, capability: str) -> None:
     """A listing across servers, without what the profile's policy denies; a server without the
     capability is skipped, not failed."""
-    from llmc_cli import services
     from llmc_cli.cli.common import open_target
     from llmc_cli.guard.clearance import human
 
@@ -87,8 +89,6 @@ def resources_read(ctx: click.Context, uri: str, target: Target) -> None:
     """Read one resource: SERVER.URI (as the gateway names it; SERVER:URI an alias), or the URI
     alone when one server is targeted; under the profile's policy ([policy.resources]; exit 4
     when denied) and audited."""
-    from llmc_cli import services
-    from llmc_cli.cli.common import command_calls, open_target
 
     catalog, profile = open_target(ctx, target, warm=False)  # only the one server starts
     with catalog:
@@ -128,8 +128,6 @@ def prompts_get(ctx: click.Context, name: str, pairs: tuple[str, ...], validate:
 
     The prompt and its arguments are checked against the server's prompts/list first: an unknown
     prompt or argument name, or a required argument left out, is exit 2 and nothing is asked."""
-    from llmc_cli import services
-    from llmc_cli.cli.common import command_calls, open_target
 
     catalog, profile = open_target(ctx, target, warm=False)  # only the one server starts
     with catalog:
@@ -146,7 +144,6 @@ def check_prompt_arguments(session: Any, server: str, name: str, arguments: dict
     """As `call` checks a tool's arguments: the prompt must be one the server lists, every
     argument one it declares, every required one given (UsageError, exit 2). A server whose
     prompts/list fails is left to judge prompts/get itself."""
-    from llmc_cli.errors import LlmcError, UsageError, did_you_mean
 
     try:
         listed = session.list_all("prompts/list", "prompts")
@@ -178,7 +175,6 @@ def check_prompt_arguments(session: Any, server: str, name: str, arguments: dict
 @click.pass_context
 def ping(ctx: click.Context, fmt: str, target: Target) -> None:
     """Connect to every server and ping it: era, protocol version, server info, round trip."""
-    from llmc_cli.cli.common import open_target
 
     catalog, _ = open_target(ctx, target)
 
@@ -222,7 +218,6 @@ def read_target(catalog: Catalog, kind: str, text: str) -> tuple[str, str]:
     gateway names resources (`sdk.test://greeting`), or SERVER:URI, an alias (`sdk:test://greeting`);
     a prompt as SERVER.NAME; or the URI or name alone when one server is targeted. A URI's own
     scheme (`test://...`, `file:///...`) is never taken for a server."""
-    from llmc_cli.errors import UsageError
 
     server, dot, rest = text.partition(".")
     if dot and rest and server in catalog.specs:

@@ -3,14 +3,22 @@ any MCP host; `llmc serve workspace`: the built-in workspace server on stdio."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Literal
 
 import click
 
+from llmc_cli.cli.common import start_telemetry
 from llmc_cli.cli.complete import complete_profiles
 from llmc_cli.cli.context import app_of
-from llmc_cli.cli.output import FORMATS, format_option
+from llmc_cli.cli.output import FORMATS, emit, emit_listing, format_option, note
+from llmc_cli.config.profile_writer import update_profile
+from llmc_cli.config.profiles import editable_path, load_profile
 from llmc_cli.errors import UsageError
+from llmc_cli.gateway import run
+from llmc_cli.gateway.principals import new_token, token_hash
+from llmc_cli.server.stdio import log, run_stdio
+from llmc_cli.server.workspace import make_workspace_server
 
 
 @click.group(invoke_without_command=True)
@@ -122,8 +130,6 @@ def serve(
         if profile_name:
             app_of(ctx).profile = profile_name  # the profile `serve token` edits
         return
-    from llmc_cli.config.profiles import load_profile
-    from llmc_cli.gateway import run
 
     name = profile_name or app_of(ctx).profile
     if not name:
@@ -131,11 +137,8 @@ def serve(
     verbose = app_of(ctx).verbose
     profile = load_profile(name)
     if name_separator:  # this host's need, over the profile's (llmc servers install writes it)
-        from dataclasses import replace
-
         serve_config = replace(profile.profile.serve, name_separator=name_separator)
         profile = replace(profile, profile=replace(profile.profile, serve=serve_config))
-    from llmc_cli.cli.common import start_telemetry
 
     start_telemetry("llmc serve", profile)
     if http:
@@ -209,8 +212,6 @@ def workspace(
     protect: tuple[str, ...],
 ) -> None:
     """Files, search and processes under the given roots, over stdio (stdout carries MCP only)."""
-    from llmc_cli.server.stdio import log, run_stdio
-    from llmc_cli.server.workspace import make_workspace_server
 
     endpoint = make_workspace_server(
         list(roots) or ["."],
@@ -243,17 +244,12 @@ def token_create(ctx: click.Context, name: str, for_profile: str | None) -> None
     """Make a new token for principal NAME: its SHA-256 goes into the profile, the token itself
     is printed once on stdout ({"principal", "token"}) and kept nowhere. The profile then says
     [serve] auth = "required": from now on the gateway lets in only principals."""
-    from llmc_cli.cli.output import emit, note
-    from llmc_cli.config.profile_writer import update_profile
-    from llmc_cli.config.profiles import editable_path
-    from llmc_cli.gateway.principals import new_token, token_hash
 
     if not name or not all(c.isalnum() or c in "-_" for c in name):
         raise UsageError(f"principal name {name!r}: use letters, digits, '-' and '_'")
     if for_profile:
         # The gateway loads this profile for the principal's first request: a name it cannot
         # load would leave a token that lets nobody in, found only then.
-        from llmc_cli.config.profiles import load_profile
 
         load_profile(for_profile)
     path = editable_path(app_of(ctx).profile)
@@ -286,8 +282,6 @@ def token_create(ctx: click.Context, name: str, for_profile: str | None) -> None
 @click.pass_context
 def token_list(ctx: click.Context, fmt: str) -> None:
     """The principals of the profile (names and profiles; tokens are never stored)."""
-    from llmc_cli.cli.output import emit_listing
-    from llmc_cli.config.profiles import load_profile
 
     profile = load_profile(app_of(ctx).profile)
     rows = [
@@ -308,9 +302,6 @@ def token_revoke(ctx: click.Context, name: str) -> None:
     """Remove principal NAME: its token stops working at once, a running gateway included. The
     last one removed leaves a gateway nobody can reach, never an open one ([serve] auth =
     "required" stays in the profile)."""
-    from llmc_cli.cli.output import emit, note
-    from llmc_cli.config.profile_writer import update_profile
-    from llmc_cli.config.profiles import editable_path
 
     path = editable_path(app_of(ctx).profile)
     left = 0

@@ -7,6 +7,9 @@ other table kept (comments are lost: tomli-w does not keep them).
 
 from __future__ import annotations
 
+import os
+import shlex
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +19,24 @@ from llmc_cli.cli.complete import complete_servers
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.host_install import install
 from llmc_cli.cli.output import FORMATS, emit, emit_listing, format_option, note
+from llmc_cli.cli.targets import _pair
+from llmc_cli.config.importers import read_config
+from llmc_cli.config.profile_writer import (
+    add_server,
+    default_profile_data,
+    raw_profile,
+    remove_server,
+    server_table,
+    set_server_enabled,
+    update_profile,
+)
+from llmc_cli.config.profiles import editable_path, has_placeholder, load_profile, no_server, usable_specs
+from llmc_cli.config.schema import Profile
+from llmc_cli.config.secrets import is_secret_name, mask_url, shown_server
+from llmc_cli.config.validation import adapter, validate
 from llmc_cli.errors import UsageError
+from llmc_cli.model import SandboxSpec
+from llmc_cli.services.sandbox import describe
 
 
 def sandbox_options(f: Any) -> Any:
@@ -55,7 +75,6 @@ def sandbox_options(f: Any) -> Any:
 
 def _confinement(sandbox: str, network: bool, read_paths: tuple[str, ...], write_paths: tuple[str, ...]) -> dict[str, Any]:
     """The sandbox keys of a new stdio server's table."""
-    import os
 
     if sandbox == "none":
         if read_paths or write_paths:
@@ -125,9 +144,6 @@ def add(
     error (exit 3) unless --replace. A stdio server is sandboxed (--sandbox auto, with network)
     unless told otherwise.
     """
-    from llmc_cli.config.profile_writer import add_server
-    from llmc_cli.config.profiles import editable_path, has_placeholder
-    from llmc_cli.config.secrets import is_secret_name
 
     if url and (
         read_paths
@@ -160,7 +176,6 @@ def list_(ctx: click.Context, fmt: str) -> None:
     {"profile": NAME, "path": PATH, "servers": [...], "errors": [...]}. An enabled server that
     cannot be configured now (an unset ${VAR}) is also an entry in `errors`, as every command
     using it would fail (exit 3 there); the listing itself exits 0."""
-    from llmc_cli.config.profiles import load_profile, usable_specs
 
     loaded = load_profile(_profile_option(ctx))
     rows = [_row(name, server) for name, server in loaded.profile.servers.items()]
@@ -187,7 +202,6 @@ def list_(ctx: click.Context, fmt: str) -> None:
 def show(ctx: click.Context, name: str, fmt: str) -> None:
     """One server of the profile as saved (${VAR}s unexpanded, literal secrets masked); for a
     stdio server, "runs" says how it runs here: in bwrap (network, paths) or not sandboxed."""
-    from llmc_cli.config.profiles import load_profile, no_server
 
     loaded = load_profile(_profile_option(ctx))
     server = loaded.profile.servers.get(name)
@@ -195,9 +209,6 @@ def show(ctx: click.Context, name: str, fmt: str) -> None:
         raise no_server(loaded.name, name, loaded.profile.servers)
     row = {"profile": loaded.name, **_row(name, server)}
     if server.command:
-        from llmc_cli.model import SandboxSpec
-        from llmc_cli.services.sandbox import describe
-
         row["runs"] = describe(
             SandboxSpec(server.sandbox, bool(server.network), tuple(server.read_paths), tuple(server.write_paths))
             if server.sandbox
@@ -211,8 +222,6 @@ def show(ctx: click.Context, name: str, fmt: str) -> None:
 @click.pass_context
 def remove(ctx: click.Context, name: str) -> None:
     """Remove a server from the profile: {"removed": NAME, "profile": PROFILE, "path": PATH}."""
-    from llmc_cli.config.profile_writer import remove_server
-    from llmc_cli.config.profiles import editable_path
 
     path = editable_path(_profile_option(ctx))
     remove_server(path, name)
@@ -239,8 +248,6 @@ def disable(ctx: click.Context, name: str) -> None:
 
 
 def _set_enabled(ctx: click.Context, name: str, enabled: bool) -> None:
-    from llmc_cli.config.profile_writer import set_server_enabled
-    from llmc_cli.config.profiles import editable_path
 
     path = editable_path(_profile_option(ctx))
     changed = set_server_enabled(path, name, enabled)  # a profile not there yet starts as the built-in default
@@ -273,10 +280,6 @@ def import_(
     reported under "skipped" and left alone unless --replace. Stdio servers are written
     sandboxed (--sandbox auto, with network) unless told otherwise.
     """
-    from llmc_cli.config.importers import read_config
-    from llmc_cli.config.profile_writer import default_profile_data, raw_profile, update_profile
-    from llmc_cli.config.profiles import editable_path
-    from llmc_cli.config.validation import validate
 
     imported = read_config(file)
     confinement = _confinement(sandbox, network, read_paths, write_paths)
@@ -331,9 +334,6 @@ def _split_command(command: tuple[str, ...]) -> tuple[str, ...]:
     """`servers add fs "npx -y pkg /srv"` (the command line quoted as one word) is split as
     --stdio splits it, and said so on stderr; a program whose path really has a space in it (an
     existing file, or one on PATH) is kept whole."""
-    import os
-    import shlex
-    import shutil
 
     first = command[0]
     if not first.strip() or not any(c.isspace() for c in first) or os.path.exists(first) or shutil.which(first):
@@ -368,10 +368,6 @@ def _server_table(
     """The TOML table for one server from the options, validated by the profile schema."""
     from pydantic import ValidationError
 
-    from llmc_cli.cli.targets import _pair
-    from llmc_cli.config.schema import Profile
-    from llmc_cli.config.validation import adapter
-
     if bool(command) == bool(url):
         raise UsageError("give either `-- COMMAND ARGS...` (stdio) or --url URL (remote)")
     if command and (headers or transport):
@@ -379,8 +375,6 @@ def _server_table(
     if url and (env or cwd):
         raise UsageError("--env and --cwd apply to stdio servers only")
     if url and not url.startswith(("http://", "https://", "${")):
-        from llmc_cli.config.secrets import mask_url
-
         raise UsageError(f"--url must start with http:// or https://: {mask_url(url)}")
     table: dict[str, Any] = {}
     if command:
@@ -414,20 +408,17 @@ def _server_table(
 
 
 def _row(name: str, server: Any) -> dict[str, Any]:
-    from llmc_cli.config.profile_writer import server_table
 
     kind = "builtin" if server.builtin else "stdio" if server.command else "remote"
     return {"name": name, "kind": kind, "enabled": server.enabled, **_shown(server_table(server))}
 
 
 def _shown(table: dict[str, Any]) -> dict[str, Any]:
-    from llmc_cli.config.secrets import shown_server
 
     return shown_server(table)
 
 
 def _launch_line(row: dict[str, Any]) -> str:
-    import shlex
 
     if row.get("command"):
         return shlex.join([row["command"], *row.get("args", [])])

@@ -8,11 +8,17 @@ from typing import Any
 
 import click
 
+from llmc_cli import services
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.durations import parse_duration
 from llmc_cli.cli.output import FORMATS, emit, emit_listing, format_option, note
 from llmc_cli.cli.targets import Target, complete_sessions, server_options
+from llmc_cli.config.profiles import load_profile, server_specs
 from llmc_cli.errors import ConnectionFailed, LlmcError, UsageError
+from llmc_cli.keeper import lifecycle
+from llmc_cli.mcp import session_ids
+from llmc_cli.model import ServerSpec
+from llmc_cli.store import client_stores
 
 
 def parse_idle(text: str) -> float:
@@ -46,8 +52,6 @@ def start(ctx: click.Context, name: str, idle: str, target: Target) -> None:
 
     Exit 5 when a server failed to start (the session holds the others); when none started,
     no session is left behind."""
-    from llmc_cli import services
-    from llmc_cli.keeper import lifecycle
 
     seconds = parse_idle(idle)
     profile_name = app_of(ctx).profile
@@ -76,7 +80,6 @@ def start(ctx: click.Context, name: str, idle: str, target: Target) -> None:
 def list_(fmt: str) -> None:
     """Running sessions with their servers, clients and idle time. Stale sockets (a killed
     keeper, a reboot) are removed and reported on stderr."""
-    from llmc_cli.keeper import lifecycle
 
     rows, errors = [], []
     for name in lifecycle.names():
@@ -103,7 +106,6 @@ def list_(fmt: str) -> None:
 @click.option("--all", "every", is_flag=True, help="Stop every running session.")
 def stop(names: tuple[str, ...], every: bool) -> None:
     """Stop sessions (their servers stop with them). Exit 5 when one was not running."""
-    from llmc_cli.keeper import lifecycle
 
     if every == bool(names):
         raise UsageError("name the sessions to stop, or give --all")
@@ -139,10 +141,6 @@ def stop(names: tuple[str, ...], every: bool) -> None:
 def forget(ctx: click.Context, servers: tuple[str, ...], urls: tuple[str, ...]) -> None:
     """Drop remembered HTTP sessions (Mcp-Session-Id), so the next command starts a new one.
     Without options: all of them. Each server is asked to end its session (HTTP DELETE)."""
-    from llmc_cli.config.profiles import load_profile, server_specs
-    from llmc_cli.mcp import session_ids
-    from llmc_cli.model import ServerSpec
-    from llmc_cli.store import client_stores
 
     profile_name = app_of(ctx).profile
     if servers:
@@ -159,7 +157,6 @@ def forget(ctx: click.Context, servers: tuple[str, ...], urls: tuple[str, ...]) 
 
 
 def _public(status: Mapping[str, object], name: str) -> dict[str, Any]:
-    from llmc_cli.keeper import lifecycle
 
     out = {k: v for k, v in status.items() if k != "llmc"}
     out.setdefault("name", name)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import click
 
+from llmc_cli import services
 from llmc_cli.cli.context import App, pass_app
 from llmc_cli.cli.output import emit
 from llmc_cli.errors import ConfigError
+from llmc_cli.store.state import URL_VAR, PostgresState
 
 
 @click.group()
@@ -19,8 +21,6 @@ def state() -> None:
 def migrate(app: App) -> None:
     """Apply the missing schema versions (safe to run again, and from many machines at once).
     JSON: {"database": "PostgreSQL database HOST:PORT/DB", "version": N, "applied": [...]}."""
-    from llmc_cli import services
-    from llmc_cli.store.state import URL_VAR, PostgresState
 
     state = services.open_state(app.load_profile())
     if not isinstance(state, PostgresState):

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import functools
+import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import click
 
+from llmc_cli.config.profiles import expand
 from llmc_cli.errors import UsageError
 from llmc_cli.model import ServerSpec
 
@@ -213,7 +217,6 @@ def adhoc_spec(
     transport: str,
     timeout: float | None,
 ) -> ServerSpec | None:
-    from llmc_cli.config.profiles import expand
 
     if stdio and url:
         raise UsageError("give either --stdio or --url, not both")
@@ -250,8 +253,6 @@ def command_name(argv: list[str]) -> str:
     (npx, uvx, node, python, ...) the package, module or script it runs
     (`npx -y @modelcontextprotocol/server-filesystem /srv` -> server-filesystem,
     `python -m mcp_server_time` -> mcp_server_time, `python my_server.py` -> my_server)."""
-    import os
-    import re
 
     program = os.path.basename(argv[0])
     runner = re.sub(r"[\d.]+$", "", program)  # python3.12 -> python
@@ -283,7 +284,6 @@ def command_name(argv: list[str]) -> str:
 def url_name(url: str) -> str:
     """An ad-hoc remote server's name: its host and port (`127.0.0.1:8765` -> 127-0-0-1-8765,
     `https://mcp.example.com/mcp` -> mcp-example-com)."""
-    from urllib.parse import urlsplit
 
     parts = urlsplit(url)
     try:
@@ -296,7 +296,6 @@ def url_name(url: str) -> str:
 def server_name(text: str) -> str:
     """`text` as a valid server name (no '.', '/', ':' or spaces: SERVER.TOOL and SERVER:URI must
     split where they should), else ADHOC_NAME."""
-    import re
 
     return re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-") or ADHOC_NAME
 

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from llmc_cli import policy, services
+from llmc_cli.cli.common import open_target, tool_resolver
 from llmc_cli.cli.context import app_of
-from llmc_cli.cli.output import FORMATS, emit, emit_listing, format_option, note, plain_text, raise_failures, warn
+from llmc_cli.cli.output import FORMATS, clean, emit, emit_listing, format_option, note, plain_text, raise_failures, warn
 from llmc_cli.cli.targets import Target, shell_complete_tools, target_options
-from llmc_cli.errors import ToolFailed, UsageError
-from llmc_cli.model import LINT_FORMATS, TOOL_FORMATS, Tool
+from llmc_cli.config.profiles import load_profile
+from llmc_cli.errors import DriftError, ToolFailed, UsageError
+from llmc_cli.model import LINT_FORMATS, TOOL_FORMATS, Tool, ToolCall
+from llmc_cli.services.sandbox import describe
+from llmc_cli.services.tools import profile_key, remember_tools
 
 if TYPE_CHECKING:
     from llmc_cli.config.profiles import LoadedProfile
@@ -70,8 +76,6 @@ def list_(
         raise UsageError("--defer-loading is Anthropic's tool search: use it with --format anthropic")
     catalog, profile = open_target(ctx, target)
     if app_of(ctx).verbose:
-        from llmc_cli.services.sandbox import describe
-
         for spec in catalog.specs.values():
             if spec.kind == "stdio":
                 note(f"llmc: {spec.name} runs {describe(spec.sandbox, bool(spec.launch))}")
@@ -80,8 +84,6 @@ def list_(
     if show_all:
         found = found + denied
     if not target.is_adhoc:  # for shell completion of tool names
-        from llmc_cli.services.tools import profile_key, remember_tools
-
         listed = [s for s in catalog.specs if s not in {f.server for f in failures}]
         remember_tools(profile_key(app_of(ctx).profile), [t.qualified_name for t in found], listed)
     if globs:
@@ -187,11 +189,7 @@ def show(ctx: click.Context, tool: str, fmt: str, target: Target) -> None:
     schema, annotations, what the profile's policy decides for a call of it by you (`llmc
     call`) and by a model (`ask`), and an example `llmc call` line. TOOL is SERVER.TOOL, or a
     bare name when one server has it. Starts only the server that has the tool."""
-    from llmc_cli import policy
-    from llmc_cli.cli.common import open_target, tool_resolver
-    from llmc_cli.cli.output import clean
     from llmc_cli.cli.tool_info import arguments, example_call, readable
-    from llmc_cli.model import ToolCall
 
     catalog, profile = open_target(ctx, target, warm=False)
     with catalog:
@@ -229,7 +227,6 @@ def _decision(decision: Decision) -> dict[str, Any]:
 
 
 def _matches(tool: Tool, globs: tuple[str, ...]) -> bool:
-    from fnmatch import fnmatchcase
 
     return any(fnmatchcase(tool.name, g) or fnmatchcase(tool.qualified_name, g) for g in globs)
 
@@ -276,7 +273,6 @@ def _print_translation(found: list[Tool], fmt: str, strict: bool, defer_loading:
 
 def _profile_lock(profile: LoadedProfile) -> str:
     """The lock file `call` checks: the profile's `lock`, relative to the profile; else llmc.lock."""
-    from llmc_cli import services
 
     return services.lock_path(profile) if profile.profile.lock else "llmc.lock"
 
@@ -337,7 +333,6 @@ def lint(ctx: click.Context, providers: tuple[str, ...], strict: bool, fmt: str,
     """What each provider would reject or lose, and why, and which path-like arguments of tools
     under a [policy.args] rule no rule covers (target "policy") (JSON). --strict: exit 1 on any
     finding."""
-    from llmc_cli import policy
     from llmc_cli.services import caching
     from llmc_cli.translate import Finding
     from llmc_cli.translate import lint as lint_tools
@@ -444,8 +439,6 @@ def diff(ctx: click.Context, lock_path: str | None, target: Target) -> None:
     """What was added, removed or changed since the lock (changed descriptions shown in full).
     Exit 10 on drift."""
     from llmc_cli import lockfile
-    from llmc_cli.config.profiles import load_profile
-    from llmc_cli.errors import DriftError
 
     lock_path = lock_path or _profile_lock(load_profile(app_of(ctx).profile))
     pinned = lockfile.read(lock_path)

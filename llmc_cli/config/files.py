@@ -19,7 +19,10 @@ Callers writing mere caches catch it and carry on.
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -135,8 +138,6 @@ def file_lock(lock_file: Path | str, timeout: float, mode: int = PRIVATE_FILE) -
     across processes and threads: fcntl.flock on a descriptor of our own, polled until `timeout`
     (LockTimeout). What the filelock package does on POSIX, without its import (a fifth of a
     call's start-up). A lock file removed while we waited is opened again."""
-    import fcntl
-    import time
 
     deadline = time.monotonic() + timeout
     delay = 0.001
@@ -174,7 +175,6 @@ def locked(path: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
     """Hold the lock of `path` exclusively for the duration of the block. Lock files live in the
     state directory's locks/ (0600), named after the file's resolved path: none appear beside a
     profile (a dotfiles repository, say), and every llmc of this user finds the same one."""
-    import hashlib
 
     real = Path(path).resolve()
     digest = hashlib.sha256(str(real).encode("utf-8", "surrogatepass")).hexdigest()[:16]

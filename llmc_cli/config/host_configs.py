@@ -23,8 +23,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from llmc_cli.config import paths
+from llmc_cli.config.files import write_atomic
+from llmc_cli.config.importers import read_json_object
 from llmc_cli.errors import ConfigError, UsageError
 from llmc_cli.model import JSONObject
 
@@ -116,8 +119,6 @@ def remote_entry(client: str, remote: Remote) -> dict[str, Any]:
     reads it."""
     reference = ENV_REFERENCE[client]
     if reference is None:
-        from urllib.parse import urlsplit
-
         args = ["-y", MCP_REMOTE, remote.url, "--transport", "http-only"]
         host = urlsplit(remote.url).hostname or ""
         if remote.url.startswith("http:") and host not in ("localhost", "127.0.0.1", "::1"):
@@ -231,8 +232,6 @@ def plan(
     path = Path(config).expanduser() if config else default_path()
     data: dict[str, Any] = {}
     if path.exists():
-        from llmc_cli.config.importers import read_json_object
-
         data, commented = read_json_object(path)
         if commented:
             raise ConfigError(
@@ -259,7 +258,6 @@ def plan(
 
 
 def apply(planned: Plan) -> None:
-    from llmc_cli.config.files import write_atomic
 
     if planned.action == "unchanged":
         return

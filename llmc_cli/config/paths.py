@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import sys
 from collections.abc import Mapping
 from pathlib import Path
+
+from llmc_cli.errors import ConfigError
 
 PRIVATE_DIR = 0o700
 
@@ -67,8 +71,6 @@ def is_llmc_command(argv: tuple[str, ...] | list[str], env: Mapping[str, str] | 
     PATH the child gets (`env` may set it). Such a child is told where llmc's own files are
     and may run unsandboxed in a gateway (under the same rule, PARENT_RULE_VAR); a third-party
     program called `llmc`, or llmc run with a PYTHONPATH of the server's choosing, is neither."""
-    import shutil
-    import sys
 
     env = env or {}
     if not argv or not _clean_environment(env):
@@ -148,7 +150,6 @@ def ensure_private_dir(path: Path) -> Path:
     """Create `path` and every missing parent, each 0700: state may hold session ids, tokens and
     tool results, and `mkdir(parents=True, mode=...)` would give the parents the umask's mode.
     An existing directory is left as it is. ConfigError (exit 3) when it cannot be made."""
-    from llmc_cli.errors import ConfigError
 
     missing = []
     level = path

@@ -15,7 +15,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from llmc_cli.config import files, paths
+from llmc_cli.config import files, paths, schema
+from llmc_cli.config.schema import from_json
 from llmc_cli.config.validation import dump
 from llmc_cli.errors import ConfigError
 from llmc_cli.model import compact_json
@@ -32,7 +33,6 @@ def directory() -> Path:
 
 
 def key_of(text: str) -> str:
-    from llmc_cli.config import schema
 
     digest = hashlib.sha256(VERSION)
     digest.update(Path(schema.__file__).read_bytes())
@@ -42,7 +42,6 @@ def key_of(text: str) -> str:
 
 
 def read(key: str) -> Any:
-    from llmc_cli.config.schema import from_json
 
     try:
         entry = json.loads((directory() / f"{key}.json").read_bytes())
@@ -57,7 +56,6 @@ def write(key: str, profile: Profile) -> None:
     """Store a validated profile, if it rebuilds equal (JSON loses nothing for it; a TOML date in
     a server's options, say, would come back a string), replacing the file atomically. Failing
     to write is no error: the next load validates again."""
-    from llmc_cli.config.schema import from_json
 
     data = dump(profile)
     try:

@@ -32,6 +32,13 @@ def raw_profile(path: Path) -> dict[str, Any]:
     return parse_toml(text, str(path))
 
 
+def toml_text(data: dict[str, Any]) -> str:
+    """A profile's TOML text: tomli-w is imported only by the commands that write a profile."""
+    import tomli_w
+
+    return tomli_w.dumps(data)
+
+
 def update_profile(path: Path, mutate: Callable[[dict[str, Any]], None]) -> LoadedProfile:
     """Read the profile's TOML (or the built-in default when the file does not exist yet), let
     `mutate` change the dict in place, validate, and write it back atomically.
@@ -39,8 +46,6 @@ def update_profile(path: Path, mutate: Callable[[dict[str, Any]], None]) -> Load
     Every table `mutate` leaves alone is written back with its values unchanged; ${VAR}s are
     never expanded. Comments and formatting are lost (tomli-w writes plain TOML).
     """
-    import tomli_w
-
     # Locked from read to write: concurrent `servers add/remove` must not lose each other's edit.
     with files.locked(path):
         if path.exists():
@@ -50,7 +55,7 @@ def update_profile(path: Path, mutate: Callable[[dict[str, Any]], None]) -> Load
             data = default_profile_data()
         mutate(data)
         profile = validate(data, str(path))  # never write a file llmc itself could not load
-        write_profile(path, tomli_w.dumps(data))
+        write_profile(path, toml_text(data))
     return LoadedProfile(name=path.stem, path=path, profile=profile)
 
 
@@ -127,7 +132,5 @@ def init_default(force: bool = False) -> Path:
     path = profile_path(DEFAULT_PROFILE)
     if path.exists() and not force:
         raise ConfigError(f"{path} already exists (use --force to overwrite it)")
-    import tomli_w
-
-    write_profile(path, tomli_w.dumps(default_profile_data()))
+    write_profile(path, toml_text(default_profile_data()))
     return path

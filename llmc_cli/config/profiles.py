@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llmc_cli.config import paths, profile_cache
+from llmc_cli.config.schema import Profile, ServerConfig
 from llmc_cli.config.validation import parse_toml, validate
 from llmc_cli.errors import ConfigError, UsageError, did_you_mean
 from llmc_cli.model import OAuthSpec, SandboxSpec, ServerSpec
@@ -89,7 +90,6 @@ def parse_profile(text: str, where: str) -> Any:
 def builtin_default() -> LoadedProfile:
     """With no profile at all: the built-in workspace server, rooted at the current directory,
     read-only. `llmc profiles init` writes this out so it can be edited."""
-    from llmc_cli.config.schema import Profile, ServerConfig
 
     # Trusted data, built directly: no pydantic.
     workspace = ServerConfig(builtin="workspace", options={"roots": ["."], "read_only": True})

@@ -8,12 +8,15 @@ wherever they appear: audit records, telemetry, the errors a call reports."""
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, quote_plus, unquote_plus, urlsplit, urlunsplit
 
-from llmc_cli.config.profiles import has_placeholder
+from llmc_cli.config.profiles import expand, has_placeholder
+from llmc_cli.errors import ConfigError
 
 if TYPE_CHECKING:
     from llmc_cli.config.schema import Profile
@@ -70,8 +73,6 @@ WORD_MIN = 3
 def _spellings(secret: str) -> set[str]:
     """The ways a quoted secret may read in text a server sends back: as it is, JSON-escaped (once
     inside a JSON string, twice inside JSON quoted in JSON) and URL-encoded."""
-    import json
-    from urllib.parse import quote, quote_plus
 
     forms = {secret}
     for ascii_only in (True, False):
@@ -217,7 +218,6 @@ _CONNINFO_PASSWORD = re.compile(r"(\bpassword\s*=\s*)(?:'((?:[^'\\]|\\.)*)'|([^\
 def url_secrets(url: str) -> set[str]:
     """The secret parts of a URL or a libpq conninfo string: the userinfo password and the
     values of secret-looking query parameters (as written and decoded), or a conninfo's `password=`."""
-    from urllib.parse import unquote_plus, urlsplit
 
     if "://" not in url:
         return {m.group(2) or m.group(3) for m in _CONNINFO_PASSWORD.finditer(url) if m.group(2) or m.group(3)}
@@ -236,7 +236,6 @@ def url_secrets(url: str) -> set[str]:
 def mask_url(url: str) -> str:
     """A URL (or a libpq conninfo string) fit to show: its userinfo password and the values of
     secret-looking query parameters as '***', everything else as written (${VAR}s included)."""
-    from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
     if "://" not in url:
         return _CONNINFO_PASSWORD.sub(lambda m: m.group(1) + MASK, url)
@@ -264,8 +263,6 @@ def environment_secrets(profile: Profile | None = None) -> set[str]:
     hold (literal or expanded, and a header's credential after its scheme: "Bearer TOKEN"), the
     values of secret-looking ${VAR}s anywhere in them, and the passwords and secret query values
     of its URLs (servers and [state])."""
-    from llmc_cli.config.profiles import expand
-    from llmc_cli.errors import ConfigError
 
     found = {v for k, v in os.environ.items() if is_secret_name(k) and k not in NOT_SECRET_VARIABLES and len(v) >= SUBSTRING_MIN}
     if profile is None:

@@ -6,11 +6,15 @@ pydantic is imported only here and only when validating or dumping (it is slow t
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import types
+import typing
 from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
+from llmc_cli.config.schema import Profile
 from llmc_cli.errors import ConfigError, did_you_mean
 
 _TOML_LINE = re.compile(r"\(at line (\d+), column \d+\)")
@@ -54,8 +58,6 @@ def validate(data: Mapping[str, object], where: str, text: str | None = None) ->
     """A Profile from parsed TOML; `text` (the file's) lets the error name the line."""
     from pydantic import ValidationError
 
-    from llmc_cli.config.schema import Profile
-
     try:
         return adapter(Profile).validate_python(data)
     except ValidationError as exc:
@@ -89,9 +91,6 @@ def line_of(text: str, loc: list[str]) -> int | None:
 def keys_beside(root: type[Any], loc: list[str]) -> list[str]:
     """The keys the table holding `loc`'s last key may have (for did-you-mean): the fields of the
     schema dataclass reached by walking `loc` from `root` (a dict's key steps into its values)."""
-    import dataclasses
-    import types
-    import typing
 
     def table(kind: Any) -> Any:  # Optional[X] -> X
         args = [a for a in typing.get_args(kind) if a is not type(None)]

@@ -13,7 +13,6 @@ declined.
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING
 from llmc_cli.errors import InputRequired, LlmcError, RpcError
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.router import Router
-from llmc_cli.model import JSON, JSONObject
+from llmc_cli.model import JSON, JSONObject, canonical_json
 
 if TYPE_CHECKING:
     from llmc_cli.gateway.host import Host
@@ -49,7 +48,7 @@ class HostCall:
 def input_key(method: str, params: JSONObject) -> str:
     """The key of an upstream's request in the host's input_required round: the same request
     (an upstream asks again with the same words when the call is retried) gets the same key."""
-    text = json.dumps([method, params], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    text = canonical_json([method, params])
     return "upstream-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
 
 

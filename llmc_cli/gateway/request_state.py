@@ -10,7 +10,8 @@ import hmac
 import json
 import os
 
-from llmc_cli.model import JSON, JSONObject, ToolCall
+from llmc_cli.model import JSON, JSONObject, ToolCall, compact_json
+from llmc_cli.policy import call_hash
 
 
 class RequestStates:
@@ -23,19 +24,12 @@ class RequestStates:
         """A requestState bound to this exact call (tool and arguments) of this principal (another's
         host cannot replay its yes or its answers): whether the host's user said yes, the host's
         answers to upstream requests so far, and whether it carries a confirmation question."""
-        from llmc_cli.policy import call_hash
 
-        body = json.dumps(
-            {
-                "call": call_hash(call),
-                "principal": principal,
-                "confirmed": confirmed,
-                "confirming": confirming,
-                "answers": answers,
-            },
-            sort_keys=True,
-            separators=(",", ":"),
-        ).encode("utf-8")
+        # The one compact form (model.py), text as it is: the token is shorter for answers in
+        # other scripts than \u-escapes would make it, and surrogatepass carries a lone surrogate
+        # in a host's answer through to unpack unchanged (JSON can hold one; UTF-8 cannot).
+        state = {"call": call_hash(call), "principal": principal, "confirmed": confirmed, "confirming": confirming}
+        body = compact_json({**state, "answers": answers}).encode("utf-8", "surrogatepass")
         payload = base64.urlsafe_b64encode(body).decode("ascii").rstrip("=")
         return payload + "." + self._mac(payload)
 
@@ -57,7 +51,6 @@ class RequestStates:
         return hmac.new(self._secret, payload.encode(), hashlib.sha256).hexdigest()
 
     def _open(self, call: ToolCall, state: JSON, principal: str | None) -> JSONObject | None:
-        from llmc_cli.policy import call_hash
 
         if not isinstance(state, str) or "." not in state:
             return None
@@ -65,7 +58,8 @@ class RequestStates:
         if not hmac.compare_digest(mac, self._mac(payload)):
             return None  # tampered with, or made by another gateway process
         try:
-            data = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+            body = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
+            data = json.loads(body.decode("utf-8", "surrogatepass"))
         except ValueError:
             return None
         if not isinstance(data, dict) or data.get("call") != call_hash(call) or data.get("principal") != principal:

@@ -31,11 +31,13 @@ from typing import BinaryIO, TextIO
 
 from llmc_cli import interrupts
 from llmc_cli.errors import ConnectionFailed, ExitCode, LlmcError, RpcError, UsageError
+from llmc_cli.keeper.lifecycle import socket_path, spec_from_json
 from llmc_cli.keeper.transport import AttachReply, HeldServer, KeeperStatus, read_line
 from llmc_cli.keeper.upstream import Client, Upstream, log
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.inflight import InFlight
 from llmc_cli.mcp.messages import object_at
+from llmc_cli.mcp.validation import validate_arguments
 from llmc_cli.model import JSON, JSONObject, ServerSpec
 
 ACCEPT_POLL = 0.5  # how often the accept loop looks at the idle clock and the stop flag
@@ -261,7 +263,6 @@ def _validated(request: JSONObject) -> JSONObject:
     """A caller's tool arguments checked against the tool's inputSchema it sends along (the
     caller's `llmc call` would otherwise import jsonschema every time): "valid", or "invalid"
     with the UsageError the caller raises as its own."""
-    from llmc_cli.mcp.validation import validate_arguments
 
     arguments = request.get("arguments")
     if not isinstance(arguments, dict):
@@ -309,7 +310,6 @@ def _listen(path: str) -> socket.socket:
 
 
 def main() -> int:
-    from llmc_cli.keeper.lifecycle import socket_path, spec_from_json
 
     config = json.loads(sys.stdin.read())
     ready = os.fdopen(os.dup(1), "w")

@@ -12,6 +12,7 @@ import os
 import re
 import select
 import signal
+import socket
 import sys
 import time
 from collections.abc import Sequence
@@ -20,7 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from llmc_cli.config import paths
-from llmc_cli.errors import ConfigError, ConnectionFailed, TimeoutExpired, UsageError, from_json
+from llmc_cli.errors import ConfigError, ConnectionFailed, TimeoutExpired, UsageError, did_you_mean, from_json
+from llmc_cli.keeper.transport import exchange
 from llmc_cli.model import JSONObject, OAuthSpec, SandboxSpec, ServerSpec
 
 if TYPE_CHECKING:
@@ -49,7 +51,6 @@ def log_path(name: str) -> Path:
 
 def status(name: str, timeout: float = 5.0) -> KeeperStatus:
     """What the keeper reports about itself. A stale socket is removed and reported as not running."""
-    from llmc_cli.keeper.transport import exchange
 
     path = socket_path(name)
     try:
@@ -62,7 +63,6 @@ def status(name: str, timeout: float = 5.0) -> KeeperStatus:
 def _remove_stale(path: Path) -> None:
     """Remove a socket file nobody listens on; one whose keeper is alive (it closed a connection
     while stopping, say) is left to it."""
-    import socket
 
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     probe.settimeout(1.0)
@@ -101,8 +101,6 @@ def specs_of(name: str, servers: Sequence[object], only: tuple[str, ...] = ()) -
     ]
     unknown = [s for s in only if s not in {spec.name for spec in specs}]
     if unknown:
-        from llmc_cli.errors import did_you_mean
-
         held = [spec.name for spec in specs]
         raise UsageError(
             f"session {name} (in use) does not hold server {unknown[0]!r}{did_you_mean(unknown[0], held)} "
@@ -182,7 +180,6 @@ def start(name: str, specs: list[ServerSpec], *, idle: float, profile: str | Non
 
 def stop(name: str) -> JSONObject:
     """Ask the keeper to stop and wait until it has (its servers stopped with it)."""
-    from llmc_cli.keeper.transport import exchange
 
     path = socket_path(name)
     try:

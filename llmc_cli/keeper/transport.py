@@ -22,6 +22,7 @@ from typing import Any, BinaryIO, NotRequired, TypedDict
 
 from llmc_cli.errors import ConnectionFailed, LlmcError, ProtocolError, TimeoutExpired, from_json
 from llmc_cli.mcp.hooks import ClientHooks
+from llmc_cli.mcp.jsonrpc import has_lone_surrogate
 from llmc_cli.mcp.messages import object_at
 from llmc_cli.mcp.session import ClientSession
 from llmc_cli.mcp.transports.base import Closed, Deliver
@@ -265,7 +266,6 @@ def validate_in_keeper(path: str, keeper_name: str, arguments: JSONObject, schem
     jsonschema loaded once for all its callers): UsageError when they do not fit, exactly as the
     check raises it here. False when the keeper cannot (a keeper started by an older llmc, one
     that went away, text no UTF-8 writer takes): then the caller checks them itself."""
-    from llmc_cli.mcp.jsonrpc import has_lone_surrogate
 
     if has_lone_surrogate(arguments):
         return False  # cannot be sent; the policy refuses such a call after the check

@@ -22,6 +22,8 @@ from llmc_cli.mcp.inflight import Future
 from llmc_cli.mcp.router import Router
 from llmc_cli.mcp.session import ClientSession
 from llmc_cli.model import JSON, JSONObject, ServerSpec
+from llmc_cli.services import builtin_servers
+from llmc_cli.store import client_stores
 
 if TYPE_CHECKING:
     from llmc_cli.keeper.daemon import Keeper
@@ -89,8 +91,6 @@ class Upstream:
                 # (they see why) rather than let their next request reach the new one silently.
                 for client in list(self.clients):
                     client.hang_up(notice)
-            from llmc_cli.services import builtin_servers
-            from llmc_cli.store import client_stores
 
             try:
                 self.session = connect(self.spec, stores=client_stores(), hooks=self._hooks(), builtins=builtin_servers())

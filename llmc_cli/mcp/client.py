@@ -15,7 +15,9 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, unquote, urlsplit
 
 from llmc_cli.errors import ConnectionFailed, HttpStatusError, LlmcError, ProtocolError, RpcError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc, session_ids
@@ -24,9 +26,12 @@ from llmc_cli.mcp.messages import JSONObject
 from llmc_cli.mcp.session import ClientSession, NotADiscoverResult, supported_versions
 from llmc_cli.mcp.stores import EraCache, Stores
 from llmc_cli.mcp.transports.base import Transport
-from llmc_cli.mcp.transports.memory import Endpoint
+from llmc_cli.mcp.transports.memory import Endpoint, MemoryTransport
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, MODERN_VERSIONS, SUPPORTED_VERSIONS
 from llmc_cli.model import SandboxSpec, ServerSpec
+
+if TYPE_CHECKING:
+    from llmc_cli.mcp.transports.streamable_http import StreamableHttpTransport
 
 STDIO_PROBE_TIMEOUT = 10.0  # a legacy server may stay silent on server/discover: fall back then
 Builtins = Mapping[str, Callable[[ServerSpec], Endpoint]]  # builtin name -> endpoint factory
@@ -91,7 +96,6 @@ def _connect(
         factory = (builtins or {}).get(spec.builtin or "")
         if factory is None:
             raise ConnectionFailed(f"{spec.name}: unknown built-in server {spec.builtin!r}")
-        from llmc_cli.mcp.transports.memory import MemoryTransport
 
         transport: Transport = MemoryTransport(factory(spec))
     else:
@@ -117,8 +121,6 @@ def sandboxed_roots(hooks: ClientHooks, sandbox: SandboxSpec) -> ClientHooks:
     declared paths are bound at the same paths, so a root inside one is kept as it is, a root
     that holds declared paths becomes those paths, and every other root is left out (the server
     could not reach it; naming it would only tell where the user's files are)."""
-    from dataclasses import replace
-    from urllib.parse import quote, unquote, urlsplit
 
     declared = [*sandbox.read_paths, *sandbox.write_paths]
 
@@ -194,8 +196,29 @@ def _connect_remote(
         _guarded(session, session.initialize)
         memo.put({"era": "legacy", "transport": "sse", "version": session.protocol_version or ""})
         return session
+    return _connect_http(
+        spec,
+        StreamableHttpTransport(spec.url, headers=headers, timeout=spec.timeout, auth=auth),
+        stores,
+        memo,
+        hooks,
+        cached,
+        choice,
+    )
 
-    transport = StreamableHttpTransport(spec.url, headers=headers, timeout=spec.timeout, auth=auth)
+
+def _connect_http(
+    spec: ServerSpec,
+    transport: StreamableHttpTransport,
+    stores: Stores,
+    memo: _Memo,
+    hooks: ClientHooks | None,
+    cached: dict[str, Any] | None,
+    choice: str,
+) -> ClientSession:
+    """Streamable HTTP: the era the cache remembers, else a discover probe, else a legacy handshake
+    (and, when the server answers that like the 2024-11-05 transport, that transport)."""
+
     session = ClientSession(transport, name=spec.name, timeout=spec.timeout, hooks=hooks)
     session.handshake_timeout = spec.handshake_timeout
     # A legacy session outlives this process: its id is remembered after every handshake (the
@@ -213,10 +236,32 @@ def _connect_remote(
     if cached and cached.get("era") == "modern" and cached.get("version") in MODERN_VERSIONS:
         session.adopt("modern", cached["version"])
         return session
+    era, legacy_version = _probe_era(spec, session)
+    if era == "modern":
+        memo.put({"era": era, "transport": "http", "version": session.protocol_version or ""})
+        return session
+    try:
+        session.initialize(legacy_version)
+    except HttpStatusError as exc:
+        session.close()
+        if spec.transport == "http" or exc.status not in (400, 404, 405):
+            raise
+        # The deprecated HTTP+SSE transport of 2024-11-05 answers POSTs like this.
+        return _connect_remote(dataclasses.replace(spec, transport="sse"), stores, memo, hooks, None)
+    except BaseException:
+        session.close()
+        raise
+    _note_legacy(memo, session, remember)
+    return session
+
+
+def _probe_era(spec: ServerSpec, session: ClientSession) -> tuple[str, str]:
+    """("modern", _) when the server answers server/discover; else ("legacy", the version to
+    offer in the handshake). The session is closed when the probe fails for good."""
     legacy_version = LEGACY_VERSIONS[0]
     try:
         session.discover()
-        era = "modern"
+        return "modern", legacy_version
     except RpcError as exc:
         if exc.code in jsonrpc.MODERN_ERROR_CODES:
             try:
@@ -224,34 +269,16 @@ def _connect_remote(
             except ProtocolError:
                 session.close()
                 raise
-        era = "legacy"
     except HttpStatusError as exc:
         if not 400 <= exc.status < 500 or exc.status in (401, 403):
             session.close()
             raise
-        era = "legacy"
     except NotADiscoverResult:
-        era = "legacy"
+        pass
     except BaseException:
         session.close()
         raise
-    if era == "legacy":
-        try:
-            session.initialize(legacy_version)
-        except HttpStatusError as exc:
-            session.close()
-            if spec.transport == "http" or exc.status not in (400, 404, 405):
-                raise
-            # The deprecated HTTP+SSE transport of 2024-11-05 answers POSTs like this.
-            return _connect_remote(dataclasses.replace(spec, transport="sse"), stores, memo, hooks, None)
-        except BaseException:
-            session.close()
-            raise
-    if era == "legacy":
-        _note_legacy(memo, session, remember)
-    else:
-        memo.put({"era": era, "transport": "http", "version": session.protocol_version or ""})
-    return session
+    return "legacy", legacy_version
 
 
 def _note_legacy(memo: _Memo, session: ClientSession, remember: bool) -> None:

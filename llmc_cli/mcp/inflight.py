@@ -79,6 +79,10 @@ class Future(Generic[T]):
                 return
         callback(self)
 
+    def wait(self, timeout: float | None = None) -> bool:
+        """Whether it is done, waiting up to `timeout` seconds for it."""
+        return self._done.wait(timeout)
+
     def result(self, timeout: float | None = None) -> T:
         """The value, or the exception raised; TimeoutError when not done within `timeout`."""
         if not self._done.wait(timeout):

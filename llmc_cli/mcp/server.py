@@ -19,18 +19,22 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from llmc_cli.errors import ProtocolError, RpcError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc, observe
 from llmc_cli.mcp.inflight import InFlight
 from llmc_cli.mcp.messages import RequestId, object_at, request_id
+from llmc_cli.mcp.schema_subset import Check, compile_check
+from llmc_cli.mcp.validation import CompiledSchemas
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, MODERN_VERSIONS
 from llmc_cli.mcp.versions import META_PREFIX as META
 from llmc_cli.mcp.workers import Workers
 from llmc_cli.model import JSON, JSONObject
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 Send = Callable[[JSONObject], None]
 
@@ -106,9 +110,9 @@ class McpServer:
         self.client_capabilities: JSONObject = {}
         # Where messages that answer no request go (list_changed): set by the host (stdio: stdout).
         self.channel: Send | None = None
-        self._pool: ThreadPoolExecutor | Workers = shared_workers or ThreadPoolExecutor(
-            max_workers=workers, thread_name_prefix="llmc-tool"
-        )
+        # A pool of its own is started at the first request that needs one (a listing needs none).
+        self._pool: ThreadPoolExecutor | Workers | None = shared_workers
+        self._workers = workers
         self._lock = threading.Lock()
         self._cancelled: set[RequestId | None] = set()
         self._running: set[RequestId | None] = set()
@@ -190,8 +194,10 @@ class McpServer:
             watcher.server_session_ended(time.monotonic() - self._born, attributes)
         if self._on_close is not None:
             self._on_close()  # stop processes and searches first, so running calls return
-        if isinstance(self._pool, ThreadPoolExecutor):
-            self._pool.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            pool, self._pool = self._pool, self._pool if isinstance(self._pool, Workers) else None
+        if pool is not None and not isinstance(pool, Workers):
+            pool.shutdown(wait=False, cancel_futures=True)
 
     # ------------------------------------------------------------------ eras
     def _era(self, method: str, params: JSONObject) -> str | None:
@@ -309,7 +315,17 @@ class McpServer:
             return
         watcher = observe.SERVER_OBSERVER
         answer = self._answer_from_pool if watcher is None else watcher.in_context(self._answer_from_pool)
-        self._pool.submit(answer, msg_id, work, modern, send, label)
+        self._threads().submit(answer, msg_id, work, modern, send, label)
+
+    def _threads(self) -> ThreadPoolExecutor | Workers:
+        with self._lock:
+            if self._pool is None:
+                if self._closed:
+                    raise RuntimeError("the server is closed")
+                from concurrent.futures import ThreadPoolExecutor  # it imports logging: only once a tool runs
+
+                self._pool = ThreadPoolExecutor(max_workers=self._workers, thread_name_prefix="llmc-tool")
+            return self._pool
 
     def _answer_from_pool(
         self, msg_id: RequestId | None, work: Callable[[], JSONObject], modern: str | None, send: Send, label: str
@@ -331,7 +347,7 @@ class McpServer:
     @staticmethod
     def _run_tool(tool: ToolDef, arguments: JSONObject) -> JSONObject:
         try:
-            problem = check_arguments(tool.input_schema, arguments)
+            problem = check_arguments(tool.input_schema, arguments, owner=tool.name)
             if problem:
                 raise ToolError(f"invalid arguments for {tool.name}: {problem}")
             value = tool.handler(arguments)
@@ -401,52 +417,18 @@ class McpServer:
 
 
 # ---------------------------------------------------------------------- argument checks
-_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "array": (list,),
-    "object": (dict,),
-}
+def _lenient(schema: Any) -> Check:
+    check = compile_check(schema, exact=False)
+    assert check is not None  # lenient compilation raises rather than giving up
+    return check
 
 
-def check_arguments(schema: Mapping[str, Any], value: object, where: str = "") -> str | None:
-    """The subset of JSON Schema our own tool schemas use (type, required, properties,
-    additionalProperties: false, items, enum, minimum, maximum, minItems, maxItems, minLength).
-    Returns the first problem as one line, or None."""
-    kind = schema.get("type")
-    label = where or "arguments"
-    if kind:
-        ok = isinstance(value, _TYPES[kind]) and not (kind in ("integer", "number") and isinstance(value, bool))
-        if not ok:
-            return f"{label} must be of type {kind}"
-    if "enum" in schema and value not in schema["enum"]:
-        return f"{label} must be one of {', '.join(map(str, schema['enum']))}"
-    if isinstance(value, str) and len(value) < schema.get("minLength", 0):
-        return f"{label} must not be empty"
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            return f"{label} must be >= {schema['minimum']}"
-        if "maximum" in schema and value > schema["maximum"]:
-            return f"{label} must be <= {schema['maximum']}"
-    if isinstance(value, list):
-        if len(value) < schema.get("minItems", 0):
-            return f"{label} needs at least {schema['minItems']} item(s)"
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            return f"{label} takes at most {schema['maxItems']} items"
-        for i, item in enumerate(value):
-            if problem := check_arguments(schema.get("items", {}), item, f"{label}[{i}]"):
-                return problem
-    if isinstance(value, dict):
-        props = schema.get("properties", {})
-        for name in schema.get("required", []):
-            if name not in value:
-                return f"missing required argument '{name}'"
-        for name, item in value.items():
-            if name in props:
-                if problem := check_arguments(props[name], item, name if not where else f"{where}.{name}"):
-                    return problem
-            elif schema.get("additionalProperties") is False:
-                return f"unknown argument '{name}'"
-    return None
+# Our own tools' schemas, each compiled once (mcp/validation.py's seam).
+_CHECKS: CompiledSchemas[Check] = CompiledSchemas(_lenient)
+
+
+def check_arguments(schema: Mapping[str, Any], value: object, where: str = "", owner: str | None = None) -> str | None:
+    """The subset of JSON Schema our own tool schemas use (mcp/schema_subset.py: type, required,
+    properties, additionalProperties: false, items, enum, minimum, maximum, minItems, maxItems,
+    minLength, ...), compiled once per schema. Returns the first problem as one line, or None."""
+    return _CHECKS.get(schema, owner)(value, where)

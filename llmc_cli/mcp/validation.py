@@ -1,17 +1,92 @@
-"""Tool arguments checked against the tool's inputSchema before anything is sent. `llmc call`
-runs this in its own process, or asks the session keeper that holds the server to run it
-(keeper/transport.py validate_in_keeper): jsonschema is slow to import, which a call
-through a keeper should not pay every time."""
+"""Tool arguments checked against the tool's inputSchema before anything is sent, and the one
+place that turns a schema into a validator (the seam for validators: a schema is compiled once
+per definition, kept in a bounded cache, and compiled again when the definition changes).
+
+A schema within the common subset (mcp/schema_subset.py) is checked by a compiled function and
+arguments that pass it never touch jsonschema, which is slow to import; anything else, and any
+arguments the subset refuses, go to a jsonschema validator, itself built once per definition.
+`llmc call` through a keeper may have the keeper run this (keeper/transport.py
+validate_in_keeper): the keeper keeps its compiled validators between calls."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import sys
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, TypeVar
 
 from llmc_cli.errors import UsageError, did_you_mean
+from llmc_cli.mcp.schema_subset import Check, compile_check
+from llmc_cli.model import canonical_json
+
+T = TypeVar("T")
 
 
-def validate_arguments(arguments: dict[str, Any], schema: Any, tool: str) -> None:
+class CompiledSchemas(Generic[T]):
+    """What `compile` makes of a schema, made once per definition. An entry is found by its owner
+    (a tool's name; without one, the schema itself) and holds the schema's fingerprint (its
+    canonical JSON): a definition that changes under the same owner is compiled again and the old
+    compiled form dropped. At most `size` entries, the least recently used dropped first.
+    `built` counts the compilations (tests, benchmarks). Thread-safe: the gateway and a keeper
+    validate from several threads."""
+
+    def __init__(self, compile: Callable[[Any], T], size: int = 512) -> None:
+        self._compile = compile
+        self._size = size
+        self._entries: OrderedDict[str, tuple[str, T]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.built = 0
+
+    def get(self, schema: Any, owner: str | None = None) -> T:
+        fingerprint = canonical_json(schema)
+        key = fingerprint if owner is None else "\x00" + owner  # an owner never collides with a schema
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and entry[0] == fingerprint:
+                self._entries.move_to_end(key)
+                return entry[1]
+        compiled = self._compile(schema)  # outside the lock: jsonschema's check takes a while
+        with self._lock:
+            self.built += 1
+            self._entries[key] = (fingerprint, compiled)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+        return compiled
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+def _jsonschema_validator(schema: Any) -> Any:
+    """A jsonschema validator for the schema, or None when the schema is itself broken (then the
+    call goes ahead unchecked: that is the server's business)."""
+    import jsonschema.exceptions  # the validators seam: jsonschema is imported here only
+
+    try:
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        cls.check_schema(schema)
+        return cls(schema)
+    except Exception:  # noqa: BLE001 - an unusable schema is not the user's error
+        return None
+
+
+def _exact(schema: Any) -> Check | None:
+    return compile_check(schema, exact=True)
+
+
+# One of each for the process: `llmc call`, a batch, the gateway and a keeper share them.
+SUBSET_CHECKS: CompiledSchemas[Check | None] = CompiledSchemas(_exact)
+VALIDATORS: CompiledSchemas[Any] = CompiledSchemas(_jsonschema_validator)
+
+
+def validate_arguments(arguments: Mapping[str, Any], schema: Any, tool: str) -> None:
     """Check arguments against the tool's inputSchema before anything is sent: UsageError (exit 2)
     naming the argument and what was expected. A name the schema does not declare is refused when
     the schema forbids extra names, or when it is close to a declared one (a typo is far likelier
@@ -32,14 +107,16 @@ def validate_arguments(arguments: dict[str, Any], schema: Any, tool: str) -> Non
     declared = schema.get("required")
     required: list[Any] = declared if isinstance(declared, list) else []
     checked = {k: v for k, v in arguments.items() if v is not None or k in required}
-    import jsonschema
-    from jsonschema.exceptions import best_match
-
+    fast = SUBSET_CHECKS.get(schema, tool)
+    if fast is not None and fast(checked, "") is None:
+        return
+    validator = VALIDATORS.get(schema, tool)
+    if validator is None:
+        return
     try:
-        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        cls.check_schema(schema)
-        error = best_match(cls(schema).iter_errors(checked))
-    except Exception:  # noqa: BLE001 - an unusable schema (invalid, unresolvable $ref) is not the user's error
+        # a validator exists, so _jsonschema_validator imported jsonschema (and its exceptions)
+        error = sys.modules["jsonschema.exceptions"].best_match(validator.iter_errors(checked))
+    except Exception:  # noqa: BLE001 - an unresolvable $ref: not the user's error either
         return
     if error is None:
         return

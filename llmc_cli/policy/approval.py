@@ -9,6 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from llmc_cli.config.paths import state_dir
 from llmc_cli.errors import ConfigError, LlmcError
 from llmc_cli.model import JSONObject, ToolCall, canonical_json, compact_json
 
@@ -49,7 +50,6 @@ def approval_key() -> bytes:
 def _key_in(*where: str | None) -> bytes:
     """The key file's key for the state directory these variables name (asked once per call,
     the path is worked out once: a tenth of a gateway call's policy decision)."""
-    from llmc_cli.config.paths import state_dir
 
     return _key_file(state_dir() / "approval.key")
 

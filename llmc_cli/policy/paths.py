@@ -7,6 +7,7 @@ import re
 import stat
 from collections.abc import Callable
 from functools import lru_cache
+from urllib.parse import unquote, urlsplit
 
 MAX_SYMLINKS = 40  # the kernel's own limit (ELOOP beyond it): a longer chain is refused, not followed
 MAX_NESTING = 64  # lists/objects under a ruled argument deeper than this are refused
@@ -55,7 +56,6 @@ def _absolute(value: str, cwd: str | None) -> str:
 
 
 def _file_uri_path(uri: str) -> str:
-    from urllib.parse import unquote, urlsplit
 
     parts = urlsplit(uri)
     if parts.netloc not in ("", "localhost") or parts.query or parts.fragment:

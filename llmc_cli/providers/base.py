@@ -9,6 +9,7 @@ here serialises to JSON so a conversation can be saved and continued.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import time
@@ -370,7 +371,6 @@ def unstreamed(response: Any) -> dict[str, Any] | None:
     kind = str(response.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
     if kind == "text/event-stream" or not kind.endswith("json"):
         return None
-    import json
 
     response.read()
     try:

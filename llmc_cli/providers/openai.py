@@ -4,6 +4,7 @@ through base_url. Tool results are text only in this API: images become a placeh
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace as NS
 from typing import Any
 
 from llmc_cli.model import ARGUMENTS_TOO_DEEP
@@ -80,7 +81,6 @@ def chat_create(client: Any, kwargs: dict[str, Any], timeout: float, on_text: On
     stream with no text and no tool call is a ProviderError (`provider` names it)."""
     if on_text is None:
         return client.chat.completions.create(**kwargs, timeout=timeout)
-    from types import SimpleNamespace as NS
 
     text: list[str] = []
     calls: dict[int, dict[str, Any]] = {}

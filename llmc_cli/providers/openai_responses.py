@@ -75,6 +75,16 @@ class OpenAIResponses:
         timeout: float | None = None,
         on_text: OnText | None = None,
     ) -> AssistantTurn:
+        kwargs = self._request(system, history, tools)
+
+        def send(t: float) -> Any:
+            if on_text is None:
+                return self.client.responses.create(**kwargs, timeout=t)
+            return self._streamed(kwargs, t, on_text)
+
+        return self._turn(call_with_retries(self.name, self.settings, send, classify_openai, timeout))
+
+    def _request(self, system: str | None, history: list[Message], tools: Any | None) -> dict[str, Any]:
         s = self.settings
         kwargs: dict[str, Any] = {"model": s.model, "input": self.input_items(history)}
         if system:
@@ -85,35 +95,35 @@ class OpenAIResponses:
             kwargs["temperature"] = s.temperature
         if s.max_tokens is not None:
             kwargs["max_output_tokens"] = s.max_tokens
+        return kwargs
 
-        def send(t: float) -> Any:
-            if on_text is None:
-                return self.client.responses.create(**kwargs, timeout=t)
-            final = None
-            stream = self.client.responses.create(**kwargs, stream=True, timeout=t)
-            whole = unstreamed(stream.response)
-            if whole is not None:  # one JSON Response instead of a stream: use it, and show its text
-                from openai.types.responses import Response
+    def _streamed(self, kwargs: dict[str, Any], t: float, on_text: OnText) -> Any:
+        """The Response of a streamed request, its text shown as it comes."""
+        final = None
+        stream = self.client.responses.create(**kwargs, stream=True, timeout=t)
+        whole = unstreamed(stream.response)
+        if whole is not None:  # one JSON Response instead of a stream: use it, and show its text
+            from openai.types.responses import Response
 
-                final = Response.construct(**whole)  # as the SDK reads a reply: unvalidated
-                if final.output_text:
-                    on_text(final.output_text)
-                return final
-            for event in stream:
-                if event.type == "response.output_text.delta":
-                    on_text(event.delta)
-                elif event.type in ("response.completed", "response.incomplete"):
-                    final = event.response  # the whole Response, as create() returns it
-                elif event.type in ("response.failed", "error"):
-                    message = getattr(getattr(getattr(event, "response", None), "error", None), "message", None)
-                    raise ProviderError(
-                        f"{self.name}: {message or getattr(event, 'message', None) or event.type}", provider=self.name
-                    )
-            if final is None:
-                raise empty_stream(self.name)
+            final = Response.construct(**whole)  # as the SDK reads a reply: unvalidated
+            if final.output_text:
+                on_text(final.output_text)
             return final
+        for event in stream:
+            if event.type == "response.output_text.delta":
+                on_text(event.delta)
+            elif event.type in ("response.completed", "response.incomplete"):
+                final = event.response  # the whole Response, as create() returns it
+            elif event.type in ("response.failed", "error"):
+                message = getattr(getattr(getattr(event, "response", None), "error", None), "message", None)
+                raise ProviderError(
+                    f"{self.name}: {message or getattr(event, 'message', None) or event.type}", provider=self.name
+                )
+        if final is None:
+            raise empty_stream(self.name)
+        return final
 
-        resp = call_with_retries(self.name, s, send, classify_openai, timeout)
+    def _turn(self, resp: Any) -> AssistantTurn:
         texts: list[str] = []
         calls: list[ProviderToolCall] = []
         raw: list[JSONObject] = []

@@ -19,7 +19,6 @@ collected. Launching (allow-list, sandbox, limits) is launcher.py.
 from __future__ import annotations
 
 import os
-import secrets
 import signal
 import subprocess
 import threading
@@ -160,7 +159,7 @@ class ProcessTable:
                 raise ToolError(
                     f"refused: {running} processes are running, the limit is {self.config.max_processes}; terminate one first"
                 )
-            tag = secrets.token_hex(8)
+            tag = os.urandom(8).hex()
             # The marker: one end of a pipe nobody writes to, inherited by every descendant
             # that does not close it on purpose; /proc/PID/fd shows it as pipe:[inode].
             mark_r, mark_w = os.pipe()
@@ -182,7 +181,7 @@ class ProcessTable:
             finally:
                 os.close(mark_r)
                 os.close(mark_w)
-            handle = f"proc-{secrets.token_hex(4)}"
+            handle = f"proc-{os.urandom(4).hex()}"
             proc = Process(handle, argv, popen, self.config.max_output_bytes, limit, tag, marker)
             self.procs[handle] = proc
             self._forget_old()

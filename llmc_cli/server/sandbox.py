@@ -259,7 +259,6 @@ def hide_args(hidden: list[str], hidden_dirs: list[str], roots: list[str]) -> li
     one be renamed, so every ancestor inside a writable root is bound onto itself first. A
     protected directory that does not exist yet inside a root is created (empty, 0700) so it
     can be covered; otherwise a process could create it with content of its choosing."""
-    args: list[str] = []
     for name in hidden_dirs:
         if not os.path.lexists(name) and any(name.startswith(r.rstrip("/") + "/") for r in roots):
             try:
@@ -268,30 +267,48 @@ def hide_args(hidden: list[str], hidden_dirs: list[str], roots: list[str]) -> li
                 pass
     covered = [d for d in hidden if os.path.isdir(d) and not os.path.islink(d)]
     hidden = [n for n in hidden if not any(n.startswith(d.rstrip("/") + "/") for d in covered)]  # under a tmpfs
-    pinned: set[str] = set()
-    for name in hidden:  # then: each ancestor inside a root becomes a mount point
-        for root in roots:
-            if name.startswith(root.rstrip("/") + "/"):
-                parts = os.path.relpath(os.path.dirname(name), root).split("/")
-                for i in range(1, len(parts) + 1):
-                    ancestor = os.path.join(root, *parts[:i])
-                    if parts[0] != "." and ancestor not in pinned and os.path.isdir(ancestor) and not os.path.islink(ancestor):
-                        pinned.add(ancestor)
-                        args += ["--bind", ancestor, ancestor]
+    args = _pin_ancestors(hidden, roots)
     for name in hidden:
         if os.path.islink(name):
             continue  # its target is in the list too
         if os.path.isdir(name):
             args += ["--tmpfs", name, "--remount-ro", name]
         elif os.path.isfile(name):
-            head, tail = os.path.split(name)
-            try:
-                siblings = sorted(n for n in os.listdir(head) if n.startswith(tail + "."))
-            except OSError:
-                siblings = []
-            for path in [name, *(os.path.join(head, n) for n in siblings)]:
-                if os.path.isfile(path) and not os.path.islink(path):
-                    args += ["--ro-bind", "/dev/null", path]
+            args += _cover_file(name)
+    return args
+
+
+def _pin_ancestors(hidden: list[str], roots: list[str]) -> list[str]:
+    """`--bind` of each directory inside a root on the way to a hidden name, onto itself (a mount
+    point cannot be renamed), each once."""
+    args: list[str] = []
+    pinned: set[str] = set()
+    for name in hidden:
+        for root in roots:
+            if not name.startswith(root.rstrip("/") + "/"):
+                continue
+            parts = os.path.relpath(os.path.dirname(name), root).split("/")
+            if parts[0] == ".":
+                continue
+            for i in range(1, len(parts) + 1):
+                ancestor = os.path.join(root, *parts[:i])
+                if ancestor not in pinned and os.path.isdir(ancestor) and not os.path.islink(ancestor):
+                    pinned.add(ancestor)
+                    args += ["--bind", ancestor, ancestor]
+    return args
+
+
+def _cover_file(name: str) -> list[str]:
+    """/dev/null, read-only, on a protected file and on the files beside it that extend its name."""
+    head, tail = os.path.split(name)
+    try:
+        siblings = sorted(n for n in os.listdir(head) if n.startswith(tail + "."))
+    except OSError:
+        siblings = []
+    args: list[str] = []
+    for path in [name, *(os.path.join(head, n) for n in siblings)]:
+        if os.path.isfile(path) and not os.path.islink(path):
+            args += ["--ro-bind", "/dev/null", path]
     return args
 
 

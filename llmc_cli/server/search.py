@@ -15,7 +15,6 @@ import fnmatch
 import json
 import os
 import re
-import secrets
 import select
 import signal
 import stat
@@ -325,7 +324,7 @@ class Searches:
             finished = [k for k, s in self.searches.items() if s.done]
             for key in finished[: max(0, len(self.searches) + 1 - MAX_SEARCHES)]:
                 del self.searches[key]
-            search = Search(f"search-{secrets.token_hex(4)}", **kwargs)
+            search = Search(f"search-{os.urandom(4).hex()}", **kwargs)
             self.searches[search.id] = search
         return search
 

@@ -3,10 +3,12 @@ paths it keeps off limits."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from typing import Any
 
+from llmc_cli.config.paths import PROTECTED_PATHS_VAR, config_dir, state_dir
 from llmc_cli.errors import ConfigError
 
 # option -> (accepted types, default). Unknown options are errors: a typo must never loosen
@@ -37,9 +39,6 @@ def protected_paths(extra: list[str]) -> list[str]:
     """llmc's own files, off limits (a directory's path ends with "/"): the config and state
     directories as this process sees them, those its parent llmc named in PROTECTED_PATHS_VAR,
     and `extra`. A union: nothing can shrink it."""
-    import json
-
-    from llmc_cli.config.paths import PROTECTED_PATHS_VAR, config_dir, state_dir
 
     paths = [f"{config_dir()}/", f"{state_dir()}/", *extra]
     raw = os.environ.get(PROTECTED_PATHS_VAR)

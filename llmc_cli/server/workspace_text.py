@@ -8,6 +8,7 @@ Each function takes the tool's structured result and returns its text blocks."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -105,7 +106,6 @@ def list_searches(out: SearchList) -> Blocks:
 
 
 def get_config(out: Mapping[str, object]) -> Blocks:
-    import json
 
     return [json.dumps(out, ensure_ascii=False, indent=2)]  # nested settings: JSON is their plain form
 

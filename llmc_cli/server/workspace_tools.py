@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from llmc_cli.mcp.server import ToolDef
 from llmc_cli.model import JSON, JSONObject
+from llmc_cli.server.workspace_text import TEXT
 
 if TYPE_CHECKING:
     from llmc_cli.server.workspace import Workspace
@@ -286,7 +287,6 @@ def workspace_tools(ws: Workspace) -> list[ToolDef]:
         ]
     if ws.processes_enabled:
         tools += _process_tools(ws)
-    from llmc_cli.server.workspace_text import TEXT
 
     for tool in tools:
         tool.text = TEXT[tool.name]

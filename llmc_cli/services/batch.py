@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from llmc_cli import interrupts
 from llmc_cli.errors import ExitCode, LlmcError, PolicyDenied
 from llmc_cli.model import JSON, JSONObject, ToolCall, ToolResult
 
@@ -96,7 +97,6 @@ class Batch:
         self.done = [threading.Event() for _ in items]
 
     def run(self) -> None:
-        from llmc_cli import interrupts
 
         with self.pipeline.grouped():
             self._route()

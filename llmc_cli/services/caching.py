@@ -18,7 +18,9 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Any
 
+from llmc_cli import policy
 from llmc_cli.model import JSONObject, Tool, ToolCall, canonical_json
+from llmc_cli.policy import effective_hints, glob_match
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
@@ -33,7 +35,6 @@ MAX_RESULT_BYTES = 256 * 1024
 
 def verdict(tool: Tool | None, qualified: str, profile: Profile) -> str | None:
     """What [cache] does with this tool, in words (policy check, tools lint); None when not listed."""
-    from llmc_cli.policy import effective_hints, glob_match
 
     config = profile.cache
     if not any(glob_match(pattern, qualified) for pattern in config.tools):
@@ -62,7 +63,6 @@ def key(
     table in it (another command, URL or env is another server); the principal; for a server
     marked `per_session`, the host `session` (its state is that session's own); the tool's
     current definition and the call's keyed hash."""
-    from llmc_cli import policy
     from llmc_cli.lockfile import tool_hash
 
     parts = {

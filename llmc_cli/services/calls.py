@@ -5,12 +5,14 @@ the result cache's entry of a call (cache_for) and the approval a confirmation w
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from llmc_cli import telemetry
+from llmc_cli import interrupts, telemetry
 from llmc_cli.catalog import Catalog
 from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.config.secrets import Masker, environment_secrets
@@ -23,6 +25,8 @@ from llmc_cli.errors import (
 )
 from llmc_cli.mcp.jsonrpc import has_lone_surrogate
 from llmc_cli.model import ARGUMENTS_TOO_DEEP, JSONObject, Tool, ToolCall, arguments_too_deep
+from llmc_cli.policy import Decision
+from llmc_cli.policy.approval import Approval
 
 if TYPE_CHECKING:
     from llmc_cli.policy import Decision
@@ -128,7 +132,6 @@ class OpenCalls:
     included; a worker thread that finishes later finds its call closed and records nothing."""
 
     def __init__(self) -> None:
-        import threading
 
         self._lock = threading.Lock()
         self._calls: dict[int, tuple[AuditSink, AuditRecord, Masker]] = {}
@@ -144,7 +147,6 @@ class OpenCalls:
         """True once per call: the caller writes its outcome record. Once the command is
         interrupted, False: what a call in flight reports then (its server was stopped under
         it) is not its outcome; interrupt_all records `interrupted` instead."""
-        from llmc_cli import interrupts
 
         with self._lock:
             if interrupts.requested():
@@ -213,7 +215,6 @@ def record_decisions(log: AuditSink, invocation: Invocation, authorizations: lis
     """The decision records of calls about to run, on disk in one write; each allowed call is
     then open until its outcome is recorded. An interruption waits until both are done, so no
     decision is ever on disk without being open."""
-    from llmc_cli import interrupts
 
     with interrupts.deferred():
         log.record_before_actions([masked(a.decision_record(), a.masker) for a in authorizations])
@@ -387,7 +388,6 @@ def masked_error(exc: LlmcError, masker: Masker) -> LlmcError:
 
 def lock_path(profile: LoadedProfile) -> str:
     """The profile's lock file; a relative path is relative to the profile file that names it."""
-    from pathlib import Path
 
     path = Path(profile.profile.lock or "").expanduser()
     return str(path if path.is_absolute() or profile.path is None else profile.path.parent / path)
@@ -396,8 +396,6 @@ def lock_path(profile: LoadedProfile) -> str:
 def _confirm(invocation: Invocation, call: ToolCall, tool: Tool, decision: Decision) -> tuple[Decision, Approval | None]:
     """A confirmation: --yes, a human on a terminal, or a denial with what pre-approving this
     exact call would take (a front end says how, policy/approval.py hint())."""
-    from llmc_cli.policy import Decision
-    from llmc_cli.policy.approval import Approval
 
     if invocation.assume_yes:
         return Decision("allow", f"{decision.rule} (--yes)", "confirmed with --yes", decision.call_hash), None

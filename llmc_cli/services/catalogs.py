@@ -5,17 +5,23 @@ and prompts a profile may see; where the gateway shares its host sessions."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from llmc_cli import policy
 from llmc_cli.catalog import Catalog, ConnectOptions, ServerFailure
+from llmc_cli.config.paths import PROTECTED_PATHS_VAR, audit_log_path, config_dir, is_llmc_command, own_directories, state_dir
 from llmc_cli.config.profiles import LoadedProfile, usable_specs
-from llmc_cli.errors import ConfigError, LlmcError, UsageError
+from llmc_cli.errors import ConfigError, ConnectionFailed, LlmcError, UsageError
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.model import JSONObject, ServerSpec, Tool
+from llmc_cli.server.workspace import make_workspace_server
 from llmc_cli.services.calls import lock_path
 from llmc_cli.services.reads import read_decision
+from llmc_cli.services.sandbox import contain, warn_unsandboxed
+from llmc_cli.store import client_stores
 
 if TYPE_CHECKING:
     from llmc_cli.policy import ReadKind
@@ -30,7 +36,6 @@ READ_KINDS: dict[str, tuple[str, str, ReadKind]] = {
 
 def builtin_servers() -> dict[str, Callable[[ServerSpec], Any]]:
     def workspace(spec: ServerSpec) -> Any:
-        from llmc_cli.server.workspace import make_workspace_server
 
         options = dict(spec.options)
         return make_workspace_server(**options)
@@ -41,9 +46,6 @@ def builtin_servers() -> dict[str, Callable[[ServerSpec], Any]]:
 def protected_paths(profile: LoadedProfile | None) -> list[str]:
     """llmc's own files, which no tool of its workspace server may touch: the config and state
     directories, the profile file, its audit log and its manifest lock, wherever they are."""
-    import os
-
-    from llmc_cli.config.paths import PROTECTED_PATHS_VAR, audit_log_path, config_dir, state_dir
 
     paths = [f"{config_dir()}/", f"{state_dir()}/"]  # "/": a directory, protected as one before it exists
     if profile is not None:
@@ -73,7 +75,7 @@ def protect(specs: list[ServerSpec], profile: LoadedProfile | None, require_sand
     sandbox covers those files instead). `require_sandbox`: a nested llmc is also told to keep
     the sandbox rule (REQUIRE_SANDBOX_VAR), so a server of its own cannot run unsandboxed
     where this one's could not."""
-    from llmc_cli.config.paths import PROTECTED_PATHS_VAR, REQUIRE_SANDBOX_VAR, is_llmc_command, own_directories
+    from llmc_cli.config.paths import PROTECTED_PATHS_VAR, REQUIRE_SANDBOX_VAR
 
     paths = protected_paths(profile)
     out = []
@@ -108,7 +110,6 @@ def launch_specs(
     that started this one ran under that rule (config.paths.REQUIRE_SANDBOX_VAR), whatever the
     nesting, and passed on to llmc's own children."""
     from llmc_cli.config.paths import sandbox_required_by_parent
-    from llmc_cli.services.sandbox import contain, warn_unsandboxed
 
     require_sandbox = require_sandbox or sandbox_required_by_parent()
     if adhoc is None and profile is None:
@@ -172,7 +173,6 @@ def open_catalog(
             specs = [replace(spec, timeout=timeout) for spec in specs]
     else:
         specs, unusable = launch_specs(profile, only, adhoc, timeout, connect_timeout, require_sandbox=require_sandbox)
-    from llmc_cli.store import client_stores
 
     # A keeper's servers are connected in the keeper: no era cache or OAuth tokens here.
     options = ConnectOptions(
@@ -192,7 +192,6 @@ def _attach_first(
     """The keeper's catalog with `first` attached, its other servers taken from the attach
     reply; None when that does not work out (the keeper holds no server of that name, is not
     running, or is too old to list its servers): then the status request says why, or what."""
-    from llmc_cli.errors import ConnectionFailed
     from llmc_cli.keeper import lifecycle
 
     path = str(lifecycle.socket_path(session))
@@ -231,7 +230,6 @@ def visible_tools(
 ) -> tuple[list[Tool], list[Tool], list[Any]]:
     """(allowed, denied, failures): the model and listings see only the allowed ones. A server
     above `clearance` (guard/clearance.py; None: unrestricted) is not listed, nor started."""
-    from llmc_cli import policy
 
     servers = cleared_servers(catalog, profile, servers, clearance)
     if servers == []:
@@ -262,7 +260,6 @@ def visible_offered(
     """Catalog.list_offered with only what the profile may read (visible_items); a server whose
     tools cannot be listed when the policy needs them to judge is a failure, its items absent. A
     server the policy denies as a whole is not asked (nor started)."""
-    from llmc_cli import policy
 
     config = profile.profile.policy
     cleared = cleared_servers(catalog, profile, None, clearance) or []

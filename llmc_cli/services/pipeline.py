@@ -18,15 +18,22 @@ A batch (services/batch.py) runs the same stages, its decisions written in one g
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, NamedTuple, cast
 
+from llmc_cli import audit, interrupts, policy
 from llmc_cli.errors import Cancelled, ConfigError, InputRequired, LlmcError, PolicyDenied, ProtocolError, TimeoutExpired
+from llmc_cli.mcp.validation import validate_arguments
 from llmc_cli.model import JSONObject, Tool, ToolCall, ToolResult, canonical_json
 from llmc_cli.services import calls
 from llmc_cli.services.calls import Authorization, Invocation
+from llmc_cli.services.inspect import inspect
+from llmc_cli.services.reads import authorize_read
+from llmc_cli.services.state import audit_log
+from llmc_cli.services.tools import ToolResolver
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
@@ -109,16 +116,12 @@ class Pipeline:
     def log(self) -> AuditSink:
         """Where the records go: the context's sink, else the state's audit chain (opened once)."""
         if self._log is None:
-            from llmc_cli.services.state import audit_log
-
             self._log = audit_log(self.context.state)
         return self._log
 
     @contextmanager
     def grouped(self) -> Iterator[AuditSink]:
         """Outcome records written in groups (audit.Deferred) while this lasts: a batch's."""
-        from llmc_cli import audit
-        from llmc_cli.services.state import audit_log
 
         before = self._log
         with audit.Deferred(audit_log(self.context.state)) as trail:
@@ -134,7 +137,6 @@ class Pipeline:
         """A call or a read through every stage. Raises PolicyDenied (audited) when the policy,
         a rate limit or an inspector says no, UsageError for arguments that do not fit, and the
         LlmcError of a failed request (after its outcome record)."""
-        from llmc_cli import interrupts
 
         interrupts.check()  # an interrupted command starts no new call (the calls of `ask` run in threads)
         if not isinstance(request, ToolRequest):
@@ -168,8 +170,6 @@ class Pipeline:
     def resolver(self) -> ToolResolver:
         """One resolver per command: the tool-name cache is read once (services/tools.py)."""
         if self._resolver is None:
-            from llmc_cli.services.tools import ToolResolver
-
             self._resolver = ToolResolver(self.catalog, self._named_as)
         return self._resolver
 
@@ -182,7 +182,6 @@ class Pipeline:
 
             if validate_in_keeper(*self.catalog.keeper, call.arguments, tool.input_schema, call.qualified_name):
                 return
-        from llmc_cli.mcp.validation import validate_arguments
 
         validate_arguments(call.arguments, tool.input_schema, call.qualified_name)
 
@@ -214,14 +213,12 @@ class Pipeline:
 
     def read_only(self, tool: Tool) -> bool:
         """Whether calls of the tool may run side by side (annotations and [policy.hints])."""
-        from llmc_cli import policy
 
         return policy.is_read_only(tool, tool.qualified_name, self.profile.profile.policy)
 
     # -- inside the stages --------------------------------------------------------------------
 
     def _read(self, request: Read) -> Outcome:
-        from llmc_cli.services.reads import authorize_read
 
         authorized = authorize_read(self.catalog, self.context, request)
         self.decide([authorized])
@@ -291,7 +288,6 @@ class Pipeline:
 
     def _limit(self, authorized: Authorization) -> None:
         """The rate limits: a call over one is denied (audited), not run."""
-        from llmc_cli import interrupts, policy
 
         request, profile = authorized.call, self.profile
         try:
@@ -310,7 +306,6 @@ class Pipeline:
         cache: calls.CacheEntry | None,
     ) -> tuple[Inspected, bytes, bool]:
         """The result (from the cache, else the server), inspected, and its canonical JSON."""
-        from llmc_cli.services.inspect import inspect
 
         request = authorized.call
         hit = cache.get() if cache is not None and self.context.use_cache else None
@@ -332,7 +327,6 @@ class Pipeline:
         self, authorized: Authorization, outcome: str, duration: float, raw: JSONObject, body: bytes, findings: list[JSONObject]
     ) -> None:
         """The outcome record of a call or read that returned a result (`result` with audit_results)."""
-        import hashlib
 
         record: AuditRecord = {
             "outcome": outcome,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, cast
 
-from llmc_cli import telemetry
+from llmc_cli import policy, telemetry
 from llmc_cli.catalog import Catalog
 from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.errors import RpcError
@@ -80,7 +80,6 @@ def authorize_read(catalog: Catalog, invocation: Invocation, request: Read) -> A
 def read_decision(catalog: Catalog, profile: LoadedProfile, kind: ReadKind, server: str, name: str) -> Decision:
     """policy.decide_read under the profile, the server's tools asked of the catalog only when the
     policy needs them: the one judge of reads, listings, completions and subscriptions."""
-    from llmc_cli import policy
 
     return policy.decide_read(kind, server, name, profile.profile.policy, lambda: server_tools(catalog, server))
 

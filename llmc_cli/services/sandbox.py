@@ -22,9 +22,11 @@ import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from llmc_cli.config.paths import is_llmc_command
+from llmc_cli.config.paths import ensure_private_dir, is_llmc_command, state_dir
 from llmc_cli.errors import ConfigError
 from llmc_cli.model import SandboxSpec, ServerSpec
+from llmc_cli.server.jail import Protected
+from llmc_cli.server.sandbox import FIXED_PATH, SYSTEM_DIRS, bwrap_argv, bwrap_usable, find_bwrap, limited
 
 if TYPE_CHECKING:
     from llmc_cli.config.profiles import LoadedProfile
@@ -41,7 +43,6 @@ _warned: set[str] = set()  # servers said to run unsandboxed already: one line p
 
 def _bwrap() -> str | None:
     """bubblewrap as the user's PATH finds it (the system's directories when PATH is unset)."""
-    from llmc_cli.server.sandbox import FIXED_PATH, find_bwrap
 
     return find_bwrap(os.environ.get("PATH") or FIXED_PATH)
 
@@ -66,7 +67,6 @@ def warn_unsandboxed(specs: list[ServerSpec]) -> None:
 def describe(sandbox: SandboxSpec | None, launched: bool | None = None) -> str:
     """How a server with this confinement runs here, for people (`servers show`, `tools list -v`).
     `launched`: whether its launch was built (None: ask whether bubblewrap works here)."""
-    from llmc_cli.server.sandbox import bwrap_usable
 
     if sandbox is None or sandbox.mode == "none":
         return "not sandboxed"
@@ -89,7 +89,6 @@ def contain(spec: ServerSpec, profile: LoadedProfile | None, *, required: bool =
     usable bubblewrap: one line on stderr and the server runs as it is (ConfigError when
     `required`: a gateway with principals). ConfigError when it cannot be contained as said.
     Unsandboxed "auto" servers are told about by warn_unsandboxed, once for all of them."""
-    from llmc_cli.server.sandbox import bwrap_usable
 
     if spec.kind != "stdio":
         return spec
@@ -175,9 +174,7 @@ def _link_on_the_way(path: str, writable: list[str]) -> str | None:
 
 
 def _launch(spec: ServerSpec, sandbox: SandboxSpec, bwrap: str, profile: LoadedProfile | None) -> list[str]:
-    from llmc_cli.config.paths import ensure_private_dir, state_dir
     from llmc_cli.mcp.transports.stdio import child_environment
-    from llmc_cli.server.sandbox import bwrap_argv, limited
     from llmc_cli.services.catalogs import protected_paths
 
     for path in (*sandbox.read_paths, *sandbox.write_paths):
@@ -221,7 +218,6 @@ def _home_name(profile: LoadedProfile | None, server: str) -> str:
 
 
 def _protected_names(protected: list[str]) -> tuple[list[str], list[str]]:
-    from llmc_cli.server.jail import Protected
 
     names = Protected(protected)
     return names.names, names.dirs
@@ -231,6 +227,7 @@ def _resolve(exe: str, path: str, cwd: str | None) -> str | None:
     if "/" in exe:
         full = exe if os.path.isabs(exe) else os.path.join(cwd or os.getcwd(), exe)
         return os.path.abspath(full) if os.path.isfile(full) else None
+
     found = shutil.which(exe, path=path)
     return os.path.abspath(found) if found else None
 
@@ -272,7 +269,6 @@ def _trees(path: str, protected: list[str], *, script: bool) -> list[str]:
     it, else the virtualenv (pyvenv.cfg) above it, else PREFIX of PREFIX/bin/NAME, else (a
     script) its directory, else the file itself; never a tree that holds the home directory or
     llmc's own files (then the file alone), and nothing the system directories already show."""
-    from llmc_cli.server.sandbox import SYSTEM_DIRS
 
     home = os.path.realpath(os.path.expanduser("~"))
     out = []

@@ -24,7 +24,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from llmc_cli import lockfile
 from llmc_cli.model import JSON, JSONObject, Tool
+from llmc_cli.services.calls import lock_path
+from llmc_cli.services.catalogs import visible_tools
 from llmc_cli.services.search_text import query_words, schema_text, stem, words
 
 if TYPE_CHECKING:
@@ -257,8 +260,6 @@ def not_drifted(tools: list[Tool], profile: LoadedProfile) -> list[Tool]:
     profile; with one, only those pinned as they are now (the check `call_tool` makes)."""
     if not profile.profile.lock:
         return tools
-    from llmc_cli import lockfile
-    from llmc_cli.services.calls import lock_path
 
     servers = lockfile.read(lock_path(profile))["servers"]
     return [
@@ -273,7 +274,6 @@ def searchable_tools(
 ) -> tuple[list[Tool], list[Any]]:
     """(tools, failures): the tools of the profile a search may return: those its policy lets
     a model see, less the drifted ones; and the servers that could not be listed."""
-    from llmc_cli.services.catalogs import visible_tools
 
     allowed, _denied, failures = visible_tools(catalog, profile, servers, clearance)
     return not_drifted(allowed, profile), failures

@@ -10,6 +10,9 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from llmc_cli.audit.log import AuditLog
+from llmc_cli.store.state import URL_VAR, FileState, PostgresState
+
 if TYPE_CHECKING:
     from llmc_cli.audit.trail import ChainedLog
     from llmc_cli.config.profiles import LoadedProfile
@@ -19,7 +22,6 @@ if TYPE_CHECKING:
 def open_state(profile: LoadedProfile) -> State:
     """The profile's state: a PostgresState when a url is set (nothing connects, and psycopg is
     not imported, until a part of it is used), else a FileState."""
-    from llmc_cli.store.state import URL_VAR, FileState, PostgresState
 
     url = os.environ.get(URL_VAR) or profile.profile.state.url or None
     return PostgresState(url, profile) if url else FileState(profile)
@@ -27,13 +29,11 @@ def open_state(profile: LoadedProfile) -> State:
 
 def audit_log(state: State) -> ChainedLog:
     """The audit chain of the state: the database's, else the profile's JSON Lines file."""
-    from llmc_cli.store.state import PostgresState
 
     if isinstance(state, PostgresState):
         from llmc_cli.audit.postgres import PostgresAuditLog  # only for a state database
 
         return PostgresAuditLog(state.url)
-    from llmc_cli.audit.log import AuditLog
 
     return AuditLog(state.profile.profile.audit_log)
 
@@ -42,7 +42,6 @@ def host_sessions(state: State, idle_seconds: float) -> HostSessions | None:
     """Where the gateway shares its initialize-era host sessions between replicas: the state
     database's, or None with files (a session lives in the replica that opened it). The replica
     closes the calls of replicas that are gone in the audit chain of that database."""
-    from llmc_cli.store.state import PostgresState
 
     if not isinstance(state, PostgresState):
         return None

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from llmc_cli.catalog import routing
 from llmc_cli.config import files, paths
 from llmc_cli.errors import ConfigError
 
@@ -30,7 +31,6 @@ class ToolResolver:
         self._known: dict[str, list[str]] | None = None
 
     def __call__(self, name: str) -> tuple[str, str]:
-        from llmc_cli.catalog import routing
 
         catalog = self.catalog
         if len(catalog.specs) == 1 or routing.qualified(name, catalog.specs):

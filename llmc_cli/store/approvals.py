@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from llmc_cli.errors import UsageError
+
 if TYPE_CHECKING:
     from llmc_cli.config.profiles import LoadedProfile
 
@@ -18,7 +20,6 @@ class FileApprovals:
     def approve(self, digest: str, tool: str) -> str:
         """Added to the profile file's list (a UsageError for the built-in default profile, which has no file)."""
         from llmc_cli.config.profile_writer import update_profile
-        from llmc_cli.errors import UsageError
 
         path = self.profile.path
         if path is None:

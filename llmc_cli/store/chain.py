@@ -3,9 +3,10 @@ database (audit/postgres.py over store/postgres/chain.py)."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Protocol, TypedDict
 
-from llmc_cli.model import JSONObject
+from llmc_cli.model import JSONObject, canonical_json
 
 GENESIS = "0" * 64  # the `prev` of a chain's first record, and the head of an empty chain
 
@@ -76,8 +77,5 @@ CALL_FIELDS = ("user", "host", "pid", "profile", "command", "conversation", "cli
 def call_key(record: JSONObject) -> str:
     """The same for a call's decision and its outcome records; two calls alike in every field
     (the same arguments from the same host) share it, and either outcome closes either decision."""
-    import hashlib
-
-    from llmc_cli.model import canonical_json
 
     return hashlib.sha256(canonical_json([record.get(k) for k in CALL_FIELDS]).encode("utf-8")).hexdigest()

@@ -10,6 +10,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from llmc_cli.config import files
 from llmc_cli.errors import ConfigError
 from llmc_cli.model import JSONObject
 
@@ -33,7 +34,6 @@ class FileEraCache:
     def save(self, changes: Mapping[str, JSONObject | None]) -> None:
         """Read, change and write under the file's lock (concurrent llmc processes keep each
         other's entries). Best effort: a cache that cannot be written only costs a probe."""
-        from llmc_cli.config import files
 
         if all(self.load().get(key) == entry for key, entry in changes.items()):
             return  # the common case: nothing new, no lock taken

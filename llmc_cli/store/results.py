@@ -19,7 +19,9 @@ import time
 from pathlib import Path
 from typing import Protocol
 
-from llmc_cli.model import JSONObject
+from llmc_cli.config import files
+from llmc_cli.errors import ConfigError
+from llmc_cli.model import JSONObject, compact_json
 
 # The directory's bound: past it, the oldest entries go first.
 MAX_TOTAL_BYTES = 64 * 1024 * 1024
@@ -78,12 +80,10 @@ class FileResultCache:
         return result
 
     def put(self, key: str, server: str, result: JSONObject, ttl: float) -> None:
-        from llmc_cli.config import files
         from llmc_cli.config.paths import ensure_private_dir
-        from llmc_cli.errors import ConfigError
 
         now = time.time()
-        text = json.dumps({"storedAt": now, "expiresAt": now + ttl, "result": result}, ensure_ascii=False, separators=(",", ":"))
+        text = compact_json({"storedAt": now, "expiresAt": now + ttl, "result": result})
         path = self._path(key, server)
         try:
             ensure_private_dir(self.directory)

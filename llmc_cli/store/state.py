@@ -16,7 +16,10 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from llmc_cli.config import paths
 from llmc_cli.model import JSONObject
+from llmc_cli.store.approvals import FileApprovals
+from llmc_cli.store.windows import FileRateWindows
 
 if TYPE_CHECKING:
     from llmc_cli.config.profiles import LoadedProfile
@@ -81,8 +84,6 @@ class FileState:
     kind: Literal["files"] = "files"
 
     def __init__(self, profile: LoadedProfile) -> None:
-        from llmc_cli.store.approvals import FileApprovals
-        from llmc_cli.store.windows import FileRateWindows
 
         self.profile = profile
         self.rate_windows: RateWindows = FileRateWindows()
@@ -90,7 +91,6 @@ class FileState:
 
     @cached_property
     def results(self) -> ResultCache:  # one per state: `dropped` tells about its last lookup
-        from llmc_cli.config import paths
         from llmc_cli.store.results import FileResultCache
 
         return FileResultCache(paths.state_dir() / "results")

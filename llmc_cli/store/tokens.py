@@ -11,7 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from llmc_cli.config import paths
+from llmc_cli.config import files, paths
+from llmc_cli.config.files import LockTimeout, file_lock
 
 if TYPE_CHECKING:  # the auth package loads only when a token is read: not before a stdio server starts
     from llmc_cli.mcp.auth.records import TokenRecord
@@ -45,7 +46,6 @@ class FileTokenStore:
     def save(self, record: TokenRecord) -> None:
         """Atomic, 0600 in a 0700 directory; the record replaces any other for the same server
         (a migrated authorization server leaves no stale tokens behind)."""
-        from llmc_cli.config import files
 
         record.updated_at = time.time()
         self._private_dir()
@@ -65,7 +65,6 @@ class FileTokenStore:
 
     @contextmanager
     def refresh_lock(self, timeout: float) -> Iterator[None]:
-        from llmc_cli.config.files import LockTimeout, file_lock
 
         self._private_dir()
         try:

@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 import time
 
+from llmc_cli.config import files, paths
+
 
 class FileRateWindows:
     def acquire(self, limits: list[tuple[str, int]], window: float) -> tuple[str, int, float] | None:
         """The state directory is resolved here, when a limit applies: most calls have none and
         touch no file."""
-        from llmc_cli.config import files, paths
 
         path = paths.state_dir() / "ratelimit.json"
         with files.locked(path):

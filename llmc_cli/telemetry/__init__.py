@@ -19,6 +19,9 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
+from llmc_cli.errors import optional_module
+from llmc_cli.mcp import observe
+
 if TYPE_CHECKING:
     from opentelemetry.util.types import AttributeValue
 
@@ -79,7 +82,6 @@ def enable(command: str, mask: Masker, config: TelemetryConfig | None = None) ->
     global _ACTIVE
     if _ACTIVE is not None:
         return
-    from llmc_cli.errors import optional_module
 
     Otel = optional_module("llmc_cli.telemetry.otel", "otel", "telemetry").Otel
     settings = (
@@ -88,7 +90,6 @@ def enable(command: str, mask: Masker, config: TelemetryConfig | None = None) ->
         else Settings(mask)
     )
     _ACTIVE = Otel(command, settings)
-    from llmc_cli.mcp import observe
 
     observe.install(_ACTIVE.mcp_observer(), ServerWatch())
 
@@ -110,7 +111,6 @@ def shutdown(exit_code: int = 0) -> str | None:
     active, _ACTIVE = _ACTIVE, None
     if active is None:
         return None
-    from llmc_cli.mcp import observe
 
     observe.install(None)
     return active.shutdown(exit_code)

@@ -20,6 +20,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
 from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult
 from opentelemetry.sdk.resources import SERVICE_NAME, SERVICE_VERSION, Resource
+from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from llmc_cli import __version__
@@ -84,7 +85,6 @@ def masked_span(span: ReadableSpan, mask: Mask) -> ReadableSpan:
     """A finished span with every string that leaves llmc masked: its name, attributes, status
     description and events (an upstream's error message may quote a secret argument or the
     environment, whatever capture_content says)."""
-    from opentelemetry.sdk.trace import Event, ReadableSpan
     from opentelemetry.trace import Status
 
     status = span.status

@@ -34,6 +34,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from llmc_cli import __version__
+from llmc_cli.config.secrets import Masker, argument_secrets
 from llmc_cli.telemetry import Attributes, Settings
 from llmc_cli.telemetry.exporters import (
     WatchedLogExporter,
@@ -156,7 +157,6 @@ class Otel:
         mask them wherever they are quoted (an upstream's error message); returns the arguments
         masked. A gateway runs for days: past LEARNED_SECRETS values it starts over from the
         profile's, which costs only calls whose spans were exported already."""
-        from llmc_cli.config.secrets import Masker, argument_secrets
 
         found = argument_secrets(arguments)
         if found - self.masker.secrets:

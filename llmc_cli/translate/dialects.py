@@ -93,19 +93,7 @@ def openai_strict(schema: Schema, report: Report, path: Path) -> Schema | None:
         node = map_children(node, where, walk, expanding)
         if "default" in node and node["default"] is None:  # meaningless once null is allowed
             del node["default"]
-        kind = node.get("type")
-        if kind == "object" or (isinstance(kind, list) and "object" in kind) or "properties" in node:
-            extra = node.get("additionalProperties")
-            if extra not in (None, False):
-                blockers.append((at(where, "additionalProperties"), "it has keys of any name"))
-            elif "properties" not in node and where is not path:
-                blockers.append((where, "it is an object with no declared properties"))
-            props = node.get("properties") or {}
-            required = set(node.get("required") or [])
-            node["properties"] = {k: v if k in required else nullable(v) for k, v in props.items()}
-            node["required"] = list(props)
-            node["additionalProperties"] = False
-        elif TYPED_KEYS.isdisjoint(node):
+        if not _strict_object(node, where, where is path, blockers) and TYPED_KEYS.isdisjoint(node):
             blockers.append((where, "it accepts any value (no type)"))
         return node
 
@@ -117,6 +105,25 @@ def openai_strict(schema: Schema, report: Report, path: Path) -> Schema | None:
     for where, what, why in rewrites:
         report.note(where, what, why)
     return result
+
+
+def _strict_object(node: Schema, where: Path, root: bool, blockers: list[tuple[Path, str]]) -> bool:
+    """An object node (our own copy) in strict form: every property required, the optional ones
+    nullable, no other keys. False when the node is not an object."""
+    kind = node.get("type")
+    if not (kind == "object" or (isinstance(kind, list) and "object" in kind) or "properties" in node):
+        return False
+    extra = node.get("additionalProperties")
+    if extra not in (None, False):
+        blockers.append((at(where, "additionalProperties"), "it has keys of any name"))
+    elif "properties" not in node and not root:
+        blockers.append((where, "it is an object with no declared properties"))
+    props = node.get("properties") or {}
+    required = set(node.get("required") or [])
+    node["properties"] = {k: v if k in required else nullable(v) for k, v in props.items()}
+    node["required"] = list(props)
+    node["additionalProperties"] = False
+    return True
 
 
 # -- Gemini ----------------------------------------------------------------------------------------
@@ -251,40 +258,9 @@ def _subset(node: Any, where: Path, report: Report) -> Any:
         node = merge_all_of(node, report, where)
     if "anyOf" in node or "oneOf" in node:
         node = _unions(node, where, report)
-    kind = node.get("type")
-    if isinstance(kind, list):
-        kinds = [k for k in kind if k != "null"]
-        if len(kinds) < len(kind):
-            node["nullable"] = True
-        node.pop("type")
-        if len(kinds) == 1:
-            node["type"] = kinds[0]
-        elif kinds:
-            fold_into_description(node, {"type": kinds})
-            report.note(at(where, "type"), f"type {kinds} dropped: any value accepted", "the OpenAPI subset has one type")
-    if "const" in node:
-        node["enum"] = [node.pop("const")]
-    if "enum" in node:
-        values = [v for v in node["enum"] if v is not None]
-        if None in node["enum"]:
-            node["nullable"] = True
-        if values and all(isinstance(v, str) for v in values):
-            node["enum"] = values
-            node.setdefault("type", "string")
-        else:
-            del node["enum"]
-            fold_into_description(node, {"one of": values})
-            report.note(at(where, "enum"), "enum moved into the description", "the OpenAPI subset takes string enums only")
-    fmt = node.get("format")
-    if fmt is not None and fmt not in LEGACY_FORMATS.get(node.get("type"), ()):
-        del node["format"]
-        fold_into_description(node, {"format": fmt})
-        report.note(at(where, "format"), "format moved into the description", f"{LEGACY_WHY} for this type")
-    if node.get("type") == "array" and not isinstance(node.get("items"), dict):
-        node["items"] = {"type": "string"}
-        report.note(
-            at(where, "items"), "array items of unknown type described as strings", "the OpenAPI subset needs an items schema"
-        )
+    _one_type(node, where, report)
+    _string_enum(node, where, report)
+    _legacy_format_and_items(node, where, report)
     # Dropped without a finding: a schema `title` is a label generators derive from the
     # property name (pydantic's "Street" for `street`), and a null default says no more
     # than `nullable`.
@@ -301,6 +277,56 @@ def _subset(node: Any, where: Path, report: Report) -> Any:
         if isinstance(node.get("required"), list):
             node["required"] = [k for k in node["required"] if k in node["properties"]]
     return node
+
+
+def _one_type(node: Schema, where: Path, report: Report) -> None:
+    """A list of types (our own copy): null as `nullable`, one other type kept, several dropped."""
+    kind = node.get("type")
+    if not isinstance(kind, list):
+        return
+    kinds = [k for k in kind if k != "null"]
+    if len(kinds) < len(kind):
+        node["nullable"] = True
+    node.pop("type")
+    if len(kinds) == 1:
+        node["type"] = kinds[0]
+    elif kinds:
+        fold_into_description(node, {"type": kinds})
+        report.note(at(where, "type"), f"type {kinds} dropped: any value accepted", "the OpenAPI subset has one type")
+
+
+def _string_enum(node: Schema, where: Path, report: Report) -> None:
+    """const as a one-value enum; null in an enum as `nullable`; an enum not all strings moved
+    into the description."""
+    if "const" in node:
+        node["enum"] = [node.pop("const")]
+    if "enum" not in node:
+        return
+    values = [v for v in node["enum"] if v is not None]
+    if None in node["enum"]:
+        node["nullable"] = True
+    if values and all(isinstance(v, str) for v in values):
+        node["enum"] = values
+        node.setdefault("type", "string")
+    else:
+        del node["enum"]
+        fold_into_description(node, {"one of": values})
+        report.note(at(where, "enum"), "enum moved into the description", "the OpenAPI subset takes string enums only")
+
+
+def _legacy_format_and_items(node: Schema, where: Path, report: Report) -> None:
+    """A format the OpenAPI subset lacks for the type moved into the description; an array
+    without an items schema described as strings."""
+    fmt = node.get("format")
+    if fmt is not None and fmt not in LEGACY_FORMATS.get(node.get("type", ""), ()):
+        del node["format"]
+        fold_into_description(node, {"format": fmt})
+        report.note(at(where, "format"), "format moved into the description", f"{LEGACY_WHY} for this type")
+    if node.get("type") == "array" and not isinstance(node.get("items"), dict):
+        node["items"] = {"type": "string"}
+        report.note(
+            at(where, "items"), "array items of unknown type described as strings", "the OpenAPI subset needs an items schema"
+        )
 
 
 def _unions(node: Schema, where: Path, report: Report) -> Schema:

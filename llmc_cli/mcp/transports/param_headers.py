@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+
+from llmc_cli.mcp.messages import JSON, JSONObject
 
 NAME_PARAM = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}  # -> Mcp-Name
 X_MCP_HEADER = "x-mcp-header"
@@ -75,3 +77,33 @@ def mirrored_arguments(annotated: dict[tuple[str, ...], str], arguments: Mapping
         elif isinstance(value, (str, int)):
             headers[f"Mcp-Param-{token}"] = header_value(str(value))
     return headers
+
+
+def valid_tools_listing(
+    message: JSONObject, request: JSONObject, learned: dict[str, dict[tuple[str, ...], str]], note: Callable[[str], None]
+) -> JSONObject:
+    """A modern tools/list reply: each tool's `x-mcp-header` parameters learned (into `learned`),
+    and the tools whose annotations are invalid dropped, each with a note (2026-07-28
+    streamable-http, Custom Headers: the client MUST exclude them from the tools/list result).
+    Any other message comes back as it is."""
+    result = message.get("result")
+    tools = result.get("tools") if isinstance(result, dict) else None
+    if (
+        request.get("method") != "tools/list"
+        or message.get("id") != request.get("id")
+        or not isinstance(result, dict)
+        or not isinstance(tools, list)
+    ):
+        return message
+    kept: list[JSON] = []
+    for tool in tools:
+        name = tool.get("name") if isinstance(tool, dict) else None
+        try:
+            found = annotated_parameters(tool.get("inputSchema") if isinstance(tool, dict) else None)
+        except ValueError as exc:
+            note(f"warning: tool {name!r} left out: invalid x-mcp-header: {exc}")
+            continue
+        if isinstance(name, str):
+            learned[name] = found
+        kept.append(tool)
+    return {**message, "result": {**result, "tools": kept}}

@@ -33,12 +33,12 @@ from llmc_cli.errors import (
 )
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.inflight import sending_deadline
-from llmc_cli.mcp.messages import JSON, JSONObject, object_at, request_id
+from llmc_cli.mcp.messages import JSONObject, object_at, request_id
 from llmc_cli.mcp.transports.base import AuthHook, Closed, Deliver
 from llmc_cli.mcp.transports.http_channel import HttpChannel, is_event_stream, preview, sleep_unless
-from llmc_cli.mcp.transports.param_headers import NAME_PARAM, annotated_parameters, header_value, mirrored_arguments
+from llmc_cli.mcp.transports.param_headers import NAME_PARAM, header_value, mirrored_arguments, valid_tools_listing
+from llmc_cli.mcp.transports.posting import HEAD_WAIT, WAIT_FOR_ANSWER, Head, Posting, post_workers
 from llmc_cli.mcp.versions import MODERN_FROM
-from llmc_cli.mcp.workers import Workers, shared
 
 if TYPE_CHECKING:
     import httpx2
@@ -51,49 +51,6 @@ NOTES_KEPT = 20
 # extending the deadline up to 10 timeouts); reads behind it are bounded by that instead, so the
 # session's own timeout speaks first and a dead connection still ends.
 LONGEST_WAIT_FACTOR = 10
-HEAD_WAIT = 1.0  # seconds send() waits for a request's reply headers before returning
-# The era probe and the handshake: their HTTP status decides what comes next, so wait for it.
-WAIT_FOR_ANSWER = ("server/discover", "initialize")
-
-
-class _Head:
-    """How a request's POST went, as far as send() waits for it."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.settled = threading.Event()  # the POST finished, or (when asked) its status is known
-        self.finished = False
-        self.error: LlmcError | None = None
-        self.abandoned = False
-
-
-class _Posting:
-    """A request posted on its caller's thread: the socket it waits on until the reply's head is
-    in, for a cancel from another thread to shut down (the read then fails at once)."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()  # held while shutting down: a socket let go is never touched
-        self.sock: socket.socket | None = None
-        self.aborted = False
-
-    def watch(self, sock: socket.socket | None) -> None:
-        with self.lock:
-            self.sock = sock
-            if sock is not None and self.aborted:
-                _shut(sock)
-
-    def abort(self) -> None:
-        with self.lock:
-            self.aborted = True
-            if self.sock is not None:
-                _shut(self.sock)
-
-
-def _shut(sock: socket.socket) -> None:
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass  # closed already
 
 
 @dataclass
@@ -136,7 +93,7 @@ class StreamableHttpTransport:
         # Set by an owner whose callers each have a thread that only waits for its reply (the
         # gateway's host connections): a request is then posted on that thread (_post_here).
         self.posts_on_caller_thread = False
-        self._posting: dict[object, _Posting] = {}  # request id -> its POST on the caller's thread
+        self._posting: dict[object, Posting] = {}  # request id -> its POST on the caller's thread
 
     @property
     def modern(self) -> bool:
@@ -158,7 +115,7 @@ class StreamableHttpTransport:
         if method == "notifications/cancelled":
             self._abort_posting(object_at(message, "params").get("requestId"))
             # Sent when a request timed out, often because the server hangs: never wait for it.
-            _workers().submit(self._post_quietly, message)
+            post_workers().submit(self._post_quietly, message)
             return
         if method is None or "id" not in message or method in WAIT_FOR_ANSWER:
             self._post(message)
@@ -174,20 +131,16 @@ class StreamableHttpTransport:
         if self.posts_on_caller_thread and not confirming and self.http.direct:
             self._post_here(message)
             return
-        head = _Head()
+        head = Head()
         # On a reused thread (a thread start per request is a good part of a fast call's cost).
         # Not joined on close: a POST still waiting for headers cannot be interrupted (no socket to
         # shut down yet); it is a daemon thread bounded by its read timeout.
-        _workers().submit(self._post_in_background, message, head, confirming)
-        deadline = time.monotonic() + (self.idle_timeout if confirming else HEAD_WAIT)
-        while not head.settled.is_set() and (left := deadline - time.monotonic()) > 0:
-            head.settled.wait(min(left, 0.5))  # short sleeps: a signal's handler runs when this thread wakes
-        with head.lock:  # decided together with the POST's end: exactly one reports an error
-            head.abandoned = not head.finished
-        if not head.abandoned and head.error is not None:
-            raise head.error
+        post_workers().submit(self._post_in_background, message, head, confirming)
+        error = head.wait(self.idle_timeout if confirming else HEAD_WAIT)
+        if error is not None:
+            raise error
 
-    def _post_in_background(self, message: JSONObject, head: _Head, confirming: bool) -> None:
+    def _post_in_background(self, message: JSONObject, head: Head, confirming: bool) -> None:
         error: LlmcError | None = None
         try:
             # A reply stream is read right here, once send() has heard that it started.
@@ -195,13 +148,13 @@ class StreamableHttpTransport:
                 message,
                 read_timeout=self.idle_timeout,
                 on_status=head.settled.set if confirming else None,
-                on_stream=lambda: self._finish(head, None),
+                on_stream=lambda: head.settle(None),
                 deadline=time.monotonic() + self.idle_timeout,  # the longest a call may wait, progress and all
             )
         except LlmcError as exc:
             error = exc
         finally:
-            late = self._finish(head, error)
+            late = head.settle(error)
         if error is not None and late and not isinstance(error, TimeoutExpired):
             self._report(error)  # a timeout is not reported: the session's own speaks
 
@@ -214,7 +167,7 @@ class StreamableHttpTransport:
         progress-extended deadline governs it as on the other path. A cancel meanwhile shuts
         the socket down: the wait ends at once, as Cancelled."""
         request_id = message["id"]
-        posting = _Posting()
+        posting = Posting()
         with self._lock:
             self._posting[request_id] = posting
         try:
@@ -233,18 +186,6 @@ class StreamableHttpTransport:
             posting = self._posting.get(request_id)
         if posting is not None:
             posting.abort()
-
-    @staticmethod
-    def _finish(head: _Head, error: LlmcError | None) -> bool:
-        """Tell send() how its POST went (the first word counts) and wake it; True when send() no
-        longer listens (it gave up waiting, or heard already): a later error is then reported."""
-        with head.lock:  # decided together with send()'s giving up: exactly one reports
-            late = head.abandoned or head.finished
-            if not late:
-                head.finished = True
-                head.error = error
-        head.settled.set()
-        return late
 
     def _post_quietly(self, message: JSONObject) -> None:
         try:
@@ -377,7 +318,7 @@ class StreamableHttpTransport:
                 self._post_stream(response, request)
             elif stream_on_worker:
                 self.http.extend_read_timeout(response, self.idle_timeout)
-                _workers().submit(self._post_stream, response, request)
+                post_workers().submit(self._post_stream, response, request)
             else:
                 self._spawn(lambda: self._post_stream(response, request), "llmc-http-sse")
             return
@@ -507,31 +448,9 @@ class StreamableHttpTransport:
             events.close()
 
     def _inspect(self, message: JSONObject, request: JSONObject) -> JSONObject:
-        """Modern tools/list replies: learn each tool's `x-mcp-header` parameters, and drop the
-        tools whose annotations are invalid (2026-07-28 streamable-http, Custom Headers: the
-        client MUST exclude them from the tools/list result)."""
-        result = message.get("result")
-        tools = result.get("tools") if isinstance(result, dict) else None
-        if (
-            not self.modern
-            or request.get("method") != "tools/list"
-            or message.get("id") != request.get("id")
-            or not isinstance(result, dict)
-            or not isinstance(tools, list)
-        ):
+        if not self.modern:
             return message
-        kept: list[JSON] = []
-        for tool in tools:
-            name = tool.get("name") if isinstance(tool, dict) else None
-            try:
-                found = annotated_parameters(tool.get("inputSchema") if isinstance(tool, dict) else None)
-            except ValueError as exc:
-                self._note(f"warning: tool {name!r} left out: invalid x-mcp-header: {exc}")
-                continue
-            if isinstance(name, str):
-                self._param_headers[name] = found
-            kept.append(tool)
-        return {**message, "result": {**result, "tools": kept}}
+        return valid_tools_listing(message, request, self._param_headers, self._note)
 
     def _cancel(self, request_id: object) -> None:
         with self._lock:
@@ -557,8 +476,3 @@ class StreamableHttpTransport:
 
     def _note(self, text: str) -> None:
         self._notes.append(text)
-
-
-def _workers() -> Workers:
-    """The threads every Streamable HTTP transport of the process posts its requests on."""
-    return shared("llmc-http-post")

@@ -6,6 +6,8 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from llmc_cli.store.postgres import Database
+
 if TYPE_CHECKING:
     import psycopg
 
@@ -19,7 +21,6 @@ class PostgresApprovals:
 
     @cached_property
     def database(self) -> Database:
-        from llmc_cli.store.postgres import Database
 
         return Database.for_url(self.url)
 

@@ -5,10 +5,11 @@ decision whose outcome is not in the chain yet), so that a survivor closes them 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from llmc_cli.store.chain import GENESIS
+from llmc_cli.store.chain import GENESIS, call_key
 from llmc_cli.store.postgres import AUDIT_LOCK, Database
 
 if TYPE_CHECKING:
@@ -36,7 +37,6 @@ class PostgresChain:
     def _append(self, cur: psycopg.Cursor[Any], seal: Callable[[str, int], list[str]]) -> None:
         """Under the audit lock: seal after the head, insert, move the head, and keep this
         replica's open calls (opened by an allowed decision, closed by an outcome)."""
-        import json
 
         cur.execute("SELECT head, records FROM llmc_audit_head WHERE id = 1")
         row = cur.fetchone()
@@ -53,7 +53,6 @@ class PostgresChain:
         )
         if self.db.replica is None:
             return
-        from llmc_cli.store.chain import call_key
 
         records = [json.loads(line) for line in lines]
 
@@ -84,7 +83,6 @@ class PostgresChain:
         """Close the open calls of every replica whose lease ran out: seal_lost([(replica, decision
         record)]) seals their outcome records, appended in the transaction that deletes the open
         calls, under the audit lock: several survivors close each call exactly once."""
-        import json
 
         def work(cur: psycopg.Cursor[Any]) -> int:
             self.db.check_schema(cur)

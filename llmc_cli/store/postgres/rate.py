@@ -7,6 +7,8 @@ import time
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from llmc_cli.store.postgres import Database
+
 if TYPE_CHECKING:
     import psycopg
 
@@ -19,7 +21,6 @@ class PostgresRateWindows:
 
     @cached_property
     def database(self) -> Database:
-        from llmc_cli.store.postgres import Database
 
         return Database.for_url(self.url)
 

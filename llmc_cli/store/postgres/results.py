@@ -9,6 +9,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from llmc_cli.model import JSONObject
+from llmc_cli.store.postgres import Database
 
 if TYPE_CHECKING:
     import psycopg
@@ -23,7 +24,6 @@ class PostgresResultCache:
 
     @cached_property
     def database(self) -> Database:
-        from llmc_cli.store.postgres import Database
 
         return Database.for_url(self.url)
 

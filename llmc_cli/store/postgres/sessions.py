@@ -7,8 +7,12 @@ with skewed clocks agree."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import secrets
+import socket
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -146,8 +150,6 @@ class PostgresHostSessions:
     write."""
 
     def __init__(self, url: str, idle_seconds: float, close_lost: Callable[[str], int] | None = None) -> None:
-        import secrets
-        import socket
 
         self.database = Database(url)  # its own connection: checked once per request
         self.audit_database = Database.for_url(url)  # the connection the audit chain is written through
@@ -158,7 +160,6 @@ class PostgresHostSessions:
 
     @staticmethod
     def key(session_id: str) -> str:
-        import hashlib
 
         return hashlib.sha256(session_id.encode("utf-8")).hexdigest()
 
@@ -214,7 +215,6 @@ class PostgresHostSessions:
             pass  # the lease runs out by itself
 
     def _keep_lease(self, stopped: threading.Event, log: Callable[[str], None]) -> None:
-        import time
 
         held = False
         steady_since: float | None = None  # renewed without a failure since then

@@ -1,0 +1,120 @@
+"""Start-up budgets (issue 34): what `llmc --help`, `llmc tools list` and `llmc call` of the built-in
+server may import. Each command runs in a fresh interpreter (the test process has imported far
+more), and the modules it loaded are read from sys.modules as it exits.
+
+The budget of each command is (a) modules it must never import: heavy or optional packages whose
+laziness lives in named seams (transports, providers, validators, telemetry, the stores), and
+(b) a ceiling on the number of modules, llmc's own and in all, about 10% above what the command
+loads today, so a new import on a hot path is a decision, not an accident."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+# Heavy or optional: no command below needs any of them.
+NEVER = (
+    "httpx",
+    "httpx2",
+    "httpcore",
+    "pydantic",
+    "jsonschema",  # valid arguments of a common schema are checked by the compiled subset
+    "referencing",
+    "psycopg",
+    "opentelemetry",
+    "openai",
+    "anthropic",
+    "google.genai",
+    "mcp",  # the official SDK: tests and peers only
+    "asyncio",
+    "ssl",
+    "jwt",
+    "tomli_w",
+    "tabulate",
+    "llmc_cli.gateway",
+    "llmc_cli.agent",
+    "llmc_cli.providers",
+    "llmc_cli.translate",
+    "llmc_cli.telemetry.otel",
+    "llmc_cli.store.postgres",
+    "llmc_cli.keeper.daemon",
+)
+
+
+BUDGETS: dict[str, tuple[list[str], tuple[str, ...], int, int]] = {
+    # name: (arguments, never imported besides NEVER, most llmc_cli modules, most modules in all)
+    "--help": (["--help"], ("llmc_cli.mcp", "llmc_cli.config", "llmc_cli.services", "concurrent", "logging", "json"), 8, 135),
+    "tools list": (["tools", "list"], ("concurrent", "logging", "llmc_cli.cli.batch", "llmc_cli.keeper.daemon"), 76, 228),
+    "call": (["call", "workspace.list_directory", "path=."], ("llmc_cli.cli.batch",), 92, 260),
+}
+
+DUMP = """
+import atexit, sys
+out = sys.argv.pop(1)
+atexit.register(lambda: open(out, 'w').write('\\n'.join(sorted(sys.modules))))
+sys.argv[0] = 'llmc'
+from llmc_cli.cli.main import main
+main()
+"""
+
+
+def loaded(arguments: list[str], tmp_path: Path) -> set[str]:
+    out = tmp_path / "modules.txt"
+    env = {**os.environ, "LLMC_CONFIG_DIR": str(tmp_path / "config"), "LLMC_STATE_DIR": str(tmp_path / "state")}
+    for name in ("LLMC_PROFILE", "LLMC_OTEL", "OTEL_EXPORTER_OTLP_ENDPOINT"):
+        env.pop(name, None)
+    proc = subprocess.run(
+        [sys.executable, "-c", DUMP, str(out), *arguments],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return set(out.read_text().split())
+
+
+def under(modules: set[str], prefix: str) -> list[str]:
+    return sorted(m for m in modules if m == prefix or m.startswith(prefix + "."))
+
+
+@pytest.mark.parametrize("command", list(BUDGETS))
+def test_a_command_imports_within_its_budget(command: str, tmp_path: Path) -> None:
+    arguments, forbidden, most_llmc, most = BUDGETS[command]
+    (tmp_path / "notes.txt").write_text("hello\n")
+    modules = loaded(arguments, tmp_path)
+    assert "llmc_cli.cli.main" in modules  # the command ran: an empty set would pass every check
+    wrong = {prefix: under(modules, prefix)[:5] for prefix in (*NEVER, *forbidden) if under(modules, prefix)}
+    assert wrong == {}, f"`llmc {command}` imported modules outside its budget"
+    own = under(modules, "llmc_cli")
+    assert len(own) <= most_llmc, f"`llmc {command}` imports {len(own)} llmc_cli modules (budget {most_llmc})"
+    assert len(modules) <= most, f"`llmc {command}` imports {len(modules)} modules (budget {most})"
+
+
+MOST_IMPORTS_IN_FUNCTIONS = 150  # issue 34: laziness lives in a few named seams, not in every function
+
+
+def test_imports_inside_functions_stay_few() -> None:
+    """Imports in function bodies, TYPE_CHECKING blocks aside: each one a decision about start-up
+    (a transport, a provider SDK, a validator, telemetry, a store, a command), not a habit."""
+
+    package = Path(__file__).resolve().parent.parent / "llmc_cli"
+    found = 0
+
+    def count(node: ast.AST, in_function: bool) -> int:
+        here = 0
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                here += in_function
+            here += count(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        return here
+
+    for path in package.rglob("*.py"):
+        found += count(ast.parse(path.read_text(encoding="utf-8")), False)
+    assert 0 < found <= MOST_IMPORTS_IN_FUNCTIONS, f"{found} imports inside functions"
