@@ -233,7 +233,7 @@ def test_servers_add_on_an_empty_config_writes_the_default_profile_first(config:
         "cwd": "/tmp",
         "description": "d",
         "sandbox": "auto",
-        "network": True,
+        "network": False,  # an installed script: no package runner downloads it
     }
     assert stat.S_IMODE(path.stat().st_mode) == 0o600  # a new profile is private
     assert run.json() == {"added": "sdk", "profile": "default", "path": str(path), "server": data["servers"]["sdk"]}
