@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from llmc_cli.mcp.transports.crash_lines import telling_line
-from tests.helpers import llmc, llmc_process, node_tool
+from tests.helpers import llmc, llmc_executable, node_tool
 from tests.sandbox.conftest import BWRAP
 
 FS = node_tool("mcp-server-filesystem")
@@ -156,20 +157,29 @@ def test_the_gateway_logs_the_same_line(tmp_path: Path) -> None:
     crash.write_text("require('/nonexistent/module-x');\n")
     profile = tmp_path / "p.toml"
     profile.write_text(f'[servers.broken]\ncommand = "node"\nargs = [{json.dumps(str(crash))}]\n')
-    request = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-    }
-    lines = [
-        json.dumps(request),
-        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
     ]
-    served = llmc_process("serve", "-p", str(profile), stdin="\n".join(lines) + "\n")
-    logged = [line for line in served.stderr.splitlines() if "broken is unavailable" in line]
-    assert logged and "Error: Cannot find module '/nonexistent/module-x'" in logged[0], served.stderr
+    with subprocess.Popen(
+        [llmc_executable(), "serve", "-p", str(profile)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        proc.stdin.write("".join(json.dumps(r) + "\n" for r in requests))
+        proc.stdin.flush()
+        for _ in range(2):  # the two answers: the tools are listed once the server has failed
+            assert proc.stdout.readline()
+        proc.stdin.close()
+        err = proc.stderr.read()
+        proc.wait(timeout=30)
+    logged = [line for line in err.splitlines() if "broken is unavailable" in line]
+    assert logged and "Error: Cannot find module '/nonexistent/module-x'" in logged[0], err
 
 
 @pytest.mark.parametrize(
