@@ -88,7 +88,7 @@ def run(
     catalog, profile = open_target(ctx, target, warm=False)
     worst: int = ExitCode.OK
     with catalog:
-        items = read_items(lines, tool_resolver(ctx, catalog))  # one resolver: the cache is read once
+        items = read_items(lines, tool_resolver(ctx, catalog, profile))  # one resolver: the cache is read once
         # Only the servers the batch names start, all at once.
         catalog.pool.warm_up(sorted({item.call.server for item in items if item.call is not None}))
         if validate:

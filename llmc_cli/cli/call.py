@@ -89,7 +89,7 @@ def call(
     named = tool.partition(".")[0] if "." in tool else None  # SERVER.TOOL (or a bare name with a dot)
     catalog, profile = open_target(ctx, target, warm=False, first=named)
     with catalog:
-        server, name = tool_resolver(ctx, catalog)(tool)
+        server, name = tool_resolver(ctx, catalog, profile)(tool)
         found = None
         if validate or (arguments is None and needs_schema(pairs)):
             found = catalog.require_tool(server, name)

@@ -107,11 +107,13 @@ def _telemetry(ctx: click.Context, loaded: LoadedProfile) -> None:
     start_telemetry(ctx.command_path, loaded)
 
 
-def tool_resolver(ctx: click.Context, catalog: Catalog) -> ToolResolver:
-    """SERVER.TOOL, or a bare tool name, to (server, tool) for this command (services.tools)."""
+def tool_resolver(ctx: click.Context, catalog: Catalog, loaded: LoadedProfile | None = None) -> ToolResolver:
+    """SERVER.TOOL, or a bare tool name, to (server, tool) for this command (services.tools).
+    `loaded`: the profile, so a name of one of its disabled servers says so."""
     from llmc_cli.services.tools import ToolResolver
 
-    return ToolResolver(catalog, app_of(ctx).profile)
+    disabled = [n for n, s in loaded.profile.servers.items() if not s.enabled] if loaded is not None else []
+    return ToolResolver(catalog, app_of(ctx).profile, disabled)
 
 
 def _warn(ctx: click.Context, text: str) -> None:

@@ -41,15 +41,9 @@ def format_option(*choices: str, required: bool = False, listing: bool = False, 
             or "Default: a table when stdout is a terminal, else JSON "
             f"({FORMAT_ENV}, then the profile's [output] format, decide first).",
         )
-    return click.option(
-        "--format",
-        "fmt",
-        type=click.Choice(choices),
-        required=required,
-        default=None if required else choices[0],
-        show_default=not required,
-        help=help,
-    )
+    if required:  # no default at all: Click 8.3 takes an explicit default=None for a value given
+        return click.option("--format", "fmt", type=click.Choice(choices), required=True, help=help)
+    return click.option("--format", "fmt", type=click.Choice(choices), default=choices[0], show_default=True, help=help)
 
 
 def _listing_format(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

@@ -65,10 +65,36 @@ def validate(data: Mapping[str, object], where: str, text: str | None = None) ->
         key = f"{'.'.join(loc)}: " if loc else ""
         message = first["msg"].removeprefix("Value error, ")
         if first["type"] in ("extra_forbidden", "unexpected_keyword_argument"):  # dataclasses say the latter
-            message = REMOVED_KEYS.get(".".join(loc), "unknown key")
+            message = REMOVED_KEYS.get(".".join(loc), "unknown key" + _close_key(loc))
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         line = line_of(text, loc) if text else None
         raise ConfigError(f"{where}{f':{line}' if line else ''}: {key}{message}{more}") from None
+
+
+def _close_key(loc: list[str]) -> str:
+    """' (did you mean 'args'?)' for an unknown key close to a key of its table, else ''."""
+    import dataclasses
+    import typing
+
+    from llmc_cli.config.schema import Profile
+    from llmc_cli.errors import did_you_mean
+
+    cls: Any = Profile
+    parts = iter(loc[:-1])
+    for part in parts:
+        if not dataclasses.is_dataclass(cls):
+            return ""
+        kind = typing.get_type_hints(cls).get(part)
+        args = [a for a in typing.get_args(kind) if a is not type(None)]
+        if typing.get_origin(kind) is dict and args:
+            kind = args[-1]
+            next(parts, None)  # a table of tables ([servers.NAME]): skip the NAME
+        elif args:
+            kind = next((a for a in args if dataclasses.is_dataclass(a)), kind)
+        cls = kind
+    if not dataclasses.is_dataclass(cls):
+        return ""
+    return did_you_mean(loc[-1], [f.name for f in dataclasses.fields(cls)])
 
 
 def line_of(text: str, loc: list[str]) -> int | None:
