@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from llmc_cli.cli.arguments import load_json, read_input
-from llmc_cli.cli.output import json_line, note
+from llmc_cli.cli.output import emit, note
 from llmc_cli.cli.targets import Target
 from llmc_cli.errors import ExitCode, LlmcError, UsageError
 from llmc_cli.model import ARGUMENTS_TOO_DEEP, JSON, MAX_ARGUMENT_DEPTH, arguments_too_deep
@@ -110,7 +110,7 @@ def run(
             nonlocal worst
             worst = max(worst, item.exit_code)
             finished.append(item)
-            click.echo(json_line(item.to_json()))
+            emit(item.to_json(), "jsonl")  # after the progress line is cleared
 
         try:
             services.run_batch(catalog, invocation, items, parallel=parallel, fail_fast=fail_fast, on_done=done)
