@@ -461,6 +461,8 @@ def progress_line(event: JSONObject) -> str | None:
         return f"[step {event['step']}] asking the model..."
     if kind == "tool_start":
         return f"[step {event['step']}] running {event['tool']}"
+    if kind == "notice":
+        return str(event.get("message") or "")
     if kind == "tool_end":
         took = f" ({event['durationMs']:.0f} ms)" if event.get("durationMs") is not None else ""
         told = f": {event['message']}" if event.get("message") else ""

@@ -222,7 +222,8 @@ SCHEMAS: dict[str, Schema] = {
                 "created": NUM,
                 "messages": array(obj({"kind": enum("user", "assistant", "toolResults")}, closed=False)),
                 "runs": array(OPEN),
-            }
+            },
+            {"baseUrl": STR},
         ),
         "llmc conversations show",
     ),
