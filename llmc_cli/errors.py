@@ -67,6 +67,9 @@ class ConfigError(LlmcError):
 class PolicyDenied(LlmcError):
     exit_code = ExitCode.DENIED
     kind = "denied"
+    # A confirmation nobody could give: what pre-approving the call takes (policy.approval.Approval),
+    # for a front end to tell a person (policy.approval.hint). Not part of the error's JSON.
+    approval: Any = None
 
 
 class ConnectionFailed(LlmcError):

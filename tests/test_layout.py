@@ -320,7 +320,6 @@ ONE_NAME_DEBT = {
     # "document": cli/output_schemas.py's is not translate's protocol function
     "Client",
     "check",
-    "check_arguments",
     "deferred",
     "describe",
     "document",
@@ -336,7 +335,6 @@ ONE_NAME_DEBT = {
     "read_line",
     "run",
     "summary",
-    "validate_arguments",
     "write",
 }
 

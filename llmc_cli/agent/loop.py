@@ -105,6 +105,18 @@ class RunRecord:
         }
 
 
+@dataclass(frozen=True)
+class Limits:
+    """What bounds one run: model turns (`max_steps`), seconds for the whole run (`timeout`),
+    the characters of one tool result the model sees (`result_budget`), and how many read-only
+    calls of one turn run at once (`max_parallel`)."""
+
+    max_steps: int = 10
+    timeout: float = 300.0
+    result_budget: int = 20_000
+    max_parallel: int = 8
+
+
 def ask(
     prompt: str,
     *,
@@ -114,17 +126,14 @@ def ask(
     read_only: ReadOnly = lambda tool: False,
     conversation: Conversation | None = None,
     system: str | None = None,
-    max_steps: int = 10,
-    timeout: float = 300.0,
-    result_budget: int = 20_000,
-    max_parallel: int = 8,
+    limits: Limits = Limits(),
     progress: Progress | None = None,
     strict: bool = False,
     on_text: Callable[[str], None] | None = None,
     tool_search: bool | None = None,
 ) -> RunRecord:
-    """Run the loop until the model answers without tool calls, `max_steps` model turns were
-    taken, or `timeout` seconds passed. `read_only`: the profile's answer for a tool (llmc:
+    """Run the loop until the model answers without tool calls, `limits.max_steps` model turns
+    were taken, or `limits.timeout` seconds passed. `read_only`: the profile's answer for a tool (llmc:
     policy.is_read_only, hints included); a turn's calls run concurrently only when it is true
     for every one of them. `tool_search`: the model first gets only llmc's `search_tools` and
     the tools it finds join from its next turn (None: so past tool_search.THRESHOLD tools).
@@ -140,10 +149,7 @@ def ask(
             read_only,
             conv,
             system,
-            max_steps,
-            timeout,
-            result_budget,
-            max_parallel,
+            limits,
             progress,
             strict,
             on_text,
@@ -159,17 +165,14 @@ def _ask(
     read_only: ReadOnly,
     conv: Conversation,
     system: str | None,
-    max_steps: int,
-    timeout: float,
-    result_budget: int,
-    max_parallel: int,
+    limits: Limits,
     progress: Progress | None,
     strict: bool,
     on_text: Callable[[str], None] | None,
     tool_search: bool | None,
 ) -> RunRecord:
     started = time.monotonic()
-    deadline = started + timeout
+    deadline = started + limits.timeout
     if system is not None:
         conv.system = system
     record = RunRecord(conv.id, provider.name, provider.settings.model, prompt)
@@ -198,7 +201,7 @@ def _ask(
     emit = _locked(progress)
     conv.messages.append(UserMessage(prompt))
     try:
-        for step in range(1, max_steps + 1):
+        for step in range(1, limits.max_steps + 1):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 record.stop_reason = STOP_TIMEOUT
@@ -252,8 +255,7 @@ def _ask(
                 call_tool,
                 read_only,
                 deadline,
-                max_parallel,
-                result_budget,
+                limits,
                 record,
                 emit,
                 getattr(translation, "arguments_back", None),
@@ -297,8 +299,7 @@ def _run_calls(
     call_tool: CallTool,
     read_only: ReadOnly,
     deadline: float,
-    max_parallel: int,
-    budget: int,
+    limits: Limits,
     record: RunRecord,
     emit: Progress,
     arguments_back: Callable[[str, JSONObject], JSONObject] | None = None,
@@ -306,6 +307,46 @@ def _run_calls(
 ) -> tuple[list[ToolResultItem], bool]:
     """Run one turn's calls; every call gets a result, in the model's order, so the conversation
     stays valid for every API even when time runs out."""
+    entries, sent, runnable = _planned(step, calls, by_name, emit, arguments_back)
+    lock = threading.Lock()
+    closed = False  # set when the batch timed out: a late result must not change the record
+
+    def work(i: int) -> None:
+        c = calls[i]
+        emit({"event": "tool_start", "step": step, "tool": entries[i]["tool"], "arguments": entries[i]["arguments"]})
+        out = _called(by_name[c.name], c, sent[i], call_tool, limits.result_budget, search)
+        with lock:
+            if closed:
+                return
+            entries[i].update(out)
+        _ended(emit, step, entries[i]["tool"], out["outcome"], out["durationMs"], out["seenResult"])
+
+    parallel = len(runnable) > 1 and all(read_only(by_name[calls[i].name]) for i in runnable)
+    timed_out = not _run_bounded(telemetry.in_context(work), runnable, limits.max_parallel if parallel else 1, deadline)
+    with lock:
+        closed = True
+    items = []
+    for entry, c in zip(entries, calls, strict=True):
+        if "outcome" not in entry:
+            _fail(entry, "timeout", "llmc stopped waiting for this call: the run's time limit was reached")
+            entry["durationMs"] = None
+            _ended(emit, step, entry["tool"], "timeout", None, entry["seenResult"])
+        seen = entry.pop("seenResult")
+        entry["seen"] = seen.text
+        record.steps.append(entry)
+        items.append(ToolResultItem(c.id, c.name, seen, c.echo_id))
+    return items, timed_out
+
+
+def _planned(
+    step: int,
+    calls: list[ProviderToolCall],
+    by_name: dict[str, Tool],
+    emit: Progress,
+    arguments_back: Callable[[str, JSONObject], JSONObject] | None,
+) -> tuple[list[Step], list[JSONObject], list[int]]:
+    """A turn's steps, the arguments each call sends and which calls can run; a call that
+    cannot (unreadable, no such tool) has its outcome already, and the model is told so now."""
     entries: list[Step] = []
     sent: list[JSONObject] = []
     runnable: list[int] = []
@@ -334,64 +375,42 @@ def _run_calls(
             )
         else:
             runnable.append(len(entries))
-        if "outcome" in entry:
-            entry["durationMs"] = None  # never run; every step has the same fields
         entries.append(entry)
-        if "outcome" in entry:  # the model sees an error for it: say so now, as for a denied call
-            _ended(emit, step, entry["tool"], entry["outcome"], None, entry["seenResult"])
-
-    lock = threading.Lock()
-    closed = False  # set when the batch timed out: a late result must not change the record
-
-    def work(i: int) -> None:
-        c = calls[i]
-        tool = by_name[c.name]
-        emit({"event": "tool_start", "step": step, "tool": entries[i]["tool"], "arguments": entries[i]["arguments"]})
-        t0 = time.monotonic()
-        out: StepOutcome = {}
-        try:
-            with genai.tool_span(tool, c.id) as span:
-                if search is not None and tool is search.tool:  # llmc answers it: no server, no policy
-                    result = search.answer(dict(sent[i]))
-                else:
-                    result = call_tool(ToolCall(tool.server, tool.name, dict(sent[i]), call_id=c.id))
-                if result.is_error:
-                    span.error("tool_error", "the tool reported an error")
-        except PolicyDenied as exc:
-            _fail(out, "denied", f"llmc's policy denied this call: {exc.message}", exc)
-        except AuditError:
-            raise  # the trail cannot be written: the run stops (exit 3), as `call` does
-        except LlmcError as exc:
-            _fail(out, "failed", f"the call failed ({exc.kind}): {exc.message}", exc)
-        else:
-            seen, cut = compact(result, budget, tool)
-            out.update({"outcome": "error" if result.is_error else "ok", "result": result.to_json(), "seenResult": seen})
-            if cut:
-                out["compacted"] = cut
-            if result.cached:
-                out["cached"] = True  # answered from [cache], as `call` says
-        out["durationMs"] = _ms(t0)
-        with lock:
-            if closed:
-                return
-            entries[i].update(out)
-        _ended(emit, step, entries[i]["tool"], out["outcome"], out["durationMs"], out["seenResult"])
-
-    parallel = len(runnable) > 1 and all(read_only(by_name[calls[i].name]) for i in runnable)
-    timed_out = not _run_bounded(telemetry.in_context(work), runnable, max_parallel if parallel else 1, deadline)
-    with lock:
-        closed = True
-    items = []
-    for entry, c in zip(entries, calls, strict=True):
-        if "outcome" not in entry:
-            _fail(entry, "timeout", "llmc stopped waiting for this call: the run's time limit was reached")
+        if "outcome" in entry:  # never run; every step has the same fields, and the model sees an error for it
             entry["durationMs"] = None
-            _ended(emit, step, entry["tool"], "timeout", None, entry["seenResult"])
-        seen = entry.pop("seenResult")
-        entry["seen"] = seen.text
-        record.steps.append(entry)
-        items.append(ToolResultItem(c.id, c.name, seen, c.echo_id))
-    return items, timed_out
+            _ended(emit, step, entry["tool"], entry["outcome"], None, entry["seenResult"])
+    return entries, sent, runnable
+
+
+def _called(
+    tool: Tool, c: ProviderToolCall, arguments: JSONObject, call_tool: CallTool, budget: int, search: ToolSearch | None
+) -> StepOutcome:
+    """One call's outcome: what it returned (cut to the budget for the model), or why it did not."""
+    t0 = time.monotonic()
+    out: StepOutcome = {}
+    try:
+        with genai.tool_span(tool, c.id) as span:
+            if search is not None and tool is search.tool:  # llmc answers it: no server, no policy
+                result = search.answer(dict(arguments))
+            else:
+                result = call_tool(ToolCall(tool.server, tool.name, dict(arguments), call_id=c.id))
+            if result.is_error:
+                span.error("tool_error", "the tool reported an error")
+    except PolicyDenied as exc:
+        _fail(out, "denied", f"llmc's policy denied this call: {exc.message}", exc)
+    except AuditError:
+        raise  # the trail cannot be written: the run stops (exit 3), as `call` does
+    except LlmcError as exc:
+        _fail(out, "failed", f"the call failed ({exc.kind}): {exc.message}", exc)
+    else:
+        seen, cut = compact(result, budget, tool)
+        out.update({"outcome": "error" if result.is_error else "ok", "result": result.to_json(), "seenResult": seen})
+        if cut:
+            out["compacted"] = cut
+        if result.cached:
+            out["cached"] = True  # answered from [cache], as `call` says
+    out["durationMs"] = _ms(t0)
+    return out
 
 
 def _ended(emit: Progress, step: int, tool: str, outcome: str, duration_ms: float | None, seen: ToolResult) -> None:

@@ -1,7 +1,7 @@
 """An `ask` run from settings to saved conversation, for any front end: prepare() decides the
 settings, makes the model client and holds the conversation (saved once before a token is
 spent); run() gives the model the profile's visible tools, runs the loop with every call through
-services.call_tool, and saves the conversation whatever happened."""
+the command's pipeline (services.Pipeline), and saves the conversation whatever happened."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from llmc_cli.config.profiles import LoadedProfile
     from llmc_cli.config.schema import LlmConfig
     from llmc_cli.errors import LlmcError
-    from llmc_cli.services import Invocation
+    from llmc_cli.model import ToolCall, ToolResult
+    from llmc_cli.services import Pipeline
 
 
 @dataclass
@@ -40,9 +41,9 @@ class PreparedRun:
 
 
 def prepare(given: AskOptions, llm: LlmConfig, *, continue_from: str | None = None, save_as: str | None = None) -> PreparedRun:
-    """Settings, model client and conversation (a saved one to continue, else a new one); the
-    conversation is saved now, so a state directory that cannot take it fails before the model
-    is asked (exit 3), not after it answered."""
+    """Settings, model client and conversation (a saved one to continue, else a new one). A
+    state directory that cannot take the conversation fails now, before the model is asked
+    (exit 3); a new conversation is kept only once its first turn began (run())."""
     conversation = load_conversation(continue_from) if continue_from else None
     if continue_from and not save_as:  # a continued conversation is saved back where it came from
         save_as = conversation_path(continue_from).stem
@@ -68,7 +69,7 @@ def run(
     prompt: str,
     catalog: Catalog,
     profile: LoadedProfile,
-    invocation: Invocation,
+    calls: Pipeline,
     *,
     servers: list[str] | None = None,
     progress: Progress | None = None,
@@ -79,10 +80,10 @@ def run(
     """The loop over the tools the profile lets the model see (`servers`: only theirs); a server
     that cannot list its tools is reported to `on_unavailable` and left out. Returns the record
     and where the conversation was saved (it is saved when the run fails too)."""
-    from llmc_cli import policy, services
+    from llmc_cli import services
     from llmc_cli.services.search import not_drifted
 
-    settings, config = prepared.settings, profile.profile.policy
+    settings = prepared.settings
     with catalog:
         tools, _denied, failures = services.visible_tools(catalog, profile, servers)
         if wanted(settings.tool_search, len(tools)):
@@ -97,13 +98,11 @@ def run(
                 prompt,
                 provider=prepared.provider,
                 tools=tools,
-                call_tool=lambda call: services.call_tool(catalog, invocation, call),
-                read_only=lambda tool: policy.is_read_only(tool, tool.qualified_name, config),
+                call_tool=lambda call: _call(calls, call),
+                read_only=calls.read_only,
                 conversation=prepared.conversation,
                 system=settings.system_override,
-                max_steps=settings.max_steps,
-                timeout=settings.timeout,
-                result_budget=settings.result_budget,
+                limits=settings.limits,
                 progress=progress,
                 strict=strict,
                 on_text=on_text,
@@ -127,3 +126,17 @@ def search_notice(count: int) -> str:
         f"llmc: {count} tools: the model gets a tool search instead of every tool (past {THRESHOLD}); "
         "--no-tool-search or [llm] tool_search = false turns it off"
     )
+
+
+def _call(calls: Pipeline, call: ToolCall) -> ToolResult:
+    """One call the model made, through the pipeline; a denial for want of a confirmation says
+    how a person would pre-approve the call (the model's words reach the person)."""
+    from llmc_cli.errors import PolicyDenied
+    from llmc_cli.policy.approval import with_hint
+    from llmc_cli.services import ToolRequest
+
+    try:
+        return calls.run(ToolRequest.of(call)).tool_result
+    except PolicyDenied as exc:
+        with_hint(exc)
+        raise

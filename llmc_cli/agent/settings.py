@@ -16,6 +16,7 @@ from llmc_cli.errors import UsageError
 from llmc_cli.providers.base import ProviderSettings
 
 if TYPE_CHECKING:
+    from llmc_cli.agent.loop import Limits
     from llmc_cli.config.schema import LlmConfig
 
 
@@ -46,6 +47,13 @@ class AskSettings:
     system_for_new: str | None  # the system prompt of a new conversation
     system_override: str | None  # replaces a continued conversation's system prompt when given
     tool_search: bool | None = None  # None: on past tool_search.THRESHOLD tools
+
+    @property
+    def limits(self) -> Limits:
+        """The run's limits, as the loop takes them."""
+        from llmc_cli.agent.loop import Limits
+
+        return Limits(max_steps=self.max_steps, timeout=self.timeout, result_budget=self.result_budget)
 
 
 def resolve_settings(given: AskOptions, llm: LlmConfig, conversation: Conversation | None = None) -> AskSettings:

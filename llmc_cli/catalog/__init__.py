@@ -11,12 +11,17 @@ from typing import TYPE_CHECKING
 
 from llmc_cli import lazy_names
 
-_WHERE = {"Catalog": "llmc_cli.catalog.shared", "ServerFailure": "llmc_cli.catalog.listing"}
+_WHERE = {
+    "Catalog": "llmc_cli.catalog.shared",
+    "ConnectOptions": "llmc_cli.catalog.pool",
+    "ServerFailure": "llmc_cli.catalog.listing",
+}
 
 if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its module, on first use
     from llmc_cli.catalog.listing import ServerFailure
+    from llmc_cli.catalog.pool import ConnectOptions
     from llmc_cli.catalog.shared import Catalog
 else:
     __getattr__ = lazy_names(__name__, globals(), _WHERE)
 
-__all__ = ["Catalog", "ServerFailure"]
+__all__ = ["Catalog", "ConnectOptions", "ServerFailure"]

@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -20,35 +20,43 @@ from llmc_cli.mcp.stores import Stores
 from llmc_cli.model import ServerSpec
 
 
+@dataclass(frozen=True)
+class ConnectOptions:
+    """How a catalog's connections are made, one value shared by Catalog and Pool (and passed
+    on, changed where it must be, to each per-host catalog). `hooks`: the client's progress,
+    logging, elicitation and sampling; `builtins`: the built-in servers' factories;
+    `on_stderr(server, line)`: a stdio server's stderr; `keeper`: (socket path, session name)
+    when the servers live in a session keeper; `stores`: era cache and OAuth tokens for
+    connect(); `unusable`: servers that cannot even be configured (an unset ${VAR}), each with
+    its error: failed from the start, never connected; `admit(server)`: a context each new
+    connection starts in (raises to refuse it)."""
+
+    hooks: ClientHooks | None = None
+    builtins: Mapping[str, Callable[[ServerSpec], Any]] | None = None
+    on_stderr: Callable[[str, str], None] | None = None
+    keeper: tuple[str, str] | None = None
+    stores: Stores | None = None
+    unusable: Mapping[str, LlmcError] | None = None
+    admit: Callable[[str], AbstractContextManager[None]] | None = None
+
+
 class Pool:
     def __init__(
         self,
         specs: list[ServerSpec],
+        options: ConnectOptions | None = None,
         *,
-        hooks: ClientHooks | None = None,
-        builtins: Mapping[str, Callable[[ServerSpec], Any]] | None = None,
-        on_stderr: Callable[[str, str], None] | None = None,
-        keeper: tuple[str, str] | None = None,
-        stores: Stores | None = None,
-        unusable: Mapping[str, LlmcError] | None = None,
-        admit: Callable[[str], AbstractContextManager[None]] | None = None,
         on_changed: Callable[[str, str], None] | None = None,
     ) -> None:
-        """`unusable`: servers that cannot even be configured (an unset ${VAR}), each with its
-        error: failed from the start, never connected. `admit(server)`: a context each new
-        connection starts in (raises to refuse it). `on_changed(server, method)`: a server's
-        list_changed notifications (the hooks' own on_list_changed is the caller's to call)."""
+        """`options`: how connections are made (ConnectOptions). `on_changed(server, method)`: a
+        server's list_changed notifications (the hooks' own on_list_changed is the caller's to call)."""
+        self.options = options = options or ConnectOptions()
+        unusable = options.unusable
         names = [s.name for s in specs] + list(unusable or {})
         if len(set(names)) != len(names):
             raise UsageError(f"duplicate server name among {names}")
         self.specs = {s.name: s for s in specs}
         self.specs.update({name: ServerSpec(name=name) for name in unusable or {}})  # never connected
-        self.hooks = hooks
-        self.builtins = builtins
-        self.on_stderr = on_stderr
-        self.keeper = keeper  # (socket path, session name): the servers live in a session keeper
-        self.stores = stores  # era cache and OAuth tokens for connect()
-        self.admit = admit
         self.on_changed = on_changed
         self.sessions: dict[str, ClientSession] = {}
         self.connect_seconds: dict[str, float] = {}  # how long each connection took to open (ping shows it)
@@ -74,17 +82,17 @@ class Pool:
             if server not in self.sessions:
                 spec = self.specs[server]
                 stderr = self._stderr_of(server)
-                hooks = self.hooks or ClientHooks()
+                hooks = self.options.hooks or ClientHooks()
                 if self.on_changed is not None:
                     hooks = replace(hooks, on_list_changed=partial(self.on_changed, server))
                 # a refusal is no failure of the server: raised on entering, not kept in failed
-                with self.admit(server) if self.admit is not None else contextlib.nullcontext():
+                with self.options.admit(server) if self.options.admit is not None else contextlib.nullcontext():
                     self._connect(server, spec, hooks, stderr)
             return self.sessions[server]
 
     def _stderr_of(self, server: str) -> Callable[[str], None] | None:
         """The stderr handler for one server's process lines (None: the lines go nowhere)."""
-        on_stderr = self.on_stderr
+        on_stderr = self.options.on_stderr
         if on_stderr is None:
             return None
         return lambda line: on_stderr(server, line)
@@ -93,15 +101,15 @@ class Pool:
         """Open the server's session into sessions (its lock held); a failure is kept in failed."""
         started = time.monotonic()
         try:
-            if self.keeper:
+            if self.options.keeper:
                 from llmc_cli.keeper.transport import attach
 
-                path, keeper_name = self.keeper
+                path, keeper_name = self.options.keeper
                 self._adopt(server, attach(path, keeper_name, server, timeout=spec.timeout, hooks=hooks))
             else:
                 from llmc_cli.mcp.client import connect  # not for a keeper's servers
 
-                session = connect(spec, stores=self.stores, hooks=hooks, builtins=self.builtins, on_stderr=stderr)
+                session = connect(spec, stores=self.options.stores, hooks=hooks, builtins=self.options.builtins, on_stderr=stderr)
                 if self.posts_on_caller_thread and hasattr(session.transport, "posts_on_caller_thread"):
                     session.transport.posts_on_caller_thread = True
                 self._adopt(server, session)
@@ -202,7 +210,7 @@ class Pool:
             base = os.path.expanduser(roots[0]) if isinstance(roots[0], str) and roots[0] else "."
         else:
             base = spec.cwd or "."
-        if self.keeper and not os.path.isabs(base):
+        if self.options.keeper and not os.path.isabs(base):
             return None
         # Joined, not normalised: the policy resolves it as the kernel does (`link/..` included).
         return os.getcwd() if base == "." else os.path.join(os.getcwd(), base)

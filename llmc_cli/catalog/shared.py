@@ -6,15 +6,15 @@ listing.py (tool listings, fan-out to every server), routing.py (tool names to s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from contextlib import AbstractContextManager
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from llmc_cli.catalog import listing, routing
 from llmc_cli.catalog.listing import ServerFailure, ToolLists
-from llmc_cli.catalog.pool import Pool
-from llmc_cli.errors import LlmcError, UsageError, did_you_mean
+from llmc_cli.catalog.pool import ConnectOptions, Pool
+from llmc_cli.errors import UsageError, did_you_mean
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.mcp.session import ClientSession
 from llmc_cli.mcp.stores import Stores
@@ -27,34 +27,18 @@ class Catalog:
     def __init__(
         self,
         specs: list[ServerSpec],
+        options: ConnectOptions | None = None,
         *,
-        hooks: ClientHooks | None = None,
-        builtins: Mapping[str, Callable[[ServerSpec], Any]] | None = None,
-        on_stderr: Callable[[str, str], None] | None = None,
-        keeper: tuple[str, str] | None = None,
-        stores: Stores | None = None,
-        unusable: Mapping[str, LlmcError] | None = None,
         shared: Catalog | None = None,
         own: Collection[str] | None = None,
-        admit: Callable[[str], AbstractContextManager[None]] | None = None,
     ) -> None:
-        """`unusable`: servers that cannot even be configured (an unset ${VAR}), each with its
-        error. They stay in the catalog, failed from the start: every listing reports them as
-        failures, with their own exit code, beside the others' results. `shared`, `own` and
-        `admit`: see for_host()."""
-        self.pool = Pool(
-            specs,
-            hooks=hooks,
-            builtins=builtins,
-            on_stderr=on_stderr,
-            keeper=keeper,
-            stores=stores,
-            unusable=unusable,
-            admit=admit,
-            on_changed=self._changed,
-        )
+        """`options`: how its connections are made (pool.ConnectOptions). Servers it names
+        `unusable` stay in the catalog, failed from the start: every listing reports them as
+        failures, with their own exit code, beside the others' results. `shared` and `own`
+        (and the options' `admit`): see for_host()."""
+        self.pool = Pool(specs, options, on_changed=self._changed)
         self.specs = self.pool.specs  # the same dict: servers a keeper lists later join it
-        self.keeper = keeper  # (socket path, session name): the servers live in a session keeper
+        self.keeper = self.pool.options.keeper  # (socket path, session name): the servers live in a session keeper
         self.shared = shared
         self.own = None if own is None else frozenset(own)
         # The listings are the servers', not the connections': kept by the root for every host.
@@ -98,19 +82,15 @@ class Catalog:
         if self.keeper:
             return self  # the servers live in a session keeper, shared by design
         pool = self.pool
-        stores = replace(pool.stores or Stores(), remember_session_ids=False)
-        specs = [spec for name, spec in self.specs.items() if name not in pool.unusable]
-        return Catalog(
-            specs,
+        options = replace(
+            pool.options,
             hooks=hooks,
-            builtins=pool.builtins,
-            on_stderr=pool.on_stderr,
-            stores=stores,
+            stores=replace(pool.options.stores or Stores(), remember_session_ids=False),
             unusable={name: pool.failed[name] for name in pool.unusable},
-            shared=self,
-            own=own,
             admit=admit,
         )
+        specs = [spec for name, spec in self.specs.items() if name not in pool.unusable]
+        return Catalog(specs, options, shared=self, own=own)
 
     def root(self) -> Catalog:
         """The catalog every for_host() one descends from: the connections shared by all."""
@@ -169,7 +149,7 @@ class Catalog:
         if method == "notifications/tools/list_changed":
             self.tools.forget(server)
             self.tools.changed.add(server)
-        hooks = self.pool.hooks
+        hooks = self.pool.options.hooks
         if hooks and hooks.on_list_changed:
             hooks.on_list_changed(method)
 

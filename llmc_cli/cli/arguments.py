@@ -1,16 +1,13 @@
 """Tool arguments from the command line: KEY=VALUE typed by the tool's inputSchema, KEY:=JSON,
-or a whole object with --json '{...}' | @file | - (stdin); checked against that schema."""
+or a whole object with --json '{...}' | @file | - (stdin). The pipeline checks them against that
+schema (services/pipeline.py, its validate stage)."""
 
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
 
 from llmc_cli.errors import UsageError
 from llmc_cli.model import JSON, MAX_ARGUMENT_DEPTH, JSONObject, parse_json
-
-if TYPE_CHECKING:
-    from llmc_cli.catalog import Catalog
 
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
@@ -107,17 +104,3 @@ def coerce(key: str, value: str, prop: JSONObject) -> JSON:
         except (ValueError, UsageError):
             continue
     raise UsageError(f"argument {key}: {value!r} is not a valid {' or '.join(types)}")
-
-
-def validate_arguments(catalog: Catalog, server: str, arguments: dict[str, Any], schema: Any, tool: str) -> None:
-    """mcp/validation.py's check (UsageError, exit 2, when the arguments do not fit), run by the
-    session keeper that holds the server when there is one: it keeps jsonschema loaded, which
-    is slow to import in this process. Here when there is no keeper, or it cannot."""
-    if catalog.keeper is not None:
-        from llmc_cli.keeper.transport import validate_in_keeper
-
-        if validate_in_keeper(*catalog.keeper, arguments, schema, tool):
-            return
-    from llmc_cli.mcp.validation import validate_arguments as check
-
-    check(arguments, schema, tool)

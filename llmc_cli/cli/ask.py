@@ -69,11 +69,10 @@ def ask(
     saw), token usage per model call and the stop reason; `--text` prints only the answer.
     Exit 1 when --max-steps ran out, 7 on the total timeout, 8 on a provider error.
     """
-    from llmc_cli import agent, services
+    from llmc_cli import agent
     from llmc_cli.agent import runs
-    from llmc_cli.cli import prompt as terminal
     from llmc_cli.cli.arguments import read_input
-    from llmc_cli.cli.common import open_target
+    from llmc_cli.cli.common import command_calls, open_target
 
     if prompt == "-":
         prompt = read_input("-", "ask")
@@ -94,16 +93,7 @@ def ask(
     )
     prepared = runs.prepare(given, app.load_profile().profile.llm, continue_from=continue_from, save_as=save_as)
     catalog, profile = open_target(ctx, target, sample=prepared.sample)
-    invocation = services.Invocation(
-        profile=profile,
-        state=services.open_state(profile),
-        command="ask",
-        caller="model",
-        interactive=app.interactive,
-        assume_yes=yes,
-        confirm=terminal.confirm_call,
-        conversation_id=prepared.conversation.id,
-    )
+    calls = command_calls(ctx, catalog, profile, "ask", caller="model", yes=yes, conversation_id=prepared.conversation.id)
     # Steps on a terminal or with -v; a call that went wrong for the model is reported either way.
     show_steps = sys.stderr.isatty() or bool(app.verbose)
 
@@ -125,7 +115,7 @@ def ask(
             prompt,
             catalog,
             profile,
-            invocation,
+            calls,
             servers=list(target.servers) or None,
             progress=progress,
             strict=strict,

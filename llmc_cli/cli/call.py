@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import click
 
-from llmc_cli.cli.arguments import needs_schema, parse_json_option, parse_pairs, validate_arguments
-from llmc_cli.cli.context import app_of
+from llmc_cli.cli.arguments import parse_json_option, parse_pairs
 from llmc_cli.cli.output import emit, format_option, plain_text
 from llmc_cli.cli.targets import Target, shell_complete_tools, target_options
 from llmc_cli.errors import ToolFailed, UsageError
@@ -69,9 +68,7 @@ def call(
     --batch, the exit code is the worst of all calls.
     """
     from llmc_cli import services
-    from llmc_cli.cli import prompt
-    from llmc_cli.cli.common import open_target, tool_resolver, warnings
-    from llmc_cli.model import ToolCall
+    from llmc_cli.cli.common import command_calls, open_target, warnings
 
     if batch:
         if tool or pairs or json_args or text:
@@ -86,28 +83,13 @@ def call(
         raise UsageError("give arguments either as KEY=VALUE pairs or with --json, not both")
     # Bad input is found before any server starts.
     arguments = parse_json_option(json_args) if json_args else None
+    request = services.ToolRequest(tool, arguments, typed=lambda schema: parse_pairs(pairs, schema), validate=validate)
     named = tool.partition(".")[0] if "." in tool else None  # SERVER.TOOL (or a bare name with a dot)
     catalog, profile = open_target(ctx, target, warm=False, first=named)
     with catalog:
-        server, name = tool_resolver(ctx, catalog, profile)(tool)
-        found = None
-        if validate or (arguments is None and needs_schema(pairs)):
-            found = catalog.require_tool(server, name)
-        if arguments is None:
-            arguments = parse_pairs(pairs, found.input_schema if found else None)
-        if validate and found is not None:
-            validate_arguments(catalog, server, arguments, found.input_schema, f"{server}.{name}")
-        invocation = services.Invocation(
-            profile=profile,
-            state=services.open_state(profile),
-            command="call",
-            caller="human",
-            assume_yes=yes,
-            interactive=app_of(ctx).interactive,
-            confirm=prompt.confirm_call,
-            use_cache=not no_cache,
-        )
-        result = services.call_tool(catalog, invocation, ToolCall(server, name, arguments))
+        calls = command_calls(ctx, catalog, profile, "call", yes=yes, use_cache=not no_cache)
+        outcome = calls.run(request)
+    result, server, name = outcome.tool_result, outcome.tool_call.server, outcome.tool_call.tool
     if text:
         plain_text(result.text)
     else:

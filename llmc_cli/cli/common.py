@@ -17,6 +17,7 @@ from llmc_cli.cli.targets import Target
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
     from llmc_cli.config.profiles import LoadedProfile
+    from llmc_cli.services import Pipeline
     from llmc_cli.services.tools import ToolResolver
 
 
@@ -105,6 +106,38 @@ def start_telemetry(command: str, loaded: LoadedProfile | None = None) -> None:
 
 def _telemetry(ctx: click.Context, loaded: LoadedProfile) -> None:
     start_telemetry(ctx.command_path, loaded)
+
+
+def command_calls(
+    ctx: click.Context,
+    catalog: Catalog,
+    profile: LoadedProfile,
+    command: str,
+    *,
+    caller: str = "human",
+    ask: bool = True,
+    yes: bool = False,
+    use_cache: bool = True,
+    conversation_id: str | None = None,
+) -> Pipeline:
+    """This command's pipeline (services.open_calls): its calls and reads, confirmations asked
+    on the terminal when there is one and `ask` (a batch never asks), `yes`: answered yes."""
+    from llmc_cli import services
+    from llmc_cli.cli import prompt
+
+    app = app_of(ctx)
+    return services.open_calls(
+        catalog,
+        profile,
+        command=command,
+        caller=caller,
+        named_as=app.profile,
+        interactive=ask and app.interactive,
+        assume_yes=yes,
+        confirm=prompt.confirm_call if ask else None,
+        conversation_id=conversation_id,
+        use_cache=use_cache,
+    )
 
 
 def tool_resolver(ctx: click.Context, catalog: Catalog, loaded: LoadedProfile | None = None) -> ToolResolver:

@@ -407,6 +407,10 @@ def raise_failures(failures: list[Any], total: int) -> None:
 
 
 def report_error(exc: LlmcError) -> None:
+    if getattr(exc, "approval", None) is not None:  # a confirmation nobody could give: say how to pre-approve
+        from llmc_cli.policy.approval import with_hint
+
+        with_hint(exc)
     prefix = click.style("llmc:", fg="red", bold=True) if use_color() else "llmc:"
     _end_status()
     click.echo(f"{prefix} {clean(exc.message)}", err=True)

@@ -87,16 +87,13 @@ def resources_read(ctx: click.Context, uri: str, target: Target) -> None:
     alone when one server is targeted; under the profile's policy ([policy.resources]; exit 4
     when denied) and audited."""
     from llmc_cli import services
-    from llmc_cli.cli.common import open_target
+    from llmc_cli.cli.common import command_calls, open_target
 
     catalog, profile = open_target(ctx, target, warm=False)  # only the one server starts
     with catalog:
         server, uri = read_target(catalog, "resource", uri)
-        invocation = services.Invocation(
-            profile=profile, state=services.open_state(profile), command="resources read", caller="human"
-        )
-        result = services.read(catalog, invocation, services.Read(server, "resource", uri))
-    emit({"server": server, **result})
+        outcome = command_calls(ctx, catalog, profile, "resources read", ask=False).run(services.Read(server, "resource", uri))
+    emit({"server": server, **outcome.raw})
 
 
 @click.group()
@@ -131,7 +128,7 @@ def prompts_get(ctx: click.Context, name: str, pairs: tuple[str, ...], validate:
     The prompt and its arguments are checked against the server's prompts/list first: an unknown
     prompt or argument name, or a required argument left out, is exit 2 and nothing is asked."""
     from llmc_cli import services
-    from llmc_cli.cli.common import open_target
+    from llmc_cli.cli.common import command_calls, open_target
 
     catalog, profile = open_target(ctx, target, warm=False)  # only the one server starts
     with catalog:
@@ -139,11 +136,9 @@ def prompts_get(ctx: click.Context, name: str, pairs: tuple[str, ...], validate:
         arguments = {k: str(v) for k, v in parse_pairs(pairs, None).items()}  # prompt arguments are strings
         if validate:
             check_prompt_arguments(catalog.session(server), server, rest, arguments)
-        invocation = services.Invocation(
-            profile=profile, state=services.open_state(profile), command="prompts get", caller="human"
-        )
-        result = services.read(catalog, invocation, services.Read(server, "prompt", rest, arguments))
-    emit({"server": server, **result})
+        request = services.Read(server, "prompt", rest, arguments)
+        outcome = command_calls(ctx, catalog, profile, "prompts get", ask=False).run(request)
+    emit({"server": server, **outcome.raw})
 
 
 def check_prompt_arguments(session: Any, server: str, name: str, arguments: dict[str, str]) -> None:

@@ -233,18 +233,17 @@ class GatewayConnection(McpServer):
         from llmc_cli import services
 
         toolbox = self.toolbox
-        invocation = services.Invocation(
-            profile=toolbox.profile,
-            state=toolbox.state,
-            command="serve",
-            caller="model",
-            client=self.host_identity(params, modern),
+        calls = services.host_calls(
+            self.upstreams,
+            toolbox.profile,
+            toolbox.state,
             audit=toolbox.audit,
-            environment_masker=toolbox.masker,
+            masker=toolbox.masker,
+            client=self.host_identity(params, modern),
         )
         toolbox.revive(request.server, self.upstreams)
         try:
-            return own_result(services.read(self.upstreams, invocation, request))
+            return own_result(calls.run(request).raw)
         except PolicyDenied as exc:
             retry = exc.details.get("retryAfter")
             if retry is not None:  # a rate limit: the host may try again later
@@ -320,16 +319,15 @@ class GatewayConnection(McpServer):
         if isinstance(responses, dict):
             answers = {**answers, **{k: v for k, v in responses.items() if k.startswith("upstream-")}}
         round_state = {"confirmed": confirmed}
-        invocation = services.Invocation(
-            profile=toolbox.profile,
-            state=toolbox.state,
-            command="serve",
-            caller="model",
+        calls = services.host_calls(
+            self.upstreams,
+            toolbox.profile,
+            toolbox.state,
+            audit=toolbox.audit,
+            masker=toolbox.masker,
+            client=self.host_identity(params, modern),
             interactive=can_ask,
             confirm=lambda c, t: self._confirm(c, params, modern, send, round_state),
-            client=self.host_identity(params, modern),
-            audit=toolbox.audit,
-            environment_masker=toolbox.masker,
         )
         meta = object_at(params, "_meta")
         level = meta.get(META + "logLevel")
@@ -341,7 +339,7 @@ class GatewayConnection(McpServer):
                 with self._lock:
                     self._upstream[msg_id] = (call.server, token)
                 try:
-                    result = services.call_tool(self.upstreams, invocation, call, meta={"progressToken": token})
+                    result = calls.run(services.ToolRequest.of(call, meta={"progressToken": token})).tool_result
                 finally:
                     with self._lock:
                         self._upstream.pop(msg_id, None)
@@ -368,12 +366,12 @@ class GatewayConnection(McpServer):
         rule = str(exc.details.get("rule") or "")
         if not rule.startswith("confirm") or can_ask:
             return exc.message
-        from llmc_cli.services.calls import approval_hint
+        from llmc_cli.policy.approval import hint
 
         return (
             f"{call.qualified_name} needs a person's confirmation ({rule}) and this MCP host cannot ask for "
-            f"one (it declares no elicitation capability). To pre-approve this exact call: "
-            f"{approval_hint(self.toolbox.profile, call, exc.details.get('callHash'))}"
+            f"one (it declares no elicitation capability)"
+            + (f". To pre-approve this exact call: {hint(exc.approval)}" if exc.approval is not None else "")
         )
 
     def _confirm(self, call: ToolCall, params: JSONObject, modern: str | None, send: Send, round_state: dict[str, bool]) -> bool:

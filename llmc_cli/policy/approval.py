@@ -1,14 +1,20 @@
-"""Approval: the keyed hash that names one exact call, so a call can be pre-approved by it."""
+"""Approval: the keyed hash that names one exact call, so a call can be pre-approved by it; what
+pre-approving a call takes (Approval), and how a person is told (hint)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from llmc_cli.errors import ConfigError
-from llmc_cli.model import ToolCall, canonical_json
+from llmc_cli.errors import ConfigError, LlmcError
+from llmc_cli.model import JSONObject, ToolCall, canonical_json
+
+if TYPE_CHECKING:
+    from llmc_cli.config.profiles import LoadedProfile
 
 
 def call_hash(call: ToolCall) -> str:
@@ -82,3 +88,51 @@ def _key_file(path: Path) -> bytes:
             "(approved hashes must then be approved again)"
         )
     return key.encode("ascii")
+
+
+@dataclass(frozen=True)
+class Approval:
+    """What pre-approving one exact call takes, as data (services return it with a denial for
+    want of a confirmation; a front end says how: hint())."""
+
+    profile: str  # the profile as a command names it: its name, or its path when it was loaded by path
+    tool: str  # SERVER.TOOL
+    arguments: JSONObject
+    call_hash: str | None
+    secret: bool  # an argument holds a secret: a command line would show it, so the hash instead
+
+    @classmethod
+    def of(cls, profile: LoadedProfile, call: ToolCall, call_hash: str | None, *, secret: bool) -> Approval:
+        # A profile loaded by path is named by its path: `-p NAME` would not find it.
+        name = profile.name if profile.path is None or profile.path.parent.name == "profiles" else str(profile.path)
+        return cls(name, call.qualified_name, call.arguments, call_hash, secret)
+
+
+def hint(approval: Approval) -> str:
+    """How a person pre-approves exactly this call: the `llmc policy approve` command with the
+    call's own arguments, shell-quoted, ready to paste; when an argument holds a secret (masked as
+    the audit log masks it), the callHash to list under `approved` instead. For front ends
+    (cli, gateway, agent): services hand out the Approval, never this text."""
+    import json
+    import shlex
+
+    if approval.secret:
+        return (
+            f'an argument holds a secret, so add "{approval.call_hash}" to `approved` under [policy] of profile '
+            f"{approval.profile} (the hash of this exact call)"
+        )
+    arguments = json.dumps(approval.arguments, ensure_ascii=False, separators=(",", ":"))
+    return (
+        f"llmc -p {shlex.quote(approval.profile)} policy approve {shlex.quote(approval.tool)} --json "
+        f"{shlex.quote(arguments)} --write ({approval.call_hash})"
+    )
+
+
+def with_hint(error: LlmcError) -> LlmcError:
+    """A denial for want of a confirmation, its message ending with how to get past it (for a
+    person reading it: `call`, `call --batch`, `ask`); any other error as it is."""
+    approval = getattr(error, "approval", None)
+    if isinstance(approval, Approval) and "pre-approve this exact call" not in error.message:
+        error.message = f"{error.message}: pass --yes, or pre-approve this exact call: {hint(approval)}"
+        error.args = (error.message, *error.args[1:])
+    return error

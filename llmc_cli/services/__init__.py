@@ -1,8 +1,11 @@
-"""Use cases shared by every command. `call_tool` is the ONLY path that runs a tool, `read` the
-ONLY one that reads a resource or gets a prompt.
+"""Use cases shared by every command. The pipeline (pipeline.py: Pipeline.run) is the ONLY path
+that runs a tool, reads a resource or gets a prompt: a caller gets one from open_calls (a command)
+or host_calls (the gateway), hands it a ToolRequest or a Read and renders the Outcome.
 
-calls.py: one call (Invocation, authorize, record_decisions, call_tool, the open-call registry
-that interruptions close); reads.py: one read (Read, read, read_decision); catalogs.py: the servers a command talks to
+pipeline.py: the entry and its stages (resolve, validate, authorize, limit, lookup, run, inspect,
+record); inspect.py: the inspect stage's inspectors; calls.py: the parts of a call (Invocation,
+authorize, record_decisions, the open-call registry that interruptions close, the cache entry);
+reads.py: one read (Read, authorize_read, read_decision); catalogs.py: the servers a command talks to
 and the tools, resources and prompts a profile sees; batch.py: many calls in one run; search.py:
 tool search; caching.py: which calls [cache] answers, and their keys; state.py: the one choice of
 files or PostgreSQL (open_state), and the audit chain and host sessions over it; tools.py: tool
@@ -18,11 +21,11 @@ from llmc_cli import lazy_names
 _WHERE = {
     name: module
     for module, names in {
-        "llmc_cli.services.batch": "BatchItem run_batch",
-        "llmc_cli.services.calls": (
-            "OPEN_CALLS Authorization Invocation OpenCalls authorize call_tool lock_path record_decisions"
-        ),
-        "llmc_cli.services.reads": "Read authorize_read read read_decision server_tools",
+        "llmc_cli.services.batch": "Batch BatchItem run_batch",
+        "llmc_cli.services.calls": "OPEN_CALLS OpenCalls lock_path",
+        "llmc_cli.services.inspect": "Inspection Inspector inspectors_for",
+        "llmc_cli.services.pipeline": "Outcome Pipeline ToolRequest host_calls open_calls",
+        "llmc_cli.services.reads": "Read read_decision server_tools",
         "llmc_cli.services.catalogs": (
             "READ_KINDS builtin_servers open_catalog protect protected_paths "
             "launch_specs visible_items visible_offered visible_tools"
@@ -35,17 +38,8 @@ _WHERE = {
 }
 
 if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its module, on first use
-    from llmc_cli.services.batch import BatchItem, run_batch
-    from llmc_cli.services.calls import (
-        OPEN_CALLS,
-        Authorization,
-        Invocation,
-        OpenCalls,
-        authorize,
-        call_tool,
-        lock_path,
-        record_decisions,
-    )
+    from llmc_cli.services.batch import Batch, BatchItem, run_batch
+    from llmc_cli.services.calls import OPEN_CALLS, OpenCalls, lock_path
     from llmc_cli.services.catalogs import (
         READ_KINDS,
         builtin_servers,
@@ -57,7 +51,9 @@ if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its modul
         visible_offered,
         visible_tools,
     )
-    from llmc_cli.services.reads import Read, authorize_read, read, read_decision, server_tools
+    from llmc_cli.services.inspect import Inspection, Inspector, inspectors_for
+    from llmc_cli.services.pipeline import Outcome, Pipeline, ToolRequest, host_calls, open_calls
+    from llmc_cli.services.reads import Read, read_decision, server_tools
     from llmc_cli.services.search import Match, ToolIndex, searchable_tools
     from llmc_cli.services.state import audit_log, host_sessions, open_state
     from llmc_cli.services.tools import ToolResolver
@@ -66,20 +62,22 @@ else:
 
 
 __all__ = [
+    "Batch",
     "BatchItem",
     "run_batch",
     "OPEN_CALLS",
-    "Authorization",
-    "Invocation",
     "OpenCalls",
+    "Inspection",
+    "Inspector",
+    "inspectors_for",
+    "Outcome",
+    "Pipeline",
+    "ToolRequest",
+    "host_calls",
+    "open_calls",
     "Read",
-    "authorize",
-    "authorize_read",
-    "call_tool",
     "lock_path",
-    "read",
     "read_decision",
-    "record_decisions",
     "server_tools",
     "READ_KINDS",
     "builtin_servers",

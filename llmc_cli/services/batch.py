@@ -1,31 +1,33 @@
-"""Many calls in one run: every decision on disk in one write before any call runs, then each call
-through call_tool, outcomes written in groups; results stream in input order."""
+"""Many calls in one run (`call --batch`), through the pipeline's stages (services/pipeline.py):
+every name routed and every call validated and decided first, the decisions on disk in one write
+before any call runs; then each call executed, outcomes written in groups; results stream in
+input order."""
 
 from __future__ import annotations
 
 import functools
+import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from llmc_cli.catalog import Catalog
 from llmc_cli.errors import ExitCode, LlmcError, PolicyDenied
 from llmc_cli.model import JSON, JSONObject, ToolCall, ToolResult
-from llmc_cli.services.calls import OPEN_CALLS, Authorization, Invocation, authorize, call_tool, record_decisions, write_record
 
 if TYPE_CHECKING:
-    import threading
-
-    from llmc_cli.store.chain import AuditSink
+    from llmc_cli.services.calls import Authorization
+    from llmc_cli.services.pipeline import Pipeline, ToolRequest
 
 
 @dataclass
 class BatchItem:
-    """One line of a batch: its id, the call (None when the line could not be read) or the error."""
+    """One line of a batch: its id and request (None when the line could not be read), the call
+    once its name is routed, or the error."""
 
     index: int
     id: JSON  # the line's own "id", echoed in its result
+    request: ToolRequest | None = None
     call: ToolCall | None = None
     error: LlmcError | None = None
     result: ToolResult | None = None
@@ -61,143 +63,200 @@ class BatchItem:
         return out
 
 
-def run_batch(
-    catalog: Catalog,
-    invocation: Invocation,
-    items: list[BatchItem],
-    *,
-    parallel: int = 1,
-    fail_fast: bool = False,
-    on_done: Callable[[BatchItem], None] | None = None,
-) -> None:
+class Batch:
     """Run many calls over one connection per server: servers concurrently; within a server in
     input order, except that up to `parallel` consecutive read-only calls run at once. `on_done`
     gets the items in input order as soon as every earlier one is done, so results stream. With
     `fail_fast`, calls not yet started after a failure are skipped (an error result saying so).
+    With `validate`, each call's arguments are checked against its tool's inputSchema first (a
+    line that does not fit gets its error, exit 2, and is not decided).
 
     Every call is decided first and all decision records go to disk in one write, before any
-    call runs; then each runs through call_tool, whose outcome records are written in groups
-    (audit.Deferred). A batch costs a few fsyncs, not two per call."""
-    from llmc_cli import audit
-    from llmc_cli.services.state import audit_log
+    call runs; outcome records are written in groups (audit.Deferred). A batch costs a few
+    fsyncs, not two per call."""
 
-    with audit.Deferred(audit_log(invocation.state)) as trail:
-        _run_batch(catalog, replace(invocation, audit=trail), trail, items, parallel, fail_fast, on_done)
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        items: list[BatchItem],
+        *,
+        parallel: int = 1,
+        fail_fast: bool = False,
+        validate: bool = True,
+        on_done: Callable[[BatchItem], None] | None = None,
+    ) -> None:
+        self.pipeline = pipeline
+        self.items = items
+        self.parallel = max(1, parallel)
+        self.fail_fast = fail_fast
+        self.validate = validate
+        self.on_done = on_done
+        self.authorized: dict[int, Authorization] = {}
+        self.stop = threading.Event()  # --fail-fast: a call failed, the rest are skipped
+        self.done = [threading.Event() for _ in items]
 
+    def run(self) -> None:
+        from llmc_cli import interrupts
 
-def _run_batch(
-    catalog: Catalog,
-    invocation: Invocation,
-    trail: AuditSink,
-    items: list[BatchItem],
-    parallel: int,
-    fail_fast: bool,
-    on_done: Callable[[BatchItem], None] | None,
-) -> None:
-    import threading
-    from concurrent.futures import ThreadPoolExecutor
+        with self.pipeline.grouped():
+            self._route()
+            self.pipeline.catalog.pool.warm_up(sorted({i.call.server for i in self.items if i.call is not None}))
+            if self.validate:
+                self._validate()
+            self._authorize()
+            workers = [
+                threading.Thread(target=self._run_server, args=(queue,), daemon=True, name=f"llmc-batch-{server}")
+                for server, queue in self._queues().items()
+            ]
+            for worker in workers:
+                worker.start()
+            for item in self.items:  # in input order, each as soon as it and every earlier one are done
+                interrupts.wait(self.done[item.index].wait)
+                if self.on_done:
+                    self.on_done(item)
+            for worker in workers:
+                interrupts.wait(functools.partial(_joined, worker))
 
-    from llmc_cli import interrupts, policy
+    # -- before any call runs -------------------------------------------------------------------
 
-    authorized: dict[int, Authorization] = {}
-    for item in items:
-        if item.call is not None and item.error is None:  # an error already: refused before any decision
+    def _route(self) -> None:
+        """Each line's tool name to its server (the starting servers only those the batch names)."""
+        for item in self.items:
+            if item.request is None or item.error is not None:
+                continue
             try:
-                authorized[item.index] = authorize(catalog, invocation, item.call)
+                server, name = self.pipeline.route(item.request)
+            except LlmcError as exc:
+                exc.message = f"line {item.index + 1}: {exc.message}"
+                item.error = exc
+                continue
+            item.call = ToolCall(server, name, item.request.arguments or {})
+
+    def _validate(self) -> None:
+        """Each call's arguments against its tool's schema, in this process (one import of the
+        validator for the whole batch). A tool that cannot be found is left to its call to report."""
+        for item in self._runnable():
+            assert item.call is not None
+            try:
+                tool = self.pipeline.catalog.find_tool(item.call.server, item.call.tool)
+            except LlmcError:
+                continue  # a server that cannot list its tools: the call itself reports it
+            if tool is None:
+                continue  # likewise "no tool named ..."
+            try:
+                self.pipeline.validate(item.call, tool, here=True)
+            except LlmcError as exc:
+                exc.message = f"line {item.index + 1}: {exc.message}"
+                item.error = exc
+
+    def _authorize(self) -> None:
+        """Every call decided, the decisions on disk in one write."""
+        for item in self._runnable():
+            assert item.call is not None
+            try:
+                self.authorized[item.index] = self.pipeline.authorize(item.call)
             except LlmcError as exc:
                 item.error = exc
-    record_decisions(trail, invocation, list(authorized.values()))
-    stop = threading.Event()
-    done = [threading.Event() for _ in items]
-    by_server: dict[str, list[BatchItem]] = {}
-    for item in items:
-        if item.index not in authorized:
-            done[item.index].set()
-        else:
-            by_server.setdefault(item.call.server, []).append(item)  # type: ignore[union-attr]
+        self.pipeline.decide(list(self.authorized.values()))
 
-    def give_up(item: BatchItem, error: LlmcError, outcome: str) -> None:
-        """A call that will not run (or whose run broke): its error result and outcome record."""
-        item.error = error
-        item.gave_up = outcome
-        if OPEN_CALLS.close(authorized[item.index].opened):
-            write_record(
-                trail,
-                {**authorized[item.index].base, "event": "outcome", "outcome": outcome, "reason": error.message},
-                authorized[item.index].masker,
-                before_action=False,
-            )
+    def _runnable(self) -> list[BatchItem]:
+        return [item for item in self.items if item.call is not None and item.error is None]
 
-    def run_one(item: BatchItem) -> None:
-        # Never raises: every item gets a result and is marked done, or the batch would wait forever.
+    def _queues(self) -> dict[str, list[BatchItem]]:
+        """The decided calls of each server, in input order; every other item is done now."""
+        queues: dict[str, list[BatchItem]] = {}
+        for item in self.items:
+            if item.index in self.authorized:
+                queues.setdefault(item.call.server, []).append(item)  # type: ignore[union-attr]
+            else:
+                self.done[item.index].set()
+        return queues
+
+    # -- the calls --------------------------------------------------------------------------------
+
+    def _run_server(self, queue: list[BatchItem]) -> None:
+        """One server's calls in input order, a group of read-only ones at once."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        try:
+            with ThreadPoolExecutor(max_workers=self.parallel) as pool:
+                for group in self._groups(queue):
+                    if len(group) == 1:
+                        self._run_one(group[0])  # no hand-over to a pool thread for a sequential call
+                    else:
+                        list(pool.map(self._run_one, group))
+        finally:  # whatever broke this thread, no item is left waiting
+            for item in queue:
+                if not self.done[item.index].is_set():
+                    self._abandon(item, "the call did not run: the batch worker of its server failed")
+
+    def _groups(self, queue: list[BatchItem]) -> Iterator[list[BatchItem]]:
+        """The queue in runs: up to `parallel` consecutive read-only calls, else one call."""
+        i = 0
+        while i < len(queue):
+            group = [queue[i]]
+            if self.parallel > 1 and self._read_only(queue[i]):
+                while len(group) < self.parallel and i + len(group) < len(queue) and self._read_only(queue[i + len(group)]):
+                    group.append(queue[i + len(group)])
+            yield group
+            i += len(group)
+
+    def _read_only(self, item: BatchItem) -> bool:
+        assert item.call is not None
+        try:
+            tool = self.pipeline.catalog.find_tool(item.call.server, item.call.tool)
+        except LlmcError:
+            return False
+        return tool is not None and self.pipeline.read_only(tool)
+
+    def _run_one(self, item: BatchItem) -> None:
+        """One decided call. Never raises: every item gets a result and is marked done, or the
+        batch would wait forever."""
         assert item.call is not None
         started = time.monotonic()
         try:
-            if stop.is_set():
-                give_up(item, LlmcError("skipped: an earlier call failed (--fail-fast)"), "skipped")
-            else:
-                try:
-                    item.result = call_tool(catalog, invocation, item.call, authorized=authorized[item.index])
-                except LlmcError as exc:
-                    item.error = exc
-                item.duration_ms = round((time.monotonic() - started) * 1000, 1)
-                if fail_fast and item.exit_code:
-                    stop.set()
-        except BaseException as exc:  # noqa: BLE001 - an interruption or a bug: this item's result says so
+            if self.stop.is_set():
+                self._give_up(item, LlmcError("skipped: an earlier call failed (--fail-fast)"), "skipped")
+                return
             try:
-                give_up(item, LlmcError(f"the call did not complete: {type(exc).__name__}: {exc}"), "internal_error")
-            except BaseException as error:  # noqa: BLE001 - e.g. the audit log is unwritable
-                item.error = error if isinstance(error, LlmcError) else LlmcError(str(error))
+                item.result = self.pipeline.execute(self.authorized[item.index]).tool_result
+            except LlmcError as exc:
+                item.error = exc
+            item.duration_ms = round((time.monotonic() - started) * 1000, 1)
+            if self.fail_fast and item.exit_code:
+                self.stop.set()
+        except BaseException as exc:  # noqa: BLE001 - an interruption or a bug: this item's result says so
+            self._abandon(item, f"the call did not complete: {type(exc).__name__}: {exc}")
         finally:
-            done[item.index].set()
+            self.done[item.index].set()
 
-    def read_only(item: BatchItem) -> bool:
-        assert item.call is not None
-        try:
-            tool = catalog.find_tool(item.call.server, item.call.tool)
-        except LlmcError:
-            return False
-        return tool is not None and policy.is_read_only(tool, item.call.qualified_name, invocation.profile.profile.policy)
+    def _give_up(self, item: BatchItem, error: LlmcError, outcome: str) -> None:
+        """A call that will not run (or whose run broke): its error result and outcome record."""
+        item.error = error
+        item.gave_up = outcome
+        self.pipeline.give_up(self.authorized[item.index], outcome, error.message)
 
-    def run_server(queue: list[BatchItem]) -> None:
+    def _abandon(self, item: BatchItem, reason: str) -> None:
+        """An internal_error outcome, whatever breaks on the way (e.g. the audit log is unwritable)."""
         try:
-            with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
-                i = 0
-                while i < len(queue):
-                    group = [queue[i]]
-                    if parallel > 1 and read_only(queue[i]):
-                        while len(group) < parallel and i + len(group) < len(queue) and read_only(queue[i + len(group)]):
-                            group.append(queue[i + len(group)])
-                    if len(group) == 1:
-                        run_one(group[0])  # no hand-over to a pool thread for a sequential call
-                    else:
-                        list(pool.map(run_one, group))
-                    i += len(group)
-        finally:  # whatever broke this thread, no item is left waiting
-            for item in queue:
-                if not done[item.index].is_set():
-                    run_one_failed(item)
-
-    def run_one_failed(item: BatchItem) -> None:
-        try:
-            give_up(item, LlmcError("the call did not run: the batch worker of its server failed"), "internal_error")
+            self._give_up(item, LlmcError(reason), "internal_error")
         except BaseException as error:  # noqa: BLE001 - the next items must still be marked done
             item.error = error if isinstance(error, LlmcError) else LlmcError(str(error))
         finally:
-            done[item.index].set()
+            self.done[item.index].set()
 
-    workers = [
-        threading.Thread(target=run_server, args=(queue,), daemon=True, name=f"llmc-batch-{server}")
-        for server, queue in by_server.items()
-    ]
-    for worker in workers:
-        worker.start()
-    for item in items:  # in input order, each as soon as it and every earlier one are done
-        interrupts.wait(done[item.index].wait)
-        if on_done:
-            on_done(item)
-    for worker in workers:
-        interrupts.wait(functools.partial(_joined, worker))
+
+def run_batch(
+    pipeline: Pipeline,
+    items: list[BatchItem],
+    *,
+    parallel: int = 1,
+    fail_fast: bool = False,
+    validate: bool = True,
+    on_done: Callable[[BatchItem], None] | None = None,
+) -> None:
+    """A Batch of `items` through `pipeline`, run to its end."""
+    Batch(pipeline, items, parallel=parallel, fail_fast=fail_fast, validate=validate, on_done=on_done).run()
 
 
 def _joined(thread: threading.Thread, seconds: float) -> bool:

@@ -1,11 +1,10 @@
-"""One tool call: who runs it (Invocation), the policy's decision and its audit record (authorize,
-record_decisions), the call and its outcome record (call_tool, the ONLY path that runs a tool).
-A request and its outcome record (run_recorded, record_success) are shared with reads.py."""
+"""The parts of one tool call the pipeline (services/pipeline.py, the ONLY path that runs a tool)
+puts together: who runs it (Invocation), the policy's decision and its audit record (authorize,
+record_decisions), the open-call registry interruptions close, the outcome record (close_call),
+the result cache's entry of a call (cache_for) and the approval a confirmation would need."""
 
 from __future__ import annotations
 
-import hashlib
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -16,21 +15,19 @@ from llmc_cli.catalog import Catalog
 from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.config.secrets import Masker, environment_secrets
 from llmc_cli.errors import (
-    Cancelled,
     ConfigError,
-    InputRequired,
     LlmcError,
     PolicyDenied,
-    ProtocolError,
     RpcError,
-    TimeoutExpired,
     UsageError,
 )
 from llmc_cli.mcp.jsonrpc import has_lone_surrogate
-from llmc_cli.model import ARGUMENTS_TOO_DEEP, JSONObject, Tool, ToolCall, ToolResult, arguments_too_deep, canonical_json
+from llmc_cli.model import ARGUMENTS_TOO_DEEP, JSONObject, Tool, ToolCall, arguments_too_deep
 
 if TYPE_CHECKING:
     from llmc_cli.policy import Decision
+    from llmc_cli.policy.approval import Approval
+    from llmc_cli.services.inspect import Inspector
     from llmc_cli.services.reads import Read
     from llmc_cli.store.chain import AuditRecord, AuditSink
     from llmc_cli.store.results import ResultCache
@@ -39,7 +36,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class Invocation:
-    """Who runs a tool call and how a human may be asked about it."""
+    """Who runs a tool call and how a human may be asked about it: the caller's context, made
+    once per command (services.open_calls) or per host call of the gateway (services.host_calls)."""
 
     profile: LoadedProfile
     # The profile's state (services.open_state), composed once by whoever runs the command or the
@@ -53,7 +51,7 @@ class Invocation:
     assume_yes: bool = False  # --yes: confirmations answered yes
     confirm: Callable[[ToolCall, Tool | None], bool] | None = None
     conversation_id: str | None = None
-    audit: AuditSink | None = None  # where call_tool writes: None = the state's audit log; a batch's audit.Deferred
+    audit: AuditSink | None = None  # where the records go: None = the state's audit log; the gateway's audit.Deferred
     # Who asked, when that is not this process's user: an MCP host through the gateway (its
     # clientInfo and, over HTTP, the authenticated principal). Recorded in every audit record.
     client: JSONObject | None = None
@@ -61,6 +59,16 @@ class Invocation:
     # the gateway makes an invocation per call; its environment and profile are fixed.
     environment_masker: Masker | None = None
     use_cache: bool = True  # False: --no-cache, every call goes to its server (its answer still cached)
+    # The inspect stage's inspectors (services/inspect.py), in order; None: the profile's (inspectors_for).
+    inspection: tuple[Inspector, ...] | None = None
+
+    @cached_property
+    def inspectors(self) -> tuple[Inspector, ...]:
+        if self.inspection is not None:
+            return self.inspection
+        from llmc_cli.services.inspect import inspectors_for
+
+        return inspectors_for(self.profile)
 
     @cached_property
     def masker(self) -> Masker:
@@ -80,6 +88,14 @@ class Authorization:
     base: AuditRecord
     masker: Masker  # the invocation's, and the values of this call's secret-looking arguments
     opened: int | None = None  # its entry in OPEN_CALLS once an allow decision is on disk
+    approval: Approval | None = None  # a confirmation nobody could give: what pre-approving the call takes
+
+    def denied(self) -> PolicyDenied:
+        """The error of a call the policy denied (the approval it would need attached)."""
+        d = self.decision
+        error = PolicyDenied(f"denied: {d.reason} [{d.rule}]", rule=d.rule, callHash=d.call_hash)
+        error.approval = self.approval
+        return error
 
     def decision_record(self) -> AuditRecord:
         d = self.decision
@@ -213,8 +229,9 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
         from llmc_cli.lockfile import check
 
         check(lock_path(profile), tool)
+    approval = None
     if decision.action == "confirm":
-        decision = _confirm(invocation, call, tool, decision)
+        decision, approval = _confirm(invocation, call, tool, decision)
     telemetry.policy_decision(call.qualified_name, decision.action, decision.rule, invocation.caller)
     masker = invocation.masker.with_arguments(call.arguments)
     base = {
@@ -228,59 +245,13 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
         "arguments": masker(call.arguments),
         "callHash": decision.call_hash,
     }
-    return Authorization(call, decision, cast("AuditRecord", {k: v for k, v in base.items() if v is not None}), masker)
-
-
-def call_tool(
-    catalog: Catalog,
-    invocation: Invocation,
-    call: ToolCall,
-    *,
-    timeout: float | None = None,
-    authorized: Authorization | None = None,
-    meta: JSONObject | None = None,
-) -> ToolResult:
-    """The ONLY path that runs a tool: policy decision (and confirmation) -> audit record of the
-    decision, on disk -> rate limit -> the call, or its answer from [cache] (services/caching.py)
-    -> audit record of the outcome (`cached` for a cached answer). A denial is
-    audited, then raised as PolicyDenied. Returns the result (is_error included); raises
-    LlmcError otherwise. `authorized`: decided, and its decision record written, by the caller
-    (run_batch writes all of a batch's decisions at once). `meta`: the request's _meta, relayed
-    (the gateway's progress token)."""
-    from llmc_cli import interrupts
-    from llmc_cli.services.state import audit_log
-
-    log = invocation.audit or audit_log(invocation.state)
-    if authorized is None:
-        interrupts.check()  # an interrupted command starts no new call (the calls of `ask` run in threads)
-        authorized = authorize(catalog, invocation, call)
-        record_decisions(log, invocation, [authorized])
-    decision = authorized.decision
-    if decision.action != "allow":
-        raise PolicyDenied(f"denied: {decision.reason} [{decision.rule}]", rule=decision.rule, callHash=decision.call_hash)
-    cache = _cache_for(catalog, invocation, authorized)
-    raw, body, duration, hit = run_recorded(
-        log,
-        invocation,
-        authorized,
-        "tools/call",
-        f"the result of {call.tool}",
-        lambda: catalog.session(call.server).call_tool(call.tool, call.arguments, timeout=timeout, meta=meta),
-        cached=cache.get if cache and invocation.use_cache else None,
+    return Authorization(
+        call, decision, cast("AuditRecord", {k: v for k, v in base.items() if v is not None}), masker, approval=approval
     )
-    result = ToolResult.from_mcp(raw)
-    result.duration_ms = duration
-    result.cached = hit
-    if cache and not hit:
-        cache.put(raw, body)
-    record_success(
-        log, invocation, authorized, "cached" if hit else "tool_error" if result.is_error else "ok", duration, raw, body
-    )
-    return result
 
 
 @dataclass
-class _CacheEntry:
+class CacheEntry:
     """Where a cacheable call's result is looked up and kept. The cache is best effort: a store
     that cannot be read or written costs a call to the server, never the call itself."""
 
@@ -305,7 +276,7 @@ class _CacheEntry:
                 pass
 
 
-def _cache_for(catalog: Catalog, invocation: Invocation, authorized: Authorization) -> _CacheEntry | None:
+def cache_for(catalog: Catalog, invocation: Invocation, authorized: Authorization) -> CacheEntry | None:
     """The cache entry of an allowed call whose tool [cache] lists and is read-only; None otherwise.
     (--no-cache skips the lookup, not the store: the fresh answer replaces the entry.) A server
     that announced tools/list_changed has its entries dropped first."""
@@ -324,7 +295,7 @@ def _cache_for(catalog: Catalog, invocation: Invocation, authorized: Authorizati
         pass
     principal = (invocation.client or {}).get("principal")
     principal = principal if isinstance(principal, str) else None  # host_identity's: a str or absent
-    return _CacheEntry(
+    return CacheEntry(
         store,
         caching.key(invocation.profile, principal, tool, call, authorized.decision.call_hash),
         call.server,
@@ -332,90 +303,13 @@ def _cache_for(catalog: Catalog, invocation: Invocation, authorized: Authorizati
     )
 
 
-# The list each result carries (a tool result's content may be left out: it is then empty).
-_RESULT_LIST = {"tools/call": ("content", False), "resources/read": ("contents", True), "prompts/get": ("messages", True)}
-
-
-def run_recorded(
-    log: AuditSink,
-    invocation: Invocation,
-    authorized: Authorization,
-    method: str,
-    what: str,
-    send: Callable[[], JSONObject],
-    cached: Callable[[], JSONObject | None] | None = None,
-) -> tuple[JSONObject, bytes, float, bool]:
-    """An allowed call or read (`what` names its result in messages): rate limit -> the cached
-    result, if `cached` has one, else the request -> (result, its canonical JSON, milliseconds,
-    whether it came from the cache). A cached answer counts against the rate limits like any
-    call: they limit what a caller may do, and the policy decides every call afresh. Every
-    failure gets its outcome record here, then is raised; the caller records a success (record_success)."""
-    from llmc_cli import interrupts, policy
-
-    request, profile = authorized.call, invocation.profile
-    started = time.monotonic()
-
-    def elapsed() -> float:
-        return round((time.monotonic() - started) * 1000, 1)
-
-    try:
-        interrupts.check()  # a batch's call not yet started when the command was interrupted
-        policy.acquire_rate(profile.name, request.qualified_name, profile.profile.policy, invocation.state.rate_windows)
-    except (PolicyDenied, ConfigError) as exc:  # limit reached, or the count could not be stored: not run
-        _outcome(log, invocation, authorized, {"outcome": "denied", "rule": exc.details.get("rule"), "reason": exc.message})
-        raise
-    try:
-        hit = cached() if cached is not None else None
-        raw = hit if hit is not None else send()
-        items, required = _RESULT_LIST[method]
-        if not isinstance(raw.get(items, None if required else []), list):
-            raise ProtocolError(f"{request.server}: {method} result has no {items} list")
-        try:  # what the outcome record hashes; the encoding fails on a lone surrogate
-            body = canonical_json(raw).encode("utf-8")
-        except UnicodeEncodeError:
-            # JSON escapes such as "\\ud800" decode to text no UTF-8 writer accepts (the audit
-            # log, stdout, a provider's API): the result cannot be passed on as it is.
-            raise ProtocolError(f"{request.server}: {what} contains a lone surrogate (invalid Unicode text)") from None
-    except LlmcError as exc:
-        kind = {TimeoutExpired: "timeout", Cancelled: "cancelled", InputRequired: "input_required"}.get(
-            type(exc), "transport_error"
-        )
-        _outcome(log, invocation, authorized, {"outcome": kind, "error": exc.message, "durationMs": elapsed()})
-        _masked_error(exc, authorized.masker)
-        raise
-    except Exception as exc:  # a bug must not leave a decision without an outcome
-        _outcome(
-            log,
-            invocation,
-            authorized,
-            {"outcome": "internal_error", "error": f"{type(exc).__name__}: {exc}", "durationMs": elapsed()},
-        )
-        raise
-    return raw, body, elapsed(), hit is not None
-
-
-def record_success(
-    log: AuditSink, invocation: Invocation, authorized: Authorization, outcome: str, duration: float, raw: JSONObject, body: bytes
-) -> None:
-    """The outcome record of a call or read that returned a result (`result` with audit_results)."""
-    record: AuditRecord = {
-        "outcome": outcome,
-        "durationMs": duration,
-        "resultBytes": len(body),
-        "resultSha256": hashlib.sha256(body).hexdigest(),
-    }
-    if invocation.profile.profile.audit_results:
-        record["result"] = authorized.masker(raw)
-    _outcome(log, invocation, authorized, record)
-
-
-def _outcome(log: AuditSink, invocation: Invocation, authorized: Authorization, record: AuditRecord) -> None:
+def close_call(log: AuditSink, authorized: Authorization, record: AuditRecord) -> None:
     """The one outcome record of a decided call, unless an interruption recorded it already."""
     if OPEN_CALLS.close(authorized.opened):
         write_record(log, {**authorized.base, "event": "outcome", **record}, authorized.masker, before_action=False)
 
 
-def _masked_error(exc: LlmcError, masker: Masker) -> LlmcError:
+def masked_error(exc: LlmcError, masker: Masker) -> LlmcError:
     """The error with the call's secrets masked in its message and details: an upstream's error
     may quote a secret argument or its own credentials, and the error goes on to a terminal, an
     MCP host (the gateway's other tenants' operator secrets included) or a model's provider."""
@@ -435,43 +329,20 @@ def lock_path(profile: LoadedProfile) -> str:
     return str(path if path.is_absolute() or profile.path is None else profile.path.parent / path)
 
 
-def _confirm(invocation: Invocation, call: ToolCall, tool: Tool, decision: Decision) -> Decision:
-    """A confirmation: --yes, a human on a terminal, or a denial that says how to approve."""
+def _confirm(invocation: Invocation, call: ToolCall, tool: Tool, decision: Decision) -> tuple[Decision, Approval | None]:
+    """A confirmation: --yes, a human on a terminal, or a denial with what pre-approving this
+    exact call would take (a front end says how, policy/approval.py hint())."""
     from llmc_cli.policy import Decision
+    from llmc_cli.policy.approval import Approval
 
     if invocation.assume_yes:
-        return Decision("allow", f"{decision.rule} (--yes)", "confirmed with --yes", decision.call_hash)
+        return Decision("allow", f"{decision.rule} (--yes)", "confirmed with --yes", decision.call_hash), None
     if invocation.interactive and invocation.confirm is not None:
         if invocation.confirm(call, tool):
-            return Decision("allow", f"{decision.rule} (confirmed)", "confirmed by the user", decision.call_hash)
-        return Decision("deny", f"{decision.rule} (refused)", "refused by the user", decision.call_hash)
-    return Decision(
-        "deny",
-        decision.rule,
-        f"{decision.reason}, and there is no terminal to ask: pass --yes, or pre-approve this exact "
-        f"call: {approval_hint(invocation.profile, call, decision.call_hash)}",
-        decision.call_hash,
-    )
-
-
-def approval_hint(profile: LoadedProfile, call: ToolCall, call_hash: str | None) -> str:
-    """How to pre-approve exactly this call: the `llmc policy approve` command with the call's own
-    arguments, shell-quoted, ready to paste; when an argument holds a secret (masked as the audit
-    log masks it), the command would show it, so the callHash to list under `approved` instead."""
-    import json
-    import shlex
-
+            return Decision("allow", f"{decision.rule} (confirmed)", "confirmed by the user", decision.call_hash), None
+        return Decision("deny", f"{decision.rule} (refused)", "refused by the user", decision.call_hash), None
+    denied = Decision("deny", decision.rule, f"{decision.reason}, and there is no terminal to ask", decision.call_hash)
     from llmc_cli.audit import mask_secrets
 
-    # A profile loaded by path is named by its path: `-p NAME` would not find it.
-    name = profile.name if profile.path is None or profile.path.parent.name == "profiles" else str(profile.path)
-    if mask_secrets(call.arguments) != call.arguments:
-        return (
-            f'an argument holds a secret, so add "{call_hash}" to `approved` under [policy] of profile '
-            f"{name} (the hash of this exact call)"
-        )
-    arguments = json.dumps(call.arguments, ensure_ascii=False, separators=(",", ":"))
-    return (
-        f"llmc -p {shlex.quote(name)} policy approve {shlex.quote(call.qualified_name)} --json "
-        f"{shlex.quote(arguments)} --write ({call_hash})"
-    )
+    secret = mask_secrets(call.arguments) != call.arguments  # masked as the audit log masks it
+    return denied, Approval.of(invocation.profile, call, decision.call_hash, secret=secret)

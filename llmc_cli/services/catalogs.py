@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from llmc_cli.catalog import Catalog, ServerFailure
+from llmc_cli.catalog import Catalog, ConnectOptions, ServerFailure
 from llmc_cli.config.profiles import LoadedProfile, usable_specs
 from llmc_cli.errors import ConfigError, LlmcError, UsageError
 from llmc_cli.mcp.hooks import ClientHooks
@@ -168,15 +168,10 @@ def open_catalog(
     from llmc_cli.store import client_stores
 
     # A keeper's servers are connected in the keeper: no era cache or OAuth tokens here.
-    return Catalog(
-        specs,
-        hooks=hooks,
-        builtins=builtin_servers(),
-        on_stderr=on_stderr,
-        keeper=keeper,
-        stores=None if keeper else client_stores(),
-        unusable=unusable,
+    options = ConnectOptions(
+        hooks, builtin_servers(), on_stderr, keeper=keeper, stores=None if keeper else client_stores(), unusable=unusable
     )
+    return Catalog(specs, options)
 
 
 def _attach_first(
@@ -195,7 +190,7 @@ def _attach_first(
 
     path = str(lifecycle.socket_path(session))
     guess = ServerSpec(name=first, timeout=timeout or 60.0, description=f"held by session {session}")
-    catalog = Catalog([guess], hooks=hooks, builtins=builtin_servers(), on_stderr=on_stderr, keeper=(path, session))
+    catalog = Catalog([guess], ConnectOptions(hooks, builtin_servers(), on_stderr, keeper=(path, session)))
     try:
         attached = catalog.session(first)
     except (UsageError, ConnectionFailed):

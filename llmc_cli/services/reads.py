@@ -1,6 +1,7 @@
-"""One resources/read or prompts/get (a Read): read() is the ONLY path that reads a resource or
-gets a prompt, with the decision and outcome records, rate limits and interruptions of a tool call
-(services/calls.py); read_decision() the one judge of reads, listings, completions and subscriptions."""
+"""One resources/read or prompts/get (a Read), run by the pipeline (services/pipeline.py, the ONLY
+path that reads a resource or gets a prompt) with the decision and outcome records, rate limits,
+inspection and interruptions of a tool call; authorize_read() its decision; read_decision() the
+one judge of reads, listings, completions and subscriptions."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ from typing import TYPE_CHECKING, Literal, cast
 from llmc_cli import telemetry
 from llmc_cli.catalog import Catalog
 from llmc_cli.config.profiles import LoadedProfile
-from llmc_cli.errors import PolicyDenied, RpcError
+from llmc_cli.errors import RpcError
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.jsonrpc import has_lone_surrogate
 from llmc_cli.model import JSONObject, Tool
-from llmc_cli.services.calls import Authorization, Invocation, record_decisions, record_success, run_recorded
+from llmc_cli.services.calls import Authorization, Invocation
 
 if TYPE_CHECKING:
     from llmc_cli.policy import Decision, ReadKind
@@ -45,34 +46,6 @@ class Read:
             return {"uri": self.name}
         arguments: JSONObject = dict(self.arguments)
         return {"name": self.name, **({"arguments": arguments} if self.arguments else {})}
-
-
-def read(catalog: Catalog, invocation: Invocation, request: Read) -> JSONObject:
-    """The ONLY path that reads a resource or gets a prompt, for every caller (`resources read`,
-    `prompts get`, the gateway): policy decision (policy.decide_read) -> its audit record, on
-    disk -> rate limit -> the request -> audit record of the outcome. A denial is audited, then
-    raised as PolicyDenied (rule, and retryAfter for a rate limit); a server's JSON-RPC error
-    as RpcError, after its outcome record. Returns the server's result."""
-    from llmc_cli import interrupts
-    from llmc_cli.services.state import audit_log
-
-    log = invocation.audit or audit_log(invocation.state)
-    interrupts.check()
-    authorized = authorize_read(catalog, invocation, request)
-    record_decisions(log, invocation, [authorized])
-    decision = authorized.decision
-    if decision.action != "allow":
-        raise PolicyDenied(f"denied: {decision.reason} [{decision.rule}]", rule=decision.rule)
-    raw, body, duration, _ = run_recorded(
-        log,
-        invocation,
-        authorized,
-        request.method,
-        f"the {request.kind} {request.name}",
-        lambda: catalog.session(request.server).request(request.method, request.params()),
-    )
-    record_success(log, invocation, authorized, "ok", duration, raw, body)
-    return raw
 
 
 def authorize_read(catalog: Catalog, invocation: Invocation, request: Read) -> Authorization:

@@ -44,6 +44,7 @@ class AuditRecord(TypedDict, total=False):
     resultBytes: int
     resultSha256: str
     result: Any  # with audit_results, masked
+    findings: list[Any]  # what the pipeline's inspectors found in the result (services/inspect.py), masked
     # the chain
     time: str
     prev: str

@@ -1,5 +1,5 @@
 """Real MCP servers for the loop: the npm filesystem server over a folder of logs and the SDK
-test server, reached through the catalog and services.call_tool like `llmc ask` does."""
+test server, reached through the catalog and the services pipeline like `llmc ask` does."""
 
 from __future__ import annotations
 
@@ -55,9 +55,9 @@ def toolbox(tmp_path_factory: pytest.TempPathFactory) -> Any:
     ]
     # --yes: these tests stand for an unattended run that may use every tool of the test servers.
     profile = LoadedProfile("test", None, Profile())
-    invocation = services.Invocation(profile, services.open_state(profile), command="ask", assume_yes=True)
     with pytest.MonkeyPatch.context() as mp, Catalog(specs) as catalog:
         mp.setenv("LLMC_STATE_DIR", str(tmp_path / "state"))
+        calls = services.open_calls(catalog, profile, command="ask", caller="model", assume_yes=True)
         tools, failures = catalog.list_tools()
         assert not failures, failures
-        yield Toolbox(tools, lambda call: services.call_tool(catalog, invocation, call), logs)
+        yield Toolbox(tools, lambda call: calls.run(services.ToolRequest.of(call)).tool_result, logs)

@@ -20,9 +20,9 @@ def provider_for(api, fake):
 
 
 def everything(hooks=None):
-    from llmc_cli.catalog import Catalog
+    from llmc_cli.catalog import Catalog, ConnectOptions
 
-    return Catalog([ServerSpec("ev", command=(node_tool("mcp-server-everything"),))], hooks=hooks)
+    return Catalog([ServerSpec("ev", command=(node_tool("mcp-server-everything"),))], ConnectOptions(hooks))
 
 
 def name_of(api, tools, tool):
@@ -58,7 +58,8 @@ def _call(catalog, call):
     from llmc_cli.config.schema import Profile
 
     profile = LoadedProfile("t", None, Profile())
-    return services.call_tool(catalog, services.Invocation(profile, services.open_state(profile), assume_yes=True), call)
+    calls = services.open_calls(catalog, profile, command="call", caller="model", assume_yes=True)
+    return calls.run(services.ToolRequest.of(call)).tool_result
 
 
 def test_sampling_request_answered_by_the_model():

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from llmc_cli.agent import Conversation, ask, load_conversation, save_conversation
+from llmc_cli.agent import Conversation, Limits, ask, load_conversation, save_conversation
 from llmc_cli.errors import PolicyDenied, ProviderError
 from llmc_cli.model import ToolCall, ToolResult
 from llmc_cli.providers.base import ProviderSettings, make_provider
@@ -170,7 +170,11 @@ def test_large_result_is_compacted_for_the_model_but_kept_whole(api, toolbox):
     script = [turn(api, None, calls(api, (read, {"path": str(big)}))), turn(api, "It is long.")]
     with FakeLLM(api, script) as fake:
         record = ask(
-            "read", provider=provider_for(api, fake), tools=toolbox.tools, call_tool=toolbox.call_tool, result_budget=500
+            "read",
+            provider=provider_for(api, fake),
+            tools=toolbox.tools,
+            call_tool=toolbox.call_tool,
+            limits=Limits(result_budget=500),
         ).to_json()
     [step] = record["steps"]
     seen = sent_results(api, fake.bodies[1])[0]["text"]
@@ -187,7 +191,9 @@ def test_max_steps_ends_the_run(api, toolbox):
     echo = toolbox.name(api, "sdk.echo")
     script = [turn(api, None, calls(api, (echo, {"message": f"again {n}"}), step=n)) for n in (1, 2, 3, 4)]
     with FakeLLM(api, script) as fake:
-        record = ask("loop", provider=provider_for(api, fake), tools=toolbox.tools, call_tool=toolbox.call_tool, max_steps=3)
+        record = ask(
+            "loop", provider=provider_for(api, fake), tools=toolbox.tools, call_tool=toolbox.call_tool, limits=Limits(max_steps=3)
+        )
     assert record.stop_reason == "max_steps" and len(fake.requests) == 3 and len(record.steps) == 3
 
 
@@ -205,7 +211,7 @@ def test_total_timeout_stops_a_slow_tool(toolbox):
                     provider=provider_for(api, fake),
                     tools=toolbox.tools,
                     call_tool=toolbox.call_tool,
-                    timeout=1.0,
+                    limits=Limits(timeout=1.0),
                     conversation=conv,
                 )
             ),

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from llmc_cli.catalog import Catalog, routing
+from llmc_cli.catalog import Catalog, ConnectOptions, routing
 from llmc_cli.errors import UsageError
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.model import ServerSpec
@@ -34,7 +34,7 @@ def listings(peer: ScriptedPeer) -> int:
 
 def catalog_of(peers: dict[str, ScriptedPeer], hooks: ClientHooks | None = None) -> Catalog:
     specs = [ServerSpec(name=name, builtin="scripted", timeout=5, connect_timeout=5) for name in peers]
-    return Catalog(specs, hooks=hooks, builtins={"scripted": lambda spec: peers[spec.name]})
+    return Catalog(specs, ConnectOptions(hooks, builtins={"scripted": lambda spec: peers[spec.name]}))
 
 
 @pytest.fixture

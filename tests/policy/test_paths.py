@@ -233,9 +233,9 @@ def test_relative_rule_globs_start_at_the_servers_cwd(tree):
     ],
 )
 def test_the_servers_working_directory(tmp_path, monkeypatch, spec, keeper, expected):
-    from llmc_cli.catalog import Catalog
+    from llmc_cli.catalog import Catalog, ConnectOptions
     from llmc_cli.model import ServerSpec
 
     monkeypatch.chdir(tmp_path)
-    catalog = Catalog([ServerSpec(name="s", **spec)], keeper=("/nonexistent.sock", "k") if keeper else None)
+    catalog = Catalog([ServerSpec(name="s", **spec)], ConnectOptions(keeper=("/nonexistent.sock", "k") if keeper else None))
     assert catalog.pool.working_directory("s") == (expected.format(here=os.getcwd()) if expected else None)

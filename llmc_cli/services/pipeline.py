@@ -1,0 +1,410 @@
+"""The ONE entry of every tool call and every read (resources/read, prompts/get): a request goes
+to Pipeline.run, whose stages are these, in this order, and nowhere else:
+
+    resolve   the name (SERVER.TOOL, a bare name, or a route the caller found) to a tool
+    validate  the arguments against its inputSchema (when the request asks for it)
+    authorize the policy's decision: rules, the lock, confirmation, pre-approved hashes; its
+              audit record on disk before anything runs
+    limit     the profile's rate limits
+    lookup    the result cache ([cache]), for a call whose tool it lists
+    run       the request, through the catalog (a server of this process or a session keeper's)
+    inspect   the result, by the context's inspectors (services/inspect.py: DLP, classification)
+    record    the outcome record, with the inspectors' findings
+
+Who runs the calls (Invocation: the profile, its state, the command, human or model, how a
+person is asked) is made once per command by open_calls(), or per host call of the gateway by
+host_calls(); callers hand requests in and render the Outcome (or the LlmcError) that comes back.
+A batch (services/batch.py) runs the same stages, its decisions written in one go."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, cast
+
+from llmc_cli.errors import Cancelled, ConfigError, InputRequired, LlmcError, PolicyDenied, ProtocolError, TimeoutExpired
+from llmc_cli.model import JSONObject, Tool, ToolCall, ToolResult, canonical_json
+from llmc_cli.services import calls
+from llmc_cli.services.calls import Authorization, Invocation
+
+if TYPE_CHECKING:
+    from llmc_cli.catalog import Catalog
+    from llmc_cli.config.profiles import LoadedProfile
+    from llmc_cli.config.secrets import Masker
+    from llmc_cli.services.inspect import Inspected
+    from llmc_cli.services.reads import Read
+    from llmc_cli.services.tools import ToolResolver
+    from llmc_cli.store.chain import AuditRecord, AuditSink
+    from llmc_cli.store.state import State
+
+
+@dataclass(frozen=True)
+class ToolRequest:
+    """A tool call as a caller has it. `name`: SERVER.TOOL or a bare tool name (resolved against
+    the catalog), or, with `server`, the tool's own name on that server (already routed).
+    `arguments`, or `typed`: the arguments made from the tool's inputSchema once it is known
+    (the command line's KEY=VALUE pairs). `validate`: check them against that schema first."""
+
+    name: str
+    arguments: JSONObject | None = None
+    server: str | None = None
+    typed: Callable[[JSONObject], JSONObject] | None = None
+    validate: bool = False
+    call_id: str | None = None  # the provider's id, when a model made the call
+    timeout: float | None = None
+    meta: JSONObject | None = None  # the request's _meta, relayed (the gateway's progress token)
+
+    @classmethod
+    def of(cls, call: ToolCall, **options: object) -> ToolRequest:
+        """The request of a call whose server and tool are known already."""
+        return cls(call.tool, call.arguments, server=call.server, call_id=call.call_id, **options)  # type: ignore[arg-type]
+
+
+@dataclass
+class Outcome:
+    """What a call or read that returned a result came to. `request`: the resolved call or the
+    read; `raw`: the result as delivered (after inspection); `result`: a call's, as a ToolResult."""
+
+    request: ToolCall | Read
+    raw: JSONObject
+    duration_ms: float
+    cached: bool = False
+    findings: list[JSONObject] = field(default_factory=list)
+    result: ToolResult | None = None
+
+    @property
+    def tool_result(self) -> ToolResult:
+        if self.result is None:
+            raise TypeError("a read has no tool result")
+        return self.result
+
+    @property
+    def tool_call(self) -> ToolCall:
+        if not isinstance(self.request, ToolCall):
+            raise TypeError("a read is no tool call")
+        return self.request
+
+
+# The list each result carries (a tool result's content may be left out: it is then empty).
+_RESULT_LIST = {"tools/call": ("content", False), "resources/read": ("contents", True), "prompts/get": ("messages", True)}
+
+
+class Pipeline:
+    """The calls and reads of one command (or one host call) against one catalog."""
+
+    def __init__(self, catalog: Catalog, context: Invocation, *, named_as: str | None = None) -> None:
+        self.catalog = catalog
+        self.context = context
+        self._named_as = named_as  # the profile as the command was given it (-p NAME|PATH): the resolver's cache key
+        self._resolver: ToolResolver | None = None
+        self._log: AuditSink | None = context.audit
+
+    @property
+    def profile(self) -> LoadedProfile:
+        return self.context.profile
+
+    @property
+    def log(self) -> AuditSink:
+        """Where the records go: the context's sink, else the state's audit chain (opened once)."""
+        if self._log is None:
+            from llmc_cli.services.state import audit_log
+
+            self._log = audit_log(self.context.state)
+        return self._log
+
+    @contextmanager
+    def grouped(self) -> Iterator[AuditSink]:
+        """Outcome records written in groups (audit.Deferred) while this lasts: a batch's."""
+        from llmc_cli import audit
+        from llmc_cli.services.state import audit_log
+
+        before = self._log
+        with audit.Deferred(audit_log(self.context.state)) as trail:
+            self._log = trail
+            try:
+                yield trail
+            finally:
+                self._log = before
+
+    # -- the entry ----------------------------------------------------------------------------
+
+    def run(self, request: ToolRequest | Read) -> Outcome:
+        """A call or a read through every stage. Raises PolicyDenied (audited) when the policy,
+        a rate limit or an inspector says no, UsageError for arguments that do not fit, and the
+        LlmcError of a failed request (after its outcome record)."""
+        from llmc_cli import interrupts
+
+        interrupts.check()  # an interrupted command starts no new call (the calls of `ask` run in threads)
+        if not isinstance(request, ToolRequest):
+            return self._read(request)
+        call, tool = self.resolve(request)
+        if request.validate:
+            self.validate(call, tool)
+        authorized = self.authorize(call)
+        self.decide([authorized])
+        return self.execute(authorized, timeout=request.timeout, meta=request.meta)
+
+    # -- the stages ---------------------------------------------------------------------------
+
+    def route(self, request: ToolRequest) -> tuple[str, str]:
+        """(server, tool name) of a request: ToolResolver for a name not yet routed."""
+        if request.server is None:
+            return self.resolver(request.name)
+        return request.server, request.name
+
+    def resolve(self, request: ToolRequest) -> tuple[ToolCall, Tool]:
+        """The call a request names, and its tool."""
+        server, name = self.route(request)
+        tool = self.catalog.require_tool(server, name)
+        if request.arguments is not None:
+            arguments = request.arguments
+        else:
+            arguments = request.typed(tool.input_schema) if request.typed is not None else {}
+        return ToolCall(server, name, arguments, call_id=request.call_id), tool
+
+    @property
+    def resolver(self) -> ToolResolver:
+        """One resolver per command: the tool-name cache is read once (services/tools.py)."""
+        if self._resolver is None:
+            from llmc_cli.services.tools import ToolResolver
+
+            disabled = [n for n, s in self.profile.profile.servers.items() if not s.enabled]  # named: said so
+            self._resolver = ToolResolver(self.catalog, self._named_as, disabled)
+        return self._resolver
+
+    def validate(self, call: ToolCall, tool: Tool, *, here: bool = False) -> None:
+        """The arguments against the tool's inputSchema (UsageError, exit 2). A session keeper
+        that holds the server checks them when there is one (it keeps jsonschema loaded, slow to
+        import in a short-lived process), unless `here` (a batch: one import for every call)."""
+        if not here and self.catalog.keeper is not None:
+            from llmc_cli.keeper.transport import validate_in_keeper
+
+            if validate_in_keeper(*self.catalog.keeper, call.arguments, tool.input_schema, call.qualified_name):
+                return
+        from llmc_cli.mcp.validation import validate_arguments
+
+        validate_arguments(call.arguments, tool.input_schema, call.qualified_name)
+
+    def authorize(self, call: ToolCall) -> Authorization:
+        """The policy's decision (rules, lock, confirmation, approvals); nothing is written yet."""
+        return calls.authorize(self.catalog, self.context, call)
+
+    def decide(self, authorizations: list[Authorization]) -> None:
+        """The decision records, on disk in one write; each allowed call is open until its outcome."""
+        calls.record_decisions(self.log, self.context, authorizations)
+
+    def execute(self, authorized: Authorization, *, timeout: float | None = None, meta: JSONObject | None = None) -> Outcome:
+        """A decided call: denied (PolicyDenied), or rate limits -> cache lookup -> run -> inspect -> record."""
+        if authorized.decision.action != "allow":
+            raise authorized.denied()
+        call = cast(ToolCall, authorized.call)
+        cache = calls.cache_for(self.catalog, self.context, authorized)
+        return self._through(
+            authorized,
+            "tools/call",
+            f"the result of {call.tool}",
+            lambda: self.catalog.session(call.server).call_tool(call.tool, call.arguments, timeout=timeout, meta=meta),
+            cache,
+        )
+
+    def give_up(self, authorized: Authorization, outcome: str, reason: str) -> None:
+        """The outcome record of a decided call that will not run, or whose run broke."""
+        calls.close_call(self.log, authorized, {"outcome": outcome, "reason": reason})
+
+    def read_only(self, tool: Tool) -> bool:
+        """Whether calls of the tool may run side by side (annotations and [policy.hints])."""
+        from llmc_cli import policy
+
+        return policy.is_read_only(tool, tool.qualified_name, self.profile.profile.policy)
+
+    # -- inside the stages --------------------------------------------------------------------
+
+    def _read(self, request: Read) -> Outcome:
+        from llmc_cli.services.reads import authorize_read
+
+        authorized = authorize_read(self.catalog, self.context, request)
+        self.decide([authorized])
+        decision = authorized.decision
+        if decision.action != "allow":
+            raise PolicyDenied(f"denied: {decision.reason} [{decision.rule}]", rule=decision.rule)
+        return self._through(
+            authorized,
+            request.method,
+            f"the {request.kind} {request.name}",
+            lambda: self.catalog.session(request.server).request(request.method, request.params()),
+            None,
+        )
+
+    def _through(
+        self,
+        authorized: Authorization,
+        method: str,
+        what: str,
+        send: Callable[[], JSONObject],
+        cache: calls.CacheEntry | None,
+    ) -> Outcome:
+        """An allowed call or read (`what` names its result in messages) from its rate limit to
+        its outcome record. A cached answer counts against the rate limits like any call: they
+        limit what a caller may do, and the policy decides every call afresh. Every failure
+        gets its outcome record here, then is raised."""
+        self._limit(authorized)
+        started = time.monotonic()
+        try:
+            inspected, body, hit = self._produce(authorized, method, what, send, cache)
+        except LlmcError as exc:
+            kind = {TimeoutExpired: "timeout", Cancelled: "cancelled", InputRequired: "input_required"}.get(
+                type(exc), "transport_error"
+            )
+            calls.close_call(self.log, authorized, {"outcome": kind, "error": exc.message, "durationMs": _elapsed_ms(started)})
+            calls.masked_error(exc, authorized.masker)
+            raise
+        except Exception as exc:  # a bug must not leave a decision without an outcome
+            error = f"{type(exc).__name__}: {exc}"
+            calls.close_call(
+                self.log, authorized, {"outcome": "internal_error", "error": error, "durationMs": _elapsed_ms(started)}
+            )
+            raise
+        duration = _elapsed_ms(started)
+        findings = inspected.findings
+        if inspected.deny is not None:
+            d = inspected.deny
+            record: AuditRecord = {"outcome": "denied", "rule": d.rule, "reason": d.reason, "durationMs": duration}
+            if findings:
+                record["findings"] = authorized.masker(findings)
+            calls.close_call(self.log, authorized, record)
+            raise PolicyDenied(f"denied: {d.reason} [{d.rule}]", rule=d.rule, callHash=authorized.decision.call_hash)
+        raw = inspected.result
+        result = None
+        outcome = "ok"
+        if method == "tools/call":
+            result = ToolResult.from_mcp(raw)
+            result.duration_ms, result.cached = duration, hit
+            outcome = "cached" if hit else "tool_error" if result.is_error else "ok"
+            if cache is not None and not hit:
+                cache.put(raw, body)
+        self._record(authorized, outcome, duration, raw, body, findings)
+        return Outcome(authorized.call, raw, duration, hit, findings, result)
+
+    def _limit(self, authorized: Authorization) -> None:
+        """The rate limits: a call over one is denied (audited), not run."""
+        from llmc_cli import interrupts, policy
+
+        request, profile = authorized.call, self.profile
+        try:
+            interrupts.check()  # a batch's call not yet started when the command was interrupted
+            policy.acquire_rate(profile.name, request.qualified_name, profile.profile.policy, self.context.state.rate_windows)
+        except (PolicyDenied, ConfigError) as exc:  # limit reached, or the count could not be stored: not run
+            calls.close_call(self.log, authorized, {"outcome": "denied", "rule": exc.details.get("rule"), "reason": exc.message})
+            raise
+
+    def _produce(
+        self,
+        authorized: Authorization,
+        method: str,
+        what: str,
+        send: Callable[[], JSONObject],
+        cache: calls.CacheEntry | None,
+    ) -> tuple[Inspected, bytes, bool]:
+        """The result (from the cache, else the server), inspected, and its canonical JSON."""
+        from llmc_cli.services.inspect import inspect
+
+        request = authorized.call
+        hit = cache.get() if cache is not None and self.context.use_cache else None
+        raw = hit if hit is not None else send()
+        items, required = _RESULT_LIST[method]
+        if not isinstance(raw.get(items, None if required else []), list):
+            raise ProtocolError(f"{request.server}: {method} result has no {items} list")
+        inspectors = self.context.inspectors
+        inspected = inspect(inspectors, request, self.profile, self.catalog.specs.get(request.server), raw)
+        try:  # what the outcome record hashes; the encoding fails on a lone surrogate
+            body = canonical_json(inspected.result).encode("utf-8") if inspected.deny is None else b""
+        except UnicodeEncodeError:
+            # JSON escapes such as "\\ud800" decode to text no UTF-8 writer accepts (the audit
+            # log, stdout, a provider's API): the result cannot be passed on as it is.
+            raise ProtocolError(f"{request.server}: {what} contains a lone surrogate (invalid Unicode text)") from None
+        return inspected, body, hit is not None
+
+    def _record(
+        self, authorized: Authorization, outcome: str, duration: float, raw: JSONObject, body: bytes, findings: list[JSONObject]
+    ) -> None:
+        """The outcome record of a call or read that returned a result (`result` with audit_results)."""
+        import hashlib
+
+        record: AuditRecord = {
+            "outcome": outcome,
+            "durationMs": duration,
+            "resultBytes": len(body),
+            "resultSha256": hashlib.sha256(body).hexdigest(),
+        }
+        if self.profile.profile.audit_results:
+            record["result"] = authorized.masker(raw)
+        if findings:
+            record["findings"] = authorized.masker(findings)
+        calls.close_call(self.log, authorized, record)
+
+
+def _elapsed_ms(started: float) -> float:
+    return round((time.monotonic() - started) * 1000, 1)
+
+
+def open_calls(
+    catalog: Catalog,
+    profile: LoadedProfile,
+    *,
+    command: str,
+    caller: str = "human",
+    named_as: str | None = None,
+    interactive: bool = False,
+    assume_yes: bool = False,
+    confirm: Callable[[ToolCall, Tool | None], bool] | None = None,
+    conversation_id: str | None = None,
+    use_cache: bool = True,
+) -> Pipeline:
+    """The pipeline of one command: its context made here, the profile's state opened once.
+    `caller`: "human" (a command a person typed) or "model" (calls an LLM chooses); `confirm`:
+    how a person on a terminal is asked (with `interactive`); `named_as`: the profile as the
+    command was given it, for the tool-name cache."""
+    from llmc_cli.services.state import open_state
+
+    context = Invocation(
+        profile=profile,
+        state=open_state(profile),
+        command=command,
+        caller=caller,
+        interactive=interactive,
+        assume_yes=assume_yes,
+        confirm=confirm,
+        conversation_id=conversation_id,
+        use_cache=use_cache,
+    )
+    return Pipeline(catalog, context, named_as=named_as)
+
+
+def host_calls(
+    catalog: Catalog,
+    profile: LoadedProfile,
+    state: State,
+    *,
+    audit: AuditSink,
+    masker: Masker,
+    client: JSONObject | None,
+    interactive: bool = False,
+    confirm: Callable[[ToolCall, Tool | None], bool] | None = None,
+) -> Pipeline:
+    """The pipeline of one MCP host's call or read through the gateway (`serve`): calls a model
+    chose, on the served profile's state and audit trail, recorded with the host's identity
+    (`client`); `confirm` asks the host's user, when it can (`interactive`)."""
+    context = Invocation(
+        profile=profile,
+        state=state,
+        command="serve",
+        caller="model",
+        interactive=interactive,
+        confirm=confirm,
+        client=client,
+        audit=audit,
+        environment_masker=masker,
+    )
+    return Pipeline(catalog, context)
