@@ -74,6 +74,8 @@ def open_target(
         )
         if warm:
             catalog.pool.warm_up()
+    if verbose:
+        catalog.say = note
     if sys.stderr.isatty():  # presentation only: nothing when stderr is a file or a pipe
         catalog.on_each = server_progress(ctx.command_path.removeprefix("llmc ").removeprefix("llmc"))
     return catalog, profile
