@@ -61,6 +61,9 @@ class LazyGroup(click.Group):
             module, attr = COMMANDS[name][0].split(":")
             command: click.Command = getattr(importlib.import_module(module), attr)
             _accept_global_options(command)
+            from llmc_cli.cli.examples import attach
+
+            attach(command, name)
             return command
         return super().get_command(ctx, name)
 
@@ -71,6 +74,13 @@ class LazyGroup(click.Group):
 
             raise click.UsageError(f"No such command {name!r}{did_you_mean(name, self.list_commands(ctx))}.", ctx)
         return super().resolve_command(ctx, args)
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        super().format_epilog(ctx, formatter)
+        from llmc_cli.cli.examples import block  # llmc's own examples close its --help, as every command's
+
+        formatter.write_paragraph()
+        formatter.write_text(block(""))
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][1]) for name in sorted(COMMANDS)]

@@ -230,17 +230,19 @@ def show(ctx: click.Context, name: str, fmt: str) -> None:
 
 
 @servers.command("remove")
-@click.argument("name", shell_complete=complete_servers)
+@click.argument("names", nargs=-1, required=True, metavar="NAME...", shell_complete=complete_servers)
 @click.pass_context
-def remove(ctx: click.Context, name: str) -> None:
-    """Remove a server from the profile: {"removed": NAME, "profile": PROFILE, "path": PATH}."""
+def remove(ctx: click.Context, names: tuple[str, ...]) -> None:
+    """Remove servers from the profile, all or none (a name not there removes nothing):
+    {"removed": [NAME, ...], "profile": PROFILE, "path": PATH}."""
     from llmc_cli.config.profile_writer import remove_server
     from llmc_cli.config.profiles import editable_path
 
+    names = tuple(dict.fromkeys(names))
     path = editable_path(_profile_option(ctx))
-    remove_server(path, name)
-    note(f"llmc: removed server {name} from {path}")
-    emit({"removed": name, **_where(path)})
+    remove_server(path, *names)
+    note(f"llmc: removed server{'s' if len(names) > 1 else ''} {', '.join(names)} from {path}")
+    emit({"removed": list(names), **_where(path)})
 
 
 @servers.command("enable")
