@@ -15,6 +15,7 @@ import click
 from llmc_cli.cli.complete import complete_servers
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import FORMATS, emit, emit_listing, format_option, note
+from llmc_cli.cli.server_rows import _launch_line, _row, _runs, _shown
 from llmc_cli.errors import UsageError
 
 
@@ -191,7 +192,10 @@ def list_(ctx: click.Context, fmt: str) -> None:
     errors = [{"server": name, **exc.to_json()} for name, exc in unusable.items()]
     for error in errors:
         note(f"llmc: {error['message']}")
-    people = [{**r, "target": _launch_line(r), "error": "cannot be configured" if r["name"] in unusable else None} for r in rows]
+    people = [
+        {**r, "target": _launch_line(r), "runs": _runs(r), "error": "cannot be configured" if r["name"] in unusable else None}
+        for r in rows
+    ]
     emit_listing(
         "servers",
         rows,
@@ -199,7 +203,7 @@ def list_(ctx: click.Context, fmt: str) -> None:
         errors,
         envelope={"profile": loaded.name, "path": str(loaded.path) if loaded.path else None},
         table_rows=people,
-        columns=["name", "kind", "enabled", "target", "description", *(["error"] if unusable else [])],
+        columns=["name", "kind", "enabled", "runs", "target", "description", *(["error"] if unusable else [])],
     )
 
 
@@ -492,24 +496,3 @@ def _server_table(
         first = exc.errors()[0]
         raise UsageError(f"server {name!r}: {first['msg'].removeprefix('Value error, ')}") from None
     return table
-
-
-def _row(name: str, server: Any) -> dict[str, Any]:
-    from llmc_cli.config.profile_writer import server_table
-
-    kind = "builtin" if server.builtin else "stdio" if server.command else "remote"
-    return {"name": name, "kind": kind, "enabled": server.enabled, **_shown(server_table(server))}
-
-
-def _shown(table: dict[str, Any]) -> dict[str, Any]:
-    from llmc_cli.config.secrets import shown_server
-
-    return shown_server(table)
-
-
-def _launch_line(row: dict[str, Any]) -> str:
-    import shlex
-
-    if row.get("command"):
-        return shlex.join([row["command"], *row.get("args", [])])
-    return row.get("url") or f"builtin:{row.get('builtin')}"
