@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -43,12 +44,19 @@ p.stdin.close(); p.terminate(); p.wait()
 """
 
 
+CPU: list[float] = []  # the CPU seconds (user + system) of each timed() run's processes, the server's included
+
+
 def timed(argv: list[str], stdin: str | None, env: dict[str, str]) -> float:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, env=env, timeout=600)
     if proc.returncode:
         raise SystemExit(f"{argv[:3]} failed: {proc.stderr[-500:]}")
-    return time.perf_counter() - started
+    elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return elapsed
 
 
 def main() -> None:
@@ -63,6 +71,9 @@ def main() -> None:
     floor = timed([sys.executable, "-c", FLOOR, str(n), SERVER], None, env)
     llmc = timed([LLMC, "call", "--batch", "-", "--yes", "--stdio", SERVER], lines, env)
     print(f"{n} calls: floor {floor:.2f} s, llmc --batch {llmc:.2f} s, ratio {llmc / floor:.2f}")
+    # On a shared machine wall time follows the load; CPU time (both sides start the same server,
+    # whose CPU counts on both) much less so.
+    print(f"CPU (user + system, the server's included): floor {CPU[0]:.2f} s, llmc --batch {CPU[1]:.2f} s, ratio {CPU[1] / CPU[0]:.2f}")
 
 
 if __name__ == "__main__":

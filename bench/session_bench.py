@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -42,12 +43,19 @@ assert json.loads(stream.readline())["id"] == 1
 """
 
 
-def seconds(argv: list[str], env: dict[str, str]) -> float:
+CPU: dict[str, list[float]] = {}  # CPU seconds (user + system) of each run, by case
+
+
+def seconds(argv: list[str], env: dict[str, str], case: str = "") -> float:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL)
     if proc.returncode:
         raise SystemExit(f"{argv[:4]} failed: {proc.stderr[-500:]}")
-    return time.perf_counter() - started
+    elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.setdefault(case, []).append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return elapsed
 
 
 def main() -> None:
@@ -71,7 +79,7 @@ def main() -> None:
         times: dict[str, list[float]] = {name: [] for name in cases}
         for i in range(calls + 1):  # alternating, so load on a shared machine hits both alike
             for name, argv in cases.items():
-                elapsed = seconds(argv, env)
+                elapsed = seconds(argv, env, name)
                 if i:  # the first round warms caches (bytecode, the page cache)
                     times[name].append(elapsed)
         # Without a session every call starts the server: a tenth as many, for the comparison.
@@ -82,6 +90,10 @@ def main() -> None:
     print(f"{calls} sequential calls, alternating, median per call: floor (import click + 1 round trip) {floor * 1000:.0f} ms, "
           f"through the keeper {keeper * 1000:.0f} ms, without a session {without * 1000:.0f} ms")
     print(f"keeper / floor {keeper / floor:.2f} (target 1.5), without / keeper {without / keeper:.2f}")
+    # On a shared machine wall time follows the load; the CPU time of each process much less so.
+    cpu_keeper, cpu_floor = statistics.median(CPU["keeper"][1:]), statistics.median(CPU["floor"][1:])
+    print(f"CPU per call (user + system): floor {cpu_floor * 1000:.0f} ms, through the keeper {cpu_keeper * 1000:.0f} ms, "
+          f"ratio {cpu_keeper / cpu_floor:.2f}")
 
 
 if __name__ == "__main__":

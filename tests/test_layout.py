@@ -46,8 +46,11 @@ ALLOWED: dict[str, set[str]] = {
     "keeper": {"config", "store", "mcp", "errors", "model"},  # lifecycle.py, transport.py
     "catalog": {"llmc_cli", "keeper", "interrupts", "mcp", "errors", "model"},
     "telemetry": {"llmc_cli", "config", "mcp", "errors", "model"},  # imported by what it observes
+    # what is inspected on the way (DLP, clearance, the metadata scan): a stage, not a caller
+    "guard": {"config", "errors", "model"},
     "services": {
         "llmc_cli",
+        "guard",
         "catalog",
         "policy",
         "audit",
@@ -65,6 +68,7 @@ ALLOWED: dict[str, set[str]] = {
     "keeper.process": {"keeper", "services", "store", "config", "interrupts", "mcp", "errors", "model"},
     "agent": {
         "services",
+        "guard",
         "catalog",
         "policy",
         "audit",
@@ -79,6 +83,8 @@ ALLOWED: dict[str, set[str]] = {
     },
     "gateway": {
         "llmc_cli",
+        "guard",
+        "translate",  # names.py: the provider-safe name mapper `ask` and `tools export` use
         "telemetry",
         "services",
         "catalog",
@@ -95,6 +101,7 @@ ALLOWED: dict[str, set[str]] = {
     },
     "cli": {
         "llmc_cli",
+        "guard",
         "agent",
         "gateway",
         "services",
@@ -127,7 +134,7 @@ DESIGN_LAYERS: list[set[str]] = [
     {"cli"},
     {"agent", "gateway"},
     {"services"},
-    {"catalog", "policy", "audit", "store", "config", "telemetry"},
+    {"catalog", "policy", "audit", "store", "config", "telemetry", "guard"},
     {"mcp"},
     {"errors", "model"},
 ]

@@ -3,7 +3,7 @@
     record = ask("What's in the newest log?", provider=p, tools=tools, call_tool=run_one)
 
 Each model turn may ask for tool calls; they run through the injected `call_tool` (in llmc,
-services.call_tool: policy -> call -> audit), concurrently when the injected `read_only` says
+the services pipeline: policy -> call -> inspection -> audit), concurrently when the injected `read_only` says
 so for every tool of the batch (in llmc: the profile's policy, hints included), else in order. A denied or failed call goes back to the model as an error result it
 can read. Results over the budget are cut before the model sees them; the run record keeps them
 whole. Conversations are saved as JSON in the state directory and can be continued.

@@ -85,7 +85,7 @@ def run(
 
     settings = prepared.settings
     with catalog:
-        tools, _denied, failures = services.visible_tools(catalog, profile, servers)
+        tools, _denied, failures = services.visible_tools(catalog, profile, servers, calls.context.cleared_for)
         if wanted(settings.tool_search, len(tools)):
             tools = not_drifted(tools, profile)  # a search never offers a tool its call would refuse as drifted
             if settings.tool_search is None and progress is not None:  # switched on by the count: say so

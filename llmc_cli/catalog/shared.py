@@ -83,8 +83,7 @@ class Catalog:
         if self.keeper:
             return self  # the servers live in a session keeper, shared by design
         pool = self.pool
-        options = replace(
-            pool.options,
+        options = pool.options._replace(
             hooks=hooks,
             stores=replace(pool.options.stores or Stores(), remember_session_ids=False),
             unusable={name: pool.failed[name] for name in pool.unusable},

@@ -93,7 +93,18 @@ def ask(
     )
     prepared = runs.prepare(given, app.load_profile().profile.llm, continue_from=continue_from, save_as=save_as)
     catalog, profile = open_target(ctx, target, sample=prepared.sample)
-    calls = command_calls(ctx, catalog, profile, "ask", caller="model", yes=yes, conversation_id=prepared.conversation.id)
+    from llmc_cli.guard.clearance import model as model_clearance
+
+    calls = command_calls(
+        ctx,
+        catalog,
+        profile,
+        "ask",
+        caller="model",
+        yes=yes,
+        conversation_id=prepared.conversation.id,
+        clearance=model_clearance(profile.profile, prepared.settings.provider),
+    )
     # Steps on a terminal or with -v; a call that went wrong for the model is reported either way.
     show_steps = sys.stderr.isatty() or bool(app.verbose)
 

@@ -121,9 +121,11 @@ def command_calls(
     yes: bool = False,
     use_cache: bool = True,
     conversation_id: str | None = None,
+    clearance: str | None = None,
 ) -> Pipeline:
     """This command's pipeline (services.open_calls): its calls and reads, confirmations asked
-    on the terminal when there is one and `ask` (a batch never asks), `yes`: answered yes."""
+    on the terminal when there is one and `ask` (a batch never asks), `yes`: answered yes;
+    `clearance`: the caller's (guard/clearance.py; None: the default of its kind)."""
     from llmc_cli import services
     from llmc_cli.cli import prompt
 
@@ -139,6 +141,7 @@ def command_calls(
         confirm=prompt.confirm_call if ask else None,
         conversation_id=conversation_id,
         use_cache=use_cache,
+        clearance=clearance,
     )
 
 

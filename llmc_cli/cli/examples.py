@@ -172,6 +172,10 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("Translated for a provider's API", "llmc tools list -s fs --format openai"),
     ],
     "tools lock": [("Pin the tools, then check for drift in CI (exit 10)", "llmc tools lock -o llmc.lock")],
+    "tools scan": [
+        ("Look for attacks in what the profile's servers tell the model", "llmc tools scan --format table"),
+        ("One server, as JSON (exit 1 on a high finding)", "llmc tools scan -s fs --format json"),
+    ],
     "tools search": [("The tools that match words", "llmc tools search 'read a file'")],
     "tools show": [
         ("One tool: arguments, schemas, annotations, the policy's decision", "llmc tools show fs.write_file"),

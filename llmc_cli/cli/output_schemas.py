@@ -149,6 +149,15 @@ TOOL_ROW = {
 }
 FINDING = obj({"tool": STR, "target": STR, "path": STR, "what": STR, "why": STR}, {"server": STR})
 TOOL_REF = obj(TOOL_NAME)
+FIELD_SCORES = {"type": "object", "additionalProperties": NUM}  # field -> its share of a term's score
+SEARCH_TERM = obj(
+    {"term": STR, "query_word": STR, "synonym": BOOL, "score": NUM, "idf": NUM, "fields": FIELD_SCORES},
+    {"boilerplate": NUM},
+)
+SEARCH_WHY = obj(
+    {"terms": array(SEARCH_TERM), "length": NUM},
+    {"semantic": null(obj({"rank": INT, "similarity": NUM})), "lexical_rank": null(INT)},
+)
 EXPORTED = obj({"file": STR, "format": STR, "toolCount": INT, "warnings": common("warnings")})
 ARGUMENT = obj({"name": STR, "type": STR, "required": BOOL}, {"default": ANY, "enum": array(ANY), "description": ANY})
 PRINCIPAL = obj({"principal": STR, "profile": null(STR), "token": STR})
@@ -158,6 +167,10 @@ def _mcp_row(*required: str) -> Schema:
     """A server's MCP object (resource, prompt, ...) with the server's name beside its own fields."""
     return obj({"server": STR, **dict.fromkeys(required, STR)}, closed=False)
 
+
+# A server's data classification and the caller's clearance (guard/clearance.py).
+_LEVEL = enum("public", "internal", "confidential", "restricted")
+LEVEL_FIELDS = {"classification": _LEVEL, "clearance": _LEVEL}
 
 SCHEMAS: dict[str, Schema] = {
     "ask": document(obj({**RUN, "saved": STR}), "llmc ask (without --text)"),
@@ -244,12 +257,22 @@ SCHEMAS: dict[str, Schema] = {
                         **TOOL_NAME,
                         "arguments": OPEN,
                         "caller": enum("human", "model"),
+                        **LEVEL_FIELDS,
                         **DECISION_FIELDS,
                         "hints": common("hints"),
                     },
                     {"callHash": STR, "cache": STR},
                 ),
-                obj({"profile": STR, "server": STR, "resource": STR, "caller": enum("human", "model"), **DECISION_FIELDS}),
+                obj(
+                    {
+                        "profile": STR,
+                        "server": STR,
+                        "resource": STR,
+                        "caller": enum("human", "model"),
+                        **LEVEL_FIELDS,
+                        **DECISION_FIELDS,
+                    }
+                ),
                 obj(
                     {
                         "profile": STR,
@@ -257,6 +280,7 @@ SCHEMAS: dict[str, Schema] = {
                         "prompt": STR,
                         "arguments": OPEN,
                         "caller": enum("human", "model"),
+                        **LEVEL_FIELDS,
                         **DECISION_FIELDS,
                     }
                 ),
@@ -310,6 +334,7 @@ SCHEMAS: dict[str, Schema] = {
                 "config": STR,
                 "name": STR,
                 "entry": OPEN,
+                "nameSeparator": enum(".", "__", "_"),
                 "action": enum("add", "replace", "unchanged"),
                 "dryRun": BOOL,
             }
@@ -358,11 +383,34 @@ SCHEMAS: dict[str, Schema] = {
             "with a provider's --format (mcp, openai, ...) its tool definitions",
         )
     ),
+    "tools-scan": listing(
+        "findings",
+        obj(
+            {
+                "server": STR,
+                "tool": null(STR),
+                "field": STR,
+                "rule": enum(
+                    "model_instruction",
+                    "cross_server",
+                    "exfiltration_link",
+                    "hidden_unicode",
+                    "terminal_escape",
+                    "padding",
+                    "confusable_name",
+                    "encoded_blob",
+                ),
+                "severity": enum("high", "medium"),
+                "excerpt": STR,
+            }
+        ),
+        "llmc tools scan: attacks found in server metadata (tool null: the server's instructions)",
+    ),
     "tools-lock": document(obj({"file": STR, "serverCount": INT, "toolCount": INT}), "llmc tools lock"),
     "tools-search": listing(
         "tools",
-        obj({**TOOL_NAME, "score": NUM, "title": null(STR), "description": STR}),
-        "llmc tools search: the best-fitting tools, best first",
+        obj({**TOOL_NAME, "score": NUM, "title": null(STR), "description": STR}, {"why": SEARCH_WHY}),
+        "llmc tools search: the best-fitting tools, best first (with --explain, why each ranked)",
     ),
     "tools-show": document(
         obj(

@@ -3,7 +3,7 @@ resource, getting the prompt); pre-approve a call."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -11,6 +11,10 @@ from llmc_cli.cli.arguments import needs_schema, parse_json_option, parse_pairs
 from llmc_cli.cli.output import emit, format_option, note, warn
 from llmc_cli.cli.targets import Target, target_options
 from llmc_cli.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from llmc_cli.config.profiles import LoadedProfile
+    from llmc_cli.policy import Decision
 
 
 @click.group()
@@ -47,6 +51,7 @@ def _decide(
         cwd=catalog.pool.working_directory(server),
         approved=state.approvals.is_approved,
     )
+    decision = _cleared(profile, server, caller) or decision
     for arg, why in rules.uncovered_path_arguments(found, config):  # the hole `tools lint` reports too
         warn(f"argument {arg!r} of {call.qualified_name}: {why}")
     from llmc_cli.services import caching
@@ -123,6 +128,7 @@ def check(
             "tool": call.tool,
             "arguments": call.arguments,
             "caller": caller,
+            **_levels(profile, call.server, caller),
             **decision.to_json(),
             "hints": hints,
             **({"cache": cache} if cache else {}),
@@ -151,12 +157,33 @@ def _check_read(
     with catalog:
         server, rest = read_target(catalog, what, name)
         decision = services.read_decision(catalog, profile, what, server, rest)  # type: ignore[arg-type]
-    out: dict[str, Any] = {"profile": profile.name, "server": server, what: rest}
+        decision = _cleared(profile, server, caller) or decision
+    out: dict[str, Any] = {"profile": profile.name, "server": server, what: rest, **_levels(profile, server, caller)}
     if what == "prompt":
         out["arguments"] = {k: str(v) for k, v in arguments.items()}
     emit({**out, "caller": caller, **{k: v for k, v in decision.to_json().items() if k != "callHash"}})
     if decision.action != "allow":
         ctx.exit(ExitCode.DENIED)
+
+
+def _levels(profile: LoadedProfile, server: str, caller: str) -> dict[str, str]:
+    """The server's classification and the caller's clearance (guard/clearance.py): a person's
+    ([policy] clearance) or the model's of `ask` ([llm] clearance)."""
+    from llmc_cli.guard import clearance
+
+    level = clearance.human(profile.profile) if caller == "human" else clearance.model(profile.profile)
+    return {"classification": clearance.classification(profile.profile, server), "clearance": level}
+
+
+def _cleared(profile: LoadedProfile, server: str, caller: str) -> Decision | None:
+    """A clearance denial, as services.authorize would give it, or None."""
+    from llmc_cli.guard import clearance
+    from llmc_cli.policy import Decision
+
+    level = _levels(profile, server, caller)["clearance"]
+    if clearance.cleared(profile.profile, server, level):
+        return None
+    return Decision("deny", "clearance", clearance.reason(profile.profile, server, level))
 
 
 @policy.command("approve")

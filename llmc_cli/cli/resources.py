@@ -31,10 +31,11 @@ def _gather(ctx: click.Context, target: Target, fmt: str, method: str, key: str,
     capability is skipped, not failed."""
     from llmc_cli import services
     from llmc_cli.cli.common import open_target
+    from llmc_cli.guard.clearance import human
 
     catalog, profile = open_target(ctx, target, warm=False)  # a server the policy denies whole never starts
     with catalog:
-        per_server, skipped, failures = services.visible_offered(catalog, profile, method, capability)
+        per_server, skipped, failures = services.visible_offered(catalog, profile, method, capability, human(profile.profile))
     if app_of(ctx).verbose:
         for server in skipped:
             note(f"llmc: {server} offers no {capability}: skipped")

@@ -3,7 +3,7 @@ any MCP host; `llmc serve workspace`: the built-in workspace server on stdio."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import click
 
@@ -34,7 +34,8 @@ from llmc_cli.errors import UsageError
     default=1800,
     show_default=True,
     metavar="SECONDS",
-    help="With --http: end host sessions unused this long.",
+    help="With --http: end host sessions unused this long (one that never got past initialize "
+    "after 1/30 of it, one that never called a tool after 1/6).",
 )
 @click.option(
     "--max-connections",
@@ -73,6 +74,20 @@ from llmc_cli.errors import UsageError
     help="With --http: an admitted request's body must arrive within this (a client trickling it is cut "
     "off), and a kept-alive connection's next request too.",
 )
+@click.option("--tls-cert", metavar="FILE", help="With --http: serve HTTPS with this PEM certificate (chain).")
+@click.option("--tls-key", metavar="FILE", help="With --http: the PEM private key of --tls-cert.")
+@click.option(
+    "--tls-client-ca",
+    metavar="FILE",
+    help="With --tls-cert: require client certificates signed by these PEM CAs (mutual TLS); a "
+    "principal's tls_subject names the certificates that prove it.",
+)
+@click.option(
+    "--name-separator",
+    type=click.Choice([".", "__", "_"]),
+    help="How hosts see tool and prompt names: SERVER.TOOL, SERVER__TOOL or SERVER_TOOL (the last two "
+    "provider-safe, for hosts that hand names to a model provider; default: the profile's [serve] name_separator).",
+)
 @click.pass_context
 def serve(
     ctx: click.Context,
@@ -83,6 +98,10 @@ def serve(
     request_timeout: float,
     max_pending: int,
     pending_timeout: float,
+    tls_cert: str | None,
+    tls_key: str | None,
+    tls_client_ca: str | None,
+    name_separator: Literal[".", "__", "_"] | None,
 ) -> None:
     """Serve a profile's tools to any MCP host: tools named SERVER.TOOL, every call under the
     profile's policy and in its audit trail. stdout carries MCP only (stdio).
@@ -90,11 +109,15 @@ def serve(
     \b
     llmc serve -p readonly                       # stdio: put this in a host's MCP config
     llmc serve -p ops --http 127.0.0.1:8765      # Streamable HTTP at http://127.0.0.1:8765/mcp
+    llmc serve -p ops --http 0.0.0.0:8443 --tls-cert cert.pem --tls-key key.pem   # HTTPS
     llmc serve workspace --root DIR              # the built-in workspace server
     """
+    tls = _tls(http, tls_cert, tls_key, tls_client_ca)
     if ctx.invoked_subcommand is not None:
-        if http or (profile_name and ctx.invoked_subcommand != "token"):
-            raise UsageError(f"-p/--http belong to the gateway (llmc serve -p PROFILE), not to serve {ctx.invoked_subcommand}")
+        if http or name_separator or (profile_name and ctx.invoked_subcommand != "token"):
+            raise UsageError(
+                f"-p/--http/--name-separator belong to the gateway (llmc serve -p PROFILE), not to serve {ctx.invoked_subcommand}"
+            )
         ctx.ensure_object(dict)
         if profile_name:
             app_of(ctx).profile = profile_name  # the profile `serve token` edits
@@ -107,6 +130,11 @@ def serve(
         raise UsageError("name the profile to serve: llmc serve -p PROFILE (or run llmc serve workspace)")
     verbose = app_of(ctx).verbose
     profile = load_profile(name)
+    if name_separator:  # this host's need, over the profile's (llmc servers install writes it)
+        from dataclasses import replace
+
+        serve_config = replace(profile.profile.serve, name_separator=name_separator)
+        profile = replace(profile, profile=replace(profile.profile, serve=serve_config))
     from llmc_cli.cli.common import start_telemetry
 
     start_telemetry("llmc serve", profile)
@@ -120,9 +148,22 @@ def serve(
             request_seconds=request_timeout,
             max_pending=max_pending,
             pending_seconds=pending_timeout,
+            tls=tls,
         )
     else:
         run.serve_stdio(profile, verbose=verbose)
+
+
+def _tls(http: str | None, cert: str | None, key: str | None, client_ca: str | None) -> tuple[str, str, str | None] | None:
+    """(cert, key, client CA) when the options ask for TLS; UsageError for a combination that
+    cannot work."""
+    if not (cert or key or client_ca):
+        return None
+    if not http:
+        raise UsageError("--tls-cert, --tls-key and --tls-client-ca need --http")
+    if not (cert and key):
+        raise UsageError("--tls-cert and --tls-key go together: the certificate and its private key (PEM)")
+    return cert, key, client_ca
 
 
 @serve.command()
@@ -226,6 +267,9 @@ def token_create(ctx: click.Context, name: str, for_profile: str | None) -> None
         serve["auth"] = "required"  # written out, so that no later edit of the principals opens the door
         principals = serve.setdefault("principals", {})
         entry = {"token_sha256": token_hash(secret)}
+        kept = (principals.get(name) or {}).get("tls_subject")
+        if kept:  # a principal its certificate also proves keeps that
+            entry["tls_subject"] = kept
         if for_profile:
             entry["profile"] = for_profile
         principals[name] = entry
@@ -247,7 +291,11 @@ def token_list(ctx: click.Context, fmt: str) -> None:
 
     profile = load_profile(app_of(ctx).profile)
     rows = [
-        {"principal": n, "profile": p.profile, "token": "env:" + p.token_env if p.token_env else "sha256"}
+        {
+            "principal": n,
+            "profile": p.profile,
+            "token": "env:" + p.token_env if p.token_env else "sha256" if p.token_sha256 else "none (tls)",
+        }
         for n, p in (profile.profile.serve.principals or {}).items()
     ]
     emit_listing("principals", rows, fmt, columns=["principal", "profile", "token"])

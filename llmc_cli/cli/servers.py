@@ -14,6 +14,7 @@ import click
 
 from llmc_cli.cli.complete import complete_servers
 from llmc_cli.cli.context import app_of
+from llmc_cli.cli.host_install import install
 from llmc_cli.cli.output import FORMATS, emit, emit_listing, format_option, note
 from llmc_cli.cli.server_rows import _launch_line, _row, _runs, _shown
 from llmc_cli.errors import UsageError
@@ -349,61 +350,6 @@ def import_(
     )
 
 
-@servers.command("install")
-@click.option(
-    "--client",
-    required=True,
-    metavar="CLIENT",
-    type=click.Choice(["claude-desktop", "cursor", "windsurf", "vscode", "claude-code"]),
-    help="The MCP host whose config gets the entry.",
-)
-@click.option(
-    "--profile",
-    "-p",
-    "profile_name",
-    metavar="NAME|PATH",
-    help="The profile the host gets (default: llmc's own -p / LLMC_PROFILE, else 'default').",
-)
-@click.option("--name", metavar="NAME", help="The entry's name in the host's config (default: llmc-PROFILE).")
-@click.option(
-    "--config",
-    "config",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="The host's config file (default: where that host keeps it).",
-)
-@click.option("--dry-run", is_flag=True, help="Print the entry and where it would go; change nothing.")
-@click.option("--replace", is_flag=True, help="Overwrite an entry of that name.")
-@click.pass_context
-def install(
-    ctx: click.Context, client: str, profile_name: str | None, name: str | None, config: Path | None, dry_run: bool, replace: bool
-) -> None:
-    """Put the gateway (`llmc serve -p PROFILE` on stdio) into an MCP host's config, so the host
-    reaches the profile's servers only through its policy and audit trail. Try --dry-run first.
-
-    Claude Desktop, Cursor and Windsurf: their user config; VS Code (.vscode/mcp.json) and
-    Claude Code (.mcp.json): the current directory's. The rest of the file is kept.
-    """
-    from llmc_cli.config import host_configs
-    from llmc_cli.config.profiles import load_profile
-
-    chosen = profile_name or _profile_option(ctx) or "default"
-    loaded = load_profile(chosen)  # the host must get a profile that loads
-    reference = host_configs.profile_reference(chosen, loaded.path)
-    planned = host_configs.plan(client, config, name or f"llmc-{loaded.name}", reference, replace)
-    if not dry_run:
-        host_configs.apply(planned)
-    verb = {
-        "add": "would add" if dry_run else "added",
-        "replace": "would replace" if dry_run else "replaced",
-        "unchanged": "already has",
-    }[planned.action]
-    note(
-        f"llmc: {verb} {planned.name} in {planned.config}"
-        + ("; restart the host to use it" if not dry_run and planned.action != "unchanged" else "")
-    )
-    emit(planned.to_json(dry_run))
-
-
 def _profile_option(ctx: click.Context) -> str | None:
     return app_of(ctx).profile
 
@@ -496,3 +442,6 @@ def _server_table(
         first = exc.errors()[0]
         raise UsageError(f"server {name!r}: {first['msg'].removeprefix('Value error, ')}") from None
     return table
+
+
+servers.add_command(install)  # cli/host_install.py

@@ -64,6 +64,7 @@ def list_(
     """
     from llmc_cli import services
     from llmc_cli.cli.common import open_target
+    from llmc_cli.guard.clearance import human
 
     if defer_loading and fmt != "anthropic":
         raise UsageError("--defer-loading is Anthropic's tool search: use it with --format anthropic")
@@ -75,7 +76,7 @@ def list_(
             if spec.kind == "stdio":
                 note(f"llmc: {spec.name} runs {describe(spec.sandbox, bool(spec.launch))}")
     with catalog:
-        found, denied, failures = services.visible_tools(catalog, profile, list(target.servers) or None)
+        found, denied, failures = services.visible_tools(catalog, profile, list(target.servers) or None, human(profile.profile))
     if show_all:
         found = found + denied
     if not target.is_adhoc:  # for shell completion of tool names
@@ -115,30 +116,64 @@ def list_(
 @tools.command("search")
 @click.argument("query")
 @click.option("-n", "--limit", type=click.IntRange(1, 1000), default=5, show_default=True, help="At most this many tools.")
+@click.option(
+    "--explain",
+    is_flag=True,
+    help='Say why each tool ranked: the terms it matched, in which fields, and what each added to its score ("why").',
+)
+@click.option(
+    "--semantic",
+    is_flag=True,
+    help="Fuse a local embedding model's ranking with the lexical one (the extra llmc-cli[semantic]; "
+    "tool vectors cached in the state directory).",
+)
 @format_option(*FORMATS, listing=True)
 @target_options
 @click.pass_context
-def search(ctx: click.Context, query: str, limit: int, fmt: str, target: Target) -> None:
+def search(ctx: click.Context, query: str, limit: int, explain: bool, semantic: bool, fmt: str, target: Target) -> None:
     """The tools that best fit QUERY, a request in words, best first: {"tools": [{score, server,
     tool, title, description}], "errors": [...]}. Ranked offline (BM25 over names, titles,
-    descriptions and arguments; no model, no network) among the tools the profile's policy lets
-    a model see, less those drifted from its lock file. A tool sharing no word with QUERY is
-    not listed."""
+    descriptions, arguments and their allowed values; no model, no network) among the tools the
+    profile's policy lets a model see, less those drifted from its lock file. A tool sharing no
+    word with QUERY is not listed. With --semantic a small local embedding model ranks them by
+    meaning too and the two rankings are fused by reciprocal rank (score: the fused score). With
+    --explain each row also has "why": {terms: [{term, query_word, synonym, score, idf, fields:
+    {field: score}, boilerplate?}], length, semantic?: {rank, similarity}, lexical_rank?}; on a
+    terminal, a few lines per tool."""
     from llmc_cli.cli.common import open_target
+    from llmc_cli.guard.clearance import human
     from llmc_cli.services import ToolIndex, searchable_tools
 
     if not query.strip():
         raise UsageError("the query is empty: say in words what the tool should do")
+    ranker = None
+    if semantic:
+        from llmc_cli.services import semantic as semantic_stage
+
+        ranker = semantic_stage.SemanticRanker.load(semantic_stage.vector_cache())
     catalog, profile = open_target(ctx, target)
     with catalog:
-        found, failures = searchable_tools(catalog, profile, list(target.servers) or None)
-    matches = ToolIndex(found).search(query, limit)
+        found, failures = searchable_tools(catalog, profile, list(target.servers) or None, human(profile.profile))
+    index = ToolIndex(found)
+    if ranker is not None:
+        ranker.prepare(index.tools)
+        matches = semantic_stage.fused_search(index, ranker, query, limit, explain=explain)
+    else:
+        matches = index.search(query, limit, explain=explain)
     rows = [m.to_json() for m in matches]
-    people = [
-        {"score": f"{m.score:.2f}", "server": m.tool.server, "tool": m.tool.name, "description": m.tool.description}
-        for m in matches
-    ]
-    emit_listing("tools", rows, fmt, [f.to_json() for f in failures], table_rows=people)
+    if explain and fmt == "table":
+        from llmc_cli.cli.search_explain import explain_text
+
+        if matches:
+            click.echo(explain_text(matches))
+        else:
+            emit_listing("tools", [], "table", [f.to_json() for f in failures])
+    else:
+        people = [
+            {"score": f"{m.score:.2f}", "server": m.tool.server, "tool": m.tool.name, "description": m.tool.description}
+            for m in matches
+        ]
+        emit_listing("tools", rows, fmt, [f.to_json() for f in failures], table_rows=people)
     raise_failures(failures, len(catalog.specs))
 
 
@@ -249,10 +284,11 @@ def _profile_lock(profile: LoadedProfile) -> str:
 def _allowed_tools(ctx: click.Context, target: Target) -> tuple[list[Any], list[Any], Any, Any, Any]:
     from llmc_cli import services
     from llmc_cli.cli.common import open_target
+    from llmc_cli.guard.clearance import human
 
     catalog, profile = open_target(ctx, target)
     with catalog:
-        found, _denied, failures = services.visible_tools(catalog, profile, list(target.servers) or None)
+        found, _denied, failures = services.visible_tools(catalog, profile, list(target.servers) or None, human(profile.profile))
         infos = {name: catalog.session(name).server_info for name in catalog.specs if name not in {f.server for f in failures}}
     return found, failures, catalog, infos, profile
 
@@ -342,6 +378,35 @@ def lint(ctx: click.Context, providers: tuple[str, ...], strict: bool, fmt: str,
     raise_failures(failures, len(catalog.specs))
     if strict and findings:
         raise ToolFailed(f"{len(findings)} portability finding(s)")
+
+
+@tools.command("scan")
+@format_option(*FORMATS, listing=True)
+@target_options
+@click.pass_context
+def scan(ctx: click.Context, fmt: str, target: Target) -> None:
+    """Look for attacks in what servers tell the model: every tool's name, title, description,
+    argument descriptions, defaults, enums and output schema, and each server's instructions
+    (README "Guardrails": the rules). One finding per server, tool, field and rule (JSON); exit
+    1 when any is high."""
+    from llmc_cli.cli.common import open_target
+    from llmc_cli.guard.clearance import human
+    from llmc_cli.services.scanning import scan_servers
+
+    catalog, profile = open_target(ctx, target)
+    with catalog:
+        findings, failures = scan_servers(catalog, profile, list(target.servers) or None, human(profile.profile))
+    emit_listing(
+        "findings",
+        [f.to_json() for f in findings],
+        fmt,
+        [f.to_json() for f in failures],
+        columns=["server", "tool", "field", "rule", "severity", "excerpt"],
+    )
+    raise_failures(failures, len(catalog.specs))
+    high = [f for f in findings if f.severity == "high"]
+    if high:
+        raise ToolFailed(f"{len(high)} high-severity finding(s) in server metadata")
 
 
 @tools.command("lock")

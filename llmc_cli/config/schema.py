@@ -32,6 +32,23 @@ from typing import Any, Literal
 
 from llmc_cli.model import ProviderName
 
+# The DLP detectors a profile may name in [dlp] redact/block (llmc_cli/guard/detectors.py).
+DLP_DETECTORS = ("email", "phone", "credit_card", "iban", "secret", "private_key", "profile_secret")
+# Data classification of a server, and the clearance of who may see it, lowest first.
+Level = Literal["public", "internal", "confidential", "restricted"]
+LEVELS: tuple[str, ...] = ("public", "internal", "confidential", "restricted")
+
+
+def _check_detectors(names: list[str] | None, where: str) -> None:
+    from llmc_cli.errors import did_you_mean
+
+    for name in names or []:
+        if name not in DLP_DETECTORS:
+            raise ValueError(
+                f"{where}: unknown detector {name!r}{did_you_mean(name, DLP_DETECTORS)}; the detectors: {', '.join(DLP_DETECTORS)}"
+            )
+
+
 # What pydantic reads from a stdlib dataclass (a plain dict: ConfigDict is a TypedDict).
 _STRICT = {"extra": "forbid"}
 _POSITIVE = {"gt": 0}  # pydantic.Field(gt=0), without importing pydantic here
@@ -82,8 +99,17 @@ class ServerConfig:
     # server, instead of sharing one among the sessions of a principal (a server whose state one
     # host session must never see another's, even the same principal's).
     per_session: bool = False
+    # Guardrails (llmc_cli/guard/): how sensitive what this server holds is (who may see it:
+    # [llm] clearance, [serve.principals.NAME] clearance, [policy] clearance), and DLP on its
+    # results: dlp = false exempts it; redact/block replace the profile's [dlp] lists for it.
+    classification: Level = "internal"
+    dlp: bool = True
+    redact: list[str] | None = None
+    block: list[str] | None = None
 
     def __post_init__(self) -> None:
+        _check_detectors(self.redact, "redact")
+        _check_detectors(self.block, "block")
         kinds = [k for k in ("command", "url", "builtin") if getattr(self, k)]
         if len(kinds) != 1:
             raise ValueError("a server needs exactly one of 'command', 'url' or 'builtin'")
@@ -141,6 +167,9 @@ class PolicyConfig:
     confirm: list[str] = field(default_factory=list)  # globs that need a human's yes
     confirm_destructive: bool = True  # every effectively destructive tool needs a yes
     approved: list[str] = field(default_factory=list)  # hashes of pre-approved exact calls
+    # The highest classification of server anyone using this profile may see (unset: all; the
+    # clearance of a command a person types). [llm] and a principal's clearance may only lower it.
+    clearance: Level | None = None
     hints: dict[str, ToolHints] = field(default_factory=dict)  # "server.tool" -> overrides
     args: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # tool glob -> arg -> globs
     calls_per_minute: int | None = field(default=None, metadata=_POSITIVE)
@@ -166,6 +195,11 @@ class LlmConfig:
     system: str | None = None
     # The model first gets one search tool and the tools it finds (unset: so past 40 tools).
     tool_search: bool | None = None
+    # The highest classification of server the model may see (unset: "internal": a provider's
+    # model is not cleared for confidential data unless the profile says so); per provider name,
+    # for `ask --provider` (overrides this one). [policy] clearance caps both.
+    clearance: Level | None = None
+    provider_clearance: dict[str, Level] = field(default_factory=dict)
 
 
 @dataclass
@@ -178,16 +212,27 @@ class PrincipalConfig:
 
     token_sha256: str | None = None
     token_env: str | None = None
+    # A TLS client certificate proves this principal (with `--tls-client-ca`): the subject's
+    # attributes that must all match, e.g. "CN=ci-bot" or "CN=alice,O=Example".
+    tls_subject: str | None = None
     profile: str | None = None
     description: str | None = None
     # Its share of the gateway (None: the defaults, gateway/hosts.py): sessions it may hold open
     # (past it, its own least recently used idle session ends) and requests it may have in flight.
     max_sessions: int | None = field(default=None, metadata=_POSITIVE)
     max_requests: int | None = field(default=None, metadata=_POSITIVE)
+    # The highest classification of server this principal may see (unset: [serve] clearance).
+    clearance: Level | None = None
 
     def __post_init__(self) -> None:
-        if bool(self.token_sha256) == bool(self.token_env):
-            raise ValueError("a principal needs exactly one of 'token_sha256' or 'token_env'")
+        if self.token_sha256 and self.token_env:
+            raise ValueError("a principal needs at most one of 'token_sha256' or 'token_env'")
+        if not (self.token_sha256 or self.token_env or self.tls_subject):
+            raise ValueError("a principal needs one of 'token_sha256', 'token_env' or 'tls_subject'")
+        if self.tls_subject is not None:
+            from llmc_cli.config.tls_subject import parse_subject
+
+            parse_subject(self.tls_subject)  # raises ValueError for a malformed one
         if self.token_sha256 and not (len(self.token_sha256) == 64 and all(c in "0123456789abcdef" for c in self.token_sha256)):
             raise ValueError("token_sha256 must be 64 lowercase hex digits")
 
@@ -238,10 +283,16 @@ class ServeConfig:
     # The gateway fronting exactly one server under that server's own names (no `server.` prefix):
     # a drop-in in front of a server whose hosts (or test suites) call it by fixed names.
     bare_names: bool = False
+    # How a host sees a server's tool and prompt names: "." (SERVER.TOOL, as MCP allows), or "__"
+    # (SERVER__TOOL) or "_" (SERVER_TOOL), which also makes every name provider-safe
+    # (^[a-zA-Z0-9_-]{1,64}$) for hosts that hand tool names straight to a model provider.
+    name_separator: Literal[".", "__", "_"] = "."
     # Upstream connections of its own (processes, upstream sessions) one principal may hold at
     # once, and how long one no host session uses is kept (seconds).
     max_upstreams: int = field(default=16, metadata=_POSITIVE)
     upstream_idle_timeout: float = field(default=60.0, metadata=_POSITIVE)
+    # TLS ends at a proxy in front of the gateway: no warning at start about plain HTTP off loopback.
+    behind_proxy: bool = False
 
     def __post_init__(self) -> None:
         if self.auth == "none" and (self.principals or self.oauth is not None):
@@ -257,6 +308,9 @@ class ServeConfig:
     # instead of every tool: a big toolbox is searched, not sent whole to the model.
     tool_search: bool = False
     pinned: list[str] = field(default_factory=list)
+    # The highest classification of server a host may see when its principal names none (and
+    # every host of an unauthenticated gateway); unset: "internal". [policy] clearance caps it.
+    clearance: Level | None = None
 
 
 @dataclass
@@ -306,6 +360,37 @@ class OutputConfig:
 
 
 @dataclass
+class DlpConfig:
+    """`[dlp]`: detectors (DLP_DETECTORS) run on every text a result carries. `redact`: each
+    finding replaced by [REDACTED:kind] before anything sees it; `block`: the call fails (exit 4)."""
+
+    __pydantic_config__ = _STRICT
+
+    redact: list[str] = field(default_factory=list)
+    block: list[str] = field(default_factory=list)
+    # Regions whose national phone formats are recognised (international "+" numbers always are).
+    phone_regions: list[str] = field(default_factory=lambda: ["US"])
+
+    def __post_init__(self) -> None:
+        _check_detectors(self.redact, "[dlp] redact")
+        _check_detectors(self.block, "[dlp] block")
+        for region in self.phone_regions:
+            if not (len(region) == 2 and region.isalpha() and region.isupper()):
+                raise ValueError(f'[dlp] phone_regions: {region!r} is not a two-letter region code such as "US" or "GB"')
+
+
+@dataclass
+class GuardConfig:
+    """`[guard]`: what becomes of a tool whose description the metadata scan (llmc tools scan)
+    finds a high-severity attack in: "flag" (offered, the audit says so) or "hide" (never offered
+    to a model or a gateway host, like a drifted tool)."""
+
+    __pydantic_config__ = _STRICT
+
+    descriptions: Literal["flag", "hide"] = "flag"
+
+
+@dataclass
 class Profile:
     __pydantic_config__ = _STRICT
 
@@ -321,6 +406,8 @@ class Profile:
     cache: CacheConfig = field(default_factory=CacheConfig)
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
+    dlp: DlpConfig = field(default_factory=DlpConfig)
+    guard: GuardConfig = field(default_factory=GuardConfig)
 
     def __post_init__(self) -> None:
         for name in self.servers:
@@ -369,5 +456,7 @@ def from_json(data: dict[str, Any]) -> Profile:
             "cache": CacheConfig(**data["cache"]),
             "telemetry": TelemetryConfig(**data["telemetry"]),
             "output": OutputConfig(**data["output"]),
+            "dlp": DlpConfig(**data["dlp"]),
+            "guard": GuardConfig(**data["guard"]),
         }
     )

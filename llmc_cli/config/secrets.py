@@ -113,6 +113,12 @@ class Masker:
             return MASK
         return self._pattern.sub(MASK, value) if self._pattern is not None else value
 
+    def spans(self, value: str) -> list[tuple[int, int]]:
+        """Where the known secrets stand in a text (what `text` would mask), as (start, end)."""
+        if value in self._whole:
+            return [(0, len(value))]
+        return [m.span() for m in self._pattern.finditer(value)] if self._pattern is not None else []
+
     def __call__(self, value: Any) -> Any:
         """A copy of a JSON-like value with every secret masked, and every value under a
         secret-looking key."""

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
-from llmc_cli.errors import ConfigError
+from llmc_cli.errors import ConfigError, did_you_mean
 
 _TOML_LINE = re.compile(r"\(at line (\d+), column \d+\)")
 # Keys that were accepted once and are gone: a profile that still sets one is told why, not
@@ -65,36 +65,10 @@ def validate(data: Mapping[str, object], where: str, text: str | None = None) ->
         key = f"{'.'.join(loc)}: " if loc else ""
         message = first["msg"].removeprefix("Value error, ")
         if first["type"] in ("extra_forbidden", "unexpected_keyword_argument"):  # dataclasses say the latter
-            message = REMOVED_KEYS.get(".".join(loc), "unknown key" + _close_key(loc))
+            message = REMOVED_KEYS.get(".".join(loc)) or "unknown key" + did_you_mean(loc[-1], keys_beside(Profile, loc))
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         line = line_of(text, loc) if text else None
         raise ConfigError(f"{where}{f':{line}' if line else ''}: {key}{message}{more}") from None
-
-
-def _close_key(loc: list[str]) -> str:
-    """' (did you mean 'args'?)' for an unknown key close to a key of its table, else ''."""
-    import dataclasses
-    import typing
-
-    from llmc_cli.config.schema import Profile
-    from llmc_cli.errors import did_you_mean
-
-    cls: Any = Profile
-    parts = iter(loc[:-1])
-    for part in parts:
-        if not dataclasses.is_dataclass(cls):
-            return ""
-        kind = typing.get_type_hints(cls).get(part)
-        args = [a for a in typing.get_args(kind) if a is not type(None)]
-        if typing.get_origin(kind) is dict and args:
-            kind = args[-1]
-            next(parts, None)  # a table of tables ([servers.NAME]): skip the NAME
-        elif args:
-            kind = next((a for a in args if dataclasses.is_dataclass(a)), kind)
-        cls = kind
-    if not dataclasses.is_dataclass(cls):
-        return ""
-    return did_you_mean(loc[-1], [f.name for f in dataclasses.fields(cls)])
 
 
 def line_of(text: str, loc: list[str]) -> int | None:
@@ -110,3 +84,27 @@ def line_of(text: str, loc: list[str]) -> int | None:
         header = re.compile(rf"^\s*\[+\s*{re.escape('.'.join(loc))}\s*\]+")
         hits = [n for n, line in enumerate(lines, 1) if header.match(line)]
     return hits[0] if len(hits) == 1 else None
+
+
+def keys_beside(root: type[Any], loc: list[str]) -> list[str]:
+    """The keys the table holding `loc`'s last key may have (for did-you-mean): the fields of the
+    schema dataclass reached by walking `loc` from `root` (a dict's key steps into its values)."""
+    import dataclasses
+    import types
+    import typing
+
+    def table(kind: Any) -> Any:  # Optional[X] -> X
+        args = [a for a in typing.get_args(kind) if a is not type(None)]
+        return args[0] if typing.get_origin(kind) in (typing.Union, types.UnionType) and len(args) == 1 else kind
+
+    kind: Any = root
+    for part in loc[:-1]:
+        kind = table(kind)
+        if dataclasses.is_dataclass(kind):
+            kind = typing.get_type_hints(kind).get(part)
+        elif typing.get_origin(kind) is dict:
+            kind = typing.get_args(kind)[1]
+        else:
+            return []
+    kind = table(kind)
+    return [f.name for f in dataclasses.fields(kind)] if dataclasses.is_dataclass(kind) else []

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from dataclasses import dataclass
+from typing import Protocol
 
 MAX_PENDING = 64
 PENDING_SECONDS = 5.0
@@ -37,9 +39,12 @@ class Ticket:
 
 
 class Refused(Exception):
-    def __init__(self, status: int, message: str) -> None:
+    """A request refused before it is answered: the HTTP status, the message, headers to send."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.status, self.message = status, message
+        self.headers = headers if headers is not None else {"Retry-After": "1"} if status in (429, 503) else {}
 
 
 class Admission:
@@ -111,3 +116,45 @@ def _hang_up(sock: socket.socket) -> None:
         sock.shutdown(socket.SHUT_RDWR)
     except OSError:
         pass  # closed already
+
+
+class Late(Protocol):
+    def cut_off(self) -> None: ...
+
+
+class Arrivals:
+    """Whole-request deadlines (--request-timeout), kept by one thread for every connection. The
+    socket's timeout bounds each read, not a request: a client sending a byte now and then, even
+    inside one header line, never trips it, and held its connection and thread as long as it
+    liked. A connection whose request has not arrived whole by its deadline is shut down, which
+    ends the read waiting on it at once, whatever it reads (request line, a header, the body). The
+    wait for the next request on a kept-alive connection is one such wait: idle ones end too."""
+
+    TICK = 0.1  # seconds: how late past its deadline a connection may be cut off
+
+    def __init__(self) -> None:
+        self._due: dict[Late, float] = {}
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+
+    def expect(self, handler: Late, seconds: float) -> None:
+        with self._lock:
+            self._due[handler] = time.monotonic() + seconds
+
+    def arrived(self, handler: Late) -> None:
+        with self._lock:
+            self._due.pop(handler, None)
+
+    def run(self) -> None:
+        """Cut off late connections until stop()."""
+        while not self._stopped.wait(self.TICK):
+            now = time.monotonic()
+            with self._lock:
+                late = [handler for handler, due in self._due.items() if due <= now]
+                for handler in late:
+                    del self._due[handler]
+            for handler in late:
+                handler.cut_off()
+
+    def stop(self) -> None:
+        self._stopped.set()

@@ -1,8 +1,8 @@
 """One host's connection to the gateway: mcp/server.py's dual-era core (initialize, discover,
 pagination, cancellation, requests to the client) with the toolbox's methods behind it.
 
-Every tools/call goes through services.call_tool (policy, audit with the host's identity, rate
-limits, argument rules, the lock), every resources/read and prompts/get through services.read.
+Every tools/call, resources/read and prompts/get goes through the services pipeline (policy,
+audit with the host's identity, rate limits, argument rules, the lock, inspection).
 The caller behind a host is a model, so confirmations apply: the host's user is asked by
 elicitation when the host can be asked (initialize era: a request on the connection;
 2026-07-28: an input_required result the host answers by retrying), and otherwise the call is
@@ -85,6 +85,7 @@ class GatewayConnection(McpServer):
         self.upstreams = upstreams or toolbox.catalog
         self.transport = transport
         self.principal = principal
+        self.clearance = toolbox.clearance_of(principal)  # servers above it: not offered, listed or called
         self._upstream: dict[RequestId | None, tuple[str, str]] = {}  # host request id -> (server, our progress token)
         self.on_initialize: Callable[[], None] | None = None  # after the handshake, before its result is sent
         self.subscriptions = Subscriptions(self)
@@ -145,14 +146,20 @@ class GatewayConnection(McpServer):
         toolbox = self.toolbox
         if method == "resources/list":
             return self._listing(
-                self.page("resources", toolbox.gather(method, "resources", "uri", "resources", self.upstreams), params), modern
+                self.page(
+                    "resources", toolbox.gather(method, "resources", "uri", "resources", self.upstreams, self.clearance), params
+                ),
+                modern,
             )
         if method == "resources/templates/list":
-            items = toolbox.gather(method, "resourceTemplates", "uriTemplate", "resources", self.upstreams)
+            items = toolbox.gather(method, "resourceTemplates", "uriTemplate", "resources", self.upstreams, self.clearance)
             return self._listing(self.page("resourceTemplates", items, params), modern)
         if method == "prompts/list":
             return self._listing(
-                self.page("prompts", toolbox.gather(method, "prompts", "name", "prompts", self.upstreams), params), modern
+                self.page(
+                    "prompts", toolbox.gather(method, "prompts", "name", "prompts", self.upstreams, self.clearance), params
+                ),
+                modern,
             )
         if method == "resources/read":
             server, uri = self.route(params.get("uri"), "resource", modern)
@@ -206,14 +213,14 @@ class GatewayConnection(McpServer):
         if self.toolbox.serve.tool_search:
             from llmc_cli.gateway import search
 
-            tools = search.listing(self.toolbox)
+            tools = search.listing(self.toolbox, self.clearance)
         else:
-            tools = [self.toolbox.describe(t) for t in self.toolbox.tools()]
+            tools = [self.toolbox.describe(t) for t in self.toolbox.tools(self.clearance)]
         return self._listing(self.page("tools", tools, params), modern)
 
     def route(self, name: JSON, what: str, modern: str | None = None) -> tuple[str, str]:
         """A namespaced name -> (server, its name there); RequestError for an unknown one."""
-        route = self.toolbox.route(name)
+        route = self.toolbox.route_prompt(name, self.upstreams) if what == "prompt" else self.toolbox.route_uri(name)
         if route is None:
             raise _unknown(what, name, modern)
         return route
@@ -222,7 +229,7 @@ class GatewayConnection(McpServer):
         """route(), and the same error for what the policy hides (what a read of it would be refused)."""
         what = "prompt" if kind == "prompt" else "resource"
         server, rest = self.route(name, what, modern)
-        if not self.toolbox.readable(kind, server, rest, self.upstreams):
+        if not self.toolbox.readable(kind, server, rest, self.upstreams, self.clearance):
             raise _unknown(what, name, modern)
         return server, rest
 
@@ -240,6 +247,7 @@ class GatewayConnection(McpServer):
             audit=toolbox.audit,
             masker=toolbox.masker,
             client=self.host_identity(params, modern),
+            clearance=self.clearance,
         )
         toolbox.revive(request.server, self.upstreams)
         try:
@@ -250,7 +258,7 @@ class GatewayConnection(McpServer):
                 raise RequestError(jsonrpc.INTERNAL_ERROR, exc.message, {"retryAfter": retry}) from None
             if exc.details.get("rule") == "invalid_text":
                 raise RequestError(jsonrpc.INVALID_PARAMS, exc.message) from None
-            raise _unknown(request.kind, toolbox.expose(request.server, request.name), modern) from None
+            raise _unknown(request.kind, toolbox.shown(request.kind, request.server, request.name), modern) from None
         except RpcError as exc:  # the upstream refused the request itself: the host hears the same
             raise RequestError(exc.code or jsonrpc.INTERNAL_ERROR, exc.message, exc.data) from None
         except LlmcError as exc:
@@ -288,16 +296,14 @@ class GatewayConnection(McpServer):
 
         name = str(params["name"])  # checked by _start_call (search.unwrap: by search)
         toolbox = self.toolbox
-        if toolbox.serve.tool_search and name.startswith("llmc."):
+        if toolbox.serve.tool_search and name.startswith("llmc"):
             from llmc_cli.gateway import search
 
-            if name == search.SEARCH:
-                return search.search(toolbox, object_at(params, "arguments"))
-            if name == search.CALL:
-                unwrapped = search.unwrap(params)
-                if isinstance(unwrapped, str):
-                    return _tool_error(unwrapped)
-                return self._call(msg_id, unwrapped, modern, send)  # the named tool's own path
+            answer = search.answer(toolbox, name, params, self.clearance)  # a result, the named tool's call, or None: not llmc's
+            if isinstance(answer, search.Call):
+                return self._call(msg_id, answer.params, modern, send)  # the named tool's own path
+            if answer is not None:
+                return answer
         route = toolbox.route(name)
         if route:
             toolbox.revive(route[0], self.upstreams)
@@ -328,6 +334,7 @@ class GatewayConnection(McpServer):
             client=self.host_identity(params, modern),
             interactive=can_ask,
             confirm=lambda c, t: self._confirm(c, params, modern, send, round_state),
+            clearance=self.clearance,
         )
         meta = object_at(params, "_meta")
         level = meta.get(META + "logLevel")

@@ -12,16 +12,19 @@ toolbox subscribes there while any host listens); list changes of every upstream
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from llmc_cli.errors import LlmcError, RpcError
+from llmc_cli.gateway.host import Host
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.messages import JSON, JSONObject, RequestId
 from llmc_cli.mcp.server import RequestError, Send
 from llmc_cli.mcp.versions import META_PREFIX as META
 
 if TYPE_CHECKING:
-    from llmc_cli.gateway.connection import GatewayConnection
+    from llmc_cli.catalog import Catalog
+    from llmc_cli.gateway.toolbox import Toolbox
+    from llmc_cli.policy import ReadKind
 
 SUBSCRIPTION = META + "subscriptionId"
 FLAGS = {
@@ -29,6 +32,26 @@ FLAGS = {
     "promptsListChanged": "notifications/prompts/list_changed",
     "resourcesListChanged": "notifications/resources/list_changed",
 }
+
+
+class ListeningHost(Host, Protocol):
+    """What a host's subscriptions (listening.py) use of its connection."""
+
+    @property
+    def toolbox(self) -> Toolbox: ...
+
+    @property
+    def upstreams(self) -> Catalog: ...
+
+    @property
+    def channel(self) -> Send | None: ...
+
+    @property
+    def legacy_version(self) -> str | None: ...
+
+    def route(self, name: JSON, what: str, modern: str | None = None) -> tuple[str, str]: ...
+
+    def readable_route(self, name: JSON, kind: ReadKind, modern: str | None = None) -> tuple[str, str]: ...
 
 
 @dataclass
@@ -39,7 +62,7 @@ class Listen:
 
 
 class Subscriptions:
-    def __init__(self, connection: GatewayConnection) -> None:
+    def __init__(self, connection: ListeningHost) -> None:
         self.connection = connection
         self.subscribed: set[tuple[str, str]] = set()  # resources/subscribe (initialize era)
         self.listens: dict[RequestId, Listen] = {}  # subscriptions/listen request id -> what it asked for
@@ -79,7 +102,7 @@ class Subscriptions:
             subscribed: list[JSON] = []
             honored["resourceSubscriptions"] = subscribed
             for uri in uris:
-                route = self.connection.toolbox.route(uri)
+                route = self.connection.toolbox.route_uri(uri)
                 if route is None or not self.connection.toolbox.readable("resource", *route, self.connection.upstreams):
                     continue  # unknown, or hidden by the policy: not honoured
                 try:

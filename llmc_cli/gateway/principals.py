@@ -13,6 +13,7 @@ import secrets
 from dataclasses import dataclass
 
 from llmc_cli.config.profiles import LoadedProfile
+from llmc_cli.config.tls_subject import parse_subject
 from llmc_cli.errors import ConfigError
 
 TOKEN_PREFIX = "llmc_"  # recognisable in a leaked-secret scan
@@ -29,6 +30,7 @@ class Principal:
     profile: str | None  # None: the served profile
     max_sessions: int = MAX_SESSIONS
     max_requests: int = MAX_REQUESTS
+    tls_subject: tuple[tuple[str, str], ...] = ()  # a client certificate's subject that proves it
 
 
 def token_hash(token: str) -> str:
@@ -52,9 +54,17 @@ def principals_of(profile: LoadedProfile) -> list[Principal]:
                 )
             digest = token_hash(token)
         else:
-            digest = str(config.token_sha256)
+            digest = config.token_sha256 or ""  # none: only its certificate proves it
+        subject = parse_subject(config.tls_subject) if config.tls_subject else ()
         out.append(
-            Principal(name, digest, config.profile, config.max_sessions or MAX_SESSIONS, config.max_requests or MAX_REQUESTS)
+            Principal(
+                name,
+                digest,
+                config.profile,
+                config.max_sessions or MAX_SESSIONS,
+                config.max_requests or MAX_REQUESTS,
+                subject,
+            )
         )
     return out
 
@@ -69,6 +79,13 @@ def authenticate(principals: list[Principal], authorization: str | None) -> Prin
     digest = token_hash(token.strip())
     found = None
     for principal in principals:  # compare with every one: the time taken says nothing
-        if hmac.compare_digest(principal.token_sha256, digest):
+        if principal.token_sha256 and hmac.compare_digest(principal.token_sha256, digest):
             found = principal
     return found
+
+
+def subject_principal(principals: list[Principal], subject: dict[str, str]) -> Principal | None:
+    """The principal a verified TLS client certificate's subject names (every attribute of its
+    `tls_subject` held by the subject); with more than one, none (an ambiguous name proves nobody)."""
+    found = [p for p in principals if p.tls_subject and all(subject.get(key) == value for key, value in p.tls_subject)]
+    return found[0] if len(found) == 1 else None

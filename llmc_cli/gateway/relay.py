@@ -26,7 +26,7 @@ from llmc_cli.mcp.router import Router
 from llmc_cli.model import JSON, JSONObject
 
 if TYPE_CHECKING:
-    from llmc_cli.gateway.connection import GatewayConnection  # it imports this module
+    from llmc_cli.gateway.host import Host
 
 Send = Callable[[JSONObject], None]
 
@@ -35,7 +35,7 @@ Send = Callable[[JSONObject], None]
 class HostCall:
     """A host's request in flight: where the upstream's messages about it go."""
 
-    connection: GatewayConnection
+    connection: Host
     send: Send
     host_token: JSON  # the host's progressToken, or None: the host did not ask for progress
     capabilities: JSONObject  # the host's client capabilities

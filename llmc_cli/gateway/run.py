@@ -47,13 +47,18 @@ def serve_http(
     request_seconds: float | None = None,
     max_pending: int | None = None,
     pending_seconds: float | None = None,
+    tls: tuple[str, str, str | None] | None = None,
 ) -> None:
-    """Streamable HTTP until SIGINT, SIGTERM or SIGHUP."""
+    """Streamable HTTP (HTTPS with `tls`: cert, key, client CA) until SIGINT, SIGTERM or SIGHUP."""
+    from llmc_cli.gateway.access import check_auth, parse_address
     from llmc_cli.gateway.admission import MAX_PENDING, PENDING_SECONDS
-    from llmc_cli.gateway.hosts import IDLE_SECONDS, MAX_CONNECTIONS, REQUEST_SECONDS, check_auth, parse_address
-    from llmc_cli.gateway.http import serve
+    from llmc_cli.gateway.hosts import IDLE_SECONDS, MAX_CONNECTIONS, REQUEST_SECONDS
+    from llmc_cli.gateway.http_server import Tls, serve
 
     check_auth(profile, parse_address(address)[0])  # a bad address or door: refused before any server starts
+    secure = Tls(*tls) if tls is not None else None
+    if secure is not None:
+        secure.context()  # unusable files: refused before any upstream starts
     serve(
         _toolbox(profile, verbose),
         address,
@@ -62,5 +67,6 @@ def serve_http(
         request_seconds=request_seconds or REQUEST_SECONDS,
         max_pending=max_pending or MAX_PENDING,
         pending_seconds=pending_seconds or PENDING_SECONDS,
+        tls=secure,
         log=log,
     )

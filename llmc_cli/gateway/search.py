@@ -12,11 +12,12 @@ import json
 import threading
 import weakref
 from collections.abc import Mapping
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
 from llmc_cli.mcp.messages import object_at
-from llmc_cli.model import JSON, JSONObject
+from llmc_cli.model import JSON, JSONObject, Tool
 from llmc_cli.services.search import ToolIndex
 
 if TYPE_CHECKING:
@@ -26,16 +27,32 @@ SEARCH, CALL = "llmc.search_tools", "llmc.call_tool"
 DEFAULT_LIMIT, MAX_LIMIT = 5, 20
 
 
-def listing(toolbox: Toolbox) -> list[JSONObject]:
-    """tools/list under tool search: the two tools of llmc, then the pinned tools of the profile."""
-    tools = toolbox.tools()
-    pinned = [toolbox.describe(t) for t in tools if any(fnmatchcase(t.qualified_name, p) for p in toolbox.serve.pinned)]
+def meta(toolbox: Toolbox, name: str) -> str | None:
+    """SEARCH or CALL for a name of one of them, in the dotted spelling or the toolbox's
+    (`[serve] name_separator`); None for any other name."""
+    for tool in (SEARCH, CALL):
+        if name in (tool, toolbox.names.meta(tool.partition(".")[2])):
+            return tool
+    return None
+
+
+def pinned(toolbox: Toolbox, tool: Tool) -> bool:
+    """Whether a `[serve] pinned` glob names the tool, in the dotted spelling or as hosts see it."""
+    names = {tool.qualified_name, toolbox.tool_name(tool)}
+    return any(fnmatchcase(name, pattern) for pattern in toolbox.serve.pinned for name in names)
+
+
+def listing(toolbox: Toolbox, clearance: str | None = None) -> list[JSONObject]:
+    """tools/list under tool search: the two tools of llmc, then the pinned tools of the profile
+    (of the servers `clearance` covers)."""
+    tools = toolbox.tools(clearance)
+    search_name, call_name = toolbox.names.meta("search_tools"), toolbox.names.meta("call_tool")
     return [
         {
-            "name": SEARCH,
+            "name": search_name,
             "title": "Search tools",
             "description": f"Find tools for a task among the {len(tools)} tools of this gateway, best first, each "
-            f"with its input schema. Run one with {CALL}.",
+            f"with its input schema. Run one with {call_name}.",
             "inputSchema": {
                 "type": "object",
                 "properties": {
@@ -52,33 +69,33 @@ def listing(toolbox: Toolbox) -> list[JSONObject]:
             "annotations": {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False},
         },
         {
-            "name": CALL,
+            "name": call_name,
             "title": "Call a tool",
-            "description": f"Run a tool {SEARCH} found: its name and its arguments, as its input schema says.",
+            "description": f"Run a tool {search_name} found: its name and its arguments, as its input schema says.",
             "inputSchema": {
                 "type": "object",
                 "properties": {
-                    "name": {"type": "string", "description": f"The tool's name, as {SEARCH} gave it."},
+                    "name": {"type": "string", "description": f"The tool's name, as {search_name} gave it."},
                     "arguments": {"type": "object", "description": "The tool's arguments."},
                 },
                 "required": ["name"],
             },
         },
-        *pinned,
+        *(toolbox.describe(t) for t in tools if pinned(toolbox, t)),
     ]
 
 
-def search(toolbox: Toolbox, arguments: Mapping[str, object]) -> JSONObject:
+def search(toolbox: Toolbox, arguments: Mapping[str, object], clearance: str | None = None) -> JSONObject:
     """A llmc.search_tools call's result (a tool error for bad arguments)."""
     query, limit = arguments.get("query"), arguments.get("limit", DEFAULT_LIMIT)
     if not isinstance(query, str) or not query.strip():
-        return tool_error(f"{SEARCH} needs a non-empty string `query`")
+        return tool_error(f"{toolbox.names.meta('search_tools')} needs a non-empty string `query`")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         return tool_error(f"`limit` must be an integer from 1 to {MAX_LIMIT}")
-    matches = _index(toolbox).search(query, limit)
+    matches = _index(toolbox, clearance).search(query, limit)
     rows: list[JSON] = [
         {
-            "name": toolbox.expose(m.tool.server, m.tool.name),
+            "name": toolbox.tool_name(m.tool),
             "score": round(m.score, 3),
             "description": m.tool.description,
             "inputSchema": m.tool.input_schema,
@@ -91,15 +108,15 @@ def search(toolbox: Toolbox, arguments: Mapping[str, object]) -> JSONObject:
     }
 
 
-_INDEXES: weakref.WeakKeyDictionary[Toolbox, tuple[tuple[int, ...], ToolIndex]] = weakref.WeakKeyDictionary()
+_INDEXES: weakref.WeakKeyDictionary[Toolbox, tuple[tuple[str | int | None, ...], ToolIndex]] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 
-def _index(toolbox: Toolbox) -> ToolIndex:
-    """The index of the toolbox's tools, built again only when its tool list changed (the
-    catalog keeps the same Tool objects until a server's list is fetched anew)."""
-    tools = toolbox.tools()
-    key = tuple(id(t) for t in tools)
+def _index(toolbox: Toolbox, clearance: str | None = None) -> ToolIndex:
+    """The index of the toolbox's tools (of the servers `clearance` covers), built again only when
+    its tool list changed (the catalog keeps the same Tool objects until a server's list is fetched anew)."""
+    tools = toolbox.tools(clearance)
+    key = (clearance, *(id(t) for t in tools))
     with _LOCK:
         cached = _INDEXES.get(toolbox)
         if cached is not None and cached[0] == key:
@@ -110,13 +127,32 @@ def _index(toolbox: Toolbox) -> ToolIndex:
     return index
 
 
-def unwrap(params: JSONObject) -> JSONObject | str:
+@dataclass(frozen=True)
+class Call:
+    """A llmc.call_tool request as the tools/call of the tool it names."""
+
+    params: JSONObject
+
+
+def answer(toolbox: Toolbox, name: str, params: JSONObject, clearance: str | None = None) -> JSONObject | Call | None:
+    """A tools/call of one of llmc's own tools (either spelling): llmc.search_tools' result, or
+    llmc.call_tool's named call (a tool error when it names none); None for any other tool."""
+    own = meta(toolbox, name)
+    if own == SEARCH:
+        return search(toolbox, object_at(params, "arguments"), clearance)
+    if own != CALL:
+        return None
+    unwrapped = unwrap(toolbox, params)
+    return tool_error(unwrapped) if isinstance(unwrapped, str) else Call(unwrapped)
+
+
+def unwrap(toolbox: Toolbox, params: JSONObject) -> JSONObject | str:
     """A llmc.call_tool request as the tools/call of the tool it names (its _meta, progress token
     and 2026-07-28 round state kept), or what is wrong with it."""
     arguments = object_at(params, "arguments")
     name, inner = arguments.get("name"), arguments.get("arguments", {})
-    if not isinstance(name, str) or not name or name in (SEARCH, CALL):
-        return f"{CALL} needs `name`: a tool's name as {SEARCH} gave it"
+    if not isinstance(name, str) or not name or meta(toolbox, name) is not None:
+        return f"{toolbox.names.meta('call_tool')} needs `name`: a tool's name as {toolbox.names.meta('search_tools')} gave it"
     if not isinstance(inner, dict):
         return "`arguments` must be an object"
     return {**params, "name": name, "arguments": inner}

@@ -27,6 +27,7 @@ from llmc_cli.catalog import routing
 from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.config.secrets import Masker, environment_secrets
 from llmc_cli.errors import LlmcError, RpcError
+from llmc_cli.gateway.names import ServedNames
 from llmc_cli.gateway.relay import HostRelay
 from llmc_cli.gateway.request_state import RequestStates
 from llmc_cli.mcp import jsonrpc
@@ -37,7 +38,7 @@ from llmc_cli.model import JSON, JSONObject, Tool
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
     from llmc_cli.config.schema import ServeConfig
-    from llmc_cli.gateway.connection import GatewayConnection  # it imports this module
+    from llmc_cli.gateway.host import Host
     from llmc_cli.policy import ReadKind
 
 PROTOCOL_META = "io.modelcontextprotocol/"
@@ -83,6 +84,7 @@ class Toolbox:
         self.serve = serve or profile.profile.serve
         # the schema allows bare names with exactly one server, so every name routes back to it
         self.bare = next(iter(profile.profile.servers)) if profile.profile.serve.bare_names else None
+        self.names = ServedNames(self.serve.name_separator, profile.profile.servers, self.bare)
         self.relay = HostRelay(note)
         self.hooks = ClientHooks(
             on_progress=self.relay.progress,
@@ -110,14 +112,14 @@ class Toolbox:
         # The values the audit masks come from the environment and the profile, which are fixed
         # for the gateway's life: read once, not on every call.
         self.masker = Masker(environment_secrets(profile.profile))
-        self.connections: weakref.WeakSet[GatewayConnection] = weakref.WeakSet()  # for list_changed
+        self.connections: weakref.WeakSet[Host] = weakref.WeakSet()  # for list_changed
         self._lock = threading.Lock()
         self.states = RequestStates()  # 2026-07-28 requestState, sealed for one call of one principal
         self._reported: set[str] = set()
         self._revived: dict[str, float] = {}  # server -> when it was last set to start again
         # (upstream catalog, server, upstream URI) -> the host connections subscribed to it: an
         # upstream connection may be shared, so it is subscribed while at least one host is
-        self._subscribers: dict[tuple[Catalog, str, str], set[GatewayConnection]] = {}
+        self._subscribers: dict[tuple[Catalog, str, str], set[Host]] = {}
 
     def host_upstreams(
         self,
@@ -169,13 +171,22 @@ class Toolbox:
                 self._reported.discard(name)
                 print(f"llmc serve: {name} will be started again (what it kept in memory is lost)", file=sys.stderr, flush=True)
 
-    def tools(self) -> list[Tool]:
-        """The tools a host sees: allowed by the policy and, with a lock, pinned as they are now."""
+    def clearance_of(self, principal: str | None) -> str:
+        """The clearance of a host of this principal (guard/clearance.py): servers above it are
+        not offered, listed or called."""
+        from llmc_cli.guard import clearance
+
+        return clearance.principal(self.serve, self.profile.profile, principal)
+
+    def tools(self, clearance: str | None = None) -> list[Tool]:
+        """The tools a host sees: allowed by the policy, of the servers its `clearance` covers
+        and, with a lock, pinned as they are now."""
         from llmc_cli import services
 
         self.revive()
-        allowed, _hidden, failures = services.visible_tools(self.catalog, self.profile)
+        allowed, _hidden, failures = services.visible_tools(self.catalog, self.profile, clearance=clearance)
         self._report(failures)
+        self.names.assign("tool", ((t.server, t.name) for t in allowed), self.reserved)
         if not self.profile.profile.lock:
             return allowed
         from llmc_cli import lockfile
@@ -194,19 +205,53 @@ class Toolbox:
 
         hints = policy.effective_hints(tool, tool.qualified_name, self.profile.profile.policy)
         annotations = {**tool.annotations, **{f"{k}Hint": v for k, v in hints.items()}}
-        return {**tool.raw, "name": self.expose(tool.server, tool.name), "annotations": annotations}
+        return {**tool.raw, "name": self.tool_name(tool), "annotations": annotations}
+
+    def tool_name(self, tool: Tool) -> str:
+        """The name a host sees for a tool (gateway/names.py)."""
+        return self.names.name("tool", tool.server, tool.name)
+
+    @property
+    def reserved(self) -> tuple[str, ...]:
+        """The names of the gateway's own tools, which no server's tool may take."""
+        return (self.names.meta("search_tools"), self.names.meta("call_tool")) if self.serve.tool_search else ()
 
     def expose(self, server: str, name: str) -> str:
-        """The name a host sees for a server's tool, prompt or resource URI."""
+        """The name a host sees for a server's resource URI (or template): `server.URI`."""
         return name if self.bare else f"{server}.{name}"
 
-    def route(self, name: JSON) -> tuple[str, str] | None:
-        """'server.name' -> (server, name) for a server of this profile; anything else: None."""
+    def route(self, name: JSON, kind: str = "tool") -> tuple[str, str] | None:
+        """A tool's (or a prompt's) name as a host sent it -> (server, name) for a server of this
+        profile; anything else: None. A name this gateway has not given (a host that calls
+        without listing first) lists the tools again before it is refused."""
         if not isinstance(name, str):
             return None
+        route = self.names.route(kind, name)
+        if kind == "tool" and (route is None or self.bare) and not self.names.dotted and not self.names.known(kind, name):
+            self.tools()
+            route = self.names.route(kind, name)
+        return route
+
+    def route_prompt(self, name: JSON, upstreams: Catalog) -> tuple[str, str] | None:
+        """A prompt's name as a host sent it -> (server, name); a name not given yet (a host that
+        never listed them) lists the prompts again first."""
+        route = self.route(name, "prompt")
+        if route is None and isinstance(name, str) and not self.names.dotted and not self.names.known("prompt", name):
+            self.gather("prompts/list", "prompts", "name", "prompts", upstreams)
+            route = self.route(name, "prompt")
+        return route
+
+    def shown(self, kind: str, server: str, name: str) -> str:
+        """The name a host sees for a prompt, or a resource's URI."""
+        return self.names.name(kind, server, name) if kind == "prompt" else self.expose(server, name)
+
+    def route_uri(self, uri: JSON) -> tuple[str, str] | None:
+        """'server.URI' -> (server, URI) for a server of this profile; anything else: None."""
+        if not isinstance(uri, str):
+            return None
         if self.bare:
-            return (self.bare, name) if name else None
-        named = routing.qualified(name, self.catalog.specs)
+            return (self.bare, uri) if uri else None
+        named = routing.qualified(uri, self.catalog.specs)
         return named if named is not None and named[1] else None
 
     def visible(self, tool: Tool) -> bool:
@@ -216,13 +261,18 @@ class Toolbox:
 
     # -- resources, templates, prompts -------------------------------------------------------------
 
-    def gather(self, method: str, key: str, field: str, capability: str, upstreams: Catalog) -> list[JSONObject]:
+    def gather(
+        self, method: str, key: str, field: str, capability: str, upstreams: Catalog, clearance: str | None = None
+    ) -> list[JSONObject]:
         """Every server's items of a list method (all pages) that the policy lets hosts read, their
-        `field` namespaced."""
+        `field` namespaced; none of a server above `clearance`."""
         from llmc_cli import policy, services
+        from llmc_cli.guard.clearance import cleared
 
         def one(server: str) -> list[JSONObject]:
-            if policy.whole_server_denial(server, self.profile.profile.policy):
+            if policy.whole_server_denial(server, self.profile.profile.policy) or not cleared(
+                self.profile.profile, server, clearance
+            ):
                 return []  # nothing of it may be read: not asked, not started for this host
             session = upstreams.session(server)
             # Capabilities unknown (a connection that skipped discovery, its era known): asked,
@@ -235,18 +285,32 @@ class Toolbox:
                 if exc.code != jsonrpc.METHOD_NOT_FOUND:
                     raise
                 return []
-            items = services.visible_items(upstreams, self.profile, method, server, listed)
-            return [{**item, field: self.expose(server, str(item.get(field, "")))} for item in items]
+            return services.visible_items(upstreams, self.profile, method, server, listed)
 
         per_server, failures = upstreams.each(one)
         self._report(failures)
-        return [item for server in self.catalog.specs for item in per_server.get(server, [])]
+        if field == "name":  # prompts: named as tools are
+            self.names.assign("prompt", ((s, str(p.get("name", ""))) for s, items in per_server.items() for p in items))
+            name = self.names.name
+            return [
+                {**p, "name": name("prompt", s, str(p.get("name", "")))}
+                for s in self.catalog.specs
+                for p in per_server.get(s, [])
+            ]
+        return [
+            {**item, field: self.expose(server, str(item.get(field, "")))}
+            for server in self.catalog.specs
+            for item in per_server.get(server, [])
+        ]
 
-    def readable(self, kind: ReadKind, server: str, name: str, upstreams: Catalog) -> bool:
+    def readable(self, kind: ReadKind, server: str, name: str, upstreams: Catalog, clearance: str | None = None) -> bool:
         """Whether the policy lets hosts read this resource (see this template) or get this prompt:
         services.read's judge, asked where no read follows (completions, subscriptions)."""
         from llmc_cli import services
+        from llmc_cli.guard.clearance import cleared
 
+        if not cleared(self.profile.profile, server, clearance):
+            return False
         try:
             return services.read_decision(upstreams, self.profile, kind, server, name).action == "allow"
         except LlmcError:  # the server's tools, needed to judge, cannot be listed
@@ -271,7 +335,7 @@ class Toolbox:
         per_server, _failures = self.catalog.each(offers)
         return any(per_server.values())
 
-    def subscribe(self, connection: GatewayConnection, server: str, uri: str) -> None:
+    def subscribe(self, connection: Host, server: str, uri: str) -> None:
         """A host subscribes to an upstream resource; RpcError/LlmcError as the upstream refused."""
         key = (connection.upstreams.serving(server), server, uri)
         with self._lock:
@@ -285,7 +349,7 @@ class Toolbox:
                     self._subscribers.pop(key, None)
                 raise
 
-    def unsubscribe(self, connection: GatewayConnection, server: str, uri: str) -> None:
+    def unsubscribe(self, connection: Host, server: str, uri: str) -> None:
         key = (connection.upstreams.serving(server), server, uri)
         with self._lock:
             hosts = self._subscribers.get(key)
@@ -301,7 +365,7 @@ class Toolbox:
             except LlmcError:
                 pass  # the upstream may be gone: nothing is subscribed there any more either way
 
-    def forget(self, connection: GatewayConnection) -> None:
+    def forget(self, connection: Host) -> None:
         """A host connection closed: its subscriptions end with it."""
         with self._lock:
             keys = [key for key, hosts in self._subscribers.items() if connection in hosts]

@@ -7,7 +7,7 @@ on stdin and waits for one line on stdout (ready, or the error). Then it serves 
 timeout, or every server is gone for good.
 
 It decides and records nothing: each attached llmc process runs its own policy and audit
-(services.call_tool), so a session changes where a server lives, never what may run. The one
+(services.Pipeline), so a session changes where a server lives, never what may run. The one
 check it runs for callers is a pure function of what they send: their tool arguments against the
 inputSchema they send along (`validate`), so that `llmc call` need not import jsonschema. It only
 rewrites what must be unique on a shared connection: request ids and progress tokens.

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from llmc_cli.errors import ConfigError, LlmcError
-from llmc_cli.model import JSONObject, ToolCall, canonical_json
+from llmc_cli.model import JSONObject, ToolCall, canonical_json, compact_json
 
 if TYPE_CHECKING:
     from llmc_cli.config.profiles import LoadedProfile
@@ -90,10 +89,10 @@ def _key_file(path: Path) -> bytes:
     return key.encode("ascii")
 
 
-@dataclass(frozen=True)
-class Approval:
+class Approval(NamedTuple):
     """What pre-approving one exact call takes, as data (services return it with a denial for
-    want of a confirmation; a front end says how: hint())."""
+    want of a confirmation; a front end says how: hint()). A NamedTuple: this module loads with
+    every call (call_hash), and a dataclass costs several times more to create."""
 
     profile: str  # the profile as a command names it: its name, or its path when it was loaded by path
     tool: str  # SERVER.TOOL
@@ -113,7 +112,6 @@ def hint(approval: Approval) -> str:
     call's own arguments, shell-quoted, ready to paste; when an argument holds a secret (masked as
     the audit log masks it), the callHash to list under `approved` instead. For front ends
     (cli, gateway, agent): services hand out the Approval, never this text."""
-    import json
     import shlex
 
     if approval.secret:
@@ -121,7 +119,7 @@ def hint(approval: Approval) -> str:
             f'an argument holds a secret, so add "{approval.call_hash}" to `approved` under [policy] of profile '
             f"{approval.profile} (the hash of this exact call)"
         )
-    arguments = json.dumps(approval.arguments, ensure_ascii=False, separators=(",", ":"))
+    arguments = compact_json(approval.arguments)
     return (
         f"llmc -p {shlex.quote(approval.profile)} policy approve {shlex.quote(approval.tool)} --json "
         f"{shlex.quote(arguments)} --write ({approval.call_hash})"

@@ -61,14 +61,30 @@ class Invocation:
     use_cache: bool = True  # False: --no-cache, every call goes to its server (its answer still cached)
     # The inspect stage's inspectors (services/inspect.py), in order; None: the profile's (inspectors_for).
     inspection: tuple[Inspector, ...] | None = None
+    # The highest server classification this caller may use (guard/clearance.py); None: the
+    # default of its kind ([policy] clearance for a person, the model's for anyone else).
+    clearance: str | None = None
+
+    @cached_property
+    def cleared_for(self) -> str:
+        """The clearance this invocation's calls, reads and listings are judged by."""
+        from llmc_cli.guard import clearance
+
+        if self.clearance is not None:
+            return clearance.capped(self.clearance, self.profile.profile)
+        if self.caller == "human":
+            return clearance.human(self.profile.profile)
+        return clearance.model(self.profile.profile)
 
     @cached_property
     def inspectors(self) -> tuple[Inspector, ...]:
         if self.inspection is not None:
             return self.inspection
-        from llmc_cli.services.inspect import inspectors_for
+        from llmc_cli.services.inspect import InstructionsInspector, inspectors_for
 
-        return inspectors_for(self.profile)
+        found = inspectors_for(self.profile)
+        # what a model reads next (ask, the gateway): text in it that addresses the model is flagged
+        return (*found, InstructionsInspector()) if self.caller == "model" else found
 
     @cached_property
     def masker(self) -> Masker:
@@ -201,11 +217,14 @@ def record_decisions(log: AuditSink, invocation: Invocation, authorizations: lis
 
 def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Authorization:
     """The policy's decision on a call (a confirmation asked or answered here); nothing runs."""
-    from llmc_cli import audit, policy
+    from llmc_cli import policy
 
     profile = invocation.profile
     if arguments_too_deep(call.arguments):  # whoever sent them (a `KEY:=JSON` pair, a keeper's client)
         raise UsageError(ARGUMENTS_TOO_DEEP)
+    denial = clearance_denial(invocation, call.server, policy.call_hash(call))
+    if denial is not None:  # above the caller's clearance: the server is not even started
+        return _authorization(invocation, call, denial, None)
     tool = catalog.require_tool(call.server, call.tool)
     if has_lone_surrogate(call.arguments):
         # Text no UTF-8 writer accepts (a model's "\\ud800" escape): not checked against path
@@ -222,6 +241,8 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
             cwd=catalog.pool.working_directory(call.server),
             approved=invocation.state.approvals.is_approved,
         )
+    if decision.action != "deny" and profile.profile.guard.descriptions == "hide":
+        decision = _hidden(tool, decision)
     if profile.profile.lock and decision.action != "deny":
         # A denied tool is denied (exit 4), whatever the lock says: `tools lock` pins only
         # the tools the policy allows, so asking the lock first would demand a re-lock that
@@ -232,6 +253,36 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
     approval = None
     if decision.action == "confirm":
         decision, approval = _confirm(invocation, call, tool, decision)
+    return _authorization(invocation, call, decision, approval)
+
+
+def _hidden(tool: Tool, decision: Decision) -> Decision:
+    """[guard] descriptions = "hide": a tool whose own metadata has a high finding is refused."""
+    from llmc_cli import policy
+    from llmc_cli.guard.scan import flagged
+
+    rules = flagged([tool]).get(tool.qualified_name)
+    if not rules:
+        return decision
+    reason = f"the metadata of {tool.qualified_name} addresses the model ({', '.join(rules)}): see llmc tools scan"
+    return policy.Decision("deny", f"guard.descriptions: {rules[0]}", reason, decision.call_hash)
+
+
+def clearance_denial(invocation: Invocation, server: str, call_hash: str | None = None) -> Decision | None:
+    """A denial when `server` is classified above the invocation's clearance (guard/clearance.py)."""
+    from llmc_cli import policy
+    from llmc_cli.guard import clearance
+
+    level = invocation.cleared_for
+    if clearance.cleared(invocation.profile.profile, server, level):
+        return None
+    return policy.Decision("deny", "clearance", clearance.reason(invocation.profile.profile, server, level), call_hash)
+
+
+def _authorization(invocation: Invocation, call: ToolCall, decision: Decision, approval: Approval | None) -> Authorization:
+    from llmc_cli import audit
+
+    profile = invocation.profile
     telemetry.policy_decision(call.qualified_name, decision.action, decision.rule, invocation.caller)
     masker = invocation.masker.with_arguments(call.arguments)
     base = {

@@ -208,15 +208,35 @@ def _attach_first(
     return catalog
 
 
+def cleared_servers(
+    catalog: Catalog, profile: LoadedProfile, servers: list[str] | None, clearance: str | None
+) -> list[str] | None:
+    """`servers` (None: all of the catalog's) less those classified above `clearance` (None: unrestricted)."""
+    if clearance is None:
+        return servers
+    from llmc_cli.guard.clearance import cleared
+
+    return [s for s in (servers if servers is not None else list(catalog.specs)) if cleared(profile.profile, s, clearance)]
+
+
 def visible_tools(
-    catalog: Catalog, profile: LoadedProfile, servers: list[str] | None = None
+    catalog: Catalog, profile: LoadedProfile, servers: list[str] | None = None, clearance: str | None = None
 ) -> tuple[list[Tool], list[Tool], list[Any]]:
-    """(allowed, denied, failures): the model and listings see only the allowed ones."""
+    """(allowed, denied, failures): the model and listings see only the allowed ones. A server
+    above `clearance` (guard/clearance.py; None: unrestricted) is not listed, nor started."""
     from llmc_cli import policy
 
+    servers = cleared_servers(catalog, profile, servers, clearance)
+    if servers == []:
+        return [], [], []
     tools, failures = catalog.list_tools(servers)
     config = profile.profile.policy
     allowed = [t for t in tools if policy.visible(t, config).action == "allow"]
+    if profile.profile.guard.descriptions == "hide":  # a tool whose text attacks the model is not offered
+        from llmc_cli.guard.scan import flagged
+
+        hidden = flagged(allowed)
+        allowed = [t for t in allowed if t.qualified_name not in hidden]
     return allowed, [t for t in tools if t not in allowed], failures
 
 
@@ -230,7 +250,7 @@ def visible_items(
 
 
 def visible_offered(
-    catalog: Catalog, profile: LoadedProfile, method: str, capability: str
+    catalog: Catalog, profile: LoadedProfile, method: str, capability: str, clearance: str | None = None
 ) -> tuple[dict[str, list[JSONObject]], list[str], list[ServerFailure]]:
     """Catalog.list_offered with only what the profile may read (visible_items); a server whose
     tools cannot be listed when the policy needs them to judge is a failure, its items absent. A
@@ -238,7 +258,8 @@ def visible_offered(
     from llmc_cli import policy
 
     config = profile.profile.policy
-    open_servers = [s for s in catalog.specs if not policy.whole_server_denial(s, config)]
+    cleared = cleared_servers(catalog, profile, None, clearance) or []
+    open_servers = [s for s in cleared if not policy.whole_server_denial(s, config)]
     if not open_servers:
         return {}, [], []
     per_server, skipped, failures = catalog.list_offered(method, READ_KINDS[method][0], capability, open_servers)

@@ -7,20 +7,22 @@ nothing of the result). The guardrails (DLP, classification) plug in here: inspe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from llmc_cli.model import JSONObject, ServerSpec, ToolCall
 
 if TYPE_CHECKING:
     from llmc_cli.config.profiles import LoadedProfile
+    from llmc_cli.config.secrets import Masker
+    from llmc_cli.errors import LlmcError
+    from llmc_cli.guard.dlp import Scanner
     from llmc_cli.policy import Decision
     from llmc_cli.services.reads import Read
 
 
-@dataclass(frozen=True)
-class Inspection:
-    """What one inspector made of a result. All fields empty: nothing to say."""
+class Inspection(NamedTuple):
+    """What one inspector made of a result. All fields empty: nothing to say. (NamedTuples, not
+    dataclasses, here: this module loads with every call, and a NamedTuple is cheaper to create.)"""
 
     result: JSONObject | None = None  # the result as it goes on (e.g. redacted); None: unchanged
     findings: tuple[JSONObject, ...] = ()  # JSON objects for the outcome record (masked as it is)
@@ -41,13 +43,121 @@ class Inspector(Protocol):
 
 def inspectors_for(profile: LoadedProfile) -> tuple[Inspector, ...]:
     """The inspectors every call and read of this profile passes, in order (made once per
-    command or host session, by the caller's context). None are built in yet: the guardrails
-    add theirs here, made from the profile's configuration."""
+    command or host session, by the caller's context): DLP ([dlp], guard/dlp.py) when any
+    server of the profile has detectors to run. (Calls a model makes also pass
+    InstructionsInspector: Invocation.inspectors.)"""
+    config = profile.profile
+    if config.dlp.redact or config.dlp.block or any(s.redact or s.block for s in config.servers.values()):
+        return (DlpInspector(profile),)
     return ()
 
 
-@dataclass(frozen=True)
-class Inspected:
+class InstructionsInspector:
+    """A result that carries instructions addressed to the model (guard/scan.py's high
+    model_instruction, exfiltration_link and hidden_unicode rules: read sensitive files, pass
+    secrets or the conversation, keep something from the user, ignore earlier instructions) is
+    flagged in its outcome record ({"rule": ...}); the result goes on unchanged, as data."""
+
+    name = "instructions"
+
+    def __call__(
+        self, request: ToolCall | Read, profile: LoadedProfile, server: ServerSpec | None, result: JSONObject
+    ) -> Inspection | None:
+        from llmc_cli.guard.scan import HIGH, text_findings
+
+        texts = _texts(result)
+        if not texts:
+            return None
+        for rule, severity, _excerpt in text_findings("\n".join(texts)):
+            if severity == HIGH and rule in ("model_instruction", "exfiltration_link", "hidden_unicode"):
+                return Inspection(findings=({"rule": rule},))
+        return None
+
+
+def _texts(result: JSONObject) -> list[str]:
+    """The text parts of a tool result, resource contents or prompt messages (first level)."""
+    out: list[str] = []
+    for key in ("content", "contents", "messages"):
+        items = result.get(key)
+        for item in items if isinstance(items, list) else []:
+            if isinstance(item, dict):
+                inner = item.get("content") if isinstance(item.get("content"), dict) else item
+                text = inner.get("text") if isinstance(inner, dict) else None
+                if isinstance(text, str):
+                    out.append(text)
+    return out
+
+
+class DlpInspector:
+    """DLP on every text a result carries (guard/dlp.py): `redact` kinds replaced by
+    [REDACTED:kind], a `block` kind found denies the call (rule dlp.block:KIND). Findings: one
+    {"kind", "count"} per kind found, never a value. Also redacts an upstream's error (error())."""
+
+    name = "dlp"
+
+    def __init__(self, profile: LoadedProfile) -> None:
+        self.profile = profile
+        self._known: Masker | None = None
+
+    def _scanner(self, request: ToolCall | Read) -> Scanner | None:
+        from llmc_cli.guard import dlp
+
+        rules = dlp.rules_for(self.profile.profile, request.server)
+        if not rules:
+            return None
+        known = None
+        if "profile_secret" in rules.kinds:
+            if self._known is None:
+                from llmc_cli.config.secrets import Masker, environment_secrets
+
+                self._known = Masker(environment_secrets(self.profile.profile))
+            known = self._known.with_arguments(request.arguments)
+        return dlp.Scanner(rules, known)
+
+    def __call__(
+        self, request: ToolCall | Read, profile: LoadedProfile, server: ServerSpec | None, result: JSONObject
+    ) -> Inspection | None:
+        from llmc_cli import policy
+        from llmc_cli.guard import dlp
+
+        scanner = self._scanner(request)
+        if scanner is None:
+            return None
+        seen = scanner.inspect(result)
+        if not seen.found:
+            return None
+        findings: tuple[JSONObject, ...] = tuple({"kind": kind, "count": count} for kind, count in seen.found.items())
+        if seen.blocked:
+            what = f"the result of {request.tool}" if isinstance(request, ToolCall) else f"the {request.kind} {request.name}"
+            rule, reason = dlp.denial(seen.blocked, seen.found, what)
+            return Inspection(findings=findings, deny=policy.Decision("deny", rule, reason))
+        return Inspection(result=seen.result, findings=findings)
+
+    def error(self, request: ToolCall | Read, exc: LlmcError) -> None:
+        """An upstream's error message and details with the findings redacted (a blocked kind too:
+        an error shows nothing the block withholds)."""
+        from llmc_cli.errors import RpcError
+
+        scanner = self._scanner(request)
+        if scanner is None:
+            return
+        exc.message = scanner.text(exc.message, {})
+        exc.args = (exc.message, *exc.args[1:])
+        exc.details = scanner.inspect(exc.details).result
+        if isinstance(exc, RpcError):
+            exc.data = exc.details.get("data")
+
+
+def inspect_error(inspectors: Sequence[Inspector], request: ToolCall | Read, exc: LlmcError) -> None:
+    """An upstream's error (its message may carry what a result would) through the inspectors that
+    look at errors too (an `error(request, exc)` method), before anyone sees it."""
+    for inspector in inspectors:
+        error = getattr(inspector, "error", None)
+        if error is not None:
+            error(request, exc)
+
+
+class Inspected(NamedTuple):
     """The inspect stage's verdict on one result: the result to deliver, every finding, and the
     first denial, if any (inspectors after a denial are not asked)."""
 

@@ -21,8 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from llmc_cli.errors import Cancelled, ConfigError, InputRequired, LlmcError, PolicyDenied, ProtocolError, TimeoutExpired
 from llmc_cli.model import JSONObject, Tool, ToolCall, ToolResult, canonical_json
@@ -40,8 +39,9 @@ if TYPE_CHECKING:
     from llmc_cli.store.state import State
 
 
-@dataclass(frozen=True)
-class ToolRequest:
+# The request and outcome are NamedTuples, not dataclasses: a command makes one of each, and the
+# class costs a tenth as much to create at import (a call through a keeper is mostly start-up).
+class ToolRequest(NamedTuple):
     """A tool call as a caller has it. `name`: SERVER.TOOL or a bare tool name (resolved against
     the catalog), or, with `server`, the tool's own name on that server (already routed).
     `arguments`, or `typed`: the arguments made from the tool's inputSchema once it is known
@@ -57,21 +57,21 @@ class ToolRequest:
     meta: JSONObject | None = None  # the request's _meta, relayed (the gateway's progress token)
 
     @classmethod
-    def of(cls, call: ToolCall, **options: object) -> ToolRequest:
+    def of(cls, call: ToolCall, *, meta: JSONObject | None = None) -> ToolRequest:
         """The request of a call whose server and tool are known already."""
-        return cls(call.tool, call.arguments, server=call.server, call_id=call.call_id, **options)  # type: ignore[arg-type]
+        return cls(call.tool, call.arguments, server=call.server, call_id=call.call_id, meta=meta)
 
 
-@dataclass
-class Outcome:
+class Outcome(NamedTuple):
     """What a call or read that returned a result came to. `request`: the resolved call or the
-    read; `raw`: the result as delivered (after inspection); `result`: a call's, as a ToolResult."""
+    read; `raw`: the result as delivered (after inspection); `result`: a call's, as a ToolResult;
+    `findings`: what the inspectors found (services/inspect.py)."""
 
     request: ToolCall | Read
     raw: JSONObject
     duration_ms: float
     cached: bool = False
-    findings: list[JSONObject] = field(default_factory=list)
+    findings: tuple[JSONObject, ...] = ()
     result: ToolResult | None = None
 
     @property
@@ -257,6 +257,9 @@ class Pipeline:
             kind = {TimeoutExpired: "timeout", Cancelled: "cancelled", InputRequired: "input_required"}.get(
                 type(exc), "transport_error"
             )
+            from llmc_cli.services.inspect import inspect_error
+
+            inspect_error(self.context.inspectors, authorized.call, exc)  # DLP: an error quotes what a result would
             calls.close_call(self.log, authorized, {"outcome": kind, "error": exc.message, "durationMs": _elapsed_ms(started)})
             calls.masked_error(exc, authorized.masker)
             raise
@@ -285,7 +288,7 @@ class Pipeline:
             if cache is not None and not hit:
                 cache.put(raw, body)
         self._record(authorized, outcome, duration, raw, body, findings)
-        return Outcome(authorized.call, raw, duration, hit, findings, result)
+        return Outcome(authorized.call, raw, duration, hit, tuple(findings), result)
 
     def _limit(self, authorized: Authorization) -> None:
         """The rate limits: a call over one is denied (audited), not run."""
@@ -361,6 +364,7 @@ def open_calls(
     confirm: Callable[[ToolCall, Tool | None], bool] | None = None,
     conversation_id: str | None = None,
     use_cache: bool = True,
+    clearance: str | None = None,
 ) -> Pipeline:
     """The pipeline of one command: its context made here, the profile's state opened once.
     `caller`: "human" (a command a person typed) or "model" (calls an LLM chooses); `confirm`:
@@ -378,6 +382,7 @@ def open_calls(
         confirm=confirm,
         conversation_id=conversation_id,
         use_cache=use_cache,
+        clearance=clearance,
     )
     return Pipeline(catalog, context, named_as=named_as)
 
@@ -392,6 +397,7 @@ def host_calls(
     client: JSONObject | None,
     interactive: bool = False,
     confirm: Callable[[ToolCall, Tool | None], bool] | None = None,
+    clearance: str | None = None,
 ) -> Pipeline:
     """The pipeline of one MCP host's call or read through the gateway (`serve`): calls a model
     chose, on the served profile's state and audit trail, recorded with the host's identity
@@ -406,5 +412,6 @@ def host_calls(
         client=client,
         audit=audit,
         environment_masker=masker,
+        clearance=clearance,
     )
     return Pipeline(catalog, context)

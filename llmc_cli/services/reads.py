@@ -51,8 +51,12 @@ class Read:
 def authorize_read(catalog: Catalog, invocation: Invocation, request: Read) -> Authorization:
     """The policy's decision on a read (nothing is asked: a read needs no confirmation)."""
     from llmc_cli import audit, policy
+    from llmc_cli.services.calls import clearance_denial
 
-    if has_lone_surrogate([request.name, request.arguments]):
+    denial = clearance_denial(invocation, request.server)
+    if denial is not None:
+        decision = denial
+    elif has_lone_surrogate([request.name, request.arguments]):
         decision = policy.Decision(
             "deny", "invalid_text", f"the {request.kind} name or its arguments contain a lone surrogate (invalid Unicode text)"
         )

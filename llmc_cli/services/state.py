@@ -1,8 +1,8 @@
 """Which state a command or the gateway keeps: the ONE place that asks "files or PostgreSQL?"
 (LLMC_STATE_URL, else the profile's `[state] url`; neither: files). open_state is called once per
-command (cli) or per served profile (gateway/toolbox.py), and the State is carried on each
-Invocation, so call_tool, the rate limits, approvals, the result cache and the audit take what
-they are handed. The audit chain and the gateway's host sessions are composed here too: each
+command (services.open_calls) or per served profile (gateway/toolbox.py), and the State is
+carried on each Invocation, so the pipeline, the rate limits, approvals, the result cache and the
+audit take what they are handed. The audit chain and the gateway's host sessions are composed here too: each
 needs audit/ code over the store, which store/ may not import."""
 
 from __future__ import annotations

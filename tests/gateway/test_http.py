@@ -84,9 +84,13 @@ def stop(gateway: Gateway) -> str:
 
 @pytest.fixture
 def gateway(gateway_profile: Path) -> Iterator[Gateway]:
-    running = start(gateway_profile)
-    yield running
-    stop(running)
+    """The gateway served from a thread of the test process (inprocess.py): the same server and
+    core as `llmc serve --http`, without a process to start; the tests of the process itself
+    (signals, options, start-up) use start()."""
+    from tests.gateway.inprocess import gateway_in_process
+
+    with gateway_in_process(gateway_profile) as running:
+        yield running
 
 
 def sdk_host(url: str, mode: str, token: str | None = None, **options: Any) -> Any:
@@ -273,8 +277,9 @@ def test_environment_secrets_are_masked_in_the_records_of_every_call(gateway_pro
 
 
 def test_idle_sessions_expire(gateway_profile: Path) -> None:
-    running = start(gateway_profile, "--idle-timeout", "1")
-    try:
+    from tests.gateway.inprocess import gateway_in_process
+
+    with gateway_in_process(gateway_profile, idle_seconds=1) as running:
         session = running.request("POST", "/mcp", INIT)[1]["mcp-session-id"]
         for _ in range(100):
             if json.loads(running.request("GET", "/status")[2])["sessions"] == 0:
@@ -284,8 +289,6 @@ def test_idle_sessions_expire(gateway_profile: Path) -> None:
             running.request("POST", "/mcp", {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, {"Mcp-Session-Id": session})[0]
             == 404
         )
-    finally:
-        stop(running)
 
 
 def test_bearer_tokens_principals_and_their_profiles(gateway_profile: Path, tmp_path: Path) -> None:

@@ -257,6 +257,8 @@ def test_policy_check_explains_a_read_without_reading(isolated_dirs: Path) -> No
         "server": "kb",
         "resource": "lib://public/readme",
         "caller": "human",
+        "classification": "internal",
+        "clearance": "restricted",
         "decision": "deny",
         "rule": "deny: kb.*",
         "reason": "server kb is denied as a whole by tool pattern 'kb.*'",

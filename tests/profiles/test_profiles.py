@@ -70,11 +70,14 @@ def test_profile_by_name_path_and_environment(config: Path, tmp_path: Path):
     "text, expected",
     [
         ('[servers.a]\ncommand = "x"\nargs = [oops]\n', ["default.toml:3:", "invalid TOML"]),
-        ('description = "x"\n[servers.a]\ncomand = "x"\n', ["default.toml:3:", "servers.a.comand", "unknown key"]),
+        (
+            'description = "x"\n[servers.a]\ncomand = "x"\n',
+            ["default.toml:3:", "servers.a.comand", "unknown key (did you mean 'command'?)"],
+        ),
         ('[servers.a]\ncommand = "x"\ntimeout = "fast"\n', ["default.toml:3:", "servers.a.timeout", "number"]),
         ("[servers.a]\nenabled = true\n", ["default.toml:1:", "servers.a", "exactly one of"]),
         ('[servers.a]\ncommand = "x"\nheaders = { A = "b" }\n', ["servers.a", "remote servers"]),
-        ("[policy]\nread_olny = true\n", ["default.toml:2:", "policy.read_olny", "unknown key"]),
+        ("[policy]\nread_olny = true\n", ["default.toml:2:", "policy.read_olny", "unknown key (did you mean 'read_only'?)"]),
         (
             '[servers.a]\ncommand = "x"\n[servers.b]\ncommand = "y"\n[serve]\nbare_names = true\n',
             ["default.toml", "bare_names needs exactly one server"],
