@@ -193,7 +193,7 @@ def block(path: str) -> str:
     return f"{MARK}\n\n" + "\n\n".join(f"\b\n  # {text}\n  {line}" for text, line in examples) + "\n"
 
 
-def attach(command: object, path: str) -> None:
+def attach_examples(command: object, path: str) -> None:
     """Put the examples at the end of a command's --help (and its subcommands'), once."""
     import click
 
@@ -204,4 +204,4 @@ def attach(command: object, path: str) -> None:
     if examples and MARK not in (command.epilog or ""):
         command.epilog = f"{command.epilog.rstrip()}\n\n{examples}" if command.epilog else examples
     for name, sub in getattr(command, "commands", {}).items():
-        attach(sub, f"{path} {name}".strip())
+        attach_examples(sub, f"{path} {name}".strip())

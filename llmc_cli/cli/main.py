@@ -61,9 +61,9 @@ class LazyGroup(click.Group):
             module, attr = COMMANDS[name][0].split(":")
             command: click.Command = getattr(importlib.import_module(module), attr)
             _accept_global_options(command)
-            from llmc_cli.cli.examples import attach
+            from llmc_cli.cli.examples import attach_examples
 
-            attach(command, name)
+            attach_examples(command, name)
             return command
         return super().get_command(ctx, name)
 

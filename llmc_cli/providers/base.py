@@ -316,7 +316,7 @@ def call_with_retries(
         )
         if failure.reason not in TRANSIENT or attempt >= settings.max_retries or time.monotonic() + wait >= deadline:
             tries = f" (after {attempt + 1} attempts)" if attempt else ""
-            where = f" to {endpoint(provider, settings.base_url)}" if failure.reason in ("connection", "timeout") else ""
+            where = f" to {provider_endpoint(provider, settings.base_url)}" if failure.reason in ("connection", "timeout") else ""
             raise ProviderError(
                 _mask(f"{provider}: {failure.reason.replace('_', ' ')}{where}: {failure.message}{tries}", settings.api_key),
                 provider=provider,
@@ -336,7 +336,7 @@ PUBLIC_ENDPOINTS = {
 }
 
 
-def endpoint(provider: str, base_url: str | None) -> str:
+def provider_endpoint(provider: str, base_url: str | None) -> str:
     """Where a provider's requests go, for an error message: the base URL without userinfo,
     query or fragment (which may hold a key), else the provider's public API."""
     if not base_url:
