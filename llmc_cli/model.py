@@ -229,6 +229,9 @@ class ToolResult:
                 parts.append(str(item.get("text", "")))
             elif kind == "resource" and isinstance(resource := item.get("resource"), dict) and "text" in resource:
                 parts.append(str(resource["text"]))
+            elif kind == "resource_link":  # where it is and what it is called: what a reader needs of a link
+                name = item.get("title") or item.get("name") or ""
+                parts.append(f"[resource_link {name}: {item.get('uri', '')}]".replace(" :", ":"))
             else:
                 label = item.get("mimeType") or item.get("uri") or ""
                 parts.append(f"[{kind} {label}]".replace(" ]", "]"))

@@ -46,67 +46,12 @@ def completions() -> dict[str, str]:
 
 # Command path (as in the man page's name) -> (what it does, the command line). Shown in the
 # page's EXAMPLES section; a test parses every line against the Click tree.
+# llmc_cli/cli/examples.py holds them (each command's --help ends with them), keyed by man page.
+from llmc_cli.cli.examples import EXAMPLES as _BY_COMMAND  # noqa: E402
+from llmc_cli.cli.examples import MARK as _EXAMPLES_MARK  # noqa: E402
+
 EXAMPLES: dict[str, list[tuple[str, str]]] = {
-    "llmc": [
-        ("The tools of every server of the default profile, as a table", "llmc tools list --format table"),
-        ("Call one tool; the typed command is the confirmation", "llmc call fs.read_text_file path=README.md"),
-        ("Ask a model, which uses the tools under the profile's policy",
-         "llmc -p ops ask 'Which pods restarted today?' --provider openai --model gpt-4.1-mini"),
-    ],
-    "llmc-call": [
-        ("key=value arguments, typed by the tool's inputSchema", "llmc call calc.add a=40 b=2"),
-        ("Arguments as one JSON object", "llmc call fs.write_file --json '{\"path\": \"a.txt\", \"content\": \"hi\"}'"),
-        ("Only the text of the result", "llmc call fs.read_text_file path=README.md --text"),
-        ("Many calls from a JSON Lines file, one result line each", "llmc call --batch calls.jsonl"),
-    ],
-    "llmc-tools-list": [
-        ("A table for people", "llmc tools list --format table"),
-        ("Only the tools whose names match a glob", "llmc tools list --match 'read_*'"),
-        ("Translated for a provider's API", "llmc tools list -s fs --format openai"),
-    ],
-    "llmc-tools-show": [
-        ("One tool: arguments, schemas, annotations, the policy's decision", "llmc tools show fs.write_file"),
-        ("The same as JSON", "llmc tools show fs.write_file --format json"),
-    ],
-    "llmc-tools-export": [
-        ("Write the manifest for Anthropic's API", "llmc tools export --format anthropic -o tools.json"),
-    ],
-    "llmc-tools-lock": [
-        ("Pin the tools, then check for drift in CI (exit 10)", "llmc tools lock -o llmc.lock"),
-    ],
-    "llmc-tools-diff": [
-        ("What changed since the lock", "llmc tools diff --lock llmc.lock"),
-    ],
-    "llmc-servers-add": [
-        ("A stdio server", "llmc servers add fs -- npx -y @modelcontextprotocol/server-filesystem ."),
-        ("A remote server; the token expands from the environment when used",
-         "llmc servers add api --url https://mcp.example.com/mcp --header 'Authorization: Bearer ${API_TOKEN}'"),
-    ],
-    "llmc-servers-disable": [
-        ("Keep a server in the profile but use it only when named with -s", "llmc servers disable fs"),
-    ],
-    "llmc-servers-enable": [
-        ("Use a disabled server again", "llmc servers enable fs"),
-    ],
-    "llmc-servers-import": [
-        ("See what would be imported from Claude Desktop's config", "llmc servers import claude_desktop_config.json --dry-run"),
-    ],
-    "llmc-completion": [
-        ("bash, in ~/.bashrc", "eval \"$(llmc completion bash)\""),
-        ("fish", "llmc completion fish > ~/.config/fish/completions/llmc.fish"),
-    ],
-    "llmc-auth-login": [
-        ("Log in from an SSH session: print the URL, paste the redirect back", "llmc auth login api --no-browser"),
-    ],
-    "llmc-audit-tail": [
-        ("The last 20 records as they arrive", "llmc audit tail -n 20 -f"),
-    ],
-    "llmc-session-start": [
-        ("Keep the profile's servers running between commands", "llmc session start ops"),
-    ],
-    "llmc-serve": [
-        ("The profile's tools as one MCP server, for any MCP host", "llmc serve -p ops"),
-    ],
+    "-".join(["llmc", *path.split()]): examples for path, examples in _BY_COMMAND.items()
 }
 
 # Every LLMC_* variable the code reads (a test greps the package for them), and the others that
@@ -183,7 +128,7 @@ def _page(command: click.Command, ctx: click.Context, path: list[str],
         ".SH NAME", f"{_esc(title)} \\- {_esc(short)}",
         ".SH SYNOPSIS", f".B {_esc(' '.join(path))}", _esc(" ".join(command.collect_usage_pieces(ctx))),
     ]
-    help_text, epilog = _clean(command.help), _clean(command.epilog)
+    help_text, epilog = _clean(command.help), _clean((command.epilog or "").partition(_EXAMPLES_MARK)[0])
     if help_text:
         lines += [".SH DESCRIPTION", *_paragraphs(help_text)]
     # Arguments are in the synopsis; options get a paragraph each.

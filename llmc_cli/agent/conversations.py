@@ -26,10 +26,11 @@ class Conversation:
     messages: list[Message] = field(default_factory=list)
     runs: list[dict[str, Any]] = field(default_factory=list)  # every run's record, full results included
     created: float = field(default_factory=time.time)
+    base_url: str | None = None  # where it was held (a local server): a continued one goes there too
 
     @classmethod
-    def new(cls, provider: str, model: str | None, system: str | None = None) -> Conversation:
-        return cls(id=uuid.uuid4().hex, provider=provider, model=model, system=system)
+    def new(cls, provider: str, model: str | None, system: str | None = None, base_url: str | None = None) -> Conversation:
+        return cls(id=uuid.uuid4().hex, provider=provider, model=model, system=system, base_url=kept_url(base_url))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -37,6 +38,7 @@ class Conversation:
             "id": self.id,
             "provider": self.provider,
             "model": self.model,
+            **({"baseUrl": self.base_url} if self.base_url else {}),
             "system": self.system,
             "created": self.created,
             "messages": [m.to_json() for m in self.messages],
@@ -49,11 +51,26 @@ class Conversation:
             id=d["id"],
             provider=d.get("provider") or "",
             model=d.get("model"),
+            base_url=d.get("baseUrl") if isinstance(d.get("baseUrl"), str) else None,
             system=d.get("system"),
             messages=[message_from_json(m) for m in d.get("messages") or []],
             runs=list(d.get("runs") or []),
             created=d.get("created") or time.time(),
         )
+
+
+def kept_url(url: str | None) -> str | None:
+    """A base URL as a conversation keeps it: never one with userinfo or a query (either may
+    hold a key, and secrets are not stored); such a URL is given again when continuing."""
+    if not url:
+        return None
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    return None if parts.username or parts.password or parts.query or "${" in url else url
 
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -69,12 +86,17 @@ def save_conversation(conv: Conversation, name: str | None = None) -> Path:
     readable only by the user (it holds tool results)."""
 
     name = name or conv.id
-    if not NAME_RE.match(name) or name == "last":
-        raise UsageError(f"bad conversation name {name!r}: use letters, digits, '.', '_', '-' (not 'last')")
+    check_name(name)
     path = conversations_dir() / f"{name}.json"
     # ASCII JSON: text with a lone surrogate (a model's or a server's) is stored, not a crash.
     write_atomic(path, json.dumps(conv.to_json()))
     return path
+
+
+def check_name(name: str) -> None:
+    """A name a conversation may be saved under, or a UsageError."""
+    if not NAME_RE.match(name) or name == "last":
+        raise UsageError(f"bad conversation name {name!r}: use letters, digits, '.', '_', '-' (not 'last')")
 
 
 def conversation_path(name: str) -> Path:

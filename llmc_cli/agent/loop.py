@@ -237,6 +237,11 @@ def _ask(
             conv.messages.append(turn)
             if not turn.tool_calls and turn.stop_reason == PAUSE:
                 continue  # a server-side tool paused the turn: the model goes on from the conversation as it is
+            if not turn.tool_calls and not turn.text.strip():
+                # the same on a terminal (streamed) and in a pipe: nothing is no answer (exit 8)
+                raise ProviderError(
+                    f"{provider.name}: the model answered nothing (no text, no tool call)", provider=provider.name
+                )
             if not turn.tool_calls:
                 record.answer = turn.text  # only a turn that calls no tool is the answer
                 record.stop_reason = {END: STOP_END, LENGTH: STOP_LENGTH}.get(turn.stop_reason, STOP_OTHER)
@@ -473,6 +478,8 @@ def progress_line(event: JSONObject) -> str | None:
         return f"[step {event['step']}] asking the model..."
     if kind == "tool_start":
         return f"[step {event['step']}] running {event['tool']}"
+    if kind == "notice":
+        return str(event.get("message") or "")
     if kind == "tool_end":
         took = f" ({event['durationMs']:.0f} ms)" if event.get("durationMs") is not None else ""
         told = f": {event['message']}" if event.get("message") else ""

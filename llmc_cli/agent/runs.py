@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llmc_cli import services
-from llmc_cli.agent.conversations import Conversation, conversation_path, load_conversation, save_conversation
+from llmc_cli.agent.conversations import Conversation, check_name, conversation_path, load_conversation, save_conversation
 from llmc_cli.agent.loop import Progress, RunRecord, ask
 from llmc_cli.agent.sampling import sampler
 from llmc_cli.agent.settings import AskOptions, AskSettings, resolve_settings
-from llmc_cli.agent.tool_search import wanted
+from llmc_cli.agent.tool_search import THRESHOLD, wanted
 from llmc_cli.errors import PolicyDenied
 from llmc_cli.policy.approval import with_hint
-from llmc_cli.providers.base import Provider, make_provider
+from llmc_cli.providers.base import AssistantTurn, Provider, make_provider
 from llmc_cli.services import ToolRequest
 from llmc_cli.services.search import not_drifted
 
@@ -37,6 +37,7 @@ class PreparedRun:
     provider: Provider
     conversation: Conversation
     save_as: str | None  # the name it is saved under (None: its id)
+    continued: bool = False  # a saved conversation goes on (saved back whatever happens)
 
     @property
     def sample(self) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
@@ -45,17 +46,27 @@ class PreparedRun:
 
 
 def prepare(given: AskOptions, llm: LlmConfig, *, continue_from: str | None = None, save_as: str | None = None) -> PreparedRun:
-    """Settings, model client and conversation (a saved one to continue, else a new one); the
-    conversation is saved now, so a state directory that cannot take it fails before the model
-    is asked (exit 3), not after it answered."""
+    """Settings, model client and conversation (a saved one to continue, else a new one). A
+    state directory that cannot take the conversation fails now, before the model is asked
+    (exit 3); a new conversation is kept only once its first turn began (run())."""
     conversation = load_conversation(continue_from) if continue_from else None
     if continue_from and not save_as:  # a continued conversation is saved back where it came from
         save_as = conversation_path(continue_from).stem
     settings = resolve_settings(given, llm, conversation)
     provider = make_provider(settings.provider, settings.provider_settings)
-    conversation = conversation or Conversation.new(settings.provider, settings.provider_settings.model, settings.system_for_new)
-    save_conversation(conversation, save_as)
-    return PreparedRun(settings, provider, conversation, save_as)
+    continued = conversation is not None
+    if conversation is None:
+        conversation = Conversation.new(
+            settings.provider, settings.provider_settings.model, settings.system_for_new, settings.provider_settings.base_url
+        )
+        # A state directory that cannot take it fails now (exit 3), before a token is spent; the
+        # conversation itself is kept only once its first turn began (runs.run).
+        if save_as:
+            check_name(save_as)  # a bad --save NAME is usage, before anything runs
+        save_conversation(conversation).unlink(missing_ok=True)
+    else:
+        save_conversation(conversation, save_as)
+    return PreparedRun(settings, provider, conversation, save_as, continued)
 
 
 def run(
@@ -80,6 +91,8 @@ def run(
         tools, _denied, failures = services.visible_tools(catalog, profile, servers, calls.context.cleared_for)
         if wanted(settings.tool_search, len(tools)):
             tools = not_drifted(tools, profile)  # a search never offers a tool its call would refuse as drifted
+            if settings.tool_search is None and progress is not None:  # switched on by the count: say so
+                progress({"event": "notice", "message": search_notice(len(tools))})
         for failure in failures:
             if on_unavailable:
                 on_unavailable(failure.error)
@@ -99,8 +112,23 @@ def run(
                 tool_search=settings.tool_search,
             )
         finally:
-            saved = save_conversation(prepared.conversation, prepared.save_as)
+            # a conversation that never began (the first turn failed: 401, refused) is not kept
+            saved = save_conversation(prepared.conversation, prepared.save_as) if began(prepared) else None
+    if saved is None:  # a run that ended without a turn (its time was up): it is still a run
+        saved = save_conversation(prepared.conversation, prepared.save_as)
     return record, saved
+
+
+def began(prepared: PreparedRun) -> bool:
+    """Whether the conversation holds a model turn (or was saved before: a continued one)."""
+    return prepared.continued or any(isinstance(m, AssistantTurn) for m in prepared.conversation.messages)
+
+
+def search_notice(count: int) -> str:
+    return (
+        f"llmc: {count} tools: the model gets a tool search instead of every tool (past {THRESHOLD}); "
+        "--no-tool-search or [llm] tool_search = false turns it off"
+    )
 
 
 def _call(calls: Pipeline, call: ToolCall) -> ToolResult:

@@ -62,10 +62,12 @@ def resolve_settings(given: AskOptions, llm: LlmConfig, conversation: Conversati
     if not provider:
         raise UsageError("no provider: give --provider or set [llm] provider in the profile")
     model = given.model or (conversation.model if conversation else None) or llm.model
+    # the conversation's own endpoint, unless another provider is asked for now
+    kept = conversation if conversation and provider == conversation.provider else None
     settings = ProviderSettings(
         model=model,
         api_key_env=given.api_key_env or llm.api_key_env,
-        base_url=given.base_url or llm.base_url,
+        base_url=given.base_url or (kept.base_url if kept else None) or llm.base_url,
         temperature=given.temperature if given.temperature is not None else llm.temperature,
         max_tokens=given.max_tokens or llm.max_tokens,
     )

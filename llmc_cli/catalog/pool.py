@@ -116,6 +116,7 @@ class Pool:
                 self._adopt(server, session)
             self.connect_seconds[server] = time.monotonic() - started
         except LlmcError as exc:
+            sandbox_hint(spec, exc)
             self.failed[server] = exc
             raise
 
@@ -244,3 +245,41 @@ class Pool:
 
         with ThreadPoolExecutor(max_workers=max(1, min(8, len(sessions)))) as pool:
             list(pool.map(lambda s: s.close(), sessions))
+
+
+_PATH_TROUBLE = (
+    "no such file or directory",
+    "enoent",
+    "eacces",
+    "permission denied",
+    "not accessible",
+    "cannot access",
+    "does not exist",
+    "read-only file system",
+    "erofs",
+    "cannot find module",
+)
+
+
+def sandbox_hint(spec: ServerSpec, exc: LlmcError) -> None:
+    """A sandboxed server that exited at start saying a path is missing or not accessible: its
+    error names what the sandbox shows it and how to add a path (once)."""
+    sandbox = spec.sandbox
+    if spec.kind != "stdio" or not spec.launch or sandbox is None or not isinstance(exc, ConnectionFailed):
+        return
+    lines = [str(line).lower() for line in exc.details.get("stderr") or []]
+    if "sandboxed" in exc.message or not any(t in line for line in lines for t in _PATH_TROUBLE):
+        return
+    shown = "; ".join(
+        part
+        for part in (
+            f"write {', '.join(sandbox.write_paths)}" if sandbox.write_paths else "",
+            f"read {', '.join(sandbox.read_paths)}" if sandbox.read_paths else "",
+        )
+        if part
+    )
+    exc.message += (
+        f" (server {spec.name} is sandboxed and sees {shown or 'none of your paths'}: add a path to "
+        f"write_paths or read_paths of [servers.{spec.name}] in the profile, or re-add it with "
+        f"`llmc servers add {spec.name} --replace --write-path DIR -- ...`)"
+    )

@@ -46,6 +46,7 @@ class Catalog:
         self.pool.posts_on_caller_thread = shared.posts_on_caller_thread if shared is not None else False
         # Told how work across servers (each) goes: see listing.each.
         self.on_each: Callable[[int, list[str]], None] | None = None
+        self.say: Callable[[str], None] | None = None  # -v: what the catalog did that a person may want to know
 
     @property
     def posts_on_caller_thread(self) -> bool:
@@ -146,8 +147,12 @@ class Catalog:
     def _changed(self, server: str, method: str) -> None:
         """notifications/tools/list_changed: the next listing asks the server again."""
         if method == "notifications/tools/list_changed":
+            # Before its first listing (the handshake, the server's own start-up) nothing known
+            # of the server is stale: its cached results stay (their key holds each tool's
+            # definition hash, so a tool that did change misses anyway).
+            if server in self.tools.by_server:
+                self.tools.changed.add(server)
             self.tools.forget(server)
-            self.tools.changed.add(server)
         hooks = self.pool.options.hooks
         if hooks and hooks.on_list_changed:
             hooks.on_list_changed(method)

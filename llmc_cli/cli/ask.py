@@ -157,8 +157,10 @@ class LiveText:
         self.shown = False
 
     def write(self, piece: str) -> None:
+        from llmc_cli.cli.output import end_status
 
         if piece:
+            end_status()
             self.stream.write(clean(piece))
             self.stream.flush()
             self.open = not piece.endswith("\n")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import sys
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -127,16 +128,43 @@ def tail(
 
     records = [r for r in _parse(line for _, _, line in log.records()) if keep(r)]
     shown = records[-count:] if count else []
-    _print(shown, fmt)
     if not follow:
+        _print(shown, fmt)
         return
+    if fmt == "table":  # one header, then a line per record as it comes, in fixed columns
+        _follow_line({c: c for c, _ in FOLLOW_COLUMNS})
+    for record in shown:
+        _follow_record(record, fmt)
     seen = len(list(log.records()))
     while True:  # ends with Ctrl-C (exit 130)
         time.sleep(FOLLOW_POLL_SECONDS)
         lines = [line for _, _, line in log.records()]
         if len(lines) > seen:
-            _print([r for r in _parse(lines[seen:]) if keep(r)], fmt, follow=True)
+            for record in _parse(lines[seen:]):
+                if keep(record):
+                    _follow_record(record, fmt)
             seen = len(lines)
+
+
+# The columns of `audit tail -f --format table` and their widths (a followed table cannot size
+# its columns by records that have not come yet).
+FOLLOW_COLUMNS = [("time", 27), ("event", 8), ("server", 14), ("tool", 24), ("decision", 8), ("outcome", 11), ("durationMs", 10)]
+
+
+def _follow_record(record: dict[str, Any], fmt: str) -> None:
+    if fmt == "table":
+        _follow_line({c: "" if record.get(c) is None else str(record.get(c)) for c, _ in FOLLOW_COLUMNS})
+    else:
+        emit([record], "jsonl")
+
+
+def _follow_line(cells: dict[str, str]) -> None:
+    from llmc_cli.cli.output import clean, end_status
+
+    end_status()
+    line = " ".join(clean(cells[c])[:w].ljust(w) for c, w in FOLLOW_COLUMNS).rstrip()
+    click.echo(line)
+    sys.stdout.flush()
 
 
 def _parse(lines: Any) -> Iterator[dict[str, Any]]:
@@ -147,10 +175,8 @@ def _parse(lines: Any) -> Iterator[dict[str, Any]]:
             continue
 
 
-def _print(records: list[dict[str, Any]], fmt: str, follow: bool = False) -> None:
-    """`follow`: new records while following; none is no news (nothing said)."""
+def _print(records: list[dict[str, Any]], fmt: str) -> None:
     if fmt == "table":
-        if records or not follow:
-            show_table(records, ["time", "event", "server", "tool", "decision", "outcome", "durationMs"], "audit records")
+        show_table(records, ["time", "event", "server", "tool", "decision", "outcome", "durationMs"], "audit records")
     else:
         emit(records, "jsonl")

@@ -11,7 +11,7 @@ import click
 from llmc_cli import services
 from llmc_cli.cli.arguments import load_json, read_input
 from llmc_cli.cli.common import command_calls, open_target
-from llmc_cli.cli.output import json_line, note
+from llmc_cli.cli.output import emit, note
 from llmc_cli.cli.targets import Target
 from llmc_cli.errors import ExitCode, LlmcError, UsageError
 from llmc_cli.model import ARGUMENTS_TOO_DEEP, JSON, MAX_ARGUMENT_DEPTH, arguments_too_deep
@@ -71,7 +71,7 @@ def run(
         finished.append(item)
         if item.error is not None:
             with_hint(item.error)
-        click.echo(json_line(item.to_json()))
+        emit(item.to_json(), "jsonl")  # after the progress line is cleared
 
     with catalog:
         # The batch file is the person's decision (no confirm_destructive); the profile's

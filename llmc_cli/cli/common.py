@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
     from llmc_cli.config.profiles import LoadedProfile
     from llmc_cli.services import Pipeline
-    from llmc_cli.services.tools import ToolResolver
 
 
 def open_target(
@@ -76,6 +75,8 @@ def open_target(
         )
         if warm:
             catalog.pool.warm_up()
+    if verbose:
+        catalog.say = note
     if sys.stderr.isatty():  # presentation only: nothing when stderr is a file or a pipe
         catalog.on_each = server_progress(ctx.command_path.removeprefix("llmc ").removeprefix("llmc"))
     return catalog, profile
@@ -142,10 +143,12 @@ def command_calls(
     )
 
 
-def tool_resolver(ctx: click.Context, catalog: Catalog) -> ToolResolver:
-    """SERVER.TOOL, or a bare tool name, to (server, tool) for this command (services.tools)."""
+def tool_resolver(ctx: click.Context, catalog: Catalog, loaded: LoadedProfile | None = None) -> ToolResolver:
+    """SERVER.TOOL, or a bare tool name, to (server, tool) for this command (services.tools).
+    `loaded`: the profile, so a name of one of its disabled servers says so."""
 
-    return ToolResolver(catalog, app_of(ctx).profile)
+    disabled = [n for n, s in loaded.profile.servers.items() if not s.enabled] if loaded is not None else []
+    return ToolResolver(catalog, app_of(ctx).profile, disabled)
 
 
 def _warn(ctx: click.Context, text: str) -> None:

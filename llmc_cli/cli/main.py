@@ -62,6 +62,9 @@ class LazyGroup(click.Group):
             module, attr = COMMANDS[name][0].split(":")
             command: click.Command = getattr(importlib.import_module(module), attr)
             _accept_global_options(command)
+            from llmc_cli.cli.examples import attach_examples
+
+            attach_examples(command, name)
             return command
         return super().get_command(ctx, name)
 
@@ -70,6 +73,13 @@ class LazyGroup(click.Group):
         if args and not name.startswith("-") and self.get_command(ctx, name) is None:
             raise click.UsageError(f"No such command {name!r}{did_you_mean(name, self.list_commands(ctx))}.", ctx)
         return super().resolve_command(ctx, args)
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        super().format_epilog(ctx, formatter)
+        from llmc_cli.cli.examples import block  # llmc's own examples close its --help, as every command's
+
+        formatter.write_paragraph()
+        formatter.write_text(block(""))
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][1]) for name in sorted(COMMANDS)]
@@ -256,12 +266,28 @@ def _run_command(argv: list[str] | None) -> None:
     except (click.exceptions.Abort, KeyboardInterrupt):
         _interrupted()
     except click.ClickException as exc:
-        exc.show()
+        if isinstance(exc, click.MissingParameter):
+            _missing(exc)
+        else:
+            exc.show()
         sys.exit(ExitCode.USAGE if isinstance(exc, click.UsageError) else exc.exit_code)
     except BrokenPipeError:
         # `llmc ... | head`: the reader went away; nothing left to say, and that is no failure.
         _reader_gone()
         sys.exit(ExitCode.OK)
+
+
+def _missing(exc: click.MissingParameter) -> None:
+    """A missing option or argument in one line: which, its choices, where the help is."""
+    param, ctx = exc.param, exc.ctx
+    hint = exc.param_hint if isinstance(exc.param_hint, str) else ""
+    if param is not None and ctx is not None and not hint:
+        hint = param.get_error_hint(ctx)
+    kind = "argument" if isinstance(param, click.Argument) else "option"
+    choices = getattr(param.type, "choices", None) if param is not None else None
+    where = ctx.command_path if ctx is not None else "llmc"
+    line = f"{where}: Missing {kind} {hint}" + (f" (one of: {', '.join(map(str, choices))})" if choices else "")
+    click.echo(f"{line}; see '{where} --help'", err=True)
 
 
 def _record_abandoned() -> None:

@@ -44,15 +44,9 @@ def format_option(*choices: str, required: bool = False, listing: bool = False, 
             or "Default: a table when stdout is a terminal, else JSON "
             f"({FORMAT_ENV}, then the profile's [output] format, decide first).",
         )
-    return click.option(
-        "--format",
-        "fmt",
-        type=click.Choice(choices),
-        required=required,
-        default=None if required else choices[0],
-        show_default=not required,
-        help=help,
-    )
+    if required:  # no default at all: Click 8.3 takes an explicit default=None for a value given
+        return click.option("--format", "fmt", type=click.Choice(choices), required=True, help=help)
+    return click.option("--format", "fmt", type=click.Choice(choices), default=choices[0], show_default=True, help=help)
 
 
 def _listing_format(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -88,6 +82,7 @@ def _profile_format(ctx: click.Context) -> str:
 
 def emit(data: Any, fmt: str = "json", *, columns: list[str] | None = None) -> None:
     """Write data to stdout in the requested format. Lists become rows for jsonl/table."""
+    _end_status()  # a progress line on the same terminal goes first: `[progress] 3/3 {` no more
     if fmt == "jsonl":
         for item in data if isinstance(data, list) else [data]:
             click.echo(json_line(item))
@@ -125,6 +120,7 @@ def show_table(rows: list[dict[str, Any]], columns: list[str] | None, noun: str,
     """A listing's table on stdout; an empty listing prints nothing there and says so on stderr
     (unless its errors already did: `quiet_empty`)."""
     if rows:
+        _end_status()
         click.echo(table(rows, columns, width=_terminal_width()))
     elif not quiet_empty:
         note(f"llmc: no {noun}")
@@ -161,6 +157,7 @@ def _json_safe(text: str) -> str:
 def plain_text(text: str) -> None:
     """--text output: into a pipe as it is (data); on a terminal cleaned, as anything shown to people.
     A newline ends it unless the text ends with one (a file's text prints as `cat` prints it)."""
+    _end_status()
     click.echo(clean(text) if sys.stdout.isatty() else text, nl=not text.endswith("\n"))
 
 
@@ -340,6 +337,11 @@ def note(message: str) -> None:
             return
     _end_status()
     click.echo(message, err=True)
+
+
+def end_status() -> None:
+    """Erase a standing status line before something else is written to the terminal."""
+    _end_status()
 
 
 def _end_status() -> None:

@@ -237,7 +237,8 @@ SCHEMAS: dict[str, Schema] = {
                 "created": NUM,
                 "messages": array(obj({"kind": enum("user", "assistant", "toolResults")}, closed=False)),
                 "runs": array(OPEN),
-            }
+            },
+            {"baseUrl": STR},
         ),
         "llmc conversations show",
     ),
@@ -346,7 +347,7 @@ SCHEMAS: dict[str, Schema] = {
         **listing("servers", SERVER_ENTRY, "llmc servers list"),
         **obj({"profile": STR, "path": null(STR), "servers": array(local("row")), "errors": array(common("serverError"))}),
     },
-    "servers-remove": document(obj({"removed": STR, "profile": STR, "path": STR}), "llmc servers remove"),
+    "servers-remove": document(obj({"removed": STRS, "profile": STR, "path": STR}), "llmc servers remove"),
     "servers-show": document(
         obj({"profile": STR, **SERVER_ROW_FIELDS}, {**SERVER_TABLE["properties"], "runs": STR}), "llmc servers show"
     ),

@@ -36,7 +36,7 @@ def _decide(
         raise UsageError("give arguments either as KEY=VALUE pairs or with --json, not both")
     catalog, profile = open_target(ctx, target, warm=False)
     with catalog:
-        server, name = tool_resolver(ctx, catalog)(tool)
+        server, name = tool_resolver(ctx, catalog, profile)(tool)
         found = catalog.require_tool(server, name)
         arguments = (
             parse_json_option(json_args) if json_args else parse_pairs(pairs, found.input_schema if needs_schema(pairs) else None)

@@ -94,8 +94,8 @@ def _field(name: str, prop: JSONObject, required: bool) -> JSON:
     kind = prop.get("type")
     default = prop.get("default")
     hint = "required" if required else "optional, Enter to leave it out"
-    if default is not None:
-        hint += f", default {json.dumps(default, ensure_ascii=False)}"
+    if default is not None:  # Enter takes the default: say so, and what it is
+        hint = f"{'required' if required else 'optional'}; Enter = default {json.dumps(default, ensure_ascii=False)}"
     for _ in range(MAX_ATTEMPTS):
         answer = read_line(f"{label} ({hint}): ")
         if answer is None:

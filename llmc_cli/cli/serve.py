@@ -274,7 +274,7 @@ def token_create(ctx: click.Context, name: str, for_profile: str | None) -> None
     note(f"llmc: principal {name} added to {path}; the token is shown only now")
     if was_open:
         note('llmc: [serve] auth = "none" is now "required": only principals get in')
-    emit({"principal": name, "profile": for_profile, "token": secret}, "json")
+    emit({"principal": name, "profile": for_profile or path.stem, "token": secret}, "json")  # the profile it gets
 
 
 @token.command("list")

@@ -19,6 +19,7 @@ from llmc_cli.cli.complete import complete_servers
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.host_install import install
 from llmc_cli.cli.output import FORMATS, emit, emit_listing, format_option, note
+from llmc_cli.cli.server_rows import _launch_line, _row, _runs, _shown
 from llmc_cli.cli.targets import _pair
 from llmc_cli.config.importers import read_config
 from llmc_cli.config.profile_writer import (
@@ -26,13 +27,12 @@ from llmc_cli.config.profile_writer import (
     default_profile_data,
     raw_profile,
     remove_server,
-    server_table,
     set_server_enabled,
     update_profile,
 )
 from llmc_cli.config.profiles import editable_path, has_placeholder, load_profile, no_server, usable_specs
 from llmc_cli.config.schema import Profile
-from llmc_cli.config.secrets import is_secret_name, mask_url, shown_server
+from llmc_cli.config.secrets import is_secret_name, mask_url
 from llmc_cli.config.validation import adapter, validate
 from llmc_cli.errors import UsageError
 from llmc_cli.model import SandboxSpec
@@ -51,21 +51,24 @@ def sandbox_options(f: Any) -> Any:
                 help="How a stdio server runs: auto (bubblewrap where it works), bwrap (always), none.",
             ),
             click.option(
-                "--network/--no-network", default=True, show_default=True, help="May a sandboxed server use the network?"
+                "--network/--no-network",
+                default=None,
+                help="May a sandboxed server use the network? (default: only a package runner that downloads at "
+                "start: npx, uvx, pipx run, bunx, npm exec, pnpm dlx, yarn dlx, docker run, a pip install)",
             ),
             click.option(
                 "--read-path",
                 "read_paths",
                 multiple=True,
-                metavar="DIR",
-                help="A path a sandboxed server sees read-only (repeatable).",
+                metavar="PATH",
+                help="A path a sandboxed server sees read-only (repeatable; default: the files its arguments name).",
             ),
             click.option(
                 "--write-path",
                 "write_paths",
                 multiple=True,
                 metavar="DIR",
-                help="A path a sandboxed server sees read-write (repeatable).",
+                help="A path a sandboxed server sees read-write (repeatable; default: the directories its arguments name).",
             ),
         ]
     ):
@@ -73,14 +76,32 @@ def sandbox_options(f: Any) -> Any:
     return f
 
 
-def _confinement(sandbox: str, network: bool, read_paths: tuple[str, ...], write_paths: tuple[str, ...]) -> dict[str, Any]:
-    """The sandbox keys of a new stdio server's table."""
+def _confinement(
+    sandbox: str,
+    network: bool | None,
+    read_paths: tuple[str, ...],
+    write_paths: tuple[str, ...],
+    command: tuple[str, ...] = (),
+    cwd: str | None = None,
+    name: str = "",
+) -> dict[str, Any]:
+    """The sandbox keys of a new stdio server's table. Without --read-path/--write-path, the
+    paths its arguments name are declared (said on stderr); without --network/--no-network,
+    only a package runner that downloads at start gets the network."""
+    import os
+
+    from llmc_cli.services.confinement import derive, summary
 
     if sandbox == "none":
         if read_paths or write_paths:
             raise UsageError("--read-path and --write-path apply to a sandboxed server (not with --sandbox none)")
         return {"sandbox": "none"}
-    table: dict[str, Any] = {"sandbox": sandbox, "network": network}
+    derived = derive(command, cwd)
+    table: dict[str, Any] = {"sandbox": sandbox, "network": derived.network if network is None else network}
+    if not (read_paths or write_paths):
+        read_paths, write_paths = tuple(derived.read_paths), tuple(derived.write_paths)
+        for line in summary(name, derived):
+            note(line)
     for key, paths in (("read_paths", read_paths), ("write_paths", write_paths)):
         if paths:
             table[key] = [p if p.startswith(("~", "${")) else os.path.abspath(p) for p in paths]
@@ -133,7 +154,7 @@ def add(
     disabled: bool,
     replace: bool,
     sandbox: str,
-    network: bool,
+    network: bool | None,
     read_paths: tuple[str, ...],
     write_paths: tuple[str, ...],
 ) -> None:
@@ -141,8 +162,10 @@ def add(
     `llmc servers add NAME --url URL [--header 'K: V']` (remote).
 
     Prints {"added": NAME, "profile": PROFILE, "path": PATH, "server": {...}}. A name already in the profile is an
-    error (exit 3) unless --replace. A stdio server is sandboxed (--sandbox auto, with network)
-    unless told otherwise.
+    error (exit 3) unless --replace. A stdio server is sandboxed (--sandbox auto) unless told
+    otherwise: it sees the paths its arguments name (directories read-write, files read-only;
+    --read-path/--write-path choose instead), and has the network only when a package runner
+    (npx, uvx, pipx run, ...) downloads it at start (--network/--no-network choose).
     """
 
     if url and (
@@ -152,7 +175,9 @@ def add(
         or ctx.get_parameter_source("network") not in (None, click.core.ParameterSource.DEFAULT)
     ):
         raise UsageError("--sandbox, --network, --read-path and --write-path apply to stdio servers only")
-    confinement = _confinement(sandbox, network, read_paths, write_paths) if command else {}
+    if command:
+        command = _split_command(command)
+    confinement = _confinement(sandbox, network, read_paths, write_paths, command, cwd, name) if command else {}
     table = _server_table(name, command, url, headers, transport, env, cwd, timeout, description, disabled, confinement)
     if connect_timeout:
         table["connect_timeout"] = connect_timeout
@@ -183,7 +208,10 @@ def list_(ctx: click.Context, fmt: str) -> None:
     errors = [{"server": name, **exc.to_json()} for name, exc in unusable.items()]
     for error in errors:
         note(f"llmc: {error['message']}")
-    people = [{**r, "target": _launch_line(r), "error": "cannot be configured" if r["name"] in unusable else None} for r in rows]
+    people = [
+        {**r, "target": _launch_line(r), "runs": _runs(r), "error": "cannot be configured" if r["name"] in unusable else None}
+        for r in rows
+    ]
     emit_listing(
         "servers",
         rows,
@@ -191,7 +219,7 @@ def list_(ctx: click.Context, fmt: str) -> None:
         errors,
         envelope={"profile": loaded.name, "path": str(loaded.path) if loaded.path else None},
         table_rows=people,
-        columns=["name", "kind", "enabled", "target", "description", *(["error"] if unusable else [])],
+        columns=["name", "kind", "enabled", "runs", "target", "description", *(["error"] if unusable else [])],
     )
 
 
@@ -218,15 +246,18 @@ def show(ctx: click.Context, name: str, fmt: str) -> None:
 
 
 @servers.command("remove")
-@click.argument("name", shell_complete=complete_servers)
+@click.argument("names", nargs=-1, required=True, metavar="NAME...", shell_complete=complete_servers)
 @click.pass_context
-def remove(ctx: click.Context, name: str) -> None:
-    """Remove a server from the profile: {"removed": NAME, "profile": PROFILE, "path": PATH}."""
+def remove(ctx: click.Context, names: tuple[str, ...]) -> None:
+    """Remove servers from the profile, all or none (a name not there removes nothing):
+    {"removed": [NAME, ...], "profile": PROFILE, "path": PATH}."""
+    from llmc_cli.config.profiles import editable_path
 
+    names = tuple(dict.fromkeys(names))
     path = editable_path(_profile_option(ctx))
-    remove_server(path, name)
-    note(f"llmc: removed server {name} from {path}")
-    emit({"removed": name, **_where(path)})
+    remove_server(path, *names)
+    note(f"llmc: removed server{'s' if len(names) > 1 else ''} {', '.join(names)} from {path}")
+    emit({"removed": list(names), **_where(path)})
 
 
 @servers.command("enable")
@@ -268,7 +299,7 @@ def import_(
     dry_run: bool,
     replace: bool,
     sandbox: str,
-    network: bool,
+    network: bool | None,
     read_paths: tuple[str, ...],
     write_paths: tuple[str, ...],
 ) -> None:
@@ -278,14 +309,16 @@ def import_(
     Secrets are not copied: VS Code inputs, ${env:VAR} and literal tokens become ${VAR}
     placeholders, listed on stderr and under "placeholders". Names already in the profile are
     reported under "skipped" and left alone unless --replace. Stdio servers are written
-    sandboxed (--sandbox auto, with network) unless told otherwise.
+    sandboxed (--sandbox auto) unless told otherwise, seeing the paths their arguments name and
+    with the network only for a package runner, as `servers add` does.
     """
 
     imported = read_config(file)
-    confinement = _confinement(sandbox, network, read_paths, write_paths)
-    for table in imported.servers.values():
+    _confinement(sandbox, network, read_paths, write_paths)  # the options' own errors, before any file is read further
+    for server, table in imported.servers.items():
         if table.get("command"):
-            table.update(confinement)
+            argv = (table["command"], *table.get("args", []))
+            table.update(_confinement(sandbox, network, read_paths, write_paths, argv, table.get("cwd"), server))
     path = editable_path(_profile_option(ctx))
     existing = raw_profile(path) if path.exists() else default_profile_data()
     clashes = [n for n in imported.servers if n in (existing.get("servers") or {})]
@@ -378,7 +411,6 @@ def _server_table(
         raise UsageError(f"--url must start with http:// or https://: {mask_url(url)}")
     table: dict[str, Any] = {}
     if command:
-        command = _split_command(command)
         table["command"] = command[0]
         if command[1:]:
             table["args"] = list(command[1:])
@@ -405,24 +437,6 @@ def _server_table(
         first = exc.errors()[0]
         raise UsageError(f"server {name!r}: {first['msg'].removeprefix('Value error, ')}") from None
     return table
-
-
-def _row(name: str, server: Any) -> dict[str, Any]:
-
-    kind = "builtin" if server.builtin else "stdio" if server.command else "remote"
-    return {"name": name, "kind": kind, "enabled": server.enabled, **_shown(server_table(server))}
-
-
-def _shown(table: dict[str, Any]) -> dict[str, Any]:
-
-    return shown_server(table)
-
-
-def _launch_line(row: dict[str, Any]) -> str:
-
-    if row.get("command"):
-        return shlex.join([row["command"], *row.get("args", [])])
-    return row.get("url") or f"builtin:{row.get('builtin')}"
 
 
 servers.add_command(install)  # cli/host_install.py

@@ -62,7 +62,8 @@ def start(ctx: click.Context, name: str, idle: str, target: Target) -> None:
         raise next(iter(unusable.values()))
     if not specs:
         raise UsageError("no servers to keep: the profile has none enabled (add one, or use -s/--stdio/--url)")
-    status = lifecycle.start(name, specs, idle=seconds, profile=profile_name)
+    # the profile's name as loaded (`default` when none was named); an ad-hoc server has none
+    status = lifecycle.start(name, specs, idle=seconds, profile=profile_name or (profile.name if profile else None))
     status["servers"] += [{"name": n, "state": "unusable", "error": e.message} for n, e in unusable.items()]
     emit(_public(status, name))
     failed = [s for s in status["servers"] if s.get("state") != "running"]

@@ -193,7 +193,7 @@ def show(ctx: click.Context, tool: str, fmt: str, target: Target) -> None:
 
     catalog, profile = open_target(ctx, target, warm=False)
     with catalog:
-        server, name = tool_resolver(ctx, catalog)(tool)
+        server, name = tool_resolver(ctx, catalog, profile)(tool)
         found = catalog.require_tool(server, name)
         cwd = catalog.pool.working_directory(server)
     config = profile.profile.policy

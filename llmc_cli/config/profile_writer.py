@@ -72,14 +72,17 @@ def add_server(path: Path, name: str, table: dict[str, Any], *, replace: bool = 
     return update_profile(path, mutate)
 
 
-def remove_server(path: Path, name: str) -> LoadedProfile:
-    """Take server `name` out of the profile at `path` (a UsageError, with a suggestion, when it is not there)."""
+def remove_server(path: Path, *names: str) -> LoadedProfile:
+    """Take these servers out of the profile at `path`, all or none (a UsageError, with a
+    suggestion, for a name that is not there)."""
 
     def mutate(data: dict[str, Any]) -> None:
         entries = data.get("servers") or {}
-        if name not in entries:
-            raise no_server(path.stem, name, entries)
-        del entries[name]
+        for name in names:
+            if name not in entries:
+                raise no_server(path.stem, name, entries)
+        for name in names:
+            del entries[name]
 
     return update_profile(path, mutate)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -151,25 +152,44 @@ def _negotiate_stdio(session: ClientSession, spec: ServerSpec, memo: _Memo, cach
     if cached and cached.get("era") == "modern" and cached.get("version") in MODERN_VERSIONS:
         session.adopt("modern", cached["version"])
         return
+    # The whole connect is bounded by the handshake timeout, however many steps it takes: the
+    # probe gets at most half of it, each later step what is left.
+    bound = spec.handshake_timeout
+    deadline = time.monotonic() + bound
     try:
-        session.discover(timeout=min(spec.handshake_timeout, STDIO_PROBE_TIMEOUT))
+        session.discover(timeout=min(bound / 2, STDIO_PROBE_TIMEOUT))
         era = "modern"
     except RpcError as exc:
+        _left(session, deadline, bound)
         session.initialize(_refused(spec, exc) if exc.code in jsonrpc.MODERN_ERROR_CODES else LEGACY_VERSIONS[0])
         era = "legacy"
     except (TimeoutExpired, NotADiscoverResult):
         # Silence or a reply that is no DiscoverResult: a legacy server (transports/stdio.mdx)...
         try:
+            _left(session, deadline, bound)
             session.initialize()
             era = "legacy"
         except RpcError as exc:
             if exc.code not in jsonrpc.MODERN_ERROR_CODES:
                 raise
             # ...or a modern one that was slow to start (a loaded machine): it took the probe,
-            # so it refuses the handshake with a modern error. Ask again, with the whole timeout.
+            # so it refuses the handshake with a modern error. Ask again, with what time is left.
+            _left(session, deadline, bound)
             session.discover()
             era = "modern"
+        except TimeoutExpired:
+            raise TimeoutExpired(f"{spec.name}: no answer to the handshake within {bound:g}s (the connect timeout)") from None
+    finally:
+        session.handshake_timeout = bound
     memo.put({"era": era, "version": session.protocol_version or ""})
+
+
+def _left(session: ClientSession, deadline: float, bound: float) -> None:
+    """The next handshake step may wait what is left of the connect timeout."""
+    left = deadline - time.monotonic()
+    if left <= 0.01:
+        raise TimeoutExpired(f"{session.name}: no answer to the handshake within {bound:g}s (the connect timeout)")
+    session.handshake_timeout = left
 
 
 def _connect_remote(

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Protocol, TypeVar
 
-from llmc_cli.errors import ProviderError
+from llmc_cli.errors import ConfigError, ProviderError, UsageError
 from llmc_cli.model import ARGUMENTS_TOO_DEEP, PROVIDERS, JSONObject, ToolResult, arguments_too_deep
 
 # The provider's usual environment variables for its key, when the profile names none.
@@ -207,13 +207,14 @@ def make_provider(name: str, settings: ProviderSettings) -> Provider:
     if name not in PROVIDERS:
         raise ProviderError(f"unknown provider {name!r} (choose from {', '.join(PROVIDERS)})", provider=name)
     if not settings.model:
-        raise ProviderError(f"{name}: no model given (--model or [llm] model)", provider=name)
+        raise UsageError(f"{name}: no model given (--model or [llm] model)")
     if settings.api_key is None:
         envs = (settings.api_key_env,) if settings.api_key_env else DEFAULT_KEY_ENV[name]
         settings.api_key = next((os.environ[e] for e in envs if os.environ.get(e)), None)
         if settings.api_key is None and not (name in ("openai", "text") and settings.base_url):
             # A local OpenAI-compatible server usually needs no key; the hosted APIs always do.
-            raise ProviderError(f"{name}: no API key: set ${envs[0]}", provider=name)
+            local = " (or --base-url for a local OpenAI-compatible server)" if name in ("openai", "text") else ""
+            raise ConfigError(f"{name}: no API key: set ${envs[0]}{local}")
     if name == "openai":
         from llmc_cli.providers.openai import OpenAIChat
 
@@ -316,14 +317,42 @@ def call_with_retries(
         )
         if failure.reason not in TRANSIENT or attempt >= settings.max_retries or time.monotonic() + wait >= deadline:
             tries = f" (after {attempt + 1} attempts)" if attempt else ""
+            where = f" to {provider_endpoint(provider, settings.base_url)}" if failure.reason in ("connection", "timeout") else ""
             raise ProviderError(
-                _mask(f"{provider}: {failure.reason.replace('_', ' ')}: {failure.message}{tries}", settings.api_key),
+                _mask(f"{provider}: {failure.reason.replace('_', ' ')}{where}: {failure.message}{tries}", settings.api_key),
                 provider=provider,
                 reason=failure.reason,
                 status=failure.status,
             ) from None
         attempt += 1
         sleep(wait)
+
+
+PUBLIC_ENDPOINTS = {
+    "openai": "https://api.openai.com/v1",
+    "openai-responses": "https://api.openai.com/v1",
+    "text": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com",
+    "gemini": "https://generativelanguage.googleapis.com",
+}
+
+
+def provider_endpoint(provider: str, base_url: str | None) -> str:
+    """Where a provider's requests go, for an error message: the base URL without userinfo,
+    query or fragment (which may hold a key), else the provider's public API."""
+    if not base_url:
+        return PUBLIC_ENDPOINTS.get(provider, provider)
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(base_url)
+        host = parts.hostname or ""
+        netloc = f"[{host}]" if ":" in host else host
+        if parts.port:
+            netloc += f":{parts.port}"
+        return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    except ValueError:
+        return "the --base-url given"
 
 
 def _mask(text: str, secret: str | None) -> str:

@@ -44,7 +44,10 @@ answer the question, answer in plain text without any <mcp:tool> block.
 Tools:
 """
 
-BLOCK = re.compile(r"<mcp:tool>(.*?)(?:</mcp:tool>|(?=<mcp:tool>)|\Z)", re.S | re.I)
+# `<mcp:tool>name: ...` as the protocol says, and `<mcp:tool name="...">{...}</mcp:tool>`, which
+# models write too (the name as an attribute, the arguments as the body).
+BLOCK = re.compile(r"<mcp:tool(\s[^>]*)?>(.*?)(?:</mcp:tool>|(?=<mcp:tool[\s>])|\Z)", re.S | re.I)
+ATTRIBUTE_NAME = re.compile(r"""\bname\s*=\s*["']([^"']+)["']""", re.I)
 NAME = re.compile(r"^\s*name\s*:\s*[\"'`]?([^\s\"'`]+)[\"'`]?\s*$", re.M | re.I)
 PARAMS = re.compile(r"^\s*(?:parameters|arguments|params)\s*:", re.M | re.I)
 
@@ -61,8 +64,14 @@ def parse_answer(text: str, prefix: str = "call") -> tuple[str, list[ProviderToo
     call with `error` set, so the model hears what was wrong."""
     calls = []
     for n, match in enumerate(BLOCK.finditer(text), 1):
-        body = match.group(1)
+        attributes, body = match.group(1) or "", match.group(2)
         call_id = f"{prefix}-{n}"
+        named = ATTRIBUTE_NAME.search(attributes)
+        if named:  # <mcp:tool name="x">{...}</mcp:tool>: the body is the arguments
+            params = PARAMS.search(body)
+            args, error = parse_parameters(body[params.end() :] if params else body)
+            calls.append(ProviderToolCall(call_id, named.group(1), args, error))
+            continue
         name = NAME.search(body)
         if not name:
             calls.append(ProviderToolCall(call_id, "", {}, "the block has no `name:` line"))
@@ -71,6 +80,15 @@ def parse_answer(text: str, prefix: str = "call") -> tuple[str, list[ProviderToo
         args, error = ({}, None) if params is None else parse_parameters(body[params.end() :])
         calls.append(ProviderToolCall(call_id, name.group(1), args, error))
     outside = re.sub(r"\n{3,}", "\n\n", BLOCK.sub("", text)).strip()
+    if re.search(r"<mcp:tool(?!_result)", outside, re.I):  # a tool block of some other shape: the model hears so
+        calls.append(
+            ProviderToolCall(
+                f"{prefix}-{len(calls) + 1}",
+                "",
+                {},
+                "a tool block could not be read: write <mcp:tool> name: SERVER.TOOL, then parameters: {JSON}, then </mcp:tool>",
+            )
+        )
     return outside, calls
 
 

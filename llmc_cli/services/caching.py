@@ -105,7 +105,10 @@ def forget_changed(catalog: Catalog, cache: ResultCache, server: str) -> None:
     root = catalog.root()
     if server in root.tools_changed:
         root.tools_changed.discard(server)
-        cache.clear(server)
+        dropped = cache.clear(server)
+        say = root.say or catalog.say
+        if dropped and say is not None:
+            say(f"llmc: cache: dropped {dropped} cached result(s) of {server}: it announced notifications/tools/list_changed")
 
 
 def storable(raw: dict[str, Any], body: bytes) -> bool:

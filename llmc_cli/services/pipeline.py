@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from llmc_cli.config.secrets import Masker
     from llmc_cli.services.inspect import Inspected
     from llmc_cli.services.reads import Read
-    from llmc_cli.services.tools import ToolResolver
     from llmc_cli.store.chain import AuditRecord, AuditSink
     from llmc_cli.store.state import State
 
@@ -170,7 +169,8 @@ class Pipeline:
     def resolver(self) -> ToolResolver:
         """One resolver per command: the tool-name cache is read once (services/tools.py)."""
         if self._resolver is None:
-            self._resolver = ToolResolver(self.catalog, self._named_as)
+            disabled = [n for n, s in self.profile.profile.servers.items() if not s.enabled]  # named: said so
+            self._resolver = ToolResolver(self.catalog, self._named_as, disabled)
         return self._resolver
 
     def validate(self, call: ToolCall, tool: Tool, *, here: bool = False) -> None:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llmc_cli.catalog import routing
 from llmc_cli.config import files, paths
-from llmc_cli.errors import ConfigError
+from llmc_cli.errors import ConfigError, UsageError, did_you_mean
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
@@ -24,9 +25,10 @@ class ToolResolver:
     the first bare name that needs it, and what had to be listed is written back for the next
     command. `profile`: the profile as the command was given it (-p NAME or PATH, or None)."""
 
-    def __init__(self, catalog: Catalog, profile: str | None) -> None:
+    def __init__(self, catalog: Catalog, profile: str | None, disabled: Collection[str] = ()) -> None:
         self.catalog = catalog
         self.profile = profile
+        self.disabled = disabled  # the profile's disabled servers (a SERVER.TOOL naming one says so)
         self._key: str | None = None
         self._known: dict[str, list[str]] | None = None
 
@@ -38,6 +40,8 @@ class ToolResolver:
         if self._key is None or self._known is None:
             self._key = profile_key(self.profile)
             self._known = known_tools(self._key)
+        if "." in name and catalog.keeper is None:
+            self._no_such_server(name, self._known)
         before = set(catalog.tools.by_server)
         resolved = routing.resolve_tool(catalog, name, self._known)
         fresh = {s: names for s, names in catalog.tools.names().items() if s not in before}
@@ -45,6 +49,33 @@ class ToolResolver:
             remember_tools(self._key, [f"{s}.{n}" for s, names in fresh.items() for n in names], list(fresh))
             self._known.update(fresh)
         return resolved
+
+    def _no_such_server(self, name: str, known: dict[str, list[str]]) -> None:
+        """SERVER.TOOL whose SERVER is no server here, found before any server starts: a
+        disabled server says so and how to enable it; one close to a server's name is a usage
+        error with did-you-mean; and so is any other once the tool-name cache knows every
+        server's tools and none has that name (tool names may hold dots: the cache is asked
+        first, and servers start only when it cannot answer)."""
+        from llmc_cli.catalog.routing import missing_tool_message
+
+        server = name.partition(".")[0]
+        if any(name in tools for tools in known.values()):
+            return  # a bare tool name with a dot, as the cache knows it
+        if server in self.disabled:
+            raise UsageError(
+                f"server {server} is disabled in this profile: enable it (llmc servers enable {server}) "
+                f"or name it for one command (-s {server})"
+            )
+        import difflib
+
+        specs = self.catalog.specs
+        answered = all(s in known for s in specs)  # the cache knows every server's tools
+        # Without the cache's answer, only a near miss (`everythin`) is taken for a typo at once.
+        close = did_you_mean(server, specs) if answered or difflib.get_close_matches(server, specs, 1, 0.8) else ""
+        if close or answered:
+            tools = [f"{s}.{t}" for s, names in known.items() if s in specs for t in names]
+            hint = did_you_mean(name, tools) if close else ""
+            raise UsageError(missing_tool_message(self.catalog, server, f"no server has a tool named {name!r}{hint}"))
 
 
 def remember_tools(key: str, qualified_names: list[str], servers: list[str]) -> None:

@@ -162,7 +162,7 @@ def test_an_elicitation_shows_descriptions_and_takes_empty_optional_fields(isola
         term.expect("expected an integer")
         term.expect("(optional")
         term.type("")
-        assert "one of: red, blue" in term.expect('default "blue")')
+        assert "one of: red, blue" in term.expect('Enter = default "blue")')  # Enter takes it: said so
         term.type("green")
         term.expect("answer one of: red, blue")
         term.expect('default "blue")')  # asked again: typeahead before the question is dropped

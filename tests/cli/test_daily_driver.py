@@ -182,7 +182,7 @@ def test_servers_add_splits_a_quoted_command_line(isolated_dirs: Path) -> None:
         "command": sdk_server("sdk_server.py")[0],
         "args": [sdk_server("sdk_server.py")[1]],
         "sandbox": "auto",
-        "network": True,
+        "network": False,
     }
     assert "split the command line" in proc.stderr
     called = llmc("call", "sdk2.add", "a=1", "b=2")  # and it runs
@@ -204,7 +204,7 @@ def test_servers_add_keeps_a_program_whose_path_has_a_space(isolated_dirs: Path,
     program.write_text("#!/bin/sh\n")
     proc = llmc("servers", "add", "mine", "--", str(program), "--flag")
     assert (
-        proc.json()["server"] == {"command": str(program), "args": ["--flag"], "sandbox": "auto", "network": True}
+        proc.json()["server"] == {"command": str(program), "args": ["--flag"], "sandbox": "auto", "network": False}
         and "split" not in proc.stderr
     )
 

@@ -175,9 +175,11 @@ def test_child_gets_an_allow_listed_environment(monkeypatch):
 
 
 def test_a_modern_server_too_slow_for_the_probe_is_not_taken_for_a_legacy_one(isolated_dirs):
-    # The probe times out (2s) while the server still works on it; the initialize that follows
-    # is refused with a modern error, which means "modern, but slow": llmc asks again.
-    slow = spec(*sdk_server("sdk_server.py"), "stdio", "--slow-discover", "5", timeout=2.0, connect_timeout=2.0)
+    # The probe times out (half the connect timeout: 8s) while the server still works on it; the
+    # initialize that follows is refused with a modern error, which means "modern, but slow":
+    # llmc asks again, within what is left of the connect timeout (the SDK answers the initialize
+    # only after the slow discover: 9 s plus its start-up, well inside the bound).
+    slow = spec(*sdk_server("sdk_server.py"), "stdio", "--slow-discover", "9", timeout=2.0, connect_timeout=16.0)
     with connect(slow) as s:
         assert (s.era, s.protocol_version) == ("modern", "2026-07-28")
         assert s.call_tool("echo", {"message": "late"})["content"][0]["text"] == "late"

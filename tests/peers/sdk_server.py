@@ -118,6 +118,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--call-log", metavar="FILE", help="append every tools/call received to FILE")
     parser.add_argument("--rendezvous", action="store_true", help="add the `meet` tool (a proof of concurrency)")
+    parser.add_argument("--dotted-tool", action="store_true", help="add `notes.get`: a tool name with a dot in it")
     return parser
 
 
@@ -141,6 +142,12 @@ def configure(argv: list[str], exit: Callable[[int], NoReturn] = os._exit, envir
                     return "met"
                 await asyncio.sleep(0.02)
             return "alone"
+
+    if args.dotted_tool:
+
+        @server.tool(name="notes.get", description="A tool whose name holds a dot.")
+        def notes_get(key: str) -> str:
+            return f"note {key}"
 
     handlers = server._lowlevel_server._request_handlers  # the SDK exposes no switch for these
     if args.call_log:

@@ -13,7 +13,8 @@ from tests.helpers import ROOT, llmc, node_tool, profile_file, sdk_server
 
 SAMPLES = ROOT / "tests" / "data" / "imports"
 
-BOXED = {"sandbox": "auto", "network": True}  # what import writes for a stdio server (README "Sandboxing servers")
+BOXED = {"sandbox": "auto", "network": True}  # what import writes for a package runner's server (README "Sandboxing servers")
+INSTALLED = {"sandbox": "auto", "network": False}  # and for an installed program
 
 
 @pytest.fixture
@@ -51,7 +52,7 @@ def test_claude_code_types_headers_and_existing_placeholders(default_profile: Pa
         "headers": {"Authorization": "Bearer ${API_KEY}"},
     }
     assert servers["sentry"] == {"url": "https://mcp.sentry.dev/sse", "transport": "sse"}
-    assert servers["shared-server"] == {"command": "/path/to/server", "env": {"CACHE_DIR": "/tmp/cache"}, **BOXED}
+    assert servers["shared-server"] == {"command": "/path/to/server", "env": {"CACHE_DIR": "/tmp/cache"}, **INSTALLED}
 
 
 def test_cursor_env_syntax_renamed_server_and_unsupported_keys_reported(default_profile: Path):

@@ -236,7 +236,7 @@ def test_servers_add_on_an_empty_config_writes_the_default_profile_first(config:
         "cwd": "/tmp",
         "description": "d",
         "sandbox": "auto",
-        "network": True,
+        "network": False,  # an installed script: no package runner downloads it
     }
     assert stat.S_IMODE(path.stat().st_mode) == 0o600  # a new profile is private
     assert run.json() == {"added": "sdk", "profile": "default", "path": str(path), "server": data["servers"]["sdk"]}
@@ -275,7 +275,7 @@ def test_listing_formats_and_no_colour(config: Path):
     rows = [__import__("json").loads(line) for line in llmc("servers", "list", "--format", "jsonl").stdout.splitlines()]
     assert [(r["name"], r["kind"], r["enabled"]) for r in rows] == [("sdk", "stdio", True), ("remote", "remote", False)]
     table = llmc("servers", "list", "--format", "table", env={"NO_COLOR": "1"}).stdout
-    assert table.splitlines()[0].split() == ["name", "kind", "enabled", "target", "description"]
+    assert table.splitlines()[0].split() == ["name", "kind", "enabled", "runs", "target", "description"]
     assert "https://h/mcp" in table and "\x1b" not in table
     error = llmc("servers", "show", "nope", env={"NO_COLOR": "1"})
     assert error.stderr.startswith("llmc: ") and "\x1b" not in error.stderr

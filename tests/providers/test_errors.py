@@ -105,13 +105,14 @@ def test_slow_server_times_out(api):
 
 
 def test_missing_key_and_model_are_one_line_errors(monkeypatch):
+    from llmc_cli.errors import ConfigError, UsageError
     from llmc_cli.providers.base import ProviderSettings, make_provider
 
-    with pytest.raises(ProviderError, match=r"set \$ANTHROPIC_API_KEY"):
+    with pytest.raises(ConfigError, match=r"set \$ANTHROPIC_API_KEY"):  # configuration: exit 3
         make_provider("anthropic", ProviderSettings(model="m"))
-    with pytest.raises(ProviderError, match=r"set \$MY_KEY"):
+    with pytest.raises(ConfigError, match=r"set \$MY_KEY"):
         make_provider("gemini", ProviderSettings(model="m", api_key_env="MY_KEY"))
-    with pytest.raises(ProviderError, match="no model"):
+    with pytest.raises(UsageError, match="no model"):  # usage: exit 2
         make_provider("openai", ProviderSettings())
     with pytest.raises(ProviderError, match="unknown provider"):
         make_provider("palm", ProviderSettings(model="m"))

@@ -261,7 +261,9 @@ class StdioTransport:
                 if t.name.endswith("_read_stderr") and t is not threading.current_thread():
                     t.join(timeout=0.5)
         detail = f"{what}" + (f" (exit status {code})" if code is not None else "")
-        tail = [line for line in self._stderr_tail if line.strip()]
-        if tail:
-            detail += f": {tail[-1][:300]}"
+        from llmc_cli.mcp.transports.crash_lines import telling_line
+
+        line = telling_line(list(self._stderr_tail))
+        if line:
+            detail += f": {line.strip()[:300]}"
         return detail
