@@ -8,14 +8,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "llmc_cli"
 LIMIT = 500
 LIMITS = {"gateway": 400}  # a package held to a tighter limit
-# Over the limit today, each being rewritten by its owner (the gateway's own issue): a module here
-# may shrink but never grow, and leaves this table when it is under its limit.
-DEBT = {
-    "gateway/hosts.py": 640,
-    "gateway/http.py": 486,
-    "gateway/connection.py": 448,
-    "gateway/replies.py": 429,
-}
+# A module over its limit, with the size it may not grow past while it is split (none today).
+DEBT: dict[str, int] = {}
 
 
 def lines(path: Path) -> int:

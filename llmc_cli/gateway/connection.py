@@ -11,7 +11,6 @@ refused with a tool error that says how to pre-approve it.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -19,9 +18,10 @@ from typing import TYPE_CHECKING
 
 from llmc_cli import __version__
 from llmc_cli.errors import Cancelled, DriftError, InputRequired, LlmcError, PolicyDenied, RpcError
+from llmc_cli.gateway import confirmation
 from llmc_cli.gateway.listening import Subscriptions
-from llmc_cli.gateway.relay import HostCall
-from llmc_cli.gateway.toolbox import Toolbox, own_result
+from llmc_cli.gateway.relay import HostCall, own_result
+from llmc_cli.gateway.toolbox import Toolbox
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.messages import JSON, JSONObject, RequestId, object_at
 from llmc_cli.mcp.server import McpServer, RequestError, Send
@@ -35,20 +35,11 @@ if TYPE_CHECKING:
     from llmc_cli.policy import ReadKind
 
 PAGE_SIZE = 100
-CONFIRM_KEY = "confirm"  # the input request's key in a 2026-07-28 input_required result
 
 
 # The HTTP peer (address, port) of the request being handled on this thread, set by the HTTP
 # handler around dispatch, for the request's SERVER span.
 HTTP_PEER: ContextVar[tuple[str, int] | None] = ContextVar("llmc_gateway_http_peer", default=None)
-
-
-class _InputRequired(Exception):
-    """A 2026-07-28 host must answer an elicitation first: the reply is this input_required result."""
-
-    def __init__(self, result: JSONObject) -> None:
-        super().__init__("input required")
-        self.result = result
 
 
 class GatewayConnection(McpServer):
@@ -319,14 +310,7 @@ class GatewayConnection(McpServer):
         call = ToolCall(route[0], route[1], dict(object_at(params, "arguments")))
         capabilities = self.host_capabilities(params, modern)
         can_ask = "elicitation" in capabilities
-        # 2026-07-28: what earlier rounds of this call settled (requestState, sealed by us) and the
-        # host's answers to the round it retries
-        confirmed, answers = (
-            self.toolbox.states.unpack(call, params.get("requestState"), self.principal) if modern else (False, {})
-        )
-        responses = params.get("inputResponses")
-        if isinstance(responses, dict):
-            answers = {**answers, **{k: v for k, v in responses.items() if k.startswith("upstream-")}}
+        confirmed, answers = confirmation.rounds_so_far(self.toolbox.states, self.principal, call, params, modern)
         round_state = {"confirmed": confirmed}
         calls = services.host_calls(
             self.upstreams,
@@ -354,7 +338,7 @@ class GatewayConnection(McpServer):
                 finally:
                     with self._lock:
                         self._upstream.pop(msg_id, None)
-        except _InputRequired as exc:
+        except confirmation.InputRound as exc:
             return exc.result
         except InputRequired as exc:  # the upstream asks the host (2026-07-28): a round for the host
             state = self.toolbox.states.pack(call, bool(round_state["confirmed"]), answers, principal=self.principal)
@@ -362,7 +346,7 @@ class GatewayConnection(McpServer):
         except PolicyDenied as exc:
             if not toolbox.visible(tool):  # hidden: as if it did not exist, whatever the spelling
                 raise RequestError(jsonrpc.INVALID_PARAMS, f"Unknown tool: {name}") from None
-            return _tool_error(self._denial_text(exc, call, can_ask))
+            return _tool_error(confirmation.denial_text(exc, call, can_ask))
         except DriftError as exc:
             raise RequestError(jsonrpc.INVALID_PARAMS, f"Unknown tool: {name} ({exc.message})") from None
         except Cancelled as exc:
@@ -373,47 +357,11 @@ class GatewayConnection(McpServer):
             return _tool_error(f"{name} failed: {exc.message}")
         return own_result(result.to_json())
 
-    def _denial_text(self, exc: PolicyDenied, call: ToolCall, can_ask: bool) -> str:
-        rule = str(exc.details.get("rule") or "")
-        if not rule.startswith("confirm") or can_ask:
-            return exc.message
-        from llmc_cli.policy.approval import hint
-
-        return (
-            f"{call.qualified_name} needs a person's confirmation ({rule}) and this MCP host cannot ask for "
-            f"one (it declares no elicitation capability)"
-            + (f". To pre-approve this exact call: {hint(exc.approval)}" if exc.approval is not None else "")
-        )
-
     def _confirm(self, call: ToolCall, params: JSONObject, modern: str | None, send: Send, round_state: dict[str, bool]) -> bool:
         """Ask the host's user about this exact call (services.authorize calls this)."""
-        question: JSONObject = {
-            "message": f"Run {call.qualified_name} with {_summary(call.arguments)}?",
-            "requestedSchema": {"type": "object", "properties": {}},
-        }
         if modern:
-            if round_state["confirmed"]:  # a yes of an earlier round, sealed in the requestState
-                return True
-            answer = object_at(params, "inputResponses").get(CONFIRM_KEY)
-            if not isinstance(answer, dict) or not self.toolbox.states.asked_to_confirm(
-                call, params.get("requestState"), self.principal
-            ):
-                sealed = self.toolbox.states.pack(call, False, {}, principal=self.principal, confirming=True)
-                raise _InputRequired(
-                    {
-                        "resultType": "input_required",
-                        "requestState": sealed,
-                        "inputRequests": {CONFIRM_KEY: {"method": "elicitation/create", "params": {"mode": "form", **question}}},
-                    }
-                )
-            round_state["confirmed"] = answer.get("action") == "accept"
-            return round_state["confirmed"]
-        if self.legacy_version == "2025-11-25":
-            question["mode"] = "form"
-        try:
-            return self.ask_client("elicitation/create", question, send).get("action") == "accept"
-        except LlmcError:
-            return False  # no answer is no yes
+            return confirmation.in_rounds(self.toolbox.states, self.principal, call, params, round_state)
+        return confirmation.by_elicitation(call, self.legacy_version, lambda q: self.ask_client("elicitation/create", q, send))
 
     def _notification(self, message: JSONObject) -> None:
         super()._notification(message)
@@ -444,14 +392,3 @@ def _unknown(what: str, name: JSON, modern: str | None) -> RequestError:
 
 def _tool_error(text: str) -> JSONObject:
     return {"content": [{"type": "text", "text": text}], "isError": True}
-
-
-def _summary(arguments: JSONObject, limit: int = 120) -> str:
-    """The arguments as a person reads them in a question: key=value, long values shortened."""
-    if not arguments:
-        return "no arguments"
-    parts = []
-    for key, value in arguments.items():
-        text = json.dumps(value, ensure_ascii=False)
-        parts.append(f"{key}={text if len(text) <= limit else text[:limit] + '…'}")
-    return ", ".join(parts)

@@ -141,3 +141,20 @@ class HostRelay:
         except LlmcError:
             return []
         return [r for r in roots if isinstance(r, dict)] if isinstance(roots, list) else []
+
+
+PROTOCOL_META = "io.modelcontextprotocol/"
+
+
+def own_result(result: JSONObject) -> JSONObject:
+    """An upstream's result without what belongs to the upstream's connection (its era's result
+    type and caching, its serverInfo): the gateway answers the host in the host's era."""
+    out = {k: v for k, v in result.items() if k not in ("resultType", "ttlMs", "cacheScope")}
+    meta = out.get("_meta")
+    if isinstance(meta, dict):
+        meta = {k: v for k, v in meta.items() if not k.startswith(PROTOCOL_META)}
+        if meta:
+            out["_meta"] = meta
+        else:
+            del out["_meta"]
+    return out

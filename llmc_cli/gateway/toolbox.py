@@ -28,7 +28,7 @@ from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.config.secrets import Masker, environment_secrets
 from llmc_cli.errors import LlmcError, RpcError
 from llmc_cli.gateway.names import ServedNames
-from llmc_cli.gateway.relay import HostRelay
+from llmc_cli.gateway.relay import HostRelay, own_result
 from llmc_cli.gateway.request_state import RequestStates
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.hooks import ClientHooks
@@ -41,23 +41,8 @@ if TYPE_CHECKING:
     from llmc_cli.gateway.host import Host
     from llmc_cli.policy import ReadKind
 
-PROTOCOL_META = "io.modelcontextprotocol/"
 RETRY_SECONDS = 5.0
 LIST_CHANGED = ("notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed")
-
-
-def own_result(result: JSONObject) -> JSONObject:
-    """An upstream's result without what belongs to the upstream's connection (its era's result
-    type and caching, its serverInfo): the gateway answers the host in the host's era."""
-    out = {k: v for k, v in result.items() if k not in ("resultType", "ttlMs", "cacheScope")}
-    meta = out.get("_meta")
-    if isinstance(meta, dict):
-        meta = {k: v for k, v in meta.items() if not k.startswith(PROTOCOL_META)}
-        if meta:
-            out["_meta"] = meta
-        else:
-            del out["_meta"]
-    return out
 
 
 class Toolbox:

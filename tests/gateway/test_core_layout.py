@@ -9,10 +9,10 @@ from pathlib import Path
 
 GATEWAY = Path(__file__).resolve().parents[2] / "llmc_cli" / "gateway"
 PREFIX = "llmc_cli.gateway."
-# Over the limits still, and why: connection.py carries the tool-call path another change is
-# moving to the services entry (it shrinks there), so it is left as it is here.
-LONG = {"connection.py"}
-# Likewise the two classes on that path (GatewayConnection's calls, Toolbox's forward).
+# No module is over its limit (confirmation.py took the asking of a host's user out of connection.py).
+LONG: set[str] = set()
+# Over the method limit still: the host connection's MCP methods and the shared toolbox's routing,
+# listing and subscriptions; each is to be split along those seams (issue 38).
 MANY = {"connection.py:GatewayConnection", "toolbox.py:Toolbox"}
 
 
