@@ -405,6 +405,8 @@ def _opens_for_writing(call: ast.Call) -> bool:
     if func.attr == "open":  # Path.open(mode): only a literal mode string counts (other .open()s are not files)
         first = mode or (call.args[0] if call.args else None)
         return isinstance(first, ast.Constant) and isinstance(first.value, str) and _mode_writes(first, False)
+    if isinstance(func.value, ast.Name) and func.value.id == "formatter":  # click's HelpFormatter, not a file
+        return False
     return func.attr in _WRITING_METHODS
 
 

@@ -40,7 +40,7 @@ SAFE_X_OPTIONS = re.compile(
     r"^(dev|utf8(=[01])?|faulthandler|importtime|tracemalloc(=\d+)?|warn_default_encoding|int_max_str_digits=\d+|no_debug_ranges)$"
 )
 SAFE_W_OPTIONS = re.compile(r"^(default|error|ignore|always|module|once)(::?[A-Za-z]*Warning)?$")  # builtin categories only
-LLMC_MODULES = frozenset({"llmc_cli", "llmc_cli.__main__"})
+OWN_MODULES = frozenset({"llmc_cli", "llmc_cli.__main__"})
 # The server's declared environment may set these PYTHON* variables (none runs code or moves the
 # import path); any other PYTHON* (PYTHONPATH, PYTHONHOME, PYTHONSTARTUP, PYTHONUSERBASE,
 # PYTHONWARNINGS, PYTHONPYCACHEPREFIX, ...) and the loader's (LD_*, DYLD_*, GCONV_PATH) make the
@@ -102,7 +102,7 @@ def _runs_llmc_module(args: list[str]) -> bool:
     if not args:
         return False
     module = args[0][2:] or (args[1] if len(args) > 1 else "")  # -m MODULE or -mMODULE
-    return isolated and module in LLMC_MODULES
+    return isolated and module in OWN_MODULES
 
 
 def _clean_environment(env: Mapping[str, str]) -> bool:

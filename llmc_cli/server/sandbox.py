@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Sequence
 
@@ -165,6 +164,8 @@ def bwrap_usable(bwrap: str | None) -> bool:
             "--",
             "/bin/true",
         ]
+        import subprocess  # only to probe bwrap once: a call that starts no sandbox does not load it
+
         try:
             _usable[bwrap] = (
                 subprocess.run(

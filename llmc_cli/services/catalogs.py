@@ -17,7 +17,6 @@ from llmc_cli.config.profiles import LoadedProfile, usable_specs
 from llmc_cli.errors import ConfigError, ConnectionFailed, LlmcError, UsageError
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.model import JSONObject, ServerSpec, Tool
-from llmc_cli.server.workspace import make_workspace_server
 from llmc_cli.services.calls import lock_path
 from llmc_cli.services.reads import read_decision
 from llmc_cli.services.sandbox import contain, warn_unsandboxed
@@ -38,6 +37,8 @@ def builtin_servers() -> dict[str, Callable[[ServerSpec], Any]]:
     def workspace(spec: ServerSpec) -> Any:
 
         options = dict(spec.options)
+        from llmc_cli.server.workspace import make_workspace_server  # the built-in server: loaded only when it runs
+
         return make_workspace_server(**options)
 
     return {"workspace": workspace}

@@ -137,8 +137,8 @@ def test_server_option_narrows_and_reaches_disabled_servers(profile: Path):
     assert {t["server"] for t in run.json()["tools"]} == {"off", "sdk"}
     run = llmc("call", "off.echo", "message=on demand", "--text", "-s", "off", "--yes")
     assert run.returncode == 0 and run.stdout == "on demand\n"
-    run = llmc("call", "off.echo", "message=x")  # not enabled, not named: not contacted
-    assert run.returncode == 2 and "no server has a tool named 'off.echo'" in run.stderr
+    run = llmc("call", "off.echo", "message=x")  # not enabled, not named: not contacted, and said how to reach it
+    assert run.returncode == 2 and "server off is disabled in this profile" in run.stderr and "-s off" in run.stderr
 
 
 def test_the_installed_llmc_in_a_subprocess(isolated_dirs: Path):

@@ -58,6 +58,8 @@ NOT_RUN = {
     "llmc state migrate": "needs the PostgreSQL server at db.internal the example names (tests/state migrates a real one)",
     "llmc auth login erp --no-browser": "waits until a person opens the URL it prints "
     "(tests/auth/test_auth_cli.py plays that person)",
+    "llmc serve -p ops --http 0.0.0.0:8443 --tls-cert gw.pem --tls-key gw-key.pem": "HTTPS on a public address: needs the "
+    "reader's certificate and a principal (tests/gateway/test_tls.py serves HTTPS with certificates made at test time)",
     "llmc call SERVER.TOOL key=value ...": "a synopsis: SERVER.TOOL, TOOL and ... are placeholders",
     'llmc call TOOL key:=\'{"raw": "json"}\'': "a synopsis",
     "llmc call TOOL --json '{\"a\": 1}'": "a synopsis",
