@@ -24,9 +24,9 @@ from llmc_cli.agent.loop import (
     ReadOnly,
     RunRecord,
     ask,
-    progress_line,
     provider_tool_names,
 )
+from llmc_cli.agent.progress import progress_line
 from llmc_cli.agent.sampling import sampler
 from llmc_cli.agent.settings import AskOptions, AskSettings, resolve_settings
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from llmc_cli import interrupts, telemetry
-from llmc_cli.agent import genai
+from llmc_cli.agent import fence, genai
 from llmc_cli.agent.compaction import compact
 from llmc_cli.agent.conversations import Conversation
 from llmc_cli.agent.tool_search import ToolSearch, native, wanted
@@ -196,7 +196,7 @@ def _ask(
         record.warnings.extend(str(w) for w in getattr(translation, "warnings", []) or [])
         tools_by_key = {(t.server, t.name): t for t in tools}
         by_name = {name: tools_by_key[owner] for name, owner in provider_tool_names(translation).items() if owner in tools_by_key}
-    emit = _locked(progress)
+    emit, boundary = _locked(progress), fence.new_boundary()  # tool results reach the model fenced, as data
     conv.messages.append(UserMessage(prompt))
     try:
         for step in range(1, limits.max_steps + 1):
@@ -209,7 +209,10 @@ def _ask(
                 record.warnings.extend(str(w) for w in translation.warnings if str(w) not in record.warnings)
                 by_name = dict(translation.tools)
             emit({"event": "model", "step": step})
-            t0 = time.monotonic()
+            t0, (sent_system, sent) = (
+                time.monotonic(),
+                fence.fenced_request(conv.system, conv.messages, boundary, offered=bool(tools)),
+            )
             try:
                 # on_text: the model's text, streamed as it arrives (every turn's, not only the answer's)
                 turn = genai.traced_chat(
@@ -217,8 +220,8 @@ def _ask(
                     conv,
                     functools.partial(
                         provider.complete,
-                        conv.system,
-                        conv.messages,
+                        sent_system,
+                        sent,
                         translation,
                         timeout=remaining,
                         **({"on_text": on_text} if on_text else {}),
@@ -469,22 +472,6 @@ def _run_bounded(work: Callable[[int], None], indexes: list[int], workers: int, 
 def provider_tool_names(translation: Translation) -> dict[str, tuple[str, str]]:
     """translate's NameMap as a plain dict: the provider's tool name -> (server, tool)."""
     return dict(translation.names)
-
-
-def progress_line(event: JSONObject) -> str | None:
-    """One line for people (stderr) per progress event, or None."""
-    kind = event.get("event")
-    if kind == "model":
-        return f"[step {event['step']}] asking the model..."
-    if kind == "tool_start":
-        return f"[step {event['step']}] running {event['tool']}"
-    if kind == "notice":
-        return str(event.get("message") or "")
-    if kind == "tool_end":
-        took = f" ({event['durationMs']:.0f} ms)" if event.get("durationMs") is not None else ""
-        told = f": {event['message']}" if event.get("message") else ""
-        return f"[step {event['step']}] {event['tool']}: {event['outcome']}{took}{told}"
-    return None
 
 
 def _locked(progress: Progress | None) -> Progress:
