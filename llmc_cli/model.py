@@ -30,17 +30,23 @@ TOOL_FORMATS: tuple[str, ...] = ("mcp", "openai", "openai-responses", "anthropic
 LINT_FORMATS: tuple[str, ...] = tuple(f for f in TOOL_FORMATS if f not in ("mcp", "text"))
 
 
+# One encoder of each kind for the process: json.dumps with options builds a JSONEncoder on every
+# call, a measurable share of a batch's CPU (several encodings per call). encode() keeps no state.
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+
+
 def compact_json(value: object) -> str:
     """One line of JSON, text as it is (not \\u-escaped): JSON-RPC on the wire, JSON Lines, the
     audit log, cache files."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _COMPACT(value)
 
 
 def canonical_json(value: object) -> str:
     """The one serialisation that hashes, HMACs and fingerprints are taken over: sorted keys, no
     white space, text as it is (not \\u-escaped). Changing it changes every audit hash, call hash
     and lock-file hash already written."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL(value)
 
 
 DEFAULT_CONNECT_TIMEOUT = 60.0
@@ -266,16 +272,25 @@ def arguments_too_deep(arguments: object) -> bool:
 
 def nesting_depth(value: object, stop_at: int = MAX_ARGUMENT_DEPTH + 1) -> int:
     """How deep JSON-like data nests (a scalar is 0, [] and {} are 1), counted without recursion;
-    counting stops at `stop_at`."""
+    counting stops at `stop_at`. Level by level: a batch checks every line and every reply."""
     deepest = 0
-    stack: list[tuple[object, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, (dict, list, tuple)):
-            deepest = max(deepest, depth)
-            if depth < stop_at:
-                stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
-    return deepest
+    level: list[object] = [value]
+    while True:
+        below: list[object] = []
+        nested = False
+        for item in level:
+            if isinstance(item, dict):
+                nested = True
+                below.extend(item.values())
+            elif isinstance(item, (list, tuple)):
+                nested = True
+                below.extend(item)
+        if not nested:
+            return deepest
+        deepest += 1
+        if deepest >= stop_at:
+            return deepest
+        level = below
 
 
 def parse_json(text: str, max_depth: int | None = MAX_ARGUMENT_DEPTH, too_deep: str = ARGUMENTS_TOO_DEEP) -> JSON:

@@ -58,9 +58,10 @@ class AuditLog(ChainedLog):
         self._tail_count = 0
         self._anchor_synced = True  # no anchor written since the last durable one
 
-    def _append_chained(self, seal: Seal) -> None:
-        """Under the file lock: whole lines, one fsync, then the anchor. Nothing is left behind
-        when any step fails: the log is cut back to where it was."""
+    def _append_chained(self, seal: Seal, anchor_later: bool = False) -> None:
+        """Under the file lock: whole lines, one fsync, then the anchor (made durable here unless
+        `anchor_later` or lazy_anchor). Nothing is left behind when any step fails: the log is cut
+        back to where it was."""
 
         try:
             ensure_private_dir(self.path.parent)
@@ -80,7 +81,8 @@ class AuditLog(ChainedLog):
                 lines = seal(prev, count)
                 head = str(json.loads(lines[-1])["hash"]) if lines else prev
                 count += len(lines)
-                after = self._write_whole("".join(line + "\n" for line in lines).encode("utf-8"), head, count)
+                data = "".join(line + "\n" for line in lines).encode("utf-8")
+                after = self._write_whole(data, head, count, anchor_later)
                 self._tail, self._tail_hash, self._tail_count = after, head, count
         except (OSError, LockTimeout, ConfigError) as exc:  # ConfigError: the anchor or the directory
             raise AuditError(
@@ -88,7 +90,7 @@ class AuditLog(ChainedLog):
                 f"{getattr(exc, 'strerror', None) or getattr(exc, 'message', None) or exc}"
             ) from None
 
-    def _write_whole(self, data: bytes, head: str, count: int) -> tuple[int, int]:
+    def _write_whole(self, data: bytes, head: str, count: int, anchor_later: bool = False) -> tuple[int, int]:
         """Append data in full (a write may be short on a full disk), fsync, update the anchor;
         on any failure cut the file back to its old end and re-raise. (inode, size) after."""
         from llmc_cli.config.files import open_own
@@ -102,7 +104,7 @@ class AuditLog(ChainedLog):
                     view = view[os.write(fd, view) :]
                 os.fsync(fd)
                 after = os.fstat(fd)
-                self._write_anchor(head, count, after.st_ino, after.st_size)
+                self._write_anchor(head, count, after.st_ino, after.st_size, later=anchor_later)
             except BaseException:
                 os.ftruncate(fd, start)
                 os.fsync(fd)
@@ -162,14 +164,16 @@ class AuditLog(ChainedLog):
         # after later appends, not be counted away.
         return self._last_hash(), max(count, anchor["records"] if anchor else 0)
 
-    def _write_anchor(self, head: str, count: int, inode: int, size: int) -> None:
+    def _write_anchor(self, head: str, count: int, inode: int, size: int, *, later: bool = False) -> None:
         """Rewrite the anchor in place (see the module's docstring), 0600. Made durable here, or,
-        with lazy_anchor, by sync() within a second: the records themselves are fsynced before
-        any call runs, and a crash before sync() leaves an anchor that lags the log, which verify
-        accepts (never one ahead)."""
+        with lazy_anchor, by sync() within a second, or, `later`, by the next append (the
+        outcome record of an allowed call: ChainedLog.record_before_actions): the records
+        themselves are fsynced before any call runs, and a crash before then leaves an anchor
+        that lags the log, which verify accepts (never one ahead)."""
         anchor = {"head": head, "records": count, "inode": inode, "size": size, "time": now_iso()}
-        self._put_anchor(anchor, durable=not self.lazy_anchor)
-        self._anchor_synced = not self.lazy_anchor
+        durable = not (self.lazy_anchor or later)
+        self._put_anchor(anchor, durable=durable)
+        self._anchor_synced = durable
 
     def _put_anchor(self, anchor: dict[str, Any], *, durable: bool) -> None:
         body = json.dumps(anchor).encode("utf-8")
@@ -182,9 +186,10 @@ class AuditLog(ChainedLog):
             fd = open_own(self.anchor_path, os.O_WRONLY)
         except FileNotFoundError:
             # The first anchor is made whole under another name and renamed into place, so a full
-            # disk or a crash never leaves an empty one behind (which would stop every later call).
-
-            write_atomic(self.anchor_path, data, durable=durable)
+            # disk or a crash never leaves an empty one behind (which would stop every later call):
+            # durable whatever was asked (once in a log's life), or a crash could keep the rename
+            # and lose the data.
+            write_atomic(self.anchor_path, data, durable=True)
             return
         try:
             if os.pwrite(fd, data, 0) != ANCHOR_BYTES:  # a short write: the disk is full
@@ -196,8 +201,12 @@ class AuditLog(ChainedLog):
         finally:
             os.close(fd)
 
+    def flush(self) -> None:
+        """Nothing waits in memory; an anchor left for later is made durable now."""
+        self.sync()
+
     def sync(self) -> None:
-        """Make the anchor durable (lazy_anchor): rewritten as it is now, under the lock, and fsynced."""
+        """Make the anchor durable (lazy_anchor, anchor_later): rewritten as it is now, under the lock, and fsynced."""
         if self._anchor_synced:
             return
 

@@ -25,7 +25,8 @@ class PostgresAuditLog(ChainedLog):
         self.chain = PostgresChain(Database.for_url(url))
         self.path = Path(self.chain.db.name)  # only ever shown, never opened
 
-    def _append_chained(self, seal: Seal) -> None:
+    def _append_chained(self, seal: Seal, anchor_later: bool = False) -> None:
+        # A transaction's commit makes the rows and the head durable at once: nothing to leave for later.
 
         try:
             with interrupts.deferred():

@@ -50,8 +50,10 @@ class ChainedLog:
     def anchor_path(self) -> Path:
         raise NotImplementedError
 
-    def _append_chained(self, seal: Seal) -> None:
-        """Under the store's lock: read the head, write seal(head, count) after it, move the head."""
+    def _append_chained(self, seal: Seal, anchor_later: bool = False) -> None:
+        """Under the store's lock: read the head, write seal(head, count) after it, move the head.
+        `anchor_later`: the records are durable when this returns, the head's anchor (where the
+        store keeps one apart) may wait for the next append or sync()."""
         raise NotImplementedError
 
     def anchor(self) -> dict[str, Any] | None:
@@ -75,10 +77,10 @@ class ChainedLog:
 
     # -- writing -----------------------------------------------------------------------------------
 
-    def append_many(self, records: list[AuditRecord]) -> list[dict[str, Any]]:
+    def append_many(self, records: list[AuditRecord], *, anchor_later: bool = False) -> list[dict[str, Any]]:
         """Chain `records` after the head and store them in one write; the records as stored."""
         written: list[dict[str, Any]] = []
-        self._append_chained(sealer(records, written))
+        self._append_chained(sealer(records, written), anchor_later)
         for full in written:  # stored: now they may also leave as OTLP log records ([telemetry] audit_logs)
             telemetry.audit_record(full)
         return written
@@ -97,8 +99,15 @@ class ChainedLog:
             raise AuditError(f"{exc.message}; the call ran, but its outcome is not recorded") from None
 
     def record_before_actions(self, records: list[AuditRecord]) -> None:
+        """The records on disk before this returns. When all are "allow" decisions, the anchor
+        is made durable with their outcome records instead (one fsync fewer per call): each such
+        call gets an outcome record, appended with a durable anchor before its result is shown
+        (pipeline._through; an interruption's or an abandoned call's outcome likewise), and until
+        then a crash of the machine leaves at most an anchor that lags the fsynced log, which
+        verify accepts. A denial is all the user hears of its call: its anchor is durable at once."""
+        later = all(r.get("event") == "decision" and r.get("decision") == "allow" for r in records)
         try:
-            self.append_many(records)
+            self.append_many(records, anchor_later=later)
         except AuditError as exc:
             raise AuditError(f"{exc.message}; the tool was not run") from None
 

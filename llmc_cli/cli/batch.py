@@ -11,10 +11,10 @@ import click
 from llmc_cli import services
 from llmc_cli.cli.arguments import load_json, read_input
 from llmc_cli.cli.common import command_calls, open_target
-from llmc_cli.cli.output import emit, note
+from llmc_cli.cli.output import emit_lines, note
 from llmc_cli.cli.targets import Target
 from llmc_cli.errors import ExitCode, LlmcError, UsageError
-from llmc_cli.model import ARGUMENTS_TOO_DEEP, JSON, MAX_ARGUMENT_DEPTH, arguments_too_deep
+from llmc_cli.model import JSON, MAX_ARGUMENT_DEPTH
 from llmc_cli.policy.approval import with_hint
 from llmc_cli.services import BatchItem, ToolRequest
 
@@ -36,10 +36,8 @@ def read_items(lines: Iterable[str]) -> list[BatchItem]:
             tool, arguments = entry.get("tool"), entry.get("arguments", {})
             if not isinstance(tool, str) or not tool:
                 raise UsageError('a batch line needs "tool": "server.tool"')
-            if not isinstance(arguments, dict):
+            if not isinstance(arguments, dict):  # nested at most MAX_ARGUMENT_DEPTH: the line is checked one deeper
                 raise UsageError('"arguments" must be a JSON object')
-            if arguments_too_deep(arguments):
-                raise UsageError(ARGUMENTS_TOO_DEEP)
             items.append(BatchItem(index, ident, request=ToolRequest(tool, arguments)))
         except LlmcError as exc:
             exc.message = f"line {index + 1}: {exc.message.removeprefix('invalid line: ')}"
@@ -64,6 +62,7 @@ def run(
     catalog, profile = open_target(ctx, target, warm=False)  # only the servers the batch names start
     worst: int = ExitCode.OK
     finished: list[Any] = []
+    write, flush = emit_lines()  # flushed whenever the batch waits for its next result, and at the end
 
     def done(item: Any) -> None:
         nonlocal worst
@@ -71,14 +70,19 @@ def run(
         finished.append(item)
         if item.error is not None:
             with_hint(item.error)
-        emit(item.to_json(), "jsonl")  # after the progress line is cleared
+        write(item.to_json())  # after the progress line is cleared
 
     with catalog:
         # The batch file is the person's decision (no confirm_destructive); the profile's
         # `confirm` patterns still apply, and a batch never asks: --yes or pre-approved hashes.
         calls = command_calls(ctx, catalog, profile, "batch", ask=False, yes=yes, use_cache=use_cache)
         try:
-            services.run_batch(calls, items, parallel=parallel, fail_fast=fail_fast, validate=validate, on_done=done)
+            try:
+                services.run_batch(
+                    calls, items, parallel=parallel, fail_fast=fail_fast, validate=validate, on_done=done, on_wait=flush
+                )
+            finally:
+                flush()
         except BaseException:  # Ctrl-C, a signal: what finished and what did not, then the interruption
             note(summary(finished, len(items)))
             raise

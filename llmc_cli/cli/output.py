@@ -92,6 +92,25 @@ def emit(data: Any, fmt: str = "json", *, columns: list[str] | None = None) -> N
         click.echo(_json_safe(json.dumps(data, ensure_ascii=False, indent=2)))
 
 
+def emit_lines() -> tuple[Callable[[Any], None], Callable[[], None]]:
+    """(write, flush): JSON Lines on stdout, kept until the caller flushes them, in one write,
+    when it would wait (`call --batch`: a click.echo, a write and a flush per line were a
+    measurable share of a thousand calls)."""
+    pending: list[str] = []
+
+    def write(item: Any) -> None:
+        _end_status()
+        pending.append(json_line(item) + "\n")
+
+    def flush() -> None:
+        if pending:
+            text = "".join(pending)
+            pending.clear()
+            click.echo(text, nl=False)
+
+    return write, flush
+
+
 def emit_listing(
     key: str,
     rows: list[dict[str, Any]],

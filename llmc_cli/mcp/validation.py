@@ -35,11 +35,19 @@ class CompiledSchemas(Generic[T]):
     def __init__(self, compile: Callable[[Any], T], size: int = 512) -> None:
         self._compile = compile
         self._size = size
-        self._entries: OrderedDict[str, tuple[str, T]] = OrderedDict()
+        # key -> (fingerprint, compiled form, the schema object it was made from)
+        self._entries: OrderedDict[str, tuple[str, T, Any]] = OrderedDict()
         self._lock = threading.Lock()
         self.built = 0
 
     def get(self, schema: Any, owner: str | None = None) -> T:
+        if owner is not None:  # the very object compiled last for this owner (a batch's calls of one
+            # tool): no fingerprint needed. A changed definition arrives as a new object (a new listing).
+            with self._lock:
+                entry = self._entries.get("\x00" + owner)
+                if entry is not None and entry[2] is schema:
+                    self._entries.move_to_end("\x00" + owner)
+                    return entry[1]
         fingerprint = canonical_json(schema)
         key = fingerprint if owner is None else "\x00" + owner  # an owner never collides with a schema
         with self._lock:
@@ -50,7 +58,7 @@ class CompiledSchemas(Generic[T]):
         compiled = self._compile(schema)  # outside the lock: jsonschema's check takes a while
         with self._lock:
             self.built += 1
-            self._entries[key] = (fingerprint, compiled)
+            self._entries[key] = (fingerprint, compiled, schema)
             self._entries.move_to_end(key)
             while len(self._entries) > self._size:
                 self._entries.popitem(last=False)
@@ -96,23 +104,12 @@ def validate_arguments(arguments: Mapping[str, Any], schema: Any, tool: str) -> 
     A null given for an optional property counts as leaving it out (it is still sent as given):
     models in strict mode send null for every optional property, and the spec asks clients to
     treat a null x-mcp-header value as absent, so servers commonly read null as "not provided"."""
-    if not isinstance(schema, dict):
-        return
-    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-    for key in arguments:
-        if properties and key not in properties:
-            hint = did_you_mean(key, properties)
-            if hint or schema.get("additionalProperties") is False:
-                raise UsageError(f"{tool}: unknown argument {key!r}{hint or ' (arguments: ' + ', '.join(properties) + ')'}")
-    declared = schema.get("required")
-    required: list[Any] = declared if isinstance(declared, list) else []
-    checked = {k: v for k, v in arguments.items() if v is not None or k in required}
-    fast = SUBSET_CHECKS.get(schema, tool)
-    if fast is not None and fast(checked, "") is None:
+    if passes_quickly(arguments, schema, tool):
         return
     validator = VALIDATORS.get(schema, tool)
     if validator is None:
         return
+    checked = _checked(arguments, schema)
     try:
         # a validator exists, so _jsonschema_validator imported jsonschema (and its exceptions)
         error = sys.modules["jsonschema.exceptions"].best_match(validator.iter_errors(checked))
@@ -127,6 +124,30 @@ def validate_arguments(arguments: Mapping[str, Any], schema: Any, tool: str) -> 
         raise UsageError(f"{tool}: missing required argument {where!r}")
     expected = _expected(error)
     raise UsageError(f"{tool}: argument {where or '(all)'}: {expected}")
+
+
+def passes_quickly(arguments: Mapping[str, Any], schema: Any, tool: str) -> bool:
+    """The part of validate_arguments that needs no jsonschema: UsageError for an unknown
+    argument it refuses; True when the arguments are valid (the compiled subset check passed,
+    or there is no schema to check), False when jsonschema must decide. `llmc call` through a
+    keeper asks its keeper only then."""
+    if not isinstance(schema, dict):
+        return True
+    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    for key in arguments:
+        if properties and key not in properties:
+            hint = did_you_mean(key, properties)
+            if hint or schema.get("additionalProperties") is False:
+                raise UsageError(f"{tool}: unknown argument {key!r}{hint or ' (arguments: ' + ', '.join(properties) + ')'}")
+    fast = SUBSET_CHECKS.get(schema, tool)
+    return fast is not None and fast(_checked(arguments, schema), "") is None
+
+
+def _checked(arguments: Mapping[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """The arguments as checked: a null for an optional property left out."""
+    declared = schema.get("required")
+    required: list[Any] = declared if isinstance(declared, list) else []
+    return {k: v for k, v in arguments.items() if v is not None or k in required}
 
 
 def _expected(error: Any) -> str:

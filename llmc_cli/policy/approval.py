@@ -17,15 +17,18 @@ if TYPE_CHECKING:
     from llmc_cli.config.profiles import LoadedProfile
 
 
-def call_hash(call: ToolCall) -> str:
+def call_hash(call: ToolCall, key: bytes | None = None) -> str:
     """Identity of one exact call: HMAC-SHA256 under this installation's approval key over
     canonical JSON of server.tool and the (unmasked) arguments. Keyed, because the hash is written
     next to masked arguments in the audit log: an unkeyed hash of a short password is undone by
-    guessing. Lone surrogates pass through (surrogatepass) so that any call has a hash."""
+    guessing. Lone surrogates pass through (surrogatepass) so that any call has a hash. `key`:
+    approval_key() as the caller read it once for many calls (services.calls.Invocation)."""
     import hmac
 
     canonical = canonical_json({"tool": call.qualified_name, "arguments": call.arguments})
-    digest = hmac.new(approval_key(), canonical.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+    digest = hmac.new(
+        approval_key() if key is None else key, canonical.encode("utf-8", "surrogatepass"), hashlib.sha256
+    ).hexdigest()
     return "hmac-sha256:" + digest
 
 

@@ -67,7 +67,9 @@ class BatchItem:
 class Batch:
     """Run many calls over one connection per server: servers concurrently; within a server in
     input order, except that up to `parallel` consecutive read-only calls run at once. `on_done`
-    gets the items in input order as soon as every earlier one is done, so results stream. With
+    gets the items in input order as soon as every earlier one is done, so results stream;
+    `on_wait` is called before waiting for one that is not (a caller writing results buffered
+    flushes them then: nothing done is held back while the batch waits). With
     `fail_fast`, calls not yet started after a failure are skipped (an error result saying so).
     With `validate`, each call's arguments are checked against its tool's inputSchema first (a
     line that does not fit gets its error, exit 2, and is not decided).
@@ -85,6 +87,7 @@ class Batch:
         fail_fast: bool = False,
         validate: bool = True,
         on_done: Callable[[BatchItem], None] | None = None,
+        on_wait: Callable[[], None] | None = None,
     ) -> None:
         self.pipeline = pipeline
         self.items = items
@@ -92,6 +95,7 @@ class Batch:
         self.fail_fast = fail_fast
         self.validate = validate
         self.on_done = on_done
+        self.on_wait = on_wait
         self.authorized: dict[int, Authorization] = {}
         self.stop = threading.Event()  # --fail-fast: a call failed, the rest are skipped
         self.done = [threading.Event() for _ in items]
@@ -111,6 +115,8 @@ class Batch:
             for worker in workers:
                 worker.start()
             for item in self.items:  # in input order, each as soon as it and every earlier one are done
+                if self.on_wait is not None and not self.done[item.index].is_set():
+                    self.on_wait()
                 interrupts.wait(self.done[item.index].wait)
                 if self.on_done:
                     self.on_done(item)
@@ -254,9 +260,10 @@ def run_batch(
     fail_fast: bool = False,
     validate: bool = True,
     on_done: Callable[[BatchItem], None] | None = None,
+    on_wait: Callable[[], None] | None = None,
 ) -> None:
     """A Batch of `items` through `pipeline`, run to its end."""
-    Batch(pipeline, items, parallel=parallel, fail_fast=fail_fast, validate=validate, on_done=on_done).run()
+    Batch(pipeline, items, parallel=parallel, fail_fast=fail_fast, validate=validate, on_done=on_done, on_wait=on_wait).run()
 
 
 def _joined(thread: threading.Thread, seconds: float) -> bool:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, NamedTuple, cast
 
 from llmc_cli import audit, interrupts, policy
 from llmc_cli.errors import Cancelled, ConfigError, InputRequired, LlmcError, PolicyDenied, ProtocolError, TimeoutExpired
-from llmc_cli.mcp.validation import validate_arguments
+from llmc_cli.mcp.validation import passes_quickly, validate_arguments
 from llmc_cli.model import JSONObject, Tool, ToolCall, ToolResult, canonical_json
 from llmc_cli.services import calls
 from llmc_cli.services.calls import Authorization, Invocation
@@ -174,9 +174,12 @@ class Pipeline:
         return self._resolver
 
     def validate(self, call: ToolCall, tool: Tool, *, here: bool = False) -> None:
-        """The arguments against the tool's inputSchema (UsageError, exit 2). A session keeper
-        that holds the server checks them when there is one (it keeps jsonschema loaded, slow to
-        import in a short-lived process), unless `here` (a batch: one import for every call)."""
+        """The arguments against the tool's inputSchema (UsageError, exit 2). What the compiled
+        subset check passes is valid here and now; for the rest a session keeper that holds the
+        server checks them when there is one (it keeps jsonschema loaded, slow to import in a
+        short-lived process), unless `here` (a batch: one import for every call)."""
+        if passes_quickly(call.arguments, tool.input_schema, call.qualified_name):
+            return  # the keeper would say the same (the same check): no round trip to it
         if not here and self.catalog.keeper is not None:
             from llmc_cli.keeper.transport import validate_in_keeper
 
