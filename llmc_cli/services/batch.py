@@ -182,9 +182,13 @@ class Batch:
 
     def _run_server(self, queue: list[BatchItem]) -> None:
         """One server's calls in input order, a group of read-only ones at once."""
-        from concurrent.futures import ThreadPoolExecutor
-
         try:
+            if self.parallel == 1:  # every group is one call: no pool (concurrent.futures imports logging)
+                for item in queue:
+                    self._run_one(item)
+                return
+            from concurrent.futures import ThreadPoolExecutor
+
             with ThreadPoolExecutor(max_workers=self.parallel) as pool:
                 for group in self._groups(queue):
                     if len(group) == 1:

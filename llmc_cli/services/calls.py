@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, NamedTuple, cast
 
-from llmc_cli import interrupts, telemetry
+from llmc_cli import audit, interrupts, policy, telemetry
 from llmc_cli.catalog import Catalog
 from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.config.secrets import Masker, environment_secrets
@@ -23,6 +22,7 @@ from llmc_cli.errors import (
     RpcError,
     UsageError,
 )
+from llmc_cli.guard import clearance
 from llmc_cli.mcp.jsonrpc import has_lone_surrogate
 from llmc_cli.model import ARGUMENTS_TOO_DEEP, JSONObject, Tool, ToolCall, arguments_too_deep
 from llmc_cli.policy import Decision
@@ -38,45 +38,68 @@ if TYPE_CHECKING:
     from llmc_cli.store.state import State
 
 
-@dataclass
 class Invocation:
     """Who runs a tool call and how a human may be asked about it: the caller's context, made
-    once per command (services.open_calls) or per host call of the gateway (services.host_calls)."""
+    once per command (services.open_calls) or per host call of the gateway (services.host_calls).
+    A plain class, not a dataclass: a call through a keeper is mostly start-up, and creating a
+    dataclass costs about a millisecond at import.
 
-    profile: LoadedProfile
-    # The profile's state (services.open_state), composed once by whoever runs the command or the
-    # gateway: the rate windows, approvals and result cache every call uses, and the audit chain's store.
-    state: State
-    command: str = "call"  # call | ask | batch
-    # "human": a command a person typed (call, call --batch); "model": calls an LLM chose (ask,
-    # sampling, the gateway). The default is the guarded one.
-    caller: str = "model"
-    interactive: bool = False  # a human can answer a confirmation prompt
-    assume_yes: bool = False  # --yes: confirmations answered yes
-    confirm: Callable[[ToolCall, Tool | None], bool] | None = None
-    conversation_id: str | None = None
-    audit: AuditSink | None = None  # where the records go: None = the state's audit log; the gateway's audit.Deferred
-    # Who asked, when that is not this process's user: an MCP host through the gateway (its
-    # clientInfo and, over HTTP, the authenticated principal). Recorded in every audit record.
-    client: JSONObject | None = None
-    # The masking of the environment's and the profile's secrets, when the caller already made it:
-    # the gateway makes an invocation per call; its environment and profile are fixed.
-    environment_masker: Masker | None = None
-    use_cache: bool = True  # False: --no-cache, every call goes to its server (its answer still cached)
-    # The gateway's host session (a random id per connection), which a `per_session` server's
-    # cached results belong to; None for a local command (such servers are then not cached).
-    host_session: str | None = None
-    # The inspect stage's inspectors (services/inspect.py), in order; None: the profile's (inspectors_for).
-    inspection: tuple[Inspector, ...] | None = None
-    # The highest server classification this caller may use (guard/clearance.py); None: the
-    # default of its kind ([policy] clearance for a person, the model's for anyone else).
-    clearance: str | None = None
+    profile; state: the profile's state (services.open_state), composed once by whoever runs the
+    command or the gateway: the rate windows, approvals and result cache every call uses, and the
+    audit chain's store. command: call | ask | batch. caller: "human", a command a person typed
+    (call, call --batch); "model", calls an LLM chose (ask, sampling, the gateway), the default:
+    the guarded one. interactive: a human can answer a confirmation prompt; assume_yes: --yes,
+    confirmations answered yes; confirm: how the human is asked. audit: where the records go
+    (None: the state's audit log; the gateway's audit.Deferred). client: who asked, when that is
+    not this process's user: an MCP host through the gateway (its clientInfo and, over HTTP, the
+    authenticated principal), recorded in every audit record. environment_masker: the masking of
+    the environment's and the profile's secrets, when the caller already made it (the gateway
+    makes an invocation per call; its environment and profile are fixed). use_cache: False for
+    --no-cache, every call goes to its server (its answer still cached). host_session: the
+    gateway's host session (a random id per connection), which a `per_session` server's cached
+    results belong to; None for a local command (such servers are then not cached). inspection:
+    the inspect stage's inspectors (services/inspect.py), in order; None: the profile's
+    (inspectors_for). clearance: the highest server classification this caller may use
+    (guard/clearance.py); None: the default of its kind ([policy] clearance for a person, the
+    model's for anyone else)."""
+
+    def __init__(
+        self,
+        profile: LoadedProfile,
+        state: State,
+        command: str = "call",
+        caller: str = "model",
+        interactive: bool = False,
+        assume_yes: bool = False,
+        confirm: Callable[[ToolCall, Tool | None], bool] | None = None,
+        conversation_id: str | None = None,
+        audit: AuditSink | None = None,
+        client: JSONObject | None = None,
+        environment_masker: Masker | None = None,
+        use_cache: bool = True,
+        host_session: str | None = None,
+        inspection: tuple[Inspector, ...] | None = None,
+        clearance: str | None = None,
+    ) -> None:
+        self.profile = profile
+        self.state = state
+        self.command = command
+        self.caller = caller
+        self.interactive = interactive
+        self.assume_yes = assume_yes
+        self.confirm = confirm
+        self.conversation_id = conversation_id
+        self.audit = audit
+        self.client = client
+        self.environment_masker = environment_masker
+        self.use_cache = use_cache
+        self.host_session = host_session
+        self.inspection = inspection
+        self.clearance = clearance
 
     @cached_property
     def cleared_for(self) -> str:
         """The clearance this invocation's calls, reads and listings are judged by."""
-        from llmc_cli.guard import clearance
-
         if self.clearance is not None:
             return clearance.capped(self.clearance, self.profile.profile)
         if self.caller == "human":
@@ -97,8 +120,6 @@ class Invocation:
     def approval_key(self) -> bytes:
         """The key of this invocation's call hashes (policy.approval_key), read once: it is looked
         up in the environment and the state directory, which a batch would do twice per call."""
-        from llmc_cli import policy
-
         return policy.approval_key()
 
     @cached_property
@@ -110,16 +131,30 @@ class Invocation:
         return Masker(environment_secrets(self.profile.profile))
 
 
-@dataclass
 class Authorization:
-    """A call (or a read) the policy has decided on, with the fields every audit record of it carries."""
+    """A call (or a read) the policy has decided on, with the fields every audit record of it
+    carries: `masker`, the invocation's and the values of this call's secret-looking arguments;
+    `opened`, its entry in OPEN_CALLS once an allow decision is on disk; `approval`, for a
+    confirmation nobody could give, what pre-approving the call takes. (A class with slots: no
+    dataclass to create at import.)"""
 
-    call: ToolCall | Read
-    decision: Decision
-    base: AuditRecord
-    masker: Masker  # the invocation's, and the values of this call's secret-looking arguments
-    opened: int | None = None  # its entry in OPEN_CALLS once an allow decision is on disk
-    approval: Approval | None = None  # a confirmation nobody could give: what pre-approving the call takes
+    __slots__ = ("approval", "base", "call", "decision", "masker", "opened")
+
+    def __init__(
+        self,
+        call: ToolCall | Read,
+        decision: Decision,
+        base: AuditRecord,
+        masker: Masker,
+        opened: int | None = None,
+        approval: Approval | None = None,
+    ) -> None:
+        self.call = call
+        self.decision = decision
+        self.base = base
+        self.masker = masker
+        self.opened = opened
+        self.approval = approval
 
     def denied(self) -> PolicyDenied:
         """The error of a call the policy denied (the approval it would need attached)."""
@@ -233,8 +268,6 @@ def record_decisions(log: AuditSink, invocation: Invocation, authorizations: lis
 
 def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Authorization:
     """The policy's decision on a call (a confirmation asked or answered here); nothing runs."""
-    from llmc_cli import policy
-
     profile = invocation.profile
     if arguments_too_deep(call.arguments):  # whoever sent them (a `KEY:=JSON` pair, a keeper's client)
         raise UsageError(ARGUMENTS_TOO_DEEP)
@@ -277,7 +310,6 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
 
 def _hidden(tool: Tool, decision: Decision) -> Decision:
     """[guard] descriptions = "hide": a tool whose own metadata has a high finding is refused."""
-    from llmc_cli import policy
     from llmc_cli.guard.scan import flagged
 
     rules = flagged([tool]).get(tool.qualified_name)
@@ -289,9 +321,6 @@ def _hidden(tool: Tool, decision: Decision) -> Decision:
 
 def clearance_denial(invocation: Invocation, server: str, call_hash: str | None = None) -> Decision | None:
     """A denial when `server` is classified above the invocation's clearance (guard/clearance.py)."""
-    from llmc_cli import policy
-    from llmc_cli.guard import clearance
-
     level = invocation.cleared_for
     if clearance.cleared(invocation.profile.profile, server, level):
         return None
@@ -299,8 +328,6 @@ def clearance_denial(invocation: Invocation, server: str, call_hash: str | None 
 
 
 def _authorization(invocation: Invocation, call: ToolCall, decision: Decision, approval: Approval | None) -> Authorization:
-    from llmc_cli import audit
-
     profile = invocation.profile
     telemetry.policy_decision(call.qualified_name, decision.action, decision.rule, invocation.caller)
     masker = invocation.masker.with_arguments(call.arguments)
@@ -320,8 +347,7 @@ def _authorization(invocation: Invocation, call: ToolCall, decision: Decision, a
     )
 
 
-@dataclass
-class CacheEntry:
+class CacheEntry(NamedTuple):
     """Where a cacheable call's result is looked up and kept. The cache is best effort: a store
     that cannot be read or written costs a call to the server, never the call itself."""
 

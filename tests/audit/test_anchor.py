@@ -181,3 +181,43 @@ def test_a_reader_waits_for_the_record_being_written_and_sees_a_torn_one_as_dama
     path.write_bytes(whole[: -len(last)] + last[:20])  # the writer died mid-write
     report = AuditLog(path).verify()
     assert report["ok"] is False and report["line"] == 3 and report["reason"] == "not a valid audit record"
+
+
+def test_an_allowed_calls_anchor_is_made_durable_by_its_outcome(tmp_path, monkeypatch):
+    """A single call's decision and outcome cost three fsyncs, not four: the records are each
+    fsynced before the call runs and before its result is shown; the anchor of an all-"allow"
+    decision write waits for the outcome's append (which every allowed call gets), whose fsync
+    makes the newest anchor durable. A denial, all a user hears of its call, and a write that
+    is not all allow decisions keep their durable anchor at once; flush() syncs one left waiting."""
+    import os
+
+    synced: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    path = tmp_path / "audit.jsonl"
+    anchor = path.with_name("audit.jsonl.anchor")
+    log = AuditLog(path)
+    log.append({"event": "outcome", "n": 0})  # the first anchor exists (made whole, durably, once)
+    synced.clear()
+
+    log.record_before_actions([{"event": "decision", "decision": "allow", "n": 1}])
+    assert len(synced) == 1  # the record itself, before the call runs
+    assert json.loads(anchor.read_text())["records"] == 2  # written all the same, for every reader
+    log.record({"event": "outcome", "outcome": "ok", "n": 1}, before_action=False)
+    assert len(synced) == 3  # the outcome record, then the anchor (now counting both)
+    assert json.loads(anchor.read_text())["records"] == 3 and log.verify()["ok"]
+
+    for records in (
+        [{"event": "decision", "decision": "deny", "n": 2}],
+        [{"event": "decision", "decision": "allow", "n": 3}, {"event": "decision", "decision": "deny", "n": 4}],
+    ):
+        synced.clear()
+        log.record_before_actions(records)
+        assert len(synced) == 2  # the record and its anchor
+
+    log.record_before_actions([{"event": "decision", "decision": "allow", "n": 5}])
+    synced.clear()
+    log.flush()  # an interruption's records, or anyone ending early: the waiting anchor is synced
+    assert len(synced) == 1
+    log.flush()
+    assert len(synced) == 1  # nothing waits any more

@@ -9,14 +9,13 @@ bounded in time, and kills the whole process group so `npx`-style wrappers leave
 from __future__ import annotations
 
 import collections
-import concurrent.futures
 import os
 import signal
 import subprocess
 import threading
 import weakref
 from collections.abc import Callable
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from llmc_cli.errors import ConnectionFailed, LlmcError, ProtocolError
 from llmc_cli.mcp import jsonrpc
@@ -57,15 +56,21 @@ STDERR_LINES_KEPT = 50
 GARBAGE_LINES_TOLERATED = 100  # servers that log to stdout: skip a few lines, then give up
 
 
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
 _spawner_lock = threading.Lock()
-_spawner_pool: list[concurrent.futures.ThreadPoolExecutor] = []
+_spawner_pool: list[ThreadPoolExecutor] = []
 
 
-def _spawner() -> concurrent.futures.ThreadPoolExecutor:
-    """One thread, kept until llmc exits, that starts every launched (sandboxed) server."""
+def _spawner() -> ThreadPoolExecutor:
+    """One thread, kept until llmc exits, that starts every launched (sandboxed) server.
+    concurrent.futures (which imports logging) loads here, for a launched server only."""
+    from concurrent.futures import ThreadPoolExecutor
+
     with _spawner_lock:
         if not _spawner_pool:
-            _spawner_pool.append(concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="llmc-spawner"))
+            _spawner_pool.append(ThreadPoolExecutor(1, thread_name_prefix="llmc-spawner"))
         return _spawner_pool[0]
 
 
