@@ -67,9 +67,10 @@ class BatchItem:
 class Batch:
     """Run many calls over one connection per server: servers concurrently; within a server in
     input order, except that up to `parallel` consecutive read-only calls run at once. `on_done`
-    gets the items in input order as soon as every earlier one is done, so results stream;
-    `on_wait` is called before waiting for one that is not (a caller writing results buffered
-    flushes them then: nothing done is held back while the batch waits). With
+    gets the items in input order as soon as every earlier one is done, so results stream: it is
+    called by the thread that finished the item (never two at once), not by a main thread woken
+    for each call; `on_wait` after each run of items handed to on_done (a caller writing results
+    buffered flushes them then: nothing done is held back while the batch waits). With
     `fail_fast`, calls not yet started after a failure are skipped (an error result saying so).
     With `validate`, each call's arguments are checked against its tool's inputSchema first (a
     line that does not fit gets its error, exit 2, and is not decided).
@@ -99,6 +100,10 @@ class Batch:
         self.authorized: dict[int, Authorization] = {}
         self.stop = threading.Event()  # --fail-fast: a call failed, the rest are skipped
         self.done = [threading.Event() for _ in items]
+        self._handing = threading.Lock()  # one thread at a time hands items to on_done, in order
+        self._handed = 0  # how many items on_done has had
+        self._all_handed = threading.Event()
+        self._hand_error: BaseException | None = None  # what on_done raised (a reader gone): raised by run()
 
     def run(self) -> None:
 
@@ -114,12 +119,10 @@ class Batch:
             ]
             for worker in workers:
                 worker.start()
-            for item in self.items:  # in input order, each as soon as it and every earlier one are done
-                if self.on_wait is not None and not self.done[item.index].is_set():
-                    self.on_wait()
-                interrupts.wait(self.done[item.index].wait)
-                if self.on_done:
-                    self.on_done(item)
+            self._hand_on()  # the items that were done before any call (lines that could not be read)
+            interrupts.wait(self._all_handed.wait)
+            if self._hand_error is not None:
+                raise self._hand_error
             for worker in workers:
                 interrupts.wait(functools.partial(_joined, worker))
 
@@ -164,6 +167,34 @@ class Batch:
             except LlmcError as exc:
                 item.error = exc
         self.pipeline.decide(list(self.authorized.values()))
+
+    def _finish(self, item: BatchItem) -> None:
+        """The item is done: it, and every later one done before it, go to on_done now."""
+        self.done[item.index].set()
+        self._hand_on()
+
+    def _hand_on(self) -> None:
+        """Hand every item whose predecessors are all handed to on_done, in input order, then
+        on_wait. Never raises: what on_done raises ends the handing and is raised by run()."""
+        with self._handing:
+            handed = self._handed
+            while self._handed < len(self.items) and self.done[self._handed].is_set() and self._hand_error is None:
+                if interrupts.requested():  # the main thread reports the interruption; nothing more is shown
+                    return
+                item = self.items[self._handed]
+                self._handed += 1
+                try:
+                    if self.on_done is not None:
+                        self.on_done(item)
+                except BaseException as exc:  # noqa: BLE001 - handed to the main thread
+                    self._hand_error = exc
+            try:
+                if self._handed > handed and self.on_wait is not None and self._hand_error is None:
+                    self.on_wait()
+            except BaseException as exc:  # noqa: BLE001 - likewise
+                self._hand_error = exc
+            if self._handed == len(self.items) or self._hand_error is not None:
+                self._all_handed.set()
 
     def _runnable(self) -> list[BatchItem]:
         return [item for item in self.items if item.call is not None and item.error is None]
@@ -238,7 +269,7 @@ class Batch:
         except BaseException as exc:  # noqa: BLE001 - an interruption or a bug: this item's result says so
             self._abandon(item, f"the call did not complete: {type(exc).__name__}: {exc}")
         finally:
-            self.done[item.index].set()
+            self._finish(item)
 
     def _give_up(self, item: BatchItem, error: LlmcError, outcome: str) -> None:
         """A call that will not run (or whose run broke): its error result and outcome record."""
@@ -253,7 +284,7 @@ class Batch:
         except BaseException as error:  # noqa: BLE001 - the next items must still be marked done
             item.error = error if isinstance(error, LlmcError) else LlmcError(str(error))
         finally:
-            self.done[item.index].set()
+            self._finish(item)
 
 
 def run_batch(
