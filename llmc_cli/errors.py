@@ -153,11 +153,12 @@ class DriftError(LlmcError):
 JSON_RPC_INTERNAL_ERROR = -32603  # what an rpc_error without its code is taken for (mcp.jsonrpc has the rest)
 
 
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """' (did you mean 'x'?)' for a misspelt name, or '' when nothing is close."""
+def did_you_mean(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str:
+    """' (did you mean 'x'?)' for a misspelt name, or '' when nothing is as close as `cutoff`
+    (difflib's ratio)."""
     import difflib
 
-    close = difflib.get_close_matches(word, list(choices), n=3, cutoff=0.6)
+    close = difflib.get_close_matches(word, list(choices), n=3, cutoff=cutoff)
     if not close:
         return ""
     return " (did you mean " + " or ".join(repr(c) for c in close) + "?)"

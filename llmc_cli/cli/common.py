@@ -125,8 +125,6 @@ def command_calls(
     """This command's pipeline (services.open_calls): its calls and reads, confirmations asked
     on the terminal when there is one and `ask` (a batch never asks), `yes`: answered yes;
     `clearance`: the caller's (guard/clearance.py; None: the default of its kind)."""
-    from llmc_cli import services
-
     app = app_of(ctx)
     return services.open_calls(
         catalog,

@@ -12,9 +12,19 @@ from typing import TYPE_CHECKING, Any
 
 from llmc_cli import policy
 from llmc_cli.catalog import Catalog, ConnectOptions, ServerFailure
-from llmc_cli.config.paths import PROTECTED_PATHS_VAR, audit_log_path, config_dir, is_llmc_command, own_directories, state_dir
+from llmc_cli.config.paths import (
+    PROTECTED_PATHS_VAR,
+    REQUIRE_SANDBOX_VAR,
+    audit_log_path,
+    config_dir,
+    is_llmc_command,
+    own_directories,
+    sandbox_required_by_parent,
+    state_dir,
+)
 from llmc_cli.config.profiles import LoadedProfile, usable_specs
 from llmc_cli.errors import ConfigError, ConnectionFailed, LlmcError, UsageError
+from llmc_cli.guard.clearance import cleared
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.model import JSONObject, ServerSpec, Tool
 from llmc_cli.services.calls import lock_path
@@ -76,8 +86,6 @@ def protect(specs: list[ServerSpec], profile: LoadedProfile | None, require_sand
     sandbox covers those files instead). `require_sandbox`: a nested llmc is also told to keep
     the sandbox rule (REQUIRE_SANDBOX_VAR), so a server of its own cannot run unsandboxed
     where this one's could not."""
-    from llmc_cli.config.paths import PROTECTED_PATHS_VAR, REQUIRE_SANDBOX_VAR
-
     paths = protected_paths(profile)
     out = []
     for spec in specs:
@@ -110,8 +118,6 @@ def launch_specs(
     would run unsandboxed without the profile saying sandbox = "none" for it; also when the llmc
     that started this one ran under that rule (config.paths.REQUIRE_SANDBOX_VAR), whatever the
     nesting, and passed on to llmc's own children."""
-    from llmc_cli.config.paths import sandbox_required_by_parent
-
     require_sandbox = require_sandbox or sandbox_required_by_parent()
     if adhoc is None and profile is None:
         raise ValueError("launch_specs needs a profile or an ad-hoc server")
@@ -221,8 +227,6 @@ def cleared_servers(
     """`servers` (None: all of the catalog's) less those classified above `clearance` (None: unrestricted)."""
     if clearance is None:
         return servers
-    from llmc_cli.guard.clearance import cleared
-
     return [s for s in (servers if servers is not None else list(catalog.specs)) if cleared(profile.profile, s, clearance)]
 
 

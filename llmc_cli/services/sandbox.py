@@ -22,11 +22,12 @@ import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from llmc_cli.config.paths import ensure_private_dir, is_llmc_command, state_dir
+from llmc_cli.config.paths import audit_log_path, config_dir, ensure_private_dir, is_llmc_command, state_dir
 from llmc_cli.errors import ConfigError
 from llmc_cli.model import SandboxSpec, ServerSpec
 from llmc_cli.server.jail import Protected
-from llmc_cli.server.sandbox import FIXED_PATH, SYSTEM_DIRS, bwrap_argv, bwrap_usable, find_bwrap, limited
+from llmc_cli.server.sandbox import FIXED_PATH, SYSTEM_DIRS, bwrap_argv, bwrap_usable, find_bwrap, is_under, limited
+from llmc_cli.services.calls import lock_path
 
 if TYPE_CHECKING:
     from llmc_cli.config.profiles import LoadedProfile
@@ -123,10 +124,6 @@ def own_files_out_of_reach(server: str, sandbox: SandboxSpec, profile: LoadedPro
     rotation, a .lock beside it, could be a link the server put there first), or the audit log
     inside a read path (its later records); and a symbolic link on the way to any of them inside
     a write path (the server could point it elsewhere)."""
-    from llmc_cli.config.paths import audit_log_path, config_dir, state_dir
-    from llmc_cli.server.sandbox import is_under
-    from llmc_cli.services.calls import lock_path
-
     dirs = {"config directory": str(config_dir()), "state directory": str(state_dir())}
     loose = {"audit log": str(audit_log_path(profile.profile.audit_log if profile else None))}
     if profile is not None and profile.profile.lock:
@@ -161,8 +158,6 @@ def own_files_out_of_reach(server: str, sandbox: SandboxSpec, profile: LoadedPro
 def _link_on_the_way(path: str, writable: list[str]) -> str | None:
     """The first symbolic link among `path` and its ancestors whose own name (its parent
     resolved) lies inside one of `writable`; None when there is none."""
-    from llmc_cli.server.sandbox import is_under
-
     parts = path.split("/")
     for i in range(2, len(parts) + 1):
         name = "/".join(parts[:i])
