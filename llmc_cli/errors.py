@@ -60,6 +60,23 @@ class UsageError(LlmcError):
     kind = "usage"
 
 
+class SkippedAfterFailure(LlmcError):
+    """A call of a batch that stops at its first failure, not run because an earlier call failed
+    (the CLI names the option that asked for it)."""
+
+    def __init__(self) -> None:
+        super().__init__("skipped: an earlier call failed")
+
+
+class SessionHoldsServers(UsageError):
+    """An ad-hoc server asked for in a keeper's session, which runs the servers it holds and no
+    other. `session`: its name (the CLI says which options to drop)."""
+
+    def __init__(self, session: str) -> None:
+        super().__init__(f"session {session} runs the servers its keeper holds, not an ad-hoc server")
+        self.session = session
+
+
 class ConfigError(LlmcError):
     exit_code = ExitCode.CONFIG
     kind = "config"

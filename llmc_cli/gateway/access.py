@@ -182,10 +182,8 @@ class Door:
         if principal is None and tls_subject and not authorization:
             principal = subject_principal(principals, tls_subject)
         if principal is None and self.oauth is not None:
-            from llmc_cli.gateway.oauth_rs import Refusal
-
             verdict = self.oauth.authenticate(authorization)
-            if isinstance(verdict, Refusal):
+            if not isinstance(verdict, Principal):  # a Refusal (gateway/oauth_rs.py)
                 raise Refused(verdict.status, verdict.message, {"WWW-Authenticate": verdict.challenge})
             principal = verdict
         if principal is None:

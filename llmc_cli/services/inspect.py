@@ -127,9 +127,7 @@ class DlpInspector:
         findings: tuple[JSONObject, ...] = tuple({"kind": kind, "count": count} for kind, count in seen.found.items())
         if seen.blocked:
             what = f"the result of {request.tool}" if isinstance(request, ToolCall) else f"the {request.kind} {request.name}"
-            from llmc_cli.guard.dlp import denial  # DLP's detectors load with its first rule
-
-            rule, reason = denial(seen.blocked, seen.found, what)
+            rule, reason = seen.denial(what)
             return Inspection(findings=findings, deny=policy.Decision("deny", rule, reason))
         return Inspection(result=seen.result, findings=findings)
 
