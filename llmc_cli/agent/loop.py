@@ -133,12 +133,14 @@ def ask(
     strict: bool = False,
     on_text: Callable[[str], None] | None = None,
     tool_search: bool | None = None,
+    semantic_search: bool | None = None,
 ) -> RunRecord:
     """Run the loop until the model answers without tool calls, `limits.max_steps` model turns
     were taken, or `limits.timeout` seconds passed. `read_only`: the profile's answer for a tool (llmc:
     policy.is_read_only, hints included); a turn's calls run concurrently only when it is true
     for every one of them. `tool_search`: the model first gets only llmc's `search_tools` and
-    the tools it finds join from its next turn (None: so past tool_search.THRESHOLD tools).
+    the tools it finds join from its next turn (None: so past tool_search.THRESHOLD tools);
+    `semantic_search`: its ranking fused with the semantic stage's ([search] semantic).
     Appends to `conversation` (a new one if None) and its
     `runs`; the caller saves it. ProviderError propagates with `.record` (the run so far) set."""
     conv = conversation or Conversation.new(provider.name, provider.settings.model, system)
@@ -156,6 +158,7 @@ def ask(
             strict,
             on_text,
             tool_search,
+            semantic_search,
         )
 
 
@@ -172,6 +175,7 @@ def _ask(
     strict: bool,
     on_text: Callable[[str], None] | None,
     tool_search: bool | None,
+    semantic_search: bool | None = None,
 ) -> RunRecord:
     started = time.monotonic()
     deadline = started + limits.timeout
@@ -184,7 +188,7 @@ def _ask(
     searching = bool(tools) and wanted(tool_search, len(tools))
     # Anthropic searches the tools itself where the model can; everywhere else llmc's search_tools
     server_side = searching and native(provider.name, provider.settings.model)
-    search = ToolSearch(tools, provider.format, strict) if searching and not server_side else None
+    search = ToolSearch(tools, provider.format, strict, semantic_search) if searching and not server_side else None
     if search is not None:
         search.restore(c.name for m in conv.messages if isinstance(m, AssistantTurn) for c in m.tool_calls)
         base_read_only = read_only

@@ -110,6 +110,7 @@ def run(
                 strict=strict,
                 on_text=on_text,
                 tool_search=settings.tool_search,
+                semantic_search=profile.profile.search.semantic,
             )
         finally:
             # a conversation that never began (the first turn failed: 401, refused) is not kept
