@@ -33,8 +33,8 @@ from llmc_cli.services.search import Match, ToolIndex
 from llmc_cli.services.search_model import MODEL_ID, MODEL_PACKAGE, MiniLM, model_dir, numpy
 from llmc_cli.services.search_text import schema_text
 
-RRF_K = 60  # reciprocal rank fusion's constant: 1 / (RRF_K + rank) from each ranking
-SEMANTIC_WEIGHT = 1.0  # the semantic ranking's share against the lexical one's 1.0
+RRF_K = 10  # reciprocal rank fusion's constant: 1 / (RRF_K + rank) from each ranking
+SEMANTIC_WEIGHT = 0.75  # the semantic ranking's share against the lexical one's 1.0
 CANDIDATES = 100  # how deep each ranking is read before fusing
 MAX_TEXT = 1000  # characters of a tool's text embedded
 MISSING = (
