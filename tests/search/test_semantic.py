@@ -74,6 +74,7 @@ def test_a_misspelt_search_key_says_which_it_meant(isolated_dirs):
 
 
 @needs_extra
+@pytest.mark.timeout(600)  # importing torch and sentence-transformers: a minute or more on a loaded machine
 def test_the_numpy_model_gives_sentence_transformers_vectors():
     """The runtime is ours (services/search_model.py); the reference is sentence-transformers
     running the same packaged model under torch (installed with the model package)."""
