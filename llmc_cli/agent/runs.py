@@ -18,7 +18,7 @@ from llmc_cli.agent.settings import AskOptions, AskSettings, resolve_settings
 from llmc_cli.agent.tool_search import THRESHOLD, wanted
 from llmc_cli.errors import PolicyDenied
 from llmc_cli.policy.approval import with_hint
-from llmc_cli.providers.base import AssistantTurn, Provider, make_provider
+from llmc_cli.providers.base import AssistantTurn, Provider, check_reachable, make_provider
 from llmc_cli.services import ToolRequest
 from llmc_cli.services.search import not_drifted
 
@@ -88,6 +88,9 @@ def run(
 
     settings = prepared.settings
     with catalog:
+        # The servers are starting (open_target's warm-up): a base URL that refuses connections
+        # ends the run now, not once they all listed their tools; leaving stops them.
+        check_reachable(settings.provider, settings.provider_settings, within=settings.timeout)
         tools, _denied, failures = services.visible_tools(catalog, profile, servers, calls.context.cleared_for)
         if wanted(settings.tool_search, len(tools)):
             tools = not_drifted(tools, profile)  # a search never offers a tool its call would refuse as drifted

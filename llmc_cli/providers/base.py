@@ -429,3 +429,37 @@ def images(result: ToolResult) -> list[dict[str, Any]]:
 def text_besides_images(result: ToolResult) -> str:
     """The text of every part but the images, for APIs that take the images natively."""
     return ToolResult(content=[c for c in result.content if c not in images(result)]).text
+
+
+def check_reachable(provider: str, settings: ProviderSettings, timeout: float = 3.0, within: float | None = None) -> None:
+    """Fail now (ProviderError, as a request would: the same retries, the same message) when a
+    base URL refuses connections, so `ask` against a dead endpoint ends before its servers are
+    waited for. Only a refusal counts: a slow or unresolvable host, a proxy in the way or no
+    base URL (the provider's public API) leave it to the first request. `timeout`: seconds for
+    one connection; `within`: seconds for all the attempts (the run's time limit)."""
+    import socket
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(settings.base_url or "")
+        host, port = parts.hostname, parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    except ValueError:
+        return
+    if not host or port is None or (urllib.request.getproxies().get(parts.scheme) and not urllib.request.proxy_bypass(host)):
+        return
+    address = (host, port)
+
+    def send(seconds: float) -> bool:
+        try:
+            socket.create_connection(address, timeout=min(seconds, timeout)).close()
+        except ConnectionRefusedError:
+            raise
+        except OSError:
+            return False  # not a refusal: the request will tell
+        return True
+
+    def classify(exc: BaseException) -> Failure | None:
+        return Failure("connection", "Connection refused") if isinstance(exc, ConnectionRefusedError) else None
+
+    call_with_retries(provider, settings, send, classify, timeout=within)
