@@ -5,9 +5,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import mcp.client.stdio  # noqa: F401 - see below
 import pytest
 
 from tests.helpers import NODE_BIN
+
+# The mcp SDK's stdio client binds `errlog=sys.stderr` when mcp.client.stdio is first imported. A
+# test peer served in a thread of an in-process llmc() run (tests/peer_threads.py) could import it
+# while sys.stderr is that run's temporary stream, which is detached afterwards: every later stdio
+# host in the same worker then failed with "underlying buffer has been detached". Imported here,
+# at start-up, it binds the real stderr.
 
 SECRET_ENV_PREFIXES = ("OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_", "LLMC_")
 

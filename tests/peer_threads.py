@@ -31,7 +31,15 @@ from typing import Any, NoReturn
 from llmc_cli.mcp.transports import stdio
 
 PEERS = (Path(__file__).parent / "peers").resolve()
-THREADED = ("sdk_server.py", "sdk_library.py", "counting_server.py", "leaky_records.py", "poisoned_tools.py", "sdk_toolbox.py")
+THREADED = (
+    "sdk_server.py",
+    "sdk_library.py",
+    "counting_server.py",
+    "leaky_records.py",
+    "poisoned_tools.py",
+    "sdk_toolbox.py",
+    "fence_breaker.py",
+)
 
 
 def serves_in_a_thread(command: list[str], launch: list[str]) -> tuple[str, list[str]] | None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from llmc_cli import interrupts, telemetry
-from llmc_cli.agent import genai
+from llmc_cli.agent import fence, genai
 from llmc_cli.agent.compaction import compact
 from llmc_cli.agent.conversations import Conversation
 from llmc_cli.agent.tool_search import ToolSearch, native, wanted
@@ -196,7 +196,7 @@ def _ask(
         record.warnings.extend(str(w) for w in getattr(translation, "warnings", []) or [])
         tools_by_key = {(t.server, t.name): t for t in tools}
         by_name = {name: tools_by_key[owner] for name, owner in provider_tool_names(translation).items() if owner in tools_by_key}
-    emit = _locked(progress)
+    emit, boundary = _locked(progress), fence.new_boundary()  # tool results reach the model fenced, as data
     conv.messages.append(UserMessage(prompt))
     try:
         for step in range(1, limits.max_steps + 1):
@@ -209,7 +209,10 @@ def _ask(
                 record.warnings.extend(str(w) for w in translation.warnings if str(w) not in record.warnings)
                 by_name = dict(translation.tools)
             emit({"event": "model", "step": step})
-            t0 = time.monotonic()
+            t0, (sent_system, sent) = (
+                time.monotonic(),
+                fence.fenced_request(conv.system, conv.messages, boundary, offered=bool(tools)),
+            )
             try:
                 # on_text: the model's text, streamed as it arrives (every turn's, not only the answer's)
                 turn = genai.traced_chat(
@@ -217,8 +220,8 @@ def _ask(
                     conv,
                     functools.partial(
                         provider.complete,
-                        conv.system,
-                        conv.messages,
+                        sent_system,
+                        sent,
                         translation,
                         timeout=remaining,
                         **({"on_text": on_text} if on_text else {}),

@@ -368,7 +368,12 @@ SCHEMAS: dict[str, Schema] = {
                 "drift": BOOL,
                 "added": array(TOOL_REF),
                 "removed": array(TOOL_REF),
-                "changed": array(obj(TOOL_NAME, {"description": obj({"old": null(STR), "new": null(STR)})})),
+                "changed": array(
+                    obj(
+                        TOOL_NAME,
+                        {"description": obj({"old": null(STR), "new": null(STR)}), "scan": obj({"old": STRS, "new": STRS})},
+                    )
+                ),
             }
         ),
         "llmc tools diff",

@@ -277,14 +277,18 @@ def _profile_lock(profile: LoadedProfile) -> str:
     return services.lock_path(profile) if profile.profile.lock else "llmc.lock"
 
 
-def _allowed_tools(ctx: click.Context, target: Target) -> tuple[list[Any], list[Any], Any, Any, Any]:
+def _allowed_tools(ctx: click.Context, target: Target, hidden: bool = False) -> tuple[list[Any], list[Any], Any, Any, Any]:
+    """(tools, failures, catalog, server infos, profile); with `hidden`, the tools [guard]
+    descriptions = "hide" keeps from models too (the lock pins them, verdict and all)."""
     from llmc_cli import services
     from llmc_cli.cli.common import open_target
     from llmc_cli.guard.clearance import human
 
     catalog, profile = open_target(ctx, target)
     with catalog:
-        found, _denied, failures = services.visible_tools(catalog, profile, list(target.servers) or None, human(profile.profile))
+        found, denied, failures = services.visible_tools(catalog, profile, list(target.servers) or None, human(profile.profile))
+        if hidden:
+            found += [t for t in denied if policy.visible(t, profile.profile.policy).action == "allow"]
         infos = {name: catalog.session(name).server_info for name in catalog.specs if name not in {f.server for f in failures}}
     return found, failures, catalog, infos, profile
 
@@ -414,14 +418,15 @@ def scan(ctx: click.Context, fmt: str, target: Target) -> None:
 @target_options
 @click.pass_context
 def lock(ctx: click.Context, output: str | None, target: Target) -> None:
-    """Pin every tool the policy allows (hash of name, description, schemas, annotations;
-    server name and version)."""
+    """Pin every tool the policy allows (hash of name, description, schemas, annotations; the
+    scan's verdict on them; server name and version)."""
     from llmc_cli import lockfile
+    from llmc_cli.guard.scan import tool_verdict
 
-    found, failures, catalog, infos, profile = _allowed_tools(ctx, target)
+    found, failures, catalog, infos, profile = _allowed_tools(ctx, target, hidden=True)
     output = output or _profile_lock(profile)
     raise_failures(failures, len(catalog.specs))  # never pin a partial manifest
-    lockfile.write(output, lockfile.build(found, infos))
+    lockfile.write(output, lockfile.build(found, infos, tool_verdict))
     # counts are NOUNCount: "tools" and "servers" are lists of them in every other output
     emit({"file": output, "serverCount": len(infos), "toolCount": len(found)})
 
@@ -442,8 +447,10 @@ def diff(ctx: click.Context, lock_path: str | None, target: Target) -> None:
 
     lock_path = lock_path or _profile_lock(load_profile(app_of(ctx).profile))
     pinned = lockfile.read(lock_path)
-    found, failures, catalog, infos, _ = _allowed_tools(ctx, target)
-    report = lockfile.diff(pinned, found, list(infos))
+    from llmc_cli.guard.scan import tool_verdict
+
+    found, failures, catalog, infos, _ = _allowed_tools(ctx, target, hidden=True)
+    report = lockfile.diff(pinned, found, list(infos), tool_verdict)
     emit(report)
     raise_failures(failures, len(catalog.specs))
     if report["drift"]:

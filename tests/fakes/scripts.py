@@ -29,9 +29,30 @@ def turn(api: str, text: str | None = None, calls: list[tuple[str, str, Any]] = 
     return chat_reply("\n".join(([text] if text else []) + blocks), **kw)
 
 
+FENCE = re.compile(r'<tool-result id="([0-9a-f]{16})">\n(.*)\n</tool-result id="\1">', re.S)
+
+
+def unfenced(text: Any) -> Any:
+    """A result's text without the block `ask` puts it in (agent/fence.py): the server's text as
+    it came, with llmc's own marks around it ("[tool error] ") kept. The block must be whole."""
+    if not isinstance(text, str) or not text:
+        return text
+    m = FENCE.search(text)
+    if m is None:  # an image-only result: nothing of the server's text, only llmc's placeholders
+        assert re.fullmatch(r"(\[tool error\] )?(\[image[^\]]*\]\n?)+", text), f"a result outside its block: {text!r}"
+        return text
+    return text[: m.start()] + m.group(2) + text[m.end() :]
+
+
 def sent_results(api: str, body: dict[str, Any]) -> list[dict[str, Any]]:
-    """The tool results at the end of a request body: [{id, text, is_error}] in the API's order.
+    """The tool results at the end of a request body: [{id, text, is_error}] in the API's order,
+    each text as the server gave it (the fence checked and taken off; sent_results_raw keeps it).
     (For APIs without an error flag, is_error is read from llmc's text marker.)"""
+    return [{**r, "text": unfenced(r["text"])} for r in sent_results_raw(api, body)]
+
+
+def sent_results_raw(api: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tool results at the end of a request body, as the model reads them."""
     if api == "openai":
         tail = []
         for m in reversed(body["messages"]):
@@ -76,6 +97,8 @@ def sent_results(api: str, body: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         {"id": m.group(2), "name": m.group(1), "text": m.group(4), "is_error": m.group(3) == "error"}
         for m in re.finditer(
-            r'<mcp:tool_result name="([^"]*)" id="([^"]*)" status="(ok|error)">\n(.*?)\n</mcp:tool_result>', last, re.S
+            r'<mcp:tool_result name="([^"]*)" id="([^"]*)" status="(ok|error)">\n(.*?)\n</mcp:tool_result>(?=\n<mcp:tool_result |\Z)',
+            last,
+            re.S,
         )
     ]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from llmc_cli.model import Tool
 from llmc_cli.services import semantic
 from tests.helpers import llmc, profile_file, sdk_server
 
@@ -68,3 +69,53 @@ def test_semantic_finds_a_request_worded_unlike_the_tool_and_caches_vectors(isol
     again = llmc("tools", "search", "the windscreen is fogged up", "--semantic", "--format", "json", "-n", "3")
     assert [r["tool"] for r in again.json()["tools"]] == [r["tool"] for r in rows]
     assert sorted(p.name for p in cache.glob("*.npy")) == cached
+
+
+@needs_extra
+def test_fusion_adds_each_rankings_reciprocal_rank_and_reads_vectors_back(tmp_path):
+    from llmc_cli.services.search import ToolIndex
+
+    tools = [
+        Tool(
+            "files",
+            "create_directory",
+            {"type": "object", "properties": {"path": {"type": "string"}}},
+            description="Make a new directory.",
+        ),
+        Tool(
+            "files", "read_file", {"type": "object", "properties": {"path": {"type": "string"}}}, description="Read a text file."
+        ),
+        Tool(
+            "money",
+            "convert_currency",
+            {"type": "object", "properties": {"amount": {"type": "number"}}},
+            description="Exchange rates.",
+        ),
+        Tool(
+            "billing",
+            "create_invoice",
+            {"type": "object", "properties": {"customer": {"type": "string"}}},
+            description="Issue an invoice.",
+        ),
+    ]
+    ranker = semantic.SemanticRanker.load(tmp_path)
+    ranker.prepare(tools)
+    assert len(list(tmp_path.glob("*.npy"))) == 4
+    again = semantic.SemanticRanker(ranker.model, tmp_path)
+    again.prepare(tools)  # from the cache: the same vectors
+    assert (again.vectors == ranker.vectors).all()
+    index = ToolIndex(tools)
+    found = semantic.fused_search(index, again, "set up a fresh folder", 4, explain=True)
+    assert found[0].tool.name == "create_directory"
+    for match in found:
+        assert match.why is not None
+        lexical_rank, sem_part = match.why["lexical_rank"], match.why["semantic"]
+        expected = 1.0 / (semantic.RRF_K + lexical_rank) if isinstance(lexical_rank, int) else 0.0
+        if isinstance(sem_part, dict):
+            sem_rank = sem_part["rank"]
+            assert isinstance(sem_rank, int)
+            expected += semantic.SEMANTIC_WEIGHT / (semantic.RRF_K + sem_rank)
+        assert match.score == pytest.approx(expected)
+    assert [m.tool.name for m in semantic.fused_search(index, again, "how much is 20 euros in dollars", 1)] == [
+        "convert_currency"
+    ]
