@@ -250,6 +250,7 @@ class Failure:
     message: str
     status: int | None = None
     retry_after: float | None = None
+    final: bool = False  # not worth another attempt though of a transient kind (a refused connection)
 
 
 def reason_for_status(status: int | None, message: str) -> str:
@@ -315,7 +316,12 @@ def call_with_retries(
             settings.max_backoff,
             failure.retry_after if failure.retry_after is not None else 0.5 * 2**attempt * (1 + random.random() / 4),
         )
-        if failure.reason not in TRANSIENT or attempt >= settings.max_retries or time.monotonic() + wait >= deadline:
+        if (
+            failure.final
+            or failure.reason not in TRANSIENT
+            or attempt >= settings.max_retries
+            or time.monotonic() + wait >= deadline
+        ):
             tries = f" (after {attempt + 1} attempts)" if attempt else ""
             where = f" to {provider_endpoint(provider, settings.base_url)}" if failure.reason in ("connection", "timeout") else ""
             raise ProviderError(
@@ -368,12 +374,26 @@ def classify_sdk_failure(exc: BaseException, sdk: ModuleType, status_failure: Ca
     if isinstance(exc, sdk.APITimeoutError):
         return Failure("timeout", "the request timed out")
     if isinstance(exc, sdk.APIConnectionError):
-        return Failure("connection", str(exc.__cause__ or exc) or "connection error")
+        return connection_failure(exc)
     if isinstance(exc, sdk.APIStatusError):
         return status_failure(exc)
     if isinstance(exc, sdk.APIError):
         return Failure("other", exc.message)
     return None
+
+
+def connection_failure(exc: BaseException) -> Failure:
+    """A request that never reached the API. A refused connection (nothing listens at the base
+    URL: a local server that is not running, a wrong port) is said as such and not retried: the
+    next attempts would be refused the same, seconds later."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # the SDK's error, then httpx's, httpcore's, the socket's
+        if seen is None:
+            break
+        if isinstance(seen, ConnectionRefusedError):
+            return Failure("connection", "Connection refused", final=True)
+        seen = seen.__cause__ or seen.__context__
+    return Failure("connection", str(exc.__cause__ or exc) or "connection error")
 
 
 def http_failure(status: int | None, body: object, fallback: str, headers: Mapping[str, str] | None = None) -> Failure:
@@ -429,37 +449,3 @@ def images(result: ToolResult) -> list[dict[str, Any]]:
 def text_besides_images(result: ToolResult) -> str:
     """The text of every part but the images, for APIs that take the images natively."""
     return ToolResult(content=[c for c in result.content if c not in images(result)]).text
-
-
-def check_reachable(provider: str, settings: ProviderSettings, timeout: float = 3.0, within: float | None = None) -> None:
-    """Fail now (ProviderError, as a request would: the same retries, the same message) when a
-    base URL refuses connections, so `ask` against a dead endpoint ends before its servers are
-    waited for. Only a refusal counts: a slow or unresolvable host, a proxy in the way or no
-    base URL (the provider's public API) leave it to the first request. `timeout`: seconds for
-    one connection; `within`: seconds for all the attempts (the run's time limit)."""
-    import socket
-    import urllib.request
-    from urllib.parse import urlsplit
-
-    try:
-        parts = urlsplit(settings.base_url or "")
-        host, port = parts.hostname, parts.port or {"http": 80, "https": 443}.get(parts.scheme)
-    except ValueError:
-        return
-    if not host or port is None or (urllib.request.getproxies().get(parts.scheme) and not urllib.request.proxy_bypass(host)):
-        return
-    address = (host, port)
-
-    def send(seconds: float) -> bool:
-        try:
-            socket.create_connection(address, timeout=min(seconds, timeout)).close()
-        except ConnectionRefusedError:
-            raise
-        except OSError:
-            return False  # not a refusal: the request will tell
-        return True
-
-    def classify(exc: BaseException) -> Failure | None:
-        return Failure("connection", "Connection refused") if isinstance(exc, ConnectionRefusedError) else None
-
-    call_with_retries(provider, settings, send, classify, timeout=within)
