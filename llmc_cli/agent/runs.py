@@ -111,6 +111,8 @@ def run(
                 strict=strict,
                 on_text=on_text,
                 tool_search=settings.tool_search,
+                # the servers a turn calls start at once, not one after the other as their calls run
+                on_calls=lambda called: catalog.pool.warm_up(sorted({t.server for t in called} - set(catalog.pool.sessions))),
             )
         finally:
             # a conversation that never began (the first turn failed: 401, refused) is not kept

@@ -28,7 +28,7 @@ def server_table(name: str, started: Path, slow: Path) -> str:
     and sleeps SLOW seconds when the file `slow` exists."""
     script = (
         "import os, runpy, sys, time; "
-        f"open({str(started)!r}, 'a').write({name!r} + ' ' + str(os.getpid()) + '\\n'); "
+        f"open({str(started)!r}, 'a').write({name!r} + ' ' + str(os.getpid()) + ' ' + str(time.time()) + '\\n'); "
         f"os.path.exists({str(slow)!r}) and time.sleep({SLOW}); "
         f"sys.argv = [{sdk_server('sdk_server.py')[1]!r}]; runpy.run_path(sys.argv[0], run_name='__main__')"
     )
@@ -48,8 +48,13 @@ def write_profile(root: Path, api: str, base_url: str) -> tuple[Path, Path]:
 
 
 def starts(log: Path) -> list[tuple[str, int]]:
-    lines = log.read_text().split() if log.exists() else []
-    return [(lines[i], int(lines[i + 1])) for i in range(0, len(lines), 2)]
+    """(server, pid) of each start, in order."""
+    return [(name, pid) for name, pid, _ in start_times(log)]
+
+
+def start_times(log: Path) -> list[tuple[str, int, float]]:
+    rows = [line.split() for line in log.read_text().splitlines()] if log.exists() else []
+    return [(row[0], int(row[1]), float(row[2])) for row in rows]
 
 
 def alive(pid: int) -> bool:
@@ -177,3 +182,21 @@ def test_a_damaged_entry_is_no_entry(isolated_dirs: Path) -> None:
         assert llmc("ask", "hi", env={"OPENAI_API_KEY": "k"}).returncode == 0
         assert "tampered" not in json.dumps(fake.requests[1].body["tools"])
     assert [name for name, _ in starts(started)].count("a") == 2  # listed live again
+
+
+def test_the_servers_a_turn_calls_start_at_once(isolated_dirs: Path) -> None:
+    """Two calls of one turn, of two servers not started yet, that run one after the other (not
+    read-only): both servers start when the turn's calls are known, not each as its call runs."""
+    with FakeLLM("openai", [turn("openai", text="Hello.")]) as fake:
+        started, slow = write_profile(isolated_dirs, "openai", fake.base_url)
+        assert llmc("ask", "hi", env={"OPENAI_API_KEY": "k"}).returncode == 0
+    before = len(starts(started))
+    slow.touch()
+    calls = [("c1", "a_echo", {"message": "1"}), ("c2", "b_echo", {"message": "2"})]
+    with FakeLLM("openai", [turn("openai", calls=calls), turn("openai", text="Done.")]) as fake:
+        write_profile(isolated_dirs, "openai", fake.base_url)
+        proc = llmc("ask", "--yes", "echo twice", env={"OPENAI_API_KEY": "k"})
+    assert proc.returncode == 0, proc.stderr
+    assert [s["outcome"] for s in proc.json()["steps"]] == ["ok", "ok"]
+    (a, _, at_a), (b, _, at_b) = start_times(started)[before:]
+    assert {a, b} == {"a", "b"} and abs(at_a - at_b) < SLOW / 2, "the second server started only once the first call ended"
