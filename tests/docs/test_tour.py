@@ -95,6 +95,8 @@ def test_the_tour_shows_what_the_readme_says(monkeypatch: pytest.MonkeyPatch) ->
 
     for name in [n for n in os.environ if n.startswith(("LLMC_", "XDG_"))]:
         monkeypatch.delenv(name)  # the pseudo-terminal's llmc gets this environment too: the world's HOME decides
+    monkeypatch.delenv("COLUMNS", raising=False)  # the terminal's own width (200) decides what a table shows
+    monkeypatch.delenv("LINES", raising=False)
     commands, transcript = tour()
     # every llmc line of the tour is in the transcript, in order (the others show nothing)
     assert [c for c, _, _ in transcript] == [c for c in commands if c.startswith("llmc ")]
