@@ -435,8 +435,8 @@ def sequential(target: Target, calls: int) -> list[float]:
             close_session(caller)
 
 
-def report(all_targets: list[Target], args: argparse.Namespace, tmp: str) -> None:
-    print(f"load before: {os.getloadavg()}; {os.cpu_count()} CPUs; one fsync of an audit-sized line here "
+def report(all_targets: list[Target], args: argparse.Namespace, tmp: str, started_load: tuple[float, ...]) -> None:
+    print(f"load at the start: {started_load}; {os.cpu_count()} CPUs; one fsync of an audit-sized line here "
           f"{fsync_floor(tmp) * 1000:.2f} ms")
     for scenario in ("stdio", "HTTP"):
         rows = [t for t in all_targets if t.scenario == scenario]
@@ -446,7 +446,7 @@ def report(all_targets: list[Target], args: argparse.Namespace, tmp: str) -> Non
         llmc = next(t for t in rows if t.name == "llmc")
         llmc_rate = statistics.median(llmc.rates)
         print(f"\n### {scenario} upstream ({args.clients} clients x {args.concurrent_calls // args.clients} calls, "
-              f"{args.rounds} alternating rounds; sequential: {args.calls} calls)\n")
+              f"{args.rounds} alternating rounds; sequential: {args.calls} calls in those rounds)\n")
         print("| target | calls/s (rounds) | llmc's ratio to it | sequential median | added | gateway CPU/call "
               "| memory per idle session |")
         print("|---|---|---|---|---|---|---|")
@@ -481,9 +481,11 @@ def main() -> None:
             if target.sessions and target.proc is not None and not target.modern:
                 target.caller().call()
                 target.per_session = idle_sessions(target)
-        for target in all_targets:
-            target.latency = sequential(target, args.calls // (5 if "default" in target.name else 1))
-        for _ in range(args.rounds):
+        started_load = os.getloadavg()
+        for _ in range(args.rounds):  # each round: every target's sequential share, then its concurrent round
+            for target in all_targets:
+                share = args.calls // args.rounds // (5 if "default" in target.name else 1)
+                target.latency += sequential(target, max(10, share))
             for target in all_targets:
                 if target.stdio:
                     continue
@@ -495,7 +497,7 @@ def main() -> None:
                     target.cpu.append((cpu_seconds(target.proc.pid) - cpu_before) / calls)
                 target.rates.append(rate)
                 target.errors += errors
-        report(all_targets, args, tmp)
+        report(all_targets, args, tmp, started_load)
 
 
 @contextmanager
