@@ -32,7 +32,7 @@ from typing import Any
 from llmc_cli import interrupts
 from llmc_cli.audit.records import AuditError, now_iso
 from llmc_cli.audit.trail import ChainedLog, Seal
-from llmc_cli.config.files import LockTimeout, file_lock, write_atomic
+from llmc_cli.config.files import LockTimeout, file_lock, open_own, write_atomic
 from llmc_cli.config.paths import audit_log_path, ensure_private_dir
 from llmc_cli.errors import ConfigError
 from llmc_cli.store.chain import GENESIS
@@ -74,8 +74,6 @@ class AuditLog(ChainedLog):
         one name), kept for the next append: reused while the name, not followed, is still that
         same regular file with one name; otherwise (rotated, replaced, removed, linked) opened
         anew, with open_own's checks and errors."""
-        from llmc_cli.config.files import open_own
-
         kept = self._kept.get(path)
         if kept is not None:
             try:
