@@ -134,6 +134,7 @@ def ask(
     on_text: Callable[[str], None] | None = None,
     tool_search: bool | None = None,
     semantic_search: bool | None = None,
+    on_calls: Callable[[list[Tool]], None] | None = None,
 ) -> RunRecord:
     """Run the loop until the model answers without tool calls, `limits.max_steps` model turns
     were taken, or `limits.timeout` seconds passed. `read_only`: the profile's answer for a tool (llmc:
@@ -141,7 +142,8 @@ def ask(
     for every one of them. `tool_search`: the model first gets only llmc's `search_tools` and
     the tools it finds join from its next turn (None: so past tool_search.THRESHOLD tools);
     `semantic_search`: its ranking fused with the semantic stage's ([search] semantic).
-    Appends to `conversation` (a new one if None) and its
+    `on_calls(tools)`: told the tools of a turn's calls before any of them runs (llmc starts
+    their servers at once). Appends to `conversation` (a new one if None) and its
     `runs`; the caller saves it. ProviderError propagates with `.record` (the run so far) set."""
     conv = conversation or Conversation.new(provider.name, provider.settings.model, system)
     with genai.agent_span(provider, conv):
@@ -159,6 +161,7 @@ def ask(
             on_text,
             tool_search,
             semantic_search,
+            on_calls,
         )
 
 
@@ -176,6 +179,7 @@ def _ask(
     on_text: Callable[[str], None] | None,
     tool_search: bool | None,
     semantic_search: bool | None = None,
+    on_calls: Callable[[list[Tool]], None] | None = None,
 ) -> RunRecord:
     started = time.monotonic()
     deadline = started + limits.timeout
@@ -265,6 +269,7 @@ def _ask(
                 emit,
                 getattr(translation, "arguments_back", None),
                 search,
+                on_calls,
             )
             conv.messages.append(ToolResults(results))
             if timed_out:
@@ -309,10 +314,13 @@ def _run_calls(
     emit: Progress,
     arguments_back: Callable[[str, JSONObject], JSONObject] | None = None,
     search: ToolSearch | None = None,
+    on_calls: Callable[[list[Tool]], None] | None = None,
 ) -> tuple[list[ToolResultItem], bool]:
     """Run one turn's calls; every call gets a result, in the model's order, so the conversation
     stays valid for every API even when time runs out."""
     entries, sent, runnable = _planned(step, calls, by_name, emit, arguments_back)
+    if on_calls is not None and runnable:
+        on_calls([by_name[calls[i].name] for i in runnable])
     lock = threading.Lock()
     closed = False  # set when the batch timed out: a late result must not change the record
 

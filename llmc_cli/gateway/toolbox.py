@@ -92,6 +92,8 @@ class Toolbox:
             require_sandbox=authenticated(profile) if require_sandbox is None else require_sandbox,
         )
         self.catalog.posts_on_caller_thread = True  # a host's call runs on its connection's thread
+        # -v: what the catalog did that an operator may want to know (a dropped cache entry), in the log's words
+        self.catalog.say = (lambda message: note(message.removeprefix("llmc: "))) if note is not None else None
         # Every host's calls share one audit trail: decisions on disk before each call runs (hosts
         # calling at once share a write and fsync), outcomes written with the next decision or
         # within a second, as in a batch.
