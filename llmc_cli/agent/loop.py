@@ -133,13 +133,17 @@ def ask(
     strict: bool = False,
     on_text: Callable[[str], None] | None = None,
     tool_search: bool | None = None,
+    semantic_search: bool | None = None,
+    on_calls: Callable[[list[Tool]], None] | None = None,
 ) -> RunRecord:
     """Run the loop until the model answers without tool calls, `limits.max_steps` model turns
     were taken, or `limits.timeout` seconds passed. `read_only`: the profile's answer for a tool (llmc:
     policy.is_read_only, hints included); a turn's calls run concurrently only when it is true
     for every one of them. `tool_search`: the model first gets only llmc's `search_tools` and
-    the tools it finds join from its next turn (None: so past tool_search.THRESHOLD tools).
-    Appends to `conversation` (a new one if None) and its
+    the tools it finds join from its next turn (None: so past tool_search.THRESHOLD tools);
+    `semantic_search`: its ranking fused with the semantic stage's ([search] semantic).
+    `on_calls(tools)`: told the tools of a turn's calls before any of them runs (llmc starts
+    their servers at once). Appends to `conversation` (a new one if None) and its
     `runs`; the caller saves it. ProviderError propagates with `.record` (the run so far) set."""
     conv = conversation or Conversation.new(provider.name, provider.settings.model, system)
     with genai.agent_span(provider, conv):
@@ -156,6 +160,8 @@ def ask(
             strict,
             on_text,
             tool_search,
+            semantic_search,
+            on_calls,
         )
 
 
@@ -172,6 +178,8 @@ def _ask(
     strict: bool,
     on_text: Callable[[str], None] | None,
     tool_search: bool | None,
+    semantic_search: bool | None = None,
+    on_calls: Callable[[list[Tool]], None] | None = None,
 ) -> RunRecord:
     started = time.monotonic()
     deadline = started + limits.timeout
@@ -184,7 +192,7 @@ def _ask(
     searching = bool(tools) and wanted(tool_search, len(tools))
     # Anthropic searches the tools itself where the model can; everywhere else llmc's search_tools
     server_side = searching and native(provider.name, provider.settings.model)
-    search = ToolSearch(tools, provider.format, strict) if searching and not server_side else None
+    search = ToolSearch(tools, provider.format, strict, semantic_search) if searching and not server_side else None
     if search is not None:
         search.restore(c.name for m in conv.messages if isinstance(m, AssistantTurn) for c in m.tool_calls)
         base_read_only = read_only
@@ -261,6 +269,7 @@ def _ask(
                 emit,
                 getattr(translation, "arguments_back", None),
                 search,
+                on_calls,
             )
             conv.messages.append(ToolResults(results))
             if timed_out:
@@ -305,10 +314,13 @@ def _run_calls(
     emit: Progress,
     arguments_back: Callable[[str, JSONObject], JSONObject] | None = None,
     search: ToolSearch | None = None,
+    on_calls: Callable[[list[Tool]], None] | None = None,
 ) -> tuple[list[ToolResultItem], bool]:
     """Run one turn's calls; every call gets a result, in the model's order, so the conversation
     stays valid for every API even when time runs out."""
     entries, sent, runnable = _planned(step, calls, by_name, emit, arguments_back)
+    if on_calls is not None and runnable:
+        on_calls([by_name[calls[i].name] for i in runnable])
     lock = threading.Lock()
     closed = False  # set when the batch timed out: a late result must not change the record
 

@@ -92,7 +92,8 @@ def ask(
         tool_search=tool_search,
     )
     prepared = runs.prepare(given, app.load_profile().profile.llm, continue_from=continue_from, save_as=save_as)
-    catalog, profile = open_target(ctx, target, sample=prepared.sample)
+    # warm=False: runs.run starts only the servers whose tools it has no cached listing of
+    catalog, profile = open_target(ctx, target, sample=prepared.sample, warm=False)
     from llmc_cli.guard.clearance import model as model_clearance
 
     calls = command_calls(
