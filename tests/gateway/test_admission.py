@@ -1,7 +1,7 @@
 """Who gets into the HTTP gateway, and how much of it each may take: revoking the last token
 closes the door rather than opening it (`[serve] auth`), principals have their own shares of
 sessions and requests in flight, and connections that have shown no token wait in a small pool
-of their own with a short deadline, so none of them can crowd out a host with a valid token."""
+with a short deadline of their own, so none of them can crowd out a host with a valid token."""
 
 from __future__ import annotations
 
@@ -131,16 +131,24 @@ def test_a_connection_must_present_its_request_within_the_pending_timeout(gatewa
         stop(running)
 
 
-def test_kept_alive_connections_make_room_for_new_requests(gateway_profile: Path) -> None:
-    """--max-connections counts admitted connections, busy or kept alive; a new request takes
-    the place of the one idle longest rather than being turned away."""
-    running = start(with_principals(gateway_profile), "--max-connections", "2", env=TOKENS)
+def test_kept_alive_connections_take_no_slot_and_requests_in_flight_do(gateway_profile: Path) -> None:
+    """--max-connections counts admitted requests in flight, not connections: connections kept
+    alive between requests keep nobody out (and end after --request-timeout idle); with every
+    slot answering a request, the next one is told to come back (503, Retry-After)."""
+    running = start(with_principals(gateway_profile), "--max-connections", "2", "--request-timeout", "2", env=TOKENS)
     kept = [http.client.HTTPConnection("127.0.0.1", running.port, timeout=30) for _ in range(2)]
     try:
         for conn in kept:
             assert post_init(conn, ALICE) == 200
         assert running.request("POST", "/mcp", INIT, bearer(BOB))[0] == 200
-        assert kept[0].sock is not None and closed_within(kept[0].sock, 5)  # the one idle longest
+        assert kept[0].sock is not None and closed_within(kept[0].sock, 5)  # idle past --request-timeout
+        streams = [open_stream(running, token, open_host_session(running, token)) for token in (ALICE, BOB)]
+        status, headers, _ = running.request("POST", "/mcp", INIT, bearer(BOB))
+        assert status == 503 and headers["retry-after"] == "1"
+        for conn, response in streams:
+            response.close()
+            conn.close()
+        assert wait_until(lambda: running.request("POST", "/mcp", INIT, bearer(BOB))[0] == 200, timeout=10)
     finally:
         for conn in kept:
             conn.close()
