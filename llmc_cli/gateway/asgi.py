@@ -56,16 +56,21 @@ class GatewayApp:
 
         handler = Handler(scope, body, emit, self.quotas)
         handler.gateway = self.gateway
-        watcher = loop.create_task(watch(receive, handler))
+        watchers: list[asyncio.Task[None]] = []  # a stream's: who watches for its host leaving
+
+        def streaming() -> None:
+            watchers.append(loop.create_task(watch(receive, handler)))
+
         self.exchanges[handler] = partial(replies.put_nowait, DONE)
         work = loop.run_in_executor(self.pool, handler.run)
         work.add_done_callback(lambda _: replies.put_nowait(DONE))
         try:
-            await relay(replies, send, handler)
+            await relay(replies, send, handler, streaming)
         finally:
             handler.gone.set()  # cancelled, or the gateway stopping: the worker's next write fails
             self.exchanges.pop(handler, None)
-            watcher.cancel()
+            for watcher in watchers:
+                watcher.cancel()
         if work.done():
             work.result()  # an error of the handler's own: uvicorn logs it
 
@@ -146,8 +151,10 @@ async def watch(receive: Receive, handler: Handler) -> None:
     handler.gone.set()
 
 
-async def relay(replies: asyncio.Queue[Out], send: Send, handler: Handler) -> None:
-    """Write what the worker thread hands over until it returns; end a stream it left open."""
+async def relay(replies: asyncio.Queue[Out], send: Send, handler: Handler, streaming: Callable[[], None]) -> None:
+    """Write what the worker thread hands over until it returns; end a stream it left open. A
+    reply that starts as a stream calls `streaming` (a whole reply needs no watching: a host
+    gone meanwhile only makes its write go nowhere)."""
     started = ended = False
     while (item := await replies.get()) is not DONE:
         status, headers, data, more = item
@@ -156,6 +163,8 @@ async def relay(replies: asyncio.Queue[Out], send: Send, handler: Handler) -> No
         if status is not None:
             await send({"type": "http.response.start", "status": status, "headers": headers or []})
             started = True
+            if more:
+                streaming()
         if data or not more:
             await send({"type": "http.response.body", "body": data, "more_body": more})
             ended = not more

@@ -102,7 +102,10 @@ class Running:
 def _bind(host: str, port: int, address: str) -> socket.socket:
     """The listening socket (port 0: a free one), bound before the server starts."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named, not 0: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and
+    # with Nagle's algorithm a reply's body (uvicorn writes it apart from the head) waits for the
+    # client's delayed ACK, ~40 ms per request.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
