@@ -50,7 +50,17 @@ class Gateway:
             conn.close()
 
 
-def start(profile: Path, *extra: str, env: dict[str, str] | None = None, port: int | None = None) -> Gateway:
+def start(
+    profile: Path, *extra: str, env: dict[str, str] | None = None, port: int | None = None, process: bool = False
+) -> Gateway:
+    """The gateway for `profile`: served in this process (inprocess.py) unless `process` or an
+    option start_server has no keyword for asks for `llmc serve --http` itself."""
+    if not process:
+        from tests.gateway.inprocess import options_of, serve_in_process
+
+        options = options_of(extra)
+        if options is not None:
+            return serve_in_process(profile, env=env, port=port or 0, **options)
     port = port or free_port()
     proc = subprocess.Popen(
         [llmc_executable(), "serve", "-p", str(profile), "--http", f"127.0.0.1:{port}", *extra],
@@ -75,6 +85,11 @@ def start(profile: Path, *extra: str, env: dict[str, str] | None = None, port: i
 
 
 def stop(gateway: Gateway) -> str:
+    """Stop it as SIGTERM does; what it said on stderr (in process: what it logged)."""
+    from tests.gateway.inprocess import InProcess
+
+    if isinstance(gateway, InProcess):
+        return gateway.close()
     gateway.proc.terminate()
     _, stderr = gateway.proc.communicate(timeout=30)
     assert gateway.proc.returncode == 0, stderr
@@ -354,6 +369,7 @@ def test_bearer_tokens_principals_and_their_profiles(gateway_profile: Path, tmp_
     assert denied["decision"] == "deny" and denied["client"]["principal"] == "ci"
 
 
+@pytest.mark.e2e  # the `llmc serve` process itself: its stderr, signals, exit
 def test_revoked_and_rotated_tokens_count_without_a_restart(gateway_profile: Path) -> None:
     """`token create` (again: rotation) and `token revoke` change what a running gateway accepts
     from the next request on; a profile broken mid-edit keeps the principals it had."""
@@ -367,7 +383,7 @@ def test_revoked_and_rotated_tokens_count_without_a_restart(gateway_profile: Pat
         return running.request("POST", "/mcp", INIT, {"Authorization": f"Bearer {secret}"})[0]
 
     first = token("ops")
-    running = start(gateway_profile)
+    running = start(gateway_profile, process=True)
     try:
         assert status(first) == 200
         second = token("ops")  # rotated: the old token is gone, the new one works
@@ -518,11 +534,12 @@ def test_conformance_server_scenarios(gateway: Gateway, tmp_path: Path, suite: s
     assert " 0 failed" in proc.stdout
 
 
+@pytest.mark.e2e  # the `llmc serve` process itself: its stderr, signals, exit
 def test_open_listen_streams_end_with_complete_when_the_gateway_stops(gateway_profile: Path) -> None:
     """2026-07-28 subscriptions/listen over HTTP: when the gateway shuts down (SIGTERM), each open
     stream gets the `complete` result for its request before it closes (subscriptions.mdx,
     Graceful Closure), so the host can tell a clean end from a lost connection."""
-    running = start(gateway_profile)
+    running = start(gateway_profile, process=True)
     meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
     listen = {
         "jsonrpc": "2.0",
@@ -559,13 +576,14 @@ def test_open_listen_streams_end_with_complete_when_the_gateway_stops(gateway_pr
         stop(running)
 
 
+@pytest.mark.e2e  # the `llmc serve` process itself: its stderr, signals, exit
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name)
 def test_a_storm_of_signals_still_stops_the_gateway_cleanly(gateway_profile: Path, sig: signal.Signals) -> None:
     """The signal again and again until the gateway is gone (a supervisor repeating its stop; one
     lands while the interpreter finalizes, when CPython has put back each signal's default action):
     the first one stops it, the others change nothing, it exits 0 as after one. SIGHUP (the
     terminal it ran in closed) stops it the same way, upstream servers included."""
-    running = start(gateway_profile)
+    running = start(gateway_profile, process=True)
     meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
     status, _, body = running.request(
         "POST",
@@ -680,3 +698,11 @@ def test_pipelined_requests_are_answered_in_order_and_100_continue_is_honoured(g
         while chunk := sock.recv(65536):
             rest += chunk
     assert rest.startswith(b"HTTP/1.1 400 ") and b"Mcp-Session-Id" in rest  # an answer to the body it then sent
+
+
+def test_replies_are_not_held_back_by_nagle(gateway: Gateway) -> None:
+    """uvicorn writes a reply's head and body apart; asyncio turns Nagle's algorithm off only for
+    sockets whose protocol says TCP, else each reply's body waits ~40 ms for the client's delayed
+    ACK. The listening socket (start_server binds it) must say so."""
+    running = gateway.running  # type: ignore[attr-defined]
+    assert running.sock.proto == socket.IPPROTO_TCP
