@@ -60,6 +60,23 @@ class UsageError(LlmcError):
     kind = "usage"
 
 
+class SkippedAfterFailure(LlmcError):
+    """A call of a batch that stops at its first failure, not run because an earlier call failed
+    (the CLI names the option that asked for it)."""
+
+    def __init__(self) -> None:
+        super().__init__("skipped: an earlier call failed")
+
+
+class SessionHoldsServers(UsageError):
+    """An ad-hoc server asked for in a keeper's session, which runs the servers it holds and no
+    other. `session`: its name (the CLI says which options to drop)."""
+
+    def __init__(self, session: str) -> None:
+        super().__init__(f"session {session} runs the servers its keeper holds, not an ad-hoc server")
+        self.session = session
+
+
 class ConfigError(LlmcError):
     exit_code = ExitCode.CONFIG
     kind = "config"
@@ -153,11 +170,12 @@ class DriftError(LlmcError):
 JSON_RPC_INTERNAL_ERROR = -32603  # what an rpc_error without its code is taken for (mcp.jsonrpc has the rest)
 
 
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """' (did you mean 'x'?)' for a misspelt name, or '' when nothing is close."""
+def did_you_mean(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str:
+    """' (did you mean 'x'?)' for a misspelt name, or '' when nothing is as close as `cutoff`
+    (difflib's ratio)."""
     import difflib
 
-    close = difflib.get_close_matches(word, list(choices), n=3, cutoff=0.6)
+    close = difflib.get_close_matches(word, list(choices), n=3, cutoff=cutoff)
     if not close:
         return ""
     return " (did you mean " + " or ".join(repr(c) for c in close) + "?)"

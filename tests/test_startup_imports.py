@@ -97,10 +97,20 @@ def test_a_command_imports_within_its_budget(command: str, tmp_path: Path) -> No
     assert len(modules) <= most, f"`llmc {command}` imports {len(modules)} modules (budget {most})"
 
 
-# Issue 34's goal is 150 (laziness in a few named seams, not in every function). The perf branch
-# reached 149; the branches merged after it brought back 101, so this is a ratchet at today's count
-# (it may fall, never rise) until they are moved to module tops or into the named seams.
-MOST_IMPORTS_IN_FUNCTIONS = 253
+# Issue 34's goal: at most 150. A ratchet at today's count (it may fall, never rise). Where the
+# laziness lives, so that a new import inside a function goes into one of these, or to a module top:
+# - the command registry: cli/main.py loads a command's module when it runs (COMMANDS), the
+#   application layer (cli/context.py: App, rendering, telemetry) when any command runs, and
+#   cli/complete.py only when the shell asks (main._complete_profiles, targets._on_tab);
+# - packages' lazy interfaces (llmc_cli.lazy_names): services.X loads X's module on first use;
+# - transports: mcp/client.py picks stdio or an HTTP transport; the HTTP stack (httpx2, ssl,
+#   http11) is imported at the top of mcp/transports/http_channel.py, which only they import;
+# - providers: providers/base.make_provider imports one provider module, which imports its SDK;
+# - validators: mcp/validation.py (jsonschema only for what the compiled subset cannot check);
+# - telemetry: telemetry's setup (cli/common.start_telemetry) loads OpenTelemetry when asked for;
+# - stores: PostgresState loads store/postgres/parts.py, and Database psycopg, only with a url;
+# - guards: the DLP detectors with the first Scanner, the metadata scan (guard/scan.py) when used.
+MOST_IMPORTS_IN_FUNCTIONS = 148
 
 
 def test_imports_inside_functions_stay_few() -> None:

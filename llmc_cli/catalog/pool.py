@@ -15,6 +15,7 @@ from functools import partial
 from typing import Any, NamedTuple
 
 from llmc_cli.errors import ConnectionFailed, LlmcError, UsageError
+from llmc_cli.mcp.client import connect
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.mcp.session import ClientSession
 from llmc_cli.mcp.stores import Stores
@@ -108,8 +109,6 @@ class Pool:
                 path, keeper_name = self.options.keeper
                 self._adopt(server, attach(path, keeper_name, server, timeout=spec.timeout, hooks=hooks))
             else:
-                from llmc_cli.mcp.client import connect  # not for a keeper's servers
-
                 session = connect(spec, stores=self.options.stores, hooks=hooks, builtins=self.options.builtins, on_stderr=stderr)
                 if self.posts_on_caller_thread and hasattr(session.transport, "posts_on_caller_thread"):
                     session.transport.posts_on_caller_thread = True

@@ -15,7 +15,7 @@ import click
 from llmc_cli import services
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.durations import parse_since
-from llmc_cli.cli.output import emit, format_option, show_table
+from llmc_cli.cli.output import clean, emit, end_status, format_option, show_table
 from llmc_cli.config.profiles import load_profile
 from llmc_cli.errors import ToolFailed, UsageError
 
@@ -159,8 +159,6 @@ def _follow_record(record: dict[str, Any], fmt: str) -> None:
 
 
 def _follow_line(cells: dict[str, str]) -> None:
-    from llmc_cli.cli.output import clean, end_status
-
     end_status()
     line = " ".join(clean(cells[c])[:w].ljust(w) for c, w in FOLLOW_COLUMNS).rstrip()
     click.echo(line)

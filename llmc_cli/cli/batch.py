@@ -13,7 +13,7 @@ from llmc_cli.cli.arguments import load_json, read_input
 from llmc_cli.cli.common import command_calls, open_target
 from llmc_cli.cli.output import emit, note
 from llmc_cli.cli.targets import Target
-from llmc_cli.errors import ExitCode, LlmcError, UsageError
+from llmc_cli.errors import ExitCode, LlmcError, SkippedAfterFailure, UsageError
 from llmc_cli.model import ARGUMENTS_TOO_DEEP, JSON, MAX_ARGUMENT_DEPTH, arguments_too_deep
 from llmc_cli.policy.approval import with_hint
 from llmc_cli.services import BatchItem, ToolRequest
@@ -69,7 +69,9 @@ def run(
         nonlocal worst
         worst = max(worst, item.exit_code)
         finished.append(item)
-        if item.error is not None:
+        if isinstance(item.error, SkippedAfterFailure):
+            item.error.message = f"{item.error.message} (--fail-fast)"
+        elif item.error is not None:
             with_hint(item.error)
         emit(item.to_json(), "jsonl")  # after the progress line is cleared
 

@@ -17,6 +17,7 @@ from llmc_cli.cli.output import note, status_line, warn
 from llmc_cli.cli.targets import Target
 from llmc_cli.config.profiles import load_profile
 from llmc_cli.config.secrets import Masker, environment_secrets
+from llmc_cli.errors import SessionHoldsServers, UsageError
 from llmc_cli.mcp.hooks import ClientHooks, accept_defaults, decline
 from llmc_cli.services.tools import ToolResolver
 
@@ -53,9 +54,12 @@ def open_target(
         session = None  # --stdio/--url on the command line beat an LLMC_SESSION of the shell
     if adhoc:
         # The server starts while the profile (and its policy) loads: start-up overlaps.
-        catalog = services.open_catalog(
-            None, (), adhoc, hooks, on_stderr, target.timeout, session, connect_timeout=target.connect_timeout
-        )
+        try:
+            catalog = services.open_catalog(
+                None, (), adhoc, hooks, on_stderr, target.timeout, session, connect_timeout=target.connect_timeout
+            )
+        except SessionHoldsServers as exc:
+            raise UsageError(f"--session {exc.session} uses the servers its keeper holds: drop --stdio/--url") from None
         catalog.pool.warm_up()
         profile = load_profile(profile_name)
         _telemetry(ctx, profile)
@@ -125,8 +129,6 @@ def command_calls(
     """This command's pipeline (services.open_calls): its calls and reads, confirmations asked
     on the terminal when there is one and `ask` (a batch never asks), `yes`: answered yes;
     `clearance`: the caller's (guard/clearance.py; None: the default of its kind)."""
-    from llmc_cli import services
-
     app = app_of(ctx)
     return services.open_calls(
         catalog,

@@ -12,6 +12,7 @@ import click
 from click.shell_completion import CompletionItem
 
 from llmc_cli.config import paths
+from llmc_cli.keeper import lifecycle
 from llmc_cli.services.tools import cached_names, profile_file, profile_key
 
 
@@ -33,6 +34,13 @@ def complete_tools(ctx: click.Context, param: click.Parameter, incomplete: str) 
 
     names = cached_names(profile_key(_profile(ctx)))
     return [CompletionItem(n) for n in names if n.startswith(incomplete)]
+
+
+def complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    try:
+        return [CompletionItem(n) for n in lifecycle.names() if n.startswith(incomplete)]
+    except Exception:  # noqa: BLE001 - completion must never break the shell
+        return []
 
 
 def _profile(ctx: click.Context) -> str | None:

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from llmc_cli import telemetry
+from llmc_cli.cli import output
 from llmc_cli.cli.prompt import interactive
 from llmc_cli.config.profiles import load_profile
 
@@ -42,3 +44,27 @@ pass_app = click.make_pass_decorator(App, ensure=True)
 def app_of(ctx: click.Context) -> App:
     """The App of this invocation (the root command made it; a fresh default one otherwise)."""
     return ctx.ensure_object(App)
+
+
+def start_app(ctx: click.Context, *, profile: str | None, verbose: int, quiet: bool, otel: bool) -> None:
+    """The root command's options, for the command about to run: its App, telemetry when asked
+    for (--otel, LLMC_OTEL or OTEL_* variables), -q."""
+    ctx.obj = App(profile=profile, verbose=verbose, quiet=quiet)
+    if otel or telemetry.env_requested():
+        from llmc_cli.cli.common import start_telemetry  # the telemetry seam: the exporters load there
+
+        start_telemetry(f"llmc {ctx.invoked_subcommand or ''}".strip())
+    if quiet:
+        output.QUIET = True
+
+
+def set_global(ctx: click.Context, name: str, value: object) -> None:
+    """-p, -v or -q given after the subcommand (`global_profile`, `global_verbose`,
+    `global_quiet`): the same as before it (a later -p wins, -v adds up)."""
+    app = app_of(ctx)
+    if name == "global_profile":
+        app.profile = str(value)
+    elif name == "global_verbose":
+        app.verbose += int(value)  # type: ignore[call-overload]
+    else:
+        app.quiet = output.QUIET = True

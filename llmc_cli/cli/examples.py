@@ -5,6 +5,8 @@ every line against the Click tree and checks that every command has some."""
 
 from __future__ import annotations
 
+import click
+
 MARK = "Examples:"
 
 # command path (without "llmc") -> [(what it does, the command line)]
@@ -195,8 +197,6 @@ def block(path: str) -> str:
 
 def attach_examples(command: object, path: str) -> None:
     """Put the examples at the end of a command's --help (and its subcommands'), once."""
-    import click
-
     if not isinstance(command, click.Command) or getattr(command, "_llmc_examples", False):
         return
     command._llmc_examples = True  # type: ignore[attr-defined]

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from llmc_cli import __version__, interrupts
+from llmc_cli.cli.examples import attach_examples, block
 from llmc_cli.errors import ExitCode, LlmcError, UsageError, did_you_mean
 
 # name -> ("module:attribute", one-line help). A command's module (and what it imports) loads
@@ -62,8 +63,6 @@ class LazyGroup(click.Group):
             module, attr = COMMANDS[name][0].split(":")
             command: click.Command = getattr(importlib.import_module(module), attr)
             _accept_global_options(command)
-            from llmc_cli.cli.examples import attach_examples
-
             attach_examples(command, name)
             return command
         return super().get_command(ctx, name)
@@ -76,9 +75,7 @@ class LazyGroup(click.Group):
 
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         super().format_epilog(ctx, formatter)
-        from llmc_cli.cli.examples import block  # llmc's own examples close its --help, as every command's
-
-        formatter.write_paragraph()
+        formatter.write_paragraph()  # llmc's own examples close its --help, as every command's
         formatter.write_text(block(""))
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -114,36 +111,20 @@ def cli(ctx: click.Context, profile: str | None, verbose: int, quiet: bool, otel
     LLMC_FORMAT choose); messages for people go to stderr.
     -p, -v and -q may also follow the subcommand (llmc tools list -p ops -v).
     """
-    from llmc_cli.cli.context import App
+    # The application layer (the App, rendering, telemetry) loads here, when a command runs:
+    # `llmc --help` and `llmc --version` never reach this callback.
+    from llmc_cli.cli import context
 
-    ctx.obj = App(profile=profile, verbose=verbose, quiet=quiet)
-    from llmc_cli import telemetry
-
-    if otel or telemetry.env_requested():
-        from llmc_cli.cli.common import start_telemetry
-
-        start_telemetry(f"llmc {ctx.invoked_subcommand or ''}".strip())
-    if quiet:
-        from llmc_cli.cli import output
-
-        output.QUIET = True
+    context.start_app(ctx, profile=profile, verbose=verbose, quiet=quiet, otel=otel)
 
 
 def _set_global(ctx: click.Context, param: click.Parameter, value: Any) -> None:
     """-p/-v/-q given after the subcommand: the same as before it (a later -p wins, -v adds up)."""
-    from llmc_cli.cli.context import app_of
-
     if value is None or value is False or value == 0:
         return
-    app = app_of(ctx)
-    if param.name == "global_profile":
-        app.profile = value
-    elif param.name == "global_verbose":
-        app.verbose += value
-    else:
-        from llmc_cli.cli import output
+    from llmc_cli.cli import context
 
-        app.quiet = output.QUIET = True
+    context.set_global(ctx, param.name or "", value)
 
 
 def _accept_global_options(command: click.Command) -> None:
@@ -218,9 +199,18 @@ def _end_telemetry(code: int | str | None) -> None:
         return
     warning = telemetry.shutdown(code if isinstance(code, int) else 0 if code is None else 1)
     if warning:
-        from llmc_cli.cli.output import warn
+        _tell(warning)
 
-        warn(warning)
+
+def _tell(what: LlmcError | str) -> None:
+    """An error (its one line) or a warning on stderr, through the rendering module, which loads
+    only when there is something to say (not for --help)."""
+    from llmc_cli.cli import output
+
+    if isinstance(what, LlmcError):
+        output.report_error(what)
+    else:
+        output.warn(what)
 
 
 def _flush_stdout() -> None:
@@ -259,9 +249,7 @@ def _run_command(argv: list[str] | None) -> None:
         if isinstance(code, int) and code:  # ctx.exit(N) in a command
             sys.exit(code)
     except LlmcError as exc:
-        from llmc_cli.cli.output import report_error
-
-        report_error(exc)
+        _tell(exc)
         sys.exit(exc.exit_code)
     except (click.exceptions.Abort, KeyboardInterrupt):
         _interrupted()
@@ -299,9 +287,7 @@ def _record_abandoned() -> None:
     try:
         services.OPEN_CALLS.interrupt_all("llmc exited before the call finished", outcome="abandoned")
     except LlmcError as exc:
-        from llmc_cli.cli.output import report_error
-
-        report_error(exc)
+        _tell(exc)
 
 
 def _interrupted() -> None:
@@ -317,9 +303,7 @@ def _interrupted() -> None:
         try:
             services.OPEN_CALLS.interrupt_all(f"{reason} ({interrupts.signal_name()})")
         except LlmcError as exc:
-            from llmc_cli.cli.output import report_error
-
-            report_error(exc)
+            _tell(exc)
     stdio = sys.modules.get("llmc_cli.mcp.transports.stdio")
     if stdio is not None:
         stdio.StdioTransport.close_all()

@@ -72,10 +72,8 @@ def _listing_format(ctx: click.Context, param: click.Parameter, value: str | Non
 def _profile_format(ctx: click.Context) -> str:
     """[output] format of the profile in use; "auto" when it has none or does not load (the
     command itself reports a profile that does not load, where it needs one)."""
-    from llmc_cli.cli.context import app_of
-
-    try:
-        return load_profile(app_of(ctx).profile).profile.output.format
+    try:  # ctx.obj: the App the root command made (cli/context.py, which renders through here)
+        return load_profile(getattr(ctx.obj, "profile", None)).profile.output.format
     except LlmcError:
         return "auto"
 

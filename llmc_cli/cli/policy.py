@@ -15,6 +15,7 @@ from llmc_cli.cli.output import emit, format_option, note, warn
 from llmc_cli.cli.resources import read_target
 from llmc_cli.cli.targets import Target, target_options
 from llmc_cli.errors import ExitCode, UsageError
+from llmc_cli.guard import clearance
 from llmc_cli.model import ToolCall
 from llmc_cli.services import caching
 
@@ -167,21 +168,16 @@ def _check_read(
 def _levels(profile: LoadedProfile, server: str, caller: str) -> dict[str, str]:
     """The server's classification and the caller's clearance (guard/clearance.py): a person's
     ([policy] clearance) or the model's of `ask` ([llm] clearance)."""
-    from llmc_cli.guard import clearance
-
     level = clearance.human(profile.profile) if caller == "human" else clearance.model(profile.profile)
     return {"classification": clearance.classification(profile.profile, server), "clearance": level}
 
 
 def _cleared(profile: LoadedProfile, server: str, caller: str) -> Decision | None:
     """A clearance denial, as services.authorize would give it, or None."""
-    from llmc_cli.guard import clearance
-    from llmc_cli.policy import Decision
-
     level = _levels(profile, server, caller)["clearance"]
     if clearance.cleared(profile.profile, server, level):
         return None
-    return Decision("deny", "clearance", clearance.reason(profile.profile, server, level))
+    return rules.Decision("deny", "clearance", clearance.reason(profile.profile, server, level))
 
 
 @policy.command("approve")

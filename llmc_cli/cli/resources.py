@@ -14,6 +14,7 @@ from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import FORMATS, emit, emit_listing, format_option, note, raise_failures
 from llmc_cli.cli.targets import Target, target_options
 from llmc_cli.errors import LlmcError, UsageError, did_you_mean
+from llmc_cli.guard.clearance import human
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
@@ -32,9 +33,6 @@ COLUMNS = {
 def _gather(ctx: click.Context, target: Target, fmt: str, method: str, key: str, capability: str) -> None:
     """A listing across servers, without what the profile's policy denies; a server without the
     capability is skipped, not failed."""
-    from llmc_cli.cli.common import open_target
-    from llmc_cli.guard.clearance import human
-
     catalog, profile = open_target(ctx, target, warm=False)  # a server the policy denies whole never starts
     with catalog:
         per_server, skipped, failures = services.visible_offered(catalog, profile, method, capability, human(profile.profile))

@@ -3,27 +3,25 @@ what it runs (long paths elided in the middle) and how (sandboxed, remote, in ll
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
+
+from llmc_cli.config.profile_writer import server_table
+from llmc_cli.config.secrets import shown_server
 
 
 def _row(name: str, server: Any) -> dict[str, Any]:
-    from llmc_cli.config.profile_writer import server_table
-
     kind = "builtin" if server.builtin else "stdio" if server.command else "remote"
     return {"name": name, "kind": kind, "enabled": server.enabled, **_shown(server_table(server))}
 
 
 def _shown(table: dict[str, Any]) -> dict[str, Any]:
-    from llmc_cli.config.secrets import shown_server
-
     return shown_server(table)
 
 
 def _launch_line(row: dict[str, Any]) -> str:
     """What a server runs, for a table: long paths elided in the middle (their start and their
     file name are what tell them apart)."""
-    import shlex
-
     if row.get("command"):
         words = [row["command"], *row.get("args", [])]
         return " ".join(short if (short := _elided(w)) != w else shlex.quote(w) for w in words)

@@ -36,6 +36,7 @@ from llmc_cli.config.secrets import is_secret_name, mask_url
 from llmc_cli.config.validation import adapter, validate
 from llmc_cli.errors import UsageError
 from llmc_cli.model import SandboxSpec
+from llmc_cli.services.confinement import derive, summary
 from llmc_cli.services.sandbox import describe
 
 
@@ -88,10 +89,6 @@ def _confinement(
     """The sandbox keys of a new stdio server's table. Without --read-path/--write-path, the
     paths its arguments name are declared (said on stderr); without --network/--no-network,
     only a package runner that downloads at start gets the network."""
-    import os
-
-    from llmc_cli.services.confinement import derive, summary
-
     if sandbox == "none":
         if read_paths or write_paths:
             raise UsageError("--read-path and --write-path apply to a sandboxed server (not with --sandbox none)")
@@ -251,8 +248,6 @@ def show(ctx: click.Context, name: str, fmt: str) -> None:
 def remove(ctx: click.Context, names: tuple[str, ...]) -> None:
     """Remove servers from the profile, all or none (a name not there removes nothing):
     {"removed": [NAME, ...], "profile": PROFILE, "path": PATH}."""
-    from llmc_cli.config.profiles import editable_path
-
     names = tuple(dict.fromkeys(names))
     path = editable_path(_profile_option(ctx))
     remove_server(path, *names)

@@ -102,10 +102,22 @@ class Target:
 TARGET_FIELDS = tuple(Target.__dataclass_fields__)
 
 
-def _complete_servers(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
-    from llmc_cli.cli.complete import complete_servers  # only when the shell asks
+def _on_tab(name: str) -> Callable[[click.Context, click.Parameter, str], list[CompletionItem]]:
+    """A shell_complete callback running cli/complete.py's `name`: that module (profiles, the
+    tool-name cache, sessions) loads only when the shell asks, never when a command runs."""
 
-    return complete_servers(ctx, param, incomplete)
+    def complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+        from llmc_cli.cli import complete as completers
+
+        found: list[CompletionItem] = getattr(completers, name)(ctx, param, incomplete)
+        return found
+
+    return complete
+
+
+_complete_servers = _on_tab("complete_servers")
+shell_complete_tools = _on_tab("complete_tools")  # SERVER.TOOL for `call` and `tools show`
+complete_sessions = _on_tab("complete_sessions")
 
 
 def target_options(func: Callable[..., object]) -> Callable[..., object]:
@@ -188,24 +200,6 @@ def _options(func: Callable[..., object], session: bool) -> Callable[..., object
     for option in reversed(options):
         command = option(command)
     return command
-
-
-def shell_complete_tools(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
-    """SERVER.TOOL completion for `call` and `tools show`; cli/complete.py loads only when the shell asks."""
-    from llmc_cli.cli.complete import complete_tools
-
-    return complete_tools(ctx, param, incomplete)
-
-
-def complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
-    from click.shell_completion import CompletionItem
-
-    from llmc_cli.keeper import lifecycle
-
-    try:
-        return [CompletionItem(n) for n in lifecycle.names() if n.startswith(incomplete)]
-    except Exception:  # noqa: BLE001 - completion must never break the shell
-        return []
 
 
 def adhoc_spec(

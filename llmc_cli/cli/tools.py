@@ -14,6 +14,7 @@ from llmc_cli.cli.output import FORMATS, clean, emit, emit_listing, format_optio
 from llmc_cli.cli.targets import Target, shell_complete_tools, target_options
 from llmc_cli.config.profiles import load_profile
 from llmc_cli.errors import DriftError, ToolFailed, UsageError
+from llmc_cli.guard.clearance import human
 from llmc_cli.model import LINT_FORMATS, TOOL_FORMATS, Tool, ToolCall
 from llmc_cli.services.sandbox import describe
 from llmc_cli.services.tools import profile_key, remember_tools
@@ -68,10 +69,6 @@ def list_(
     are still printed, and the exit code is 5 (or, when every server failed the same way, that
     error's own code).
     """
-    from llmc_cli import services
-    from llmc_cli.cli.common import open_target
-    from llmc_cli.guard.clearance import human
-
     if defer_loading and fmt != "anthropic":
         raise UsageError("--defer-loading is Anthropic's tool search: use it with --format anthropic")
     catalog, profile = open_target(ctx, target)
@@ -142,10 +139,6 @@ def search(ctx: click.Context, query: str, limit: int, explain: bool, semantic: 
     --explain each row also has "why": {terms: [{term, query_word, synonym, score, idf, fields:
     {field: score}, boilerplate?}], length, semantic?: {rank, similarity}, lexical_rank?}; on a
     terminal, a few lines per tool."""
-    from llmc_cli.cli.common import open_target
-    from llmc_cli.guard.clearance import human
-    from llmc_cli.services import ToolIndex, searchable_tools
-
     if not query.strip():
         raise UsageError("the query is empty: say in words what the tool should do")
     ranker = None
@@ -155,8 +148,8 @@ def search(ctx: click.Context, query: str, limit: int, explain: bool, semantic: 
         ranker = semantic_stage.SemanticRanker.load(semantic_stage.vector_cache())
     catalog, profile = open_target(ctx, target)
     with catalog:
-        found, failures = searchable_tools(catalog, profile, list(target.servers) or None, human(profile.profile))
-    index = ToolIndex(found)
+        found, failures = services.searchable_tools(catalog, profile, list(target.servers) or None, human(profile.profile))
+    index = services.ToolIndex(found)
     if ranker is not None:
         ranker.prepare(index.tools)
         matches = semantic_stage.fused_search(index, ranker, query, limit, explain=explain)
@@ -280,10 +273,6 @@ def _profile_lock(profile: LoadedProfile) -> str:
 def _allowed_tools(ctx: click.Context, target: Target, hidden: bool = False) -> tuple[list[Any], list[Any], Any, Any, Any]:
     """(tools, failures, catalog, server infos, profile); with `hidden`, the tools [guard]
     descriptions = "hide" keeps from models too (the lock pins them, verdict and all)."""
-    from llmc_cli import services
-    from llmc_cli.cli.common import open_target
-    from llmc_cli.guard.clearance import human
-
     catalog, profile = open_target(ctx, target)
     with catalog:
         found, denied, failures = services.visible_tools(catalog, profile, list(target.servers) or None, human(profile.profile))
@@ -337,14 +326,13 @@ def lint(ctx: click.Context, providers: tuple[str, ...], strict: bool, fmt: str,
     """What each provider would reject or lose, and why, and which path-like arguments of tools
     under a [policy.args] rule no rule covers (target "policy") (JSON). --strict: exit 1 on any
     finding."""
+    from llmc_cli import translate
     from llmc_cli.services import caching
-    from llmc_cli.translate import Finding
-    from llmc_cli.translate import lint as lint_tools
 
     found, failures, catalog, _, profile = _allowed_tools(ctx, target)
-    findings = lint_tools(found, providers or LINT_FORMATS, strict=strict)
+    findings = translate.lint(found, providers or LINT_FORMATS, strict=strict)
     findings += [
-        Finding(
+        translate.Finding(
             tool.qualified_name,
             f"$.inputSchema.properties.{arg}",
             "path-like argument that no [policy.args] rule covers",
@@ -355,7 +343,7 @@ def lint(ctx: click.Context, providers: tuple[str, ...], strict: bool, fmt: str,
         for arg, why in policy.uncovered_path_arguments(tool, profile.profile.policy)
     ]
     findings += [
-        Finding(
+        translate.Finding(
             tool.qualified_name,
             "$.annotations.readOnlyHint",
             "listed in [cache] tools but not read-only: never cached",
@@ -388,13 +376,9 @@ def scan(ctx: click.Context, fmt: str, target: Target) -> None:
     argument descriptions, defaults, enums and output schema, and each server's instructions
     (README "Guardrails": the rules). One finding per server, tool, field and rule (JSON); exit
     1 when any is high."""
-    from llmc_cli.cli.common import open_target
-    from llmc_cli.guard.clearance import human
-    from llmc_cli.services.scanning import scan_servers
-
     catalog, profile = open_target(ctx, target)
     with catalog:
-        findings, failures = scan_servers(catalog, profile, list(target.servers) or None, human(profile.profile))
+        findings, failures = services.scan_servers(catalog, profile, list(target.servers) or None, human(profile.profile))
     emit_listing(
         "findings",
         [f.to_json() for f in findings],

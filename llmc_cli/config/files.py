@@ -19,9 +19,11 @@ Callers writing mere caches catch it and carry on.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import os
+import stat
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -46,9 +48,6 @@ def open_own(path: Path | str, flags: int, mode: int = PRIVATE_FILE) -> int:
     a single name. OSError (errno ELOOP for a link, EMLINK for a hard link, EINVAL for a
     non-regular file) otherwise; nothing is created then (except what O_CREAT made: a new empty
     regular file of llmc's own)."""
-    import errno
-    import stat
-
     absolute = os.path.abspath(os.fspath(path))
     parent, name = os.path.split(absolute)
     if not name:
@@ -72,8 +71,6 @@ def open_own(path: Path | str, flags: int, mode: int = PRIVATE_FILE) -> int:
         if st.st_nlink > 1:
             raise OSError(errno.EMLINK, "the file has another name (a hard link): llmc does not write to it", absolute)
         if not flags & os.O_NONBLOCK:
-            import fcntl
-
             fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
     except BaseException:
         os.close(fd)

@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from llmc_cli.errors import did_you_mean
 from llmc_cli.model import ProviderName
 
 # The DLP detectors a profile may name in [dlp] redact/block (llmc_cli/guard/detectors.py).
@@ -40,8 +41,6 @@ LEVELS: tuple[str, ...] = ("public", "internal", "confidential", "restricted")
 
 
 def _check_detectors(names: list[str] | None, where: str) -> None:
-    from llmc_cli.errors import did_you_mean
-
     for name in names or []:
         if name not in DLP_DETECTORS:
             raise ValueError(

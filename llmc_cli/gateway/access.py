@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import shlex
 import sys
 import threading
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from llmc_cli.config.profiles import LoadedProfile
+from llmc_cli.config.profiles import LoadedProfile, load_profile
 from llmc_cli.errors import ConfigError, LlmcError, UsageError
 from llmc_cli.gateway.admission import Refused
 from llmc_cli.gateway.principals import Principal, authenticate, principals_of, subject_principal
@@ -49,8 +50,6 @@ def is_loopback_host(host: str) -> bool:
 
 def add_principal_hint(served: LoadedProfile) -> str:
     """The command that adds a principal to the served profile."""
-    import shlex
-
     # A profile loaded by path is named by its path: `-p NAME` would not find it.
     named = served.path is None or served.path.parent.name == "profiles"
     return f"`llmc serve token create NAME -p {shlex.quote(served.name if named else str(served.path))}`"
@@ -122,8 +121,6 @@ class Door:
             return self.principals
 
     def _reread(self) -> None:
-        from llmc_cli.config.profiles import load_profile
-
         try:
             profile = load_profile(str(self.served.path))
             self.principals = principals_of(profile)
@@ -185,10 +182,8 @@ class Door:
         if principal is None and tls_subject and not authorization:
             principal = subject_principal(principals, tls_subject)
         if principal is None and self.oauth is not None:
-            from llmc_cli.gateway.oauth_rs import Refusal
-
             verdict = self.oauth.authenticate(authorization)
-            if isinstance(verdict, Refusal):
+            if not isinstance(verdict, Principal):  # a Refusal (gateway/oauth_rs.py)
                 raise Refused(verdict.status, verdict.message, {"WWW-Authenticate": verdict.challenge})
             principal = verdict
         if principal is None:

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from llmc_cli import services
 from llmc_cli.errors import LlmcError
 from llmc_cli.gateway.access import Door, parse_address
 from llmc_cli.gateway.admission import Refused
@@ -23,6 +24,7 @@ from llmc_cli.gateway.toolbox import Toolbox
 from llmc_cli.gateway.upstreams import Upstreams
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.messages import object_at
+from llmc_cli.mcp.server import RequestError
 
 if TYPE_CHECKING:
     from llmc_cli.store.state import HostSessions
@@ -53,8 +55,6 @@ class HttpGateway:
 
         self.upstreams = Upstreams(toolbox, listed)
         self.log = HostLog(toolbox.note)
-        from llmc_cli import services
-
         self.shared: HostSessions | None = services.host_sessions(toolbox.state, idle_seconds)
         self.stopped = threading.Event()
         # The connections of the 2026-07-28 listen streams open now: when the gateway stops, each
@@ -104,8 +104,6 @@ class HttpGateway:
                 },
             )
         except LlmcError as exc:
-            from llmc_cli.mcp.server import RequestError
-
             self.end_host_session(session_id)  # not resumable elsewhere: no session at all
             raise RequestError(jsonrpc.INTERNAL_ERROR, f"cannot start a session: {exc.message}") from None
         session.shared = True

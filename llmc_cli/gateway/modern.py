@@ -4,6 +4,8 @@ functions of the message and a header lookup: no socket."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -76,9 +78,6 @@ def decoded(value: str | None) -> str | None:
         return None
     value = value.strip()
     if value.startswith("=?base64?") and value.endswith("?="):
-        import base64
-        import binascii
-
         try:
             return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
         except (binascii.Error, UnicodeDecodeError):

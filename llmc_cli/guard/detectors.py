@@ -19,6 +19,7 @@ Heavy packages are imported on first use, not at start-up.
 
 from __future__ import annotations
 
+import importlib
 import math
 import re
 from collections.abc import Callable, Iterable
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from llmc_cli.config.schema import DLP_DETECTORS as DETECTORS  # noqa: F401 (the names a profile may use)
+from llmc_cli.config.secrets import is_secret_name
 
 
 @dataclass(frozen=True)
@@ -209,8 +211,6 @@ _DS_PLUGINS = {
 @cache
 def provider_patterns() -> tuple[re.Pattern[str], ...]:
     """detect-secrets' provider patterns (imported on first use) and ours."""
-    import importlib
-
     found: list[re.Pattern[str]] = []
     for module, name in _DS_PLUGINS.items():
         try:
@@ -254,8 +254,6 @@ def secrets(text: str) -> Iterable[Found]:
             yield Found("secret", start, end)
     if not any(c in text for c in "=:"):
         return
-    from llmc_cli.config.secrets import is_secret_name
-
     for m in _KEYED.finditer(text):
         if is_secret_name(m.group("key")) and _looks_secret(m.group("value")):
             yield Found("secret", m.start("value"), m.end("value"))

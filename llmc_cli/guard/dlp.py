@@ -54,32 +54,38 @@ class Scanned:
     found: dict[str, int] = field(default_factory=dict)
     blocked: list[str] = field(default_factory=list)
 
+    def denial(self, what: str) -> tuple[str, str]:
+        """(rule, reason) when a kind is blocked: `what` (the result of T, ...) carries it."""
+        return denial(self.blocked, self.found, what)
+
 
 class Scanner:
     """The detectors of one set of rules, with the profile's own secrets (profile_secret)."""
 
     def __init__(self, rules: Rules, known: Masker | None = None) -> None:
+        from llmc_cli.guard import detectors  # their patterns compile with the first Scanner, not with the profile
+
         self.rules = rules
         self.known = known
+        self._detectors = detectors
 
     def spans(self, text: str) -> list[Found]:
-        from llmc_cli.guard import detectors
+        detectors = self._detectors
 
         def known(value: str) -> Iterable[Found]:
             if self.known is not None:
                 yield from (detectors.Found("profile_secret", s, e) for s, e in self.known.spans(value))
 
-        return detectors.find(text, self.rules.kinds, known, self.rules.phone_regions)
+        spans: list[Found] = detectors.find(text, self.rules.kinds, known, self.rules.phone_regions)
+        return spans
 
     def text(self, value: str, found: dict[str, int]) -> str:
-        from llmc_cli.guard.detectors import redact
-
         spans = self.spans(value)
         if not spans:
             return value
         for span in spans:
             found[span.kind] = found.get(span.kind, 0) + 1
-        return redact(value, spans)
+        return self._detectors.redact(value, spans)
 
     def inspect(self, value: Any) -> Scanned:
         """A copy of a JSON value with each finding in its strings (and object keys) redacted,

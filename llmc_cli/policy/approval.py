@@ -9,7 +9,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from llmc_cli.config.paths import state_dir
+from llmc_cli.config.files import open_own
+from llmc_cli.config.paths import ensure_private_dir, state_dir
 from llmc_cli.errors import ConfigError, LlmcError
 from llmc_cli.model import JSONObject, ToolCall, canonical_json, compact_json
 
@@ -61,9 +62,6 @@ def _key_file(path: Path) -> bytes:
     try:
         if not path.exists():
             import secrets  # only the first call ever creates the key
-
-            from llmc_cli.config.files import open_own
-            from llmc_cli.config.paths import ensure_private_dir
 
             ensure_private_dir(path.parent)
             temp = path.with_name(f".approval.key.{secrets.token_hex(6)}.tmp")

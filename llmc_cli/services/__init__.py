@@ -26,10 +26,11 @@ _WHERE = {
         "llmc_cli.services.inspect": "Inspection Inspector inspectors_for",
         "llmc_cli.services.pipeline": "Outcome Pipeline ToolRequest host_calls open_calls",
         "llmc_cli.services.reads": "Read read_decision server_tools",
+        "llmc_cli.services.sandbox": "protected_paths",
         "llmc_cli.services.catalogs": (
-            "READ_KINDS builtin_servers open_catalog protect protected_paths "
-            "launch_specs visible_items visible_offered visible_tools"
+            "READ_KINDS builtin_servers open_catalog protect launch_specs visible_items visible_offered visible_tools"
         ),
+        "llmc_cli.services.scanning": "scan_servers",
         "llmc_cli.services.search": "Match ToolIndex searchable_tools",
         "llmc_cli.services.state": "audit_log host_sessions open_state",
         "llmc_cli.services.tools": "ToolResolver",
@@ -46,7 +47,6 @@ if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its modul
         launch_specs,
         open_catalog,
         protect,
-        protected_paths,
         visible_items,
         visible_offered,
         visible_tools,
@@ -54,6 +54,8 @@ if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its modul
     from llmc_cli.services.inspect import Inspection, Inspector, inspectors_for
     from llmc_cli.services.pipeline import Outcome, Pipeline, ToolRequest, host_calls, open_calls
     from llmc_cli.services.reads import Read, read_decision, server_tools
+    from llmc_cli.services.sandbox import protected_paths
+    from llmc_cli.services.scanning import scan_servers
     from llmc_cli.services.search import Match, ToolIndex, searchable_tools
     from llmc_cli.services.state import audit_log, host_sessions, open_state
     from llmc_cli.services.tools import ToolResolver
@@ -88,6 +90,7 @@ __all__ = [
     "visible_items",
     "visible_offered",
     "visible_tools",
+    "scan_servers",
     "Match",
     "ToolIndex",
     "searchable_tools",

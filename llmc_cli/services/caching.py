@@ -15,7 +15,9 @@ read time against the TTL configured now (store/results.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import os
 from typing import TYPE_CHECKING, Any
 
 from llmc_cli import policy
@@ -80,14 +82,10 @@ def key(
 
 def profile_identity(profile: LoadedProfile) -> str:
     """A profile file by its resolved path; the built-in default by its name (it has no file)."""
-    import os
-
     return f"file:{os.path.realpath(profile.path)}" if profile.path is not None else f"builtin:{profile.name}"
 
 
 def _server_config(profile: LoadedProfile, server: str) -> str | None:
-    import dataclasses
-
     table = profile.profile.servers.get(server)
     return canonical_json(dataclasses.asdict(table)) if table is not None and dataclasses.is_dataclass(table) else None
 

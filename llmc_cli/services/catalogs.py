@@ -5,21 +5,26 @@ and prompts a profile may see; where the gateway shares its host sessions."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from llmc_cli import policy
 from llmc_cli.catalog import Catalog, ConnectOptions, ServerFailure
-from llmc_cli.config.paths import PROTECTED_PATHS_VAR, audit_log_path, config_dir, is_llmc_command, own_directories, state_dir
+from llmc_cli.config.paths import (
+    PROTECTED_PATHS_VAR,
+    REQUIRE_SANDBOX_VAR,
+    is_llmc_command,
+    own_directories,
+    sandbox_required_by_parent,
+)
 from llmc_cli.config.profiles import LoadedProfile, usable_specs
-from llmc_cli.errors import ConfigError, ConnectionFailed, LlmcError, UsageError
+from llmc_cli.errors import ConfigError, ConnectionFailed, LlmcError, SessionHoldsServers, UsageError
+from llmc_cli.guard.clearance import cleared
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.model import JSONObject, ServerSpec, Tool
-from llmc_cli.services.calls import lock_path
 from llmc_cli.services.reads import read_decision
-from llmc_cli.services.sandbox import contain, warn_unsandboxed
+from llmc_cli.services.sandbox import contain, protected_paths, warn_unsandboxed
 from llmc_cli.store import client_stores
 
 if TYPE_CHECKING:
@@ -44,28 +49,6 @@ def builtin_servers() -> dict[str, Callable[[ServerSpec], Any]]:
     return {"workspace": workspace}
 
 
-def protected_paths(profile: LoadedProfile | None) -> list[str]:
-    """llmc's own files, which no tool of its workspace server may touch: the config and state
-    directories, the profile file, its audit log and its manifest lock, wherever they are."""
-
-    paths = [f"{config_dir()}/", f"{state_dir()}/"]  # "/": a directory, protected as one before it exists
-    if profile is not None:
-        if profile.path is not None:
-            paths.append(str(profile.path))
-        paths.append(str(audit_log_path(profile.profile.audit_log)))
-        if profile.profile.lock:
-            paths.append(lock_path(profile))
-    else:
-        paths.append(str(audit_log_path()))
-    inherited = os.environ.get(PROTECTED_PATHS_VAR)  # this llmc is itself a server of another llmc
-    if inherited:
-        try:
-            paths += [p for p in json.loads(inherited) if isinstance(p, str) and p]
-        except (ValueError, TypeError):
-            pass  # the workspace server refuses a malformed list; here it only adds
-    return list(dict.fromkeys(os.path.abspath(os.path.expanduser(p)) + ("/" if p.endswith("/") else "") for p in paths))
-
-
 def protect(specs: list[ServerSpec], profile: LoadedProfile | None, require_sandbox: bool = False) -> list[ServerSpec]:
     """Tell llmc's own servers where llmc's own files are: the built-in workspace server through
     its options, llmc run as a stdio child (`llmc serve workspace`, whose environment is
@@ -76,8 +59,6 @@ def protect(specs: list[ServerSpec], profile: LoadedProfile | None, require_sand
     sandbox covers those files instead). `require_sandbox`: a nested llmc is also told to keep
     the sandbox rule (REQUIRE_SANDBOX_VAR), so a server of its own cannot run unsandboxed
     where this one's could not."""
-    from llmc_cli.config.paths import PROTECTED_PATHS_VAR, REQUIRE_SANDBOX_VAR
-
     paths = protected_paths(profile)
     out = []
     for spec in specs:
@@ -110,8 +91,6 @@ def launch_specs(
     would run unsandboxed without the profile saying sandbox = "none" for it; also when the llmc
     that started this one ran under that rule (config.paths.REQUIRE_SANDBOX_VAR), whatever the
     nesting, and passed on to llmc's own children."""
-    from llmc_cli.config.paths import sandbox_required_by_parent
-
     require_sandbox = require_sandbox or sandbox_required_by_parent()
     if adhoc is None and profile is None:
         raise ValueError("launch_specs needs a profile or an ad-hoc server")
@@ -161,7 +140,7 @@ def open_catalog(
     unusable: dict[str, ConfigError] = {}  # servers of the profile that cannot be configured
     if session:
         if adhoc:
-            raise UsageError(f"--session {session} uses the servers its keeper holds: drop --stdio/--url")
+            raise SessionHoldsServers(session)
         from llmc_cli.keeper import lifecycle
 
         if first and (not only or first in only):
@@ -221,8 +200,6 @@ def cleared_servers(
     """`servers` (None: all of the catalog's) less those classified above `clearance` (None: unrestricted)."""
     if clearance is None:
         return servers
-    from llmc_cli.guard.clearance import cleared
-
     return [s for s in (servers if servers is not None else list(catalog.specs)) if cleared(profile.profile, s, clearance)]
 
 

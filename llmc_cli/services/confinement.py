@@ -16,6 +16,10 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from llmc_cli.config.paths import config_dir, state_dir
+from llmc_cli.server.sandbox import SYSTEM_DIRS
+from llmc_cli.services.sandbox import INTERPRETERS
+
 # Package runners that fetch the server when it starts: they need the network.
 _RUNNERS = {"npx", "uvx", "bunx", "pnpx"}
 _RUNNER_VERBS = {
@@ -63,9 +67,6 @@ def needs_network(command: tuple[str, ...]) -> str | None:
 
 def _refusal(real: str) -> str | None:
     """Why a resolved path is never declared (None: it may be)."""
-    from llmc_cli.config.paths import config_dir, state_dir
-    from llmc_cli.server.sandbox import SYSTEM_DIRS
-
     if real == "/":
         return "the whole file system"
     if any(real == p or real.startswith(p + "/") for p in _NEVER):
@@ -85,8 +86,6 @@ def _refusal(real: str) -> str | None:
 def _candidates(command: tuple[str, ...], cwd: str | None) -> list[str]:
     """The arguments that may name paths: absolute ones, `--opt=/path` values, and relative ones
     when the server's working directory is given (the sandbox starts it there)."""
-    from llmc_cli.services.sandbox import INTERPRETERS
-
     out: list[str] = []
     if not command:
         return out

@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
+from llmc_cli import policy
+from llmc_cli.config.secrets import Masker, environment_secrets
+from llmc_cli.errors import RpcError
 from llmc_cli.model import JSONObject, ServerSpec, ToolCall
 
 if TYPE_CHECKING:
@@ -108,8 +111,6 @@ class DlpInspector:
         known = None
         if "profile_secret" in rules.kinds:
             if self._known is None:
-                from llmc_cli.config.secrets import Masker, environment_secrets
-
                 self._known = Masker(environment_secrets(self.profile.profile))
             known = self._known.with_arguments(request.arguments)
         return dlp.Scanner(rules, known)
@@ -117,9 +118,6 @@ class DlpInspector:
     def __call__(
         self, request: ToolCall | Read, profile: LoadedProfile, server: ServerSpec | None, result: JSONObject
     ) -> Inspection | None:
-        from llmc_cli import policy
-        from llmc_cli.guard import dlp
-
         scanner = self._scanner(request)
         if scanner is None:
             return None
@@ -129,15 +127,13 @@ class DlpInspector:
         findings: tuple[JSONObject, ...] = tuple({"kind": kind, "count": count} for kind, count in seen.found.items())
         if seen.blocked:
             what = f"the result of {request.tool}" if isinstance(request, ToolCall) else f"the {request.kind} {request.name}"
-            rule, reason = dlp.denial(seen.blocked, seen.found, what)
+            rule, reason = seen.denial(what)
             return Inspection(findings=findings, deny=policy.Decision("deny", rule, reason))
         return Inspection(result=seen.result, findings=findings)
 
     def error(self, request: ToolCall | Read, exc: LlmcError) -> None:
         """An upstream's error message and details with the findings redacted (a blocked kind too:
         an error shows nothing the block withholds)."""
-        from llmc_cli.errors import RpcError
-
         scanner = self._scanner(request)
         if scanner is None:
             return

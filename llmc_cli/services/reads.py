@@ -15,7 +15,7 @@ from llmc_cli.errors import RpcError
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.jsonrpc import has_lone_surrogate
 from llmc_cli.model import JSONObject, Tool
-from llmc_cli.services.calls import Authorization, Invocation
+from llmc_cli.services.calls import Authorization, Invocation, clearance_denial
 
 if TYPE_CHECKING:
     from llmc_cli.policy import Decision, ReadKind
@@ -50,8 +50,7 @@ class Read:
 
 def authorize_read(catalog: Catalog, invocation: Invocation, request: Read) -> Authorization:
     """The policy's decision on a read (nothing is asked: a read needs no confirmation)."""
-    from llmc_cli import audit, policy
-    from llmc_cli.services.calls import clearance_denial
+    from llmc_cli import audit  # the audit package loads with the first read, not with every listing
 
     denial = clearance_denial(invocation, request.server)
     if denial is not None:

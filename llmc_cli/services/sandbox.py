@@ -15,6 +15,7 @@ and user namespaces, no capabilities, and resource limits.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -22,11 +23,12 @@ import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from llmc_cli.config.paths import ensure_private_dir, is_llmc_command, state_dir
+from llmc_cli.config.paths import PROTECTED_PATHS_VAR, audit_log_path, config_dir, ensure_private_dir, is_llmc_command, state_dir
 from llmc_cli.errors import ConfigError
 from llmc_cli.model import SandboxSpec, ServerSpec
 from llmc_cli.server.jail import Protected
-from llmc_cli.server.sandbox import FIXED_PATH, SYSTEM_DIRS, bwrap_argv, bwrap_usable, find_bwrap, limited
+from llmc_cli.server.sandbox import FIXED_PATH, SYSTEM_DIRS, bwrap_argv, bwrap_usable, find_bwrap, is_under, limited
+from llmc_cli.services.calls import lock_path
 
 if TYPE_CHECKING:
     from llmc_cli.config.profiles import LoadedProfile
@@ -114,6 +116,28 @@ def contain(spec: ServerSpec, profile: LoadedProfile | None, *, required: bool =
     return replace(spec, launch=tuple(_launch(spec, sandbox, bwrap, profile)))
 
 
+def protected_paths(profile: LoadedProfile | None) -> list[str]:
+    """llmc's own files, which no tool of its workspace server may touch: the config and state
+    directories, the profile file, its audit log and its manifest lock, wherever they are."""
+
+    paths = [f"{config_dir()}/", f"{state_dir()}/"]  # "/": a directory, protected as one before it exists
+    if profile is not None:
+        if profile.path is not None:
+            paths.append(str(profile.path))
+        paths.append(str(audit_log_path(profile.profile.audit_log)))
+        if profile.profile.lock:
+            paths.append(lock_path(profile))
+    else:
+        paths.append(str(audit_log_path()))
+    inherited = os.environ.get(PROTECTED_PATHS_VAR)  # this llmc is itself a server of another llmc
+    if inherited:
+        try:
+            paths += [p for p in json.loads(inherited) if isinstance(p, str) and p]
+        except (ValueError, TypeError):
+            pass  # the workspace server refuses a malformed list; here it only adds
+    return list(dict.fromkeys(os.path.abspath(os.path.expanduser(p)) + ("/" if p.endswith("/") else "") for p in paths))
+
+
 def own_files_out_of_reach(server: str, sandbox: SandboxSpec, profile: LoadedProfile | None) -> None:
     """ConfigError (one line naming the server and the path) unless every file llmc writes is out
     of this server's reach. Covered inside a declared path (bwrap_argv) are llmc's directories (an
@@ -123,10 +147,6 @@ def own_files_out_of_reach(server: str, sandbox: SandboxSpec, profile: LoadedPro
     rotation, a .lock beside it, could be a link the server put there first), or the audit log
     inside a read path (its later records); and a symbolic link on the way to any of them inside
     a write path (the server could point it elsewhere)."""
-    from llmc_cli.config.paths import audit_log_path, config_dir, state_dir
-    from llmc_cli.server.sandbox import is_under
-    from llmc_cli.services.calls import lock_path
-
     dirs = {"config directory": str(config_dir()), "state directory": str(state_dir())}
     loose = {"audit log": str(audit_log_path(profile.profile.audit_log if profile else None))}
     if profile is not None and profile.profile.lock:
@@ -161,8 +181,6 @@ def own_files_out_of_reach(server: str, sandbox: SandboxSpec, profile: LoadedPro
 def _link_on_the_way(path: str, writable: list[str]) -> str | None:
     """The first symbolic link among `path` and its ancestors whose own name (its parent
     resolved) lies inside one of `writable`; None when there is none."""
-    from llmc_cli.server.sandbox import is_under
-
     parts = path.split("/")
     for i in range(2, len(parts) + 1):
         name = "/".join(parts[:i])
@@ -175,7 +193,6 @@ def _link_on_the_way(path: str, writable: list[str]) -> str | None:
 
 def _launch(spec: ServerSpec, sandbox: SandboxSpec, bwrap: str, profile: LoadedProfile | None) -> list[str]:
     from llmc_cli.mcp.transports.stdio import child_environment
-    from llmc_cli.services.catalogs import protected_paths
 
     for path in (*sandbox.read_paths, *sandbox.write_paths):
         if not os.path.exists(path):

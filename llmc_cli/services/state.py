@@ -14,6 +14,7 @@ from llmc_cli.audit.log import AuditLog
 from llmc_cli.store.state import URL_VAR, FileState, PostgresState
 
 if TYPE_CHECKING:
+    from llmc_cli.audit.postgres import PostgresAuditLog
     from llmc_cli.audit.trail import ChainedLog
     from llmc_cli.config.profiles import LoadedProfile
     from llmc_cli.store.state import HostSessions, State
@@ -31,10 +32,7 @@ def audit_log(state: State) -> ChainedLog:
     """The audit chain of the state: the database's, else the profile's JSON Lines file."""
 
     if isinstance(state, PostgresState):
-        from llmc_cli.audit.postgres import PostgresAuditLog  # only for a state database
-
-        return PostgresAuditLog(state.url)
-
+        return _database_audit(state)
     return AuditLog(state.profile.profile.audit_log)
 
 
@@ -45,6 +43,10 @@ def host_sessions(state: State, idle_seconds: float) -> HostSessions | None:
 
     if not isinstance(state, PostgresState):
         return None
-    from llmc_cli.audit.postgres import PostgresAuditLog
+    return state.host_sessions(idle_seconds, close_lost=_database_audit(state).close_lost_calls)
 
-    return state.host_sessions(idle_seconds, close_lost=PostgresAuditLog(state.url).close_lost_calls)
+
+def _database_audit(state: PostgresState) -> PostgresAuditLog:
+    from llmc_cli.audit.postgres import PostgresAuditLog  # only for a state database
+
+    return PostgresAuditLog(state.url)

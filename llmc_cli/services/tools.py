@@ -56,8 +56,6 @@ class ToolResolver:
         error with did-you-mean; and so is any other once the tool-name cache knows every
         server's tools and none has that name (tool names may hold dots: the cache is asked
         first, and servers start only when it cannot answer)."""
-        from llmc_cli.catalog.routing import missing_tool_message
-
         server = name.partition(".")[0]
         if any(name in tools for tools in known.values()):
             return  # a bare tool name with a dot, as the cache knows it
@@ -66,16 +64,14 @@ class ToolResolver:
                 f"server {server} is disabled in this profile: enable it (llmc servers enable {server}) "
                 f"or name it for one command (-s {server})"
             )
-        import difflib
-
         specs = self.catalog.specs
         answered = all(s in known for s in specs)  # the cache knows every server's tools
         # Without the cache's answer, only a near miss (`everythin`) is taken for a typo at once.
-        close = did_you_mean(server, specs) if answered or difflib.get_close_matches(server, specs, 1, 0.8) else ""
+        close = did_you_mean(server, specs) if answered or did_you_mean(server, specs, cutoff=0.8) else ""
         if close or answered:
             tools = [f"{s}.{t}" for s, names in known.items() if s in specs for t in names]
             hint = did_you_mean(name, tools) if close else ""
-            raise UsageError(missing_tool_message(self.catalog, server, f"no server has a tool named {name!r}{hint}"))
+            raise UsageError(routing.missing_tool_message(self.catalog, server, f"no server has a tool named {name!r}{hint}"))
 
 
 def remember_tools(key: str, qualified_names: list[str], servers: list[str]) -> None:

@@ -17,26 +17,18 @@ postgres/     the database: connection and migrations (__init__.py), then one mo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from llmc_cli.config import paths
 from llmc_cli.mcp.stores import Stores
-
-if TYPE_CHECKING:
-    from llmc_cli.mcp.stores import Stores
-    from llmc_cli.store.tokens import FileTokenStore
+from llmc_cli.store.era_cache import FileEraCache
+from llmc_cli.store.tokens import FileTokenStore
 
 
 def token_store() -> FileTokenStore:
     """The OAuth logins under the state directory (`oauth/`, one 0600 file per server)."""
-    from llmc_cli.store.tokens import FileTokenStore
-
     return FileTokenStore(paths.state_dir() / "oauth")
 
 
 def client_stores() -> Stores:
     """The file-backed stores every command hands to connect(), under the state directory
     (resolved now, not at import: tests point LLMC_STATE_DIR elsewhere)."""
-    from llmc_cli.store.era_cache import FileEraCache
-
     return Stores(era_cache=FileEraCache(paths.state_dir() / "servers.json"), tokens=token_store())

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 from llmc_cli.config import files
+from llmc_cli.config.paths import ensure_private_dir
 from llmc_cli.errors import ConfigError
 from llmc_cli.model import JSONObject, compact_json
 
@@ -80,8 +81,6 @@ class FileResultCache:
         return result
 
     def put(self, key: str, server: str, result: JSONObject, ttl: float) -> None:
-        from llmc_cli.config.paths import ensure_private_dir
-
         now = time.time()
         text = compact_json({"storedAt": now, "expiresAt": now + ttl, "result": result})
         path = self._path(key, server)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from llmc_cli.config import paths
 from llmc_cli.model import JSONObject
 from llmc_cli.store.approvals import FileApprovals
+from llmc_cli.store.results import FileResultCache
 from llmc_cli.store.windows import FileRateWindows
 
 if TYPE_CHECKING:
@@ -91,8 +92,6 @@ class FileState:
 
     @cached_property
     def results(self) -> ResultCache:  # one per state: `dropped` tells about its last lookup
-        from llmc_cli.store.results import FileResultCache
-
         return FileResultCache(paths.state_dir() / "results")
 
 
@@ -103,29 +102,24 @@ class PostgresState:
     kind: Literal["database"] = "database"
 
     def __init__(self, url: str, profile: LoadedProfile) -> None:
-        from llmc_cli.store.postgres.approvals import PostgresApprovals
-        from llmc_cli.store.postgres.rate import PostgresRateWindows
-        from llmc_cli.store.postgres.results import PostgresResultCache
+        from llmc_cli.store.postgres import parts  # the PostgreSQL side: loaded here, and only here
 
+        self._parts = parts
         self.url = url
         self.profile = profile
-        self.rate_windows: RateWindows = PostgresRateWindows(url)
-        self.approvals: Approvals = PostgresApprovals(url, profile.name)
-        self.results: ResultCache = PostgresResultCache(url)
+        self.rate_windows: RateWindows = parts.PostgresRateWindows(url)
+        self.approvals: Approvals = parts.PostgresApprovals(url, profile.name)
+        self.results: ResultCache = parts.PostgresResultCache(url)
 
     @cached_property
     def database(self) -> Database:
         """The connection every part of this state shares (StateError, or the missing extra, here)."""
-        from llmc_cli.store.postgres import Database
-
-        return Database.for_url(self.url)
+        return self._parts.Database.for_url(self.url)
 
     def host_sessions(self, idle_seconds: float, close_lost: Callable[[str], int]) -> HostSessions:
         """The gateway's sessions in this database; `close_lost(closer)` closes, in the audit chain,
         the calls of replicas that are gone."""
-        from llmc_cli.store.postgres.sessions import PostgresHostSessions
-
-        return PostgresHostSessions(self.url, idle_seconds, close_lost=close_lost)
+        return self._parts.PostgresHostSessions(self.url, idle_seconds, close_lost=close_lost)
 
 
 State = FileState | PostgresState

@@ -26,6 +26,8 @@ from llmc_cli.errors import (
     ProtocolError,
     ProviderError,
     RpcError,
+    SessionHoldsServers,
+    SkippedAfterFailure,
     TimeoutExpired,
     ToolFailed,
     UsageError,
@@ -56,6 +58,9 @@ CROSSING = [
     (AuthError("login required"), AuthError, ExitCode.AUTH),
     (DriftError("tools changed"), DriftError, ExitCode.DRIFT),
     (LlmcError("something"), LlmcError, ExitCode.TOOL_ERROR),
+    # Outcomes with their data for a front end to word (issue 34): they cross as their base kind.
+    (SessionHoldsServers("work"), UsageError, ExitCode.USAGE),
+    (SkippedAfterFailure(), LlmcError, ExitCode.TOOL_ERROR),
     # Subclasses outside errors.py cross as their base class: message, details and exit code kept.
     (AuditError("cannot write the audit log: disk full"), ConfigError, ExitCode.CONFIG),
     (StateError("the state database 127.0.0.1:5432/llmc is down", database="127.0.0.1:5432/llmc"), ConfigError, ExitCode.CONFIG),

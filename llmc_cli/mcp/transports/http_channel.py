@@ -1,7 +1,9 @@
 """The HTTP plumbing both HTTP transports share (Streamable HTTP and the legacy HTTP+SSE):
 httpx2 clients (one per request in flight, on the leaner wire of http11.py), the user's headers, OAuth hooks, redirects, error mapping, stoppable streams.
 
-httpx2 is imported inside functions: the CLI must start without an HTTP stack.
+This module is the HTTP stack's side of the transport seam: only the HTTP transports import it,
+and mcp/client.py imports them when a server is remote, so a command without a remote server
+never loads httpx2, ssl or http11.
 """
 
 from __future__ import annotations
@@ -9,22 +11,24 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
+
+import httpx2
 
 from llmc_cli.errors import AuthError, ConnectionFailed, HttpStatusError, LlmcError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.messages import JSONObject, object_at
 from llmc_cli.mcp.transports.base import AuthHook, max_message_bytes, too_large
+from llmc_cli.mcp.transports.http11 import DEADLINE, SOCKET_WATCH, Http11Transport
 from llmc_cli.mcp.transports.sse_parser import Event, events, lines
 from llmc_cli.model import redact_url
 
 if TYPE_CHECKING:
     import ssl
     from http.cookiejar import CookieJar
-
-    import httpx2
 
 MAX_ERROR_BODY = 64 * 1024  # bytes of an error reply kept to look for a JSON-RPC error
 MAX_AUTH_RETRIES = 6  # backstop: the auth hook bounds logins and step-ups itself (and says which ran out)
@@ -91,9 +95,6 @@ class HttpChannel:
         client: httpcore's pool probes every idle connection's socket (a poll(2) each) twice per
         request, so with N connections open to a busy upstream (the gateway's hosts calling at
         once) every request paid 2N system calls: a fifth of the gateway's CPU at 16 hosts."""
-        import httpx2
-
-        from llmc_cli.mcp.transports.http11 import Http11Transport
 
         with self._client_lock:
             if self._idle:
@@ -135,7 +136,6 @@ class HttpChannel:
     def _parsed(self, url: str) -> httpx2.URL:
         """httpx parses a URL given as text on every request, a quarter of building one (the
         gateway's per-call cost): parsed once here."""
-        import httpx2
 
         parsed = self._urls.get(url)
         if parsed is None:
@@ -166,11 +166,6 @@ class HttpChannel:
         None once the reply's head is in (http11.SOCKET_WATCH). `deadline` (time.monotonic()):
         the head, and a body that is not an event stream, are in by then or the request times
         out, however slowly the bytes arrive (http11.DEADLINE; read timeouts count per read)."""
-        import time
-
-        import httpx2
-
-        from llmc_cli.mcp.transports.http11 import DEADLINE, SOCKET_WATCH
 
         extensions: dict[str, object] | None = {SOCKET_WATCH: watch_socket} if watch_socket is not None else None
         if deadline is not None:
@@ -258,9 +253,6 @@ class HttpChannel:
     ) -> bytes:
         """Read and close `response`; past `limit` bytes raise `over_limit`, or stop when it is None;
         past `deadline` TimeoutExpired (a direct channel ends a blocked read at it too: http11)."""
-        import time
-
-        import httpx2
 
         chunks, size = [], 0
         try:
@@ -330,7 +322,6 @@ class HttpChannel:
     def read_events(self, response: httpx2.Response) -> Generator[Event, None, None]:
         """Events of an open SSE response until it ends; closing() interrupts it. A line or an
         event larger than the message limit raises ProtocolError (the stream is closed)."""
-        import httpx2
 
         with self._streams_lock:
             closing = self.closing

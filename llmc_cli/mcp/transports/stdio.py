@@ -22,6 +22,7 @@ from llmc_cli.errors import ConnectionFailed, LlmcError, ProtocolError
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.messages import JSONObject
 from llmc_cli.mcp.transports.base import Closed, Deliver, max_message_bytes, too_large
+from llmc_cli.mcp.transports.crash_lines import telling_line
 
 # Variables a server legitimately needs to start (the MCP SDKs pass a similar list).
 INHERITED_ENV = (
@@ -261,8 +262,6 @@ class StdioTransport:
                 if t.name.endswith("_read_stderr") and t is not threading.current_thread():
                     t.join(timeout=0.5)
         detail = f"{what}" + (f" (exit status {code})" if code is not None else "")
-        from llmc_cli.mcp.transports.crash_lines import telling_line
-
         line = telling_line(list(self._stderr_tail))
         if line:
             detail += f": {line.strip()[:300]}"

@@ -85,9 +85,7 @@ class StateError(ConfigError):
 def describe(url: str) -> str:
     """host:port/dbname for messages: never the user's password."""
     try:
-        from psycopg.conninfo import conninfo_to_dict
-
-        parts = conninfo_to_dict(url)
+        parts = _conninfo(url)
     except Exception:  # noqa: BLE001 - a url libpq cannot parse: still say which kind, not its text
         return "PostgreSQL database (unparsable url)"
     host = parts.get("host") or "localhost"
@@ -95,13 +93,18 @@ def describe(url: str) -> str:
     return f"PostgreSQL database {host}:{port}/{parts.get('dbname') or parts.get('user') or ''}"
 
 
+def _conninfo(url: str) -> dict[str, Any]:
+    """libpq's reading of a url (ImportError without psycopg, ProgrammingError for a bad url)."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    return conninfo_to_dict(url)
+
+
 def _clean(url: str, exc: BaseException) -> str:
     """psycopg's message, one line, with any password in the url taken out."""
     text = " ".join(str(exc).split()) or type(exc).__name__
     try:
-        from psycopg.conninfo import conninfo_to_dict
-
-        password = conninfo_to_dict(url).get("password")
+        password = _conninfo(url).get("password")
     except Exception:  # noqa: BLE001
         password = None
     for secret in filter(None, [password, os.environ.get("PGPASSWORD")]):
@@ -120,7 +123,8 @@ class Database:
     _down: ClassVar[set[str]] = set()  # urls unreachable now, for every connection of this process
 
     def __init__(self, url: str) -> None:
-        optional_module("psycopg", "postgres", f"[state] url ({URL_VAR})")  # every use of the database starts here
+        # Every use of the database starts here: psycopg, or the extra to install, is known now.
+        self._psycopg: Any = optional_module("psycopg", "postgres", f"[state] url ({URL_VAR})")
         self.url = url
         self.name = describe(url)
         self._conn: psycopg.Connection[Any] | None = None
@@ -156,27 +160,24 @@ class Database:
             return cls._open[url]
 
     def _connection(self) -> psycopg.Connection[Any]:
-        import psycopg  # present: checked when this Database was made
-
         if self._conn is None or self._conn.closed or self._conn.broken:
-            self._conn = psycopg.connect(self.url, connect_timeout=5, application_name="llmc")
+            self._conn = self._psycopg.connect(self.url, connect_timeout=5, application_name="llmc")
         return self._conn
 
     def run(self, what: str, work: Callable[[psycopg.Cursor[Any]], T]) -> T:
         """work(cursor) in one transaction, committed; StateError saying `what` failed otherwise.
         A connection that broke is closed, so the next run opens a new one."""
-        import psycopg
-
+        pg = self._psycopg
         with self._lock:
             try:
                 conn = self._connection()
                 with conn.transaction(), conn.cursor() as cur:
                     done = work(cur)
-            except psycopg.Error as exc:
-                if self._conn is not None and (self._conn.broken or isinstance(exc, psycopg.OperationalError)):
+            except pg.Error as exc:
+                if self._conn is not None and (self._conn.broken or isinstance(exc, pg.OperationalError)):
                     self._conn.close()
                     self._conn = None
-                if isinstance(exc, psycopg.OperationalError):
+                if isinstance(exc, pg.OperationalError):
                     self.connection_failed(exc)
                 raise StateError(f"{what} in the {self.name}: {_clean(self.url, exc)}") from None
         self.connection_works()
