@@ -1,10 +1,12 @@
 """The HTTP gateway's server: uvicorn with httptools (the MCP SDK's own stack) serving asgi.py's
 app, through protocol.py's connection deadlines and limits; optional TLS (--tls-cert/--tls-key,
 and mutual TLS with --tls-client-ca); a clean stop on SIGINT, SIGTERM or SIGHUP, by our handlers
-(uvicorn's own are off: they re-raise the signal after shutdown, and know no SIGHUP)."""
+(uvicorn's own are off: they re-raise the signal after shutdown, and know no SIGHUP). Imported
+only when `llmc serve --http` starts (run.py), uvicorn with it."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import signal
 import socket
@@ -16,20 +18,20 @@ from functools import partial
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+import uvicorn
+
 from llmc_cli import interrupts
-from llmc_cli.errors import LlmcError, UsageError
+from llmc_cli.errors import ConnectionFailed, LlmcError, UsageError
 from llmc_cli.gateway.access import is_loopback_host, parse_address
 from llmc_cli.gateway.admission import MAX_PENDING, PENDING_SECONDS
+from llmc_cli.gateway.asgi import GatewayApp
 from llmc_cli.gateway.hosts import CLOSE_SECONDS, IDLE_SECONDS, MAX_CONNECTIONS, REQUEST_SECONDS, HttpGateway
 from llmc_cli.gateway.http import ENDPOINT
+from llmc_cli.gateway.protocol import GatewayProtocol
 from llmc_cli.gateway.toolbox import Toolbox
 
 if TYPE_CHECKING:
     import ssl
-
-    import uvicorn
-
-    from llmc_cli.gateway.asgi import GatewayApp
 
 
 @dataclass(frozen=True)
@@ -76,8 +78,6 @@ class Running:
         self.loop: Any = None  # the event loop serve_forever runs
 
     def serve_forever(self) -> None:
-        import asyncio
-
         async def serve() -> None:
             self.loop = asyncio.get_running_loop()
             await self.server.serve(sockets=[self.sock])
@@ -111,8 +111,6 @@ def _bind(host: str, port: int, address: str) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        from llmc_cli.errors import ConnectionFailed
-
         raise ConnectionFailed(f"cannot listen on {address}: {exc.strerror or exc}") from None
     sock.listen(128)  # hosts connecting at once are queued, not reset
     return sock
@@ -132,11 +130,6 @@ def start_server(
 ) -> Running:
     """Listen on `address` with the gateway's threads running; requests are served once
     serve_forever runs (in any thread: tests run it in one of theirs)."""
-    import uvicorn
-
-    from llmc_cli.gateway.asgi import GatewayApp
-    from llmc_cli.gateway.protocol import GatewayProtocol
-
     host, port = parse_address(address)
     try:
         context = tls.context() if tls is not None else None
@@ -178,7 +171,6 @@ def start_server(
 
 def _uvicorn_server(config: uvicorn.Config) -> uvicorn.Server:
     """uvicorn's server, its signal handling left to serve(): one way to stop."""
-    import uvicorn
 
     class Server(uvicorn.Server):
         @contextlib.contextmanager

@@ -21,10 +21,12 @@ control, is uvicorn's):
 from __future__ import annotations
 
 import asyncio
+import ssl
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from llmc_cli.config.tls_subject import subject_of
 from llmc_cli.gateway.exchange import Seen
 
 MAX_HEAD_BYTES = 64 * 1024
@@ -128,10 +130,6 @@ class GatewayProtocol(HttpToolsProtocol):
 def tls_extension(transport: asyncio.Transport) -> dict[str, Any]:
     """The ASGI TLS extension's keys for a TLS connection, and the verified client certificate's
     subject (mutual TLS) under "llmc.client_subject"."""
-    import ssl
-
-    from llmc_cli.config.tls_subject import subject_of
-
     ssl_object: ssl.SSLObject | None = transport.get_extra_info("ssl_object")
     peercert = transport.get_extra_info("peercert")
     der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
