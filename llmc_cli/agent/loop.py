@@ -12,15 +12,15 @@ whole. Conversations are saved as JSON in the state directory and can be continu
 from __future__ import annotations
 
 import functools
-import queue
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from llmc_cli import interrupts, telemetry
+from llmc_cli import telemetry
 from llmc_cli.agent import fence, genai
+from llmc_cli.agent.bounded import run_bounded
 from llmc_cli.agent.compaction import compact
 from llmc_cli.agent.conversations import Conversation
 from llmc_cli.agent.tool_search import ToolSearch, native, wanted
@@ -335,7 +335,7 @@ def _run_calls(
         _ended(emit, step, entries[i]["tool"], out["outcome"], out["durationMs"], out["seenResult"])
 
     parallel = len(runnable) > 1 and all(read_only(by_name[calls[i].name]) for i in runnable)
-    timed_out = not _run_bounded(telemetry.in_context(work), runnable, limits.max_parallel if parallel else 1, deadline)
+    timed_out = not run_bounded(telemetry.in_context(work), runnable, limits.max_parallel if parallel else 1, deadline)
     with lock:
         closed = True
     items = []
@@ -440,45 +440,6 @@ def _fail(entry: StepOutcome, outcome: str, text: str, exc: LlmcError | None = N
     entry["seenResult"] = ToolResult(content=[{"type": "text", "text": text}], is_error=True)
     if exc is not None:
         entry["error"] = exc.to_json()
-
-
-def _run_bounded(work: Callable[[int], None], indexes: list[int], workers: int, deadline: float) -> bool:
-    """Run work(i) for each index on at most `workers` daemon threads (a stuck tool must not keep
-    llmc alive); False when the deadline passed first. A bug (a non-llmc exception) is re-raised."""
-    if not indexes:
-        return True
-    todo: queue.Queue[int] = queue.Queue()
-    for i in indexes:
-        todo.put(i)
-    errors: list[BaseException] = []
-    done = threading.Semaphore(0)
-
-    def worker() -> None:
-        while True:
-            try:
-                i = todo.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                work(i)
-            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-                errors.append(exc)
-            done.release()
-
-    for n in range(min(workers, len(indexes))):
-        threading.Thread(target=worker, daemon=True, name=f"llmc-tool-{n}").start()
-    for _ in indexes:
-        if not interrupts.wait(lambda seconds: done.acquire(timeout=seconds), max(0.0, deadline - time.monotonic())):
-            # Unstarted calls must not start after the run ended.
-            while not todo.empty():
-                try:
-                    todo.get_nowait()
-                except queue.Empty:
-                    break
-            return False
-    if errors:
-        raise errors[0]
-    return True
 
 
 def provider_tool_names(translation: Translation) -> dict[str, tuple[str, str]]:
