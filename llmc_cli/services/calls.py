@@ -12,7 +12,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from llmc_cli import interrupts, telemetry
+from llmc_cli import interrupts, policy, telemetry
 from llmc_cli.catalog import Catalog
 from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.config.secrets import Masker, environment_secrets
@@ -23,6 +23,7 @@ from llmc_cli.errors import (
     RpcError,
     UsageError,
 )
+from llmc_cli.guard import clearance
 from llmc_cli.mcp.jsonrpc import has_lone_surrogate
 from llmc_cli.model import ARGUMENTS_TOO_DEEP, JSONObject, Tool, ToolCall, arguments_too_deep
 from llmc_cli.policy import Decision
@@ -75,8 +76,6 @@ class Invocation:
     @cached_property
     def cleared_for(self) -> str:
         """The clearance this invocation's calls, reads and listings are judged by."""
-        from llmc_cli.guard import clearance
-
         if self.clearance is not None:
             return clearance.capped(self.clearance, self.profile.profile)
         if self.caller == "human":
@@ -225,8 +224,6 @@ def record_decisions(log: AuditSink, invocation: Invocation, authorizations: lis
 
 def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Authorization:
     """The policy's decision on a call (a confirmation asked or answered here); nothing runs."""
-    from llmc_cli import policy
-
     profile = invocation.profile
     if arguments_too_deep(call.arguments):  # whoever sent them (a `KEY:=JSON` pair, a keeper's client)
         raise UsageError(ARGUMENTS_TOO_DEEP)
@@ -267,7 +264,6 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
 
 def _hidden(tool: Tool, decision: Decision) -> Decision:
     """[guard] descriptions = "hide": a tool whose own metadata has a high finding is refused."""
-    from llmc_cli import policy
     from llmc_cli.guard.scan import flagged
 
     rules = flagged([tool]).get(tool.qualified_name)
@@ -279,9 +275,6 @@ def _hidden(tool: Tool, decision: Decision) -> Decision:
 
 def clearance_denial(invocation: Invocation, server: str, call_hash: str | None = None) -> Decision | None:
     """A denial when `server` is classified above the invocation's clearance (guard/clearance.py)."""
-    from llmc_cli import policy
-    from llmc_cli.guard import clearance
-
     level = invocation.cleared_for
     if clearance.cleared(invocation.profile.profile, server, level):
         return None
