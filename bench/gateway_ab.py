@@ -50,17 +50,18 @@ def main() -> None:
                                         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 gateways[name] = (port, proc)
                 gb.wait_up(port, "/healthz", proc)
-                gb.sequential(port, "up.echo", 50)  # warm
+                gb.sequential(gb.Target(name, "HTTP", port, "up.echo", proc), 50)  # warm
             seen: dict[str, dict[str, list[float]]] = {name: {"rate": [], "cpu": [], "seq": []} for name in gateways}
             for round_ in range(args.rounds):
                 for name in ("old", "new") if round_ % 2 == 0 else ("new", "old"):
                     port, proc = gateways[name]
                     cpu_before = gb.cpu_seconds(proc.pid)
-                    rate, _ = gb.concurrent(port, "up.echo", args.clients, args.calls)
+                    target = gb.Target(name, "HTTP", port, "up.echo", proc)
+                    rate, _ = gb.concurrent(target.caller, args.clients, args.calls)
                     seen[name]["cpu"].append((gb.cpu_seconds(proc.pid) - cpu_before) / args.calls * 1000)
                     seen[name]["rate"].append(rate)
-                    seen[name]["seq"].append(statistics.median(gb.sequential(port, "up.echo", 200)) * 1000)
-            direct = statistics.median(gb.sequential(up_port, "echo", 300)) * 1000
+                    seen[name]["seq"].append(statistics.median(gb.sequential(target, 200)) * 1000)
+            direct = statistics.median(gb.sequential(gb.Target("direct", "HTTP", up_port), 300)) * 1000
             print(f"{args.clients} concurrent clients x {args.calls} calls, {args.rounds} alternating rounds; "
                   f"direct sequential median {direct:.2f} ms")
             for name in gateways:

@@ -1,15 +1,31 @@
-"""tools/call through the gateway (`llmc serve -p P --http`) against the same calls made directly
-to the same upstream, in one run; throughput with concurrent clients; memory per idle session.
+"""The gateway against its peers, side by side in one run, driven by the same stdlib client:
+throughput with concurrent clients, sequential added latency, the gateway's CPU per call and
+memory per idle session.
 
-    .venv/bin/python bench/gateway_bench.py [--calls 300] [--clients 16] [--concurrent-calls 1600] [--rounds 3]
-                                            [--sessions 200]
+    .venv/bin/python bench/gateway_bench.py [--rounds 3] [--calls 300] [--clients 16] [--concurrent-calls 1600]
+                                            [--sessions 200] [--only stdio|http] [--no-peers]
 
-The upstream is the SDK test server (tests/peers/sdk_server.py) over Streamable HTTP, stateless,
-JSON replies, tool `echo`. The gateway fronts it over HTTP too, audit on (two fsync'd records
-per call), policy evaluated. Both are driven by the same stdlib client: keep-alive HTTP/1.1,
-2026-07-28 requests (no session), JSON replies. Memory: the gateway's RSS before and after
-opening N initialize-era sessions, divided by N, before the timed calls (after them the sessions
-fill memory the calls freed).
+Two upstreams, each fronted by the gateways that can front it:
+
+- stdio: @modelcontextprotocol/server-everything (tests/node/node_modules), tool `echo`.
+  Direct: the same stdlib client on the server's pipes (sequential only). Gateways: llmc
+  (`llmc serve -p P --http`, audit on, a policy in the profile: default deny, the tool allowed
+  and marked read-only) and supergateway `--stateful` (npm package `supergateway`, one upstream
+  child per session; installed on first run into bench/.cache/supergateway, never committed).
+- HTTP: the SDK test server (tests/peers/sdk_server.py) over Streamable HTTP, stateless, JSON
+  replies, tool `echo`. Direct: the client on it. Gateways: llmc (as above) and FastMCP's proxy
+  (PyPI package `fastmcp`, installed on first run into its own venv under bench/.cache):
+  `create_proxy(url)` (the default: a new upstream session per request) and `create_proxy(client)`
+  with a connected Client (one upstream session shared by every host).
+
+Every gateway is driven the same way: initialize-era sessions (2025-06-18; the peers speak no
+2026-07-28), one per client, keep-alive HTTP/1.1, JSON or SSE replies as the server chooses.
+Rounds alternate over the targets, so a busy moment of the shared machine hits each alike:
+compare the ratios. CPU per call is the gateway process's own (user + system; its upstream
+children not counted). Memory per idle session: RSS of the gateway and its children before and
+after opening N sessions, divided by N (supergateway starts a child per session: fewer of them). FastMCP's default proxy (a new upstream
+session per request, ~15 calls/s here) gets a fifth of the sequential and an eighth of the
+concurrent calls, so a run ends in minutes.
 """
 
 from __future__ import annotations
@@ -25,15 +41,38 @@ import sys
 import tempfile
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
+CACHE = Path(__file__).resolve().parent / ".cache"
 LLMC = str(Path(sys.executable).parent / "llmc")
+EVERYTHING = ROOT / "tests" / "node" / "node_modules" / ".bin" / "mcp-server-everything"
+SUPERGATEWAY_PIN = "supergateway@4.0.0"
+FASTMCP_PIN = "fastmcp==4.2.3"
+VERSION = "2025-06-18"
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
         "io.modelcontextprotocol/clientCapabilities": {}}
+
+FASTMCP_PROXY = """
+import asyncio, sys
+from fastmcp import Client
+from fastmcp.server import create_proxy
+
+async def main(mode, url, port):
+    if mode == "shared":
+        async with Client(url) as client:
+            await create_proxy(client, name="proxy").run_http_async(host="127.0.0.1", port=port, log_level="error",
+                                                                    show_banner=False)
+    else:
+        await create_proxy(url, name="proxy").run_http_async(host="127.0.0.1", port=port, log_level="error",
+                                                             show_banner=False)
+
+asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))
+"""
 
 
 def free_port() -> int:
@@ -42,57 +81,127 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_up(port: int, path: str, proc: subprocess.Popen[bytes]) -> None:
+def wait_up(port: int, path: str, proc: subprocess.Popen[bytes], method: str = "GET") -> None:
     for _ in range(240):
         if proc.poll() is not None:
-            sys.exit(f"server exited {proc.returncode}")
+            sys.exit(f"server on {port} exited {proc.returncode}")
         try:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", path)
+            conn.request(method, path)
             conn.getresponse().read()
             return
         except OSError:
             time.sleep(0.25)
-    sys.exit("server did not come up")
+    sys.exit(f"server on {port} did not come up")
+
+
+def reply_of(data: bytes, content_type: str, msg_id: int) -> dict[str, object]:
+    """The JSON-RPC reply to msg_id in a JSON body or an SSE stream."""
+    if content_type.startswith("text/event-stream"):
+        for line in data.splitlines():
+            if line.startswith(b"data:"):
+                message = json.loads(line[5:])
+                if message.get("id") == msg_id:
+                    return message  # type: ignore[no-any-return]
+        raise AssertionError(f"no reply to {msg_id} in {data[:300]!r}")
+    return json.loads(data)  # type: ignore[no-any-return]
 
 
 class Caller:
-    """One keep-alive connection making modern tools/call requests."""
+    """One keep-alive connection making tools/call requests: in an initialize-era session by
+    default, or as 2026-07-28 requests without one (`modern`)."""
 
-    def __init__(self, port: int, tool: str) -> None:
+    def __init__(self, port: int, tool: str, *, modern: bool = False) -> None:
+        self.port, self.tool, self.modern = port, tool, modern
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        self.tool = tool
         self.ids = 0
+        self.session: str | None = None
+        if not modern:
+            self.open()
+
+    def post(self, message: dict[str, object], headers: dict[str, str] | None = None) -> http.client.HTTPResponse:
+        base = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        if self.session:
+            base.update({"Mcp-Session-Id": self.session, "MCP-Protocol-Version": VERSION})
+        body, headers = json.dumps(message), {**base, **(headers or {})}
+        try:
+            self.conn.request("POST", "/mcp", body=body, headers=headers)
+            return self.conn.getresponse()
+        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+            self.conn.close()  # the server closed an idle keep-alive connection: once more, on a new one
+            self.conn.request("POST", "/mcp", body=body, headers=headers)
+            return self.conn.getresponse()
+
+    def open(self) -> None:
+        self.session = None
+        response = self.post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}})
+        response.read()
+        self.session = response.getheader("Mcp-Session-Id")
+        assert response.status == 200, (response.status, response.headers)  # a stateless server: no session
+        self.post({"jsonrpc": "2.0", "method": "notifications/initialized"}).read()
 
     def call(self) -> float:
         self.ids += 1
-        body = json.dumps({"jsonrpc": "2.0", "id": self.ids, "method": "tools/call",
-                           "params": {"name": self.tool, "arguments": {"message": "hi"}, "_meta": META}})
+        params: dict[str, object] = {"name": self.tool, "arguments": {"message": "hi"}}
+        headers = {}
+        if self.modern:
+            params["_meta"] = META
+            headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": self.tool}
         started = time.perf_counter()
-        self.conn.request("POST", "/mcp", body=body, headers={
-            "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-            "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": self.tool})
-        response = self.conn.getresponse()
+        response = self.post({"jsonrpc": "2.0", "id": self.ids, "method": "tools/call", "params": params}, headers)
         data = response.read()
         elapsed = time.perf_counter() - started
-        if response.getheader("Content-Type", "").startswith("text/event-stream"):
-            data = [line[6:] for line in data.splitlines() if line.startswith(b"data: ")][-1]
-        reply = json.loads(data)
-        assert "result" in reply and not reply["result"].get("isError"), reply
+        reply = reply_of(data, response.getheader("Content-Type", ""), self.ids)
+        result = reply.get("result")
+        assert isinstance(result, dict) and not result.get("isError"), reply
         return elapsed
 
 
-def sequential(port: int, tool: str, calls: int) -> list[float]:
-    caller = Caller(port, tool)
-    caller.call()  # connect, warm caches
-    return [caller.call() for _ in range(calls)]
+class StdioCaller:
+    """The same calls on a stdio server's pipes: what the upstream costs without a gateway."""
+
+    def __init__(self, command: list[str]) -> None:
+        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL)
+        self.ids = 0
+        self.exchange({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, message: dict[str, object]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def exchange(self, message: dict[str, object]) -> dict[str, object]:
+        assert self.proc.stdout is not None
+        self.send(message)
+        while True:
+            reply = json.loads(self.proc.stdout.readline())
+            if reply.get("id") == message["id"]:
+                return reply  # type: ignore[no-any-return]
+
+    def call(self) -> float:
+        self.ids += 1
+        started = time.perf_counter()
+        reply = self.exchange({"jsonrpc": "2.0", "id": self.ids, "method": "tools/call",
+                               "params": {"name": "echo", "arguments": {"message": "hi"}}})
+        elapsed = time.perf_counter() - started
+        assert "result" in reply, reply
+        return elapsed
+
+    def close(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
 
 
-def concurrent(port: int, tool: str, clients: int, calls: int) -> tuple[float, list[str]]:
+def concurrent(make: Callable[[], Caller], clients: int, calls: int) -> tuple[float, list[str]]:
     per_client = max(1, calls // clients)
-    callers = [Caller(port, tool) for _ in range(clients)]
-    for caller in callers:
-        caller.call()
+    callers = [make() for _ in range(clients)]
+    for _ in range(10):  # warm: a peer's new session (supergateway: a new child) is not timed cold
+        for caller in callers:
+            caller.call()
     barrier = threading.Barrier(clients + 1)
     errors: list[str] = []
 
@@ -101,8 +210,8 @@ def concurrent(port: int, tool: str, clients: int, calls: int) -> tuple[float, l
         for _ in range(per_client):
             try:
                 caller.call()
-            except (OSError, http.client.HTTPException) as exc:
-                errors.append(f"{type(exc).__name__}: {exc}")
+            except (OSError, http.client.HTTPException, AssertionError) as exc:
+                errors.append(f"{type(exc).__name__}: {str(exc)[:200]}")
                 caller.conn.close()  # http.client reconnects on the next request
 
     threads = [threading.Thread(target=work, args=(c,)) for c in callers]
@@ -112,18 +221,61 @@ def concurrent(port: int, tool: str, clients: int, calls: int) -> tuple[float, l
     started = time.perf_counter()
     for thread in threads:
         thread.join()
-    return (per_client * clients - len(errors)) / (time.perf_counter() - started), errors
+    rate = (per_client * clients - len(errors)) / (time.perf_counter() - started)
+    for caller in callers:
+        close_session(caller)
+    return rate, errors
+
+
+def close_session(caller: Caller) -> None:
+    if caller.session:
+        try:
+            caller.conn.request("DELETE", "/mcp", headers={"Mcp-Session-Id": caller.session,
+                                                           "MCP-Protocol-Version": VERSION})
+            caller.conn.getresponse().read()
+        except (OSError, http.client.HTTPException):
+            pass
+    caller.conn.close()
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far."""
+    """User + system CPU time of a process so far (its children not counted)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def tree(pid: int) -> list[int]:
+    """pid and its descendants."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            parents.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        out.append(current)
+        todo.extend(parents.get(current, []))
+    return out
+
+
+def rss_kib(pid: int) -> int:
+    total = 0
+    for member in tree(pid):
+        try:
+            for line in Path(f"/proc/{member}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except OSError:
+            pass
+    return total
+
+
 def fsync_floor(directory: str, writes: int = 50) -> float:
-    """Median seconds of appending one audit-sized line and fsyncing it, in this directory: the
-    least a durable decision record costs on this disk, whoever writes it."""
+    """Median seconds of appending one audit-sized line and fsyncing it, in this directory."""
     path = Path(directory) / "fsync-probe"
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     times = []
@@ -139,105 +291,239 @@ def fsync_floor(directory: str, writes: int = 50) -> float:
     return statistics.median(times)
 
 
-def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
+@dataclass
+class Target:
+    name: str
+    scenario: str  # "stdio" or "HTTP"
+    port: int = 0
+    tool: str = "echo"
+    proc: subprocess.Popen[bytes] | None = None  # the gateway (None: direct)
+    stdio: list[str] | None = None  # direct stdio upstream command
+    modern: bool = False
+    sessions: int = 0  # idle sessions opened for the memory figure
+    rates: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    latency: list[float] = field(default_factory=list)
+    per_session: float | None = None
+
+    def caller(self) -> Caller:
+        return Caller(self.port, self.tool, modern=self.modern)
 
 
-def idle_sessions(port: int, pid: int, sessions: int) -> float:
-    init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}})
-    before = rss_kib(pid)
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    for _ in range(sessions):
-        conn.request("POST", "/mcp", body=init, headers={"Content-Type": "application/json",
-                                                         "Accept": "application/json, text/event-stream"})
-        response = conn.getresponse()
-        response.read()
-        assert response.getheader("Mcp-Session-Id")
-    time.sleep(0.5)
-    return (rss_kib(pid) - before) / sessions
+def start(command: list[str], stack: ExitStack, env: dict[str, str] | None = None,
+          log: Path | None = None) -> subprocess.Popen[bytes]:
+    err = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115 - closed by the stack
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+
+    def stop() -> None:
+        for member in reversed(tree(proc.pid)):
+            try:
+                os.kill(member, 15)
+            except OSError:
+                pass
+        proc.wait(timeout=30)
+        if log is not None:
+            err.close()  # type: ignore[union-attr]
+            if "Traceback" in log.read_text():
+                print(f"{command[0]} stderr:\n" + log.read_text()[-3000:])
+
+    stack.callback(stop)
+    return proc
+
+
+def install_supergateway() -> Path:
+    target = CACHE / "supergateway"
+    binary = target / "node_modules" / ".bin" / "supergateway"
+    if not binary.exists():
+        target.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix", str(target), SUPERGATEWAY_PIN],
+                       check=True, stdout=subprocess.DEVNULL)
+    return binary
+
+
+def install_fastmcp() -> Path:
+    venv = CACHE / "fastmcp-venv"
+    python = venv / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    if subprocess.run([str(python), "-c", "import fastmcp"], capture_output=True).returncode:
+        subprocess.run([str(python), "-m", "pip", "install", "-q", FASTMCP_PIN], check=True)
+    script = CACHE / "fastmcp_proxy.py"
+    script.write_text(FASTMCP_PROXY)
+    return python
+
+
+def llmc_gateway(tmp: str, name: str, server: str, stack: ExitStack, extra: list[str]) -> Target:
+    """`llmc serve` in front of `server` (a [servers.up] table's body), audit on, policy: deny by
+    default, the echo tool allowed and marked read-only, one other tool denied."""
+    port = free_port()
+    profile = Path(tmp) / f"{name}.toml"
+    profile.write_text(f"[servers.up]\n{server}\n[policy]\ndefault = \"deny\"\nallow = [\"up.echo\"]\n"
+                       'deny = ["up.get-env"]\n\n[policy.hints."up.echo"]\nreadOnly = true\n')
+    env = {**os.environ, "LLMC_CONFIG_DIR": f"{tmp}/{name}-config", "LLMC_STATE_DIR": f"{tmp}/{name}-state"}
+    proc = start([LLMC, "serve", "-p", str(profile), "--http", f"127.0.0.1:{port}", "--idle-timeout", "3600",
+                  *extra], stack, env, Path(tmp) / f"{name}.err")
+    wait_up(port, "/healthz", proc)
+    return Target(name, "", port, "up.echo", proc)
+
+
+def targets(tmp: str, stack: ExitStack, args: argparse.Namespace) -> list[Target]:
+    out: list[Target] = []
+    llmc_extra: list[str] = []
+    if args.only in (None, "stdio"):
+        everything = [str(EVERYTHING), "stdio"]
+        out.append(Target("direct (pipes)", "stdio", stdio=everything))
+        gw = llmc_gateway(tmp, "llmc-stdio", f'command = "{EVERYTHING}"\nargs = ["stdio"]\n', stack, llmc_extra)
+        gw.scenario, gw.name, gw.sessions = "stdio", "llmc", args.sessions
+        out.append(gw)
+        if args.modern:
+            out.append(Target("llmc, 2026-07-28 requests", "stdio", gw.port, gw.tool, gw.proc, modern=True))
+        if args.peers:
+            port = free_port()
+            proc = start([str(install_supergateway()), "--stdio", " ".join(everything), "--outputTransport",
+                          "streamableHttp", "--stateful", "--sessionTimeout", "3600000", "--port", str(port),
+                          "--logLevel", "none"], stack)
+            wait_up(port, "/mcp", proc)
+            out.append(Target("supergateway --stateful", "stdio", port, "echo", proc, sessions=args.sg_sessions))
+    if args.only in (None, "http"):
+        up_port = free_port()
+        upstream = start([sys.executable, str(ROOT / "tests" / "peers" / "sdk_server.py"), "streamable-http",
+                          "--port", str(up_port), "--stateless", "--json"], stack)
+        wait_up(up_port, "/mcp", upstream)
+        url = f"http://127.0.0.1:{up_port}/mcp"
+        out.append(Target("direct", "HTTP", up_port))
+        gw = llmc_gateway(tmp, "llmc-http", f'url = "{url}"\n', stack, llmc_extra)
+        gw.scenario, gw.name, gw.sessions = "HTTP", "llmc", args.sessions
+        out.append(gw)
+        if args.modern:
+            out.append(Target("llmc, 2026-07-28 requests", "HTTP", gw.port, gw.tool, gw.proc, modern=True))
+        if args.peers:
+            python = install_fastmcp()
+            for mode, label in (("default", "FastMCP proxy (default)"), ("shared", "FastMCP proxy (shared client)")):
+                port = free_port()
+                proc = start([str(python), str(CACHE / "fastmcp_proxy.py"), mode, url, str(port)], stack)
+                wait_up(port, "/mcp", proc)
+                out.append(Target(label, "HTTP", port, "echo", proc, sessions=args.sessions // 2))
+    return out
+
+
+def idle_sessions(target: Target) -> float:
+    assert target.proc is not None
+    before = rss_kib(target.proc.pid)
+    callers = [target.caller() for _ in range(target.sessions)]
+    time.sleep(1.0)
+    per_session = (rss_kib(target.proc.pid) - before) / target.sessions
+    for caller in callers:
+        close_session(caller)
+    return per_session
+
+
+def sequential(target: Target, calls: int) -> list[float]:
+    if target.stdio:
+        caller: StdioCaller | Caller = StdioCaller(target.stdio)
+    else:
+        caller = target.caller()
+    out: list[float] = []
+    try:
+        for _ in range(20 + calls):  # the first 20: connect, warm caches
+            try:
+                elapsed = caller.call()
+            except AssertionError as exc:  # a peer's failed call is counted, not timed (the run goes on)
+                target.errors.append(f"sequential: {str(exc)[:200]}")
+                continue
+            out.append(elapsed)
+        return out[20:]
+    finally:
+        if isinstance(caller, StdioCaller):
+            caller.close()
+        else:
+            close_session(caller)
+
+
+def report(all_targets: list[Target], args: argparse.Namespace, tmp: str, started_load: tuple[float, ...]) -> None:
+    print(f"load at the start: {started_load}; {os.cpu_count()} CPUs; one fsync of an audit-sized line here "
+          f"{fsync_floor(tmp) * 1000:.2f} ms")
+    for scenario in ("stdio", "HTTP"):
+        rows = [t for t in all_targets if t.scenario == scenario]
+        if not rows:
+            continue
+        direct = statistics.median(rows[0].latency) * 1000
+        llmc = next(t for t in rows if t.name == "llmc")
+        llmc_rate = statistics.median(llmc.rates)
+        print(f"\n### {scenario} upstream ({args.clients} clients x {args.concurrent_calls // args.clients} calls, "
+              f"{args.rounds} alternating rounds; sequential: {args.calls} calls in those rounds)\n")
+        print("| target | calls/s (rounds) | llmc's ratio to it | sequential median | added | gateway CPU/call "
+              "| memory per idle session |")
+        print("|---|---|---|---|---|---|---|")
+        for t in rows:
+            seq = statistics.median(t.latency) * 1000
+            rate = f"{statistics.median(t.rates):.0f} ({' '.join(f'{r:.0f}' for r in t.rates)})" if t.rates else "n/a"
+            ratio = f"{llmc_rate / statistics.median(t.rates):.2f}x" if t.rates and t is not llmc else ""
+            added = f"{seq - direct:+.2f} ms" if t is not rows[0] else ""
+            cpu = f"{statistics.median(t.cpu) * 1e6:.0f} µs" if t.cpu else ""
+            mem = f"{t.per_session:.1f} KiB ({t.sessions})" if t.per_session is not None else ""
+            print(f"| {t.name} | {rate} | {ratio} | {seq:.2f} ms | {added} | {cpu} | {mem} |")
+            if t.errors:
+                print(f"|   ({len(t.errors)} failed: {sorted(set(t.errors))[:2]}) |")
+    print(f"\nload after: {os.getloadavg()}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--calls", type=int, default=300, help="sequential calls per target")
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--concurrent-calls", type=int, default=1600)
+    parser.add_argument("--sessions", type=int, default=200, help="idle sessions opened on llmc (FastMCP: half)")
+    parser.add_argument("--sg-sessions", type=int, default=10, help="idle sessions on supergateway (a child each)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", choices=("stdio", "http"))
+    parser.add_argument("--no-peers", dest="peers", action="store_false", help="llmc and direct only")
+    parser.add_argument("--modern", action="store_true", help="also llmc driven with 2026-07-28 requests")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
+        all_targets = targets(tmp, stack, args)
+        for target in all_targets:  # memory first: after the busy rounds new sessions fill freed memory
+            if target.sessions and target.proc is not None and not target.modern:
+                target.caller().call()
+                target.per_session = idle_sessions(target)
+        started_load = os.getloadavg()
+        for _ in range(args.rounds):  # each round: every target's sequential share, then its concurrent round
+            for target in all_targets:
+                share = args.calls // args.rounds // (5 if "default" in target.name else 1)
+                target.latency += sequential(target, max(10, share))
+            for target in all_targets:
+                if target.stdio:
+                    continue
+                print(f"round: {target.scenario} {target.name}", file=sys.stderr)
+                cpu_before = cpu_seconds(target.proc.pid) if target.proc else 0.0
+                calls = args.concurrent_calls // (8 if "default" in target.name else 1)  # 15 calls/s: bounded
+                rate, errors = concurrent(target.caller, args.clients, calls)
+                if target.proc:
+                    target.cpu.append((cpu_seconds(target.proc.pid) - cpu_before) / calls)
+                target.rates.append(rate)
+                target.errors += errors
+        report(all_targets, args, tmp, started_load)
 
 
 @contextmanager
 def upstream_and_gateway(tmp: str, env: dict[str, str],
                          *gateway_options: str) -> Iterator[tuple[int, int, subprocess.Popen[bytes]]]:
-    """The SDK server over Streamable HTTP and `llmc serve` in front of it (a profile that marks
-    up.echo read-only): (upstream port, gateway port, gateway process). Both stop on leaving; a
-    traceback the gateway wrote is printed."""
-    up_port, gw_port = free_port(), free_port()
-    upstream = subprocess.Popen([sys.executable, str(ROOT / "tests" / "peers" / "sdk_server.py"),
-                                 "streamable-http", "--port", str(up_port), "--stateless", "--json"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    profile = Path(tmp) / "bench.toml"
-    profile.write_text(f'[servers.up]\nurl = "http://127.0.0.1:{up_port}/mcp"\n\n'
-                       '[policy.hints."up.echo"]\nreadOnly = true\n')
-    errors = Path(tmp) / "gateway.err"
-    gateway = None
-    try:
+    """The SDK server over Streamable HTTP and `llmc serve` in front of it (for gateway_ab.py):
+    (upstream port, gateway port, gateway process)."""
+    with ExitStack() as stack:
+        up_port = free_port()
+        upstream = start([sys.executable, str(ROOT / "tests" / "peers" / "sdk_server.py"), "streamable-http",
+                          "--port", str(up_port), "--stateless", "--json"], stack)
         wait_up(up_port, "/mcp", upstream)
-        with open(errors, "w") as err:
-            gateway = subprocess.Popen([LLMC, "serve", "-p", str(profile), "--http", f"127.0.0.1:{gw_port}",
-                                        *gateway_options], env=env, stdout=subprocess.DEVNULL, stderr=err)
+        profile = Path(tmp) / "bench.toml"
+        profile.write_text(f'[servers.up]\nurl = "http://127.0.0.1:{up_port}/mcp"\n\n'
+                           '[policy.hints."up.echo"]\nreadOnly = true\n')
+        gw_port = free_port()
+        gateway = start([LLMC, "serve", "-p", str(profile), "--http", f"127.0.0.1:{gw_port}", *gateway_options],
+                        stack, env, Path(tmp) / "gateway.err")
         wait_up(gw_port, "/healthz", gateway)
         yield up_port, gw_port, gateway
-    finally:
-        if errors.exists() and "Traceback" in errors.read_text():
-            print("gateway stderr:\n" + errors.read_text()[-3000:])
-        for proc in (gateway, upstream):
-            if proc is not None:
-                proc.terminate()
-                proc.wait(timeout=30)
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--calls", type=int, default=300)
-    parser.add_argument("--clients", type=int, default=16)
-    parser.add_argument("--concurrent-calls", type=int, default=1600)
-    parser.add_argument("--sessions", type=int, default=200)
-    parser.add_argument("--rounds", type=int, default=3, help="concurrent rounds, alternating direct and gateway")
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "LLMC_CONFIG_DIR": f"{tmp}/config", "LLMC_STATE_DIR": f"{tmp}/state"}
-        with upstream_and_gateway(tmp, env, "--idle-timeout", "3600") as (up_port, gw_port, gateway):
-            # Memory first, after a few calls: measured after the busy rounds, new sessions fill
-            # memory those rounds freed and the difference is noise (it came out negative).
-            sequential(gw_port, "up.echo", 20)
-            per_session = idle_sessions(gw_port, gateway.pid, args.sessions)
-            direct = sequential(up_port, "echo", args.calls)
-            through = sequential(gw_port, "up.echo", args.calls)
-            d_med, g_med = statistics.median(direct) * 1000, statistics.median(through) * 1000
-            print(f"sequential, {args.calls} calls each")
-            print(f"  direct  median {d_med:.2f} ms   p90 {statistics.quantiles(direct, n=10)[-1] * 1000:.2f} ms")
-            print(f"  gateway median {g_med:.2f} ms   p90 {statistics.quantiles(through, n=10)[-1] * 1000:.2f} ms")
-            print(f"  added by the gateway (median): {g_med - d_med:.2f} ms "
-                  f"(target <= 2 ms, audit on: one write+fsync here takes {fsync_floor(tmp) * 1000:.2f} ms)")
-            direct_rates, gateway_rates, cpu_per_call = [], [], []
-            direct_errors: list[str] = []
-            gateway_errors: list[str] = []
-            for _ in range(args.rounds):  # alternating: a busy moment of the machine hits both alike
-                rate, errors = concurrent(up_port, "echo", args.clients, args.concurrent_calls)
-                direct_rates.append(rate)
-                direct_errors += errors
-                cpu_before = cpu_seconds(gateway.pid)
-                rate, errors = concurrent(gw_port, "up.echo", args.clients, args.concurrent_calls)
-                cpu_per_call.append((cpu_seconds(gateway.pid) - cpu_before) / args.concurrent_calls)
-                gateway_rates.append(rate)
-                gateway_errors += errors
-            print(f"{args.clients} concurrent clients, {args.concurrent_calls} calls, median of {args.rounds} rounds "
-                  f"(each: {' '.join(f'{r:.0f}' for r in gateway_rates)})")
-            print(f"  direct  {statistics.median(direct_rates):.0f} calls/s, {len(direct_errors)} failed "
-                  f"{sorted(set(direct_errors))[:3]}")
-            print(f"  gateway {statistics.median(gateway_rates):.0f} calls/s, {len(gateway_errors)} failed "
-                  f"{sorted(set(gateway_errors))[:3]} (target >= 500; the gateway's CPU per call "
-                  f"{statistics.median(cpu_per_call) * 1000:.2f} ms, {os.cpu_count()} cores shared with the upstream "
-                  "and these clients)")
-            print(f"memory per idle initialize-era session ({args.sessions} sessions): {per_session:.1f} KiB")
-            audit = Path(tmp) / "state" / "audit.jsonl"
-            print(f"audit records written by the gateway: {len(audit.read_text().splitlines())}")
 
 
 if __name__ == "__main__":

@@ -2,10 +2,9 @@
 MCP endpoint (a POST of a JSON-RPC tools/call answered with a fixed JSON result, no upstream,
 no policy, no audit) served by
 
-- stdlib: the gateway's own stack today (http.server.ThreadingHTTPServer + its llhttp request
-  parser, gateway/intake.py), a thread per connection;
 - uvicorn-httptools / uvicorn-h11: an ASGI app on uvicorn (the mcp SDK's server stack), one
-  event loop;
+  event loop; the gateway serves on uvicorn-httptools since #38 (the standard library server it
+  was measured against, in bench/RESULTS.md, is gone);
 - granian-asgi / granian-rsgi: the same app on granian (Rust HTTP, Python callbacks), when its
   package is importable (PYTHONPATH).
 
@@ -34,38 +33,6 @@ import gateway_bench as gb  # noqa: E402 - the bench's own helpers, beside this 
 REPLY = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "hi"}], "isError": False}})
 
 SERVERS = {
-    "stdlib": """
-import json, socket, sys
-from http.server import ThreadingHTTPServer
-from llmc_cli.gateway.replies import ReplyWriter
-from llmc_cli.gateway.admission import Admission, Arrivals
-import threading
-
-class H(ReplyWriter):
-    def do_POST(self):
-        self.admit(None, 0)
-        body = self.read_body()
-        self.arrivals.arrived(self)
-        message = json.loads(body)
-        reply = json.loads(REPLY)
-        reply["id"] = message.get("id")
-        self._send(200, reply)
-
-class S(ThreadingHTTPServer):
-    daemon_threads = True
-    tls = None
-    def process_request(self, request, address):
-        self.admission.connected(request)
-        super().process_request(request, address)
-
-arrivals = Arrivals()
-H.arrivals = arrivals
-H.admission = Admission(1024)
-threading.Thread(target=arrivals.run, daemon=True).start()
-server = S(("127.0.0.1", PORT), H)
-server.admission = H.admission
-server.serve_forever()
-""",
     "uvicorn-httptools": "UVICORN:httptools",
     "uvicorn-h11": "UVICORN:h11",
     "granian-asgi": "GRANIAN:asgi",
@@ -166,9 +133,9 @@ def main() -> None:
                     seen[name]["seq"].append(statistics.median(gb.sequential(port, "echo", 300)) * 1e6)
                     if errors:
                         print(f"{name}: {len(errors)} failed, e.g. {errors[0]}")
-            base = statistics.median(seen["stdlib"]["rate"])
+            base = statistics.median(seen["uvicorn-httptools"]["rate"])
             print(f"{args.clients} clients, {args.calls} requests per round, medians of {args.rounds} rounds")
-            print("| server | requests/s | vs stdlib | server CPU per request | sequential round trip |")
+            print("| server | requests/s | vs uvicorn-httptools | server CPU per request | sequential round trip |")
             print("|---|---|---|---|---|")
             for name in names:
                 rate = statistics.median(seen[name]["rate"])

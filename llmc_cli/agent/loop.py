@@ -12,15 +12,15 @@ whole. Conversations are saved as JSON in the state directory and can be continu
 from __future__ import annotations
 
 import functools
-import queue
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from llmc_cli import interrupts, telemetry
+from llmc_cli import telemetry
 from llmc_cli.agent import fence, genai
+from llmc_cli.agent.bounded import run_bounded
 from llmc_cli.agent.compaction import compact
 from llmc_cli.agent.conversations import Conversation
 from llmc_cli.agent.tool_search import ToolSearch, native, wanted
@@ -133,13 +133,17 @@ def ask(
     strict: bool = False,
     on_text: Callable[[str], None] | None = None,
     tool_search: bool | None = None,
+    semantic_search: bool | None = None,
+    on_calls: Callable[[list[Tool]], None] | None = None,
 ) -> RunRecord:
     """Run the loop until the model answers without tool calls, `limits.max_steps` model turns
     were taken, or `limits.timeout` seconds passed. `read_only`: the profile's answer for a tool (llmc:
     policy.is_read_only, hints included); a turn's calls run concurrently only when it is true
     for every one of them. `tool_search`: the model first gets only llmc's `search_tools` and
-    the tools it finds join from its next turn (None: so past tool_search.THRESHOLD tools).
-    Appends to `conversation` (a new one if None) and its
+    the tools it finds join from its next turn (None: so past tool_search.THRESHOLD tools);
+    `semantic_search`: its ranking fused with the semantic stage's ([search] semantic).
+    `on_calls(tools)`: told the tools of a turn's calls before any of them runs (llmc starts
+    their servers at once). Appends to `conversation` (a new one if None) and its
     `runs`; the caller saves it. ProviderError propagates with `.record` (the run so far) set."""
     conv = conversation or Conversation.new(provider.name, provider.settings.model, system)
     with genai.agent_span(provider, conv):
@@ -156,6 +160,8 @@ def ask(
             strict,
             on_text,
             tool_search,
+            semantic_search,
+            on_calls,
         )
 
 
@@ -172,6 +178,8 @@ def _ask(
     strict: bool,
     on_text: Callable[[str], None] | None,
     tool_search: bool | None,
+    semantic_search: bool | None = None,
+    on_calls: Callable[[list[Tool]], None] | None = None,
 ) -> RunRecord:
     started = time.monotonic()
     deadline = started + limits.timeout
@@ -184,7 +192,7 @@ def _ask(
     searching = bool(tools) and wanted(tool_search, len(tools))
     # Anthropic searches the tools itself where the model can; everywhere else llmc's search_tools
     server_side = searching and native(provider.name, provider.settings.model)
-    search = ToolSearch(tools, provider.format, strict) if searching and not server_side else None
+    search = ToolSearch(tools, provider.format, strict, semantic_search) if searching and not server_side else None
     if search is not None:
         search.restore(c.name for m in conv.messages if isinstance(m, AssistantTurn) for c in m.tool_calls)
         base_read_only = read_only
@@ -261,6 +269,7 @@ def _ask(
                 emit,
                 getattr(translation, "arguments_back", None),
                 search,
+                on_calls,
             )
             conv.messages.append(ToolResults(results))
             if timed_out:
@@ -305,10 +314,13 @@ def _run_calls(
     emit: Progress,
     arguments_back: Callable[[str, JSONObject], JSONObject] | None = None,
     search: ToolSearch | None = None,
+    on_calls: Callable[[list[Tool]], None] | None = None,
 ) -> tuple[list[ToolResultItem], bool]:
     """Run one turn's calls; every call gets a result, in the model's order, so the conversation
     stays valid for every API even when time runs out."""
     entries, sent, runnable = _planned(step, calls, by_name, emit, arguments_back)
+    if on_calls is not None and runnable:
+        on_calls([by_name[calls[i].name] for i in runnable])
     lock = threading.Lock()
     closed = False  # set when the batch timed out: a late result must not change the record
 
@@ -323,7 +335,7 @@ def _run_calls(
         _ended(emit, step, entries[i]["tool"], out["outcome"], out["durationMs"], out["seenResult"])
 
     parallel = len(runnable) > 1 and all(read_only(by_name[calls[i].name]) for i in runnable)
-    timed_out = not _run_bounded(telemetry.in_context(work), runnable, limits.max_parallel if parallel else 1, deadline)
+    timed_out = not run_bounded(telemetry.in_context(work), runnable, limits.max_parallel if parallel else 1, deadline)
     with lock:
         closed = True
     items = []
@@ -428,45 +440,6 @@ def _fail(entry: StepOutcome, outcome: str, text: str, exc: LlmcError | None = N
     entry["seenResult"] = ToolResult(content=[{"type": "text", "text": text}], is_error=True)
     if exc is not None:
         entry["error"] = exc.to_json()
-
-
-def _run_bounded(work: Callable[[int], None], indexes: list[int], workers: int, deadline: float) -> bool:
-    """Run work(i) for each index on at most `workers` daemon threads (a stuck tool must not keep
-    llmc alive); False when the deadline passed first. A bug (a non-llmc exception) is re-raised."""
-    if not indexes:
-        return True
-    todo: queue.Queue[int] = queue.Queue()
-    for i in indexes:
-        todo.put(i)
-    errors: list[BaseException] = []
-    done = threading.Semaphore(0)
-
-    def worker() -> None:
-        while True:
-            try:
-                i = todo.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                work(i)
-            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-                errors.append(exc)
-            done.release()
-
-    for n in range(min(workers, len(indexes))):
-        threading.Thread(target=worker, daemon=True, name=f"llmc-tool-{n}").start()
-    for _ in indexes:
-        if not interrupts.wait(lambda seconds: done.acquire(timeout=seconds), max(0.0, deadline - time.monotonic())):
-            # Unstarted calls must not start after the run ended.
-            while not todo.empty():
-                try:
-                    todo.get_nowait()
-                except queue.Empty:
-                    break
-            return False
-    if errors:
-        raise errors[0]
-    return True
 
 
 def provider_tool_names(translation: Translation) -> dict[str, tuple[str, str]]:

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from llmc_cli import services
 from llmc_cli.agent.conversations import Conversation, check_name, conversation_path, load_conversation, save_conversation
 from llmc_cli.agent.loop import Progress, RunRecord, ask
 from llmc_cli.agent.sampling import sampler
@@ -19,15 +18,17 @@ from llmc_cli.agent.tool_search import THRESHOLD, wanted
 from llmc_cli.errors import PolicyDenied
 from llmc_cli.policy.approval import with_hint
 from llmc_cli.providers.base import AssistantTurn, Provider, make_provider
-from llmc_cli.services import ToolRequest
+from llmc_cli.providers.reachable import check_reachable
+from llmc_cli.services import ToolRequest, runs_listings
+from llmc_cli.services.catalogs import allowed_tools, cleared_servers
 from llmc_cli.services.search import not_drifted
 
 if TYPE_CHECKING:
-    from llmc_cli.catalog import Catalog
+    from llmc_cli.catalog import Catalog, ServerFailure
     from llmc_cli.config.profiles import LoadedProfile
     from llmc_cli.config.schema import LlmConfig
     from llmc_cli.errors import LlmcError
-    from llmc_cli.model import ToolCall, ToolResult
+    from llmc_cli.model import Tool, ToolCall, ToolResult
     from llmc_cli.services import Pipeline
 
 
@@ -88,7 +89,7 @@ def run(
 
     settings = prepared.settings
     with catalog:
-        tools, _denied, failures = services.visible_tools(catalog, profile, servers, calls.context.cleared_for)
+        tools, failures, seen = offered_tools(prepared, catalog, profile, servers, calls.context.cleared_for)
         if wanted(settings.tool_search, len(tools)):
             tools = not_drifted(tools, profile)  # a search never offers a tool its call would refuse as drifted
             if settings.tool_search is None and progress is not None:  # switched on by the count: say so
@@ -110,13 +111,48 @@ def run(
                 strict=strict,
                 on_text=on_text,
                 tool_search=settings.tool_search,
+                semantic_search=profile.profile.search.semantic,
+                # the servers a turn calls start at once, not one after the other as their calls run
+                on_calls=lambda called: catalog.pool.warm_up(sorted({t.server for t in called} - set(catalog.pool.sessions))),
             )
         finally:
             # a conversation that never began (the first turn failed: 401, refused) is not kept
             saved = save_conversation(prepared.conversation, prepared.save_as) if began(prepared) else None
+            changed = [s for s in runs_listings.remember(catalog, profile, seen) if s in seen]
+            if changed and catalog.say is not None:  # an upgraded server: the next run offers its tools as they are
+                catalog.say(f"llmc: ask: the tools of {', '.join(changed)} changed since an earlier run listed them")
     if saved is None:  # a run that ended without a turn (its time was up): it is still a run
         saved = save_conversation(prepared.conversation, prepared.save_as)
     return record, saved
+
+
+def offered_tools(
+    prepared: PreparedRun, catalog: Catalog, profile: LoadedProfile, servers: list[str] | None, clearance: str | None
+) -> tuple[list[Tool], list[ServerFailure], dict[str, list[Tool]]]:
+    """(the tools the model is offered, the servers that could not list theirs, the listings
+    taken from the cache). A server whose listing an earlier run cached is not started here
+    (services/runs_listings.py): it starts when the model calls one of its tools. The others
+    start now, all at once; while they do, a base URL that refuses connections ends the run
+    (check_reachable: one connect, only when servers must start before the first request)."""
+    names = cleared_servers(catalog, profile, servers, clearance)
+    names = list(catalog.specs) if names is None else names
+    seen = runs_listings.cached(catalog, profile, names)
+    missing = [name for name in names if name not in seen]
+    listed: list[Tool] = []
+    failures: list[ServerFailure] = []
+    if missing:
+        catalog.pool.warm_up(missing)
+        settings = prepared.settings
+        check_reachable(settings.provider, settings.provider_settings)
+        listed, failures = catalog.list_tools(missing)
+    if seen and catalog.say is not None:
+        catalog.say(
+            f"llmc: ask: the tools of {', '.join(seen)} as an earlier run listed them; "
+            "a server starts when the model calls one of its tools"
+        )
+    tools = [t for name in names for t in (seen[name] if name in seen else [t for t in listed if t.server == name])]
+    allowed, _denied = allowed_tools(tools, profile)
+    return allowed, failures, seen
 
 
 def began(prepared: PreparedRun) -> bool:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from llmc_cli.model import Tool, ToolResult
-from llmc_cli.services.search import ToolIndex
+from llmc_cli.services.semantic import search_index
 from llmc_cli.translate import translate
 
 if TYPE_CHECKING:
@@ -46,8 +46,8 @@ class ToolSearch:
     """The tools one run offers its model: the search tool, then whatever searches found, in the
     provider's format `fmt`."""
 
-    def __init__(self, tools: list[Tool], fmt: str, strict: bool = False) -> None:
-        self.index = ToolIndex(tools)
+    def __init__(self, tools: list[Tool], fmt: str, strict: bool = False, semantic: bool | None = None) -> None:
+        self.index = search_index(tools, semantic)  # [search] semantic: fused with the semantic stage
         self.fmt, self.strict = fmt, strict
         self.tool = Tool(
             LLMC,

@@ -25,14 +25,14 @@ import errno
 import json
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from llmc_cli import interrupts
 from llmc_cli.audit.records import AuditError, now_iso
 from llmc_cli.audit.trail import ChainedLog, Seal
-from llmc_cli.config.files import LockTimeout, file_lock, write_atomic
+from llmc_cli.config.files import LockTimeout, file_lock, open_own, write_atomic
 from llmc_cli.config.paths import audit_log_path, ensure_private_dir
 from llmc_cli.errors import ConfigError
 from llmc_cli.store.chain import GENESIS
@@ -57,6 +57,43 @@ class AuditLog(ChainedLog):
         self._tail_hash = GENESIS
         self._tail_count = 0
         self._anchor_synced = True  # no anchor written since the last durable one
+        # path -> (descriptor, device, inode): the log's and the anchor's descriptors, kept open
+        # across appends (opening one through open_own is most of an append's CPU beside its
+        # fsync); used only under the file lock, and only while the name still is that file.
+        self._kept: dict[Path, tuple[int, int, int]] = {}
+
+    def __del__(self, _close: Callable[[int], None] = os.close) -> None:
+        for fd, _dev, _ino in getattr(self, "_kept", {}).values():  # os may be gone at exit: _close is bound
+            try:
+                _close(fd)
+            except OSError:
+                pass
+
+    def _descriptor(self, path: Path, flags: int) -> int:
+        """A descriptor of `path` as open_own gives it (never through a link, a regular file with
+        one name), kept for the next append: reused while the name, not followed, is still that
+        same regular file with one name; otherwise (rotated, replaced, removed, linked) opened
+        anew, with open_own's checks and errors."""
+        kept = self._kept.get(path)
+        if kept is not None:
+            try:
+                seen = os.lstat(path)
+            except OSError:
+                seen = None
+            if seen is not None and stat.S_ISREG(seen.st_mode) and seen.st_nlink == 1 and (seen.st_dev, seen.st_ino) == kept[1:]:
+                return kept[0]
+            self._drop(path)
+        fd = open_own(path, flags)
+        opened = os.fstat(fd)
+        self._kept[path] = (fd, opened.st_dev, opened.st_ino)
+        return fd
+
+    def _drop(self, path: Path | None = None) -> None:
+        """Close the kept descriptor of `path` (of every file when None)."""
+        for name in [path] if path is not None else list(self._kept):
+            kept = self._kept.pop(name, None)
+            if kept is not None:
+                os.close(kept[0])
 
     def _append_chained(self, seal: Seal) -> None:
         """Under the file lock: whole lines, one fsync, then the anchor. Nothing is left behind
@@ -76,6 +113,7 @@ class AuditLog(ChainedLog):
                 known = seen is not None and self._tail == (seen.st_ino, seen.st_size)
                 prev, count = (self._tail_hash, self._tail_count) if known else self._head(seen)
                 if seen is not None and seen.st_size >= self.max_bytes:
+                    self._drop()
                     self._rotate()
                 lines = seal(prev, count)
                 head = str(json.loads(lines[-1])["hash"]) if lines else prev
@@ -91,9 +129,7 @@ class AuditLog(ChainedLog):
     def _write_whole(self, data: bytes, head: str, count: int) -> tuple[int, int]:
         """Append data in full (a write may be short on a full disk), fsync, update the anchor;
         on any failure cut the file back to its old end and re-raise. (inode, size) after."""
-        from llmc_cli.config.files import open_own
-
-        fd = open_own(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = self._descriptor(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
             start = os.fstat(fd).st_size  # under the lock: nobody else appends meanwhile
             try:
@@ -108,8 +144,9 @@ class AuditLog(ChainedLog):
                 os.fsync(fd)
                 raise
             return after.st_ino, after.st_size
-        finally:
-            os.close(fd)
+        except BaseException:
+            self._drop()  # nothing kept from a write that failed: the next one opens afresh
+            raise
 
     @property
     def anchor_path(self) -> Path:
@@ -176,10 +213,8 @@ class AuditLog(ChainedLog):
         data = body.ljust(ANCHOR_BYTES - 1) + b"\n"
         if len(data) != ANCHOR_BYTES:
             raise ConfigError(f"the audit anchor would exceed {ANCHOR_BYTES} bytes")  # a head is 64 hex digits: never
-        from llmc_cli.config.files import open_own
-
         try:
-            fd = open_own(self.anchor_path, os.O_WRONLY)
+            fd = self._descriptor(self.anchor_path, os.O_WRONLY)
         except FileNotFoundError:
             # The first anchor is made whole under another name and renamed into place, so a full
             # disk or a crash never leaves an empty one behind (which would stop every later call).
@@ -193,8 +228,9 @@ class AuditLog(ChainedLog):
                 os.ftruncate(fd, ANCHOR_BYTES)
             if durable:
                 os.fsync(fd)
-        finally:
-            os.close(fd)
+        except BaseException:
+            self._drop(self.anchor_path)
+            raise
 
     def sync(self) -> None:
         """Make the anchor durable (lazy_anchor): rewritten as it is now, under the lock, and fsynced."""

@@ -93,7 +93,8 @@ def ask(
         tool_search=tool_search,
     )
     prepared = runs.prepare(given, app.load_profile().profile.llm, continue_from=continue_from, save_as=save_as)
-    catalog, profile = open_target(ctx, target, sample=prepared.sample)
+    # warm=False: runs.run starts only the servers whose tools it has no cached listing of
+    catalog, profile = open_target(ctx, target, sample=prepared.sample, warm=False)
     calls = command_calls(
         ctx,
         catalog,

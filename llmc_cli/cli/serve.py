@@ -51,8 +51,7 @@ from llmc_cli.server.workspace import make_workspace_server
     default=1024,
     show_default=True,
     metavar="N",
-    help="With --http: connections with an admitted request or kept alive after one; past it the "
-    "longest-idle is closed, or with every one busy a request is answered 503.",
+    help="With --http: admitted requests answered at once (a worker thread each); with every one busy a request is answered 503.",
 )
 @click.option(
     "--max-pending-connections",
@@ -61,8 +60,8 @@ from llmc_cli.server.workspace import make_workspace_server
     default=64,
     show_default=True,
     metavar="N",
-    help="With --http: connections that have sent no admitted request yet (nobody's token); "
-    "past it the one waiting longest is closed.",
+    help="With --http: room beyond --max-connections for connections and requests not yet "
+    "admitted (nobody's token); past both the server answers 503.",
 )
 @click.option(
     "--pending-timeout",
@@ -71,7 +70,7 @@ from llmc_cli.server.workspace import make_workspace_server
     default=5,
     show_default=True,
     metavar="SECONDS",
-    help="With --http: a new connection must send a request head within this.",
+    help="With --http: a connection with no admitted request must send a whole request head within this.",
 )
 @click.option(
     "--request-timeout",
@@ -79,8 +78,8 @@ from llmc_cli.server.workspace import make_workspace_server
     default=30,
     show_default=True,
     metavar="SECONDS",
-    help="With --http: an admitted request's body must arrive within this (a client trickling it is cut "
-    "off), and a kept-alive connection's next request too.",
+    help="With --http: a request's head and body must arrive within this (a client trickling "
+    "them is cut off), and a kept-alive connection's next request begin.",
 )
 @click.option("--tls-cert", metavar="FILE", help="With --http: serve HTTPS with this PEM certificate (chain).")
 @click.option("--tls-key", metavar="FILE", help="With --http: the PEM private key of --tls-cert.")

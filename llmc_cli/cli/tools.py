@@ -121,40 +121,34 @@ def list_(
     help='Say why each tool ranked: the terms it matched, in which fields, and what each added to its score ("why").',
 )
 @click.option(
-    "--semantic",
-    is_flag=True,
-    help="Fuse a local embedding model's ranking with the lexical one (the extra llmc-cli[semantic]; "
-    "tool vectors cached in the state directory).",
+    "--semantic/--no-semantic",
+    default=None,
+    help="Fuse a local embedding model's ranking with the lexical one, or not (default: the profile's "
+    "[search] semantic, else not; needs the extra llmc-cli[semantic]). Tool vectors are cached in the "
+    "state directory.",
 )
 @format_option(*FORMATS, listing=True)
 @target_options
 @click.pass_context
-def search(ctx: click.Context, query: str, limit: int, explain: bool, semantic: bool, fmt: str, target: Target) -> None:
+def search(ctx: click.Context, query: str, limit: int, explain: bool, semantic: bool | None, fmt: str, target: Target) -> None:
     """The tools that best fit QUERY, a request in words, best first: {"tools": [{score, server,
     tool, title, description}], "errors": [...]}. Ranked offline (BM25 over names, titles,
     descriptions, arguments and their allowed values; no model, no network) among the tools the
     profile's policy lets a model see, less those drifted from its lock file. A tool sharing no
-    word with QUERY is not listed. With --semantic a small local embedding model ranks them by
-    meaning too and the two rankings are fused by reciprocal rank (score: the fused score). With
+    word with QUERY is not listed. With the semantic stage ([search] semantic = true, --semantic;
+    the extra llmc-cli[semantic]) a small local embedding model ranks them by meaning too and the
+    two rankings are fused by reciprocal rank (score: the fused score; a tool may then be listed
+    that shares no word with QUERY). With
     --explain each row also has "why": {terms: [{term, query_word, synonym, score, idf, fields:
     {field: score}, boilerplate?}], length, semantic?: {rank, similarity}, lexical_rank?}; on a
     terminal, a few lines per tool."""
     if not query.strip():
         raise UsageError("the query is empty: say in words what the tool should do")
-    ranker = None
-    if semantic:
-        from llmc_cli.services import semantic as semantic_stage
-
-        ranker = semantic_stage.SemanticRanker.load(semantic_stage.vector_cache())
     catalog, profile = open_target(ctx, target)
-    with catalog:
+    with catalog:  # closed (its servers stopped) on the way out of an error too
+        fused = services.semantic_wanted(semantic if semantic is not None else profile.profile.search.semantic)
         found, failures = services.searchable_tools(catalog, profile, list(target.servers) or None, human(profile.profile))
-    index = services.ToolIndex(found)
-    if ranker is not None:
-        ranker.prepare(index.tools)
-        matches = semantic_stage.fused_search(index, ranker, query, limit, explain=explain)
-    else:
-        matches = index.search(query, limit, explain=explain)
+    matches = services.search_index(found, fused).search(query, limit, explain=explain)
     rows = [m.to_json() for m in matches]
     if explain and fmt == "table":
         from llmc_cli.cli.search_explain import explain_text

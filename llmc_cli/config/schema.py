@@ -390,6 +390,17 @@ class GuardConfig:
 
 
 @dataclass
+class SearchConfig:
+    """`[search]`: how tool search ranks (`tools search`, `ask`'s search_tools, the gateway's
+    llmc.search_tools). `semantic`: fuse a local embedding model's ranking with the lexical one
+    (true needs the extra llmc-cli[semantic]; default off)."""
+
+    __pydantic_config__ = _STRICT
+
+    semantic: bool | None = None
+
+
+@dataclass
 class Profile:
     __pydantic_config__ = _STRICT
 
@@ -407,6 +418,7 @@ class Profile:
     output: OutputConfig = field(default_factory=OutputConfig)
     dlp: DlpConfig = field(default_factory=DlpConfig)
     guard: GuardConfig = field(default_factory=GuardConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
 
     def __post_init__(self) -> None:
         for name in self.servers:
@@ -457,5 +469,6 @@ def from_json(data: dict[str, Any]) -> Profile:
             "output": OutputConfig(**data["output"]),
             "dlp": DlpConfig(**data["dlp"]),
             "guard": GuardConfig(**data["guard"]),
+            "search": SearchConfig(**data["search"]),
         }
     )

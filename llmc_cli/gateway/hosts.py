@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = ["HttpGateway", "parse_address"]
 
-MAX_CONNECTIONS = 1024  # HTTP connections served at once (a thread each): sessions' streams and calls
+MAX_CONNECTIONS = 1024  # requests admitted at once (a worker thread each): sessions' streams and calls
 REQUEST_SECONDS = 30.0  # for a whole request to arrive, and for a kept-alive connection's next one
 IDLE_SECONDS = 1800.0
 CLOSE_SECONDS = 5.0  # on shutdown, how long open listen streams get to write their `complete`
@@ -48,7 +48,12 @@ class HttpGateway:
         self.idle_seconds = idle_seconds
         self.sessions: dict[str, HostSession] = {}
         self.lock = threading.Lock()
-        self.upstreams = Upstreams(toolbox, lambda: self._listed(self.sessions.values()))
+
+        def listed() -> list[Any]:
+            with self.lock:
+                return list(self.sessions.values())
+
+        self.upstreams = Upstreams(toolbox, listed)
         self.log = HostLog(toolbox.note)
         self.shared: HostSessions | None = services.host_sessions(toolbox.state, idle_seconds)
         self.stopped = threading.Event()
@@ -57,10 +62,6 @@ class HttpGateway:
         # Graceful Closure), so the host knows to listen again rather than suspect a failure.
         self.listening: set[GatewayConnection] = set()
         self._drained = threading.Condition(self.lock)
-
-    def _listed(self, sessions: Any) -> list[Any]:
-        with self.lock:
-            return list(sessions)
 
     # -- sessions (initialize era) -------------------------------------------------------------
 
@@ -267,7 +268,9 @@ class HttpGateway:
                 self.listening.discard(connection)
                 self._drained.notify_all()
 
-    def close(self) -> None:
+    def drain(self) -> None:
+        """Stop: open listen streams get their `complete` result (up to CLOSE_SECONDS), sessions'
+        GET streams end. The server still runs, to write them."""
         self.stopped.set()
         with self.lock:
             streams = list(self.listening)
@@ -275,6 +278,10 @@ class HttpGateway:
             connection.subscriptions.close()  # its handler writes the `complete` result and returns
         with self.lock:
             self._drained.wait_for(lambda: not self.listening, timeout=CLOSE_SECONDS)
+
+    def close(self) -> None:
+        if not self.stopped.is_set():
+            self.drain()
         for session_id in list(self.sessions):
             self.end_host_session(session_id, why="the gateway stopped")
         self.upstreams.close()

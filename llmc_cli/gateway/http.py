@@ -7,8 +7,8 @@ and servers).
 - Once the profile has principals (`[serve.principals]`, even empty) or OAuth, or says
   `[serve] auth = "required"`, every request needs a token (or, with `--tls-client-ca`, a client
   certificate a principal names): no principal left means nobody.
-- Admission (admission.py): connections wait for their first request in a small pool of their
-  own with a short deadline; an admitted request counts against its principal's share.
+- Admission (admission.py): an admitted request counts against its principal's share and the
+  gateway's; connections that show no token get a short deadline (protocol.py).
 - DNS rebinding: the Host header must name a loopback host (or one the profile allows), and an
   Origin header, when a browser sends one, a loopback origin (or one the profile allows): 403.
 - OAuth discovery and registration paths of a gateway without OAuth answer 404 with an OAuth
@@ -23,13 +23,15 @@ and servers).
   client that drops the stream cancels its request (2026-07-28).
 
 What the handlers share is hosts.py's HttpGateway (no HTTP in it); how replies and streams are
-written, replies.py's ReplyWriter, the handler's base class; the server itself, http_server.py.
+written, replies.py's ReplyWriter, the handler's base class. A Handler answers one request on a
+worker thread of asgi.py's app, which uvicorn serves (http_server.py).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import time
 from urllib.parse import urlsplit
 
 from llmc_cli.errors import ProtocolError
@@ -52,9 +54,9 @@ SESSION_HEADER = "Mcp-Session-Id"
 
 
 class Handler(ReplyWriter):
-    server_version = "llmc-gateway"
-    sys_version = ""
-    gateway: HttpGateway  # set on the subclass serve() makes
+    """One request to the gateway: routes, the door, which connection answers."""
+
+    gateway: HttpGateway  # the app sets it on each (asgi.py)
 
     def _refuse(
         self,
@@ -65,8 +67,7 @@ class Handler(ReplyWriter):
         msg_id: RequestId | None = None,
         data: JSON = None,
     ) -> None:
-        # The request's body may be unread: the connection cannot carry another request.
-        self.close_connection = True
+        # A refused host starts afresh on a new connection.
         self._send(status, jsonrpc.error(msg_id, code, message, data), {**(headers or {}), "Connection": "close"})
 
     def _admit(self, *, needs_auth: bool = True) -> tuple[bool, Principal | None]:
@@ -135,8 +136,6 @@ class Handler(ReplyWriter):
         stream_id, _, seen = (self.headers.get("Last-Event-ID") or "").rpartition("-")
         resumed = session.streams.get(stream_id)
         if resumed is not None and seen.isdigit():
-            import time
-
             self._start_stream({})
             self._pump(resumed, stream_id, int(seen), time.monotonic() + REPLY_SECONDS)
             return
@@ -275,26 +274,9 @@ class Handler(ReplyWriter):
             gateway.end_host_session(opened_id, why="the host left during initialize")
 
     def _read_message(self) -> JSONObject | None:
-        # Where a message ends must be read the way any proxy in front reads it, or the rest of a
-        # body becomes a request of its own (request smuggling, RFC 9112 6.1 and 6.3). The parser
-        # refuses a Content-Length that is not one number (400); on top of it: no
-        # Transfer-Encoding (this endpoint reads none). _refuse closes the connection.
-        if self.headers.get("Transfer-Encoding") is not None:
-            self._refuse(501, "Not Implemented: Transfer-Encoding; send the message with a Content-Length")
-            return None
-        length_header = self.headers.get("Content-Length")
-        if length_header is None:
-            self._refuse(411, "Length Required")
-            return None
-        if int(length_header) > MAX_BODY_BYTES:
-            self._refuse(413, f"Payload Too Large: at most {MAX_BODY_BYTES} bytes per message")
-            return None
-        body = self.read_body()  # within the request's deadline (replies.Arrivals cuts a late one off)
-        self.arrivals.arrived(self)
-        if self.late:
-            self.close_connection = True
-            return None  # cut off: nobody is left to answer
-        return self._parse(body)
+        # Where the body ends was settled on the event loop (asgi.py: one Content-Length, no
+        # Transfer-Encoding, within the limits and the request's deadline).
+        return self._parse(self.body)
 
     def _parse(self, body: bytes) -> JSONObject | None:
         try:

@@ -1,25 +1,33 @@
-"""The HTTP gateway's server: the standard library's threading server with admission
-(admission.py), whole-request deadlines, optional TLS (--tls-cert/--tls-key, and mutual TLS with
---tls-client-ca), and a clean stop on SIGINT, SIGTERM or SIGHUP."""
+"""The HTTP gateway's server: uvicorn with httptools (the MCP SDK's own stack) serving asgi.py's
+app, through protocol.py's connection deadlines and limits; optional TLS (--tls-cert/--tls-key,
+and mutual TLS with --tls-client-ca); a clean stop on SIGINT, SIGTERM or SIGHUP, by our handlers
+(uvicorn's own are off: they re-raise the signal after shutdown, and know no SIGHUP). Imported
+only when `llmc serve --http` starts (run.py), uvicorn with it."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import signal
 import socket
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from http.server import ThreadingHTTPServer
+from functools import partial
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+import uvicorn
+
 from llmc_cli import interrupts
-from llmc_cli.errors import LlmcError, UsageError
+from llmc_cli.errors import ConnectionFailed, LlmcError, UsageError
 from llmc_cli.gateway.access import is_loopback_host, parse_address
-from llmc_cli.gateway.admission import MAX_PENDING, PENDING_SECONDS, Admission, Arrivals
-from llmc_cli.gateway.hosts import IDLE_SECONDS, MAX_CONNECTIONS, REQUEST_SECONDS, HttpGateway
-from llmc_cli.gateway.http import ENDPOINT, Handler
+from llmc_cli.gateway.admission import MAX_PENDING, PENDING_SECONDS
+from llmc_cli.gateway.asgi import GatewayApp
+from llmc_cli.gateway.hosts import CLOSE_SECONDS, IDLE_SECONDS, MAX_CONNECTIONS, REQUEST_SECONDS, HttpGateway
+from llmc_cli.gateway.http import ENDPOINT
+from llmc_cli.gateway.protocol import GatewayProtocol
 from llmc_cli.gateway.toolbox import Toolbox
 
 if TYPE_CHECKING:
@@ -60,68 +68,52 @@ def _reason(exc: Exception) -> str:
     return str(getattr(exc, "strerror", None) or getattr(exc, "reason", None) or exc)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 128  # hosts connecting at once are queued, not reset
-    admission: Admission
-    tls: ssl.SSLContext | None = None
-
-    def get_request(self) -> tuple[Any, Any]:
-        """An accepted connection; with TLS wrapped for it, its handshake left to its own thread
-        (ReplyWriter.handle), so a slow or silent client never holds up the accepting loop."""
-        sock, address = self.socket.accept()
-        if self.tls is not None:
-            sock = self.tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
-        return sock, address
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        """A thread per connection, from the pending pool until a request of it is admitted
-        (admission.py): the pool bounds the threads that connections nobody vouches for hold."""
-        self.admission.connected(request)
-        try:
-            super().process_request(request, client_address)
-        except BaseException:  # no thread started (out of threads)
-            self.admission.closed(request)
-            raise
-
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self.admission.closed(request)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A peer that hung up (a load balancer's health check resets its connection) or broke
-        off TLS is not an error worth a traceback; anything else still gets socketserver's report."""
-        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)) or _tls_error(sys.exc_info()[1]):
-            return
-        super().handle_error(request, client_address)
-
-
-def _tls_error(exc: BaseException | None) -> bool:
-    ssl = sys.modules.get("ssl")
-    return ssl is not None and isinstance(exc, ssl.SSLError)
-
-
 class Running:
-    """A gateway listening (start_server), served by serve_forever until stop(); then close()."""
+    """A gateway listening (start_server), served by serve_forever (in any thread) until stop();
+    then close()."""
 
-    def __init__(self, httpd: _Server, gateway: HttpGateway, arrivals: Arrivals) -> None:
-        self.httpd, self.gateway, self.arrivals = httpd, gateway, arrivals
-        self.port: int = httpd.server_address[1]
+    def __init__(self, server: uvicorn.Server, sock: socket.socket, gateway: HttpGateway, app: GatewayApp) -> None:
+        self.server, self.sock, self.gateway, self.app = server, sock, gateway, app
+        self.port: int = sock.getsockname()[1]
+        self.loop: Any = None  # the event loop serve_forever runs
 
     def serve_forever(self) -> None:
-        self.httpd.serve_forever(poll_interval=0.5)
+        async def serve() -> None:
+            self.loop = asyncio.get_running_loop()
+            await self.server.serve(sockets=[self.sock])
+
+        asyncio.run(serve())
 
     def stop(self) -> None:
-        """From another thread: serve_forever returns."""
-        self.httpd.shutdown()
+        """From another thread: open listen streams get their `complete`, the rest of the replies
+        in flight end, and serve_forever returns."""
+        self.gateway.drain()
+        if self.loop is not None and not self.loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop ended meanwhile
+                self.loop.call_soon_threadsafe(self.app.stop)
+        self.server.should_exit = True
 
     def close(self) -> None:
-        self.arrivals.stop()
-        self.httpd.server_close()
+        self.sock.close()
         self.gateway.close()
+        self.app.pool.shutdown(wait=False)
+
+
+def _bind(host: str, port: int, address: str) -> socket.socket:
+    """The listening socket (port 0: a free one), bound before the server starts."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP named, not 0: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and
+    # with Nagle's algorithm a reply's body (uvicorn writes it apart from the head) waits for the
+    # client's delayed ACK, ~40 ms per request.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ConnectionFailed(f"cannot listen on {address}: {exc.strerror or exc}") from None
+    sock.listen(128)  # hosts connecting at once are queued, not reset
+    return sock
 
 
 def start_server(
@@ -145,31 +137,47 @@ def start_server(
     except LlmcError:
         toolbox.close()
         raise
-    arrivals = Arrivals()
-    admission = Admission(max_connections, max_pending, pending_seconds)
-    handler = type(
-        "GatewayHandler",
-        (Handler,),
-        {"gateway": gateway, "timeout": request_seconds, "arrivals": arrivals, "admission": admission},
-    )
-    server_class: type[_Server] = _Server
-    if ":" in host:
-        server_class = type("_Server6", (_Server,), {"address_family": socket.AF_INET6})
     try:
-        httpd = server_class((host, port), handler)
-    except OSError as exc:
+        sock = _bind(host, port, address)
+    except LlmcError:
         gateway.close()
-        from llmc_cli.errors import ConnectionFailed
-
-        raise ConnectionFailed(f"cannot listen on {address}: {exc.strerror or exc}") from None
-    httpd.admission = admission
-    httpd.tls = context
+        raise
+    app = GatewayApp(gateway, max_requests=max_connections, request_seconds=request_seconds)
+    config = uvicorn.Config(
+        app,
+        http=partial(GatewayProtocol, pending_seconds=pending_seconds, request_seconds=request_seconds),  # type: ignore[arg-type]
+        lifespan="off",
+        ws="none",  # no WebSocket: an Upgrade request is served as plain HTTP
+        interface="asgi3",
+        proxy_headers=False,  # X-Forwarded-* do not change who asks
+        server_header=False,
+        headers=[("server", "llmc-gateway")],
+        access_log=False,  # request lines carry session ids
+        log_level="error",
+        log_config=None,
+        limit_concurrency=max_connections + max_pending,  # past that, 503 from uvicorn
+        timeout_keep_alive=max(1, int(request_seconds)),  # a kept-alive connection's wait for its next request
+        timeout_graceful_shutdown=int(CLOSE_SECONDS),
+    )
+    config.load()
+    config.ssl = context
+    server = _uvicorn_server(config)
     say = log or (lambda message: print(f"llmc serve: {message}", file=sys.stderr, flush=True))
-    _announce(gateway, toolbox, httpd.server_address[1], tls, say)
+    _announce(gateway, toolbox, sock.getsockname()[1], tls, say)
     threading.Thread(target=gateway.expire_idle, daemon=True, name="llmc-gateway-idle").start()
     gateway.start_sharing(say)
-    threading.Thread(target=arrivals.run, daemon=True, name="llmc-gateway-arrivals").start()
-    return Running(httpd, gateway, arrivals)
+    return Running(server, sock, gateway, app)
+
+
+def _uvicorn_server(config: uvicorn.Config) -> uvicorn.Server:
+    """uvicorn's server, its signal handling left to serve(): one way to stop."""
+
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+    return Server(config)
 
 
 def serve(toolbox: Toolbox, address: str, **options: Any) -> None:

@@ -1,7 +1,7 @@
-"""How the gateway's HTTP handler takes each request from the parser (request_parser.py) and
-writes replies: plain JSON, a call's SSE stream (resumable in a session: every event kept with an id, a
-GET with Last-Event-ID takes the stream over), and a session's GET stream. http.py decides what
-is admitted and which connection answers; this module only moves bytes between it and the host."""
+"""How the gateway's HTTP handler writes replies: plain JSON, a call's SSE stream (resumable in a
+session: every event kept with an id, a GET with Last-Event-ID takes the stream over), and a
+session's GET stream. http.py decides what is admitted and which connection answers; this module
+only turns messages into a reply, handed to the server through exchange.Exchange.emit."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 
 from llmc_cli.gateway.connection import GatewayConnection
-from llmc_cli.gateway.intake import Intake
+from llmc_cli.gateway.exchange import Exchange
 from llmc_cli.gateway.modern import OPEN_ENDED, may_send_first, status_of
 from llmc_cli.gateway.sessions import CANCELLED, HostSession, ResumableStream
 from llmc_cli.mcp import jsonrpc
@@ -26,46 +26,20 @@ KEEPALIVE_SECONDS = 15.0
 HANGUP_SECONDS = 1.0  # how often an idle GET stream looks whether its host has gone
 RETRY_MS = 500  # how soon a host whose stream broke should resume it (SSE retry field)
 STREAMED = {"tools/call", "subscriptions/listen"}  # answered on SSE when the client accepts it: messages come first
-_date: tuple[int, str] = (0, "")  # (second, its Date header) last formatted
+JSON_TYPE = (b"content-type", b"application/json")
 
 
-class ReplyWriter(Intake):
+class ReplyWriter(Exchange):
     """Replies: plain JSON, a call's SSE stream (resumable in a session), a session's GET stream."""
 
-    def date_time_string(self, timestamp: float | None = None) -> str:
-        """The Date header, formatted once a second rather than for every reply."""
-        global _date
-        if timestamp is not None:
-            return super().date_time_string(timestamp)
-        now = int(time.time())
-        cached = _date  # a tuple, replaced whole: threads see the old one or the new one
-        if cached[0] != now:
-            cached = _date = (now, super().date_time_string(now))
-        return cached[1]
-
     def _send(self, status: int, body: JSONObject | None, headers: dict[str, str] | None = None) -> None:
-        """A whole reply in one write: head and body written apart cost the gateway two more
-        system calls per reply (each a turn of the GIL among the threads of busy hosts) and
-        the host a second wake-up. What send_response/send_header would write, Connection's
-        effect on the connection included."""
+        """A whole reply, handed over at once (one wake-up of the event loop)."""
         data = json.dumps(body, ensure_ascii=False).encode("utf-8") if body is not None else b""
-        head = [
-            f"{self.protocol_version} {status} {self.responses[status][0]}",
-            f"Server: {self.version_string()}",
-            f"Date: {self.date_time_string()}",
-        ]
-        if body is not None:
-            head.append("Content-Type: application/json")
-        head.append(f"Content-Length: {len(data)}")
-        for name, value in (headers or {}).items():
-            head.append(f"{name}: {value}")
-            if name.lower() == "connection":
-                self.close_connection = value.lower() == "close" or (self.close_connection and value.lower() != "keep-alive")
+        head = [JSON_TYPE] if body is not None else []
+        head.append((b"content-length", str(len(data)).encode("ascii")))
+        head.extend((name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in (headers or {}).items())
         self.release()
-        if self.request_version == "HTTP/0.9":  # a bare `GET /path`: the body alone, as http.server answers
-            self.wfile.write(data)
-            return
-        self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1", "strict") + data)
+        self.emit(status, head, data, False)
 
     def _answer(
         self,
@@ -214,22 +188,16 @@ class ReplyWriter(Intake):
             pass  # the host lost the stream: the call goes on, its events wait for a GET with Last-Event-ID
 
     def _start_stream(self, extra: dict[str, str]) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Connection", "close")
-        for name, value in extra.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.close_connection = True  # an SSE body ends when the connection does
+        head = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
+        head.extend((name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in extra.items())
+        self.emit(200, head, b"", True)
 
     def _event(self, message: JSONObject, event_id: str | None = None) -> None:
         head = f"id: {event_id}\n".encode() if event_id else b""
         self._write(head + b"event: message\ndata: " + json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n\n")
 
     def _write(self, data: bytes) -> None:
-        self.wfile.write(data)
-        self.wfile.flush()
+        self.emit(None, None, data, True)
 
     def _session_stream(self, session: HostSession, stopped: threading.Event) -> None:
         """The session's GET stream: messages that answer no request (list_changed, resource

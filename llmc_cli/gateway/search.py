@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
+from llmc_cli.errors import ConfigError
 from llmc_cli.mcp.messages import object_at
 from llmc_cli.model import JSON, JSONObject, Tool
 from llmc_cli.services.search import ToolIndex
+from llmc_cli.services.semantic import SemanticIndex, search_index
 
 if TYPE_CHECKING:
     from llmc_cli.gateway.toolbox import Toolbox
@@ -92,7 +94,10 @@ def search(toolbox: Toolbox, arguments: Mapping[str, object], clearance: str | N
         return tool_error(f"{toolbox.names.meta('search_tools')} needs a non-empty string `query`")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         return tool_error(f"`limit` must be an integer from 1 to {MAX_LIMIT}")
-    matches = _index(toolbox, clearance).search(query, limit)
+    try:
+        matches = _index(toolbox, clearance).search(query, limit)
+    except ConfigError as e:  # [search] semantic = true without the extra (`llmc serve` refuses it at start)
+        return tool_error(e.message)
     rows: list[JSON] = [
         {
             "name": toolbox.tool_name(m.tool),
@@ -108,20 +113,23 @@ def search(toolbox: Toolbox, arguments: Mapping[str, object], clearance: str | N
     }
 
 
-_INDEXES: weakref.WeakKeyDictionary[Toolbox, tuple[tuple[str | int | None, ...], ToolIndex]] = weakref.WeakKeyDictionary()
+_INDEXES: weakref.WeakKeyDictionary[Toolbox, tuple[tuple[str | int | None, ...], ToolIndex | SemanticIndex]] = (
+    weakref.WeakKeyDictionary()
+)
 _LOCK = threading.Lock()
 
 
-def _index(toolbox: Toolbox, clearance: str | None = None) -> ToolIndex:
+def _index(toolbox: Toolbox, clearance: str | None = None) -> ToolIndex | SemanticIndex:
     """The index of the toolbox's tools (of the servers `clearance` covers), built again only when
-    its tool list changed (the catalog keeps the same Tool objects until a server's list is fetched anew)."""
+    its tool list changed (the catalog keeps the same Tool objects until a server's list is fetched
+    anew); fused with the semantic stage as the toolbox's profile says ([search] semantic)."""
     tools = toolbox.tools(clearance)
     key = (clearance, *(id(t) for t in tools))
     with _LOCK:
         cached = _INDEXES.get(toolbox)
         if cached is not None and cached[0] == key:
             return cached[1]
-    index = ToolIndex(tools)
+    index = search_index(tools, toolbox.profile.profile.search.semantic)
     with _LOCK:
         _INDEXES[toolbox] = (key, index)
     return index

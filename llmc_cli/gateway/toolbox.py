@@ -39,6 +39,7 @@ from llmc_cli.mcp.messages import object_at
 from llmc_cli.mcp.versions import MODERN_VERSIONS
 from llmc_cli.model import JSON, JSONObject, Tool
 from llmc_cli.services.catalogs import authenticated
+from llmc_cli.services.semantic import semantic_wanted
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
@@ -69,6 +70,8 @@ class Toolbox:
         self.note = note  # what is said at -v (None: not verbose)
         self.on_stderr = on_stderr
         self.serve = serve or profile.profile.serve
+        if self.serve.tool_search:  # [search] semantic = true without its extra: refused here, at start (exit 3)
+            semantic_wanted(profile.profile.search.semantic)
         # the schema allows bare names with exactly one server, so every name routes back to it
         self.bare = next(iter(profile.profile.servers)) if profile.profile.serve.bare_names else None
         self.names = ServedNames(self.serve.name_separator, profile.profile.servers, self.bare)
@@ -91,6 +94,8 @@ class Toolbox:
             require_sandbox=authenticated(profile) if require_sandbox is None else require_sandbox,
         )
         self.catalog.posts_on_caller_thread = True  # a host's call runs on its connection's thread
+        # -v: what the catalog did that an operator may want to know (a dropped cache entry), in the log's words
+        self.catalog.say = (lambda message: note(message.removeprefix("llmc: "))) if note is not None else None
         # Every host's calls share one audit trail: decisions on disk before each call runs (hosts
         # calling at once share a write and fsync), outcomes written with the next decision or
         # within a second, as in a batch.

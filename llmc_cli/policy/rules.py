@@ -76,15 +76,17 @@ def decide(
     caller: Caller,
     cwd: str | None = None,
     approved: Callable[[str], bool] | None = None,
+    digest: str | None = None,
 ) -> Decision:
     """The decision on one call. Deny, read-only and argument rules hold for every caller;
     `confirm` patterns too; `confirm_destructive` only for calls a model chose. `cwd`: the
     server's working directory when llmc knows it (relative path arguments are judged against
     it; unknown, they are refused under a path rule). `approved`: hashes pre-approved outside
-    the profile (the state database), asked only for a call that needs a confirmation."""
+    the profile (the state database), asked only for a call that needs a confirmation.
+    `digest`: call_hash(call), when the caller has it already (one HMAC per call)."""
     qualified = call.qualified_name
     access = _access(qualified, tool, config)
-    digest = call_hash(call)
+    digest = digest or call_hash(call)
     if access.action == "deny":
         access.call_hash = digest
         return access

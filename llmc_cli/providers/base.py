@@ -250,6 +250,7 @@ class Failure:
     message: str
     status: int | None = None
     retry_after: float | None = None
+    final: bool = False  # not worth another attempt though of a transient kind (a refused connection)
 
 
 def reason_for_status(status: int | None, message: str) -> str:
@@ -315,7 +316,12 @@ def call_with_retries(
             settings.max_backoff,
             failure.retry_after if failure.retry_after is not None else 0.5 * 2**attempt * (1 + random.random() / 4),
         )
-        if failure.reason not in TRANSIENT or attempt >= settings.max_retries or time.monotonic() + wait >= deadline:
+        if (
+            failure.final
+            or failure.reason not in TRANSIENT
+            or attempt >= settings.max_retries
+            or time.monotonic() + wait >= deadline
+        ):
             tries = f" (after {attempt + 1} attempts)" if attempt else ""
             where = f" to {provider_endpoint(provider, settings.base_url)}" if failure.reason in ("connection", "timeout") else ""
             raise ProviderError(
@@ -368,12 +374,26 @@ def classify_sdk_failure(exc: BaseException, sdk: ModuleType, status_failure: Ca
     if isinstance(exc, sdk.APITimeoutError):
         return Failure("timeout", "the request timed out")
     if isinstance(exc, sdk.APIConnectionError):
-        return Failure("connection", str(exc.__cause__ or exc) or "connection error")
+        return connection_failure(exc)
     if isinstance(exc, sdk.APIStatusError):
         return status_failure(exc)
     if isinstance(exc, sdk.APIError):
         return Failure("other", exc.message)
     return None
+
+
+def connection_failure(exc: BaseException) -> Failure:
+    """A request that never reached the API. A refused connection (nothing listens at the base
+    URL: a local server that is not running, a wrong port) is said as such and not retried: the
+    next attempts would be refused the same, seconds later."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # the SDK's error, then httpx's, httpcore's, the socket's
+        if seen is None:
+            break
+        if isinstance(seen, ConnectionRefusedError):
+            return Failure("connection", "Connection refused", final=True)
+        seen = seen.__cause__ or seen.__context__
+    return Failure("connection", str(exc.__cause__ or exc) or "connection error")
 
 
 def http_failure(status: int | None, body: object, fallback: str, headers: Mapping[str, str] | None = None) -> Failure:

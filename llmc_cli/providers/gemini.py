@@ -24,6 +24,7 @@ from llmc_cli.providers.base import (
     Usage,
     UserMessage,
     call_with_retries,
+    connection_failure,
     empty_stream,
     http_failure,
     images,
@@ -48,7 +49,8 @@ def classify_gemini(exc: BaseException) -> Failure | None:
         if "TimeoutException" in names:
             return Failure("timeout", "the request timed out")
         if "TransportError" in names:
-            return Failure("connection", str(exc) or type(exc).__name__)
+            failure = connection_failure(exc)
+            return failure if failure.final else Failure("connection", str(exc) or type(exc).__name__)
     return None
 
 

@@ -32,6 +32,7 @@ _WHERE = {
         ),
         "llmc_cli.services.scanning": "scan_servers",
         "llmc_cli.services.search": "Match ToolIndex searchable_tools",
+        "llmc_cli.services.semantic": "search_index semantic_wanted",
         "llmc_cli.services.state": "audit_log host_sessions open_state",
         "llmc_cli.services.tools": "ToolResolver",
     }.items()
@@ -57,6 +58,7 @@ if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its modul
     from llmc_cli.services.sandbox import protected_paths
     from llmc_cli.services.scanning import scan_servers
     from llmc_cli.services.search import Match, ToolIndex, searchable_tools
+    from llmc_cli.services.semantic import search_index, semantic_wanted
     from llmc_cli.services.state import audit_log, host_sessions, open_state
     from llmc_cli.services.tools import ToolResolver
 else:
@@ -94,6 +96,8 @@ __all__ = [
     "Match",
     "ToolIndex",
     "searchable_tools",
+    "search_index",
+    "semantic_wanted",
     "audit_log",
     "host_sessions",
     "open_state",

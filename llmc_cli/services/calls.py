@@ -227,7 +227,8 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
     profile = invocation.profile
     if arguments_too_deep(call.arguments):  # whoever sent them (a `KEY:=JSON` pair, a keeper's client)
         raise UsageError(ARGUMENTS_TOO_DEEP)
-    denial = clearance_denial(invocation, call.server, policy.call_hash(call))
+    digest = policy.call_hash(call)  # once: the decision and its record carry it
+    denial = clearance_denial(invocation, call.server, digest)
     if denial is not None:  # above the caller's clearance: the server is not even started
         return _authorization(invocation, call, denial, None)
     tool = catalog.require_tool(call.server, call.tool)
@@ -235,7 +236,7 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
         # Text no UTF-8 writer accepts (a model's "\\ud800" escape): not checked against path
         # rules, not recorded faithfully, not sent; the record shows it as U+FFFD.
         decision = policy.Decision(
-            "deny", "invalid_text", "the arguments contain a lone surrogate (invalid Unicode text)", policy.call_hash(call)
+            "deny", "invalid_text", "the arguments contain a lone surrogate (invalid Unicode text)", digest
         )
     else:
         decision = policy.decide(
@@ -245,6 +246,7 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
             caller=invocation.caller,  # type: ignore[arg-type]
             cwd=catalog.pool.working_directory(call.server),
             approved=invocation.state.approvals.is_approved,
+            digest=digest,
         )
     if decision.action != "deny" and profile.profile.guard.descriptions == "hide":
         decision = _hidden(tool, decision)

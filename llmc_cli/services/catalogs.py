@@ -213,6 +213,12 @@ def visible_tools(
     if servers == []:
         return [], [], []
     tools, failures = catalog.list_tools(servers)
+    allowed, denied = allowed_tools(tools, profile)
+    return allowed, denied, failures
+
+
+def allowed_tools(tools: list[Tool], profile: LoadedProfile) -> tuple[list[Tool], list[Tool]]:
+    """(allowed, denied) of tools listed however (live, or an earlier listing `ask` cached)."""
     config = profile.profile.policy
     allowed = [t for t in tools if policy.visible(t, config).action == "allow"]
     if profile.profile.guard.descriptions == "hide":  # a tool whose text attacks the model is not offered
@@ -220,7 +226,7 @@ def visible_tools(
 
         hidden = flagged(allowed)
         allowed = [t for t in allowed if t.qualified_name not in hidden]
-    return allowed, [t for t in tools if t not in allowed], failures
+    return allowed, [t for t in tools if t not in allowed]
 
 
 def visible_items(

@@ -1,7 +1,7 @@
 """Who gets into the HTTP gateway, and how much of it each may take: revoking the last token
 closes the door rather than opening it (`[serve] auth`), principals have their own shares of
 sessions and requests in flight, and connections that have shown no token wait in a small pool
-of their own with a short deadline, so none of them can crowd out a host with a valid token."""
+with a short deadline of their own, so none of them can crowd out a host with a valid token."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ import socket
 import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.gateway.test_http import INIT, Gateway, run, sdk_host, start, stop
 from tests.helpers import free_port, llmc, wait_until
@@ -79,6 +81,7 @@ def test_idle_connections_that_show_no_token_cannot_keep_a_token_holder_out(gate
     running = start(with_principals(gateway_profile), "--max-connections", "64", env=TOKENS)
     idle: list[socket.socket] = []
     try:
+        assert running.request("POST", "/mcp", INIT, bearer(ALICE))[0] == 200  # the upstream is up: what is timed is the door
         for _ in range(80):
             idle.append(socket.create_connection(("127.0.0.1", running.port), timeout=30))
         time.sleep(0.5)  # the accept loop has taken them
@@ -120,7 +123,12 @@ def test_a_connection_must_present_its_request_within_the_pending_timeout(gatewa
             trickling.sendall(b"POST /mcp HTTP/1.1\r\n")
             public.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")  # no token: still pending
             began = time.monotonic()
-            assert public.recv(65536).startswith(b"HTTP/1.1 200 ")
+            answer = b""
+            for _ in range(10):  # head and body may come apart
+                answer += public.recv(65536)
+                if answer.endswith(b'{"status": "ok"}'):
+                    break
+            assert answer.startswith(b"HTTP/1.1 200 ")
             assert closed_within(silent, 6) and closed_within(trickling, 6) and closed_within(public, 6)
             assert time.monotonic() - began < 6
         kept = http.client.HTTPConnection("127.0.0.1", running.port, timeout=30)
@@ -131,16 +139,24 @@ def test_a_connection_must_present_its_request_within_the_pending_timeout(gatewa
         stop(running)
 
 
-def test_kept_alive_connections_make_room_for_new_requests(gateway_profile: Path) -> None:
-    """--max-connections counts admitted connections, busy or kept alive; a new request takes
-    the place of the one idle longest rather than being turned away."""
-    running = start(with_principals(gateway_profile), "--max-connections", "2", env=TOKENS)
+def test_kept_alive_connections_take_no_slot_and_requests_in_flight_do(gateway_profile: Path) -> None:
+    """--max-connections counts admitted requests in flight, not connections: connections kept
+    alive between requests keep nobody out (and end after --request-timeout idle); with every
+    slot answering a request, the next one is told to come back (503, Retry-After)."""
+    running = start(with_principals(gateway_profile), "--max-connections", "2", "--request-timeout", "2", env=TOKENS)
     kept = [http.client.HTTPConnection("127.0.0.1", running.port, timeout=30) for _ in range(2)]
     try:
         for conn in kept:
             assert post_init(conn, ALICE) == 200
         assert running.request("POST", "/mcp", INIT, bearer(BOB))[0] == 200
-        assert kept[0].sock is not None and closed_within(kept[0].sock, 5)  # the one idle longest
+        assert kept[0].sock is not None and closed_within(kept[0].sock, 5)  # idle past --request-timeout
+        streams = [open_stream(running, token, open_host_session(running, token)) for token in (ALICE, BOB)]
+        status, headers, _ = running.request("POST", "/mcp", INIT, bearer(BOB))
+        assert status == 503 and headers["retry-after"] == "1"
+        for conn, response in streams:
+            response.close()
+            conn.close()
+        assert wait_until(lambda: running.request("POST", "/mcp", INIT, bearer(BOB))[0] == 200, timeout=10)
     finally:
         for conn in kept:
             conn.close()
@@ -244,6 +260,7 @@ def test_a_principal_at_its_request_quota_is_refused_and_the_others_go_on(gatewa
         stop(running)
 
 
+@pytest.mark.e2e  # the `llmc serve` process itself: its stderr, signals, exit
 def test_revoking_the_last_token_lets_nobody_in(gateway_profile: Path) -> None:
     """After `token revoke` of the only principal every request is 401 (on loopback too), and
     stays so when the profile is then edited back to having no [serve] at all; restarted on the
@@ -252,7 +269,7 @@ def test_revoking_the_last_token_lets_nobody_in(gateway_profile: Path) -> None:
     created = llmc("serve", "-p", str(gateway_profile), "token", "create", "ops")
     assert created.returncode == 0, created.stderr
     token = json.loads(created.stdout)["token"]
-    running = start(gateway_profile)
+    running = start(gateway_profile, process=True)
     try:
         assert running.request("POST", "/mcp", INIT, bearer(token))[0] == 200
         assert running.request("POST", "/mcp", INIT)[0] == 401

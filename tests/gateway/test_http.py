@@ -50,7 +50,17 @@ class Gateway:
             conn.close()
 
 
-def start(profile: Path, *extra: str, env: dict[str, str] | None = None, port: int | None = None) -> Gateway:
+def start(
+    profile: Path, *extra: str, env: dict[str, str] | None = None, port: int | None = None, process: bool = False
+) -> Gateway:
+    """The gateway for `profile`: served in this process (inprocess.py) unless `process` or an
+    option start_server has no keyword for asks for `llmc serve --http` itself."""
+    if not process:
+        from tests.gateway.inprocess import options_of, serve_in_process
+
+        options = options_of(extra)
+        if options is not None:
+            return serve_in_process(profile, env=env, port=port or 0, **options)
     port = port or free_port()
     proc = subprocess.Popen(
         [llmc_executable(), "serve", "-p", str(profile), "--http", f"127.0.0.1:{port}", *extra],
@@ -75,6 +85,11 @@ def start(profile: Path, *extra: str, env: dict[str, str] | None = None, port: i
 
 
 def stop(gateway: Gateway) -> str:
+    """Stop it as SIGTERM does; what it said on stderr (in process: what it logged)."""
+    from tests.gateway.inprocess import InProcess
+
+    if isinstance(gateway, InProcess):
+        return gateway.close()
     gateway.proc.terminate()
     _, stderr = gateway.proc.communicate(timeout=30)
     assert gateway.proc.returncode == 0, stderr
@@ -208,8 +223,8 @@ def raw_exchange(port: int, data: bytes) -> bytes:
 
 
 def test_request_heads_are_parsed_strictly(gateway: Gateway) -> None:
-    """The gateway parses request heads itself (not through the email package): well-formed ones
-    as before, kept alive; malformed header lines 400, over http.client's limits 431."""
+    """Request heads are parsed strictly (llhttp in uvicorn, and protocol.py's limits): well-formed
+    ones kept alive; malformed header lines 400, a head past 64 KiB or 100 fields 431."""
     host = b"Host: 127.0.0.1\r\n"
     ok = raw_exchange(gateway.port, b"GET /healthz HTTP/1.1\r\nHost:  127.0.0.1  \r\nConnection: close\r\n\r\n")
     assert ok.startswith(b"HTTP/1.1 200 ") and ok.endswith(b'{"status": "ok"}')
@@ -223,7 +238,7 @@ def test_request_heads_are_parsed_strictly(gateway: Gateway) -> None:
     ]:
         answer = raw_exchange(gateway.port, b"GET /healthz HTTP/1.1\r\n" + head + b"\r\n")
         assert answer.startswith(b"HTTP/1.1 " + status + b" "), (head[:40], answer[:80])
-    assert b"Error code: 505" in raw_exchange(gateway.port, b"GET /healthz HTTP/2.0\r\n" + host + b"\r\n")
+    assert raw_exchange(gateway.port, b"GET /healthz HTTP/2.0\r\n" + host + b"\r\n").startswith(b"HTTP/1.1 505 ")
     assert raw_exchange(gateway.port, b"GET /healthz HTTP/1.1\r\nHost: evil.example.com\r\nConnection: close\r\n\r\n").startswith(
         b"HTTP/1.1 403 "
     )
@@ -354,6 +369,7 @@ def test_bearer_tokens_principals_and_their_profiles(gateway_profile: Path, tmp_
     assert denied["decision"] == "deny" and denied["client"]["principal"] == "ci"
 
 
+@pytest.mark.e2e  # the `llmc serve` process itself: its stderr, signals, exit
 def test_revoked_and_rotated_tokens_count_without_a_restart(gateway_profile: Path) -> None:
     """`token create` (again: rotation) and `token revoke` change what a running gateway accepts
     from the next request on; a profile broken mid-edit keeps the principals it had."""
@@ -367,7 +383,7 @@ def test_revoked_and_rotated_tokens_count_without_a_restart(gateway_profile: Pat
         return running.request("POST", "/mcp", INIT, {"Authorization": f"Bearer {secret}"})[0]
 
     first = token("ops")
-    running = start(gateway_profile)
+    running = start(gateway_profile, process=True)
     try:
         assert status(first) == 200
         second = token("ops")  # rotated: the old token is gone, the new one works
@@ -425,7 +441,7 @@ def read_events(response: Any, until: bytes) -> list[tuple[str | None, bytes]]:
     events: list[tuple[str | None, bytes]] = []
     event_id, data = None, b""
     for _ in range(10_000):
-        line = response.fp.readline()
+        line = response.readline()
         assert line, f"the stream ended before {until!r}: {events}"
         if line.startswith(b"id: "):
             event_id = line[4:].strip().decode()
@@ -518,11 +534,12 @@ def test_conformance_server_scenarios(gateway: Gateway, tmp_path: Path, suite: s
     assert " 0 failed" in proc.stdout
 
 
+@pytest.mark.e2e  # the `llmc serve` process itself: its stderr, signals, exit
 def test_open_listen_streams_end_with_complete_when_the_gateway_stops(gateway_profile: Path) -> None:
     """2026-07-28 subscriptions/listen over HTTP: when the gateway shuts down (SIGTERM), each open
     stream gets the `complete` result for its request before it closes (subscriptions.mdx,
     Graceful Closure), so the host can tell a clean end from a lost connection."""
-    running = start(gateway_profile)
+    running = start(gateway_profile, process=True)
     meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
     listen = {
         "jsonrpc": "2.0",
@@ -553,19 +570,20 @@ def test_open_listen_streams_end_with_complete_when_the_gateway_stops(gateway_pr
             "id": "L1",
             "result": {"resultType": "complete", "_meta": {"io.modelcontextprotocol/subscriptionId": "L1"}},
         }
-        assert response.fp.readline() == b""  # then the stream ends
+        assert response.readline() == b""  # then the stream ends
     finally:
         conn.close()
         stop(running)
 
 
+@pytest.mark.e2e  # the `llmc serve` process itself: its stderr, signals, exit
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name)
 def test_a_storm_of_signals_still_stops_the_gateway_cleanly(gateway_profile: Path, sig: signal.Signals) -> None:
     """The signal again and again until the gateway is gone (a supervisor repeating its stop; one
     lands while the interpreter finalizes, when CPython has put back each signal's default action):
     the first one stops it, the others change nothing, it exits 0 as after one. SIGHUP (the
     terminal it ran in closed) stops it the same way, upstream servers included."""
-    running = start(gateway_profile)
+    running = start(gateway_profile, process=True)
     meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
     status, _, body = running.request(
         "POST",
@@ -584,19 +602,23 @@ def test_a_storm_of_signals_still_stops_the_gateway_cleanly(gateway_profile: Pat
 
 PING = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
 SMUGGLED = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-FRAMINGS = [
-    ("chunked beside a length", b"Transfer-Encoding: chunked\r\nContent-Length: %d\r\n" % len(PING), 501),
-    ("chunked alone", b"Transfer-Encoding: chunked\r\n", 501),
-    ("two lengths that differ", b"Content-Length: %d\r\nContent-Length: %d\r\n" % (len(PING), len(PING) + 5), 400),
+FRAMINGS = [  # the server's parser (llhttp) refuses the first four itself, before the app sees a body
+    ("chunked beside a length", b"Transfer-Encoding: chunked\r\nContent-Length: %d\r\n" % len(PING), (400,)),
+    ("chunked alone", b"Transfer-Encoding: chunked\r\n", (400, 501)),
+    ("two lengths that differ", b"Content-Length: %d\r\nContent-Length: %d\r\n" % (len(PING), len(PING) + 5), (400,)),
     # RFC 9110 8.6 lets a recipient refuse or collapse repeated lengths that agree; llhttp refuses
-    ("one length given twice alike", b"Content-Length: %d\r\nContent-Length: %d\r\n" % (len(PING), len(PING)), 400),
-    ("a length that is no ASCII number", "Content-Length: ²\r\n".encode("latin-1"), 400),
-    ("no length", b"", 411),
+    ("one length given twice alike", b"Content-Length: %d\r\nContent-Length: %d\r\n" % (len(PING), len(PING)), (400,)),
+    ("a length that is no ASCII number", "Content-Length: ²\r\n".encode("latin-1"), (400,)),
+    # no body at all to llhttp: the JSON after the head is a malformed next request (400), or,
+    # when the app answers first, 411 and the connection closes
+    ("no length", b"", (400, 411)),
 ]
 
 
-@pytest.mark.parametrize("what, framing, status", FRAMINGS, ids=[f[0] for f in FRAMINGS])
-def test_a_body_framed_two_ways_is_refused_and_smuggles_nothing(gateway: Gateway, what: str, framing: bytes, status: int) -> None:
+@pytest.mark.parametrize("what, framing, statuses", FRAMINGS, ids=[f[0] for f in FRAMINGS])
+def test_a_body_framed_two_ways_is_refused_and_smuggles_nothing(
+    gateway: Gateway, what: str, framing: bytes, statuses: tuple[int, ...]
+) -> None:
     """Request smuggling (RFC 9112 6.1, 6.3): a message whose end a proxy in front could read
     differently is refused, the connection closed, and what followed it is never served as a
     request of its own."""
@@ -605,8 +627,17 @@ def test_a_body_framed_two_ways_is_refused_and_smuggles_nothing(gateway: Gateway
         b"Accept: application/json, text/event-stream\r\n" + framing + b"\r\n"
     )
     answer = raw_exchange(gateway.port, head + PING + SMUGGLED)
-    assert answer.startswith((f"HTTP/1.0 {status} ".encode(), f"HTTP/1.1 {status} ".encode())), answer
+    assert answer.startswith(tuple(f"HTTP/1.1 {status} ".encode() for status in statuses)), answer
     assert answer.count(b"HTTP/1.") == 1, answer  # the smuggled GET got no answer
+
+
+def test_a_post_without_a_length_or_with_chunks_is_refused_by_the_gateway(gateway: Gateway) -> None:
+    """What llhttp lets through, the gateway refuses: a POST with no Content-Length (411) or a
+    well-formed chunked body (501); the connection closes."""
+    head = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+    assert raw_exchange(gateway.port, head + b"\r\n").startswith(b"HTTP/1.1 411 ")
+    chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(PING), PING)
+    assert raw_exchange(gateway.port, head + b"Transfer-Encoding: chunked\r\n\r\n" + chunked).startswith(b"HTTP/1.1 501 ")
 
 
 TRICKLED = [
@@ -641,9 +672,41 @@ def test_a_request_trickled_in_is_cut_off_at_the_request_timeout(
                     cut = True
                     break
                 ready, _, _ = select.select([sock], [], [], 0.2)
-                if ready and sock.recv(65536) == b"":
+                try:
+                    if ready and sock.recv(65536) == b"":
+                        cut = True
+                        break
+                except ConnectionResetError:  # closed with bytes of ours unread: a reset
                     cut = True
                     break
             assert cut, "the connection was never closed"
     finally:
         stop(running)
+
+
+def test_pipelined_requests_are_answered_in_order_and_100_continue_is_honoured(gateway: Gateway) -> None:
+    """HTTP/1.1 as clients use it, now uvicorn's: requests pipelined on one connection are each
+    answered, in order; a POST that asks `Expect: 100-continue` hears 100 before it sends its body."""
+    host = b"Host: 127.0.0.1\r\n"
+    two = b"GET /healthz HTTP/1.1\r\n" + host + b"\r\nGET /readyz HTTP/1.1\r\n" + host + b"Connection: close\r\n\r\n"
+    answer = raw_exchange(gateway.port, two)
+    assert answer.count(b"HTTP/1.1 200 ") == 2 and answer.index(b'"ok"') < answer.index(b'"ready"'), answer
+    with socket.create_connection(("127.0.0.1", gateway.port), timeout=30) as sock:
+        sock.sendall(
+            b"POST /mcp HTTP/1.1\r\n" + host + b"Content-Type: application/json\r\nAccept: application/json\r\n"
+            b"Expect: 100-continue\r\nConnection: close\r\nContent-Length: %d\r\n\r\n" % len(PING)
+        )
+        assert sock.recv(65536).startswith(b"HTTP/1.1 100 ")
+        sock.sendall(PING)
+        rest = b""
+        while chunk := sock.recv(65536):
+            rest += chunk
+    assert rest.startswith(b"HTTP/1.1 400 ") and b"Mcp-Session-Id" in rest  # an answer to the body it then sent
+
+
+def test_replies_are_not_held_back_by_nagle(gateway: Gateway) -> None:
+    """uvicorn writes a reply's head and body apart; asyncio turns Nagle's algorithm off only for
+    sockets whose protocol says TCP, else each reply's body waits ~40 ms for the client's delayed
+    ACK. The listening socket (start_server binds it) must say so."""
+    running = gateway.running  # type: ignore[attr-defined]
+    assert running.sock.proto == socket.IPPROTO_TCP

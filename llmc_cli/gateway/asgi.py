@@ -1,0 +1,176 @@
+"""The gateway as an ASGI application (served by uvicorn: http_server.py). The event loop reads
+each request's head and body, within their limits and deadline, then hands the request to a
+worker thread of a bounded pool, where http.py's Handler answers it through the synchronous core
+(hosts.py and below); the reply comes back as messages on an asyncio queue (exchange.py) and goes
+out through the server. A host that closes its connection sets the exchange's `gone`: its
+stream's next write fails there, which ends the request (and cancels a 2026-07-28 call)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any
+
+from llmc_cli.gateway.admission import Quotas
+from llmc_cli.gateway.exchange import Out
+from llmc_cli.gateway.hosts import HttpGateway
+from llmc_cli.gateway.http import MAX_BODY_BYTES, Handler
+from llmc_cli.mcp import jsonrpc
+
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+DONE: Any = object()  # the worker thread has returned
+
+
+class GatewayApp:
+    """ASGI 3: HTTP requests only (uvicorn runs with lifespan off)."""
+
+    def __init__(self, gateway: HttpGateway, *, max_requests: int, request_seconds: float) -> None:
+        self.gateway = gateway
+        self.quotas = Quotas(max_requests)
+        self.request_seconds = request_seconds
+        # A thread for every admitted request the gateway may have in flight, and a few for the
+        # ones being refused: --max-connections bounds the pool as it bounds admission.
+        self.pool = ThreadPoolExecutor(max_workers=max_requests + 16, thread_name_prefix="llmc-gateway")
+        # In flight, with how to wake each one's relay: told to stop when the gateway stops.
+        self.exchanges: dict[Handler, Callable[[], None]] = {}
+
+    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        refusal = framing_problem(scope)
+        if refusal is not None:
+            await plain(send, *refusal)
+            return
+        body = await self._body(scope, receive, send)
+        if body is None:
+            return
+        loop = asyncio.get_running_loop()
+        replies: asyncio.Queue[Out] = asyncio.Queue()
+
+        def emit(item: Out) -> None:  # from the worker thread
+            loop.call_soon_threadsafe(replies.put_nowait, item)
+
+        handler = Handler(scope, body, emit, self.quotas)
+        handler.gateway = self.gateway
+        watchers: list[asyncio.Task[None]] = []  # a stream's: who watches for its host leaving
+
+        def streaming() -> None:
+            watchers.append(loop.create_task(watch(receive, handler)))
+
+        self.exchanges[handler] = partial(replies.put_nowait, DONE)
+        work = loop.run_in_executor(self.pool, handler.run)
+        work.add_done_callback(lambda _: replies.put_nowait(DONE))
+        try:
+            await relay(replies, send, handler, streaming)
+        finally:
+            handler.gone.set()  # cancelled, or the gateway stopping: the worker's next write fails
+            self.exchanges.pop(handler, None)
+            for watcher in watchers:
+                watcher.cancel()
+        if work.done():
+            work.result()  # an error of the handler's own: uvicorn logs it
+
+    async def _body(self, scope: dict[str, Any], receive: Receive, send: Send) -> bytes | None:
+        """The request's body, whole within --request-timeout of its head (else 408 and the
+        connection closes); None: refused, or the host went away."""
+        if scope["method"] != "POST":
+            return b""
+        chunks: list[bytes] = []
+        try:
+            async with asyncio.timeout(self.request_seconds):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        return None
+                    chunks.append(message.get("body", b""))
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            await plain(send, 408, "Request Timeout: the body did not arrive in time")
+            return None
+        return b"".join(chunks)
+
+    def stop(self) -> None:
+        """On the event loop, when the gateway stops: replies still being written end now (their
+        workers' next write fails), so the server's shutdown finds every connection done."""
+        for handler, wake in list(self.exchanges.items()):
+            handler.gone.set()
+            wake()
+
+
+def framing_problem(scope: dict[str, Any]) -> tuple[int, str] | None:
+    """Where a message ends must be read the way any proxy in front reads it, or the rest of a
+    body becomes a request of its own (request smuggling, RFC 9112 6.1 and 6.3). llhttp refuses
+    a Content-Length that is not one number, and one beside Transfer-Encoding (400); on top of
+    it: HTTP/1.x, one Host (RFC 9112 3.2), no Transfer-Encoding (this endpoint reads none), a
+    Content-Length on every POST, within the limit. (status, message) to refuse with."""
+    hosts = length = 0
+    size = ""
+    chunked = False
+    for name, value in scope["headers"]:
+        if name == b"host":
+            hosts += 1
+        elif name == b"content-length":
+            length += 1
+            size = value.decode("latin-1").strip()
+        elif name == b"transfer-encoding":
+            chunked = True
+    if scope.get("http_version") not in ("1.0", "1.1"):  # llhttp takes any digit.digit
+        return 505, f"HTTP Version Not Supported: HTTP/{scope.get('http_version')}"
+    if hosts > 1:
+        return 400, "Bad Request: more than one Host header"
+    if scope["method"] != "POST":
+        return None
+    if chunked:
+        return 501, "Not Implemented: Transfer-Encoding; send the message with a Content-Length"
+    if not length:
+        return 411, "Length Required"
+    if not size.isdigit():
+        return 400, "Bad Request: Content-Length is not a number"
+    if int(size) > MAX_BODY_BYTES:
+        return 413, f"Payload Too Large: at most {MAX_BODY_BYTES} bytes per message"
+    return None
+
+
+async def plain(send: Send, status: int, message: str) -> None:
+    """A refusal before the handler: its JSON-RPC error, and the connection closes."""
+    data = json.dumps(jsonrpc.error(None, jsonrpc.INVALID_REQUEST, message)).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()), (b"connection", b"close")]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": data, "more_body": False})
+
+
+async def watch(receive: Receive, handler: Handler) -> None:
+    """Mark the exchange gone when its host closes the connection."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    handler.gone.set()
+
+
+async def relay(replies: asyncio.Queue[Out], send: Send, handler: Handler, streaming: Callable[[], None]) -> None:
+    """Write what the worker thread hands over until it returns; end a stream it left open. A
+    reply that starts as a stream calls `streaming` (a whole reply needs no watching: a host
+    gone meanwhile only makes its write go nowhere)."""
+    started = ended = False
+    while (item := await replies.get()) is not DONE:
+        status, headers, data, more = item
+        if handler.gone.is_set() or ended:
+            continue
+        if status is not None:
+            await send({"type": "http.response.start", "status": status, "headers": headers or []})
+            started = True
+            if more:
+                streaming()
+        if data or not more:
+            await send({"type": "http.response.body", "body": data, "more_body": more})
+            ended = not more
+    # A stream the worker left (or the gateway stopping cut short) ends; the server's send does
+    # nothing for a host that has gone.
+    if started and not ended:
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+    elif not started:
+        await plain(send, 503, "Service Unavailable: the gateway is stopping")

@@ -1,0 +1,104 @@
+"""One HTTP request as the gateway's handler (http.py, replies.py) answers it on a worker thread:
+its head and body (read on the event loop by asgi.py), whether the host has gone, its admission
+(admission.Quotas), and its reply, handed to the event loop as messages (an asyncio queue fed
+through loop.call_soon_threadsafe) that asgi.py writes through the server (uvicorn)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from llmc_cli.gateway.admission import Quotas
+
+# (status or None, headers or None, body bytes, more to come): a response head (status set)
+# and/or a piece of its body; more=False ends the response.
+Out = tuple[int | None, list[tuple[bytes, bytes]] | None, bytes, bool]
+
+
+class Headers:
+    """A request's header fields by name, case-insensitively; the first of repeated ones."""
+
+    def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
+        self._fields: dict[str, str] = {}
+        for name, value in raw:
+            self._fields.setdefault(name.decode("latin-1").lower(), value.decode("latin-1").strip())
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        return self._fields.get(name.lower(), default)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._fields
+
+
+class Seen:
+    """What the server's protocol (protocol.py) keeps for a connection: whether a request of it
+    was admitted (its next one then gets --request-timeout to arrive, not --pending-timeout)."""
+
+    admitted = False
+
+
+class Exchange:
+    """A request and its reply, from the worker thread's side."""
+
+    def __init__(self, scope: dict[str, Any], body: bytes, emit: Callable[[Out], None], quotas: Quotas) -> None:
+        self.command: str = scope["method"]
+        self.path: str = scope["path"] + ("?" + scope["query_string"].decode("latin-1") if scope.get("query_string") else "")
+        self.headers = Headers(scope["headers"])
+        client = scope.get("client") or ("", 0)
+        self.client_address: tuple[str, int] = (str(client[0]), int(client[1]))
+        extensions = scope.get("extensions") or {}
+        self.tls: dict[str, Any] | None = extensions.get("tls")
+        self.seen: Seen = extensions.get("llmc.connection") or Seen()
+        self.body = body
+        self.quotas = quotas
+        self.gone = threading.Event()  # the host closed the connection (asgi.py watches for it)
+        self._emit = emit
+        self._ticket: tuple[str | None] | None = None  # the admitted request's principal
+
+    def run(self) -> None:
+        """Answer the request (on a worker thread); a host that went away ends it quietly."""
+        answer = getattr(self, "do_" + self.command, None)
+        try:
+            if answer is None:
+                self.refuse_method()
+            else:
+                answer()
+        except ConnectionError:
+            pass  # the host went away mid-reply (emit)
+        finally:
+            self.release()
+
+    def refuse_method(self) -> None:
+        self.emit(501, [(b"content-type", b"text/plain"), (b"content-length", b"16")], b"Not Implemented\n", False)
+
+    def admit(self, principal: str | None, max_requests: int) -> None:
+        """Count this request against its principal's share and the gateway's (raises Refused)."""
+        self.quotas.admit(principal, max_requests)
+        self._ticket = (principal,)
+        self.seen.admitted = True
+
+    def release(self) -> None:
+        """The admitted request stops counting against its principal. Called before its final reply
+        is written: a host that reads the reply and at once sends its next request must find the
+        slot free (max_requests = 1 means one at a time, not one per round trip)."""
+        if self._ticket is not None:
+            self.quotas.done(self._ticket[0])
+            self._ticket = None
+
+    def tls_subject(self) -> dict[str, str] | None:
+        """The verified client certificate's subject (mutual TLS), or None."""
+        if self.tls is None:
+            return None
+        subject: dict[str, str] | None = self.tls.get("llmc.client_subject")
+        return subject or None
+
+    def _hung_up(self) -> bool:
+        """Whether the host closed the connection."""
+        return self.gone.is_set()
+
+    def emit(self, status: int | None, headers: list[tuple[bytes, bytes]] | None, data: bytes, more: bool) -> None:
+        """Hand part of the reply to the event loop; OSError once the host has gone."""
+        if self.gone.is_set():
+            raise BrokenPipeError("the host closed the connection")
+        self._emit((status, headers, data, more))

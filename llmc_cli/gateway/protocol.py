@@ -1,0 +1,147 @@
+"""uvicorn's httptools protocol with what the gateway needs of a connection and uvicorn does not
+do (a small subclass; everything else, parsing, keep-alive, pipelining, 100-continue and flow
+control, is uvicorn's):
+
+- Deadlines for request heads. uvicorn times out idle kept-alive connections only: a client that
+  sends a request head a byte at a time, or nothing at all, holds its connection for as long as
+  it likes (slowloris). Here a connection must present its first request head within
+  --pending-timeout (it has shown nobody's token yet), and a head once begun must be whole within
+  --request-timeout; a connection never admitted waits --pending-timeout for its next request.
+  (Bodies: the app's own deadline, asgi.py.)
+- Limits on heads: llhttp has none. A head past 64 KiB, or with more than 100 fields, is answered
+  431 and the connection closed.
+- The ASGI TLS extension (scope["extensions"]["tls"]): uvicorn leaves it out, and a verified
+  client certificate (mutual TLS) proves a principal ([serve.principals.X] tls_subject). Besides
+  the extension's own keys, "llmc.client_subject" holds the subject as config/tls_subject.py
+  matches it.
+- scope["extensions"]["llmc.connection"]: the connection's exchange.Seen, where the app marks it
+  admitted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from llmc_cli.config.tls_subject import subject_of
+from llmc_cli.gateway.exchange import Seen
+
+MAX_HEAD_BYTES = 64 * 1024
+MAX_FIELDS = 100
+
+
+class HeadTooLarge(Exception):
+    pass
+
+
+class GatewayProtocol(HttpToolsProtocol):
+    def __init__(self, *args: Any, pending_seconds: float, request_seconds: float, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.pending_seconds, self.request_seconds = pending_seconds, request_seconds
+        self.seen = Seen()
+        self.head_timer: asyncio.TimerHandle | None = None
+        self.head_bytes: int | None = 0  # bytes of a request head so far; None: not in a head
+        self.fields = 0
+        self.too_large = False
+        self.extensions: dict[str, Any] = {"llmc.connection": self.seen}
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm(min(self.pending_seconds, self.request_seconds))
+        if self.scheme == "https":
+            self.extensions["tls"] = tls_extension(transport)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self.head_bytes is not None:  # in a head: what of `data` belongs to it
+            end = data.find(b"\r\n\r\n")
+            self.head_bytes += len(data) if end < 0 else end + 4
+            if self.head_bytes > MAX_HEAD_BYTES:
+                self.too_large = True
+                self.send_400_response("")
+                return
+        super().data_received(data)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self.scope["extensions"] = self.extensions
+        self.head_bytes = self.head_bytes or 0
+        self.fields = 0
+        if self.head_timer is None:  # a kept-alive connection's next request
+            self._arm(self.request_seconds if self.seen.admitted else min(self.pending_seconds, self.request_seconds))
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.fields += 1
+        if self.fields > MAX_FIELDS:
+            self.too_large = True
+            raise HeadTooLarge  # llhttp stops; uvicorn answers through send_400_response
+        super().on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        self._disarm()
+        self.head_bytes = None
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self.head_bytes = 0
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.seen.admitted and self.timeout_keep_alive_task is not None:  # nobody's yet: a short wait
+            self.timeout_keep_alive_task.cancel()
+            self.timeout_keep_alive_task = self.loop.call_later(self.pending_seconds, self.timeout_keep_alive_handler)
+
+    def send_400_response(self, msg: str) -> None:
+        if not self.too_large:
+            super().send_400_response(msg)
+            return
+        if self.transport.is_closing():
+            return
+        body = b"Request Header Fields Too Large\n"
+        self.transport.write(
+            b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain\r\n"
+            b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body)
+        )
+        self.transport.close()
+
+    def _arm(self, seconds: float) -> None:
+        self._disarm()
+        self.head_timer = self.loop.call_later(seconds, self._late)
+
+    def _disarm(self) -> None:
+        if self.head_timer is not None:
+            self.head_timer.cancel()
+            self.head_timer = None
+
+    def _late(self) -> None:
+        """No whole request head in time: the connection ends, unanswered."""
+        self.head_timer = None
+        if not self.transport.is_closing():
+            self.transport.close()
+
+
+def tls_extension(transport: asyncio.Transport) -> dict[str, Any]:
+    """The ASGI TLS extension's keys for a TLS connection, and the verified client certificate's
+    subject (mutual TLS) under "llmc.client_subject"."""
+    ssl_object: ssl.SSLObject | None = transport.get_extra_info("ssl_object")
+    peercert = transport.get_extra_info("peercert")
+    der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
+    cipher = ssl_object.cipher() if ssl_object is not None else None
+    subject = subject_of(peercert) if peercert else {}
+    return {
+        "server_cert": None,
+        "client_cert_chain": [ssl.DER_cert_to_PEM_cert(der)] if der else [],
+        "client_cert_name": ",".join(f"{k}={v}" for k, v in reversed(list(subject.items()))) or None,
+        "client_cert_error": None,
+        "tls_version": None,
+        "cipher_suite": None,
+        "llmc.cipher": cipher[0] if cipher else None,
+        "llmc.client_subject": subject,
+    }
