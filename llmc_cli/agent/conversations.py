@@ -10,6 +10,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from llmc_cli.config.files import write_atomic
 from llmc_cli.config.paths import state_dir
@@ -64,8 +65,6 @@ def kept_url(url: str | None) -> str | None:
     hold a key, and secrets are not stored); such a URL is given again when continuing."""
     if not url:
         return None
-    from urllib.parse import urlsplit
-
     try:
         parts = urlsplit(url)
     except ValueError:

@@ -12,9 +12,10 @@ from llmc_cli.agent import runs
 from llmc_cli.cli.arguments import read_input
 from llmc_cli.cli.common import command_calls, open_target
 from llmc_cli.cli.context import app_of
-from llmc_cli.cli.output import clean, emit, note, plain_text
+from llmc_cli.cli.output import clean, emit, end_status, note, plain_text
 from llmc_cli.cli.targets import Target, target_options
 from llmc_cli.errors import TimeoutExpired, ToolFailed, UsageError
+from llmc_cli.guard.clearance import model as model_clearance
 from llmc_cli.model import PROVIDERS
 
 
@@ -94,8 +95,6 @@ def ask(
     prepared = runs.prepare(given, app.load_profile().profile.llm, continue_from=continue_from, save_as=save_as)
     # warm=False: runs.run starts only the servers whose tools it has no cached listing of
     catalog, profile = open_target(ctx, target, sample=prepared.sample, warm=False)
-    from llmc_cli.guard.clearance import model as model_clearance
-
     calls = command_calls(
         ctx,
         catalog,
@@ -158,8 +157,6 @@ class LiveText:
         self.shown = False
 
     def write(self, piece: str) -> None:
-        from llmc_cli.cli.output import end_status
-
         if piece:
             end_status()
             self.stream.write(clean(piece))

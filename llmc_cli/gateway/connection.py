@@ -16,7 +16,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
-from llmc_cli import __version__
+from llmc_cli import __version__, services
 from llmc_cli.errors import Cancelled, DriftError, InputRequired, LlmcError, PolicyDenied, RpcError
 from llmc_cli.gateway import confirmation
 from llmc_cli.gateway.listening import Subscriptions
@@ -204,7 +204,7 @@ class GatewayConnection(McpServer):
 
     def _list_tools(self, params: JSONObject, modern: str | None) -> JSONObject:
         if self.toolbox.serve.tool_search:
-            from llmc_cli.gateway import search
+            from llmc_cli.gateway import search  # tool search: loaded when the profile asks for it
 
             tools = search.listing(self.toolbox, self.clearance)
         else:
@@ -230,8 +230,6 @@ class GatewayConnection(McpServer):
         """A host's resources/read or prompts/get, through services.read (policy, audit with the
         host's identity, rate limits). What the policy denies is answered as what does not exist:
         the spec's error for an unknown resource or prompt, as for a name no server has."""
-        from llmc_cli import services
-
         toolbox = self.toolbox
         calls = services.host_calls(
             self.upstreams,
@@ -286,8 +284,6 @@ class GatewayConnection(McpServer):
         self.run_in_pool(msg_id, lambda: self._call(msg_id, params, modern, send), modern, send, name)
 
     def _call(self, msg_id: RequestId | None, params: JSONObject, modern: str | None, send: Send) -> JSONObject:
-        from llmc_cli import services
-
         name = str(params["name"])  # checked by _start_call (search.unwrap: by search)
         toolbox = self.toolbox
         if toolbox.serve.tool_search and name.startswith("llmc"):

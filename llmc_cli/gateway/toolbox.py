@@ -23,6 +23,7 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from llmc_cli import audit, lockfile, policy, services
 from llmc_cli.catalog import routing
 from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.config.secrets import Masker, environment_secrets
@@ -30,10 +31,14 @@ from llmc_cli.errors import LlmcError, RpcError
 from llmc_cli.gateway.names import ServedNames
 from llmc_cli.gateway.relay import HostRelay, own_result
 from llmc_cli.gateway.request_state import RequestStates
+from llmc_cli.guard import clearance
+from llmc_cli.guard.clearance import cleared
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.mcp.messages import object_at
+from llmc_cli.mcp.versions import MODERN_VERSIONS
 from llmc_cli.model import JSON, JSONObject, Tool
+from llmc_cli.services.catalogs import authenticated
 from llmc_cli.services.semantic import semantic_wanted
 
 if TYPE_CHECKING:
@@ -61,9 +66,6 @@ class Toolbox:
         gateway serves principals (a principal's own profile is served by one that does).
         `serve`: the served profile's [serve] settings, for the toolbox of a principal's profile
         (default: this profile's)."""
-        from llmc_cli import audit, services
-        from llmc_cli.services.catalogs import authenticated
-
         self.profile = profile
         self.note = note  # what is said at -v (None: not verbose)
         self.on_stderr = on_stderr
@@ -164,23 +166,17 @@ class Toolbox:
     def clearance_of(self, principal: str | None) -> str:
         """The clearance of a host of this principal (guard/clearance.py): servers above it are
         not offered, listed or called."""
-        from llmc_cli.guard import clearance
-
         return clearance.principal(self.serve, self.profile.profile, principal)
 
     def tools(self, clearance: str | None = None) -> list[Tool]:
         """The tools a host sees: allowed by the policy, of the servers its `clearance` covers
         and, with a lock, pinned as they are now."""
-        from llmc_cli import services
-
         self.revive()
         allowed, _hidden, failures = services.visible_tools(self.catalog, self.profile, clearance=clearance)
         self._report(failures)
         self.names.assign("tool", ((t.server, t.name) for t in allowed), self.reserved)
         if not self.profile.profile.lock:
             return allowed
-        from llmc_cli import lockfile
-
         pinned = lockfile.read(services.lock_path(self.profile))["servers"]
         return [
             t
@@ -191,8 +187,6 @@ class Toolbox:
     def describe(self, tool: Tool) -> JSONObject:
         """The tool as the host sees it: namespaced, with the hints the profile's policy goes by
         (a profile corrects servers that mislabel their tools)."""
-        from llmc_cli import policy
-
         hints = policy.effective_hints(tool, tool.qualified_name, self.profile.profile.policy)
         annotations = {**tool.annotations, **{f"{k}Hint": v for k, v in hints.items()}}
         return {**tool.raw, "name": self.tool_name(tool), "annotations": annotations}
@@ -245,8 +239,6 @@ class Toolbox:
         return named if named is not None and named[1] else None
 
     def visible(self, tool: Tool) -> bool:
-        from llmc_cli import policy
-
         return policy.visible(tool, self.profile.profile.policy).action == "allow"
 
     # -- resources, templates, prompts -------------------------------------------------------------
@@ -256,8 +248,6 @@ class Toolbox:
     ) -> list[JSONObject]:
         """Every server's items of a list method (all pages) that the policy lets hosts read, their
         `field` namespaced; none of a server above `clearance`."""
-        from llmc_cli import policy, services
-        from llmc_cli.guard.clearance import cleared
 
         def one(server: str) -> list[JSONObject]:
             if policy.whole_server_denial(server, self.profile.profile.policy) or not cleared(
@@ -296,9 +286,6 @@ class Toolbox:
     def readable(self, kind: ReadKind, server: str, name: str, upstreams: Catalog, clearance: str | None = None) -> bool:
         """Whether the policy lets hosts read this resource (see this template) or get this prompt:
         services.read's judge, asked where no read follows (completions, subscriptions)."""
-        from llmc_cli import services
-        from llmc_cli.guard.clearance import cleared
-
         if not cleared(self.profile.profile, server, clearance):
             return False
         try:
@@ -315,7 +302,6 @@ class Toolbox:
         """Whether some upstream offers resources/subscribe: an initialize-era one that declares it
         (2026-07-28 upstreams have subscriptions/listen instead, which llmc's client does not
         speak yet; one that cannot start offers nothing)."""
-        from llmc_cli.mcp.versions import MODERN_VERSIONS
 
         def offers(server: str) -> bool:
             session = self.catalog.session(server)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from llmc_cli.catalog import Catalog
+from llmc_cli.config.profiles import load_profile
 from llmc_cli.errors import ConnectionFailed
 from llmc_cli.gateway.connection import GatewayConnection
 from llmc_cli.gateway.principals import Principal
@@ -62,8 +63,6 @@ class Upstreams:
         name = principal.profile if principal and principal.profile else self.served.name
         with self.lock:
             if name not in self.toolboxes:
-                from llmc_cli.config.profiles import load_profile
-
                 served = self.toolboxes[self.served.name]
                 toolbox = Toolbox(
                     load_profile(name),

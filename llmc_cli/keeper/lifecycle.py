@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from llmc_cli.config import paths
+from llmc_cli.config.files import open_own
 from llmc_cli.errors import ConfigError, ConnectionFailed, TimeoutExpired, UsageError, did_you_mean, from_json
 from llmc_cli.keeper.transport import exchange
 from llmc_cli.model import JSONObject, OAuthSpec, SandboxSpec, ServerSpec
@@ -130,8 +131,6 @@ def start(name: str, specs: list[ServerSpec], *, idle: float, profile: str | Non
                 f"stop it with `llmc session stop {name}` or pick another name"
             )
     try:
-        from llmc_cli.config.files import open_own
-
         fd = open_own(log_path(name), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     except OSError as exc:
         raise ConfigError(f"cannot write {log_path(name)}: {exc.strerror or exc}") from None

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from llmc_cli import interrupts
-from llmc_cli.errors import ExitCode, LlmcError, PolicyDenied
+from llmc_cli.errors import ExitCode, LlmcError, PolicyDenied, SkippedAfterFailure
 from llmc_cli.model import JSON, JSONObject, ToolCall, ToolResult
 
 if TYPE_CHECKING:
@@ -257,7 +257,7 @@ class Batch:
         started = time.monotonic()
         try:
             if self.stop.is_set():
-                self._give_up(item, LlmcError("skipped: an earlier call failed (--fail-fast)"), "skipped")
+                self._give_up(item, SkippedAfterFailure(), "skipped")
                 return
             try:
                 item.result = self.pipeline.execute(self.authorized[item.index]).tool_result

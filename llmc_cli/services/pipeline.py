@@ -30,9 +30,9 @@ from llmc_cli.mcp.validation import passes_quickly, validate_arguments
 from llmc_cli.model import JSONObject, Tool, ToolCall, ToolResult, canonical_json
 from llmc_cli.services import calls
 from llmc_cli.services.calls import Authorization, Invocation
-from llmc_cli.services.inspect import inspect
+from llmc_cli.services.inspect import inspect, inspect_error
 from llmc_cli.services.reads import authorize_read
-from llmc_cli.services.state import audit_log
+from llmc_cli.services.state import audit_log, open_state
 from llmc_cli.services.tools import ToolResolver
 
 if TYPE_CHECKING:
@@ -256,8 +256,6 @@ class Pipeline:
             kind = {TimeoutExpired: "timeout", Cancelled: "cancelled", InputRequired: "input_required"}.get(
                 type(exc), "transport_error"
             )
-            from llmc_cli.services.inspect import inspect_error
-
             inspect_error(self.context.inspectors, authorized.call, exc)  # DLP: an error quotes what a result would
             calls.close_call(self.log, authorized, {"outcome": kind, "error": exc.message, "durationMs": _elapsed_ms(started)})
             calls.masked_error(exc, authorized.masker)
@@ -366,8 +364,6 @@ def open_calls(
     `caller`: "human" (a command a person typed) or "model" (calls an LLM chooses); `confirm`:
     how a person on a terminal is asked (with `interactive`); `named_as`: the profile as the
     command was given it, for the tool-name cache."""
-    from llmc_cli.services.state import open_state
-
     context = Invocation(
         profile=profile,
         state=open_state(profile),

@@ -63,7 +63,8 @@ def test_fail_fast_skips_the_rest(isolated_dirs):
     )
     assert code == 1
     assert "content" in out[0] and out[1]["isError"]
-    assert all("skipped" in o["error"]["message"] for o in out[2:])
+    # services say what happened (SkippedAfterFailure); the CLI names the option that asked for it
+    assert all(o["error"]["message"] == "skipped: an earlier call failed (--fail-fast)" for o in out[2:])
     # Decided (and audited) up front, so a skipped call is audited as skipped: no decision dangles.
     audit = audit_trail(isolated_dirs / "state")
     assert sorted(r.get("outcome") for r in audit if r["event"] == "outcome") == ["ok", "skipped", "skipped", "tool_error"]
