@@ -441,7 +441,5 @@ def _confirm(invocation: Invocation, call: ToolCall, tool: Tool, decision: Decis
             return Decision("allow", f"{decision.rule} (confirmed)", "confirmed by the user", decision.call_hash), None
         return Decision("deny", f"{decision.rule} (refused)", "refused by the user", decision.call_hash), None
     denied = Decision("deny", decision.rule, f"{decision.reason}, and there is no terminal to ask", decision.call_hash)
-    from llmc_cli.audit import mask_secrets
-
-    secret = mask_secrets(call.arguments) != call.arguments  # masked as the audit log masks it
+    secret = audit.mask_secrets(call.arguments) != call.arguments  # masked as the audit log masks it
     return denied, Approval.of(invocation.profile, call, decision.call_hash, secret=secret)
