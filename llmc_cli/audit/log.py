@@ -88,6 +88,9 @@ class AuditLog(ChainedLog):
         self._kept[path] = (fd, opened.st_dev, opened.st_ino)
         return fd
 
+    def release(self) -> None:
+        self._drop()
+
     def _drop(self, path: Path | None = None) -> None:
         """Close the kept descriptor of `path` (of every file when None)."""
         for name in [path] if path is not None else list(self._kept):

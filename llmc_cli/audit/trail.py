@@ -114,6 +114,11 @@ class ChainedLog:
     def flush(self) -> None:
         """Nothing waits: every record was stored when it was written."""
 
+    def release(self) -> None:
+        """Let go of what is kept open between appends (a file log's descriptors); the next
+        append opens anew. Called when its command or group ends, so an exception's traceback
+        that keeps this object alive does not keep files open until the collector runs."""
+
     # -- checking ----------------------------------------------------------------------------------
 
     def verify(self, expect: str | None = None) -> dict[str, Any]:

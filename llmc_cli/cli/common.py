@@ -130,7 +130,7 @@ def command_calls(
     on the terminal when there is one and `ask` (a batch never asks), `yes`: answered yes;
     `clearance`: the caller's (guard/clearance.py; None: the default of its kind)."""
     app = app_of(ctx)
-    return services.open_calls(
+    pipeline = services.open_calls(
         catalog,
         profile,
         command=command,
@@ -143,6 +143,8 @@ def command_calls(
         use_cache=use_cache,
         clearance=clearance,
     )
+    ctx.call_on_close(pipeline.close)
+    return pipeline
 
 
 def tool_resolver(ctx: click.Context, catalog: Catalog, loaded: LoadedProfile | None = None) -> ToolResolver:

@@ -36,6 +36,7 @@ from llmc_cli.services.state import audit_log, open_state
 from llmc_cli.services.tools import ToolResolver
 
 if TYPE_CHECKING:
+    from llmc_cli.audit.trail import ChainedLog
     from llmc_cli.catalog import Catalog
     from llmc_cli.config.profiles import LoadedProfile
     from llmc_cli.config.secrets import Masker
@@ -106,6 +107,7 @@ class Pipeline:
         self._named_as = named_as  # the profile as the command was given it (-p NAME|PATH): the resolver's cache key
         self._resolver: ToolResolver | None = None
         self._log: AuditSink | None = context.audit
+        self._opened: ChainedLog | None = None  # the chain opened here (not handed in): released by close()
 
     @property
     def profile(self) -> LoadedProfile:
@@ -115,7 +117,7 @@ class Pipeline:
     def log(self) -> AuditSink:
         """Where the records go: the context's sink, else the state's audit chain (opened once)."""
         if self._log is None:
-            self._log = audit_log(self.context.state)
+            self._log = self._opened = audit_log(self.context.state)
         return self._log
 
     @contextmanager
@@ -123,12 +125,22 @@ class Pipeline:
         """Outcome records written in groups (audit.Deferred) while this lasts: a batch's."""
 
         before = self._log
-        with audit.Deferred(audit_log(self.context.state)) as trail:
-            self._log = trail
-            try:
-                yield trail
-            finally:
-                self._log = before
+        chain = audit_log(self.context.state)
+        try:
+            with audit.Deferred(chain) as trail:
+                self._log = trail
+                try:
+                    yield trail
+                finally:
+                    self._log = before
+        finally:
+            chain.release()
+
+    def close(self) -> None:
+        """The command is over: the audit chain this pipeline opened lets go of its files (a
+        sink the caller handed in is the caller's)."""
+        if self._opened is not None:
+            self._opened.release()
 
     # -- the entry ----------------------------------------------------------------------------
 

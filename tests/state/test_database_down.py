@@ -45,7 +45,7 @@ confirm_destructive = false
         monkeypatch.setenv("LLMC_STATE_URL", server.url(password=True))  # the password in the url: never shown
         database = f"PostgreSQL database 127.0.0.1:{server.port}/postgres"
         assert llmc("state", "migrate").returncode == 0
-        gateway = start(profile)
+        gateway = start(profile, process=True)
         done = threading.Event()
         try:
 

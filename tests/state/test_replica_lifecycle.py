@@ -40,7 +40,7 @@ def _call(replica: Gateway, session: str, a: int) -> tuple[int, dict[str, Any]]:
 
 def test_a_delete_through_one_replica_ends_the_session_on_the_other_at_once(isolated_dirs: Path, state_url: str) -> None:
     write_profile(isolated_dirs)
-    replicas = [start(isolated_dirs / "config" / "profiles" / "default.toml") for _ in range(2)]
+    replicas = [start(isolated_dirs / "config" / "profiles" / "default.toml", process=True) for _ in range(2)]
     try:
         first, second = replicas
         sessions = [first.request("POST", "/mcp", INIT)[1]["mcp-session-id"] for _ in range(2)]
@@ -123,7 +123,7 @@ def test_a_replica_killed_mid_calls_leaves_no_decision_without_an_outcome(
 def test_two_survivors_close_each_lost_call_once(isolated_dirs: Path, state_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LLMC_REPLICA_LEASE", "1")
     write_profile(isolated_dirs)
-    replicas = [start(isolated_dirs / "config" / "profiles" / "default.toml") for _ in range(3)]
+    replicas = [start(isolated_dirs / "config" / "profiles" / "default.toml", process=True) for _ in range(3)]
     try:
         session = replicas[0].request("POST", "/mcp", INIT)[1]["mcp-session-id"]
         _kill_mid_calls(replicas[0], replicas[0], replicas[1:], session)
@@ -140,7 +140,7 @@ def test_readiness_refused_initialize_and_an_outage_said_once(isolated_dirs: Pat
         monkeypatch.setenv("LLMC_STATE_URL", server.url(password=True))
         monkeypatch.setenv("LLMC_REPLICA_LEASE", "1")
         assert llmc("state", "migrate").returncode == 0
-        gateway = start(profile)
+        gateway = start(profile, process=True)
         try:
             assert gateway.request("GET", "/readyz")[0] == 200
             server.stop()
@@ -173,7 +173,7 @@ def test_a_refused_initialize_starts_no_session(isolated_dirs: Path, monkeypatch
     """Whatever refuses it (here: params that are no object), without a state database too."""
     monkeypatch.delenv("LLMC_STATE_URL", raising=False)
     write_profile(isolated_dirs)
-    gateway = start(isolated_dirs / "config" / "profiles" / "default.toml")
+    gateway = start(isolated_dirs / "config" / "profiles" / "default.toml", process=True)
     try:
         status, headers, body = gateway.request("POST", "/mcp", {**INIT, "params": "not an object"})
         assert "error" in json.loads(body) and "mcp-session-id" not in headers, (status, headers, body)

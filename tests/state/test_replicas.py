@@ -39,7 +39,7 @@ def deployment(profile: Path) -> Iterator[tuple[Gateway, list[Gateway]]]:
     haproxy = shutil.which("haproxy") or ("/usr/sbin/haproxy" if os.path.exists("/usr/sbin/haproxy") else None)
     if haproxy is None:
         pytest.skip("HAProxy is not installed (scripts/test.sh installs it with apt-get when run as root)")
-    replicas = [start(profile), start(profile)]
+    replicas = [start(profile, process=True), start(profile, process=True)]
     port = free_port()
     env = {
         **os.environ,
@@ -236,7 +236,7 @@ def test_a_session_resumes_only_for_its_principal_and_the_database_keeps_no_sess
     profile.write_text(profile.read_text().replace("\n[policy]", '\nsandbox = "bwrap"\n[policy]', 1))
     tokens = [json.loads(llmc("serve", "-p", str(profile), "token", "create", name).stdout)["token"] for name in ("ops", "ci")]
     ops, ci = ({"Authorization": f"Bearer {token}"} for token in tokens)
-    replicas = [start(profile), start(profile)]
+    replicas = [start(profile, process=True), start(profile, process=True)]
     try:
         session = replicas[0].request("POST", "/mcp", INIT, ops)[1]["mcp-session-id"]
         listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}

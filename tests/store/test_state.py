@@ -102,6 +102,7 @@ def test_a_command_composes_its_state_once(isolated_dirs: Path, monkeypatch: pyt
 
     monkeypatch.setattr(composition, "open_state", counted)
     monkeypatch.setattr(services, "open_state", counted, raising=False)
+    monkeypatch.setattr("llmc_cli.services.pipeline.open_state", counted)  # bound at its import
     monkeypatch.chdir(isolated_dirs / "work")
     calls = "".join(json.dumps({"tool": "workspace.list_directory", "arguments": {"path": "."}}) + "\n" for _ in range(3))
     proc = llmc("call", "--batch", "-", stdin=calls)
