@@ -14,6 +14,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# One worker builds the wheel for both tests: setuptools builds in the tree's build/, and two
+# workers building at once took each other's files away ("No such file ... dist-info/WHEEL").
+pytestmark = pytest.mark.xdist_group("wheel-from-the-tree")
+
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
