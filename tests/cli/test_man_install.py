@@ -14,22 +14,27 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# One worker builds the wheel for both tests: setuptools builds in the tree's build/, and two
-# workers building at once took each other's files away ("No such file ... dist-info/WHEEL").
-pytestmark = pytest.mark.xdist_group("wheel-from-the-tree")
+# setuptools builds in the source tree's build/ and egg-info/: the wheel is built from a copy of the
+# tree in a temporary directory, so no other build (another worker, a developer's `pip install .`)
+# can take its files away ("Directory not empty: build/bdist...", "No such file ... WHEEL").
+LEFT_OUT = shutil.ignore_patterns(
+    ".git", ".venv", "build", "*.egg-info", "node_modules", "__pycache__", "tests", "bench", ".cache"
+)
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The project's wheel, built offline from this tree (no build isolation, no dependencies)."""
     out = tmp_path_factory.mktemp("wheel")
+    source = tmp_path_factory.mktemp("source") / "llmc"
+    shutil.copytree(ROOT, source, ignore=LEFT_OUT, symlinks=True)
     build = subprocess.run(
         [
             sys.executable,
             "-m",
             "pip",
             "wheel",
-            str(ROOT),
+            str(source),
             "--no-build-isolation",
             "--no-deps",
             "--no-index",
