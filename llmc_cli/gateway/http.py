@@ -180,7 +180,7 @@ class Handler(ReplyWriter):
         connection, session, extra = found
         stateless = connection if session is None and SESSION_HEADER not in extra else None
         try:
-            self._dispatch(connection, message, kind, modern, session, extra, alone=stateless is not None)
+            self._dispatch(connection, message, kind, modern, session, extra)
         finally:
             if stateless is not None:
                 stateless.close()
@@ -245,8 +245,6 @@ class Handler(ReplyWriter):
         modern: bool,
         session: HostSession | None,
         extra: dict[str, str],
-        *,
-        alone: bool,
     ) -> None:
         gateway = self.gateway
         method = message.get("method")
@@ -269,7 +267,7 @@ class Handler(ReplyWriter):
                 gateway.end_host_session(opened_id, why="initialize failed")
 
         with listening, gateway.in_use(session):
-            answered = self._answer(connection, message, extra, modern=modern, session=session, alone=alone, settle=settle)
+            answered = self._answer(connection, message, extra, modern=modern, session=session, settle=settle)
         if opened_id is not None and answered is None:  # the host went away before its reply
             gateway.end_host_session(opened_id, why="the host left during initialize")
 

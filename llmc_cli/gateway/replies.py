@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from llmc_cli.gateway.connection import GatewayConnection
 from llmc_cli.gateway.exchange import Exchange
+from llmc_cli.gateway.inline import WATCHDOG, InlineReply
 from llmc_cli.gateway.modern import OPEN_ENDED, may_send_first, status_of
 from llmc_cli.gateway.sessions import CANCELLED, HostSession, ResumableStream
 from llmc_cli.mcp import jsonrpc
@@ -49,32 +50,45 @@ class ReplyWriter(Exchange):
         *,
         modern: bool = False,
         session: HostSession | None = None,
-        alone: bool = False,
         settle: Callable[[JSONObject], None] | None = None,
     ) -> JSONObject | None:
         """The final reply, once written (None: on a session's resumable stream, or the host went
-        away first). `alone`: the connection serves only this request (2026-07-28, no session).
-        An Mcp-Session-Id in `extra` goes out only with a result (initialize's): an error starts
+        away first). An Mcp-Session-Id in `extra` goes out only with a result (initialize's): an error starts
         no session. `settle` sees the final reply before it is written: what the reply implies
         (a refused initialize ends its session) holds by the time the host reads it."""
-        # SimpleQueue: a queue per request, and queue.Queue builds three Conditions for each
-        replies: queue.SimpleQueue[JSONObject] = queue.SimpleQueue()
         msg_id = request_id(message)  # as the connection answers it
         streamed = (
             message["method"] in STREAMED
             and "text/event-stream" in (self.headers.get("Accept") or "")
             and may_send_first(connection, message)
         )
-        # Nothing but the reply can reach the host, and this thread only waits for it: the call
-        # runs here (McpServer.inline_calls), not on a pool thread, saving two thread switches.
-        connection.inline_calls = alone and not streamed
-        if session is not None and msg_id is not None:
-            session.waiting[msg_id] = replies  # a notifications/cancelled for it ends the wait (HostSession.cancel)
-        try:
+        # The call runs here (McpServer.inline_calls), not on a pool thread: this thread would
+        # only wait for it. A writer thread takes the reply over only when something must reach
+        # the host while the call runs (inline.py); otherwise the reply goes out as JSON.
+        connection.inline_calls = True
+
+        def write() -> JSONObject | None:
             return self._reply(
                 connection, message, replies, extra, modern=modern, session=session, streamed=streamed, settle=settle
             )
+
+        replies = InlineReply(msg_id, streamed, write)
+        if session is not None and msg_id is not None:
+            session.waiting[msg_id] = replies  # a notifications/cancelled for it ends the wait (HostSession.cancel)
+        WATCHDOG.watch(replies)
+        try:
+            connection.handle(message, replies.put)
+            WATCHDOG.forget(replies)
+            final = replies.settle()
+            if final is None:
+                return replies.outcome()
+            if settle is not None:
+                settle(final)
+            headers = extra if "result" in final else {k: v for k, v in extra.items() if k != "Mcp-Session-Id"}
+            self._send(status_of(final) if modern else 200, final, headers)
+            return final
         finally:
+            WATCHDOG.forget(replies)
             if session is not None and msg_id is not None and session.waiting.get(msg_id) is replies:
                 del session.waiting[msg_id]
 
@@ -82,7 +96,7 @@ class ReplyWriter(Exchange):
         self,
         connection: GatewayConnection,
         message: JSONObject,
-        replies: queue.SimpleQueue[JSONObject],
+        inline: InlineReply,
         extra: dict[str, str],
         *,
         modern: bool,
@@ -90,8 +104,10 @@ class ReplyWriter(Exchange):
         streamed: bool,
         settle: Callable[[JSONObject], None] | None,
     ) -> JSONObject | None:
+        """The reply as a writer thread writes it, once the call (running on the handler's
+        thread) had something to send before its result, or took long."""
         msg_id = request_id(message)
-        connection.handle(message, replies.put)
+        replies = inline.queue
         deadline = time.monotonic() + (math.inf if message["method"] == OPEN_ENDED else REPLY_SECONDS)
         if streamed and session is not None and session.connection.legacy_version is not None:
             stream_id = secrets.token_hex(8)

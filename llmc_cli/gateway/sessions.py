@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from llmc_cli.gateway.admission import Refused
 from llmc_cli.gateway.connection import GatewayConnection
@@ -27,6 +28,12 @@ LISTED_SHARE = 1 / 6  # 5 min
 WORK = {"tools/call", "resources/read", "prompts/get", "completion/complete", "resources/subscribe"}
 CANCELLED: JSONObject = {}  # put in a request's reply queue: the host cancelled it, no reply comes
 _labels = itertools.count(1)
+
+
+class Waiting(Protocol):
+    """Where a request's replies go while it is answered (inline.InlineReply)."""
+
+    def put(self, message: JSONObject) -> None: ...
 
 
 @dataclass
@@ -57,7 +64,7 @@ class HostSession:
     stage: str = "unstarted"  # unstarted (initialize only), listed (no work yet), working
     opened: float = field(default_factory=time.time)
     label: str = field(default_factory=lambda: f"#{next(_labels)}")  # for logs: the id itself is a secret
-    waiting: dict[RequestId, queue.SimpleQueue[JSONObject]] = field(default_factory=dict)  # requests answered now
+    waiting: dict[RequestId, Waiting] = field(default_factory=dict)  # requests answered now
 
     def keep_stream(self, stream_id: str, stream: ResumableStream) -> None:
         self.streams[stream_id] = stream

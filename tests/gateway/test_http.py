@@ -468,6 +468,27 @@ def test_a_dropped_stream_cancels_a_2026_call(gateway: Gateway, tmp_path: Path) 
     assert outcome["outcome"] == "cancelled" and outcome["tool"] == "slow"
 
 
+def test_a_call_with_nothing_before_its_result_is_answered_with_json(gateway: Gateway) -> None:
+    """A host that accepts both gets a quick call's result as one JSON body (nothing had to reach
+    it first: no stream to set up); a call still running after a moment gets its SSE stream as
+    before, the priming event first (SEP-1699) and the result last."""
+    session = gateway.request("POST", "/mcp", INIT)[1]["mcp-session-id"]
+    headers = {"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+    add = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "sdk.add", "arguments": {"a": 1, "b": 2}}}
+    for _ in range(5):  # the first calls may find the upstream still starting (a busy machine)
+        status, seen, body = gateway.request("POST", "/mcp", add, headers)
+        assert status == 200
+        if seen["content-type"] == "application/json":
+            break
+    assert seen["content-type"] == "application/json" and json.loads(body)["result"]["content"][0]["text"] == "3"
+    slow = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "sdk.slow", "arguments": {"seconds": 1}}}
+    status, seen, body = gateway.request("POST", "/mcp", slow, headers)
+    assert (status, seen["content-type"]) == (200, "text/event-stream")
+    events = [block for block in body.decode().split("\n\n") if block.strip()]
+    assert events[0].startswith("id: ") and events[0].split("\n")[0].endswith("-0")
+    assert json.loads(events[-1].rpartition("data: ")[2])["result"]["content"][0]["text"] == "slept 1.0"
+
+
 def test_a_session_resumes_a_dropped_stream_with_last_event_id(gateway: Gateway, tmp_path: Path) -> None:
     """Initialize era: a broken stream is no cancel (2025-11-25 transports); GET with
     Last-Event-ID replays what the host missed and goes on to the result."""
