@@ -10,19 +10,18 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
 from llmc_cli.gateway.admission import Quotas
-from llmc_cli.gateway.exchange import Out
+from llmc_cli.gateway.exchange import DONE, Out
 from llmc_cli.gateway.hosts import HttpGateway
 from llmc_cli.gateway.http import MAX_BODY_BYTES, Handler
+from llmc_cli.gateway.workpool import WorkPool
 from llmc_cli.mcp import jsonrpc
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
-DONE: Any = object()  # the worker thread has returned
 
 
 class GatewayApp:
@@ -34,7 +33,7 @@ class GatewayApp:
         self.request_seconds = request_seconds
         # A thread for every admitted request the gateway may have in flight, and a few for the
         # ones being refused: --max-connections bounds the pool as it bounds admission.
-        self.pool = ThreadPoolExecutor(max_workers=max_requests + 16, thread_name_prefix="llmc-gateway")
+        self.pool = WorkPool(max_requests + 16, "llmc-gateway")
         # In flight, with how to wake each one's relay: told to stop when the gateway stops.
         self.exchanges: dict[Handler, Callable[[], None]] = {}
 
@@ -62,8 +61,7 @@ class GatewayApp:
             watchers.append(loop.create_task(watch(receive, handler)))
 
         self.exchanges[handler] = partial(replies.put_nowait, DONE)
-        work = loop.run_in_executor(self.pool, handler.run)
-        work.add_done_callback(lambda _: replies.put_nowait(DONE))
+        self.pool.submit(handler.serve)  # no future to wait on: the handler hands over DONE itself
         try:
             await relay(replies, send, handler, streaming)
         finally:
@@ -71,8 +69,6 @@ class GatewayApp:
             self.exchanges.pop(handler, None)
             for watcher in watchers:
                 watcher.cancel()
-        if work.done():
-            work.result()  # an error of the handler's own: uvicorn logs it
 
     async def _body(self, scope: dict[str, Any], receive: Receive, send: Send) -> bytes | None:
         """The request's body, whole within --request-timeout of its head (else 408 and the
@@ -152,13 +148,14 @@ async def watch(receive: Receive, handler: Handler) -> None:
 
 
 async def relay(replies: asyncio.Queue[Out], send: Send, handler: Handler, streaming: Callable[[], None]) -> None:
-    """Write what the worker thread hands over until it returns; end a stream it left open. A
+    """Write what the worker thread hands over until the reply is whole or the worker returns
+    (DONE); end a stream it left open. A
     reply that starts as a stream calls `streaming` (a whole reply needs no watching: a host
     gone meanwhile only makes its write go nowhere)."""
     started = ended = False
-    while (item := await replies.get()) is not DONE:
+    while not ended and (item := await replies.get()) is not DONE:
         status, headers, data, more = item
-        if handler.gone.is_set() or ended:
+        if handler.gone.is_set():
             continue
         if status is not None:
             await send({"type": "http.response.start", "status": status, "headers": headers or []})
@@ -167,7 +164,7 @@ async def relay(replies: asyncio.Queue[Out], send: Send, handler: Handler, strea
                 streaming()
         if data or not more:
             await send({"type": "http.response.body", "body": data, "more_body": more})
-            ended = not more
+            ended = not more  # the reply is whole: the worker may still tidy up, nobody waits for it
     # A stream the worker left (or the gateway stopping cut short) ends; the server's send does
     # nothing for a host that has gone.
     if started and not ended:

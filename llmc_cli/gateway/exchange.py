@@ -5,7 +5,9 @@ through loop.call_soon_threadsafe) that asgi.py writes through the server (uvico
 
 from __future__ import annotations
 
+import sys
 import threading
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -14,6 +16,7 @@ from llmc_cli.gateway.admission import Quotas
 # (status or None, headers or None, body bytes, more to come): a response head (status set)
 # and/or a piece of its body; more=False ends the response.
 Out = tuple[int | None, list[tuple[bytes, bytes]] | None, bytes, bool]
+DONE: Any = object()  # handed over after the last part when the worker returns without ending the reply
 
 
 class Headers:
@@ -55,6 +58,18 @@ class Exchange:
         self.gone = threading.Event()  # the host closed the connection (asgi.py watches for it)
         self._emit = emit
         self._ticket: tuple[str | None] | None = None  # the admitted request's principal
+        self._ended = False  # the reply's last part was handed over
+
+    def serve(self) -> None:
+        """run() on a worker thread of the app's pool; then DONE for the event loop, unless the
+        reply was handed over whole (its relay has stopped waiting then: no wake-up for nothing)."""
+        try:
+            self.run()
+        except Exception:  # noqa: BLE001 - a bug of the handler's own: the trace goes to stderr
+            traceback.print_exc(file=sys.stderr)
+        finally:
+            if not self._ended:
+                self._emit(DONE)
 
     def run(self) -> None:
         """Answer the request (on a worker thread); a host that went away ends it quietly."""
@@ -101,4 +116,5 @@ class Exchange:
         """Hand part of the reply to the event loop; OSError once the host has gone."""
         if self.gone.is_set():
             raise BrokenPipeError("the host closed the connection")
+        self._ended = not more
         self._emit((status, headers, data, more))

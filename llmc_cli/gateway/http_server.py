@@ -96,7 +96,7 @@ class Running:
     def close(self) -> None:
         self.sock.close()
         self.gateway.close()
-        self.app.pool.shutdown(wait=False)
+        self.app.pool.shutdown()
 
 
 def _bind(host: str, port: int, address: str) -> socket.socket:
