@@ -21,10 +21,14 @@ elsewhere, checked with `verify --expect`, catches that).
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import fcntl
 import json
 import os
 import stat
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -38,6 +42,7 @@ from llmc_cli.errors import ConfigError
 from llmc_cli.store.chain import GENESIS
 
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+LOCK_SECONDS = 30.0  # how long an append waits for another process's
 ANCHOR_BYTES = 512  # one sector: written whole or not at all (JSON, padded with spaces)
 
 
@@ -61,9 +66,16 @@ class AuditLog(ChainedLog):
         # across appends (opening one through open_own is most of an append's CPU beside its
         # fsync); used only under the file lock, and only while the name still is that file.
         self._kept: dict[Path, tuple[int, int, int]] = {}
+        # The lock file's descriptor, kept likewise (opening it is a quarter of an append's CPU
+        # beside its fsync); flock is per open file, so threads of this process sharing it take
+        # turns by _turn first.
+        self._lock_path = self.path.with_name(self.path.name + ".lock")
+        self._lock_kept: tuple[int, int, int] | None = None
+        self._turn = threading.Lock()
 
     def __del__(self, _close: Callable[[int], None] = os.close) -> None:
-        for fd, _dev, _ino in getattr(self, "_kept", {}).values():  # os may be gone at exit: _close is bound
+        kept = [*getattr(self, "_kept", {}).values(), *filter(None, [getattr(self, "_lock_kept", None)])]
+        for fd, _dev, _ino in kept:  # os may be gone at exit: _close is bound
             try:
                 _close(fd)
             except OSError:
@@ -90,6 +102,61 @@ class AuditLog(ChainedLog):
 
     def release(self) -> None:
         self._drop()
+        if self._turn.acquire(timeout=1.0):  # an append stuck on a dead disk keeps it: __del__ closes it
+            try:
+                self._drop_lock()
+            finally:
+                self._turn.release()
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """config.files.file_lock on the log's lock file, through the kept descriptor: reused
+        while the name is still that file (else opened anew, with open_own's checks)."""
+        deadline = time.monotonic() + LOCK_SECONDS
+        if not self._turn.acquire(timeout=LOCK_SECONDS):  # as long as file_lock waits for another process
+            raise LockTimeout(str(self._lock_path))
+        try:
+            delay = 0.001
+            while True:
+                fd = self._lock_descriptor()
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise LockTimeout(str(self._lock_path)) from None
+                    time.sleep(delay)
+                    delay = min(delay * 2, 0.05)
+                    continue
+                if os.fstat(fd).st_nlink == 0:  # removed (by a cleanup) between our open and our lock
+                    self._drop_lock()
+                    continue
+                break
+            try:
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            self._turn.release()
+
+    def _lock_descriptor(self) -> int:
+        kept = self._lock_kept
+        if kept is not None:
+            try:
+                seen = os.lstat(self._lock_path)
+            except OSError:
+                seen = None
+            if seen is not None and stat.S_ISREG(seen.st_mode) and seen.st_nlink == 1 and (seen.st_dev, seen.st_ino) == kept[1:]:
+                return kept[0]
+            self._drop_lock()
+        fd = open_own(self._lock_path, os.O_RDWR | os.O_CREAT)
+        opened = os.fstat(fd)
+        self._lock_kept = (fd, opened.st_dev, opened.st_ino)
+        return fd
+
+    def _drop_lock(self) -> None:
+        if self._lock_kept is not None:
+            os.close(self._lock_kept[0])
+            self._lock_kept = None
 
     def _drop(self, path: Path | None = None) -> None:
         """Close the kept descriptor of `path` (of every file when None)."""
@@ -105,7 +172,7 @@ class AuditLog(ChainedLog):
 
         try:
             ensure_private_dir(self.path.parent)
-            with file_lock(str(self.path) + ".lock", timeout=30), interrupts.deferred():
+            with self._locked(), interrupts.deferred():
                 try:
                     seen = os.lstat(self.path)
                 except FileNotFoundError:

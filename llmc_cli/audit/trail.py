@@ -12,7 +12,7 @@ from typing import Any
 from llmc_cli import telemetry
 from llmc_cli.audit.records import AuditError, now_iso, record_hash
 from llmc_cli.mcp.jsonrpc import LONE_SURROGATE, replace_lone_surrogates
-from llmc_cli.model import canonical_json, compact_json
+from llmc_cli.model import canonical_json
 from llmc_cli.store.chain import GENESIS, AuditRecord
 
 # seal(head, count) -> the new records as JSON lines, each chained to the one before, the first
@@ -27,14 +27,17 @@ def sealer(records: list[AuditRecord], written: list[dict[str, Any]]) -> Seal:
         written.clear()  # sealed again when the store retries
         lines = []
         for record in records:
-            full = {"time": now_iso(), **record, "prev": prev}
+            # A record that waited (audit.Deferred) keeps the time it was recorded at.
+            full = {"time": record["time"] if "time" in record else now_iso(), **record, "prev": prev}
             body = canonical_json(full)  # what record_hash(full) hashes, at hand for one search:
             if LONE_SURROGATE.search(body):  # walking every record for the rare one is costly
                 full = replace_lone_surrogates(full)
                 body = canonical_json(full)
             full["hash"] = prev = hashlib.sha256(body.encode("utf-8")).hexdigest()
             written.append(full)
-            lines.append(compact_json(full))
+            # Stored as hashed, its hash last: one serialisation per record, not a second compact
+            # one in another key order (verify parses the line; the order of keys is no part of it).
+            lines.append(f'{body[:-1]},"hash":"{prev}"}}')
         return lines
 
     return seal
