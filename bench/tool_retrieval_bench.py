@@ -238,7 +238,7 @@ def main() -> None:
             sr = runs["llmc + semantic"]
             print(
                 f"\nsemantic stage: model load {sr['model_load_ms']:.0f} ms; tool vectors cold (computed) "
-                f"{sr['vectors_cold_ms']:.0f} ms; index warm (lexical + vectors from the cache) "
+                f"{sr['vectors_cold_ms']:.0f} ms wall, {sr['vectors_cold_cpu_ms']:.0f} ms CPU; index warm (lexical + vectors from the cache) "
                 f"{sr['index_warm_ms']:.0f} ms; query p95 {sr['query_p95_ms']:.2f} ms, CPU time median "
                 f"{sr['query_cpu_ms']:.2f} ms; peak RSS "
                 f"{runs['llmc']['peak_rss_mb']:.0f} MB after the lexical run, {sr['peak_rss_mb']:.0f} MB after the semantic one"

@@ -93,6 +93,7 @@ class SemanticRanker:
         self.model = encoder
         self.cache = cache
         self.tools: list[Tool] = []
+        self.position: dict[int, int] = {}  # id(tool) -> its row
         self.vectors: Any = None
 
     @classmethod
@@ -107,6 +108,7 @@ class SemanticRanker:
         """Vectors for these tools: from the cache, else embedded now (and cached)."""
         np = numpy()
         self.tools = list(tools)
+        self.position = {id(t): i for i, t in enumerate(self.tools)}
         keys = [tool_key(t) for t in self.tools]
         vectors = np.zeros((len(self.tools), self.model.dim), dtype=np.float32)
         missing = []
@@ -166,7 +168,7 @@ def fused_search(
     lexical rank) + SEMANTIC_WEIGHT/(RRF_K + semantic rank), a ranking a tool is missing from
     adding nothing. A tool may be listed that shares no word with the request (its nearest by
     meaning, however far)."""
-    position = {id(t): i for i, t in enumerate(index.tools)}
+    position = ranker.position
     lexical = index.search(query, CANDIDATES, servers, explain=explain)
     lexical_rank = {position[id(m.tool)]: r for r, m in enumerate(lexical, 1)}
     lexical_why = {position[id(m.tool)]: m.why for m in lexical}
