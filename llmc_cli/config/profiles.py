@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +18,7 @@ from llmc_cli.config import paths, profile_cache
 from llmc_cli.config.schema import Profile, ServerConfig
 from llmc_cli.config.validation import parse_toml, validate
 from llmc_cli.errors import ConfigError, UsageError, did_you_mean
-from llmc_cli.model import OAuthSpec, SandboxSpec, ServerSpec
+from llmc_cli.model import OAuthSpec, SandboxSpec, ServerSpec, dataclass
 
 if TYPE_CHECKING:
     from llmc_cli.config.schema import Profile  # a type only: the schema is imported where profiles are built
