@@ -6,7 +6,6 @@ Nothing here knows about a transport, a provider or the CLI.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, FrozenInstanceError, field
@@ -150,6 +149,59 @@ def _frozen(self: Any, name: str, *value: object) -> None:
     raise FrozenInstanceError(f"cannot assign to field {name!r}")
 
 
+if TYPE_CHECKING:
+    import hashlib
+    from hashlib import sha256 as _builtin_sha256
+else:
+    try:  # CPython's own SHA-256 (3.11: _sha256, 3.12 on: _sha2), without OpenSSL
+        from _sha256 import sha256 as _builtin_sha256
+    except ImportError:
+        try:
+            from _sha2 import sha256 as _builtin_sha256
+        except ImportError:
+            from hashlib import sha256 as _builtin_sha256
+
+# Importing hashlib initialises OpenSSL: about 11 M instructions, a thirtieth of a whole `llmc
+# call` through a keeper, which hashes a few kilobytes. CPython's own SHA-256 loads for free but
+# hashes 5-10x slower per byte, so a process switches to OpenSSL's once it has hashed this much
+# (a batch, a large result): the same digests either way.
+_OPENSSL_AFTER = 1 << 18
+_sha256_state: list[Any] = [0, _builtin_sha256]  # bytes hashed so far, the constructor in use
+
+
+def sha256(data: bytes = b"") -> hashlib._Hash:
+    """hashlib.sha256(data), from whichever implementation is cheaper for this process so far."""
+    if _sha256_state[0] >= 0:
+        _sha256_state[0] += len(data)
+        if _sha256_state[0] >= _OPENSSL_AFTER:
+            import hashlib  # the seam above: OpenSSL only for a process that hashes much
+
+            _sha256_state[:] = [-1, hashlib.sha256]
+    hashed: hashlib._Hash = _sha256_state[1](data)
+    return hashed
+
+
+def sha256_hex(data: bytes) -> str:
+    return sha256(data).hexdigest()
+
+
+_HMAC_INNER = bytes(x ^ 0x36 for x in range(256))
+_HMAC_OUTER = bytes(x ^ 0x5C for x in range(256))
+
+
+def hmac_sha256(key: bytes, message: bytes) -> str:
+    """hmac.new(key, message, hashlib.sha256).hexdigest() (RFC 2104, as hmac.py computes it without
+    OpenSSL), so that an approval hash does not load OpenSSL either."""
+    if len(key) > 64:
+        key = sha256(key).digest()
+    key = key.ljust(64, b"\0")
+    inner = sha256(key.translate(_HMAC_INNER))
+    inner.update(message)
+    outer = sha256(key.translate(_HMAC_OUTER))
+    outer.update(inner.digest())
+    return outer.hexdigest()
+
+
 DEFAULT_CONNECT_TIMEOUT = 60.0
 
 
@@ -198,7 +250,7 @@ class ServerSpec:
         if self.builtin:
             return f"builtin:{self.builtin}"
         identity = "\x1f".join(self.command) + f"\x1f{self.cwd or ''}" if self.command else self.url or ""
-        digest = hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        digest = sha256_hex(identity.encode("utf-8", "surrogatepass"))[:32]
         return f"{self.kind}:{digest}"
 
     def shown_url(self) -> str | None:

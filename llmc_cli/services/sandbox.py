@@ -14,7 +14,6 @@ and user namespaces, no capabilities, and resource limits.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -36,7 +35,7 @@ from llmc_cli.config.paths import (
 )
 from llmc_cli.config.profiles import usable_specs
 from llmc_cli.errors import ConfigError
-from llmc_cli.model import SandboxSpec, ServerSpec
+from llmc_cli.model import SandboxSpec, ServerSpec, sha256
 from llmc_cli.server.jail import Protected
 from llmc_cli.server.sandbox import FIXED_PATH, SYSTEM_DIRS, bwrap_argv, bwrap_usable, find_bwrap, is_under, limited
 from llmc_cli.services.calls import lock_path
@@ -242,7 +241,7 @@ def _home_name(profile: LoadedProfile | None, server: str) -> str:
     two profile files of the same name in different directories."""
     key = f"{(os.path.realpath(profile.path) if profile.path else profile.name) if profile else '-'}\0{server}"
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{profile.name if profile else 'adhoc'}.{server}")[:80]
-    return f"{safe}-{hashlib.sha256(key.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+    return f"{safe}-{sha256(key.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
 def _protected_names(protected: list[str]) -> tuple[list[str], list[str]]:
