@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 DEFAULT_PROFILE = "default"
 BUILTIN_NAME = "builtin:default"
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_VAR = r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}"  # compiled (and cached) by re at first use
 
 
 @dataclass
@@ -46,7 +46,7 @@ def expand(value: str, where: str) -> str:
             return default
         raise ConfigError(f"{where}: environment variable {name} is not set")
 
-    return _VAR.sub(substitute, value)
+    return re.sub(_VAR, substitute, value)
 
 
 def profile_path(name_or_path: str) -> Path:
@@ -223,7 +223,7 @@ def _oauth_spec(oauth: Any) -> OAuthSpec | None:
 
 def has_placeholder(value: str) -> bool:
     """Does the value contain a ${VAR} (expanded from the environment when used)?"""
-    return bool(_VAR.search(value))
+    return bool(re.search(_VAR, value))
 
 
 def editable_path(name_or_path: str | None) -> Path:
