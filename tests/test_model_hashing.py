@@ -1,4 +1,4 @@
-"""model.sha256 and model.hmac_sha256 (issue 34): the digests of hashlib and hmac, whichever
+"""lean.sha256 and lean.hmac_sha256 (issue 34): the digests of hashlib and hmac, whichever
 implementation a process uses (CPython's own until it has hashed 256 KiB, OpenSSL's after)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import hmac
 
 import pytest
 
-from llmc_cli import model
+from llmc_cli import lean as model
 
 
 @pytest.mark.parametrize("size", [0, 1, 55, 56, 64, 65, 1000, 70_000])
