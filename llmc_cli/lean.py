@@ -163,9 +163,9 @@ else:
 
 # Importing hashlib initialises OpenSSL: about 11 M instructions, a thirtieth of a whole `llmc
 # call` through a keeper, which hashes a few kilobytes. CPython's own SHA-256 loads for free but
-# hashes 5-10x slower per byte, so a process switches to OpenSSL's once it has hashed this much
+# hashes 5-10x slower per byte, so a process switches to OpenSSL's once it has hashed 64 KiB
 # (a batch, a large result): the same digests either way.
-_OPENSSL_AFTER = 1 << 18
+_OPENSSL_AFTER = 1 << 16
 _sha256_state: list[Any] = [0, _builtin_sha256]  # bytes hashed so far, the constructor in use
 
 

@@ -1,5 +1,5 @@
 """lean.sha256 and lean.hmac_sha256 (issue 34): the digests of hashlib and hmac, whichever
-implementation a process uses (CPython's own until it has hashed 256 KiB, OpenSSL's after)."""
+implementation a process uses (CPython's own until it has hashed 64 KiB, OpenSSL's after)."""
 
 from __future__ import annotations
 
