@@ -58,14 +58,13 @@ def _key_file(path: Path) -> bytes:
     to its name, which fails if another process got there first (then its key is the key)."""
     try:
         if not path.exists():
-            import secrets  # only the first call ever creates the key
-
+            # os.urandom is what secrets.token_hex reads (importing secrets loads hmac and OpenSSL)
             ensure_private_dir(path.parent)
-            temp = path.with_name(f".approval.key.{secrets.token_hex(6)}.tmp")
+            temp = path.with_name(f".approval.key.{os.urandom(6).hex()}.tmp")
             fd = open_own(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
                 with os.fdopen(fd, "w", encoding="ascii") as fh:
-                    fh.write(secrets.token_hex(32) + "\n")
+                    fh.write(os.urandom(32).hex() + "\n")
                     fh.flush()
                     os.fsync(fh.fileno())
                 try:
