@@ -54,7 +54,7 @@ def _make_dataclass(cls: _C, frozen: bool) -> _C:
         setattr(cls, name, value)
     methods: dict[str, Callable[..., Any] | None] = {"__init__": _init, "__repr__": _repr, "__eq__": _eq}
     if frozen:
-        methods |= {"__setattr__": _frozen, "__delattr__": _frozen}
+        methods |= {"__setattr__": _frozen_set, "__delattr__": _frozen_del}
     if not explicit_hash:
         methods["__hash__"] = _hash if frozen else None
     for name, method in methods.items():
@@ -145,8 +145,18 @@ def _hash(self: Any) -> int:
     return hash(tuple(getattr(self, n) for n in self.__llmc_compare__))
 
 
-def _frozen(self: Any, name: str, *value: object) -> None:
-    raise FrozenInstanceError(f"cannot assign to field {name!r}")
+def _frozen_set(self: Any, name: str, value: object) -> None:
+    # As the stdlib's: a field, or any attribute of the decorated class itself, is frozen; a plain
+    # subclass may set attributes of its own.
+    if name in self.__dataclass_fields__ or type(self).__dict__.get("__setattr__") is _frozen_set:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+    object.__setattr__(self, name, value)
+
+
+def _frozen_del(self: Any, name: str) -> None:
+    if name in self.__dataclass_fields__ or type(self).__dict__.get("__delattr__") is _frozen_del:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+    object.__delattr__(self, name)
 
 
 if TYPE_CHECKING:

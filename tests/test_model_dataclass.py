@@ -123,3 +123,20 @@ def test_a_class_built_often_gets_a_compiled_init_that_behaves_the_same(frozen: 
         assert str(ours.value) == str(theirs.value)
     with pytest.raises(ValueError, match="negative"):
         lite(-1)
+
+
+def test_a_plain_subclass_of_a_frozen_class_may_set_its_own_attributes() -> None:
+    for frozen in pair(frozen=True):
+
+        class Sub(frozen):  # type: ignore[misc, valid-type]
+            def __init__(self) -> None:
+                super().__init__(1)
+                self.extra = 2
+
+        sub = Sub()
+        assert sub.extra == 2
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            sub.x = 3
+        del sub.extra
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            del sub.y
