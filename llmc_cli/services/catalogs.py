@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from llmc_cli import policy, services
+from llmc_cli import keeper, policy, services
 from llmc_cli.catalog import Catalog, ConnectOptions, ServerFailure
 from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.errors import ConfigError, ConnectionFailed, LlmcError, SessionHoldsServers, UsageError
@@ -64,19 +64,17 @@ def open_catalog(
     is then attached at once, and its reply lists the rest (no status request before)."""
     if adhoc is None and profile is None:
         raise ValueError("open_catalog needs a profile or an ad-hoc server")
-    keeper = None
+    held: tuple[str, str] | None = None  # the keeper's socket and session, when it holds the servers
     unusable: dict[str, ConfigError] = {}  # servers of the profile that cannot be configured
     if session:
         if adhoc:
             raise SessionHoldsServers(session)
-        from llmc_cli.keeper import lifecycle
-
         if first and (not only or first in only):
             attached = _attach_first(session, first, only, hooks, on_stderr, timeout)
             if attached is not None:
                 return attached
-        path, specs = lifecycle.held_specs(session, only)
-        keeper = (path, session)
+        path, specs = keeper.held_specs(session, only)
+        held = (path, session)
         if timeout:
             specs = [replace(spec, timeout=timeout) for spec in specs]
     else:
@@ -85,7 +83,7 @@ def open_catalog(
 
     # A keeper's servers are connected in the keeper: no era cache or OAuth tokens here.
     options = ConnectOptions(
-        hooks, builtin_servers(), on_stderr, keeper=keeper, stores=None if keeper else client_stores(), unusable=unusable
+        hooks, builtin_servers(), on_stderr, keeper=held, stores=None if held else client_stores(), unusable=unusable
     )
     return Catalog(specs, options)
 
@@ -101,9 +99,7 @@ def _attach_first(
     """The keeper's catalog with `first` attached, its other servers taken from the attach
     reply; None when that does not work out (the keeper holds no server of that name, is not
     running, or is too old to list its servers): then the status request says why, or what."""
-    from llmc_cli.keeper import lifecycle
-
-    path = str(lifecycle.socket_path(session))
+    path = str(keeper.socket_path(session))
     guess = ServerSpec(name=first, timeout=timeout or 60.0, description=f"held by session {session}")
     catalog = Catalog([guess], ConnectOptions(hooks, builtin_servers(), on_stderr, keeper=(path, session)))
     try:
@@ -115,7 +111,7 @@ def _attach_first(
     if roster is None or roster.servers is None:
         catalog.close()
         return None
-    specs = lifecycle.specs_of(session, roster.servers, only)
+    specs = keeper.specs_of(session, roster.servers, only)
     if timeout:
         specs = [replace(spec, timeout=timeout) for spec in specs]
     catalog.pool.add_servers(specs)
