@@ -21,7 +21,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = str(ROOT / "tests" / "node" / "node_modules" / ".bin" / "mcp-server-everything")
-LLMC = str(Path(sys.executable).parent / "llmc")
+# LLMC_BENCH_LLMC: another build's llmc to measure (an A/B of two trees from one venv)
+LLMC = os.environ.get("LLMC_BENCH_LLMC") or str(Path(sys.executable).parent / "llmc")
 
 FLOOR = r"""
 import json, subprocess, sys

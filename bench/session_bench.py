@@ -25,7 +25,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = [sys.executable, str(ROOT / "tests" / "peers" / "sdk_server.py")]
-LLMC = str(Path(sys.executable).parent / "llmc")
+# LLMC_BENCH_LLMC: another build's llmc to measure (an A/B of two trees from one venv)
+LLMC = os.environ.get("LLMC_BENCH_LLMC") or str(Path(sys.executable).parent / "llmc")
 
 # The floor: interpreter start-up with click imported, then one attach + tools/call round trip.
 FLOOR = r"""

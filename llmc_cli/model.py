@@ -5,12 +5,16 @@ Nothing here knows about a transport, a provider or the CLI.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal, TypeAlias, get_args
 from urllib.parse import urlsplit, urlunsplit
+
+from llmc_cli.lean import dataclass as dataclass
+from llmc_cli.lean import hmac_sha256 as hmac_sha256
+from llmc_cli.lean import sha256 as sha256
+from llmc_cli.lean import sha256_hex as sha256_hex
 
 # A JSON value as json.loads returns it (recursive; object keys are always str), for data llmc
 # passes on without reading it all: tool arguments, structuredContent, `_meta`. mcp/messages.py
@@ -97,7 +101,7 @@ class ServerSpec:
         if self.builtin:
             return f"builtin:{self.builtin}"
         identity = "\x1f".join(self.command) + f"\x1f{self.cwd or ''}" if self.command else self.url or ""
-        digest = hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        digest = sha256_hex(identity.encode("utf-8", "surrogatepass"))[:32]
         return f"{self.kind}:{digest}"
 
     def shown_url(self) -> str | None:

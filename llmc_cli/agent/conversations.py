@@ -7,7 +7,7 @@ import json
 import re
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from llmc_cli.config.files import write_atomic
 from llmc_cli.config.paths import state_dir
 from llmc_cli.errors import ConfigError, UsageError
+from llmc_cli.model import dataclass
 from llmc_cli.providers.base import Message, message_from_json
 
 

@@ -6,7 +6,6 @@ the command's pipeline (services.Pipeline), and saves the conversation whatever 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +15,7 @@ from llmc_cli.agent.sampling import sampler
 from llmc_cli.agent.settings import AskOptions, AskSettings, resolve_settings
 from llmc_cli.agent.tool_search import THRESHOLD, wanted
 from llmc_cli.errors import PolicyDenied
+from llmc_cli.model import dataclass
 from llmc_cli.policy.approval import with_hint
 from llmc_cli.providers.base import AssistantTurn, Provider, make_provider
 from llmc_cli.providers.reachable import check_reachable

@@ -8,11 +8,11 @@ Precedence, highest first: what the caller gave (the command line) > the continu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from llmc_cli.agent.conversations import Conversation
 from llmc_cli.errors import UsageError
+from llmc_cli.model import dataclass
 from llmc_cli.providers.base import ProviderSettings
 
 if TYPE_CHECKING:

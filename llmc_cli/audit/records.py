@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import functools
-import getpass
-import hashlib
 import os
+import pwd
 import socket
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -13,7 +12,7 @@ from typing import Any
 
 from llmc_cli.config.secrets import MASK, Masker, environment_secrets
 from llmc_cli.errors import ConfigError
-from llmc_cli.model import canonical_json
+from llmc_cli.model import canonical_json, sha256
 
 __all__ = ["MASK", "AuditError", "identity", "mask_secrets", "now_iso", "record_hash", "secret_values"]
 
@@ -33,10 +32,13 @@ def identity() -> dict[str, Any]:
 @functools.lru_cache(maxsize=1)
 def _user_and_host() -> dict[str, str]:
     """Looked up once per process: a batch writes them into every record."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = str(os.getuid())
+    # getpass.getuser()'s rule, without importing getpass (and termios) for it
+    user = next((os.environ[name] for name in ("LOGNAME", "USER", "LNAME", "USERNAME") if os.environ.get(name)), None)
+    if user is None:
+        try:
+            user = pwd.getpwuid(os.getuid()).pw_name
+        except (KeyError, OSError):
+            user = str(os.getuid())
     return {"user": user, "host": socket.gethostname()}
 
 
@@ -53,4 +55,4 @@ def secret_values() -> set[str]:
 
 def record_hash(record: Mapping[str, object]) -> str:
     body = {k: v for k, v in record.items() if k != "hash"}
-    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+    return sha256(canonical_json(body).encode("utf-8")).hexdigest()

@@ -3,7 +3,6 @@ PostgreSQL): sealing records into the chain, writing as an AuditSink, and verify
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 from llmc_cli import telemetry
 from llmc_cli.audit.records import AuditError, now_iso, record_hash
 from llmc_cli.mcp.jsonrpc import LONE_SURROGATE, replace_lone_surrogates
-from llmc_cli.model import canonical_json
+from llmc_cli.model import canonical_json, sha256
 from llmc_cli.store.chain import GENESIS, AuditRecord
 
 # seal(head, count) -> the new records as JSON lines, each chained to the one before, the first
@@ -33,7 +32,7 @@ def sealer(records: list[AuditRecord], written: list[dict[str, Any]]) -> Seal:
             if LONE_SURROGATE.search(body):  # walking every record for the rare one is costly
                 full = replace_lone_surrogates(full)
                 body = canonical_json(full)
-            full["hash"] = prev = hashlib.sha256(body.encode("utf-8")).hexdigest()
+            full["hash"] = prev = sha256(body.encode("utf-8")).hexdigest()
             written.append(full)
             # Stored as hashed, its hash last: one serialisation per record, not a second compact
             # one in another key order (verify parses the line; the order of keys is no part of it).

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
@@ -14,7 +13,7 @@ from llmc_cli.errors import LlmcError, RpcError
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.inflight import Future
 from llmc_cli.mcp.session import ClientSession
-from llmc_cli.model import JSONObject, Tool
+from llmc_cli.model import JSONObject, Tool, dataclass
 
 T = TypeVar("T")
 MAX_AT_ONCE = 8  # servers worked on at the same time

@@ -4,7 +4,7 @@ spellings."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 import click
@@ -13,6 +13,7 @@ from llmc_cli import telemetry
 from llmc_cli.cli import output
 from llmc_cli.cli.prompt import interactive
 from llmc_cli.config.profiles import load_profile
+from llmc_cli.model import dataclass
 
 if TYPE_CHECKING:
     from llmc_cli.config.profiles import LoadedProfile

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import sys
@@ -62,6 +63,7 @@ class LazyGroup(click.Group):
         if name in COMMANDS:
             module, attr = COMMANDS[name][0].split(":")
             command: click.Command = getattr(importlib.import_module(module), attr)
+            _started()
             _accept_global_options(command)
             attach_examples(command, name)
             return command
@@ -82,6 +84,15 @@ class LazyGroup(click.Group):
         rows = [(name, COMMANDS[name][1]) for name in sorted(COMMANDS)]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+
+def _started() -> None:
+    """The command's module is loaded: the collector that the `llmc` entry (llmc_cli/__main__.py)
+    kept off during start-up runs again, past everything alive now (frozen). In a process that
+    did not start that way (tests in-process) the collector is on and this does nothing."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
 
 
 def _complete_profiles(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -151,7 +150,16 @@ def _spaced_words(key: str) -> str:
 def _terminal_width() -> int | None:
     """Columns of the terminal stdout is (COLUMNS first, as everywhere); None for a pipe."""
 
-    columns = shutil.get_terminal_size((0, 0)).columns
+    # shutil.get_terminal_size's rule, without importing shutil (and bz2, lzma) for it
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
     return columns if columns > 0 else None
 
 
@@ -301,13 +309,14 @@ def _named(item: object) -> str:
 # controls (U+009B is a one-character CSI, U+009D an OSC), bidi embeddings, overrides, isolates and
 # marks (they reorder what is shown: "Trojan Source"), line/paragraph separators, and lone
 # surrogates (they cannot be encoded, so printing one would crash).
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+# The pattern's text: re compiles (and caches) it at the first clean(), not at import.
+_UNSAFE = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 
 
 def clean(text: str) -> str:
     """Text from a server or a model, safe to show on a terminal: every control character is
     replaced by a visible escape (ESC becomes the four characters \\x1b); tab and newline stay."""
-    return _UNSAFE.sub(_escape, text)
+    return re.sub(_UNSAFE, _escape, text)
 
 
 def _escape(match: re.Match[str]) -> str:

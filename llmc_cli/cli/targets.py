@@ -6,7 +6,6 @@ import functools
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -14,7 +13,7 @@ import click
 
 from llmc_cli.config.profiles import expand
 from llmc_cli.errors import UsageError
-from llmc_cli.model import ServerSpec
+from llmc_cli.model import ServerSpec, dataclass
 
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import hashlib
 import os
 import stat
 import time
@@ -31,6 +30,7 @@ from pathlib import Path
 
 from llmc_cli.config.paths import ensure_private_dir, state_dir
 from llmc_cli.errors import ConfigError
+from llmc_cli.model import sha256
 
 PRIVATE_FILE = 0o600
 LOCK_TIMEOUT = 30.0  # seconds: a read-modify-write under a lock takes milliseconds; a minute means a stuck peer
@@ -174,7 +174,7 @@ def locked(path: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
     profile (a dotfiles repository, say), and every llmc of this user finds the same one."""
 
     real = Path(path).resolve()
-    digest = hashlib.sha256(str(real).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    digest = sha256(str(real).encode("utf-8", "surrogatepass")).hexdigest()[:16]
     lock_file = ensure_private_dir(state_dir() / "locks") / f"{real.name}.{digest}.lock"
     with ExitStack() as held:
         try:  # errors of taking the lock only, not of the block

@@ -20,7 +20,6 @@ import json
 import os
 import shutil
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -29,7 +28,7 @@ from llmc_cli.config import paths
 from llmc_cli.config.files import write_atomic
 from llmc_cli.config.importers import read_json_object
 from llmc_cli.errors import ConfigError, UsageError
-from llmc_cli.model import JSONObject
+from llmc_cli.model import JSONObject, dataclass
 
 
 @dataclass(frozen=True)

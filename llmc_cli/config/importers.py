@@ -15,7 +15,7 @@ env variable or header becomes a `${VAR}` placeholder the user must set (reporte
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from llmc_cli import jsonish
 from llmc_cli.config.profiles import has_placeholder
 from llmc_cli.config.secrets import is_secret_name
 from llmc_cli.errors import ConfigError
-from llmc_cli.model import parse_json
+from llmc_cli.model import dataclass, parse_json
 
 _INPUT = re.compile(r"\$\{input:([^}]+)\}")
 _ENV = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")

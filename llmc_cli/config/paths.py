@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -36,10 +35,9 @@ def sandbox_required_by_parent() -> bool:
 # allow-list of options that neither run other code nor change where modules come from (-c, -m
 # other, -X pycache_prefix=..., -W with a category to import, grouped flags: all refused).
 SAFE_OPTIONS = frozenset({"-I", "-P", "-E", "-s", "-B", "-u", "-q", "-O", "-OO", "-b", "-bb"})
-SAFE_X_OPTIONS = re.compile(
-    r"^(dev|utf8(=[01])?|faulthandler|importtime|tracemalloc(=\d+)?|warn_default_encoding|int_max_str_digits=\d+|no_debug_ranges)$"
-)
-SAFE_W_OPTIONS = re.compile(r"^(default|error|ignore|always|module|once)(::?[A-Za-z]*Warning)?$")  # builtin categories only
+# Patterns as text: re compiles (and caches) them when a launch is judged, not at import.
+SAFE_X_OPTIONS = r"^(dev|utf8(=[01])?|faulthandler|importtime|tracemalloc(=\d+)?|warn_default_encoding|int_max_str_digits=\d+|no_debug_ranges)$"
+SAFE_W_OPTIONS = r"^(default|error|ignore|always|module|once)(::?[A-Za-z]*Warning)?$"  # builtin categories only
 OWN_MODULES = frozenset({"llmc_cli", "llmc_cli.__main__"})
 # The server's declared environment may set these PYTHON* variables (none runs code or moves the
 # import path); any other PYTHON* (PYTHONPATH, PYTHONHOME, PYTHONSTARTUP, PYTHONUSERBASE,
@@ -76,6 +74,8 @@ def is_llmc_command(argv: tuple[str, ...] | list[str], env: Mapping[str, str] | 
     if not argv or not _clean_environment(env):
         return False
     search = env.get("PATH", os.environ.get("PATH", os.defpath))
+    import shutil  # only when a server is launched: not on a call through a keeper
+
     found = shutil.which(argv[0], path=search) if "/" not in argv[0] else (argv[0] if os.path.isfile(argv[0]) else None)
     if found is None:
         return False
@@ -94,7 +94,7 @@ def _runs_llmc_module(args: list[str]) -> bool:
         option = args.pop(0)
         if option in ("-X", "-W"):
             value = args.pop(0) if args else ""
-            if not (SAFE_X_OPTIONS if option == "-X" else SAFE_W_OPTIONS).match(value):
+            if not re.match(SAFE_X_OPTIONS if option == "-X" else SAFE_W_OPTIONS, value):
                 return False
         elif option not in SAFE_OPTIONS:
             return False  # -c, a script, grouped or unknown options

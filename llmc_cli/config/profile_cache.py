@@ -10,7 +10,6 @@ misses. Anything unreadable or unexpected is a miss: the text is validated again
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +18,7 @@ from llmc_cli.config import files, paths, schema
 from llmc_cli.config.schema import from_json
 from llmc_cli.config.validation import dump
 from llmc_cli.errors import ConfigError
-from llmc_cli.model import compact_json
+from llmc_cli.model import compact_json, sha256
 
 if TYPE_CHECKING:
     from llmc_cli.config.schema import Profile
@@ -34,7 +33,7 @@ def directory() -> Path:
 
 def key_of(text: str) -> str:
 
-    digest = hashlib.sha256(VERSION)
+    digest = sha256(VERSION)
     digest.update(Path(schema.__file__).read_bytes())
     digest.update(b"\0")
     digest.update(text.encode("utf-8"))

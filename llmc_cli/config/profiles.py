@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,14 +18,14 @@ from llmc_cli.config import paths, profile_cache
 from llmc_cli.config.schema import Profile, ServerConfig
 from llmc_cli.config.validation import parse_toml, validate
 from llmc_cli.errors import ConfigError, UsageError, did_you_mean
-from llmc_cli.model import OAuthSpec, SandboxSpec, ServerSpec
+from llmc_cli.model import OAuthSpec, SandboxSpec, ServerSpec, dataclass
 
 if TYPE_CHECKING:
     from llmc_cli.config.schema import Profile  # a type only: the schema is imported where profiles are built
 
 DEFAULT_PROFILE = "default"
 BUILTIN_NAME = "builtin:default"
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_VAR = r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}"  # compiled (and cached) by re at first use
 
 
 @dataclass
@@ -47,7 +46,7 @@ def expand(value: str, where: str) -> str:
             return default
         raise ConfigError(f"{where}: environment variable {name} is not set")
 
-    return _VAR.sub(substitute, value)
+    return re.sub(_VAR, substitute, value)
 
 
 def profile_path(name_or_path: str) -> Path:
@@ -224,7 +223,7 @@ def _oauth_spec(oauth: Any) -> OAuthSpec | None:
 
 def has_placeholder(value: str) -> bool:
     """Does the value contain a ${VAR} (expanded from the environment when used)?"""
-    return bool(_VAR.search(value))
+    return bool(re.search(_VAR, value))
 
 
 def editable_path(name_or_path: str | None) -> Path:

@@ -27,11 +27,11 @@ This module's source is part of the profile cache key: any change here invalidat
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
 from llmc_cli.errors import did_you_mean
-from llmc_cli.model import ProviderName
+from llmc_cli.model import ProviderName, dataclass
 
 # The DLP detectors a profile may name in [dlp] redact/block (llmc_cli/guard/detectors.py).
 DLP_DETECTORS = ("email", "phone", "credit_card", "iban", "secret", "private_key", "profile_secret")

@@ -212,7 +212,7 @@ def argument_secrets(arguments: object) -> set[str]:
     return found
 
 
-_CONNINFO_PASSWORD = re.compile(r"(\bpassword\s*=\s*)(?:'((?:[^'\\]|\\.)*)'|([^\s']+))")
+_CONNINFO_PASSWORD = r"(\bpassword\s*=\s*)(?:'((?:[^'\\]|\\.)*)'|([^\s']+))"  # compiled (and cached) by re at first use
 
 
 def url_secrets(url: str) -> set[str]:
@@ -220,7 +220,7 @@ def url_secrets(url: str) -> set[str]:
     values of secret-looking query parameters (as written and decoded), or a conninfo's `password=`."""
 
     if "://" not in url:
-        return {m.group(2) or m.group(3) for m in _CONNINFO_PASSWORD.finditer(url) if m.group(2) or m.group(3)}
+        return {m.group(2) or m.group(3) for m in re.finditer(_CONNINFO_PASSWORD, url) if m.group(2) or m.group(3)}
     try:
         parts = urlsplit(url)
         found = {parts.password, unquote_plus(parts.password)} if parts.password else set()
@@ -238,7 +238,7 @@ def mask_url(url: str) -> str:
     secret-looking query parameters as '***', everything else as written (${VAR}s included)."""
 
     if "://" not in url:
-        return _CONNINFO_PASSWORD.sub(lambda m: m.group(1) + MASK, url)
+        return re.sub(_CONNINFO_PASSWORD, lambda m: m.group(1) + MASK, url)
     try:
         parts = urlsplit(url)
         password = parts.password
@@ -281,7 +281,7 @@ def environment_secrets(profile: Profile | None = None) -> set[str]:
             for name, value in table.items():
                 if not isinstance(value, str):
                     continue
-                found |= {os.environ[v] for v in _PLACEHOLDER_NAMES.findall(value) if is_secret_name(v) and v in os.environ}
+                found |= {os.environ[v] for v in re.findall(_PLACEHOLDER_NAMES, value) if is_secret_name(v) and v in os.environ}
                 text = expanded(value)
                 if text and is_secret_name(name):
                     found |= {text, text.split()[-1]} if text.split() else {text}
@@ -292,4 +292,4 @@ def environment_secrets(profile: Profile | None = None) -> set[str]:
     return {s for s in found if s}
 
 
-_PLACEHOLDER_NAMES = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)")
+_PLACEHOLDER_NAMES = r"\$\{([A-Za-z_][A-Za-z0-9_]*)"  # compiled (and cached) by re at first use

@@ -17,7 +17,7 @@ from typing import Any
 from llmc_cli.config.schema import Profile
 from llmc_cli.errors import ConfigError, did_you_mean
 
-_TOML_LINE = re.compile(r"\(at line (\d+), column \d+\)")
+_TOML_LINE = r"\(at line (\d+), column \d+\)"  # compiled (and cached) by re at first use
 # Keys that were accepted once and are gone: a profile that still sets one is told why, not
 # just "unknown key".
 REMOVED_KEYS = {
@@ -33,7 +33,7 @@ def parse_toml(text: str, where: str) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        found = _TOML_LINE.search(str(exc))
+        found = re.search(_TOML_LINE, str(exc))
         line = f":{found.group(1)}" if found else ""
         raise ConfigError(f"{where}{line}: invalid TOML: {exc}") from None
 

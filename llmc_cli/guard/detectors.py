@@ -23,11 +23,11 @@ import importlib
 import math
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from functools import cache
 
 from llmc_cli.config.schema import DLP_DETECTORS as DETECTORS  # noqa: F401 (the names a profile may use)
 from llmc_cli.config.secrets import is_secret_name
+from llmc_cli.model import dataclass
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,10 @@ result is shown. What was found is counted by kind, never kept."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
+
+from llmc_cli.model import dataclass
 
 if TYPE_CHECKING:
     from llmc_cli.config.schema import Profile

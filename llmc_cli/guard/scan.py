@@ -24,9 +24,8 @@ import binascii
 import re
 import unicodedata
 from collections.abc import Iterator
-from dataclasses import dataclass
 
-from llmc_cli.model import JSONObject, Tool
+from llmc_cli.model import JSONObject, Tool, dataclass
 
 HIGH, MEDIUM = "high", "medium"
 RULES = (

@@ -6,5 +6,19 @@ upstream.py   what it holds: the servers (Upstream) and the callers attached to 
 lifecycle.py  start, find, inspect and stop keepers from a command
 transport.py  the wire to a keeper: a Transport for sessions with the servers it holds, and attach()
 
-Nothing here is imported at start-up; each command imports the module it needs.
+Nothing here is imported at start-up; each command imports the module it needs, or uses the
+names below (the package's lazy interface: lifecycle.py loads with the first one used).
 """
+
+from typing import TYPE_CHECKING
+
+from llmc_cli import lazy_names
+
+_WHERE = dict.fromkeys(("held_specs", "socket_path", "specs_of"), "llmc_cli.keeper.lifecycle")
+
+if TYPE_CHECKING:
+    from llmc_cli.keeper.lifecycle import held_specs, socket_path, specs_of
+else:
+    __getattr__ = lazy_names(__name__, globals(), _WHERE)
+
+__all__ = ["held_specs", "socket_path", "specs_of"]

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from llmc_cli.errors import RpcError
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.messages import JSON, JSONObject, ProgressToken, object_at
+from llmc_cli.model import dataclass
 
 # While a hook runs, which of the caller's requests in flight the server's message belongs to (a
 # client serving many users, the gateway, answers by it): the progress tokens the caller gave

@@ -19,7 +19,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, cast
 
 from llmc_cli.errors import ProtocolError, RpcError, TimeoutExpired
@@ -31,7 +31,7 @@ from llmc_cli.mcp.validation import CompiledSchemas
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, MODERN_VERSIONS
 from llmc_cli.mcp.versions import META_PREFIX as META
 from llmc_cli.mcp.workers import Workers
-from llmc_cli.model import JSON, JSONObject
+from llmc_cli.model import JSON, JSONObject, dataclass
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor

@@ -10,13 +10,13 @@ server's era cache entry (mcp.stores.EraCache), under "session".
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from llmc_cli.mcp.messages import JSONObject, object_at
 from llmc_cli.mcp.session import ClientSession
 from llmc_cli.mcp.stores import Stores
 from llmc_cli.mcp.versions import LEGACY_VERSIONS
-from llmc_cli.model import ServerSpec
+from llmc_cli.model import ServerSpec, dataclass
 
 ENTRY_KEY = "session"  # the field of an era cache entry (servers.json keeps this name)
 

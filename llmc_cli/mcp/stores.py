@@ -11,8 +11,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
+
+from llmc_cli.model import dataclass
 
 if TYPE_CHECKING:
     from llmc_cli.mcp.auth.records import TokenRecord

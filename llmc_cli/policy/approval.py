@@ -3,7 +3,6 @@ pre-approving a call takes (Approval), and how a person is told (hint)."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from llmc_cli.config.files import open_own
 from llmc_cli.config.paths import ensure_private_dir, state_dir
 from llmc_cli.errors import ConfigError, LlmcError
-from llmc_cli.model import JSONObject, ToolCall, canonical_json, compact_json
+from llmc_cli.model import JSONObject, ToolCall, canonical_json, compact_json, hmac_sha256
 
 if TYPE_CHECKING:
     from llmc_cli.config.profiles import LoadedProfile
@@ -24,13 +23,8 @@ def call_hash(call: ToolCall, key: bytes | None = None) -> str:
     next to masked arguments in the audit log: an unkeyed hash of a short password is undone by
     guessing. Lone surrogates pass through (surrogatepass) so that any call has a hash. `key`:
     approval_key() as the caller read it once for many calls (services.calls.Invocation)."""
-    import hmac
-
     canonical = canonical_json({"tool": call.qualified_name, "arguments": call.arguments})
-    digest = hmac.new(
-        approval_key() if key is None else key, canonical.encode("utf-8", "surrogatepass"), hashlib.sha256
-    ).hexdigest()
-    return "hmac-sha256:" + digest
+    return "hmac-sha256:" + hmac_sha256(approval_key() if key is None else key, canonical.encode("utf-8", "surrogatepass"))
 
 
 APPROVAL_KEY_ENV = "LLMC_APPROVAL_KEY"
@@ -64,14 +58,13 @@ def _key_file(path: Path) -> bytes:
     to its name, which fails if another process got there first (then its key is the key)."""
     try:
         if not path.exists():
-            import secrets  # only the first call ever creates the key
-
+            # os.urandom is what secrets.token_hex reads (importing secrets loads hmac and OpenSSL)
             ensure_private_dir(path.parent)
-            temp = path.with_name(f".approval.key.{secrets.token_hex(6)}.tmp")
+            temp = path.with_name(f".approval.key.{os.urandom(6).hex()}.tmp")
             fd = open_own(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
                 with os.fdopen(fd, "w", encoding="ascii") as fh:
-                    fh.write(secrets.token_hex(32) + "\n")
+                    fh.write(os.urandom(32).hex() + "\n")
                     fh.flush()
                     os.fsync(fh.fileno())
                 try:

@@ -7,11 +7,10 @@ from __future__ import annotations
 import fnmatch
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from llmc_cli.config.profiles import expand
-from llmc_cli.model import JSONObject, Tool, ToolCall
+from llmc_cli.model import JSONObject, Tool, ToolCall, dataclass
 from llmc_cli.policy.approval import call_hash
 from llmc_cli.policy.paths import MAX_NESTING, PathRefused, glob_patterns, path_regex, touched_paths
 

@@ -14,12 +14,12 @@ import os
 import random
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import ModuleType
 from typing import Any, Protocol, TypeVar
 
 from llmc_cli.errors import ConfigError, ProviderError, UsageError
-from llmc_cli.model import ARGUMENTS_TOO_DEEP, PROVIDERS, JSONObject, ToolResult, arguments_too_deep
+from llmc_cli.model import ARGUMENTS_TOO_DEEP, PROVIDERS, JSONObject, ToolResult, arguments_too_deep, dataclass
 
 # The provider's usual environment variables for its key, when the profile names none.
 DEFAULT_KEY_ENV = {

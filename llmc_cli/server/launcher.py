@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from llmc_cli.errors import ConfigError
 from llmc_cli.mcp.server import ToolError
+from llmc_cli.model import dataclass
 from llmc_cli.server.sandbox import FIXED_PATH, bwrap_argv, find_bwrap, limited
 
 SHELL = "/bin/sh"

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 import signal
-from dataclasses import dataclass
 
+from llmc_cli.model import dataclass
 from llmc_cli.server.launcher import TAG_VAR
 
 KILL_ROUNDS = 20  # collect-and-kill passes over /proc; each freezes what it finds before killing

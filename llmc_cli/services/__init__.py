@@ -26,10 +26,8 @@ _WHERE = {
         "llmc_cli.services.inspect": "Inspection Inspector inspectors_for",
         "llmc_cli.services.pipeline": "Outcome Pipeline ToolRequest host_calls open_calls",
         "llmc_cli.services.reads": "Read read_decision server_tools",
-        "llmc_cli.services.sandbox": "protected_paths",
-        "llmc_cli.services.catalogs": (
-            "READ_KINDS builtin_servers open_catalog protect launch_specs visible_items visible_offered visible_tools"
-        ),
+        "llmc_cli.services.sandbox": "protect protected_paths launch_specs",
+        "llmc_cli.services.catalogs": ("READ_KINDS builtin_servers open_catalog visible_items visible_offered visible_tools"),
         "llmc_cli.services.scanning": "scan_servers",
         "llmc_cli.services.search": "Match ToolIndex searchable_tools",
         "llmc_cli.services.semantic": "search_index semantic_wanted",
@@ -45,9 +43,7 @@ if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its modul
     from llmc_cli.services.catalogs import (
         READ_KINDS,
         builtin_servers,
-        launch_specs,
         open_catalog,
-        protect,
         visible_items,
         visible_offered,
         visible_tools,
@@ -55,7 +51,7 @@ if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its modul
     from llmc_cli.services.inspect import Inspection, Inspector, inspectors_for
     from llmc_cli.services.pipeline import Outcome, Pipeline, ToolRequest, host_calls, open_calls
     from llmc_cli.services.reads import Read, read_decision, server_tools
-    from llmc_cli.services.sandbox import protected_paths
+    from llmc_cli.services.sandbox import launch_specs, protect, protected_paths
     from llmc_cli.services.scanning import scan_servers
     from llmc_cli.services.search import Match, ToolIndex, searchable_tools
     from llmc_cli.services.semantic import search_index, semantic_wanted

@@ -9,12 +9,11 @@ import functools
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from llmc_cli import interrupts
 from llmc_cli.errors import ExitCode, LlmcError, PolicyDenied, SkippedAfterFailure
-from llmc_cli.model import JSON, JSONObject, ToolCall, ToolResult
+from llmc_cli.model import JSON, JSONObject, ToolCall, ToolResult, dataclass
 
 if TYPE_CHECKING:
     from llmc_cli.services.calls import Authorization

@@ -16,12 +16,11 @@ read time against the TTL configured now (store/results.py)."""
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 from typing import TYPE_CHECKING, Any
 
 from llmc_cli import policy
-from llmc_cli.model import JSONObject, Tool, ToolCall, canonical_json
+from llmc_cli.model import JSONObject, Tool, ToolCall, canonical_json, sha256
 from llmc_cli.policy import effective_hints, glob_match
 
 if TYPE_CHECKING:
@@ -77,7 +76,7 @@ def key(
         "definition": tool_hash(tool),
         "call": call_hash or policy.call_hash(call),
     }
-    return hashlib.sha256(canonical_json(parts).encode("utf-8")).hexdigest()
+    return sha256(canonical_json(parts).encode("utf-8")).hexdigest()
 
 
 def profile_identity(profile: LoadedProfile) -> str:

@@ -4,27 +4,18 @@ and prompts a profile may see; where the gateway shares its host sessions."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from llmc_cli import policy
+from llmc_cli import keeper, policy, services
 from llmc_cli.catalog import Catalog, ConnectOptions, ServerFailure
-from llmc_cli.config.paths import (
-    PROTECTED_PATHS_VAR,
-    REQUIRE_SANDBOX_VAR,
-    is_llmc_command,
-    own_directories,
-    sandbox_required_by_parent,
-)
-from llmc_cli.config.profiles import LoadedProfile, usable_specs
+from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.errors import ConfigError, ConnectionFailed, LlmcError, SessionHoldsServers, UsageError
 from llmc_cli.guard.clearance import cleared
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.model import JSONObject, ServerSpec, Tool
 from llmc_cli.services.reads import read_decision
-from llmc_cli.services.sandbox import contain, protected_paths, warn_unsandboxed
 from llmc_cli.store import client_stores
 
 if TYPE_CHECKING:
@@ -47,69 +38,6 @@ def builtin_servers() -> dict[str, Callable[[ServerSpec], Any]]:
         return make_workspace_server(**options)
 
     return {"workspace": workspace}
-
-
-def protect(specs: list[ServerSpec], profile: LoadedProfile | None, require_sandbox: bool = False) -> list[ServerSpec]:
-    """Tell llmc's own servers where llmc's own files are: the built-in workspace server through
-    its options, llmc run as a stdio child (`llmc serve workspace`, whose environment is
-    allow-listed) through PROTECTED_PATHS_VAR, set after the profile's env so it cannot be
-    replaced, and a nested llmc (`llmc serve -p ops`) its directories, so it finds the same
-    profiles and state, unless the server's own env says otherwise. Both only ever add paths to
-    what the server protects. A third-party server is not handed this map of what to go after (a
-    sandbox covers those files instead). `require_sandbox`: a nested llmc is also told to keep
-    the sandbox rule (REQUIRE_SANDBOX_VAR), so a server of its own cannot run unsandboxed
-    where this one's could not."""
-    paths = protected_paths(profile)
-    out = []
-    for spec in specs:
-        if spec.builtin == "workspace" and isinstance(spec.options.get("protect", []), list):
-            extra = [p for p in spec.options.get("protect", []) if p not in paths]
-            spec = replace(spec, options={**spec.options, "protect": [*extra, *paths]})
-        elif spec.command and is_llmc_command(spec.command, spec.env):
-            told = {PROTECTED_PATHS_VAR: json.dumps(paths), **({REQUIRE_SANDBOX_VAR: "1"} if require_sandbox else {})}
-            spec = replace(spec, env={**own_directories(), **spec.env, **told})
-        out.append(spec)
-    return out
-
-
-def launch_specs(
-    profile: LoadedProfile | None,
-    only: tuple[str, ...] = (),
-    adhoc: ServerSpec | None = None,
-    timeout: float | None = None,
-    connect_timeout: float | None = None,
-    require_sandbox: bool = False,
-) -> tuple[list[ServerSpec], dict[str, ConfigError]]:
-    """The servers a command starts itself (a catalog, a session keeper, the gateway): the
-    ad-hoc one, or the profile's (only those named in `only`, when given) that can be configured,
-    each told where llmc's own files are (llmc's own servers), contained as the profile says
-    (services/sandbox.py) and given `timeout` and `connect_timeout` (--timeout and
-    --connect-timeout, over each server's own). Second: the profile's servers that cannot be
-    configured (an unset ${VAR}, a sandbox that cannot be made), each with its error: that
-    server's problem, not the command's. `require_sandbox` (a gateway serving principals, or
-    with any inbound auth: see `authenticated`): ConfigError naming the first stdio server that
-    would run unsandboxed without the profile saying sandbox = "none" for it; also when the llmc
-    that started this one ran under that rule (config.paths.REQUIRE_SANDBOX_VAR), whatever the
-    nesting, and passed on to llmc's own children."""
-    require_sandbox = require_sandbox or sandbox_required_by_parent()
-    if adhoc is None and profile is None:
-        raise ValueError("launch_specs needs a profile or an ad-hoc server")
-    specs, unusable = ([adhoc], {}) if adhoc else usable_specs(profile, only)  # type: ignore[arg-type]
-    contained = []
-    for spec in protect(specs, profile, require_sandbox):
-        try:
-            contained.append(contain(spec, profile, required=require_sandbox))
-        except ConfigError as exc:
-            if require_sandbox:
-                raise
-            unusable[spec.name] = exc
-    warn_unsandboxed(contained)
-    specs = contained
-    if timeout:
-        specs = [replace(spec, timeout=timeout) for spec in specs]
-    if connect_timeout:
-        specs = [replace(spec, connect_timeout=connect_timeout) for spec in specs]
-    return specs, unusable
 
 
 def authenticated(profile: LoadedProfile) -> bool:
@@ -136,27 +64,26 @@ def open_catalog(
     is then attached at once, and its reply lists the rest (no status request before)."""
     if adhoc is None and profile is None:
         raise ValueError("open_catalog needs a profile or an ad-hoc server")
-    keeper = None
+    held: tuple[str, str] | None = None  # the keeper's socket and session, when it holds the servers
     unusable: dict[str, ConfigError] = {}  # servers of the profile that cannot be configured
     if session:
         if adhoc:
             raise SessionHoldsServers(session)
-        from llmc_cli.keeper import lifecycle
-
         if first and (not only or first in only):
             attached = _attach_first(session, first, only, hooks, on_stderr, timeout)
             if attached is not None:
                 return attached
-        path, specs = lifecycle.held_specs(session, only)
-        keeper = (path, session)
+        path, specs = keeper.held_specs(session, only)
+        held = (path, session)
         if timeout:
             specs = [replace(spec, timeout=timeout) for spec in specs]
     else:
-        specs, unusable = launch_specs(profile, only, adhoc, timeout, connect_timeout, require_sandbox=require_sandbox)
+        # services/sandbox.py (its lazy name): a call through a keeper launches nothing, and loads none of it
+        specs, unusable = services.launch_specs(profile, only, adhoc, timeout, connect_timeout, require_sandbox=require_sandbox)
 
     # A keeper's servers are connected in the keeper: no era cache or OAuth tokens here.
     options = ConnectOptions(
-        hooks, builtin_servers(), on_stderr, keeper=keeper, stores=None if keeper else client_stores(), unusable=unusable
+        hooks, builtin_servers(), on_stderr, keeper=held, stores=None if held else client_stores(), unusable=unusable
     )
     return Catalog(specs, options)
 
@@ -172,9 +99,7 @@ def _attach_first(
     """The keeper's catalog with `first` attached, its other servers taken from the attach
     reply; None when that does not work out (the keeper holds no server of that name, is not
     running, or is too old to list its servers): then the status request says why, or what."""
-    from llmc_cli.keeper import lifecycle
-
-    path = str(lifecycle.socket_path(session))
+    path = str(keeper.socket_path(session))
     guess = ServerSpec(name=first, timeout=timeout or 60.0, description=f"held by session {session}")
     catalog = Catalog([guess], ConnectOptions(hooks, builtin_servers(), on_stderr, keeper=(path, session)))
     try:
@@ -186,7 +111,7 @@ def _attach_first(
     if roster is None or roster.servers is None:
         catalog.close()
         return None
-    specs = lifecycle.specs_of(session, roster.servers, only)
+    specs = keeper.specs_of(session, roster.servers, only)
     if timeout:
         specs = [replace(spec, timeout=timeout) for spec in specs]
     catalog.pool.add_servers(specs)

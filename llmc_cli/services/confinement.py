@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from llmc_cli.config.paths import config_dir, state_dir
+from llmc_cli.model import dataclass
 from llmc_cli.server.sandbox import SYSTEM_DIRS
 from llmc_cli.services.sandbox import INTERPRETERS
 

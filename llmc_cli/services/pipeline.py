@@ -18,7 +18,6 @@ A batch (services/batch.py) runs the same stages, its decisions written in one g
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -27,7 +26,7 @@ from typing import TYPE_CHECKING, NamedTuple, cast
 from llmc_cli import audit, interrupts, policy
 from llmc_cli.errors import Cancelled, ConfigError, InputRequired, LlmcError, PolicyDenied, ProtocolError, TimeoutExpired
 from llmc_cli.mcp.validation import passes_quickly, validate_arguments
-from llmc_cli.model import JSONObject, Tool, ToolCall, ToolResult, canonical_json
+from llmc_cli.model import JSONObject, Tool, ToolCall, ToolResult, canonical_json, sha256
 from llmc_cli.services import calls
 from llmc_cli.services.calls import Authorization, Invocation
 from llmc_cli.services.inspect import inspect, inspect_error
@@ -345,7 +344,7 @@ class Pipeline:
             "outcome": outcome,
             "durationMs": duration,
             "resultBytes": len(body),
-            "resultSha256": hashlib.sha256(body).hexdigest(),
+            "resultSha256": sha256(body).hexdigest(),
         }
         if self.profile.profile.audit_results:
             record["result"] = authorized.masker(raw)

@@ -5,7 +5,7 @@ one judge of reads, listings, completions and subscriptions."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Literal, cast
 
 from llmc_cli import policy, telemetry
@@ -14,7 +14,7 @@ from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.errors import RpcError
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.jsonrpc import has_lone_surrogate
-from llmc_cli.model import JSONObject, Tool
+from llmc_cli.model import JSONObject, Tool, dataclass
 from llmc_cli.services.calls import Authorization, Invocation, clearance_denial
 
 if TYPE_CHECKING:

@@ -14,7 +14,6 @@ and user namespaces, no capabilities, and resource limits.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -23,9 +22,20 @@ import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from llmc_cli.config.paths import PROTECTED_PATHS_VAR, audit_log_path, config_dir, ensure_private_dir, is_llmc_command, state_dir
+from llmc_cli.config.paths import (
+    PROTECTED_PATHS_VAR,
+    REQUIRE_SANDBOX_VAR,
+    audit_log_path,
+    config_dir,
+    ensure_private_dir,
+    is_llmc_command,
+    own_directories,
+    sandbox_required_by_parent,
+    state_dir,
+)
+from llmc_cli.config.profiles import usable_specs
 from llmc_cli.errors import ConfigError
-from llmc_cli.model import SandboxSpec, ServerSpec
+from llmc_cli.model import SandboxSpec, ServerSpec, sha256
 from llmc_cli.server.jail import Protected
 from llmc_cli.server.sandbox import FIXED_PATH, SYSTEM_DIRS, bwrap_argv, bwrap_usable, find_bwrap, is_under, limited
 from llmc_cli.services.calls import lock_path
@@ -231,7 +241,7 @@ def _home_name(profile: LoadedProfile | None, server: str) -> str:
     two profile files of the same name in different directories."""
     key = f"{(os.path.realpath(profile.path) if profile.path else profile.name) if profile else '-'}\0{server}"
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{profile.name if profile else 'adhoc'}.{server}")[:80]
-    return f"{safe}-{hashlib.sha256(key.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+    return f"{safe}-{sha256(key.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
 def _protected_names(protected: list[str]) -> tuple[list[str], list[str]]:
@@ -327,3 +337,66 @@ def _shebang(path: str) -> str | None:
     if not head.startswith(b"#!"):
         return None
     return head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").strip() or None
+
+
+def protect(specs: list[ServerSpec], profile: LoadedProfile | None, require_sandbox: bool = False) -> list[ServerSpec]:
+    """Tell llmc's own servers where llmc's own files are: the built-in workspace server through
+    its options, llmc run as a stdio child (`llmc serve workspace`, whose environment is
+    allow-listed) through PROTECTED_PATHS_VAR, set after the profile's env so it cannot be
+    replaced, and a nested llmc (`llmc serve -p ops`) its directories, so it finds the same
+    profiles and state, unless the server's own env says otherwise. Both only ever add paths to
+    what the server protects. A third-party server is not handed this map of what to go after (a
+    sandbox covers those files instead). `require_sandbox`: a nested llmc is also told to keep
+    the sandbox rule (REQUIRE_SANDBOX_VAR), so a server of its own cannot run unsandboxed
+    where this one's could not."""
+    paths = protected_paths(profile)
+    out = []
+    for spec in specs:
+        if spec.builtin == "workspace" and isinstance(spec.options.get("protect", []), list):
+            extra = [p for p in spec.options.get("protect", []) if p not in paths]
+            spec = replace(spec, options={**spec.options, "protect": [*extra, *paths]})
+        elif spec.command and is_llmc_command(spec.command, spec.env):
+            told = {PROTECTED_PATHS_VAR: json.dumps(paths), **({REQUIRE_SANDBOX_VAR: "1"} if require_sandbox else {})}
+            spec = replace(spec, env={**own_directories(), **spec.env, **told})
+        out.append(spec)
+    return out
+
+
+def launch_specs(
+    profile: LoadedProfile | None,
+    only: tuple[str, ...] = (),
+    adhoc: ServerSpec | None = None,
+    timeout: float | None = None,
+    connect_timeout: float | None = None,
+    require_sandbox: bool = False,
+) -> tuple[list[ServerSpec], dict[str, ConfigError]]:
+    """The servers a command starts itself (a catalog, a session keeper, the gateway): the
+    ad-hoc one, or the profile's (only those named in `only`, when given) that can be configured,
+    each told where llmc's own files are (llmc's own servers), contained as the profile says
+    (services/sandbox.py) and given `timeout` and `connect_timeout` (--timeout and
+    --connect-timeout, over each server's own). Second: the profile's servers that cannot be
+    configured (an unset ${VAR}, a sandbox that cannot be made), each with its error: that
+    server's problem, not the command's. `require_sandbox` (a gateway serving principals, or
+    with any inbound auth: see `authenticated`): ConfigError naming the first stdio server that
+    would run unsandboxed without the profile saying sandbox = "none" for it; also when the llmc
+    that started this one ran under that rule (config.paths.REQUIRE_SANDBOX_VAR), whatever the
+    nesting, and passed on to llmc's own children."""
+    require_sandbox = require_sandbox or sandbox_required_by_parent()
+    if adhoc is None and profile is None:
+        raise ValueError("launch_specs needs a profile or an ad-hoc server")
+    specs, unusable = ([adhoc], {}) if adhoc else usable_specs(profile, only)  # type: ignore[arg-type]
+    contained = []
+    for spec in protect(specs, profile, require_sandbox):
+        try:
+            contained.append(contain(spec, profile, required=require_sandbox))
+        except ConfigError as exc:
+            if require_sandbox:
+                raise
+            unusable[spec.name] = exc
+    warn_unsandboxed(contained)
+    specs = contained
+    if timeout:
+        specs = [replace(spec, timeout=timeout) for spec in specs]
+    if connect_timeout:
+        specs = [replace(spec, connect_timeout=connect_timeout) for spec in specs]
+    return specs, unusable

@@ -3,10 +3,9 @@ database (audit/postgres.py over store/postgres/chain.py)."""
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any, Protocol, TypedDict
 
-from llmc_cli.model import JSONObject, canonical_json
+from llmc_cli.model import JSONObject, canonical_json, sha256
 
 GENESIS = "0" * 64  # the `prev` of a chain's first record, and the head of an empty chain
 
@@ -78,4 +77,4 @@ def call_key(record: JSONObject) -> str:
     """The same for a call's decision and its outcome records; two calls alike in every field
     (the same arguments from the same host) share it, and either outcome closes either decision."""
 
-    return hashlib.sha256(canonical_json([record.get(k) for k in CALL_FIELDS]).encode("utf-8")).hexdigest()
+    return sha256(canonical_json([record.get(k) for k in CALL_FIELDS]).encode("utf-8")).hexdigest()

@@ -14,7 +14,7 @@ from llmc_cli.config import files
 from llmc_cli.errors import ConfigError
 from llmc_cli.model import JSONObject
 
-_KEY = re.compile(r"(stdio|remote):[0-9a-f]{32}|builtin:.+")
+_KEY = r"(stdio|remote):[0-9a-f]{32}|builtin:.+"  # compiled (and cached) by re at first use
 
 
 class FileEraCache:
@@ -29,7 +29,7 @@ class FileEraCache:
         if not isinstance(data, dict):
             return {}
         # Entries written under keys of another form (older llmc: the URL itself) are dropped.
-        return {k: v for k, v in data.items() if _KEY.fullmatch(k) and isinstance(v, dict)}
+        return {k: v for k, v in data.items() if re.fullmatch(_KEY, k) and isinstance(v, dict)}
 
     def save(self, changes: Mapping[str, JSONObject | None]) -> None:
         """Read, change and write under the file's lock (concurrent llmc processes keep each

@@ -12,7 +12,6 @@ missed an entry that was there (expired, older than the TTL now, damaged): what 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -22,7 +21,7 @@ from typing import Protocol
 from llmc_cli.config import files
 from llmc_cli.config.paths import ensure_private_dir
 from llmc_cli.errors import ConfigError
-from llmc_cli.model import JSONObject, compact_json
+from llmc_cli.model import JSONObject, compact_json, sha256
 
 # The directory's bound: past it, the oldest entries go first.
 MAX_TOTAL_BYTES = 64 * 1024 * 1024
@@ -44,7 +43,7 @@ class ResultCache(Protocol):
 
 def server_tag(server: str) -> str:
     """A server's part of an entry's file name (names may hold characters a file name cannot)."""
-    return hashlib.sha256(server.encode("utf-8")).hexdigest()[:16]
+    return sha256(server.encode("utf-8")).hexdigest()[:16]
 
 
 class FileResultCache:

@@ -3,7 +3,6 @@ resource) in a 0700 directory, each 0600. No token ever leaves these files for a
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections.abc import Iterator
@@ -13,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from llmc_cli.config import files, paths
 from llmc_cli.config.files import LockTimeout, file_lock
+from llmc_cli.model import sha256
 
 if TYPE_CHECKING:  # the auth package loads only when a token is read: not before a stdio server starts
     from llmc_cli.mcp.auth.records import TokenRecord
@@ -23,7 +23,7 @@ class FileTokenStore:
         self.directory = directory
 
     def _path(self, issuer: str, resource: str) -> Path:
-        key = hashlib.sha256(f"{issuer}\n{resource}".encode()).hexdigest()[:32]
+        key = sha256(f"{issuer}\n{resource}".encode()).hexdigest()[:32]
         return self.directory / f"{key}.json"
 
     def records(self) -> list[TokenRecord]:

@@ -16,11 +16,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from llmc_cli.errors import optional_module
 from llmc_cli.mcp import observe
+from llmc_cli.model import dataclass
 
 if TYPE_CHECKING:
     from opentelemetry.util.types import AttributeValue

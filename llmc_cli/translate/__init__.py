@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from importlib import import_module
 from types import ModuleType
 from typing import Any
 
-from llmc_cli.model import LINT_FORMATS, TOOL_FORMATS, JSONObject, Tool
+from llmc_cli.model import LINT_FORMATS, TOOL_FORMATS, JSONObject, Tool, dataclass
 
 from .findings import Finding, Report
 from .names import NameMap, assign

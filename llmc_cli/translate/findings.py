@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import lru_cache
 from typing import Any
+
+from llmc_cli.model import dataclass
 
 # Where a finding points, built lazily: the root's text (e.g. "$.parameters"), or (parent, key)
 # with an int key for a list index. A walk makes one for every node it visits but a finding for

@@ -12,9 +12,10 @@ import hashlib
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
+
+from llmc_cli.model import dataclass
 
 from .findings import Finding
 

@@ -3,9 +3,10 @@ speaks) and every field the newest schema requires; the readers of optional obje
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
-from typing import Any, is_typeddict
+from typing import Any
 
 import pytest
 
@@ -33,12 +34,38 @@ def _definitions() -> list[dict[str, Any]]:
     return found
 
 
+def _declared() -> tuple[dict[str, set[str]], list[str]]:
+    """The TypedDicts of messages.py with their fields (inherited ones too, as __annotations__
+    has them), and the type aliases beside them, read from the source: at run time every shape
+    is `dict` (they exist for the type checker only)."""
+    tree = ast.parse(Path(messages.__file__).read_text())
+    block = next(n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
+    fields: dict[str, set[str]] = {}
+    aliases = []
+    for node in block.body:
+        if isinstance(node, ast.ClassDef):
+            own = {s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)}
+            for base in node.bases:
+                if isinstance(base, ast.Name) and base.id in fields:
+                    own |= fields[base.id]
+            fields[node.name] = own
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            aliases.append(node.target.id)
+    return fields, aliases
+
+
+FIELDS, ALIASES = _declared()
+
+
 def _shapes() -> list[str]:
-    return [
-        name
-        for name, value in vars(messages).items()
-        if is_typeddict(value) and value.__module__ == messages.__name__ and name not in NOT_IN_SCHEMA
-    ]
+    return [name for name in FIELDS if name not in NOT_IN_SCHEMA]
+
+
+def test_every_shape_is_a_plain_dict_at_run_time() -> None:
+    assert len(FIELDS) >= 40
+    assert set(messages.SHAPES) == set(FIELDS) | set(ALIASES)
+    assert all(getattr(messages, name) is dict for name in messages.SHAPES)
+    assert messages.TextContent(type="text", text="hi") == {"type": "text", "text": "hi"}
 
 
 @pytest.mark.parametrize("name", _shapes())
@@ -46,16 +73,16 @@ def test_fields_are_the_schemas(name: str) -> None:
     versions = _definitions()
     if not versions:
         pytest.skip("the MCP schemas are not at hand")
-    shape = getattr(messages, name)
+    shape = FIELDS[name]
     known: set[str] = set()
     for defs in versions:
         for schema_name in SCHEMA_NAMES.get(name, (name,)):
             known |= set(defs.get(schema_name, {}).get("properties", {}))
     assert known, f"{name} is in no schema"
-    assert set(shape.__annotations__) <= known, f"{name}: not in any schema: {set(shape.__annotations__) - known}"
+    assert shape <= known, f"{name}: not in any schema: {shape - known}"
     newest = next(d for d in versions for n in SCHEMA_NAMES.get(name, (name,)) if n in d)
     required = next(set(newest[n].get("required", [])) for n in SCHEMA_NAMES.get(name, (name,)) if n in newest)
-    assert required <= set(shape.__annotations__), f"{name}: misses {required - set(shape.__annotations__)}"
+    assert required <= shape, f"{name}: misses {required - shape}"
 
 
 def test_object_at_reads_an_optional_object() -> None:

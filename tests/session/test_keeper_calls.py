@@ -39,6 +39,14 @@ NOT_ON_THE_CALL_PATH = (
     "llmc_cli.audit.postgres",
     "llmc_cli.policy.lint",
     "llmc_cli.cli.complete",
+    # issue 34: OpenSSL (hashlib, hmac), shutil (bz2, lzma), getpass, and what launches servers
+    "hashlib",
+    "hmac",
+    "shutil",
+    "getpass",
+    "llmc_cli.services.sandbox",
+    "llmc_cli.server.jail",
+    "llmc_cli.mcp.server",
 )
 
 

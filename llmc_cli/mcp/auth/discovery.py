@@ -4,7 +4,6 @@ talks to both. httpx2 is imported only when a request is made."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -18,7 +17,7 @@ from llmc_cli.mcp.auth.primitives import (
     resource_matches,
 )
 from llmc_cli.mcp.transports.base import max_message_bytes, too_large
-from llmc_cli.model import OAuthSpec
+from llmc_cli.model import OAuthSpec, dataclass
 
 if TYPE_CHECKING:
     import httpx2

@@ -8,10 +8,10 @@ is no record (the server's 401 then starts a new authorization), never a crash.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from typing import Any
 
-from llmc_cli.model import JSONObject
+from llmc_cli.model import JSONObject, dataclass
 
 
 @dataclass

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 
 from llmc_cli.mcp.transports.base import too_large
+from llmc_cli.model import dataclass
 
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 

@@ -19,7 +19,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from llmc_cli.errors import (
@@ -39,6 +38,7 @@ from llmc_cli.mcp.transports.http_channel import HttpChannel, is_event_stream, p
 from llmc_cli.mcp.transports.param_headers import NAME_PARAM, header_value, mirrored_arguments, valid_tools_listing
 from llmc_cli.mcp.transports.posting import HEAD_WAIT, WAIT_FOR_ANSWER, Head, Posting, post_workers
 from llmc_cli.mcp.versions import MODERN_FROM
+from llmc_cli.model import dataclass
 
 if TYPE_CHECKING:
     import httpx2

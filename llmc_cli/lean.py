@@ -1,0 +1,212 @@
+"""What start-up costs less with: the stdlib's dataclass decorator without compiling source text
+at import, and SHA-256 (and HMAC-SHA256) without initialising OpenSSL on a short command. Both
+behave as the stdlib's (tests/test_model_dataclass.py, tests/test_model_hashing.py); model.py
+re-exports them for the whole program (issue 34: a call through a keeper was 2.4x the
+instructions of `import click` and one round trip, most of it start-up).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import MISSING, FrozenInstanceError
+from typing import TYPE_CHECKING, Any, TypeVar
+
+_C = TypeVar("_C", bound=type)
+
+if TYPE_CHECKING:
+    from dataclasses import dataclass as dataclass
+else:
+
+    def dataclass(cls: type | None = None, /, *, frozen: bool = False) -> Any:
+        """dataclasses.dataclass (plain or frozen=True) without compiling source text at import.
+
+        The stdlib's decorator writes __init__, __repr__, __eq__ (and a frozen class's
+        __setattr__, __delattr__, __hash__) as text and exec()s each: about nine tenths of
+        creating a class, and creating classes is a large share of a command's start-up (issue
+        34). Here the stdlib still collects the fields (__dataclass_fields__: fields(), asdict(),
+        replace() and pydantic read them), and the methods are shared functions that read a
+        per-class spec. The type checker sees dataclasses.dataclass itself (TYPE_CHECKING)."""
+
+        def wrap(cls: _C) -> _C:
+            return _make_dataclass(cls, frozen)
+
+        return wrap if cls is None else wrap(cls)
+
+
+def _make_dataclass(cls: _C, frozen: bool) -> _C:
+    own = cls.__dict__
+    explicit_hash = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
+    if not own.get("__doc__"):
+        cls.__doc__ = cls.__name__  # the stdlib would build it with inspect.signature()
+    dataclasses.dataclass(cls, init=False, repr=False, eq=False)
+    fields = dataclasses.fields(cls)
+    init = tuple((f.name, f.default, f.default_factory) for f in fields if f.init)
+    params = getattr(cls, "__dataclass_params__")  # noqa: B009 - what the methods below make it
+    params.init = params.repr = params.eq = True
+    params.frozen = frozen
+    spec = {
+        "__llmc_init__": (init, getattr(cls, "__post_init__", None)),
+        "__llmc_compare__": tuple(f.name for f in fields if f.compare),
+        "__llmc_repr__": tuple(f.name for f in fields if f.repr),
+    }
+    for name, value in spec.items():
+        setattr(cls, name, value)
+    methods: dict[str, Callable[..., Any] | None] = {"__init__": _init, "__repr__": _repr, "__eq__": _eq}
+    if frozen:
+        methods |= {"__setattr__": _frozen_set, "__delattr__": _frozen_del}
+    if not explicit_hash:
+        methods["__hash__"] = _hash if frozen else None
+    for name, method in methods.items():
+        if name not in own or name == "__hash__":
+            setattr(cls, name, method)
+    return cls
+
+
+# A class built this often gets a compiled __init__ (as fast as the stdlib's): start-up builds most
+# classes a few times at most, a batch or a long listing some of them thousands of times.
+_COMPILE_AFTER = 32
+_built: dict[type, int] = {}
+
+
+def _init(self: Any, *args: Any, **kwargs: Any) -> None:
+    cls = type(self)
+    fields, post_init = self.__llmc_init__
+    count = _built[cls] = _built.get(cls, 0) + 1
+    if count == _COMPILE_AFTER and cls.__dict__.get("__init__") is _init:
+        _compile_init(cls, fields, post_init)
+    if args:
+        if len(args) > len(fields):
+            raise TypeError(
+                f"{cls.__qualname__}.__init__() takes {len(fields) + 1} positional arguments but {len(args) + 1} were given"
+            )
+        for (name, _, _), value in zip(fields, args, strict=False):
+            if name in kwargs:
+                raise TypeError(f"{cls.__qualname__}.__init__() got multiple values for argument {name!r}")
+            kwargs[name] = value
+    state = self.__dict__
+    for name, default, factory in fields:
+        value = kwargs.pop(name, MISSING)
+        if value is MISSING:
+            if factory is not MISSING:
+                value = factory()
+            elif default is not MISSING:
+                value = default
+            else:
+                raise TypeError(f"{cls.__qualname__}.__init__() missing 1 required argument: {name!r}")
+        state[name] = value
+    if kwargs:
+        raise TypeError(f"{cls.__qualname__}.__init__() got an unexpected keyword argument {next(iter(kwargs))!r}")
+    if post_init is not None:
+        post_init(self)
+
+
+def _compile_init(cls: type, fields: tuple[tuple[str, Any, Any], ...], post_init: Any) -> None:
+    """Give `cls` an __init__ written for its fields (what the stdlib's decorator writes at import)."""
+    names = [name for name, _, _ in fields]
+    if any(name == "self" or name.startswith("_llmc") for name in names):
+        return  # keep the generic one
+    scope: dict[str, Any] = {"_llmc_missing": MISSING, "_llmc_post_init": post_init}
+    params, body = [], ["    _llmc_state = self.__dict__"]
+    for i, (name, default, factory) in enumerate(fields):
+        if factory is not MISSING:
+            scope[f"_llmc_factory{i}"] = factory
+            params.append(f"{name}=_llmc_missing")
+            body.append(f"    _llmc_state[{name!r}] = _llmc_factory{i}() if {name} is _llmc_missing else {name}")
+            continue
+        if default is not MISSING:
+            scope[f"_llmc_default{i}"] = default
+        params.append(f"{name}=_llmc_default{i}" if default is not MISSING else name)
+        body.append(f"    _llmc_state[{name!r}] = {name}")
+    if post_init is not None:
+        body.append("    _llmc_post_init(self)")
+    try:
+        exec(f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body), scope)
+    except SyntaxError:  # a field without a default after one with: the generic __init__ reports it
+        return
+    made = scope["__init__"]
+    made.__qualname__ = f"{cls.__qualname__}.__init__"
+    setattr(cls, "__init__", made)  # noqa: B010 - replacing a method at run time
+
+
+def _repr(self: Any) -> str:
+    fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__llmc_repr__)
+    return f"{type(self).__qualname__}({fields})"
+
+
+def _eq(self: Any, other: Any) -> Any:
+    if other.__class__ is not self.__class__:
+        return NotImplemented
+    names = self.__llmc_compare__
+    return tuple(getattr(self, n) for n in names) == tuple(getattr(other, n) for n in names)
+
+
+def _hash(self: Any) -> int:
+    return hash(tuple(getattr(self, n) for n in self.__llmc_compare__))
+
+
+def _frozen_set(self: Any, name: str, value: object) -> None:
+    # As the stdlib's: a field, or any attribute of the decorated class itself, is frozen; a plain
+    # subclass may set attributes of its own.
+    if name in self.__dataclass_fields__ or type(self).__dict__.get("__setattr__") is _frozen_set:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+    object.__setattr__(self, name, value)
+
+
+def _frozen_del(self: Any, name: str) -> None:
+    if name in self.__dataclass_fields__ or type(self).__dict__.get("__delattr__") is _frozen_del:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+    object.__delattr__(self, name)
+
+
+if TYPE_CHECKING:
+    import hashlib
+    from hashlib import sha256 as _builtin_sha256
+else:
+    try:  # CPython's own SHA-256 (3.11: _sha256, 3.12 on: _sha2), without OpenSSL
+        from _sha256 import sha256 as _builtin_sha256
+    except ImportError:
+        try:
+            from _sha2 import sha256 as _builtin_sha256
+        except ImportError:
+            from hashlib import sha256 as _builtin_sha256
+
+# Importing hashlib initialises OpenSSL: about 11 M instructions, a thirtieth of a whole `llmc
+# call` through a keeper, which hashes a few kilobytes. CPython's own SHA-256 loads for free but
+# hashes 5-10x slower per byte, so a process switches to OpenSSL's once it has hashed 64 KiB
+# (a batch, a large result): the same digests either way.
+_OPENSSL_AFTER = 1 << 16
+_sha256_state: list[Any] = [0, _builtin_sha256]  # bytes hashed so far, the constructor in use
+
+
+def sha256(data: bytes = b"") -> hashlib._Hash:
+    """hashlib.sha256(data), from whichever implementation is cheaper for this process so far."""
+    if _sha256_state[0] >= 0:
+        _sha256_state[0] += len(data)
+        if _sha256_state[0] >= _OPENSSL_AFTER:
+            import hashlib  # the seam above: OpenSSL only for a process that hashes much
+
+            _sha256_state[:] = [-1, hashlib.sha256]
+    hashed: hashlib._Hash = _sha256_state[1](data)
+    return hashed
+
+
+def sha256_hex(data: bytes) -> str:
+    return sha256(data).hexdigest()
+
+
+_HMAC_INNER = bytes(x ^ 0x36 for x in range(256))
+_HMAC_OUTER = bytes(x ^ 0x5C for x in range(256))
+
+
+def hmac_sha256(key: bytes, message: bytes) -> str:
+    """hmac.new(key, message, hashlib.sha256).hexdigest() (RFC 2104, as hmac.py computes it without
+    OpenSSL), so that an approval hash does not load OpenSSL either."""
+    if len(key) > 64:
+        key = sha256(key).digest()
+    key = key.ljust(64, b"\0")
+    inner = sha256(key.translate(_HMAC_INNER))
+    inner.update(message)
+    outer = sha256(key.translate(_HMAC_OUTER))
+    outer.update(inner.digest())
+    return outer.hexdigest()

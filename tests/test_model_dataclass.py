@@ -1,0 +1,142 @@
+"""llmc_cli.lean.dataclass, as model.py exports it (issue 34): the stdlib's dataclass without exec() at import. Each
+case builds the same class with both decorators and checks they behave alike."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+from dataclasses import field
+from typing import Any
+
+import pytest
+
+from llmc_cli.config import schema
+from llmc_cli.model import ServerSpec, dataclass
+
+
+def pair(frozen: bool = False) -> list[Any]:
+    """One class per decorator: a required field, a default, a default_factory, __post_init__."""
+    made = []
+    for decorate in (dataclasses.dataclass(frozen=frozen), dataclass(frozen=frozen)):
+
+        class Point:
+            x: int
+            y: int = 2
+            tags: list[str] = field(default_factory=list)
+
+            def __post_init__(self) -> None:
+                if self.x < 0:
+                    raise ValueError("x must not be negative")
+
+        made.append(decorate(Point))
+    return made
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_construction_defaults_and_errors_match_the_stdlib(frozen: bool) -> None:
+    for cls in pair(frozen):
+        a, b = cls(1), cls(1, 5, ["t"])
+        assert (a.x, a.y, a.tags) == (1, 2, [])
+        assert (b.x, b.y, b.tags) == (1, 5, ["t"])
+        assert cls(x=1, tags=["t"], y=5) == b and cls(1) == a and a != b
+        assert cls(1).tags is not cls(1).tags  # a fresh list each time
+        assert repr(b) == f"{cls.__qualname__}(x=1, y=5, tags=['t'])"
+        assert cls.__match_args__ == ("x", "y", "tags")
+        assert [f.name for f in dataclasses.fields(cls)] == ["x", "y", "tags"]
+        assert dataclasses.asdict(b) == {"x": 1, "y": 5, "tags": ["t"]}
+        assert dataclasses.replace(b, y=7).y == 7
+        assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen is frozen
+        with pytest.raises(TypeError, match=r"required argument: 'x'|missing 1 required"):
+            cls()
+        with pytest.raises(TypeError, match="unexpected keyword argument 'z'"):
+            cls(1, z=3)
+        with pytest.raises(TypeError, match="multiple values for argument 'x'"):
+            cls(1, x=2)
+        with pytest.raises(TypeError, match="positional arguments but 5 were given"):
+            cls(1, 2, [], 4)
+        with pytest.raises(ValueError, match="negative"):
+            cls(-1)
+        assert a.__eq__(object()) is NotImplemented
+
+
+def test_hashing_and_assignment_follow_frozen() -> None:
+    for plain in pair(frozen=False):
+        assert plain.__hash__ is None  # eq without frozen: unhashable, as the stdlib makes it
+        p = plain(1)
+        p.y = 9
+        assert p.y == 9
+    for frozen in pair(frozen=True):
+        f = frozen(1, 2, [])
+        with pytest.raises(TypeError):
+            hash(f)  # a list field: as unhashable as the stdlib's
+        g = frozen(1, 3, ())
+        assert hash(g) == hash(frozen(1, 3, ())) and {g: 1}[frozen(1, 3, ())] == 1
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            g.y = 4
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            del g.y
+
+
+def test_a_class_keeps_the_methods_it_defines() -> None:
+    @dataclass(frozen=True)
+    class Named:
+        name: str
+
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, Named) and other.name.lower() == self.name.lower()
+
+        def __hash__(self) -> int:
+            return hash(self.name.lower())
+
+        def __repr__(self) -> str:
+            return f"<{self.name}>"
+
+    assert Named("A") == Named("a") and hash(Named("A")) == hash(Named("a")) and repr(Named("A")) == "<A>"
+
+
+def test_the_program_s_classes_pickle_and_the_profile_schema_validates() -> None:
+    spec = ServerSpec(name="t", command=("python",))
+    assert pickle.loads(pickle.dumps(spec)) == spec
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.name = "u"  # type: ignore[misc]
+    from llmc_cli.config.validation import adapter, dump
+
+    profile = adapter(schema.Profile).validate_python({"servers": {"t": {"command": "x", "timeout": 5}}})
+    assert profile.servers["t"] == schema.ServerConfig(command="x", timeout=5.0)
+    assert schema.from_json(dump(profile)) == profile
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_a_class_built_often_gets_a_compiled_init_that_behaves_the_same(frozen: bool) -> None:
+    stdlib, lite = pair(frozen)
+    generic = lite.__init__
+    for i in range(40):
+        assert lite(i, tags=["t"]) == lite(i, 2, ["t"])
+    assert lite.__init__ is not generic and lite.__init__.__qualname__ == f"{lite.__qualname__}.__init__"
+    assert lite(1) == lite(x=1) and lite(1).tags is not lite(1).tags
+    assert (lite(1, 5).x, lite(1, 5).y) == (stdlib(1, 5).x, stdlib(1, 5).y)
+    for call in (lambda cls: cls(), lambda cls: cls(1, z=3), lambda cls: cls(1, x=2), lambda cls: cls(1, 2, [], 4)):
+        with pytest.raises(TypeError) as ours:
+            call(lite)
+        with pytest.raises(TypeError) as theirs:
+            call(stdlib)
+        assert str(ours.value) == str(theirs.value)
+    with pytest.raises(ValueError, match="negative"):
+        lite(-1)
+
+
+def test_a_plain_subclass_of_a_frozen_class_may_set_its_own_attributes() -> None:
+    for frozen in pair(frozen=True):
+
+        class Sub(frozen):  # type: ignore[misc, valid-type]
+            def __init__(self) -> None:
+                super().__init__(1)
+                self.extra = 2
+
+        sub = Sub()
+        assert sub.extra == 2
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            sub.x = 3
+        del sub.extra
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            del sub.y

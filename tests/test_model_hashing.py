@@ -1,0 +1,38 @@
+"""lean.sha256 and lean.hmac_sha256 (issue 34): the digests of hashlib and hmac, whichever
+implementation a process uses (CPython's own until it has hashed 64 KiB, OpenSSL's after)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+import pytest
+
+from llmc_cli import lean as model
+
+
+@pytest.mark.parametrize("size", [0, 1, 55, 56, 64, 65, 1000, 70_000])
+def test_digests_are_hashlib_s(size: int) -> None:
+    data = bytes(range(256)) * (size // 256 + 1)
+    data = data[:size]
+    assert model.sha256_hex(data) == hashlib.sha256(data).hexdigest()
+    digest = model.sha256(data[: size // 2])
+    digest.update(data[size // 2 :])
+    assert digest.hexdigest() == hashlib.sha256(data).hexdigest()
+
+
+@pytest.mark.parametrize("key", [b"", b"k", b"k" * 64, b"k" * 65, bytes(range(200))])
+@pytest.mark.parametrize("message", [b"", b'{"tool":"t.echo"}', b"\xff" * 1000])
+def test_hmac_is_the_stdlib_s(key: bytes, message: bytes) -> None:
+    assert model.hmac_sha256(key, message) == hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
+def test_a_process_that_hashes_much_moves_to_openssl(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(model, "_sha256_state", [0, model._builtin_sha256])
+    small = b"x" * 1000
+    assert model.sha256_hex(small) == hashlib.sha256(small).hexdigest()
+    assert model._sha256_state[1] is model._builtin_sha256
+    big = b"y" * (model._OPENSSL_AFTER + 1)
+    assert model.sha256_hex(big) == hashlib.sha256(big).hexdigest()
+    assert model._sha256_state == [-1, hashlib.sha256]
+    assert model.sha256_hex(small) == hashlib.sha256(small).hexdigest()
