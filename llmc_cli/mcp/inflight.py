@@ -37,6 +37,9 @@ def set_sending_deadline(deadline: float | None) -> None:
 
 
 Reply = JSONObject  # a JSON-RPC response or error object
+# A transport's pump(done, seconds, alone) (stdio): reads and delivers on the waiting thread
+# until done() or the time is up, when alone(); False: wait for the reply to be delivered.
+Pump = Callable[[Callable[[], bool], float, Callable[[], bool]], bool]
 
 
 class Future(Generic[T]):
@@ -173,10 +176,17 @@ class InFlight:
         finally:
             self.close(request_id)
 
-    def wait(self, request_id: int | str, future: Future[Reply], timeout: float, started: float | None = None) -> Reply:
+    def alone(self) -> bool:
+        """Whether exactly one request awaits its reply."""
+        return len(self._futures) == 1
+
+    def wait(
+        self, request_id: int | str, future: Future[Reply], timeout: float, started: float | None = None, pump: Pump | None = None
+    ) -> Reply:
         """The reply, or DeadlinePassed `timeout` seconds after the last progress, counted from
         `started` (when the request was sent; default now), at most PROGRESS_EXTENSION_CAP
-        timeouts in all. Polls in half seconds so that Ctrl-C is seen."""
+        timeouts in all. Polls in half seconds so that Ctrl-C is seen. `pump`: the transport's
+        (stdio): the waiting thread reads the replies itself when it is the only one waiting."""
         started = time.monotonic() if started is None else started
         hard_deadline = started + timeout * PROGRESS_EXTENSION_CAP
         while True:
@@ -187,6 +197,8 @@ class InFlight:
             remaining = min(last + timeout, hard_deadline) - time.monotonic()
             if remaining <= 0:
                 raise DeadlinePassed
+            if pump is not None and pump(future.done, min(remaining, 0.5), self.alone):
+                continue
             try:
                 return future.result(timeout=min(remaining, 0.5))
             except TimeoutError:
