@@ -96,6 +96,7 @@ class Invocation:
         self.host_session = host_session
         self.inspection = inspection
         self.clearance = clearance
+        self.verdicts: policy.Verdicts = {}  # the policy's conclusions on this command's tools (policy.decide)
 
     @cached_property
     def cleared_for(self) -> str:
@@ -293,6 +294,7 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
             cwd=catalog.pool.working_directory(call.server),
             approved=invocation.state.approvals.is_approved,
             digest=digest,
+            verdicts=invocation.verdicts,
         )
     if decision.action != "deny" and profile.profile.guard.descriptions == "hide":
         decision = _hidden(tool, decision)
