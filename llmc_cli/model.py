@@ -325,6 +325,12 @@ def parse_json(text: str, max_depth: int | None = MAX_ARGUMENT_DEPTH, too_deep: 
         raise ValueError(too_deep) from None
     except ValueError as exc:
         raise ValueError(f"invalid JSON: {exc}") from None
-    if max_depth is not None and nesting_depth(value, max_depth + 1) > max_depth:
+    # nested deeper than max_depth only with more opening brackets than that (one count in C):
+    # most texts are not walked at all
+    if (
+        max_depth is not None
+        and text.count("[") + text.count("{") > max_depth
+        and nesting_depth(value, max_depth + 1) > max_depth
+    ):
         raise ValueError(too_deep)
     return value

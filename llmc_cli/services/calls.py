@@ -24,7 +24,7 @@ from llmc_cli.errors import (
 )
 from llmc_cli.guard import clearance
 from llmc_cli.mcp.jsonrpc import LONE_SURROGATE, has_lone_surrogate
-from llmc_cli.model import ARGUMENTS_TOO_DEEP, JSONObject, Tool, ToolCall, arguments_too_deep
+from llmc_cli.model import ARGUMENTS_TOO_DEEP, MAX_ARGUMENT_DEPTH, JSONObject, Tool, ToolCall, arguments_too_deep
 from llmc_cli.policy import Decision
 from llmc_cli.policy.approval import Approval, call_text
 
@@ -271,9 +271,14 @@ def record_decisions(log: AuditSink, invocation: Invocation, authorizations: lis
 def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Authorization:
     """The policy's decision on a call (a confirmation asked or answered here); nothing runs."""
     profile = invocation.profile
-    if arguments_too_deep(call.arguments):  # whoever sent them (a `KEY:=JSON` pair, a keeper's client)
+    try:
+        canonical = call_text(call)  # what the call's hash is taken over
+    except RecursionError:  # far deeper than MAX_ARGUMENT_DEPTH
+        raise UsageError(ARGUMENTS_TOO_DEEP) from None
+    # Whoever sent them (a `KEY:=JSON` pair, a keeper's client): deeper than the limit only with
+    # more opening brackets than that in the text (one count in C before any walk).
+    if canonical.count("[") + canonical.count("{") > MAX_ARGUMENT_DEPTH and arguments_too_deep(call.arguments):
         raise UsageError(ARGUMENTS_TOO_DEEP)
-    canonical = call_text(call)
     digest = policy.call_hash(call, invocation.approval_key, canonical=canonical)  # once: every decision below carries it
     denial = clearance_denial(invocation, call.server, digest)
     if denial is not None:  # above the caller's clearance: the server is not even started
