@@ -80,7 +80,7 @@ def decide(
     config: PolicyConfig,
     *,
     caller: Caller,
-    cwd: str | None = None,
+    cwd: str | Callable[[], str | None] | None = None,
     approved: Callable[[str], bool] | None = None,
     digest: str | None = None,
     verdicts: Verdicts | None = None,
@@ -88,7 +88,8 @@ def decide(
     """The decision on one call. Deny, read-only and argument rules hold for every caller;
     `confirm` patterns too; `confirm_destructive` only for calls a model chose. `cwd`: the
     server's working directory when llmc knows it (relative path arguments are judged against
-    it; unknown, they are refused under a path rule). `approved`: hashes pre-approved outside
+    it; unknown, they are refused under a path rule; a function: asked only when an argument
+    rule names the tool). `approved`: hashes pre-approved outside
     the profile (the state database), asked only for a call that needs a confirmation.
     `digest`: call_hash(call), when the caller has it already. `verdicts`: what was concluded
     of this tool under this policy for an earlier call (a command's many calls): used while
@@ -106,7 +107,7 @@ def decide(
     if access.action == "deny":
         return Decision(access.action, access.rule, access.reason, digest)
     if ruled:
-        refusal = _argument_refusal(call, tool, config, cwd)
+        refusal = _argument_refusal(call, tool, config, cwd() if callable(cwd) else cwd)
         if refusal is not None:
             return Decision("deny", refusal[0], refusal[1], digest)
     if needs is None:

@@ -5,6 +5,7 @@ the result cache's entry of a call (cache_for) and the approval a confirmation w
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from functools import cached_property
@@ -296,7 +297,7 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
             tool,
             profile.profile.policy,
             caller=invocation.caller,  # type: ignore[arg-type]
-            cwd=catalog.pool.working_directory(call.server),
+            cwd=functools.partial(catalog.pool.working_directory, call.server),  # asked only under an argument rule
             approved=invocation.state.approvals.is_approved,
             digest=digest,
             verdicts=invocation.verdicts,
