@@ -220,3 +220,11 @@ def _fsync_dir(directory: Path) -> None:
         pass  # likewise: fsync on a directory is unsupported in places, and the data is in place
     finally:
         os.close(fd)
+
+
+def private_temp_dir(prefix: str) -> Path:
+    """A new directory of our own under the system's temporary directory (0700, a random name
+    made with O_EXCL semantics: nothing another user put there is followed)."""
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix=prefix))

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import socket
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from llmc_cli.config.profiles import LoadedProfile
 
@@ -11,8 +15,11 @@ if TYPE_CHECKING:
     from llmc_cli.gateway.toolbox import Toolbox  # imported when the gateway starts, not with this module
 
 
+_worker = ""  # "worker K: " in a worker of several (--workers)
+
+
 def log(message: str) -> None:
-    print(f"llmc serve: {message}", file=sys.stderr, flush=True)
+    print(f"llmc serve: {_worker}{message}", file=sys.stderr, flush=True)
 
 
 def _toolbox(profile: LoadedProfile, verbose: int) -> Toolbox:
@@ -48,25 +55,68 @@ def serve_http(
     max_pending: int | None = None,
     pending_seconds: float | None = None,
     tls: tuple[str, str, str | None] | None = None,
+    workers: int = 1,
+    setup: Callable[[], None] | None = None,
 ) -> None:
-    """Streamable HTTP (HTTPS with `tls`: cert, key, client CA) until SIGINT, SIGTERM or SIGHUP."""
+    """Streamable HTTP (HTTPS with `tls`: cert, key, client CA) until SIGINT, SIGTERM or SIGHUP;
+    `workers` processes serving one socket (supervisor.py); `setup` runs in each of them (in
+    this process when there is one) before its toolbox is built."""
     from llmc_cli.gateway.access import check_auth, parse_address
     from llmc_cli.gateway.admission import MAX_PENDING, PENDING_SECONDS
     from llmc_cli.gateway.hosts import IDLE_SECONDS, MAX_CONNECTIONS, REQUEST_SECONDS
-    from llmc_cli.gateway.http_server import Tls, serve
+    from llmc_cli.gateway.http_server import Tls, bind, serve
 
-    check_auth(profile, parse_address(address)[0])  # a bad address or door: refused before any server starts
+    host, port = parse_address(address)
+    check_auth(profile, host)  # a bad address or door: refused before any server starts
     secure = Tls(*tls) if tls is not None else None
     if secure is not None:
         secure.context()  # unusable files: refused before any upstream starts
-    serve(
-        _toolbox(profile, verbose),
-        address,
-        idle_seconds=idle_seconds or IDLE_SECONDS,
-        max_connections=max_connections or MAX_CONNECTIONS,
-        request_seconds=request_seconds or REQUEST_SECONDS,
-        max_pending=max_pending or MAX_PENDING,
-        pending_seconds=pending_seconds or PENDING_SECONDS,
-        tls=secure,
-        log=log,
-    )
+    options: dict[str, Any] = {
+        "idle_seconds": idle_seconds or IDLE_SECONDS,
+        "max_connections": max_connections or MAX_CONNECTIONS,
+        "request_seconds": request_seconds or REQUEST_SECONDS,
+        "max_pending": max_pending or MAX_PENDING,
+        "pending_seconds": pending_seconds or PENDING_SECONDS,
+        "tls": secure,
+        "log": log,
+    }
+    if workers <= 1:
+        if setup is not None:
+            setup()
+        serve(_toolbox(profile, verbose), address, **options)
+        return
+    _serve_workers(profile, address, workers, verbose, options, bind(host, port, address), setup)
+
+
+def _serve_workers(
+    profile: LoadedProfile,
+    address: str,
+    workers: int,
+    verbose: int,
+    options: dict[str, Any],
+    sock: socket.socket,
+    setup: Callable[[], None] | None,
+) -> None:
+    """The supervisor in this process, a gateway in each worker it forks, all on `sock`."""
+    from llmc_cli.config.files import private_temp_dir
+    from llmc_cli.gateway.forward import WorkerSlot
+    from llmc_cli.gateway.http_server import serve
+    from llmc_cli.gateway.supervisor import supervise
+
+    parent = os.getpid()
+    rundir = str(private_temp_dir("llmc-gateway-"))  # 0700: the workers' private sockets
+
+    def worker(index: int, first: bool, ready: Callable[[], None]) -> None:
+        global _worker
+        _worker = f"worker {index}: "
+        if setup is not None:
+            setup()
+        slot = WorkerSlot(index, workers, rundir)
+        serve(_toolbox(profile, verbose), address, sock=sock, slot=slot, announce=first and index == 0, on_ready=ready, **options)
+
+    try:
+        supervise(workers, worker, log)
+    finally:
+        if os.getpid() == parent:
+            sock.close()
+            shutil.rmtree(rundir, ignore_errors=True)
