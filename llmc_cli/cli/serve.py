@@ -150,7 +150,7 @@ def serve(
     if workers is not None and not http:
         raise UsageError("--workers needs --http: a stdio gateway serves one host")
     if http:
-        count = worker_count(workers if workers is not None else profile.profile.serve.workers)
+        count = run.worker_count(workers if workers is not None else profile.profile.serve.workers)
         run.serve_http(
             profile,
             http,
@@ -167,20 +167,6 @@ def serve(
     else:
         start_telemetry("llmc serve", profile)
         run.serve_stdio(profile, verbose=verbose)
-
-
-def worker_count(value: str | int) -> int:
-    """--workers / [serve] workers: a number from 1 to 64, or auto (one per CPU)."""
-    import os
-
-    from llmc_cli.gateway.supervisor import MAX_WORKERS
-
-    if value == "auto":
-        return min(os.cpu_count() or 1, MAX_WORKERS)
-    text = str(value).strip()
-    if not text.isdigit() or not 1 <= int(text) <= MAX_WORKERS:
-        raise UsageError(f"--workers {value}: give a number from 1 to {MAX_WORKERS}, or auto")
-    return int(text)
 
 
 def _tls(http: str | None, cert: str | None, key: str | None, client_ca: str | None) -> tuple[str, str, str | None] | None:

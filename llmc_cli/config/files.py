@@ -223,8 +223,14 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def private_temp_dir(prefix: str) -> Path:
-    """A new directory of our own under the system's temporary directory (0700, a random name
-    made with O_EXCL semantics: nothing another user put there is followed)."""
-    import tempfile
-
-    return Path(tempfile.mkdtemp(prefix=prefix))
+    """A new directory of our own under $TMPDIR (else /tmp): mode 0700, a random name, made by
+    one mkdir that fails rather than reuse anything another user put there."""
+    base = Path(os.environ.get("TMPDIR") or "/tmp")
+    for _ in range(100):
+        path = base / f"{prefix}{os.urandom(6).hex()}"
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(f"no free name for a directory {prefix}... in {base}")

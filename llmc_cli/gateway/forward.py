@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import json
 import os
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +43,7 @@ OURS = {PEER, TLS_SUBJECT}
 HOP = {b"connection", b"keep-alive", b"transfer-encoding", b"te", b"upgrade", b"proxy-connection", b"trailer"}
 WRITTEN_BY_SERVER = {b"server", b"date"}
 READ_BYTES = 64 * 1024
+MAX_IDLE = 16  # kept-alive connections to each other worker
 
 
 @dataclass(frozen=True)
@@ -74,10 +76,16 @@ class Front:
     """The app on the public socket: relays a request of another worker's session to its owner,
     serves the rest here; every reply says which worker accepted the connection."""
 
-    def __init__(self, app: App, slot: WorkerSlot, *, request_seconds: float, status: App | None = None) -> None:
+    def __init__(
+        self, app: App, slot: WorkerSlot, *, request_seconds: float, pending_seconds: float, status: App | None = None
+    ) -> None:
         self.app, self.slot, self.request_seconds, self.status = app, slot, request_seconds, status
         self.tag = (WORKER, str(slot.index).encode())
         self.relays: set[asyncio.StreamWriter] = set()  # open to owners: closed when this worker stops
+        # Connections to each owner kept alive between relayed requests (with when each was last
+        # used), for at most half the shortest wait the owner's server gives an idle one.
+        self.idle: dict[int, list[tuple[asyncio.StreamReader, asyncio.StreamWriter, float]]] = {}
+        self.idle_seconds = min(5.0, pending_seconds / 2, max(1, int(request_seconds)) / 2)
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -111,20 +119,37 @@ class Front:
     async def relay(self, owner: int, scope: dict[str, Any], receive: Receive, send: Send) -> bool:
         """Relay the request to worker `owner`; False: it is not there (served here instead)."""
         try:
-            reader, writer = await asyncio.open_unix_connection(self.slot.socket_path(owner))
+            reader, writer = await self._connect(owner)
         except OSError:
             return False
         self.relays.add(writer)
+        kept = False
         try:
             body = await self._body(scope, receive, send)
             if body is None:
                 return True
             writer.write(request_head(scope, len(body)) + body)
-            await relay_reply(reader, writer, receive, send)
+            kept = await relay_reply(reader, writer, receive, send)
             return True
         finally:
             self.relays.discard(writer)
+            idle = self.idle.setdefault(owner, [])
+            if kept and len(idle) < MAX_IDLE and not writer.is_closing():
+                idle.append((reader, writer, time.monotonic()))
+            else:
+                writer.close()
+
+    async def _connect(self, owner: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """A connection to the owner: a kept-alive one used within the last `idle_seconds` (well
+        inside the owner's own keep-alive wait, so it never closes one as a request goes out:
+        a request is never sent twice), else a new one."""
+        idle = self.idle.get(owner) or []
+        while idle:
+            reader, writer, since = idle.pop()
+            if time.monotonic() - since < self.idle_seconds and not writer.is_closing() and not reader.at_eof():
+                return reader, writer
             writer.close()
+        return await asyncio.open_unix_connection(self.slot.socket_path(owner))
 
     async def _body(self, scope: dict[str, Any], receive: Receive, send: Send) -> bytes | None:
         """The whole body, within --request-timeout (else 408); None: refused, or the host left."""
@@ -146,6 +171,10 @@ class Front:
         """This worker stops: relayed replies end now (their hosts see the stream close)."""
         for writer in list(self.relays):
             writer.close()
+        for idle in self.idle.values():
+            for _, writer, _ in idle:
+                writer.close()
+        self.idle.clear()
 
 
 def request_head(scope: dict[str, Any], length: int) -> bytes:
@@ -191,9 +220,10 @@ class Reply:
         self.complete = True
 
 
-async def relay_reply(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, receive: Receive, send: Send) -> None:
+async def relay_reply(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, receive: Receive, send: Send) -> bool:
     """Stream the owner's reply to the host as it arrives; a host that leaves closes the relay
-    (the owner sees its host gone)."""
+    (the owner sees its host gone). True: the reply came whole and the connection may carry
+    the next one."""
 
     async def watch() -> None:
         while (await receive())["type"] != "http.disconnect":
@@ -235,6 +265,7 @@ async def relay_reply(reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     elif not reply.complete:
         with contextlib.suppress(Exception):  # the host may have gone: nothing to end then
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+    return reply.complete and parser.should_keep_alive() and not any(_closes(n, v) for n, v in reply.headers)
 
 
 def _closes(name: bytes, value: bytes) -> bool:

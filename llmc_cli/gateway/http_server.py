@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import sys
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import uvicorn
 
 from llmc_cli import interrupts
+from llmc_cli.config.files import private_temp_dir
 from llmc_cli.errors import ConnectionFailed, LlmcError, UsageError
 from llmc_cli.gateway.access import is_loopback_host, parse_address
 from llmc_cli.gateway.admission import MAX_PENDING, PENDING_SECONDS
@@ -31,6 +33,7 @@ from llmc_cli.gateway.hosts import CLOSE_SECONDS, IDLE_SECONDS, MAX_CONNECTIONS,
 from llmc_cli.gateway.http import ENDPOINT
 from llmc_cli.gateway.protocol import GatewayProtocol
 from llmc_cli.gateway.status import gather_status
+from llmc_cli.gateway.supervisor import supervise
 from llmc_cli.gateway.toolbox import Toolbox
 
 if TYPE_CHECKING:
@@ -166,7 +169,9 @@ def start_server(
     limits = (max_connections, max_pending, request_seconds, pending_seconds)
     front: Any = app
     if slot is not None:
-        front = Front(app, slot, request_seconds=request_seconds, status=gather_status(app, slot))
+        front = Front(
+            app, slot, request_seconds=request_seconds, pending_seconds=pending_seconds, status=gather_status(app, slot)
+        )
     server = _uvicorn_server(_config(front, context, *limits))
     say = log or (lambda message: print(f"llmc serve: {message}", file=sys.stderr, flush=True))
     if announce:
@@ -257,6 +262,25 @@ def serve(toolbox: Toolbox, address: str, **options: Any) -> None:
         running.close()
         if signalled.is_set():
             interrupts.ignore_further()
+
+
+def serve_workers(
+    count: int,
+    sock: socket.socket,
+    worker: Callable[[WorkerSlot, bool, socket.socket, Callable[[], None]], None],
+    log: Callable[[str], None],
+) -> None:
+    """`count` worker processes (supervisor.py) serving `sock`, each through `worker(slot,
+    first, sock, ready)`; their private sockets in a 0700 directory of this process's, removed
+    when the last worker has gone."""
+    parent = os.getpid()
+    rundir = str(private_temp_dir("llmc-gateway-"))
+    try:
+        supervise(count, lambda index, first, ready: worker(WorkerSlot(index, count, rundir), first, sock, ready), log)
+    finally:
+        if os.getpid() == parent:  # a worker returns through here too: the directory is the parent's
+            sock.close()
+            shutil.rmtree(rundir, ignore_errors=True)
 
 
 def _announce(gateway: HttpGateway, toolbox: Toolbox, port: int, tls: Tls | None, say: Callable[[str], None]) -> None:

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import os
-import shutil
-import socket
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from llmc_cli.config.profiles import LoadedProfile
+from llmc_cli.errors import UsageError
 
 if TYPE_CHECKING:
+    import socket
+
+    from llmc_cli.gateway.forward import WorkerSlot
     from llmc_cli.gateway.toolbox import Toolbox  # imported when the gateway starts, not with this module
 
 
+MAX_WORKERS = 64
 _worker = ""  # "worker K: " in a worker of several (--workers)
 
 
@@ -64,7 +67,7 @@ def serve_http(
     from llmc_cli.gateway.access import check_auth, parse_address
     from llmc_cli.gateway.admission import MAX_PENDING, PENDING_SECONDS
     from llmc_cli.gateway.hosts import IDLE_SECONDS, MAX_CONNECTIONS, REQUEST_SECONDS
-    from llmc_cli.gateway.http_server import Tls, bind, serve
+    from llmc_cli.gateway.http_server import Tls, bind, serve, serve_workers
 
     host, port = parse_address(address)
     check_auth(profile, host)  # a bad address or door: refused before any server starts
@@ -85,38 +88,30 @@ def serve_http(
             setup()
         serve(_toolbox(profile, verbose), address, **options)
         return
-    _serve_workers(profile, address, workers, verbose, options, bind(host, port, address), setup)
 
-
-def _serve_workers(
-    profile: LoadedProfile,
-    address: str,
-    workers: int,
-    verbose: int,
-    options: dict[str, Any],
-    sock: socket.socket,
-    setup: Callable[[], None] | None,
-) -> None:
-    """The supervisor in this process, a gateway in each worker it forks, all on `sock`."""
-    from llmc_cli.config.files import private_temp_dir
-    from llmc_cli.gateway.forward import WorkerSlot
-    from llmc_cli.gateway.http_server import serve
-    from llmc_cli.gateway.supervisor import supervise
-
-    parent = os.getpid()
-    rundir = str(private_temp_dir("llmc-gateway-"))  # 0700: the workers' private sockets
-
-    def worker(index: int, first: bool, ready: Callable[[], None]) -> None:
+    def worker(slot: WorkerSlot, first: bool, sock: socket.socket, ready: Callable[[], None]) -> None:
         global _worker
-        _worker = f"worker {index}: "
+        _worker = f"worker {slot.index}: "
         if setup is not None:
             setup()
-        slot = WorkerSlot(index, workers, rundir)
-        serve(_toolbox(profile, verbose), address, sock=sock, slot=slot, announce=first and index == 0, on_ready=ready, **options)
+        serve(
+            _toolbox(profile, verbose),
+            address,
+            sock=sock,
+            slot=slot,
+            announce=first and slot.index == 0,
+            on_ready=ready,
+            **options,
+        )
 
-    try:
-        supervise(workers, worker, log)
-    finally:
-        if os.getpid() == parent:
-            sock.close()
-            shutil.rmtree(rundir, ignore_errors=True)
+    serve_workers(workers, bind(host, port, address), worker, log)
+
+
+def worker_count(value: str | int) -> int:
+    """--workers / [serve] workers: a number from 1 to MAX_WORKERS, or auto (one per CPU)."""
+    if value == "auto":
+        return min(os.cpu_count() or 1, MAX_WORKERS)
+    text = str(value).strip()
+    if not text.isdigit() or not 1 <= int(text) <= MAX_WORKERS:
+        raise UsageError(f"--workers {value}: give a number from 1 to {MAX_WORKERS}, or auto")
+    return int(text)

@@ -34,7 +34,6 @@ from llmc_cli.errors import LlmcError
 
 POLL_SECONDS = 0.2
 RESTART_SECONDS = 1.0  # a worker is started again at most this often
-MAX_WORKERS = 64
 
 
 class WorkerFailed(LlmcError):
