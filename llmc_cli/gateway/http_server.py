@@ -116,8 +116,10 @@ class Running:
         self.app.pool.shutdown()
 
 
-def bind(host: str, port: int, address: str) -> socket.socket:
-    """The listening socket (port 0: a free one), bound before the server starts."""
+def bind(host: str, port: int, address: str, *, reuse_port: bool = False) -> socket.socket:
+    """The listening socket (port 0: a free one), bound before the server starts. `reuse_port`:
+    one of a group on the same port (SO_REUSEPORT), among which the kernel spreads new
+    connections (--workers: a socket per worker)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP named, not 0: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and
     # with Nagle's algorithm a reply's body (uvicorn writes it apart from the head) waits for the
@@ -125,6 +127,8 @@ def bind(host: str, port: int, address: str) -> socket.socket:
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
@@ -266,20 +270,33 @@ def serve(toolbox: Toolbox, address: str, **options: Any) -> None:
 
 def serve_workers(
     count: int,
-    sock: socket.socket,
+    address: str,
     worker: Callable[[WorkerSlot, bool, socket.socket, Callable[[], None]], None],
     log: Callable[[str], None],
 ) -> None:
-    """`count` worker processes (supervisor.py) serving `sock`, each through `worker(slot,
-    first, sock, ready)`; their private sockets in a 0700 directory of this process's, removed
-    when the last worker has gone."""
+    """`count` worker processes (supervisor.py) serving `address`, each through `worker(slot,
+    first, sock, ready)`. This process binds a listening socket per worker, all on the one port
+    (SO_REUSEPORT: the kernel spreads new connections over them by address hash; one shared
+    socket would hand a burst of connections to whichever worker wakes first), and keeps them
+    open: a restarted worker takes over its socket and the connections waiting in it. The
+    workers' private sockets live in a 0700 directory of this process's, removed when the last
+    worker has gone."""
+    host, port = parse_address(address)
+    socks = [bind(host, port, address, reuse_port=True)]
+    try:
+        socks.extend(bind(host, socks[0].getsockname()[1], address, reuse_port=True) for _ in range(count - 1))
+    except LlmcError:
+        for sock in socks:
+            sock.close()
+        raise
     parent = os.getpid()
     rundir = str(private_temp_dir("llmc-gateway-"))
     try:
-        supervise(count, lambda index, first, ready: worker(WorkerSlot(index, count, rundir), first, sock, ready), log)
+        supervise(count, lambda index, first, ready: worker(WorkerSlot(index, count, rundir), first, socks[index], ready), log)
     finally:
         if os.getpid() == parent:  # a worker returns through here too: the directory is the parent's
-            sock.close()
+            for sock in socks:
+                sock.close()
             shutil.rmtree(rundir, ignore_errors=True)
 
 

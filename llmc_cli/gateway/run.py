@@ -67,10 +67,9 @@ def serve_http(
     from llmc_cli.gateway.access import check_auth, parse_address
     from llmc_cli.gateway.admission import MAX_PENDING, PENDING_SECONDS
     from llmc_cli.gateway.hosts import IDLE_SECONDS, MAX_CONNECTIONS, REQUEST_SECONDS
-    from llmc_cli.gateway.http_server import Tls, bind, serve, serve_workers
+    from llmc_cli.gateway.http_server import Tls, serve, serve_workers
 
-    host, port = parse_address(address)
-    check_auth(profile, host)  # a bad address or door: refused before any server starts
+    check_auth(profile, parse_address(address)[0])  # a bad address or door: refused before any server starts
     secure = Tls(*tls) if tls is not None else None
     if secure is not None:
         secure.context()  # unusable files: refused before any upstream starts
@@ -104,7 +103,7 @@ def serve_http(
             **options,
         )
 
-    serve_workers(workers, bind(host, port, address), worker, log)
+    serve_workers(workers, address, worker, log)
 
 
 def worker_count(value: str | int) -> int:
