@@ -294,3 +294,40 @@ def test_owner_of_a_session_id() -> None:
     assert slot.suffix == ".1" and slot.socket_path(0) == "/run/w0.sock"
     assert owner_of(b"abc.1", 2) == 1 and owner_of(b"abc.0", 2) == 0
     assert owner_of(b"abc.2", 2) is None and owner_of(b"abc", 2) is None and owner_of(b"abc.x", 2) is None
+
+
+@pytest.mark.e2e
+def test_a_per_session_server_is_one_process_per_session_whichever_worker(gateway_profile: Path, tmp_path: Path) -> None:
+    """A `per_session` server's notes, kept in its process, written through the session's worker
+    and read through the other: one process for the session, not one per worker."""
+    import sys
+
+    from tests.helpers import PEERS
+
+    marker = tmp_path / "own-calls.log"
+    with gateway_profile.open("a") as fh:  # the hints go into [policy.hints], the profile's last table
+        fh.write('"own.remember" = { readOnly = true }\n"own.recall" = { readOnly = true }\n\n')
+        fh.write(f"[servers.own]\ncommand = {json.dumps(sys.executable)}\n")
+        fh.write(f"args = [{json.dumps(str(PEERS / 'sdk_server.py'))}, '--call-log', {json.dumps(str(marker))}]\n")
+        fh.write('per_session = true\nsandbox = "none"\n')
+    running = start(gateway_profile, "--workers", "2", process=True)
+
+    def own() -> set[int]:
+        return {p.pid for p in live_processes() if str(marker).encode() in Path(f"/proc/{p.pid}/cmdline").read_bytes()}
+
+    try:
+        session = open_session(running, 0)
+        mine, other = connection_to(running, 0), connection_to(running, 1)
+        # Each worker's own connection, for listings (one per worker), is up before the session's.
+        assert wait_until(lambda: len(own()) == 2, 60)
+        listing = own()
+        remembered = post(mine, call("own.remember", 2, key="k", value="v1"), session)
+        assert remembered.status == 200 and not reply_of(remembered)["result"]["isError"]
+        recalled = post(other, call("own.recall", 3, key="k"), session)
+        assert recalled.getheader("llmc-worker") == "1"
+        assert reply_of(recalled)["result"]["content"][0]["text"] == "v1"
+        assert len(own() - listing) == 1  # the session's, in its worker
+        mine.close()
+        other.close()
+    finally:
+        stop(running)
