@@ -45,9 +45,9 @@ class WorkerFailed(LlmcError):
 
 
 class _InChild(Exception):  # not an error: how a forked child leaves the parent's loop
-    def __init__(self, index: int, first: bool) -> None:
+    def __init__(self, index: int, first: bool, mask: set[int | signal.Signals]) -> None:
         super().__init__(index)
-        self.index, self.first = index, first
+        self.index, self.first, self.mask = index, first, mask
 
 
 class Supervisor:
@@ -75,9 +75,17 @@ class Supervisor:
                 os.kill(pid, signal.SIGTERM)
 
     def spawn(self, index: int, first: bool) -> None:
-        pid = os.fork()
+        """Fork worker `index`. The stop signals wait meanwhile: a child must not run the
+        parent's handler (which would stop its siblings) before it has its own."""
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, list(interrupts.SIGNAL_EXIT_CODES))
+        try:
+            pid = os.fork()
+        except BaseException:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            raise
         if pid == 0:
-            raise _InChild(index, first)
+            raise _InChild(index, first, mask)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         self.children[pid] = index
         self.started[index] = time.monotonic()
 
@@ -153,6 +161,7 @@ def supervise(count: int, worker: Callable[[int, bool, Callable[[], None]], None
     except _InChild as child:
         for signum, handler in saved.items():  # the worker's own handlers come with its server
             signal.signal(signum, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, child.mask)
         os.close(supervisor.ready_r)
         ready_w = supervisor.ready_w
 

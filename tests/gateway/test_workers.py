@@ -19,7 +19,7 @@ import pytest
 
 from tests.gateway.conftest import audit_records
 from tests.gateway.test_http import INIT, Gateway, read_events, start, stop
-from tests.helpers import llmc, wait_until
+from tests.helpers import llmc, signal_until_exit, wait_until
 from tests.processes import gone, live_processes
 
 V2026 = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
@@ -247,6 +247,21 @@ def test_sigterm_drains_every_worker(two: Gateway) -> None:
     assert two.proc.returncode == 0, stderr
     assert "Traceback" not in stderr
     assert wait_until(lambda: all(gone(pid) for pid in upstreams), 30), "an upstream server outlived the gateway"
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name)
+def test_a_storm_of_signals_stops_every_worker_cleanly(two: Gateway, sig: signal.Signals) -> None:
+    """The signal again and again at the supervisor: the first stops every worker, the others
+    change nothing, exit 0; no worker and no upstream server is left."""
+    assert connection_to(two, 0) and connection_to(two, 1)
+    workers = workers_of(two)
+    upstreams = [p.pid for p in live_processes() if p.ppid in workers]
+    assert len(workers) == 2 and upstreams
+    assert signal_until_exit(two.proc, sig) == 0
+    assert wait_until(lambda: all(gone(pid) for pid in [*workers, *upstreams]), 30), "a worker or upstream outlived the gateway"
+    _, stderr = two.proc.communicate(timeout=30)
+    assert "Traceback" not in stderr, stderr
 
 
 @pytest.mark.e2e
