@@ -129,7 +129,10 @@ class Front:
             if body is None:
                 return True
             writer.write(request_head(scope, len(body)) + body)
-            kept = await relay_reply(reader, writer, receive, send)
+            kept, status = await relay_reply(reader, writer, receive, send)
+            seen = (scope.get("extensions") or {}).get("llmc.connection")
+            if seen is not None and admitted(status):
+                seen.admitted = True  # the owner admitted it: this connection's next request gets --request-timeout
             return True
         finally:
             self.relays.discard(writer)
@@ -220,10 +223,12 @@ class Reply:
         self.complete = True
 
 
-async def relay_reply(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, receive: Receive, send: Send) -> bool:
+async def relay_reply(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, receive: Receive, send: Send
+) -> tuple[bool, int]:
     """Stream the owner's reply to the host as it arrives; a host that leaves closes the relay
-    (the owner sees its host gone). True: the reply came whole and the connection may carry
-    the next one."""
+    (the owner sees its host gone). (whether the reply came whole and the connection may carry
+    the next one, the reply's status)."""
 
     async def watch() -> None:
         while (await receive())["type"] != "http.disconnect":
@@ -265,7 +270,14 @@ async def relay_reply(reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     elif not reply.complete:
         with contextlib.suppress(Exception):  # the host may have gone: nothing to end then
             await send({"type": "http.response.body", "body": b"", "more_body": False})
-    return reply.complete and parser.should_keep_alive() and not any(_closes(n, v) for n, v in reply.headers)
+    reusable = reply.complete and parser.should_keep_alive() and not any(_closes(n, v) for n, v in reply.headers)
+    return reusable, parser.get_status_code() if started else 502
+
+
+def admitted(status: int) -> bool:
+    """Whether the owner admitted a relayed request that got `status` (a refusal of the door or
+    of admission is 401, 403, 429 or 503)."""
+    return status < 500 and status not in (401, 403, 429)
 
 
 def _closes(name: bytes, value: bytes) -> bool:

@@ -346,3 +346,60 @@ def test_a_per_session_server_is_one_process_per_session_whichever_worker(gatewa
         other.close()
     finally:
         stop(running)
+
+
+def test_a_relayed_request_says_who_the_host_is_and_nothing_the_host_forged() -> None:
+    """What the owner reads: the host's own fields, its real address and TLS client subject in
+    the relay's headers, never the host's copies of those headers, nor hop-by-hop fields."""
+    from llmc_cli.gateway.forward import request_head
+
+    scope = {
+        "method": "POST",
+        "path": "/mcp",
+        "raw_path": b"/mcp",
+        "query_string": b"",
+        "client": ("203.0.113.7", 40000),
+        "extensions": {"tls": {"llmc.client_subject": {"CN": "carol"}}},
+        "headers": [
+            (b"host", b"127.0.0.1:8765"),
+            (b"x-llmc-forwarded-tls-subject", b'{"CN": "admin"}'),
+            (b"x-llmc-forwarded-peer", b'["127.0.0.1", 1]'),
+            (b"connection", b"keep-alive"),
+            (b"transfer-encoding", b"chunked"),
+            (b"content-length", b"999"),
+            (b"mcp-session-id", b"abc.1"),
+        ],
+    }
+    head = request_head(scope, 2).decode()
+    lines = head.split("\r\n")
+    assert lines[0] == "POST /mcp HTTP/1.1"
+    assert "host: 127.0.0.1:8765" in lines and "mcp-session-id: abc.1" in lines and "content-length: 2" in lines
+    assert 'x-llmc-forwarded-peer: ["203.0.113.7", 40000]' in lines
+    assert 'x-llmc-forwarded-tls-subject: {"CN": "carol"}' in lines
+    assert "admin" not in head and "chunked" not in head and "999" not in head and "keep-alive" not in head
+
+
+def test_the_private_socket_believes_the_relay() -> None:
+    import asyncio
+
+    from llmc_cli.gateway.forward import Private
+
+    seen: list[dict[str, Any]] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        seen.append(scope)
+
+    scope = {
+        "type": "http",
+        "client": None,
+        "headers": [
+            (b"x-llmc-forwarded-peer", b'["203.0.113.7", 40000]'),
+            (b"x-llmc-forwarded-tls-subject", b'{"CN": "carol"}'),
+            (b"authorization", b"Bearer t"),
+        ],
+    }
+    asyncio.run(Private(app)(scope, None, None))  # type: ignore[arg-type]
+    (inner,) = seen
+    assert inner["client"] == ("203.0.113.7", 40000)
+    assert inner["extensions"]["tls"] == {"llmc.client_subject": {"CN": "carol"}}
+    assert inner["headers"] == [(b"authorization", b"Bearer t")]
