@@ -222,10 +222,13 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def private_temp_dir(prefix: str) -> Path:
-    """A new directory of our own under $TMPDIR (else /tmp): mode 0700, a random name, made by
-    one mkdir that fails rather than reuse anything another user put there."""
+def private_temp_dir(prefix: str, longest: int = 4096) -> Path:
+    """A new directory of our own under $TMPDIR (else, or when that would make the path longer
+    than `longest`, /tmp): mode 0700, a random name, made by one mkdir that fails rather than
+    reuse anything another user put there."""
     base = Path(os.environ.get("TMPDIR") or "/tmp")
+    if len(str(base)) + len(prefix) + 13 > longest:
+        base = Path("/tmp")
     for _ in range(100):
         path = base / f"{prefix}{os.urandom(6).hex()}"
         try:

@@ -290,7 +290,7 @@ def serve_workers(
             sock.close()
         raise
     parent = os.getpid()
-    rundir = str(private_temp_dir("llmc-gateway-"))
+    rundir = str(private_temp_dir("llmc-gateway-", longest=90))  # a Unix socket's path: at most 107 bytes
     try:
         supervise(count, lambda index, first, ready: worker(WorkerSlot(index, count, rundir), first, socks[index], ready), log)
     finally:
