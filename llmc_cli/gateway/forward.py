@@ -44,6 +44,9 @@ HOP = {b"connection", b"keep-alive", b"transfer-encoding", b"te", b"upgrade", b"
 WRITTEN_BY_SERVER = {b"server", b"date"}
 READ_BYTES = 64 * 1024
 MAX_IDLE = 16  # kept-alive connections to each other worker
+# The methods a session's requests use; others (HEAD: a reply whose length says what its body
+# would be, with none) are answered here.
+RELAYED = {"GET", "POST", "DELETE"}
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,7 @@ class Front:
             if name == SESSION:
                 owner = owner_of(value, self.slot.count)
                 break
-        if owner is not None and owner != self.slot.index and framing_problem(scope) is None:
+        if owner is not None and owner != self.slot.index and scope["method"] in RELAYED and framing_problem(scope) is None:
             relayed = await self.relay(owner, scope, receive, tagged)
             if relayed:
                 return

@@ -98,6 +98,10 @@ def test_a_sessions_requests_reach_its_worker_through_either(two: Gateway) -> No
             body = reply_of(response)
             assert response.status == 200 and body["result"]["structuredContent"] == {"result": n + owner}, body
             assert response.getheader("llmc-worker") == str(1 - owner if conn is other else owner)
+        other.request("HEAD", "/mcp", headers={"Mcp-Session-Id": session})  # not relayed: no body to wait for
+        head = other.getresponse()
+        head.read()
+        assert head.status == 501
         other.close()
         mine.close()
     for worker in (0, 1):
