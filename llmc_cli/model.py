@@ -6,7 +6,7 @@ Nothing here knows about a transport, a provider or the CLI.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import field
 from typing import Any, Literal, TypeAlias, get_args
 from urllib.parse import urlsplit, urlunsplit
@@ -35,9 +35,24 @@ LINT_FORMATS: tuple[str, ...] = tuple(f for f in TOOL_FORMATS if f not in ("mcp"
 
 
 # One encoder of each kind for the process: json.dumps with options builds a JSONEncoder on every
-# call, a measurable share of a batch's CPU (several encodings per call). encode() keeps no state.
-_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+# call, a measurable share of a batch's CPU (several encodings per call). Where the C encoder is
+# there, it is made once and called directly (JSONEncoder.encode makes one per call, in Python
+# around it); without the circular-reference check, which needs a table per call: JSON values
+# here come from a parser or are built by llmc, and a cycle would end in RecursionError instead
+# of ValueError. The text is the same as json.dumps with these options gives.
+def _encoder(**options: Any) -> Callable[[object], str]:
+    encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), **options)
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return encoder.encode
+    basestring = json.encoder.encode_basestring
+    encode = make(None, encoder.default, basestring, None, ":", ",", encoder.sort_keys, False, True)
+    join = "".join
+    return lambda value: join(encode(value, 0))
+
+
+_COMPACT = _encoder()
+_CANONICAL = _encoder(sort_keys=True)
 
 
 def compact_json(value: object) -> str:
@@ -310,6 +325,12 @@ def parse_json(text: str, max_depth: int | None = MAX_ARGUMENT_DEPTH, too_deep: 
         raise ValueError(too_deep) from None
     except ValueError as exc:
         raise ValueError(f"invalid JSON: {exc}") from None
-    if max_depth is not None and nesting_depth(value, max_depth + 1) > max_depth:
+    # nested deeper than max_depth only with more opening brackets than that (one count in C):
+    # most texts are not walked at all
+    if (
+        max_depth is not None
+        and text.count("[") + text.count("{") > max_depth
+        and nesting_depth(value, max_depth + 1) > max_depth
+    ):
         raise ValueError(too_deep)
     return value

@@ -181,6 +181,9 @@ class Pool:
         (handles, memory) is lost. `on_drop` as for release()."""
         if server not in self.specs or server in self.unusable:
             return False
+        session = self.sessions.get(server)
+        if (session is None or session.closed_error is None) and server not in self.failed:
+            return False  # nothing to forget (the gateway asks before every call): no lock taken
         with self.locks[server]:
             session = self.sessions.get(server)
             if session is not None and session.closed_error is not None:

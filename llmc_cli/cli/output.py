@@ -103,7 +103,11 @@ def emit_lines() -> tuple[Callable[[Any], None], Callable[[], None]]:
         if pending:
             text = "".join(pending)
             pending.clear()
-            click.echo(text, nl=False)
+            # Not click.echo (a context lookup, colour and terminal checks per flush: a batch
+            # flushes after every call): the lines are JSON, control characters escaped.
+            out = sys.stdout
+            out.write(text)
+            out.flush()
 
     return write, flush
 

@@ -37,6 +37,9 @@ def set_sending_deadline(deadline: float | None) -> None:
 
 
 Reply = JSONObject  # a JSON-RPC response or error object
+# A transport's pump(done, seconds, alone) (stdio): reads and delivers on the waiting thread
+# until done() or the time is up, when alone(); False: wait for the reply to be delivered.
+Pump = Callable[[Callable[[], bool], float, Callable[[], bool]], bool]
 
 
 class Future(Generic[T]):
@@ -45,15 +48,20 @@ class Future(Generic[T]):
     itself, because concurrent.futures imports logging: ~5 ms of every command's start-up. The
     first outcome set wins; a later one (a reply racing the connection's end) is dropped."""
 
+    __slots__ = ("_callbacks", "_done", "_error", "_lock", "_value", "_waiters")
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._done = threading.Event()
+        self._done = False
         self._value: T | None = None
         self._error: BaseException | None = None
         self._callbacks: list[Callable[[Future[T]], object]] = []
+        # A lock per waiting thread, released when the future is done: made only when a thread
+        # must wait (a caller that reads its own reply never does), not an Event per future.
+        self._waiters: list[threading.Lock] = []
 
     def done(self) -> bool:
-        return self._done.is_set()
+        return self._done
 
     def set_result(self, value: T) -> None:
         self._settle(value, None)
@@ -63,29 +71,44 @@ class Future(Generic[T]):
 
     def _settle(self, value: T | None, error: BaseException | None) -> None:
         with self._lock:
-            if self._done.is_set():
+            if self._done:
                 return
             self._value, self._error = value, error
-            self._done.set()
+            self._done = True
             callbacks, self._callbacks = self._callbacks, []
+            waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            waiter.release()
         for callback in callbacks:
             callback(self)
 
     def add_done_callback(self, callback: Callable[[Future[T]], object]) -> None:
         """Called with the future once it is done: at once when it is already."""
         with self._lock:
-            if not self._done.is_set():
+            if not self._done:
                 self._callbacks.append(callback)
                 return
         callback(self)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Whether it is done, waiting up to `timeout` seconds for it."""
-        return self._done.wait(timeout)
+        if self._done:
+            return True
+        waiter = threading.Lock()
+        waiter.acquire()
+        with self._lock:
+            if self._done:
+                return True
+            self._waiters.append(waiter)
+        if not waiter.acquire(timeout=-1 if timeout is None else max(timeout, 0.0)):
+            with self._lock:
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)
+        return self._done
 
     def result(self, timeout: float | None = None) -> T:
         """The value, or the exception raised; TimeoutError when not done within `timeout`."""
-        if not self._done.wait(timeout):
+        if not self.wait(timeout):
             raise TimeoutError
         if self._error is not None:
             raise self._error
@@ -173,10 +196,17 @@ class InFlight:
         finally:
             self.close(request_id)
 
-    def wait(self, request_id: int | str, future: Future[Reply], timeout: float, started: float | None = None) -> Reply:
+    def alone(self) -> bool:
+        """Whether exactly one request awaits its reply."""
+        return len(self._futures) == 1
+
+    def wait(
+        self, request_id: int | str, future: Future[Reply], timeout: float, started: float | None = None, pump: Pump | None = None
+    ) -> Reply:
         """The reply, or DeadlinePassed `timeout` seconds after the last progress, counted from
         `started` (when the request was sent; default now), at most PROGRESS_EXTENSION_CAP
-        timeouts in all. Polls in half seconds so that Ctrl-C is seen."""
+        timeouts in all. Polls in half seconds so that Ctrl-C is seen. `pump`: the transport's
+        (stdio): the waiting thread reads the replies itself when it is the only one waiting."""
         started = time.monotonic() if started is None else started
         hard_deadline = started + timeout * PROGRESS_EXTENSION_CAP
         while True:
@@ -187,6 +217,8 @@ class InFlight:
             remaining = min(last + timeout, hard_deadline) - time.monotonic()
             if remaining <= 0:
                 raise DeadlinePassed
+            if pump is not None and pump(future.done, min(remaining, 0.5), self.alone):
+                continue
             try:
                 return future.result(timeout=min(remaining, 0.5))
             except TimeoutError:

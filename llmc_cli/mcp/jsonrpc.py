@@ -79,7 +79,14 @@ def kind_of(message: object) -> str:
 def decode(line: str | bytes) -> list[JSONObject]:
     """Parse one line or HTTP body; a JSON array is a batch (2025-03-26 allowed them)."""
     try:
-        value = json.loads(line)
+        # bytes as json.loads reads them (UTF-8, surrogates passed), without its encoding detection
+        # when the message starts as every UTF-8 one does ("{" or "[", then no NUL)
+        text = (
+            line.decode("utf-8", "surrogatepass")
+            if isinstance(line, bytes) and line[:1] in b"{[" and line[1:2] != b"\x00"
+            else line
+        )
+        value = json.loads(text)
     except RecursionError:  # arrays nested a hundred thousand deep: the parser gives up
         raise ProtocolError(f"invalid JSON: nested more than {MAX_MESSAGE_DEPTH} levels deep") from None
     except ValueError as exc:

@@ -401,7 +401,7 @@ class ClientSession:
         self, request_id: int, future: Future[JSONObject], method: str, timeout: float, started: float | None = None
     ) -> JSONObject:
         try:
-            message = self._inflight.wait(request_id, future, timeout, started)
+            message = self._inflight.wait(request_id, future, timeout, started, getattr(self.transport, "pump", None))
         except DeadlinePassed:
             self._cancel(request_id, "timeout")
             raise TimeoutExpired(f"{self.name}: no reply to {method} within {timeout:g}s") from None

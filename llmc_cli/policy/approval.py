@@ -17,14 +17,20 @@ if TYPE_CHECKING:
     from llmc_cli.config.profiles import LoadedProfile
 
 
-def call_hash(call: ToolCall, key: bytes | None = None) -> str:
+def call_hash(call: ToolCall, key: bytes | None = None, *, canonical: str | None = None) -> str:
     """Identity of one exact call: HMAC-SHA256 under this installation's approval key over
     canonical JSON of server.tool and the (unmasked) arguments. Keyed, because the hash is written
     next to masked arguments in the audit log: an unkeyed hash of a short password is undone by
     guessing. Lone surrogates pass through (surrogatepass) so that any call has a hash. `key`:
-    approval_key() as the caller read it once for many calls (services.calls.Invocation)."""
-    canonical = canonical_json({"tool": call.qualified_name, "arguments": call.arguments})
+    approval_key() as the caller read it once for many calls (services.calls.Invocation);
+    `canonical`: call_text(call), when the caller made it already."""
+    canonical = call_text(call) if canonical is None else canonical
     return "hmac-sha256:" + hmac_sha256(approval_key() if key is None else key, canonical.encode("utf-8", "surrogatepass"))
+
+
+def call_text(call: ToolCall) -> str:
+    """What call_hash hashes: canonical JSON of server.tool and the arguments."""
+    return canonical_json({"tool": call.qualified_name, "arguments": call.arguments})
 
 
 APPROVAL_KEY_ENV = "LLMC_APPROVAL_KEY"

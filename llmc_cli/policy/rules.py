@@ -67,28 +67,72 @@ def is_read_only(tool: Tool | None, qualified: str, config: PolicyConfig) -> boo
     return effective_hints(tool, qualified, config)["readOnly"]
 
 
+# What decide() concludes of a tool before it looks at a call's arguments: (the tool and the
+# policy it was judged under, (the access decision, whether an argument rule names the tool, the
+# confirmation it needs or None)). Kept per command by whoever runs many calls (Verdicts).
+_Verdict = tuple[Decision, bool, str | None]
+Verdicts = dict[tuple[str, str], tuple["Tool | None", "PolicyConfig", _Verdict]]
+
+
 def decide(
     call: ToolCall,
     tool: Tool | None,
     config: PolicyConfig,
     *,
     caller: Caller,
-    cwd: str | None = None,
+    cwd: str | Callable[[], str | None] | None = None,
     approved: Callable[[str], bool] | None = None,
     digest: str | None = None,
+    verdicts: Verdicts | None = None,
 ) -> Decision:
     """The decision on one call. Deny, read-only and argument rules hold for every caller;
     `confirm` patterns too; `confirm_destructive` only for calls a model chose. `cwd`: the
     server's working directory when llmc knows it (relative path arguments are judged against
-    it; unknown, they are refused under a path rule). `approved`: hashes pre-approved outside
+    it; unknown, they are refused under a path rule; a function: asked only when an argument
+    rule names the tool). `approved`: hashes pre-approved outside
     the profile (the state database), asked only for a call that needs a confirmation.
-    `digest`: call_hash(call), when the caller has it already."""
+    `digest`: call_hash(call), when the caller has it already. `verdicts`: what was concluded
+    of this tool under this policy for an earlier call (a command's many calls): used while
+    the tool and the policy are the very objects it was concluded of; the arguments, the
+    argument rules and the approvals are judged for every call."""
     qualified = call.qualified_name
-    access = _access(qualified, tool, config)
     digest = call_hash(call) if digest is None else digest
+    known = verdicts.get((qualified, caller)) if verdicts is not None else None
+    if known is not None and known[0] is tool and known[1] is config:
+        access, ruled, needs = known[2]
+    else:
+        access, ruled, needs = _verdict(qualified, tool, config, caller)
+        if verdicts is not None:
+            verdicts[(qualified, caller)] = (tool, config, (access, ruled, needs))
     if access.action == "deny":
-        access.call_hash = digest
-        return access
+        return Decision(access.action, access.rule, access.reason, digest)
+    if ruled:
+        refusal = _argument_refusal(call, tool, config, cwd() if callable(cwd) else cwd)
+        if refusal is not None:
+            return Decision("deny", refusal[0], refusal[1], digest)
+    if needs is None:
+        return Decision("allow", access.rule, access.reason, digest)
+    if digest in config.approved or (approved is not None and approved(digest)):
+        return Decision("allow", "approved", f"this exact call is pre-approved ({needs})", digest)
+    why = "the tool is destructive" if needs == "confirm_destructive" else f"it matches {needs[9:]}"
+    return Decision("confirm", needs, f"{qualified} needs a confirmation: {why}", digest)
+
+
+def _verdict(qualified: str, tool: Tool | None, config: PolicyConfig, caller: Caller) -> _Verdict:
+    """What decide() concludes of a tool whatever the arguments: its access, whether an argument
+    rule names it, the confirmation it needs."""
+    access = _access(qualified, tool, config)
+    ruled = any(glob_match(pattern, qualified) for pattern in config.args)
+    hints = effective_hints(tool, qualified, config)
+    needs = next((f"confirm: {p}" for p in config.confirm if glob_match(p, qualified)), None)
+    if needs is None and caller == MODEL and config.confirm_destructive and hints["destructive"]:
+        needs = "confirm_destructive"
+    return access, ruled, needs
+
+
+def _argument_refusal(call: ToolCall, tool: Tool | None, config: PolicyConfig, cwd: str | None) -> tuple[str, str] | None:
+    """(rule, reason) of the first argument rule the call's arguments break, or None."""
+    qualified = call.qualified_name
     for pattern, rules in config.args.items():
         if not glob_match(pattern, qualified):
             continue
@@ -103,17 +147,8 @@ def decide(
             globs = [expand(g, f"policy.{where}") for g in globs]  # ${VAR} as in servers
             refusal = _judge_argument(arg, value, globs, cwd)
             if refusal:
-                return Decision("deny", where, refusal, digest)
-    hints = effective_hints(tool, qualified, config)
-    needs = next((f"confirm: {p}" for p in config.confirm if glob_match(p, qualified)), None)
-    if needs is None and caller == MODEL and config.confirm_destructive and hints["destructive"]:
-        needs = "confirm_destructive"
-    if needs is None:
-        return Decision("allow", access.rule, access.reason, digest)
-    if digest in config.approved or (approved is not None and approved(digest)):
-        return Decision("allow", "approved", f"this exact call is pre-approved ({needs})", digest)
-    why = "the tool is destructive" if needs == "confirm_destructive" else f"it matches {needs[9:]}"
-    return Decision("confirm", needs, f"{qualified} needs a confirmation: {why}", digest)
+                return where, refusal
+    return None
 
 
 def _schema_default(tool: Tool | None, arg: str) -> Any:

@@ -5,6 +5,7 @@ the result cache's entry of a call (cache_for) and the approval a confirmation w
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from functools import cached_property
@@ -23,14 +24,14 @@ from llmc_cli.errors import (
     UsageError,
 )
 from llmc_cli.guard import clearance
-from llmc_cli.mcp.jsonrpc import has_lone_surrogate
-from llmc_cli.model import ARGUMENTS_TOO_DEEP, JSONObject, Tool, ToolCall, arguments_too_deep
+from llmc_cli.mcp.jsonrpc import LONE_SURROGATE, has_lone_surrogate
+from llmc_cli.model import ARGUMENTS_TOO_DEEP, MAX_ARGUMENT_DEPTH, JSONObject, Tool, ToolCall, arguments_too_deep
 from llmc_cli.policy import Decision
-from llmc_cli.policy.approval import Approval
+from llmc_cli.policy.approval import Approval, call_text
 
 if TYPE_CHECKING:
     from llmc_cli.policy import Decision
-    from llmc_cli.policy.approval import Approval
+    from llmc_cli.policy.approval import Approval, call_text
     from llmc_cli.services.inspect import Inspector
     from llmc_cli.services.reads import Read
     from llmc_cli.store.chain import AuditRecord, AuditSink
@@ -96,6 +97,7 @@ class Invocation:
         self.host_session = host_session
         self.inspection = inspection
         self.clearance = clearance
+        self.verdicts: policy.Verdicts = {}  # the policy's conclusions on this command's tools (policy.decide)
 
     @cached_property
     def cleared_for(self) -> str:
@@ -151,7 +153,7 @@ class Authorization:
     ) -> None:
         self.call = call
         self.decision = decision
-        self.base = base
+        self.base = masked(base, masker)  # masked once: every record of the call starts with it
         self.masker = masker
         self.opened = opened
         self.approval = approval
@@ -164,8 +166,9 @@ class Authorization:
         return error
 
     def decision_record(self) -> AuditRecord:
+        """The decision's audit record, masked (the base fields were when the call was decided)."""
         d = self.decision
-        return {**self.base, "event": "decision", "decision": d.action, "rule": d.rule, "reason": d.reason}
+        return with_base(self.base, {"event": "decision", "decision": d.action, "rule": d.rule, "reason": d.reason}, self.masker)
 
 
 class OpenCalls:
@@ -202,7 +205,7 @@ class OpenCalls:
             calls, self._calls = list(self._calls.values()), {}
         logs: list[AuditSink] = []
         for log, base, masker in calls:
-            write_record(log, {**base, "event": "outcome", "outcome": outcome, "reason": reason}, masker, before_action=False)
+            log.record(with_base(base, {"event": "outcome", "outcome": outcome, "reason": reason}, masker), before_action=False)
             if log not in logs:
                 logs.append(log)
         for log in logs:
@@ -239,9 +242,9 @@ _NOT_FREE_TEXT = frozenset(
 )
 
 
-def write_record(log: AuditSink, record: AuditRecord, masker: Masker, *, before_action: bool) -> None:
-    """Every record that is not a batch of decisions goes out through here (those through record_decisions)."""
-    log.record(masked(record, masker), before_action=before_action)
+def with_base(base: AuditRecord, record: AuditRecord, masker: Masker) -> AuditRecord:
+    """A call's record: its base fields (masked already, Authorization) and `record`'s, masked here."""
+    return cast("AuditRecord", {**base, **masked(record, masker)})
 
 
 def masked(record: AuditRecord, masker: Masker) -> AuditRecord:
@@ -260,7 +263,7 @@ def record_decisions(log: AuditSink, invocation: Invocation, authorizations: lis
     decision is ever on disk without being open."""
 
     with interrupts.deferred():
-        log.record_before_actions([masked(a.decision_record(), a.masker) for a in authorizations])
+        log.record_before_actions([a.decision_record() for a in authorizations])
         for a in authorizations:
             if a.decision.action == "allow":
                 a.opened = OPEN_CALLS.open(log, a.base, a.masker)
@@ -269,14 +272,20 @@ def record_decisions(log: AuditSink, invocation: Invocation, authorizations: lis
 def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Authorization:
     """The policy's decision on a call (a confirmation asked or answered here); nothing runs."""
     profile = invocation.profile
-    if arguments_too_deep(call.arguments):  # whoever sent them (a `KEY:=JSON` pair, a keeper's client)
+    try:
+        canonical = call_text(call)  # what the call's hash is taken over
+    except RecursionError:  # far deeper than MAX_ARGUMENT_DEPTH
+        raise UsageError(ARGUMENTS_TOO_DEEP) from None
+    # Whoever sent them (a `KEY:=JSON` pair, a keeper's client): deeper than the limit only with
+    # more opening brackets than that in the text (one count in C before any walk).
+    if canonical.count("[") + canonical.count("{") > MAX_ARGUMENT_DEPTH and arguments_too_deep(call.arguments):
         raise UsageError(ARGUMENTS_TOO_DEEP)
-    digest = policy.call_hash(call, invocation.approval_key)  # once: every decision below carries it
+    digest = policy.call_hash(call, invocation.approval_key, canonical=canonical)  # once: every decision below carries it
     denial = clearance_denial(invocation, call.server, digest)
     if denial is not None:  # above the caller's clearance: the server is not even started
         return _authorization(invocation, call, denial, None)
     tool = catalog.require_tool(call.server, call.tool)
-    if has_lone_surrogate(call.arguments):
+    if LONE_SURROGATE.search(canonical) is not None and has_lone_surrogate(call.arguments):  # the text first: one search in C
         # Text no UTF-8 writer accepts (a model's "\\ud800" escape): not checked against path
         # rules, not recorded faithfully, not sent; the record shows it as U+FFFD.
         decision = policy.Decision(
@@ -288,9 +297,10 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
             tool,
             profile.profile.policy,
             caller=invocation.caller,  # type: ignore[arg-type]
-            cwd=catalog.pool.working_directory(call.server),
+            cwd=functools.partial(catalog.pool.working_directory, call.server),  # asked only under an argument rule
             approved=invocation.state.approvals.is_approved,
             digest=digest,
+            verdicts=invocation.verdicts,
         )
     if decision.action != "deny" and profile.profile.guard.descriptions == "hide":
         decision = _hidden(tool, decision)
@@ -408,7 +418,7 @@ def cache_for(catalog: Catalog, invocation: Invocation, authorized: Authorizatio
 def close_call(log: AuditSink, authorized: Authorization, record: AuditRecord) -> None:
     """The one outcome record of a decided call, unless an interruption recorded it already."""
     if OPEN_CALLS.close(authorized.opened):
-        write_record(log, {**authorized.base, "event": "outcome", **record}, authorized.masker, before_action=False)
+        log.record(with_base(authorized.base, {"event": "outcome", **record}, authorized.masker), before_action=False)
 
 
 def masked_error(exc: LlmcError, masker: Masker) -> LlmcError:

@@ -183,3 +183,82 @@ def test_a_modern_server_too_slow_for_the_probe_is_not_taken_for_a_legacy_one(is
     with connect(slow) as s:
         assert (s.era, s.protocol_version) == ("modern", "2026-07-28")
         assert s.call_tool("echo", {"message": "late"})["content"][0]["text"] == "late"
+
+
+# -- a caller that is the only one waiting reads its own reply (StdioTransport.pump) ----------------
+
+
+def _on_a_worker(work):
+    """work() on a thread that is not the main one (the main thread never reads replies itself)."""
+    outcome: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = work()
+        except BaseException as exc:  # noqa: BLE001 - re-raised below
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=30)
+    assert not thread.is_alive()
+    if "error" in outcome:
+        raise outcome["error"]  # type: ignore[misc]
+    return outcome.get("value")
+
+
+def test_a_lone_caller_on_a_worker_thread_reads_its_own_replies():
+    """Sequential calls from one worker thread: after the first, every reply (and the progress
+    before it) is read and delivered on the caller's own thread, and the reader thread reads
+    again once the caller is gone."""
+    seen: list[str] = []
+    hooks = ClientHooks(on_progress=lambda _p: seen.append(threading.current_thread().name))
+    with connect(spec(*sdk_server("sdk_server.py")), hooks=hooks) as s:
+
+        def calls() -> list[str]:
+            texts = [s.call_tool("echo", {"message": f"m{i}"})["content"][0]["text"] for i in range(20)]
+            s.call_tool("slow", {"seconds": 0.2})
+            return texts
+
+        assert _on_a_worker(calls) == [f"m{i}" for i in range(20)]
+        assert seen and all(name != "llmc-stdio-_read_stdout" for name in seen)
+        # The worker is gone: the main thread's call is read for it by the reader thread.
+        assert s.call_tool("echo", {"message": "main"})["content"][0]["text"] == "main"
+
+
+def test_callers_on_many_threads_all_get_their_replies():
+    with connect(spec(*sdk_server("sdk_server.py"))) as s:
+        results: dict[int, list[str]] = {}
+
+        def calls(k: int) -> None:
+            results[k] = [s.call_tool("echo", {"message": f"{k}-{i}"})["content"][0]["text"] for i in range(15)]
+
+        threads = [threading.Thread(target=calls, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=30)
+    assert results == {k: [f"{k}-{i}" for i in range(15)] for k in range(4)}
+
+
+def test_a_crash_read_by_the_caller_is_a_connection_error_with_the_servers_stderr():
+    with connect(bad("crash")) as s, pytest.raises(ConnectionFailed) as caught:
+        _on_a_worker(lambda: s.call_tool("echo", {"message": "x"}))
+    assert "exit status 7" in caught.value.message and "simulated crash" in caught.value.message
+
+
+def test_garbage_read_by_the_caller_is_skipped():
+    with connect(bad("garbage")) as s:
+        texts = _on_a_worker(lambda: [s.call_tool("echo", {"message": f"ok{i}"})["content"][0]["text"] for i in range(3)])
+    assert texts == ["ok0", "ok1", "ok2"]
+
+
+def test_a_caller_reading_a_silent_server_times_out():
+    with connect(bad("silent", timeout=1.0)) as s, pytest.raises(TimeoutExpired, match="tools/list"):
+        _on_a_worker(s.list_tools)
+
+
+def test_a_line_over_the_limit_read_by_the_caller_is_a_protocol_error(monkeypatch):
+    monkeypatch.setenv("LLMC_MAX_MESSAGE_BYTES", str(1024 * 1024))
+    with connect(bad("huge-line")) as s, pytest.raises(ProtocolError, match="1 MiB limit"):
+        _on_a_worker(lambda: s.call_tool("echo", {"message": "x"}))

@@ -132,3 +132,36 @@ def test_hidden_tools_are_the_denied_ones() -> None:
         for name, a in (("fs.read", READ), ("fs.delete", READ), ("fs.write", WRITE))
     }
     assert visible == {"fs.read": "allow", "fs.delete": "deny", "fs.write": "deny"}
+
+
+@pytest.mark.parametrize("settings, name, annotations, caller, action, rule", DECISIONS)
+def test_a_kept_verdict_decides_the_same(settings, name, annotations, caller, action, rule):
+    """A command's many calls keep what the policy concluded of a tool (`verdicts`): the same
+    decisions, the call's own hash on each."""
+    config, verdicts = PolicyConfig(**settings), {}
+    for i in range(3):
+        call = ToolCall(*name.split("."), {"n": i})
+        decision = policy.decide(call, tool(name, annotations), config, caller=caller, digest=f"h{i}", verdicts=verdicts)
+        assert (decision.action, decision.rule, decision.call_hash) == (action, rule, f"h{i}")
+    assert len(verdicts) == 1
+
+
+def test_a_kept_verdict_is_judged_again_for_another_policy_or_tool_and_arguments_every_call(tmp_path):
+    """The verdict holds for the very policy and tool objects it was made of; argument rules and
+    pre-approvals are judged for every call."""
+    verdicts: dict = {}
+    read = tool("fs.read", READ)
+    allowing = PolicyConfig(args={"fs.read": {"path": [f"{tmp_path}/**"]}})
+    inside = ToolCall("fs", "read", {"path": str(tmp_path / "a")})
+    outside = ToolCall("fs", "read", {"path": "/etc/passwd"})
+    assert policy.decide(inside, read, allowing, caller="human", cwd=str(tmp_path), verdicts=verdicts).action == "allow"
+    assert policy.decide(outside, read, allowing, caller="human", cwd=str(tmp_path), verdicts=verdicts).action == "deny"
+    denying = PolicyConfig(deny=["fs.*"])  # the profile changed: a new policy object
+    assert policy.decide(inside, read, denying, caller="human", verdicts=verdicts).rule == "deny: fs.*"
+    relisted = tool("fs.read", DESTROY)  # the server listed its tools again: a new tool object
+    decision = policy.decide(inside, relisted, PolicyConfig(), caller="model", verdicts=verdicts)
+    assert decision.action == "confirm"
+    confirming = PolicyConfig(approved=[decision.call_hash or ""])
+    assert policy.decide(inside, relisted, confirming, caller="model", verdicts=verdicts).rule == "approved"
+    other = ToolCall("fs", "read", {"path": "other"})
+    assert policy.decide(other, relisted, confirming, caller="model", verdicts=verdicts).action == "confirm"

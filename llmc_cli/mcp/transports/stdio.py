@@ -4,15 +4,24 @@ The child gets an allow-listed environment (never the user's whole environment, 
 tokens for unrelated services) plus what the server's description declares. Its stderr is
 kept (last lines) so a failure can say why; shutdown is stdin close -> wait -> SIGTERM -> SIGKILL,
 bounded in time, and kills the whole process group so `npx`-style wrappers leave no orphans.
+
+Who reads the server's stdout: one thread at a time, in order. A reader thread does while the
+connection is idle or shared; a caller that is the only one awaiting a reply (a batch's calls, a
+sequential client) reads its own reply on its own thread (pump), while the reader thread stands
+aside: a reply then costs one wake-up of the waiting thread, not a wake-up of the reader thread
+and a hand-over to the caller. The reader thread takes over again when a caller finds others
+waiting, and LINGER seconds after the last caller read.
 """
 
 from __future__ import annotations
 
 import collections
 import os
+import select
 import signal
 import subprocess
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
@@ -55,6 +64,16 @@ INHERITED_ENV = (
 )
 STDERR_LINES_KEPT = 50
 GARBAGE_LINES_TOLERATED = 100  # servers that log to stdout: skip a few lines, then give up
+LINGER = 0.05  # seconds the reader thread stands aside after a caller last read its own reply
+READ_BYTES = 65536
+
+
+class _Ended(Exception):
+    """The server's stdout ended (EOF, a read error, a line over the limit, too much garbage)."""
+
+    def __init__(self, error: LlmcError | None = None) -> None:
+        super().__init__()
+        self.error = error
 
 
 if TYPE_CHECKING:
@@ -116,12 +135,24 @@ class StdioTransport:
         self._write_lock = threading.Lock()
         self._closing = False
         self._threads: list[threading.Thread] = []
+        # Who reads stdout (see the module's docstring); the fields below are guarded by _stream.
+        self._stream = threading.Condition()
+        self._reader: threading.Thread | None = None  # the thread reading stdout now
+        self._aside = False  # the reader thread stands aside: a caller reads its own replies
+        self._left = 0.0  # when a caller last stopped reading (time.monotonic())
+        self._ended = False  # stdout ended and `closed` was called
+        self._buffer = bytearray()  # read from stdout, not yet a whole line
+        self._garbage = 0
+        self._limit = max_message_bytes()  # one message per line; a server that streams without newlines is broken
+        self._deliver: Deliver | None = None
+        self._closed: Closed | None = None
 
     def start(self, deliver: Deliver, closed: Closed) -> None:
         self._proc = self._spawn()
+        self._deliver, self._closed = deliver, closed
         StdioTransport.live.add(self)
-        for target, args in ((self._read_stdout, (deliver, closed)), (self._read_stderr, ())):
-            t = threading.Thread(target=target, args=args, daemon=True, name=f"llmc-stdio-{target.__name__}")
+        for target in (self._read_stdout, self._read_stderr):
+            t = threading.Thread(target=target, daemon=True, name=f"llmc-stdio-{target.__name__}")
             t.start()
             self._threads.append(t)
 
@@ -172,6 +203,9 @@ class StdioTransport:
             return
         self._closing = True
         StdioTransport.live.discard(self)
+        with self._stream:
+            self._aside = False  # the reader thread reads to the end (and reports it)
+            self._stream.notify_all()
         try:
             if proc.stdin:
                 proc.stdin.close()
@@ -189,7 +223,10 @@ class StdioTransport:
         # The server exited; children it left in its group (npx -> node) go too.
         self._signal_group(proc, signal.SIGKILL)
         for t in self._threads:
-            t.join(timeout=1.0)
+            if t is not threading.current_thread():
+                t.join(timeout=1.0)
+        with self._stream:  # a caller reading its reply sees the end too: its descriptor stays until then
+            self._stream.wait_for(lambda: self._reader in (None, threading.current_thread()), timeout=1.0)
         for stream in (proc.stdout, proc.stderr):
             try:
                 if stream:
@@ -209,37 +246,134 @@ class StdioTransport:
         except (ProcessLookupError, PermissionError):
             pass
 
-    def _read_stdout(self, deliver: Deliver, closed: Closed) -> None:
-        assert self._proc is not None and self._proc.stdout is not None
-        error: LlmcError | None = None
-        garbage = 0
-        limit = max_message_bytes()  # one message per line; a server that streams without newlines is broken
+    def pump(self, done: Callable[[], bool], timeout: float, alone: Callable[[], bool]) -> bool:
+        """Read and deliver the server's messages on this thread until done() or `timeout`
+        seconds passed, when `alone()` (the caller is the only one awaiting a reply) and no other
+        thread reads; the reader thread stands aside meanwhile. False when the caller should
+        wait for its reply to be delivered instead (the reader thread then reads). The main
+        thread never reads here: a signal's exception must not fall between a read and its line."""
+        me = threading.current_thread()
+        with self._stream:
+            if self._ended or self._closing or self._proc is None:
+                return False
+            if me is threading.main_thread() or not alone():
+                if self._aside and self._reader is None:  # nobody reads: the reader thread does, now
+                    self._aside = False
+                    self._stream.notify_all()
+                return False
+            self._aside = True
+            if self._reader is not None:  # the reader thread steps aside after the message it reads
+                self._stream.wait_for(lambda: self._reader is None or self._ended, timeout)
+                if self._reader is not None or self._ended or done():
+                    return True
+            self._reader = me
+        deadline = time.monotonic() + timeout
         try:
-            for raw in iter(lambda: self._proc.stdout.readline(limit + 1), b""):  # type: ignore[union-attr]
-                if len(raw) > limit:
-                    error = too_large(limit, "a line")
+            while not done():
+                line = self._line(deadline)
+                if line is None:
                     break
-                line = raw.strip()
-                if not line:
-                    continue
-                try:
-                    messages = jsonrpc.decode(line)
-                except ProtocolError as exc:
-                    # Servers that print banners or logs on stdout break the protocol; tolerate a
-                    # few lines (shown with -v) before declaring the stream unusable.
-                    garbage += 1
-                    self._note_stderr(f"[stdout, not JSON-RPC] {line[:200].decode('utf-8', 'replace')}")
-                    if garbage > GARBAGE_LINES_TOLERATED:
-                        error = ProtocolError(f"server wrote too many non-JSON-RPC lines on stdout: {exc.message}")
-                        break
-                    continue
-                for message in messages:
-                    deliver(message)
-        except (OSError, ValueError):
-            pass
+                self._handle(line)
+        except _Ended as end:
+            self._end(end.error)
+        finally:
+            with self._stream:
+                self._reader = None
+                self._left = time.monotonic()  # the reader thread stays aside a while: no wake-up per call
+                if self._closing or not alone():  # others await replies: the reader thread reads for them
+                    self._aside = False
+                    self._stream.notify_all()
+        return True
+
+    def _read_stdout(self) -> None:
+        """The reader thread: reads while no caller does (see the module's docstring)."""
+        me = threading.current_thread()
+        try:
+            while True:
+                with self._stream:
+                    while self._aside and not self._closing:
+                        self._stream.wait(LINGER)
+                        if self._reader is None and time.monotonic() - self._left >= LINGER:
+                            self._aside = False  # no caller read for a while: back to reading
+                    if self._ended:
+                        return
+                    self._reader = me
+                while True:
+                    line = self._line(None)
+                    assert line is not None  # no deadline: a line, or the end
+                    self._handle(line)
+                    with self._stream:
+                        if self._aside:  # a caller reads its own replies from here on
+                            self._reader = None
+                            self._stream.notify_all()
+                            break
+        except _Ended as end:
+            self._end(end.error)
+        finally:
+            with self._stream:
+                if self._reader is me:
+                    self._reader = None
+                self._stream.notify_all()
+
+    def _line(self, deadline: float | None) -> bytes | None:
+        """The next line of stdout (by the one thread reading it), None at `deadline`."""
+        assert self._proc is not None and self._proc.stdout is not None
+        while True:
+            end = self._buffer.find(b"\n")
+            if end >= 0:
+                if end + 1 > self._limit:
+                    raise _Ended(too_large(self._limit, "a line"))
+                line = bytes(self._buffer[:end])
+                del self._buffer[: end + 1]
+                return line
+            if len(self._buffer) > self._limit:
+                raise _Ended(too_large(self._limit, "a line"))
+            fd = self._proc.stdout.fileno()
+            if deadline is not None:
+                wait = deadline - time.monotonic()
+                if wait <= 0 or not select.select([fd], [], [], wait)[0]:
+                    return None
+            try:
+                chunk = os.read(fd, READ_BYTES)
+            except (OSError, ValueError):
+                raise _Ended() from None
+            if not chunk:
+                if self._buffer:  # a last line without its newline
+                    line, self._buffer = bytes(self._buffer), bytearray()
+                    return line
+                raise _Ended()
+            self._buffer += chunk
+
+    def _handle(self, raw: bytes) -> None:
+        """One line: its messages delivered, or noted as not JSON-RPC (a few are tolerated)."""
+        line = raw.strip()
+        if not line:
+            return
+        try:
+            messages = jsonrpc.decode(line)
+        except ProtocolError as exc:
+            # Servers that print banners or logs on stdout break the protocol; tolerate a
+            # few lines (shown with -v) before declaring the stream unusable.
+            self._garbage += 1
+            self._note_stderr(f"[stdout, not JSON-RPC] {line[:200].decode('utf-8', 'replace')}")
+            if self._garbage > GARBAGE_LINES_TOLERATED:
+                raise _Ended(ProtocolError(f"server wrote too many non-JSON-RPC lines on stdout: {exc.message}")) from None
+            return
+        assert self._deliver is not None
+        for message in messages:
+            self._deliver(message)
+
+    def _end(self, error: LlmcError | None) -> None:
+        """stdout ended: `closed` is called, once, whoever read the end."""
+        with self._stream:
+            if self._ended:
+                return
+            self._ended = True
+            self._stream.notify_all()
         if error is None and not self._closing:
             error = ConnectionFailed(self._exit_message("server closed the connection"))
-        closed(error)
+        assert self._closed is not None
+        self._closed(error)
 
     def _read_stderr(self) -> None:
         assert self._proc is not None and self._proc.stderr is not None
