@@ -6,12 +6,14 @@ through loop.call_soon_threadsafe) that asgi.py writes through the server (uvico
 from __future__ import annotations
 
 import sys
-import threading
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llmc_cli.gateway.admission import Quotas
+
+if TYPE_CHECKING:
+    from llmc_cli.gateway.protocol import Held
 
 # (status or None, headers or None, body bytes, more to come): a response head (status set)
 # and/or a piece of its body; more=False ends the response.
@@ -23,9 +25,8 @@ class Headers:
     """A request's header fields by name, case-insensitively; the first of repeated ones."""
 
     def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
-        self._fields: dict[str, str] = {}
-        for name, value in raw:
-            self._fields.setdefault(name.decode("latin-1").lower(), value.decode("latin-1").strip())
+        # The server gives names in lower case; reversed, so that the first of repeated ones wins.
+        self._fields = {name.decode("latin-1"): value.decode("latin-1").strip() for name, value in reversed(raw)}
 
     def get(self, name: str, default: str | None = None) -> str | None:
         return self._fields.get(name.lower(), default)
@@ -36,9 +37,22 @@ class Headers:
 
 class Seen:
     """What the server's protocol (protocol.py) keeps for a connection: whether a request of it
-    was admitted (its next one then gets --request-timeout to arrive, not --pending-timeout)."""
+    was admitted (its next one then gets --request-timeout to arrive, not --pending-timeout),
+    whether the latest request's body has arrived whole (then every earlier one's has too), and
+    its writer, which can hold a response's head until its body (one write for both)."""
 
     admitted = False
+    whole = False
+    writer: Held | None = None
+
+    def hold(self) -> None:
+        """Writes wait until flush(): a whole reply's head and body go out as one."""
+        if self.writer is not None:
+            self.writer.held = []
+
+    def flush(self) -> None:
+        if self.writer is not None:
+            self.writer.flush()
 
 
 class Exchange:
@@ -55,7 +69,7 @@ class Exchange:
         self.seen: Seen = extensions.get("llmc.connection") or Seen()
         self.body = body
         self.quotas = quotas
-        self.gone = threading.Event()  # the host closed the connection (asgi.py watches for it)
+        self.gone = False  # the host closed the connection (asgi.py watches for it)
         self._emit = emit
         self._ticket: tuple[str | None] | None = None  # the admitted request's principal
         self._ended = False  # the reply's last part was handed over
@@ -110,11 +124,11 @@ class Exchange:
 
     def _hung_up(self) -> bool:
         """Whether the host closed the connection."""
-        return self.gone.is_set()
+        return self.gone
 
     def emit(self, status: int | None, headers: list[tuple[bytes, bytes]] | None, data: bytes, more: bool) -> None:
         """Hand part of the reply to the event loop; OSError once the host has gone."""
-        if self.gone.is_set():
+        if self.gone:
             raise BrokenPipeError("the host closed the connection")
         self._ended = not more
         self._emit((status, headers, data, more))
