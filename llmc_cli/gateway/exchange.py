@@ -73,16 +73,22 @@ class Exchange:
         self._emit = emit
         self._ticket: tuple[str | None] | None = None  # the admitted request's principal
         self._ended = False  # the reply's last part was handed over
+        self._whole: Out | None = None  # a whole reply, handed over once run() has returned
 
     def serve(self) -> None:
-        """run() on a worker thread of the app's pool; then DONE for the event loop, unless the
-        reply was handed over whole (its relay has stopped waiting then: no wake-up for nothing)."""
+        """run() on a worker thread of the app's pool; then the whole reply it made, or DONE for
+        the event loop unless the reply was handed over whole (its relay has stopped waiting
+        then: no wake-up for nothing). A whole reply is handed over only once the handler has
+        tidied up: the event loop, woken by it, then finds the GIL free (the worker waits for
+        its next request) instead of taking turns with this thread's last steps."""
         try:
             self.run()
         except Exception:  # noqa: BLE001 - a bug of the handler's own: the trace goes to stderr
             traceback.print_exc(file=sys.stderr)
         finally:
-            if not self._ended:
+            if self._whole is not None:
+                self._emit(self._whole)
+            elif not self._ended:
                 self._emit(DONE)
 
     def run(self) -> None:
@@ -131,4 +137,7 @@ class Exchange:
         if self.gone:
             raise BrokenPipeError("the host closed the connection")
         self._ended = not more
+        if status is not None and not more:
+            self._whole = (status, headers, data, more)  # serve() hands it over
+            return
         self._emit((status, headers, data, more))
