@@ -8,12 +8,9 @@ from __future__ import annotations
 import sys
 import traceback
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from llmc_cli.gateway.admission import Quotas
-
-if TYPE_CHECKING:
-    from llmc_cli.gateway.protocol import Held
 
 # (status or None, headers or None, body bytes, more to come): a response head (status set)
 # and/or a piece of its body; more=False ends the response.
@@ -35,6 +32,14 @@ class Headers:
         return isinstance(name, str) and name.lower() in self._fields
 
 
+class Writer(Protocol):
+    """A connection's writer that can hold writes (protocol.Held)."""
+
+    held: list[bytes] | None
+
+    def flush(self) -> None: ...
+
+
 class Seen:
     """What the server's protocol (protocol.py) keeps for a connection: whether a request of it
     was admitted (its next one then gets --request-timeout to arrive, not --pending-timeout),
@@ -43,7 +48,7 @@ class Seen:
 
     admitted = False
     whole = False
-    writer: Held | None = None
+    writer: Writer | None = None
 
     def hold(self) -> None:
         """Writes wait until flush(): a whole reply's head and body go out as one."""
