@@ -81,11 +81,12 @@ class Exchange:
         self._whole: Out | None = None  # a whole reply, handed over once run() has returned
 
     def serve(self) -> None:
-        """run() on a worker thread of the app's pool; then the whole reply it made, or DONE for
+        """run() on a worker thread of the app's pool; then the whole reply it kept, or DONE for
         the event loop unless the reply was handed over whole (its relay has stopped waiting
-        then: no wake-up for nothing). A whole reply is handed over only once the handler has
-        tidied up: the event loop, woken by it, then finds the GIL free (the worker waits for
-        its next request) instead of taking turns with this thread's last steps."""
+        then: no wake-up for nothing). While other requests are in flight a whole reply is
+        handed over only once the handler has tidied up: the event loop, woken by it, then finds
+        the GIL free (the worker waits for its next request) instead of taking turns with this
+        thread's last steps, each turn a futex wake and a context switch."""
         try:
             self.run()
         except Exception:  # noqa: BLE001 - a bug of the handler's own: the trace goes to stderr
@@ -142,7 +143,9 @@ class Exchange:
         if self.gone:
             raise BrokenPipeError("the host closed the connection")
         self._ended = not more
-        if status is not None and not more:
-            self._whole = (status, headers, data, more)  # serve() hands it over
+        if status is not None and not more and self.quotas.busy:
+            # Others in flight: serve() hands it over, once this thread has tidied up. Alone, it
+            # goes at once: nobody else wants the GIL, and the host waits for it.
+            self._whole = (status, headers, data, more)
             return
         self._emit((status, headers, data, more))
