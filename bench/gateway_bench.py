@@ -4,6 +4,7 @@ memory per idle session.
 
     .venv/bin/python bench/gateway_bench.py [--rounds 3] [--calls 300] [--clients 16] [--concurrent-calls 1600]
                                             [--sessions 200] [--only stdio|http] [--no-peers]
+                                            [--llmc-workers 1,2]
 
 Two upstreams, each fronted by the gateways that can front it:
 
@@ -22,7 +23,9 @@ Every gateway is driven the same way: initialize-era sessions (2025-06-18; the p
 2026-07-28), one per client, keep-alive HTTP/1.1, JSON or SSE replies as the server chooses.
 Rounds alternate over the targets, so a busy moment of the shared machine hits each alike:
 compare the ratios. CPU per call is the gateway process's own (user + system; its upstream
-children not counted). Memory per idle session: RSS of the gateway and its children before and
+children not counted; with `--workers`, the supervisor's and its workers').
+`--llmc-workers 1,2` runs one llmc gateway per count (`llmc serve --workers N`) side by side in
+the same rounds; each is compared with the peers. Memory per idle session: RSS of the gateway and its children before and
 after opening N sessions, divided by N (supergateway starts a child per session: fewer of them). FastMCP's default proxy (a new upstream
 session per request, ~15 calls/s here) gets a fifth of the sequential and an eighth of the
 concurrent calls, so a run ends in minutes.
@@ -300,6 +303,7 @@ class Target:
     proc: subprocess.Popen[bytes] | None = None  # the gateway (None: direct)
     stdio: list[str] | None = None  # direct stdio upstream command
     modern: bool = False
+    workers: int = 1  # llmc serve --workers
     sessions: int = 0  # idle sessions opened for the memory figure
     rates: list[float] = field(default_factory=list)
     cpu: list[float] = field(default_factory=list)
@@ -354,7 +358,7 @@ def install_fastmcp() -> Path:
     return python
 
 
-def llmc_gateway(tmp: str, name: str, server: str, stack: ExitStack, extra: list[str]) -> Target:
+def llmc_gateway(tmp: str, name: str, server: str, stack: ExitStack, extra: list[str], workers: int = 1) -> Target:
     """`llmc serve` in front of `server` (a [servers.up] table's body), audit on, policy: deny by
     default, the echo tool allowed and marked read-only, one other tool denied."""
     port = free_port()
@@ -363,9 +367,39 @@ def llmc_gateway(tmp: str, name: str, server: str, stack: ExitStack, extra: list
                        'deny = ["up.get-env"]\n\n[policy.hints."up.echo"]\nreadOnly = true\n')
     env = {**os.environ, "LLMC_CONFIG_DIR": f"{tmp}/{name}-config", "LLMC_STATE_DIR": f"{tmp}/{name}-state"}
     proc = start([LLMC, "serve", "-p", str(profile), "--http", f"127.0.0.1:{port}", "--idle-timeout", "3600",
-                  *extra], stack, env, Path(tmp) / f"{name}.err")
+                  "--workers", str(workers), *extra], stack, env, Path(tmp) / f"{name}.err")
     wait_up(port, "/healthz", proc)
-    return Target(name, "", port, "up.echo", proc)
+    for _ in range(100):  # every worker up (a connection may reach any of them)
+        if len(workers_of(proc.pid)) >= workers or workers == 1:
+            break
+        time.sleep(0.1)
+    time.sleep(1.0 if workers > 1 else 0)
+    return Target(name, "", port, "up.echo", proc, workers=workers)
+
+
+def workers_of(pid: int) -> list[int]:
+    """The direct children of a process (`llmc serve --workers N`: its workers)."""
+    return [member for member in tree(pid) if member != pid and _ppid(member) == pid]
+
+
+def _ppid(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def gateway_cpu(target: "Target") -> float:
+    """CPU seconds of the gateway: its process, and with workers theirs (not the upstreams')."""
+    assert target.proc is not None
+    pids = [target.proc.pid, *(workers_of(target.proc.pid) if target.workers > 1 else [])]
+    total = 0.0
+    for pid in pids:
+        try:
+            total += cpu_seconds(pid)
+        except OSError:
+            pass
+    return total
 
 
 def targets(tmp: str, stack: ExitStack, args: argparse.Namespace) -> list[Target]:
@@ -374,9 +408,11 @@ def targets(tmp: str, stack: ExitStack, args: argparse.Namespace) -> list[Target
     if args.only in (None, "stdio"):
         everything = [str(EVERYTHING), "stdio"]
         out.append(Target("direct (pipes)", "stdio", stdio=everything))
-        gw = llmc_gateway(tmp, "llmc-stdio", f'command = "{EVERYTHING}"\nargs = ["stdio"]\n', stack, llmc_extra)
-        gw.scenario, gw.name, gw.sessions = "stdio", "llmc", args.sessions
-        out.append(gw)
+        for workers in args.llmc_workers:
+            gw = llmc_gateway(tmp, f"llmc-stdio-{workers}", f'command = "{EVERYTHING}"\nargs = ["stdio"]\n', stack,
+                              llmc_extra, workers)
+            gw.scenario, gw.name, gw.sessions = "stdio", llmc_name(workers, args), args.sessions
+            out.append(gw)
         if args.modern:
             out.append(Target("llmc, 2026-07-28 requests", "stdio", gw.port, gw.tool, gw.proc, modern=True))
         if args.peers:
@@ -393,9 +429,10 @@ def targets(tmp: str, stack: ExitStack, args: argparse.Namespace) -> list[Target
         wait_up(up_port, "/mcp", upstream)
         url = f"http://127.0.0.1:{up_port}/mcp"
         out.append(Target("direct", "HTTP", up_port))
-        gw = llmc_gateway(tmp, "llmc-http", f'url = "{url}"\n', stack, llmc_extra)
-        gw.scenario, gw.name, gw.sessions = "HTTP", "llmc", args.sessions
-        out.append(gw)
+        for workers in args.llmc_workers:
+            gw = llmc_gateway(tmp, f"llmc-http-{workers}", f'url = "{url}"\n', stack, llmc_extra, workers)
+            gw.scenario, gw.name, gw.sessions = "HTTP", llmc_name(workers, args), args.sessions
+            out.append(gw)
         if args.modern:
             out.append(Target("llmc, 2026-07-28 requests", "HTTP", gw.port, gw.tool, gw.proc, modern=True))
         if args.peers:
@@ -406,6 +443,11 @@ def targets(tmp: str, stack: ExitStack, args: argparse.Namespace) -> list[Target
                 wait_up(port, "/mcp", proc)
                 out.append(Target(label, "HTTP", port, "echo", proc, sessions=args.sessions // 2))
     return out
+
+
+def llmc_name(workers: int, args: argparse.Namespace) -> str:
+    """"llmc" for the first count asked for (the one ratios are of), "llmc --workers N" for others."""
+    return "llmc" if workers == args.llmc_workers[0] else f"llmc --workers {workers}"
 
 
 def idle_sessions(target: Target) -> float:
@@ -466,6 +508,12 @@ def report(all_targets: list[Target], args: argparse.Namespace, tmp: str, starte
             print(f"| {t.name} | {rate} | {ratio} | {seq:.2f} ms | {added} | {cpu} | {mem} |")
             if t.errors:
                 print(f"|   ({len(t.errors)} failed: {sorted(set(t.errors))[:2]}) |")
+        mine = [t for t in rows if t.name.startswith("llmc") and t.rates and not t.modern]
+        peers = [t for t in rows if not t.name.startswith("llmc") and t.rates]
+        if len(mine) > 1:
+            for t in mine:
+                against = ", ".join(f"{statistics.median(t.rates) / statistics.median(p.rates):.2f}x {p.name}" for p in peers)
+                print(f"\n{t.name}: {statistics.median(t.rates):.0f} calls/s; {against}")
     print(f"\nload after: {os.getloadavg()}")
 
 
@@ -480,7 +528,9 @@ def main() -> None:
     parser.add_argument("--only", choices=("stdio", "http"))
     parser.add_argument("--no-peers", dest="peers", action="store_false", help="llmc and direct only")
     parser.add_argument("--modern", action="store_true", help="also llmc driven with 2026-07-28 requests")
+    parser.add_argument("--llmc-workers", default="1", help="llmc serve --workers: a count, or counts side by side (1,2)")
     args = parser.parse_args()
+    args.llmc_workers = [int(n) for n in str(args.llmc_workers).split(",") if n.strip()]
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         all_targets = targets(tmp, stack, args)
         for target in all_targets:  # memory first: after the busy rounds new sessions fill freed memory
@@ -496,11 +546,11 @@ def main() -> None:
                 if target.stdio:
                     continue
                 print(f"round: {target.scenario} {target.name}", file=sys.stderr)
-                cpu_before = cpu_seconds(target.proc.pid) if target.proc else 0.0
+                cpu_before = gateway_cpu(target) if target.proc else 0.0
                 calls = args.concurrent_calls // (8 if "default" in target.name else 1)  # 15 calls/s: bounded
                 rate, errors = concurrent(target.caller, args.clients, calls)
                 if target.proc:
-                    target.cpu.append((cpu_seconds(target.proc.pid) - cpu_before) / calls)
+                    target.cpu.append((gateway_cpu(target) - cpu_before) / calls)
                 target.rates.append(rate)
                 target.errors += errors
         report(all_targets, args, tmp, started_load)

@@ -90,6 +90,13 @@ from llmc_cli.server.workspace import make_workspace_server
     "principal's tls_subject names the certificates that prove it.",
 )
 @click.option(
+    "--workers",
+    metavar="N|auto",
+    help="With --http: N processes serve the address (auto: one per CPU), sharing the audit trail, "
+    "rate limits and approvals; a host session stays with the worker that opened it. Default: the "
+    "profile's [serve] workers, else 1.",
+)
+@click.option(
     "--name-separator",
     type=click.Choice([".", "__", "_"]),
     help="How hosts see tool and prompt names: SERVER.TOOL, SERVER__TOOL or SERVER_TOOL (the last two "
@@ -109,6 +116,7 @@ def serve(
     tls_key: str | None,
     tls_client_ca: str | None,
     name_separator: Literal[".", "__", "_"] | None,
+    workers: str | None,
 ) -> None:
     """Serve a profile's tools to any MCP host: tools named SERVER.TOOL, every call under the
     profile's policy and in its audit trail. stdout carries MCP only (stdio).
@@ -121,9 +129,9 @@ def serve(
     """
     tls = _tls(http, tls_cert, tls_key, tls_client_ca)
     if ctx.invoked_subcommand is not None:
-        if http or name_separator or (profile_name and ctx.invoked_subcommand != "token"):
+        if http or name_separator or workers or (profile_name and ctx.invoked_subcommand != "token"):
             raise UsageError(
-                f"-p/--http/--name-separator belong to the gateway (llmc serve -p PROFILE), not to serve {ctx.invoked_subcommand}"
+                f"-p/--http/--name-separator/--workers belong to the gateway (llmc serve -p PROFILE), not to serve {ctx.invoked_subcommand}"
             )
         ctx.ensure_object(dict)
         if profile_name:
@@ -139,8 +147,10 @@ def serve(
         serve_config = replace(profile.profile.serve, name_separator=name_separator)
         profile = replace(profile, profile=replace(profile.profile, serve=serve_config))
 
-    start_telemetry("llmc serve", profile)
+    if workers is not None and not http:
+        raise UsageError("--workers needs --http: a stdio gateway serves one host")
     if http:
+        count = run.worker_count(workers if workers is not None else profile.profile.serve.workers)
         run.serve_http(
             profile,
             http,
@@ -151,8 +161,11 @@ def serve(
             max_pending=max_pending,
             pending_seconds=pending_timeout,
             tls=tls,
+            workers=count,
+            setup=lambda: start_telemetry("llmc serve", profile),  # in each worker: its exporter threads
         )
     else:
+        start_telemetry("llmc serve", profile)
         run.serve_stdio(profile, verbose=verbose)
 
 

@@ -220,3 +220,20 @@ def _fsync_dir(directory: Path) -> None:
         pass  # likewise: fsync on a directory is unsupported in places, and the data is in place
     finally:
         os.close(fd)
+
+
+def private_temp_dir(prefix: str, longest: int = 4096) -> Path:
+    """A new directory of our own under $TMPDIR (else, or when that would make the path longer
+    than `longest`, /tmp): mode 0700, a random name, made by one mkdir that fails rather than
+    reuse anything another user put there."""
+    base = Path(os.environ.get("TMPDIR") or "/tmp")
+    if len(str(base)) + len(prefix) + 13 > longest:
+        base = Path("/tmp")
+    for _ in range(100):
+        path = base / f"{prefix}{os.urandom(6).hex()}"
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(f"no free name for a directory {prefix}... in {base}")

@@ -292,10 +292,14 @@ class ServeConfig:
     upstream_idle_timeout: float = field(default=60.0, metadata=_POSITIVE)
     # TLS ends at a proxy in front of the gateway: no warning at start about plain HTTP off loopback.
     behind_proxy: bool = False
+    # Processes serving `llmc serve --http` (1 to 64, or "auto": one per CPU); --workers wins.
+    workers: int | Literal["auto"] = 1
 
     def __post_init__(self) -> None:
         if self.auth == "none" and (self.principals or self.oauth is not None):
             raise ValueError('auth = "none" lets everybody in: remove it, or remove [serve.principals] and [serve.oauth]')
+        if self.workers != "auto" and not 1 <= self.workers <= 64:
+            raise ValueError('workers must be a number from 1 to 64, or "auto"')
 
     def auth_required(self) -> bool:
         """Whether every request must carry a valid token (see `auth`)."""

@@ -40,8 +40,11 @@ CLOSE_SECONDS = 5.0  # on shutdown, how long open listen streams get to write th
 class HttpGateway:
     """What the request handlers share: the door, toolboxes and upstreams, host sessions."""
 
-    def __init__(self, toolbox: Toolbox, host: str, port: int, *, idle_seconds: float = IDLE_SECONDS) -> None:
+    def __init__(
+        self, toolbox: Toolbox, host: str, port: int, *, idle_seconds: float = IDLE_SECONDS, session_suffix: str = ""
+    ) -> None:
         served = toolbox.profile
+        self.session_suffix = session_suffix  # names the worker that holds a session (forward.py)
         self.served = served
         self.door = Door(served, host)
         self.host, self.port = host, port
@@ -72,7 +75,7 @@ class HttpGateway:
             with self.lock:
                 victim = room_for(self.sessions, principal)
                 ended = self.sessions.pop(victim) if victim is not None else None
-                session_id = secrets.token_urlsafe(32)
+                session_id = secrets.token_urlsafe(32) + self.session_suffix
                 session = self.sessions[session_id] = HostSession(connection, principal.name if principal else None)
         except Refused:
             self.upstreams.close_connection(connection)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import shutil
 import signal
 import socket
 import sys
@@ -21,13 +23,17 @@ from typing import TYPE_CHECKING, Any
 import uvicorn
 
 from llmc_cli import interrupts
+from llmc_cli.config.files import private_temp_dir
 from llmc_cli.errors import ConnectionFailed, LlmcError, UsageError
 from llmc_cli.gateway.access import is_loopback_host, parse_address
 from llmc_cli.gateway.admission import MAX_PENDING, PENDING_SECONDS
 from llmc_cli.gateway.asgi import GatewayApp
+from llmc_cli.gateway.forward import Front, Private, WorkerSlot
 from llmc_cli.gateway.hosts import CLOSE_SECONDS, IDLE_SECONDS, MAX_CONNECTIONS, REQUEST_SECONDS, HttpGateway
 from llmc_cli.gateway.http import ENDPOINT
 from llmc_cli.gateway.protocol import GatewayProtocol
+from llmc_cli.gateway.status import gather_status
+from llmc_cli.gateway.supervisor import supervise
 from llmc_cli.gateway.toolbox import Toolbox
 
 if TYPE_CHECKING:
@@ -70,17 +76,22 @@ def _reason(exc: Exception) -> str:
 
 class Running:
     """A gateway listening (start_server), served by serve_forever (in any thread) until stop();
-    then close()."""
+    then close(). One of several workers (forward.py) also serves its private socket."""
 
     def __init__(self, server: uvicorn.Server, sock: socket.socket, gateway: HttpGateway, app: GatewayApp) -> None:
         self.server, self.sock, self.gateway, self.app = server, sock, gateway, app
         self.port: int = sock.getsockname()[1]
         self.loop: Any = None  # the event loop serve_forever runs
+        self.private: tuple[uvicorn.Server, socket.socket, Front] | None = None
 
     def serve_forever(self) -> None:
         async def serve() -> None:
             self.loop = asyncio.get_running_loop()
-            await self.server.serve(sockets=[self.sock])
+            if self.private is None:
+                await self.server.serve(sockets=[self.sock])
+                return
+            server, sock, _ = self.private
+            await asyncio.gather(self.server.serve(sockets=[self.sock]), server.serve(sockets=[sock]))
 
         asyncio.run(serve())
 
@@ -91,16 +102,24 @@ class Running:
         if self.loop is not None and not self.loop.is_closed():
             with contextlib.suppress(RuntimeError):  # the loop ended meanwhile
                 self.loop.call_soon_threadsafe(self.app.stop)
+                if self.private is not None:
+                    self.loop.call_soon_threadsafe(self.private[2].stop)
         self.server.should_exit = True
+        if self.private is not None:
+            self.private[0].should_exit = True
 
     def close(self) -> None:
         self.sock.close()
+        if self.private is not None:
+            self.private[1].close()
         self.gateway.close()
         self.app.pool.shutdown()
 
 
-def _bind(host: str, port: int, address: str) -> socket.socket:
-    """The listening socket (port 0: a free one), bound before the server starts."""
+def bind(host: str, port: int, address: str, *, reuse_port: bool = False) -> socket.socket:
+    """The listening socket (port 0: a free one), bound before the server starts. `reuse_port`:
+    one of a group on the same port (SO_REUSEPORT), among which the kernel spreads new
+    connections (--workers: a socket per worker)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP named, not 0: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and
     # with Nagle's algorithm a reply's body (uvicorn writes it apart from the head) waits for the
@@ -108,6 +127,8 @@ def _bind(host: str, port: int, address: str) -> socket.socket:
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
@@ -127,22 +148,54 @@ def start_server(
     pending_seconds: float = PENDING_SECONDS,
     tls: Tls | None = None,
     log: Callable[[str], None] | None = None,
+    sock: socket.socket | None = None,
+    slot: WorkerSlot | None = None,
+    announce: bool = True,
 ) -> Running:
     """Listen on `address` with the gateway's threads running; requests are served once
-    serve_forever runs (in any thread: tests run it in one of theirs)."""
+    serve_forever runs (in any thread: tests run it in one of theirs). A worker of several
+    (`slot`) serves the socket its supervisor bound (`sock`) and a private one of its own
+    (forward.py); `announce`: say where it listens (one worker says it for all)."""
     host, port = parse_address(address)
     try:
         context = tls.context() if tls is not None else None
-        gateway = HttpGateway(toolbox, host, port, idle_seconds=idle_seconds)
+        gateway = HttpGateway(toolbox, host, port, idle_seconds=idle_seconds, session_suffix=slot.suffix if slot else "")
     except LlmcError:
         toolbox.close()
         raise
     try:
-        sock = _bind(host, port, address)
+        sock = sock if sock is not None else bind(host, port, address)
+        private = _private_socket(slot) if slot is not None else None
     except LlmcError:
         gateway.close()
         raise
     app = GatewayApp(gateway, max_requests=max_connections, request_seconds=request_seconds)
+    limits = (max_connections, max_pending, request_seconds, pending_seconds)
+    front: Any = app
+    if slot is not None:
+        front = Front(
+            app, slot, request_seconds=request_seconds, pending_seconds=pending_seconds, status=gather_status(app, slot)
+        )
+    server = _uvicorn_server(_config(front, context, *limits))
+    say = log or (lambda message: print(f"llmc serve: {message}", file=sys.stderr, flush=True))
+    if announce:
+        _announce(gateway, toolbox, sock.getsockname()[1], tls, say)
+    threading.Thread(target=gateway.expire_idle, daemon=True, name="llmc-gateway-idle").start()
+    gateway.start_sharing(say)
+    running = Running(server, sock, gateway, app)
+    if slot is not None and private is not None:
+        running.private = (_uvicorn_server(_config(Private(app), None, *limits)), private, front)
+    return running
+
+
+def _config(
+    app: Any,
+    context: ssl.SSLContext | None,
+    max_connections: int,
+    max_pending: int,
+    request_seconds: float,
+    pending_seconds: float,
+) -> uvicorn.Config:
     config = uvicorn.Config(
         app,
         http=partial(GatewayProtocol, pending_seconds=pending_seconds, request_seconds=request_seconds),  # type: ignore[arg-type]
@@ -161,12 +214,23 @@ def start_server(
     )
     config.load()
     config.ssl = context
-    server = _uvicorn_server(config)
-    say = log or (lambda message: print(f"llmc serve: {message}", file=sys.stderr, flush=True))
-    _announce(gateway, toolbox, sock.getsockname()[1], tls, say)
-    threading.Thread(target=gateway.expire_idle, daemon=True, name="llmc-gateway-idle").start()
-    gateway.start_sharing(say)
-    return Running(server, sock, gateway, app)
+    return config
+
+
+def _private_socket(slot: WorkerSlot) -> socket.socket:
+    """The worker's Unix socket in the supervisor's 0700 directory (a previous process's
+    replaced: a restarted worker takes its place)."""
+    path = slot.socket_path(slot.index)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(path)
+    except OSError as exc:
+        sock.close()
+        raise ConnectionFailed(f"cannot listen on {path}: {exc.strerror or exc}") from None
+    sock.listen(128)
+    return sock
 
 
 def _uvicorn_server(config: uvicorn.Config) -> uvicorn.Server:
@@ -183,6 +247,7 @@ def _uvicorn_server(config: uvicorn.Config) -> uvicorn.Server:
 def serve(toolbox: Toolbox, address: str, **options: Any) -> None:
     """Serve until SIGINT, SIGTERM or SIGHUP; then end sessions and stop the upstream servers
     (exit 0). `options`: start_server's."""
+    on_ready = options.pop("on_ready", None)
     running = start_server(toolbox, address, **options)
     signalled = threading.Event()
 
@@ -193,12 +258,46 @@ def serve(toolbox: Toolbox, address: str, **options: Any) -> None:
 
     for signum in interrupts.SIGNAL_EXIT_CODES:  # SIGHUP too: a closed terminal must not orphan the upstreams
         signal.signal(signum, stop)
+    if on_ready is not None:
+        on_ready()  # listening: a supervisor may count this worker as serving
     try:
         running.serve_forever()
     finally:
         running.close()
         if signalled.is_set():
             interrupts.ignore_further()
+
+
+def serve_workers(
+    count: int,
+    address: str,
+    worker: Callable[[WorkerSlot, bool, socket.socket, Callable[[], None]], None],
+    log: Callable[[str], None],
+) -> None:
+    """`count` worker processes (supervisor.py) serving `address`, each through `worker(slot,
+    first, sock, ready)`. This process binds a listening socket per worker, all on the one port
+    (SO_REUSEPORT: the kernel spreads new connections over them by address hash; one shared
+    socket would hand a burst of connections to whichever worker wakes first), and keeps them
+    open: a restarted worker takes over its socket and the connections waiting in it. The
+    workers' private sockets live in a 0700 directory of this process's, removed when the last
+    worker has gone."""
+    host, port = parse_address(address)
+    socks = [bind(host, port, address, reuse_port=True)]
+    try:
+        socks.extend(bind(host, socks[0].getsockname()[1], address, reuse_port=True) for _ in range(count - 1))
+    except LlmcError:
+        for sock in socks:
+            sock.close()
+        raise
+    parent = os.getpid()
+    rundir = str(private_temp_dir("llmc-gateway-", longest=90))  # a Unix socket's path: at most 107 bytes
+    try:
+        supervise(count, lambda index, first, ready: worker(WorkerSlot(index, count, rundir), first, socks[index], ready), log)
+    finally:
+        if os.getpid() == parent:  # a worker returns through here too: the directory is the parent's
+            for sock in socks:
+                sock.close()
+            shutil.rmtree(rundir, ignore_errors=True)
 
 
 def _announce(gateway: HttpGateway, toolbox: Toolbox, port: int, tls: Tls | None, say: Callable[[str], None]) -> None:

@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+import os
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from llmc_cli.config.profiles import LoadedProfile
+from llmc_cli.errors import UsageError
 
 if TYPE_CHECKING:
+    import socket
+
+    from llmc_cli.gateway.forward import WorkerSlot
     from llmc_cli.gateway.toolbox import Toolbox  # imported when the gateway starts, not with this module
 
 
+MAX_WORKERS = 64
+_worker = ""  # "worker K: " in a worker of several (--workers)
+
+
 def log(message: str) -> None:
-    print(f"llmc serve: {message}", file=sys.stderr, flush=True)
+    print(f"llmc serve: {_worker}{message}", file=sys.stderr, flush=True)
 
 
 def _toolbox(profile: LoadedProfile, verbose: int) -> Toolbox:
@@ -48,25 +58,59 @@ def serve_http(
     max_pending: int | None = None,
     pending_seconds: float | None = None,
     tls: tuple[str, str, str | None] | None = None,
+    workers: int = 1,
+    setup: Callable[[], None] | None = None,
 ) -> None:
-    """Streamable HTTP (HTTPS with `tls`: cert, key, client CA) until SIGINT, SIGTERM or SIGHUP."""
+    """Streamable HTTP (HTTPS with `tls`: cert, key, client CA) until SIGINT, SIGTERM or SIGHUP;
+    `workers` processes serving one socket (supervisor.py); `setup` runs in each of them (in
+    this process when there is one) before its toolbox is built."""
     from llmc_cli.gateway.access import check_auth, parse_address
     from llmc_cli.gateway.admission import MAX_PENDING, PENDING_SECONDS
     from llmc_cli.gateway.hosts import IDLE_SECONDS, MAX_CONNECTIONS, REQUEST_SECONDS
-    from llmc_cli.gateway.http_server import Tls, serve
+    from llmc_cli.gateway.http_server import Tls, serve, serve_workers
 
     check_auth(profile, parse_address(address)[0])  # a bad address or door: refused before any server starts
     secure = Tls(*tls) if tls is not None else None
     if secure is not None:
         secure.context()  # unusable files: refused before any upstream starts
-    serve(
-        _toolbox(profile, verbose),
-        address,
-        idle_seconds=idle_seconds or IDLE_SECONDS,
-        max_connections=max_connections or MAX_CONNECTIONS,
-        request_seconds=request_seconds or REQUEST_SECONDS,
-        max_pending=max_pending or MAX_PENDING,
-        pending_seconds=pending_seconds or PENDING_SECONDS,
-        tls=secure,
-        log=log,
-    )
+    options: dict[str, Any] = {
+        "idle_seconds": idle_seconds or IDLE_SECONDS,
+        "max_connections": max_connections or MAX_CONNECTIONS,
+        "request_seconds": request_seconds or REQUEST_SECONDS,
+        "max_pending": max_pending or MAX_PENDING,
+        "pending_seconds": pending_seconds or PENDING_SECONDS,
+        "tls": secure,
+        "log": log,
+    }
+    if workers <= 1:
+        if setup is not None:
+            setup()
+        serve(_toolbox(profile, verbose), address, **options)
+        return
+
+    def worker(slot: WorkerSlot, first: bool, sock: socket.socket, ready: Callable[[], None]) -> None:
+        global _worker
+        _worker = f"worker {slot.index}: "
+        if setup is not None:
+            setup()
+        serve(
+            _toolbox(profile, verbose),
+            address,
+            sock=sock,
+            slot=slot,
+            announce=first and slot.index == 0,
+            on_ready=ready,
+            **options,
+        )
+
+    serve_workers(workers, address, worker, log)
+
+
+def worker_count(value: str | int) -> int:
+    """--workers / [serve] workers: a number from 1 to MAX_WORKERS, or auto (one per CPU)."""
+    if value == "auto":
+        return min(os.cpu_count() or 1, MAX_WORKERS)
+    text = str(value).strip()
+    if not text.isdigit() or not 1 <= int(text) <= MAX_WORKERS:
+        raise UsageError(f"--workers {value}: give a number from 1 to {MAX_WORKERS}, or auto")
+    return int(text)
