@@ -1,20 +1,21 @@
 """The gateway as an ASGI application (served by uvicorn: http_server.py). The event loop reads
 each request's head and body, within their limits and deadline, then hands the request to a
 worker thread of a bounded pool, where http.py's Handler answers it through the synchronous core
-(hosts.py and below); the reply comes back as messages on an asyncio queue (exchange.py) and goes
-out through the server. A host that closes its connection sets the exchange's `gone`: its
-stream's next write fails there, which ends the request (and cancels a 2026-07-28 call)."""
+(hosts.py and below); the reply comes back as messages (exchange.py) handed to the event loop one
+call_soon_threadsafe each, and goes out through the server; a whole reply's head and body in one
+write. A host that closes its connection sets the exchange's `gone`: its stream's next write
+fails there, which ends the request (and cancels a 2026-07-28 call)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections import deque
 from collections.abc import Awaitable, Callable
-from functools import partial
 from typing import Any
 
 from llmc_cli.gateway.admission import Quotas
-from llmc_cli.gateway.exchange import DONE, Out
+from llmc_cli.gateway.exchange import DONE, Out, Seen
 from llmc_cli.gateway.hosts import HttpGateway
 from llmc_cli.gateway.http import MAX_BODY_BYTES, Handler
 from llmc_cli.gateway.workpool import WorkPool
@@ -36,6 +37,7 @@ class GatewayApp:
         self.pool = WorkPool(max_requests + 16, "llmc-gateway")
         # In flight, with how to wake each one's relay: told to stop when the gateway stops.
         self.exchanges: dict[Handler, Callable[[], None]] = {}
+        self.outbox: Outbox | None = None  # made on the event loop, with the first request
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -48,25 +50,24 @@ class GatewayApp:
         if body is None:
             return
         loop = asyncio.get_running_loop()
-        replies: asyncio.Queue[Out] = asyncio.Queue()
-
-        def emit(item: Out) -> None:  # from the worker thread
-            loop.call_soon_threadsafe(replies.put_nowait, item)
-
-        handler = Handler(scope, body, emit, self.quotas)
+        outbox = self.outbox
+        if outbox is None or outbox.loop is not loop:
+            outbox = self.outbox = Outbox(loop)
+        replies = Replies(loop, outbox)
+        handler = Handler(scope, body, replies.emit, self.quotas)
         handler.gateway = self.gateway
         watchers: list[asyncio.Task[None]] = []  # a stream's: who watches for its host leaving
 
         def streaming() -> None:
             watchers.append(loop.create_task(watch(receive, handler)))
 
-        self.exchanges[handler] = partial(replies.put_nowait, DONE)
+        self.exchanges[handler] = replies.stop
         self.pool.submit(handler.serve)  # no future to wait on: the handler hands over DONE itself
         try:
             await relay(replies, send, handler, streaming)
         finally:
-            handler.gone.set()  # cancelled, or the gateway stopping: the worker's next write fails
-            self.exchanges.pop(handler, None)
+            handler.gone = True  # cancelled, or the gateway stopping: the worker's next write fails
+            del self.exchanges[handler]
             for watcher in watchers:
                 watcher.cancel()
 
@@ -75,7 +76,17 @@ class GatewayApp:
         connection closes); None: refused, or the host went away."""
         if scope["method"] != "POST":
             return b""
-        chunks: list[bytes] = []
+        seen: Seen | None = (scope.get("extensions") or {}).get("llmc.connection")
+        if seen is not None and seen.whole:  # all here (the usual case): no deadline to arm
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            if not message.get("more_body", False):
+                body: bytes = message.get("body", b"")
+                return body
+            chunks = [message.get("body", b"")]
+        else:
+            chunks = []
         try:
             async with asyncio.timeout(self.request_seconds):
                 while True:
@@ -94,7 +105,7 @@ class GatewayApp:
         """On the event loop, when the gateway stops: replies still being written end now (their
         workers' next write fails), so the server's shutdown finds every connection done."""
         for handler, wake in list(self.exchanges.items()):
-            handler.gone.set()
+            handler.gone = True
             wake()
 
 
@@ -144,19 +155,97 @@ async def watch(receive: Receive, handler: Handler) -> None:
     """Mark the exchange gone when its host closes the connection."""
     while (await receive())["type"] != "http.disconnect":
         pass
-    handler.gone.set()
+    handler.gone = True
 
 
-async def relay(replies: asyncio.Queue[Out], send: Send, handler: Handler, streaming: Callable[[], None]) -> None:
+class Outbox:
+    """How worker threads hand replies to the event loop: a thread-safe deque, and one wake-up of
+    the loop (call_soon_threadsafe: a write to its self-pipe, a system call that also lets go of
+    the GIL) for however many replies pile up before it runs, not one per reply. Order is kept
+    (a stream's messages arrive as they were put). No lock: deque appends and pops are atomic, the
+    loop clears `signalled` before it takes what is there, so an item put meanwhile either is
+    taken by that drain or finds `signalled` clear and wakes the loop again (at worst a wake-up
+    finds nothing)."""
+
+    __slots__ = ("items", "loop", "signalled")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.items: deque[tuple[Replies, Out]] = deque()
+        self.signalled = False
+
+    def put(self, replies: Replies, item: Out) -> None:  # from a worker thread
+        self.items.append((replies, item))
+        if not self.signalled:
+            self.signalled = True
+            try:
+                self.loop.call_soon_threadsafe(self.drain)
+            except RuntimeError:  # the loop has closed (the gateway stopped): nobody writes any more
+                self.signalled = False
+                raise
+
+    def drain(self) -> None:  # on the event loop
+        self.signalled = False
+        items = self.items
+        while items:
+            replies, item = items.popleft()
+            replies.put(item)
+
+
+class Replies:
+    """What the worker thread hands over for the event loop to write, in order (through the
+    app's Outbox), and a wait only when nothing is there yet."""
+
+    __slots__ = ("items", "loop", "outbox", "waiter")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, outbox: Outbox) -> None:
+        self.loop = loop
+        self.outbox = outbox
+        self.items: deque[Out] = deque()
+        self.waiter: asyncio.Future[None] | None = None
+
+    def emit(self, item: Out) -> None:  # from the worker thread
+        self.outbox.put(self, item)
+
+    def put(self, item: Out) -> None:
+        self.items.append(item)
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def stop(self) -> None:
+        """On the event loop: the relay ends (the gateway stops)."""
+        self.put(DONE)
+
+    async def get(self) -> Out:
+        while not self.items:
+            self.waiter = self.loop.create_future()
+            try:
+                await self.waiter
+            finally:
+                self.waiter = None
+        return self.items.popleft()
+
+
+async def relay(replies: Replies, send: Send, handler: Handler, streaming: Callable[[], None]) -> None:
     """Write what the worker thread hands over until the reply is whole or the worker returns
-    (DONE); end a stream it left open. A
-    reply that starts as a stream calls `streaming` (a whole reply needs no watching: a host
-    gone meanwhile only makes its write go nowhere)."""
+    (DONE); end a stream it left open. A whole reply (head and body in one item) goes out in one
+    write; a reply that starts as a stream calls `streaming` (a whole reply needs no watching: a
+    host gone meanwhile only makes its write go nowhere)."""
     started = ended = False
     while not ended and (item := await replies.get()) is not DONE:
         status, headers, data, more = item
-        if handler.gone.is_set():
+        if handler.gone:
             continue
+        if status is not None and not more:  # a whole reply
+            seen = handler.seen
+            seen.hold()
+            try:
+                await send({"type": "http.response.start", "status": status, "headers": headers or []})
+                await send({"type": "http.response.body", "body": data, "more_body": False})
+            finally:
+                seen.flush()
+            return
         if status is not None:
             await send({"type": "http.response.start", "status": status, "headers": headers or []})
             started = True

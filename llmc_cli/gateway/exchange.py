@@ -6,10 +6,9 @@ through loop.call_soon_threadsafe) that asgi.py writes through the server (uvico
 from __future__ import annotations
 
 import sys
-import threading
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from llmc_cli.gateway.admission import Quotas
 
@@ -23,9 +22,8 @@ class Headers:
     """A request's header fields by name, case-insensitively; the first of repeated ones."""
 
     def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
-        self._fields: dict[str, str] = {}
-        for name, value in raw:
-            self._fields.setdefault(name.decode("latin-1").lower(), value.decode("latin-1").strip())
+        # The server gives names in lower case; reversed, so that the first of repeated ones wins.
+        self._fields = {name.decode("latin-1"): value.decode("latin-1").strip() for name, value in reversed(raw)}
 
     def get(self, name: str, default: str | None = None) -> str | None:
         return self._fields.get(name.lower(), default)
@@ -34,11 +32,32 @@ class Headers:
         return isinstance(name, str) and name.lower() in self._fields
 
 
+class Writer(Protocol):
+    """A connection's writer that can hold writes (protocol.Held)."""
+
+    held: list[bytes] | None
+
+    def flush(self) -> None: ...
+
+
 class Seen:
     """What the server's protocol (protocol.py) keeps for a connection: whether a request of it
-    was admitted (its next one then gets --request-timeout to arrive, not --pending-timeout)."""
+    was admitted (its next one then gets --request-timeout to arrive, not --pending-timeout),
+    whether the latest request's body has arrived whole (then every earlier one's has too), and
+    its writer, which can hold a response's head until its body (one write for both)."""
 
     admitted = False
+    whole = False
+    writer: Writer | None = None
+
+    def hold(self) -> None:
+        """Writes wait until flush(): a whole reply's head and body go out as one."""
+        if self.writer is not None:
+            self.writer.held = []
+
+    def flush(self) -> None:
+        if self.writer is not None:
+            self.writer.flush()
 
 
 class Exchange:
@@ -55,20 +74,27 @@ class Exchange:
         self.seen: Seen = extensions.get("llmc.connection") or Seen()
         self.body = body
         self.quotas = quotas
-        self.gone = threading.Event()  # the host closed the connection (asgi.py watches for it)
+        self.gone = False  # the host closed the connection (asgi.py watches for it)
         self._emit = emit
         self._ticket: tuple[str | None] | None = None  # the admitted request's principal
         self._ended = False  # the reply's last part was handed over
+        self._whole: Out | None = None  # a whole reply, handed over once run() has returned
 
     def serve(self) -> None:
-        """run() on a worker thread of the app's pool; then DONE for the event loop, unless the
-        reply was handed over whole (its relay has stopped waiting then: no wake-up for nothing)."""
+        """run() on a worker thread of the app's pool; then the whole reply it kept, or DONE for
+        the event loop unless the reply was handed over whole (its relay has stopped waiting
+        then: no wake-up for nothing). While other requests are in flight a whole reply is
+        handed over only once the handler has tidied up: the event loop, woken by it, then finds
+        the GIL free (the worker waits for its next request) instead of taking turns with this
+        thread's last steps, each turn a futex wake and a context switch."""
         try:
             self.run()
         except Exception:  # noqa: BLE001 - a bug of the handler's own: the trace goes to stderr
             traceback.print_exc(file=sys.stderr)
         finally:
-            if not self._ended:
+            if self._whole is not None:
+                self._emit(self._whole)
+            elif not self._ended:
                 self._emit(DONE)
 
     def run(self) -> None:
@@ -110,11 +136,16 @@ class Exchange:
 
     def _hung_up(self) -> bool:
         """Whether the host closed the connection."""
-        return self.gone.is_set()
+        return self.gone
 
     def emit(self, status: int | None, headers: list[tuple[bytes, bytes]] | None, data: bytes, more: bool) -> None:
         """Hand part of the reply to the event loop; OSError once the host has gone."""
-        if self.gone.is_set():
+        if self.gone:
             raise BrokenPipeError("the host closed the connection")
         self._ended = not more
+        if status is not None and not more and self.quotas.busy:
+            # Others in flight: serve() hands it over, once this thread has tidied up. Alone, it
+            # goes at once: nobody else wants the GIL, and the host waits for it.
+            self._whole = (status, headers, data, more)
+            return
         self._emit((status, headers, data, more))

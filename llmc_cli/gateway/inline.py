@@ -35,7 +35,8 @@ class InlineReply:
         self.queue: SimpleQueue[JSONObject] = SimpleQueue()
         self.final: JSONObject | None = None
         self.writing = False  # a writer thread owns the reply
-        self.done = threading.Event()  # the writer has returned
+        # The writer has returned: made, under the lock, with `writing` (most calls have no writer).
+        self.done: threading.Event | None = None
         self.written: JSONObject | None = None  # what the writer returned
         self._write = write
         self._lock = threading.Lock()
@@ -53,6 +54,7 @@ class InlineReply:
                 if not self.streamed and message is not CANCELLED:
                     return  # a JSON reply carries nothing before its result
                 self.writing = start = True
+                self.done = threading.Event()
             self.queue.put(message)
         if start:
             self._start()
@@ -63,6 +65,7 @@ class InlineReply:
             if self.writing or self.final is not None:
                 return
             self.writing = True
+            self.done = threading.Event()
         self._start()
 
     def settle(self) -> JSONObject | None:
@@ -75,11 +78,13 @@ class InlineReply:
             if self.writing:
                 return None
             self.writing = True
+            self.done = threading.Event()
         self._start()
         return None
 
     def outcome(self) -> JSONObject | None:
-        """What the writer returned, once it has."""
+        """What the writer returned, once it has (settle() returned None: one was started)."""
+        assert self.done is not None
         self.done.wait()
         return self.written
 
@@ -87,10 +92,12 @@ class InlineReply:
         WRITERS.submit(self._run)
 
     def _run(self) -> None:
+        done = self.done
+        assert done is not None
         try:
             self.written = self._write()
         finally:
-            self.done.set()
+            done.set()
 
 
 WRITERS = shared("llmc-gateway-reply")

@@ -7,7 +7,9 @@ control, is uvicorn's):
   it likes (slowloris). Here a connection must present its first request head within
   --pending-timeout (it has shown nobody's token yet), and a head once begun must be whole within
   --request-timeout; a connection never admitted waits --pending-timeout for its next request.
-  (Bodies: the app's own deadline, asgi.py.)
+  (Bodies: the app's own deadline, asgi.py.) One timer per connection watches every deadline,
+  the idle wait between requests included (uvicorn's keep-alive timer, made per response, is not
+  used): a request only moves the deadline, and the timer, when it fires early, sleeps on to it.
 - Limits on heads: llhttp has none. A head past 64 KiB, or with more than 100 fields, is answered
   431 and the connection closed.
 - The ASGI TLS extension (scope["extensions"]["tls"]): uvicorn leaves it out, and a verified
@@ -15,7 +17,8 @@ control, is uvicorn's):
   the extension's own keys, "llmc.client_subject" holds the subject as config/tls_subject.py
   matches it.
 - scope["extensions"]["llmc.connection"]: the connection's exchange.Seen, where the app marks it
-  admitted.
+  admitted, reads whether the request's body is whole, and holds a response's head until its
+  body (one write, one TCP segment, for a whole reply).
 """
 
 from __future__ import annotations
@@ -37,25 +40,63 @@ class HeadTooLarge(Exception):
     pass
 
 
+class Held:
+    """The connection's transport as uvicorn sees it: writes go through, except while the app
+    holds them (Seen.hold: a whole reply's head waits for its body, then both go in one write).
+    Closing writes what is held first."""
+
+    __slots__ = ("held", "transport")
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self.transport = transport
+        self.held: list[bytes] | None = None
+
+    def write(self, data: bytes) -> None:
+        if self.held is not None:
+            self.held.append(data)
+        else:
+            self.transport.write(data)
+
+    def flush(self) -> None:
+        held, self.held = self.held, None
+        if held:
+            self.transport.write(b"".join(held))
+
+    def close(self) -> None:
+        self.flush()
+        self.transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.transport, name)
+
+
 class GatewayProtocol(HttpToolsProtocol):
     def __init__(self, *args: Any, pending_seconds: float, request_seconds: float, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.pending_seconds, self.request_seconds = pending_seconds, request_seconds
         self.seen = Seen()
-        self.head_timer: asyncio.TimerHandle | None = None
+        self.timer: asyncio.TimerHandle | None = None
+        self.due: float | None = None  # when the connection is closed unless something moves it; None: a request runs
         self.head_bytes: int | None = 0  # bytes of a request head so far; None: not in a head
+        self.first = True  # no request head yet: the deadline counts from the connection's start
         self.fields = 0
         self.too_large = False
         self.extensions: dict[str, Any] = {"llmc.connection": self.seen}
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self._arm(min(self.pending_seconds, self.request_seconds))
+        held = Held(transport)
+        self.transport = held  # type: ignore[assignment]
+        self.seen.writer = held
+        self._watch(min(self.pending_seconds, self.request_seconds))
         if self.scheme == "https":
             self.extensions["tls"] = tls_extension(transport)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
+        self.due = None
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
@@ -71,10 +112,11 @@ class GatewayProtocol(HttpToolsProtocol):
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self.scope["extensions"] = self.extensions
+        self.seen.whole = False
         self.head_bytes = self.head_bytes or 0
         self.fields = 0
-        if self.head_timer is None:  # a kept-alive connection's next request
-            self._arm(self.request_seconds if self.seen.admitted else min(self.pending_seconds, self.request_seconds))
+        if not self.first:  # a kept-alive connection's next request: its head's own deadline
+            self._watch(self.request_seconds if self.seen.admitted else min(self.pending_seconds, self.request_seconds))
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self.fields += 1
@@ -84,19 +126,28 @@ class GatewayProtocol(HttpToolsProtocol):
         super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
-        self._disarm()
+        self.due = None  # the head is whole: the request's own deadlines take over
+        self.first = False
         self.head_bytes = None
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
+        self.seen.whole = True  # this request's body, and every earlier one's, is whole
         self.head_bytes = 0
 
     def on_response_complete(self) -> None:
-        super().on_response_complete()
-        if not self.seen.admitted and self.timeout_keep_alive_task is not None:  # nobody's yet: a short wait
-            self.timeout_keep_alive_task.cancel()
-            self.timeout_keep_alive_task = self.loop.call_later(self.pending_seconds, self.timeout_keep_alive_handler)
+        """uvicorn's, with the connection's one timer for the wait for the next request: the
+        keep-alive wait once a request was admitted, --pending-timeout before."""
+        self.server_state.total_requests += 1
+        if self.transport.is_closing():
+            return
+        self.flow.resume_reading()
+        if self.pipeline:  # a request that came while this one was answered
+            cycle, app = self.pipeline.pop()
+            self._start_asgi_task(cycle, app)
+        elif self.due is None:  # (not None: the next request's head has begun, under its own deadline)
+            self._watch(self.timeout_keep_alive if self.seen.admitted else self.pending_seconds)
 
     def send_400_response(self, msg: str) -> None:
         if not self.too_large:
@@ -111,19 +162,27 @@ class GatewayProtocol(HttpToolsProtocol):
         )
         self.transport.close()
 
-    def _arm(self, seconds: float) -> None:
-        self._disarm()
-        self.head_timer = self.loop.call_later(seconds, self._late)
-
-    def _disarm(self) -> None:
-        if self.head_timer is not None:
-            self.head_timer.cancel()
-            self.head_timer = None
+    def _watch(self, seconds: float) -> None:
+        """Close the connection `seconds` from now unless something moves the deadline first.
+        The timer is made anew only when none is pending or the one pending is due later."""
+        due = self.loop.time() + seconds
+        self.due = due
+        timer = self.timer
+        if timer is not None:
+            if timer.when() <= due:
+                return  # it fires first, and sleeps on to `due` then
+            timer.cancel()
+        self.timer = self.loop.call_at(due, self._late)
 
     def _late(self) -> None:
-        """No whole request head in time: the connection ends, unanswered."""
-        self.head_timer = None
-        if not self.transport.is_closing():
+        """A deadline may have passed: no whole request head in time, or no next request."""
+        self.timer = None
+        due = self.due
+        if due is None:
+            return  # a request runs: the next deadline arms the timer again
+        if self.loop.time() < due:
+            self.timer = self.loop.call_at(due, self._late)
+        elif not self.transport.is_closing():
             self.transport.close()
 
 
