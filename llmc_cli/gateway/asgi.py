@@ -234,9 +234,10 @@ async def relay(replies: Replies, send: Send, handler: Handler, streaming: Calla
     host gone meanwhile only makes its write go nowhere)."""
     started = ended = False
     while not ended and (item := await replies.get()) is not DONE:
+        # Written even when the exchange is `gone`: what the worker handed over before the gateway
+        # began to stop (a listen stream's `complete`) still goes out, and for a host that left,
+        # the server's send does nothing.
         status, headers, data, more = item
-        if handler.gone:
-            continue
         if status is not None and not more:  # a whole reply
             seen = handler.seen
             seen.hold()
