@@ -80,6 +80,7 @@ def test_the_gateway_logs_a_drop_at_verbose(isolated_dirs: Path) -> None:
     legacy_era(isolated_dirs)
     proc = subprocess.Popen(
         [llmc_executable(), "-v", "serve", "-p", str(profile)],
+        bufsize=0,  # unbuffered: a line read ahead into a buffer would be invisible to select()
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
