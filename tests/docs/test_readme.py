@@ -60,6 +60,8 @@ NOT_RUN = {
     "(tests/auth/test_auth_cli.py plays that person)",
     "llmc serve -p ops --http 0.0.0.0:8443 --tls-cert gw.pem --tls-key gw-key.pem": "HTTPS on a public address: needs the "
     "reader's certificate and a principal (tests/gateway/test_tls.py serves HTTPS with certificates made at test time)",
+    "llmc serve -p ops --http 127.0.0.1:8765 --workers auto": "the line above with one worker per CPU, on the port "
+    "the line above holds (tests/gateway/test_workers.py runs workers)",
     "llmc call SERVER.TOOL key=value ...": "a synopsis: SERVER.TOOL, TOOL and ... are placeholders",
     'llmc call TOOL key:=\'{"raw": "json"}\'': "a synopsis",
     "llmc call TOOL --json '{\"a\": 1}'": "a synopsis",
@@ -78,7 +80,7 @@ def not_run(command: str) -> bool:
 
 # Lines that serve until stopped: started in the background, ready when their port answers,
 # stopped when the block ends. The lines after them use them.
-BACKGROUND = {"llmc serve -p ops --http 127.0.0.1:8765"}
+BACKGROUND = {"llmc serve -p ops --http 127.0.0.1:8765", "llmc serve -p ops --http 127.0.0.1:8765 --workers 2"}
 
 # The first word of a shell line; a code block whose first line starts otherwise is not shell
 # (TOML, the layout listing).
