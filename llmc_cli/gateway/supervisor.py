@@ -24,6 +24,7 @@ import contextlib
 import os
 import select
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -34,6 +35,7 @@ from llmc_cli.errors import LlmcError
 
 POLL_SECONDS = 0.2
 RESTART_SECONDS = 1.0  # a worker is started again at most this often
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 
 
 class WorkerFailed(LlmcError):
@@ -133,6 +135,19 @@ class Supervisor:
                 self.spawn(index, first=False)
 
 
+def _end_with(parent: int) -> None:
+    """In a worker: SIGTERM (a drain, as from the supervisor) when the supervisor dies without
+    stopping it (SIGKILL, the OOM killer), so no worker serves on orphaned, holding the port and
+    its upstreams. Linux's parent-death signal; checked once after, for a parent that died
+    before it was set."""
+    if sys.platform.startswith("linux"):
+        import ctypes  # only in a worker of `--workers`
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 def _how(status: int) -> str:
     code = os.waitstatus_to_exitcode(status)
     if code < 0:
@@ -148,6 +163,7 @@ def supervise(count: int, worker: Callable[[int, bool, Callable[[], None]], None
     if threading.active_count() > 1:  # a thread's held lock would stay held in every child
         log("warning: forking workers while threads run: " + ", ".join(t.name for t in threading.enumerate()))
     supervisor = Supervisor(count, log)
+    parent = os.getpid()
     saved = {signum: signal.signal(signum, supervisor.stop) for signum in interrupts.SIGNAL_EXIT_CODES}
     try:
         for index in range(count):
@@ -162,6 +178,7 @@ def supervise(count: int, worker: Callable[[int, bool, Callable[[], None]], None
         for signum, handler in saved.items():  # the worker's own handlers come with its server
             signal.signal(signum, handler)
         signal.pthread_sigmask(signal.SIG_SETMASK, child.mask)
+        _end_with(parent)
         os.close(supervisor.ready_r)
         ready_w = supervisor.ready_w
 

@@ -407,3 +407,14 @@ def test_the_private_socket_believes_the_relay() -> None:
     assert inner["client"] == ("203.0.113.7", 40000)
     assert inner["extensions"]["tls"] == {"llmc.client_subject": {"CN": "carol"}}
     assert inner["headers"] == [(b"authorization", b"Bearer t")]
+
+
+@pytest.mark.e2e
+def test_workers_end_when_the_supervisor_is_killed(two: Gateway) -> None:
+    """SIGKILL to the supervisor (the OOM killer, a timeout's kill): its workers drain and end
+    rather than serve on orphaned, holding the port and their upstreams."""
+    workers = workers_of(two)
+    assert len(workers) == 2
+    os.kill(two.proc.pid, signal.SIGKILL)
+    two.proc.wait(timeout=30)
+    assert wait_until(lambda: all(gone(pid) for pid in workers), 30), [p for p in workers if not gone(p)]
