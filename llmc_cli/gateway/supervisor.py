@@ -21,6 +21,7 @@ worker that never came up."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import select
 import signal
@@ -141,8 +142,6 @@ def _end_with(parent: int) -> None:
     its upstreams. Linux's parent-death signal; checked once after, for a parent that died
     before it was set."""
     if sys.platform.startswith("linux"):
-        import ctypes  # only in a worker of `--workers`
-
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     if os.getppid() != parent:
         os.kill(os.getpid(), signal.SIGTERM)
