@@ -126,7 +126,8 @@ def tail(
                 return False
         return True
 
-    records = [r for r in _parse(line for _, _, line in log.records()) if keep(r)]
+    lines = [line for _, _, line in log.records()]  # read once: what is shown and what follows meet exactly
+    records = [r for r in _parse(lines) if keep(r)]
     shown = records[-count:] if count else []
     if not follow:
         _print(shown, fmt)
@@ -135,7 +136,7 @@ def tail(
         _follow_line({c: c for c, _ in FOLLOW_COLUMNS})
     for record in shown:
         _follow_record(record, fmt)
-    seen = len(list(log.records()))
+    seen = len(lines)
     while True:  # ends with Ctrl-C (exit 130)
         time.sleep(FOLLOW_POLL_SECONDS)
         lines = [line for _, _, line in log.records()]

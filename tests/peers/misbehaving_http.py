@@ -211,6 +211,9 @@ class Handler(BaseHTTPRequestHandler):
         if self._moved():
             return None
         method, rid, mode = rpc.get("method"), rpc.get("id"), self.mode
+        if mode == "sse-endless":  # a legacy server: no POST on its stream's URL (so the client falls back to
+            # HTTP+SSE), and messages answered on the stream (stuck in the endless event), never here
+            return self._send(202 if self.path.endswith("/messages") else 405)
         if mode == "oauth-huge":
             metadata = f"http://{self.headers['Host']}/oauth-huge/.well-known/oauth-protected-resource"
             return self._send(401, b"", "text/plain", {"WWW-Authenticate": f'Bearer resource_metadata="{metadata}"'})
