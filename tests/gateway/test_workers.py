@@ -24,11 +24,19 @@ from tests.processes import gone, live_processes
 
 V2026 = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+# connection_to picks a worker's connection with GET /healthz, a public page, so the connection
+# stays pending (it has shown no token), and the gateway closes a pending connection that sends no
+# next request within --pending-timeout (5 s by default). The tests hold such connections across
+# round trips through both processes, upstream starts and waits; on a loaded runner that took more
+# than 5 s, and the next request met a closed connection (BrokenPipeError: reproduced with 5.5 s
+# between the pick and the request). A minute is how long a test may hold one.
+WORKERS = ("--workers", "2", "--pending-timeout", "60")
 INIT_ELICIT = {**INIT, "params": {**INIT["params"], "capabilities": {"elicitation": {}}}}  # type: ignore[dict-item]
 
 
 def connection_to(gateway: Gateway, worker: int) -> http.client.HTTPConnection:
-    """A kept-alive connection that worker `worker` accepted (new connections until one is)."""
+    """A kept-alive connection that worker `worker` accepted (new connections until one is); pending
+    until a request on it is admitted (see WORKERS)."""
     for _ in range(200):
         conn = http.client.HTTPConnection("127.0.0.1", gateway.port, timeout=30)
         conn.request("GET", "/healthz")
@@ -78,7 +86,7 @@ def workers_of(gateway: Gateway) -> list[int]:
 
 @pytest.fixture
 def two(gateway_profile: Path) -> Any:
-    running = start(gateway_profile, "--workers", "2", "-v", process=True)
+    running = start(gateway_profile, *WORKERS, "-v", process=True)
     try:
         yield running
     finally:
@@ -272,7 +280,7 @@ def test_a_storm_of_signals_stops_every_worker_cleanly(two: Gateway, sig: signal
 def test_rate_limits_count_across_workers(gateway_profile: Path, tmp_path: Path) -> None:
     """calls_per_minute = 4 with two workers: four calls in the minute, not four per worker."""
     gateway_profile.write_text(gateway_profile.read_text().replace("[policy]\n", "[policy]\ncalls_per_minute = 4\n", 1))
-    running = start(gateway_profile, "--workers", "2", process=True)
+    running = start(gateway_profile, *WORKERS, process=True)
     try:
         allowed = refused = 0
         for n in range(8):
@@ -329,7 +337,7 @@ def test_a_per_session_server_is_one_process_per_session_whichever_worker(gatewa
         fh.write(f"[servers.own]\ncommand = {json.dumps(sys.executable)}\n")
         fh.write(f"args = [{json.dumps(str(PEERS / 'sdk_server.py'))}, '--call-log', {json.dumps(str(marker))}]\n")
         fh.write('per_session = true\nsandbox = "none"\n')
-    running = start(gateway_profile, "--workers", "2", process=True)
+    running = start(gateway_profile, *WORKERS, process=True)
 
     def own() -> set[int]:
         return {p.pid for p in live_processes() if str(marker).encode() in Path(f"/proc/{p.pid}/cmdline").read_bytes()}

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.gateway.test_http import stop
-from tests.gateway.test_workers import call, connection_to, open_session, post, reply_of, start, workers_of
+from tests.gateway.test_workers import WORKERS, call, connection_to, open_session, post, reply_of, start, workers_of
 from tests.helpers import PEERS, llmc, wait_until
 
 pytestmark = pytest.mark.e2e  # a real PostgreSQL, the gateway's processes
@@ -31,7 +31,7 @@ args = [{json.dumps(str(PEERS / "sdk_server.py"))}]
 def test_a_killed_workers_sessions_resume_from_the_database(isolated_dirs: Path, state_url: str, tmp_path: Path) -> None:
     profile = tmp_path / "gw.toml"
     profile.write_text(PROFILE)
-    running = start(profile, "--workers", "2", process=True)
+    running = start(profile, *WORKERS, process=True)
     try:
         sessions = [open_session(running, 0), open_session(running, 1)]
         for n, (session, worker) in enumerate([(s, w) for s in sessions for w in (0, 1)]):
