@@ -7,6 +7,7 @@ import threading
 import time
 
 from llmc_cli.gateway.workpool import WorkPool
+from tests.helpers import wait_until
 
 
 def pool_threads(name: str) -> list[threading.Thread]:
@@ -25,20 +26,20 @@ def test_work_beyond_the_size_waits_its_turn_and_all_of_it_runs() -> None:
         with lock:
             running += 1
             peak = max(peak, running)
-        gate.wait(10)
+        gate.wait(60)
         with lock:
             running -= 1
             done.append(n)
 
     for n in range(6):
         pool.submit(lambda n=n: job(n))
+    # Two threads start and take a job (waited for: on a loaded runner 0.2 s was not always enough);
+    # then, a while later, still two: the other four wait.
+    assert wait_until(lambda: running == 2, 30), running
     time.sleep(0.2)
-    assert (running, len(pool_threads("llmc-test-pool"))) == (2, 2)  # the other four wait
+    assert (running, len(pool_threads("llmc-test-pool"))) == (2, 2)
     gate.set()
-    for _ in range(100):
-        if len(done) == 6:
-            break
-        time.sleep(0.05)
+    wait_until(lambda: len(done) == 6, 30)
     assert sorted(done) == list(range(6)) and peak == 2
     # Idle threads take the next work: none started anew.
     more = threading.Event()
