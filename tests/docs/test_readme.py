@@ -229,6 +229,22 @@ class World:
         self.background(argv, port, {**self.env, **(env or {}), "PORT": str(port)})
         return port
 
+    def shell(self, command: str, where: str) -> subprocess.CompletedProcess[str]:
+        """A documented line run as a user's shell runs it (bash, -e and pipefail) in the working
+        directory with the world's environment; it must exit 0 without a traceback."""
+        proc = subprocess.run(
+            ["bash", "-e", "-o", "pipefail", "-c", command],
+            cwd=self.work,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=LINE_TIMEOUT,
+        )
+        assert "Traceback" not in proc.stderr, f"{where}\n{proc.stderr}"
+        assert proc.returncode == 0, f"{where}\nexit {proc.returncode}\n{proc.stderr[-3000:]}\n{proc.stdout[-2000:]}"
+        return proc
+
     def background(self, argv: list[str] | str, port: int, env: dict[str, str]) -> None:
         proc = subprocess.Popen(
             argv,
@@ -345,17 +361,7 @@ def run_block(block: Block, tmp_path: Path) -> None:
             if line.command in BACKGROUND:
                 world.background(command, world.gateway_port, world.env)
                 continue
-            proc = subprocess.run(
-                ["bash", "-e", "-o", "pipefail", "-c", command],
-                cwd=world.work,
-                env=world.env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=LINE_TIMEOUT,
-            )
-            assert "Traceback" not in proc.stderr, f"{where}\n{proc.stderr}"
-            assert proc.returncode == 0, f"{where}\nexit {proc.returncode}\n{proc.stderr[-3000:]}\n{proc.stdout[-2000:]}"
+            proc = world.shell(command, where)
             for needle, pattern, placeholder in CAPTURES:
                 if needle in command:
                     found = re.search(pattern, proc.stdout)

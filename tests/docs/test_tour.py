@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import subprocess
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -119,16 +118,7 @@ def test_the_tour_shows_what_the_readme_says(monkeypatch: pytest.MonkeyPatch) ->
                 assert code == 0, f"{where}\n{term.screen}"
                 check_table(where, lines, term.screen.replace(data, "/srv/data"))
                 continue
-            proc = subprocess.run(
-                ["bash", "-e", "-o", "pipefail", "-c", run],
-                cwd=world.work,
-                env=world.env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
-            assert proc.returncode == 0 and "Traceback" not in proc.stderr, f"{where}\n{proc.stderr}"
+            proc = world.shell(run, where)
             stdout, stderr = proc.stdout.replace(data, "/srv/data"), proc.stderr.replace(data, "/srv/data")
             for line in lines:
                 if line.startswith("{"):
