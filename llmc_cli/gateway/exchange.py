@@ -6,6 +6,7 @@ through loop.call_soon_threadsafe) that asgi.py writes through the server (uvico
 from __future__ import annotations
 
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -73,6 +74,7 @@ class Exchange:
         self.tls: dict[str, Any] | None = extensions.get("tls")
         self.seen: Seen = extensions.get("llmc.connection") or Seen()
         self.body = body
+        self.arrived = time.monotonic()  # made on the event loop once the request is whole (access.Door)
         self.quotas = quotas
         self.gone = False  # the host closed the connection (asgi.py watches for it)
         self._emit = emit
