@@ -86,6 +86,12 @@ class McpServer:
     # HTTP gateway's 2026-07-28 requests answered with JSON): pooled work then runs on that
     # thread, as a hand-off to a pool thread and back only adds two thread switches.
     inline_calls = False
+    # Set by a host with one client per connection (stdio): once a 2026-07-28 request was served,
+    # a later `initialize` is refused with UnsupportedProtocolVersion naming the modern versions,
+    # as the mcp SDK's own server does. A dual-era client whose server/discover probe timed out
+    # (a slow start, a loaded machine) falls back to initialize although the probe was answered;
+    # the refusal tells it to probe again and stay modern, instead of downgrading the connection.
+    era_by_first_request = False
 
     def __init__(
         self,
@@ -106,6 +112,7 @@ class McpServer:
         self.tools = {t.name: t for t in tools}
         self.page_size = page_size
         self.legacy_version: str | None = None  # set by `initialize`
+        self.modern_served = False  # a request with the 2026-07-28 envelope was taken (era_by_first_request)
         self.client_info: JSONObject = {}  # from `initialize`; modern requests carry theirs in _meta
         self.client_capabilities: JSONObject = {}
         # Where messages that answer no request go (list_changed): set by the host (stdio: stdout).
@@ -170,6 +177,8 @@ class McpServer:
             if too_deep:
                 raise RequestError(jsonrpc.INVALID_PARAMS, too_deep)
             modern = self._era(method, params)
+            if modern:
+                self.modern_served = True
             if method == "tools/call":
                 self._start_call(msg_id, params, modern, send)
                 return
@@ -241,6 +250,13 @@ class McpServer:
     def _dispatch(self, method: str, params: JSONObject, modern: str | None) -> JSONObject:
         if method == "initialize":
             requested = params.get("protocolVersion")
+            if self.era_by_first_request and self.modern_served:
+                raise RequestError(
+                    jsonrpc.UNSUPPORTED_PROTOCOL_VERSION,
+                    f"this connection serves MCP {MODERN_VERSIONS[0]} (a request of that version came first): "
+                    "initialize is not accepted on it",
+                    {"supported": list(MODERN_VERSIONS), **({"requested": requested} if isinstance(requested, str) else {})},
+                )
             info, caps = params.get("clientInfo"), params.get("capabilities")
             self.client_info = info if isinstance(info, dict) else {}
             self.client_capabilities = caps if isinstance(caps, dict) else {}

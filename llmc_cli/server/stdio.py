@@ -68,6 +68,7 @@ def run_stdio(endpoint: McpServer, stdin: BinaryIO | None = None, stdout: Binary
                 pass  # the client went away; end of input follows
 
     endpoint.attach(send)
+    endpoint.era_by_first_request = True  # one client on this connection
     try:
         with relay:
             _serve_lines(endpoint, stdin, send, closing)

@@ -126,6 +126,50 @@ def test_unsupported_modern_version(wire: Wire) -> None:
     conforms("2026-07-28", "UnsupportedProtocolVersionError", reply)
 
 
+INITIALIZE = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+
+
+def test_on_stdio_initialize_after_a_modern_request_is_refused_naming_the_modern_versions(root: Path) -> None:
+    """A dual-era host whose server/discover probe timed out (a slow start) sends initialize,
+    though the server took the probe: over stdio (one client) the server then says it serves
+    2026-07-28 (UnsupportedProtocolVersion, as the mcp SDK's server does), so the host probes
+    again and stays modern. Real pipes, the real stdio loop; both messages written before any
+    reply is read, as the timed-out host does."""
+    import os
+
+    from llmc_cli.server.stdio import run_stdio
+
+    endpoint = make_workspace_server([str(root)], True)
+    to_server, from_host = os.pipe()
+    to_host, from_server = os.pipe()
+    with open(to_server, "rb", buffering=0) as stdin, open(from_server, "wb", buffering=0) as stdout:
+        server = threading.Thread(target=run_stdio, args=(endpoint, stdin, stdout), daemon=True)
+        server.start()
+        with open(from_host, "wb", buffering=0) as host_out, open(to_host, "rb") as host_in:
+            for message in (
+                jsonrpc.request(1, "server/discover", {"_meta": MODERN_META}),
+                jsonrpc.request(2, "initialize", INITIALIZE),
+                jsonrpc.request(3, "server/discover", {"_meta": MODERN_META}),
+                jsonrpc.request(4, "tools/list", {"_meta": MODERN_META}),
+            ):
+                host_out.write((json.dumps(message) + "\n").encode())
+            replies = {reply["id"]: reply for reply in (json.loads(host_in.readline()) for _ in range(4))}
+        server.join(10)
+    assert replies[1]["result"]["supportedVersions"][0] == "2026-07-28"
+    refused = replies[2]["error"]
+    assert refused["code"] == -32022 and refused["data"] == {"supported": ["2026-07-28"], "requested": "2025-11-25"}
+    conforms("2026-07-28", "UnsupportedProtocolVersionError", replies[2])
+    assert replies[3]["result"]["supportedVersions"][0] == "2026-07-28"
+    assert replies[4]["result"]["resultType"] == "complete" and replies[4]["result"]["tools"]
+
+
+def test_a_connection_of_many_hosts_serves_initialize_after_modern_requests(wire: Wire) -> None:
+    """Not on stdio (the core as the HTTP gateway holds it): both eras side by side, as the
+    2026-07-28 versioning page allows a dual-era server."""
+    assert wire.request("server/discover", modern=True)["result"]["supportedVersions"][0] == "2026-07-28"
+    assert wire.request("initialize", INITIALIZE)["result"]["protocolVersion"] == "2025-11-25"
+
+
 def test_modern_request_without_capabilities_is_invalid(wire: Wire) -> None:
     reply = wire.request("tools/list", {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}})
     assert reply["error"]["code"] == jsonrpc.INVALID_PARAMS and "clientCapabilities" in reply["error"]["message"]
