@@ -11,6 +11,7 @@ import os
 import shlex
 import sys
 import threading
+import time
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -93,6 +94,8 @@ class Door:
         self.host = host
         self.principals = principals_of(served)
         self._stamp = _stamp(served)
+        # When (time.monotonic()) the latest stat whose outcome the principals reflect began.
+        self._checked = time.monotonic()
         self._lock = threading.Lock()
         self.oauth: ResourceServer | None = None
         if served.profile.serve.oauth is not None:
@@ -106,19 +109,27 @@ class Door:
         self.allowed_hosts = {h.lower() for h in served.profile.serve.allowed_hosts}
         self.allowed_origins = {o.rstrip("/").lower() for o in served.profile.serve.allowed_origins}
 
-    def current_principals(self) -> list[Principal]:
+    def current_principals(self, arrived: float | None = None) -> list[Principal]:
         """The principals as the profile file says now: a token revoked or rotated (`llmc serve
-        token revoke/create`, or an edit) counts from the next request, without a restart. A stat
-        per request; the file is re-read only when it changed. A profile broken mid-edit keeps
-        the principals it had (said once on stderr) until it is valid again."""
+        token revoke/create`, or an edit) counts from the next request, without a restart. The
+        file is re-read only when its stat says it changed. A request that `arrived` (its
+        time.monotonic() on the event loop) before a stat that another request's thread began
+        needs none of its own: whatever was written before it was sent, that stat saw. So under
+        load one stat serves many requests (each a system call that lets go of the GIL), while
+        a lone host's every request still stats. A profile broken mid-edit keeps the principals
+        it had (said once on stderr) until it is valid again."""
+        if arrived is not None and arrived < self._checked:
+            return self.principals
+        began = time.monotonic()
         stamp = _stamp(self.served)
-        if stamp == self._stamp:
-            return self.principals
-        with self._lock:
-            if stamp != self._stamp:
-                self._reread()
-                self._stamp = stamp
-            return self.principals
+        if stamp != self._stamp:
+            with self._lock:
+                if stamp != self._stamp:
+                    self._reread()  # before _stamp: whoever finds the new stamp finds these principals
+                    self._stamp = stamp
+        if began > self._checked:  # after the principals this stat implies are in place
+            self._checked = began
+        return self.principals
 
     def _reread(self) -> None:
         try:
@@ -171,11 +182,13 @@ class Door:
         if not self.origin_allowed(origin):
             raise Refused(403, "Forbidden: Origin not allowed (DNS rebinding protection)")
 
-    def principal_of(self, authorization: str | None, tls_subject: dict[str, str] | None = None) -> Principal | None:
-        """Who a request is: None when the gateway needs no principal; else the principal its
-        bearer token, OAuth access token or TLS client certificate proves, or Refused (401/403)
-        with the challenge to send."""
-        principals = self.current_principals()
+    def principal_of(
+        self, authorization: str | None, tls_subject: dict[str, str] | None = None, arrived: float | None = None
+    ) -> Principal | None:
+        """Who a request is (that `arrived` then: current_principals): None when the gateway
+        needs no principal; else the principal its bearer token, OAuth access token or TLS client
+        certificate proves, or Refused (401/403) with the challenge to send."""
+        principals = self.current_principals(arrived)
         if not self.auth_required():
             return None
         principal = authenticate(principals, authorization)

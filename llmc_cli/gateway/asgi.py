@@ -46,7 +46,7 @@ class GatewayApp:
         if refusal is not None:
             await plain(send, *refusal)
             return
-        body = await self._body(scope, receive, send)
+        body = await read_body(scope, receive, send, self.request_seconds)
         if body is None:
             return
         loop = asyncio.get_running_loop()
@@ -70,36 +70,6 @@ class GatewayApp:
             del self.exchanges[handler]
             for watcher in watchers:
                 watcher.cancel()
-
-    async def _body(self, scope: dict[str, Any], receive: Receive, send: Send) -> bytes | None:
-        """The request's body, whole within --request-timeout of its head (else 408 and the
-        connection closes); None: refused, or the host went away."""
-        if scope["method"] != "POST":
-            return b""
-        seen: Seen | None = (scope.get("extensions") or {}).get("llmc.connection")
-        if seen is not None and seen.whole:  # all here (the usual case): no deadline to arm
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return None
-            if not message.get("more_body", False):
-                body: bytes = message.get("body", b"")
-                return body
-            chunks = [message.get("body", b"")]
-        else:
-            chunks = []
-        try:
-            async with asyncio.timeout(self.request_seconds):
-                while True:
-                    message = await receive()
-                    if message["type"] == "http.disconnect":
-                        return None
-                    chunks.append(message.get("body", b""))
-                    if not message.get("more_body", False):
-                        break
-        except TimeoutError:
-            await plain(send, 408, "Request Timeout: the body did not arrive in time")
-            return None
-        return b"".join(chunks)
 
     def stop(self) -> None:
         """On the event loop, when the gateway stops: replies still being written end now (their
@@ -141,6 +111,38 @@ def framing_problem(scope: dict[str, Any]) -> tuple[int, str] | None:
     if int(size) > MAX_BODY_BYTES:
         return 413, f"Payload Too Large: at most {MAX_BODY_BYTES} bytes per message"
     return None
+
+
+async def read_body(scope: dict[str, Any], receive: Receive, send: Send, seconds: float) -> bytes | None:
+    """The request's body, whole within `seconds` (--request-timeout) of its head (else 408 and
+    the connection closes); None: refused, or the host went away. The gateway's app and the
+    relay to another worker (forward.py) read bodies through here."""
+    if scope["method"] != "POST":
+        return b""
+    seen: Seen | None = (scope.get("extensions") or {}).get("llmc.connection")
+    if seen is not None and seen.whole:  # all here (the usual case): no deadline to arm
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        if not message.get("more_body", False):
+            body: bytes = message.get("body", b"")
+            return body
+        chunks = [message.get("body", b"")]
+    else:
+        chunks = []
+    try:
+        async with asyncio.timeout(seconds):
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return None
+                chunks.append(message.get("body", b""))
+                if not message.get("more_body", False):
+                    break
+    except TimeoutError:
+        await plain(send, 408, "Request Timeout: the body did not arrive in time")
+        return None
+    return b"".join(chunks)
 
 
 async def plain(send: Send, status: int, message: str) -> None:

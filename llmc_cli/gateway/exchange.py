@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -74,6 +75,7 @@ class Exchange:
         self.tls: dict[str, Any] | None = extensions.get("tls")
         self.seen: Seen = extensions.get("llmc.connection") or Seen()
         self.body = body
+        self.arrived = time.monotonic()  # made on the event loop once the request is whole (access.Door)
         self.quotas = quotas
         self.gone = False  # the host closed the connection (asgi.py watches for it)
         self._emit = emit

@@ -28,7 +28,7 @@ from typing import Any
 
 import httptools
 
-from llmc_cli.gateway.asgi import framing_problem, plain
+from llmc_cli.gateway.asgi import framing_problem, plain, read_body
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -128,7 +128,7 @@ class Front:
         self.relays.add(writer)
         kept = False
         try:
-            body = await self._body(scope, receive, send)
+            body = await read_body(scope, receive, send, self.request_seconds)
             if body is None:
                 return True
             writer.write(request_head(scope, len(body)) + body)
@@ -156,22 +156,6 @@ class Front:
                 return reader, writer
             writer.close()
         return await asyncio.open_unix_connection(self.slot.socket_path(owner))
-
-    async def _body(self, scope: dict[str, Any], receive: Receive, send: Send) -> bytes | None:
-        """The whole body, within --request-timeout (else 408); None: refused, or the host left."""
-        chunks: list[bytes] = []
-        try:
-            async with asyncio.timeout(self.request_seconds):
-                while True:
-                    message = await receive()
-                    if message["type"] == "http.disconnect":
-                        return None
-                    chunks.append(message.get("body", b""))
-                    if not message.get("more_body", False):
-                        return b"".join(chunks)
-        except TimeoutError:
-            await plain(send, 408, "Request Timeout: the body did not arrive in time")
-            return None
 
     def stop(self) -> None:
         """This worker stops: relayed replies end now (their hosts see the stream close)."""

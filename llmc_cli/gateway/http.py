@@ -78,7 +78,7 @@ class Handler(ReplyWriter):
             door.check_origin(self.headers.get("Host"), self.headers.get("Origin"))
             if not needs_auth:
                 return True, None  # a public page, answered at once: the connection stays among the pending
-            principal = door.principal_of(self.headers.get("Authorization"), self.tls_subject())
+            principal = door.principal_of(self.headers.get("Authorization"), self.tls_subject(), self.arrived)
             self.admit(principal.name if principal else None, principal.max_requests if principal else 0)
         except Refused as exc:
             self._refuse(exc.status, exc.message, headers=exc.headers)

@@ -19,8 +19,7 @@ from llmc_cli.mcp.messages import JSONObject, RequestId
 from llmc_cli.mcp.workers import shared
 
 HURRY_SECONDS = 0.5  # a call still running after this gets its stream (head, priming event, keep-alives)
-TICK_SECONDS = 0.05  # how often the watchdog looks
-IDLE_TICKS = 600  # the watchdog's thread ends after this many ticks with nothing to watch
+IDLE_SECONDS = 30.0  # the watchdog's thread ends after this long with nothing to watch
 
 
 class InlineReply:
@@ -105,7 +104,9 @@ WRITERS = shared("llmc-gateway-reply")
 
 class Watchdog:
     """One thread for every inline call: a call still running HURRY_SECONDS after it started is
-    hurried (InlineReply.hurry). Watching costs a dict entry, not a timer."""
+    hurried (InlineReply.hurry). Watching costs a dict entry, not a timer; the thread sleeps until
+    the earliest call is due (most are answered by then: it then sleeps on to the next), not a
+    wake-up every few milliseconds, each a GIL hand-off among the calls it watches."""
 
     def __init__(self) -> None:
         self._due: dict[InlineReply, float] = {}
@@ -114,6 +115,8 @@ class Watchdog:
 
     def watch(self, reply: InlineReply) -> None:
         with self._lock:
+            # Every call is due HURRY_SECONDS after it started: one watched later is due later,
+            # so the thread, asleep until an earlier one is due, need not be woken.
             self._due[reply] = time.monotonic() + HURRY_SECONDS
             if not self._running:
                 self._running = True
@@ -124,20 +127,24 @@ class Watchdog:
             self._due.pop(reply, None)
 
     def _run(self) -> None:
-        idle = 0
+        idle_since: float | None = None
         while True:
-            time.sleep(TICK_SECONDS)
             now = time.monotonic()
             with self._lock:
                 late = [reply for reply, due in self._due.items() if due <= now]
                 for reply in late:
                     del self._due[reply]
-                idle = 0 if self._due else idle + 1
-                if idle >= IDLE_TICKS:
-                    self._running = False
-                    return
+                if self._due:
+                    idle_since, wait = None, min(self._due.values()) - now
+                else:
+                    idle_since = now if idle_since is None else idle_since
+                    if now - idle_since >= IDLE_SECONDS:
+                        self._running = False
+                        return
+                    wait = HURRY_SECONDS  # a call watched meanwhile is due no sooner than this
             for reply in late:
                 reply.hurry()
+            time.sleep(max(wait, 0.001))
 
 
 WATCHDOG = Watchdog()

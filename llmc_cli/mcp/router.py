@@ -11,7 +11,10 @@ a caller only when every request it may belong to is that one caller's: never an
 
 from __future__ import annotations
 
-import secrets
+import base64
+import hashlib
+import itertools
+import os
 import threading
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
@@ -20,6 +23,13 @@ from typing import Any, Generic, TypeVar
 from llmc_cli.mcp.hooks import RELATED_TOKENS
 
 Route = TypeVar("Route")
+
+
+def unguessable(key: bytes, n: int) -> str:
+    """The n-th token of a 32-byte secret key: 96 bits of BLAKE2b keyed by it over n (a PRF:
+    without the key, one token says nothing of another), URL-safe, as secrets.token_urlsafe(12)."""
+    digest = hashlib.blake2b(n.to_bytes(8, "big"), digest_size=12, key=key).digest()
+    return base64.urlsafe_b64encode(digest).decode("ascii")
 
 
 class Router(Generic[Route]):
@@ -31,12 +41,17 @@ class Router(Generic[Route]):
         self._party = party
         self._lock = threading.Lock()
         self._routes: dict[str, Route] = {}
+        # Tokens are a keyed hash of a counter: as unguessable as random ones without the key,
+        # never repeated, and no getrandom system call per request (each one lets go of the GIL:
+        # a thread hand-off when the gateway's other requests are waiting for it).
+        self._key = os.urandom(32)
+        self._counter = itertools.count()
 
     def open(self, route: Route) -> str:
-        """A new progress token for a request relayed for `route`: random, so that an upstream
-        serving several callers learns nothing from it (a counter would tell it how many requests
-        others made) and cannot guess another caller's."""
-        token = f"{self._prefix}-{secrets.token_urlsafe(12)}"
+        """A new progress token for a request relayed for `route`: unpredictable, so that an
+        upstream serving several callers learns nothing from it (a counter would tell it how many
+        requests others made) and cannot guess another caller's."""
+        token = f"{self._prefix}-{unguessable(self._key, next(self._counter))}"
         with self._lock:
             self._routes[token] = route
         return token

@@ -6,6 +6,7 @@ request while two callers' requests are in flight."""
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any
 
@@ -114,9 +115,13 @@ def test_progress_for_a_finished_call_reaches_nobody() -> None:
 
 
 def test_tokens_are_not_guessable_from_each_other() -> None:
+    """Tokens come from a keyed hash of a counter (no system call per token): never repeated,
+    16 URL-safe characters after the prefix, and another router (another key) makes others."""
     router: Router[str] = Router("t", lambda route: route)
-    tokens = {router.open("x") for _ in range(50)}
-    assert len(tokens) == 50
+    tokens = [router.open("x") for _ in range(2000)]
+    assert len(set(tokens)) == 2000
+    assert all(re.fullmatch(r"t-[A-Za-z0-9_-]{16}", token) for token in tokens)
+    assert not set(tokens) & {Router("t", lambda route: route).open("x") for _ in range(2000)}
 
 
 # -- a relaying session: forwarded requests tie the server's requests to their caller ---------------------

@@ -252,6 +252,11 @@ class StdioTransport:
         thread reads; the reader thread stands aside meanwhile. False when the caller should
         wait for its reply to be delivered instead (the reader thread then reads). The main
         thread never reads here: a signal's exception must not fall between a read and its line."""
+        if not self._aside and not alone():
+            # The reader thread reads (or is about to) and others wait too: nothing to hand
+            # over, so no turn on the lock it takes after every line (the locked path below
+            # decides the same for these two values).
+            return False
         me = threading.current_thread()
         with self._stream:
             if self._ended or self._closing or self._proc is None:
