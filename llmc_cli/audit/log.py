@@ -74,6 +74,7 @@ class AuditLog(ChainedLog):
         # beside its fsync); flock is per open file, so threads of this process sharing it take
         # turns by _turn first.
         self._lock_path = self.path.with_name(self.path.name + ".lock")
+        self._anchor_path = self.path.with_name(self.path.name + ".anchor")  # made once: a Path costs per append
         self._lock_kept: tuple[int, int, int] | None = None
         self._turn = threading.Lock()
 
@@ -236,7 +237,7 @@ class AuditLog(ChainedLog):
 
     @property
     def anchor_path(self) -> Path:
-        return self.path.with_name(self.path.name + ".anchor")
+        return self._anchor_path
 
     def anchor(self) -> dict[str, Any] | None:
         """The anchor as written with the last append, read under the lock; None when there is none."""

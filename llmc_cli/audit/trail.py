@@ -31,7 +31,7 @@ def sealer(records: list[AuditRecord], written: list[dict[str, Any]]) -> Seal:
             # A record that waited (audit.Deferred) keeps the time it was recorded at.
             full = {"time": record["time"] if "time" in record else now_iso(), **record, "prev": prev}
             body = canonical_json(full)  # what record_hash(full) hashes, at hand for one search:
-            if LONE_SURROGATE.search(body):  # walking every record for the rare one is costly
+            if not body.isascii() and LONE_SURROGATE.search(body):  # isascii: a flag of the string, no walk
                 full = replace_lone_surrogates(full)
                 body = canonical_json(full)
             full["hash"] = prev = sha256(body.encode("utf-8")).hexdigest()
