@@ -215,3 +215,17 @@ def test_two_processes_of_appending_threads_make_one_chain(tmp_path):
         mine = [tag for tag in tags if tag.startswith(f"{p}-{t}-")]
         assert mine == [f"{p}-{t}-{i}" for i in range(50)]
     assert AuditLog(path).verify() == {**AuditLog(path).verify(), "ok": True, "records": 400}
+
+
+@pytest.mark.parametrize(
+    "nanos", [0, 999_999, 1_000_000, 1_764_302_645_999_999_999, 1_764_302_646_000_000_000, 1_764_302_646_123_456_789]
+)
+def test_a_records_time_is_what_datetime_gives(monkeypatch, nanos):
+    """now_iso keeps the second's text between calls: the same text as datetime's isoformat, truncated to the millisecond."""
+    from datetime import UTC, datetime, timedelta
+
+    from llmc_cli.audit import now_iso
+
+    monkeypatch.setattr("time.time_ns", lambda: nanos)
+    expected = (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=nanos // 1000)).isoformat(timespec="milliseconds")
+    assert now_iso() == expected.replace("+00:00", "Z") and now_iso() == now_iso()
