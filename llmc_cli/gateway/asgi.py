@@ -182,7 +182,7 @@ class Outbox:
                 self.loop.call_soon_threadsafe(self.drain)
             except RuntimeError:  # the loop has closed (the gateway stopped): nobody writes any more
                 self.signalled = False
-                raise
+                raise ConnectionError("the gateway has stopped") from None  # as a host gone mid-reply
 
     def drain(self) -> None:  # on the event loop
         self.signalled = False

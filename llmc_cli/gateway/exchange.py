@@ -5,6 +5,7 @@ through loop.call_soon_threadsafe) that asgi.py writes through the server (uvico
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import traceback
 from collections.abc import Callable
@@ -92,10 +93,11 @@ class Exchange:
         except Exception:  # noqa: BLE001 - a bug of the handler's own: the trace goes to stderr
             traceback.print_exc(file=sys.stderr)
         finally:
-            if self._whole is not None:
-                self._emit(self._whole)
-            elif not self._ended:
-                self._emit(DONE)
+            with contextlib.suppress(ConnectionError):  # the gateway stopped meanwhile: nobody to tell
+                if self._whole is not None:
+                    self._emit(self._whole)
+                elif not self._ended:
+                    self._emit(DONE)
 
     def run(self) -> None:
         """Answer the request (on a worker thread); a host that went away ends it quietly."""

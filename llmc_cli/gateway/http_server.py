@@ -74,15 +74,34 @@ def _reason(exc: Exception) -> str:
     return str(getattr(exc, "strerror", None) or getattr(exc, "reason", None) or exc)
 
 
+class _Loop(asyncio.SelectorEventLoop):
+    """asyncio's event loop, except that a TLS handshake must end within the deadline a request's
+    head has (min(pending, request seconds)), not asyncio's 60 s. uvicorn has no setting for it,
+    and a connection counts toward its limits only once the handshake is done: a client that
+    opens connections and never says hello held each for a minute, uncounted."""
+
+    def __init__(self, handshake_seconds: float) -> None:
+        super().__init__()
+        self.handshake_seconds = handshake_seconds
+
+    async def create_server(self, *args: Any, **kwargs: Any) -> asyncio.Server:
+        if kwargs.get("ssl") is not None:
+            kwargs.setdefault("ssl_handshake_timeout", self.handshake_seconds)
+        return await super().create_server(*args, **kwargs)
+
+
 class Running:
     """A gateway listening (start_server), served by serve_forever (in any thread) until stop();
     then close(). One of several workers (forward.py) also serves its private socket."""
 
-    def __init__(self, server: uvicorn.Server, sock: socket.socket, gateway: HttpGateway, app: GatewayApp) -> None:
+    def __init__(
+        self, server: uvicorn.Server, sock: socket.socket, gateway: HttpGateway, app: GatewayApp, handshake_seconds: float
+    ) -> None:
         self.server, self.sock, self.gateway, self.app = server, sock, gateway, app
         self.port: int = sock.getsockname()[1]
         self.loop: Any = None  # the event loop serve_forever runs
         self.private: tuple[uvicorn.Server, socket.socket, Front] | None = None
+        self.handshake_seconds = handshake_seconds
 
     def serve_forever(self) -> None:
         async def serve() -> None:
@@ -93,7 +112,8 @@ class Running:
             server, sock, _ = self.private
             await asyncio.gather(self.server.serve(sockets=[self.sock]), server.serve(sockets=[sock]))
 
-        asyncio.run(serve())
+        with asyncio.Runner(loop_factory=lambda: _Loop(self.handshake_seconds)) as runner:
+            runner.run(serve())
 
     def stop(self) -> None:
         """From another thread: open listen streams get their `complete`, the rest of the replies
@@ -182,7 +202,7 @@ def start_server(
         _announce(gateway, toolbox, sock.getsockname()[1], tls, say)
     threading.Thread(target=gateway.expire_idle, daemon=True, name="llmc-gateway-idle").start()
     gateway.start_sharing(say)
-    running = Running(server, sock, gateway, app)
+    running = Running(server, sock, gateway, app, min(pending_seconds, request_seconds))
     if slot is not None and private is not None:
         running.private = (_uvicorn_server(_config(Private(app), None, *limits)), private, front)
     return running

@@ -748,3 +748,22 @@ def test_replies_are_not_held_back_by_nagle(gateway: Gateway) -> None:
     ACK. The listening socket (start_server binds it) must say so."""
     running = gateway.running  # type: ignore[attr-defined]
     assert running.sock.proto == socket.IPPROTO_TCP
+
+
+def test_a_reply_after_the_gateway_stopped_is_dropped_without_a_trace(gateway_profile: Path, capfd: Any) -> None:
+    """Stopped (as by SIGTERM) while a call runs longer than the drain waits: the event loop is
+    gone by the time the call's worker thread has its reply (the upstream stopped under it); the
+    reply has nobody to go to and is dropped quietly, not with a trace on stderr."""
+    import threading
+
+    gateway = start(gateway_profile)
+    session = gateway.request("POST", "/mcp", INIT)[1]["mcp-session-id"]
+    conn, _ = slow_call(gateway, 30, session)
+    stop(gateway)
+    conn.close()
+    for _ in range(200):  # the worker threads end once their request has
+        if not any(t.name == "llmc-gateway" and t.is_alive() for t in threading.enumerate()):
+            break
+        time.sleep(0.1)
+    captured = capfd.readouterr()
+    assert "Traceback" not in captured.err and "Event loop is closed" not in captured.err, captured.err

@@ -8,7 +8,9 @@ import datetime
 import http.client
 import ipaddress
 import json
+import socket
 import ssl
+import time
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +147,25 @@ def test_https_serves_hosts_and_refuses_plain_http(gateway_profile: Path, pki: P
             gateway.request("GET", "/healthz")  # http:// on the TLS port: no TLS handshake, no answer
         lines = list(gateway.lines)
     assert any(f"https://127.0.0.1:{gateway.port}/mcp" in line for line in lines), lines
+
+
+def test_a_client_that_never_says_hello_is_dropped_at_the_head_deadline(gateway_profile: Path, pki: Pki) -> None:
+    """A TCP connection to the TLS port that sends nothing (or half a ClientHello) is closed when
+    a request's head would be late (here 1 s), not after asyncio's 60 s handshake timeout."""
+    from llmc_cli.gateway.http_server import Tls
+
+    cert, key = pki.issue("gateway", "127.0.0.1", server=True)
+    with gateway_in_process(gateway_profile, tls=Tls(cert, key), pending_seconds=1.0) as gateway:
+        for opening in (b"", b"\x16\x03\x01"):  # silence; the first bytes of a TLS record, then silence
+            with socket.create_connection(("127.0.0.1", gateway.port), timeout=30) as sock:
+                sock.sendall(opening)
+                started = time.monotonic()
+                try:
+                    assert sock.recv(1) == b""  # closed by the gateway (30 s: the test's own bound)
+                except ConnectionResetError:
+                    pass
+                assert time.monotonic() - started < 30
+        assert https(gateway.port, pki.client_context(), "GET", "/healthz")[0] == 200  # the others served as ever
 
 
 def test_a_client_certificate_proves_a_principal(gateway_profile: Path, pki: Pki, monkeypatch: pytest.MonkeyPatch) -> None:
