@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from llmc_cli import interrupts
 from llmc_cli.audit.records import AuditError
 
 Seal = Callable[[str, int], list[str]]
@@ -93,24 +94,27 @@ class Queue:
             return ticket.done
 
     def _lead(self, ticket: Ticket, write: Callable[[list[Ticket]], None]) -> None:
-        """Write every queued ticket as one group; then hand on to the one that waited longest."""
+        """Write every queued ticket as one group; then hand on to the one that waited longest.
+        A signal arriving meanwhile is raised once every ticket knows how its group ended (a
+        group written whole is not reported failed because the leader was interrupted after)."""
         with self.mutex:
             group, self.waiting = self.waiting, []
         error: BaseException | None = None
-        try:
-            write(group)
-        except AuditError as exc:
-            error = exc
-        except BaseException:  # interrupted: nobody may wait forever for this write
-            error = AuditError("the audit write was interrupted; no call was run")
-            raise
-        finally:
-            with self.mutex:
-                for waiting in group:
-                    waiting.done, waiting.error = True, error
-                    if waiting is not ticket and waiting.waiter is not None:
-                        waiting.waiter.release()
-                self._hand_on()
+        with interrupts.deferred():
+            try:
+                write(group)
+            except AuditError as exc:
+                error = exc
+            except BaseException:  # nobody may wait forever for this write
+                error = AuditError("the audit write was interrupted; no call was run")
+                raise
+            finally:
+                with self.mutex:
+                    for waiting in group:
+                        waiting.done, waiting.error = True, error
+                        if waiting is not ticket and waiting.waiter is not None:
+                            waiting.waiter.release()
+                    self._hand_on()
 
     def _hand_on(self) -> None:
         """Under the mutex: the longest waiting leads the next group, if any."""

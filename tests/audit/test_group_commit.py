@@ -229,3 +229,72 @@ def test_a_records_time_is_what_datetime_gives(monkeypatch, nanos):
     monkeypatch.setattr("time.time_ns", lambda: nanos)
     expected = (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=nanos // 1000)).isoformat(timespec="milliseconds")
     assert now_iso() == expected.replace("+00:00", "Z") and now_iso() == now_iso()
+
+
+INTERRUPTED_LEADER = """
+import json, os, signal, sys, threading
+from llmc_cli import interrupts
+from llmc_cli.audit import AuditError, AuditLog
+
+interrupts.install()
+log = AuditLog(sys.argv[1])
+log.append({"event": "outcome", "n": -1})
+real, gate, results, sent = os.fsync, threading.Event(), {}, []
+
+def slow(fd):
+    real(fd)
+    if threading.current_thread().name == "first":
+        gate.wait(20)  # holds the lead until the main thread and "other" have queued, in that order
+    elif threading.current_thread() is threading.main_thread() and not sent:
+        sent.append(1)
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the main thread writes its group
+
+os.fsync = slow
+
+def append(name):
+    try:
+        log.append({"event": "decision", "decision": "allow", "who": name})
+        results[name] = "ok"
+    except AuditError as exc:
+        results[name] = exc.message
+
+def queued(count):
+    for _ in range(4000):  # bounded: 20 s
+        if len(log._appends.waiting) == count:
+            return
+        threading.Event().wait(0.005)
+
+def arrange():
+    queued(1)  # the main thread waits behind "first"
+    other = threading.Thread(target=append, args=("other",))
+    other.start()
+    queued(2)
+    gate.set()
+    other.join(30)
+
+first = threading.Thread(target=append, args=("first",), name="first")
+first.start()
+queued(0)
+while not log._appends.busy:
+    threading.Event().wait(0.005)
+helper = threading.Thread(target=arrange)
+helper.start()
+try:
+    append("main")
+except interrupts.Interrupted:
+    results["main"] = "interrupted"
+helper.join(30)
+first.join(30)
+print(json.dumps(results))
+"""
+
+
+def test_an_interrupted_leader_reports_its_group_as_written(tmp_path):
+    """Ctrl-C while the main thread writes a group (its own record and another thread's): the
+    write finishes, the other thread's append succeeds, and the interruption is raised after."""
+    path = tmp_path / "audit.jsonl"
+    results = json.loads(_run(INTERRUPTED_LEADER, str(path)))
+    assert results == {"first": "ok", "other": "ok", "main": "interrupted"}
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [r.get("who", r.get("n")) for r in records] == [-1, "first", "main", "other"]
+    assert AuditLog(path).verify()["ok"]
