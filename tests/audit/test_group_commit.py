@@ -298,3 +298,23 @@ def test_an_interrupted_leader_reports_its_group_as_written(tmp_path):
     records = [json.loads(line) for line in path.read_text().splitlines()]
     assert [r.get("who", r.get("n")) for r in records] == [-1, "first", "main", "other"]
     assert AuditLog(path).verify()["ok"]
+
+
+def test_groups_rotate_the_file_and_the_chain_runs_on_across_files(tmp_path):
+    path = tmp_path / "audit.jsonl"
+    logs = [AuditLog(path, max_bytes=3000), AuditLog(path, max_bytes=3000)]
+
+    def appender(t: int) -> None:
+        for i in range(25):
+            logs[t % 2].append({"event": "outcome", "tag": f"{t}-{i}"})
+
+    threads = [threading.Thread(target=appender, args=(t,)) for t in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    files = logs[0].files()
+    assert len(files) > 5 and all(f.stat().st_size < 3000 + 8 * 200 for f in files)  # a group may pass the size once
+    tags = [json.loads(line)["tag"] for _, _, line in logs[0].records()]
+    assert sorted(tags) == sorted(f"{t}-{i}" for t in range(8) for i in range(25))
+    assert logs[1].verify() == {**logs[1].verify(), "ok": True, "records": 200}
