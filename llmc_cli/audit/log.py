@@ -2,7 +2,8 @@
 outcome, each carrying the hash of the record before it (a hash chain), so an edited, removed or
 reordered line is found by `verify`.
 
-Appends are serialised across processes with a file lock and written whole (short writes are
+Appends are serialised across processes with a file lock (within one, threads appending at once
+share one lock hold, write, fsync and anchor update: audit/group.py) and written whole (short writes are
 continued) followed by fsync; a write that fails part-way is cut back to the last complete record,
 so a full disk never leaves half a line that would stop every later call. Files rotate by size
 (`audit.jsonl.1`, `.2`, ...); the chain runs on across files, and `verify` walks them oldest first.
