@@ -77,3 +77,26 @@ def _alive(pid: int) -> bool:
     from tests.processes import gone
 
     return not gone(pid)
+
+
+def test_a_worker_that_said_it_serves_and_ended_before_the_supervisor_looked_counts_as_served() -> None:
+    """Its pid was on the ready pipe, unread, when the supervisor reaped it: it served (started
+    again), not "ended before it served" (which stops the gateway)."""
+    import os
+
+    from llmc_cli.gateway.supervisor import Supervisor
+
+    logged: list[str] = []
+    supervisor = Supervisor(1, logged.append)
+    pid = os.fork()
+    if pid == 0:  # the worker: says it serves, then ends at once
+        os.write(supervisor.ready_w, b"%d\n" % os.getpid())
+        os._exit(3)
+    supervisor.children[pid] = 0
+    supervisor.started[0] = time.monotonic()
+    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # it has ended; not reaped yet
+    supervisor.reap()
+    os.close(supervisor.ready_r)
+    os.close(supervisor.ready_w)
+    assert supervisor.failed is None and 0 in supervisor.due, logged
+    assert logged == [f"worker 0 (pid {pid}) exited with code 3; starting it again (its host sessions are lost)"]
