@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import os
 import pwd
-import socket
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -48,7 +47,7 @@ def _user_and_host() -> dict[str, str]:
             user = pwd.getpwuid(os.getuid()).pw_name
         except (KeyError, OSError):
             user = str(os.getuid())
-    return {"user": user, "host": socket.gethostname()}
+    return {"user": user, "host": os.uname().nodename}  # socket.gethostname()'s, without importing socket
 
 
 def mask_secrets(value: object, secrets: Iterable[str] | None = None) -> Any:

@@ -244,17 +244,17 @@ _NOT_FREE_TEXT = frozenset(
 
 def with_base(base: AuditRecord, record: AuditRecord, masker: Masker) -> AuditRecord:
     """A call's record: its base fields (masked already, Authorization) and `record`'s, masked here."""
-    return cast("AuditRecord", {**base, **masked(record, masker)})
+    return {**base, **masked(record, masker)}  # (no typing.cast: a call per record)
 
 
 def masked(record: AuditRecord, masker: Masker) -> AuditRecord:
     """Secret values masked in every free-text field (a reason or an error message may quote an
     argument or the environment), before the record is hashed into the chain."""
-    out = {k: v if k in _NOT_FREE_TEXT else masker(v) for k, v in record.items()}
+    out: AuditRecord = {k: v if k in _NOT_FREE_TEXT else masker(v) for k, v in record.items()}  # type: ignore[assignment]
     tool = out.get("tool")
     if isinstance(tool, str):  # a server names its tools: a name may carry a secret it was given
         out["tool"] = masker.text(tool)
-    return cast("AuditRecord", out)
+    return out
 
 
 def record_decisions(log: AuditSink, invocation: Invocation, authorizations: list[Authorization]) -> None:
@@ -269,8 +269,9 @@ def record_decisions(log: AuditSink, invocation: Invocation, authorizations: lis
                 a.opened = OPEN_CALLS.open(log, a.base, a.masker)
 
 
-def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Authorization:
-    """The policy's decision on a call (a confirmation asked or answered here); nothing runs."""
+def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall, tool: Tool | None = None) -> Authorization:
+    """The policy's decision on a call (a confirmation asked or answered here); nothing runs.
+    `tool`: the call's tool, when the caller found it already (the catalog's, for this call)."""
     profile = invocation.profile
     try:
         canonical = call_text(call)  # what the call's hash is taken over
@@ -284,7 +285,8 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
     denial = clearance_denial(invocation, call.server, digest)
     if denial is not None:  # above the caller's clearance: the server is not even started
         return _authorization(invocation, call, denial, None)
-    tool = catalog.require_tool(call.server, call.tool)
+    if tool is None:
+        tool = catalog.require_tool(call.server, call.tool)
     if LONE_SURROGATE.search(canonical) is not None and has_lone_surrogate(call.arguments):  # the text first: one search in C
         # Text no UTF-8 writer accepts (a model's "\\ud800" escape): not checked against path
         # rules, not recorded faithfully, not sent; the record shows it as U+FFFD.
@@ -387,11 +389,12 @@ def cache_for(catalog: Catalog, invocation: Invocation, authorized: Authorizatio
     """The cache entry of an allowed call whose tool [cache] lists and is read-only; None otherwise.
     (--no-cache skips the lookup, not the store: the fresh answer replaces the entry.) A server
     that announced tools/list_changed has its entries dropped first."""
+    profile = invocation.profile.profile
+    if not profile.cache.tools:  # no tool is cached: nothing to import or look up
+        return None
     from llmc_cli.services import caching
 
-    call, profile = cast(ToolCall, authorized.call), invocation.profile.profile
-    if not profile.cache.tools:
-        return None
+    call = cast(ToolCall, authorized.call)
     tool = catalog.require_tool(call.server, call.tool)
     if not caching.cacheable(tool, call.qualified_name, profile):
         return None
