@@ -98,6 +98,7 @@ class Invocation:
         self.inspection = inspection
         self.clearance = clearance
         self.verdicts: policy.Verdicts = {}  # the policy's conclusions on this command's tools (policy.decide)
+        self.cleared_servers: dict[str, bool] = {}  # whether cleared_for may use each server (clearance_denial)
 
     @cached_property
     def cleared_for(self) -> str:
@@ -334,7 +335,10 @@ def _hidden(tool: Tool, decision: Decision) -> Decision:
 def clearance_denial(invocation: Invocation, server: str, call_hash: str | None = None) -> Decision | None:
     """A denial when `server` is classified above the invocation's clearance (guard/clearance.py)."""
     level = invocation.cleared_for
-    if clearance.cleared(invocation.profile.profile, server, level):
+    allowed = invocation.cleared_servers.get(server)
+    if allowed is None:  # judged once per server and invocation: neither the profile nor the level changes
+        allowed = invocation.cleared_servers[server] = clearance.cleared(invocation.profile.profile, server, level)
+    if allowed:
         return None
     return policy.Decision("deny", "clearance", clearance.reason(invocation.profile.profile, server, level), call_hash)
 
@@ -354,9 +358,8 @@ def _authorization(invocation: Invocation, call: ToolCall, decision: Decision, a
         "arguments": masker(call.arguments),
         "callHash": decision.call_hash,
     }
-    return Authorization(
-        call, decision, cast("AuditRecord", {k: v for k, v in base.items() if v is not None}), masker, approval=approval
-    )
+    present: AuditRecord = {k: v for k, v in base.items() if v is not None}  # type: ignore[assignment]
+    return Authorization(call, decision, present, masker, approval=approval)
 
 
 class CacheEntry(NamedTuple):
