@@ -20,7 +20,7 @@ from llmc_cli import __version__, services
 from llmc_cli.errors import Cancelled, DriftError, InputRequired, LlmcError, PolicyDenied, RpcError
 from llmc_cli.gateway import confirmation
 from llmc_cli.gateway.listening import Subscriptions
-from llmc_cli.gateway.relay import HostCall, own_result
+from llmc_cli.gateway.relay import HostCall, forward, own_result
 from llmc_cli.gateway.toolbox import Toolbox
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.messages import JSON, JSONObject, RequestId, object_at
@@ -82,7 +82,7 @@ class GatewayConnection(McpServer):
         self._upstream: dict[RequestId | None, tuple[str, str]] = {}  # host request id -> (server, our progress token)
         self.on_initialize: Callable[[], None] | None = None  # after the handshake, before its result is sent
         self.subscriptions = Subscriptions(self)
-        toolbox.connections.add(self)
+        toolbox.subscribers.connections.add(self)
 
     def span_attributes(self, params: JSONObject) -> dict[str, object]:
         attributes = super().span_attributes(params)
@@ -97,11 +97,10 @@ class GatewayConnection(McpServer):
 
     def _forget(self) -> None:
         self.subscriptions.close()
-        self.toolbox.connections.discard(self)
-        self.toolbox.forget(self)
+        self.toolbox.subscribers.forget(self)
 
     def _capabilities(self) -> JSONObject:
-        resources: JSONObject = {"listChanged": True, **({"subscribe": True} if self.toolbox.can_subscribe() else {})}
+        resources: JSONObject = {"listChanged": True, **({"subscribe": True} if self.toolbox.subscribers.can_subscribe() else {})}
         return {
             "tools": {"listChanged": True},
             "resources": resources,
@@ -140,17 +139,23 @@ class GatewayConnection(McpServer):
         if method == "resources/list":
             return self._listing(
                 self.page(
-                    "resources", toolbox.gather(method, "resources", "uri", "resources", self.upstreams, self.clearance), params
+                    "resources",
+                    toolbox.listing.gather(method, "resources", "uri", "resources", self.upstreams, self.clearance),
+                    params,
                 ),
                 modern,
             )
         if method == "resources/templates/list":
-            items = toolbox.gather(method, "resourceTemplates", "uriTemplate", "resources", self.upstreams, self.clearance)
+            items = toolbox.listing.gather(
+                method, "resourceTemplates", "uriTemplate", "resources", self.upstreams, self.clearance
+            )
             return self._listing(self.page("resourceTemplates", items, params), modern)
         if method == "prompts/list":
             return self._listing(
                 self.page(
-                    "prompts", toolbox.gather(method, "prompts", "name", "prompts", self.upstreams, self.clearance), params
+                    "prompts",
+                    toolbox.listing.gather(method, "prompts", "name", "prompts", self.upstreams, self.clearance),
+                    params,
                 ),
                 modern,
             )
@@ -160,7 +165,8 @@ class GatewayConnection(McpServer):
             contents = result.get("contents")
             if isinstance(contents, list):
                 result["contents"] = [
-                    {**c, "uri": toolbox.expose(server, str(c.get("uri", "")))} if isinstance(c, dict) else c for c in contents
+                    {**c, "uri": toolbox.routes.expose(server, str(c.get("uri", "")))} if isinstance(c, dict) else c
+                    for c in contents
                 ]
             return self._listing(result, modern)  # cacheable in 2026-07-28, like the lists
         if method == "prompts/get":
@@ -208,12 +214,14 @@ class GatewayConnection(McpServer):
 
             tools = search.listing(self.toolbox, self.clearance)
         else:
-            tools = [self.toolbox.describe(t) for t in self.toolbox.tools(self.clearance)]
+            tools = [self.toolbox.listing.describe(t) for t in self.toolbox.listing.tools(self.clearance)]
         return self._listing(self.page("tools", tools, params), modern)
 
     def route(self, name: JSON, what: str, modern: str | None = None) -> tuple[str, str]:
         """A namespaced name -> (server, its name there); RequestError for an unknown one."""
-        route = self.toolbox.route_prompt(name, self.upstreams) if what == "prompt" else self.toolbox.route_uri(name)
+        route = (
+            self.toolbox.routes.route_prompt(name, self.upstreams) if what == "prompt" else self.toolbox.routes.route_uri(name)
+        )
         if route is None:
             raise _unknown(what, name, modern)
         return route
@@ -222,7 +230,7 @@ class GatewayConnection(McpServer):
         """route(), and the same error for what the policy hides (what a read of it would be refused)."""
         what = "prompt" if kind == "prompt" else "resource"
         server, rest = self.route(name, what, modern)
-        if not self.toolbox.readable(kind, server, rest, self.upstreams, self.clearance):
+        if not self.toolbox.listing.readable(kind, server, rest, self.upstreams, self.clearance):
             raise _unknown(what, name, modern)
         return server, rest
 
@@ -241,7 +249,7 @@ class GatewayConnection(McpServer):
             host_session=self.cache_scope,
             clearance=self.clearance,
         )
-        toolbox.revive(request.server, self.upstreams)
+        toolbox.outages.revive(request.server, self.upstreams)
         try:
             return own_result(calls.run(request).raw)
         except PolicyDenied as exc:
@@ -250,7 +258,7 @@ class GatewayConnection(McpServer):
                 raise RequestError(jsonrpc.INTERNAL_ERROR, exc.message, {"retryAfter": retry}) from None
             if exc.details.get("rule") == "invalid_text":
                 raise RequestError(jsonrpc.INVALID_PARAMS, exc.message) from None
-            raise _unknown(request.kind, toolbox.shown(request.kind, request.server, request.name), modern) from None
+            raise _unknown(request.kind, toolbox.routes.shown(request.kind, request.server, request.name), modern) from None
         except RpcError as exc:  # the upstream refused the request itself: the host hears the same
             raise RequestError(exc.code or jsonrpc.INTERNAL_ERROR, exc.message, exc.data) from None
         except LlmcError as exc:
@@ -258,7 +266,7 @@ class GatewayConnection(McpServer):
 
     def _upstream_request(self, method: str, server: str, params: JSONObject) -> JSONObject:
         try:
-            return self.toolbox.forward(method, server, params, self.upstreams)
+            return forward(method, server, params, self.upstreams)
         except RpcError as exc:
             raise RequestError(exc.code or jsonrpc.INTERNAL_ERROR, exc.message, exc.data) from None
         except LlmcError as exc:
@@ -294,9 +302,9 @@ class GatewayConnection(McpServer):
                 return self._call(msg_id, answer.params, modern, send)  # the named tool's own path
             if answer is not None:
                 return answer
-        route = toolbox.route(name)
+        route = toolbox.routes.route(name)
         if route:
-            toolbox.revive(route[0], self.upstreams)
+            toolbox.outages.revive(route[0], self.upstreams)
         try:
             tool = self.upstreams.find_tool(*route) if route else None
         except LlmcError as exc:  # the server is down: the model may try something else
@@ -340,7 +348,7 @@ class GatewayConnection(McpServer):
             state = self.toolbox.states.pack(call, bool(round_state["confirmed"]), answers, principal=self.principal)
             return {"resultType": "input_required", "inputRequests": exc.requests, "requestState": state}
         except PolicyDenied as exc:
-            if not toolbox.visible(tool):  # hidden: as if it did not exist, whatever the spelling
+            if not toolbox.listing.visible(tool):  # hidden: as if it did not exist, whatever the spelling
                 raise RequestError(jsonrpc.INVALID_PARAMS, f"Unknown tool: {name}") from None
             return _tool_error(confirmation.denial_text(exc, call, can_ask))
         except DriftError as exc:

@@ -78,7 +78,7 @@ class Subscriptions:
             route = self.connection.route(params.get("uri"), "resource")
         try:
             if method == "resources/subscribe":
-                toolbox.subscribe(self.connection, *route)
+                toolbox.subscribers.subscribe(self.connection, *route)
                 self.subscribed.add(route)
             else:
                 self.subscribed.discard(route)
@@ -102,11 +102,11 @@ class Subscriptions:
             subscribed: list[JSON] = []
             honored["resourceSubscriptions"] = subscribed
             for uri in uris:
-                route = self.connection.toolbox.route_uri(uri)
-                if route is None or not self.connection.toolbox.readable("resource", *route, self.connection.upstreams):
+                route = self.connection.toolbox.routes.route_uri(uri)
+                if route is None or not self.connection.toolbox.listing.readable("resource", *route, self.connection.upstreams):
                     continue  # unknown, or hidden by the policy: not honoured
                 try:
-                    self.connection.toolbox.subscribe(self.connection, *route)
+                    self.connection.toolbox.subscribers.subscribe(self.connection, *route)
                 except LlmcError:
                     continue  # the upstream offers no subscriptions (or is down): not honoured
                 listen.resources.add(route)
@@ -147,7 +147,7 @@ class Subscriptions:
     def updated(self, server: str, params: JSONObject) -> None:
         """An upstream resource changed: to the channel if subscribed there, and to listens on it."""
         route = (server, str(params.get("uri")))
-        exposed = {**params, "uri": self.connection.toolbox.expose(*route)}
+        exposed = {**params, "uri": self.connection.toolbox.routes.expose(*route)}
         if route in self.subscribed and self.connection.channel is not None:
             self.connection.channel(jsonrpc.notification("notifications/resources/updated", exposed))
         for msg_id, listen in list(self.listens.items()):
@@ -157,4 +157,4 @@ class Subscriptions:
     def _release(self, route: tuple[str, str]) -> None:
         """Unsubscribe upstream unless this connection still wants the resource elsewhere."""
         if route not in self.subscribed and not any(route in listen.resources for listen in self.listens.values()):
-            self.connection.toolbox.unsubscribe(self.connection, *route)
+            self.connection.toolbox.subscribers.unsubscribe(self.connection, *route)
