@@ -1,7 +1,9 @@
 """The audit trail: a hash chain of records, one per policy decision and per outcome.
 
 trail.py: what both stores of the chain share (sealing, writing as an AuditSink, verify); log.py:
-the JSON Lines file (appends, anchor, rotation); postgres.py: the same chain in PostgreSQL; deferred.py: a batch's records written in groups; records.py: what goes into a
+the JSON Lines file (appends, anchor, rotation); postgres.py: the same chain in PostgreSQL; group.py: one process's concurrent appends
+written as one (group commit); deferred.py: a batch's and the gateway's outcome records held back
+and written in groups; records.py: what goes into a
 record (time, identity, masking, hash). Which of the two a command writes is chosen with its
 state (services.audit_log). The names below are the package's interface.
 """

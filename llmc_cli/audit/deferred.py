@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 from llmc_cli.audit.records import AuditError, now_iso
 from llmc_cli.audit.trail import ChainedLog
@@ -27,14 +26,10 @@ class Deferred:
         self.log = log
         log.lazy_anchor = True  # flush() syncs it, at least every second: one fsync per write, not three
         self.pending: list[AuditRecord] = []
-        self.lock = (
-            threading.Lock()
-        )  # held by the one writer (one batch runs servers in threads; the gateway serves hosts in threads)
-        # Guards `pending` and `queued` only, never held across a write: an outcome recorded
-        # while a write and fsync runs does not wait for it.
+        self.lock = threading.Lock()  # held by a flush (the background thread's, the last one's)
+        # Guards `pending` only, never held across a write: an outcome recorded while a write and
+        # fsync runs does not wait for it.
         self.queue_lock = threading.Lock()
-        self.queued: list[dict[str, Any]] = []  # tickets of decision records waiting for the next write
-        self.writing = False  # a caller is writing queued records (others wait on their tickets)
         self.closed = threading.Event()
         self.full = threading.Event()  # FLUSH_RECORDS outcomes wait: the flusher writes them now
         self.flusher = threading.Thread(target=self._flush_every_second, daemon=True, name="llmc-audit-flush")
@@ -65,57 +60,9 @@ class Deferred:
                 self._write([])
 
     def record_before_actions(self, records: list[AuditRecord]) -> None:
-        """On disk before this returns. Concurrent callers (the gateway's hosts) share writes
-        (group commit): one caller writes at a time, taking every record queued meanwhile in one
-        write and fsync; the others wait for their own records, not for the lock, and the one
-        that waited longest writes the next group."""
-
-        ticket: dict[str, Any] = {"records": records, "event": threading.Event(), "written": False, "error": None}
-        with self.queue_lock:
-            self.queued.append(ticket)
-            leads = not self.writing
-            self.writing = True
-        if not leads:
-            try:
-                ticket["event"].wait()  # written by another caller, or this one's turn to write
-            except BaseException:  # interrupted while waiting: leave the queue, pass on a turn
-                with self.queue_lock:
-                    if ticket in self.queued:
-                        self.queued.remove(ticket)
-                        if ticket["event"].is_set():
-                            self._hand_on()
-                raise
-        if not ticket["written"]:
-            self._commit()
-        if ticket["error"] is not None:
-            raise ticket["error"]
-
-    def _commit(self) -> None:
-        """Write every queued record in one append; then hand the writing on, or stop."""
-        with self.queue_lock:
-            group, self.queued = self.queued, []
-        error: AuditError | None = None
-        try:
-            with self.lock:
-                self._write([r for t in group for r in t["records"]])
-        except AuditError as exc:
-            error = exc
-        except BaseException:  # interrupted: nobody may wait forever for this write
-            error = AuditError("the audit write was interrupted; no call was run")
-            raise
-        finally:
-            with self.queue_lock:
-                for t in group:
-                    t["written"], t["error"] = True, error
-                    t["event"].set()
-                self._hand_on()
-
-    def _hand_on(self) -> None:
-        """Under queue_lock: the caller that waited longest writes the next group, if any."""
-        if self.queued:
-            self.queued[0]["event"].set()
-        else:
-            self.writing = False
+        """On disk before this returns, with every outcome waiting. Concurrent callers (the
+        gateway's hosts) share writes: the log groups appends made at once (audit/group.py)."""
+        self._write(records)
 
     def flush(self) -> None:
         with self.lock:
@@ -134,7 +81,8 @@ class Deferred:
                 pass  # the records stay pending; the next decision or the final flush reports it
 
     def _write(self, records: list[AuditRecord]) -> None:
-        """Under self.lock: the pending outcomes and `records` in one append."""
+        """The pending outcomes and `records` in one append (decisions' appends run at once:
+        the log groups them)."""
         with self.queue_lock:
             pending, self.pending = self.pending, []
         if pending or records:

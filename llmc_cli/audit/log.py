@@ -2,7 +2,8 @@
 outcome, each carrying the hash of the record before it (a hash chain), so an edited, removed or
 reordered line is found by `verify`.
 
-Appends are serialised across processes with a file lock and written whole (short writes are
+Appends are serialised across processes with a file lock (within one, threads appending at once
+share one lock hold, write, fsync and anchor update: audit/group.py) and written whole (short writes are
 continued) followed by fsync; a write that fails part-way is cut back to the last complete record,
 so a full disk never leaves half a line that would stop every later call. Files rotate by size
 (`audit.jsonl.1`, `.2`, ...); the chain runs on across files, and `verify` walks them oldest first.
@@ -34,8 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from llmc_cli import interrupts
+from llmc_cli.audit import group
+from llmc_cli.audit.group import Seal, Ticket
 from llmc_cli.audit.records import AuditError, now_iso
-from llmc_cli.audit.trail import ChainedLog, Seal
+from llmc_cli.audit.trail import ChainedLog
 from llmc_cli.config.files import LockTimeout, file_lock, open_own, write_atomic
 from llmc_cli.config.paths import audit_log_path, ensure_private_dir
 from llmc_cli.errors import ConfigError
@@ -61,7 +64,9 @@ class AuditLog(ChainedLog):
         self._tail: tuple[int, int] | None = None  # (inode, size) of the file after our last write
         self._tail_hash = GENESIS
         self._tail_count = 0
-        self._anchor_synced = True  # no anchor written since the last durable one
+        # Appends of this process to this file, grouped (audit/group.py): one writer at a time,
+        # so the lock, the file descriptors and the tail below are used by one thread at a time.
+        self._appends = group.queue_of(str(self.path))
         # path -> (descriptor, device, inode): the log's and the anchor's descriptors, kept open
         # across appends (opening one through open_own is most of an append's CPU beside its
         # fsync); used only under the file lock, and only while the name still is that file.
@@ -70,6 +75,7 @@ class AuditLog(ChainedLog):
         # beside its fsync); flock is per open file, so threads of this process sharing it take
         # turns by _turn first.
         self._lock_path = self.path.with_name(self.path.name + ".lock")
+        self._anchor_path = self.path.with_name(self.path.name + ".anchor")  # made once: a Path costs per append
         self._lock_kept: tuple[int, int, int] | None = None
         self._turn = threading.Lock()
 
@@ -81,56 +87,39 @@ class AuditLog(ChainedLog):
             except OSError:
                 pass
 
-    def _descriptor(self, path: Path, flags: int) -> int:
+    def _descriptor(self, path: Path, flags: int, seen: os.stat_result | None) -> tuple[int, int]:
         """A descriptor of `path` as open_own gives it (never through a link, a regular file with
-        one name), kept for the next append: reused while the name, not followed, is still that
-        same regular file with one name; otherwise (rotated, replaced, removed, linked) opened
-        anew, with open_own's checks and errors."""
+        one name), and the file's size: the kept one while `seen` (the name's lstat in this lock
+        hold, None when there is none) is still that same regular file with one name; otherwise
+        (rotated, replaced, removed, linked) opened anew, with open_own's checks and errors, and
+        kept for the next append."""
         kept = self._kept.get(path)
         if kept is not None:
-            try:
-                seen = os.lstat(path)
-            except OSError:
-                seen = None
-            if seen is not None and stat.S_ISREG(seen.st_mode) and seen.st_nlink == 1 and (seen.st_dev, seen.st_ino) == kept[1:]:
-                return kept[0]
+            if seen is not None and _names_kept(seen, kept):
+                return kept[0], seen.st_size
             self._drop(path)
         fd = open_own(path, flags)
         opened = os.fstat(fd)
         self._kept[path] = (fd, opened.st_dev, opened.st_ino)
-        return fd
+        return fd, opened.st_size
 
     def release(self) -> None:
-        self._drop()
-        if self._turn.acquire(timeout=1.0):  # an append stuck on a dead disk keeps it: __del__ closes it
+        if self._turn.acquire(timeout=1.0):  # an append stuck on a dead disk keeps them: __del__ closes them
             try:
+                self._drop()
                 self._drop_lock()
             finally:
                 self._turn.release()
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        """config.files.file_lock on the log's lock file, through the kept descriptor: reused
-        while the name is still that file (else opened anew, with open_own's checks)."""
+        """config.files.file_lock on the log's lock file, through the kept descriptor (opened
+        anew when the name is no longer that file)."""
         deadline = time.monotonic() + LOCK_SECONDS
         if not self._turn.acquire(timeout=LOCK_SECONDS):  # as long as file_lock waits for another process
             raise LockTimeout(str(self._lock_path))
         try:
-            delay = 0.001
-            while True:
-                fd = self._lock_descriptor()
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise LockTimeout(str(self._lock_path)) from None
-                    time.sleep(delay)
-                    delay = min(delay * 2, 0.05)
-                    continue
-                if os.fstat(fd).st_nlink == 0:  # removed (by a cleanup) between our open and our lock
-                    self._drop_lock()
-                    continue
-                break
+            fd = self._hold_lock(deadline)
             try:
                 yield
             finally:
@@ -138,17 +127,40 @@ class AuditLog(ChainedLog):
         finally:
             self._turn.release()
 
-    def _lock_descriptor(self) -> int:
-        kept = self._lock_kept
-        if kept is not None:
+    def _hold_lock(self, deadline: float) -> int:
+        """flock on the kept descriptor, polled until `deadline`; then one lstat: held when the
+        name still is the file we locked (else it was replaced or removed before we got the lock,
+        and the lock is on a file other processes no longer open: opened anew, locked again)."""
+        delay = 0.001
+        while True:
+            fd = self._lock_descriptor()
             try:
-                seen = os.lstat(self._lock_path)
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise LockTimeout(str(self._lock_path)) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
+                continue
+            try:
+                seen: os.stat_result | None = os.lstat(self._lock_path)
             except OSError:
                 seen = None
-            if seen is not None and stat.S_ISREG(seen.st_mode) and seen.st_nlink == 1 and (seen.st_dev, seen.st_ino) == kept[1:]:
-                return kept[0]
+            if seen is not None and self._lock_kept is not None and _names_kept(seen, self._lock_kept):
+                return fd
+            fcntl.flock(fd, fcntl.LOCK_UN)
             self._drop_lock()
-        fd = open_own(self._lock_path, os.O_RDWR | os.O_CREAT)
+            if time.monotonic() >= deadline:
+                raise LockTimeout(str(self._lock_path))
+
+    def _lock_descriptor(self) -> int:
+        if self._lock_kept is not None:
+            return self._lock_kept[0]
+        try:
+            fd = open_own(self._lock_path, os.O_RDWR | os.O_CREAT)
+        except FileNotFoundError:  # its directory does not exist (yet): made private
+            ensure_private_dir(self.path.parent)
+            fd = open_own(self._lock_path, os.O_RDWR | os.O_CREAT)
         opened = os.fstat(fd)
         self._lock_kept = (fd, opened.st_dev, opened.st_ino)
         return fd
@@ -167,30 +179,34 @@ class AuditLog(ChainedLog):
 
     def _append_chained(self, seal: Seal, anchor_later: bool = False) -> None:
         """Under the file lock: whole lines, one fsync, then the anchor (made durable here unless
-        `anchor_later` or lazy_anchor). Nothing is left behind when any step fails: the log is cut
-        back to where it was."""
+        `anchor_later`). Nothing is left behind when any step fails: the log is cut back to where
+        it was. Each file is judged once per lock hold, by one lstat of its name."""
 
         try:
-            ensure_private_dir(self.path.parent)
             with self._locked(), interrupts.deferred():
                 try:
-                    seen = os.lstat(self.path)
+                    seen: os.stat_result | None = os.lstat(self.path)
                 except FileNotFoundError:
                     seen = None
                 if seen is not None and not stat.S_ISREG(seen.st_mode):  # a link, a FIFO: never read or written
                     raise OSError(errno.EINVAL, "not a regular file of llmc's own (a link or a FIFO is in its place)")
-                # The head is what this object wrote last, unless the file changed since
+                # The head is what this process wrote last, unless the file changed since
                 # (another process appended, or rotated): then it comes from the anchor and the file.
                 known = seen is not None and self._tail == (seen.st_ino, seen.st_size)
                 prev, count = (self._tail_hash, self._tail_count) if known else self._head(seen)
+                lines = seal(prev, count)
+                if not lines:  # sync(): the anchor alone, made durable
+                    if seen is not None:
+                        self._write_anchor(prev, count, seen.st_ino, seen.st_size, later=anchor_later)
+                    return
                 if seen is not None and seen.st_size >= self.max_bytes:
                     self._drop()
                     self._rotate()
-                lines = seal(prev, count)
-                head = str(json.loads(lines[-1])["hash"]) if lines else prev
+                    seen = None
+                head = group.head_of(lines[-1])
                 count += len(lines)
                 data = "".join(line + "\n" for line in lines).encode("utf-8")
-                after = self._write_whole(data, head, count, anchor_later)
+                after = self._write_whole(data, seen, head, count, anchor_later)
                 self._tail, self._tail_hash, self._tail_count = after, head, count
         except (OSError, LockTimeout, ConfigError) as exc:  # ConfigError: the anchor or the directory
             raise AuditError(
@@ -198,31 +214,31 @@ class AuditLog(ChainedLog):
                 f"{getattr(exc, 'strerror', None) or getattr(exc, 'message', None) or exc}"
             ) from None
 
-    def _write_whole(self, data: bytes, head: str, count: int, anchor_later: bool = False) -> tuple[int, int]:
+    def _write_whole(self, data: bytes, seen: os.stat_result | None, head: str, count: int, later: bool) -> tuple[int, int]:
         """Append data in full (a write may be short on a full disk), fsync, update the anchor;
-        on any failure cut the file back to its old end and re-raise. (inode, size) after."""
-        fd = self._descriptor(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        on any failure cut the file back to its old end and re-raise. (inode, size) after. Its
+        size before is the lock hold's (`seen`): nobody else appends meanwhile."""
         try:
-            start = os.fstat(fd).st_size  # under the lock: nobody else appends meanwhile
+            fd, start = self._descriptor(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, seen)
+            inode = self._kept[self.path][2]
             try:
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view) :]
                 os.fsync(fd)
-                after = os.fstat(fd)
-                self._write_anchor(head, count, after.st_ino, after.st_size, later=anchor_later)
+                self._write_anchor(head, count, inode, start + len(data), later=later)
             except BaseException:
                 os.ftruncate(fd, start)
                 os.fsync(fd)
                 raise
-            return after.st_ino, after.st_size
+            return inode, start + len(data)
         except BaseException:
             self._drop()  # nothing kept from a write that failed: the next one opens afresh
             raise
 
     @property
     def anchor_path(self) -> Path:
-        return self.path.with_name(self.path.name + ".anchor")
+        return self._anchor_path
 
     def anchor(self) -> dict[str, Any] | None:
         """The anchor as written with the last append, read under the lock; None when there is none."""
@@ -278,9 +294,7 @@ class AuditLog(ChainedLog):
         themselves are fsynced before any call runs, and a crash before then leaves an anchor
         that lags the log, which verify accepts (never one ahead)."""
         anchor = {"head": head, "records": count, "inode": inode, "size": size, "time": now_iso()}
-        durable = not (self.lazy_anchor or later)
-        self._put_anchor(anchor, durable=durable)
-        self._anchor_synced = durable
+        self._put_anchor(anchor, durable=not later)
 
     def _put_anchor(self, anchor: dict[str, Any], *, durable: bool) -> None:
         body = json.dumps(anchor).encode("utf-8")
@@ -288,7 +302,11 @@ class AuditLog(ChainedLog):
         if len(data) != ANCHOR_BYTES:
             raise ConfigError(f"the audit anchor would exceed {ANCHOR_BYTES} bytes")  # a head is 64 hex digits: never
         try:
-            fd = self._descriptor(self.anchor_path, os.O_WRONLY)
+            seen: os.stat_result | None = os.lstat(self.anchor_path)
+        except OSError:
+            seen = None
+        try:
+            fd, size = self._descriptor(self.anchor_path, os.O_WRONLY, seen)
         except FileNotFoundError:
             # The first anchor is made whole under another name and renamed into place, so a full
             # disk or a crash never leaves an empty one behind (which would stop every later call):
@@ -299,7 +317,7 @@ class AuditLog(ChainedLog):
         try:
             if os.pwrite(fd, data, 0) != ANCHOR_BYTES:  # a short write: the disk is full
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-            if os.fstat(fd).st_size > ANCHOR_BYTES:  # written longer by someone else: nothing may follow ours
+            if size > ANCHOR_BYTES:  # written longer by someone else: nothing may follow ours
                 os.ftruncate(fd, ANCHOR_BYTES)
             if durable:
                 os.fsync(fd)
@@ -312,21 +330,11 @@ class AuditLog(ChainedLog):
         self.sync()
 
     def sync(self) -> None:
-        """Make the anchor durable (lazy_anchor, anchor_later): rewritten as it is now, under the lock, and fsynced."""
+        """Make the anchor durable (lazy_anchor, anchor_later): rewritten with the head, under
+        the lock, and fsynced; queued with this process's appends (a group's anchor does it)."""
         if self._anchor_synced:
             return
-
-        try:
-            with file_lock(str(self.path) + ".lock", timeout=30):
-                anchor = self._read_anchor()
-                if anchor is not None:
-                    self._put_anchor(anchor, durable=True)
-                self._anchor_synced = True
-        except (OSError, LockTimeout, ConfigError) as exc:
-            raise AuditError(
-                f"cannot write the audit anchor {self.anchor_path}: "
-                f"{getattr(exc, 'strerror', None) or getattr(exc, 'message', None) or exc}"
-            ) from None
+        self._queue().append(Ticket(_nothing, False, self), self._write_group)
 
     def files(self) -> list[Path]:
         """Oldest first: audit.jsonl.N ... audit.jsonl.1, audit.jsonl."""
@@ -388,3 +396,12 @@ def _last_line(path: Path) -> str:
             if len(lines) > 1 or block == size:
                 return lines[-1].decode("utf-8", "replace") if lines[-1] else ""
             block = min(size, block * 4)
+
+
+def _nothing(prev: str, count: int) -> list[str]:
+    return []
+
+
+def _names_kept(seen: os.stat_result, kept: tuple[int, int, int]) -> bool:
+    """Whether a name's lstat is the kept descriptor's file (device, inode): a regular file with one name."""
+    return stat.S_ISREG(seen.st_mode) and seen.st_nlink == 1 and (seen.st_dev, seen.st_ino) == kept[1:]

@@ -6,8 +6,8 @@ import functools
 import os
 import pwd
 import socket
+import time
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from llmc_cli.config.secrets import MASK, Masker, environment_secrets
@@ -21,8 +21,17 @@ class AuditError(ConfigError):
     """The audit log cannot be written: the action must not happen."""
 
 
+_second: tuple[int, str] = (-1, "")  # the last second formatted: (seconds since the epoch, its text)
+
+
 def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """UTC now to the millisecond (truncated), as datetime's isoformat gives it with a Z:
+    2026-01-02T03:04:05.678Z. Every record has one: the second's text is made once a second."""
+    global _second
+    seconds, nanos = divmod(time.time_ns(), 1_000_000_000)
+    if _second[0] != seconds:
+        _second = (seconds, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)))
+    return f"{_second[1]}.{nanos // 1_000_000:03d}Z"
 
 
 def identity() -> dict[str, Any]:

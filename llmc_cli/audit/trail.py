@@ -4,19 +4,21 @@ PostgreSQL): sealing records into the chain, writing as an AuditSink, and verify
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from llmc_cli import telemetry
+from llmc_cli.audit import group
+from llmc_cli.audit.group import Seal, Ticket
 from llmc_cli.audit.records import AuditError, now_iso, record_hash
 from llmc_cli.mcp.jsonrpc import LONE_SURROGATE, replace_lone_surrogates
 from llmc_cli.model import canonical_json, sha256
 from llmc_cli.store.chain import GENESIS, AuditRecord
 
-# seal(head, count) -> the new records as JSON lines, each chained to the one before, the first
-# to `head`; the store calls it under its lock (PostgreSQL: again when a transaction is retried).
-Seal = Callable[[str, int], list[str]]
+# Seal: seal(head, count) -> the new records as JSON lines, each chained to the one before, the
+# first to `head`; the store calls it under its lock (PostgreSQL: again when a transaction is retried).
+__all__ = ["ChainedLog", "Seal", "sealer"]
 
 
 def sealer(records: list[AuditRecord], written: list[dict[str, Any]]) -> Seal:
@@ -29,7 +31,7 @@ def sealer(records: list[AuditRecord], written: list[dict[str, Any]]) -> Seal:
             # A record that waited (audit.Deferred) keeps the time it was recorded at.
             full = {"time": record["time"] if "time" in record else now_iso(), **record, "prev": prev}
             body = canonical_json(full)  # what record_hash(full) hashes, at hand for one search:
-            if LONE_SURROGATE.search(body):  # walking every record for the rare one is costly
+            if not body.isascii() and LONE_SURROGATE.search(body):  # isascii: a flag of the string, no walk
                 full = replace_lone_surrogates(full)
                 body = canonical_json(full)
             full["hash"] = prev = sha256(body.encode("utf-8")).hexdigest()
@@ -37,6 +39,21 @@ def sealer(records: list[AuditRecord], written: list[dict[str, Any]]) -> Seal:
             # Stored as hashed, its hash last: one serialisation per record, not a second compact
             # one in another key order (verify parses the line; the order of keys is no part of it).
             lines.append(f'{body[:-1]},"hash":"{prev}"}}')
+        return lines
+
+    return seal
+
+
+def _chained(seals: list[Seal]) -> Seal:
+    """One seal of a group's: each seal's records chained after the one before's."""
+
+    def seal(prev: str, count: int) -> list[str]:
+        lines: list[str] = []
+        for part in seals:
+            sealed = part(prev, count)
+            if sealed:
+                prev, count = group.head_of(sealed[-1]), count + len(sealed)
+                lines += sealed
         return lines
 
     return seal
@@ -55,8 +72,27 @@ class ChainedLog:
     def _append_chained(self, seal: Seal, anchor_later: bool = False) -> None:
         """Under the store's lock: read the head, write seal(head, count) after it, move the head.
         `anchor_later`: the records are durable when this returns, the head's anchor (where the
-        store keeps one apart) may wait for the next append or sync()."""
+        store keeps one apart) may wait for the next append or sync(). Called by one thread at
+        a time per queue (_appends), with a group's seals made one."""
         raise NotImplementedError
+
+    _appends: group.Queue | None = None  # where this process's appends to the store queue up (audit/group.py)
+    _anchor_synced = True  # no anchor written since the last durable one (a store with an anchor apart)
+
+    def _queue(self) -> group.Queue:
+        if self._appends is None:
+            with group._queues_lock:
+                if self._appends is None:
+                    self._appends = group.Queue()
+        return self._appends
+
+    def _write_group(self, tickets: list[Ticket]) -> None:
+        """The leader's write of a group (group.Queue): one append under the store's lock, the
+        anchor durable unless every append in it may leave it for later."""
+        later = all(t.later for t in tickets)
+        self._append_chained(tickets[0].seal if len(tickets) == 1 else _chained([t.seal for t in tickets]), later)
+        for ticket in tickets:
+            ticket.owner._anchor_synced = not later
 
     def anchor(self) -> dict[str, Any] | None:
         raise NotImplementedError
@@ -82,7 +118,7 @@ class ChainedLog:
     def append_many(self, records: list[AuditRecord], *, anchor_later: bool = False) -> list[dict[str, Any]]:
         """Chain `records` after the head and store them in one write; the records as stored."""
         written: list[dict[str, Any]] = []
-        self._append_chained(sealer(records, written), anchor_later)
+        self._queue().append(Ticket(sealer(records, written), anchor_later or self.lazy_anchor, self), self._write_group)
         for full in written:  # stored: now they may also leave as OTLP log records ([telemetry] audit_logs)
             telemetry.audit_record(full)
         return written

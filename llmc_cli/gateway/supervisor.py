@@ -115,6 +115,10 @@ class Supervisor:
             index = self.children.pop(pid, None)
             if index is None:
                 continue
+            # The pid reaches the pipe before the worker can end: read what came since the last
+            # look, or a worker that said it serves and ended in between would count as one that
+            # never served (and stop the gateway).
+            self.ready()
             served = pid in self.serving
             self.serving.discard(pid)
             if self.stopping:

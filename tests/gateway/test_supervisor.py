@@ -66,7 +66,8 @@ def test_a_worker_that_ends_after_it_served_is_started_again_and_a_signal_stops_
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 0, stderr
-    crashed = next(line.split()[2] for line in lines if line.startswith("serving 0") and "first=True" in line)
+    crashed = next((line.split()[2] for line in lines if line.startswith("serving 0") and "first=True" in line), None)
+    assert crashed is not None, (lines, stderr)  # seen missing once in a loaded whole-suite run: say what came
     assert f"supervisor: worker 0 (pid {crashed}) exited with code 3; starting it again" in stderr
     pids = [int(line.split()[2]) for line in lines if line.startswith("serving")]
     assert wait_until(lambda: all(not _alive(pid) for pid in pids), 10)
@@ -76,3 +77,26 @@ def _alive(pid: int) -> bool:
     from tests.processes import gone
 
     return not gone(pid)
+
+
+def test_a_worker_that_said_it_serves_and_ended_before_the_supervisor_looked_counts_as_served() -> None:
+    """Its pid was on the ready pipe, unread, when the supervisor reaped it: it served (started
+    again), not "ended before it served" (which stops the gateway)."""
+    import os
+
+    from llmc_cli.gateway.supervisor import Supervisor
+
+    logged: list[str] = []
+    supervisor = Supervisor(1, logged.append)
+    pid = os.fork()
+    if pid == 0:  # the worker: says it serves, then ends at once
+        os.write(supervisor.ready_w, b"%d\n" % os.getpid())
+        os._exit(3)
+    supervisor.children[pid] = 0
+    supervisor.started[0] = time.monotonic()
+    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # it has ended; not reaped yet
+    supervisor.reap()
+    os.close(supervisor.ready_r)
+    os.close(supervisor.ready_w)
+    assert supervisor.failed is None and 0 in supervisor.due, logged
+    assert logged == [f"worker 0 (pid {pid}) exited with code 3; starting it again (its host sessions are lost)"]

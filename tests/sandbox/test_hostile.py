@@ -176,7 +176,10 @@ def test_desktop_commander_under_bwrap(tmp_path: Path, fake_home: Path) -> None:
         f"[servers.dc]\ncommand = {json.dumps(node)}\nargs = [{json.dumps(entry)}]\n"
         f'sandbox = "bwrap"\nwrite_paths = {toml_list([str(data)])}\ncwd = {json.dumps(str(data))}\n'
     )
-    script = f"echo made > {data}/made.txt; cat {fake_home}/.ssh/id_ed25519; echo done"
+    # The pause after `done`: Desktop Commander answers start_process on Node's `exit` event,
+    # which may come before the child's last output was read (seen once in a loaded suite: an
+    # empty "Initial output"); a second of quiet lets the output arrive first.
+    script = f"echo made > {data}/made.txt; cat {fake_home}/.ssh/id_ed25519; echo done; sleep 1"
     result = llmc(
         "-p", str(profile), "call", "--yes", "dc.start_process", "--json", json.dumps({"command": script, "timeout_ms": 20000})
     )
