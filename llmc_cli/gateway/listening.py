@@ -23,8 +23,8 @@ from llmc_cli.mcp.versions import META_PREFIX as META
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
+    from llmc_cli.gateway.host_reads import HostReads
     from llmc_cli.gateway.toolbox import Toolbox
-    from llmc_cli.policy import ReadKind
 
 SUBSCRIPTION = META + "subscriptionId"
 FLAGS = {
@@ -49,9 +49,8 @@ class ListeningHost(Host, Protocol):
     @property
     def legacy_version(self) -> str | None: ...
 
-    def route(self, name: JSON, what: str, modern: str | None = None) -> tuple[str, str]: ...
-
-    def readable_route(self, name: JSON, kind: ReadKind, modern: str | None = None) -> tuple[str, str]: ...
+    @property
+    def reads(self) -> HostReads: ...  # routes names as reads do: what a host may not read, it may not watch
 
 
 @dataclass
@@ -73,9 +72,9 @@ class Subscriptions:
         """resources/(un)subscribe; updates reach the connection's channel."""
         toolbox = self.connection.toolbox
         if method == "resources/subscribe":  # what the policy hides cannot be watched either
-            route = self.connection.readable_route(params.get("uri"), "resource")
+            route = self.connection.reads.readable_route(params.get("uri"), "resource")
         else:
-            route = self.connection.route(params.get("uri"), "resource")
+            route = self.connection.reads.route(params.get("uri"), "resource")
         try:
             if method == "resources/subscribe":
                 toolbox.subscribers.subscribe(self.connection, *route)
