@@ -127,7 +127,9 @@ def test_front_ends_run_calls_and_reads_through_the_pipeline() -> None:
         assert "command_calls(" in sources[module] and ".run(" in sources[module], module
     assert "command_calls(" in sources["llmc_cli.cli.batch"] and "run_batch(" in sources["llmc_cli.cli.batch"]
     assert "command_calls(" in sources["llmc_cli.cli.ask"] and "calls.run(" in sources["llmc_cli.agent.runs"]
-    assert sources["llmc_cli.gateway.connection"].count("services.host_calls(") == 2  # a call, a read
+    assert "services.host_calls(" in sources["llmc_cli.gateway.served"]  # the pipeline of a host's request
+    for module in ("llmc_cli.gateway.tool_calls", "llmc_cli.gateway.host_reads"):  # a call, a read
+        assert "pipeline(" in sources[module] and "calls.run(" in sources[module], module
     assert "services.open_calls(" in sources["llmc_cli.cli.common"]
 
 

@@ -1,5 +1,6 @@
 """A host's connection as the modules beneath connection.py see it (toolbox.py, relay.py; and
-listening.py's ListeningHost, which adds to it): what they ask of it, not the class.
+listening.py's ListeningHost and tool_calls.py's CallingHost, which add to it): what they ask
+of it, not the class.
 connection.py imports them; they import only this, so the dependency goes one way."""
 
 from __future__ import annotations

@@ -23,8 +23,8 @@ from llmc_cli.mcp.versions import META_PREFIX as META
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
+    from llmc_cli.gateway.host_reads import HostReads
     from llmc_cli.gateway.toolbox import Toolbox
-    from llmc_cli.policy import ReadKind
 
 SUBSCRIPTION = META + "subscriptionId"
 FLAGS = {
@@ -49,9 +49,8 @@ class ListeningHost(Host, Protocol):
     @property
     def legacy_version(self) -> str | None: ...
 
-    def route(self, name: JSON, what: str, modern: str | None = None) -> tuple[str, str]: ...
-
-    def readable_route(self, name: JSON, kind: ReadKind, modern: str | None = None) -> tuple[str, str]: ...
+    @property
+    def reads(self) -> HostReads: ...  # routes names as reads do: what a host may not read, it may not watch
 
 
 @dataclass
@@ -73,12 +72,12 @@ class Subscriptions:
         """resources/(un)subscribe; updates reach the connection's channel."""
         toolbox = self.connection.toolbox
         if method == "resources/subscribe":  # what the policy hides cannot be watched either
-            route = self.connection.readable_route(params.get("uri"), "resource")
+            route = self.connection.reads.readable_route(params.get("uri"), "resource")
         else:
-            route = self.connection.route(params.get("uri"), "resource")
+            route = self.connection.reads.route(params.get("uri"), "resource")
         try:
             if method == "resources/subscribe":
-                toolbox.subscribe(self.connection, *route)
+                toolbox.subscribers.subscribe(self.connection, *route)
                 self.subscribed.add(route)
             else:
                 self.subscribed.discard(route)
@@ -102,11 +101,11 @@ class Subscriptions:
             subscribed: list[JSON] = []
             honored["resourceSubscriptions"] = subscribed
             for uri in uris:
-                route = self.connection.toolbox.route_uri(uri)
-                if route is None or not self.connection.toolbox.readable("resource", *route, self.connection.upstreams):
+                route = self.connection.toolbox.routes.route_uri(uri)
+                if route is None or not self.connection.toolbox.listing.readable("resource", *route, self.connection.upstreams):
                     continue  # unknown, or hidden by the policy: not honoured
                 try:
-                    self.connection.toolbox.subscribe(self.connection, *route)
+                    self.connection.toolbox.subscribers.subscribe(self.connection, *route)
                 except LlmcError:
                     continue  # the upstream offers no subscriptions (or is down): not honoured
                 listen.resources.add(route)
@@ -147,7 +146,7 @@ class Subscriptions:
     def updated(self, server: str, params: JSONObject) -> None:
         """An upstream resource changed: to the channel if subscribed there, and to listens on it."""
         route = (server, str(params.get("uri")))
-        exposed = {**params, "uri": self.connection.toolbox.expose(*route)}
+        exposed = {**params, "uri": self.connection.toolbox.routes.expose(*route)}
         if route in self.subscribed and self.connection.channel is not None:
             self.connection.channel(jsonrpc.notification("notifications/resources/updated", exposed))
         for msg_id, listen in list(self.listens.items()):
@@ -157,4 +156,4 @@ class Subscriptions:
     def _release(self, route: tuple[str, str]) -> None:
         """Unsubscribe upstream unless this connection still wants the resource elsewhere."""
         if route not in self.subscribed and not any(route in listen.resources for listen in self.listens.values()):
-            self.connection.toolbox.unsubscribe(self.connection, *route)
+            self.connection.toolbox.subscribers.unsubscribe(self.connection, *route)

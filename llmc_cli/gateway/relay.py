@@ -25,6 +25,7 @@ from llmc_cli.mcp.router import Router
 from llmc_cli.model import JSON, JSONObject, canonical_json
 
 if TYPE_CHECKING:
+    from llmc_cli.catalog import Catalog
     from llmc_cli.gateway.host import Host
 
 Send = Callable[[JSONObject], None]
@@ -158,3 +159,9 @@ def own_result(result: JSONObject) -> JSONObject:
         else:
             del out["_meta"]
     return out
+
+
+def forward(method: str, server: str, params: JSONObject, upstreams: Catalog) -> JSONObject:
+    """A request about one server's resource or prompt that reads nothing (a subscription, a
+    completion; reads go through services.read); RpcError as the server said."""
+    return own_result(upstreams.session(server).request(method, params))

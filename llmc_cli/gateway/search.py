@@ -1,6 +1,6 @@
 """The gateway's tool search (`[serve] tool_search = true`): hosts see `llmc.search_tools`,
 `llmc.call_tool` and the `[serve] pinned` tools instead of every tool of the profile. A search
-ranks the tools the host could call directly (services/search.py over Toolbox.tools(): the
+ranks the tools the host could call directly (services/search.py over Listings.tools(): the
 policy's visible ones, less the drifted); `llmc.call_tool {name, arguments}` is answered as a
 tools/call of the named tool itself, so policy, confirmation, audit (which names the real
 tool) and rate limits are those of a direct call. A principal's toolbox is its own profile's,
@@ -33,22 +33,22 @@ def meta(toolbox: Toolbox, name: str) -> str | None:
     """SEARCH or CALL for a name of one of them, in the dotted spelling or the toolbox's
     (`[serve] name_separator`); None for any other name."""
     for tool in (SEARCH, CALL):
-        if name in (tool, toolbox.names.meta(tool.partition(".")[2])):
+        if name in (tool, toolbox.routes.names.meta(tool.partition(".")[2])):
             return tool
     return None
 
 
 def pinned(toolbox: Toolbox, tool: Tool) -> bool:
     """Whether a `[serve] pinned` glob names the tool, in the dotted spelling or as hosts see it."""
-    names = {tool.qualified_name, toolbox.tool_name(tool)}
+    names = {tool.qualified_name, toolbox.routes.tool_name(tool)}
     return any(fnmatchcase(name, pattern) for pattern in toolbox.serve.pinned for name in names)
 
 
 def listing(toolbox: Toolbox, clearance: str | None = None) -> list[JSONObject]:
     """tools/list under tool search: the two tools of llmc, then the pinned tools of the profile
     (of the servers `clearance` covers)."""
-    tools = toolbox.tools(clearance)
-    search_name, call_name = toolbox.names.meta("search_tools"), toolbox.names.meta("call_tool")
+    tools = toolbox.listing.tools(clearance)
+    search_name, call_name = toolbox.routes.names.meta("search_tools"), toolbox.routes.names.meta("call_tool")
     return [
         {
             "name": search_name,
@@ -83,7 +83,7 @@ def listing(toolbox: Toolbox, clearance: str | None = None) -> list[JSONObject]:
                 "required": ["name"],
             },
         },
-        *(toolbox.describe(t) for t in tools if pinned(toolbox, t)),
+        *(toolbox.listing.describe(t) for t in tools if pinned(toolbox, t)),
     ]
 
 
@@ -91,7 +91,7 @@ def search(toolbox: Toolbox, arguments: Mapping[str, object], clearance: str | N
     """A llmc.search_tools call's result (a tool error for bad arguments)."""
     query, limit = arguments.get("query"), arguments.get("limit", DEFAULT_LIMIT)
     if not isinstance(query, str) or not query.strip():
-        return tool_error(f"{toolbox.names.meta('search_tools')} needs a non-empty string `query`")
+        return tool_error(f"{toolbox.routes.names.meta('search_tools')} needs a non-empty string `query`")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         return tool_error(f"`limit` must be an integer from 1 to {MAX_LIMIT}")
     try:
@@ -100,7 +100,7 @@ def search(toolbox: Toolbox, arguments: Mapping[str, object], clearance: str | N
         return tool_error(e.message)
     rows: list[JSON] = [
         {
-            "name": toolbox.tool_name(m.tool),
+            "name": toolbox.routes.tool_name(m.tool),
             "score": round(m.score, 3),
             "description": m.tool.description,
             "inputSchema": m.tool.input_schema,
@@ -123,7 +123,7 @@ def _index(toolbox: Toolbox, clearance: str | None = None) -> ToolIndex | Semant
     """The index of the toolbox's tools (of the servers `clearance` covers), built again only when
     its tool list changed (the catalog keeps the same Tool objects until a server's list is fetched
     anew); fused with the semantic stage as the toolbox's profile says ([search] semantic)."""
-    tools = toolbox.tools(clearance)
+    tools = toolbox.listing.tools(clearance)
     key = (clearance, *(id(t) for t in tools))
     with _LOCK:
         cached = _INDEXES.get(toolbox)
@@ -160,7 +160,7 @@ def unwrap(toolbox: Toolbox, params: JSONObject) -> JSONObject | str:
     arguments = object_at(params, "arguments")
     name, inner = arguments.get("name"), arguments.get("arguments", {})
     if not isinstance(name, str) or not name or meta(toolbox, name) is not None:
-        return f"{toolbox.names.meta('call_tool')} needs `name`: a tool's name as {toolbox.names.meta('search_tools')} gave it"
+        return f"{toolbox.routes.names.meta('call_tool')} needs `name`: a tool's name as {toolbox.routes.names.meta('search_tools')} gave it"
     if not isinstance(inner, dict):
         return "`arguments` must be an object"
     return {**params, "name": name, "arguments": inner}

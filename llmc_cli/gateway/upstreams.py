@@ -82,9 +82,12 @@ class Upstreams:
         with self.lock:
             pool = self.pools.get(key)
             if pool is None:
-                pool = self.pools[key] = PrincipalUpstreams(
-                    toolbox, toolbox.host_upstreams(admit=lambda server: self._admit(key, server))
-                )
+                # Without principals (a gateway that asks for none) every host is the same one:
+                # its connections are the shared ones the gateway warmed up at start, so a first
+                # call pays no second start and no server runs twice. A principal has its own.
+                anonymous = principal is None and toolbox is self.toolboxes[self.served.name]
+                catalog = toolbox.catalog if anonymous else toolbox.host_upstreams(admit=lambda server: self._admit(key, server))
+                pool = self.pools[key] = PrincipalUpstreams(toolbox, catalog)
             pool.last_used = time.monotonic()
             if session:
                 pool.sessions += 1
@@ -142,6 +145,7 @@ class Upstreams:
                 pool
                 for pool in self.pools.values()
                 if pool.sessions == 0
+                and pool.catalog is not pool.toolbox.catalog  # the shared ones stay, as they always did
                 and pool.catalog not in listening
                 and pool.catalog.pool.held()
                 and now - pool.last_used > pool.toolbox.profile.profile.serve.upstream_idle_timeout

@@ -4,6 +4,7 @@ Certificates are made here, at test time: a CA, the gateway's (for 127.0.0.1) an
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import http.client
 import ipaddress
@@ -149,13 +150,22 @@ def test_https_serves_hosts_and_refuses_plain_http(gateway_profile: Path, pki: P
     assert any(f"https://127.0.0.1:{gateway.port}/mcp" in line for line in lines), lines
 
 
-def test_a_client_that_never_says_hello_is_dropped_at_the_head_deadline(gateway_profile: Path, pki: Pki) -> None:
+@pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
+def test_a_client_that_never_says_hello_is_dropped_at_the_head_deadline(
+    gateway_profile: Path, pki: Pki, loop: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A TCP connection to the TLS port that sends nothing (or half a ClientHello) is closed when
-    a request's head would be late (here 1 s), not after asyncio's 60 s handshake timeout."""
+    a request's head would be late (here 1 s), not after the event loop's 60 s handshake
+    timeout: on uvloop's loop (the `fast` extra) and on asyncio's."""
     from llmc_cli.gateway.http_server import Tls
 
+    if loop == "uvloop":
+        pytest.importorskip("uvloop")
+    else:
+        monkeypatch.setenv("LLMC_EVENT_LOOP", "asyncio")
     cert, key = pki.issue("gateway", "127.0.0.1", server=True)
     with gateway_in_process(gateway_profile, tls=Tls(cert, key), pending_seconds=1.0) as gateway:
+        assert isinstance(gateway.running.loop, asyncio.SelectorEventLoop) is (loop == "asyncio")
         for opening in (b"", b"\x16\x03\x01"):  # silence; the first bytes of a TLS record, then silence
             with socket.create_connection(("127.0.0.1", gateway.port), timeout=30) as sock:
                 sock.sendall(opening)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.gateway.test_http import Gateway, start, stop
-from tests.gateway.test_stateful_upstreams import TOKENS, HttpHost, _text
+from tests.gateway.test_stateful_upstreams import TOKENS, HttpHost, _text, modern_call
 from tests.helpers import PEERS
 
 PROFILE = """\
@@ -159,3 +159,32 @@ def test_per_session_and_the_caps_are_checked_profile_keys(tmp_path: Path) -> No
         bad.write_text("\n".join(wrong if line.startswith(field + " =") else line for line in text.splitlines()))
         refused = llmc("-p", str(bad), "servers", "list")
         assert refused.returncode == 3 and key in refused.stderr and "Traceback" not in refused.stderr, refused.stderr
+
+
+def test_without_principals_hosts_use_the_upstreams_warmed_at_start(tmp_path: Path) -> None:
+    """A gateway that asks for no principal has one user: its hosts call through the
+    connections the gateway started (warmed) for its tool lists, so the first call pays no
+    second cold start and the server does not run twice; per_session servers still get one
+    process per host session."""
+    mark = uuid.uuid4().hex
+    profile = tmp_path / "anonymous.toml"
+    text = PROFILE.format(
+        python=json.dumps(sys.executable), server=json.dumps(str(PEERS / "sdk_server.py")), mark=mark, cap=16, idle=60
+    )
+    profile.write_text(text.split("[serve.principals.alice]")[0])
+    gateway = start(profile)
+    try:
+        assert settled(f"{mark}-sdk", 1) == 1 and settled(f"{mark}-own", 1) == 1  # warmed at start
+        first = HttpHost(gateway, "alice")  # a token nobody asked for: no principal
+        assert _text(first.call("sdk.remember", key="k", value="v1"))[0] is False
+        assert processes(f"{mark}-sdk") == 1  # the call ran on the warmed process, none was started
+        # the same process: what one host session left, the next one (and a 2026-07-28 request) sees
+        assert _text(HttpHost(gateway, "bob").call("sdk.recall", key="k")) == (False, "v1")
+        assert _text(modern_call(gateway, "bob", "sdk.recall", key="k")) == (False, "v1")
+        assert processes(f"{mark}-sdk") == 1
+        assert _text(first.call("own.remember", key="k", value="v"))[0] is False
+        assert settled(f"{mark}-own", 2) == 2  # per_session: the session's own
+        first.end()
+        assert settled(f"{mark}-own", 1) == 1 and processes(f"{mark}-sdk") == 1  # the shared one stays
+    finally:
+        stop(gateway)

@@ -39,6 +39,9 @@ def test_a_killed_workers_sessions_resume_from_the_database(isolated_dirs: Path,
             response = post(conn, call("sdk.add", n + 2, a=n, b=1), session)
             assert response.status == 200 and reply_of(response)["result"]["structuredContent"] == {"result": n + 1}
             conn.close()
+        # A call's outcome is written with the next decision or within a second (audit.Deferred):
+        # on disk before the worker is killed (a SIGKILL within that second loses it by design).
+        assert wait_until(lambda: json.loads(llmc("audit", "head").stdout)["records"] >= 2 * 4, 30)
         victim = workers_of(running)[0]
         os.kill(victim, signal.SIGKILL)
         assert wait_until(lambda: len(workers_of(running)) == 2 and victim not in workers_of(running), 60)

@@ -1,0 +1,62 @@
+"""A host's connection as the parts that answer its requests see it (host_reads.py, tool_calls.py),
+and the services pipeline each of its requests goes through. They import this, never
+connection.py, so the dependency goes one way."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+from llmc_cli import services
+from llmc_cli.mcp.messages import JSONObject
+
+if TYPE_CHECKING:
+    from llmc_cli.catalog import Catalog
+    from llmc_cli.gateway.toolbox import Toolbox
+    from llmc_cli.model import Tool, ToolCall
+    from llmc_cli.services import Pipeline
+
+
+class ServedHost(Protocol):
+    """The toolbox a host is served from, its upstream connections, the clearance its principal
+    has, whose cached results are its own, and what the audit trail records of it."""
+
+    @property
+    def toolbox(self) -> Toolbox: ...
+
+    @property
+    def upstreams(self) -> Catalog: ...
+
+    @property
+    def clearance(self) -> str | None: ...
+
+    @property
+    def cache_scope(self) -> str: ...
+
+    def host_identity(self, params: JSONObject, modern: str | None) -> JSONObject: ...
+
+
+def pipeline(
+    host: ServedHost,
+    params: JSONObject,
+    modern: str | None,
+    *,
+    interactive: bool = False,
+    confirm: Callable[[ToolCall, Tool | None], bool] | None = None,
+) -> Pipeline:
+    """The pipeline of one of the host's requests (services.host_calls): the profile's policy,
+    state and audit trail, the host's identity, upstreams and clearance; `confirm` asks the
+    host's user where `interactive` says it can be asked."""
+    toolbox = host.toolbox
+    return services.host_calls(
+        host.upstreams,
+        toolbox.profile,
+        toolbox.state,
+        audit=toolbox.audit,
+        masker=toolbox.masker,
+        client=host.host_identity(params, modern),
+        host_session=host.cache_scope,
+        interactive=interactive,
+        confirm=confirm,
+        clearance=host.clearance,
+    )

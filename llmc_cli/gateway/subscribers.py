@@ -1,0 +1,105 @@
+"""The upstream side of what hosts listen for, shared by every host connection of a toolbox: a
+resource is subscribed upstream while at least one host is subscribed to it (an upstream
+connection may be shared), an upstream's resource update reaches the hosts subscribed to it
+through that connection, and an upstream's list change reaches every host connection."""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import TYPE_CHECKING
+
+from llmc_cli.errors import LlmcError
+from llmc_cli.gateway.relay import forward
+from llmc_cli.mcp.messages import object_at
+from llmc_cli.mcp.versions import MODERN_VERSIONS
+from llmc_cli.model import JSONObject
+
+if TYPE_CHECKING:
+    from llmc_cli.catalog import Catalog
+    from llmc_cli.gateway.host import Host
+
+LIST_CHANGED = ("notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed")
+
+
+class Subscribers:
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog  # the shared upstream connections
+        self.connections: weakref.WeakSet[Host] = weakref.WeakSet()  # every open host connection: for list_changed
+        self._lock = threading.Lock()
+        # (upstream catalog, server, upstream URI) -> the host connections subscribed to it: an
+        # upstream connection may be shared, so it is subscribed while at least one host is
+        self._subscribers: dict[tuple[Catalog, str, str], set[Host]] = {}
+
+    def can_subscribe(self) -> bool:
+        """Whether some upstream offers resources/subscribe: an initialize-era one that declares it
+        (2026-07-28 upstreams have subscriptions/listen instead, which llmc's client does not
+        speak yet; one that cannot start offers nothing)."""
+
+        def offers(server: str) -> bool:
+            session = self.catalog.session(server)
+            resources = object_at(session.capabilities, "resources")
+            return session.protocol_version not in MODERN_VERSIONS and resources.get("subscribe") is True
+
+        per_server, _failures = self.catalog.each(offers)
+        return any(per_server.values())
+
+    def subscribe(self, connection: Host, server: str, uri: str) -> None:
+        """A host subscribes to an upstream resource; RpcError/LlmcError as the upstream refused."""
+        key = (connection.upstreams.serving(server), server, uri)
+        with self._lock:
+            first = key not in self._subscribers
+            self._subscribers.setdefault(key, set()).add(connection)
+        if first:
+            try:
+                forward("resources/subscribe", server, {"uri": uri}, key[0])
+            except LlmcError:
+                with self._lock:
+                    self._subscribers.pop(key, None)
+                raise
+
+    def unsubscribe(self, connection: Host, server: str, uri: str) -> None:
+        key = (connection.upstreams.serving(server), server, uri)
+        with self._lock:
+            hosts = self._subscribers.get(key)
+            if hosts is None or connection not in hosts:
+                return
+            hosts.discard(connection)
+            last = not hosts
+            if last:
+                del self._subscribers[key]
+        if last:
+            try:
+                forward("resources/unsubscribe", server, {"uri": uri}, key[0])
+            except LlmcError:
+                pass  # the upstream may be gone: nothing is subscribed there any more either way
+
+    def forget(self, connection: Host) -> None:
+        """A host connection closed: it hears no more list changes, and its subscriptions end with it."""
+        self.connections.discard(connection)
+        with self._lock:
+            keys = [key for key, hosts in self._subscribers.items() if connection in hosts]
+        for _upstreams, server, uri in keys:
+            self.unsubscribe(connection, server, uri)
+
+    def resource_updated(self, params: JSONObject, source: Catalog) -> None:
+        """An upstream's resource changed: every host subscribed to it through that catalog's
+        connections hears, under its name there. The hook does not say which server sent it, so a
+        URI two servers share reaches the subscribers of both (they re-read; nothing is revealed
+        that a read would not)."""
+        uri = params.get("uri")
+        with self._lock:
+            targets = [
+                (server, host)
+                for (upstreams, server, u), hosts in self._subscribers.items()
+                if u == uri and upstreams is source
+                for host in hosts
+            ]
+        for server, host in targets:
+            host.subscriptions.updated(server, params)
+
+    def list_changed(self, method: str) -> None:
+        if method not in LIST_CHANGED:
+            return
+        for connection in list(self.connections):
+            connection.subscriptions.changed(method)
