@@ -28,6 +28,7 @@ from llmc_cli.mcp.jsonrpc import LONE_SURROGATE, has_lone_surrogate
 from llmc_cli.model import ARGUMENTS_TOO_DEEP, MAX_ARGUMENT_DEPTH, JSONObject, Tool, ToolCall, arguments_too_deep
 from llmc_cli.policy import Decision
 from llmc_cli.policy.approval import Approval, call_text
+from llmc_cli.services import inspect as inspect_stage  # a module attribute: tests replace inspectors_for
 
 if TYPE_CHECKING:
     from llmc_cli.policy import Decision
@@ -113,11 +114,9 @@ class Invocation:
     def inspectors(self) -> tuple[Inspector, ...]:
         if self.inspection is not None:
             return self.inspection
-        from llmc_cli.services.inspect import InstructionsInspector, inspectors_for
-
-        found = inspectors_for(self.profile)
+        found = inspect_stage.inspectors_for(self.profile)
         # what a model reads next (ask, the gateway): text in it that addresses the model is flagged
-        return (*found, InstructionsInspector()) if self.caller == "model" else found
+        return (*found, inspect_stage.InstructionsInspector()) if self.caller == "model" else found
 
     @cached_property
     def approval_key(self) -> bytes:
