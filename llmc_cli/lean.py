@@ -199,14 +199,22 @@ _HMAC_INNER = bytes(x ^ 0x36 for x in range(256))
 _HMAC_OUTER = bytes(x ^ 0x5C for x in range(256))
 
 
+_hmac_pads: dict[bytes, tuple[Any, Any]] = {}  # a key's inner and outer hashes of its pads
+
+
 def hmac_sha256(key: bytes, message: bytes) -> str:
     """hmac.new(key, message, hashlib.sha256).hexdigest() (RFC 2104, as hmac.py computes it without
-    OpenSSL), so that an approval hash does not load OpenSSL either."""
-    if len(key) > 64:
-        key = sha256(key).digest()
-    key = key.ljust(64, b"\0")
-    inner = sha256(key.translate(_HMAC_INNER))
+    OpenSSL), so that an approval hash does not load OpenSSL either. The hashes of a key's pads
+    are made once and copied for each message (a process has one approval key: a batch hashes
+    every call with it)."""
+    pads = _hmac_pads.get(key)
+    if pads is None:
+        padded = (sha256(key).digest() if len(key) > 64 else key).ljust(64, b"\0")
+        pads = (sha256(padded.translate(_HMAC_INNER)), sha256(padded.translate(_HMAC_OUTER)))
+        if len(_hmac_pads) < 8:
+            _hmac_pads[key] = pads
+    inner = pads[0].copy()
     inner.update(message)
-    outer = sha256(key.translate(_HMAC_OUTER))
+    outer = pads[1].copy()
     outer.update(inner.digest())
     return outer.hexdigest()

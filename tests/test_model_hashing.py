@@ -27,6 +27,13 @@ def test_hmac_is_the_stdlib_s(key: bytes, message: bytes) -> None:
     assert model.hmac_sha256(key, message) == hmac.new(key, message, hashlib.sha256).hexdigest()
 
 
+def test_one_key_hashes_many_messages_alike() -> None:
+    """The key's pads are hashed once and copied per message: none is consumed by the one before."""
+    key = b"approval-key" * 3
+    for message in (b"a", b"b" * 100, b"", b"a"):
+        assert model.hmac_sha256(key, message) == hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
 def test_a_process_that_hashes_much_moves_to_openssl(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(model, "_sha256_state", [0, model._builtin_sha256])
     small = b"x" * 1000

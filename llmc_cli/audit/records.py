@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import os
 import pwd
-import socket
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -35,12 +34,13 @@ def now_iso() -> str:
 
 
 def identity() -> dict[str, Any]:
-    return {**_user_and_host(), "pid": os.getpid()}
+    return dict(_user_and_host())
 
 
 @functools.lru_cache(maxsize=1)
-def _user_and_host() -> dict[str, str]:
-    """Looked up once per process: a batch writes them into every record."""
+def _user_and_host() -> dict[str, Any]:
+    """Looked up once per process (a forked child looks again): a batch writes them into every
+    record, and os.getpid() is a system call."""
     # getpass.getuser()'s rule, without importing getpass (and termios) for it
     user = next((os.environ[name] for name in ("LOGNAME", "USER", "LNAME", "USERNAME") if os.environ.get(name)), None)
     if user is None:
@@ -48,7 +48,11 @@ def _user_and_host() -> dict[str, str]:
             user = pwd.getpwuid(os.getuid()).pw_name
         except (KeyError, OSError):
             user = str(os.getuid())
-    return {"user": user, "host": socket.gethostname()}
+    # socket.gethostname()'s host name, without importing socket
+    return {"user": user, "host": os.uname().nodename, "pid": os.getpid()}
+
+
+os.register_at_fork(after_in_child=_user_and_host.cache_clear)
 
 
 def mask_secrets(value: object, secrets: Iterable[str] | None = None) -> Any:

@@ -34,6 +34,7 @@ class ToolLists:
 
     def __init__(self) -> None:
         self.by_server: dict[str, list[Tool]] = {}
+        self._named: dict[str, tuple[list[Tool], dict[str, Tool]]] = {}  # a listing and its tools by name
         # Servers that announced notifications/tools/list_changed since the result cache last
         # looked (services/caching.py drops their cached results).
         self.changed: set[str] = set()
@@ -45,9 +46,22 @@ class ToolLists:
             self.by_server[server] = [Tool.from_mcp(server, t) for t in raw]
         return self.by_server[server]
 
+    def find(self, server: str, name: str, session: Callable[[str], ClientSession]) -> Tool | None:
+        """The server's tool of that name (the first of it), listed the first time, found by one
+        lookup: a batch asks for every line's tool, and the policy and the cache ask again."""
+        tools = self.of(server, session)
+        made = self._named.get(server)
+        if made is None or made[0] is not tools:  # an index of this very listing (a new one replaces it)
+            made = (tools, {})
+            for tool in tools:
+                made[1].setdefault(tool.name, tool)
+            self._named[server] = made
+        return made[1].get(name)
+
     def forget(self, server: str) -> None:
         """The next listing asks the server again."""
         self.by_server.pop(server, None)
+        self._named.pop(server, None)
 
     def names(self) -> dict[str, list[str]]:
         """The tool names of every server listed so far (for the caller's cache)."""

@@ -50,7 +50,7 @@ def resolve_tool(catalog: Catalog, name: str, known: Mapping[str, Collection[str
 
 
 def find_tool(catalog: Catalog, server: str, tool: str) -> Tool | None:
-    return next((t for t in catalog.tools_of(server) if t.name == tool), None)
+    return catalog.tools.find(server, tool, catalog.root().session)
 
 
 def require_tool(catalog: Catalog, server: str, tool: str) -> Tool:

@@ -96,8 +96,9 @@ def emit_lines() -> tuple[Callable[[Any], None], Callable[[], None]]:
     pending: list[str] = []
 
     def write(item: Any) -> None:
-        _end_status()
-        pending.append(json_line(item) + "\n")
+        if _status_shown:
+            _end_status()
+        pending.append(_json_safe(compact_json(item)) + "\n")  # json_line's, a call less per line
 
     def flush() -> None:
         if pending:
@@ -180,6 +181,8 @@ _JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e
 
 
 def _json_safe(text: str) -> str:
+    if text.isascii() and "\x7f" not in text:  # ASCII (a flag of the string) but DEL: nothing to escape
+        return text
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 

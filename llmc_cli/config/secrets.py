@@ -172,6 +172,10 @@ class Masker:
             return self.text(value)
         if not isinstance(value, (dict, list, tuple)):
             return value
+        if isinstance(value, dict):
+            flat = _masked_flat(self, value, by_name)  # most values masked are one flat object (arguments)
+            if flat is not None:
+                return flat
         root: list[Any] = [None]
         stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
         while stack:
@@ -194,6 +198,19 @@ class Masker:
                 out = item
             parent[slot] = out
         return root[0]
+
+
+def _masked_flat(masker: Masker, value: dict[Any, Any], by_name: bool) -> dict[Any, Any] | None:
+    """What _walk makes of an object none of whose values is an object or array, in one loop
+    without its stack; None for any other (the walk decides)."""
+    text = masker.text
+    out: dict[Any, Any] = {}
+    for k, v in value.items():
+        key = text(k) if isinstance(k, str) else k
+        if isinstance(v, (dict, list, tuple)) or key in out:  # nested, or two keys masked alike
+            return None
+        out[key] = MASK if by_name and isinstance(k, str) and is_secret_name(k) else text(v) if isinstance(v, str) else v
+    return out
 
 
 def argument_secrets(arguments: object) -> set[str]:

@@ -180,7 +180,7 @@ class ClientSession:
 
     def request(self, method: str, params: JSONObject | None = None, *, timeout: float | None = None) -> JSONObject:
         """Send a request and wait for its result; fulfils `input_required` rounds (modern)."""
-        params = dict(params or {})
+        params = params or {}  # not changed here: each round below makes its own
         for _ in range(MAX_INPUT_ROUNDS):
             result = self._request_raw(method, params, timeout)
             if result.get("resultType") != "input_required":
@@ -329,8 +329,9 @@ class ClientSession:
         if self._closed_error is not None:
             raise self._closed_error
         request_id = next(self._ids)
-        params = dict(params or {})
-        meta = dict(object_at(params, "_meta"))
+        params = dict(params) if params else {}
+        given = params.get("_meta")
+        meta = dict(given) if isinstance(given, dict) else {}
         if self.era == "modern":
             meta.update(
                 {
@@ -351,7 +352,7 @@ class ClientSession:
             meta.update(watch.meta())
         if meta:
             params["_meta"] = meta
-        future = self._inflight.open(request_id, token=_token(own_token))
+        future = self._inflight.open(request_id, token=None if own_token is None else _token(own_token))
         result: JSONObject | None = None
         error: BaseException | None = None
         limit = timeout if timeout is not None else self.timeout

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from llmc_cli import interrupts
 from llmc_cli.errors import ExitCode, LlmcError, PolicyDenied, SkippedAfterFailure
-from llmc_cli.model import JSON, JSONObject, ToolCall, ToolResult, dataclass
+from llmc_cli.model import JSON, JSONObject, Tool, ToolCall, ToolResult, dataclass
 
 if TYPE_CHECKING:
     from llmc_cli.services.calls import Authorization
@@ -98,7 +98,11 @@ class Batch:
         self.on_wait = on_wait
         self.authorized: dict[int, Authorization] = {}
         self.stop = threading.Event()  # --fail-fast: a call failed, the rest are skipped
-        self.done = [threading.Event() for _ in items]
+        # Which items are done: flags, not an Event each (a thousand Conditions made and set for
+        # nothing: only the main thread waits, on _all_handed). A flag is set before _hand_on
+        # takes the lock that reads it, and never cleared.
+        self.done = [False] * len(items)
+        self.tools: dict[int, Tool] = {}  # each validated call's tool, found once for its decision
         self._handing = threading.Lock()  # one thread at a time hands items to on_done, in order
         self._handed = 0  # how many items on_done has had
         self._all_handed = threading.Event()
@@ -128,12 +132,17 @@ class Batch:
     # -- before any call runs -------------------------------------------------------------------
 
     def _route(self) -> None:
-        """Each line's tool name to its server (the starting servers only those the batch names)."""
+        """Each line's tool name to its server (the starting servers only those the batch names),
+        each name routed once."""
+        routes: dict[str, tuple[str, str]] = {}
         for item in self.items:
             if item.request is None or item.error is not None:
                 continue
             try:
-                server, name = self.pipeline.route(item.request)
+                route = routes.get(item.request.name)
+                if route is None:
+                    route = routes[item.request.name] = self.pipeline.route(item.request)
+                server, name = route
             except LlmcError as exc:
                 exc.message = f"line {item.index + 1}: {exc.message}"
                 item.error = exc
@@ -151,6 +160,7 @@ class Batch:
                 continue  # a server that cannot list its tools: the call itself reports it
             if tool is None:
                 continue  # likewise "no tool named ..."
+            self.tools[item.index] = tool
             try:
                 self.pipeline.validate(item.call, tool, here=True)
             except LlmcError as exc:
@@ -162,14 +172,14 @@ class Batch:
         for item in self._runnable():
             assert item.call is not None
             try:
-                self.authorized[item.index] = self.pipeline.authorize(item.call)
+                self.authorized[item.index] = self.pipeline.authorize(item.call, self.tools.get(item.index))
             except LlmcError as exc:
                 item.error = exc
         self.pipeline.decide(list(self.authorized.values()))
 
     def _finish(self, item: BatchItem) -> None:
         """The item is done: it, and every later one done before it, go to on_done now."""
-        self.done[item.index].set()
+        self.done[item.index] = True
         self._hand_on()
 
     def _hand_on(self) -> None:
@@ -177,7 +187,7 @@ class Batch:
         on_wait. Never raises: what on_done raises ends the handing and is raised by run()."""
         with self._handing:
             handed = self._handed
-            while self._handed < len(self.items) and self.done[self._handed].is_set() and self._hand_error is None:
+            while self._handed < len(self.items) and self.done[self._handed] and self._hand_error is None:
                 if interrupts.requested():  # the main thread reports the interruption; nothing more is shown
                     return
                 item = self.items[self._handed]
@@ -205,7 +215,7 @@ class Batch:
             if item.index in self.authorized:
                 queues.setdefault(item.call.server, []).append(item)  # type: ignore[union-attr]
             else:
-                self.done[item.index].set()
+                self.done[item.index] = True
         return queues
 
     # -- the calls --------------------------------------------------------------------------------
@@ -227,7 +237,7 @@ class Batch:
                         list(pool.map(self._run_one, group))
         finally:  # whatever broke this thread, no item is left waiting
             for item in queue:
-                if not self.done[item.index].is_set():
+                if not self.done[item.index]:
                     self._abandon(item, "the call did not run: the batch worker of its server failed")
 
     def _groups(self, queue: list[BatchItem]) -> Iterator[list[BatchItem]]:

@@ -28,6 +28,7 @@ from llmc_cli.mcp.jsonrpc import LONE_SURROGATE, has_lone_surrogate
 from llmc_cli.model import ARGUMENTS_TOO_DEEP, MAX_ARGUMENT_DEPTH, JSONObject, Tool, ToolCall, arguments_too_deep
 from llmc_cli.policy import Decision
 from llmc_cli.policy.approval import Approval, call_text
+from llmc_cli.services import inspect as inspect_stage  # a module attribute: tests replace inspectors_for
 
 if TYPE_CHECKING:
     from llmc_cli.policy import Decision
@@ -98,6 +99,7 @@ class Invocation:
         self.inspection = inspection
         self.clearance = clearance
         self.verdicts: policy.Verdicts = {}  # the policy's conclusions on this command's tools (policy.decide)
+        self.cleared_servers: dict[str, bool] = {}  # whether cleared_for may use each server (clearance_denial)
 
     @cached_property
     def cleared_for(self) -> str:
@@ -112,11 +114,9 @@ class Invocation:
     def inspectors(self) -> tuple[Inspector, ...]:
         if self.inspection is not None:
             return self.inspection
-        from llmc_cli.services.inspect import InstructionsInspector, inspectors_for
-
-        found = inspectors_for(self.profile)
+        found = inspect_stage.inspectors_for(self.profile)
         # what a model reads next (ask, the gateway): text in it that addresses the model is flagged
-        return (*found, InstructionsInspector()) if self.caller == "model" else found
+        return (*found, inspect_stage.InstructionsInspector()) if self.caller == "model" else found
 
     @cached_property
     def approval_key(self) -> bytes:
@@ -244,17 +244,17 @@ _NOT_FREE_TEXT = frozenset(
 
 def with_base(base: AuditRecord, record: AuditRecord, masker: Masker) -> AuditRecord:
     """A call's record: its base fields (masked already, Authorization) and `record`'s, masked here."""
-    return cast("AuditRecord", {**base, **masked(record, masker)})
+    return {**base, **masked(record, masker)}  # (no typing.cast: a call per record)
 
 
 def masked(record: AuditRecord, masker: Masker) -> AuditRecord:
     """Secret values masked in every free-text field (a reason or an error message may quote an
     argument or the environment), before the record is hashed into the chain."""
-    out = {k: v if k in _NOT_FREE_TEXT else masker(v) for k, v in record.items()}
+    out: AuditRecord = {k: v if k in _NOT_FREE_TEXT else masker(v) for k, v in record.items()}  # type: ignore[assignment]
     tool = out.get("tool")
     if isinstance(tool, str):  # a server names its tools: a name may carry a secret it was given
         out["tool"] = masker.text(tool)
-    return cast("AuditRecord", out)
+    return out
 
 
 def record_decisions(log: AuditSink, invocation: Invocation, authorizations: list[Authorization]) -> None:
@@ -269,8 +269,9 @@ def record_decisions(log: AuditSink, invocation: Invocation, authorizations: lis
                 a.opened = OPEN_CALLS.open(log, a.base, a.masker)
 
 
-def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Authorization:
-    """The policy's decision on a call (a confirmation asked or answered here); nothing runs."""
+def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall, tool: Tool | None = None) -> Authorization:
+    """The policy's decision on a call (a confirmation asked or answered here); nothing runs.
+    `tool`: the call's tool, when the caller found it already (the catalog's, for this call)."""
     profile = invocation.profile
     try:
         canonical = call_text(call)  # what the call's hash is taken over
@@ -284,7 +285,8 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall) -> Autho
     denial = clearance_denial(invocation, call.server, digest)
     if denial is not None:  # above the caller's clearance: the server is not even started
         return _authorization(invocation, call, denial, None)
-    tool = catalog.require_tool(call.server, call.tool)
+    if tool is None:
+        tool = catalog.require_tool(call.server, call.tool)
     if LONE_SURROGATE.search(canonical) is not None and has_lone_surrogate(call.arguments):  # the text first: one search in C
         # Text no UTF-8 writer accepts (a model's "\\ud800" escape): not checked against path
         # rules, not recorded faithfully, not sent; the record shows it as U+FFFD.
@@ -332,7 +334,10 @@ def _hidden(tool: Tool, decision: Decision) -> Decision:
 def clearance_denial(invocation: Invocation, server: str, call_hash: str | None = None) -> Decision | None:
     """A denial when `server` is classified above the invocation's clearance (guard/clearance.py)."""
     level = invocation.cleared_for
-    if clearance.cleared(invocation.profile.profile, server, level):
+    allowed = invocation.cleared_servers.get(server)
+    if allowed is None:  # judged once per server and invocation: neither the profile nor the level changes
+        allowed = invocation.cleared_servers[server] = clearance.cleared(invocation.profile.profile, server, level)
+    if allowed:
         return None
     return policy.Decision("deny", "clearance", clearance.reason(invocation.profile.profile, server, level), call_hash)
 
@@ -352,9 +357,8 @@ def _authorization(invocation: Invocation, call: ToolCall, decision: Decision, a
         "arguments": masker(call.arguments),
         "callHash": decision.call_hash,
     }
-    return Authorization(
-        call, decision, cast("AuditRecord", {k: v for k, v in base.items() if v is not None}), masker, approval=approval
-    )
+    present: AuditRecord = {k: v for k, v in base.items() if v is not None}  # type: ignore[assignment]
+    return Authorization(call, decision, present, masker, approval=approval)
 
 
 class CacheEntry(NamedTuple):
@@ -387,11 +391,12 @@ def cache_for(catalog: Catalog, invocation: Invocation, authorized: Authorizatio
     """The cache entry of an allowed call whose tool [cache] lists and is read-only; None otherwise.
     (--no-cache skips the lookup, not the store: the fresh answer replaces the entry.) A server
     that announced tools/list_changed has its entries dropped first."""
+    profile = invocation.profile.profile
+    if not profile.cache.tools:  # no tool is cached: nothing to import or look up
+        return None
     from llmc_cli.services import caching
 
-    call, profile = cast(ToolCall, authorized.call), invocation.profile.profile
-    if not profile.cache.tools:
-        return None
+    call = cast(ToolCall, authorized.call)
     tool = catalog.require_tool(call.server, call.tool)
     if not caching.cacheable(tool, call.qualified_name, profile):
         return None

@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, NamedTuple, cast
+from typing import TYPE_CHECKING, NamedTuple
 
 from llmc_cli import audit, interrupts, policy
 from llmc_cli.errors import Cancelled, ConfigError, InputRequired, LlmcError, PolicyDenied, ProtocolError, TimeoutExpired
@@ -29,7 +29,7 @@ from llmc_cli.mcp.validation import passes_quickly, validate_arguments
 from llmc_cli.model import JSONObject, Tool, ToolCall, ToolResult, canonical_json, sha256
 from llmc_cli.services import calls
 from llmc_cli.services.calls import Authorization, Invocation
-from llmc_cli.services.inspect import inspect, inspect_error
+from llmc_cli.services.inspect import Inspected, inspect, inspect_error
 from llmc_cli.services.reads import authorize_read
 from llmc_cli.services.state import audit_log, open_state
 from llmc_cli.services.tools import ToolResolver
@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
     from llmc_cli.config.profiles import LoadedProfile
     from llmc_cli.config.secrets import Masker
-    from llmc_cli.services.inspect import Inspected
     from llmc_cli.services.reads import Read
     from llmc_cli.store.chain import AuditRecord, AuditSink
     from llmc_cli.store.state import State
@@ -199,9 +198,10 @@ class Pipeline:
 
         validate_arguments(call.arguments, tool.input_schema, call.qualified_name)
 
-    def authorize(self, call: ToolCall) -> Authorization:
-        """The policy's decision (rules, lock, confirmation, approvals); nothing is written yet."""
-        return calls.authorize(self.catalog, self.context, call)
+    def authorize(self, call: ToolCall, tool: Tool | None = None) -> Authorization:
+        """The policy's decision (rules, lock, confirmation, approvals); nothing is written yet.
+        `tool`: the call's tool when the caller found it already."""
+        return calls.authorize(self.catalog, self.context, call, tool)
 
     def decide(self, authorizations: list[Authorization]) -> None:
         """The decision records, on disk in one write; each allowed call is open until its outcome."""
@@ -211,7 +211,7 @@ class Pipeline:
         """A decided call: denied (PolicyDenied), or rate limits -> cache lookup -> run -> inspect -> record."""
         if authorized.decision.action != "allow":
             raise authorized.denied()
-        call = cast(ToolCall, authorized.call)
+        call: ToolCall = authorized.call  # type: ignore[assignment]  # a decided call's (no typing.cast: a call each)
         cache = calls.cache_for(self.catalog, self.context, authorized)
         return self._through(
             authorized,
@@ -301,10 +301,12 @@ class Pipeline:
     def _limit(self, authorized: Authorization) -> None:
         """The rate limits: a call over one is denied (audited), not run."""
 
-        request, profile = authorized.call, self.profile
+        request, profile = authorized.call, self.context.profile
+        config = profile.profile.policy
         try:
             interrupts.check()  # a batch's call not yet started when the command was interrupted
-            policy.acquire_rate(profile.name, request.qualified_name, profile.profile.policy, self.context.state.rate_windows)
+            if config.calls_per_minute or config.tool_calls_per_minute:  # else no limit applies
+                policy.acquire_rate(profile.name, request.qualified_name, config, self.context.state.rate_windows)
         except (PolicyDenied, ConfigError) as exc:  # limit reached, or the count could not be stored: not run
             calls.close_call(self.log, authorized, {"outcome": "denied", "rule": exc.details.get("rule"), "reason": exc.message})
             raise
@@ -326,7 +328,11 @@ class Pipeline:
         if not isinstance(raw.get(items, None if required else []), list):
             raise ProtocolError(f"{request.server}: {method} result has no {items} list")
         inspectors = self.context.inspectors
-        inspected = inspect(inspectors, request, self.profile, self.catalog.specs.get(request.server), raw)
+        inspected = (
+            inspect(inspectors, request, self.context.profile, self.catalog.specs.get(request.server), raw)
+            if inspectors
+            else Inspected(raw, [])
+        )
         try:  # what the outcome record hashes; the encoding fails on a lone surrogate
             body = canonical_json(inspected.result).encode("utf-8") if inspected.deny is None else b""
         except UnicodeEncodeError:
@@ -346,7 +352,7 @@ class Pipeline:
             "resultBytes": len(body),
             "resultSha256": sha256(body).hexdigest(),
         }
-        if self.profile.profile.audit_results:
+        if self.context.profile.profile.audit_results:
             record["result"] = authorized.masker(raw)
         if findings:
             record["findings"] = authorized.masker(findings)

@@ -4,6 +4,7 @@ across processes, tampering found by `audit verify`."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from llmc_cli.audit import AuditLog, Deferred, mask_secrets
+from llmc_cli.audit import AuditLog, Deferred, mask_secrets, records
 from tests.helpers import audit_trail, llmc, profile_file, sdk_server
 
 WRITER = """
@@ -193,3 +194,20 @@ def test_concurrent_decisions_share_writes_and_keep_the_chain(tmp_path: Path) ->
     assert sorted(r["n"] for r in records if r["event"] == "outcome") == list(range(24))
     assert seen_on_return == [True] * 24
     assert log.verify()["ok"] is True
+
+
+def test_a_forked_child_records_its_own_pid() -> None:
+    """Who ran a call (user, host, pid) is looked up once per process: a forked child (the
+    gateway's workers) looks again, so its records carry its own pid."""
+    assert records.identity()["pid"] == os.getpid()
+    records.identity()["pid"] = 0  # a copy each time: a caller's change is its own
+    assert records.identity()["pid"] == os.getpid()
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through the pipe
+        os.write(write, str(records.identity()["pid"] == os.getpid()).encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(child, 0)
+    with os.fdopen(read) as answer:
+        assert answer.read() == "True"

@@ -102,3 +102,35 @@ def test_free_text_fields_are_masked(isolated_dirs):
     [decision] = records(isolated_dirs / "state")
     assert decision["decision"] == "deny" and "***" in decision["reason"]
     assert SECRET not in (isolated_dirs / "state" / "audit.jsonl").read_text()
+
+
+def test_a_flat_object_is_masked_as_the_walk_masks_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Masker masks an object without nested values in one loop (a call's arguments): the same
+    keys, order and values as the general walk, for keys that are secrets, contain one, name one,
+    or mask alike (then the walk decides), and every kind of value."""
+    import random
+
+    from llmc_cli.config import secrets as secrets_module
+    from llmc_cli.config.secrets import Masker
+
+    masker = Masker(["hunter2hunter2", "tok_ABCDEF123456", "s3cr3tvalue"])
+    keys: list[object] = ["message", "password", "api_key", "path", "hunter2hunter2", "x tok_ABCDEF123456", "tok_ABCDEF123456", 1]
+    values: list[object] = [
+        "plain",
+        "hunter2hunter2",
+        "a tok_ABCDEF123456 b",
+        3,
+        2.5,
+        None,
+        True,
+        "",
+        {"a": "b"},
+        [1, "s3cr3tvalue"],
+    ]
+    rng = random.Random(34)
+    cases = [{rng.choice(keys): rng.choice(values) for _ in range(rng.randint(0, 5))} for _ in range(2000)]
+    flat = [(masker(case), masker.strings(case)) for case in cases]
+    monkeypatch.setattr(secrets_module, "_masked_flat", lambda *_: None)  # the walk alone
+    for case, (by_name, by_text) in zip(cases, flat, strict=True):
+        assert (by_name, list(by_name)) == (masker(case), list(masker(case)))
+        assert (by_text, list(by_text)) == (masker.strings(case), list(masker.strings(case)))

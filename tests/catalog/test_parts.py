@@ -175,3 +175,19 @@ def test_a_server_still_connecting_when_the_command_ends_is_closed_not_left_runn
     while any(t.name == "llmc-connect-slow" for t in threading.enumerate()) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert catalog.pool.sessions == {} and "slow" in catalog.pool.failed
+
+
+def test_a_tool_is_found_by_name_in_the_listing_it_belongs_to(peers: dict[str, ScriptedPeer]) -> None:
+    """find_tool looks a name up in an index of the server's listing (a batch asks for every
+    line's tool): the first tool of a name, as a scan finds it; a new listing, a new index."""
+    twice = {"a": lists("x", "both", "x")}
+    with catalog_of(twice) as catalog:
+        first = catalog.tools_of("a")[0]
+        assert catalog.find_tool("a", "x") is first
+        assert catalog.find_tool("a", "nope") is None
+        with pytest.raises(UsageError, match="no tool named 'nope'"):
+            catalog.require_tool("a", "nope")
+        catalog.tools.forget("a")  # as tools/list_changed does
+        again = catalog.find_tool("a", "x")
+        assert again is not None and again is not first and again is catalog.tools_of("a")[0]
+        assert listings(twice["a"]) == 2

@@ -296,3 +296,18 @@ def test_text_of_workspace_tools_is_the_content(isolated_dirs: Path, tmp_path: P
     result = json.loads(llmc("call", "workspace.read_file", "path=notes.txt", cwd=work).stdout)
     assert result["structuredContent"]["content"] == "first line\nsecond line\n"
     assert result["structuredContent"]["totalLines"] == 2 and result["content"][0]["text"] == "first line\nsecond line\n"
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ('{"a":"plain text"}', '{"a":"plain text"}'),  # ASCII: as it is
+        ('{"a":"del\x7f"}', '{"a":"del\\u007f"}'),  # DEL is ASCII, and still escaped
+        ('{"a":"c1\x85 rtl\u202e ls\u2028"}', '{"a":"c1\\u0085 rtl\\u202e ls\\u2028"}'),
+        ('{"a":"café ✓"}', '{"a":"café ✓"}'),  # other text as it is
+    ],
+)
+def test_json_lines_escape_what_acts_on_a_terminal(raw: str, shown: str) -> None:
+    from llmc_cli.cli.output import json_line
+
+    assert json_line(json.loads(raw)) == shown
