@@ -75,6 +75,8 @@ ENVIRONMENT: list[tuple[str, str]] = [
     ("LLMC_REQUIRE_SANDBOX", "Set to 1 by a gateway with principals or auth for the llmc it starts as a server "
                              "(a nested gateway or keeper): it refuses unsandboxed third-party stdio servers "
                              "too, at any depth."),
+    ("LLMC_EVENT_LOOP", "asyncio: `llmc serve --http` runs on asyncio's event loop even when uvloop (the `fast` "
+                        "extra) is installed, whose loop it uses otherwise."),
     ("LLMC_WORKSPACE_PROCESS", "Set by the workspace server on every process it starts, to find and stop them."),
     ("_LLMC_COMPLETE", "Set by the completion scripts when the shell asks llmc to complete a word."),
     ("XDG_CONFIG_HOME, XDG_STATE_HOME", "Base directories when LLMC_CONFIG_DIR / LLMC_STATE_DIR are not set."),
