@@ -369,6 +369,9 @@ def run_block(block: Block, tmp_path: Path) -> None:
                     world.captured.append((placeholder, placeholder.split("=")[0] + "=" + found.group(1)))
 
 
+# A block runs several lines, each bounded by LINE_TIMEOUT: the suite-wide 120 s cut a three-line
+# block (30 s quiet) in its teardown when two suites shared the 2 cores (load 15).
+@pytest.mark.timeout(3 * LINE_TIMEOUT)
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.name for b in BLOCKS])
 def test_readme_example_block_runs(block: Block):
     # A short root: a session keeper's socket path (in ~/.local/state) must fit a Unix socket.
