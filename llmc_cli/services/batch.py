@@ -13,11 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from llmc_cli import interrupts
 from llmc_cli.errors import ExitCode, LlmcError, PolicyDenied, SkippedAfterFailure
-from llmc_cli.model import JSON, JSONObject, Tool, ToolCall, ToolResult, dataclass
+from llmc_cli.model import JSON, JSONObject, Tool, ToolCall, ToolResult, dataclass, expect_hashing
 
 if TYPE_CHECKING:
     from llmc_cli.services.calls import Authorization
     from llmc_cli.services.pipeline import Pipeline, ToolRequest
+
+
+AUDIT_BYTES_PER_CALL = 800  # at least: a decision record and an outcome record, canonical JSON
 
 
 @dataclass
@@ -169,7 +172,11 @@ class Batch:
 
     def _authorize(self) -> None:
         """Every call decided, the decisions on disk in one write."""
-        for item in self._runnable():
+        runnable = self._runnable()
+        # Each call's two audit records (~500 bytes each) are hashed into the chain: a batch
+        # that will hash past lean's switch to OpenSSL makes it before its HMACs, not midway.
+        expect_hashing(len(runnable) * AUDIT_BYTES_PER_CALL)
+        for item in runnable:
             assert item.call is not None
             try:
                 self.authorized[item.index] = self.pipeline.authorize(item.call, self.tools.get(item.index))
