@@ -128,6 +128,23 @@ def canonical_json(value: object) -> str:
     return _CANONICAL(value)
 
 
+_scan_once: Callable[[str, int], tuple[Any, int]] = json.decoder.JSONDecoder().scan_once  # type: ignore[attr-defined]  # the C scanner json.loads ends in
+
+
+def json_loads(text: str) -> Any:
+    """json.loads(text) of a str, the same value or the same error: the scanner is called
+    directly on a text that is one JSON value with nothing around it (json.loads is three Python
+    calls and two regular-expression matches around that call: a batch decodes two texts a
+    call); anything else (white space around, an error) goes through json.loads itself."""
+    try:
+        value, end = _scan_once(text, 0)
+    except (StopIteration, ValueError):
+        return json.loads(text)  # raises as json.loads raises, or reads what it reads after white space
+    if end != len(text):
+        return json.loads(text)
+    return value
+
+
 DEFAULT_CONNECT_TIMEOUT = 60.0
 
 
@@ -380,7 +397,7 @@ def parse_json(text: str, max_depth: int | None = MAX_ARGUMENT_DEPTH, too_deep: 
     config) with the name of where the text came from."""
     too_deep = too_deep if max_depth is not None else "JSON nested too deeply"
     try:
-        value: JSON = json.loads(text)  # what json.loads returns is JSON by construction
+        value: JSON = json_loads(text)  # what json.loads returns is JSON by construction
     except RecursionError:
         raise ValueError(too_deep) from None
     except ValueError as exc:

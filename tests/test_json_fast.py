@@ -205,3 +205,24 @@ def test_a_chain_is_the_same_bytes_either_way_and_verifies_under_the_other(
     write(tmp_path / "before.jsonl", fast_encoders, monkeypatch)
     report = AuditLog(tmp_path / "before.jsonl").verify()
     assert report == {**report, "ok": True, "records": 2 * len(RECORDS)}
+
+
+def outcome(load: Any, text: str) -> tuple[str, object]:
+    try:
+        return "value", repr(load(text))
+    except (ValueError, RecursionError) as exc:
+        return type(exc).__name__, str(exc)
+
+
+def test_json_loads_reads_what_json_reads_and_refuses_alike() -> None:
+    rnd = random.Random(5)
+    texts = ["", " ", "{}", " {} ", "{} ", "\n[1]\n", "{}x", "[1,]", "01", "NaN", "-Infinity", "1e400", str(2**70)]
+    texts += ['"\\ud800"', '{"a":1,"a":2}', "\ufeff{}", '"a\x00"', "[" * 3000 + "]" * 3000, "tru", "null", '"é山😀"']
+    for _ in range(3000):
+        text = json.dumps(value(rnd), ensure_ascii=rnd.random() < 0.5)
+        texts.append(text)
+        cut = rnd.randrange(len(text) + 1)
+        texts.append(text[:cut])  # most of them broken
+        texts.append(text[:cut] + rnd.choice(["", " ", ",", "]", "}", '"', "\\", "x"]) + text[cut:])
+    for text in texts:
+        assert outcome(model.json_loads, text) == outcome(json.loads, text), text
