@@ -282,7 +282,7 @@ class Batch:
                 self._give_up(item, SkippedAfterFailure(), "skipped")
                 return
             try:
-                item.result = self.pipeline.execute(self.authorized[item.index]).tool_result
+                item.result = self.pipeline.execute(self.authorized[item.index]).result  # a call's: never None
             except LlmcError as exc:
                 item.error = exc
             item.duration_ms = round((time.monotonic() - started) * 1000, 1)

@@ -31,6 +31,7 @@ from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.messages import JSONObject
 from llmc_cli.mcp.transports.base import Closed, Deliver, max_message_bytes, too_large
 from llmc_cli.mcp.transports.crash_lines import telling_line
+from llmc_cli.model import compact_json
 
 # Variables a server legitimately needs to start (the MCP SDKs pass a similar list).
 INHERITED_ENV = (
@@ -192,7 +193,7 @@ class StdioTransport:
         proc = self._proc
         if proc is None or proc.stdin is None:
             raise ConnectionFailed("stdio transport is not started")
-        data = (jsonrpc.encode(message) + "\n").encode("utf-8")
+        data = (compact_json(message) + "\n").encode("utf-8")  # jsonrpc.encode's, a call less
         with self._write_lock:
             try:
                 proc.stdin.write(data)
