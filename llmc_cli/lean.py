@@ -1,12 +1,14 @@
 """What start-up costs less with: the stdlib's dataclass decorator without compiling source text
-at import, and SHA-256 (and HMAC-SHA256) without initialising OpenSSL on a short command. Both
-behave as the stdlib's (tests/test_model_dataclass.py, tests/test_model_hashing.py); model.py
-re-exports them for the whole program (issue 34: a call through a keeper was 2.4x the
+at import, typing.NamedTuple without evaluating its annotations, and SHA-256 (and HMAC-SHA256)
+without initialising OpenSSL on a short command. Each behaves as the stdlib's
+(tests/test_model_dataclass.py, tests/test_model_namedtuple.py, tests/test_model_hashing.py);
+model.py re-exports them for the whole program (issue 34: a call through a keeper was 2.4x the
 instructions of `import click` and one round trip, most of it start-up).
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from collections.abc import Callable
 from dataclasses import MISSING, FrozenInstanceError
@@ -39,7 +41,7 @@ def _make_dataclass(cls: _C, frozen: bool) -> _C:
     explicit_hash = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
     if not own.get("__doc__"):
         cls.__doc__ = cls.__name__  # the stdlib would build it with inspect.signature()
-    dataclasses.dataclass(cls, init=False, repr=False, eq=False)
+    _collect_fields(cls, own.get("__annotations__", {}))
     fields = dataclasses.fields(cls)
     init = tuple((f.name, f.default, f.default_factory) for f in fields if f.init)
     params = getattr(cls, "__dataclass_params__")  # noqa: B009 - what the methods below make it
@@ -61,6 +63,29 @@ def _make_dataclass(cls: _C, frozen: bool) -> _C:
         if name not in own or name == "__hash__":
             setattr(cls, name, method)
     return cls
+
+
+def _collect_fields(cls: type, annotations: dict[str, Any]) -> None:
+    """The stdlib's decorator collects the fields (init, repr and eq made here). Under `from
+    __future__ import annotations` each annotation is a string, which the stdlib matches with a
+    regular expression three times (is it a ClassVar, an InitVar, KW_ONLY?): two thirds of
+    collecting a field. A string that names none of the three is shown to it as `object` and
+    given back to its field (and to the class) afterwards: the same fields, the same types."""
+    plain = {
+        name: a
+        for name, a in annotations.items()
+        if isinstance(a, str) and "ClassVar" not in a and "InitVar" not in a and "KW_ONLY" not in a
+    }
+    if plain:
+        cls.__annotations__ = {name: object if name in plain else a for name, a in annotations.items()}
+    try:
+        dataclasses.dataclass(cls, init=False, repr=False, eq=False)
+    finally:
+        if plain:
+            cls.__annotations__ = annotations
+    own: dict[str, dataclasses.Field[Any]] = getattr(cls, "__dataclass_fields__")  # noqa: B009
+    for name, written in plain.items():
+        own[name].type = written
 
 
 # A class built this often gets a compiled __init__ (as fast as the stdlib's): start-up builds most
@@ -157,6 +182,52 @@ def _frozen_del(self: Any, name: str) -> None:
     if name in self.__dataclass_fields__ or type(self).__dict__.get("__delattr__") is _frozen_del:
         raise FrozenInstanceError(f"cannot delete field {name!r}")
     object.__delattr__(self, name)
+
+
+if TYPE_CHECKING:
+    from typing import NamedTuple as NamedTuple
+else:
+
+    class _NamedTupleMeta(type):
+        """typing.NamedTupleMeta less its _type_check of every annotation: under `from __future__
+        import annotations` each is a string, made a ForwardRef and compiled, half of creating
+        the class (issue 34: eight of them on a keeper call's path). The class is the same
+        collections.namedtuple; its __annotations__ keep the strings (typing.get_type_hints
+        reads them as it reads any class's). No Generic named tuples (none in llmc)."""
+
+        def __new__(mcs, typename: str, bases: tuple[type, ...], ns: dict[str, Any]) -> Any:
+            if bases != (NamedTuple,):
+                raise TypeError("llmc_cli.lean.NamedTuple: can only inherit from NamedTuple itself")
+            annotations = ns.get("__annotations__", {})
+            defaulted = [name for name in annotations if name in ns]
+            if defaulted and defaulted != list(annotations)[-len(defaulted) :]:
+                raise TypeError(f"{typename}: a namedtuple field without a default follows one with a default")
+            made = collections.namedtuple(
+                typename, list(annotations), defaults=[ns[n] for n in defaulted], module=ns["__module__"]
+            )
+            made.__annotations__ = made.__new__.__annotations__ = dict(annotations)
+            for key, value in ns.items():
+                if key in _NOT_SET:
+                    raise AttributeError(f"Cannot overwrite NamedTuple attribute {key}")
+                if key not in ("__module__", "__name__", "__annotations__") and key not in made._fields:
+                    setattr(made, key, value)
+            return made
+
+    _NOT_SET = frozenset(
+        (
+            "__new__",
+            "__init__",
+            "__slots__",
+            "__getnewargs__",
+            "_fields",
+            "_field_defaults",
+            "_make",
+            "_replace",
+            "_asdict",
+            "_source",
+        )
+    )
+    NamedTuple = type.__new__(_NamedTupleMeta, "NamedTuple", (), {})
 
 
 if TYPE_CHECKING:

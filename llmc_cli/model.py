@@ -11,6 +11,7 @@ from dataclasses import field
 from typing import Any, Literal, TypeAlias, get_args
 from urllib.parse import urlsplit, urlunsplit
 
+from llmc_cli.lean import NamedTuple as NamedTuple
 from llmc_cli.lean import dataclass as dataclass
 from llmc_cli.lean import hmac_sha256 as hmac_sha256
 from llmc_cli.lean import sha256 as sha256

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
+import typing
 from dataclasses import field
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -140,3 +141,34 @@ def test_a_plain_subclass_of_a_frozen_class_may_set_its_own_attributes() -> None
         del sub.extra
         with pytest.raises(dataclasses.FrozenInstanceError):
             del sub.y
+
+
+def test_fields_and_annotations_are_the_stdlib_s_with_classvars_initvars_and_subclasses() -> None:
+    """lean shows the stdlib's field collection plain annotations as `object` (no regular
+    expression for each): the fields, their types and the class's annotations come out the same."""
+    made = []
+    for decorate in (dataclasses.dataclass, dataclass):
+
+        class Base:
+            x: int
+            label: str | None = None
+
+        @decorate
+        class Point(decorate(Base)):  # type: ignore[misc]
+            kind: ClassVar[str] = "point"
+            scale: dataclasses.InitVar[int] = 1
+            tags: list[str] = field(default_factory=list)
+
+        made.append(Point)
+    ours, theirs = made[1], made[0]
+
+    def shape(cls: Any) -> list[tuple[str, object, object]]:
+        return [(f.name, f.type, f._field_type) for f in cls.__dataclass_fields__.values()]
+
+    assert shape(ours) == shape(theirs) and [f.name for f in dataclasses.fields(ours)] == ["x", "label", "tags"]
+    assert (
+        ours.__annotations__
+        == theirs.__annotations__
+        == {"kind": "ClassVar[str]", "scale": "dataclasses.InitVar[int]", "tags": "list[str]"}
+    )
+    assert ours(2).tags == [] and ours.kind == "point" and typing.get_type_hints(ours)["tags"] == list[str]

@@ -12,14 +12,14 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any
 
 from llmc_cli.errors import ConnectionFailed, LlmcError, UsageError
 from llmc_cli.mcp.client import connect
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.mcp.session import ClientSession
 from llmc_cli.mcp.stores import Stores
-from llmc_cli.model import ServerSpec
+from llmc_cli.model import NamedTuple, ServerSpec
 
 
 class ConnectOptions(NamedTuple):

@@ -105,8 +105,12 @@ def start_telemetry(command: str, loaded: LoadedProfile | None = None) -> None:
 
     if loaded is None:
         telemetry.enable(command, Masker(environment_secrets()))
-    else:
-        telemetry.enable_for_profile(command, Masker(environment_secrets(loaded.profile)), loaded.profile.telemetry)
+        return
+    config = loaded.profile.telemetry
+    # Off (the usual case): no masker to build, whose secrets walk the environment and the
+    # profile and compile a pattern of them (issue 34: every command with a profile came here).
+    if telemetry.enabled() or config.enabled or telemetry.env_requested():
+        telemetry.enable_for_profile(command, Masker(environment_secrets(loaded.profile)), config)
 
 
 def _telemetry(ctx: click.Context, loaded: LoadedProfile) -> None:

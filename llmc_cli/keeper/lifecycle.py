@@ -9,41 +9,31 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import select
-import signal
 import socket
 import sys
 import time
-from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from llmc_cli.config import paths
 from llmc_cli.config.files import open_own
-from llmc_cli.errors import ConfigError, ConnectionFailed, TimeoutExpired, UsageError, did_you_mean, from_json
+from llmc_cli.errors import ConfigError, ConnectionFailed, TimeoutExpired, UsageError, from_json
+from llmc_cli.keeper.roster import socket_path as socket_path  # re-exported: session, daemon
+from llmc_cli.keeper.roster import specs_of as specs_of
 from llmc_cli.keeper.transport import exchange
 from llmc_cli.model import JSONObject, OAuthSpec, SandboxSpec, ServerSpec
 
 if TYPE_CHECKING:
-    from llmc_cli.keeper.transport import KeeperStatus
+    from signal import SIGKILL
 
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
+    from llmc_cli.keeper.transport import KeeperStatus
+else:
+    from _signal import SIGKILL  # `signal` less its enums, which cost every keeper call (interrupts.py)
+
 START_GRACE = 15.0  # on top of the slowest server's timeout, for the keeper's own start-up
 STOP_WAIT = 10.0
-
-
-def socket_path(name: str) -> Path:
-    if not NAME_PATTERN.match(name):
-        raise UsageError(f"invalid session name {name!r}: letters, digits, '.', '_', '-' (at most 64)")
-    path = paths.keepers_dir() / f"{name}.sock"
-    if len(os.fsencode(str(path))) > SOCKET_PATH_MAX:
-        raise ConfigError(
-            f"the state directory's path is too long for a Unix socket ({path}); set LLMC_STATE_DIR to a shorter one"
-        )
-    return path
 
 
 def log_path(name: str) -> Path:
@@ -90,25 +80,6 @@ def held_specs(name: str, only: tuple[str, ...] = ()) -> tuple[str, list[ServerS
     """(socket path, the servers the keeper holds) for a command run with `--session NAME`."""
     held = status(name)
     return str(socket_path(name)), specs_of(name, list(held.get("servers", [])), only)
-
-
-def specs_of(name: str, servers: Sequence[object], only: tuple[str, ...] = ()) -> list[ServerSpec]:
-    """The servers of session `name` as its keeper lists them (status, or an attach reply),
-    only those in `only` when given (UsageError naming any it does not hold)."""
-    specs = [
-        ServerSpec(name=str(s["name"]), timeout=float(s.get("timeout") or 60.0), description=f"held by session {name}")
-        for s in servers
-        if isinstance(s, dict) and s.get("name")
-    ]
-    unknown = [s for s in only if s not in {spec.name for spec in specs}]
-    if unknown:
-        held = [spec.name for spec in specs]
-        raise UsageError(
-            f"session {name} (in use) does not hold server {unknown[0]!r}{did_you_mean(unknown[0], held)} "
-            f"(it holds: {', '.join(held) or 'none'}): start a session that does "
-            f"(llmc session start NAME -s {unknown[0]}) or leave this one (unset LLMC_SESSION, or no --session)"
-        )
-    return [s for s in specs if not only or s.name in only]
 
 
 # -- start and stop -------------------------------------------------------------------------------
@@ -220,7 +191,7 @@ def _zombie(pid: int) -> bool:
 
 def _kill_group(pid: int) -> None:
     try:
-        os.killpg(pid, signal.SIGKILL)  # the keeper leads its own process group
+        os.killpg(pid, SIGKILL)  # the keeper leads its own process group
     except (ProcessLookupError, PermissionError):
         pass
 

@@ -21,21 +21,22 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote, urlsplit
 
 from llmc_cli.errors import ConnectionFailed, HttpStatusError, LlmcError, ProtocolError, RpcError, TimeoutExpired
-from llmc_cli.mcp import jsonrpc, session_ids
+from llmc_cli.mcp import jsonrpc, session_ids, transports
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.mcp.messages import JSONObject
 from llmc_cli.mcp.session import ClientSession, NotADiscoverResult, supported_versions
 from llmc_cli.mcp.stores import EraCache, Stores
 from llmc_cli.mcp.transports.base import Transport
-from llmc_cli.mcp.transports.memory import Endpoint, MemoryTransport
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, MODERN_VERSIONS, SUPPORTED_VERSIONS
 from llmc_cli.model import SandboxSpec, ServerSpec
 
 if TYPE_CHECKING:
+    from llmc_cli.mcp.transports.memory import Endpoint
     from llmc_cli.mcp.transports.streamable_http import StreamableHttpTransport
 
+    Builtins = Mapping[str, Callable[[ServerSpec], Endpoint]]  # builtin name -> endpoint factory
+
 STDIO_PROBE_TIMEOUT = 10.0  # a legacy server may stay silent on server/discover: fall back then
-Builtins = Mapping[str, Callable[[ServerSpec], Endpoint]]  # builtin name -> endpoint factory
 
 
 def connect(
@@ -97,12 +98,11 @@ def _connect(
         factory = (builtins or {}).get(spec.builtin or "")
         if factory is None:
             raise ConnectionFailed(f"{spec.name}: unknown built-in server {spec.builtin!r}")
-
-        transport: Transport = MemoryTransport(factory(spec))
+        transport: Transport = transports.MemoryTransport(factory(spec))  # the transports' lazy names
     else:
-        from llmc_cli.mcp.transports.stdio import StdioTransport
-
-        transport = StdioTransport(spec.command, env=dict(spec.env), cwd=spec.cwd, on_stderr=on_stderr, launch=spec.launch)
+        transport = transports.StdioTransport(
+            spec.command, env=dict(spec.env), cwd=spec.cwd, on_stderr=on_stderr, launch=spec.launch
+        )
         if spec.launch and spec.sandbox is not None and hooks is not None:
             hooks = sandboxed_roots(hooks, spec.sandbox)
     session = ClientSession(transport, name=spec.name, timeout=spec.timeout, hooks=hooks)

@@ -6,12 +6,12 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from llmc_cli.config.files import open_own
 from llmc_cli.config.paths import ensure_private_dir, state_dir
 from llmc_cli.errors import ConfigError, LlmcError
-from llmc_cli.model import JSONObject, ToolCall, canonical_json, compact_json, hmac_sha256
+from llmc_cli.model import JSONObject, NamedTuple, ToolCall, canonical_json, compact_json, hmac_sha256
 
 if TYPE_CHECKING:
     from llmc_cli.config.profiles import LoadedProfile

@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, cast
+from typing import TYPE_CHECKING, cast
 
 from llmc_cli import audit, interrupts, policy, telemetry
 from llmc_cli.catalog import Catalog
@@ -25,7 +25,7 @@ from llmc_cli.errors import (
 )
 from llmc_cli.guard import clearance
 from llmc_cli.mcp.jsonrpc import LONE_SURROGATE, has_lone_surrogate
-from llmc_cli.model import ARGUMENTS_TOO_DEEP, MAX_ARGUMENT_DEPTH, JSONObject, Tool, ToolCall, arguments_too_deep
+from llmc_cli.model import ARGUMENTS_TOO_DEEP, MAX_ARGUMENT_DEPTH, JSONObject, NamedTuple, Tool, ToolCall, arguments_too_deep
 from llmc_cli.policy import Decision
 from llmc_cli.policy.approval import Approval, call_text
 from llmc_cli.services import inspect as inspect_stage  # a module attribute: tests replace inspectors_for

@@ -7,12 +7,12 @@ nothing of the result). The guardrails (DLP, classification) plug in here: inspe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from llmc_cli import policy
 from llmc_cli.config.secrets import Masker, environment_secrets
 from llmc_cli.errors import RpcError
-from llmc_cli.model import JSONObject, ServerSpec, ToolCall
+from llmc_cli.model import JSONObject, NamedTuple, ServerSpec, ToolCall
 
 if TYPE_CHECKING:
     from llmc_cli.config.profiles import LoadedProfile

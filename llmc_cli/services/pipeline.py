@@ -21,12 +21,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from llmc_cli import audit, interrupts, policy
 from llmc_cli.errors import Cancelled, ConfigError, InputRequired, LlmcError, PolicyDenied, ProtocolError, TimeoutExpired
 from llmc_cli.mcp.validation import passes_quickly, validate_arguments
-from llmc_cli.model import JSONObject, Tool, ToolCall, ToolResult, canonical_json, sha256
+from llmc_cli.model import JSONObject, NamedTuple, Tool, ToolCall, ToolResult, canonical_json, sha256
 from llmc_cli.services import calls
 from llmc_cli.services.calls import Authorization, Conclusions, Invocation
 from llmc_cli.services.inspect import Inspected, inspect, inspect_error

@@ -3,52 +3,59 @@ database (audit/postgres.py over store/postgres/chain.py)."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from llmc_cli.model import JSONObject, canonical_json, sha256
 
 GENESIS = "0" * 64  # the `prev` of a chain's first record, and the head of an empty chain
 
 
-class AuditRecord(TypedDict, total=False):
-    """One record of the audit trail as services writes it (call_tool, read, a batch, an interrupted
-    command): who ran which call, then the policy's decision or the call's outcome. Fields with
-    no value are left out. The chain adds time (a Deferred adds it earlier), prev and hash."""
+# A TypedDict for the type checker only: a plain dict at run time, as mcp/messages.py's shapes
+# (creating the class costs half a millisecond of every command's start-up, issue 34).
+if TYPE_CHECKING:
 
-    # who
-    user: str
-    host: str
-    pid: int
-    profile: str
-    command: str  # call | ask | batch | serve ...
-    conversation: str
-    client: JSONObject  # the MCP host through the gateway: clientInfo, principal
-    # which call: a tool, or a read (resources/read of a URI, prompts/get of a prompt)
-    server: str
-    tool: str
-    resource: str  # the URI read
-    prompt: str  # the prompt's name
-    arguments: Any  # masked
-    callHash: str
-    event: str  # decision | outcome
-    # a decision
-    decision: str  # allow | deny | confirm
-    rule: str | None
-    reason: str
-    # an outcome
-    outcome: str  # ok | tool_error | denied | timeout | cancelled | interrupted | lost | ...
-    replica: str  # lost: the gateway replica that decided the call and is gone
-    closedBy: str  # lost: the replica that wrote the record
-    error: str
-    durationMs: float
-    resultBytes: int
-    resultSha256: str
-    result: Any  # with audit_results, masked
-    findings: list[Any]  # what the pipeline's inspectors found in the result (services/inspect.py), masked
-    # the chain
-    time: str
-    prev: str
-    hash: str
+    class AuditRecord(TypedDict, total=False):
+        """One record of the audit trail as services writes it (call_tool, read, a batch, an interrupted
+        command): who ran which call, then the policy's decision or the call's outcome. Fields with
+        no value are left out. The chain adds time (a Deferred adds it earlier), prev and hash."""
+
+        # who
+        user: str
+        host: str
+        pid: int
+        profile: str
+        command: str  # call | ask | batch | serve ...
+        conversation: str
+        client: JSONObject  # the MCP host through the gateway: clientInfo, principal
+        # which call: a tool, or a read (resources/read of a URI, prompts/get of a prompt)
+        server: str
+        tool: str
+        resource: str  # the URI read
+        prompt: str  # the prompt's name
+        arguments: Any  # masked
+        callHash: str
+        event: str  # decision | outcome
+        # a decision
+        decision: str  # allow | deny | confirm
+        rule: str | None
+        reason: str
+        # an outcome
+        outcome: str  # ok | tool_error | denied | timeout | cancelled | interrupted | lost | ...
+        replica: str  # lost: the gateway replica that decided the call and is gone
+        closedBy: str  # lost: the replica that wrote the record
+        error: str
+        durationMs: float
+        resultBytes: int
+        resultSha256: str
+        result: Any  # with audit_results, masked
+        findings: list[Any]  # what the pipeline's inspectors found in the result (services/inspect.py), masked
+        # the chain
+        time: str
+        prev: str
+        hash: str
+
+else:
+    AuditRecord = dict
 
 
 class AuditSink(Protocol):

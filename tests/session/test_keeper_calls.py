@@ -47,7 +47,16 @@ NOT_ON_THE_CALL_PATH = (
     "llmc_cli.services.sandbox",
     "llmc_cli.server.jail",
     "llmc_cli.mcp.server",
+    # issue 34, session 7: `signal` (its enums: interrupts.py uses _signal), queue (the in-memory
+    # transport's), TypedDicts and typing's NamedTuple at run time
+    "signal",
+    "queue",
+    "llmc_cli.mcp.transports.memory",
+    "llmc_cli.mcp.transports.stdio",
 )
+# How many modules a call through a keeper may load, llmc's own and in all (the floor, `import
+# click` and a stdlib client of the keeper, loads 113): a new import on this path is a decision.
+MOST_MODULES_ON_THE_CALL_PATH = (74, 199)
 
 
 def audit_records(state: Path) -> list[dict[str, object]]:
@@ -89,7 +98,8 @@ def test_a_call_through_a_keeper_imports_only_what_it_uses(keepers: Keepers) -> 
         "import sys\nfrom llmc_cli.cli.main import main\n"
         "try:\n    main(['call', 't.echo', 'message=hi', '--yes', '--session', 'lean'])\n"
         "except SystemExit as exc:\n    assert not exc.code, exc.code\n"
-        f"print('LOADED', [m for m in {NOT_ON_THE_CALL_PATH!r} if m in sys.modules], file=sys.stderr)"
+        f"print('LOADED', [m for m in {NOT_ON_THE_CALL_PATH!r} if m in sys.modules], file=sys.stderr)\n"
+        "print('COUNT', sum(m.split('.')[0] == 'llmc_cli' for m in sys.modules), len(sys.modules), file=sys.stderr)"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code],
@@ -102,3 +112,5 @@ def test_a_call_through_a_keeper_imports_only_what_it_uses(keepers: Keepers) -> 
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["content"][0]["text"] == "hi"
     assert "LOADED []" in proc.stderr, proc.stderr
+    own, every = map(int, proc.stderr.split("COUNT ")[1].split()[:2])
+    assert own <= MOST_MODULES_ON_THE_CALL_PATH[0] and every <= MOST_MODULES_ON_THE_CALL_PATH[1], (own, every)
