@@ -6,6 +6,7 @@ refusal it writes (status, message, headers)."""
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import os
 import shlex
@@ -40,6 +41,7 @@ def parse_address(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
+@functools.lru_cache(maxsize=1024)  # asked of Host headers and the listening address, request after request
 def is_loopback_host(host: str) -> bool:
     if host in LOOPBACK_NAMES:
         return True
@@ -106,6 +108,7 @@ class Door:
         # Whether requests need a token: decided by the profile at start, and a profile re-read
         # later may make it so but never undo it (an edit or a revoke never opens the door).
         self.require_auth = served.profile.serve.auth_required()
+        self._loopback = is_loopback_host(host)  # asked with every request: the address is fixed
         self.allowed_hosts = {h.lower() for h in served.profile.serve.allowed_hosts}
         self.allowed_origins = {o.rstrip("/").lower() for o in served.profile.serve.allowed_origins}
 
@@ -146,7 +149,7 @@ class Door:
     def auth_required(self) -> bool:
         """Whether a request needs a token (a gateway whose principals were all revoked lets
         nobody in rather than everybody); off loopback always."""
-        return self.require_auth or not is_loopback_host(self.host)
+        return self.require_auth or not self._loopback
 
     def auth_mode(self) -> str:
         """How requests authenticate: bearer, oauth, tls, combinations joined by +, or none."""

@@ -21,17 +21,34 @@ DONE: Any = object()  # handed over after the last part when the worker returns 
 
 
 class Headers:
-    """A request's header fields by name, case-insensitively; the first of repeated ones."""
+    """A request's header fields by name, case-insensitively; the first of repeated ones. Made
+    on the event loop for every request, so nothing is decoded there: a field is decoded when
+    it is asked for (a handler asks for a few of them)."""
+
+    __slots__ = ("_fields",)
 
     def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
         # The server gives names in lower case; reversed, so that the first of repeated ones wins.
-        self._fields = {name.decode("latin-1"): value.decode("latin-1").strip() for name, value in reversed(raw)}
+        self._fields: dict[bytes, bytes] = dict(reversed(raw))
 
     def get(self, name: str, default: str | None = None) -> str | None:
-        return self._fields.get(name.lower(), default)
+        value = self._fields.get(_key(name))
+        return default if value is None else value.decode("latin-1").strip()
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and name.lower() in self._fields
+        return isinstance(name, str) and _key(name) in self._fields
+
+
+_KEYS: dict[str, bytes] = {}  # a name as asked for -> its lower-case bytes (the handlers' few names)
+
+
+def _key(name: str) -> bytes:
+    key = _KEYS.get(name)
+    if key is None:
+        key = name.lower().encode("latin-1", "replace")
+        if len(_KEYS) < 256:
+            _KEYS[name] = key
+    return key
 
 
 class Writer(Protocol):

@@ -79,7 +79,6 @@ class GatewayProtocol(HttpToolsProtocol):
         self.due: float | None = None  # when the connection is closed unless something moves it; None: a request runs
         self.head_bytes: int | None = 0  # bytes of a request head so far; None: not in a head
         self.first = True  # no request head yet: the deadline counts from the connection's start
-        self.fields = 0
         self.too_large = False
         self.extensions: dict[str, Any] = {"llmc.connection": self.seen}
 
@@ -114,18 +113,14 @@ class GatewayProtocol(HttpToolsProtocol):
         self.scope["extensions"] = self.extensions
         self.seen.whole = False
         self.head_bytes = self.head_bytes or 0
-        self.fields = 0
         if not self.first:  # a kept-alive connection's next request: its head's own deadline
             self._watch(self.request_seconds if self.seen.admitted else min(self.pending_seconds, self.request_seconds))
 
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self.fields += 1
-        if self.fields > MAX_FIELDS:
+    def on_headers_complete(self) -> None:
+        # Counted once the head is whole (it is at most MAX_HEAD_BYTES), not by a call per field.
+        if len(self.headers) > MAX_FIELDS:
             self.too_large = True
             raise HeadTooLarge  # llhttp stops; uvicorn answers through send_400_response
-        super().on_header(name, value)
-
-    def on_headers_complete(self) -> None:
         self.due = None  # the head is whole: the request's own deadlines take over
         self.first = False
         self.head_bytes = None

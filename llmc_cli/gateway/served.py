@@ -59,4 +59,5 @@ def pipeline(
         interactive=interactive,
         confirm=confirm,
         clearance=host.clearance,
+        conclusions=toolbox.conclusions(host.clearance),
     )

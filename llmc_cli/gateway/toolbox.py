@@ -34,6 +34,7 @@ from llmc_cli.gateway.routes import Routes
 from llmc_cli.gateway.subscribers import Subscribers
 from llmc_cli.guard import clearance
 from llmc_cli.mcp.hooks import ClientHooks
+from llmc_cli.services.calls import Conclusions
 from llmc_cli.services.catalogs import authenticated
 from llmc_cli.services.semantic import semantic_wanted
 
@@ -106,6 +107,10 @@ class Toolbox:
             relist_prompts=lambda upstreams: self.listing.gather("prompts/list", "prompts", "name", "prompts", upstreams),
         )
         self.listing = Listings(profile, self.catalog, self.routes, self.outages)
+        # What every host call of a clearance concludes alike (the policy's verdicts on the tools,
+        # the servers the clearance may use, the inspectors, the approval key): concluded once,
+        # not per call (services.calls.Conclusions; a new listing's tools are judged afresh).
+        self._conclusions: dict[str | None, Conclusions] = {}
 
     def host_upstreams(
         self,
@@ -135,6 +140,13 @@ class Toolbox:
             self.catalog.close()
         finally:
             self.audit.__exit__(None, None, None)  # the outcomes still waiting
+
+    def conclusions(self, clearance: str | None) -> Conclusions:
+        """What the host calls of this clearance share (services.host_calls)."""
+        known = self._conclusions.get(clearance)
+        if known is None:
+            known = self._conclusions.setdefault(clearance, Conclusions())
+        return known
 
     def clearance_of(self, principal: str | None) -> str:
         """The clearance of a host of this principal (guard/clearance.py): servers above it are

@@ -40,6 +40,26 @@ if TYPE_CHECKING:
     from llmc_cli.store.state import State
 
 
+class Conclusions:
+    """What an invocation concludes once for all of its calls, whatever their arguments: the
+    policy's verdicts on its tools (policy.decide; each used only while the tool and the policy
+    are the very objects it was concluded of, so a new listing or policy is judged afresh), which
+    servers its clearance may use, its clearance, its inspectors and its approval key. Its own,
+    or handed in to be shared by invocations of the same profile, caller, clearance and
+    inspection: the gateway makes an invocation per host call, and would otherwise conclude all
+    of it again for every call. Filled as calls need it, from any thread (each value is the same
+    whoever works it out first)."""
+
+    __slots__ = ("approval_key", "cleared_for", "cleared_servers", "inspectors", "verdicts")
+
+    def __init__(self) -> None:
+        self.verdicts: policy.Verdicts = {}
+        self.cleared_servers: dict[str, bool] = {}
+        self.cleared_for: str | None = None
+        self.inspectors: tuple[Inspector, ...] | None = None
+        self.approval_key: bytes | None = None
+
+
 class Invocation:
     """Who runs a tool call and how a human may be asked about it: the caller's context, made
     once per command (services.open_calls) or per host call of the gateway (services.host_calls).
@@ -63,7 +83,9 @@ class Invocation:
     the inspect stage's inspectors (services/inspect.py), in order; None: the profile's
     (inspectors_for). clearance: the highest server classification this caller may use
     (guard/clearance.py); None: the default of its kind ([policy] clearance for a person, the
-    model's for anyone else)."""
+    model's for anyone else). conclusions: what its calls conclude alike (Conclusions), shared
+    with the other invocations of the same profile, caller, clearance and inspection (the
+    gateway's host calls); None: its own."""
 
     def __init__(
         self,
@@ -82,6 +104,7 @@ class Invocation:
         host_session: str | None = None,
         inspection: tuple[Inspector, ...] | None = None,
         clearance: str | None = None,
+        conclusions: Conclusions | None = None,
     ) -> None:
         self.profile = profile
         self.state = state
@@ -98,31 +121,44 @@ class Invocation:
         self.host_session = host_session
         self.inspection = inspection
         self.clearance = clearance
-        self.verdicts: policy.Verdicts = {}  # the policy's conclusions on this command's tools (policy.decide)
-        self.cleared_servers: dict[str, bool] = {}  # whether cleared_for may use each server (clearance_denial)
+        self.conclusions = Conclusions() if conclusions is None else conclusions
+        self.verdicts = self.conclusions.verdicts  # the policy's conclusions on this command's tools (policy.decide)
+        self.cleared_servers = self.conclusions.cleared_servers  # whether cleared_for may use each server (clearance_denial)
 
-    @cached_property
+    @property
     def cleared_for(self) -> str:
         """The clearance this invocation's calls, reads and listings are judged by."""
-        if self.clearance is not None:
-            return clearance.capped(self.clearance, self.profile.profile)
-        if self.caller == "human":
-            return clearance.human(self.profile.profile)
-        return clearance.model(self.profile.profile)
+        known = self.conclusions.cleared_for
+        if known is None:
+            if self.clearance is not None:
+                known = clearance.capped(self.clearance, self.profile.profile)
+            elif self.caller == "human":
+                known = clearance.human(self.profile.profile)
+            else:
+                known = clearance.model(self.profile.profile)
+            self.conclusions.cleared_for = known
+        return known
 
-    @cached_property
+    @property
     def inspectors(self) -> tuple[Inspector, ...]:
         if self.inspection is not None:
             return self.inspection
-        found = inspect_stage.inspectors_for(self.profile)
-        # what a model reads next (ask, the gateway): text in it that addresses the model is flagged
-        return (*found, inspect_stage.InstructionsInspector()) if self.caller == "model" else found
+        known = self.conclusions.inspectors
+        if known is None:
+            found = inspect_stage.inspectors_for(self.profile)
+            # what a model reads next (ask, the gateway): text in it that addresses the model is flagged
+            known = (*found, inspect_stage.InstructionsInspector()) if self.caller == "model" else found
+            self.conclusions.inspectors = known
+        return known
 
-    @cached_property
+    @property
     def approval_key(self) -> bytes:
         """The key of this invocation's call hashes (policy.approval_key), read once: it is looked
         up in the environment and the state directory, which a batch would do twice per call."""
-        return policy.approval_key()
+        known = self.conclusions.approval_key
+        if known is None:
+            known = self.conclusions.approval_key = policy.approval_key()
+        return known
 
     @cached_property
     def masker(self) -> Masker:

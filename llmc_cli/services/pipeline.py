@@ -28,7 +28,7 @@ from llmc_cli.errors import Cancelled, ConfigError, InputRequired, LlmcError, Po
 from llmc_cli.mcp.validation import passes_quickly, validate_arguments
 from llmc_cli.model import JSONObject, NamedTuple, Tool, ToolCall, ToolResult, canonical_json, sha256
 from llmc_cli.services import calls
-from llmc_cli.services.calls import Authorization, Invocation
+from llmc_cli.services.calls import Authorization, Conclusions, Invocation
 from llmc_cli.services.inspect import Inspected, inspect, inspect_error
 from llmc_cli.services.reads import authorize_read
 from llmc_cli.services.state import audit_log, open_state
@@ -408,11 +408,13 @@ def host_calls(
     confirm: Callable[[ToolCall, Tool | None], bool] | None = None,
     host_session: str | None = None,
     clearance: str | None = None,
+    conclusions: Conclusions | None = None,
 ) -> Pipeline:
     """The pipeline of one MCP host's call or read through the gateway (`serve`): calls a model
     chose, on the served profile's state and audit trail, recorded with the host's identity
     (`client`); `confirm` asks the host's user, when it can (`interactive`). `host_session`: the
-    host session a `per_session` server's cached results belong to."""
+    host session a `per_session` server's cached results belong to. `conclusions`: shared by
+    every host call of this profile and clearance (Invocation)."""
     context = Invocation(
         profile=profile,
         state=state,
@@ -425,5 +427,6 @@ def host_calls(
         environment_masker=masker,
         host_session=host_session,
         clearance=clearance,
+        conclusions=conclusions,
     )
     return Pipeline(catalog, context)

@@ -8,6 +8,8 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
 from llmc_cli.config.profiles import load_profile
 from llmc_cli.gateway.access import Door
 from llmc_cli.gateway.admission import Refused
@@ -56,3 +58,35 @@ def test_a_lone_hosts_requests_see_every_edit(gateway_profile: Path) -> None:
         assert name_of(door, secrets[name], time.monotonic()) == name
         assert llmc("serve", "-p", str(gateway_profile), "token", "revoke", name).returncode == 0
         assert name_of(door, secrets[name], time.monotonic()) == 401
+
+
+def test_who_needs_a_token_by_the_listening_address(tmp_path: Path) -> None:
+    """Without principals a loopback gateway lets requests in (auth none); the same profile on
+    another address is refused at start (it would let everybody in); judged once per door."""
+    from llmc_cli.errors import UsageError
+    from llmc_cli.gateway.access import is_loopback_host
+
+    profile = tmp_path / "open.toml"
+    profile.write_text('[servers.sdk]\ncommand = "true"\n')
+    loaded = load_profile(str(profile))
+    for host in ("127.0.0.1", "::1", "localhost", "127.0.0.2"):
+        door = Door(loaded, host)
+        assert not door.auth_required() and door.auth_mode() == "none"
+        assert door.principal_of(None, None, time.monotonic()) is None
+    for host in ("0.0.0.0", "192.0.2.7", "gw.example.com"):
+        assert not is_loopback_host(host)
+        with pytest.raises(UsageError, match="needs inbound authentication"):
+            Door(loaded, host)
+    assert [is_loopback_host(h) for h in ("127.0.0.1", "::1", "[::1]", "10.0.0.1", "")] == [True, True, False, False, False]
+
+
+def test_off_loopback_every_request_shows_a_token(gateway_profile: Path) -> None:
+    ops = token(gateway_profile, "ops")
+    door = Door(load_profile(str(gateway_profile)), "0.0.0.0")
+    assert door.auth_required() and door.auth_mode() == "bearer"
+    for _ in range(2):  # the address judged once: the same answer every request
+        assert name_of(door, ops, time.monotonic()) == "ops"
+        assert name_of(door, "", time.monotonic()) == 401  # no token: "Bearer " with nothing
+        with pytest.raises(Refused) as refused:
+            door.principal_of(None, None, time.monotonic())
+        assert refused.value.status == 401
