@@ -255,11 +255,24 @@ def sha256(data: bytes = b"") -> hashlib._Hash:
     if _sha256_state[0] >= 0:
         _sha256_state[0] += len(data)
         if _sha256_state[0] >= _OPENSSL_AFTER:
-            import hashlib  # the seam above: OpenSSL only for a process that hashes much
-
-            _sha256_state[:] = [-1, hashlib.sha256]
+            _to_openssl()
     hashed: hashlib._Hash = _sha256_state[1](data)
     return hashed
+
+
+def expect_hashing(size: int) -> None:
+    """A caller that will hash at least `size` more bytes (a batch: two audit records a call)
+    moves to OpenSSL now when that takes the process past the switch anyway, not midway: a
+    batch's HMACs (one a call, all before its first record is sealed) are then made on OpenSSL's
+    copies, not on CPython's, three slow compressions each (~25 k instructions a call)."""
+    if _sha256_state[0] >= 0 and _sha256_state[0] + size >= _OPENSSL_AFTER:
+        _to_openssl()
+
+
+def _to_openssl() -> None:
+    import hashlib  # the seam above: OpenSSL only for a process that hashes much
+
+    _sha256_state[:] = [-1, hashlib.sha256]
 
 
 def sha256_hex(data: bytes) -> str:
@@ -270,19 +283,20 @@ _HMAC_INNER = bytes(x ^ 0x36 for x in range(256))
 _HMAC_OUTER = bytes(x ^ 0x5C for x in range(256))
 
 
-_hmac_pads: dict[bytes, tuple[Any, Any]] = {}  # a key's inner and outer hashes of its pads
+_hmac_pads: dict[bytes, tuple[Any, Any, Any]] = {}  # a key's inner and outer hashes of its pads, and by whom
 
 
 def hmac_sha256(key: bytes, message: bytes) -> str:
     """hmac.new(key, message, hashlib.sha256).hexdigest() (RFC 2104, as hmac.py computes it without
     OpenSSL), so that an approval hash does not load OpenSSL either. The hashes of a key's pads
     are made once and copied for each message (a process has one approval key: a batch hashes
-    every call with it)."""
+    every call with it), made again once the process switched to OpenSSL's SHA-256: copies of
+    CPython's own kept three of its slow compressions a call in every later HMAC."""
     pads = _hmac_pads.get(key)
-    if pads is None:
+    if pads is None or pads[2] is not _sha256_state[1]:
         padded = (sha256(key).digest() if len(key) > 64 else key).ljust(64, b"\0")
-        pads = (sha256(padded.translate(_HMAC_INNER)), sha256(padded.translate(_HMAC_OUTER)))
-        if len(_hmac_pads) < 8:
+        pads = (sha256(padded.translate(_HMAC_INNER)), sha256(padded.translate(_HMAC_OUTER)), _sha256_state[1])
+        if len(_hmac_pads) < 8 or key in _hmac_pads:
             _hmac_pads[key] = pads
     inner = pads[0].copy()
     inner.update(message)

@@ -6,6 +6,7 @@ Nothing here knows about a transport, a provider or the CLI.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import field
 from typing import Any, Literal, TypeAlias, get_args
@@ -13,6 +14,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from llmc_cli.lean import NamedTuple as NamedTuple
 from llmc_cli.lean import dataclass as dataclass
+from llmc_cli.lean import expect_hashing as expect_hashing
 from llmc_cli.lean import hmac_sha256 as hmac_sha256
 from llmc_cli.lean import sha256 as sha256
 from llmc_cli.lean import sha256_hex as sha256_hex
@@ -52,8 +54,66 @@ def _encoder(**options: Any) -> Callable[[object], str]:
     return lambda value: join(encode(value, 0))
 
 
-_COMPACT = _encoder()
-_CANONICAL = _encoder(sort_keys=True)
+# A process that encodes much (a batch: six encodings a call, two of them ~500-byte audit records)
+# switches to PyPI package orjson when it is installed (the `fast` extra): 4-6x faster per
+# record (bench/RESULTS.md, session 7). Its text is taken only where it is byte for byte json's
+# (hashes, HMACs and the audit chain are taken over it): orjson writes floats below 1e-4 another
+# way (0.00001, 1e-7 where json writes 1e-05, 1e-07), NaN and Infinity as null, and refuses what
+# json writes otherwise (integers beyond 64 bits, lone surrogates, keys that are not str, nesting
+# past 254, subclasses of str, int, float, dict and list, which it is told to pass on): any of
+# those, or a text that might hold one (the search below, false alarms included), is encoded by
+# json instead. A short-lived command never imports it (its import is ~1 ms of a start-up).
+_FAST_AFTER = 64  # encodings by json before orjson is imported
+_SMALL_EXPONENT = re.compile(rb"[0-9]e-[0-9](?![0-9])")  # 1e-7: json writes 1e-07
+
+
+def _fast(plain: Callable[[object], str], sort_keys: bool) -> Callable[[object], str]:
+    """orjson's encoding where it is json's (see above), else `plain`'s; `plain` without orjson."""
+    try:
+        import orjson
+    except ImportError:
+        return plain
+    dumps, refused = orjson.dumps, orjson.JSONEncodeError
+    option = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+    option |= orjson.OPT_SORT_KEYS if sort_keys else 0
+    small_exponent = _SMALL_EXPONENT.search
+
+    def encode(value: object) -> str:
+        try:
+            out = dumps(value, default=_refuse, option=option)
+        except refused:  # (a TypeError) whatever orjson will not write, json writes or refuses
+            return plain(value)
+        # Three searches of a few hundred bytes in C; a regular expression only after "e-" (a
+        # hyphenated word), as one alternation it cost more than the encoding it checks.
+        if b"null" in out or b"0.0000" in out or (b"e-" in out and small_exponent(out) is not None):
+            return plain(value)
+        return out.decode("utf-8")
+
+    return encode
+
+
+def _refuse(value: object) -> object:
+    raise TypeError  # a type orjson passes on: json decides
+
+
+_STDLIB_COMPACT = _encoder()
+_STDLIB_CANONICAL = _encoder(sort_keys=True)
+_encoded = 0
+
+
+def _counting(plain: Callable[[object], str]) -> Callable[[object], str]:
+    def encode(value: object) -> str:
+        global _encoded, _COMPACT, _CANONICAL
+        _encoded += 1
+        if _encoded == _FAST_AFTER:
+            _COMPACT, _CANONICAL = _fast(_STDLIB_COMPACT, False), _fast(_STDLIB_CANONICAL, True)
+        return plain(value)
+
+    return encode
+
+
+_COMPACT = _counting(_STDLIB_COMPACT)
+_CANONICAL = _counting(_STDLIB_CANONICAL)
 
 
 def compact_json(value: object) -> str:
@@ -67,6 +127,23 @@ def canonical_json(value: object) -> str:
     white space, text as it is (not \\u-escaped). Changing it changes every audit hash, call hash
     and lock-file hash already written."""
     return _CANONICAL(value)
+
+
+_scan_once: Callable[[str, int], tuple[Any, int]] = json.decoder.JSONDecoder().scan_once  # type: ignore[attr-defined]  # the C scanner json.loads ends in
+
+
+def json_loads(text: str) -> Any:
+    """json.loads(text) of a str, the same value or the same error: the scanner is called
+    directly on a text that is one JSON value with nothing around it (json.loads is three Python
+    calls and two regular-expression matches around that call: a batch decodes two texts a
+    call); anything else (white space around, an error) goes through json.loads itself."""
+    try:
+        value, end = _scan_once(text, 0)
+    except (StopIteration, ValueError):
+        return json.loads(text)  # raises as json.loads raises, or reads what it reads after white space
+    if end != len(text):
+        return json.loads(text)
+    return value
 
 
 DEFAULT_CONNECT_TIMEOUT = 60.0
@@ -321,7 +398,7 @@ def parse_json(text: str, max_depth: int | None = MAX_ARGUMENT_DEPTH, too_deep: 
     config) with the name of where the text came from."""
     too_deep = too_deep if max_depth is not None else "JSON nested too deeply"
     try:
-        value: JSON = json.loads(text)  # what json.loads returns is JSON by construction
+        value: JSON = json_loads(text)  # what json.loads returns is JSON by construction
     except RecursionError:
         raise ValueError(too_deep) from None
     except ValueError as exc:

@@ -43,3 +43,30 @@ def test_a_process_that_hashes_much_moves_to_openssl(monkeypatch: pytest.MonkeyP
     assert model.sha256_hex(big) == hashlib.sha256(big).hexdigest()
     assert model._sha256_state == [-1, hashlib.sha256]
     assert model.sha256_hex(small) == hashlib.sha256(small).hexdigest()
+
+
+def test_a_key_s_pads_move_to_openssl_with_the_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pads hashed before the switch are hashed again after it (a batch's HMACs then copy OpenSSL
+    states, not CPython's slower ones): the same digests either side."""
+    monkeypatch.setattr(model, "_sha256_state", [0, model._builtin_sha256])
+    monkeypatch.setattr(model, "_hmac_pads", {})
+    key, message = b"approval-key" * 3, b'{"arguments":{"message":"1"},"tool":"echo"}'
+    expected = hmac.new(key, message, hashlib.sha256).hexdigest()
+    assert model.hmac_sha256(key, message) == expected
+    assert not isinstance(model._hmac_pads[key][0], type(hashlib.sha256()))
+    model.sha256(b"y" * (model._OPENSSL_AFTER + 1))
+    assert model.hmac_sha256(key, message) == expected
+    assert isinstance(model._hmac_pads[key][0], type(hashlib.sha256())) and model._hmac_pads[key][2] is hashlib.sha256
+    assert model.hmac_sha256(key, message) == expected
+
+
+def test_a_caller_that_will_hash_much_moves_to_openssl_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(model, "_sha256_state", [0, model._builtin_sha256])
+    model.expect_hashing(1000)  # not past the switch: CPython's still
+    assert model._sha256_state == [0, model._builtin_sha256]
+    model.sha256(b"x" * 1000)
+    model.expect_hashing(model._OPENSSL_AFTER - 1000)
+    assert model._sha256_state == [-1, hashlib.sha256]
+    assert model.sha256_hex(b"abc") == hashlib.sha256(b"abc").hexdigest()
+    model.expect_hashing(10**9)  # once moved, nothing more to do
+    assert model._sha256_state == [-1, hashlib.sha256]

@@ -24,16 +24,16 @@ PROGRESS_EXTENSION_CAP = 10  # progress may extend a request's deadline, up to t
 # The deadline (time.monotonic()) of the request being sent on this thread, set by the session
 # around transport.send(): a transport that reads the reply in send() (HTTP on the caller's
 # thread) ends at it, however the bytes arrive. Bytes never extend it; progress may (wait()).
-_SENDING = threading.local()
+SENDING = threading.local()
 
 
 def sending_deadline() -> float | None:
     """The deadline of the request this thread is sending, if a session set one."""
-    return getattr(_SENDING, "deadline", None)
+    return getattr(SENDING, "deadline", None)
 
 
 def set_sending_deadline(deadline: float | None) -> None:
-    _SENDING.deadline = deadline
+    SENDING.deadline = deadline
 
 
 Reply = JSONObject  # a JSON-RPC response or error object
@@ -108,7 +108,7 @@ class Future(Generic[T]):
 
     def result(self, timeout: float | None = None) -> T:
         """The value, or the exception raised; TimeoutError when not done within `timeout`."""
-        if not self.wait(timeout):
+        if not self._done and not self.wait(timeout):
             raise TimeoutError
         if self._error is not None:
             raise self._error
@@ -210,7 +210,7 @@ class InFlight:
         started = time.monotonic() if started is None else started
         hard_deadline = started + timeout * PROGRESS_EXTENSION_CAP
         while True:
-            if future.done():
+            if future._done:  # done(), a call less per wait
                 return future.result()
             with self._lock:
                 last = self._activity.get(request_id, started)

@@ -10,7 +10,7 @@ from typing import TypeVar, cast
 
 from llmc_cli.errors import ProtocolError
 from llmc_cli.mcp.messages import JSON, JSONObject, RequestId
-from llmc_cli.model import ARGUMENTS_TOO_DEEP, MAX_MESSAGE_DEPTH, arguments_too_deep, compact_json, nesting_depth
+from llmc_cli.model import ARGUMENTS_TOO_DEEP, MAX_MESSAGE_DEPTH, arguments_too_deep, compact_json, json_loads, nesting_depth
 
 # Standard JSON-RPC codes
 PARSE_ERROR = -32700
@@ -86,7 +86,7 @@ def decode(line: str | bytes) -> list[JSONObject]:
             if isinstance(line, bytes) and line[:1] in b"{[" and line[1:2] != b"\x00"
             else line
         )
-        value = json.loads(text)
+        value = json_loads(text) if isinstance(text, str) else json.loads(text)
     except RecursionError:  # arrays nested a hundred thousand deep: the parser gives up
         raise ProtocolError(f"invalid JSON: nested more than {MAX_MESSAGE_DEPTH} levels deep") from None
     except ValueError as exc:

@@ -21,7 +21,7 @@ from llmc_cli import __version__
 from llmc_cli.errors import Cancelled, ConnectionFailed, HttpSessionExpired, LlmcError, ProtocolError, RpcError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc, messages, observe
 from llmc_cli.mcp.hooks import RELATED_TOKENS, ClientHooks, answer_server_request
-from llmc_cli.mcp.inflight import DeadlinePassed, Future, InFlight, sending_deadline, set_sending_deadline
+from llmc_cli.mcp.inflight import SENDING, DeadlinePassed, Future, InFlight
 from llmc_cli.mcp.messages import ProgressToken, object_at
 from llmc_cli.mcp.transports.base import Transport
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, META_PREFIX, MODERN_VERSIONS, SUPPORTED_VERSIONS
@@ -359,12 +359,13 @@ class ClientSession:
         started = time.monotonic()
         try:
             try:
-                outer = sending_deadline()  # a request sent while sending another (a new session's initialize)
-                set_sending_deadline(started + limit)  # the call's, however the reply's bytes arrive
+                # (sending_deadline() and set_sending_deadline(), without three calls a request)
+                outer = getattr(SENDING, "deadline", None)  # a request sent while sending another (a new session's initialize)
+                SENDING.deadline = started + limit  # the call's, however the reply's bytes arrive
                 try:
                     self._send_request(jsonrpc.request(request_id, method, params or None))
                 finally:
-                    set_sending_deadline(outer)
+                    SENDING.deadline = outer
             except TimeoutExpired:
                 # A transport that waits for the reply in send() (HTTP posting on the caller's
                 # thread) ran out of the time the wait below would have given: the same ending.

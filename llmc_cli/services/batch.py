@@ -13,11 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from llmc_cli import interrupts
 from llmc_cli.errors import ExitCode, LlmcError, PolicyDenied, SkippedAfterFailure
-from llmc_cli.model import JSON, JSONObject, Tool, ToolCall, ToolResult, dataclass
+from llmc_cli.model import JSON, JSONObject, Tool, ToolCall, ToolResult, dataclass, expect_hashing
 
 if TYPE_CHECKING:
     from llmc_cli.services.calls import Authorization
     from llmc_cli.services.pipeline import Pipeline, ToolRequest
+
+
+AUDIT_BYTES_PER_CALL = 800  # at least: a decision record and an outcome record, canonical JSON
 
 
 @dataclass
@@ -97,7 +100,7 @@ class Batch:
         self.on_done = on_done
         self.on_wait = on_wait
         self.authorized: dict[int, Authorization] = {}
-        self.stop = threading.Event()  # --fail-fast: a call failed, the rest are skipped
+        self.stopped = False  # --fail-fast: a call failed, the rest are skipped (a flag: no Event.is_set call per call)
         # Which items are done: flags, not an Event each (a thousand Conditions made and set for
         # nothing: only the main thread waits, on _all_handed). A flag is set before _hand_on
         # takes the lock that reads it, and never cleared.
@@ -152,12 +155,18 @@ class Batch:
     def _validate(self) -> None:
         """Each call's arguments against its tool's schema, in this process (one import of the
         validator for the whole batch). A tool that cannot be found is left to its call to report."""
+        found: dict[tuple[str, str], Tool | None] = {}  # each tool looked up once per batch, as each name is routed
         for item in self._runnable():
             assert item.call is not None
-            try:
-                tool = self.pipeline.catalog.find_tool(item.call.server, item.call.tool)
-            except LlmcError:
-                continue  # a server that cannot list its tools: the call itself reports it
+            key = (item.call.server, item.call.tool)
+            if key in found:
+                tool = found[key]
+            else:
+                try:
+                    tool = self.pipeline.catalog.find_tool(*key)
+                except LlmcError:
+                    tool = None  # a server that cannot list its tools: the call itself reports it
+                found[key] = tool
             if tool is None:
                 continue  # likewise "no tool named ..."
             self.tools[item.index] = tool
@@ -169,7 +178,11 @@ class Batch:
 
     def _authorize(self) -> None:
         """Every call decided, the decisions on disk in one write."""
-        for item in self._runnable():
+        runnable = self._runnable()
+        # Each call's two audit records (~500 bytes each) are hashed into the chain: a batch
+        # that will hash past lean's switch to OpenSSL makes it before its HMACs, not midway.
+        expect_hashing(len(runnable) * AUDIT_BYTES_PER_CALL)
+        for item in runnable:
             assert item.call is not None
             try:
                 self.authorized[item.index] = self.pipeline.authorize(item.call, self.tools.get(item.index))
@@ -265,16 +278,16 @@ class Batch:
         assert item.call is not None
         started = time.monotonic()
         try:
-            if self.stop.is_set():
+            if self.stopped:
                 self._give_up(item, SkippedAfterFailure(), "skipped")
                 return
             try:
-                item.result = self.pipeline.execute(self.authorized[item.index]).tool_result
+                item.result = self.pipeline.execute(self.authorized[item.index]).result  # a call's: never None
             except LlmcError as exc:
                 item.error = exc
             item.duration_ms = round((time.monotonic() - started) * 1000, 1)
             if self.fail_fast and item.exit_code:
-                self.stop.set()
+                self.stopped = True
         except BaseException as exc:  # noqa: BLE001 - an interruption or a bug: this item's result says so
             self._abandon(item, f"the call did not complete: {type(exc).__name__}: {exc}")
         finally:

@@ -212,7 +212,7 @@ class Pipeline:
         if authorized.decision.action != "allow":
             raise authorized.denied()
         call: ToolCall = authorized.call  # type: ignore[assignment]  # a decided call's (no typing.cast: a call each)
-        cache = calls.cache_for(self.catalog, self.context, authorized)
+        cache = calls.cache_for(self.catalog, self.context, authorized) if self.context.profile.profile.cache.tools else None
         return self._through(
             authorized,
             "tools/call",
@@ -277,7 +277,7 @@ class Pipeline:
                 self.log, authorized, {"outcome": "internal_error", "error": error, "durationMs": _elapsed_ms(started)}
             )
             raise
-        duration = _elapsed_ms(started)
+        duration = round((time.monotonic() - started) * 1000, 1)  # _elapsed_ms's, a call less
         findings = inspected.findings
         if inspected.deny is not None:
             d = inspected.deny

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import field
 from typing import TYPE_CHECKING, Literal, cast
 
-from llmc_cli import policy, telemetry
+from llmc_cli import audit, policy, telemetry  # (audit: services.calls loads it anyway)
 from llmc_cli.catalog import Catalog
 from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.errors import RpcError
@@ -50,8 +50,6 @@ class Read:
 
 def authorize_read(catalog: Catalog, invocation: Invocation, request: Read) -> Authorization:
     """The policy's decision on a read (nothing is asked: a read needs no confirmation)."""
-    from llmc_cli import audit  # the audit package loads with the first read, not with every listing
-
     denial = clearance_denial(invocation, request.server)
     if denial is not None:
         decision = denial

@@ -166,3 +166,24 @@ def test_arguments_are_checked_against_the_schema_as_call_checks_them(isolated_d
     assert [(r["event"], r["arguments"]) for r in audit] == [("decision", {"a": 1, "b": 2}), ("outcome", {"a": 1, "b": 2})]
     code, out, _ = batch([{"id": 1, "tool": "a.add", "arguments": {"a": "x", "b": 2}}], "--no-validate")
     assert code == 1 and out[0]["isError"] is True
+
+
+def test_a_long_batch_makes_its_hmacs_on_openssl(isolated_dirs, monkeypatch):
+    """A batch whose audit records will take the process past lean's switch to OpenSSL's SHA-256
+    makes the switch before its first HMAC, not midway (its calls' HMACs all come before the
+    first record is sealed): the approval key's pads are then OpenSSL's, and the hashes the same."""
+    import hashlib
+
+    from llmc_cli import lean
+
+    write_profile(isolated_dirs)
+    monkeypatch.setattr(lean, "_sha256_state", [0, lean._builtin_sha256])
+    monkeypatch.setattr(lean, "_hmac_pads", {})
+    n = lean._OPENSSL_AFTER // 800 + 1
+    code, out, _ = batch([{"id": i, "tool": "a.echo", "arguments": {"message": str(i)}} for i in range(n)])
+    assert code == 0 and len(out) == n
+    assert [pads[2] for pads in lean._hmac_pads.values()] == [hashlib.sha256]
+    hashes = {r["callHash"] for r in audit_trail(isolated_dirs / "state") if r["event"] == "decision"}
+    assert len(hashes) == n
+    proc = llmc("audit", "verify", timeout=60)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["records"] == 2 * n

@@ -31,6 +31,7 @@ from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.messages import JSONObject
 from llmc_cli.mcp.transports.base import Closed, Deliver, max_message_bytes, too_large
 from llmc_cli.mcp.transports.crash_lines import telling_line
+from llmc_cli.model import compact_json
 
 # Variables a server legitimately needs to start (the MCP SDKs pass a similar list).
 INHERITED_ENV = (
@@ -136,7 +137,10 @@ class StdioTransport:
         self._closing = False
         self._threads: list[threading.Thread] = []
         # Who reads stdout (see the module's docstring); the fields below are guarded by _stream.
-        self._stream = threading.Condition()
+        # `with self._held:` takes the Condition's own lock in C (Condition.__enter__ is a Python
+        # call around it): pump takes it twice per request.
+        self._held = threading.RLock()
+        self._stream = threading.Condition(self._held)
         self._reader: threading.Thread | None = None  # the thread reading stdout now
         self._aside = False  # the reader thread stands aside: a caller reads its own replies
         self._left = 0.0  # when a caller last stopped reading (time.monotonic())
@@ -189,7 +193,7 @@ class StdioTransport:
         proc = self._proc
         if proc is None or proc.stdin is None:
             raise ConnectionFailed("stdio transport is not started")
-        data = (jsonrpc.encode(message) + "\n").encode("utf-8")
+        data = (compact_json(message) + "\n").encode("utf-8")  # jsonrpc.encode's, a call less
         with self._write_lock:
             try:
                 proc.stdin.write(data)
@@ -258,7 +262,7 @@ class StdioTransport:
             # decides the same for these two values).
             return False
         me = threading.current_thread()
-        with self._stream:
+        with self._held:
             if self._ended or self._closing or self._proc is None:
                 return False
             if me is threading.main_thread() or not alone():
@@ -282,7 +286,7 @@ class StdioTransport:
         except _Ended as end:
             self._end(end.error)
         finally:
-            with self._stream:
+            with self._held:
                 self._reader = None
                 self._left = time.monotonic()  # the reader thread stays aside a while: no wake-up per call
                 if self._closing or not alone():  # others await replies: the reader thread reads for them
