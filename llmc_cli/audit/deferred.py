@@ -16,9 +16,17 @@ class Deferred:
     FLUSH_SECONDS, keeping the time they were recorded at, and are written by a background
     thread (inside the context), so a call never waits for another's outcome fsync. Leaving the
     context writes what is left. The log's anchor is made durable by the same flush (lazy_anchor),
-    so a decision costs one fsync, the record's own."""
+    so a decision costs one fsync, the record's own; a flush is one lock hold (the records'
+    write and fsync, the anchor's write and fsync).
 
-    FLUSH_RECORDS = 64
+    The time bound is what keeps outcomes close behind their calls; the count bound caps the
+    memory a fast batch holds (~600 bytes a record; the arguments are the decision's, shared),
+    and FLUSH_RESULT_BYTES the results the records carry with [audit] results on. Each group costs two fsyncs (~0.2 ms of CPU
+    each here) and a lock hold: at 64 records a 1,000-call batch made 16 groups and its flusher
+    spent ~25 ms of CPU, at 1,024 it makes two and spends ~8 ms (bench/RESULTS.md, session 8)."""
+
+    FLUSH_RECORDS = 1024
+    FLUSH_RESULT_BYTES = 8 * 1024 * 1024  # results waiting in outcome records ([audit] results)
     FLUSH_SECONDS = 1.0
 
     def __init__(self, log: ChainedLog) -> None:
@@ -26,12 +34,13 @@ class Deferred:
         self.log = log
         log.lazy_anchor = True  # flush() syncs it, at least every second: one fsync per write, not three
         self.pending: list[AuditRecord] = []
+        self.pending_results = 0  # the bytes of the results in `pending` (their resultBytes)
         self.lock = threading.Lock()  # held by a flush (the background thread's, the last one's)
         # Guards `pending` only, never held across a write: an outcome recorded while a write and
         # fsync runs does not wait for it.
         self.queue_lock = threading.Lock()
         self.closed = threading.Event()
-        self.full = threading.Event()  # FLUSH_RECORDS outcomes wait: the flusher writes them now
+        self.full = threading.Event()  # a group is full (FLUSH_RECORDS, FLUSH_RESULT_BYTES): the flusher writes it now
         self.flusher = threading.Thread(target=self._flush_every_second, daemon=True, name="llmc-audit-flush")
 
     def __enter__(self) -> Deferred:
@@ -48,9 +57,11 @@ class Deferred:
         if before_action:
             self.record_before_actions([record])
             return
+        size = _result_bytes(record)
         with self.queue_lock:
             self.pending.append({"time": now_iso(), **record})
-            full = len(self.pending) >= self.FLUSH_RECORDS
+            self.pending_results += size
+            full = len(self.pending) >= self.FLUSH_RECORDS or self.pending_results >= self.FLUSH_RESULT_BYTES
         if full and self.flusher.is_alive():
             # The write and its fsync happen beside the calls, not in one of them: in the calling
             # thread they would be a large share of a long batch's time.
@@ -65,9 +76,11 @@ class Deferred:
         self._write(records)
 
     def flush(self) -> None:
+        """Every waiting outcome written and the anchor durable: one lock hold, the records'
+        fsync and the anchor's (sync() only when nothing waited: an anchor a decision left)."""
         with self.lock:
-            self._write([])
-            self.log.sync()
+            if not self._write([], durable=True):
+                self.log.sync()
 
     def _flush_every_second(self) -> None:
         while not self.closed.is_set():
@@ -80,20 +93,33 @@ class Deferred:
             except AuditError:
                 pass  # the records stay pending; the next decision or the final flush reports it
 
-    def _write(self, records: list[AuditRecord]) -> None:
+    def _write(self, records: list[AuditRecord], *, durable: bool = False) -> bool:
         """The pending outcomes and `records` in one append (decisions' appends run at once:
-        the log groups them)."""
+        the log groups them), the anchor made durable with them when `durable`; whether there
+        was anything to write."""
         with self.queue_lock:
             pending, self.pending = self.pending, []
-        if pending or records:
-            try:
-                self.log.append_many([*pending, *records])
-            except AuditError as exc:
-                # The pending records stay: the next write (or the final flush) takes them.
-                with self.queue_lock:
-                    self.pending[:0] = pending
-                ran = f"{len(pending)} outcome records of calls that ran are not written yet"
-                raise AuditError(
-                    f"{exc.message}; "
-                    + (f"no call was run ({ran})" if records and pending else "no call was run" if records else ran)
-                ) from None
+            taken, self.pending_results = self.pending_results, 0
+        if not (pending or records):
+            return False
+        try:
+            self.log.append_many([*pending, *records], durable=durable)
+        except AuditError as exc:
+            # The pending records stay: the next write (or the final flush) takes them.
+            with self.queue_lock:
+                self.pending[:0] = pending
+                self.pending_results += taken
+            ran = f"{len(pending)} outcome records of calls that ran are not written yet"
+            raise AuditError(
+                f"{exc.message}; "
+                + (f"no call was run ({ran})" if records and pending else "no call was run" if records else ran)
+            ) from None
+        return True
+
+
+def _result_bytes(record: AuditRecord) -> int:
+    """The size of the result an outcome record carries ([audit] results), else 0."""
+    if "result" not in record:
+        return 0
+    size = record.get("resultBytes")
+    return size if isinstance(size, int) else 0

@@ -115,10 +115,15 @@ class ChainedLog:
 
     # -- writing -----------------------------------------------------------------------------------
 
-    def append_many(self, records: list[AuditRecord], *, anchor_later: bool = False) -> list[dict[str, Any]]:
-        """Chain `records` after the head and store them in one write; the records as stored."""
+    def append_many(
+        self, records: list[AuditRecord], *, anchor_later: bool = False, durable: bool = False
+    ) -> list[dict[str, Any]]:
+        """Chain `records` after the head and store them in one write; the records as stored.
+        `durable`: the anchor too is made durable in the same lock hold, whatever lazy_anchor
+        says (what sync() would do in a second one: audit.Deferred's flush)."""
         written: list[dict[str, Any]] = []
-        self._queue().append(Ticket(sealer(records, written), anchor_later or self.lazy_anchor, self), self._write_group)
+        later = not durable and (anchor_later or self.lazy_anchor)
+        self._queue().append(Ticket(sealer(records, written), later, self), self._write_group)
         for full in written:  # stored: now they may also leave as OTLP log records ([telemetry] audit_logs)
             telemetry.audit_record(full)
         return written

@@ -221,3 +221,87 @@ def test_an_allowed_calls_anchor_is_made_durable_by_its_outcome(tmp_path, monkey
     assert len(synced) == 1
     log.flush()
     assert len(synced) == 1  # nothing waits any more
+
+
+def test_a_deferred_flush_writes_its_outcomes_and_a_durable_anchor_in_one_lock_hold(tmp_path, monkeypatch):
+    """audit.Deferred's flush (every second, or a full group): the waiting outcome records and the
+    anchor made durable in one append under the lock (the records' fsync, then the anchor's), not
+    an append and then a sync() taking the lock again. A flush with no outcome waiting still
+    makes durable an anchor that a decision's write left for later; one with nothing left does
+    nothing."""
+    import os
+
+    from llmc_cli.audit import Deferred
+
+    synced: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    path = tmp_path / "audit.jsonl"
+    anchor = path.with_name("audit.jsonl.anchor")
+    log = AuditLog(path)
+    holds: list[int] = []
+    appended = log._append_chained
+    monkeypatch.setattr(log, "_append_chained", lambda seal, later=False: (holds.append(later), appended(seal, later))[1])
+    deferred = Deferred(log)  # not entered: no background thread, flushed by hand
+    deferred.record_before_actions([{"event": "decision", "decision": "allow", "n": n} for n in range(3)])
+    assert holds == [True]  # the decisions' write: the anchor's fsync left for the flush
+    for n in range(3):
+        deferred.record({"event": "outcome", "outcome": "ok", "n": n}, before_action=False)
+    holds.clear()
+    synced.clear()
+    deferred.flush()
+    assert holds == [False]  # one lock hold: the outcomes and a durable anchor
+    assert len(synced) == 2  # the records', then the anchor's
+    kept = log._kept
+    assert [synced[0], synced[1]] == [kept[log.path][0], kept[log.anchor_path][0]]
+    assert json.loads(anchor.read_text())["records"] == 6 and log.verify()["ok"]
+
+    deferred.record_before_actions([{"event": "decision", "decision": "allow", "n": 3}])
+    holds.clear()
+    synced.clear()
+    deferred.flush()  # nothing waits, but the decision's anchor does: synced (one lock hold)
+    assert holds == [False] and len(synced) == 1 and synced[0] == kept[log.anchor_path][0]
+    holds.clear()
+    synced.clear()
+    deferred.flush()
+    assert holds == [] and synced == []  # nothing left to make durable
+    assert json.loads(anchor.read_text())["records"] == 7 and log.verify()["ok"]
+
+
+def test_a_deferred_trail_writes_the_same_bytes_however_its_records_are_grouped(tmp_path):
+    """The chain's hashed bytes do not depend on how outcome records are grouped: the same records
+    (their times given) written through Deferred, flushed in groups, and appended one at a time
+    are byte-identical files, and each verifies."""
+    from llmc_cli.audit import Deferred
+
+    def records(n: int) -> list[dict[str, object]]:
+        base = {"user": "u", "host": "h", "pid": 1, "profile": "p", "command": "batch", "server": "s", "tool": "t"}
+        return [
+            {"time": f"2026-01-01T00:00:{n % 60:02d}.000Z", **base, "arguments": {"message": str(n)}, "callHash": f"c{n}"},
+            {"event": "decision", "decision": "allow", "rule": "default: allow", "reason": "by default"},
+        ]
+
+    def entries() -> list[tuple[dict[str, object], bool]]:
+        out = []
+        for n in range(150):
+            head, decision = records(n)
+            out.append(({**head, **decision}, True))
+            outcome = {"event": "outcome", "outcome": "ok", "durationMs": 1.5, "resultBytes": 10, "resultSha256": "0" * 64}
+            out.append(({**head, **outcome}, False))
+        return out
+
+    grouped = AuditLog(tmp_path / "grouped" / "audit.jsonl")
+    deferred = Deferred(grouped)
+    for n, (record, before) in enumerate(entries()):
+        if before and n % 7:  # the decisions of a batch: all at once before any call
+            deferred.record(record, before_action=False)  # an outcome-like wait, to mix the groups
+        else:
+            deferred.record(record, before_action=before)
+        if n % 50 == 0:
+            deferred.flush()
+    deferred.flush()
+    single = AuditLog(tmp_path / "single" / "audit.jsonl")
+    for record, _ in entries():
+        single.append(record)
+    assert grouped.path.read_bytes() == single.path.read_bytes()
+    assert grouped.verify()["ok"] and single.verify()["ok"] and grouped.verify()["records"] == 300

@@ -211,3 +211,27 @@ def test_a_forked_child_records_its_own_pid() -> None:
     os.waitpid(child, 0)
     with os.fdopen(read) as answer:
         assert answer.read() == "True"
+
+
+def test_outcomes_carrying_results_are_written_once_their_results_fill_a_group(tmp_path):
+    """With [audit] results on, each outcome record carries its (masked) result: a group waiting in
+    memory is written once FLUSH_RESULT_BYTES of results wait, long before FLUSH_RECORDS records,
+    so a batch of large results does not hold a thousand of them; records without a result count
+    only against FLUSH_RECORDS."""
+    log = AuditLog(tmp_path / "audit.jsonl")
+    untimed = Deferred(log)  # not entered: no background flush, only the bounds
+    untimed.FLUSH_RESULT_BYTES = 3000
+    big = {"content": [{"type": "text", "text": "x" * 1000}]}
+    for n in range(10):
+        untimed.record({"event": "outcome", "n": n, "resultBytes": 10_000}, before_action=False)  # no result carried
+    assert not log.path.exists()
+    for n in range(2):
+        untimed.record({"event": "outcome", "n": 10 + n, "resultBytes": 1040, "result": big}, before_action=False)
+    assert not log.path.exists() and untimed.pending_results == 2080
+    untimed.record({"event": "outcome", "n": 12, "resultBytes": 1040, "result": big}, before_action=False)
+    assert [json.loads(x)["n"] for x in log.path.read_text().splitlines()] == list(range(13))  # the group, in order
+    assert untimed.pending == [] and untimed.pending_results == 0
+    untimed.record({"event": "outcome", "n": 13, "resultBytes": 1040, "result": big}, before_action=False)
+    assert len(log.path.read_text().splitlines()) == 13 and untimed.pending_results == 1040
+    untimed.flush()
+    assert len(log.path.read_text().splitlines()) == 14 and log.verify()["ok"]
