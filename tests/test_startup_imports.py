@@ -205,3 +205,12 @@ def test_click_s_own_options_behave_as_click_makes_them(isolated_dirs: Path, tmp
     afile.write_text("")
     refused = llmc("call", "--cwd", str(afile), "--stdio", "x", "t.echo")
     assert refused.returncode == 2 and f"Invalid value for '--cwd': Directory '{afile}' is a file." in refused.stderr
+
+
+def test_a_call_of_a_launched_stdio_server_loads_no_thread_pool(tmp_path: Path) -> None:
+    """The thread that starts sandboxed servers (mcp/transports/stdio.py _Spawner) is llmc's own:
+    concurrent.futures imports logging, 35 M instructions of start-up."""
+    server = f"{sys.executable} {Path(__file__).resolve().parent / 'peers' / 'sdk_server.py'}"
+    modules = loaded(["call", "--yes", "--stdio", server, "echo", "message=hi"], tmp_path)
+    assert "llmc_cli.mcp.transports.stdio" in modules  # it did launch the server
+    assert not [m for m in ("concurrent", "concurrent.futures", "logging") if m in modules]
