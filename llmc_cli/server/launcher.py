@@ -17,7 +17,7 @@ import shutil
 from dataclasses import field
 
 from llmc_cli.errors import ConfigError
-from llmc_cli.mcp.server import ToolError
+from llmc_cli.mcp.tool_error import ToolError
 from llmc_cli.model import dataclass
 from llmc_cli.server.sandbox import FIXED_PATH, bwrap_argv, find_bwrap, limited
 

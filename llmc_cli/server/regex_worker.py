@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 
-from llmc_cli.mcp.server import ToolError
+from llmc_cli.mcp.tool_error import ToolError
 from llmc_cli.server.search import MatchTimeout
 
 WORKER_MEMORY = 1 << 30  # address space of the regex worker

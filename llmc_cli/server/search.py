@@ -20,7 +20,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from llmc_cli import server
-from llmc_cli.mcp.server import ToolError
+from llmc_cli.mcp.tool_error import ToolError
 from llmc_cli.model import JSONObject
 from llmc_cli.server.jail import Jail, fd_path
 from llmc_cli.server.workspace_results import SearchPage, SearchStatus
