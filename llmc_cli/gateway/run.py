@@ -25,12 +25,15 @@ def log(message: str) -> None:
     print(f"llmc serve: {_worker}{message}", file=sys.stderr, flush=True)
 
 
-def _toolbox(profile: LoadedProfile, verbose: int) -> Toolbox:
+def _toolbox(profile: LoadedProfile, verbose: int, *, warm: bool = True) -> Toolbox:
+    """The served profile's toolbox; `warm`: its upstreams start now, while the host connects
+    (HTTP: once the gateway counts them in max_upstreams, http_server.serve)."""
     from llmc_cli.gateway.toolbox import Toolbox
 
     on_stderr = (lambda server, line: log(f"[{server} stderr] {line}")) if verbose else None
     toolbox = Toolbox(profile, on_stderr=on_stderr, note=log if verbose else None)
-    toolbox.catalog.pool.warm_up()  # upstreams start while the host connects
+    if warm:
+        toolbox.catalog.pool.warm_up()
     return toolbox
 
 
@@ -85,7 +88,7 @@ def serve_http(
     if workers <= 1:
         if setup is not None:
             setup()
-        serve(_toolbox(profile, verbose), address, **options)
+        serve(_toolbox(profile, verbose, warm=False), address, **options)
         return
 
     def worker(slot: WorkerSlot, first: bool, sock: socket.socket, ready: Callable[[], None]) -> None:
@@ -94,7 +97,7 @@ def serve_http(
         if setup is not None:
             setup()
         serve(
-            _toolbox(profile, verbose),
+            _toolbox(profile, verbose, warm=False),
             address,
             sock=sock,
             slot=slot,

@@ -96,7 +96,7 @@ class ToolCalls:
                 with self._lock:
                     self._upstream[msg_id] = (call.server, token)
                 try:
-                    result = calls.run(services.ToolRequest.of(call, meta={"progressToken": token})).tool_result
+                    result = calls.run(services.ToolRequest.of(call, meta={"progressToken": token}, tool=tool)).tool_result
                 finally:
                     with self._lock:
                         self._upstream.pop(msg_id, None)

@@ -18,6 +18,7 @@ from llmc_cli.errors import ConnectionFailed
 from llmc_cli.gateway.connection import GatewayConnection
 from llmc_cli.gateway.principals import Principal
 from llmc_cli.gateway.toolbox import Toolbox
+from llmc_cli.services.catalogs import authenticated
 
 Key = tuple[str, str | None]  # (profile, principal or None)
 
@@ -58,6 +59,14 @@ class Upstreams:
         self._held_by: dict[GatewayConnection, Key] = {}  # a session's connection -> its principal's
         self._sessions = sessions
         self.lock = threading.Lock()
+        if not authenticated(toolbox.profile):
+            # Without principals every host is the same one and uses the connections the gateway
+            # starts for its tool lists: those count in its max_upstreams like a principal's own,
+            # and each (re)start of one is admitted (a crashed server's next start included).
+            key: Key = (toolbox.profile.name, None)
+            self.pools[key] = PrincipalUpstreams(toolbox, toolbox.catalog)
+            pool = toolbox.catalog.pool
+            pool.options = pool.options._replace(admit=lambda server: self._admit(key, server))
 
     def toolbox_for(self, principal: Principal | None) -> Toolbox:
         name = principal.profile if principal and principal.profile else self.served.name
@@ -83,8 +92,9 @@ class Upstreams:
             pool = self.pools.get(key)
             if pool is None:
                 # Without principals (a gateway that asks for none) every host is the same one:
-                # its connections are the shared ones the gateway warmed up at start, so a first
-                # call pays no second start and no server runs twice. A principal has its own.
+                # its connections are the shared ones the gateway warmed up at start (made in
+                # __init__), so a first call pays no second start and no server runs twice. A
+                # principal has its own.
                 anonymous = principal is None and toolbox is self.toolboxes[self.served.name]
                 catalog = toolbox.catalog if anonymous else toolbox.host_upstreams(admit=lambda server: self._admit(key, server))
                 pool = self.pools[key] = PrincipalUpstreams(toolbox, catalog)

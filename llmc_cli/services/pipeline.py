@@ -60,11 +60,13 @@ class ToolRequest(NamedTuple):
     call_id: str | None = None  # the provider's id, when a model made the call
     timeout: float | None = None
     meta: JSONObject | None = None  # the request's _meta, relayed (the gateway's progress token)
+    tool: Tool | None = None  # the tool, when the caller found it already in the same catalog (not looked up again)
 
     @classmethod
-    def of(cls, call: ToolCall, *, meta: JSONObject | None = None) -> ToolRequest:
-        """The request of a call whose server and tool are known already."""
-        return cls(call.tool, call.arguments, server=call.server, call_id=call.call_id, meta=meta)
+    def of(cls, call: ToolCall, *, meta: JSONObject | None = None, tool: Tool | None = None) -> ToolRequest:
+        """The request of a call whose server and tool are known already (`tool`: the catalog's
+        Tool of it, when the caller holds it)."""
+        return cls(call.tool, call.arguments, server=call.server, call_id=call.call_id, meta=meta, tool=tool)
 
 
 class Outcome(NamedTuple):
@@ -153,7 +155,7 @@ class Pipeline:
         call, tool = self.resolve(request)
         if request.validate:
             self.validate(call, tool)
-        authorized = self.authorize(call)
+        authorized = self.authorize(call, tool)  # the tool found once, by resolve
         self.decide([authorized])
         return self.execute(authorized, timeout=request.timeout, meta=request.meta)
 
@@ -168,7 +170,9 @@ class Pipeline:
     def resolve(self, request: ToolRequest) -> tuple[ToolCall, Tool]:
         """The call a request names, and its tool."""
         server, name = self.route(request)
-        tool = self.catalog.require_tool(server, name)
+        tool = request.tool
+        if tool is None or request.server is None or (tool.server, tool.name) != (server, name):
+            tool = self.catalog.require_tool(server, name)
         if request.arguments is not None:
             arguments = request.arguments
         else:

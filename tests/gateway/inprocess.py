@@ -71,8 +71,7 @@ def serve_in_process(profile: Path, *, env: dict[str, str] | None = None, port: 
     os.environ.update(env or {})
     lines: list[str] = []
     try:
-        toolbox = Toolbox(load_profile(str(profile)), note=lines.append)
-        toolbox.catalog.pool.warm_up()
+        toolbox = Toolbox(load_profile(str(profile)), note=lines.append)  # start_server warms its upstreams
         running = start_server(toolbox, f"127.0.0.1:{port}", log=lines.append, **options)
     except BaseException:
         for name, value in saved.items():

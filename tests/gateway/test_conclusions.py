@@ -101,3 +101,32 @@ def test_another_clearance_concludes_on_its_own(toolbox: Toolbox) -> None:
     assert "result" in call(toolbox, "sdk.add", {"a": 1, "b": 2}, clearance=other)
     assert toolbox.conclusions(other).cleared_for == "public"
     assert toolbox.conclusions(mine).cleared_for is None  # nothing of this clearance was called yet
+
+
+def test_a_host_call_looks_its_tool_up_once(toolbox: Toolbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gateway finds the tool to route the call; the pipeline (resolve, authorize) uses
+    that Tool, and asks the catalog again only for a request that brings none."""
+    from llmc_cli.catalog import routing
+
+    call(toolbox, "sdk.add", {"a": 0, "b": 0})  # the tool list is known
+    looked: list[tuple[str, str]] = []
+    real = routing.find_tool
+
+    def counting(catalog: Any, server: str, tool: str) -> Any:
+        looked.append((server, tool))
+        return real(catalog, server, tool)
+
+    monkeypatch.setattr(routing, "find_tool", counting)
+    reply = call(toolbox, "sdk.add", {"a": 2, "b": 3})
+    assert reply["result"]["structuredContent"] == {"result": 5}, reply
+    assert looked == [("sdk", "add")]  # once (three times before: route, resolve, authorize)
+    from llmc_cli import services
+    from llmc_cli.model import ToolCall
+
+    pipeline = services.host_calls(
+        toolbox.catalog, toolbox.profile, toolbox.state, audit=toolbox.audit, masker=toolbox.masker, client=None
+    )
+    looked.clear()
+    outcome = pipeline.run(services.ToolRequest.of(ToolCall("sdk", "add", {"a": 1, "b": 1})))
+    assert outcome.tool_result.to_json()["structuredContent"] == {"result": 2}
+    assert looked == [("sdk", "add")]  # a request without its Tool: found once, by resolve

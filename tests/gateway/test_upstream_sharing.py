@@ -188,3 +188,33 @@ def test_without_principals_hosts_use_the_upstreams_warmed_at_start(tmp_path: Pa
         assert settled(f"{mark}-own", 1) == 1 and processes(f"{mark}-sdk") == 1  # the shared one stays
     finally:
         stop(gateway)
+
+
+def test_without_principals_the_shared_upstreams_count_in_max_upstreams(tmp_path: Path) -> None:
+    """The connections every host of a gateway without principals shares are that host's: they
+    count in its `[serve] max_upstreams` like a principal's own, the ones warmed at start
+    included. Past it, a server's connection is refused with an error naming the limit (not
+    started), and what is running keeps serving."""
+    mark = uuid.uuid4().hex
+    profile = tmp_path / "capped.toml"
+    server = f'command = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(PEERS / "sdk_server.py"))}]\nsandbox = "none"\n'
+    profile.write_text(
+        f'[servers.one]\n{server}env = {{ LLMC_TEST_MARK = "{mark}" }}\n\n'
+        f'[servers.two]\n{server}env = {{ LLMC_TEST_MARK = "{mark}" }}\n\n'
+        '[policy.hints."one.*"]\nreadOnly = true\n\n[policy.hints."two.*"]\nreadOnly = true\n\n'
+        "[serve]\nmax_upstreams = 1\n"
+    )
+    gateway = start(profile)
+    try:
+        assert settled(mark, 1) == 1
+        host = HttpHost(gateway, "alice")  # a token nobody asked for: no principal
+        outcomes = {name: _text(host.call(f"{name}.remember", key="k", value="v")) for name in ("one", "two")}
+        ran = [name for name, (failed, _) in outcomes.items() if not failed]
+        refused = [text for failed, text in outcomes.values() if failed]
+        assert len(ran) == 1 and len(refused) == 1, outcomes
+        assert "max_upstreams" in refused[0] and "1 upstream connections" in refused[0], refused[0]
+        assert _text(HttpHost(gateway, "bob").call(f"{ran[0]}.recall", key="k")) == (False, "v")  # still shared
+        time.sleep(0.5)
+        assert processes(mark) == 1  # the refused one never started
+    finally:
+        stop(gateway)
