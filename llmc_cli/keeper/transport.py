@@ -4,7 +4,9 @@ The keeper keeps the server process (or HTTP session) alive between llmc invocat
 protocol messages; the session on this side runs as over any transport, so policy and audit stay
 in the calling process. Wire format: newline-delimited JSON, like stdio. The first line each way
 is the keeper's own: {"llmc": "attach", "server": NAME} -> {"llmc": "attached", era, version,
-serverInfo, capabilities, instructions, notice} or {"llmc": "error", ...}. After that, JSON-RPC
+serverInfo, capabilities, instructions, notice, servers, tools} or {"llmc": "error", ...};
+`tools` (when the keeper keeps the server's listing: keeper/upstream.py) is the caller's first
+tools listing, so a call makes no tools/list round trip (HeldSession). After that, JSON-RPC
 messages both ways, and {"llmc": "closed", "message": ...} when the keeper lost the server.
 Connections for one question and its answer: {"llmc": "status"}, {"llmc": "stop"}, and
 {"llmc": "validate", tool, arguments, inputSchema} -> {"llmc": "valid"} or {"llmc": "invalid",
