@@ -11,6 +11,8 @@ from __future__ import annotations
 import collections
 import dataclasses
 from collections.abc import Callable
+from dataclasses import _FIELD_CLASSVAR as _CLASSVAR  # type: ignore[attr-defined]  # the stdlib's field kinds
+from dataclasses import _FIELD_INITVAR as _INITVAR  # type: ignore[attr-defined]
 from dataclasses import MISSING, FrozenInstanceError
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -43,12 +45,22 @@ def _make_dataclass(cls: _C, frozen: bool) -> _C:
         cls.__doc__ = cls.__name__  # the stdlib would build it with inspect.signature()
     _collect_fields(cls, own.get("__annotations__", {}))
     fields = dataclasses.fields(cls)
-    init = tuple((f.name, f.default, f.default_factory) for f in fields if f.init)
+    # __init__'s parameters in the stdlib's order: the fields it takes and the InitVars (given
+    # to __post_init__ in their order, never kept); a field it does not take but has a default
+    # for is set from that (`fixed`).
+    every = getattr(cls, "__dataclass_fields__").values()  # noqa: B009 - fields() leaves out InitVars
+    taken = tuple((f.name, f.default, f.default_factory) for f in every if f.init and f._field_type is not _CLASSVAR)
+    initvars = tuple(f.name for f in every if f._field_type is _INITVAR)
+    fixed = tuple(
+        (f.name, f.default, f.default_factory)
+        for f in fields
+        if not f.init and (f.default is not MISSING or f.default_factory is not MISSING)
+    )
     params = getattr(cls, "__dataclass_params__")  # noqa: B009 - what the methods below make it
     params.init = params.repr = params.eq = True
     params.frozen = frozen
     spec = {
-        "__llmc_init__": (init, getattr(cls, "__post_init__", None)),
+        "__llmc_init__": (taken, getattr(cls, "__post_init__", None), initvars, fixed),
         "__llmc_compare__": tuple(f.name for f in fields if f.compare),
         "__llmc_repr__": tuple(f.name for f in fields if f.repr),
     }
@@ -96,10 +108,10 @@ _built: dict[type, int] = {}
 
 def _init(self: Any, *args: Any, **kwargs: Any) -> None:
     cls = type(self)
-    fields, post_init = self.__llmc_init__
+    fields, post_init, initvars, fixed = self.__llmc_init__
     count = _built[cls] = _built.get(cls, 0) + 1
     if count == _COMPILE_AFTER and cls.__dict__.get("__init__") is _init:
-        _compile_init(cls, fields, post_init)
+        _compile_init(cls, fields, post_init, initvars, fixed)
     if args:
         if len(args) > len(fields):
             raise TypeError(
@@ -122,13 +134,25 @@ def _init(self: Any, *args: Any, **kwargs: Any) -> None:
         state[name] = value
     if kwargs:
         raise TypeError(f"{cls.__qualname__}.__init__() got an unexpected keyword argument {next(iter(kwargs))!r}")
-    if post_init is not None:
+    for name, default, factory in fixed:
+        state[name] = factory() if factory is not MISSING else default
+    if initvars:
+        given = [state.pop(name) for name in initvars]  # __post_init__'s, not the instance's
+        if post_init is not None:
+            post_init(self, *given)
+    elif post_init is not None:
         post_init(self)
 
 
-def _compile_init(cls: type, fields: tuple[tuple[str, Any, Any], ...], post_init: Any) -> None:
+def _compile_init(
+    cls: type,
+    fields: tuple[tuple[str, Any, Any], ...],
+    post_init: Any,
+    initvars: tuple[str, ...] = (),
+    fixed: tuple[tuple[str, Any, Any], ...] = (),
+) -> None:
     """Give `cls` an __init__ written for its fields (what the stdlib's decorator writes at import)."""
-    names = [name for name, _, _ in fields]
+    names = [name for name, _, _ in fields] + [name for name, _, _ in fixed]
     if any(name == "self" or name.startswith("_llmc") for name in names):
         return  # keep the generic one
     scope: dict[str, Any] = {"_llmc_missing": MISSING, "_llmc_post_init": post_init}
@@ -137,14 +161,20 @@ def _compile_init(cls: type, fields: tuple[tuple[str, Any, Any], ...], post_init
         if factory is not MISSING:
             scope[f"_llmc_factory{i}"] = factory
             params.append(f"{name}=_llmc_missing")
-            body.append(f"    _llmc_state[{name!r}] = _llmc_factory{i}() if {name} is _llmc_missing else {name}")
+            body.append(f"    {name} = _llmc_factory{i}() if {name} is _llmc_missing else {name}")
+            if name not in initvars:
+                body.append(f"    _llmc_state[{name!r}] = {name}")
             continue
         if default is not MISSING:
             scope[f"_llmc_default{i}"] = default
         params.append(f"{name}=_llmc_default{i}" if default is not MISSING else name)
-        body.append(f"    _llmc_state[{name!r}] = {name}")
+        if name not in initvars:
+            body.append(f"    _llmc_state[{name!r}] = {name}")
+    for i, (name, default, factory) in enumerate(fixed):
+        scope[f"_llmc_fixed{i}"] = factory if factory is not MISSING else default
+        body.append(f"    _llmc_state[{name!r}] = _llmc_fixed{i}{'()' if factory is not MISSING else ''}")
     if post_init is not None:
-        body.append("    _llmc_post_init(self)")
+        body.append(f"    _llmc_post_init(self{''.join(', ' + name for name in initvars)})")
     try:
         exec(f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body), scope)
     except SyntaxError:  # a field without a default after one with: the generic __init__ reports it

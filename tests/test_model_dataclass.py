@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
+import re
 import typing
 from dataclasses import field
 from typing import Any, ClassVar
@@ -172,3 +173,49 @@ def test_fields_and_annotations_are_the_stdlib_s_with_classvars_initvars_and_sub
         == {"kind": "ClassVar[str]", "scale": "dataclasses.InitVar[int]", "tags": "list[str]"}
     )
     assert ours(2).tags == [] and ours.kind == "point" and typing.get_type_hints(ours)["tags"] == list[str]
+
+
+def initvar_pair(frozen: bool = False) -> list[Any]:
+    """One class per decorator with InitVars (one with a default) handed to __post_init__, and a
+    field __init__ does not take, set from its default_factory."""
+    made = []
+    for decorate in (dataclasses.dataclass(frozen=frozen), dataclass(frozen=frozen)):
+
+        class Scaled:
+            x: int
+            factor: dataclasses.InitVar[int]
+            offset: dataclasses.InitVar[int] = 0
+            seen: list[int] = field(default_factory=list, init=False)
+            label: str = field(default="scaled", init=False)
+
+            def __post_init__(self, factor: int, offset: int) -> None:
+                object.__setattr__(self, "x", self.x * factor + offset)
+                self.seen.append(factor)
+
+        made.append(decorate(Scaled))
+    return made
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_initvars_go_to_post_init_and_init_false_fields_get_their_defaults(frozen: bool) -> None:
+    stdlib, lite = initvar_pair(frozen)
+    for round_ in range(40):  # past _COMPILE_AFTER: the generic __init__, then the compiled one
+        for cls in (stdlib, lite):
+            made = cls(2, 3) if round_ % 2 else cls(x=2, factor=3, offset=1)
+            offset = 0 if round_ % 2 else 1
+            assert (made.x, made.seen, made.label) == (6 + offset, [3], "scaled")
+            assert "factor" not in vars(made) and "offset" not in vars(made)  # never kept
+            assert repr(made) == f"{cls.__qualname__}(x={6 + offset}, seen=[3], label='scaled')"
+        assert lite(2, 3) == lite(2, 3) and lite(2, 3).seen is not lite(2, 3).seen
+        for call in (lambda cls: cls(2), lambda cls: cls(2, 3, 4, 5), lambda cls: cls(2, 3, seen=[])):
+            with pytest.raises(TypeError) as ours:
+                call(lite)
+            with pytest.raises(TypeError) as theirs:
+                call(stdlib)
+            # the same complaint about the same argument (the generic __init__ words it a little
+            # differently; the compiled one as the stdlib)
+            if round_ >= 32:
+                assert str(ours.value) == str(theirs.value)
+            assert re.findall(r"'\w+'", str(ours.value)) == re.findall(r"'\w+'", str(theirs.value))
+    assert lite.__init__.__qualname__ == "initvar_pair.<locals>.Scaled.__init__"  # compiled by now
+    assert [f.name for f in dataclasses.fields(lite)] == [f.name for f in dataclasses.fields(stdlib)] == ["x", "seen", "label"]

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import llmc
+
 # Heavy or optional: no command below needs any of them.
 NEVER = (
     "httpx",
@@ -48,11 +50,23 @@ NEVER = (
 )
 
 
+SPAWNING = ("subprocess", "signal", "select", "llmc_cli.server.processes", "llmc_cli.server.regex_worker")
+# locale: imported by gettext's first lookup (click's help and version options and its Path type
+# look their texts up; llmc gives them as they are: cli/main.py _help_option, targets.Directory)
+UNTRANSLATED = ("locale",)
+
 BUDGETS: dict[str, tuple[list[str], tuple[str, ...], int, int]] = {
     # name: (arguments, never imported besides NEVER, most llmc_cli modules, most modules in all)
-    "--help": (["--help"], ("llmc_cli.mcp", "llmc_cli.config", "llmc_cli.services", "concurrent", "logging", "json"), 8, 135),
-    "tools list": (["tools", "list"], ("concurrent", "logging", "llmc_cli.cli.batch", "llmc_cli.keeper.daemon"), 76, 215),
-    "call": (["call", "workspace.list_directory", "path=."], ("llmc_cli.cli.batch",), 88, 236),
+    "--help": (["--help"], ("llmc_cli.mcp", "llmc_cli.config", "llmc_cli.services", "concurrent", "logging", "json"), 6, 125),
+    # subprocess, select, signal: the workspace server's process table and regex worker load
+    # with the first process or regex search (llmc_cli/server/__init__.py)
+    "tools list": (
+        ["tools", "list"],
+        ("concurrent", "logging", "llmc_cli.cli.batch", "llmc_cli.keeper.daemon", *SPAWNING, *UNTRANSLATED),
+        75,  # mcp/tool_error.py: its own module, so a launched stdio call loads no mcp/server.py
+        206,
+    ),
+    "call": (["call", "workspace.list_directory", "path=."], ("llmc_cli.cli.batch", *SPAWNING, *UNTRANSLATED), 87, 227),
 }
 
 DUMP = """
@@ -176,3 +190,29 @@ def test_interrupts_handles_signals_without_the_signal_modules_enums() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
+def test_click_s_own_options_behave_as_click_makes_them(isolated_dirs: Path, tmp_path: Path) -> None:
+    """-h/--help, --version and --cwd's directory type are llmc's (no gettext lookup, above), and
+    say what click's say."""
+    assert llmc("--version").stdout == "llmc, version 0.1.0\n"
+    helped = llmc("call", "-h")
+    assert helped.returncode == 0 and "  -h, --help" in helped.stdout and "Show this message and exit." in helped.stdout
+    assert "--cwd DIRECTORY" in helped.stdout
+    wrong = llmc("call", "--bogus")
+    assert wrong.returncode == 2 and "Try 'llmc call --help' for help." in wrong.stderr, wrong.stderr
+    afile = tmp_path / "f"
+    afile.write_text("")
+    refused = llmc("call", "--cwd", str(afile), "--stdio", "x", "t.echo")
+    assert refused.returncode == 2 and f"Invalid value for '--cwd': Directory '{afile}' is a file." in refused.stderr
+
+
+def test_a_call_of_a_launched_stdio_server_loads_no_thread_pool(tmp_path: Path) -> None:
+    """The thread that starts sandboxed servers (mcp/transports/stdio.py _Spawner) is llmc's own:
+    concurrent.futures imports logging, 35 M instructions of start-up."""
+    server = f"{sys.executable} {Path(__file__).resolve().parent / 'peers' / 'sdk_server.py'}"
+    modules = loaded(["call", "--yes", "--stdio", server, "echo", "message=hi"], tmp_path)
+    assert "llmc_cli.mcp.transports.stdio" in modules  # it did launch the server
+    assert not [m for m in ("concurrent", "concurrent.futures", "logging") if m in modules]
+    # nor the built-in servers' framework (the jail's ToolError is mcp/tool_error.py's)
+    assert not [m for m in ("llmc_cli.mcp.server", "llmc_cli.mcp.workers", "queue") if m in modules]

@@ -101,8 +101,45 @@ def _complete_profiles(ctx: click.Context, param: click.Parameter, incomplete: s
     return complete_profiles(ctx, param, incomplete)
 
 
-@click.group(cls=LazyGroup, epilog=EXIT_CODES_HELP, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="llmc")
+def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """--version as click.version_option(__version__, prog_name="llmc") prints it."""
+    if value and not ctx.resilient_parsing:
+        click.echo(f"llmc, version {__version__}", color=ctx.color)
+        ctx.exit()
+
+
+def _show_help(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """-h/--help as click.decorators.help_option shows it."""
+    if value and not ctx.resilient_parsing:
+        click.echo(ctx.get_help(), color=ctx.color)
+        ctx.exit()
+
+
+HELP_OPTION_NAMES = ["-h", "--help"]
+
+
+def _help_option(command: click.Command) -> None:
+    """The command's -h/--help, made as click makes it (Command.get_help_option) but with its
+    text as it is: click passes it through gettext, and gettext's first lookup imports `locale`
+    (4.3 M instructions, 1.5% of a call through a keeper; --version and --cwd's type avoid it
+    too). It goes into click's own cache of the option (8.1.8 on): a click without that cache
+    makes its own option, as before. click's messages are not translated for llmc either way."""
+    if command.add_help_option and getattr(command, "_help_option", False) is None:
+        storage = getattr(click.core, "_HELP_OPTION_STORAGE_NAME", "help")
+        command._help_option = click.Option(
+            [*HELP_OPTION_NAMES, storage],
+            is_flag=True,
+            expose_value=False,
+            is_eager=True,
+            help="Show this message and exit.",
+            callback=_show_help,
+        )
+
+
+@click.group(cls=LazyGroup, epilog=EXIT_CODES_HELP, context_settings={"help_option_names": HELP_OPTION_NAMES})
+@click.option(
+    "--version", is_flag=True, expose_value=False, is_eager=True, callback=_show_version, help="Show the version and exit."
+)
 @click.option(
     "--profile",
     "-p",
@@ -127,6 +164,9 @@ def cli(ctx: click.Context, profile: str | None, verbose: int, quiet: bool, otel
     from llmc_cli.cli import context
 
     context.start_app(ctx, profile=profile, verbose=verbose, quiet=quiet, otel=otel)
+
+
+_help_option(cli)
 
 
 def _set_global(ctx: click.Context, param: click.Parameter, value: Any) -> None:
@@ -163,6 +203,7 @@ def _accept_global_options(command: click.Command) -> None:
         ),
     ]
     command.params.extend(o for o in extra if not taken & set(o.opts))
+    _help_option(command)
     for sub in getattr(command, "commands", {}).values():
         _accept_global_options(sub)
 

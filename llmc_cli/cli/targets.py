@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import stat
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -17,6 +18,47 @@ from llmc_cli.model import ServerSpec, dataclass
 
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
+
+
+if TYPE_CHECKING:
+    _ParamType = click.ParamType[str, str]  # generic from click 8.2 on
+else:
+    _ParamType = click.ParamType
+
+
+class LocalPath(_ParamType):
+    """click.Path(file_okay=, dir_okay=, allow_dash=) as llmc's options use it (the path need not
+    exist; one that does must be of the right kind and readable): the same checks, messages,
+    metavar and completion, without click.Path's constructor's gettext lookup of its name,
+    which imports `locale` on every command that defines one (4.3 M instructions: see
+    cli/main.py, _help_option)."""
+
+    def __init__(self, *, file_okay: bool = True, dir_okay: bool = True, allow_dash: bool = False) -> None:
+        self.file_okay, self.dir_okay, self.allow_dash = file_okay, dir_okay, allow_dash
+        self.name = "file" if not dir_okay else "directory" if not file_okay else "path"
+
+    def convert(self, value: str, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        if self.file_okay and self.allow_dash and value == "-":
+            return value
+        try:
+            st = os.stat(value)
+        except OSError:
+            return value  # need not exist yet
+        shown = f"{self.name.title()} {click.format_filename(value)!r}"
+        if not self.file_okay and stat.S_ISREG(st.st_mode):
+            self.fail(f"{shown} is a file.", param, ctx)
+        if not self.dir_okay and stat.S_ISDIR(st.st_mode):
+            self.fail(f"{shown} is a directory.", param, ctx)
+        if not os.access(value, os.R_OK):
+            self.fail(f"{shown} is not readable.", param, ctx)
+        return value
+
+    def shell_complete(self, ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+        made = click.Path(file_okay=self.file_okay, dir_okay=self.dir_okay, allow_dash=self.allow_dash)
+        return made.shell_complete(ctx, param, incomplete)
+
+
+DIRECTORY = LocalPath(file_okay=False)
 
 ADHOC_NAME = "server"  # when nothing better can be told from the command or the URL
 _RUNNERS = {
@@ -143,7 +185,7 @@ def _options(func: Callable[..., object], session: bool) -> Callable[..., object
         ),
         click.option("--stdio", metavar="'COMMAND ARGS'", help="Ad-hoc stdio server (shell-split)."),
         click.option("--env", "env", multiple=True, metavar="K=V", help="Environment for --stdio (repeatable)."),
-        click.option("--cwd", type=click.Path(file_okay=False), help="Working directory for --stdio."),
+        click.option("--cwd", type=DIRECTORY, help="Working directory for --stdio."),
         click.option("--url", metavar="URL", help="Ad-hoc remote server (Streamable HTTP or HTTP+SSE)."),
         click.option(
             "--header",

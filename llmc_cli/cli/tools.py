@@ -11,7 +11,7 @@ from llmc_cli import policy, services
 from llmc_cli.cli.common import open_target, tool_resolver
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import FORMATS, clean, emit, emit_listing, format_option, note, plain_text, raise_failures, warn
-from llmc_cli.cli.targets import Target, shell_complete_tools, target_options
+from llmc_cli.cli.targets import LocalPath, Target, shell_complete_tools, target_options
 from llmc_cli.config.profiles import load_profile
 from llmc_cli.errors import DriftError, ToolFailed, UsageError
 from llmc_cli.guard.clearance import human
@@ -279,7 +279,7 @@ def _allowed_tools(ctx: click.Context, target: Target, hidden: bool = False) -> 
 @tools.command("export")
 @format_option(*TOOL_FORMATS, required=True)
 @click.option(
-    "-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), required=True, help="File to write; - for stdout."
+    "-o", "--output", type=LocalPath(dir_okay=False, allow_dash=True), required=True, help="File to write; - for stdout."
 )
 @STRICT
 @target_options
@@ -390,7 +390,7 @@ def scan(ctx: click.Context, fmt: str, target: Target) -> None:
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False),
+    type=LocalPath(dir_okay=False),
     help="Lock file to write. Default: the profile's `lock` (relative to the profile), else llmc.lock.",
 )
 @target_options
@@ -413,7 +413,7 @@ def lock(ctx: click.Context, output: str | None, target: Target) -> None:
 @click.option(
     "--lock",
     "lock_path",
-    type=click.Path(dir_okay=False),
+    type=LocalPath(dir_okay=False),
     help="Lock file to compare with. Default: the profile's `lock` (relative to the profile), else llmc.lock.",
 )
 @target_options

@@ -74,9 +74,7 @@ def is_llmc_command(argv: tuple[str, ...] | list[str], env: Mapping[str, str] | 
     if not argv or not _clean_environment(env):
         return False
     search = env.get("PATH", os.environ.get("PATH", os.defpath))
-    import shutil  # only when a server is launched: not on a call through a keeper
-
-    found = shutil.which(argv[0], path=search) if "/" not in argv[0] else (argv[0] if os.path.isfile(argv[0]) else None)
+    found = which(argv[0], path=search) if "/" not in argv[0] else (argv[0] if os.path.isfile(argv[0]) else None)
     if found is None:
         return False
     exe = os.path.realpath(found)
@@ -188,3 +186,32 @@ def keepers_dir() -> Path:
     if path.stat().st_mode & 0o077:
         private_dir_mode(path)  # a directory made by something else, too open: tighten it
     return path
+
+
+def which(command: str, path: str | None = None) -> str | None:
+    """shutil.which(command, path=path) as it is on POSIX, without importing shutil: it loads
+    zlib, bz2 and lzma, 6.5 M instructions of the start-up of every command that launches a
+    server (tests/test_config_paths.py holds the two side by side)."""
+
+    def runnable(name: str) -> bool:
+        return os.path.exists(name) and os.access(name, os.X_OK) and not os.path.isdir(name)
+
+    if os.path.dirname(command):
+        return command if runnable(command) else None
+    if path is None:
+        path = os.environ.get("PATH", None)
+        if path is None:
+            try:
+                path = os.confstr("CS_PATH")
+            except (AttributeError, ValueError):
+                path = os.defpath
+    if not path:
+        return None
+    seen: set[str] = set()
+    for directory in os.fsdecode(path).split(os.pathsep):
+        if directory not in seen:
+            seen.add(directory)
+            name = os.path.join(directory, command)
+            if runnable(name):
+                return name
+    return None

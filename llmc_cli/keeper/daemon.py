@@ -32,7 +32,7 @@ from typing import BinaryIO, TextIO
 from llmc_cli import interrupts
 from llmc_cli.errors import ConnectionFailed, ExitCode, LlmcError, RpcError, UsageError
 from llmc_cli.keeper.lifecycle import socket_path, spec_from_json
-from llmc_cli.keeper.transport import AttachReply, HeldServer, KeeperStatus, read_line
+from llmc_cli.keeper.transport import AttachReply, HeldServer, KeeperStatus, read_line, send_line
 from llmc_cli.keeper.upstream import Client, Upstream, log
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.inflight import InFlight
@@ -211,11 +211,11 @@ class Keeper:
         session = upstream.session
         assert session is not None
         client.upstream = upstream
-        with self.lock:
-            self.clients.add(client)
-            upstream.clients.add(client)
+        tools, generation = upstream.listing()
         try:
-            client.send({**AttachReply.of(session, notice).to_json(), "servers": self.roster()})
+            self._attached(
+                client, upstream, {**AttachReply.of(session, notice).to_json(), "servers": self.roster()}, tools, generation
+            )
             while True:
                 message = read_line(stream)
                 if message is None:
@@ -229,6 +229,23 @@ class Keeper:
             for original_id in list(client.pending):
                 upstream.cancel(client, original_id, "the client went away")
             self.touch()
+
+    def _attached(
+        self, client: Client, upstream: Upstream, reply: JSONObject, tools: list[JSONObject] | None, generation: int
+    ) -> None:
+        """The client joins the server's callers and gets the attach reply, with the server's
+        tools when no tools/list_changed made them stale meanwhile. Under the client's lock: a
+        notification for it (a list_changed counted after the check) goes out after the reply."""
+        with client.lock:
+            with self.lock:
+                self.clients.add(client)
+                upstream.clients.add(client)
+            if tools is not None and upstream.generation == generation:
+                reply["tools"] = tools  # type: ignore[assignment]  # a list of JSON objects is JSON
+            try:
+                send_line(client.sock, reply)
+            except OSError:
+                pass  # it went away; the read below notices
 
     def _route(self, client: Client, upstream: Upstream, message: JSONObject) -> None:
         kind = jsonrpc.kind_of(message)

@@ -4,7 +4,9 @@ The keeper keeps the server process (or HTTP session) alive between llmc invocat
 protocol messages; the session on this side runs as over any transport, so policy and audit stay
 in the calling process. Wire format: newline-delimited JSON, like stdio. The first line each way
 is the keeper's own: {"llmc": "attach", "server": NAME} -> {"llmc": "attached", era, version,
-serverInfo, capabilities, instructions, notice} or {"llmc": "error", ...}. After that, JSON-RPC
+serverInfo, capabilities, instructions, notice, servers, tools} or {"llmc": "error", ...};
+`tools` (when the keeper keeps the server's listing: keeper/upstream.py) is the caller's first
+tools listing, so a call makes no tools/list round trip (HeldSession). After that, JSON-RPC
 messages both ways, and {"llmc": "closed", "message": ...} when the keeper lost the server.
 Connections for one question and its answer: {"llmc": "status"}, {"llmc": "stop"}, and
 {"llmc": "validate", tool, arguments, inputSchema} -> {"llmc": "valid"} or {"llmc": "invalid",
@@ -16,7 +18,9 @@ from __future__ import annotations
 import json
 import socket
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, BinaryIO, NotRequired, TypedDict
 
 from llmc_cli.errors import ConnectionFailed, LlmcError, ProtocolError, TimeoutExpired, from_json
@@ -75,6 +79,7 @@ class AttachReply(NamedTuple):
     instructions: str | None = None
     notice: str | None = None
     servers: list[JSON] | None = None  # every server the keeper holds (None: a keeper too old to say)
+    tools: list[JSONObject] | None = None  # the server's tools as the keeper holds them (None: not sent)
 
     @classmethod
     def of(cls, session: ClientSession, notice: str | None) -> AttachReply:
@@ -103,7 +108,12 @@ class AttachReply(NamedTuple):
         era, version = data.get("era"), data.get("protocolVersion")
         if not (isinstance(era, str) and era and isinstance(version, str) and version):
             raise ProtocolError(f"session {keeper_name}: its keeper did not say how {data.get('server', 'the server')} speaks")
-        notice, instructions, servers = data.get("notice"), data.get("instructions"), data.get("servers")
+        notice, instructions, servers, tools = (
+            data.get("notice"),
+            data.get("instructions"),
+            data.get("servers"),
+            data.get("tools"),
+        )
         return cls(
             era,
             version,
@@ -112,6 +122,7 @@ class AttachReply(NamedTuple):
             instructions if isinstance(instructions, str) else None,
             notice if isinstance(notice, str) else None,
             servers if isinstance(servers, list) else None,
+            [t for t in tools if isinstance(t, dict)] if isinstance(tools, list) else None,
         )
 
 
@@ -283,13 +294,39 @@ def validate_in_keeper(path: str, keeper_name: str, arguments: JSONObject, schem
     return reply.get("llmc") == "valid"
 
 
+class HeldSession(ClientSession):
+    """A session with a server a keeper holds. Its first tools listing is the one the keeper
+    sent with its attach reply: a call needs no tools/list round trip before its tools/call.
+    A tools/list_changed from the server makes it stale: every listing then asks the server."""
+
+    keeper_listing_used = False  # only ever set (from the reader thread too): no lock needed
+
+    def list_tools(self) -> list[JSONObject]:
+        attached = getattr(self.transport, "attached", None)
+        if not self.keeper_listing_used:
+            self.keeper_listing_used = True
+            if isinstance(attached, AttachReply) and attached.tools is not None:
+                return attached.tools
+        return super().list_tools()
+
+    def listing_changed(self, then: Callable[[str], None] | None, method: str) -> None:
+        if method == "notifications/tools/list_changed":
+            self.keeper_listing_used = True
+        if then is not None:
+            then(method)
+
+
 def attach(
     socket_path: str, keeper_name: str, server: str, *, timeout: float = 60.0, hooks: ClientHooks | None = None
 ) -> ClientSession:
     """A session with a server that a session keeper holds: no probe and no handshake (the keeper
-    did both when it started the server); the era and version are the keeper's."""
+    did both when it started the server); the era and version are the keeper's, and so is the
+    first tools listing (HeldSession)."""
     transport = KeeperTransport(socket_path, keeper_name, server, timeout)
-    session = ClientSession(transport, name=server, timeout=timeout, hooks=hooks)
+    hooks = hooks or ClientHooks()
+    session = HeldSession(transport, name=server, timeout=timeout, hooks=hooks)
+    # set before the connection starts: a list_changed may follow the attach reply at once
+    session.hooks = replace(hooks, on_list_changed=partial(session.listing_changed, hooks.on_list_changed))
     session.start()
     info = transport.attached
     assert info is not None  # start() raised otherwise

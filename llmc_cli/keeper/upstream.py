@@ -9,6 +9,7 @@ from __future__ import annotations
 import socket
 import sys
 import threading
+import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -21,12 +22,15 @@ from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.mcp.inflight import Future
 from llmc_cli.mcp.router import Router
 from llmc_cli.mcp.session import ClientSession
+from llmc_cli.mcp.versions import META_PREFIX
 from llmc_cli.model import JSON, JSONObject, ServerSpec
 from llmc_cli.services import builtin_servers
 from llmc_cli.store import client_stores
 
 if TYPE_CHECKING:
     from llmc_cli.keeper.daemon import Keeper
+
+LISTEN_WAIT = 5.0  # seconds open() waits for a subscriptions/listen stream's acknowledgement
 
 
 def log(message: str) -> None:
@@ -72,6 +76,20 @@ class Upstream:
         # our progress token -> (the client whose request it is, the client's own token)
         self.routes: Router[tuple[Client, JSON]] = Router("llmc-keeper", lambda route: id(route[0]))
         self.clients: set[Client] = set()
+        # The server's tools as it last listed them to the keeper, sent with every attach reply
+        # (a caller needs no tools/list round trip); `generation` counts the listings made stale
+        # (notifications/tools/list_changed, a restart). Kept only while the keeper hears of
+        # changes (`heard`): a server of the initialize era that declares tools.listChanged, or
+        # one of 2026-07-28 whose subscriptions/listen stream (`listen_id`) acknowledged
+        # toolsListChanged. Its own lock, never held across I/O: notifications come on the
+        # session's reader thread while open() may hold `lock`.
+        self.tools: list[JSONObject] | None = None
+        self.generation = 0
+        self.heard = False
+        self.listen_id: int | None = None
+        self.acknowledged: set[object] = set()  # subscription ids acknowledged with toolsListChanged
+        self.tools_lock = threading.Lock()
+        self.acked = threading.Event()  # an acknowledgement came (open() waits for it: _listen)
 
     def open(self) -> str | None:
         """Connect if not connected. Returns a notice when a server that died was restarted."""
@@ -92,6 +110,7 @@ class Upstream:
                 for client in list(self.clients):
                     client.hang_up(notice)
 
+            self._tools_changed(heard=False)  # a new connection: listed afresh, once it is heard
             try:
                 self.session = connect(self.spec, stores=client_stores(), hooks=self._hooks(), builtins=builtin_servers())
             except LlmcError as exc:
@@ -99,6 +118,7 @@ class Upstream:
                 log(f"{self.spec.name}: cannot start: {exc.message}")
                 raise
             self.error = None
+            self._listen(self.session)
             if notice:
                 self.restarts += 1
                 log(notice)
@@ -110,9 +130,78 @@ class Upstream:
             return "failed" if self.error else "stopped"
         return "exited" if self.session.closed_error else "running"
 
+    def listing(self) -> tuple[list[JSONObject] | None, int]:
+        """The server's tools (listed now when the keeper has none), and the generation they
+        belong to: they may be handed on only while `generation` is still that one. None when
+        the keeper would not hear of a change, the server has no tools, or the listing failed
+        (the caller then asks itself, and sees the error)."""
+        with self.tools_lock:
+            tools, generation, session, heard = self.tools, self.generation, self.session, self.heard
+        if tools is not None or not heard or session is None:
+            return tools, generation
+        try:
+            tools = session.list_tools()
+        except LlmcError:
+            return None, generation
+        with self.tools_lock:
+            if self.generation == generation:
+                self.tools = tools
+        return tools, generation
+
+    def _tools_changed(self, heard: bool = True) -> None:
+        with self.tools_lock:
+            self.tools = None
+            self.generation += 1
+            self.heard = self.heard and heard
+
+    def _listen(self, session: ClientSession) -> None:
+        """Arrange to hear of tools/list_changed, so that a listing may be kept: an initialize-era
+        server that declares it sends it unasked; a 2026-07-28 one on a subscriptions/listen
+        stream, once acknowledged (basic/patterns/subscriptions). A server that declares nothing
+        is listed by each caller, as without a keeper."""
+        declared = session.capabilities.get("tools")
+        if not (isinstance(declared, dict) and declared.get("listChanged") is True):
+            return
+        if session.era != "modern":
+            with self.tools_lock:
+                self.heard = True
+            return
+        params: JSONObject = {"_meta": session.modern_meta(), "notifications": {"toolsListChanged": True}}
+        try:
+            listen_id, future = session.forward(jsonrpc.request(0, "subscriptions/listen", params))
+        except LlmcError:
+            return
+        with self.tools_lock:  # the acknowledgement may have come before forward() returned
+            self.listen_id = listen_id
+            self.heard = listen_id in self.acknowledged
+        # The stream ended (the server closed it, refused it, or the connection went): no more news.
+        future.add_done_callback(lambda _: self._tools_changed(heard=False) if self.session is session else None)
+        # Ready when acknowledged (or refused), so the first caller already gets the listing; a
+        # server slower than that has its listing kept from its acknowledgement on.
+        deadline = time.monotonic() + LISTEN_WAIT
+        while not (self.heard or future.done()) and (left := deadline - time.monotonic()) > 0:
+            self.acked.wait(min(left, 0.05))  # polled: a refusal completes the future, not the event
+            self.acked.clear()
+
+    def _acknowledged(self, params: JSONObject) -> None:
+        meta, agreed = params.get("_meta"), params.get("notifications")
+        if isinstance(meta, dict) and isinstance(agreed, dict) and agreed.get("toolsListChanged") is True:
+            subscription = meta.get(META_PREFIX + "subscriptionId")
+            with self.tools_lock:
+                self.acknowledged.add(subscription)
+                if subscription is not None and subscription == self.listen_id:
+                    self.heard = True
+            self.acked.set()
+
     def _hooks(self) -> ClientHooks:
         # Sampling is not declared: the keeper cannot know that an attached caller may sample.
-        return ClientHooks(on_progress=self._progress, on_log=self._log, on_list_changed=self._list_changed, elicit=self._elicit)
+        return ClientHooks(
+            on_progress=self._progress,
+            on_log=self._log,
+            on_list_changed=self._list_changed,
+            elicit=self._elicit,
+            on_acknowledged=self._acknowledged,
+        )
 
     # -- client -> server --------------------------------------------------------------------
 
@@ -176,6 +265,8 @@ class Upstream:
             client.send(jsonrpc.notification("notifications/message", params))
 
     def _list_changed(self, method: str) -> None:
+        if method == "notifications/tools/list_changed":
+            self._tools_changed()  # before the clients are counted: see Keeper._attach
         for client in list(self.clients):
             client.send(jsonrpc.notification(method))
 

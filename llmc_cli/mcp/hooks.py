@@ -43,6 +43,8 @@ class ClientHooks:
     # Something the user must hear that is no error: the server lost state the caller may rely
     # on (an HTTP session it ended, a server restarted inside a session keeper).
     on_notice: Callable[[str], None] | None = None
+    # notifications/subscriptions/acknowledged params: a subscriptions/listen stream is open (2026-07-28)
+    on_acknowledged: Callable[[JSONObject], None] | None = None
 
 
 def accept_defaults(params: JSONObject) -> JSONObject:

@@ -27,6 +27,7 @@ from llmc_cli.mcp import jsonrpc, observe
 from llmc_cli.mcp.inflight import InFlight
 from llmc_cli.mcp.messages import RequestId, object_at, request_id
 from llmc_cli.mcp.schema_subset import Check, compile_check
+from llmc_cli.mcp.tool_error import ToolError as ToolError  # re-exported: handlers import it from here
 from llmc_cli.mcp.validation import CompiledSchemas
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, MODERN_VERSIONS
 from llmc_cli.mcp.versions import META_PREFIX as META
@@ -37,11 +38,6 @@ if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
 Send = Callable[[JSONObject], None]
-
-
-class ToolError(Exception):
-    """Raised by a handler: the tool ran and failed. Becomes a result with isError, so the model
-    can read the message and correct itself (tools.mdx, "Tool Execution Errors")."""
 
 
 @dataclass

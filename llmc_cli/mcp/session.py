@@ -24,7 +24,7 @@ from llmc_cli.mcp.hooks import RELATED_TOKENS, ClientHooks, answer_server_reques
 from llmc_cli.mcp.inflight import SENDING, DeadlinePassed, Future, InFlight
 from llmc_cli.mcp.messages import ProgressToken, object_at
 from llmc_cli.mcp.transports.base import Transport
-from llmc_cli.mcp.versions import LEGACY_VERSIONS, META_PREFIX, MODERN_VERSIONS, SUPPORTED_VERSIONS
+from llmc_cli.mcp.versions import LEGACY_VERSIONS, META_PREFIX, MODERN_VERSIONS, SUPPORTED_VERSIONS, retry_version
 from llmc_cli.model import JSON, JSONObject
 
 CLIENT_INFO: JSONObject = {"name": "llmc", "version": __version__}
@@ -34,20 +34,6 @@ MAX_INPUT_ROUNDS = 8  # input_required round trips for one request
 
 class NotADiscoverResult(ProtocolError):
     """`server/discover` got a result that is no DiscoverResult: a legacy server answering loosely."""
-
-
-def supported_versions(exc: RpcError) -> list[str]:
-    """The versions an UnsupportedProtocolVersion error lists (`data.supported`), else []."""
-    if exc.code != jsonrpc.UNSUPPORTED_PROTOCOL_VERSION or not isinstance(exc.data, dict):
-        return []
-    supported = exc.data.get("supported")
-    return [v for v in supported if isinstance(v, str)] if isinstance(supported, list) else []
-
-
-def retry_version(exc: RpcError) -> str | None:
-    """The best modern version both sides speak, when the error is an UnsupportedProtocolVersion."""
-    offered = supported_versions(exc)
-    return next((v for v in MODERN_VERSIONS if v in offered), None)
 
 
 def _string_or_none(value: JSON) -> str | None:
@@ -307,6 +293,17 @@ class ClientSession:
             caps["sampling"] = {}
         return caps
 
+    def modern_meta(self) -> JSONObject:
+        """What every request of the modern era carries in `_meta` (a relayed one too)."""
+        meta: JSONObject = {
+            META_PREFIX + "protocolVersion": self.protocol_version,
+            META_PREFIX + "clientInfo": CLIENT_INFO,
+            META_PREFIX + "clientCapabilities": self._capabilities(),
+        }
+        if self.hooks.on_log is not None:  # modern servers log only when a request opts in
+            meta[META_PREFIX + "logLevel"] = "info"
+        return meta
+
     def _request_raw(self, method: str, params: JSONObject | None, timeout: float | None = None) -> JSONObject:
         """One request; a modern server that refuses its version (UnsupportedProtocolVersion)
         listing one llmc speaks gets one retry with the best common version (basic/versioning).
@@ -333,15 +330,7 @@ class ClientSession:
         given = params.get("_meta")
         meta = dict(given) if isinstance(given, dict) else {}
         if self.era == "modern":
-            meta.update(
-                {
-                    META_PREFIX + "protocolVersion": self.protocol_version,
-                    META_PREFIX + "clientInfo": CLIENT_INFO,
-                    META_PREFIX + "clientCapabilities": self._capabilities(),
-                }
-            )
-            if self.hooks.on_log is not None:  # modern servers log only when a request opts in
-                meta[META_PREFIX + "logLevel"] = "info"
+            meta.update(self.modern_meta())
         own_token = meta.get("progressToken")  # the caller's: progress is relayed, not shown here
         if "progressToken" not in meta and method not in ("initialize", "server/discover", "ping"):
             # Always asked for, shown or not: progress is what extends a slow request's
@@ -471,6 +460,8 @@ class ClientSession:
                 self.hooks.on_list_changed(method)
         elif method == "notifications/resources/updated" and self.hooks.on_resource_updated:
             self.hooks.on_resource_updated(params)
+        elif method == "notifications/subscriptions/acknowledged" and self.hooks.on_acknowledged:
+            self.hooks.on_acknowledged(params)
 
     def _serve_request(self, message: JSONObject, owners: tuple[ProgressToken | None, ...]) -> None:
         method, params, msg_id = str(message["method"]), object_at(message, "params"), messages.request_id(message)

@@ -1,1 +1,19 @@
-"""llmc's built-in MCP servers. `workspace` is the zero-setup default (run in-process)."""
+"""llmc's built-in MCP servers. `workspace` is the zero-setup default (run in-process).
+
+The process table (processes.py) and the regex worker (regex_worker.py), which import subprocess
+and signal, load with the first process or regex search a workspace starts, not with the server:
+a listing or a file tool never needs them."""
+
+from typing import TYPE_CHECKING
+
+from llmc_cli import lazy_names
+
+_WHERE = {"ProcessTable": "llmc_cli.server.processes", "RegexWorker": "llmc_cli.server.regex_worker"}
+
+if TYPE_CHECKING:  # what mypy reads; at run time the name loads with its module, on first use
+    from llmc_cli.server.processes import ProcessTable
+    from llmc_cli.server.regex_worker import RegexWorker
+else:
+    __getattr__ = lazy_names(__name__, globals(), _WHERE)
+
+__all__ = ["ProcessTable", "RegexWorker"]

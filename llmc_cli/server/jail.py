@@ -22,7 +22,7 @@ import stat
 from collections.abc import Iterator
 
 from llmc_cli.errors import ConfigError
-from llmc_cli.mcp.server import ToolError
+from llmc_cli.mcp.tool_error import ToolError
 from llmc_cli.server.sandbox import is_under
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)

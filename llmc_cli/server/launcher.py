@@ -13,11 +13,11 @@ the roots bound writable, the rest of the system read-only, llmc's own files cov
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import field
 
+from llmc_cli.config.paths import which
 from llmc_cli.errors import ConfigError
-from llmc_cli.mcp.server import ToolError
+from llmc_cli.mcp.tool_error import ToolError
 from llmc_cli.model import dataclass
 from llmc_cli.server.sandbox import FIXED_PATH, bwrap_argv, find_bwrap, limited
 
@@ -152,5 +152,5 @@ def _lookup(exe: str, cwd: str | None) -> str | None:
         path = exe if os.path.isabs(exe) or cwd is None else os.path.join(cwd, exe)
         found = path if os.path.isfile(path) and os.access(path, os.X_OK) else None
     else:
-        found = shutil.which(exe, path=FIXED_PATH)
+        found = which(exe, path=FIXED_PATH)
     return os.path.realpath(found) if found else None

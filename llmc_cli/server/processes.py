@@ -24,7 +24,7 @@ import subprocess
 import threading
 import time
 
-from llmc_cli.mcp.server import ToolError
+from llmc_cli.mcp.tool_error import ToolError
 from llmc_cli.server.launcher import Launcher, ProcessConfig
 from llmc_cli.server.sandbox import FIXED_PATH
 from llmc_cli.server.trees import Tree, fd_link, kill_trees, killpg

@@ -8,9 +8,10 @@ third-party stdio server a profile sandboxes (services/sandbox.py): one command 
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from collections.abc import Sequence
+
+from llmc_cli.config.paths import which
 
 FIXED_PATH = "/usr/local/bin:/usr/bin:/bin"
 # What llmc starts for each process (stdlib only, run with -I -S): argv[1] is the limits
@@ -133,7 +134,7 @@ SYSTEM_SECRETS = (
 
 
 def find_bwrap(path: str = FIXED_PATH) -> str | None:
-    found = shutil.which("bwrap", path=path)
+    found = which("bwrap", path=path)
     return os.path.realpath(found) if found else None
 
 

@@ -12,112 +12,31 @@ timers included. A process can be killed; the search then ends with a clear reas
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
 import re
-import select
-import signal
 import stat
-import subprocess
-import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from llmc_cli.mcp.server import ToolError
+from llmc_cli import server
+from llmc_cli.mcp.tool_error import ToolError
 from llmc_cli.model import JSONObject
 from llmc_cli.server.jail import Jail, fd_path
 from llmc_cli.server.workspace_results import SearchPage, SearchStatus
+
+if TYPE_CHECKING:
+    from llmc_cli.server.regex_worker import RegexWorker
 
 MAX_SEARCHES = 32  # remembered at once; the oldest finished ones are forgotten first
 MAX_RUNNING = 4
 MAX_LINE_CHARS = 500  # of one matching line in a result
 SNIFF_BYTES = 8192
 BATCH_BYTES = 1_000_000  # of lines sent to the regex worker at once
-WORKER_MEMORY = 1 << 30  # address space of the regex worker
-
-# The regex worker: stdlib only, started with -I -S (nothing from the workspace or site-packages
-# is importable). First line: [pattern, flags]; then one JSON list of lines per request, answered
-# with the indexes of the matching ones. It dies with the thread that started it (PDEATHSIG), and
-# the kernel ends it at its CPU limit should everything else fail.
-_WORKER = r"""
-import ctypes, json, re, resource, signal, sys
-try:
-    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-except Exception:
-    pass
-cpu, memory = int(sys.argv[1]), int(sys.argv[2])
-resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-pattern, flags = json.loads(sys.stdin.readline())
-search = re.compile(pattern, flags).search
-for line in sys.stdin:
-    hits = [i for i, text in enumerate(json.loads(line)) if search(text)]
-    sys.stdout.write(json.dumps(hits) + "\n")
-    sys.stdout.flush()
-"""
 
 
 class MatchTimeout(Exception):
     pass
-
-
-class RegexWorker:
-    """A process that matches lines against one regular expression, killed when it takes too long."""
-
-    def __init__(self, pattern: str, flags: int, timeout: float) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _WORKER, str(int(timeout) + 5), str(WORKER_MEMORY)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            close_fds=True,
-            env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"},
-        )
-        self._send([pattern, flags])
-
-    def _send(self, value: object) -> None:
-        assert self.proc.stdin is not None
-        try:
-            self.proc.stdin.write(json.dumps(value).encode() + b"\n")
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            raise ToolError(f"the regular expression matcher stopped (exit code {self.proc.poll()})") from None
-
-    def matching(self, lines: list[str], deadline: float, stop: threading.Event) -> list[int]:
-        """Indexes of the lines that match; MatchTimeout at the deadline, [] once stopped."""
-        self._send(lines)
-        assert self.proc.stdout is not None
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                self.kill()
-                raise MatchTimeout()
-            if stop.is_set():
-                self.kill()
-                return []
-            ready, _, _ = select.select([self.proc.stdout], [], [], min(left, 0.2))
-            if ready:
-                reply = self.proc.stdout.readline()
-                if not reply:
-                    raise ToolError(
-                        f"the regular expression matcher stopped (exit code {self.proc.wait()}: out of memory or CPU time?)"
-                    )
-                found: list[int] = json.loads(reply)  # the matcher's reply: line numbers
-                return found
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                self.proc.send_signal(signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        self.proc.wait()
-        for pipe in (self.proc.stdin, self.proc.stdout):
-            try:
-                pipe.close()  # type: ignore[union-attr]
-            except OSError:
-                pass
 
 
 class Search:
@@ -148,7 +67,7 @@ class Search:
         self._cond = threading.Condition()
         self._flags = 0 if case_sensitive else re.IGNORECASE
         self._regex = regex and kind == "content"
-        self._worker: RegexWorker | None = None
+        self._worker: RegexWorker | None = None  # server/regex_worker.py, loaded with the first
         self._deadline = self.started + timeout
         try:
             # Checked here for a clear error (parsing is linear in the pattern); a regular
@@ -168,7 +87,7 @@ class Search:
         deadline = self._deadline
         try:
             if self._regex:  # started by this thread: it dies with it (PDEATHSIG)
-                self._worker = RegexWorker(self.pattern, self._flags, timeout)
+                self._worker = server.RegexWorker(self.pattern, self._flags, timeout)
             for rel, st in jail.walk(self.root, shown, max_depth):
                 if self._stop.is_set():
                     self.stopped_by = self.stopped_by or "stopped"

@@ -13,15 +13,17 @@ from __future__ import annotations
 import codecs
 import os
 import stat
+import threading
 import time
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from llmc_cli import __version__
+from llmc_cli import __version__, server
 from llmc_cli.errors import ConfigError
 from llmc_cli.mcp.server import McpServer, ToolDef, ToolError
 from llmc_cli.server import jail as P
-from llmc_cli.server.processes import FIXED_PATH, Launcher, Process, ProcessConfig, ProcessTable
+from llmc_cli.server.launcher import Launcher, ProcessConfig
+from llmc_cli.server.sandbox import FIXED_PATH
 from llmc_cli.server.search import Searches, iso_time
 from llmc_cli.server.workspace_options import check_options, protected_paths
 from llmc_cli.server.workspace_results import (
@@ -44,6 +46,9 @@ from llmc_cli.server.workspace_results import (
     WriteResult,
 )
 from llmc_cli.server.workspace_tools import PAGE_BYTES, workspace_tools
+
+if TYPE_CHECKING:
+    from llmc_cli.server.processes import Process, ProcessTable
 
 SNIFF_BYTES = 8192
 
@@ -89,15 +94,25 @@ class Workspace:
                 env=self.options["env"],
             )
         )
-        self.processes = ProcessTable(self.launcher)
+        self._processes: ProcessTable | None = None  # made with the first process (see the property)
+        self._processes_made = threading.Lock()
         enabled, self.process_note = self.launcher.enabled()
         if read_only:
             enabled, self.process_note = False, "read-only mode: no process runs"
         self.processes_enabled = enabled
 
+    @property
+    def processes(self) -> ProcessTable:
+        """The process table, made (and subprocess loaded) when a process tool is first used."""
+        with self._processes_made:
+            if self._processes is None:
+                self._processes = server.ProcessTable(self.launcher)
+            return self._processes
+
     def close(self) -> None:
         self.searches.close()
-        self.processes.close()
+        if self._processes is not None:
+            self._processes.close()
 
     def instructions(self) -> str:
         roots = ", ".join(self.jail.roots)
@@ -351,7 +366,7 @@ class Workspace:
         return proc.status()
 
     def list_processes(self, args: dict[str, Any]) -> ProcessList:
-        return {"processes": [p.status() for p in self.processes.list()]}
+        return {"processes": [p.status() for p in self._processes.list()] if self._processes is not None else []}
 
     def run_command(self, args: dict[str, Any]) -> CommandResult:
         cwd = self._cwd(args)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -32,6 +31,7 @@ from llmc_cli.config.paths import (
     own_directories,
     sandbox_required_by_parent,
     state_dir,
+    which,
 )
 from llmc_cli.config.profiles import usable_specs
 from llmc_cli.errors import ConfigError
@@ -255,7 +255,7 @@ def _resolve(exe: str, path: str, cwd: str | None) -> str | None:
         full = exe if os.path.isabs(exe) else os.path.join(cwd or os.getcwd(), exe)
         return os.path.abspath(full) if os.path.isfile(full) else None
 
-    found = shutil.which(exe, path=path)
+    found = which(exe, path=path)
     return os.path.abspath(found) if found else None
 
 

@@ -1,13 +1,15 @@
 """A real MCP server built with the official `mcp` SDK, for the client tests.
 
 Usage: python sdk_server.py [stdio|sse|streamable-http] [--port N] [--stateless] [--json] [--legacy]
-                            [--call-log FILE]
+                            [--call-log FILE] [--list-log FILE] [--growing]
 Tools cover what the client must handle: text, structured output, tool errors, progress,
 logging, elicitation, slow replies, a crash, and state kept per session (remember/recall).
 --legacy serves only the initialize era (no `server/discover`): Streamable HTTP with
 `Mcp-Session-Id` sessions, the shape whose sessions llmc remembers between invocations.
 --call-log appends every tools/call it receives to FILE (a JSON line: tool, arguments) before
-running it: what really ran upstream, to compare with llmc's audit trail.
+running it: what really ran upstream, to compare with llmc's audit trail. --list-log appends a
+line for every tools/list it receives. --growing adds `grow(name)`: a new tool NAME (it echoes)
+joins the listing, announced by notifications/tools/list_changed.
 """
 
 from __future__ import annotations
@@ -117,6 +119,8 @@ def _parser() -> argparse.ArgumentParser:
         help="answer the first server/discover this late (a slow start, as on a loaded machine)",
     )
     parser.add_argument("--call-log", metavar="FILE", help="append every tools/call received to FILE")
+    parser.add_argument("--list-log", metavar="FILE", help="append a line for every tools/list received to FILE")
+    parser.add_argument("--growing", action="store_true", help="add `grow`: it adds a tool and announces list_changed")
     parser.add_argument("--rendezvous", action="store_true", help="add the `meet` tool (a proof of concurrency)")
     parser.add_argument("--dotted-tool", action="store_true", help="add `notes.get`: a tool name with a dot in it")
     return parser
@@ -149,7 +153,28 @@ def configure(argv: list[str], exit: Callable[[int], NoReturn] = os._exit, envir
         def notes_get(key: str) -> str:
             return f"note {key}"
 
+    if args.growing:
+
+        @server.tool(description="Add a tool named NAME (it echoes its message) and announce the change.")
+        async def grow(name: str, ctx: Context) -> str:
+            def grown(message: str) -> str:
+                return f"{name}: {message}"
+
+            server.add_tool(grown, name=name, description=f"Added by grow({name!r}).")
+            await ctx.notify_tools_changed()  # to subscriptions/listen streams (2026-07-28)
+            await ctx.session.send_tool_list_changed()  # to an initialize-era client, unasked
+            return f"added {name}"
+
     handlers = server._lowlevel_server._request_handlers  # the SDK exposes no switch for these
+    if args.list_log:
+        listed = handlers["tools/list"]
+
+        async def logged_list(ctx, params):  # type: ignore[no-untyped-def]
+            with open(args.list_log, "a", encoding="utf-8") as fh:
+                fh.write("tools/list\n")
+            return await listed.handler(ctx, params)
+
+        handlers["tools/list"] = type(listed)(listed.params_type, logged_list)
     if args.call_log:
         import json
 

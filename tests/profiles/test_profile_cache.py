@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
 import subprocess
 import sys
@@ -99,6 +100,24 @@ def test_a_changed_schema_misses(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     changed.write_bytes(Path(schema.__file__).read_bytes() + b"\n# changed\n")
     monkeypatch.setattr(schema, "__file__", str(changed))
     assert profile_cache.key_of(RICH) != before
+
+
+def test_a_schema_edited_in_place_misses(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """The key names the schema by its file's identity, not its bytes: an edit of the same file
+    that keeps its size (and inode) still changes its modification time, and misses."""
+    source = Path(schema.__file__).read_bytes()
+    copy = tmp_path / "schema.py"
+    copy.write_bytes(source)
+    monkeypatch.setattr(schema, "__file__", str(copy))
+    before = profile_cache.key_of(RICH)
+    assert profile_cache.key_of(RICH) == before  # the same file: the same key
+    stat = copy.stat()
+    with copy.open("r+b") as fh:  # one byte changed, the size and inode kept
+        fh.write(b"#")
+    os.utime(copy, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    assert copy.stat().st_size == stat.st_size and copy.stat().st_ino == stat.st_ino
+    assert profile_cache.key_of(RICH) != before
+    assert profile_cache.key_of(RICH.replace("cached", "other")) != profile_cache.key_of(RICH)  # the text counts
 
 
 @pytest.mark.parametrize(

@@ -23,15 +23,19 @@ import subprocess
 import threading
 import time
 import weakref
+from _queue import SimpleQueue  # queue.SimpleQueue itself, without the queue module
 from collections.abc import Callable
-from typing import TYPE_CHECKING, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from llmc_cli.errors import ConnectionFailed, LlmcError, ProtocolError
 from llmc_cli.mcp import jsonrpc
+from llmc_cli.mcp.inflight import Future
 from llmc_cli.mcp.messages import JSONObject
 from llmc_cli.mcp.transports.base import Closed, Deliver, max_message_bytes, too_large
 from llmc_cli.mcp.transports.crash_lines import telling_line
 from llmc_cli.model import compact_json
+
+T = TypeVar("T")
 
 # Variables a server legitimately needs to start (the MCP SDKs pass a similar list).
 INHERITED_ENV = (
@@ -77,22 +81,40 @@ class _Ended(Exception):
         self.error = error
 
 
-if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
+class _Spawner:
+    """One thread, kept until llmc exits, that starts every launched (sandboxed) server: a
+    launch (bubblewrap --die-with-parent) ends the server when its parent THREAD ends
+    (PR_SET_PDEATHSIG is per thread). A thread and a queue of its own, not a
+    concurrent.futures pool: that imports logging, 35 M instructions of a command's start-up."""
+
+    def __init__(self) -> None:
+        self._jobs: SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = SimpleQueue()
+        threading.Thread(target=self._serve, daemon=True, name="llmc-spawner").start()
+
+    def run(self, work: Callable[[], T]) -> T:
+        """work() on the spawner's thread: its value, or what it raised."""
+        future: Future[T] = Future()
+        self._jobs.put((work, future))
+        return future.result()
+
+    def _serve(self) -> None:
+        while True:
+            work, future = self._jobs.get()
+            try:
+                future.set_result(work())
+            except BaseException as exc:  # noqa: BLE001 - raised on the caller's thread
+                future.set_exception(exc)
+
 
 _spawner_lock = threading.Lock()
-_spawner_pool: list[ThreadPoolExecutor] = []
+_spawners: list[_Spawner] = []
 
 
-def _spawner() -> ThreadPoolExecutor:
-    """One thread, kept until llmc exits, that starts every launched (sandboxed) server.
-    concurrent.futures (which imports logging) loads here, for a launched server only."""
-    from concurrent.futures import ThreadPoolExecutor
-
+def _spawner() -> _Spawner:
     with _spawner_lock:
-        if not _spawner_pool:
-            _spawner_pool.append(ThreadPoolExecutor(1, thread_name_prefix="llmc-spawner"))
-        return _spawner_pool[0]
+        if not _spawners:
+            _spawners.append(_Spawner())
+        return _spawners[0]
 
 
 def child_environment(declared: dict[str, str]) -> dict[str, str]:
@@ -177,7 +199,7 @@ class StdioTransport:
         try:
             # A launch (bubblewrap --die-with-parent) ends the server when its parent THREAD ends
             # (PR_SET_PDEATHSIG is per thread): it is started by a thread that lives as long as llmc.
-            return _spawner().submit(popen).result() if self.launch else popen()
+            return _spawner().run(popen) if self.launch else popen()
         except FileNotFoundError:
             raise ConnectionFailed(f"cannot start server: command not found: {self.command[0]}") from None
         except PermissionError:
