@@ -191,7 +191,7 @@ def keepers_dir() -> Path:
 def which(command: str, path: str | None = None) -> str | None:
     """shutil.which(command, path=path) as it is on POSIX, without importing shutil: it loads
     zlib, bz2 and lzma, 6.5 M instructions of the start-up of every command that launches a
-    server (tests/test_config_paths.py holds the two side by side)."""
+    server (tests/test_which.py holds the two side by side)."""
 
     def runnable(name: str) -> bool:
         return os.path.exists(name) and os.access(name, os.X_OK) and not os.path.isdir(name)
