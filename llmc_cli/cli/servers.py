@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from llmc_cli.cli.output import FORMATS, emit, emit_listing, format_option, note
 from llmc_cli.cli.server_rows import _launch_line, _row, _runs, _shown
 from llmc_cli.cli.targets import _pair
 from llmc_cli.config.importers import read_config
+from llmc_cli.config.paths import which
 from llmc_cli.config.profile_writer import (
     add_server,
     default_profile_data,
@@ -364,7 +364,7 @@ def _split_command(command: tuple[str, ...]) -> tuple[str, ...]:
     existing file, or one on PATH) is kept whole."""
 
     first = command[0]
-    if not first.strip() or not any(c.isspace() for c in first) or os.path.exists(first) or shutil.which(first):
+    if not first.strip() or not any(c.isspace() for c in first) or os.path.exists(first) or which(first):
         return command
     try:
         words = shlex.split(first)

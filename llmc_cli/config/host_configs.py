@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -81,7 +80,7 @@ def llmc_command() -> str:
     """The llmc the host should start: this installation's, by absolute path (hosts do not
     start from the user's shell, so PATH may not find it)."""
     beside = Path(sys.executable).parent / "llmc"
-    found = str(beside) if beside.exists() else shutil.which("llmc")
+    found = str(beside) if beside.exists() else paths.which("llmc")
     if not found:
         raise ConfigError("cannot find the llmc executable to put into the host's config")
     return str(Path(found).absolute())
@@ -122,7 +121,7 @@ def remote_entry(client: str, remote: Remote) -> dict[str, Any]:
         host = urlsplit(remote.url).hostname or ""
         if remote.url.startswith("http:") and host not in ("localhost", "127.0.0.1", "::1"):
             args.append("--allow-http")  # mcp-remote wants HTTPS past loopback
-        entry: dict[str, Any] = {"command": shutil.which("npx") or "npx", "args": args}
+        entry: dict[str, Any] = {"command": paths.which("npx") or "npx", "args": args}
         if remote.token_env:
             # no space inside an argument: some hosts split arguments on spaces
             entry["args"] += ["--header", f"Authorization:${{{HEADER_VARIABLE}}}"]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +13,14 @@ import pytest
 
 from llmc_cli.audit import AuditLog, record_hash
 from tests.helpers import llmc
+
+
+def counted_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """os.fsync still syncs, and each descriptor it syncs is appended to the returned list."""
+    synced: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    return synced
 
 
 def fill(path: Path, count: int = 10, max_bytes: int = 16 * 1024 * 1024) -> AuditLog:
@@ -189,11 +198,7 @@ def test_an_allowed_calls_anchor_is_made_durable_by_its_outcome(tmp_path, monkey
     decision write waits for the outcome's append (which every allowed call gets), whose fsync
     makes the newest anchor durable. A denial, all a user hears of its call, and a write that
     is not all allow decisions keep their durable anchor at once; flush() syncs one left waiting."""
-    import os
-
-    synced: list[int] = []
-    real = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    synced = counted_fsyncs(monkeypatch)
     path = tmp_path / "audit.jsonl"
     anchor = path.with_name("audit.jsonl.anchor")
     log = AuditLog(path)
@@ -229,13 +234,9 @@ def test_a_deferred_flush_writes_its_outcomes_and_a_durable_anchor_in_one_lock_h
     an append and then a sync() taking the lock again. A flush with no outcome waiting still
     makes durable an anchor that a decision's write left for later; one with nothing left does
     nothing."""
-    import os
-
     from llmc_cli.audit import Deferred
 
-    synced: list[int] = []
-    real = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    synced = counted_fsyncs(monkeypatch)
     path = tmp_path / "audit.jsonl"
     anchor = path.with_name("audit.jsonl.anchor")
     log = AuditLog(path)
