@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import gc
 import importlib
 import os
@@ -12,7 +13,7 @@ import click
 
 from llmc_cli import __version__, interrupts
 from llmc_cli.cli.examples import attach_examples, block
-from llmc_cli.errors import ExitCode, LlmcError, UsageError, did_you_mean
+from llmc_cli.errors import ConfigError, ExitCode, LlmcError, UsageError, did_you_mean
 
 # name -> ("module:attribute", one-line help). A command's module (and what it imports) loads
 # only when that command runs; `llmc --help` reads the help text from here.
@@ -272,6 +273,25 @@ def _flush_stdout() -> None:
         sys.stdout.flush()
     except BrokenPipeError:
         _reader_gone()
+    except OSError as exc:
+        if not _output_failed(exc):
+            raise
+
+
+# What a write to stdout fails with when its file cannot take more: a full disk (/dev/full), a
+# quota, a file-size limit (`ulimit -f`: CPython ignores SIGXFSZ, so the write fails), an I/O error.
+OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+
+
+def _output_failed(exc: OSError) -> bool:
+    """stdout could not be written (a write error with no file name: files llmc writes itself
+    fail as ConfigError naming them): one line on stderr and exit 3, as for a full state
+    directory, instead of a traceback. False for any other OSError, which stays a crash."""
+    if exc.errno not in OUTPUT_ERRNOS or exc.filename is not None:
+        return False
+    _reader_gone()  # what is still buffered can go nowhere either: the interpreter's flush must not fail again
+    _tell(ConfigError(f"cannot write the output (stdout): {exc.strerror or exc}; free some space or send stdout elsewhere"))
+    sys.exit(ExitCode.CONFIG)
 
 
 def _reader_gone() -> None:
@@ -315,6 +335,9 @@ def _run_command(argv: list[str] | None) -> None:
         # `llmc ... | head`: the reader went away; nothing left to say, and that is no failure.
         _reader_gone()
         sys.exit(ExitCode.OK)
+    except OSError as exc:
+        if not _output_failed(exc):
+            raise
 
 
 def _missing(exc: click.MissingParameter) -> None:
