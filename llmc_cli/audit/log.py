@@ -37,7 +37,7 @@ from typing import Any
 from llmc_cli import interrupts
 from llmc_cli.audit import group
 from llmc_cli.audit.group import Seal, Ticket
-from llmc_cli.audit.records import AuditError, now_iso
+from llmc_cli.audit.records import AnchorDamaged, AuditError, now_iso
 from llmc_cli.audit.trail import ChainedLog
 from llmc_cli.config.files import LockTimeout, file_lock, open_own, write_atomic
 from llmc_cli.config.paths import audit_log_path, ensure_private_dir
@@ -257,10 +257,12 @@ class AuditLog(ChainedLog):
             data = json.loads(self.anchor_path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return None
-        except (OSError, ValueError) as exc:
-            raise AuditError(f"cannot read the audit anchor {self.anchor_path}: {exc}") from None
+        except OSError as exc:
+            raise AuditError(f"cannot read the audit anchor {self.anchor_path}: {exc.strerror or exc}") from None
+        except ValueError:  # not JSON, not UTF-8: damaged as surely as a wrong shape below
+            data = None
         if not (isinstance(data, dict) and isinstance(data.get("head"), str) and isinstance(data.get("records"), int)):
-            raise AuditError(f"the audit anchor {self.anchor_path} is damaged: run `llmc audit verify`")
+            raise AnchorDamaged(f"the audit anchor {self.anchor_path} is damaged: run `llmc audit verify`")
         return data
 
     def head(self) -> dict[str, Any]:
