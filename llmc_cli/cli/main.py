@@ -56,7 +56,19 @@ if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
 
 
+class Unwinding(BaseException):
+    """Ctrl-C, SIGTERM or SIGHUP (a KeyboardInterrupt) leaving a command, carried past click's
+    main, which would print an empty line before its Abort: in a pipe or a log, stderr is then
+    one line, `llmc: interrupted` (on a terminal the line break after ^C is ours to print)."""
+
+
 class LazyGroup(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as exc:
+            raise Unwinding from exc
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(super().list_commands(ctx)) | set(COMMANDS))
 
@@ -323,7 +335,7 @@ def _run_command(argv: list[str] | None) -> None:
     except LlmcError as exc:
         _tell(exc)
         sys.exit(exc.exit_code)
-    except (click.exceptions.Abort, KeyboardInterrupt):
+    except (click.exceptions.Abort, KeyboardInterrupt, Unwinding):
         _interrupted()
     except click.ClickException as exc:
         if isinstance(exc, click.MissingParameter):
@@ -383,7 +395,8 @@ def _interrupted() -> None:
     if stdio is not None:
         stdio.StdioTransport.close_all()
     try:
-        click.echo(f"llmc: {reason}", err=True)
+        # after the ^C a terminal echoed, on a line of its own; nothing else anywhere else
+        click.echo(("\n" if sys.stderr.isatty() else "") + f"llmc: {reason}", err=True)
     except OSError:
         pass  # SIGHUP: the terminal may be gone
     sys.exit(code)
