@@ -112,7 +112,7 @@ def validate_arguments(arguments: Mapping[str, Any], schema: Any, tool: str) -> 
         return
     where = ".".join(str(p) for p in error.absolute_path)
     if error.validator == "required":
-        missing = _missing(error)
+        missing = _first_missing(error)
         where = f"{where}.{missing}" if where else missing
         raise UsageError(f"{tool}: missing required argument {where!r}")
     expected = _expected(error)
@@ -136,7 +136,7 @@ def check_structured(result: Mapping[str, Any], schema: Any, tool: str) -> None:
     error = _first_error(structured, schema, owner)
     if error is not None:
         where = ".".join(str(p) for p in error.absolute_path) or "(all)"
-        expected = f"missing {_missing(error)!r}" if error.validator == "required" else _expected(error)
+        expected = f"missing {_first_missing(error)!r}" if error.validator == "required" else _expected(error)
         raise ProtocolError(f"{tool}: the result's structuredContent does not match the tool's outputSchema: {where}: {expected}")
 
 
@@ -152,7 +152,7 @@ def _first_error(instance: object, schema: Any, owner: str) -> Any:
         return None
 
 
-def _missing(error: Any) -> str:
+def _first_missing(error: Any) -> str:
     """The first required name a `required` error's instance lacks."""
     return next((name for name in error.validator_value if name not in (error.instance or {})), "?")
 
