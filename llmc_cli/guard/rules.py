@@ -41,13 +41,17 @@ _SECRET_NOUN = (
     r"chat\s+history|previous\s+messages|system\s+prompt|session\s+cookies?|"
     r"(?:user'?s?|your|their)\s+(?:\w+\s+)?(?:tokens?|passwords?|passphrases?|secrets?|credentials?))"
 )
+_PASS_VERBS = ("pass", "include", "put", "send", "provide", "add", "append", "insert", "copy", "embed")
 _SECRET_ANCHORS = (
     "key", "token", "variable", "conversation", "history", "message", "prompt", "cookie", "password",
     "passphrase", "secret", "credential",
 )  # fmt: skip
 
-Anchors = tuple[tuple[str, ...], ...]
-MODEL_RULES: list[tuple[re.Pattern[str], str, Anchors]] = [
+SHORT = 24  # characters: below this, the patterns run on the whole text without pre-checks
+Anchors = tuple[tuple[str, ...], ...]  # looked for in order: the group least often present first
+# (words, before): every match starts at most `before` characters before an occurrence of a word
+Starts = tuple[tuple[str, ...], int]
+MODEL_RULES: list[tuple[re.Pattern[str], str, Anchors, Starts]] = [
     # read a sensitive file
     (
         re.compile(
@@ -55,14 +59,16 @@ MODEL_RULES: list[tuple[re.Pattern[str], str, Anchors]] = [
         ),
         HIGH,
         (
-            ("read", "open", "cat", "load", "include", "send", "attach", "upload", "provide", "pass", "get", "fetch"),
             _SENSITIVE_ANCHORS,
+            ("read", "open", "cat", "load", "include", "send", "attach", "upload", "provide", "pass", "get", "fetch"),
         ),
+        (_SENSITIVE_ANCHORS, 5 + 80 + 7),  # a path holds its anchor within 5 of its start; <= 80 + a verb before it
     ),
     (
         re.compile(rf"(?is){_SENSITIVE_PATH}.{{0,60}}?\b(?:content|contents|as\s+(?:the\s+)?(?:argument|parameter))\b"),
         HIGH,
         (_SENSITIVE_ANCHORS, ("content", "argument", "parameter")),
+        (_SENSITIVE_ANCHORS, 5),
     ),
     # pass secrets or the conversation as arguments
     (
@@ -72,10 +78,11 @@ MODEL_RULES: list[tuple[re.Pattern[str], str, Anchors]] = [
         ),
         HIGH,
         (
-            ("pass", "include", "put", "send", "provide", "add", "append", "insert", "copy", "embed"),
-            _SECRET_ANCHORS,
             ("argument", "param", "field", "note", "query", "url", "body"),
+            _SECRET_ANCHORS,
+            _PASS_VERBS,
         ),
+        (_PASS_VERBS, 0),
     ),
     # keep something from the user
     (
@@ -85,20 +92,23 @@ MODEL_RULES: list[tuple[re.Pattern[str], str, Anchors]] = [
         ),
         HIGH,
         (
-            ("not", "don", "never", "without"),
-            ("tell", "inform", "mention", "notify", "reveal", "alert", "show", "disclos"),
             ("user",),
+            ("tell", "inform", "mention", "notify", "reveal", "alert", "show", "disclos"),
+            ("not", "don", "never", "without"),
         ),
+        (("do", "never", "without"), 0),
     ),
     (
         re.compile(r"(?is)\b(?:the\s+)?user\s+(?:must|should|will)\s+(?:not|never)\s+(?:know|see|notice|be\s+told|find\s+out)\b"),
         HIGH,
         (("user",), ("must", "should", "will"), ("not", "never")),
+        (("the", "user"), 0),
     ),
     (
         re.compile(r"(?is)\b(?:keep|hide)\b.{0,30}?\b(?:secret|hidden|confidential)\b.{0,20}?\bfrom\b.{0,20}?\buser\b"),
         HIGH,
-        (("keep", "hide"), ("secret", "hidden", "confidential"), ("from",), ("user",)),
+        (("user",), ("keep", "hide"), ("secret", "hidden", "confidential"), ("from",)),
+        (("keep", "hide"), 0),
     ),
     (
         re.compile(r"(?i)\b(?:secretly|silently|covertly)\b.{0,40}?\b(?:send|call|read|forward|copy|upload|include|pass)\b"),
@@ -107,6 +117,7 @@ MODEL_RULES: list[tuple[re.Pattern[str], str, Anchors]] = [
             ("secretly", "silently", "covertly"),
             ("send", "call", "read", "forward", "copy", "upload", "include", "pass"),
         ),
+        (("secretly", "silently", "covertly"), 0),
     ),
     # take over the model's instructions
     (
@@ -115,14 +126,21 @@ MODEL_RULES: list[tuple[re.Pattern[str], str, Anchors]] = [
         ),
         HIGH,
         (("ignore", "disregard", "forget", "override"), ("instructions", "rules", "prompt", "directions")),
+        (("ignore", "disregard", "forget", "override"), 0),
     ),
     (
         re.compile(r"(?i)</?\s*(?:important|system|instructions?|admin|secret|hidden)\s*>"),
         HIGH,
         (("<",), (">",), ("important", "system", "instruction", "admin", "secret", "hidden")),
+        (("<",), 0),
     ),
     # either alternative has one word of each group: "you are now" or "new instructions:"
-    (re.compile(r"(?i)\byou\s+are\s+now\b|\bnew\s+instructions?\s*:"), HIGH, (("now", "instruction"), ("you", "new"))),
+    (
+        re.compile(r"(?i)\byou\s+are\s+now\b|\bnew\s+instructions?\s*:"),
+        HIGH,
+        (("now", "instruction"), ("you", "new")),
+        (("you", "new"), 0),
+    ),
     # call other tools first (medium: may be about the server's own tools; high when cross_server sees it)
     (
         re.compile(
@@ -130,6 +148,7 @@ MODEL_RULES: list[tuple[re.Pattern[str], str, Anchors]] = [
         ),
         MEDIUM,
         (("before",), ("tool",), ("must", "always", "first")),
+        (("before",), 0),
     ),
 ]
 
@@ -155,7 +174,10 @@ def folded(text: str) -> str:
 
 def present(folded_text: str, anchors: Anchors, seen: dict[str, bool]) -> bool:
     """Can a rule with these anchors match the text folded_text was folded from? (`seen`: the
-    words looked for in this text so far, shared by its rules.)"""
+    words looked for in this text so far, shared by its rules.) A short text is not looked at:
+    its patterns cost less than the looking."""
+    if len(folded_text) < SHORT:
+        return True
     for group in anchors:
         for word in group:
             hit = seen.get(word)
@@ -168,6 +190,33 @@ def present(folded_text: str, anchors: Anchors, seen: dict[str, bool]) -> bool:
     return True
 
 
+def first_match(pattern: re.Pattern[str], visible: str, folded_text: str, starts: Starts) -> re.Match[str] | None:
+    """pattern.search(visible), the pattern tried only where a match can start: at most `before`
+    characters before an occurrence of one of the words in the folded text (positions line up
+    when folding kept the length), in order; the whole search when those positions are many."""
+    words, before = starts
+    if len(folded_text) != len(visible) or len(visible) < SHORT:
+        return pattern.search(visible)
+    spots = sorted(q for word in words for q in _occurrences(folded_text, word))
+    if len(spots) * (before + 1) > len(visible) // 4:
+        return pattern.search(visible)
+    pos = 0
+    for q in spots:
+        for p in range(max(pos, q - before), q + 1):
+            if m := pattern.match(visible, p):
+                return m
+        pos = max(pos, q + 1)
+    return None
+
+
+def _occurrences(text: str, word: str) -> list[int]:
+    out, at = [], text.find(word)
+    while at >= 0:
+        out.append(at)
+        at = text.find(word, at + 1)
+    return out
+
+
 def _runs_table(chars: str) -> bytes:
     return bytes(ord("r") if chr(b) in chars else ord(".") for b in range(256))
 
@@ -175,6 +224,8 @@ def _runs_table(chars: str) -> bytes:
 _BASE64_BYTES = _runs_table("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
 _HEX_BYTES = _runs_table("0123456789abcdefABCDEF")
 _BLANK_BYTES = _runs_table(" \t\xc2\xa0")  # U+00A0 is C2 A0 in UTF-8
+_LINES_BYTES = _runs_table("\n \t")
+_RUN_TABLES = {"base64": _BASE64_BYTES, "hex": _HEX_BYTES, "blank": _BLANK_BYTES, "lines": _LINES_BYTES}
 
 
 def encoded(text: str) -> bytes:
@@ -183,6 +234,6 @@ def encoded(text: str) -> bytes:
 
 
 def has_run(data: bytes, kind: str, length: int) -> bool:
-    """Does data hold `length` bytes in a row of the kind's characters ("base64", "hex", "blank")?"""
-    table = {"base64": _BASE64_BYTES, "hex": _HEX_BYTES, "blank": _BLANK_BYTES}[kind]
-    return b"r" * length in data.translate(table)
+    """Does data hold `length` bytes in a row of the kind's characters ("base64", "hex", "blank",
+    "lines": newlines, spaces and tabs)?"""
+    return b"r" * length in data.translate(_RUN_TABLES[kind])

@@ -40,6 +40,7 @@ from llmc_cli.guard.rules import (
     PLACEHOLDER,
     URL,
     encoded,
+    first_match,
     folded,
     has_run,
     present,
@@ -121,8 +122,8 @@ def text_findings(text: str) -> Iterator[tuple[str, str, str]]:
         if after:
             yield "padding", HIGH, terminal_safe(f"{len(m.group())} characters of blank space, then: {after}")
     low, seen = folded(visible), dict[str, bool]()
-    for pattern, severity, anchors in MODEL_RULES:
-        if present(low, anchors, seen) and (m := pattern.search(visible)):
+    for pattern, severity, anchors, starts in MODEL_RULES:
+        if present(low, anchors, seen) and (m := first_match(pattern, visible, low, starts)):
             yield "model_instruction", severity, terminal_safe(_around(visible, m.start(), m.end(), 30))
             if severity == HIGH:
                 break
@@ -140,7 +141,7 @@ def text_findings(text: str) -> Iterator[tuple[str, str, str]]:
 
 def _padding(text: str, data: bytes) -> re.Match[str] | None:
     """The first run of blank lines or blank space (`data`: the text's bytes)."""
-    lines = PAD_LINES.search(text) if text.count("\n") >= 12 else None
+    lines = PAD_LINES.search(text) if has_run(data, "lines", 12) and text.count("\n") >= 12 else None
     blanks = PAD_BLANKS.search(text) if has_run(data, "blank", 120) else None
     if lines and blanks:
         return lines if lines.start() < blanks.start() else blanks

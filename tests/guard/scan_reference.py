@@ -30,7 +30,7 @@ def text_findings(text: str) -> Iterator[tuple[str, str, str]]:
         if after:
             yield "padding", HIGH, terminal_safe(f"{len(m.group())} characters of blank space, then: {after}")
     visible = rules.INVISIBLE.sub("", text)
-    for pattern, severity, _anchors in rules.MODEL_RULES:
+    for pattern, severity, _anchors, _starts in rules.MODEL_RULES:
         if m := pattern.search(visible):
             yield "model_instruction", severity, terminal_safe(_around(visible, m.start(), m.end(), 30))
             if severity == HIGH:

@@ -99,15 +99,19 @@ def _recase(text: str, rng: random.Random) -> str:
 
 @pytest.mark.parametrize("index", range(len(rules.MODEL_RULES)))
 def test_every_match_holds_its_rules_anchors(index: int) -> None:
-    pattern, _severity, anchors = rules.MODEL_RULES[index]
+    pattern, _severity, anchors, (words, before) = rules.MODEL_RULES[index]
     tree = sre.parse(pattern.pattern, pattern.flags)
     rng = random.Random(index)
     found = 0
     for _ in range(400):
         text = _recase(_generate(tree, rng), rng)
-        for m in pattern.finditer(f" {text} "):
+        padded = f" {text} "
+        low = rules.folded(padded)
+        for m in pattern.finditer(padded):
             found += 1
             assert rules.present(rules.folded(m.group()), anchors, {}), (index, m.group())
+            starts = range(m.start(), m.start() + before + 1)
+            assert any(low.startswith(w, q) for q in starts for w in words), (index, m.group())
     assert found >= 100, found  # the generator makes real matches
 
 
@@ -147,7 +151,7 @@ def test_repository_texts() -> None:
 
 
 VOCABULARY = [
-    *sorted({word for _p, _s, anchors in rules.MODEL_RULES for group in anchors for word in group}),
+    *sorted({word for _p, _s, anchors, _w in rules.MODEL_RULES for group in anchors for word in group}),
     "~/.ssh/id_rsa", "id_ed25519", "/etc/passwd", ".aws/credentials", ".env", "mcp.json", ".cursor/",
     "credentials file", "private key", "cookies db", "as the argument", "contents", "api key", "access_token",
     "your github token", "conversation history", "do not", "don't", "never", "without", "the user", "must not know",
@@ -206,9 +210,19 @@ def edge_texts() -> Iterator[str]:
         yield s + "x" * 2000
         yield s.replace(" ", " " + "y" * 79 + " ")  # a gap just over the patterns' bounds
         yield s.replace(" ", " " + "y" * 20 + " ")
+        yield (s + " " * rules.SHORT)[: rules.SHORT - 1]  # either side of the short-text path
+        yield (s + " " * rules.SHORT)[: rules.SHORT]
+        yield ("~/." + s)[: rules.SHORT]
         for i in range(1, len(s)):
             yield s[:i] + "\u200b" + s[i:]
             yield s[:i] + "\n" + s[i:]
+    filler = "x " * 300  # long enough for the windowed search (guard/rules.py first_match)
+    for verb in ("include", "provide", "get"):
+        for gap in (79, 80, 81):
+            for path in (".aws/credentials", ".git-credentials", "~/.ssh", "id_rsa"):
+                yield f"{filler}{verb}{'.' * gap}{path}{filler}"
+                yield f"{filler}{verb}{'.' * gap}{path}{'.' * 60}contents"
+                yield f"{filler}{verb} {path}{'.' * (gap - 20)} as the argument"
     yield "\n" * 12 + "after"
     yield "\n" * 11 + "after"
     yield " " * 119 + "\u00a0after"
