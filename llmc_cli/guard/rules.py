@@ -47,7 +47,7 @@ _SECRET_ANCHORS = (
     "passphrase", "secret", "credential",
 )  # fmt: skip
 
-SHORT = 24  # characters: below this, the patterns run on the whole text without pre-checks
+SHORT = 24  # characters: below this, the patterns run on the whole text (cheaper than the pre-checks)
 Anchors = tuple[tuple[str, ...], ...]  # looked for in order: the group least often present first
 # (words, before): every match starts at most `before` characters before an occurrence of a word
 Starts = tuple[tuple[str, ...], int]
@@ -174,10 +174,7 @@ def folded(text: str) -> str:
 
 def present(folded_text: str, anchors: Anchors, seen: dict[str, bool]) -> bool:
     """Can a rule with these anchors match the text folded_text was folded from? (`seen`: the
-    words looked for in this text so far, shared by its rules.) A short text is not looked at:
-    its patterns cost less than the looking."""
-    if len(folded_text) < SHORT:
-        return True
+    words looked for in this text so far, shared by its rules.)"""
     for group in anchors:
         for word in group:
             hit = seen.get(word)
@@ -195,7 +192,7 @@ def first_match(pattern: re.Pattern[str], visible: str, folded_text: str, starts
     characters before an occurrence of one of the words in the folded text (positions line up
     when folding kept the length), in order; the whole search when those positions are many."""
     words, before = starts
-    if len(folded_text) != len(visible) or len(visible) < SHORT:
+    if len(folded_text) != len(visible):
         return pattern.search(visible)
     spots = sorted(q for word in words for q in _occurrences(folded_text, word))
     if len(spots) * (before + 1) > len(visible) // 4:
@@ -236,4 +233,4 @@ def encoded(text: str) -> bytes:
 def has_run(data: bytes, kind: str, length: int) -> bool:
     """Does data hold `length` bytes in a row of the kind's characters ("base64", "hex", "blank",
     "lines": newlines, spaces and tabs)?"""
-    return b"r" * length in data.translate(_RUN_TABLES[kind])
+    return len(data) >= length and b"r" * length in data.translate(_RUN_TABLES[kind])

@@ -38,6 +38,7 @@ from llmc_cli.guard.rules import (
     PAD_BLANKS,
     PAD_LINES,
     PLACEHOLDER,
+    SHORT,
     URL,
     encoded,
     first_match,
@@ -121,9 +122,13 @@ def text_findings(text: str) -> Iterator[tuple[str, str, str]]:
         after = text[m.end() :].strip()
         if after:
             yield "padding", HIGH, terminal_safe(f"{len(m.group())} characters of blank space, then: {after}")
-    low, seen = folded(visible), dict[str, bool]()
+    low, seen, short = folded(visible), dict[str, bool](), len(visible) < SHORT
     for pattern, severity, anchors, starts in MODEL_RULES:
-        if present(low, anchors, seen) and (m := first_match(pattern, visible, low, starts)):
+        if short:
+            m = pattern.search(visible)
+        else:
+            m = first_match(pattern, visible, low, starts) if present(low, anchors, seen) else None
+        if m:
             yield "model_instruction", severity, terminal_safe(_around(visible, m.start(), m.end(), 30))
             if severity == HIGH:
                 break
