@@ -184,7 +184,7 @@ def _options(func: Callable[..., object], session: bool) -> Callable[..., object
             help="Only these servers of the profile (repeatable).",
         ),
         click.option("--stdio", metavar="'COMMAND ARGS'", help="Ad-hoc stdio server (shell-split)."),
-        click.option("--env", "env", multiple=True, metavar="K=V", help="Environment for --stdio (repeatable)."),
+        click.option("--env", "env", multiple=True, metavar="K=V", help="Environment for --stdio (repeatable; ${VAR} expands from the environment)."),
         click.option("--cwd", type=DIRECTORY, help="Working directory for --stdio."),
         click.option("--url", metavar="URL", help="Ad-hoc remote server (Streamable HTTP or HTTP+SSE)."),
         click.option(
@@ -272,7 +272,8 @@ def adhoc_spec(
         return ServerSpec(
             name=command_name(argv),
             command=tuple(argv),
-            env=dict(_pair(e, "=", "--env") for e in env),
+            # ${VAR} expands as in --header and a profile's env: a secret stays out of the argv `ps` shows
+            env={k: expand(v, f"--env {k}") for k, v in (_pair(e, "=", "--env") for e in env)},
             cwd=cwd,
             adhoc=True,
             **extra,

@@ -386,3 +386,13 @@ def test_a_uri_scheme_is_not_taken_for_a_server() -> None:
     assert proc.returncode == 0 and proc.json()["contents"][0]["text"] == "hello from a resource"
     dotted = llmc("resources", "read", "sdk_server.test://greeting", "--stdio", SDK)
     assert dotted.returncode == 0 and dotted.json()["contents"][0]["text"] == "hello from a resource"
+
+
+def test_an_adhoc_env_value_expands_variables_like_a_header(isolated_dirs):
+    """`--env 'K=${VAR}'` expands from llmc's environment, as `--header` and a profile's env do, so a
+    secret need not be in the command line `ps` shows; an unset variable is exit 3 naming it."""
+    server = "sh -c 'echo got=$GREETING >&2; exit 3'"  # a server that says what it was given, then dies
+    proc = llmc("tools", "list", "--stdio", server, "--env", "GREETING=${SOURCE}", env={"SOURCE": "hello"})
+    assert proc.returncode == 5 and "got=hello" in proc.stderr, proc.stderr
+    proc = llmc("tools", "list", "--stdio", server, "--env", "GREETING=${SOURCE}", env={"SOURCE": None})
+    assert proc.returncode == 3 and proc.stderr == "llmc: --env GREETING: environment variable SOURCE is not set\n"
