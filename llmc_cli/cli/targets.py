@@ -184,7 +184,7 @@ def _options(func: Callable[..., object], session: bool) -> Callable[..., object
             help="Only these servers of the profile (repeatable).",
         ),
         click.option("--stdio", metavar="'COMMAND ARGS'", help="Ad-hoc stdio server (shell-split)."),
-        click.option("--env", "env", multiple=True, metavar="K=V", help="Environment for --stdio (repeatable; ${VAR} expands from the environment)."),
+        click.option("--env", "env", multiple=True, metavar="K=V", help="Environment for --stdio (repeatable; ${VAR} expands)."),
         click.option("--cwd", type=DIRECTORY, help="Working directory for --stdio."),
         click.option("--url", metavar="URL", help="Ad-hoc remote server (Streamable HTTP or HTTP+SSE)."),
         click.option(
