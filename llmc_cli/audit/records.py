@@ -13,11 +13,16 @@ from llmc_cli.config.secrets import MASK, Masker, environment_secrets
 from llmc_cli.errors import ConfigError
 from llmc_cli.model import canonical_json, sha256
 
-__all__ = ["MASK", "AuditError", "identity", "mask_secrets", "now_iso", "record_hash", "secret_values"]
+__all__ = ["MASK", "AnchorDamaged", "AuditError", "identity", "mask_secrets", "now_iso", "record_hash", "secret_values"]
 
 
 class AuditError(ConfigError):
     """The audit log cannot be written: the action must not happen."""
+
+
+class AnchorDamaged(AuditError):
+    """The anchor beside the log is not one llmc wrote (not JSON, not UTF-8, the wrong shape):
+    nothing is recorded past it; `llmc audit verify` reports it as a failure of the trail."""
 
 
 _second: tuple[int, str] = (-1, "")  # the last second formatted: (seconds since the epoch, its text)

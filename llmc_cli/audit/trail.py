@@ -11,7 +11,7 @@ from typing import Any
 from llmc_cli import telemetry
 from llmc_cli.audit import group
 from llmc_cli.audit.group import Seal, Ticket
-from llmc_cli.audit.records import AuditError, now_iso, record_hash
+from llmc_cli.audit.records import AnchorDamaged, AuditError, now_iso, record_hash
 from llmc_cli.mcp.jsonrpc import LONE_SURROGATE, replace_lone_surrogates
 from llmc_cli.model import canonical_json, sha256
 from llmc_cli.store.chain import GENESIS, AuditRecord
@@ -168,7 +168,11 @@ class ChainedLog:
         """Walk the chain; then compare with the anchor (its head must be the record at its count:
         records appended after it are fine, a chain cut or rewritten before it is not), and with
         `expect`, a head recorded elsewhere (it must be somewhere in the chain)."""
-        anchor = self.anchor()  # read first: appends during the walk only add records after it
+        damaged = False
+        try:
+            anchor = self.anchor()  # read first: appends during the walk only add records after it
+        except AnchorDamaged:
+            anchor, damaged = None, True
         prev, count, anchored, expected = GENESIS, 0, anchor is not None and anchor["records"] == 0, None
         for path, number, line in self.records():
             where = {"file": str(path), "line": number}
@@ -206,6 +210,16 @@ class ChainedLog:
             "anchor": anchor and {"head": anchor["head"], "records": anchor["records"]},
         }
         where = {"file": str(self.path), "line": None}
+        if damaged:
+            return {
+                **report,
+                "ok": False,
+                "file": str(self.anchor_path),
+                "line": None,
+                "reason": "the anchor is damaged (not what llmc writes): the end of the log cannot be checked "
+                "and nothing more is recorded; the chain verifies up to its last record: keep a copy of both "
+                "files, then delete the anchor (the next recorded call writes a new one)",
+            }
         if anchor is None and count:
             return {
                 **report,

@@ -43,6 +43,9 @@ class ConnectOptions(NamedTuple):
     stores: Stores | None = None
     unusable: Mapping[str, LlmcError] | None = None
     admit: Callable[[str], AbstractContextManager[None]] | None = None
+    # hides the secrets llmc handed the servers (env, headers) in what they say back: their
+    # stderr lines and the errors of a connection that failed (which quote them)
+    mask: Callable[[str], str] | None = None
 
 
 class Pool:
@@ -102,9 +105,11 @@ class Pool:
 
     def _stderr_of(self, server: str) -> Callable[[str], None] | None:
         """The stderr handler for one server's process lines (None: the lines go nowhere)."""
-        on_stderr = self.options.on_stderr
+        on_stderr, mask = self.options.on_stderr, self.options.mask
         if on_stderr is None:
             return None
+        if mask is not None:
+            return lambda line: on_stderr(server, mask(line))
         return lambda line: on_stderr(server, line)
 
     def _connect(self, server: str, spec: ServerSpec, hooks: ClientHooks, stderr: Callable[[str], None] | None) -> None:
@@ -138,6 +143,8 @@ class Pool:
             self.connect_seconds[server] = time.monotonic() - started
         except LlmcError as exc:
             sandbox_hint(spec, exc)
+            if self.options.mask is not None:
+                mask_error(exc, self.options.mask)
             self.failed[server] = exc
             raise
 
@@ -286,6 +293,14 @@ _PATH_TROUBLE = (
     "erofs",
     "cannot find module",
 )
+
+
+def mask_error(exc: LlmcError, mask: Callable[[str], str]) -> None:
+    """`exc` with `mask` applied to its message and the server's stderr lines it quotes."""
+    exc.message = mask(exc.message)
+    exc.args = (exc.message, *exc.args[1:])
+    if exc.details.get("stderr"):
+        exc.details["stderr"] = [mask(str(line)) for line in exc.details["stderr"]]
 
 
 def sandbox_hint(spec: ServerSpec, exc: LlmcError) -> None:

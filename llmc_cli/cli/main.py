@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import gc
 import importlib
 import os
@@ -12,7 +13,7 @@ import click
 
 from llmc_cli import __version__, interrupts
 from llmc_cli.cli.examples import attach_examples, block
-from llmc_cli.errors import ExitCode, LlmcError, UsageError, did_you_mean
+from llmc_cli.errors import ConfigError, ExitCode, LlmcError, UsageError, did_you_mean
 
 # name -> ("module:attribute", one-line help). A command's module (and what it imports) loads
 # only when that command runs; `llmc --help` reads the help text from here.
@@ -55,7 +56,19 @@ if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
 
 
+class Unwinding(BaseException):
+    """Ctrl-C, SIGTERM or SIGHUP (a KeyboardInterrupt) leaving a command, carried past click's
+    main, which would print an empty line before its Abort: in a pipe or a log, stderr is then
+    one line, `llmc: interrupted` (on a terminal the line break after ^C is ours to print)."""
+
+
 class LazyGroup(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as exc:
+            raise Unwinding from exc
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(super().list_commands(ctx)) | set(COMMANDS))
 
@@ -272,6 +285,25 @@ def _flush_stdout() -> None:
         sys.stdout.flush()
     except BrokenPipeError:
         _reader_gone()
+    except OSError as exc:
+        if not _output_failed(exc):
+            raise
+
+
+# What a write to stdout fails with when its file cannot take more: a full disk (/dev/full), a
+# quota, a file-size limit (`ulimit -f`: CPython ignores SIGXFSZ, so the write fails), an I/O error.
+OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+
+
+def _output_failed(exc: OSError) -> bool:
+    """stdout could not be written (a write error with no file name: files llmc writes itself
+    fail as ConfigError naming them): one line on stderr and exit 3, as for a full state
+    directory, instead of a traceback. False for any other OSError, which stays a crash."""
+    if exc.errno not in OUTPUT_ERRNOS or exc.filename is not None:
+        return False
+    _reader_gone()  # what is still buffered can go nowhere either: the interpreter's flush must not fail again
+    _tell(ConfigError(f"cannot write the output (stdout): {exc.strerror or exc}; free some space or send stdout elsewhere"))
+    sys.exit(ExitCode.CONFIG)
 
 
 def _reader_gone() -> None:
@@ -303,7 +335,7 @@ def _run_command(argv: list[str] | None) -> None:
     except LlmcError as exc:
         _tell(exc)
         sys.exit(exc.exit_code)
-    except (click.exceptions.Abort, KeyboardInterrupt):
+    except (click.exceptions.Abort, KeyboardInterrupt, Unwinding):
         _interrupted()
     except click.ClickException as exc:
         if isinstance(exc, click.MissingParameter):
@@ -315,6 +347,9 @@ def _run_command(argv: list[str] | None) -> None:
         # `llmc ... | head`: the reader went away; nothing left to say, and that is no failure.
         _reader_gone()
         sys.exit(ExitCode.OK)
+    except OSError as exc:
+        if not _output_failed(exc):
+            raise
 
 
 def _missing(exc: click.MissingParameter) -> None:
@@ -360,7 +395,8 @@ def _interrupted() -> None:
     if stdio is not None:
         stdio.StdioTransport.close_all()
     try:
-        click.echo(f"llmc: {reason}", err=True)
+        # after the ^C a terminal echoed, on a line of its own; nothing else anywhere else
+        click.echo(("\n" if sys.stderr.isatty() else "") + f"llmc: {reason}", err=True)
     except OSError:
         pass  # SIGHUP: the terminal may be gone
     sys.exit(code)

@@ -49,7 +49,7 @@ class GatewayApp:
         body = await read_body(scope, receive, send, self.request_seconds)
         if body is None:
             return
-        loop = asyncio.get_running_loop()
+        loop: asyncio.AbstractEventLoop = (scope.get("extensions") or {}).get("llmc.loop") or asyncio.get_running_loop()
         outbox = self.outbox
         if outbox is None or outbox.loop is not loop:
             outbox = self.outbox = Outbox(loop)

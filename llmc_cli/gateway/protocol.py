@@ -19,6 +19,7 @@ control, is uvicorn's):
 - scope["extensions"]["llmc.connection"]: the connection's exchange.Seen, where the app marks it
   admitted, reads whether the request's body is whole, and holds a response's head until its
   body (one write, one TCP segment, for a whole reply).
+- scope["extensions"]["llmc.loop"]: the connection's event loop.
 """
 
 from __future__ import annotations
@@ -80,7 +81,8 @@ class GatewayProtocol(HttpToolsProtocol):
         self.head_bytes: int | None = 0  # bytes of a request head so far; None: not in a head
         self.first = True  # no request head yet: the deadline counts from the connection's start
         self.too_large = False
-        self.extensions: dict[str, Any] = {"llmc.connection": self.seen}
+        # The loop for the app: asyncio.get_running_loop() is a getpid() system call per request on Python 3.11.
+        self.extensions: dict[str, Any] = {"llmc.connection": self.seen, "llmc.loop": self.loop}
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)

@@ -87,8 +87,11 @@ def decode(line: str | bytes) -> list[JSONObject]:
             else line
         )
         value = json_loads(text) if isinstance(text, str) else json.loads(text)
-    except RecursionError:  # arrays nested a hundred thousand deep: the parser gives up
-        raise ProtocolError(f"invalid JSON: nested more than {MAX_MESSAGE_DEPTH} levels deep") from None
+    except RecursionError:  # nested past the parser's own limit (~1,000 levels): it gives up
+        reply = _too_deep_reply(line if isinstance(line, str) else line.decode("utf-8", "replace"))
+        if reply is None:
+            raise ProtocolError(f"invalid JSON: nested more than {MAX_MESSAGE_DEPTH} levels deep") from None
+        return [reply]
     except ValueError as exc:
         raise ProtocolError(f"invalid JSON from server: {_preview(line)}") from exc
     checked: list[JSONObject] = []
@@ -131,6 +134,38 @@ def _bounded(message: JSONObject) -> JSONObject | None:
             f"the reply is nested more than {MAX_MESSAGE_DEPTH} levels deep",
         )
     return None
+
+
+# The tokens of JSON text that matter to find an object's top-level keys: strings and punctuation.
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[][{}:,]', re.S)
+_SCALAR_ID = re.compile(r'\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*[,}]', re.S)
+
+
+def _too_deep_reply(text: str) -> JSONObject | None:
+    """A reply nested too deep for the parser is, like one over MAX_MESSAGE_DEPTH (_bounded), an
+    error reply for its request, not a line dropped as garbage that leaves its caller waiting
+    until its timeout. Its top-level keys are found by a scan without recursion; None unless it
+    is an object with an "id" (an integer or a string) and a "result" or "error", and no "method"."""
+    if not text.lstrip().startswith("{"):
+        return None
+    depth, expect_key, keys, ident = 0, False, set(), None
+    for token in _TOKEN.finditer(text):
+        t = token.group()
+        if t in "{[":
+            depth += 1
+            expect_key = depth == 1
+        elif t in "}]":
+            depth -= 1
+        elif depth == 1 and t == ",":
+            expect_key = True
+        elif depth == 1 and expect_key and t.startswith('"'):
+            expect_key = False
+            keys.add(t)
+            if t == '"id"' and (value := _SCALAR_ID.match(text, text.find(":", token.end()) + 1)):
+                ident = json.loads(value.group(1))
+    if ident is None or '"method"' in keys or not keys & {'"result"', '"error"'}:
+        return None
+    return error(ident, INTERNAL_ERROR, f"the reply is nested more than {MAX_MESSAGE_DEPTH} levels deep")
 
 
 _V = TypeVar("_V")

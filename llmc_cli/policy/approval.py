@@ -79,12 +79,13 @@ def _key_file(path: Path) -> bytes:
                     pass
             finally:
                 os.unlink(temp)
-        key = path.read_text(encoding="ascii").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read or create the approval key {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    if len(key) < APPROVAL_KEY_MIN_CHARS:
+        key = path.read_text(encoding="ascii", errors="replace").strip()
+    except OSError as exc:
+        raise ConfigError(f"cannot read or create the approval key {path}: {exc.strerror or exc}") from None
+    damage = "too short" if len(key) < APPROVAL_KEY_MIN_CHARS else "not ASCII text" if "\ufffd" in key else None
+    if damage:
         raise ConfigError(
-            f"the approval key {path} is damaged (too short): remove it to make a new one "
+            f"the approval key {path} is damaged ({damage}): remove it to make a new one "
             "(approved hashes must then be approved again)"
         )
     return key.encode("ascii")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from llmc_cli import keeper, policy, services
 from llmc_cli.catalog import Catalog, ConnectOptions, ServerFailure
 from llmc_cli.config.profiles import LoadedProfile
+from llmc_cli.config.secrets import Masker, environment_secrets, is_secret_name
 from llmc_cli.errors import ConfigError, ConnectionFailed, LlmcError, SessionHoldsServers, UsageError
 from llmc_cli.guard.clearance import cleared
 from llmc_cli.mcp.hooks import ClientHooks
@@ -67,14 +68,13 @@ def open_catalog(
     `launched`: the servers services.launch decided (for this profile, `only`, `adhoc`, `timeout`
     and `connect_timeout`), and the processes of those it started: the catalog's connections
     adopt them."""
-    if launched is not None:
-        options = ConnectOptions(hooks, builtin_servers(), on_stderr, stores=client_stores(), unusable=launched.unusable)
-        return Catalog(launched.specs, options, started=launched.started)
     if adhoc is None and profile is None:
         raise ValueError("open_catalog needs a profile or an ad-hoc server")
     held: tuple[str, str] | None = None  # the keeper's socket and session, when it holds the servers
     unusable: dict[str, ConfigError] = {}  # servers of the profile that cannot be configured
-    if session:
+    if launched is not None:
+        specs, unusable = launched.specs, launched.unusable
+    elif session:
         if adhoc:
             raise SessionHoldsServers(session)
         if first and (not only or first in only):
@@ -91,9 +91,34 @@ def open_catalog(
 
     # A keeper's servers are connected in the keeper: no era cache or OAuth tokens here.
     options = ConnectOptions(
-        hooks, builtin_servers(), on_stderr, keeper=held, stores=None if held else client_stores(), unusable=unusable
+        hooks,
+        builtin_servers(),
+        on_stderr,
+        keeper=held,
+        stores=None if held else client_stores(),
+        unusable=unusable,
+        mask=_secret_mask(profile, specs),
     )
-    return Catalog(specs, options)
+    return Catalog(specs, options, started=launched.started if launched is not None else None)
+
+
+def _secret_mask(profile: LoadedProfile | None, specs: list[ServerSpec]) -> Callable[[str], str]:
+    """Masks (config.secrets.Masker) the environment's and the profile's secrets, and the values
+    of the servers' secret-looking env and header entries, in what servers say back. Built on
+    first use: only a failure or a stderr line shown with -v needs it."""
+    made: list[Masker] = []
+
+    def mask(text: str) -> str:
+        if not made:
+            known = environment_secrets(profile.profile if profile is not None else None)
+            for spec in specs:
+                for name, value in (*spec.env.items(), *spec.headers.items()):
+                    if is_secret_name(name) and value.strip():
+                        known |= {value, value.split()[-1]}
+            made.append(Masker(known))
+        return made[0].text(text)
+
+    return mask
 
 
 def _attach_first(

@@ -306,3 +306,18 @@ def test_a_deferred_trail_writes_the_same_bytes_however_its_records_are_grouped(
         single.append(record)
     assert grouped.path.read_bytes() == single.path.read_bytes()
     assert grouped.verify()["ok"] and single.verify()["ok"] and grouped.verify()["records"] == 300
+
+
+@pytest.mark.parametrize("head", ["0" * 64, 'a "quoted"\\ head\n', "é☃ \x00"])
+def test_the_anchor_is_the_json_of_its_fields_padded_to_one_sector(tmp_path, head):
+    """The anchor's text is made directly, not by json.dumps: byte for byte what json.dumps
+    writes, whatever a (damaged or hand-written) head holds, and one sector long on disk."""
+    from llmc_cli.audit.log import ANCHOR_BYTES, anchor_text
+
+    fields = {"head": head, "records": 12, "inode": 2**40, "size": 0, "time": "2026-01-02T03:04:05.678Z"}
+    assert anchor_text(head, 12, 2**40, 0, fields["time"]) == json.dumps(fields).encode()
+    log = fill(tmp_path / "audit.jsonl", count=3)
+    written = log.anchor_path.read_bytes()
+    assert len(written) == ANCHOR_BYTES and written.endswith(b"\n")
+    anchor = json.loads(written)
+    assert anchor["records"] == 3 and anchor["size"] == (tmp_path / "audit.jsonl").stat().st_size

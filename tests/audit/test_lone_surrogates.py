@@ -121,11 +121,13 @@ base_url = "{fake.base_url}"
     assert_verified()
 
 
-@pytest.mark.parametrize("tool", ["deep", "deep_rpc_error"])
+@pytest.mark.parametrize("tool", ["deep", "deep_rpc_error", "deeper", "deeper_rpc_error"])
 def test_a_reply_nested_too_deep_is_one_recorded_protocol_error(isolated_dirs, tool):
-    """900 levels parse, but nothing walks them: the reply becomes an error reply for the call."""
+    """900 levels parse, but nothing walks them; 5,000 are past the parser's own limit, and the
+    reply's id is found without it: either way the reply becomes an error reply for the call, at
+    once (not a dropped line and a timeout)."""
     write_profile(isolated_dirs)
-    proc = llmc("call", f"h.{tool}", "message=x")
+    proc = llmc("call", f"h.{tool}", "message=x", "--timeout", "10")
     assert proc.returncode == 6, proc.stderr
     assert proc.stderr.strip() == "llmc: h: tools/call failed: the reply is nested more than 128 levels deep (code -32603)"
     outcomes = [r for r in audit_records(isolated_dirs) if r["event"] == "outcome"]

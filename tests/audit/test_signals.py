@@ -138,7 +138,8 @@ def test_a_single_call(isolated_dirs, sig, code, to_thread):
     wait_for(decided(isolated_dirs, "slow"), "the decision record")
     wait_for(lambda: marked_processes(marker), "the server")
     returncode, out, err = finish(proc, sig, to_thread)
-    assert returncode == code and out == "" and ("terminated" if code == 143 else "interrupted") in err
+    # one line, no blank one before it (a pipe is no terminal that echoed ^C)
+    assert returncode == code and out == "" and err == f"llmc: {'terminated' if code == 143 else 'interrupted'}\n", err
     assert_every_decided_call_has_one_outcome(isolated_dirs, ["slow"])
     assert [r["reason"] for r in audit_records(isolated_dirs) if r.get("outcome") == "interrupted"] == [
         f"{'terminated' if code == 143 else 'interrupted'} ({signal.Signals(sig).name})"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from llmc_cli.errors import ConnectionFailed, TimeoutExpired
+from llmc_cli.errors import ConnectionFailed, ProtocolError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.hooks import RELATED_TOKENS, ClientHooks
 from llmc_cli.mcp.inflight import InFlight
@@ -110,7 +110,7 @@ def test_progress_for_a_finished_call_reaches_nobody() -> None:
     router: Router[str] = Router("t", lambda route: route)
     with router.routing("host") as token:
         assert token.startswith("t-") and router.by_token(token) == "host"
-    assert router.by_token(token) is None and related(router, token) == (None, 1)  # type: ignore[arg-type]
+    assert router.by_token(token) is None and related(router, token) == (None, 1)
     assert router.routes() == []
 
 
@@ -232,7 +232,7 @@ def test_the_keeper_asks_the_caller_whose_request_the_elicitation_belongs_to_nev
         peer.ask(f"ask-{msg['id']}", "elicitation/create", {"message": "?", "requestedSchema": {}}, then)
 
     keeper = FakeKeeper()
-    upstream = Upstream(ServerSpec("up"), keeper)  # type: ignore[arg-type]
+    upstream = Upstream(ServerSpec("up"), keeper)
     session = upstream.session = ClientSession(
         MemoryTransport(ScriptedPeer({"tools/call": call})), name="up", hooks=upstream._hooks()
     )
@@ -251,3 +251,37 @@ def test_the_keeper_asks_the_caller_whose_request_the_elicitation_belongs_to_nev
         for near, far in pairs:
             near.close()
             far.close()
+
+
+DEEPER = "[" * 5000 + "]" * 5000  # past the JSON parser's own recursion limit
+
+
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ('{"jsonrpc": "2.0", "id": 7, "result": {"v": DEEP}}'.replace("DEEP", DEEPER), 7),
+        ('{"jsonrpc": "2.0", "error": {"code": 1, "message": "m", "data": DEEP}, "id" : "a\\"b"}'.replace("DEEP", DEEPER), 'a"b'),
+        ('{"jsonrpc": "2.0", "result": {"id": 5, "v": DEEP}, "id": 9}'.replace("DEEP", DEEPER), 9),  # a nested "id" is not its id
+    ],
+)
+def test_a_reply_too_deep_for_the_parser_is_an_error_for_its_request(line: str, expected: int | str) -> None:
+    for raw in (line, line.encode()):
+        assert jsonrpc.decode(raw) == [
+            jsonrpc.error(expected, jsonrpc.INTERNAL_ERROR, "the reply is nested more than 128 levels deep")
+        ]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"jsonrpc": "2.0", "id": 1, "method": "m", "params": {"v": DEEP}}'.replace(
+            "DEEP", DEEPER
+        ),  # a request: its server's to answer
+        '{"jsonrpc": "2.0", "result": {"id": 5, "v": DEEP}}'.replace("DEEP", DEEPER),  # no id of its own
+        '{"jsonrpc": "2.0", "id": [1], "result": DEEP}'.replace("DEEP", DEEPER),  # not an id a request has
+        DEEPER,
+    ],
+)
+def test_a_message_too_deep_for_the_parser_without_a_request_to_answer_is_not_json_rpc(line: str) -> None:
+    with pytest.raises(ProtocolError, match="nested more than 128 levels deep"):
+        jsonrpc.decode(line)

@@ -48,6 +48,25 @@ TOOLS += [
     }
     for name in DEEP_REPLIES
 ]
+# Replies nested 5,000 deep, past what the JSON parser itself takes (~1,000): written as text
+# (json.dumps would not write them either). They must be an error for their call, not a line
+# dropped as garbage that leaves the call waiting until its timeout.
+DEEPER = "[" * 5000 + "]" * 5000
+RAW_REPLIES = {
+    "deeper": '"result": {"content": [{"type": "text", "text": "deeper"}], "structuredContent": {"v": DEEP}}'.replace(
+        "DEEP", DEEPER
+    ),
+    "deeper_rpc_error": '"error": {"code": -32000, "message": "deeper", "data": DEEP}'.replace("DEEP", DEEPER),
+}
+TOOLS += [
+    {
+        "name": name,
+        "description": f"answers nested 5000 deep ({name})",
+        "inputSchema": OBJECT,
+        "annotations": {"readOnlyHint": True},
+    }
+    for name in RAW_REPLIES
+]
 TOOLS.append({"name": "echo", "description": "Echo", "inputSchema": OBJECT, "annotations": {"readOnlyHint": True}})
 
 
@@ -73,6 +92,10 @@ def main() -> None:
             result = {"tools": TOOLS}
         elif method == "tools/call":
             name = message["params"]["name"]
+            if name in RAW_REPLIES:
+                sys.stdout.write('{"jsonrpc": "2.0", "id": ' + json.dumps(ident) + ", " + RAW_REPLIES[name] + "}\n")
+                sys.stdout.flush()
+                continue
             if name == "echo":
                 result = {"content": [{"type": "text", "text": str(message["params"].get("arguments", {}).get("message"))}]}
             else:
