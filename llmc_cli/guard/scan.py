@@ -25,9 +25,30 @@ import re
 import unicodedata
 from collections.abc import Iterator
 
+from llmc_cli.guard.rules import (
+    BASE64,
+    CONTROL,
+    HEX,
+    HIGH,
+    IMAGE,
+    INSTRUCTION_WORDS,
+    INVISIBLE,
+    MEDIUM,
+    MODEL_RULES,
+    PAD_BLANKS,
+    PAD_LINES,
+    PLACEHOLDER,
+    SHORT,
+    URL,
+    encoded,
+    first_match,
+    folded,
+    has_run,
+    present,
+)
 from llmc_cli.model import JSONObject, Tool, dataclass
 
-HIGH, MEDIUM = "high", "medium"
+__all__ = ["HIGH", "MEDIUM", "RULES", "MetaFinding", "scan", "text_findings", "terminal_safe", "tool_texts"]
 RULES = (
     "model_instruction",
     "cross_server",
@@ -60,82 +81,7 @@ class MetaFinding:
         }
 
 
-# --- text rules ----------------------------------------------------------------------------------
-
-_INVISIBLE = re.compile("[\U000e0000-\U000e007f\u200b-\u200f\u2060-\u2064\ufeff\u202a-\u202e\u2066-\u2069\u180e\u00ad]")
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-_PADDING = re.compile(r"(?:\n[ \t]*){12,}|[ \t\u00a0]{120,}")
-
-_SENSITIVE_PATH = (
-    r"(?:~/?\.ssh|\bid_(?:rsa|ed25519|ecdsa|dsa)\b|\.ssh/|/etc/(?:passwd|shadow)|\.aws/credentials|\.env\b|"
-    r"\bmcp\.json\b|\.cursor/|claude_desktop_config|\.netrc|\.npmrc|\.pypirc|\.git-credentials|\.kube/config|"
-    r"\bcredentials?\s+file|\bprivate\s+keys?\b|\bkeychain\b|\bwallet\b|\bcookies?\s+(?:file|db|database)\b)"
-)
-# What a model must never hand a tool: the user's secrets and the conversation. A bare "token" or
-# "password" is a tool's own business (a pagination token, a new password) unless it is the user's.
-_SECRET_NOUN = (
-    r"(?:api[\s_-]?keys?|access[\s_-]?tokens?|auth(?:entication)?[\s_-]?tokens?|bearer[\s_-]?tokens?|"
-    r"ssh[\s_-]?keys?|private[\s_-]?keys?|env(?:ironment)?\s+variables?|conversation(?:\s+history)?|"
-    r"chat\s+history|previous\s+messages|system\s+prompt|session\s+cookies?|"
-    r"(?:user'?s?|your|their)\s+(?:\w+\s+)?(?:tokens?|passwords?|passphrases?|secrets?|credentials?))"
-)
-_MODEL_RULES: list[tuple[re.Pattern[str], str]] = [
-    # read a sensitive file
-    (
-        re.compile(
-            rf"(?is)\b(?:read|open|cat|load|include|send|attach|upload|provide|pass|get|fetch)\b.{{0,80}}?{_SENSITIVE_PATH}"
-        ),
-        HIGH,
-    ),
-    (re.compile(rf"(?is){_SENSITIVE_PATH}.{{0,60}}?\b(?:content|contents|as\s+(?:the\s+)?(?:argument|parameter))\b"), HIGH),
-    # pass secrets or the conversation as arguments
-    (
-        re.compile(
-            rf"(?is)\b(?:pass|include|put|send|provide|add|append|insert|copy|embed)\b.{{0,60}}?\b{_SECRET_NOUN}\b"
-            r".{0,60}?\b(?:argument|parameter|field|param|sidenote|note|query|url|body)s?\b"
-        ),
-        HIGH,
-    ),
-    # keep something from the user
-    (
-        re.compile(
-            r"(?is)\b(?:do\s+not|don'?t|never|without)\s+(?:\w+\s+){0,2}?(?:tell|telling|inform|informing|mention|mentioning|"
-            r"notify|notifying|reveal|revealing|alert|alerting|show|showing|disclose|disclosing)\b.{0,30}?\buser\b"
-        ),
-        HIGH,
-    ),
-    (
-        re.compile(r"(?is)\b(?:the\s+)?user\s+(?:must|should|will)\s+(?:not|never)\s+(?:know|see|notice|be\s+told|find\s+out)\b"),
-        HIGH,
-    ),
-    (re.compile(r"(?is)\b(?:keep|hide)\b.{0,30}?\b(?:secret|hidden|confidential)\b.{0,20}?\bfrom\b.{0,20}?\buser\b"), HIGH),
-    (re.compile(r"(?i)\b(?:secretly|silently|covertly)\b.{0,40}?\b(?:send|call|read|forward|copy|upload|include|pass)\b"), HIGH),
-    # take over the model's instructions
-    (
-        re.compile(
-            r"(?i)\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+)?(?:the\s+)?(?:previous|prior|above|earlier|other|system)\s+(?:instructions|rules|prompts?|directions)"
-        ),
-        HIGH,
-    ),
-    (re.compile(r"(?i)</?\s*(?:important|system|instructions?|admin|secret|hidden)\s*>"), HIGH),
-    (re.compile(r"(?i)\byou\s+are\s+now\b|\bnew\s+instructions?\s*:"), HIGH),
-    # call other tools first (medium: may be about the server's own tools; high when cross_server sees it)
-    (
-        re.compile(
-            r"(?i)\bbefore\s+(?:using|calling|invoking|running)\s+(?:this|any\s+other|any)\s+tool\b.{0,40}?\b(?:must|always|first)\b"
-        ),
-        MEDIUM,
-    ),
-]
-
-_IMAGE = re.compile(r"!\[[^\]\n]{0,200}\]\(\s*(?:https?:)?//[^)\s]+")
-_URL = re.compile(r"(?i)\bhttps?://[^\s<>\"')\]]+")
-# A placeholder for what the model knows (a URL template's {owner}/{repo} or {query} is none).
-_LEAKED = r"[A-Za-z_]{0,20}(?:conversation|chat|history|context|messages?|secret|token|api_?key|password|prompt|summary|env|credential|ssh|memory|instructions|user_?data)[A-Za-z_]{0,20}"
-_PLACEHOLDER = re.compile(rf"(?i)\{{\{{?\s*{_LEAKED}\s*\}}\}}?|\$\{{?{_LEAKED}\}}?|<{_LEAKED}>|%{_LEAKED}%|\[{_LEAKED}\]")
-_BASE64 = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/]{40,}={0,2}(?![A-Za-z0-9+/=_-])")
-_HEX = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9a-fA-F]{2}){40,}(?![0-9A-Fa-f])")
-_INSTRUCTION_WORDS = re.compile(r"(?i)\b(?:ignore|instructions?|user|read|send|call|tool|password|secret|token|file|must)\b")
+# --- text rules (guard/rules.py: the patterns and their pre-checks) -------------------------------
 
 
 def terminal_safe(text: str, limit: int = 160) -> str:
@@ -145,7 +91,7 @@ def terminal_safe(text: str, limit: int = 160) -> str:
     for ch in text:
         if ch in "\n\t\r":
             out.append(" ")
-        elif _CONTROL.match(ch) or _INVISIBLE.match(ch) or unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cs"):
+        elif CONTROL.match(ch) or INVISIBLE.match(ch) or unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cs"):
             out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
         else:
             out.append(ch)
@@ -158,56 +104,75 @@ def _around(text: str, start: int, end: int, width: int = 60) -> str:
 
 
 def text_findings(text: str) -> Iterator[tuple[str, str, str]]:
-    """(rule, severity, excerpt) of one piece of metadata text (cross-server and name rules aside)."""
-    if m := _INVISIBLE.search(text):
+    """(rule, severity, excerpt) of one piece of metadata text (cross-server and name rules aside).
+    Each rule's pre-check (guard/rules.py) skips the patterns that cannot match; what is found is
+    what the patterns alone find (tests/guard/test_scan_fast.py holds the two side by side)."""
+    if m := (None if text.isascii() else INVISIBLE.search(text)):
         hidden = "".join(chr(ord(c) - 0xE0000) for c in text if 0xE0020 <= ord(c) <= 0xE007E)
         yield (
             "hidden_unicode",
             HIGH,
             terminal_safe(f"{hidden!r} hidden in tag characters" if hidden else _around(text, m.start(), m.end())),
         )
-    if m := _CONTROL.search(text):
+    visible = INVISIBLE.sub("", text) if m else text
+    if m := CONTROL.search(text):
         yield "terminal_escape", HIGH, terminal_safe(_around(text, m.start(), m.end()))
-    if m := _PADDING.search(text):
+    data = encoded(visible)
+    if m := _padding(text, data if visible is text else encoded(text)):
         after = text[m.end() :].strip()
         if after:
             yield "padding", HIGH, terminal_safe(f"{len(m.group())} characters of blank space, then: {after}")
-    visible = _INVISIBLE.sub("", text)
-    for pattern, severity in _MODEL_RULES:
-        if m := pattern.search(visible):
+    low, seen, short = folded(visible), dict[str, bool](), len(visible) < SHORT
+    for pattern, severity, anchors, starts in MODEL_RULES:
+        if short:
+            m = pattern.search(visible)
+        else:
+            m = first_match(pattern, visible, low, starts) if present(low, anchors, seen) else None
+        if m:
             yield "model_instruction", severity, terminal_safe(_around(visible, m.start(), m.end(), 30))
             if severity == HIGH:
                 break
-    if m := _IMAGE.search(visible):
+    urls = "://" in visible
+    if "![" in visible and (m := IMAGE.search(visible)):
         yield "exfiltration_link", HIGH, terminal_safe(m.group())
-    else:
-        for url in _URL.finditer(visible):
-            if _PLACEHOLDER.search(url.group()):
+    elif urls:
+        for url in URL.finditer(visible):
+            if PLACEHOLDER.search(url.group()):
                 yield "exfiltration_link", HIGH, terminal_safe(url.group())
                 break
-    yield from _blobs(_URL.sub(" ", visible))  # a URL's path is no blob
+    if has_run(data, "base64", 40):  # a hex run is a base64 run too
+        yield from _blobs(URL.sub(" ", visible) if urls else visible, has_run(data, "hex", 80))  # a URL's path is no blob
 
 
-def _blobs(text: str) -> Iterator[tuple[str, str, str]]:
-    for m in _BASE64.finditer(text):
+def _padding(text: str, data: bytes) -> re.Match[str] | None:
+    """The first run of blank lines or blank space (`data`: the text's bytes)."""
+    lines = PAD_LINES.search(text) if has_run(data, "lines", 12) and text.count("\n") >= 12 else None
+    blanks = PAD_BLANKS.search(text) if has_run(data, "blank", 120) else None
+    if lines and blanks:
+        return lines if lines.start() < blanks.start() else blanks
+    return lines or blanks
+
+
+def _blobs(text: str, hex_run: bool) -> Iterator[tuple[str, str, str]]:
+    for m in BASE64.finditer(text):
         blob = m.group()
         if not (re.search(r"[a-z]", blob) and re.search(r"[A-Z]", blob)):
             continue  # a word run, a path or a hash in one case
         decoded = _base64_text(blob)
-        severity = HIGH if decoded and _INSTRUCTION_WORDS.search(decoded) else MEDIUM
+        severity = HIGH if decoded and INSTRUCTION_WORDS.search(decoded) else MEDIUM
         yield (
             "encoded_blob",
             severity,
             terminal_safe(f"base64 {blob[:40]}… decodes to: {decoded}" if decoded else f"base64 {blob}"),
         )
         return
-    if h := _HEX.search(text):
+    if hex_run and (h := HEX.search(text)):
         try:
             decoded = bytes.fromhex(h.group()).decode("utf-8")
         except (ValueError, UnicodeDecodeError):
             decoded = ""
         printable = decoded and decoded.isprintable()
-        severity = HIGH if printable and _INSTRUCTION_WORDS.search(decoded) else MEDIUM
+        severity = HIGH if printable and INSTRUCTION_WORDS.search(decoded) else MEDIUM
         if printable:
             yield "encoded_blob", severity, terminal_safe(f"hex {h.group()[:40]}… decodes to: {decoded}")
 

@@ -1,4 +1,5 @@
-"""Tool arguments checked against the tool's inputSchema before anything is sent, and the one
+"""Tool arguments checked against the tool's inputSchema before anything is sent, a tool's
+structured result against its outputSchema when it comes back, and the one
 place that turns a schema into a validator (the seam for validators: a schema is compiled once
 per definition, kept in a bounded cache, and compiled again when the definition changes).
 
@@ -17,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
-from llmc_cli.errors import UsageError, did_you_mean
+from llmc_cli.errors import ProtocolError, UsageError, did_you_mean
 from llmc_cli.mcp.schema_subset import Check, compile_check
 from llmc_cli.model import canonical_json
 
@@ -106,24 +107,54 @@ def validate_arguments(arguments: Mapping[str, Any], schema: Any, tool: str) -> 
     treat a null x-mcp-header value as absent, so servers commonly read null as "not provided"."""
     if passes_quickly(arguments, schema, tool):
         return
-    validator = VALIDATORS.get(schema, tool)
-    if validator is None:
-        return
-    checked = _checked(arguments, schema)
-    try:
-        # a validator exists, so _jsonschema_validator imported jsonschema (and its exceptions)
-        error = sys.modules["jsonschema.exceptions"].best_match(validator.iter_errors(checked))
-    except Exception:  # noqa: BLE001 - an unresolvable $ref: not the user's error either
-        return
+    error = _first_error(_checked(arguments, schema), schema, tool)
     if error is None:
         return
     where = ".".join(str(p) for p in error.absolute_path)
     if error.validator == "required":
-        missing = next((name for name in error.validator_value if name not in (error.instance or {})), "?")
+        missing = _first_missing(error)
         where = f"{where}.{missing}" if where else missing
         raise UsageError(f"{tool}: missing required argument {where!r}")
     expected = _expected(error)
     raise UsageError(f"{tool}: argument {where or '(all)'}: {expected}")
+
+
+def check_structured(result: Mapping[str, Any], schema: Any, tool: str) -> None:
+    """A tool's result against its outputSchema (2025-06-18 on): the server MUST return
+    structuredContent that conforms, and a client SHOULD check, as the SDKs do. ProtocolError
+    (exit 6: the server lied about its result) when it is missing or does not conform; an error
+    result (isError) is not checked, and a schema that is itself broken is the server's business."""
+    if not isinstance(schema, dict) or result.get("isError") is True:
+        return
+    structured = result.get("structuredContent")
+    if not isinstance(structured, dict):
+        raise ProtocolError(f"{tool}: the tool declares an outputSchema but its result has no structuredContent object")
+    owner = tool + " outputSchema"  # not the owner of its inputSchema: each keeps its compiled form
+    fast = SUBSET_CHECKS.get(schema, owner)
+    if fast is not None and fast(structured, "") is None:
+        return
+    error = _first_error(structured, schema, owner)
+    if error is not None:
+        where = ".".join(str(p) for p in error.absolute_path) or "(all)"
+        expected = f"missing {_first_missing(error)!r}" if error.validator == "required" else _expected(error)
+        raise ProtocolError(f"{tool}: the result's structuredContent does not match the tool's outputSchema: {where}: {expected}")
+
+
+def _first_error(instance: object, schema: Any, owner: str) -> Any:
+    """jsonschema's most relevant error of `instance` (None: valid, or the schema unusable)."""
+    validator = VALIDATORS.get(schema, owner)
+    if validator is None:
+        return None
+    try:
+        # a validator exists, so _jsonschema_validator imported jsonschema (and its exceptions)
+        return sys.modules["jsonschema.exceptions"].best_match(validator.iter_errors(instance))
+    except Exception:  # noqa: BLE001 - an unresolvable $ref: not the user's error either
+        return None
+
+
+def _first_missing(error: Any) -> str:
+    """The first required name a `required` error's instance lacks."""
+    return next((name for name in error.validator_value if name not in (error.instance or {})), "?")
 
 
 def passes_quickly(arguments: Mapping[str, Any], schema: Any, tool: str) -> bool:

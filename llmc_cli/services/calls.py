@@ -175,7 +175,7 @@ class Authorization:
     confirmation nobody could give, what pre-approving the call takes. (A class with slots: no
     dataclass to create at import.)"""
 
-    __slots__ = ("approval", "base", "call", "decision", "masker", "opened")
+    __slots__ = ("approval", "base", "call", "decision", "masker", "opened", "output_schema")
 
     def __init__(
         self,
@@ -185,6 +185,7 @@ class Authorization:
         masker: Masker,
         opened: int | None = None,
         approval: Approval | None = None,
+        output_schema: JSONObject | None = None,
     ) -> None:
         self.call = call
         self.decision = decision
@@ -192,6 +193,7 @@ class Authorization:
         self.masker = masker
         self.opened = opened
         self.approval = approval
+        self.output_schema = output_schema  # the tool's, that its result is checked against
 
     def denied(self) -> PolicyDenied:
         """The error of a call the policy denied (the approval it would need attached)."""
@@ -352,7 +354,7 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall, tool: To
     approval = None
     if decision.action == "confirm":
         decision, approval = _confirm(invocation, call, tool, decision)
-    return _authorization(invocation, call, decision, approval)
+    return _authorization(invocation, call, decision, approval, tool.output_schema)
 
 
 def _hidden(tool: Tool, decision: Decision) -> Decision:
@@ -377,7 +379,9 @@ def clearance_denial(invocation: Invocation, server: str, call_hash: str | None 
     return policy.Decision("deny", "clearance", clearance.reason(invocation.profile.profile, server, level), call_hash)
 
 
-def _authorization(invocation: Invocation, call: ToolCall, decision: Decision, approval: Approval | None) -> Authorization:
+def _authorization(
+    invocation: Invocation, call: ToolCall, decision: Decision, approval: Approval | None, output_schema: JSONObject | None = None
+) -> Authorization:
     profile = invocation.profile
     telemetry.policy_decision(call.qualified_name, decision.action, decision.rule, invocation.caller)
     masker = invocation.masker.with_arguments(call.arguments)
@@ -393,7 +397,7 @@ def _authorization(invocation: Invocation, call: ToolCall, decision: Decision, a
         "callHash": decision.call_hash,
     }
     present: AuditRecord = {k: v for k, v in base.items() if v is not None}  # type: ignore[assignment]
-    return Authorization(call, decision, present, masker, approval=approval)
+    return Authorization(call, decision, present, masker, approval=approval, output_schema=output_schema)
 
 
 class CacheEntry(NamedTuple):

@@ -7,7 +7,8 @@ to Pipeline.run, whose stages are these, in this order, and nowhere else:
               audit record on disk before anything runs
     limit     the profile's rate limits
     lookup    the result cache ([cache]), for a call whose tool it lists
-    run       the request, through the catalog (a server of this process or a session keeper's)
+    run       the request, through the catalog (a server of this process or a session keeper's);
+              a call's structuredContent checked against its tool's outputSchema (exit 6 if not)
     inspect   the result, by the context's inspectors (services/inspect.py: DLP, classification)
     record    the outcome record, with the inspectors' findings
 
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from llmc_cli import audit, interrupts, policy
 from llmc_cli.errors import Cancelled, ConfigError, InputRequired, LlmcError, PolicyDenied, ProtocolError, TimeoutExpired
-from llmc_cli.mcp.validation import passes_quickly, validate_arguments
+from llmc_cli.mcp.validation import check_structured, passes_quickly, validate_arguments
 from llmc_cli.model import JSONObject, NamedTuple, Tool, ToolCall, ToolResult, canonical_json, sha256
 from llmc_cli.services import calls
 from llmc_cli.services.calls import Authorization, Conclusions, Invocation
@@ -331,6 +332,8 @@ class Pipeline:
         items, required = _RESULT_LIST[method]
         if not isinstance(raw.get(items, None if required else []), list):
             raise ProtocolError(f"{request.server}: {method} result has no {items} list")
+        if authorized.output_schema is not None:  # a call of a tool that declares its result's shape
+            check_structured(raw, authorized.output_schema, request.qualified_name)
         inspectors = self.context.inspectors
         inspected = (
             inspect(inspectors, request, self.context.profile, self.catalog.specs.get(request.server), raw)
