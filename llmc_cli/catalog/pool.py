@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llmc_cli.errors import ConnectionFailed, LlmcError, UsageError
 from llmc_cli.mcp.client import connect
@@ -20,6 +20,9 @@ from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.mcp.session import ClientSession
 from llmc_cli.mcp.stores import Stores
 from llmc_cli.model import NamedTuple, ServerSpec
+
+if TYPE_CHECKING:
+    from llmc_cli.mcp.transports.stdio import StdioTransport
 
 
 class ConnectOptions(NamedTuple):
@@ -52,9 +55,13 @@ class Pool:
         options: ConnectOptions | None = None,
         *,
         on_changed: Callable[[str, str], None] | None = None,
+        started: Mapping[str, StdioTransport] | None = None,
     ) -> None:
         """`options`: how connections are made (ConnectOptions). `on_changed(server, method)`: a
-        server's list_changed notifications (the hooks' own on_list_changed is the caller's to call)."""
+        server's list_changed notifications (the hooks' own on_list_changed is the caller's to call).
+        `started`: stdio servers whose processes were started already (services/sandbox.py launch),
+        by name: the pool's from now on, adopted by their first connection; close() stops those
+        not adopted, or being adopted."""
         self.options = options = options or ConnectOptions()
         unusable = options.unusable
         names = [s.name for s in specs] + list(unusable or {})
@@ -63,6 +70,7 @@ class Pool:
         self.specs = {s.name: s for s in specs}
         self.specs.update({name: ServerSpec(name=name) for name in unusable or {}})  # never connected
         self.on_changed = on_changed
+        self.started = dict(started or {})
         self.sessions: dict[str, ClientSession] = {}
         self.connect_seconds: dict[str, float] = {}  # how long each connection took to open (ping shows it)
         self.failed: dict[str, LlmcError] = dict(unusable or {})  # a server that failed to connect is not retried
@@ -114,7 +122,21 @@ class Pool:
                 path, keeper_name = self.options.keeper
                 self._adopt(server, attach(path, keeper_name, server, timeout=spec.timeout, hooks=hooks))
             else:
-                session = connect(spec, stores=self.options.stores, hooks=hooks, builtins=self.options.builtins, on_stderr=stderr)
+                # A process started already stays in `started` while its session is made, so that
+                # close() stops it even then (a warm-up thread outliving its failed command).
+                early = self.started.get(server)
+                try:
+                    session = connect(
+                        spec,
+                        stores=self.options.stores,
+                        hooks=hooks,
+                        builtins=self.options.builtins,
+                        on_stderr=stderr,
+                        started=early,
+                    )
+                finally:
+                    if early is not None:
+                        self.started.pop(server, None)
                 if self.posts_on_caller_thread and hasattr(session.transport, "posts_on_caller_thread"):
                     session.transport.posts_on_caller_thread = True
                 self._adopt(server, session)
@@ -246,6 +268,9 @@ class Pool:
         with self._closing:
             self.closed = True
             sessions, self.sessions = list(self.sessions.values()), {}
+            unused, self.started = list(self.started.values()), {}
+        for transport in unused:  # started for a server the command did not get to
+            transport.close()
         if len(sessions) <= 1:  # the usual command: no pool to start for one
             for session in sessions:
                 session.close()

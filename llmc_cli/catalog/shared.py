@@ -6,10 +6,10 @@ listing.py (tool listings, fan-out to every server), routing.py (tool names to s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import replace
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from llmc_cli.catalog import listing, routing
 from llmc_cli.catalog.listing import ServerFailure, ToolLists
@@ -19,6 +19,9 @@ from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.mcp.session import ClientSession
 from llmc_cli.mcp.stores import Stores
 from llmc_cli.model import JSONObject, ServerSpec, Tool
+
+if TYPE_CHECKING:
+    from llmc_cli.mcp.transports.stdio import StdioTransport
 
 T = TypeVar("T")
 
@@ -31,12 +34,14 @@ class Catalog:
         *,
         shared: Catalog | None = None,
         own: Collection[str] | None = None,
+        started: Mapping[str, StdioTransport] | None = None,
     ) -> None:
         """`options`: how its connections are made (pool.ConnectOptions). Servers it names
         `unusable` stay in the catalog, failed from the start: every listing reports them as
         failures, with their own exit code, beside the others' results. `shared` and `own`
-        (and the options' `admit`): see for_host()."""
-        self.pool = Pool(specs, options, on_changed=self._changed)
+        (and the options' `admit`): see for_host(). `started`: stdio servers already started,
+        which its connections adopt (Pool)."""
+        self.pool = Pool(specs, options, on_changed=self._changed, started=started)
         self.specs = self.pool.specs  # the same dict: servers a keeper lists later join it
         self.keeper = self.pool.options.keeper  # (socket path, session name): the servers live in a session keeper
         self.shared = shared

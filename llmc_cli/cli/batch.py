@@ -4,7 +4,7 @@ JSON Lines result per input out, in input order."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
 
@@ -14,18 +14,28 @@ from llmc_cli.cli.common import command_calls, open_target
 from llmc_cli.cli.output import emit_lines, note
 from llmc_cli.cli.targets import Target
 from llmc_cli.errors import ExitCode, LlmcError, SkippedAfterFailure, UsageError
-from llmc_cli.model import JSON, MAX_ARGUMENT_DEPTH
+from llmc_cli.model import JSON, MAX_ARGUMENT_DEPTH, JSONObject
 from llmc_cli.policy.approval import with_hint
-from llmc_cli.services import BatchItem, ToolRequest
 
 if TYPE_CHECKING:
     from llmc_cli.services import BatchItem
 
 
-def read_items(lines: Iterable[str]) -> list[BatchItem]:
-    """Every line becomes an item with its request; a line that cannot be read, an error result."""
+class Line(NamedTuple):
+    """One non-empty line of a batch as read: its position among them, its id, and its tool name and
+    arguments, or why it cannot be a call."""
 
-    items: list[BatchItem] = []
+    position: int
+    id: JSON
+    tool: str = ""
+    arguments: JSONObject | None = None
+    error: LlmcError | None = None
+
+
+def read_lines(lines: Iterable[str]) -> list[Line]:
+    """Every non-empty line, read; a line that cannot be read carries its error."""
+
+    read: list[Line] = []
     for index, line in enumerate(line for line in lines if line.strip()):
         ident: JSON = None
         try:
@@ -38,11 +48,25 @@ def read_items(lines: Iterable[str]) -> list[BatchItem]:
                 raise UsageError('a batch line needs "tool": "server.tool"')
             if not isinstance(arguments, dict):  # nested at most MAX_ARGUMENT_DEPTH: the line is checked one deeper
                 raise UsageError('"arguments" must be a JSON object')
-            items.append(BatchItem(index, ident, request=ToolRequest(tool, arguments)))
+            read.append(Line(index, ident, tool, arguments))
         except LlmcError as exc:
             exc.message = f"line {index + 1}: {exc.message.removeprefix('invalid line: ')}"
-            items.append(BatchItem(index, ident, error=exc))
-    return items
+            read.append(Line(index, ident, error=exc))
+    return read
+
+
+def items_of(line: Line) -> BatchItem:
+    """The batch's item of a line: its request, or the error that makes its result."""
+    if line.error is not None:
+        return services.BatchItem(line.position, line.id, error=line.error)
+    return services.BatchItem(line.position, line.id, request=services.ToolRequest(line.tool, line.arguments))
+
+
+def first_server(lines: list[Line]) -> str | None:
+    """The server the batch's first call names (SERVER.TOOL), which starts first."""
+    if not lines or lines[0].error is not None or "." not in lines[0].tool:
+        return None
+    return lines[0].tool.partition(".")[0]
 
 
 def run(
@@ -58,8 +82,10 @@ def run(
 ) -> None:
 
     # The whole input first: a file that cannot be read, or is not UTF-8, starts no server.
-    items = read_items(read_input(source, "--batch").splitlines())
-    catalog, profile = open_target(ctx, target, warm=False)  # only the servers the batch names start
+    lines = read_lines(read_input(source, "--batch").splitlines())
+    # Only the servers the batch names start: the first call's first of all.
+    catalog, profile = open_target(ctx, target, warm=False, first=first_server(lines))
+    items = [items_of(line) for line in lines]
     worst: int = ExitCode.OK
     finished: list[Any] = []
     write, flush = emit_lines()  # flushed whenever the batch waits for its next result, and at the end

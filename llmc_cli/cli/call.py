@@ -84,9 +84,9 @@ def call(
         raise UsageError("give arguments either as KEY=VALUE pairs or with --json, not both")
     # Bad input is found before any server starts.
     arguments = parse_json_option(json_args) if json_args else None
-    request = services.ToolRequest(tool, arguments, typed=lambda schema: parse_pairs(pairs, schema), validate=validate)
     named = tool.partition(".")[0] if "." in tool else None  # SERVER.TOOL (or a bare name with a dot)
-    catalog, profile = open_target(ctx, target, warm=False, first=named)
+    catalog, profile = open_target(ctx, target, warm=False, first=named)  # its server starts first
+    request = services.ToolRequest(tool, arguments, typed=lambda schema: parse_pairs(pairs, schema), validate=validate)
     with catalog:
         calls = command_calls(ctx, catalog, profile, "call", yes=yes, use_cache=not no_cache)
         outcome = calls.run(request)

@@ -19,12 +19,14 @@ from llmc_cli.config.profiles import load_profile
 from llmc_cli.config.secrets import Masker, environment_secrets
 from llmc_cli.errors import SessionHoldsServers, UsageError
 from llmc_cli.mcp.hooks import ClientHooks, accept_defaults, decline
-from llmc_cli.services.tools import ToolResolver
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
     from llmc_cli.config.profiles import LoadedProfile
+    from llmc_cli.model import ServerSpec
     from llmc_cli.services import Pipeline
+    from llmc_cli.services.sandbox import Launched
+    from llmc_cli.services.tools import ToolResolver
 
 
 def open_target(
@@ -33,11 +35,59 @@ def open_target(
     """target: what @target_options gave. Returns (catalog, loaded profile).
     `warm`: start every server now; a command that needs only some (a call) starts those when
     it knows them (tool_resolver, Pool.warm_up). `first`: the server the command names, if
-    any (services.open_catalog)."""
+    any (services.open_catalog). The stdio servers it uses first start before anything else
+    is done or loaded (start_first); an ad-hoc server's before the profile loads, too."""
 
-    verbose = app_of(ctx).verbose
     adhoc = target.adhoc_spec()
+    session = target.session
+    if adhoc and ctx.get_parameter_source("session") == click.core.ParameterSource.ENVIRONMENT:
+        session = None  # --stdio/--url on the command line beat an LLMC_SESSION of the shell
+    loaded = None if adhoc else load_profile(app_of(ctx).profile)
+    launched = None if session else start_first(ctx, loaded, target, adhoc, None if warm or adhoc else [first] if first else [])
+    if loaded is not None:
+        _telemetry(ctx, loaded)
+    hooks, on_stderr = _client_hooks(ctx, target, sample)
+    only = () if adhoc else tuple(target.servers)
+    try:
+        catalog = services.open_catalog(
+            loaded, only, adhoc, hooks, on_stderr, target.timeout, session, first, target.connect_timeout, launched=launched
+        )
+    except SessionHoldsServers as exc:
+        raise UsageError(f"--session {exc.session} uses the servers its keeper holds: drop --stdio/--url") from None
+    if warm or adhoc:
+        catalog.pool.warm_up()
+    if loaded is None:  # an ad-hoc server: its profile loads while it starts
+        try:
+            loaded = load_profile(app_of(ctx).profile)
+            _telemetry(ctx, loaded)
+        except BaseException:
+            catalog.close()  # its server stopped: the command ends here
+            raise
+    if app_of(ctx).verbose:
+        catalog.say = note
+    if sys.stderr.isatty():  # presentation only: nothing when stderr is a file or a pipe
+        catalog.on_each = server_progress(ctx.command_path.removeprefix("llmc ").removeprefix("llmc"))
+    return catalog, loaded
 
+
+def start_first(
+    ctx: click.Context, loaded: LoadedProfile | None, target: Target, adhoc: ServerSpec | None, first: list[str] | None
+) -> Launched:
+    """The command's servers (services.launch: the profile's or the ad-hoc one, contained as the
+    profile says) with the stdio ones among `first` (None: all) started now; they are stopped
+    when the command ends, however it ends (its catalog stops those it used before)."""
+
+    only = () if adhoc else tuple(target.servers)
+    launched = services.launch(loaded, only, adhoc, target.timeout, target.connect_timeout)
+    ctx.call_on_close(launched.close)
+    launched.start(first)
+    return launched
+
+
+def _client_hooks(ctx: click.Context, target: Target, sample: Any) -> tuple[ClientHooks, Callable[[str, str], None] | None]:
+    """How the command's connections show progress, logs and stderr, and answer elicitation
+    and sampling; and where a stdio server's stderr lines go (-v: stderr, else nowhere)."""
+    verbose = app_of(ctx).verbose
     elicit_mode = target.elicit or ("prompt" if app_of(ctx).interactive else "decline")
     hooks = ClientHooks(
         # Presentation only: progress extends --timeout whether it is shown or not.
@@ -48,42 +98,7 @@ def open_target(
         on_notice=lambda text: _warn(ctx, text),
     )
     on_stderr = (lambda server, line: note(f"[{server} stderr] {line}")) if verbose else None
-    profile_name = app_of(ctx).profile
-    session = target.session
-    if adhoc and ctx.get_parameter_source("session") == click.core.ParameterSource.ENVIRONMENT:
-        session = None  # --stdio/--url on the command line beat an LLMC_SESSION of the shell
-    if adhoc:
-        # The server starts while the profile (and its policy) loads: start-up overlaps.
-        try:
-            catalog = services.open_catalog(
-                None, (), adhoc, hooks, on_stderr, target.timeout, session, connect_timeout=target.connect_timeout
-            )
-        except SessionHoldsServers as exc:
-            raise UsageError(f"--session {exc.session} uses the servers its keeper holds: drop --stdio/--url") from None
-        catalog.pool.warm_up()
-        profile = load_profile(profile_name)
-        _telemetry(ctx, profile)
-    else:
-        profile = load_profile(profile_name)
-        _telemetry(ctx, profile)
-        catalog = services.open_catalog(
-            profile,
-            tuple(target.servers),
-            None,
-            hooks,
-            on_stderr,
-            target.timeout,
-            session,
-            first,
-            connect_timeout=target.connect_timeout,
-        )
-        if warm:
-            catalog.pool.warm_up()
-    if verbose:
-        catalog.say = note
-    if sys.stderr.isatty():  # presentation only: nothing when stderr is a file or a pipe
-        catalog.on_each = server_progress(ctx.command_path.removeprefix("llmc ").removeprefix("llmc"))
-    return catalog, profile
+    return hooks, on_stderr
 
 
 def server_progress(label: str) -> Callable[[int, list[str]], None]:
@@ -156,7 +171,7 @@ def tool_resolver(ctx: click.Context, catalog: Catalog, loaded: LoadedProfile | 
     `loaded`: the profile, so a name of one of its disabled servers says so."""
 
     disabled = [n for n, s in loaded.profile.servers.items() if not s.enabled] if loaded is not None else []
-    return ToolResolver(catalog, app_of(ctx).profile, disabled)
+    return services.ToolResolver(catalog, app_of(ctx).profile, disabled)
 
 
 def _warn(ctx: click.Context, text: str) -> None:

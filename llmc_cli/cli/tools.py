@@ -12,7 +12,7 @@ from llmc_cli.cli.common import open_target, tool_resolver
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import FORMATS, clean, emit, emit_listing, format_option, note, plain_text, raise_failures, warn
 from llmc_cli.cli.targets import LocalPath, Target, shell_complete_tools, target_options
-from llmc_cli.config.profiles import load_profile
+from llmc_cli.config.profiles import load_profile, lock_path
 from llmc_cli.errors import DriftError, ToolFailed, UsageError
 from llmc_cli.guard.clearance import human
 from llmc_cli.model import LINT_FORMATS, TOOL_FORMATS, Tool, ToolCall
@@ -261,7 +261,7 @@ def _print_translation(found: list[Tool], fmt: str, strict: bool, defer_loading:
 def _profile_lock(profile: LoadedProfile) -> str:
     """The lock file `call` checks: the profile's `lock`, relative to the profile; else llmc.lock."""
 
-    return services.lock_path(profile) if profile.profile.lock else "llmc.lock"
+    return lock_path(profile) if profile.profile.lock else "llmc.lock"
 
 
 def _allowed_tools(ctx: click.Context, target: Target, hidden: bool = False) -> tuple[list[Any], list[Any], Any, Any, Any]:

@@ -35,6 +35,13 @@ class LoadedProfile:
     profile: Profile
 
 
+def lock_path(profile: LoadedProfile) -> str:
+    """The profile's lock file; a relative path is relative to the profile file that names it."""
+
+    path = Path(profile.profile.lock or "").expanduser()
+    return str(path if path.is_absolute() or profile.path is None else profile.path.parent / path)
+
+
 def expand(value: str, where: str) -> str:
     """Expand ${VAR} and ${VAR:-default} from the environment; a missing variable is an error."""
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from llmc_cli import lockfile, policy, services
+from llmc_cli.config.profiles import lock_path
 from llmc_cli.errors import LlmcError, RpcError
 from llmc_cli.guard.clearance import cleared
 from llmc_cli.mcp import jsonrpc
@@ -39,7 +40,7 @@ class Listings:
         self.routes.names.assign("tool", ((t.server, t.name) for t in allowed), self.routes.reserved)
         if not self.profile.profile.lock:
             return allowed
-        pinned = lockfile.read(services.lock_path(self.profile))["servers"]
+        pinned = lockfile.read(lock_path(self.profile))["servers"]
         return [
             t
             for t in allowed

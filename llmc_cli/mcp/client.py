@@ -32,6 +32,7 @@ from llmc_cli.model import SandboxSpec, ServerSpec
 
 if TYPE_CHECKING:
     from llmc_cli.mcp.transports.memory import Endpoint
+    from llmc_cli.mcp.transports.stdio import StdioTransport
     from llmc_cli.mcp.transports.streamable_http import StreamableHttpTransport
 
     Builtins = Mapping[str, Callable[[ServerSpec], Endpoint]]  # builtin name -> endpoint factory
@@ -46,14 +47,19 @@ def connect(
     hooks: ClientHooks | None = None,
     builtins: Builtins | None = None,
     on_stderr: Callable[[str], None] | None = None,
+    started: StdioTransport | None = None,
 ) -> ClientSession:
     """An open, negotiated session; the caller closes it. Errors are LlmcErrors with exit codes.
-    `stores`: where the era cache and OAuth tokens live (none: probe every time, tokens in memory)."""
+    `stores`: where the era cache and OAuth tokens live (none: probe every time, tokens in memory).
+    `started`: a stdio server's transport whose process was started already, for this very spec
+    (its command, launch, environment and working directory): adopted instead of a new one."""
     stores = stores or Stores()
     memo = _Memo(stores.era_cache, spec)
     cached = memo.get()
+    if started is not None:
+        _check_adopted(started, spec)
     try:
-        return _connect(spec, stores, memo, hooks, builtins, on_stderr, cached)
+        return _connect(spec, stores, memo, hooks, builtins, on_stderr, cached, started)
     except (ProtocolError, HttpStatusError):
         # What a wrong era or transport assumption looks like; a refused login, a dead server
         # or a timeout is not, and probing again would only hide the real error.
@@ -91,6 +97,7 @@ def _connect(
     builtins: Builtins | None,
     on_stderr: Callable[[str], None] | None,
     cached: dict[str, Any] | None,
+    started: StdioTransport | None = None,
 ) -> ClientSession:
     if spec.kind == "remote":
         return _connect_remote(spec, stores, memo, hooks, cached)
@@ -99,6 +106,9 @@ def _connect(
         if factory is None:
             raise ConnectionFailed(f"{spec.name}: unknown built-in server {spec.builtin!r}")
         transport: Transport = transports.MemoryTransport(factory(spec))  # the transports' lazy names
+    elif started is not None:
+        transport = started
+        transport.on_stderr = on_stderr  # read from start() on: no line of it was read before
     else:
         transport = transports.StdioTransport(
             spec.command, env=dict(spec.env), cwd=spec.cwd, on_stderr=on_stderr, launch=spec.launch
@@ -115,6 +125,15 @@ def _connect(
             _add_diagnostics(exc, transport)
         raise
     return session
+
+
+def _check_adopted(started: StdioTransport, spec: ServerSpec) -> None:
+    """A started process runs exactly what this spec says (command, sandbox launch, environment,
+    working directory), or it is not this server's: a caller's mistake, never adopted."""
+    runs = (started.command, started.launch, started.env, started.cwd)
+    if spec.kind != "stdio" or runs != (list(spec.command), list(spec.launch), dict(spec.env), spec.cwd):
+        started.close()
+        raise ValueError(f"{spec.name}: the process started early is not the one its spec describes")
 
 
 def sandboxed_roots(hooks: ClientHooks, sandbox: SandboxSpec) -> ClientHooks:

@@ -22,11 +22,11 @@ _WHERE = {
     name: module
     for module, names in {
         "llmc_cli.services.batch": "Batch BatchItem run_batch",
-        "llmc_cli.services.calls": "OPEN_CALLS OpenCalls lock_path",
+        "llmc_cli.services.calls": "OPEN_CALLS OpenCalls",
         "llmc_cli.services.inspect": "Inspection Inspector inspectors_for",
         "llmc_cli.services.pipeline": "Outcome Pipeline ToolRequest host_calls open_calls",
         "llmc_cli.services.reads": "Read read_decision server_tools",
-        "llmc_cli.services.sandbox": "protect protected_paths launch_specs",
+        "llmc_cli.services.sandbox": "Launched launch protect protected_paths launch_specs",
         "llmc_cli.services.catalogs": ("READ_KINDS builtin_servers open_catalog visible_items visible_offered visible_tools"),
         "llmc_cli.services.scanning": "scan_servers",
         "llmc_cli.services.search": "Match ToolIndex searchable_tools",
@@ -39,7 +39,7 @@ _WHERE = {
 
 if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its module, on first use
     from llmc_cli.services.batch import Batch, BatchItem, run_batch
-    from llmc_cli.services.calls import OPEN_CALLS, OpenCalls, lock_path
+    from llmc_cli.services.calls import OPEN_CALLS, OpenCalls
     from llmc_cli.services.catalogs import (
         READ_KINDS,
         builtin_servers,
@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its modul
     from llmc_cli.services.inspect import Inspection, Inspector, inspectors_for
     from llmc_cli.services.pipeline import Outcome, Pipeline, ToolRequest, host_calls, open_calls
     from llmc_cli.services.reads import Read, read_decision, server_tools
-    from llmc_cli.services.sandbox import launch_specs, protect, protected_paths
+    from llmc_cli.services.sandbox import Launched, launch, launch_specs, protect, protected_paths
     from llmc_cli.services.scanning import scan_servers
     from llmc_cli.services.search import Match, ToolIndex, searchable_tools
     from llmc_cli.services.semantic import search_index, semantic_wanted
@@ -76,7 +76,6 @@ __all__ = [
     "host_calls",
     "open_calls",
     "Read",
-    "lock_path",
     "read_decision",
     "server_tools",
     "READ_KINDS",
@@ -85,6 +84,8 @@ __all__ = [
     "protect",
     "protected_paths",
     "launch_specs",
+    "Launched",
+    "launch",
     "visible_items",
     "visible_offered",
     "visible_tools",

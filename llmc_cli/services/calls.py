@@ -9,12 +9,11 @@ import functools
 import threading
 from collections.abc import Callable
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from llmc_cli import audit, interrupts, policy, telemetry
 from llmc_cli.catalog import Catalog
-from llmc_cli.config.profiles import LoadedProfile
+from llmc_cli.config.profiles import LoadedProfile, lock_path
 from llmc_cli.config.secrets import Masker, environment_secrets
 from llmc_cli.errors import (
     ConfigError,
@@ -476,13 +475,6 @@ def masked_error(exc: LlmcError, masker: Masker) -> LlmcError:
     if isinstance(exc, RpcError):
         exc.data = exc.details.get("data")
     return exc
-
-
-def lock_path(profile: LoadedProfile) -> str:
-    """The profile's lock file; a relative path is relative to the profile file that names it."""
-
-    path = Path(profile.profile.lock or "").expanduser()
-    return str(path if path.is_absolute() or profile.path is None else profile.path.parent / path)
 
 
 def _confirm(invocation: Invocation, call: ToolCall, tool: Tool, decision: Decision) -> tuple[Decision, Approval | None]:

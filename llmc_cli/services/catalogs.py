@@ -21,6 +21,7 @@ from llmc_cli.store import client_stores
 
 if TYPE_CHECKING:
     from llmc_cli.policy import ReadKind
+    from llmc_cli.services.sandbox import Launched
 
 # A listing -> (the key of its items, the field each item is judged by, what policy.decide_read judges)
 READ_KINDS: dict[str, tuple[str, str, ReadKind]] = {
@@ -58,16 +59,22 @@ def open_catalog(
     first: str | None = None,
     connect_timeout: float | None = None,
     require_sandbox: bool = False,
+    launched: Launched | None = None,
 ) -> Catalog:
     """The servers a command talks to: an ad-hoc one, the profile's, or those a session keeper
     holds (`session`: its name; the servers then run in the keeper, policy and audit still here).
     `first`: the server the command will use first, when it names one (SERVER.TOOL): a keeper's
-    is then attached at once, and its reply lists the rest (no status request before)."""
+    is then attached at once, and its reply lists the rest (no status request before).
+    `launched`: the servers services.launch decided (for this profile, `only`, `adhoc`, `timeout`
+    and `connect_timeout`), and the processes of those it started: the catalog's connections
+    adopt them."""
     if adhoc is None and profile is None:
         raise ValueError("open_catalog needs a profile or an ad-hoc server")
     held: tuple[str, str] | None = None  # the keeper's socket and session, when it holds the servers
     unusable: dict[str, ConfigError] = {}  # servers of the profile that cannot be configured
-    if session:
+    if launched is not None:
+        specs, unusable = launched.specs, launched.unusable
+    elif session:
         if adhoc:
             raise SessionHoldsServers(session)
         if first and (not only or first in only):
@@ -92,7 +99,7 @@ def open_catalog(
         unusable=unusable,
         mask=_secret_mask(profile, specs),
     )
-    return Catalog(specs, options)
+    return Catalog(specs, options, started=launched.started if launched is not None else None)
 
 
 def _secret_mask(profile: LoadedProfile | None, specs: list[ServerSpec]) -> Callable[[str], str]:

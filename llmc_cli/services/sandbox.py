@@ -10,6 +10,15 @@ a private writable HOME kept under llmc's state directory (so npx/uvx caches sur
 llmc's config and state directories, the profile, the audit trail, the approval key or OAuth
 tokens (covered even inside a declared path); no network unless `network = true`; its own PID
 and user namespaces, no capabilities, and resource limits.
+
+A command's stdio servers start first (launch): a stdio server's own start-up (node: about a
+third of a second) is most of a short command's time, so a command's first act is to decide its
+servers' launch (launch_specs: which servers the profile lets it start, their environment, their
+sandbox; decided once, there) and to start the processes of the stdio servers it will use first,
+before the rest of llmc loads (the pipeline, policy, audit, state), whose start-up then overlaps
+the servers'. The catalog made from that (services.open_catalog) adopts the processes, and
+Launched.close stops any still running when the command ends, however it ends (one it never
+adopted, because the command failed first), as a connection's close stops a server.
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ import json
 import os
 import re
 import sys
+from collections.abc import Collection
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -33,15 +43,16 @@ from llmc_cli.config.paths import (
     state_dir,
     which,
 )
-from llmc_cli.config.profiles import usable_specs
-from llmc_cli.errors import ConfigError
+from llmc_cli.config.profiles import lock_path, usable_specs
+from llmc_cli.errors import ConfigError, LlmcError
+from llmc_cli.mcp import transports  # its lazy names: the stdio transport loads with a stdio server
 from llmc_cli.model import SandboxSpec, ServerSpec, sha256
 from llmc_cli.server.jail import Protected
 from llmc_cli.server.sandbox import FIXED_PATH, SYSTEM_DIRS, bwrap_argv, bwrap_usable, find_bwrap, is_under, limited
-from llmc_cli.services.calls import lock_path
 
 if TYPE_CHECKING:
     from llmc_cli.config.profiles import LoadedProfile
+    from llmc_cli.mcp.transports.stdio import StdioTransport
 
 # Resource limits of a sandboxed server: processes and threads (RLIMIT_NPROC: the kernel counts
 # them per user and does not enforce it for root; PIDS: for root, a pids cgroup of the server's
@@ -400,3 +411,46 @@ def launch_specs(
     if connect_timeout:
         specs = [replace(spec, connect_timeout=connect_timeout) for spec in specs]
     return specs, unusable
+
+
+class Launched:
+    """A command's servers as launch_specs decided them (`specs`, and `unusable`: those that
+    cannot be configured) and, once start() ran, the stdio ones it uses first, started
+    (`started`, by name). Made and given to whoever ends the command before anything starts, so
+    that close() stops every process it started however the command ends: the catalog made
+    from it (services.open_catalog) uses them meanwhile, and closes them itself as it closes
+    its connections (a second close is nothing)."""
+
+    def __init__(self, specs: list[ServerSpec], unusable: dict[str, ConfigError]) -> None:
+        self.specs, self.unusable = specs, unusable
+        self.started: dict[str, StdioTransport] = {}
+
+    def start(self, first: Collection[str] | None = None) -> None:
+        """Start the stdio servers among `first` (None: every one). One that cannot be started is
+        left to the connection that needs it, which fails as it always does (and reports it
+        where the command reports failures)."""
+        for spec in self.specs:
+            if spec.kind != "stdio" or (first is not None and spec.name not in first):
+                continue
+            transport = transports.StdioTransport(spec.command, env=dict(spec.env), cwd=spec.cwd, launch=spec.launch)
+            self.started[spec.name] = transport  # held before it runs: close() finds it whatever happens next
+            try:
+                transport.spawn()
+            except LlmcError:
+                del self.started[spec.name]
+
+    def close(self) -> None:
+        """Stop every process started here that is still running."""
+        for transport in list(self.started.values()):
+            transport.close()
+
+
+def launch(
+    profile: LoadedProfile | None,
+    only: tuple[str, ...] = (),
+    adhoc: ServerSpec | None = None,
+    timeout: float | None = None,
+    connect_timeout: float | None = None,
+) -> Launched:
+    """The command's servers as launch_specs decides them (arguments as there), none started yet."""
+    return Launched(*launch_specs(profile, only, adhoc, timeout, connect_timeout))

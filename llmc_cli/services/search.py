@@ -24,8 +24,8 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from llmc_cli import lockfile
+from llmc_cli.config.profiles import lock_path
 from llmc_cli.model import JSON, JSONObject, Tool, dataclass
-from llmc_cli.services.calls import lock_path
 from llmc_cli.services.catalogs import visible_tools
 from llmc_cli.services.search_text import query_words, schema_text, stem, words
 

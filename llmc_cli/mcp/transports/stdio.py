@@ -156,6 +156,7 @@ class StdioTransport:
         self._proc: subprocess.Popen[bytes] | None = None
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_LINES_KEPT)
         self._write_lock = threading.Lock()
+        self._spawning = threading.Lock()  # the process is made and recorded, or closed, not both at once
         self._closing = False
         self._threads: list[threading.Thread] = []
         # Who reads stdout (see the module's docstring); the fields below are guarded by _stream.
@@ -173,10 +174,32 @@ class StdioTransport:
         self._deliver: Deliver | None = None
         self._closed: Closed | None = None
 
+    def spawn(self) -> None:
+        """Start the server's process now, before start() reads it (once; start() adopts it): a
+        command's first act, so that the server's own start-up overlaps the rest of llmc's.
+        Until start(), nothing reads its stdout or stderr (the pipes hold what it writes); close()
+        stops it as it stops a started one, and close_all() finds it. ConnectionFailed when it
+        cannot be started, or the transport was closed first."""
+        # The process and its record are made together where no signal handler runs (handlers
+        # run on the main thread only): an interrupted command finds every process it made. A
+        # launch (bubblewrap --die-with-parent) ends the server when its parent THREAD ends
+        # (PR_SET_PDEATHSIG is per thread): the spawner's thread lives as long as llmc.
+        if self.launch or threading.current_thread() is threading.main_thread():
+            _spawner().run(self._made)
+        else:
+            self._made()
+
+    def _made(self) -> None:
+        with self._spawning:  # close() waits for a spawn under way, then stops what it made
+            if self._closing:
+                raise ConnectionFailed("the connection was closed before its server started")
+            if self._proc is None:
+                self._proc = self._spawn()
+                StdioTransport.live.add(self)
+
     def start(self, deliver: Deliver, closed: Closed) -> None:
-        self._proc = self._spawn()
+        self.spawn()
         self._deliver, self._closed = deliver, closed
-        StdioTransport.live.add(self)
         for target in (self._read_stdout, self._read_stderr):
             t = threading.Thread(target=target, daemon=True, name=f"llmc-stdio-{target.__name__}")
             t.start()
@@ -197,9 +220,7 @@ class StdioTransport:
             )
 
         try:
-            # A launch (bubblewrap --die-with-parent) ends the server when its parent THREAD ends
-            # (PR_SET_PDEATHSIG is per thread): it is started by a thread that lives as long as llmc.
-            return _spawner().run(popen) if self.launch else popen()
+            return popen()
         except FileNotFoundError:
             raise ConnectionFailed(f"cannot start server: command not found: {self.command[0]}") from None
         except PermissionError:
@@ -224,10 +245,11 @@ class StdioTransport:
                 raise ConnectionFailed(self._exit_message("server closed its input")) from None
 
     def close(self) -> None:
-        proc = self._proc
-        if proc is None or self._closing:
-            return
-        self._closing = True
+        with self._spawning:  # a process being made is recorded first, and stopped here
+            proc, closing = self._proc, self._closing
+            self._closing = True
+        if proc is None or closing:
+            return  # nothing started (and nothing will be), or closed already
         StdioTransport.live.discard(self)
         with self._stream:
             self._aside = False  # the reader thread reads to the end (and reports it)
