@@ -332,7 +332,8 @@ class Pipeline:
         items, required = _RESULT_LIST[method]
         if not isinstance(raw.get(items, None if required else []), list):
             raise ProtocolError(f"{request.server}: {method} result has no {items} list")
-        if authorized.output_schema is not None:  # a call of a tool that declares its result's shape
+        if authorized.output_schema is not None and hit is None:  # a tool that declares its result's shape
+            # (a cached result was checked when the server sent it; what was kept may be redacted since)
             check_structured(raw, authorized.output_schema, request.qualified_name)
         inspectors = self.context.inspectors
         inspected = (
