@@ -11,6 +11,7 @@ toolbox subscribes there while any host listens); list changes of every upstream
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -65,6 +66,11 @@ class Subscriptions:
         self.connection = connection
         self.subscribed: set[tuple[str, str]] = set()  # resources/subscribe (initialize era)
         self.listens: dict[RequestId, Listen] = {}  # subscriptions/listen request id -> what it asked for
+        # A listen's acknowledgment and its registration are one step to close(): a gateway
+        # stopping between them would otherwise find no listen to complete, and the stream would
+        # end without its `complete` result.
+        self.lock = threading.Lock()
+        self.closed = False
 
     # -- initialize era ------------------------------------------------------------------------
 
@@ -110,12 +116,19 @@ class Subscriptions:
                     continue  # the upstream offers no subscriptions (or is down): not honoured
                 listen.resources.add(route)
                 subscribed.append(uri)
-        send(
-            jsonrpc.notification(
-                "notifications/subscriptions/acknowledged", {"_meta": {SUBSCRIPTION: msg_id}, "notifications": honored}
+        with self.lock:
+            send(
+                jsonrpc.notification(
+                    "notifications/subscriptions/acknowledged", {"_meta": {SUBSCRIPTION: msg_id}, "notifications": honored}
+                )
             )
-        )
-        self.listens[msg_id] = listen  # after the acknowledgment: nothing may come before it
+            if not self.closed:
+                self.listens[msg_id] = listen  # after the acknowledgment: nothing may come before it
+                return
+        # The connection ended (or the gateway stops) while the listen was being opened.
+        send(_complete(msg_id))
+        for route in listen.resources:
+            self._release(route)
 
     def cancelled(self, msg_id: RequestId | None) -> None:
         """The host cancelled a listen request: it gets no reply (cancellation.mdx)."""
@@ -126,10 +139,12 @@ class Subscriptions:
 
     def close(self) -> None:
         """The connection ends: its open listens end gracefully (and the toolbox forgets it)."""
-        listens, self.listens = self.listens, {}
+        with self.lock:
+            self.closed = True
+            listens, self.listens = self.listens, {}
         for msg_id, listen in listens.items():
             try:
-                listen.send(jsonrpc.result(msg_id, {"resultType": "complete", "_meta": {SUBSCRIPTION: msg_id}}))
+                listen.send(_complete(msg_id))
             except OSError:
                 pass  # the host is gone already
 
@@ -157,3 +172,8 @@ class Subscriptions:
         """Unsubscribe upstream unless this connection still wants the resource elsewhere."""
         if route not in self.subscribed and not any(route in listen.resources for listen in self.listens.values()):
             self.connection.toolbox.subscribers.unsubscribe(self.connection, *route)
+
+
+def _complete(msg_id: RequestId) -> JSONObject:
+    """The result that ends a listen stream gracefully (subscriptions.mdx, Graceful Closure)."""
+    return jsonrpc.result(msg_id, {"resultType": "complete", "_meta": {SUBSCRIPTION: msg_id}})
