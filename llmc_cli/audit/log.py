@@ -239,7 +239,7 @@ class AuditLog(ChainedLog):
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view) :]
-                os.fsync(fd)
+                data_sync(fd)
                 self._write_anchor(head, count, inode, start + len(data), later=later)
             except BaseException:
                 os.ftruncate(fd, start)
@@ -334,7 +334,7 @@ class AuditLog(ChainedLog):
             if size > ANCHOR_BYTES:  # written longer by someone else: nothing may follow ours
                 os.ftruncate(fd, ANCHOR_BYTES)
             if durable:
-                os.fsync(fd)
+                data_sync(fd)
         except BaseException:
             self._drop(self.anchor_path)
             raise
@@ -396,6 +396,15 @@ class AuditLog(ChainedLog):
         for path in self.files()[:-1]:
             os.replace(path, path.with_suffix(f".{int(path.suffix[1:]) + 1}"))
         os.replace(self.path, self.path.with_name(self.path.name + ".1"))
+
+
+def data_sync(fd: int) -> None:
+    """Make what was written to `fd` durable: fdatasync, which flushes the data and the metadata
+    reading it back needs (an append's new length, a new block's place) but not the file's times
+    (fsync's extra inode write; ~5-10 % of an append's sync here, bench/RESULTS.md session 10).
+    fsync where the platform has no fdatasync."""
+    sync = getattr(os, "fdatasync", None) or os.fsync
+    sync(fd)
 
 
 def _last_line(path: Path) -> str:

@@ -16,10 +16,12 @@ from tests.helpers import llmc
 
 
 def counted_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """os.fsync still syncs, and each descriptor it syncs is appended to the returned list."""
+    """os.fsync and os.fdatasync (the log's appends and anchor updates) still sync, and each
+    descriptor either syncs is appended to the returned list."""
     synced: list[int] = []
-    real = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    for name in ("fsync", "fdatasync"):
+        real = getattr(os, name)
+        monkeypatch.setattr(os, name, lambda fd, real=real: (synced.append(fd), real(fd))[1])
     return synced
 
 

@@ -23,12 +23,12 @@ EACH = 12
 
 
 class FsyncSpy:
-    """os.fsync as it is, and then a pause (so appends arriving meanwhile queue up: a slow disk),
+    """os.fdatasync (what the log syncs its appends with) as it is, and then a pause (so appends arriving meanwhile queue up: a slow disk),
     noting how far each file was fsynced and by which thread."""
 
     def __init__(self, path: Path, pause: float) -> None:
         self.path, self.pause = path, pause
-        self.real = os.fsync
+        self.real = os.fdatasync
         self.durable = 0  # the log's size at its last fsync
         self.calls: list[int] = []  # thread idents of the log's fsyncs
         self.lock = threading.Lock()
@@ -62,7 +62,7 @@ def test_threads_appending_at_once_share_fsyncs_and_each_returns_with_its_record
     path = tmp_path / "audit.jsonl"
     logs = [AuditLog(path), AuditLog(path)]  # two instances on one file (the gateway's principals): one queue
     spy = FsyncSpy(path, pause=0.002)
-    monkeypatch.setattr(os, "fsync", spy)
+    monkeypatch.setattr(os, "fdatasync", spy)
     ticks = itertools.count()  # the order appends began and returned in
     spans: dict[str, tuple[int, int]] = {}
     late: list[str] = []  # records not durable when their append returned
@@ -108,7 +108,7 @@ def test_a_lone_appender_writes_and_fsyncs_once_in_its_own_thread(tmp_path, monk
     log = AuditLog(path)
     log.append({"event": "outcome", "n": 0})  # the files exist
     spy = FsyncSpy(path, pause=0)
-    monkeypatch.setattr(os, "fsync", spy)
+    monkeypatch.setattr(os, "fdatasync", spy)
     threads = threading.active_count()
     for n in range(1, 6):
         log.append_many([{"event": "decision", "decision": "allow", "n": n}], anchor_later=True)
@@ -127,7 +127,7 @@ signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails wi
 path = sys.argv[1]
 log = AuditLog(path)
 log.append({"event": "outcome", "n": -1})  # the log, its anchor and its lock exist
-real, gate, first = os.fsync, threading.Event(), []
+real, gate, first = os.fdatasync, threading.Event(), []
 
 def slow(fd):  # the first append holds its group's lead until the others have queued up
     real(fd)
@@ -135,7 +135,7 @@ def slow(fd):  # the first append holds its group's lead until the others have q
         first.append(os.fstat(fd).st_size)
         gate.wait(20)
 
-os.fsync = slow
+os.fdatasync = slow
 results = {}
 
 def append(name, size):
@@ -239,7 +239,7 @@ from llmc_cli.audit import AuditError, AuditLog
 interrupts.install()
 log = AuditLog(sys.argv[1])
 log.append({"event": "outcome", "n": -1})
-real, gate, results, sent = os.fsync, threading.Event(), {}, []
+real, gate, results, sent = os.fdatasync, threading.Event(), {}, []
 
 def slow(fd):
     real(fd)
@@ -249,7 +249,7 @@ def slow(fd):
         sent.append(1)
         os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the main thread writes its group
 
-os.fsync = slow
+os.fdatasync = slow
 
 def append(name):
     try:

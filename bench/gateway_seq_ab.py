@@ -1,0 +1,37 @@
+"""Sequential calls, one client per target, interleaved call by call (so the machine's load drifts
+over all alike): the direct pipes floor, then each TREE's gateway (gateway_bench's setup: stdio
+server-everything, policy and audit on). Prints p10/p25/median per target and the added latency
+over the floor at each; on a loaded machine the lower percentiles say more than the median.
+
+    .venv/bin/python bench/gateway_seq_ab.py TREE [TREE ...] CALLS
+"""
+import os, statistics, sys, tempfile
+from contextlib import ExitStack
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gateway_bench as gb
+trees, n = sys.argv[1:-1], int(sys.argv[-1])
+with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
+    callers = {"direct (pipes)": gb.StdioCaller([str(gb.EVERYTHING), "stdio"])}
+    stack.callback(callers["direct (pipes)"].close)
+    for i, tree in enumerate(trees):
+        os.environ["PYTHONPATH"] = str(Path(tree).resolve())
+        t = gb.llmc_gateway(tmp, f"t{i}", f'command = "{gb.EVERYTHING}"\nargs = ["stdio"]\n', stack, [])
+        del os.environ["PYTHONPATH"]
+        callers[tree] = t.caller()
+    for c in callers.values():
+        for _ in range(50): c.call()
+    lat = {k: [] for k in callers}
+    load = os.getloadavg()
+    for _ in range(n):
+        for k, c in callers.items():
+            lat[k].append(c.call())
+    q = lambda xs, p: sorted(xs)[int(len(xs) * p)] * 1e3
+    floor = {p: q(lat["direct (pipes)"], p) for p in (0.1, 0.25, 0.5)}
+    print(f"load {load} -> {os.getloadavg()}; {n} sequential calls each, interleaved call by call")
+    print("| target | p10 | p25 | median | added at p10 / p25 / median |")
+    print("|---|---|---|---|---|")
+    for k, xs in lat.items():
+        v = {p: q(xs, p) for p in (0.1, 0.25, 0.5)}
+        print(f"| {k} | {v[0.1]:.2f} ms | {v[0.25]:.2f} ms | {v[0.5]:.2f} ms | "
+              f"+{v[0.1]-floor[0.1]:.2f} / +{v[0.25]-floor[0.25]:.2f} / +{v[0.5]-floor[0.5]:.2f} ms |")
