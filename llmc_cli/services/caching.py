@@ -22,7 +22,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from llmc_cli import policy
-from llmc_cli.model import JSONObject, ServerSpec, Tool, ToolCall, canonical_json, sha256
+from llmc_cli.model import JSONObject, ServerSpec, Tool, ToolCall, canonical_json, hmac_sha256, sha256
 from llmc_cli.policy import effective_hints, glob_match
 
 if TYPE_CHECKING:
@@ -88,8 +88,6 @@ def reach(spec: ServerSpec, secret: bytes) -> str:
     """How a server is reached, as the catalog runs it (command, environment, directory, URL,
     headers, builtin options: ${VAR}s expanded), under an HMAC with `secret` (the approval key):
     the values may be secrets, and an entry's name is a file name anyone may read."""
-    from llmc_cli.lean import hmac_sha256
-
     how = {
         "command": spec.command,
         "env": dict(spec.env),
