@@ -43,7 +43,9 @@ def open_target(
     if adhoc and ctx.get_parameter_source("session") == click.core.ParameterSource.ENVIRONMENT:
         session = None  # --stdio/--url on the command line beat an LLMC_SESSION of the shell
     loaded = None if adhoc else load_profile(app_of(ctx).profile)
-    cleared = _cleared(loaded)  # what may start before anything is decided ([policy] clearance: not the servers above it)
+    cleared = _usable_by_person(
+        loaded
+    )  # what may start before anything is decided ([policy] clearance: not the servers above it)
     eager = None if warm or adhoc else [first] if first else []
     if cleared is not None:
         eager = [name for name in (cleared if eager is None else eager) if name in cleared]
@@ -74,7 +76,7 @@ def open_target(
     return catalog, loaded
 
 
-def _cleared(loaded: LoadedProfile | None) -> list[str] | None:
+def _usable_by_person(loaded: LoadedProfile | None) -> list[str] | None:
     """The servers a person may use under the profile's [policy] clearance (None: every server,
     no such ceiling): a server above it is not even started (README, Classification and clearance)."""
     if loaded is None or loaded.profile.policy.clearance is None:
