@@ -10,7 +10,6 @@ import functools
 import ipaddress
 import os
 import shlex
-import sys
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -20,6 +19,7 @@ from llmc_cli.config.profiles import LoadedProfile, load_profile
 from llmc_cli.errors import ConfigError, LlmcError, UsageError
 from llmc_cli.gateway.admission import Refused
 from llmc_cli.gateway.principals import Principal, authenticate, principals_of, subject_principal
+from llmc_cli.gateway.run import log
 from llmc_cli.mcp.messages import JSONObject
 
 if TYPE_CHECKING:
@@ -243,4 +243,4 @@ def oauth_probe(path: str, oauth: ResourceServer | None) -> JSONObject | None:
 
 
 def _note_stderr(message: str) -> None:
-    print(f"llmc serve: {message}", file=sys.stderr, flush=True)
+    log(message)

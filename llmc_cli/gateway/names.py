@@ -25,6 +25,7 @@ import threading
 from collections.abc import Callable, Collection, Iterable
 
 from llmc_cli.catalog import routing
+from llmc_cli.model import clean_line
 from llmc_cli.translate.names import RULES, NameMap, assign, with_suffix
 
 SEPARATORS = (".", "__", "_")
@@ -33,7 +34,7 @@ PROVIDER_RULES = "openai"  # ^[a-zA-Z0-9_-]{1,64}$, which Anthropic documents to
 
 
 def _say(message: str) -> None:
-    print(f"llmc serve: {message}", file=sys.stderr, flush=True)
+    print(f"llmc serve: {clean_line(message)}", file=sys.stderr, flush=True)  # a server's tool name: one line, no escapes
 
 
 class ServedNames:

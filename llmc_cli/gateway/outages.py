@@ -4,9 +4,10 @@ every RETRY_SECONDS: a gateway outlives its upstreams' troubles."""
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import TYPE_CHECKING, Any
+
+from llmc_cli.gateway.run import log
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
@@ -36,11 +37,11 @@ class Outages:
             if any(restarted):
                 self._revived[name] = now
                 self._reported.discard(name)
-                print(f"llmc serve: {name} will be started again (what it kept in memory is lost)", file=sys.stderr, flush=True)
+                log(f"{name} will be started again (what it kept in memory is lost)")
 
     def report(self, failures: list[Any]) -> None:
         """An upstream that cannot be reached: said once on stderr, its items left out."""
         for failure in failures:
             if failure.server not in self._reported:
                 self._reported.add(failure.server)
-                print(f"llmc serve: {failure.server} is unavailable: {failure.error.message}", file=sys.stderr, flush=True)
+                log(f"{failure.server} is unavailable: {failure.error.message}")  # the upstream's words: one clean line
