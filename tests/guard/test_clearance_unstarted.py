@@ -84,3 +84,16 @@ def test_a_persons_call_above_policy_clearance_starts_nothing(isolated_dirs: Pat
     assert [r["arguments"] for r in clearance_records()] == [{"message": "m"}]
     assert not mark.exists()
     assert llmc("call", "a.b", "message=m").returncode == 0
+
+
+def test_a_batch_line_above_policy_clearance_starts_nothing(isolated_dirs: Path) -> None:
+    mark = isolated_dirs / "started"
+    profile_file(isolated_dirs / "config", servers(mark) + '\n[policy]\nclearance = "internal"\n')
+    lines = isolated_dirs / "calls.jsonl"
+    calls = [{"id": 1, "tool": "a.b", "arguments": {"message": "m"}}, {"id": 2, "tool": "a_b.c", "arguments": {"message": "m"}}]
+    lines.write_text("".join(json.dumps(c) + "\n" for c in calls))
+    for validate in ((), ("--validate",)):  # --validate looks each tool up first: not this one
+        proc = llmc("call", "--batch", str(lines), *validate)
+        assert proc.returncode == 4, proc.stderr
+    assert [r["rule"] for r in clearance_records()] == ["clearance", "clearance"]
+    assert not mark.exists()
