@@ -10,6 +10,7 @@ import functools
 import ipaddress
 import os
 import shlex
+import sys
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -19,8 +20,8 @@ from llmc_cli.config.profiles import LoadedProfile, load_profile
 from llmc_cli.errors import ConfigError, LlmcError, UsageError
 from llmc_cli.gateway.admission import Refused
 from llmc_cli.gateway.principals import Principal, authenticate, principals_of, subject_principal
-from llmc_cli.gateway.run import log
 from llmc_cli.mcp.messages import JSONObject
+from llmc_cli.model import clean_line
 
 if TYPE_CHECKING:
     from llmc_cli.gateway.oauth_rs import ResourceServer
@@ -243,4 +244,4 @@ def oauth_probe(path: str, oauth: ResourceServer | None) -> JSONObject | None:
 
 
 def _note_stderr(message: str) -> None:
-    log(message)
+    print(f"llmc serve: {clean_line(message)}", file=sys.stderr, flush=True)  # one line, whatever a client sent

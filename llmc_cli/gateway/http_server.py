@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import socket
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -31,10 +32,10 @@ from llmc_cli.gateway.forward import Front, Private, WorkerSlot
 from llmc_cli.gateway.hosts import CLOSE_SECONDS, IDLE_SECONDS, MAX_CONNECTIONS, REQUEST_SECONDS, HttpGateway
 from llmc_cli.gateway.http import ENDPOINT
 from llmc_cli.gateway.protocol import GatewayProtocol
-from llmc_cli.gateway.run import log as gateway_log
 from llmc_cli.gateway.status import gather_status
 from llmc_cli.gateway.supervisor import supervise
 from llmc_cli.gateway.toolbox import Toolbox
+from llmc_cli.model import clean_line
 
 if TYPE_CHECKING:
     import ssl
@@ -224,7 +225,7 @@ def start_server(
             app, slot, request_seconds=request_seconds, pending_seconds=pending_seconds, status=gather_status(app, slot)
         )
     server = _uvicorn_server(_config(front, context, *limits))
-    say = log or gateway_log
+    say = log or (lambda message: print(f"llmc serve: {clean_line(message)}", file=sys.stderr, flush=True))
     if announce:
         _announce(gateway, toolbox, sock.getsockname()[1], tls, say)
     threading.Thread(target=gateway.expire_idle, daemon=True, name="llmc-gateway-idle").start()

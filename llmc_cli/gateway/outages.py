@@ -4,10 +4,11 @@ every RETRY_SECONDS: a gateway outlives its upstreams' troubles."""
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from llmc_cli.gateway.run import log
+from llmc_cli.model import clean_line
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
@@ -37,11 +38,18 @@ class Outages:
             if any(restarted):
                 self._revived[name] = now
                 self._reported.discard(name)
-                log(f"{name} will be started again (what it kept in memory is lost)")
+                _note_upstream(f"{name} will be started again (what it kept in memory is lost)")
 
     def report(self, failures: list[Any]) -> None:
         """An upstream that cannot be reached: said once on stderr, its items left out."""
         for failure in failures:
             if failure.server not in self._reported:
                 self._reported.add(failure.server)
-                log(f"{failure.server} is unavailable: {failure.error.message}")  # the upstream's words: one clean line
+                _note_upstream(
+                    f"{failure.server} is unavailable: {failure.error.message}"
+                )  # the upstream's words: one clean line
+
+
+def _note_upstream(message: str) -> None:
+    """A line of the gateway's log about an upstream (its error's words: one clean line)."""
+    print(f"llmc serve: {clean_line(message)}", file=sys.stderr, flush=True)
