@@ -412,3 +412,28 @@ def parse_json(text: str, max_depth: int | None = MAX_ARGUMENT_DEPTH, too_deep: 
     ):
         raise ValueError(too_deep)
     return value
+
+
+# C0 controls but tab and newline (ESC starts CSI/OSC sequences, CR overwrites a line), DEL, C1
+# controls (U+009B is a one-character CSI, U+009D an OSC), bidi embeddings, overrides, isolates and
+# marks (they reorder what is shown: "Trojan Source"), line/paragraph separators, and lone
+# surrogates (they cannot be encoded, so printing one would crash).
+# The pattern's text: re compiles (and caches) it at the first clean(), not at import.
+_UNSAFE = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+
+
+def clean(text: str) -> str:
+    """Text from a server or a model, safe to show on a terminal: every control character is
+    replaced by a visible escape (ESC becomes the four characters \\x1b); tab and newline stay."""
+    return re.sub(_UNSAFE, _escape, text)
+
+
+def clean_line(text: str) -> str:
+    """clean(text) on one line: a newline in it (a server's error or tool name) is shown as \\n,
+    so no text from a server can start a line of its own ("llmc: ..." that llmc never said)."""
+    return clean(text).replace("\n", "\\n")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"

@@ -43,7 +43,13 @@ def open_target(
     if adhoc and ctx.get_parameter_source("session") == click.core.ParameterSource.ENVIRONMENT:
         session = None  # --stdio/--url on the command line beat an LLMC_SESSION of the shell
     loaded = None if adhoc else load_profile(app_of(ctx).profile)
-    launched = None if session else start_first(ctx, loaded, target, adhoc, None if warm or adhoc else [first] if first else [])
+    cleared = _usable_by_person(
+        loaded
+    )  # what may start before anything is decided ([policy] clearance: not the servers above it)
+    eager = None if warm or adhoc else [first] if first else []
+    if cleared is not None:
+        eager = [name for name in (cleared if eager is None else eager) if name in cleared]
+    launched = None if session else start_first(ctx, loaded, target, adhoc, eager)
     if loaded is not None:
         _telemetry(ctx, loaded)
     hooks, on_stderr = _client_hooks(ctx, target, sample)
@@ -55,7 +61,7 @@ def open_target(
     except SessionHoldsServers as exc:
         raise UsageError(f"--session {exc.session} uses the servers its keeper holds: drop --stdio/--url") from None
     if warm or adhoc:
-        catalog.pool.warm_up()
+        catalog.pool.warm_up(cleared)
     if loaded is None:  # an ad-hoc server: its profile loads while it starts
         try:
             loaded = load_profile(app_of(ctx).profile)
@@ -68,6 +74,17 @@ def open_target(
     if sys.stderr.isatty():  # presentation only: nothing when stderr is a file or a pipe
         catalog.on_each = server_progress(ctx.command_path.removeprefix("llmc ").removeprefix("llmc"))
     return catalog, loaded
+
+
+def _usable_by_person(loaded: LoadedProfile | None) -> list[str] | None:
+    """The servers a person may use under the profile's [policy] clearance (None: every server,
+    no such ceiling): a server above it is not even started (README, Classification and clearance)."""
+    if loaded is None or loaded.profile.policy.clearance is None:
+        return None
+    from llmc_cli.guard import clearance
+
+    level = clearance.human(loaded.profile)
+    return [name for name in loaded.profile.servers if clearance.cleared(loaded.profile, name, level)]
 
 
 def start_first(

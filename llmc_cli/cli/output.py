@@ -20,6 +20,8 @@ import click
 
 from llmc_cli.config.profiles import load_profile
 from llmc_cli.errors import ConnectionFailed, LlmcError, UsageError
+from llmc_cli.model import clean as clean  # text fit for a terminal (model.py: the gateway's log uses it too)
+from llmc_cli.model import clean_line as clean_line
 from llmc_cli.model import compact_json
 from llmc_cli.policy.approval import with_hint
 
@@ -312,25 +314,6 @@ def _named(item: object) -> str:
     return summary(item, 1)
 
 
-# C0 controls but tab and newline (ESC starts CSI/OSC sequences, CR overwrites a line), DEL, C1
-# controls (U+009B is a one-character CSI, U+009D an OSC), bidi embeddings, overrides, isolates and
-# marks (they reorder what is shown: "Trojan Source"), line/paragraph separators, and lone
-# surrogates (they cannot be encoded, so printing one would crash).
-# The pattern's text: re compiles (and caches) it at the first clean(), not at import.
-_UNSAFE = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
-
-
-def clean(text: str) -> str:
-    """Text from a server or a model, safe to show on a terminal: every control character is
-    replaced by a visible escape (ESC becomes the four characters \\x1b); tab and newline stay."""
-    return re.sub(_UNSAFE, _escape, text)
-
-
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
 # One prompt at a time on the terminal: whoever holds _prompt_lock is showing a question and
 # waiting for its answer. Messages from other threads meanwhile are held back and shown after the
 # answer, so they neither interleave with the question nor wipe its line.
@@ -392,7 +375,7 @@ QUIET = False
 def warn(message: str) -> None:
     """A warning for people ("llmc: warning: ..." on stderr), silenced by -q."""
     if not QUIET:
-        note(f"llmc: warning: {message}")
+        note(f"llmc: warning: {clean_line(message)}")
 
 
 def status_line(message: str) -> None:
@@ -442,6 +425,6 @@ def report_error(exc: LlmcError) -> None:
         with_hint(exc)
     prefix = click.style("llmc:", fg="red", bold=True) if use_color() else "llmc:"
     _end_status()
-    click.echo(f"{prefix} {clean(exc.message)}", err=True)
+    click.echo(f"{prefix} {clean_line(exc.message)}", err=True)
     for line in exc.details.get("stderr") or []:
         click.echo(f"  server stderr | {clean(str(line))}", err=True)

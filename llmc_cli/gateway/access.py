@@ -21,6 +21,7 @@ from llmc_cli.errors import ConfigError, LlmcError, UsageError
 from llmc_cli.gateway.admission import Refused
 from llmc_cli.gateway.principals import Principal, authenticate, principals_of, subject_principal
 from llmc_cli.mcp.messages import JSONObject
+from llmc_cli.model import clean_line
 
 if TYPE_CHECKING:
     from llmc_cli.gateway.oauth_rs import ResourceServer
@@ -243,4 +244,4 @@ def oauth_probe(path: str, oauth: ResourceServer | None) -> JSONObject | None:
 
 
 def _note_stderr(message: str) -> None:
-    print(f"llmc serve: {message}", file=sys.stderr, flush=True)
+    print(f"llmc serve: {clean_line(message)}", file=sys.stderr, flush=True)  # one line, whatever a client sent

@@ -88,8 +88,11 @@ class HostReads:
 
     def route(self, name: JSON, what: str, modern: str | None = None) -> tuple[str, str]:
         """A namespaced name -> (server, its name there); RequestError for an unknown one."""
-        routes = self.connection.toolbox.routes
-        route = routes.route_prompt(name, self.connection.upstreams) if what == "prompt" else routes.route_uri(name)
+        connection = self.connection
+        routes = connection.toolbox.routes
+        route = (
+            routes.route_prompt(name, connection.upstreams, connection.clearance) if what == "prompt" else routes.route_uri(name)
+        )
         if route is None:
             raise _unknown(what, name, modern)
         return route

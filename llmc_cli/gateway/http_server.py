@@ -35,6 +35,7 @@ from llmc_cli.gateway.protocol import GatewayProtocol
 from llmc_cli.gateway.status import gather_status
 from llmc_cli.gateway.supervisor import supervise
 from llmc_cli.gateway.toolbox import Toolbox
+from llmc_cli.model import clean_line
 
 if TYPE_CHECKING:
     import ssl
@@ -224,7 +225,7 @@ def start_server(
             app, slot, request_seconds=request_seconds, pending_seconds=pending_seconds, status=gather_status(app, slot)
         )
     server = _uvicorn_server(_config(front, context, *limits))
-    say = log or (lambda message: print(f"llmc serve: {message}", file=sys.stderr, flush=True))
+    say = log or (lambda message: print(f"llmc serve: {clean_line(message)}", file=sys.stderr, flush=True))
     if announce:
         _announce(gateway, toolbox, sock.getsockname()[1], tls, say)
     threading.Thread(target=gateway.expire_idle, daemon=True, name="llmc-gateway-idle").start()

@@ -53,6 +53,9 @@ class ListeningHost(Host, Protocol):
     @property
     def reads(self) -> HostReads: ...  # routes names as reads do: what a host may not read, it may not watch
 
+    @property
+    def clearance(self) -> str | None: ...  # what it may watch: no server above it
+
 
 @dataclass
 class Listen:
@@ -106,10 +109,13 @@ class Subscriptions:
         if isinstance(uris, list):
             subscribed: list[JSON] = []
             honored["resourceSubscriptions"] = subscribed
+            connection = self.connection
             for uri in uris:
-                route = self.connection.toolbox.routes.route_uri(uri)
-                if route is None or not self.connection.toolbox.listing.readable("resource", *route, self.connection.upstreams):
-                    continue  # unknown, or hidden by the policy: not honoured
+                route = connection.toolbox.routes.route_uri(uri)
+                if route is None or not connection.toolbox.listing.readable(
+                    "resource", *route, connection.upstreams, connection.clearance
+                ):
+                    continue  # unknown, hidden by the policy, or above the host's clearance: not honoured
                 try:
                     self.connection.toolbox.subscribers.subscribe(self.connection, *route)
                 except LlmcError:

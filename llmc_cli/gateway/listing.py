@@ -97,9 +97,10 @@ class Listings:
             for item in per_server.get(server, [])
         ]
 
-    def readable(self, kind: ReadKind, server: str, name: str, upstreams: Catalog, clearance: str | None = None) -> bool:
+    def readable(self, kind: ReadKind, server: str, name: str, upstreams: Catalog, clearance: str | None) -> bool:
         """Whether the policy lets hosts read this resource (see this template) or get this prompt:
-        services.read's judge, asked where no read follows (completions, subscriptions)."""
+        services.read's judge, asked where no read follows (completions, subscriptions). `clearance`:
+        the host's, always given (None: unrestricted): a server above it is neither read nor started."""
         if not cleared(self.profile.profile, server, clearance):
             return False
         try:

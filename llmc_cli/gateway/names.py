@@ -9,8 +9,10 @@ style) or "_" the names are made provider-safe by translate/names.py, the same m
 and `tools export` use: characters a provider refuses become `_`, and a name too long, or one two
 servers' names would share (`a__b` + `c` and `a` + `b__c`), gets `_` and a short hash of its
 (server, name) pair, so the result depends on the names alone, never on listing order. Each
-renaming is said once on stderr. A name once given keeps routing back while the gateway runs,
-and the dotted spelling `SERVER.NAME` is always understood too (pinned globs, llmc.call_tool).
+renaming is said once on stderr. A name once given stays its pair's while the gateway runs (hosts
+of different clearances list different sets; a pair that comes later and wants a name already
+given takes a hash suffix instead), and the dotted spelling `SERVER.NAME` is always understood
+too (pinned globs, llmc.call_tool).
 
 Resource URIs are not names a host gives a model: they keep `SERVER.URI` under every separator,
 so a URI a host builds from a template routes back whatever the server names contain.
@@ -23,6 +25,7 @@ import threading
 from collections.abc import Callable, Collection, Iterable
 
 from llmc_cli.catalog import routing
+from llmc_cli.model import clean_line
 from llmc_cli.translate.names import RULES, NameMap, assign, with_suffix
 
 SEPARATORS = (".", "__", "_")
@@ -31,7 +34,7 @@ PROVIDER_RULES = "openai"  # ^[a-zA-Z0-9_-]{1,64}$, which Anthropic documents to
 
 
 def _say(message: str) -> None:
-    print(f"llmc serve: {message}", file=sys.stderr, flush=True)
+    print(f"llmc serve: {clean_line(message)}", file=sys.stderr, flush=True)  # a server's tool name: one line, no escapes
 
 
 class ServedNames:
@@ -45,7 +48,7 @@ class ServedNames:
         self._lock = threading.Lock()
         self._assigned: dict[str, tuple[frozenset[tuple[str, str]], NameMap]] = {}  # kind -> (owners, names)
         self._routes: dict[str, dict[str, tuple[str, str]]] = {}  # kind -> every name given -> owner
-        self._said: set[tuple[str, str, str]] = set()
+        self._given: dict[str, dict[tuple[str, str], str]] = {}  # kind -> owner -> the one name it was given
 
     @property
     def dotted(self) -> bool:
@@ -62,7 +65,13 @@ class ServedNames:
 
     def assign(self, kind: str, owners: Iterable[tuple[str, str]], reserved: Collection[str] = ()) -> NameMap | None:
         """The names of these (server, name) pairs (None: dotted, nothing to map). Computed again
-        only when the set changes; `reserved`: names no pair may take (the meta-tools')."""
+        only when the set changes; `reserved`: names no pair may take (the meta-tools').
+
+        Hosts list different sets (a clearance sees fewer servers; an upstream is down for a
+        while; a server's list changes), and a clash moves a name only when both owners are in
+        the set. So a name, once given, stays its owner's for the gateway's life, and a pair
+        not named yet takes its set's name only if no other pair was ever given it (else a hash
+        suffix): one host's listing never reroutes another host's name to a different tool."""
         if self.dotted:
             return None
         wanted = frozenset(owners)
@@ -71,19 +80,19 @@ class ServedNames:
             if held is not None and held[0] == wanted:
                 return held[1]
         ordered = sorted(wanted)
-        names, _findings = assign(ordered, PROVIDER_RULES, kind, {o: self.join(*o) for o in ordered})
-        clashing = [(n, o) for n, o in names.items() if n in reserved]
-        if clashing:  # the gateway's own tools keep their names; a server's tool that has one moves
-            moved = {o: with_suffix(n, f"{o[0]}\x00{o[1]}", 64) for n, o in clashing}
-            names = NameMap((moved.get(o, n), o) for n, o in names.items())
+        proposed, _findings = assign(ordered, PROVIDER_RULES, kind, {o: self.join(*o) for o in ordered})
         with self._lock:
+            given = self._given.setdefault(kind, {})
+            routes = self._routes.setdefault(kind, {})
+            fresh = [o for o in ordered if o not in given]
+            for owner in fresh:
+                given[owner] = name = _free(proposed.provider_name(*owner), owner, routes, reserved)
+                routes[name] = owner
+            names = NameMap((given[o], o) for o in ordered)
             self._assigned[kind] = (wanted, names)
-            self._routes.setdefault(kind, {}).update(names.items())
-            fresh = [(o, names.provider_name(*o)) for o in ordered if names.provider_name(*o) != self.join(*o)]
-            fresh = [(o, n) for o, n in fresh if (kind, *o) not in self._said]
-            self._said.update((kind, *o) for o, _ in fresh)
+            said = [(o, given[o]) for o in fresh if given[o] != self.join(*o)]
         rule = RULES[PROVIDER_RULES]
-        for (server, name), exposed in fresh:
+        for (server, name), exposed in said:
             joined = self.join(server, name)
             if not rule.legal(joined):
                 reason = f"a model provider needs {rule.pattern.pattern}"
@@ -97,10 +106,8 @@ class ServedNames:
     def name(self, kind: str, server: str, name: str) -> str:
         """The name a host sees for one server's tool or prompt (assign() first for the map)."""
         with self._lock:
-            held = self._assigned.get(kind)
-        if held is not None and (server, name) in held[0]:
-            return held[1].provider_name(server, name)
-        return self.join(server, name)
+            given = self._given.get(kind, {}).get((server, name))
+        return given if given is not None else self.join(server, name)
 
     def route(self, kind: str, exposed: str) -> tuple[str, str] | None:
         """A name a host sent -> (server, name): a name this gateway gave, or the dotted spelling
@@ -119,3 +126,13 @@ class ServedNames:
         """Whether a name was given (a miss makes the caller list again before it gives up)."""
         with self._lock:
             return exposed in self._routes.get(kind, {})
+
+
+def _free(name: str, owner: tuple[str, str], given: dict[str, tuple[str, str]], reserved: Collection[str]) -> str:
+    """`name` for `owner`, or with a hash suffix of the owner when another owner was given it
+    already or it is reserved (a wider suffix in the astronomically rare case that clashes too)."""
+    for size in (8, 16, 64):
+        if given.get(name, owner) == owner and name not in reserved:
+            return name
+        name = with_suffix(name, f"{owner[0]}\x00{owner[1]}", 64, size)
+    return name

@@ -8,6 +8,8 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from llmc_cli.model import clean_line
+
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
 
@@ -36,11 +38,18 @@ class Outages:
             if any(restarted):
                 self._revived[name] = now
                 self._reported.discard(name)
-                print(f"llmc serve: {name} will be started again (what it kept in memory is lost)", file=sys.stderr, flush=True)
+                _note_upstream(f"{name} will be started again (what it kept in memory is lost)")
 
     def report(self, failures: list[Any]) -> None:
         """An upstream that cannot be reached: said once on stderr, its items left out."""
         for failure in failures:
             if failure.server not in self._reported:
                 self._reported.add(failure.server)
-                print(f"llmc serve: {failure.server} is unavailable: {failure.error.message}", file=sys.stderr, flush=True)
+                _note_upstream(
+                    f"{failure.server} is unavailable: {failure.error.message}"
+                )  # the upstream's words: one clean line
+
+
+def _note_upstream(message: str) -> None:
+    """A line of the gateway's log about an upstream (its error's words: one clean line)."""
+    print(f"llmc serve: {clean_line(message)}", file=sys.stderr, flush=True)

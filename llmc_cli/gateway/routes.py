@@ -26,8 +26,8 @@ class Routes:
         catalog: Catalog,
         *,
         tool_search: bool,
-        relist_tools: Callable[[], object],
-        relist_prompts: Callable[[Catalog], object],
+        relist_tools: Callable[[str | None], object],
+        relist_prompts: Callable[[Catalog, str | None], object],
     ) -> None:
         self.names = names
         self.bare = names.bare  # the one server of `bare_names`, or None
@@ -53,24 +53,25 @@ class Routes:
         """The name a host sees for a prompt, or a resource's URI."""
         return self.names.name(kind, server, name) if kind == "prompt" else self.expose(server, name)
 
-    def route(self, name: JSON, kind: str = "tool") -> tuple[str, str] | None:
+    def route(self, name: JSON, kind: str = "tool", clearance: str | None = None) -> tuple[str, str] | None:
         """A tool's (or a prompt's) name as a host sent it -> (server, name) for a server of this
         profile; anything else: None. A name this gateway has not given (a host that calls
-        without listing first) lists the tools again before it is refused."""
+        without listing first) lists the tools again before it is refused, those of the servers
+        the host's `clearance` covers (a server above it is not started for this host)."""
         if not isinstance(name, str):
             return None
         route = self.names.route(kind, name)
         if kind == "tool" and (route is None or self.bare) and not self.names.dotted and not self.names.known(kind, name):
-            self.relist_tools()
+            self.relist_tools(clearance)
             route = self.names.route(kind, name)
         return route
 
-    def route_prompt(self, name: JSON, upstreams: Catalog) -> tuple[str, str] | None:
+    def route_prompt(self, name: JSON, upstreams: Catalog, clearance: str | None = None) -> tuple[str, str] | None:
         """A prompt's name as a host sent it -> (server, name); a name not given yet (a host that
-        never listed them) lists the prompts again first."""
+        never listed them) lists the prompts again first (of the servers `clearance` covers)."""
         route = self.route(name, "prompt")
         if route is None and isinstance(name, str) and not self.names.dotted and not self.names.known("prompt", name):
-            self.relist_prompts(upstreams)
+            self.relist_prompts(upstreams, clearance)
             route = self.route(name, "prompt")
         return route
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.errors import UsageError
+from llmc_cli.model import clean_line
 
 if TYPE_CHECKING:
     import socket
@@ -22,7 +23,9 @@ _worker = ""  # "worker K: " in a worker of several (--workers)
 
 
 def log(message: str) -> None:
-    print(f"llmc serve: {_worker}{message}", file=sys.stderr, flush=True)
+    """One line of the gateway's log: what hosts and servers put in it (clientInfo, tool names,
+    their stderr) can neither act on the operator's terminal nor start a line of its own."""
+    print(f"llmc serve: {_worker}{clean_line(message)}", file=sys.stderr, flush=True)
 
 
 def _toolbox(profile: LoadedProfile, verbose: int, *, warm: bool = True) -> Toolbox:

@@ -22,11 +22,12 @@ from llmc_cli.gateway import confirmation
 from llmc_cli.gateway.host import Host
 from llmc_cli.gateway.relay import HostCall, own_result
 from llmc_cli.gateway.served import ServedHost, pipeline
+from llmc_cli.guard.clearance import cleared
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.messages import JSONObject, RequestId, object_at
 from llmc_cli.mcp.server import RequestError, Send
 from llmc_cli.mcp.versions import META_PREFIX as META
-from llmc_cli.model import ToolCall
+from llmc_cli.model import Tool, ToolCall
 
 
 class CallingHost(ServedHost, Host, Protocol):
@@ -65,15 +66,12 @@ class ToolCalls:
                 return self.call(msg_id, answer.params, modern, send)  # the named tool's own path
             if answer is not None:
                 return answer
-        route = toolbox.routes.route(name)
-        if route:
-            toolbox.outages.revive(route[0], connection.upstreams)
-        try:
-            tool = connection.upstreams.find_tool(*route) if route else None
-        except LlmcError as exc:  # the server is down: the model may try something else
-            return _tool_error(f"{name} is unavailable: {exc.message}")
-        if route is None or tool is None:
+        route = toolbox.routes.route(name, clearance=connection.clearance)
+        if route is None:
             raise RequestError(jsonrpc.INVALID_PARAMS, f"Unknown tool: {name}")
+        tool = self._tool(name, route)
+        if isinstance(tool, dict):
+            return tool
         call = ToolCall(route[0], route[1], dict(object_at(params, "arguments")))
         capabilities = connection.host_capabilities(params, modern)
         can_ask = "elicitation" in capabilities
@@ -106,7 +104,7 @@ class ToolCalls:
             state = toolbox.states.pack(call, bool(round_state["confirmed"]), answers, principal=connection.principal)
             return {"resultType": "input_required", "inputRequests": exc.requests, "requestState": state}
         except PolicyDenied as exc:
-            if not toolbox.listing.visible(tool):  # hidden: as if it did not exist, whatever the spelling
+            if tool is not None and not toolbox.listing.visible(tool):  # hidden: as if it did not exist, whatever the spelling
                 raise RequestError(jsonrpc.INVALID_PARAMS, f"Unknown tool: {name}") from None
             return _tool_error(confirmation.denial_text(exc, call, can_ask))
         except DriftError as exc:
@@ -118,6 +116,22 @@ class ToolCalls:
         except LlmcError as exc:
             return _tool_error(f"{name} failed: {exc.message}")
         return own_result(result.to_json())
+
+    def _tool(self, name: str, route: tuple[str, str]) -> Tool | JSONObject | None:
+        """The routed tool; None when its server is above the host's clearance (not started to
+        look: the pipeline denies the call); a tool error when the server is down."""
+        connection = self.connection
+        toolbox = connection.toolbox
+        if not cleared(toolbox.profile.profile, route[0], connection.clearance):
+            return None
+        toolbox.outages.revive(route[0], connection.upstreams)
+        try:
+            tool = connection.upstreams.find_tool(*route)
+        except LlmcError as exc:  # the server is down: the model may try something else
+            return _tool_error(f"{name} is unavailable: {exc.message}")
+        if tool is None:
+            raise RequestError(jsonrpc.INVALID_PARAMS, f"Unknown tool: {name}")
+        return tool
 
     def cancel(self, msg_id: RequestId | None, reason: str) -> None:
         """The host cancelled its request: if it is a call in flight, cancel it upstream too."""

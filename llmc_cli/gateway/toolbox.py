@@ -103,8 +103,10 @@ class Toolbox:
             names,
             self.catalog,
             tool_search=self.serve.tool_search,
-            relist_tools=lambda: self.listing.tools(),
-            relist_prompts=lambda upstreams: self.listing.gather("prompts/list", "prompts", "name", "prompts", upstreams),
+            relist_tools=lambda clearance: self.listing.tools(clearance),
+            relist_prompts=lambda upstreams, clearance: self.listing.gather(
+                "prompts/list", "prompts", "name", "prompts", upstreams, clearance
+            ),
         )
         self.listing = Listings(profile, self.catalog, self.routes, self.outages)
         # What every host call of a clearance concludes alike (the policy's verdicts on the tools,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from llmc_cli import interrupts
 from llmc_cli.errors import ExitCode, LlmcError, PolicyDenied, SkippedAfterFailure
 from llmc_cli.model import JSON, JSONObject, Tool, ToolCall, ToolResult, dataclass, expect_hashing
+from llmc_cli.services.calls import clearance_denial
 
 if TYPE_CHECKING:
     from llmc_cli.services.calls import Authorization
@@ -115,7 +116,9 @@ class Batch:
 
         with self.pipeline.grouped():
             self._route()
-            self.pipeline.catalog.pool.warm_up(sorted({i.call.server for i in self.items if i.call is not None}))
+            named = {i.call.server for i in self.items if i.call is not None}
+            context = self.pipeline.context  # a server above the caller's clearance: denied when decided, never started
+            self.pipeline.catalog.pool.warm_up(sorted(s for s in named if clearance_denial(context, s) is None))
             if self.validate:
                 self._validate()
             self._authorize()
@@ -161,6 +164,8 @@ class Batch:
             key = (item.call.server, item.call.tool)
             if key in found:
                 tool = found[key]
+            elif clearance_denial(self.pipeline.context, key[0]) is not None:
+                tool = found[key] = None  # above the caller's clearance: denied when decided, never started to look
             else:
                 try:
                     tool = self.pipeline.catalog.find_tool(*key)

@@ -8,7 +8,8 @@ not read-only): a listed tool that is not is never cached. The key is a digest o
 the principal (the gateway's authenticated one; none for a local command), the server, the
 tool, the hash of the tool's current definition (a drifted tool never meets an old entry) and
 the call's keyed hash (policy.call_hash: an HMAC, so no secret argument is in the key). The
-profile counts by identity (its resolved path) with the server's table; a `per_session` server's
+profile counts by identity (its resolved path) with the server's table and how the server is
+reached now (its ${VAR}s expanded, under an HMAC: another token or host is another server); a `per_session` server's
 entries are its host session's own (a local command has none: such servers are not cached).
 A result holding a secret value (secret_free) is not stored, and an entry's age is judged at
 read time against the TTL configured now (store/results.py)."""
@@ -16,11 +17,12 @@ read time against the TTL configured now (store/results.py)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from typing import TYPE_CHECKING, Any
 
 from llmc_cli import policy
-from llmc_cli.model import JSONObject, Tool, ToolCall, canonical_json, sha256
+from llmc_cli.model import JSONObject, ServerSpec, Tool, ToolCall, canonical_json, hmac_sha256, sha256
 from llmc_cli.policy import effective_hints, glob_match
 
 if TYPE_CHECKING:
@@ -58,17 +60,20 @@ def key(
     call_hash: str | None,
     *,
     session: str | None = None,
+    reach: str | None = None,
 ) -> str:
     """The entry's key: what makes two answers different. The profile by identity (its resolved
     path, not its name: `-p DIR/default.toml` is not the `default` profile) and the server's
-    table in it (another command, URL or env is another server); the principal; for a server
-    marked `per_session`, the host `session` (its state is that session's own); the tool's
-    current definition and the call's keyed hash."""
+    table in it (another command, URL or env is another server), and `reach`: how the server is
+    reached now, its ${VAR}s expanded (reach(): the same table with another token or host is
+    another server); the principal; for a server marked `per_session`, the host `session` (its
+    state is that session's own); the tool's current definition and the call's keyed hash."""
     from llmc_cli.lockfile import tool_hash
 
     parts = {
         "profile": profile_identity(profile),
         "serverTable": _server_config(profile, call.server),
+        "reach": reach,
         "principal": principal,
         "session": session,
         "server": call.server,
@@ -77,6 +82,23 @@ def key(
         "call": call_hash or policy.call_hash(call),
     }
     return sha256(canonical_json(parts).encode("utf-8")).hexdigest()
+
+
+def reach(spec: ServerSpec, secret: bytes) -> str:
+    """How a server is reached, as the catalog runs it (command, environment, directory, URL,
+    headers, builtin options: ${VAR}s expanded), under an HMAC with `secret` (the approval key):
+    the values may be secrets, and an entry's name is a file name anyone may read."""
+    how = {
+        "command": spec.command,
+        "env": dict(spec.env),
+        "cwd": spec.cwd,
+        "url": spec.url,
+        "headers": dict(spec.headers),
+        "builtin": spec.builtin,
+        "options": dict(spec.options),
+    }
+    text = json.dumps(how, sort_keys=True, ensure_ascii=False, default=repr)
+    return hmac_sha256(secret, text.encode("utf-8", "surrogatepass"))
 
 
 def profile_identity(profile: LoadedProfile) -> str:

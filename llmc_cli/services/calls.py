@@ -450,9 +450,11 @@ def cache_for(catalog: Catalog, invocation: Invocation, authorized: Authorizatio
     if table is not None and table.per_session and invocation.host_session is None:
         return None  # its state is a host session's own; a local command's session ends with it
     session = invocation.host_session if table is not None and table.per_session else None
+    spec = catalog.specs.get(call.server)  # as reached now: ${VAR}s expanded
+    reach = caching.reach(spec, invocation.approval_key) if spec is not None else None
     return CacheEntry(
         store,
-        caching.key(invocation.profile, principal, tool, call, authorized.decision.call_hash, session=session),
+        caching.key(invocation.profile, principal, tool, call, authorized.decision.call_hash, session=session, reach=reach),
         call.server,
         profile.cache.ttl_seconds,
         invocation.masker.with_arguments(call.arguments),

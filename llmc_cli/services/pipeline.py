@@ -153,10 +153,16 @@ class Pipeline:
         interrupts.check()  # an interrupted command starts no new call (the calls of `ask` run in threads)
         if not isinstance(request, ToolRequest):
             return self._read(request)
-        call, tool = self.resolve(request)
-        if request.validate:
-            self.validate(call, tool)
-        authorized = self.authorize(call, tool)  # the tool found once, by resolve
+        route = self.route(request)
+        if calls.clearance_denial(self.context, route[0]) is not None:
+            # above the caller's clearance: denied (and recorded) without starting the server to find the tool
+            arguments = request.arguments if request.arguments is not None else request.typed({}) if request.typed else {}
+            authorized = self.authorize(ToolCall(*route, arguments, call_id=request.call_id))
+        else:
+            call, tool = self.resolve(request, route)
+            if request.validate:
+                self.validate(call, tool)
+            authorized = self.authorize(call, tool)  # the tool found once, by resolve
         self.decide([authorized])
         return self.execute(authorized, timeout=request.timeout, meta=request.meta)
 
@@ -168,9 +174,9 @@ class Pipeline:
             return self.resolver(request.name)
         return request.server, request.name
 
-    def resolve(self, request: ToolRequest) -> tuple[ToolCall, Tool]:
-        """The call a request names, and its tool."""
-        server, name = self.route(request)
+    def resolve(self, request: ToolRequest, route: tuple[str, str] | None = None) -> tuple[ToolCall, Tool]:
+        """The call a request names, and its tool (`route`: the request's, when the caller has it)."""
+        server, name = route or self.route(request)
         tool = request.tool
         if tool is None or request.server is None or (tool.server, tool.name) != (server, name):
             tool = self.catalog.require_tool(server, name)

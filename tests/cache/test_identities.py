@@ -68,3 +68,31 @@ def test_lowering_the_ttl_shortens_entries_stored_under_the_old_one(tmp_path: Pa
     assert proc.returncode == 0 and "cached" not in json.loads(proc.stdout), proc.stderr
     assert "dropped (older than ttl_seconds = 1" in proc.stderr, proc.stderr
     assert len(calls(tmp_path)) == 2
+
+
+def test_a_server_reached_through_other_expanded_values_is_another_server(tmp_path: Path) -> None:
+    """The profile's text is the same, but ${VAR} expands to another value (another account's
+    token, another host, here another count file): its cached results are not served for it."""
+    profile = write_profile(tmp_path)
+    counts = str(tmp_path / "calls.txt")
+    profile.write_text(profile.read_text().replace(json.dumps(counts), '"${COUNT_TO}"'))
+    first, second = tmp_path / "first.txt", tmp_path / "second.txt"
+    for where in (first, second):
+        proc = llmc("call", "count.search", "query=x", "--format", "json", env={"COUNT_TO": str(where)})
+        assert proc.returncode == 0 and "cached" not in proc.json(), proc.stdout
+    assert len(first.read_text().splitlines()) == len(second.read_text().splitlines()) == 1
+    proc = llmc("call", "count.search", "query=x", "--format", "json", env={"COUNT_TO": str(first)})
+    assert proc.json()["cached"] is True  # the same values: the same server
+
+
+def test_an_entrys_file_name_is_no_unkeyed_hash_of_an_expanded_secret(tmp_path: Path) -> None:
+    from llmc_cli.config.profiles import load_profile
+    from llmc_cli.model import ServerSpec, Tool, ToolCall
+    from llmc_cli.services import caching
+
+    write_profile(tmp_path)
+    loaded, tool = load_profile("default"), Tool("count", "search", {"name": "search"})
+    one = ToolCall("count", "search", {"query": "x"})
+    spec = ServerSpec("count", ("srv",), env={"TOKEN": SECRET})
+    keys = {caching.key(loaded, None, tool, one, "h", reach=caching.reach(spec, k)) for k in (b"k1" * 16, b"k2" * 16)}
+    assert len(keys) == 2  # keyed: another installation's key, another name
