@@ -84,7 +84,7 @@ def run(
     # The whole input first: a file that cannot be read, or is not UTF-8, starts no server.
     lines = read_lines(read_input(source, "--batch").splitlines())
     # Only the servers the batch names start: the first call's first of all.
-    catalog, profile = open_target(ctx, target, warm=False, first=first_server(lines))
+    catalog, profile = open_target(ctx, target, warm=False, first=first_server(lines), calling=lines[0].tool if lines else None)
     items = [items_of(line) for line in lines]
     worst: int = ExitCode.OK
     finished: list[Any] = []

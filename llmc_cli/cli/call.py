@@ -85,7 +85,7 @@ def call(
     # Bad input is found before any server starts.
     arguments = parse_json_option(json_args) if json_args else None
     named = tool.partition(".")[0] if "." in tool else None  # SERVER.TOOL (or a bare name with a dot)
-    catalog, profile = open_target(ctx, target, warm=False, first=named)  # its server starts first
+    catalog, profile = open_target(ctx, target, warm=False, first=named, calling=tool)  # its server starts first
     request = services.ToolRequest(tool, arguments, typed=lambda schema: parse_pairs(pairs, schema), validate=validate)
     with catalog:
         calls = command_calls(ctx, catalog, profile, "call", yes=yes, use_cache=not no_cache)

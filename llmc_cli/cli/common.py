@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from llmc_cli import services, telemetry
+from llmc_cli import policy, services, telemetry
 from llmc_cli.cli import prompt
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import note, status_line, warn
@@ -30,23 +30,28 @@ if TYPE_CHECKING:
 
 
 def open_target(
-    ctx: click.Context, target: Target, sample: Any = None, warm: bool = True, first: str | None = None
+    ctx: click.Context,
+    target: Target,
+    sample: Any = None,
+    warm: bool = True,
+    first: str | None = None,
+    calling: str | None = None,
 ) -> tuple[Catalog, LoadedProfile]:
     """target: what @target_options gave. Returns (catalog, loaded profile).
     `warm`: start every server now; a command that needs only some (a call) starts those when
     it knows them (tool_resolver, Pool.warm_up). `first`: the server the command names, if
-    any (services.open_catalog). The stdio servers it uses first start before anything else
-    is done or loaded (start_first); an ad-hoc server's before the profile loads, too."""
+    any (services.open_catalog); `calling`: the tool (SERVER.TOOL) it calls first, whose server
+    does not start first when the policy denies that call by its name. The stdio servers it
+    uses first start before anything else is done or loaded (start_first); an ad-hoc server's
+    before the profile loads, too."""
 
     adhoc = target.adhoc_spec()
     session = target.session
     if adhoc and ctx.get_parameter_source("session") == click.core.ParameterSource.ENVIRONMENT:
         session = None  # --stdio/--url on the command line beat an LLMC_SESSION of the shell
     loaded = None if adhoc else load_profile(app_of(ctx).profile)
-    cleared = _usable_by_person(
-        loaded
-    )  # what may start before anything is decided ([policy] clearance: not the servers above it)
-    eager = None if warm or adhoc else [first] if first else []
+    cleared = _usable_by_person(loaded)  # what may start before anything is decided
+    eager = None if warm or adhoc else [first] if first and not _call_denied_by_name(loaded, calling) else []
     if cleared is not None:
         eager = [name for name in (cleared if eager is None else eager) if name in cleared]
     launched = None if session else start_first(ctx, loaded, target, adhoc, eager)
@@ -77,14 +82,31 @@ def open_target(
 
 
 def _usable_by_person(loaded: LoadedProfile | None) -> list[str] | None:
-    """The servers a person may use under the profile's [policy] clearance (None: every server,
-    no such ceiling): a server above it is not even started (README, Classification and clearance)."""
-    if loaded is None or loaded.profile.policy.clearance is None:
+    """The servers a person may use (None: every server): not those above the profile's [policy]
+    clearance (README, Classification and clearance), nor those its policy denies as a whole
+    (`deny = ["s.*"]`). Those are not even started: least privilege."""
+    if loaded is None:
         return None
-    from llmc_cli.guard import clearance
+    config = loaded.profile.policy
+    names = list(loaded.profile.servers)
+    if config.clearance is not None:
+        from llmc_cli.guard import clearance
 
-    level = clearance.human(loaded.profile)
-    return [name for name in loaded.profile.servers if clearance.cleared(loaded.profile, name, level)]
+        level = clearance.human(loaded.profile)
+        names = [name for name in names if clearance.cleared(loaded.profile, name, level)]
+    if config.deny:  # (the rules load only for a profile that has deny patterns: start-up stays lean)
+        names = [name for name in names if not policy.whole_server_denial(name, config)]
+    return None if len(names) == len(loaded.profile.servers) else names
+
+
+def _call_denied_by_name(loaded: LoadedProfile | None, calling: str | None) -> bool:
+    """Whether the profile's policy denies a call of `calling` (SERVER.TOOL) by its name alone."""
+    if loaded is None or calling is None:
+        return False
+    config = loaded.profile.policy
+    if not config.deny and config.default != "deny":
+        return False  # no rule could: the rules stay unloaded (start-up stays lean)
+    return policy.denied_by_name(calling, config) is not None
 
 
 def start_first(

@@ -77,7 +77,9 @@ def list_(
             if spec.kind == "stdio":
                 note(f"llmc: {spec.name} runs {describe(spec.sandbox, bool(spec.launch))}")
     with catalog:
-        found, denied, failures = services.visible_tools(catalog, profile, list(target.servers) or None, human(profile.profile))
+        found, denied, failures = services.visible_tools(
+            catalog, profile, list(target.servers) or None, human(profile.profile), closed=show_all
+        )
     if show_all:
         found = found + denied
     if not target.is_adhoc:  # for shell completion of tool names
@@ -272,7 +274,13 @@ def _allowed_tools(ctx: click.Context, target: Target, hidden: bool = False) -> 
         found, denied, failures = services.visible_tools(catalog, profile, list(target.servers) or None, human(profile.profile))
         if hidden:
             found += [t for t in denied if policy.visible(t, profile.profile.policy).action == "allow"]
-        infos = {name: catalog.session(name).server_info for name in catalog.specs if name not in {f.server for f in failures}}
+        usable = services.usable_servers(catalog, profile, list(target.servers) or None, human(profile.profile))
+        failed = {f.server for f in failures}
+        infos = {
+            name: catalog.session(name).server_info
+            for name in (catalog.specs if usable is None else usable)
+            if name not in failed
+        }
     return found, failures, catalog, infos, profile
 
 

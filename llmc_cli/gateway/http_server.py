@@ -210,7 +210,7 @@ def start_server(
     except LlmcError:
         toolbox.close()
         raise
-    toolbox.catalog.pool.warm_up()  # upstreams start while the host connects, counted in max_upstreams
+    toolbox.warm_up()  # upstreams start while the host connects, counted in max_upstreams
     try:
         sock = sock if sock is not None else bind(host, port, address)
         private = _private_socket(slot) if slot is not None else None

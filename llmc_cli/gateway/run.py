@@ -36,7 +36,7 @@ def _toolbox(profile: LoadedProfile, verbose: int, *, warm: bool = True) -> Tool
     on_stderr = (lambda server, line: log(f"[{server} stderr] {line}")) if verbose else None
     toolbox = Toolbox(profile, on_stderr=on_stderr, note=log if verbose else None)
     if warm:
-        toolbox.catalog.pool.warm_up()
+        toolbox.warm_up()
     return toolbox
 
 

@@ -14,9 +14,9 @@ the connection only as a CallingHost, so the import goes one way.
 from __future__ import annotations
 
 import threading
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from llmc_cli import services
+from llmc_cli import policy, services
 from llmc_cli.errors import Cancelled, DriftError, InputRequired, LlmcError, PolicyDenied, RpcError
 from llmc_cli.gateway import confirmation
 from llmc_cli.gateway.host import Host
@@ -28,6 +28,9 @@ from llmc_cli.mcp.messages import JSONObject, RequestId, object_at
 from llmc_cli.mcp.server import RequestError, Send
 from llmc_cli.mcp.versions import META_PREFIX as META
 from llmc_cli.model import Tool, ToolCall
+
+if TYPE_CHECKING:
+    from llmc_cli.gateway.toolbox import Toolbox
 
 
 class CallingHost(ServedHost, Host, Protocol):
@@ -104,7 +107,8 @@ class ToolCalls:
             state = toolbox.states.pack(call, bool(round_state["confirmed"]), answers, principal=connection.principal)
             return {"resultType": "input_required", "inputRequests": exc.requests, "requestState": state}
         except PolicyDenied as exc:
-            if tool is not None and not toolbox.listing.visible(tool):  # hidden: as if it did not exist, whatever the spelling
+            hidden = not toolbox.listing.visible(tool) if tool is not None else _denied_by_name(toolbox, route)
+            if hidden:  # as if it did not exist, whatever the spelling
                 raise RequestError(jsonrpc.INVALID_PARAMS, f"Unknown tool: {name}") from None
             return _tool_error(confirmation.denial_text(exc, call, can_ask))
         except DriftError as exc:
@@ -118,11 +122,12 @@ class ToolCalls:
         return own_result(result.to_json())
 
     def _tool(self, name: str, route: tuple[str, str]) -> Tool | JSONObject | None:
-        """The routed tool; None when its server is above the host's clearance (not started to
-        look: the pipeline denies the call); a tool error when the server is down."""
+        """The routed tool; None when its server is above the host's clearance or the policy
+        denies the call by its name (its server is not started to look: the pipeline denies and
+        records the call); a tool error when the server is down."""
         connection = self.connection
         toolbox = connection.toolbox
-        if not cleared(toolbox.profile.profile, route[0], connection.clearance):
+        if not cleared(toolbox.profile.profile, route[0], connection.clearance) or _denied_by_name(toolbox, route):
             return None
         toolbox.outages.revive(route[0], connection.upstreams)
         try:
@@ -156,3 +161,8 @@ class ToolCalls:
 
 def _tool_error(text: str) -> JSONObject:
     return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+def _denied_by_name(toolbox: Toolbox, route: tuple[str, str]) -> bool:
+    """Whether the profile's policy denies the routed tool by its name alone (policy.denied_by_name)."""
+    return policy.denied_by_name(f"{route[0]}.{route[1]}", toolbox.profile.profile.policy) is not None

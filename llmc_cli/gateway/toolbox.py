@@ -130,6 +130,11 @@ class Toolbox:
         holder.append((parent or self.catalog).for_host(hooks, own, admit))
         return holder[0]
 
+    def warm_up(self) -> None:
+        """Start the upstreams now, in the background: those something could be used of (a server
+        the policy denies as a whole is never started: least privilege)."""
+        self.catalog.pool.warm_up(services.usable_servers(self.catalog, self.profile, None, None))
+
     @property
     def per_session(self) -> frozenset[str]:
         """The servers marked `per_session`: a connection for each host session."""

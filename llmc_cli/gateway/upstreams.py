@@ -80,7 +80,7 @@ class Upstreams:
                     require_sandbox=True,
                     serve=self.served.profile.serve,
                 )
-                toolbox.catalog.pool.warm_up()
+                toolbox.warm_up()
                 self.toolboxes[name] = toolbox
             return self.toolboxes[name]
 

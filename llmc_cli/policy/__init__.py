@@ -38,7 +38,7 @@ _WHERE = {
         "llmc_cli.policy.rate": "WINDOW_SECONDS acquire_rate",
         "llmc_cli.policy.rules": (
             "HUMAN MODEL SPEC_DEFAULT_HINTS Caller Decision ReadKind decide decide_read "
-            "effective_hints glob_match is_read_only visible whole_server_denial Verdicts"
+            "denied_by_name effective_hints glob_match is_read_only visible whole_server_denial Verdicts"
         ),
     }.items()
     for name in names.split()
@@ -59,6 +59,7 @@ if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its modul
         Verdicts,
         decide,
         decide_read,
+        denied_by_name,
         effective_hints,
         glob_match,
         is_read_only,
@@ -97,5 +98,6 @@ __all__ = [
     "is_read_only",
     "visible",
     "whole_server_denial",
+    "denied_by_name",
     "Verdicts",
 ]

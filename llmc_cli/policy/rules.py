@@ -262,6 +262,16 @@ def decide_read(
     return Decision("allow", "default: allow", f"{qualified} is allowed by default")
 
 
+def denied_by_name(qualified: str, config: PolicyConfig, digest: str | None = None) -> Decision | None:
+    """decide()'s denial of a call when its name alone settles it (a deny pattern; default deny
+    and no allow pattern): judged before the server is asked for the tool, so a call the policy
+    refuses by name starts no server (least privilege). The same decision decide() comes to."""
+    access = _access(qualified, None, config)
+    if access.action != "deny" or access.rule == "read_only":
+        return None
+    return Decision("deny", access.rule, access.reason, digest)
+
+
 def whole_server_denial(server: str, config: PolicyConfig) -> str | None:
     """The tool deny pattern that denies every name of the server (`server.*`, `*`), or None."""
     return next((p for p in config.deny if glob_match(p, f"{server}.") and glob_match(p, f"{server}.*")), None)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from llmc_cli import interrupts
 from llmc_cli.errors import ExitCode, LlmcError, PolicyDenied, SkippedAfterFailure
 from llmc_cli.model import JSON, JSONObject, Tool, ToolCall, ToolResult, dataclass, expect_hashing
-from llmc_cli.services.calls import clearance_denial
+from llmc_cli.services.calls import unstarted_denial
 
 if TYPE_CHECKING:
     from llmc_cli.services.calls import Authorization
@@ -116,9 +116,15 @@ class Batch:
 
         with self.pipeline.grouped():
             self._route()
-            named = {i.call.server for i in self.items if i.call is not None}
-            context = self.pipeline.context  # a server above the caller's clearance: denied when decided, never started
-            self.pipeline.catalog.pool.warm_up(sorted(s for s in named if clearance_denial(context, s) is None))
+            # a server above the caller's clearance, or a call denied by name: denied when decided,
+            # its server never started for it
+            context = self.pipeline.context
+            used = {
+                i.call.server
+                for i in self.items
+                if i.call is not None and unstarted_denial(context, i.call.server, i.call.tool) is None
+            }
+            self.pipeline.catalog.pool.warm_up(sorted(used))
             if self.validate:
                 self._validate()
             self._authorize()
@@ -164,8 +170,10 @@ class Batch:
             key = (item.call.server, item.call.tool)
             if key in found:
                 tool = found[key]
-            elif clearance_denial(self.pipeline.context, key[0]) is not None:
-                tool = found[key] = None  # above the caller's clearance: denied when decided, never started to look
+            elif unstarted_denial(self.pipeline.context, *key) is not None:
+                tool = found[key] = (
+                    None  # above the caller's clearance or denied by name: denied when decided, never started to look
+                )
             else:
                 try:
                     tool = self.pipeline.catalog.find_tool(*key)

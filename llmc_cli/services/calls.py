@@ -319,8 +319,8 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall, tool: To
     if canonical.count("[") + canonical.count("{") > MAX_ARGUMENT_DEPTH and arguments_too_deep(call.arguments):
         raise UsageError(ARGUMENTS_TOO_DEEP)
     digest = policy.call_hash(call, invocation.approval_key, canonical=canonical)  # once: every decision below carries it
-    denial = clearance_denial(invocation, call.server, digest)
-    if denial is not None:  # above the caller's clearance: the server is not even started
+    denial = unstarted_denial(invocation, call.server, call.tool, digest)
+    if denial is not None:  # above the caller's clearance, or denied by name: the server is not even started
         return _authorization(invocation, call, denial, None)
     if tool is None:
         tool = catalog.require_tool(call.server, call.tool)
@@ -377,6 +377,12 @@ def clearance_denial(invocation: Invocation, server: str, call_hash: str | None 
     if allowed:
         return None
     return policy.Decision("deny", "clearance", clearance.reason(invocation.profile.profile, server, level), call_hash)
+
+
+def unstarted_denial(invocation: Invocation, server: str, tool: str, call_hash: str | None = None) -> Decision | None:
+    """A denial needing nothing of the server, so not started (least privilege): clearance, or the name."""
+    config = invocation.profile.profile.policy
+    return clearance_denial(invocation, server, call_hash) or policy.denied_by_name(f"{server}.{tool}", config, call_hash)
 
 
 def _authorization(

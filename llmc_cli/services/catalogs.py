@@ -161,13 +161,33 @@ def cleared_servers(
     return [s for s in (servers if servers is not None else list(catalog.specs)) if cleared(profile.profile, s, clearance)]
 
 
+def usable_servers(
+    catalog: Catalog, profile: LoadedProfile, servers: list[str] | None, clearance: str | None
+) -> list[str] | None:
+    """cleared_servers less those the policy denies as a whole (`deny = ["s.*"]`): the servers
+    something could be used of (None: all of the catalog's). The others are not started."""
+    config = profile.profile.policy
+    usable = cleared_servers(catalog, profile, servers, clearance)
+    if not config.deny:
+        return usable
+    return [s for s in (usable if usable is not None else list(catalog.specs)) if not policy.whole_server_denial(s, config)]
+
+
 def visible_tools(
-    catalog: Catalog, profile: LoadedProfile, servers: list[str] | None = None, clearance: str | None = None
+    catalog: Catalog,
+    profile: LoadedProfile,
+    servers: list[str] | None = None,
+    clearance: str | None = None,
+    *,
+    closed: bool = False,
 ) -> tuple[list[Tool], list[Tool], list[Any]]:
     """(allowed, denied, failures): the model and listings see only the allowed ones. A server
-    above `clearance` (guard/clearance.py; None: unrestricted) is not listed, nor started."""
+    above `clearance` (guard/clearance.py; None: unrestricted) is not listed, nor started; nor is
+    one the policy denies as a whole, unless `closed` (a listing that shows denied tools too)."""
 
-    servers = cleared_servers(catalog, profile, servers, clearance)
+    servers = (
+        cleared_servers(catalog, profile, servers, clearance) if closed else usable_servers(catalog, profile, servers, clearance)
+    )
     if servers == []:
         return [], [], []
     tools, failures = catalog.list_tools(servers)
@@ -203,9 +223,9 @@ def visible_offered(
     tools cannot be listed when the policy needs them to judge is a failure, its items absent. A
     server the policy denies as a whole is not asked (nor started)."""
 
-    config = profile.profile.policy
-    cleared = cleared_servers(catalog, profile, None, clearance) or []
-    open_servers = [s for s in cleared if not policy.whole_server_denial(s, config)]
+    open_servers = usable_servers(catalog, profile, None, clearance)
+    if open_servers is None:
+        open_servers = list(catalog.specs)
     if not open_servers:
         return {}, [], []
     per_server, skipped, failures = catalog.list_offered(method, READ_KINDS[method][0], capability, open_servers)

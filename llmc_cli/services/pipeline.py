@@ -154,8 +154,9 @@ class Pipeline:
         if not isinstance(request, ToolRequest):
             return self._read(request)
         route = self.route(request)
-        if calls.clearance_denial(self.context, route[0]) is not None:
-            # above the caller's clearance: denied (and recorded) without starting the server to find the tool
+        if calls.unstarted_denial(self.context, *route) is not None:
+            # above the caller's clearance, or denied by name: denied (and recorded) without
+            # starting the server to find the tool
             arguments = request.arguments if request.arguments is not None else request.typed({}) if request.typed else {}
             authorized = self.authorize(ToolCall(*route, arguments, call_id=request.call_id))
         else:
