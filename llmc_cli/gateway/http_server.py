@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import shutil
 import signal
@@ -139,6 +140,10 @@ class Running:
             server, sock, _ = self.private
             await asyncio.gather(self.server.serve(sockets=[self.sock]), server.serve(sockets=[sock]))
 
+        if gc.get_freeze_count():  # the llmc entry froze its start-up (__main__.py): the gateway's too
+            # The toolbox, policy and server built since live as long as the process; frozen, the
+            # collector's full passes under load no longer walk them (one took ~20 ms, bench/RESULTS.md).
+            gc.freeze()
         with asyncio.Runner(loop_factory=lambda: _new_loop(self.handshake_seconds)) as runner:
             runner.run(serve())
 
