@@ -76,42 +76,45 @@ def list_(
         for spec in catalog.specs.values():
             if spec.kind == "stdio":
                 note(f"llmc: {spec.name} runs {describe(spec.sandbox, bool(spec.launch))}")
+    # The listing is written before the catalog closes: a stdio server that does not exit on
+    # EOF holds the close for the grace and a SIGTERM (~60 ms), which the reader (a terminal,
+    # jq) need not wait for. The process still ends only once its servers have.
     with catalog:
         found, denied, failures = services.visible_tools(
             catalog, profile, list(target.servers) or None, human(profile.profile), closed=show_all
         )
-    if show_all:
-        found = found + denied
-    if not target.is_adhoc:  # for shell completion of tool names
-        listed = [s for s in catalog.specs if s not in {f.server for f in failures}]
-        remember_tools(profile_key(app_of(ctx).profile), [t.qualified_name for t in found], listed)
-    if globs:
-        found = [t for t in found if _matches(t, globs)]
-    if fmt in TOOL_FORMATS:
         if show_all:
-            raise UsageError("--all lists denied tools; a translation holds only the tools the profile allows")
-        _print_translation(found, fmt, strict, defer_loading)
+            found = found + denied
+        if not target.is_adhoc:  # for shell completion of tool names
+            listed = [s for s in catalog.specs if s not in {f.server for f in failures}]
+            remember_tools(profile_key(app_of(ctx).profile), [t.qualified_name for t in found], listed)
+        if globs:
+            found = [t for t in found if _matches(t, globs)]
+        if fmt in TOOL_FORMATS:
+            if show_all:
+                raise UsageError("--all lists denied tools; a translation holds only the tools the profile allows")
+            _print_translation(found, fmt, strict, defer_loading)
+            raise_failures(failures, len(catalog.specs))
+            return
+        rows = [{"server": t.server, **t.raw, **({"denied": True} if t in denied else {})} for t in found]
+        people = [
+            {
+                "server": t.server,
+                "tool": t.name,
+                **({"denied": "yes" if t in denied else ""} if show_all else {}),
+                "description": t.description,
+            }
+            for t in found
+        ]
+        emit_listing(
+            "tools",
+            rows,
+            fmt,
+            [f.to_json() for f in failures],
+            table_rows=people,
+            columns=["server", "tool", *(["denied"] if show_all else []), "description"],
+        )
         raise_failures(failures, len(catalog.specs))
-        return
-    rows = [{"server": t.server, **t.raw, **({"denied": True} if t in denied else {})} for t in found]
-    people = [
-        {
-            "server": t.server,
-            "tool": t.name,
-            **({"denied": "yes" if t in denied else ""} if show_all else {}),
-            "description": t.description,
-        }
-        for t in found
-    ]
-    emit_listing(
-        "tools",
-        rows,
-        fmt,
-        [f.to_json() for f in failures],
-        table_rows=people,
-        columns=["server", "tool", *(["denied"] if show_all else []), "description"],
-    )
-    raise_failures(failures, len(catalog.specs))
 
 
 @tools.command("search")

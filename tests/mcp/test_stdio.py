@@ -26,11 +26,11 @@ def spec(*argv: str, timeout: float = 20.0, **kw) -> ServerSpec:
     return ServerSpec(name="t", command=tuple(argv), timeout=timeout, **kw)
 
 
-def bad(mode: str, timeout: float = 5.0) -> ServerSpec:
+def bad(mode: str, timeout: float = 5.0, **kw) -> ServerSpec:
     """The misbehaving server; `timeout` bounds each request. The handshake gets a minute: it
     includes starting Python (0.7 s once at load 9 here), which with a 1 s connect timeout left
     the probe 0.5 s and the handshake what remained, and is not what these tests check."""
-    return spec(sys.executable, MISBEHAVING, mode, timeout=timeout, connect_timeout=60.0)
+    return spec(sys.executable, MISBEHAVING, mode, timeout=timeout, connect_timeout=60.0, **kw)
 
 
 def test_sdk_server_speaks_the_modern_era_and_tools_work():
@@ -155,6 +155,17 @@ def test_close_kills_a_server_that_ignores_eof_and_sigterm():
     closing.start()
     closing.join(30)  # a close that waited for the server to give up would still be running
     assert not closing.is_alive() and not _alive(pid)
+
+
+def test_close_ends_stdin_first_and_a_server_that_ignores_it_gets_sigterm_not_sigkill(tmp_path):
+    """The spec's stdio shutdown: stdin closed first; SIGTERM to a server still running after
+    the grace; SIGKILL only to one that SIGTERM did not end (test_close_kills_a_server_...)."""
+    log = tmp_path / "events"
+    lingers = connect(bad("linger", env={"LINGER_LOG": str(log)}))
+    proc = lingers.transport._proc
+    lingers.close()
+    assert log.read_text() == "term after eof\n"
+    assert proc.returncode == 3 and not _alive(proc.pid)  # its SIGTERM handler ended it: no SIGKILL
 
 
 def test_close_leaves_no_orphaned_grandchild():

@@ -11,6 +11,8 @@ Usage: python misbehaving_stdio.py MODE
   lie-result    tools/list result has no tools list
   bad-version   answers initialize with protocol version 1999-01-01
   hang-on-exit  ignores stdin EOF and SIGTERM (needs SIGKILL)
+  linger        ignores stdin EOF; on SIGTERM writes to the file $LINGER_LOG whether its stdin
+                had ended by then ("term after eof" or "term before eof") and exits with status 3
   fork          spawns a grandchild that would outlive it
   huge-line     answers tools/call with a line that does not end (4 MB, then exits)
   versions V,.. answers server/discover with UnsupportedProtocolVersion (-32022) listing the
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -50,6 +53,8 @@ def reply(msg: dict, result: dict) -> None:
 def main() -> None:
     if MODE == "hang-on-exit":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if MODE == "linger":
+        signal.signal(signal.SIGTERM, on_term)
     if MODE == "fork":
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
     held: list[dict] = []
@@ -128,8 +133,16 @@ def main() -> None:
             reply(msg, {})
         else:
             send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32601, "message": "Method not found"}})
-    if MODE == "hang-on-exit":
+    if MODE in ("hang-on-exit", "linger"):
         time.sleep(300)
+
+
+def on_term(*_: object) -> None:
+    # The pipe's end persists: stdin is readable and reads nothing once the client closed it.
+    ended = bool(select.select([0], [], [], 0)[0]) and os.read(0, 65536) == b""
+    with open(os.environ["LINGER_LOG"], "a") as log:
+        log.write(f"term {'after' if ended else 'before'} eof\n")
+    os._exit(3)
 
 
 if __name__ == "__main__":

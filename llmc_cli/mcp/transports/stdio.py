@@ -117,6 +117,31 @@ def _spawner() -> _Spawner:
         return _spawners[0]
 
 
+def _ended_within(proc: subprocess.Popen[bytes], timeout: float) -> bool:
+    """Whether `proc` ended (and was reaped) within `timeout` seconds. On Linux the wait wakes
+    when it ends (a pidfd). subprocess's wait(timeout) polls, sleeping 1, 2, 4 .. 50 ms between
+    looks: it sees a server that ends 9 ms after SIGTERM at 15 ms, one that ends at 17 ms at 31."""
+    if proc.returncode is not None:
+        return True  # reaped already (its pid may be another process's now)
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # not Linux (5.3+), or reaped meanwhile by another thread
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    try:
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)  # readable once the process has ended
+        if not poller.poll(max(timeout, 0.0) * 1000):
+            return False
+    finally:
+        os.close(pidfd)
+    proc.wait()  # it ended: the reap does not block
+    return True
+
+
 def child_environment(declared: dict[str, str]) -> dict[str, str]:
     env = {k: os.environ[k] for k in INHERITED_ENV if k in os.environ}
     env.update(declared)
@@ -259,13 +284,9 @@ class StdioTransport:
                 proc.stdin.close()
         except OSError:
             pass
-        try:
-            proc.wait(timeout=self.eof_grace)
-        except subprocess.TimeoutExpired:
+        if not _ended_within(proc, self.eof_grace):
             self._signal_group(proc, signal.SIGTERM)
-            try:
-                proc.wait(timeout=self.shutdown_timeout)
-            except subprocess.TimeoutExpired:
+            if not _ended_within(proc, self.shutdown_timeout):
                 self._signal_group(proc, signal.SIGKILL)
                 proc.wait(timeout=self.shutdown_timeout)
         # The server exited; children it left in its group (npx -> node) go too.
