@@ -27,7 +27,9 @@ _WHERE = {
         "llmc_cli.services.pipeline": "Outcome Pipeline ToolRequest host_calls open_calls",
         "llmc_cli.services.reads": "Read read_decision server_tools",
         "llmc_cli.services.sandbox": "Launched launch protect protected_paths launch_specs",
-        "llmc_cli.services.catalogs": ("READ_KINDS builtin_servers open_catalog visible_items visible_offered visible_tools"),
+        "llmc_cli.services.catalogs": (
+            "READ_KINDS builtin_servers open_catalog server_reach visible_items visible_offered visible_tools"
+        ),
         "llmc_cli.services.scanning": "scan_servers",
         "llmc_cli.services.search": "Match ToolIndex searchable_tools",
         "llmc_cli.services.semantic": "search_index semantic_wanted",
@@ -44,6 +46,7 @@ if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its modul
         READ_KINDS,
         builtin_servers,
         open_catalog,
+        server_reach,
         visible_items,
         visible_offered,
         visible_tools,
@@ -81,6 +84,7 @@ __all__ = [
     "READ_KINDS",
     "builtin_servers",
     "open_catalog",
+    "server_reach",
     "protect",
     "protected_paths",
     "launch_specs",
