@@ -197,6 +197,27 @@ class ServerSpec:
         digest = sha256_hex(identity.encode("utf-8", "surrogatepass"))[:32]
         return f"{self.kind}:{digest}"
 
+    def reach(self, secret: bytes) -> str:
+        """How the server is reached, as it would run now (command, environment, directory, URL,
+        headers, transport, builtin options, sandbox: ${VAR}s expanded), under an HMAC with
+        `secret` (the approval key): the values may be secrets (a token in env or a header), and
+        this identity goes where anyone may read it (a cache entry's file name, a keeper's
+        socket). Two specs with the same reach are the same server for the same account; the
+        timeouts, the description and how llmc contains it (`launch`) do not count."""
+        how = {
+            "command": self.command,
+            "env": dict(self.env),
+            "cwd": self.cwd,
+            "url": self.url,
+            "headers": dict(self.headers),
+            "transport": self.transport,
+            "builtin": self.builtin,
+            "options": dict(self.options),
+            "sandbox": self.sandbox,
+        }
+        text = json.dumps(how, sort_keys=True, ensure_ascii=False, default=repr)
+        return hmac_sha256(secret, text.encode("utf-8", "surrogatepass"))
+
     def shown_url(self) -> str | None:
         """The URL fit to print or store: without userinfo, query and fragment (where secrets go)."""
         return redact_url(self.url) if self.url else None

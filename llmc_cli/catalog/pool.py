@@ -46,6 +46,9 @@ class ConnectOptions(NamedTuple):
     # hides the secrets llmc handed the servers (env, headers) in what they say back: their
     # stderr lines and the errors of a connection that failed (which quote them)
     mask: Callable[[str], str] | None = None
+    # a keeper's servers: how this command would reach each (ServerSpec.reach), which the keeper
+    # checks against how it started it (a server it holds for another token is not this one)
+    reach: Mapping[str, str] | None = None
 
 
 class Pool:
@@ -120,7 +123,8 @@ class Pool:
                 from llmc_cli.keeper.transport import attach
 
                 path, keeper_name = self.options.keeper
-                self._adopt(server, attach(path, keeper_name, server, timeout=spec.timeout, hooks=hooks))
+                reach = (self.options.reach or {}).get(server)
+                self._adopt(server, attach(path, keeper_name, server, timeout=spec.timeout, hooks=hooks, reach=reach))
             else:
                 # A process started already stays in `started` while its session is made, so that
                 # close() stops it even then (a warm-up thread outliving its failed command).

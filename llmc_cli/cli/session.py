@@ -63,7 +63,8 @@ def start(ctx: click.Context, name: str, idle: str, target: Target) -> None:
     if not specs:
         raise UsageError("no servers to keep: the profile has none enabled (add one, or use -s/--stdio/--url)")
     # the profile's name as loaded (`default` when none was named); an ad-hoc server has none
-    status = lifecycle.start(name, specs, idle=seconds, profile=profile_name or (profile.name if profile else None))
+    known = services.server_reach(profile, tuple(s.name for s in specs), adhoc)
+    status = lifecycle.start(name, specs, idle=seconds, profile=profile_name or (profile.name if profile else None), reach=known)
     status["servers"] += [{"name": n, "state": "unusable", "error": e.message} for n, e in unusable.items()]
     emit(_public(status, name))
     failed = [s for s in status["servers"] if s.get("state") != "running"]

@@ -107,8 +107,9 @@ class ToolCalls:
             state = toolbox.states.pack(call, bool(round_state["confirmed"]), answers, principal=connection.principal)
             return {"resultType": "input_required", "inputRequests": exc.requests, "requestState": state}
         except PolicyDenied as exc:
-            hidden = not toolbox.listing.visible(tool) if tool is not None else _denied_by_name(toolbox, route)
-            if hidden:  # as if it did not exist, whatever the spelling
+            # hidden, or its server above the host's clearance (tool None: not looked up), as a
+            # read answers: as if it did not exist, whatever the spelling (the audit has the rule)
+            if tool is None or not toolbox.listing.visible(tool):
                 raise RequestError(jsonrpc.INVALID_PARAMS, f"Unknown tool: {name}") from None
             return _tool_error(confirmation.denial_text(exc, call, can_ask))
         except DriftError as exc:

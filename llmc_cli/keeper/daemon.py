@@ -45,8 +45,11 @@ FIRST_LINE_TIMEOUT = 10.0  # an attaching client says what it wants at once
 
 
 class Keeper:
-    def __init__(self, name: str, specs: list[ServerSpec], idle: float, profile: str | None) -> None:
+    def __init__(
+        self, name: str, specs: list[ServerSpec], idle: float, profile: str | None, reach: dict[str, str] | None = None
+    ) -> None:
         self.name = name
+        self.reach = reach or {}  # how each server was reached when it started (ServerSpec.reach)
         self.idle = idle
         self.profile = profile
         self.upstreams = {spec.name: Upstream(spec, self) for spec in specs}
@@ -174,7 +177,7 @@ class Keeper:
             elif command == "validate":
                 client.send(_validated(first))
             elif command == "attach":
-                self._attach(client, str(first.get("server")), stream)
+                self._attach(client, str(first.get("server")), stream, first.get("reach"))
             else:
                 client.send({"llmc": "error", "error": "usage", "message": f"unknown keeper command {command!r}"})
         except (OSError, ValueError, LlmcError) as exc:
@@ -189,7 +192,7 @@ class Keeper:
         with self.lock:
             self.connections -= 1
 
-    def _attach(self, client: Client, server: str, stream: BinaryIO) -> None:
+    def _attach(self, client: Client, server: str, stream: BinaryIO, reach: object = None) -> None:
         upstream = self.upstreams.get(server)
         if upstream is None:
             client.send(
@@ -200,6 +203,9 @@ class Keeper:
                     "message": f"session {self.name} does not hold server {server!r}",
                 }
             )
+            return
+        if isinstance(reach, str) and reach != self.reach.get(server, reach):
+            client.send({"llmc": "error", "error": "config", "message": self._elsewise(server)})
             return
         try:
             notice = upstream.open()
@@ -229,6 +235,18 @@ class Keeper:
             for original_id in list(client.pending):
                 upstream.cancel(client, original_id, "the client went away")
             self.touch()
+
+    def _elsewise(self, server: str) -> str:
+        """Why a command is not served `server`: it would reach it otherwise (another token in its
+        env or headers, another command or URL) than the session's process was started, which is
+        then another server, maybe another account's. Refused rather than started apart: the
+        caller asked for the session's server, whose state a private one would not have."""
+        return (
+            f"session {self.name} runs server {server!r} as it was configured when the session started, "
+            "and this command configures it otherwise (its command, env, headers, URL or sandbox, ${VARs} "
+            f"expanded, differ): restart the session (llmc session stop {self.name}, then llmc session start "
+            f"{self.name}) or run without it (unset LLMC_SESSION, or no --session)"
+        )
 
     def _attached(
         self, client: Client, upstream: Upstream, reply: JSONObject, tools: list[JSONObject] | None, generation: int
@@ -333,7 +351,13 @@ def main() -> int:
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)  # sys.stdin stays usable (isatty() is asked): it reads nothing now
     os.dup2(devnull, 1)  # once ready is sent, nothing may write to the starter's pipe
-    keeper = Keeper(config["name"], [spec_from_json(s) for s in config["specs"]], float(config["idle"]), config.get("profile"))
+    keeper = Keeper(
+        config["name"],
+        [spec_from_json(s) for s in config["specs"]],
+        float(config["idle"]),
+        config.get("profile"),
+        config.get("reach"),
+    )
     path = str(socket_path(keeper.name))
 
     def stop(signum: int, frame: FrameType | None) -> None:

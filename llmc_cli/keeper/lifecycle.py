@@ -13,6 +13,7 @@ import select
 import socket
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -85,11 +86,15 @@ def held_specs(name: str, only: tuple[str, ...] = ()) -> tuple[str, list[ServerS
 # -- start and stop -------------------------------------------------------------------------------
 
 
-def start(name: str, specs: list[ServerSpec], *, idle: float, profile: str | None) -> KeeperStatus:
+def start(
+    name: str, specs: list[ServerSpec], *, idle: float, profile: str | None, reach: Mapping[str, str] | None = None
+) -> KeeperStatus:
     """Launch a keeper in the background and wait until its servers are up (or failed).
 
     The server definitions reach it on a pipe: they may carry expanded secrets (headers), which
-    must not be written to disk or appear in a process listing."""
+    must not be written to disk or appear in a process listing. `reach`: how each server is
+    reached (ServerSpec.reach, by name): the keeper serves a server only to commands that would
+    reach it the same way."""
     path = socket_path(name)
     if path.exists():
         try:
@@ -119,7 +124,13 @@ def start(name: str, specs: list[ServerSpec], *, idle: float, profile: str | Non
             start_new_session=True,
         )  # no terminal, own process group
     assert proc.stdin is not None and proc.stdout is not None
-    config = {"name": name, "idle": idle, "profile": profile, "specs": [spec_to_json(s) for s in specs]}
+    config = {
+        "name": name,
+        "idle": idle,
+        "profile": profile,
+        "specs": [spec_to_json(s) for s in specs],
+        "reach": dict(reach or {}),
+    }
     try:
         proc.stdin.write(json.dumps(config).encode("utf-8"))
         proc.stdin.close()

@@ -3,7 +3,7 @@
 The keeper keeps the server process (or HTTP session) alive between llmc invocations and relays
 protocol messages; the session on this side runs as over any transport, so policy and audit stay
 in the calling process. Wire format: newline-delimited JSON, like stdio. The first line each way
-is the keeper's own: {"llmc": "attach", "server": NAME} -> {"llmc": "attached", era, version,
+is the keeper's own: {"llmc": "attach", "server": NAME, "reach": HMAC?} -> {"llmc": "attached", era, version,
 serverInfo, capabilities, instructions, notice, servers, tools} or {"llmc": "error", ...};
 `tools` (when the keeper keeps the server's listing: keeper/upstream.py) is the caller's first
 tools listing, so a call makes no tools/list round trip (HeldSession). After that, JSON-RPC
@@ -187,8 +187,9 @@ def exchange(path: str, request: JSONObject, keeper_name: str, timeout: float = 
 
 
 class KeeperTransport:
-    def __init__(self, path: str, keeper_name: str, server: str, timeout: float = 60.0) -> None:
+    def __init__(self, path: str, keeper_name: str, server: str, timeout: float = 60.0, reach: str | None = None) -> None:
         self.path = path
+        self.reach = reach  # how the caller would reach the server (ServerSpec.reach): the keeper checks it
         self.keeper_name = keeper_name
         self.server = server
         self.timeout = timeout
@@ -202,7 +203,7 @@ class KeeperTransport:
         sock = connect_unix(self.path, self.timeout, self.keeper_name)
         stream = sock.makefile("rb")
         try:
-            send_line(sock, {"llmc": "attach", "server": self.server})
+            send_line(sock, {"llmc": "attach", "server": self.server, **({"reach": self.reach} if self.reach else {})})
             # The keeper may restart a dead server before it answers: allow a server's start-up.
             reply = read_line(stream)
         except TimeoutError:
@@ -317,12 +318,18 @@ class HeldSession(ClientSession):
 
 
 def attach(
-    socket_path: str, keeper_name: str, server: str, *, timeout: float = 60.0, hooks: ClientHooks | None = None
+    socket_path: str,
+    keeper_name: str,
+    server: str,
+    *,
+    timeout: float = 60.0,
+    hooks: ClientHooks | None = None,
+    reach: str | None = None,
 ) -> ClientSession:
     """A session with a server that a session keeper holds: no probe and no handshake (the keeper
     did both when it started the server); the era and version are the keeper's, and so is the
     first tools listing (HeldSession)."""
-    transport = KeeperTransport(socket_path, keeper_name, server, timeout)
+    transport = KeeperTransport(socket_path, keeper_name, server, timeout, reach)
     hooks = hooks or ClientHooks()
     session = HeldSession(transport, name=server, timeout=timeout, hooks=hooks)
     # set before the connection starts: a list_changed may follow the attach reply at once

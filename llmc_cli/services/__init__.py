@@ -28,7 +28,7 @@ _WHERE = {
         "llmc_cli.services.reads": "Read read_decision server_tools",
         "llmc_cli.services.sandbox": "Launched launch protect protected_paths launch_specs",
         "llmc_cli.services.catalogs": (
-            "READ_KINDS builtin_servers open_catalog usable_servers visible_items visible_offered visible_tools"
+            "READ_KINDS builtin_servers open_catalog server_reach usable_servers visible_items visible_offered visible_tools"
         ),
         "llmc_cli.services.scanning": "scan_servers",
         "llmc_cli.services.search": "Match ToolIndex searchable_tools",
@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its modul
         READ_KINDS,
         builtin_servers,
         open_catalog,
+        server_reach,
         usable_servers,
         visible_items,
         visible_offered,
@@ -84,6 +85,7 @@ __all__ = [
     "READ_KINDS",
     "builtin_servers",
     "open_catalog",
+    "server_reach",
     "protect",
     "protected_paths",
     "launch_specs",

@@ -17,12 +17,11 @@ read time against the TTL configured now (store/results.py)."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from typing import TYPE_CHECKING, Any
 
 from llmc_cli import policy
-from llmc_cli.model import JSONObject, ServerSpec, Tool, ToolCall, canonical_json, hmac_sha256, sha256
+from llmc_cli.model import JSONObject, ServerSpec, Tool, ToolCall, canonical_json, sha256
 from llmc_cli.policy import effective_hints, glob_match
 
 if TYPE_CHECKING:
@@ -85,20 +84,9 @@ def key(
 
 
 def reach(spec: ServerSpec, secret: bytes) -> str:
-    """How a server is reached, as the catalog runs it (command, environment, directory, URL,
-    headers, builtin options: ${VAR}s expanded), under an HMAC with `secret` (the approval key):
-    the values may be secrets, and an entry's name is a file name anyone may read."""
-    how = {
-        "command": spec.command,
-        "env": dict(spec.env),
-        "cwd": spec.cwd,
-        "url": spec.url,
-        "headers": dict(spec.headers),
-        "builtin": spec.builtin,
-        "options": dict(spec.options),
-    }
-    text = json.dumps(how, sort_keys=True, ensure_ascii=False, default=repr)
-    return hmac_sha256(secret, text.encode("utf-8", "surrogatepass"))
+    """How a server is reached, as the catalog runs it (ServerSpec.reach: ${VAR}s expanded, under
+    an HMAC with `secret`, the approval key): an entry's name is a file name anyone may read."""
+    return spec.reach(secret)
 
 
 def profile_identity(profile: LoadedProfile) -> str:

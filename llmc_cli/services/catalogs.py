@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from llmc_cli import keeper, policy, services
 from llmc_cli.catalog import Catalog, ConnectOptions, ServerFailure
-from llmc_cli.config.profiles import LoadedProfile
+from llmc_cli.config.profiles import LoadedProfile, usable_specs
 from llmc_cli.config.secrets import Masker, environment_secrets, is_secret_name
 from llmc_cli.errors import ConfigError, ConnectionFailed, LlmcError, SessionHoldsServers, UsageError
 from llmc_cli.guard.clearance import cleared
@@ -71,14 +71,16 @@ def open_catalog(
     if adhoc is None and profile is None:
         raise ValueError("open_catalog needs a profile or an ad-hoc server")
     held: tuple[str, str] | None = None  # the keeper's socket and session, when it holds the servers
+    reach: dict[str, str] | None = None  # how this command would reach each of them (server_reach)
     unusable: dict[str, ConfigError] = {}  # servers of the profile that cannot be configured
     if launched is not None:
         specs, unusable = launched.specs, launched.unusable
     elif session:
         if adhoc:
             raise SessionHoldsServers(session)
+        reach = server_reach(profile, only)
         if first and (not only or first in only):
-            attached = _attach_first(session, first, only, hooks, on_stderr, timeout)
+            attached = _attach_first(session, first, only, hooks, on_stderr, timeout, reach)
             if attached is not None:
                 return attached
         path, specs = keeper.held_specs(session, only)
@@ -98,8 +100,27 @@ def open_catalog(
         stores=None if held else client_stores(),
         unusable=unusable,
         mask=_secret_mask(profile, specs),
+        reach=reach,
     )
     return Catalog(specs, options, started=launched.started if launched is not None else None)
+
+
+def server_reach(profile: LoadedProfile | None, only: tuple[str, ...] = (), adhoc: ServerSpec | None = None) -> dict[str, str]:
+    """How each server (the ad-hoc one, or the profile's, or those in `only`) is reached now, by
+    name (ServerSpec.reach under the approval key): a session keeper is told this of the servers
+    it starts, and a command run in the session tells it the same of the server it attaches to.
+    A keeper serves a server only to a command that would reach it the same way: with another
+    token in its env or headers it would be another account's server. A server this profile
+    cannot configure (an unset ${VAR}) or does not have makes no claim: the keeper's is used."""
+    if adhoc is not None:
+        specs = [adhoc]
+    elif profile is None:
+        return {}
+    else:
+        held = [name for name in only if name in profile.profile.servers]  # a name it lacks: the keeper's
+        specs = usable_specs(profile, held)[0] if held or not only else []
+    key = policy.approval_key() if specs else b""
+    return {spec.name: spec.reach(key) for spec in specs}
 
 
 def _secret_mask(profile: LoadedProfile | None, specs: list[ServerSpec]) -> Callable[[str], str]:
@@ -128,13 +149,14 @@ def _attach_first(
     hooks: ClientHooks | None,
     on_stderr: Callable[[str, str], None] | None,
     timeout: float | None,
+    reach: dict[str, str],
 ) -> Catalog | None:
     """The keeper's catalog with `first` attached, its other servers taken from the attach
     reply; None when that does not work out (the keeper holds no server of that name, is not
     running, or is too old to list its servers): then the status request says why, or what."""
     path = str(keeper.socket_path(session))
     guess = ServerSpec(name=first, timeout=timeout or 60.0, description=f"held by session {session}")
-    catalog = Catalog([guess], ConnectOptions(hooks, builtin_servers(), on_stderr, keeper=(path, session)))
+    catalog = Catalog([guess], ConnectOptions(hooks, builtin_servers(), on_stderr, keeper=(path, session), reach=reach))
     try:
         attached = catalog.session(first)
     except (UsageError, ConnectionFailed):

@@ -98,7 +98,8 @@ def test_another_clearance_concludes_on_its_own(toolbox: Toolbox) -> None:
     mine, other = toolbox.clearance_of(None), "public"
     assert toolbox.conclusions(mine) is toolbox.conclusions(mine)
     assert toolbox.conclusions(other) is not toolbox.conclusions(mine)
-    assert "result" in call(toolbox, "sdk.add", {"a": 1, "b": 2}, clearance=other)
+    # sdk is above "public": answered as a tool that does not exist, concluded under "public"
+    assert call(toolbox, "sdk.add", {"a": 1, "b": 2}, clearance=other)["error"]["message"] == "Unknown tool: sdk.add"
     assert toolbox.conclusions(other).cleared_for == "public"
     assert toolbox.conclusions(mine).cleared_for is None  # nothing of this clearance was called yet
 
