@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
+from llmc_cli.mcp import transports
 from llmc_cli.mcp.transports import stdio
 
 PEERS = (Path(__file__).parent / "peers").resolve()
@@ -192,9 +193,19 @@ class _InThisProcess(_REAL):
 @contextlib.contextmanager
 def peers_in_threads() -> Iterator[None]:
     """For the block, llmc in this process serves the THREADED peers over stdio in threads."""
-    saved = stdio.StdioTransport
-    stdio.StdioTransport = _InThisProcess  # type: ignore[misc]
+    # mcp/client.py makes its transport as `transports.StdioTransport`, a lazy name the package
+    # keeps once asked (llmc_cli.lazy_names): replaced there too, and put back as it was (not
+    # asked yet: not kept), or a first ask inside the block would keep the stand-in for the
+    # rest of the test process, and a gateway or keeper started in it later would run its
+    # peers as threads (tests/gateway/test_upstream_sharing.py counts their processes).
+    namespace = vars(transports)
+    saved, kept = stdio.StdioTransport, namespace.get("StdioTransport")
+    stdio.StdioTransport = namespace["StdioTransport"] = _InThisProcess  # type: ignore[misc]
     try:
         yield
     finally:
         stdio.StdioTransport = saved  # type: ignore[misc]
+        if kept is None:
+            namespace.pop("StdioTransport", None)
+        else:
+            namespace["StdioTransport"] = kept

@@ -52,3 +52,21 @@ def test_nothing_is_left_behind(isolated_dirs) -> None:
         llmc("call", *tool.split(), "--stdio", SDK)
     assert settled(lambda: not peer_threads()), peer_threads()
     assert settled(lambda: open_fds() <= fds), (open_fds(), fds)
+
+
+def test_the_stand_in_ends_with_the_run(isolated_dirs) -> None:
+    """After an llmc() run, llmc in this process starts real processes again (a gateway or a
+    keeper started in the test process later counts them), however the run first asked for the
+    transport: the package's lazy name, not asked yet or kept already."""
+    from llmc_cli.mcp import transports
+    from llmc_cli.mcp.transports import stdio
+
+    real = stdio.StdioTransport
+    for kept in (False, True):
+        vars(transports).pop("StdioTransport", None)
+        if kept:
+            assert transports.StdioTransport is real
+        assert llmc("call", "echo", "message=x", "--stdio", SDK).returncode == 0
+        assert stdio.StdioTransport is real
+        assert vars(transports).get("StdioTransport", real) is real
+        assert transports.StdioTransport is real
