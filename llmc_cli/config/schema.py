@@ -220,6 +220,9 @@ class PrincipalConfig:
     # (past it, its own least recently used idle session ends) and requests it may have in flight.
     max_sessions: int | None = field(default=None, metadata=_POSITIVE)
     max_requests: int | None = field(default=None, metadata=_POSITIVE)
+    # Its own calls per minute (tools/call, resources/read, prompts/get), counted beside the
+    # profile's [policy] calls_per_minute, which every principal of the profile shares.
+    calls_per_minute: int | None = field(default=None, metadata=_POSITIVE)
     # The highest classification of server this principal may see (unset: [serve] clearance).
     clearance: Level | None = None
 
@@ -257,6 +260,7 @@ class ServeOAuthConfig:
     # Each OAuth principal's share of the gateway, as [serve.principals.NAME] has (None: the defaults).
     max_sessions: int | None = field(default=None, metadata=_POSITIVE)
     max_requests: int | None = field(default=None, metadata=_POSITIVE)
+    calls_per_minute: int | None = field(default=None, metadata=_POSITIVE)
 
     def __post_init__(self) -> None:
         unsafe = [a for a in self.algorithms if a not in ("RS256", "RS384", "RS512", "ES256", "ES384", "PS256")]

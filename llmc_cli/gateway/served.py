@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
 
 class ServedHost(Protocol):
-    """The toolbox a host is served from, its upstream connections, the clearance its principal
-    has, whose cached results are its own, and what the audit trail records of it."""
+    """The toolbox a host is served from, its upstream connections, its principal and the
+    clearance it has, whose cached results are its own, and what the audit trail records of it."""
 
     @property
     def toolbox(self) -> Toolbox: ...
@@ -29,6 +29,9 @@ class ServedHost(Protocol):
 
     @property
     def clearance(self) -> str | None: ...
+
+    @property
+    def principal(self) -> str | None: ...  # whose own rate limit its calls count against
 
     @property
     def cache_scope(self) -> str: ...
@@ -60,4 +63,5 @@ def pipeline(
         confirm=confirm,
         clearance=host.clearance,
         conclusions=toolbox.conclusions(host.clearance),
+        rate_share=toolbox.rate_share(host.principal),
     )

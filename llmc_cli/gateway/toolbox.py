@@ -155,6 +155,16 @@ class Toolbox:
             known = self._conclusions.setdefault(clearance, Conclusions())
         return known
 
+    def rate_share(self, principal: str | None) -> tuple[str, int] | None:
+        """A principal's own calls per minute, by its name: `[serve.principals.NAME]`'s, or for an
+        OAuth principal `[serve.oauth]`'s (each counted apart); None: none set."""
+        if principal is None:
+            return None
+        own = (self.serve.principals or {}).get(principal)
+        oauth = self.serve.oauth if principal.startswith("oauth:") else None
+        limit = own.calls_per_minute if own is not None else oauth.calls_per_minute if oauth is not None else None
+        return (principal, limit) if limit else None
+
     def clearance_of(self, principal: str | None) -> str:
         """The clearance of a host of this principal (guard/clearance.py): servers above it are
         not offered, listed or called."""

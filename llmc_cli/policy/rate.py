@@ -16,11 +16,14 @@ if TYPE_CHECKING:
 WINDOW_SECONDS = 60.0
 
 
-def acquire_rate(profile_name: str, qualified: str, config: PolicyConfig, windows: RateWindows) -> None:
-    """Count this call against the profile's and the tool's per-minute limits in `windows`.
-    PolicyDenied with a retry-after hint when a limit is reached; nothing is counted then. A call
-    no limit applies to touches no store."""
-    limits: list[tuple[str, int]] = []
+def acquire_rate(
+    profile_name: str, qualified: str, config: PolicyConfig, windows: RateWindows, share: tuple[str, int] | None = None
+) -> None:
+    """Count this call against the profile's and the tool's per-minute limits in `windows`, and
+    against the caller's own `share` (a gateway principal's: its name and limit). PolicyDenied
+    with a retry-after hint when a limit is reached; nothing is counted then. A call no limit
+    applies to touches no store."""
+    limits: list[tuple[str, int]] = [(f"principal:{share[0]}", share[1])] if share is not None else []
     if config.calls_per_minute:
         limits.append((f"profile:{profile_name}", config.calls_per_minute))
     for pattern, limit in config.tool_calls_per_minute.items():

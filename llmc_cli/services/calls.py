@@ -84,7 +84,8 @@ class Invocation:
     (guard/clearance.py); None: the default of its kind ([policy] clearance for a person, the
     model's for anyone else). conclusions: what its calls conclude alike (Conclusions), shared
     with the other invocations of the same profile, caller, clearance and inspection (the
-    gateway's host calls); None: its own."""
+    gateway's host calls); None: its own. rate_share: the caller's own calls per minute beside
+    the profile's (a gateway principal's: its name and limit); None: none of its own."""
 
     def __init__(
         self,
@@ -104,6 +105,7 @@ class Invocation:
         inspection: tuple[Inspector, ...] | None = None,
         clearance: str | None = None,
         conclusions: Conclusions | None = None,
+        rate_share: tuple[str, int] | None = None,
     ) -> None:
         self.profile = profile
         self.state = state
@@ -120,6 +122,7 @@ class Invocation:
         self.host_session = host_session
         self.inspection = inspection
         self.clearance = clearance
+        self.rate_share = rate_share
         self.conclusions = Conclusions() if conclusions is None else conclusions
         self.verdicts = self.conclusions.verdicts  # the policy's conclusions on this command's tools (policy.decide)
         self.cleared_servers = self.conclusions.cleared_servers  # whether cleared_for may use each server (clearance_denial)

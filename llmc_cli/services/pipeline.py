@@ -317,8 +317,9 @@ class Pipeline:
         config = profile.profile.policy
         try:
             interrupts.check()  # a batch's call not yet started when the command was interrupted
-            if config.calls_per_minute or config.tool_calls_per_minute:  # else no limit applies
-                policy.acquire_rate(profile.name, request.qualified_name, config, self.context.state.rate_windows)
+            share = self.context.rate_share
+            if config.calls_per_minute or config.tool_calls_per_minute or share:  # else no limit applies
+                policy.acquire_rate(profile.name, request.qualified_name, config, self.context.state.rate_windows, share)
         except (PolicyDenied, ConfigError) as exc:  # limit reached, or the count could not be stored: not run
             calls.close_call(self.log, authorized, {"outcome": "denied", "rule": exc.details.get("rule"), "reason": exc.message})
             raise
@@ -424,12 +425,14 @@ def host_calls(
     host_session: str | None = None,
     clearance: str | None = None,
     conclusions: Conclusions | None = None,
+    rate_share: tuple[str, int] | None = None,
 ) -> Pipeline:
     """The pipeline of one MCP host's call or read through the gateway (`serve`): calls a model
     chose, on the served profile's state and audit trail, recorded with the host's identity
     (`client`); `confirm` asks the host's user, when it can (`interactive`). `host_session`: the
     host session a `per_session` server's cached results belong to. `conclusions`: shared by
-    every host call of this profile and clearance (Invocation)."""
+    every host call of this profile and clearance (Invocation). `rate_share`: the host's
+    principal's own calls per minute (Invocation)."""
     context = Invocation(
         profile=profile,
         state=state,
@@ -443,5 +446,6 @@ def host_calls(
         host_session=host_session,
         clearance=clearance,
         conclusions=conclusions,
+        rate_share=rate_share,
     )
     return Pipeline(catalog, context)
