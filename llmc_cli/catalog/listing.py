@@ -4,6 +4,7 @@ to many servers at once (each), where one dead server never blocks the others.""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any, TypeVar
@@ -38,13 +39,28 @@ class ToolLists:
         # Servers that announced notifications/tools/list_changed since the result cache last
         # looked (services/caching.py drops their cached results).
         self.changed: set[str] = set()
+        # When each listing of a 2026-07-28 server goes stale (its ttlMs); expire() drops those
+        # that have. An initialize-era listing stays until the server announces a change.
+        self.stale_at: dict[str, float] = {}
 
     def of(self, server: str, session: Callable[[str], ClientSession]) -> list[Tool]:
         """The server's tools, listed through `session(server)` the first time."""
         if server not in self.by_server:
-            raw = session(server).list_tools()
+            raw, fresh_for = session(server).list_tools_fresh()
             self.by_server[server] = [Tool.from_mcp(server, t) for t in raw]
+            if fresh_for is not None:
+                self.stale_at[server] = time.monotonic() + fresh_for
         return self.by_server[server]
+
+    def expire(self) -> None:
+        """Drop the listings whose freshness ran out (2026-07-28 utilities/caching: the client
+        checks freshness when it needs the data and re-fetches a stale list): the next listing
+        asks those servers again. For a long-lived caller's listings (the gateway's hosts), not
+        a call's lookup of its tool, which uses the listing held."""
+        now = time.monotonic()
+        for server, stale_at in list(self.stale_at.items()):
+            if now >= stale_at:
+                self.forget(server)
 
     def find(self, server: str, name: str, session: Callable[[str], ClientSession]) -> Tool | None:
         """The server's tool of that name (the first of it), listed the first time, found by one
@@ -62,6 +78,7 @@ class ToolLists:
         """The next listing asks the server again."""
         self.by_server.pop(server, None)
         self._named.pop(server, None)
+        self.stale_at.pop(server, None)
 
     def names(self) -> dict[str, list[str]]:
         """The tool names of every server listed so far (for the caller's cache)."""

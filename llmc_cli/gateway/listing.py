@@ -33,8 +33,10 @@ class Listings:
 
     def tools(self, clearance: str | None = None) -> list[Tool]:
         """The tools a host sees: allowed by the policy, of the servers its `clearance` covers
-        and, with a lock, pinned as they are now."""
+        and, with a lock, pinned as they are now. A 2026-07-28 server's listing whose ttlMs ran
+        out is asked again (a host lists seldom; a call uses the listing held)."""
         self.outages.revive()
+        self.catalog.tools.expire()
         allowed, _hidden, failures = services.visible_tools(self.catalog, self.profile, clearance=clearance)
         self.outages.report(failures)
         self.routes.names.assign("tool", ((t.server, t.name) for t in allowed), self.routes.reserved)

@@ -302,13 +302,13 @@ class HeldSession(ClientSession):
 
     keeper_listing_used = False  # only ever set (from the reader thread too): no lock needed
 
-    def list_tools(self) -> list[JSONObject]:
+    def list_tools_fresh(self) -> tuple[list[JSONObject], float | None]:
         attached = getattr(self.transport, "attached", None)
         if not self.keeper_listing_used:
             self.keeper_listing_used = True
             if isinstance(attached, AttachReply) and attached.tools is not None:
-                return attached.tools
-        return super().list_tools()
+                return attached.tools, None  # the keeper hears the server's changes (its listen stream)
+        return super().list_tools_fresh()
 
     def listing_changed(self, then: Callable[[str], None] | None, method: str) -> None:
         if method == "notifications/tools/list_changed":

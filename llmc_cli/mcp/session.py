@@ -234,7 +234,15 @@ class ClientSession:
 
     def list_all(self, method: str, key: str, params: JSONObject | None = None) -> list[JSONObject]:
         """Every page of a paginated list method. A repeated cursor is a lying server."""
+        return self.list_pages(method, key, params)[0]
+
+    def list_pages(self, method: str, key: str, params: JSONObject | None = None) -> tuple[list[JSONObject], float | None]:
+        """Every page of a paginated list method, and how many seconds the list stays fresh:
+        the shortest `ttlMs` of its pages (2026-07-28 utilities/caching: absent or negative is
+        0, stale at once), or None when no page has one (the initialize era: fresh until the
+        server announces a change). A repeated cursor is a lying server."""
         items: list[JSONObject] = []
+        ttls: list[float] = []
         seen: set[str] = set()
         cursor: str | None = None
         for _ in range(MAX_PAGES):
@@ -243,9 +251,12 @@ class ClientSession:
             if not isinstance(batch, list):
                 raise ProtocolError(f"{self.name}: {method} result has no '{key}' list")
             items.extend(x for x in batch if isinstance(x, dict))
+            if self.era == "modern":
+                ttl = page.get("ttlMs")
+                ttls.append(max(ttl, 0) / 1000 if isinstance(ttl, (int, float)) and not isinstance(ttl, bool) else 0.0)
             next_cursor = page.get("nextCursor")
             if not next_cursor:
-                return items
+                return items, min(ttls) if ttls else None
             if not isinstance(next_cursor, str):
                 raise ProtocolError(f"{self.name}: {method} returned a nextCursor that is not a string")
             cursor = next_cursor
@@ -255,7 +266,11 @@ class ClientSession:
         raise ProtocolError(f"{self.name}: {method} returned more than {MAX_PAGES} pages")
 
     def list_tools(self) -> list[JSONObject]:
-        return self.list_all("tools/list", "tools")
+        return self.list_tools_fresh()[0]
+
+    def list_tools_fresh(self) -> tuple[list[JSONObject], float | None]:
+        """The server's tools and the seconds they stay fresh (list_pages)."""
+        return self.list_pages("tools/list", "tools")
 
     def call_tool(
         self, name: str, arguments: JSONObject, *, timeout: float | None = None, meta: JSONObject | None = None

@@ -18,7 +18,7 @@ from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.model import ServerSpec
 from llmc_cli.services import tools as tool_names
 from llmc_cli.services.tools import ToolResolver
-from tests.mcp.scripted_peer import ScriptedPeer
+from tests.mcp.scripted_peer import ScriptedPeer, modern_discover
 
 
 def lists(*names: str) -> ScriptedPeer:
@@ -191,3 +191,33 @@ def test_a_tool_is_found_by_name_in_the_listing_it_belongs_to(peers: dict[str, S
         again = catalog.find_tool("a", "x")
         assert again is not None and again is not first and again is catalog.tools_of("a")[0]
         assert listings(twice["a"]) == 2
+
+
+def test_a_listing_goes_stale_when_its_ttl_runs_out() -> None:
+    """2026-07-28 utilities/caching: a tools/list result is fresh for its ttlMs (absent or
+    negative: 0, stale at once); an initialize-era listing stays until the server announces a
+    change. ToolLists.expire() (what the gateway does before a host's listing) drops the stale
+    ones, so the next listing asks those servers again; a call's lookup uses the listing held."""
+
+    def modern(ttl: Any) -> ScriptedPeer:
+        def tools_list(peer: ScriptedPeer, message: dict[str, Any]) -> None:
+            page: dict[str, Any] = {"tools": [{"name": "x", "inputSchema": {"type": "object"}}], "resultType": "complete"}
+            if ttl is not None:
+                page["ttlMs"] = ttl
+            peer.reply(message, page)
+
+        return ScriptedPeer({"server/discover": modern_discover, "tools/list": tools_list})
+
+    peers = {"day": modern(86_400_000), "zero": modern(0), "none": modern(None), "negative": modern(-5), "old": lists("x")}
+    with catalog_of(peers) as catalog:
+        for _ in range(2):
+            catalog.list_tools()
+            assert routing.find_tool(catalog, "zero", "x") is not None  # a lookup: the listing held
+            catalog.tools.expire()
+        assert {name: listings(peer) for name, peer in peers.items()} == {
+            "day": 1,
+            "zero": 2,
+            "none": 2,
+            "negative": 2,
+            "old": 1,
+        }
