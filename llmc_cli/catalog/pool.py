@@ -11,7 +11,6 @@ import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import replace
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from llmc_cli.errors import ConnectionFailed, LlmcError, UsageError
@@ -100,7 +99,7 @@ class Pool:
                 stderr = self._stderr_of(server)
                 hooks = self.options.hooks or ClientHooks()
                 if self.on_changed is not None:
-                    hooks = replace(hooks, on_list_changed=partial(self.on_changed, server))
+                    hooks = replace(hooks, on_list_changed=self.on_changed)
                 # a refusal is no failure of the server: raised on entering, not kept in failed
                 with self.options.admit(server) if self.options.admit is not None else contextlib.nullcontext():
                     self._connect(server, spec, hooks, stderr)

@@ -160,7 +160,7 @@ class Catalog:
             self.tools.forget(server)
         hooks = self.pool.options.hooks
         if hooks and hooks.on_list_changed:
-            hooks.on_list_changed(method)
+            hooks.on_list_changed(server, method)
 
     # -- listing ---------------------------------------------------------------------------------
 

@@ -30,4 +30,7 @@ class Host(Protocol):
     @property
     def subscriptions(self) -> Changes: ...
 
+    @property
+    def clearance(self) -> str | None: ...  # servers above it are neither shown nor signalled
+
     def ask_client(self, method: str, params: JSONObject, send: Send, timeout: float = 600.0) -> JSONObject: ...

@@ -1,7 +1,8 @@
 """The upstream side of what hosts listen for, shared by every host connection of a toolbox: a
 resource is subscribed upstream while at least one host is subscribed to it (an upstream
 connection may be shared), an upstream's resource update reaches the hosts subscribed to it
-through that connection, and an upstream's list change reaches every host connection."""
+through that connection, and an upstream's list change reaches the host connections that may see
+that server through that connection."""
 
 from __future__ import annotations
 
@@ -9,22 +10,26 @@ import threading
 import weakref
 from typing import TYPE_CHECKING
 
+from llmc_cli import policy
 from llmc_cli.errors import LlmcError
 from llmc_cli.gateway.relay import forward
+from llmc_cli.guard.clearance import cleared
 from llmc_cli.mcp.messages import object_at
 from llmc_cli.mcp.versions import MODERN_VERSIONS
 from llmc_cli.model import JSONObject
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
+    from llmc_cli.config.profiles import LoadedProfile
     from llmc_cli.gateway.host import Host
 
 LIST_CHANGED = ("notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed")
 
 
 class Subscribers:
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: Catalog, profile: LoadedProfile) -> None:
         self.catalog = catalog  # the shared upstream connections
+        self.profile = profile  # whose clearances and policy say which hosts hear of which server
         self.connections: weakref.WeakSet[Host] = weakref.WeakSet()  # every open host connection: for list_changed
         self._lock = threading.Lock()
         # (upstream catalog, server, upstream URI) -> the host connections subscribed to it: an
@@ -98,8 +103,18 @@ class Subscribers:
         for server, host in targets:
             host.subscriptions.updated(server, params)
 
-    def list_changed(self, method: str) -> None:
-        if method not in LIST_CHANGED:
+    def list_changed(self, server: str, method: str, source: Catalog) -> None:
+        """A server's list changed on `source`'s connection. A host hears it only if it may see
+        that server (within its clearance; a server the policy denies as a whole shows nothing)
+        and, for a principal's or a host session's own connection, only if that connection
+        serves it: one principal's upstream does not signal another's hosts. A change on the
+        shared connections is what every host's listing is made of: all the others hear it."""
+        profile = self.profile.profile
+        if method not in LIST_CHANGED or policy.whole_server_denial(server, profile.policy) is not None:
             return
         for connection in list(self.connections):
+            if not cleared(profile, server, connection.clearance):
+                continue
+            if source is not self.catalog and connection.upstreams.serving(server) is not source:
+                continue
             connection.subscriptions.changed(method)

@@ -71,7 +71,7 @@ class Toolbox:
         self.hooks = ClientHooks(
             on_progress=self.relay.progress,
             on_log=self.relay.log,
-            on_list_changed=lambda method: self.subscribers.list_changed(method),
+            on_list_changed=lambda server, method: self.subscribers.list_changed(server, method, self.catalog),
             on_resource_updated=lambda params: self.subscribers.resource_updated(params, self.catalog),
             elicit=self.relay.elicit,
             sample=self.relay.sample,
@@ -97,7 +97,7 @@ class Toolbox:
         # for the gateway's life: read once, not on every call.
         self.masker = Masker(environment_secrets(profile.profile))
         self.states = RequestStates()  # 2026-07-28 requestState, sealed for one call of one principal
-        self.subscribers = Subscribers(self.catalog)  # resource subscriptions upstream; list changes to every host
+        self.subscribers = Subscribers(self.catalog, profile)  # resource subscriptions upstream; list changes to hosts
         self.outages = Outages(self.catalog)  # an upstream unavailable: said once; started again on next use
         self.routes = Routes(
             names,
@@ -126,7 +126,11 @@ class Toolbox:
         see), the parent's to the rest; each of its own starts on first use, after `admit` let
         it (Catalog.for_host). The caller closes it."""
         holder: list[Catalog] = []
-        hooks = replace(self.hooks, on_resource_updated=lambda params: self.subscribers.resource_updated(params, holder[0]))
+        hooks = replace(
+            self.hooks,
+            on_list_changed=lambda server, method: self.subscribers.list_changed(server, method, holder[0]),
+            on_resource_updated=lambda params: self.subscribers.resource_updated(params, holder[0]),
+        )
         holder.append((parent or self.catalog).for_host(hooks, own, admit))
         return holder[0]
 

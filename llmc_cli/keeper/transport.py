@@ -310,11 +310,11 @@ class HeldSession(ClientSession):
                 return attached.tools, None  # the keeper hears the server's changes (its listen stream)
         return super().list_tools_fresh()
 
-    def listing_changed(self, then: Callable[[str], None] | None, method: str) -> None:
+    def listing_changed(self, then: Callable[[str, str], None] | None, server: str, method: str) -> None:
         if method == "notifications/tools/list_changed":
             self.keeper_listing_used = True
         if then is not None:
-            then(method)
+            then(server, method)
 
 
 def attach(

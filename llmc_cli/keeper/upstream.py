@@ -264,7 +264,7 @@ class Upstream:
         for client in list(self.clients):
             client.send(jsonrpc.notification("notifications/message", params))
 
-    def _list_changed(self, method: str) -> None:
+    def _list_changed(self, _server: str, method: str) -> None:
         if method == "notifications/tools/list_changed":
             self._tools_changed()  # before the clients are counted: see Keeper._attach
         for client in list(self.clients):

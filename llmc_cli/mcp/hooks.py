@@ -31,7 +31,8 @@ class ClientHooks:
 
     on_progress: Callable[[JSONObject], None] | None = None
     on_log: Callable[[JSONObject], None] | None = None
-    on_list_changed: Callable[[str], None] | None = None
+    # (server name, method): a notifications/*/list_changed of the named server
+    on_list_changed: Callable[[str, str], None] | None = None
     on_resource_updated: Callable[[JSONObject], None] | None = None  # notifications/resources/updated params
     # elicitation/create params -> ElicitResult ({"action": "accept"|"decline"|"cancel", ...})
     elicit: Callable[[JSONObject], JSONObject] | None = None

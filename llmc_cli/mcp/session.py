@@ -472,7 +472,7 @@ class ClientSession:
                 self.hooks.on_log(params)
         elif method.endswith("/list_changed"):
             if self.hooks.on_list_changed:
-                self.hooks.on_list_changed(method)
+                self.hooks.on_list_changed(self.name, method)
         elif method == "notifications/resources/updated" and self.hooks.on_resource_updated:
             self.hooks.on_resource_updated(params)
         elif method == "notifications/subscriptions/acknowledged" and self.hooks.on_acknowledged:

@@ -118,8 +118,8 @@ def test_list_changed_drops_the_listing_and_tells_the_result_cache(peers: dict[s
     told: list[str] = []
     heard = threading.Event()
 
-    def on_list_changed(method: str) -> None:
-        told.append(method)
+    def on_list_changed(server: str, method: str) -> None:
+        told.append(f"{server} {method}")
         heard.set()
 
     hooks = ClientHooks(on_list_changed=on_list_changed)
@@ -127,7 +127,7 @@ def test_list_changed_drops_the_listing_and_tells_the_result_cache(peers: dict[s
         catalog.tools_of("a")
         peers["a"].send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         assert heard.wait(5)  # the caller's own hook runs after the catalog's
-        assert told == ["notifications/tools/list_changed"]
+        assert told == ["a notifications/tools/list_changed"]  # named by the server that sent it
         assert catalog.tools_changed == {"a"} and catalog.tools.names() == {}
         catalog.tools_of("a")
         assert listings(peers["a"]) == 2

@@ -79,11 +79,17 @@ def test_a_change_announced_after_the_attach_makes_its_listing_stale(keepers: Ke
     growing_server(keepers, log)
     keepers.start("stale", "-s", "g")
     heard: list[str] = []
-    session = attach(str(keepers.sock("stale")), "stale", "g", timeout=30, hooks=ClientHooks(on_list_changed=heard.append))
+    session = attach(
+        str(keepers.sock("stale")),
+        "stale",
+        "g",
+        timeout=30,
+        hooks=ClientHooks(on_list_changed=lambda server, method: heard.append(f"{server} {method}")),
+    )
     try:
         # The listing came with the attach reply; the server then changes its tools.
         assert session.call_tool("grow", {"name": "later"})["content"][0]["text"] == "added later"
-        assert heard == ["notifications/tools/list_changed"]  # the caller's own hook still hears it
+        assert heard == ["g notifications/tools/list_changed"]  # the caller's own hook still hears it
         names = {tool["name"] for tool in session.list_tools()}  # asked of the server, not the stale copy
         assert {"echo", "grow", "later"} <= names
         assert listings(log) == 2  # the keeper's at the attach, and this one
