@@ -170,13 +170,23 @@ class InFlight:
                 return tuple(self._token_of.get(rid) for rid in self._futures)
             return (self._token_of.get(request_id),) if request_id in self._futures else ()
 
-    def resolve(self, reply: Reply) -> None:
-        """Hand a reply to its waiter. A reply to nothing awaited (late after a timeout, a confused
-        server) is dropped."""
+    def resolve(self, reply: Reply) -> bool:
+        """Hand a reply to its waiter; False when nothing awaits its id (late after a timeout, a
+        confused server: the caller judges it)."""
+        rid = reply.get("id")
         with self._lock:
-            future = self._futures.get(reply.get("id"))  # type: ignore[arg-type]
+            # (a JSON true is no id 1, though Python's True == 1)
+            future = self._futures.get(rid) if isinstance(rid, (int, str)) and not isinstance(rid, bool) else None
         if future is not None and not future.done():
             future.set_result(reply)
+        return future is not None
+
+    def fail(self, request_id: int | str, error: BaseException) -> None:
+        """The request's waiter gets `error` instead of a reply."""
+        with self._lock:
+            future = self._futures.get(request_id)
+        if future is not None and not future.done():
+            future.set_exception(error)
 
     def progressed(self, token: object) -> None:
         """A progress notification: the request it belongs to is alive, its deadline moves."""

@@ -25,7 +25,7 @@ from llmc_cli.mcp.inflight import SENDING, DeadlinePassed, Future, InFlight
 from llmc_cli.mcp.messages import ProgressToken, object_at
 from llmc_cli.mcp.transports.base import Transport
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, META_PREFIX, MODERN_VERSIONS, SUPPORTED_VERSIONS, retry_version
-from llmc_cli.model import JSON, JSONObject
+from llmc_cli.model import JSON, JSONObject, clean_line
 
 CLIENT_INFO: JSONObject = {"name": "llmc", "version": __version__}
 MAX_PAGES = 1000  # a server that paginates forever is lying
@@ -63,6 +63,7 @@ class ClientSession:
         self.capabilities: JSONObject = {}
         self.instructions: str | None = None
         self._ids = itertools.count(1)
+        self._last_id = 0  # the highest id sent so far: a reply to a higher one answers nothing sent
         self._inflight = InFlight()
         self._closed_error: LlmcError | None = None
         self._started = False
@@ -195,7 +196,7 @@ class ClientSession:
         error that closed the session. Waiting and timeouts are the original client's business."""
         if self._closed_error is not None:
             raise self._closed_error
-        request_id = next(self._ids)
+        request_id = self._new_id()
         params = message.get("params")
         meta = params.get("_meta") if isinstance(params, dict) else None
         # the relay's own progress token: server->client messages are tied to it (mcp/router.py)
@@ -340,7 +341,7 @@ class ClientSession:
     def _request_once(self, method: str, params: JSONObject | None, timeout: float | None = None) -> JSONObject:
         if self._closed_error is not None:
             raise self._closed_error
-        request_id = next(self._ids)
+        request_id = self._new_id()
         params = dict(params) if params else {}
         given = params.get("_meta")
         meta = dict(given) if isinstance(given, dict) else {}
@@ -433,10 +434,16 @@ class ClientSession:
         except LlmcError:
             pass
 
+    def _new_id(self) -> int:
+        request_id = next(self._ids)
+        self._last_id = max(self._last_id, request_id)
+        return request_id
+
     def _on_message(self, message: JSONObject, related: int | str | None = None) -> None:
         kind = jsonrpc.kind_of(message)
         if kind in ("response", "error"):
-            self._inflight.resolve(message)
+            if not self._inflight.resolve(message):
+                self._unmatched(message)
             return
         method, params = str(message["method"]), object_at(message, "params")  # kind_of: method is a str
         owners = self._owners(method, params, related)
@@ -461,6 +468,25 @@ class ClientSession:
             # on a request's own stream it may only be about that request (transports: MUST relate)
             return (token,) if related is None or self._inflight.owners(related) == (token,) else ()
         return self._inflight.owners(related)
+
+    def _unmatched(self, reply: JSONObject) -> None:
+        """A reply whose id no request awaits. With one request in flight, whose it is can be
+        told: an id echoed as a string ("7" for 7) or an error with a null id (JSON-RPC's reply
+        when the request's id could not be read) is its reply; an id never sent is a server
+        that lies, and the request fails with a protocol error now instead of at its timeout.
+        Otherwise (a reply after its request timed out or was cancelled, or one of several in
+        flight that cannot be told apart) it is dropped."""
+        waiting = self._inflight.ids()
+        if len(waiting) != 1:
+            return
+        (only,) = waiting
+        rid = reply.get("id")
+        if rid == str(only) or (rid is None and "error" in reply):
+            self._inflight.resolve({**reply, "id": only})
+        elif not isinstance(rid, int) or isinstance(rid, bool) or rid > self._last_id:
+            self._inflight.fail(
+                only, ProtocolError(f"{self.name}: answered request id {clean_line(repr(rid))[:80]}, which was never sent")
+            )
 
     def _on_notification(self, method: str, params: JSONObject) -> None:
         if method == "notifications/progress":

@@ -224,3 +224,48 @@ def test_an_error_reply_is_an_rpc_error_with_its_code() -> None:
     with legacy(peer) as session, pytest.raises(RpcError) as caught:
         session.call_tool("bad", {})
     assert (caught.value.code, caught.value.data) == (-32602, {"field": "x"})
+
+
+# -- replies no request awaits --------------------------------------------------------------------------
+
+
+def test_a_reply_to_an_id_never_sent_fails_the_call_at_once() -> None:
+    """A server that answers an id llmc never sent (a lie) fails the one request in flight with
+    a protocol error naming it, not a timeout a minute later."""
+    for wrong in (10_000, "req-1", True, 1.5):
+        peer = ScriptedPeer({"tools/call": lambda p, m, wrong=wrong: p.send({"jsonrpc": "2.0", "id": wrong, "result": TEXT})})
+        with legacy(peer, timeout=600) as session, pytest.raises(ProtocolError) as caught:
+            session.call_tool("x", {})
+        assert f"peer: answered request id {wrong!r}, which was never sent" in caught.value.message
+
+
+def test_a_reply_a_peer_numbered_as_text_or_an_error_without_id_is_the_one_requests() -> None:
+    """Tolerated as the request's own reply when one request is in flight: the id echoed as a
+    string, and an error whose id is null (JSON-RPC: the request's id could not be read)."""
+    echoed = ScriptedPeer({"tools/call": lambda p, m: p.send({"jsonrpc": "2.0", "id": str(m["id"]), "result": TEXT})})
+    with legacy(echoed, timeout=600) as session:
+        assert session.call_tool("x", {}) == TEXT
+    unread = ScriptedPeer(
+        {"tools/call": lambda p, m: p.send({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}})}
+    )
+    with legacy(unread, timeout=600) as session, pytest.raises(RpcError) as caught:
+        session.call_tool("x", {})
+    assert "Parse error" in caught.value.message and caught.value.code == -32700
+
+
+def test_a_late_reply_is_still_dropped() -> None:
+    """A reply to a request that timed out (an id sent before) is no lie: dropped, the next
+    request unharmed."""
+    late: list[dict[str, Any]] = []
+
+    def call(peer: ScriptedPeer, msg: dict[str, Any]) -> None:
+        if msg["params"]["name"] == "slow":
+            late.append(msg)  # answered only during the next call
+            return
+        peer.send({"jsonrpc": "2.0", "id": late[0]["id"], "result": TEXT})
+        peer.reply(msg, {"content": [{"type": "text", "text": "fast"}]})
+
+    with legacy(ScriptedPeer({"tools/call": call}), timeout=0.3) as session:
+        with pytest.raises(TimeoutExpired):
+            session.call_tool("slow", {})
+        assert session.call_tool("fast", {})["content"][0]["text"] == "fast"
