@@ -13,9 +13,9 @@ import time
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from llmc_cli.errors import LlmcError
+from llmc_cli.errors import LlmcError, ProtocolError
 from llmc_cli.mcp.messages import ProgressToken
-from llmc_cli.model import JSONObject
+from llmc_cli.model import JSONObject, clean_line
 
 T = TypeVar("T")
 
@@ -180,6 +180,23 @@ class InFlight:
         if future is not None and not future.done():
             future.set_result(reply)
         return future is not None
+
+    def unmatched(self, reply: Reply, last_sent: int, server: str) -> None:
+        """A reply whose id no request awaits (resolve() said so). With one request in flight it
+        is told: an id echoed as a string ("7" for 7) or an error with a null id (JSON-RPC's when
+        the request's id could not be read) is its reply; an id never sent (above `last_sent`,
+        or no number) fails it now with a protocol error (a lying server), not at its timeout.
+        Otherwise (late after a timeout or a cancellation, or one of several) it is dropped."""
+        waiting = self.ids()
+        if len(waiting) != 1:
+            return
+        (only,) = waiting
+        rid = reply.get("id")
+        if rid == str(only) or (rid is None and "error" in reply):
+            self.resolve({**reply, "id": only})
+        elif not isinstance(rid, int) or isinstance(rid, bool) or rid > last_sent:
+            said = clean_line(repr(rid))[:80]
+            self.fail(only, ProtocolError(f"{server}: answered request id {said}, which was never sent"))
 
     def fail(self, request_id: int | str, error: BaseException) -> None:
         """The request's waiter gets `error` instead of a reply."""

@@ -23,12 +23,12 @@ from llmc_cli.mcp import jsonrpc, messages, observe
 from llmc_cli.mcp.hooks import RELATED_TOKENS, ClientHooks, answer_server_request
 from llmc_cli.mcp.inflight import SENDING, DeadlinePassed, Future, InFlight
 from llmc_cli.mcp.messages import ProgressToken, object_at
+from llmc_cli.mcp.paging import all_pages
 from llmc_cli.mcp.transports.base import Transport
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, META_PREFIX, MODERN_VERSIONS, SUPPORTED_VERSIONS, retry_version
-from llmc_cli.model import JSON, JSONObject, clean_line
+from llmc_cli.model import JSON, JSONObject
 
 CLIENT_INFO: JSONObject = {"name": "llmc", "version": __version__}
-MAX_PAGES = 1000  # a server that paginates forever is lying
 MAX_INPUT_ROUNDS = 8  # input_required round trips for one request
 
 
@@ -234,43 +234,16 @@ class ClientSession:
         self.transport.send(jsonrpc.notification(method, params))
 
     def list_all(self, method: str, key: str, params: JSONObject | None = None) -> list[JSONObject]:
-        """Every page of a paginated list method. A repeated cursor is a lying server."""
         return self.list_pages(method, key, params)[0]
 
     def list_pages(self, method: str, key: str, params: JSONObject | None = None) -> tuple[list[JSONObject], float | None]:
-        """Every page of a paginated list method, and how many seconds the list stays fresh:
-        the shortest `ttlMs` of its pages (2026-07-28 utilities/caching: absent or negative is
-        0, stale at once), or None when no page has one (the initialize era: fresh until the
-        server announces a change). A repeated cursor is a lying server."""
-        items: list[JSONObject] = []
-        ttls: list[float] = []
-        seen: set[str] = set()
-        cursor: str | None = None
-        for _ in range(MAX_PAGES):
-            page = self.request(method, {**(params or {}), **({"cursor": cursor} if cursor else {})})
-            batch = page.get(key)
-            if not isinstance(batch, list):
-                raise ProtocolError(f"{self.name}: {method} result has no '{key}' list")
-            items.extend(x for x in batch if isinstance(x, dict))
-            if self.era == "modern":
-                ttl = page.get("ttlMs")
-                ttls.append(max(ttl, 0) / 1000 if isinstance(ttl, (int, float)) and not isinstance(ttl, bool) else 0.0)
-            next_cursor = page.get("nextCursor")
-            if not next_cursor:
-                return items, min(ttls) if ttls else None
-            if not isinstance(next_cursor, str):
-                raise ProtocolError(f"{self.name}: {method} returned a nextCursor that is not a string")
-            cursor = next_cursor
-            if cursor in seen:
-                raise ProtocolError(f"{self.name}: {method} returned the same cursor twice")
-            seen.add(cursor)
-        raise ProtocolError(f"{self.name}: {method} returned more than {MAX_PAGES} pages")
+        """Every page of a list method, and the seconds the list stays fresh (paging.all_pages)."""
+        return all_pages(self.request, self.name, method, key, params, self.era == "modern")
 
     def list_tools(self) -> list[JSONObject]:
         return self.list_tools_fresh()[0]
 
-    def list_tools_fresh(self) -> tuple[list[JSONObject], float | None]:
-        """The server's tools and the seconds they stay fresh (list_pages)."""
+    def list_tools_fresh(self) -> tuple[list[JSONObject], float | None]:  # and the seconds they stay fresh
         return self.list_pages("tools/list", "tools")
 
     def call_tool(
@@ -443,7 +416,7 @@ class ClientSession:
         kind = jsonrpc.kind_of(message)
         if kind in ("response", "error"):
             if not self._inflight.resolve(message):
-                self._unmatched(message)
+                self._inflight.unmatched(message, self._last_id, self.name)
             return
         method, params = str(message["method"]), object_at(message, "params")  # kind_of: method is a str
         owners = self._owners(method, params, related)
@@ -468,25 +441,6 @@ class ClientSession:
             # on a request's own stream it may only be about that request (transports: MUST relate)
             return (token,) if related is None or self._inflight.owners(related) == (token,) else ()
         return self._inflight.owners(related)
-
-    def _unmatched(self, reply: JSONObject) -> None:
-        """A reply whose id no request awaits. With one request in flight, whose it is can be
-        told: an id echoed as a string ("7" for 7) or an error with a null id (JSON-RPC's reply
-        when the request's id could not be read) is its reply; an id never sent is a server
-        that lies, and the request fails with a protocol error now instead of at its timeout.
-        Otherwise (a reply after its request timed out or was cancelled, or one of several in
-        flight that cannot be told apart) it is dropped."""
-        waiting = self._inflight.ids()
-        if len(waiting) != 1:
-            return
-        (only,) = waiting
-        rid = reply.get("id")
-        if rid == str(only) or (rid is None and "error" in reply):
-            self._inflight.resolve({**reply, "id": only})
-        elif not isinstance(rid, int) or isinstance(rid, bool) or rid > self._last_id:
-            self._inflight.fail(
-                only, ProtocolError(f"{self.name}: answered request id {clean_line(repr(rid))[:80]}, which was never sent")
-            )
 
     def _on_notification(self, method: str, params: JSONObject) -> None:
         if method == "notifications/progress":

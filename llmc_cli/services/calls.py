@@ -62,8 +62,7 @@ class Conclusions:
 class Invocation:
     """Who runs a tool call and how a human may be asked about it: the caller's context, made
     once per command (services.open_calls) or per host call of the gateway (services.host_calls).
-    A plain class, not a dataclass: a call through a keeper is mostly start-up, and creating a
-    dataclass costs about a millisecond at import.
+    A plain class, not a dataclass (a millisecond at import; a keeper's call is mostly start-up).
 
     profile; state: the profile's state (services.open_state), composed once by whoever runs the
     command or the gateway: the rate windows, approvals and result cache every call uses, and the
@@ -82,10 +81,9 @@ class Invocation:
     the inspect stage's inspectors (services/inspect.py), in order; None: the profile's
     (inspectors_for). clearance: the highest server classification this caller may use
     (guard/clearance.py); None: the default of its kind ([policy] clearance for a person, the
-    model's for anyone else). conclusions: what its calls conclude alike (Conclusions), shared
-    with the other invocations of the same profile, caller, clearance and inspection (the
-    gateway's host calls); None: its own. rate_share: the caller's own calls per minute beside
-    the profile's (a gateway principal's: its name and limit); None: none of its own."""
+    model's for anyone else). conclusions: what its calls conclude alike (Conclusions), shared with
+    the other invocations of the same profile, caller, clearance and inspection (the gateway's host
+    calls); None: its own. rate_share: a gateway principal's (name, own calls per minute)."""
 
     def __init__(
         self,
@@ -107,10 +105,7 @@ class Invocation:
         conclusions: Conclusions | None = None,
         rate_share: tuple[str, int] | None = None,
     ) -> None:
-        self.profile = profile
-        self.state = state
-        self.command = command
-        self.caller = caller
+        self.profile, self.state, self.command, self.caller = profile, state, command, caller
         self.interactive = interactive
         self.assume_yes = assume_yes
         self.confirm = confirm
