@@ -83,7 +83,7 @@ def decode(line: str | bytes) -> list[JSONObject]:
         # when the message starts as every UTF-8 one does ("{" or "[", then no NUL)
         text = (
             line.decode("utf-8", "surrogatepass")
-            if isinstance(line, bytes) and line[:1] in b"{[" and line[1:2] != b"\x00"
+            if isinstance(line, bytes) and line.startswith((b"{", b"[")) and line[1:2] != b"\x00"
             else line
         )
         value = json_loads(text) if isinstance(text, str) else json.loads(text)
@@ -103,9 +103,9 @@ def decode(line: str | bytes) -> list[JSONObject]:
         line.count("[") + line.count("{") if isinstance(line, str) else line.count(b"[") + line.count(b"{")
     ) > MAX_MESSAGE_DEPTH:  # only then can it be that deep: most messages are not walked at all
         messages = [bounded for m in messages if (bounded := _bounded(m)) is not None]
-    if (isinstance(line, str) and "\\u" in line) or (
-        isinstance(line, bytes) and b"\\u" in line
-    ):  # only an escape makes a lone surrogate
+    # only an escape makes a lone surrogate (bytes.find, not `in`: CPython 3.11's `bytes in
+    # bytes` tries its operand as an integer first and formats the TypeError it then drops)
+    if ("\\u" in line) if isinstance(line, str) else (line.find(b"\\u") >= 0):
         messages = [_without_lone_surrogates(m) for m in messages]
     return messages
 

@@ -6,6 +6,7 @@ request while two callers' requests are in flight."""
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from typing import Any
@@ -285,3 +286,29 @@ def test_a_reply_too_deep_for_the_parser_is_an_error_for_its_request(line: str, 
 def test_a_message_too_deep_for_the_parser_without_a_request_to_answer_is_not_json_rpc(line: str) -> None:
     with pytest.raises(ProtocolError, match="nested more than 128 levels deep"):
         jsonrpc.decode(line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"jsonrpc":"2.0","id":1,"result":{"t":"Echo: 1"}}',
+        '[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","method":"n"}]',  # a batch
+        ' {"jsonrpc":"2.0","id":2,"result":{}}',  # white space first: json.loads reads the bytes itself
+        '{"jsonrpc":"2.0","id":3,"result":{"t":"a\\ud800b"}}',  # an escaped lone surrogate: an error reply
+        '{"jsonrpc":"2.0","id":4,"result":{"t":"\\u00e9t\\u00e9"}}',  # an escape, no surrogate
+        '{"jsonrpc":"2.0","id":5,"result":{"t":"été"}}',
+    ],
+)
+def test_a_line_decodes_alike_as_bytes_and_as_text(line: str) -> None:
+    # decode checks the bytes it is given with find/startswith, not `in` (3.11's `bytes in bytes`
+    # formats a TypeError it drops): the same messages whichever way the line comes
+    messages = jsonrpc.decode(line)
+    assert jsonrpc.decode(line.encode()) == messages
+    json.dumps(messages, ensure_ascii=False).encode("utf-8")  # no lone surrogate left (it would not encode)
+
+
+@pytest.mark.parametrize("line", ["", "   ", "nope", "[", "\x00{}"])
+def test_a_line_that_is_not_json_fails_alike_as_bytes_and_as_text(line: str) -> None:
+    for raw in (line, line.encode()):
+        with pytest.raises(ProtocolError, match="invalid JSON"):
+            jsonrpc.decode(raw)
