@@ -377,7 +377,8 @@ _FIELD_VALUE_BREAK = re.compile(rb"[\x00\r\n]")  # RFC 9110 5.5: a value MUST NO
 
 
 def _event_stream(fields: list[tuple[bytes, bytes]]) -> bool:
-    return any(name.lower() == b"content-type" and b"text/event-stream" in value.lower() for name, value in fields)
+    # find, not `in`: 3.11's bytes `in` first tries its operand as an int (an error formatted per search)
+    return any(name.lower() == b"content-type" and value.lower().find(b"text/event-stream") >= 0 for name, value in fields)
 
 
 def _tokens(fields: list[bytes]) -> list[bytes]:
