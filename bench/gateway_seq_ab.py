@@ -10,6 +10,8 @@ from contextlib import ExitStack
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gateway_bench as gb
+if len(sys.argv) < 3 or not sys.argv[-1].isdigit() or any(a.startswith("-") for a in sys.argv[1:]):
+    sys.exit(__doc__.strip().splitlines()[-1].strip().replace(".venv/bin/python ", "usage: "))
 trees, n = sys.argv[1:-1], int(sys.argv[-1])
 with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
     callers = {"direct (pipes)": gb.StdioCaller([str(gb.EVERYTHING), "stdio"])}

@@ -14,7 +14,10 @@ before that it is a `JSONObject`. Fields llmc only forwards (tool arguments, str
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal, NotRequired, TypeAlias, TypedDict
+
+from llmc_cli.errors import ProtocolError
 
 # JSON (any JSON value) and JSONObject (a JSON object) live in model.py, below mcp/, so the neutral
 # data there can use them too; re-exported here with the message shapes.
@@ -420,3 +423,40 @@ def request_id(message: JSONObject) -> RequestId | None:
     """A message's `id` when it is one JSON-RPC allows a request to have (a string or a number)."""
     value = message.get("id")
     return value if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+
+
+# -- a list method read to its end (server/utilities/pagination; 2026-07-28 utilities/caching) --
+
+MAX_PAGES = 1000  # a server that paginates forever is lying
+
+
+def all_pages(
+    request: Callable[[str, JSONObject], JSONObject], name: str, method: str, key: str, params: JSONObject | None, modern: bool
+) -> tuple[list[JSONObject], float | None]:
+    """Every page of `method` (`request(method, params)` asks the server `name` for one), and
+    how many seconds the list stays fresh: the shortest `ttlMs` of its pages (absent or negative
+    is 0, stale at once), or None in the initialize era (`modern` False: fresh until the server
+    announces a change). A repeated cursor is a lying server."""
+    items: list[JSONObject] = []
+    ttls: list[float] = []
+    seen: set[str] = set()
+    cursor: str | None = None
+    for _ in range(MAX_PAGES):
+        page = request(method, {**(params or {}), **({"cursor": cursor} if cursor else {})})
+        batch = page.get(key)
+        if not isinstance(batch, list):
+            raise ProtocolError(f"{name}: {method} result has no '{key}' list")
+        items.extend(x for x in batch if isinstance(x, dict))
+        if modern:
+            ttl = page.get("ttlMs")
+            ttls.append(max(ttl, 0) / 1000 if isinstance(ttl, (int, float)) and not isinstance(ttl, bool) else 0.0)
+        next_cursor = page.get("nextCursor")
+        if not next_cursor:
+            return items, min(ttls) if ttls else None
+        if not isinstance(next_cursor, str):
+            raise ProtocolError(f"{name}: {method} returned a nextCursor that is not a string")
+        cursor = next_cursor
+        if cursor in seen:
+            raise ProtocolError(f"{name}: {method} returned the same cursor twice")
+        seen.add(cursor)
+    raise ProtocolError(f"{name}: {method} returned more than {MAX_PAGES} pages")

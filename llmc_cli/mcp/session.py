@@ -22,8 +22,7 @@ from llmc_cli.errors import Cancelled, ConnectionFailed, HttpSessionExpired, Llm
 from llmc_cli.mcp import jsonrpc, messages, observe
 from llmc_cli.mcp.hooks import RELATED_TOKENS, ClientHooks, answer_server_request
 from llmc_cli.mcp.inflight import SENDING, DeadlinePassed, Future, InFlight
-from llmc_cli.mcp.messages import ProgressToken, object_at
-from llmc_cli.mcp.paging import all_pages
+from llmc_cli.mcp.messages import ProgressToken, all_pages, object_at
 from llmc_cli.mcp.transports.base import Transport
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, META_PREFIX, MODERN_VERSIONS, SUPPORTED_VERSIONS, retry_version
 from llmc_cli.model import JSON, JSONObject
@@ -237,7 +236,7 @@ class ClientSession:
         return self.list_pages(method, key, params)[0]
 
     def list_pages(self, method: str, key: str, params: JSONObject | None = None) -> tuple[list[JSONObject], float | None]:
-        """Every page of a list method, and the seconds the list stays fresh (paging.all_pages)."""
+        """Every page of a list method, and the seconds the list stays fresh (messages.all_pages)."""
         return all_pages(self.request, self.name, method, key, params, self.era == "modern")
 
     def list_tools(self) -> list[JSONObject]:
