@@ -113,8 +113,16 @@ class Subscribers:
         if method not in LIST_CHANGED or policy.whole_server_denial(server, profile.policy) is not None:
             return
         for connection in list(self.connections):
-            if not cleared(profile, server, connection.clearance):
-                continue
-            if source is not self.catalog and connection.upstreams.serving(server) is not source:
-                continue
-            connection.subscriptions.changed(method)
+            if cleared(profile, server, connection.clearance) and self._served(connection, server, source):
+                connection.subscriptions.changed(method)
+
+    def _served(self, connection: Host, server: str, source: Catalog) -> bool:
+        """Whether `source` serves this server to the host: the shared connections serve every
+        host's listing; a host's or principal's own only those it serves. Judged on the server's
+        reader thread: a root that cannot say (its connection failed) counts as not serving."""
+        if source is self.catalog:
+            return True
+        try:
+            return connection.upstreams.serving(server) is source
+        except LlmcError:
+            return False
