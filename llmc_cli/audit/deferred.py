@@ -57,7 +57,7 @@ class Deferred:
         if before_action:
             self.record_before_actions([record])
             return
-        size = _result_bytes(record)
+        size = _result_bytes(record) if "result" in record else 0  # ([audit] results) no call for the rest
         with self.queue_lock:
             self.pending.append({"time": now_iso(), **record})
             self.pending_results += size

@@ -56,7 +56,7 @@ class BatchItem:
     def to_json(self) -> JSONObject:
         out: dict[str, Any] = {"id": self.id}
         if self.call is not None:
-            out.update(server=self.call.server, tool=self.call.tool)
+            out["server"], out["tool"] = self.call.server, self.call.tool  # (no keyword arguments to parse)
         if self.error is not None:
             out["error"] = self.error.to_json()
         elif self.result is not None:
@@ -119,11 +119,8 @@ class Batch:
             # a server above the caller's clearance, or a call denied by name: denied when decided,
             # its server never started for it
             context = self.pipeline.context
-            used = {
-                i.call.server
-                for i in self.items
-                if i.call is not None and unstarted_denial(context, i.call.server, i.call.tool) is None
-            }
+            named = {(i.call.server, i.call.tool) for i in self.items if i.call is not None}  # each name judged once
+            used = {server for server, tool in named if unstarted_denial(context, server, tool) is None}
             self.pipeline.catalog.pool.warm_up(sorted(used))
             if self.validate:
                 self._validate()

@@ -15,13 +15,7 @@ from llmc_cli import audit, interrupts, policy, telemetry
 from llmc_cli.catalog import Catalog
 from llmc_cli.config.profiles import LoadedProfile, lock_path
 from llmc_cli.config.secrets import Masker, environment_secrets
-from llmc_cli.errors import (
-    ConfigError,
-    LlmcError,
-    PolicyDenied,
-    RpcError,
-    UsageError,
-)
+from llmc_cli.errors import ConfigError, LlmcError, PolicyDenied, RpcError, UsageError
 from llmc_cli.guard import clearance
 from llmc_cli.mcp.jsonrpc import LONE_SURROGATE, has_lone_surrogate
 from llmc_cli.model import ARGUMENTS_TOO_DEEP, MAX_ARGUMENT_DEPTH, JSONObject, NamedTuple, Tool, ToolCall, arguments_too_deep
@@ -30,8 +24,6 @@ from llmc_cli.policy.approval import Approval, call_text
 from llmc_cli.services import inspect as inspect_stage  # a module attribute: tests replace inspectors_for
 
 if TYPE_CHECKING:
-    from llmc_cli.policy import Decision
-    from llmc_cli.policy.approval import Approval, call_text
     from llmc_cli.services.inspect import Inspector
     from llmc_cli.services.reads import Read
     from llmc_cli.store.chain import AuditRecord, AuditSink
@@ -49,11 +41,13 @@ class Conclusions:
     of it again for every call. Filled as calls need it, from any thread (each value is the same
     whoever works it out first)."""
 
-    __slots__ = ("approval_key", "cleared_for", "cleared_servers", "inspectors", "verdicts")
+    __slots__ = ("approval_key", "cleared_for", "cleared_servers", "inspectors", "named", "verdicts")
 
     def __init__(self) -> None:
         self.verdicts: policy.Verdicts = {}
         self.cleared_servers: dict[str, bool] = {}
+        # (server, tool) -> (the policy, its denial by name or None): used while the policy is that very object
+        self.named: dict[tuple[str, str], tuple[object, Decision | None]] = {}
         self.cleared_for: str | None = None
         self.inspectors: tuple[Inspector, ...] | None = None
         self.approval_key: bytes | None = None
@@ -278,8 +272,12 @@ _NOT_FREE_TEXT = frozenset(
 
 
 def with_base(base: AuditRecord, record: AuditRecord, masker: Masker) -> AuditRecord:
-    """A call's record: its base fields (masked already, Authorization) and `record`'s, masked here."""
-    return {**base, **masked(record, masker)}  # (no typing.cast: a call per record)
+    """A call's record: its base fields (masked already, Authorization) and `record`'s, masked here
+    as masked() masks them, into one copy of the base (not three dicts a record)."""
+    out = dict(base)
+    for k, v in record.items():
+        out[k] = masker.text(v) if k == "tool" and isinstance(v, str) else v if k in _NOT_FREE_TEXT else masker(v)
+    return out  # type: ignore[return-value]  # (no typing.cast: a call per record)
 
 
 def masked(record: AuditRecord, masker: Masker) -> AuditRecord:
@@ -322,7 +320,8 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall, tool: To
         return _authorization(invocation, call, denial, None)
     if tool is None:
         tool = catalog.require_tool(call.server, call.tool)
-    if LONE_SURROGATE.search(canonical) is not None and has_lone_surrogate(call.arguments):  # the text first: one search in C
+    # the text first: an ASCII one (a flag of the string) has none, else one search in C
+    if not canonical.isascii() and LONE_SURROGATE.search(canonical) is not None and has_lone_surrogate(call.arguments):
         # Text no UTF-8 writer accepts (a model's "\\ud800" escape): not checked against path
         # rules, not recorded faithfully, not sent; the record shows it as U+FFFD.
         decision = policy.Decision(
@@ -379,8 +378,15 @@ def clearance_denial(invocation: Invocation, server: str, call_hash: str | None 
 
 def unstarted_denial(invocation: Invocation, server: str, tool: str, call_hash: str | None = None) -> Decision | None:
     """A denial needing nothing of the server, so not started (least privilege): clearance, or the name."""
+    denial = clearance_denial(invocation, server, call_hash)
+    if denial is not None:
+        return denial
     config = invocation.profile.profile.policy
-    return clearance_denial(invocation, server, call_hash) or policy.denied_by_name(f"{server}.{tool}", config, call_hash)
+    known = invocation.conclusions.named.get((server, tool))
+    if known is None or known[0] is not config:  # judged once per name and policy (denied_by_name is pure in them)
+        known = invocation.conclusions.named[(server, tool)] = (config, policy.denied_by_name(f"{server}.{tool}", config))
+    named = known[1]
+    return None if named is None else Decision(named.action, named.rule, named.reason, call_hash)
 
 
 def _authorization(
@@ -388,20 +394,16 @@ def _authorization(
 ) -> Authorization:
     profile = invocation.profile
     telemetry.policy_decision(call.qualified_name, decision.action, decision.rule, invocation.caller)
-    masker = invocation.masker.with_arguments(call.arguments)
-    base = {
-        **audit.identity(),
-        "profile": profile.name,
-        "command": invocation.command,
-        "conversation": invocation.conversation_id,
-        "client": invocation.client,
-        "server": call.server,
-        "tool": call.tool,
-        "arguments": masker(call.arguments),
-        "callHash": decision.call_hash,
-    }
-    present: AuditRecord = {k: v for k, v in base.items() if v is not None}  # type: ignore[assignment]
-    return Authorization(call, decision, present, masker, approval=approval, output_schema=output_schema)
+    masker = invocation.masker.with_arguments(call.arguments)  # then one dict of the fields that have a value
+    base: AuditRecord = {**audit.identity(), "profile": profile.name, "command": invocation.command}  # type: ignore[typeddict-item]
+    if invocation.conversation_id is not None:
+        base["conversation"] = invocation.conversation_id
+    if invocation.client is not None:
+        base["client"] = invocation.client
+    base["server"], base["tool"], base["arguments"] = call.server, call.tool, masker(call.arguments)
+    if decision.call_hash is not None:
+        base["callHash"] = decision.call_hash
+    return Authorization(call, decision, base, masker, approval=approval, output_schema=output_schema)
 
 
 class CacheEntry(NamedTuple):
