@@ -34,19 +34,18 @@ if TYPE_CHECKING:
 class Conclusions:
     """What an invocation concludes once for all of its calls, whatever their arguments: the
     policy's verdicts on its tools (policy.decide; each used only while the tool and the policy
-    are the very objects it was concluded of, so a new listing or policy is judged afresh), which
-    servers its clearance may use, its clearance, its inspectors and its approval key. Its own,
-    or handed in to be shared by invocations of the same profile, caller, clearance and
-    inspection: the gateway makes an invocation per host call, and would otherwise conclude all
-    of it again for every call. Filled as calls need it, from any thread (each value is the same
-    whoever works it out first)."""
+    are the very objects it was concluded of, so a new listing or policy is judged afresh) and its
+    denials by name (`named`, likewise per policy), which servers its clearance may use, its
+    clearance, its inspectors and its approval key. Its own, or handed in to be shared by
+    invocations of the same profile, caller, clearance and inspection: the gateway makes an
+    invocation per host call, and would otherwise conclude all of it again for every call. Filled
+    as calls need it, from any thread (each value is the same whoever works it out first)."""
 
     __slots__ = ("approval_key", "cleared_for", "cleared_servers", "inspectors", "named", "verdicts")
 
     def __init__(self) -> None:
         self.verdicts: policy.Verdicts = {}
         self.cleared_servers: dict[str, bool] = {}
-        # (server, tool) -> (the policy, its denial by name or None): used while the policy is that very object
         self.named: dict[tuple[str, str], tuple[object, Decision | None]] = {}
         self.cleared_for: str | None = None
         self.inspectors: tuple[Inspector, ...] | None = None
@@ -333,7 +332,8 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall, tool: To
             tool,
             profile.profile.policy,
             caller=invocation.caller,  # type: ignore[arg-type]
-            cwd=functools.partial(catalog.pool.working_directory, call.server),  # asked only under an argument rule
+            # asked only under an argument rule: without any, no partial made a call
+            cwd=functools.partial(catalog.pool.working_directory, call.server) if profile.profile.policy.args else None,
             approved=invocation.state.approvals.is_approved,
             digest=digest,
             verdicts=invocation.verdicts,
