@@ -336,13 +336,18 @@ class ClientSession:
         started = time.monotonic()
         try:
             try:
-                # (sending_deadline() and set_sending_deadline(), without three calls a request)
-                outer = getattr(SENDING, "deadline", None)  # a request sent while sending another (a new session's initialize)
-                SENDING.deadline = started + limit  # the call's, however the reply's bytes arrive
-                try:
-                    self._send_request(jsonrpc.request(request_id, method, params or None))
-                finally:
-                    SENDING.deadline = outer
+                message = jsonrpc.request(request_id, method, params or None)
+                if hasattr(self.transport, "pump"):  # stdio: send() only writes, never waits for the reply:
+                    self._send_request(message)  # no deadline to hand it (three thread-local lookups a call)
+                else:
+                    # (sending_deadline() and set_sending_deadline(), without three calls a request); the
+                    # outer one: a request sent while sending another (a new session's initialize)
+                    outer = getattr(SENDING, "deadline", None)
+                    SENDING.deadline = started + limit  # the call's, however the reply's bytes arrive
+                    try:
+                        self._send_request(message)
+                    finally:
+                        SENDING.deadline = outer
             except TimeoutExpired:
                 # A transport that waits for the reply in send() (HTTP posting on the caller's
                 # thread) ran out of the time the wait below would have given: the same ending.
