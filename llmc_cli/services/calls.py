@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
-from functools import cached_property
 from typing import TYPE_CHECKING, cast
 
 from llmc_cli import audit, interrupts, policy, telemetry
@@ -159,13 +158,14 @@ class Invocation:
             known = self.conclusions.approval_key = policy.approval_key()
         return known
 
-    @cached_property
+    @property
     def masker(self) -> Masker:
         """Masks the secret values of the environment and the profile in audit records; made
-        once per invocation (a batch would otherwise scan the environment twice per call)."""
-        if self.environment_masker is not None:
-            return self.environment_masker
-        return Masker(environment_secrets(self.profile.profile))
+        once per invocation (a batch would otherwise scan the environment twice per call). Not
+        a cached_property: its first read takes a lock, and the gateway reads it once per call."""
+        if self.environment_masker is None:
+            self.environment_masker = Masker(environment_secrets(self.profile.profile))
+        return self.environment_masker
 
 
 class Authorization:
