@@ -10,7 +10,7 @@ one run.
     .venv/bin/python bench/gateway_stages.py [--calls 2000] [--no-fsync] [--tree DIR]
 
 --tree DIR: the `llmc_cli` of DIR (e.g. `git archive COMMIT llmc_cli | tar -x -C DIR`) instead
-of this checkout's. --no-fsync: os.fsync made a no-op (the audit's Python alone).
+of this checkout's. --no-fsync: os.fsync and os.fdatasync made no-ops (the audit's Python alone).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def main() -> None:
     from tests.gateway.inprocess import serve_in_process
 
     if args.no_fsync:
-        os.fsync = lambda fd: None
+        os.fsync = os.fdatasync = lambda fd: None  # audit/log.py's data_sync looks fdatasync up per call
     spent: collections.Counter[str] = collections.Counter()
     timing = [False]
 

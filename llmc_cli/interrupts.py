@@ -41,7 +41,18 @@ SIGNAL_NAMES: dict[int, str] = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTER
 
 _requested = threading.Event()
 _received: list[int] = []  # the first signal received, for the exit code
-_state = threading.local()  # per thread: how deep in deferred() (only the main thread's counts)
+
+
+class _Depth(threading.local):
+    """Per thread: how deep in deferred() (only the main thread's counts, where handlers run),
+    and a signal that arrived inside. Class attributes are each thread's starting values, so
+    reading them needs no getattr default."""
+
+    depth = 0
+    pending: int | None = None
+
+
+_state = _Depth()
 
 
 class Interrupted(KeyboardInterrupt):
@@ -139,18 +150,30 @@ def exit_code(default: int = ExitCode.INTERRUPTED) -> int:
     return SIGNAL_EXIT_CODES.get(_received[0], default) if _received else default
 
 
-@contextlib.contextmanager
-def deferred() -> Iterator[None]:
-    """A signal arriving inside is raised when the block ends, not in the middle of it."""
-    _state.depth = getattr(_state, "depth", 0) + 1
-    try:
-        yield
-    finally:
-        _state.depth -= 1
-        signum = getattr(_state, "pending", None)
-        if _state.depth == 0 and signum is not None:
-            _state.pending = None
+class _Deferred:
+    """deferred()'s block. A class, not a generator: every audit append enters a few of these,
+    and a generator context manager costs several times as much to enter and leave."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        _state.depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        state = _state
+        state.depth -= 1
+        signum = state.pending
+        if signum is not None and state.depth == 0:
+            state.pending = None
             raise Interrupted(signum)
+
+
+_DEFERRED = _Deferred()  # no state of its own (the depth is the thread's): one serves every block
+
+
+def deferred() -> _Deferred:
+    """A signal arriving inside is raised when the block ends, not in the middle of it."""
+    return _DEFERRED
 
 
 def _handle(signum: int, frame: object) -> None:
@@ -158,7 +181,7 @@ def _handle(signum: int, frame: object) -> None:
         return  # already unwinding: the clean-up is bounded, let it finish
     _received.append(signum)
     _requested.set()
-    if getattr(_state, "depth", 0):
+    if _state.depth:
         _state.pending = signum
         return
     raise Interrupted(signum)

@@ -22,7 +22,6 @@ elsewhere, checked with `verify --expect`, catches that).
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import fcntl
 import json
@@ -90,6 +89,8 @@ class AuditLog(ChainedLog):
         # turns by _turn first.
         self._lock_path = self.path.with_name(self.path.name + ".lock")
         self._anchor_path = self.path.with_name(self.path.name + ".anchor")  # made once: a Path costs per append
+        # The names as str for the lstat of every append (a Path is converted each time).
+        self._name, self._lock_name, self._anchor_name = str(self.path), str(self._lock_path), str(self._anchor_path)
         self._lock_kept: tuple[int, int, int] | None = None
         self._turn = threading.Lock()
 
@@ -125,19 +126,22 @@ class AuditLog(ChainedLog):
             finally:
                 self._turn.release()
 
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
+    def _lock(self) -> int:
         """config.files.file_lock on the log's lock file, through the kept descriptor (opened
-        anew when the name is no longer that file)."""
+        anew when the name is no longer that file); the descriptor to _unlock. Two plain
+        methods, not a context manager: they run twice with every append."""
         deadline = time.monotonic() + LOCK_SECONDS
         if not self._turn.acquire(timeout=LOCK_SECONDS):  # as long as file_lock waits for another process
             raise LockTimeout(str(self._lock_path))
         try:
-            fd = self._hold_lock(deadline)
-            try:
-                yield
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
+            return self._hold_lock(deadline)
+        except BaseException:
+            self._turn.release()
+            raise
+
+    def _unlock(self, fd: int) -> None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             self._turn.release()
 
@@ -157,7 +161,7 @@ class AuditLog(ChainedLog):
                 delay = min(delay * 2, 0.05)
                 continue
             try:
-                seen: os.stat_result | None = os.lstat(self._lock_path)
+                seen: os.stat_result | None = os.lstat(self._lock_name)
             except OSError:
                 seen = None
             if seen is not None and self._lock_kept is not None and _names_kept(seen, self._lock_kept):
@@ -197,36 +201,44 @@ class AuditLog(ChainedLog):
         it was. Each file is judged once per lock hold, by one lstat of its name."""
 
         try:
-            with self._locked(), interrupts.deferred():
-                try:
-                    seen: os.stat_result | None = os.lstat(self.path)
-                except FileNotFoundError:
-                    seen = None
-                if seen is not None and not stat.S_ISREG(seen.st_mode):  # a link, a FIFO: never read or written
-                    raise OSError(errno.EINVAL, "not a regular file of llmc's own (a link or a FIFO is in its place)")
-                # The head is what this process wrote last, unless the file changed since
-                # (another process appended, or rotated): then it comes from the anchor and the file.
-                known = seen is not None and self._tail == (seen.st_ino, seen.st_size)
-                prev, count = (self._tail_hash, self._tail_count) if known else self._head(seen)
-                lines = seal(prev, count)
-                if not lines:  # sync(): the anchor alone, made durable
-                    if seen is not None:
-                        self._write_anchor(prev, count, seen.st_ino, seen.st_size, later=anchor_later)
-                    return
-                if seen is not None and seen.st_size >= self.max_bytes:
-                    self._drop()
-                    self._rotate()
-                    seen = None
-                head = group.head_of(lines[-1])
-                count += len(lines)
-                data = "".join(line + "\n" for line in lines).encode("utf-8")
-                after = self._write_whole(data, seen, head, count, anchor_later)
-                self._tail, self._tail_hash, self._tail_count = after, head, count
+            held = self._lock()
+            try:
+                with interrupts.deferred():
+                    self._append_held(seal, anchor_later)
+            finally:
+                self._unlock(held)
         except (OSError, LockTimeout, ConfigError) as exc:  # ConfigError: the anchor or the directory
             raise AuditError(
                 f"cannot write the audit log {self.path}: "
                 f"{getattr(exc, 'strerror', None) or getattr(exc, 'message', None) or exc}"
             ) from None
+
+    def _append_held(self, seal: Seal, anchor_later: bool) -> None:
+        """_append_chained's work, with the lock held."""
+        try:
+            seen: os.stat_result | None = os.lstat(self._name)
+        except FileNotFoundError:
+            seen = None
+        if seen is not None and not stat.S_ISREG(seen.st_mode):  # a link, a FIFO: never read or written
+            raise OSError(errno.EINVAL, "not a regular file of llmc's own (a link or a FIFO is in its place)")
+        # The head is what this process wrote last, unless the file changed since
+        # (another process appended, or rotated): then it comes from the anchor and the file.
+        known = seen is not None and self._tail == (seen.st_ino, seen.st_size)
+        prev, count = (self._tail_hash, self._tail_count) if known else self._head(seen)
+        lines = seal(prev, count)
+        if not lines:  # sync(): the anchor alone, made durable
+            if seen is not None:
+                self._write_anchor(prev, count, seen.st_ino, seen.st_size, later=anchor_later)
+            return
+        if seen is not None and seen.st_size >= self.max_bytes:
+            self._drop()
+            self._rotate()
+            seen = None
+        head = group.head_of(lines[-1])
+        count += len(lines)
+        data = "".join(line + "\n" for line in lines).encode("utf-8")
+        after = self._write_whole(data, seen, head, count, anchor_later)
+        self._tail, self._tail_hash, self._tail_count = after, head, count
 
     def _write_whole(self, data: bytes, seen: os.stat_result | None, head: str, count: int, later: bool) -> tuple[int, int]:
         """Append data in full (a write may be short on a full disk), fsync, update the anchor;
@@ -316,7 +328,7 @@ class AuditLog(ChainedLog):
         if len(data) != ANCHOR_BYTES:
             raise ConfigError(f"the audit anchor would exceed {ANCHOR_BYTES} bytes")  # a head is 64 hex digits: never
         try:
-            seen: os.stat_result | None = os.lstat(self.anchor_path)
+            seen: os.stat_result | None = os.lstat(self._anchor_name)
         except OSError:
             seen = None
         try:

@@ -29,6 +29,7 @@ from llmc_cli.mcp.workers import shared
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
+    from llmc_cli.services.calls import Conclusions
 
 PAGE_SIZE = 100
 
@@ -75,6 +76,12 @@ class GatewayConnection(McpServer):
         self.transport = transport
         self.principal = principal
         self.clearance = toolbox.clearance_of(principal)  # servers above it: not offered, listed or called
+        # What only the toolbox and the principal or clearance decide (the served profile's
+        # [serve] is read once, at start): looked up once per connection, not for every request
+        # (gateway/served.py pipeline); again only if what it was looked up for changed.
+        self._conclusions = (self.clearance, toolbox.conclusions(self.clearance))
+        self._rate_share = (principal, toolbox.rate_share(principal))
+        self._identity: tuple[JSONObject, str | None, str | None, JSONObject] | None = None  # host_identity's, of the handshake
         self.on_initialize: Callable[[], None] | None = None  # after the handshake, before its result is sent
         self.reads = HostReads(self)
         self.calls = ToolCalls(self)
@@ -108,6 +115,22 @@ class GatewayConnection(McpServer):
 
     # -- who is asking -----------------------------------------------------------------------------
 
+    @property
+    def conclusions(self) -> Conclusions:
+        """What this host's calls conclude alike with every host of its clearance (Toolbox.conclusions)."""
+        known = self._conclusions
+        if known[0] != self.clearance:
+            known = self._conclusions = (self.clearance, self.toolbox.conclusions(self.clearance))
+        return known[1]
+
+    @property
+    def rate_share(self) -> tuple[str, int] | None:
+        """Its principal's own calls per minute (Toolbox.rate_share)."""
+        known = self._rate_share
+        if known[0] != self.principal:
+            known = self._rate_share = (self.principal, self.toolbox.rate_share(self.principal))
+        return known[1]
+
     def host_capabilities(self, params: JSONObject, modern: str | None) -> JSONObject:
         if modern:
             caps = object_at(params, "_meta").get(META + "clientCapabilities")
@@ -116,14 +139,26 @@ class GatewayConnection(McpServer):
 
     def host_identity(self, params: JSONObject, modern: str | None) -> JSONObject:
         """What the audit trail records of the host: its clientInfo (what it says it is), the
-        transport and, over HTTP, the principal its token proved."""
-        info = object_at(params, "_meta").get(META + "clientInfo") if modern else self.client_info
+        transport and, over HTTP, the principal its token proved. A 2026-07-28 request says its
+        clientInfo itself; an initialize-era one, the connection's handshake did, so that is made
+        once per handshake: the same object while the handshake's clientInfo (the very object),
+        its version and the principal are the same (the transport never changes). Callers only
+        read it (the audit masks a copy of it into each record)."""
+        if modern:
+            return self._identity_of(object_at(params, "_meta").get(META + "clientInfo"), modern)
+        known = self._identity
+        info, version, principal = self.client_info, self.legacy_version, self.principal
+        if known is None or known[0] is not info or known[1] != version or known[2] != principal:
+            known = self._identity = (info, version, principal, self._identity_of(info, version))
+        return known[3]
+
+    def _identity_of(self, info: JSON, version: str | None) -> JSONObject:
         info = info if isinstance(info, dict) else {}
         out: JSONObject = {
             "name": str(info.get("name", ""))[:200],
             "version": str(info.get("version", ""))[:100],
             "transport": self.transport,
-            "protocolVersion": modern or self.legacy_version,
+            "protocolVersion": version,
         }
         if self.principal:
             out["principal"] = self.principal

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from llmc_cli.gateway.toolbox import Toolbox
     from llmc_cli.model import Tool, ToolCall
     from llmc_cli.services import Pipeline
+    from llmc_cli.services.calls import Conclusions
 
 
 class ServedHost(Protocol):
@@ -36,6 +37,12 @@ class ServedHost(Protocol):
     @property
     def cache_scope(self) -> str: ...
 
+    @property
+    def conclusions(self) -> Conclusions: ...  # what its calls conclude alike (Toolbox.conclusions of its clearance)
+
+    @property
+    def rate_share(self) -> tuple[str, int] | None: ...  # its principal's own calls per minute (Toolbox.rate_share)
+
     def host_identity(self, params: JSONObject, modern: str | None) -> JSONObject: ...
 
 
@@ -48,8 +55,9 @@ def pipeline(
     confirm: Callable[[ToolCall, Tool | None], bool] | None = None,
 ) -> Pipeline:
     """The pipeline of one of the host's requests (services.host_calls): the profile's policy,
-    state and audit trail, the host's identity, upstreams and clearance; `confirm` asks the
-    host's user where `interactive` says it can be asked."""
+    state and audit trail, the host's identity, upstreams and clearance, and what its
+    connection worked out once (its conclusions, its rate share); `confirm` asks the host's
+    user where `interactive` says it can be asked."""
     toolbox = host.toolbox
     return services.host_calls(
         host.upstreams,
@@ -62,6 +70,6 @@ def pipeline(
         interactive=interactive,
         confirm=confirm,
         clearance=host.clearance,
-        conclusions=toolbox.conclusions(host.clearance),
-        rate_share=toolbox.rate_share(host.principal),
+        conclusions=host.conclusions,
+        rate_share=host.rate_share,
     )

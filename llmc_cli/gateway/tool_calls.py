@@ -16,21 +16,21 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Protocol
 
-from llmc_cli import policy, services
+from llmc_cli import services
 from llmc_cli.errors import Cancelled, DriftError, InputRequired, LlmcError, PolicyDenied, RpcError
 from llmc_cli.gateway import confirmation
 from llmc_cli.gateway.host import Host
 from llmc_cli.gateway.relay import HostCall, own_result
 from llmc_cli.gateway.served import ServedHost, pipeline
-from llmc_cli.guard.clearance import cleared
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.messages import JSONObject, RequestId, object_at
 from llmc_cli.mcp.server import RequestError, Send
 from llmc_cli.mcp.versions import META_PREFIX as META
 from llmc_cli.model import Tool, ToolCall
+from llmc_cli.services.calls import unstarted_denial
 
 if TYPE_CHECKING:
-    from llmc_cli.gateway.toolbox import Toolbox
+    from llmc_cli.services.calls import Invocation
 
 
 class CallingHost(ServedHost, Host, Protocol):
@@ -72,14 +72,9 @@ class ToolCalls:
         route = toolbox.routes.route(name, clearance=connection.clearance)
         if route is None:
             raise RequestError(jsonrpc.INVALID_PARAMS, f"Unknown tool: {name}")
-        tool = self._tool(name, route)
-        if isinstance(tool, dict):
-            return tool
-        call = ToolCall(route[0], route[1], dict(object_at(params, "arguments")))
         capabilities = connection.host_capabilities(params, modern)
         can_ask = "elicitation" in capabilities
-        confirmed, answers = confirmation.rounds_so_far(toolbox.states, connection.principal, call, params, modern)
-        round_state = {"confirmed": confirmed}
+        round_state: dict[str, bool] = {}
         calls = pipeline(
             connection,
             params,
@@ -87,6 +82,12 @@ class ToolCalls:
             interactive=can_ask,
             confirm=lambda c, t: self._confirm(c, params, modern, send, round_state),
         )
+        tool = self._tool(name, route, calls.context)
+        if isinstance(tool, dict):
+            return tool
+        call = ToolCall(route[0], route[1], dict(object_at(params, "arguments")))
+        confirmed, answers = confirmation.rounds_so_far(toolbox.states, connection.principal, call, params, modern)
+        round_state["confirmed"] = confirmed
         meta = object_at(params, "_meta")
         level = meta.get(META + "logLevel")
         host_call = HostCall(
@@ -122,13 +123,14 @@ class ToolCalls:
             return _tool_error(f"{name} failed: {exc.message}")
         return own_result(result.to_json())
 
-    def _tool(self, name: str, route: tuple[str, str]) -> Tool | JSONObject | None:
+    def _tool(self, name: str, route: tuple[str, str], context: Invocation) -> Tool | JSONObject | None:
         """The routed tool; None when its server is above the host's clearance or the policy
         denies the call by its name (its server is not started to look: the pipeline denies and
-        records the call); a tool error when the server is down."""
+        records the call, by the same conclusions of `context`, the call's); a tool error when
+        the server is down."""
         connection = self.connection
         toolbox = connection.toolbox
-        if not cleared(toolbox.profile.profile, route[0], connection.clearance) or _denied_by_name(toolbox, route):
+        if unstarted_denial(context, *route) is not None:
             return None
         toolbox.outages.revive(route[0], connection.upstreams)
         try:
@@ -162,8 +164,3 @@ class ToolCalls:
 
 def _tool_error(text: str) -> JSONObject:
     return {"content": [{"type": "text", "text": text}], "isError": True}
-
-
-def _denied_by_name(toolbox: Toolbox, route: tuple[str, str]) -> bool:
-    """Whether the profile's policy denies the routed tool by its name alone (policy.denied_by_name)."""
-    return policy.denied_by_name(f"{route[0]}.{route[1]}", toolbox.profile.profile.policy) is not None

@@ -38,6 +38,9 @@ if TYPE_CHECKING:
     Builtins = Mapping[str, Callable[[ServerSpec], Endpoint]]  # builtin name -> endpoint factory
 
 STDIO_PROBE_TIMEOUT = 10.0  # a legacy server may stay silent on server/discover: fall back then
+# How long a stdio server seen to outlive the wait after its input closed is believed to do so
+# again (its era cache entry's "lingers", the time it was seen); then it gets the wait once more.
+LINGER_BELIEVED_SECONDS = 24 * 3600.0
 
 
 def connect(
@@ -81,6 +84,12 @@ class _Memo:
     def get(self) -> dict[str, Any] | None:
         return self.cache.load().get(self.key) if self.cache is not None else None
 
+    def lingered(self) -> None:
+        """The server did not exit within the wait after its input closed (now)."""
+        entry = self.get()
+        if entry is not None:  # an entry is made by the handshake, before any close
+            self.put({**entry, "lingers": int(time.time())})
+
     def put(self, entry: dict[str, Any] | None) -> None:
         if self.cache is None:
             return
@@ -109,10 +118,11 @@ def _connect(
     elif started is not None:
         transport = started
         transport.on_stderr = on_stderr  # read from start() on: no line of it was read before
+        _judge_eof(started, memo, cached)
     else:
-        transport = transports.StdioTransport(
-            spec.command, env=dict(spec.env), cwd=spec.cwd, on_stderr=on_stderr, launch=spec.launch
-        )
+        stdio = transports.StdioTransport(spec.command, env=dict(spec.env), cwd=spec.cwd, on_stderr=on_stderr, launch=spec.launch)
+        _judge_eof(stdio, memo, cached)
+        transport = stdio
         if spec.launch and spec.sandbox is not None and hooks is not None:
             hooks = sandboxed_roots(hooks, spec.sandbox)
     session = ClientSession(transport, name=spec.name, timeout=spec.timeout, hooks=hooks)
@@ -125,6 +135,19 @@ def _connect(
             _add_diagnostics(exc, transport)
         raise
     return session
+
+
+def _judge_eof(transport: StdioTransport, memo: _Memo, cached: dict[str, Any] | None) -> None:
+    """A server that outlived the wait after its input closed, the last time (within
+    LINGER_BELIEVED_SECONDS), is not waited for again: its close sends SIGTERM as soon as its
+    input is closed. Any other is waited for, and remembered when it lets the wait pass. (The
+    spec's shutdown waits "a reasonable time" before terminating: for a server that does not
+    exit on EOF, none is; server-everything, like many Node servers, keeps running on EOF.)"""
+    seen = cached.get("lingers") if cached else None
+    if isinstance(seen, (int, float)) and 0 <= time.time() - seen < LINGER_BELIEVED_SECONDS:
+        transport.eof_grace = 0.0
+    else:
+        transport.on_linger = memo.lingered
 
 
 def _check_adopted(started: StdioTransport, spec: ServerSpec) -> None:

@@ -10,7 +10,15 @@ from typing import TypeVar, cast
 
 from llmc_cli.errors import ProtocolError
 from llmc_cli.mcp.messages import JSON, JSONObject, RequestId
-from llmc_cli.model import ARGUMENTS_TOO_DEEP, MAX_MESSAGE_DEPTH, arguments_too_deep, compact_json, json_loads, nesting_depth
+from llmc_cli.model import (
+    ARGUMENTS_TOO_DEEP,
+    MAX_ARGUMENT_DEPTH,
+    MAX_MESSAGE_DEPTH,
+    arguments_too_deep,
+    compact_json,
+    json_loads,
+    nesting_depth,
+)
 
 # Standard JSON-RPC codes
 PARSE_ERROR = -32700
@@ -113,7 +121,10 @@ def decode(line: str | bytes) -> list[JSONObject]:
 def too_deep(params: JSONObject) -> str | None:
     """Why a request's params cannot be served, if they nest too deep: tool or prompt arguments
     deeper than MAX_ARGUMENT_DEPTH (the message every path gives), else anything deeper than
-    MAX_MESSAGE_DEPTH. Checked without recursion before anything walks the params."""
+    MAX_MESSAGE_DEPTH. Checked without recursion before anything walks the params: in one walk
+    when they nest no deeper than arguments may (then the arguments within them do not either)."""
+    if nesting_depth(params, MAX_ARGUMENT_DEPTH + 1) <= MAX_ARGUMENT_DEPTH:
+        return None
     if arguments_too_deep(params.get("arguments")):
         return ARGUMENTS_TOO_DEEP
     if nesting_depth(params, MAX_MESSAGE_DEPTH + 1) > MAX_MESSAGE_DEPTH:

@@ -262,14 +262,32 @@ def decide_read(
     return Decision("allow", "default: allow", f"{qualified} is allowed by default")
 
 
-def denied_by_name(qualified: str, config: PolicyConfig, digest: str | None = None) -> Decision | None:
+# What denied_by_name concluded of a name: (the policy it was judged under, the denial or None).
+# Kept per command, or per gateway clearance, by whoever asks for many calls (services Conclusions).
+NameDenials = dict[str, tuple["PolicyConfig", "Decision | None"]]
+_NAMED_MAX = 4096  # names a caller made up are judged, not kept without bound
+
+
+def denied_by_name(
+    qualified: str, config: PolicyConfig, digest: str | None = None, named: NameDenials | None = None
+) -> Decision | None:
     """decide()'s denial of a call when its name alone settles it (a deny pattern; default deny
     and no allow pattern): judged before the server is asked for the tool, so a call the policy
-    refuses by name starts no server (least privilege). The same decision decide() comes to."""
+    refuses by name starts no server (least privilege). The same decision decide() comes to.
+    `named`: what was concluded of names for earlier calls, used while the policy is the very
+    object it was judged under (a gateway call asks three times: its route, run, authorize)."""
+    known = named.get(qualified) if named is not None else None
+    if known is None or known[0] is not config:
+        known = (config, _denial_by_name(qualified, config))
+        if named is not None and len(named) < _NAMED_MAX:
+            named[qualified] = known
+    denial = known[1]
+    return None if denial is None else Decision("deny", denial.rule, denial.reason, digest)
+
+
+def _denial_by_name(qualified: str, config: PolicyConfig) -> Decision | None:
     access = _access(qualified, None, config)
-    if access.action != "deny" or access.rule == "read_only":
-        return None
-    return Decision("deny", access.rule, access.reason, digest)
+    return None if access.action != "deny" or access.rule == "read_only" else access
 
 
 def whole_server_denial(server: str, config: PolicyConfig) -> str | None:

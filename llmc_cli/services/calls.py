@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
-from functools import cached_property
 from typing import TYPE_CHECKING, cast
 
 from llmc_cli import audit, interrupts, policy, telemetry
@@ -24,6 +23,7 @@ from llmc_cli.policy.approval import Approval, call_text
 from llmc_cli.services import inspect as inspect_stage  # a module attribute: tests replace inspectors_for
 
 if TYPE_CHECKING:
+    from llmc_cli.policy.rules import NameDenials
     from llmc_cli.services.inspect import Inspector
     from llmc_cli.services.reads import Read
     from llmc_cli.store.chain import AuditRecord, AuditSink
@@ -34,10 +34,10 @@ if TYPE_CHECKING:
 class Conclusions:
     """What an invocation concludes once for all of its calls, whatever their arguments: the
     policy's verdicts on its tools (policy.decide; each used only while the tool and the policy
-    are the very objects it was concluded of, so a new listing or policy is judged afresh) and its
-    denials by name (`named`, likewise per policy), which servers its clearance may use, its
-    clearance, its inspectors and its approval key. Its own, or handed in to be shared by
-    invocations of the same profile, caller, clearance and inspection: the gateway makes an
+    are the very objects it was concluded of, so a new listing or policy is judged afresh), which
+    servers its clearance may use, its clearance, denials by name (policy.denied_by_name, under
+    the very policy too), its inspectors and its approval key. Its own, or handed in to be shared
+    by invocations of the same profile, caller, clearance and inspection: the gateway makes an
     invocation per host call, and would otherwise conclude all of it again for every call. Filled
     as calls need it, from any thread (each value is the same whoever works it out first)."""
 
@@ -45,8 +45,8 @@ class Conclusions:
 
     def __init__(self) -> None:
         self.verdicts: policy.Verdicts = {}
+        self.named: NameDenials = {}  # policy.denied_by_name's, by SERVER.TOOL (each under its policy)
         self.cleared_servers: dict[str, bool] = {}
-        self.named: dict[tuple[str, str], tuple[object, Decision | None]] = {}
         self.cleared_for: str | None = None
         self.inspectors: tuple[Inspector, ...] | None = None
         self.approval_key: bytes | None = None
@@ -150,13 +150,14 @@ class Invocation:
             known = self.conclusions.approval_key = policy.approval_key()
         return known
 
-    @cached_property
+    @property
     def masker(self) -> Masker:
         """Masks the secret values of the environment and the profile in audit records; made
-        once per invocation (a batch would otherwise scan the environment twice per call)."""
-        if self.environment_masker is not None:
-            return self.environment_masker
-        return Masker(environment_secrets(self.profile.profile))
+        once per invocation (a batch would otherwise scan the environment twice per call). Not
+        a cached_property: its first read takes a lock, and the gateway reads it once per call."""
+        if self.environment_masker is None:
+            self.environment_masker = Masker(environment_secrets(self.profile.profile))
+        return self.environment_masker
 
 
 class Authorization:
@@ -378,15 +379,8 @@ def clearance_denial(invocation: Invocation, server: str, call_hash: str | None 
 
 def unstarted_denial(invocation: Invocation, server: str, tool: str, call_hash: str | None = None) -> Decision | None:
     """A denial needing nothing of the server, so not started (least privilege): clearance, or the name."""
-    denial = clearance_denial(invocation, server, call_hash)
-    if denial is not None:
-        return denial
-    config = invocation.profile.profile.policy
-    known = invocation.conclusions.named.get((server, tool))
-    if known is None or known[0] is not config:  # judged once per name and policy (denied_by_name is pure in them)
-        known = invocation.conclusions.named[(server, tool)] = (config, policy.denied_by_name(f"{server}.{tool}", config))
-    named = known[1]
-    return None if named is None else Decision(named.action, named.rule, named.reason, call_hash)
+    config, named = invocation.profile.profile.policy, invocation.conclusions.named
+    return clearance_denial(invocation, server, call_hash) or policy.denied_by_name(f"{server}.{tool}", config, call_hash, named)
 
 
 def _authorization(

@@ -131,35 +131,3 @@ def test_a_host_call_looks_its_tool_up_once(toolbox: Toolbox, monkeypatch: pytes
     outcome = pipeline.run(services.ToolRequest.of(ToolCall("sdk", "add", {"a": 1, "b": 1})))
     assert outcome.tool_result.to_json()["structuredContent"] == {"result": 2}
     assert looked == [("sdk", "add")]  # a request without its Tool: found once, by resolve
-
-
-def test_a_denial_by_name_is_concluded_once_per_name_and_policy(toolbox: Toolbox, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A batch asks whether each call is denied by its name twice a call, the gateway once a
-    host call: judged once per name while the policy is the same object; each call's denial
-    still carries its own call hash, and another policy (a profile read again) is judged afresh."""
-    import dataclasses
-
-    from llmc_cli import policy, services
-    from llmc_cli.services import calls
-
-    judged: list[str] = []
-    real = policy.denied_by_name
-
-    def counting(qualified: str, config: Any, digest: str | None = None) -> Any:
-        judged.append(qualified)
-        return real(qualified, config, digest)
-
-    monkeypatch.setattr(policy, "denied_by_name", counting)
-    context = services.host_calls(
-        toolbox.catalog, toolbox.profile, toolbox.state, audit=toolbox.audit, masker=toolbox.masker, client=None
-    ).context
-    for digest in ("hmac-sha256:1", "hmac-sha256:2"):
-        denial = calls.unstarted_denial(context, "sdk", "crash", digest)
-        assert denial is not None and (denial.action, denial.rule, denial.call_hash) == ("deny", "deny: sdk.crash", digest)
-        assert calls.unstarted_denial(context, "sdk", "add", digest) is None
-    assert judged == ["sdk.crash", "sdk.add"]
-    loaded = context.profile
-    opened = dataclasses.replace(loaded.profile.policy, deny=[])
-    context.profile = dataclasses.replace(loaded, profile=dataclasses.replace(loaded.profile, policy=opened))
-    assert calls.unstarted_denial(context, "sdk", "crash", "hmac-sha256:3") is None
-    assert judged == ["sdk.crash", "sdk.add", "sdk.crash"]

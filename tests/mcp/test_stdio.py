@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -166,6 +167,38 @@ def test_close_ends_stdin_first_and_a_server_that_ignores_it_gets_sigterm_not_si
     lingers.close()
     assert log.read_text() == "term after eof\n"
     assert proc.returncode == 3 and not _alive(proc.pid)  # its SIGTERM handler ended it: no SIGKILL
+
+
+def test_a_server_seen_to_ignore_eof_is_terminated_at_once_the_next_time(isolated_dirs):
+    """The spec's "reasonable time" after stdin closes: a server that let the grace pass is
+    remembered (its era cache entry), and its next close sends SIGTERM right after stdin closes;
+    still SIGTERM first, never SIGKILL. A memory older than a day is not believed."""
+    stores = client_stores()
+    lingers = bad("linger", env={"LINGER_LOG": str(isolated_dirs / "events")})
+    first = connect(lingers, stores=stores)
+    assert first.transport.eof_grace > 0
+    first.close()
+    seen = stores.era_cache.load()[lingers.cache_key()]["lingers"]
+    assert isinstance(seen, int) and abs(seen - time.time()) < 600
+    second = connect(lingers, stores=stores)
+    proc = second.transport._proc
+    assert second.transport.eof_grace == 0
+    second.close()
+    assert proc.returncode == 3  # its SIGTERM handler ended it: no SIGKILL
+    entry = stores.era_cache.load()[lingers.cache_key()]
+    stores.era_cache.save({lingers.cache_key(): {**entry, "lingers": int(time.time()) - 2 * 24 * 3600}})
+    with connect(lingers, stores=stores) as third:
+        assert third.transport.eof_grace > 0
+
+
+def test_a_server_that_exits_on_eof_is_not_taken_for_one_that_lingers(isolated_dirs):
+    stores = client_stores()
+    polite = spec(*sdk_server("sdk_server.py"))
+    with connect(polite, stores=stores) as s:
+        s.transport.eof_grace = 60.0  # however slow the machine, it exits on EOF within that
+    assert "lingers" not in stores.era_cache.load()[polite.cache_key()]
+    with connect(polite, stores=stores) as s:
+        assert s.transport.eof_grace > 0
 
 
 def test_close_leaves_no_orphaned_grandchild():

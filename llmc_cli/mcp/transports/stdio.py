@@ -4,6 +4,9 @@ The child gets an allow-listed environment (never the user's whole environment, 
 tokens for unrelated services) plus what the server's description declares. Its stderr is
 kept (last lines) so a failure can say why; shutdown is stdin close -> wait -> SIGTERM -> SIGKILL,
 bounded in time, and kills the whole process group so `npx`-style wrappers leave no orphans.
+The wait after stdin closes (`eof_grace`) is what the spec calls a reasonable time for a server
+to exit on EOF; a server seen lately to let it pass (mcp/client.py remembers it, `on_linger`) is
+given none: SIGTERM follows the close of its input at once, as it would have 50 ms later.
 
 Who reads the server's stdout: one thread at a time, in order. A reader thread does while the
 connection is idle or shared; a caller that is the only one awaiting a reply (a batch's calls, a
@@ -177,6 +180,7 @@ class StdioTransport:
         self.on_stderr = on_stderr
         self.shutdown_timeout = shutdown_timeout
         self.eof_grace = eof_grace  # many servers (Node ones with timers) never exit on EOF alone
+        self.on_linger: Callable[[], None] | None = None  # told when a server outlived its eof_grace
         self.protocol_version: str | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_LINES_KEPT)
@@ -285,6 +289,8 @@ class StdioTransport:
         except OSError:
             pass
         if not _ended_within(proc, self.eof_grace):
+            if self.eof_grace > 0 and self.on_linger is not None:
+                self.on_linger()  # best effort (the era cache's save): it never stops this close
             self._signal_group(proc, signal.SIGTERM)
             if not _ended_within(proc, self.shutdown_timeout):
                 self._signal_group(proc, signal.SIGKILL)
