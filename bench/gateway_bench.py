@@ -53,6 +53,10 @@ ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(__file__).resolve().parent / ".cache"
 LLMC = str(Path(sys.executable).parent / "llmc")
 EVERYTHING = ROOT / "tests" / "node" / "node_modules" / ".bin" / "mcp-server-everything"
+# The [servers.up] body of server-everything on stdio, and the policy of every llmc gateway benched:
+# deny by default, the echo tool allowed and read-only, one other tool denied.
+STDIO_UP = f'command = "{EVERYTHING}"\nargs = ["stdio"]\n'
+POLICY = '[policy]\ndefault = "deny"\nallow = ["up.echo"]\ndeny = ["up.get-env"]\n\n[policy.hints."up.echo"]\nreadOnly = true\n'
 SUPERGATEWAY_PIN = "supergateway@4.0.0"
 FASTMCP_PIN = "fastmcp==4.2.3"
 VERSION = "2025-06-18"
@@ -363,8 +367,7 @@ def llmc_gateway(tmp: str, name: str, server: str, stack: ExitStack, extra: list
     default, the echo tool allowed and marked read-only, one other tool denied."""
     port = free_port()
     profile = Path(tmp) / f"{name}.toml"
-    profile.write_text(f"[servers.up]\n{server}\n[policy]\ndefault = \"deny\"\nallow = [\"up.echo\"]\n"
-                       'deny = ["up.get-env"]\n\n[policy.hints."up.echo"]\nreadOnly = true\n')
+    profile.write_text(f"[servers.up]\n{server}\n{POLICY}")
     env = {**os.environ, "LLMC_CONFIG_DIR": f"{tmp}/{name}-config", "LLMC_STATE_DIR": f"{tmp}/{name}-state"}
     proc = start([LLMC, "serve", "-p", str(profile), "--http", f"127.0.0.1:{port}", "--idle-timeout", "3600",
                   "--workers", str(workers), *extra], stack, env, Path(tmp) / f"{name}.err")
@@ -409,7 +412,7 @@ def targets(tmp: str, stack: ExitStack, args: argparse.Namespace) -> list[Target
         everything = [str(EVERYTHING), "stdio"]
         out.append(Target("direct (pipes)", "stdio", stdio=everything))
         for workers in args.llmc_workers:
-            gw = llmc_gateway(tmp, f"llmc-stdio-{workers}", f'command = "{EVERYTHING}"\nargs = ["stdio"]\n', stack,
+            gw = llmc_gateway(tmp, f"llmc-stdio-{workers}", STDIO_UP, stack,
                               llmc_extra, workers)
             gw.scenario, gw.name, gw.sessions = "stdio", llmc_name(workers, args), args.sessions
             out.append(gw)

@@ -18,7 +18,7 @@ with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
     stack.callback(callers["direct (pipes)"].close)
     for i, tree in enumerate(trees):
         os.environ["PYTHONPATH"] = str(Path(tree).resolve())
-        t = gb.llmc_gateway(tmp, f"t{i}", f'command = "{gb.EVERYTHING}"\nargs = ["stdio"]\n', stack, [])
+        t = gb.llmc_gateway(tmp, f"t{i}", gb.STDIO_UP, stack, [])
         del os.environ["PYTHONPATH"]
         callers[tree] = t.caller()
     for c in callers.values():

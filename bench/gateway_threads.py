@@ -34,8 +34,7 @@ def main() -> None:
     tmp = tempfile.mkdtemp()
     os.environ.update(LLMC_CONFIG_DIR=f"{tmp}/config", LLMC_STATE_DIR=f"{tmp}/state")
     profile = Path(tmp) / "bench.toml"
-    profile.write_text(f'[servers.up]\ncommand = "{gb.EVERYTHING}"\nargs = ["stdio"]\n[policy]\ndefault = "deny"\n'
-                       'allow = ["up.echo"]\ndeny = ["up.get-env"]\n\n[policy.hints."up.echo"]\nreadOnly = true\n')
+    profile.write_text(f"[servers.up]\n{gb.STDIO_UP}{gb.POLICY}")
     import llmc_cli
     from llmc_cli.gateway import asgi, exchange, workpool
     from tests.gateway.inprocess import serve_in_process
