@@ -9,7 +9,7 @@ tools/call handed to a fresh GatewayConnection (as the HTTP side does per reques
 the calling thread (McpServer.inline_calls): the thread's own user and system CPU per call is the
 core's cost, whatever the machine's load does to wall time. Rows, alternating per round: the
 audit as served (decision records fsync'd before each call, outcomes deferred), the same with
-fsync made a no-op (what the audit's Python costs beside the disk), and no audit at all (the
+fsync and fdatasync made no-ops (what the audit's Python costs beside the disk), and no audit at all (the
 pipeline's sink replaced by one that writes nothing: the audit's whole share). `--profile`
 prints a cProfile of the first row, timed by thread CPU.
 """
@@ -62,7 +62,7 @@ def main() -> None:
 
     toolbox = Toolbox(load_profile(str(profile)))
     toolbox.catalog.pool.warm_up()
-    audit, real_fsync = toolbox.audit, os.fsync
+    audit, real_fsync, real_fdatasync = toolbox.audit, os.fsync, os.fdatasync
 
     def call(i: int) -> None:
         connection = GatewayConnection(toolbox, transport="http")
@@ -80,7 +80,8 @@ def main() -> None:
     for round_ in range(args.rounds):
         for name in rows:
             toolbox.audit = NoAudit() if name == "no audit" else audit  # type: ignore[assignment]
-            os.fsync = (lambda fd: None) if "no-op" in name else real_fsync
+            os.fsync = (lambda fd: None) if "no-op" in name else real_fsync  # the log syncs with fdatasync
+            os.fdatasync = (lambda fd: None) if "no-op" in name else real_fdatasync
             profiler = None
             if args.profile and round_ == 0 and name == "audit on":
                 import cProfile
@@ -91,7 +92,7 @@ def main() -> None:
             for i in range(args.calls):
                 call(i)
             after, wall = resource.getrusage(resource.RUSAGE_THREAD), time.perf_counter() - started
-            os.fsync = real_fsync
+            os.fsync, os.fdatasync = real_fsync, real_fdatasync
             if profiler is not None:
                 import pstats
 
