@@ -196,7 +196,7 @@ SCHEMAS: dict[str, Schema] = {
         {
             **obj(
                 {"time": STR, "prev": STR, "hash": STR},
-                {"event": STR, "server": STR, "tool": STR, "resource": STR, "prompt": STR},
+                {"event": STR, "server": STR, "tool": STR, "resource": STR, "prompt": STR, "completion": STR},
                 closed=False,
             ),
             "propertyNames": CAMEL_KEYS,

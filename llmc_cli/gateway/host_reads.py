@@ -2,7 +2,7 @@
 and prompts (its clearance applied, a page at a time), resources/read, prompts/get and
 completion/complete; and the names it gives resources and prompts, routed back to (server, name).
 
-Reads go through the services pipeline (policy, audit with the host's identity, rate limits).
+Reads and completions go through the services pipeline (policy, audit with the host's identity, rate limits).
 What the policy hides is answered as what does not exist, in listings, reads, completions and
 subscriptions (listening.py routes through here) alike, so a host cannot tell the two apart.
 
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from llmc_cli.errors import LlmcError, PolicyDenied, RpcError
-from llmc_cli.gateway.relay import forward, own_result
+from llmc_cli.gateway.relay import own_result
 from llmc_cli.gateway.served import ServedHost, pipeline
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.messages import JSON, JSONObject
@@ -73,7 +73,7 @@ class HostReads:
                 raise RequestError(jsonrpc.INVALID_PARAMS, "prompts/get arguments must be an object of strings")
             strings = {key: value for key, value in arguments.items() if isinstance(value, str)}  # all are
             return self._read(Read(server, "prompt", name, strings), params, modern)
-        return self._complete(params)  # completion/complete: the last of METHODS
+        return self._complete(params, modern)  # completion/complete: the last of METHODS
 
     def tools(self, params: JSONObject, modern: str | None) -> JSONObject:
         """tools/list: the tools the host's clearance and the policy let it see, described."""
@@ -128,19 +128,24 @@ class HostReads:
         except LlmcError as exc:
             raise RequestError(jsonrpc.INTERNAL_ERROR, exc.message) from None
 
-    def _complete(self, params: JSONObject) -> JSONObject:
-        ref = params.get("ref")
-        if not isinstance(ref, dict):
-            raise RequestError(jsonrpc.INVALID_PARAMS, "completion/complete needs a ref")
-        field = "uri" if ref.get("type") == "ref/resource" else "name"
-        server, rest = self.readable_route(ref.get(field), "prompt" if field == "name" else "template")
-        forwarded = {k: v for k, v in params.items() if k in ("argument", "context")}
-        try:
-            return forward("completion/complete", server, {**forwarded, "ref": {**ref, field: rest}}, self.connection.upstreams)
-        except RpcError as exc:
-            raise RequestError(exc.code or jsonrpc.INTERNAL_ERROR, exc.message, exc.data) from None
-        except LlmcError as exc:
-            raise RequestError(jsonrpc.INTERNAL_ERROR, exc.message) from None
+    def _complete(self, params: JSONObject, modern: str | None) -> JSONObject:
+        """completion/complete: a read of the prompt or resource template it completes (policy,
+        audit, rate limits); what the policy hides is answered as what does not exist."""
+        ref, argument, context = params.get("ref"), params.get("argument"), params.get("context") or {}
+        if not isinstance(ref, dict) or ref.get("type") not in ("ref/prompt", "ref/resource"):
+            raise RequestError(jsonrpc.INVALID_PARAMS, "completion/complete needs a ref of type ref/prompt or ref/resource")
+        if not (isinstance(argument, dict) and isinstance(argument.get("name"), str) and isinstance(argument.get("value"), str)):
+            raise RequestError(jsonrpc.INVALID_PARAMS, "completion/complete needs an argument with a name and a value")
+        resolved = (context.get("arguments") or {}) if isinstance(context, dict) else None
+        if not (isinstance(resolved, dict) and all(isinstance(v, str) for v in resolved.values())):
+            raise RequestError(jsonrpc.INVALID_PARAMS, "completion/complete context arguments must be an object of strings")
+        strings = {key: value for key, value in resolved.items() if isinstance(value, str)}  # all are
+        completing = (str(argument["name"]), str(argument["value"]))
+        if ref["type"] == "ref/prompt":
+            server, name = self.route(ref.get("name"), "prompt", modern)
+            return self._read(Read(server, "prompt", name, strings, completing), params, modern)
+        server, uri = self.route(ref.get("uri"), "resource", modern)
+        return self._read(Read(server, "resource", uri, strings, completing), params, modern)
 
 
 def _not_cacheable(out: JSONObject, modern: str | None) -> JSONObject:

@@ -120,6 +120,12 @@ class HttpGateway:
         # A session belongs to the principal that opened it: another token cannot ride on it.
         if session is None or session.principal != (principal.name if principal else None):
             return None
+        if not self.upstreams.serves(session.connection, principal):
+            # The principal is served another profile since the session opened (an edit of the
+            # served profile's principals): its policy must not go on under the old one. The
+            # host hears 404 and starts a session under the new one.
+            self.end_host_session(session_id, forget=True, why="its principal's profile changed")
+            return None
         session.last_used = time.monotonic()
         if (
             held

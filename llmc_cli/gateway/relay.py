@@ -162,6 +162,6 @@ def own_result(result: JSONObject) -> JSONObject:
 
 
 def forward(method: str, server: str, params: JSONObject, upstreams: Catalog) -> JSONObject:
-    """A request about one server's resource or prompt that reads nothing (a subscription, a
-    completion; reads go through services.read); RpcError as the server said."""
+    """A request about one server's resource that reads nothing (a subscription; reads and
+    completions go through services.read); RpcError as the server said."""
     return own_result(upstreams.session(server).request(method, params))

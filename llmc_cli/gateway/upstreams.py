@@ -68,8 +68,17 @@ class Upstreams:
             pool = toolbox.catalog.pool
             pool.options = pool.options._replace(admit=lambda server: self._admit(key, server))
 
+    def profile_of(self, principal: Principal | None) -> str:
+        """The profile a principal is served now (the principals are re-read when the served
+        profile's file changes), by the name its toolbox is kept under."""
+        return principal.profile if principal and principal.profile else self.served.name
+
+    def serves(self, connection: GatewayConnection, principal: Principal | None) -> bool:
+        """Whether a connection is of the profile its principal is served now."""
+        return self.toolboxes.get(self.profile_of(principal)) is connection.toolbox
+
     def toolbox_for(self, principal: Principal | None) -> Toolbox:
-        name = principal.profile if principal and principal.profile else self.served.name
+        name = self.profile_of(principal)
         with self.lock:
             if name not in self.toolboxes:
                 served = self.toolboxes[self.served.name]

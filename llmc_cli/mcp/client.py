@@ -144,7 +144,10 @@ def _judge_eof(transport: StdioTransport, memo: _Memo, cached: dict[str, Any] | 
     spec's shutdown waits "a reasonable time" before terminating: for a server that does not
     exit on EOF, none is; server-everything, like many Node servers, keeps running on EOF.)"""
     seen = cached.get("lingers") if cached else None
-    if isinstance(seen, (int, float)) and 0 <= time.time() - seen < LINGER_BELIEVED_SECONDS:
+    now = time.time()
+    # Compared, not subtracted: servers.json is a file anyone may have edited, and an int too
+    # large for a float (JSON has no limit) cannot be subtracted from one; NaN compares False.
+    if isinstance(seen, (int, float)) and not isinstance(seen, bool) and now - LINGER_BELIEVED_SECONDS < seen <= now:
         transport.eof_grace = 0.0
     else:
         transport.on_linger = memo.lingered

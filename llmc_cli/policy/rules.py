@@ -279,7 +279,11 @@ def denied_by_name(
     known = named.get(qualified) if named is not None else None
     if known is None or known[0] is not config:
         known = (config, _denial_by_name(qualified, config))
-        if named is not None and len(named) < _NAMED_MAX:
+        if named is not None:
+            if len(named) >= _NAMED_MAX:
+                # Full of names a host made up (any host of the clearance may send any): start
+                # afresh rather than keep the real tools' names out of it for good.
+                named.clear()
             named[qualified] = known
     denial = known[1]
     return None if denial is None else Decision("deny", denial.rule, denial.reason, digest)

@@ -254,10 +254,20 @@ class Batch:
 
             with ThreadPoolExecutor(max_workers=self.parallel) as pool:
                 for group in self._groups(queue):
+                    if interrupts.requested():
+                        # The main thread records the interruption and exits; once the interpreter
+                        # finalizes, a pool takes no new work (RuntimeError, a traceback on
+                        # stderr from this thread). The items left are abandoned below.
+                        return
                     if len(group) == 1:
                         self._run_one(group[0])  # no hand-over to a pool thread for a sequential call
                     else:
-                        list(pool.map(self._run_one, group))
+                        try:
+                            list(pool.map(self._run_one, group))
+                        except RuntimeError:  # "cannot schedule new futures after interpreter shutdown"
+                            if not interrupts.requested():
+                                raise
+                            return
         finally:  # whatever broke this thread, no item is left waiting
             for item in queue:
                 if not self.done[item.index]:

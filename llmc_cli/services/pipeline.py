@@ -1,4 +1,4 @@
-"""The ONE entry of every tool call and every read (resources/read, prompts/get): a request goes
+"""The ONE entry of every tool call and every read (resources/read, prompts/get, completion/complete): a request goes
 to Pipeline.run, whose stages are these, in this order, and nowhere else:
 
     resolve   the name (SERVER.TOOL, a bare name, or a route the caller found) to a tool
@@ -95,8 +95,14 @@ class Outcome(NamedTuple):
         return self.request
 
 
-# The list each result carries (a tool result's content may be left out: it is then empty).
-_RESULT_LIST = {"tools/call": ("content", False), "resources/read": ("contents", True), "prompts/get": ("messages", True)}
+# What each result carries: a list (a tool result's content may be left out: it is then empty),
+# or a completion's object (its values in it).
+_RESULT_SHAPE: dict[str, tuple[str, bool, type]] = {
+    "tools/call": ("content", False, list),
+    "resources/read": ("contents", True, list),
+    "prompts/get": ("messages", True, list),
+    "completion/complete": ("completion", True, dict),
+}
 
 
 class Pipeline:
@@ -254,7 +260,7 @@ class Pipeline:
         return self._through(
             authorized,
             request.method,
-            f"the {request.kind} {request.name}",
+            f"the {'completions of the ' if request.completing else ''}{request.kind} {request.name}",
             lambda: self.catalog.session(request.server).request(request.method, request.params()),
             None,
         )
@@ -337,9 +343,9 @@ class Pipeline:
         request = authorized.call
         hit = cache.get() if cache is not None and self.context.use_cache else None
         raw = hit if hit is not None else send()
-        items, required = _RESULT_LIST[method]
-        if not isinstance(raw.get(items, None if required else []), list):
-            raise ProtocolError(f"{request.server}: {method} result has no {items} list")
+        items, required, shape = _RESULT_SHAPE[method]
+        if not isinstance(raw.get(items, None if required else []), shape):
+            raise ProtocolError(f"{request.server}: {method} result has no {items} {'list' if shape is list else 'object'}")
         if authorized.output_schema is not None and hit is None:  # a tool that declares its result's shape
             # (a cached result was checked when the server sent it; what was kept may be redacted since)
             check_structured(raw, authorized.output_schema, request.qualified_name)

@@ -1,5 +1,5 @@
-"""One resources/read or prompts/get (a Read), run by the pipeline (services/pipeline.py, the ONLY
-path that reads a resource or gets a prompt) with the decision and outcome records, rate limits,
+"""One resources/read, prompts/get or completion/complete (a Read), run by the pipeline (services/pipeline.py, the ONLY
+path that reads a resource, gets a prompt or asks for completions of either) with the decision and outcome records, rate limits,
 inspection and interruptions of a tool call; authorize_read() its decision; read_decision() the
 one judge of reads, listings, completions and subscriptions."""
 
@@ -25,12 +25,16 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Read:
     """A resources/read (`kind` "resource", `name` its URI) or a prompts/get ("prompt", `name`
-    the prompt's name, with its string arguments) of one server."""
+    the prompt's name, with its string arguments) of one server. With `completing`, the
+    completion/complete of that prompt's or resource template's (`name` the URI template)
+    argument: (its name, the value so far); `arguments` then the context's, resolved already.
+    A completion is judged, rate-limited and audited as a read of what it completes."""
 
     server: str
     kind: Literal["resource", "prompt"]
     name: str
     arguments: dict[str, str] = field(default_factory=dict)
+    completing: tuple[str, str] | None = None
 
     @property
     def qualified_name(self) -> str:
@@ -39,9 +43,32 @@ class Read:
 
     @property
     def method(self) -> str:
+        if self.completing is not None:
+            return "completion/complete"
         return "resources/read" if self.kind == "resource" else "prompts/get"
 
+    @property
+    def judged_as(self) -> ReadKind:
+        """What the policy judges: a resource's completion is of a URI template, judged as its text."""
+        return "template" if self.kind == "resource" and self.completing is not None else self.kind
+
+    @property
+    def shown_arguments(self) -> dict[str, str]:
+        """The arguments as the audit records them (a completion's partial value among them)."""
+        if self.completing is None:
+            return self.arguments
+        return {**self.arguments, self.completing[0]: self.completing[1]}
+
     def params(self) -> JSONObject:
+        if self.completing is not None:
+            ref: JSONObject = (
+                {"type": "ref/resource", "uri": self.name}
+                if self.kind == "resource"
+                else {"type": "ref/prompt", "name": self.name}
+            )
+            name, value = self.completing
+            context: JSONObject = {"context": {"arguments": dict(self.arguments)}} if self.arguments else {}
+            return {"ref": ref, "argument": {"name": name, "value": value}, **context}
         if self.kind == "resource":
             return {"uri": self.name}
         arguments: JSONObject = dict(self.arguments)
@@ -53,14 +80,15 @@ def authorize_read(catalog: Catalog, invocation: Invocation, request: Read) -> A
     denial = clearance_denial(invocation, request.server)
     if denial is not None:
         decision = denial
-    elif has_lone_surrogate([request.name, request.arguments]):
+    elif has_lone_surrogate([request.name, request.arguments, request.completing]):
         decision = policy.Decision(
             "deny", "invalid_text", f"the {request.kind} name or its arguments contain a lone surrogate (invalid Unicode text)"
         )
     else:
-        decision = read_decision(catalog, invocation.profile, request.kind, request.server, request.name)
+        decision = read_decision(catalog, invocation.profile, request.judged_as, request.server, request.name)
     telemetry.policy_decision(request.qualified_name, decision.action, decision.rule, invocation.caller)
-    masker = invocation.masker.with_arguments(request.arguments)
+    arguments = request.shown_arguments
+    masker = invocation.masker.with_arguments(arguments)
     base = {
         **audit.identity(),
         "profile": invocation.profile.name,
@@ -69,7 +97,9 @@ def authorize_read(catalog: Catalog, invocation: Invocation, request: Read) -> A
         "client": invocation.client,
         "server": request.server,
         request.kind: request.name,
-        "arguments": masker(request.arguments) if request.kind == "prompt" else None,
+        # a completion's records say which argument was completed; its value so far is among the arguments
+        "completion": request.completing[0] if request.completing is not None else None,
+        "arguments": masker(arguments) if request.kind == "prompt" or request.completing is not None else None,
     }
     return Authorization(request, decision, cast("AuditRecord", {k: v for k, v in base.items() if v is not None}), masker)
 

@@ -122,3 +122,21 @@ def test_a_changed_policy_is_seen_by_the_next_call(toolbox: Toolbox, tmp_path: P
     assert call(toolbox, "sdk.add", {"a": 1, "b": 2})["error"]["message"] == "Unknown tool: sdk.add"
     toolbox.profile = load_profile(write(tmp_path, "gw", [], PRINCIPALS))
     assert call(toolbox, "sdk.add", {"a": 1, "b": 2})["result"]["structuredContent"] == {"result": 3}
+
+
+def test_made_up_names_do_not_keep_the_real_ones_out_of_the_denials_by_name(toolbox: Toolbox) -> None:
+    """The denials by name are kept for at most 4,096 names, shared by every host of a clearance:
+    5,000 made-up names (any host may send them) once filled it for good, and the real tools'
+    names were then judged afresh on every call, whoever called."""
+    connection = GatewayConnection(toolbox, transport="http")
+    connection.inline_calls = True
+    try:
+        handshake(connection, 1, "name-spammer")
+        for n in range(5000):
+            reply = ask(connection, 2 + n, "tools/call", {"name": f"sdk.made_up_{n}", "arguments": {}})
+            assert reply["error"]["message"] == f"Unknown tool: sdk.made_up_{n}"
+        assert "result" in ask(connection, 9000, "tools/call", {"name": "sdk.add", "arguments": {"a": 1, "b": 2}})
+        named = connection.conclusions.named
+        assert "sdk.add" in named and len(named) <= 4096
+    finally:
+        connection.close()

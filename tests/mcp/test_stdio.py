@@ -191,6 +191,26 @@ def test_a_server_seen_to_ignore_eof_is_terminated_at_once_the_next_time(isolate
         assert third.transport.eof_grace > 0
 
 
+def test_a_hostile_lingers_mark_costs_neither_the_connect_nor_the_grace(isolated_dirs):
+    """servers.json is a file anyone may edit: a "lingers" that is no recent time (text, a bool,
+    NaN, the future, an int too large for a float, which the old code subtracted from one:
+    OverflowError from connect) is no mark, and the server gets the wait after its input closes.
+    A mark belongs to the command and working directory it was seen with, not to the name."""
+    stores = client_stores()
+    lingers = bad("linger", env={"LINGER_LOG": str(isolated_dirs / "events")})
+    connect(lingers, stores=stores).close()  # marked: it let the wait pass
+    key = lingers.cache_key()
+    elsewhere = bad("linger", env={"LINGER_LOG": str(isolated_dirs / "events")}, cwd=str(isolated_dirs))
+    assert elsewhere.name == lingers.name
+    with connect(elsewhere, stores=stores) as other:  # the same name, run elsewhere: not marked
+        assert other.transport.eof_grace > 0
+    entry = stores.era_cache.load()[key]
+    for hostile in ("soon", True, 10**400, float("nan"), float("inf"), {"at": 1}, int(time.time()) + 3600):
+        stores.era_cache.save({key: {**entry, "lingers": hostile}})
+        with connect(lingers, stores=stores) as session:
+            assert session.transport.eof_grace > 0, hostile
+
+
 def test_a_server_that_exits_on_eof_is_not_taken_for_one_that_lingers(isolated_dirs):
     stores = client_stores()
     polite = spec(*sdk_server("sdk_server.py"))

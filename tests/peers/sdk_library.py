@@ -1,5 +1,6 @@
 """An `mcp` SDK server with resources, resource templates and prompts besides two tools, for the
-policy tests of resources/read and prompts/get (tests/policy/test_reads.py).
+policy tests of resources/read and prompts/get (tests/policy/test_reads.py), and completions of
+their arguments (the values listed below that start with the value so far).
 
 Usage: python sdk_library.py   (stdio)
 """
@@ -9,9 +10,13 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Mapping
-from typing import NoReturn
+from typing import Any, NoReturn
 
+from mcp import types
 from mcp.server.mcpserver import MCPServer
+
+# The values completion/complete offers, by argument name (a prompt's or a URI template's).
+VALUES = {"topic": ["tides", "tigers", "trees"], "name": ["faq", "readme"], "user": ["alice", "admin"]}
 
 
 def build() -> MCPServer:
@@ -48,6 +53,11 @@ def build() -> MCPServer:
     @server.prompt(description="Log in to the archive.")
     def login(user: str, api_key: str) -> str:
         return f"Log in as {user}"
+
+    @server.completion()
+    async def complete(ref: Any, argument: Any, context: Any) -> types.Completion:
+        values = [v for v in VALUES.get(argument.name, []) if v.startswith(argument.value)]
+        return types.Completion(values=values, total=len(values), has_more=False)
 
     return server
 
