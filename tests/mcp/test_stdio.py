@@ -211,6 +211,18 @@ def test_a_hostile_lingers_mark_costs_neither_the_connect_nor_the_grace(isolated
             assert session.transport.eof_grace > 0, hostile
 
 
+def test_a_server_at_work_when_the_wait_ends_is_not_taken_for_one_that_lingers(isolated_dirs):
+    """A server that exits on EOF but not within the wait (its exit's work outlasts 50 ms: a
+    loaded machine, a flush) is running, not asleep, when the wait ends: it gets SIGTERM as
+    before but no mark, so its next close waits for it again."""
+    stores = client_stores()
+    slow = bad("busy-exit")
+    connect(slow, stores=stores).close()
+    assert "lingers" not in stores.era_cache.load().get(slow.cache_key(), {})
+    with connect(slow, stores=stores) as again:
+        assert again.transport.eof_grace > 0
+
+
 def test_a_server_that_exits_on_eof_is_not_taken_for_one_that_lingers(isolated_dirs):
     stores = client_stores()
     polite = spec(*sdk_server("sdk_server.py"))

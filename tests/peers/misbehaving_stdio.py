@@ -13,6 +13,7 @@ Usage: python misbehaving_stdio.py MODE
   hang-on-exit  ignores stdin EOF and SIGTERM (needs SIGKILL)
   linger        ignores stdin EOF; on SIGTERM writes to the file $LINGER_LOG whether its stdin
                 had ended by then ("term after eof" or "term before eof") and exits with status 3
+  busy-exit     on stdin EOF works (CPU) for 2 s before it exits: a slow exit, not a linger
   fork          spawns a grandchild that would outlive it
   huge-line     answers tools/call with a line that does not end (4 MB, then exits)
   versions V,.. answers server/discover with UnsupportedProtocolVersion (-32022) listing the
@@ -135,6 +136,10 @@ def main() -> None:
             send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32601, "message": "Method not found"}})
     if MODE in ("hang-on-exit", "linger"):
         time.sleep(300)
+    if MODE == "busy-exit":
+        until = time.monotonic() + 2.0
+        while time.monotonic() < until:
+            pass
 
 
 def on_term(*_: object) -> None:

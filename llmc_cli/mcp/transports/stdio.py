@@ -5,8 +5,10 @@ tokens for unrelated services) plus what the server's description declares. Its 
 kept (last lines) so a failure can say why; shutdown is stdin close -> wait -> SIGTERM -> SIGKILL,
 bounded in time, and kills the whole process group so `npx`-style wrappers leave no orphans.
 The wait after stdin closes (`eof_grace`) is what the spec calls a reasonable time for a server
-to exit on EOF; a server seen lately to let it pass (mcp/client.py remembers it, `on_linger`) is
-given none: SIGTERM follows the close of its input at once, as it would have 50 ms later.
+to exit on EOF; a server seen lately to let it pass asleep (mcp/client.py remembers it,
+`on_linger`) is given none: SIGTERM follows the close of its input at once, as it would have 50 ms
+later. One still at work when the wait ran out (exiting slowly on a loaded machine, flushing) is
+not taken for one that ignores EOF.
 
 Who reads the server's stdout: one thread at a time, in order. A reader thread does while the
 connection is idle or shared; a caller that is the only one awaiting a reply (a batch's calls, a
@@ -143,6 +145,29 @@ def _ended_within(proc: subprocess.Popen[bytes], timeout: float) -> bool:
         os.close(pidfd)
     proc.wait()  # it ended: the reap does not block
     return True
+
+
+def _at_work(pid: int) -> bool:
+    """Whether a thread of `pid` or of a process below it (npx -> node) is running, waiting for a
+    CPU or in an uninterruptible wait (Linux /proc states R, D): a server busy exiting, not one
+    asleep that ignores EOF. At most 32 processes looked at; without /proc: False (asleep)."""
+    pending, looked = [pid], 0
+    while pending and looked < 32:
+        current, looked = pending.pop(), looked + 1
+        try:
+            tasks = os.listdir(f"/proc/{current}/task")
+        except OSError:
+            continue  # gone meanwhile, or no /proc
+        for task in tasks:
+            try:
+                with open(f"/proc/{current}/task/{task}/stat", "rb") as stat:
+                    if stat.read().rpartition(b")")[2].split(None, 1)[0] in (b"R", b"D"):
+                        return True
+                with open(f"/proc/{current}/task/{task}/children", "rb") as children:
+                    pending.extend(int(child) for child in children.read().split())
+            except (OSError, ValueError, IndexError):
+                continue
+    return False
 
 
 def child_environment(declared: dict[str, str]) -> dict[str, str]:
@@ -289,7 +314,7 @@ class StdioTransport:
         except OSError:
             pass
         if not _ended_within(proc, self.eof_grace):
-            if self.eof_grace > 0 and self.on_linger is not None:
+            if self.eof_grace > 0 and self.on_linger is not None and not _at_work(proc.pid):
                 self.on_linger()  # best effort (the era cache's save): it never stops this close
             self._signal_group(proc, signal.SIGTERM)
             if not _ended_within(proc, self.shutdown_timeout):
