@@ -429,8 +429,9 @@ class StdioTransport:
         line = raw.strip()
         if not line:
             return
+        kinds: list[str] = []
         try:
-            messages = jsonrpc.decode(line)
+            messages = jsonrpc.decode(line, kinds)
         except ProtocolError as exc:
             # Servers that print banners or logs on stdout break the protocol; tolerate a
             # few lines (shown with -v) before declaring the stream unusable.
@@ -440,8 +441,8 @@ class StdioTransport:
                 raise _Ended(ProtocolError(f"server wrote too many non-JSON-RPC lines on stdout: {exc.message}")) from None
             return
         assert self._deliver is not None
-        for message in messages:
-            self._deliver(message)
+        for i, message in enumerate(messages):  # (not zip(..., strict=True): a keyword parsed a line)
+            self._deliver(message, None, kinds[i])
 
     def _end(self, error: LlmcError | None) -> None:
         """stdout ended: `closed` is called, once, whoever read the end."""
