@@ -84,10 +84,8 @@ def kind_of(message: object) -> str:
     raise ProtocolError(f"JSON-RPC message is neither request, notification nor response: {_preview(message)}")
 
 
-def decode(line: str | bytes, kinds: list[str] | None = None) -> list[JSONObject]:
-    """Parse one line or HTTP body; a JSON array is a batch (2025-03-26 allowed them). `kinds`:
-    a list given is extended with each returned message's kind_of, decided once here (a reader
-    that dispatches on it does not decide it again)."""
+def decode(line: str | bytes) -> list[JSONObject]:
+    """Parse one line or HTTP body; a JSON array is a batch (2025-03-26 allowed them)."""
     try:
         # bytes as json.loads reads them (UTF-8, surrogates passed), without its encoding detection
         # when the message starts as every UTF-8 one does ("{" or "[", then no NUL)
@@ -104,22 +102,19 @@ def decode(line: str | bytes, kinds: list[str] | None = None) -> list[JSONObject
         return [reply]
     except ValueError as exc:
         raise ProtocolError(f"invalid JSON from server: {_preview(line)}") from exc
-    if isinstance(value, list):
-        found = [kind_of(m) for m in value]  # each raises unless m is a JSON-RPC 2.0 object
-        messages: list[JSONObject] = value
-    else:
-        found, messages = [kind_of(value)], [value]  # json.loads made it a JSONObject
-    changed = False
+    checked: list[JSONObject] = []
+    for m in value if isinstance(value, list) else [value]:
+        kind_of(m)  # raises unless m is a JSON-RPC 2.0 object: json.loads made it a JSONObject
+        checked.append(m)
+    messages = checked
     if (
         line.count("[") + line.count("{") if isinstance(line, str) else line.count(b"[") + line.count(b"{")
     ) > MAX_MESSAGE_DEPTH:  # only then can it be that deep: most messages are not walked at all
-        messages, changed = [bounded for m in messages if (bounded := _bounded(m)) is not None], True
+        messages = [bounded for m in messages if (bounded := _bounded(m)) is not None]
     # only an escape makes a lone surrogate (bytes.find, not `in`: CPython 3.11's `bytes in
     # bytes` tries its operand as an integer first and formats the TypeError it then drops)
     if ("\\u" in line) if isinstance(line, str) else (line.find(b"\\u") >= 0):
-        messages, changed = [_without_lone_surrogates(m) for m in messages], True
-    if kinds is not None:
-        kinds.extend([kind_of(m) for m in messages] if changed else found)  # a message replaced may be of another kind
+        messages = [_without_lone_surrogates(m) for m in messages]
     return messages
 
 

@@ -416,9 +416,8 @@ class ClientSession:
         self._last_id = max(self._last_id, request_id)
         return request_id
 
-    def _on_message(self, message: JSONObject, related: int | str | None = None, kind: str | None = None) -> None:
-        if kind is None:  # not decided by the transport that read it
-            kind = jsonrpc.kind_of(message)
+    def _on_message(self, message: JSONObject, related: int | str | None = None) -> None:
+        kind = jsonrpc.kind_of(message)
         if kind in ("response", "error"):
             if not self._inflight.resolve(message):
                 self._inflight.unmatched(message, self._last_id, self.name)

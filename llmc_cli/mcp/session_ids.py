@@ -102,7 +102,7 @@ def forget(stores: Stores, keys: set[str] | None = None, known: Mapping[str, Ser
         )
         transport.protocol_version = str(entry.get("version") or LEGACY_VERSIONS[0])
         transport.session_id = remembered.id
-        transport.start(lambda message, related=None, kind=None: None, lambda error: None)
+        transport.start(lambda message, related=None: None, lambda error: None)
         transport.close()  # sends the DELETE
         rows.append({"server": spec.name, "url": spec.shown_url(), "session": _id_hint(remembered.id), "forgotten": True})
     if changes:

@@ -312,26 +312,3 @@ def test_a_line_that_is_not_json_fails_alike_as_bytes_and_as_text(line: str) -> 
     for raw in (line, line.encode()):
         with pytest.raises(ProtocolError, match="invalid JSON"):
             jsonrpc.decode(raw)
-
-
-@pytest.mark.parametrize(
-    "line",
-    [
-        '{"jsonrpc":"2.0","id":1,"result":{}}',
-        '{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"}}',
-        '{"jsonrpc":"2.0","id":1,"method":"m"}',
-        '{"jsonrpc":"2.0","method":"n"}',
-        '[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","method":"n"}]',
-        '{"jsonrpc":"2.0","id":3,"result":{"t":"a\\ud800b"}}',  # a result replaced by an error reply
-        '[{"jsonrpc":"2.0","method":"n","params":{"v":DEEP}},{"jsonrpc":"2.0","id":2,"result":{}}]'.replace(
-            "DEEP", "[" * 200 + "]" * 200
-        ),  # a notification deeper than MAX_MESSAGE_DEPTH dropped: the kinds stay beside their messages
-    ],
-)
-def test_the_kinds_decode_gives_are_those_of_the_messages_it_returns(line: str) -> None:
-    # a reader delivers each message with its kind (stdio): never a kind of a message replaced or dropped
-    for raw in (line, line.encode()):
-        kinds: list[str] = []
-        messages = jsonrpc.decode(raw, kinds)
-        assert kinds == [jsonrpc.kind_of(m) for m in messages]
-        assert messages == jsonrpc.decode(raw)

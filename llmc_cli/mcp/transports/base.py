@@ -20,9 +20,8 @@ from llmc_cli.mcp.messages import JSONObject
 
 
 class Deliver(Protocol):
-    def __call__(self, message: JSONObject, /, related: int | str | None = None, kind: str | None = None) -> None:
-        """`related`: the id of the client's request on whose stream the message arrived; `kind`:
-        its jsonrpc.kind_of when the transport decided it already (jsonrpc.decode's `kinds`)."""
+    def __call__(self, message: JSONObject, /, related: int | str | None = None) -> None:
+        """`related`: the id of the client's request on whose stream the message arrived."""
 
 
 Closed = Callable[[LlmcError | None], None]

@@ -429,9 +429,8 @@ class StdioTransport:
         line = raw.strip()
         if not line:
             return
-        kinds: list[str] = []
         try:
-            messages = jsonrpc.decode(line, kinds)
+            messages = jsonrpc.decode(line)
         except ProtocolError as exc:
             # Servers that print banners or logs on stdout break the protocol; tolerate a
             # few lines (shown with -v) before declaring the stream unusable.
@@ -441,8 +440,8 @@ class StdioTransport:
                 raise _Ended(ProtocolError(f"server wrote too many non-JSON-RPC lines on stdout: {exc.message}")) from None
             return
         assert self._deliver is not None
-        for i, message in enumerate(messages):  # (not zip(..., strict=True): a keyword parsed a line)
-            self._deliver(message, None, kinds[i])
+        for message in messages:
+            self._deliver(message)
 
     def _end(self, error: LlmcError | None) -> None:
         """stdout ended: `closed` is called, once, whoever read the end."""
