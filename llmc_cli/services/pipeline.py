@@ -6,7 +6,7 @@ to Pipeline.run, whose stages are these, in this order, and nowhere else:
     authorize the policy's decision: rules, the lock, confirmation, pre-approved hashes; its
               audit record written before anything runs, durable before the call reaches its
               server ([audit] sync = "before_call") or before anything of it reaches the caller
-              ("before_reply": synced while the server works; _settle)
+              ("before_reply": synced while the server works; services/settle.py)
     limit     the profile's rate limits
     lookup    the result cache ([cache]), for a call whose tool it lists
     run       the request, through the catalog (a server of this process or a session keeper's);
@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING
 
 from llmc_cli import audit, interrupts, policy
 from llmc_cli.errors import Cancelled, ConfigError, InputRequired, LlmcError, PolicyDenied, ProtocolError, TimeoutExpired
-from llmc_cli.mcp.session import AFTER_SEND
 from llmc_cli.mcp.validation import check_structured, passes_quickly, validate_arguments
 from llmc_cli.model import JSONObject, NamedTuple, Tool, ToolCall, ToolResult, canonical_json, sha256
 from llmc_cli.services import calls
@@ -39,6 +38,8 @@ from llmc_cli.services.state import audit_log, open_state
 from llmc_cli.services.tools import ToolResolver
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from llmc_cli.audit.trail import ChainedLog
     from llmc_cli.catalog import Catalog
     from llmc_cli.config.profiles import LoadedProfile
@@ -221,7 +222,7 @@ class Pipeline:
     def decide(self, authorizations: list[Authorization]) -> None:
         """The decision records, on disk in one write; each allowed call is open until its outcome.
         With [audit] sync = "before_reply" written, not yet durable: each call settles them
-        (_settle) before anything of it is shown."""
+        (services/settle.py) before anything of it is shown."""
         calls.record_decisions(self.log, self.context, authorizations)
         if self.context.profile.profile.audit.sync == "before_reply":
             mark = self.log.mark()
@@ -358,7 +359,7 @@ class Pipeline:
             self._settle(authorized, "its cached result is withheld")
             raw = hit
         elif authorized.durable_at:
-            raw = self._send_settling(authorized, send)
+            raw = _settling().send_settling(self.log, authorized, send)
         else:
             raw = send()
         items, required = _RESULT_LIST[method]
@@ -381,36 +382,9 @@ class Pipeline:
             raise ProtocolError(f"{request.server}: {what} contains a lone surrogate (invalid Unicode text)") from None
         return inspected, body, hit is not None
 
-    def _send_settling(self, authorized: Authorization, send: Callable[[], JSONObject]) -> JSONObject:
-        """send(), its decision made durable once the request is out (mcp/session.AFTER_SEND:
-        the log's fdatasync beside the server's work) and in any case before its result or
-        error goes on (a transport that waits for the reply in send() overlaps nothing)."""
-
-        def settle_quietly() -> None:
-            try:
-                self.log.settle(authorized.durable_at)
-            except LlmcError:
-                pass  # settled again below, where a failure is reported
-
-        AFTER_SEND.call = settle_quietly
-        try:
-            raw = send()
-        except BaseException:
-            AFTER_SEND.call = None
-            self._settle(authorized, "the call may have run, but its error is withheld")
-            raise
-        AFTER_SEND.call = None
-        self._settle(authorized, "the call ran, but its result is withheld")
-        return raw
-
     def _settle(self, authorized: Authorization, what: str) -> None:
-        """The call's decision durable ([audit] sync = "before_reply"), or AuditError (exit 3)
-        saying it is not and `what` became of the call."""
-        if authorized.durable_at:
-            try:
-                self.log.settle(authorized.durable_at)
-            except audit.AuditError as exc:
-                raise audit.AuditError(f"{exc.message}; its decision is not durable: {what}") from None
+        if authorized.durable_at:  # [audit] sync = "before_reply"
+            _settling().settle(self.log, authorized, what)
 
     def _record(
         self, authorized: Authorization, outcome: str, duration: float, raw: JSONObject, body: bytes, findings: list[JSONObject]
@@ -433,6 +407,13 @@ class Pipeline:
 # How a call that raised ended, by the error's class (its outcome record); others: transport_error,
 # and audit_error: its decision could not be made durable ([audit] sync = "before_reply").
 _ENDINGS: dict[type, str] = {TimeoutExpired: "timeout", Cancelled: "cancelled", InputRequired: "input_required"}
+
+
+def _settling() -> ModuleType:
+    """services/settle.py, imported with [audit] sync = "before_reply" only."""
+    from llmc_cli.services import settle
+
+    return settle
 
 
 def _elapsed_ms(started: float) -> float:

@@ -8,6 +8,7 @@ with one AuditError saying the call ran."""
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -24,7 +25,7 @@ from llmc_cli.config.profiles import LoadedProfile
 from llmc_cli.config.schema import AuditConfig, PolicyConfig, Profile
 from llmc_cli.errors import PolicyDenied
 from llmc_cli.model import ServerSpec
-from tests.helpers import sdk_server
+from tests.helpers import llmc, profile_file, sdk_server
 
 
 class LogSyncs:
@@ -160,3 +161,27 @@ def test_before_call_a_failed_sync_stops_the_call_before_it_runs(pipeline) -> No
     with pytest.raises(AuditError, match="the tool was not run"):
         run("plain", "a")
     assert not (log.parent / "calls").exists()
+
+
+def test_before_reply_through_the_commands_call_and_batch(isolated_dirs: Path) -> None:
+    """The CLI's call and batch run the same pipeline: results as ever, a chain that verifies,
+    every decision before its outcome and every call's outcome present."""
+    calls = isolated_dirs / "calls"
+    command = " ".join(f'"{part}"' for part in sdk_server("counting_server.py"))
+    profile_file(
+        isolated_dirs / "config",
+        f"[servers.count]\ncommand = {command.split(' ')[0]}\nargs = [{', '.join(command.split(' ')[1:])}]\n"
+        f'env = {{ COUNT_FILE = "{calls}" }}\n[audit]\nsync = "before_reply"\n',
+    )
+    single = llmc("call", "count.plain", "name=a")
+    assert single.returncode == 0 and "plain a #1" in single.stdout, single.stderr
+    lines = "".join(json.dumps({"tool": "count.plain", "arguments": {"name": n}}) + "\n" for n in "bcd")
+    batch = llmc("call", "--batch", "-", stdin=lines)
+    out = [str(json.loads(line)["content"]) for line in batch.stdout.splitlines()]
+    assert batch.returncode == 0 and len(out) == 3 and all(f"plain {n} #" in o for n, o in zip("bcd", out, strict=True)), out
+    assert calls.read_text().count("plain") == 4
+    records = [json.loads(line) for line in (isolated_dirs / "state" / "audit.jsonl").read_text().splitlines()]
+    events = [(r["event"], r.get("arguments", {}).get("name")) for r in records]
+    for name in "abcd":
+        assert events.index(("decision", name)) < events.index(("outcome", name)), events
+    assert llmc("audit", "verify").returncode == 0
