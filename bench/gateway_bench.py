@@ -362,12 +362,15 @@ def install_fastmcp() -> Path:
     return python
 
 
-def llmc_gateway(tmp: str, name: str, server: str, stack: ExitStack, extra: list[str], workers: int = 1) -> Target:
+def llmc_gateway(tmp: str, name: str, server: str, stack: ExitStack, extra: list[str], workers: int = 1,
+                 sync: str | None = None) -> Target:
     """`llmc serve` in front of `server` (a [servers.up] table's body), audit on, policy: deny by
-    default, the echo tool allowed and marked read-only, one other tool denied."""
+    default, the echo tool allowed and marked read-only, one other tool denied. `sync`: the
+    profile's [audit] sync ("before_call", "before_reply"; None: no [audit] table, the default)."""
     port = free_port()
     profile = Path(tmp) / f"{name}.toml"
-    profile.write_text(f"[servers.up]\n{server}\n{POLICY}")
+    audit = f'\n[audit]\nsync = "{sync}"\n' if sync else ""
+    profile.write_text(f"[servers.up]\n{server}\n{POLICY}{audit}")
     env = {**os.environ, "LLMC_CONFIG_DIR": f"{tmp}/{name}-config", "LLMC_STATE_DIR": f"{tmp}/{name}-state"}
     proc = start([LLMC, "serve", "-p", str(profile), "--http", f"127.0.0.1:{port}", "--idle-timeout", "3600",
                   "--workers", str(workers), *extra], stack, env, Path(tmp) / f"{name}.err")
@@ -413,7 +416,7 @@ def targets(tmp: str, stack: ExitStack, args: argparse.Namespace) -> list[Target
         out.append(Target("direct (pipes)", "stdio", stdio=everything))
         for workers in args.llmc_workers:
             gw = llmc_gateway(tmp, f"llmc-stdio-{workers}", STDIO_UP, stack,
-                              llmc_extra, workers)
+                              llmc_extra, workers, args.audit_sync)
             gw.scenario, gw.name, gw.sessions = "stdio", llmc_name(workers, args), args.sessions
             out.append(gw)
         if args.modern:
@@ -433,7 +436,8 @@ def targets(tmp: str, stack: ExitStack, args: argparse.Namespace) -> list[Target
         url = f"http://127.0.0.1:{up_port}/mcp"
         out.append(Target("direct", "HTTP", up_port))
         for workers in args.llmc_workers:
-            gw = llmc_gateway(tmp, f"llmc-http-{workers}", f'url = "{url}"\n', stack, llmc_extra, workers)
+            gw = llmc_gateway(tmp, f"llmc-http-{workers}", f'url = "{url}"\n', stack, llmc_extra, workers,
+                              args.audit_sync)
             gw.scenario, gw.name, gw.sessions = "HTTP", llmc_name(workers, args), args.sessions
             out.append(gw)
         if args.modern:
@@ -532,6 +536,8 @@ def main() -> None:
     parser.add_argument("--no-peers", dest="peers", action="store_false", help="llmc and direct only")
     parser.add_argument("--modern", action="store_true", help="also llmc driven with 2026-07-28 requests")
     parser.add_argument("--llmc-workers", default="1", help="llmc serve --workers: a count, or counts side by side (1,2)")
+    parser.add_argument("--audit-sync", choices=("before_call", "before_reply"),
+                        help="the benched profile's [audit] sync (default: none set, i.e. before_call)")
     args = parser.parse_args()
     args.llmc_workers = [int(n) for n in str(args.llmc_workers).split(",") if n.strip()]
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:

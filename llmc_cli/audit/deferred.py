@@ -75,6 +75,12 @@ class Deferred:
         gateway's hosts) share writes: the log groups appends made at once (audit/group.py)."""
         self._write(records)
 
+    def mark(self) -> int:
+        return self.log.mark()
+
+    def settle(self, mark: int) -> None:
+        self.log.settle(mark)
+
     def flush(self) -> None:
         """Every waiting outcome written and the anchor durable: one lock hold, the records'
         fsync and the anchor's (sync() only when nothing waited: an anchor a decision left)."""

@@ -70,9 +70,16 @@ def default_path() -> Path:
 class AuditLog(ChainedLog):
     """The chain in a JSON Lines file (see the module's docstring)."""
 
-    def __init__(self, path: Path | str | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    def __init__(self, path: Path | str | None = None, max_bytes: int = DEFAULT_MAX_BYTES, sync: str = "before_call") -> None:
 
         self.path = audit_log_path(path)
+        # [audit] sync = "before_reply": an append whose anchor may wait (an allowed call's decision,
+        # a Deferred's write) is written without its fdatasync, settle() makes it. Under the lock:
+        # appends so written (_written), durable (_durable), whose sync failed ((after, upto]).
+        self.sync_later = sync == "before_reply"
+        self._written = self._durable = 0
+        self._failed: list[tuple[int, int]] = []
+        self._sync_now = False  # the group being written holds a settle() or another log's append
         self.max_bytes = max_bytes
         self._tail: tuple[int, int] | None = None  # (inode, size) of the file after our last write
         self._tail_hash = GENESIS
@@ -189,7 +196,13 @@ class AuditLog(ChainedLog):
             self._lock_kept = None
 
     def _drop(self, path: Path | None = None) -> None:
-        """Close the kept descriptor of `path` (of every file when None)."""
+        """Close the kept descriptor of `path` (of every file when None); the log's made
+        durable first when appends left their sync to settle() (a failure is kept for it)."""
+        if self._durable < self._written and (path is None or path == self.path):
+            try:
+                self._settle_held()
+            except OSError:
+                pass  # in _failed: the settle() of those appends reports it
         for name in [path] if path is not None else list(self._kept):
             kept = self._kept.pop(name, None)
             if kept is not None:
@@ -226,7 +239,8 @@ class AuditLog(ChainedLog):
         known = seen is not None and self._tail == (seen.st_ino, seen.st_size)
         prev, count = (self._tail_hash, self._tail_count) if known else self._head(seen)
         lines = seal(prev, count)
-        if not lines:  # sync(): the anchor alone, made durable
+        if not lines:  # sync() or settle(): the log's appends durable, then the anchor (durable for sync())
+            self._settle_held()
             if seen is not None:
                 self._write_anchor(prev, count, seen.st_ino, seen.st_size, later=anchor_later)
             return
@@ -251,16 +265,59 @@ class AuditLog(ChainedLog):
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view) :]
-                data_sync(fd)
-                self._write_anchor(head, count, inode, start + len(data), later=later)
+                if later and self.sync_later and not self._sync_now:
+                    # Synced by settle(); no anchor until then: one written back before the
+                    # log's data could be ahead of the log after a machine crash.
+                    self._written += 1
+                else:
+                    data_sync(fd)
+                    self._durable = self._written
+                    self._write_anchor(head, count, inode, start + len(data), later=later)
             except BaseException:
                 os.ftruncate(fd, start)
                 os.fsync(fd)
+                self._durable = self._written
                 raise
             return inode, start + len(data)
         except BaseException:
             self._drop()  # nothing kept from a write that failed: the next one opens afresh
             raise
+
+    def _write_group(self, tickets: list[Ticket]) -> None:
+        # A settle() in the group, or another log's append (its settle() would ask that log),
+        # makes the group's write durable now.
+        self._sync_now = any(t.seal is _nothing or t.owner is not self for t in tickets)
+        super()._write_group(tickets)
+
+    def mark(self) -> int:
+        """What settle() takes: the appends written so far, to be made durable."""
+        return self._written
+
+    def settle(self, mark: int) -> None:
+        """Appends up to `mark` durable when this returns ([audit] sync = "before_reply"): one
+        fdatasync of the log under the lock unless another thread's did it already (shared, as
+        a group's); AuditError when the sync that covered them failed."""
+        if mark > self._durable:
+            self._queue().append(Ticket(_nothing, True, self), self._write_group)
+        for after, upto in self._failed:
+            if after < mark <= upto:
+                raise AuditError(f"cannot make the audit log {self.path} durable: the sync failed")
+
+    def _settle_held(self) -> None:
+        """Under the lock: fdatasync what appends wrote without it, by their descriptor; a failure is
+        kept for their settle() (a retry proves nothing: a failed fdatasync may drop the pages)."""
+        if self._durable >= self._written:
+            return
+        upto, kept = self._written, self._kept.get(self.path)
+        try:
+            if kept is None:
+                raise OSError(errno.EIO, "the log was closed before it was made durable")
+            data_sync(kept[0])
+        except OSError:
+            self._failed = [*self._failed[-63:], (self._durable, upto)]  # a settle() follows its append within a call
+            raise
+        finally:
+            self._durable = upto
 
     @property
     def anchor_path(self) -> Path:

@@ -113,6 +113,13 @@ class ChainedLog:
     def sync(self) -> None:
         """Make durable what appends left for later (lazy_anchor); nothing for most stores."""
 
+    def mark(self) -> int:
+        """The appends so far, for settle(): 0 where every append is durable when it returns."""
+        return 0
+
+    def settle(self, mark: int) -> None:
+        """Appends up to `mark` durable ([audit] sync = "before_reply", audit/log.py)."""
+
     # -- writing -----------------------------------------------------------------------------------
 
     def append_many(

@@ -11,6 +11,7 @@ security policy must never be silently ignored).
     [policy.resources]             # ...and which resources and prompts may be read ([policy.prompts])
     [llm]                          # which model `llmc ask` talks to
     [serve]                        # the gateway over HTTP: principals (inbound tokens), origins, hosts
+    [audit]                        # sync = "before_call" | "before_reply": when a decision is fsynced
 
 Values may contain ${VAR} or ${VAR:-default}; they expand from the environment when a server is
 used (config/profiles.py), never when a profile is saved.
@@ -409,6 +410,18 @@ class SearchConfig:
 
 
 @dataclass
+class AuditConfig:
+    """`[audit]`: when an allowed call's decision record is made durable. "before_call": written
+    and fsynced before the call reaches its server. "before_reply": written (chained, in order)
+    before the call is sent and fsynced while the server works, durable before any result, error
+    or refusal reaches the caller (README, Audit: what a machine crash can then lose)."""
+
+    __pydantic_config__ = _STRICT
+
+    sync: Literal["before_call", "before_reply"] = "before_call"
+
+
+@dataclass
 class Profile:
     __pydantic_config__ = _STRICT
 
@@ -427,6 +440,7 @@ class Profile:
     dlp: DlpConfig = field(default_factory=DlpConfig)
     guard: GuardConfig = field(default_factory=GuardConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
+    audit: AuditConfig = field(default_factory=AuditConfig)
 
     def __post_init__(self) -> None:
         for name in self.servers:
@@ -478,5 +492,6 @@ def from_json(data: dict[str, Any]) -> Profile:
             "dlp": DlpConfig(**data["dlp"]),
             "guard": GuardConfig(**data["guard"]),
             "search": SearchConfig(**data["search"]),
+            "audit": AuditConfig(**data["audit"]),
         }
     )

@@ -29,6 +29,9 @@ from llmc_cli.model import JSON, JSONObject
 
 CLIENT_INFO: JSONObject = {"name": "llmc", "version": __version__}
 MAX_INPUT_ROUNDS = 8  # input_required round trips for one request
+# AFTER_SEND.call: run once, in the sending thread, when this thread's next request is sent and
+# before its reply is awaited (the pipeline's audit sync beside the server's work); never raises.
+AFTER_SEND = threading.local()
 
 
 class NotADiscoverResult(ProtocolError):
@@ -355,6 +358,10 @@ class ClientSession:
                     raise  # not a request a client may cancel (lifecycle)
                 self._cancel(request_id, "timeout")
                 raise TimeoutExpired(f"{self.name}: no reply to {method} within {limit:g}s") from None
+            after = getattr(AFTER_SEND, "call", None)
+            if after is not None:
+                AFTER_SEND.call = None
+                after()
             result = self._wait(request_id, future, method, limit, started)
             return result
         except BaseException as exc:

@@ -167,7 +167,7 @@ class Authorization:
     confirmation nobody could give, what pre-approving the call takes. (A class with slots: no
     dataclass to create at import.)"""
 
-    __slots__ = ("approval", "base", "call", "decision", "masker", "opened", "output_schema")
+    __slots__ = ("approval", "base", "call", "decision", "durable_at", "masker", "opened", "output_schema")
 
     def __init__(
         self,
@@ -186,6 +186,7 @@ class Authorization:
         self.opened = opened
         self.approval = approval
         self.output_schema = output_schema  # the tool's, that its result is checked against
+        self.durable_at = 0  # the audit log's mark to settle before anything of this call is shown (Pipeline.decide)
 
     def denied(self) -> PolicyDenied:
         """The error of a call the policy denied (the approval it would need attached)."""

@@ -4,7 +4,9 @@ to Pipeline.run, whose stages are these, in this order, and nowhere else:
     resolve   the name (SERVER.TOOL, a bare name, or a route the caller found) to a tool
     validate  the arguments against its inputSchema (when the request asks for it)
     authorize the policy's decision: rules, the lock, confirmation, pre-approved hashes; its
-              audit record on disk before anything runs
+              audit record written before anything runs, durable before the call reaches its
+              server ([audit] sync = "before_call") or before anything of it reaches the caller
+              ("before_reply": synced while the server works; services/settle.py)
     limit     the profile's rate limits
     lookup    the result cache ([cache]), for a call whose tool it lists
     run       the request, through the catalog (a server of this process or a session keeper's);
@@ -36,6 +38,8 @@ from llmc_cli.services.state import audit_log, open_state
 from llmc_cli.services.tools import ToolResolver
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from llmc_cli.audit.trail import ChainedLog
     from llmc_cli.catalog import Catalog
     from llmc_cli.config.profiles import LoadedProfile
@@ -222,12 +226,19 @@ class Pipeline:
         return calls.authorize(self.catalog, self.context, call, tool)
 
     def decide(self, authorizations: list[Authorization]) -> None:
-        """The decision records, on disk in one write; each allowed call is open until its outcome."""
+        """The decision records, on disk in one write; each allowed call is open until its outcome.
+        With [audit] sync = "before_reply" written, not yet durable: each call settles them
+        (services/settle.py) before anything of it is shown."""
         calls.record_decisions(self.log, self.context, authorizations)
+        if self.context.profile.profile.audit.sync == "before_reply":
+            mark = self.log.mark()
+            for authorized in authorizations:
+                authorized.durable_at = mark
 
     def execute(self, authorized: Authorization, *, timeout: float | None = None, meta: JSONObject | None = None) -> Outcome:
         """A decided call: denied (PolicyDenied), or rate limits -> cache lookup -> run -> inspect -> record."""
         if authorized.decision.action != "allow":
+            self._settle(authorized, "the tool was not run")
             raise authorized.denied()
         call: ToolCall = authorized.call  # type: ignore[assignment]  # a decided call's (no typing.cast: a call each)
         cache = calls.cache_for(self.catalog, self.context, authorized) if self.context.profile.profile.cache.tools else None
@@ -256,6 +267,7 @@ class Pipeline:
         self.decide([authorized])
         decision = authorized.decision
         if decision.action != "allow":
+            self._settle(authorized, "it was not read")
             raise PolicyDenied(f"denied: {decision.reason} [{decision.rule}]", rule=decision.rule)
         return self._through(
             authorized,
@@ -282,11 +294,17 @@ class Pipeline:
         try:
             inspected, body, hit = self._produce(authorized, method, what, send, cache)
         except LlmcError as exc:
-            kind = {TimeoutExpired: "timeout", Cancelled: "cancelled", InputRequired: "input_required"}.get(
-                type(exc), "transport_error"
-            )
+            kind = "audit_error" if isinstance(exc, audit.AuditError) else _ENDINGS.get(type(exc), "transport_error")
             inspect_error(self.context.inspectors, authorized.call, exc)  # DLP: an error quotes what a result would
-            calls.close_call(self.log, authorized, {"outcome": kind, "error": exc.message, "durationMs": _elapsed_ms(started)})
+            try:
+                calls.close_call(
+                    self.log, authorized, {"outcome": kind, "error": exc.message, "durationMs": _elapsed_ms(started)}
+                )
+            except audit.AuditError:
+                if kind != "audit_error":
+                    raise
+                # the decision's sync failed (before_reply): this record most likely fails too;
+                # the one error the caller hears is that one
             calls.masked_error(exc, authorized.masker)
             raise
         except Exception as exc:  # a bug must not leave a decision without an outcome
@@ -327,6 +345,7 @@ class Pipeline:
             if config.calls_per_minute or config.tool_calls_per_minute or share:  # else no limit applies
                 policy.acquire_rate(profile.name, request.qualified_name, config, self.context.state.rate_windows, share)
         except (PolicyDenied, ConfigError) as exc:  # limit reached, or the count could not be stored: not run
+            self._settle(authorized, "the tool was not run")
             calls.close_call(self.log, authorized, {"outcome": "denied", "rule": exc.details.get("rule"), "reason": exc.message})
             raise
 
@@ -342,7 +361,13 @@ class Pipeline:
 
         request = authorized.call
         hit = cache.get() if cache is not None and self.context.use_cache else None
-        raw = hit if hit is not None else send()
+        if hit is not None:
+            self._settle(authorized, "its cached result is withheld")
+            raw = hit
+        elif authorized.durable_at:
+            raw = _settling().send_settling(self.log, authorized, send)
+        else:
+            raw = send()
         items, required, shape = _RESULT_SHAPE[method]
         if not isinstance(raw.get(items, None if required else []), shape):
             raise ProtocolError(f"{request.server}: {method} result has no {items} {'list' if shape is list else 'object'}")
@@ -363,6 +388,10 @@ class Pipeline:
             raise ProtocolError(f"{request.server}: {what} contains a lone surrogate (invalid Unicode text)") from None
         return inspected, body, hit is not None
 
+    def _settle(self, authorized: Authorization, what: str) -> None:
+        if authorized.durable_at:  # [audit] sync = "before_reply"
+            _settling().settle(self.log, authorized, what)
+
     def _record(
         self, authorized: Authorization, outcome: str, duration: float, raw: JSONObject, body: bytes, findings: list[JSONObject]
     ) -> None:
@@ -379,6 +408,18 @@ class Pipeline:
         if findings:
             record["findings"] = authorized.masker(findings)
         calls.close_call(self.log, authorized, record)
+
+
+# How a call that raised ended, by the error's class (its outcome record); others: transport_error,
+# and audit_error: its decision could not be made durable ([audit] sync = "before_reply").
+_ENDINGS: dict[type, str] = {TimeoutExpired: "timeout", Cancelled: "cancelled", InputRequired: "input_required"}
+
+
+def _settling() -> ModuleType:
+    """services/settle.py, imported with [audit] sync = "before_reply" only."""
+    from llmc_cli.services import settle
+
+    return settle
 
 
 def _elapsed_ms(started: float) -> float:

@@ -33,7 +33,8 @@ def audit_log(state: State) -> ChainedLog:
 
     if isinstance(state, PostgresState):
         return _database_audit(state)
-    return AuditLog(state.profile.profile.audit_log)
+    profile = state.profile.profile
+    return AuditLog(profile.audit_log, sync=profile.audit.sync)
 
 
 def host_sessions(state: State, idle_seconds: float) -> HostSessions | None:

@@ -74,6 +74,14 @@ class AuditSink(Protocol):
         """Store what waits in memory (a Deferred's outcome records); a log stores at once."""
         ...
 
+    def mark(self) -> int:
+        """What settle() takes after record_before_actions ([audit] sync = "before_reply")."""
+        ...
+
+    def settle(self, mark: int) -> None:
+        """The records stored up to `mark` durable (AuditError when they cannot be)."""
+        ...
+
 
 # The fields every record of one call carries alike (call_tool's `base`): what ties an outcome to
 # its decision.

@@ -83,6 +83,7 @@ def test_profile_by_name_path_and_environment(config: Path, tmp_path: Path):
             ["default.toml", "bare_names needs exactly one server"],
         ),
         ('[llm]\nmodel = "m"\nsummarize_with = "openai:m"\n', ["default.toml:3:", "llm.summarize_with", "removed"]),
+        ('[audit]\nsync = "later"\n', ["default.toml:2:", "audit.sync", "'before_call' or 'before_reply'"]),
     ],
 )
 def test_a_broken_profile_is_one_line_naming_file_line_and_key(config: Path, text: str, expected: list[str]):
