@@ -38,6 +38,7 @@ from llmc_cli.mcp.inflight import Future
 from llmc_cli.mcp.messages import JSONObject
 from llmc_cli.mcp.transports.base import Closed, Deliver, max_message_bytes, too_large
 from llmc_cli.mcp.transports.crash_lines import telling_line
+from llmc_cli.mcp.transports.ending import at_work, ended_within
 from llmc_cli.model import compact_json
 
 T = TypeVar("T")
@@ -120,54 +121,6 @@ def _spawner() -> _Spawner:
         if not _spawners:
             _spawners.append(_Spawner())
         return _spawners[0]
-
-
-def _ended_within(proc: subprocess.Popen[bytes], timeout: float) -> bool:
-    """Whether `proc` ended (and was reaped) within `timeout` seconds. On Linux the wait wakes
-    when it ends (a pidfd). subprocess's wait(timeout) polls, sleeping 1, 2, 4 .. 50 ms between
-    looks: it sees a server that ends 9 ms after SIGTERM at 15 ms, one that ends at 17 ms at 31."""
-    if proc.returncode is not None:
-        return True  # reaped already (its pid may be another process's now)
-    try:
-        pidfd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):  # not Linux (5.3+), or reaped meanwhile by another thread
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return False
-        return True
-    try:
-        poller = select.poll()
-        poller.register(pidfd, select.POLLIN)  # readable once the process has ended
-        if not poller.poll(max(timeout, 0.0) * 1000):
-            return False
-    finally:
-        os.close(pidfd)
-    proc.wait()  # it ended: the reap does not block
-    return True
-
-
-def _at_work(pid: int) -> bool:
-    """Whether a thread of `pid` or of a process below it (npx -> node) is running, waiting for a
-    CPU or in an uninterruptible wait (Linux /proc states R, D): a server busy exiting, not one
-    asleep that ignores EOF. At most 32 processes looked at; without /proc: False (asleep)."""
-    pending, looked = [pid], 0
-    while pending and looked < 32:
-        current, looked = pending.pop(), looked + 1
-        try:
-            tasks = os.listdir(f"/proc/{current}/task")
-        except OSError:
-            continue  # gone meanwhile, or no /proc
-        for task in tasks:
-            try:
-                with open(f"/proc/{current}/task/{task}/stat", "rb") as stat:
-                    if stat.read().rpartition(b")")[2].split(None, 1)[0] in (b"R", b"D"):
-                        return True
-                with open(f"/proc/{current}/task/{task}/children", "rb") as children:
-                    pending.extend(int(child) for child in children.read().split())
-            except (OSError, ValueError, IndexError):
-                continue
-    return False
 
 
 def child_environment(declared: dict[str, str]) -> dict[str, str]:
@@ -313,11 +266,11 @@ class StdioTransport:
                 proc.stdin.close()
         except OSError:
             pass
-        if not _ended_within(proc, self.eof_grace):
-            if self.eof_grace > 0 and self.on_linger is not None and not _at_work(proc.pid):
+        if not ended_within(proc, self.eof_grace):
+            if self.eof_grace > 0 and self.on_linger is not None and not at_work(proc.pid):
                 self.on_linger()  # best effort (the era cache's save): it never stops this close
             self._signal_group(proc, signal.SIGTERM)
-            if not _ended_within(proc, self.shutdown_timeout):
+            if not ended_within(proc, self.shutdown_timeout):
                 self._signal_group(proc, signal.SIGKILL)
                 proc.wait(timeout=self.shutdown_timeout)
         # The server exited; children it left in its group (npx -> node) go too.
