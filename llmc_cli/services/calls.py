@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, cast
 from llmc_cli import audit, interrupts, policy, telemetry
 from llmc_cli.catalog import Catalog
 from llmc_cli.config.profiles import LoadedProfile, lock_path
-from llmc_cli.config.secrets import Masker, environment_secrets
+from llmc_cli.config.secrets import Masker, environment_secrets, masked_identity
 from llmc_cli.errors import ConfigError, LlmcError, PolicyDenied, RpcError, UsageError
 from llmc_cli.guard import clearance
 from llmc_cli.mcp.jsonrpc import LONE_SURROGATE, has_lone_surrogate
@@ -280,29 +280,11 @@ def with_base(base: AuditRecord, record: AuditRecord, masker: Masker) -> AuditRe
     return out  # type: ignore[return-value]  # (no typing.cast: a call per record)
 
 
-# The last host identity masked (a record's "client"), the masker it was masked with and the
-# masked copy: a gateway session's calls carry the very same identity object (made once per
-# handshake, only read) and, without secret arguments, the very same masker (immutable), so the
-# copy is the same each time. Kept by identity, holding both: neither can be another object
-# under a reused id. (One tuple, replaced whole: threads read a consistent one.)
-_last_client: tuple[object, Masker, object] | None = None
-
-
-def _masked_client(client: object, masker: Masker) -> object:
-    global _last_client
-    known = _last_client
-    if known is not None and known[0] is client and known[1] is masker:
-        return known[2]
-    out = masker(client)
-    _last_client = (client, masker, out)
-    return out
-
-
 def masked(record: AuditRecord, masker: Masker) -> AuditRecord:
     """Secret values masked in every free-text field (a reason or an error message may quote an
     argument or the environment), before the record is hashed into the chain."""
     out: AuditRecord = {  # type: ignore[assignment]
-        k: v if k in _NOT_FREE_TEXT else _masked_client(v, masker) if k == "client" else masker(v) for k, v in record.items()
+        k: v if k in _NOT_FREE_TEXT else masked_identity(v, masker) if k == "client" else masker(v) for k, v in record.items()
     }
     tool = out.get("tool")
     if isinstance(tool, str):  # a server names its tools: a name may carry a secret it was given
