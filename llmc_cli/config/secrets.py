@@ -200,6 +200,25 @@ class Masker:
         return root[0]
 
 
+# The last host identity masked (an audit record's "client", services/calls.py masked), the
+# masker and the masked copy: a gateway session's calls carry the very same identity object (made
+# once per handshake, only read) and, without secret arguments, the very same masker (immutable),
+# so the copy is the same each time. Kept by identity, holding both: neither can be another object
+# under a reused id. One tuple, replaced whole: threads read a consistent one.
+_last_identity: tuple[object, Masker, object] | None = None
+
+
+def masked_identity(identity: object, masker: Masker) -> object:
+    """masker(identity), the same copy again while both are the very objects last masked."""
+    global _last_identity
+    known = _last_identity
+    if known is not None and known[0] is identity and known[1] is masker:
+        return known[2]
+    out = masker(identity)
+    _last_identity = (identity, masker, out)
+    return out
+
+
 def _masked_flat(masker: Masker, value: dict[Any, Any], by_name: bool) -> dict[Any, Any] | None:
     """What _walk makes of an object none of whose values is an object or array, in one loop
     without its stack; None for any other (the walk decides)."""

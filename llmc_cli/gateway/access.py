@@ -112,6 +112,7 @@ class Door:
         self._loopback = is_loopback_host(host)  # asked with every request: the address is fixed
         self.allowed_hosts = {h.lower() for h in served.profile.serve.allowed_hosts}
         self.allowed_origins = {o.rstrip("/").lower() for o in served.profile.serve.allowed_origins}
+        self._hosts: dict[str, bool] = {}  # host_allowed's verdicts, by header value
 
     def current_principals(self, arrived: float | None = None) -> list[Principal]:
         """The principals as the profile file says now: a token revoked or rotated (`llmc serve
@@ -163,15 +164,22 @@ class Door:
         return "+".join(m for m, on in modes if on)
 
     def host_allowed(self, header: str | None) -> bool:
+        """Whether a Host header names this gateway: judged once per header value (every request
+        asks; the header is parsed as a URL's authority), since the rules are fixed for the door."""
         if not header:
             return False
-        name = urlsplit("//" + header).hostname or ""
-        return (
-            name.lower() in LOOPBACK_NAMES
-            or is_loopback_host(name)
-            or header.lower() in self.allowed_hosts
-            or name.lower() in self.allowed_hosts
-        )
+        known = self._hosts.get(header)
+        if known is None:
+            name = urlsplit("//" + header).hostname or ""
+            known = (
+                name.lower() in LOOPBACK_NAMES
+                or is_loopback_host(name)
+                or header.lower() in self.allowed_hosts
+                or name.lower() in self.allowed_hosts
+            )
+            if len(self._hosts) < 64:  # what a host sends: a few values, but any a client likes
+                self._hosts[header] = known
+        return known
 
     def origin_allowed(self, origin: str | None) -> bool:
         if origin is None:

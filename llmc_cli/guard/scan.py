@@ -48,7 +48,17 @@ from llmc_cli.guard.rules import (
 )
 from llmc_cli.model import JSONObject, Tool, dataclass
 
-__all__ = ["HIGH", "MEDIUM", "RULES", "MetaFinding", "scan", "text_findings", "terminal_safe", "tool_texts"]
+__all__ = [
+    "HIGH",
+    "MEDIUM",
+    "RULES",
+    "MetaFinding",
+    "instruction_rule",
+    "scan",
+    "text_findings",
+    "terminal_safe",
+    "tool_texts",
+]
 RULES = (
     "model_instruction",
     "cross_server",
@@ -142,6 +152,40 @@ def text_findings(text: str) -> Iterator[tuple[str, str, str]]:
                 break
     if has_run(data, "base64", 40):  # a hex run is a base64 run too
         yield from _blobs(URL.sub(" ", visible) if urls else visible, has_run(data, "hex", 80))  # a URL's path is no blob
+
+
+def _scoped(pattern: re.Pattern[str]) -> str:
+    """The pattern as a group with its own flags (its leading inline flags made scoped), to stand
+    as one alternative among others."""
+    letters = "".join(f for f, flag in (("i", re.I), ("s", re.S), ("m", re.M), ("x", re.X)) if pattern.flags & flag)
+    return f"(?{letters}:{re.sub(r'^[(][?][a-zA-Z]+[)]', '', pattern.pattern)})" if letters else f"(?:{pattern.pattern})"
+
+
+# The high model-instruction patterns as one: a short text is searched once, not once per pattern
+# (an alternation matches somewhere exactly when one of its alternatives does).
+_HIGH_MODEL = re.compile("|".join(_scoped(pattern) for pattern, severity, _a, _s in MODEL_RULES if severity == HIGH))
+
+
+def instruction_rule(text: str) -> str | None:
+    """The rule of the first high finding text_findings makes of `text` among hidden_unicode,
+    model_instruction and exfiltration_link (what services/inspect.py InstructionsInspector asks of
+    every result a model reads), None when there is none; the rules it does not ask about are not
+    run (tests/guard/test_instruction_rule.py holds the two side by side)."""
+    if not text.isascii() and INVISIBLE.search(text):
+        return "hidden_unicode"
+    if len(text) < SHORT:
+        if _HIGH_MODEL.search(text):
+            return "model_instruction"
+    else:
+        low, seen = folded(text), dict[str, bool]()
+        for pattern, severity, anchors, starts in MODEL_RULES:
+            if severity == HIGH and present(low, anchors, seen) and first_match(pattern, text, low, starts):
+                return "model_instruction"
+    if "![" in text and IMAGE.search(text):
+        return "exfiltration_link"
+    if "://" in text and any(PLACEHOLDER.search(url.group()) for url in URL.finditer(text)):
+        return "exfiltration_link"
+    return None
 
 
 def _padding(text: str, data: bytes) -> re.Match[str] | None:

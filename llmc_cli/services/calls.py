@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, cast
 from llmc_cli import audit, interrupts, policy, telemetry
 from llmc_cli.catalog import Catalog
 from llmc_cli.config.profiles import LoadedProfile, lock_path
-from llmc_cli.config.secrets import Masker, environment_secrets
+from llmc_cli.config.secrets import Masker, environment_secrets, masked_identity
 from llmc_cli.errors import ConfigError, LlmcError, PolicyDenied, RpcError, UsageError
 from llmc_cli.guard import clearance
 from llmc_cli.mcp.jsonrpc import LONE_SURROGATE, has_lone_surrogate
@@ -284,7 +284,9 @@ def with_base(base: AuditRecord, record: AuditRecord, masker: Masker) -> AuditRe
 def masked(record: AuditRecord, masker: Masker) -> AuditRecord:
     """Secret values masked in every free-text field (a reason or an error message may quote an
     argument or the environment), before the record is hashed into the chain."""
-    out: AuditRecord = {k: v if k in _NOT_FREE_TEXT else masker(v) for k, v in record.items()}  # type: ignore[assignment]
+    out: AuditRecord = {  # type: ignore[assignment]
+        k: v if k in _NOT_FREE_TEXT else masked_identity(v, masker) if k == "client" else masker(v) for k, v in record.items()
+    }
     tool = out.get("tool")
     if isinstance(tool, str):  # a server names its tools: a name may carry a secret it was given
         out["tool"] = masker.text(tool)

@@ -6,7 +6,7 @@ nothing of the result). The guardrails (DLP, classification) plug in here: inspe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from llmc_cli import policy
@@ -62,19 +62,23 @@ class InstructionsInspector:
     flagged in its outcome record ({"rule": ...}); the result goes on unchanged, as data."""
 
     name = "instructions"
+    # guard/scan.py's instruction_rule, imported at the first result (the scan compiles its
+    # patterns at import; an import statement per call costs more than the search of a short text)
+    _rule_of: Callable[[str], str | None] | None = None
 
     def __call__(
         self, request: ToolCall | Read, profile: LoadedProfile, server: ServerSpec | None, result: JSONObject
     ) -> Inspection | None:
-        from llmc_cli.guard.scan import HIGH, text_findings
-
         texts = _texts(result)
         if not texts:
             return None
-        for rule, severity, _excerpt in text_findings("\n".join(texts)):
-            if severity == HIGH and rule in ("model_instruction", "exfiltration_link", "hidden_unicode"):
-                return Inspection(findings=({"rule": rule},))
-        return None
+        rule_of = InstructionsInspector._rule_of
+        if rule_of is None:
+            from llmc_cli.guard.scan import instruction_rule
+
+            rule_of = InstructionsInspector._rule_of = instruction_rule
+        rule = rule_of(texts[0] if len(texts) == 1 else "\n".join(texts))
+        return None if rule is None else Inspection(findings=({"rule": rule},))
 
 
 def _texts(result: JSONObject) -> list[str]:

@@ -4,6 +4,7 @@ profile found (one stat serves the requests that arrived before it began)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -90,3 +91,27 @@ def test_off_loopback_every_request_shows_a_token(gateway_profile: Path) -> None
         with pytest.raises(Refused) as refused:
             door.principal_of(None, None, time.monotonic())
         assert refused.value.status == 401
+
+
+def test_host_headers_judged_once_each_alike(tmp_path: Path) -> None:
+    """host_allowed keeps its verdict per header value (every request asks): asked again, and
+    asked past the bound of what it keeps, each header gets the verdict it got the first time."""
+    profile = tmp_path / "p.toml"
+    profile.write_text('[servers.a]\ncommand = "true"\n\n[serve]\nallowed_hosts = ["mcp.example.test"]\n')
+    door = Door(load_profile(str(profile)), "127.0.0.1")
+    expected = {
+        "127.0.0.1:8080": True,
+        "localhost": True,
+        "[::1]:9": True,
+        "mcp.example.test": True,
+        "MCP.Example.Test:443": True,
+        "evil.test": False,
+        "evil.test:8080": False,
+        "": False,
+    }
+    headers = [*expected, *(f"h{i}.test" for i in range(100))]
+    for _ in range(2):
+        for header in headers:
+            assert door.host_allowed(header) is expected.get(header, False), header
+            with pytest.raises(Refused) if not expected.get(header, False) else contextlib.nullcontext():
+                door.check_origin(header, None)
