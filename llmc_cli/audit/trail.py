@@ -135,8 +135,9 @@ class ChainedLog:
         written: list[dict[str, Any]] = []
         later = not durable and (anchor_later or self.lazy_anchor)
         self._queue().append(Ticket(sealer(records, written, times), later, self), self._write_group)
-        for full in written:  # stored: now they may also leave as OTLP log records ([telemetry] audit_logs)
-            telemetry.audit_record(full)
+        if telemetry.enabled():  # asked once an append, not once a record
+            for full in written:  # stored: now they may also leave as OTLP log records ([telemetry] audit_logs)
+                telemetry.audit_record(full)
         return written
 
     def append(self, record: AuditRecord) -> dict[str, Any]:
