@@ -33,7 +33,10 @@ class Deferred:
 
         self.log = log
         log.lazy_anchor = True  # flush() syncs it, at least every second: one fsync per write, not three
+        # The outcomes waiting and, apart, when each was recorded: the record is copied once,
+        # when it is sealed (trail.sealer), not also here to add its time.
         self.pending: list[AuditRecord] = []
+        self.times: list[str] = []
         self.pending_results = 0  # the bytes of the results in `pending` (their resultBytes)
         self.lock = threading.Lock()  # held by a flush (the background thread's, the last one's)
         # Guards `pending` only, never held across a write: an outcome recorded while a write and
@@ -59,7 +62,8 @@ class Deferred:
             return
         size = _result_bytes(record) if "result" in record else 0  # ([audit] results) no call for the rest
         with self.queue_lock:
-            self.pending.append({"time": now_iso(), **record})
+            self.pending.append(record)
+            self.times.append(now_iso())
             self.pending_results += size
             full = len(self.pending) >= self.FLUSH_RECORDS or self.pending_results >= self.FLUSH_RESULT_BYTES
         if full and self.flusher.is_alive():
@@ -105,15 +109,17 @@ class Deferred:
         was anything to write."""
         with self.queue_lock:
             pending, self.pending = self.pending, []
+            times, self.times = self.times, []
             taken, self.pending_results = self.pending_results, 0
         if not (pending or records):
             return False
         try:
-            self.log.append_many([*pending, *records], durable=durable)
+            self.log.append_many([*pending, *records], durable=durable, times=times)
         except AuditError as exc:
             # The pending records stay: the next write (or the final flush) takes them.
             with self.queue_lock:
                 self.pending[:0] = pending
+                self.times[:0] = times
                 self.pending_results += taken
             ran = f"{len(pending)} outcome records of calls that ran are not written yet"
             raise AuditError(

@@ -250,7 +250,8 @@ class AuditLog(ChainedLog):
             seen = None
         head = group.head_of(lines[-1])
         count += len(lines)
-        data = "".join(line + "\n" for line in lines).encode("utf-8")
+        lines.append("")  # the last line's end: one join, no generator and no string a line
+        data = "\n".join(lines).encode("utf-8")
         after = self._write_whole(data, seen, head, count, anchor_later)
         self._tail, self._tail_hash, self._tail_count = after, head, count
 

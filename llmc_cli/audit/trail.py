@@ -4,7 +4,7 @@ PostgreSQL): sealing records into the chain, writing as an AuditSink, and verify
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +21,20 @@ from llmc_cli.store.chain import GENESIS, AuditRecord
 __all__ = ["ChainedLog", "Seal", "sealer"]
 
 
-def sealer(records: list[AuditRecord], written: list[dict[str, Any]]) -> Seal:
-    """The Seal that chains `records` after a head; `written` gets them as stored."""
+def sealer(records: list[AuditRecord], written: list[dict[str, Any]], times: Sequence[str] = ()) -> Seal:
+    """The Seal that chains `records` after a head; `written` gets them as stored. `times[i]` is
+    when records[i] was recorded (one that waited: audit.Deferred); a record past them is
+    stamped when sealed, unless it carries its own time (which is kept, as for every record)."""
 
     def seal(prev: str, count: int) -> list[str]:
         written.clear()  # sealed again when the store retries
         lines = []
-        for record in records:
-            # A record that waited (audit.Deferred) keeps the time it was recorded at.
-            full = {"time": record["time"] if "time" in record else now_iso(), **record, "prev": prev}
+        waited = len(times)
+        for i, record in enumerate(records):
+            # The record as stored is this one copy: a Deferred keeps the record and its time
+            # apart rather than copying it a second time to add the time.
+            when = times[i] if i < waited else record["time"] if "time" in record else now_iso()
+            full = {"time": when, **record, "prev": prev}
             body = canonical_json(full)  # what record_hash(full) hashes, at hand for one search:
             if not body.isascii() and LONE_SURROGATE.search(body):  # isascii: a flag of the string, no walk
                 full = replace_lone_surrogates(full)
@@ -123,16 +128,23 @@ class ChainedLog:
     # -- writing -----------------------------------------------------------------------------------
 
     def append_many(
-        self, records: list[AuditRecord], *, anchor_later: bool = False, durable: bool = False
+        self,
+        records: list[AuditRecord],
+        *,
+        anchor_later: bool = False,
+        durable: bool = False,
+        times: Sequence[str] = (),
     ) -> list[dict[str, Any]]:
         """Chain `records` after the head and store them in one write; the records as stored.
         `durable`: the anchor too is made durable in the same lock hold, whatever lazy_anchor
-        says (what sync() would do in a second one: audit.Deferred's flush)."""
+        says (what sync() would do in a second one: audit.Deferred's flush). `times`: when the
+        first len(times) records were recorded (sealer)."""
         written: list[dict[str, Any]] = []
         later = not durable and (anchor_later or self.lazy_anchor)
-        self._queue().append(Ticket(sealer(records, written), later, self), self._write_group)
-        for full in written:  # stored: now they may also leave as OTLP log records ([telemetry] audit_logs)
-            telemetry.audit_record(full)
+        self._queue().append(Ticket(sealer(records, written, times), later, self), self._write_group)
+        if telemetry.enabled():  # asked once an append, not once a record
+            for full in written:  # stored: now they may also leave as OTLP log records ([telemetry] audit_logs)
+                telemetry.audit_record(full)
         return written
 
     def append(self, record: AuditRecord) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from llmc_cli.audit import AuditLog, Deferred, mask_secrets, records
+from llmc_cli.audit import AuditError, AuditLog, Deferred, mask_secrets, records
 from tests.helpers import audit_trail, llmc, profile_file, sdk_server
 
 WRITER = """
@@ -235,3 +235,32 @@ def test_outcomes_carrying_results_are_written_once_their_results_fill_a_group(t
     assert len(log.path.read_text().splitlines()) == 13 and untimed.pending_results == 1040
     untimed.flush()
     assert len(log.path.read_text().splitlines()) == 14 and log.verify()["ok"]
+
+
+def test_a_waiting_outcome_keeps_the_time_it_was_recorded_at_through_a_failed_write(tmp_path, monkeypatch):
+    """A Deferred keeps an outcome's time apart from the record (not a copy of it with the time
+    added): each record is stored with the time it was recorded at, also when the write it
+    waited for failed and put it back in the queue before later ones."""
+    from datetime import UTC, datetime
+
+    log = AuditLog(tmp_path / "audit.jsonl")
+    trail = Deferred(log)  # not entered: written by the decisions and flush()
+    start = 1_764_302_645_123_000_000
+    clock = [start]
+    monkeypatch.setattr("time.time_ns", lambda: clock[0])
+    trail.record({"event": "outcome", "n": 0}, before_action=False)
+    log.path.mkdir()  # a directory where the log goes: the next write fails
+    clock[0] += 2_000_000_000
+    with pytest.raises(AuditError):
+        trail.record_before_actions([{"event": "decision", "decision": "allow", "n": 1}])
+    trail.record({"event": "outcome", "n": 2}, before_action=False)
+    log.path.rmdir()
+    clock[0] += 2_000_000_000
+    trail.record_before_actions([{"event": "decision", "decision": "allow", "n": 3}])
+
+    def at(nanos: int) -> str:
+        return datetime.fromtimestamp(nanos / 1e9, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    stored = [json.loads(line) for line in log.path.read_text().splitlines()]
+    assert [(r["n"], r["time"]) for r in stored] == [(0, at(start)), (2, at(start + 2 * 10**9)), (3, at(start + 4 * 10**9))]
+    assert trail.pending == [] and trail.times == [] and log.verify()["ok"]
