@@ -48,6 +48,10 @@ class ConnectOptions(NamedTuple):
     # a keeper's servers: how this command would reach each (ServerSpec.reach), which the keeper
     # checks against how it started it (a server it holds for another token is not this one)
     reach: Mapping[str, str] | None = None
+    # `on_connected(server, session)`: each new connection of its own, once it is open (not one
+    # in a session keeper): the gateway opens a 2026-07-28 upstream's listen stream here. Must
+    # not wait on the server (called under the server's lock).
+    on_connected: Callable[[str, ClientSession], None] | None = None
 
 
 class Pool:
@@ -143,6 +147,8 @@ class Pool:
                 if self.posts_on_caller_thread and hasattr(session.transport, "posts_on_caller_thread"):
                     session.transport.posts_on_caller_thread = True
                 self._adopt(server, session)
+                if self.options.on_connected is not None:
+                    self.options.on_connected(server, session)
             self.connect_seconds[server] = time.monotonic() - started
         except LlmcError as exc:
             sandbox_hint(spec, exc)

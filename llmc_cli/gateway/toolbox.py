@@ -98,6 +98,9 @@ class Toolbox:
         self.masker = Masker(environment_secrets(profile.profile))
         self.states = RequestStates()  # 2026-07-28 requestState, sealed for one call of one principal
         self.subscribers = Subscribers(self.catalog, profile)  # resource subscriptions upstream; list changes to hosts
+        # 2026-07-28 upstreams announce changes on a listen stream: one on every connection
+        # (passed on to the principals' and host sessions' own)
+        self.catalog.pool.options = self.catalog.pool.options._replace(on_connected=self.subscribers.connected)
         self.outages = Outages(self.catalog)  # an upstream unavailable: said once; started again on next use
         self.routes = Routes(
             names,

@@ -168,7 +168,9 @@ class Upstream:
             return
         params: JSONObject = {"_meta": session.modern_meta(), "notifications": {"toolsListChanged": True}}
         try:
-            listen_id, future = session.forward(jsonrpc.request(0, "subscriptions/listen", params))
+            # standing: the stream is no caller's wait (callers alone with it still read their own
+            # replies; the session is no busier for it)
+            listen_id, future = session.forward(jsonrpc.request(0, "subscriptions/listen", params), standing=True)
         except LlmcError:
             return
         with self.tools_lock:  # the acknowledgement may have come before forward() returned

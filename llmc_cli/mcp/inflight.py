@@ -4,6 +4,12 @@ Whoever sends decides what to send and what a reply means; this table only match
 waiters and keeps their deadlines. Used for every request llmc sends and awaits: the client
 session's (mcp/session.py), a server's to its client (mcp/server.py, the gateway's connection),
 the session keeper's to an attached caller.
+
+A standing request (a 2026-07-28 `subscriptions/listen` stream) is matched like any other, but it
+is nobody's wait: it stays open for the connection's life, so it counts neither for `alone()`
+(a caller alone with it still reads its own reply), nor for `waiting()` (a connection with only
+standing requests is idle), nor as the "one request in flight" `unmatched()` may attribute an
+odd reply to, nor as a request a server's untied message may belong to (`owners(None)`).
 """
 
 from __future__ import annotations
@@ -128,13 +134,19 @@ class InFlight:
         self._activity: dict[int | str, float] = {}  # request id -> time of last progress
         self._by_token: dict[object, int | str] = {}  # a caller's own progress token -> request id
         self._token_of: dict[int | str, ProgressToken] = {}  # and back
+        self._standing: set[int | str] = set()  # the long-lived requests among _futures
 
-    def open(self, request_id: int | str, *, timed: bool = True, token: ProgressToken | None = None) -> Future[Reply]:
+    def open(
+        self, request_id: int | str, *, timed: bool = True, token: ProgressToken | None = None, standing: bool = False
+    ) -> Future[Reply]:
         """A future for the reply to `request_id`. `timed`: progress extends its deadline (the
-        session waits for it); `token`: the caller's own progress token, for `cancel`."""
+        session waits for it); `token`: the caller's own progress token, for `cancel`;
+        `standing`: a long-lived request nobody waits on (see the module's docstring)."""
         future: Future[Reply] = Future()
         with self._lock:
             self._futures[request_id] = future
+            if standing:
+                self._standing.add(request_id)
             if timed:
                 self._activity[request_id] = time.monotonic()
             if token is not None:
@@ -146,14 +158,21 @@ class InFlight:
         """Stop waiting for `request_id` (a late reply is then dropped)."""
         with self._lock:
             self._futures.pop(request_id, None)
+            self._standing.discard(request_id)
             self._activity.pop(request_id, None)
             token = self._token_of.pop(request_id, None)
             if token is not None and self._by_token.get(token) == request_id:
                 del self._by_token[token]
 
     def ids(self) -> list[int | str]:
+        """Every request in flight, standing ones included (what a closing session cancels)."""
         with self._lock:
             return list(self._futures)
+
+    def waited(self) -> list[int | str]:
+        """The requests in flight that someone waits on: the standing ones left out."""
+        with self._lock:
+            return [rid for rid in self._futures if rid not in self._standing]
 
     def by_token(self, token: object) -> tuple[int | str | None, Future[Reply] | None]:
         """The request sent with a caller's progress token, and its future while it is awaited."""
@@ -164,10 +183,10 @@ class InFlight:
     def owners(self, request_id: int | str | None) -> tuple[ProgressToken | None, ...]:
         """The callers' own progress tokens (None for a request without one) of the requests a
         message may belong to: the request `request_id` while it is in flight; with no id, every
-        request in flight."""
+        request in flight that someone waits on (a standing request is no caller's)."""
         with self._lock:
             if request_id is None:
-                return tuple(self._token_of.get(rid) for rid in self._futures)
+                return tuple(self._token_of.get(rid) for rid in self._futures if rid not in self._standing)
             return (self._token_of.get(request_id),) if request_id in self._futures else ()
 
     def resolve(self, reply: Reply) -> bool:
@@ -186,8 +205,10 @@ class InFlight:
         is told: an id echoed as a string ("7" for 7) or an error with a null id (JSON-RPC's when
         the request's id could not be read) is its reply; an id never sent (above `last_sent`,
         or no number) fails it now with a protocol error (a lying server), not at its timeout.
-        Otherwise (late after a timeout or a cancellation, or one of several) it is dropped."""
-        waiting = self.ids()
+        Otherwise (late after a timeout or a cancellation, or one of several) it is dropped.
+        Standing requests are not counted: a stream open for the connection's life would
+        otherwise turn every such reply into one of several, and none is a caller's to fail."""
+        waiting = self.waited()
         if len(waiting) != 1:
             return
         (only,) = waiting
@@ -224,8 +245,8 @@ class InFlight:
             self.close(request_id)
 
     def alone(self) -> bool:
-        """Whether exactly one request awaits its reply."""
-        return len(self._futures) == 1
+        """Whether exactly one request awaits its reply (standing ones are awaited by nobody)."""
+        return len(self._futures) - len(self._standing) == 1
 
     def wait(
         self, request_id: int | str, future: Future[Reply], timeout: float, started: float | None = None, pump: Pump | None = None

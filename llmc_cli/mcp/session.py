@@ -191,11 +191,13 @@ class ClientSession:
                 params["requestState"] = result["requestState"]
         raise ProtocolError(f"{self.name}: {method} still needs input after {MAX_INPUT_ROUNDS} rounds")
 
-    def forward(self, message: JSONObject) -> tuple[int, Future[JSONObject]]:
+    def forward(self, message: JSONObject, *, standing: bool = False) -> tuple[int, Future[JSONObject]]:
         """Relay a request that another client wrote (the session keeper does this): it goes out
         as it is, `_meta` included, under a fresh id of this session. The future completes with
         the raw reply (result or error object, still carrying that fresh id), or fails with the
-        error that closed the session. Waiting and timeouts are the original client's business."""
+        error that closed the session. Waiting and timeouts are the original client's business.
+        `standing`: a long-lived request such as a `subscriptions/listen` stream (mcp/inflight.py:
+        no wait, so the session stays idle), cancelled when the session closes."""
         if self._closed_error is not None:
             raise self._closed_error
         request_id = self._new_id()
@@ -204,7 +206,7 @@ class ClientSession:
         # the relay's own progress token: server->client messages are tied to it (mcp/router.py)
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         token = token if isinstance(token, (str, int)) else None
-        future = self._inflight.open(request_id, timed=False, token=token)  # the original client keeps the time
+        future = self._inflight.open(request_id, timed=False, token=token, standing=standing)  # the caller keeps the time
         future.add_done_callback(lambda _: self.abandon(request_id))
         try:
             self._send_request({**message, "id": request_id})
@@ -224,8 +226,8 @@ class ClientSession:
         self._cancel(request_id, reason)
 
     def busy(self) -> bool:
-        """Whether a request is waiting for its reply."""
-        return bool(self._inflight.ids())
+        """Whether a request is waiting for its reply (a standing one is no wait)."""
+        return bool(self._inflight.waited())
 
     @property
     def closed_error(self) -> LlmcError | None:

@@ -9,7 +9,8 @@ logging, elicitation, slow replies, a crash, and state kept per session (remembe
 --call-log appends every tools/call it receives to FILE (a JSON line: tool, arguments) before
 running it: what really ran upstream, to compare with llmc's audit trail. --list-log appends a
 line for every tools/list it receives. --growing adds `grow(name)`: a new tool NAME (it echoes)
-joins the listing, announced by notifications/tools/list_changed.
+joins the listing, announced by notifications/tools/list_changed, and `touch(uri)`: announces
+notifications/resources/updated for URI to the listen streams that watch it.
 """
 
 from __future__ import annotations
@@ -164,6 +165,11 @@ def configure(argv: list[str], exit: Callable[[int], NoReturn] = os._exit, envir
             await ctx.notify_tools_changed()  # to subscriptions/listen streams (2026-07-28)
             await ctx.session.send_tool_list_changed()  # to an initialize-era client, unasked
             return f"added {name}"
+
+        @server.tool(description="Announce that the resource at URI changed.")
+        async def touch(uri: str, ctx: Context) -> str:
+            await ctx.notify_resource_updated(uri)  # to subscriptions/listen streams that watch it (2026-07-28)
+            return f"touched {uri}"
 
     handlers = server._lowlevel_server._request_handlers  # the SDK exposes no switch for these
     if args.list_log:

@@ -51,6 +51,7 @@ NOTES_KEPT = 20
 # extending the deadline up to 10 timeouts); reads behind it are bounded by that instead, so the
 # session's own timeout speaks first and a dead connection still ends.
 LONGEST_WAIT_FACTOR = 10
+STANDING = "subscriptions/listen"  # a request whose reply stream stays open for the connection's life
 
 
 @dataclass
@@ -120,6 +121,9 @@ class StreamableHttpTransport:
         if method is None or "id" not in message or method in WAIT_FOR_ANSWER:
             self._post(message)
             return
+        if method == STANDING and self.modern:
+            self._spawn(lambda: self._post_standing(message), "llmc-http-listen")
+            return
         # A request: a server may hold the reply's headers back until it is done (the SDK does so
         # for up to seconds), so wait for them only briefly and let the session's own per-request
         # timeout (and cancellation) govern the rest. Failures that come later end the session.
@@ -157,6 +161,23 @@ class StreamableHttpTransport:
             late = head.settle(error)
         if error is not None and late and not isinstance(error, TimeoutExpired):
             self._report(error)  # a timeout is not reported: the session's own speaks
+
+    def _post_standing(self, message: JSONObject) -> None:
+        """A listen stream, on a thread of its own (not a caller's or a shared worker: it is held
+        for the connection's life), read with no read timeout (quiet until something changes).
+        Ending without a reply, or a failed POST, ends that request alone (an error reply), not
+        the connection: an unexpected disconnect, which the client may answer by listening again
+        (basic/patterns/subscriptions.mdx)."""
+        rid = request_id(message)
+        try:
+            self._post(message, read_timeout=None, on_stream=lambda: None)
+        except LlmcError as exc:
+            with self._lock:
+                self._inflight.pop(rid, None)
+                cancelled = rid in self._cancelled
+                self._cancelled.discard(rid)
+            if not cancelled and not self._stop.is_set() and self._deliver is not None:
+                self._deliver(jsonrpc.error(rid, jsonrpc.INTERNAL_ERROR, f"{STANDING} stream ended: {exc.message}"))
 
     def _post_here(self, message: JSONObject) -> None:
         """POST a request on the calling thread, which would only wait for its reply: no hand-off
@@ -196,7 +217,7 @@ class StreamableHttpTransport:
     def _post(
         self,
         message: JSONObject,
-        read_timeout: float | str = "default",
+        read_timeout: float | str | None = "default",
         on_status: Callable[[], None] | None = None,
         on_stream: Callable[[], object] | None = None,
         watch_socket: Callable[[socket.socket | None], None] | None = None,
@@ -374,12 +395,13 @@ class StreamableHttpTransport:
             cancelled = rid in self._cancelled
             self._cancelled.discard(rid)
         if not answered and not cancelled:
-            self._report(
-                ConnectionFailed(
-                    f"the server closed the event stream of {request.get('method')} before replying"
-                    + (f" (resumption failed after {attempts} attempt{'s' if attempts != 1 else ''})" if attempts else "")
-                )
+            error = ConnectionFailed(
+                f"the server closed the event stream of {request.get('method')} before replying"
+                + (f" (resumption failed after {attempts} attempt{'s' if attempts != 1 else ''})" if attempts else "")
             )
+            if request.get("method") == STANDING:
+                raise error  # that request alone ends (_post_standing)
+            self._report(error)
 
     def _listen(self) -> None:
         """The standalone GET stream: server requests and notifications outside any POST."""
