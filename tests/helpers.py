@@ -237,3 +237,23 @@ def audit_trail(state_dir: Path) -> list[dict[str, Any]]:
     from llmc_cli.audit.log import AuditLog
 
     return [json.loads(line) for _, _, line in AuditLog(state_dir / "audit.jsonl").records()]
+
+
+def assert_call_pumps_beside_a_listen(session: Any, wait: float = 60.0) -> None:
+    """A call of the SDK server's `slow` tool made while `session` has a listen open: every
+    progress message is read while the call is the only wait (`alone()`), and the caller's own
+    thread reads the last of them (the pump). Not on the main thread, which never pumps."""
+    from dataclasses import replace
+
+    seen: list[tuple[threading.Thread, bool]] = []
+    session.hooks = replace(
+        session.hooks, on_progress=lambda _params: seen.append((threading.current_thread(), session._inflight.alone()))
+    )
+    result: list[object] = []
+    worker = threading.Thread(target=lambda: result.append(session.call_tool("slow", {"seconds": 1.0})))
+    worker.start()
+    worker.join(wait)
+    assert result, "the call did not end"
+    assert seen and all(alone for _, alone in seen)
+    # the reader thread may deliver the first message while it hands over; the caller reads the rest
+    assert seen[-1][0] is worker, [thread.name for thread, _ in seen]

@@ -7,15 +7,14 @@ principals) in front of the SDK library server (tests/peers/sdk_library.py), whi
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.gateway.conftest import audit_records
-from tests.gateway.test_http import sdk_host, start, stop
-from tests.gateway.test_reads import NOT_FOUND, POLICY, servers
+from tests.gateway.test_http import sdk_host, stop
+from tests.gateway.test_reads import NOT_FOUND, POLICY, servers, two_principals
 from tests.gateway.test_stdio import ERAS, host, run
 from tests.helpers import llmc
 
@@ -107,16 +106,7 @@ def test_each_principal_completes_what_its_profile_shows_within_its_own_limit(tm
     from mcp.shared.exceptions import MCPError
     from mcp_types import PromptReference
 
-    profiles = Path(os.environ["LLMC_CONFIG_DIR"]) / "profiles"
-    profiles.mkdir(parents=True)
-    (profiles / "guest.toml").write_text(servers() + POLICY)
-    served = tmp_path / "served.toml"
-    served.write_text(
-        servers() + '\n[serve.principals.ops]\ntoken_env = "GW_OPS"\n\n'
-        '[serve.principals.guest]\ntoken_env = "GW_GUEST"\nprofile = "guest"\ncalls_per_minute = 2\n'
-    )
-    tokens = {"ops": "ops-token-0123456789abcdef", "guest": "guest-token-0123456789abcdef"}
-    running = start(served, env={"GW_OPS": tokens["ops"], "GW_GUEST": tokens["guest"]})
+    running, tokens = two_principals(tmp_path, guest="calls_per_minute = 2\n")
     login = PromptReference(type="ref/prompt", name="kb.login")
     try:
 

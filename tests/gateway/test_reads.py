@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.gateway.conftest import audit_records
-from tests.gateway.test_http import sdk_host, start, stop
+from tests.gateway.test_http import Gateway, sdk_host, start, stop
 from tests.gateway.test_stdio import ERAS, host, run
 from tests.helpers import sdk_server
 
@@ -121,21 +121,28 @@ def test_hidden_resources_and_prompts_are_absent_and_refused(library: Path, tmp_
     assert login["rule"] == "prompts.deny: lib.login" and login["arguments"] == {"user": "a", "api_key": "***"}
 
 
-def test_each_principal_reads_what_its_profile_allows_over_http(tmp_path: Path) -> None:
-    """Two principals of one gateway: `ops` gets the served profile (everything), `guest` a
-    profile that denies kb and lib's private resources; each sees and reads only its own."""
-    from mcp.shared.exceptions import MCPError
-
+def two_principals(tmp_path: Path, guest: str = "") -> tuple[Gateway, dict[str, str]]:
+    """A gateway over the served profile (everything) with two principals: `ops` gets it,
+    `guest` a profile that denies kb and lib's private parts (`guest`: more of its table's
+    lines). The running gateway (test_http.start) and each principal's token."""
     profiles = Path(os.environ["LLMC_CONFIG_DIR"]) / "profiles"
     profiles.mkdir(parents=True)
     (profiles / "guest.toml").write_text(servers() + POLICY)
     served = tmp_path / "served.toml"
     served.write_text(
         servers() + '\n[serve.principals.ops]\ntoken_env = "GW_OPS"\n\n'
-        '[serve.principals.guest]\ntoken_env = "GW_GUEST"\nprofile = "guest"\n'
+        f'[serve.principals.guest]\ntoken_env = "GW_GUEST"\nprofile = "guest"\n{guest}'
     )
     tokens = {"ops": "ops-token-0123456789abcdef", "guest": "guest-token-0123456789abcdef"}
-    running = start(served, env={"GW_OPS": tokens["ops"], "GW_GUEST": tokens["guest"]})
+    return start(served, env={"GW_OPS": tokens["ops"], "GW_GUEST": tokens["guest"]}), tokens
+
+
+def test_each_principal_reads_what_its_profile_allows_over_http(tmp_path: Path) -> None:
+    """Two principals of one gateway: `ops` gets the served profile (everything), `guest` a
+    profile that denies kb and lib's private resources; each sees and reads only its own."""
+    from mcp.shared.exceptions import MCPError
+
+    running, tokens = two_principals(tmp_path)
     try:
 
         async def work() -> None:

@@ -28,7 +28,7 @@ from llmc_cli.gateway.toolbox import Toolbox
 from llmc_cli.gateway.upstreams import Upstreams
 from llmc_cli.mcp.session import ClientSession
 from tests.gateway.test_name_stability import META
-from tests.helpers import sdk_server
+from tests.helpers import assert_call_pumps_beside_a_listen, sdk_server
 
 CHANGED = "notifications/tools/list_changed"
 WAIT = 60.0  # seconds for anything to arrive on a loaded machine (the tests never wait that long when it works)
@@ -106,19 +106,7 @@ def test_a_call_beside_the_open_listen_reads_its_own_reply(toolbox: tuple[Toolbo
     session = upstream(box)
     assert acknowledged.wait(WAIT)
     assert len(session._inflight.ids()) == 1 and not session.busy()  # the listen: open, and no wait
-    seen: list[tuple[threading.Thread, bool]] = []
-    session.hooks = replace(
-        session.hooks, on_progress=lambda _params: seen.append((threading.current_thread(), session._inflight.alone()))
-    )
-    result: list[object] = []
-    # The main thread never pumps (a signal must not fall between a read and its line): call on another.
-    worker = threading.Thread(target=lambda: result.append(session.call_tool("slow", {"seconds": 1.0})))
-    worker.start()
-    worker.join(WAIT)
-    assert result, "the call did not end"
-    assert seen and all(alone for _, alone in seen)
-    # the reader thread may deliver the first message while it hands over; the caller reads the rest
-    assert seen[-1][0] is worker, [thread.name for thread, _ in seen]
+    assert_call_pumps_beside_a_listen(session, WAIT)
 
 
 def test_the_idle_reclaim_releases_a_connection_with_its_listen_open(tmp_path: Path, isolated_dirs: Path) -> None:

@@ -6,13 +6,11 @@ SDK test server over stdio."""
 
 from __future__ import annotations
 
-import threading
-from dataclasses import replace
 from pathlib import Path
 
 from llmc_cli.keeper.daemon import Keeper
 from llmc_cli.model import ServerSpec
-from tests.helpers import sdk_server
+from tests.helpers import assert_call_pumps_beside_a_listen, sdk_server
 
 WAIT = 60.0
 
@@ -27,17 +25,6 @@ def test_the_keepers_listen_leaves_its_server_idle_and_calls_pumping(isolated_di
         assert session.era == "modern" and upstream.heard  # its listen is open and acknowledged
         assert session._inflight.ids() == [upstream.listen_id]
         assert not session.busy()  # the listen is nobody's wait
-        seen: list[tuple[threading.Thread, bool]] = []
-        session.hooks = replace(
-            session.hooks, on_progress=lambda _params: seen.append((threading.current_thread(), session._inflight.alone()))
-        )
-        result: list[object] = []
-        # not on the main thread, which never pumps
-        worker = threading.Thread(target=lambda: result.append(session.call_tool("slow", {"seconds": 1.0})))
-        worker.start()
-        worker.join(WAIT)
-        assert result, "the call did not end"
-        assert seen and all(alone for _, alone in seen)
-        assert seen[-1][0] is worker, [thread.name for thread, _ in seen]  # the caller read its own messages
+        assert_call_pumps_beside_a_listen(session, WAIT)
     finally:
         session.close()
