@@ -3,8 +3,9 @@ that runs a tool, reads a resource or gets a prompt: a caller gets one from open
 or host_calls (the gateway), hands it a ToolRequest or a Read and renders the Outcome.
 
 pipeline.py: the entry and its stages (resolve, validate, authorize, limit, lookup, run, inspect,
-record); inspect.py: the inspect stage's inspectors; calls.py: the parts of a call (Invocation,
-authorize, record_decisions, the open-call registry that interruptions close, the cache entry);
+record; request.py: ToolRequest and Outcome); inspect.py: the inspect stage's inspectors;
+invocation.py: who runs the calls (Invocation, Conclusions); calls.py: the parts of a call
+(authorize, record_decisions, the open-call registry that interruptions close, the cache entry);
 reads.py: one read (Read, authorize_read, read_decision); catalogs.py: the servers a command talks to
 and the tools, resources and prompts a profile sees; batch.py: many calls in one run; search.py:
 tool search; caching.py: which calls [cache] answers, and their keys; state.py: the one choice of

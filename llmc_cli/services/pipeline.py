@@ -29,11 +29,13 @@ from typing import TYPE_CHECKING
 from llmc_cli import audit, interrupts, policy
 from llmc_cli.errors import Cancelled, ConfigError, InputRequired, LlmcError, PolicyDenied, ProtocolError, TimeoutExpired
 from llmc_cli.mcp.validation import check_structured, passes_quickly, validate_arguments
-from llmc_cli.model import JSONObject, NamedTuple, Tool, ToolCall, ToolResult, canonical_json, sha256
+from llmc_cli.model import JSONObject, Tool, ToolCall, ToolResult, canonical_json, sha256
 from llmc_cli.services import calls
 from llmc_cli.services.calls import Authorization, Conclusions, Invocation
 from llmc_cli.services.inspect import Inspected, inspect, inspect_error
 from llmc_cli.services.reads import authorize_read
+from llmc_cli.services.request import Outcome as Outcome
+from llmc_cli.services.request import ToolRequest as ToolRequest
 from llmc_cli.services.state import audit_log, open_state
 from llmc_cli.services.tools import ToolResolver
 
@@ -47,56 +49,6 @@ if TYPE_CHECKING:
     from llmc_cli.services.reads import Read
     from llmc_cli.store.chain import AuditRecord, AuditSink
     from llmc_cli.store.state import State
-
-
-# The request and outcome are NamedTuples, not dataclasses: a command makes one of each, and the
-# class costs a tenth as much to create at import (a call through a keeper is mostly start-up).
-class ToolRequest(NamedTuple):
-    """A tool call as a caller has it. `name`: SERVER.TOOL or a bare tool name (resolved against
-    the catalog), or, with `server`, the tool's own name on that server (already routed).
-    `arguments`, or `typed`: the arguments made from the tool's inputSchema once it is known
-    (the command line's KEY=VALUE pairs). `validate`: check them against that schema first."""
-
-    name: str
-    arguments: JSONObject | None = None
-    server: str | None = None
-    typed: Callable[[JSONObject], JSONObject] | None = None
-    validate: bool = False
-    call_id: str | None = None  # the provider's id, when a model made the call
-    timeout: float | None = None
-    meta: JSONObject | None = None  # the request's _meta, relayed (the gateway's progress token)
-    tool: Tool | None = None  # the tool, when the caller found it already in the same catalog (not looked up again)
-
-    @classmethod
-    def of(cls, call: ToolCall, *, meta: JSONObject | None = None, tool: Tool | None = None) -> ToolRequest:
-        """The request of a call whose server and tool are known already (`tool`: the catalog's
-        Tool of it, when the caller holds it)."""
-        return cls(call.tool, call.arguments, server=call.server, call_id=call.call_id, meta=meta, tool=tool)
-
-
-class Outcome(NamedTuple):
-    """What a call or read that returned a result came to. `request`: the resolved call or the
-    read; `raw`: the result as delivered (after inspection); `result`: a call's, as a ToolResult;
-    `findings`: what the inspectors found (services/inspect.py)."""
-
-    request: ToolCall | Read
-    raw: JSONObject
-    duration_ms: float
-    cached: bool = False
-    findings: tuple[JSONObject, ...] = ()
-    result: ToolResult | None = None
-
-    @property
-    def tool_result(self) -> ToolResult:
-        if self.result is None:
-            raise TypeError("a read has no tool result")
-        return self.result
-
-    @property
-    def tool_call(self) -> ToolCall:
-        if not isinstance(self.request, ToolCall):
-            raise TypeError("a read is no tool call")
-        return self.request
 
 
 # What each result carries: a list (a tool result's content may be left out: it is then empty),
