@@ -98,7 +98,9 @@ class ToolCalls:
                 with self._lock:
                     self._upstream[msg_id] = (call.server, token)
                 try:
-                    result = calls.run(services.ToolRequest.of(call, meta={"progressToken": token}, tool=tool)).tool_result
+                    # a tool is found only for a route _tool cleared under this pipeline's invocation
+                    request = services.ToolRequest.of(call, meta={"progressToken": token}, tool=tool, cleared=tool is not None)
+                    result = calls.run(request).tool_result
                 finally:
                     with self._lock:
                         self._upstream.pop(msg_id, None)

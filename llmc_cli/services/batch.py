@@ -107,6 +107,7 @@ class Batch:
         # takes the lock that reads it, and never cleared.
         self.done = [False] * len(items)
         self.tools: dict[int, Tool] = {}  # each validated call's tool, found once for its decision
+        self.cleared: set[tuple[str, str]] = set()  # each (server, tool) no unstarted_denial refuses (run)
         self._handing = threading.Lock()  # one thread at a time hands items to on_done, in order
         self._handed = 0  # how many items on_done has had
         self._all_handed = threading.Event()
@@ -120,8 +121,8 @@ class Batch:
             # its server never started for it
             context = self.pipeline.context
             named = {(i.call.server, i.call.tool) for i in self.items if i.call is not None}  # each name judged once
-            used = {server for server, tool in named if unstarted_denial(context, server, tool) is None}
-            self.pipeline.catalog.pool.warm_up(sorted(used))
+            self.cleared = {key for key in named if unstarted_denial(context, *key) is None}
+            self.pipeline.catalog.pool.warm_up(sorted({server for server, _ in self.cleared}))
             if self.validate:
                 self._validate()
             self._authorize()
@@ -167,7 +168,7 @@ class Batch:
             key = (item.call.server, item.call.tool)
             if key in found:
                 tool = found[key]
-            elif unstarted_denial(self.pipeline.context, *key) is not None:
+            elif key not in self.cleared:
                 tool = found[key] = (
                     None  # above the caller's clearance or denied by name: denied when decided, never started to look
                 )
@@ -192,10 +193,14 @@ class Batch:
         # Each call's two audit records (~500 bytes each) are hashed into the chain: a batch
         # that will hash past lean's switch to OpenSSL makes it before its HMACs, not midway.
         expect_hashing(len(runnable) * AUDIT_BYTES_PER_CALL)
+        cleared, tools, authorize = self.cleared, self.tools, self.pipeline.authorize
         for item in runnable:
-            assert item.call is not None
+            call = item.call
+            assert call is not None
             try:
-                self.authorized[item.index] = self.pipeline.authorize(item.call, self.tools.get(item.index))
+                # a route run() cleared is not asked again: between there and here only servers
+                # started and arguments were checked, neither of which an unstarted_denial reads
+                self.authorized[item.index] = authorize(call, tools.get(item.index), (call.server, call.tool) in cleared)
             except LlmcError as exc:
                 item.error = exc
         self.pipeline.decide(list(self.authorized.values()))

@@ -173,9 +173,14 @@ def record_decisions(log: AuditSink, invocation: Invocation, authorizations: lis
                 a.opened = OPEN_CALLS.open(log, a.base, a.masker)
 
 
-def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall, tool: Tool | None = None) -> Authorization:
+def authorize(
+    catalog: Catalog, invocation: Invocation, call: ToolCall, tool: Tool | None = None, cleared: bool = False
+) -> Authorization:
     """The policy's decision on a call (a confirmation asked or answered here); nothing runs.
-    `tool`: the call's tool, when the caller found it already (the catalog's, for this call)."""
+    `tool`: the call's tool, when the caller found it already (the catalog's, for this call).
+    `cleared`: the caller found no unstarted_denial of (call.server, call.tool) under this very
+    invocation, so it is not asked again (a few thousand instructions a call): that answer
+    depends on nothing but the invocation's profile and conclusions, which no stage changes."""
     profile = invocation.profile
     try:
         canonical = call_text(call)  # what the call's hash is taken over
@@ -186,7 +191,7 @@ def authorize(catalog: Catalog, invocation: Invocation, call: ToolCall, tool: To
     if canonical.count("[") + canonical.count("{") > MAX_ARGUMENT_DEPTH and arguments_too_deep(call.arguments):
         raise UsageError(ARGUMENTS_TOO_DEEP)
     digest = policy.call_hash(call, invocation.approval_key, canonical=canonical)  # once: every decision below carries it
-    denial = unstarted_denial(invocation, call.server, call.tool, digest)
+    denial = None if cleared else unstarted_denial(invocation, call.server, call.tool, digest)
     if denial is not None:  # above the caller's clearance, or denied by name: the server is not even started
         return _authorization(invocation, call, denial, None)
     if tool is None:

@@ -116,16 +116,18 @@ class Pipeline:
         if not isinstance(request, ToolRequest):
             return self._read(request)
         route = self.route(request)
-        if calls.unstarted_denial(self.context, *route) is not None:
+        if request.cleared or calls.unstarted_denial(self.context, *route) is None:
+            call, tool = self.resolve(request, route)
+            if request.validate:
+                self.validate(call, tool)
+            # the tool found once, by resolve; the route cleared once, here or by the caller
+            # (resolving and validating change neither the invocation nor its conclusions)
+            authorized = self.authorize(call, tool, True)
+        else:
             # above the caller's clearance, or denied by name: denied (and recorded) without
             # starting the server to find the tool
             arguments = request.arguments if request.arguments is not None else request.typed({}) if request.typed else {}
             authorized = self.authorize(ToolCall(*route, arguments, call_id=request.call_id))
-        else:
-            call, tool = self.resolve(request, route)
-            if request.validate:
-                self.validate(call, tool)
-            authorized = self.authorize(call, tool)  # the tool found once, by resolve
         self.decide([authorized])
         return self.execute(authorized, timeout=request.timeout, meta=request.meta)
 
@@ -172,10 +174,10 @@ class Pipeline:
 
         validate_arguments(call.arguments, tool.input_schema, call.qualified_name)
 
-    def authorize(self, call: ToolCall, tool: Tool | None = None) -> Authorization:
+    def authorize(self, call: ToolCall, tool: Tool | None = None, cleared: bool = False) -> Authorization:
         """The policy's decision (rules, lock, confirmation, approvals); nothing is written yet.
-        `tool`: the call's tool when the caller found it already."""
-        return calls.authorize(self.catalog, self.context, call, tool)
+        `tool`: the call's tool when the caller found it already; `cleared`: calls.authorize's."""
+        return calls.authorize(self.catalog, self.context, call, tool, cleared)
 
     def decide(self, authorizations: list[Authorization]) -> None:
         """The decision records, on disk in one write; each allowed call is open until its outcome.

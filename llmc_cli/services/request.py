@@ -30,12 +30,18 @@ class ToolRequest(NamedTuple):
     timeout: float | None = None
     meta: JSONObject | None = None  # the request's _meta, relayed (the gateway's progress token)
     tool: Tool | None = None  # the tool, when the caller found it already in the same catalog (not looked up again)
+    # True when the caller found no calls.unstarted_denial of its server and name under the very
+    # invocation of the pipeline it hands this to (the gateway's: its route is checked before
+    # the tool is looked up): not asked again
+    cleared: bool = False
 
     @classmethod
-    def of(cls, call: ToolCall, *, meta: JSONObject | None = None, tool: Tool | None = None) -> ToolRequest:
+    def of(
+        cls, call: ToolCall, *, meta: JSONObject | None = None, tool: Tool | None = None, cleared: bool = False
+    ) -> ToolRequest:
         """The request of a call whose server and tool are known already (`tool`: the catalog's
-        Tool of it, when the caller holds it)."""
-        return cls(call.tool, call.arguments, server=call.server, call_id=call.call_id, meta=meta, tool=tool)
+        Tool of it, when the caller holds it; `cleared`: as the field says)."""
+        return cls(call.tool, call.arguments, server=call.server, call_id=call.call_id, meta=meta, tool=tool, cleared=cleared)
 
 
 class Outcome(NamedTuple):
