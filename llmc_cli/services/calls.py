@@ -46,10 +46,12 @@ class Authorization:
         opened: int | None = None,
         approval: Approval | None = None,
         output_schema: JSONObject | None = None,
+        base_masked: bool = False,
     ) -> None:
         self.call = call
         self.decision = decision
-        self.base = masked(base, masker)  # masked once: every record of the call starts with it
+        # masked once (here, unless the caller built it masked): every record of the call starts with it
+        self.base = base if base_masked else masked(base, masker)
         self.masker = masker
         self.opened = opened
         self.approval = approval
@@ -66,7 +68,9 @@ class Authorization:
     def decision_record(self) -> AuditRecord:
         """The decision's audit record, masked (the base fields were when the call was decided)."""
         d = self.decision
-        return with_base(self.base, {"event": "decision", "decision": d.action, "rule": d.rule, "reason": d.reason}, self.masker)
+        out = dict(self.base)  # with_base's record, its fields known: only the reason is free text
+        out["event"], out["decision"], out["rule"], out["reason"] = "decision", d.action, d.rule, self.masker(d.reason)
+        return out  # type: ignore[return-value]  # (no typing.cast: a call per record)
 
 
 class OpenCalls:
@@ -103,7 +107,7 @@ class OpenCalls:
             calls, self._calls = list(self._calls.values()), {}
         logs: list[AuditSink] = []
         for log, base, masker in calls:
-            log.record(with_base(base, {"event": "outcome", "outcome": outcome, "reason": reason}, masker), before_action=False)
+            log.record(with_base(base, "outcome", {"outcome": outcome, "reason": reason}, masker), before_action=False)
             if log not in logs:
                 logs.append(log)
         for log in logs:
@@ -140,10 +144,11 @@ _NOT_FREE_TEXT = frozenset(
 )
 
 
-def with_base(base: AuditRecord, record: AuditRecord, masker: Masker) -> AuditRecord:
-    """A call's record: its base fields (masked already, Authorization) and `record`'s, masked here
-    as masked() masks them, into one copy of the base (not three dicts a record)."""
+def with_base(base: AuditRecord, event: str, record: AuditRecord, masker: Masker) -> AuditRecord:
+    """A call's record of `event`: its base fields (masked already, Authorization) and `record`'s,
+    masked here as masked() masks them, into one copy of the base (not three dicts a record)."""
     out = dict(base)
+    out["event"] = event  # (where {"event": event, **record} put it, without that dict)
     for k, v in record.items():
         out[k] = masker.text(v) if k == "tool" and isinstance(v, str) else v if k in _NOT_FREE_TEXT else masker(v)
     return out  # type: ignore[return-value]  # (no typing.cast: a call per record)
@@ -264,16 +269,22 @@ def _authorization(
 ) -> Authorization:
     profile = invocation.profile
     telemetry.policy_decision(call.qualified_name, decision.action, decision.rule, invocation.caller)
-    masker = invocation.masker.with_arguments(call.arguments)  # then one dict of the fields that have a value
-    base: AuditRecord = {**audit.identity(), "profile": profile.name, "command": invocation.command}  # type: ignore[typeddict-item]
+    masker = invocation.masker.with_arguments(call.arguments)
+    # The base fields as masked() would make them, in one dict of the fields that have a value
+    # (identity() is a fresh one): the arguments masked as a whole, the client and the tool's
+    # name as masked() masks them, every other field one of _NOT_FREE_TEXT (kept as it is).
+    base: AuditRecord = audit.identity()  # type: ignore[assignment]
+    base["profile"], base["command"] = profile.name, invocation.command
     if invocation.conversation_id is not None:
         base["conversation"] = invocation.conversation_id
     if invocation.client is not None:
-        base["client"] = invocation.client
-    base["server"], base["tool"], base["arguments"] = call.server, call.tool, masker(call.arguments)
+        base["client"] = masked_identity(invocation.client, masker)  # type: ignore[typeddict-item]
+    tool = call.tool
+    base["server"], base["tool"] = call.server, masker.text(tool) if isinstance(tool, str) else tool
+    base["arguments"] = masker(call.arguments)
     if decision.call_hash is not None:
         base["callHash"] = decision.call_hash
-    return Authorization(call, decision, base, masker, approval=approval, output_schema=output_schema)
+    return Authorization(call, decision, base, masker, None, approval, output_schema, True)
 
 
 class CacheEntry(NamedTuple):
@@ -340,7 +351,7 @@ def cache_for(catalog: Catalog, invocation: Invocation, authorized: Authorizatio
 def close_call(log: AuditSink, authorized: Authorization, record: AuditRecord) -> None:
     """The one outcome record of a decided call, unless an interruption recorded it already."""
     if OPEN_CALLS.close(authorized.opened):
-        log.record(with_base(authorized.base, {"event": "outcome", **record}, authorized.masker), before_action=False)
+        log.record(with_base(authorized.base, "outcome", record, authorized.masker), before_action=False)
 
 
 def masked_error(exc: LlmcError, masker: Masker) -> LlmcError:
