@@ -144,7 +144,8 @@ class Masker:
     def with_arguments(self, arguments: object) -> Masker:
         """This masking, and the values of the secret-looking arguments of a call wherever they
         are quoted back (a server's error message, a result, a log line)."""
-        return self.with_secrets(argument_secrets(arguments))
+        found = argument_secrets(arguments)
+        return self.with_secrets(found) if found else self  # (with_secrets of none: this one)
 
     def text(self, value: str) -> str:
         if value in self._whole:
@@ -236,6 +237,12 @@ def argument_secrets(arguments: object) -> set[str]:
     """The values under secret-looking keys of a call's arguments (every scalar inside one, as
     text), found without recursion."""
     found: set[str] = set()
+    if type(arguments) is dict:  # most arguments are one flat object without such a key: one loop, no stack
+        for k, v in arguments.items():
+            if isinstance(v, (dict, list, tuple)) or (isinstance(k, str) and is_secret_name(k)):
+                break  # the walk decides
+        else:
+            return found
     stack: list[tuple[object, bool]] = [(arguments, False)]
     while stack:
         item, secret = stack.pop()
