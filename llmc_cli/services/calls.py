@@ -91,6 +91,16 @@ class OpenCalls:
             self._calls[self._next] = (log, base, masker)
             return self._next
 
+    def open_allowed(self, log: AuditSink, authorizations: list[Authorization]) -> None:
+        """open() of each allowed call among `authorizations` (its `opened` set), under one lock."""
+        with self._lock:
+            calls = self._calls
+            for a in authorizations:
+                if a.decision.action == "allow":
+                    self._next += 1
+                    calls[self._next] = (log, a.base, a.masker)
+                    a.opened = self._next
+
     def close(self, opened: int | None) -> bool:
         """True once per call: the caller writes its outcome record. Once the command is
         interrupted, False: what a call in flight reports then (its server was stopped under
@@ -173,9 +183,7 @@ def record_decisions(log: AuditSink, invocation: Invocation, authorizations: lis
 
     with interrupts.deferred():
         log.record_before_actions([a.decision_record() for a in authorizations])
-        for a in authorizations:
-            if a.decision.action == "allow":
-                a.opened = OPEN_CALLS.open(log, a.base, a.masker)
+        OPEN_CALLS.open_allowed(log, authorizations)
 
 
 def authorize(

@@ -22,7 +22,7 @@ A batch (services/batch.py) runs the same stages, its decisions written in one g
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -32,7 +32,7 @@ from llmc_cli.mcp.validation import check_structured, passes_quickly, validate_a
 from llmc_cli.model import JSONObject, Tool, ToolCall, ToolResult, canonical_json, sha256
 from llmc_cli.services import calls
 from llmc_cli.services.calls import Authorization, Conclusions, Invocation
-from llmc_cli.services.inspect import Inspected, inspect, inspect_error
+from llmc_cli.services.inspect import inspect, inspect_error
 from llmc_cli.services.reads import authorize_read
 from llmc_cli.services.request import Outcome as Outcome
 from llmc_cli.services.request import ToolRequest as ToolRequest
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
     from llmc_cli.config.profiles import LoadedProfile
     from llmc_cli.config.secrets import Masker
+    from llmc_cli.policy import Decision
     from llmc_cli.services.reads import Read
     from llmc_cli.store.chain import AuditRecord, AuditSink
     from llmc_cli.store.state import State
@@ -199,7 +200,7 @@ class Pipeline:
         return self._through(
             authorized,
             "tools/call",
-            f"the result of {call.tool}",
+            None,  # "the result of TOOL", made only for a message that says it
             lambda: self.catalog.session(call.server).call_tool(call.tool, call.arguments, timeout=timeout, meta=meta),
             cache,
         )
@@ -235,18 +236,18 @@ class Pipeline:
         self,
         authorized: Authorization,
         method: str,
-        what: str,
+        what: str | None,
         send: Callable[[], JSONObject],
         cache: calls.CacheEntry | None,
     ) -> Outcome:
-        """An allowed call or read (`what` names its result in messages) from its rate limit to
+        """An allowed call or read (`what` names its result in messages; None: a call's) from its rate limit to
         its outcome record. A cached answer counts against the rate limits like any call: they
         limit what a caller may do, and the policy decides every call afresh. Every failure
         gets its outcome record here, then is raised."""
         self._limit(authorized)
         started = time.monotonic()
         try:
-            inspected, body, hit = self._produce(authorized, method, what, send, cache)
+            raw, findings, deny, body, hit = self._produce(authorized, method, what, send, cache)
         except LlmcError as exc:
             kind = "audit_error" if isinstance(exc, audit.AuditError) else _ENDINGS.get(type(exc), "transport_error")
             inspect_error(self.context.inspectors, authorized.call, exc)  # DLP: an error quotes what a result would
@@ -268,15 +269,13 @@ class Pipeline:
             )
             raise
         duration = round((time.monotonic() - started) * 1000, 1)  # _elapsed_ms's, a call less
-        findings = inspected.findings
-        if inspected.deny is not None:
-            d = inspected.deny
+        if deny is not None:
+            d = deny
             record: AuditRecord = {"outcome": "denied", "rule": d.rule, "reason": d.reason, "durationMs": duration}
             if findings:
                 record["findings"] = authorized.masker(findings)
             calls.close_call(self.log, authorized, record)
             raise PolicyDenied(f"denied: {d.reason} [{d.rule}]", rule=d.rule, callHash=authorized.decision.call_hash)
-        raw = inspected.result
         result = None
         outcome = "ok"
         if method == "tools/call":
@@ -307,11 +306,13 @@ class Pipeline:
         self,
         authorized: Authorization,
         method: str,
-        what: str,
+        what: str | None,
         send: Callable[[], JSONObject],
         cache: calls.CacheEntry | None,
-    ) -> tuple[Inspected, bytes, bool]:
-        """The result (from the cache, else the server), inspected, and its canonical JSON."""
+    ) -> tuple[JSONObject, Sequence[JSONObject], Decision | None, bytes, bool]:
+        """The result (from the cache, else the server) as inspected, the inspectors' findings
+        and denial (Inspected's, without one made when no inspector runs), its canonical JSON,
+        and whether it was the cache's."""
 
         request = authorized.call
         hit = cache.get() if cache is not None and self.context.use_cache else None
@@ -329,25 +330,31 @@ class Pipeline:
             # (a cached result was checked when the server sent it; what was kept may be redacted since)
             check_structured(raw, authorized.output_schema, request.qualified_name)
         inspectors = self.context.inspectors
-        inspected = (
-            inspect(inspectors, request, self.context.profile, self.catalog.specs.get(request.server), raw)
-            if inspectors
-            else Inspected(raw, [])
-        )
+        findings: Sequence[JSONObject] = ()
+        deny = None
+        if inspectors:
+            raw, findings, deny = inspect(inspectors, request, self.context.profile, self.catalog.specs.get(request.server), raw)
         try:  # what the outcome record hashes; the encoding fails on a lone surrogate
-            body = canonical_json(inspected.result).encode("utf-8") if inspected.deny is None else b""
+            body = canonical_json(raw).encode("utf-8") if deny is None else b""
         except UnicodeEncodeError:
             # JSON escapes such as "\\ud800" decode to text no UTF-8 writer accepts (the audit
             # log, stdout, a provider's API): the result cannot be passed on as it is.
+            what = what or f"the result of {request.tool}"  # type: ignore[union-attr]  # None: a call's
             raise ProtocolError(f"{request.server}: {what} contains a lone surrogate (invalid Unicode text)") from None
-        return inspected, body, hit is not None
+        return raw, findings, deny, body, hit is not None
 
     def _settle(self, authorized: Authorization, what: str) -> None:
         if authorized.durable_at:  # [audit] sync = "before_reply"
             _settling().settle(self.log, authorized, what)
 
     def _record(
-        self, authorized: Authorization, outcome: str, duration: float, raw: JSONObject, body: bytes, findings: list[JSONObject]
+        self,
+        authorized: Authorization,
+        outcome: str,
+        duration: float,
+        raw: JSONObject,
+        body: bytes,
+        findings: Sequence[JSONObject],
     ) -> None:
         """The outcome record of a call or read that returned a result (`result` with audit_results)."""
 

@@ -133,3 +133,38 @@ def test_a_reply_nested_too_deep_is_one_recorded_protocol_error(isolated_dirs, t
     outcomes = [r for r in audit_records(isolated_dirs) if r["event"] == "outcome"]
     assert [(r["tool"], r["outcome"]) for r in outcomes] == [(tool, "transport_error")]
     assert_verified()
+
+
+class _Unchecked:
+    """A catalog whose one session hands results on as given (no transport of llmc's checks them):
+    what the pipeline's own check of a result is for."""
+
+    keeper = None
+    specs: dict = {}  # noqa: RUF012 - read only
+
+    def session(self, server):
+        return self
+
+    def call_tool(self, name, arguments, timeout=None, meta=None):
+        return {"content": [{"type": "text", "text": "x\ud800"}]}
+
+    def require_tool(self, server, name):
+        from llmc_cli.model import Tool
+
+        return Tool(server, name, {"type": "object"})
+
+
+def test_a_result_with_a_lone_surrogate_that_reaches_the_pipeline_is_refused_by_name(isolated_dirs):
+    from llmc_cli import services
+    from llmc_cli.config.profiles import LoadedProfile
+    from llmc_cli.config.schema import Profile
+    from llmc_cli.errors import ProtocolError
+    from llmc_cli.model import ToolCall
+
+    calls = services.open_calls(_Unchecked(), LoadedProfile("t", None, Profile()), command="call")  # type: ignore[arg-type]
+    with pytest.raises(ProtocolError) as raised:
+        calls.run(services.ToolRequest.of(ToolCall("s", "echo", {"message": "m"})))
+    calls.close()
+    assert raised.value.message == "s: the result of echo contains a lone surrogate (invalid Unicode text)"
+    [outcome] = [r for r in audit_records(isolated_dirs) if r["event"] == "outcome"]
+    assert (outcome["tool"], outcome["outcome"], outcome["error"]) == ("echo", "transport_error", raised.value.message)
