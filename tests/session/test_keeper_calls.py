@@ -58,7 +58,9 @@ NOT_ON_THE_CALL_PATH = (
 )
 # How many modules a call through a keeper may load, llmc's own and in all (the floor, `import
 # click` and a stdlib client of the keeper, loads 113): a new import on this path is a decision.
-MOST_MODULES_ON_THE_CALL_PATH = (74, 197)
+# +2 in session 14: services/invocation.py and services/request.py, split from services/calls.py
+# and services/pipeline.py at the 500-line limit.
+MOST_MODULES_ON_THE_CALL_PATH = (76, 199)
 
 
 def audit_records(state: Path) -> list[dict[str, object]]:
