@@ -15,6 +15,7 @@ import pytest
 from llmc_cli.errors import ConnectionFailed, ProtocolError, TimeoutExpired
 from llmc_cli.mcp.client import connect
 from llmc_cli.mcp.hooks import ClientHooks
+from llmc_cli.mcp.transports import stdio
 from llmc_cli.model import ServerSpec
 from llmc_cli.store import client_stores
 from tests.helpers import node_tool, sdk_server, wait_until
@@ -306,6 +307,26 @@ def test_a_lone_caller_on_a_worker_thread_reads_its_own_replies():
         assert _on_a_worker(calls) == [f"m{i}" for i in range(20)]
         assert seen and all(name != "llmc-stdio-_read_stdout" for name in seen)
         # The worker is gone: the main thread's call is read for it by the reader thread.
+        assert s.call_tool("echo", {"message": "main"})["content"][0]["text"] == "main"
+
+
+def test_a_lone_caller_that_pauses_between_calls_keeps_reading_its_own_replies():
+    """A worker that pauses between two calls longer than LINGER (a loaded machine, another
+    thread holding the GIL) has read every reply: with nothing unread the reader thread stays
+    aside, instead of waking to read the next reply and hand it over (a futex and a thread's
+    turn for nothing). Before, it went back to reading LINGER seconds after any last read."""
+    with connect(spec(*sdk_server("sdk_server.py"))) as s:
+        transport = s.transport
+        assert isinstance(transport, stdio.StdioTransport)
+
+        def calls() -> tuple[bool, str]:
+            s.call_tool("echo", {"message": "first"})
+            time.sleep(stdio.LINGER * 6)  # several of the reader thread's turns, less than IDLE
+            aside = transport._aside
+            return aside, s.call_tool("echo", {"message": "second"})["content"][0]["text"]
+
+        assert _on_a_worker(calls) == (True, "second")
+        # the caller is gone: after IDLE the reader thread reads again, and serves the main thread
         assert s.call_tool("echo", {"message": "main"})["content"][0]["text"] == "main"
 
 
