@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -328,6 +329,19 @@ def test_a_lone_caller_that_pauses_between_calls_keeps_reading_its_own_replies()
         assert _on_a_worker(calls) == (True, "second")
         # the caller is gone: after IDLE the reader thread reads again, and serves the main thread
         assert s.call_tool("echo", {"message": "main"})["content"][0]["text"] == "main"
+
+
+def test_the_end_of_a_lone_callers_server_is_seen_while_the_connection_is_idle():
+    """The reader thread standing aside for a lone caller still reads what nobody reads: a
+    server that dies after the last call is noticed without another call (its end waits in the
+    pipe, unread), well before IDLE would send the reader thread back to reading anyway."""
+    with connect(bad("good")) as s:
+        _on_a_worker(lambda: [s.call_tool("echo", {"message": f"m{i}"}) for i in range(3)])
+        transport = s.transport
+        assert isinstance(transport, stdio.StdioTransport) and transport._proc is not None
+        os.kill(transport._proc.pid, signal.SIGKILL)
+        assert wait_until(lambda: s.closed_error is not None, timeout=30.0)
+        assert isinstance(s.closed_error, ConnectionFailed)
 
 
 def test_callers_on_many_threads_all_get_their_replies():
