@@ -42,6 +42,19 @@ def set_sending_deadline(deadline: float | None) -> None:
     SENDING.deadline = deadline
 
 
+class _AfterSend(threading.local):
+    """AFTER_SEND.call: run once, in the sending thread, when this thread's next request is sent
+    and before its reply is awaited (the pipeline's audit sync beside the server's work); never
+    raises. None (the class attribute, each thread's start) when nothing waits: read without a
+    getattr default, which on a thread that never set it raised and dropped an AttributeError
+    every request (~2,000 instructions)."""
+
+    call: Callable[[], None] | None = None
+
+
+AFTER_SEND = _AfterSend()
+
+
 Reply = JSONObject  # a JSON-RPC response or error object
 # A transport's pump(done, seconds, alone) (stdio): reads and delivers on the waiting thread
 # until done() or the time is up, when alone(); False: wait for the reply to be delivered.

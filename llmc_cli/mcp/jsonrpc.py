@@ -108,8 +108,12 @@ def decode(line: str | bytes) -> list[JSONObject]:
         checked.append(m)
     messages = checked
     if (
-        line.count("[") + line.count("{") if isinstance(line, str) else line.count(b"[") + line.count(b"{")
-    ) > MAX_MESSAGE_DEPTH:  # only then can it be that deep: most messages are not walked at all
+        len(line) > MAX_MESSAGE_DEPTH
+        and (  # a shorter line cannot hold more brackets: no count
+            line.count("[") + line.count("{") if isinstance(line, str) else line.count(b"[") + line.count(b"{")
+        )
+        > MAX_MESSAGE_DEPTH
+    ):  # only then can it be that deep: most messages are not walked at all
         messages = [bounded for m in messages if (bounded := _bounded(m)) is not None]
     # only an escape makes a lone surrogate (bytes.find, not `in`: CPython 3.11's `bytes in
     # bytes` tries its operand as an integer first and formats the TypeError it then drops)

@@ -21,7 +21,7 @@ from llmc_cli import __version__
 from llmc_cli.errors import Cancelled, ConnectionFailed, HttpSessionExpired, LlmcError, ProtocolError, RpcError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc, messages, observe
 from llmc_cli.mcp.hooks import RELATED_TOKENS, ClientHooks, answer_server_request
-from llmc_cli.mcp.inflight import SENDING, DeadlinePassed, Future, InFlight
+from llmc_cli.mcp.inflight import AFTER_SEND, SENDING, DeadlinePassed, Future, InFlight
 from llmc_cli.mcp.messages import ProgressToken, all_pages, object_at
 from llmc_cli.mcp.transports.base import Transport
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, META_PREFIX, MODERN_VERSIONS, SUPPORTED_VERSIONS, retry_version
@@ -29,9 +29,6 @@ from llmc_cli.model import JSON, JSONObject
 
 CLIENT_INFO: JSONObject = {"name": "llmc", "version": __version__}
 MAX_INPUT_ROUNDS = 8  # input_required round trips for one request
-# AFTER_SEND.call: run once, in the sending thread, when this thread's next request is sent and
-# before its reply is awaited (the pipeline's audit sync beside the server's work); never raises.
-AFTER_SEND = threading.local()
 
 
 class NotADiscoverResult(ProtocolError):
@@ -360,7 +357,7 @@ class ClientSession:
                     raise  # not a request a client may cancel (lifecycle)
                 self._cancel(request_id, "timeout")
                 raise TimeoutExpired(f"{self.name}: no reply to {method} within {limit:g}s") from None
-            after = getattr(AFTER_SEND, "call", None)
+            after = AFTER_SEND.call
             if after is not None:
                 AFTER_SEND.call = None
                 after()

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from llmc_cli.audit.records import AuditError
 from llmc_cli.errors import LlmcError
-from llmc_cli.mcp.session import AFTER_SEND
+from llmc_cli.mcp.inflight import AFTER_SEND
 from llmc_cli.model import JSONObject
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ def settle(log: AuditSink, authorized: Authorization, what: str) -> None:
 
 
 def send_settling(log: AuditSink, authorized: Authorization, send: Callable[[], JSONObject]) -> JSONObject:
-    """send(), the decision made durable once the request is out (mcp/session.AFTER_SEND: the
+    """send(), the decision made durable once the request is out (mcp/inflight.AFTER_SEND: the
     log's fdatasync beside the server's work, in this thread) and again checked before its result
     or error goes on. A transport that waits for the reply in send() (HTTP) overlaps nothing."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -15,6 +16,7 @@ import pytest
 from llmc_cli.errors import ConnectionFailed, ProtocolError, TimeoutExpired
 from llmc_cli.mcp.client import connect
 from llmc_cli.mcp.hooks import ClientHooks
+from llmc_cli.mcp.transports import stdio
 from llmc_cli.model import ServerSpec
 from llmc_cli.store import client_stores
 from tests.helpers import node_tool, sdk_server, wait_until
@@ -307,6 +309,39 @@ def test_a_lone_caller_on_a_worker_thread_reads_its_own_replies():
         assert seen and all(name != "llmc-stdio-_read_stdout" for name in seen)
         # The worker is gone: the main thread's call is read for it by the reader thread.
         assert s.call_tool("echo", {"message": "main"})["content"][0]["text"] == "main"
+
+
+def test_a_lone_caller_that_pauses_between_calls_keeps_reading_its_own_replies():
+    """A worker that pauses between two calls longer than LINGER (a loaded machine, another
+    thread holding the GIL) has read every reply: with nothing unread the reader thread stays
+    aside, instead of waking to read the next reply and hand it over (a futex and a thread's
+    turn for nothing). Before, it went back to reading LINGER seconds after any last read."""
+    with connect(spec(*sdk_server("sdk_server.py"))) as s:
+        transport = s.transport
+        assert isinstance(transport, stdio.StdioTransport)
+
+        def calls() -> tuple[bool, str]:
+            s.call_tool("echo", {"message": "first"})
+            time.sleep(stdio.LINGER * 6)  # several of the reader thread's turns, less than IDLE
+            aside = transport._aside
+            return aside, s.call_tool("echo", {"message": "second"})["content"][0]["text"]
+
+        assert _on_a_worker(calls) == (True, "second")
+        # the caller is gone: after IDLE the reader thread reads again, and serves the main thread
+        assert s.call_tool("echo", {"message": "main"})["content"][0]["text"] == "main"
+
+
+def test_the_end_of_a_lone_callers_server_is_seen_while_the_connection_is_idle():
+    """The reader thread standing aside for a lone caller still reads what nobody reads: a
+    server that dies after the last call is noticed without another call (its end waits in the
+    pipe, unread), well before IDLE would send the reader thread back to reading anyway."""
+    with connect(bad("good")) as s:
+        _on_a_worker(lambda: [s.call_tool("echo", {"message": f"m{i}"}) for i in range(3)])
+        transport = s.transport
+        assert isinstance(transport, stdio.StdioTransport) and transport._proc is not None
+        os.kill(transport._proc.pid, signal.SIGKILL)
+        assert wait_until(lambda: s.closed_error is not None, timeout=30.0)
+        assert isinstance(s.closed_error, ConnectionFailed)
 
 
 def test_callers_on_many_threads_all_get_their_replies():

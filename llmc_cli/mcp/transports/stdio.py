@@ -15,7 +15,9 @@ connection is idle or shared; a caller that is the only one awaiting a reply (a 
 sequential client) reads its own reply on its own thread (pump), while the reader thread stands
 aside: a reply then costs one wake-up of the waiting thread, not a wake-up of the reader thread
 and a hand-over to the caller. The reader thread takes over again when a caller finds others
-waiting, and LINGER seconds after the last caller read.
+waiting, when the server wrote something that nobody read LINGER seconds after the last caller
+read (a message of an idle connection, its end), and IDLE seconds after it: not merely because a
+lone caller was slow to send its next request (a loaded machine, another thread holding the GIL).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import threading
 import time
 import weakref
 from _queue import SimpleQueue  # queue.SimpleQueue itself, without the queue module
+from _thread import get_ident
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
@@ -76,7 +79,9 @@ INHERITED_ENV = (
 STDERR_LINES_KEPT = 50
 GARBAGE_LINES_TOLERATED = 100  # servers that log to stdout: skip a few lines, then give up
 LINGER = 0.05  # seconds the reader thread stands aside after a caller last read its own reply
+IDLE = 1.0  # seconds after which it reads again whatever: an idle connection's reader sleeps in read()
 READ_BYTES = 65536
+_MAIN = threading.main_thread().ident  # the main thread never reads in pump()
 
 
 class _Ended(Exception):
@@ -171,7 +176,7 @@ class StdioTransport:
         # call around it): pump takes it twice per request.
         self._held = threading.RLock()
         self._stream = threading.Condition(self._held)
-        self._reader: threading.Thread | None = None  # the thread reading stdout now
+        self._reader: int | None = None  # the thread reading stdout now (its ident)
         self._aside = False  # the reader thread stands aside: a caller reads its own replies
         self._left = 0.0  # when a caller last stopped reading (time.monotonic())
         self._ended = False  # stdout ended and `closed` was called
@@ -279,7 +284,7 @@ class StdioTransport:
             if t is not threading.current_thread():
                 t.join(timeout=1.0)
         with self._stream:  # a caller reading its reply sees the end too: its descriptor stays until then
-            self._stream.wait_for(lambda: self._reader in (None, threading.current_thread()), timeout=1.0)
+            self._stream.wait_for(lambda: self._reader in (None, get_ident()), timeout=1.0)
         for stream in (proc.stdout, proc.stderr):
             try:
                 if stream:
@@ -310,11 +315,11 @@ class StdioTransport:
             # over, so no turn on the lock it takes after every line (the locked path below
             # decides the same for these two values).
             return False
-        me = threading.current_thread()
+        me = get_ident()  # (threading.current_thread() and main_thread() are two Python calls)
         with self._held:
             if self._ended or self._closing or self._proc is None:
                 return False
-            if me is threading.main_thread() or not alone():
+            if me == _MAIN or not alone():
                 if self._aside and self._reader is None:  # nobody reads: the reader thread does, now
                     self._aside = False
                     self._stream.notify_all()
@@ -323,6 +328,9 @@ class StdioTransport:
             if self._reader is not None:  # the reader thread steps aside after the message it reads
                 self._stream.wait_for(lambda: self._reader is None or self._ended, timeout)
                 if self._reader is not None or self._ended or done():
+                    # Read for this caller, who reads its own from now: the reader thread stays
+                    # aside from here, as after a caller's own read (it took over again at once).
+                    self._left = time.monotonic()
                     return True
             self._reader = me
         deadline = time.monotonic() + timeout
@@ -345,14 +353,16 @@ class StdioTransport:
 
     def _read_stdout(self) -> None:
         """The reader thread: reads while no caller does (see the module's docstring)."""
-        me = threading.current_thread()
+        me = get_ident()
         try:
             while True:
                 with self._stream:
                     while self._aside and not self._closing:
                         self._stream.wait(LINGER)
-                        if self._reader is None and time.monotonic() - self._left >= LINGER:
-                            self._aside = False  # no caller read for a while: back to reading
+                        if self._reader is None:
+                            idle = time.monotonic() - self._left
+                            if idle >= IDLE or (idle >= LINGER and self._unread()):
+                                self._aside = False  # a message waits that no caller reads, or none calls: back to reading
                     if self._ended:
                         return
                     self._reader = me
@@ -369,9 +379,22 @@ class StdioTransport:
             self._end(end.error)
         finally:
             with self._stream:
-                if self._reader is me:
+                if self._reader == me:
                     self._reader = None
                 self._stream.notify_all()
+
+    def _unread(self) -> bool:
+        """Whether the server wrote something nobody has read yet (held in the buffer, or in
+        the pipe, its end included). Asked by the reader thread standing aside: a lone caller
+        between two calls has read every reply, so however long it takes to send its next
+        request (a loaded machine, a thread holding the GIL), the reader thread does not wake
+        to read that request's reply and hand it over."""
+        if self._buffer:
+            return True
+        try:
+            return bool(select.select([self._proc.stdout.fileno()], [], [], 0)[0])  # type: ignore[union-attr]
+        except (OSError, ValueError):  # closed: reading says so
+            return True
 
     def _line(self, deadline: float | None) -> bytes | None:
         """The next line of stdout (by the one thread reading it), None at `deadline`."""
@@ -400,6 +423,8 @@ class StdioTransport:
                     line, self._buffer = bytes(self._buffer), bytearray()
                     return line
                 raise _Ended()
+            if not self._buffer and chunk.find(b"\n") == len(chunk) - 1 and len(chunk) <= self._limit:
+                return chunk[:-1]  # the usual read, one whole line: not through the buffer (three copies)
             self._buffer += chunk
 
     def _handle(self, raw: bytes) -> None:
