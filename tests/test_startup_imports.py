@@ -265,3 +265,14 @@ def test_the_stdio_paths_compile_at_import_only_the_patterns_every_command_uses(
         assert (lazy.search(text) is None) == (eager.search(text) is None)
         assert lazy.sub("\ufffd", text) == eager.sub("\ufffd", text)
     assert lazy.pattern == eager.pattern and lazy.flags == eager.flags
+
+
+def test_a_listing_of_a_launched_stdio_server_loads_no_call_machinery(tmp_path: Path) -> None:
+    """`tools list --stdio` decides no call: the call registry (services/calls.py, and the audit
+    and inspect modules under it) stays unloaded, at exit too (cli/main.py _open_calls), and so
+    does the read judge (services/reads.py) that only resources and prompts listings use."""
+    server = f"{sys.executable} {Path(__file__).resolve().parent / 'peers' / 'sdk_server.py'}"
+    modules = loaded(["tools", "list", "--stdio", server], tmp_path)
+    assert "llmc_cli.mcp.transports.stdio" in modules  # it did launch the server
+    unneeded = ("llmc_cli.services.calls", "llmc_cli.services.reads", "llmc_cli.services.inspect", "llmc_cli.audit")
+    assert [m for m in unneeded if m in modules] == []
