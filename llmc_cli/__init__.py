@@ -44,7 +44,7 @@ class _LazyPattern:
 
 def lazy_pattern(source: str, flags: int = 0) -> re.Pattern[str]:
     """re.compile(source, flags), compiled when first used: for the patterns of rare paths (a
-    crashed server's stderr, a reply nested too deep, text that is not ASCII). Compiling is
-    pure Python and costs every process that imports the module: 0.1-0.9 ms each, ~2.7 ms of a
-    `call --batch` start-up for the five such patterns it loaded (issue 34)."""
+    crashed server's stderr, a reply nested too deep, text that is not ASCII, a sandboxed
+    server). Compiling is pure Python and costs every process that imports the module: 0.1-0.9
+    ms each, ~2.9 ms of a `call --batch` start-up for the six such patterns it loaded (issue 34)."""
     return cast("re.Pattern[str]", _LazyPattern(source, flags))
