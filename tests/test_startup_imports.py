@@ -220,3 +220,63 @@ def test_a_call_of_a_launched_stdio_server_loads_no_thread_pool(tmp_path: Path) 
     assert not [m for m in ("concurrent", "concurrent.futures", "logging") if m in modules]
     # nor the built-in servers' framework (the jail's ToolError is mcp/tool_error.py's)
     assert not [m for m in ("llmc_cli.mcp.server", "llmc_cli.mcp.workers", "queue") if m in modules]
+
+
+# Modules whose import may compile a pattern: those that every command of the path uses.
+COMPILING_AT_IMPORT = {"llmc_cli.model", "llmc_cli.config.secrets"}
+RECORD_COMPILES = """
+import importlib, re, sys
+compiled = set()
+original = re._compile
+def record(pattern, flags):
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] == "re":
+        frame = frame.f_back
+    if frame is not None and frame.f_code.co_name == "<module>":
+        compiled.add(frame.f_globals.get("__name__", ""))
+    return original(pattern, flags)
+re._compile = record
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+print(" ".join(sorted(m for m in compiled if m.startswith("llmc_cli"))))
+"""
+
+
+def test_the_stdio_paths_compile_at_import_only_the_patterns_every_command_uses() -> None:
+    """Compiling a regular expression is pure Python (0.1-0.9 ms each): the patterns of rare paths
+    (a crashed server's stderr, a reply nested too deep, text that is not ASCII) are compiled
+    when first used (llmc_cli.lazy_pattern), not by every `call --batch` and `tools list`."""
+    from llmc_cli import lazy_pattern
+
+    modules = [
+        "llmc_cli.cli.main",
+        "llmc_cli.cli.call",
+        "llmc_cli.cli.batch",
+        "llmc_cli.cli.tools",
+        "llmc_cli.cli.output",
+        "llmc_cli.mcp.jsonrpc",
+        "llmc_cli.mcp.transports.stdio",
+        "llmc_cli.catalog.pool",
+        "llmc_cli.services.batch",
+        "llmc_cli.services.state",
+    ]
+    proc = subprocess.run([sys.executable, "-c", RECORD_COMPILES, *modules], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert set(proc.stdout.split()) <= COMPILING_AT_IMPORT
+    # ...and a lazy one finds what the compiled one finds
+    lazy, eager = lazy_pattern("[\ud800-\udfff]"), __import__("re").compile("[\ud800-\udfff]")
+    for text in ("plain", "a\ud800b", "\udfff", "é\u2028"):
+        assert (lazy.search(text) is None) == (eager.search(text) is None)
+        assert lazy.sub("\ufffd", text) == eager.sub("\ufffd", text)
+    assert lazy.pattern == eager.pattern and lazy.flags == eager.flags
+
+
+def test_a_listing_of_a_launched_stdio_server_loads_no_call_machinery(tmp_path: Path) -> None:
+    """`tools list --stdio` decides no call: the call registry (services/calls.py, and the audit
+    and inspect modules under it) stays unloaded, at exit too (cli/main.py _open_calls), and so
+    does the read judge (services/reads.py) that only resources and prompts listings use."""
+    server = f"{sys.executable} {Path(__file__).resolve().parent / 'peers' / 'sdk_server.py'}"
+    modules = loaded(["tools", "list", "--stdio", server], tmp_path)
+    assert "llmc_cli.mcp.transports.stdio" in modules  # it did launch the server
+    unneeded = ("llmc_cli.services.calls", "llmc_cli.services.reads", "llmc_cli.services.inspect", "llmc_cli.audit")
+    assert [m for m in unneeded if m in modules] == []

@@ -368,13 +368,22 @@ def _missing(exc: click.MissingParameter) -> None:
 def _record_abandoned() -> None:
     """Calls still running when llmc exits anyway (a model's call past `ask --total-timeout`, a
     gateway stopped by a signal) get an `abandoned` outcome: no decision stays without one."""
-    services = sys.modules.get("llmc_cli.services")
-    if services is None:
+    open_calls = _open_calls()
+    if open_calls is None:
         return
     try:
-        services.OPEN_CALLS.interrupt_all("llmc exited before the call finished", outcome="abandoned")
+        open_calls.interrupt_all("llmc exited before the call finished", outcome="abandoned")
     except LlmcError as exc:
         _tell(exc)
+
+
+def _open_calls() -> Any:
+    """The registry of calls decided and not finished (services.OPEN_CALLS), if this process
+    loaded it: a call registers there, so without services/calls.py there is none to close. Not
+    through the services package, whose lazy name would import calls.py (and the audit and
+    inspect modules under it, ~2 ms) as a `tools list` exits, to find nothing open."""
+    calls = sys.modules.get("llmc_cli.services.calls")
+    return None if calls is None else calls.OPEN_CALLS
 
 
 def _interrupted() -> None:
@@ -385,10 +394,10 @@ def _interrupted() -> None:
 
     code = interrupts.exit_code(ExitCode.INTERRUPTED)
     reason = "interrupted" if code == ExitCode.INTERRUPTED else "terminated"
-    services = sys.modules.get("llmc_cli.services")
-    if services is not None:
+    open_calls = _open_calls()
+    if open_calls is not None:
         try:
-            services.OPEN_CALLS.interrupt_all(f"{reason} ({interrupts.signal_name()})")
+            open_calls.interrupt_all(f"{reason} ({interrupts.signal_name()})")
         except LlmcError as exc:
             _tell(exc)
     stdio = sys.modules.get("llmc_cli.mcp.transports.stdio")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 import stat
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -291,7 +290,7 @@ def command_name(argv: list[str]) -> str:
     `python -m mcp_server_time` -> mcp_server_time, `python my_server.py` -> my_server)."""
 
     program = os.path.basename(argv[0])
-    runner = re.sub(r"[\d.]+$", "", program)  # python3.12 -> python
+    runner = _without_version(program)  # python3.12 -> python
     if runner not in _RUNNERS:
         return server_name(program)
     args = iter(argv[1:])
@@ -308,11 +307,10 @@ def command_name(argv: list[str]) -> str:
         if runner == "env":
             return command_name([arg, *args])
         parts = [p for p in arg.split("/") if p]
-        while len(parts) > 1 and re.sub(r"\.\w+$", "", parts[-1]) in _GENERIC:  # .../desktop-commander/dist/index.js
+        while len(parts) > 1 and _stem(parts[-1]) in _GENERIC:  # .../desktop-commander/dist/index.js
             parts.pop()
-        name = parts[-1] if parts else arg
-        name = re.split(r"(?<=.)@|==|>=|<=|~=", name)[0]  # pkg@1.2.3, pkg==1.2
-        name = re.sub(r"\.(m?[jt]s|c?js|py|rb|php|jar)$", "", name)  # a script's stem
+        name = _unversioned(parts[-1] if parts else arg)  # pkg@1.2.3, pkg==1.2
+        name = _without_script_suffix(name)  # a script's stem
         return server_name(name or program)
     return server_name(program)
 
@@ -333,7 +331,69 @@ def server_name(text: str) -> str:
     """`text` as a valid server name (no '.', '/', ':' or spaces: SERVER.TOOL and SERVER:URI must
     split where they should), else ADHOC_NAME."""
 
-    return re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-") or ADHOC_NAME
+    out: list[str] = []
+    in_run = False
+    for char in text:  # each run of other characters becomes one "-"
+        if char in _NAME_CHARS:
+            out.append(char)
+            in_run = False
+        elif not in_run:
+            out.append("-")
+            in_run = True
+    return "".join(out).strip("-") or ADHOC_NAME
+
+
+# The names of an ad-hoc server are worked out with string methods, not regular expressions: each
+# pattern compiled costs more than the whole name (~50-120 us each, four or five for a `python
+# script.py` server, in every such command's start-up). Each helper is the re.sub or re.split it
+# replaces, `$` included (it also matches before a final newline): tests/cli/test_adhoc_names.py.
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_SCRIPT_SUFFIXES = (".js", ".ts", ".mjs", ".mts", ".cjs", ".py", ".rb", ".php", ".jar")
+
+
+def _ending(text: str) -> tuple[str, str]:
+    """`text` less a final newline, and that newline (where `$` also matches)."""
+    return (text[:-1], "\n") if text.endswith("\n") else (text, "")
+
+
+def _without_version(program: str) -> str:
+    """re.sub(r"[\\d.]+$", "", program): trailing digits (any decimal digit) and dots dropped."""
+    body, newline = _ending(program)
+    end = len(body)
+    while end and (body[end - 1] == "." or body[end - 1].isdecimal()):
+        end -= 1
+    return body[:end] + newline
+
+
+def _stem(part: str) -> str:
+    """re.sub(r"\\.\\w+$", "", part): a last extension of word characters dropped."""
+    body, newline = _ending(part)
+    dot = body.rfind(".")
+    if dot >= 0 and dot + 1 < len(body) and all(c.isalnum() or c == "_" for c in body[dot + 1 :]):
+        body = body[:dot]
+    return body + newline
+
+
+def _unversioned(name: str) -> str:
+    """re.split(r"(?<=.)@|==|>=|<=|~=", name)[0]: what precedes the first version mark."""
+    cut = len(name)
+    for mark in ("==", ">=", "<=", "~="):
+        at = name.find(mark)
+        if 0 <= at < cut:
+            cut = at
+    at = name.find("@", 1)
+    while at > 0 and name[at - 1] == "\n":  # (?<=.): any character but a newline before it
+        at = name.find("@", at + 1)
+    return name[: min(cut, at) if at > 0 else cut]
+
+
+def _without_script_suffix(name: str) -> str:
+    """re.sub(r"\\.(m?[jt]s|c?js|py|rb|php|jar)$", "", name)."""
+    body, newline = _ending(name)
+    for suffix in _SCRIPT_SUFFIXES:
+        if body.endswith(suffix):
+            return body[: -len(suffix)] + newline
+    return name
 
 
 def _pair(text: str, sep: str, option: str) -> tuple[str, str]:

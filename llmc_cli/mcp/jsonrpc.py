@@ -8,6 +8,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import TypeVar, cast
 
+from llmc_cli import lazy_pattern
 from llmc_cli.errors import ProtocolError
 from llmc_cli.mcp.messages import JSON, JSONObject, RequestId
 from llmc_cli.model import (
@@ -152,8 +153,9 @@ def _bounded(message: JSONObject) -> JSONObject | None:
 
 
 # The tokens of JSON text that matter to find an object's top-level keys: strings and punctuation.
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[][{}:,]', re.S)
-_SCALAR_ID = re.compile(r'\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*[,}]', re.S)
+# (compiled on first use: a reply this deep is rare)
+_TOKEN = lazy_pattern(r'"(?:[^"\\]|\\.)*"|[][{}:,]', re.S)
+_SCALAR_ID = lazy_pattern(r'\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*[,}]', re.S)
 
 
 def _too_deep_reply(text: str) -> JSONObject | None:
@@ -184,7 +186,9 @@ def _too_deep_reply(text: str) -> JSONObject | None:
 
 
 _V = TypeVar("_V")
-LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# Compiled on first use: only text that is not ASCII is searched (its compile walks the 2,048
+# surrogates one by one, ~0.4 ms).
+LONE_SURROGATE = lazy_pattern("[\ud800-\udfff]")
 
 
 def _without_lone_surrogates(message: JSONObject) -> JSONObject:

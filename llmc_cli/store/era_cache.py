@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -14,7 +13,16 @@ from llmc_cli.config import files
 from llmc_cli.errors import ConfigError
 from llmc_cli.model import JSONObject
 
-_KEY = r"(stdio|remote):[0-9a-f]{32}|builtin:.+"  # compiled (and cached) by re at first use
+_HEX = "0123456789abcdef"
+
+
+def is_key(key: str) -> bool:
+    """re.fullmatch(r"(stdio|remote):[0-9a-f]{32}|builtin:.+", key), without compiling the pattern
+    in every command's start-up (~0.12 ms)."""
+    kind, _, rest = key.partition(":")
+    if kind == "builtin":
+        return bool(rest) and "\n" not in rest  # `.` is any character but a newline
+    return kind in ("stdio", "remote") and len(rest) == 32 and not rest.strip(_HEX)
 
 
 class FileEraCache:
@@ -29,7 +37,7 @@ class FileEraCache:
         if not isinstance(data, dict):
             return {}
         # Entries written under keys of another form (older llmc: the URL itself) are dropped.
-        return {k: v for k, v in data.items() if re.fullmatch(_KEY, k) and isinstance(v, dict)}
+        return {k: v for k, v in data.items() if is_key(k) and isinstance(v, dict)}
 
     def save(self, changes: Mapping[str, JSONObject | None]) -> None:
         """Read, change and write under the file's lock (concurrent llmc processes keep each

@@ -7,18 +7,21 @@ from __future__ import annotations
 
 import re
 
+from llmc_cli import lazy_pattern
+
 # An error at the start of a line: `Error: ...`, `ModuleNotFoundError: ...`, `error: ...`,
 # `fatal: ...`, `panic: ...`, `prog: error: ...` (argparse), `[ERROR] ...`.
-_ERROR = re.compile(
+# Compiled on first use (a crash): ~1.2 ms of every start-up otherwise.
+_ERROR = lazy_pattern(
     r"^(?:\S+: )?(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)|error|fatal|panic|critical)\b[^:]{0,40}:\s*\S"
     r"|^\[?(?:ERROR|FATAL|CRITICAL)\]?[\s:]",
     re.IGNORECASE,
 )
 # Lines that are never the reason: runtime versions, npm's log location, stack frames, braces.
-_NOISE = re.compile(
+_NOISE = lazy_pattern(
     r"^(?:Node\.js v\d|Bun v\d|npm (?:error|ERR!) (?:A complete log|code\b|\s*$)|\s+at |[{}\[\]^]\s*$|throw \w+;|\s*$)"
 )
-_NPM = re.compile(r"^npm (?:error|ERR!) ")
+_NPM = lazy_pattern(r"^npm (?:error|ERR!) ")
 
 
 def telling_line(lines: list[str]) -> str | None:
