@@ -16,7 +16,7 @@ from llmc_cli.mcp.jsonrpc import replace_lone_surrogates
 from llmc_cli.model import EVERYTHING, canonical_json_bytes, sha256_of
 from llmc_cli.store.chain import GENESIS, AuditRecord
 
-# Seal: seal(head, count) -> the new records as JSON lines, each chained to the one before, the
+# Seal: seal(head, count) -> the new records as JSON lines (UTF-8 bytes), each chained to the one before, the
 # first to `head`; the store calls it under its lock (PostgreSQL: again when a transaction is retried).
 __all__ = ["ChainedLog", "Seal", "sealer"]
 
@@ -35,7 +35,7 @@ def sealer(records: list[AuditRecord], written: list[dict[str, Any]], times: Seq
     when records[i] was recorded (one that waited: audit.Deferred); a record past them is
     stamped when sealed, unless it carries its own time (which is kept, as for every record)."""
 
-    def seal(prev: str, count: int) -> list[str]:
+    def seal(prev: str, count: int) -> list[bytes]:
         written.clear()  # sealed again when the store retries
         lines = []
         waited = len(times)
@@ -57,7 +57,7 @@ def sealer(records: list[AuditRecord], written: list[dict[str, Any]], times: Seq
             written.append(full)
             # Stored as hashed, its hash last: one serialisation per record, not a second compact
             # one in another key order (verify parses the line; the order of keys is no part of it).
-            lines.append(f'{body[:-1].decode("utf-8")},"hash":"{prev}"}}')
+            lines.append(b"".join((body[:-1], b',"hash":"', prev.encode("ascii"), b'"}')))
         return lines
 
     return seal
@@ -66,8 +66,8 @@ def sealer(records: list[AuditRecord], written: list[dict[str, Any]], times: Seq
 def _chained(seals: list[Seal]) -> Seal:
     """One seal of a group's: each seal's records chained after the one before's."""
 
-    def seal(prev: str, count: int) -> list[str]:
-        lines: list[str] = []
+    def seal(prev: str, count: int) -> list[bytes]:
+        lines: list[bytes] = []
         for part in seals:
             sealed = part(prev, count)
             if sealed:

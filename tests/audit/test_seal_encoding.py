@@ -71,7 +71,7 @@ def sealed(record: dict[str, Any], encoder: Any, monkeypatch: pytest.MonkeyPatch
         patch.setattr(model, "_CANONICAL", model._STDLIB_CANONICAL)  # json's text in the stdlib's path
         written: list[dict[str, Any]] = []
         (line,) = sealer([record], written)(GENESIS, 0)  # type: ignore[list-item]  # any record, on purpose
-    return line
+    return line.decode("utf-8")
 
 
 def test_the_fields_not_searched_are_declared_text_or_integers() -> None:
