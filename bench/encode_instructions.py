@@ -1,5 +1,8 @@
 """The six encodings of a batch call (typical values) by model's encoders, N times; with `bare`:
-orjson.dumps + decode alone (what the encoder costs without its safety searches). For
+orjson.dumps + decode alone (what the encoder costs without its safety searches). The two audit
+records as the tree's seal encodes them: canonical_json_bytes with the record's arguments as its
+foreign part where the tree has it (session 14), else canonical_json and UTF-8 (both are what is
+hashed). For
 instruction counts, the difference of two callgrind runs (N = 0 and N = 3000) / 3000, as in
 bench/reply_instructions.py:
 
@@ -39,6 +42,15 @@ for _ in range(70):
     model.compact_json(req)
     model.canonical_json(args)  # past the switch to orjson
 C, K = model.compact_json, model.canonical_json
+to_bytes = getattr(model, "canonical_json_bytes", None)
+
+
+def R(v: dict) -> bytes:  # an audit record as the seal encodes it for its hash
+    if to_bytes is None:
+        return K(v).encode("utf-8")
+    return to_bytes(v, v.get("arguments"))
+
+
 if bare:
     o = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
     d = orjson.dumps
@@ -49,11 +61,14 @@ if bare:
     def K(v: object) -> str:
         return d(v, option=o | orjson.OPT_SORT_KEYS).decode("utf-8")
 
+    def R(v: dict) -> bytes:
+        return d(v, option=o | orjson.OPT_SORT_KEYS)
+
 
 for _ in range(N):
     C(req)
     K(args)
     K(args)
-    K(recs[0])
-    K(recs[1])
+    R(recs[0])
+    R(recs[1])
     C(res)

@@ -1,6 +1,7 @@
 """What start-up costs less with: the stdlib's dataclass decorator without compiling source text
 at import, typing.NamedTuple without evaluating its annotations, and SHA-256 (and HMAC-SHA256)
-without initialising OpenSSL on a short command. Each behaves as the stdlib's
+without initialising OpenSSL on a short command; json.dumps without building an encoder per call
+and json.loads without its Python around the scanner. Each behaves as the stdlib's
 (tests/test_model_dataclass.py, tests/test_model_namedtuple.py, tests/test_model_hashing.py);
 model.py re-exports them for the whole program (issue 34: a call through a keeper was 2.4x the
 instructions of `import click` and one round trip, most of it start-up).
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import json
 from collections.abc import Callable
 from dataclasses import _FIELD_CLASSVAR as _CLASSVAR  # type: ignore[attr-defined]  # the stdlib's field kinds
 from dataclasses import _FIELD_INITVAR as _INITVAR  # type: ignore[attr-defined]
@@ -290,6 +292,13 @@ def sha256(data: bytes = b"") -> hashlib._Hash:
     return hashed
 
 
+def sha256_of() -> Callable[[bytes], hashlib._Hash]:
+    """What sha256 above calls, for a caller that hashes many small texts at once (the audit
+    seal, a record each): OpenSSL's constructor itself once the process moved to it (a batch
+    does at its start), which saves a Python call a text; until then sha256, which counts."""
+    return _sha256_state[1] if _sha256_state[0] < 0 else sha256
+
+
 def expect_hashing(size: int) -> None:
     """A caller that will hash at least `size` more bytes (a batch: two audit records a call)
     moves to OpenSSL now when that takes the process past the switch anyway, not midway: a
@@ -333,3 +342,37 @@ def hmac_sha256(key: bytes, message: bytes) -> str:
     outer = pads[1].copy()
     outer.update(inner.digest())
     return outer.hexdigest()
+
+
+# One encoder of each kind for the process: json.dumps with options builds a JSONEncoder on every
+# call, a measurable share of a batch's CPU (several encodings per call). Where the C encoder is
+# there, it is made once and called directly (JSONEncoder.encode makes one per call, in Python
+# around it); without the circular-reference check, which needs a table per call: JSON values
+# here come from a parser or are built by llmc, and a cycle would end in RecursionError instead
+# of ValueError. The text is the same as json.dumps with these options gives.
+def json_encoder(**options: Any) -> Callable[[object], str]:
+    encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), **options)
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return encoder.encode
+    basestring = json.encoder.encode_basestring
+    encode = make(None, encoder.default, basestring, None, ":", ",", encoder.sort_keys, False, True)
+    join = "".join
+    return lambda value: join(encode(value, 0))
+
+
+_scan_once: Callable[[str, int], tuple[Any, int]] = json.decoder.JSONDecoder().scan_once  # type: ignore[attr-defined]  # the C scanner json.loads ends in
+
+
+def json_loads(text: str) -> Any:
+    """json.loads(text) of a str, the same value or the same error: the scanner is called
+    directly on a text that is one JSON value with nothing around it (json.loads is three Python
+    calls and two regular-expression matches around that call: a batch decodes two texts a
+    call); anything else (white space around, an error) goes through json.loads itself."""
+    try:
+        value, end = _scan_once(text, 0)
+    except (StopIteration, ValueError):
+        return json.loads(text)  # raises as json.loads raises, or reads what it reads after white space
+    if end != len(text):
+        return json.loads(text)
+    return value

@@ -16,8 +16,11 @@ from llmc_cli.lean import NamedTuple as NamedTuple
 from llmc_cli.lean import dataclass as dataclass
 from llmc_cli.lean import expect_hashing as expect_hashing
 from llmc_cli.lean import hmac_sha256 as hmac_sha256
+from llmc_cli.lean import json_encoder as _encoder
+from llmc_cli.lean import json_loads as json_loads
 from llmc_cli.lean import sha256 as sha256
 from llmc_cli.lean import sha256_hex as sha256_hex
+from llmc_cli.lean import sha256_of as sha256_of
 
 # A JSON value as json.loads returns it (recursive; object keys are always str), for data llmc
 # passes on without reading it all: tool arguments, structuredContent, `_meta`. mcp/messages.py
@@ -37,23 +40,6 @@ TOOL_FORMATS: tuple[str, ...] = ("mcp", "openai", "openai-responses", "anthropic
 LINT_FORMATS: tuple[str, ...] = tuple(f for f in TOOL_FORMATS if f not in ("mcp", "text"))
 
 
-# One encoder of each kind for the process: json.dumps with options builds a JSONEncoder on every
-# call, a measurable share of a batch's CPU (several encodings per call). Where the C encoder is
-# there, it is made once and called directly (JSONEncoder.encode makes one per call, in Python
-# around it); without the circular-reference check, which needs a table per call: JSON values
-# here come from a parser or are built by llmc, and a cycle would end in RecursionError instead
-# of ValueError. The text is the same as json.dumps with these options gives.
-def _encoder(**options: Any) -> Callable[[object], str]:
-    encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), **options)
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:
-        return encoder.encode
-    basestring = json.encoder.encode_basestring
-    encode = make(None, encoder.default, basestring, None, ":", ",", encoder.sort_keys, False, True)
-    join = "".join
-    return lambda value: join(encode(value, 0))
-
-
 # A process that encodes much (a batch: six encodings a call, two of them ~500-byte audit records)
 # switches to PyPI package orjson when it is installed (the `fast` extra): 4-6x faster per
 # record (bench/RESULTS.md, session 7). Its text is taken only where it is byte for byte json's
@@ -69,13 +55,10 @@ _SMALL_EXPONENT = re.compile(r"[0-9]e-[0-9](?![0-9])")  # 1e-7: json writes 1e-0
 
 def _fast(plain: Callable[[object], str], sort_keys: bool) -> Callable[[object], str]:
     """orjson's encoding where it is json's (see above), else `plain`'s; `plain` without orjson."""
-    try:
-        import orjson
-    except ImportError:
+    found = _orjson(sort_keys)
+    if found is None:
         return plain
-    dumps, refused = orjson.dumps, orjson.JSONEncodeError
-    option = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
-    option |= orjson.OPT_SORT_KEYS if sort_keys else 0
+    dumps, refused, option = found
     small_exponent = _SMALL_EXPONENT.search
 
     def encode(value: object) -> str:
@@ -83,16 +66,55 @@ def _fast(plain: Callable[[object], str], sort_keys: bool) -> Callable[[object],
             out = dumps(value, default=_refuse, option=option)
         except refused:  # (a TypeError) whatever orjson will not write, json writes or refuses
             return plain(value)
-        # Three searches of a few hundred characters in C; a regular expression only after "e-"
-        # (a hyphenated word), as one alternation it cost more than the encoding it checks. On
-        # the str, not the bytes: CPython 3.11's `bytes in bytes` first tries its operand as an
-        # integer and formats the TypeError it then drops (~1,800 instructions a search).
+        # Three searches in C; a regular expression only after "e-" (one alternation cost more
+        # than the encoding). On the str: CPython 3.11's `bytes in bytes` first tries its operand
+        # as an integer and formats the TypeError it drops (~1,800 instructions a search). Also
+        # in _fast_bytes: inline in both, as a function's call was ~350 instructions an encoding.
         text = out.decode("utf-8")
         if "null" in text or "0.0000" in text or ("e-" in text and small_exponent(text) is not None):
             return plain(value)
         return text
 
     return encode
+
+
+def _fast_bytes(plain: Callable[[object], str]) -> Callable[[object, object], bytes]:
+    """canonical_json_bytes on orjson (see above and there); without orjson, `plain`'s text."""
+    found = _orjson(True)
+    if found is None:
+        return _canonical_bytes
+    (dumps, refused, option), small_exponent, scalars = found, _SMALL_EXPONENT.search, _SCALARS
+
+    def encode(value: object, foreign: object = EVERYTHING) -> bytes:
+        try:
+            out = dumps(value, default=_refuse, option=option)
+            if foreign is EVERYTHING:
+                text = out.decode("utf-8")
+            elif foreign is None or (type(foreign) is dict and scalars.issuperset(map(type, foreign.values()))):
+                return out  # no float in it (a call's arguments, mostly), so none in `value`
+            else:  # only the foreign part searched: the caller's own fields are most of the text
+                text = dumps(foreign, default=_refuse, option=option).decode("utf-8")
+        except refused:
+            return plain(value).encode("utf-8")  # a lone surrogate: UnicodeEncodeError (json writes it)
+        if "null" in text or "0.0000" in text or ("e-" in text and small_exponent(text) is not None):
+            return plain(value).encode("utf-8")  # (_fast's test)
+        return out
+
+    return encode
+
+
+EVERYTHING: Any = object()  # canonical_json_bytes's `foreign` by default: the whole value is checked
+_SCALARS = frozenset({str, int, bool, type(None)})  # values that are never a float, nor hold one
+
+
+def _orjson(sort_keys: bool) -> tuple[Callable[..., bytes], type[Exception], int] | None:
+    """orjson's dumps, its error and llmc's options; None without orjson."""
+    try:
+        import orjson
+    except ImportError:
+        return None
+    option = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+    return orjson.dumps, orjson.JSONEncodeError, option | (orjson.OPT_SORT_KEYS if sort_keys else 0)
 
 
 def _refuse(value: object) -> object:
@@ -106,17 +128,23 @@ _encoded = 0
 
 def _counting(plain: Callable[[object], str]) -> Callable[[object], str]:
     def encode(value: object) -> str:
-        global _encoded, _COMPACT, _CANONICAL
+        global _encoded, _COMPACT, _CANONICAL, _CANONICAL_BYTES
         _encoded += 1
         if _encoded == _FAST_AFTER:
             _COMPACT, _CANONICAL = _fast(_STDLIB_COMPACT, False), _fast(_STDLIB_CANONICAL, True)
+            _CANONICAL_BYTES = _fast_bytes(_STDLIB_CANONICAL)
         return plain(value)
 
     return encode
 
 
+def _canonical_bytes(value: object, foreign: object = EVERYTHING) -> bytes:
+    return _CANONICAL(value).encode("utf-8")  # json's text: a process's first encodings (counted), or no orjson
+
+
 _COMPACT = _counting(_STDLIB_COMPACT)
 _CANONICAL = _counting(_STDLIB_CANONICAL)
+_CANONICAL_BYTES = _canonical_bytes
 
 
 def compact_json(value: object) -> str:
@@ -132,21 +160,14 @@ def canonical_json(value: object) -> str:
     return _CANONICAL(value)
 
 
-_scan_once: Callable[[str, int], tuple[Any, int]] = json.decoder.JSONDecoder().scan_once  # type: ignore[attr-defined]  # the C scanner json.loads ends in
-
-
-def json_loads(text: str) -> Any:
-    """json.loads(text) of a str, the same value or the same error: the scanner is called
-    directly on a text that is one JSON value with nothing around it (json.loads is three Python
-    calls and two regular-expression matches around that call: a batch decodes two texts a
-    call); anything else (white space around, an error) goes through json.loads itself."""
-    try:
-        value, end = _scan_once(text, 0)
-    except (StopIteration, ValueError):
-        return json.loads(text)  # raises as json.loads raises, or reads what it reads after white space
-    if end != len(text):
-        return json.loads(text)
-    return value
+def canonical_json_bytes(value: object, foreign: object = EVERYTHING) -> bytes:
+    """canonical_json(value) as UTF-8, to hash and store as it is (the audit chain: orjson's bytes,
+    not decoded and encoded again). `foreign`: the part of `value` that came from outside (None:
+    none), the caller vouching for the rest (str, int, bool, None, and floats that are 0 or from
+    1e-4 to 1e16, as durations rounded to 0.1 ms: orjson writes them as json does). Only that
+    part is checked for what orjson writes otherwise (a float below 1e-4, NaN): an object of text
+    and integers by type, else by its text. UnicodeEncodeError for a lone surrogate (in json's text)."""
+    return _CANONICAL_BYTES(value, foreign)
 
 
 DEFAULT_CONNECT_TIMEOUT = 60.0

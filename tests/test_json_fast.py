@@ -24,6 +24,7 @@ orjson = pytest.importorskip("orjson")
 
 FAST_CANONICAL = model._fast(model._STDLIB_CANONICAL, True)
 FAST_COMPACT = model._fast(model._STDLIB_COMPACT, False)
+FAST_BYTES = model._fast_bytes(model._STDLIB_CANONICAL)
 
 
 def stdlib(value: object, sort_keys: bool) -> str:
@@ -175,10 +176,11 @@ RECORDS: list[dict[str, Any]] = [
 ]
 
 
-def write(path: Path, encoders: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch) -> str:
+def write(path: Path, encoders: tuple[Any, Any, Any], monkeypatch: pytest.MonkeyPatch) -> str:
     with monkeypatch.context() as patch:
         patch.setattr(model, "_COMPACT", encoders[0])
         patch.setattr(model, "_CANONICAL", encoders[1])
+        patch.setattr(model, "_CANONICAL_BYTES", encoders[2])
         log = AuditLog(path)
         for record in RECORDS:
             log.append(dict(record))  # type: ignore[arg-type]  # fields of every kind, on purpose
@@ -189,8 +191,8 @@ def write(path: Path, encoders: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
 def test_a_chain_is_the_same_bytes_either_way_and_verifies_under_the_other(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    stdlib_encoders = (model._STDLIB_COMPACT, model._STDLIB_CANONICAL)
-    fast_encoders = (FAST_COMPACT, FAST_CANONICAL)
+    stdlib_encoders = (model._STDLIB_COMPACT, model._STDLIB_CANONICAL, model._canonical_bytes)
+    fast_encoders = (FAST_COMPACT, FAST_CANONICAL, FAST_BYTES)
     before = write(tmp_path / "before.jsonl", stdlib_encoders, monkeypatch)
     after = write(tmp_path / "after.jsonl", fast_encoders, monkeypatch)
     assert before == after and before.count("\n") == len(RECORDS)  # (not splitlines: U+2028 is no line end here)
@@ -198,6 +200,7 @@ def test_a_chain_is_the_same_bytes_either_way_and_verifies_under_the_other(
         with monkeypatch.context() as patch:
             patch.setattr(model, "_COMPACT", encoders[0])
             patch.setattr(model, "_CANONICAL", encoders[1])
+            patch.setattr(model, "_CANONICAL_BYTES", encoders[2])
             for name in ("before.jsonl", "after.jsonl"):
                 report = AuditLog(tmp_path / name).verify()
                 assert report == {**report, "ok": True, "records": len(RECORDS)}

@@ -24,7 +24,7 @@ from typing import Any
 from llmc_cli import interrupts
 from llmc_cli.audit.records import AuditError
 
-Seal = Callable[[str, int], list[str]]
+Seal = Callable[[str, int], list[bytes]]  # (head, count) -> the sealed records as UTF-8 JSON lines
 
 WAIT_SECONDS = 120.0  # a follower's longest wait: a leader stuck on a dead disk (the lock's own wait is 30 s)
 
@@ -139,8 +139,8 @@ def queue_of(key: str) -> Queue:
     return queue
 
 
-def head_of(line: str) -> str:
+def head_of(line: bytes) -> str:
     """The hash of a sealed line (trail.sealer writes it last: `...,"hash":"<64 hex>"}`)."""
-    if line.endswith('"}') and line[-75:-66] == ',"hash":"':
-        return line[-66:-2]
+    if line.endswith(b'"}') and line[-75:-66] == b',"hash":"':
+        return line[-66:-2].decode("ascii")
     return str(json.loads(line)["hash"])

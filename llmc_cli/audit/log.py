@@ -250,8 +250,8 @@ class AuditLog(ChainedLog):
             seen = None
         head = group.head_of(lines[-1])
         count += len(lines)
-        lines.append("")  # the last line's end: one join, no generator and no string a line
-        data = "\n".join(lines).encode("utf-8")
+        lines.append(b"")  # the last line's end: one join, no generator and no string a line
+        data = b"\n".join(lines)
         after = self._write_whole(data, seen, head, count, anchor_later)
         self._tail, self._tail_hash, self._tail_count = after, head, count
 
@@ -491,7 +491,7 @@ def _last_line(path: Path) -> str:
             block = min(size, block * 4)
 
 
-def _nothing(prev: str, count: int) -> list[str]:
+def _nothing(prev: str, count: int) -> list[bytes]:
     return []
 
 

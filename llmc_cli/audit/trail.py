@@ -12,13 +12,22 @@ from llmc_cli import telemetry
 from llmc_cli.audit import group
 from llmc_cli.audit.group import Seal, Ticket
 from llmc_cli.audit.records import AnchorDamaged, AuditError, now_iso, record_hash
-from llmc_cli.mcp.jsonrpc import LONE_SURROGATE, replace_lone_surrogates
-from llmc_cli.model import canonical_json, sha256
+from llmc_cli.mcp.jsonrpc import replace_lone_surrogates
+from llmc_cli.model import EVERYTHING, canonical_json_bytes, sha256_of
 from llmc_cli.store.chain import GENESIS, AuditRecord
 
-# Seal: seal(head, count) -> the new records as JSON lines, each chained to the one before, the
+# Seal: seal(head, count) -> the new records as JSON lines (UTF-8 bytes), each chained to the one before, the
 # first to `head`; the store calls it under its lock (PostgreSQL: again when a transaction is retried).
 __all__ = ["ChainedLog", "Seal", "sealer"]
+
+
+# The fields of an AuditRecord (store/chain.py) that can be a float or hold one: what came from
+# outside (a call's arguments, its result, the MCP host's clientInfo, the inspectors' findings)
+# and durationMs, llmc's own (an elapsed time rounded to 0.1 ms: written alike by json and
+# orjson). Every other field is declared str, int or str | None (tests/audit/test_seal_encoding.py
+# holds the lists together). A record's arguments are the part model.canonical_json_bytes checks
+# for a float that orjson writes otherwise than json; with any of the rest, the whole record.
+FOREIGN_FIELDS = ("arguments", "client", "findings", "result")
 
 
 def sealer(records: list[AuditRecord], written: list[dict[str, Any]], times: Sequence[str] = ()) -> Seal:
@@ -26,24 +35,29 @@ def sealer(records: list[AuditRecord], written: list[dict[str, Any]], times: Seq
     when records[i] was recorded (one that waited: audit.Deferred); a record past them is
     stamped when sealed, unless it carries its own time (which is kept, as for every record)."""
 
-    def seal(prev: str, count: int) -> list[str]:
+    def seal(prev: str, count: int) -> list[bytes]:
         written.clear()  # sealed again when the store retries
         lines = []
         waited = len(times)
+        new = sha256_of()  # SHA-256's constructor itself, not a call around it per record
         for i, record in enumerate(records):
             # The record as stored is this one copy: a Deferred keeps the record and its time
             # apart rather than copying it a second time to add the time.
             when = times[i] if i < waited else record["time"] if "time" in record else now_iso()
             full = {"time": when, **record, "prev": prev}
-            body = canonical_json(full)  # what record_hash(full) hashes, at hand for one search:
-            if not body.isascii() and LONE_SURROGATE.search(body):  # isascii: a flag of the string, no walk
+            # Three lookups, not a set operation over the record's keys (twice the instructions).
+            rare = "result" in full or "client" in full or "findings" in full
+            foreign = EVERYTHING if rare else full.get("arguments")
+            try:  # what record_hash(full) hashes, as bytes: hashed and stored as they are
+                body = canonical_json_bytes(full, foreign)
+            except UnicodeEncodeError:  # a lone surrogate: replaced, as everywhere llmc stores text
                 full = replace_lone_surrogates(full)
-                body = canonical_json(full)
-            full["hash"] = prev = sha256(body.encode("utf-8")).hexdigest()
+                body = canonical_json_bytes(full)
+            full["hash"] = prev = new(body).hexdigest()
             written.append(full)
             # Stored as hashed, its hash last: one serialisation per record, not a second compact
             # one in another key order (verify parses the line; the order of keys is no part of it).
-            lines.append(f'{body[:-1]},"hash":"{prev}"}}')
+            lines.append(b"".join((body[:-1], b',"hash":"', prev.encode("ascii"), b'"}')))
         return lines
 
     return seal
@@ -52,8 +66,8 @@ def sealer(records: list[AuditRecord], written: list[dict[str, Any]], times: Seq
 def _chained(seals: list[Seal]) -> Seal:
     """One seal of a group's: each seal's records chained after the one before's."""
 
-    def seal(prev: str, count: int) -> list[str]:
-        lines: list[str] = []
+    def seal(prev: str, count: int) -> list[bytes]:
+        lines: list[bytes] = []
         for part in seals:
             sealed = part(prev, count)
             if sealed:

@@ -22,7 +22,7 @@ class PostgresChain:
     def __init__(self, database: Database) -> None:
         self.db = database
 
-    def append_chained(self, seal: Callable[[str, int], list[str]]) -> None:
+    def append_chained(self, seal: Callable[[str, int], list[bytes]]) -> None:
         """Under the transaction-scoped advisory lock (every writer on every machine waits here, so
         the chain stays linear): read the head, seal(head, count) -> the new records as JSON text
         (each chained to the one before), insert them, move the head; one commit."""
@@ -34,14 +34,14 @@ class PostgresChain:
 
         self.db.run("cannot write the audit log", work)
 
-    def _append(self, cur: psycopg.Cursor[Any], seal: Callable[[str, int], list[str]]) -> None:
+    def _append(self, cur: psycopg.Cursor[Any], seal: Callable[[str, int], list[bytes]]) -> None:
         """Under the audit lock: seal after the head, insert, move the head, and keep this
         replica's open calls (opened by an allowed decision, closed by an outcome)."""
 
         cur.execute("SELECT head, records FROM llmc_audit_head WHERE id = 1")
         row = cur.fetchone()
         head, count = (str(row[0]), int(row[1])) if row else (GENESIS, 0)
-        lines = seal(head, count)
+        lines = [line.decode("utf-8") for line in seal(head, count)]  # the records as JSON text
         cur.executemany(
             "INSERT INTO llmc_audit (seq, record) VALUES (%s, %s)", [(count + i + 1, line) for i, line in enumerate(lines)]
         )
@@ -79,7 +79,7 @@ class PostgresChain:
                 closed,
             )
 
-    def close_lost_calls(self, seal_lost: Callable[[list[tuple[str, dict[str, Any]]]], Callable[[str, int], list[str]]]) -> int:
+    def close_lost_calls(self, seal_lost: Callable[[list[tuple[str, dict[str, Any]]]], Callable[[str, int], list[bytes]]]) -> int:
         """Close the open calls of every replica whose lease ran out: seal_lost([(replica, decision
         record)]) seals their outcome records, appended in the transaction that deletes the open
         calls, under the audit lock: several survivors close each call exactly once."""
