@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from llmc_cli.mcp import transports
-from llmc_cli.mcp.transports import stdio
+from llmc_cli.mcp.transports import child, stdio
 
 PEERS = (Path(__file__).parent / "peers").resolve()
 THREADED = (
@@ -180,7 +180,7 @@ class _InThisProcess(_REAL):
 
     def _spawn(self) -> Any:
         peer = serves_in_a_thread(self.command, self.launch)
-        return super()._spawn() if peer is None else ServerThread(*peer, stdio.child_environment(self.env))
+        return super()._spawn() if peer is None else ServerThread(*peer, child.child_environment(self.env))
 
     @staticmethod
     def _signal_group(proc: Any, sig: int) -> None:

@@ -215,7 +215,7 @@ def _link_on_the_way(path: str, writable: list[str]) -> str | None:
 
 
 def _launch(spec: ServerSpec, sandbox: SandboxSpec, bwrap: str, profile: LoadedProfile | None) -> list[str]:
-    from llmc_cli.mcp.transports.stdio import child_environment
+    from llmc_cli.mcp.transports.child import child_environment
 
     for path in (*sandbox.read_paths, *sandbox.write_paths):
         if not os.path.exists(path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -382,17 +383,50 @@ def test_a_line_over_the_limit_read_by_the_caller_is_a_protocol_error(monkeypatc
         _on_a_worker(lambda: s.call_tool("echo", {"message": "x"}))
 
 
-def test_a_server_leads_its_own_process_group_in_llmcs_session():
-    """Its own process group (close stops it with its children, and the terminal's Ctrl-C does
-    not reach it), but not a session of its own: with the kernel's autogroups a new session is
-    also a scheduling group of its own, in which server-everything spent 0.05-0.15 s more CPU
-    over a 1,000-call batch (bench/RESULTS.md, session 15)."""
-    transport = stdio.StdioTransport([sys.executable, "-c", "import time; time.sleep(60)"])
-    transport.spawn()
+# Where llmc's stdio server runs, printed by a process that starts one: (its own process group,
+# in llmc's session)
+_WHERE = """
+import os, sys
+from llmc_cli.mcp.transports import stdio
+t = stdio.StdioTransport([sys.executable, "-c", "import time; time.sleep(60)"])
+t.spawn()
+pid = t._proc.pid
+print(os.getpgid(pid) == pid, os.getsid(pid) == os.getsid(0), flush=True)
+t.close()
+"""
+# _WHERE run on a pseudo-terminal that is its controlling terminal (pty.fork: a new session)
+_ON_A_TERMINAL = """
+import os, pty, sys
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.executable, [sys.executable, "-c", sys.argv[1]])
+out = b""
+for _ in range(10_000):  # until the child's end (EIO or EOF)
     try:
-        pid = transport._proc.pid
-        assert os.getpgid(pid) == pid
-        assert os.getsid(pid) == os.getsid(0)
-    finally:
-        transport.close()
-    assert transport._proc.poll() is not None
+        chunk = os.read(fd, 1024)
+    except OSError:
+        break
+    if not chunk:
+        break
+    out += chunk
+os.waitpid(pid, 0)
+sys.stdout.write(out.decode())
+"""
+
+
+def test_without_a_terminal_the_server_leads_its_own_process_group_in_llmcs_session():
+    """Its own process group (close stops it with its children, and a terminal's Ctrl-C does not
+    reach it), but not a session of its own: with the kernel's autogroups a new session is also a
+    scheduling group of its own, in which server-everything spent 0.05-0.15 s more CPU over a
+    1,000-call batch (bench/RESULTS.md, session 15). Run in a new session: no controlling terminal,
+    as under cron, CI or a pipe from a service."""
+    done = subprocess.run([sys.executable, "-c", _WHERE], capture_output=True, text=True, timeout=60, start_new_session=True)
+    assert done.stdout.split() == ["True", "True"], done.stderr
+
+
+def test_on_a_terminal_the_server_gets_a_session_of_its_own():
+    """With a controlling terminal a server left in llmc's session could open /dev/tty, read it
+    and be stopped (SIGTTIN) until the call's timeout; in a session of its own the open fails at
+    once (ssh asking for a password says so)."""
+    done = subprocess.run([sys.executable, "-c", _ON_A_TERMINAL, _WHERE], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["True", "False"], (done.stdout, done.stderr)

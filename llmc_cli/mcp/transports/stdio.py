@@ -40,42 +40,13 @@ from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.inflight import Future
 from llmc_cli.mcp.messages import JSONObject
 from llmc_cli.mcp.transports.base import Closed, Deliver, max_message_bytes, too_large
+from llmc_cli.mcp.transports.child import child_environment, has_terminal
 from llmc_cli.mcp.transports.crash_lines import telling_line
 from llmc_cli.mcp.transports.ending import at_work, ended_within
 from llmc_cli.model import compact_json
 
 T = TypeVar("T")
 
-# Variables a server legitimately needs to start (the MCP SDKs pass a similar list).
-INHERITED_ENV = (
-    "HOME",
-    "LOGNAME",
-    "PATH",
-    "SHELL",
-    "TERM",
-    "USER",
-    "LANG",
-    "LC_ALL",
-    "LC_CTYPE",
-    "TZ",
-    "TMPDIR",
-    "XDG_RUNTIME_DIR",
-    "SYSTEMROOT",
-    "NODE_PATH",
-    "NODE_EXTRA_CA_CERTS",
-    "SSL_CERT_FILE",
-    "SSL_CERT_DIR",
-    "REQUESTS_CA_BUNDLE",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "NO_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "no_proxy",
-    "npm_config_cache",
-    "VIRTUAL_ENV",
-    "PYTHONPATH",
-)
 STDERR_LINES_KEPT = 50
 GARBAGE_LINES_TOLERATED = 100  # servers that log to stdout: skip a few lines, then give up
 LINGER = 0.05  # seconds the reader thread stands aside after a caller last read its own reply
@@ -126,12 +97,6 @@ def _spawner() -> _Spawner:
         if not _spawners:
             _spawners.append(_Spawner())
         return _spawners[0]
-
-
-def child_environment(declared: dict[str, str]) -> dict[str, str]:
-    env = {k: os.environ[k] for k in INHERITED_ENV if k in os.environ}
-    env.update(declared)
-    return env
 
 
 class StdioTransport:
@@ -228,12 +193,16 @@ class StdioTransport:
                 stderr=subprocess.PIPE,
                 env=child_environment(self.env),
                 cwd=self.cwd,
-                # Its own process group (we can kill wrappers and their children), in llmc's
-                # session: a session of its own (setsid) is also a scheduler autogroup of its own,
-                # in which node spent +0.05-0.15 s of CPU a 1,000-call batch (bench/RESULTS.md,
-                # session 15). Out of the terminal's foreground group all the same: no Ctrl-C.
-                process_group=0,
+                # Its own process group either way (we can kill wrappers and their children; the
+                # terminal's Ctrl-C does not reach it). A session of its own only when llmc has a
+                # terminal the server could open and stop on (SIGTTIN): a new session is also a
+                # scheduler autogroup of its own, in which node spent +0.05-0.15 s of CPU over a
+                # 1,000-call batch (bench/RESULTS.md, session 15).
+                start_new_session=alone,
+                process_group=None if alone else 0,
             )
+
+        alone = has_terminal()
 
         try:
             return popen()
