@@ -260,10 +260,8 @@ def adhoc_spec(
         return None
     extra: dict[str, Any] = {"timeout": timeout} if timeout else {}
     if stdio:
-        import shlex  # only for --stdio
-
         try:
-            argv = shlex.split(stdio)
+            argv = split_command(stdio)
         except ValueError as exc:
             raise UsageError(f"--stdio: {exc}") from None
         if not argv:
@@ -281,6 +279,18 @@ def adhoc_spec(
     if not (url or "").startswith(("http://", "https://")):
         raise UsageError(f"--url must start with http:// or https://: {url}")
     return ServerSpec(name=url_name(url or ""), url=url, headers=parsed, transport=transport, adhoc=True, **extra)
+
+
+def split_command(text: str) -> list[str]:
+    """shlex.split(text). A command of printable ASCII with no quote or backslash is only split
+    at its spaces (shlex's other white space is not printable, and nothing else is special to it
+    with comments off), so it is split here without loading shlex (0.9 M instructions, a third of
+    a percent of a 1-call batch)."""
+    if text.isascii() and text.isprintable() and not any(c in text for c in "'\"\\"):
+        return text.split()
+    import shlex  # quoting or escapes: shlex's rules
+
+    return shlex.split(text)
 
 
 def command_name(argv: list[str]) -> str:

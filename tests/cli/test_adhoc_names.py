@@ -103,3 +103,61 @@ def test_a_stdio_command_s_name_compiles_no_pattern() -> None:
         targets.command_name(argv)
     is_key("stdio:" + "0" * 32)
     assert re._cache == {}  # type: ignore[attr-defined]
+
+
+def test_a_stdio_command_splits_as_shlex_splits_it() -> None:
+    """--stdio's command is split as shlex.split splits it, whether shlex is loaded (quotes,
+    backslashes, tabs, newlines, other white space) or not (printable ASCII only), unbalanced
+    quotes raising as shlex raises."""
+    import shlex
+
+    alphabet = [
+        "a",
+        "b",
+        "-",
+        "/",
+        ".",
+        "=",
+        "#",
+        "$",
+        "@",
+        " ",
+        "  ",
+        "'",
+        '"',
+        "\\",
+        "\t",
+        "\n",
+        "\r",
+        "\x0b",
+        "\x0c",
+        "\x1f",
+        "\xa0",
+        "\u2003",
+        "é",
+    ]
+    rng = random.Random(34)
+    texts = [
+        "",
+        " ",
+        "npx -y @scope/pkg@1.2 /srv",
+        "  python -m  srv  ",
+        "a # b",
+        "a 'b c'",
+        'a "b c"',
+        "a\\ b",
+        "a\tb",
+        "a\xa0b",
+        "'open",
+    ]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12))) for _ in range(3000)]
+    for text in texts:
+        try:
+            expected: list[str] | str = shlex.split(text)
+        except ValueError as exc:
+            expected = str(exc)
+        try:
+            got: list[str] | str = targets.split_command(text)
+        except ValueError as exc:
+            got = str(exc)
+        assert got == expected, repr(text)
