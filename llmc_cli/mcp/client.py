@@ -25,12 +25,13 @@ from llmc_cli.mcp import jsonrpc, session_ids, transports
 from llmc_cli.mcp.hooks import ClientHooks
 from llmc_cli.mcp.messages import JSONObject
 from llmc_cli.mcp.session import ClientSession, NotADiscoverResult
-from llmc_cli.mcp.stores import EraCache, Stores
+from llmc_cli.mcp.stores import Stores
 from llmc_cli.mcp.transports.base import Transport
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, MODERN_VERSIONS, SUPPORTED_VERSIONS, supported_versions
 from llmc_cli.model import SandboxSpec, ServerSpec
 
 if TYPE_CHECKING:
+    from llmc_cli.mcp.stores import EraCache
     from llmc_cli.mcp.transports.memory import Endpoint
     from llmc_cli.mcp.transports.stdio import StdioTransport
     from llmc_cli.mcp.transports.streamable_http import StreamableHttpTransport

@@ -19,20 +19,21 @@ if TYPE_CHECKING:
     from llmc_cli.mcp.session import ClientSession
 
 
-class RequestWatch(Protocol):
-    def meta(self) -> dict[str, str]:
-        """Keys to put into the request's `params._meta` (traceparent, tracestate, baggage)."""
+if TYPE_CHECKING:  # protocols, for the type checker only: ~0.1 M instructions each to create at import
 
-    def finish(self, result: JSONObject | None, error: BaseException | None) -> None:
-        """The request ended: a result (which may carry isError) or the error it raised."""
+    class RequestWatch(Protocol):
+        def meta(self) -> dict[str, str]:
+            """Keys to put into the request's `params._meta` (traceparent, tracestate, baggage)."""
 
+        def finish(self, result: JSONObject | None, error: BaseException | None) -> None:
+            """The request ended: a result (which may carry isError) or the error it raised."""
 
-class Observer(Protocol):
-    def request(self, session: ClientSession, request_id: int, method: str, params: JSONObject) -> RequestWatch | None:
-        """A request is about to be sent by `session`."""
+    class Observer(Protocol):
+        def request(self, session: ClientSession, request_id: int, method: str, params: JSONObject) -> RequestWatch | None:
+            """A request is about to be sent by `session`."""
 
-    def session_ended(self, session: ClientSession, seconds: float) -> None:
-        """`session` was closed after living this long."""
+        def session_ended(self, session: ClientSession, seconds: float) -> None:
+            """`session` was closed after living this long."""
 
 
 Send = Callable[[JSONObject], None]
@@ -40,31 +41,32 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-class ServedRequest(Protocol):
-    """A served request's span: current while it is dispatched, ended by its reply."""
+if TYPE_CHECKING:  # protocols, for the type checker only: ~0.1 M instructions each to create at import
 
-    def current(self) -> AbstractContextManager[Any]:
-        """The span as the current context, while the request is dispatched."""
+    class ServedRequest(Protocol):
+        """A served request's span: current while it is dispatched, ended by its reply."""
 
-    def sending(self, send: Send) -> Send:
-        """`send`, which ends the span when the reply to this request goes through it."""
+        def current(self) -> AbstractContextManager[Any]:
+            """The span as the current context, while the request is dispatched."""
 
+        def sending(self, send: Send) -> Send:
+            """`send`, which ends the span when the reply to this request goes through it."""
 
-class ServerObserver(Protocol):
-    def server_span(
-        self, method: str, params: Mapping[str, Any], request_id: Any, attributes: Mapping[str, Any]
-    ) -> ServedRequest | None:
-        """A request a server received, parented from the trace context in its `_meta`."""
+    class ServerObserver(Protocol):
+        def server_span(
+            self, method: str, params: Mapping[str, Any], request_id: Any, attributes: Mapping[str, Any]
+        ) -> ServedRequest | None:
+            """A request a server received, parented from the trace context in its `_meta`."""
 
-    def in_context(self, function: Callable[P, R]) -> Callable[P, R]:
-        """`function`, run in the caller's trace context wherever it runs (a pool thread)."""
+        def in_context(self, function: Callable[P, R]) -> Callable[P, R]:
+            """`function`, run in the caller's trace context wherever it runs (a pool thread)."""
 
-    def client_span(self, method: str, request_id: str) -> AbstractContextManager[dict[str, str]]:
-        """A request a server sends its client: its span, around a block given the `_meta` keys
-        that carry its trace context."""
+        def client_span(self, method: str, request_id: str) -> AbstractContextManager[dict[str, str]]:
+            """A request a server sends its client: its span, around a block given the `_meta` keys
+            that carry its trace context."""
 
-    def server_session_ended(self, seconds: float, attributes: Mapping[str, Any]) -> None:
-        """A connection a server served has closed after living this long."""
+        def server_session_ended(self, seconds: float, attributes: Mapping[str, Any]) -> None:
+            """A connection a server served has closed after living this long."""
 
 
 OBSERVER: Observer | None = None

@@ -19,43 +19,44 @@ if TYPE_CHECKING:
     from llmc_cli.mcp.auth.records import TokenRecord
 
 
-class EraCache(Protocol):
-    """Per server (ServerSpec.cache_key()): what connect() found (era, transport, version) and,
-    for a legacy HTTP server, its remembered HTTP session (mcp/session_ids.py). Best effort
-    both ways: a cache that cannot be read or written costs a probe, never a failure."""
+if TYPE_CHECKING:  # protocols, for the type checker only: ~0.1 M instructions each to create at import
 
-    def load(self) -> dict[str, dict[str, Any]]:
-        """Every entry, by cache key ({} when there is nothing or it cannot be read)."""
-        ...
+    class EraCache(Protocol):
+        """Per server (ServerSpec.cache_key()): what connect() found (era, transport, version) and,
+        for a legacy HTTP server, its remembered HTTP session (mcp/session_ids.py). Best effort
+        both ways: a cache that cannot be read or written costs a probe, never a failure."""
 
-    def save(self, changes: Mapping[str, dict[str, Any] | None]) -> None:
-        """Replace these entries in one write (None removes one)."""
-        ...
+        def load(self) -> dict[str, dict[str, Any]]:
+            """Every entry, by cache key ({} when there is nothing or it cannot be read)."""
+            ...
 
+        def save(self, changes: Mapping[str, dict[str, Any] | None]) -> None:
+            """Replace these entries in one write (None removes one)."""
+            ...
 
-class TokenStore(Protocol):
-    """OAuth records (mcp/auth/records.py), one per authorization server and resource; each
-    names the MCP server URL it serves (canonical, mcp.auth.canonical_uri), so a connection
-    finds its tokens before any discovery."""
+    class TokenStore(Protocol):
+        """OAuth records (mcp/auth/records.py), one per authorization server and resource; each
+        names the MCP server URL it serves (canonical, mcp.auth.canonical_uri), so a connection
+        finds its tokens before any discovery."""
 
-    def records(self) -> list[TokenRecord]: ...
+        def records(self) -> list[TokenRecord]: ...
 
-    def find(self, server_url: str) -> TokenRecord | None:
-        """The newest record for this canonical server URL."""
-        ...
+        def find(self, server_url: str) -> TokenRecord | None:
+            """The newest record for this canonical server URL."""
+            ...
 
-    def save(self, record: TokenRecord) -> None:
-        """Store a record; it replaces any other for the same server URL."""
-        ...
+        def save(self, record: TokenRecord) -> None:
+            """Store a record; it replaces any other for the same server URL."""
+            ...
 
-    def delete(self, server_url: str) -> int:
-        """Remove the server's records; how many there were."""
-        ...
+        def delete(self, server_url: str) -> int:
+            """Remove the server's records; how many there were."""
+            ...
 
-    def refresh_lock(self, timeout: float) -> AbstractContextManager[Any]:
-        """Held while refreshing a token: another llmc process may be refreshing the same
-        (rotating) refresh token. Raises TimeoutError when not acquired within `timeout`."""
-        ...
+        def refresh_lock(self, timeout: float) -> AbstractContextManager[Any]:
+            """Held while refreshing a token: another llmc process may be refreshing the same
+            (rotating) refresh token. Raises TimeoutError when not acquired within `timeout`."""
+            ...
 
 
 @dataclass(frozen=True)

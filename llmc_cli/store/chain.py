@@ -58,29 +58,31 @@ else:
     AuditRecord = dict
 
 
-class AuditSink(Protocol):
-    """Where call_tool writes its audit records: the JSON Lines file (audit.AuditLog), the chain
-    in PostgreSQL (audit.PostgresAuditLog), or a batch's audit.Deferred in front of either.
-    Decisions are stored before this returns, and an AuditError (exit 3) says when they cannot
-    be: a decision that is not stored stops its call. Outcomes may wait in a Deferred."""
+if TYPE_CHECKING:  # protocols, for the type checker only: ~0.1 M instructions each to create at import
 
-    def record(self, record: AuditRecord, *, before_action: bool) -> None: ...
+    class AuditSink(Protocol):
+        """Where call_tool writes its audit records: the JSON Lines file (audit.AuditLog), the chain
+        in PostgreSQL (audit.PostgresAuditLog), or a batch's audit.Deferred in front of either.
+        Decisions are stored before this returns, and an AuditError (exit 3) says when they cannot
+        be: a decision that is not stored stops its call. Outcomes may wait in a Deferred."""
 
-    def record_before_actions(self, records: list[AuditRecord]) -> None:
-        """Decision records of calls about to run, stored together (one write where the sink can)."""
-        ...
+        def record(self, record: AuditRecord, *, before_action: bool) -> None: ...
 
-    def flush(self) -> None:
-        """Store what waits in memory (a Deferred's outcome records); a log stores at once."""
-        ...
+        def record_before_actions(self, records: list[AuditRecord]) -> None:
+            """Decision records of calls about to run, stored together (one write where the sink can)."""
+            ...
 
-    def mark(self) -> int:
-        """What settle() takes after record_before_actions ([audit] sync = "before_reply")."""
-        ...
+        def flush(self) -> None:
+            """Store what waits in memory (a Deferred's outcome records); a log stores at once."""
+            ...
 
-    def settle(self, mark: int) -> None:
-        """The records stored up to `mark` durable (AuditError when they cannot be)."""
-        ...
+        def mark(self) -> int:
+            """What settle() takes after record_before_actions ([audit] sync = "before_reply")."""
+            ...
+
+        def settle(self, mark: int) -> None:
+            """The records stored up to `mark` durable (AuditError when they cannot be)."""
+            ...
 
 
 # The fields every record of one call carries alike (call_tool's `base`): what ties an outcome to

@@ -30,50 +30,54 @@ if TYPE_CHECKING:
 URL_VAR = "LLMC_STATE_URL"  # wins over the profile's `[state] url` (services/state.py open_state)
 
 
-class RateWindows(Protocol):
-    """The per-minute windows of the rate limits (policy/rate.py decides what to count and says no)."""
+if TYPE_CHECKING:  # protocols, for the type checker only: ~0.1 M instructions each to create at import
 
-    def acquire(self, limits: list[tuple[str, int]], window: float) -> tuple[str, int, float] | None:
-        """Count one call now against each (key, limit) unless a key already has `limit` calls in
-        the last `window` seconds: then (key, limit, seconds since the oldest of them), and nothing
-        is counted. A count that cannot be stored is a ConfigError: the call does not run."""
+    class RateWindows(Protocol):
+        """The per-minute windows of the rate limits (policy/rate.py decides what to count and says no)."""
 
+        def acquire(self, limits: list[tuple[str, int]], window: float) -> tuple[str, int, float] | None:
+            """Count one call now against each (key, limit) unless a key already has `limit` calls in
+            the last `window` seconds: then (key, limit, seconds since the oldest of them), and nothing
+            is counted. A count that cannot be stored is a ConfigError: the call does not run."""
 
-class Approvals(Protocol):
-    """Pre-approved exact calls (their policy.call_hash) of one profile: with files, the profile's
-    own [policy] `approved` list; with a database, its table, which every machine reads."""
+    class Approvals(Protocol):
+        """Pre-approved exact calls (their policy.call_hash) of one profile: with files, the profile's
+        own [policy] `approved` list; with a database, its table, which every machine reads."""
 
-    def is_approved(self, digest: str) -> bool: ...
+        def is_approved(self, digest: str) -> bool: ...
 
-    def approve(self, digest: str, tool: str) -> str:
-        """Record an approval (twice is once); where it went, for a message ("in FILE", ...)."""
+        def approve(self, digest: str, tool: str) -> str:
+            """Record an approval (twice is once); where it went, for a message ("in FILE", ...)."""
 
+    class HostSessions(Protocol):
+        """Initialize-era sessions shared by the replicas of a gateway: what a replica needs to go on
+        serving a session it did not open (its handshake and principal). Failures are LlmcError (a
+        state database that is down)."""
 
-class HostSessions(Protocol):
-    """Initialize-era sessions shared by the replicas of a gateway: what a replica needs to go on
-    serving a session it did not open (its handshake and principal). Failures are LlmcError (a
-    state database that is down)."""
+        def save(self, session_id: str, record: JSONObject) -> None: ...
 
-    def save(self, session_id: str, record: JSONObject) -> None: ...
+        def resume(self, session_id: str) -> JSONObject | None:
+            """The record, marked as used now; None when unknown or idle too long."""
 
-    def resume(self, session_id: str) -> JSONObject | None:
-        """The record, marked as used now; None when unknown or idle too long."""
+        def exists(self, session_id: str) -> bool:
+            """Still open (not ended through any replica, not idle too long); read only."""
 
-    def exists(self, session_id: str) -> bool:
-        """Still open (not ended through any replica, not idle too long); read only."""
+        def forget(self, session_id: str) -> None:
+            """Ended for every replica: each one's next check says so, and each one's listener ends it at once."""
 
-    def forget(self, session_id: str) -> None:
-        """Ended for every replica: each one's next check says so, and each one's listener ends it at once."""
+        def ready(self) -> bool:
+            """The store can be used now (for /readyz)."""
 
-    def ready(self) -> bool:
-        """The store can be used now (for /readyz)."""
+        def start(
+            self,
+            stopped: threading.Event,
+            held: Callable[[], list[str]],
+            ended: Callable[[str], None],
+            log: Callable[[str], None],
+        ) -> None:
+            """Until `stopped`: this replica's lease, and ending here the sessions other replicas end."""
 
-    def start(
-        self, stopped: threading.Event, held: Callable[[], list[str]], ended: Callable[[str], None], log: Callable[[str], None]
-    ) -> None:
-        """Until `stopped`: this replica's lease, and ending here the sessions other replicas end."""
-
-    def stop(self) -> None: ...
+        def stop(self) -> None: ...
 
 
 class FileState:

@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urlsplit
 
 from llmc_cli.errors import AuthError
@@ -31,8 +31,11 @@ from llmc_cli.mcp.auth.loopback import LoopbackListener
 from llmc_cli.mcp.auth.primitives import canonical_uri, one_line, parse_www_authenticate, pkce_pair
 from llmc_cli.mcp.auth.records import Client, TokenRecord, Tokens
 from llmc_cli.mcp.auth.registration import Registration
-from llmc_cli.mcp.stores import MemoryTokenStore, TokenStore
+from llmc_cli.mcp.stores import MemoryTokenStore
 from llmc_cli.model import OAuthSpec, ServerSpec
+
+if TYPE_CHECKING:
+    from llmc_cli.mcp.stores import TokenStore
 
 REFRESH_MARGIN = 60.0  # refresh an access token this many seconds before it expires
 MAX_STEP_UPS = 2  # re-authorizations for 403 insufficient_scope per connection
