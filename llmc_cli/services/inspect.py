@@ -22,10 +22,15 @@ if TYPE_CHECKING:
     from llmc_cli.policy import Decision
     from llmc_cli.services.reads import Read
 
+    # The inspect stage's verdict on one result: the result to deliver, every finding, and the
+    # first denial, if any (inspectors after a denial are not asked). A plain tuple: its one
+    # caller unpacks it, and a NamedTuple costs ~0.45 M instructions to create at import.
+    Inspected = tuple[JSONObject, list[JSONObject], Decision | None]
+
 
 class Inspection(NamedTuple):
-    """What one inspector made of a result. All fields empty: nothing to say. (NamedTuples, not
-    dataclasses, here: this module loads with every call, and a NamedTuple is cheaper to create.)"""
+    """What one inspector made of a result. All fields empty: nothing to say. (A NamedTuple: an
+    inspector makes one for each result it has something to say of, cheaper than a dataclass.)"""
 
     result: JSONObject | None = None  # the result as it goes on (e.g. redacted); None: unchanged
     findings: tuple[JSONObject, ...] = ()  # JSON objects for the outcome record (masked as it is)
@@ -157,15 +162,6 @@ def inspect_error(inspectors: Sequence[Inspector], request: ToolCall | Read, exc
             error(request, exc)
 
 
-class Inspected(NamedTuple):
-    """The inspect stage's verdict on one result: the result to deliver, every finding, and the
-    first denial, if any (inspectors after a denial are not asked)."""
-
-    result: JSONObject
-    findings: list[JSONObject]
-    deny: Decision | None = None
-
-
 def inspect(
     inspectors: Sequence[Inspector],
     request: ToolCall | Read,
@@ -181,7 +177,7 @@ def inspect(
             continue
         findings.extend({"inspector": inspector.name, **f} for f in seen.findings)
         if seen.deny is not None:
-            return Inspected(result, findings, seen.deny)
+            return result, findings, seen.deny
         if seen.result is not None:
             result = seen.result
-    return Inspected(result, findings)
+    return result, findings, None
