@@ -194,16 +194,28 @@ class Batch:
         # that will hash past lean's switch to OpenSSL makes it before its HMACs, not midway.
         expect_hashing(len(runnable) * AUDIT_BYTES_PER_CALL)
         cleared, tools, authorize = self.cleared, self.tools, self.pipeline.authorize
+        found: dict[tuple[str, str], Tool | None] = {}  # unvalidated calls' tools, each looked up once
         for item in runnable:
             call = item.call
             assert call is not None
+            key = (call.server, call.tool)
+            tool = tools.get(item.index)
+            if tool is None and key in cleared:
+                tool = found[key] if key in found else found.setdefault(key, self._find(key))
             try:
                 # a route run() cleared is not asked again: between there and here only servers
                 # started and arguments were checked, neither of which an unstarted_denial reads
-                self.authorized[item.index] = authorize(call, tools.get(item.index), (call.server, call.tool) in cleared)
+                self.authorized[item.index] = authorize(call, tool, key in cleared)
             except LlmcError as exc:
                 item.error = exc
         self.pipeline.decide(list(self.authorized.values()))
+
+    def _find(self, key: tuple[str, str]) -> Tool | None:
+        """The tool of a cleared route (None: authorize looks it up and reports why it cannot)."""
+        try:
+            return self.pipeline.catalog.find_tool(*key)
+        except LlmcError:
+            return None
 
     def _finish(self, item: BatchItem) -> None:
         """The item is done: it, and every later one done before it, go to on_done now."""

@@ -65,11 +65,12 @@ def test_an_argument_rule_is_judged_for_every_call(isolated_dirs: Path, tmp_path
     assert code == 4
 
 
-def test_a_confirmation_reads_each_calls_approval(isolated_dirs: Path) -> None:
+@pytest.mark.parametrize("validate", ["--validate", "--no-validate"])
+def test_a_confirmation_reads_each_calls_approval(isolated_dirs: Path, validate: str) -> None:
     approved = call_hash(ToolCall("a", "add", {"a": 3, "b": 3}), KEY.encode())
     write_profile(isolated_dirs, policy=f'confirm = ["a.add"]\napproved = ["{approved}"]')
     calls = [("a.add", {"a": n, "b": n}) for n in (1, 2, 3, 4)]
-    code, out, decisions = batch(isolated_dirs, calls)  # no --yes, no terminal: only the approved one runs
+    code, out, decisions = batch(isolated_dirs, calls, validate)  # no --yes, no terminal: only the approved one runs
     assert rules(out) == ["confirm: a.add", "confirm: a.add", "ok", "confirm: a.add"]
     assert [d["rule"] for d in decisions] == ["confirm: a.add", "confirm: a.add", "approved", "confirm: a.add"]
     assert decisions[2]["callHash"] == approved and code == 4
@@ -109,21 +110,23 @@ def test_a_read_only_denial_is_recorded_for_every_call(isolated_dirs: Path) -> N
     assert [o["error"]["callHash"] for o in out[:3]] == hashes[:3]
 
 
-def test_a_secret_argument_mid_batch_is_masked_in_its_records(isolated_dirs: Path) -> None:
+@pytest.mark.parametrize("validate", ["--validate", "--no-validate"])
+def test_a_secret_argument_mid_batch_is_masked_in_its_records(isolated_dirs: Path, validate: str) -> None:
     write_profile(isolated_dirs)
     secret = "hunter2-long-secret-value"
     calls = [("a.echo", {"message": "1"}), ("a.echo", {"message": "2"}), ("a.echo", {"message": secret, "token": secret})]
-    code, out, decisions = batch(isolated_dirs, [*calls, ("a.echo", {"message": "4"})], "--no-validate")
+    code, out, decisions = batch(isolated_dirs, [*calls, ("a.echo", {"message": "4"})], validate)
     assert code == 0 and rules(out) == ["ok"] * 4
     assert decisions[2]["arguments"] == {"message": "***", "token": "***"}  # the value masked where it stands too
     assert [d["arguments"]["message"] for d in decisions if d is not decisions[2]] == ["1", "2", "4"]
     assert secret not in (isolated_dirs / "state" / "audit.jsonl").read_text()
 
 
-def test_a_lone_surrogate_mid_batch_is_denied(isolated_dirs: Path) -> None:
+@pytest.mark.parametrize("validate", ["--validate", "--no-validate"])
+def test_a_lone_surrogate_mid_batch_is_denied(isolated_dirs: Path, validate: str) -> None:
     write_profile(isolated_dirs)
     calls = [("a.echo", {"message": "1"}), ("a.echo", {"message": "2"}), ("a.echo", {"message": "x\ud800"})]
-    code, out, decisions = batch(isolated_dirs, [*calls, ("a.echo", {"message": "\u00e9t\u00e9"})])
+    code, out, decisions = batch(isolated_dirs, [*calls, ("a.echo", {"message": "\u00e9t\u00e9"})], validate)
     assert rules(out) == ["ok", "ok", "invalid_text", "ok"] and code == 4
     assert decisions[2]["arguments"] == {"message": "x\ufffd"} and decisions[3]["arguments"] == {"message": "\u00e9t\u00e9"}
 
