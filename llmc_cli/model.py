@@ -452,6 +452,7 @@ def parse_json(text: str, max_depth: int | None = MAX_ARGUMENT_DEPTH, too_deep: 
     # most texts are not walked at all
     if (
         max_depth is not None
+        and len(text) > max_depth  # a shorter text cannot hold more brackets: no count
         and text.count("[") + text.count("{") > max_depth
         and nesting_depth(value, max_depth + 1) > max_depth
     ):

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import click
 
 from llmc_cli import services
-from llmc_cli.cli.arguments import load_json, read_input
+from llmc_cli.cli.arguments import read_input
 from llmc_cli.cli.common import command_calls, open_target
 from llmc_cli.cli.output import emit_lines, note
 from llmc_cli.cli.targets import Target
 from llmc_cli.errors import ExitCode, LlmcError, SkippedAfterFailure, UsageError
-from llmc_cli.model import JSON, MAX_ARGUMENT_DEPTH, JSONObject
+from llmc_cli.model import JSON, MAX_ARGUMENT_DEPTH, JSONObject, parse_json
 from llmc_cli.policy.approval import with_hint
 
 if TYPE_CHECKING:
@@ -39,7 +39,10 @@ def read_lines(lines: Iterable[str]) -> list[Line]:
     for index, line in enumerate(line for line in lines if line.strip()):
         ident: JSON = None
         try:
-            entry = load_json(line, "invalid line", MAX_ARGUMENT_DEPTH + 1)  # the line wraps the arguments
+            try:  # (load_json's message, without its call a line)
+                entry = parse_json(line, MAX_ARGUMENT_DEPTH + 1)  # the line wraps the arguments
+            except ValueError as exc:
+                raise UsageError(f"invalid line: {exc}") from None
             if not isinstance(entry, dict):
                 raise UsageError("a batch line must be a JSON object")
             ident = entry.get("id")
@@ -55,11 +58,15 @@ def read_lines(lines: Iterable[str]) -> list[Line]:
     return read
 
 
-def items_of(line: Line) -> BatchItem:
-    """The batch's item of a line: its request, or the error that makes its result."""
-    if line.error is not None:
-        return services.BatchItem(line.position, line.id, error=line.error)
-    return services.BatchItem(line.position, line.id, request=services.ToolRequest(line.tool, line.arguments))
+def items_of(lines: list[Line]) -> list[BatchItem]:
+    """The batch's item of each line: its request, or the error that makes its result."""
+    item, request = services.BatchItem, services.ToolRequest
+    return [
+        item(line.position, line.id, request=request(line.tool, line.arguments))
+        if line.error is None
+        else item(line.position, line.id, error=line.error)
+        for line in lines
+    ]
 
 
 def first_server(lines: list[Line]) -> str | None:
@@ -85,7 +92,7 @@ def run(
     lines = read_lines(read_input(source, "--batch").splitlines())
     # Only the servers the batch names start: the first call's first of all.
     catalog, profile = open_target(ctx, target, warm=False, first=first_server(lines), calling=lines[0].tool if lines else None)
-    items = [items_of(line) for line in lines]
+    items = items_of(lines)
     worst: int = ExitCode.OK
     finished: list[Any] = []
     write, flush = emit_lines()  # flushed whenever the batch waits for its next result, and at the end

@@ -6,9 +6,11 @@ input order."""
 from __future__ import annotations
 
 import functools
+import gc
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from llmc_cli import interrupts
@@ -116,16 +118,8 @@ class Batch:
     def run(self) -> None:
 
         with self.pipeline.grouped():
-            self._route()
-            # a server above the caller's clearance, or a call denied by name: denied when decided,
-            # its server never started for it
-            context = self.pipeline.context
-            named = {(i.call.server, i.call.tool) for i in self.items if i.call is not None}  # each name judged once
-            self.cleared = {key for key in named if unstarted_denial(context, *key) is None}
-            self.pipeline.catalog.pool.warm_up(sorted({server for server, _ in self.cleared}))
-            if self.validate:
-                self._validate()
-            self._authorize()
+            with _kept():
+                self._decide_all()
             workers = [
                 threading.Thread(target=self._run_server, args=(queue,), daemon=True, name=f"llmc-batch-{server}")
                 for server, queue in self._queues().items()
@@ -140,6 +134,19 @@ class Batch:
                 interrupts.wait(functools.partial(_joined, worker))
 
     # -- before any call runs -------------------------------------------------------------------
+
+    def _decide_all(self) -> None:
+        """Every line routed, cleared, validated and decided; the decisions on disk."""
+        self._route()
+        # a server above the caller's clearance, or a call denied by name: denied when decided,
+        # its server never started for it
+        context = self.pipeline.context
+        named = {(i.call.server, i.call.tool) for i in self.items if i.call is not None}  # each name judged once
+        self.cleared = {key for key in named if unstarted_denial(context, *key) is None}
+        self.pipeline.catalog.pool.warm_up(sorted({server for server, _ in self.cleared}))
+        if self.validate:
+            self._validate()
+        self._authorize()
 
     def _route(self) -> None:
         """Each line's tool name to its server (the starting servers only those the batch names),
@@ -163,6 +170,8 @@ class Batch:
         """Each call's arguments against its tool's schema, in this process (one import of the
         validator for the whole batch). A tool that cannot be found is left to its call to report."""
         found: dict[tuple[str, str], Tool | None] = {}  # each tool looked up once per batch, as each name is routed
+        names: dict[tuple[str, str], str] = {}  # each call.qualified_name, made once
+        validate = self.pipeline.validate
         for item in self._runnable():
             assert item.call is not None
             key = (item.call.server, item.call.tool)
@@ -181,8 +190,11 @@ class Batch:
             if tool is None:
                 continue  # likewise "no tool named ..."
             self.tools[item.index] = tool
+            name = names.get(key)
+            if name is None:
+                name = names[key] = item.call.qualified_name
             try:
-                self.pipeline.validate(item.call, tool, here=True)
+                validate(item.call, tool, here=True, name=name)
             except LlmcError as exc:
                 exc.message = f"line {item.index + 1}: {exc.message}"
                 item.error = exc
@@ -358,6 +370,24 @@ def run_batch(
 ) -> None:
     """A Batch of `items` through `pipeline`, run to its end."""
     Batch(pipeline, items, parallel=parallel, fail_fast=fail_fast, validate=validate, on_done=on_done, on_wait=on_wait).run()
+
+
+@contextmanager
+def _kept() -> Iterator[None]:
+    """The batch's decisions made without the cyclic collector, then kept out of its passes: a
+    decided call's item, request, authorization and records live until the batch ends, and each
+    pass walked all of them again for nothing (~7 k instructions a call). Only in a process whose
+    start-up was frozen the same way (the `llmc` entry, llmc_cli/__main__.py): an in-process
+    caller's objects are not frozen for good."""
+    if not gc.isenabled() or not gc.get_freeze_count():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.enable()
 
 
 def _joined(thread: threading.Thread, seconds: float) -> bool:
