@@ -40,10 +40,11 @@ def sealer(records: list[AuditRecord], written: list[dict[str, Any]], times: Seq
         lines = []
         waited = len(times)
         new = sha256_of()  # SHA-256's constructor itself, not a call around it per record
+        stamp = ""  # when this seal stamps its records: once (they are written in one go)
         for i, record in enumerate(records):
             # The record as stored is this one copy: a Deferred keeps the record and its time
             # apart rather than copying it a second time to add the time.
-            when = times[i] if i < waited else record["time"] if "time" in record else now_iso()
+            when = times[i] if i < waited else record["time"] if "time" in record else stamp or (stamp := now_iso())
             full = {"time": when, **record, "prev": prev}
             # Three lookups, not a set operation over the record's keys (twice the instructions).
             rare = "result" in full or "client" in full or "findings" in full

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from llmc_cli import interrupts
 from llmc_cli.errors import ExitCode, LlmcError, PolicyDenied, SkippedAfterFailure
-from llmc_cli.model import JSON, JSONObject, Tool, ToolCall, ToolResult, dataclass, expect_hashing
+from llmc_cli.model import JSON, JSONObject, Tool, ToolCall, ToolResult, expect_hashing
 from llmc_cli.services.calls import unstarted_denial
 
 if TYPE_CHECKING:
@@ -26,19 +26,32 @@ if TYPE_CHECKING:
 AUDIT_BYTES_PER_CALL = 800  # at least: a decision record and an outcome record, canonical JSON
 
 
-@dataclass
 class BatchItem:
     """One line of a batch: its id and request (None when the line could not be read), the call
-    once its name is routed, or the error."""
+    once its name is routed, or the error. (A class with slots, not a dataclass: a batch makes
+    one a line, and reads its fields at every stage.)"""
 
-    index: int
-    id: JSON  # the line's own "id", echoed in its result
-    request: ToolRequest | None = None
-    call: ToolCall | None = None
-    error: LlmcError | None = None
-    result: ToolResult | None = None
-    duration_ms: float | None = None
-    gave_up: str | None = None  # the outcome of a call that did not run to its end: skipped, internal_error
+    __slots__ = ("call", "duration_ms", "error", "gave_up", "id", "index", "request", "result")
+
+    def __init__(
+        self,
+        index: int,
+        id: JSON,
+        request: ToolRequest | None = None,
+        call: ToolCall | None = None,
+        error: LlmcError | None = None,
+        result: ToolResult | None = None,
+        duration_ms: float | None = None,
+        gave_up: str | None = None,
+    ) -> None:
+        self.index = index
+        self.id = id  # the line's own "id", echoed in its result
+        self.request = request
+        self.call = call
+        self.error = error
+        self.result = result
+        self.duration_ms = duration_ms
+        self.gave_up = gave_up  # the outcome of a call that did not run to its end: skipped, internal_error
 
     @property
     def status(self) -> str:

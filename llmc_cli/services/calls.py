@@ -78,11 +78,7 @@ class Authorization:
 
     def decision_record(self) -> AuditRecord:
         """The decision's audit record, masked (the base fields were when the call was decided)."""
-        d = self.decision
-        out = dict(self.base)  # with_base's record, its fields known: only the reason is free text
-        reason = self.reason if self.reason is not None else self.masker(d.reason)
-        out["event"], out["decision"], out["rule"], out["reason"] = "decision", d.action, d.rule, reason
-        return out  # type: ignore[return-value]  # (no typing.cast: a call per record)
+        return decision_records([self])[0]
 
 
 class OpenCalls:
@@ -188,13 +184,26 @@ def masked(record: AuditRecord, masker: Masker) -> AuditRecord:
     return out
 
 
+def decision_records(authorizations: list[Authorization]) -> list[AuditRecord]:
+    """Each decision's audit record, masked (the base fields were when the call was decided), in
+    one loop (no call a record)."""
+    records: list[AuditRecord] = []
+    for a in authorizations:
+        d = a.decision
+        out = dict(a.base)  # with_base's record, its fields known: only the reason is free text
+        reason = a.reason if a.reason is not None else a.masker(d.reason)
+        out["event"], out["decision"], out["rule"], out["reason"] = "decision", d.action, d.rule, reason
+        records.append(out)  # type: ignore[arg-type]  # (no typing.cast: a call per record)
+    return records
+
+
 def record_decisions(log: AuditSink, invocation: Invocation, authorizations: list[Authorization]) -> None:
     """The decision records of calls about to run, on disk in one write; each allowed call is
     then open until its outcome is recorded. An interruption waits until both are done, so no
     decision is ever on disk without being open."""
 
     with interrupts.deferred():
-        log.record_before_actions([a.decision_record() for a in authorizations])
+        log.record_before_actions(decision_records(authorizations))
         OPEN_CALLS.open_allowed(log, authorizations)
 
 
