@@ -25,6 +25,7 @@ from llmc_cli.model import (
     ToolCall,
     arguments_too_deep,
     canonical_json,
+    hmac_sha256,
 )
 from llmc_cli.policy import Decision
 from llmc_cli.policy.approval import Approval, call_text
@@ -309,7 +310,7 @@ class Route:
             if masker.with_arguments(arguments) is not masker:
                 return None
             masked = masker(arguments)
-        digest = policy.call_hash(call, self.key, canonical=canonical)
+        digest = "hmac-sha256:" + hmac_sha256(self.key, canonical.encode("utf-8", "surrogatepass"))  # policy.call_hash's
         action, rule, reason = self.decision  # type: ignore[misc]  # (authorize asks only when there is one)
         telemetry.policy_decision(self.qualified, action, rule, self.caller)
         base = self.base.copy()
