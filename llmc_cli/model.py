@@ -172,6 +172,13 @@ def canonical_json_bytes(value: object, foreign: object = EVERYTHING) -> bytes:
     return _CANONICAL_BYTES(value, foreign)
 
 
+def canonical_json_bytes_encoder() -> Callable[[object, object], bytes]:
+    """canonical_json_bytes's encoder as it is now, for a caller that encodes many values in a row
+    (the audit seal, a record each): a Python call fewer a value. Which encoder that is may
+    change later (orjson once a process encodes much); both give the same bytes."""
+    return _CANONICAL_BYTES
+
+
 DEFAULT_CONNECT_TIMEOUT = 60.0
 
 
@@ -454,6 +461,7 @@ def parse_json(text: str, max_depth: int | None = MAX_ARGUMENT_DEPTH, too_deep: 
     # most texts are not walked at all
     if (
         max_depth is not None
+        and len(text) > max_depth  # a shorter text cannot hold more brackets: no count
         and text.count("[") + text.count("{") > max_depth
         and nesting_depth(value, max_depth + 1) > max_depth
     ):

@@ -13,7 +13,7 @@ from llmc_cli.audit import group
 from llmc_cli.audit.group import Seal, Ticket
 from llmc_cli.audit.records import AnchorDamaged, AuditError, now_iso, record_hash
 from llmc_cli.mcp.jsonrpc import replace_lone_surrogates
-from llmc_cli.model import EVERYTHING, canonical_json_bytes, sha256_of
+from llmc_cli.model import EVERYTHING, canonical_json_bytes, canonical_json_bytes_encoder, sha256_of
 from llmc_cli.store.chain import GENESIS, AuditRecord
 
 # Seal: seal(head, count) -> the new records as JSON lines (UTF-8 bytes), each chained to the one before, the
@@ -40,16 +40,18 @@ def sealer(records: list[AuditRecord], written: list[dict[str, Any]], times: Seq
         lines = []
         waited = len(times)
         new = sha256_of()  # SHA-256's constructor itself, not a call around it per record
+        encode = canonical_json_bytes_encoder()  # likewise canonical_json_bytes's encoder
+        stamp = ""  # when this seal stamps its records: once (they are written in one go)
         for i, record in enumerate(records):
             # The record as stored is this one copy: a Deferred keeps the record and its time
             # apart rather than copying it a second time to add the time.
-            when = times[i] if i < waited else record["time"] if "time" in record else now_iso()
+            when = times[i] if i < waited else record["time"] if "time" in record else stamp or (stamp := now_iso())
             full = {"time": when, **record, "prev": prev}
             # Three lookups, not a set operation over the record's keys (twice the instructions).
             rare = "result" in full or "client" in full or "findings" in full
             foreign = EVERYTHING if rare else full.get("arguments")
             try:  # what record_hash(full) hashes, as bytes: hashed and stored as they are
-                body = canonical_json_bytes(full, foreign)
+                body = encode(full, foreign)
             except UnicodeEncodeError:  # a lone surrogate: replaced, as everywhere llmc stores text
                 full = replace_lone_surrogates(full)
                 body = canonical_json_bytes(full)

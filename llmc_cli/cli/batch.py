@@ -4,42 +4,35 @@ JSON Lines result per input out, in input order."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from llmc_cli import services
-from llmc_cli.cli.arguments import load_json, read_input
+from llmc_cli.cli.arguments import read_input
 from llmc_cli.cli.common import command_calls, open_target
 from llmc_cli.cli.output import emit_lines, note
 from llmc_cli.cli.targets import Target
 from llmc_cli.errors import ExitCode, LlmcError, SkippedAfterFailure, UsageError
-from llmc_cli.model import JSON, MAX_ARGUMENT_DEPTH, JSONObject
+from llmc_cli.model import JSON, MAX_ARGUMENT_DEPTH, parse_json
 from llmc_cli.policy.approval import with_hint
 
 if TYPE_CHECKING:
     from llmc_cli.services import BatchItem
 
 
-class Line(NamedTuple):
-    """One non-empty line of a batch as read: its position among them, its id, and its tool name and
-    arguments, or why it cannot be a call."""
-
-    position: int
-    id: JSON
-    tool: str = ""
-    arguments: JSONObject | None = None
-    error: LlmcError | None = None
-
-
-def read_lines(lines: Iterable[str]) -> list[Line]:
-    """Every non-empty line, read; a line that cannot be read carries its error."""
-
-    read: list[Line] = []
+def read_lines(lines: Iterable[str]) -> list[BatchItem]:
+    """Every non-empty line, read, as the batch's item: its request, or the error that makes its
+    result (made here, not from a tuple of the line made first: a line is a thousandth of a batch)."""
+    item, request = services.BatchItem, services.ToolRequest
+    read: list[BatchItem] = []
     for index, line in enumerate(line for line in lines if line.strip()):
         ident: JSON = None
         try:
-            entry = load_json(line, "invalid line", MAX_ARGUMENT_DEPTH + 1)  # the line wraps the arguments
+            try:  # (load_json's message, without its call a line)
+                entry = parse_json(line, MAX_ARGUMENT_DEPTH + 1)  # the line wraps the arguments
+            except ValueError as exc:
+                raise UsageError(f"invalid line: {exc}") from None
             if not isinstance(entry, dict):
                 raise UsageError("a batch line must be a JSON object")
             ident = entry.get("id")
@@ -48,25 +41,22 @@ def read_lines(lines: Iterable[str]) -> list[Line]:
                 raise UsageError('a batch line needs "tool": "server.tool"')
             if not isinstance(arguments, dict):  # nested at most MAX_ARGUMENT_DEPTH: the line is checked one deeper
                 raise UsageError('"arguments" must be a JSON object')
-            read.append(Line(index, ident, tool, arguments))
+            read.append(item(index, ident, request(tool, arguments)))
         except LlmcError as exc:
             exc.message = f"line {index + 1}: {exc.message.removeprefix('invalid line: ')}"
-            read.append(Line(index, ident, error=exc))
+            read.append(item(index, ident, error=exc))
     return read
 
 
-def items_of(line: Line) -> BatchItem:
-    """The batch's item of a line: its request, or the error that makes its result."""
-    if line.error is not None:
-        return services.BatchItem(line.position, line.id, error=line.error)
-    return services.BatchItem(line.position, line.id, request=services.ToolRequest(line.tool, line.arguments))
+def first_call(items: list[BatchItem]) -> str | None:
+    """The tool (SERVER.TOOL, or a bare name) the batch's first line calls."""
+    return items[0].request.name if items and items[0].request is not None else None
 
 
-def first_server(lines: list[Line]) -> str | None:
+def first_server(items: list[BatchItem]) -> str | None:
     """The server the batch's first call names (SERVER.TOOL), which starts first."""
-    if not lines or lines[0].error is not None or "." not in lines[0].tool:
-        return None
-    return lines[0].tool.partition(".")[0]
+    name = first_call(items)
+    return name.partition(".")[0] if name is not None and "." in name else None
 
 
 def run(
@@ -82,10 +72,9 @@ def run(
 ) -> None:
 
     # The whole input first: a file that cannot be read, or is not UTF-8, starts no server.
-    lines = read_lines(read_input(source, "--batch").splitlines())
+    items = read_lines(read_input(source, "--batch").splitlines())
     # Only the servers the batch names start: the first call's first of all.
-    catalog, profile = open_target(ctx, target, warm=False, first=first_server(lines), calling=lines[0].tool if lines else None)
-    items = [items_of(line) for line in lines]
+    catalog, profile = open_target(ctx, target, warm=False, first=first_server(items), calling=first_call(items))
     worst: int = ExitCode.OK
     finished: list[Any] = []
     write, flush = emit_lines()  # flushed whenever the batch waits for its next result, and at the end

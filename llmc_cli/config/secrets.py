@@ -147,6 +147,24 @@ class Masker:
         found = argument_secrets(arguments)
         return self.with_secrets(found) if found else self  # (with_secrets of none: this one)
 
+    def flat_arguments(self, arguments: object) -> dict[Any, Any] | None:
+        """What `self.with_arguments(arguments)(arguments)` is for the arguments of most calls
+        (one flat object without a secret-looking key, so no secret of their own): their masked
+        copy, in one loop with `text` inline (a batch masks every call's arguments). None for
+        any other: the caller takes the long way."""
+        if type(arguments) is not dict:
+            return None
+        whole, pattern = self._whole, self._pattern
+        out: dict[Any, Any] = {}
+        for k, v in arguments.items():
+            if isinstance(v, (dict, list, tuple)) or not isinstance(k, str) or is_secret_name(k):
+                return None  # nested, a key that is no text, or a secret by name: with_arguments and the walk decide
+            key = MASK if k in whole else pattern.sub(MASK, k) if pattern is not None else k
+            if key in out:
+                return None  # two keys masked alike (_masked_flat's case)
+            out[key] = (MASK if v in whole else pattern.sub(MASK, v) if pattern is not None else v) if isinstance(v, str) else v
+        return out
+
     def text(self, value: str) -> str:
         if value in self._whole:
             return MASK

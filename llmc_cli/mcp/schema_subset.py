@@ -94,19 +94,20 @@ def _compile(schema: object, exact: bool) -> Check:
         draft = schema.get("$schema")
         if unknown or (draft is not None and draft not in _DRAFTS):
             raise NotCompiled(", ".join(sorted(unknown)) or str(draft))
-    checks = [
-        check
-        for check in (
-            _type(schema),
-            _enum(schema),
-            _strings(schema),
-            _numbers(schema),
-            _arrays(schema, exact),
-            _objects(schema, exact),
-            _any_of(schema, exact),
-        )
-        if check is not None
-    ]
+    built = (
+        _type(schema),
+        _enum(schema),
+        _strings(schema),
+        _numbers(schema),
+        _arrays(schema, exact),
+        _objects(schema, exact),
+        _any_of(schema, exact),
+    )
+    checks = [check for check in built if check is not None]
+    if len(checks) == 2 and built[0] is not None and built[5] is not None and schema.get("type") == "object":
+        # an object's schema (a tool's inputSchema): its type checked by the object's own check,
+        # one call a value where check_all, check_type and check_object were three
+        return _objects(schema, exact, typed=True)  # type: ignore[return-value]  # (not None: built[5] is not)
     if not checks:
         return _accept
     if len(checks) == 1:
@@ -254,7 +255,8 @@ def _arrays(schema: Mapping[str, Any], exact: bool) -> Check | None:
     return check_array
 
 
-def _objects(schema: Mapping[str, Any], exact: bool) -> Check | None:
+def _objects(schema: Mapping[str, Any], exact: bool, typed: bool = False) -> Check | None:
+    """The check of properties, required and additionalProperties; `typed`: of type "object" too."""
     props, required = schema.get("properties", {}), schema.get("required", [])
     extra = schema.get("additionalProperties", True)
     if not isinstance(props, Mapping) or not isinstance(required, list) or not all(isinstance(n, str) for n in required):
@@ -267,7 +269,7 @@ def _objects(schema: Mapping[str, Any], exact: bool) -> Check | None:
 
     def check_object(value: object, where: str) -> str | None:
         if not isinstance(value, dict):
-            return None
+            return f"{_label(where)} must be of type object" if typed else None  # _type's words
         for name in required:
             if name not in value:
                 return f"missing required argument '{name}'"

@@ -164,14 +164,46 @@ def passes_quickly(arguments: Mapping[str, Any], schema: Any, tool: str) -> bool
     keeper asks its keeper only then."""
     if not isinstance(schema, dict):
         return True
-    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-    for key in arguments:
-        if properties and key not in properties:
-            hint = did_you_mean(key, properties)
-            if hint or schema.get("additionalProperties") is False:
-                raise UsageError(f"{tool}: unknown argument {key!r}{hint or ' (arguments: ' + ', '.join(properties) + ')'}")
-    fast = SUBSET_CHECKS.get(schema, tool)
-    return fast is not None and fast(_checked(arguments, schema), "") is None
+    known = _QUICK.get(id(schema))
+    if known is None or known[0] is not schema:
+        known = _quick(schema, tool)
+    _, properties, forbid, required, fast = known
+    if properties:
+        for key in arguments:
+            if key not in properties:
+                hint = did_you_mean(key, properties)
+                if hint or forbid:
+                    raise UsageError(f"{tool}: unknown argument {key!r}{hint or ' (arguments: ' + ', '.join(properties) + ')'}")
+    if fast is None:
+        return False
+    # the arguments as checked: a null for an optional property left out (most have no null: no copy)
+    checked = (
+        arguments if None not in arguments.values() else {k: v for k, v in arguments.items() if v is not None or k in required}
+    )
+    return fast(checked, "") is None
+
+
+# What passes_quickly reads of a schema, by the schema's identity (each entry holds the schema, so
+# its id is not reused while kept): (schema, its properties, additionalProperties is false, its
+# required names, SUBSET_CHECKS's check). A batch validates a thousand calls of one tool's schema.
+_Quick = tuple[dict[str, Any], dict[str, Any], bool, list[Any], "Check | None"]
+_QUICK: dict[int, _Quick] = {}
+_QUICK_MAX = 512
+
+
+def _quick(schema: dict[str, Any], tool: str) -> _Quick:
+    declared, required = schema.get("properties"), schema.get("required")
+    known: _Quick = (
+        schema,
+        declared if isinstance(declared, dict) else {},
+        schema.get("additionalProperties") is False,
+        required if isinstance(required, list) else [],
+        SUBSET_CHECKS.get(schema, tool),
+    )
+    if len(_QUICK) >= _QUICK_MAX:
+        _QUICK.clear()  # schemas of listings gone: start afresh (a schema is compiled once anyway)
+    _QUICK[id(schema)] = known
+    return known
 
 
 def _checked(arguments: Mapping[str, Any], schema: dict[str, Any]) -> dict[str, Any]:

@@ -6,14 +6,16 @@ input order."""
 from __future__ import annotations
 
 import functools
+import gc
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from llmc_cli import interrupts
 from llmc_cli.errors import ExitCode, LlmcError, PolicyDenied, SkippedAfterFailure
-from llmc_cli.model import JSON, JSONObject, Tool, ToolCall, ToolResult, dataclass, expect_hashing
+from llmc_cli.model import JSON, JSONObject, Tool, ToolCall, ToolResult, expect_hashing
 from llmc_cli.services.calls import unstarted_denial
 
 if TYPE_CHECKING:
@@ -24,19 +26,32 @@ if TYPE_CHECKING:
 AUDIT_BYTES_PER_CALL = 800  # at least: a decision record and an outcome record, canonical JSON
 
 
-@dataclass
 class BatchItem:
     """One line of a batch: its id and request (None when the line could not be read), the call
-    once its name is routed, or the error."""
+    once its name is routed, or the error. (A class with slots, not a dataclass: a batch makes
+    one a line, and reads its fields at every stage.)"""
 
-    index: int
-    id: JSON  # the line's own "id", echoed in its result
-    request: ToolRequest | None = None
-    call: ToolCall | None = None
-    error: LlmcError | None = None
-    result: ToolResult | None = None
-    duration_ms: float | None = None
-    gave_up: str | None = None  # the outcome of a call that did not run to its end: skipped, internal_error
+    __slots__ = ("call", "duration_ms", "error", "gave_up", "id", "index", "request", "result")
+
+    def __init__(
+        self,
+        index: int,
+        id: JSON,
+        request: ToolRequest | None = None,
+        call: ToolCall | None = None,
+        error: LlmcError | None = None,
+        result: ToolResult | None = None,
+        duration_ms: float | None = None,
+        gave_up: str | None = None,
+    ) -> None:
+        self.index = index
+        self.id = id  # the line's own "id", echoed in its result
+        self.request = request
+        self.call = call
+        self.error = error
+        self.result = result
+        self.duration_ms = duration_ms
+        self.gave_up = gave_up  # the outcome of a call that did not run to its end: skipped, internal_error
 
     @property
     def status(self) -> str:
@@ -116,16 +131,8 @@ class Batch:
     def run(self) -> None:
 
         with self.pipeline.grouped():
-            self._route()
-            # a server above the caller's clearance, or a call denied by name: denied when decided,
-            # its server never started for it
-            context = self.pipeline.context
-            named = {(i.call.server, i.call.tool) for i in self.items if i.call is not None}  # each name judged once
-            self.cleared = {key for key in named if unstarted_denial(context, *key) is None}
-            self.pipeline.catalog.pool.warm_up(sorted({server for server, _ in self.cleared}))
-            if self.validate:
-                self._validate()
-            self._authorize()
+            with _kept():
+                self._decide_all()
             workers = [
                 threading.Thread(target=self._run_server, args=(queue,), daemon=True, name=f"llmc-batch-{server}")
                 for server, queue in self._queues().items()
@@ -140,6 +147,19 @@ class Batch:
                 interrupts.wait(functools.partial(_joined, worker))
 
     # -- before any call runs -------------------------------------------------------------------
+
+    def _decide_all(self) -> None:
+        """Every line routed, cleared, validated and decided; the decisions on disk."""
+        self._route()
+        # a server above the caller's clearance, or a call denied by name: denied when decided,
+        # its server never started for it
+        context = self.pipeline.context
+        named = {(i.call.server, i.call.tool) for i in self.items if i.call is not None}  # each name judged once
+        self.cleared = {key for key in named if unstarted_denial(context, *key) is None}
+        self.pipeline.catalog.pool.warm_up(sorted({server for server, _ in self.cleared}))
+        if self.validate:
+            self._validate()
+        self._authorize()
 
     def _route(self) -> None:
         """Each line's tool name to its server (the starting servers only those the batch names),
@@ -163,6 +183,8 @@ class Batch:
         """Each call's arguments against its tool's schema, in this process (one import of the
         validator for the whole batch). A tool that cannot be found is left to its call to report."""
         found: dict[tuple[str, str], Tool | None] = {}  # each tool looked up once per batch, as each name is routed
+        names: dict[tuple[str, str], str] = {}  # each call.qualified_name, made once
+        validate = self.pipeline.validate
         for item in self._runnable():
             assert item.call is not None
             key = (item.call.server, item.call.tool)
@@ -181,8 +203,11 @@ class Batch:
             if tool is None:
                 continue  # likewise "no tool named ..."
             self.tools[item.index] = tool
+            name = names.get(key)
+            if name is None:
+                name = names[key] = item.call.qualified_name
             try:
-                self.pipeline.validate(item.call, tool, here=True)
+                validate(item.call, tool, here=True, name=name)
             except LlmcError as exc:
                 exc.message = f"line {item.index + 1}: {exc.message}"
                 item.error = exc
@@ -194,16 +219,28 @@ class Batch:
         # that will hash past lean's switch to OpenSSL makes it before its HMACs, not midway.
         expect_hashing(len(runnable) * AUDIT_BYTES_PER_CALL)
         cleared, tools, authorize = self.cleared, self.tools, self.pipeline.authorize
+        found: dict[tuple[str, str], Tool | None] = {}  # unvalidated calls' tools, each looked up once
         for item in runnable:
             call = item.call
             assert call is not None
+            key = (call.server, call.tool)
+            tool = tools.get(item.index)
+            if tool is None and key in cleared:
+                tool = found[key] if key in found else found.setdefault(key, self._find(key))
             try:
                 # a route run() cleared is not asked again: between there and here only servers
                 # started and arguments were checked, neither of which an unstarted_denial reads
-                self.authorized[item.index] = authorize(call, tools.get(item.index), (call.server, call.tool) in cleared)
+                self.authorized[item.index] = authorize(call, tool, key in cleared)
             except LlmcError as exc:
                 item.error = exc
         self.pipeline.decide(list(self.authorized.values()))
+
+    def _find(self, key: tuple[str, str]) -> Tool | None:
+        """The tool of a cleared route (None: authorize looks it up and reports why it cannot)."""
+        try:
+            return self.pipeline.catalog.find_tool(*key)
+        except LlmcError:
+            return None
 
     def _finish(self, item: BatchItem) -> None:
         """The item is done: it, and every later one done before it, go to on_done now."""
@@ -346,6 +383,24 @@ def run_batch(
 ) -> None:
     """A Batch of `items` through `pipeline`, run to its end."""
     Batch(pipeline, items, parallel=parallel, fail_fast=fail_fast, validate=validate, on_done=on_done, on_wait=on_wait).run()
+
+
+@contextmanager
+def _kept() -> Iterator[None]:
+    """The batch's decisions made without the cyclic collector, then kept out of its passes: a
+    decided call's item, request, authorization and records live until the batch ends, and each
+    pass walked all of them again for nothing (~7 k instructions a call). Only in a process whose
+    start-up was frozen the same way (the `llmc` entry, llmc_cli/__main__.py): an in-process
+    caller's objects are not frozen for good."""
+    if not gc.isenabled() or not gc.get_freeze_count():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.enable()
 
 
 def _joined(thread: threading.Thread, seconds: float) -> bool:

@@ -160,20 +160,22 @@ class Pipeline:
             self._resolver = ToolResolver(self.catalog, self._named_as, disabled)
         return self._resolver
 
-    def validate(self, call: ToolCall, tool: Tool, *, here: bool = False) -> None:
+    def validate(self, call: ToolCall, tool: Tool, *, here: bool = False, name: str | None = None) -> None:
         """The arguments against the tool's inputSchema (UsageError, exit 2). What the compiled
         subset check passes is valid here and now; for the rest a session keeper that holds the
         server checks them when there is one (it keeps jsonschema loaded, slow to import in a
-        short-lived process), unless `here` (a batch: one import for every call)."""
-        if passes_quickly(call.arguments, tool.input_schema, call.qualified_name):
+        short-lived process), unless `here` (a batch: one import for every call). `name`:
+        call.qualified_name, when the caller has it (a batch's, once per tool)."""
+        name = call.qualified_name if name is None else name
+        if passes_quickly(call.arguments, tool.input_schema, name):
             return  # the keeper would say the same (the same check): no round trip to it
         if not here and self.catalog.keeper is not None:
             from llmc_cli.keeper.transport import validate_in_keeper
 
-            if validate_in_keeper(*self.catalog.keeper, call.arguments, tool.input_schema, call.qualified_name):
+            if validate_in_keeper(*self.catalog.keeper, call.arguments, tool.input_schema, name):
                 return
 
-        validate_arguments(call.arguments, tool.input_schema, call.qualified_name)
+        validate_arguments(call.arguments, tool.input_schema, name)
 
     def authorize(self, call: ToolCall, tool: Tool | None = None, cleared: bool = False) -> Authorization:
         """The policy's decision (rules, lock, confirmation, approvals); nothing is written yet.

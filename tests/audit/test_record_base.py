@@ -81,3 +81,36 @@ def test_secret_arguments_are_found_in_every_shape(arguments: object, found: set
     widened = masker.with_arguments(arguments)
     assert (widened is masker) == (not found)
     assert widened.secrets == masker.secrets | found
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {},
+        {"message": "m", "n": 1, "flag": True, "none": None, "f": 0.5},
+        {"message": f"say {ENV_SECRET}", "other": ENV_SECRET, f"key {ENV_SECRET}": 1},
+        {ENV_SECRET: 1, "***": 2},  # two keys masked alike
+        {"apiKey": "s1", "message": "s1"},  # a secret by name: it masks the message too
+        {"message": "m", "outer": {"a": 1}},
+        {"list": ["x"]},
+        {1: "x"},
+        [{"token": "t"}],
+        "text",
+    ],
+)
+def test_flat_arguments_are_what_with_arguments_masks(arguments: object) -> None:
+    """Masker.flat_arguments (calls.Route's masking of a call's arguments) is with_arguments'
+    masker's copy where it answers, and it answers only where that masker is the same one."""
+    masker = Masker([ENV_SECRET])
+    flat = masker.flat_arguments(arguments)
+    widened = masker.with_arguments(arguments)
+    if flat is not None:
+        assert widened is masker
+        assert flat == widened(arguments) and list(flat) == list(widened(arguments))
+    assert (flat is not None) == (
+        type(arguments) is dict
+        and all(isinstance(k, str) for k in arguments)
+        and not any(isinstance(v, (dict, list)) for v in arguments.values())
+        and not argument_secrets(arguments)
+        and len({masker.text(k) for k in arguments}) == len(arguments)
+    )

@@ -183,3 +183,42 @@ def test_what_the_subset_does_not_cover_goes_to_jsonschema(schema: Any) -> None:
 def test_a_broken_schema_lets_the_call_go_ahead() -> None:
     validate_arguments({"n": 1}, {"type": "strnig"}, "t.broken")  # the server's business, not the user's
     assert validation.VALIDATORS.get({"type": "strnig"}) is None
+
+
+def test_the_quick_path_judges_every_call_of_one_schema() -> None:
+    """passes_quickly reads a schema once (by its identity) and every call's arguments afresh."""
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}, "label": {"type": "string"}}, "required": ["n"]}
+    assert validation.passes_quickly({"n": 1}, schema, "t.quick")
+    assert not validation.passes_quickly({"n": "one"}, schema, "t.quick")  # jsonschema decides
+    assert validation.passes_quickly({"n": 2, "label": None}, schema, "t.quick")  # an optional null: left out
+    assert not validation.passes_quickly({"n": None}, schema, "t.quick")  # a required one is not
+    with pytest.raises(UsageError, match=r"t\.quick: unknown argument 'lable' \(did you mean 'label'\?\)"):
+        validation.passes_quickly({"n": 3, "lable": "x"}, schema, "t.quick")
+    assert validation.passes_quickly({"n": 4}, schema, "t.quick")
+    with pytest.raises(UsageError, match=r"expected integer"):
+        validate_arguments({"n": "two"}, schema, "t.quick")
+
+
+def test_the_quick_path_tells_schemas_apart_whatever_their_tool() -> None:
+    needs_a = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}}, "required": ["a"]}
+    needs_b = {**needs_a, "required": ["b"]}
+    for _ in range(3):
+        assert validation.passes_quickly({"a": "x"}, needs_a, "t.same")
+        assert not validation.passes_quickly({"a": "x"}, needs_b, "t.same")
+    closed = {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": False}
+    with pytest.raises(UsageError, match=r"unknown argument 'zzz' \(arguments: a\)"):
+        validation.passes_quickly({"zzz": 1}, closed, "t.same")
+
+
+def test_an_object_schema_is_one_check_with_the_same_words() -> None:
+    schema = {"type": "object", "properties": {"cfg": {"type": "object", "properties": {"x": {"type": "integer"}}}}}
+    check = compile_check(schema, exact=True)
+    assert check is not None
+    assert check("text", "") == "arguments must be of type object"
+    assert check({"cfg": 1}, "") == "cfg must be of type object"
+    assert check({"cfg": {"x": "s"}}, "") == "cfg.x must be of type integer"
+    assert check({"cfg": {"x": 1}}, "") is None
+    # with another keyword beside them, the checks stay apart, in their order (type first)
+    enum = compile_check({"type": "object", "enum": [{"a": 1}], "properties": {"a": {}}}, exact=True)
+    assert enum is not None and enum("text", "") == "arguments must be of type object"
+    assert enum({"a": 2}, "") == "arguments must be one of {'a': 1}"
