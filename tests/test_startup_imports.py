@@ -174,6 +174,37 @@ def test_the_llmc_entry_starts_without_the_collector_and_freezes_its_start_up() 
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
 
 
+OPENING = """
+import gc, sys
+if sys.argv.pop(1) == "entry":
+    import llmc_cli.__main__
+from llmc_cli.cli import common
+from llmc_cli.cli.main import main
+opened, seen = common._open_target, []
+def observed(*args):
+    seen.append(gc.isenabled())
+    return opened(*args)
+common._open_target = observed
+try:
+    main(["tools", "list", "--format", "json"])
+finally:
+    print(seen, gc.isenabled(), gc.get_freeze_count() > 0)
+"""
+
+
+@pytest.mark.parametrize(("start", "expected"), [("entry", "[False] True True"), ("imported", "[True] True False")])
+def test_the_collector_is_off_while_a_command_opens_its_target(start: str, expected: str, tmp_path: Path) -> None:
+    """Through the `llmc` entry, a command opens its target (modules, servers) with the collector
+    off, and runs with it on again, that start-up frozen too (cli/common.py open_target); a
+    process that imported the CLI itself (tests in-process) keeps the collector on throughout."""
+    env = {**os.environ, "LLMC_CONFIG_DIR": str(tmp_path / "config"), "LLMC_STATE_DIR": str(tmp_path / "state")}
+    env.pop("LLMC_PROFILE", None)
+    proc = subprocess.run(
+        [sys.executable, "-c", OPENING, start], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0 and proc.stdout.strip().splitlines()[-1] == expected, proc.stdout[-500:] + proc.stderr[-2000:]
+
+
 def test_interrupts_handles_signals_without_the_signal_modules_enums() -> None:
     """interrupts.py uses _signal (what `signal` wraps, numbers without enums): the same handlers
     installed, the same names in messages and records, an ignored signal left ignored."""

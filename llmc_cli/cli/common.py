@@ -3,6 +3,7 @@ hooks (progress, logs, elicitation) to the terminal, open the catalog."""
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 from collections.abc import Callable, Mapping
@@ -36,6 +37,26 @@ def open_target(
     warm: bool = True,
     first: str | None = None,
     calling: str | None = None,
+) -> tuple[Catalog, LoadedProfile]:
+    """_open_target, with the cyclic collector off in a process the `llmc` entry started (its
+    start-up frozen, cli/main.py _started): opening the target loads the catalog, client and
+    transport modules and starts the servers, bounded work that makes long-lived objects and
+    little garbage, which the collector would walk some ten times (1.1 M instructions of a
+    1-call batch). What it made is frozen with the rest of start-up; the command's own work, a
+    batch's calls, runs with the collector on as before. In-process (tests) nothing changes."""
+    paused = gc.isenabled() and gc.get_freeze_count() > 0
+    if paused:
+        gc.disable()
+    try:
+        return _open_target(ctx, target, sample, warm, first, calling)
+    finally:
+        if paused:
+            gc.freeze()
+            gc.enable()
+
+
+def _open_target(
+    ctx: click.Context, target: Target, sample: Any, warm: bool, first: str | None, calling: str | None
 ) -> tuple[Catalog, LoadedProfile]:
     """target: what @target_options gave. Returns (catalog, loaded profile).
     `warm`: start every server now; a command that needs only some (a call) starts those when
