@@ -1,7 +1,8 @@
 """What start-up costs less with: the stdlib's dataclass decorator without compiling source text
 at import, typing.NamedTuple without evaluating its annotations, and SHA-256 (and HMAC-SHA256)
 without initialising OpenSSL on a short command; json.dumps without building an encoder per call
-and json.loads without its Python around the scanner. Each behaves as the stdlib's
+and json.loads without its Python around the scanner; the cyclic collector kept off bounded work
+whose objects live on (collector_paused). Each behaves as the stdlib's
 (tests/test_model_dataclass.py, tests/test_model_namedtuple.py, tests/test_model_hashing.py);
 model.py re-exports them for the whole program (issue 34: a call through a keeper was 2.4x the
 instructions of `import click` and one round trip, most of it start-up).
@@ -11,8 +12,10 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import gc
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import _FIELD_CLASSVAR as _CLASSVAR  # type: ignore[attr-defined]  # the stdlib's field kinds
 from dataclasses import _FIELD_INITVAR as _INITVAR  # type: ignore[attr-defined]
 from dataclasses import MISSING, FrozenInstanceError
@@ -376,3 +379,22 @@ def json_loads(text: str) -> Any:
     if end != len(text):
         return json.loads(text)
     return value
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic collector off for the block, and what the block made frozen after it (kept out
+    of every later pass), in a process whose start-up the `llmc` entry froze the same way
+    (llmc_cli/__main__.py, cli/main.py). For bounded work that makes long-lived objects and
+    little garbage, which each pass would walk again for nothing: opening a command's target
+    (~1.1 M instructions of a 1-call batch), a batch's decided calls (~7 k a call). Anywhere else
+    (in-process callers, tests) nothing changes: their objects must not be frozen for good."""
+    if not gc.isenabled() or not gc.get_freeze_count():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.enable()

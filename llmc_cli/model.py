@@ -13,6 +13,7 @@ from typing import Any, Literal, TypeAlias, get_args
 from urllib.parse import urlsplit, urlunsplit
 
 from llmc_cli.lean import NamedTuple as NamedTuple
+from llmc_cli.lean import collector_paused as collector_paused
 from llmc_cli.lean import dataclass as dataclass
 from llmc_cli.lean import expect_hashing as expect_hashing
 from llmc_cli.lean import hmac_sha256 as hmac_sha256

@@ -3,7 +3,6 @@ hooks (progress, logs, elicitation) to the terminal, open the catalog."""
 
 from __future__ import annotations
 
-import gc
 import json
 import sys
 from collections.abc import Callable, Mapping
@@ -20,6 +19,7 @@ from llmc_cli.config.profiles import load_profile
 from llmc_cli.config.secrets import Masker, environment_secrets
 from llmc_cli.errors import SessionHoldsServers, UsageError
 from llmc_cli.mcp.hooks import ClientHooks, accept_defaults, decline
+from llmc_cli.model import collector_paused
 
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
@@ -38,21 +38,11 @@ def open_target(
     first: str | None = None,
     calling: str | None = None,
 ) -> tuple[Catalog, LoadedProfile]:
-    """_open_target, with the cyclic collector off in a process the `llmc` entry started (its
-    start-up frozen, cli/main.py _started): opening the target loads the catalog, client and
-    transport modules and starts the servers, bounded work that makes long-lived objects and
-    little garbage, which the collector would walk some ten times (1.1 M instructions of a
-    1-call batch). What it made is frozen with the rest of start-up; the command's own work, a
-    batch's calls, runs with the collector on as before. In-process (tests) nothing changes."""
-    paused = gc.isenabled() and gc.get_freeze_count() > 0
-    if paused:
-        gc.disable()
-    try:
+    """_open_target with the cyclic collector paused (model.collector_paused): opening the target
+    loads the catalog, client and transport modules and starts the servers, bounded work that
+    makes long-lived objects and little garbage. The command's own work runs with it on."""
+    with collector_paused():
         return _open_target(ctx, target, sample, warm, first, calling)
-    finally:
-        if paused:
-            gc.freeze()
-            gc.enable()
 
 
 def _open_target(

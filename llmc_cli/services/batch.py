@@ -6,16 +6,14 @@ input order."""
 from __future__ import annotations
 
 import functools
-import gc
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from llmc_cli import interrupts
 from llmc_cli.errors import ExitCode, LlmcError, PolicyDenied, SkippedAfterFailure
-from llmc_cli.model import JSON, JSONObject, Tool, ToolCall, ToolResult, expect_hashing
+from llmc_cli.model import JSON, JSONObject, Tool, ToolCall, ToolResult, collector_paused, expect_hashing
 from llmc_cli.services.calls import unstarted_denial
 
 if TYPE_CHECKING:
@@ -131,7 +129,7 @@ class Batch:
     def run(self) -> None:
 
         with self.pipeline.grouped():
-            with _kept():
+            with collector_paused():  # the decided calls live until the batch ends
                 self._decide_all()
             workers = [
                 threading.Thread(target=self._run_server, args=(queue,), daemon=True, name=f"llmc-batch-{server}")
@@ -383,24 +381,6 @@ def run_batch(
 ) -> None:
     """A Batch of `items` through `pipeline`, run to its end."""
     Batch(pipeline, items, parallel=parallel, fail_fast=fail_fast, validate=validate, on_done=on_done, on_wait=on_wait).run()
-
-
-@contextmanager
-def _kept() -> Iterator[None]:
-    """The batch's decisions made without the cyclic collector, then kept out of its passes: a
-    decided call's item, request, authorization and records live until the batch ends, and each
-    pass walked all of them again for nothing (~7 k instructions a call). Only in a process whose
-    start-up was frozen the same way (the `llmc` entry, llmc_cli/__main__.py): an in-process
-    caller's objects are not frozen for good."""
-    if not gc.isenabled() or not gc.get_freeze_count():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        gc.enable()
 
 
 def _joined(thread: threading.Thread, seconds: float) -> bool:
