@@ -58,7 +58,7 @@ def _fast(plain: Callable[[object], str], sort_keys: bool) -> Callable[[object],
     found = _orjson(sort_keys)
     if found is None:
         return plain
-    dumps, refused, option = found
+    dumps, refused, option, _ = found
     small_exponent = _SMALL_EXPONENT.search
 
     def encode(value: object) -> str:
@@ -83,7 +83,7 @@ def _fast_bytes(plain: Callable[[object], str]) -> Callable[[object, object], by
     found = _orjson(True)
     if found is None:
         return _canonical_bytes
-    (dumps, refused, option), small_exponent, scalars = found, _SMALL_EXPONENT.search, _SCALARS
+    (dumps, refused, option, _), small_exponent, scalars = found, _SMALL_EXPONENT.search, _SCALARS
 
     def encode(value: object, foreign: object = EVERYTHING) -> bytes:
         try:
@@ -107,14 +107,14 @@ EVERYTHING: Any = object()  # canonical_json_bytes's `foreign` by default: the w
 _SCALARS = frozenset({str, int, bool, type(None)})  # values that are never a float, nor hold one
 
 
-def _orjson(sort_keys: bool) -> tuple[Callable[..., bytes], type[Exception], int] | None:
-    """orjson's dumps, its error and llmc's options; None without orjson."""
+def _orjson(sort_keys: bool) -> tuple[Callable[..., bytes], type[Exception], int, Callable[[bytes], Any]] | None:
+    """orjson's dumps, its error, llmc's options and its loads; None without orjson."""
     try:
         import orjson
     except ImportError:
         return None
     option = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
-    return orjson.dumps, orjson.JSONEncodeError, option | (orjson.OPT_SORT_KEYS if sort_keys else 0)
+    return orjson.dumps, orjson.JSONEncodeError, option | (orjson.OPT_SORT_KEYS if sort_keys else 0), orjson.loads
 
 
 def _refuse(value: object) -> object:
@@ -126,13 +126,23 @@ _STDLIB_CANONICAL = _encoder(sort_keys=True)
 _encoded = 0
 
 
+# (orjson.loads, a table turning every digit into 0) once the encoders below moved to orjson, else
+# None: jsonrpc.decode reads a server's lines with it where its value is json's. orjson refuses
+# what json reads otherwise (NaN, a lone surrogate, 1e400), but reads an integer beyond 64 bits
+# as a float: a line with 19 digits in a row (in a string, most likely) is json's. (Translated,
+# then searched for 19 zeros: a regular expression's search cost ~250 instructions a byte.)
+FAST_LOADS: tuple[Callable[[bytes], Any], bytes] | None = None
+
+
 def _counting(plain: Callable[[object], str]) -> Callable[[object], str]:
     def encode(value: object) -> str:
-        global _encoded, _COMPACT, _CANONICAL, _CANONICAL_BYTES
+        global _encoded, _COMPACT, _CANONICAL, _CANONICAL_BYTES, FAST_LOADS
         _encoded += 1
         if _encoded == _FAST_AFTER:
             _COMPACT, _CANONICAL = _fast(_STDLIB_COMPACT, False), _fast(_STDLIB_CANONICAL, True)
             _CANONICAL_BYTES = _fast_bytes(_STDLIB_CANONICAL)
+            found = _orjson(False)
+            FAST_LOADS = None if found is None else (found[3], bytes.maketrans(b"123456789", b"000000000"))
         return plain(value)
 
     return encode
@@ -168,6 +178,12 @@ def canonical_json_bytes(value: object, foreign: object = EVERYTHING) -> bytes:
     part is checked for what orjson writes otherwise (a float below 1e-4, NaN): an object of text
     and integers by type, else by its text. UnicodeEncodeError for a lone surrogate (in json's text)."""
     return _CANONICAL_BYTES(value, foreign)
+
+
+def canonical_json_bytes_of() -> Callable[[object, object], bytes]:
+    """What canonical_json_bytes calls now, for a caller that encodes many records at once (the
+    audit seal): a Python call less a record."""
+    return _CANONICAL_BYTES
 
 
 DEFAULT_CONNECT_TIMEOUT = 60.0

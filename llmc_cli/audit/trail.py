@@ -13,7 +13,7 @@ from llmc_cli.audit import group
 from llmc_cli.audit.group import Seal, Ticket
 from llmc_cli.audit.records import AnchorDamaged, AuditError, now_iso, record_hash
 from llmc_cli.mcp.jsonrpc import replace_lone_surrogates
-from llmc_cli.model import EVERYTHING, canonical_json_bytes, sha256_of
+from llmc_cli.model import EVERYTHING, canonical_json_bytes, canonical_json_bytes_of, sha256_of
 from llmc_cli.store.chain import GENESIS, AuditRecord
 
 # Seal: seal(head, count) -> the new records as JSON lines (UTF-8 bytes), each chained to the one before, the
@@ -40,16 +40,22 @@ def sealer(records: list[AuditRecord], written: list[dict[str, Any]], times: Seq
         lines = []
         waited = len(times)
         new = sha256_of()  # SHA-256's constructor itself, not a call around it per record
+        encode = canonical_json_bytes_of()  # likewise the encoder
         for i, record in enumerate(records):
             # The record as stored is this one copy: a Deferred keeps the record and its time
             # apart rather than copying it a second time to add the time.
-            when = times[i] if i < waited else record["time"] if "time" in record else now_iso()
-            full = {"time": when, **record, "prev": prev}
+            # One copy of the record, then its time (its own, if it has one) and prev: a dict built
+            # as {"time": ..., **record, "prev": ...} grows and is resized as it is filled (~4,000
+            # instructions a record more). The keys' order is no part of what is stored (sorted).
+            full = record.copy()
+            if "time" not in full:
+                full["time"] = times[i] if i < waited else now_iso()
+            full["prev"] = prev
             # Three lookups, not a set operation over the record's keys (twice the instructions).
             rare = "result" in full or "client" in full or "findings" in full
             foreign = EVERYTHING if rare else full.get("arguments")
             try:  # what record_hash(full) hashes, as bytes: hashed and stored as they are
-                body = canonical_json_bytes(full, foreign)
+                body = encode(full, foreign)
             except UnicodeEncodeError:  # a lone surrogate: replaced, as everywhere llmc stores text
                 full = replace_lone_surrogates(full)
                 body = canonical_json_bytes(full)
