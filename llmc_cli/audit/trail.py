@@ -47,7 +47,7 @@ def sealer(records: list[AuditRecord], written: list[dict[str, Any]], times: Seq
             # One copy of the record, then its time (its own, if it has one) and prev: a dict built
             # as {"time": ..., **record, "prev": ...} grows and is resized as it is filled (~4,000
             # instructions a record more). The keys' order is no part of what is stored (sorted).
-            full = record.copy()
+            full: dict[str, Any] = record.copy()  # type: ignore[assignment]  # a TypedDict's copy, made one to add to
             if "time" not in full:
                 full["time"] = times[i] if i < waited else now_iso()
             full["prev"] = prev
