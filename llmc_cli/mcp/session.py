@@ -425,7 +425,9 @@ class ClientSession:
         return request_id
 
     def _on_message(self, message: JSONObject, related: int | str | None = None) -> None:
-        kind = jsonrpc.kind_of(message)
+        # a reply with a result (what kind_of says "response" of, without its call: one a request)
+        reply = type(message) is dict and "result" in message and "id" in message and "method" not in message
+        kind = "response" if reply and message.get("jsonrpc") == "2.0" else jsonrpc.kind_of(message)
         if kind in ("response", "error"):
             if not self._inflight.resolve(message):
                 self._inflight.unmatched(message, self._last_id, self.name)

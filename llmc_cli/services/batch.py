@@ -311,7 +311,7 @@ class Batch:
                 item.result = self.pipeline.execute(self.authorized[item.index]).result  # a call's: never None
             except LlmcError as exc:
                 item.error = exc
-            # to 0.1 ms as pipeline._elapsed_ms, without round(x, 1)'s decimal conversion
+            # to 0.1 ms as pipeline.tenths_of_ms, without round(x, 1)'s decimal conversion
             item.duration_ms = (time.monotonic_ns() - started + 50_000) // 100_000 / 10
             if self.fail_fast and item.exit_code:
                 self.stopped = True
