@@ -376,11 +376,11 @@ class ToolResult:
     @classmethod
     def from_mcp(cls, raw: JSONObject) -> ToolResult:
         content = raw.get("content")
-        return cls(
-            content=[c for c in content if isinstance(c, dict)] if isinstance(content, list) else [],
-            structured_content=raw.get("structuredContent"),
-            is_error=bool(raw.get("isError")),
-            meta=meta if isinstance(meta := raw.get("_meta"), dict) else None,
+        return cls(  # by position (content, structured_content, is_error, meta): no keyword dict a result
+            [c for c in content if isinstance(c, dict)] if isinstance(content, list) else [],
+            raw.get("structuredContent"),
+            bool(raw.get("isError")),
+            meta if isinstance(meta := raw.get("_meta"), dict) else None,
         )
 
     @property

@@ -356,10 +356,18 @@ def cache_for(catalog: Catalog, invocation: Invocation, authorized: Authorizatio
     )
 
 
-def close_call(log: AuditSink, authorized: Authorization, record: AuditRecord) -> None:
-    """The one outcome record of a decided call, unless an interruption recorded it already."""
+def close_call(log: AuditSink, authorized: Authorization, record: AuditRecord, own: bool = False) -> None:
+    """The one outcome record of a decided call, unless an interruption recorded it already.
+    `own`: every field of `record` is one llmc writes itself (_NOT_FREE_TEXT's, masked where
+    made): added to the base as they are, not each asked (a batch's every call)."""
     if OPEN_CALLS.close(authorized.opened):
-        log.record(with_base(authorized.base, "outcome", record, authorized.masker), before_action=False)
+        if own:
+            out = authorized.base.copy()
+            out["event"] = "outcome"
+            out.update(record)
+        else:
+            out = with_base(authorized.base, "outcome", record, authorized.masker)
+        log.record(out, before_action=False)
 
 
 def masked_error(exc: LlmcError, masker: Masker) -> LlmcError:

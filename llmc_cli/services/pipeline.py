@@ -287,7 +287,8 @@ class Pipeline:
             if cache is not None and not hit:
                 cache.put(raw, body)
         self._record(authorized, outcome, duration, raw, body, findings)
-        return Outcome(authorized.call, raw, duration, hit, tuple(findings), result)
+        # Outcome(...) itself: a named tuple's __new__ is a Python function around this very call
+        return _new_tuple(Outcome, (authorized.call, raw, duration, hit, tuple(findings), result))
 
     def _limit(self, authorized: Authorization) -> None:
         """The rate limits: a call over one is denied (audited), not run."""
@@ -370,12 +371,16 @@ class Pipeline:
             record["result"] = authorized.masker(raw)
         if findings:
             record["findings"] = authorized.masker(findings)
-        calls.close_call(self._log or self.log, authorized, record)  # (the property's call only while none is open)
+        # (the property's call only while no log is open); the fields but findings are llmc's own
+        calls.close_call(self._log or self.log, authorized, record, own=not findings)
 
 
 # How a call that raised ended, by the error's class (its outcome record); others: transport_error,
 # and audit_error: its decision could not be made durable ([audit] sync = "before_reply").
 _ENDINGS: dict[type, str] = {TimeoutExpired: "timeout", Cancelled: "cancelled", InputRequired: "input_required"}
+
+
+_new_tuple = tuple.__new__
 
 
 def _settling() -> ModuleType:
