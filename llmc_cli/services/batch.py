@@ -216,7 +216,9 @@ class Batch:
         with self._handing:
             handed = self._handed
             while self._handed < len(self.items) and self.done[self._handed] and self._hand_error is None:
-                if interrupts.requested():  # the main thread reports the interruption; nothing more is shown
+                if (
+                    interrupts.received
+                ):  # interrupted (requested(), without its call): the main thread reports it; nothing more is shown
                     return
                 item = self.items[self._handed]
                 self._handed += 1
