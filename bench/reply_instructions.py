@@ -11,10 +11,13 @@ prints the thread CPU a reply."""
 import sys
 import time
 
+from llmc_cli import model
 from llmc_cli.mcp.session import ClientSession
 from llmc_cli.mcp.transports.stdio import StdioTransport
 
 N = int(sys.argv[1])
+for _ in range(70):
+    model.compact_json({"x": 1})  # past the switch to orjson, as a batch is (its replies read by orjson where it reads as json)
 t = StdioTransport(["true"])
 s = ClientSession(t, name="x")
 t._deliver, t._closed = s._on_message, s._on_closed

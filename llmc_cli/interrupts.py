@@ -41,6 +41,9 @@ SIGNAL_NAMES: dict[int, str] = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTER
 
 _requested = threading.Event()
 _received: list[int] = []  # the first signal received, for the exit code
+# Not empty once the command was interrupted: where a call to check() each time is too dear (a
+# batch's every call), `if interrupts.received: ...check()`.
+received: list[int] = _received
 
 
 class _Depth(threading.local):
@@ -142,8 +145,9 @@ def leaving() -> None:
         ignore_further()
 
 
-def requested() -> bool:
-    return _requested.is_set()
+# Whether the command was interrupted: the Event's own is_set (a batch asks twice a call: a
+# function around it was a second Python call each time).
+requested: Callable[[], bool] = _requested.is_set
 
 
 def exit_code(default: int = ExitCode.INTERRUPTED) -> int:

@@ -41,18 +41,16 @@ TOOL_FORMATS: tuple[str, ...] = ("mcp", "openai", "openai-responses", "anthropic
 LINT_FORMATS: tuple[str, ...] = tuple(f for f in TOOL_FORMATS if f not in ("mcp", "text"))
 
 
-# A process that encodes much (a batch: six encodings a call, two of them ~500-byte audit records)
-# switches to PyPI package orjson when it is installed (the `fast` extra): 4-6x faster per
-# record (bench/RESULTS.md, session 7). Its text is taken only where it is byte for byte json's
-# (hashes, HMACs and the audit chain are taken over it): orjson writes floats below 1e-4 another
-# way (0.00001, 1e-7 where json writes 1e-05, 1e-07), NaN and Infinity as null, and refuses what
-# json writes otherwise (integers beyond 64 bits, lone surrogates, keys that are not str, nesting
-# past 254, subclasses of str, int, float, dict and list, which it is told to pass on): any of
-# those, or a text that might hold one (the search below, false alarms included), is encoded by
-# json instead. A short-lived command never imports it (its import is ~1 ms of a start-up).
+# A process that encodes much (a batch: six encodings a call) switches to orjson when installed (the
+# `fast` extra): 4-6x faster a record (bench/RESULTS.md, session 7), taken only where its text is
+# json's byte for byte (hashes, HMACs and the audit chain are taken over it): orjson writes floats
+# below 1e-4 another way (0.00001, 1e-7 where json writes 1e-05, 1e-07), NaN and Infinity as null,
+# and refuses what json writes otherwise (integers beyond 64 bits, lone surrogates, keys that are
+# not str, nesting past 254, subclasses of str, int, float, dict and list, which it is told to pass
+# on): any of those, or a text that might hold one (the search below, false alarms included), is
+# encoded by json instead. A short command never imports it (~1 ms).
 _FAST_AFTER = 64  # encodings by json before orjson is imported
-# 1e-7 (json writes 1e-07): compiled (and cached by re) when orjson is taken up, not at import
-# (0.36 M instructions of a short command, which never takes it up).
+# 1e-7 (json writes 1e-07): compiled when orjson is taken up (0.36 M instructions at import)
 _SMALL_EXPONENT = r"[0-9]e-[0-9](?![0-9])"
 
 
@@ -61,7 +59,7 @@ def _fast(plain: Callable[[object], str], sort_keys: bool) -> Callable[[object],
     found = _orjson(sort_keys)
     if found is None:
         return plain
-    dumps, refused, option = found
+    dumps, refused, option, _ = found
     small_exponent = re.compile(_SMALL_EXPONENT).search
 
     def encode(value: object) -> str:
@@ -86,7 +84,7 @@ def _fast_bytes(plain: Callable[[object], str]) -> Callable[[object, object], by
     found = _orjson(True)
     if found is None:
         return _canonical_bytes
-    (dumps, refused, option), small_exponent, scalars = found, re.compile(_SMALL_EXPONENT).search, _SCALARS
+    (dumps, refused, option, _), small_exponent, scalars = found, re.compile(_SMALL_EXPONENT).search, _SCALARS
 
     def encode(value: object, foreign: object = EVERYTHING) -> bytes:
         try:
@@ -110,14 +108,14 @@ EVERYTHING: Any = object()  # canonical_json_bytes's `foreign` by default: the w
 _SCALARS = frozenset({str, int, bool, type(None)})  # values that are never a float, nor hold one
 
 
-def _orjson(sort_keys: bool) -> tuple[Callable[..., bytes], type[Exception], int] | None:
-    """orjson's dumps, its error and llmc's options; None without orjson."""
+def _orjson(sort_keys: bool) -> tuple[Callable[..., bytes], type[Exception], int, Callable[[bytes], Any]] | None:
+    """orjson's dumps, its error, llmc's options and its loads; None without orjson."""
     try:
         import orjson
     except ImportError:
         return None
     option = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
-    return orjson.dumps, orjson.JSONEncodeError, option | (orjson.OPT_SORT_KEYS if sort_keys else 0)
+    return orjson.dumps, orjson.JSONEncodeError, option | (orjson.OPT_SORT_KEYS if sort_keys else 0), orjson.loads
 
 
 def _refuse(value: object) -> object:
@@ -129,13 +127,21 @@ _STDLIB_CANONICAL = _encoder(sort_keys=True)
 _encoded = 0
 
 
+# (orjson.loads, a table turning digits into 0) once the encoders moved to orjson: jsonrpc.decode
+# reads a server's lines with it where its value is json's (it refuses NaN, lone surrogates, 1e400;
+# it reads an integer past 64 bits as a float: a line with 19 digits in a row is json's).
+FAST_LOADS: tuple[Callable[[bytes], Any], bytes] | None = None
+
+
 def _counting(plain: Callable[[object], str]) -> Callable[[object], str]:
     def encode(value: object) -> str:
-        global _encoded, _COMPACT, _CANONICAL, _CANONICAL_BYTES
+        global _encoded, _COMPACT, _CANONICAL, _CANONICAL_BYTES, FAST_LOADS
         _encoded += 1
         if _encoded == _FAST_AFTER:
             _COMPACT, _CANONICAL = _fast(_STDLIB_COMPACT, False), _fast(_STDLIB_CANONICAL, True)
             _CANONICAL_BYTES = _fast_bytes(_STDLIB_CANONICAL)
+            found = _orjson(False)
+            FAST_LOADS = None if found is None else (found[3], bytes.maketrans(b"123456789", b"000000000"))
         return plain(value)
 
     return encode
@@ -174,9 +180,8 @@ def canonical_json_bytes(value: object, foreign: object = EVERYTHING) -> bytes:
 
 
 def canonical_json_bytes_encoder() -> Callable[[object, object], bytes]:
-    """canonical_json_bytes's encoder as it is now, for a caller that encodes many values in a row
-    (the audit seal, a record each): a Python call fewer a value. Which encoder that is may
-    change later (orjson once a process encodes much); both give the same bytes."""
+    """canonical_json_bytes's encoder as it is now (orjson's once a process encodes much: the same
+    bytes), for a caller that encodes many values in a row (the seal): a Python call fewer a value."""
     return _CANONICAL_BYTES
 
 
@@ -370,11 +375,11 @@ class ToolResult:
     @classmethod
     def from_mcp(cls, raw: JSONObject) -> ToolResult:
         content = raw.get("content")
-        return cls(
-            content=[c for c in content if isinstance(c, dict)] if isinstance(content, list) else [],
-            structured_content=raw.get("structuredContent"),
-            is_error=bool(raw.get("isError")),
-            meta=meta if isinstance(meta := raw.get("_meta"), dict) else None,
+        return cls(  # by position (content, structured_content, is_error, meta): no keyword dict a result
+            [c for c in content if isinstance(c, dict)] if isinstance(content, list) else [],
+            raw.get("structuredContent"),
+            bool(raw.get("isError")),
+            meta if isinstance(meta := raw.get("_meta"), dict) else None,
         )
 
     @property

@@ -43,10 +43,15 @@ def sealer(records: list[AuditRecord], written: list[dict[str, Any]], times: Seq
         encode = canonical_json_bytes_encoder()  # likewise canonical_json_bytes's encoder
         stamp = ""  # when this seal stamps its records: once (they are written in one go)
         for i, record in enumerate(records):
-            # The record as stored is this one copy: a Deferred keeps the record and its time
-            # apart rather than copying it a second time to add the time.
-            when = times[i] if i < waited else record["time"] if "time" in record else stamp or (stamp := now_iso())
-            full = {"time": when, **record, "prev": prev}
+            # One copy of the record (a Deferred keeps the record and its time apart rather than
+            # copying it a second time to add the time), then its time (its own, if it has one)
+            # and prev: a dict built as {"time": ..., **record, "prev": ...} grows and is resized
+            # as it is filled (~4,000 instructions a record more). The keys' order is no part of
+            # what is stored (sorted).
+            full: dict[str, Any] = record.copy()  # type: ignore[assignment]  # a TypedDict's copy, made one to add to
+            if "time" not in full:
+                full["time"] = times[i] if i < waited else stamp or (stamp := now_iso())
+            full["prev"] = prev
             # Three lookups, not a set operation over the record's keys (twice the instructions).
             rare = "result" in full or "client" in full or "findings" in full
             foreign = EVERYTHING if rare else full.get("arguments")

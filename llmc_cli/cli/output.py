@@ -101,7 +101,10 @@ def emit_lines() -> tuple[Callable[[Any], None], Callable[[], None]]:
     def write(item: Any) -> None:
         if _status_shown:
             _end_status()
-        pending.append(_json_safe(compact_json(item)) + "\n")  # json_line's, a call less per line
+        text = compact_json(item)  # json_line's, a call less per line
+        if not text.isascii() or "\x7f" in text:  # (_json_safe's test: a call less for an ASCII line)
+            text = _json_safe(text)
+        pending.append(text + "\n")
 
     def flush() -> None:
         if pending:

@@ -76,3 +76,25 @@ def answer_server_request(hooks: ClientHooks, method: str | None, params: JSONOb
             raise RpcError("sampling is not enabled for this client (set [llm] allow_sampling)", code=-1)
         return hooks.sample(params)
     raise RpcError(f"method not found: {method}", code=jsonrpc.METHOD_NOT_FOUND)
+
+
+def with_input_responses(hooks: ClientHooks, params: JSONObject, result: JSONObject) -> JSONObject:
+    """A request's params for its next round (2026-07-28 multi round-trip requests): the answers
+    to the `inputRequests` of its `input_required` result, and the result's `requestState`."""
+    params = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
+    requests = result.get("inputRequests")
+    if isinstance(requests, dict):
+        # asked in this request's own result: it is the one they belong to
+        token = object_at(params, "_meta").get("progressToken")
+        related = RELATED_TOKENS.set((token if isinstance(token, (str, int)) and not isinstance(token, bool) else None,))
+        try:
+            params["inputResponses"] = {
+                key: answer_server_request(hooks, m if isinstance(m := r.get("method"), str) else None, object_at(r, "params"))
+                for key, r in requests.items()
+                if isinstance(r, dict)
+            }
+        finally:
+            RELATED_TOKENS.reset(related)
+    if "requestState" in result:
+        params["requestState"] = result["requestState"]
+    return params

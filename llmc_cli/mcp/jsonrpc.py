@@ -8,7 +8,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import TypeVar, cast
 
-from llmc_cli import lazy_pattern
+from llmc_cli import lazy_pattern, model
 from llmc_cli.errors import ProtocolError
 from llmc_cli.mcp.messages import JSON, JSONObject, RequestId
 from llmc_cli.model import (
@@ -85,28 +85,43 @@ def kind_of(message: object) -> str:
     raise ProtocolError(f"JSON-RPC message is neither request, notification nor response: {_preview(message)}")
 
 
+_UNREAD = object()  # decode's value before a parser read it
+_NINETEEN_ZEROS = b"0" * 19  # 19 digits in a row, translated (model.FAST_LOADS)
+
+
 def decode(line: str | bytes) -> list[JSONObject]:
     """Parse one line or HTTP body; a JSON array is a batch (2025-03-26 allowed them)."""
-    try:
-        # bytes as json.loads reads them (UTF-8, surrogates passed), without its encoding detection
-        # when the message starts as every UTF-8 one does ("{" or "[", then no NUL)
-        text = (
-            line.decode("utf-8", "surrogatepass")
-            if isinstance(line, bytes) and line.startswith((b"{", b"[")) and line[1:2] != b"\x00"
-            else line
-        )
-        value = json_loads(text) if isinstance(text, str) else json.loads(text)
-    except RecursionError:  # nested past the parser's own limit (~1,000 levels): it gives up
-        reply = _too_deep_reply(line if isinstance(line, str) else line.decode("utf-8", "replace"))
-        if reply is None:
-            raise ProtocolError(f"invalid JSON: nested more than {MAX_MESSAGE_DEPTH} levels deep") from None
-        return [reply]
-    except ValueError as exc:
-        raise ProtocolError(f"invalid JSON from server: {_preview(line)}") from exc
+    value: object = _UNREAD
+    fast = model.FAST_LOADS  # orjson's, where its value is json's (model.py): a batch reads a reply a call
+    if fast is not None and type(line) is bytes and line.translate(fast[1]).find(_NINETEEN_ZEROS) < 0:
+        try:
+            value = fast[0](line)
+        except ValueError:  # orjson.JSONDecodeError: json reads it (NaN, a lone surrogate) or refuses it below
+            pass
+    if value is _UNREAD:
+        try:
+            # bytes as json.loads reads them (UTF-8, surrogates passed), without its encoding detection
+            # when the message starts as every UTF-8 one does ("{" or "[", then no NUL)
+            text = (
+                line.decode("utf-8", "surrogatepass")
+                if isinstance(line, bytes) and line.startswith((b"{", b"[")) and line[1:2] != b"\x00"
+                else line
+            )
+            value = json_loads(text) if isinstance(text, str) else json.loads(text)
+        except RecursionError:  # nested past the parser's own limit (~1,000 levels): it gives up
+            reply = _too_deep_reply(line if isinstance(line, str) else line.decode("utf-8", "replace"))
+            if reply is None:
+                raise ProtocolError(f"invalid JSON: nested more than {MAX_MESSAGE_DEPTH} levels deep") from None
+            return [reply]
+        except ValueError as exc:
+            raise ProtocolError(f"invalid JSON from server: {_preview(line)}") from exc
     checked: list[JSONObject] = []
     for m in value if isinstance(value, list) else [value]:
-        kind_of(m)  # raises unless m is a JSON-RPC 2.0 object: json.loads made it a JSONObject
-        checked.append(m)
+        # a reply with a result needs no kind_of call (a batch reads one a call); else it raises
+        # unless m is a JSON-RPC 2.0 object: json.loads made it a JSONObject
+        if not (type(m) is dict and "result" in m and "id" in m and "method" not in m and m.get("jsonrpc") == "2.0"):
+            kind_of(m)
+        checked.append(m)  # type: ignore[arg-type]  # (no typing.cast: a call a message)
     messages = checked
     if (
         len(line) > MAX_MESSAGE_DEPTH

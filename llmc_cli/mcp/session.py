@@ -20,7 +20,7 @@ from collections.abc import Callable
 from llmc_cli import __version__
 from llmc_cli.errors import Cancelled, ConnectionFailed, HttpSessionExpired, LlmcError, ProtocolError, RpcError, TimeoutExpired
 from llmc_cli.mcp import jsonrpc, messages, observe
-from llmc_cli.mcp.hooks import RELATED_TOKENS, ClientHooks, answer_server_request
+from llmc_cli.mcp.hooks import RELATED_TOKENS, ClientHooks, answer_server_request, with_input_responses
 from llmc_cli.mcp.inflight import AFTER_SEND, SENDING, DeadlinePassed, Future, InFlight
 from llmc_cli.mcp.messages import ProgressToken, all_pages, object_at
 from llmc_cli.mcp.transports.base import Transport
@@ -166,26 +166,19 @@ class ClientSession:
 
     def request(self, method: str, params: JSONObject | None = None, *, timeout: float | None = None) -> JSONObject:
         """Send a request and wait for its result; fulfils `input_required` rounds (modern)."""
-        params = params or {}  # not changed here: each round below makes its own
-        for _ in range(MAX_INPUT_ROUNDS):
+        params = params or {}  # not changed here: each round makes its own
+        result = self._request_raw(method, params, timeout)
+        return result if result.get("resultType") != "input_required" else self._rounds(method, params, result, timeout)
+
+    def _rounds(self, method: str, params: JSONObject, result: JSONObject, timeout: float | None) -> JSONObject:
+        """The request sent again with the answers to the `input_required` result it got, until
+        it gets another result, MAX_INPUT_ROUNDS requests in all."""
+        for _ in range(MAX_INPUT_ROUNDS - 1):
+            params = with_input_responses(self.hooks, params, result)
             result = self._request_raw(method, params, timeout)
             if result.get("resultType") != "input_required":
                 return result
-            params = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
-            requests = result.get("inputRequests")
-            if isinstance(requests, dict):
-                # asked in this request's own result: it is the one they belong to
-                related = RELATED_TOKENS.set((_token(object_at(params, "_meta").get("progressToken")),))
-                try:
-                    params["inputResponses"] = {
-                        key: answer_server_request(self.hooks, _string_or_none(r.get("method")), object_at(r, "params"))
-                        for key, r in requests.items()
-                        if isinstance(r, dict)
-                    }
-                finally:
-                    RELATED_TOKENS.reset(related)
-            if "requestState" in result:
-                params["requestState"] = result["requestState"]
+        with_input_responses(self.hooks, params, result)  # answered, as every round's (then given up)
         raise ProtocolError(f"{self.name}: {method} still needs input after {MAX_INPUT_ROUNDS} rounds")
 
     def forward(self, message: JSONObject, *, standing: bool = False) -> tuple[int, Future[JSONObject]]:
@@ -255,7 +248,8 @@ class ClientSession:
         params: JSONObject = {"name": name, "arguments": arguments}
         if meta:
             params["_meta"] = meta
-        return self.request("tools/call", params, timeout=timeout)
+        result = self._request_raw("tools/call", params, timeout)  # request()'s, a call less (a batch's every call)
+        return result if result.get("resultType") != "input_required" else self._rounds("tools/call", params, result, timeout)
 
     def cancel(self, progress_token: object, reason: str) -> None:
         """Withdraw the request that was sent with this progress token (a cancellation the
@@ -294,30 +288,23 @@ class ClientSession:
             meta[META_PREFIX + "logLevel"] = "info"
         return meta
 
-    def _request_raw(self, method: str, params: JSONObject | None, timeout: float | None = None) -> JSONObject:
+    def _request_raw(
+        self, method: str, params: JSONObject | None, timeout: float | None = None, retried: bool = False
+    ) -> JSONObject:
         """One request; a modern server that refuses its version (UnsupportedProtocolVersion)
         listing one llmc speaks gets one retry with the best common version (basic/versioning).
         The first request of an era adopted without a handshake is the first the server answers,
-        so it may wait as long as a handshake would."""
-        if self._unanswered and self.handshake_timeout:
-            timeout = max(timeout or self.timeout, self.handshake_timeout)
-        try:
-            result = self._request_once(method, params, timeout)
-            self._unanswered = False
-            return result
-        except RpcError as exc:
-            version = self.era == "modern" and retry_version(exc)
-            if not version:
-                raise
-            self.protocol_version = self.transport.protocol_version = version
-            return self._request_once(method, params, timeout)
-
-    def _request_once(self, method: str, params: JSONObject | None, timeout: float | None = None) -> JSONObject:
+        so it may wait as long as a handshake would. (One function with its retry, not two: a
+        batch makes one a call.)"""
         if self._closed_error is not None:
             raise self._closed_error
-        request_id = self._new_id()
-        params = dict(params) if params else {}
-        given = params.get("_meta")
+        if self._unanswered and self.handshake_timeout and not retried:
+            timeout = max(timeout or self.timeout, self.handshake_timeout)
+        request_id = next(self._ids)  # _new_id()'s, a call less
+        if request_id > self._last_id:
+            self._last_id = request_id
+        sent = dict(params) if params else {}  # `params` itself stays as given: a retry sends it again
+        given = sent.get("_meta")
         meta = dict(given) if isinstance(given, dict) else {}
         if self.era == "modern":
             meta.update(self.modern_meta())
@@ -326,43 +313,37 @@ class ClientSession:
             # Always asked for, shown or not: progress is what extends a slow request's
             # deadline, so a call that works on a terminal works the same in cron.
             meta["progressToken"] = request_id
-        watch = observe.OBSERVER.request(self, request_id, method, params) if observe.OBSERVER else None
+        watch = observe.OBSERVER.request(self, request_id, method, sent) if observe.OBSERVER else None
         if watch is not None:
             meta.update(watch.meta())
         if meta:
-            params["_meta"] = meta
+            sent["_meta"] = meta
         future = self._inflight.open(request_id, token=None if own_token is None else _token(own_token))
         result: JSONObject | None = None
         error: BaseException | None = None
         limit = timeout if timeout is not None else self.timeout
         started = time.monotonic()
         try:
-            try:
-                message = jsonrpc.request(request_id, method, params or None)
-                if hasattr(self.transport, "pump"):  # stdio: send() only writes, never waits for the reply:
-                    self._send_request(message)  # no deadline to hand it (three thread-local lookups a call)
-                else:
-                    # (sending_deadline() and set_sending_deadline(), without three calls a request); the
-                    # outer one: a request sent while sending another (a new session's initialize)
-                    outer = getattr(SENDING, "deadline", None)
-                    SENDING.deadline = started + limit  # the call's, however the reply's bytes arrive
-                    try:
-                        self._send_request(message)
-                    finally:
-                        SENDING.deadline = outer
-            except TimeoutExpired:
-                # A transport that waits for the reply in send() (HTTP posting on the caller's
-                # thread) ran out of the time the wait below would have given: the same ending.
-                if method in ("initialize", "server/discover"):
-                    raise  # not a request a client may cancel (lifecycle)
-                self._cancel(request_id, "timeout")
-                raise TimeoutExpired(f"{self.name}: no reply to {method} within {limit:g}s") from None
+            message: JSONObject = {"jsonrpc": "2.0", "id": request_id, "method": method}  # jsonrpc.request's
+            if sent:
+                message["params"] = sent
+            if hasattr(self.transport, "pump"):  # stdio: send() only writes, never waits for the reply:
+                # no deadline to hand it (three thread-local lookups a call), no HTTP session to renew
+                self.transport.send(message)
+            else:
+                self._send_by(message, started + limit, limit)
             after = AFTER_SEND.call
             if after is not None:
                 AFTER_SEND.call = None
                 after()
             result = self._wait(request_id, future, method, limit, started)
+            self._unanswered = self._unanswered and retried  # answered (a retry's answer left it as it was)
             return result
+        except RpcError as exc:
+            error = exc
+            version = not retried and self.era == "modern" and retry_version(exc)
+            if not version:
+                raise
         except BaseException as exc:
             error = exc
             raise
@@ -370,6 +351,27 @@ class ClientSession:
             if watch is not None:
                 watch.finish(result, error)
             self._inflight.close(request_id)
+        self.protocol_version = self.transport.protocol_version = version
+        return self._request_raw(method, params, timeout, True)
+
+    def _send_by(self, message: JSONObject, deadline: float, limit: float) -> None:
+        """Send a request on a transport that may wait for its reply in send() (HTTP posting on
+        the caller's thread), by the request's deadline, however the reply's bytes arrive."""
+        # (sending_deadline() and set_sending_deadline(), without three calls a request); the
+        # outer one: a request sent while sending another (a new session's initialize)
+        outer = getattr(SENDING, "deadline", None)
+        SENDING.deadline = deadline
+        try:
+            self._send_request(message)
+        except TimeoutExpired:
+            # It ran out of the time the wait for the reply would have given: the same ending.
+            method = message["method"]
+            if method in ("initialize", "server/discover"):
+                raise  # not a request a client may cancel (lifecycle)
+            self._cancel(message["id"], "timeout")  # type: ignore[arg-type]  # an id this session made
+            raise TimeoutExpired(f"{self.name}: no reply to {method} within {limit:g}s") from None
+        finally:
+            SENDING.deadline = outer
 
     def _send_request(self, message: JSONObject) -> None:
         try:
@@ -423,7 +425,9 @@ class ClientSession:
         return request_id
 
     def _on_message(self, message: JSONObject, related: int | str | None = None) -> None:
-        kind = jsonrpc.kind_of(message)
+        # a reply with a result (what kind_of says "response" of, without its call: one a request)
+        reply = type(message) is dict and "result" in message and "id" in message and "method" not in message
+        kind = "response" if reply and message.get("jsonrpc") == "2.0" else jsonrpc.kind_of(message)
         if kind in ("response", "error"):
             if not self._inflight.resolve(message):
                 self._inflight.unmatched(message, self._last_id, self.name)

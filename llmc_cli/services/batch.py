@@ -251,7 +251,9 @@ class Batch:
         with self._handing:
             handed = self._handed
             while self._handed < len(self.items) and self.done[self._handed] and self._hand_error is None:
-                if interrupts.requested():  # the main thread reports the interruption; nothing more is shown
+                if (
+                    interrupts.received
+                ):  # interrupted (requested(), without its call): the main thread reports it; nothing more is shown
                     return
                 item = self.items[self._handed]
                 self._handed += 1
@@ -312,6 +314,7 @@ class Batch:
             for item in queue:
                 if not self.done[item.index]:
                     self._abandon(item, "the call did not run: the batch worker of its server failed")
+                    self._finish(item)
 
     def _groups(self, queue: list[BatchItem]) -> Iterator[list[BatchItem]]:
         """The queue in runs: up to `parallel` consecutive read-only calls, else one call."""
@@ -336,7 +339,7 @@ class Batch:
         """One decided call. Never raises: every item gets a result and is marked done, or the
         batch would wait forever."""
         assert item.call is not None
-        started = time.monotonic()
+        started = time.monotonic_ns()
         try:
             if self.stopped:
                 self._give_up(item, SkippedAfterFailure(), "skipped")
@@ -345,13 +348,15 @@ class Batch:
                 item.result = self.pipeline.execute(self.authorized[item.index]).result  # a call's: never None
             except LlmcError as exc:
                 item.error = exc
-            item.duration_ms = round((time.monotonic() - started) * 1000, 1)
+            # to 0.1 ms as pipeline.tenths_of_ms, without round(x, 1)'s decimal conversion
+            item.duration_ms = (time.monotonic_ns() - started + 50_000) // 100_000 / 10
             if self.fail_fast and item.exit_code:
                 self.stopped = True
         except BaseException as exc:  # noqa: BLE001 - an interruption or a bug: this item's result says so
             self._abandon(item, f"the call did not complete: {type(exc).__name__}: {exc}")
         finally:
-            self._finish(item)
+            self.done[item.index] = True  # _finish's, a call less a call (the item handed on once)
+            self._hand_on()
 
     def _give_up(self, item: BatchItem, error: LlmcError, outcome: str) -> None:
         """A call that will not run (or whose run broke): its error result and outcome record."""
@@ -360,13 +365,12 @@ class Batch:
         self.pipeline.give_up(self.authorized[item.index], outcome, error.message)
 
     def _abandon(self, item: BatchItem, reason: str) -> None:
-        """An internal_error outcome, whatever breaks on the way (e.g. the audit log is unwritable)."""
+        """An internal_error outcome, whatever breaks on the way (e.g. the audit log is unwritable).
+        The caller marks the item done (_run_one once, not also here)."""
         try:
             self._give_up(item, LlmcError(reason), "internal_error")
         except BaseException as error:  # noqa: BLE001 - the next items must still be marked done
             item.error = error if isinstance(error, LlmcError) else LlmcError(str(error))
-        finally:
-            self._finish(item)
 
 
 def run_batch(

@@ -20,6 +20,7 @@ from llmc_cli import model
 from llmc_cli.audit import AuditLog
 from llmc_cli.audit.trail import FOREIGN_FIELDS, sealer
 from llmc_cli.mcp.jsonrpc import replace_lone_surrogates
+from llmc_cli.services.pipeline import tenths_of_ms
 from llmc_cli.store.chain import GENESIS
 from tests.test_json_fast import KEYS, value
 
@@ -142,6 +143,17 @@ def test_durations_rounded_to_a_tenth_of_a_millisecond_are_written_alike() -> No
     durations += [round(rnd.uniform(0, 10.0**e), 1) for e in range(18) for _ in range(500)]
     for d in durations:
         assert FAST_BYTES({"durationMs": d}, None) == stdlib({"durationMs": d}).encode("utf-8"), d
+
+
+def test_durations_made_from_nanoseconds_are_the_tenths_round_gives() -> None:
+    """services' durations (pipeline.tenths_of_ms, inline in the pipeline and the batch) are the
+    floats round(ms, 1) gives (but at an exact half, which rounds up), so written alike too."""
+    rnd = random.Random(5)
+    spans = [*range(0, 3_000_000, 997), *(rnd.randrange(10**e) for e in range(1, 16) for _ in range(2000))]
+    for ns in spans:
+        if ns % 100_000 != 50_000:
+            assert tenths_of_ms(ns) == round(ns / 1e6, 1), ns
+        assert FAST_BYTES({"durationMs": tenths_of_ms(ns)}, None) == stdlib({"durationMs": tenths_of_ms(ns)}).encode("utf-8")
 
 
 def test_a_log_written_by_either_encoder_in_turn_verifies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -277,8 +277,8 @@ class StdioTransport:
         except (ProcessLookupError, PermissionError):
             pass
 
-    def pump(self, done: Callable[[], bool], timeout: float, alone: Callable[[], bool]) -> bool:
-        """Read and deliver the server's messages on this thread until done() or `timeout`
+    def pump(self, future: Future[Any], timeout: float, alone: Callable[[], bool]) -> bool:
+        """Read and deliver the server's messages on this thread until `future` is done or `timeout`
         seconds passed, when `alone()` (the caller is the only one awaiting a reply) and no other
         thread reads; the reader thread stands aside meanwhile. False when the caller should
         wait for its reply to be delivered instead (the reader thread then reads). The main
@@ -300,7 +300,7 @@ class StdioTransport:
             self._aside = True
             if self._reader is not None:  # the reader thread steps aside after the message it reads
                 self._stream.wait_for(lambda: self._reader is None or self._ended, timeout)
-                if self._reader is not None or self._ended or done():
+                if self._reader is not None or self._ended or future._done:
                     # Read for this caller, who reads its own from now: the reader thread stays
                     # aside from here, as after a caller's own read (it took over again at once).
                     self._left = time.monotonic()
@@ -308,7 +308,7 @@ class StdioTransport:
             self._reader = me
         deadline = time.monotonic() + timeout
         try:
-            while not done():
+            while not future._done:  # (the attribute done() returns: a call less a line)
                 line = self._line(deadline)
                 if line is None:
                     break
