@@ -14,18 +14,23 @@ from llmc_cli.cli.common import command_calls, open_target
 from llmc_cli.cli.output import emit_lines, note
 from llmc_cli.cli.targets import Target
 from llmc_cli.errors import ExitCode, LlmcError, SkippedAfterFailure, UsageError
-from llmc_cli.model import JSON, MAX_ARGUMENT_DEPTH, parse_json
+from llmc_cli.model import JSON, MAX_ARGUMENT_DEPTH, JSONObject, parse_json
 from llmc_cli.policy.approval import with_hint
 
 if TYPE_CHECKING:
     from llmc_cli.services import BatchItem
 
 
-def read_lines(lines: Iterable[str]) -> list[BatchItem]:
-    """Every non-empty line, read, as the batch's item: its request, or the error that makes its
-    result (made here, not from a tuple of the line made first: a line is a thousandth of a batch)."""
-    item, request = services.BatchItem, services.ToolRequest
-    read: list[BatchItem] = []
+# One non-empty line of a batch as read: its position among them, its id, and its tool name and
+# arguments, or the error that makes its result. A plain tuple (a thousand of them are cheap), not
+# yet the batch's item: reading the input loads none of services' call machinery, so the first
+# server starts before it loads (tests/cli/test_early_start.py).
+Line = tuple[int, JSON, str, JSONObject | None, LlmcError | None]
+
+
+def read_lines(lines: Iterable[str]) -> list[Line]:
+    """Every non-empty line, read; a line that cannot be read carries its error."""
+    read: list[Line] = []
     for index, line in enumerate(line for line in lines if line.strip()):
         ident: JSON = None
         try:
@@ -41,22 +46,27 @@ def read_lines(lines: Iterable[str]) -> list[BatchItem]:
                 raise UsageError('a batch line needs "tool": "server.tool"')
             if not isinstance(arguments, dict):  # nested at most MAX_ARGUMENT_DEPTH: the line is checked one deeper
                 raise UsageError('"arguments" must be a JSON object')
-            read.append(item(index, ident, request(tool, arguments)))
+            read.append((index, ident, tool, arguments, None))
         except LlmcError as exc:
             exc.message = f"line {index + 1}: {exc.message.removeprefix('invalid line: ')}"
-            read.append(item(index, ident, error=exc))
+            read.append((index, ident, "", None, exc))
     return read
 
 
-def first_call(items: list[BatchItem]) -> str | None:
-    """The tool (SERVER.TOOL, or a bare name) the batch's first line calls."""
-    return items[0].request.name if items and items[0].request is not None else None
+def items_of(lines: list[Line]) -> list[BatchItem]:
+    """The batch's items: each line's request, or the error that makes its result."""
+    item, request = services.BatchItem, services.ToolRequest
+    return [
+        item(index, ident, error=error) if error is not None else item(index, ident, request(tool, arguments))
+        for index, ident, tool, arguments, error in lines
+    ]
 
 
-def first_server(items: list[BatchItem]) -> str | None:
+def first_server(lines: list[Line]) -> str | None:
     """The server the batch's first call names (SERVER.TOOL), which starts first."""
-    name = first_call(items)
-    return name.partition(".")[0] if name is not None and "." in name else None
+    if not lines or lines[0][4] is not None or "." not in lines[0][2]:
+        return None
+    return lines[0][2].partition(".")[0]
 
 
 def run(
@@ -72,9 +82,10 @@ def run(
 ) -> None:
 
     # The whole input first: a file that cannot be read, or is not UTF-8, starts no server.
-    items = read_lines(read_input(source, "--batch").splitlines())
+    lines = read_lines(read_input(source, "--batch").splitlines())
     # Only the servers the batch names start: the first call's first of all.
-    catalog, profile = open_target(ctx, target, warm=False, first=first_server(items), calling=first_call(items))
+    catalog, profile = open_target(ctx, target, warm=False, first=first_server(lines), calling=lines[0][2] if lines else None)
+    items = items_of(lines)
     worst: int = ExitCode.OK
     finished: list[Any] = []
     write, flush = emit_lines()  # flushed whenever the batch waits for its next result, and at the end
