@@ -161,12 +161,19 @@ def test_close_kills_a_server_that_ignores_eof_and_sigterm():
     assert not closing.is_alive() and not _alive(pid)
 
 
+# How long these tests let a SIGTERM handler take before close() sends SIGKILL: the peer's handler
+# opens and appends to a file, which a loaded machine's disk (the suite's fsyncs) has kept waiting
+# past the default 2 s once (a clean-clone run, session 15).
+SIGTERM_WAIT = 20.0
+
+
 def test_close_ends_stdin_first_and_a_server_that_ignores_it_gets_sigterm_not_sigkill(tmp_path):
     """The spec's stdio shutdown: stdin closed first; SIGTERM to a server still running after
     the grace; SIGKILL only to one that SIGTERM did not end (test_close_kills_a_server_...)."""
     log = tmp_path / "events"
     lingers = connect(bad("linger", env={"LINGER_LOG": str(log)}))
     proc = lingers.transport._proc
+    lingers.transport.shutdown_timeout = SIGTERM_WAIT
     lingers.close()
     assert log.read_text() == "term after eof\n"
     assert proc.returncode == 3 and not _alive(proc.pid)  # its SIGTERM handler ended it: no SIGKILL
@@ -186,6 +193,7 @@ def test_a_server_seen_to_ignore_eof_is_terminated_at_once_the_next_time(isolate
     second = connect(lingers, stores=stores)
     proc = second.transport._proc
     assert second.transport.eof_grace == 0
+    second.transport.shutdown_timeout = SIGTERM_WAIT
     second.close()
     assert proc.returncode == 3  # its SIGTERM handler ended it: no SIGKILL
     entry = stores.era_cache.load()[lingers.cache_key()]
