@@ -25,12 +25,12 @@ from __future__ import annotations
 import collections
 import os
 import select
-import signal
 import subprocess
 import threading
 import time
 import weakref
 from _queue import SimpleQueue  # queue.SimpleQueue itself, without the queue module
+from _signal import SIGKILL, SIGTERM  # the numbers, without the signal module's enums (cli/lazy_stdlib.py)
 from _thread import get_ident
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
@@ -247,12 +247,12 @@ class StdioTransport:
         if not ended_within(proc, self.eof_grace):
             if self.eof_grace > 0 and self.on_linger is not None and not at_work(proc.pid):
                 self.on_linger()  # best effort (the era cache's save): it never stops this close
-            self._signal_group(proc, signal.SIGTERM)
+            self._signal_group(proc, SIGTERM)
             if not ended_within(proc, self.shutdown_timeout):
-                self._signal_group(proc, signal.SIGKILL)
+                self._signal_group(proc, SIGKILL)
                 proc.wait(timeout=self.shutdown_timeout)
         # The server exited; children it left in its group (npx -> node) go too.
-        self._signal_group(proc, signal.SIGKILL)
+        self._signal_group(proc, SIGKILL)
         for t in self._threads:
             if t is not threading.current_thread():
                 t.join(timeout=1.0)
