@@ -60,7 +60,9 @@ NOT_ON_THE_CALL_PATH = (
 # click` and a stdlib client of the keeper, loads 113): a new import on this path is a decision.
 # +2 in session 14: services/invocation.py and services/request.py, split from services/calls.py
 # and services/pipeline.py at the 500-line limit.
-MOST_MODULES_ON_THE_CALL_PATH = (76, 199)
+# Session 16: +1 of llmc's own (cli/lazy_stdlib.py), fewer in all (187: inspect, ast, dis, tokenize,
+# linecache, datetime, uuid's platform are stand-ins, loaded when used, and do not count).
+MOST_MODULES_ON_THE_CALL_PATH = (77, 189)
 
 
 def audit_records(state: Path) -> list[dict[str, object]]:
@@ -102,8 +104,10 @@ def test_a_call_through_a_keeper_imports_only_what_it_uses(keepers: Keepers) -> 
         "import sys\nfrom llmc_cli.cli.main import main\n"
         "try:\n    main(['call', 't.echo', 'message=hi', '--yes', '--session', 'lean'])\n"
         "except SystemExit as exc:\n    assert not exc.code, exc.code\n"
-        f"print('LOADED', [m for m in {NOT_ON_THE_CALL_PATH!r} if m in sys.modules], file=sys.stderr)\n"
-        "print('COUNT', sum(m.split('.')[0] == 'llmc_cli' for m in sys.modules), len(sys.modules), file=sys.stderr)"
+        # a stand-in of cli/lazy_stdlib.py is a module not loaded: only the real ones count
+        "real = [m for m, v in sys.modules.items() if type(v).__name__ != 'StandIn']\n"
+        f"print('LOADED', [m for m in {NOT_ON_THE_CALL_PATH!r} if m in real], file=sys.stderr)\n"
+        "print('COUNT', sum(m.split('.')[0] == 'llmc_cli' for m in real), len(real), file=sys.stderr)"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code],
@@ -117,4 +121,4 @@ def test_a_call_through_a_keeper_imports_only_what_it_uses(keepers: Keepers) -> 
     assert json.loads(proc.stdout)["content"][0]["text"] == "hi"
     assert "LOADED []" in proc.stderr, proc.stderr
     own, every = map(int, proc.stderr.split("COUNT ")[1].split()[:2])
-    assert own <= MOST_MODULES_ON_THE_CALL_PATH[0] and every <= MOST_MODULES_ON_THE_CALL_PATH[1], (own, every)
+    assert own <= MOST_MODULES_ON_THE_CALL_PATH[0] and every <= MOST_MODULES_ON_THE_CALL_PATH[1], (own, every, proc.stderr)
