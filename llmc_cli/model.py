@@ -87,41 +87,42 @@ def _fast_bytes(plain: Callable[[object], str]) -> Callable[[object, object], by
     found = _orjson(True)
     if found is None:
         return _canonical_bytes
-    (dumps, refused, option, _), small_bytes, scalars = found, re.compile(_SMALL_EXPONENT.encode()).search, _SCALARS
+    (dumps, refused, option, _), small_exponent, scalars = found, re.compile(_SMALL_EXPONENT).search, _SCALARS
 
     def encode(value: object, foreign: object = EVERYTHING) -> bytes:
         try:
             out = dumps(value, default=_refuse, option=option)
             if foreign is EVERYTHING:
-                text = out
+                text = out.decode("utf-8")
             elif foreign is None or (type(foreign) is dict and scalars.issuperset(map(type, foreign.values()))):
                 return out  # no float in it (a call's arguments, mostly), so none in `value`
             else:  # only the foreign part searched: the caller's own fields are most of the text
-                text = dumps(foreign, default=_refuse, option=option)
+                text = dumps(foreign, default=_refuse, option=option).decode("utf-8")
         except refused:
             return plain(value).encode("utf-8")  # a lone surrogate: UnicodeEncodeError (json writes it)
-        # (_fast's test, on the bytes: bytes.find, not `in`, see there)
-        if text.find(b"null") >= 0 or text.find(b"0.0000") >= 0 or (text.find(b"e-") >= 0 and small_bytes(text) is not None):
-            return plain(value).encode("utf-8")
+        if "null" in text or "0.0000" in text or ("e-" in text and small_exponent(text) is not None):
+            return plain(value).encode("utf-8")  # (_fast's test)
         return out
 
     return encode
 
 
 def _fast_line(plain: Callable[[object], str]) -> Callable[[object], bytes]:
-    """compact_json_line on orjson (see above): its bytes with the newline orjson appends, the
-    same search on them (bytes.find: no text decoded, nor encoded again); `plain`'s otherwise."""
+    """compact_json_line on orjson (see above): its bytes with the newline orjson appends, where
+    _fast's test on their text passes (that text is not encoded again); `plain`'s otherwise.
+    (On the text: bytes.find parses its arguments as a tuple, ~700 instructions a search.)"""
     found = _orjson(False)
     if found is None:
         return _compact_line
     dumps, refused, option, _ = found
     option |= 1024  # orjson.OPT_APPEND_NEWLINE
-    small_exponent = re.compile(_SMALL_EXPONENT.encode()).search
+    small_exponent = re.compile(_SMALL_EXPONENT).search
 
     def encode(value: object) -> bytes:
         try:
             out = dumps(value, default=_refuse, option=option)
-            if out.find(b"null") < 0 and out.find(b"0.0000") < 0 and (out.find(b"e-") < 0 or small_exponent(out) is None):
+            text = out.decode("utf-8")
+            if "null" not in text and "0.0000" not in text and ("e-" not in text or small_exponent(text) is None):
                 return out
         except refused:
             pass

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
     from llmc_cli.config.profiles import LoadedProfile
     from llmc_cli.config.secrets import Masker
+    from llmc_cli.mcp.session import ClientSession
     from llmc_cli.policy import Decision
     from llmc_cli.services.reads import Read
     from llmc_cli.store.chain import AuditRecord, AuditSink
@@ -72,6 +73,9 @@ class Pipeline:
         self._resolver: ToolResolver | None = None
         self._log: AuditSink | None = context.audit
         self._opened: ChainedLog | None = None  # the chain opened here (not handed in): released by close()
+        # A batch's sessions, each found once (grouped()): the catalog's lookup takes a lock and
+        # two calls a call. Only one it found: a server that cannot connect is asked each call.
+        self._sessions: dict[str, ClientSession] | None = None
 
     @property
     def profile(self) -> LoadedProfile:
@@ -90,6 +94,7 @@ class Pipeline:
 
         before = self._log
         chain = audit_log(self.context.state)
+        self._sessions = {}
         try:
             with audit.Deferred(chain) as trail:
                 self._log = trail
@@ -98,6 +103,7 @@ class Pipeline:
                 finally:
                     self._log = before
         finally:
+            self._sessions = None
             chain.release()
 
     def close(self) -> None:
@@ -203,9 +209,19 @@ class Pipeline:
             authorized,
             "tools/call",
             None,  # "the result of TOOL", made only for a message that says it
-            lambda: self.catalog.session(call.server).call_tool(call.tool, call.arguments, timeout=timeout, meta=meta),
+            lambda: self._session(call.server).call_tool(call.tool, call.arguments, timeout=timeout, meta=meta),
             cache,
         )
+
+    def _session(self, server: str) -> ClientSession:
+        """The catalog's session of `server` (a batch's: found once)."""
+        held = self._sessions
+        if held is None:
+            return self.catalog.session(server)
+        session = held.get(server)
+        if session is None:
+            session = held[server] = self.catalog.session(server)
+        return session
 
     def give_up(self, authorized: Authorization, outcome: str, reason: str) -> None:
         """The outcome record of a decided call that will not run, or whose run broke."""
