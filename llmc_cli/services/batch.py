@@ -251,23 +251,22 @@ class Batch:
         items, done, on_done = self.items, self.done, self.on_done  # (locals: read once an item, not per use)
         total = len(items)
         with self._handing:
-            handed = self._handed
-            while self._handed < total and done[self._handed] and self._hand_error is None:
+            handed = n = self._handed  # (n: self._handed, kept in step with it)
+            while n < total and done[n] and self._hand_error is None:
                 if interrupts.received:  # (requested(), without its call): the main thread reports it; nothing more is shown
                     return
-                item = items[self._handed]
-                self._handed += 1
+                self._handed = n = n + 1
                 try:
                     if on_done is not None:
-                        on_done(item)
+                        on_done(items[n - 1])
                 except BaseException as exc:  # noqa: BLE001 - handed to the main thread
                     self._hand_error = exc
             try:
-                if self._handed > handed and self.on_wait is not None and self._hand_error is None:
+                if n > handed and self.on_wait is not None and self._hand_error is None:
                     self.on_wait()
             except BaseException as exc:  # noqa: BLE001 - likewise
                 self._hand_error = exc
-            if self._handed == total or self._hand_error is not None:
+            if n == total or self._hand_error is not None:
                 self._all_handed.set()
 
     def _runnable(self) -> list[BatchItem]:

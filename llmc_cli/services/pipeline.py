@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import TYPE_CHECKING
 
 from llmc_cli import audit, interrupts, policy
@@ -209,19 +210,19 @@ class Pipeline:
             authorized,
             "tools/call",
             None,  # "the result of TOOL", made only for a message that says it
-            lambda: self._session(call.server).call_tool(call.tool, call.arguments, timeout=timeout, meta=meta),
+            partial(self._call_tool, call, timeout, meta),  # (no closure: its cells are made at every call)
             cache,
         )
 
-    def _session(self, server: str) -> ClientSession:
-        """The catalog's session of `server` (a batch's: found once)."""
+    def _call_tool(self, call: ToolCall, timeout: float | None, meta: JSONObject | None) -> JSONObject:
+        """The call, on the catalog's session of its server (a batch's: found once)."""
         held = self._sessions
-        if held is None:
-            return self.catalog.session(server)
-        session = held.get(server)
+        session = held.get(call.server) if held is not None else None
         if session is None:
-            session = held[server] = self.catalog.session(server)
-        return session
+            session = self.catalog.session(call.server)
+            if held is not None:
+                held[call.server] = session
+        return session.call_tool(call.tool, call.arguments, timeout=timeout, meta=meta)
 
     def give_up(self, authorized: Authorization, outcome: str, reason: str) -> None:
         """The outcome record of a decided call that will not run, or whose run broke."""
