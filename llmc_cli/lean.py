@@ -14,6 +14,7 @@ import collections
 import dataclasses
 import gc
 import json
+import re  # (model.py's import: no start-up cost of its own)
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import _FIELD_CLASSVAR as _CLASSVAR  # type: ignore[attr-defined]  # the stdlib's field kinds
@@ -398,3 +399,51 @@ def collector_paused() -> Iterator[None]:
     finally:
         gc.freeze()
         gc.enable()
+
+
+# C0 controls but tab and newline (ESC starts CSI/OSC sequences, CR overwrites a line), DEL, C1
+# controls (U+009B is a one-character CSI, U+009D an OSC), bidi embeddings, overrides, isolates and
+# marks (they reorder what is shown: "Trojan Source"), line/paragraph separators, and lone
+# surrogates (they cannot be encoded, so printing one would crash).
+# The pattern's text: re compiles (and caches) it at the first clean(), not at import.
+_UNSAFE = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+
+
+def clean(text: str) -> str:
+    """Text from a server or a model, safe to show on a terminal: every control character is
+    replaced by a visible escape (ESC becomes the four characters \\x1b); tab and newline stay."""
+    return re.sub(_UNSAFE, _escape, text)
+
+
+def clean_line(text: str) -> str:
+    """clean(text) on one line: a newline in it (a server's error or tool name) is shown as \\n,
+    so no text from a server can start a line of its own ("llmc: ..." that llmc never said)."""
+    return clean(text).replace("\n", "\\n")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def nesting_depth(value: object, stop_at: int) -> int:
+    """How deep JSON-like data nests (a scalar is 0, [] and {} are 1), counted without recursion;
+    counting stops at `stop_at`. Level by level: a batch checks every line and every reply."""
+    deepest = 0
+    level: list[object] = [value]
+    while True:
+        below: list[object] = []
+        nested = False
+        for item in level:
+            if isinstance(item, dict):
+                nested = True
+                below.extend(item.values())
+            elif isinstance(item, (list, tuple)):
+                nested = True
+                below.extend(item)
+        if not nested:
+            return deepest
+        deepest += 1
+        if deepest >= stop_at:
+            return deepest
+        level = below

@@ -13,12 +13,15 @@ from typing import Any, Literal, TypeAlias, get_args
 from urllib.parse import urlsplit, urlunsplit
 
 from llmc_cli.lean import NamedTuple as NamedTuple
+from llmc_cli.lean import clean as clean
+from llmc_cli.lean import clean_line as clean_line
 from llmc_cli.lean import collector_paused as collector_paused
 from llmc_cli.lean import dataclass as dataclass
 from llmc_cli.lean import expect_hashing as expect_hashing
 from llmc_cli.lean import hmac_sha256 as hmac_sha256
 from llmc_cli.lean import json_encoder as _encoder
 from llmc_cli.lean import json_loads as json_loads
+from llmc_cli.lean import nesting_depth as nesting_depth
 from llmc_cli.lean import sha256 as sha256
 from llmc_cli.lean import sha256_hex as sha256_hex
 from llmc_cli.lean import sha256_of as sha256_of
@@ -104,6 +107,30 @@ def _fast_bytes(plain: Callable[[object], str]) -> Callable[[object, object], by
     return encode
 
 
+def _fast_line(plain: Callable[[object], str]) -> Callable[[object], bytes]:
+    """compact_json_line on orjson (see above): its bytes with the newline orjson appends, where
+    _fast's test on their text passes (that text is not encoded again); `plain`'s otherwise.
+    (On the text: bytes.find parses its arguments as a tuple, ~2,000 instructions a search.)"""
+    found = _orjson(False)
+    if found is None:
+        return _compact_line
+    dumps, refused, option, _ = found
+    option |= 1024  # orjson.OPT_APPEND_NEWLINE
+    small_exponent = re.compile(_SMALL_EXPONENT).search
+
+    def encode(value: object) -> bytes:
+        try:
+            out = dumps(value, default=_refuse, option=option)
+            text = out.decode("utf-8")
+            if "null" not in text and "0.0000" not in text and ("e-" not in text or small_exponent(text) is None):
+                return out
+        except refused:
+            pass
+        return (plain(value) + "\n").encode("utf-8")
+
+    return encode
+
+
 EVERYTHING: Any = object()  # canonical_json_bytes's `foreign` by default: the whole value is checked
 _SCALARS = frozenset({str, int, bool, type(None)})  # values that are never a float, nor hold one
 
@@ -135,10 +162,11 @@ FAST_LOADS: tuple[Callable[[bytes], Any], bytes] | None = None
 
 def _counting(plain: Callable[[object], str]) -> Callable[[object], str]:
     def encode(value: object) -> str:
-        global _encoded, _COMPACT, _CANONICAL, _CANONICAL_BYTES, FAST_LOADS
+        global _encoded, _COMPACT, _CANONICAL, _CANONICAL_BYTES, _COMPACT_LINE, FAST_LOADS
         _encoded += 1
         if _encoded == _FAST_AFTER:
             _COMPACT, _CANONICAL = _fast(_STDLIB_COMPACT, False), _fast(_STDLIB_CANONICAL, True)
+            _COMPACT_LINE = _fast_line(_STDLIB_COMPACT)
             _CANONICAL_BYTES = _fast_bytes(_STDLIB_CANONICAL)
             found = _orjson(False)
             FAST_LOADS = None if found is None else (found[3], bytes.maketrans(b"123456789", b"000000000"))
@@ -151,7 +179,12 @@ def _canonical_bytes(value: object, foreign: object = EVERYTHING) -> bytes:
     return _CANONICAL(value).encode("utf-8")  # json's text: a process's first encodings (counted), or no orjson
 
 
+def _compact_line(value: object) -> bytes:
+    return (_COMPACT(value) + "\n").encode("utf-8")  # json's text: a process's first encodings (counted), or no orjson
+
+
 _COMPACT = _counting(_STDLIB_COMPACT)
+_COMPACT_LINE = _compact_line
 _CANONICAL = _counting(_STDLIB_CANONICAL)
 _CANONICAL_BYTES = _canonical_bytes
 
@@ -160,6 +193,11 @@ def compact_json(value: object) -> str:
     """One line of JSON, text as it is (not \\u-escaped): JSON-RPC on the wire, JSON Lines, the
     audit log, cache files."""
     return _COMPACT(value)
+
+
+def compact_json_line(value: object) -> bytes:
+    """compact_json(value) and a newline, as UTF-8: a JSON-RPC message on a stdio server's input."""
+    return _COMPACT_LINE(value)
 
 
 def canonical_json(value: object) -> str:
@@ -427,29 +465,6 @@ def arguments_too_deep(arguments: object) -> bool:
     return nesting_depth(arguments, MAX_ARGUMENT_DEPTH + 1) > MAX_ARGUMENT_DEPTH
 
 
-def nesting_depth(value: object, stop_at: int = MAX_ARGUMENT_DEPTH + 1) -> int:
-    """How deep JSON-like data nests (a scalar is 0, [] and {} are 1), counted without recursion;
-    counting stops at `stop_at`. Level by level: a batch checks every line and every reply."""
-    deepest = 0
-    level: list[object] = [value]
-    while True:
-        below: list[object] = []
-        nested = False
-        for item in level:
-            if isinstance(item, dict):
-                nested = True
-                below.extend(item.values())
-            elif isinstance(item, (list, tuple)):
-                nested = True
-                below.extend(item)
-        if not nested:
-            return deepest
-        deepest += 1
-        if deepest >= stop_at:
-            return deepest
-        level = below
-
-
 def parse_json(text: str, max_depth: int | None = MAX_ARGUMENT_DEPTH, too_deep: str = ARGUMENTS_TOO_DEEP) -> JSON:
     """JSON that a person or a file supplied, nested at most `max_depth` deep (None: as deep as
     the parser goes). ValueError saying why for anything else: invalid JSON, or JSON nested so deep
@@ -473,28 +488,3 @@ def parse_json(text: str, max_depth: int | None = MAX_ARGUMENT_DEPTH, too_deep: 
     ):
         raise ValueError(too_deep)
     return value
-
-
-# C0 controls but tab and newline (ESC starts CSI/OSC sequences, CR overwrites a line), DEL, C1
-# controls (U+009B is a one-character CSI, U+009D an OSC), bidi embeddings, overrides, isolates and
-# marks (they reorder what is shown: "Trojan Source"), line/paragraph separators, and lone
-# surrogates (they cannot be encoded, so printing one would crash).
-# The pattern's text: re compiles (and caches) it at the first clean(), not at import.
-_UNSAFE = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
-
-
-def clean(text: str) -> str:
-    """Text from a server or a model, safe to show on a terminal: every control character is
-    replaced by a visible escape (ESC becomes the four characters \\x1b); tab and newline stay."""
-    return re.sub(_UNSAFE, _escape, text)
-
-
-def clean_line(text: str) -> str:
-    """clean(text) on one line: a newline in it (a server's error or tool name) is shown as \\n,
-    so no text from a server can start a line of its own ("llmc: ..." that llmc never said)."""
-    return clean(text).replace("\n", "\\n")
-
-
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"

@@ -229,3 +229,25 @@ def test_json_loads_reads_what_json_reads_and_refuses_alike() -> None:
         texts.append(text[:cut] + rnd.choice(["", " ", ",", "]", "}", '"', "\\", "x"]) + text[cut:])
     for text in texts:
         assert outcome(model.json_loads, text) == outcome(json.loads, text), text
+
+
+FAST_LINE = model._fast_line(model._STDLIB_COMPACT)
+
+
+def test_the_line_encoder_writes_json_s_text_and_a_newline_as_utf8() -> None:
+    """compact_json_line (a stdio server's input): the bytes of compact_json's text and a newline,
+    whatever orjson would write otherwise (floats, NaN, huge integers), and UnicodeEncodeError
+    for a lone surrogate, as encoding that text raised."""
+    rnd = random.Random(35)
+    values: list[Any] = [[f, {"x": -f}] for f in SPECIAL_FLOATS] + [{"n": i} for i in INTS]
+    for _ in range(4000):
+        values.append({k: value(rnd) for k in rnd.sample(KEYS, rnd.randrange(1, len(KEYS)))})
+        values.append(value(rnd))
+    for v in values:
+        try:
+            expected = (stdlib(v, False) + "\n").encode("utf-8")
+        except UnicodeEncodeError:
+            with pytest.raises(UnicodeEncodeError):
+                FAST_LINE(v)
+            continue
+        assert FAST_LINE(v) == expected, v

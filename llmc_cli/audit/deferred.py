@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import threading
+import time
 
-from llmc_cli.audit.records import AuditError, now_iso
+from llmc_cli.audit.records import AuditError, iso_times
 from llmc_cli.audit.trail import ChainedLog
 from llmc_cli.store.chain import AuditRecord
 
@@ -34,9 +35,10 @@ class Deferred:
         self.log = log
         log.lazy_anchor = True  # flush() syncs it, at least every second: one fsync per write, not three
         # The outcomes waiting and, apart, when each was recorded: the record is copied once,
-        # when it is sealed (trail.sealer), not also here to add its time.
+        # when it is sealed (trail.sealer), not also here to add its time; the time as
+        # time.time_ns() gives it, its text made for all of them when they are written.
         self.pending: list[AuditRecord] = []
-        self.times: list[str] = []
+        self.times: list[int] = []
         self.pending_results = 0  # the bytes of the results in `pending` (their resultBytes)
         self.lock = threading.Lock()  # held by a flush (the background thread's, the last one's)
         # Guards `pending` only, never held across a write: an outcome recorded while a write and
@@ -63,7 +65,7 @@ class Deferred:
         size = _result_bytes(record) if "result" in record else 0  # ([audit] results) no call for the rest
         with self.queue_lock:
             self.pending.append(record)
-            self.times.append(now_iso())
+            self.times.append(time.time_ns())
             self.pending_results += size
             full = len(self.pending) >= self.FLUSH_RECORDS or self.pending_results >= self.FLUSH_RESULT_BYTES
         if full and self.flusher.is_alive():
@@ -114,7 +116,7 @@ class Deferred:
         if not (pending or records):
             return False
         try:
-            self.log.append_many([*pending, *records], durable=durable, times=times)
+            self.log.append_many([*pending, *records], durable=durable, times=iso_times(times))
         except AuditError as exc:
             # The pending records stay: the next write (or the final flush) takes them.
             with self.queue_lock:

@@ -13,7 +13,17 @@ from llmc_cli.config.secrets import MASK, Masker, environment_secrets
 from llmc_cli.errors import ConfigError
 from llmc_cli.model import canonical_json, sha256
 
-__all__ = ["MASK", "AnchorDamaged", "AuditError", "identity", "mask_secrets", "now_iso", "record_hash", "secret_values"]
+__all__ = [
+    "MASK",
+    "AnchorDamaged",
+    "AuditError",
+    "identity",
+    "iso_times",
+    "mask_secrets",
+    "now_iso",
+    "record_hash",
+    "secret_values",
+]
 
 
 class AuditError(ConfigError):
@@ -50,6 +60,28 @@ def now_iso() -> str:
     text = _second[1] + end
     _last = (millis, text)
     return text
+
+
+def iso_times(nanos: list[int]) -> list[str]:
+    """now_iso's text of each time.time_ns() given, made in one go (audit.Deferred: a batch's
+    outcome records are stamped when recorded, their text made when they are written)."""
+    global _second
+    texts: list[str] = []
+    last, text = -1, ""
+    second, second_text = _second
+    for nanoseconds in nanos:
+        millis = nanoseconds // 1_000_000
+        if millis != last:
+            seconds, milli = divmod(millis, 1000)
+            if seconds != second:
+                second, second_text = seconds, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+            end = _ends[milli]
+            if end is None:
+                end = _ends[milli] = f".{milli:03d}Z"
+            last, text = millis, second_text + end
+        texts.append(text)
+    _second = (second, second_text)
+    return texts
 
 
 def identity() -> dict[str, Any]:

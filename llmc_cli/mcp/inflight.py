@@ -67,17 +67,21 @@ class Future(Generic[T]):
     itself, because concurrent.futures imports logging: ~5 ms of every command's start-up. The
     first outcome set wins; a later one (a reply racing the connection's end) is dropped."""
 
-    __slots__ = ("_callbacks", "_done", "_error", "_lock", "_value", "_waiters")
+    __slots__ = ("_callbacks", "_done", "_error", "_value", "_waiters")
+
+    # One lock for every future, not one made a future (a request each): it is held only to set
+    # or read a few fields, never while anything is called, so no future waits long on another's.
+    _lock = threading.Lock()
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
         self._done = False
         self._value: T | None = None
         self._error: BaseException | None = None
-        self._callbacks: list[Callable[[Future[T]], object]] = []
-        # A lock per waiting thread, released when the future is done: made only when a thread
-        # must wait (a caller that reads its own reply never does), not an Event per future.
-        self._waiters: list[threading.Lock] = []
+        # Tuples, new ones made only when a callback is added or a thread waits (a caller that
+        # reads its own reply never does): no two lists made and freed a request for nothing.
+        self._callbacks: tuple[Callable[[Future[T]], object], ...] = ()
+        # A lock per waiting thread, released when the future is done, not an Event per future.
+        self._waiters: tuple[threading.Lock, ...] = ()
 
     def done(self) -> bool:
         return self._done
@@ -94,8 +98,8 @@ class Future(Generic[T]):
                 return
             self._value, self._error = value, error
             self._done = True
-            callbacks, self._callbacks = self._callbacks, []
-            waiters, self._waiters = self._waiters, []
+            callbacks, waiters = self._callbacks, self._waiters
+            self._callbacks = self._waiters = ()
         for waiter in waiters:
             waiter.release()
         for callback in callbacks:
@@ -105,7 +109,7 @@ class Future(Generic[T]):
         """Called with the future once it is done: at once when it is already."""
         with self._lock:
             if not self._done:
-                self._callbacks.append(callback)
+                self._callbacks = (*self._callbacks, callback)
                 return
         callback(self)
 
@@ -118,11 +122,10 @@ class Future(Generic[T]):
         with self._lock:
             if self._done:
                 return True
-            self._waiters.append(waiter)
+            self._waiters = (*self._waiters, waiter)
         if not waiter.acquire(timeout=-1 if timeout is None else max(timeout, 0.0)):
             with self._lock:
-                if waiter in self._waiters:
-                    self._waiters.remove(waiter)
+                self._waiters = tuple(w for w in self._waiters if w is not waiter)
         return self._done
 
     def result(self, timeout: float | None = None) -> T:
@@ -171,11 +174,13 @@ class InFlight:
         """Stop waiting for `request_id` (a late reply is then dropped)."""
         with self._lock:
             self._futures.pop(request_id, None)
-            self._standing.discard(request_id)
             self._activity.pop(request_id, None)
-            token = self._token_of.pop(request_id, None)
-            if token is not None and self._by_token.get(token) == request_id:
-                del self._by_token[token]
+            if self._standing:  # (most connections have none, nor callers' tokens: two calls less a request)
+                self._standing.discard(request_id)
+            if self._token_of:
+                token = self._token_of.pop(request_id, None)
+                if token is not None and self._by_token.get(token) == request_id:
+                    del self._by_token[token]
 
     def ids(self) -> list[int | str]:
         """Every request in flight, standing ones included (what a closing session cancels)."""
@@ -206,9 +211,9 @@ class InFlight:
         """Hand a reply to its waiter; False when nothing awaits its id (late after a timeout, a
         confused server: the caller judges it)."""
         rid = reply.get("id")
-        with self._lock:
-            # (a JSON true is no id 1, though Python's True == 1)
-            future = self._futures.get(rid) if isinstance(rid, (int, str)) and not isinstance(rid, bool) else None
+        # (a JSON true is no id 1, though Python's True == 1: by exact type, as JSON makes them;
+        # one dict read, atomic: no lock around it)
+        future = self._futures.get(rid) if type(rid) is int or type(rid) is str else None
         if future is not None and not future._done:  # done() and set_result(), two calls less a reply
             future._settle(reply, None)
         return future is not None
@@ -275,8 +280,7 @@ class InFlight:
                 if future._error is not None:
                     raise future._error
                 return future._value  # type: ignore[return-value]  # done without an error: the reply
-            with self._lock:
-                last = self._activity.get(request_id, started)
+            last = self._activity.get(request_id, started)  # (one dict read: atomic, no lock around it)
             # (conditional expressions, not min(): ~700 instructions a call of it, three a reply)
             due = last + timeout
             remaining = (due if due < hard_deadline else hard_deadline) - time.monotonic()

@@ -51,6 +51,7 @@ class ClientSession:
         self, transport: Transport, *, name: str = "server", timeout: float = 60.0, hooks: ClientHooks | None = None
     ) -> None:
         self.transport = transport
+        self._pump = getattr(transport, "pump", None)  # stdio's: the caller reads its own reply (inflight.Pump)
         self.name = name
         self.timeout = timeout
         self.handshake_timeout: float | None = None  # initialize / server/discover (None: `timeout`)
@@ -327,7 +328,7 @@ class ClientSession:
             message: JSONObject = {"jsonrpc": "2.0", "id": request_id, "method": method}  # jsonrpc.request's
             if sent:
                 message["params"] = sent
-            if hasattr(self.transport, "pump"):  # stdio: send() only writes, never waits for the reply:
+            if self._pump is not None:  # stdio: send() only writes, never waits for the reply:
                 # no deadline to hand it (three thread-local lookups a call), no HTTP session to renew
                 self.transport.send(message)
             else:
@@ -393,7 +394,7 @@ class ClientSession:
         self, request_id: int, future: Future[JSONObject], method: str, timeout: float, started: float | None = None
     ) -> JSONObject:
         try:
-            message = self._inflight.wait(request_id, future, timeout, started, getattr(self.transport, "pump", None))
+            message = self._inflight.wait(request_id, future, timeout, started, self._pump)
         except DeadlinePassed:
             self._cancel(request_id, "timeout")
             raise TimeoutExpired(f"{self.name}: no reply to {method} within {timeout:g}s") from None

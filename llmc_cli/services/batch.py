@@ -248,26 +248,25 @@ class Batch:
     def _hand_on(self) -> None:
         """Hand every item whose predecessors are all handed to on_done, in input order, then
         on_wait. Never raises: what on_done raises ends the handing and is raised by run()."""
+        items, done, on_done = self.items, self.done, self.on_done  # (locals: read once an item, not per use)
+        total = len(items)
         with self._handing:
-            handed = self._handed
-            while self._handed < len(self.items) and self.done[self._handed] and self._hand_error is None:
-                if (
-                    interrupts.received
-                ):  # interrupted (requested(), without its call): the main thread reports it; nothing more is shown
+            handed = n = self._handed  # (n: self._handed, kept in step with it)
+            while n < total and done[n] and self._hand_error is None:
+                if interrupts.received:  # (requested(), without its call): the main thread reports it; nothing more is shown
                     return
-                item = self.items[self._handed]
-                self._handed += 1
+                self._handed = n = n + 1
                 try:
-                    if self.on_done is not None:
-                        self.on_done(item)
+                    if on_done is not None:
+                        on_done(items[n - 1])
                 except BaseException as exc:  # noqa: BLE001 - handed to the main thread
                     self._hand_error = exc
             try:
-                if self._handed > handed and self.on_wait is not None and self._hand_error is None:
+                if n > handed and self.on_wait is not None and self._hand_error is None:
                     self.on_wait()
             except BaseException as exc:  # noqa: BLE001 - likewise
                 self._hand_error = exc
-            if self._handed == len(self.items) or self._hand_error is not None:
+            if n == total or self._hand_error is not None:
                 self._all_handed.set()
 
     def _runnable(self) -> list[BatchItem]:

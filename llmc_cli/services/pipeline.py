@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import TYPE_CHECKING
 
 from llmc_cli import audit, interrupts, policy
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
     from llmc_cli.config.profiles import LoadedProfile
     from llmc_cli.config.secrets import Masker
+    from llmc_cli.mcp.session import ClientSession
     from llmc_cli.policy import Decision
     from llmc_cli.services.reads import Read
     from llmc_cli.store.chain import AuditRecord, AuditSink
@@ -72,6 +74,9 @@ class Pipeline:
         self._resolver: ToolResolver | None = None
         self._log: AuditSink | None = context.audit
         self._opened: ChainedLog | None = None  # the chain opened here (not handed in): released by close()
+        # A batch's sessions, each found once (grouped()): the catalog's lookup takes a lock and
+        # two calls a call. Only one it found: a server that cannot connect is asked each call.
+        self._sessions: dict[str, ClientSession] | None = None
 
     @property
     def profile(self) -> LoadedProfile:
@@ -90,6 +95,7 @@ class Pipeline:
 
         before = self._log
         chain = audit_log(self.context.state)
+        self._sessions = {}
         try:
             with audit.Deferred(chain) as trail:
                 self._log = trail
@@ -98,6 +104,7 @@ class Pipeline:
                 finally:
                     self._log = before
         finally:
+            self._sessions = None
             chain.release()
 
     def close(self) -> None:
@@ -203,9 +210,19 @@ class Pipeline:
             authorized,
             "tools/call",
             None,  # "the result of TOOL", made only for a message that says it
-            lambda: self.catalog.session(call.server).call_tool(call.tool, call.arguments, timeout=timeout, meta=meta),
+            partial(self._call_tool, call, timeout, meta),  # (no closure: its cells are made at every call)
             cache,
         )
+
+    def _call_tool(self, call: ToolCall, timeout: float | None, meta: JSONObject | None) -> JSONObject:
+        """The call, on the catalog's session of its server (a batch's: found once)."""
+        held = self._sessions
+        session = held.get(call.server) if held is not None else None
+        if session is None:
+            session = self.catalog.session(call.server)
+            if held is not None:
+                held[call.server] = session
+        return session.call_tool(call.tool, call.arguments, timeout=timeout, meta=meta)
 
     def give_up(self, authorized: Authorization, outcome: str, reason: str) -> None:
         """The outcome record of a decided call that will not run, or whose run broke."""

@@ -231,6 +231,37 @@ def test_a_records_time_is_what_datetime_gives(monkeypatch, nanos):
     assert now_iso() == expected.replace("+00:00", "Z") and now_iso() == now_iso()
 
 
+def test_a_deferred_records_time_is_its_recording_s_whenever_it_is_written(tmp_path, monkeypatch):
+    """audit.Deferred keeps each outcome's time.time_ns() and makes the text when it writes them
+    (records.iso_times): each record says when it was recorded, in now_iso's text, across
+    milliseconds and seconds, whatever the time of the write."""
+    from datetime import UTC, datetime, timedelta
+
+    from llmc_cli.audit import AuditLog
+    from llmc_cli.audit.deferred import Deferred
+    from llmc_cli.audit.records import iso_times, now_iso
+
+    stamps = [1_764_302_645_999_000_000, 1_764_302_645_999_400_000, 1_764_302_646_000_000_001, 1_764_302_646_123_456_789, 7]
+    clock = iter(stamps)
+    log = AuditLog(tmp_path / "audit.jsonl")
+    trail = Deferred(log)  # not entered: nothing writes in the background
+    monkeypatch.setattr("time.time_ns", lambda: next(clock))
+    for n in range(len(stamps)):
+        trail.record({"event": "outcome", "n": n}, before_action=False)
+    monkeypatch.setattr("time.time_ns", lambda: 2_000_000_000_000_000_000)  # written much later
+    trail.flush()
+    written = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+
+    def text(nanos: int) -> str:
+        moment = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=nanos // 1000)
+        return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    assert [r["time"] for r in written] == [text(t) for t in stamps]
+    for t in stamps:
+        monkeypatch.setattr("time.time_ns", lambda t=t: t)
+        assert iso_times([t]) == [now_iso()]
+
+
 INTERRUPTED_LEADER = """
 import json, os, signal, sys, threading
 from llmc_cli import interrupts

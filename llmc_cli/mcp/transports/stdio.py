@@ -43,7 +43,7 @@ from llmc_cli.mcp.transports.base import Closed, Deliver, max_message_bytes, too
 from llmc_cli.mcp.transports.child import child_environment, has_terminal
 from llmc_cli.mcp.transports.crash_lines import telling_line
 from llmc_cli.mcp.transports.ending import at_work, ended_within
-from llmc_cli.model import compact_json
+from llmc_cli.model import compact_json_line
 
 T = TypeVar("T")
 
@@ -150,6 +150,9 @@ class StdioTransport:
         self._limit = max_message_bytes()  # one message per line; a server that streams without newlines is broken
         self._deliver: Deliver | None = None
         self._closed: Closed | None = None
+        # What a caller reading its own reply waits on for its deadline: a poll object made once
+        # (select.select builds three lists and three fd_sets a read, twice the instructions).
+        self._ready: select.poll | None = None
 
     def spawn(self) -> None:
         """Start the server's process now, before start() reads it (once; start() adopts it): a
@@ -177,6 +180,9 @@ class StdioTransport:
     def start(self, deliver: Deliver, closed: Closed) -> None:
         self.spawn()
         self._deliver, self._closed = deliver, closed
+        assert self._proc is not None and self._proc.stdout is not None
+        self._ready = select.poll()
+        self._ready.register(self._proc.stdout.fileno(), select.POLLIN)
         for target in (self._read_stdout, self._read_stderr):
             t = threading.Thread(target=target, daemon=True, name=f"llmc-stdio-{target.__name__}")
             t.start()
@@ -221,7 +227,7 @@ class StdioTransport:
         proc = self._proc
         if proc is None or proc.stdin is None:
             raise ConnectionFailed("stdio transport is not started")
-        data = (compact_json(message) + "\n").encode("utf-8")  # jsonrpc.encode's, a call less
+        data = compact_json_line(message)  # jsonrpc.encode's and a newline, as bytes (no text made to be encoded)
         with self._write_lock:
             try:
                 proc.stdin.write(data)
@@ -316,10 +322,13 @@ class StdioTransport:
         except _Ended as end:
             self._end(end.error)
         finally:
-            with self._held:
-                self._reader = None
-                self._left = time.monotonic()  # the reader thread stays aside a while: no wake-up per call
-                if self._closing or not alone():  # others await replies: the reader thread reads for them
+            # Let go without the lock unless someone must be woken: the reader thread reads
+            # `_reader`, then `_left`, under the lock, and `_left` is set first here, so it never
+            # finds the caller gone with the time of an earlier read.
+            self._left = time.monotonic()  # the reader thread stays aside a while: no wake-up per call
+            self._reader = None
+            if self._closing or not alone():  # others await replies, or close() waits: the reader thread reads for them
+                with self._held:
                     self._aside = False
                     self._stream.notify_all()
         return True
@@ -373,19 +382,21 @@ class StdioTransport:
         """The next line of stdout (by the one thread reading it), None at `deadline`."""
         assert self._proc is not None and self._proc.stdout is not None
         while True:
-            end = self._buffer.find(b"\n")
-            if end >= 0:
-                if end + 1 > self._limit:
+            if self._buffer:  # (most reads are one whole line: nothing held before them)
+                end = self._buffer.find(b"\n")
+                if end >= 0:
+                    if end + 1 > self._limit:
+                        raise _Ended(too_large(self._limit, "a line"))
+                    line = bytes(self._buffer[:end])
+                    del self._buffer[: end + 1]
+                    return line
+                if len(self._buffer) > self._limit:
                     raise _Ended(too_large(self._limit, "a line"))
-                line = bytes(self._buffer[:end])
-                del self._buffer[: end + 1]
-                return line
-            if len(self._buffer) > self._limit:
-                raise _Ended(too_large(self._limit, "a line"))
-            fd = self._proc.stdout.fileno()
+            fd = self._proc.stdout.fileno()  # (ValueError once closed: never a number reused since)
             if deadline is not None:
                 wait = deadline - time.monotonic()
-                if wait <= 0 or not select.select([fd], [], [], wait)[0]:
+                # (the end of the stream, or a descriptor closed under it, is an event too: read, it says so)
+                if wait <= 0 or not self._ready.poll(wait * 1000):  # type: ignore[union-attr]  # started
                     return None
             try:
                 chunk = os.read(fd, READ_BYTES)
@@ -396,8 +407,10 @@ class StdioTransport:
                     line, self._buffer = bytes(self._buffer), bytearray()
                     return line
                 raise _Ended()
-            if not self._buffer and chunk.find(b"\n") == len(chunk) - 1 and len(chunk) <= self._limit:
-                return chunk[:-1]  # the usual read, one whole line: not through the buffer (three copies)
+            # The usual read, one whole line: not through the buffer (three copies). (Its newline
+            # last and no other, as integers: bytes.find parses its arguments, ~2,000 instructions.)
+            if not self._buffer and chunk[-1] == 10 and len(chunk) <= self._limit and 10 not in (line := chunk[:-1]):
+                return line
             self._buffer += chunk
 
     def _handle(self, raw: bytes) -> None:
