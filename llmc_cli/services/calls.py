@@ -24,11 +24,10 @@ from llmc_cli.model import (
     Tool,
     ToolCall,
     arguments_too_deep,
-    canonical_json,
-    hmac_sha256,
 )
 from llmc_cli.policy import Decision
 from llmc_cli.policy.approval import Approval, call_text
+from llmc_cli.services import routes
 from llmc_cli.services.invocation import Conclusions as Conclusions
 from llmc_cli.services.invocation import Invocation as Invocation
 
@@ -216,12 +215,13 @@ def authorize(
     `cleared`: the caller found no unstarted_denial of (call.server, call.tool) under this very
     invocation, so it is not asked again (a few thousand instructions a call): that answer
     depends on nothing but the invocation's profile and conclusions, which no stage changes.
-    The second cleared call of a tool makes its Route: what every later one concludes alike."""
+    The second cleared call of a tool makes its Route (services/routes.py): what every later one
+    concludes alike."""
     profile = invocation.profile
     if cleared and tool is not None:
         route = invocation.routes.get((call.server, call.tool))
-        if route is None or route.tool is not tool or route.policy is not profile.profile.policy:
-            route = _route(invocation, (call.server, call.tool), tool)
+        if route is None or not route.holds(invocation, tool):
+            route = routes.route_of(invocation, (call.server, call.tool), tool)
         if route is not None and route.decision is not None and (authorized := route.authorize(call)) is not None:
             return authorized
     try:
@@ -271,77 +271,6 @@ def authorize(
     if decision.action == "confirm":
         decision, approval = _confirm(invocation, call, tool, decision)
     return _authorization(invocation, call, decision, approval, tool.output_schema)
-
-
-class Route:
-    """What authorize concludes alike of every cleared call of one tool under one invocation, made
-    at its second call (a batch's thousand calls of a tool conclude it once): the policy's
-    decision where it reads nothing of the call (policy.decide's verdict of the tool, [guard]
-    descriptions = "hide" on top), and the audit record's fields but the call's own (arguments,
-    callHash), masked. Used while the tool and the policy are the very objects it was made of.
-    `decision` is None where each call is judged in full: an argument rule names the tool, it
-    needs a confirmation (the approvals read each call's hash), or the profile has a lock."""
-
-    __slots__ = ("base", "caller", "decision", "key", "masker", "output_schema", "policy", "qualified", "reason", "tool")
-
-    def __init__(self, invocation: Invocation, key: tuple[str, str], tool: Tool, decision: tuple[str, str, str] | None) -> None:
-        self.tool, self.policy, self.decision = tool, invocation.profile.profile.policy, decision
-        self.qualified = f"{key[0]}.{key[1]}"  # call.qualified_name
-        self.caller, self.key, self.masker = invocation.caller, invocation.approval_key, invocation.masker
-        self.base = _base(invocation, key[0], key[1], self.masker)
-        self.reason = self.masker(decision[2]) if decision is not None else None  # decision_record's
-        self.output_schema = tool.output_schema
-
-    def authorize(self, call: ToolCall) -> Authorization | None:
-        """authorize()'s Authorization of a call of this route; None for arguments it takes the
-        long way for: nested deep, holding a lone surrogate or a secret (its masker masks more)."""
-        arguments = call.arguments
-        try:
-            canonical = canonical_json({"tool": self.qualified, "arguments": arguments})  # call_text(call)
-        except RecursionError:
-            return None
-        if canonical.count("[") + canonical.count("{") > MAX_ARGUMENT_DEPTH:
-            return None
-        if not canonical.isascii() and LONE_SURROGATE.search(canonical) is not None:
-            return None
-        masker = self.masker
-        masked = masker.flat_arguments(arguments)
-        if masked is None:
-            if masker.with_arguments(arguments) is not masker:
-                return None
-            masked = masker(arguments)
-        digest = "hmac-sha256:" + hmac_sha256(self.key, canonical.encode("utf-8", "surrogatepass"))  # policy.call_hash's
-        action, rule, reason = self.decision  # type: ignore[misc]  # (authorize asks only when there is one)
-        telemetry.policy_decision(self.qualified, action, rule, self.caller)
-        base = self.base.copy()
-        base["arguments"], base["callHash"] = masked, digest
-        return Authorization(
-            call, Decision(action, rule, reason, digest), base, masker, None, None, self.output_schema, True, self.reason
-        )
-
-
-def _route(invocation: Invocation, key: tuple[str, str], tool: Tool) -> Route | None:
-    """The Route of (server, tool) under the invocation, kept: None at its first call (a gateway
-    host call's invocation makes one), and until the policy has judged the tool."""
-    routes = invocation.routes
-    if key not in routes:
-        routes[key] = None
-        return None
-    profile = invocation.profile.profile
-    known = invocation.verdicts.get((f"{key[0]}.{key[1]}", invocation.caller))
-    if known is None or known[0] is not tool or known[1] is not profile.policy:
-        return None
-    access, ruled, needs = known[2]
-    decision: tuple[str, str, str] | None = None
-    if access.action == "deny":
-        decision = (access.action, access.rule, access.reason)
-    elif not (ruled or needs is not None or profile.lock):
-        allowed = Decision("allow", access.rule, access.reason)
-        if profile.guard.descriptions == "hide":
-            allowed = _hidden(tool, allowed)
-        decision = (allowed.action, allowed.rule, allowed.reason)
-    route = routes[key] = Route(invocation, key, tool, decision)
-    return route
 
 
 def _hidden(tool: Tool, decision: Decision) -> Decision:

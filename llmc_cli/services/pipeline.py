@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING
 
 from llmc_cli import audit, interrupts, policy
 from llmc_cli.errors import Cancelled, ConfigError, InputRequired, LlmcError, PolicyDenied, ProtocolError, TimeoutExpired
-from llmc_cli.mcp.validation import check_structured, passes_quickly, validate_arguments
+from llmc_cli.mcp.validation import QuickCheck, check_structured, passes_quickly, quick_check, validate_arguments
 from llmc_cli.model import JSONObject, Tool, ToolCall, ToolResult, canonical_json_bytes, sha256
-from llmc_cli.services import calls
+from llmc_cli.services import calls, routes
 from llmc_cli.services.calls import Authorization, Conclusions, Invocation
 from llmc_cli.services.inspect import inspect, inspect_error
 from llmc_cli.services.reads import authorize_read
@@ -176,6 +176,18 @@ class Pipeline:
                 return
 
         validate_arguments(call.arguments, tool.input_schema, name)
+
+    def quick_check(self, tool: Tool, name: str) -> QuickCheck:
+        """validate's compiled subset check of the tool's arguments (`name`: its qualified name),
+        for a batch's many calls of it: check(arguments, name) True passes them, False leaves them to validate (which asks
+        it again, then jsonschema), UsageError for an unknown argument."""
+        return quick_check(tool.input_schema, name)
+
+    def settled_route(self, key: tuple[str, str], tool: Tool | None) -> routes.Route | None:
+        """The Route authorize takes for every later cleared call of (server, tool) `key` and
+        `tool` (services/routes.py), once made: its authorize(call) is authorize's, or None
+        for a call authorize takes the long way for."""
+        return routes.settled(self.context, key, tool)
 
     def authorize(self, call: ToolCall, tool: Tool | None = None, cleared: bool = False) -> Authorization:
         """The policy's decision (rules, lock, confirmation, approvals); nothing is written yet.
