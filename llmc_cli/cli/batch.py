@@ -15,6 +15,7 @@ from llmc_cli.cli.output import emit_lines, note
 from llmc_cli.cli.targets import Target
 from llmc_cli.errors import ExitCode, LlmcError, SkippedAfterFailure, UsageError
 from llmc_cli.model import JSON, MAX_ARGUMENT_DEPTH, JSONObject, parse_json
+from llmc_cli.model import _orjson as _orjson
 from llmc_cli.policy.approval import with_hint
 
 if TYPE_CHECKING:
@@ -83,14 +84,10 @@ def fast_loads(text: str, lines: int) -> Callable[[str], Any] | None:
     Infinity, 1e400, a lone surrogate's escape) json reads or refuses (read_lines). None: json."""
     if lines < FAST_LINES:
         return None
-    try:
-        import orjson
-    except ImportError:
-        return None
     if text.encode("utf-8", "surrogatepass").translate(_DIGITS_TO_ZERO).find(_NINETEEN_ZEROS) >= 0:
         return None
-    loads: Callable[[str], Any] = orjson.loads
-    return loads
+    found = _orjson(False)  # model's one import of orjson (where its encoders take it up)
+    return None if found is None else found[3]  # type: ignore[return-value]  # (orjson's loads reads str too)
 
 
 _DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, cast
 from llmc_cli import audit, interrupts, policy, telemetry
 from llmc_cli.catalog import Catalog
 from llmc_cli.config.profiles import lock_path
-from llmc_cli.config.secrets import Masker, masked_identity
-from llmc_cli.errors import ConfigError, LlmcError, PolicyDenied, RpcError, UsageError
+from llmc_cli.config.secrets import Masker
+from llmc_cli.errors import ConfigError, LlmcError, RpcError, UsageError
 from llmc_cli.guard import clearance
 from llmc_cli.mcp.jsonrpc import LONE_SURROGATE, has_lone_surrogate
 from llmc_cli.model import (
@@ -30,55 +30,14 @@ from llmc_cli.policy.approval import Approval, call_text
 from llmc_cli.services import routes
 from llmc_cli.services.invocation import Conclusions as Conclusions
 from llmc_cli.services.invocation import Invocation as Invocation
+from llmc_cli.services.routes import NOT_FREE_TEXT, hidden, record_base
+from llmc_cli.services.routes import Authorization as Authorization
+from llmc_cli.services.routes import decision_records as decision_records
+from llmc_cli.services.routes import masked as masked
 
 if TYPE_CHECKING:
-    from llmc_cli.services.reads import Read
     from llmc_cli.store.chain import AuditRecord, AuditSink
     from llmc_cli.store.results import ResultCache
-
-
-class Authorization:
-    """A call (or a read) the policy has decided on, with the fields every audit record of it
-    carries: `masker`, the invocation's and the values of this call's secret-looking arguments;
-    `opened`, its entry in OPEN_CALLS once an allow decision is on disk; `approval`, for a
-    confirmation nobody could give, what pre-approving the call takes. (A class with slots: no
-    dataclass to create at import.)"""
-
-    __slots__ = ("approval", "base", "call", "decision", "durable_at", "masker", "opened", "output_schema", "reason")
-
-    def __init__(
-        self,
-        call: ToolCall | Read,
-        decision: Decision,
-        base: AuditRecord,
-        masker: Masker,
-        opened: int | None = None,
-        approval: Approval | None = None,
-        output_schema: JSONObject | None = None,
-        base_masked: bool = False,
-        reason: str | None = None,
-    ) -> None:
-        self.call = call
-        self.decision = decision
-        # masked once (here, unless the caller built it masked): every record of the call starts with it
-        self.base = base if base_masked else masked(base, masker)
-        self.masker = masker
-        self.opened = opened
-        self.approval = approval
-        self.output_schema = output_schema  # the tool's, that its result is checked against
-        self.durable_at = 0  # the audit log's mark to settle before anything of this call is shown (Pipeline.decide)
-        self.reason = reason  # the decision's reason masked by `masker`, when the caller has it (a Route's)
-
-    def denied(self) -> PolicyDenied:
-        """The error of a call the policy denied (the approval it would need attached)."""
-        d = self.decision
-        error = PolicyDenied(f"denied: {d.reason} [{d.rule}]", rule=d.rule, callHash=d.call_hash)
-        error.approval = self.approval
-        return error
-
-    def decision_record(self) -> AuditRecord:
-        """The decision's audit record, masked (the base fields were when the call was decided)."""
-        return decision_records([self])[0]
 
 
 class OpenCalls:
@@ -134,33 +93,6 @@ class OpenCalls:
 
 OPEN_CALLS = OpenCalls()
 
-# Record fields llmc writes itself (names, verdicts, numbers, hashes): never text a server or a
-# person chose, and kept readable even where a short secret happens to equal one of them.
-# "arguments" and "result" are masked where they are built, with the same masker.
-_NOT_FREE_TEXT = frozenset(
-    {
-        "time",
-        "event",
-        "decision",
-        "outcome",
-        "rule",
-        "profile",
-        "server",
-        "tool",
-        "command",
-        "conversation",
-        "user",
-        "host",
-        "pid",
-        "durationMs",
-        "resultBytes",
-        "callHash",
-        "resultSha256",
-        "arguments",
-        "result",
-    }
-)
-
 
 def with_base(base: AuditRecord, event: str, record: AuditRecord, masker: Masker) -> AuditRecord:
     """A call's record of `event`: its base fields (masked already, Authorization) and `record`'s,
@@ -168,33 +100,8 @@ def with_base(base: AuditRecord, event: str, record: AuditRecord, masker: Masker
     out: dict[str, object] = base.copy()  # type: ignore[assignment]  # (dict(base) is a type's call: ~700 instructions more)
     out["event"] = event  # (where {"event": event, **record} put it, without that dict)
     for k, v in record.items():
-        out[k] = masker.text(v) if k == "tool" and isinstance(v, str) else v if k in _NOT_FREE_TEXT else masker(v)
+        out[k] = masker.text(v) if k == "tool" and isinstance(v, str) else v if k in NOT_FREE_TEXT else masker(v)
     return out  # type: ignore[return-value]  # (no typing.cast: a call per record)
-
-
-def masked(record: AuditRecord, masker: Masker) -> AuditRecord:
-    """Secret values masked in every free-text field (a reason or an error message may quote an
-    argument or the environment), before the record is hashed into the chain."""
-    out: AuditRecord = {  # type: ignore[assignment]
-        k: v if k in _NOT_FREE_TEXT else masked_identity(v, masker) if k == "client" else masker(v) for k, v in record.items()
-    }
-    tool = out.get("tool")
-    if isinstance(tool, str):  # a server names its tools: a name may carry a secret it was given
-        out["tool"] = masker.text(tool)
-    return out
-
-
-def decision_records(authorizations: list[Authorization]) -> list[AuditRecord]:
-    """Each decision's audit record, masked (the base fields were when the call was decided), in
-    one loop (no call a record)."""
-    records: list[AuditRecord] = []
-    for a in authorizations:
-        d = a.decision
-        out = dict(a.base)  # with_base's record, its fields known: only the reason is free text
-        reason = a.reason if a.reason is not None else a.masker(d.reason)
-        out["event"], out["decision"], out["rule"], out["reason"] = "decision", d.action, d.rule, reason
-        records.append(out)  # type: ignore[arg-type]  # (no typing.cast: a call per record)
-    return records
 
 
 def record_decisions(log: AuditSink, invocation: Invocation, authorizations: list[Authorization]) -> None:
@@ -258,7 +165,7 @@ def authorize(
             verdicts=invocation.verdicts,
         )
     if decision.action != "deny" and profile.profile.guard.descriptions == "hide":
-        decision = _hidden(tool, decision)
+        decision = hidden(tool, decision)
     if profile.profile.lock and decision.action != "deny":
         # A denied tool is denied (exit 4), whatever the lock says: `tools lock` pins only
         # the tools the policy allows, so asking the lock first would demand a re-lock that
@@ -271,17 +178,6 @@ def authorize(
     if decision.action == "confirm":
         decision, approval = _confirm(invocation, call, tool, decision)
     return _authorization(invocation, call, decision, approval, tool.output_schema)
-
-
-def _hidden(tool: Tool, decision: Decision) -> Decision:
-    """[guard] descriptions = "hide": a tool whose own metadata has a high finding is refused."""
-    from llmc_cli.guard.scan import flagged
-
-    rules = flagged([tool]).get(tool.qualified_name)
-    if not rules:
-        return decision
-    reason = f"the metadata of {tool.qualified_name} addresses the model ({', '.join(rules)}): see llmc tools scan"
-    return policy.Decision("deny", f"guard.descriptions: {rules[0]}", reason, decision.call_hash)
 
 
 def clearance_denial(invocation: Invocation, server: str, call_hash: str | None = None) -> Decision | None:
@@ -306,25 +202,11 @@ def _authorization(
 ) -> Authorization:
     telemetry.policy_decision(call.qualified_name, decision.action, decision.rule, invocation.caller)
     masker = invocation.masker.with_arguments(call.arguments)
-    base = _base(invocation, call.server, call.tool, masker)
+    base = record_base(invocation, call.server, call.tool, masker)
     base["arguments"] = masker(call.arguments)
     if decision.call_hash is not None:
         base["callHash"] = decision.call_hash
     return Authorization(call, decision, base, masker, None, approval, output_schema, True)
-
-
-def _base(invocation: Invocation, server: str, tool: str, masker: Masker) -> AuditRecord:
-    """The base fields of a call's records but its arguments and callHash, as masked() would make
-    them, in one dict of the fields that have a value (identity() is a fresh one): the client and
-    the tool's name as masked() masks them, every other field one of _NOT_FREE_TEXT (as it is)."""
-    base: AuditRecord = audit.identity()  # type: ignore[assignment]
-    base["profile"], base["command"] = invocation.profile.name, invocation.command
-    if invocation.conversation_id is not None:
-        base["conversation"] = invocation.conversation_id
-    if invocation.client is not None:
-        base["client"] = masked_identity(invocation.client, masker)  # type: ignore[typeddict-item]
-    base["server"], base["tool"] = server, masker.text(tool) if isinstance(tool, str) else tool
-    return base
 
 
 class CacheEntry(NamedTuple):
@@ -390,7 +272,7 @@ def cache_for(catalog: Catalog, invocation: Invocation, authorized: Authorizatio
 
 def close_call(log: AuditSink, authorized: Authorization, record: AuditRecord, own: bool = False) -> None:
     """The one outcome record of a decided call, unless an interruption recorded it already.
-    `own`: every field of `record` is one llmc writes itself (_NOT_FREE_TEXT's, masked where
+    `own`: every field of `record` is one llmc writes itself (NOT_FREE_TEXT's, masked where
     made): added to the base as they are, not each asked (a batch's every call)."""
     if OPEN_CALLS.close(authorized.opened):
         if own:
