@@ -170,6 +170,9 @@ class Batch:
         for item in self.items:
             name = item.name
             if name is None or item.error is not None:
+                if item.call is not None and item.error is None:  # an item its maker routed (the call given)
+                    key = (item.call.server, item.call.tool)
+                    routed.append((item, lanes[key] if key in lanes else lanes.setdefault(key, _Lane(key))))
                 continue
             lane = names.get(name)
             if lane is None:

@@ -181,3 +181,22 @@ def test_a_long_batch_reads_its_lines_as_json_does(isolated_dirs: Path) -> None:
         want = [json.loads(line)["id"] for line in text.splitlines()]
         assert len(got) == len(want)
         assert [repr(i) for i in got] == [repr(i) for i in want]  # types too: 1e400 is inf in both, NaN is nan
+
+
+def test_an_item_given_its_call_is_decided_and_run(isolated_dirs: Path) -> None:
+    """A BatchItem made with its call (routed by its maker, no name to route) is decided and run
+    like a line's: the batch's lanes take it in, none is left without a decision."""
+    write_profile(isolated_dirs)
+    profile = load_profile(str(isolated_dirs / "config" / "profiles" / "default.toml"))
+    with services.open_catalog(profile) as catalog:
+        pipeline = services.open_calls(catalog, profile, command="batch", assume_yes=True)
+        items = [
+            services.BatchItem(0, 0, "a.echo", {"message": "named"}),
+            services.BatchItem(1, 1, call=ToolCall("a", "echo", {"message": "given"})),
+            services.BatchItem(2, 2, call=ToolCall("a", "echo", {"message": "given again"})),
+        ]
+        services.run_batch(pipeline, items)
+        pipeline.close()
+    assert [item.error for item in items] == [None] * 3
+    assert ["given again" in item.result.text for item in items if item.result is not None] == [False, False, True]
+    assert [r["decision"] for r in audit_trail(isolated_dirs / "state") if r["event"] == "decision"] == ["allow"] * 3
