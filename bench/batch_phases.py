@@ -80,9 +80,11 @@ def run(argv: list[str]) -> None:
 
     wrapped(cli_batch, "read_lines", "1 read_lines")
     wrapped(batch.Batch, "_route", "2 route")
-    # validation and authorization are one loop over the calls (Batch._decide; before session
-    # 16, _validate then _authorize: "3 validate" and "4 authorize")
-    wrapped(batch.Batch, "_decide", "4 validate, authorize (with decide)")
+    if hasattr(batch.Batch, "_decide"):  # validation and authorization one loop over the calls (session 16)
+        wrapped(batch.Batch, "_decide", "4 validate, authorize (with decide)")
+    else:  # a tree from before
+        wrapped(batch.Batch, "_validate", "3 validate")
+        wrapped(batch.Batch, "_authorize", "4 authorize (with decide)")
     wrapped(pipeline.Pipeline, "decide", "5 decide: decision records")
     wrapped(batch.Batch, "run", "6 the calls, the outcome records")
     sys.argv = ["llmc", *argv]
