@@ -1,5 +1,5 @@
 """Instructions of `llmc call --batch` by phase, under callgrind: a dump at each of the batch's
-phases (reading the lines, routing, validating, authorizing, the decision records, then the calls
+phases (reading the lines, routing, validating and authorizing, the decision records, then the calls
 with the final flush of the outcome records, and the exit). Per call: the difference of two batch
 sizes. Needs valgrind, its headers (valgrind/callgrind.h) and a C compiler (the dump is a client
 request, made by a small library built on first use).
@@ -80,8 +80,11 @@ def run(argv: list[str]) -> None:
 
     wrapped(cli_batch, "read_lines", "1 read_lines")
     wrapped(batch.Batch, "_route", "2 route")
-    wrapped(batch.Batch, "_validate", "3 validate")
-    wrapped(batch.Batch, "_authorize", "4 authorize (with decide)")
+    if hasattr(batch.Batch, "_decide"):  # validation and authorization one loop over the calls (session 16)
+        wrapped(batch.Batch, "_decide", "4 validate, authorize (with decide)")
+    else:  # a tree from before
+        wrapped(batch.Batch, "_validate", "3 validate")
+        wrapped(batch.Batch, "_authorize", "4 authorize (with decide)")
     wrapped(pipeline.Pipeline, "decide", "5 decide: decision records")
     wrapped(batch.Batch, "run", "6 the calls, the outcome records")
     sys.argv = ["llmc", *argv]

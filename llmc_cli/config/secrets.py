@@ -45,6 +45,11 @@ def is_secret_name(name: str) -> bool:
     return False
 
 
+# Argument names is_secret_name found no secret in (Masker.flat_scalars): a batch's calls repeat a
+# few names; a set's lookup, not the cached function's call. Bounded; only ever added to.
+_PLAIN_NAMES: set[str] = set()
+
+
 def shown_server(table: dict[str, Any]) -> dict[str, Any]:
     """A server table fit to print: literal values of secret-looking env/header names masked
     (${VAR} placeholders are not secrets and stay visible), and its URL's password and secret
@@ -163,6 +168,39 @@ class Masker:
             if key in out:
                 return None  # two keys masked alike (_masked_flat's case)
             out[key] = (MASK if v in whole else pattern.sub(MASK, v) if pattern is not None else v) if isinstance(v, str) else v
+        return out
+
+    def flat_scalars(self, arguments: object) -> dict[Any, Any] | None:
+        """flat_arguments(arguments) where every value is text, an integer, a boolean or null
+        (no float: the caller hashes them as they are encoded, model.canonical_json_bytes);
+        None for any other. Types asked by identity, not isinstance (JSON's values are exactly
+        these types; an isinstance of a tuple of three types was ~1,300 instructions), and each
+        key judged by is_secret_name once per process."""
+        if type(arguments) is not dict:
+            return None
+        whole, pattern, plain = self._whole, self._pattern, _PLAIN_NAMES
+        out: dict[Any, Any] = {}
+        for k, v in arguments.items():
+            if k not in plain:  # (a str: only a str is added)
+                if type(k) is not str or is_secret_name(k):
+                    return None  # a key that is no text, or a secret by name: with_arguments and the walk decide
+                if len(plain) < 4096:
+                    plain.add(k)
+            kind = type(v)
+            if kind is str:
+                if v in whole:
+                    v = MASK
+                elif pattern is not None:
+                    v = pattern.sub(MASK, v)
+            elif not (kind is int or kind is bool or v is None):
+                return None  # nested, or a float: flat_arguments and the caller's checks decide
+            if k in whole:
+                k = MASK
+            elif pattern is not None:
+                k = pattern.sub(MASK, k)
+            if k in out:
+                return None  # two keys masked alike (_masked_flat's case)
+            out[k] = v
         return out
 
     def text(self, value: str) -> str:

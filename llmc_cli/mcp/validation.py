@@ -157,52 +157,67 @@ def _first_missing(error: Any) -> str:
     return next((name for name in error.validator_value if name not in (error.instance or {})), "?")
 
 
+# passes_quickly of one schema: check(arguments, tool)
+QuickCheck = Callable[[Mapping[str, Any], str], bool]
+
+
 def passes_quickly(arguments: Mapping[str, Any], schema: Any, tool: str) -> bool:
     """The part of validate_arguments that needs no jsonschema: UsageError for an unknown
     argument it refuses; True when the arguments are valid (the compiled subset check passed,
     or there is no schema to check), False when jsonschema must decide. `llmc call` through a
     keeper asks its keeper only then."""
+    return quick_check(schema, tool)(arguments, tool)
+
+
+def quick_check(schema: Any, tool: str) -> QuickCheck:
+    """passes_quickly for the arguments of many calls of one schema (a batch's of one tool):
+    check(arguments, tool) is passes_quickly(arguments, schema, tool), the schema read once."""
     if not isinstance(schema, dict):
-        return True
+        return _valid
     known = _QUICK.get(id(schema))
     if known is None or known[0] is not schema:
         known = _quick(schema, tool)
-    _, properties, forbid, required, fast = known
-    if properties:
-        for key in arguments:
-            if key not in properties:
-                hint = did_you_mean(key, properties)
-                if hint or forbid:
-                    raise UsageError(f"{tool}: unknown argument {key!r}{hint or ' (arguments: ' + ', '.join(properties) + ')'}")
-    if fast is None:
-        return False
-    # the arguments as checked: a null for an optional property left out (most have no null: no copy)
-    checked = (
-        arguments if None not in arguments.values() else {k: v for k, v in arguments.items() if v is not None or k in required}
-    )
-    return fast(checked, "") is None
+    return known[1]
+
+
+def _valid(arguments: Mapping[str, Any], tool: str) -> bool:
+    return True  # no schema to check
 
 
 # What passes_quickly reads of a schema, by the schema's identity (each entry holds the schema, so
-# its id is not reused while kept): (schema, its properties, additionalProperties is false, its
-# required names, SUBSET_CHECKS's check). A batch validates a thousand calls of one tool's schema.
-_Quick = tuple[dict[str, Any], dict[str, Any], bool, list[Any], "Check | None"]
-_QUICK: dict[int, _Quick] = {}
+# its id is not reused while kept): (schema, its check). A batch validates a thousand calls of
+# one tool's schema.
+_QUICK: dict[int, tuple[dict[str, Any], QuickCheck]] = {}
 _QUICK_MAX = 512
 
 
-def _quick(schema: dict[str, Any], tool: str) -> _Quick:
+def _quick(schema: dict[str, Any], tool: str) -> tuple[dict[str, Any], QuickCheck]:
     declared, required = schema.get("properties"), schema.get("required")
-    known: _Quick = (
-        schema,
-        declared if isinstance(declared, dict) else {},
-        schema.get("additionalProperties") is False,
-        required if isinstance(required, list) else [],
-        SUBSET_CHECKS.get(schema, tool),
-    )
+    properties: dict[str, Any] = declared if isinstance(declared, dict) else {}
+    needed: list[Any] = required if isinstance(required, list) else []
+    forbid = schema.get("additionalProperties") is False
+    fast = SUBSET_CHECKS.get(schema, tool)
+
+    def check(arguments: Mapping[str, Any], tool: str) -> bool:
+        if properties:
+            for key in arguments:
+                if key not in properties:
+                    hint = did_you_mean(key, properties)
+                    if hint or forbid:
+                        raise UsageError(
+                            f"{tool}: unknown argument {key!r}{hint or ' (arguments: ' + ', '.join(properties) + ')'}"
+                        )
+        if fast is None:
+            return False
+        # the arguments as checked: a null for an optional property left out (most have no null: no copy)
+        checked = (
+            arguments if None not in arguments.values() else {k: v for k, v in arguments.items() if v is not None or k in needed}
+        )
+        return fast(checked, "") is None
+
     if len(_QUICK) >= _QUICK_MAX:
         _QUICK.clear()  # schemas of listings gone: start afresh (a schema is compiled once anyway)
-    _QUICK[id(schema)] = known
+    known = _QUICK[id(schema)] = (schema, check)
     return known
 
 

@@ -15,41 +15,44 @@ from llmc_cli import interrupts
 from llmc_cli.errors import ExitCode, LlmcError, PolicyDenied, SkippedAfterFailure
 from llmc_cli.model import JSON, JSONObject, Tool, ToolCall, ToolResult, collector_paused, expect_hashing
 from llmc_cli.services.calls import unstarted_denial
+from llmc_cli.services.request import ToolRequest
 
 if TYPE_CHECKING:
+    from llmc_cli.mcp.validation import QuickCheck
     from llmc_cli.services.calls import Authorization
-    from llmc_cli.services.pipeline import Pipeline, ToolRequest
+    from llmc_cli.services.pipeline import Pipeline
+    from llmc_cli.services.routes import Route
 
 
 AUDIT_BYTES_PER_CALL = 800  # at least: a decision record and an outcome record, canonical JSON
 
 
 class BatchItem:
-    """One line of a batch: its id and request (None when the line could not be read), the call
-    once its name is routed, or the error. (A class with slots, not a dataclass: a batch makes
-    one a line, and reads its fields at every stage.)"""
+    """One line of a batch: its id, the tool it names and its arguments (None when the line could
+    not be read), the call once its name is routed, or the error. (A class with slots, not a
+    dataclass: a batch makes one a line, and reads its fields at every stage; no ToolRequest a
+    line: a name is routed once, ~3,000 instructions a line.)"""
 
-    __slots__ = ("call", "duration_ms", "error", "gave_up", "id", "index", "request", "result")
+    __slots__ = ("arguments", "call", "duration_ms", "error", "gave_up", "id", "index", "name", "result")
 
     def __init__(
         self,
         index: int,
         id: JSON,
-        request: ToolRequest | None = None,
+        name: str | None = None,
+        arguments: JSONObject | None = None,
         call: ToolCall | None = None,
         error: LlmcError | None = None,
-        result: ToolResult | None = None,
-        duration_ms: float | None = None,
-        gave_up: str | None = None,
     ) -> None:
         self.index = index
         self.id = id  # the line's own "id", echoed in its result
-        self.request = request
+        self.name = name  # SERVER.TOOL or a bare tool name, as the line gives it
+        self.arguments = arguments
         self.call = call
         self.error = error
-        self.result = result
-        self.duration_ms = duration_ms
-        self.gave_up = gave_up  # the outcome of a call that did not run to its end: skipped, internal_error
+        self.result: ToolResult | None = None
+        self.duration_ms: float | None = None
+        self.gave_up: str | None = None  # the outcome of a call that did not run to its end: skipped, internal_error
 
     @property
     def status(self) -> str:
@@ -119,7 +122,6 @@ class Batch:
         # nothing: only the main thread waits, on _all_handed). A flag is set before _hand_on
         # takes the lock that reads it, and never cleared.
         self.done = [False] * len(items)
-        self.tools: dict[int, Tool] = {}  # each validated call's tool, found once for its decision
         self.cleared: set[tuple[str, str]] = set()  # each (server, tool) no unstarted_denial refuses (run)
         self._handing = threading.Lock()  # one thread at a time hands items to on_done, in order
         self._handed = 0  # how many items on_done has had
@@ -148,97 +150,93 @@ class Batch:
 
     def _decide_all(self) -> None:
         """Every line routed, cleared, validated and decided; the decisions on disk."""
-        self._route()
+        routed, lanes = self._route()
         # a server above the caller's clearance, or a call denied by name: denied when decided,
-        # its server never started for it
+        # its server never started for it (each route judged once)
         context = self.pipeline.context
-        named = {(i.call.server, i.call.tool) for i in self.items if i.call is not None}  # each name judged once
-        self.cleared = {key for key in named if unstarted_denial(context, *key) is None}
+        self.cleared = {key for key in lanes if unstarted_denial(context, *key) is None}
         self.pipeline.catalog.pool.warm_up(sorted({server for server, _ in self.cleared}))
-        if self.validate:
-            self._validate()
-        self._authorize()
+        for lane in lanes.values():
+            self._prepare(lane)
+        self._decide(routed)
 
-    def _route(self) -> None:
+    def _route(self) -> tuple[list[tuple[BatchItem, _Lane]], dict[tuple[str, str], _Lane]]:
         """Each line's tool name to its server (the starting servers only those the batch names),
-        each name routed once."""
-        routes: dict[str, tuple[str, str]] = {}
+        each name routed once: the routed items with their route's lane, and the lanes."""
+        names: dict[str, _Lane] = {}
+        lanes: dict[tuple[str, str], _Lane] = {}  # two names of one tool (bare, qualified) share its lane
+        routed: list[tuple[BatchItem, _Lane]] = []
+        route_of = self.pipeline.route
         for item in self.items:
-            if item.request is None or item.error is not None:
+            name = item.name
+            if name is None or item.error is not None:
+                if item.call is not None and item.error is None:  # an item its maker routed (the call given)
+                    key = (item.call.server, item.call.tool)
+                    routed.append((item, lanes[key] if key in lanes else lanes.setdefault(key, _Lane(key))))
                 continue
-            try:
-                route = routes.get(item.request.name)
-                if route is None:
-                    route = routes[item.request.name] = self.pipeline.route(item.request)
-                server, name = route
-            except LlmcError as exc:
-                exc.message = f"line {item.index + 1}: {exc.message}"
-                item.error = exc
-                continue
-            item.call = ToolCall(server, name, item.request.arguments or {})
-
-    def _validate(self) -> None:
-        """Each call's arguments against its tool's schema, in this process (one import of the
-        validator for the whole batch). A tool that cannot be found is left to its call to report."""
-        found: dict[tuple[str, str], Tool | None] = {}  # each tool looked up once per batch, as each name is routed
-        names: dict[tuple[str, str], str] = {}  # each call.qualified_name, made once
-        validate = self.pipeline.validate
-        for item in self._runnable():
-            assert item.call is not None
-            key = (item.call.server, item.call.tool)
-            if key in found:
-                tool = found[key]
-            elif key not in self.cleared:
-                tool = found[key] = (
-                    None  # above the caller's clearance or denied by name: denied when decided, never started to look
-                )
-            else:
+            lane = names.get(name)
+            if lane is None:
                 try:
-                    tool = self.pipeline.catalog.find_tool(*key)
-                except LlmcError:
-                    tool = None  # a server that cannot list its tools: the call itself reports it
-                found[key] = tool
-            if tool is None:
-                continue  # likewise "no tool named ..."
-            self.tools[item.index] = tool
-            name = names.get(key)
-            if name is None:
-                name = names[key] = item.call.qualified_name
-            try:
-                validate(item.call, tool, here=True, name=name)
-            except LlmcError as exc:
-                exc.message = f"line {item.index + 1}: {exc.message}"
-                item.error = exc
+                    key = route_of(ToolRequest(name))
+                except LlmcError as exc:
+                    exc.message = f"line {item.index + 1}: {exc.message}"
+                    item.error = exc
+                    continue
+                lane = names[name] = lanes[key] if key in lanes else lanes.setdefault(key, _Lane(key))
+            item.call = ToolCall(lane.server, lane.tool_name, item.arguments or {})
+            routed.append((item, lane))
+        return routed, lanes
 
-    def _authorize(self) -> None:
-        """Every call decided, the decisions on disk in one write."""
-        runnable = self._runnable()
+    def _prepare(self, lane: _Lane) -> None:
+        """A route's tool (None: above the caller's clearance or denied by name, denied when
+        decided and never started to look; or a server that cannot list its tools, which the
+        call itself reports), its calls' qualified name and its schema's quick check."""
+        lane.cleared = lane.key in self.cleared
+        if not lane.cleared:
+            return
+        try:
+            lane.tool = self.pipeline.catalog.find_tool(*lane.key)
+        except LlmcError:
+            return
+        if lane.tool is not None and self.validate:
+            lane.check = self.pipeline.quick_check(lane.tool, lane.name)
+
+    def _decide(self, routed: list[tuple[BatchItem, _Lane]]) -> None:
+        """Each routed call validated (its arguments against its tool's schema, in this process:
+        one import of the validator for the whole batch; a tool that cannot be found is left to
+        its call to report) and decided, in input order; the decisions on disk in one write."""
         # Each call's two audit records (~500 bytes each) are hashed into the chain: a batch
         # that will hash past lean's switch to OpenSSL makes it before its HMACs, not midway.
-        expect_hashing(len(runnable) * AUDIT_BYTES_PER_CALL)
-        cleared, tools, authorize = self.cleared, self.tools, self.pipeline.authorize
-        found: dict[tuple[str, str], Tool | None] = {}  # unvalidated calls' tools, each looked up once
-        for item in runnable:
+        expect_hashing(len(routed) * AUDIT_BYTES_PER_CALL)
+        validate, authorize, authorized = self.pipeline.validate, self.pipeline.authorize, self.authorized
+        for item, lane in routed:
             call = item.call
             assert call is not None
-            key = (call.server, call.tool)
-            tool = tools.get(item.index)
-            if tool is None and key in cleared:
-                tool = found[key] if key in found else found.setdefault(key, self._find(key))
+            check = lane.check
+            if check is not None:
+                try:
+                    if not check(call.arguments, lane.name):
+                        validate(call, lane.tool, here=True, name=lane.name)  # type: ignore[arg-type]  # (checked: a tool's)
+                except LlmcError as exc:
+                    exc.message = f"line {item.index + 1}: {exc.message}"
+                    item.error = exc
+                    continue
+            # authorize's own Route (what it takes for the call), asked straight: the tool and
+            # the policy it holds for do not change between calls of one batch
+            route = lane.route
+            if route is not None and (decided := route.authorize(call)) is not None:
+                authorized[item.index] = decided
+                continue
             try:
-                # a route run() cleared is not asked again: between there and here only servers
-                # started and arguments were checked, neither of which an unstarted_denial reads
-                self.authorized[item.index] = authorize(call, tool, key in cleared)
+                # a route _decide_all cleared is not asked again: between there and here only
+                # servers started and arguments were checked, neither of which an unstarted_denial reads
+                authorized[item.index] = authorize(call, lane.tool, lane.cleared)
             except LlmcError as exc:
                 item.error = exc
-        self.pipeline.decide(list(self.authorized.values()))
-
-    def _find(self, key: tuple[str, str]) -> Tool | None:
-        """The tool of a cleared route (None: authorize looks it up and reports why it cannot)."""
-        try:
-            return self.pipeline.catalog.find_tool(*key)
-        except LlmcError:
-            return None
+                continue
+            if route is None and lane.cleared:
+                lane.route = self.pipeline.settled_route(lane.key, lane.tool)
+        self.pipeline.decide(list(authorized.values()))
 
     def _finish(self, item: BatchItem) -> None:
         """The item is done: it, and every later one done before it, go to on_done now."""
@@ -268,9 +266,6 @@ class Batch:
                 self._hand_error = exc
             if n == total or self._hand_error is not None:
                 self._all_handed.set()
-
-    def _runnable(self) -> list[BatchItem]:
-        return [item for item in self.items if item.call is not None and item.error is None]
 
     def _queues(self) -> dict[str, list[BatchItem]]:
         """The decided calls of each server, in input order; every other item is done now."""
@@ -370,6 +365,22 @@ class Batch:
             self._give_up(item, LlmcError(reason), "internal_error")
         except BaseException as error:  # noqa: BLE001 - the next items must still be marked done
             item.error = error if isinstance(error, LlmcError) else LlmcError(str(error))
+
+
+class _Lane:
+    """One route of a batch, (server, tool): what its calls share from routing to their decisions.
+    `route`: authorize's Route once it stands for every later call (Pipeline.settled_route)."""
+
+    __slots__ = ("check", "cleared", "key", "name", "route", "server", "tool", "tool_name")
+
+    def __init__(self, key: tuple[str, str]) -> None:
+        self.key = key
+        self.server, self.tool_name = key
+        self.name = f"{key[0]}.{key[1]}"  # its calls' qualified_name
+        self.cleared = False
+        self.tool: Tool | None = None
+        self.check: QuickCheck | None = None  # its schema's (validating calls of a tool found)
+        self.route: Route | None = None
 
 
 def run_batch(

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, cast
 from llmc_cli import audit, interrupts, policy, telemetry
 from llmc_cli.catalog import Catalog
 from llmc_cli.config.profiles import lock_path
-from llmc_cli.config.secrets import Masker, masked_identity
-from llmc_cli.errors import ConfigError, LlmcError, PolicyDenied, RpcError, UsageError
+from llmc_cli.config.secrets import Masker
+from llmc_cli.errors import ConfigError, LlmcError, RpcError, UsageError
 from llmc_cli.guard import clearance
 from llmc_cli.mcp.jsonrpc import LONE_SURROGATE, has_lone_surrogate
 from llmc_cli.model import (
@@ -24,62 +24,20 @@ from llmc_cli.model import (
     Tool,
     ToolCall,
     arguments_too_deep,
-    canonical_json,
-    hmac_sha256,
 )
 from llmc_cli.policy import Decision
 from llmc_cli.policy.approval import Approval, call_text
+from llmc_cli.services import routes
 from llmc_cli.services.invocation import Conclusions as Conclusions
 from llmc_cli.services.invocation import Invocation as Invocation
+from llmc_cli.services.routes import NOT_FREE_TEXT, hidden, record_base
+from llmc_cli.services.routes import Authorization as Authorization
+from llmc_cli.services.routes import decision_records as decision_records
+from llmc_cli.services.routes import masked as masked
 
 if TYPE_CHECKING:
-    from llmc_cli.services.reads import Read
     from llmc_cli.store.chain import AuditRecord, AuditSink
     from llmc_cli.store.results import ResultCache
-
-
-class Authorization:
-    """A call (or a read) the policy has decided on, with the fields every audit record of it
-    carries: `masker`, the invocation's and the values of this call's secret-looking arguments;
-    `opened`, its entry in OPEN_CALLS once an allow decision is on disk; `approval`, for a
-    confirmation nobody could give, what pre-approving the call takes. (A class with slots: no
-    dataclass to create at import.)"""
-
-    __slots__ = ("approval", "base", "call", "decision", "durable_at", "masker", "opened", "output_schema", "reason")
-
-    def __init__(
-        self,
-        call: ToolCall | Read,
-        decision: Decision,
-        base: AuditRecord,
-        masker: Masker,
-        opened: int | None = None,
-        approval: Approval | None = None,
-        output_schema: JSONObject | None = None,
-        base_masked: bool = False,
-        reason: str | None = None,
-    ) -> None:
-        self.call = call
-        self.decision = decision
-        # masked once (here, unless the caller built it masked): every record of the call starts with it
-        self.base = base if base_masked else masked(base, masker)
-        self.masker = masker
-        self.opened = opened
-        self.approval = approval
-        self.output_schema = output_schema  # the tool's, that its result is checked against
-        self.durable_at = 0  # the audit log's mark to settle before anything of this call is shown (Pipeline.decide)
-        self.reason = reason  # the decision's reason masked by `masker`, when the caller has it (a Route's)
-
-    def denied(self) -> PolicyDenied:
-        """The error of a call the policy denied (the approval it would need attached)."""
-        d = self.decision
-        error = PolicyDenied(f"denied: {d.reason} [{d.rule}]", rule=d.rule, callHash=d.call_hash)
-        error.approval = self.approval
-        return error
-
-    def decision_record(self) -> AuditRecord:
-        """The decision's audit record, masked (the base fields were when the call was decided)."""
-        return decision_records([self])[0]
 
 
 class OpenCalls:
@@ -135,33 +93,6 @@ class OpenCalls:
 
 OPEN_CALLS = OpenCalls()
 
-# Record fields llmc writes itself (names, verdicts, numbers, hashes): never text a server or a
-# person chose, and kept readable even where a short secret happens to equal one of them.
-# "arguments" and "result" are masked where they are built, with the same masker.
-_NOT_FREE_TEXT = frozenset(
-    {
-        "time",
-        "event",
-        "decision",
-        "outcome",
-        "rule",
-        "profile",
-        "server",
-        "tool",
-        "command",
-        "conversation",
-        "user",
-        "host",
-        "pid",
-        "durationMs",
-        "resultBytes",
-        "callHash",
-        "resultSha256",
-        "arguments",
-        "result",
-    }
-)
-
 
 def with_base(base: AuditRecord, event: str, record: AuditRecord, masker: Masker) -> AuditRecord:
     """A call's record of `event`: its base fields (masked already, Authorization) and `record`'s,
@@ -169,33 +100,8 @@ def with_base(base: AuditRecord, event: str, record: AuditRecord, masker: Masker
     out: dict[str, object] = base.copy()  # type: ignore[assignment]  # (dict(base) is a type's call: ~700 instructions more)
     out["event"] = event  # (where {"event": event, **record} put it, without that dict)
     for k, v in record.items():
-        out[k] = masker.text(v) if k == "tool" and isinstance(v, str) else v if k in _NOT_FREE_TEXT else masker(v)
+        out[k] = masker.text(v) if k == "tool" and isinstance(v, str) else v if k in NOT_FREE_TEXT else masker(v)
     return out  # type: ignore[return-value]  # (no typing.cast: a call per record)
-
-
-def masked(record: AuditRecord, masker: Masker) -> AuditRecord:
-    """Secret values masked in every free-text field (a reason or an error message may quote an
-    argument or the environment), before the record is hashed into the chain."""
-    out: AuditRecord = {  # type: ignore[assignment]
-        k: v if k in _NOT_FREE_TEXT else masked_identity(v, masker) if k == "client" else masker(v) for k, v in record.items()
-    }
-    tool = out.get("tool")
-    if isinstance(tool, str):  # a server names its tools: a name may carry a secret it was given
-        out["tool"] = masker.text(tool)
-    return out
-
-
-def decision_records(authorizations: list[Authorization]) -> list[AuditRecord]:
-    """Each decision's audit record, masked (the base fields were when the call was decided), in
-    one loop (no call a record)."""
-    records: list[AuditRecord] = []
-    for a in authorizations:
-        d = a.decision
-        out = dict(a.base)  # with_base's record, its fields known: only the reason is free text
-        reason = a.reason if a.reason is not None else a.masker(d.reason)
-        out["event"], out["decision"], out["rule"], out["reason"] = "decision", d.action, d.rule, reason
-        records.append(out)  # type: ignore[arg-type]  # (no typing.cast: a call per record)
-    return records
 
 
 def record_decisions(log: AuditSink, invocation: Invocation, authorizations: list[Authorization]) -> None:
@@ -216,12 +122,13 @@ def authorize(
     `cleared`: the caller found no unstarted_denial of (call.server, call.tool) under this very
     invocation, so it is not asked again (a few thousand instructions a call): that answer
     depends on nothing but the invocation's profile and conclusions, which no stage changes.
-    The second cleared call of a tool makes its Route: what every later one concludes alike."""
+    The second cleared call of a tool makes its Route (services/routes.py): what every later one
+    concludes alike."""
     profile = invocation.profile
     if cleared and tool is not None:
         route = invocation.routes.get((call.server, call.tool))
-        if route is None or route.tool is not tool or route.policy is not profile.profile.policy:
-            route = _route(invocation, (call.server, call.tool), tool)
+        if route is None or not route.holds(invocation, tool):
+            route = routes.route_of(invocation, (call.server, call.tool), tool)
         if route is not None and route.decision is not None and (authorized := route.authorize(call)) is not None:
             return authorized
     try:
@@ -258,7 +165,7 @@ def authorize(
             verdicts=invocation.verdicts,
         )
     if decision.action != "deny" and profile.profile.guard.descriptions == "hide":
-        decision = _hidden(tool, decision)
+        decision = hidden(tool, decision)
     if profile.profile.lock and decision.action != "deny":
         # A denied tool is denied (exit 4), whatever the lock says: `tools lock` pins only
         # the tools the policy allows, so asking the lock first would demand a re-lock that
@@ -271,88 +178,6 @@ def authorize(
     if decision.action == "confirm":
         decision, approval = _confirm(invocation, call, tool, decision)
     return _authorization(invocation, call, decision, approval, tool.output_schema)
-
-
-class Route:
-    """What authorize concludes alike of every cleared call of one tool under one invocation, made
-    at its second call (a batch's thousand calls of a tool conclude it once): the policy's
-    decision where it reads nothing of the call (policy.decide's verdict of the tool, [guard]
-    descriptions = "hide" on top), and the audit record's fields but the call's own (arguments,
-    callHash), masked. Used while the tool and the policy are the very objects it was made of.
-    `decision` is None where each call is judged in full: an argument rule names the tool, it
-    needs a confirmation (the approvals read each call's hash), or the profile has a lock."""
-
-    __slots__ = ("base", "caller", "decision", "key", "masker", "output_schema", "policy", "qualified", "reason", "tool")
-
-    def __init__(self, invocation: Invocation, key: tuple[str, str], tool: Tool, decision: tuple[str, str, str] | None) -> None:
-        self.tool, self.policy, self.decision = tool, invocation.profile.profile.policy, decision
-        self.qualified = f"{key[0]}.{key[1]}"  # call.qualified_name
-        self.caller, self.key, self.masker = invocation.caller, invocation.approval_key, invocation.masker
-        self.base = _base(invocation, key[0], key[1], self.masker)
-        self.reason = self.masker(decision[2]) if decision is not None else None  # decision_record's
-        self.output_schema = tool.output_schema
-
-    def authorize(self, call: ToolCall) -> Authorization | None:
-        """authorize()'s Authorization of a call of this route; None for arguments it takes the
-        long way for: nested deep, holding a lone surrogate or a secret (its masker masks more)."""
-        arguments = call.arguments
-        try:
-            canonical = canonical_json({"tool": self.qualified, "arguments": arguments})  # call_text(call)
-        except RecursionError:
-            return None
-        if canonical.count("[") + canonical.count("{") > MAX_ARGUMENT_DEPTH:
-            return None
-        if not canonical.isascii() and LONE_SURROGATE.search(canonical) is not None:
-            return None
-        masker = self.masker
-        masked = masker.flat_arguments(arguments)
-        if masked is None:
-            if masker.with_arguments(arguments) is not masker:
-                return None
-            masked = masker(arguments)
-        digest = "hmac-sha256:" + hmac_sha256(self.key, canonical.encode("utf-8", "surrogatepass"))  # policy.call_hash's
-        action, rule, reason = self.decision  # type: ignore[misc]  # (authorize asks only when there is one)
-        telemetry.policy_decision(self.qualified, action, rule, self.caller)
-        base = self.base.copy()
-        base["arguments"], base["callHash"] = masked, digest
-        return Authorization(
-            call, Decision(action, rule, reason, digest), base, masker, None, None, self.output_schema, True, self.reason
-        )
-
-
-def _route(invocation: Invocation, key: tuple[str, str], tool: Tool) -> Route | None:
-    """The Route of (server, tool) under the invocation, kept: None at its first call (a gateway
-    host call's invocation makes one), and until the policy has judged the tool."""
-    routes = invocation.routes
-    if key not in routes:
-        routes[key] = None
-        return None
-    profile = invocation.profile.profile
-    known = invocation.verdicts.get((f"{key[0]}.{key[1]}", invocation.caller))
-    if known is None or known[0] is not tool or known[1] is not profile.policy:
-        return None
-    access, ruled, needs = known[2]
-    decision: tuple[str, str, str] | None = None
-    if access.action == "deny":
-        decision = (access.action, access.rule, access.reason)
-    elif not (ruled or needs is not None or profile.lock):
-        allowed = Decision("allow", access.rule, access.reason)
-        if profile.guard.descriptions == "hide":
-            allowed = _hidden(tool, allowed)
-        decision = (allowed.action, allowed.rule, allowed.reason)
-    route = routes[key] = Route(invocation, key, tool, decision)
-    return route
-
-
-def _hidden(tool: Tool, decision: Decision) -> Decision:
-    """[guard] descriptions = "hide": a tool whose own metadata has a high finding is refused."""
-    from llmc_cli.guard.scan import flagged
-
-    rules = flagged([tool]).get(tool.qualified_name)
-    if not rules:
-        return decision
-    reason = f"the metadata of {tool.qualified_name} addresses the model ({', '.join(rules)}): see llmc tools scan"
-    return policy.Decision("deny", f"guard.descriptions: {rules[0]}", reason, decision.call_hash)
 
 
 def clearance_denial(invocation: Invocation, server: str, call_hash: str | None = None) -> Decision | None:
@@ -377,25 +202,11 @@ def _authorization(
 ) -> Authorization:
     telemetry.policy_decision(call.qualified_name, decision.action, decision.rule, invocation.caller)
     masker = invocation.masker.with_arguments(call.arguments)
-    base = _base(invocation, call.server, call.tool, masker)
+    base = record_base(invocation, call.server, call.tool, masker)
     base["arguments"] = masker(call.arguments)
     if decision.call_hash is not None:
         base["callHash"] = decision.call_hash
     return Authorization(call, decision, base, masker, None, approval, output_schema, True)
-
-
-def _base(invocation: Invocation, server: str, tool: str, masker: Masker) -> AuditRecord:
-    """The base fields of a call's records but its arguments and callHash, as masked() would make
-    them, in one dict of the fields that have a value (identity() is a fresh one): the client and
-    the tool's name as masked() masks them, every other field one of _NOT_FREE_TEXT (as it is)."""
-    base: AuditRecord = audit.identity()  # type: ignore[assignment]
-    base["profile"], base["command"] = invocation.profile.name, invocation.command
-    if invocation.conversation_id is not None:
-        base["conversation"] = invocation.conversation_id
-    if invocation.client is not None:
-        base["client"] = masked_identity(invocation.client, masker)  # type: ignore[typeddict-item]
-    base["server"], base["tool"] = server, masker.text(tool) if isinstance(tool, str) else tool
-    return base
 
 
 class CacheEntry(NamedTuple):
@@ -461,7 +272,7 @@ def cache_for(catalog: Catalog, invocation: Invocation, authorized: Authorizatio
 
 def close_call(log: AuditSink, authorized: Authorization, record: AuditRecord, own: bool = False) -> None:
     """The one outcome record of a decided call, unless an interruption recorded it already.
-    `own`: every field of `record` is one llmc writes itself (_NOT_FREE_TEXT's, masked where
+    `own`: every field of `record` is one llmc writes itself (NOT_FREE_TEXT's, masked where
     made): added to the base as they are, not each asked (a batch's every call)."""
     if OPEN_CALLS.close(authorized.opened):
         if own:

@@ -17,8 +17,8 @@ from llmc_cli.services import inspect as inspect_stage  # a module attribute: te
 if TYPE_CHECKING:
     from llmc_cli.config.profiles import LoadedProfile
     from llmc_cli.policy.rules import NameDenials
-    from llmc_cli.services.calls import Route
     from llmc_cli.services.inspect import Inspector
+    from llmc_cli.services.routes import Route
     from llmc_cli.store.chain import AuditSink
     from llmc_cli.store.state import State
 
@@ -106,7 +106,7 @@ class Invocation:
         self.conclusions = Conclusions() if conclusions is None else conclusions
         self.verdicts = self.conclusions.verdicts  # the policy's conclusions on this command's tools (policy.decide)
         self.cleared_servers = self.conclusions.cleared_servers  # whether cleared_for may use each server (clearance_denial)
-        # what authorize concludes alike of the calls of each (server, tool) (calls.Route; None: seen once)
+        # what authorize concludes alike of the calls of each (server, tool) (services/routes.py Route; None: seen once)
         self.routes: dict[tuple[str, str], Route | None] = {}
 
     @property

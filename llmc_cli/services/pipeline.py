@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING
 
 from llmc_cli import audit, interrupts, policy
 from llmc_cli.errors import Cancelled, ConfigError, InputRequired, LlmcError, PolicyDenied, ProtocolError, TimeoutExpired
-from llmc_cli.mcp.validation import check_structured, passes_quickly, validate_arguments
+from llmc_cli.mcp.validation import QuickCheck, check_structured, passes_quickly, quick_check, validate_arguments
 from llmc_cli.model import JSONObject, Tool, ToolCall, ToolResult, canonical_json_bytes, sha256
-from llmc_cli.services import calls
+from llmc_cli.services import calls, routes
 from llmc_cli.services.calls import Authorization, Conclusions, Invocation
 from llmc_cli.services.inspect import inspect, inspect_error
 from llmc_cli.services.reads import authorize_read
@@ -74,8 +74,7 @@ class Pipeline:
         self._resolver: ToolResolver | None = None
         self._log: AuditSink | None = context.audit
         self._opened: ChainedLog | None = None  # the chain opened here (not handed in): released by close()
-        # A batch's sessions, each found once (grouped()): the catalog's lookup takes a lock and
-        # two calls a call. Only one it found: a server that cannot connect is asked each call.
+        # A batch's sessions, each found once (grouped()); one that cannot connect is asked each call
         self._sessions: dict[str, ClientSession] | None = None
 
     @property
@@ -108,8 +107,7 @@ class Pipeline:
             chain.release()
 
     def close(self) -> None:
-        """The command is over: the audit chain this pipeline opened lets go of its files (a
-        sink the caller handed in is the caller's)."""
+        """The command is over: the audit chain opened here lets go of its files (not a sink handed in)."""
         if self._opened is not None:
             self._opened.release()
 
@@ -184,9 +182,16 @@ class Pipeline:
 
         validate_arguments(call.arguments, tool.input_schema, name)
 
+    def quick_check(self, tool: Tool, name: str) -> QuickCheck:
+        """validate's subset check compiled for a batch's many calls of `tool` (mcp/validation.py)."""
+        return quick_check(tool.input_schema, name)
+
+    def settled_route(self, key: tuple[str, str], tool: Tool | None) -> routes.Route | None:
+        """The Route authorize takes for every later cleared call of `key` once made (routes.py)."""
+        return routes.settled(self.context, key, tool)
+
     def authorize(self, call: ToolCall, tool: Tool | None = None, cleared: bool = False) -> Authorization:
-        """The policy's decision (rules, lock, confirmation, approvals); nothing is written yet.
-        `tool`: the call's tool when the caller found it already; `cleared`: calls.authorize's."""
+        """The policy's decision, nothing written yet (`tool`: found already; `cleared`: calls.authorize's)."""
         return calls.authorize(self.catalog, self.context, call, tool, cleared)
 
     def decide(self, authorizations: list[Authorization]) -> None:

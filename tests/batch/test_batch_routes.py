@@ -148,3 +148,55 @@ def test_a_tool_listed_anew_is_judged_anew(isolated_dirs: Path) -> None:
     assert [d.action for d in first] == ["allow"] * 3 and again.action == "allow"
     assert [(d.action, d.rule) for d in then] == [("deny", "read_only")] * 3
     assert len({d.call_hash for d in first}) == 3  # each call's own hash
+
+
+def test_a_float_argument_mid_batch_is_hashed_as_json_writes_it(isolated_dirs: Path) -> None:
+    """A Route hashes a call of text, integers, booleans and nulls as orjson encodes it; a float
+    (1e-07 in json's text, 1e-7 in orjson's) is hashed over json's text, as call_hash does: past
+    the process's 64th encoding, when the encoders are orjson's."""
+    write_profile(isolated_dirs)
+    calls = [("a.echo", {"message": str(n)}) for n in range(70)]
+    calls += [("a.echo", {"message": "f", "x": 1e-07}), ("a.echo", {"message": "g", "y": 0.5, "z": 10**20})]
+    _, _, decisions = batch(isolated_dirs, calls, "--no-validate")
+    hashes = [call_hash(ToolCall("a", tool[2:], arguments), KEY.encode()) for tool, arguments in calls]
+    assert [d["callHash"] for d in decisions] == hashes
+    assert decisions[70]["arguments"] == {"message": "f", "x": 1e-07}
+
+
+def test_a_long_batch_reads_its_lines_as_json_does(isolated_dirs: Path) -> None:
+    """Past 64 lines a batch reads them with orjson where its value is json's: an integer past
+    64 bits (orjson's float) anywhere sends every line to json; NaN, 1e400 and a lone
+    surrogate's escape (orjson refuses them) are read by json too."""
+    write_profile(isolated_dirs)
+    ids = [12345678901234567890123, 1.5e-07, -0.0, "\u00e9t\u00e9", 2**63, "x" * 30]
+    lines = [f'{{"id": {json.dumps(i)}, "tool": "a.echo", "arguments": {{"message": "m"}}}}' for i in ids]
+    lines += ['{"id": NaN, "tool": "a.echo", "arguments": {"message": "nan"}}']
+    lines += ['{"id": 1e400, "tool": "a.echo", "arguments": {"message": "inf"}}']
+    lines += ['{"id": "s\\ud800", "tool": "a.echo", "arguments": {"message": "sur"}}']
+    lines += [json.dumps({"id": n, "tool": "a.echo", "arguments": {"message": str(n)}}) for n in range(64)]
+    for text in ("\n".join(lines), "\n".join(lines[1:])):  # with the long integer, and without it
+        proc = llmc("call", "--batch", "-", stdin=text + "\n", env={"LLMC_APPROVAL_KEY": KEY})
+        assert proc.returncode == 0, proc.stderr
+        got = [json.loads(line)["id"] for line in proc.stdout.splitlines()]
+        want = [json.loads(line)["id"] for line in text.splitlines()]
+        assert len(got) == len(want)
+        assert [repr(i) for i in got] == [repr(i) for i in want]  # types too: 1e400 is inf in both, NaN is nan
+
+
+def test_an_item_given_its_call_is_decided_and_run(isolated_dirs: Path) -> None:
+    """A BatchItem made with its call (routed by its maker, no name to route) is decided and run
+    like a line's: the batch's lanes take it in, none is left without a decision."""
+    write_profile(isolated_dirs)
+    profile = load_profile(str(isolated_dirs / "config" / "profiles" / "default.toml"))
+    with services.open_catalog(profile) as catalog:
+        pipeline = services.open_calls(catalog, profile, command="batch", assume_yes=True)
+        items = [
+            services.BatchItem(0, 0, "a.echo", {"message": "named"}),
+            services.BatchItem(1, 1, call=ToolCall("a", "echo", {"message": "given"})),
+            services.BatchItem(2, 2, call=ToolCall("a", "echo", {"message": "given again"})),
+        ]
+        services.run_batch(pipeline, items)
+        pipeline.close()
+    assert [item.error for item in items] == [None] * 3
+    assert ["given again" in item.result.text for item in items if item.result is not None] == [False, False, True]
+    assert [r["decision"] for r in audit_trail(isolated_dirs / "state") if r["event"] == "decision"] == ["allow"] * 3

@@ -23,7 +23,6 @@ def test_an_interrupted_batch_worker_hands_its_pool_no_new_group(isolated_dirs: 
 
     from llmc_cli import interrupts, services
     from llmc_cli.config.profiles import load_profile
-    from llmc_cli.model import ToolCall
     from llmc_cli.services.batch import Batch, BatchItem
     from llmc_cli.services.calls import OPEN_CALLS
 
@@ -35,9 +34,9 @@ def test_an_interrupted_batch_worker_hands_its_pool_no_new_group(isolated_dirs: 
     profile = load_profile(str(path))
     with services.open_catalog(profile) as catalog:
         pipeline = services.open_calls(catalog, profile, command="call --batch")
-        items = [BatchItem(i, i, call=ToolCall("sdk", "echo", {"message": f"m{i}"})) for i in range(6)]
+        items = [BatchItem(i, i, "sdk.echo", {"message": f"m{i}"}) for i in range(6)]
         batch = Batch(pipeline, items, parallel=3)
-        batch._authorize()
+        batch._decide_all()  # routed, validated and decided: the decisions on disk
         try:
             interrupts._requested.set()  # what the main thread's handler does first
             interrupts._received.append(15)

@@ -103,8 +103,8 @@ def authorize_alone(pipeline: services.Pipeline, server: str, tool: str) -> str:
 def batch(validate: bool) -> Callable[[services.Pipeline, str, str], str]:
     def run(pipeline: services.Pipeline, server: str, tool: str) -> str:
         items = [
-            services.BatchItem(0, 1, request=services.ToolRequest("a.b", {"message": "m"})),
-            services.BatchItem(1, 2, request=services.ToolRequest(f"{server}.{tool}", {"message": "m"})),
+            services.BatchItem(0, 1, "a.b", {"message": "m"}),
+            services.BatchItem(1, 2, f"{server}.{tool}", {"message": "m"}),
         ]
         services.run_batch(pipeline, items, validate=validate)
         assert items[0].error is None and items[0].result is not None, items[0].error
