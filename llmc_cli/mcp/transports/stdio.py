@@ -146,6 +146,14 @@ class StdioTransport:
         self._left = 0.0  # when a caller last stopped reading (time.monotonic())
         self._ended = False  # stdout ended and `closed` was called
         self._buffer = bytearray()  # read from stdout, not yet a whole line
+        # poll(2), not select(2): select cannot watch a descriptor >= FD_SETSIZE (1024), which a
+        # server's pipe gets in a process holding many (the gateway's connections): a caller
+        # reading its own reply failed with "filedescriptor out of range in select()". Two
+        # objects, registered once: one for whoever reads (one thread at a time), one for the
+        # reader thread's look while it stands aside (a poll object is not shared between threads).
+        self._stdout_fd = -1
+        self._readable = select.poll()
+        self._unread_poll = select.poll()
         self._garbage = 0
         self._limit = max_message_bytes()  # one message per line; a server that streams without newlines is broken
         self._deliver: Deliver | None = None
@@ -177,6 +185,10 @@ class StdioTransport:
     def start(self, deliver: Deliver, closed: Closed) -> None:
         self.spawn()
         self._deliver, self._closed = deliver, closed
+        assert self._proc is not None and self._proc.stdout is not None
+        self._stdout_fd = self._proc.stdout.fileno()
+        self._readable.register(self._stdout_fd, select.POLLIN)
+        self._unread_poll.register(self._stdout_fd, select.POLLIN)
         for target in (self._read_stdout, self._read_stderr):
             t = threading.Thread(target=target, daemon=True, name=f"llmc-stdio-{target.__name__}")
             t.start()
@@ -365,13 +377,12 @@ class StdioTransport:
         if self._buffer:
             return True
         try:
-            return bool(select.select([self._proc.stdout.fileno()], [], [], 0)[0])  # type: ignore[union-attr]
-        except (OSError, ValueError):  # closed: reading says so
+            return bool(self._unread_poll.poll(0))  # data, its end (POLLHUP), or a closed descriptor
+        except (OSError, ValueError):  # reading says what
             return True
 
     def _line(self, deadline: float | None) -> bytes | None:
         """The next line of stdout (by the one thread reading it), None at `deadline`."""
-        assert self._proc is not None and self._proc.stdout is not None
         while True:
             end = self._buffer.find(b"\n")
             if end >= 0:
@@ -382,13 +393,13 @@ class StdioTransport:
                 return line
             if len(self._buffer) > self._limit:
                 raise _Ended(too_large(self._limit, "a line"))
-            fd = self._proc.stdout.fileno()
             if deadline is not None:
                 wait = deadline - time.monotonic()
-                if wait <= 0 or not select.select([fd], [], [], wait)[0]:
+                # (milliseconds, rounded up: never woken before the deadline)
+                if wait <= 0 or not self._readable.poll(wait * 1000.0):
                     return None
             try:
-                chunk = os.read(fd, READ_BYTES)
+                chunk = os.read(self._stdout_fd, READ_BYTES)
             except (OSError, ValueError):
                 raise _Ended() from None
             if not chunk:
