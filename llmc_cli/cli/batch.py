@@ -88,7 +88,7 @@ def run(
     items = items_of(lines)
     worst: int = ExitCode.OK
     finished: list[Any] = []
-    write, flush = emit_lines()  # flushed whenever the batch waits for its next result, and at the end
+    write, soon, flush = emit_lines()  # written as the calls finish (soon), the rest at the end
 
     def done(item: Any) -> None:
         nonlocal worst
@@ -109,7 +109,7 @@ def run(
         try:
             try:
                 services.run_batch(
-                    calls, items, parallel=parallel, fail_fast=fail_fast, validate=validate, on_done=done, on_wait=flush
+                    calls, items, parallel=parallel, fail_fast=fail_fast, validate=validate, on_done=done, on_wait=soon
                 )
             finally:
                 flush()

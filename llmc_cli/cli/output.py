@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import click
 
 from llmc_cli import lazy_pattern
+from llmc_cli.cli import lines as _lines
 from llmc_cli.config.profiles import load_profile
 from llmc_cli.errors import ConnectionFailed, LlmcError, UsageError
 from llmc_cli.model import clean as clean  # text fit for a terminal (model.py: the gateway's log uses it too)
@@ -92,11 +93,12 @@ def emit(data: Any, fmt: str = "json", *, columns: list[str] | None = None) -> N
         click.echo(_json_safe(json.dumps(data, ensure_ascii=False, indent=2)))
 
 
-def emit_lines() -> tuple[Callable[[Any], None], Callable[[], None]]:
-    """(write, flush): JSON Lines on stdout, kept until the caller flushes them, in one write,
-    when it would wait (`call --batch`: a click.echo, a write and a flush per line were a
-    measurable share of a thousand calls)."""
-    pending: list[str] = []
+def emit_lines() -> tuple[Callable[[Any], None], Callable[[], None], Callable[[], None]]:
+    """(write, soon, done) for `call --batch`'s JSON Lines on stdout (cli/lines.py): write keeps
+    a line, soon has the kept ones written (at once the first time, within HOLD_SECONDS after),
+    done writes what is left (and raises what writing raised)."""
+    lines = _lines.CURRENT = _lines.Lines()
+    add = lines.add
 
     def write(item: Any) -> None:
         if _status_shown:
@@ -104,19 +106,15 @@ def emit_lines() -> tuple[Callable[[Any], None], Callable[[], None]]:
         text = compact_json(item)  # json_line's, a call less per line
         if not text.isascii() or "\x7f" in text:  # (_json_safe's test: a call less for an ASCII line)
             text = _json_safe(text)
-        pending.append(text + "\n")
+        add(text + "\n")
 
-    def flush() -> None:
-        if pending:
-            text = "".join(pending)
-            pending.clear()
-            # Not click.echo (a context lookup, colour and terminal checks per flush: a batch
-            # flushes after every call): the lines are JSON, control characters escaped.
-            out = sys.stdout
-            out.write(text)
-            out.flush()
+    def done() -> None:
+        try:
+            lines.close()
+        finally:
+            _lines.CURRENT = None
 
-    return write, flush
+    return write, lines.soon, done
 
 
 def emit_listing(
@@ -356,6 +354,12 @@ def note(message: str) -> None:
         if _prompt_owner is not None and _prompt_owner != threading.get_ident():
             _held.append(message)
             return
+    lines = _lines.CURRENT
+    if lines is not None:  # a batch's results that finished before this message come before it
+        try:
+            lines.flush()
+        except (OSError, ValueError):  # stdout gone: the batch raises it (lines.error), not this message
+            pass
     _end_status()
     click.echo(message, err=True)
 
