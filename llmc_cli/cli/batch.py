@@ -11,7 +11,8 @@ import click
 from llmc_cli import services
 from llmc_cli.cli.arguments import read_input
 from llmc_cli.cli.common import command_calls, open_target
-from llmc_cli.cli.output import emit_lines, note
+from llmc_cli.cli.lines import emit_lines
+from llmc_cli.cli.output import note
 from llmc_cli.cli.targets import Target
 from llmc_cli.errors import ExitCode, LlmcError, SkippedAfterFailure, UsageError
 from llmc_cli.model import JSON, MAX_ARGUMENT_DEPTH, JSONObject, parse_json

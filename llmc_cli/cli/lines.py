@@ -18,8 +18,37 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
+
+from llmc_cli.cli import output
+from llmc_cli.model import compact_json
 
 HOLD_SECONDS = 0.02
+
+
+def emit_lines() -> tuple[Callable[[Any], None], Callable[[], None], Callable[[], None]]:
+    """(write, soon, done): write keeps an item's line, soon has the kept ones written (at once
+    the first time, within HOLD_SECONDS after), done writes what is left (and raises what
+    writing raised). output.note() writes the kept lines before its message meanwhile."""
+    lines = output._batch_lines = Lines()
+    add = lines.add
+
+    def write(item: Any) -> None:
+        if output._status_shown:
+            output._end_status()
+        text = compact_json(item)  # output.json_line's, a call less per line
+        if not text.isascii() or "\x7f" in text:  # (_json_safe's test: a call less for an ASCII line)
+            text = output._json_safe(text)
+        add(text + "\n")
+
+    def done() -> None:
+        try:
+            lines.close()
+        finally:
+            output._batch_lines = None
+
+    return write, lines.soon, done
 
 
 class Lines:
@@ -88,6 +117,3 @@ class Lines:
                 self._write()
             except BaseException:  # noqa: BLE001 - kept in `error`: the batch's next soon() or flush() raises it
                 return
-
-
-CURRENT: Lines | None = None  # a batch's lines while it runs (output.note writes them first)

@@ -14,12 +14,11 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from llmc_cli import lazy_pattern
-from llmc_cli.cli import lines as _lines
 from llmc_cli.config.profiles import load_profile
 from llmc_cli.errors import ConnectionFailed, LlmcError, UsageError
 from llmc_cli.model import clean as clean  # text fit for a terminal (model.py: the gateway's log uses it too)
@@ -30,6 +29,9 @@ from llmc_cli.policy.approval import with_hint
 FORMATS = ("json", "jsonl", "table")  # a listing's formats
 FORMAT_ENV = "LLMC_FORMAT"
 F = TypeVar("F", bound=Callable[..., Any])
+
+if TYPE_CHECKING:
+    from llmc_cli.cli.lines import Lines
 
 
 def format_option(*choices: str, required: bool = False, listing: bool = False, help: str | None = None) -> Callable[[F], F]:
@@ -91,30 +93,6 @@ def emit(data: Any, fmt: str = "json", *, columns: list[str] | None = None) -> N
         click.echo(table(data if isinstance(data, list) else [data], columns))
     else:
         click.echo(_json_safe(json.dumps(data, ensure_ascii=False, indent=2)))
-
-
-def emit_lines() -> tuple[Callable[[Any], None], Callable[[], None], Callable[[], None]]:
-    """(write, soon, done) for `call --batch`'s JSON Lines on stdout (cli/lines.py): write keeps
-    a line, soon has the kept ones written (at once the first time, within HOLD_SECONDS after),
-    done writes what is left (and raises what writing raised)."""
-    lines = _lines.CURRENT = _lines.Lines()
-    add = lines.add
-
-    def write(item: Any) -> None:
-        if _status_shown:
-            _end_status()
-        text = compact_json(item)  # json_line's, a call less per line
-        if not text.isascii() or "\x7f" in text:  # (_json_safe's test: a call less for an ASCII line)
-            text = _json_safe(text)
-        add(text + "\n")
-
-    def done() -> None:
-        try:
-            lines.close()
-        finally:
-            _lines.CURRENT = None
-
-    return write, lines.soon, done
 
 
 def emit_listing(
@@ -325,6 +303,7 @@ _state = threading.Lock()
 _prompt_owner: int | None = None
 _held: list[str] = []
 _status_shown = False  # a status line (progress) stands on the terminal's last line
+_batch_lines: Lines | None = None  # a batch's results while it runs (cli/lines.py): note() writes them first
 
 
 @contextmanager
@@ -354,7 +333,7 @@ def note(message: str) -> None:
         if _prompt_owner is not None and _prompt_owner != threading.get_ident():
             _held.append(message)
             return
-    lines = _lines.CURRENT
+    lines = _batch_lines
     if lines is not None:  # a batch's results that finished before this message come before it
         try:
             lines.flush()

@@ -70,8 +70,8 @@ def test_results_are_written_while_a_slow_call_after_them_runs(isolated_dirs: Pa
 # Two runs of results, the second held by the writer thread, then a message on stderr; stdout and
 # stderr are one pipe: what finished before the message is written before it.
 _BEFORE_A_MESSAGE = """
-from llmc_cli.cli import output
-write, soon, done = output.emit_lines()
+from llmc_cli.cli import lines, output
+write, soon, done = lines.emit_lines()
 write({"n": 1}); soon()
 write({"n": 2}); soon()
 output.note("the message")
