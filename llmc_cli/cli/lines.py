@@ -126,3 +126,5 @@ class Lines:
                 self._write()
             except BaseException:  # noqa: BLE001 - kept in `error`: the batch's next soon() or flush() raises it
                 return
+            if self.closed:  # closed while this thread slept (its wake-up cleared above): done
+                return

@@ -88,3 +88,29 @@ def test_results_that_finished_before_a_message_are_written_before_it() -> None:
         check=True,
     )
     assert proc.stdout.decode().splitlines() == ['{"n":1}', '{"n":2}', "the message"]
+
+
+# Batches in one process (in-process CLI runs): each ends while its writer thread sleeps out its
+# wait, or before; none may leave that thread parked for the process's life.
+_BATCHES = """
+import io, sys, threading, time
+from llmc_cli.cli import lines
+real = sys.stdout
+for n in range(10):
+    sys.stdout = io.StringIO()
+    write, soon, done = lines.emit_lines()
+    write({"n": 1}); soon(); write({"n": 2}); soon()
+    time.sleep(lines.LATE_SECONDS / 2 if n % 2 else 0.0)
+    done()
+    out, sys.stdout = sys.stdout.getvalue(), real
+    assert out.splitlines() == ['{"n":1}', '{"n":2}'], out
+deadline = time.monotonic() + 30
+while time.monotonic() < deadline and any(t.name == "llmc-batch-output" for t in threading.enumerate()):
+    time.sleep(0.05)
+print(sum(t.name == "llmc-batch-output" for t in threading.enumerate()))
+"""
+
+
+def test_a_batchs_writer_thread_ends_with_it() -> None:
+    proc = subprocess.run([sys.executable, "-c", _BATCHES], capture_output=True, timeout=WAIT_SECONDS * 2, check=True)
+    assert proc.stdout.decode().strip() == "0", proc.stderr.decode()
