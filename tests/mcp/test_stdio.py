@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -378,6 +379,30 @@ def test_garbage_read_by_the_caller_is_skipped():
     with connect(bad("garbage")) as s:
         texts = _on_a_worker(lambda: [s.call_tool("echo", {"message": f"ok{i}"})["content"][0]["text"] for i in range(3)])
     assert texts == ["ok0", "ok1", "ok2"]
+
+
+def test_a_lone_caller_reads_its_replies_from_a_pipe_numbered_past_select_s_limit():
+    """A process holding many descriptors (the gateway's connections) gives a new server's pipes
+    numbers >= FD_SETSIZE (1024), which select(2) cannot watch: a caller reading its own reply
+    failed with "filedescriptor out of range in select()". The wait for a reply is poll(2)'s."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 2048:
+        pytest.skip("this test needs 2,048 descriptors")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (2048 if hard == resource.RLIM_INFINITY else min(hard, 2048), hard))
+    filler: list[int] = []
+    try:
+        while not filler or filler[-1] < 1100:  # every number below 1100 taken: the pipes get higher ones
+            filler.append(os.open(os.devnull, os.O_RDONLY))
+        with connect(spec(*sdk_server("sdk_server.py"))) as s:
+            transport = s.transport
+            assert isinstance(transport, stdio.StdioTransport) and transport._proc is not None
+            assert transport._proc.stdout is not None and transport._proc.stdout.fileno() > 1024
+            texts = _on_a_worker(lambda: [s.call_tool("echo", {"message": f"m{i}"})["content"][0]["text"] for i in range(3)])
+        assert texts == ["m0", "m1", "m2"]
+    finally:
+        for fd in filler:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 def test_a_caller_reading_a_silent_server_times_out():

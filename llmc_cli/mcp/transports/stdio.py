@@ -150,9 +150,14 @@ class StdioTransport:
         self._limit = max_message_bytes()  # one message per line; a server that streams without newlines is broken
         self._deliver: Deliver | None = None
         self._closed: Closed | None = None
-        # What a caller reading its own reply waits on for its deadline: a poll object made once
-        # (select.select builds three lists and three fd_sets a read, twice the instructions).
+        # poll(2), not select(2): select cannot watch a descriptor >= FD_SETSIZE (1024), which a
+        # server's pipe gets in a process holding many (the gateway's connections): a caller
+        # reading its own reply failed with "filedescriptor out of range in select()". Two
+        # objects, registered once (select.select also builds three lists and three fd_sets a
+        # wait): one for whoever reads (one thread at a time), one for the reader thread's look
+        # while it stands aside (a poll object is not shared between threads).
         self._ready: select.poll | None = None
+        self._unread_poll: select.poll | None = None
 
     def spawn(self) -> None:
         """Start the server's process now, before start() reads it (once; start() adopts it): a
@@ -183,6 +188,8 @@ class StdioTransport:
         assert self._proc is not None and self._proc.stdout is not None
         self._ready = select.poll()
         self._ready.register(self._proc.stdout.fileno(), select.POLLIN)
+        self._unread_poll = select.poll()
+        self._unread_poll.register(self._proc.stdout.fileno(), select.POLLIN)
         for target in (self._read_stdout, self._read_stderr):
             t = threading.Thread(target=target, daemon=True, name=f"llmc-stdio-{target.__name__}")
             t.start()
@@ -374,8 +381,8 @@ class StdioTransport:
         if self._buffer:
             return True
         try:
-            return bool(select.select([self._proc.stdout.fileno()], [], [], 0)[0])  # type: ignore[union-attr]
-        except (OSError, ValueError):  # closed: reading says so
+            return bool(self._unread_poll.poll(0))  # type: ignore[union-attr]  # started; data, its end (POLLHUP), or a closed descriptor
+        except (OSError, ValueError):  # reading says what
             return True
 
     def _line(self, deadline: float | None) -> bytes | None:
