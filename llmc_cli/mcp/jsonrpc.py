@@ -131,8 +131,8 @@ def decode(line: str | bytes) -> list[JSONObject]:
         checked.append(m)  # type: ignore[arg-type]  # (no typing.cast: a call a message)
     messages = checked
     if (
-        len(line) > MAX_MESSAGE_DEPTH
-        and (  # a shorter line cannot hold more brackets: no count
+        len(line) > 2 * MAX_MESSAGE_DEPTH
+        and (  # the line is JSON: a message nested N deep is N openers and N closers, at least 2N long
             line.count("[") + line.count("{") if isinstance(line, str) else line.count(b"[") + line.count(b"{")
         )
         > MAX_MESSAGE_DEPTH

@@ -21,6 +21,7 @@ from llmc_cli.mcp.router import Router
 from llmc_cli.mcp.server import McpServer
 from llmc_cli.mcp.session import ClientSession
 from llmc_cli.mcp.transports.memory import MemoryTransport
+from llmc_cli.model import MAX_MESSAGE_DEPTH
 from tests.mcp.scripted_peer import WAIT, ScriptedPeer
 
 # -- the matcher -----------------------------------------------------------------------------------------
@@ -312,3 +313,20 @@ def test_a_line_that_is_not_json_fails_alike_as_bytes_and_as_text(line: str) -> 
     for raw in (line, line.encode()):
         with pytest.raises(ProtocolError, match="invalid JSON"):
             jsonrpc.decode(raw)
+
+
+def _nested_reply(depth: int) -> str:
+    """The shortest reply of this id whose value nests `depth` deep (the message and its result are 2)."""
+    return '{"jsonrpc":"2.0","id":7,"result":{"v":' + "[" * (depth - 2) + "]" * (depth - 2) + "}}"
+
+
+def test_a_reply_just_past_the_depth_limit_is_an_error_for_its_request() -> None:
+    # the shortest replies either side of MAX_MESSAGE_DEPTH (decode counts brackets only in a line
+    # long enough to hold that many pairs: these are within 50 bytes of that length)
+    deep = _nested_reply(MAX_MESSAGE_DEPTH + 1)
+    assert len(deep) < 2 * (MAX_MESSAGE_DEPTH + 1) + 50
+    for raw in (deep, deep.encode()):
+        assert jsonrpc.decode(raw) == [jsonrpc.error(7, jsonrpc.INTERNAL_ERROR, "the reply is nested more than 128 levels deep")]
+    ok = _nested_reply(MAX_MESSAGE_DEPTH)
+    for raw in (ok, ok.encode()):
+        assert jsonrpc.decode(raw) == [json.loads(ok)]
