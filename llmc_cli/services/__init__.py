@@ -26,7 +26,7 @@ _WHERE = {
         "llmc_cli.services.calls": "OPEN_CALLS OpenCalls",
         "llmc_cli.services.inspect": "Inspection Inspector inspectors_for",
         "llmc_cli.services.pipeline": "Outcome Pipeline ToolRequest host_calls open_calls",
-        "llmc_cli.services.reads": "Read read_decision server_tools",
+        "llmc_cli.services.reads": "Read authorize_read read_decision server_tools",
         "llmc_cli.services.sandbox": "Launched launch protect protected_paths launch_specs",
         "llmc_cli.services.catalogs": (
             "READ_KINDS builtin_servers open_catalog server_reach usable_servers visible_items visible_offered visible_tools"
@@ -55,7 +55,7 @@ if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its modul
     )
     from llmc_cli.services.inspect import Inspection, Inspector, inspectors_for
     from llmc_cli.services.pipeline import Outcome, Pipeline, ToolRequest, host_calls, open_calls
-    from llmc_cli.services.reads import Read, read_decision, server_tools
+    from llmc_cli.services.reads import Read, authorize_read, read_decision, server_tools
     from llmc_cli.services.sandbox import Launched, launch, launch_specs, protect, protected_paths
     from llmc_cli.services.scanning import scan_servers
     from llmc_cli.services.search import Match, ToolIndex, searchable_tools
@@ -81,6 +81,7 @@ __all__ = [
     "host_calls",
     "open_calls",
     "Read",
+    "authorize_read",
     "read_decision",
     "server_tools",
     "READ_KINDS",

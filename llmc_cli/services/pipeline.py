@@ -27,14 +27,13 @@ from contextlib import contextmanager
 from functools import partial
 from typing import TYPE_CHECKING
 
-from llmc_cli import audit, interrupts, policy
+from llmc_cli import audit, interrupts, policy, services
 from llmc_cli.errors import Cancelled, ConfigError, InputRequired, LlmcError, PolicyDenied, ProtocolError, TimeoutExpired
 from llmc_cli.mcp.validation import QuickCheck, check_structured, passes_quickly, quick_check, validate_arguments
 from llmc_cli.model import JSONObject, Tool, ToolCall, ToolResult, canonical_json_bytes, sha256
 from llmc_cli.services import calls, routes
 from llmc_cli.services.calls import Authorization, Conclusions, Invocation
 from llmc_cli.services.inspect import inspect, inspect_error
-from llmc_cli.services.reads import authorize_read
 from llmc_cli.services.request import Outcome as Outcome
 from llmc_cli.services.request import ToolRequest as ToolRequest
 from llmc_cli.services.state import audit_log, open_state
@@ -242,7 +241,8 @@ class Pipeline:
 
     def _read(self, request: Read) -> Outcome:
 
-        authorized = authorize_read(self.catalog, self.context, request)
+        # services/reads.py through the package's interface: loaded by the first read, not by a batch of calls
+        authorized = services.authorize_read(self.catalog, self.context, request)
         self.decide([authorized])
         decision = authorized.decision
         if decision.action != "allow":

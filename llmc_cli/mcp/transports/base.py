@@ -13,30 +13,51 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from llmc_cli.errors import LlmcError, ProtocolError
 from llmc_cli.mcp.messages import JSONObject
 
-
-class Deliver(Protocol):
-    def __call__(self, message: JSONObject, /, related: int | str | None = None) -> None:
-        """`related`: the id of the client's request on whose stream the message arrived."""
-
-
 Closed = Callable[[LlmcError | None], None]
 
+# The protocols below are for mypy: at run time only annotations name them (strings here, under
+# `from __future__ import annotations`), and making a Protocol class costs ~0.3 M instructions at
+# every start-up (session 16); none is runtime_checkable, so no isinstance can tell the difference.
+if TYPE_CHECKING:
 
-class AuthHook(Protocol):
-    """What an HTTP transport asks of its authorization (mcp/auth/oauth.OAuth): the header for the
-    next request, and whether to send a refused one again."""
+    class Deliver(Protocol):
+        def __call__(self, message: JSONObject, /, related: int | str | None = None) -> None:
+            """`related`: the id of the client's request on whose stream the message arrived."""
 
-    def authorization_header(self) -> str | None:
-        """The Authorization header value for the next request ("Bearer ..."), or None."""
+    class AuthHook(Protocol):
+        """What an HTTP transport asks of its authorization (mcp/auth/oauth.OAuth): the header for the
+        next request, and whether to send a refused one again."""
 
-    def on_unauthorized(self, status: int, www_authenticate: str | None) -> bool:
-        """After a 401/403: True when authorized anew (send the request again), False when it is
-        no auth matter; raises AuthError when authorization failed."""
+        def authorization_header(self) -> str | None:
+            """The Authorization header value for the next request ("Bearer ..."), or None."""
+
+        def on_unauthorized(self, status: int, www_authenticate: str | None) -> bool:
+            """After a 401/403: True when authorized anew (send the request again), False when it is
+            no auth matter; raises AuthError when authorization failed."""
+
+    class Transport(Protocol):
+        #: Negotiated protocol version; HTTP transports send it as `MCP-Protocol-Version`.
+        protocol_version: str | None
+
+        def start(self, deliver: Deliver, closed: Closed) -> None:
+            """Connect (spawn, open streams). Raises ConnectionFailed/TimeoutExpired."""
+
+        def send(self, message: JSONObject) -> None:
+            """Send one message. HTTP transports may raise HttpStatusError for a non-JSON-RPC reply;
+            replies themselves always arrive through `deliver`."""
+
+        def close(self) -> None:
+            """Release everything (child process, streams, HTTP session) within a bounded time."""
+
+        def diagnostics(self) -> str:
+            """What may help a user when the connection fails (e.g. the server's stderr tail)."""
+else:
+    Deliver = AuthHook = Transport = object
 
 
 # One message (a stdio line, an HTTP body, an SSE event) may be at most this big, on every
@@ -57,21 +78,3 @@ def too_large(limit: int, what: str = "a message") -> ProtocolError:
     return ProtocolError(
         f"the server sent {what} larger than the {size} limit (set {MESSAGE_LIMIT_VAR} to change it)", limit=limit
     )
-
-
-class Transport(Protocol):
-    #: Negotiated protocol version; HTTP transports send it as `MCP-Protocol-Version`.
-    protocol_version: str | None
-
-    def start(self, deliver: Deliver, closed: Closed) -> None:
-        """Connect (spawn, open streams). Raises ConnectionFailed/TimeoutExpired."""
-
-    def send(self, message: JSONObject) -> None:
-        """Send one message. HTTP transports may raise HttpStatusError for a non-JSON-RPC reply;
-        replies themselves always arrive through `deliver`."""
-
-    def close(self) -> None:
-        """Release everything (child process, streams, HTTP session) within a bounded time."""
-
-    def diagnostics(self) -> str:
-        """What may help a user when the connection fails (e.g. the server's stderr tail)."""
