@@ -66,6 +66,8 @@ class Supervisor:
         self.failed: WorkerFailed | None = None
         self.announced = False
         self.ready_r, self.ready_w = os.pipe()
+        self.waiting = select.poll()  # poll(2): select(2) cannot watch a descriptor numbered past 1024
+        self.waiting.register(self.ready_r, select.POLLIN)
         self.pending = b""
 
     def stop(self, signum: int | None = None, frame: FrameType | None = None) -> None:
@@ -94,7 +96,7 @@ class Supervisor:
 
     def ready(self) -> None:
         """Take the pids of workers that now serve from the pipe (nothing waits)."""
-        while select.select([self.ready_r], [], [], 0)[0]:
+        while self.waiting.poll(0):
             data = os.read(self.ready_r, 4096)
             if not data:
                 break
@@ -173,7 +175,7 @@ def supervise(count: int, worker: Callable[[int, bool, Callable[[], None]], None
             supervisor.spawn(index, first=True)
         while supervisor.children or (supervisor.due and not supervisor.stopping):
             with contextlib.suppress(InterruptedError):
-                select.select([supervisor.ready_r], [], [], POLL_SECONDS)
+                supervisor.waiting.poll(POLL_SECONDS * 1000)
             supervisor.ready()
             supervisor.reap()
             supervisor.restart_due()

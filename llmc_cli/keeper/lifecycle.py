@@ -138,9 +138,10 @@ def start(
         pass  # it died at once: reported below with its log
     deadline = time.monotonic() + max((s.timeout for s in specs), default=60.0) + START_GRACE
     line = b""
+    waiting = select.poll()  # poll(2): select(2) cannot watch a descriptor numbered past 1024
+    waiting.register(proc.stdout.fileno(), select.POLLIN)
     while time.monotonic() < deadline and not line.endswith(b"\n"):
-        ready, _, _ = select.select([proc.stdout], [], [], min(0.5, max(0.0, deadline - time.monotonic())))
-        if ready:
+        if waiting.poll(min(0.5, max(0.0, deadline - time.monotonic())) * 1000):
             chunk = os.read(proc.stdout.fileno(), 65536)
             if not chunk:
                 break

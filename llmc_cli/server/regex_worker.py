@@ -65,6 +65,8 @@ class RegexWorker:
         """Indexes of the lines that match; MatchTimeout at the deadline, [] once stopped."""
         self._send(lines)
         assert self.proc.stdout is not None
+        replies = select.poll()  # poll(2): select(2) cannot watch a descriptor numbered past 1024
+        replies.register(self.proc.stdout.fileno(), select.POLLIN)
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -73,8 +75,7 @@ class RegexWorker:
             if stop.is_set():
                 self.kill()
                 return []
-            ready, _, _ = select.select([self.proc.stdout], [], [], min(left, 0.2))
-            if ready:
+            if replies.poll(min(left, 0.2) * 1000):
                 reply = self.proc.stdout.readline()
                 if not reply:
                     raise ToolError(
