@@ -158,8 +158,11 @@ def test_a_stand_in_gives_the_real_module_s_answers(tmp_path: Path) -> None:
 
 def _helps(command: click.Command) -> list[str]:
     texts = [p.help for p in command.params if isinstance(p, click.Option) and p.help]
-    for sub in getattr(command, "commands", {}).values():
-        texts += _helps(sub)
+    if isinstance(command, click.Group):  # (a group's registry loads its commands when asked for)
+        ctx = click.Context(command)
+        for name in command.list_commands(ctx):
+            sub = command.get_command(ctx, name)
+            texts += _helps(sub) if sub is not None else []
     return texts
 
 

@@ -49,7 +49,7 @@ CACHE_CALLS = {("caching", "key"), ("caching", "forget_changed"), ("caching", "s
 CACHE_NAMES = {"ResultCache"}
 
 # Commands that explain the policy without making a call (a dry run of its decision).
-EXPLAINS_POLICY = {"llmc_cli.cli.policy", "llmc_cli.cli.tools"}
+EXPLAINS_POLICY = {"llmc_cli.cli.policy", "llmc_cli.cli.tool_views"}
 # Where the state is opened other than by the pipeline's factory: commands that manage it, and the
 # gateway's one state per served profile.
 OPENS_STATE = {

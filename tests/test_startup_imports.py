@@ -66,7 +66,18 @@ BUDGETS: dict[str, tuple[list[str], tuple[str, ...], int, int]] = {
     # with the first process or regex search (llmc_cli/server/__init__.py)
     "tools list": (
         ["tools", "list"],
-        ("concurrent", "logging", "llmc_cli.cli.batch", "llmc_cli.keeper.daemon", *SPAWNING, *UNTRANSLATED, *STAND_INS),
+        (
+            "concurrent",
+            "logging",
+            "llmc_cli.cli.batch",
+            "llmc_cli.keeper.daemon",
+            # the group's other commands: its registry (cli/tools.py TOOLS) loads them when they run
+            "llmc_cli.cli.tool_views",
+            "llmc_cli.cli.tool_manifests",
+            *SPAWNING,
+            *UNTRANSLATED,
+            *STAND_INS,
+        ),
         # mcp/tool_error.py: its own module, so a launched stdio call loads no mcp/server.py;
         # services/invocation.py: split from services/calls.py at the 500-line limit
         76,

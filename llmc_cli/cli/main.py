@@ -62,25 +62,40 @@ class Unwinding(BaseException):
     one line, `llmc: interrupted` (on a terminal the line break after ^C is ours to print)."""
 
 
-class LazyGroup(click.Group):
+class RegistryGroup(click.Group):
+    """A group whose commands load when they run: `registry` maps each name to "module:attribute"
+    (the root: COMMANDS; `tools`: cli/tools.py's TOOLS, so `tools list` builds no option of the
+    other six). `path`: the group's name as examples.py knows it ("" for the root)."""
+
+    def __init__(self, *args: Any, registry: dict[str, str], path: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.registry, self.path = registry, path
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(self.registry))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.registry:
+            module, attr = self.registry[name].split(":")
+            command: click.Command = getattr(importlib.import_module(module), attr)
+            _started()
+            _accept_global_options(command)
+            attach_examples(command, f"{self.path} {name}".strip())
+            return command
+        return super().get_command(ctx, name)
+
+
+class LazyGroup(RegistryGroup):
+    """The root: its --help reads each command's line from COMMANDS (loading none of them)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, registry={name: where for name, (where, _) in COMMANDS.items()}, **kwargs)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt as exc:
             raise Unwinding from exc
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(set(super().list_commands(ctx)) | set(COMMANDS))
-
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name in COMMANDS:
-            module, attr = COMMANDS[name][0].split(":")
-            command: click.Command = getattr(importlib.import_module(module), attr)
-            _started()
-            _accept_global_options(command)
-            attach_examples(command, name)
-            return command
-        return super().get_command(ctx, name)
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
         name = args[0] if args else ""

@@ -40,7 +40,7 @@ def _choices(command: click.Command, option: str) -> tuple[str, ...]:
 
 def test_the_cli_and_the_profile_schema_offer_the_registry() -> None:
     from llmc_cli.cli.ask import ask
-    from llmc_cli.cli.tools import export, lint
+    from llmc_cli.cli.tool_manifests import export, lint
 
     assert _choices(ask, "provider") == PROVIDERS
     assert _choices(export, "fmt") == TOOL_FORMATS
