@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from llmc_cli import policy, services, telemetry
+from llmc_cli import services, telemetry
 from llmc_cli.cli import prompt
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import note, status_line, warn
+from llmc_cli.cli.starting import Started, start_servers
 from llmc_cli.cli.targets import Target
 from llmc_cli.config.profiles import load_profile
 from llmc_cli.config.secrets import Masker, environment_secrets
@@ -24,9 +25,7 @@ from llmc_cli.model import collector_paused
 if TYPE_CHECKING:
     from llmc_cli.catalog import Catalog
     from llmc_cli.config.profiles import LoadedProfile
-    from llmc_cli.model import ServerSpec
     from llmc_cli.services import Pipeline
-    from llmc_cli.services.sandbox import Launched
     from llmc_cli.services.tools import ToolResolver
 
 
@@ -37,35 +36,24 @@ def open_target(
     warm: bool = True,
     first: str | None = None,
     calling: str | None = None,
+    started: Started | None = None,
 ) -> tuple[Catalog, LoadedProfile]:
-    """_open_target with the cyclic collector paused (model.collector_paused): opening the target
-    loads the catalog, client and transport modules and starts the servers, bounded work that
-    makes long-lived objects and little garbage. The command's own work runs with it on."""
+    """The command's catalog and profile: its servers decided and the first ones started
+    (cli/starting.py start_servers, with these arguments; or `started`, what the command's own
+    call of it gave, before it loaded this module), then the catalog over them. Opened with
+    the cyclic collector paused (model.collector_paused): this loads the catalog, client and
+    transport modules, bounded work that makes long-lived objects and little garbage. The
+    command's own work runs with it on."""
+    if started is None:
+        started = start_servers(ctx, target, warm, first, calling)
     with collector_paused():
-        return _open_target(ctx, target, sample, warm, first, calling)
+        return _open_target(ctx, target, sample, warm, first, started)
 
 
 def _open_target(
-    ctx: click.Context, target: Target, sample: Any, warm: bool, first: str | None, calling: str | None
+    ctx: click.Context, target: Target, sample: Any, warm: bool, first: str | None, started: Started
 ) -> tuple[Catalog, LoadedProfile]:
-    """target: what @target_options gave. Returns (catalog, loaded profile).
-    `warm`: start every server now; a command that needs only some (a call) starts those when
-    it knows them (tool_resolver, Pool.warm_up). `first`: the server the command names, if
-    any (services.open_catalog); `calling`: the tool (SERVER.TOOL) it calls first, whose server
-    does not start first when the policy denies that call by its name. The stdio servers it
-    uses first start before anything else is done or loaded (start_first); an ad-hoc server's
-    before the profile loads, too."""
-
-    adhoc = target.adhoc_spec()
-    session = target.session
-    if adhoc and ctx.get_parameter_source("session") == click.core.ParameterSource.ENVIRONMENT:
-        session = None  # --stdio/--url on the command line beat an LLMC_SESSION of the shell
-    loaded = None if adhoc else load_profile(app_of(ctx).profile)
-    cleared = _usable_by_person(loaded)  # what may start before anything is decided
-    eager = None if warm or adhoc else [first] if first and not _call_denied_by_name(loaded, calling) else []
-    if cleared is not None:
-        eager = [name for name in (cleared if eager is None else eager) if name in cleared]
-    launched = None if session else start_first(ctx, loaded, target, adhoc, eager)
+    adhoc, session, loaded, cleared, launched = started
     if loaded is not None:
         _telemetry(ctx, loaded)
     hooks, on_stderr = _client_hooks(ctx, target, sample)
@@ -90,48 +78,6 @@ def _open_target(
     if sys.stderr.isatty():  # presentation only: nothing when stderr is a file or a pipe
         catalog.on_each = server_progress(ctx.command_path.removeprefix("llmc ").removeprefix("llmc"))
     return catalog, loaded
-
-
-def _usable_by_person(loaded: LoadedProfile | None) -> list[str] | None:
-    """The servers a person may use (None: every server): not those above the profile's [policy]
-    clearance (README, Classification and clearance), nor those its policy denies as a whole
-    (`deny = ["s.*"]`). Those are not even started: least privilege."""
-    if loaded is None:
-        return None
-    config = loaded.profile.policy
-    names = list(loaded.profile.servers)
-    if config.clearance is not None:
-        from llmc_cli.guard import clearance
-
-        level = clearance.human(loaded.profile)
-        names = [name for name in names if clearance.cleared(loaded.profile, name, level)]
-    if config.deny:  # (the rules load only for a profile that has deny patterns: start-up stays lean)
-        names = [name for name in names if not policy.whole_server_denial(name, config)]
-    return None if len(names) == len(loaded.profile.servers) else names
-
-
-def _call_denied_by_name(loaded: LoadedProfile | None, calling: str | None) -> bool:
-    """Whether the profile's policy denies a call of `calling` (SERVER.TOOL) by its name alone."""
-    if loaded is None or calling is None:
-        return False
-    config = loaded.profile.policy
-    if not config.deny and config.default != "deny":
-        return False  # no rule could: the rules stay unloaded (start-up stays lean)
-    return policy.denied_by_name(calling, config) is not None
-
-
-def start_first(
-    ctx: click.Context, loaded: LoadedProfile | None, target: Target, adhoc: ServerSpec | None, first: list[str] | None
-) -> Launched:
-    """The command's servers (services.launch: the profile's or the ad-hoc one, contained as the
-    profile says) with the stdio ones among `first` (None: all) started now; they are stopped
-    when the command ends, however it ends (its catalog stops those it used before)."""
-
-    only = () if adhoc else tuple(target.servers)
-    launched = services.launch(loaded, only, adhoc, target.timeout, target.connect_timeout)
-    ctx.call_on_close(launched.close)
-    launched.start(first)
-    return launched
 
 
 def _client_hooks(ctx: click.Context, target: Target, sample: Any) -> tuple[ClientHooks, Callable[[str, str], None] | None]:

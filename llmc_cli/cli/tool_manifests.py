@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from llmc_cli import policy, services
+from llmc_cli import lockfile, policy, services
 from llmc_cli.cli.common import open_target
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import FORMATS, emit, emit_listing, format_option, raise_failures
 from llmc_cli.cli.targets import LocalPath, Target, target_options
-from llmc_cli.cli.tools import STRICT, fail_on_warnings, grouped_warnings, translated_for
+from llmc_cli.cli.tool_listing import fail_on_warnings, grouped_warnings, translated_for
+from llmc_cli.cli.tools import STRICT
 from llmc_cli.config.profiles import load_profile, lock_path
 from llmc_cli.errors import DriftError, ToolFailed
 from llmc_cli.guard.clearance import human
@@ -57,8 +58,6 @@ def _allowed_tools(ctx: click.Context, target: Target, hidden: bool = False) -> 
 def export(ctx: click.Context, fmt: str, output: str, strict: bool, target: Target) -> None:
     """Translate the manifest for a provider and write it to a file (atomically), or with -o -
     to stdout."""
-    from llmc_cli.lockfile import write
-
     found, failures, catalog, _, _ = _allowed_tools(ctx, target)
     result = translated_for(found, fmt, strict)
     fail_on_warnings(result, strict)
@@ -69,7 +68,7 @@ def export(ctx: click.Context, fmt: str, output: str, strict: bool, target: Targ
     if output == "-":  # the translation itself is the output: no summary beside it
         emit(definitions)
         return
-    write(output, definitions)  # same atomic JSON writer as lock files
+    lockfile.write(output, definitions)  # same atomic JSON writer as lock files
     # "warnings" as in every output: the notices themselves (the lines stderr showed), not a count
     emit({"file": output, "format": fmt, "toolCount": len(found), "warnings": grouped_warnings(result.warnings)})
 
@@ -143,7 +142,6 @@ def lint(ctx: click.Context, providers: tuple[str, ...], strict: bool, fmt: str,
 def lock(ctx: click.Context, output: str | None, target: Target) -> None:
     """Pin every tool the policy allows (hash of name, description, schemas, annotations; the
     scan's verdict on them; server name and version)."""
-    from llmc_cli import lockfile
     from llmc_cli.guard.scan import tool_verdict
 
     found, failures, catalog, infos, profile = _allowed_tools(ctx, target, hidden=True)
@@ -166,7 +164,6 @@ def lock(ctx: click.Context, output: str | None, target: Target) -> None:
 def diff(ctx: click.Context, lock_path: str | None, target: Target) -> None:
     """What was added, removed or changed since the lock (changed descriptions shown in full).
     Exit 10 on drift."""
-    from llmc_cli import lockfile
 
     lock_path = lock_path or _profile_lock(load_profile(app_of(ctx).profile))
     pinned = lockfile.read(lock_path)
