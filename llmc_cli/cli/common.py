@@ -53,7 +53,7 @@ def open_target(
 def _open_target(
     ctx: click.Context, target: Target, sample: Any, warm: bool, first: str | None, started: Started
 ) -> tuple[Catalog, LoadedProfile]:
-    adhoc, session, loaded, cleared, launched = started
+    adhoc, session, loaded, cleared, launched = started.adhoc, started.session, started.loaded, started.cleared, started.launched
     if loaded is not None:
         _telemetry(ctx, loaded)
     hooks, on_stderr = _client_hooks(ctx, target, sample)

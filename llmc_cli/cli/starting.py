@@ -6,7 +6,7 @@ whole-server denials, the launch (services/sandbox.py) and the stdio transport."
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 import click
 
@@ -22,16 +22,23 @@ if TYPE_CHECKING:
     from llmc_cli.services.sandbox import Launched
 
 
-class Started(NamedTuple):
+class Started:
     """What start_servers decided: the ad-hoc server (None: the profile's), the session keeper
     used (None: none), the profile (None until it loads: an ad-hoc server's loads after its
-    start), the servers a person may use (None: all) and the launch (None with a session)."""
+    start), the servers a person may use (None: all) and the launch (None with a session).
+    (A plain class: a NamedTuple's is built by exec at import, ~0.5 M instructions.)"""
 
-    adhoc: ServerSpec | None
-    session: str | None
-    loaded: LoadedProfile | None
-    cleared: list[str] | None
-    launched: Launched | None
+    __slots__ = ("adhoc", "cleared", "launched", "loaded", "session")
+
+    def __init__(
+        self,
+        adhoc: ServerSpec | None,
+        session: str | None,
+        loaded: LoadedProfile | None,
+        cleared: list[str] | None,
+        launched: Launched | None,
+    ) -> None:
+        self.adhoc, self.session, self.loaded, self.cleared, self.launched = adhoc, session, loaded, cleared, launched
 
 
 def start_servers(
