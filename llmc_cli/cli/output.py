@@ -19,13 +19,12 @@ from typing import Any, TypeVar
 
 import click
 
-from llmc_cli import lazy_pattern
+from llmc_cli import lazy_pattern, policy  # policy: its lazy interface (approval loads with a denial's hint)
 from llmc_cli.config.profiles import load_profile
 from llmc_cli.errors import ConnectionFailed, LlmcError, UsageError
 from llmc_cli.model import clean as clean  # text fit for a terminal (model.py: the gateway's log uses it too)
 from llmc_cli.model import clean_line as clean_line
 from llmc_cli.model import compact_json, compact_json_line
-from llmc_cli.policy.approval import with_hint
 
 FORMATS = ("json", "jsonl", "table")  # a listing's formats
 FORMAT_ENV = "LLMC_FORMAT"
@@ -476,7 +475,7 @@ def raise_failures(failures: list[Any], total: int) -> None:
 
 def report_error(exc: LlmcError) -> None:
     if getattr(exc, "approval", None) is not None:  # a confirmation nobody could give: say how to pre-approve
-        with_hint(exc)
+        policy.with_hint(exc)
     prefix = click.style("llmc:", fg="red", bold=True) if use_color() else "llmc:"
     _end_status()
     click.echo(f"{prefix} {clean_line(exc.message)}", err=True)

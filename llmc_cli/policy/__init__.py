@@ -32,7 +32,7 @@ from llmc_cli import lazy_names
 _WHERE = {
     name: module
     for module, names in {
-        "llmc_cli.policy.approval": "APPROVAL_KEY_ENV APPROVAL_KEY_MIN_CHARS approval_key call_hash",
+        "llmc_cli.policy.approval": "APPROVAL_KEY_ENV APPROVAL_KEY_MIN_CHARS approval_key call_hash with_hint",
         "llmc_cli.policy.lint": "PATH_FORMATS PATH_WORDS uncovered_path_arguments",
         "llmc_cli.policy.paths": "MAX_NESTING MAX_SYMLINKS PathRefused glob_patterns touched_paths",
         "llmc_cli.policy.rate": "WINDOW_SECONDS acquire_rate",
@@ -45,7 +45,7 @@ _WHERE = {
 }
 
 if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its module, on first use
-    from llmc_cli.policy.approval import APPROVAL_KEY_ENV, APPROVAL_KEY_MIN_CHARS, approval_key, call_hash
+    from llmc_cli.policy.approval import APPROVAL_KEY_ENV, APPROVAL_KEY_MIN_CHARS, approval_key, call_hash, with_hint
     from llmc_cli.policy.lint import PATH_FORMATS, PATH_WORDS, uncovered_path_arguments
     from llmc_cli.policy.paths import MAX_NESTING, MAX_SYMLINKS, PathRefused, glob_patterns, touched_paths
     from llmc_cli.policy.rate import WINDOW_SECONDS, acquire_rate
@@ -75,6 +75,7 @@ __all__ = [
     "APPROVAL_KEY_MIN_CHARS",
     "approval_key",
     "call_hash",
+    "with_hint",
     "PATH_FORMATS",
     "PATH_WORDS",
     "uncovered_path_arguments",
