@@ -4,6 +4,7 @@ spellings."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import field
 from typing import TYPE_CHECKING
 
@@ -11,7 +12,6 @@ import click
 
 from llmc_cli import telemetry
 from llmc_cli.cli import output
-from llmc_cli.cli.prompt import interactive
 from llmc_cli.config.profiles import load_profile
 from llmc_cli.model import dataclass
 
@@ -37,6 +37,14 @@ class App:
     def load_profile(self) -> LoadedProfile:
 
         return load_profile(self.profile)
+
+
+def interactive() -> bool:
+    """A person can answer: questions go to stderr and answers come from stdin, both a terminal.
+    (Here, not in cli/prompt.py, which the questions need: that loads after a command's servers
+    start.)"""
+
+    return sys.stdin.isatty() and sys.stderr.isatty()
 
 
 pass_app = click.make_pass_decorator(App, ensure=True)

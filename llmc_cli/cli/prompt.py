@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sys
 import threading
 from typing import TYPE_CHECKING
 
@@ -35,12 +34,6 @@ if TYPE_CHECKING:
 
 MAX_ATTEMPTS = 5  # a question asked again after an answer it cannot take, at most this often
 MAX_LINE = 64 * 1024  # bytes of one answer
-
-
-def interactive() -> bool:
-    """A person can answer: questions go to stderr and answers come from stdin, both a terminal."""
-
-    return sys.stdin.isatty() and sys.stderr.isatty()
 
 
 def confirm_call(call: ToolCall, tool: Tool | None) -> bool:
