@@ -8,12 +8,17 @@ from typing import TYPE_CHECKING
 
 from llmc_cli import lazy_names
 
-_WHERE = {"ProcessTable": "llmc_cli.server.processes", "RegexWorker": "llmc_cli.server.regex_worker"}
+_WHERE = {
+    "ProcessTable": "llmc_cli.server.processes",
+    "RegexWorker": "llmc_cli.server.regex_worker",
+    "Protected": "llmc_cli.server.jail",  # a sandboxed launch's hidden names (services/sandbox.py)
+}
 
 if TYPE_CHECKING:  # what mypy reads; at run time the name loads with its module, on first use
+    from llmc_cli.server.jail import Protected
     from llmc_cli.server.processes import ProcessTable
     from llmc_cli.server.regex_worker import RegexWorker
 else:
     __getattr__ = lazy_names(__name__, globals(), _WHERE)
 
-__all__ = ["ProcessTable", "RegexWorker"]
+__all__ = ["ProcessTable", "Protected", "RegexWorker"]

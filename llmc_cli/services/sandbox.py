@@ -32,6 +32,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from llmc_cli import lazy_pattern
+from llmc_cli import server as llmc_server  # its lazy interface: the jail's names load with a sandboxed launch
 from llmc_cli.config.paths import (
     PROTECTED_PATHS_VAR,
     REQUIRE_SANDBOX_VAR,
@@ -48,7 +49,6 @@ from llmc_cli.config.profiles import lock_path, usable_specs
 from llmc_cli.errors import ConfigError, LlmcError
 from llmc_cli.mcp import transports  # its lazy names: the stdio transport loads with a stdio server
 from llmc_cli.model import SandboxSpec, ServerSpec, sha256
-from llmc_cli.server.jail import Protected
 from llmc_cli.server.sandbox import FIXED_PATH, SYSTEM_DIRS, bwrap_argv, bwrap_usable, find_bwrap, is_under, limited
 
 if TYPE_CHECKING:
@@ -259,7 +259,7 @@ def _home_name(profile: LoadedProfile | None, server: str) -> str:
 
 def _protected_names(protected: list[str]) -> tuple[list[str], list[str]]:
 
-    names = Protected(protected)
+    names = llmc_server.Protected(protected)
     return names.names, names.dirs
 
 
