@@ -14,6 +14,9 @@ The command's end skips the interpreter's teardown when nothing is left for it (
 
 import atexit
 import gc
+import os
+import sys
+import threading
 
 gc.disable()
 atexit.register(gc.freeze)  # registered first: runs last of the exit handlers
@@ -42,10 +45,6 @@ def leave(code: object) -> None:
     non-daemon thread still running (the interpreter waits for it), threading's own exit
     callbacks registered (concurrent.futures' workers), or a flush that failed (the interpreter
     reports it and exits 120)."""
-    import os  # (imported long before: no cost)
-    import sys
-    import threading
-
     status = 0 if code is None else code
     if not isinstance(status, int) or not 0 <= status <= 255:
         return

@@ -87,13 +87,11 @@ def _make_dataclass(cls: _C, frozen: bool) -> _C:
 
 
 def _collect_fields(cls: type, annotations: dict[str, Any]) -> None:
-    """The stdlib's decorator collects the fields (init, repr and eq made here). Under `from
-    __future__ import annotations` each annotation is a string, which the stdlib matches with a
-    regular expression three times (is it a ClassVar, an InitVar, KW_ONLY?): two thirds of
-    collecting a field. A string that names none of the three is shown to it as `object` and
-    given back to its field (and to the class) afterwards: the same fields, the same types. A
-    class whose annotations are all such strings and that has no dataclass among its bases (all
-    of llmc's) has its fields collected as the stdlib collects them by _plain_fields."""
+    """The fields as the stdlib's decorator collects them (init, repr and eq made here): by
+    _plain_fields for a class whose annotations are all strings (`from __future__ import
+    annotations`) naming no ClassVar, InitVar or KW_ONLY, with no dataclass base (all of llmc's);
+    else by the stdlib, each such string shown to it as `object` and given back to its field
+    afterwards (its three regular-expression matches a string were two thirds of a field)."""
     plain = {
         name: a
         for name, a in annotations.items()
@@ -114,20 +112,17 @@ def _collect_fields(cls: type, annotations: dict[str, Any]) -> None:
 
 
 # dataclasses' private parts that _plain_fields uses as _process_class does (Python 3.11's shape).
-_FIELD: Any = getattr(dataclasses, "_FIELD", None)
-_PARAMS: Any = getattr(dataclasses, "_DataclassParams", None)
+_FIELD, _PARAMS = getattr(dataclasses, "_FIELD", None), getattr(dataclasses, "_DataclassParams", None)  # type: Any, Any
 _PLAIN_FIELDS = sys.version_info[:2] == (3, 11) and _FIELD is not None and _PARAMS is not None
 
 
 def _plain_fields(cls: type, annotations: dict[str, Any], plain: int) -> bool:
     """dataclasses.dataclass(cls, init=False, repr=False, eq=False) as Python 3.11's
-    _process_class does it, for a class whose `plain` annotations are all it has (strings that
-    name no ClassVar, InitVar or KW_ONLY) and that has no dataclass base: the same Field of each
-    annotation (a default of the class made a field(), a field()'s default put back on the class,
-    a mutable default refused), the same __dataclass_params__, __dataclass_fields__ and
-    __match_args__ (tests/test_model_dataclass.py compares them). Without the rest of
-    _process_class, which such a class does not need: ~100 k instructions a class, 34 of them in
-    a `call --batch` start-up (issue 34). False (nothing done) for any other class."""
+    _process_class does it, when the `plain` annotations are all `cls` has and no base is a
+    dataclass: the same Field of each (a class default made a field(), a field()'s default put
+    back on the class, a mutable default refused), __dataclass_params__, __dataclass_fields__,
+    __match_args__ (tests/test_model_dataclass_fields.py). Without the rest of _process_class:
+    ~100 k instructions a class, 34 in a `call --batch` start-up (issue 34). False otherwise."""
     if not _PLAIN_FIELDS or plain != len(annotations):
         return False
     if any(hasattr(base, "__dataclass_fields__") for base in cls.__mro__[1:]):
@@ -143,8 +138,7 @@ def _plain_fields(cls: type, annotations: dict[str, Any], plain: int) -> bool:
                 default = MISSING
             made = dataclasses.field(default=default)  # type: ignore[arg-type]  # MISSING: none
         made.name, made.type, made._field_type = name, written, _FIELD  # type: ignore[attr-defined]
-        if made.kw_only is MISSING:
-            made.kw_only = False
+        made.kw_only = False if made.kw_only is MISSING else made.kw_only
         if made.default.__class__.__hash__ is None:
             raise ValueError(f"mutable default {type(made.default)} for field {name} is not allowed: use default_factory")
         fields[name] = made
