@@ -10,11 +10,14 @@ instructions of `import click` and one round trip, most of it start-up).
 
 from __future__ import annotations
 
+import abc
 import collections
 import dataclasses
 import gc
 import json
 import re  # (model.py's import: no start-up cost of its own)
+import sys
+import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import _FIELD_CLASSVAR as _CLASSVAR  # type: ignore[attr-defined]  # the stdlib's field kinds
@@ -84,16 +87,18 @@ def _make_dataclass(cls: _C, frozen: bool) -> _C:
 
 
 def _collect_fields(cls: type, annotations: dict[str, Any]) -> None:
-    """The stdlib's decorator collects the fields (init, repr and eq made here). Under `from
-    __future__ import annotations` each annotation is a string, which the stdlib matches with a
-    regular expression three times (is it a ClassVar, an InitVar, KW_ONLY?): two thirds of
-    collecting a field. A string that names none of the three is shown to it as `object` and
-    given back to its field (and to the class) afterwards: the same fields, the same types."""
+    """The fields as the stdlib's decorator collects them (init, repr and eq made here): by
+    _plain_fields for a class whose annotations are all strings (`from __future__ import
+    annotations`) naming no ClassVar, InitVar or KW_ONLY, with no dataclass base (all of llmc's);
+    else by the stdlib, each such string shown to it as `object` and given back to its field
+    afterwards (its three regular-expression matches a string were two thirds of a field)."""
     plain = {
         name: a
         for name, a in annotations.items()
         if isinstance(a, str) and "ClassVar" not in a and "InitVar" not in a and "KW_ONLY" not in a
     }
+    if _plain_fields(cls, annotations, len(plain)):
+        return
     if plain:
         cls.__annotations__ = {name: object if name in plain else a for name, a in annotations.items()}
     try:
@@ -104,6 +109,52 @@ def _collect_fields(cls: type, annotations: dict[str, Any]) -> None:
     own: dict[str, dataclasses.Field[Any]] = getattr(cls, "__dataclass_fields__")  # noqa: B009
     for name, written in plain.items():
         own[name].type = written
+
+
+# dataclasses' private parts that _plain_fields uses as _process_class does (Python 3.11's shape).
+_FIELD, _PARAMS = getattr(dataclasses, "_FIELD", None), getattr(dataclasses, "_DataclassParams", None)  # type: Any, Any
+_PLAIN_FIELDS = sys.version_info[:2] == (3, 11) and _FIELD is not None and _PARAMS is not None
+
+
+def _plain_fields(cls: type, annotations: dict[str, Any], plain: int) -> bool:
+    """dataclasses.dataclass(cls, init=False, repr=False, eq=False) as Python 3.11's
+    _process_class does it, when the `plain` annotations are all `cls` has and no base is a
+    dataclass: the same Field of each (a class default made a field(), a field()'s default put
+    back on the class, a mutable default refused), __dataclass_params__, __dataclass_fields__,
+    __match_args__ (tests/test_model_dataclass_fields.py). Without the rest of _process_class:
+    ~100 k instructions a class, 34 in a `call --batch` start-up (issue 34). False otherwise."""
+    if not _PLAIN_FIELDS or plain != len(annotations):
+        return False
+    if any(hasattr(base, "__dataclass_fields__") for base in cls.__mro__[1:]):
+        return False
+    cls.__dataclass_params__ = _PARAMS(False, False, False, False, False, False)  # type: ignore[attr-defined]
+    fields: dict[str, dataclasses.Field[Any]] = {}
+    for name, written in annotations.items():
+        default = getattr(cls, name, MISSING)
+        if isinstance(default, dataclasses.Field):
+            made = default
+        else:
+            if isinstance(default, types.MemberDescriptorType):  # a slot's descriptor: no default
+                default = MISSING
+            made = dataclasses.field(default=default)  # type: ignore[arg-type]  # MISSING: none
+        made.name, made.type, made._field_type = name, written, _FIELD  # type: ignore[attr-defined]
+        made.kw_only = False if made.kw_only is MISSING else made.kw_only
+        if made.default.__class__.__hash__ is None:
+            raise ValueError(f"mutable default {type(made.default)} for field {name} is not allowed: use default_factory")
+        fields[name] = made
+        if default is made:  # the class attribute was the field(): its default, or none
+            if made.default is MISSING:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, made.default)
+    for name, value in cls.__dict__.items():
+        if isinstance(value, dataclasses.Field) and name not in annotations:
+            raise TypeError(f"{name!r} is a field but has no type annotation")
+    cls.__dataclass_fields__ = fields  # type: ignore[attr-defined]
+    if "__match_args__" not in cls.__dict__:
+        setattr(cls, "__match_args__", tuple(f.name for f in fields.values() if f.init and not f.kw_only))  # noqa: B010
+    abc.update_abstractmethods(cls)
+    return True
 
 
 # A class built this often gets a compiled __init__ (as fast as the stdlib's): start-up builds most

@@ -9,7 +9,10 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-import click
+from llmc_cli import forward_refs_compiled_when_used
+
+with forward_refs_compiled_when_used():  # click's TypedDicts and TypeVar bounds: llmc_cli/__init__.py
+    import click
 
 from llmc_cli import __version__, interrupts
 from llmc_cli.cli.examples import attach_examples, block
