@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +39,12 @@ def sealer(records: list[AuditRecord], written: list[dict[str, Any]], times: Seq
     def seal(prev: str, count: int) -> list[bytes]:
         written.clear()  # sealed again when the store retries
         lines = []
-        waited = len(times)
         new = sha256_of()  # SHA-256's constructor itself, not a call around it per record
         encode = canonical_json_bytes_encoder()  # likewise canonical_json_bytes's encoder
-        stamp = ""  # when this seal stamps its records: once (they are written in one go)
-        for i, record in enumerate(records):
+        # Each record's time, paired with it (not looked up by index): the times it waited
+        # with, then when this seal stamps the rest (once: they are written in one go).
+        rest = len(records) - len(times)
+        for record, when in zip(records, [*times, *repeat(now_iso(), rest)] if rest > 0 else times, strict=False):
             # One copy of the record (a Deferred keeps the record and its time apart rather than
             # copying it a second time to add the time), then its time (its own, if it has one)
             # and prev: a dict built as {"time": ..., **record, "prev": ...} grows and is resized
@@ -50,7 +52,7 @@ def sealer(records: list[AuditRecord], written: list[dict[str, Any]], times: Seq
             # what is stored (sorted).
             full: dict[str, Any] = record.copy()  # type: ignore[assignment]  # a TypedDict's copy, made one to add to
             if "time" not in full:
-                full["time"] = times[i] if i < waited else stamp or (stamp := now_iso())
+                full["time"] = when
             full["prev"] = prev
             # Three lookups, not a set operation over the record's keys (twice the instructions).
             rare = "result" in full or "client" in full or "findings" in full
@@ -64,7 +66,7 @@ def sealer(records: list[AuditRecord], written: list[dict[str, Any]], times: Seq
             written.append(full)
             # Stored as hashed, its hash last: one serialisation per record, not a second compact
             # one in another key order (verify parses the line; the order of keys is no part of it).
-            lines.append(b"".join((body[:-1], b',"hash":"', prev.encode("ascii"), b'"}')))
+            lines.append(b"".join((body[:-1], b',"hash":"', prev.encode(), b'"}')))
         return lines
 
     return seal

@@ -134,14 +134,19 @@ def run(
 
     def done(item: Any) -> None:
         nonlocal worst
-        code = item.exit_code
+        error = item.error
+        if error is None:  # item.exit_code's, without the property's call (most lines)
+            result = item.result
+            code = ExitCode.TOOL_ERROR if result is not None and result.is_error else 0
+        else:
+            code = error.exit_code
+            if isinstance(error, SkippedAfterFailure):
+                error.message = f"{error.message} (--fail-fast)"
+            else:
+                with_hint(error)
         if code > worst:  # max()'s, without its call (~700 instructions a line)
             worst = code
         finished.append(item)
-        if isinstance(item.error, SkippedAfterFailure):
-            item.error.message = f"{item.error.message} (--fail-fast)"
-        elif item.error is not None:
-            with_hint(item.error)
         write(item.to_json())  # after the progress line is cleared
 
     with catalog:

@@ -70,14 +70,35 @@ class BatchItem:
         return ExitCode.TOOL_ERROR if self.result is not None and self.result.is_error else ExitCode.OK
 
     def to_json(self) -> JSONObject:
-        out: dict[str, Any] = {"id": self.id}
-        if self.call is not None:
-            out["server"], out["tool"] = self.call.server, self.call.tool  # (no keyword arguments to parse)
+        """The item's result line: {id, server, tool}, then the error, or the result's fields as
+        ToolResult.to_json gives them (`llmc call`'s output, at the top), then durationMs."""
+        call, result = self.call, self.result
+        if call is not None and self.error is None and result is not None:
+            # (a call's result, most lines) one dict in its keys' order, ToolResult.to_json's
+            # fields set here: no second dict, its content list not copied (encoded, not kept)
+            out: dict[str, Any] = {
+                "id": self.id,
+                "server": call.server,
+                "tool": call.tool,
+                "content": result.content,
+                "isError": result.is_error,
+            }
+            if result.structured_content is not None:
+                out["structuredContent"] = result.structured_content
+            if result.meta:
+                out["_meta"] = result.meta
+            if result.cached:
+                out["cached"] = True
+            out["durationMs"] = self.duration_ms
+            return out
+        out = {"id": self.id}
+        if call is not None:
+            out["server"], out["tool"] = call.server, call.tool  # (no keyword arguments to parse)
         if self.error is not None:
             out["error"] = self.error.to_json()
-        elif self.result is not None:
-            out.update(self.result.to_json())  # the fields of `llmc call`'s output, at the top
-            if self.result.cached:
+        elif result is not None:
+            out.update(result.to_json())  # the fields of `llmc call`'s output, at the top
+            if result.cached:
                 out["cached"] = True
         out["durationMs"] = self.duration_ms
         return out

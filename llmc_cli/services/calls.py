@@ -284,6 +284,22 @@ def close_call(log: AuditSink, authorized: Authorization, record: AuditRecord, o
         log.record(out, before_action=False)
 
 
+def close_outcome(log: AuditSink, authorized: Authorization, outcome: str, duration: float, size: int, digest: str) -> None:
+    """close_call(log, authorized, {"outcome", "durationMs", "resultBytes", "resultSha256"},
+    own=True): the outcome record of a call that returned a result, without findings or the
+    result itself (a batch's every call), its fields set on the base's copy (no dict of them)."""
+    if OPEN_CALLS.close(authorized.opened):
+        out = authorized.base.copy()
+        out["event"], out["outcome"], out["durationMs"], out["resultBytes"], out["resultSha256"] = (
+            "outcome",
+            outcome,
+            duration,
+            size,
+            digest,
+        )
+        log.record(out, before_action=False)
+
+
 def masked_error(exc: LlmcError, masker: Masker) -> LlmcError:
     """The error with the call's secrets masked in its message and details: an upstream's error
     may quote a secret argument or its own credentials, and the error goes on to a terminal, an

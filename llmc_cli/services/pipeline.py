@@ -386,19 +386,17 @@ class Pipeline:
         findings: Sequence[JSONObject],
     ) -> None:
         """The outcome record of a call or read that returned a result (`result` with audit_results)."""
-
-        record: AuditRecord = {
-            "outcome": outcome,
-            "durationMs": duration,
-            "resultBytes": len(body),
-            "resultSha256": sha256(body).hexdigest(),
-        }
-        if self.context.profile.profile.audit_results:
-            record["result"] = authorized.masker(raw)
-        if findings:
-            record["findings"] = authorized.masker(findings)
-        # (the property's call only while no log is open); the fields but findings are llmc's own
-        calls.close_call(self._log or self.log, authorized, record, own=not findings)
+        digest = sha256(body).hexdigest()
+        log = self._log or self.log  # (the property's call only while no log is open)
+        if findings or self.context.profile.profile.audit_results:
+            record: AuditRecord = {"outcome": outcome, "durationMs": duration, "resultBytes": len(body), "resultSha256": digest}
+            if self.context.profile.profile.audit_results:
+                record["result"] = authorized.masker(raw)
+            if findings:
+                record["findings"] = authorized.masker(findings)
+            calls.close_call(log, authorized, record, own=not findings)  # (but findings, llmc's own fields)
+        else:  # llmc's own fields only (most calls): set on the record's copy of the base, no dict of them
+            calls.close_outcome(log, authorized, outcome, duration, len(body), digest)
 
 
 # How a call that raised ended, by the error's class (its outcome record); others: transport_error,

@@ -167,3 +167,33 @@ def test_a_log_written_by_either_encoder_in_turn_verifies(tmp_path: Path, monkey
             log.release()
     report = AuditLog(path).verify()
     assert report == {**report, "ok": True, "records": len(records)}
+
+
+def test_a_chain_of_varied_records_with_waited_own_and_stamped_times() -> None:
+    """Several records in one seal, as a batch's Deferred writes them: the first with the times
+    they waited with (one of them carrying its own, which is kept), the rest stamped once when
+    sealed. Each line is json's canonical text of the record with its time and prev, its hash
+    last, each chained to the one before; sealing again (a store's retry) gives the same lines."""
+    varied: list[dict[str, Any]] = [
+        BASE,
+        {**BASE, "arguments": {"nested": {"é": [1, 2.5, {"deep": "😀 山"}]}, "big": 2**70, "neg": -(2**63) - 1}},
+        {**BASE, "arguments": {"f": 1e-05, "g": 0.5, "token": "***"}, "event": "decision", "decision": "allow"},
+        {k: v for k, v in BASE.items() if k not in ("time", "arguments")},  # an outcome: no arguments, no time
+        {**BASE, "time": "2026-11-29T05:45:21.000Z", "result": {"text": "null 0.0000", "n": 1e-7}},
+        {k: v for k, v in BASE.items() if k != "time"},
+        {**{k: v for k, v in BASE.items() if k != "time"}, "client": {"name": "host", "version": 1.5e-5}},
+    ]
+    waited = ["2026-11-29T05:45:22.001Z", "2026-11-29T05:45:22.002Z", "2026-11-29T05:45:22.003Z", "x", "y"]
+    written: list[dict[str, Any]] = []
+    seal = sealer(varied, written, waited)  # type: ignore[arg-type]  # any records, on purpose
+    lines = seal(GENESIS, 0)
+    assert seal(GENESIS, 0) == lines and len(written) == len(varied)
+    stamp = json.loads(lines[-1])["time"]  # the records past `waited` (none with a time of its own) share it
+    assert [json.loads(line)["time"] for line in lines[len(waited) :]] == [stamp, stamp]
+    prev = GENESIS
+    for i, (record, line) in enumerate(zip(varied, lines, strict=True)):
+        time = record.get("time") or (waited[i] if i < len(waited) else stamp)
+        expected = as_json_seals({**record, "time": time}, prev)
+        assert line.decode("utf-8") == expected, i
+        prev = json.loads(line)["hash"]
+        assert written[i] == json.loads(line)
