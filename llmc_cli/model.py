@@ -107,7 +107,7 @@ def _fast_bytes(plain: Callable[[object], str]) -> Callable[[object, object], by
     return encode
 
 
-def _fast_line(plain: Callable[[object], str]) -> Callable[[object], bytes]:
+def _fast_line(plain: Callable[[object], str]) -> Callable[[object, object], bytes]:
     """compact_json_line on orjson (see above): its bytes with the newline orjson appends, where
     _fast's test on their text passes (that text is not encoded again); `plain`'s otherwise.
     (On the text: bytes.find parses its arguments as a tuple, ~2,000 instructions a search.)"""
@@ -116,11 +116,13 @@ def _fast_line(plain: Callable[[object], str]) -> Callable[[object], bytes]:
         return _compact_line
     dumps, refused, option, _ = found
     option |= 1024  # orjson.OPT_APPEND_NEWLINE
-    small_exponent = re.compile(_SMALL_EXPONENT).search
+    small_exponent, scalars = re.compile(_SMALL_EXPONENT).search, _SCALARS
 
-    def encode(value: object) -> bytes:
+    def encode(value: object, foreign: object = EVERYTHING) -> bytes:
         try:
             out = dumps(value, default=_refuse, option=option)
+            if foreign is None or (type(foreign) is dict and scalars.issuperset(map(type, foreign.values()))):
+                return out  # no float in it, so none in `value` (canonical_json_bytes's `foreign`)
             text = out.decode("utf-8")
             if "null" not in text and "0.0000" not in text and ("e-" not in text or small_exponent(text) is None):
                 return out
@@ -179,7 +181,7 @@ def _canonical_bytes(value: object, foreign: object = EVERYTHING) -> bytes:
     return _CANONICAL(value).encode("utf-8")  # json's text: a process's first encodings (counted), or no orjson
 
 
-def _compact_line(value: object) -> bytes:
+def _compact_line(value: object, foreign: object = None) -> bytes:
     return (_COMPACT(value) + "\n").encode("utf-8")  # json's text: a process's first encodings (counted), or no orjson
 
 
@@ -195,9 +197,11 @@ def compact_json(value: object) -> str:
     return _COMPACT(value)
 
 
-def compact_json_line(value: object) -> bytes:
-    """compact_json(value) and a newline, as UTF-8: a JSON-RPC message on a stdio server's input."""
-    return _COMPACT_LINE(value)
+def compact_json_line(value: object, foreign: object = EVERYTHING) -> bytes:
+    """compact_json(value) and a newline, as UTF-8: a JSON-RPC message on a stdio server's input.
+    `foreign`: as canonical_json_bytes's, but a dict or None (a call's arguments: with only text,
+    integers, booleans and nulls in it, the rest is the caller's own and orjson's bytes are json's)."""
+    return _COMPACT_LINE(value, foreign)
 
 
 def canonical_json(value: object) -> str:
@@ -412,13 +416,16 @@ class ToolResult:
 
     @classmethod
     def from_mcp(cls, raw: JSONObject) -> ToolResult:
+        # The fields set as __init__ sets them, without its call (a class's __init__ is called
+        # through type.__call__: ~3,000 instructions; a batch makes one a call)
+        result = object.__new__(cls)
         content = raw.get("content")
-        return cls(  # by position (content, structured_content, is_error, meta): no keyword dict a result
-            [c for c in content if isinstance(c, dict)] if isinstance(content, list) else [],
-            raw.get("structuredContent"),
-            bool(raw.get("isError")),
-            meta if isinstance(meta := raw.get("_meta"), dict) else None,
-        )
+        result.content = [c for c in content if isinstance(c, dict)] if isinstance(content, list) else []
+        result.structured_content = raw.get("structuredContent")
+        result.is_error = bool(raw.get("isError"))
+        result.meta = meta if isinstance(meta := raw.get("_meta"), dict) else None
+        result.duration_ms, result.cached = None, False
+        return result
 
     @property
     def text(self) -> str:

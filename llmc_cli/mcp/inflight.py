@@ -67,21 +67,20 @@ class Future(Generic[T]):
     itself, because concurrent.futures imports logging: ~5 ms of every command's start-up. The
     first outcome set wins; a later one (a reply racing the connection's end) is dropped."""
 
-    __slots__ = ("_callbacks", "_done", "_error", "_value", "_waiters")
-
     # One lock for every future, not one made a future (a request each): it is held only to set
     # or read a few fields, never while anything is called, so no future waits long on another's.
     _lock = threading.Lock()
 
-    def __init__(self) -> None:
-        self._done = False
-        self._value: T | None = None
-        self._error: BaseException | None = None
-        # Tuples, new ones made only when a callback is added or a thread waits (a caller that
-        # reads its own reply never does): no two lists made and freed a request for nothing.
-        self._callbacks: tuple[Callable[[Future[T]], object], ...] = ()
-        # A lock per waiting thread, released when the future is done, not an Event per future.
-        self._waiters: tuple[threading.Lock, ...] = ()
+    # Each future's fields start as these class attributes (no __init__: a Python call less a
+    # request); _settle and the rest set the instance's own.
+    _done = False
+    _value: T | None = None
+    _error: BaseException | None = None
+    # Tuples, new ones made only when a callback is added or a thread waits (a caller that
+    # reads its own reply never does): no two lists made and freed a request for nothing.
+    _callbacks: tuple[Callable[[Future[T]], object], ...] = ()
+    # A lock per waiting thread, released when the future is done, not an Event per future.
+    _waiters: tuple[threading.Lock, ...] = ()
 
     def done(self) -> bool:
         return self._done
@@ -153,26 +152,41 @@ class InFlight:
         self._standing: set[int | str] = set()  # the long-lived requests among _futures
 
     def open(
-        self, request_id: int | str, *, timed: bool = True, token: ProgressToken | None = None, standing: bool = False
+        self,
+        request_id: int | str,
+        *,
+        timed: bool = True,
+        token: ProgressToken | None = None,
+        standing: bool = False,
+        at: float | None = None,
     ) -> Future[Reply]:
         """A future for the reply to `request_id`. `timed`: progress extends its deadline (the
-        session waits for it); `token`: the caller's own progress token, for `cancel`;
-        `standing`: a long-lived request nobody waits on (see the module's docstring)."""
+        session waits for it), counted from `at` (time.monotonic(); default now) until progress
+        comes; `token`: the caller's own progress token, for `cancel`; `standing`: a long-lived
+        request nobody waits on (see the module's docstring)."""
         future: Future[Reply] = Future()
-        with self._lock:
+        # (acquire and release, not `with`: it looks up and binds __enter__ and __exit__, ~1,000
+        # instructions; open and close run once a request)
+        lock = self._lock
+        lock.acquire()
+        try:
             self._futures[request_id] = future
             if standing:
                 self._standing.add(request_id)
             if timed:
-                self._activity[request_id] = time.monotonic()
+                self._activity[request_id] = time.monotonic() if at is None else at
             if token is not None:
                 self._by_token[token] = request_id
                 self._token_of[request_id] = token
+        finally:
+            lock.release()
         return future
 
     def close(self, request_id: int | str) -> None:
         """Stop waiting for `request_id` (a late reply is then dropped)."""
-        with self._lock:
+        lock = self._lock  # (as open's)
+        lock.acquire()
+        try:
             self._futures.pop(request_id, None)
             self._activity.pop(request_id, None)
             if self._standing:  # (most connections have none, nor callers' tokens: two calls less a request)
@@ -181,6 +195,8 @@ class InFlight:
                 token = self._token_of.pop(request_id, None)
                 if token is not None and self._by_token.get(token) == request_id:
                     del self._by_token[token]
+        finally:
+            lock.release()
 
     def ids(self) -> list[int | str]:
         """Every request in flight, standing ones included (what a closing session cancels)."""

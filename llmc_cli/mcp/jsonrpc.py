@@ -88,6 +88,7 @@ def kind_of(message: object) -> str:
 _UNREAD = object()  # decode's value before a parser read it
 _NINETEEN_ZEROS = b"0" * 19  # 19 digits in a row, translated (model.FAST_LOADS)
 _DIGITS = b"0123456789"
+_SHALLOW = 2 * MAX_MESSAGE_DEPTH  # a message nested N deep is N openers and N closers: at least 2N long
 
 
 def decode(line: str | bytes) -> list[JSONObject]:
@@ -105,6 +106,17 @@ def decode(line: str | bytes) -> list[JSONObject]:
             value = fast[0](line)
         except ValueError:  # orjson.JSONDecodeError: json reads it (NaN, a lone surrogate) or refuses it below
             pass
+        else:  # a reply with a result (a batch reads one a call) that cannot nest too deep, no escape in it
+            if (
+                type(value) is dict
+                and "result" in value
+                and "id" in value
+                and "method" not in value
+                and value.get("jsonrpc") == "2.0"
+                and (len(line) <= _SHALLOW or line.count(b"[") + line.count(b"{") <= MAX_MESSAGE_DEPTH)
+                and (92 not in line or line.find(b"\\u") < 0)  # (a backslash at all: a memchr)
+            ):
+                return [value]  # what the rest below makes of it
     if value is _UNREAD:
         try:
             # bytes as json.loads reads them (UTF-8, surrogates passed), without its encoding detection
@@ -131,7 +143,7 @@ def decode(line: str | bytes) -> list[JSONObject]:
         checked.append(m)  # type: ignore[arg-type]  # (no typing.cast: a call a message)
     messages = checked
     if (
-        len(line) > 2 * MAX_MESSAGE_DEPTH
+        len(line) > _SHALLOW
         and (  # the line is JSON: a message nested N deep is N openers and N closers, at least 2N long
             line.count("[") + line.count("{") if isinstance(line, str) else line.count(b"[") + line.count(b"{")
         )

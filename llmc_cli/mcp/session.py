@@ -25,7 +25,7 @@ from llmc_cli.mcp.inflight import AFTER_SEND, SENDING, DeadlinePassed, Future, I
 from llmc_cli.mcp.messages import ProgressToken, all_pages, object_at
 from llmc_cli.mcp.transports.base import Transport
 from llmc_cli.mcp.versions import LEGACY_VERSIONS, META_PREFIX, MODERN_VERSIONS, SUPPORTED_VERSIONS, retry_version
-from llmc_cli.model import JSON, JSONObject
+from llmc_cli.model import EVERYTHING, JSON, JSONObject
 
 CLIENT_INFO: JSONObject = {"name": "llmc", "version": __version__}
 MAX_INPUT_ROUNDS = 8  # input_required round trips for one request
@@ -52,6 +52,7 @@ class ClientSession:
     ) -> None:
         self.transport = transport
         self._pump = getattr(transport, "pump", None)  # stdio's: the caller reads its own reply (inflight.Pump)
+        self._write: Callable[[JSONObject, object], None] = transport.send  # type: ignore[assignment]  # stdio's, when _pump
         self.name = name
         self.timeout = timeout
         self.handshake_timeout: float | None = None  # initialize / server/discover (None: `timeout`)
@@ -191,7 +192,8 @@ class ClientSession:
         no wait, so the session stays idle), cancelled when the session closes."""
         if self._closed_error is not None:
             raise self._closed_error
-        request_id = self._new_id()
+        request_id = next(self._ids)
+        self._last_id = max(self._last_id, request_id)
         params = message.get("params")
         meta = params.get("_meta") if isinstance(params, dict) else None
         # the relay's own progress token: server->client messages are tied to it (mcp/router.py)
@@ -295,13 +297,12 @@ class ClientSession:
         """One request; a modern server that refuses its version (UnsupportedProtocolVersion)
         listing one llmc speaks gets one retry with the best common version (basic/versioning).
         The first request of an era adopted without a handshake is the first the server answers,
-        so it may wait as long as a handshake would. (One function with its retry, not two: a
-        batch makes one a call.)"""
+        so it may wait as long as a handshake would. (One function with its retry: a batch's.)"""
         if self._closed_error is not None:
             raise self._closed_error
         if self._unanswered and self.handshake_timeout and not retried:
             timeout = max(timeout or self.timeout, self.handshake_timeout)
-        request_id = next(self._ids)  # _new_id()'s, a call less
+        request_id = next(self._ids)  # (as forward's)
         if request_id > self._last_id:
             self._last_id = request_id
         sent = dict(params) if params else {}  # `params` itself stays as given: a retry sends it again
@@ -319,18 +320,19 @@ class ClientSession:
             meta.update(watch.meta())
         if meta:
             sent["_meta"] = meta
-        future = self._inflight.open(request_id, token=None if own_token is None else _token(own_token))
+        started = time.monotonic()  # (the deadline counts from here, open's included: one clock read)
+        future = self._inflight.open(request_id, token=None if own_token is None else _token(own_token), at=started)
         result: JSONObject | None = None
         error: BaseException | None = None
         limit = timeout if timeout is not None else self.timeout
-        started = time.monotonic()
         try:
             message: JSONObject = {"jsonrpc": "2.0", "id": request_id, "method": method}  # jsonrpc.request's
             if sent:
                 message["params"] = sent
             if self._pump is not None:  # stdio: send() only writes, never waits for the reply:
-                # no deadline to hand it (three thread-local lookups a call), no HTTP session to renew
-                self.transport.send(message)
+                # no deadline to hand it (three thread-local lookups a call), no HTTP session to renew;
+                # a call's arguments are all that came from outside unless _meta did (compact_json_line)
+                self._write(message, sent.get("arguments") if given is None and method == "tools/call" else EVERYTHING)
             else:
                 self._send_by(message, started + limit, limit)
             after = AFTER_SEND.call
@@ -393,8 +395,11 @@ class ClientSession:
     def _wait(
         self, request_id: int, future: Future[JSONObject], method: str, timeout: float, started: float | None = None
     ) -> JSONObject:
+        pump = self._pump
         try:
-            message = self._inflight.wait(request_id, future, timeout, started, self._pump)
+            # stdio: a lone caller's reply is read here and handed back as it is (pump's `own`), else the matcher's
+            got = pump(future, timeout if timeout < 0.5 else 0.5, self._inflight.alone, request_id) if pump else None
+            message = got if type(got) is dict else self._inflight.wait(request_id, future, timeout, started, pump)
         except DeadlinePassed:
             self._cancel(request_id, "timeout")
             raise TimeoutExpired(f"{self.name}: no reply to {method} within {timeout:g}s") from None
@@ -419,11 +424,6 @@ class ClientSession:
             self.notify("notifications/cancelled", {"requestId": request_id, "reason": reason})
         except LlmcError:
             pass
-
-    def _new_id(self) -> int:
-        request_id = next(self._ids)
-        self._last_id = max(self._last_id, request_id)
-        return request_id
 
     def _on_message(self, message: JSONObject, related: int | str | None = None) -> None:
         # a reply with a result (what kind_of says "response" of, without its call: one a request)

@@ -269,7 +269,11 @@ class Batch:
         on_wait. Never raises: what on_done raises ends the handing and is raised by run()."""
         items, done, on_done = self.items, self.done, self.on_done  # (locals: read once an item, not per use)
         total = len(items)
-        with self._handing:
+        # (acquire and release, not `with`: it looks up and binds __enter__ and __exit__, ~1,000
+        # instructions; every call's thread hands on)
+        handing = self._handing
+        handing.acquire()
+        try:
             handed = n = self._handed  # (n: self._handed, kept in step with it)
             while n < total and done[n] and self._hand_error is None:
                 if interrupts.received:  # (requested(), without its call): the main thread reports it; nothing more is shown
@@ -287,6 +291,8 @@ class Batch:
                 self._hand_error = exc
             if n == total or self._hand_error is not None:
                 self._all_handed.set()
+        finally:
+            handing.release()
 
     def _queues(self) -> dict[str, list[BatchItem]]:
         """The decided calls of each server, in input order; every other item is done now."""

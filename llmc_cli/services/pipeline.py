@@ -210,13 +210,13 @@ class Pipeline:
             raise authorized.denied()
         call: ToolCall = authorized.call  # type: ignore[assignment]  # a decided call's (no typing.cast: a call each)
         cache = calls.cache_for(self.catalog, self.context, authorized) if self.context.profile.profile.cache.tools else None
-        return self._through(
-            authorized,
-            "tools/call",
-            None,  # "the result of TOOL", made only for a message that says it
-            partial(self._call_tool, call, timeout, meta),  # (no closure: its cells are made at every call)
-            cache,
+        held = self._sessions  # a batch's session of its server, once found: called straight (a call less)
+        at = held.get(call.server) if held and timeout is None and meta is None else None
+        send = (
+            partial(at.call_tool, call.tool, call.arguments) if at is not None else partial(self._call_tool, call, timeout, meta)
         )
+        # (partials, not closures: a closure's cells are made at every call); None: "the result of TOOL", made if said
+        return self._through(authorized, "tools/call", None, send, cache)
 
     def _call_tool(self, call: ToolCall, timeout: float | None, meta: JSONObject | None) -> JSONObject:
         """The call, on the catalog's session of its server (a batch's: found once)."""

@@ -16,6 +16,12 @@ Usage: python misbehaving_stdio.py MODE
   busy-exit     on stdin EOF works (CPU) for 2 s before it exits: a slow exit, not a linger
   fork          spawns a grandchild that would outlive it
   huge-line     answers tools/call with a line that does not end (4 MB, then exits)
+  faults        tools/call echo misbehaves as its message says: wrong-id (a reply to an id never
+                sent, then the right one), string-id (the id echoed as a string), not-object (a
+                result that is no object), no-version (a reply without "jsonrpc", then the right
+                one), deep (a result nested 200 levels), surrogate (a lone surrogate escaped),
+                chatty (a log message, progress and a ping before the reply), error (a JSON-RPC
+                error), die (half a reply, then exits); any other message: echoed
   versions V,.. answers server/discover with UnsupportedProtocolVersion (-32022) listing the
                 versions V (comma-separated); initialize agrees on the first of them
 """
@@ -62,8 +68,8 @@ def main() -> None:
     for line in sys.stdin:
         msg = json.loads(line)
         method, ident = msg.get("method"), msg.get("id")
-        if ident is None:
-            continue  # notifications
+        if ident is None or method is None:
+            continue  # notifications, and the client's answers (to the ping of "chatty")
         if method == "initialize":
             version = "1999-01-01" if MODE == "bad-version" else msg["params"]["protocolVersion"]
             if VERSIONS:
@@ -122,14 +128,18 @@ def main() -> None:
                 os._exit(7)
             text = (msg["params"].get("arguments") or {}).get("message", "")
             result = {"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": text}]}}
+            if MODE == "faults":
+                result = fault(msg, text, result)
             if MODE == "out-of-order":
                 held.append(result)
                 if len(held) == 3:
                     for r in reversed(held):
                         send(r)
                     held.clear()
-            else:
+            elif result:
                 send(result)
+            else:
+                sys.stdout.flush()
         elif method == "ping":
             reply(msg, {})
         else:
@@ -140,6 +150,43 @@ def main() -> None:
         until = time.monotonic() + 2.0
         while time.monotonic() < until:
             pass
+
+
+def fault(msg: dict, text: str, result: dict) -> dict:
+    """What mode "faults" sends for the call `msg` before (or instead of) `result`, by its text."""
+    ident = msg["id"]
+    if text == "wrong-id":
+        send({**result, "id": ident + 1000})
+    elif text == "string-id":
+        return {**result, "id": str(ident)}
+    elif text == "not-object":
+        return {**result, "result": "not an object"}
+    elif text == "no-version":
+        send({"id": ident, "result": result["result"]})
+    elif text == "deep":
+        deep: object = "bottom"
+        for _ in range(200):
+            deep = [deep]
+        return {**result, "result": {"content": [], "structuredContent": {"deep": deep}}}
+    elif text == "surrogate":
+        sys.stdout.write(
+            '{"jsonrpc": "2.0", "id": ' + str(ident) + ', "result": {"content": [{"type": "text", "text": "\\ud800"}]}}\n'
+        )
+        return {}
+    elif text == "chatty":
+        token = (msg["params"].get("_meta") or {}).get("progressToken")
+        send({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "working"}})
+        send({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token, "progress": 1}})
+        send({"jsonrpc": "2.0", "id": f"ping-{ident}", "method": "ping"})
+    elif text == "error":
+        return {"jsonrpc": "2.0", "id": ident, "error": {"code": -32000, "message": "it broke"}}
+    elif text == "die":
+        sys.stdout.write('{"jsonrpc": "2.0", "id": ' + str(ident) + ', "res')
+        sys.stdout.flush()
+        sys.stderr.write("fatal: died mid-reply\n")
+        sys.stderr.flush()
+        os._exit(9)
+    return result
 
 
 def on_term(*_: object) -> None:

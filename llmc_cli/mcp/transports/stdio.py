@@ -29,29 +29,27 @@ import subprocess
 import threading
 import time
 import weakref
-from _queue import SimpleQueue  # queue.SimpleQueue itself, without the queue module
 from _signal import SIGKILL, SIGTERM  # the numbers, without the signal module's enums (cli/lazy_stdlib.py)
 from _thread import get_ident
 from collections.abc import Callable
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 from llmc_cli.errors import ConnectionFailed, LlmcError, ProtocolError
 from llmc_cli.mcp import jsonrpc
 from llmc_cli.mcp.inflight import Future
 from llmc_cli.mcp.messages import JSONObject
 from llmc_cli.mcp.transports.base import Closed, Deliver, max_message_bytes, too_large
-from llmc_cli.mcp.transports.child import child_environment, has_terminal
+from llmc_cli.mcp.transports.child import child_environment, has_terminal, spawner
 from llmc_cli.mcp.transports.crash_lines import telling_line
 from llmc_cli.mcp.transports.ending import at_work, ended_within
-from llmc_cli.model import compact_json_line
-
-T = TypeVar("T")
+from llmc_cli.model import EVERYTHING, compact_json_line
 
 STDERR_LINES_KEPT = 50
 GARBAGE_LINES_TOLERATED = 100  # servers that log to stdout: skip a few lines, then give up
 LINGER = 0.05  # seconds the reader thread stands aside after a caller last read its own reply
 IDLE = 1.0  # seconds after which it reads again whatever: an idle connection's reader sleeps in read()
 READ_BYTES = 65536
+FIRST_READ_BYTES = 8192  # what most messages fit in
 _MAIN = threading.main_thread().ident  # the main thread never reads in pump()
 
 
@@ -61,42 +59,6 @@ class _Ended(Exception):
     def __init__(self, error: LlmcError | None = None) -> None:
         super().__init__()
         self.error = error
-
-
-class _Spawner:
-    """One thread, kept until llmc exits, that starts every launched (sandboxed) server: a
-    launch (bubblewrap --die-with-parent) ends the server when its parent THREAD ends
-    (PR_SET_PDEATHSIG is per thread). A thread and a queue of its own, not a
-    concurrent.futures pool: that imports logging, 35 M instructions of a command's start-up."""
-
-    def __init__(self) -> None:
-        self._jobs: SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = SimpleQueue()
-        threading.Thread(target=self._serve, daemon=True, name="llmc-spawner").start()
-
-    def run(self, work: Callable[[], T]) -> T:
-        """work() on the spawner's thread: its value, or what it raised."""
-        future: Future[T] = Future()
-        self._jobs.put((work, future))
-        return future.result()
-
-    def _serve(self) -> None:
-        while True:
-            work, future = self._jobs.get()
-            try:
-                future.set_result(work())
-            except BaseException as exc:  # noqa: BLE001 - raised on the caller's thread
-                future.set_exception(exc)
-
-
-_spawner_lock = threading.Lock()
-_spawners: list[_Spawner] = []
-
-
-def _spawner() -> _Spawner:
-    with _spawner_lock:
-        if not _spawners:
-            _spawners.append(_Spawner())
-        return _spawners[0]
 
 
 class StdioTransport:
@@ -170,7 +132,7 @@ class StdioTransport:
         # launch (bubblewrap --die-with-parent) ends the server when its parent THREAD ends
         # (PR_SET_PDEATHSIG is per thread): the spawner's thread lives as long as llmc.
         if self.launch or threading.current_thread() is threading.main_thread():
-            _spawner().run(self._made)
+            spawner().run(self._made)
         else:
             self._made()
 
@@ -230,17 +192,25 @@ class StdioTransport:
                 raise ConnectionFailed(f"cannot start server: working directory not found: {self.cwd}") from None
             raise ConnectionFailed(f"cannot start server {self.command[0]}: {exc.strerror or exc}") from None
 
-    def send(self, message: JSONObject) -> None:
+    def send(self, message: JSONObject, foreign: object = EVERYTHING) -> None:
+        """`foreign`: the part of `message` that came from outside (compact_json_line's)."""
         proc = self._proc
         if proc is None or proc.stdin is None:
             raise ConnectionFailed("stdio transport is not started")
-        data = compact_json_line(message)  # jsonrpc.encode's and a newline, as bytes (no text made to be encoded)
-        with self._write_lock:
-            try:
-                proc.stdin.write(data)
-                proc.stdin.flush()
-            except (BrokenPipeError, ValueError, OSError):
-                raise ConnectionFailed(self._exit_message("server closed its input")) from None
+        data = compact_json_line(message, foreign)  # jsonrpc.encode's and a newline, as bytes (no text made to be encoded)
+        lock = self._write_lock  # (acquire and release, not `with`: see inflight.InFlight.open)
+        lock.acquire()
+        try:
+            # to the pipe itself, not through the file's buffer (its write, then its flush):
+            # nothing else writes there; a write to a pipe may be partial (a full pipe, a signal)
+            sent = os.write(proc.stdin.fileno(), data)  # (ValueError once closed)
+            while sent < len(data):
+                data = data[sent:]
+                sent = os.write(proc.stdin.fileno(), data)
+        except (BrokenPipeError, ValueError, OSError):
+            raise ConnectionFailed(self._exit_message("server closed its input")) from None
+        finally:
+            lock.release()
 
     def close(self) -> None:
         with self._spawning:  # a process being made is recorded first, and stopped here
@@ -290,19 +260,24 @@ class StdioTransport:
         except (ProcessLookupError, PermissionError):
             pass
 
-    def pump(self, future: Future[Any], timeout: float, alone: Callable[[], bool]) -> bool:
+    def pump(self, future: Future[Any], timeout: float, alone: Callable[[], bool], own: int | None = None) -> bool | JSONObject:
         """Read and deliver the server's messages on this thread until `future` is done or `timeout`
         seconds passed, when `alone()` (the caller is the only one awaiting a reply) and no other
         thread reads; the reader thread stands aside meanwhile. False when the caller should
         wait for its reply to be delivered instead (the reader thread then reads). The main
-        thread never reads here: a signal's exception must not fall between a read and its line."""
+        thread never reads here: a signal's exception must not fall between a read and its line.
+        `own`: the caller's request id: a line that is its reply (result or error), alone, is
+        returned as it is, not delivered (the matcher's hand-over skipped: the caller is its
+        only reader); every other message is delivered as ever."""
         if not self._aside and not alone():
             # The reader thread reads (or is about to) and others wait too: nothing to hand
             # over, so no turn on the lock it takes after every line (the locked path below
             # decides the same for these two values).
             return False
         me = get_ident()  # (threading.current_thread() and main_thread() are two Python calls)
-        with self._held:
+        held = self._held  # (acquire and release, not `with`: see inflight.InFlight.open)
+        held.acquire()
+        try:
             if self._ended or self._closing or self._proc is None:
                 return False
             if me == _MAIN or not alone():
@@ -319,13 +294,19 @@ class StdioTransport:
                     self._left = time.monotonic()
                     return True
             self._reader = me
+        finally:
+            held.release()
         deadline = time.monotonic() + timeout
         try:
             while not future._done:  # (the attribute done() returns: a call less a line)
                 line = self._line(deadline)
                 if line is None:
                     break
-                self._handle(line)
+                mine = self._handle(line, own)
+                if mine is not None:
+                    if not future._done:
+                        return mine
+                    self._deliver(mine)  # failed meanwhile (the connection ended): the matcher drops it
         except _Ended as end:
             self._end(end.error)
         finally:
@@ -406,7 +387,9 @@ class StdioTransport:
                 if wait <= 0 or not self._ready.poll(wait * 1000):  # type: ignore[union-attr]  # started
                     return None
             try:
-                chunk = os.read(fd, READ_BYTES)
+                # a line's first read small, its rest large: os.read makes (and shrinks) an object of
+                # the size asked, and 64 KiB costs a malloc beyond the small ones (~2 us a read)
+                chunk = os.read(fd, READ_BYTES if self._buffer else FIRST_READ_BYTES)
             except (OSError, ValueError):
                 raise _Ended() from None
             if not chunk:
@@ -420,11 +403,12 @@ class StdioTransport:
                 return line
             self._buffer += chunk
 
-    def _handle(self, raw: bytes) -> None:
-        """One line: its messages delivered, or noted as not JSON-RPC (a few are tolerated)."""
+    def _handle(self, raw: bytes, own: int | None = None) -> JSONObject | None:
+        """One line: its messages delivered, or noted as not JSON-RPC (a few are tolerated). A
+        line that is only the reply to `own` (a request id) is returned instead, undelivered."""
         line = raw.strip()
         if not line:
-            return
+            return None
         try:
             messages = jsonrpc.decode(line)
         except ProtocolError as exc:
@@ -434,10 +418,17 @@ class StdioTransport:
             self._note_stderr(f"[stdout, not JSON-RPC] {line[:200].decode('utf-8', 'replace')}")
             if self._garbage > GARBAGE_LINES_TOLERATED:
                 raise _Ended(ProtocolError(f"server wrote too many non-JSON-RPC lines on stdout: {exc.message}")) from None
-            return
+            return None
+        if own is not None and len(messages) == 1:
+            # what the session would hand its matcher for `own`: no method, the id by exact type
+            # (a JSON true is no id 1); decode checked the rest (kind_of: a response or an error)
+            m = messages[0]
+            if "method" not in m and type(rid := m.get("id")) is int and rid == own:
+                return m
         assert self._deliver is not None
         for message in messages:
             self._deliver(message)
+        return None
 
     def _end(self, error: LlmcError | None) -> None:
         """stdout ended: `closed` is called, once, whoever read the end."""
