@@ -14,7 +14,8 @@ Who reads the server's stdout: one thread at a time, in order. A reader thread d
 connection is idle or shared; a caller that is the only one awaiting a reply (a batch's calls, a
 sequential client) reads its own reply on its own thread (pump), while the reader thread stands
 aside: a reply then costs one wake-up of the waiting thread, not a wake-up of the reader thread
-and a hand-over to the caller. The reader thread takes over again when a caller finds others
+and a hand-over to the caller (and the reply, read, is taken as it is, not handed over through
+the session's matcher). The reader thread takes over again when a caller finds others
 waiting, when the server wrote something that nobody read LINGER seconds after the last caller
 read (a message of an idle connection, its end), and IDLE seconds after it: not merely because a
 lone caller was slow to send its next request (a loaded machine, another thread holding the GIL).
