@@ -6,8 +6,9 @@ and `llmc --help` / `llmc --version` against `python -c "import click"`.
 
     .venv/bin/python bench/tools_list_bench.py [--runs N] [--json]
 
-Reports the median wall time of N runs of each, and ratios to the floor. The first run of each
-is a warm-up (llmc caches the server's era on its first contact) and is not counted.
+Reports the median wall time of N runs of each, and ratios to the floor. The cases run in
+rounds, one run of each a round, the order reversed every other round (drift reaches all alike);
+a first round warms up (llmc caches the server's era on its first contact) and is not counted.
 """
 
 from __future__ import annotations
@@ -37,16 +38,26 @@ def ensure_peers() -> None:
                        cwd=BENCH / "node", check=True)
 
 
-def timed(argv: list[str], runs: int, env: dict[str, str]) -> list[float]:
-    times = []
-    for i in range(runs + 1):
-        started = time.perf_counter()
-        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=120)
-        elapsed = time.perf_counter() - started
-        if proc.returncode != 0:
-            raise SystemExit(f"{argv[:3]} failed ({proc.returncode}): {proc.stderr.decode()[-500:]}")
-        if i:  # the first run warms caches
-            times.append(elapsed)
+def run_once(argv: list[str], env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, env=env, timeout=120)
+    elapsed = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise SystemExit(f"{argv[:3]} failed ({proc.returncode}): {proc.stderr.decode()[-500:]}")
+    return elapsed
+
+
+def timed(cases: dict[str, list[str]], runs: int, env: dict[str, str]) -> dict[str, list[float]]:
+    """Each case run once a round, `runs` rounds after a warm-up round (llmc caches the server's
+    era on first contact), the order reversed every other round: the machine's drift during the
+    run reaches every case alike, so the ratios of one run compare like with like."""
+    for argv in cases.values():
+        run_once(argv, env)
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    order = list(cases)
+    for round_ in range(runs):
+        for name in order if round_ % 2 == 0 else reversed(order):
+            times[name].append(run_once(cases[name], env))
     return times
 
 
@@ -72,7 +83,7 @@ def main() -> None:
         "llmc --help": [LLMC, "--help"],
         "llmc --version": [LLMC, "--version"],
     }
-    medians = {name: statistics.median(timed(argv, args.runs, env)) for name, argv in cases.items()}
+    medians = {name: statistics.median(seconds) for name, seconds in timed(cases, args.runs, env).items()}
     floor, click_floor = medians["floor (stdlib client)"], medians["python -c 'import click'"]
     rows = []
     for name, seconds in medians.items():
