@@ -9,7 +9,9 @@ writes two audit records per call (fsync'd), which the floor does not.
 The server runs under bench/rusage_of.py on every side, so each run's CPU is split by process:
 the server's (user/system) and its client's (the floor's Python loop, or llmc), the wrapper's
 own start subtracted. `--compare OTHER_LLMC` runs a second build in the same rounds, alternating
-(floor, llmc, other), and prints each one's ratios to the floor of its own round.
+(floor, llmc, other), and prints each one's ratios to the floor of its own round. Before the
+rounds every side runs once untimed (`--warmup`): the first run of a build meets a new state
+directory (its audit log, servers.json) and cold file caches, which no later round does.
 """
 
 from __future__ import annotations
@@ -105,6 +107,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--warmup", type=int, default=1, help="untimed runs of every side before the rounds")
     parser.add_argument("--compare", metavar="OTHER_LLMC", help="another build's llmc, run in the same rounds")
     args = parser.parse_args()
     n = args.calls
@@ -117,8 +120,13 @@ def main() -> None:
     lines = "".join(json.dumps({"id": i, "tool": "echo", "arguments": {"message": str(i)}}) + "\n" for i in range(n))
     builds = {"llmc": LLMC, **({"other": args.compare} if args.compare else {})}
     ratios: dict[str, list[float]] = {name: [] for name in builds}
+    floor_argv = [sys.executable, "-c", FLOOR, str(n), sys.executable, "-S", WRAPPER, report, SERVER]
+    for _ in range(args.warmup):
+        timed(floor_argv, None, env, report)
+        for llmc in builds.values():
+            timed([llmc, "call", "--batch", "-", "--yes", "--stdio", server], lines, env, report)
     for round_ in range(args.rounds):
-        floor = timed([sys.executable, "-c", FLOOR, str(n), sys.executable, "-S", WRAPPER, report, SERVER], None, env, report)
+        floor = timed(floor_argv, None, env, report)
         print(f"round {round_ + 1}, {n} calls: floor  {floor.split()}")
         for name, llmc in builds.items():
             run = timed([llmc, "call", "--batch", "-", "--yes", "--stdio", server], lines, env, report)
