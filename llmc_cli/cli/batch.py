@@ -124,7 +124,6 @@ def run(
     # Only the servers the batch names start: the first call's first of all.
     catalog, profile = open_target(ctx, target, warm=False, first=first_server(lines), calling=lines[0][2] if lines else None)
     items = items_of(lines)
-    del lines  # (a thousand tuples of what the items hold: not kept to the end)
     worst: int = ExitCode.OK
     # What the summary counts, not every item kept to the end: how many were handed out, and
     # those that did not go well (an ok item's status is "ok": exit 0, no error)
@@ -144,9 +143,9 @@ def run(
                 error.message = f"{error.message} (--fail-fast)"
             else:
                 with_hint(error)
+        if code > worst:  # max()'s, without its call (~700 instructions a line)
+            worst = code
         if code:
-            if code > worst:  # max()'s, without its call (~700 instructions a line)
-                worst = code
             not_ok.append(item)
         handed += 1
         write(item.to_json())  # after the progress line is cleared
