@@ -95,11 +95,7 @@ _DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 
 def items_of(lines: list[Line]) -> list[BatchItem]:
     """The batch's items: each line's tool name and arguments, or the error that makes its result."""
-    item = services.BatchItem
-    return [
-        item(index, ident, error=error) if error is not None else item(index, ident, tool, arguments)
-        for index, ident, tool, arguments, error in lines
-    ]
+    return services.BatchItem.many(lines)
 
 
 def first_server(lines: list[Line]) -> str | None:
@@ -129,11 +125,14 @@ def run(
     catalog, profile = open_target(ctx, target, warm=False, first=first_server(lines), calling=lines[0][2] if lines else None)
     items = items_of(lines)
     worst: int = ExitCode.OK
-    finished: list[Any] = []
+    # What the summary counts, not every item kept to the end: how many were handed out, and
+    # those that did not go well (an ok item's status is "ok": exit 0, no error)
+    handed = 0
+    not_ok: list[Any] = []
     write, flush = emit_lines()  # flushed whenever the batch waits for its next result, and at the end
 
     def done(item: Any) -> None:
-        nonlocal worst
+        nonlocal worst, handed
         error = item.error
         if error is None:  # item.exit_code's, without the property's call (most lines)
             result = item.result
@@ -146,7 +145,9 @@ def run(
                 with_hint(error)
         if code > worst:  # max()'s, without its call (~700 instructions a line)
             worst = code
-        finished.append(item)
+        if code:
+            not_ok.append(item)
+        handed += 1
         write(item.to_json())  # after the progress line is cleared
 
     with catalog:
@@ -161,19 +162,20 @@ def run(
             finally:
                 flush()
         except BaseException:  # Ctrl-C, a signal: what finished and what did not, then the interruption
-            note(summary(finished, len(items)))
+            note(summary(not_ok, handed, len(items)))
             raise
     if worst:
-        note(summary(finished, len(items)))
+        note(summary(not_ok, handed, len(items)))
         ctx.exit(worst)
 
 
-def summary(finished: list[Any], total: int) -> str:
+def summary(not_ok: list[Any], finished: int, total: int) -> str:
     """The one line ending a batch that did not all go well: `7 calls: 5 ok, 1 denied, 1 failed`
-    (ok always; denied, failed, skipped and interrupted when there are any)."""
-    counts = {"ok": 0, "denied": 0, "failed": 0, "skipped": 0}
-    for item in finished:
+    (ok always; denied, failed, skipped and interrupted when there are any). `not_ok`: the
+    finished items whose exit code is not 0 (every other one of the `finished` is ok)."""
+    counts = {"ok": finished - len(not_ok), "denied": 0, "failed": 0, "skipped": 0}
+    for item in not_ok:
         counts[item.status] += 1
-    counts["interrupted"] = total - len(finished)
+    counts["interrupted"] = total - finished
     parts = [f"{n} {what}" for what, n in counts.items() if n or what == "ok"]
     return f"llmc: {total} call{'s' if total != 1 else ''}: {', '.join(parts)}"

@@ -208,7 +208,10 @@ def _quick(schema: dict[str, Any], tool: str) -> tuple[dict[str, Any], QuickChec
                 if type(value) not in flat.get(key, ()):
                     break
             else:
-                if all(name in arguments for name in needed):
+                for name in needed:  # (all() of a generator: ~1,000 instructions more a call)
+                    if name not in arguments:
+                        break
+                else:
                     return True
         if properties:
             for key in arguments:

@@ -214,7 +214,9 @@ class Route:
         # Authorization(...)'s fields, set here: its __init__ (nine arguments, a masking test)
         # was ~2,000 instructions a call
         authorized: Authorization = _new(Authorization)
-        authorized.call, authorized.decision = call, Decision(action, rule, reason, digest)
+        decision = _new(Decision)  # Decision(action, rule, reason, digest)'s fields: likewise
+        decision.action, decision.rule, decision.reason, decision.call_hash = action, rule, reason, digest
+        authorized.call, authorized.decision = call, decision
         authorized.base, authorized.masker, authorized.opened, authorized.approval = base, masker, None, None
         authorized.output_schema, authorized.durable_at = self.output_schema, 0
         authorized.record = record  # type: ignore[assignment]  # (the record's fields: an AuditRecord's)

@@ -57,3 +57,15 @@ def test_a_result_line_is_the_composed_line(result: ToolResult, ident: Any) -> N
 )
 def test_other_lines_are_as_before(item: BatchItem) -> None:
     assert compact_json_line(item.to_json()) == compact_json_line(composed(item))
+
+
+def test_many_makes_the_items_init_makes() -> None:
+    """BatchItem.many (a batch's items, without __init__'s call each): every field as
+    BatchItem(...) sets it, for a line read and for a line that carries its error."""
+    error = UsageError("line 2: a batch line must be a JSON object")
+    lines: list[Any] = [(0, 7, "srv.tool", {"x": 1}, None), (1, None, "", None, error)]
+    made = [BatchItem(0, 7, "srv.tool", {"x": 1}), BatchItem(1, None, error=error)]
+    for item, expected in zip(BatchItem.many(lines), made, strict=True):
+        assert {slot: getattr(item, slot) for slot in BatchItem.__slots__} == {
+            slot: getattr(expected, slot) for slot in BatchItem.__slots__
+        }
