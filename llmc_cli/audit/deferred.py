@@ -116,7 +116,7 @@ class Deferred:
         if not (pending or records):
             return False
         try:
-            self.log.append_many([*pending, *records], durable=durable, times=iso_times(times))
+            self.log.append_many([*pending, *records], durable=durable, times=iso_times(times), kept=False)
         except AuditError as exc:
             # The pending records stay: the next write (or the final flush) takes them.
             with self.queue_lock:
