@@ -73,10 +73,14 @@ class OpenCalls:
         interrupted, False: what a call in flight reports then (its server was stopped under
         it) is not its outcome; interrupt_all records `interrupted` instead."""
 
-        with self._lock:
+        lock = self._lock  # (acquire and release, not `with`: see mcp/inflight.InFlight.open; a call each)
+        lock.acquire()
+        try:
             if interrupts.received:  # requested(), without its call (a batch closes one a call)
                 return False
             return self._calls.pop(opened, None) is not None  # type: ignore[arg-type]
+        finally:
+            lock.release()
 
     def interrupt_all(self, reason: str, outcome: str = "interrupted") -> None:
         """An `interrupted` (or `abandoned`) outcome for every open call, on disk before this returns."""
