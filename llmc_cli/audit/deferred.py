@@ -63,11 +63,17 @@ class Deferred:
             self.record_before_actions([record])
             return
         size = _result_bytes(record) if "result" in record else 0  # ([audit] results) no call for the rest
-        with self.queue_lock:
-            self.pending.append(record)
+        lock = self.queue_lock  # (acquire and release, not `with`: see mcp/inflight.InFlight.open; a call each)
+        lock.acquire()
+        try:
+            pending = self.pending
+            pending.append(record)
             self.times.append(time.time_ns())
-            self.pending_results += size
-            full = len(self.pending) >= self.FLUSH_RECORDS or self.pending_results >= self.FLUSH_RESULT_BYTES
+            if size:
+                self.pending_results += size
+            full = len(pending) >= self.FLUSH_RECORDS or self.pending_results >= self.FLUSH_RESULT_BYTES
+        finally:
+            lock.release()
         if full and self.flusher.is_alive():
             # The write and its fsync happen beside the calls, not in one of them: in the calling
             # thread they would be a large share of a long batch's time.
@@ -116,7 +122,7 @@ class Deferred:
         if not (pending or records):
             return False
         try:
-            self.log.append_many([*pending, *records], durable=durable, times=iso_times(times))
+            self.log.append_many([*pending, *records], durable=durable, times=iso_times(times), kept=False)
         except AuditError as exc:
             # The pending records stay: the next write (or the final flush) takes them.
             with self.queue_lock:

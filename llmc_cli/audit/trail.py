@@ -14,7 +14,15 @@ from llmc_cli.audit import group
 from llmc_cli.audit.group import Seal, Ticket
 from llmc_cli.audit.records import AnchorDamaged, AuditError, now_iso, record_hash
 from llmc_cli.mcp.jsonrpc import replace_lone_surrogates
-from llmc_cli.model import EVERYTHING, canonical_json_bytes, canonical_json_bytes_encoder, sha256_of
+from llmc_cli.model import (
+    _SCALARS,
+    EVERYTHING,
+    _canonical_bytes,
+    _orjson,
+    canonical_json_bytes,
+    canonical_json_bytes_encoder,
+    sha256_of,
+)
 from llmc_cli.store.chain import GENESIS, AuditRecord
 
 # Seal: seal(head, count) -> the new records as JSON lines (UTF-8 bytes), each chained to the one before, the
@@ -31,16 +39,24 @@ __all__ = ["ChainedLog", "Seal", "sealer"]
 FOREIGN_FIELDS = ("arguments", "client", "findings", "result")
 
 
-def sealer(records: list[AuditRecord], written: list[dict[str, Any]], times: Sequence[str] = ()) -> Seal:
-    """The Seal that chains `records` after a head; `written` gets them as stored. `times[i]` is
-    when records[i] was recorded (one that waited: audit.Deferred); a record past them is
-    stamped when sealed, unless it carries its own time (which is kept, as for every record)."""
+def sealer(records: list[AuditRecord], written: list[dict[str, Any]] | None, times: Sequence[str] = ()) -> Seal:
+    """The Seal that chains `records` after a head; `written` gets them as stored (None: nobody
+    reads them, none is kept). `times[i]` is when records[i] was recorded (one that waited:
+    audit.Deferred); a record past them is stamped when sealed, unless it carries its own time
+    (which is kept, as for every record)."""
 
     def seal(prev: str, count: int) -> list[bytes]:
-        written.clear()  # sealed again when the store retries
+        if written is not None:
+            written.clear()  # sealed again when the store retries
         lines = []
         new = sha256_of()  # SHA-256's constructor itself, not a call around it per record
         encode = canonical_json_bytes_encoder()  # likewise canonical_json_bytes's encoder
+        # Once it is orjson's, orjson's dumps itself for a record whose foreign part is its
+        # arguments holding only text, integers, booleans and nulls (a batch's every record):
+        # the bytes encode returns for it, without its call (~1,500 instructions a record).
+        fast = None if encode is _canonical_bytes else _orjson(True)
+        dumps, option = (fast[0], fast[2]) if fast is not None else (None, 0)
+        scalars = _SCALARS
         # Each record's time, paired with it (not looked up by index): the times it waited
         # with, then when this seal stamps the rest (once: they are written in one go).
         rest = len(records) - len(times)
@@ -58,12 +74,26 @@ def sealer(records: list[AuditRecord], written: list[dict[str, Any]], times: Seq
             rare = "result" in full or "client" in full or "findings" in full
             foreign = EVERYTHING if rare else full.get("arguments")
             try:  # what record_hash(full) hashes, as bytes: hashed and stored as they are
-                body = encode(full, foreign)
+                body = None
+                # no float in the arguments (the rest is llmc's own): orjson's bytes are json's
+                if (
+                    dumps is not None
+                    and not rare
+                    and (foreign is None or (type(foreign) is dict and scalars.issuperset(map(type, foreign.values()))))
+                ):
+                    try:
+                        body = dumps(full, None, option)
+                    except TypeError:  # (orjson's JSONEncodeError: a lone surrogate, a huge integer) json decides
+                        pass
+                if body is None:
+                    body = encode(full, foreign)
             except UnicodeEncodeError:  # a lone surrogate: replaced, as everywhere llmc stores text
                 full = replace_lone_surrogates(full)
                 body = canonical_json_bytes(full)
-            full["hash"] = prev = new(body).hexdigest()
-            written.append(full)
+            prev = new(body).hexdigest()
+            if written is not None:
+                full["hash"] = prev
+                written.append(full)
             # Stored as hashed, its hash last: one serialisation per record, not a second compact
             # one in another key order (verify parses the line; the order of keys is no part of it).
             lines.append(b"".join((body[:-1], b',"hash":"', prev.encode(), b'"}')))
@@ -157,15 +187,20 @@ class ChainedLog:
         anchor_later: bool = False,
         durable: bool = False,
         times: Sequence[str] = (),
+        kept: bool = True,
     ) -> list[dict[str, Any]]:
-        """Chain `records` after the head and store them in one write; the records as stored.
-        `durable`: the anchor too is made durable in the same lock hold, whatever lazy_anchor
-        says (what sync() would do in a second one: audit.Deferred's flush). `times`: when the
-        first len(times) records were recorded (sealer)."""
-        written: list[dict[str, Any]] = []
+        """Chain `records` after the head and store them in one write; the records as stored
+        (`kept`; else [], and none is kept past its line unless telemetry sends it: a batch's
+        writers discard them). `durable`: the anchor too is made durable in the same lock hold,
+        whatever lazy_anchor says (what sync() would do in a second one: audit.Deferred's
+        flush). `times`: when the first len(times) records were recorded (sealer)."""
+        sending = telemetry.enabled()  # asked once an append, not once a record
+        written: list[dict[str, Any]] | None = [] if kept or sending else None
         later = not durable and (anchor_later or self.lazy_anchor)
         self._queue().append(Ticket(sealer(records, written, times), later, self), self._write_group)
-        if telemetry.enabled():  # asked once an append, not once a record
+        if written is None:
+            return []
+        if sending:
             for full in written:  # stored: now they may also leave as OTLP log records ([telemetry] audit_logs)
                 telemetry.audit_record(full)
         return written
@@ -192,7 +227,7 @@ class ChainedLog:
         verify accepts. A denial is all the user hears of its call: its anchor is durable at once."""
         later = all(r.get("event") == "decision" and r.get("decision") == "allow" for r in records)
         try:
-            self.append_many(records, anchor_later=later)
+            self.append_many(records, anchor_later=later, kept=False)
         except AuditError as exc:
             raise AuditError(f"{exc.message}; the tool was not run") from None
 

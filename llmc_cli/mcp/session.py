@@ -305,9 +305,9 @@ class ClientSession:
         request_id = next(self._ids)  # (as forward's)
         if request_id > self._last_id:
             self._last_id = request_id
-        sent = dict(params) if params else {}  # `params` itself stays as given: a retry sends it again
+        sent = params.copy() if params else {}  # `params` stays as given: a retry sends it again (copy: no type's call)
         given = sent.get("_meta")
-        meta = dict(given) if isinstance(given, dict) else {}
+        meta = given.copy() if isinstance(given, dict) else {}
         if self.era == "modern":
             meta.update(self.modern_meta())
         own_token = meta.get("progressToken")  # the caller's: progress is relayed, not shown here

@@ -197,3 +197,33 @@ def test_a_chain_of_varied_records_with_waited_own_and_stamped_times() -> None:
             assert line.decode("utf-8") == as_json_seals({**record, "time": time}, prev), i
             prev = json.loads(line)["hash"]
             assert written[i] == json.loads(line)
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["orjson", "json"])
+def test_a_seal_that_keeps_no_record_seals_the_same_lines(fast: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A seal that keeps nothing (a batch's writers discard the records as stored) seals what one
+    that keeps them seals, json's canonical text, on either encoder: arguments of text, integers,
+    booleans and nulls go as orjson's bytes, the rest (a float, a lone surrogate, a 70-bit integer,
+    arguments that are no object) as canonical_json_bytes decides."""
+    arguments: list[Any] = [{"m": "x", "n": 3, "b": True, "z": None}, {"f": 1e-05}, {"s": "\ud800"}, {"big": 2**70}, [1e-7], {}]
+    records: list[Any] = [*({**BASE, "arguments": a} for a in arguments), {k: v for k, v in BASE.items() if k != "arguments"}]
+    with monkeypatch.context() as patch:
+        patch.setattr(model, "_CANONICAL_BYTES", FAST_BYTES if fast else model._canonical_bytes)
+        written: list[dict[str, Any]] = []
+        kept, unkept = sealer(records, written)(GENESIS, 0), sealer(records, None)(GENESIS, 0)
+    assert kept == unkept and len(written) == len(records)
+    prev = GENESIS
+    for record, line in zip(records, unkept, strict=True):
+        assert line.decode("utf-8") == as_json_seals(record, prev), record
+        prev = json.loads(line)["hash"]
+
+
+def test_the_writers_that_discard_their_records_keep_none(tmp_path: Path) -> None:
+    """append_many(kept=False), a batch's decisions and outcomes: [] back, the log as ever."""
+    log = AuditLog(tmp_path / "audit.jsonl")
+    record: Any = {k: v for k, v in BASE.items() if k != "time"}
+    assert log.append_many([record, record], kept=False) == []
+    assert [r["prev"] for r in log.append_many([record])] != [GENESIS]
+    log.release()
+    report = AuditLog(tmp_path / "audit.jsonl").verify()
+    assert report == {**report, "ok": True, "records": 3}
