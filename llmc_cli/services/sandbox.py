@@ -31,7 +31,7 @@ from collections.abc import Collection
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from llmc_cli import lazy_pattern
+from llmc_cli import config, lazy_pattern
 from llmc_cli import server as llmc_server  # its lazy interface: the jail's names load with a sandboxed launch
 from llmc_cli.config.paths import (
     PROTECTED_PATHS_VAR,
@@ -45,7 +45,6 @@ from llmc_cli.config.paths import (
     state_dir,
     which,
 )
-from llmc_cli.config.profiles import lock_path, usable_specs
 from llmc_cli.errors import ConfigError, LlmcError
 from llmc_cli.mcp import transports  # its lazy names: the stdio transport loads with a stdio server
 from llmc_cli.model import SandboxSpec, ServerSpec, sha256
@@ -149,7 +148,7 @@ def protected_paths(profile: LoadedProfile | None) -> list[str]:
             paths.append(str(profile.path))
         paths.append(str(audit_log_path(profile.profile.audit_log)))
         if profile.profile.lock:
-            paths.append(lock_path(profile))
+            paths.append(config.lock_path(profile))
     else:
         paths.append(str(audit_log_path()))
     inherited = os.environ.get(PROTECTED_PATHS_VAR)  # this llmc is itself a server of another llmc
@@ -173,7 +172,7 @@ def own_files_out_of_reach(server: str, sandbox: SandboxSpec, profile: LoadedPro
     dirs = {"config directory": str(config_dir()), "state directory": str(state_dir())}
     loose = {"audit log": str(audit_log_path(profile.profile.audit_log if profile else None))}
     if profile is not None and profile.profile.lock:
-        loose["tool lock"] = lock_path(profile)
+        loose["tool lock"] = config.lock_path(profile)
     named = {**dirs, **loose, **({"profile": str(profile.path)} if profile is not None and profile.path else {})}
     declared = [(p, "read_paths") for p in sandbox.read_paths] + [(p, "write_paths") for p in sandbox.write_paths]
     real_dirs = [os.path.realpath(d) for d in dirs.values()]
@@ -397,7 +396,7 @@ def launch_specs(
     require_sandbox = require_sandbox or sandbox_required_by_parent()
     if adhoc is None and profile is None:
         raise ValueError("launch_specs needs a profile or an ad-hoc server")
-    specs, unusable = ([adhoc], {}) if adhoc else usable_specs(profile, only)  # type: ignore[arg-type]
+    specs, unusable = ([adhoc], {}) if adhoc else config.usable_specs(profile, only)  # type: ignore[arg-type]
     contained = []
     for spec in protect(specs, profile, require_sandbox):
         try:
