@@ -79,8 +79,9 @@ BUDGETS: dict[str, tuple[list[str], tuple[str, ...], int, int]] = {
             *STAND_INS,
         ),
         # mcp/tool_error.py: its own module, so a launched stdio call loads no mcp/server.py;
-        # services/invocation.py: split from services/calls.py at the 500-line limit
-        76,
+        # services/invocation.py: split from services/calls.py at the 500-line limit; 73 since
+        # cli/prompt.py loads only where a person can be asked (session 18)
+        73,
         183,
     ),
     # services/invocation.py and services/request.py: split from calls.py and pipeline.py at the
@@ -89,10 +90,12 @@ BUDGETS: dict[str, tuple[list[str], tuple[str, ...], int, int]] = {
     # first read (session 16)
     "call": (
         ["call", "workspace.list_directory", "path=."],
-        ("llmc_cli.cli.batch", "llmc_cli.services.reads", *SPAWNING, *UNTRANSLATED, *STAND_INS),
+        # cli/prompt.py: the questions, only where a person can answer them (cli/common.py)
+        ("llmc_cli.cli.batch", "llmc_cli.services.reads", "llmc_cli.cli.prompt", *SPAWNING, *UNTRANSLATED, *STAND_INS),
         # 91: cli/starting.py, split from cli/common.py (session 17) so that `tools list` starts
-        # its server before common's modules load; a call loads both (+0.5 M instructions)
-        91,
+        # its server before common's modules load; a call loads both (+0.5 M instructions); 90:
+        # cli/prompt.py loads only where a person can be asked (session 18)
+        90,
         209,
     ),
 }

@@ -14,10 +14,17 @@ from llmc_cli.cli.lazy_stdlib import install
 install()  # before click is imported: see lazy_stdlib.py
 
 __getattr__ = lazy_names(
-    __name__, globals(), dict.fromkeys(("open_target", "command_calls", "start_telemetry", "warnings"), "llmc_cli.cli.common")
+    __name__,
+    globals(),
+    {
+        **dict.fromkeys(("open_target", "command_calls", "start_telemetry", "warnings"), "llmc_cli.cli.common"),
+        # the questions a person answers on the terminal: only where one can (cli/common.py)
+        **dict.fromkeys(("confirm_call", "elicit"), "llmc_cli.cli.prompt"),
+    },
 )
 
-if TYPE_CHECKING:  # what mypy reads; at run time the names load with cli/common.py, on first use
+if TYPE_CHECKING:  # what mypy reads; at run time each name loads with its module, on first use
     from llmc_cli.cli.common import command_calls, open_target, start_telemetry, warnings
+    from llmc_cli.cli.prompt import confirm_call, elicit
 
-__all__ = ["command_calls", "open_target", "start_telemetry", "warnings"]
+__all__ = ["command_calls", "confirm_call", "elicit", "open_target", "start_telemetry", "warnings"]
