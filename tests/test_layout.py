@@ -38,7 +38,7 @@ ALLOWED: dict[str, set[str]] = {
     "mcp": {"llmc_cli", "errors", "model"},
     "translate": {"errors", "model"},
     "providers": {"translate", "jsonish", "errors", "model"},
-    "config": {"jsonish", "mcp", "errors", "model"},
+    "config": {"llmc_cli", "jsonish", "mcp", "errors", "model"},  # llmc_cli: lazy_names (config/__init__.py)
     "store": {"config", "mcp", "errors", "model"},
     "policy": {"llmc_cli", "config", "store", "mcp", "errors", "model"},
     "audit": {"llmc_cli", "config", "store", "interrupts", "telemetry", "mcp", "errors", "model"},

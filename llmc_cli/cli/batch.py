@@ -8,15 +8,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from llmc_cli import services
+from llmc_cli import cli, policy, services
 from llmc_cli.cli.arguments import read_input
-from llmc_cli.cli.common import command_calls, open_target
 from llmc_cli.cli.output import emit_lines, note
+from llmc_cli.cli.starting import start_servers
 from llmc_cli.cli.targets import Target
 from llmc_cli.errors import ExitCode, LlmcError, SkippedAfterFailure, UsageError
 from llmc_cli.model import JSON, MAX_ARGUMENT_DEPTH, JSONObject, parse_json
 from llmc_cli.model import _orjson as _orjson
-from llmc_cli.policy.approval import with_hint
 
 if TYPE_CHECKING:
     from llmc_cli.services import BatchItem
@@ -121,8 +120,11 @@ def run(
     text = read_input(source, "--batch")
     split = text.splitlines()
     lines = read_lines(split, fast_loads(text, len(split)))
-    # Only the servers the batch names start: the first call's first of all.
-    catalog, profile = open_target(ctx, target, warm=False, first=first_server(lines), calling=lines[0][2] if lines else None)
+    # Only the servers the batch names start: the first call's first of all, before the catalog
+    # over them and the pipeline load (cli/__init__.py).
+    first = first_server(lines)
+    started = start_servers(ctx, target, warm=False, first=first, calling=lines[0][2] if lines else None)
+    catalog, profile = cli.open_target(ctx, target, warm=False, first=first, started=started)
     items = items_of(lines)
     worst: int = ExitCode.OK
     # What the summary counts, not every item kept to the end: how many were handed out, and
@@ -142,7 +144,7 @@ def run(
             if isinstance(error, SkippedAfterFailure):
                 error.message = f"{error.message} (--fail-fast)"
             else:
-                with_hint(error)
+                policy.with_hint(error)
         if code > worst:  # max()'s, without its call (~700 instructions a line)
             worst = code
         if code:
@@ -153,7 +155,7 @@ def run(
     with catalog:
         # The batch file is the person's decision (no confirm_destructive); the profile's
         # `confirm` patterns still apply, and a batch never asks: --yes or pre-approved hashes.
-        calls = command_calls(ctx, catalog, profile, "batch", ask=False, yes=yes, use_cache=use_cache)
+        calls = cli.command_calls(ctx, catalog, profile, "batch", ask=False, yes=yes, use_cache=use_cache)
         try:
             try:
                 services.run_batch(

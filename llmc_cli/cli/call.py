@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from llmc_cli import services
+from llmc_cli import cli, services
 from llmc_cli.cli.arguments import parse_json_option, parse_pairs
-from llmc_cli.cli.common import command_calls, open_target, warnings
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import emit, format_option, note, plain_text
+from llmc_cli.cli.starting import start_servers
 from llmc_cli.cli.targets import Target, shell_complete_tools, target_options
 from llmc_cli.errors import ToolFailed, UsageError
 
@@ -85,10 +85,12 @@ def call(
     # Bad input is found before any server starts.
     arguments = parse_json_option(json_args) if json_args else None
     named = tool.partition(".")[0] if "." in tool else None  # SERVER.TOOL (or a bare name with a dot)
-    catalog, profile = open_target(ctx, target, warm=False, first=named, calling=tool)  # its server starts first
+    # Its server starts first, then the catalog over it and the pipeline load (cli/__init__.py).
+    started = start_servers(ctx, target, warm=False, first=named, calling=tool)
+    catalog, profile = cli.open_target(ctx, target, warm=False, first=named, started=started)
     request = services.ToolRequest(tool, arguments, typed=lambda schema: parse_pairs(pairs, schema), validate=validate)
     with catalog:
-        calls = command_calls(ctx, catalog, profile, "call", yes=yes, use_cache=not no_cache)
+        calls = cli.command_calls(ctx, catalog, profile, "call", yes=yes, use_cache=not no_cache)
         outcome = calls.run(request)
     result, server, name = outcome.tool_result, outcome.tool_call.server, outcome.tool_call.tool
     dropped = getattr(calls.context.state.results, "dropped", None)
@@ -104,7 +106,7 @@ def call(
                 **result.to_json(),
                 **({"cached": True} if result.cached else {}),
                 "durationMs": result.duration_ms,
-                **warnings(ctx),
+                **cli.warnings(ctx),
             },
             fmt,
         )

@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from llmc_cli import services, telemetry
-from llmc_cli.cli import prompt
+from llmc_cli import cli, services, telemetry
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.output import note, status_line, warn
 from llmc_cli.cli.starting import Started, start_servers
@@ -89,7 +88,8 @@ def _client_hooks(ctx: click.Context, target: Target, sample: Any) -> tuple[Clie
         # Presentation only: progress extends --timeout whether it is shown or not.
         on_progress=_progress_line if sys.stderr.isatty() else _progress_note if verbose else None,
         on_log=(lambda p: note(f"[server log {p.get('level', '')}] {_short(p.get('data'))}")) if verbose else None,
-        elicit={"prompt": prompt.elicit, "accept-defaults": accept_defaults, "decline": decline}[elicit_mode],
+        # (the questions, cli/prompt.py, load only where a person can be asked: cli/__init__.py)
+        elicit=cli.elicit if elicit_mode == "prompt" else {"accept-defaults": accept_defaults, "decline": decline}[elicit_mode],
         sample=sample,  # sampling/createMessage: the profile's LLM answers only when it allows it
         on_notice=lambda text: _warn(ctx, text),
     )
@@ -145,15 +145,16 @@ def command_calls(
     on the terminal when there is one and `ask` (a batch never asks), `yes`: answered yes;
     `clearance`: the caller's (guard/clearance.py; None: the default of its kind)."""
     app = app_of(ctx)
+    interactive = ask and app.interactive  # (the pipeline asks only then: services/calls.py _confirm)
     pipeline = services.open_calls(
         catalog,
         profile,
         command=command,
         caller=caller,
         named_as=app.profile,
-        interactive=ask and app.interactive,
+        interactive=interactive,
         assume_yes=yes,
-        confirm=prompt.confirm_call if ask else None,
+        confirm=cli.confirm_call if interactive else None,
         conversation_id=conversation_id,
         use_cache=use_cache,
         clearance=clearance,

@@ -10,9 +10,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from llmc_cli import telemetry
+from llmc_cli import cli, config, telemetry
 from llmc_cli.cli import output
-from llmc_cli.config.profiles import load_profile
 from llmc_cli.model import dataclass
 
 if TYPE_CHECKING:
@@ -36,7 +35,7 @@ class App:
 
     def load_profile(self) -> LoadedProfile:
 
-        return load_profile(self.profile)
+        return config.load_profile(self.profile)
 
 
 def interactive() -> bool:
@@ -60,9 +59,8 @@ def start_app(ctx: click.Context, *, profile: str | None, verbose: int, quiet: b
     for (--otel, LLMC_OTEL or OTEL_* variables), -q."""
     ctx.obj = App(profile=profile, verbose=verbose, quiet=quiet)
     if otel or telemetry.env_requested():
-        from llmc_cli.cli.common import start_telemetry  # the telemetry seam: the exporters load there
-
-        start_telemetry(f"llmc {ctx.invoked_subcommand or ''}".strip())
+        # the telemetry seam (cli/common.py, through the package's interface): the exporters load there
+        cli.start_telemetry(f"llmc {ctx.invoked_subcommand or ''}".strip())
     if quiet:
         output.QUIET = True
 

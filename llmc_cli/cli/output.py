@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 
 import click
 
-from llmc_cli import lazy_pattern, policy  # policy: its lazy interface (approval loads with a denial's hint)
-from llmc_cli.config.profiles import load_profile
+# config, policy: their lazy interfaces (profiles load with a listing's format, approval with a denial's hint)
+from llmc_cli import config, lazy_pattern, policy
 from llmc_cli.errors import ConnectionFailed, LlmcError, UsageError
 from llmc_cli.model import clean as clean  # text fit for a terminal (model.py: the gateway's log uses it too)
 from llmc_cli.model import clean_line as clean_line
@@ -75,7 +75,7 @@ def _profile_format(ctx: click.Context) -> str:
     """[output] format of the profile in use; "auto" when it has none or does not load (the
     command itself reports a profile that does not load, where it needs one)."""
     try:  # ctx.obj: the App the root command made (cli/context.py, which renders through here)
-        return load_profile(getattr(ctx.obj, "profile", None)).profile.output.format
+        return config.load_profile(getattr(ctx.obj, "profile", None)).profile.output.format
     except LlmcError:
         return "auto"
 

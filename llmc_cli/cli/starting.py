@@ -10,10 +10,9 @@ from typing import TYPE_CHECKING
 
 import click
 
-from llmc_cli import policy, services
+from llmc_cli import config, policy, services
 from llmc_cli.cli.context import app_of
 from llmc_cli.cli.targets import Target
-from llmc_cli.config.profiles import load_profile
 from llmc_cli.model import collector_paused
 
 if TYPE_CHECKING:
@@ -55,7 +54,7 @@ def start_servers(
         session = target.session
         if adhoc and ctx.get_parameter_source("session") == click.core.ParameterSource.ENVIRONMENT:
             session = None  # --stdio/--url on the command line beat an LLMC_SESSION of the shell
-        loaded = None if adhoc else load_profile(app_of(ctx).profile)
+        loaded = None if adhoc else config.load_profile(app_of(ctx).profile)
         cleared = _usable_by_person(loaded)  # what may start before anything is decided
         eager = None if warm or adhoc else [first] if first and not _call_denied_by_name(loaded, calling) else []
         if cleared is not None:

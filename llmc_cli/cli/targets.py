@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import click
 
-from llmc_cli.config.profiles import expand
+from llmc_cli import config
 from llmc_cli.errors import UsageError
 from llmc_cli.model import ServerSpec, dataclass
 
@@ -270,12 +270,12 @@ def adhoc_spec(
             name=command_name(argv),
             command=tuple(argv),
             # ${VAR} expands as in --header and a profile's env: a secret stays out of the argv `ps` shows
-            env={k: expand(v, f"--env {k}") for k, v in (_pair(e, "=", "--env") for e in env)},
+            env={k: config.expand(v, f"--env {k}") for k, v in (_pair(e, "=", "--env") for e in env)},
             cwd=cwd,
             adhoc=True,
             **extra,
         )
-    parsed = {k: expand(v, f"--header {k}") for k, v in (_pair(h, ":", "--header") for h in headers)}
+    parsed = {k: config.expand(v, f"--header {k}") for k, v in (_pair(h, ":", "--header") for h in headers)}
     if not (url or "").startswith(("http://", "https://")):
         raise UsageError(f"--url must start with http:// or https://: {url}")
     return ServerSpec(name=url_name(url or ""), url=url, headers=parsed, transport=transport, adhoc=True, **extra)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from llmc_cli.config import files, paths, schema
 from llmc_cli.config.schema import from_json
-from llmc_cli.config.validation import dump
+from llmc_cli.config.validation import dump, parse_toml, validate
 from llmc_cli.errors import ConfigError
 from llmc_cli.model import compact_json, sha256
 
@@ -26,6 +26,18 @@ if TYPE_CHECKING:
 
 VERSION = b"llmc profile cache 1\0"
 ENTRIES = 16  # newest kept; one per profile text in use is enough
+
+
+def parse_profile(text: str, where: str) -> Any:
+    """Validate TOML text as a Profile; errors are one line: FILE:LINE: KEY: problem.
+    A text that validated before comes from the profile cache, without pydantic."""
+    key = key_of(text)
+    cached = read(key)
+    if cached is not None:
+        return cached
+    profile = validate(parse_toml(text, where), where, text)  # raises on errors: they are never cached
+    write(key, profile)
+    return profile
 
 
 def directory() -> Path:

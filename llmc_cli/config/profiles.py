@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from llmc_cli.config import paths, profile_cache
+from llmc_cli import config
+from llmc_cli.config import paths
 from llmc_cli.config.schema import Profile, ServerConfig
-from llmc_cli.config.validation import parse_toml, validate
 from llmc_cli.errors import ConfigError, UsageError, did_you_mean
 from llmc_cli.model import OAuthSpec, SandboxSpec, ServerSpec, dataclass
 
@@ -78,19 +78,8 @@ def load_profile(name_or_path: str | None) -> LoadedProfile:
         raise ConfigError(f"profile not found: {path}{did_you_mean(path.stem, known)}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read profile {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    return LoadedProfile(name=path.stem, path=path, profile=parse_profile(text, str(path)))
-
-
-def parse_profile(text: str, where: str) -> Any:
-    """Validate TOML text as a Profile; errors are one line: FILE:LINE: KEY: problem.
-    A text that validated before comes from the profile cache, without pydantic."""
-    key = profile_cache.key_of(text)
-    cached = profile_cache.read(key)
-    if cached is not None:
-        return cached
-    profile = validate(parse_toml(text, where), where, text)  # raises on errors: they are never cached
-    profile_cache.write(key, profile)
-    return profile
+    # (the cache and validation load with a profile's file: config/__init__.py; none for the built-in)
+    return LoadedProfile(name=path.stem, path=path, profile=config.parse_profile(text, str(path)))
 
 
 def builtin_default() -> LoadedProfile:

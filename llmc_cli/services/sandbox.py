@@ -31,8 +31,8 @@ from collections.abc import Collection
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from llmc_cli import lazy_pattern
-from llmc_cli import server as llmc_server  # its lazy interface: the jail's names load with a sandboxed launch
+from llmc_cli import config, lazy_pattern
+from llmc_cli import server as llmc_server  # its lazy interface: bubblewrap's and the jail's names load with a sandboxed launch
 from llmc_cli.config.paths import (
     PROTECTED_PATHS_VAR,
     REQUIRE_SANDBOX_VAR,
@@ -45,11 +45,9 @@ from llmc_cli.config.paths import (
     state_dir,
     which,
 )
-from llmc_cli.config.profiles import lock_path, usable_specs
 from llmc_cli.errors import ConfigError, LlmcError
 from llmc_cli.mcp import transports  # its lazy names: the stdio transport loads with a stdio server
 from llmc_cli.model import SandboxSpec, ServerSpec, sha256
-from llmc_cli.server.sandbox import FIXED_PATH, SYSTEM_DIRS, bwrap_argv, bwrap_usable, find_bwrap, is_under, limited
 
 if TYPE_CHECKING:
     from llmc_cli.config.profiles import LoadedProfile
@@ -69,7 +67,7 @@ _warned: set[str] = set()  # servers said to run unsandboxed already: one line p
 def _bwrap() -> str | None:
     """bubblewrap as the user's PATH finds it (the system's directories when PATH is unset)."""
 
-    return find_bwrap(os.environ.get("PATH") or FIXED_PATH)
+    return llmc_server.find_bwrap(os.environ.get("PATH") or llmc_server.FIXED_PATH)
 
 
 def warn_unsandboxed(specs: list[ServerSpec]) -> None:
@@ -95,7 +93,7 @@ def describe(sandbox: SandboxSpec | None, launched: bool | None = None) -> str:
 
     if sandbox is None or sandbox.mode == "none":
         return "not sandboxed"
-    if not (bwrap_usable(_bwrap()) if launched is None else launched):
+    if not (llmc_server.bwrap_usable(_bwrap()) if launched is None else launched):
         return (
             'not sandboxed (sandbox = "auto", bubblewrap is not usable here)'
             if sandbox.mode == "auto"
@@ -128,7 +126,7 @@ def contain(spec: ServerSpec, profile: LoadedProfile | None, *, required: bool =
         return spec
     own_files_out_of_reach(spec.name, sandbox, profile)
     bwrap = _bwrap()
-    if not bwrap_usable(bwrap):
+    if not llmc_server.bwrap_usable(bwrap):
         if sandbox.mode == "bwrap" or required:
             raise ConfigError(
                 f'server {spec.name}: sandbox = "{sandbox.mode}" but bubblewrap (bwrap) is not usable '
@@ -149,7 +147,7 @@ def protected_paths(profile: LoadedProfile | None) -> list[str]:
             paths.append(str(profile.path))
         paths.append(str(audit_log_path(profile.profile.audit_log)))
         if profile.profile.lock:
-            paths.append(lock_path(profile))
+            paths.append(config.lock_path(profile))
     else:
         paths.append(str(audit_log_path()))
     inherited = os.environ.get(PROTECTED_PATHS_VAR)  # this llmc is itself a server of another llmc
@@ -173,21 +171,21 @@ def own_files_out_of_reach(server: str, sandbox: SandboxSpec, profile: LoadedPro
     dirs = {"config directory": str(config_dir()), "state directory": str(state_dir())}
     loose = {"audit log": str(audit_log_path(profile.profile.audit_log if profile else None))}
     if profile is not None and profile.profile.lock:
-        loose["tool lock"] = lock_path(profile)
+        loose["tool lock"] = config.lock_path(profile)
     named = {**dirs, **loose, **({"profile": str(profile.path)} if profile is not None and profile.path else {})}
     declared = [(p, "read_paths") for p in sandbox.read_paths] + [(p, "write_paths") for p in sandbox.write_paths]
     real_dirs = [os.path.realpath(d) for d in dirs.values()]
     for path, key in declared:
         for what, own in named.items():
             real = os.path.realpath(own)
-            if path != real and is_under(path, [real]):  # the directory itself is covered whole
+            if path != real and llmc_server.is_under(path, [real]):  # the directory itself is covered whole
                 raise ConfigError(f"server {server}: {key} {path} is inside llmc's own {what} {own}: declare a path outside it")
     for what, own in loose.items():
         real = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(own))), os.path.basename(own))
-        if is_under(real, real_dirs):
+        if llmc_server.is_under(real, real_dirs):
             continue  # covered with llmc's directory
         for path, key in declared:
-            if is_under(real, [path]) and (key == "write_paths" or what == "audit log"):
+            if llmc_server.is_under(real, [path]) and (key == "write_paths" or what == "audit log"):
                 raise ConfigError(
                     f"server {server}: llmc's {what} {own} is inside its {key} {path} (the server could put a link "
                     f"in the place of a file llmc writes there, or read it): move the {what} out of it"
@@ -209,7 +207,7 @@ def _link_on_the_way(path: str, writable: list[str]) -> str | None:
         name = "/".join(parts[:i])
         if os.path.islink(name):
             where = os.path.join(os.path.realpath(os.path.dirname(name)), os.path.basename(name))
-            if is_under(where, writable):
+            if llmc_server.is_under(where, writable):
                 return name
     return None
 
@@ -231,7 +229,7 @@ def _launch(spec: ServerSpec, sandbox: SandboxSpec, bwrap: str, profile: LoadedP
     readable = _install_trees(spec.command, env.get("PATH", ""), spec.cwd, protected)
     hidden, hidden_dirs = _protected_names(protected)
     setenv = {"HOME": home, "TMPDIR": "/tmp", "npm_config_cache": os.path.join(home, ".npm")}
-    argv = bwrap_argv(
+    argv = llmc_server.bwrap_argv(
         bwrap,
         list(spec.command),
         cwd=cwd,
@@ -245,7 +243,7 @@ def _launch(spec: ServerSpec, sandbox: SandboxSpec, bwrap: str, profile: LoadedP
         setenv={k: v for k, v in setenv.items() if k not in spec.env},
         unsetenv=["XDG_RUNTIME_DIR"],
     )
-    full = limited(LIMITS, argv, keep=False)
+    full = llmc_server.limited(LIMITS, argv, keep=False)
     return full[: len(full) - len(spec.command)]
 
 
@@ -321,7 +319,7 @@ def _trees(path: str, protected: list[str], *, script: bool) -> list[str]:
             or any(p.rstrip("/") == tree or p.startswith(tree.rstrip("/") + "/") for p in protected)
         )
         chosen = name if too_wide else tree
-        if not any(chosen == d or chosen.startswith(d + "/") for d in SYSTEM_DIRS):
+        if not any(chosen == d or chosen.startswith(d + "/") for d in llmc_server.SYSTEM_DIRS):
             out.append(chosen)
     return out
 
@@ -397,7 +395,7 @@ def launch_specs(
     require_sandbox = require_sandbox or sandbox_required_by_parent()
     if adhoc is None and profile is None:
         raise ValueError("launch_specs needs a profile or an ad-hoc server")
-    specs, unusable = ([adhoc], {}) if adhoc else usable_specs(profile, only)  # type: ignore[arg-type]
+    specs, unusable = ([adhoc], {}) if adhoc else config.usable_specs(profile, only)  # type: ignore[arg-type]
     contained = []
     for spec in protect(specs, profile, require_sandbox):
         try:

@@ -97,6 +97,7 @@ def test_an_adhoc_server_starts_before_the_rest_of_llmc_loads_and_is_started_onc
             "llmc_cli.mcp.session",
         ]
     assert loaded(end, "llmc_cli.services.pipeline") and loaded(end, "llmc_cli.audit")  # the call's, after
+    assert not loaded(end, "llmc_cli.server.sandbox")  # bubblewrap's parts: a sandboxed launch's only
 
 
 def test_a_profile_server_a_call_names_starts_first_and_a_batch_s_first_one_too(tmp_path: Path, isolated_dirs: Path) -> None:

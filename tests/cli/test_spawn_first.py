@@ -94,3 +94,42 @@ def test_the_ad_hoc_and_the_profile_s_server_list_the_same_tools(isolated_dirs: 
     translated = llmc("tools", "list", "--stdio", server, "--format", "openai")
     assert translated.returncode == 0 and len(translated.json()) == len(adhoc.json()["tools"])
     assert mark.read_text() == "started\n" * 3
+
+
+def modules_at_spawn(tmp_path: Path, *arguments: str) -> set[str]:
+    """llmc's modules loaded when `llmc ARGUMENTS` made its first process, run in a fresh interpreter."""
+    out = tmp_path / "modules.txt"
+    env = {**os.environ, "LLMC_CONFIG_DIR": str(tmp_path / "config"), "LLMC_STATE_DIR": str(tmp_path / "state")}
+    env.pop("LLMC_PROFILE", None)
+    proc = subprocess.run(
+        [sys.executable, "-c", AT_SPAWN, str(out), *arguments], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    at_spawn = set(out.read_text().split())
+    assert "llmc_cli.mcp.transports.stdio" in at_spawn  # (the hook saw the server's spawn)
+    return at_spawn
+
+
+# What a call loads once its server started (cli/__init__.py's interface: cli/common.py, with the
+# client hooks, prompts and secrets), and the profile's machinery, which an ad-hoc server's
+# command loads after the spawn (config/__init__.py's interface).
+AFTER_A_CALL_S_SPAWN = {"llmc_cli.cli.common", "llmc_cli.cli.prompt", "llmc_cli.config.secrets", "llmc_cli.mcp.hooks"}
+PROFILE_MACHINERY = {"llmc_cli.config.profiles", "llmc_cli.config.schema", "llmc_cli.config.profile_cache"}
+
+
+def test_a_call_and_a_batch_spawn_their_server_before_the_rest_loads(tmp_path: Path) -> None:
+    """`call` and `call --batch` start their server (an ad-hoc one: before even the profile's
+    modules load) as `tools list` does; the call's answer is the same."""
+    server, mark = marked_server(tmp_path)
+    batch = tmp_path / "calls.jsonl"
+    batch.write_text('{"id": 1, "tool": "echo", "arguments": {"message": "a"}}\n')
+    for command in (["call", "echo", "message=hi"], ["call", "--batch", str(batch)]):
+        at_spawn = modules_at_spawn(tmp_path, *command, "--stdio", server)
+        assert at_spawn & (AFTER_A_CALL_S_SPAWN | PROFILE_MACHINERY) == set(), command
+    profile_file(tmp_path / "config", f'[servers.s]\ncommand = "{server}"\nsandbox = "none"\n')
+    batch.write_text('{"id": 1, "tool": "s.echo", "arguments": {"message": "a"}}\n')  # its server: the one named first
+    for command in (["call", "s.echo", "message=hi"], ["call", "--batch", str(batch)]):
+        at_spawn = modules_at_spawn(tmp_path, *command)
+        assert "llmc_cli.config.profiles" in at_spawn  # the profile says which server to start
+        assert at_spawn & AFTER_A_CALL_S_SPAWN == set(), command
+    assert mark.read_text() == "started\n" * 4

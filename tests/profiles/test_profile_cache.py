@@ -159,7 +159,7 @@ def test_a_profile_json_cannot_carry_is_not_cached(isolated_dirs: Path, profile:
 
 def test_the_cache_stays_bounded(isolated_dirs: Path):
     for n in range(profile_cache.ENTRIES + 5):
-        profiles.parse_profile(f'description = "{n}"\n', "x")
+        profile_cache.parse_profile(f'description = "{n}"\n', "x")
     assert len(list(cache_dir(isolated_dirs).iterdir())) == profile_cache.ENTRIES
 
 
