@@ -1,5 +1,5 @@
 """lean.sha256 and lean.hmac_sha256 (issue 34): the digests of hashlib and hmac, whichever
-implementation a process uses (CPython's own until it has hashed 64 KiB, OpenSSL's after)."""
+implementation a process uses (CPython's own until it has hashed 2 MiB, OpenSSL's after)."""
 
 from __future__ import annotations
 
@@ -69,4 +69,16 @@ def test_a_caller_that_will_hash_much_moves_to_openssl_at_once(monkeypatch: pyte
     assert model._sha256_state == [-1, hashlib.sha256]
     assert model.sha256_hex(b"abc") == hashlib.sha256(b"abc").hexdigest()
     model.expect_hashing(10**9)  # once moved, nothing more to do
+    assert model._sha256_state == [-1, hashlib.sha256]
+
+
+def test_a_thousand_call_batch_stays_on_cpython_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 1,000-call batch (its records ~1 MB) does not load OpenSSL: its load (~3-6 ms of CPU)
+    costs more than it saves on that much hashing (~2.7 ns a byte); a batch of 3,000 does."""
+    from llmc_cli.services.batch import AUDIT_BYTES_PER_CALL
+
+    monkeypatch.setattr(model, "_sha256_state", [0, model._builtin_sha256])
+    model.expect_hashing(1000 * AUDIT_BYTES_PER_CALL)
+    assert model._sha256_state == [0, model._builtin_sha256]
+    model.expect_hashing(3000 * AUDIT_BYTES_PER_CALL)
     assert model._sha256_state == [-1, hashlib.sha256]
