@@ -335,7 +335,7 @@ else:
 # but hashes ~2.7 ns a byte slower (an audit record of ~450 bytes: 1.85 us, OpenSSL's with the
 # CPU's SHA instructions 0.67 us, which valgrind hides), so the load pays for itself past ~1-2 MB
 # hashed: a process switches to OpenSSL's once it has hashed 2 MiB (a batch of some 2,500 calls
-# or more, a large result), the same digests either way (bench/RESULTS.md, session 19).
+# or more, a large result), the same digests either way (bench/RESULTS.md, session 18).
 _OPENSSL_AFTER = 1 << 21
 _sha256_state: list[Any] = [0, _builtin_sha256]  # bytes hashed so far, the constructor in use
 
