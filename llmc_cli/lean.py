@@ -123,14 +123,13 @@ def _plain_fields(cls: type, annotations: dict[str, Any], plain: int) -> bool:
     back on the class, a mutable default refused), __dataclass_params__, __dataclass_fields__,
     __match_args__ (tests/test_model_dataclass_fields.py). Without the rest of _process_class:
     ~100 k instructions a class, 34 in a `call --batch` start-up (issue 34). False otherwise."""
-    if not _PLAIN_FIELDS or plain != len(annotations):
-        return False
-    if any(hasattr(base, "__dataclass_fields__") for base in cls.__mro__[1:]):
+    if not _PLAIN_FIELDS or plain != len(annotations) or any(hasattr(b, "__dataclass_fields__") for b in cls.__mro__[1:]):
         return False
     cls.__dataclass_params__ = _PARAMS(False, False, False, False, False, False)  # type: ignore[attr-defined]
     fields: dict[str, dataclasses.Field[Any]] = {}
+    own = cls.__dict__ if cls.__mro__[1:] == (object,) else None  # getattr's answer, without an AttributeError a field
     for name, written in annotations.items():
-        default = getattr(cls, name, MISSING)
+        default = own.get(name, MISSING) if own is not None else getattr(cls, name, MISSING)
         if isinstance(default, dataclasses.Field):
             made = default
         else:

@@ -14,7 +14,7 @@ from llmc_cli.cli.output import emit_lines, note
 from llmc_cli.cli.starting import start_servers
 from llmc_cli.cli.targets import Target
 from llmc_cli.errors import ExitCode, LlmcError, SkippedAfterFailure, UsageError
-from llmc_cli.model import JSON, MAX_ARGUMENT_DEPTH, JSONObject, parse_json
+from llmc_cli.model import JSON, MAX_ARGUMENT_DEPTH, JSONObject, collector_paused, parse_json
 from llmc_cli.model import _orjson as _orjson
 
 if TYPE_CHECKING:
@@ -124,8 +124,13 @@ def run(
     # over them and the pipeline load (cli/__init__.py).
     first = first_server(lines)
     started = start_servers(ctx, target, warm=False, first=first, calling=lines[0][2] if lines else None)
-    catalog, profile = cli.open_target(ctx, target, warm=False, first=first, started=started)
-    items = items_of(lines)
+    # cli/common.py's modules (the catalog's, the profile's), the batch runner's and the
+    # pipeline's load with the catalog, the items and the calls: bounded work that makes
+    # long-lived objects, with the collector paused (its passes over them: ~1.5 M instructions
+    # of a 1-call batch, issue 34).
+    with collector_paused():
+        catalog, profile = cli.open_target(ctx, target, warm=False, first=first, started=started)
+        items = items_of(lines)
     worst: int = ExitCode.OK
     # What the summary counts, not every item kept to the end: how many were handed out, and
     # those that did not go well (an ok item's status is "ok": exit 0, no error)
@@ -155,7 +160,8 @@ def run(
     with catalog:
         # The batch file is the person's decision (no confirm_destructive); the profile's
         # `confirm` patterns still apply, and a batch never asks: --yes or pre-approved hashes.
-        calls = cli.command_calls(ctx, catalog, profile, "batch", ask=False, yes=yes, use_cache=use_cache)
+        with collector_paused():
+            calls = cli.command_calls(ctx, catalog, profile, "batch", ask=False, yes=yes, use_cache=use_cache)
         try:
             try:
                 services.run_batch(

@@ -15,7 +15,6 @@ with forward_refs_compiled_when_used():  # click's TypedDicts and TypeVar bounds
     import click
 
 from llmc_cli import __version__, interrupts
-from llmc_cli.cli.examples import attach_examples, block
 from llmc_cli.errors import ConfigError, ExitCode, LlmcError, UsageError, did_you_mean
 
 # name -> ("module:attribute", one-line help). A command's module (and what it imports) loads
@@ -68,11 +67,11 @@ class Unwinding(BaseException):
 class RegistryGroup(click.Group):
     """A group whose commands load when they run: `registry` maps each name to "module:attribute"
     (the root: COMMANDS; `tools`: cli/tools.py's TOOLS, so `tools list` builds no option of the
-    other six). `path`: the group's name as examples.py knows it ("" for the root)."""
+    other six)."""
 
-    def __init__(self, *args: Any, registry: dict[str, str], path: str = "", **kwargs: Any) -> None:
+    def __init__(self, *args: Any, registry: dict[str, str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.registry, self.path = registry, path
+        self.registry = registry
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(super().list_commands(ctx)) | set(self.registry))
@@ -83,9 +82,25 @@ class RegistryGroup(click.Group):
             command: click.Command = getattr(importlib.import_module(module), attr)
             _started()
             _accept_global_options(command)
-            attach_examples(command, f"{self.path} {name}".strip())
             return command
         return super().get_command(ctx, name)
+
+
+class ExamplesContext(click.Context):
+    """A subcommand's context (_accept_global_options): its help ends with the command's examples
+    (cli/examples.py), put there when the help is made (--help, a group without its subcommand),
+    so that a command that only runs never loads them (issue 34; the root's are LazyGroup's)."""
+
+    def get_help(self) -> str:
+        from llmc_cli.cli.examples import attach_examples  # only for help
+
+        names: list[str] = []
+        ctx: click.Context = self
+        while ctx.parent is not None:
+            names.append(ctx.info_name or "")
+            ctx = ctx.parent
+        attach_examples(self.command, " ".join(reversed(names)))
+        return super().get_help()
 
 
 class LazyGroup(RegistryGroup):
@@ -107,6 +122,8 @@ class LazyGroup(RegistryGroup):
         return super().resolve_command(ctx, args)
 
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from llmc_cli.cli.examples import block  # only for help (as ExamplesContext)
+
         super().format_epilog(ctx, formatter)
         formatter.write_paragraph()  # llmc's own examples close its --help, as every command's
         formatter.write_text(block(""))
@@ -216,6 +233,7 @@ def _accept_global_options(command: click.Command) -> None:
     if getattr(command, "_llmc_globals", False):
         return
     command._llmc_globals = True  # type: ignore[attr-defined]
+    command.context_class = ExamplesContext
     taken = {opt for p in command.params for opt in getattr(p, "opts", []) + getattr(p, "secondary_opts", [])}
     extra = [
         click.Option(

@@ -30,7 +30,7 @@ TOOLS = {
 }
 
 
-@click.group(cls=RegistryGroup, registry=TOOLS, path="tools")
+@click.group(cls=RegistryGroup, registry=TOOLS)
 def tools() -> None:
     """List, translate, export, lint and pin tool manifests."""
 

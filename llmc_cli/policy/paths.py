@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import lru_cache
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 MAX_SYMLINKS = 40  # the kernel's own limit (ELOOP beyond it): a longer chain is refused, not followed
@@ -175,3 +177,38 @@ def path_regex(head: str, tail: str) -> re.Pattern[str]:
 
 
 # -- lint: path-like arguments no rule covers ------------------------------------------------------
+
+
+def judge_argument(arg: str, value: object, globs: list[str], cwd: str | None) -> str | None:
+    """Why the value of a ruled argument is refused, or None. Every string inside it (lists and
+    objects at any depth) must be a path under one of the globs; any other leaf (number, bool,
+    null) is refused: a server could read it as a path or fall back to a default we cannot see."""
+    patterns = [p for g in globs for p in glob_patterns(g, cwd)]
+    try:
+        leaves = list(_leaves(arg, value))
+    except PathRefused as exc:
+        return f"argument {arg} {exc}"
+    for where, leaf in leaves:
+        if not isinstance(leaf, str):
+            return f"argument {where} is {json.dumps(leaf)}: under a path rule every value must be a string path"
+        try:
+            touched = touched_paths(leaf, cwd)
+        except PathRefused as exc:
+            return f"argument {where}={leaf!r} is refused: {exc}"
+        for real in touched:
+            if not any(path_regex(head, tail).match(real) for head, tail in patterns):
+                return f"argument {where}={leaf!r} (resolved {real}) matches none of {globs}"
+    return None
+
+
+def _leaves(where: str, value: object, depth: int = 0) -> Iterator[tuple[str, Any]]:
+    if isinstance(value, (list, dict)) and depth >= MAX_NESTING:
+        raise PathRefused(f"nests deeper than {MAX_NESTING} levels")  # no recursion a model can exhaust
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _leaves(f"{where}[{i}]", item, depth + 1)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _leaves(f"{where}.{key}", item, depth + 1)
+    else:
+        yield where, value

@@ -5,14 +5,12 @@ tools a profile may see; effective hints; the decision on reading a resource or 
 from __future__ import annotations
 
 import fnmatch
-import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from llmc_cli.config.profiles import expand
 from llmc_cli.model import JSONObject, Tool, ToolCall, dataclass
 from llmc_cli.policy.approval import call_hash
-from llmc_cli.policy.paths import MAX_NESTING, PathRefused, glob_patterns, path_regex, touched_paths
 
 if TYPE_CHECKING:
     from llmc_cli.config.schema import PolicyConfig
@@ -144,8 +142,10 @@ def _argument_refusal(call: ToolCall, tool: Tool | None, config: PolicyConfig, c
                 value = _schema_default(tool, arg)  # the server falls back to it: judge what it touches
                 if value is None:
                     continue
+            from llmc_cli.policy.paths import judge_argument  # only under an argument rule
+
             globs = [expand(g, f"policy.{where}") for g in globs]  # ${VAR} as in servers
-            refusal = _judge_argument(arg, value, globs, cwd)
+            refusal = judge_argument(arg, value, globs, cwd)
             if refusal:
                 return where, refusal
     return None
@@ -154,41 +154,6 @@ def _argument_refusal(call: ToolCall, tool: Tool | None, config: PolicyConfig, c
 def _schema_default(tool: Tool | None, arg: str) -> Any:
     prop = tool.properties.get(arg) if tool else None
     return prop.get("default") if isinstance(prop, dict) else None
-
-
-def _judge_argument(arg: str, value: object, globs: list[str], cwd: str | None) -> str | None:
-    """Why the value of a ruled argument is refused, or None. Every string inside it (lists and
-    objects at any depth) must be a path under one of the globs; any other leaf (number, bool,
-    null) is refused: a server could read it as a path or fall back to a default we cannot see."""
-    patterns = [p for g in globs for p in glob_patterns(g, cwd)]
-    try:
-        leaves = list(_leaves(arg, value))
-    except PathRefused as exc:
-        return f"argument {arg} {exc}"
-    for where, leaf in leaves:
-        if not isinstance(leaf, str):
-            return f"argument {where} is {json.dumps(leaf)}: under a path rule every value must be a string path"
-        try:
-            touched = touched_paths(leaf, cwd)
-        except PathRefused as exc:
-            return f"argument {where}={leaf!r} is refused: {exc}"
-        for real in touched:
-            if not any(path_regex(head, tail).match(real) for head, tail in patterns):
-                return f"argument {where}={leaf!r} (resolved {real}) matches none of {globs}"
-    return None
-
-
-def _leaves(where: str, value: object, depth: int = 0) -> Iterator[tuple[str, Any]]:
-    if isinstance(value, (list, dict)) and depth >= MAX_NESTING:
-        raise PathRefused(f"nests deeper than {MAX_NESTING} levels")  # no recursion a model can exhaust
-    if isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _leaves(f"{where}[{i}]", item, depth + 1)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _leaves(f"{where}.{key}", item, depth + 1)
-    else:
-        yield where, value
 
 
 def _access(qualified: str, tool: Tool | None, config: PolicyConfig) -> Decision:

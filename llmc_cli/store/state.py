@@ -19,8 +19,6 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from llmc_cli.config import paths
 from llmc_cli.model import JSONObject
 from llmc_cli.store.approvals import FileApprovals
-from llmc_cli.store.results import FileResultCache
-from llmc_cli.store.windows import FileRateWindows
 
 if TYPE_CHECKING:
     from llmc_cli.config.profiles import LoadedProfile
@@ -91,11 +89,20 @@ class FileState:
     def __init__(self, profile: LoadedProfile) -> None:
 
         self.profile = profile
-        self.rate_windows: RateWindows = FileRateWindows()
         self.approvals: Approvals = FileApprovals(profile)
+
+    # The windows and the cache load with their first use: a profile without rate limits or
+    # [cache] never reads their modules (issue 34: each module is ~0.5 M instructions of a start).
+    @cached_property
+    def rate_windows(self) -> RateWindows:
+        from llmc_cli.store.windows import FileRateWindows
+
+        return FileRateWindows()
 
     @cached_property
     def results(self) -> ResultCache:  # one per state: `dropped` tells about its last lookup
+        from llmc_cli.store.results import FileResultCache
+
         return FileResultCache(paths.state_dir() / "results")
 
 

@@ -54,3 +54,13 @@ def test_servers_remove_takes_many_names_all_or_none(isolated_dirs) -> None:
     assert removed.returncode == 0, removed.stderr
     assert removed.json()["removed"] == ["a", "b", "c"]
     assert [s["name"] for s in llmc("servers", "list", "--format", "json").json()["servers"]] == ["workspace"]
+
+
+def test_a_group_without_its_subcommand_shows_its_examples() -> None:
+    """The examples are put into a command's help when the help is made (cli/main.py
+    ExamplesContext), also where click shows it itself: a group named without a subcommand."""
+    for path in ["servers", "tools", "serve token"]:
+        shown = llmc(*path.split())
+        text = shown.stdout + shown.stderr  # click 8.2 shows it on stderr (exit 2), 8.1 on stdout
+        tail = text[text.rindex(MARK) :] if MARK in text else ""
+        assert tail and all(line in tail for _, line in EXAMPLES[path]), (path, shown.stdout[-500:], shown.stderr[-500:])

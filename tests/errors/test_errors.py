@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -105,3 +107,21 @@ def test_exit_codes_are_named_once_and_match_the_readme() -> None:
     assert all(isinstance(c.exit_code, ExitCode) for c in classes)
     documented = {int(n) for n in re.findall(r"^\| (\d+) \|", README.read_text(encoding="utf-8"), re.M)}
     assert {int(c) for c in ExitCode} <= documented | {ExitCode.OK}, "document every exit code in README"
+
+
+def test_an_exit_code_is_its_number_with_a_name() -> None:
+    """ExitCode is no enum class (its creation was most of errors.py's import, issue 34): each code
+    still is an int where a number is read (sys.exit, JSON, str, comparisons) and names itself."""
+    codes = list(ExitCode)
+    assert [int(c) for c in codes] == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 130, 143]
+    assert len({c.name for c in codes}) == len(codes) and ExitCode.DENIED.name == "DENIED"
+    assert ExitCode.DENIED == 4 and hash(ExitCode.DENIED) == hash(4) and isinstance(ExitCode.DENIED, int)
+    assert str(ExitCode.TIMEOUT) == "7" and f"{ExitCode.TIMEOUT}" == "7" and json.dumps([ExitCode.AUTH]) == "[9]"
+    assert repr(ExitCode.INTERRUPTED) == "<ExitCode.INTERRUPTED: 130>"
+    assert {ExitCode.DENIED: "x"}[4] == "x"
+    proc = subprocess.run(
+        [sys.executable, "-c", "import sys; from llmc_cli.errors import ExitCode; sys.exit(ExitCode.TERMINATED)"],
+        capture_output=True,
+        timeout=60,
+    )
+    assert proc.returncode == 143 and proc.stderr == b""

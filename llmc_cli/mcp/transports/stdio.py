@@ -41,7 +41,6 @@ from llmc_cli.mcp.inflight import Future
 from llmc_cli.mcp.messages import JSONObject
 from llmc_cli.mcp.transports.base import Closed, Deliver, max_message_bytes, too_large
 from llmc_cli.mcp.transports.child import child_environment, has_terminal, spawner
-from llmc_cli.mcp.transports.crash_lines import telling_line
 from llmc_cli.mcp.transports.ending import at_work, ended_within
 from llmc_cli.model import EVERYTHING, compact_json_line
 
@@ -468,6 +467,8 @@ class StdioTransport:
             for t in self._threads:
                 if t.name.endswith("_read_stderr") and t is not threading.current_thread():
                     t.join(timeout=0.5)
+        from llmc_cli.mcp.transports.crash_lines import telling_line  # only when a server failed
+
         detail = f"{what}" + (f" (exit status {code})" if code is not None else "")
         line = telling_line(list(self._stderr_tail))
         if line:
