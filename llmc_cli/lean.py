@@ -328,13 +328,11 @@ else:
         except ImportError:
             from hashlib import sha256 as _builtin_sha256
 
-# Importing hashlib initialises OpenSSL: about 11 M instructions, a thirtieth of a whole `llmc
-# call` through a keeper, which hashes a few kilobytes; in CPU time ~3-6 ms (loading libcrypto:
-# its pages and relocations, which callgrind does not count). CPython's own SHA-256 loads for free
-# but hashes ~2.7 ns a byte slower (an audit record of ~450 bytes: 1.85 us, OpenSSL's with the
-# CPU's SHA instructions 0.67 us, which valgrind hides), so the load pays for itself past ~1-2 MB
-# hashed: a process switches to OpenSSL's once it has hashed 2 MiB (a batch of some 2,500 calls
-# or more, a large result), the same digests either way (bench/RESULTS.md, session 18).
+# Importing hashlib initialises OpenSSL: ~3-6 ms of CPU (libcrypto's pages and relocations) for
+# a `llmc call` that hashes a few kilobytes. CPython's own SHA-256 loads for free but hashes ~2.7
+# ns a byte slower (a ~450-byte audit record: 1.85 us, OpenSSL's with the CPU's SHA instructions
+# 0.67 us), so the load pays for itself past ~1-2 MB: a process switches to OpenSSL's once it has
+# hashed 2 MiB (a batch of ~2,500 calls, a large result); same digests (bench/RESULTS.md, s. 18).
 _OPENSSL_AFTER = 1 << 21
 _sha256_state: list[Any] = [0, _builtin_sha256]  # bytes hashed so far, the constructor in use
 
