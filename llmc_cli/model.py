@@ -420,7 +420,14 @@ class ToolResult:
         # through type.__call__: ~3,000 instructions; a batch makes one a call)
         result = object.__new__(cls)
         content = raw.get("content")
-        result.content = [c for c in content if isinstance(c, dict)] if isinstance(content, list) else []
+        if type(content) is list:
+            result.content = content.copy()  # type: ignore[assignment]  # every item an object, mostly (checked below): no comprehension's call
+            for c in content:
+                if type(c) is not dict:  # the objects kept, the rest dropped
+                    result.content = [c for c in content if isinstance(c, dict)]
+                    break
+        else:
+            result.content = [c for c in content if isinstance(c, dict)] if isinstance(content, list) else []
         result.structured_content = raw.get("structuredContent")
         result.is_error = bool(raw.get("isError"))
         result.meta = meta if isinstance(meta := raw.get("_meta"), dict) else None
