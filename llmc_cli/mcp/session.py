@@ -354,9 +354,11 @@ class ClientSession:
             if after is not None:
                 AFTER_SEND.call = None
                 after()
-            # stdio: a lone caller reads its own reply on this thread, handed back as it is (pump's
-            # `own`); off the main thread (pump's rule), where no KeyboardInterrupt comes to be cancelled
-            got = self._pump(future, limit if limit < 0.5 else 0.5, self._alone, request_id) if self._pump else None
+            try:  # stdio: a lone caller reads its own reply on this thread, handed back as it is (pump's `own`)
+                got = self._pump(future, limit if limit < 0.5 else 0.5, self._alone, request_id) if self._pump else None
+            except KeyboardInterrupt:  # (as _wait's: the main thread only, where pump reads nothing)
+                self._cancel(request_id, "interrupted by the user")
+                raise
             result = got.get("result") if type(got) is dict and "error" not in got else None
             if type(result) is not dict:  # an error, no object, or no reply read yet: _wait says what
                 result = self._wait(request_id, future, method, limit, started, got)
@@ -415,8 +417,7 @@ class ClientSession:
     def _wait(
         self, request_id: int, future: Future[JSONObject], method: str, timeout: float, started: float, got: object
     ) -> JSONObject:
-        """The request's result: `got` (the reply stdio's pump read) or the matcher's reply, or
-        the error either says."""
+        """The result of `got` (the reply stdio's pump read), else of the matcher's; or its error."""
         try:
             message = got if type(got) is dict else self._inflight.wait(request_id, future, timeout, started, self._pump)
         except DeadlinePassed:
