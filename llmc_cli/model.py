@@ -416,11 +416,14 @@ class ToolResult:
 
     @classmethod
     def from_mcp(cls, raw: JSONObject) -> ToolResult:
-        # The fields set as __init__ sets them, without its call (a class's __init__ is called
-        # through type.__call__: ~3,000 instructions; a batch makes one a call)
+        # The fields set as __init__ sets them, without its call (through type.__call__: ~3,000
+        # instructions, one a batch's call); content's objects (most lists: all) kept, no comprehension's call
         result = object.__new__(cls)
-        content = raw.get("content")
-        result.content = [c for c in content if isinstance(c, dict)] if isinstance(content, list) else []
+        result.content = kept = content.copy() if isinstance(content := raw.get("content"), list) else []  # type: ignore[assignment]
+        for c in kept:
+            if type(c) is not dict:
+                result.content = [c for c in kept if isinstance(c, dict)]
+                break
         result.structured_content = raw.get("structuredContent")
         result.is_error = bool(raw.get("isError"))
         result.meta = meta if isinstance(meta := raw.get("_meta"), dict) else None

@@ -10,7 +10,7 @@ from dataclasses import field
 
 from llmc_cli.errors import RpcError
 from llmc_cli.mcp import jsonrpc
-from llmc_cli.mcp.messages import JSON, JSONObject, ProgressToken, object_at
+from llmc_cli.mcp.messages import JSON, JSONObject, ProgressToken, object_at, request_id
 from llmc_cli.model import dataclass
 
 # While a hook runs, which of the caller's requests in flight the server's message belongs to (a
@@ -98,3 +98,36 @@ def with_input_responses(hooks: ClientHooks, params: JSONObject, result: JSONObj
     if "requestState" in result:
         params["requestState"] = result["requestState"]
     return params
+
+
+def notified(hooks: ClientHooks, server: str, method: str, params: JSONObject) -> None:
+    """A server's notification, told to the hook that hears its kind (the session moved a
+    request's deadline on progress first)."""
+    if method == "notifications/progress":
+        if hooks.on_progress:
+            hooks.on_progress(params)
+    elif method == "notifications/message":
+        if hooks.on_log:
+            hooks.on_log(params)
+    elif method.endswith("/list_changed"):
+        if hooks.on_list_changed:
+            hooks.on_list_changed(server, method)
+    elif method == "notifications/resources/updated" and hooks.on_resource_updated:
+        hooks.on_resource_updated(params)
+    elif method == "notifications/subscriptions/acknowledged" and hooks.on_acknowledged:
+        hooks.on_acknowledged(params)
+
+
+def answer_request(hooks: ClientHooks, message: JSONObject) -> JSONObject:
+    """The reply to a server's request (legacy era, on a thread of its own): its result, or the
+    error to send when it cannot be answered or a hook failed."""
+    method, params, msg_id = str(message["method"]), object_at(message, "params"), request_id(message)
+    try:
+        too_deep = jsonrpc.too_deep(params)
+        if too_deep:
+            raise RpcError(too_deep, jsonrpc.INVALID_PARAMS)
+        return jsonrpc.result(msg_id, answer_server_request(hooks, method, params))
+    except RpcError as exc:
+        return jsonrpc.error(msg_id, exc.code, exc.message)
+    except Exception as exc:  # noqa: BLE001 - a hook failed: the server must still get an answer
+        return jsonrpc.error(msg_id, jsonrpc.INTERNAL_ERROR, f"client error: {exc}")

@@ -58,7 +58,7 @@ AFTER_SEND = _AfterSend()
 Reply = JSONObject  # a JSON-RPC response or error object
 # A transport's pump(future, seconds, alone) (stdio): reads and delivers on the waiting thread
 # until the future is done or the time is up, when alone(); False: wait for the reply to be delivered.
-# (Given the request's id as well, stdio's returns that request's reply as read: session._wait.)
+# (Given the request's id as well, stdio's returns that request's reply as read: session._request_raw.)
 Pump = Callable[["Future[Reply]", float, Callable[[], bool]], bool]
 
 

@@ -19,8 +19,8 @@ from collections.abc import Callable
 
 from llmc_cli import __version__
 from llmc_cli.errors import Cancelled, ConnectionFailed, HttpSessionExpired, LlmcError, ProtocolError, RpcError, TimeoutExpired
-from llmc_cli.mcp import jsonrpc, messages, observe
-from llmc_cli.mcp.hooks import RELATED_TOKENS, ClientHooks, answer_server_request, with_input_responses
+from llmc_cli.mcp import jsonrpc, observe
+from llmc_cli.mcp.hooks import RELATED_TOKENS, ClientHooks, answer_request, notified, with_input_responses
 from llmc_cli.mcp.inflight import AFTER_SEND, SENDING, DeadlinePassed, Future, InFlight
 from llmc_cli.mcp.messages import ProgressToken, all_pages, object_at
 from llmc_cli.mcp.transports.base import Transport
@@ -29,6 +29,7 @@ from llmc_cli.model import EVERYTHING, JSON, JSONObject
 
 CLIENT_INFO: JSONObject = {"name": "llmc", "version": __version__}
 MAX_INPUT_ROUNDS = 8  # input_required round trips for one request
+_UNTOKENED = ("initialize", "server/discover", "ping")  # requests sent without a progress token
 
 
 class NotADiscoverResult(ProtocolError):
@@ -66,6 +67,7 @@ class ClientSession:
         self._ids = itertools.count(1)
         self._last_id = 0  # the highest id sent so far: a reply to a higher one answers nothing sent
         self._inflight = InFlight()
+        self._alone = self._inflight.alone  # (pump's, bound once: not a method object made a request)
         self._closed_error: LlmcError | None = None
         self._started = False
         self._born = time.monotonic()
@@ -291,6 +293,26 @@ class ClientSession:
             meta[META_PREFIX + "logLevel"] = "info"
         return meta
 
+    def _dress(
+        self, sent: JSONObject, given: JSON, method: str, request_id: int
+    ) -> tuple[ProgressToken | None, observe.RequestWatch | None]:
+        """`sent`'s _meta as a request carries it (the caller's, the era's, the progress token, the
+        observer's); the caller's own progress token and the observer's watch."""
+        meta = given.copy() if isinstance(given, dict) else {}
+        if self.era == "modern":
+            meta.update(self.modern_meta())
+        own_token = meta.get("progressToken")  # the caller's: progress is relayed, not shown here
+        if "progressToken" not in meta and method not in _UNTOKENED:
+            # Always asked for, shown or not: progress is what extends a slow request's
+            # deadline, so a call that works on a terminal works the same in cron.
+            meta["progressToken"] = request_id
+        watch = observe.OBSERVER.request(self, request_id, method, sent) if observe.OBSERVER else None
+        if watch is not None:
+            meta.update(watch.meta())
+        if meta:
+            sent["_meta"] = meta
+        return None if own_token is None else _token(own_token), watch
+
     def _request_raw(
         self, method: str, params: JSONObject | None, timeout: float | None = None, retried: bool = False
     ) -> JSONObject:
@@ -307,21 +329,14 @@ class ClientSession:
             self._last_id = request_id
         sent = params.copy() if params else {}  # `params` stays as given: a retry sends it again (copy: no type's call)
         given = sent.get("_meta")
-        meta = given.copy() if isinstance(given, dict) else {}
-        if self.era == "modern":
-            meta.update(self.modern_meta())
-        own_token = meta.get("progressToken")  # the caller's: progress is relayed, not shown here
-        if "progressToken" not in meta and method not in ("initialize", "server/discover", "ping"):
-            # Always asked for, shown or not: progress is what extends a slow request's
-            # deadline, so a call that works on a terminal works the same in cron.
-            meta["progressToken"] = request_id
-        watch = observe.OBSERVER.request(self, request_id, method, sent) if observe.OBSERVER else None
-        if watch is not None:
-            meta.update(watch.meta())
-        if meta:
-            sent["_meta"] = meta
+        if given is None and self.era != "modern" and observe.OBSERVER is None:  # most requests: a token is all their _meta
+            own_token = watch = None
+            if method not in _UNTOKENED:
+                sent["_meta"] = {"progressToken": request_id}
+        else:
+            own_token, watch = self._dress(sent, given, method, request_id)
         started = time.monotonic()  # (the deadline counts from here, open's included: one clock read)
-        future = self._inflight.open(request_id, token=None if own_token is None else _token(own_token), at=started)
+        future = self._inflight.open(request_id, token=own_token, at=started)
         result: JSONObject | None = None
         error: BaseException | None = None
         limit = timeout if timeout is not None else self.timeout
@@ -339,7 +354,14 @@ class ClientSession:
             if after is not None:
                 AFTER_SEND.call = None
                 after()
-            result = self._wait(request_id, future, method, limit, started)
+            try:  # stdio: a lone caller reads its own reply on this thread, handed back as it is (pump's `own`)
+                got = self._pump(future, limit if limit < 0.5 else 0.5, self._alone, request_id) if self._pump else None
+            except KeyboardInterrupt:  # (as _wait's: the main thread only, where pump reads nothing)
+                self._cancel(request_id, "interrupted by the user")
+                raise
+            result = got.get("result") if type(got) is dict and "error" not in got else None
+            if type(result) is not dict:  # an error, no object, or no reply read yet: _wait says what
+                result = self._wait(request_id, future, method, limit, started, got)
             self._unanswered = self._unanswered and retried  # answered (a retry's answer left it as it was)
             return result
         except RpcError as exc:
@@ -393,13 +415,11 @@ class ClientSession:
             self.transport.send(message)
 
     def _wait(
-        self, request_id: int, future: Future[JSONObject], method: str, timeout: float, started: float | None = None
+        self, request_id: int, future: Future[JSONObject], method: str, timeout: float, started: float, got: object
     ) -> JSONObject:
-        pump = self._pump
+        """The result of `got` (the reply stdio's pump read), else of the matcher's; or its error."""
         try:
-            # stdio: a lone caller's reply is read here and handed back as it is (pump's `own`), else the matcher's
-            got = pump(future, timeout if timeout < 0.5 else 0.5, self._inflight.alone, request_id) if pump else None
-            message = got if type(got) is dict else self._inflight.wait(request_id, future, timeout, started, pump)
+            message = got if type(got) is dict else self._inflight.wait(request_id, future, timeout, started, self._pump)
         except DeadlinePassed:
             self._cancel(request_id, "timeout")
             raise TimeoutExpired(f"{self.name}: no reply to {method} within {timeout:g}s") from None
@@ -460,31 +480,11 @@ class ClientSession:
     def _on_notification(self, method: str, params: JSONObject) -> None:
         if method == "notifications/progress":
             self._inflight.progressed(params.get("progressToken"))
-            if self.hooks.on_progress:
-                self.hooks.on_progress(params)
-        elif method == "notifications/message":
-            if self.hooks.on_log:
-                self.hooks.on_log(params)
-        elif method.endswith("/list_changed"):
-            if self.hooks.on_list_changed:
-                self.hooks.on_list_changed(self.name, method)
-        elif method == "notifications/resources/updated" and self.hooks.on_resource_updated:
-            self.hooks.on_resource_updated(params)
-        elif method == "notifications/subscriptions/acknowledged" and self.hooks.on_acknowledged:
-            self.hooks.on_acknowledged(params)
+        notified(self.hooks, self.name, method, params)
 
     def _serve_request(self, message: JSONObject, owners: tuple[ProgressToken | None, ...]) -> None:
-        method, params, msg_id = str(message["method"]), object_at(message, "params"), messages.request_id(message)
         RELATED_TOKENS.set(owners)  # a thread of its own: its context ends with it
-        try:
-            too_deep = jsonrpc.too_deep(params)
-            if too_deep:
-                raise RpcError(too_deep, jsonrpc.INVALID_PARAMS)
-            reply = jsonrpc.result(msg_id, answer_server_request(self.hooks, method, params))
-        except RpcError as exc:
-            reply = jsonrpc.error(msg_id, exc.code, exc.message)
-        except Exception as exc:  # noqa: BLE001 - a hook failed: the server must still get an answer
-            reply = jsonrpc.error(msg_id, jsonrpc.INTERNAL_ERROR, f"client error: {exc}")
+        reply = answer_request(self.hooks, message)
         try:
             self.transport.send(reply)
         except LlmcError:
