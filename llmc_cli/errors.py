@@ -5,8 +5,9 @@ ExitCode names them, so no code says a bare 4 or 130.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Iterable, Mapping
+from enum import IntEnum
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -14,64 +15,20 @@ if TYPE_CHECKING:
     from llmc_cli.model import JSONObject
 
 
-class _Codes(type):
-    """ExitCode's type: iterating the class gives its codes, as an enum's would."""
-
-    def __iter__(cls) -> Iterator[ExitCode]:
-        return iter(cls._codes)  # type: ignore[attr-defined]
-
-
-class ExitCode(int, metaclass=_Codes):
-    """An exit code: an int (sys.exit, JSON and comparisons see the number) with its name. What
-    enum.IntEnum gave, without its class creation: ~2.5 M instructions of every command's start,
-    more than the other 18 classes of this module together (issue 34)."""
-
-    name: str
-    OK: ClassVar[ExitCode]
-    TOOL_ERROR: ClassVar[ExitCode]  # the tool reported an error (isError), or a check failed
-    USAGE: ClassVar[ExitCode]
-    CONFIG: ClassVar[ExitCode]  # config or profile
-    DENIED: ClassVar[ExitCode]  # by policy, or a confirmation needed without a terminal
-    CONNECTION: ClassVar[ExitCode]  # cannot spawn, refused, crashed
-    PROTOCOL: ClassVar[ExitCode]  # bad JSON-RPC, no common version, message too large
-    TIMEOUT: ClassVar[ExitCode]
-    PROVIDER: ClassVar[ExitCode]  # the LLM provider
-    AUTH: ClassVar[ExitCode]
-    DRIFT: ClassVar[ExitCode]  # tool manifest drift
-    INTERRUPTED: ClassVar[ExitCode]  # SIGINT (128 + 2)
-    TERMINATED: ClassVar[ExitCode]  # SIGTERM (128 + 15), and SIGHUP: stopped from outside, unwound like Ctrl-C
-
-    def __repr__(self) -> str:
-        return f"<ExitCode.{self.name}: {int(self)}>"
-
-    __str__ = int.__repr__  # "4", as IntEnum's (and int's) str
-
-
-def _codes(**codes: int) -> None:
-    made = []
-    for name, number in codes.items():
-        code = ExitCode(number)
-        code.name = name
-        setattr(ExitCode, name, code)
-        made.append(code)
-    ExitCode._codes = tuple(made)  # type: ignore[attr-defined]
-
-
-_codes(
-    OK=0,
-    TOOL_ERROR=1,
-    USAGE=2,
-    CONFIG=3,
-    DENIED=4,
-    CONNECTION=5,
-    PROTOCOL=6,
-    TIMEOUT=7,
-    PROVIDER=8,
-    AUTH=9,
-    DRIFT=10,
-    INTERRUPTED=130,
-    TERMINATED=143,
-)
+class ExitCode(IntEnum):
+    OK = 0
+    TOOL_ERROR = 1  # the tool reported an error (isError), or a check failed
+    USAGE = 2
+    CONFIG = 3  # config or profile
+    DENIED = 4  # by policy, or a confirmation needed without a terminal
+    CONNECTION = 5  # cannot spawn, refused, crashed
+    PROTOCOL = 6  # bad JSON-RPC, no common version, message too large
+    TIMEOUT = 7
+    PROVIDER = 8  # the LLM provider
+    AUTH = 9
+    DRIFT = 10  # tool manifest drift
+    INTERRUPTED = 130  # SIGINT (128 + 2)
+    TERMINATED = 143  # SIGTERM (128 + 15), and SIGHUP: stopped from outside, unwound like Ctrl-C
 
 
 class LlmcError(Exception):

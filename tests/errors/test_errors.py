@@ -110,8 +110,8 @@ def test_exit_codes_are_named_once_and_match_the_readme() -> None:
 
 
 def test_an_exit_code_is_its_number_with_a_name() -> None:
-    """ExitCode is no enum class (its creation was most of errors.py's import, issue 34): each code
-    still is an int where a number is read (sys.exit, JSON, str, comparisons) and names itself."""
+    """Each exit code is an int where a number is read (sys.exit, JSON, str, comparisons) and
+    names itself."""
     codes = list(ExitCode)
     assert [int(c) for c in codes] == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 130, 143]
     assert len({c.name for c in codes}) == len(codes) and ExitCode.DENIED.name == "DENIED"
